@@ -1,0 +1,62 @@
+//! `greta`: one binary for doctor, install and smoke.
+//!
+//! Every subcommand lives in its own module under `cmd/` and returns an
+//! [`exit::Exit`]; an `Err` means greta itself could not decide (exit 2).
+
+mod cmd;
+mod exit;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "greta", version, about = "Get a GPU machine ready for LLM work (AMD first; NVIDIA and CPU too)")]
+struct Cli {
+    /// More log output on stderr (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Find the GPU stack and explain every problem with a fix.
+    Doctor(cmd::doctor::Args),
+    /// Install the pinned torch + triton + jax profile for this machine.
+    Install(cmd::install::Args),
+    /// Run the device gates against CPU references.
+    Smoke(cmd::smoke::Args),
+}
+
+fn main() -> ExitCode {
+    // clap exits 2 on usage errors, which matches our contract.
+    let cli = Cli::parse();
+    init_tracing(cli.verbose);
+    let result = match cli.command {
+        Command::Doctor(a) => cmd::doctor::run(a),
+        Command::Install(a) => cmd::install::run(a),
+        Command::Smoke(a) => cmd::smoke::run(a),
+    };
+    match result {
+        Ok(code) => code.into(),
+        Err(e) => {
+            eprintln!("greta: error: {e:#}");
+            exit::Exit::Undecided.into()
+        }
+    }
+}
+
+fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -1,0 +1,213 @@
+//! The facts model: what any probe source (live machine, sysroot replay,
+//! pasted text) can establish. It is serialised as the `facts` object of the
+//! `greta.doctor/v1` JSON, so fields are only ever added, never renamed.
+//!
+//! Every field is optional or a list because each source sees only part of
+//! the machine: a pasted `rocminfo` knows the gfx target but not the PCI
+//! address, a sysroot knows the PCI address but maybe not the Vulkan devices.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Facts {
+    /// `uname -r` / `/proc/sys/kernel/osrelease`.
+    pub kernel_version: Option<String>,
+    /// Version of the loaded amdgpu (or nvidia) kernel module, as printed by
+    /// `/sys/module/amdgpu/version`, amd-smi or `/proc/driver/nvidia/version`.
+    pub kernel_driver_version: Option<String>,
+    /// One entry per physical or virtual GPU; sources that see the same GPU
+    /// (PCI + KFD + rocminfo + Vulkan) are merged into one entry.
+    pub gpus: Vec<Gpu>,
+    /// Kernel modules relevant to GPUs (amdgpu, nvidia, ...).
+    pub drivers: Vec<KernelDriver>,
+    /// `/dev/kfd`, `/dev/dri/renderD*` and whether this user can open them.
+    pub device_nodes: Vec<DeviceNode>,
+    pub vulkan: Vulkan,
+    pub rocm: Rocm,
+    pub python: Python,
+    /// Error/notice signatures recognised in command output, logs or pasted
+    /// text (e.g. `kfd-permission-denied`); rules match on their `id`.
+    pub signals: Vec<Signal>,
+    /// Hints that we run inside a container (`/.dockerenv`, cgroup names...).
+    pub container: Option<String>,
+    /// Where the facts came from: "live", "sysroot:DIR", or "from:FILE,...".
+    pub sources: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Vendor {
+    Amd,
+    Nvidia,
+    Intel,
+    /// A software device (lavapipe/llvmpipe) or a CPU agent.
+    Cpu,
+    #[default]
+    Other,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Gpu {
+    pub vendor: Vendor,
+    /// Marketing or pci.ids name, e.g. "AMD Instinct MI300X VF".
+    pub name: String,
+    /// PCI address "0000:83:00.0" when known.
+    pub pci_address: Option<String>,
+    pub vendor_id: Option<u16>,
+    pub device_id: Option<u16>,
+    pub revision: Option<u8>,
+    pub subsystem_vendor_id: Option<u16>,
+    pub subsystem_device_id: Option<u16>,
+    /// "gfx942", from KFD `gfx_target_version`, rocminfo or driver strings.
+    pub gfx: Option<String>,
+    /// SR-IOV virtual function (e.g. MI300X VF 0x74b5, "Linux Guest").
+    pub vf: bool,
+    /// APU/iGPU (shares system memory) when known.
+    pub integrated: Option<bool>,
+    pub compute_units: Option<u32>,
+    pub vram_bytes: Option<u64>,
+    pub gtt_bytes: Option<u64>,
+    /// Bound kernel driver ("amdgpu", "nvidia", "vfio-pci"), None if unbound.
+    pub kernel_driver: Option<String>,
+    /// KFD node / DRM render minor when known.
+    pub render_minor: Option<u32>,
+    /// Which sources reported this GPU ("pci", "kfd", "rocminfo", "vulkan", ...).
+    pub seen_by: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct KernelDriver {
+    pub name: String,
+    pub loaded: bool,
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DeviceNode {
+    pub path: String,
+    pub exists: bool,
+    /// Octal permission bits, e.g. "0660".
+    pub mode: Option<String>,
+    pub group: Option<String>,
+    /// Whether the current user can open it read-write (None when unknown,
+    /// e.g. replaying a capture of another user).
+    pub openable: Option<bool>,
+    /// Groups the user would need to join, when not openable.
+    pub missing_groups: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum VulkanDriverKind {
+    Radv,
+    Amdvlk,
+    AmdgpuPro,
+    Lavapipe,
+    Nvidia,
+    #[default]
+    Other,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Vulkan {
+    /// Path of the loader library found (`libvulkan.so.1`), None if missing.
+    pub loader: Option<String>,
+    /// ICD manifests in the loader's search order.
+    pub icds: Vec<Icd>,
+    /// Devices enumerated live through ash, or parsed from vulkaninfo text.
+    pub devices: Vec<VulkanDevice>,
+    /// Driver kinds seen anywhere (ICDs or devices), deduplicated, for rules.
+    pub drivers: Vec<VulkanDriverKind>,
+    /// `AMD_VULKAN_ICD`, `VK_DRIVER_FILES`, `VK_ICD_FILENAMES` as set.
+    pub env: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Icd {
+    pub manifest: String,
+    pub library_path: Option<String>,
+    pub kind: VulkanDriverKind,
+    pub api_version: Option<String>,
+    /// Whether the library file exists/loads; None when unknown.
+    pub library_ok: Option<bool>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct VulkanDevice {
+    pub name: String,
+    pub kind: VulkanDriverKind,
+    /// "DISCRETE_GPU", "INTEGRATED_GPU", "CPU", ...
+    pub device_type: Option<String>,
+    pub vendor_id: Option<u32>,
+    pub device_id: Option<u32>,
+    pub driver_name: Option<String>,
+    pub driver_info: Option<String>,
+    pub api_version: Option<String>,
+    pub device_uuid: Option<String>,
+    pub fp16: Option<bool>,
+    pub subgroup_size: Option<u32>,
+    pub min_subgroup_size: Option<u32>,
+    pub max_subgroup_size: Option<u32>,
+    pub cooperative_matrix: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Rocm {
+    pub installs: Vec<RocmInstall>,
+    /// Version of the active install or the one printed by a tool.
+    pub version: Option<String>,
+    pub hip_version: Option<String>,
+    /// Why the active install is the active one ("ROCM_PATH", "/opt/rocm symlink", ...).
+    pub active_reason: Option<String>,
+    pub hsa_override_gfx_version: Option<String>,
+    /// Entries of LD_LIBRARY_PATH that point into a ROCm tree.
+    pub ld_library_path_rocm: Vec<String>,
+    /// Whether the HIP/HSA runtime found a GPU agent (None: not run / unknown).
+    pub runtime_sees_gpu: Option<bool>,
+    /// gfx targets the runtime agents report (rocminfo), e.g. ["gfx942"].
+    pub agent_gfx: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RocmInstall {
+    pub path: String,
+    pub version: Option<String>,
+    pub active: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Python {
+    pub interpreters: Vec<Interpreter>,
+    /// Frameworks installed in greta envs (read from METADATA, never imported).
+    pub frameworks: Vec<Framework>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Interpreter {
+    pub path: String,
+    pub version: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Framework {
+    /// Env directory (or "pasted" for text sources).
+    pub env: String,
+    pub name: String,
+    pub version: String,
+    /// "rocm", "cuda" or "cpu" when the build says so.
+    pub backend: Option<String>,
+    /// e.g. "6.4.43484" from torch.version.hip, "12.4" from torch.version.cuda.
+    pub backend_version: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Signal {
+    /// Stable id of the signature, e.g. "kfd-permission-denied".
+    pub id: String,
+    /// File (or command) the line came from, and its 1-based line number.
+    pub source: String,
+    pub line: Option<usize>,
+    /// The matching line, trimmed.
+    pub text: String,
+}

@@ -1,0 +1,1 @@
+//! greta-runtime
