@@ -27,6 +27,12 @@ enum Command {
     Install(cmd::install::Args),
     /// Run the device gates against CPU references.
     Smoke(cmd::smoke::Args),
+    /// Inspect, check and update the pinned profiles in lock/.
+    Lock(cmd::lock::Args),
+    /// Stage a profile's wheels for a node without internet.
+    Bundle(cmd::bundle::Args),
+    /// List or remove greta environments.
+    Env(cmd::env::Args),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +43,9 @@ fn main() -> ExitCode {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Install(a) => cmd::install::run(a),
         Command::Smoke(a) => cmd::smoke::run(a),
+        Command::Lock(a) => cmd::lock::run(a),
+        Command::Bundle(a) => cmd::bundle::run(a),
+        Command::Env(a) => cmd::env::run(a),
     };
     match result {
         Ok(code) => code.into(),

@@ -1,0 +1,11 @@
+//! `greta bundle` (not yet implemented).
+
+use crate::exit::Exit;
+
+#[derive(clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<Exit> {
+    eprintln!("greta bundle: not yet implemented");
+    Ok(Exit::Undecided)
+}

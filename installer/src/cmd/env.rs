@@ -1,0 +1,11 @@
+//! `greta env` (not yet implemented).
+
+use crate::exit::Exit;
+
+#[derive(clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<Exit> {
+    eprintln!("greta env: not yet implemented");
+    Ok(Exit::Undecided)
+}
