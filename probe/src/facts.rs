@@ -32,6 +32,14 @@ pub struct Facts {
     pub container: Option<String>,
     /// Where the facts came from: "live", "sysroot:DIR", or "from:FILE,...".
     pub sources: Vec<String>,
+    /// Areas a source inspected completely, so that an *absence* is a fact:
+    /// "pci" (all PCI display devices), "rocm" (every ROCm install location),
+    /// "vulkan-loader", "vulkan-icds" (the loader's whole search path),
+    /// "vulkan-devices" (a full enumeration), "python" (interpreters on PATH),
+    /// "device-nodes" (/dev/kfd and /dev/dri). Pasted text inspects nothing
+    /// completely, so "no ROCm found" is never concluded from a rocminfo paste.
+    #[serde(default)]
+    pub scanned: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, Hash)]
@@ -120,6 +128,10 @@ pub struct Vulkan {
     pub drivers: Vec<VulkanDriverKind>,
     /// `AMD_VULKAN_ICD`, `VK_DRIVER_FILES`, `VK_ICD_FILENAMES` as set.
     pub env: Vec<(String, String)>,
+    /// Implicit layer names found (e.g. "VK_LAYER_AMD_switchable_graphics_64",
+    /// which hides RADV); explicit layers do nothing unless enabled.
+    #[serde(default)]
+    pub implicit_layers: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -145,6 +157,9 @@ pub struct VulkanDevice {
     pub driver_info: Option<String>,
     pub api_version: Option<String>,
     pub device_uuid: Option<String>,
+    /// PCI address when the text shows it (e.g. `MESA_VK_DEVICE_SELECT=list`).
+    #[serde(default)]
+    pub pci_address: Option<String>,
     pub fp16: Option<bool>,
     pub subgroup_size: Option<u32>,
     pub min_subgroup_size: Option<u32>,
