@@ -1,0 +1,596 @@
+//! The results contract: `schema: "greta.smoke/v1"` JSON and its CSV
+//! summary. Fleet tools and `--baseline` read these files back, so fields are
+//! only ever added, never renamed; every float that can be undefined is an
+//! `Option` (JSON has no NaN).
+
+use crate::check::Tolerance;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub const SCHEMA: &str = "greta.smoke/v1";
+
+/// One `greta smoke` run: every device it ran on, every gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: String,
+    pub greta_version: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub finished_at: String,
+    pub wall_s: f64,
+    pub host: HostInfo,
+    pub profile: String,
+    /// What was asked for (`auto`, `vulkan`, `hip`); each device says which
+    /// backend actually ran it.
+    pub backend_requested: String,
+    pub settings: Settings,
+    pub status: RunStatus,
+    pub devices: Vec<DeviceRun>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: Option<String>,
+    pub os: Option<String>,
+    pub kernel: Option<String>,
+    pub cpu: Option<String>,
+}
+
+/// The options the run used, so a result can be reproduced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// `--repeat` when given; each gate records the repeats it ran.
+    pub repeat: Option<u32>,
+    pub timeout_s: f64,
+    pub floor_fraction: f64,
+    pub baseline: Option<String>,
+    /// `--gate` selections (empty: the whole profile).
+    pub gates: Vec<String>,
+    /// Base seed; each gate's and repeat's seed derives from it.
+    pub seed: u64,
+    pub include_test_gates: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Every gate that ran passed (skips allowed).
+    Pass,
+    /// At least one gate failed.
+    Fail,
+    /// Nothing could be decided (no gate ran).
+    Undecided,
+}
+
+impl RunStatus {
+    pub fn exit_code(self) -> u8 {
+        match self {
+            RunStatus::Pass => 0,
+            RunStatus::Fail => 1,
+            RunStatus::Undecided => 2,
+        }
+    }
+}
+
+/// The identity of a device as the backend reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub vendor_id: u32,
+    pub device_id: u32,
+    /// `cpu`, `integrated`, `discrete`, `virtual`, `other`.
+    pub device_type: String,
+    /// Driver name as reported (e.g. `radv`, `llvmpipe`, `NVIDIA`, `hip`).
+    pub driver_name: String,
+    pub driver_info: String,
+    pub driver_version: String,
+    /// API version (Vulkan `1.3.230`, HIP runtime version).
+    pub api_version: String,
+    /// Device UUID, hex with dashes, when the backend has one.
+    pub uuid: Option<String>,
+    /// shaderFloat16 + 16-bit storage (or the HIP equivalent).
+    pub fp16: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceRun {
+    /// Index in the backend's device list (`--device N`).
+    pub index: usize,
+    pub backend: String,
+    pub device: DeviceInfo,
+    pub status: RunStatus,
+    /// Set when a submission timed out: the remaining gates were skipped.
+    pub lost: Option<String>,
+    /// Seconds spent opening the device (instance, pipelines).
+    pub open_s: f64,
+    pub gates: Vec<GateResult>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateStatus {
+    Pass,
+    Fail,
+    Skip,
+}
+
+impl GateStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateStatus::Pass => "pass",
+            GateStatus::Fail => "fail",
+            GateStatus::Skip => "skip",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateResult {
+    pub id: String,
+    /// Kernel name (`gemm_f32`, `softmax`, ...).
+    pub op: String,
+    /// Shape in words, e.g. `m=512 n=512 k=512`.
+    pub shape: String,
+    pub status: GateStatus,
+    /// Why it failed or was skipped; `None` on pass.
+    pub reason: Option<String>,
+    pub tolerance: Tolerance,
+    /// Seed of the first repeat; repeat `r` uses `seed + r`.
+    pub seed: u64,
+    /// Absent when the gate was skipped before running.
+    pub metrics: Option<Metrics>,
+    pub floor: Option<Floor>,
+    pub wall_s: f64,
+}
+
+/// Unit of a gate's rate; the direction of "better" follows from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RateUnit {
+    #[serde(rename = "GB/s")]
+    GBps,
+    #[serde(rename = "TFLOP/s")]
+    TFlops,
+    #[serde(rename = "us/dispatch")]
+    UsPerDispatch,
+}
+
+impl RateUnit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RateUnit::GBps => "GB/s",
+            RateUnit::TFlops => "TFLOP/s",
+            RateUnit::UsPerDispatch => "us/dispatch",
+        }
+    }
+    /// Bandwidth and throughput: more is better. Dispatch latency: less is.
+    pub fn higher_is_better(self) -> bool {
+        !matches!(self, RateUnit::UsPerDispatch)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Rate from the median device time; `None` when no repeat completed.
+    pub rate: Option<f64>,
+    pub unit: RateUnit,
+    /// Worst relative error (by norm) over the repeats.
+    pub rel_err: Option<f64>,
+    /// Worst absolute error over the repeats.
+    pub max_abs_err: Option<f64>,
+    pub repeats_clean: u32,
+    pub repeats_total: u32,
+    /// Device time of one dispatch, µs: median and min over all timed dispatches.
+    pub time_median_us: Option<f64>,
+    pub time_min_us: Option<f64>,
+    /// Host wall time of one submission, µs, median.
+    pub wall_median_us: Option<f64>,
+    /// Bytes one dispatch must move, and flops it must do (what the rate is of).
+    pub bytes: u64,
+    pub flops: u64,
+}
+
+/// A performance floor that applied to a gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Floor {
+    /// The limit the rate was held to: a minimum for GB/s and TFLOP/s, a
+    /// maximum for µs/dispatch.
+    pub limit: f64,
+    pub unit: RateUnit,
+    /// The healthy rate it derives from (`limit = fraction × reference`, or
+    /// `reference / fraction` for µs/dispatch).
+    pub reference: f64,
+    pub fraction: f64,
+    /// Where the reference came from: `baseline FILE` or `floors.toml class ID`.
+    pub source: String,
+    pub passed: bool,
+}
+
+impl Report {
+    /// Derive the run status from the devices' gates.
+    pub fn summarize(devices: &[DeviceRun]) -> RunStatus {
+        let gates = devices.iter().flat_map(|d| d.gates.iter());
+        let mut any_pass = false;
+        for g in gates {
+            match g.status {
+                GateStatus::Fail => return RunStatus::Fail,
+                GateStatus::Pass => any_pass = true,
+                GateStatus::Skip => {}
+            }
+        }
+        if devices.iter().any(|d| d.lost.is_some()) {
+            return RunStatus::Fail;
+        }
+        if any_pass {
+            RunStatus::Pass
+        } else {
+            RunStatus::Undecided
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("report serializes")
+    }
+
+    /// The CSV summary: one row per device and gate. Columns are part of the
+    /// contract (docs/smoke.md).
+    pub fn to_csv(&self) -> String {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(CSV_COLUMNS).expect("write to memory");
+        let num = |x: Option<f64>| x.map(|v| format!("{v}")).unwrap_or_default();
+        for d in &self.devices {
+            for g in &d.gates {
+                let m = g.metrics.as_ref();
+                w.write_record([
+                    d.index.to_string(),
+                    d.device.name.clone(),
+                    d.backend.clone(),
+                    self.profile.clone(),
+                    g.id.clone(),
+                    g.status.as_str().to_string(),
+                    num(m.and_then(|m| m.rate)),
+                    m.map(|m| m.unit.as_str().to_string()).unwrap_or_default(),
+                    num(g.floor.as_ref().map(|f| f.limit)),
+                    num(m.and_then(|m| m.rel_err)),
+                    num(m.and_then(|m| m.max_abs_err)),
+                    m.map(|m| m.repeats_clean.to_string()).unwrap_or_default(),
+                    m.map(|m| m.repeats_total.to_string()).unwrap_or_default(),
+                    num(m.and_then(|m| m.time_median_us)),
+                    num(m.and_then(|m| m.time_min_us)),
+                    g.reason.clone().unwrap_or_default(),
+                ])
+                .expect("write to memory");
+            }
+        }
+        String::from_utf8(w.into_inner().expect("flush to memory")).expect("csv is utf-8")
+    }
+}
+
+pub const CSV_COLUMNS: [&str; 16] = [
+    "device",
+    "device_name",
+    "backend",
+    "profile",
+    "gate",
+    "status",
+    "rate",
+    "unit",
+    "floor",
+    "rel_err",
+    "max_abs_err",
+    "repeats_clean",
+    "repeats_total",
+    "time_median_us",
+    "time_min_us",
+    "reason",
+];
+
+/// `$XDG_DATA_HOME/greta/smoke`, else `~/.local/share/greta/smoke`.
+pub fn default_out_dir() -> Option<PathBuf> {
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/share"))
+        })?;
+    Some(data.join("greta").join("smoke"))
+}
+
+/// Where [`write_report`] put the files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    pub json: PathBuf,
+    pub csv: PathBuf,
+}
+
+/// Write `smoke-<UTC time>-<profile>.json` and `.csv` into `dir`, each
+/// through a temporary file in the same directory renamed into place, so a
+/// reader never sees half a file. An existing file is never replaced: a
+/// second run within the same second gets a `-N` suffix.
+pub fn write_report(report: &Report, dir: &Path) -> anyhow::Result<Written> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("creating results directory {}", dir.display()))?;
+    let stamp = file_stamp(&report.started_at);
+    let json = report.to_json();
+    let csv = report.to_csv();
+    for n in 0..1000 {
+        let suffix = if n == 0 {
+            String::new()
+        } else {
+            format!("-{n}")
+        };
+        let base = format!("smoke-{stamp}-{}{suffix}", report.profile);
+        let json_path = dir.join(format!("{base}.json"));
+        let csv_path = dir.join(format!("{base}.csv"));
+        if json_path.exists() || csv_path.exists() {
+            continue;
+        }
+        match write_new(dir, &json_path, json.as_bytes()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("writing {}", json_path.display())),
+        }
+        write_new(dir, &csv_path, csv.as_bytes())
+            .with_context(|| format!("writing {}", csv_path.display()))?;
+        return Ok(Written {
+            json: json_path,
+            csv: csv_path,
+        });
+    }
+    anyhow::bail!("no free result file name in {}", dir.display())
+}
+
+fn write_new(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".smoke-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist_noclobber(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// `2026-11-21T22:49:37.123Z` -> `20261121T224937Z`.
+fn file_stamp(rfc3339: &str) -> String {
+    let digits: String = rfc3339
+        .chars()
+        .take_while(|c| *c != '.' && *c != 'Z' && *c != '+')
+        .filter(|c| c.is_ascii_digit() || *c == 'T')
+        .collect();
+    format!("{digits}Z")
+}
+
+/// Now, RFC 3339 UTC.
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
+}
+
+/// What we know about the host, from sysinfo (no commands run).
+pub fn host_info() -> HostInfo {
+    let mut sys = sysinfo::System::new();
+    sys.refresh_cpu_list(sysinfo::CpuRefreshKind::nothing());
+    let cpu = sys
+        .cpus()
+        .first()
+        .map(|c| c.brand().trim().to_string())
+        .filter(|s| !s.is_empty());
+    HostInfo {
+        hostname: sysinfo::System::host_name(),
+        os: sysinfo::System::long_os_version(),
+        kernel: sysinfo::System::kernel_version(),
+        cpu,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub fn sample_report() -> Report {
+        let device = DeviceInfo {
+            name: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
+            vendor_id: 0x10005,
+            device_id: 0,
+            device_type: "cpu".into(),
+            driver_name: "llvmpipe".into(),
+            driver_info: "Mesa 22.3.6 (LLVM 15.0.6)".into(),
+            driver_version: "0.0.1".into(),
+            api_version: "1.3.230".into(),
+            uuid: Some("6d657361-3232-2e33-2e36-000000000000".into()),
+            fp16: true,
+        };
+        let metrics = Metrics {
+            rate: Some(12.5),
+            unit: RateUnit::GBps,
+            rel_err: Some(0.0),
+            max_abs_err: Some(0.0),
+            repeats_clean: 10,
+            repeats_total: 10,
+            time_median_us: Some(80.0),
+            time_min_us: Some(75.5),
+            wall_median_us: Some(300.0),
+            bytes: 1 << 20,
+            flops: 0,
+        };
+        Report {
+            schema: SCHEMA.into(),
+            greta_version: "0.1.0".into(),
+            started_at: "2026-11-21T22:49:37.123456Z".into(),
+            finished_at: "2026-11-21T22:49:40Z".into(),
+            wall_s: 2.9,
+            host: HostInfo {
+                hostname: Some("ci".into()),
+                os: Some("Linux 12 Debian GNU/Linux".into()),
+                kernel: None,
+                cpu: None,
+            },
+            profile: "default".into(),
+            backend_requested: "auto".into(),
+            settings: Settings {
+                repeat: None,
+                timeout_s: 10.0,
+                floor_fraction: 0.75,
+                baseline: None,
+                gates: vec![],
+                seed: 42,
+                include_test_gates: false,
+            },
+            status: RunStatus::Fail,
+            devices: vec![DeviceRun {
+                index: 0,
+                backend: "vulkan".into(),
+                device,
+                status: RunStatus::Fail,
+                lost: None,
+                open_s: 0.2,
+                gates: vec![
+                    GateResult {
+                        id: "copy.bw".into(),
+                        op: "copy".into(),
+                        shape: "n=262144".into(),
+                        status: GateStatus::Pass,
+                        reason: None,
+                        tolerance: Tolerance::Exact,
+                        seed: 7,
+                        metrics: Some(metrics.clone()),
+                        floor: Some(Floor {
+                            limit: 7.5,
+                            unit: RateUnit::GBps,
+                            reference: 10.0,
+                            fraction: 0.75,
+                            source: "baseline b.json".into(),
+                            passed: true,
+                        }),
+                        wall_s: 0.1,
+                    },
+                    GateResult {
+                        id: "softmax.256x1024".into(),
+                        op: "softmax".into(),
+                        shape: "rows=256 cols=1024".into(),
+                        status: GateStatus::Fail,
+                        reason: Some("rel_err 1e-3 > 1e-5, \"quoted\"".into()),
+                        tolerance: Tolerance::FP32,
+                        seed: 8,
+                        metrics: Some(Metrics {
+                            rel_err: None,
+                            rate: None,
+                            ..metrics
+                        }),
+                        floor: None,
+                        wall_s: 0.2,
+                    },
+                    GateResult {
+                        id: "gemm_f16.256".into(),
+                        op: "gemm_f16".into(),
+                        shape: "m=256 n=256 k=256".into(),
+                        status: GateStatus::Skip,
+                        reason: Some("an f32 gate failed".into()),
+                        tolerance: Tolerance::FP16_ACC32,
+                        seed: 9,
+                        metrics: None,
+                        floor: None,
+                        wall_s: 0.0,
+                    },
+                ],
+            }],
+        }
+    }
+
+    #[test]
+    fn json_round_trip_is_lossless() {
+        let r = sample_report();
+        let text = r.to_json();
+        let back: Report = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r);
+        // The field names other tools match on.
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["schema"], "greta.smoke/v1");
+        let g = &v["devices"][0]["gates"][0];
+        assert_eq!(g["status"], "pass");
+        assert_eq!(g["metrics"]["unit"], "GB/s");
+        assert_eq!(g["tolerance"]["kind"], "exact");
+        assert_eq!(v["devices"][0]["gates"][1]["tolerance"]["value"], 1e-5);
+        assert!(v["devices"][0]["gates"][1]["metrics"]["rel_err"].is_null());
+    }
+
+    #[test]
+    fn csv_has_header_and_one_row_per_gate_with_quoting() {
+        let r = sample_report();
+        let text = r.to_csv();
+        let mut rd = csv::Reader::from_reader(text.as_bytes());
+        assert_eq!(
+            rd.headers().unwrap().iter().collect::<Vec<_>>(),
+            CSV_COLUMNS
+        );
+        let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+        assert_eq!(rows.len(), 3);
+        assert_eq!(&rows[0][4], "copy.bw");
+        assert_eq!(&rows[0][6], "12.5");
+        assert_eq!(&rows[0][8], "7.5");
+        assert_eq!(&rows[1][15], "rel_err 1e-3 > 1e-5, \"quoted\"");
+        assert_eq!(&rows[2][5], "skip");
+        assert_eq!(&rows[2][6], "");
+        assert_eq!(&rows[0][1], "llvmpipe (LLVM 15.0.6, 256 bits)");
+    }
+
+    #[test]
+    fn write_is_dated_and_never_clobbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = sample_report();
+        let a = write_report(&r, dir.path()).unwrap();
+        let b = write_report(&r, dir.path()).unwrap();
+        assert_eq!(
+            a.json.file_name().unwrap(),
+            "smoke-20261121T224937Z-default.json"
+        );
+        assert_eq!(
+            b.json.file_name().unwrap(),
+            "smoke-20261121T224937Z-default-1.json"
+        );
+        let back: Report =
+            serde_json::from_str(&std::fs::read_to_string(&a.json).unwrap()).unwrap();
+        assert_eq!(back, r);
+        assert!(std::fs::read_to_string(&b.csv)
+            .unwrap()
+            .starts_with("device,"));
+        // No temporary files left behind.
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names.len(), 4, "{names:?}");
+        assert!(names.iter().all(|n| !n.ends_with(".tmp")));
+    }
+
+    #[test]
+    fn write_into_unwritable_place_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("not-a-dir");
+        std::fs::write(&file, "x").unwrap();
+        let err = write_report(&sample_report(), &file.join("sub")).unwrap_err();
+        assert!(format!("{err:#}").contains("not-a-dir"), "{err:#}");
+    }
+
+    #[test]
+    fn status_summary() {
+        let mut r = sample_report();
+        assert_eq!(Report::summarize(&r.devices), RunStatus::Fail);
+        r.devices[0].gates.remove(1);
+        assert_eq!(Report::summarize(&r.devices), RunStatus::Pass);
+        r.devices[0].gates.remove(0);
+        assert_eq!(Report::summarize(&r.devices), RunStatus::Undecided);
+    }
+
+    #[test]
+    fn file_stamp_from_rfc3339() {
+        assert_eq!(file_stamp("2026-11-21T22:49:37Z"), "20261121T224937Z");
+        assert_eq!(file_stamp("2026-11-21T22:49:37.5Z"), "20261121T224937Z");
+    }
+}
