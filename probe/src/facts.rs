@@ -102,6 +102,10 @@ pub struct DeviceNode {
     pub openable: Option<bool>,
     /// Groups the user would need to join, when not openable.
     pub missing_groups: Vec<String>,
+    /// Why `open(O_RDWR)` failed on the live machine ("EACCES", "EPERM":
+    /// permission bits vs. a container's device cgroup), when it was tried.
+    #[serde(default)]
+    pub open_error: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, Hash)]
@@ -143,6 +147,10 @@ pub struct Icd {
     /// Whether the library file exists/loads; None when unknown.
     pub library_ok: Option<bool>,
     pub error: Option<String>,
+    /// Where the loader found the manifest: "VK_DRIVER_FILES",
+    /// "VK_ADD_DRIVER_FILES" or the search directory (e.g. "/usr/share/vulkan/icd.d").
+    #[serde(default)]
+    pub found_in: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -182,6 +190,12 @@ pub struct Rocm {
     pub runtime_sees_gpu: Option<bool>,
     /// gfx targets the runtime agents report (rocminfo), e.g. ["gfx942"].
     pub agent_gfx: Vec<String>,
+    /// `libamdhip64.so*` files found (the HIP runtime a framework would load).
+    #[serde(default)]
+    pub hip_libraries: Vec<String>,
+    /// `hipconfig` that was run (on PATH or in the active install).
+    #[serde(default)]
+    pub hipconfig: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
