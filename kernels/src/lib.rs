@@ -1,1 +1,20 @@
-//! greta-kernels
+//! GRETA's smoke kernels as data: what each op computes ([`Op`]), the
+//! buffers it reads and writes ([`BufferSpec`]), how many bytes and flops it
+//! must move (for rates), an independent CPU reference in f64
+//! ([`reference()`]), a comparison helper ([`check::compare`]) and the
+//! SPIR-V of the GLSL compute shaders in `shaders/` ([`spirv`]).
+//!
+//! This crate holds no runtime logic: backends (`greta-runtime`) decide how
+//! an op maps onto a kernel. Every multi-dimensional buffer is row-major, C
+//! order, with no padding: element `[i][j]` of an `R x C` matrix is at
+//! `i * C + j`.
+
+pub mod check;
+mod host;
+mod op;
+mod reference;
+pub mod spirv;
+
+pub use host::{DType, HostBuf};
+pub use op::{Access, BufferSpec, Op, OpError, Tolerance};
+pub use reference::{reference, slow_hash};

@@ -1,0 +1,126 @@
+//! The interface every backend implements and the smoke gates drive.
+
+use crate::{DeviceInfo, HostBuf, Op, RuntimeError};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Kernel tuning parameters by name (tile sizes, workgroup size, variant).
+/// Unknown names are rejected by `run`; an empty map means the backend's
+/// defaults. What each backend accepts is in its `tuning_candidates`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tuning(pub BTreeMap<String, u32>);
+
+impl Tuning {
+    pub fn get(&self, key: &str) -> Option<u32> {
+        self.0.get(key).copied()
+    }
+    pub fn with(mut self, key: &str, v: u32) -> Self {
+        self.0.insert(key.to_string(), v);
+        self
+    }
+}
+
+impl std::fmt::Display for Tuning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
+/// How one `run` is executed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunOpts {
+    /// Dispatches recorded back to back in one command buffer (a barrier
+    /// between them), each timed. At least 1.
+    pub repeats: u32,
+    /// Limit for the whole submission (upload, every repeat, readback).
+    pub timeout: Duration,
+    /// Overrides of the kernel's default tuning.
+    pub tuning: Option<Tuning>,
+}
+
+impl Default for RunOpts {
+    fn default() -> Self {
+        RunOpts {
+            repeats: 1,
+            timeout: Duration::from_secs(10),
+            tuning: None,
+        }
+    }
+}
+
+/// Where the per-dispatch times come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimingSource {
+    /// Device timestamps around each dispatch.
+    DeviceTimestamps,
+    /// No usable timestamps: the submission's wall time divided evenly.
+    WallClock,
+}
+
+/// Measurements of one `run`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunStats {
+    /// Kernel time of each repeat, in nanoseconds (all chunks of a split dispatch included).
+    pub device_ns: Vec<u64>,
+    pub timing: TimingSource,
+    /// Wall time of the submission and wait (upload and readback included).
+    pub wall: Duration,
+    /// The kernel variant that ran, e.g. `gemm_f16_coopmat` or `gemm_f32`.
+    pub kernel: String,
+    /// The tuning the kernel ran with (defaults filled in).
+    pub tuning: Tuning,
+    /// Dispatches per repeat (more than 1 when a buffer exceeds the device's range limit).
+    pub dispatches_per_repeat: u32,
+}
+
+impl RunStats {
+    /// Median device time per repeat.
+    pub fn median_ns(&self) -> u64 {
+        let mut v = self.device_ns.clone();
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or(0)
+    }
+    pub fn min_ns(&self) -> u64 {
+        self.device_ns.iter().copied().min().unwrap_or(0)
+    }
+}
+
+/// A device that can run [`Op`]s.
+pub trait Backend {
+    fn info(&self) -> &DeviceInfo;
+
+    /// Whether the device can run `op` (features, limits); `Err` says why not.
+    fn supports(&self, op: &Op) -> Result<(), String>;
+
+    /// Runs `op`: uploads `inputs` and `outputs` as given (callers poison the
+    /// outputs, e.g. with [`HostBuf::poisoned`], so unwritten elements fail
+    /// checks; read-write outputs carry their prior content), dispatches it
+    /// `opts.repeats` times, waits with `opts.timeout`, and reads the
+    /// outputs back into `outputs`. After a [`RuntimeError::Timeout`] the
+    /// device is lost and every later call fails fast.
+    fn run(
+        &mut self,
+        op: &Op,
+        inputs: &[HostBuf],
+        outputs: &mut [HostBuf],
+        opts: &RunOpts,
+    ) -> Result<RunStats, RuntimeError>;
+
+    /// Why the device is unusable, if it is (after a timeout or device loss).
+    fn lost(&self) -> Option<&str>;
+
+    /// Tunings worth trying for `op` on this device, the default first.
+    fn tuning_candidates(&self, op: &Op) -> Vec<Tuning> {
+        let _ = op;
+        vec![Tuning::default()]
+    }
+
+    /// Validation-layer messages recorded so far (Vulkan with validation on);
+    /// tests assert this is empty.
+    fn validation_messages(&self) -> Vec<String> {
+        Vec::new()
+    }
+}

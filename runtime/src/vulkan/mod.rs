@@ -1,0 +1,469 @@
+//! The Vulkan backend: ash (libvulkan loaded at run time) + gpu-allocator.
+//!
+//! Modules: [`instance`] (loader, instance, validation messenger),
+//! `select` (enumeration, de-duplication, choice), `memory` (buffers),
+//! [`cache`] (pipeline cache file), `pipelines`, `plan` (op -> kernel),
+//! `run` (recording, submission with timeout, timestamps).
+
+pub mod cache;
+mod instance;
+mod memory;
+mod pipelines;
+mod plan;
+mod run;
+mod select;
+pub mod validation;
+
+use crate::{
+    Backend, DeviceInfo, DeviceSelect, HostBuf, Op, RunOpts, RunStats, RuntimeError, Tuning,
+};
+use ash::vk;
+use cache::CacheStatus;
+use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
+use std::mem::ManuallyDrop;
+use std::path::PathBuf;
+
+pub use instance::Instance;
+
+/// Every Vulkan device greta can use, de-duplicated (one GPU behind two
+/// drivers is listed once, RADV preferred; the entry says so in `notes`).
+pub fn list_devices() -> Result<Vec<DeviceInfo>, RuntimeError> {
+    let inst = Instance::new(validation::requested_by_env())?;
+    let list = select::dedupe(select::enumerate(&inst)?);
+    Ok(list.into_iter().map(|p| p.info).collect())
+}
+
+/// Where the pipeline cache lives.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum CacheDir {
+    /// `$XDG_CACHE_HOME/greta/vk-pipelines` (see [`cache::default_dir`]).
+    #[default]
+    Default,
+    Dir(PathBuf),
+    Off,
+}
+
+/// How to open a device. `Default` = auto selection, validation from
+/// `GRETA_VK_VALIDATION`, default cache directory.
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    pub select: DeviceSelect,
+    /// `Some(true)` forces validation on, `Some(false)` off, `None` = env var.
+    pub validation: Option<bool>,
+    pub cache: CacheDir,
+    /// Lower the usable `maxStorageBufferRange` (tests use it to exercise
+    /// the split-dispatch path on small buffers).
+    pub max_storage_range: Option<u64>,
+}
+
+/// Vulkan objects, destroyed in order on a clean drop and deliberately
+/// leaked when the device is lost (a hung queue may still use them).
+struct Inner {
+    device: ash::Device,
+    queue: vk::Queue,
+    command_pool: vk::CommandPool,
+    pipeline_cache: vk::PipelineCache,
+    pipelines: pipelines::Pipelines,
+    allocator: ManuallyDrop<Allocator>,
+    instance: ManuallyDrop<Instance>,
+}
+
+/// An open Vulkan device with one compute queue.
+pub struct Device {
+    info: DeviceInfo,
+    phys: vk::PhysicalDevice,
+    queue_family: u32,
+    timestamp_bits: u32,
+    limits: plan::Limits,
+    cache_id: cache::Identity,
+    cache_path: Option<PathBuf>,
+    cache_status: CacheStatus,
+    inner: ManuallyDrop<Inner>,
+    lost: Option<String>,
+}
+
+impl Device {
+    /// Opens the device `select` names, validation per `GRETA_VK_VALIDATION`.
+    pub fn open(select: &DeviceSelect) -> Result<Self, RuntimeError> {
+        Self::open_with(&OpenOptions {
+            select: select.clone(),
+            ..OpenOptions::default()
+        })
+    }
+
+    pub fn open_with(opts: &OpenOptions) -> Result<Self, RuntimeError> {
+        let validation = opts.validation.unwrap_or_else(validation::requested_by_env);
+        let instance = Instance::new(validation)?;
+        let list = select::dedupe(select::enumerate(&instance)?);
+        let idx = select::choose(&list, &opts.select)?;
+        let p = list.into_iter().nth(idx).unwrap();
+        let mut info = p.info.clone();
+        if info.is_cpu() && opts.select == DeviceSelect::Auto {
+            info.notes.push(
+                "no GPU found: using the CPU Vulkan device (results are not GPU results)".into(),
+            );
+        }
+        let i = &instance.raw;
+
+        let prio = [1.0f32];
+        let queues = [vk::DeviceQueueCreateInfo::default()
+            .queue_family_index(p.queue_family)
+            .queue_priorities(&prio)];
+        let mut exts = Vec::new();
+        let mut f11 =
+            vk::PhysicalDeviceVulkan11Features::default().storage_buffer16_bit_access(p.storage16);
+        let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
+            .shader_float16(p.shader_f16)
+            .vulkan_memory_model(p.has_coop_ext)
+            .vulkan_memory_model_device_scope(p.has_coop_ext);
+        let mut coop =
+            vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default().cooperative_matrix(true);
+        let mut dinfo = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queues)
+            .push_next(&mut f11)
+            .push_next(&mut f12);
+        if p.has_coop_ext && info.coop_f16_f32().is_some() {
+            exts.push(ash::khr::cooperative_matrix::NAME.as_ptr());
+            dinfo = dinfo.push_next(&mut coop);
+        }
+        dinfo = dinfo.enabled_extension_names(&exts);
+        // SAFETY: valid physical device; the features requested were reported as supported.
+        let device = unsafe { i.create_device(p.raw, &dinfo, None) }
+            .map_err(|e| RuntimeError::api(&format!("vkCreateDevice({})", info.name), e))?;
+        // SAFETY: queue family and index exist (created above).
+        let queue = unsafe { device.get_device_queue(p.queue_family, 0) };
+        let cleanup_device = |device: &ash::Device| {
+            // SAFETY: nothing was submitted yet.
+            unsafe { device.destroy_device(None) }
+        };
+        // SAFETY: valid device.
+        let command_pool = match unsafe {
+            device.create_command_pool(
+                &vk::CommandPoolCreateInfo::default()
+                    .queue_family_index(p.queue_family)
+                    .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
+                None,
+            )
+        } {
+            Ok(c) => c,
+            Err(e) => {
+                cleanup_device(&device);
+                return Err(RuntimeError::api("vkCreateCommandPool", e));
+            }
+        };
+        let allocator = match Allocator::new(&AllocatorCreateDesc {
+            instance: i.clone(),
+            device: device.clone(),
+            physical_device: p.raw,
+            debug_settings: Default::default(),
+            buffer_device_address: false,
+            allocation_sizes: Default::default(),
+        }) {
+            Ok(a) => a,
+            Err(e) => {
+                // SAFETY: pool unused.
+                unsafe { device.destroy_command_pool(command_pool, None) };
+                cleanup_device(&device);
+                return Err(RuntimeError::api("gpu-allocator init", e));
+            }
+        };
+
+        // Pipeline cache: load, check, hand to the driver.
+        let cache_id = cache::Identity {
+            vendor: info.vendor_id,
+            device: info.device_id,
+            cache_uuid: p.pipeline_cache_uuid,
+        };
+        let dir = match &opts.cache {
+            CacheDir::Default => cache::default_dir(),
+            CacheDir::Dir(d) => Some(d.clone()),
+            CacheDir::Off => None,
+        };
+        let cache_path = dir.map(|d| {
+            d.join(cache::file_name(
+                &info.uuid,
+                info.vendor_id,
+                info.device_id,
+                info.driver_version,
+            ))
+        });
+        let (initial, cache_status) = match &cache_path {
+            None => (None, CacheStatus::Disabled),
+            Some(path) => match cache::load(path, &cache_id) {
+                Ok(Some(d)) => {
+                    let n = d.len();
+                    (
+                        Some(d),
+                        CacheStatus::Loaded {
+                            path: path.clone(),
+                            bytes: n,
+                        },
+                    )
+                }
+                Ok(None) => (None, CacheStatus::Missing { path: path.clone() }),
+                Err(reason) => {
+                    tracing::warn!("ignoring pipeline cache {}: {reason}", path.display());
+                    (
+                        None,
+                        CacheStatus::Ignored {
+                            path: path.clone(),
+                            reason,
+                        },
+                    )
+                }
+            },
+        };
+        let mut cinfo = vk::PipelineCacheCreateInfo::default();
+        if let Some(d) = &initial {
+            cinfo = cinfo.initial_data(d);
+        }
+        // SAFETY: valid device; the initial data passed our header and checksum checks.
+        let pipeline_cache = unsafe { device.create_pipeline_cache(&cinfo, None) }
+            .or_else(|e| {
+                tracing::warn!(
+                    "vkCreatePipelineCache with stored data failed ({e}); starting empty"
+                );
+                // SAFETY: as above, without initial data.
+                unsafe {
+                    device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None)
+                }
+            })
+            .map_err(|e| RuntimeError::api("vkCreatePipelineCache", e))?;
+
+        let limits = plan::Limits {
+            max_range: opts
+                .max_storage_range
+                .map_or(info.max_storage_buffer_range, |r| {
+                    r.min(info.max_storage_buffer_range)
+                }),
+            offset_align: p.min_storage_offset_align,
+            max_invocations: info.max_workgroup_invocations,
+            max_shared: info.max_shared_memory,
+            subgroup_arith: p.subgroup_arith,
+            coop_f16: info.coop_f16_f32().map(|s| (s.m, s.n, s.k)),
+            f16_storage: p.storage16 && p.shader_f16,
+        };
+        Ok(Device {
+            phys: p.raw,
+            queue_family: p.queue_family,
+            timestamp_bits: p.timestamp_valid_bits,
+            limits,
+            cache_id,
+            cache_path,
+            cache_status,
+            inner: ManuallyDrop::new(Inner {
+                device,
+                queue,
+                command_pool,
+                pipeline_cache,
+                pipelines: Default::default(),
+                allocator: ManuallyDrop::new(allocator),
+                instance: ManuallyDrop::new(instance),
+            }),
+            info,
+            lost: None,
+        })
+    }
+
+    /// What happened to the on-disk pipeline cache at open.
+    pub fn cache_status(&self) -> &CacheStatus {
+        &self.cache_status
+    }
+
+    /// Writes the pipeline cache file now (also done after runs that
+    /// created pipelines and on drop). Returns the path written.
+    pub fn save_pipeline_cache(&mut self) -> Result<Option<PathBuf>, RuntimeError> {
+        let Some(path) = self.cache_path.clone() else {
+            return Ok(None);
+        };
+        if self.lost.is_some() {
+            return Ok(None);
+        }
+        // SAFETY: valid cache of a live device.
+        let data = unsafe {
+            self.inner
+                .device
+                .get_pipeline_cache_data(self.inner.pipeline_cache)
+        }
+        .map_err(|e| RuntimeError::api("vkGetPipelineCacheData", e))?;
+        if cache::load(&path, &self.cache_id).ok().flatten().as_deref() == Some(&data[..]) {
+            return Ok(Some(path));
+        }
+        cache::store(&path, &data).map_err(|e| {
+            RuntimeError::api(&format!("write pipeline cache {}", path.display()), e)
+        })?;
+        self.inner.pipelines.created = 0;
+        Ok(Some(path))
+    }
+
+    /// TEST-ONLY: makes one deliberately invalid call (a buffer with no
+    /// usage flags, harmless to drivers) so tests can prove the validation
+    /// messenger records messages.
+    #[doc(hidden)]
+    pub fn provoke_validation_error(&self) {
+        let info = vk::BufferCreateInfo::default()
+            .size(16)
+            .usage(vk::BufferUsageFlags::empty());
+        // SAFETY: invalid usage on purpose; every driver accepts or rejects it without side effects.
+        unsafe {
+            if let Ok(b) = self.inner.device.create_buffer(&info, None) {
+                self.inner.device.destroy_buffer(b, None);
+            }
+        }
+    }
+
+    /// The physical device's queue family used for compute.
+    pub fn queue_family(&self) -> u32 {
+        self.queue_family
+    }
+
+    fn check_buffers(
+        &self,
+        op: &Op,
+        inputs: &[HostBuf],
+        outputs: &[HostBuf],
+    ) -> Result<(), RuntimeError> {
+        for (kind, specs, bufs) in [
+            ("input", op.inputs(), inputs),
+            ("output", op.outputs(), outputs),
+        ] {
+            if specs.len() != bufs.len() {
+                return Err(RuntimeError::BadInput(format!(
+                    "{op}: expected {} {kind} buffers, got {}",
+                    specs.len(),
+                    bufs.len()
+                )));
+            }
+            for (s, b) in specs.iter().zip(bufs) {
+                if s.dtype != b.dtype() || s.len != b.len() {
+                    return Err(RuntimeError::BadInput(format!(
+                        "{op}: {kind} {} must be {} x {}, got {} x {}",
+                        s.name,
+                        s.len,
+                        s.dtype,
+                        b.len(),
+                        b.dtype()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Backend for Device {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn supports(&self, op: &Op) -> Result<(), String> {
+        let plan = plan::plan(op, &Tuning::default(), &self.limits).map_err(|e| e.to_string())?;
+        if greta_kernels::spirv::words(plan.shader).is_none() {
+            return Err(format!(
+                "shader {} is not built into this greta",
+                plan.shader
+            ));
+        }
+        if matches!(
+            op,
+            Op::RmsNorm { .. } | Op::LayerNorm { .. } | Op::Softmax { .. }
+        ) && !self.limits.subgroup_arith
+        {
+            return Err("device lacks subgroup arithmetic in compute shaders".into());
+        }
+        let specs: Vec<_> = op.inputs().into_iter().chain(op.outputs()).collect();
+        for s in &specs {
+            let bytes = (s.len * s.dtype.size()) as u64;
+            if bytes > self.info.max_allocation_size {
+                return Err(format!(
+                    "buffer {} is {bytes} bytes, over maxMemoryAllocationSize {}",
+                    s.name, self.info.max_allocation_size
+                ));
+            }
+        }
+        for d in &plan.dispatches {
+            for (s, r) in specs.iter().zip(&d.ranges) {
+                let bytes = ((s.len * s.dtype.size()) as u64).next_multiple_of(16);
+                if r.is_none() && bytes > self.limits.max_range {
+                    return Err(format!(
+                        "buffer {} is {bytes} bytes, over maxStorageBufferRange {}",
+                        s.name, self.limits.max_range
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn run(
+        &mut self,
+        op: &Op,
+        inputs: &[HostBuf],
+        outputs: &mut [HostBuf],
+        opts: &RunOpts,
+    ) -> Result<RunStats, RuntimeError> {
+        if let Some(why) = &self.lost {
+            return Err(RuntimeError::DeviceLost(why.clone()));
+        }
+        self.check_buffers(op, inputs, outputs)?;
+        self.supports(op).map_err(RuntimeError::Unsupported)?;
+        if opts.repeats == 0 {
+            return Err(RuntimeError::BadInput("repeats must be >= 1".into()));
+        }
+        let tuning = opts.tuning.clone().unwrap_or_default();
+        let plan = plan::plan(op, &tuning, &self.limits)?;
+        let res = run::execute(self, op, &plan, inputs, outputs, opts);
+        if let Err(e) = &res {
+            if e.is_fatal_for_device() {
+                self.lost = Some(e.to_string());
+            }
+        }
+        if res.is_ok() && self.inner.pipelines.created > 0 {
+            if let Err(e) = self.save_pipeline_cache() {
+                tracing::warn!("pipeline cache not saved: {e}");
+            }
+        }
+        res
+    }
+
+    fn lost(&self) -> Option<&str> {
+        self.lost.as_deref()
+    }
+
+    fn tuning_candidates(&self, op: &Op) -> Vec<Tuning> {
+        plan::candidates(op, &self.limits)
+    }
+
+    fn validation_messages(&self) -> Vec<String> {
+        self.inner.instance.messages()
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        if self.lost.is_some() {
+            // A queue that timed out may still be executing: destroying
+            // anything it uses is undefined behaviour. Leak it all; the
+            // process exit reclaims it.
+            return;
+        }
+        if let Err(e) = self.save_pipeline_cache() {
+            tracing::warn!("pipeline cache not saved: {e}");
+        }
+        // SAFETY: the device is idle after the wait; objects are destroyed
+        // children first, then the allocator, the device and the instance.
+        unsafe {
+            let inner = &mut *self.inner;
+            let _ = inner.device.device_wait_idle();
+            inner.pipelines.destroy(&inner.device);
+            inner
+                .device
+                .destroy_pipeline_cache(inner.pipeline_cache, None);
+            inner.device.destroy_command_pool(inner.command_pool, None);
+            ManuallyDrop::drop(&mut inner.allocator);
+            inner.device.destroy_device(None);
+            ManuallyDrop::drop(&mut inner.instance);
+        }
+        let _ = self.phys;
+    }
+}

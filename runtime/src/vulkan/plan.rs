@@ -1,0 +1,358 @@
+//! How each [`Op`] maps onto a shader: specialization constants (tile and
+//! workgroup sizes), push constants (shapes), workgroup counts, and the
+//! buffer ranges each dispatch binds. Element-wise ops whose buffers exceed
+//! the device's `maxStorageBufferRange` are split into several dispatches
+//! over aligned sub-ranges; workgroup counts stay <= 65535 per dimension
+//! (the Vulkan minimum) and the kernels loop grid-stride over the rest.
+
+use crate::{HostBuf, Op, RuntimeError, Tuning};
+
+/// Workgroups per dimension every Vulkan device supports.
+pub const MAX_GROUPS: u32 = 65535;
+
+/// What the planner needs to know about the device.
+pub struct Limits {
+    pub max_range: u64,
+    pub offset_align: u64,
+    pub max_invocations: u32,
+    pub max_shared: u32,
+    pub subgroup_arith: bool,
+    pub coop_f16: Option<(u32, u32, u32)>,
+    pub f16_storage: bool,
+}
+
+/// One dispatch: push constants, workgroup counts, and per binding the
+/// `(offset, range)` in bytes (`None` = whole buffer).
+pub struct Dispatch {
+    pub push: Vec<u32>,
+    pub groups: [u32; 3],
+    pub ranges: Vec<Option<(u64, u64)>>,
+}
+
+pub struct Plan {
+    pub shader: &'static str,
+    /// Value of specialization constant `i`.
+    pub spec: Vec<u32>,
+    pub tuning: Tuning,
+    /// Extra read-only buffers bound after the op's outputs (e.g. rope's cos/sin table).
+    pub aux: Vec<HostBuf>,
+    pub dispatches: Vec<Dispatch>,
+}
+
+fn bad(msg: String) -> RuntimeError {
+    RuntimeError::BadInput(msg)
+}
+
+fn groups_for(items: u64, wg: u32) -> u32 {
+    items.div_ceil(wg as u64).clamp(1, MAX_GROUPS as u64) as u32
+}
+
+/// Known tuning keys per shader family, to reject typos.
+fn check_keys(t: &Tuning, allowed: &[&str]) -> Result<(), RuntimeError> {
+    for k in t.0.keys() {
+        if !allowed.contains(&k.as_str()) {
+            return Err(bad(format!(
+                "unknown tuning key {k:?} (allowed: {})",
+                allowed.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn wg_of(t: &Tuning, default: u32, lim: &Limits) -> Result<u32, RuntimeError> {
+    let wg = t.get("wg").unwrap_or(default);
+    if wg == 0 || wg > lim.max_invocations || !wg.is_power_of_two() {
+        return Err(bad(format!(
+            "wg={wg}: must be a power of two <= {}",
+            lim.max_invocations
+        )));
+    }
+    Ok(wg)
+}
+
+/// Element-wise u32/f32 ops over `n` elements with `nbuf` buffers of 4-byte
+/// elements, split into chunks that fit the range limit.
+fn elementwise(n: usize, nbuf: usize, wg: u32, lim: &Limits, extra_push: &[u32]) -> Vec<Dispatch> {
+    let align = lim.offset_align.max(16);
+    // Largest chunk in bytes that is a multiple of the offset alignment (and of 16).
+    let chunk_bytes = (lim.max_range / align * align).max(align);
+    let chunk = (chunk_bytes / 4) as usize;
+    let mut out = Vec::new();
+    let mut start = 0usize;
+    while start < n {
+        let count = chunk.min(n - start);
+        let whole = start == 0 && count == n;
+        let range = if whole {
+            None
+        } else {
+            Some((start as u64 * 4, (count as u64 * 4).next_multiple_of(16)))
+        };
+        let mut push = vec![count as u32];
+        push.extend_from_slice(extra_push);
+        out.push(Dispatch {
+            push,
+            groups: [groups_for((count as u64).div_ceil(4), wg), 1, 1],
+            ranges: vec![range; nbuf],
+        });
+        start += count;
+    }
+    out
+}
+
+/// GEMM tile defaults: 64x64 blocks, 16-deep k slices, 4x4 outputs per
+/// invocation (256 invocations). Good on NVIDIA, RDNA and lavapipe alike.
+const GEMM_DEFAULT: [(&str, u32); 5] = [("bm", 64), ("bn", 64), ("bk", 16), ("tm", 4), ("tn", 4)];
+
+fn gemm_tiles(t: &Tuning, lim: &Limits) -> Result<(Vec<u32>, Tuning), RuntimeError> {
+    let mut eff = Tuning::default();
+    for (k, d) in GEMM_DEFAULT {
+        eff.0.insert(k.into(), t.get(k).unwrap_or(d));
+    }
+    let g = |k: &str| eff.get(k).unwrap();
+    let (bm, bn, bk, tm, tn) = (g("bm"), g("bn"), g("bk"), g("tm"), g("tn"));
+    if [bm, bn, bk, tm, tn].contains(&0) || bm % tm != 0 || bn % tn != 0 {
+        return Err(bad(format!(
+            "gemm tiles {eff}: need bm % tm == 0, bn % tn == 0, all > 0"
+        )));
+    }
+    let threads = (bm / tm) * (bn / tn);
+    if threads > lim.max_invocations || tm * tn > 64 {
+        return Err(bad(format!(
+            "gemm tiles {eff}: {threads} invocations (max {}), {} accumulators (max 64)",
+            lim.max_invocations,
+            tm * tn
+        )));
+    }
+    if (bm + bn) * bk * 4 > lim.max_shared {
+        return Err(bad(format!(
+            "gemm tiles {eff}: {} bytes of shared memory (max {})",
+            (bm + bn) * bk * 4,
+            lim.max_shared
+        )));
+    }
+    Ok((vec![bm, bn, bk, tm, tn, threads], eff))
+}
+
+/// Host-side cos/sin table for rope, `[tokens][head_dim/2]` pairs, computed
+/// in f64 and rounded once: the kernel's error is then that of f32 rounding,
+/// not of the GPU's trig approximations.
+fn rope_table(tokens: usize, head_dim: usize, pos0: u32, theta: f32) -> HostBuf {
+    let half = head_dim / 2;
+    let mut t = Vec::with_capacity(tokens * half * 2);
+    for tok in 0..tokens {
+        let p = (pos0 as u64 + tok as u64) as f64;
+        for i in 0..half {
+            let f = (theta as f64).powf(-2.0 * i as f64 / head_dim as f64);
+            let (s, c) = (p * f).sin_cos();
+            t.push(c as f32);
+            t.push(s as f32);
+        }
+    }
+    HostBuf::F32(t)
+}
+
+pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError> {
+    op.validate().map_err(|e| bad(e.to_string()))?;
+    let t = tuning;
+    let simple = |shader: &'static str, wg: u32, dispatches: Vec<Dispatch>| Plan {
+        shader,
+        spec: vec![wg],
+        tuning: Tuning::default().with("wg", wg),
+        aux: vec![],
+        dispatches,
+    };
+    let whole = |n: usize| vec![None; n];
+    Ok(match *op {
+        Op::Noop => {
+            check_keys(t, &["wg"])?;
+            let wg = wg_of(t, 64, lim)?;
+            simple(
+                "noop",
+                wg,
+                vec![Dispatch {
+                    push: vec![],
+                    groups: [1, 1, 1],
+                    ranges: vec![],
+                }],
+            )
+        }
+        Op::Fill { n, value } => {
+            check_keys(t, &["wg"])?;
+            let wg = wg_of(t, 256, lim)?;
+            simple("fill", wg, elementwise(n, 1, wg, lim, &[value]))
+        }
+        Op::Copy { n } => {
+            check_keys(t, &["wg"])?;
+            let wg = wg_of(t, 256, lim)?;
+            simple("copy", wg, elementwise(n, 2, wg, lim, &[]))
+        }
+        Op::VecAdd { n } => {
+            check_keys(t, &["wg"])?;
+            let wg = wg_of(t, 256, lim)?;
+            simple("vec_add", wg, elementwise(n, 3, wg, lim, &[]))
+        }
+        Op::TestBrokenCopy { n } => {
+            check_keys(t, &["wg"])?;
+            let wg = wg_of(t, 256, lim)?;
+            let d = Dispatch {
+                push: vec![n as u32],
+                groups: [groups_for(n as u64, wg), 1, 1],
+                ranges: whole(2),
+            };
+            simple("broken_copy", wg, vec![d])
+        }
+        Op::TestSlow { iters } => {
+            check_keys(t, &[])?;
+            Plan {
+                shader: "slow",
+                spec: vec![],
+                tuning: Tuning::default(),
+                aux: vec![],
+                dispatches: vec![Dispatch {
+                    push: vec![iters],
+                    groups: [1, 1, 1],
+                    ranges: whole(1),
+                }],
+            }
+        }
+        Op::GemmF32 { m, n, k } | Op::GemmF16 { m, n, k } => {
+            let f16 = matches!(op, Op::GemmF16 { .. });
+            let coop_possible = f16 && lim.coop_f16.is_some() && lim.f16_storage;
+            let coopmat = t.get("coopmat").unwrap_or(0);
+            if coopmat > 1 || (coopmat == 1 && !coop_possible) {
+                return Err(bad(format!(
+                    "coopmat={coopmat}: the device has no f16 x f16 -> f32 cooperative matrix"
+                )));
+            }
+            check_keys(t, &["bm", "bn", "bk", "tm", "tn", "coopmat"])?;
+            let (spec, eff) = gemm_tiles(t, lim)?;
+            let groups = [
+                (n as u32).div_ceil(spec[1]),
+                (m as u32).div_ceil(spec[0]),
+                1,
+            ];
+            if groups[0] > MAX_GROUPS || groups[1] > MAX_GROUPS {
+                return Err(RuntimeError::Unsupported(format!(
+                    "{op}: needs {groups:?} workgroups, over {MAX_GROUPS}"
+                )));
+            }
+            Plan {
+                shader: if f16 { "gemm_f16" } else { "gemm_f32" },
+                spec,
+                tuning: eff,
+                aux: vec![],
+                dispatches: vec![Dispatch {
+                    push: vec![m as u32, n as u32, k as u32],
+                    groups,
+                    ranges: whole(3),
+                }],
+            }
+        }
+        Op::RmsNorm { rows, cols, eps } | Op::LayerNorm { rows, cols, eps } => {
+            check_keys(t, &["wg"])?;
+            let wg = wg_of(t, 256, lim)?;
+            let (shader, nbuf) = if matches!(op, Op::RmsNorm { .. }) {
+                ("rmsnorm", 3)
+            } else {
+                ("layernorm", 4)
+            };
+            let d = Dispatch {
+                push: vec![rows as u32, cols as u32, eps.to_bits()],
+                groups: [(rows as u32).min(MAX_GROUPS), 1, 1],
+                ranges: whole(nbuf),
+            };
+            simple(shader, wg, vec![d])
+        }
+        Op::Softmax { rows, cols } => {
+            check_keys(t, &["wg"])?;
+            let wg = wg_of(t, 256, lim)?;
+            let d = Dispatch {
+                push: vec![rows as u32, cols as u32],
+                groups: [(rows as u32).min(MAX_GROUPS), 1, 1],
+                ranges: whole(2),
+            };
+            simple("softmax", wg, vec![d])
+        }
+        Op::Rope {
+            tokens,
+            heads,
+            head_dim,
+            pos0,
+            theta,
+        } => {
+            check_keys(t, &["wg"])?;
+            let wg = wg_of(t, 256, lim)?;
+            let pairs = (tokens * heads * head_dim / 2) as u64;
+            let d = Dispatch {
+                push: vec![tokens as u32, heads as u32, head_dim as u32],
+                groups: [groups_for(pairs, wg), 1, 1],
+                ranges: whole(3),
+            };
+            let mut p = simple("rope", wg, vec![d]);
+            p.aux.push(rope_table(tokens, head_dim, pos0, theta));
+            p
+        }
+        Op::KvUpdate {
+            layers,
+            max_seq,
+            heads,
+            head_dim,
+            pos,
+            n_new,
+        } => {
+            check_keys(t, &["wg"])?;
+            let wg = wg_of(t, 256, lim)?;
+            let total = (layers * n_new * heads * head_dim) as u64;
+            let d = Dispatch {
+                push: vec![
+                    layers as u32,
+                    max_seq as u32,
+                    (heads * head_dim) as u32,
+                    pos as u32,
+                    n_new as u32,
+                ],
+                groups: [groups_for(total, wg), 1, 1],
+                ranges: whole(4),
+            };
+            simple("kv_update", wg, vec![d])
+        }
+    })
+}
+
+/// Tunings worth sweeping for `op` (the default first), all valid on this device.
+pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
+    let mut out = vec![Tuning::default()];
+    let mut push = |t: Tuning| {
+        if plan(op, &t, lim).is_ok() && !out.contains(&t) {
+            out.push(t);
+        }
+    };
+    match op {
+        Op::GemmF32 { .. } | Op::GemmF16 { .. } => {
+            for (bm, bn, bk, tm, tn) in [
+                (64, 64, 16, 4, 4),
+                (128, 128, 8, 8, 8),
+                (128, 64, 16, 8, 4),
+                (64, 64, 8, 4, 4),
+                (32, 32, 16, 2, 2),
+            ] {
+                push(
+                    Tuning::default()
+                        .with("bm", bm)
+                        .with("bn", bn)
+                        .with("bk", bk)
+                        .with("tm", tm)
+                        .with("tn", tn),
+                );
+            }
+        }
+        Op::TestSlow { .. } => {}
+        _ => {
+            for wg in [64, 128, 256, 512, 1024] {
+                push(Tuning::default().with("wg", wg));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,355 @@
+//! Enumerating physical devices into [`DeviceInfo`]s and choosing one.
+
+use super::instance::Instance;
+use crate::{
+    BackendKind, CoopMatShape, DeviceInfo, DeviceSelect, DeviceType, MemoryHeap, RuntimeError,
+};
+use ash::vk;
+
+/// A physical device with what greta read from it.
+pub struct Physical {
+    pub raw: vk::PhysicalDevice,
+    pub info: DeviceInfo,
+    pub queue_family: u32,
+    pub pipeline_cache_uuid: [u8; 16],
+    pub timestamp_valid_bits: u32,
+    pub min_storage_offset_align: u64,
+    pub subgroup_arith: bool,
+    pub storage16: bool,
+    pub shader_f16: bool,
+    pub has_coop_ext: bool,
+}
+
+fn ver(v: u32) -> String {
+    format!(
+        "{}.{}.{}",
+        vk::api_version_major(v),
+        vk::api_version_minor(v),
+        vk::api_version_patch(v)
+    )
+}
+
+/// Readable driver version: NVIDIA packs 10.8.8.6 bits, others use the API encoding.
+fn driver_ver(vendor: u32, v: u32) -> String {
+    if vendor == 0x10de {
+        format!("{}.{}.{}", v >> 22, (v >> 14) & 0xff, (v >> 6) & 0xff)
+    } else {
+        ver(v)
+    }
+}
+
+fn driver_id_name(id: vk::DriverId) -> String {
+    let s = format!("{id:?}");
+    if s.starts_with("DriverId(") {
+        format!("UNKNOWN_{}", id.as_raw())
+    } else {
+        s
+    }
+}
+
+fn component(t: vk::ComponentTypeKHR) -> String {
+    match t {
+        vk::ComponentTypeKHR::FLOAT16 => "f16".into(),
+        vk::ComponentTypeKHR::FLOAT32 => "f32".into(),
+        vk::ComponentTypeKHR::FLOAT64 => "f64".into(),
+        vk::ComponentTypeKHR::SINT8 => "i8".into(),
+        vk::ComponentTypeKHR::UINT8 => "u8".into(),
+        vk::ComponentTypeKHR::SINT32 => "i32".into(),
+        vk::ComponentTypeKHR::UINT32 => "u32".into(),
+        other => format!("{other:?}").to_lowercase(),
+    }
+}
+
+/// Every physical device, in enumeration order, before de-duplication.
+pub fn enumerate(inst: &Instance) -> Result<Vec<Physical>, RuntimeError> {
+    let i = &inst.raw;
+    // SAFETY: valid instance.
+    let devs = unsafe { i.enumerate_physical_devices() }.map_err(|e| match e {
+        vk::Result::ERROR_INITIALIZATION_FAILED => RuntimeError::NoDevice(format!(
+            "vkEnumeratePhysicalDevices: {e}: a Vulkan driver failed to initialise"
+        )),
+        _ => RuntimeError::api("vkEnumeratePhysicalDevices", e),
+    })?;
+    let mut out = Vec::new();
+    for pd in devs {
+        // SAFETY (whole block): queries on a valid physical device with correctly chained structs.
+        unsafe {
+            let props = i.get_physical_device_properties(pd);
+            let api = props.api_version;
+            if vk::api_version_major(api) == 1 && vk::api_version_minor(api) < 2 {
+                tracing::info!(
+                    "skipping {:?}: Vulkan {} < 1.2",
+                    props.device_name_as_c_str(),
+                    ver(api)
+                );
+                continue;
+            }
+            let exts = i
+                .enumerate_device_extension_properties(pd)
+                .unwrap_or_default();
+            let has_ext = |n: &std::ffi::CStr| {
+                exts.iter()
+                    .any(|e| e.extension_name_as_c_str().is_ok_and(|x| x == n))
+            };
+            let has_coop_ext = has_ext(ash::khr::cooperative_matrix::NAME);
+            let mut v11 = vk::PhysicalDeviceVulkan11Properties::default();
+            let mut drv = vk::PhysicalDeviceDriverProperties::default();
+            let mut sgc = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
+            let subgroup_size_control =
+                vk::api_version_minor(api) >= 3 || has_ext(ash::ext::subgroup_size_control::NAME);
+            {
+                let mut p2 = vk::PhysicalDeviceProperties2::default()
+                    .push_next(&mut v11)
+                    .push_next(&mut drv);
+                if subgroup_size_control {
+                    p2 = p2.push_next(&mut sgc);
+                }
+                i.get_physical_device_properties2(pd, &mut p2);
+            }
+            let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
+            let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
+            {
+                let mut f2 = vk::PhysicalDeviceFeatures2::default()
+                    .push_next(&mut f11)
+                    .push_next(&mut f12);
+                i.get_physical_device_features2(pd, &mut f2);
+            }
+            let qfs = i.get_physical_device_queue_family_properties(pd);
+            // Prefer a compute-only queue family (async compute), else any with compute.
+            let qf = qfs
+                .iter()
+                .position(|q| {
+                    q.queue_flags.contains(vk::QueueFlags::COMPUTE)
+                        && !q.queue_flags.contains(vk::QueueFlags::GRAPHICS)
+                })
+                .or_else(|| {
+                    qfs.iter()
+                        .position(|q| q.queue_flags.contains(vk::QueueFlags::COMPUTE))
+                });
+            let Some(qf) = qf else {
+                tracing::info!(
+                    "skipping {:?}: no compute queue",
+                    props.device_name_as_c_str()
+                );
+                continue;
+            };
+            let ts_bits = qfs[qf].timestamp_valid_bits;
+            let mem = i.get_physical_device_memory_properties(pd);
+            let heaps = mem.memory_heaps[..mem.memory_heap_count as usize]
+                .iter()
+                .map(|h| MemoryHeap {
+                    size: h.size,
+                    device_local: h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL),
+                })
+                .collect();
+            let mut coop = Vec::new();
+            if has_coop_ext {
+                let cm = ash::khr::cooperative_matrix::Instance::new(&inst.entry, i);
+                match cm.get_physical_device_cooperative_matrix_properties(pd) {
+                    Ok(list) => {
+                        for p in list {
+                            coop.push(CoopMatShape {
+                                m: p.m_size,
+                                n: p.n_size,
+                                k: p.k_size,
+                                a: component(p.a_type),
+                                b: component(p.b_type),
+                                c: component(p.c_type),
+                                result: component(p.result_type),
+                                subgroup_scope: p.scope == vk::ScopeKHR::SUBGROUP,
+                            })
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR: {e}")
+                    }
+                }
+            }
+            let device_type = match props.device_type {
+                vk::PhysicalDeviceType::DISCRETE_GPU => DeviceType::DiscreteGpu,
+                vk::PhysicalDeviceType::INTEGRATED_GPU => DeviceType::IntegratedGpu,
+                vk::PhysicalDeviceType::VIRTUAL_GPU => DeviceType::VirtualGpu,
+                vk::PhysicalDeviceType::CPU => DeviceType::Cpu,
+                _ => DeviceType::Other,
+            };
+            let lim = &props.limits;
+            let sg_ops = v11.subgroup_supported_operations;
+            let subgroup_arith = v11
+                .subgroup_supported_stages
+                .contains(vk::ShaderStageFlags::COMPUTE)
+                && sg_ops.contains(
+                    vk::SubgroupFeatureFlags::BASIC | vk::SubgroupFeatureFlags::ARITHMETIC,
+                );
+            let (min_sg, max_sg) = if subgroup_size_control && sgc.min_subgroup_size > 0 {
+                (sgc.min_subgroup_size, sgc.max_subgroup_size)
+            } else {
+                (v11.subgroup_size, v11.subgroup_size)
+            };
+            let mut notes = Vec::new();
+            if !subgroup_arith {
+                notes.push(
+                    "no subgroup arithmetic in compute shaders: norm/softmax kernels unavailable"
+                        .into(),
+                );
+            }
+            let info = DeviceInfo {
+                backend: BackendKind::Vulkan,
+                index: 0,
+                name: props
+                    .device_name_as_c_str()
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                vendor_id: props.vendor_id,
+                device_id: props.device_id,
+                device_type,
+                driver_id: driver_id_name(drv.driver_id),
+                driver_name: drv
+                    .driver_name_as_c_str()
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                driver_info: drv
+                    .driver_info_as_c_str()
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                driver_version: props.driver_version,
+                driver_version_text: driver_ver(props.vendor_id, props.driver_version),
+                api_version: ver(api),
+                uuid: hex::encode(v11.device_uuid),
+                fp16: f12.shader_float16 == vk::TRUE && f11.storage_buffer16_bit_access == vk::TRUE,
+                int8: f12.shader_int8 == vk::TRUE,
+                subgroup_size: v11.subgroup_size,
+                min_subgroup_size: min_sg,
+                max_subgroup_size: max_sg,
+                coop_matrix: coop,
+                memory_heaps: heaps,
+                timestamps: ts_bits > 0 && lim.timestamp_period > 0.0,
+                timestamp_period_ns: lim.timestamp_period as f64,
+                max_storage_buffer_range: lim.max_storage_buffer_range as u64,
+                max_allocation_size: v11.max_memory_allocation_size,
+                max_workgroup_count: lim.max_compute_work_group_count,
+                max_workgroup_invocations: lim.max_compute_work_group_invocations,
+                max_shared_memory: lim.max_compute_shared_memory_size,
+                also_exposed_by: Vec::new(),
+                notes,
+            };
+            out.push(Physical {
+                raw: pd,
+                info,
+                queue_family: qf as u32,
+                pipeline_cache_uuid: props.pipeline_cache_uuid,
+                timestamp_valid_bits: ts_bits,
+                min_storage_offset_align: lim.min_storage_buffer_offset_alignment.max(4),
+                subgroup_arith,
+                storage16: f11.storage_buffer16_bit_access == vk::TRUE,
+                shader_f16: f12.shader_float16 == vk::TRUE,
+                has_coop_ext,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Rank of a driver when two expose the same GPU: RADV first (greta's
+/// primary target), then the vendors' own drivers, then the rest.
+fn driver_rank(d: &DeviceInfo) -> u32 {
+    match d.driver_id.as_str() {
+        "MESA_RADV" => 0,
+        "NVIDIA_PROPRIETARY" => 1,
+        "AMD_OPEN_SOURCE" | "AMD_PROPRIETARY" => 2,
+        _ => 3,
+    }
+}
+
+/// Keeps one entry per deviceUUID (the best-ranked driver, at the position
+/// of the first occurrence), recording the others in `also_exposed_by` and a
+/// note, then numbers the list.
+pub fn dedupe(all: Vec<Physical>) -> Vec<Physical> {
+    let mut out: Vec<Physical> = Vec::new();
+    for p in all {
+        if let Some(slot) = out
+            .iter_mut()
+            .find(|q| q.info.uuid == p.info.uuid && !p.info.is_cpu())
+        {
+            let (keep, drop) = if driver_rank(&p.info) < driver_rank(&slot.info) {
+                let old = std::mem::replace(slot, p);
+                (slot, old)
+            } else {
+                (slot, p)
+            };
+            keep.info
+                .also_exposed_by
+                .extend(drop.info.also_exposed_by.iter().cloned());
+            keep.info.also_exposed_by.push(drop.info.driver_id.clone());
+            let note = format!(
+                "{} is exposed by two drivers ({} and {}, same deviceUUID); greta uses {}. \
+                 Choose with AMD_VULKAN_ICD or VK_DRIVER_FILES",
+                keep.info.name, keep.info.driver_id, drop.info.driver_id, keep.info.driver_id
+            );
+            tracing::info!("{note}");
+            keep.info.notes.push(note);
+        } else {
+            out.push(p);
+        }
+    }
+    for (i, p) in out.iter_mut().enumerate() {
+        p.info.index = i;
+    }
+    out
+}
+
+fn type_rank(t: DeviceType) -> u32 {
+    match t {
+        DeviceType::DiscreteGpu => 0,
+        DeviceType::IntegratedGpu => 1,
+        DeviceType::VirtualGpu => 2,
+        DeviceType::Other => 3,
+        DeviceType::Cpu => 4,
+    }
+}
+
+/// Picks the device `sel` names from a de-duplicated list.
+pub fn choose(list: &[Physical], sel: &DeviceSelect) -> Result<usize, RuntimeError> {
+    let names = || {
+        list.iter()
+            .map(|p| format!("{}: {} ({})", p.info.index, p.info.name, p.info.driver_id))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    if list.is_empty() {
+        return Err(RuntimeError::NoDevice(
+            "no Vulkan device found (the loader and a driver are present but expose no device with Vulkan >= 1.2 and a compute queue)".into(),
+        ));
+    }
+    match sel {
+        DeviceSelect::Auto => Ok((0..list.len())
+            .min_by_key(|&i| (type_rank(list[i].info.device_type), i))
+            .unwrap()),
+        DeviceSelect::Index(i) => {
+            if *i < list.len() {
+                Ok(*i)
+            } else {
+                Err(RuntimeError::NoDevice(format!(
+                    "no Vulkan device {i}; devices are: {}",
+                    names()
+                )))
+            }
+        }
+        DeviceSelect::Cpu => list.iter().position(|p| p.info.is_cpu()).ok_or_else(|| {
+            RuntimeError::NoDevice(format!(
+                "no CPU Vulkan device (lavapipe); devices are: {}",
+                names()
+            ))
+        }),
+        DeviceSelect::Name(n) => {
+            let n = n.to_lowercase();
+            list.iter()
+                .position(|p| p.info.name.to_lowercase().contains(&n))
+                .ok_or_else(|| {
+                    RuntimeError::NoDevice(format!(
+                        "no Vulkan device named like {n:?}; devices are: {}",
+                        names()
+                    ))
+                })
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Device discovery, selection, validation messenger and failure modes.
+
+mod common;
+use common::*;
+use greta_runtime::vulkan::{CacheDir, Device, OpenOptions};
+use greta_runtime::{Backend, BackendKind, DeviceSelect, RuntimeError};
+
+#[test]
+fn lists_lavapipe() {
+    let list = greta_runtime::list_devices(BackendKind::Vulkan).expect("list");
+    assert!(list.iter().any(|d| d.is_cpu()), "{list:#?}");
+    for (i, d) in list.iter().enumerate() {
+        assert_eq!(d.index, i);
+        assert_eq!(d.uuid.len(), 32);
+    }
+    let cpu = list.iter().find(|d| d.is_cpu()).unwrap();
+    assert_eq!(cpu.driver_id, "MESA_LLVMPIPE");
+    assert!(cpu.subgroup_size >= 1 && cpu.max_storage_buffer_range > 0);
+}
+
+#[test]
+fn auto_falls_back_to_cpu_and_says_so() {
+    let dev = device_with(OpenOptions {
+        select: DeviceSelect::Auto,
+        validation: Some(true),
+        cache: CacheDir::Off,
+        max_storage_range: None,
+    });
+    if dev.info().is_cpu() {
+        assert!(
+            dev.info().notes.iter().any(|n| n.contains("CPU")),
+            "{:?}",
+            dev.info().notes
+        );
+    }
+    assert_clean(&dev);
+}
+
+#[test]
+fn selection_errors_are_clear() {
+    let err = Device::open_with(&OpenOptions {
+        select: DeviceSelect::Index(99),
+        validation: Some(false),
+        ..Default::default()
+    })
+    .err()
+    .expect("index 99 must not exist");
+    assert!(matches!(err, RuntimeError::NoDevice(_)), "{err}");
+    assert!(err.to_string().contains("no Vulkan device 99"), "{err}");
+    let err = Device::open_with(&OpenOptions {
+        select: "no-such-gpu".parse().unwrap(),
+        validation: Some(false),
+        ..Default::default()
+    })
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("no-such-gpu"), "{err}");
+}
+
+#[test]
+fn selector_parsing() {
+    assert_eq!("auto".parse::<DeviceSelect>().unwrap(), DeviceSelect::Auto);
+    assert_eq!("CPU".parse::<DeviceSelect>().unwrap(), DeviceSelect::Cpu);
+    assert_eq!("2".parse::<DeviceSelect>().unwrap(), DeviceSelect::Index(2));
+    assert_eq!(
+        "Radeon".parse::<DeviceSelect>().unwrap(),
+        DeviceSelect::Name("Radeon".into())
+    );
+    assert!("".parse::<DeviceSelect>().is_err());
+}
+
+/// The messenger really records: a deliberately invalid call shows up.
+#[test]
+fn validation_messages_are_recorded() {
+    let dev = device();
+    assert_clean(&dev);
+    dev.provoke_validation_error();
+    let msgs = dev.validation_messages();
+    assert!(
+        !msgs.is_empty(),
+        "the validation layer reported nothing for an invalid vkCreateBuffer"
+    );
+    assert!(msgs.iter().any(|m| m.contains("usage")), "{msgs:?}");
+}
+
+/// No driver at all: a clear error, not a panic. Runs in a child process
+/// because the loader reads VK_DRIVER_FILES once per process.
+#[test]
+fn no_driver_is_a_clear_error() {
+    if std::env::var("GRETA_CHILD_NO_DRIVER").is_ok() {
+        let err = Device::open(&DeviceSelect::Auto)
+            .err()
+            .expect("no device expected");
+        assert!(matches!(err, RuntimeError::NoDevice(_)), "{err:?}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("VK_DRIVER_FILES") || msg.contains("no Vulkan device"),
+            "{msg}"
+        );
+        let err = greta_runtime::list_devices(BackendKind::Vulkan).expect_err("no device expected");
+        assert!(matches!(err, RuntimeError::NoDevice(_)), "{err:?}");
+        println!("CHILD-OK: {msg}");
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "no_driver_is_a_clear_error", "--nocapture"])
+        .env("GRETA_CHILD_NO_DRIVER", "1")
+        .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+        .env_remove("GRETA_VK_VALIDATION")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success() && text.contains("CHILD-OK"), "{text}");
+}
