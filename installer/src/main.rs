@@ -5,6 +5,7 @@
 
 mod cmd;
 mod exit;
+mod lock;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

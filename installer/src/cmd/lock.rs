@@ -1,11 +1,282 @@
-//! `greta lock` (not yet implemented).
+//! `greta lock list | show | check | update`: inspect, verify and refresh
+//! the pinned profiles in `lock/`.
 
 use crate::exit::Exit;
+use crate::lock::{self, check, Interpreter, LockStatus, Lockfile, Matrix};
+use anyhow::Result;
+use std::path::PathBuf;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Directory holding matrix.toml and the pylock files [default: the repository's lock/].
+    #[arg(long, global = true, env = "GRETA_LOCK_DIR")]
+    lock_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<Exit> {
-    eprintln!("greta lock: not yet implemented");
-    Ok(Exit::Undecided)
+#[derive(clap::Subcommand)]
+enum Command {
+    /// One line per profile: backend, status, Python versions, lockfile.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The exact wheel set of a profile for a Python version, and why each matched.
+    Show {
+        profile: String,
+        /// "3.12" (CPython on this machine's platform); default: every supported version.
+        #[arg(long, conflicts_with = "interpreter")]
+        python: Option<String>,
+        /// A real interpreter to resolve for (its tags are read by running it once).
+        #[arg(long)]
+        interpreter: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify every profile: hashes, https, no overlapping entries, lockfile agrees with matrix.
+    Check {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-resolve a profile with uv against its index and rewrite its lockfile.
+    Update(lock::update::Args),
+}
+
+pub fn run(args: Args) -> Result<Exit> {
+    let dir = args.lock_dir.unwrap_or_else(lock::default_dir);
+    match args.command {
+        Command::List { json } => list(&Matrix::load(&dir)?, json),
+        Command::Show {
+            profile,
+            python,
+            interpreter,
+            json,
+        } => show(&Matrix::load(&dir)?, &profile, python, interpreter, json),
+        Command::Check { json } => run_check(&Matrix::load(&dir)?, json),
+        Command::Update(a) => lock::update::run(&dir, a),
+    }
+}
+
+fn list(m: &Matrix, json: bool) -> Result<Exit> {
+    if json {
+        let v = serde_json::json!({ "schema": "greta.lock-list/v1", "matrix": m.path, "profiles": m.profiles });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(Exit::Pass);
+    }
+    println!(
+        "{:<9} {:<7} {:<11} {:<12} {:<24} summary",
+        "profile", "backend", "status", "python", "lockfile"
+    );
+    for p in &m.profiles {
+        let status = match &p.status {
+            LockStatus::Locked => "locked",
+            LockStatus::NotLocked { .. } => "NOT LOCKED",
+        };
+        println!(
+            "{:<9} {:<7} {:<11} {:<12} {:<24} {}",
+            p.name,
+            p.backend.as_str(),
+            status,
+            p.python.join(","),
+            p.lockfile_name,
+            p.summary
+        );
+    }
+    Ok(Exit::Pass)
+}
+
+fn show(
+    m: &Matrix,
+    name: &str,
+    python: Option<String>,
+    interpreter: Option<PathBuf>,
+    json: bool,
+) -> Result<Exit> {
+    let p = m.profile(name)?;
+    let interps: Vec<Interpreter> = match (python, interpreter) {
+        (_, Some(path)) => vec![Interpreter::inspect(&path)?],
+        (Some(v), None) => vec![Interpreter::synthetic(
+            &v,
+            lock::host_glibc().or(Some(check::CHECK_GLIBC)),
+        )?],
+        (None, None) => p
+            .python
+            .iter()
+            .filter(|v| p.supports_python(v))
+            .map(|v| Interpreter::synthetic(v, lock::host_glibc().or(Some(check::CHECK_GLIBC))))
+            .collect::<Result<_>>()?,
+    };
+    if let LockStatus::NotLocked { reason } = &p.status {
+        if json {
+            let v = serde_json::json!({ "schema": "greta.lock-show/v1", "profile": p, "locked": false, "reason": reason });
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        } else {
+            print_profile(p);
+            println!("NOT LOCKED: {reason}");
+            println!(
+                "fix: run `greta lock update {}` where {} is reachable",
+                p.name,
+                p.indexes.join(", ")
+            );
+        }
+        return Ok(Exit::Fail);
+    }
+    let lockfile = Lockfile::load(&p.lockfile)?;
+    let mut sets = Vec::new();
+    let mut failed = false;
+    for i in &interps {
+        match lock::resolve(p, &lockfile, i) {
+            Ok(pins) => sets.push((i.clone(), Ok(pins))),
+            Err(e) => {
+                failed = true;
+                sets.push((i.clone(), Err(format!("{e:#}"))));
+            }
+        }
+    }
+    if json {
+        let v = serde_json::json!({
+            "schema": "greta.lock-show/v1",
+            "profile": p,
+            "lockfile": { "path": lockfile.path, "sha256": lockfile.sha256 },
+            "sets": sets.iter().map(|(i, r)| match r {
+                Ok(pins) => serde_json::json!({
+                    "interpreter": i, "wheels": pins,
+                    "total_size": pins.iter().map(|w| w.size).sum::<Option<u64>>(),
+                }),
+                Err(e) => serde_json::json!({ "interpreter": i, "error": e }),
+            }).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print_profile(p);
+        println!(
+            "lockfile: {} (sha256 {})",
+            lockfile.path.display(),
+            lockfile.sha256
+        );
+        for (i, r) in &sets {
+            println!();
+            println!("{}:", i.describe());
+            match r {
+                Err(e) => println!("  cannot resolve: {e}"),
+                Ok(pins) => {
+                    for w in pins {
+                        let size = w.size.map(human).unwrap_or_else(|| "size ?".into());
+                        println!("  {} {}  {}  [{}]", w.name, w.version, w.filename, size);
+                        println!("      sha256 {}  line {}", w.sha256, w.line);
+                        println!("      why: {}", w.why);
+                    }
+                    let known: u64 = pins.iter().filter_map(|w| w.size).sum();
+                    let unknown = pins.iter().filter(|w| w.size.is_none()).count();
+                    let extra = if unknown > 0 {
+                        format!(" + {unknown} wheel(s) of unrecorded size")
+                    } else {
+                        String::new()
+                    };
+                    println!("  {} wheels, {}{extra}", pins.len(), human(known));
+                }
+            }
+        }
+    }
+    Ok(if failed { Exit::Fail } else { Exit::Pass })
+}
+
+fn print_profile(p: &lock::Profile) {
+    println!("profile {} ({}): {}", p.name, p.backend.as_str(), p.summary);
+    if let Some(v) = &p.backend_version {
+        println!(
+            "  built against {} {v}; serves host {}",
+            p.backend.as_str(),
+            p.serves
+        );
+    }
+    if let Some(d) = &p.driver {
+        println!("  kernel driver {d}");
+    }
+    if !p.gfx.is_empty() {
+        println!("  gfx targets: {}", p.gfx.join(" "));
+    }
+    println!(
+        "  python: {}; indexes: {}",
+        p.python.join(", "),
+        p.indexes.join(", ")
+    );
+    for (py, why) in &p.incomplete {
+        println!("  python {py} not locked: {why}");
+    }
+    println!("  requirements: {}", p.requirements.join("; "));
+    for n in &p.notes {
+        println!("  note: {n}");
+    }
+}
+
+fn run_check(m: &Matrix, json: bool) -> Result<Exit> {
+    let reports = check::check_matrix(m);
+    let n_problems: usize = reports.iter().map(|r| r.problems.len()).sum();
+    if json {
+        let v = serde_json::json!({ "schema": "greta.lock-check/v1", "ok": n_problems == 0, "profiles": reports });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        for r in &reports {
+            let glyph = if !r.problems.is_empty() {
+                "✗"
+            } else if r.status == "locked" {
+                "✓"
+            } else {
+                "-"
+            };
+            let sets: Vec<String> = r
+                .wheel_sets
+                .iter()
+                .map(|(py, n, size)| {
+                    format!(
+                        "py{py}: {n} wheels {}",
+                        size.map(human)
+                            .unwrap_or_else(|| "(some sizes unrecorded)".into())
+                    )
+                })
+                .collect();
+            println!(
+                "{glyph} {:<9} {:<40} {}",
+                r.profile,
+                r.status,
+                sets.join(", ")
+            );
+            for pr in &r.problems {
+                println!("    {}: {}", pr.at, pr.message);
+            }
+        }
+        println!(
+            "{} profiles, {} problem(s){}",
+            reports.len(),
+            n_problems,
+            if n_problems == 0 {
+                ""
+            } else {
+                ": lock check failed"
+            }
+        );
+    }
+    Ok(if n_problems == 0 {
+        Exit::Pass
+    } else {
+        Exit::Fail
+    })
+}
+
+/// Bytes in binary units, for people.
+pub fn human(b: u64) -> String {
+    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < U.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", U[i])
+    }
 }

@@ -1,0 +1,587 @@
+//! `lock/matrix.toml`: the profiles greta can install, and what each needs
+//! from the host. The data lives in the file; this module only reads and
+//! validates it, so adding a profile never needs a code change.
+
+use super::source::{Fields, Source};
+use anyhow::Result;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toml_edit::Item;
+
+/// The matrix file name inside a lock directory.
+pub const MATRIX_FILE: &str = "matrix.toml";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Cpu,
+    Cuda,
+    Rocm,
+}
+
+impl Backend {
+    fn parse(s: &str) -> Option<Backend> {
+        match s {
+            "cpu" => Some(Backend::Cpu),
+            "cuda" => Some(Backend::Cuda),
+            "rocm" => Some(Backend::Rocm),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Cpu => "cpu",
+            Backend::Cuda => "cuda",
+            Backend::Rocm => "rocm",
+        }
+    }
+}
+
+/// Whether a profile's lockfile holds verified hashes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum LockStatus {
+    Locked,
+    /// Listed so users see it exists, but no verifiable hashes could be had:
+    /// `greta install` refuses it until `greta lock update` is run where its
+    /// index is reachable.
+    NotLocked {
+        reason: String,
+    },
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Profile {
+    /// PyTorch index name: `cpu`, `cuda`, `rocm6.4`, ...
+    pub name: String,
+    pub backend: Backend,
+    pub summary: String,
+    pub status: LockStatus,
+    /// Version of the ROCm/CUDA user space the wheels were built against
+    /// (ROCm: it is bundled inside the torch wheel).
+    pub backend_version: Option<String>,
+    /// Host versions this profile serves (semver requirement). ROCm: the
+    /// amdgpu kernel-driver (KMD/KFD) release; CUDA: the driver's CUDA
+    /// version; CPU: `*`.
+    #[serde(serialize_with = "ser_display")]
+    pub serves: semver::VersionReq,
+    /// Minimum kernel-driver version, when the backend states one (NVIDIA).
+    #[serde(serialize_with = "ser_display_opt")]
+    pub driver: Option<semver::VersionReq>,
+    /// gfx targets the torch wheels carry kernels for (ROCm only).
+    pub gfx: Vec<String>,
+    /// Where the gfx list comes from.
+    pub gfx_source: Option<String>,
+    /// Supported "X.Y" Python versions, oldest first.
+    pub python: Vec<String>,
+    /// Python versions listed but not lockable, with the reason.
+    pub incomplete: BTreeMap<String, String>,
+    pub indexes: Vec<String>,
+    /// Top-level requirements the lockfile was resolved from (PEP 508).
+    pub requirements: Vec<String>,
+    /// Lockfile as written in matrix.toml (relative to the lock dir).
+    pub lockfile_name: String,
+    /// Absolute lockfile path.
+    pub lockfile: PathBuf,
+    /// Free text shown by `greta lock show` (host notes, caveats).
+    pub notes: Vec<String>,
+    /// 1-based line of the profile's table in matrix.toml.
+    pub line: usize,
+}
+
+impl Profile {
+    pub fn is_locked(&self) -> bool {
+        matches!(self.status, LockStatus::Locked)
+    }
+
+    /// `Err` with the fix when this profile cannot be installed yet.
+    pub fn ensure_locked(&self) -> Result<()> {
+        match &self.status {
+            LockStatus::Locked => Ok(()),
+            LockStatus::NotLocked { reason } => {
+                Err(super::Refusal {
+                    message: format!("profile `{}` is not yet locked: {reason}", self.name),
+                    fix: format!(
+                    "run `greta lock update {}` on a machine that can reach {} and commit lock/{}",
+                    self.name,
+                    self.indexes.first().map(String::as_str).unwrap_or("its index"),
+                    self.lockfile_name
+                ),
+                }
+                .into())
+            }
+        }
+    }
+
+    pub fn supports_python(&self, xy: &str) -> bool {
+        self.python.iter().any(|p| p == xy) && !self.incomplete.contains_key(xy)
+    }
+
+    /// The ROCm/CUDA version as a semver value, for ordering profiles.
+    pub fn backend_semver(&self) -> Option<semver::Version> {
+        self.backend_version.as_deref().and_then(loose_version)
+    }
+
+    pub fn has_gfx(&self, gfx: &str) -> bool {
+        self.gfx.iter().any(|g| g.eq_ignore_ascii_case(gfx))
+    }
+}
+
+/// A documented way to run wheels on a gfx target they were not built for.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct GfxOverride {
+    pub gfx: String,
+    /// The target the wheels' kernels are used as.
+    pub as_gfx: String,
+    pub env: Vec<(String, String)>,
+    pub risk: String,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Matrix {
+    pub dir: PathBuf,
+    pub path: PathBuf,
+    pub profiles: Vec<Profile>,
+    pub gfx_overrides: Vec<GfxOverride>,
+}
+
+const PROFILE_KEYS: &[&str] = &[
+    "backend",
+    "summary",
+    "status",
+    "not-locked-reason",
+    "backend-version",
+    "serves",
+    "driver",
+    "gfx",
+    "gfx-source",
+    "python",
+    "incomplete",
+    "indexes",
+    "requirements",
+    "lockfile",
+    "notes",
+];
+
+impl Matrix {
+    /// Load `DIR/matrix.toml`.
+    pub fn load(dir: &Path) -> Result<Matrix> {
+        let path = dir.join(MATRIX_FILE);
+        let src = Source::load(&path)?;
+        Self::from_source(dir, &src)
+    }
+
+    /// Parse matrix text as if it were `DIR/matrix.toml` (tests, `update`).
+    pub fn parse(dir: &Path, text: String) -> Result<Matrix> {
+        let src = Source::parse(&dir.join(MATRIX_FILE), text)?;
+        Self::from_source(dir, &src)
+    }
+
+    fn from_source(dir: &Path, src: &Source) -> Result<Matrix> {
+        let root = Fields::new(src, src.root(), "matrix.toml");
+        root.deny_unknown(&["schema", "profiles", "gfx-override"])?;
+        match root.opt_u64("schema")? {
+            Some(1) => {}
+            Some(n) => {
+                return Err(src.err_at(
+                    root.value_span("schema"),
+                    format!("unsupported schema {n}; this greta reads schema 1"),
+                ))
+            }
+            None => return Err(src.err_at(None, "missing `schema = 1` at the top of matrix.toml")),
+        }
+        let profiles_tbl = match src.root().get("profiles") {
+            Some(Item::Table(t)) => t,
+            Some(i) => {
+                return Err(src.err_at(
+                    i.span(),
+                    "`profiles` must be a table of tables ([profiles.NAME])",
+                ))
+            }
+            None => return Err(src.err_at(None, "no [profiles.NAME] tables")),
+        };
+        let mut profiles = Vec::new();
+        for (name, item) in profiles_tbl.iter() {
+            let Item::Table(t) = item else {
+                return Err(src.err_at(item.span(), format!("profiles.{name} must be a table")));
+            };
+            profiles.push(parse_profile(dir, src, name, t)?);
+        }
+        if profiles.is_empty() {
+            return Err(src.err_at(profiles_tbl.span(), "no profiles defined"));
+        }
+        let mut seen_lock = BTreeMap::new();
+        for p in &profiles {
+            if let Some(other) = seen_lock.insert(p.lockfile_name.clone(), p.name.clone()) {
+                return Err(src.err_at(
+                    profiles_tbl.get(&p.name).and_then(Item::span),
+                    format!(
+                        "profiles {other} and {} share lockfile {}",
+                        p.name, p.lockfile_name
+                    ),
+                ));
+            }
+        }
+        let mut gfx_overrides = Vec::new();
+        match src.root().get("gfx-override") {
+            None => {}
+            Some(Item::ArrayOfTables(a)) => {
+                for t in a.iter() {
+                    let f = Fields::new(src, t, "[[gfx-override]]");
+                    f.deny_unknown(&["gfx", "as", "env", "risk", "source"])?;
+                    let env = match t.get("env") {
+                        None => Vec::new(),
+                        Some(item) => {
+                            let Some(tbl) = item.as_table_like() else {
+                                return Err(src.err_at(
+                                    item.span(),
+                                    "[[gfx-override]]: `env` must be a table of strings",
+                                ));
+                            };
+                            let mut out = Vec::new();
+                            for (k, v) in tbl.iter() {
+                                let Some(s) = v.as_str() else {
+                                    return Err(src.err_at(
+                                        v.span(),
+                                        format!("[[gfx-override]]: env.{k} must be a string"),
+                                    ));
+                                };
+                                out.push((k.to_string(), s.to_string()));
+                            }
+                            out
+                        }
+                    };
+                    gfx_overrides.push(GfxOverride {
+                        gfx: check_gfx(src, &f, "gfx", f.str("gfx")?)?,
+                        as_gfx: check_gfx(src, &f, "as", f.str("as")?)?,
+                        env,
+                        risk: f.str("risk")?,
+                        source: f.str("source")?,
+                    });
+                }
+            }
+            Some(i) => {
+                return Err(src.err_at(
+                    i.span(),
+                    "`gfx-override` must be an array of tables ([[gfx-override]])",
+                ))
+            }
+        }
+        Ok(Matrix {
+            dir: dir.to_path_buf(),
+            path: src.path.clone(),
+            profiles,
+            gfx_overrides,
+        })
+    }
+
+    pub fn profile(&self, name: &str) -> Result<&Profile> {
+        self.profiles
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = self.profiles.iter().map(|p| p.name.as_str()).collect();
+                super::Refusal {
+                    message: format!("no profile named `{name}` in {}", self.path.display()),
+                    fix: format!("choose one of: {}", names.join(", ")),
+                }
+                .into()
+            })
+    }
+
+    pub fn gfx_override(&self, gfx: &str) -> Option<&GfxOverride> {
+        self.gfx_overrides
+            .iter()
+            .find(|o| o.gfx.eq_ignore_ascii_case(gfx))
+    }
+}
+
+fn check_gfx(src: &Source, f: &Fields, key: &str, g: String) -> Result<String> {
+    let ok = g.len() > 3 && g.starts_with("gfx") && g[3..].chars().all(|c| c.is_ascii_hexdigit());
+    if !ok {
+        return Err(src.err_at(
+            f.value_span(key),
+            format!("{}: `{g}` is not a gfx target (like gfx942)", f.what),
+        ));
+    }
+    Ok(g)
+}
+
+fn parse_profile(dir: &Path, src: &Source, name: &str, t: &toml_edit::Table) -> Result<Profile> {
+    let f = Fields::new(src, t, format!("profiles.{name}"));
+    f.deny_unknown(PROFILE_KEYS)?;
+    let name_ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-');
+    if !name_ok {
+        return Err(src.err_at(
+            t.span(),
+            format!("profile name `{name}` must be lowercase letters, digits, '.' or '-'"),
+        ));
+    }
+    let backend_s = f.str("backend")?;
+    let backend = Backend::parse(&backend_s).ok_or_else(|| {
+        src.err_at(
+            f.value_span("backend"),
+            format!(
+                "{}: backend `{backend_s}` must be cpu, cuda or rocm",
+                f.what
+            ),
+        )
+    })?;
+    let status = match f.str("status")?.as_str() {
+        "locked" => {
+            if t.contains_key("not-locked-reason") {
+                return Err(src.err_at(
+                    f.value_span("not-locked-reason"),
+                    format!(
+                        "{}: `not-locked-reason` only goes with status = \"not-locked\"",
+                        f.what
+                    ),
+                ));
+            }
+            LockStatus::Locked
+        }
+        "not-locked" => LockStatus::NotLocked {
+            reason: f.str("not-locked-reason")?,
+        },
+        other => {
+            return Err(src.err_at(
+                f.value_span("status"),
+                format!(
+                    "{}: status `{other}` must be \"locked\" or \"not-locked\"",
+                    f.what
+                ),
+            ))
+        }
+    };
+    let req = |key: &str| -> Result<Option<semver::VersionReq>> {
+        match f.opt_str(key)? {
+            None => Ok(None),
+            Some(s) => semver::VersionReq::parse(&s).map(Some).map_err(|e| {
+                src.err_at(
+                    f.value_span(key),
+                    format!(
+                        "{}: `{key}` = {s:?} is not a semver requirement: {e}",
+                        f.what
+                    ),
+                )
+            }),
+        }
+    };
+    let serves = req("serves")?.ok_or_else(|| {
+        src.err_at(
+            t.span(),
+            format!("{}: missing required key `serves`", f.what),
+        )
+    })?;
+    let driver = req("driver")?;
+    let mut gfx = Vec::new();
+    for (g, span) in f.str_list("gfx")? {
+        let ok =
+            g.len() > 3 && g.starts_with("gfx") && g[3..].chars().all(|c| c.is_ascii_hexdigit());
+        if !ok {
+            return Err(src.err_at(
+                span,
+                format!("{}: `{g}` is not a gfx target (like gfx942)", f.what),
+            ));
+        }
+        gfx.push(g);
+    }
+    if backend == Backend::Rocm && gfx.is_empty() {
+        return Err(src.err_at(
+            t.span(),
+            format!(
+                "{}: a rocm profile must list the gfx targets of its wheels",
+                f.what
+            ),
+        ));
+    }
+    if backend != Backend::Rocm && !gfx.is_empty() {
+        return Err(src.err_at(
+            f.value_span("gfx"),
+            format!("{}: only rocm profiles list gfx targets", f.what),
+        ));
+    }
+    let mut python = Vec::new();
+    for (p, span) in f.str_list("python")? {
+        if parse_xy(&p).is_none() {
+            return Err(src.err_at(
+                span,
+                format!("{}: python version `{p}` must look like 3.12", f.what),
+            ));
+        }
+        python.push(p);
+    }
+    if python.is_empty() {
+        return Err(src.err_at(
+            t.span(),
+            format!("{}: `python` must list at least one version", f.what),
+        ));
+    }
+    python.sort_by_key(|p| parse_xy(p));
+    let mut incomplete = BTreeMap::new();
+    if let Some(item) = t.get("incomplete") {
+        let Some(tbl) = item.as_table_like() else {
+            return Err(src.err_at(
+                item.span(),
+                format!(
+                    "{}: `incomplete` must map python versions to reasons",
+                    f.what
+                ),
+            ));
+        };
+        for (k, v) in tbl.iter() {
+            let Some(reason) = v.as_str() else {
+                return Err(src.err_at(
+                    v.span(),
+                    format!("{}: incomplete.{k} must be a string", f.what),
+                ));
+            };
+            if !python.iter().any(|p| p == k) {
+                return Err(src.err_at(
+                    v.span(),
+                    format!(
+                        "{}: incomplete.{k} names a python version not in `python`",
+                        f.what
+                    ),
+                ));
+            }
+            incomplete.insert(k.to_string(), reason.to_string());
+        }
+    }
+    let indexes: Vec<String> = f.str_list("indexes")?.into_iter().map(|(s, _)| s).collect();
+    if indexes.is_empty() {
+        return Err(src.err_at(
+            t.span(),
+            format!("{}: `indexes` must list at least one index URL", f.what),
+        ));
+    }
+    for (i, (u, span)) in f.str_list("indexes")?.into_iter().enumerate() {
+        if !u.starts_with("https://") {
+            return Err(src.err_at(
+                span,
+                format!("{}: indexes[{i}] `{u}` must be an https URL", f.what),
+            ));
+        }
+    }
+    let mut requirements = Vec::new();
+    for (r, span) in f.str_list("requirements")? {
+        if let Err(e) = r.parse::<pep508_rs::Requirement>() {
+            return Err(src.err_at(
+                span,
+                format!("{}: requirement {r:?} is not PEP 508: {e}", f.what),
+            ));
+        }
+        requirements.push(r);
+    }
+    if requirements.is_empty() {
+        return Err(src.err_at(
+            t.span(),
+            format!(
+                "{}: `requirements` must list the top-level requirements",
+                f.what
+            ),
+        ));
+    }
+    let lockfile_name = f.str("lockfile")?;
+    let expected = lockfile_name_for(name);
+    if lockfile_name != expected {
+        return Err(src.err_at(
+            f.value_span("lockfile"),
+            format!("{}: lockfile must be `{expected}` (PEP 751: pylock.<name>.toml, no dots in <name>)", f.what),
+        ));
+    }
+    Ok(Profile {
+        name: name.to_string(),
+        backend,
+        summary: f.str("summary")?,
+        status,
+        backend_version: f.opt_str("backend-version")?,
+        serves,
+        driver,
+        gfx,
+        gfx_source: f.opt_str("gfx-source")?,
+        python,
+        incomplete,
+        indexes,
+        requirements,
+        lockfile: dir.join(&lockfile_name),
+        lockfile_name,
+        notes: f.str_list("notes")?.into_iter().map(|(s, _)| s).collect(),
+        line: src.line_of(t.span()),
+    })
+}
+
+/// `rocm6.4` -> `pylock.rocm6-4.toml` (PEP 751 forbids dots in the name part).
+pub fn lockfile_name_for(profile: &str) -> String {
+    format!("pylock.{}.toml", profile.replace('.', "-"))
+}
+
+/// "3.12" -> (3, 12).
+pub fn parse_xy(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.split_once('.')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// Version strings from drivers and tools are not semver ("580.95.05",
+/// "6.1.40091-a8dbc0c19", "7.2"): keep the first three numeric parts.
+pub fn loose_version(s: &str) -> Option<semver::Version> {
+    let head = s
+        .trim()
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .next()?;
+    let mut parts = head
+        .split('.')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.parse::<u64>());
+    let major = parts.next()?.ok()?;
+    let minor = parts.next().unwrap_or(Ok(0)).ok()?;
+    let patch = parts.next().unwrap_or(Ok(0)).ok()?;
+    Some(semver::Version::new(major, minor, patch))
+}
+
+fn ser_display<S: serde::Serializer, T: std::fmt::Display>(
+    v: &T,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
+
+fn ser_display_opt<S: serde::Serializer, T: std::fmt::Display>(
+    v: &Option<T>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.collect_str(v),
+        None => s.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loose_versions() {
+        assert_eq!(
+            loose_version("580.95.05"),
+            Some(semver::Version::new(580, 95, 5))
+        );
+        assert_eq!(
+            loose_version("6.1.40091-a8dbc0c19"),
+            Some(semver::Version::new(6, 1, 40091))
+        );
+        assert_eq!(loose_version("7.2"), Some(semver::Version::new(7, 2, 0)));
+        assert_eq!(loose_version("abc"), None);
+    }
+
+    #[test]
+    fn lockfile_names_have_no_dots() {
+        assert_eq!(lockfile_name_for("rocm6.4"), "pylock.rocm6-4.toml");
+        assert_eq!(lockfile_name_for("cpu"), "pylock.cpu.toml");
+    }
+}

@@ -1,0 +1,63 @@
+//! `lock/`: the profile matrix, the PEP 751 lockfiles, and the choices made
+//! from them (which profile for this machine, which wheel for this Python).
+//!
+//! Public API used by `greta install`/`bundle`:
+//! - [`Matrix::load`] reads `lock/matrix.toml`; [`Matrix::select`] /
+//!   [`Matrix::select_with`] choose a profile from probe facts.
+//! - [`Lockfile::load`] reads a `pylock.*.toml`.
+//! - [`Interpreter::inspect`] asks a Python for its version and tags.
+//! - [`resolve`] gives the exact wheel set, each with the reason it matched.
+//!
+//! Every parse error is a [`SourceError`] (`file:line:col: message`); every
+//! "this machine cannot use that" is a [`Refusal`] carrying the fix.
+
+// The API below is consumed by `greta install`/`bundle` (built alongside);
+// items they do not use yet must not fail `clippy -D warnings`.
+#![allow(dead_code, unused_imports)]
+
+pub mod check;
+pub mod matrix;
+pub mod pylock;
+pub mod resolve;
+pub mod select;
+pub mod source;
+pub mod tags;
+pub mod update;
+
+pub use matrix::{lockfile_name_for, Backend, GfxOverride, LockStatus, Matrix, Profile};
+pub use pylock::{Lockfile, Package, Wheel};
+pub use resolve::{resolve, resolve_lock, WheelPin};
+pub use select::Selection;
+pub use source::SourceError;
+pub use tags::{host_glibc, Interpreter};
+
+use std::path::PathBuf;
+
+/// A clear "no" with what to do about it (an unlocked profile, a GPU the
+/// wheels do not cover, an unsupported Python).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub message: String,
+    pub fix: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}\n  fix: {}", self.message, self.fix)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// The lock directory: `$GRETA_LOCK_DIR`, else `lock/` next to the source
+/// tree the binary was built from, else `./lock`.
+pub fn default_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("GRETA_LOCK_DIR") {
+        return PathBuf::from(d);
+    }
+    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../lock");
+    if built.join(matrix::MATRIX_FILE).is_file() {
+        return built;
+    }
+    PathBuf::from("lock")
+}

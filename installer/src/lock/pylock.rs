@@ -1,0 +1,361 @@
+//! PEP 751 lockfiles (`pylock.<name>.toml`): read, validate, and report
+//! problems at their line. Only the parts greta installs from are modelled:
+//! packages with wheels (greta never builds an sdist).
+
+use super::source::{Fields, Source};
+use anyhow::Result;
+use pep508_rs::MarkerTree;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use toml_edit::{Item, Value};
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Wheel {
+    /// The wheel file name (PEP 751 `name`, else the URL's last segment).
+    pub filename: String,
+    pub url: Option<String>,
+    pub path: Option<String>,
+    pub size: Option<u64>,
+    /// Lowercase hex sha256; None when the entry lacks one (`check` fails it).
+    pub sha256: Option<String>,
+    /// Where the hash came from when the file says so (comment above or on the entry).
+    pub line: usize,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Package {
+    /// Normalised (PEP 503) name.
+    pub name: String,
+    pub version: Option<String>,
+    /// The marker as written (None: applies everywhere).
+    pub marker_text: Option<String>,
+    #[serde(skip)]
+    pub marker: Option<MarkerTree>,
+    pub requires_python: Option<String>,
+    pub index: Option<String>,
+    pub wheels: Vec<Wheel>,
+    /// An sdist/vcs/directory/archive source is present (greta ignores it).
+    pub other_sources: Vec<String>,
+    pub line: usize,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Lockfile {
+    pub path: PathBuf,
+    pub lock_version: String,
+    pub created_by: String,
+    pub requires_python: Option<String>,
+    pub packages: Vec<Package>,
+    /// sha256 of the file's bytes (recorded in env receipts).
+    pub sha256: String,
+    /// The leading comment block (how the file was made).
+    pub header: String,
+}
+
+/// PEP 503 name normalisation.
+pub fn normalize_name(n: &str) -> String {
+    let mut out = String::with_capacity(n.len());
+    let mut last_sep = false;
+    for c in n.chars() {
+        if c == '-' || c == '_' || c == '.' {
+            if !last_sep {
+                out.push('-');
+            }
+            last_sep = true;
+        } else {
+            out.push(c.to_ascii_lowercase());
+            last_sep = false;
+        }
+    }
+    out
+}
+
+/// Last path segment of a URL, percent-decoded (`torch-2.7.1%2Brocm6.3-...`).
+pub fn url_filename(url: &str) -> String {
+    let last = url
+        .split(['?', '#'])
+        .next()
+        .unwrap_or(url)
+        .rsplit('/')
+        .next()
+        .unwrap_or(url);
+    let bytes = last.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() && last.is_char_boundary(i + 3) {
+            if let Ok(b) = u8::from_str_radix(&last[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Lockfile {
+    pub fn load(path: &Path) -> Result<Lockfile> {
+        let src = Source::load(path)?;
+        Self::from_source(&src)
+    }
+
+    pub fn parse(path: &Path, text: String) -> Result<Lockfile> {
+        let src = Source::parse(path, text)?;
+        Self::from_source(&src)
+    }
+
+    fn from_source(src: &Source) -> Result<Lockfile> {
+        let root = Fields::new(src, src.root(), "lockfile");
+        let lock_version = root.str("lock-version")?;
+        if !lock_version.starts_with("1.") {
+            return Err(src.err_at(
+                root.value_span("lock-version"),
+                format!("lock-version {lock_version:?}: this greta reads PEP 751 lock-version 1.x"),
+            ));
+        }
+        let created_by = root.str("created-by")?;
+        let requires_python = root.opt_str("requires-python")?;
+        if let Some(rp) = &requires_python {
+            pep440_rs::VersionSpecifiers::from_str(rp).map_err(|e| {
+                src.err_at(
+                    root.value_span("requires-python"),
+                    format!("requires-python {rp:?}: {e}"),
+                )
+            })?;
+        }
+        let pkgs = match src.root().get("packages") {
+            Some(Item::ArrayOfTables(a)) => a,
+            Some(Item::Value(Value::Array(a))) if a.is_empty() => {
+                return Err(src.err_at(a.span(), "`packages` is empty"));
+            }
+            Some(i) => {
+                return Err(src.err_at(
+                    i.span(),
+                    "`packages` must be an array of tables ([[packages]])",
+                ))
+            }
+            None => return Err(src.err_at(None, "no [[packages]] entries")),
+        };
+        let mut packages = Vec::new();
+        for t in pkgs.iter() {
+            packages.push(parse_package(src, t)?);
+        }
+        let sha256 = hex::encode(Sha256::digest(src.text().as_bytes()));
+        let header = src
+            .text()
+            .lines()
+            .take_while(|l| l.trim_start().starts_with('#') || l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        Ok(Lockfile {
+            path: src.path.clone(),
+            lock_version,
+            created_by,
+            requires_python,
+            packages,
+            sha256,
+            header,
+        })
+    }
+
+    pub fn wheel_count(&self) -> usize {
+        self.packages.iter().map(|p| p.wheels.len()).sum()
+    }
+}
+
+fn parse_package(src: &Source, t: &toml_edit::Table) -> Result<Package> {
+    let line = src.line_of(t.span());
+    let f = Fields::new(src, t, format!("[[packages]] at line {line}"));
+    let raw_name = f.str("name")?;
+    let name = normalize_name(&raw_name);
+    let f = Fields::new(src, t, format!("package {raw_name}"));
+    let version = f.opt_str("version")?;
+    if let Some(v) = &version {
+        pep440_rs::Version::from_str(v).map_err(|e| {
+            src.err_at(
+                f.value_span("version"),
+                format!("{}: version {v:?}: {e}", f.what),
+            )
+        })?;
+    }
+    let marker_text = f.opt_str("marker")?;
+    let marker = match &marker_text {
+        None => None,
+        Some(m) => Some(MarkerTree::from_str(m).map_err(|e| {
+            src.err_at(
+                f.value_span("marker"),
+                format!("{}: marker {m:?}: {e}", f.what),
+            )
+        })?),
+    };
+    let requires_python = f.opt_str("requires-python")?;
+    if let Some(rp) = &requires_python {
+        pep440_rs::VersionSpecifiers::from_str(rp).map_err(|e| {
+            src.err_at(
+                f.value_span("requires-python"),
+                format!("{}: requires-python {rp:?}: {e}", f.what),
+            )
+        })?;
+    }
+    let index = f.opt_str("index")?;
+    let mut other_sources = Vec::new();
+    for k in ["sdist", "vcs", "directory", "archive"] {
+        if t.contains_key(k) {
+            other_sources.push(k.to_string());
+        }
+    }
+    let mut wheels = Vec::new();
+    match t.get("wheels") {
+        None => {}
+        Some(Item::Value(Value::Array(a))) => {
+            for v in a.iter() {
+                let Some(wt) = v.as_inline_table() else {
+                    return Err(src.err_at(
+                        v.span(),
+                        format!("{}: each wheels entry must be an inline table", f.what),
+                    ));
+                };
+                wheels.push(parse_wheel(src, &f.what, wt, v.span())?);
+            }
+        }
+        Some(Item::ArrayOfTables(a)) => {
+            for wt in a.iter() {
+                let it = wt.clone().into_inline_table();
+                wheels.push(parse_wheel(src, &f.what, &it, wt.span())?);
+            }
+        }
+        Some(i) => {
+            return Err(src.err_at(
+                i.span(),
+                format!("{}: `wheels` must be an array of tables", f.what),
+            ))
+        }
+    }
+    if wheels.is_empty() && other_sources.is_empty() {
+        return Err(src.err_at(
+            t.span(),
+            format!("{}: no wheels and no other source", f.what),
+        ));
+    }
+    Ok(Package {
+        name,
+        version,
+        marker_text,
+        marker,
+        requires_python,
+        index,
+        wheels,
+        other_sources,
+        line,
+    })
+}
+
+fn parse_wheel(
+    src: &Source,
+    what: &str,
+    t: &toml_edit::InlineTable,
+    span: Option<std::ops::Range<usize>>,
+) -> Result<Wheel> {
+    let at = |k: &str| t.get(k).and_then(|v| v.span()).or(span.clone());
+    let get_str = |k: &str| -> Result<Option<String>> {
+        match t.get(k) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.value().clone())),
+            Some(_) => Err(src.err_at(at(k), format!("{what}: wheel `{k}` must be a string"))),
+        }
+    };
+    let url = get_str("url")?;
+    let path = get_str("path")?;
+    let name = get_str("name")?;
+    let filename = match (&name, &url, &path) {
+        (Some(n), _, _) => n.clone(),
+        (None, Some(u), _) => url_filename(u),
+        (None, None, Some(p)) => p.rsplit('/').next().unwrap_or(p).to_string(),
+        (None, None, None) => {
+            return Err(src.err_at(
+                span,
+                format!("{what}: a wheel needs `url`, `path` or `name`"),
+            ))
+        }
+    };
+    if url.is_none() && path.is_none() {
+        return Err(src.err_at(
+            span,
+            format!("{what}: wheel {filename} has neither `url` nor `path`"),
+        ));
+    }
+    if !filename.ends_with(".whl") || super::tags::WheelTags::parse(&filename).is_none() {
+        return Err(src.err_at(at("name").or(at("url")), format!("{what}: `{filename}` is not a wheel file name (name-version-pytag-abitag-platform.whl)")));
+    }
+    let size = match t.get("size") {
+        None => None,
+        Some(Value::Integer(i)) if *i.value() >= 0 => Some(*i.value() as u64),
+        Some(_) => {
+            return Err(src.err_at(
+                at("size"),
+                format!("{what}: wheel `size` must be a non-negative integer"),
+            ))
+        }
+    };
+    let sha256 = match t.get("hashes") {
+        None => None,
+        Some(Value::InlineTable(h)) => match h.get("sha256") {
+            None => None,
+            Some(Value::String(s)) => {
+                let v = s.value().to_ascii_lowercase();
+                if v.len() != 64 || !v.chars().all(|c| c.is_ascii_hexdigit()) {
+                    return Err(src.err_at(
+                        s.span(),
+                        format!("{what}: sha256 of {filename} must be 64 hex digits"),
+                    ));
+                }
+                Some(v)
+            }
+            Some(v) => {
+                return Err(src.err_at(v.span(), format!("{what}: hashes.sha256 must be a string")))
+            }
+        },
+        Some(v) => {
+            return Err(src.err_at(
+                v.span(),
+                format!("{what}: `hashes` must be a table like {{ sha256 = \"...\" }}"),
+            ))
+        }
+    };
+    Ok(Wheel {
+        filename,
+        url,
+        path,
+        size,
+        sha256,
+        line: src.line_of(span),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_normalise() {
+        assert_eq!(normalize_name("Jax_ROCm7.Plugin"), "jax-rocm7-plugin");
+        assert_eq!(normalize_name("typing__extensions"), "typing-extensions");
+    }
+
+    #[test]
+    fn url_filenames_decode() {
+        assert_eq!(
+            url_filename("https://download.pytorch.org/whl/rocm6.3/torch-2.7.1%2Brocm6.3-cp312-cp312-manylinux_2_28_x86_64.whl"),
+            "torch-2.7.1+rocm6.3-cp312-cp312-manylinux_2_28_x86_64.whl"
+        );
+        assert_eq!(
+            url_filename("https://x/a/b-1-py3-none-any.whl#sha256=00"),
+            "b-1-py3-none-any.whl"
+        );
+        assert_eq!(url_filename("https://x/a%2"), "a%2");
+    }
+}

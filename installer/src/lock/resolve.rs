@@ -1,0 +1,164 @@
+//! From a lockfile and an interpreter to the exact wheels to fetch. PEP 751
+//! leaves no choices to a resolver: evaluate each package's marker, then
+//! pick its best-ranked compatible wheel, and say why.
+
+use super::matrix::Profile;
+use super::pylock::Lockfile;
+use super::tags::Interpreter;
+use anyhow::{bail, Result};
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+/// One wheel to install, with the reason it was chosen.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct WheelPin {
+    /// Normalised project name.
+    pub name: String,
+    pub version: String,
+    pub filename: String,
+    pub url: String,
+    /// Lowercase hex.
+    pub sha256: String,
+    /// Bytes, where the lockfile's source recorded it (check at download either way).
+    pub size: Option<u64>,
+    /// e.g. "marker `python_version >= '3.12'` is true; tag cp312-cp312-manylinux_2_28_x86_64 (rank 3)".
+    pub why: String,
+    /// 1-based line of the package entry in the lockfile.
+    pub line: usize,
+}
+
+/// The wheel set of `lock` for `interp`. Fails when the profile does not
+/// support this Python, a needed package has no compatible or unhashed
+/// wheel, or two entries claim the same project for this environment.
+pub fn resolve(profile: &Profile, lock: &Lockfile, interp: &Interpreter) -> Result<Vec<WheelPin>> {
+    profile.ensure_locked()?;
+    let xy = interp.xy();
+    if !profile.python.contains(&xy) {
+        return Err(super::Refusal {
+            message: format!(
+                "profile `{}` does not support Python {xy} ({})",
+                profile.name,
+                interp.describe()
+            ),
+            fix: format!(
+                "use one of Python {} (greta install --python PATH)",
+                profile.python.join(", ")
+            ),
+        }
+        .into());
+    }
+    if let Some(reason) = profile.incomplete.get(&xy) {
+        return Err(super::Refusal {
+            message: format!(
+                "profile `{}` is not locked for Python {xy}: {reason}",
+                profile.name
+            ),
+            fix: format!(
+                "use Python {} instead",
+                profile
+                    .python
+                    .iter()
+                    .filter(|p| profile.supports_python(p))
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+        .into());
+    }
+    resolve_lock(lock, interp)
+}
+
+/// [`resolve`] without the profile checks (used by `lock check`).
+pub fn resolve_lock(lock: &Lockfile, interp: &Interpreter) -> Result<Vec<WheelPin>> {
+    let file = lock.path.display();
+    let env = interp.marker_env()?;
+    let pyver = pep440_rs::Version::from_str(&interp.version)
+        .map_err(|e| anyhow::anyhow!("interpreter version {}: {e}", interp.version))?;
+    if let Some(rp) = &lock.requires_python {
+        let spec = pep440_rs::VersionSpecifiers::from_str(rp)
+            .map_err(|e| anyhow::anyhow!("{file}: requires-python: {e}"))?;
+        if !spec.contains(&pyver) {
+            bail!(
+                "{file}: requires-python {rp:?} excludes Python {}",
+                interp.version
+            );
+        }
+    }
+    let mut chosen: BTreeMap<String, WheelPin> = BTreeMap::new();
+    for pkg in &lock.packages {
+        let marker_why = match (&pkg.marker, &pkg.marker_text) {
+            (Some(m), Some(text)) => {
+                if !m.evaluate(&env, &[]) {
+                    continue;
+                }
+                format!("marker `{text}` is true")
+            }
+            _ => "no marker".to_string(),
+        };
+        if let Some(rp) = &pkg.requires_python {
+            let spec = pep440_rs::VersionSpecifiers::from_str(rp)
+                .map_err(|e| anyhow::anyhow!("{file}:{}: requires-python: {e}", pkg.line))?;
+            if !spec.contains(&pyver) {
+                continue;
+            }
+        }
+        let version = pkg.version.clone().unwrap_or_default();
+        let best = pkg
+            .wheels
+            .iter()
+            .filter_map(|w| interp.wheel_rank(&w.filename).map(|r| (r, w)))
+            .min_by_key(|((rank, _), _)| *rank);
+        let Some(((rank, tag), wheel)) = best else {
+            let have: Vec<&str> = pkg.wheels.iter().map(|w| w.filename.as_str()).collect();
+            bail!(
+                "{file}:{}: {} {version} applies to this environment ({marker_why}) but none of its wheels fits {}: {}",
+                pkg.line,
+                pkg.name,
+                interp.describe(),
+                if have.is_empty() { "it has no wheels (greta never builds an sdist)".to_string() } else { have.join(", ") }
+            );
+        };
+        let Some(sha256) = wheel.sha256.clone() else {
+            bail!("{file}:{}: wheel {} has no sha256: it cannot be verified, so greta will not install it", wheel.line, wheel.filename);
+        };
+        let url = match (&wheel.url, &wheel.path) {
+            (Some(u), _) => u.clone(),
+            (None, Some(p)) => {
+                let base = lock.path.parent().unwrap_or(std::path::Path::new("."));
+                format!("file://{}", base.join(p).display())
+            }
+            (None, None) => unreachable!("parse_wheel requires url or path"),
+        };
+        let pin = WheelPin {
+            name: pkg.name.clone(),
+            version,
+            filename: wheel.filename.clone(),
+            url,
+            sha256,
+            size: wheel.size,
+            why: format!(
+                "{marker_why}; tag {tag} (rank {rank} of {} for Python {})",
+                interp.tags.len(),
+                interp.xy()
+            ),
+            line: pkg.line,
+        };
+        if let Some(prev) = chosen.get(&pkg.name) {
+            bail!(
+                "{file}:{}: two entries for {} match this environment (line {}: {}, line {}: {}); markers must not overlap",
+                pkg.line,
+                pkg.name,
+                prev.line,
+                prev.version,
+                pkg.line,
+                pin.version
+            );
+        }
+        chosen.insert(pkg.name.clone(), pin);
+    }
+    if chosen.is_empty() {
+        bail!("{file}: no package applies to {}", interp.describe());
+    }
+    Ok(chosen.into_values().collect())
+}

@@ -1,0 +1,432 @@
+//! Choosing a profile from probe facts. The ROCm torch wheels bundle their
+//! own ROCm user space (HIP runtime, rocBLAS, MIOpen... under torch/lib), so
+//! what has to match on the host is not /opt/rocm but:
+//!   * the GPU's gfx target must be one the wheels carry kernels for, and
+//!   * the kernel driver (amdgpu KMD, through /dev/kfd) must be in the window
+//!     AMD supports for that user-space release (+/- about two releases).
+//!
+//! /opt/rocm's version is used only as evidence of which KMD release was
+//! installed alongside it (amdgpu-install ships both), and said so.
+
+use super::matrix::{loose_version, Backend, Matrix, Profile};
+use super::Refusal;
+use anyhow::Result;
+use greta_probe::facts::{Facts, Vendor};
+
+/// The chosen profile and the facts that chose it, one line each.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Selection {
+    pub profile: String,
+    pub reasons: Vec<String>,
+    /// Variables the env's activation script must set (e.g. HSA_OVERRIDE_GFX_VERSION).
+    pub env_vars: Vec<(String, String)>,
+    /// Things that will not stop the install but the user should know.
+    pub warnings: Vec<String>,
+}
+
+/// What greta knows about the AMD side of the host.
+struct AmdHost {
+    gfx: Vec<String>,
+    names: Vec<String>,
+    kfd: KfdState,
+    /// Host ROCm release taken as evidence of the KMD release, with where it came from.
+    release: Option<(semver::Version, String)>,
+    hsa_override: Option<String>,
+}
+
+enum KfdState {
+    Present(String),
+    Missing(String),
+    Unknown,
+}
+
+fn amd_host(f: &Facts) -> Option<AmdHost> {
+    let amd: Vec<_> = f.gpus.iter().filter(|g| g.vendor == Vendor::Amd).collect();
+    if amd.is_empty() && f.rocm.agent_gfx.is_empty() {
+        return None;
+    }
+    let mut gfx: Vec<String> = amd.iter().filter_map(|g| g.gfx.clone()).collect();
+    gfx.extend(f.rocm.agent_gfx.iter().cloned());
+    gfx.iter_mut().for_each(|g| *g = g.to_ascii_lowercase());
+    gfx.sort();
+    gfx.dedup();
+    let mut names: Vec<String> = amd
+        .iter()
+        .map(|g| g.name.clone())
+        .filter(|n| !n.is_empty())
+        .collect();
+    names.dedup();
+    let node = f.device_nodes.iter().find(|n| n.path == "/dev/kfd");
+    let seen_by_kfd = amd
+        .iter()
+        .any(|g| g.seen_by.iter().any(|s| s == "kfd" || s == "rocminfo"));
+    let kfd = match node {
+        Some(n) if n.exists => KfdState::Present("/dev/kfd present".into()),
+        Some(_) => KfdState::Missing("/dev/kfd does not exist".into()),
+        None if seen_by_kfd || f.rocm.runtime_sees_gpu == Some(true) => {
+            KfdState::Present("the KFD/HSA runtime reports the GPU".into())
+        }
+        None => KfdState::Unknown,
+    };
+    let release = f.rocm.version.as_deref().and_then(|v| {
+        let sv = loose_version(v)?;
+        let active = f.rocm.installs.iter().find(|i| i.active);
+        let at = match (active, &f.rocm.active_reason) {
+            (Some(i), Some(r)) => format!("ROCm {v} at {} ({r})", i.path),
+            (Some(i), None) => format!("ROCm {v} at {}", i.path),
+            (None, Some(r)) => format!("ROCm {v} ({r})"),
+            (None, None) => format!("ROCm {v}"),
+        };
+        Some((sv, at))
+    });
+    Some(AmdHost {
+        gfx,
+        names,
+        kfd,
+        release,
+        hsa_override: f.rocm.hsa_override_gfx_version.clone(),
+    })
+}
+
+fn nvidia_driver(f: &Facts) -> Option<String> {
+    f.drivers
+        .iter()
+        .find(|d| d.name == "nvidia")
+        .and_then(|d| d.version.clone())
+        .or_else(|| {
+            let has_nv = f.gpus.iter().any(|g| g.vendor == Vendor::Nvidia);
+            let bound_nv = f.drivers.iter().any(|d| d.name == "nvidia" && d.loaded);
+            if has_nv && (bound_nv || !f.drivers.iter().any(|d| d.name == "amdgpu" && d.loaded)) {
+                f.kernel_driver_version.clone()
+            } else {
+                None
+            }
+        })
+}
+
+impl Matrix {
+    /// Choose the profile for this machine; `Err(Refusal)` explains why none fits.
+    pub fn select(&self, facts: &Facts) -> Result<Selection> {
+        self.select_with(facts, None)
+    }
+
+    /// As [`select`](Self::select), or check a profile named by `--profile`.
+    pub fn select_with(&self, facts: &Facts, forced: Option<&str>) -> Result<Selection> {
+        if let Some(name) = forced {
+            return self.check_forced(facts, self.profile(name)?);
+        }
+        if facts.gpus.iter().any(|g| g.vendor == Vendor::Nvidia) {
+            return self.select_cuda(facts);
+        }
+        if let Some(host) = amd_host(facts) {
+            return self.select_rocm(&host);
+        }
+        let p = self.first_of(Backend::Cpu)?;
+        p.ensure_locked()?;
+        let others: Vec<String> = facts
+            .gpus
+            .iter()
+            .filter(|g| !matches!(g.vendor, Vendor::Cpu))
+            .map(|g| format!("{} ({:?})", g.name, g.vendor).to_lowercase())
+            .collect();
+        let why = if others.is_empty() {
+            "no NVIDIA or AMD GPU found -> cpu".to_string()
+        } else {
+            format!(
+                "no NVIDIA or AMD GPU found (only {}) -> cpu",
+                others.join(", ")
+            )
+        };
+        Ok(Selection {
+            profile: p.name.clone(),
+            reasons: vec![why],
+            env_vars: vec![],
+            warnings: vec![],
+        })
+    }
+
+    fn first_of(&self, b: Backend) -> Result<&Profile> {
+        self.profiles
+            .iter()
+            .find(|p| p.backend == b)
+            .ok_or_else(|| {
+                Refusal {
+                    message: format!("{} has no {} profile", self.path.display(), b.as_str()),
+                    fix: "restore lock/matrix.toml from greta's repository".into(),
+                }
+                .into()
+            })
+    }
+
+    fn select_cuda(&self, facts: &Facts) -> Result<Selection> {
+        let p = self.first_of(Backend::Cuda)?;
+        p.ensure_locked()?;
+        let name = facts
+            .gpus
+            .iter()
+            .find(|g| g.vendor == Vendor::Nvidia)
+            .map(|g| g.name.clone())
+            .unwrap_or_default();
+        let mut reasons = vec![format!("NVIDIA GPU {name} -> {}", p.name)];
+        let mut warnings = vec![];
+        match (nvidia_driver(facts), &p.driver) {
+            (Some(v), Some(req)) => match loose_version(&v) {
+                Some(sv) if req.matches(&sv) => reasons.push(format!(
+                    "NVIDIA driver {v} meets {}'s requirement {req}",
+                    p.name
+                )),
+                Some(_) => {
+                    return Err(Refusal {
+                        message: format!(
+                            "NVIDIA driver {v} is too old for profile {} (needs {req}, CUDA {})",
+                            p.name,
+                            p.backend_version.as_deref().unwrap_or("?")
+                        ),
+                        fix: format!(
+                            "install an NVIDIA driver matching {req}, or use --profile cpu"
+                        ),
+                    }
+                    .into())
+                }
+                None => warnings.push(format!(
+                    "cannot read NVIDIA driver version {v:?}; {} needs {req}",
+                    p.name
+                )),
+            },
+            (None, Some(req)) => warnings.push(format!(
+                "NVIDIA driver version unknown; {} needs {req}",
+                p.name
+            )),
+            (_, None) => {}
+        }
+        Ok(Selection {
+            profile: p.name.clone(),
+            reasons,
+            env_vars: vec![],
+            warnings,
+        })
+    }
+
+    /// ROCm profiles, newest ROCm first.
+    fn rocm_profiles(&self) -> Vec<&Profile> {
+        let mut v: Vec<&Profile> = self
+            .profiles
+            .iter()
+            .filter(|p| p.backend == Backend::Rocm)
+            .collect();
+        v.sort_by_key(|p| std::cmp::Reverse(p.backend_semver()));
+        v
+    }
+
+    fn select_rocm(&self, host: &AmdHost) -> Result<Selection> {
+        let gpu = if host.names.is_empty() {
+            "AMD GPU".to_string()
+        } else {
+            host.names.join(", ")
+        };
+        if host.gfx.is_empty() {
+            return Err(Refusal {
+                message: format!("{gpu} found but its gfx target is unknown (no KFD topology or rocminfo agent)"),
+                fix: "make sure amdgpu is loaded and /dev/kfd exists (`greta doctor` explains), or choose a profile with --profile".into(),
+            }
+            .into());
+        }
+        let kfd_line = match &host.kfd {
+            KfdState::Missing(why) => {
+                return Err(Refusal {
+                    message: format!("{gpu} ({}) found but {why}: ROCm wheels talk to the GPU only through the KFD", host.gfx.join(", ")),
+                    fix: "load the amdgpu kernel driver; in a container pass --device /dev/kfd --device /dev/dri; or use --profile cpu".into(),
+                }
+                .into())
+            }
+            KfdState::Present(why) => format!("kernel driver: {why}"),
+            KfdState::Unknown => "kernel driver: /dev/kfd not checked by this probe source".to_string(),
+        };
+        let mut skipped = Vec::new();
+        // First pass: a profile whose wheels carry every target natively;
+        // second: one usable through a documented gfx override.
+        for allow_override in [false, true] {
+            for p in self.rocm_profiles() {
+                let mut env_vars = Vec::new();
+                let mut gfx_lines = Vec::new();
+                let mut fits = true;
+                for g in &host.gfx {
+                    if p.has_gfx(g) {
+                        gfx_lines.push(format!("{g} is in its wheel targets"));
+                    } else if let Some(o) = self
+                        .gfx_override(g)
+                        .filter(|o| allow_override && p.has_gfx(&o.as_gfx))
+                    {
+                        gfx_lines.push(format!(
+                            "{g} is not in its wheel targets; running it as {} via {}",
+                            o.as_gfx,
+                            fmt_env(&o.env)
+                        ));
+                        env_vars.extend(o.env.iter().cloned());
+                    } else {
+                        fits = false;
+                    }
+                }
+                if !fits {
+                    if !allow_override {
+                        skipped.push(format!(
+                            "{}: wheels lack {}",
+                            p.name,
+                            host.gfx
+                                .iter()
+                                .filter(|g| !p.has_gfx(g))
+                                .cloned()
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
+                    }
+                    continue;
+                }
+                let driver_line = match &host.release {
+                    Some((v, at)) if p.serves.matches(v) => format!("{at} -> {}; its wheels serve kernel-driver releases {}", p.name, p.serves),
+                    Some((v, _)) => {
+                        skipped.push(format!("{}: host ROCm {v} is outside its driver window {}", p.name, p.serves));
+                        continue;
+                    }
+                    None => format!("no host ROCm release recorded -> {} (newest with this target; its wheels bring their own ROCm {} user space)", p.name, p.backend_version.as_deref().unwrap_or("?")),
+                };
+                if !p.is_locked() {
+                    skipped.push(format!("{}: not yet locked", p.name));
+                    continue;
+                }
+                let mut reasons = vec![
+                    format!("{driver_line}; {}", gfx_lines.join("; ")),
+                    kfd_line.clone(),
+                ];
+                let mut warnings = Vec::new();
+                if !env_vars.is_empty() {
+                    for g in &host.gfx {
+                        if let Some(o) = self.gfx_override(g).filter(|_| !p.has_gfx(g)) {
+                            warnings.push(format!(
+                                "{g}: {}; risk: {} (source: {})",
+                                fmt_env(&o.env),
+                                o.risk,
+                                o.source
+                            ));
+                        }
+                    }
+                }
+                if let Some(h) = &host.hsa_override {
+                    reasons.push(format!(
+                        "HSA_OVERRIDE_GFX_VERSION={h} is already set in this environment"
+                    ));
+                }
+                if matches!(host.kfd, KfdState::Unknown) {
+                    warnings.push(
+                        "could not confirm /dev/kfd; greta install checks the GPU after installing"
+                            .into(),
+                    );
+                }
+                if host.release.is_none() {
+                    warnings.push(format!(
+                        "kernel-driver release unknown; {} needs an amdgpu KMD in {}",
+                        p.name, p.serves
+                    ));
+                }
+                return Ok(Selection {
+                    profile: p.name.clone(),
+                    reasons: std::mem::take(&mut reasons),
+                    env_vars,
+                    warnings,
+                });
+            }
+        }
+        let with_gfx: Vec<&str> = self
+            .rocm_profiles()
+            .into_iter()
+            .filter(|p| host.gfx.iter().all(|g| p.has_gfx(g)))
+            .map(|p| p.name.as_str())
+            .collect();
+        Err(Refusal {
+            message: format!("no locked ROCm profile fits {gpu} ({}): {}", host.gfx.join(", "), skipped.join("; ")),
+            fix: if with_gfx.is_empty() {
+                format!(
+                    "no pinned torch wheel carries kernels for {}; use --profile cpu (or build torch with PYTORCH_ROCM_ARCH={})",
+                    host.gfx.join(", "),
+                    host.gfx.join(";")
+                )
+            } else {
+                format!("install an amdgpu kernel driver in the window of {} (see docs/profiles.md), or run `greta lock update` for it", with_gfx.join(" or "))
+            },
+        }
+        .into())
+    }
+
+    fn check_forced(&self, facts: &Facts, p: &Profile) -> Result<Selection> {
+        p.ensure_locked()?;
+        let mut reasons = vec![format!("--profile {} (chosen by the user)", p.name)];
+        let mut warnings = Vec::new();
+        let mut env_vars = Vec::new();
+        match p.backend {
+            Backend::Cpu => {}
+            Backend::Cuda => {
+                if !facts.gpus.iter().any(|g| g.vendor == Vendor::Nvidia) {
+                    warnings.push("no NVIDIA GPU found: torch will run on the CPU only".into());
+                }
+            }
+            Backend::Rocm => match amd_host(facts) {
+                None => warnings.push("no AMD GPU found: torch will run on the CPU only".into()),
+                Some(host) => {
+                    for g in &host.gfx {
+                        if p.has_gfx(g) {
+                            reasons.push(format!("{g} is in its wheel targets"));
+                        } else if let Some(o) =
+                            self.gfx_override(g).filter(|o| p.has_gfx(&o.as_gfx))
+                        {
+                            reasons.push(format!(
+                                "{g} is not in its wheel targets; running it as {} via {}",
+                                o.as_gfx,
+                                fmt_env(&o.env)
+                            ));
+                            warnings.push(format!(
+                                "{g}: {}; risk: {} (source: {})",
+                                fmt_env(&o.env),
+                                o.risk,
+                                o.source
+                            ));
+                            env_vars.extend(o.env.iter().cloned());
+                        } else {
+                            let with: Vec<&str> = self
+                                .rocm_profiles()
+                                .into_iter()
+                                .filter(|q| q.has_gfx(g))
+                                .map(|q| q.name.as_str())
+                                .collect();
+                            return Err(Refusal {
+                                message: format!("profile {} has no kernels for {g}: its torch wheels were built for {}", p.name, p.gfx.join(", ")),
+                                fix: if with.is_empty() { "use --profile cpu".into() } else { format!("use --profile {}", with.join(" or ")) },
+                            }
+                            .into());
+                        }
+                    }
+                    if let Some((v, at)) = &host.release {
+                        if !p.serves.matches(v) {
+                            warnings.push(format!(
+                                "{at} is outside {}'s kernel-driver window {}",
+                                p.name, p.serves
+                            ));
+                        }
+                    }
+                }
+            },
+        }
+        Ok(Selection {
+            profile: p.name.clone(),
+            reasons,
+            env_vars,
+            warnings,
+        })
+    }
+}
+
+fn fmt_env(env: &[(String, String)]) -> String {
+    env.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

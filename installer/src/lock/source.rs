@@ -1,0 +1,251 @@
+//! Parsed TOML with positions: every complaint about `matrix.toml` or a
+//! `pylock.*.toml` names `file:line:col`, so a user can jump to the mistake.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use toml_edit::{ImDocument, Item, Table, Value};
+
+/// An error at a place in a file. Kept as a concrete type (inside
+/// `anyhow::Error`) so callers and tests can downcast and read the position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceError {
+    pub file: PathBuf,
+    /// 1-based line and column (column counts characters).
+    pub line: usize,
+    pub col: usize,
+    pub message: String,
+}
+
+impl fmt::Display for SourceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file.display(),
+            self.line,
+            self.col,
+            self.message
+        )
+    }
+}
+
+impl std::error::Error for SourceError {}
+
+/// A TOML document that remembers its file and text for positions.
+pub struct Source {
+    pub path: PathBuf,
+    pub doc: ImDocument<String>,
+}
+
+impl Source {
+    /// Read and parse; a syntax error becomes a [`SourceError`] at its place.
+    pub fn load(path: &Path) -> anyhow::Result<Source> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        Self::parse(path, text)
+    }
+
+    pub fn parse(path: &Path, text: String) -> anyhow::Result<Source> {
+        match ImDocument::parse(text.clone()) {
+            Ok(doc) => Ok(Source {
+                path: path.to_path_buf(),
+                doc,
+            }),
+            Err(e) => {
+                let (line, col) = line_col(&text, e.span().map(|s| s.start).unwrap_or(0));
+                Err(SourceError {
+                    file: path.to_path_buf(),
+                    line,
+                    col,
+                    message: format!("TOML syntax: {}", e.message().trim()),
+                }
+                .into())
+            }
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        self.doc.raw()
+    }
+
+    pub fn root(&self) -> &Table {
+        self.doc.as_table()
+    }
+
+    /// An error located at `span` (or at the start of the file when unknown).
+    pub fn err_at(&self, span: Option<Range<usize>>, message: impl Into<String>) -> anyhow::Error {
+        let (line, col) = line_col(self.text(), span.map(|s| s.start).unwrap_or(0));
+        SourceError {
+            file: self.path.clone(),
+            line,
+            col,
+            message: message.into(),
+        }
+        .into()
+    }
+
+    /// 1-based line of a span, for "why" texts that cite the lockfile.
+    pub fn line_of(&self, span: Option<Range<usize>>) -> usize {
+        line_col(self.text(), span.map(|s| s.start).unwrap_or(0)).0
+    }
+}
+
+/// Byte offset to 1-based (line, column in characters).
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..floor_char_boundary(text, offset)];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let col = before[line_start..].chars().count() + 1;
+    (line, col)
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Typed accessors on a table that report wrong or missing fields at their
+/// position. `ctx` is the span of the table itself, used when a key is absent.
+pub struct Fields<'a> {
+    pub src: &'a Source,
+    pub table: &'a Table,
+    pub what: String,
+}
+
+impl<'a> Fields<'a> {
+    pub fn new(src: &'a Source, table: &'a Table, what: impl Into<String>) -> Self {
+        Fields {
+            src,
+            table,
+            what: what.into(),
+        }
+    }
+
+    pub fn span(&self) -> Option<Range<usize>> {
+        self.table.span()
+    }
+
+    pub fn item(&self, key: &str) -> Option<&'a Item> {
+        self.table.get(key)
+    }
+
+    pub fn value_span(&self, key: &str) -> Option<Range<usize>> {
+        match self.table.get(key) {
+            Some(Item::Value(v)) => v.span(),
+            Some(i) => i.span(),
+            None => self.table.span(),
+        }
+    }
+
+    fn missing(&self, key: &str) -> anyhow::Error {
+        self.src.err_at(
+            self.table.span(),
+            format!("{}: missing required key `{key}`", self.what),
+        )
+    }
+
+    fn wrong(&self, key: &str, want: &str) -> anyhow::Error {
+        self.src.err_at(
+            self.value_span(key),
+            format!("{}: `{key}` must be {want}", self.what),
+        )
+    }
+
+    pub fn opt_str(&self, key: &str) -> anyhow::Result<Option<String>> {
+        match self.table.get(key) {
+            None => Ok(None),
+            Some(Item::Value(Value::String(s))) => Ok(Some(s.value().clone())),
+            Some(_) => Err(self.wrong(key, "a string")),
+        }
+    }
+
+    pub fn str(&self, key: &str) -> anyhow::Result<String> {
+        self.opt_str(key)?.ok_or_else(|| self.missing(key))
+    }
+
+    pub fn opt_u64(&self, key: &str) -> anyhow::Result<Option<u64>> {
+        match self.table.get(key) {
+            None => Ok(None),
+            Some(Item::Value(Value::Integer(i))) if *i.value() >= 0 => Ok(Some(*i.value() as u64)),
+            Some(_) => Err(self.wrong(key, "a non-negative integer")),
+        }
+    }
+
+    pub fn opt_bool(&self, key: &str) -> anyhow::Result<Option<bool>> {
+        match self.table.get(key) {
+            None => Ok(None),
+            Some(Item::Value(Value::Boolean(b))) => Ok(Some(*b.value())),
+            Some(_) => Err(self.wrong(key, "true or false")),
+        }
+    }
+
+    /// An array of strings; absent means empty.
+    pub fn str_list(&self, key: &str) -> anyhow::Result<Vec<(String, Option<Range<usize>>)>> {
+        match self.table.get(key) {
+            None => Ok(Vec::new()),
+            Some(Item::Value(Value::Array(a))) => a
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok((s.value().clone(), v.span())),
+                    _ => Err(self.src.err_at(
+                        v.span(),
+                        format!("{}: `{key}` must hold only strings", self.what),
+                    )),
+                })
+                .collect(),
+            Some(_) => Err(self.wrong(key, "an array of strings")),
+        }
+    }
+
+    /// Keys present that the schema does not know: reported, since a typo'd
+    /// key silently ignored is how a profile ends up half-configured.
+    pub fn deny_unknown(&self, known: &[&str]) -> anyhow::Result<()> {
+        for (k, _) in self.table.iter() {
+            if !known.contains(&k) {
+                let span = self
+                    .table
+                    .key(k)
+                    .and_then(|key| key.span())
+                    .or_else(|| self.value_span(k));
+                return Err(self.src.err_at(
+                    span,
+                    format!(
+                        "{}: unknown key `{k}` (known: {})",
+                        self.what,
+                        known.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_from_one() {
+        let t = "a = 1\nbé = 2\n";
+        assert_eq!(line_col(t, 0), (1, 1));
+        assert_eq!(line_col(t, 6), (2, 1));
+        // after "bé" (3 bytes) the column is 3 characters in
+        assert_eq!(line_col(t, 9), (2, 3));
+        assert_eq!(line_col(t, 999), (3, 1));
+    }
+
+    #[test]
+    fn syntax_error_has_position() {
+        let e = Source::parse(Path::new("x.toml"), "a = 1\nb = [1,\n".to_string())
+            .err()
+            .unwrap();
+        let se = e.downcast_ref::<SourceError>().unwrap();
+        assert_eq!(se.file, PathBuf::from("x.toml"));
+        assert!(se.line >= 2, "{se}");
+    }
+}

@@ -1,0 +1,363 @@
+//! Wheel compatibility tags (PEP 425 / PEP 600) and the interpreter they are
+//! matched against. The supported-tag list follows `packaging.tags` for
+//! CPython on Linux, in its priority order, so greta picks the same wheel pip
+//! and uv would.
+
+use anyhow::{bail, Context, Result};
+use pep508_rs::{MarkerEnvironment, MarkerEnvironmentBuilder};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The tag triples a wheel file name declares (compressed sets expanded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WheelTags {
+    pub name: String,
+    pub version: String,
+    pub tags: Vec<(String, String, String)>,
+}
+
+impl WheelTags {
+    /// `name-version(-build)?-py-abi-plat.whl`; None when it is not one.
+    pub fn parse(filename: &str) -> Option<WheelTags> {
+        let stem = filename.strip_suffix(".whl")?;
+        let parts: Vec<&str> = stem.split('-').collect();
+        if parts.len() != 5 && parts.len() != 6 {
+            return None;
+        }
+        if parts.iter().any(|p| p.is_empty()) {
+            return None;
+        }
+        let n = parts.len();
+        let (py, abi, plat) = (parts[n - 3], parts[n - 2], parts[n - 1]);
+        let mut tags = Vec::new();
+        for p in py.split('.') {
+            for a in abi.split('.') {
+                for pl in plat.split('.') {
+                    tags.push((p.to_string(), a.to_string(), pl.to_string()));
+                }
+            }
+        }
+        Some(WheelTags {
+            name: parts[0].to_string(),
+            version: parts[1].to_string(),
+            tags,
+        })
+    }
+}
+
+/// A Python interpreter as far as wheel choice is concerned.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Interpreter {
+    /// None for a synthetic interpreter (`greta lock show --python 3.12`).
+    pub path: Option<PathBuf>,
+    /// Full version, e.g. "3.11.7".
+    pub version: String,
+    pub major: u32,
+    pub minor: u32,
+    /// e.g. "cpython".
+    pub implementation: String,
+    /// `platform.machine()`, e.g. "x86_64".
+    pub machine: String,
+    /// glibc (major, minor); None on musl or unknown.
+    pub glibc: Option<(u32, u32)>,
+    /// `platform.release()` (kernel), used only for markers.
+    pub platform_release: String,
+    /// Supported tags, best first.
+    pub tags: Vec<String>,
+}
+
+/// Printed by the interpreter in [`Interpreter::inspect`]; plain
+/// `key=value` lines so no JSON module quirks matter.
+const PROBE: &str = r#"
+import sys, platform, os
+print("version=" + platform.python_version())
+print("impl=" + sys.implementation.name)
+print("machine=" + platform.machine())
+print("release=" + platform.release())
+try:
+    print("glibc=" + os.confstr("CS_GNU_LIBC_VERSION").split()[1])
+except Exception:
+    print("glibc=")
+"#;
+
+impl Interpreter {
+    /// Ask a real interpreter (one run, 20 s limit) for its version,
+    /// implementation, machine and glibc; compute the tags from that.
+    pub fn inspect(python: &Path) -> Result<Interpreter> {
+        let handle = duct::cmd!(python, "-I", "-S", "-c", PROBE)
+            .stdout_capture()
+            .stderr_capture()
+            .unchecked()
+            .start()
+            .with_context(|| format!("cannot run {}", python.display()))?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let out = loop {
+            if let Some(out) = handle.try_wait()? {
+                break out.clone();
+            }
+            if Instant::now() > deadline {
+                let _ = handle.kill();
+                bail!("{} did not answer within 20 s", python.display());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if !out.status.success() {
+            bail!(
+                "{} failed: {}",
+                python.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let get = |k: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("{k}=")))
+                .map(str::trim)
+                .unwrap_or("")
+                .to_string()
+        };
+        let version = get("version");
+        let glibc = parse_glibc(&get("glibc"));
+        let mut i = Interpreter::new(&version, &get("impl"), &get("machine"), glibc)
+            .with_context(|| format!("{} reported version {version:?}", python.display()))?;
+        i.path = Some(python.to_path_buf());
+        i.platform_release = get("release");
+        Ok(i)
+    }
+
+    /// An interpreter described rather than run: `version` "3.12" or
+    /// "3.12.4", CPython on x86_64 Linux with the given glibc.
+    pub fn synthetic(version: &str, glibc: Option<(u32, u32)>) -> Result<Interpreter> {
+        let full = if version.matches('.').count() == 1 {
+            format!("{version}.0")
+        } else {
+            version.to_string()
+        };
+        Interpreter::new(&full, "cpython", std::env::consts::ARCH, glibc)
+    }
+
+    fn new(
+        version: &str,
+        implementation: &str,
+        machine: &str,
+        glibc: Option<(u32, u32)>,
+    ) -> Result<Interpreter> {
+        let mut it = version.split('.');
+        let major: u32 = it
+            .next()
+            .and_then(|s| s.parse().ok())
+            .context("no major version")?;
+        let minor: u32 = it
+            .next()
+            .and_then(|s| s.parse().ok())
+            .context("no minor version")?;
+        if major != 3 {
+            bail!("Python {version} is not Python 3");
+        }
+        if implementation != "cpython" {
+            bail!("{implementation} is not supported: the pinned wheels are CPython builds");
+        }
+        let tags = supported_tags(minor, machine, glibc);
+        Ok(Interpreter {
+            path: None,
+            version: version.to_string(),
+            major,
+            minor,
+            implementation: implementation.to_string(),
+            machine: machine.to_string(),
+            glibc,
+            platform_release: String::new(),
+            tags,
+        })
+    }
+
+    /// "3.11".
+    pub fn xy(&self) -> String {
+        format!("{}.{}", self.major, self.minor)
+    }
+
+    /// Rank of the best tag of `filename` (0 = most preferred), None if the
+    /// wheel does not fit this interpreter.
+    pub fn wheel_rank(&self, filename: &str) -> Option<(usize, String)> {
+        let wt = WheelTags::parse(filename)?;
+        wt.tags
+            .iter()
+            .filter_map(|(p, a, pl)| {
+                let t = format!("{p}-{a}-{pl}");
+                self.tags.iter().position(|s| *s == t).map(|i| (i, t))
+            })
+            .min_by_key(|(i, _)| *i)
+    }
+
+    /// PEP 508 environment for marker evaluation.
+    pub fn marker_env(&self) -> Result<MarkerEnvironment> {
+        let xy = self.xy();
+        MarkerEnvironment::try_from(MarkerEnvironmentBuilder {
+            implementation_name: &self.implementation,
+            implementation_version: &self.version,
+            os_name: "posix",
+            platform_machine: &self.machine,
+            platform_python_implementation: "CPython",
+            platform_release: &self.platform_release,
+            platform_system: "Linux",
+            platform_version: "",
+            python_full_version: &self.version,
+            python_version: &xy,
+            sys_platform: "linux",
+        })
+        .map_err(|e| anyhow::anyhow!("bad interpreter version {}: {e}", self.version))
+    }
+
+    /// A one-line description for reports.
+    pub fn describe(&self) -> String {
+        let libc = match self.glibc {
+            Some((a, b)) => format!("glibc {a}.{b}"),
+            None => "no glibc".into(),
+        };
+        let at = self
+            .path
+            .as_ref()
+            .map(|p| format!(" at {}", p.display()))
+            .unwrap_or_default();
+        format!(
+            "CPython {}{at} ({} Linux, {libc})",
+            self.version, self.machine
+        )
+    }
+}
+
+/// Read glibc's version on this machine (for synthetic interpreters).
+pub fn host_glibc() -> Option<(u32, u32)> {
+    // SAFETY: gnu_get_libc_version returns a static NUL-terminated string.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    unsafe {
+        extern "C" {
+            fn gnu_get_libc_version() -> *const std::os::raw::c_char;
+        }
+        let p = gnu_get_libc_version();
+        if p.is_null() {
+            return None;
+        }
+        return parse_glibc(&std::ffi::CStr::from_ptr(p).to_string_lossy());
+    }
+    #[allow(unreachable_code)]
+    None
+}
+
+fn parse_glibc(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.trim().split_once('.')?;
+    let b: String = b.chars().take_while(|c| c.is_ascii_digit()).collect();
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// Linux platform tags for `machine` and glibc, best first (PEP 600 plus
+/// the legacy manylinux aliases, then plain `linux_<arch>`).
+fn platform_tags(machine: &str, glibc: Option<(u32, u32)>) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some((2, minor)) = glibc {
+        for m in (5..=minor).rev() {
+            out.push(format!("manylinux_2_{m}_{machine}"));
+            let legacy = match m {
+                17 => Some("manylinux2014"),
+                12 => Some("manylinux2010"),
+                5 => Some("manylinux1"),
+                _ => None,
+            };
+            if let Some(l) = legacy {
+                if matches!(machine, "x86_64" | "i686") || l == "manylinux2014" {
+                    out.push(format!("{l}_{machine}"));
+                }
+            }
+        }
+    }
+    out.push(format!("linux_{machine}"));
+    out
+}
+
+/// `packaging.tags.sys_tags()` order for CPython 3.`minor`.
+fn supported_tags(minor: u32, machine: &str, glibc: Option<(u32, u32)>) -> Vec<String> {
+    let plats = platform_tags(machine, glibc);
+    let cp = format!("cp3{minor}");
+    let mut tags = Vec::new();
+    for p in &plats {
+        tags.push(format!("{cp}-{cp}-{p}"));
+    }
+    for p in &plats {
+        tags.push(format!("{cp}-abi3-{p}"));
+    }
+    for p in &plats {
+        tags.push(format!("{cp}-none-{p}"));
+    }
+    for m in (2..minor).rev() {
+        for p in &plats {
+            tags.push(format!("cp3{m}-abi3-{p}"));
+        }
+    }
+    // compatible_tags: py3X-none-plat, py3-none-plat, ... then -any.
+    let mut pys = vec![format!("py3{minor}"), "py3".to_string()];
+    pys.extend((0..minor).rev().map(|m| format!("py3{m}")));
+    for py in &pys {
+        for p in &plats {
+            tags.push(format!("{py}-none-{p}"));
+        }
+    }
+    tags.push(format!("{cp}-none-any"));
+    for py in &pys {
+        tags.push(format!("{py}-none-any"));
+    }
+    tags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_compressed_tags() {
+        let w = WheelTags::parse(
+            "triton-3.9.0-cp312-abi3-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+        )
+        .unwrap();
+        assert_eq!(w.name, "triton");
+        assert_eq!(w.tags.len(), 2);
+        assert!(WheelTags::parse("foo-1.0.tar.gz").is_none());
+        assert!(WheelTags::parse("foo-1.0-py3-none.whl").is_none());
+    }
+
+    #[test]
+    fn ranks_follow_packaging_order() {
+        let i = Interpreter::synthetic("3.12", Some((2, 36))).unwrap();
+        let exact = i
+            .wheel_rank("a-1-cp312-cp312-manylinux_2_28_x86_64.whl")
+            .unwrap()
+            .0;
+        let abi3 = i
+            .wheel_rank("a-1-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl")
+            .unwrap()
+            .0;
+        let pure = i.wheel_rank("a-1-py3-none-any.whl").unwrap().0;
+        assert!(exact < abi3 && abi3 < pure);
+        assert!(i
+            .wheel_rank("a-1-cp311-cp311-manylinux_2_28_x86_64.whl")
+            .is_none());
+        assert!(
+            i.wheel_rank("a-1-cp312-cp312-manylinux_2_38_x86_64.whl")
+                .is_none(),
+            "needs newer glibc"
+        );
+        assert!(i.wheel_rank("a-1-cp312-cp312-linux_x86_64.whl").is_some());
+        assert!(i
+            .wheel_rank("a-1-cp312-cp312-macosx_11_0_arm64.whl")
+            .is_none());
+    }
+
+    #[test]
+    fn inspects_a_real_python() {
+        let Ok(py) = which::which("python3") else {
+            return;
+        };
+        let i = Interpreter::inspect(&py).unwrap();
+        assert_eq!(i.major, 3);
+        assert!(i.tags.iter().any(|t| t.ends_with("-none-any")));
+    }
+}

@@ -1,0 +1,739 @@
+//! `greta lock update PROFILE`: resolution is uv's job (`uv pip compile
+//! --format pylock.toml`, once per supported Python); greta merges the
+//! per-Python results into one PEP 751 file with `python_version` markers,
+//! drops sdists (greta installs wheels only), keeps the comments of entries
+//! that survive, validates the result and replaces the file atomically. When
+//! uv fails (a dead index, an unsatisfiable pin) the old file stays as it was.
+//!
+//! `--seed-pins FILE` is for indexes that cannot be reached: packages whose
+//! exact wheels (URL + sha256) are recorded in FILE are taken from there,
+//! and everything else is resolved by uv on the remaining indexes; see
+//! docs/profiles.md for what that does and does not prove.
+
+use super::matrix::{parse_xy, Matrix, Profile};
+use super::pylock::{normalize_name, url_filename, Lockfile};
+use super::resolve::resolve_lock;
+use super::tags::{Interpreter, WheelTags};
+use crate::exit::Exit;
+use anyhow::{bail, Context, Result};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+use toml_edit::{Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table, Value};
+
+/// The platform every profile is resolved for (the torch wheels' floor).
+pub const PYTHON_PLATFORM: &str = "x86_64-manylinux_2_28";
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Profile to re-resolve (see `greta lock list`).
+    pub profile: String,
+    /// uv binary [default: `uv` on PATH].
+    #[arg(long, env = "GRETA_UV")]
+    pub uv: Option<PathBuf>,
+    /// Take wheels recorded in this pins file (TOML [[pin]] with profile,
+    /// name, version, filename, url, sha256) for packages whose index is
+    /// unreachable; uv resolves the rest.
+    #[arg(long)]
+    pub seed_pins: Option<PathBuf>,
+    /// Only consider distributions uploaded before this date (RFC 3339), for
+    /// reproducible re-runs.
+    #[arg(long)]
+    pub exclude_newer: Option<String>,
+    /// Print the new lockfile instead of writing it.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Limit for each uv run, seconds.
+    #[arg(long, default_value_t = 900)]
+    pub timeout: u64,
+}
+
+pub fn run(dir: &Path, a: Args) -> Result<Exit> {
+    let m = Matrix::load(dir)?;
+    let p = m.profile(&a.profile)?;
+    let uv = match &a.uv {
+        Some(u) => u.clone(),
+        None => which::which("uv")
+            .context("uv not found on PATH (install it: `pip install uv`), or pass --uv PATH")?,
+    };
+    let text = build(p, &uv, &a)?;
+    if a.dry_run {
+        print!("{text}");
+        return Ok(Exit::Pass);
+    }
+    write_atomic(&p.lockfile, &text)?;
+    let lock = Lockfile::load(&p.lockfile)?;
+    eprintln!(
+        "wrote {} ({} packages, {} wheels, sha256 {})",
+        p.lockfile.display(),
+        lock.packages.len(),
+        lock.wheel_count(),
+        lock.sha256
+    );
+    if !p.is_locked() {
+        eprintln!("note: matrix.toml still marks {} as not locked; set status = \"locked\" after reviewing the file", p.name);
+    }
+    Ok(Exit::Pass)
+}
+
+/// Resolve and merge; returns the new lockfile text (validated, not written).
+pub fn build(p: &Profile, uv: &Path, a: &Args) -> Result<String> {
+    let pins = match &a.seed_pins {
+        Some(f) => load_pins(f, p)?,
+        None => BTreeMap::new(),
+    };
+    let old = if p.lockfile.is_file() {
+        std::fs::read_to_string(&p.lockfile)
+            .ok()
+            .and_then(|t| t.parse::<DocumentMut>().ok())
+    } else {
+        None
+    };
+    let uv_version = run_capture(uv, &["--version".into()], Duration::from_secs(30))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "uv".into());
+    let tmp = tempfile::tempdir()?;
+    let mut per_python: Vec<(String, DocumentMut)> = Vec::new();
+    let mut commands = Vec::new();
+    for py in &p.python {
+        if p.incomplete.contains_key(py) {
+            continue;
+        }
+        let (doc, cmd) = compile_for(p, uv, a, py, &pins, tmp.path())?;
+        commands.push(cmd);
+        per_python.push((py.clone(), doc));
+    }
+    if per_python.is_empty() {
+        bail!("profile {} has no lockable Python version", p.name);
+    }
+    let merged = merge(
+        p,
+        &per_python,
+        &pins,
+        old.as_ref(),
+        &uv_version,
+        &commands,
+        a.seed_pins.as_deref(),
+    )?;
+    // Validate exactly what would be written.
+    let lock = Lockfile::parse(&p.lockfile, merged.clone())
+        .context("the merged lockfile does not parse (bug)")?;
+    for (py, _) in &per_python {
+        let interp = Interpreter::synthetic(py, Some(super::check::CHECK_GLIBC))?;
+        resolve_lock(&lock, &interp)
+            .with_context(|| format!("merged lockfile does not resolve for Python {py}"))?;
+    }
+    Ok(merged)
+}
+
+/// One pins-file wheel.
+#[derive(Debug, Clone)]
+pub struct Pin {
+    pub name: String,
+    pub version: String,
+    pub filename: String,
+    pub url: String,
+    pub sha256: String,
+    pub size: Option<u64>,
+    pub comment: String,
+}
+
+/// Pins for this profile, keyed by normalised name.
+fn load_pins(path: &Path, p: &Profile) -> Result<BTreeMap<String, Vec<Pin>>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let doc: toml::Value =
+        toml::from_str(&text).with_context(|| format!("{} is not TOML", path.display()))?;
+    let mut out: BTreeMap<String, Vec<Pin>> = BTreeMap::new();
+    let wanted: BTreeMap<String, String> = p
+        .requirements
+        .iter()
+        .filter_map(|r| {
+            let req = r.parse::<pep508_rs::Requirement>().ok()?;
+            let spec = match &req.version_or_url {
+                Some(pep508_rs::VersionOrUrl::VersionSpecifier(s)) => s.to_string(),
+                _ => return None,
+            };
+            let v = spec.strip_prefix("==")?.to_string();
+            Some((normalize_name(req.name.as_ref()), v))
+        })
+        .collect();
+    for pin in doc
+        .get("pin")
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let s = |k: &str| pin.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        let (Some(name), Some(version), Some(url), Some(sha)) =
+            (s("name"), s("version"), s("url"), s("sha256"))
+        else {
+            continue;
+        };
+        let name = normalize_name(&name);
+        if wanted.get(&name) != Some(&version) {
+            continue;
+        }
+        let filename = s("filename").unwrap_or_else(|| url_filename(&url));
+        let sources: Vec<String> = pin
+            .get("sources")
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let agree = pin
+            .get("agree")
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "?".into());
+        let comment = format!(
+            "# {filename}: sha256 copied from {} (agree = {agree}); sources: {}; size not recorded by the source, checked at download",
+            path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+            sources.join(", ")
+        );
+        out.entry(name.clone()).or_default().push(Pin {
+            name,
+            version,
+            filename,
+            url,
+            sha256: sha.to_ascii_lowercase(),
+            size: pin
+                .get("size")
+                .and_then(|v| v.as_integer())
+                .map(|i| i as u64),
+            comment,
+        });
+    }
+    for (n, v) in &wanted {
+        if let Some(list) = out.get(n) {
+            if list.is_empty() {
+                bail!("{}: no pin for {n}=={v}", path.display());
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn compile_for(
+    p: &Profile,
+    uv: &Path,
+    a: &Args,
+    py: &str,
+    pins: &BTreeMap<String, Vec<Pin>>,
+    tmp: &Path,
+) -> Result<(DocumentMut, String)> {
+    // Pinned requirements are replaced by their PyPI twin without local
+    // version (torch==2.8.0+rocm6.4 -> torch==2.8.0) so uv still resolves
+    // their generic dependencies; the CUDA-only ones are excluded below.
+    let mut reqs = Vec::new();
+    for r in &p.requirements {
+        let req: pep508_rs::Requirement = r
+            .parse()
+            .map_err(|e| anyhow::anyhow!("requirement {r:?}: {e}"))?;
+        let name = normalize_name(req.name.as_ref());
+        if pins.contains_key(&name) {
+            if let Some(pep508_rs::VersionOrUrl::VersionSpecifier(s)) = &req.version_or_url {
+                let v = s.to_string();
+                let base = v.split('+').next().unwrap_or(&v).to_string();
+                if name == "torch" {
+                    reqs.push(format!("{}{base}", req.name));
+                }
+            }
+            continue;
+        }
+        reqs.push(r.clone());
+    }
+    let req_file = tmp.join(format!("requirements-{py}.in"));
+    std::fs::write(&req_file, reqs.join("\n") + "\n")?;
+    let out = tmp.join(format!("py{}", py.replace('.', "")));
+    std::fs::create_dir_all(&out)?;
+    let out_file = out.join("pylock.toml");
+    let mut args: Vec<String> = vec![
+        "pip".into(),
+        "compile".into(),
+        req_file.display().to_string(),
+        "--python-version".into(),
+        py.into(),
+        "--python-platform".into(),
+        PYTHON_PLATFORM.into(),
+        "--no-build".into(),
+        "--no-header".into(),
+        "--quiet".into(),
+        "--format".into(),
+        "pylock.toml".into(),
+        "-o".into(),
+        out_file.display().to_string(),
+    ];
+    let mut indexes: Vec<&String> = p.indexes.iter().collect();
+    if !pins.is_empty() {
+        // The pinned index is the unreachable one: resolve the rest on the others.
+        let others: Vec<&String> = p
+            .indexes
+            .iter()
+            .filter(|i| i.contains("pypi.org"))
+            .collect();
+        if !others.is_empty() {
+            indexes = others;
+        }
+    }
+    args.push("--default-index".into());
+    args.push(indexes[0].clone());
+    for i in &indexes[1..] {
+        args.push("--index".into());
+        args.push((*i).clone());
+    }
+    if let Some(d) = &a.exclude_newer {
+        args.push("--exclude-newer".into());
+        args.push(d.clone());
+    }
+    let timeout = Duration::from_secs(a.timeout);
+    let run = |extra: &[String]| -> Result<DocumentMut> {
+        let mut all = args.clone();
+        all.extend_from_slice(extra);
+        let _ = std::fs::remove_file(&out_file);
+        run_capture(uv, &all, timeout).map_err(|e| {
+            anyhow::anyhow!(
+                "uv could not resolve profile {} for Python {py} against {}: {e:#}\n{} was left unchanged",
+                p.name,
+                indexes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+                p.lockfile.display()
+            )
+        })?;
+        let text = std::fs::read_to_string(&out_file)
+            .with_context(|| format!("uv wrote no {}", out_file.display()))?;
+        text.parse::<DocumentMut>()
+            .with_context(|| format!("uv output for Python {py} is not TOML"))
+    };
+    let mut doc = run(&[])?;
+    let mut shown = format!("uv pip compile <requirements> --python-version {py} --python-platform {PYTHON_PLATFORM} --no-build --format pylock.toml --default-index {}", indexes[0]);
+    if pins.contains_key("torch") {
+        // PyPI's torch is the CUDA build: drop its CUDA-only dependencies
+        // (the ROCm build depends on triton-rocm instead, which is pinned).
+        let cuda_only: Vec<String> = package_names(&doc)
+            .into_iter()
+            .filter(|n| n.starts_with("nvidia-") || n.starts_with("cuda-") || n == "triton")
+            .collect();
+        if !cuda_only.is_empty() {
+            let ex = tmp.join(format!("excludes-{py}.txt"));
+            std::fs::write(&ex, cuda_only.join("\n") + "\n")?;
+            doc = run(&["--excludes".into(), ex.display().to_string()])?;
+            shown.push_str(&format!(" --excludes <{}>", cuda_only.join(" ")));
+        }
+    }
+    if let Some(d) = &a.exclude_newer {
+        shown.push_str(&format!(" --exclude-newer {d}"));
+    }
+    Ok((doc, shown))
+}
+
+fn package_names(doc: &DocumentMut) -> Vec<String> {
+    doc.get("packages")
+        .and_then(Item::as_array_of_tables)
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t.get("name").and_then(Item::as_str))
+                .map(normalize_name)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+struct Merged {
+    table: Table,
+    /// Python version -> uv's marker for this entry there (None: none).
+    markers: BTreeMap<String, Option<String>>,
+    wheel_urls: BTreeSet<String>,
+}
+
+fn merge(
+    p: &Profile,
+    per_python: &[(String, DocumentMut)],
+    pins: &BTreeMap<String, Vec<Pin>>,
+    old: Option<&DocumentMut>,
+    uv_version: &str,
+    commands: &[String],
+    seed: Option<&Path>,
+) -> Result<String> {
+    let mut entries: BTreeMap<(String, String), Merged> = BTreeMap::new();
+    for (py, doc) in per_python {
+        let Some(pkgs) = doc.get("packages").and_then(Item::as_array_of_tables) else {
+            bail!("uv output for Python {py} has no [[packages]]");
+        };
+        for t in pkgs.iter() {
+            let name = normalize_name(t.get("name").and_then(Item::as_str).unwrap_or_default());
+            let version = t
+                .get("version")
+                .and_then(Item::as_str)
+                .unwrap_or_default()
+                .to_string();
+            if pins.contains_key(&name) {
+                continue; // replaced by the pinned wheels below
+            }
+            let marker = t.get("marker").and_then(Item::as_str).map(str::to_string);
+            let e = entries
+                .entry((name.clone(), version.clone()))
+                .or_insert_with(|| {
+                    let mut table = Table::new();
+                    for (k, v) in t.iter() {
+                        if k != "sdist" && k != "wheels" && k != "marker" {
+                            table.insert(k, v.clone());
+                        }
+                    }
+                    table.insert("wheels", Item::Value(Value::Array(Array::new())));
+                    Merged {
+                        table,
+                        markers: BTreeMap::new(),
+                        wheel_urls: BTreeSet::new(),
+                    }
+                });
+            e.markers.insert(py.clone(), marker);
+            if let Some(ws) = t.get("wheels").and_then(Item::as_array) {
+                for w in ws.iter() {
+                    let url = w
+                        .as_inline_table()
+                        .and_then(|it| it.get("url"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
+                    if e.wheel_urls.insert(url) {
+                        let arr = e
+                            .table
+                            .get_mut("wheels")
+                            .and_then(Item::as_array_mut)
+                            .expect("inserted above");
+                        arr.push_formatted(w.clone());
+                    }
+                }
+            }
+        }
+    }
+    // Pinned wheels: one entry per (name, version), its wheels restricted to
+    // the Python versions this profile supports.
+    let pythons: Vec<String> = per_python.iter().map(|(py, _)| py.clone()).collect();
+    let mut pinned_entries: Vec<(String, String, Table, Vec<String>)> = Vec::new();
+    for (name, list) in pins {
+        let mut table = Table::new();
+        let version = list[0].version.clone();
+        table.insert("name", toml_edit::value(name.as_str()));
+        table.insert("version", toml_edit::value(version.as_str()));
+        let mut arr = Array::new();
+        let mut comments = Vec::new();
+        for pin in list {
+            let Some(wt) = WheelTags::parse(&pin.filename) else {
+                continue;
+            };
+            let fits = pythons.iter().any(|py| {
+                let (_, minor) = parse_xy(py).unwrap_or((3, 0));
+                wt.tags
+                    .iter()
+                    .any(|(t, _, _)| *t == format!("cp3{minor}") || t == "py3")
+            });
+            if !fits {
+                continue;
+            }
+            let mut it = InlineTable::new();
+            it.insert("name", pin.filename.as_str().into());
+            it.insert("url", pin.url.as_str().into());
+            if let Some(s) = pin.size {
+                it.insert("size", (s as i64).into());
+            }
+            let mut h = InlineTable::new();
+            h.insert("sha256", pin.sha256.as_str().into());
+            it.insert("hashes", Value::InlineTable(h));
+            arr.push(Value::InlineTable(it));
+            comments.push(pin.comment.clone());
+        }
+        if arr.is_empty() {
+            bail!(
+                "no pinned wheel of {name} fits Python {}",
+                pythons.join("/")
+            );
+        }
+        if list.iter().any(|pin| pin.url.contains("pytorch.org")) {
+            table.insert("index", toml_edit::value(p.indexes[0].as_str()));
+        }
+        arr.iter_mut()
+            .for_each(|v| v.decor_mut().set_prefix("\n  "));
+        arr.set_trailing("\n");
+        arr.set_trailing_comma(true);
+        table.insert("wheels", Item::Value(Value::Array(arr)));
+        pinned_entries.push((name.clone(), version, table, comments));
+    }
+
+    let mut doc = DocumentMut::new();
+    doc.insert("lock-version", toml_edit::value("1.0"));
+    doc.insert(
+        "created-by",
+        toml_edit::value(format!("greta lock update ({uv_version})")),
+    );
+    let (min, max) = (
+        pythons.first().cloned().unwrap_or_default(),
+        pythons.last().cloned().unwrap_or_default(),
+    );
+    let upper = parse_xy(&max)
+        .map(|(a, b)| format!("{a}.{}", b + 1))
+        .unwrap_or_default();
+    doc.insert(
+        "requires-python",
+        toml_edit::value(format!(">={min},<{upper}")),
+    );
+    let mut header = format!(
+        "# PEP 751 lockfile for greta profile `{}` ({}).\n# Made by `greta lock update {}{}` on {} with {uv_version}, which ran per Python version:\n",
+        p.name,
+        p.summary,
+        p.name,
+        seed.map(|s| format!(" --seed-pins {}", s.display())).unwrap_or_default(),
+        today(),
+    );
+    for c in commands {
+        header.push_str(&format!("#   {c}\n"));
+    }
+    header.push_str("# then merged the results (markers gain python_version where entries differ by Python),\n# dropped sdists (greta installs wheels only) and validated the file. Edit matrix.toml, not this file.\n");
+    if !pins.is_empty() {
+        header.push_str("# Wheels of unreachable indexes were copied from the pins file named in the comment above each entry.\n");
+    }
+    doc.decor_mut().set_prefix(header);
+
+    let old_decor = old_package_decor(old);
+    let mut aot = ArrayOfTables::new();
+    for ((name, version), mut e) in entries {
+        let marker = combine_markers(&e.markers, &pythons)?;
+        if let Some(m) = marker {
+            // keep `marker` right after `version`, as uv writes it
+            let mut t = Table::new();
+            for (k, v) in e.table.iter() {
+                t.insert(k, v.clone());
+                if k == "version" {
+                    t.insert("marker", toml_edit::value(m.as_str()));
+                }
+            }
+            e.table = t;
+        }
+        if let Some(arr) = e.table.get_mut("wheels").and_then(Item::as_array_mut) {
+            if arr.len() > 1 {
+                arr.iter_mut()
+                    .for_each(|v| v.decor_mut().set_prefix("\n  "));
+                arr.set_trailing("\n");
+                arr.set_trailing_comma(true);
+            }
+        }
+        if let Some(prefix) = old_decor.get(&(name.clone(), version.clone())) {
+            e.table.decor_mut().set_prefix(prefix.clone());
+        } else {
+            e.table.decor_mut().set_prefix("\n");
+        }
+        aot.push(e.table);
+    }
+    for (name, version, mut table, comments) in pinned_entries {
+        let prefix = old_decor
+            .get(&(name, version))
+            .cloned()
+            .unwrap_or_else(|| format!("\n{}\n", comments.join("\n")));
+        table.decor_mut().set_prefix(prefix);
+        aot.push(table);
+    }
+    doc.insert("packages", Item::ArrayOfTables(aot));
+    Ok(doc.to_string())
+}
+
+/// Comments written above each [[packages]] of the previous lockfile, kept
+/// when the same (name, version) is written again.
+fn old_package_decor(old: Option<&DocumentMut>) -> BTreeMap<(String, String), String> {
+    let mut out = BTreeMap::new();
+    let Some(aot) = old
+        .and_then(|d| d.get("packages"))
+        .and_then(Item::as_array_of_tables)
+    else {
+        return out;
+    };
+    for t in aot.iter() {
+        let prefix = t
+            .decor()
+            .prefix()
+            .and_then(|p| p.as_str())
+            .unwrap_or_default()
+            .to_string();
+        if prefix.contains('#') {
+            let name = normalize_name(t.get("name").and_then(Item::as_str).unwrap_or_default());
+            let version = t
+                .get("version")
+                .and_then(Item::as_str)
+                .unwrap_or_default()
+                .to_string();
+            out.insert((name, version), prefix);
+        }
+    }
+    out
+}
+
+/// One marker for an entry seen in some of the per-Python resolutions.
+pub fn combine_markers(
+    per: &BTreeMap<String, Option<String>>,
+    all: &[String],
+) -> Result<Option<String>> {
+    let distinct: BTreeSet<&Option<String>> = per.values().collect();
+    let everywhere = all.iter().all(|py| per.contains_key(py));
+    let py_clause = |pys: &[&String]| -> String {
+        let parts: Vec<String> = pys
+            .iter()
+            .map(|py| format!("python_version == '{py}'"))
+            .collect();
+        if parts.len() == 1 {
+            parts[0].clone()
+        } else {
+            format!("({})", parts.join(" or "))
+        }
+    };
+    let out = if distinct.len() == 1 {
+        let m = distinct.into_iter().next().cloned().flatten();
+        if everywhere {
+            m
+        } else {
+            let pys: Vec<&String> = per.keys().collect();
+            Some(match m {
+                Some(m) => format!("({m}) and {}", py_clause(&pys)),
+                None => py_clause(&pys),
+            })
+        }
+    } else {
+        let parts: Vec<String> = per
+            .iter()
+            .map(|(py, m)| match m {
+                Some(m) => format!("(({m}) and python_version == '{py}')"),
+                None => format!("python_version == '{py}'"),
+            })
+            .collect();
+        Some(parts.join(" or "))
+    };
+    if let Some(m) = &out {
+        pep508_rs::MarkerTree::from_str(m)
+            .map_err(|e| anyhow::anyhow!("combined marker {m:?} is invalid: {e}"))?;
+    }
+    Ok(out)
+}
+
+/// Run a command with a time limit; stdout on success, an error with the
+/// tail of stderr otherwise.
+fn run_capture(prog: &Path, args: &[String], timeout: Duration) -> Result<String> {
+    let handle = duct::cmd(prog, args)
+        .env("UV_PYTHON_DOWNLOADS", "never")
+        .env("UV_NO_CONFIG", "1")
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .start()
+        .with_context(|| format!("cannot run {}", prog.display()))?;
+    let deadline = Instant::now() + timeout;
+    let out = loop {
+        if let Some(o) = handle.try_wait()? {
+            break o.clone();
+        }
+        if Instant::now() > deadline {
+            let _ = handle.kill();
+            bail!(
+                "{} did not finish within {} s",
+                prog.display(),
+                timeout.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = err
+            .lines()
+            .rev()
+            .take(12)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        bail!(
+            "{} exited with {}:\n{}",
+            prog.display(),
+            out.status,
+            tail.join("\n")
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Replace `path` with `text` so a reader sees the old or the new file,
+/// never half of one.
+pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path)
+        .map_err(|e| anyhow::anyhow!("cannot replace {}: {}", path.display(), e.error))?;
+    Ok(())
+}
+
+fn today() -> String {
+    let f = time::macros::format_description!("[year]-[month]-[day]");
+    time::OffsetDateTime::now_utc()
+        .format(&f)
+        .unwrap_or_else(|_| "unknown date".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(pairs: &[(&str, Option<&str>)]) -> BTreeMap<String, Option<String>> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
+            .collect()
+    }
+
+    #[test]
+    fn markers_combine_by_python() {
+        let all = vec!["3.11".to_string(), "3.12".to_string()];
+        assert_eq!(
+            combine_markers(&m(&[("3.11", None), ("3.12", None)]), &all).unwrap(),
+            None
+        );
+        assert_eq!(
+            combine_markers(&m(&[("3.12", None)]), &all)
+                .unwrap()
+                .as_deref(),
+            Some("python_version == '3.12'")
+        );
+        assert_eq!(
+            combine_markers(&m(&[("3.11", Some("sys_platform == 'linux'"))]), &all)
+                .unwrap()
+                .as_deref(),
+            Some("(sys_platform == 'linux') and python_version == '3.11'")
+        );
+        let both = combine_markers(
+            &m(&[("3.11", Some("sys_platform == 'linux'")), ("3.12", None)]),
+            &all,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(
+            both.contains("python_version == '3.11'") && both.contains("python_version == '3.12'"),
+            "{both}"
+        );
+    }
+
+    #[test]
+    fn atomic_write_replaces() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f.toml");
+        std::fs::write(&p, "old").unwrap();
+        write_atomic(&p, "new").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+}
