@@ -5,3 +5,7 @@
 //! explains a live machine, a captured bundle and a pasted `rocminfo` alike.
 
 pub mod facts;
+pub mod capture;
+pub mod collect;
+pub mod live;
+pub mod root;

@@ -1,0 +1,145 @@
+//! Runs every live/sysroot collector in order, timing each, and returns the
+//! facts plus one [`CheckRun`] per check (doctor prints one line for each).
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::facts::Facts;
+use crate::live;
+use crate::root::Root;
+
+/// One check as it ran: what doctor prints as "glyph title (time) summary".
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckRun {
+    /// Stable id: see [`CHECKS`].
+    pub id: String,
+    pub title: String,
+    #[serde(serialize_with = "ser_ms", rename = "duration_ms")]
+    pub duration: Duration,
+    /// What it found, in a few words.
+    pub summary: String,
+}
+
+fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64((d.as_secs_f64() * 1000.0 * 10.0).round() / 10.0)
+}
+
+/// Every check, in the order it runs: (id, title, finding-id prefixes it
+/// owns, so doctor can put each finding's glyph on its check's line).
+pub const CHECKS: &[(&str, &str, &[&str])] = &[
+    (
+        "pci",
+        "GPUs on the PCI bus and kernel driver",
+        &["gpu.", "driver."],
+    ),
+    ("kfd", "AMD compute topology (KFD)", &["apu."]),
+    (
+        "device-nodes",
+        "Device nodes /dev/kfd, /dev/dri/renderD*",
+        &["kfd."],
+    ),
+    (
+        "vulkan-icds",
+        "Vulkan loader and ICD manifests",
+        &[
+            "vulkan.loader",
+            "vulkan.no-icd",
+            "vulkan.icd",
+            "vulkan.amd-switchable",
+        ],
+    ),
+    (
+        "vulkan-devices",
+        "Vulkan devices",
+        &["vulkan.cpu-only", "vulkan.duplicate", "vulkan.gfx94x"],
+    ),
+    ("rocm", "ROCm / HIP userspace", &["rocm."]),
+    (
+        "python",
+        "Python and frameworks",
+        &["python.", "framework."],
+    ),
+];
+
+/// Parsers for captured tool text (owned by the `--from` side). The
+/// collectors use them for rocminfo output and replayed vulkaninfo.
+#[derive(Clone, Copy, Default)]
+pub struct Parsers {
+    pub rocminfo: Option<live::rocm::TextParser>,
+    pub vulkaninfo: Option<live::vkdev::TextParser>,
+}
+
+/// The parsers this build has (the `--from` side wires its recognisers here).
+pub fn default_parsers() -> Parsers {
+    Parsers::default()
+}
+
+/// Collects everything from `root` with the crate's own text parsers.
+pub fn collect(root: &Root) -> (Facts, Vec<CheckRun>) {
+    collect_with(root, default_parsers())
+}
+
+pub fn collect_with(root: &Root, parsers: Parsers) -> (Facts, Vec<CheckRun>) {
+    let mut f = Facts {
+        sources: vec![root.source_label()],
+        ..Facts::default()
+    };
+    let mut runs = vec![
+        timed("pci", &mut f, |f| live::pci::collect(root, f)),
+        timed("kfd", &mut f, |f| live::kfd::collect(root, f)),
+        timed("device-nodes", &mut f, |f| live::nodes::collect(root, f)),
+    ];
+    // Python only writes its own part of the facts, so it runs beside the
+    // Vulkan and ROCm checks (its `--version` runs dominate otherwise).
+    let mut py = Facts::default();
+    let py_run = std::thread::scope(|s| {
+        let h = s.spawn(|| timed("python", &mut py, |f| live::python::collect(root, f)));
+        runs.push(timed("vulkan-icds", &mut f, |f| {
+            live::icd::collect(root, f)
+        }));
+        runs.push(timed("vulkan-devices", &mut f, |f| {
+            live::vkdev::collect(root, f, parsers.vulkaninfo)
+        }));
+        runs.push(timed("rocm", &mut f, |f| {
+            live::rocm::collect(root, f, parsers.rocminfo)
+        }));
+        h.join()
+    });
+    match py_run {
+        Ok(run) => {
+            f.python = py.python;
+            f.signals.extend(py.signals);
+            for a in py.scanned {
+                live::scanned(&mut f, &a);
+            }
+            runs.push(run);
+        }
+        Err(_) => runs.push(CheckRun {
+            id: "python".into(),
+            title: title_of("python").into(),
+            duration: Duration::ZERO,
+            summary: "python check failed internally".into(),
+        }),
+    }
+    (f, runs)
+}
+
+fn title_of(id: &str) -> &'static str {
+    CHECKS
+        .iter()
+        .find(|c| c.0 == id)
+        .map(|c| c.1)
+        .unwrap_or("check")
+}
+
+fn timed(id: &str, f: &mut Facts, run: impl FnOnce(&mut Facts) -> String) -> CheckRun {
+    let t0 = Instant::now();
+    let summary = run(f);
+    CheckRun {
+        id: id.to_string(),
+        title: title_of(id).to_string(),
+        duration: t0.elapsed(),
+        summary,
+    }
+}

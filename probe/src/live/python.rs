@@ -1,0 +1,346 @@
+//! Python interpreters on PATH and the frameworks installed in greta envs,
+//! read from `*.dist-info/METADATA` and torch's `version.py`: importing
+//! torch to ask would take seconds and can crash on a broken GPU stack.
+
+use super::scanned;
+use crate::facts::{Facts, Framework, Interpreter};
+use crate::root::{CmdStatus, Root};
+
+/// `python3` and `python3.N` (not `python3-config`, `python3.11m`...).
+pub fn is_interpreter_name(n: &str) -> bool {
+    match n.strip_prefix("python3") {
+        Some("") => true,
+        Some(rest) => rest
+            .strip_prefix('.')
+            .is_some_and(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit())),
+        None => false,
+    }
+}
+
+/// Capture name of an interpreter's `--version` output.
+pub fn version_cmd_name(path: &str) -> String {
+    let safe: String = path
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("python-version{safe}")
+}
+
+/// Distributions that matter for GPU work (normalised names).
+fn is_framework(name: &str) -> bool {
+    let n = name.to_ascii_lowercase().replace('_', "-");
+    [
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "triton",
+        "pytorch-triton",
+        "jax",
+        "jaxlib",
+        "tensorflow",
+        "vllm",
+        "onnxruntime",
+        "flash-attn",
+        "xformers",
+        "bitsandbytes",
+    ]
+    .iter()
+    .any(|f| n == *f || n.starts_with(&format!("{f}-")))
+}
+
+/// Name and Version headers of a METADATA file.
+pub fn parse_metadata(text: &str) -> Option<(String, String)> {
+    let mut name = None;
+    let mut version = None;
+    for line in text.lines() {
+        if line.is_empty() {
+            break; // headers end at the first blank line
+        }
+        if let Some(v) = line.strip_prefix("Name:") {
+            name.get_or_insert_with(|| v.trim().to_string());
+        } else if let Some(v) = line.strip_prefix("Version:") {
+            version.get_or_insert_with(|| v.trim().to_string());
+        }
+    }
+    Some((name?, version?)).filter(|(n, v)| !n.is_empty() && !v.is_empty())
+}
+
+/// `hip`/`cuda` assignments in torch/version.py (`hip: Optional[str] = '6.2.41133-dd7f95766'`).
+pub fn parse_torch_version_py(text: &str) -> (Option<String>, Option<String>) {
+    let get = |key: &str| {
+        text.lines().find_map(|l| {
+            let rest = l.trim_start().strip_prefix(key)?;
+            let rest = rest.trim_start();
+            let rest = if let Some(r) = rest.strip_prefix(':') {
+                r.split_once('=')?.1
+            } else {
+                rest.strip_prefix('=')?
+            };
+            let v = rest.trim().trim_matches(|c| c == '\'' || c == '"');
+            (v != "None" && !v.is_empty()).then(|| v.to_string())
+        })
+    };
+    (get("hip"), get("cuda"))
+}
+
+/// Backend from a local version tag: `+rocm6.2` / `+cu124` / `+cpu`.
+pub fn backend_from_version(version: &str) -> Option<(String, Option<String>)> {
+    let local = version.split_once('+')?.1.to_ascii_lowercase();
+    if let Some(v) = local.strip_prefix("rocm") {
+        return Some(("rocm".into(), Some(v.to_string()).filter(|v| !v.is_empty())));
+    }
+    if let Some(v) = local.strip_prefix("cu") {
+        // cu124 -> 12.4, cu118 -> 11.8
+        let ver = (v.len() >= 2 && v.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| format!("{}.{}", &v[..v.len() - 1], &v[v.len() - 1..]));
+        return Some(("cuda".into(), ver));
+    }
+    (local == "cpu").then(|| ("cpu".into(), None))
+}
+
+/// Where greta keeps its envs: `$GRETA_HOME/envs`, `$XDG_DATA_HOME/greta/envs`
+/// (default `~/.local/share/greta/envs`).
+pub fn env_roots(root: &Root) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(g) = root.env_nonempty("GRETA_HOME") {
+        v.push(format!("{}/envs", g.trim_end_matches('/')));
+    }
+    match root.env_nonempty("XDG_DATA_HOME") {
+        Some(x) => v.push(format!("{}/greta/envs", x.trim_end_matches('/'))),
+        None => {
+            if let Some(h) = root.env_nonempty("HOME") {
+                v.push(format!(
+                    "{}/.local/share/greta/envs",
+                    h.trim_end_matches('/')
+                ));
+            }
+        }
+    }
+    v.dedup();
+    v
+}
+
+fn frameworks_in_env(root: &Root, env: &str, out: &mut Vec<Framework>) {
+    for lib in root.list(&format!("{env}/lib")) {
+        if !lib.starts_with("python") {
+            continue;
+        }
+        let sp = format!("{env}/lib/{lib}/site-packages");
+        for entry in root.list(&sp) {
+            let Some(stem) = entry.strip_suffix(".dist-info") else {
+                continue;
+            };
+            let dist_name = stem.split('-').next().unwrap_or(stem);
+            if !is_framework(dist_name) {
+                continue;
+            }
+            let Ok(meta) = root.read(&format!("{sp}/{entry}/METADATA")) else {
+                continue;
+            };
+            let Some((name, version)) = parse_metadata(&meta) else {
+                continue;
+            };
+            let mut fw = Framework {
+                env: env.to_string(),
+                name: name.clone(),
+                version: version.clone(),
+                backend: None,
+                backend_version: None,
+            };
+            if name.eq_ignore_ascii_case("torch") {
+                if let Ok(vp) = root.read(&format!("{sp}/torch/version.py")) {
+                    match parse_torch_version_py(&vp) {
+                        (Some(hip), _) => {
+                            fw.backend = Some("rocm".into());
+                            fw.backend_version = Some(hip);
+                        }
+                        (None, Some(cuda)) => {
+                            fw.backend = Some("cuda".into());
+                            fw.backend_version = Some(cuda);
+                        }
+                        (None, None) => fw.backend = Some("cpu".into()),
+                    }
+                }
+            }
+            if fw.backend.is_none() {
+                if let Some((b, v)) = backend_from_version(&version) {
+                    fw.backend = Some(b);
+                    fw.backend_version = v;
+                } else {
+                    let n = name.to_ascii_lowercase();
+                    if n.contains("rocm") {
+                        fw.backend = Some("rocm".into());
+                    } else if n.contains("cuda") {
+                        fw.backend = Some("cuda".into());
+                    }
+                }
+            }
+            out.push(fw);
+        }
+    }
+}
+
+pub fn collect(root: &Root, f: &mut Facts) -> String {
+    let mut seen_real: Vec<String> = Vec::new();
+    let mut candidates: Vec<String> = Vec::new();
+    if let Some(path) = root.env("PATH") {
+        for dir in path.split(':').filter(|d| d.starts_with('/')) {
+            let dir = dir.trim_end_matches('/');
+            for name in root.list(dir) {
+                if !is_interpreter_name(&name) {
+                    continue;
+                }
+                let p = format!("{dir}/{name}");
+                if !root.is_executable(&p) {
+                    continue;
+                }
+                let real = root.canonical(&p);
+                if seen_real.contains(&real) {
+                    continue;
+                }
+                seen_real.push(real);
+                candidates.push(p);
+            }
+        }
+        scanned(f, "python");
+    }
+    // In parallel: a pyenv shim alone takes ~0.3 s to answer.
+    let versions: Vec<(String, Option<String>, bool)> = std::thread::scope(|s| {
+        let handles: Vec<_> = candidates
+            .iter()
+            .map(|p| {
+                s.spawn(move || {
+                    let out = root.run(&version_cmd_name(p), p, &["--version"]);
+                    let version = match (&out.status, out.text()) {
+                        (CmdStatus::Exited(0), Some(t)) => t
+                            .lines()
+                            .find_map(|l| l.trim().strip_prefix("Python "))
+                            .map(|v| v.trim().to_string()),
+                        _ => None,
+                    };
+                    (p.clone(), version, out.status == CmdStatus::TimedOut)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    for (path, version, timed_out) in versions {
+        if path.is_empty() {
+            continue;
+        }
+        let plain = path.ends_with("/python3");
+        // A `python3.N` that cannot say its version (e.g. a pyenv shim for a
+        // version not installed) is not an interpreter; `python3` is always
+        // listed, so a broken default python shows.
+        if version.is_some() || plain {
+            f.python.interpreters.push(Interpreter {
+                path: path.clone(),
+                version,
+            });
+        }
+        if timed_out {
+            super::signal(
+                f,
+                "python-timeout",
+                &path,
+                "python --version did not finish",
+            );
+        }
+    }
+    for env_root in env_roots(root) {
+        for env in root.list(&env_root) {
+            frameworks_in_env(root, &format!("{env_root}/{env}"), &mut f.python.frameworks);
+        }
+    }
+    let interp: Vec<String> = f
+        .python
+        .interpreters
+        .iter()
+        .map(|i| {
+            format!(
+                "{} {}",
+                i.path,
+                i.version.as_deref().unwrap_or("(no version)")
+            )
+        })
+        .collect();
+    let mut s = if interp.is_empty() {
+        "no python3 on PATH".to_string()
+    } else {
+        interp.join(", ")
+    };
+    if !f.python.frameworks.is_empty() {
+        let fws: Vec<String> = f
+            .python
+            .frameworks
+            .iter()
+            .map(|fw| format!("{} {}", fw.name, fw.version))
+            .collect();
+        s.push_str(&format!("; greta envs: {}", fws.join(", ")));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interpreter_names() {
+        assert!(is_interpreter_name("python3"));
+        assert!(is_interpreter_name("python3.11"));
+        assert!(!is_interpreter_name("python3-config"));
+        assert!(!is_interpreter_name("python3.11-config"));
+        assert!(!is_interpreter_name("python3."));
+        assert!(!is_interpreter_name("python2.7"));
+    }
+
+    #[test]
+    fn torch_version_py_both_styles() {
+        let new = "__version__ = '2.5.1+rocm6.2'\ndebug = False\ncuda: Optional[str] = None\nhip: Optional[str] = '6.2.41133-dd7f95766'\n";
+        assert_eq!(
+            parse_torch_version_py(new),
+            (Some("6.2.41133-dd7f95766".into()), None)
+        );
+        let old = "__version__ = '2.1.0+cu121'\ncuda = '12.1'\nhip = None\n";
+        assert_eq!(parse_torch_version_py(old), (None, Some("12.1".into())));
+        assert_eq!(parse_torch_version_py("garbage\u{0}"), (None, None));
+    }
+
+    #[test]
+    fn metadata_and_local_tags() {
+        let m = "Metadata-Version: 2.1\nName: torch\nVersion: 2.5.1+rocm6.2\nSummary: x\n\nName: not-this\n";
+        assert_eq!(
+            parse_metadata(m),
+            Some(("torch".into(), "2.5.1+rocm6.2".into()))
+        );
+        assert_eq!(parse_metadata("Name: x\n"), None);
+        assert_eq!(
+            backend_from_version("2.5.1+rocm6.2"),
+            Some(("rocm".into(), Some("6.2".into())))
+        );
+        assert_eq!(
+            backend_from_version("2.4.0+cu124"),
+            Some(("cuda".into(), Some("12.4".into())))
+        );
+        assert_eq!(
+            backend_from_version("2.4.0+cpu"),
+            Some(("cpu".into(), None))
+        );
+        assert_eq!(backend_from_version("2.4.0"), None);
+        assert!(
+            is_framework("jax_rocm60_plugin")
+                && is_framework("pytorch_triton_rocm")
+                && !is_framework("numpy")
+        );
+    }
+}

@@ -1,0 +1,400 @@
+//! ROCm userspace: every install (`/opt/rocm*`, Debian's packages in `/usr`,
+//! `ROCM_PATH`/`HIP_PATH`), which one is active and why, `hipconfig`,
+//! `rocminfo` (with a time limit: it hangs on some broken stacks), the HIP
+//! runtime library and the environment variables that change what runs.
+
+use super::{scanned, signal};
+use crate::facts::{Facts, RocmInstall, Vendor};
+use crate::root::{CmdStatus, Root};
+
+/// Parser for `rocminfo` output (the `--from` parser), passed in by collect.
+pub type TextParser = fn(&str, &str, &mut Facts);
+
+const MULTIARCH_LIB: &str = if cfg!(target_arch = "aarch64") {
+    "/usr/lib/aarch64-linux-gnu"
+} else {
+    "/usr/lib/x86_64-linux-gnu"
+};
+
+/// "6.2.0-66" -> "6.2.0": the build number after '-' is not a version part.
+pub fn normalize_version(v: &str) -> Option<String> {
+    let v = v.lines().next()?.trim();
+    let core = v.split(['-', ' ', '~', '+']).next()?.trim();
+    (!core.is_empty() && core.starts_with(|c: char| c.is_ascii_digit())).then(|| core.to_string())
+}
+
+fn lib_dir_of(install: &str) -> String {
+    if install == "/usr" {
+        MULTIARCH_LIB.to_string()
+    } else {
+        format!("{install}/lib")
+    }
+}
+
+/// `libamdhip64.so*` files in a directory.
+fn hip_libs_in(root: &Root, dir: &str) -> Vec<String> {
+    root.list(dir)
+        .into_iter()
+        .filter(|n| n.starts_with("libamdhip64.so"))
+        .map(|n| format!("{dir}/{n}"))
+        .collect()
+}
+
+/// Debian/Ubuntu ROCm packages (hipcc, libamdhip64-5) install into /usr;
+/// the HIP version is in the library's file name (libamdhip64.so.5.2.21153).
+fn distro_install(root: &Root) -> Option<RocmInstall> {
+    let libs = hip_libs_in(root, MULTIARCH_LIB);
+    let has_hipcc = root.exists("/usr/bin/hipcc");
+    if libs.is_empty() && !has_hipcc {
+        return None;
+    }
+    let version = libs
+        .iter()
+        .filter_map(|l| l.rsplit_once("libamdhip64.so.").map(|(_, v)| v))
+        .filter(|v| v.matches('.').count() >= 2)
+        .max_by_key(|v| v.len())
+        .map(str::to_string);
+    Some(RocmInstall {
+        path: "/usr".into(),
+        version,
+        active: false,
+    })
+}
+
+fn install_at(root: &Root, path: &str) -> Option<RocmInstall> {
+    if !root.is_dir(path) {
+        return None;
+    }
+    let version = root
+        .read_trim(&format!("{path}/.info/version"))
+        .or_else(|| root.read_trim(&format!("{path}/.info/version-dev")))
+        .and_then(|v| v.lines().next().map(str::to_string))
+        .filter(|v| !v.is_empty());
+    Some(RocmInstall {
+        path: path.into(),
+        version,
+        active: false,
+    })
+}
+
+/// Every install, deduplicated by canonical path, plus the `/opt/rocm`
+/// symlink target when there is one.
+fn find_installs(root: &Root) -> (Vec<RocmInstall>, Option<String>) {
+    let mut installs: Vec<RocmInstall> = Vec::new();
+    let mut opt_rocm_target = None;
+    let push = |i: RocmInstall, installs: &mut Vec<RocmInstall>| {
+        if !installs.iter().any(|x| x.path == i.path) {
+            installs.push(i);
+        }
+    };
+    for name in root.list("/opt") {
+        if !name.starts_with("rocm") {
+            continue;
+        }
+        let p = format!("/opt/{name}");
+        if root.read_link(&p).is_some() {
+            let target = root.canonical(&p);
+            if name == "rocm" && root.is_dir(&target) {
+                opt_rocm_target = Some(target.clone());
+            }
+            if let Some(i) = install_at(root, &target) {
+                push(i, &mut installs);
+            }
+        } else if let Some(i) = install_at(root, &p) {
+            push(i, &mut installs);
+        }
+    }
+    if let Some(i) = distro_install(root) {
+        push(i, &mut installs);
+    }
+    for var in ["ROCM_PATH", "HIP_PATH"] {
+        if let Some(v) = root.env_nonempty(var) {
+            let p = install_root_of(root, v);
+            if let Some(i) = install_at(root, &p) {
+                push(i, &mut installs);
+            }
+        }
+    }
+    (installs, opt_rocm_target)
+}
+
+/// Canonical install root for a ROCM_PATH/HIP_PATH value (`.../hip` -> its parent).
+fn install_root_of(root: &Root, v: &str) -> String {
+    let c = root.canonical(v.trim_end_matches('/'));
+    match c.strip_suffix("/hip") {
+        Some(parent) if root.is_dir(&format!("{parent}/bin")) => parent.to_string(),
+        _ => c,
+    }
+}
+
+/// HIP version as `hipconfig --version` prints it, from the file it reads
+/// (`share/hip/version`; ROCm 5 also `bin/.hipVersion`):
+/// MAJOR.MINOR.PATCH-GITHASH, or -PACKAGING_VERSION_PATCH without a hash.
+pub fn hip_version_file(root: &Root, install: &str) -> Option<String> {
+    let text = [
+        "share/hip/version",
+        "bin/.hipVersion",
+        "hip/bin/.hipVersion",
+    ]
+    .iter()
+    .find_map(|rel| root.read(&format!("{install}/{rel}")).ok())?;
+    parse_hip_version_file(&text)
+}
+
+pub fn parse_hip_version_file(text: &str) -> Option<String> {
+    let get = |k: &str| {
+        text.lines().find_map(|l| {
+            let (key, v) = l.split_once('=')?;
+            (key.trim() == k).then(|| v.trim().to_string())
+        })
+    };
+    let (major, minor, patch) = (
+        get("HIP_VERSION_MAJOR")?,
+        get("HIP_VERSION_MINOR")?,
+        get("HIP_VERSION_PATCH")?,
+    );
+    if [&major, &minor, &patch]
+        .iter()
+        .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return None;
+    }
+    let suffix = get("HIP_VERSION_GITHASH")
+        .filter(|h| !h.is_empty())
+        .or_else(|| get("HIP_PACKAGING_VERSION_PATCH").filter(|p| !p.is_empty()));
+    Some(match suffix {
+        Some(s) => format!("{major}.{minor}.{patch}-{s}"),
+        None => format!("{major}.{minor}.{patch}"),
+    })
+}
+
+pub fn collect(root: &Root, f: &mut Facts, rocminfo_parser: Option<TextParser>) -> String {
+    let (mut installs, opt_rocm) = find_installs(root);
+    scanned(f, "rocm");
+    let hipconfig_on_path = root.which("hipconfig");
+
+    // Precedence of what a HIP program/framework build would use.
+    let mut active: Option<(String, String)> = None;
+    for var in ["ROCM_PATH", "HIP_PATH"] {
+        if let Some(v) = root.env_nonempty(var) {
+            let p = install_root_of(root, v);
+            if installs.iter().any(|i| i.path == p) {
+                active = Some((p, format!("{var}={v}")));
+            } else {
+                signal(
+                    f,
+                    "rocm-path-missing",
+                    var,
+                    &format!("{var}={v} does not point at a ROCm install"),
+                );
+            }
+            break;
+        }
+    }
+    if active.is_none() {
+        if let Some(h) = &hipconfig_on_path {
+            let c = root.canonical(h);
+            let inst = c.strip_suffix("/bin/hipconfig").unwrap_or("").to_string();
+            let inst = if inst.is_empty() {
+                "/usr".to_string()
+            } else {
+                inst
+            };
+            let inst = install_root_of(root, &inst);
+            if installs.iter().any(|i| i.path == inst) {
+                active = Some((inst, format!("hipconfig on PATH ({h})")));
+            }
+        }
+    }
+    if active.is_none() {
+        if let Some(t) = &opt_rocm {
+            active = Some((t.clone(), format!("/opt/rocm symlink -> {t}")));
+        } else if installs.iter().any(|i| i.path == "/opt/rocm") {
+            active = Some(("/opt/rocm".into(), "/opt/rocm".into()));
+        } else if installs.len() == 1 {
+            active = Some((installs[0].path.clone(), "only install".into()));
+        }
+    }
+    if let Some((p, why)) = &active {
+        for i in &mut installs {
+            i.active = i.path == *p;
+        }
+        f.rocm.active_reason = Some(why.clone());
+        f.rocm.version = installs
+            .iter()
+            .find(|i| i.active)
+            .and_then(|i| i.version.as_deref())
+            .and_then(normalize_version);
+    }
+    let active_path = active.as_ref().map(|(p, _)| p.clone());
+
+    // HIP runtime libraries.
+    let mut lib_dirs_hip: Vec<String> = installs.iter().map(|i| lib_dir_of(&i.path)).collect();
+    if let Some(ld) = root.env("LD_LIBRARY_PATH") {
+        lib_dirs_hip.extend(
+            ld.split(':')
+                .filter(|d| d.starts_with('/'))
+                .map(str::to_string),
+        );
+    }
+    for d in lib_dirs_hip {
+        for l in hip_libs_in(root, d.trim_end_matches('/')) {
+            if !f.rocm.hip_libraries.contains(&l) {
+                f.rocm.hip_libraries.push(l);
+            }
+        }
+    }
+
+    // hipconfig --version.
+    let hipconfig = hipconfig_on_path.clone().or_else(|| {
+        let p = format!("{}/bin/hipconfig", active_path.as_deref()?);
+        root.exists(&p).then_some(p)
+    });
+    f.rocm.hipconfig = hipconfig.clone();
+    let file_version = active_path
+        .as_deref()
+        .and_then(|p| hip_version_file(root, p));
+    if let Some(v) = file_version {
+        // Same file hipconfig reads, without 100-200 ms of perl.
+        f.rocm.hip_version = Some(v);
+    } else if let Some(h) = &hipconfig {
+        let out = root.run("hipconfig-version", h, &["--version"]);
+        if let (CmdStatus::Exited(0), Some(t)) = (&out.status, out.text()) {
+            f.rocm.hip_version = t
+                .lines()
+                .map(str::trim)
+                .find(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+                .map(str::to_string);
+        } else if out.status == CmdStatus::TimedOut {
+            signal(
+                f,
+                "hipconfig-timeout",
+                "hipconfig --version",
+                "hipconfig --version did not finish",
+            );
+        }
+    }
+    if f.rocm.version.is_none() {
+        f.rocm.version = f.rocm.hip_version.as_deref().and_then(normalize_version);
+    }
+
+    // Environment that changes what runs.
+    f.rocm.hsa_override_gfx_version = root
+        .env_nonempty("HSA_OVERRIDE_GFX_VERSION")
+        .map(str::to_string);
+    if let Some(ld) = root.env("LD_LIBRARY_PATH") {
+        for e in ld.split(':').filter(|e| !e.is_empty()) {
+            let e_trim = e.trim_end_matches('/');
+            let in_tree = e_trim.contains("/rocm")
+                || installs.iter().any(|i| {
+                    i.path != "/usr"
+                        && (e_trim == i.path || e_trim.starts_with(&format!("{}/", i.path)))
+                });
+            if in_tree && !f.rocm.ld_library_path_rocm.iter().any(|x| x == e) {
+                f.rocm.ld_library_path_rocm.push(e.to_string());
+            }
+        }
+    }
+    f.rocm.installs = installs;
+
+    // rocminfo: only where there is something AMD to talk to; elsewhere it
+    // only prints "ROCk module is NOT loaded" and costs time.
+    let amd_present = f.gpus.iter().any(|g| g.vendor == Vendor::Amd)
+        || f.device_nodes
+            .iter()
+            .any(|n| n.path == "/dev/kfd" && n.exists);
+    let mut rocminfo_note = String::new();
+    if amd_present {
+        let prog = root.which("rocminfo").or_else(|| {
+            let p = format!("{}/bin/rocminfo", active_path.as_deref()?);
+            root.exists(&p).then_some(p)
+        });
+        let out = match &prog {
+            Some(p) => root.run("rocminfo", p, &[]),
+            // Replays have no PATH lookup to do: the capture says.
+            None if !root.is_live() => root.run("rocminfo", "rocminfo", &[]),
+            None => crate::root::CmdOutput {
+                name: "rocminfo".into(),
+                status: CmdStatus::NotFound,
+                text: String::new(),
+            },
+        };
+        match &out.status {
+            CmdStatus::TimedOut => {
+                signal(
+                    f,
+                    "rocminfo-timeout",
+                    "rocminfo",
+                    "rocminfo did not finish within the time limit and was killed (the HSA runtime hangs: driver/firmware/KFD state)",
+                );
+                rocminfo_note = "rocminfo timed out".into();
+            }
+            CmdStatus::NotFound => rocminfo_note = "rocminfo not found".into(),
+            CmdStatus::Error(e) => rocminfo_note = format!("rocminfo: {e}"),
+            CmdStatus::Exited(code) => {
+                rocminfo_note = format!("rocminfo exit {code}");
+            }
+        }
+        if let (Some(text), Some(parse)) = (out.text(), rocminfo_parser) {
+            parse(text, "rocminfo", f);
+            if !f.rocm.agent_gfx.is_empty() {
+                rocminfo_note = format!("rocminfo agents {}", f.rocm.agent_gfx.join(", "));
+            }
+        }
+    }
+
+    let mut s = match (&active_path, f.rocm.installs.len()) {
+        (_, 0) => "no ROCm install".to_string(),
+        (Some(p), n) => format!(
+            "ROCm {} at {p} ({}){}",
+            f.rocm.version.as_deref().unwrap_or("?"),
+            f.rocm.active_reason.as_deref().unwrap_or(""),
+            if n > 1 {
+                format!(", {n} installs")
+            } else {
+                String::new()
+            }
+        ),
+        (None, n) => format!("{n} ROCm installs, none active"),
+    };
+    if let Some(h) = &f.rocm.hip_version {
+        s.push_str(&format!("; HIP {h}"));
+    }
+    if !rocminfo_note.is_empty() {
+        s.push_str(&format!("; {rocminfo_note}"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hip_version_file_matches_hipconfig_output() {
+        // Debian 12's /usr/share/hip/version; hipconfig --version prints 5.2.21153-0.
+        let debian = "# Auto-generated by cmake\nHIP_PACKAGING_VERSION_PATCH=0\nCPACK_DEBIAN_PACKAGE_RELEASE=local\nHIP_VERSION_MAJOR=5\nHIP_VERSION_MINOR=2\nHIP_VERSION_PATCH=21153\nHIP_VERSION_GITHASH=\n";
+        assert_eq!(
+            parse_hip_version_file(debian).as_deref(),
+            Some("5.2.21153-0")
+        );
+        let rocm6 = "HIP_VERSION_MAJOR=6\nHIP_VERSION_MINOR=2\nHIP_VERSION_PATCH=41133\nHIP_VERSION_GITHASH=dd7f95766\n";
+        assert_eq!(
+            parse_hip_version_file(rocm6).as_deref(),
+            Some("6.2.41133-dd7f95766")
+        );
+        assert_eq!(parse_hip_version_file("HIP_VERSION_MAJOR=x\n"), None);
+    }
+
+    #[test]
+    fn versions_lose_build_suffix() {
+        assert_eq!(normalize_version("6.2.0-66\n").as_deref(), Some("6.2.0"));
+        assert_eq!(
+            normalize_version("5.2.21153-0").as_deref(),
+            Some("5.2.21153")
+        );
+        assert_eq!(normalize_version("7.2.4").as_deref(), Some("7.2.4"));
+        assert_eq!(normalize_version("garbage"), None);
+        assert_eq!(normalize_version(""), None);
+    }
+}

@@ -1,0 +1,435 @@
+//! Vulkan physical devices, enumerated live through ash (the loader is
+//! dlopened, so greta runs without libvulkan), or replayed from a capture.
+//!
+//! Enumeration runs on its own thread with a time limit: a broken ICD can
+//! hang `vkCreateInstance`, and doctor must report that, not hang with it.
+
+use std::ffi::CStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{scanned, seen, signal};
+use crate::facts::{Facts, Gpu, Vendor, VulkanDevice, VulkanDriverKind};
+use crate::root::{CmdOutput, CmdStatus, Root};
+
+/// Pseudo-command under which the live enumeration is captured.
+pub const DEVICES_CMD: &str = "greta-vulkan-devices";
+
+/// Limit for creating an instance and querying every device.
+pub const ENUMERATION_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What one enumeration found; serialised into captures.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Enumeration {
+    pub devices: Vec<VulkanDevice>,
+    /// Why enumeration failed (loader missing, VK_ERROR_INCOMPATIBLE_DRIVER,
+    /// timed out); None when it ran.
+    pub error: Option<String>,
+    /// Loader's instance version, e.g. "1.3.239".
+    pub instance_version: Option<String>,
+}
+
+pub fn kind_from_driver_id(id: ash::vk::DriverId) -> VulkanDriverKind {
+    use ash::vk::DriverId;
+    match id {
+        DriverId::MESA_RADV => VulkanDriverKind::Radv,
+        DriverId::AMD_OPEN_SOURCE => VulkanDriverKind::Amdvlk,
+        DriverId::AMD_PROPRIETARY => VulkanDriverKind::AmdgpuPro,
+        DriverId::MESA_LLVMPIPE => VulkanDriverKind::Lavapipe,
+        DriverId::NVIDIA_PROPRIETARY => VulkanDriverKind::Nvidia,
+        _ => VulkanDriverKind::Other,
+    }
+}
+
+fn version_string(v: u32) -> String {
+    format!(
+        "{}.{}.{}",
+        ash::vk::api_version_major(v),
+        ash::vk::api_version_minor(v),
+        ash::vk::api_version_patch(v)
+    )
+}
+
+/// The 8-4-4-4-12 form vulkaninfo prints.
+pub fn uuid_string(u: &[u8; 16]) -> String {
+    let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+fn cstr(r: Result<&CStr, std::ffi::FromBytesUntilNulError>) -> Option<String> {
+    r.ok()
+        .map(|c| c.to_string_lossy().trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// Enumerates on the calling thread. Only chains structures the device
+/// supports (by API version or extension), as the spec requires.
+pub fn enumerate_now() -> Enumeration {
+    use ash::vk;
+    // SAFETY: dlopens the system loader; no Vulkan call is made if it fails.
+    let entry = match unsafe { ash::Entry::load() } {
+        Ok(e) => e,
+        Err(e) => {
+            return Enumeration {
+                error: Some(format!("Vulkan loader not loadable: {e}")),
+                ..Enumeration::default()
+            }
+        }
+    };
+    // SAFETY: entry is a loaded loader; all calls below follow the spec's
+    // valid usage (structures zero-initialised by ash's Default, chains only
+    // with supported structures, instance destroyed once at the end).
+    unsafe {
+        let inst_ver = match entry.try_enumerate_instance_version() {
+            Ok(Some(v)) => v,
+            Ok(None) => vk::API_VERSION_1_0,
+            Err(e) => {
+                return Enumeration {
+                    error: Some(format!("vkEnumerateInstanceVersion: {e}")),
+                    ..Enumeration::default()
+                }
+            }
+        };
+        let app_api = inst_ver.min(vk::API_VERSION_1_3);
+        let app = vk::ApplicationInfo::default()
+            .application_name(c"greta-doctor")
+            .api_version(app_api);
+        let ci = vk::InstanceCreateInfo::default().application_info(&app);
+        let instance = match entry.create_instance(&ci, None) {
+            Ok(i) => i,
+            Err(e) => {
+                return Enumeration {
+                    error: Some(format!("vkCreateInstance: {e}")),
+                    instance_version: Some(version_string(inst_ver)),
+                    ..Enumeration::default()
+                }
+            }
+        };
+        let mut out = Enumeration {
+            instance_version: Some(version_string(inst_ver)),
+            ..Enumeration::default()
+        };
+        match instance.enumerate_physical_devices() {
+            Err(e) => out.error = Some(format!("vkEnumeratePhysicalDevices: {e}")),
+            Ok(pds) => {
+                for pd in pds {
+                    out.devices.push(describe(&instance, pd, app_api));
+                }
+            }
+        }
+        instance.destroy_instance(None);
+        out
+    }
+}
+
+/// # Safety
+/// `pd` must come from `instance`, created with API version `app_api`.
+unsafe fn describe(
+    instance: &ash::Instance,
+    pd: ash::vk::PhysicalDevice,
+    app_api: u32,
+) -> VulkanDevice {
+    use ash::vk;
+    let props = instance.get_physical_device_properties(pd);
+    let exts: Vec<String> = instance
+        .enumerate_device_extension_properties(pd)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|e| cstr(e.extension_name_as_c_str()))
+        .collect();
+    let has = |n: &str| exts.iter().any(|e| e == n);
+    let dev_api = props.api_version;
+    let v11 = app_api >= vk::API_VERSION_1_1 && dev_api >= vk::API_VERSION_1_1;
+    let v12 = v11 && dev_api >= vk::API_VERSION_1_2;
+    let v13 = v11 && dev_api >= vk::API_VERSION_1_3;
+    let mut d = VulkanDevice {
+        name: cstr(props.device_name_as_c_str()).unwrap_or_default(),
+        device_type: Some(
+            match props.device_type {
+                vk::PhysicalDeviceType::DISCRETE_GPU => "DISCRETE_GPU",
+                vk::PhysicalDeviceType::INTEGRATED_GPU => "INTEGRATED_GPU",
+                vk::PhysicalDeviceType::VIRTUAL_GPU => "VIRTUAL_GPU",
+                vk::PhysicalDeviceType::CPU => "CPU",
+                _ => "OTHER",
+            }
+            .to_string(),
+        ),
+        vendor_id: Some(props.vendor_id),
+        device_id: Some(props.device_id),
+        api_version: Some(version_string(dev_api)),
+        cooperative_matrix: Some(has("VK_KHR_cooperative_matrix")),
+        ..VulkanDevice::default()
+    };
+    if v11 {
+        let have_driver = v12 || has("VK_KHR_driver_properties");
+        let have_sizes = v13 || has("VK_EXT_subgroup_size_control");
+        let mut id = vk::PhysicalDeviceIDProperties::default();
+        let mut sub = vk::PhysicalDeviceSubgroupProperties::default();
+        let mut drv = vk::PhysicalDeviceDriverProperties::default();
+        let mut size = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
+        let mut p2 = vk::PhysicalDeviceProperties2::default()
+            .push_next(&mut id)
+            .push_next(&mut sub);
+        if have_driver {
+            p2 = p2.push_next(&mut drv);
+        }
+        if have_sizes {
+            p2 = p2.push_next(&mut size);
+        }
+        instance.get_physical_device_properties2(pd, &mut p2);
+        d.device_uuid = Some(uuid_string(&id.device_uuid));
+        d.subgroup_size = Some(sub.subgroup_size).filter(|&s| s > 0);
+        if have_driver {
+            d.kind = kind_from_driver_id(drv.driver_id);
+            d.driver_name = cstr(drv.driver_name_as_c_str());
+            d.driver_info = cstr(drv.driver_info_as_c_str());
+        }
+        if have_sizes {
+            d.min_subgroup_size = Some(size.min_subgroup_size).filter(|&s| s > 0);
+            d.max_subgroup_size = Some(size.max_subgroup_size).filter(|&s| s > 0);
+        }
+        if v12 || has("VK_KHR_shader_float16_int8") {
+            let mut f16 = vk::PhysicalDeviceShaderFloat16Int8Features::default();
+            let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f16);
+            instance.get_physical_device_features2(pd, &mut f2);
+            d.fp16 = Some(f16.shader_float16 == vk::TRUE);
+        } else {
+            d.fp16 = Some(false);
+        }
+    }
+    if d.kind == VulkanDriverKind::Other {
+        d.kind = kind_from_name(&d.name, d.driver_name.as_deref());
+    }
+    d
+}
+
+/// Fallback when the driver does not report a driverID.
+pub fn kind_from_name(name: &str, driver: Option<&str>) -> VulkanDriverKind {
+    let n = format!("{} {}", name, driver.unwrap_or("")).to_ascii_lowercase();
+    if n.contains("llvmpipe") || n.contains("lavapipe") {
+        VulkanDriverKind::Lavapipe
+    } else if n.contains("radv") {
+        VulkanDriverKind::Radv
+    } else if n.contains("amdvlk") || n.contains("amd open-source") {
+        VulkanDriverKind::Amdvlk
+    } else if n.contains("amd proprietary") {
+        VulkanDriverKind::AmdgpuPro
+    } else if n.contains("nvidia") {
+        VulkanDriverKind::Nvidia
+    } else {
+        VulkanDriverKind::Other
+    }
+}
+
+/// Enumerates on a helper thread; a hang becomes an error after `timeout`
+/// (the stuck thread is abandoned; it holds nothing doctor needs).
+pub fn enumerate_with_timeout(timeout: Duration) -> Enumeration {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("greta-vulkan-enum".into())
+        .spawn(move || {
+            let _ = tx.send(enumerate_now());
+        });
+    if let Err(e) = spawned {
+        return Enumeration {
+            error: Some(format!("cannot start enumeration thread: {e}")),
+            ..Enumeration::default()
+        };
+    }
+    rx.recv_timeout(timeout).unwrap_or_else(|_| Enumeration {
+        error: Some(format!(
+            "Vulkan enumeration did not finish within {} s (a driver hangs in vkCreateInstance)",
+            timeout.as_secs()
+        )),
+        ..Enumeration::default()
+    })
+}
+
+/// Parser for captured `vulkaninfo` text (the `--from` parser); set by
+/// collect when the text module is present.
+pub type TextParser = fn(&str, &str, &mut Facts);
+
+/// Folds a Vulkan device into the GPU list: the PCI GPU with the same
+/// vendor/device id, else a new entry (a CPU device becomes vendor `cpu`).
+pub fn merge_device(gpus: &mut Vec<Gpu>, d: &VulkanDevice) {
+    let is_cpu = d.device_type.as_deref() == Some("CPU") || d.kind == VulkanDriverKind::Lavapipe;
+    let ids = (
+        d.vendor_id.and_then(|v| u16::try_from(v).ok()),
+        d.device_id.and_then(|v| u16::try_from(v).ok()),
+    );
+    let pos = if is_cpu {
+        gpus.iter()
+            .position(|g| g.vendor == Vendor::Cpu && g.name == d.name)
+    } else {
+        gpus.iter()
+            .position(|g| ids.1.is_some() && (g.vendor_id, g.device_id) == ids)
+    };
+    let g = match pos {
+        Some(i) => &mut gpus[i],
+        None => {
+            gpus.push(Gpu {
+                vendor: if is_cpu {
+                    Vendor::Cpu
+                } else {
+                    ids.0.map(super::gpu::vendor_of).unwrap_or(Vendor::Other)
+                },
+                name: d.name.clone(),
+                vendor_id: if is_cpu { None } else { ids.0 },
+                device_id: if is_cpu { None } else { ids.1 },
+                integrated: match d.device_type.as_deref() {
+                    Some("INTEGRATED_GPU") => Some(true),
+                    Some("DISCRETE_GPU") => Some(false),
+                    _ => None,
+                },
+                ..Gpu::default()
+            });
+            gpus.last_mut().expect("just pushed")
+        }
+    };
+    seen(g, "vulkan");
+}
+
+pub fn collect(root: &Root, f: &mut Facts, text_parser: Option<TextParser>) -> String {
+    let enumeration = if root.is_live() {
+        if f.vulkan.loader.is_none() {
+            Enumeration {
+                error: Some("no libvulkan.so.1".into()),
+                ..Enumeration::default()
+            }
+        } else {
+            enumerate_with_timeout(ENUMERATION_TIMEOUT)
+        }
+    } else {
+        let cap = root.run(DEVICES_CMD, DEVICES_CMD, &[]);
+        match cap.text().map(serde_json::from_str::<Enumeration>) {
+            Some(Ok(e)) => e,
+            Some(Err(e)) => Enumeration {
+                error: Some(format!(".greta/cmd/{DEVICES_CMD}.txt: {e}")),
+                ..Enumeration::default()
+            },
+            None => return replay_vulkaninfo(root, f, text_parser),
+        }
+    };
+    if root.is_live() {
+        root.note_cmd(CmdOutput {
+            name: DEVICES_CMD.into(),
+            status: CmdStatus::Exited(0),
+            text: serde_json::to_string_pretty(&enumeration).unwrap_or_default(),
+        });
+    }
+    apply(f, enumeration)
+}
+
+fn apply(f: &mut Facts, e: Enumeration) -> String {
+    if let Some(err) = &e.error {
+        let id = if err.contains("did not finish") {
+            "vulkan-enumeration-timeout"
+        } else if err.contains("no libvulkan") || err.contains("not loadable") {
+            "vulkan-loader-unusable"
+        } else {
+            "vulkan-enumeration-failed"
+        };
+        signal(f, id, "vulkan (ash)", err);
+    } else {
+        scanned(f, "vulkan-devices");
+    }
+    for d in &e.devices {
+        merge_device(&mut f.gpus, d);
+        if d.kind != VulkanDriverKind::Other && !f.vulkan.drivers.contains(&d.kind) {
+            f.vulkan.drivers.push(d.kind);
+        }
+    }
+    let summary: Vec<String> = e
+        .devices
+        .iter()
+        .map(|d| {
+            format!(
+                "{} [{}]",
+                d.name,
+                d.device_type.as_deref().unwrap_or("?").to_ascii_lowercase()
+            )
+        })
+        .collect();
+    f.vulkan.devices = e.devices;
+    match (&e.error, summary.is_empty()) {
+        (Some(err), _) => err.clone(),
+        (None, true) => "no Vulkan device".into(),
+        (None, false) => summary.join(", "),
+    }
+}
+
+/// Sysroot without a greta enumeration: the captured `vulkaninfo` text,
+/// through the `--from` parser (which also merges the GPUs it names).
+fn replay_vulkaninfo(root: &Root, f: &mut Facts, parser: Option<TextParser>) -> String {
+    for name in ["vulkaninfo-summary", "vulkaninfo"] {
+        let out = root.run(name, "vulkaninfo", &[]);
+        let Some(text) = out.text() else { continue };
+        let Some(parse) = parser else {
+            return format!("captured {name} present, no parser for it in this build");
+        };
+        let before = f.vulkan.devices.len();
+        parse(text, &format!(".greta/cmd/{name}.txt"), f);
+        let n = f.vulkan.devices.len().saturating_sub(before);
+        if n > 0 {
+            scanned(f, "vulkan-devices");
+        }
+        return format!("{n} device(s) from captured {name}");
+    }
+    "not captured".into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_and_versions_format_like_vulkaninfo() {
+        let u: [u8; 16] = [
+            0x6d, 0x65, 0x73, 0x61, 0x32, 0x33, 0x2e, 0x33, 0x2e, 0x36, 0, 0, 0, 0, 0, 0,
+        ];
+        assert_eq!(uuid_string(&u), "6d657361-3233-2e33-2e36-000000000000");
+        assert_eq!(
+            version_string(ash::vk::make_api_version(0, 1, 3, 230)),
+            "1.3.230"
+        );
+    }
+
+    #[test]
+    fn cpu_devices_merge_as_cpu_vendor_and_gpus_by_ids() {
+        let mut gpus = vec![Gpu {
+            vendor: Vendor::Amd,
+            vendor_id: Some(0x1002),
+            device_id: Some(0x15bf),
+            ..Gpu::default()
+        }];
+        let radv = VulkanDevice {
+            name: "AMD Radeon 760M (RADV GFX1103_R1)".into(),
+            kind: VulkanDriverKind::Radv,
+            device_type: Some("INTEGRATED_GPU".into()),
+            vendor_id: Some(0x1002),
+            device_id: Some(0x15bf),
+            ..VulkanDevice::default()
+        };
+        let lvp = VulkanDevice {
+            name: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
+            kind: VulkanDriverKind::Lavapipe,
+            device_type: Some("CPU".into()),
+            vendor_id: Some(0x10005),
+            ..VulkanDevice::default()
+        };
+        merge_device(&mut gpus, &radv);
+        merge_device(&mut gpus, &lvp);
+        merge_device(&mut gpus, &lvp);
+        assert_eq!(gpus.len(), 2);
+        assert_eq!(gpus[0].seen_by, vec!["vulkan"]);
+        assert_eq!(gpus[1].vendor, Vendor::Cpu);
+    }
+}

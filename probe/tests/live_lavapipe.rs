@@ -1,0 +1,101 @@
+//! Live collection on this machine (Debian 12 CI: Mesa lavapipe + RADV
+//! manifests from mesa-vulkan-drivers, libvulkan1, no GPU).
+
+use greta_probe::collect::collect;
+use greta_probe::facts::{Vendor, VulkanDriverKind};
+use greta_probe::root::Root;
+
+#[test]
+fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
+    let root = Root::live();
+    let (f, checks) = collect(&root);
+    eprintln!("{}", serde_json::to_string_pretty(&f).unwrap());
+    for c in &checks {
+        eprintln!(
+            "{:>14} {:>8.1} ms  {}",
+            c.id,
+            c.duration.as_secs_f64() * 1e3,
+            c.summary
+        );
+    }
+    assert_eq!(f.sources, vec!["live".to_string()]);
+    assert!(f.kernel_version.as_deref().is_some_and(|k| !k.is_empty()));
+
+    // Loader and manifests as installed by libvulkan1 + mesa-vulkan-drivers.
+    let loader = f.vulkan.loader.as_deref().expect("libvulkan.so.1 found");
+    assert!(loader.ends_with("libvulkan.so.1"), "{loader}");
+    let lvp = f
+        .vulkan
+        .icds
+        .iter()
+        .find(|i| i.manifest.ends_with("lvp_icd.x86_64.json"))
+        .expect("lavapipe manifest");
+    assert_eq!(lvp.kind, VulkanDriverKind::Lavapipe);
+    assert_eq!(lvp.library_ok, Some(true), "{lvp:?}");
+    assert_eq!(lvp.found_in.as_deref(), Some("/usr/share/vulkan/icd.d"));
+    let radv = f
+        .vulkan
+        .icds
+        .iter()
+        .find(|i| i.manifest.ends_with("radeon_icd.x86_64.json"))
+        .expect("RADV manifest");
+    assert_eq!(radv.kind, VulkanDriverKind::Radv);
+    assert_eq!(radv.library_ok, Some(true), "{radv:?}");
+
+    // lavapipe enumerated through ash: a CPU device, driverID -> Lavapipe.
+    let dev = f
+        .vulkan
+        .devices
+        .iter()
+        .find(|d| d.kind == VulkanDriverKind::Lavapipe)
+        .expect("lavapipe device through ash");
+    assert_eq!(dev.device_type.as_deref(), Some("CPU"));
+    assert!(dev.name.contains("llvmpipe"), "{}", dev.name);
+    assert_eq!(dev.driver_name.as_deref(), Some("llvmpipe"));
+    assert!(dev
+        .api_version
+        .as_deref()
+        .is_some_and(|v| v.starts_with("1.")));
+    assert!(dev.device_uuid.as_deref().is_some_and(|u| u.len() == 36));
+    assert!(dev.subgroup_size.is_some_and(|s| s >= 4));
+    assert!(dev.fp16.is_some());
+    assert!(dev.cooperative_matrix.is_some());
+    assert!(f.vulkan.drivers.contains(&VulkanDriverKind::Lavapipe));
+    assert!(f.vulkan.drivers.contains(&VulkanDriverKind::Radv));
+
+    // No real GPU here: only the CPU "GPU" lavapipe exposes.
+    assert!(
+        f.gpus
+            .iter()
+            .all(|g| g.vendor == Vendor::Cpu || g.vendor == Vendor::Other),
+        "{:?}",
+        f.gpus
+    );
+    assert!(f
+        .device_nodes
+        .iter()
+        .any(|n| n.path == "/dev/kfd" && !n.exists));
+    for area in [
+        "pci",
+        "device-nodes",
+        "vulkan-icds",
+        "vulkan-devices",
+        "rocm",
+        "python",
+    ] {
+        assert!(f.scanned.iter().any(|s| s == area), "{area} not scanned");
+    }
+    let ids: Vec<&str> = checks.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "pci",
+            "kfd",
+            "device-nodes",
+            "vulkan-icds",
+            "vulkan-devices",
+            "rocm",
+            "python"
+        ]
+    );
+}
