@@ -1,0 +1,237 @@
+//! AMD naming knowledge shared by the text parsers: gfx target decoding,
+//! which targets are APUs, RADV's chip codenames, and PCI names/VF flags
+//! from the pci.ids database (the `pci-ids` crate, never a hand table).
+
+/// KFD `gfx_target_version` (major*10000 + minor*100 + stepping) to the LLVM
+/// target name: 90402 -> gfx942, 90010 -> gfx90a, 110003 -> gfx1103.
+/// Reading it from KFD is the reliable way (ERRORS.md C7: decoding the DRM
+/// GC IP version gives gfx943 for a gfx942 MI300X).
+pub fn gfx_from_target_version(v: u64) -> Option<String> {
+    if v == 0 {
+        return None;
+    }
+    let major = v / 10000;
+    let minor = (v / 100) % 100;
+    let step = v % 100;
+    if major == 0 || minor > 15 || step > 15 {
+        return None;
+    }
+    Some(format!("gfx{major}{minor:x}{step:x}"))
+}
+
+/// `HSA_OVERRIDE_GFX_VERSION` ("11.0.0") to the target it pretends to be.
+pub fn gfx_from_override(v: &str) -> Option<String> {
+    let mut it = v.trim().split('.');
+    let major: u64 = it.next()?.parse().ok()?;
+    let minor: u64 = it.next()?.parse().ok()?;
+    let step: u64 = it.next()?.parse().ok()?;
+    if it.next().is_some() {
+        return None;
+    }
+    gfx_from_target_version(major * 10000 + minor * 100 + step)
+}
+
+/// Extracts the first `gfxNNNN` token from text ("amdgcn-amd-amdhsa--gfx942:sramecc+").
+pub fn find_gfx(text: &str) -> Option<String> {
+    let lc = text.to_ascii_lowercase();
+    let b = lc.as_bytes();
+    let mut i = 0;
+    while let Some(pos) = lc[i..].find("gfx") {
+        let start = i + pos;
+        let before_ok =
+            start == 0 || !(b[start - 1].is_ascii_alphanumeric() || b[start - 1] == b'_');
+        let mut end = start + 3;
+        while end < b.len() && b[end].is_ascii_hexdigit() {
+            end += 1;
+        }
+        let digits = &lc[start + 3..end];
+        let after_ok = end == b.len() || !(b[end].is_ascii_alphanumeric() || b[end] == b'_');
+        if before_ok
+            && after_ok
+            && (3..=4).contains(&digits.len())
+            && digits.as_bytes()[0].is_ascii_digit()
+        {
+            return Some(format!("gfx{digits}"));
+        }
+        i = start + 3;
+    }
+    None
+}
+
+/// gfx targets of AMD APUs (integrated GPUs sharing system memory). The KFD
+/// topology says so directly (a node with CPU cores and SIMDs); text such as
+/// a rocminfo paste only shows the target, so this list fills the gap.
+const APU_TARGETS: &[&str] = &[
+    "gfx801", "gfx902", "gfx909", "gfx90c", "gfx1013", "gfx1033", "gfx1035", "gfx1036", "gfx1037",
+    "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153",
+];
+
+pub fn is_apu_target(gfx: &str) -> bool {
+    APU_TARGETS.contains(&gfx)
+}
+
+/// Mesa's RADV device-name codenames ("AMD Radeon RX 6600 (RADV NAVI23)") to
+/// gfx targets; chips without a codename print "RADV GFX1201" directly.
+const RADV_CODENAMES: &[(&str, &str)] = &[
+    ("TAHITI", "gfx600"),
+    ("PITCAIRN", "gfx601"),
+    ("VERDE", "gfx601"),
+    ("OLAND", "gfx602"),
+    ("HAINAN", "gfx602"),
+    ("BONAIRE", "gfx704"),
+    ("KAVERI", "gfx700"),
+    ("HAWAII", "gfx701"),
+    ("KABINI", "gfx703"),
+    ("TONGA", "gfx802"),
+    ("ICELAND", "gfx802"),
+    ("CARRIZO", "gfx801"),
+    ("FIJI", "gfx803"),
+    ("POLARIS10", "gfx803"),
+    ("POLARIS11", "gfx803"),
+    ("POLARIS12", "gfx803"),
+    ("VEGAM", "gfx803"),
+    ("STONEY", "gfx810"),
+    ("VEGA10", "gfx900"),
+    ("RAVEN", "gfx902"),
+    ("VEGA12", "gfx904"),
+    ("VEGA20", "gfx906"),
+    ("RAVEN2", "gfx909"),
+    ("RENOIR", "gfx90c"),
+    ("ARCTURUS", "gfx908"),
+    ("ALDEBARAN", "gfx90a"),
+    ("NAVI10", "gfx1010"),
+    ("NAVI12", "gfx1011"),
+    ("NAVI14", "gfx1012"),
+    ("NAVI21", "gfx1030"),
+    ("NAVI22", "gfx1031"),
+    ("NAVI23", "gfx1032"),
+    ("VANGOGH", "gfx1033"),
+    ("NAVI24", "gfx1034"),
+    ("REMBRANDT", "gfx1035"),
+    ("RAPHAEL_MENDOCINO", "gfx1036"),
+    ("NAVI31", "gfx1100"),
+    ("NAVI32", "gfx1101"),
+    ("NAVI33", "gfx1102"),
+    ("PHOENIX", "gfx1103"),
+    ("GFX1150", "gfx1150"),
+    ("STRIX_POINT", "gfx1150"),
+    ("GFX1151", "gfx1151"),
+    ("STRIX_HALO", "gfx1151"),
+    ("GFX1152", "gfx1152"),
+    ("GFX1200", "gfx1200"),
+    ("GFX1201", "gfx1201"),
+    ("GFX940", "gfx940"),
+    ("GFX941", "gfx941"),
+    ("GFX942", "gfx942"),
+];
+
+/// "AMD Radeon Graphics (RADV GFX1201)" -> gfx1201.
+pub fn gfx_from_radv_name(name: &str) -> Option<String> {
+    let start = name.find("(RADV ")? + 6;
+    let rest = &name[start..];
+    let code = rest.split(')').next()?.trim();
+    if let Some((_, g)) = RADV_CODENAMES.iter().find(|(c, _)| *c == code) {
+        return Some(g.to_string());
+    }
+    find_gfx(code)
+}
+
+/// pci.ids name of a device ("Aqua Vanjaram [Instinct MI300X VF]").
+pub fn pci_name(vendor: u16, device: u16) -> Option<&'static str> {
+    pci_ids::Device::from_vid_pid(vendor, device).map(|d| d.name())
+}
+
+/// SR-IOV virtual function, as proven by a name ("AMD Instinct MI300X VF")
+/// or by the pci.ids name of the device id (1002:74b5 "... MI300X VF]").
+pub fn is_vf(name: &str, vendor: Option<u16>, device: Option<u16>) -> bool {
+    let named = |n: &str| {
+        n.split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| w == "VF")
+            || n.contains("Virtual Function")
+    };
+    if named(name) {
+        return true;
+    }
+    match (vendor, device) {
+        (Some(v), Some(d)) => pci_name(v, d).is_some_and(named),
+        _ => false,
+    }
+}
+
+/// PCI vendor ids.
+pub const AMD: u16 = 0x1002;
+pub const NVIDIA: u16 = 0x10de;
+pub const INTEL: u16 = 0x8086;
+
+/// rocminfo's `BDFID` (bus<<8 | dev<<3 | fn) as "bb:dd.f".
+pub fn bdf_from_bdfid(id: u32) -> Option<String> {
+    if id == 0 || id > 0xffff {
+        return None;
+    }
+    Some(format!(
+        "{:02x}:{:02x}.{:x}",
+        id >> 8,
+        (id >> 3) & 0x1f,
+        id & 7
+    ))
+}
+
+/// Parses "0x74a1", "74a1" or "29857" as the hex/decimal it is written in.
+pub fn parse_id(s: &str) -> Option<u32> {
+    let s = s.trim().trim_end_matches(',');
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u32::from_str_radix(h, 16).ok()
+    } else {
+        s.parse().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_versions_decode() {
+        assert_eq!(gfx_from_target_version(90402).as_deref(), Some("gfx942"));
+        assert_eq!(gfx_from_target_version(90010).as_deref(), Some("gfx90a"));
+        assert_eq!(gfx_from_target_version(110003).as_deref(), Some("gfx1103"));
+        assert_eq!(gfx_from_target_version(100300).as_deref(), Some("gfx1030"));
+        assert_eq!(gfx_from_target_version(90012).as_deref(), Some("gfx90c"));
+        assert_eq!(gfx_from_target_version(0), None);
+        assert_eq!(gfx_from_override("11.0.0").as_deref(), Some("gfx1100"));
+        assert_eq!(gfx_from_override("10.3.0").as_deref(), Some("gfx1030"));
+        assert_eq!(gfx_from_override("eleven"), None);
+    }
+
+    #[test]
+    fn gfx_tokens_are_found_only_as_words() {
+        assert_eq!(
+            find_gfx("amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-").as_deref(),
+            Some("gfx942")
+        );
+        assert_eq!(
+            find_gfx("AMD Radeon Graphics (gfx1103)").as_deref(),
+            Some("gfx1103")
+        );
+        assert_eq!(find_gfx("TensileLibrary_lazy_gfx90a.dat").as_deref(), None);
+        assert_eq!(find_gfx("gfx9-4-generic"), None);
+    }
+
+    #[test]
+    fn radv_names_and_vf_ids() {
+        assert_eq!(
+            gfx_from_radv_name("AMD Radeon Graphics (RADV GFX1201)").as_deref(),
+            Some("gfx1201")
+        );
+        assert_eq!(
+            gfx_from_radv_name("AMD Radeon 780M Graphics (RADV PHOENIX)").as_deref(),
+            Some("gfx1103")
+        );
+        assert_eq!(gfx_from_radv_name("NVIDIA GeForce RTX 2060"), None);
+        assert!(is_vf("AMD Instinct MI300X VF", None, None));
+        assert!(is_vf("", Some(AMD), Some(0x74b5)));
+        assert!(!is_vf("AMD Instinct MI300X", Some(AMD), Some(0x74a1)));
+        assert_eq!(bdf_from_bdfid(33536).as_deref(), Some("83:00.0"));
+        assert_eq!(bdf_from_bdfid(50688).as_deref(), Some("c6:00.0"));
+    }
+}

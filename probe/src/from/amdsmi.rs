@@ -1,0 +1,111 @@
+//! `amd-smi` (the default table, and the `KEY: value` form of `amd-smi
+//! static`/`list`): driver and ROCm versions, GPUs by PCI address. SMI output
+//! proves the kernel driver, not the HSA runtime (ERRORS.md D5).
+
+use super::amd::{self, find_gfx, parse_id};
+use super::kv;
+use crate::facts::{Facts, Gpu, KernelDriver, Vendor};
+
+pub fn recognise(text: &str) -> bool {
+    text.contains("AMD-SMI ")
+        || (text.contains("GPU-Name") && text.contains("BDF"))
+        || text.contains("MARKET_NAME:")
+}
+
+fn word_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let p = text.find(key)? + key.len();
+    text[p..].split_whitespace().next()
+}
+
+fn is_bdf(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 12
+        && b[4] == b':'
+        && b[7] == b':'
+        && b[10] == b'.'
+        && s.chars().filter(|c| c.is_ascii_hexdigit()).count() == 9
+}
+
+pub fn parse(text: &str) -> Facts {
+    let mut f = Facts::default();
+    if let Some(v) = word_after(text, "amdgpu version:") {
+        f.kernel_driver_version = Some(v.to_string());
+        f.drivers.push(KernelDriver {
+            name: "amdgpu".into(),
+            loaded: true,
+            version: Some(v.into()),
+        });
+    }
+    if let Some(v) = word_after(text, "ROCm version:") {
+        f.rocm.version = Some(v.to_string());
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let mut keyed: Option<Gpu> = None;
+    for (i, line) in lines.iter().enumerate() {
+        // Table form: "| 0000:83:00.0 AMD Instinct MI300X VF | 0 % ..."
+        let cells: Vec<&str> = line.split('|').collect();
+        if cells.len() >= 3 {
+            let c = cells[1].trim();
+            if let Some((bdf, name)) = c.split_once(' ') {
+                if is_bdf(bdf) {
+                    let vram = lines
+                        .get(i + 1)
+                        .and_then(|n| total_mb(n))
+                        .map(|mb| mb << 20);
+                    let name = name.trim().to_string();
+                    f.gpus.push(Gpu {
+                        vendor: Vendor::Amd,
+                        vf: amd::is_vf(&name, None, None),
+                        name,
+                        pci_address: Some(bdf.to_lowercase()),
+                        vram_bytes: vram,
+                        kernel_driver: Some("amdgpu".into()),
+                        seen_by: vec!["amd-smi".into()],
+                        ..Gpu::default()
+                    });
+                    continue;
+                }
+            }
+        }
+        // Key form: "GPU: 0" starts a device; "MARKET_NAME: ...", "BDF: ...".
+        let Some((_, k, v)) = kv(line) else { continue };
+        match k {
+            "GPU" if v.bytes().all(|b| b.is_ascii_digit()) && !v.is_empty() => {
+                if let Some(g) = keyed.take() {
+                    f.gpus.push(g);
+                }
+                keyed = Some(Gpu {
+                    vendor: Vendor::Amd,
+                    kernel_driver: Some("amdgpu".into()),
+                    seen_by: vec!["amd-smi".into()],
+                    ..Gpu::default()
+                });
+            }
+            _ => {
+                let Some(g) = keyed.as_mut() else { continue };
+                match k {
+                    "BDF" if is_bdf(v) => g.pci_address = Some(v.to_lowercase()),
+                    "MARKET_NAME" | "PRODUCT_NAME" if g.name.is_empty() => g.name = v.to_string(),
+                    "DEVICE_ID" => g.device_id = parse_id(v).map(|x| x as u16),
+                    "VENDOR_ID" => g.vendor_id = parse_id(v).map(|x| x as u16),
+                    "TARGET_GRAPHICS_VERSION" => g.gfx = find_gfx(v),
+                    _ => {}
+                }
+            }
+        }
+    }
+    if let Some(g) = keyed.take() {
+        f.gpus.push(g);
+    }
+    for g in &mut f.gpus {
+        g.vf |= amd::is_vf(&g.name, g.vendor_id.or(Some(amd::AMD)), g.device_id);
+    }
+    f
+}
+
+/// "0 %        N/A           285/196288 MB" -> 196288.
+fn total_mb(line: &str) -> Option<u64> {
+    let p = line.find(" MB")?;
+    let before = line[..p].split_whitespace().last()?;
+    before.split('/').nth(1)?.parse().ok()
+}

@@ -1,0 +1,137 @@
+//! PyTorch's / vLLM's `collect_env` report: the framework build (ROCm, CUDA or
+//! CPU) and the GPUs the framework saw, without importing anything.
+
+use super::amd::find_gfx;
+use crate::facts::{Facts, Framework, Gpu, Interpreter, Vendor};
+
+pub fn recognise(text: &str) -> bool {
+    [
+        "Collecting environment information",
+        "PyTorch version:",
+        "ROCM used to build PyTorch",
+        "Is CUDA available:",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+}
+
+fn known(v: &str) -> Option<&str> {
+    let v = v.trim();
+    (!v.is_empty() && v != "N/A" && v != "Could not collect" && v != "None").then_some(v)
+}
+
+pub fn parse(text: &str) -> Facts {
+    let mut f = Facts::default();
+    let mut torch: Option<Framework> = None;
+    let mut rocm_build: Option<String> = None;
+    let mut cuda_build: Option<String> = None;
+    let mut hip_runtime: Option<String> = None;
+    let mut cuda_available: Option<bool> = None;
+    let mut in_gpus = false;
+    for l in text.lines() {
+        let t = l.trim();
+        if in_gpus {
+            // Multi-GPU form: "GPU 0: NVIDIA A100-SXM4-80GB"
+            if let Some(rest) = t
+                .strip_prefix("GPU ")
+                .and_then(|r| r.split_once(": "))
+                .map(|x| x.1)
+            {
+                push_gpu(&mut f, rest);
+                continue;
+            }
+            in_gpus = false;
+        }
+        let Some((k, v)) = t.split_once(':') else {
+            continue;
+        };
+        let v = v.trim();
+        match k.trim() {
+            "PyTorch version" => {
+                if let Some(v) = known(v) {
+                    torch = Some(Framework {
+                        env: "pasted".into(),
+                        name: "torch".into(),
+                        version: v.into(),
+                        ..Framework::default()
+                    })
+                }
+            }
+            "ROCM used to build PyTorch" => rocm_build = known(v).map(String::from),
+            "CUDA used to build PyTorch" => cuda_build = known(v).map(String::from),
+            "HIP runtime version" => hip_runtime = known(v).map(String::from),
+            "Is CUDA available" => cuda_available = Some(v == "True"),
+            "Python version" => {
+                if let Some(ver) = known(v).and_then(|v| v.split_whitespace().next()) {
+                    f.python.interpreters.push(Interpreter {
+                        path: "python (collect_env)".into(),
+                        version: Some(ver.into()),
+                    });
+                }
+            }
+            "Python platform" => {
+                if let Some(rest) = v.strip_prefix("Linux-") {
+                    let end = rest
+                        .find("-x86_64")
+                        .or_else(|| rest.find("-aarch64"))
+                        .unwrap_or(rest.len());
+                    f.kernel_version = Some(rest[..end].to_string());
+                }
+            }
+            "Nvidia driver version" => {
+                if let Some(v) = known(v) {
+                    f.kernel_driver_version = Some(v.into());
+                }
+            }
+            "GPU models and configuration" => match known(v) {
+                Some(v) => push_gpu(&mut f, v),
+                None => in_gpus = v.is_empty(),
+            },
+            _ => {}
+        }
+    }
+    if let Some(mut t) = torch {
+        if let Some(r) = &rocm_build {
+            t.backend = Some("rocm".into());
+            t.backend_version = Some(r.clone());
+        } else if let Some(c) = &cuda_build {
+            t.backend = Some("cuda".into());
+            t.backend_version = Some(c.clone());
+        } else if t.version.contains("+cpu") || (rocm_build.is_none() && cuda_build.is_none()) {
+            t.backend = Some("cpu".into());
+        }
+        f.python.frameworks.push(t);
+    }
+    if rocm_build.is_some() {
+        f.rocm.version = hip_runtime.clone().or(rocm_build.clone());
+        f.rocm.hip_version = hip_runtime;
+        f.rocm.runtime_sees_gpu = cuda_available;
+    }
+    f
+}
+
+fn push_gpu(f: &mut Facts, v: &str) {
+    let gfx = find_gfx(v);
+    let name = match v.rfind(" (") {
+        Some(p) if gfx.is_some() => v[..p].trim().to_string(),
+        _ => v.trim().to_string(),
+    };
+    let vendor = if gfx.is_some()
+        || name.starts_with("AMD")
+        || name.contains("Radeon")
+        || name.contains("Instinct")
+    {
+        Vendor::Amd
+    } else if name.contains("NVIDIA") || name.contains("GeForce") || name.contains("Tesla") {
+        Vendor::Nvidia
+    } else {
+        Vendor::Other
+    };
+    f.gpus.push(Gpu {
+        vendor,
+        name,
+        gfx,
+        seen_by: vec!["collect_env".into()],
+        ..Gpu::default()
+    });
+}

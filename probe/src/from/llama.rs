@@ -1,0 +1,111 @@
+//! llama.cpp / ggml start-up lines: the device list an application saw.
+//! `ggml_vulkan: 0 = AMD Radeon 780M Graphics (RADV PHOENIX) (radv) | uma: 1 | fp16: 1 | warp size: 64 | ... | matrix cores: KHR_coopmat`
+//! and, for the HIP/CUDA backend after `ggml_cuda_init: found N ROCm devices:`,
+//! `  Device 0: AMD Radeon Graphics, gfx1103 (0x1103), VMM: no, Wave Size: 32`.
+
+use super::amd::find_gfx;
+use super::vulkaninfo::{gpu_of, kind_from_driver_id};
+use crate::facts::{Facts, Gpu, Vendor, VulkanDevice, VulkanDriverKind};
+
+pub fn recognise(text: &str) -> bool {
+    text.lines()
+        .any(|l| l.starts_with("ggml_vulkan: ") && l.contains(" = "))
+        || text.contains("ggml_cuda_init: found")
+}
+
+pub fn parse(text: &str) -> Facts {
+    let mut f = Facts::default();
+    let mut cuda_backend: Option<Vendor> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("ggml_vulkan: ") {
+            if let Some(d) = parse_vulkan_line(rest) {
+                if !f.vulkan.drivers.contains(&d.kind) {
+                    f.vulkan.drivers.push(d.kind);
+                }
+                f.gpus.push(gpu_of(&d));
+                f.vulkan.devices.push(d);
+            }
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("ggml_cuda_init: found ") {
+            cuda_backend = Some(if rest.contains("ROCm") {
+                Vendor::Amd
+            } else {
+                Vendor::Nvidia
+            });
+            continue;
+        }
+        let t = line.trim();
+        if let (Some(vendor), Some(rest)) = (cuda_backend, t.strip_prefix("Device ")) {
+            let Some((_, rest)) = rest.split_once(": ") else {
+                continue;
+            };
+            let name = rest.split(',').next().unwrap_or("").trim().to_string();
+            let gfx = if vendor == Vendor::Amd {
+                rest.split(',').nth(1).and_then(find_gfx)
+            } else {
+                None
+            };
+            f.gpus.push(Gpu {
+                vendor,
+                name,
+                gfx,
+                seen_by: vec!["ggml-hip".into()],
+                ..Gpu::default()
+            });
+            if vendor == Vendor::Amd {
+                f.rocm.runtime_sees_gpu = Some(true);
+            }
+        }
+    }
+    f
+}
+
+fn parse_vulkan_line(rest: &str) -> Option<VulkanDevice> {
+    let (idx, desc) = rest.split_once(" = ")?;
+    if !idx.trim().bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut fields = desc.split(" | ");
+    let head = fields.next()?.trim();
+    // "NAME (driver)": the last parenthesised group is the driver name.
+    let (name, kind) = match head.rfind(" (") {
+        Some(p) if head.ends_with(')') => {
+            let drv = &head[p + 2..head.len() - 1];
+            (head[..p].to_string(), kind_from_driver_id(drv))
+        }
+        _ => (head.to_string(), VulkanDriverKind::Other),
+    };
+    let mut d = VulkanDevice {
+        name,
+        kind,
+        ..VulkanDevice::default()
+    };
+    for fld in fields {
+        let Some((k, v)) = fld.split_once(':') else {
+            continue;
+        };
+        let v = v.trim();
+        match k.trim() {
+            "uma" => {
+                d.device_type = Some(
+                    if v == "1" {
+                        "PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU"
+                    } else {
+                        "PHYSICAL_DEVICE_TYPE_DISCRETE_GPU"
+                    }
+                    .into(),
+                )
+            }
+            "fp16" => d.fp16 = Some(v == "1"),
+            "warp size" => d.subgroup_size = v.parse().ok(),
+            "matrix cores" => d.cooperative_matrix = Some(v != "none" && !v.is_empty()),
+            _ => {}
+        }
+    }
+    if d.name.starts_with("llvmpipe") {
+        d.kind = VulkanDriverKind::Lavapipe;
+        d.device_type = Some("PHYSICAL_DEVICE_TYPE_CPU".into());
+    }
+    Some(d)
+}

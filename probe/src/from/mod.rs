@@ -1,0 +1,455 @@
+//! `greta doctor --from FILE...`: explains tool output pasted from elsewhere.
+//!
+//! Users paste text into bug reports far more often than they can capture a
+//! machine, so each file is recognised by its CONTENT (never its name), every
+//! parser whose markers it carries extracts partial [`Facts`], the error
+//! signatures of [`crate::signals`] are scanned on every line, and
+//! [`crate::merge`] folds the parts into one picture of the machine.
+//!
+//! Nothing here panics on bad input: binary or empty files and text nobody
+//! recognises become a note; at most [`MAX_READ`] bytes of a file are read.
+
+pub mod amd;
+pub mod amdsmi;
+pub mod clinfo;
+pub mod collect_env;
+pub mod dmesg;
+pub mod env_dump;
+pub mod icd_json;
+pub mod kfd_props;
+pub mod llama;
+pub mod ls_dev;
+pub mod rocminfo;
+pub mod rocmsmi;
+pub mod vulkaninfo;
+
+use crate::facts::Facts;
+use serde::Serialize;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// At most this much of one file is read (16 MiB): a full `vulkaninfo` is a
+/// few hundred KB, and a runaway log must not take the doctor down with it.
+pub const MAX_READ: u64 = 16 << 20;
+
+/// What a piece of text was recognised as. One file may carry several (a
+/// terminal session with `export` lines and `vulkaninfo` output).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    Rocminfo,
+    Vulkaninfo,
+    VulkaninfoSummary,
+    VulkanDeviceSelect,
+    VulkanLoaderLog,
+    LlamaCpp,
+    AmdSmi,
+    RocmSmi,
+    Clinfo,
+    Dmesg,
+    CollectEnv,
+    IcdManifest,
+    LayerManifest,
+    KfdProperties,
+    DeviceNodeListing,
+    EnvDump,
+    AppLog,
+}
+
+impl Format {
+    pub fn label(self) -> &'static str {
+        match self {
+            Format::Rocminfo => "rocminfo",
+            Format::Vulkaninfo => "vulkaninfo",
+            Format::VulkaninfoSummary => "vulkaninfo --summary",
+            Format::VulkanDeviceSelect => "MESA_VK_DEVICE_SELECT=list",
+            Format::VulkanLoaderLog => "Vulkan loader messages",
+            Format::LlamaCpp => "llama.cpp/ggml log",
+            Format::AmdSmi => "amd-smi",
+            Format::RocmSmi => "rocm-smi",
+            Format::Clinfo => "clinfo",
+            Format::Dmesg => "dmesg",
+            Format::CollectEnv => "collect_env (PyTorch/vLLM)",
+            Format::IcdManifest => "Vulkan ICD manifest",
+            Format::LayerManifest => "Vulkan layer manifest",
+            Format::KfdProperties => "KFD node properties",
+            Format::DeviceNodeListing => "ls -l of device nodes",
+            Format::EnvDump => "environment variables",
+            Format::AppLog => "application log",
+        }
+    }
+}
+
+/// What happened to one `--from` file.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileReport {
+    pub path: String,
+    /// Empty when nothing was recognised (see `note`).
+    pub formats: Vec<Format>,
+    pub bytes: u64,
+    /// Only the first [`MAX_READ`] bytes were read.
+    pub truncated: bool,
+    /// Why the file explained nothing (binary, empty, unrecognised).
+    pub note: Option<String>,
+    /// One line saying what was found ("1 GPU agent (gfx942), ROCk 6.16.13").
+    pub summary: String,
+    pub micros: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct FromRun {
+    pub facts: Facts,
+    pub files: Vec<FileReport>,
+}
+
+/// Doctor cannot run at all (exit 2): a named file is missing or unreadable.
+#[derive(Debug, thiserror::Error)]
+pub enum FromError {
+    #[error("{path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: is a directory; give the files inside it")]
+    Directory { path: String },
+}
+
+/// Reads, recognises and parses every file, then merges what they say.
+pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
+    let mut parts = Vec::new();
+    let mut files = Vec::new();
+    for p in paths {
+        let started = Instant::now();
+        let name = p.display().to_string();
+        let (bytes, truncated, raw) = read_capped(p)?;
+        let mut report = FileReport {
+            path: name.clone(),
+            formats: Vec::new(),
+            bytes,
+            truncated,
+            note: None,
+            summary: String::new(),
+            micros: 0,
+        };
+        match decode(&raw) {
+            Err(why) => report.note = Some(why),
+            Ok(text) => {
+                let (formats, facts) = parse_text(&text, &name);
+                if formats.is_empty() {
+                    report.note = Some(format!(
+                        "not recognised: not the output of any tool doctor knows ({})",
+                        known_formats()
+                    ));
+                } else {
+                    report.summary = summarise(&facts);
+                }
+                report.formats = formats;
+                parts.push(facts);
+            }
+        }
+        if truncated {
+            let n = format!("only the first {} MiB were read", MAX_READ >> 20);
+            report.note = Some(match report.note.take() {
+                Some(x) => format!("{x}; {n}"),
+                None => n,
+            });
+        }
+        report.micros = started.elapsed().as_micros() as u64;
+        files.push(report);
+    }
+    let mut facts = crate::merge::merge(parts);
+    facts.sources = vec![format!(
+        "from:{}",
+        paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    )];
+    Ok(FromRun { facts, files })
+}
+
+fn known_formats() -> String {
+    "rocminfo, vulkaninfo, vulkaninfo --summary, amd-smi, rocm-smi, clinfo, dmesg, collect_env, \
+     ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, logs with known errors"
+        .to_string()
+}
+
+fn read_capped(p: &Path) -> Result<(u64, bool, Vec<u8>), FromError> {
+    let err = |source| FromError::Read {
+        path: p.display().to_string(),
+        source,
+    };
+    let meta = std::fs::metadata(p).map_err(err)?;
+    if meta.is_dir() {
+        return Err(FromError::Directory {
+            path: p.display().to_string(),
+        });
+    }
+    let f = std::fs::File::open(p).map_err(err)?;
+    let mut buf = Vec::new();
+    // One byte more than the cap tells "exactly 16 MiB" from "more".
+    f.take(MAX_READ + 1).read_to_end(&mut buf).map_err(err)?;
+    let truncated = buf.len() as u64 > MAX_READ;
+    buf.truncate(MAX_READ as usize);
+    Ok((meta.len().max(buf.len() as u64), truncated, buf))
+}
+
+/// Bytes to text: binary and empty input are refused with a reason; bad
+/// UTF-8 is replaced; ANSI colour codes (rocminfo prints them) and CRs go.
+pub fn decode(raw: &[u8]) -> Result<String, String> {
+    if raw.iter().all(|b| b.is_ascii_whitespace()) {
+        return Err("empty file".into());
+    }
+    let head = &raw[..raw.len().min(8192)];
+    let ctrl = head
+        .iter()
+        .filter(|&&b| b == 0 || (b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t' | 0x1b | 0x0c)))
+        .count();
+    if head.contains(&0) || ctrl * 20 > head.len() {
+        return Err("binary data, not text: give the tool's text output".into());
+    }
+    let text = String::from_utf8_lossy(raw);
+    Ok(strip_ansi(&text).replace('\r', ""))
+}
+
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                // CSI: parameters then one final byte in @..~
+                for n in chars.by_ref() {
+                    if ('@'..='~').contains(&n) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Recognises `text` and runs every matching parser; `source` names it in
+/// evidence ("rocminfo.txt:2").
+pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
+    let formats = recognise(text);
+    let mut parts = Vec::new();
+    for f in &formats {
+        let part = match f {
+            Format::Rocminfo => rocminfo::parse(text),
+            Format::Vulkaninfo | Format::VulkaninfoSummary => vulkaninfo::parse(text),
+            Format::VulkanDeviceSelect => vulkaninfo::parse_device_select(text),
+            Format::VulkanLoaderLog => vulkaninfo::parse_loader_log(text),
+            Format::LlamaCpp => llama::parse(text),
+            Format::AmdSmi => amdsmi::parse(text),
+            Format::RocmSmi => rocmsmi::parse(text),
+            Format::Clinfo => clinfo::parse(text),
+            Format::Dmesg => dmesg::parse(text),
+            Format::CollectEnv => collect_env::parse(text),
+            Format::IcdManifest | Format::LayerManifest => icd_json::parse(text, source),
+            Format::KfdProperties => kfd_props::parse(text),
+            Format::DeviceNodeListing => ls_dev::parse(text),
+            Format::EnvDump => env_dump::parse(text),
+            Format::AppLog => Facts::default(),
+        };
+        parts.push(part);
+    }
+    // Environment assignments inside terminal sessions count wherever they are.
+    if !formats.contains(&Format::EnvDump) {
+        parts.push(env_dump::parse_exports(text));
+    }
+    let mut facts = crate::merge::merge(parts);
+    facts.signals = crate::signals::scan(text, source);
+    (formats, facts)
+}
+
+/// For the live/sysroot collectors ([`crate::collect::Parsers`]): parses
+/// `rocminfo` output that a collector ran or replayed and folds it into `f`.
+pub fn rocminfo_into(text: &str, source: &str, f: &mut Facts) {
+    fold(rocminfo::parse(text), text, source, f);
+}
+
+/// Same for `vulkaninfo` / `vulkaninfo --summary` output.
+pub fn vulkaninfo_into(text: &str, source: &str, f: &mut Facts) {
+    fold(vulkaninfo::parse(text), text, source, f);
+}
+
+fn fold(mut part: Facts, text: &str, source: &str, f: &mut Facts) {
+    part.signals = crate::signals::scan(text, source);
+    *f = crate::merge::merge(vec![std::mem::take(f), part]);
+}
+
+/// Every format whose markers `text` carries, most specific first.
+pub fn recognise(text: &str) -> Vec<Format> {
+    let mut out = Vec::new();
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') {
+        if let Some(f) = icd_json::recognise(text) {
+            return vec![f];
+        }
+    }
+    let has = |s: &str| text.contains(s);
+    if rocminfo::recognise(text) {
+        out.push(Format::Rocminfo);
+    }
+    if has("Device Properties and Extensions") || has("VkPhysicalDeviceProperties:") {
+        out.push(Format::Vulkaninfo);
+    } else if vulkaninfo::has_device_blocks(text)
+        || has("VULKANINFO")
+        || has("Vulkan Instance Version")
+    {
+        out.push(Format::VulkaninfoSummary);
+    }
+    if has("selectable devices:") {
+        out.push(Format::VulkanDeviceSelect);
+    }
+    if !out
+        .iter()
+        .any(|f| matches!(f, Format::Vulkaninfo | Format::VulkaninfoSummary))
+        && vulkaninfo::recognise_loader_log(text)
+    {
+        out.push(Format::VulkanLoaderLog);
+    }
+    if llama::recognise(text) {
+        out.push(Format::LlamaCpp);
+    }
+    if amdsmi::recognise(text) {
+        out.push(Format::AmdSmi);
+    }
+    if rocmsmi::recognise(text) {
+        out.push(Format::RocmSmi);
+    }
+    if clinfo::recognise(text) {
+        out.push(Format::Clinfo);
+    }
+    if dmesg::recognise(text) {
+        out.push(Format::Dmesg);
+    }
+    if collect_env::recognise(text) {
+        out.push(Format::CollectEnv);
+    }
+    if kfd_props::recognise(text) {
+        out.push(Format::KfdProperties);
+    }
+    if ls_dev::recognise(text) {
+        out.push(Format::DeviceNodeListing);
+    }
+    if env_dump::recognise(text) {
+        out.push(Format::EnvDump);
+    }
+    if out.is_empty() && text.lines().any(|l| crate::signals::classify(l).is_some()) {
+        out.push(Format::AppLog);
+    }
+    out
+}
+
+/// One line for the check list: what the file showed.
+pub fn summarise(f: &Facts) -> String {
+    let mut parts = Vec::new();
+    let gpus: Vec<String> = f
+        .gpus
+        .iter()
+        .map(|g| {
+            let mut s = if g.name.is_empty() {
+                format!("{:?}", g.vendor).to_lowercase()
+            } else {
+                g.name.clone()
+            };
+            if let Some(x) = &g.gfx {
+                if !s.contains(x.as_str()) {
+                    s.push_str(&format!(" ({x})"));
+                }
+            }
+            s
+        })
+        .collect();
+    if !gpus.is_empty() {
+        let n = gpus.len();
+        let mut shown: Vec<String> = gpus.into_iter().take(3).collect();
+        if n > 3 {
+            shown.push(format!("+{} more", n - 3));
+        }
+        parts.push(format!(
+            "{n} device{}: {}",
+            if n == 1 { "" } else { "s" },
+            shown.join(", ")
+        ));
+    }
+    if let Some(v) = &f.kernel_driver_version {
+        parts.push(format!("driver {v}"));
+    }
+    if let Some(v) = &f.rocm.version {
+        parts.push(format!("ROCm {v}"));
+    }
+    if !f.vulkan.icds.is_empty() {
+        parts.push(format!("{} ICD manifest(s)", f.vulkan.icds.len()));
+    }
+    for fw in &f.python.frameworks {
+        parts.push(format!("{} {}", fw.name, fw.version));
+    }
+    let errs = f
+        .signals
+        .iter()
+        .filter(|s| !crate::signals::is_noise(&s.id))
+        .count();
+    let noise = f.signals.len() - errs;
+    if errs > 0 {
+        parts.push(format!("{errs} error line(s)"));
+    }
+    if noise > 0 {
+        parts.push(format!("{noise} harmless notice(s)"));
+    }
+    if parts.is_empty() {
+        "nothing of note".into()
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// Splits "key: value" (first colon), returning the indent and trimmed parts.
+pub(crate) fn kv(line: &str) -> Option<(usize, &str, &str)> {
+    let indent = line.len() - line.trim_start().len();
+    let (k, v) = line.trim().split_once(':')?;
+    let k = k.trim();
+    if k.is_empty() {
+        return None;
+    }
+    Some((indent, k, v.trim()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_and_empty_are_refused() {
+        assert!(decode(b"").is_err());
+        assert!(decode(b" \n\t\n").is_err());
+        assert!(decode(b"\x7fELF\x02\x01\x01\0\0\0\0").is_err());
+        let noise: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 32) as u8).collect();
+        assert!(decode(&noise).is_err());
+        assert_eq!(
+            decode(b"\x1b[31mROCk module is NOT loaded\x1b[0m\r\n").unwrap(),
+            "ROCk module is NOT loaded\n"
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_not_fatal() {
+        let t = decode(b"Device Name \xff\xfe gfx1103\n").unwrap();
+        assert!(t.contains("gfx1103"));
+    }
+
+    #[test]
+    fn unrelated_text_is_not_recognised() {
+        assert!(recognise("hello world\nthis is a shopping list\n").is_empty());
+        assert!(recognise("{\"not\": \"a manifest\"}").is_empty());
+    }
+}

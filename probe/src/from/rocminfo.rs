@@ -1,0 +1,224 @@
+//! `rocminfo` (and `rocminfo --support`): the HSA runtime's own view. A GPU
+//! agent here proves the whole stack up to HSA works; the failure lines
+//! (`Unable to open /dev/kfd ...`) are picked up by the signal table.
+//!
+//! Pasted dumps are often cut (`[...]`, pager artifacts like `[391/1815]`,
+//! missing `*** Done ***`), so agents are found by their top-level `Name:`
+//! rather than by the `Agent N` banners, and "no GPU agent" is concluded only
+//! from a complete dump.
+
+use super::amd::{self, bdf_from_bdfid, find_gfx, parse_id};
+use super::kv;
+use crate::facts::{Facts, Gpu, KernelDriver, Vendor};
+
+pub fn recognise(text: &str) -> bool {
+    [
+        "HSA System Attributes",
+        "HSA Agents",
+        "ROCk module",
+        "hsa api call failure",
+        "Unable to open /dev/kfd",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+}
+
+/// Strips a trailing pager position such as `[391/1815]`.
+fn strip_pager(line: &str) -> &str {
+    let t = line.trim_end();
+    if t.ends_with(']') {
+        if let Some(open) = t.rfind('[') {
+            let inner = &t[open + 1..t.len() - 1];
+            if let Some((a, b)) = inner.split_once('/') {
+                if !a.is_empty()
+                    && a.bytes().all(|c| c.is_ascii_digit())
+                    && b.bytes().all(|c| c.is_ascii_digit())
+                {
+                    return t[..open].trim_end();
+                }
+            }
+        }
+    }
+    t
+}
+
+#[derive(Default)]
+struct Agent {
+    name: String,
+    marketing: Option<String>,
+    vendor: Option<String>,
+    device_type: Option<String>,
+    chip_id: Option<u32>,
+    bdfid: Option<u32>,
+    compute_units: Option<u32>,
+    isa_gfx: Option<String>,
+    coarse_kb: Option<u64>,
+    segment: String,
+}
+
+pub fn parse(text: &str) -> Facts {
+    let mut f = Facts::default();
+    let mut agents: Vec<Agent> = Vec::new();
+    let mut cur: Option<Agent> = None;
+    let mut done = false;
+    for raw in text.lines() {
+        let line = strip_pager(raw);
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("ROCk module version ") {
+            if let Some(v) = rest.strip_suffix(" is loaded") {
+                f.kernel_driver_version = Some(v.trim().to_string());
+                f.drivers.push(KernelDriver {
+                    name: "amdgpu".into(),
+                    loaded: true,
+                    version: Some(v.trim().into()),
+                });
+            }
+            continue;
+        }
+        if t.starts_with("ROCk module is loaded") {
+            f.drivers.push(KernelDriver {
+                name: "amdgpu".into(),
+                loaded: true,
+                version: None,
+            });
+            continue;
+        }
+        if t.starts_with("ROCk module is NOT loaded") {
+            f.drivers.push(KernelDriver {
+                name: "amdgpu".into(),
+                loaded: false,
+                version: None,
+            });
+            continue;
+        }
+        if t.starts_with("*** Done ***") {
+            done = true;
+            continue;
+        }
+        let Some((indent, key, val)) = kv(line) else {
+            continue;
+        };
+        match key {
+            "Name" if indent <= 2 => {
+                if let Some(a) = cur.take() {
+                    agents.push(a);
+                }
+                cur = Some(Agent {
+                    name: val.to_string(),
+                    ..Agent::default()
+                });
+            }
+            "Name" => {
+                if let Some(a) = cur.as_mut() {
+                    if a.isa_gfx.is_none() && val.starts_with("amdgcn") {
+                        a.isa_gfx = find_gfx(val);
+                    }
+                }
+            }
+            _ => {
+                let Some(a) = cur.as_mut() else { continue };
+                match key {
+                    "Marketing Name" => a.marketing = Some(val.to_string()),
+                    "Vendor Name" => a.vendor = Some(val.to_string()),
+                    "Device Type" => a.device_type = Some(val.to_string()),
+                    "Chip ID" => a.chip_id = paren_hex(val).or_else(|| parse_id(val)),
+                    "BDFID" => a.bdfid = parse_id(val),
+                    "Compute Unit" => a.compute_units = parse_id(val),
+                    "Segment" => a.segment = val.to_string(),
+                    "Size"
+                        if indent >= 4
+                            && a.coarse_kb.is_none()
+                            && a.segment.contains("GLOBAL")
+                            && a.segment.contains("COARSE GRAINED") =>
+                    {
+                        a.coarse_kb = val.split(['(', ' ']).next().and_then(|n| n.parse().ok());
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    if let Some(a) = cur.take() {
+        agents.push(a);
+    }
+    for a in &agents {
+        let is_gpu = a.device_type.as_deref() == Some("GPU")
+            || (a.device_type.is_none() && find_gfx(&a.name).is_some_and(|g| g == a.name.trim()));
+        if !is_gpu {
+            continue;
+        }
+        let gfx = find_gfx(&a.name).or_else(|| a.isa_gfx.clone());
+        let vendor = match a.vendor.as_deref() {
+            Some("AMD") | None => Vendor::Amd,
+            Some(_) => Vendor::Other,
+        };
+        let name = a
+            .marketing
+            .clone()
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| a.name.clone());
+        let device_id = a
+            .chip_id
+            .filter(|&c| c != 0 && c <= 0xffff)
+            .map(|c| c as u16);
+        let vendor_id = (vendor == Vendor::Amd).then_some(amd::AMD);
+        let integrated = gfx
+            .as_deref()
+            .filter(|g| amd::is_apu_target(g))
+            .map(|_| true);
+        f.gpus.push(Gpu {
+            vendor,
+            vf: amd::is_vf(&name, vendor_id, device_id),
+            name,
+            pci_address: a.bdfid.and_then(bdf_from_bdfid),
+            vendor_id,
+            device_id,
+            gfx: gfx.clone(),
+            integrated,
+            compute_units: a.compute_units,
+            vram_bytes: a.coarse_kb.map(|kb| kb * 1024),
+            seen_by: vec!["rocminfo".into()],
+            ..Gpu::default()
+        });
+        if let Some(g) = gfx {
+            if !f.rocm.agent_gfx.contains(&g) {
+                f.rocm.agent_gfx.push(g);
+            }
+        }
+    }
+    if !f.gpus.is_empty() {
+        f.rocm.runtime_sees_gpu = Some(true);
+    } else if done && !agents.is_empty() {
+        // A complete dump listing only CPU agents: HSA sees no GPU.
+        f.rocm.runtime_sees_gpu = Some(false);
+    }
+    f
+}
+
+/// "29877(0x74b5)" -> 0x74b5.
+fn paren_hex(v: &str) -> Option<u32> {
+    let open = v.find('(')?;
+    let close = v[open..].find(')')? + open;
+    parse_id(&v[open + 1..close])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pager_artifacts_are_stripped() {
+        assert_eq!(strip_pager("  Pool Info:      [391/1815]"), "  Pool Info:");
+        assert_eq!(strip_pager("  x: [a/b]"), "  x: [a/b]");
+    }
+
+    #[test]
+    fn complete_dump_without_gpu_means_runtime_sees_none() {
+        let t = "ROCk module is loaded\nHSA Agents\n  Name:  AMD EPYC\n  Device Type:  CPU\n*** Done ***\n";
+        let f = parse(t);
+        assert!(f.gpus.is_empty());
+        assert_eq!(f.rocm.runtime_sees_gpu, Some(false));
+        let cut = t.replace("*** Done ***\n", "");
+        assert_eq!(parse(&cut).rocm.runtime_sees_gpu, None);
+    }
+}

@@ -1,0 +1,406 @@
+//! `vulkaninfo` (full and `--summary`), `MESA_VK_DEVICE_SELECT=list`
+//! sessions and bare Vulkan loader messages.
+//!
+//! The per-device `key = value` lines are the same in the full and summary
+//! output, so one parser reads both: a block starts at `GPUn:` and the first
+//! value of each key wins (the full dump repeats some keys in later structs).
+
+use super::amd::{self, gfx_from_radv_name, parse_id};
+use crate::facts::{Facts, Gpu, Vendor, VulkanDevice, VulkanDriverKind};
+
+pub fn has_device_blocks(text: &str) -> bool {
+    text.lines()
+        .any(|l| l.trim_start().starts_with("deviceName") && l.contains('='))
+        && (text.contains("driverID") || text.contains("deviceType"))
+}
+
+pub fn recognise_loader_log(text: &str) -> bool {
+    [
+        "[Loader Message]",
+        "Cannot create Vulkan instance",
+        "is not a conformant Vulkan implementation",
+        "vulkaninfo",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+        || text
+            .to_lowercase()
+            .contains("is not a conformant vulkan implementation")
+}
+
+/// `VkDriverId` names (and `driverName` values) to the driver families rules use.
+pub fn kind_from_driver_id(id: &str) -> VulkanDriverKind {
+    match id.trim() {
+        "DRIVER_ID_MESA_RADV" | "radv" => VulkanDriverKind::Radv,
+        "DRIVER_ID_AMD_OPEN_SOURCE" | "AMD open-source driver" => VulkanDriverKind::Amdvlk,
+        "DRIVER_ID_AMD_PROPRIETARY" | "AMD proprietary driver" => VulkanDriverKind::AmdgpuPro,
+        "DRIVER_ID_MESA_LLVMPIPE" | "llvmpipe" => VulkanDriverKind::Lavapipe,
+        "DRIVER_ID_NVIDIA_PROPRIETARY" | "NVIDIA" => VulkanDriverKind::Nvidia,
+        _ => VulkanDriverKind::Other,
+    }
+}
+
+/// An ICD library path (or a manifest file name) to its driver family.
+pub fn kind_from_library(path: &str) -> VulkanDriverKind {
+    let lc = path.to_lowercase();
+    let base = lc.rsplit('/').next().unwrap_or(&lc);
+    if base.contains("radeon") {
+        VulkanDriverKind::Radv
+    } else if lc.contains("amdgpu-pro") || lc.contains("amdgpu_pro") || base.contains("amdvlk-pro")
+    {
+        VulkanDriverKind::AmdgpuPro
+    } else if base.contains("amdvlk") || base.starts_with("amd_icd") {
+        VulkanDriverKind::Amdvlk
+    } else if base.contains("lvp") || base.contains("lavapipe") {
+        VulkanDriverKind::Lavapipe
+    } else if base.contains("nvidia") {
+        VulkanDriverKind::Nvidia
+    } else {
+        VulkanDriverKind::Other
+    }
+}
+
+/// The GPU a Vulkan device stands for; CPU devices (llvmpipe) are listed as
+/// vendor `cpu` so "only a software device" can be told apart from "none".
+pub fn gpu_of(d: &VulkanDevice) -> Gpu {
+    let cpu = d.device_type.as_deref().is_some_and(|t| t.contains("CPU"))
+        || d.kind == VulkanDriverKind::Lavapipe;
+    let vendor = if cpu {
+        Vendor::Cpu
+    } else {
+        match d.vendor_id.map(|v| v as u16) {
+            Some(amd::AMD) => Vendor::Amd,
+            Some(amd::NVIDIA) => Vendor::Nvidia,
+            Some(amd::INTEL) => Vendor::Intel,
+            _ => match d.kind {
+                VulkanDriverKind::Radv | VulkanDriverKind::Amdvlk | VulkanDriverKind::AmdgpuPro => {
+                    Vendor::Amd
+                }
+                VulkanDriverKind::Nvidia => Vendor::Nvidia,
+                _ => Vendor::Other,
+            },
+        }
+    };
+    let integrated = d.device_type.as_deref().and_then(|t| {
+        if t.contains("INTEGRATED") || t.starts_with("integrated") {
+            Some(true)
+        } else if t.contains("DISCRETE") || t.starts_with("discrete") {
+            Some(false)
+        } else {
+            None
+        }
+    });
+    let vendor_id = d
+        .vendor_id
+        .filter(|&v| v <= 0xffff && !cpu)
+        .map(|v| v as u16);
+    let device_id = d
+        .device_id
+        .filter(|&v| v <= 0xffff && v != 0 && !cpu)
+        .map(|v| v as u16);
+    Gpu {
+        vendor,
+        name: d.name.clone(),
+        pci_address: d.pci_address.clone(),
+        vendor_id,
+        device_id,
+        gfx: if vendor == Vendor::Amd {
+            gfx_from_radv_name(&d.name)
+        } else {
+            None
+        },
+        vf: amd::is_vf(&d.name, vendor_id, device_id),
+        integrated,
+        seen_by: vec![format!("vulkan:{}", kind_name(d.kind))],
+        ..Gpu::default()
+    }
+}
+
+pub fn kind_name(k: VulkanDriverKind) -> &'static str {
+    match k {
+        VulkanDriverKind::Radv => "radv",
+        VulkanDriverKind::Amdvlk => "amdvlk",
+        VulkanDriverKind::AmdgpuPro => "amdgpu-pro",
+        VulkanDriverKind::Lavapipe => "lavapipe",
+        VulkanDriverKind::Nvidia => "nvidia",
+        VulkanDriverKind::Other => "other",
+    }
+}
+
+fn push_device(f: &mut Facts, d: VulkanDevice) {
+    if !f.vulkan.drivers.contains(&d.kind) {
+        f.vulkan.drivers.push(d.kind);
+    }
+    f.gpus.push(gpu_of(&d));
+    f.vulkan.devices.push(d);
+}
+
+/// Full or summary `vulkaninfo` output.
+pub fn parse(text: &str) -> Facts {
+    let mut f = parse_loader_log(text);
+    let mut cur: Option<VulkanDevice> = None;
+    let mut in_layers = false;
+    let flush = |f: &mut Facts, cur: &mut Option<VulkanDevice>| {
+        if let Some(mut d) = cur.take() {
+            if !d.name.is_empty() {
+                if d.kind == VulkanDriverKind::Other {
+                    d.kind = guess_kind(&d);
+                }
+                push_device(f, d);
+            }
+        }
+    };
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with("Layers: count") || t.starts_with("Instance Layers: count") {
+            in_layers = true;
+        } else if t.starts_with("Devices:")
+            || t.starts_with("Device Groups:")
+            || t.starts_with("Device Properties")
+        {
+            in_layers = false;
+        }
+        if in_layers && t.starts_with("VK_LAYER_") {
+            let name = t.split([' ', '(']).next().unwrap_or(t).to_string();
+            if name.starts_with("VK_LAYER_AMD_switchable_graphics")
+                && !f.vulkan.implicit_layers.contains(&name)
+            {
+                f.vulkan.implicit_layers.push(name);
+            }
+        }
+        if is_gpu_header(t) {
+            flush(&mut f, &mut cur);
+            cur = Some(VulkanDevice::default());
+            continue;
+        }
+        let Some(d) = cur.as_mut() else { continue };
+        if t.starts_with("VK_KHR_cooperative_matrix") || t.starts_with("VK_NV_cooperative_matrix") {
+            d.cooperative_matrix = Some(true);
+            continue;
+        }
+        let Some((k, v)) = t.split_once('=') else {
+            continue;
+        };
+        let (k, v) = (k.trim(), v.trim());
+        let first = |slot: &mut Option<String>| {
+            if slot.is_none() {
+                *slot = Some(v.to_string());
+            }
+        };
+        match k {
+            "deviceName" if d.name.is_empty() => d.name = v.to_string(),
+            "deviceType" => first(&mut d.device_type),
+            "vendorID" if d.vendor_id.is_none() => d.vendor_id = parse_id(v),
+            "deviceID" if d.device_id.is_none() => d.device_id = parse_id(v),
+            "apiVersion" => first(&mut d.api_version),
+            "driverID" if d.kind == VulkanDriverKind::Other => d.kind = kind_from_driver_id(v),
+            "driverName" => first(&mut d.driver_name),
+            "driverInfo" => first(&mut d.driver_info),
+            "deviceUUID" => first(&mut d.device_uuid),
+            "subgroupSize" if d.subgroup_size.is_none() => d.subgroup_size = v.parse().ok(),
+            "minSubgroupSize" if d.min_subgroup_size.is_none() => {
+                d.min_subgroup_size = v.parse().ok()
+            }
+            "maxSubgroupSize" if d.max_subgroup_size.is_none() => {
+                d.max_subgroup_size = v.parse().ok()
+            }
+            "shaderFloat16" if d.fp16.is_none() => d.fp16 = Some(v == "true"),
+            "cooperativeMatrix" => {
+                d.cooperative_matrix = Some(v == "true" || d.cooperative_matrix == Some(true))
+            }
+            _ => {}
+        }
+        if let Some(a) = d.api_version.as_mut() {
+            if let Some(p) = a.find(" (") {
+                a.truncate(p);
+            }
+        }
+    }
+    flush(&mut f, &mut cur);
+    f
+}
+
+fn is_gpu_header(t: &str) -> bool {
+    t.strip_prefix("GPU")
+        .and_then(|r| r.strip_suffix(':'))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn guess_kind(d: &VulkanDevice) -> VulkanDriverKind {
+    if let Some(n) = &d.driver_name {
+        let k = kind_from_driver_id(n);
+        if k != VulkanDriverKind::Other {
+            return k;
+        }
+    }
+    if d.name.contains("(RADV ") {
+        VulkanDriverKind::Radv
+    } else if d.name.starts_with("llvmpipe") {
+        VulkanDriverKind::Lavapipe
+    } else {
+        VulkanDriverKind::Other
+    }
+}
+
+/// Loader messages and driver notices: the loader is present when an
+/// instance version is printed; a non-conformance notice names a driver that
+/// created a device (RADV prints it per device on GCN1/2 and new chips).
+pub fn parse_loader_log(text: &str) -> Facts {
+    let mut f = Facts::default();
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(v) = t.strip_prefix("Vulkan Instance Version:") {
+            f.vulkan.loader = Some(format!("libvulkan.so.1 (instance {})", v.trim()));
+        }
+        let lc = t.to_lowercase();
+        if lc.contains("is not a conformant vulkan implementation") {
+            let kind = if lc.contains("radv") {
+                VulkanDriverKind::Radv
+            } else if lc.contains("lavapipe") || lc.contains("llvmpipe") {
+                VulkanDriverKind::Lavapipe
+            } else {
+                VulkanDriverKind::Other
+            };
+            if kind != VulkanDriverKind::Other && !f.vulkan.drivers.contains(&kind) {
+                f.vulkan.drivers.push(kind);
+            }
+        }
+    }
+    f
+}
+
+/// `MESA_VK_DEVICE_SELECT=list` output, typically in a terminal session
+/// that switches `VK_ICD_FILENAMES` between runs (which tells whose list it is):
+/// `  GPU 0: 1002:164e "AMD Radeon Graphics" integrated GPU 0000:19:00.0`.
+pub fn parse_device_select(text: &str) -> Facts {
+    let mut f = parse_loader_log(text);
+    let mut icd_kind: Option<VulkanDriverKind> = None;
+    for line in text.lines() {
+        if let Some(p) = line
+            .find("VK_ICD_FILENAMES=")
+            .or_else(|| line.find("VK_DRIVER_FILES="))
+        {
+            let val = line[p..].split_once('=').map(|x| x.1).unwrap_or("").trim();
+            let kinds: Vec<_> = val
+                .split(':')
+                .filter(|s| !s.is_empty())
+                .map(kind_from_library)
+                .collect();
+            icd_kind = kinds
+                .first()
+                .copied()
+                .filter(|k| kinds.iter().all(|x| x == k));
+            continue;
+        }
+        let t = line.trim();
+        let Some(rest) = t.strip_prefix("GPU ") else {
+            continue;
+        };
+        let Some((_, rest)) = rest.split_once(": ") else {
+            continue;
+        };
+        let Some((ids, rest)) = rest.split_once(' ') else {
+            continue;
+        };
+        let Some((vid, did)) = ids.split_once(':') else {
+            continue;
+        };
+        let (Ok(vid), Ok(did)) = (u32::from_str_radix(vid, 16), u32::from_str_radix(did, 16))
+        else {
+            continue;
+        };
+        let Some(q1) = rest.find('"') else { continue };
+        let Some(q2) = rest[q1 + 1..].find('"') else {
+            continue;
+        };
+        let name = rest[q1 + 1..q1 + 1 + q2].to_string();
+        let tail = rest[q1 + 2 + q2..].trim();
+        let pci = tail
+            .split_whitespace()
+            .last()
+            .filter(|s| s.matches(':').count() == 2)
+            .map(String::from);
+        let device_type = if tail.starts_with("integrated") {
+            Some("PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU".into())
+        } else if tail.starts_with("discrete") {
+            Some("PHYSICAL_DEVICE_TYPE_DISCRETE_GPU".into())
+        } else if tail.starts_with("cpu") {
+            Some("PHYSICAL_DEVICE_TYPE_CPU".into())
+        } else {
+            None
+        };
+        let kind = if name.contains("(RADV ") {
+            VulkanDriverKind::Radv
+        } else if name.starts_with("llvmpipe") {
+            VulkanDriverKind::Lavapipe
+        } else if let Some(k) = icd_kind {
+            k
+        } else if vid == amd::AMD as u32 {
+            // Mesa always suffixes "(RADV ...)"; an AMD name without it comes
+            // from AMDVLK or AMDGPU-PRO, which share one manifest name.
+            VulkanDriverKind::Amdvlk
+        } else if vid == amd::NVIDIA as u32 {
+            VulkanDriverKind::Nvidia
+        } else {
+            VulkanDriverKind::Other
+        };
+        push_device(
+            &mut f,
+            VulkanDevice {
+                name,
+                kind,
+                device_type,
+                vendor_id: Some(vid),
+                device_id: Some(did),
+                pci_address: pci,
+                ..VulkanDevice::default()
+            },
+        );
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_block_parses() {
+        let t = "Devices:\n========\nGPU0:\n\tapiVersion         = 1.3.238\n\tvendorID           = 0x1002\n\tdeviceID           = 0x73ff\n\tdeviceType         = PHYSICAL_DEVICE_TYPE_DISCRETE_GPU\n\tdeviceName         = AMD Radeon RX 6600 (RADV NAVI23)\n\tdriverID           = DRIVER_ID_MESA_RADV\n";
+        let f = parse(t);
+        assert_eq!(f.vulkan.devices.len(), 1);
+        let d = &f.vulkan.devices[0];
+        assert_eq!(d.kind, VulkanDriverKind::Radv);
+        assert_eq!(d.device_id, Some(0x73ff));
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx1032"));
+        assert_eq!(f.gpus[0].integrated, Some(false));
+    }
+
+    #[test]
+    fn library_kinds() {
+        assert_eq!(
+            kind_from_library("/usr/lib/x86_64-linux-gnu/libvulkan_radeon.so"),
+            VulkanDriverKind::Radv
+        );
+        assert_eq!(
+            kind_from_library("/opt/amdgpu/lib/x86_64-linux-gnu/amdvlk64.so"),
+            VulkanDriverKind::Amdvlk
+        );
+        assert_eq!(
+            kind_from_library("/opt/amdgpu-pro/lib/x86_64-linux-gnu/amdvlk64.so"),
+            VulkanDriverKind::AmdgpuPro
+        );
+        assert_eq!(
+            kind_from_library("libGLX_nvidia.so.0"),
+            VulkanDriverKind::Nvidia
+        );
+        assert_eq!(
+            kind_from_library("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"),
+            VulkanDriverKind::Lavapipe
+        );
+        assert_eq!(
+            kind_from_library("/usr/share/vulkan/icd.d/amd_icd64.json"),
+            VulkanDriverKind::Amdvlk
+        );
+    }
+}

@@ -1,0 +1,382 @@
+//! Folding partial [`Facts`] from several sources into one machine.
+//!
+//! The same GPU seen by amd-smi (PCI address, name), rocminfo (gfx target,
+//! BDFID, chip id) and Vulkan (name, device id) must end up as ONE GPU, while
+//! eight identical MI300X in one rocm-smi table stay eight. So: two entries
+//! merge only when no source saw both (disjoint `seen_by`), nothing they know
+//! contradicts (address, ids, gfx, vendor), and they share an identity key;
+//! among candidates the strongest key wins (address > device id > gfx > name).
+
+use crate::facts::{Facts, Gpu, Vendor, VulkanDriverKind};
+use crate::from::amd;
+
+pub fn merge(parts: Vec<Facts>) -> Facts {
+    let mut out = Facts::default();
+    for p in parts {
+        absorb(&mut out, p);
+    }
+    finish(&mut out);
+    out
+}
+
+fn first<T>(slot: &mut Option<T>, v: Option<T>) {
+    if slot.is_none() {
+        *slot = v;
+    }
+}
+
+fn union<T: PartialEq>(into: &mut Vec<T>, from: Vec<T>) {
+    for x in from {
+        if !into.contains(&x) {
+            into.push(x);
+        }
+    }
+}
+
+/// Exhaustive destructuring: a field added to the model later is a compile
+/// error here until merging says what to do with it, never silently dropped.
+fn absorb(out: &mut Facts, p: Facts) {
+    let Facts {
+        kernel_version,
+        kernel_driver_version,
+        gpus,
+        drivers,
+        device_nodes,
+        vulkan,
+        rocm,
+        python,
+        signals,
+        container,
+        sources,
+        scanned,
+    } = p;
+    first(&mut out.kernel_version, kernel_version);
+    first(&mut out.kernel_driver_version, kernel_driver_version);
+    for g in gpus {
+        add_gpu(&mut out.gpus, g);
+    }
+    for d in drivers {
+        match out.drivers.iter_mut().find(|x| x.name == d.name) {
+            Some(x) => {
+                x.loaded |= d.loaded;
+                first(&mut x.version, d.version);
+            }
+            None => out.drivers.push(d),
+        }
+    }
+    for n in device_nodes {
+        match out.device_nodes.iter_mut().find(|x| x.path == n.path) {
+            Some(x) => {
+                let crate::facts::DeviceNode {
+                    path: _,
+                    exists,
+                    mode,
+                    group,
+                    openable,
+                    missing_groups,
+                    open_error,
+                } = n;
+                x.exists |= exists;
+                first(&mut x.mode, mode);
+                first(&mut x.group, group);
+                first(&mut x.openable, openable);
+                union(&mut x.missing_groups, missing_groups);
+                first(&mut x.open_error, open_error);
+            }
+            None => out.device_nodes.push(n),
+        }
+    }
+    let crate::facts::Vulkan {
+        loader,
+        icds,
+        devices,
+        drivers: vk_drivers,
+        env,
+        implicit_layers,
+    } = vulkan;
+    first(&mut out.vulkan.loader, loader);
+    for icd in icds {
+        if !out.vulkan.icds.iter().any(|x| x.manifest == icd.manifest) {
+            out.vulkan.icds.push(icd);
+        }
+    }
+    union(&mut out.vulkan.devices, devices);
+    union(&mut out.vulkan.drivers, vk_drivers);
+    union(&mut out.vulkan.env, env);
+    union(&mut out.vulkan.implicit_layers, implicit_layers);
+    let crate::facts::Rocm {
+        installs,
+        version,
+        hip_version,
+        active_reason,
+        hsa_override_gfx_version,
+        ld_library_path_rocm,
+        runtime_sees_gpu,
+        agent_gfx,
+        hip_libraries,
+        hipconfig,
+    } = rocm;
+    for i in installs {
+        if !out.rocm.installs.iter().any(|x| x.path == i.path) {
+            out.rocm.installs.push(i);
+        }
+    }
+    first(&mut out.rocm.version, version);
+    first(&mut out.rocm.hip_version, hip_version);
+    first(&mut out.rocm.active_reason, active_reason);
+    if hsa_override_gfx_version.is_some() {
+        out.rocm.hsa_override_gfx_version = hsa_override_gfx_version;
+    }
+    union(&mut out.rocm.ld_library_path_rocm, ld_library_path_rocm);
+    out.rocm.runtime_sees_gpu = match (out.rocm.runtime_sees_gpu, runtime_sees_gpu) {
+        (Some(true), _) | (_, Some(true)) => Some(true),
+        (a, b) => a.or(b),
+    };
+    union(&mut out.rocm.agent_gfx, agent_gfx);
+    union(&mut out.rocm.hip_libraries, hip_libraries);
+    first(&mut out.rocm.hipconfig, hipconfig);
+    let crate::facts::Python {
+        interpreters,
+        frameworks,
+    } = python;
+    union(&mut out.python.interpreters, interpreters);
+    union(&mut out.python.frameworks, frameworks);
+    out.signals.extend(signals);
+    first(&mut out.container, container);
+    union(&mut out.sources, sources);
+    union(&mut out.scanned, scanned);
+}
+
+/// After all parts: derived driver kinds, pci.ids names, VF flags.
+fn finish(out: &mut Facts) {
+    let kinds: Vec<VulkanDriverKind> = out
+        .vulkan
+        .icds
+        .iter()
+        .map(|i| i.kind)
+        .chain(out.vulkan.devices.iter().map(|d| d.kind))
+        .collect();
+    union(&mut out.vulkan.drivers, kinds);
+    out.vulkan.drivers.retain(|k| *k != VulkanDriverKind::Other);
+    for g in &mut out.gpus {
+        if g.vendor_id.is_none() && g.device_id.is_some() {
+            g.vendor_id = match g.vendor {
+                Vendor::Amd => Some(amd::AMD),
+                Vendor::Nvidia => Some(amd::NVIDIA),
+                Vendor::Intel => Some(amd::INTEL),
+                _ => None,
+            };
+        }
+        if g.name.is_empty() {
+            if let (Some(v), Some(d)) = (g.vendor_id, g.device_id) {
+                if let Some(n) = amd::pci_name(v, d) {
+                    g.name = n.to_string();
+                }
+            }
+        }
+        g.vf |= amd::is_vf(&g.name, g.vendor_id, g.device_id);
+        if g.integrated.is_none()
+            && g.vendor == Vendor::Amd
+            && g.gfx.as_deref().is_some_and(amd::is_apu_target)
+        {
+            g.integrated = Some(true);
+        }
+    }
+}
+
+/// "0000:83:00.0" and "83:00.0" name the same function (rocminfo's BDFID
+/// carries no PCI domain).
+fn norm_bdf(s: &str) -> String {
+    let s = s.trim().to_lowercase();
+    match s.matches(':').count() {
+        2 => s.split_once(':').map(|x| x.1.to_string()).unwrap_or(s),
+        _ => s,
+    }
+}
+
+fn conflict(a: &Gpu, b: &Gpu) -> bool {
+    let vend = |v: Vendor| v != Vendor::Other;
+    (vend(a.vendor) && vend(b.vendor) && a.vendor != b.vendor)
+        || matches!((&a.pci_address, &b.pci_address), (Some(x), Some(y)) if norm_bdf(x) != norm_bdf(y))
+        || matches!((a.device_id, b.device_id), (Some(x), Some(y)) if x != y)
+        || matches!((&a.gfx, &b.gfx), (Some(x), Some(y)) if x != y)
+}
+
+fn norm_name(n: &str) -> String {
+    let n = match n.find(" (") {
+        Some(p) => &n[..p],
+        None => n,
+    };
+    n.trim().to_lowercase()
+}
+
+fn score(a: &Gpu, b: &Gpu) -> u32 {
+    let mut s = 0;
+    if matches!((&a.pci_address, &b.pci_address), (Some(x), Some(y)) if norm_bdf(x) == norm_bdf(y))
+    {
+        s += 100;
+    }
+    if a.device_id.is_some() && a.device_id == b.device_id {
+        s += 20;
+    }
+    if a.gfx.is_some() && a.gfx == b.gfx {
+        s += 10;
+    }
+    let (na, nb) = (norm_name(&a.name), norm_name(&b.name));
+    if na.len() >= 6 && nb.len() >= 6 && (na.contains(&nb) || nb.contains(&na)) {
+        s += 5;
+    }
+    let bare = |g: &Gpu| {
+        g.pci_address.is_none() && g.device_id.is_none() && g.gfx.is_none() && g.name.is_empty()
+    };
+    if s == 0 && a.vendor == b.vendor && a.vendor != Vendor::Other && (bare(a) || bare(b)) {
+        s = 1;
+    }
+    s
+}
+
+fn name_rank(name: &str, seen_by: &[String]) -> u32 {
+    if name.is_empty() {
+        return 0;
+    }
+    if amd::find_gfx(name).is_some_and(|x| x == name.trim()) {
+        return 1;
+    }
+    let authoritative = ["amd-smi", "rocm-smi", "rocminfo", "pci"];
+    if seen_by.iter().any(|s| authoritative.contains(&s.as_str())) {
+        3
+    } else {
+        2
+    }
+}
+
+/// Adds `g`, merging it into the best matching GPU already known.
+pub fn add_gpu(list: &mut Vec<Gpu>, g: Gpu) {
+    let mut best: Option<(usize, u32)> = None;
+    for (i, m) in list.iter().enumerate() {
+        if m.seen_by.iter().any(|s| g.seen_by.contains(s)) || conflict(m, &g) {
+            continue;
+        }
+        let s = score(m, &g);
+        let better = match best {
+            None => true,
+            Some((_, b)) => s > b,
+        };
+        if s > 0 && better {
+            best = Some((i, s));
+        }
+    }
+    let Some((i, _)) = best else {
+        list.push(g);
+        return;
+    };
+    let m = &mut list[i];
+    let Gpu {
+        vendor,
+        name,
+        pci_address,
+        vendor_id,
+        device_id,
+        revision,
+        subsystem_vendor_id,
+        subsystem_device_id,
+        gfx,
+        vf,
+        integrated,
+        compute_units,
+        vram_bytes,
+        gtt_bytes,
+        kernel_driver,
+        render_minor,
+        seen_by,
+    } = g;
+    if name_rank(&name, &seen_by) > name_rank(&m.name, &m.seen_by) {
+        m.name = name;
+    }
+    if m.vendor == Vendor::Other {
+        m.vendor = vendor;
+    }
+    match (&m.pci_address, pci_address) {
+        (Some(a), Some(b)) if b.len() > a.len() => m.pci_address = Some(b),
+        (None, Some(b)) => m.pci_address = Some(b),
+        _ => {}
+    }
+    first(&mut m.vendor_id, vendor_id);
+    first(&mut m.device_id, device_id);
+    first(&mut m.revision, revision);
+    first(&mut m.subsystem_vendor_id, subsystem_vendor_id);
+    first(&mut m.subsystem_device_id, subsystem_device_id);
+    first(&mut m.gfx, gfx);
+    m.vf |= vf;
+    first(&mut m.integrated, integrated);
+    first(&mut m.compute_units, compute_units);
+    first(&mut m.vram_bytes, vram_bytes);
+    first(&mut m.gtt_bytes, gtt_bytes);
+    first(&mut m.kernel_driver, kernel_driver);
+    first(&mut m.render_minor, render_minor);
+    union(&mut m.seen_by, seen_by);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(seen: &str) -> Gpu {
+        Gpu {
+            vendor: Vendor::Amd,
+            seen_by: vec![seen.into()],
+            ..Gpu::default()
+        }
+    }
+
+    #[test]
+    fn same_pci_address_merges_across_sources() {
+        let mut a = gpu("amd-smi");
+        a.pci_address = Some("0000:83:00.0".into());
+        a.name = "AMD Instinct MI300X VF".into();
+        let mut b = gpu("rocminfo");
+        b.pci_address = Some("83:00.0".into());
+        b.gfx = Some("gfx942".into());
+        b.name = "AMD Instinct MI300X VF".into();
+        let mut l = vec![];
+        add_gpu(&mut l, a);
+        add_gpu(&mut l, b);
+        assert_eq!(l.len(), 1);
+        assert_eq!(l[0].pci_address.as_deref(), Some("0000:83:00.0"));
+        assert_eq!(l[0].gfx.as_deref(), Some("gfx942"));
+    }
+
+    #[test]
+    fn one_source_never_merges_with_itself() {
+        let mut l = vec![];
+        for _ in 0..8 {
+            let mut g = gpu("rocm-smi");
+            g.device_id = Some(0x74a1);
+            add_gpu(&mut l, g);
+        }
+        let mut r = gpu("rocminfo");
+        r.device_id = Some(0x74a1);
+        r.gfx = Some("gfx942".into());
+        add_gpu(&mut l, r);
+        assert_eq!(l.len(), 8);
+        assert_eq!(l.iter().filter(|g| g.gfx.is_some()).count(), 1);
+    }
+
+    #[test]
+    fn contradictions_never_merge() {
+        let mut l = vec![];
+        let mut a = gpu("rocm-smi");
+        a.device_id = Some(0x7550);
+        let mut b = gpu("rocminfo");
+        b.device_id = Some(0x13c0);
+        b.name = "x".into();
+        add_gpu(&mut l, a);
+        add_gpu(&mut l, b);
+        assert_eq!(l.len(), 2);
+        let mut c = gpu("vulkan:radv");
+        c.vendor = Vendor::Nvidia;
+        c.device_id = Some(0x7550);
+        add_gpu(&mut l, c);
+        assert_eq!(l.len(), 3);
+    }
+}

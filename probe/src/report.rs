@@ -1,0 +1,320 @@
+//! The doctor's report: the `greta.doctor/v1` JSON (a stable contract,
+//! documented in docs/doctor.md) and its human rendering (one line per
+//! check with glyph and time, the findings with fixes, one summary line).
+
+use crate::facts::{Facts, Vendor};
+use crate::rules::{Finding, Severity};
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+
+pub const SCHEMA: &str = "greta.doctor/v1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckStatus {
+    Pass,
+    Warn,
+    Fail,
+}
+
+/// One line of the check list: a live/sysroot collector, or one `--from` file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckLine {
+    pub id: String,
+    pub title: String,
+    pub status: CheckStatus,
+    pub duration_ms: f64,
+    pub summary: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub fail: usize,
+    pub warn: usize,
+    pub ok: usize,
+    /// 0: no `fail` finding; 1: at least one.
+    pub exit_code: u8,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: String,
+    pub greta_version: String,
+    /// "live", "sysroot" or "from".
+    pub mode: String,
+    pub checks: Vec<CheckLine>,
+    pub facts: Facts,
+    /// Only the findings raised.
+    pub findings: Vec<Finding>,
+    pub summary: Summary,
+    /// Things the reader should know about the input (unrecognised files...).
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    pub fn new(
+        mode: &str,
+        checks: Vec<CheckLine>,
+        facts: Facts,
+        findings: Vec<Finding>,
+        notes: Vec<String>,
+    ) -> Report {
+        let count = |s| findings.iter().filter(|f| f.severity == s).count();
+        let fail = count(Severity::Fail);
+        Report {
+            schema: SCHEMA.into(),
+            greta_version: env!("CARGO_PKG_VERSION").into(),
+            mode: mode.into(),
+            summary: Summary {
+                fail,
+                warn: count(Severity::Warn),
+                ok: count(Severity::Ok),
+                exit_code: u8::from(fail > 0),
+            },
+            checks,
+            facts,
+            findings,
+            notes,
+        }
+    }
+
+    /// Keeps only the check or finding named `id` (`--check ID`); false when
+    /// `id` names neither.
+    pub fn restrict(&mut self, id: &str, check_prefixes: &[(&str, &[&str])]) -> bool {
+        let is_check = self.checks.iter().any(|c| c.id == id);
+        let is_finding = crate::rules::catalogue().iter().any(|r| r.id == id);
+        if !is_check && !is_finding {
+            return false;
+        }
+        if is_check {
+            self.checks.retain(|c| c.id == id);
+            let prefixes: Vec<&str> = check_prefixes
+                .iter()
+                .find(|(c, _)| *c == id)
+                .map(|(_, p)| p.to_vec())
+                .unwrap_or_default();
+            self.findings
+                .retain(|f| prefixes.iter().any(|p| f.id.starts_with(p)));
+        } else {
+            self.findings.retain(|f| f.id == id);
+        }
+        *self = Report::new(
+            &self.mode,
+            self.checks.clone(),
+            self.facts.clone(),
+            self.findings.clone(),
+            self.notes.clone(),
+        );
+        true
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    pub fn render(&self, color: bool) -> String {
+        let p = Paint(color);
+        let mut o = String::new();
+        let _ = writeln!(o, "{}", p.bold(&format!("greta doctor ({})", self.mode)));
+        let w = self
+            .checks
+            .iter()
+            .map(|c| c.title.chars().count())
+            .max()
+            .unwrap_or(0)
+            .min(48);
+        for c in &self.checks {
+            let glyph = match c.status {
+                CheckStatus::Pass => p.green("✓"),
+                CheckStatus::Warn => p.yellow("!"),
+                CheckStatus::Fail => p.red("✗"),
+            };
+            let _ = writeln!(
+                o,
+                "  {glyph} {:<w$}  {:>8}  {}",
+                c.title,
+                p.dim(&fmt_ms(c.duration_ms)),
+                c.summary
+            );
+        }
+        for n in &self.notes {
+            let _ = writeln!(o, "  {} {n}", p.yellow("note:"));
+        }
+        if !self.findings.is_empty() {
+            let _ = writeln!(o, "\n{}", p.bold("Findings"));
+        }
+        for f in &self.findings {
+            let (glyph, sev) = match f.severity {
+                Severity::Fail => (p.red("✗"), p.red("fail")),
+                Severity::Warn => (p.yellow("!"), p.yellow("warn")),
+                Severity::Ok => (p.green("✓"), p.green("ok")),
+            };
+            let _ = writeln!(o, "  {glyph} {sev} {}  {}", p.bold(&f.id), f.title);
+            let _ = writeln!(o, "      {}", f.message);
+            for e in f.evidence.iter().take(8) {
+                let _ = writeln!(o, "      {} {e}", p.dim("evidence:"));
+            }
+            if f.evidence.len() > 8 {
+                let _ = writeln!(
+                    o,
+                    "      {} … {} more",
+                    p.dim("evidence:"),
+                    f.evidence.len() - 8
+                );
+            }
+            let _ = writeln!(o, "      {} {}", p.bold("fix:"), f.fix.text);
+            for c in &f.fix.commands {
+                let _ = writeln!(o, "        $ {c}");
+            }
+        }
+        let gpus: Vec<String> = self
+            .facts
+            .gpus
+            .iter()
+            .filter(|g| g.vendor != Vendor::Cpu)
+            .map(|g| {
+                let mut s = if g.name.is_empty() {
+                    "unnamed GPU".to_string()
+                } else {
+                    g.name.clone()
+                };
+                if let Some(x) = &g.gfx {
+                    if !s.contains(x.as_str()) {
+                        s.push_str(&format!(" ({x})"));
+                    }
+                }
+                s
+            })
+            .collect();
+        let s = &self.summary;
+        let line = format!(
+            "{} fail, {} warn, {} ok — {} — exit {}",
+            s.fail,
+            s.warn,
+            s.ok,
+            if gpus.is_empty() {
+                "no GPU seen".to_string()
+            } else {
+                format!("{} GPU(s): {}", gpus.len(), compact(&gpus))
+            },
+            s.exit_code
+        );
+        let line = if s.fail > 0 {
+            p.red(&line)
+        } else if s.warn > 0 {
+            p.yellow(&line)
+        } else {
+            p.green(&line)
+        };
+        let _ = writeln!(o, "\n{} {line}", p.bold("Summary:"));
+        o
+    }
+}
+
+/// "8× AMD Instinct MI300X (gfx942)" instead of eight copies.
+fn compact(names: &[String]) -> String {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for n in names {
+        match out.iter_mut().find(|(x, _)| x == n) {
+            Some((_, c)) => *c += 1,
+            None => out.push((n.clone(), 1)),
+        }
+    }
+    out.into_iter()
+        .map(|(n, c)| if c > 1 { format!("{c}× {n}") } else { n })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn fmt_ms(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.2} s", ms / 1000.0)
+    } else {
+        format!("{ms:.1} ms")
+    }
+}
+
+struct Paint(bool);
+
+impl Paint {
+    fn wrap(&self, code: &str, s: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    fn red(&self, s: &str) -> String {
+        self.wrap("31", s)
+    }
+    fn green(&self, s: &str) -> String {
+        self.wrap("32", s)
+    }
+    fn yellow(&self, s: &str) -> String {
+        self.wrap("33", s)
+    }
+    fn bold(&self, s: &str) -> String {
+        self.wrap("1", s)
+    }
+    fn dim(&self, s: &str) -> String {
+        self.wrap("2", s)
+    }
+}
+
+/// Colour only on a terminal, and never when NO_COLOR is set (any value
+/// but empty, per no-color.org).
+pub fn use_color(is_tty: bool) -> bool {
+    is_tty && !matches!(std::env::var_os("NO_COLOR"), Some(v) if !v.is_empty())
+}
+
+/// `--from` mode: one check line per file.
+pub fn file_checks(files: &[crate::from::FileReport]) -> (Vec<CheckLine>, Vec<String>) {
+    let mut checks = Vec::new();
+    let mut notes = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let kinds: Vec<&str> = f.formats.iter().map(|x| x.label()).collect();
+        let (status, summary) = match (&f.note, kinds.is_empty()) {
+            (Some(n), true) => (CheckStatus::Warn, n.clone()),
+            (Some(n), false) => (
+                CheckStatus::Warn,
+                format!("{}: {}; {n}", kinds.join(" + "), f.summary),
+            ),
+            (None, _) => (
+                CheckStatus::Pass,
+                format!("{}: {}", kinds.join(" + "), f.summary),
+            ),
+        };
+        if let Some(n) = &f.note {
+            notes.push(format!("{}: {n}", f.path));
+        }
+        checks.push(CheckLine {
+            id: format!("file:{}", i + 1),
+            title: f.path.clone(),
+            status,
+            duration_ms: (f.micros as f64 / 100.0).round() / 10.0,
+            summary,
+        });
+    }
+    (checks, notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn color_only_on_tty_without_no_color() {
+        assert!(!use_color(false));
+        let p = Paint(false);
+        assert_eq!(p.red("x"), "x");
+        assert_eq!(Paint(true).red("x"), "\x1b[31mx\x1b[0m");
+    }
+
+    #[test]
+    fn exit_code_follows_fail_findings() {
+        let r = Report::new("from", vec![], Facts::default(), vec![], vec![]);
+        assert_eq!(r.summary.exit_code, 0);
+        assert_eq!(r.schema, SCHEMA);
+        assert!(compact(&["a".into(), "a".into(), "b".into()]).starts_with("2× a"));
+    }
+}

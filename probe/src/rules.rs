@@ -1,0 +1,311 @@
+//! The diagnosis rules: data (`probe/rules.toml`, embedded), not code
+//! branches. Code only answers named questions about the facts
+//! ([`predicates::PREDICATES`] and `signal:<id>`); each rule combines them:
+//! `all` must hold, at least one of `any` (when given), none of `none`.
+//! Several rules may share one finding id (different causes with different
+//! fixes): the first that matches raises the finding.
+
+pub mod predicates;
+
+use crate::facts::Facts;
+use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
+
+const RULES_TOML: &str = include_str!("../rules.toml");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Ok => "ok",
+            Severity::Warn => "warn",
+            Severity::Fail => "fail",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fix {
+    pub text: String,
+    #[serde(default)]
+    pub commands: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub id: String,
+    pub severity: Severity,
+    pub title: String,
+    /// What the finding means (docs, `--list-checks`).
+    pub meaning: String,
+    #[serde(default)]
+    pub all: Vec<String>,
+    #[serde(default)]
+    pub any: Vec<String>,
+    #[serde(default)]
+    pub none: Vec<String>,
+    pub message: String,
+    pub fix: Fix,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleFile {
+    rule: Vec<Rule>,
+}
+
+/// A raised finding: what `findings` in the JSON holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub id: String,
+    pub severity: Severity,
+    pub title: String,
+    pub message: String,
+    /// The facts and `source:line` signals the finding rests on.
+    pub evidence: Vec<String>,
+    pub fix: Fix,
+}
+
+/// The finding ids of DESIGN.md: a stable contract, all must have rules.
+pub const CONTRACT_IDS: &[&str] = &[
+    "gpu.none",
+    "gpu.sriov-vf",
+    "driver.amdgpu-not-bound",
+    "kfd.missing",
+    "kfd.permission",
+    "kfd.rejected",
+    "rocm.missing",
+    "rocm.multiple",
+    "rocm.runtime-no-device",
+    "rocm.gfx-unsupported",
+    "rocm.hsa-override",
+    "rocm.ld-library-path",
+    "vulkan.loader-missing",
+    "vulkan.no-icd",
+    "vulkan.icd-incompatible",
+    "vulkan.cpu-only",
+    "vulkan.duplicate-gpu",
+    "vulkan.amd-switchable-layer",
+    "vulkan.gfx94x-unsupported",
+    "apu.small-vram",
+    "python.missing",
+    "framework.mismatch",
+];
+
+/// Parses and checks a rules file: known predicates and signals, known
+/// template variables, one severity per id, every contract id present.
+pub fn parse_rules(text: &str) -> Result<Vec<Rule>, String> {
+    let file: RuleFile = toml::from_str(text).map_err(|e| format!("rules.toml: {e}"))?;
+    let signals = crate::signals::known_ids();
+    let known = |p: &str| match p.strip_prefix("signal:") {
+        Some(s) => signals.contains(&s),
+        None => predicates::PREDICATES.iter().any(|(n, _)| *n == p),
+    };
+    for r in &file.rule {
+        if r.all.is_empty() && r.any.is_empty() {
+            return Err(format!("rules.toml: rule {}: needs `all` or `any`", r.id));
+        }
+        for p in r.all.iter().chain(&r.any).chain(&r.none) {
+            if !known(p) {
+                return Err(format!(
+                    "rules.toml: rule {}: unknown predicate {p:?}",
+                    r.id
+                ));
+            }
+        }
+        for t in [&r.message, &r.fix.text]
+            .into_iter()
+            .chain(r.fix.commands.iter())
+        {
+            for var in placeholders(t) {
+                if !predicates::VARS.contains(&var) {
+                    return Err(format!(
+                        "rules.toml: rule {}: unknown template variable {{{var}}}",
+                        r.id
+                    ));
+                }
+            }
+        }
+        if let Some(o) = file
+            .rule
+            .iter()
+            .find(|o| o.id == r.id && o.severity != r.severity)
+        {
+            return Err(format!(
+                "rules.toml: rule {}: severities differ ({:?} vs {:?})",
+                r.id, r.severity, o.severity
+            ));
+        }
+    }
+    for id in CONTRACT_IDS {
+        if !file.rule.iter().any(|r| r.id == *id) {
+            return Err(format!("rules.toml: no rule for contract id {id}"));
+        }
+    }
+    Ok(file.rule)
+}
+
+fn placeholders(t: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = t;
+    while let Some(a) = rest.find('{') {
+        let Some(b) = rest[a..].find('}') else { break };
+        let name = &rest[a + 1..a + b];
+        if !name.is_empty() && name.bytes().all(|c| c.is_ascii_lowercase() || c == b'_') {
+            out.push(name);
+        }
+        rest = &rest[a + b + 1..];
+    }
+    out
+}
+
+/// The embedded rules (validated by a unit test).
+pub fn rules() -> &'static [Rule] {
+    static RULES: OnceLock<Vec<Rule>> = OnceLock::new();
+    RULES.get_or_init(|| parse_rules(RULES_TOML).expect("embedded rules.toml is valid"))
+}
+
+/// Distinct finding ids in file order, with the first rule's severity,
+/// title and meaning (for `--list-checks` and docs).
+pub fn catalogue() -> Vec<&'static Rule> {
+    let mut out: Vec<&Rule> = Vec::new();
+    for r in rules() {
+        if !out.iter().any(|o| o.id == r.id) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+fn render(t: &str, e: &predicates::Eval) -> String {
+    let mut s = t.to_string();
+    for (k, v) in &e.vars {
+        s = s.replace(&format!("{{{k}}}"), v);
+    }
+    s
+}
+
+/// Every finding the facts raise, fails first then warns then oks.
+pub fn diagnose(facts: &Facts) -> Vec<Finding> {
+    diagnose_with(rules(), facts)
+}
+
+pub fn diagnose_with(rules: &[Rule], facts: &Facts) -> Vec<Finding> {
+    let e = predicates::evaluate(facts);
+    let mut out: Vec<Finding> = Vec::new();
+    for r in rules {
+        if out.iter().any(|f| f.id == r.id) {
+            continue;
+        }
+        let all = r.all.iter().all(|p| e.holds(p));
+        let any = r.any.is_empty() || r.any.iter().any(|p| e.holds(p));
+        let none = !r.none.iter().any(|p| e.holds(p));
+        if !(all && any && none) {
+            continue;
+        }
+        let mut evidence: Vec<String> = Vec::new();
+        for p in r.all.iter().chain(r.any.iter()) {
+            // Bookkeeping predicates ("pci_scanned") add nothing a reader needs.
+            if p.ends_with("_scanned") || p == "vulkan_in_play" {
+                continue;
+            }
+            for x in e.evidence(p) {
+                if !evidence.contains(x) {
+                    evidence.push(x.clone());
+                }
+            }
+        }
+        out.push(Finding {
+            id: r.id.clone(),
+            severity: r.severity,
+            title: render(&r.title, &e),
+            message: render(&r.message, &e),
+            evidence,
+            fix: Fix {
+                text: render(&r.fix.text, &e),
+                commands: r.fix.commands.iter().map(|c| render(c, &e)).collect(),
+            },
+        });
+    }
+    out.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_rules_are_valid_and_cover_the_contract() {
+        let r = parse_rules(RULES_TOML).unwrap();
+        for id in CONTRACT_IDS {
+            assert!(r.iter().any(|x| x.id == *id), "{id}");
+        }
+    }
+
+    #[test]
+    fn bad_rules_are_rejected() {
+        let base = |extra: &str| {
+            let mut s = RULES_TOML.to_string();
+            s.push_str(extra);
+            s
+        };
+        let bad_pred = base("[[rule]]\nid='x.y'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['no_such_predicate']\nmessage='m'\nfix={text='t'}\n");
+        assert!(parse_rules(&bad_pred)
+            .unwrap_err()
+            .contains("unknown predicate"));
+        let bad_sig = base("[[rule]]\nid='x.y'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['signal:nope']\nmessage='m'\nfix={text='t'}\n");
+        assert!(parse_rules(&bad_sig).is_err());
+        let bad_var = base("[[rule]]\nid='x.y'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['gpu_present']\nmessage='{nope}'\nfix={text='t'}\n");
+        assert!(parse_rules(&bad_var)
+            .unwrap_err()
+            .contains("template variable"));
+        let bad_sev = base("[[rule]]\nid='gpu.none'\nseverity='fail'\ntitle='t'\nmeaning='m'\nall=['gpu_present']\nmessage='m'\nfix={text='t'}\n");
+        assert!(parse_rules(&bad_sev)
+            .unwrap_err()
+            .contains("severities differ"));
+        assert!(parse_rules("[[rule]]\nid='gpu.none'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['gpu_present']\nmessage='m'\nfix={text='t'}\n")
+            .unwrap_err()
+            .contains("contract id"));
+    }
+
+    #[test]
+    fn empty_facts_raise_nothing() {
+        // Nothing was inspected, so nothing can be concluded.
+        assert!(diagnose(&Facts::default()).is_empty());
+    }
+
+    #[test]
+    fn absence_counts_only_when_scanned() {
+        let f = Facts {
+            scanned: vec![
+                "pci".into(),
+                "rocm".into(),
+                "vulkan-loader".into(),
+                "vulkan-icds".into(),
+                "python".into(),
+            ],
+            ..Facts::default()
+        };
+        let ids: Vec<String> = diagnose(&f).into_iter().map(|x| x.id).collect();
+        for id in [
+            "gpu.none",
+            "vulkan.loader-missing",
+            "vulkan.no-icd",
+            "python.missing",
+        ] {
+            assert!(ids.contains(&id.to_string()), "{id} in {ids:?}");
+        }
+        // No AMD GPU: a missing ROCm is not a problem.
+        assert!(!ids.contains(&"rocm.missing".to_string()));
+    }
+}
