@@ -1,0 +1,38 @@
+// Shared helpers for greta's HIP kernels. Every kernel is `extern "C"` so
+// the runtime finds it by its plain name (greta_<op>), and indexes with
+// 32-bit integers, as the op contracts in greta-kernels promise.
+#pragma once
+#include <hip/hip_runtime.h>
+#include <stdint.h>
+
+// Threads per block of the element-wise kernels and the row reductions.
+#define GRETA_BLOCK 256
+
+// Sum of `v` over the block; every thread gets the result. `scratch` holds
+// GRETA_BLOCK floats. A shared-memory tree: independent of the wave size
+// (64 on CDNA, 32 or 64 on RDNA).
+__device__ inline float greta_block_sum(float v, float* scratch) {
+    const unsigned t = threadIdx.x;
+    scratch[t] = v;
+    __syncthreads();
+    for (unsigned s = GRETA_BLOCK / 2; s > 0; s >>= 1) {
+        if (t < s) scratch[t] += scratch[t + s];
+        __syncthreads();
+    }
+    const float r = scratch[0];
+    __syncthreads();
+    return r;
+}
+
+__device__ inline float greta_block_max(float v, float* scratch) {
+    const unsigned t = threadIdx.x;
+    scratch[t] = v;
+    __syncthreads();
+    for (unsigned s = GRETA_BLOCK / 2; s > 0; s >>= 1) {
+        if (t < s) scratch[t] = fmaxf(scratch[t], scratch[t + s]);
+        __syncthreads();
+    }
+    const float r = scratch[0];
+    __syncthreads();
+    return r;
+}

@@ -1,0 +1,8 @@
+// copy: y[i] = x[i] for i < n (u32).
+#include "common.h"
+
+extern "C" __global__ void greta_copy(const uint32_t* __restrict__ x, uint32_t* __restrict__ y, uint32_t n) {
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        y[i] = x[i];
+    }
+}

@@ -1,0 +1,9 @@
+// vec_add: c[i] = a[i] + b[i] (f32).
+#include "common.h"
+
+extern "C" __global__ void greta_vec_add(const float* __restrict__ a, const float* __restrict__ b,
+                                         float* __restrict__ c, uint32_t n) {
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        c[i] = a[i] + b[i];
+    }
+}

@@ -1,0 +1,203 @@
+//! How each [`Op`] maps onto its HIP kernel: symbol, grid, block and the
+//! scalar arguments that follow the buffer pointers (inputs, then outputs,
+//! in [`Op::inputs`]/[`Op::outputs`] order — the same contract as GLSL).
+
+use super::device::HipDeviceInfo;
+use super::stream::KernelArg;
+use crate::Op;
+use greta_kernels::hip_src::kernel_symbol;
+
+/// Threads per block of the element-wise and row kernels (GRETA_BLOCK in common.h).
+pub const BLOCK: u32 = 256;
+/// Tile edge of the GEMM kernels (GEMM_TILE in gemm_f32.hip / gemm_f16.hip).
+pub const GEMM_TILE: u32 = 16;
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub symbol: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub scalars: Vec<KernelArg>,
+}
+
+fn blocks_for(total: usize, dev: &HipDeviceInfo) -> u32 {
+    // The kernels stride over the grid, so the grid only needs to fill the GPU.
+    let want = total.div_ceil(BLOCK as usize).max(1);
+    let cap = (dev.max_grid[0].max(1) as usize).min(1 << 20);
+    want.min(cap) as u32
+}
+
+/// The launch of `op` on `dev`. Sizes were validated to fit 32 bits.
+pub fn plan(op: &Op, dev: &HipDeviceInfo) -> Plan {
+    use KernelArg::{F32, U32};
+    let u = |v: usize| U32(v as u32);
+    let linear = |total: usize, scalars: Vec<KernelArg>| Plan {
+        symbol: kernel_symbol(op.name()),
+        grid: [blocks_for(total, dev), 1, 1],
+        block: [BLOCK, 1, 1],
+        scalars,
+    };
+    let rows = |r: usize, scalars: Vec<KernelArg>| Plan {
+        symbol: kernel_symbol(op.name()),
+        grid: [r as u32, 1, 1],
+        block: [BLOCK, 1, 1],
+        scalars,
+    };
+    match *op {
+        Op::Noop => Plan {
+            symbol: kernel_symbol("noop"),
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+            scalars: vec![],
+        },
+        Op::Fill { n, value } => linear(n, vec![u(n), U32(value)]),
+        Op::Copy { n } | Op::TestBrokenCopy { n } => linear(n, vec![u(n)]),
+        Op::VecAdd { n } => linear(n, vec![u(n)]),
+        Op::GemmF32 { m, n, k } | Op::GemmF16 { m, n, k } => Plan {
+            symbol: kernel_symbol(op.name()),
+            grid: [
+                (n as u32).div_ceil(GEMM_TILE),
+                (m as u32).div_ceil(GEMM_TILE),
+                1,
+            ],
+            block: [GEMM_TILE, GEMM_TILE, 1],
+            scalars: vec![u(m), u(n), u(k)],
+        },
+        Op::RmsNorm { rows: r, cols, eps } | Op::LayerNorm { rows: r, cols, eps } => {
+            rows(r, vec![u(r), u(cols), F32(eps)])
+        }
+        Op::Softmax { rows: r, cols } => rows(r, vec![u(r), u(cols)]),
+        Op::Rope {
+            tokens,
+            heads,
+            head_dim,
+            pos0,
+            theta,
+        } => linear(
+            tokens * heads * head_dim / 2,
+            vec![u(tokens), u(heads), u(head_dim), U32(pos0), F32(theta)],
+        ),
+        Op::KvUpdate {
+            layers,
+            max_seq,
+            heads,
+            head_dim,
+            pos,
+            n_new,
+        } => linear(
+            layers * n_new * heads * head_dim,
+            vec![
+                u(layers),
+                u(max_seq),
+                u(heads),
+                u(head_dim),
+                u(pos),
+                u(n_new),
+            ],
+        ),
+        Op::TestSlow { iters } => Plan {
+            symbol: kernel_symbol("test_slow"),
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+            scalars: vec![U32(iters)],
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use greta_kernels::hip_src::SOURCES;
+
+    fn dev() -> HipDeviceInfo {
+        HipDeviceInfo {
+            ordinal: 0,
+            name: "test".into(),
+            gcn_arch_name: "gfx942:sramecc+:xnack-".into(),
+            gfx: "gfx942".into(),
+            compute_units: 304,
+            total_memory_bytes: 192 << 30,
+            warp_size: 64,
+            max_shared_memory_per_block: 65536,
+            max_threads_per_block: 1024,
+            max_grid: [i32::MAX as u32; 3],
+            integrated: false,
+            pci_bus_id: String::new(),
+            pci_vendor_id: 0x1002,
+            pci_device_id: 0x74a1,
+            uuid: String::new(),
+            runtime_version: 60342134,
+            driver_version: 60342134,
+        }
+    }
+
+    /// Counts the parameters of `greta_<name>` in its source: a launch with
+    /// the wrong number of arguments would read garbage on the GPU.
+    fn source_params(symbol: &str) -> usize {
+        let text = SOURCES
+            .iter()
+            .map(|(_, t)| *t)
+            .find(|t| t.contains(&format!("{symbol}(")))
+            .unwrap();
+        let at = text.find(&format!("{symbol}(")).unwrap() + symbol.len() + 1;
+        let params = &text[at..at + text[at..].find(')').unwrap()];
+        if params.trim().is_empty() {
+            0
+        } else {
+            params.split(',').count()
+        }
+    }
+
+    #[test]
+    fn every_launch_passes_as_many_arguments_as_its_kernel_takes() {
+        let ops = [
+            Op::Noop,
+            Op::Fill { n: 1000, value: 7 },
+            Op::Copy { n: 1000 },
+            Op::VecAdd { n: 1000 },
+            Op::GemmF32 { m: 33, n: 17, k: 9 },
+            Op::GemmF16 { m: 33, n: 17, k: 9 },
+            Op::RmsNorm {
+                rows: 3,
+                cols: 100,
+                eps: 1e-6,
+            },
+            Op::LayerNorm {
+                rows: 3,
+                cols: 100,
+                eps: 1e-5,
+            },
+            Op::Softmax { rows: 3, cols: 100 },
+            Op::Rope {
+                tokens: 4,
+                heads: 2,
+                head_dim: 8,
+                pos0: 3,
+                theta: 1e4,
+            },
+            Op::KvUpdate {
+                layers: 2,
+                max_seq: 16,
+                heads: 2,
+                head_dim: 8,
+                pos: 3,
+                n_new: 2,
+            },
+            Op::TestBrokenCopy { n: 10 },
+            Op::TestSlow { iters: 10 },
+        ];
+        for op in ops {
+            let p = plan(&op, &dev());
+            let buffers = op.inputs().len() + op.outputs().len();
+            assert_eq!(buffers + p.scalars.len(), source_params(&p.symbol), "{op}");
+            assert!(
+                p.grid.iter().all(|&g| g > 0) && p.block.iter().all(|&b| b > 0),
+                "{op}"
+            );
+        }
+        let g = plan(&Op::GemmF32 { m: 33, n: 17, k: 9 }, &dev());
+        assert_eq!((g.grid, g.block), ([2, 3, 1], [16, 16, 1]));
+        let f = plan(&Op::Fill { n: 1000, value: 7 }, &dev());
+        assert_eq!(f.grid, [4, 1, 1]);
+    }
+}
