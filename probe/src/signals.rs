@@ -84,9 +84,29 @@ pub fn table() -> &'static [Signature] {
     TABLE.get_or_init(|| parse_table(SIGNALS_TOML).expect("embedded signals.toml is valid"))
 }
 
-/// Ids of every known signature (rules are checked against this list).
+/// Signals the live/sysroot collectors raise themselves (not text
+/// signatures): id and meaning. Rules may name them like any other.
+pub const COLLECTOR_SIGNALS: &[(&str, &str)] = &[
+    ("device-group-stale-login", "the user is in the device's group in /etc/group, but this login session lacks it"),
+    ("device-open-eperm", "opening a device node failed with EPERM although its mode allows it (container device cgroup / LSM)"),
+    ("rocminfo-timeout", "rocminfo did not finish in time and was killed (HSA runtime hang)"),
+    ("hipconfig-timeout", "hipconfig --version did not finish in time"),
+    ("python-timeout", "a Python interpreter did not print its version in time"),
+    ("rocm-path-missing", "ROCM_PATH/HIP_PATH points at no ROCm install"),
+    ("vulkan-icd-broken", "an ICD manifest is unreadable or its library cannot load"),
+    ("vulkan-enumeration-timeout", "Vulkan device enumeration did not finish in time (a driver hangs)"),
+    ("vulkan-loader-unusable", "libvulkan.so.1 is missing or cannot be loaded"),
+    ("vulkan-enumeration-failed", "vkCreateInstance or device enumeration failed"),
+];
+
+/// Ids of every known signature and collector signal (rules are checked
+/// against this list).
 pub fn known_ids() -> Vec<&'static str> {
-    table().iter().map(|s| s.id.as_str()).collect()
+    table()
+        .iter()
+        .map(|s| s.id.as_str())
+        .chain(COLLECTOR_SIGNALS.iter().map(|c| c.0))
+        .collect()
 }
 
 /// Whether `id` names a harmless notice.

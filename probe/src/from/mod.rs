@@ -270,22 +270,6 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     (formats, facts)
 }
 
-/// For the live/sysroot collectors ([`crate::collect::Parsers`]): parses
-/// `rocminfo` output that a collector ran or replayed and folds it into `f`.
-pub fn rocminfo_into(text: &str, source: &str, f: &mut Facts) {
-    fold(rocminfo::parse(text), text, source, f);
-}
-
-/// Same for `vulkaninfo` / `vulkaninfo --summary` output.
-pub fn vulkaninfo_into(text: &str, source: &str, f: &mut Facts) {
-    fold(vulkaninfo::parse(text), text, source, f);
-}
-
-fn fold(mut part: Facts, text: &str, source: &str, f: &mut Facts) {
-    part.signals = crate::signals::scan(text, source);
-    *f = crate::merge::merge(vec![std::mem::take(f), part]);
-}
-
 /// Every format whose markers `text` carries, most specific first.
 pub fn recognise(text: &str) -> Vec<Format> {
     let mut out = Vec::new();
