@@ -70,9 +70,27 @@ pub struct Parsers {
     pub vulkaninfo: Option<live::vkdev::TextParser>,
 }
 
-/// The parsers this build has (the `--from` side wires its recognisers here).
+/// The parsers this build has: the `--from` text recognisers.
 pub fn default_parsers() -> Parsers {
-    Parsers::default()
+    Parsers {
+        rocminfo: Some(parse_into),
+        vulkaninfo: Some(parse_into),
+    }
+}
+
+/// Runs the `--from` recognisers on a command's output and folds what they
+/// find (GPUs, agents, error signatures) into `f` with the same merge the
+/// `--from` path uses.
+pub fn parse_into(text: &str, source: &str, f: &mut Facts) {
+    let (_, part) = crate::from::parse_text(text, source);
+    let base = std::mem::take(f);
+    // Fields the merge does not carry (owned by the live side).
+    let hip_libraries = base.rocm.hip_libraries.clone();
+    let hipconfig = base.rocm.hipconfig.clone();
+    let mut merged = crate::merge::merge(vec![base, part]);
+    merged.rocm.hip_libraries = hip_libraries;
+    merged.rocm.hipconfig = hipconfig;
+    *f = merged;
 }
 
 /// Collects everything from `root` with the crate's own text parsers.

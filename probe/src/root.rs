@@ -462,11 +462,11 @@ pub(crate) fn resolve_in(base: &Path, abs: &str, follow_last: bool) -> PathBuf {
                 continue;
             }
             hops += 1;
-            if hops > 40 {
-                break;
-            }
-            let Ok(target) = std::fs::read_link(&here) else {
-                continue;
+            // A loop (or an unreadable link) must not be handed to the host's
+            // open(), which would follow an absolute target out of the tree.
+            let target = match std::fs::read_link(&here) {
+                Ok(t) if hops <= 40 => t,
+                _ => return base.join(".greta/unresolvable-symlink"),
             };
             done.pop();
             if target.is_absolute() {
@@ -608,6 +608,14 @@ impl Root {
             });
         }
         meta
+    }
+
+    /// Records that a directory entry mattered (capture keeps it, even if
+    /// it is a dangling link or was only listed).
+    pub fn note_path(&self, abs: &str) {
+        self.note(|rec| {
+            rec.probed.insert(abs.to_string());
+        });
     }
 
     /// Whether the path is an executable regular file (following symlinks).
@@ -1003,6 +1011,13 @@ mod tests {
         std::os::unix::fs::symlink("/opt/rocm-9.9.9", d.path().join("opt/rocm")).unwrap();
         // A link that tries to climb out of the tree stays at its top.
         std::os::unix::fs::symlink("../../../../../../etc", d.path().join("opt/escape")).unwrap();
+        // A self-loop with an absolute target must not read the host's file.
+        std::fs::create_dir_all(d.path().join("proc/sys/kernel")).unwrap();
+        std::os::unix::fs::symlink(
+            "/proc/sys/kernel/osrelease",
+            d.path().join("proc/sys/kernel/osrelease"),
+        )
+        .unwrap();
         let r = Root::sysroot(d.path()).unwrap();
         assert_eq!(
             r.read_trim("/opt/rocm/.info/version").as_deref(),
@@ -1014,6 +1029,7 @@ mod tests {
         );
         assert!(r.host_path("/opt/escape/passwd").starts_with(d.path()));
         assert!(r.read("/opt/escape/passwd").is_err());
+        assert!(r.read("/proc/sys/kernel/osrelease").is_err());
     }
 
     #[test]

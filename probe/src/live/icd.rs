@@ -126,10 +126,13 @@ pub fn search_manifests(root: &Root) -> Vec<(String, String)> {
             if root.is_dir(entry) {
                 for name in root.list(entry) {
                     if name.ends_with(".json") {
-                        add(format!("{}/{name}", entry.trim_end_matches('/')), var, out);
+                        let p = format!("{}/{name}", entry.trim_end_matches('/'));
+                        root.note_path(&p);
+                        add(p, var, out);
                     }
                 }
             } else {
+                root.note_path(entry);
                 add(entry.to_string(), var, out);
             }
         }
@@ -144,7 +147,9 @@ pub fn search_manifests(root: &Root) -> Vec<(String, String)> {
     for dir in search_dirs(root, "icd.d") {
         for name in root.list(&dir) {
             if name.ends_with(".json") {
-                add(format!("{dir}/{name}"), &dir, &mut out);
+                let p = format!("{dir}/{name}");
+                root.note_path(&p);
+                add(p, &dir, &mut out);
             }
         }
     }

@@ -44,10 +44,11 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
         let driver = root
             .read_link(&format!("{dir}/driver"))
             .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()));
-        let render_minor = root
-            .list(&format!("{dir}/drm"))
-            .iter()
-            .find_map(|n| n.strip_prefix("renderD").and_then(|m| m.parse().ok()));
+        let render_minor = root.list(&format!("{dir}/drm")).iter().find_map(|n| {
+            let m = n.strip_prefix("renderD")?.parse().ok()?;
+            root.note_path(&format!("{dir}/drm/{n}"));
+            Some(m)
+        });
         let vf =
             root.read_link(&format!("{dir}/physfn")).is_some() || gpu::is_vf_id(vendor, device);
         let bytes = |attr: &str| {

@@ -36,7 +36,11 @@ fn hip_libs_in(root: &Root, dir: &str) -> Vec<String> {
     root.list(dir)
         .into_iter()
         .filter(|n| n.starts_with("libamdhip64.so"))
-        .map(|n| format!("{dir}/{n}"))
+        .map(|n| {
+            let p = format!("{dir}/{n}");
+            root.note_path(&p);
+            p
+        })
         .collect()
 }
 
@@ -115,6 +119,7 @@ fn find_installs(root: &Root) -> (Vec<RocmInstall>, Option<String>) {
             }
         }
     }
+    installs.sort_by(|a, b| a.path.cmp(&b.path));
     (installs, opt_rocm_target)
 }
 
