@@ -1,0 +1,196 @@
+//! Formats and causes the fixtures lack, written in the exact layouts and
+//! message texts the tools print (ERRORS.md quotes): each input is
+//! recognised by content and raises exactly the finding its cause deserves.
+
+use greta_probe::facts::Vendor;
+use greta_probe::from::{self, Format};
+use greta_probe::rules::{self, Severity};
+
+fn explain(text: &str) -> (Vec<Format>, greta_probe::facts::Facts, Vec<String>) {
+    let (formats, facts) = from::parse_text(text, "pasted.txt");
+    let facts = greta_probe::merge::merge(vec![facts]);
+    let ids = rules::diagnose(&facts).into_iter().map(|f| f.id).collect();
+    (formats, facts, ids)
+}
+
+#[test]
+fn amdgpu_init_failure_in_dmesg() {
+    // ERRORS.md A2 (MI300X, ROCm 6.2.0).
+    let t = "[    5.123456] amdgpu 0000:05:00.0: amdgpu: get invalid ip discovery binary signature\n\
+             [    5.123460] [drm:amdgpu_discovery_set_ip_blocks [amdgpu]] *ERROR* amdgpu_discovery_init failed\n\
+             [    5.123470] amdgpu 0000:05:00.0: amdgpu: Fatal error during GPU init\n\
+             [    5.123480] amdgpu: probe of 0000:05:00.0 failed with error -22\n";
+    let (formats, facts, ids) = explain(t);
+    assert_eq!(formats, vec![Format::Dmesg]);
+    assert_eq!(facts.gpus.len(), 1);
+    assert_eq!(facts.gpus[0].pci_address.as_deref(), Some("0000:05:00.0"));
+    assert_eq!(facts.gpus[0].kernel_driver, None, "probe failed: not bound");
+    assert_eq!(ids, vec!["driver.amdgpu-not-bound"]);
+    let f = &rules::diagnose(&facts)[0];
+    assert!(f.title.contains("failed to initialise"), "{}", f.title);
+    assert!(f.evidence.iter().any(|e| e.starts_with("pasted.txt:1:")));
+}
+
+#[test]
+fn ls_cannot_access_dev_kfd_is_kfd_missing() {
+    let (formats, facts, ids) =
+        explain("ls: cannot access '/dev/kfd': No such file or directory\n");
+    assert_eq!(formats, vec![Format::DeviceNodeListing]);
+    assert!(!facts.device_nodes[0].exists);
+    assert_eq!(ids, vec!["kfd.missing"]);
+}
+
+#[test]
+fn env_dump_with_override_and_rocm_ld_path() {
+    let t = "HOME=/home/ann\nHSA_OVERRIDE_GFX_VERSION=11.0.0\nLD_LIBRARY_PATH=/opt/rocm-6.1.0/lib:/usr/local/lib\nSHELL=/bin/bash\n";
+    let (formats, facts, ids) = explain(t);
+    assert_eq!(formats, vec![Format::EnvDump]);
+    assert_eq!(facts.rocm.ld_library_path_rocm, vec!["/opt/rocm-6.1.0/lib"]);
+    assert!(
+        ids.contains(&"rocm.hsa-override".into()) && ids.contains(&"rocm.ld-library-path".into()),
+        "{ids:?}"
+    );
+    let f = rules::diagnose(&facts)
+        .into_iter()
+        .find(|f| f.id == "rocm.hsa-override")
+        .unwrap();
+    assert!(
+        f.message.contains("gfx1100"),
+        "override decoded: {}",
+        f.message
+    );
+}
+
+#[test]
+fn switchable_graphics_layer_manifest_unless_disabled() {
+    let layer = r#"{
+    "file_format_version" : "1.0.0",
+    "layer": {
+        "name": "VK_LAYER_AMD_switchable_graphics_64",
+        "type": "GLOBAL",
+        "library_path": "/usr/lib/x86_64-linux-gnu/amdvlk64.so",
+        "api_version": "1.3.280",
+        "implementation_version": "1",
+        "description": "AMD switchable graphics layer",
+        "disable_environment": { "DISABLE_LAYER_AMD_SWITCHABLE_GRAPHICS_1": "1" }
+    }
+}"#;
+    let (formats, _, ids) = explain(layer);
+    assert_eq!(formats, vec![Format::LayerManifest]);
+    assert_eq!(ids, vec!["vulkan.amd-switchable-layer"]);
+    // The same layer with the switch set in the environment hides nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("amd_icd64.json");
+    let b = dir.path().join("env.txt");
+    std::fs::write(&a, layer).unwrap();
+    std::fs::write(&b, "DISABLE_LAYER_AMD_SWITCHABLE_GRAPHICS_1=1\n").unwrap();
+    let run = from::from_files(&[a, b]).unwrap();
+    assert!(rules::diagnose(&run.facts).is_empty());
+}
+
+#[test]
+fn radv_and_amdvlk_listing_one_gpu_is_a_duplicate() {
+    // vulkaninfo --summary with both ICDs active (ERRORS.md E9 / DESIGN).
+    let dev = |name: &str, id: &str| {
+        format!(
+            "GPU{id}:\n\tapiVersion = 1.3.280\n\tvendorID = 0x1002\n\tdeviceID = 0x15bf\n\tdeviceType = PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU\n\tdeviceName = {name}\n\tdriverID = {}\n\tdeviceUUID = 00000000-c400-0000-0000-000000000000\n",
+            if name.contains("RADV") { "DRIVER_ID_MESA_RADV" } else { "DRIVER_ID_AMD_OPEN_SOURCE" }
+        )
+    };
+    let t = format!(
+        "Devices:\n========\n{}{}",
+        dev("AMD Radeon 760M (RADV PHOENIX)", "0"),
+        dev("AMD Radeon 760M", "1")
+    );
+    let (_, facts, ids) = explain(&t);
+    assert_eq!(facts.gpus.len(), 1, "one GPU: {:?}", facts.gpus);
+    assert_eq!(facts.gpus[0].gfx.as_deref(), Some("gfx1103"));
+    assert_eq!(ids, vec!["vulkan.duplicate-gpu"]);
+}
+
+#[test]
+fn cuda_torch_on_an_amd_machine_is_a_framework_mismatch() {
+    let t = "Collecting environment information...\nPyTorch version: 2.4.1+cu121\nIs debug build: False\nCUDA used to build PyTorch: 12.1\nROCM used to build PyTorch: N/A\n\
+             Python version: 3.11.9 (main) [GCC 11.2.0] (64-bit runtime)\nIs CUDA available: False\nGPU models and configuration: Could not collect\n";
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("collect_env.txt");
+    let b = dir.path().join("rocminfo.txt");
+    std::fs::write(&a, t).unwrap();
+    std::fs::write(
+        &b,
+        std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../shared/fixtures/rx7900xtx-gfx1100/rocminfo-rocm6.2.2.txt"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let run = from::from_files(&[a, b]).unwrap();
+    let f = rules::diagnose(&run.facts);
+    let m = f
+        .iter()
+        .find(|x| x.id == "framework.mismatch")
+        .expect("mismatch");
+    assert_eq!(m.severity, Severity::Fail);
+    assert!(m.evidence[0].contains("built for CUDA"), "{:?}", m.evidence);
+}
+
+#[test]
+fn amd_smi_static_and_rocm_smi_product_forms() {
+    let amd_smi = "GPU: 0\n    ASIC:\n        MARKET_NAME: AMD Instinct MI300X\n        VENDOR_ID: 0x1002\n        DEVICE_ID: 0x74a1\n        TARGET_GRAPHICS_VERSION: gfx942\n    BUS:\n        BDF: 0000:05:00.0\n\
+                   GPU: 1\n    ASIC:\n        MARKET_NAME: AMD Instinct MI300X\n        DEVICE_ID: 0x74a1\n        TARGET_GRAPHICS_VERSION: gfx942\n    BUS:\n        BDF: 0000:26:00.0\n";
+    let (formats, facts, _) = explain(amd_smi);
+    assert_eq!(formats, vec![Format::AmdSmi]);
+    assert_eq!(facts.gpus.len(), 2);
+    assert!(facts
+        .gpus
+        .iter()
+        .all(|g| g.gfx.as_deref() == Some("gfx942") && !g.vf));
+    let rocm_smi = "========================= ROCm System Management Interface =========================\n\
+                    GPU[0]\t\t: Card Series: \t\tAMD Instinct MI300X VF\nGPU[0]\t\t: Device ID: \t\t0x74b5\nGPU[0]\t\t: GFX Version: \t\tgfx942\n\
+                    ========================= End of ROCm SMI Log =========================\n";
+    let (formats, facts, ids) = explain(rocm_smi);
+    assert_eq!(formats, vec![Format::RocmSmi]);
+    assert_eq!(facts.gpus.len(), 1);
+    assert!(facts.gpus[0].vf);
+    assert_eq!(ids, vec!["gpu.sriov-vf"]);
+}
+
+#[test]
+fn llama_cpp_hip_device_list() {
+    let t = "ggml_cuda_init: GGML_CUDA_FORCE_MMQ:    no\nggml_cuda_init: found 1 ROCm devices:\n  Device 0: AMD Radeon Graphics, gfx1103 (0x1103), VMM: no, Wave Size: 32\n";
+    let (formats, facts, ids) = explain(t);
+    assert_eq!(formats, vec![Format::LlamaCpp]);
+    assert_eq!(facts.gpus[0].vendor, Vendor::Amd);
+    assert_eq!(facts.gpus[0].gfx.as_deref(), Some("gfx1103"));
+    assert!(ids.is_empty());
+}
+
+#[test]
+fn clinfo_nvidia_and_cpu_devices() {
+    let t = "Number of platforms                               1\n  Platform Name                                   NVIDIA CUDA\n\
+             Number of devices                                 1\n  Device Name                                     NVIDIA GeForce RTX 3090\n  Device Type                                     GPU\n";
+    let (formats, facts, _) = explain(t);
+    assert_eq!(formats, vec![Format::Clinfo]);
+    assert_eq!(facts.gpus.len(), 1);
+    assert_eq!(facts.gpus[0].vendor, Vendor::Nvidia);
+}
+
+#[test]
+fn hip_runtime_errors_map_to_their_causes() {
+    for (line, id) in [
+        ("hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", "rocm.gfx-unsupported"),
+        ("amdgpu [0] gfx1103 is not supported by /tmp/ollama2145067703/rocm [gfx1030 gfx1100]", "rocm.gfx-unsupported"),
+        ("rocBLAS error: Could not initialize Tensile host: No devices found", "rocm.runtime-no-device"),
+        ("Memory access fault by GPU node-1 (Agent handle: 0x1f829860) on address 0x7a8a4be00000. Reason: Page not present or supervisor privilege.", "rocm.gpu-fault"),
+        ("Unable to open /dev/kfd read-write: Operation not permitted", "kfd.rejected"),
+        ("Warning: Attempting to use hipBLASLt on an unsupported architecture! Overriding blas backend to hipblas (function operator())", "rocm.hipblaslt-fallback"),
+        ("ERROR: [Loader Message] Code 0 : vkCreateInstance: Found no drivers!", "vulkan.no-icd"),
+        ("vulkaninfo: error while loading shared libraries: libvulkan.so.1: cannot open shared object file: No such file or directory", "vulkan.loader-missing"),
+        ("amdgpu_device_initialize: DRM version is 2.50.0 but this driver is only compatible with 3.x.x.", "driver.amdgpu-not-bound"),
+    ] {
+        let (formats, _, ids) = explain(&format!("some app starting\n{line}\n"));
+        assert!(!formats.is_empty(), "{line}: not recognised");
+        assert_eq!(ids, vec![id.to_string()], "{line}");
+    }
+}
