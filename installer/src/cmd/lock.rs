@@ -39,6 +39,20 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Which profile `greta install` would choose here, and why (one line per fact).
+    Select {
+        /// Probe facts as JSON: a `greta doctor --json` report or its `facts` object.
+        #[arg(long, conflicts_with = "sysroot")]
+        facts: Option<PathBuf>,
+        /// Probe a captured machine instead of this one.
+        #[arg(long)]
+        sysroot: Option<PathBuf>,
+        /// Check this profile instead of choosing one.
+        #[arg(long)]
+        profile: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Re-resolve a profile with uv against its index and rewrite its lockfile.
     Update(lock::update::Args),
 }
@@ -54,7 +68,141 @@ pub fn run(args: Args) -> Result<Exit> {
             json,
         } => show(&Matrix::load(&dir)?, &profile, python, interpreter, json),
         Command::Check { json } => run_check(&Matrix::load(&dir)?, json),
+        Command::Select {
+            facts,
+            sysroot,
+            profile,
+            json,
+        } => select(&Matrix::load(&dir)?, facts, sysroot, profile, json),
         Command::Update(a) => lock::update::run(&dir, a),
+    }
+}
+
+fn load_facts(
+    facts: Option<PathBuf>,
+    sysroot: Option<PathBuf>,
+) -> Result<greta_probe::facts::Facts> {
+    if let Some(path) = facts {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "{}:{}:{}: not JSON: {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            )
+        })?;
+        let mut obj = v.get("facts").cloned().unwrap_or(v);
+        // Facts from other sources (or older greta) may omit fields: fill them with defaults.
+        let mut full = serde_json::to_value(greta_probe::facts::Facts::default())?;
+        merge_json(&mut full, &mut obj, "");
+        return serde_json::from_value(full)
+            .map_err(|e| anyhow::anyhow!("{}: not probe facts: {e}", path.display()));
+    }
+    let root = match sysroot {
+        Some(d) => greta_probe::root::Root::sysroot(&d)
+            .map_err(|e| anyhow::anyhow!("sysroot {}: {e}", d.display()))?,
+        None => greta_probe::root::Root::live(),
+    };
+    Ok(greta_probe::collect::collect(&root).0)
+}
+
+/// The default of one element of a list in the facts, by its JSON path.
+fn element_default(path: &str) -> Option<serde_json::Value> {
+    use greta_probe::facts as f;
+    let v = match path {
+        "gpus" => serde_json::to_value(f::Gpu::default()),
+        "drivers" => serde_json::to_value(f::KernelDriver::default()),
+        "device_nodes" => serde_json::to_value(f::DeviceNode::default()),
+        "signals" => serde_json::to_value(f::Signal::default()),
+        "vulkan.icds" => serde_json::to_value(f::Icd::default()),
+        "vulkan.devices" => serde_json::to_value(f::VulkanDevice::default()),
+        "rocm.installs" => serde_json::to_value(f::RocmInstall::default()),
+        "python.interpreters" => serde_json::to_value(f::Interpreter::default()),
+        "python.frameworks" => serde_json::to_value(f::Framework::default()),
+        _ => return None,
+    };
+    v.ok()
+}
+
+/// Overlay `src` onto `dst`, recursing into objects and filling list
+/// elements from their type's defaults (scalars replace).
+fn merge_json(dst: &mut serde_json::Value, src: &mut serde_json::Value, path: &str) {
+    use serde_json::Value;
+    match (dst, src) {
+        (Value::Object(d), Value::Object(s)) => {
+            for (k, v) in s.iter_mut() {
+                let sub = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                match d.get_mut(k) {
+                    Some(dv) => merge_json(dv, v, &sub),
+                    None => {
+                        d.insert(k.clone(), v.take());
+                    }
+                }
+            }
+        }
+        (d @ Value::Array(_), Value::Array(s)) => {
+            let items = s
+                .iter_mut()
+                .map(|item| match element_default(path) {
+                    Some(mut def) if item.is_object() => {
+                        merge_json(&mut def, item, "");
+                        def
+                    }
+                    _ => item.take(),
+                })
+                .collect();
+            *d = Value::Array(items);
+        }
+        (d, s) => *d = s.take(),
+    }
+}
+
+fn select(
+    m: &Matrix,
+    facts: Option<PathBuf>,
+    sysroot: Option<PathBuf>,
+    profile: Option<String>,
+    json: bool,
+) -> Result<Exit> {
+    let facts = load_facts(facts, sysroot)?;
+    match m.select_with(&facts, profile.as_deref()) {
+        Ok(sel) => {
+            if json {
+                let v = serde_json::json!({ "schema": "greta.lock-select/v1", "ok": true, "selection": sel });
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                println!("profile: {}", sel.profile);
+                for r in &sel.reasons {
+                    println!("  because: {r}");
+                }
+                for (k, v) in &sel.env_vars {
+                    println!("  sets: {k}={v}");
+                }
+                for w in &sel.warnings {
+                    println!("  warning: {w}");
+                }
+            }
+            Ok(Exit::Pass)
+        }
+        Err(e) => match e.downcast_ref::<lock::Refusal>() {
+            Some(r) => {
+                if json {
+                    let v = serde_json::json!({ "schema": "greta.lock-select/v1", "ok": false, "refusal": { "message": r.message, "fix": r.fix } });
+                    println!("{}", serde_json::to_string_pretty(&v)?);
+                } else {
+                    println!("refused: {}", r.message);
+                    println!("  fix: {}", r.fix);
+                }
+                Ok(Exit::Fail)
+            }
+            None => Err(e),
+        },
     }
 }
 

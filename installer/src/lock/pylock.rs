@@ -289,7 +289,7 @@ fn parse_wheel(
         ));
     }
     if !filename.ends_with(".whl") || super::tags::WheelTags::parse(&filename).is_none() {
-        return Err(src.err_at(at("name").or(at("url")), format!("{what}: `{filename}` is not a wheel file name (name-version-pytag-abitag-platform.whl)")));
+        return Err(src.err_at(t.get("name").or(t.get("url")).and_then(|v| v.span()).or(span), format!("{what}: `{filename}` is not a wheel file name (name-version-pytag-abitag-platform.whl)")));
     }
     let size = match t.get("size") {
         None => None,

@@ -32,6 +32,8 @@ struct AmdHost {
     /// Host ROCm release taken as evidence of the KMD release, with where it came from.
     release: Option<(semver::Version, String)>,
     hsa_override: Option<String>,
+    /// amdgpu module version (DKMS builds report one; in-tree drivers do not).
+    driver_version: Option<String>,
 }
 
 enum KfdState {
@@ -79,12 +81,19 @@ fn amd_host(f: &Facts) -> Option<AmdHost> {
         };
         Some((sv, at))
     });
+    let driver_version = f
+        .drivers
+        .iter()
+        .find(|d| d.name == "amdgpu")
+        .and_then(|d| d.version.clone())
+        .or_else(|| f.kernel_driver_version.clone());
     Some(AmdHost {
         gfx,
         names,
         kfd,
         release,
         hsa_override: f.rocm.hsa_override_gfx_version.clone(),
+        driver_version,
     })
 }
 
@@ -241,6 +250,10 @@ impl Matrix {
             }
             KfdState::Present(why) => format!("kernel driver: {why}"),
             KfdState::Unknown => "kernel driver: /dev/kfd not checked by this probe source".to_string(),
+        };
+        let kfd_line = match &host.driver_version {
+            Some(v) => format!("{kfd_line}; amdgpu module version {v}"),
+            None => kfd_line,
         };
         let mut skipped = Vec::new();
         // First pass: a profile whose wheels carry every target natively;

@@ -673,10 +673,12 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
     tmp.write_all(text.as_bytes())?;
     // NamedTempFile is 0600; a lockfile is data everyone may read (keep the old mode if any).
-    let mode = std::fs::metadata(path).map(|m| m.permissions()).unwrap_or_else(|_| {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::Permissions::from_mode(0o644)
-    });
+    let mode = std::fs::metadata(path)
+        .map(|m| m.permissions())
+        .unwrap_or_else(|_| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::Permissions::from_mode(0o644)
+        });
     tmp.as_file().set_permissions(mode)?;
     tmp.as_file().sync_all()?;
     tmp.persist(path)

@@ -1,0 +1,227 @@
+//! `greta lock check` on the shipped lockfiles, and on lockfiles broken in
+//! each way it must catch. The shipped hashes are also compared with the
+//! independent record in ../shared/pins (what they were copied from).
+
+mod lock_support;
+
+use lock_support::*;
+use std::collections::BTreeMap;
+
+#[test]
+fn shipped_lockfiles_pass() {
+    let o = greta_lock(&shipped_lock_dir(), &["check", "--json"]);
+    let v = json(&o);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(v["ok"], true);
+    let profiles = v["profiles"].as_array().unwrap();
+    let status: BTreeMap<&str, &str> = profiles
+        .iter()
+        .map(|p| {
+            (
+                p["profile"].as_str().unwrap(),
+                p["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    for p in ["cpu", "cuda", "rocm7.2", "rocm6.4", "rocm6.3"] {
+        assert_eq!(status[p], "locked", "{p}");
+    }
+    assert!(
+        status["rocm6.1"].starts_with("not-locked: "),
+        "{}",
+        status["rocm6.1"]
+    );
+    // cpu must serve the machine's Python 3.11 and the newest jax's 3.12
+    let cpu = profiles.iter().find(|p| p["profile"] == "cpu").unwrap();
+    let pys: Vec<&str> = cpu["wheel_sets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s[0].as_str().unwrap())
+        .collect();
+    assert!(pys.contains(&"3.11") && pys.contains(&"3.12"), "{pys:?}");
+}
+
+/// Every pinned download.pytorch.org wheel carries exactly the sha256 the
+/// pins file records for that file name, and every ROCm torch/triton entry
+/// names its source in a comment.
+#[test]
+fn rocm_pins_match_the_shared_record() {
+    let pins_text = std::fs::read_to_string(shared_dir().join("pins/torch-rocm-pins.toml"))
+        .expect("../shared/pins present");
+    let pins: toml::Value = toml::from_str(&pins_text).unwrap();
+    let by_file: BTreeMap<String, String> = pins["pin"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["filename"].as_str().unwrap().to_string(),
+                p["sha256"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let mut checked = 0;
+    for lf in [
+        "pylock.rocm7-2.toml",
+        "pylock.rocm6-4.toml",
+        "pylock.rocm6-3.toml",
+    ] {
+        let text = std::fs::read_to_string(shipped_lock_dir().join(lf)).unwrap();
+        let doc: toml::Value = toml::from_str(&text).unwrap();
+        for pkg in doc["packages"].as_array().unwrap() {
+            for w in pkg["wheels"].as_array().unwrap() {
+                let url = w["url"].as_str().unwrap();
+                if !url.contains("download.pytorch.org") {
+                    continue;
+                }
+                let name = w["name"].as_str().unwrap();
+                let sha = w["hashes"]["sha256"].as_str().unwrap();
+                assert_eq!(
+                    by_file.get(name).map(String::as_str),
+                    Some(sha),
+                    "{lf}: {name}"
+                );
+                assert!(
+                    text.contains(&format!(
+                        "# {name}: sha256 copied from torch-rocm-pins.toml"
+                    )),
+                    "{lf}: no source comment for {name}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 12, "only {checked} pinned wheels found");
+}
+
+/// PyPI wheels that the shared pins also recorded (read from PyPI's JSON
+/// API separately) agree on sha256 and size.
+#[test]
+fn pypi_entries_agree_with_the_shared_record() {
+    let pins: toml::Value =
+        toml::from_str(&std::fs::read_to_string(shared_dir().join("pins/pypi-pins.toml")).unwrap())
+            .unwrap();
+    let mut checked = 0;
+    for lf in [
+        "pylock.cpu.toml",
+        "pylock.cuda.toml",
+        "pylock.rocm7-2.toml",
+        "pylock.rocm6-4.toml",
+        "pylock.rocm6-3.toml",
+    ] {
+        let text = std::fs::read_to_string(shipped_lock_dir().join(lf)).unwrap();
+        for p in pins["pin"].as_array().unwrap() {
+            let url = p["url"].as_str().unwrap();
+            if let Some(at) = text.find(url) {
+                let line = &text[at..text[at..].find('\n').map(|i| at + i).unwrap_or(text.len())];
+                assert!(
+                    line.contains(p["hashes"]["sha256"].as_str().unwrap()),
+                    "{lf}: {url}"
+                );
+                assert!(
+                    line.contains(&format!("size = {}", p["size"].as_integer().unwrap())),
+                    "{lf}: {url}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 5, "only {checked} overlaps with pypi-pins");
+}
+
+fn check_fails_with(edit: impl FnOnce(&std::path::Path), expect: &[&str]) {
+    let d = copy_lock_dir();
+    edit(d.path());
+    let o = greta_lock(d.path(), &["check"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    for e in expect {
+        assert!(out.contains(e), "expected {e:?} in:\n{out}");
+    }
+}
+
+fn replace_in(dir: &std::path::Path, file: &str, from: &str, to: &str) {
+    let p = dir.join(file);
+    let t = std::fs::read_to_string(&p).unwrap();
+    assert!(t.contains(from), "{from:?} not in {file}");
+    std::fs::write(&p, t.replacen(from, to, 1)).unwrap();
+}
+
+#[test]
+fn missing_sha256_fails() {
+    check_fails_with(
+        |d| {
+            let p = d.join("pylock.cpu.toml");
+            let t = std::fs::read_to_string(&p).unwrap();
+            // drop the hashes of the typing-extensions wheel
+            let start = t.find("typing_extensions-4.16.0-py3-none-any.whl").unwrap();
+            let h = start + t[start..].find(", hashes = {").unwrap();
+            let end = h + t[h..].find('}').unwrap() + 1;
+            std::fs::write(&p, format!("{}{}", &t[..h], &t[end..])).unwrap();
+        },
+        &[
+            "typing_extensions-4.16.0-py3-none-any.whl has no sha256",
+            "pylock.cpu.toml:",
+        ],
+    );
+}
+
+#[test]
+fn plain_http_url_fails() {
+    check_fails_with(
+        |d| {
+            replace_in(
+                d,
+                "pylock.rocm6-3.toml",
+                "https://download.pytorch.org/whl/rocm6.3/torch-",
+                "http://download.pytorch.org/whl/rocm6.3/torch-",
+            )
+        },
+        &["non-https URL http://download.pytorch.org"],
+    );
+}
+
+#[test]
+fn overlapping_entries_fail() {
+    check_fails_with(
+        |d| {
+            let p = d.join("pylock.cpu.toml");
+            let t = std::fs::read_to_string(&p).unwrap();
+            let start = t.find("[[packages]]\nname = \"filelock\"").unwrap();
+            let end = start + 12 + t[start + 12..].find("[[packages]]").unwrap();
+            let dup = t[start..end].replace(
+                "version = \"4.2.11\"",
+                "version = \"4.2.11\"\nmarker = \"python_version >= '3.12'\"",
+            );
+            std::fs::write(&p, format!("{t}\n{dup}")).unwrap();
+        },
+        &["two entries for filelock match this environment"],
+    );
+}
+
+#[test]
+fn matrix_and_lockfile_disagreeing_fails() {
+    check_fails_with(
+        |d| {
+            replace_in(
+                d,
+                "matrix.toml",
+                "\"torch==2.15.0\",\n  \"triton==3.9.0\",\n  \"jax==0.12.0.1",
+                "\"torch==2.14.1\",\n  \"triton==3.9.0\",\n  \"jax==0.12.0.1",
+            )
+        },
+        &["lockfile has torch 2.15.0 but matrix requires `torch==2.14.1`"],
+    );
+    check_fails_with(
+        |d| {
+            replace_in(
+                d,
+                "matrix.toml",
+                "\"triton==3.9.0\",\n  \"jax==0.12.0.1",
+                "\"triton==3.9.0\",\n  \"einops==0.8.0\",\n  \"jax==0.12.0.1",
+            )
+        },
+        &["matrix requirement `einops==0.8.0` is not in the lockfile"],
+    );
+}

@@ -1,0 +1,211 @@
+//! Malformed matrix.toml / pylock.toml: every command stops with
+//! `file:line:col: what`, exit 2, no panic, and writes nothing.
+
+mod lock_support;
+
+use lock_support::*;
+
+/// Break `file` by replacing `from` with `to`, run `args`, and expect an
+/// error on the line of `at` (text inside `to`), at a column within it.
+fn expect_error_at(file: &str, from: &str, to: &str, at: &str, args: &[&str], message: &str) {
+    let d = copy_lock_dir();
+    let p = d.path().join(file);
+    let text = std::fs::read_to_string(&p).unwrap().replacen(from, to, 1);
+    std::fs::write(&p, &text).unwrap();
+    let before = snapshot(d.path());
+    let o = greta_lock(d.path(), args);
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "stdout: {}\nstderr: {err}",
+        stdout(&o)
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let (line, col) = position_of(&text, at);
+    let prefix = format!("{file}:{line}:");
+    let i = err
+        .find(&prefix)
+        .unwrap_or_else(|| panic!("expected {prefix:?} in {err:?}"));
+    let got: usize = err[i + prefix.len()..]
+        .split(':')
+        .next()
+        .unwrap()
+        .parse()
+        .expect("a column");
+    assert!(
+        (col..=col + at.len()).contains(&got),
+        "column {got} outside {col}..={} for {at:?} in {err:?}",
+        col + at.len()
+    );
+    assert!(err.contains(message), "expected {message:?} in {err:?}");
+    assert_eq!(
+        before,
+        snapshot(d.path()),
+        "{args:?} wrote into the lock dir"
+    );
+}
+
+#[test]
+fn matrix_syntax_error() {
+    expect_error_at(
+        "matrix.toml",
+        "backend = \"cuda\"",
+        "backend = \"cuda",
+        "backend = \"cuda",
+        &["check"],
+        "TOML syntax",
+    );
+}
+
+#[test]
+fn matrix_unknown_key() {
+    expect_error_at(
+        "matrix.toml",
+        "lockfile = \"pylock.cuda.toml\"",
+        "lockfile = \"pylock.cuda.toml\"\nbackedn = \"cuda\"",
+        "backedn",
+        &["list"],
+        "unknown key `backedn`",
+    );
+}
+
+#[test]
+fn matrix_bad_gfx_target() {
+    expect_error_at(
+        "matrix.toml",
+        "\"gfx942\", \"gfx950\"",
+        "\"gfx942\", \"mi350\"",
+        "\"mi350\"",
+        &["show", "rocm7.2"],
+        "`mi350` is not a gfx target",
+    );
+}
+
+#[test]
+fn matrix_bad_version_range() {
+    expect_error_at(
+        "matrix.toml",
+        "serves = \">=6.4.0, <7.3.0\"",
+        "serves = \"from 6.4 on\"",
+        "\"from 6.4 on\"",
+        &["check"],
+        "is not a semver requirement",
+    );
+}
+
+#[test]
+fn matrix_lockfile_with_dots_is_refused() {
+    expect_error_at(
+        "matrix.toml",
+        "lockfile = \"pylock.rocm6-4.toml\"",
+        "lockfile = \"pylock.rocm6.4.toml\"",
+        "\"pylock.rocm6.4.toml\"",
+        &["list"],
+        "no dots in <name>",
+    );
+}
+
+#[test]
+fn matrix_bad_requirement() {
+    expect_error_at(
+        "matrix.toml",
+        "\"pytorch-triton-rocm==3.3.1\",",
+        "\"pytorch-triton-rocm===\",",
+        "\"pytorch-triton-rocm===\"",
+        &["check"],
+        "is not PEP 508",
+    );
+}
+
+#[test]
+fn matrix_update_with_broken_matrix_writes_nothing() {
+    // `update` must fail before running anything (no uv needed to see it).
+    expect_error_at(
+        "matrix.toml",
+        "status = \"locked\"",
+        "status = \"lockd\"",
+        "\"lockd\"",
+        &["update", "cpu", "--uv", "/nonexistent/uv"],
+        "must be \"locked\" or \"not-locked\"",
+    );
+}
+
+#[test]
+fn pylock_syntax_error() {
+    expect_error_at(
+        "pylock.cpu.toml",
+        "name = \"sympy\"",
+        "name = sympy\"",
+        "sympy\"",
+        &["show", "cpu", "--python", "3.11"],
+        "TOML syntax",
+    );
+}
+
+#[test]
+fn pylock_bad_hash() {
+    expect_error_at(
+        "pylock.rocm6-3.toml",
+        "sha256 = \"b0c10342f64a34998ae8d5084aa1beae7e11defa46a4e05fe9aa6f09ffb0db37\"",
+        "sha256 = \"b0c10342f64a34998ae8d5084aa1beae\"",
+        "\"b0c10342f64a34998ae8d5084aa1beae\"",
+        &["show", "rocm6.3"],
+        "must be 64 hex digits",
+    );
+}
+
+#[test]
+fn pylock_bad_marker() {
+    expect_error_at(
+        "pylock.rocm7-2.toml",
+        "marker = \"(python_full_version < '3.12') and python_version == '3.11'\"",
+        "marker = \"python_version === '3.11'\"",
+        "\"python_version === '3.11'\"",
+        &["show", "rocm7.2", "--python", "3.11"],
+        "marker",
+    );
+}
+
+#[test]
+fn pylock_wrong_lock_version() {
+    expect_error_at(
+        "pylock.cuda.toml",
+        "lock-version = \"1.0\"",
+        "lock-version = \"2.0\"",
+        "\"2.0\"",
+        &["show", "cuda"],
+        "lock-version",
+    );
+}
+
+#[test]
+fn pylock_not_a_wheel_name() {
+    expect_error_at(
+        "pylock.cpu.toml",
+        "typing_extensions-4.16.0-py3-none-any.whl\"",
+        "typing_extensions-4.16.0.tar.gz\"",
+        "\"https://files.pythonhosted.org/packages/49/d3/b8441a820a491ddfc024b0b0cf0393375b75ea13866d9c66727e54c2fc80/typing_extensions-4.16.0.tar.gz\"",
+        &["show", "cpu"],
+        "is not a wheel file name",
+    );
+}
+
+#[test]
+fn check_reports_a_broken_lockfile_as_a_failure() {
+    // `check` goes on past a broken lockfile and fails (exit 1) naming it.
+    let d = copy_lock_dir();
+    let p = d.path().join("pylock.rocm6-4.toml");
+    let t = std::fs::read_to_string(&p)
+        .unwrap()
+        .replacen("[[packages]]", "[[packages]\n", 1);
+    std::fs::write(&p, &t).unwrap();
+    let o = greta_lock(d.path(), &["check"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let (line, _) = position_of(&t, "[[packages]\n");
+    assert!(
+        stdout(&o).contains(&format!("pylock.rocm6-4.toml:{line}:")),
+        "{}",
+        stdout(&o)
+    );
+}

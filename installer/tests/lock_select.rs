@@ -1,0 +1,301 @@
+//! Profile selection from probe facts, through `greta lock select --facts`.
+//! The facts mirror captured machines in ../shared/fixtures.
+
+mod lock_support;
+
+use greta_probe::facts::{DeviceNode, Facts, Gpu, KernelDriver, RocmInstall, Vendor};
+use lock_support::*;
+use std::path::Path;
+
+fn select_in(dir: &Path, facts: &Facts, extra: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let f = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        f.path(),
+        serde_json::to_vec(&serde_json::json!({ "facts": facts })).unwrap(),
+    )
+    .unwrap();
+    let mut args = vec!["select", "--json", "--facts", f.path().to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let o = greta_lock(dir, &args);
+    (o.status.code(), json(&o))
+}
+
+fn select(facts: &Facts, extra: &[&str]) -> (Option<i32>, serde_json::Value) {
+    select_in(&shipped_lock_dir(), facts, extra)
+}
+
+fn amd(name: &str, gfx: &str) -> Gpu {
+    Gpu {
+        vendor: Vendor::Amd,
+        name: name.into(),
+        gfx: Some(gfx.into()),
+        seen_by: vec!["kfd".into()],
+        kernel_driver: Some("amdgpu".into()),
+        ..Default::default()
+    }
+}
+
+fn kfd(exists: bool) -> DeviceNode {
+    DeviceNode {
+        path: "/dev/kfd".into(),
+        exists,
+        ..Default::default()
+    }
+}
+
+/// fixtures/mi300x-vf-rocm7.2: amd-smi "amdgpu version: 6.16.13  ROCm version: 7.2.4", rocminfo gfx942.
+fn mi300x_rocm72() -> Facts {
+    let mut f = Facts {
+        kernel_driver_version: Some("6.16.13".into()),
+        ..Default::default()
+    };
+    f.gpus.push(Gpu {
+        vf: true,
+        ..amd("AMD Instinct MI300X VF", "gfx942")
+    });
+    f.device_nodes.push(kfd(true));
+    f.rocm.version = Some("7.2.4".into());
+    f.rocm.installs.push(RocmInstall {
+        path: "/opt/rocm-7.2.4".into(),
+        version: Some("7.2.4".into()),
+        active: true,
+    });
+    f.rocm.active_reason = Some("ROCM_PATH".into());
+    f
+}
+
+fn reasons(v: &serde_json::Value) -> String {
+    v["selection"]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn no_gpu_is_cpu() {
+    let (code, v) = select(&Facts::default(), &[]);
+    assert_eq!(code, Some(0));
+    assert_eq!(v["selection"]["profile"], "cpu");
+    assert!(reasons(&v).contains("no NVIDIA or AMD GPU"), "{v}");
+    // lavapipe-only machines are still CPU-only
+    let mut f = Facts::default();
+    f.gpus.push(Gpu {
+        vendor: Vendor::Cpu,
+        name: "llvmpipe".into(),
+        ..Default::default()
+    });
+    assert_eq!(select(&f, &[]).1["selection"]["profile"], "cpu");
+}
+
+#[test]
+fn mi300x_on_rocm72_is_rocm72() {
+    let (code, v) = select(&mi300x_rocm72(), &[]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["selection"]["profile"], "rocm7.2");
+    let r = reasons(&v);
+    assert!(
+        r.contains("ROCm 7.2.4 at /opt/rocm-7.2.4 (ROCM_PATH) -> rocm7.2"),
+        "{r}"
+    );
+    assert!(r.contains("gfx942 is in its wheel targets"), "{r}");
+    assert!(
+        r.contains("/dev/kfd present") && r.contains("6.16.13"),
+        "{r}"
+    );
+    assert!(v["selection"]["env_vars"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn host_driver_window_decides_not_opt_rocm_alone() {
+    // An MI300X whose host carries ROCm 6.1 (KMD 6.1): rocm7.2 (window >=6.4) and
+    // rocm6.4 (>=6.2) are out, rocm6.3 (>=6.1) serves it.
+    let mut f = mi300x_rocm72();
+    f.rocm.version = Some("6.1.40091".into());
+    f.rocm.installs = vec![RocmInstall {
+        path: "/opt/rocm-6.1.0".into(),
+        version: Some("6.1.0".into()),
+        active: true,
+    }];
+    let (code, v) = select(&f, &[]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["selection"]["profile"], "rocm6.3");
+    // ...and with no ROCm on the host at all the newest profile with the target is chosen,
+    // since torch brings its own user space; the unknown driver is a warning.
+    let mut f = mi300x_rocm72();
+    f.rocm.version = None;
+    f.rocm.installs.clear();
+    let (_, v) = select(&f, &[]);
+    assert_eq!(v["selection"]["profile"], "rocm7.2");
+    assert!(
+        v["selection"]["warnings"]
+            .to_string()
+            .contains("kernel-driver release unknown"),
+        "{v}"
+    );
+}
+
+#[test]
+fn gfx906_goes_to_the_last_profile_that_runs_it() {
+    let mut f = Facts::default();
+    f.gpus.push(amd("AMD Instinct MI50", "gfx906"));
+    f.device_nodes.push(kfd(true));
+    let (code, v) = select(&f, &[]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["selection"]["profile"], "rocm6.3");
+}
+
+#[test]
+fn nvidia_is_cuda() {
+    let mut f = Facts::default();
+    f.gpus.push(Gpu {
+        vendor: Vendor::Nvidia,
+        name: "NVIDIA H100 80GB HBM3".into(),
+        ..Default::default()
+    });
+    f.drivers.push(KernelDriver {
+        name: "nvidia".into(),
+        loaded: true,
+        version: Some("580.95.05".into()),
+    });
+    let (code, v) = select(&f, &[]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["selection"]["profile"], "cuda");
+    assert!(reasons(&v).contains("NVIDIA driver 580.95.05 meets"), "{v}");
+    // fixtures/nvidia-rtx2060-debian-contrast era driver: too old for CUDA 13
+    f.drivers[0].version = Some("535.183.01".into());
+    let (code, v) = select(&f, &[]);
+    assert_eq!(code, Some(1));
+    assert!(
+        v["refusal"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("too old"),
+        "{v}"
+    );
+    assert!(
+        v["refusal"]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("--profile cpu"),
+        "{v}"
+    );
+}
+
+#[test]
+fn gfx1103_uses_the_documented_override_with_its_risk() {
+    // fixtures/phoenix-760m-8600g: Radeon 760M, gfx1103, /dev/kfd present
+    let mut f = Facts::default();
+    f.gpus.push(Gpu {
+        integrated: Some(true),
+        ..amd("AMD Radeon 760M Graphics", "gfx1103")
+    });
+    f.device_nodes.push(kfd(true));
+    let (code, v) = select(&f, &[]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["selection"]["profile"], "rocm7.2");
+    assert_eq!(
+        v["selection"]["env_vars"],
+        serde_json::json!([["HSA_OVERRIDE_GFX_VERSION", "11.0.0"]])
+    );
+    assert!(
+        reasons(&v).contains("gfx1103 is not in its wheel targets; running it as gfx1100"),
+        "{v}"
+    );
+    let w = v["selection"]["warnings"].to_string();
+    assert!(w.contains("risk") && w.contains("page faults"), "{w}");
+}
+
+#[test]
+fn gfx1103_without_an_override_is_refused_with_the_fix() {
+    let d = copy_lock_dir();
+    let m = d.path().join("matrix.toml");
+    let t = std::fs::read_to_string(&m).unwrap();
+    let cut = t.find("[[gfx-override]]").unwrap();
+    std::fs::write(&m, &t[..cut]).unwrap();
+    let mut f = Facts::default();
+    f.gpus.push(amd("AMD Radeon 760M Graphics", "gfx1103"));
+    f.device_nodes.push(kfd(true));
+    let (code, v) = select_in(d.path(), &f, &[]);
+    assert_eq!(code, Some(1), "{v}");
+    assert!(
+        v["refusal"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("gfx1103"),
+        "{v}"
+    );
+    assert!(
+        v["refusal"]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("PYTORCH_ROCM_ARCH=gfx1103"),
+        "{v}"
+    );
+}
+
+#[test]
+fn rocm61_is_refused_as_not_locked() {
+    let (code, v) = select(&mi300x_rocm72(), &["--profile", "rocm6.1"]);
+    assert_eq!(code, Some(1), "{v}");
+    let msg = v["refusal"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("rocm6.1") && msg.contains("not yet locked"),
+        "{msg}"
+    );
+    assert!(
+        v["refusal"]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("greta lock update rocm6.1"),
+        "{v}"
+    );
+}
+
+#[test]
+fn missing_kfd_is_refused() {
+    let mut f = mi300x_rocm72();
+    f.device_nodes = vec![kfd(false)];
+    let (code, v) = select(&f, &[]);
+    assert_eq!(code, Some(1), "{v}");
+    assert!(
+        v["refusal"]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("--device /dev/kfd"),
+        "{v}"
+    );
+}
+
+#[test]
+fn forced_profile_without_the_gfx_is_refused() {
+    let mut f = Facts::default();
+    f.gpus.push(amd("AMD Instinct MI50", "gfx906"));
+    let (code, v) = select(&f, &["--profile", "rocm7.2"]);
+    assert_eq!(code, Some(1), "{v}");
+    assert!(
+        v["refusal"]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("--profile rocm6.3"),
+        "{v}"
+    );
+    // a forced profile on a machine without its GPU installs with a warning
+    let (code, v) = select(&Facts::default(), &["--profile", "cuda"]);
+    assert_eq!(code, Some(0));
+    assert!(v["selection"]["warnings"]
+        .to_string()
+        .contains("no NVIDIA GPU"));
+}
+
+#[test]
+fn unknown_profile_is_a_refusal() {
+    let (code, v) = select(&Facts::default(), &["--profile", "rocm9.9"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        v["refusal"]["fix"].as_str().unwrap().contains("rocm7.2"),
+        "{v}"
+    );
+}
