@@ -23,20 +23,17 @@ fn main() {
     let mut failures = Vec::new();
     for path in &entries {
         println!("cargo:rerun-if-changed={}", path.display());
-        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
-        match compile(compiler, path) {
-            Ok(words) => {
-                let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-                let spv = out.join(format!("{stem}.spv"));
-                std::fs::write(&spv, bytes).unwrap();
-                writeln!(
-                    table,
-                    "    ({stem:?}, include_bytes!({:?})),",
-                    spv.display().to_string()
-                )
-                .unwrap();
+        for (name, defines) in variants(path) {
+            match compile(compiler, path, &defines) {
+                Ok(words) => {
+                    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                    let spv = out.join(format!("{name}.spv"));
+                    std::fs::write(&spv, bytes).unwrap();
+                    let spv = spv.display().to_string();
+                    writeln!(table, "    ({name:?}, include_bytes!({spv:?})),").unwrap();
+                }
+                Err(msg) => failures.push(format!("[{name}] {msg}")),
             }
-            Err(msg) => failures.push(msg),
         }
     }
     if !failures.is_empty() {
@@ -51,15 +48,59 @@ fn main() {
     std::fs::write(out.join("spirv.rs"), table).unwrap();
 }
 
+/// `#define`s of one variant: (name, optional value).
+type Defines = Vec<(String, Option<String>)>;
+
+/// A shader is compiled once under its file stem, or once per
+/// `//! variant NAME DEFINE[=VALUE]...` line it contains (one source, several
+/// kernels, e.g. gemm in f32 and f16).
+fn variants(path: &Path) -> Vec<(String, Defines)> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let v: Vec<_> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("//! variant "))
+        .map(|rest| {
+            let mut words = rest.split_whitespace();
+            let name = words
+                .next()
+                .expect("variant line without a name")
+                .to_string();
+            let defs = words
+                .map(|w| match w.split_once('=') {
+                    Some((k, v)) => (k.to_string(), Some(v.to_string())),
+                    None => (w.to_string(), None),
+                })
+                .collect();
+            (name, defs)
+        })
+        .collect();
+    if v.is_empty() {
+        vec![(
+            path.file_stem().unwrap().to_string_lossy().into_owned(),
+            vec![],
+        )]
+    } else {
+        v
+    }
+}
+
 /// glslang reports `ERROR: 0:LINE: message` (0 = the string index); rewrite
 /// that to `path:LINE: message` so editors and humans find the line.
-fn compile(compiler: &glslang::Compiler, path: &Path) -> Result<Vec<u32>, String> {
+fn compile(
+    compiler: &glslang::Compiler,
+    path: &Path,
+    defines: &[(String, Option<String>)],
+) -> Result<Vec<u32>, String> {
     use glslang::{
         CompilerOptions, ShaderInput, ShaderSource, ShaderStage, SpirvVersion, Target,
         VulkanVersion,
     };
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let source = ShaderSource::from(text);
+    let defs: Vec<(&str, Option<&str>)> = defines
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_deref()))
+        .collect();
     let options = CompilerOptions {
         target: Target::Vulkan {
             version: VulkanVersion::Vulkan1_2,
@@ -71,7 +112,7 @@ fn compile(compiler: &glslang::Compiler, path: &Path) -> Result<Vec<u32>, String
         &source,
         ShaderStage::Compute,
         &options,
-        None::<&[(&str, Option<&str>)]>,
+        Some(&defs[..]),
         None,
     )
     .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -88,11 +129,12 @@ fn locate(path: &Path, log: &str) -> String {
         .map(|l| {
             for kind in ["ERROR: ", "WARNING: "] {
                 if let Some(rest) = l.strip_prefix(kind) {
-                    if let Some(rest) = rest.strip_prefix("0:") {
-                        return format!(
-                            "{p}:{rest} ({})",
-                            kind.trim_end_matches(": ").to_lowercase()
-                        );
+                    // `<string index>:<line>: message`; the index is 0 (or 1 after a preamble).
+                    if let Some((idx, tail)) = rest.split_once(':') {
+                        if idx.chars().all(|c| c.is_ascii_digit()) && !idx.is_empty() {
+                            let sev = kind.trim_end_matches(": ").to_lowercase();
+                            return format!("{p}:{tail} ({sev})");
+                        }
                     }
                 }
             }

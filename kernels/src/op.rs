@@ -59,9 +59,12 @@ pub enum Op {
     /// TEST-ONLY: a copy with a wrong index: `y[n/2]` receives `x[(n/2+1) % n]`.
     /// Needs `n >= 2` (and inputs that differ there). Must be caught by comparison.
     TestBrokenCopy { n: usize },
-    /// TEST-ONLY: one invocation spins `iters` xorshift32 steps (a serial
-    /// dependency chain) and writes the result to `y[0]`; long enough to trip
-    /// a submission timeout. See [`crate::slow_hash`].
+    /// TEST-ONLY: spins `iters` xorshift32 steps (a serial dependency chain)
+    /// and writes the result to `y[0]` (see [`crate::slow_hash`]); long enough
+    /// to trip a submission timeout. Backends may run the same chain in many
+    /// workgroups at once so that it is slow on CPU implementations too.
+    /// The result is only checkable for `iters < 65536` everywhere: llvmpipe
+    /// cuts longer loops short (by design of its infinite-loop guard).
     TestSlow { iters: u32 },
 }
 

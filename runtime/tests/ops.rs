@@ -4,6 +4,7 @@
 mod common;
 use common::*;
 use greta_kernels::Op;
+use greta_runtime::{Backend, RunOpts};
 
 #[test]
 fn fill_and_copy() {
@@ -20,4 +21,252 @@ fn fill_and_copy() {
         );
         assert_op(&mut dev, &Op::Copy { n }, s);
     }
+}
+
+#[test]
+fn vec_add() {
+    let mut dev = device();
+    let s = seed();
+    for n in [1, 2, 7, 1024, 33_333] {
+        assert_op(&mut dev, &Op::VecAdd { n }, s);
+    }
+}
+
+#[test]
+fn noop() {
+    let mut dev = device();
+    let out = assert_op(&mut dev, &Op::Noop, seed());
+    assert!(out.outputs.is_empty());
+}
+
+#[test]
+fn gemm_f32() {
+    let mut dev = device();
+    let s = seed();
+    for (m, n, k) in [
+        (1, 1, 1),
+        (64, 64, 64),
+        (67, 45, 33),
+        (130, 70, 129),
+        (5, 200, 17),
+    ] {
+        assert_op(&mut dev, &Op::GemmF32 { m, n, k }, s);
+    }
+}
+
+#[test]
+fn gemm_f32_every_candidate_tiling() {
+    let mut dev = device();
+    let s = seed();
+    let op = Op::GemmF32 {
+        m: 100,
+        n: 90,
+        k: 70,
+    };
+    let cands = dev.tuning_candidates(&op);
+    assert!(cands.len() > 2, "{cands:?}");
+    for t in cands {
+        let out = run_checked(
+            &mut dev,
+            &op,
+            s,
+            &RunOpts {
+                tuning: Some(t.clone()),
+                ..RunOpts::default()
+            },
+        );
+        assert!(out.passes(&op), "tuning {t}: {:?}", out.comparisons);
+    }
+    assert_clean(&dev);
+}
+
+#[test]
+fn gemm_f16_plain() {
+    let mut dev = device();
+    let s = seed();
+    for (m, n, k) in [(1, 1, 1), (64, 64, 64), (67, 45, 33), (33, 97, 130)] {
+        let out = assert_op(&mut dev, &Op::GemmF16 { m, n, k }, s);
+        assert_eq!(out.stats.kernel, "gemm_f16");
+    }
+}
+
+#[test]
+fn norms_and_softmax() {
+    let mut dev = device();
+    let s = seed();
+    for (rows, cols) in [(1, 1), (3, 5), (7, 256), (5, 1000), (2, 4099)] {
+        assert_op(
+            &mut dev,
+            &Op::RmsNorm {
+                rows,
+                cols,
+                eps: 1e-6,
+            },
+            s,
+        );
+        assert_op(
+            &mut dev,
+            &Op::LayerNorm {
+                rows,
+                cols,
+                eps: 1e-5,
+            },
+            s,
+        );
+        assert_op(&mut dev, &Op::Softmax { rows, cols }, s);
+    }
+}
+
+#[test]
+fn rope() {
+    let mut dev = device();
+    let s = seed();
+    for (tokens, heads, head_dim, pos0) in
+        [(1, 1, 2, 0), (5, 3, 64, 7), (17, 2, 128, 40), (3, 5, 6, 1)]
+    {
+        assert_op(
+            &mut dev,
+            &Op::Rope {
+                tokens,
+                heads,
+                head_dim,
+                pos0,
+                theta: 10000.0,
+            },
+            s,
+        );
+    }
+}
+
+#[test]
+fn kv_update() {
+    let mut dev = device();
+    let s = seed();
+    for (layers, max_seq, heads, head_dim, pos, n_new) in [
+        (1, 1, 1, 1, 0, 1),
+        (2, 16, 3, 8, 5, 4),
+        (3, 33, 2, 5, 32, 1),
+        (1, 9, 4, 16, 0, 9),
+    ] {
+        assert_op(
+            &mut dev,
+            &Op::KvUpdate {
+                layers,
+                max_seq,
+                heads,
+                head_dim,
+                pos,
+                n_new,
+            },
+            s,
+        );
+    }
+}
+
+/// Split dispatch: a lowered range limit forces several aligned sub-range
+/// dispatches per repeat; the result must still be exact.
+#[test]
+fn elementwise_split_over_range_limit() {
+    let mut dev = device_with(greta_runtime::vulkan::OpenOptions {
+        select: greta_runtime::DeviceSelect::Cpu,
+        validation: Some(true),
+        cache: greta_runtime::vulkan::CacheDir::Off,
+        max_storage_range: Some(4096),
+    });
+    let s = seed();
+    for op in [
+        Op::Fill { n: 5001, value: 7 },
+        Op::Copy { n: 5001 },
+        Op::VecAdd { n: 3001 },
+    ] {
+        let out = assert_op(&mut dev, &op, s);
+        assert!(out.stats.dispatches_per_repeat > 1, "{op}: {:?}", out.stats);
+    }
+    // An op that cannot be split says so instead of running out of range.
+    let err = dev
+        .supports(&Op::Softmax {
+            rows: 4,
+            cols: 2000,
+        })
+        .unwrap_err();
+    assert!(err.contains("maxStorageBufferRange"), "{err}");
+}
+
+/// The checker catches a kernel that is wrong in one element.
+#[test]
+fn broken_copy_is_detected() {
+    let mut dev = device();
+    let s = seed();
+    for n in [2, 3, 1000, 4097] {
+        let op = Op::TestBrokenCopy { n };
+        let out = run_checked(&mut dev, &op, s, &RunOpts::default());
+        assert!(
+            !out.passes(&op),
+            "broken copy n={n} passed: {:?}",
+            out.comparisons
+        );
+        assert_eq!(out.comparisons[0].mismatches, 1, "{:?}", out.comparisons);
+        assert_eq!(out.comparisons[0].first_mismatch, Some(n / 2));
+    }
+    assert_clean(&dev);
+}
+
+/// The test-only slow kernel computes the right thing when given time.
+#[test]
+fn slow_kernel_result() {
+    let mut dev = device();
+    assert_op(&mut dev, &Op::TestSlow { iters: 1000 }, seed());
+}
+
+#[test]
+fn timestamps_are_reported() {
+    let mut dev = device();
+    let out = run_checked(
+        &mut dev,
+        &Op::Copy { n: 1 << 16 },
+        seed(),
+        &RunOpts {
+            repeats: 5,
+            ..RunOpts::default()
+        },
+    );
+    assert_eq!(out.stats.device_ns.len(), 5);
+    assert!(
+        out.stats.device_ns.iter().all(|&ns| ns > 0),
+        "{:?}",
+        out.stats
+    );
+    assert_eq!(
+        out.stats.timing,
+        greta_runtime::TimingSource::DeviceTimestamps
+    );
+    assert_clean(&dev);
+}
+
+#[test]
+fn contract_mismatch_is_bad_input() {
+    let mut dev = device();
+    let op = Op::Copy { n: 8 };
+    let inputs = vec![greta_kernels::HostBuf::U32(vec![1; 7])];
+    let mut outputs = vec![greta_kernels::HostBuf::poisoned(
+        greta_kernels::DType::U32,
+        8,
+    )];
+    let err = dev
+        .run(&op, &inputs, &mut outputs, &RunOpts::default())
+        .unwrap_err();
+    assert!(
+        matches!(err, greta_runtime::RuntimeError::BadInput(_)),
+        "{err}"
+    );
+    let bad_tuning = RunOpts {
+        tuning: Some(greta_runtime::Tuning::default().with("tile", 3)),
+        ..RunOpts::default()
+    };
+    let inputs = vec![greta_kernels::HostBuf::U32(vec![1; 8])];
+    let err = dev
+        .run(&op, &inputs, &mut outputs, &bad_tuning)
+        .unwrap_err();
+    assert!(err.to_string().contains("unknown tuning key"), "{err}");
+    assert_clean(&dev);
 }

@@ -25,6 +25,9 @@ use std::path::PathBuf;
 
 pub use instance::Instance;
 
+/// llvmpipe's guard against infinite loops: a loop nest ends after this many iterations.
+const LLVMPIPE_LOOP_LIMIT: u64 = 65535;
+
 /// Every Vulkan device greta can use, de-duplicated (one GPU behind two
 /// drivers is listed once, RADV preferred; the entry says so in `notes`).
 pub fn list_devices() -> Result<Vec<DeviceInfo>, RuntimeError> {
@@ -370,6 +373,16 @@ impl Backend for Device {
         ) && !self.limits.subgroup_arith
         {
             return Err("device lacks subgroup arithmetic in compute shaders".into());
+        }
+        // llvmpipe (lavapipe) silently stops any loop after 65535 iterations
+        // (counted per outermost loop): refuse shapes that would hit it.
+        if self.info.driver_id == "MESA_LLVMPIPE" {
+            let trips = plan::max_loop_trips(op, &plan);
+            if trips > LLVMPIPE_LOOP_LIMIT {
+                return Err(format!(
+                    "{op} needs {trips} loop iterations per invocation; lavapipe stops loops after {LLVMPIPE_LOOP_LIMIT}"
+                ));
+            }
         }
         let specs: Vec<_> = op.inputs().into_iter().chain(op.outputs()).collect();
         for s in &specs {

@@ -43,8 +43,8 @@ fn bad(msg: String) -> RuntimeError {
     RuntimeError::BadInput(msg)
 }
 
-fn groups_for(items: u64, wg: u32) -> u32 {
-    items.div_ceil(wg as u64).clamp(1, MAX_GROUPS as u64) as u32
+fn groups_for(items: u64, wg: u64) -> u32 {
+    items.div_ceil(wg).clamp(1, MAX_GROUPS as u64) as u32
 }
 
 /// Known tuning keys per shader family, to reject typos.
@@ -92,7 +92,7 @@ fn elementwise(n: usize, nbuf: usize, wg: u32, lim: &Limits, extra_push: &[u32])
         push.extend_from_slice(extra_push);
         out.push(Dispatch {
             push,
-            groups: [groups_for((count as u64).div_ceil(4), wg), 1, 1],
+            groups: [groups_for((count as u64).div_ceil(4), wg as u64), 1, 1],
             ranges: vec![range; nbuf],
         });
         start += count;
@@ -197,7 +197,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             let wg = wg_of(t, 256, lim)?;
             let d = Dispatch {
                 push: vec![n as u32],
-                groups: [groups_for(n as u64, wg), 1, 1],
+                groups: [groups_for(n as u64, wg as u64), 1, 1],
                 ranges: whole(2),
             };
             simple("broken_copy", wg, vec![d])
@@ -209,9 +209,13 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
                 spec: vec![],
                 tuning: Tuning::default(),
                 aux: vec![],
+                // Every workgroup runs the same chain and writes the same value:
+                // on a GPU they run side by side (time ~ one chain), on a CPU
+                // implementation they queue up (time ~ groups x chain), so the
+                // kernel is slow everywhere.
                 dispatches: vec![Dispatch {
                     push: vec![iters],
-                    groups: [1, 1, 1],
+                    groups: [groups_for(iters as u64, 1 << 16), 1, 1],
                     ranges: whole(1),
                 }],
             }
@@ -286,7 +290,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             let pairs = (tokens * heads * head_dim / 2) as u64;
             let d = Dispatch {
                 push: vec![tokens as u32, heads as u32, head_dim as u32],
-                groups: [groups_for(pairs, wg), 1, 1],
+                groups: [groups_for(pairs, wg as u64), 1, 1],
                 ranges: whole(3),
             };
             let mut p = simple("rope", wg, vec![d]);
@@ -312,7 +316,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
                     pos as u32,
                     n_new as u32,
                 ],
-                groups: [groups_for(total, wg), 1, 1],
+                groups: [groups_for(total, wg as u64), 1, 1],
                 ranges: whole(4),
             };
             simple("kv_update", wg, vec![d])
@@ -355,4 +359,42 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
         }
     }
     out
+}
+
+/// Most loop iterations any invocation of `plan` executes inside one
+/// outermost loop (the unit llvmpipe's infinite-loop guard counts), for the
+/// grid-stride and row loops greta's kernels use.
+pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
+    let wg = plan.spec.first().copied().unwrap_or(1) as u64;
+    let groups = |d: &Dispatch| d.groups[0] as u64 * wg;
+    match *op {
+        Op::RmsNorm { rows, cols, .. }
+        | Op::LayerNorm { rows, cols, .. }
+        | Op::Softmax { rows, cols } => {
+            let rows_per_group = (rows as u64).div_ceil(plan.dispatches[0].groups[0] as u64);
+            rows_per_group * 3 * (cols as u64).div_ceil(wg)
+        }
+        Op::Fill { .. } | Op::Copy { .. } | Op::VecAdd { .. } => plan
+            .dispatches
+            .iter()
+            .map(|d| (d.push[0] as u64).div_ceil(4).div_ceil(groups(d)))
+            .max()
+            .unwrap_or(0),
+        Op::TestBrokenCopy { n } => (n as u64).div_ceil(groups(&plan.dispatches[0])),
+        Op::Rope {
+            tokens,
+            heads,
+            head_dim,
+            ..
+        } => ((tokens * heads * head_dim / 2) as u64).div_ceil(groups(&plan.dispatches[0])),
+        Op::KvUpdate {
+            layers,
+            heads,
+            head_dim,
+            n_new,
+            ..
+        } => ((layers * n_new * heads * head_dim) as u64).div_ceil(groups(&plan.dispatches[0])),
+        Op::GemmF32 { k, .. } | Op::GemmF16 { k, .. } => (k as u64).div_ceil(plan.spec[2] as u64),
+        Op::Noop | Op::TestSlow { .. } => 0,
+    }
 }

@@ -1,0 +1,46 @@
+#version 450
+#extension GL_KHR_shader_subgroup_arithmetic : require
+// y[r][c] = x[r][c] / sqrt(mean(x[r]^2) + eps) * w[c]. One workgroup per
+// row (grid-stride over rows), coalesced column loops, so any cols works.
+layout(local_size_x_id = 0) in;
+layout(set = 0, binding = 0) readonly buffer X { float x[]; };
+layout(set = 0, binding = 1) readonly buffer W { float w[]; };
+layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
+layout(push_constant) uniform P { uint rows; uint cols; float eps; } p;
+
+shared float red[256];
+
+// Workgroup-wide sum/max: subgroup reduction, one partial per subgroup in
+// shared memory, then every invocation folds the partials in the same
+// order (identical result everywhere, no extra barrier round).
+float wg_sum(float v) {
+    float s = subgroupAdd(v);
+    if (subgroupElect()) { red[gl_SubgroupID] = s; }
+    barrier();
+    float t = 0.0;
+    for (uint i = 0u; i < gl_NumSubgroups; i++) { t += red[i]; }
+    barrier();
+    return t;
+}
+
+float wg_max(float v) {
+    float s = subgroupMax(v);
+    if (subgroupElect()) { red[gl_SubgroupID] = s; }
+    barrier();
+    float t = red[0];
+    for (uint i = 1u; i < gl_NumSubgroups; i++) { t = max(t, red[i]); }
+    barrier();
+    return t;
+}
+
+void main() {
+    uint tid = gl_LocalInvocationID.x;
+    uint wg = gl_WorkGroupSize.x;
+    for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
+        uint base = r * p.cols;
+        float ss = 0.0;
+        for (uint c = tid; c < p.cols; c += wg) { float v = x[base + c]; ss = fma(v, v, ss); }
+        float inv = inversesqrt(wg_sum(ss) / float(p.cols) + p.eps);
+        for (uint c = tid; c < p.cols; c += wg) { y[base + c] = x[base + c] * inv * w[c]; }
+    }
+}
