@@ -8,7 +8,7 @@
 
 use crate::exit::Exit;
 use anyhow::Context;
-use greta_probe::collect::{self, CheckRun, Parsers};
+use greta_probe::collect::{self, CheckRun};
 use greta_probe::report::{self, CheckLine, CheckStatus, Report};
 use greta_probe::rules::{self, Finding, Severity};
 use std::io::IsTerminal;
@@ -39,14 +39,6 @@ pub struct Args {
     check: Option<String>,
 }
 
-/// The text parsers the live/sysroot collectors use for command output.
-fn parsers() -> Parsers {
-    Parsers {
-        rocminfo: Some(greta_probe::from::rocminfo_into),
-        vulkaninfo: Some(greta_probe::from::vulkaninfo_into),
-    }
-}
-
 pub fn run(args: Args) -> anyhow::Result<Exit> {
     if args.list_checks {
         list_checks(args.json);
@@ -74,11 +66,11 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     } else if let Some(dir) = &args.sysroot {
         let root = greta_probe::root::Root::sysroot(dir)
             .with_context(|| format!("--sysroot {}", dir.display()))?;
-        let (facts, runs) = collect::collect_with(&root, parsers());
+        let (facts, runs) = collect::collect(&root);
         ("sysroot", check_lines(&runs, &[]), facts, Vec::new(), None)
     } else {
         let root = greta_probe::root::Root::live();
-        let (facts, runs) = collect::collect_with(&root, parsers());
+        let (facts, runs) = collect::collect(&root);
         ("live", check_lines(&runs, &[]), facts, Vec::new(), None)
     };
     let findings = rules::diagnose(&facts);
