@@ -85,6 +85,16 @@ fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
     ] {
         assert!(f.scanned.iter().any(|s| s == area), "{area} not scanned");
     }
+    // The rules on these facts: CPU-only Vulkan is a warning, nothing fails.
+    let found = greta_probe::rules::diagnose(&f);
+    let ids: Vec<&str> = found.iter().map(|x| x.id.as_str()).collect();
+    assert!(ids.contains(&"vulkan.cpu-only"), "{ids:?}");
+    assert!(
+        found
+            .iter()
+            .all(|x| x.severity != greta_probe::rules::Severity::Fail),
+        "{found:#?}"
+    );
     let ids: Vec<&str> = checks.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(
         ids,

@@ -23,6 +23,24 @@ fn replay(name: &str) -> (Facts, Vec<CheckRun>) {
     (f, checks)
 }
 
+/// Finding ids the rules raise for these facts.
+fn findings(f: &Facts) -> Vec<String> {
+    greta_probe::rules::diagnose(f)
+        .into_iter()
+        .map(|x| x.id)
+        .collect()
+}
+
+fn assert_findings(f: &Facts, must: &[&str], must_not: &[&str]) {
+    let got = findings(f);
+    for m in must {
+        assert!(got.iter().any(|g| g == m), "{m} not raised; got {got:?}");
+    }
+    for m in must_not {
+        assert!(!got.iter().any(|g| g == m), "{m} raised; got {got:?}");
+    }
+}
+
 fn signal<'a>(f: &'a Facts, id: &str) -> Option<&'a greta_probe::facts::Signal> {
     f.signals.iter().find(|s| s.id == id)
 }
@@ -94,6 +112,19 @@ fn mi300x_vf_cloud_node() {
         .iter()
         .any(|c| c.id == "rocm" && c.summary.contains("7.2.4")));
     assert!(f.container.is_none());
+    assert_findings(
+        &f,
+        &["gpu.sriov-vf"],
+        &[
+            "gpu.none",
+            "kfd.missing",
+            "kfd.permission",
+            "rocm.missing",
+            "rocm.multiple",
+            "driver.amdgpu-not-bound",
+            "apu.small-vram",
+        ],
+    );
 }
 
 #[test]
@@ -110,7 +141,8 @@ fn phoenix_apu_radv_and_amdvlk_user_not_in_render() {
     assert_eq!(g.gtt_bytes, Some(15 * 1024 * 1024 * 1024));
     assert_eq!(g.compute_units, Some(12));
     assert!(!g.vf);
-    assert!(g.seen_by.iter().any(|s| s == "vulkan"));
+    assert!(g.seen_by.iter().any(|s| s == "vulkan:radv"));
+    assert!(g.seen_by.iter().any(|s| s == "vulkan:amdvlk"));
     // Audio function of the same chip is not a GPU.
     assert!(f
         .gpus
@@ -181,6 +213,23 @@ fn phoenix_apu_radv_and_amdvlk_user_not_in_render() {
     assert_eq!(t.backend.as_deref(), Some("rocm"));
     assert_eq!(t.backend_version.as_deref(), Some("6.2.41133-dd7f95766"));
     assert!(t.env.ends_with("/greta/envs/rocm6.2"));
+    assert_findings(
+        &f,
+        &[
+            "kfd.permission",
+            "apu.small-vram",
+            "vulkan.duplicate-gpu",
+            "rocm.hsa-override",
+        ],
+        &[
+            "gpu.none",
+            "gpu.sriov-vf",
+            "kfd.missing",
+            "vulkan.cpu-only",
+            "vulkan.no-icd",
+            "vulkan.icd-incompatible",
+        ],
+    );
 }
 
 #[test]
@@ -238,6 +287,11 @@ fn two_rocm_installs_rocm_path_wins_and_kfd_missing_in_container() {
     assert_eq!(g.integrated, Some(false));
     // rocminfo's error in the container, recognised by the --from signatures.
     assert!(!f.signals.is_empty(), "rocminfo error signature expected");
+    assert_findings(
+        &f,
+        &["kfd.missing", "rocm.multiple", "rocm.ld-library-path"],
+        &["gpu.none", "rocm.missing", "apu.small-vram", "gpu.sriov-vf"],
+    );
 }
 
 #[test]
@@ -343,6 +397,71 @@ fn broken_manifests_and_garbage_never_panic_and_explain() {
             .find(|n| n.path == "/dev/kfd")
             .unwrap()
             .exists
+    );
+    assert_findings(
+        &f,
+        &[
+            "vulkan.icd-incompatible",
+            "vulkan.loader-missing",
+            "vulkan.amd-switchable-layer",
+        ],
+        &["kfd.missing", "driver.amdgpu-not-bound"],
+    );
+}
+
+#[test]
+fn nvidia_machine_replays_captured_vulkaninfo() {
+    let (f, checks) = replay("nvidia-rtx2060");
+    let nv: Vec<_> = f
+        .gpus
+        .iter()
+        .filter(|g| g.vendor == Vendor::Nvidia)
+        .collect();
+    assert_eq!(nv.len(), 1, "{:#?}", f.gpus);
+    let g = nv[0];
+    assert!(g.name.contains("2060"), "{}", g.name);
+    assert_eq!(g.pci_address.as_deref(), Some("0000:01:00.0"));
+    assert_eq!(g.kernel_driver.as_deref(), Some("nvidia"));
+    assert!(g.seen_by.iter().any(|s| s == "pci") && g.seen_by.iter().any(|s| s == "vulkan:nvidia"));
+    assert!(f
+        .gpus
+        .iter()
+        .any(|g| g.vendor == Vendor::Cpu && g.name.contains("llvmpipe")));
+    assert_eq!(f.kernel_driver_version.as_deref(), Some("525.125.06"));
+    assert_eq!(f.vulkan.devices.len(), 2);
+    assert!(f.vulkan.drivers.contains(&VulkanDriverKind::Nvidia));
+    assert!(f.vulkan.drivers.contains(&VulkanDriverKind::Lavapipe));
+    let nv_icd = f
+        .vulkan
+        .icds
+        .iter()
+        .find(|i| i.kind == VulkanDriverKind::Nvidia)
+        .unwrap();
+    assert_eq!(
+        nv_icd.library_path.as_deref(),
+        Some("/usr/lib/x86_64-linux-gnu/libGLX_nvidia.so.0")
+    );
+    assert!(checks
+        .iter()
+        .any(|c| c.id == "vulkan-devices" && c.summary.contains("vulkaninfo-summary")));
+    // python3 -> python3.11 is one interpreter, listed under the first name.
+    assert_eq!(f.python.interpreters.len(), 1);
+    assert_eq!(f.python.interpreters[0].path, "/usr/bin/python3");
+    assert_findings(
+        &f,
+        &[],
+        &[
+            "gpu.none",
+            "vulkan.cpu-only",
+            "vulkan.duplicate-gpu",
+            "vulkan.loader-missing",
+            "vulkan.no-icd",
+            "vulkan.icd-incompatible",
+            "driver.amdgpu-not-bound",
+            "kfd.missing",
+            "rocm.missing",
+            "kfd.permission",
+        ],
     );
 }
 

@@ -294,7 +294,13 @@ pub fn merge_device(gpus: &mut Vec<Gpu>, d: &VulkanDevice) {
             gpus.last_mut().expect("just pushed")
         }
     };
-    seen(g, "vulkan");
+    // Same label as the --from parser ("vulkan:radv"), so RADV and AMDVLK
+    // seeing one GPU stay distinguishable.
+    let kind = serde_json::to_value(d.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| "other".into());
+    seen(g, &format!("vulkan:{kind}"));
 }
 
 pub fn collect(root: &Root, f: &mut Facts, text_parser: Option<TextParser>) -> String {
@@ -429,7 +435,7 @@ mod tests {
         merge_device(&mut gpus, &lvp);
         merge_device(&mut gpus, &lvp);
         assert_eq!(gpus.len(), 2);
-        assert_eq!(gpus[0].seen_by, vec!["vulkan"]);
+        assert_eq!(gpus[0].seen_by, vec!["vulkan:radv"]);
         assert_eq!(gpus[1].vendor, Vendor::Cpu);
     }
 }

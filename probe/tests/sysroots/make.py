@@ -261,4 +261,28 @@ w(t, "/etc/group", "\x00\x01garbage\n::::\nrender:x:notanumber:\n")
 greta(t, {"PATH": "/usr/bin", "HOME": "/home/u"}, "garbage id line",
       ["/dev/kfd c 06x0 0 0", "nonsense", "/dev/dri/renderD128 c 0660 0 0"],
       {"rocminfo": "\x00\x01\x02"})
+# 6. NVIDIA RTX 2060 on Debian 12 (fixtures/nvidia-rtx2060-debian-contrast): the
+#    captured `vulkaninfo --summary` replays through the --from parser; the
+#    kernel module version comes from /proc/driver/nvidia/version.
+t = fresh("nvidia-rtx2060")
+pci_gpu(t, "0000:01:00.0", 0x10de, 0x1f08, 0x030000, 0xa1, 0x1458, 0x37ce, driver="nvidia", render=128)
+other_pci(t, "0000:01:00.1", 0x040300, 0x10de, 0x10f9)
+w(t, "/sys/module/nvidia/initstate", "live\n")
+w(t, "/proc/driver/nvidia/version",
+  "NVRM version: NVIDIA UNIX x86_64 Kernel Module  525.125.06  Tue May 30 05:10:05 UTC 2023\n"
+  "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n")
+w(t, "/proc/sys/kernel/osrelease", "6.1.0-13-amd64\n")
+w(t, "/etc/group", "root:x:0:\nvideo:x:44:val\nrender:x:105:\n")
+w(t, "/usr/share/vulkan/icd.d/nvidia_icd.json", fixture("icd-manifests/nvidia-proprietary/nvidia_icd.json"))
+w(t, "/usr/lib/x86_64-linux-gnu/libGLX_nvidia.so.0", elf_header())
+w(t, "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json", fixture("icd-manifests/debian12-mesa22.3.6/lvp_icd.x86_64.json"))
+w(t, "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so", elf_header())
+w(t, "/usr/lib/x86_64-linux-gnu/libvulkan.so.1", elf_header())
+w(t, "/usr/bin/python3.11", "#!/bin/sh\n", 0o755)
+link(t, "/usr/bin/python3", "python3.11")
+greta(t, {"PATH": "/usr/bin:/bin", "HOME": "/home/val", "USER": "val"},
+      "uid=1000(val) gid=1000(val) groups=1000(val),44(video)",
+      ["/dev/dri/renderD128 c 0666 0 105"],
+      {"vulkaninfo-summary": fixture("nvidia-rtx2060-debian-contrast/vulkaninfo-summary-devices-section.txt"),
+       "python-version_usr_bin_python3": "Python 3.11.2\n"})
 print("trees written under", HERE)
