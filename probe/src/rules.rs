@@ -279,6 +279,36 @@ mod tests {
     }
 
     #[test]
+    fn docs_list_every_finding_predicate_signal_and_check() {
+        let doc = include_str!("../../docs/doctor.md");
+        for r in catalogue() {
+            assert!(
+                doc.contains(&format!("### `{}`", r.id)),
+                "docs/doctor.md lacks finding {}",
+                r.id
+            );
+        }
+        for (p, _) in predicates::PREDICATES {
+            assert!(
+                doc.contains(&format!("`{p}`")),
+                "docs/doctor.md lacks predicate {p}"
+            );
+        }
+        for s in crate::signals::known_ids() {
+            assert!(
+                doc.contains(&format!("`{s}`")),
+                "docs/doctor.md lacks signal {s}"
+            );
+        }
+        for (c, _, _) in crate::collect::CHECKS {
+            assert!(
+                doc.contains(&format!("| `{c}` |")),
+                "docs/doctor.md lacks check {c}"
+            );
+        }
+    }
+
+    #[test]
     fn empty_facts_raise_nothing() {
         // Nothing was inspected, so nothing can be concluded.
         assert!(diagnose(&Facts::default()).is_empty());
