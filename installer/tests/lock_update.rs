@@ -187,3 +187,229 @@ fn failing_uv_never_writes() {
     assert!(stderr(&o).contains("no solution found"), "{}", stderr(&o));
     assert_eq!(before, snapshot(d.path()));
 }
+
+/// A PEP 503 index on 127.0.0.1 serving one wheel built by this test, for
+/// `greta lock update` with the real uv. Returns the base URL and a log of
+/// request lines.
+mod loopback {
+    use std::collections::BTreeMap;
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpListener;
+    use std::sync::{Arc, Mutex};
+
+    pub struct Index {
+        pub base: String,
+        pub log: Arc<Mutex<Vec<String>>>,
+    }
+
+    /// `routes`: path -> (status, content type, body).
+    pub fn serve(routes: BTreeMap<String, (u16, &'static str, Vec<u8>)>) -> Index {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", l.local_addr().unwrap());
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let log2 = log.clone();
+        std::thread::spawn(move || {
+            for conn in l.incoming() {
+                let Ok(mut s) = conn else { continue };
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut first = String::new();
+                if r.read_line(&mut first).is_err() {
+                    continue;
+                }
+                loop {
+                    let mut h = String::new();
+                    if r.read_line(&mut h).map(|n| n == 0).unwrap_or(true) || h == "\r\n" {
+                        break;
+                    }
+                }
+                log2.lock().unwrap().push(first.trim().to_string());
+                let mut parts = first.split_whitespace();
+                let method = parts.next().unwrap_or("");
+                let path = parts
+                    .next()
+                    .unwrap_or("")
+                    .split('?')
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                let (status, ctype, body) = routes.get(&path).cloned().unwrap_or((
+                    404,
+                    "text/plain",
+                    b"not found".to_vec(),
+                ));
+                let head = format!(
+                    "HTTP/1.1 {status} X\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = s.write_all(head.as_bytes());
+                if method != "HEAD" {
+                    let _ = s.write_all(&body);
+                }
+            }
+        });
+        Index { base, log }
+    }
+}
+
+/// Build `greta_lockdemo-1.0.0-py3-none-any.whl` (real METADATA, WHEEL,
+/// RECORD; fresh content each run) with Python's zipfile.
+fn build_wheel(dir: &Path) -> Vec<u8> {
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let script = format!(
+        r#"
+import zipfile, hashlib, base64
+files = {{
+  "greta_lockdemo/__init__.py": "NONCE = {nonce}\n",
+  "greta_lockdemo-1.0.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: greta-lockdemo\nVersion: 1.0.0\nRequires-Python: >=3.8\n",
+  "greta_lockdemo-1.0.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: greta-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}}
+rec = []
+for n, c in files.items():
+    d = base64.urlsafe_b64encode(hashlib.sha256(c.encode()).digest()).rstrip(b"=").decode()
+    rec.append(f"{{n}},sha256={{d}},{{len(c.encode())}}")
+rec.append("greta_lockdemo-1.0.0.dist-info/RECORD,,")
+files["greta_lockdemo-1.0.0.dist-info/RECORD"] = "\n".join(rec) + "\n"
+with zipfile.ZipFile("{out}", "w") as z:
+    for n, c in files.items():
+        z.writestr(n, c)
+"#,
+        out = dir.join("greta_lockdemo-1.0.0-py3-none-any.whl").display()
+    );
+    let ok = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .status()
+        .expect("python3")
+        .success();
+    assert!(ok);
+    std::fs::read(dir.join("greta_lockdemo-1.0.0-py3-none-any.whl")).unwrap()
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(b))
+}
+
+fn loopback_matrix(base: &str) -> String {
+    format!(
+        r#"schema = 1
+
+[profiles.demo]
+backend = "cpu"
+summary = "loopback test profile"
+status = "locked"
+serves = "*"
+python = ["3.11", "3.12"]
+indexes = ["{base}/simple"]
+requirements = ["greta-lockdemo==1.0.0"]
+lockfile = "pylock.demo.toml"
+"#
+    )
+}
+
+#[test]
+fn real_uv_against_a_loopback_index() {
+    let uv = which::which("uv")
+        .expect("uv must be installed for this test (scripts/setup.sh installs it)");
+    let d = tempfile::tempdir().unwrap();
+    let wheel = build_wheel(d.path());
+    let sha = sha256_hex(&wheel);
+    let page = format!(
+        "<!DOCTYPE html><html><body><a href=\"/files/greta_lockdemo-1.0.0-py3-none-any.whl#sha256={sha}\" data-requires-python=\"&gt;=3.8\">greta_lockdemo-1.0.0-py3-none-any.whl</a></body></html>"
+    );
+    let mut routes = std::collections::BTreeMap::new();
+    routes.insert(
+        "/simple/greta-lockdemo/".to_string(),
+        (200u16, "text/html", page.into_bytes()),
+    );
+    routes.insert(
+        "/files/greta_lockdemo-1.0.0-py3-none-any.whl".to_string(),
+        (200u16, "application/octet-stream", wheel.clone()),
+    );
+    let idx = loopback::serve(routes);
+    let lock = d.path().join("lock");
+    std::fs::create_dir(&lock).unwrap();
+    std::fs::write(lock.join("matrix.toml"), loopback_matrix(&idx.base)).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+        .args([
+            "lock",
+            "update",
+            "demo",
+            "--uv",
+            uv.to_str().unwrap(),
+            "--timeout",
+            "120",
+            "--lock-dir",
+        ])
+        .arg(&lock)
+        .env("UV_CACHE_DIR", d.path().join("uv-cache"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        idx.log
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("/simple/greta-lockdemo/")),
+        "uv never asked the index"
+    );
+    let text = std::fs::read_to_string(lock.join("pylock.demo.toml")).unwrap();
+    let doc: toml::Value = toml::from_str(&text).unwrap();
+    let pkgs = doc["packages"].as_array().unwrap();
+    assert_eq!(pkgs.len(), 1, "{text}");
+    let w = &pkgs[0]["wheels"][0];
+    assert_eq!(
+        w["url"].as_str().unwrap(),
+        format!("{}/files/greta_lockdemo-1.0.0-py3-none-any.whl", idx.base)
+    );
+    assert_eq!(w["hashes"]["sha256"].as_str().unwrap(), sha);
+    // resolves for both Pythons; `check` refuses it only for its plain-http URL
+    for py in ["3.11", "3.12"] {
+        let o = greta_lock(&lock, &["show", "demo", "--python", py]);
+        assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    }
+    let o = greta_lock(&lock, &["check"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("non-https URL"), "{}", stdout(&o));
+}
+
+#[test]
+fn real_uv_against_a_failing_loopback_index() {
+    let uv = which::which("uv").expect("uv must be installed for this test");
+    let d = tempfile::tempdir().unwrap();
+    let mut routes = std::collections::BTreeMap::new();
+    routes.insert(
+        "/simple/greta-lockdemo/".to_string(),
+        (503u16, "text/plain", b"down for maintenance".to_vec()),
+    );
+    let idx = loopback::serve(routes);
+    std::fs::write(d.path().join("matrix.toml"), loopback_matrix(&idx.base)).unwrap();
+    std::fs::write(d.path().join("pylock.demo.toml"), "# previous lockfile\n").unwrap();
+    let before = snapshot(d.path());
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+        .args([
+            "lock",
+            "update",
+            "demo",
+            "--uv",
+            uv.to_str().unwrap(),
+            "--timeout",
+            "120",
+            "--lock-dir",
+        ])
+        .arg(d.path())
+        .env("UV_CACHE_DIR", d.path().join("uv-cache"))
+        .output()
+        .unwrap();
+    let after = snapshot(d.path());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("uv could not resolve profile demo"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(before, after);
+}

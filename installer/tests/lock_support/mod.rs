@@ -38,7 +38,8 @@ pub fn stderr(o: &Output) -> String {
 }
 
 pub fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}\nstderr: {}", stdout(o), stderr(o)))
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\nstderr: {}", stdout(o), stderr(o)))
 }
 
 /// A scratch copy of the shipped lock dir.
@@ -51,13 +52,17 @@ pub fn copy_lock_dir() -> tempfile::TempDir {
     d
 }
 
-/// Every file of a directory with its bytes, to prove nothing was written.
+/// Every plain file of a directory with its bytes, to prove nothing was written.
 pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
         .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
         .map(|e| {
-            let e = e.unwrap();
-            (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap())
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
         })
         .collect();
     v.sort();
@@ -66,7 +71,9 @@ pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 /// 1-based (line, column) of the first occurrence of `needle` in `text`.
 pub fn position_of(text: &str, needle: &str) -> (usize, usize) {
-    let off = text.find(needle).unwrap_or_else(|| panic!("{needle:?} not in text"));
+    let off = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle:?} not in text"));
     let before = &text[..off];
     let line = before.matches('\n').count() + 1;
     let col = off - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
