@@ -236,7 +236,7 @@ impl Matrix {
         if host.gfx.is_empty() {
             return Err(Refusal {
                 message: format!("{gpu} found but its gfx target is unknown (no KFD topology or rocminfo agent)"),
-                fix: "make sure amdgpu is loaded and /dev/kfd exists (`greta doctor` explains), or choose a profile with --profile".into(),
+                fix: "make sure amdgpu is loaded and /dev/kfd exists (`greta doctor` explains), or choose a profile with --profile (e.g. --profile cpu)".into(),
             }
             .into());
         }
