@@ -1,13 +1,28 @@
 #version 450
 #extension GL_KHR_shader_subgroup_arithmetic : require
+//! variant layernorm
+//! variant layernorm_vec4 VEC4
 // y[r][c] = (x[r][c] - mean) / sqrt(var + eps) * w[c] + b[c], biased
 // variance computed in a second pass around the mean (no cancellation).
 // One workgroup per row (grid-stride over rows).
+// The _vec4 variant (cols % 4 == 0) reads and writes vec4s: a quarter of the
+// memory instructions, full-width transactions.
 layout(local_size_x_id = 0) in;
-layout(set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(set = 0, binding = 1) readonly buffer W { float w[]; };
-layout(set = 0, binding = 2) readonly buffer B { float b[]; };
-layout(set = 0, binding = 3) writeonly buffer Y { float y[]; };
+#ifdef VEC4
+#define T vec4
+#define SUM(v) dot(v, vec4(1.0))
+#define SQ(v) dot(v, v)
+#define MAX4(v) max(max(v.x, v.y), max(v.z, v.w))
+#else
+#define T float
+#define SUM(v) (v)
+#define SQ(v) ((v) * (v))
+#define MAX4(v) (v)
+#endif
+layout(set = 0, binding = 0) readonly buffer X { T x[]; };
+layout(set = 0, binding = 1) readonly buffer W { T w[]; };
+layout(set = 0, binding = 2) readonly buffer B { T b[]; };
+layout(set = 0, binding = 3) writeonly buffer Y { T y[]; };
 layout(push_constant) uniform P { uint rows; uint cols; float eps; } p;
 
 shared float red[256];
@@ -38,14 +53,19 @@ float wg_max(float v) {
 void main() {
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
+#ifdef VEC4
+    uint n = p.cols >> 2;
+#else
+    uint n = p.cols;
+#endif
     for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
-        uint base = r * p.cols;
+        uint base = r * n;
         float s = 0.0;
-        for (uint c = tid; c < p.cols; c += wg) { s += x[base + c]; }
+        for (uint c = tid; c < n; c += wg) { s += SUM(x[base + c]); }
         float mean = wg_sum(s) / float(p.cols);
         float q = 0.0;
-        for (uint c = tid; c < p.cols; c += wg) { float d = x[base + c] - mean; q = fma(d, d, q); }
+        for (uint c = tid; c < n; c += wg) { T d = x[base + c] - mean; q += SQ(d); }
         float inv = inversesqrt(wg_sum(q) / float(p.cols) + p.eps);
-        for (uint c = tid; c < p.cols; c += wg) { y[base + c] = fma((x[base + c] - mean) * inv, w[c], b[c]); }
+        for (uint c = tid; c < n; c += wg) { y[base + c] = fma((x[base + c] - mean) * inv, w[c], b[c]); }
     }
 }

@@ -1,11 +1,26 @@
 #version 450
 #extension GL_KHR_shader_subgroup_arithmetic : require
+//! variant rmsnorm
+//! variant rmsnorm_vec4 VEC4
 // y[r][c] = x[r][c] / sqrt(mean(x[r]^2) + eps) * w[c]. One workgroup per
 // row (grid-stride over rows), coalesced column loops, so any cols works.
+// The _vec4 variant (cols % 4 == 0) reads and writes vec4s: a quarter of the
+// memory instructions, full-width transactions.
 layout(local_size_x_id = 0) in;
-layout(set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(set = 0, binding = 1) readonly buffer W { float w[]; };
-layout(set = 0, binding = 2) writeonly buffer Y { float y[]; };
+#ifdef VEC4
+#define T vec4
+#define SUM(v) dot(v, vec4(1.0))
+#define SQ(v) dot(v, v)
+#define MAX4(v) max(max(v.x, v.y), max(v.z, v.w))
+#else
+#define T float
+#define SUM(v) (v)
+#define SQ(v) ((v) * (v))
+#define MAX4(v) (v)
+#endif
+layout(set = 0, binding = 0) readonly buffer X { T x[]; };
+layout(set = 0, binding = 1) readonly buffer W { T w[]; };
+layout(set = 0, binding = 2) writeonly buffer Y { T y[]; };
 layout(push_constant) uniform P { uint rows; uint cols; float eps; } p;
 
 shared float red[256];
@@ -36,11 +51,16 @@ float wg_max(float v) {
 void main() {
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
+#ifdef VEC4
+    uint n = p.cols >> 2;
+#else
+    uint n = p.cols;
+#endif
     for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
-        uint base = r * p.cols;
+        uint base = r * n;
         float ss = 0.0;
-        for (uint c = tid; c < p.cols; c += wg) { float v = x[base + c]; ss = fma(v, v, ss); }
+        for (uint c = tid; c < n; c += wg) { T v = x[base + c]; ss += SQ(v); }
         float inv = inversesqrt(wg_sum(ss) / float(p.cols) + p.eps);
-        for (uint c = tid; c < p.cols; c += wg) { y[base + c] = x[base + c] * inv * w[c]; }
+        for (uint c = tid; c < n; c += wg) { y[base + c] = x[base + c] * inv * w[c]; }
     }
 }

@@ -1,10 +1,25 @@
 #version 450
 #extension GL_KHR_shader_subgroup_arithmetic : require
+//! variant softmax
+//! variant softmax_vec4 VEC4
 // Row-wise softmax, max-subtracted: y = exp(x - max) / sum(exp(x - max)).
 // One workgroup per row (grid-stride over rows); any cols.
+// The _vec4 variant (cols % 4 == 0) reads and writes vec4s: a quarter of the
+// memory instructions, full-width transactions.
 layout(local_size_x_id = 0) in;
-layout(set = 0, binding = 0) readonly buffer X { float x[]; };
-layout(set = 0, binding = 1) writeonly buffer Y { float y[]; };
+#ifdef VEC4
+#define T vec4
+#define SUM(v) dot(v, vec4(1.0))
+#define SQ(v) dot(v, v)
+#define MAX4(v) max(max(v.x, v.y), max(v.z, v.w))
+#else
+#define T float
+#define SUM(v) (v)
+#define SQ(v) ((v) * (v))
+#define MAX4(v) (v)
+#endif
+layout(set = 0, binding = 0) readonly buffer X { T x[]; };
+layout(set = 0, binding = 1) writeonly buffer Y { T y[]; };
 layout(push_constant) uniform P { uint rows; uint cols; } p;
 
 shared float red[256];
@@ -35,14 +50,19 @@ float wg_max(float v) {
 void main() {
     uint tid = gl_LocalInvocationID.x;
     uint wg = gl_WorkGroupSize.x;
+#ifdef VEC4
+    uint n = p.cols >> 2;
+#else
+    uint n = p.cols;
+#endif
     for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
-        uint base = r * p.cols;
+        uint base = r * n;
         float m = -3.402823466e+38;
-        for (uint c = tid; c < p.cols; c += wg) { m = max(m, x[base + c]); }
+        for (uint c = tid; c < n; c += wg) { m = max(m, MAX4(x[base + c])); }
         m = wg_max(m);
         float s = 0.0;
-        for (uint c = tid; c < p.cols; c += wg) { s += exp(x[base + c] - m); }
+        for (uint c = tid; c < n; c += wg) { s += SUM(exp(x[base + c] - m)); }
         float inv = 1.0 / wg_sum(s);
-        for (uint c = tid; c < p.cols; c += wg) { y[base + c] = exp(x[base + c] - m) * inv; }
+        for (uint c = tid; c < n; c += wg) { y[base + c] = exp(x[base + c] - m) * inv; }
     }
 }

@@ -54,28 +54,66 @@ fn gemm_f32() {
     }
 }
 
+/// Every tuning candidate (what `--tune` may pick) is correct too, at
+/// shapes that are not multiples of any tile.
 #[test]
-fn gemm_f32_every_candidate_tiling() {
+fn every_tuning_candidate_is_correct() {
     let mut dev = device();
     let s = seed();
-    let op = Op::GemmF32 {
-        m: 100,
-        n: 90,
-        k: 70,
-    };
-    let cands = dev.tuning_candidates(&op);
-    assert!(cands.len() > 2, "{cands:?}");
-    for t in cands {
-        let out = run_checked(
-            &mut dev,
-            &op,
-            s,
-            &RunOpts {
-                tuning: Some(t.clone()),
-                ..RunOpts::default()
-            },
-        );
-        assert!(out.passes(&op), "tuning {t}: {:?}", out.comparisons);
+    for op in [
+        Op::GemmF32 {
+            m: 100,
+            n: 90,
+            k: 70,
+        },
+        Op::GemmF16 {
+            m: 70,
+            n: 33,
+            k: 45,
+        },
+        Op::RmsNorm {
+            rows: 3,
+            cols: 1028,
+            eps: 1e-6,
+        },
+        Op::LayerNorm {
+            rows: 3,
+            cols: 516,
+            eps: 1e-5,
+        },
+        Op::Softmax {
+            rows: 4,
+            cols: 2052,
+        },
+        Op::Copy { n: 5000 },
+        Op::VecAdd { n: 4999 },
+        Op::Rope {
+            tokens: 3,
+            heads: 2,
+            head_dim: 32,
+            pos0: 5,
+            theta: 10000.0,
+        },
+    ] {
+        let cands = dev.tuning_candidates(&op);
+        assert!(cands.len() > 2, "{op}: {cands:?}");
+        for t in cands {
+            let out = run_checked(
+                &mut dev,
+                &op,
+                s,
+                &RunOpts {
+                    tuning: Some(t.clone()),
+                    ..RunOpts::default()
+                },
+            );
+            assert!(
+                out.passes(&op),
+                "{op} tuning {t} ({}): {:?}",
+                out.stats.kernel,
+                out.comparisons
+            );
+        }
     }
     assert_clean(&dev);
 }

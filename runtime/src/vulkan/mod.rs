@@ -117,15 +117,15 @@ impl Device {
             vk::PhysicalDeviceVulkan11Features::default().storage_buffer16_bit_access(p.storage16);
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
             .shader_float16(p.shader_f16)
-            .vulkan_memory_model(p.has_coop_ext)
-            .vulkan_memory_model_device_scope(p.has_coop_ext);
+            .vulkan_memory_model(p.vulkan_memory_model);
         let mut coop =
             vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default().cooperative_matrix(true);
         let mut dinfo = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .push_next(&mut f11)
             .push_next(&mut f12);
-        if p.has_coop_ext && info.coop_f16_f32().is_some() {
+        let use_coop = p.has_coop_ext && p.shader_f16 && info.coop_f16_f32().is_some();
+        if use_coop {
             exts.push(ash::khr::cooperative_matrix::NAME.as_ptr());
             dinfo = dinfo.push_next(&mut coop);
         }
@@ -243,7 +243,11 @@ impl Device {
             max_invocations: info.max_workgroup_invocations,
             max_shared: info.max_shared_memory,
             subgroup_arith: p.subgroup_arith,
-            coop_f16: info.coop_f16_f32().map(|s| (s.m, s.n, s.k)),
+            coop_f16: if use_coop {
+                info.coop_f16_f32().map(|s| (s.m, s.n, s.k))
+            } else {
+                None
+            },
             f16_storage: p.storage16 && p.shader_f16,
         };
         Ok(Device {

@@ -230,7 +230,42 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
                 )));
             }
             check_keys(t, &["bm", "bn", "bk", "tm", "tn", "coopmat"])?;
+            // The cooperative-matrix kernel is the default wherever it exists.
+            let use_coop = f16 && t.get("coopmat").map_or(coop_possible, |v| v == 1);
+            if use_coop {
+                let (cm, cn, ck) = lim.coop_f16.unwrap();
+                let (bm, bn, bk, wg) = (64u32, 64u32, 32u32, 128u32);
+                let shared = bm * bk * 2 + bk * bn * 2 + bm * bn * 4;
+                if shared > lim.max_shared || wg > lim.max_invocations {
+                    return Err(RuntimeError::Unsupported(format!(
+                        "gemm_f16_coopmat needs {shared} bytes of shared memory (max {})",
+                        lim.max_shared
+                    )));
+                }
+                let groups = [(n as u32).div_ceil(bn), (m as u32).div_ceil(bm), 1];
+                if groups[0] > MAX_GROUPS || groups[1] > MAX_GROUPS {
+                    return Err(RuntimeError::Unsupported(format!(
+                        "{op}: needs {groups:?} workgroups, over {MAX_GROUPS}"
+                    )));
+                }
+                return Ok(Plan {
+                    shader: "gemm_f16_coopmat",
+                    spec: vec![bm, bn, bk, cm, cn, wg, ck],
+                    tuning: Tuning::default().with("coopmat", 1),
+                    aux: vec![],
+                    dispatches: vec![Dispatch {
+                        push: vec![m as u32, n as u32, k as u32],
+                        groups,
+                        ranges: whole(3),
+                    }],
+                });
+            }
             let (spec, eff) = gemm_tiles(t, lim)?;
+            let eff = if f16 && coop_possible {
+                eff.with("coopmat", 0)
+            } else {
+                eff
+            };
             let groups = [
                 (n as u32).div_ceil(spec[1]),
                 (m as u32).div_ceil(spec[0]),
@@ -253,30 +288,47 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
                 }],
             }
         }
-        Op::RmsNorm { rows, cols, eps } | Op::LayerNorm { rows, cols, eps } => {
-            check_keys(t, &["wg"])?;
+        Op::RmsNorm { rows, cols, .. }
+        | Op::LayerNorm { rows, cols, .. }
+        | Op::Softmax { rows, cols } => {
+            check_keys(t, &["wg", "vec4"])?;
             let wg = wg_of(t, 256, lim)?;
-            let (shader, nbuf) = if matches!(op, Op::RmsNorm { .. }) {
-                ("rmsnorm", 3)
-            } else {
-                ("layernorm", 4)
+            // vec4 loads whenever rows stay 16-byte aligned (the default).
+            let vec4 = match t.get("vec4") {
+                None => cols % 4 == 0,
+                Some(1) if cols % 4 == 0 => true,
+                Some(0) => false,
+                Some(v) => {
+                    return Err(bad(format!(
+                        "vec4={v}: needs cols % 4 == 0 and a value of 0 or 1"
+                    )))
+                }
+            };
+            let (shader, nbuf, push) = match *op {
+                Op::RmsNorm { eps, .. } => (
+                    ["rmsnorm", "rmsnorm_vec4"],
+                    3,
+                    vec![rows as u32, cols as u32, eps.to_bits()],
+                ),
+                Op::LayerNorm { eps, .. } => (
+                    ["layernorm", "layernorm_vec4"],
+                    4,
+                    vec![rows as u32, cols as u32, eps.to_bits()],
+                ),
+                _ => (
+                    ["softmax", "softmax_vec4"],
+                    2,
+                    vec![rows as u32, cols as u32],
+                ),
             };
             let d = Dispatch {
-                push: vec![rows as u32, cols as u32, eps.to_bits()],
+                push,
                 groups: [(rows as u32).min(MAX_GROUPS), 1, 1],
                 ranges: whole(nbuf),
             };
-            simple(shader, wg, vec![d])
-        }
-        Op::Softmax { rows, cols } => {
-            check_keys(t, &["wg"])?;
-            let wg = wg_of(t, 256, lim)?;
-            let d = Dispatch {
-                push: vec![rows as u32, cols as u32],
-                groups: [(rows as u32).min(MAX_GROUPS), 1, 1],
-                ranges: whole(2),
-            };
-            simple("softmax", wg, vec![d])
+            let mut p = simple(shader[vec4 as usize], wg, vec![d]);
+            p.tuning = p.tuning.with("vec4", vec4 as u32);
+            p
         }
         Op::Rope {
             tokens,
@@ -334,6 +386,9 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
     };
     match op {
         Op::GemmF32 { .. } | Op::GemmF16 { .. } => {
+            if lim.coop_f16.is_some() && matches!(op, Op::GemmF16 { .. }) {
+                push(Tuning::default().with("coopmat", 1));
+            }
             for (bm, bn, bk, tm, tn) in [
                 (64, 64, 16, 4, 4),
                 (128, 128, 8, 8, 8),
@@ -341,17 +396,28 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
                 (64, 64, 8, 4, 4),
                 (32, 32, 16, 2, 2),
             ] {
+                let t = Tuning::default()
+                    .with("bm", bm)
+                    .with("bn", bn)
+                    .with("bk", bk)
+                    .with("tm", tm)
+                    .with("tn", tn);
                 push(
-                    Tuning::default()
-                        .with("bm", bm)
-                        .with("bn", bn)
-                        .with("bk", bk)
-                        .with("tm", tm)
-                        .with("tn", tn),
+                    if lim.coop_f16.is_some() && matches!(op, Op::GemmF16 { .. }) {
+                        t.with("coopmat", 0)
+                    } else {
+                        t
+                    },
                 );
             }
         }
         Op::TestSlow { .. } => {}
+        Op::RmsNorm { .. } | Op::LayerNorm { .. } | Op::Softmax { .. } => {
+            for wg in [64, 128, 256, 512, 1024] {
+                push(Tuning::default().with("wg", wg));
+                push(Tuning::default().with("wg", wg).with("vec4", 0));
+            }
+        }
         _ => {
             for wg in [64, 128, 256, 512, 1024] {
                 push(Tuning::default().with("wg", wg));
@@ -372,7 +438,12 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
         | Op::LayerNorm { rows, cols, .. }
         | Op::Softmax { rows, cols } => {
             let rows_per_group = (rows as u64).div_ceil(plan.dispatches[0].groups[0] as u64);
-            rows_per_group * 3 * (cols as u64).div_ceil(wg)
+            let per_row = if plan.shader.ends_with("_vec4") {
+                cols as u64 / 4
+            } else {
+                cols as u64
+            };
+            rows_per_group * 3 * per_row.div_ceil(wg)
         }
         Op::Fill { .. } | Op::Copy { .. } | Op::VecAdd { .. } => plan
             .dispatches

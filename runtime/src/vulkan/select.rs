@@ -17,7 +17,9 @@ pub struct Physical {
     pub subgroup_arith: bool,
     pub storage16: bool,
     pub shader_f16: bool,
+    /// VK_KHR_cooperative_matrix present and its feature on.
     pub has_coop_ext: bool,
+    pub vulkan_memory_model: bool,
 }
 
 fn ver(v: u32) -> String {
@@ -243,6 +245,7 @@ pub fn enumerate(inst: &Instance) -> Result<Vec<Physical>, RuntimeError> {
                 storage16: f11.storage_buffer16_bit_access == vk::TRUE,
                 shader_f16: f12.shader_float16 == vk::TRUE,
                 has_coop_ext,
+                vulkan_memory_model: f12.vulkan_memory_model == vk::TRUE,
             });
         }
     }
