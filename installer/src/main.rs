@@ -5,6 +5,7 @@
 
 mod cmd;
 mod exit;
+mod hip_worker;
 mod lock;
 
 use clap::{Parser, Subcommand};
