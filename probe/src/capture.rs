@@ -239,6 +239,15 @@ impl Writer<'_> {
                 }
                 if !at.is_dir() {
                     std::fs::write(&at, bytes)?;
+                    // Keep the exec bit: a replay asks "is it executable?".
+                    if let Ok(m) = std::fs::metadata(abs) {
+                        use std::os::unix::fs::PermissionsExt;
+                        let mode = m.permissions().mode() & 0o777;
+                        std::fs::set_permissions(
+                            &at,
+                            std::fs::Permissions::from_mode(mode | 0o200),
+                        )?;
+                    }
                     self.written += 1;
                 }
             }

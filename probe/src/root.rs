@@ -50,6 +50,9 @@ pub const ENV_ALLOW: &[&str] = &[
     "CUDA_VISIBLE_DEVICES",
     "GPU_DEVICE_ORDINAL",
     "GRETA_HOME",
+    // pyenv's own version selection, so shims resolve without running bash.
+    "PYENV_VERSION",
+    "PWD",
 ];
 
 /// Largest file or command output kept; sysfs/proc files are tiny, a full

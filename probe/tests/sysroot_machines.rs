@@ -444,9 +444,22 @@ fn nvidia_machine_replays_captured_vulkaninfo() {
     assert!(checks
         .iter()
         .any(|c| c.id == "vulkan-devices" && c.summary.contains("vulkaninfo-summary")));
-    // python3 -> python3.11 is one interpreter, listed under the first name.
-    assert_eq!(f.python.interpreters.len(), 1);
-    assert_eq!(f.python.interpreters[0].path, "/usr/bin/python3");
+    // pyenv shims resolved like `pyenv exec` (selected 3.12.1; python3.12 is
+    // the same binary; python3.10 is not selected), then /usr/bin/python3
+    // -> python3.11 as one interpreter under its first name.
+    let interp: Vec<(&str, Option<&str>)> = f
+        .python
+        .interpreters
+        .iter()
+        .map(|i| (i.path.as_str(), i.version.as_deref()))
+        .collect();
+    assert_eq!(
+        interp,
+        vec![
+            ("/home/val/.pyenv/shims/python3", Some("3.12.1")),
+            ("/usr/bin/python3", Some("3.11.2"))
+        ]
+    );
     assert_findings(
         &f,
         &[],

@@ -186,11 +186,101 @@ fn frameworks_in_env(root: &Root, env: &str, out: &mut Vec<Framework>) {
     }
 }
 
+/// The PYENV_ROOT a pyenv shim exports, when the file is a pyenv shim.
+pub fn pyenv_shim_root(head: &str) -> Option<String> {
+    if !head.starts_with("#!") || !head.contains("/libexec/pyenv\" exec") {
+        return None;
+    }
+    head.lines()
+        .find_map(|l| l.trim().strip_prefix("export PYENV_ROOT="))
+        .map(|v| v.trim().trim_matches('"').to_string())
+        .filter(|v| v.starts_with('/'))
+}
+
+fn version_names(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#'))
+        .flat_map(str::split_whitespace)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Versions pyenv selects, in its order: PYENV_VERSION, a `.python-version`
+/// in the working directory or above, `$PYENV_ROOT/version`, else "system".
+pub fn pyenv_selected(root: &Root, pyenv_root: &str) -> Vec<String> {
+    if let Some(v) = root.env_nonempty("PYENV_VERSION") {
+        return v
+            .split(':')
+            .filter(|x| !x.is_empty())
+            .map(str::to_string)
+            .collect();
+    }
+    if let Some(pwd) = root.env_nonempty("PWD").filter(|p| p.starts_with('/')) {
+        let mut dir = std::path::Path::new(pwd);
+        loop {
+            let f = format!("{}/.python-version", dir.display()).replace("//", "/");
+            if let Ok(t) = root.read(&f) {
+                let v = version_names(&t);
+                if !v.is_empty() {
+                    return v;
+                }
+            }
+            match dir.parent() {
+                Some(p) => dir = p,
+                None => break,
+            }
+        }
+    }
+    let v = root
+        .read(&format!("{pyenv_root}/version"))
+        .map(|t| version_names(&t))
+        .unwrap_or_default();
+    if v.is_empty() {
+        vec!["system".into()]
+    } else {
+        v
+    }
+}
+
+/// What a pyenv shim would exec, found the way `pyenv exec` finds it, or
+/// None where pyenv would answer "command not found". Running the shim
+/// itself costs ~0.2 s of bash per name; this costs a few file lookups.
+fn resolve_pyenv_shim(
+    root: &Root,
+    shim: &str,
+    pyenv_root: &str,
+    path_dirs: &[&str],
+) -> Option<String> {
+    let (shim_dir, program) = shim.rsplit_once('/')?;
+    for v in pyenv_selected(root, pyenv_root) {
+        if v == "system" {
+            for d in path_dirs.iter().map(|d| d.trim_end_matches('/')) {
+                let p = format!("{d}/{program}");
+                if d != shim_dir
+                    && !d.starts_with(&format!("{pyenv_root}/"))
+                    && root.is_executable(&p)
+                {
+                    return Some(p);
+                }
+            }
+        } else {
+            let p = format!("{pyenv_root}/versions/{v}/bin/{program}");
+            if root.is_executable(&p) {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
 pub fn collect(root: &Root, f: &mut Facts) -> String {
     let mut seen_real: Vec<String> = Vec::new();
-    let mut candidates: Vec<String> = Vec::new();
+    // (name on PATH, program to run for its version)
+    let mut candidates: Vec<(String, String)> = Vec::new();
     if let Some(path) = root.env("PATH") {
-        for dir in path.split(':').filter(|d| d.starts_with('/')) {
+        let path_dirs: Vec<&str> = path.split(':').filter(|d| d.starts_with('/')).collect();
+        for dir in &path_dirs {
             let dir = dir.trim_end_matches('/');
             for name in root.list(dir) {
                 if !is_interpreter_name(&name) {
@@ -200,12 +290,24 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
                 if !root.is_executable(&p) {
                     continue;
                 }
-                let real = root.canonical(&p);
+                let head = root
+                    .read_prefix(&p, 1024)
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
+                let run = match pyenv_shim_root(&head) {
+                    Some(pyenv_root) => match resolve_pyenv_shim(root, &p, &pyenv_root, &path_dirs)
+                    {
+                        Some(target) => target,
+                        None => continue,
+                    },
+                    None => p.clone(),
+                };
+                let real = root.canonical(&run);
                 if seen_real.contains(&real) {
                     continue;
                 }
                 seen_real.push(real);
-                candidates.push(p);
+                candidates.push((p, run));
             }
         }
         scanned(f, "python");
@@ -214,9 +316,9 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
     let versions: Vec<(String, Option<String>, bool)> = std::thread::scope(|s| {
         let handles: Vec<_> = candidates
             .iter()
-            .map(|p| {
+            .map(|(p, run)| {
                 s.spawn(move || {
-                    let out = root.run(&version_cmd_name(p), p, &["--version"]);
+                    let out = root.run(&version_cmd_name(run), run, &["--version"]);
                     let version = match (&out.status, out.text()) {
                         (CmdStatus::Exited(0), Some(t)) => t
                             .lines()
@@ -293,6 +395,18 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pyenv_shims_are_recognised_by_content() {
+        let shim = "#!/usr/bin/env bash\nset -e\n[ -n \"$PYENV_DEBUG\" ] && set -x\n\nprogram=\"${0##*/}\"\n\nexport PYENV_ROOT=\"/root/.pyenv\"\nexec \"/root/.pyenv/libexec/pyenv\" exec \"$program\" \"$@\"\n";
+        assert_eq!(pyenv_shim_root(shim).as_deref(), Some("/root/.pyenv"));
+        assert_eq!(pyenv_shim_root("\u{7f}ELF\u{2}\u{1}"), None);
+        assert_eq!(pyenv_shim_root("#!/bin/sh\nexec python3.11 \"$@\"\n"), None);
+        assert_eq!(
+            version_names("3.11.7\n# comment\n3.10.13\n"),
+            vec!["3.11.7", "3.10.13"]
+        );
+    }
 
     #[test]
     fn interpreter_names() {

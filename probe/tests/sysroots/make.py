@@ -280,9 +280,20 @@ w(t, "/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so", elf_header())
 w(t, "/usr/lib/x86_64-linux-gnu/libvulkan.so.1", elf_header())
 w(t, "/usr/bin/python3.11", "#!/bin/sh\n", 0o755)
 link(t, "/usr/bin/python3", "python3.11")
-greta(t, {"PATH": "/usr/bin:/bin", "HOME": "/home/val", "USER": "val"},
+# pyenv: shims resolve through $PYENV_ROOT/version without running bash;
+# python3.10 is not in the selected version (pyenv would say "not found").
+SHIM = ('#!/usr/bin/env bash\nset -e\n[ -n "$PYENV_DEBUG" ] && set -x\n\nprogram="${0##*/}"\n\n'
+        'export PYENV_ROOT="/home/val/.pyenv"\nexec "/home/val/.pyenv/libexec/pyenv" exec "$program" "$@"\n')
+for name in ("python3", "python3.10", "python3.12"):
+    w(t, f"/home/val/.pyenv/shims/{name}", SHIM, 0o755)
+w(t, "/home/val/.pyenv/version", "3.12.1\n")
+w(t, "/home/val/.pyenv/versions/3.12.1/bin/python3.12", "\x7fELF", 0o755)
+link(t, "/home/val/.pyenv/versions/3.12.1/bin/python3", "python3.12")
+w(t, "/home/val/.pyenv/versions/3.10.13/bin/python3.10", "\x7fELF", 0o755)
+greta(t, {"PATH": "/home/val/.pyenv/shims:/usr/bin:/bin", "HOME": "/home/val", "USER": "val"},
       "uid=1000(val) gid=1000(val) groups=1000(val),44(video)",
       ["/dev/dri/renderD128 c 0666 0 105"],
       {"vulkaninfo-summary": fixture("nvidia-rtx2060-debian-contrast/vulkaninfo-summary-devices-section.txt"),
-       "python-version_usr_bin_python3": "Python 3.11.2\n"})
+       "python-version_usr_bin_python3": "Python 3.11.2\n",
+       "python-version_home_val_.pyenv_versions_3.12.1_bin_python3": "Python 3.12.1\n"})
 print("trees written under", HERE)
