@@ -7,6 +7,7 @@
 //! failure can never be mistaken for a real Vulkan failure.
 
 use crate::facts::Signal;
+use aho_corasick::AhoCorasick;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -40,15 +41,6 @@ struct SignalFile {
     signal: Vec<Signature>,
 }
 
-impl Signature {
-    /// `line_lc` must already be lowercase.
-    fn matches(&self, line_lc: &str) -> bool {
-        self.all.iter().all(|s| line_lc.contains(s.as_str()))
-            && (self.any.is_empty() || self.any.iter().any(|s| line_lc.contains(s.as_str())))
-            && !self.none.iter().any(|s| line_lc.contains(s.as_str()))
-    }
-}
-
 /// Parses a signature table; patterns are lowercased once here.
 pub fn parse_table(text: &str) -> Result<Vec<Signature>, String> {
     let file: SignalFile = toml::from_str(text).map_err(|e| format!("signals.toml: {e}"))?;
@@ -80,8 +72,78 @@ pub fn parse_table(text: &str) -> Result<Vec<Signature>, String> {
 /// The embedded table (validated by a unit test, so `expect` cannot fire in
 /// a released binary).
 pub fn table() -> &'static [Signature] {
-    static TABLE: OnceLock<Vec<Signature>> = OnceLock::new();
-    TABLE.get_or_init(|| parse_table(SIGNALS_TOML).expect("embedded signals.toml is valid"))
+    &matcher().sigs
+}
+
+/// Every pattern of every signature in one Aho-Corasick automaton, so a
+/// line costs one scan however many signatures there are (a 16 MiB log is
+/// hundreds of thousands of lines) and lines with no pattern at all are
+/// dismissed at once.
+struct Matcher {
+    sigs: Vec<Signature>,
+    ac: AhoCorasick,
+    /// Per signature: pattern ids of all / any / none.
+    ids: Vec<[Vec<usize>; 3]>,
+    patterns: usize,
+}
+
+fn matcher() -> &'static Matcher {
+    static M: OnceLock<Matcher> = OnceLock::new();
+    M.get_or_init(|| build(parse_table(SIGNALS_TOML).expect("embedded signals.toml is valid")))
+}
+
+fn build(sigs: Vec<Signature>) -> Matcher {
+    let mut patterns: Vec<String> = Vec::new();
+    let mut id_of = |p: &String| match patterns.iter().position(|x| x == p) {
+        Some(i) => i,
+        None => {
+            patterns.push(p.clone());
+            patterns.len() - 1
+        }
+    };
+    let ids = sigs
+        .iter()
+        .map(|s| {
+            [
+                s.all.iter().map(&mut id_of).collect(),
+                s.any.iter().map(&mut id_of).collect(),
+                s.none.iter().map(&mut id_of).collect(),
+            ]
+        })
+        .collect();
+    let ac = AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(&patterns)
+        .expect("signal patterns build an automaton");
+    Matcher {
+        sigs,
+        ac,
+        ids,
+        patterns: patterns.len(),
+    }
+}
+
+impl Matcher {
+    fn classify(&self, line: &str) -> Option<&Signature> {
+        let mut hit = vec![false; self.patterns];
+        let mut any_hit = false;
+        for m in self.ac.find_overlapping_iter(line) {
+            hit[m.pattern().as_usize()] = true;
+            any_hit = true;
+        }
+        if !any_hit {
+            return None;
+        }
+        self.sigs
+            .iter()
+            .zip(&self.ids)
+            .find_map(|(s, [all, any, none])| {
+                let ok = all.iter().all(|&i| hit[i])
+                    && (any.is_empty() || any.iter().any(|&i| hit[i]))
+                    && !none.iter().any(|&i| hit[i]);
+                ok.then_some(s)
+            })
+    }
 }
 
 /// Signals the live/sysroot collectors raise themselves (not text
@@ -116,8 +178,7 @@ pub fn is_noise(id: &str) -> bool {
 
 /// The first signature matching one line, if any.
 pub fn classify(line: &str) -> Option<&'static Signature> {
-    let lc = line.to_lowercase();
-    table().iter().find(|s| s.matches(&lc))
+    matcher().classify(line)
 }
 
 /// Scans `text` line by line; `source` names the file or command.
@@ -160,6 +221,37 @@ mod tests {
     fn embedded_table_is_valid() {
         assert!(parse_table(SIGNALS_TOML).is_ok());
         assert!(table().len() > 30);
+    }
+
+    #[test]
+    fn automaton_agrees_with_plain_substring_matching() {
+        // Reference: the obvious lowercase + contains evaluation, on every
+        // line of every fixture file.
+        let plain = |line: &str| {
+            let lc = line.to_lowercase();
+            table().iter().find(|s| {
+                s.all.iter().all(|p| lc.contains(p.as_str()))
+                    && (s.any.is_empty() || s.any.iter().any(|p| lc.contains(p.as_str())))
+                    && !s.none.iter().any(|p| lc.contains(p.as_str()))
+            })
+        };
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
+        let mut lines = 0;
+        let mut stack = vec![dir];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if let Ok(t) = std::fs::read_to_string(&p) {
+                    for l in t.lines() {
+                        lines += 1;
+                        assert_eq!(classify(l).map(|s| &s.id), plain(l).map(|s| &s.id), "{l}");
+                    }
+                }
+            }
+        }
+        assert!(lines > 1000);
     }
 
     #[test]

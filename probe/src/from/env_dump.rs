@@ -24,6 +24,9 @@ pub const KEYS: &[&str] = &[
 ];
 
 fn assignment(line: &str) -> Option<(&str, &str)> {
+    if !line.contains('=') {
+        return None;
+    }
     let mut t = line.trim();
     for p in ["export ", "declare -x ", "setenv "] {
         if let Some(pos) = t.find(p) {
@@ -42,6 +45,9 @@ fn assignment(line: &str) -> Option<(&str, &str)> {
 }
 
 pub fn recognise(text: &str) -> bool {
+    if !text.contains('=') {
+        return false;
+    }
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim)
@@ -62,6 +68,9 @@ pub fn parse(text: &str) -> Facts {
 
 /// `export X=...` lines anywhere (terminal sessions pasted with prompts).
 pub fn parse_exports(text: &str) -> Facts {
+    if !(text.contains("export ") || text.contains("declare -x ")) {
+        return Facts::default();
+    }
     apply(text, |l| l.contains("export ") || l.contains("declare -x "))
 }
 

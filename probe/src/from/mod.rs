@@ -212,7 +212,8 @@ pub fn decode(raw: &[u8]) -> Result<String, String> {
         return Err("binary data, not text: give the tool's text output".into());
     }
     let text = String::from_utf8_lossy(raw);
-    Ok(strip_ansi(&text).replace('\r', ""))
+    let text = if text.contains('\u{1b}') { strip_ansi(&text) } else { text.into_owned() };
+    Ok(if text.contains('\r') { text.replace('\r', "") } else { text })
 }
 
 fn strip_ansi(s: &str) -> String {
