@@ -4,9 +4,11 @@
 //! [`exit::Exit`]; an `Err` means greta itself could not decide (exit 2).
 
 mod cmd;
+mod envs;
 mod exit;
-mod hip_worker;
+mod fetch;
 mod lock;
+mod pipeline;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -1,11 +1,89 @@
-//! `greta bundle` (not yet implemented).
+//! `greta bundle`: fetch a profile's wheels (verified) and stage them with
+//! the lockfile and a manifest, for `greta install --bundle DIR` on a node
+//! without internet.
 
 use crate::exit::Exit;
+use crate::fetch::FetchOptions;
+use crate::pipeline::{self, PlanInput};
+use anyhow::Result;
+use std::path::PathBuf;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Profile to bundle.
+    #[arg(long)]
+    pub profile: String,
+    /// Target Python "X.Y" (default: the newest supported Python on PATH).
+    #[arg(long, value_name = "X.Y")]
+    pub python: Option<String>,
+    /// Output directory (created; replaced if it holds an older bundle).
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: PathBuf,
+    /// Lock directory (matrix.toml + pylock files).
+    #[arg(long, value_name = "DIR", env = "GRETA_LOCK_DIR")]
+    pub lock_dir: Option<PathBuf>,
+    /// Simple-API index to fetch from instead of the lockfile URLs.
+    #[arg(long, value_name = "URL")]
+    pub index_url: Option<String>,
+    /// Use only the wheel cache.
+    #[arg(long)]
+    pub offline: bool,
+    /// Machine-readable result on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<Exit> {
-    eprintln!("greta bundle: not yet implemented");
-    Ok(Exit::Undecided)
+pub fn run(args: Args) -> Result<Exit> {
+    let lock_dir = args
+        .lock_dir
+        .clone()
+        .unwrap_or_else(crate::lock::default_dir);
+    let plan = pipeline::plan(&PlanInput {
+        lock_dir: &lock_dir,
+        profile: Some(&args.profile),
+        python: None,
+        python_version: args.python.as_deref(),
+        sysroot: None,
+    })?;
+    if !args.json {
+        eprint!("{}", pipeline::explain(&plan));
+    }
+    let mut fopts = FetchOptions::from_env()?;
+    fopts.offline = args.offline;
+    fopts.progress = !args.json;
+    match pipeline::bundle(
+        &plan,
+        &lock_dir,
+        &args.output,
+        &fopts,
+        args.index_url.as_deref(),
+    ) {
+        Ok(m) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(
+                        &serde_json::json!({"result": "bundled", "dir": args.output, "manifest": m})
+                    )?
+                );
+            } else {
+                let bytes: u64 = m.wheels.iter().filter_map(|w| w.size).sum();
+                eprintln!(
+                    "✓ bundle {} for Python {}: {} wheels ({}), {}, manifest {}; install with: greta install --bundle {}",
+                    m.profile,
+                    m.python,
+                    m.wheels.len(),
+                    pipeline::human(bytes),
+                    m.lockfile,
+                    pipeline::BUNDLE_MANIFEST,
+                    args.output.display()
+                );
+            }
+            Ok(Exit::Pass)
+        }
+        Err(e) => {
+            eprintln!("greta bundle: {e:#}");
+            Ok(Exit::Fail)
+        }
+    }
 }

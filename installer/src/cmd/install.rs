@@ -1,11 +1,156 @@
-//! `greta install` (not yet implemented).
+//! `greta install`: pick the profile for this machine, fetch and verify its
+//! wheels, build the env beside the old one, check it, swap it in.
 
+use crate::envs::installer::Choice;
 use crate::exit::Exit;
+use crate::fetch::FetchOptions;
+use crate::pipeline::{self, InstallInput, PlanInput};
+use anyhow::Result;
+use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Profile from lock/matrix.toml (default: chosen from the probe, explained).
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Python to build the env with (default: newest supported on PATH).
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+    /// Env name (default: the profile name); lives in $XDG_DATA_HOME/greta/envs/NAME.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Use only the wheel cache; fail listing what is missing.
+    #[arg(long)]
+    pub offline: bool,
+    /// Install from a directory made by `greta bundle` (offline, hash-checked).
+    #[arg(long, value_name = "DIR", conflicts_with = "index_url")]
+    pub bundle: Option<PathBuf>,
+    /// Show the plan (profile, reasons, wheels) and stop.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Machine-readable result on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Skip `greta smoke --profile ultrasafe` after the import check.
+    #[arg(long)]
+    pub no_smoke: bool,
+    /// Simple-API index (PEP 691/503) to fetch the locked files from instead
+    /// of their lockfile URLs (mirrors, tests); hashes still come from the lock.
+    #[arg(long, value_name = "URL")]
+    pub index_url: Option<String>,
+    /// Lock directory (matrix.toml + pylock files).
+    #[arg(long, value_name = "DIR", env = "GRETA_LOCK_DIR")]
+    pub lock_dir: Option<PathBuf>,
+    /// Which tool installs the wheels into the venv.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub installer: Choice,
+    /// Replay a captured machine for the profile choice (see `greta doctor --capture`).
+    #[arg(long, value_name = "DIR")]
+    pub sysroot: Option<PathBuf>,
+    /// Seconds allowed for importing torch/triton/jax in the new env.
+    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    pub import_timeout: u64,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<Exit> {
-    eprintln!("greta install: not yet implemented");
-    Ok(Exit::Undecided)
+pub fn run(args: Args) -> Result<Exit> {
+    let (lock_dir, profile, offline) = match &args.bundle {
+        Some(dir) => {
+            let m = pipeline::BundleManifest::load(dir)?;
+            (
+                dir.clone(),
+                Some(args.profile.clone().unwrap_or(m.profile)),
+                true,
+            )
+        }
+        None => (
+            args.lock_dir
+                .clone()
+                .unwrap_or_else(crate::lock::default_dir),
+            args.profile.clone(),
+            args.offline,
+        ),
+    };
+    let plan = pipeline::plan(&PlanInput {
+        lock_dir: &lock_dir,
+        profile: profile.as_deref(),
+        python: args.python.as_deref(),
+        python_version: None,
+        sysroot: args.sysroot.as_deref(),
+    })?;
+    let name = args.name.clone().unwrap_or_else(|| plan.profile.clone());
+    if args.dry_run {
+        if args.json {
+            let v = serde_json::json!({"schema": "greta.install/v1", "result": "planned", "env_name": name, "plan": plan});
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        } else {
+            eprint!("{}", pipeline::explain(&plan));
+            eprintln!("dry run: nothing fetched or written (env would be {name})");
+        }
+        return Ok(Exit::Pass);
+    }
+    if !args.json {
+        eprint!("{}", pipeline::explain(&plan));
+    }
+    let mut fetch = FetchOptions::from_env()?;
+    fetch.offline = offline;
+    fetch.progress = !args.json;
+    let input = InstallInput {
+        name: name.clone(),
+        fetch,
+        index_url: args.index_url.clone(),
+        bundle: args.bundle.clone(),
+        installer: args.installer,
+        smoke: !args.no_smoke,
+        import_timeout: Duration::from_secs(args.import_timeout.max(1)),
+        verbose: !args.json,
+    };
+    let report = match pipeline::install(&plan, &input) {
+        Ok(r) => r,
+        Err(e) => {
+            if args.json {
+                let v = serde_json::json!({"schema": "greta.install/v1", "result": "failed", "env_name": name, "plan": plan, "error": format!("{e:#}")});
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            }
+            eprintln!("greta install: {e:#}");
+            eprintln!("greta install: nothing was changed in the env; verified downloads stay cached, rerun to continue");
+            return Ok(Exit::Fail);
+        }
+    };
+    if args.json {
+        let v = serde_json::json!({
+            "schema": "greta.install/v1",
+            "result": if report.installed { "installed" } else { "failed" },
+            "env_name": name,
+            "plan": plan,
+            "report": report,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        for f in &report.findings {
+            eprintln!(
+                "✗ {} [{}] {}\n    {}\n    fix: {}",
+                f.severity, f.id, f.title, f.evidence, f.fix
+            );
+        }
+        if report.smoke.status != "skipped" || !args.no_smoke {
+            eprintln!("smoke: {} ({})", report.smoke.status, report.smoke.note);
+        }
+        if report.installed {
+            eprintln!(
+                "✓ env {name} ready at {} ({} wheels, {}); activate with: . {}/greta-activate",
+                report.env.display(),
+                report.wheels.len(),
+                report.installer,
+                report.env.display()
+            );
+        } else {
+            eprintln!("✗ install failed its checks; the previous env (if any) is untouched");
+        }
+    }
+    Ok(if report.installed {
+        Exit::Pass
+    } else {
+        Exit::Fail
+    })
 }

@@ -1,0 +1,162 @@
+//! Building an env beside its final place and swapping it in.
+//!
+//! The staging dir sits in the same directory as the target, so the final
+//! step is a `rename`, which is atomic. A venv records its own absolute path
+//! (scripts' `#!` lines, `bin/activate`), so before the swap those
+//! references are rewritten from the staging path to the final one.
+
+use anyhow::{bail, Context, Result};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use super::{installer, remove_tree, EnvRoot};
+
+/// An env under construction. Dropping it without [`Staging::promote`]
+/// deletes it: a failed install leaves nothing behind but cached wheels.
+pub struct Staging {
+    pub path: PathBuf,
+    pub target: PathBuf,
+    keep: bool,
+}
+
+impl Staging {
+    pub fn create(root: &EnvRoot, name: &str) -> Result<Staging> {
+        let path = root.staging_path(name);
+        if path.exists() {
+            remove_tree(&path)?;
+        }
+        fs::create_dir_all(&root.dir)
+            .with_context(|| format!("creating {}", root.dir.display()))?;
+        Ok(Staging {
+            path,
+            target: root.env_path(name),
+            keep: false,
+        })
+    }
+
+    /// `python -m venv` (without pip unless the installer is pip).
+    pub fn make_venv(&self, python: &Path, with_pip: bool) -> Result<()> {
+        let mut cmd = Command::new(python);
+        cmd.args(["-m", "venv"]);
+        if !with_pip {
+            cmd.arg("--without-pip");
+        }
+        cmd.arg(&self.path);
+        let o = installer::run(cmd, Some(Duration::from_secs(300)))?;
+        if !o.status.success() {
+            bail!(
+                "{} -m venv failed ({}): {}{}\n(on Debian/Ubuntu: apt-get install python3-venv)",
+                python.display(),
+                o.status,
+                o.stdout,
+                o.stderr
+            );
+        }
+        Ok(())
+    }
+
+    /// Rewrites the staging path to the final path in the venv's scripts.
+    pub fn relocate(&self) -> Result<usize> {
+        let from = self.path.as_os_str().as_encoded_bytes().to_vec();
+        let to = self.target.as_os_str().as_encoded_bytes().to_vec();
+        let mut n = 0;
+        let mut files: Vec<PathBuf> = vec![self.path.join("pyvenv.cfg")];
+        if let Ok(rd) = fs::read_dir(self.path.join("bin")) {
+            files.extend(rd.flatten().map(|e| e.path()));
+        }
+        for f in files {
+            let Ok(meta) = fs::symlink_metadata(&f) else {
+                continue;
+            };
+            if !meta.is_file() || meta.len() > 8 << 20 {
+                continue;
+            }
+            let bytes = fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
+            if !contains(&bytes, &from) {
+                continue;
+            }
+            let out = replace_all(&bytes, &from, &to);
+            let tmp = f.with_file_name(format!(
+                ".{}.greta-tmp",
+                f.file_name().unwrap_or_default().to_string_lossy()
+            ));
+            fs::write(&tmp, out).with_context(|| format!("writing {}", tmp.display()))?;
+            fs::set_permissions(&tmp, meta.permissions())?;
+            fs::rename(&tmp, &f).with_context(|| format!("writing {}", f.display()))?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Swaps the staged env in. The old env is moved to `.backup-<name>`
+    /// first and deleted only after the new one is in place; a kill between
+    /// the two renames is repaired by [`EnvRoot::recover`] (backup restored).
+    pub fn promote(mut self, root: &EnvRoot, name: &str, pause: &dyn Fn(&str)) -> Result<PathBuf> {
+        let backup = root.backup_path(name);
+        let had_old = self.target.exists();
+        if had_old {
+            if backup.exists() {
+                remove_tree(&backup)?;
+            }
+            fs::rename(&self.target, &backup).with_context(|| {
+                format!("moving the previous env {} aside", self.target.display())
+            })?;
+            pause("swap");
+        }
+        if let Err(e) = fs::rename(&self.path, &self.target) {
+            if had_old {
+                let _ = fs::rename(&backup, &self.target);
+            }
+            return Err(e).with_context(|| format!("moving {} into place", self.path.display()));
+        }
+        self.keep = true;
+        super::super::fetch::cache::sync_dir(&root.dir);
+        if had_old {
+            remove_tree(&backup)?;
+        }
+        Ok(self.target.clone())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = remove_tree(&self.path);
+        }
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn replace_all(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(hay.len());
+    let mut i = 0;
+    while i < hay.len() {
+        if hay[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+        } else {
+            out.push(hay[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_every_occurrence() {
+        assert_eq!(
+            replace_all(b"#!/a/.s-1/bin/python\nX=/a/.s-1\n", b"/a/.s-1", b"/a/env"),
+            b"#!/a/env/bin/python\nX=/a/env\n".to_vec()
+        );
+        assert!(!contains(b"abc", b""));
+    }
+}

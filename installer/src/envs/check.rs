@@ -1,0 +1,267 @@
+//! The post-install check: import the frameworks inside the new env (in a
+//! child with a time bound; a wedged GPU driver must not wedge greta) and
+//! compare what torch says it was built for with what the profile promises.
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// Imports each module and prints one JSON object. `-I` keeps the user's
+/// site-packages and PYTHONPATH out, so only the env's own files count.
+const SCRIPT: &str = r#"
+import importlib, json, sys
+out = {}
+for mod in sys.argv[1:]:
+    r = {"ok": False}
+    try:
+        m = importlib.import_module(mod)
+        r["ok"] = True
+        r["version"] = str(getattr(m, "__version__", "")) or None
+        r["file"] = getattr(m, "__file__", None)
+        if mod == "torch":
+            v = getattr(m, "version", None)
+            r["hip"] = getattr(v, "hip", None)
+            r["cuda"] = getattr(v, "cuda", None)
+            try:
+                r["device_count"] = int(m.cuda.device_count())
+            except Exception as e:
+                r["device_error"] = "%s: %s" % (type(e).__name__, e)
+        if mod == "jax":
+            try:
+                r["devices"] = [str(d) for d in m.devices()]
+            except Exception as e:
+                r["device_error"] = "%s: %s" % (type(e).__name__, e)
+    except BaseException as e:
+        r["error"] = "%s: %s" % (type(e).__name__, e)
+    out[mod] = r
+sys.stdout.write("\nGRETA-CHECK " + json.dumps(out) + "\n")
+"#;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub id: String,
+    pub severity: String,
+    pub title: String,
+    pub evidence: String,
+    pub fix: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    /// Per module: what the child printed.
+    pub modules: serde_json::Value,
+    pub findings: Vec<Finding>,
+}
+
+/// What the profile promises about the torch build.
+#[derive(Debug, Clone)]
+pub struct Expect {
+    pub profile: String,
+    /// "rocm", "cuda" or "cpu".
+    pub backend: String,
+    /// e.g. "6.4" for rocm6.4, "12.6" for a cuda profile; None: any.
+    pub version: Option<String>,
+}
+
+/// Module names to import for the wheel set: only what was installed.
+pub fn modules_for(wheel_names: &[String]) -> Vec<String> {
+    let mut m = Vec::new();
+    let has = |n: &str| {
+        wheel_names
+            .iter()
+            .any(|w| crate::fetch::index::normalize(w) == n)
+    };
+    if has("torch") {
+        m.push("torch".to_string());
+    }
+    if wheel_names.iter().any(|w| {
+        let n = crate::fetch::index::normalize(w);
+        n == "triton" || n == "pytorch-triton-rocm" || n == "triton-rocm" || n == "pytorch-triton"
+    }) {
+        m.push("triton".to_string());
+    }
+    if has("jax") {
+        m.push("jax".to_string());
+    }
+    m
+}
+
+pub fn run(
+    venv: &Path,
+    modules: &[String],
+    env_vars: &BTreeMap<String, String>,
+    expect: &Expect,
+    timeout: Duration,
+) -> Result<CheckReport> {
+    if modules.is_empty() {
+        return Ok(CheckReport {
+            modules: serde_json::json!({}),
+            findings: vec![],
+        });
+    }
+    let py = venv.join("bin").join("python");
+    let mut cmd = Command::new(&py);
+    cmd.args(["-I", "-c", SCRIPT])
+        .args(modules)
+        .envs(env_vars)
+        .env_remove("PYTHONHOME");
+    let o = super::installer::run(cmd, Some(timeout)).context("import check")?;
+    let line = o
+        .stdout
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("GRETA-CHECK "))
+        .with_context(|| {
+            format!(
+                "import check printed no result ({}); stderr:\n{}",
+                o.status,
+                o.stderr.trim()
+            )
+        })?;
+    let modules_v: serde_json::Value = serde_json::from_str(line).context("import check output")?;
+    let findings = judge(&modules_v, venv, expect);
+    Ok(CheckReport {
+        modules: modules_v,
+        findings,
+    })
+}
+
+/// Turns the import results into findings (pure, so it is unit-tested).
+pub fn judge(m: &serde_json::Value, venv: &Path, expect: &Expect) -> Vec<Finding> {
+    let mut f = Vec::new();
+    let Some(obj) = m.as_object() else { return f };
+    for (name, r) in obj {
+        if r["ok"] != true {
+            f.push(Finding {
+                id: "framework.import-failed".into(),
+                severity: "fail".into(),
+                title: format!("{name} does not import in the new env"),
+                evidence: r["error"].as_str().unwrap_or("unknown error").to_string(),
+                fix: "the previous env was left untouched; rerun `greta install -v` and report the error with `greta doctor --capture DIR`".into(),
+            });
+            continue;
+        }
+        if let Some(file) = r["file"].as_str() {
+            if !Path::new(file).starts_with(venv) {
+                f.push(Finding {
+                    id: "framework.mismatch".into(),
+                    severity: "fail".into(),
+                    title: format!("{name} is imported from outside the env"),
+                    evidence: format!("{name} came from {file}, not from {}", venv.display()),
+                    fix: "unset PYTHONPATH/PYTHONHOME and retry".into(),
+                });
+            }
+        }
+    }
+    if let Some(t) = obj.get("torch").filter(|t| t["ok"] == true) {
+        let hip = t["hip"].as_str();
+        let cuda = t["cuda"].as_str();
+        let built = match (hip, cuda) {
+            (Some(h), _) => format!("ROCm/HIP {h}"),
+            (None, Some(c)) => format!("CUDA {c}"),
+            (None, None) => "CPU only".to_string(),
+        };
+        let ok = match expect.backend.as_str() {
+            "rocm" => hip.is_some_and(|h| matches_version(h, expect.version.as_deref())),
+            "cuda" => cuda.is_some_and(|c| matches_version(c, expect.version.as_deref())),
+            "cpu" => hip.is_none() && cuda.is_none(),
+            _ => true,
+        };
+        if !ok {
+            let want = match (&expect.backend[..], &expect.version) {
+                ("cpu", _) => "a CPU-only build".to_string(),
+                (b, Some(v)) => format!("a {b} {v} build"),
+                (b, None) => format!("a {b} build"),
+            };
+            f.push(Finding {
+                id: "framework.mismatch".into(),
+                severity: "fail".into(),
+                title: format!("torch in the new env is built for {built}, profile {} expects {want}", expect.profile),
+                evidence: format!(
+                    "torch {} reports version.hip={:?} version.cuda={:?}",
+                    t["version"].as_str().unwrap_or("?"),
+                    hip,
+                    cuda
+                ),
+                fix: format!(
+                    "the lockfile for {} pins the wrong torch build; run `greta lock check` and fix the lock (the previous env was left untouched)",
+                    expect.profile
+                ),
+            });
+        }
+    }
+    f
+}
+
+/// No expected version matches anything.
+fn matches_version(have: &str, want: Option<&str>) -> bool {
+    match want {
+        None => true,
+        Some(w) => version_prefix(have, w),
+    }
+}
+
+/// "6.4.43484-123" matches "6.4"; "6.40" does not.
+fn version_prefix(have: &str, want: &str) -> bool {
+    have == want
+        || have
+            .strip_prefix(want)
+            .is_some_and(|rest| rest.starts_with(['.', '-', '+']))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn exp(backend: &str, v: Option<&str>) -> Expect {
+        Expect {
+            profile: "p".into(),
+            backend: backend.into(),
+            version: v.map(String::from),
+        }
+    }
+
+    #[test]
+    fn cpu_torch_in_rocm_profile_is_a_mismatch() {
+        let m = json!({"torch": {"ok": true, "version": "2.5", "hip": null, "cuda": null, "file": "/e/lib/torch/__init__.py"}});
+        let f = judge(&m, Path::new("/e"), &exp("rocm", Some("6.4")));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].id, "framework.mismatch");
+        assert!(judge(&m, Path::new("/e"), &exp("cpu", None)).is_empty());
+    }
+
+    #[test]
+    fn rocm_versions_compare_by_prefix() {
+        let m = json!({"torch": {"ok": true, "hip": "6.40.1", "cuda": null, "file": "/e/t.py"}});
+        assert_eq!(
+            judge(&m, Path::new("/e"), &exp("rocm", Some("6.4"))).len(),
+            1
+        );
+        let m =
+            json!({"torch": {"ok": true, "hip": "6.4.43484-123", "cuda": null, "file": "/e/t.py"}});
+        assert!(judge(&m, Path::new("/e"), &exp("rocm", Some("6.4"))).is_empty());
+    }
+
+    #[test]
+    fn import_failure_and_foreign_file_are_reported() {
+        let m = json!({"jax": {"ok": false, "error": "ImportError: x"}, "triton": {"ok": true, "file": "/usr/lib/triton/__init__.py"}});
+        let f = judge(&m, Path::new("/e"), &exp("cpu", None));
+        let ids: Vec<_> = f.iter().map(|f| f.id.as_str()).collect();
+        assert!(ids.contains(&"framework.import-failed"));
+        assert!(ids.contains(&"framework.mismatch"));
+    }
+
+    #[test]
+    fn modules_follow_the_wheels() {
+        let w = vec![
+            "torch".to_string(),
+            "pytorch_triton_rocm".to_string(),
+            "numpy".to_string(),
+        ];
+        assert_eq!(modules_for(&w), vec!["torch", "triton"]);
+    }
+}

@@ -1,0 +1,67 @@
+//! One install at a time per environment: an exclusive `flock` on
+//! `envs/.<name>.lock`. The kernel drops the lock when the process dies, so
+//! a killed install never leaves the env locked forever.
+
+use anyhow::{bail, Context, Result};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+pub struct Guard {
+    file: File,
+}
+
+impl Guard {
+    /// Takes the lock or fails at once, naming the holder's pid.
+    pub fn try_acquire(path: &Path) -> Result<Guard> {
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(path)
+            .with_context(|| format!("opening lock file {}", path.display()))?;
+        // SAFETY: flock on a file descriptor we own.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                let holder = std::fs::read_to_string(path).unwrap_or_default();
+                bail!(
+                    "another greta install is running on this environment (lock {} held by pid {}); wait for it to finish",
+                    path.display(),
+                    holder.trim()
+                );
+            }
+            return Err(err).with_context(|| format!("locking {}", path.display()));
+        }
+        file.set_len(0)?;
+        let _ = writeln!(file, "{}", std::process::id());
+        Ok(Guard { file })
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.file.set_len(0);
+        // SAFETY: unlock our own descriptor; closing it would do the same.
+        unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+/// Blocks until the exclusive lock on `f` is ours (used for cache entries,
+/// where waiting for the other process is the right thing).
+pub fn flock_exclusive(f: &File) -> std::io::Result<()> {
+    loop {
+        // SAFETY: flock on a descriptor borrowed for the call.
+        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}

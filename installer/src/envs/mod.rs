@@ -1,0 +1,203 @@
+//! greta environments under `$XDG_DATA_HOME/greta/envs/<name>`.
+//!
+//! Next to each env live only hidden helpers, all named from the env name so
+//! a killed install can be recognised and cleaned on the next run:
+//! `.<name>.lock` (the guard), `.staging-<name>-<pid>` (an env being built;
+//! never used after its builder died), `.backup-<name>` (the previous env
+//! while the new one is being renamed into place).
+
+pub mod activate;
+pub mod build;
+pub mod check;
+pub mod guard;
+pub mod installer;
+pub mod receipt;
+
+use anyhow::{bail, Context, Result};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+pub use receipt::Receipt;
+
+/// The directory holding all envs.
+#[derive(Debug, Clone)]
+pub struct EnvRoot {
+    pub dir: PathBuf,
+}
+
+/// What a previous, killed install left behind and what was done about it.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct Recovery {
+    /// Staging dirs of dead installs, removed unused.
+    pub removed_staging: Vec<PathBuf>,
+    /// The previous env was found moved aside mid-swap and was put back.
+    pub restored_backup: bool,
+    /// A leftover backup of an env that had been replaced, removed.
+    pub removed_backup: bool,
+}
+
+impl EnvRoot {
+    /// `$XDG_DATA_HOME/greta/envs`, else `~/.local/share/greta/envs`.
+    pub fn default_root() -> Result<EnvRoot> {
+        let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+            Some(x) => PathBuf::from(x),
+            None => {
+                let home = std::env::var_os("HOME")
+                    .filter(|v| !v.is_empty())
+                    .context("neither XDG_DATA_HOME nor HOME is set: cannot place greta envs")?;
+                PathBuf::from(home).join(".local").join("share")
+            }
+        };
+        Ok(EnvRoot {
+            dir: base.join("greta").join("envs"),
+        })
+    }
+
+    pub fn env_path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+    pub fn lock_path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!(".{name}.lock"))
+    }
+    pub fn backup_path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!(".backup-{name}"))
+    }
+    pub fn staging_path(&self, name: &str) -> PathBuf {
+        self.dir
+            .join(format!(".staging-{name}-{}", std::process::id()))
+    }
+    fn trash_path(&self, name: &str) -> PathBuf {
+        self.dir
+            .join(format!(".trash-{name}-{}", std::process::id()))
+    }
+
+    /// Takes the env's guard (fails at once when another install holds it).
+    pub fn lock(&self, name: &str) -> Result<guard::Guard> {
+        fs::create_dir_all(&self.dir)
+            .with_context(|| format!("creating {}", self.dir.display()))?;
+        guard::Guard::try_acquire(&self.lock_path(name))
+    }
+
+    /// Cleans what a killed install of `name` left. Must hold the guard: then
+    /// no live process owns any of these paths.
+    pub fn recover(&self, name: &str, _guard: &guard::Guard) -> Result<Recovery> {
+        let mut r = Recovery::default();
+        let staging_prefix = format!(".staging-{name}-");
+        let trash_prefix = format!(".trash-{name}-");
+        if let Ok(rd) = fs::read_dir(&self.dir) {
+            for e in rd.flatten() {
+                let fname = e.file_name().to_string_lossy().into_owned();
+                let is_staging = fname
+                    .strip_prefix(&staging_prefix)
+                    .is_some_and(|pid| pid.bytes().all(|b| b.is_ascii_digit()));
+                let is_trash = fname
+                    .strip_prefix(&trash_prefix)
+                    .is_some_and(|pid| pid.bytes().all(|b| b.is_ascii_digit()));
+                if is_staging || is_trash {
+                    remove_tree(&e.path())?;
+                    if is_staging {
+                        r.removed_staging.push(e.path());
+                    }
+                }
+            }
+        }
+        let backup = self.backup_path(name);
+        if backup.exists() {
+            let env = self.env_path(name);
+            if env.exists() {
+                // The new env made it into place; only the cleanup was lost.
+                remove_tree(&backup)?;
+                r.removed_backup = true;
+            } else {
+                fs::rename(&backup, &env).with_context(|| {
+                    format!(
+                        "restoring the previous env {} from {}",
+                        env.display(),
+                        backup.display()
+                    )
+                })?;
+                r.restored_backup = true;
+            }
+        }
+        Ok(r)
+    }
+
+    /// Every env with a readable receipt, sorted by name; envs without one
+    /// are listed with the error so they are not silently hidden.
+    pub fn list(&self) -> Result<Vec<(String, PathBuf, Result<Receipt>)>> {
+        let mut out = Vec::new();
+        let rd = match fs::read_dir(&self.dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", self.dir.display())),
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || !e.path().is_dir() {
+                continue;
+            }
+            let receipt = Receipt::load(&e.path());
+            out.push((name, e.path(), receipt));
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    /// Removes an env: renamed to a trash name first, so a half-deleted tree
+    /// is never mistaken for an env.
+    pub fn remove(&self, name: &str) -> Result<PathBuf> {
+        validate_name(name)?;
+        let env = self.env_path(name);
+        if !env.exists() {
+            bail!("no greta env named {name:?} under {}", self.dir.display());
+        }
+        let g = self.lock(name)?;
+        let trash = self.trash_path(name);
+        fs::rename(&env, &trash).with_context(|| format!("moving {} aside", env.display()))?;
+        remove_tree(&trash)?;
+        drop(g);
+        Ok(env)
+    }
+}
+
+/// Env names become directory names: keep them plain.
+pub fn validate_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_');
+    if !ok {
+        bail!(
+            "env name {name:?}: use 1-64 letters, digits, '.', '-' or '_', not starting with '.'"
+        );
+    }
+    Ok(())
+}
+
+/// `remove_dir_all` that also copes with read-only files inside.
+pub fn remove_tree(p: &Path) -> Result<()> {
+    match fs::remove_dir_all(p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(_) => {
+            make_writable(p);
+            fs::remove_dir_all(p).with_context(|| format!("removing {}", p.display()))
+        }
+    }
+}
+
+fn make_writable(p: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(m) = fs::symlink_metadata(p) {
+        if m.is_dir() {
+            let _ = fs::set_permissions(p, fs::Permissions::from_mode(0o755));
+            if let Ok(rd) = fs::read_dir(p) {
+                for e in rd.flatten() {
+                    make_writable(&e.path());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! One file over HTTP: resume with `Range`, retry with backoff, hash while
+//! streaming, and never call a file good before its sha256 matched.
+//!
+//! The blocking reqwest client is used on purpose: each worker thread owns
+//! its own client (and thus its own I/O thread), the code stays sequential
+//! and easy to reason about, and its `timeout` bounds both the wait for the
+//! response head and every single read, so a server that stops talking is an
+//! error after that many seconds, never a hang.
+
+use anyhow::{anyhow, Context, Result};
+use reqwest::blocking::Client;
+use reqwest::header::{CONTENT_RANGE, RANGE};
+use reqwest::StatusCode;
+use sha2::{Digest, Sha256};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use super::{Artifact, FetchOptions};
+
+/// Per-chunk progress callback: bytes added (may be reset with `Reset`).
+pub enum Progress {
+    /// Bytes that are now on disk (counting a resumed prefix once).
+    Advance(u64),
+    /// The partial file was discarded; progress goes back to zero.
+    Reset,
+}
+
+/// Why one attempt failed, and whether another attempt can help.
+#[derive(Debug)]
+struct Attempt {
+    retry: bool,
+    /// Restart from byte 0 instead of resuming.
+    restart: bool,
+    msg: String,
+}
+
+impl Attempt {
+    fn retry(msg: impl Into<String>) -> Self {
+        Attempt {
+            retry: true,
+            restart: false,
+            msg: msg.into(),
+        }
+    }
+    fn restart(msg: impl Into<String>) -> Self {
+        Attempt {
+            retry: true,
+            restart: true,
+            msg: msg.into(),
+        }
+    }
+    fn fatal(msg: impl Into<String>) -> Self {
+        Attempt {
+            retry: false,
+            restart: false,
+            msg: msg.into(),
+        }
+    }
+}
+
+pub fn client(opts: &FetchOptions) -> Result<Client> {
+    Client::builder()
+        .connect_timeout(opts.connect_timeout)
+        .timeout(opts.read_timeout)
+        .user_agent(concat!("greta/", env!("CARGO_PKG_VERSION")))
+        // Wheels are already compressed; asking for gzip would break Range.
+        .no_gzip()
+        .build()
+        .context("building the HTTP client")
+}
+
+/// Downloads `a` into `partial` (resuming what is there) until the file's
+/// sha256 matches; on success the partial file holds exactly the promised
+/// bytes. Errors name the URL, the attempts made and the last cause.
+pub fn download(
+    client: &Client,
+    a: &Artifact,
+    partial: &Path,
+    opts: &FetchOptions,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<()> {
+    let mut last = String::new();
+    let mut hash_failures = 0;
+    for attempt in 0..opts.attempts.max(1) {
+        if cancel.load(Ordering::Relaxed) {
+            anyhow::bail!("cancelled");
+        }
+        if attempt > 0 {
+            let back = opts.backoff.saturating_mul(1 << (attempt - 1).min(6));
+            let back = back.min(Duration::from_secs(10));
+            tracing::info!("retrying {} in {:?} ({last})", a.filename, back);
+            std::thread::sleep(back);
+        }
+        match one_attempt(client, a, partial, cancel, progress) {
+            Ok(()) => return Ok(()),
+            Err(e) => {
+                last = e.msg.clone();
+                if e.restart {
+                    let _ = fs::remove_file(partial);
+                    progress(Progress::Reset);
+                }
+                if last.starts_with("sha256 mismatch") {
+                    // One full clean retry: a resumed prefix may have been the
+                    // culprit. The same wrong bytes twice is the server's doing.
+                    hash_failures += 1;
+                    if hash_failures >= 2 {
+                        break;
+                    }
+                    continue;
+                }
+                if !e.retry {
+                    break;
+                }
+            }
+        }
+    }
+    Err(anyhow!("downloading {} from {}: {last}", a.filename, a.url))
+}
+
+fn one_attempt(
+    client: &Client,
+    a: &Artifact,
+    partial: &Path,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(Progress),
+) -> std::result::Result<(), Attempt> {
+    let io_err =
+        |what: &str, e: io::Error| Attempt::fatal(format!("{what} {}: {e}", partial.display()));
+    let mut file = OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(partial)
+        .map_err(|e| io_err("opening", e))?;
+    let mut have = file.metadata().map_err(|e| io_err("reading", e))?.len();
+    if a.size.is_some_and(|s| have > s) {
+        file.set_len(0).map_err(|e| io_err("truncating", e))?;
+        have = 0;
+    }
+    // The hash covers the whole file, so a resumed prefix is hashed first.
+    let mut hasher = Sha256::new();
+    if have > 0 {
+        hash_prefix(&mut file, have, &mut hasher).map_err(|e| io_err("reading", e))?;
+    }
+    progress(Progress::Reset);
+    progress(Progress::Advance(have));
+
+    let complete = a.size.is_some_and(|s| s == have) && have > 0;
+    if !complete {
+        let mut req = client.get(&a.url);
+        if have > 0 {
+            req = req.header(RANGE, format!("bytes={have}-"));
+        }
+        let resp = req.send().map_err(|e| Attempt::retry(describe(&e)))?;
+        let status = resp.status();
+        match status {
+            StatusCode::PARTIAL_CONTENT if have > 0 => {
+                let start = resp
+                    .headers()
+                    .get(CONTENT_RANGE)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(content_range_start);
+                if start != Some(have) {
+                    return Err(Attempt::restart(format!(
+                        "server answered Range bytes={have}- with Content-Range {:?}",
+                        resp.headers().get(CONTENT_RANGE)
+                    )));
+                }
+            }
+            StatusCode::OK => {
+                if have > 0 {
+                    // The server ignored Range: start over from this body.
+                    file.set_len(0).map_err(|e| io_err("truncating", e))?;
+                    hasher = Sha256::new();
+                    have = 0;
+                    progress(Progress::Reset);
+                }
+            }
+            StatusCode::RANGE_NOT_SATISFIABLE => {
+                return Err(Attempt::restart("server refused the resume range (416)"));
+            }
+            s if s.is_server_error()
+                || s == StatusCode::TOO_MANY_REQUESTS
+                || s == StatusCode::REQUEST_TIMEOUT =>
+            {
+                return Err(Attempt::retry(format!("HTTP {s}")));
+            }
+            s => return Err(Attempt::fatal(format!("HTTP {s}"))),
+        }
+        if let (Some(size), Some(len)) = (a.size, resp.content_length()) {
+            if have + len != size {
+                return Err(Attempt::restart(format!(
+                    "server sends {} bytes, the lock says the file has {size}",
+                    have + len
+                )));
+            }
+        }
+        let mut body = resp;
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Attempt::fatal("cancelled"));
+            }
+            let n = match body.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let _ = file.flush();
+                    return Err(Attempt::retry(format!(
+                        "connection lost after {have} bytes: {}",
+                        io_chain(&e)
+                    )));
+                }
+            };
+            file.write_all(&buf[..n])
+                .map_err(|e| io_err("writing", e))?;
+            hasher.update(&buf[..n]);
+            have += n as u64;
+            progress(Progress::Advance(n as u64));
+            if a.size.is_some_and(|s| have > s) {
+                return Err(Attempt::restart(format!(
+                    "server sent more than the {} bytes the lock promises",
+                    a.size.unwrap_or(0)
+                )));
+            }
+        }
+        file.flush().map_err(|e| io_err("writing", e))?;
+        if let Some(size) = a.size {
+            if have < size {
+                return Err(Attempt::retry(format!(
+                    "body ended after {have} of {size} bytes"
+                )));
+            }
+        }
+    }
+    let got = hex::encode(hasher.finalize());
+    if got != a.sha256 {
+        return Err(Attempt::restart(format!(
+            "sha256 mismatch: the lock says {}, the server sent {got} ({have} bytes)",
+            a.sha256
+        )));
+    }
+    Ok(())
+}
+
+fn hash_prefix(file: &mut File, len: u64, hasher: &mut Sha256) -> io::Result<()> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut take = (&mut *file).take(len);
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = take.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(())
+}
+
+/// `bytes 100-199/200` → 100.
+fn content_range_start(v: &str) -> Option<u64> {
+    let rest = v.trim().strip_prefix("bytes ")?;
+    rest.split('-').next()?.trim().parse().ok()
+}
+
+/// A reqwest error with its causes, and the one word a user needs first.
+pub fn describe(e: &reqwest::Error) -> String {
+    let kind = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else {
+        "request failed"
+    };
+    let mut s = format!("{kind}: {e}");
+    let mut src = std::error::Error::source(e);
+    while let Some(c) = src {
+        s.push_str(&format!(": {c}"));
+        src = c.source();
+    }
+    s
+}
+
+fn io_chain(e: &io::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(c) = src {
+        let cs = c.to_string();
+        if !s.contains(&cs) {
+            s.push_str(&format!(": {cs}"));
+        }
+        src = c.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_range_parses_start() {
+        assert_eq!(content_range_start("bytes 100-199/200"), Some(100));
+        assert_eq!(content_range_start("bytes */200"), None);
+        assert_eq!(content_range_start("items 1-2/3"), None);
+    }
+}

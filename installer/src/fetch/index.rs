@@ -1,0 +1,230 @@
+//! `--index-url`: find the locked files on a mirror or local index that
+//! speaks the simple repository API (PEP 691 JSON, else PEP 503 HTML).
+//!
+//! The lock stays the authority: the mirror only supplies URLs. A mirror that
+//! advertises a different sha256 for a locked file name is refused before any
+//! byte is downloaded, because it is serving some other file under that name.
+
+use anyhow::{bail, Context, Result};
+use reqwest::blocking::Client;
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use reqwest::Url;
+use serde::Deserialize;
+
+use super::Artifact;
+
+const ACCEPT_SIMPLE: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1";
+
+/// One file listed on a project page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexFile {
+    pub filename: String,
+    pub url: String,
+    pub sha256: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct JsonPage {
+    files: Vec<JsonFile>,
+}
+
+#[derive(Deserialize)]
+struct JsonFile {
+    filename: String,
+    url: String,
+    #[serde(default)]
+    hashes: std::collections::BTreeMap<String, String>,
+}
+
+/// PEP 503 name normalisation.
+pub fn normalize(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut dash = false;
+    for c in name.chars() {
+        if c == '-' || c == '_' || c == '.' {
+            dash = true;
+        } else {
+            if dash && !out.is_empty() {
+                out.push('-');
+            }
+            dash = false;
+            out.extend(c.to_lowercase());
+        }
+    }
+    out
+}
+
+/// Rewrites every artifact's URL to the one `index` lists for its file name.
+pub fn relocate(client: &Client, index: &str, items: &mut [Artifact]) -> Result<()> {
+    let base = Url::parse(&format!("{}/", index.trim_end_matches('/')))
+        .with_context(|| format!("--index-url {index:?} is not a URL"))?;
+    let mut pages: std::collections::BTreeMap<String, Vec<IndexFile>> = Default::default();
+    for a in items.iter_mut() {
+        let project = normalize(&a.name);
+        if !pages.contains_key(&project) {
+            let files = project_page(client, &base, &project)?;
+            pages.insert(project.clone(), files);
+        }
+        let files = &pages[&project];
+        let Some(f) = files.iter().find(|f| f.filename == a.filename) else {
+            bail!(
+                "index {base} lists no file {} for project {project} ({} files listed)",
+                a.filename,
+                files.len()
+            );
+        };
+        if let Some(h) = &f.sha256 {
+            if !h.eq_ignore_ascii_case(&a.sha256) {
+                bail!(
+                    "index {base} lists {} with sha256 {h}, but the lock pins {}: the index serves a different file under that name; refusing it",
+                    a.filename,
+                    a.sha256
+                );
+            }
+        }
+        a.url = f.url.clone();
+    }
+    Ok(())
+}
+
+fn project_page(client: &Client, base: &Url, project: &str) -> Result<Vec<IndexFile>> {
+    let url = base.join(&format!("{project}/"))?;
+    let resp = client
+        .get(url.clone())
+        .header(ACCEPT, ACCEPT_SIMPLE)
+        .send()
+        .map_err(|e| anyhow::anyhow!("{url}: {}", super::http::describe(&e)))?;
+    if !resp.status().is_success() {
+        bail!("{url}: HTTP {}", resp.status());
+    }
+    let ctype = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let final_url = resp.url().clone();
+    let text = resp.text().with_context(|| format!("reading {url}"))?;
+    if ctype.contains("json") {
+        parse_json(&text, &final_url).with_context(|| format!("{url}: bad PEP 691 JSON"))
+    } else {
+        Ok(parse_html(&text, &final_url))
+    }
+}
+
+pub fn parse_json(text: &str, page: &Url) -> Result<Vec<IndexFile>> {
+    let p: JsonPage = serde_json::from_str(text)?;
+    Ok(p.files
+        .into_iter()
+        .map(|f| IndexFile {
+            url: page.join(&f.url).map(|u| u.to_string()).unwrap_or(f.url),
+            sha256: f.hashes.get("sha256").map(|s| s.to_ascii_lowercase()),
+            filename: f.filename,
+        })
+        .collect())
+}
+
+/// PEP 503: `<a href="URL#sha256=HEX">FILENAME</a>`; tolerant of attribute
+/// order and quoting, since mirrors differ.
+pub fn parse_html(text: &str, page: &Url) -> Vec<IndexFile> {
+    let mut out = Vec::new();
+    let lower = text.to_ascii_lowercase();
+    let mut pos = 0;
+    while let Some(start) = lower[pos..].find("<a ").map(|i| pos + i) {
+        let Some(tag_end) = lower[start..].find('>').map(|i| start + i) else {
+            break;
+        };
+        let Some(close) = lower[tag_end..].find("</a>").map(|i| tag_end + i) else {
+            break;
+        };
+        let tag = &text[start..tag_end];
+        let name = html_unescape(text[tag_end + 1..close].trim());
+        pos = close + 4;
+        let Some(href) = attr(tag, "href") else {
+            continue;
+        };
+        let href = html_unescape(&href);
+        let (link, frag) = match href.split_once('#') {
+            Some((l, f)) => (l.to_string(), Some(f.to_string())),
+            None => (href.clone(), None),
+        };
+        let sha256 = frag.and_then(|f| f.strip_prefix("sha256=").map(|h| h.to_ascii_lowercase()));
+        let url = page.join(&link).map(|u| u.to_string()).unwrap_or(link);
+        out.push(IndexFile {
+            filename: name,
+            url,
+            sha256,
+        });
+    }
+    out
+}
+
+fn attr(tag: &str, name: &str) -> Option<String> {
+    let lower = tag.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(i) = lower[from..].find(name).map(|i| from + i) {
+        from = i + name.len();
+        let before_ok = i > 0 && lower.as_bytes()[i - 1].is_ascii_whitespace();
+        let rest = tag[from..].trim_start();
+        if !before_ok || !rest.starts_with('=') {
+            continue;
+        }
+        let rest = rest[1..].trim_start();
+        let (q, body) = match rest.chars().next()? {
+            c @ ('"' | '\'') => (Some(c), &rest[1..]),
+            _ => (None, rest),
+        };
+        let end = match q {
+            Some(q) => body.find(q)?,
+            None => body
+                .find(|c: char| c.is_ascii_whitespace())
+                .unwrap_or(body.len()),
+        };
+        return Some(body[..end].to_string());
+    }
+    None
+}
+
+fn html_unescape(s: &str) -> String {
+    s.replace("&amp;", "&")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalizes_names() {
+        assert_eq!(normalize("Pytorch_Triton.ROCm"), "pytorch-triton-rocm");
+        assert_eq!(normalize("jax"), "jax");
+    }
+
+    #[test]
+    fn parses_html_links_relative_and_hashed() {
+        let page = Url::parse("http://127.0.0.1:9/simple/torch/").unwrap();
+        let html = r#"<html><body><a data-x='1' href="../../files/torch-2.0-py3-none-any.whl#sha256=ABCD">torch-2.0-py3-none-any.whl</a>
+            <A HREF=https://h/x.whl>x.whl</A></body></html>"#;
+        let f = parse_html(html, &page);
+        assert_eq!(f.len(), 2);
+        assert_eq!(
+            f[0].url,
+            "http://127.0.0.1:9/files/torch-2.0-py3-none-any.whl"
+        );
+        assert_eq!(f[0].sha256.as_deref(), Some("abcd"));
+        assert_eq!(f[1].filename, "x.whl");
+        assert_eq!(f[1].sha256, None);
+    }
+
+    #[test]
+    fn parses_json_page() {
+        let page = Url::parse("http://127.0.0.1:9/simple/jax/").unwrap();
+        let j = r#"{"meta":{"api-version":"1.1"},"name":"jax","files":[{"filename":"jax-1-py3-none-any.whl","url":"/f/jax-1-py3-none-any.whl","hashes":{"sha256":"AA"}}]}"#;
+        let f = parse_json(j, &page).unwrap();
+        assert_eq!(f[0].url, "http://127.0.0.1:9/f/jax-1-py3-none-any.whl");
+        assert_eq!(f[0].sha256.as_deref(), Some("aa"));
+    }
+}

@@ -1,0 +1,303 @@
+//! Getting verified wheel files onto local disk: from the cache when a
+//! cached copy still hashes right, else over HTTP (parallel, resumable,
+//! retried), else — offline — a clear list of what is missing.
+
+pub mod cache;
+pub mod http;
+pub mod index;
+mod progress;
+
+use anyhow::{Context, Result};
+use std::collections::VecDeque;
+use std::fs::{self, File};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+pub use cache::{Cache, Lookup};
+
+/// One file to fetch, as the lock pins it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Artifact {
+    pub name: String,
+    pub version: String,
+    pub filename: String,
+    pub url: String,
+    /// Lower-case hex sha256: the cache key and the only proof that counts.
+    pub sha256: String,
+    pub size: Option<u64>,
+}
+
+impl Artifact {
+    /// Refuses what greta never installs or cannot verify; called before any
+    /// byte is fetched so a bad lock entry writes nothing.
+    pub fn validate(&self) -> Result<()> {
+        if !self.filename.ends_with(".whl") {
+            anyhow::bail!(
+                "{} {}: {} is not a wheel; greta installs wheels only and never builds sources",
+                self.name,
+                self.version,
+                self.filename
+            );
+        }
+        if self.filename.contains('/')
+            || self.filename.contains('\\')
+            || self.filename.starts_with('.')
+        {
+            anyhow::bail!("{}: unsafe wheel file name {:?}", self.name, self.filename);
+        }
+        if self.sha256.len() != 64
+            || !self
+                .sha256
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        {
+            anyhow::bail!(
+                "{} {}: sha256 {:?} is not 64 lower-case hex digits",
+                self.name,
+                self.version,
+                self.sha256
+            );
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct FetchOptions {
+    /// Parallel downloads.
+    pub jobs: usize,
+    /// Tries per file (first try included).
+    pub attempts: u32,
+    /// First backoff; doubles per retry, capped at 10 s.
+    pub backoff: Duration,
+    pub connect_timeout: Duration,
+    /// Bound on the wait for a response head and on every single read.
+    pub read_timeout: Duration,
+    /// Never touch the network.
+    pub offline: bool,
+    /// Draw progress bars (only ever on a terminal).
+    pub progress: bool,
+}
+
+impl Default for FetchOptions {
+    fn default() -> Self {
+        FetchOptions {
+            jobs: 4,
+            attempts: 5,
+            backoff: Duration::from_millis(500),
+            connect_timeout: Duration::from_secs(15),
+            read_timeout: Duration::from_secs(30),
+            offline: false,
+            progress: false,
+        }
+    }
+}
+
+impl FetchOptions {
+    /// Defaults, overridden by `GRETA_FETCH_{JOBS,ATTEMPTS,BACKOFF_MS,TIMEOUT_S}`
+    /// (mirrors with odd limits; the tests use short timeouts).
+    pub fn from_env() -> Result<Self> {
+        let mut o = FetchOptions::default();
+        let num = |k: &str| -> Result<Option<u64>> {
+            match std::env::var(k) {
+                Ok(v) => v
+                    .trim()
+                    .parse::<u64>()
+                    .map(Some)
+                    .with_context(|| format!("{k}={v:?} is not a whole number")),
+                Err(_) => Ok(None),
+            }
+        };
+        if let Some(j) = num("GRETA_FETCH_JOBS")? {
+            o.jobs = j.clamp(1, 64) as usize;
+        }
+        if let Some(a) = num("GRETA_FETCH_ATTEMPTS")? {
+            o.attempts = a.clamp(1, 100) as u32;
+        }
+        if let Some(b) = num("GRETA_FETCH_BACKOFF_MS")? {
+            o.backoff = Duration::from_millis(b);
+        }
+        if let Some(t) = num("GRETA_FETCH_TIMEOUT_S")? {
+            o.connect_timeout = Duration::from_secs(t.max(1));
+            o.read_timeout = Duration::from_secs(t.max(1));
+        }
+        Ok(o)
+    }
+}
+
+/// Where one artifact came from, for the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    Cache,
+    /// Downloaded (the cached copy, if any, was corrupt and is gone).
+    Network,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Fetched {
+    pub artifact: Artifact,
+    pub path: PathBuf,
+    pub source: Source,
+    /// Set when a cached copy failed verification and was replaced.
+    pub replaced_corrupt: Option<String>,
+}
+
+/// Makes every artifact available as a verified file in the cache, in the
+/// order given. Fails (after finishing or cancelling the other downloads)
+/// with every file that could not be had.
+pub fn fetch_all(cache: &Cache, items: &[Artifact], opts: &FetchOptions) -> Result<Vec<Fetched>> {
+    for a in items {
+        a.validate()?;
+    }
+    // Cache pass first: cheap, and decides what the network has to do.
+    let mut results: Vec<Option<Fetched>> = vec![None; items.len()];
+    let mut todo = VecDeque::new();
+    let mut corrupt: Vec<Option<String>> = vec![None; items.len()];
+    for (i, a) in items.iter().enumerate() {
+        match cache.lookup(a)? {
+            Lookup::Hit(path) => {
+                results[i] = Some(Fetched {
+                    artifact: a.clone(),
+                    path,
+                    source: Source::Cache,
+                    replaced_corrupt: None,
+                })
+            }
+            Lookup::Miss => todo.push_back(i),
+            Lookup::Corrupt { path, reason } => {
+                tracing::warn!(
+                    "cached {} failed verification ({reason}); fetching it again",
+                    path.display()
+                );
+                eprintln!(
+                    "greta: cached {} failed verification ({reason}); removed, fetching it again",
+                    a.filename
+                );
+                corrupt[i] = Some(reason);
+                todo.push_back(i);
+            }
+        }
+    }
+    if todo.is_empty() {
+        return Ok(results.into_iter().map(|r| r.expect("all hits")).collect());
+    }
+    if opts.offline {
+        let mut msg = format!(
+            "--offline: {} of {} wheels are not in the cache ({}):",
+            todo.len(),
+            items.len(),
+            cache.root().display()
+        );
+        for &i in &todo {
+            let a = &items[i];
+            msg.push_str(&format!(
+                "\n  {} {}  {}  sha256:{}",
+                a.name, a.version, a.filename, a.sha256
+            ));
+        }
+        msg.push_str("\nfetch them on a connected machine with `greta bundle` and install with `greta install --bundle DIR`, or run without --offline");
+        anyhow::bail!(msg);
+    }
+
+    let partial_dir = cache.root().join("partial");
+    fs::create_dir_all(&partial_dir)
+        .with_context(|| format!("creating {}", partial_dir.display()))?;
+    let total: u64 = todo.iter().map(|&i| items[i].size.unwrap_or(0)).sum();
+    let bars = progress::Bars::new(opts.progress, total, todo.len());
+    let queue = Mutex::new(todo);
+    let done = Mutex::new(Vec::new());
+    let errors = Mutex::new(Vec::new());
+    let cancel = AtomicBool::new(false);
+    let jobs = opts.jobs.max(1).min(queue.lock().unwrap().len());
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| {
+                let client = match http::client(opts) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        errors.lock().unwrap().push(format!("{e:#}"));
+                        cancel.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                };
+                loop {
+                    if cancel.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let Some(i) = queue.lock().unwrap().pop_front() else {
+                        return;
+                    };
+                    let a = &items[i];
+                    let bar = bars.file(a);
+                    match fetch_one(cache, &client, a, opts, &cancel, &bar) {
+                        Ok(path) => {
+                            bar.finish();
+                            done.lock().unwrap().push((i, path));
+                        }
+                        Err(e) => {
+                            bar.fail();
+                            errors.lock().unwrap().push(format!("{e:#}"));
+                            cancel.store(true, Ordering::Relaxed);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    bars.finish();
+    let errors = errors.into_inner().unwrap();
+    let errors: Vec<_> = errors.into_iter().filter(|e| e != "cancelled").collect();
+    if !errors.is_empty() {
+        anyhow::bail!(
+            "{} download(s) failed (partial files are kept under {} and resumed on the next run):\n  {}",
+            errors.len(),
+            partial_dir.display(),
+            errors.join("\n  ")
+        );
+    }
+    for (i, path) in done.into_inner().unwrap() {
+        results[i] = Some(Fetched {
+            artifact: items[i].clone(),
+            path,
+            source: Source::Network,
+            replaced_corrupt: corrupt[i].take(),
+        });
+    }
+    results
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| r.with_context(|| format!("{} was not fetched", items[i].filename)))
+        .collect()
+}
+
+/// Downloads one artifact into the cache while holding an exclusive lock on
+/// its partial file, so two greta processes never write the same bytes.
+fn fetch_one(
+    cache: &Cache,
+    client: &reqwest::blocking::Client,
+    a: &Artifact,
+    opts: &FetchOptions,
+    cancel: &AtomicBool,
+    bar: &progress::FileBar,
+) -> Result<PathBuf> {
+    let partial = cache.partial_path(a);
+    let lock_path = partial.with_extension("lock");
+    let lock =
+        File::create(&lock_path).with_context(|| format!("creating {}", lock_path.display()))?;
+    crate::envs::guard::flock_exclusive(&lock)
+        .with_context(|| format!("locking {}", lock_path.display()))?;
+    // Another process may have finished it while we waited for the lock.
+    if let Lookup::Hit(p) = cache.lookup(a)? {
+        return Ok(p);
+    }
+    let mut on_progress = |p: http::Progress| bar.update(p);
+    http::download(client, a, &partial, opts, cancel, &mut on_progress)?;
+    // The lock file stays: deleting it would let a waiter and a newcomer
+    // hold locks on two different inodes.
+    let path = cache.commit(&partial, a)?;
+    drop(lock);
+    Ok(path)
+}

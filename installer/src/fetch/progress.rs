@@ -1,0 +1,110 @@
+//! indicatif bars: one overall byte count plus one bar per running file.
+//! Only drawn on a terminal (stderr), so logs and `--json` stay clean.
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+
+use super::http::Progress;
+use super::Artifact;
+
+pub struct Bars {
+    multi: Option<MultiProgress>,
+    overall: Option<ProgressBar>,
+}
+
+pub struct FileBar {
+    bar: Option<ProgressBar>,
+    overall: Option<ProgressBar>,
+    /// Bytes this file has added to the overall bar, so a reset can undo them.
+    counted: std::cell::Cell<u64>,
+}
+
+impl Bars {
+    pub fn new(want: bool, total_bytes: u64, files: usize) -> Self {
+        if !want || !std::io::stderr().is_terminal() {
+            return Bars {
+                multi: None,
+                overall: None,
+            };
+        }
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        let overall = multi.add(ProgressBar::new(total_bytes));
+        overall.set_style(
+            ProgressStyle::with_template(
+                "{prefix:>10} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        overall.set_prefix(format!("{files} files"));
+        Bars {
+            multi: Some(multi),
+            overall: Some(overall),
+        }
+    }
+
+    pub fn file(&self, a: &Artifact) -> FileBar {
+        let bar = self.multi.as_ref().map(|m| {
+            let b = m.add(ProgressBar::new(a.size.unwrap_or(0)));
+            b.set_style(
+                ProgressStyle::with_template("{prefix:>10} [{bar:30}] {bytes}/{total_bytes} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            b.set_prefix(a.name.chars().take(10).collect::<String>());
+            b.set_message(a.filename.clone());
+            b
+        });
+        FileBar {
+            bar,
+            overall: self.overall.clone(),
+            counted: std::cell::Cell::new(0),
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(o) = &self.overall {
+            o.finish_and_clear();
+        }
+        if let Some(m) = &self.multi {
+            let _ = m.clear();
+        }
+    }
+}
+
+impl FileBar {
+    pub fn update(&self, p: Progress) {
+        match p {
+            Progress::Advance(n) => {
+                self.counted.set(self.counted.get() + n);
+                if let Some(b) = &self.bar {
+                    b.inc(n);
+                }
+                if let Some(o) = &self.overall {
+                    o.inc(n);
+                }
+            }
+            Progress::Reset => {
+                let c = self.counted.replace(0);
+                if let Some(b) = &self.bar {
+                    b.set_position(0);
+                }
+                if let Some(o) = &self.overall {
+                    o.set_position(o.position().saturating_sub(c));
+                }
+            }
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+
+    pub fn fail(&self) {
+        if let Some(b) = &self.bar {
+            b.abandon_with_message("failed");
+        }
+    }
+}

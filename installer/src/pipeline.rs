@@ -1,0 +1,781 @@
+//! The steps of `greta install` (and the shared front half of `greta bundle`):
+//!
+//! 1. plan: matrix → profile (explained), interpreter, lockfile → wheel set.
+//!    Everything that can be wrong with the inputs fails here, before a
+//!    single file is written.
+//! 2. fetch: every wheel verified into the cache (or from a bundle).
+//! 3. build: venv in a staging dir, wheels installed from the verified local
+//!    files only, receipt and activation script written.
+//! 4. check: import torch/triton/jax in the staged env; smoke gate.
+//! 5. swap: rename into place; the previous env survives every failure.
+//!
+//! `GRETA_TEST_PAUSE_AT=<step>` stops the process at a step boundary (the
+//! kill tests use it to SIGKILL an install at known points).
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::envs::{self, build::Staging, check, installer, EnvRoot, Receipt};
+use crate::fetch::{self, Artifact, Cache, FetchOptions, Fetched};
+use crate::lock::{self, Interpreter, Lockfile, Matrix, Profile, Selection, WheelPin};
+
+/// Manifest of a bundle directory.
+pub const BUNDLE_MANIFEST: &str = "greta-bundle.json";
+pub const BUNDLE_SCHEMA: &str = "greta.bundle/v1";
+
+/// What was decided before anything is written.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub profile: String,
+    pub backend: String,
+    pub backend_version: Option<String>,
+    pub reasons: Vec<String>,
+    pub warnings: Vec<String>,
+    pub env_vars: BTreeMap<String, String>,
+    pub python: PythonPlan,
+    pub lockfile: PathBuf,
+    pub lock_sha256: String,
+    pub wheels: Vec<WheelPin>,
+    /// Probe summary (what the profile was chosen from).
+    pub probe: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PythonPlan {
+    pub path: Option<PathBuf>,
+    pub version: String,
+    pub why: String,
+}
+
+pub struct PlanInput<'a> {
+    pub lock_dir: &'a Path,
+    pub profile: Option<&'a str>,
+    /// A real interpreter to inspect.
+    pub python: Option<&'a Path>,
+    /// "X.Y" for a synthetic interpreter (bundles for another node).
+    pub python_version: Option<&'a str>,
+    pub sysroot: Option<&'a Path>,
+}
+
+/// Step 1: every input read and validated, nothing written.
+pub fn plan(input: &PlanInput) -> Result<Plan> {
+    let matrix = Matrix::load(input.lock_dir)?;
+    let (facts, probe) = probe_facts(input.sysroot)?;
+    let sel: Selection = matrix.select_with(&facts, input.profile)?;
+    let profile = matrix.profile(&sel.profile)?.clone();
+    profile.ensure_locked()?;
+    let (interp, why) = interpreter(&profile, input.python, input.python_version)?;
+    let lockfile = Lockfile::load(&profile.lockfile)?;
+    let wheels = lock::resolve(&profile, &lockfile, &interp)?;
+    if wheels.is_empty() {
+        bail!(
+            "{}: no package applies to {}",
+            lockfile.path.display(),
+            interp.describe()
+        );
+    }
+    for w in &wheels {
+        artifact(w).validate()?;
+    }
+    Ok(Plan {
+        profile: profile.name.clone(),
+        backend: profile.backend.as_str().to_string(),
+        backend_version: profile.backend_version.clone(),
+        reasons: sel.reasons,
+        warnings: sel.warnings,
+        env_vars: sel.env_vars.into_iter().collect(),
+        python: PythonPlan {
+            path: interp.path.clone(),
+            version: interp.version.clone(),
+            why,
+        },
+        lockfile: lockfile.path.clone(),
+        lock_sha256: lockfile.sha256.clone(),
+        wheels,
+        probe,
+    })
+}
+
+pub fn artifact(w: &WheelPin) -> Artifact {
+    Artifact {
+        name: w.name.clone(),
+        version: w.version.clone(),
+        filename: w.filename.clone(),
+        url: w.url.clone(),
+        sha256: w.sha256.clone(),
+        size: w.size,
+    }
+}
+
+/// Facts for profile choice, from the live machine or a captured sysroot
+/// (the doctor's engine, read-only), plus the summary kept in the receipt.
+fn probe_facts(sysroot: Option<&Path>) -> Result<(greta_probe::facts::Facts, serde_json::Value)> {
+    let root = match sysroot {
+        Some(d) => greta_probe::root::Root::sysroot(d)
+            .with_context(|| format!("--sysroot {}", d.display()))?,
+        None => greta_probe::root::Root::live(),
+    };
+    let facts = greta_probe::collect::collect(&root).0;
+    let summary = probe_summary(&facts);
+    Ok((facts, summary))
+}
+
+/// The facts a support engineer needs to judge an env: GPUs, driver, ROCm.
+pub fn probe_summary(f: &greta_probe::facts::Facts) -> serde_json::Value {
+    let gpus: Vec<_> = f
+        .gpus
+        .iter()
+        .map(|g| {
+            serde_json::json!({
+                "vendor": g.vendor, "name": g.name, "gfx": g.gfx, "vf": g.vf,
+                "pci_id": match (g.vendor_id, g.device_id) { (Some(v), Some(d)) => Some(format!("{v:04x}:{d:04x}")), _ => None },
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "sources": f.sources,
+        "kernel": f.kernel_version,
+        "kernel_driver_version": f.kernel_driver_version,
+        "gpus": gpus,
+        "rocm_version": f.rocm.version,
+        "hsa_override_gfx_version": f.rocm.hsa_override_gfx_version,
+        "vulkan_drivers": f.vulkan.drivers,
+    })
+}
+
+/// `--python PATH`, else the newest interpreter on PATH the profile supports.
+fn interpreter(
+    profile: &Profile,
+    path: Option<&Path>,
+    version: Option<&str>,
+) -> Result<(Interpreter, String)> {
+    if let Some(v) = version {
+        let i = Interpreter::synthetic(v, lock::host_glibc())?;
+        if !profile.supports_python(&i.xy()) {
+            bail!(lock::Refusal {
+                message: format!(
+                    "profile `{}` does not support Python {}",
+                    profile.name,
+                    i.xy()
+                ),
+                fix: format!("use one of Python {}", profile.python.join(", ")),
+            });
+        }
+        return Ok((i, format!("--python {v} (no interpreter run)")));
+    }
+    if let Some(p) = path {
+        let i = Interpreter::inspect(p)?;
+        return Ok((i, format!("--python {}", p.display())));
+    }
+    let mut tried = Vec::new();
+    for xy in profile
+        .python
+        .iter()
+        .rev()
+        .filter(|v| profile.supports_python(v))
+    {
+        let exe = format!("python{xy}");
+        if let Ok(p) = which::which(&exe) {
+            match Interpreter::inspect(&p) {
+                Ok(i) if i.xy() == *xy => {
+                    return Ok((
+                        i,
+                        format!(
+                            "newest Python on PATH that {} supports ({exe})",
+                            profile.name
+                        ),
+                    ))
+                }
+                Ok(i) => tried.push(format!("{} is {}", p.display(), i.version)),
+                Err(e) => tried.push(format!("{}: {e:#}", p.display())),
+            }
+        }
+    }
+    if let Ok(p) = which::which("python3") {
+        if let Ok(i) = Interpreter::inspect(&p) {
+            if profile.supports_python(&i.xy()) {
+                return Ok((i, "python3 on PATH".to_string()));
+            }
+            tried.push(format!("{} is {}", p.display(), i.version));
+        }
+    }
+    Err(lock::Refusal {
+        message: format!(
+            "python.missing: no Python that profile `{}` supports ({}) was found on PATH{}",
+            profile.name,
+            profile.python.join(", "),
+            if tried.is_empty() { String::new() } else { format!(" (tried: {})", tried.join("; ")) }
+        ),
+        fix: format!("install one (e.g. apt-get install python3 python3-venv) or pass --python PATH to a Python {}", profile.python.join("/")),
+    }
+    .into())
+}
+
+/// The plan, one line per decision, for people.
+pub fn explain(plan: &Plan) -> String {
+    let mut s = format!("profile {} ({}):\n", plan.profile, plan.backend);
+    for r in &plan.reasons {
+        s.push_str(&format!("  - {r}\n"));
+    }
+    for w in &plan.warnings {
+        s.push_str(&format!("  ! {w}\n"));
+    }
+    for (k, v) in &plan.env_vars {
+        s.push_str(&format!("  env: {k}={v} (set by greta-activate)\n"));
+    }
+    s.push_str(&format!(
+        "python {}: {}\n",
+        plan.python.version, plan.python.why
+    ));
+    s.push_str(&format!(
+        "lockfile {} (sha256 {})\n",
+        plan.lockfile.display(),
+        &plan.lock_sha256[..16]
+    ));
+    for w in &plan.wheels {
+        let size = w
+            .size
+            .map(|b| format!(", {}", human(b)))
+            .unwrap_or_default();
+        s.push_str(&format!(
+            "  {} {}  {}{size}\n      {}\n",
+            w.name, w.version, w.filename, w.why
+        ));
+    }
+    s
+}
+
+pub fn human(b: u64) -> String {
+    if b >= 1 << 30 {
+        format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
+    } else if b >= 1 << 20 {
+        format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
+    } else {
+        format!("{:.1} KiB", b as f64 / 1024.0)
+    }
+}
+
+/// Stops here when `GRETA_TEST_PAUSE_AT` names this step (test hook).
+pub fn pause_at(step: &str) {
+    if std::env::var("GRETA_TEST_PAUSE_AT").is_ok_and(|s| s == step) {
+        eprintln!("greta: paused at {step} (GRETA_TEST_PAUSE_AT)");
+        for _ in 0..3600 {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+}
+
+/// Everything `greta install` needs beyond the plan.
+pub struct InstallInput {
+    pub name: String,
+    pub fetch: FetchOptions,
+    pub index_url: Option<String>,
+    pub bundle: Option<PathBuf>,
+    pub installer: installer::Choice,
+    pub smoke: bool,
+    pub import_timeout: Duration,
+    /// Print progress lines to stderr.
+    pub verbose: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WheelReport {
+    pub name: String,
+    pub version: String,
+    pub filename: String,
+    pub sha256: String,
+    pub source: fetch::Source,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaced_corrupt: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SmokeReport {
+    /// "pass", "fail", "undecided", "skipped".
+    pub status: String,
+    pub note: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct InstallReport {
+    pub env: PathBuf,
+    pub installer: String,
+    pub wheels: Vec<WheelReport>,
+    pub recovery: envs::Recovery,
+    pub checks: serde_json::Value,
+    pub findings: Vec<check::Finding>,
+    pub smoke: SmokeReport,
+    /// True when the env was swapped into place.
+    pub installed: bool,
+    pub timings_ms: BTreeMap<String, u128>,
+}
+
+fn say(verbose: bool, msg: impl AsRef<str>) {
+    if verbose {
+        eprintln!("greta: {}", msg.as_ref());
+    }
+}
+
+/// Steps 2-5. `Ok` with `installed == false` means a check failed (the
+/// previous env is untouched); `Err` means a step could not be done.
+pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
+    envs::validate_name(&input.name)?;
+    let root = EnvRoot::default_root()?;
+    let cache = Cache::new(Cache::default_root()?);
+    let mut timings = BTreeMap::new();
+    let t0 = Instant::now();
+
+    let guard = root.lock(&input.name)?;
+    let recovery = root.recover(&input.name, &guard)?;
+    for p in &recovery.removed_staging {
+        say(
+            input.verbose,
+            format!(
+                "removed the unfinished env {} left by a killed install",
+                p.display()
+            ),
+        );
+    }
+    if recovery.restored_backup {
+        say(
+            input.verbose,
+            format!(
+                "restored the previous env {} (a swap was interrupted)",
+                root.env_path(&input.name).display()
+            ),
+        );
+    }
+
+    // Step 2: wheels.
+    let mut items: Vec<Artifact> = plan.wheels.iter().map(artifact).collect();
+    let mut fopts = input.fetch.clone();
+    if let Some(dir) = &input.bundle {
+        import_bundle(dir, &cache, &items)?;
+        fopts.offline = true;
+    } else if let Some(idx) = &input.index_url {
+        if !fopts.offline {
+            let client = fetch::http::client(&fopts)?;
+            fetch::index::relocate(&client, idx, &mut items)?;
+        }
+    }
+    let fetched = fetch::fetch_all(&cache, &items, &fopts)?;
+    timings.insert("fetch".into(), t0.elapsed().as_millis());
+    let from_net = fetched
+        .iter()
+        .filter(|f| f.source == fetch::Source::Network)
+        .count();
+    say(
+        input.verbose,
+        format!(
+            "{} wheels verified ({from_net} downloaded, {} from the cache)",
+            fetched.len(),
+            fetched.len() - from_net
+        ),
+    );
+    pause_at("fetched");
+
+    // Step 3: build in staging.
+    let t = Instant::now();
+    let tool = installer::Tool::choose(input.installer)?;
+    let python = plan
+        .python
+        .path
+        .clone()
+        .context("install needs a real interpreter")?;
+    let staging = Staging::create(&root, &input.name)?;
+    staging.make_venv(&python, tool.needs_pip_in_venv())?;
+    timings.insert("venv".into(), t.elapsed().as_millis());
+    pause_at("venv");
+    let t = Instant::now();
+    let files: Vec<PathBuf> = fetched.iter().map(|f| f.path.clone()).collect();
+    // Re-verify right before handing files over: the cache could have been
+    // touched since the fetch pass.
+    for f in &fetched {
+        let got = fetch::cache::sha256_file(&f.path)?;
+        if got != f.artifact.sha256 {
+            bail!(
+                "{} changed on disk after verification (sha256 {got}); rerun greta install",
+                f.path.display()
+            );
+        }
+    }
+    tool.install(&staging.path, &files)?;
+    timings.insert("install".into(), t.elapsed().as_millis());
+    let venv_python = staging.path.join("bin").join("python");
+    let installer_name = tool.describe(&venv_python);
+    say(
+        input.verbose,
+        format!("installed {} wheels with {installer_name}", files.len()),
+    );
+    pause_at("installed");
+
+    // Step 4: checks, in the staged env.
+    let t = Instant::now();
+    let names: Vec<String> = plan.wheels.iter().map(|w| w.name.clone()).collect();
+    let modules = check::modules_for(&names);
+    let expect = check::Expect {
+        profile: plan.profile.clone(),
+        backend: plan.backend.clone(),
+        version: plan.backend_version.as_deref().map(major_minor),
+    };
+    let report = check::run(
+        &staging.path,
+        &modules,
+        &plan.env_vars,
+        &expect,
+        input.import_timeout,
+    )?;
+    timings.insert("import_check".into(), t.elapsed().as_millis());
+    let wheels_report: Vec<WheelReport> = fetched.iter().map(wheel_report).collect();
+    if !report.findings.is_empty() {
+        return Ok(InstallReport {
+            env: root.env_path(&input.name),
+            installer: installer_name,
+            wheels: wheels_report,
+            recovery,
+            checks: report.modules,
+            findings: report.findings,
+            smoke: SmokeReport {
+                status: "skipped".into(),
+                note: "import check failed".into(),
+            },
+            installed: false,
+            timings_ms: timings,
+        });
+    }
+    let smoke = if input.smoke {
+        run_smoke()
+    } else {
+        SmokeReport {
+            status: "skipped".into(),
+            note: "--no-smoke".into(),
+        }
+    };
+    if smoke.status == "fail" {
+        return Ok(InstallReport {
+            env: root.env_path(&input.name),
+            installer: installer_name,
+            wheels: wheels_report,
+            recovery,
+            checks: report.modules,
+            findings: vec![check::Finding {
+                id: "smoke.ultrasafe-failed".into(),
+                severity: "fail".into(),
+                title: "the ultrasafe smoke gate failed on this machine".into(),
+                evidence: smoke.note.clone(),
+                fix: "run `greta doctor`; to install the env anyway, rerun with --no-smoke".into(),
+            }],
+            smoke,
+            installed: false,
+            timings_ms: timings,
+        });
+    }
+    pause_at("checked");
+
+    // Receipt and activation, with the final paths.
+    let receipt = Receipt {
+        schema: envs::receipt::SCHEMA.into(),
+        name: input.name.clone(),
+        profile: plan.profile.clone(),
+        backend: plan.backend.clone(),
+        python: envs::receipt::PythonInfo {
+            path: staging
+                .target
+                .join("bin")
+                .join("python")
+                .display()
+                .to_string(),
+            version: plan.python.version.clone(),
+        },
+        lockfile: envs::receipt::LockRef {
+            path: plan.lockfile.display().to_string(),
+            sha256: plan.lock_sha256.clone(),
+        },
+        wheels: fetched
+            .iter()
+            .map(|f| envs::receipt::WheelRef {
+                name: f.artifact.name.clone(),
+                version: f.artifact.version.clone(),
+                filename: f.artifact.filename.clone(),
+                sha256: f.artifact.sha256.clone(),
+            })
+            .collect(),
+        installer: installer_name.clone(),
+        env_vars: plan.env_vars.clone(),
+        probe: plan.probe.clone(),
+        checks: report.modules.clone(),
+        greta_version: env!("CARGO_PKG_VERSION").into(),
+        created: envs::receipt::now_rfc3339(),
+    };
+    staging.relocate()?;
+    envs::activate::write(
+        &staging.path,
+        &staging.target,
+        &plan.profile,
+        &plan.env_vars,
+    )?;
+    receipt.write(&staging.path)?;
+
+    // Step 5: swap.
+    let t = Instant::now();
+    let env = staging.promote(&root, &input.name, &pause_at)?;
+    timings.insert("swap".into(), t.elapsed().as_millis());
+    timings.insert("total".into(), t0.elapsed().as_millis());
+    drop(guard);
+    Ok(InstallReport {
+        env,
+        installer: installer_name,
+        wheels: wheels_report,
+        recovery,
+        checks: report.modules,
+        findings: vec![],
+        smoke,
+        installed: true,
+        timings_ms: timings,
+    })
+}
+
+fn wheel_report(f: &Fetched) -> WheelReport {
+    WheelReport {
+        name: f.artifact.name.clone(),
+        version: f.artifact.version.clone(),
+        filename: f.artifact.filename.clone(),
+        sha256: f.artifact.sha256.clone(),
+        source: f.source,
+        replaced_corrupt: f.replaced_corrupt.clone(),
+    }
+}
+
+/// "6.4.1" → "6.4": torch reports the ROCm/CUDA minor it was built with.
+fn major_minor(v: &str) -> String {
+    v.split('.').take(2).collect::<Vec<_>>().join(".")
+}
+
+/// `greta smoke --profile ultrasafe --json` as a child with a time bound.
+fn run_smoke() -> SmokeReport {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            return SmokeReport {
+                status: "undecided".into(),
+                note: format!("cannot find greta itself: {e}"),
+            }
+        }
+    };
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["smoke", "--profile", "ultrasafe", "--json"]);
+    match installer::run(cmd, Some(Duration::from_secs(300))) {
+        Err(e) => SmokeReport {
+            status: "undecided".into(),
+            note: format!("{e:#}"),
+        },
+        Ok(o) => {
+            let all = format!("{}{}", o.stdout, o.stderr);
+            let last = all
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .to_string();
+            match o.status.code() {
+                Some(0) => SmokeReport {
+                    status: "pass".into(),
+                    note: "greta smoke --profile ultrasafe passed".into(),
+                },
+                Some(1) => SmokeReport {
+                    status: "fail".into(),
+                    note: last,
+                },
+                Some(2)
+                    if all.contains("not yet implemented")
+                        || all.contains("unexpected argument") =>
+                {
+                    SmokeReport {
+                        status: "skipped".into(),
+                        note: "greta smoke is not available in this build".into(),
+                    }
+                }
+                _ => SmokeReport {
+                    status: "undecided".into(),
+                    note: last,
+                },
+            }
+        }
+    }
+}
+
+/// Manifest written by `greta bundle`.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct BundleManifest {
+    pub schema: String,
+    pub profile: String,
+    pub python: String,
+    pub lockfile: String,
+    pub lock_sha256: String,
+    pub wheels: Vec<Artifact>,
+    pub greta_version: String,
+    pub created: String,
+}
+
+impl BundleManifest {
+    pub fn load(dir: &Path) -> Result<BundleManifest> {
+        let p = dir.join(BUNDLE_MANIFEST);
+        let text = std::fs::read_to_string(&p).with_context(|| {
+            format!(
+                "{} is not a greta bundle (no {BUNDLE_MANIFEST})",
+                dir.display()
+            )
+        })?;
+        let m: BundleManifest =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))?;
+        if m.schema != BUNDLE_SCHEMA {
+            bail!(
+                "{}: schema {:?}, this greta reads {BUNDLE_SCHEMA}",
+                p.display(),
+                m.schema
+            );
+        }
+        Ok(m)
+    }
+}
+
+/// Checks a bundle against the plan made from its own lock dir and copies
+/// its wheels into the cache (each hash-verified on the way in).
+fn import_bundle(dir: &Path, cache: &Cache, items: &[Artifact]) -> Result<()> {
+    let m = BundleManifest::load(dir)?;
+    let lock_path = dir.join(&m.lockfile);
+    let lock_sha = fetch::cache::sha256_file(&lock_path)?;
+    if lock_sha != m.lock_sha256 {
+        bail!(
+            "{}: sha256 {lock_sha} differs from the bundle manifest ({}); the bundle was modified",
+            lock_path.display(),
+            m.lock_sha256
+        );
+    }
+    let mut missing = Vec::new();
+    for a in items {
+        if let fetch::Lookup::Hit(_) = cache.lookup(a)? {
+            continue;
+        }
+        let src = dir.join("wheels").join(&a.filename);
+        if !src.is_file() {
+            missing.push(a.filename.clone());
+            continue;
+        }
+        cache.import(&src, a)?;
+    }
+    if !missing.is_empty() {
+        bail!(
+            "bundle {} (made for Python {}) lacks {} wheel(s) this interpreter needs: {}; make the bundle with `greta bundle --python X.Y` for this node's Python",
+            dir.display(),
+            m.python,
+            missing.len(),
+            missing.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// `greta bundle`: fetch and stage a profile's wheels + lock + manifest.
+pub fn bundle(
+    plan: &Plan,
+    lock_dir: &Path,
+    out: &Path,
+    fopts: &FetchOptions,
+    index_url: Option<&str>,
+) -> Result<BundleManifest> {
+    if out.exists() {
+        let empty = std::fs::read_dir(out)
+            .map(|mut d| d.next().is_none())
+            .unwrap_or(false);
+        if !empty && !out.join(BUNDLE_MANIFEST).is_file() {
+            bail!(
+                "{} exists and is not empty (and not a greta bundle); choose another -o DIR",
+                out.display()
+            );
+        }
+    }
+    let cache = Cache::new(Cache::default_root()?);
+    let mut items: Vec<Artifact> = plan.wheels.iter().map(artifact).collect();
+    if let Some(idx) = index_url {
+        let client = fetch::http::client(fopts)?;
+        fetch::index::relocate(&client, idx, &mut items)?;
+    }
+    let fetched = fetch::fetch_all(&cache, &items, fopts)?;
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let fname = out
+        .file_name()
+        .context("-o needs a directory name")?
+        .to_string_lossy()
+        .into_owned();
+    let tmp = parent.join(format!(".{fname}.partial-{}", std::process::id()));
+    if tmp.exists() {
+        envs::remove_tree(&tmp)?;
+    }
+    std::fs::create_dir_all(tmp.join("wheels"))?;
+    let result = (|| -> Result<BundleManifest> {
+        for f in &fetched {
+            let dest = tmp.join("wheels").join(&f.artifact.filename);
+            if std::fs::hard_link(&f.path, &dest).is_err() {
+                std::fs::copy(&f.path, &dest)
+                    .with_context(|| format!("copying {}", f.path.display()))?;
+            }
+        }
+        let lock_name = plan
+            .lockfile
+            .file_name()
+            .context("lockfile name")?
+            .to_string_lossy()
+            .into_owned();
+        std::fs::copy(&plan.lockfile, tmp.join(&lock_name))?;
+        std::fs::copy(
+            lock_dir.join(lock::matrix::MATRIX_FILE),
+            tmp.join(lock::matrix::MATRIX_FILE),
+        )?;
+        let copied_sha = fetch::cache::sha256_file(&tmp.join(&lock_name))?;
+        if copied_sha != plan.lock_sha256 {
+            bail!("{} changed while bundling; rerun", plan.lockfile.display());
+        }
+        let m = BundleManifest {
+            schema: BUNDLE_SCHEMA.into(),
+            profile: plan.profile.clone(),
+            python: plan
+                .python
+                .version
+                .split('.')
+                .take(2)
+                .collect::<Vec<_>>()
+                .join("."),
+            lockfile: lock_name,
+            lock_sha256: plan.lock_sha256.clone(),
+            wheels: items.clone(),
+            greta_version: env!("CARGO_PKG_VERSION").into(),
+            created: envs::receipt::now_rfc3339(),
+        };
+        std::fs::write(
+            tmp.join(BUNDLE_MANIFEST),
+            serde_json::to_string_pretty(&m)? + "\n",
+        )?;
+        Ok(m)
+    })();
+    let m = match result {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = envs::remove_tree(&tmp);
+            return Err(e);
+        }
+    };
+    if out.exists() {
+        envs::remove_tree(out)?;
+    }
+    std::fs::rename(&tmp, out)
+        .with_context(|| format!("moving the bundle into {}", out.display()))?;
+    Ok(m)
+}

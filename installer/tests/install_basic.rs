@@ -1,0 +1,379 @@
+//! `greta install` end to end against a loopback index, with real uv and real
+//! pip into real venvs: happy path, warm reinstall, --offline, bundles,
+//! --index-url, env list/remove, framework mismatch, malformed locks.
+
+mod support;
+
+use support::{text, Harness};
+
+#[test]
+fn happy_path_with_uv_then_warm_reinstall_from_cache() {
+    support::require_uv();
+    let h = Harness::new(200_000);
+    let o = h.install(&["--installer", "uv"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let got = h.import_in_env("cpu");
+    assert_eq!(got["torch"], "2.5.1");
+    assert_eq!(got["hip"], serde_json::Value::Null);
+    assert_eq!(got["triton"], "3.1.0");
+    assert_eq!(got["jax"], "0.4.35");
+    assert!(
+        got["file"]
+            .as_str()
+            .unwrap()
+            .starts_with(h.env_dir("cpu").to_str().unwrap()),
+        "{got}"
+    );
+
+    // Receipt: profile, lock hash, every wheel hash.
+    let r = h.receipt("cpu");
+    assert_eq!(r["schema"], "greta.env/v1");
+    assert_eq!(r["profile"], "cpu");
+    let lock_sha = support::sha256_hex(h.pylock_text().as_bytes());
+    assert_eq!(r["lockfile"]["sha256"], lock_sha.as_str());
+    let mut hashes: Vec<String> = r["wheels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["sha256"].as_str().unwrap().to_string())
+        .collect();
+    hashes.sort();
+    let mut want: Vec<String> = h.wheels.iter().map(|w| w.sha256.clone()).collect();
+    want.sort();
+    assert_eq!(hashes, want);
+    assert!(r["installer"].as_str().unwrap().starts_with("uv"), "{r}");
+    // Activation script works from a fresh shell and points at the final path.
+    let act = h.env_dir("cpu").join("greta-activate");
+    let sh = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            ". '{}' && python -c 'import sys, torch; print(sys.prefix)' && echo $GRETA_PROFILE",
+            act.display()
+        ))
+        .env_remove("VIRTUAL_ENV")
+        .output()
+        .unwrap();
+    assert!(sh.status.success(), "{}", text(&sh));
+    let out = String::from_utf8_lossy(&sh.stdout);
+    assert!(
+        out.contains(h.env_dir("cpu").to_str().unwrap()) && out.contains("cpu"),
+        "{out}"
+    );
+    // Nothing left over next to the env.
+    assert_eq!(
+        h.envs_entries(),
+        vec![".cpu.lock".to_string(), "cpu".to_string()]
+    );
+    assert_eq!(h.cached_wheels().len(), 3);
+
+    // Warm reinstall: no wheel is downloaded again, the env is rebuilt.
+    h.server.clear_log();
+    let created_before = r["created"].as_str().unwrap().to_string();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let o = h.install(&["--installer", "uv", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["result"], "installed");
+    for w in j["report"]["wheels"].as_array().unwrap() {
+        assert_eq!(w["source"], "cache", "{w}");
+    }
+    assert!(
+        h.server.log().is_empty(),
+        "warm reinstall hit the server: {:?}",
+        h.server.log()
+    );
+    assert_ne!(
+        h.receipt("cpu")["created"].as_str().unwrap(),
+        created_before
+    );
+    h.import_in_env("cpu");
+}
+
+#[test]
+fn happy_path_with_pip_and_offline_reinstall() {
+    let h = Harness::new(150_000);
+    // Offline before anything is cached: clear list of what is missing.
+    let o = h.install(&["--installer", "pip", "--offline"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let e = support::stderr(&o);
+    assert!(
+        e.contains("--offline: 3 of 3 wheels are not in the cache"),
+        "{e}"
+    );
+    for w in &h.wheels {
+        assert!(e.contains(&w.filename), "{e}");
+    }
+    assert!(h.server.log().is_empty(), "offline touched the network");
+    assert!(!h.env_dir("pip-env").exists());
+
+    let o = h.install(&["--installer", "pip", "--name", "pip-env"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let got = h.import_in_env("pip-env");
+    assert_eq!(got["jax"], "0.4.35");
+    assert!(h.receipt("pip-env")["installer"]
+        .as_str()
+        .unwrap()
+        .starts_with("pip"));
+
+    // Offline with a warm cache, the server gone entirely.
+    drop(h.server.log());
+    h.server.clear_log();
+    let o = h.install(&["--installer", "pip", "--name", "pip-env", "--offline"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(h.server.log().is_empty());
+    h.import_in_env("pip-env");
+}
+
+#[test]
+fn bundle_round_trip_installs_offline_on_a_fresh_home() {
+    support::require_uv();
+    let h = Harness::new(120_000);
+    let bundle = h.dir.path().join("bundle");
+    let xy = support::python_xy();
+    let o = h
+        .cmd(&[
+            "bundle",
+            "--profile",
+            "cpu",
+            "--python",
+            &xy,
+            "-o",
+            bundle.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(bundle.join("greta-bundle.json")).unwrap())
+            .unwrap();
+    assert_eq!(m["profile"], "cpu");
+    assert_eq!(m["wheels"].as_array().unwrap().len(), 3);
+    for w in &h.wheels {
+        let b = std::fs::read(bundle.join("wheels").join(&w.filename)).unwrap();
+        assert_eq!(support::sha256_hex(&b), w.sha256);
+    }
+
+    // A second machine: empty cache, no lock dir of its own, no network.
+    let node = Harness::with_wheels(vec![]);
+    drop(node.server.log());
+    let py = support::python();
+    let o = node
+        .cmd(&[
+            "install",
+            "--bundle",
+            bundle.to_str().unwrap(),
+            "--python",
+            py.to_str().unwrap(),
+            "--no-smoke",
+            "--installer",
+            "uv",
+        ])
+        .env_remove("GRETA_LOCK_DIR")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let got = node.import_in_env("cpu");
+    assert_eq!(got["torch"], "2.5.1");
+    assert!(
+        h.server.hits(&h.wheel("torch").filename).len() == 1,
+        "bundle fetched torch once"
+    );
+
+    // A tampered bundle is refused before anything is installed.
+    let t = bundle.join("wheels").join(&h.wheel("jax").filename);
+    let mut b = std::fs::read(&t).unwrap();
+    let n = b.len() / 2;
+    b[n] ^= 1;
+    std::fs::remove_file(&t).unwrap();
+    std::fs::write(&t, b).unwrap();
+    let fresh = Harness::with_wheels(vec![]);
+    let o = fresh
+        .cmd(&[
+            "install",
+            "--bundle",
+            bundle.to_str().unwrap(),
+            "--python",
+            py.to_str().unwrap(),
+            "--no-smoke",
+        ])
+        .env_remove("GRETA_LOCK_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        support::stderr(&o).contains("does not match the lock"),
+        "{}",
+        text(&o)
+    );
+    assert!(!fresh.env_dir("cpu").exists());
+}
+
+#[test]
+fn index_url_json_and_lying_index() {
+    support::require_uv();
+    let h = Harness::new(50_000);
+    // Lock URLs point at a dead port; only the index knows where files are.
+    let mut text_lock = h.pylock_text();
+    text_lock = text_lock.replace(&h.server.base(), "http://127.0.0.1:9");
+    std::fs::write(h.lock_dir().join("pylock.cpu.toml"), &text_lock).unwrap();
+    let idx = h.server.index_url();
+    let o = h.install(&["--index-url", &idx, "--installer", "uv"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let pages: Vec<_> = h
+        .server
+        .log()
+        .into_iter()
+        .filter(|l| l.path.starts_with("/simple/"))
+        .collect();
+    assert!(pages.iter().all(|p| p
+        .accept
+        .as_deref()
+        .unwrap_or("")
+        .contains("application/vnd.pypi.simple.v1+json")));
+    h.import_in_env("cpu");
+    let before = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
+
+    // The index now lists another hash for jax: refused, env untouched.
+    h.server
+        .lie_about_hash(&h.wheel("jax").filename, &"ab".repeat(32));
+    std::fs::remove_dir_all(h.cache_dir()).unwrap();
+    let o = h.install(&["--index-url", &idx, "--installer", "uv"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let e = support::stderr(&o);
+    assert!(
+        e.contains("lists") && e.contains(&"ab".repeat(32)) && e.contains(&h.wheel("jax").sha256),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
+        before
+    );
+    h.import_in_env("cpu");
+}
+
+#[test]
+fn framework_mismatch_keeps_the_previous_env() {
+    support::require_uv();
+    let h = Harness::new(30_000);
+    let o = h.install(&["--installer", "uv"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let before = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
+
+    // The cpu lock now pins a torch built for ROCm: the check must refuse it.
+    let rocm = support::wheel::torch("2.5.2", Some("6.4.43484"), None, 30_000);
+    h.server
+        .add_wheel("torch", &rocm.filename, rocm.bytes.clone());
+    let mut wheels = vec![rocm];
+    wheels.push(support::wheel::triton("3.1.0", 1));
+    let text_lock = h.pylock_text();
+    let old = h.wheel("torch");
+    let text_lock = text_lock
+        .replace(&old.filename, &wheels[0].filename)
+        .replace(&old.sha256, &wheels[0].sha256)
+        .replace(
+            &format!("size = {}", old.bytes.len()),
+            &format!("size = {}", wheels[0].bytes.len()),
+        )
+        .replace("version = \"2.5.1\"", "version = \"2.5.2\"");
+    std::fs::write(h.lock_dir().join("pylock.cpu.toml"), text_lock).unwrap();
+    let o = h.install(&["--installer", "uv", "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["result"], "failed");
+    let ids: Vec<&str> = j["report"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec!["framework.mismatch"], "{j}");
+    assert_eq!(
+        std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
+        before
+    );
+    assert_eq!(h.import_in_env("cpu")["torch"], "2.5.1");
+    assert_eq!(
+        h.envs_entries(),
+        vec![".cpu.lock".to_string(), "cpu".to_string()]
+    );
+}
+
+#[test]
+fn env_list_and_remove() {
+    support::require_uv();
+    let h = Harness::new(10_000);
+    assert!(h.install(&["--name", "a"]).status.success());
+    assert!(h.install(&["--name", "b"]).status.success());
+    let o = h.cmd(&["env", "list", "--json"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = j["envs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["a", "b"]);
+    assert_eq!(j["envs"][0]["profile"], "cpu");
+    let o = h.cmd(&["env", "remove", "a"]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!h.env_dir("a").exists());
+    let o = h.cmd(&["env", "remove", "a"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(support::stderr(&o).contains("no greta env named \"a\""));
+    h.import_in_env("b");
+}
+
+#[test]
+fn dry_run_explains_and_writes_nothing() {
+    let h = Harness::new(1_000);
+    let o = h.install(&["--dry-run", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["result"], "planned");
+    assert_eq!(j["plan"]["profile"], "cpu");
+    assert_eq!(j["plan"]["wheels"].as_array().unwrap().len(), 3);
+    assert!(j["plan"]["reasons"][0]
+        .as_str()
+        .unwrap()
+        .contains("--profile cpu"));
+    assert!(h.server.log().is_empty());
+    assert!(!h.cache_dir().exists() && !h.envs_dir().exists());
+}
+
+#[test]
+fn malformed_lock_files_point_at_line_and_column_and_write_nothing() {
+    let h = Harness::new(1_000);
+    // A bad value in the matrix.
+    let bad = h
+        .matrix_text()
+        .replace("backend = \"cpu\"", "backend = \"tpu\"");
+    std::fs::write(h.lock_dir().join("matrix.toml"), &bad).unwrap();
+    let line = bad.lines().position(|l| l.starts_with("backend")).unwrap() + 1;
+    let o = h.install(&[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let e = support::stderr(&o);
+    assert!(e.contains(&format!("matrix.toml:{line}:11")), "{e}");
+
+    // TOML syntax error in the lockfile.
+    h.write_lock();
+    let mut lock = h.pylock_text();
+    lock.push_str("\n[[packages]\nname = \"x\"\n");
+    std::fs::write(h.lock_dir().join("pylock.cpu.toml"), &lock).unwrap();
+    let line = lock.lines().position(|l| l == "[[packages]").unwrap() + 1;
+    let o = h.install(&[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let e = support::stderr(&o);
+    assert!(e.contains(&format!("pylock.cpu.toml:{line}:")), "{e}");
+
+    // An sdist pinned instead of a wheel.
+    let lock = h
+        .pylock_text()
+        .replace(&h.wheel("jax").filename, "jax-0.4.35.tar.gz");
+    std::fs::write(h.lock_dir().join("pylock.cpu.toml"), &lock).unwrap();
+    let o = h.install(&[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(h.server.log().is_empty());
+    assert!(!h.cache_dir().exists(), "cache written on bad input");
+    assert!(!h.envs_dir().exists(), "envs written on bad input");
+}

@@ -1,0 +1,260 @@
+//! Network and disk faults during `greta install`: each ends in success or a
+//! clear error, never in a broken env; the previous env stays intact.
+
+mod support;
+
+use std::time::{Duration, Instant};
+use support::{text, Fault, Harness};
+
+fn install_ok(h: &Harness) -> serde_json::Value {
+    let o = h.install(&["--installer", "uv", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// A first good env, so every fault test can check it survives.
+fn with_previous_env(blob: usize) -> (Harness, Vec<u8>) {
+    support::require_uv();
+    let h = Harness::new(blob);
+    install_ok(&h);
+    let receipt = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
+    std::fs::remove_dir_all(h.cache_dir()).unwrap();
+    h.server.clear_log();
+    (h, receipt)
+}
+
+fn assert_previous_intact(h: &Harness, receipt: &[u8]) {
+    assert_eq!(
+        std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
+        receipt,
+        "previous env changed"
+    );
+    assert_eq!(h.import_in_env("cpu")["torch"], "2.5.1");
+    assert_eq!(
+        h.envs_entries(),
+        vec![".cpu.lock".to_string(), "cpu".to_string()],
+        "leftovers next to the env"
+    );
+}
+
+#[test]
+fn server_errors_then_success_are_retried() {
+    let (h, _) = with_previous_env(100_000);
+    let torch = h.wheel("torch").filename.clone();
+    let jax = h.wheel("jax").filename.clone();
+    h.server.fault_once(&torch, Fault::Status(500));
+    h.server.fault_once(&torch, Fault::Status(503));
+    h.server.fault_once(&jax, Fault::Status(503));
+    install_ok(&h);
+    let codes: Vec<u16> = h.server.hits(&torch).iter().map(|l| l.status).collect();
+    assert_eq!(codes, vec![500, 503, 200]);
+    h.import_in_env("cpu");
+}
+
+#[test]
+fn persistent_server_error_fails_clearly_and_keeps_the_env() {
+    let (h, receipt) = with_previous_env(50_000);
+    let triton = h.wheel("triton").filename.clone();
+    h.server.fault_always(&triton, Fault::Status(503));
+    let o = h.install(&["--installer", "uv"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let e = support::stderr(&o);
+    assert!(e.contains(&triton) && e.contains("HTTP 503"), "{e}");
+    assert_eq!(h.server.hits(&triton).len(), 5, "default 5 attempts");
+    assert_previous_intact(&h, &receipt);
+    // 404 is not retried.
+    h.server.fault_always(&triton, Fault::Status(404));
+    h.server.clear_log();
+    let o = h.install(&["--installer", "uv"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(h.server.hits(&triton).len(), 1);
+    assert_previous_intact(&h, &receipt);
+}
+
+#[test]
+fn reset_mid_body_resumes_with_range() {
+    let (h, _) = with_previous_env(400_000);
+    let torch = h.wheel("torch").filename.clone();
+    h.server.fault_once(&torch, Fault::ResetAfter(150_000));
+    h.server.fault_once(&torch, Fault::ResetAfter(100_000));
+    install_ok(&h);
+    let hits = h.server.hits(&torch);
+    assert_eq!(hits.len(), 3, "{hits:?}");
+    assert_eq!(hits[0].range, None);
+    // The second and third requests resume where the data stopped.
+    let r1: u64 = hits[1]
+        .range
+        .as_deref()
+        .unwrap()
+        .trim_start_matches("bytes=")
+        .trim_end_matches('-')
+        .parse()
+        .unwrap();
+    let r2: u64 = hits[2]
+        .range
+        .as_deref()
+        .unwrap()
+        .trim_start_matches("bytes=")
+        .trim_end_matches('-')
+        .parse()
+        .unwrap();
+    assert!(r1 > 0 && r1 <= 150_000, "{hits:?}");
+    assert!(r2 > r1 && r2 <= r1 + 100_000, "{hits:?}");
+    assert!(hits[1].status == 206 && hits[2].status == 206);
+    h.import_in_env("cpu");
+}
+
+#[test]
+fn reset_without_range_support_restarts_from_zero() {
+    let (h, _) = with_previous_env(300_000);
+    h.server.set_range_support(false);
+    let torch = h.wheel("torch").filename.clone();
+    h.server.fault_once(&torch, Fault::ResetAfter(100_000));
+    install_ok(&h);
+    let hits = h.server.hits(&torch);
+    assert_eq!(hits.len(), 2);
+    assert_eq!(hits[1].status, 200, "server ignored Range, full body taken");
+    h.import_in_env("cpu");
+}
+
+#[test]
+fn truncated_body_is_detected_and_resumed() {
+    let (h, _) = with_previous_env(200_000);
+    let jax = h.wheel("jax").filename.clone();
+    h.server.fault_once(&jax, Fault::TruncateAfter(10_000));
+    install_ok(&h);
+    let hits = h.server.hits(&jax);
+    assert_eq!(hits.len(), 2, "{hits:?}");
+    assert!(hits[1].range.is_some());
+    h.import_in_env("cpu");
+}
+
+#[test]
+fn wrong_content_is_refetched_once_then_refused() {
+    let (h, receipt) = with_previous_env(60_000);
+    let torch = h.wheel("torch").filename.clone();
+    // Once: the clean retry gets the right bytes.
+    h.server.fault_once(&torch, Fault::WrongContent);
+    install_ok(&h);
+    assert_eq!(h.server.hits(&torch).len(), 2);
+    let receipt2 = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
+    assert_ne!(receipt2, receipt);
+
+    // Always: a clear sha256 error, nothing cached, env untouched.
+    std::fs::remove_dir_all(h.cache_dir()).unwrap();
+    h.server.fault_always(&torch, Fault::WrongContent);
+    let o = h.install(&["--installer", "uv"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let e = support::stderr(&o);
+    assert!(
+        e.contains("sha256 mismatch") && e.contains(&h.wheel("torch").sha256),
+        "{e}"
+    );
+    assert!(
+        !h.cached_wheels().iter().any(|p| p.ends_with(&torch)),
+        "a bad file entered the cache"
+    );
+    assert_previous_intact(&h, &receipt2);
+}
+
+#[test]
+fn tampered_cache_file_is_detected_and_refetched() {
+    support::require_uv();
+    let h = Harness::new(80_000);
+    install_ok(&h);
+    let jax = h.wheel("jax").filename.clone();
+    let cached = h
+        .cached_wheels()
+        .into_iter()
+        .find(|p| p.ends_with(&jax))
+        .unwrap();
+    // Same size, one byte flipped, mtime unchanged in spirit: only a re-hash can tell.
+    let mut b = std::fs::read(&cached).unwrap();
+    let mid = b.len() / 3;
+    b[mid] ^= 0x01;
+    let mut perm = std::fs::metadata(&cached).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perm.set_readonly(false);
+    std::fs::set_permissions(&cached, perm).unwrap();
+    std::fs::write(&cached, &b).unwrap();
+    h.server.clear_log();
+    let j = install_ok(&h);
+    let w = j["report"]["wheels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["filename"] == jax.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(w["source"], "network", "{w}");
+    assert!(
+        w["replaced_corrupt"].as_str().unwrap().contains("sha256"),
+        "{w}"
+    );
+    assert_eq!(h.server.hits(&jax).len(), 1);
+    assert_eq!(
+        support::sha256_hex(&std::fs::read(&cached).unwrap()),
+        h.wheel("jax").sha256
+    );
+    h.import_in_env("cpu");
+}
+
+#[test]
+fn server_that_never_answers_times_out_in_bounded_time() {
+    let (h, receipt) = with_previous_env(20_000);
+    let triton = h.wheel("triton").filename.clone();
+    h.server.fault_always(&triton, Fault::Hang);
+    let t = Instant::now();
+    let o = h
+        .cmd(&[
+            "install",
+            "--profile",
+            "cpu",
+            "--python",
+            support::python().to_str().unwrap(),
+            "--no-smoke",
+        ])
+        .env("GRETA_FETCH_ATTEMPTS", "2")
+        .output()
+        .unwrap();
+    let took = t.elapsed();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let e = support::stderr(&o);
+    assert!(e.contains("timed out") && e.contains(&triton), "{e}");
+    // 2 attempts x 2 s timeout + backoff; generous bound, never a hang.
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    assert_previous_intact(&h, &receipt);
+}
+
+#[test]
+fn second_concurrent_install_is_refused_by_the_guard() {
+    support::require_uv();
+    let h = Harness::new(10_000);
+    install_ok(&h);
+    let receipt = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
+    let py = support::python();
+    let mut first = h
+        .cmd(&[
+            "install",
+            "--profile",
+            "cpu",
+            "--python",
+            py.to_str().unwrap(),
+            "--no-smoke",
+        ])
+        .env("GRETA_TEST_PAUSE_AT", "fetched")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    support::wait_for_line(&mut first, "paused at fetched");
+    let o = h.install(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        support::stderr(&o).contains("another greta install is running"),
+        "{}",
+        text(&o)
+    );
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert_previous_intact(&h, &receipt);
+}

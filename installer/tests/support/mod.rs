@@ -1,0 +1,281 @@
+//! Test harness for `greta install`: a loopback index with fresh wheels, a
+//! lock dir pointing at it, private HOME/XDG dirs, and a way to run the real
+//! `greta` binary against all of that. Nothing here touches the internet.
+
+#![allow(dead_code)]
+
+pub mod server;
+pub mod wheel;
+
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+#[allow(unused_imports)]
+pub use server::{Fault, Server};
+pub use wheel::Wheel;
+
+pub fn sha256_hex(b: &[u8]) -> String {
+    hex::encode(Sha256::digest(b))
+}
+
+/// The interpreter the tests build envs with: `GRETA_TEST_PYTHON`, else
+/// `python3` on PATH.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("GRETA_TEST_PYTHON") {
+        return PathBuf::from(p);
+    }
+    which::which("python3")
+        .expect("python3 must be on PATH for the install tests (scripts/setup.sh installs it)")
+}
+
+/// "3.11" of [`python`].
+pub fn python_xy() -> String {
+    let o = Command::new(python())
+        .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+        .output()
+        .expect("run python3");
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
+/// uv is required, never silently skipped: the product's fast path is
+/// under test.
+pub fn require_uv() -> PathBuf {
+    which::which("uv").unwrap_or_else(|_| {
+        panic!("uv is not on PATH: the install tests drive real uv. Run `bash scripts/setup.sh --test` (it runs `python3 -m pip install uv`).")
+    })
+}
+
+pub struct Harness {
+    pub server: Server,
+    pub dir: tempfile::TempDir,
+    pub wheels: Vec<Wheel>,
+}
+
+impl Harness {
+    /// A server with fake torch, triton and jax wheels (each `blob` random
+    /// bytes) and a lock dir whose `cpu` profile pins them.
+    pub fn new(blob: usize) -> Harness {
+        Self::with_wheels(vec![
+            wheel::torch("2.5.1", None, None, blob),
+            wheel::triton("3.1.0", blob / 2),
+            wheel::jax("0.4.35", blob / 3),
+        ])
+    }
+
+    pub fn with_wheels(wheels: Vec<Wheel>) -> Harness {
+        let server = Server::start();
+        for w in &wheels {
+            server.add_wheel(&w.project, &w.filename, w.bytes.clone());
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("greta-install-test")
+            .tempdir()
+            .unwrap();
+        for d in ["home", "cache", "data", "lock"] {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        let h = Harness {
+            server,
+            dir,
+            wheels,
+        };
+        h.write_lock();
+        h
+    }
+
+    pub fn lock_dir(&self) -> PathBuf {
+        self.dir.path().join("lock")
+    }
+    pub fn cache_dir(&self) -> PathBuf {
+        self.dir.path().join("cache").join("greta")
+    }
+    pub fn envs_dir(&self) -> PathBuf {
+        self.dir.path().join("data").join("greta").join("envs")
+    }
+    pub fn env_dir(&self, name: &str) -> PathBuf {
+        self.envs_dir().join(name)
+    }
+
+    pub fn wheel(&self, project: &str) -> &Wheel {
+        self.wheels.iter().find(|w| w.project == project).unwrap()
+    }
+
+    /// `lock/matrix.toml` with a `cpu` profile and `lock/pylock.cpu.toml`
+    /// pinning every wheel at its loopback URL.
+    pub fn write_lock(&self) {
+        std::fs::write(self.lock_dir().join("matrix.toml"), self.matrix_text()).unwrap();
+        std::fs::write(self.lock_dir().join("pylock.cpu.toml"), self.pylock_text()).unwrap();
+    }
+
+    pub fn matrix_text(&self) -> String {
+        let xy = python_xy();
+        format!(
+            r#"# Test matrix: one cpu profile served from a loopback index.
+schema = 1
+
+[profiles.cpu]
+backend = "cpu"
+summary = "CPU-only test profile"
+status = "locked"
+serves = "*"
+python = ["{xy}"]
+indexes = ["https://download.pytorch.org/whl/cpu"]
+requirements = ["torch", "triton", "jax"]
+lockfile = "pylock.cpu.toml"
+"#
+        )
+    }
+
+    pub fn pylock_text(&self) -> String {
+        let mut s = String::from(
+            "# Test lock for the loopback index.\nlock-version = \"1.0\"\ncreated-by = \"greta-tests\"\nrequires-python = \">=3.8\"\n",
+        );
+        for w in &self.wheels {
+            s.push_str(&format!(
+                "\n[[packages]]\nname = \"{}\"\nversion = \"{}\"\nwheels = [\n  {{ name = \"{}\", url = \"{}\", size = {}, hashes = {{ sha256 = \"{}\" }} }},\n]\n",
+                w.project,
+                w.version,
+                w.filename,
+                self.server.file_url(&w.filename),
+                w.bytes.len(),
+                w.sha256
+            ));
+        }
+        s
+    }
+
+    /// The real binary with private HOME/XDG dirs, short timeouts and backoff.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_greta"));
+        c.args(args)
+            .env("HOME", self.dir.path().join("home"))
+            .env("XDG_CACHE_HOME", self.dir.path().join("cache"))
+            .env("XDG_DATA_HOME", self.dir.path().join("data"))
+            .env("GRETA_LOCK_DIR", self.lock_dir())
+            .env("GRETA_FETCH_BACKOFF_MS", "20")
+            .env("GRETA_FETCH_TIMEOUT_S", "2")
+            .env("UV_CACHE_DIR", self.dir.path().join("cache").join("uv"))
+            .env("PIP_NO_CACHE_DIR", "1")
+            .env_remove("GRETA_TEST_PAUSE_AT")
+            .env_remove("VIRTUAL_ENV")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// `greta install --profile cpu --python <python3> --no-smoke ARGS`.
+    pub fn install(&self, extra: &[&str]) -> Output {
+        let py = python();
+        let mut args = vec![
+            "install",
+            "--profile",
+            "cpu",
+            "--python",
+            py.to_str().unwrap(),
+            "--no-smoke",
+        ];
+        args.extend_from_slice(extra);
+        self.cmd(&args).output().unwrap()
+    }
+
+    /// Imports the frameworks with the env's own python and returns what
+    /// torch says about its build.
+    pub fn import_in_env(&self, name: &str) -> serde_json::Value {
+        let py = self.env_dir(name).join("bin").join("python");
+        let o = Command::new(&py)
+            .args([
+                "-I",
+                "-c",
+                "import json, torch, triton, jax; print(json.dumps({'torch': torch.__version__, 'hip': torch.version.hip, 'triton': triton.__version__, 'jax': jax.__version__, 'file': torch.__file__}))",
+            ])
+            .output()
+            .unwrap_or_else(|e| panic!("running {}: {e}", py.display()));
+        assert!(
+            o.status.success(),
+            "import in env failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        serde_json::from_slice(&o.stdout).unwrap()
+    }
+
+    /// The receipt of an env.
+    pub fn receipt(&self, name: &str) -> serde_json::Value {
+        let p = self.env_dir(name).join("greta-env.json");
+        serde_json::from_str(
+            &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
+        )
+        .unwrap()
+    }
+
+    /// Files under the cache's verified tree.
+    pub fn cached_wheels(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        walk(&self.cache_dir().join("wheels"), &mut out);
+        out.sort();
+        out
+    }
+
+    /// Entries of the envs dir (hidden ones included): nothing half-built
+    /// may linger there after a failure.
+    pub fn envs_entries(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(self.envs_dir())
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+}
+
+fn walk(p: &Path, out: &mut Vec<PathBuf>) {
+    if let Ok(rd) = std::fs::read_dir(p) {
+        for e in rd.flatten() {
+            if e.path().is_dir() {
+                walk(&e.path(), out);
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+}
+
+pub fn text(o: &Output) -> String {
+    format!(
+        "status: {}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Reads a child's stderr until a line contains `needle` (the pause hook
+/// prints one), then keeps draining it in the background.
+pub fn wait_for_line(child: &mut std::process::Child, needle: &str) {
+    use std::io::BufRead;
+    let err = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let want = needle.to_string();
+    std::thread::spawn(move || {
+        let mut seen = String::new();
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains(&want) {
+                let _ = tx.send(Ok(()));
+            }
+        }
+        let _ = tx.send(Err(seen));
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(120)) {
+        Ok(Ok(())) => {}
+        Ok(Err(seen)) => panic!("child exited before {needle:?}:\n{seen}"),
+        Err(_) => panic!("no {needle:?} within 120 s"),
+    }
+}
