@@ -7,6 +7,7 @@ mod cmd;
 mod envs;
 mod exit;
 mod fetch;
+mod hip_worker;
 mod lock;
 mod pipeline;
 
