@@ -1,6 +1,7 @@
 // Shared helpers for greta's HIP kernels. Every kernel is `extern "C"` so
-// the runtime finds it by its plain name (greta_<op>), and indexes with
-// 32-bit integers, as the op contracts in greta-kernels promise.
+// the runtime finds it by its plain name (greta_<op>). Sizes are 32-bit, as
+// the op contracts in greta-kernels promise; grid-stride loop counters are
+// 64-bit so `i += stride` cannot wrap past a size near 2^32.
 #pragma once
 #include <hip/hip_runtime.h>
 #include <stdint.h>

@@ -10,7 +10,7 @@ extern "C" __global__ void greta_kv_update(const float* __restrict__ k_new, cons
                                            uint32_t head_dim, uint32_t pos, uint32_t n_new) {
     const uint32_t row = heads * head_dim;
     const uint32_t total = layers * n_new * row;
-    for (uint32_t g = blockIdx.x * blockDim.x + threadIdx.x; g < total; g += gridDim.x * blockDim.x) {
+    for (size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += (size_t)gridDim.x * blockDim.x) {
         const uint32_t e = g % row;
         const uint32_t lj = g / row;  // l * n_new + j
         const uint32_t j = lj % n_new, l = lj / n_new;

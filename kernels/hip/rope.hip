@@ -12,7 +12,7 @@ extern "C" __global__ void greta_rope(const float* __restrict__ x, float* __rest
                                       uint32_t heads, uint32_t head_dim, uint32_t pos0, float theta) {
     const uint32_t half = head_dim / 2;
     const uint32_t total = tokens * heads * half;
-    for (uint32_t g = blockIdx.x * blockDim.x + threadIdx.x; g < total; g += gridDim.x * blockDim.x) {
+    for (size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += (size_t)gridDim.x * blockDim.x) {
         const uint32_t i = g % half;
         const uint32_t th = g / half;  // token * heads + head
         const uint32_t t = th / heads;

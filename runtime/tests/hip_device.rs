@@ -141,4 +141,32 @@ fn every_op_matches_its_reference_on_a_real_gpu() {
         .unwrap();
     let want = reference(&op, &inputs, &[]).unwrap();
     assert!(!check::compare(&outputs[0], &want[0]).passes(op.tolerance()));
+
+    // The slow test kernel computes the documented chain...
+    let op = Op::TestSlow { iters: 1000 };
+    let mut out = vec![HostBuf::poisoned(DType::U32, 1)];
+    dev.run(&op, &[], &mut out, &RunOpts::default()).unwrap();
+    assert_eq!(
+        out[0].as_u32().unwrap()[0],
+        greta_runtime::kernels::slow_hash(1000)
+    );
+    // ...and with ~4e9 serial steps it outlasts a 20 ms limit: a timeout,
+    // after which the device is lost and refuses further work at once.
+    let op = Op::TestSlow { iters: u32::MAX };
+    let opts = RunOpts {
+        timeout: std::time::Duration::from_millis(20),
+        ..RunOpts::default()
+    };
+    let started = std::time::Instant::now();
+    let e = dev.run(&op, &[], &mut out, &opts).unwrap_err();
+    assert!(matches!(e, RuntimeError::Timeout { .. }), "{e}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "the timeout did not return promptly"
+    );
+    assert!(dev.lost().is_some());
+    let again = dev
+        .run(&Op::Noop, &[], &mut [], &RunOpts::default())
+        .unwrap_err();
+    assert!(matches!(again, RuntimeError::DeviceLost(_)), "{again}");
 }
