@@ -43,12 +43,26 @@ impl Instance {
             }
             layers.push(validation::LAYER.as_ptr());
             exts.push(ash::ext::debug_utils::NAME.as_ptr());
+            // SAFETY: plain enumeration on a loaded entry.
+            let layer_exts =
+                unsafe { entry.enumerate_instance_extension_properties(Some(validation::LAYER)) }
+                    .unwrap_or_default();
+            if layer_exts.iter().any(|e| {
+                e.extension_name_as_c_str()
+                    .is_ok_and(|n| n == ash::ext::validation_features::NAME)
+            }) {
+                exts.push(ash::ext::validation_features::NAME.as_ptr());
+            }
         }
         let app = vk::ApplicationInfo::default()
             .application_name(c"greta")
             .engine_name(c"greta-runtime")
             .api_version(vk::API_VERSION_1_2);
         let mut dbg_info = validation::messenger_info(&messages);
+        // Synchronization validation too: a missing barrier is a finding, not luck.
+        let enables = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
+        let mut features =
+            vk::ValidationFeaturesEXT::default().enabled_validation_features(&enables);
         let mut info = vk::InstanceCreateInfo::default()
             .application_info(&app)
             .enabled_layer_names(&layers)
@@ -56,6 +70,9 @@ impl Instance {
         if validation {
             // Also catches messages from vkCreateInstance/vkDestroyInstance themselves.
             info = info.push_next(&mut dbg_info);
+            if exts.contains(&ash::ext::validation_features::NAME.as_ptr()) {
+                info = info.push_next(&mut features);
+            }
         }
         // SAFETY: the create info and everything it points to live until the call returns.
         let raw = unsafe { entry.create_instance(&info, None) }.map_err(|e| match e {
