@@ -267,22 +267,31 @@ pub fn use_color(is_tty: bool) -> bool {
     is_tty && !matches!(std::env::var_os("NO_COLOR"), Some(v) if !v.is_empty())
 }
 
-/// `--from` mode: one check line per file.
-pub fn file_checks(files: &[crate::from::FileReport]) -> (Vec<CheckLine>, Vec<String>) {
+/// `--from` mode: one check line per file; its glyph is the worst finding
+/// whose evidence cites a line of that file (`!` when nothing was recognised).
+pub fn file_checks(
+    files: &[crate::from::FileReport],
+    findings: &[Finding],
+) -> (Vec<CheckLine>, Vec<String>) {
     let mut checks = Vec::new();
     let mut notes = Vec::new();
     for (i, f) in files.iter().enumerate() {
         let kinds: Vec<&str> = f.formats.iter().map(|x| x.label()).collect();
-        let (status, summary) = match (&f.note, kinds.is_empty()) {
-            (Some(n), true) => (CheckStatus::Warn, n.clone()),
-            (Some(n), false) => (
-                CheckStatus::Warn,
-                format!("{}: {}; {n}", kinds.join(" + "), f.summary),
-            ),
-            (None, _) => (
-                CheckStatus::Pass,
-                format!("{}: {}", kinds.join(" + "), f.summary),
-            ),
+        let cite = format!("{}:", f.path);
+        let worst = findings
+            .iter()
+            .filter(|x| x.evidence.iter().any(|e| e.starts_with(&cite)))
+            .map(|x| x.severity)
+            .max();
+        let status = match (worst, &f.note) {
+            (Some(Severity::Fail), _) => CheckStatus::Fail,
+            (Some(Severity::Warn), _) | (_, Some(_)) => CheckStatus::Warn,
+            _ => CheckStatus::Pass,
+        };
+        let summary = match (&f.note, kinds.is_empty()) {
+            (Some(n), true) => n.clone(),
+            (Some(n), false) => format!("{}: {}; {n}", kinds.join(" + "), f.summary),
+            (None, _) => format!("{}: {}", kinds.join(" + "), f.summary),
         };
         if let Some(n) = &f.note {
             notes.push(format!("{}: {n}", f.path));

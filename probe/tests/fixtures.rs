@@ -28,7 +28,7 @@ fn doctor_json(dir: &Path, files: &[String]) -> Value {
     let paths: Vec<PathBuf> = files.iter().map(|f| dir.join(f)).collect();
     let run = from::from_files(&paths).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let findings = rules::diagnose(&run.facts);
-    let (checks, notes) = greta_probe::report::file_checks(&run.files);
+    let (checks, notes) = greta_probe::report::file_checks(&run.files, &findings);
     let r = Report::new("from", checks, run.facts, findings, notes);
     serde_json::from_str(&r.to_json()).expect("report JSON parses")
 }

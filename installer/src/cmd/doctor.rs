@@ -44,42 +44,38 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         list_checks(args.json);
         return Ok(Exit::Pass);
     }
-    let (mode, checks, facts, notes, capture_note) = if !args.from.is_empty() {
+    // Each input gives facts plus either collector runs or per-file reports.
+    let mut notes = Vec::new();
+    let (mode, facts, runs, files) = if !args.from.is_empty() {
         let run = greta_probe::from::from_files(&args.from).context("--from")?;
-        let (checks, notes) = report::file_checks(&run.files);
-        ("from", checks, run.facts, notes, None)
+        ("from", run.facts, Vec::new(), Some(run.files))
     } else if let Some(dir) = &args.capture {
         let c = greta_probe::capture::capture(dir).context("--capture")?;
-        let note = format!(
+        notes.push(format!(
             "snapshot of {} files written to {} (replay: greta doctor --sysroot {})",
             c.files,
             c.dir.display(),
             c.dir.display()
-        );
-        (
-            "live",
-            Vec::new(),
-            c.facts,
-            Vec::new(),
-            Some((note, c.checks)),
-        )
+        ));
+        ("live", c.facts, c.checks, None)
     } else if let Some(dir) = &args.sysroot {
         let root = greta_probe::root::Root::sysroot(dir)
             .with_context(|| format!("--sysroot {}", dir.display()))?;
         let (facts, runs) = collect::collect(&root);
-        ("sysroot", check_lines(&runs, &[]), facts, Vec::new(), None)
+        ("sysroot", facts, runs, None)
     } else {
-        let root = greta_probe::root::Root::live();
-        let (facts, runs) = collect::collect(&root);
-        ("live", check_lines(&runs, &[]), facts, Vec::new(), None)
+        let (facts, runs) = collect::collect(&greta_probe::root::Root::live());
+        ("live", facts, runs, None)
     };
     let findings = rules::diagnose(&facts);
-    let (checks, mut notes) = match capture_note {
-        Some((note, runs)) => (check_lines(&runs, &findings), vec![note]),
-        None if mode == "from" => (checks, notes),
-        None => (recolour(checks, &findings), notes),
+    let checks = match &files {
+        Some(files) => {
+            let (checks, file_notes) = report::file_checks(files, &findings);
+            notes.extend(file_notes);
+            checks
+        }
+        None => check_lines(&runs, &findings),
     };
-    notes.retain(|n| !n.is_empty());
     let mut report = Report::new(mode, checks, facts, findings, notes);
     if let Some(id) = &args.check {
         let prefixes: Vec<(&str, &[&str])> =
@@ -134,13 +130,6 @@ fn check_lines(runs: &[CheckRun], findings: &[Finding]) -> Vec<CheckLine> {
             summary: r.summary.clone(),
         })
         .collect()
-}
-
-fn recolour(mut checks: Vec<CheckLine>, findings: &[Finding]) -> Vec<CheckLine> {
-    for c in &mut checks {
-        c.status = status_of(&c.id, findings);
-    }
-    checks
 }
 
 fn list_checks(json: bool) {

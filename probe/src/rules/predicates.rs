@@ -183,6 +183,19 @@ pub fn describe(g: &Gpu) -> String {
     s
 }
 
+/// Name and gfx only, for messages (evidence carries the full description).
+pub fn short(g: &Gpu) -> String {
+    let name = if g.name.is_empty() {
+        format!("{} GPU", vendor_name(g.vendor))
+    } else {
+        g.name.clone()
+    };
+    match &g.gfx {
+        Some(x) if !name.contains(x.as_str()) => format!("{name} ({x})"),
+        _ => name,
+    }
+}
+
 fn vendor_name(v: Vendor) -> &'static str {
     match v {
         Vendor::Amd => "AMD",
