@@ -86,6 +86,42 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
+    /// An empty record (every field zero/empty), for backends filling fields
+    /// one by one and for tests.
+    pub fn placeholder() -> Self {
+        DeviceInfo {
+            backend: BackendKind::Vulkan,
+            index: 0,
+            name: String::new(),
+            vendor_id: 0,
+            device_id: 0,
+            device_type: DeviceType::Other,
+            driver_id: String::new(),
+            driver_name: String::new(),
+            driver_info: String::new(),
+            driver_version: 0,
+            driver_version_text: String::new(),
+            api_version: String::new(),
+            uuid: String::new(),
+            fp16: false,
+            int8: false,
+            subgroup_size: 0,
+            min_subgroup_size: 0,
+            max_subgroup_size: 0,
+            coop_matrix: Vec::new(),
+            memory_heaps: Vec::new(),
+            timestamps: false,
+            timestamp_period_ns: 0.0,
+            max_storage_buffer_range: 0,
+            max_allocation_size: 0,
+            max_workgroup_count: [0; 3],
+            max_workgroup_invocations: 0,
+            max_shared_memory: 0,
+            also_exposed_by: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
     /// A CPU implementation (lavapipe/llvmpipe, SwiftShader).
     pub fn is_cpu(&self) -> bool {
         self.device_type == DeviceType::Cpu

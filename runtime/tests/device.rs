@@ -117,3 +117,53 @@ fn no_driver_is_a_clear_error() {
     );
     assert!(out.status.success() && text.contains("CHILD-OK"), "{text}");
 }
+
+/// One device behind two ICD manifests (the loader lists it twice, same
+/// deviceUUID) is counted once, and the entry says so.
+#[test]
+fn duplicate_icd_counted_once() {
+    if std::env::var("GRETA_CHILD_DUP_ICD").is_ok() {
+        let list = greta_runtime::list_devices(BackendKind::Vulkan).unwrap();
+        assert_eq!(list.len(), 1, "{list:#?}");
+        assert_eq!(list[0].also_exposed_by, vec!["MESA_LLVMPIPE".to_string()]);
+        assert!(
+            list[0].notes.iter().any(|n| n.contains("listed twice")),
+            "{:?}",
+            list[0].notes
+        );
+        let dev = Device::open(&DeviceSelect::Cpu).unwrap();
+        assert_eq!(dev.info().index, 0);
+        println!("CHILD-OK");
+        return;
+    }
+    let icd = [
+        "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+        "/usr/share/vulkan/icd.d/lvp_icd.json",
+    ]
+    .into_iter()
+    .find(|p| std::path::Path::new(p).exists());
+    let Some(icd) = icd else {
+        panic!("lavapipe ICD manifest not found (install mesa-vulkan-drivers)");
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
+    std::fs::copy(icd, &a).unwrap();
+    std::fs::copy(icd, &b).unwrap();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "duplicate_icd_counted_once", "--nocapture"])
+        .env("GRETA_CHILD_DUP_ICD", "1")
+        .env(
+            "VK_DRIVER_FILES",
+            format!("{}:{}", a.display(), b.display()),
+        )
+        .env_remove("VK_ICD_FILENAMES")
+        .env_remove("GRETA_VK_VALIDATION")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success() && text.contains("CHILD-OK"), "{text}");
+}

@@ -267,37 +267,66 @@ fn driver_rank(d: &DeviceInfo) -> u32 {
 /// of the first occurrence), recording the others in `also_exposed_by` and a
 /// note, then numbers the list.
 pub fn dedupe(all: Vec<Physical>) -> Vec<Physical> {
-    let mut out: Vec<Physical> = Vec::new();
-    for p in all {
-        if let Some(slot) = out
-            .iter_mut()
-            .find(|q| q.info.uuid == p.info.uuid && !p.info.is_cpu())
-        {
-            let (keep, drop) = if driver_rank(&p.info) < driver_rank(&slot.info) {
-                let old = std::mem::replace(slot, p);
-                (slot, old)
-            } else {
-                (slot, p)
-            };
-            keep.info
-                .also_exposed_by
-                .extend(drop.info.also_exposed_by.iter().cloned());
-            keep.info.also_exposed_by.push(drop.info.driver_id.clone());
-            let note = format!(
-                "{} is exposed by two drivers ({} and {}, same deviceUUID); greta uses {}. \
-                 Choose with AMD_VULKAN_ICD or VK_DRIVER_FILES",
-                keep.info.name, keep.info.driver_id, drop.info.driver_id, keep.info.driver_id
-            );
-            tracing::info!("{note}");
-            keep.info.notes.push(note);
+    let infos: Vec<DeviceInfo> = all.iter().map(|p| p.info.clone()).collect();
+    let (keep, merged) = dedupe_infos(infos);
+    let mut slots: Vec<Option<Physical>> = all.into_iter().map(Some).collect();
+    keep.iter()
+        .zip(merged)
+        .map(|(&k, info)| {
+            let mut p = slots[k].take().unwrap();
+            p.info = info;
+            p
+        })
+        .collect()
+}
+
+/// The de-duplication itself, on infos: which originals to keep (indices,
+/// in output order) and their updated infos.
+pub fn dedupe_infos(all: Vec<DeviceInfo>) -> (Vec<usize>, Vec<DeviceInfo>) {
+    let mut keep: Vec<usize> = Vec::new();
+    let mut out: Vec<DeviceInfo> = Vec::new();
+    for (i, d) in all.into_iter().enumerate() {
+        let Some(pos) = out.iter().position(|q| q.uuid == d.uuid) else {
+            keep.push(i);
+            out.push(d);
+            continue;
+        };
+        let (winner, loser) = if driver_rank(&d) < driver_rank(&out[pos]) {
+            keep[pos] = i;
+            (
+                d,
+                std::mem::replace(&mut out[pos], DeviceInfo::placeholder()),
+            )
         } else {
-            out.push(p);
-        }
+            (
+                std::mem::replace(&mut out[pos], DeviceInfo::placeholder()),
+                d,
+            )
+        };
+        let mut winner = winner;
+        winner
+            .also_exposed_by
+            .extend(loser.also_exposed_by.iter().cloned());
+        winner.also_exposed_by.push(loser.driver_id.clone());
+        let note = if winner.driver_id == loser.driver_id {
+            format!(
+                "{} is listed twice by the Vulkan loader ({} both times, same deviceUUID: two ICD manifests for one driver?); greta counts it once",
+                winner.name, winner.driver_id
+            )
+        } else {
+            format!(
+                "{} is exposed by two drivers ({} and {}, same deviceUUID); greta uses {}. Choose with AMD_VULKAN_ICD or VK_DRIVER_FILES",
+                winner.name, winner.driver_id, loser.driver_id, winner.driver_id
+            )
+        };
+        tracing::info!("{note}");
+        winner.notes.push(note);
+        out[pos] = winner;
     }
-    for (i, p) in out.iter_mut().enumerate() {
-        p.info.index = i;
+    for (i, d) in out.iter_mut().enumerate() {
+        d.index = i;
     }
-    out
+    (keep, out)
 }
 
 fn type_rank(t: DeviceType) -> u32 {
@@ -354,5 +383,52 @@ pub fn choose(list: &[Physical], sel: &DeviceSelect) -> Result<usize, RuntimeErr
                     ))
                 })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(name: &str, driver: &str, uuid: &str) -> DeviceInfo {
+        let mut d = DeviceInfo::placeholder();
+        d.name = name.into();
+        d.driver_id = driver.into();
+        d.uuid = uuid.into();
+        d.device_type = DeviceType::IntegratedGpu;
+        d
+    }
+
+    #[test]
+    fn one_gpu_two_drivers_keeps_radv() {
+        let (keep, out) = dedupe_infos(vec![
+            info("AMD Radeon 760M (AMDVLK)", "AMD_OPEN_SOURCE", "aa"),
+            info("llvmpipe", "MESA_LLVMPIPE", "cc"),
+            info("AMD Radeon 760M (RADV GFX1103_R1)", "MESA_RADV", "aa"),
+        ]);
+        assert_eq!(keep, vec![2, 1]);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].driver_id, "MESA_RADV");
+        assert_eq!(out[0].index, 0);
+        assert_eq!(out[1].index, 1);
+        assert_eq!(out[0].also_exposed_by, vec!["AMD_OPEN_SOURCE".to_string()]);
+        assert!(
+            out[0]
+                .notes
+                .iter()
+                .any(|n| n.contains("greta uses MESA_RADV")),
+            "{:?}",
+            out[0].notes
+        );
+    }
+
+    #[test]
+    fn first_of_equals_kept() {
+        let (keep, out) = dedupe_infos(vec![
+            info("a", "AMD_PROPRIETARY", "x"),
+            info("b", "AMD_OPEN_SOURCE", "x"),
+        ]);
+        assert_eq!(keep, vec![0]);
+        assert_eq!(out[0].name, "a");
     }
 }
