@@ -1,0 +1,121 @@
+//! No panic and no hang on garbage anywhere: every file of the synthetic
+//! machines replaced by fresh random bytes, emptied, or made huge.
+
+use std::path::{Path, PathBuf};
+
+use greta_probe::collect::collect;
+use greta_probe::root::Root;
+use rand::{Rng, RngCore};
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let src = entry.path();
+        let dst = to.join(entry.file_name());
+        let ft = std::fs::symlink_metadata(&src).unwrap().file_type();
+        if ft.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if ft.is_dir() {
+            std::fs::create_dir_all(&dst).unwrap();
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        let ft = std::fs::symlink_metadata(&p).unwrap().file_type();
+        if ft.is_dir() {
+            files(&p, out);
+        } else if ft.is_file() {
+            out.push(p);
+        }
+    }
+}
+
+fn trees() -> Vec<PathBuf> {
+    let base = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sysroots");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&base)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
+    assert!(
+        v.len() >= 6,
+        "synthetic trees missing under {}",
+        base.display()
+    );
+    v
+}
+
+#[test]
+fn random_bytes_everywhere_never_panic() {
+    let mut rng = rand::thread_rng();
+    for tree in trees() {
+        for round in 0..3 {
+            let tmp = tempfile::tempdir().unwrap();
+            copy_tree(&tree, tmp.path());
+            let mut all = Vec::new();
+            files(tmp.path(), &mut all);
+            for f in &all {
+                let len = match round {
+                    0 => 0,
+                    1 => rng.gen_range(1..64),
+                    _ => rng.gen_range(64..8192),
+                };
+                let mut bytes = vec![0u8; len];
+                rng.fill_bytes(&mut bytes);
+                // Sometimes keep a plausible line so parsers get further.
+                if rng.gen_bool(0.3) {
+                    bytes.extend_from_slice(b"\ngfx_target_version 90402\nsimd_count 9999999999\n");
+                }
+                std::fs::write(f, &bytes).unwrap();
+            }
+            let root = Root::sysroot(tmp.path()).unwrap();
+            let (facts, checks) = collect(&root);
+            assert_eq!(checks.len(), 7, "{}", tree.display());
+            // Whatever was concluded must still serialise.
+            serde_json::to_string(&facts).unwrap();
+        }
+    }
+}
+
+#[test]
+fn huge_and_truncated_files_are_read_capped() {
+    let tree = trees()
+        .into_iter()
+        .find(|t| t.ends_with("mi300x-vf"))
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&tree, tmp.path());
+    // A 4 GiB sparse KFD properties file.
+    for rel in ["sys/class/kfd/kfd/topology/nodes/1/properties"] {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(tmp.path().join(rel))
+            .unwrap();
+        f.set_len(4 << 30).unwrap();
+    }
+    // And a captured rocminfo that is 2 MiB of one binary "line".
+    let mut junk = vec![0u8; 2 << 20];
+    rand::thread_rng().fill_bytes(&mut junk);
+    junk.retain(|&b| b != b'\n');
+    std::fs::write(tmp.path().join(".greta/cmd/rocminfo.txt"), &junk).unwrap();
+    let root = Root::sysroot(tmp.path()).unwrap();
+    let (facts, _) = collect(&root);
+    // PCI still names the GPU; the zero-filled/binary files add no gfx target.
+    assert!(facts
+        .gpus
+        .iter()
+        .any(|g| g.name == "AMD Instinct MI300X VF"));
+    assert!(
+        facts.gpus.iter().all(|g| g.gfx.is_none()),
+        "{:#?}",
+        facts.gpus
+    );
+}
