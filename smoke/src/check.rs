@@ -8,19 +8,12 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The word every output buffer is filled with before a run: a quiet NaN
-/// with a recognisable payload, so an unwritten element is both non-finite
-/// (fails any float check) and an unlikely integer (fails any exact check).
-pub const POISON_BITS: u32 = 0x7FC0_BAD5;
-
-/// Fill `buf` with [`POISON_BITS`] (little-endian words; a trailing partial
-/// word gets the leading bytes of the pattern).
-pub fn poison_bytes(buf: &mut [u8]) {
-    let word = POISON_BITS.to_le_bytes();
-    for (i, b) in buf.iter_mut().enumerate() {
-        *b = word[i % 4];
-    }
-}
+/// The f32 poison every float output buffer is filled with before a run
+/// (greta-kernels' `HostBuf::poisoned`): a quiet NaN with a recognisable
+/// payload, so an unwritten element is non-finite and named as such.
+pub const POISON_BITS: u32 = 0x7fc0_dead;
+/// The u32 poison: a value no fill pattern or copy input uses.
+pub const POISON_U32: u32 = 0xdead_beef;
 
 /// Fill an f32 slice with the poison NaN.
 pub fn poison_f32(buf: &mut [f32]) {
@@ -88,7 +81,13 @@ pub fn check_f32(out: &[f32], reference: &[f64], tol: Tolerance) -> CheckOutcome
             )),
         };
     }
-    if let Some(i) = reference.iter().position(|r| !r.is_finite()) {
+    check_f32_by(out, |i| reference[i], tol)
+}
+
+/// [`check_f32`] with the reference computed element by element, for
+/// buffers too large to hold an f64 copy of (streaming checks).
+pub fn check_f32_by(out: &[f32], reference: impl Fn(usize) -> f64, tol: Tolerance) -> CheckOutcome {
+    if let Some(i) = (0..out.len()).find(|&i| !reference(i).is_finite()) {
         // A reference bug, never the device's: still fail so it gets fixed.
         return CheckOutcome {
             pass: false,
@@ -106,7 +105,8 @@ pub fn check_f32(out: &[f32], reference: &[f64], tol: Tolerance) -> CheckOutcome
     let mut non_finite = 0usize;
     let mut mismatches = 0usize;
     let mut first_bad: Option<usize> = None;
-    for (i, (&o, &r)) in out.iter().zip(reference).enumerate() {
+    for (i, &o) in out.iter().enumerate() {
+        let r = reference(i);
         ref_sq += r * r;
         if !o.is_finite() {
             non_finite += 1;
@@ -147,7 +147,7 @@ pub fn check_f32(out: &[f32], reference: &[f64], tol: Tolerance) -> CheckOutcome
                     "{mismatches} of {} elements differ; first at [{i}]: got {}, want {}",
                     out.len(),
                     out[i],
-                    reference[i] as f32
+                    reference(i) as f32
                 ))
             }
             Tolerance::Exact => None,
@@ -203,7 +203,7 @@ pub fn check_u32(out: &[u32], reference: &[u32]) -> CheckOutcome {
         }
     }
     let reason = first_bad.map(|i| {
-        let got = if out[i] == POISON_BITS {
+        let got = if out[i] == POISON_U32 {
             "never written (still the poison value)".to_string()
         } else {
             format!("{:#010x}", out[i])
@@ -286,14 +286,13 @@ mod tests {
     }
 
     #[test]
-    fn poison_bytes_reads_back_as_the_poison_nan() {
-        let mut b = vec![0u8; 64];
-        poison_bytes(&mut b);
-        for w in b.chunks_exact(4) {
-            let x = f32::from_le_bytes(w.try_into().unwrap());
-            assert!(x.is_nan());
-            assert_eq!(x.to_bits(), POISON_BITS);
-        }
+    fn poison_matches_what_buffers_are_filled_with() {
+        use greta_kernels::{DType, HostBuf};
+        let f = HostBuf::poisoned(DType::F32, 1);
+        assert_eq!(f.as_f32().unwrap()[0].to_bits(), POISON_BITS);
+        assert!(f32::from_bits(POISON_BITS).is_nan());
+        let u = HostBuf::poisoned(DType::U32, 1);
+        assert_eq!(u.as_u32().unwrap()[0], POISON_U32);
     }
 
     #[test]
@@ -367,7 +366,7 @@ mod tests {
         let r: Vec<u32> = (0..100u32).map(|i| i.wrapping_mul(2654435761)).collect();
         assert!(check_u32(&r, &r).pass);
         let mut o = r.clone();
-        o[99] = POISON_BITS;
+        o[99] = POISON_U32;
         let c = check_u32(&o, &r);
         assert!(!c.pass);
         assert_eq!(c.first_bad, Some(99));

@@ -182,7 +182,7 @@ fn locate(text: &str, needle: &str) -> (usize, usize) {
 /// `smoke/data/floors.toml`: healthy rates per device class.
 pub const BUILTIN_FLOORS: &str = include_str!("../data/floors.toml");
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClassFile {
     #[serde(default, rename = "class")]

@@ -105,6 +105,10 @@ pub struct DeviceRun {
     /// Seconds spent opening the device (instance, pipelines).
     pub open_s: f64,
     pub gates: Vec<GateResult>,
+    /// Validation-layer messages (Vulkan with `GRETA_VK_VALIDATION=1`); each
+    /// also fails the gate during which it was raised.
+    #[serde(default)]
+    pub validation_messages: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -142,6 +146,9 @@ pub struct GateResult {
     pub metrics: Option<Metrics>,
     pub floor: Option<Floor>,
     pub wall_s: f64,
+    /// The kernel variant the backend ran (e.g. `gemm_f16_coopmat`).
+    #[serde(default)]
+    pub kernel: Option<String>,
 }
 
 /// Unit of a gate's rate; the direction of "better" follows from it.
@@ -188,6 +195,10 @@ pub struct Metrics {
     /// Bytes one dispatch must move, and flops it must do (what the rate is of).
     pub bytes: u64,
     pub flops: u64,
+    /// `device_timestamps`, or `wall_clock` where the device has no usable
+    /// timestamps (times then include submission overhead).
+    #[serde(default)]
+    pub timing: Option<String>,
 }
 
 /// A performance floor that applied to a gate.
@@ -418,6 +429,7 @@ pub(crate) mod tests {
             wall_median_us: Some(300.0),
             bytes: 1 << 20,
             flops: 0,
+            timing: Some("device_timestamps".into()),
         };
         Report {
             schema: SCHEMA.into(),
@@ -450,6 +462,7 @@ pub(crate) mod tests {
                 status: RunStatus::Fail,
                 lost: None,
                 open_s: 0.2,
+                validation_messages: vec![],
                 gates: vec![
                     GateResult {
                         id: "copy.bw".into(),
@@ -469,6 +482,7 @@ pub(crate) mod tests {
                             passed: true,
                         }),
                         wall_s: 0.1,
+                        kernel: Some("copy".into()),
                     },
                     GateResult {
                         id: "softmax.256x1024".into(),
@@ -485,6 +499,7 @@ pub(crate) mod tests {
                         }),
                         floor: None,
                         wall_s: 0.2,
+                        kernel: None,
                     },
                     GateResult {
                         id: "gemm_f16.256".into(),
@@ -497,6 +512,7 @@ pub(crate) mod tests {
                         metrics: None,
                         floor: None,
                         wall_s: 0.0,
+                        kernel: None,
                     },
                 ],
             }],

@@ -1,11 +1,163 @@
-//! `greta smoke` (not yet implemented).
+//! `greta smoke`: run the device gates (greta-smoke) and exit 0 pass,
+//! 1 a gate failed, 2 could not run. All the work is in greta-smoke; this
+//! is flags, output and exit codes.
 
 use crate::exit::Exit;
+use greta_smoke::gates::Catalog;
+use greta_smoke::{BackendChoice, DeviceChoice, Options, Profile, SmokeError};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
 
-#[derive(clap::Args)]
-pub struct Args {}
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Exit codes: 0 every gate passed, 1 a gate failed, 2 could not run \
+(no usable device, bad flags, bad baseline). Gates and profiles: docs/smoke.md, --list-gates."
+)]
+pub struct Args {
+    /// Gate set: ultrasafe, fill, default, standard, perf.
+    #[arg(long, default_value = "default", value_parser = parse_profile)]
+    pub profile: Profile,
+    /// Device: an index from the backend's list, `all`, `cpu` (lavapipe), `auto`, or a name fragment.
+    #[arg(long, default_value = "auto", value_parser = parse_device)]
+    pub device: DeviceChoice,
+    /// Run only this gate (repeatable; any profile's gate id, see --list-gates).
+    #[arg(long = "gate", value_name = "ID")]
+    pub gates: Vec<String>,
+    /// Clean repeats each gate needs, each with fresh random inputs (default: the profile's).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub repeat: Option<u32>,
+    /// Limit for each GPU submission, in seconds; a timeout fails the gate and ends the device's run.
+    #[arg(long, value_name = "SECS", default_value_t = greta_smoke::session::DEFAULT_TIMEOUT_S as f64, value_parser = parse_timeout)]
+    pub timeout: f64,
+    /// Print the result JSON (schema greta.smoke/v1) on stdout; the table goes to stderr.
+    #[arg(long)]
+    pub json: bool,
+    /// Directory for the dated result JSON and CSV (default: $XDG_DATA_HOME/greta/smoke).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// An earlier result JSON: fail a gate whose rate falls under --floor-fraction of its rate there.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Fraction of the baseline (or device-class) rate a gate must reach.
+    #[arg(long, value_name = "F", default_value_t = greta_smoke::floors::DEFAULT_FLOOR_FRACTION)]
+    pub floor_fraction: f64,
+    /// List every gate and profile, then exit.
+    #[arg(long)]
+    pub list_gates: bool,
+    /// Device backend: auto, vulkan, hip.
+    #[arg(long, default_value = "auto", value_parser = parse_backend)]
+    pub backend: BackendChoice,
+    /// Extra f16 deny-list file (format of smoke/data/deny.toml), on top of the built-in list.
+    #[arg(long, value_name = "FILE")]
+    pub deny_list: Option<PathBuf>,
+    /// Base seed of the random inputs (default: from the clock; always recorded in the results).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// No progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// TEST-ONLY: make the deliberately broken/slow gates selectable (also GRETA_SMOKE_TEST_GATES=1).
+    #[arg(
+        long,
+        hide = true,
+        env = "GRETA_SMOKE_TEST_GATES",
+        value_parser = parse_flag,
+        default_value = "0",
+        num_args = 0..=1,
+        default_missing_value = "1"
+    )]
+    pub include_test_gates: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<Exit> {
-    eprintln!("greta smoke: not yet implemented");
-    Ok(Exit::Undecided)
+fn parse_profile(s: &str) -> Result<Profile, String> {
+    s.parse()
+}
+
+fn parse_device(s: &str) -> Result<DeviceChoice, String> {
+    s.parse()
+}
+
+fn parse_backend(s: &str) -> Result<BackendChoice, String> {
+    s.parse()
+}
+
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("not a number of seconds: {s:?}"))?;
+    if v.is_finite() && v > 0.0 && v <= 86_400.0 {
+        Ok(v)
+    } else {
+        Err(format!(
+            "must be more than 0 and at most 86400 seconds, got {s}"
+        ))
+    }
+}
+
+/// `1`/`true`/`yes` on, `0`/`false`/`no`/empty off (also for the env var).
+fn parse_flag(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "" | "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("expected 1 or 0, got {s:?}")),
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<Exit> {
+    if args.list_gates {
+        print!(
+            "{}",
+            greta_smoke::table::list_gates(&Catalog::builtin(), args.include_test_gates)
+        );
+        return Ok(Exit::Pass);
+    }
+    let opts = Options {
+        profile: args.profile,
+        device: args.device,
+        backend: args.backend,
+        gates: args.gates,
+        repeat: args.repeat,
+        timeout: Duration::from_secs_f64(args.timeout),
+        out_dir: args.out,
+        write_results: true,
+        baseline: args.baseline,
+        floor_fraction: args.floor_fraction,
+        deny_list: args.deny_list,
+        include_test_gates: args.include_test_gates,
+        seed: args.seed,
+        progress: !args.no_progress,
+    };
+    let outcome = match greta_smoke::run_profile(&opts) {
+        Ok(o) => o,
+        Err(e) => {
+            let what = match e {
+                SmokeError::Usage(_) => "bad arguments",
+                SmokeError::NoDevice(_) => "could not run",
+                SmokeError::Input(_) => "bad input file",
+            };
+            eprintln!("greta smoke: {what}: {e}");
+            return Ok(Exit::Undecided);
+        }
+    };
+    let table = greta_smoke::table::render(&outcome.report);
+    if args.json {
+        eprint!("{table}");
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", outcome.report.to_json())?;
+        out.flush()?;
+    } else {
+        print!("{table}");
+    }
+    if let Some(w) = &outcome.written {
+        eprintln!("results: {} (csv: {})", w.json.display(), w.csv.display());
+    }
+    if let Some(e) = &outcome.write_error {
+        eprintln!("greta smoke: could not write results: {e}");
+    }
+    Ok(match outcome.exit_code() {
+        0 => Exit::Pass,
+        1 => Exit::Fail,
+        _ => Exit::Undecided,
+    })
 }

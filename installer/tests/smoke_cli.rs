@@ -1,0 +1,500 @@
+//! `greta smoke` end to end on Mesa lavapipe (the CPU Vulkan device), with
+//! the validation layers on: any validation message fails a gate and so the
+//! test. Runs the real binary; checks exit codes, the result files and the
+//! JSON on stdout.
+
+use greta_smoke::results::{GateStatus, Report, RunStatus, CSV_COLUMNS};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+fn greta(args: &[&str], envs: &[(&str, &str)], data_home: &Path) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_greta"));
+    cmd.arg("smoke")
+        .args(args)
+        .env("GRETA_VK_VALIDATION", "1")
+        .env("XDG_DATA_HOME", data_home)
+        .env_remove("GRETA_SMOKE_TEST_GATES");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let t = Instant::now();
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = cmd.output().expect("greta runs");
+    let run = Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        elapsed: t.elapsed(),
+    };
+    eprintln!(
+        "greta smoke {} -> {} in {:?}\n--- stdout\n{}--- stderr\n{}",
+        args.join(" "),
+        run.code,
+        run.elapsed,
+        run.stdout,
+        run.stderr
+    );
+    run
+}
+
+/// Run on lavapipe with --json; parse stdout.
+fn json_run(args: &[&str], envs: &[(&str, &str)], dir: &Path) -> (Run, Report) {
+    let mut all = vec!["--device", "cpu", "--json", "--out"];
+    let out = dir.join("out");
+    let out_s = out.to_str().unwrap().to_string();
+    all.push(&out_s);
+    all.extend_from_slice(args);
+    let run = greta(&all, envs, dir);
+    let report: Report = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not a greta.smoke/v1 report: {e}"));
+    (run, report)
+}
+
+fn assert_no_validation_messages(r: &Report) {
+    for d in &r.devices {
+        assert!(
+            d.validation_messages.is_empty(),
+            "validation layer: {:?}",
+            d.validation_messages
+        );
+    }
+}
+
+fn result_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn assert_all_pass(r: &Report, run: &Run, expect: &[&str]) {
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(r.status, RunStatus::Pass);
+    assert_no_validation_messages(r);
+    let d = &r.devices[0];
+    assert_eq!(d.backend, "vulkan");
+    assert_eq!(d.device.device_type, "cpu", "tests run on lavapipe");
+    let ids: Vec<&str> = d.gates.iter().map(|g| g.id.as_str()).collect();
+    assert_eq!(ids, expect);
+    for g in &d.gates {
+        assert_eq!(g.status, GateStatus::Pass, "{}: {:?}", g.id, g.reason);
+        let m = g.metrics.as_ref().unwrap();
+        assert_eq!(m.repeats_clean, m.repeats_total);
+        assert!(m.rate.unwrap() > 0.0, "{} has no rate", g.id);
+        assert!(m.rel_err.is_some() && m.max_abs_err.is_some());
+    }
+}
+
+#[test]
+fn ultrasafe_passes_on_lavapipe_and_writes_json_and_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, r) = json_run(&["--profile", "ultrasafe"], &[], dir.path());
+    assert_all_pass(&r, &run, &["fill.tiny", "copy.tiny"]);
+    assert_eq!(r.schema, "greta.smoke/v1");
+    assert_eq!(r.profile, "ultrasafe");
+    for g in &r.devices[0].gates {
+        assert_eq!(g.metrics.as_ref().unwrap().repeats_total, 2);
+    }
+    // The dated files in --out: the JSON is what stdout printed.
+    let files = result_files(&dir.path().join("out"));
+    assert_eq!(files.len(), 2, "{files:?}");
+    let json = files
+        .iter()
+        .find(|p| p.extension().unwrap() == "json")
+        .unwrap();
+    let name = json.file_name().unwrap().to_str().unwrap();
+    assert!(
+        name.starts_with("smoke-") && name.ends_with("-ultrasafe.json"),
+        "{name}"
+    );
+    let on_disk: Report = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    assert_eq!(on_disk, r);
+    let csv = std::fs::read_to_string(json.with_extension("csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next().unwrap(), CSV_COLUMNS.join(","));
+    assert_eq!(lines.count(), 2);
+    assert!(
+        run.stderr.contains("smoke ultrasafe: PASS"),
+        "table on stderr with --json"
+    );
+}
+
+#[test]
+fn default_profile_passes_on_lavapipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, r) = json_run(&["--profile", "default", "--no-progress"], &[], dir.path());
+    assert_all_pass(
+        &r,
+        &run,
+        &[
+            "noop.dispatch",
+            "fill.16m",
+            "copy.16m",
+            "vec_add.1m",
+            "gemm_f32.256",
+            "rmsnorm.256x1024",
+            "layernorm.256x1024",
+            "softmax.256x1024",
+            "rope.64x8x128",
+            "kv_update.2x256x8x128",
+            "gemm_f16.256",
+        ],
+    );
+    for g in &r.devices[0].gates {
+        assert_eq!(g.metrics.as_ref().unwrap().repeats_total, 10, "{}", g.id);
+    }
+}
+
+#[test]
+fn default_profile_without_json_prints_the_table_and_writes_under_xdg_data_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = greta(
+        &["--device", "cpu", "--profile", "ultrasafe", "--repeat", "1"],
+        &[],
+        dir.path(),
+    );
+    assert_eq!(run.code, 0);
+    assert!(run.stdout.contains("fill.tiny") && run.stdout.contains("PASS"));
+    let files = result_files(&dir.path().join("greta/smoke"));
+    assert_eq!(files.len(), 2, "{files:?}");
+}
+
+#[test]
+fn broken_kernel_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, r) = json_run(
+        &[
+            "--gate",
+            "test.broken_copy",
+            "--gate",
+            "copy.tiny",
+            "--repeat",
+            "3",
+        ],
+        &[("GRETA_SMOKE_TEST_GATES", "1")],
+        dir.path(),
+    );
+    assert_eq!(run.code, 1, "a failed gate is exit 1");
+    assert_eq!(r.status, RunStatus::Fail);
+    assert_no_validation_messages(&r);
+    let gates = &r.devices[0].gates;
+    let ok = gates.iter().find(|g| g.id == "copy.tiny").unwrap();
+    assert_eq!(
+        ok.status,
+        GateStatus::Pass,
+        "the correct copy passes beside it"
+    );
+    let bad = gates.iter().find(|g| g.id == "test.broken_copy").unwrap();
+    assert_eq!(bad.status, GateStatus::Fail);
+    let why = bad.reason.as_deref().unwrap();
+    assert!(why.contains("0/3 clean repeats"), "{why}");
+    // Element n/2 is skipped by the broken kernel: named by index.
+    assert!(why.contains("[2048]"), "{why}");
+    assert_eq!(bad.metrics.as_ref().unwrap().repeats_clean, 0);
+}
+
+#[test]
+fn test_gates_are_hidden_without_the_test_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = greta(
+        &["--device", "cpu", "--gate", "test.broken_copy"],
+        &[],
+        dir.path(),
+    );
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("unknown gate \"test.broken_copy\""),
+        "{}",
+        run.stderr
+    );
+    let run = greta(&["--list-gates"], &[], dir.path());
+    assert!(!run.stdout.contains("test.slow"));
+    let run = greta(&["--list-gates", "--include-test-gates"], &[], dir.path());
+    assert!(run.stdout.contains("test.slow") && run.stdout.contains("TEST-ONLY"));
+}
+
+#[test]
+fn slow_kernel_times_out_promptly_and_the_device_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, r) = json_run(
+        &[
+            "--gate",
+            "copy.tiny",
+            "--gate",
+            "test.slow",
+            "--gate",
+            "gemm_f16.256",
+            "--timeout",
+            "0.3",
+        ],
+        &[("GRETA_SMOKE_TEST_GATES", "1")],
+        dir.path(),
+    );
+    assert_eq!(run.code, 1);
+    // The kernel alone runs for seconds on lavapipe; greta must not wait
+    // for it (nor hang tearing the device down).
+    assert!(
+        run.elapsed < Duration::from_secs(20),
+        "took {:?}",
+        run.elapsed
+    );
+    let d = &r.devices[0];
+    let by_id = |id: &str| d.gates.iter().find(|g| g.id == id).unwrap();
+    assert_eq!(by_id("copy.tiny").status, GateStatus::Pass);
+    let slow = by_id("test.slow");
+    assert_eq!(slow.status, GateStatus::Fail);
+    let why = slow.reason.as_deref().unwrap();
+    assert!(
+        why.contains("timeout") && why.contains("did not complete within"),
+        "{why}"
+    );
+    let after = by_id("gemm_f16.256");
+    assert_eq!(after.status, GateStatus::Skip);
+    assert!(after.reason.as_deref().unwrap().contains("device lost"));
+    assert!(d.lost.as_deref().unwrap().contains("test.slow"));
+}
+
+/// A real run's JSON with every rate replaced: a baseline to compare against.
+fn baseline_with_rate(dir: &Path, rate: f64) -> PathBuf {
+    let (run, mut r) = json_run(&["--profile", "ultrasafe"], &[], dir);
+    assert_eq!(run.code, 0);
+    for g in &mut r.devices[0].gates {
+        g.metrics.as_mut().unwrap().rate = Some(rate);
+    }
+    let p = dir.join(format!("baseline-{rate:e}.json"));
+    std::fs::write(&p, serde_json::to_string_pretty(&r).unwrap()).unwrap();
+    p
+}
+
+#[test]
+fn baseline_floors_pass_and_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    // A baseline far below anything measurable: the floors hold.
+    let low = baseline_with_rate(dir.path(), 1e-9);
+    let (run, r) = json_run(
+        &[
+            "--profile",
+            "ultrasafe",
+            "--baseline",
+            low.to_str().unwrap(),
+        ],
+        &[],
+        dir.path(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for g in &r.devices[0].gates {
+        let f = g.floor.as_ref().expect("baseline floor applied");
+        assert!(f.passed);
+        assert_eq!(f.fraction, 0.75);
+        assert!((f.limit - 0.75e-9).abs() < 1e-18);
+        assert!(f.source.contains("baseline-1e-9.json"));
+    }
+    assert_eq!(r.settings.baseline.as_deref(), Some(low.to_str().unwrap()));
+
+    // An impossible baseline (1e12 GB/s): every gate falls under its floor.
+    let high = baseline_with_rate(dir.path(), 1e12);
+    let (run, r) = json_run(
+        &[
+            "--profile",
+            "ultrasafe",
+            "--baseline",
+            high.to_str().unwrap(),
+            "--floor-fraction",
+            "0.5",
+        ],
+        &[],
+        dir.path(),
+    );
+    assert_eq!(run.code, 1);
+    for g in &r.devices[0].gates {
+        assert_eq!(g.status, GateStatus::Fail);
+        let f = g.floor.as_ref().unwrap();
+        assert!(!f.passed);
+        assert_eq!(f.limit, 0.5e12);
+        assert!(
+            g.reason.as_deref().unwrap().contains("under the floor"),
+            "{:?}",
+            g.reason
+        );
+    }
+}
+
+#[test]
+fn bad_baseline_files_exit_2_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.json");
+    std::fs::write(
+        &broken,
+        "{\n  \"schema\": \"greta.smoke/v1\",\n  \"devices\": [,]\n}\n",
+    )
+    .unwrap();
+    let run = greta(
+        &["--device", "cpu", "--baseline", broken.to_str().unwrap()],
+        &[],
+        dir.path(),
+    );
+    assert_eq!(run.code, 2);
+    let want = format!("{}:3:", broken.display());
+    assert!(run.stderr.contains(&want), "wants {want}: {}", run.stderr);
+    assert!(run.elapsed < Duration::from_secs(30));
+
+    let other = dir.path().join("doctor.json");
+    std::fs::write(&other, r#"{"schema": "greta.doctor/v1", "findings": []}"#).unwrap();
+    let run = greta(&["--baseline", other.to_str().unwrap()], &[], dir.path());
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("greta.doctor/v1"), "{}", run.stderr);
+
+    let missing = dir.path().join("missing.json");
+    let run = greta(&["--baseline", missing.to_str().unwrap()], &[], dir.path());
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("missing.json"), "{}", run.stderr);
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (&["--profile", "fast"][..], "ultrasafe"),
+        (&["--timeout", "0"][..], "more than 0"),
+        (&["--timeout", "soon"][..], "seconds"),
+        (&["--repeat", "0"][..], "repeat"),
+        (&["--backend", "cuda"][..], "auto, vulkan, hip"),
+        (&["--device", ""][..], "device"),
+        (&["--floor-fraction", "1.5"][..], "floor-fraction"),
+        (&["--gate", "gemm_f32.31337"][..], "unknown gate"),
+        (&["--bogus"][..], "--bogus"),
+    ] {
+        let run = greta(args, &[], dir.path());
+        assert_eq!(run.code, 2, "{args:?}");
+        assert!(run.stderr.contains(says), "{args:?}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn no_such_device_and_unbuilt_hip_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = greta(
+        &["--device", "99", "--profile", "ultrasafe"],
+        &[],
+        dir.path(),
+    );
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("no usable device"), "{}", run.stderr);
+    let run = greta(
+        &["--backend", "hip", "--profile", "ultrasafe"],
+        &[],
+        dir.path(),
+    );
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.to_lowercase().contains("hip"), "{}", run.stderr);
+    // Nothing was written for runs that decided nothing.
+    assert!(result_files(&dir.path().join("greta/smoke")).is_empty());
+}
+
+#[test]
+fn list_gates_shows_every_gate_and_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = greta(&["--list-gates"], &[], dir.path());
+    assert_eq!(run.code, 0);
+    for id in [
+        "fill.tiny",
+        "copy.tiny",
+        "noop.dispatch",
+        "gemm_f32.256",
+        "gemm_f16.256",
+        "softmax.256x1024",
+        "copy.1g",
+        "gemm_f32.4096",
+    ] {
+        assert!(run.stdout.contains(id), "{id} missing");
+    }
+    for p in ["ultrasafe", "fill", "default", "standard", "perf"] {
+        assert!(run.stdout.contains(p));
+    }
+    assert!(run.stdout.contains("rel_err <= 1e-5") && run.stdout.contains("rel_err <= 1e-2"));
+}
+
+#[test]
+fn deny_list_skips_f16_with_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let deny = dir.path().join("deny.toml");
+    std::fs::write(
+        &deny,
+        "[[deny]]\nid = \"ci-lavapipe\"\nreason = \"test entry\"\nmatch = { driver_name = \"llvmpipe\" }\n",
+    )
+    .unwrap();
+    let (run, r) = json_run(
+        &[
+            "--gate",
+            "gemm_f16.256",
+            "--gate",
+            "fill.tiny",
+            "--repeat",
+            "1",
+            "--deny-list",
+            deny.to_str().unwrap(),
+        ],
+        &[],
+        dir.path(),
+    );
+    assert_eq!(run.code, 0, "a skipped gate is not a failure");
+    let f16 = r.devices[0]
+        .gates
+        .iter()
+        .find(|g| g.id == "gemm_f16.256")
+        .unwrap();
+    assert_eq!(f16.status, GateStatus::Skip);
+    assert!(f16
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("ci-lavapipe: test entry"));
+    // A bad deny file is a bad input: exit 2 with file:line.
+    std::fs::write(
+        &deny,
+        "[[deny]]\nid = \"x\"\nreason = \"r\"\nmatch = { colour = 1 }\n",
+    )
+    .unwrap();
+    let run = greta(&["--deny-list", deny.to_str().unwrap()], &[], dir.path());
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains(&format!("{}:4:", deny.display())),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn only_skipped_gates_decide_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let deny = dir.path().join("deny.toml");
+    std::fs::write(
+        &deny,
+        "[[deny]]\nid = \"all-llvmpipe\"\nreason = \"test\"\nmatch = { driver_name = \"llvmpipe\" }\n",
+    )
+    .unwrap();
+    let (run, r) = json_run(
+        &[
+            "--gate",
+            "gemm_f16.256",
+            "--deny-list",
+            deny.to_str().unwrap(),
+        ],
+        &[],
+        dir.path(),
+    );
+    assert_eq!(run.code, 2);
+    assert_eq!(r.status, RunStatus::Undecided);
+}

@@ -1,0 +1,423 @@
+//! Gate and profile definitions. The catalogue is data
+//! (`smoke/data/gates.toml`, embedded): an id, a greta-kernels [`Op`] with
+//! its shape, and the profiles that run it. What follows from the op
+//! (tolerance, rate unit, precision class) is derived here, once.
+
+use crate::check::Tolerance;
+use crate::results::RateUnit;
+use greta_kernels::Op;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+pub const BUILTIN_GATES: &str = include_str!("../data/gates.toml");
+
+/// A named set of gates with its default repeat count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// Device opens, tiny fill/copy readback: seconds.
+    Ultrasafe,
+    /// Fill and copy patterns over large buffers: bandwidth.
+    Fill,
+    /// Every kernel at moderate size, 10 clean repeats: well under a minute.
+    Default,
+    /// Larger sizes.
+    Standard,
+    /// Sizes that reach the hardware limit; per-device-class floors apply.
+    Perf,
+}
+
+impl Profile {
+    pub const ALL: [Profile; 5] = [
+        Profile::Ultrasafe,
+        Profile::Fill,
+        Profile::Default,
+        Profile::Standard,
+        Profile::Perf,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Ultrasafe => "ultrasafe",
+            Profile::Fill => "fill",
+            Profile::Default => "default",
+            Profile::Standard => "standard",
+            Profile::Perf => "perf",
+        }
+    }
+
+    /// Clean repeats a gate needs (fresh inputs each).
+    pub fn repeats(self) -> u32 {
+        match self {
+            Profile::Ultrasafe => 2,
+            Profile::Fill => 3,
+            Profile::Default | Profile::Standard => 10,
+            Profile::Perf => 5,
+        }
+    }
+
+    /// Dispatches timed in each submission (the op is idempotent, so the
+    /// output of the last one is what gets checked).
+    pub fn dispatches(self) -> u32 {
+        match self {
+            Profile::Ultrasafe | Profile::Default => 1,
+            Profile::Fill => 2,
+            Profile::Standard | Profile::Perf => 5,
+        }
+    }
+
+    /// Whether the per-device-class floors of `data/floors.toml` apply.
+    pub fn uses_class_floors(self) -> bool {
+        self == Profile::Perf
+    }
+
+    pub fn about(self) -> &'static str {
+        match self {
+            Profile::Ultrasafe => "device opens, tiny fill/copy readback (seconds)",
+            Profile::Fill => "fill and copy patterns over 256 MiB buffers: bandwidth",
+            Profile::Default => "every kernel at moderate size, 10 clean repeats",
+            Profile::Standard => "larger sizes, 10 clean repeats",
+            Profile::Perf => "hardware-limit sizes, per-device-class floors",
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Profile {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Profile::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown profile {s:?}; one of: {}",
+                    Profile::ALL.map(|p| p.as_str()).join(", ")
+                )
+            })
+    }
+}
+
+/// Numeric class of a gate: f16 gates have extra preconditions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    /// Integer data movement and fp32 math.
+    Fp32,
+    /// f16 inputs (needs shaderFloat16 + 16-bit storage, clean f32 gates,
+    /// and a device not on the deny list).
+    Fp16,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gate {
+    pub id: String,
+    pub about: String,
+    pub op: Op,
+    pub profiles: Vec<Profile>,
+    #[serde(default)]
+    pub fixed_value: bool,
+    pub dispatches: Option<u32>,
+    #[serde(default)]
+    pub test_only: bool,
+}
+
+impl Gate {
+    pub fn precision(&self) -> Precision {
+        match self.op {
+            Op::GemmF16 { .. } => Precision::Fp16,
+            _ => Precision::Fp32,
+        }
+    }
+
+    pub fn tolerance(&self) -> Tolerance {
+        let t = self.op.tolerance().rel_norm;
+        if t == 0.0 {
+            Tolerance::Exact
+        } else {
+            Tolerance::RelNorm(t)
+        }
+    }
+
+    /// GEMMs are compute-bound (TFLOP/s), noop measures dispatch cost,
+    /// everything else is memory-bound (GB/s of the bytes it must move).
+    pub fn unit(&self) -> RateUnit {
+        match self.op {
+            Op::Noop => RateUnit::UsPerDispatch,
+            Op::GemmF32 { .. } | Op::GemmF16 { .. } => RateUnit::TFlops,
+            _ => RateUnit::GBps,
+        }
+    }
+
+    /// The rate of one dispatch that took `ns` nanoseconds.
+    pub fn rate(&self, ns: f64) -> Option<f64> {
+        if !(ns.is_finite() && ns > 0.0) {
+            return None;
+        }
+        Some(match self.unit() {
+            RateUnit::UsPerDispatch => ns / 1e3,
+            RateUnit::TFlops => self.op.flops() as f64 / ns / 1e3,
+            RateUnit::GBps => self.op.bytes_moved() as f64 / ns,
+        })
+    }
+
+    /// `m=256 n=256 k=256`: the shape without the op name.
+    pub fn shape(&self) -> String {
+        let s = self.op.to_string();
+        let inner = s
+            .split_once('(')
+            .map(|(_, rest)| rest.trim_end_matches(')'))
+            .unwrap_or("");
+        inner.replace(',', " ")
+    }
+
+    pub fn dispatches_for(&self, profile: Profile) -> u32 {
+        self.dispatches
+            .unwrap_or_else(|| profile.dispatches())
+            .max(1)
+    }
+}
+
+/// The parsed catalogue.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    pub gates: Vec<Gate>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CatalogFile {
+    gate: Vec<Gate>,
+}
+
+impl Catalog {
+    pub fn builtin() -> Catalog {
+        Catalog::parse("smoke/data/gates.toml", BUILTIN_GATES)
+            .expect("built-in gates.toml is valid")
+    }
+
+    pub fn parse(path: &str, text: &str) -> Result<Catalog, String> {
+        let file: CatalogFile = toml::from_str(text)
+            .map_err(|e| crate::floors::toml_error(path, text, &e).to_string())?;
+        let mut seen = std::collections::BTreeSet::new();
+        for g in &file.gate {
+            if !seen.insert(g.id.as_str()) {
+                return Err(format!("{path}: gate {} is defined twice", g.id));
+            }
+            g.op.validate()
+                .map_err(|e| format!("{path}: gate {}: {e}", g.id))?;
+            if g.op.is_test_only() != g.test_only {
+                return Err(format!(
+                    "{path}: gate {}: test_only must be set exactly for the test-only ops",
+                    g.id
+                ));
+            }
+            if g.test_only && !g.profiles.is_empty() {
+                return Err(format!(
+                    "{path}: gate {}: a test-only gate is in no profile",
+                    g.id
+                ));
+            }
+            if g.fixed_value && !matches!(g.op, Op::Fill { .. }) {
+                return Err(format!(
+                    "{path}: gate {}: fixed_value is for fill gates",
+                    g.id
+                ));
+            }
+        }
+        Ok(Catalog { gates: file.gate })
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Gate> {
+        self.gates.iter().find(|g| g.id == id)
+    }
+
+    /// The gates a run executes, in order: `selected` ids (in catalogue
+    /// order) or the whole profile; f32 gates first, then f16 gates (which
+    /// depend on the f32 gates having passed). Unknown ids, and test-only
+    /// gates without `include_test`, are errors that list what exists.
+    pub fn plan(
+        &self,
+        profile: Profile,
+        selected: &[String],
+        include_test: bool,
+    ) -> Result<Vec<Gate>, String> {
+        let visible = |g: &&Gate| include_test || !g.test_only;
+        let mut gates: Vec<Gate> = if selected.is_empty() {
+            self.gates
+                .iter()
+                .filter(|g| g.profiles.contains(&profile))
+                .cloned()
+                .collect()
+        } else {
+            for id in selected {
+                match self.get(id) {
+                    Some(g) if visible(&g) => {}
+                    _ => {
+                        let known: Vec<&str> = self
+                            .gates
+                            .iter()
+                            .filter(visible)
+                            .map(|g| g.id.as_str())
+                            .collect();
+                        return Err(format!(
+                            "unknown gate {id:?}; known gates: {} (see --list-gates)",
+                            known.join(", ")
+                        ));
+                    }
+                }
+            }
+            self.gates
+                .iter()
+                .filter(|g| selected.contains(&g.id))
+                .cloned()
+                .collect()
+        };
+        gates.sort_by_key(|g| g.precision() == Precision::Fp16);
+        Ok(gates)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_catalogue_is_valid_and_every_profile_has_gates() {
+        let c = Catalog::builtin();
+        for p in Profile::ALL {
+            let plan = c.plan(p, &[], false).unwrap();
+            assert!(!plan.is_empty(), "{p} is empty");
+            assert!(plan.iter().all(|g| !g.test_only));
+        }
+        // The default profile runs every kernel the runtime has.
+        let default = c.plan(Profile::Default, &[], false).unwrap();
+        for name in [
+            "noop",
+            "fill",
+            "copy",
+            "vec_add",
+            "gemm_f32",
+            "gemm_f16",
+            "rmsnorm",
+            "layernorm",
+            "softmax",
+            "rope",
+            "kv_update",
+        ] {
+            assert!(
+                default.iter().any(|g| g.op.name() == name),
+                "default lacks {name}"
+            );
+        }
+        // Gate ids start with their op name (the naming rule of the docs).
+        for g in &c.gates {
+            let prefix = g.id.split('.').next().unwrap();
+            assert!(
+                g.op.name() == prefix || (g.test_only && prefix == "test"),
+                "{} runs {}",
+                g.id,
+                g.op.name()
+            );
+        }
+    }
+
+    #[test]
+    fn f16_gates_run_after_f32_gates() {
+        let c = Catalog::builtin();
+        let plan = c.plan(Profile::Default, &[], false).unwrap();
+        let first_f16 = plan
+            .iter()
+            .position(|g| g.precision() == Precision::Fp16)
+            .unwrap();
+        assert!(plan[first_f16..]
+            .iter()
+            .all(|g| g.precision() == Precision::Fp16));
+    }
+
+    #[test]
+    fn selection_and_test_gates() {
+        let c = Catalog::builtin();
+        let plan = c
+            .plan(
+                Profile::Ultrasafe,
+                &["copy.16m".into(), "gemm_f16.256".into()],
+                false,
+            )
+            .unwrap();
+        assert_eq!(
+            plan.iter().map(|g| g.id.as_str()).collect::<Vec<_>>(),
+            ["copy.16m", "gemm_f16.256"]
+        );
+        let e = c
+            .plan(Profile::Default, &["nope".into()], false)
+            .unwrap_err();
+        assert!(
+            e.contains("unknown gate \"nope\"") && e.contains("fill.tiny"),
+            "{e}"
+        );
+        assert!(!e.contains("test.slow"));
+        assert!(c
+            .plan(Profile::Default, &["test.slow".into()], false)
+            .is_err());
+        let plan = c
+            .plan(Profile::Default, &["test.slow".into()], true)
+            .unwrap();
+        assert_eq!(plan[0].id, "test.slow");
+    }
+
+    #[test]
+    fn derived_properties() {
+        let c = Catalog::builtin();
+        let g = c.get("gemm_f32.256").unwrap();
+        assert_eq!(g.tolerance(), Tolerance::FP32);
+        assert_eq!(g.unit(), RateUnit::TFlops);
+        assert_eq!(g.shape(), "m=256 n=256 k=256");
+        // 2*256^3 flops in 1 ms = 0.0336 TFLOP/s.
+        let r = g.rate(1e6).unwrap();
+        assert!((r - 2.0 * 256f64.powi(3) / 1e12 / 1e-3).abs() < 1e-9, "{r}");
+        assert_eq!(
+            c.get("gemm_f16.256").unwrap().tolerance(),
+            Tolerance::FP16_ACC32
+        );
+        assert_eq!(c.get("gemm_f16.256").unwrap().precision(), Precision::Fp16);
+        assert_eq!(c.get("copy.16m").unwrap().tolerance(), Tolerance::Exact);
+        // copy of 4 Mi words moves 32 MiB; in 1 ms that is 33.55 GB/s.
+        let r = c.get("copy.16m").unwrap().rate(1e6).unwrap();
+        assert!((r - 33.554432).abs() < 1e-6, "{r}");
+        let noop = c.get("noop.dispatch").unwrap();
+        assert_eq!(noop.rate(2500.0), Some(2.5));
+        assert_eq!(noop.dispatches_for(Profile::Default), 256);
+        assert!(g.rate(0.0).is_none());
+    }
+
+    #[test]
+    fn catalogue_errors_are_specific() {
+        let dup = "[[gate]]\nid=\"a\"\nabout=\"\"\nop={op=\"noop\"}\nprofiles=[]\n".repeat(2);
+        assert!(Catalog::parse("g.toml", &dup)
+            .unwrap_err()
+            .contains("twice"));
+        let bad = "[[gate]]\nid=\"a\"\nabout=\"\"\nop={op=\"copy\", n=0}\nprofiles=[]\n";
+        assert!(Catalog::parse("g.toml", bad)
+            .unwrap_err()
+            .contains("n must be > 0"));
+        let unknown = "[[gate]]\nid=\"a\"\nabout=\"\"\nop={op=\"warp\"}\nprofiles=[]\n";
+        assert!(Catalog::parse("g.toml", unknown)
+            .unwrap_err()
+            .starts_with("g.toml:4:"));
+    }
+
+    #[test]
+    fn profile_names() {
+        for p in Profile::ALL {
+            assert_eq!(p.as_str().parse::<Profile>().unwrap(), p);
+        }
+        assert!("fast".parse::<Profile>().unwrap_err().contains("ultrasafe"));
+    }
+}

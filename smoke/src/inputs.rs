@@ -1,0 +1,295 @@
+//! Seeded input generation: fresh random data for every repeat, reproducible
+//! from the seed recorded in the results, never all zero, and output buffers
+//! poisoned so that anything a kernel leaves unwritten fails the check.
+
+use greta_kernels::{Access, DType, HostBuf, Op};
+use half::f16;
+
+/// SplitMix64: a tiny, fully specified generator, so a recorded seed
+/// reproduces the same inputs with any greta build, and fast enough to fill
+/// GiB buffers every repeat (also in unoptimised test builds).
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    #[inline]
+    pub fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
+    /// Uniform in `[lo, hi)` with 24 random bits.
+    #[inline]
+    pub fn range_f32(&mut self, lo: f32, hi: f32) -> f32 {
+        let u = (self.next_u64() >> 40) as f32 * (1.0 / 16_777_216.0);
+        lo + (hi - lo) * u
+    }
+
+    /// Uniform in `[lo, hi)` with 53 random bits.
+    #[inline]
+    pub fn range_f64(&mut self, lo: f64, hi: f64) -> f64 {
+        let u = (self.next_u64() >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0);
+        lo + (hi - lo) * u
+    }
+
+    /// Uniform in `0..n` (n > 0; the modulo bias is irrelevant here).
+    #[inline]
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+}
+
+/// The seed of a gate: the run's base seed mixed with the gate id, so gates
+/// get independent streams and adding a gate does not shift the others.
+pub fn gate_seed(base: u64, gate_id: &str) -> u64 {
+    // FNV-1a over the id, then a splitmix64 finalizer with the base.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in gate_id.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    let mut z = base ^ h;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// What one repeat of a gate runs: the op (fill gets a fresh value), its
+/// inputs, and the output buffers as uploaded (poison, or for the KV caches
+/// random prior content with the rows to be written poisoned).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub op: Op,
+    pub inputs: Vec<HostBuf>,
+    pub outputs: Vec<HostBuf>,
+}
+
+/// Values a fill never uses: zero (indistinguishable from fresh memory) and
+/// the u32 poison (indistinguishable from "never written").
+fn fill_value(rng: &mut SplitMix64) -> u32 {
+    let poison = match HostBuf::poisoned(DType::U32, 1) {
+        HostBuf::U32(v) => v[0],
+        _ => unreachable!("u32 poison is u32"),
+    };
+    loop {
+        let v = rng.next_u32();
+        if v != 0 && v != poison {
+            return v;
+        }
+    }
+}
+
+/// Range of each float input, by op and buffer: weights near 1 so norms do
+/// not collapse, softmax logits wide enough to exercise the max shift.
+fn range(op: &Op, buffer: &str) -> (f32, f32) {
+    match (op, buffer) {
+        (Op::RmsNorm { .. } | Op::LayerNorm { .. }, "w") => (0.5, 1.5),
+        (Op::LayerNorm { .. }, "b") => (-0.5, 0.5),
+        (Op::RmsNorm { .. } | Op::LayerNorm { .. }, _) => (-2.0, 2.0),
+        (Op::Softmax { .. }, _) => (-8.0, 8.0),
+        _ => (-1.0, 1.0),
+    }
+}
+
+fn random_buf(rng: &mut SplitMix64, dtype: DType, len: usize, (lo, hi): (f32, f32)) -> HostBuf {
+    match dtype {
+        DType::U32 => {
+            let mut v = Vec::with_capacity(len);
+            for _ in 0..len {
+                // Never zero: a zero word is what fresh memory often holds.
+                v.push(rng.next_u32().max(1));
+            }
+            HostBuf::U32(v)
+        }
+        DType::F32 => {
+            let mut v = Vec::with_capacity(len);
+            for _ in 0..len {
+                v.push(rng.range_f32(lo, hi));
+            }
+            HostBuf::F32(v)
+        }
+        DType::F16 => {
+            let mut v = Vec::with_capacity(len);
+            for _ in 0..len {
+                v.push(f16::from_f32(rng.range_f32(lo, hi)));
+            }
+            HostBuf::F16(v)
+        }
+    }
+}
+
+/// Build repeat inputs for `op` from `seed`. `fixed_value` keeps a fill's
+/// pattern; otherwise a fill gets a fresh random value.
+pub fn prepare(op: &Op, fixed_value: bool, seed: u64) -> Prepared {
+    let mut rng = SplitMix64::new(seed);
+    let op = match *op {
+        Op::Fill { n, value } if !fixed_value => Op::Fill {
+            n,
+            value: {
+                let _ = value;
+                fill_value(&mut rng)
+            },
+        },
+        ref other => other.clone(),
+    };
+    let inputs = op
+        .inputs()
+        .iter()
+        .map(|s| random_buf(&mut rng, s.dtype, s.len, range(&op, s.name)))
+        .collect();
+    let outputs = op
+        .outputs()
+        .iter()
+        .map(|s| match s.access {
+            Access::ReadWrite => prior_content(&op, &mut rng, s.dtype, s.len),
+            Access::Write | Access::Read => HostBuf::poisoned(s.dtype, s.len),
+        })
+        .collect();
+    Prepared {
+        op,
+        inputs,
+        outputs,
+    }
+}
+
+/// A read-write buffer's prior content: random everywhere (it must
+/// survive), poisoned where the op writes (it must be written).
+fn prior_content(op: &Op, rng: &mut SplitMix64, dtype: DType, len: usize) -> HostBuf {
+    let mut buf = random_buf(rng, dtype, len, (-1.0, 1.0));
+    if let Op::KvUpdate {
+        layers,
+        max_seq,
+        heads,
+        head_dim,
+        pos,
+        n_new,
+    } = *op
+    {
+        let row = heads * head_dim;
+        let poison = HostBuf::poisoned(dtype, 1);
+        for l in 0..layers {
+            let start = (l * max_seq + pos) * row;
+            let end = start + n_new * row;
+            match (&mut buf, &poison) {
+                (HostBuf::F32(v), HostBuf::F32(p)) => v[start..end].fill(p[0]),
+                (HostBuf::U32(v), HostBuf::U32(p)) => v[start..end].fill(p[0]),
+                (HostBuf::F16(v), HostBuf::F16(p)) => v[start..end].fill(p[0]),
+                _ => unreachable!("poison has the buffer's type"),
+            }
+        }
+    }
+    buf
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generator_is_splitmix64_and_ranges_hold() {
+        // Reference values of SplitMix64 seeded with 0 (Vigna's splitmix64.c).
+        let mut r = SplitMix64::new(0);
+        assert_eq!(r.next_u64(), 0xe220_a839_7b1d_cdaf);
+        assert_eq!(r.next_u64(), 0x6e78_9e6a_a1b9_65f4);
+        let mut r = SplitMix64::new(9);
+        for _ in 0..10_000 {
+            let x = r.range_f32(-2.0, 2.0);
+            assert!((-2.0..=2.0).contains(&x));
+            assert!(r.below(7) < 7);
+        }
+    }
+
+    #[test]
+    fn seeds_are_reproducible_and_distinct() {
+        let op = Op::VecAdd { n: 1000 };
+        let a = prepare(&op, false, 7);
+        let b = prepare(&op, false, 7);
+        let c = prepare(&op, false, 8);
+        assert_eq!(a.inputs, b.inputs);
+        assert_ne!(a.inputs, c.inputs);
+        assert_ne!(a.inputs[0], a.inputs[1]);
+        assert_ne!(gate_seed(1, "copy.16m"), gate_seed(1, "copy.256m"));
+        assert_ne!(gate_seed(1, "copy.16m"), gate_seed(2, "copy.16m"));
+        assert_eq!(gate_seed(1, "copy.16m"), gate_seed(1, "copy.16m"));
+    }
+
+    #[test]
+    fn inputs_are_never_all_zero_and_outputs_are_poisoned() {
+        for op in [
+            Op::Copy { n: 64 },
+            Op::VecAdd { n: 64 },
+            Op::GemmF16 { m: 4, n: 4, k: 4 },
+            Op::LayerNorm {
+                rows: 2,
+                cols: 8,
+                eps: 1e-5,
+            },
+        ] {
+            let p = prepare(&op, false, 1);
+            for b in &p.inputs {
+                assert!(b.to_f64().iter().any(|&x| x != 0.0), "{op}");
+                assert!(b.to_f64().iter().all(|x| x.is_finite()));
+            }
+            for b in &p.outputs {
+                // Bitwise: the poison is a NaN, which never equals itself.
+                assert_eq!(
+                    b.as_bytes(),
+                    HostBuf::poisoned(b.dtype(), b.len()).as_bytes()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn fill_gets_a_fresh_value_unless_fixed() {
+        let op = Op::Fill {
+            n: 8,
+            value: 0x5555_5555,
+        };
+        let a = prepare(&op, false, 1).op;
+        let b = prepare(&op, false, 2).op;
+        assert_ne!(a, b);
+        assert_ne!(a, op);
+        assert_eq!(prepare(&op, true, 1).op, op);
+    }
+
+    #[test]
+    fn kv_cache_prior_is_random_with_the_written_rows_poisoned() {
+        let op = Op::KvUpdate {
+            layers: 2,
+            max_seq: 8,
+            heads: 2,
+            head_dim: 4,
+            pos: 3,
+            n_new: 2,
+        };
+        let p = prepare(&op, false, 3);
+        let k = p.outputs[0].as_f32().unwrap();
+        let row = 8;
+        for l in 0..2 {
+            for s in 0..8 {
+                let r = &k[(l * 8 + s) * row..(l * 8 + s + 1) * row];
+                if (3..5).contains(&s) {
+                    assert!(r.iter().all(|x| x.is_nan()), "layer {l} pos {s}");
+                } else {
+                    assert!(r.iter().all(|x| x.is_finite()), "layer {l} pos {s}");
+                }
+            }
+        }
+        // The reference overwrites exactly the poisoned rows.
+        let want = greta_kernels::reference(&p.op, &p.inputs, &p.outputs).unwrap();
+        assert!(want.iter().flatten().all(|x| x.is_finite()));
+    }
+}

@@ -1,0 +1,682 @@
+//! Running gates on one device through the backend-agnostic
+//! [`greta_runtime::Backend`]: repeats with fresh inputs, verification,
+//! the f16 preconditions, floors, and the "device lost" rule (after a
+//! timeout nothing more is submitted to that device).
+
+use crate::deny::DenyList;
+use crate::floors::{self, Baseline, ClassFile};
+use crate::gates::{Gate, Precision, Profile};
+use crate::inputs::{gate_seed, prepare};
+use crate::results::{DeviceInfo, DeviceRun, GateResult, GateStatus, Metrics, Report};
+use crate::verify::verify;
+use greta_runtime::{Backend, RunOpts, RuntimeError, TimingSource};
+use std::time::{Duration, Instant};
+
+/// Everything a device run needs besides the backend.
+pub struct DeviceContext<'a> {
+    pub profile: Profile,
+    pub gates: &'a [Gate],
+    /// `--repeat`, else the profile's.
+    pub repeat: Option<u32>,
+    pub timeout: Duration,
+    pub seed: u64,
+    pub floor_fraction: f64,
+    pub baseline: Option<&'a Baseline>,
+    pub classes: &'a ClassFile,
+    pub deny: &'a DenyList,
+}
+
+/// Told about each gate as it starts and ends (the progress bar).
+pub trait Progress {
+    fn gate_started(&self, _device: usize, _gate: &str) {}
+    fn gate_done(&self, _device: usize, _result: &GateResult) {}
+}
+
+/// A [`Progress`] that says nothing.
+pub struct Quiet;
+impl Progress for Quiet {}
+
+/// The results schema's view of a runtime device.
+pub fn device_info(d: &greta_runtime::DeviceInfo) -> DeviceInfo {
+    use greta_runtime::DeviceType as T;
+    DeviceInfo {
+        name: d.name.clone(),
+        vendor_id: d.vendor_id,
+        device_id: d.device_id,
+        device_type: match d.device_type {
+            T::DiscreteGpu => "discrete",
+            T::IntegratedGpu => "integrated",
+            T::VirtualGpu => "virtual",
+            T::Cpu => "cpu",
+            T::Other => "other",
+        }
+        .to_string(),
+        driver_name: d.driver_name.clone(),
+        driver_info: d.driver_info.clone(),
+        driver_version: d.driver_version_text.clone(),
+        api_version: d.api_version.clone(),
+        uuid: Some(d.uuid.clone()).filter(|u| !u.is_empty()),
+        fp16: d.fp16,
+    }
+}
+
+fn backend_name(d: &greta_runtime::DeviceInfo) -> String {
+    match d.backend {
+        greta_runtime::BackendKind::Vulkan => "vulkan",
+        greta_runtime::BackendKind::Hip => "hip",
+    }
+    .to_string()
+}
+
+/// Run every gate of `ctx` on `backend`, in order.
+pub fn run_device(
+    backend: &mut dyn Backend,
+    open_s: f64,
+    ctx: &DeviceContext<'_>,
+    progress: &dyn Progress,
+) -> DeviceRun {
+    let rt_info = backend.info().clone();
+    let device = device_info(&rt_info);
+    let backend_label = backend_name(&rt_info);
+    let class = if ctx.profile.uses_class_floors() {
+        ctx.classes.class_for(&device, &backend_label)
+    } else {
+        None
+    };
+    let mut results: Vec<GateResult> = Vec::with_capacity(ctx.gates.len());
+    let mut lost: Option<String> = None;
+    let mut lost_in: Option<String> = None;
+    let mut validation_seen = backend.validation_messages().len();
+    let mut validation_messages = Vec::new();
+    for gate in ctx.gates {
+        progress.gate_started(rt_info.index, &gate.id);
+        let skip = |reason: String| skipped(gate, ctx.seed, reason);
+        let result = if let Some(gate_lost) = lost_in.as_ref() {
+            skip(format!("device lost earlier in this run (in gate {gate_lost}); nothing more is submitted to it"))
+        } else if let Err(why) = backend.supports(&gate.op) {
+            skip(format!("not supported by this device/backend: {why}"))
+        } else if let Some(why) =
+            f16_precondition(gate, &device, &backend_label, ctx.deny, &results)
+        {
+            skip(why)
+        } else {
+            let mut r = run_gate(backend, gate, ctx);
+            if let Some(reason) = r.lost.take() {
+                lost = Some(reason);
+                lost_in = Some(gate.id.clone());
+            }
+            // Validation-layer messages raised while this gate ran fail it.
+            let msgs = backend.validation_messages();
+            if msgs.len() > validation_seen {
+                let new = &msgs[validation_seen..];
+                validation_seen = msgs.len();
+                validation_messages.extend_from_slice(new);
+                if r.result.status == GateStatus::Pass {
+                    r.result.status = GateStatus::Fail;
+                    r.result.reason = Some(format!(
+                        "{} validation-layer message(s): {}",
+                        new.len(),
+                        new[0]
+                    ));
+                }
+            }
+            if r.result.status == GateStatus::Pass {
+                apply_floor(&mut r.result, gate, &device, ctx, class);
+            }
+            r.result
+        };
+        progress.gate_done(rt_info.index, &result);
+        results.push(result);
+    }
+    let mut run = DeviceRun {
+        index: rt_info.index,
+        backend: backend_label,
+        device,
+        status: crate::results::RunStatus::Undecided,
+        lost,
+        open_s,
+        gates: results,
+        validation_messages,
+    };
+    run.status = Report::summarize(std::slice::from_ref(&run));
+    run
+}
+
+/// Why an f16 gate must not run here, if it must not.
+fn f16_precondition(
+    gate: &Gate,
+    device: &DeviceInfo,
+    backend: &str,
+    deny: &DenyList,
+    so_far: &[GateResult],
+) -> Option<String> {
+    if gate.precision() != Precision::Fp16 {
+        return None;
+    }
+    if !device.fp16 {
+        return Some("device lacks f16 arithmetic + 16-bit storage (shaderFloat16, storageBuffer16BitAccess)".into());
+    }
+    if let Some(e) = deny.denies(device, backend) {
+        return Some(format!(
+            "f16 denied on this device/driver by deny list entry {}: {}",
+            e.id, e.reason
+        ));
+    }
+    let failed: Vec<&str> = so_far
+        .iter()
+        .filter(|r| r.status == GateStatus::Fail && r.op != "gemm_f16")
+        .map(|r| r.id.as_str())
+        .collect();
+    if !failed.is_empty() {
+        return Some(format!(
+            "f16 gates run only after the f32 gates pass; failed: {}",
+            failed.join(", ")
+        ));
+    }
+    None
+}
+
+fn skipped(gate: &Gate, base_seed: u64, reason: String) -> GateResult {
+    GateResult {
+        id: gate.id.clone(),
+        op: gate.op.name().to_string(),
+        shape: gate.shape(),
+        status: GateStatus::Skip,
+        reason: Some(reason),
+        tolerance: gate.tolerance(),
+        seed: gate_seed(base_seed, &gate.id),
+        metrics: None,
+        floor: None,
+        wall_s: 0.0,
+        kernel: None,
+    }
+}
+
+struct GateRun {
+    result: GateResult,
+    /// Set when the device must not be used again.
+    lost: Option<String>,
+}
+
+fn run_gate(backend: &mut dyn Backend, gate: &Gate, ctx: &DeviceContext<'_>) -> GateRun {
+    let started = Instant::now();
+    let seed = gate_seed(ctx.seed, &gate.id);
+    let repeats = ctx.repeat.unwrap_or_else(|| ctx.profile.repeats()).max(1);
+    let opts = RunOpts {
+        repeats: gate.dispatches_for(ctx.profile),
+        timeout: ctx.timeout,
+        tuning: None,
+    };
+    let tol = gate.tolerance();
+    let mut device_ns: Vec<u64> = Vec::new();
+    let mut wall_us: Vec<f64> = Vec::new();
+    let mut clean = 0u32;
+    let mut total = 0u32;
+    let mut worst_rel: Option<f64> = Some(0.0);
+    let mut worst_abs: Option<f64> = Some(0.0);
+    let mut first_failure: Option<String> = None;
+    let mut errored = false;
+    let mut lost = None;
+    let mut kernel = None;
+    let mut wall_clock_timing = false;
+    for r in 0..repeats {
+        let rseed = seed.wrapping_add(r as u64);
+        let prep = prepare(&gate.op, gate.fixed_value, rseed);
+        let mut outs = prep.outputs.clone();
+        total += 1;
+        match backend.run(&prep.op, &prep.inputs, &mut outs, &opts) {
+            Err(e) => {
+                let fatal = e.is_fatal_for_device();
+                let msg = describe(&e);
+                first_failure.get_or_insert_with(|| format!("repeat {}/{repeats}: {msg}", r + 1));
+                if fatal {
+                    lost = Some(format!("{}: {msg}", gate.id));
+                }
+                // An error (not a wrong result) ends the gate: retrying a
+                // missing feature or an exhausted heap tells nothing new.
+                errored = true;
+                worst_rel = None;
+                worst_abs = None;
+                break;
+            }
+            Ok(stats) => {
+                device_ns.extend_from_slice(&stats.device_ns);
+                wall_us.push(stats.wall.as_secs_f64() * 1e6);
+                wall_clock_timing |= stats.timing == TimingSource::WallClock;
+                kernel.get_or_insert(stats.kernel.clone());
+                let c = verify(&prep, &outs, tol, rseed);
+                worst_rel = merge_max(worst_rel, c.rel_err);
+                worst_abs = merge_max(worst_abs, c.max_abs_err);
+                if c.pass {
+                    clean += 1;
+                } else {
+                    first_failure.get_or_insert_with(|| {
+                        format!(
+                            "repeat {}/{repeats} (seed {rseed}): {}",
+                            r + 1,
+                            c.reason.unwrap_or_else(|| "check failed".into())
+                        )
+                    });
+                }
+            }
+        }
+    }
+    let median_ns = median(&device_ns);
+    let metrics = Metrics {
+        rate: median_ns.and_then(|ns| gate.rate(ns)),
+        unit: gate.unit(),
+        rel_err: worst_rel,
+        max_abs_err: worst_abs,
+        repeats_clean: clean,
+        repeats_total: total,
+        time_median_us: median_ns.map(|ns| ns / 1e3),
+        time_min_us: device_ns.iter().min().map(|&ns| ns as f64 / 1e3),
+        wall_median_us: median(&wall_us.iter().map(|&u| u as u64).collect::<Vec<_>>()),
+        bytes: gate.op.bytes_moved(),
+        flops: gate.op.flops(),
+        timing: Some(
+            if wall_clock_timing {
+                "wall_clock"
+            } else {
+                "device_timestamps"
+            }
+            .to_string(),
+        )
+        .filter(|_| !device_ns.is_empty()),
+    };
+    let pass = first_failure.is_none() && clean == repeats;
+    let reason = if pass {
+        None
+    } else {
+        Some(match first_failure {
+            Some(f) if errored => f,
+            Some(f) if clean < total => {
+                format!("{clean}/{total} clean repeats; first failure: {f}")
+            }
+            Some(f) => f,
+            None => format!("{clean}/{repeats} clean repeats"),
+        })
+    };
+    GateRun {
+        result: GateResult {
+            id: gate.id.clone(),
+            op: gate.op.name().to_string(),
+            shape: gate.shape(),
+            status: if pass {
+                GateStatus::Pass
+            } else {
+                GateStatus::Fail
+            },
+            reason,
+            tolerance: tol,
+            seed,
+            metrics: Some(metrics),
+            floor: None,
+            wall_s: started.elapsed().as_secs_f64(),
+            kernel,
+        },
+        lost,
+    }
+}
+
+fn describe(e: &RuntimeError) -> String {
+    match e {
+        RuntimeError::Timeout { .. } => format!("timeout: {e}"),
+        _ => e.to_string(),
+    }
+}
+
+/// The larger of two errors; NaN (undefined) wins so it is never hidden.
+fn merge_max(acc: Option<f64>, x: f64) -> Option<f64> {
+    match acc {
+        None => None,
+        Some(_) if x.is_nan() => None,
+        Some(a) => Some(a.max(x)),
+    }
+}
+
+fn median(v: &[u64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2] as f64
+    } else {
+        (s[n / 2 - 1] as f64 + s[n / 2] as f64) / 2.0
+    })
+}
+
+/// Hold a passing gate to its floor: the baseline's rate for it, else (in
+/// `perf`) the device class's.
+fn apply_floor(
+    result: &mut GateResult,
+    gate: &Gate,
+    device: &DeviceInfo,
+    ctx: &DeviceContext<'_>,
+    class: Option<&crate::floors::DeviceClass>,
+) {
+    let reference = ctx
+        .baseline
+        .and_then(|b| b.reference(device, &gate.id))
+        .filter(|r| r.unit == gate.unit())
+        .or_else(|| class.and_then(|c| c.reference(&gate.id, gate.unit())));
+    let Some(reference) = reference else { return };
+    let rate = result.metrics.as_ref().and_then(|m| m.rate);
+    let floor = floors::apply(rate, &reference, ctx.floor_fraction);
+    if !floor.passed {
+        result.status = GateStatus::Fail;
+        let unit = floor.unit.as_str();
+        let shown = rate
+            .map(|r| format!("{r:.4}"))
+            .unwrap_or_else(|| "unmeasured".into());
+        result.reason = Some(if floor.unit.higher_is_better() {
+            format!(
+                "rate {shown} {unit} under the floor {:.4} {unit} ({} x {:.4} from {})",
+                floor.limit, floor.fraction, floor.reference, floor.source
+            )
+        } else {
+            format!(
+                "{shown} {unit} over the ceiling {:.4} {unit} ({:.4} / {} from {})",
+                floor.limit, floor.reference, floor.fraction, floor.source
+            )
+        });
+    }
+    result.floor = Some(floor);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::POISON_U32;
+    use crate::gates::Catalog;
+    use greta_runtime::{HostBuf, Op, RunStats};
+
+    /// A CPU "device" that computes the reference in f32, with faults to
+    /// inject: it lets the runner's logic be tested without any GPU.
+    struct FakeDevice {
+        info: greta_runtime::DeviceInfo,
+        /// Skip writing this element of every u32 output.
+        skip_element: Option<usize>,
+        /// Time out on this op name.
+        timeout_on: Option<&'static str>,
+        lost: Option<String>,
+        ns_per_dispatch: u64,
+        calls: usize,
+    }
+
+    fn fake_info(fp16: bool) -> greta_runtime::DeviceInfo {
+        serde_json::from_value(serde_json::json!({
+            "backend": "vulkan", "index": 0, "name": "Fake GPU", "vendor_id": 4098,
+            "device_id": 5567, "device_type": "integrated_gpu", "driver_id": "MESA_RADV",
+            "driver_name": "radv", "driver_info": "Mesa 24.2", "driver_version": 1,
+            "driver_version_text": "24.2.0", "api_version": "1.3.289",
+            "uuid": "00112233445566778899aabbccddeeff", "fp16": fp16, "int8": true,
+            "subgroup_size": 64, "min_subgroup_size": 32, "max_subgroup_size": 64,
+            "coop_matrix": [], "memory_heaps": [], "timestamps": true,
+            "timestamp_period_ns": 1.0, "max_storage_buffer_range": 4294967295u64,
+            "max_allocation_size": 4294967295u64, "max_workgroup_count": [65535, 65535, 65535],
+            "max_workgroup_invocations": 1024, "max_shared_memory": 65536,
+            "also_exposed_by": [], "notes": []
+        }))
+        .expect("fake DeviceInfo matches the runtime's schema")
+    }
+
+    impl FakeDevice {
+        fn new(fp16: bool) -> Self {
+            FakeDevice {
+                info: fake_info(fp16),
+                skip_element: None,
+                timeout_on: None,
+                lost: None,
+                ns_per_dispatch: 1_000,
+                calls: 0,
+            }
+        }
+    }
+
+    impl Backend for FakeDevice {
+        fn info(&self) -> &greta_runtime::DeviceInfo {
+            &self.info
+        }
+        fn supports(&self, op: &Op) -> Result<(), String> {
+            match op {
+                Op::Rope { .. } => Err("no rope kernel on the fake device".into()),
+                _ => Ok(()),
+            }
+        }
+        fn run(
+            &mut self,
+            op: &Op,
+            inputs: &[HostBuf],
+            outputs: &mut [HostBuf],
+            opts: &RunOpts,
+        ) -> Result<RunStats, RuntimeError> {
+            self.calls += 1;
+            if let Some(l) = &self.lost {
+                return Err(RuntimeError::DeviceLost(l.clone()));
+            }
+            if self.timeout_on == Some(op.name()) {
+                self.lost = Some("timed out".into());
+                return Err(RuntimeError::Timeout {
+                    what: format!("{op}"),
+                    timeout: opts.timeout,
+                    waited: opts.timeout,
+                });
+            }
+            let want = greta_kernels::reference(op, inputs, outputs)
+                .map_err(|e| RuntimeError::BadInput(e.to_string()))?;
+            for (o, w) in outputs.iter_mut().zip(want) {
+                match o {
+                    HostBuf::F32(v) => v.iter_mut().zip(&w).for_each(|(x, y)| *x = *y as f32),
+                    HostBuf::U32(v) => {
+                        v.iter_mut().zip(&w).for_each(|(x, y)| *x = *y as u32);
+                        if let Some(i) = self.skip_element {
+                            v[i] = POISON_U32;
+                        }
+                    }
+                    HostBuf::F16(_) => unreachable!(),
+                }
+            }
+            Ok(RunStats {
+                device_ns: vec![self.ns_per_dispatch; opts.repeats as usize],
+                timing: TimingSource::DeviceTimestamps,
+                wall: Duration::from_micros(50),
+                kernel: op.name().to_string(),
+                tuning: Default::default(),
+                dispatches_per_repeat: 1,
+            })
+        }
+        fn lost(&self) -> Option<&str> {
+            self.lost.as_deref()
+        }
+    }
+
+    fn tiny_gates() -> Vec<Gate> {
+        let text = r#"
+[[gate]]
+id = "copy.t"
+about = ""
+op = { op = "copy", n = 64 }
+profiles = ["default"]
+[[gate]]
+id = "gemm_f32.t"
+about = ""
+op = { op = "gemm_f32", m = 8, n = 8, k = 8 }
+profiles = ["default"]
+[[gate]]
+id = "softmax.t"
+about = ""
+op = { op = "softmax", rows = 2, cols = 16 }
+profiles = ["default"]
+[[gate]]
+id = "rope.t"
+about = ""
+op = { op = "rope", tokens = 2, heads = 1, head_dim = 4, pos0 = 0, theta = 10000.0 }
+profiles = ["default"]
+[[gate]]
+id = "gemm_f16.t"
+about = ""
+op = { op = "gemm_f16", m = 8, n = 8, k = 8 }
+profiles = ["default"]
+"#;
+        Catalog::parse("t.toml", text)
+            .unwrap()
+            .plan(Profile::Default, &[], false)
+            .unwrap()
+    }
+
+    struct Fixture {
+        gates: Vec<Gate>,
+        classes: ClassFile,
+        deny: DenyList,
+    }
+
+    impl Fixture {
+        fn new() -> Self {
+            Fixture {
+                gates: tiny_gates(),
+                classes: ClassFile::default(),
+                deny: DenyList::default(),
+            }
+        }
+        fn ctx<'a>(&'a self, baseline: Option<&'a Baseline>) -> DeviceContext<'a> {
+            DeviceContext {
+                profile: Profile::Default,
+                gates: &self.gates,
+                repeat: Some(3),
+                timeout: Duration::from_secs(1),
+                seed: 1,
+                floor_fraction: 0.75,
+                baseline,
+                classes: &self.classes,
+                deny: &self.deny,
+            }
+        }
+    }
+
+    fn status(run: &DeviceRun) -> Vec<(&str, GateStatus)> {
+        run.gates
+            .iter()
+            .map(|g| (g.id.as_str(), g.status))
+            .collect()
+    }
+
+    #[test]
+    fn a_healthy_device_passes_and_reports_rates() {
+        let f = Fixture::new();
+        let mut dev = FakeDevice::new(true);
+        let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+        assert_eq!(
+            status(&run),
+            [
+                ("copy.t", GateStatus::Pass),
+                ("gemm_f32.t", GateStatus::Pass),
+                ("softmax.t", GateStatus::Pass),
+                ("rope.t", GateStatus::Skip),
+                ("gemm_f16.t", GateStatus::Pass),
+            ]
+        );
+        assert_eq!(run.status, crate::results::RunStatus::Pass);
+        let m = run.gates[0].metrics.as_ref().unwrap();
+        assert_eq!((m.repeats_clean, m.repeats_total), (3, 3));
+        // copy of 64 u32 moves 512 bytes; 1000 ns per dispatch -> 0.512 GB/s.
+        assert_eq!(m.rate, Some(0.512));
+        assert_eq!(m.time_median_us, Some(1.0));
+        assert!(run.gates[3]
+            .reason
+            .as_ref()
+            .unwrap()
+            .contains("no rope kernel"));
+    }
+
+    #[test]
+    fn an_unwritten_element_fails_the_gate_and_blocks_f16() {
+        let f = Fixture::new();
+        let mut dev = FakeDevice::new(true);
+        dev.skip_element = Some(5);
+        let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+        assert_eq!(run.gates[0].status, GateStatus::Fail);
+        let why = run.gates[0].reason.clone().unwrap();
+        assert!(
+            why.contains("0/3 clean repeats") && why.contains("never written"),
+            "{why}"
+        );
+        assert_eq!(run.gates[4].status, GateStatus::Skip);
+        assert!(run.gates[4].reason.as_ref().unwrap().contains("copy.t"));
+        assert_eq!(run.status, crate::results::RunStatus::Fail);
+    }
+
+    #[test]
+    fn f16_needs_the_features_and_no_deny_entry() {
+        let mut f = Fixture::new();
+        let run = run_device(&mut FakeDevice::new(false), 0.1, &f.ctx(None), &Quiet);
+        assert_eq!(run.gates[4].status, GateStatus::Skip);
+        assert!(run.gates[4]
+            .reason
+            .as_ref()
+            .unwrap()
+            .contains("shaderFloat16"));
+        f.deny = DenyList::parse(
+            "d.toml",
+            "[[deny]]\nid = \"fake\"\nreason = \"known bad\"\nmatch = { driver_name = \"radv\" }\n",
+        )
+        .unwrap();
+        let run = run_device(&mut FakeDevice::new(true), 0.1, &f.ctx(None), &Quiet);
+        assert_eq!(run.gates[4].status, GateStatus::Skip);
+        assert!(run.gates[4]
+            .reason
+            .as_ref()
+            .unwrap()
+            .contains("fake: known bad"));
+        assert_eq!(run.status, crate::results::RunStatus::Pass);
+    }
+
+    #[test]
+    fn a_timeout_fails_the_gate_and_skips_the_rest_without_touching_the_device() {
+        let f = Fixture::new();
+        let mut dev = FakeDevice::new(true);
+        dev.timeout_on = Some("gemm_f32");
+        let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+        assert_eq!(run.gates[0].status, GateStatus::Pass);
+        assert_eq!(run.gates[1].status, GateStatus::Fail);
+        assert!(run.gates[1].reason.as_ref().unwrap().contains("timeout"));
+        assert!(run.gates[2..].iter().all(|g| g.status == GateStatus::Skip));
+        assert!(run.gates[2]
+            .reason
+            .as_ref()
+            .unwrap()
+            .contains("device lost"));
+        assert!(run.lost.as_ref().unwrap().contains("gemm_f32.t"));
+        // 3 copy repeats + the one gemm submission that timed out; nothing after.
+        assert_eq!(dev.calls, 4);
+    }
+
+    #[test]
+    fn baseline_floors_pass_and_fail() {
+        let f = Fixture::new();
+        let mut dev = FakeDevice::new(true);
+        let first = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+        let mut report = crate::results::tests::sample_report();
+        report.devices = vec![first];
+        let base = Baseline::parse(std::path::Path::new("b.json"), &report.to_json()).unwrap();
+
+        // Same speed: every measured gate passes its floor.
+        let run = run_device(&mut FakeDevice::new(true), 0.1, &f.ctx(Some(&base)), &Quiet);
+        assert_eq!(run.status, crate::results::RunStatus::Pass);
+        let floor = run.gates[0].floor.as_ref().unwrap();
+        assert!(floor.passed && floor.source.contains("b.json"));
+        assert_eq!(floor.limit, 0.512 * 0.75);
+
+        // Twice as slow: under 0.75 of the baseline.
+        let mut slow = FakeDevice::new(true);
+        slow.ns_per_dispatch = 2_000;
+        let run = run_device(&mut slow, 0.1, &f.ctx(Some(&base)), &Quiet);
+        assert_eq!(run.gates[0].status, GateStatus::Fail);
+        let why = run.gates[0].reason.as_ref().unwrap();
+        assert!(why.contains("under the floor"), "{why}");
+        assert_eq!(run.status, crate::results::RunStatus::Fail);
+    }
+}

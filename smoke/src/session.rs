@@ -1,0 +1,416 @@
+//! One `greta smoke` run end to end: choose the backend and devices, run the
+//! profile's gates on each, write the results. This is the library entry
+//! point the `greta` binary (and `greta install`) call.
+
+use crate::deny::DenyList;
+use crate::floors::{Baseline, ClassFile, FloorsError, DEFAULT_FLOOR_FRACTION};
+use crate::gates::{Catalog, Profile};
+use crate::progress::Bar;
+use crate::results::{self, DeviceRun, GateStatus, Report, RunStatus, Settings, Written, SCHEMA};
+use crate::runner::{device_info, run_device, DeviceContext};
+use greta_runtime::{BackendKind, DeviceSelect, RuntimeError};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Which backend runs the gates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackendChoice {
+    /// Vulkan today; HIP where Vulkan is known to fail once HIP is built in.
+    #[default]
+    Auto,
+    Vulkan,
+    Hip,
+}
+
+impl std::str::FromStr for BackendChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(BackendChoice::Auto),
+            "vulkan" => Ok(BackendChoice::Vulkan),
+            "hip" => Ok(BackendChoice::Hip),
+            _ => Err(format!("unknown backend {s:?}; one of: auto, vulkan, hip")),
+        }
+    }
+}
+
+impl BackendChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendChoice::Auto => "auto",
+            BackendChoice::Vulkan => "vulkan",
+            BackendChoice::Hip => "hip",
+        }
+    }
+}
+
+/// `--device N|all|cpu|auto|NAME`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceChoice {
+    /// Every device the backend lists.
+    All,
+    One(DeviceSelect),
+}
+
+impl Default for DeviceChoice {
+    fn default() -> Self {
+        DeviceChoice::One(DeviceSelect::Auto)
+    }
+}
+
+impl std::str::FromStr for DeviceChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.trim().eq_ignore_ascii_case("all") {
+            Ok(DeviceChoice::All)
+        } else {
+            s.parse().map(DeviceChoice::One)
+        }
+    }
+}
+
+/// Everything `greta smoke` can be asked.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub profile: Profile,
+    pub device: DeviceChoice,
+    pub backend: BackendChoice,
+    /// Run only these gate ids (any profile's); empty: the whole profile.
+    pub gates: Vec<String>,
+    /// Clean repeats per gate (default: the profile's).
+    pub repeat: Option<u32>,
+    /// Limit for each submission.
+    pub timeout: Duration,
+    /// Results directory; `None`: the XDG default.
+    pub out_dir: Option<PathBuf>,
+    /// Write the JSON and CSV files (off only for embedding callers).
+    pub write_results: bool,
+    pub baseline: Option<PathBuf>,
+    pub floor_fraction: f64,
+    /// Extra deny-list file, on top of the built-in one.
+    pub deny_list: Option<PathBuf>,
+    /// Make the test-only gates selectable (tests only).
+    pub include_test_gates: bool,
+    /// Base seed; `None`: derived from the clock (and recorded).
+    pub seed: Option<u64>,
+    /// Progress bar on stderr (shown only when stderr is a terminal).
+    pub progress: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            profile: Profile::Default,
+            device: DeviceChoice::default(),
+            backend: BackendChoice::Auto,
+            gates: Vec::new(),
+            repeat: None,
+            timeout: Duration::from_secs(DEFAULT_TIMEOUT_S),
+            out_dir: None,
+            write_results: true,
+            baseline: None,
+            floor_fraction: DEFAULT_FLOOR_FRACTION,
+            deny_list: None,
+            include_test_gates: false,
+            seed: None,
+            progress: true,
+        }
+    }
+}
+
+pub const DEFAULT_TIMEOUT_S: u64 = 10;
+
+/// Why a run could not decide anything (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum SmokeError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    NoDevice(String),
+    #[error(transparent)]
+    Input(#[from] FloorsError),
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub report: Report,
+    pub written: Option<Written>,
+    /// The gates ran but the result files could not be written (exit 2).
+    pub write_error: Option<String>,
+}
+
+impl Outcome {
+    /// 0 every gate that ran passed, 1 a gate failed, 2 nothing decided
+    /// (or the results could not be written).
+    pub fn exit_code(&self) -> u8 {
+        if self.write_error.is_some() {
+            2
+        } else {
+            self.report.status.exit_code()
+        }
+    }
+}
+
+/// Run `opts.profile` (or the selected gates) on the chosen device(s).
+pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
+    let started = Instant::now();
+    let started_at = results::now_rfc3339();
+    if !(opts.floor_fraction > 0.0 && opts.floor_fraction <= 1.0) {
+        return Err(SmokeError::Usage(format!(
+            "--floor-fraction must be in (0, 1], got {}",
+            opts.floor_fraction
+        )));
+    }
+    if opts.timeout.is_zero() {
+        return Err(SmokeError::Usage(
+            "--timeout must be more than 0 seconds".into(),
+        ));
+    }
+    let catalog = Catalog::builtin();
+    let plan = catalog
+        .plan(opts.profile, &opts.gates, opts.include_test_gates)
+        .map_err(SmokeError::Usage)?;
+    // Read every input before touching a device: a bad file is exit 2, fast.
+    let baseline = opts.baseline.as_deref().map(Baseline::load).transpose()?;
+    let mut deny = DenyList::builtin();
+    if let Some(p) = &opts.deny_list {
+        deny.extend(DenyList::load(p)?);
+    }
+    let classes = ClassFile::builtin();
+    let out_dir = match (&opts.out_dir, opts.write_results) {
+        (Some(d), true) => Some(d.clone()),
+        (None, true) => Some(results::default_out_dir().ok_or_else(|| {
+            SmokeError::Usage("no results directory: set --out, XDG_DATA_HOME or HOME".into())
+        })?),
+        (_, false) => None,
+    };
+    let seed = opts.seed.unwrap_or_else(clock_seed);
+
+    let kind = resolve_backend(opts.backend)?;
+    let selects: Vec<DeviceSelect> = match &opts.device {
+        DeviceChoice::One(s) => vec![s.clone()],
+        DeviceChoice::All => {
+            let list = greta_runtime::list_devices(kind).map_err(no_device)?;
+            if list.is_empty() {
+                return Err(SmokeError::NoDevice(format!(
+                    "no {} device found",
+                    opts.backend.as_str()
+                )));
+            }
+            (0..list.len()).map(DeviceSelect::Index).collect()
+        }
+    };
+
+    let ctx = DeviceContext {
+        profile: opts.profile,
+        gates: &plan,
+        repeat: opts.repeat,
+        timeout: opts.timeout,
+        seed,
+        floor_fraction: opts.floor_fraction,
+        baseline: baseline.as_ref(),
+        classes: &classes,
+        deny: &deny,
+    };
+    let bar = Bar::new(opts.progress, plan.len() * selects.len());
+    let mut devices: Vec<DeviceRun> = Vec::new();
+    for sel in &selects {
+        let t = Instant::now();
+        let opened = greta_runtime::open(kind, sel);
+        let open_s = t.elapsed().as_secs_f64();
+        let mut backend = match opened {
+            Ok(b) => b,
+            // One named device that cannot be opened: nothing decided.
+            Err(e) if selects.len() == 1 => {
+                bar.finish();
+                return Err(no_device(e));
+            }
+            // One of several listed devices: that device fails.
+            Err(e) => {
+                devices.push(unopenable(kind, sel, &e, &plan, seed));
+                continue;
+            }
+        };
+        bar.set_device(&backend.info().name);
+        let run = run_device(backend.as_mut(), open_s, &ctx, &bar);
+        if backend.lost().is_some() {
+            // A lost device may still be running the hung submission;
+            // tearing it down could wait on it. Leak it instead: greta must
+            // return promptly, and the process exits soon after.
+            std::mem::forget(backend);
+        }
+        devices.push(run);
+    }
+    bar.finish();
+
+    let status = Report::summarize(&devices);
+    let report = Report {
+        schema: SCHEMA.to_string(),
+        greta_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at,
+        finished_at: results::now_rfc3339(),
+        wall_s: started.elapsed().as_secs_f64(),
+        host: results::host_info(),
+        profile: opts.profile.as_str().to_string(),
+        backend_requested: opts.backend.as_str().to_string(),
+        settings: Settings {
+            repeat: opts.repeat,
+            timeout_s: opts.timeout.as_secs_f64(),
+            floor_fraction: opts.floor_fraction,
+            baseline: opts.baseline.as_ref().map(|p| p.display().to_string()),
+            gates: opts.gates.clone(),
+            seed,
+            include_test_gates: opts.include_test_gates,
+        },
+        status,
+        devices,
+    };
+    let (written, write_error) = match out_dir.map(|dir| results::write_report(&report, &dir)) {
+        Some(Ok(w)) => (Some(w), None),
+        Some(Err(e)) => (None, Some(format!("{e:#}"))),
+        None => (None, None),
+    };
+    Ok(Outcome {
+        report,
+        written,
+        write_error,
+    })
+}
+
+/// The backend `choice` runs on.
+fn resolve_backend(choice: BackendChoice) -> Result<BackendKind, SmokeError> {
+    match choice {
+        BackendChoice::Auto | BackendChoice::Vulkan => Ok(BackendKind::Vulkan),
+        BackendChoice::Hip => {
+            // Ask the runtime: it answers for the HIP backend when built in.
+            match greta_runtime::list_devices(BackendKind::Hip) {
+                Ok(_) => Ok(BackendKind::Hip),
+                Err(e) => Err(SmokeError::NoDevice(format!("--backend hip: {e}"))),
+            }
+        }
+    }
+}
+
+fn no_device(e: RuntimeError) -> SmokeError {
+    SmokeError::NoDevice(format!("no usable device: {e}"))
+}
+
+/// A listed device that failed to open: every gate fails with why.
+fn unopenable(
+    kind: BackendKind,
+    sel: &DeviceSelect,
+    e: &RuntimeError,
+    plan: &[crate::gates::Gate],
+    seed: u64,
+) -> DeviceRun {
+    let listed = greta_runtime::list_devices(kind)
+        .ok()
+        .and_then(|l| match sel {
+            DeviceSelect::Index(i) => l.get(*i).cloned(),
+            _ => None,
+        });
+    let index = match sel {
+        DeviceSelect::Index(i) => *i,
+        _ => 0,
+    };
+    let device = match &listed {
+        Some(d) => device_info(d),
+        None => results::DeviceInfo {
+            name: format!("{sel:?}"),
+            vendor_id: 0,
+            device_id: 0,
+            device_type: "other".into(),
+            driver_name: String::new(),
+            driver_info: String::new(),
+            driver_version: String::new(),
+            api_version: String::new(),
+            uuid: None,
+            fp16: false,
+        },
+    };
+    let why = format!("could not open the device: {e}");
+    DeviceRun {
+        index,
+        backend: match kind {
+            BackendKind::Vulkan => "vulkan",
+            BackendKind::Hip => "hip",
+        }
+        .into(),
+        device,
+        status: RunStatus::Fail,
+        lost: Some(why.clone()),
+        open_s: 0.0,
+        gates: plan
+            .iter()
+            .map(|g| results::GateResult {
+                id: g.id.clone(),
+                op: g.op.name().to_string(),
+                shape: g.shape(),
+                status: GateStatus::Skip,
+                reason: Some(why.clone()),
+                tolerance: g.tolerance(),
+                seed: crate::inputs::gate_seed(seed, &g.id),
+                metrics: None,
+                floor: None,
+                wall_s: 0.0,
+                kernel: None,
+            })
+            .collect(),
+        validation_messages: vec![],
+    }
+}
+
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0x5eed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choices_parse() {
+        assert_eq!("all".parse::<DeviceChoice>().unwrap(), DeviceChoice::All);
+        assert_eq!(
+            "1".parse::<DeviceChoice>().unwrap(),
+            DeviceChoice::One(DeviceSelect::Index(1))
+        );
+        assert_eq!(
+            "cpu".parse::<DeviceChoice>().unwrap(),
+            DeviceChoice::One(DeviceSelect::Cpu)
+        );
+        assert!("".parse::<DeviceChoice>().is_err());
+        assert_eq!("hip".parse::<BackendChoice>().unwrap(), BackendChoice::Hip);
+        assert!("cuda"
+            .parse::<BackendChoice>()
+            .unwrap_err()
+            .contains("auto, vulkan, hip"));
+    }
+
+    #[test]
+    fn bad_options_are_usage_errors_before_any_device() {
+        let o = Options {
+            floor_fraction: 1.5,
+            write_results: false,
+            ..Options::default()
+        };
+        assert!(matches!(run_profile(&o), Err(SmokeError::Usage(_))));
+        let o = Options {
+            gates: vec!["nope".into()],
+            write_results: false,
+            ..Options::default()
+        };
+        let e = run_profile(&o).unwrap_err();
+        assert!(e.to_string().contains("unknown gate"), "{e}");
+        let o = Options {
+            baseline: Some("/nonexistent/b.json".into()),
+            write_results: false,
+            ..Options::default()
+        };
+        assert!(matches!(run_profile(&o), Err(SmokeError::Input(_))));
+    }
+}

@@ -1,0 +1,190 @@
+//! The human summary printed at the end of a run, and the `--list-gates`
+//! listing.
+
+use crate::gates::{Catalog, Profile};
+use crate::results::{GateStatus, Report, RunStatus};
+use std::fmt::Write;
+
+/// Render rows as left-aligned columns separated by two spaces.
+fn columns(rows: &[Vec<String>]) -> String {
+    let n = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
+        .map(|c| {
+            rows.iter()
+                .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (c, cell) in r.iter().enumerate() {
+            if c + 1 == r.len() {
+                line.push_str(cell);
+            } else {
+                let _ = write!(line, "{cell:<w$}  ", w = widths[c]);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn num(x: Option<f64>) -> String {
+    match x {
+        None => "-".into(),
+        Some(0.0) => "0".into(),
+        Some(v) if v.abs() >= 100.0 => format!("{v:.1}"),
+        Some(v) if v.abs() >= 0.01 => format!("{v:.3}"),
+        Some(v) => format!("{v:.2e}"),
+    }
+}
+
+/// The end-of-run table: one block per device, one line per gate.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    for d in &report.devices {
+        let _ = writeln!(
+            out,
+            "device {}: {} ({}, {} {}, {})",
+            d.index,
+            d.device.name,
+            d.backend,
+            d.device.driver_name,
+            d.device.driver_info,
+            d.device.device_type
+        );
+        let mut rows = vec![[
+            "gate",
+            "status",
+            "rate",
+            "unit",
+            "floor",
+            "rel_err",
+            "clean",
+            "median_us",
+            "reason",
+        ]
+        .map(String::from)
+        .to_vec()];
+        for g in &d.gates {
+            let m = g.metrics.as_ref();
+            rows.push(vec![
+                g.id.clone(),
+                g.status.as_str().to_uppercase(),
+                num(m.and_then(|m| m.rate)),
+                m.map(|m| m.unit.as_str().to_string())
+                    .unwrap_or_else(|| "-".into()),
+                num(g.floor.as_ref().map(|f| f.limit)),
+                num(m.and_then(|m| m.rel_err)),
+                m.map(|m| format!("{}/{}", m.repeats_clean, m.repeats_total))
+                    .unwrap_or_else(|| "-".into()),
+                num(m.and_then(|m| m.time_median_us)),
+                g.reason.clone().unwrap_or_default(),
+            ]);
+        }
+        out.push_str(&columns(&rows));
+        if let Some(l) = &d.lost {
+            let _ = writeln!(out, "device {} lost: {l}", d.index);
+        }
+        out.push('\n');
+    }
+    let count = |s: GateStatus| {
+        report
+            .devices
+            .iter()
+            .flat_map(|d| &d.gates)
+            .filter(|g| g.status == s)
+            .count()
+    };
+    let verdict = match report.status {
+        RunStatus::Pass => "PASS",
+        RunStatus::Fail => "FAIL",
+        RunStatus::Undecided => "UNDECIDED",
+    };
+    let _ = writeln!(
+        out,
+        "smoke {}: {verdict}: {} passed, {} failed, {} skipped in {:.1} s (seed {})",
+        report.profile,
+        count(GateStatus::Pass),
+        count(GateStatus::Fail),
+        count(GateStatus::Skip),
+        report.wall_s,
+        report.settings.seed
+    );
+    out
+}
+
+/// `--list-gates`: every gate with its profiles, tolerance, unit and what it does.
+pub fn list_gates(catalog: &Catalog, include_test: bool) -> String {
+    let mut rows = vec![["gate", "profiles", "tolerance", "unit", "about"]
+        .map(String::from)
+        .to_vec()];
+    for g in catalog
+        .gates
+        .iter()
+        .filter(|g| include_test || !g.test_only)
+    {
+        let profiles = if g.profiles.is_empty() {
+            "(test-only)".to_string()
+        } else {
+            g.profiles
+                .iter()
+                .map(|p| p.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        rows.push(vec![
+            g.id.clone(),
+            profiles,
+            g.tolerance().describe(),
+            g.unit().as_str().to_string(),
+            g.about.clone(),
+        ]);
+    }
+    let mut out = columns(&rows);
+    out.push_str("\nprofiles:\n");
+    for p in Profile::ALL {
+        let _ = writeln!(
+            out,
+            "  {:<10} {} ({} repeats)",
+            p.as_str(),
+            p.about(),
+            p.repeats()
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_has_a_line_per_gate_and_a_verdict() {
+        let r = crate::results::tests::sample_report();
+        let t = render(&r);
+        assert!(
+            t.contains("copy.bw") && t.contains("PASS") && t.contains("12.500"),
+            "{t}"
+        );
+        assert!(t.contains("softmax.256x1024") && t.contains("FAIL"));
+        assert!(
+            t.lines()
+                .last()
+                .unwrap()
+                .contains("FAIL: 1 passed, 1 failed, 1 skipped"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn listing_hides_test_gates_unless_asked() {
+        let c = Catalog::builtin();
+        let l = list_gates(&c, false);
+        assert!(l.contains("gemm_f16.256") && !l.contains("test.slow"));
+        assert!(list_gates(&c, true).contains("test.slow"));
+    }
+}

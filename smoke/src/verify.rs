@@ -1,0 +1,461 @@
+//! Checking one repeat's outputs against the f64 CPU reference of
+//! greta-kernels. Data movement (fill, copy) is checked word for word
+//! without materialising an f64 copy of a GiB buffer. GEMMs too large for a
+//! full CPU reference in a repeat are checked on sampled rows, every
+//! element for NaN/poison, and a random projection of the whole product
+//! (Freivalds: `C·v` against `A·(B·v)`), so an error anywhere shows.
+
+use crate::check::{check_f32, check_f32_by, check_u32, CheckOutcome, Tolerance, POISON_BITS};
+use crate::inputs::{Prepared, SplitMix64};
+use greta_kernels::{HostBuf, Op};
+
+/// Multiply-adds of CPU reference a GEMM check may spend per repeat before
+/// it samples instead (≈ 0.1 s in a release build).
+pub const GEMM_FULL_REFERENCE_MACS: u64 = 1 << 27;
+
+/// Longest xorshift chain of the test-only slow kernel checked on the CPU.
+pub const MAX_SLOW_REFERENCE_ITERS: u32 = 1 << 26;
+
+/// Check the outputs read back after running `p`. `seed` drives the GEMM
+/// row sampling.
+pub fn verify(p: &Prepared, got: &[HostBuf], tol: Tolerance, seed: u64) -> CheckOutcome {
+    verify_with_budget(p, got, tol, seed, GEMM_FULL_REFERENCE_MACS)
+}
+
+/// [`verify`] with the GEMM reference budget as a parameter (tests use a
+/// small one to exercise sampling on small matrices).
+pub fn verify_with_budget(
+    p: &Prepared,
+    got: &[HostBuf],
+    tol: Tolerance,
+    seed: u64,
+    budget_macs: u64,
+) -> CheckOutcome {
+    if got.len() != p.outputs.len() {
+        return fail(format!(
+            "backend returned {} output buffers, expected {}",
+            got.len(),
+            p.outputs.len()
+        ));
+    }
+    match (&p.op, got) {
+        (Op::Noop, _) => pass(),
+        // The CPU reference of the test-only slow kernel is as slow as the
+        // kernel (a serial chain): past this length, do not compute it.
+        (Op::TestSlow { iters }, _) if *iters > MAX_SLOW_REFERENCE_ITERS => fail(format!(
+            "test-only slow kernel finished before the timeout; its {iters}-step reference is not computed"
+        )),
+        (Op::Fill { n, value }, [HostBuf::U32(y)]) => check_u32_with(y, *n, |_| *value),
+        (Op::Copy { .. } | Op::TestBrokenCopy { .. }, [HostBuf::U32(y)]) => match &p.inputs[..] {
+            [HostBuf::U32(x)] => check_u32(y, x),
+            _ => fail("copy input is not u32".into()),
+        },
+        (Op::VecAdd { .. }, [HostBuf::F32(c)]) => match &p.inputs[..] {
+            [HostBuf::F32(a), HostBuf::F32(b)] if a.len() == c.len() && b.len() == c.len() => {
+                check_f32_by(c, |i| a[i] as f64 + b[i] as f64, tol)
+            }
+            _ => fail("vec_add buffers do not match".into()),
+        },
+        (Op::GemmF32 { m, n, k } | Op::GemmF16 { m, n, k }, [HostBuf::F32(c)])
+            if (*m as u64) * (*n as u64) * (*k as u64) > budget_macs =>
+        {
+            verify_gemm_sampled(p, c, tol, seed, budget_macs)
+        }
+        _ => verify_with_reference(p, got, tol),
+    }
+}
+
+fn pass() -> CheckOutcome {
+    CheckOutcome {
+        pass: true,
+        rel_err: 0.0,
+        max_abs_err: 0.0,
+        non_finite: 0,
+        mismatches: 0,
+        first_bad: None,
+        reason: None,
+    }
+}
+
+fn fail(reason: String) -> CheckOutcome {
+    CheckOutcome {
+        pass: false,
+        rel_err: f64::NAN,
+        max_abs_err: f64::NAN,
+        non_finite: 0,
+        mismatches: 0,
+        first_bad: None,
+        reason: Some(reason),
+    }
+}
+
+fn check_u32_with(out: &[u32], n: usize, want: impl Fn(usize) -> u32) -> CheckOutcome {
+    if out.len() != n {
+        return fail(format!("output has {} words, expected {n}", out.len()));
+    }
+    match out.iter().enumerate().position(|(i, &o)| o != want(i)) {
+        None => pass(),
+        Some(i) => {
+            // Only now build the comparison that names and counts every miss.
+            let reference: Vec<u32> = (0..n).map(&want).collect();
+            let _ = i;
+            check_u32(out, &reference)
+        }
+    }
+}
+
+/// The general path: the full f64 reference, every output compared; the
+/// worst output decides.
+fn verify_with_reference(p: &Prepared, got: &[HostBuf], tol: Tolerance) -> CheckOutcome {
+    let want = match greta_kernels::reference(&p.op, &p.inputs, &p.outputs) {
+        Ok(w) => w,
+        Err(e) => return fail(format!("CPU reference: {e}")),
+    };
+    let specs = p.op.outputs();
+    let mut worst = pass();
+    for ((g, w), spec) in got.iter().zip(&want).zip(&specs) {
+        let c = match g {
+            HostBuf::F32(v) => check_f32(v, w, tol),
+            HostBuf::U32(v) => {
+                let w32: Vec<u32> = w.iter().map(|&x| x as u32).collect();
+                check_u32(v, &w32)
+            }
+            HostBuf::F16(_) => fail(format!(
+                "output {} is f16; no gate reads f16 outputs",
+                spec.name
+            )),
+        };
+        worst = merge(worst, c, spec.name, specs.len() > 1);
+    }
+    worst
+}
+
+/// Keep the worse of two outcomes, errors as maxima; prefix the reason with
+/// the buffer name when an op has several outputs.
+fn merge(acc: CheckOutcome, c: CheckOutcome, name: &str, named: bool) -> CheckOutcome {
+    let max = |a: f64, b: f64| {
+        if a.is_nan() || b.is_nan() {
+            f64::NAN
+        } else {
+            a.max(b)
+        }
+    };
+    CheckOutcome {
+        pass: acc.pass && c.pass,
+        rel_err: max(acc.rel_err, c.rel_err),
+        max_abs_err: max(acc.max_abs_err, c.max_abs_err),
+        non_finite: acc.non_finite + c.non_finite,
+        mismatches: acc.mismatches + c.mismatches,
+        first_bad: acc.first_bad.or(c.first_bad),
+        reason: acc.reason.or_else(|| {
+            c.reason
+                .map(|r| if named { format!("{name}: {r}") } else { r })
+        }),
+    }
+}
+
+fn verify_gemm_sampled(
+    p: &Prepared,
+    c: &[f32],
+    tol: Tolerance,
+    seed: u64,
+    budget_macs: u64,
+) -> CheckOutcome {
+    let (m, n, k) = match p.op {
+        Op::GemmF32 { m, n, k } | Op::GemmF16 { m, n, k } => (m, n, k),
+        _ => unreachable!("only GEMMs are sampled"),
+    };
+    if c.len() != m * n {
+        return fail(format!(
+            "output has {} elements, expected {}",
+            c.len(),
+            m * n
+        ));
+    }
+    // 1. Every element written and finite.
+    if let Some(i) = c.iter().position(|x| !x.is_finite()) {
+        let count = c.iter().filter(|x| !x.is_finite()).count();
+        let what = if c[i].is_nan() && c[i].to_bits() == POISON_BITS {
+            "never written (still the poison value)".to_string()
+        } else {
+            c[i].to_string()
+        };
+        return CheckOutcome {
+            non_finite: count,
+            first_bad: Some(i),
+            ..fail(format!(
+                "{count} of {} elements are NaN/inf; first at [{}][{}]: {what}",
+                c.len(),
+                i / n,
+                i % n
+            ))
+        };
+    }
+    let a = p.inputs[0].to_f64();
+    let b = p.inputs[1].to_f64();
+    let mut rng = SplitMix64::new(seed ^ 0x5a5a_5a5a);
+    // 2. Sampled rows against the exact f64 reference.
+    let rows = ((budget_macs / (n as u64 * k as u64)) as usize).clamp(1, m);
+    let mut picked: Vec<usize> = (0..rows).map(|_| rng.below(m)).collect();
+    picked.sort_unstable();
+    picked.dedup();
+    let mut got_rows = Vec::with_capacity(picked.len() * n);
+    let mut want_rows = vec![0.0f64; picked.len() * n];
+    for (ri, &r) in picked.iter().enumerate() {
+        got_rows.extend_from_slice(&c[r * n..(r + 1) * n]);
+        let out = &mut want_rows[ri * n..(ri + 1) * n];
+        for p_ in 0..k {
+            let av = a[r * k + p_];
+            for (o, bv) in out.iter_mut().zip(&b[p_ * n..(p_ + 1) * n]) {
+                *o += av * bv;
+            }
+        }
+    }
+    let rows_check = check_f32(&got_rows, &want_rows, tol);
+    if !rows_check.pass {
+        let why = rows_check.reason.clone().unwrap_or_default();
+        return CheckOutcome {
+            reason: Some(format!("sampled rows {picked:?}: {why}")),
+            ..rows_check
+        };
+    }
+    // 3. Projection of the whole product on a random vector. Continuous
+    // entries (not ±1, under which a uniform error over an even number of
+    // columns can cancel) make an error orthogonal to it improbable.
+    let v: Vec<f64> = (0..n).map(|_| rng.range_f64(-1.0, 1.0)).collect();
+    let bv: Vec<f64> = (0..k)
+        .map(|r| {
+            b[r * n..(r + 1) * n]
+                .iter()
+                .zip(&v)
+                .map(|(x, y)| x * y)
+                .sum()
+        })
+        .collect();
+    let want_proj: Vec<f64> = (0..m)
+        .map(|r| {
+            a[r * k..(r + 1) * k]
+                .iter()
+                .zip(&bv)
+                .map(|(x, y)| x * y)
+                .sum()
+        })
+        .collect();
+    let got_proj: Vec<f32> = (0..m)
+        .map(|r| {
+            c[r * n..(r + 1) * n]
+                .iter()
+                .zip(&v)
+                .map(|(&x, y)| x as f64 * y)
+                .sum::<f64>() as f32
+        })
+        .collect();
+    let proj = check_f32(&got_proj, &want_proj, tol);
+    CheckOutcome {
+        pass: proj.pass,
+        rel_err: rows_check.rel_err.max(proj.rel_err),
+        max_abs_err: rows_check.max_abs_err,
+        non_finite: 0,
+        mismatches: rows_check.mismatches,
+        first_bad: proj.first_bad.map(|r| r * n),
+        reason: proj
+            .reason
+            .map(|r| format!("projection C·v of the whole product (one entry per row): {r}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inputs::prepare;
+
+    /// What a correct device would return: the reference rounded to f32.
+    fn perfect(p: &Prepared) -> Vec<HostBuf> {
+        let want = greta_kernels::reference(&p.op, &p.inputs, &p.outputs).unwrap();
+        p.op.outputs()
+            .iter()
+            .zip(want)
+            .map(|(s, w)| match s.dtype {
+                greta_kernels::DType::U32 => HostBuf::U32(w.iter().map(|&x| x as u32).collect()),
+                _ => HostBuf::F32(w.iter().map(|&x| x as f32).collect()),
+            })
+            .collect()
+    }
+
+    fn tol(op: &Op) -> Tolerance {
+        match op.tolerance().rel_norm {
+            0.0 => Tolerance::Exact,
+            t => Tolerance::RelNorm(t),
+        }
+    }
+
+    #[test]
+    fn perfect_outputs_pass_for_every_op() {
+        let ops = [
+            Op::Noop,
+            Op::Fill { n: 100, value: 9 },
+            Op::Copy { n: 100 },
+            Op::VecAdd { n: 100 },
+            Op::GemmF32 { m: 8, n: 8, k: 8 },
+            Op::GemmF16 { m: 8, n: 8, k: 8 },
+            Op::RmsNorm {
+                rows: 4,
+                cols: 16,
+                eps: 1e-5,
+            },
+            Op::LayerNorm {
+                rows: 4,
+                cols: 16,
+                eps: 1e-5,
+            },
+            Op::Softmax { rows: 4, cols: 16 },
+            Op::Rope {
+                tokens: 3,
+                heads: 2,
+                head_dim: 8,
+                pos0: 0,
+                theta: 10000.0,
+            },
+            Op::KvUpdate {
+                layers: 2,
+                max_seq: 8,
+                heads: 2,
+                head_dim: 4,
+                pos: 3,
+                n_new: 2,
+            },
+            Op::TestSlow { iters: 10 },
+        ];
+        for op in ops {
+            let p = prepare(&op, false, 11);
+            let c = verify(&p, &perfect(&p), tol(&p.op), 1);
+            assert!(c.pass, "{op}: {c:?}");
+        }
+    }
+
+    #[test]
+    fn poisoned_outputs_fail_for_every_op_with_outputs() {
+        for op in [
+            Op::Fill { n: 100, value: 9 },
+            Op::Copy { n: 100 },
+            Op::VecAdd { n: 100 },
+            Op::Softmax { rows: 4, cols: 16 },
+            Op::KvUpdate {
+                layers: 2,
+                max_seq: 8,
+                heads: 2,
+                head_dim: 4,
+                pos: 3,
+                n_new: 2,
+            },
+        ] {
+            let p = prepare(&op, false, 5);
+            // The device wrote nothing: outputs come back as uploaded.
+            let c = verify(&p, &p.outputs.clone(), tol(&p.op), 1);
+            assert!(!c.pass, "{op}");
+            assert!(c.reason.unwrap().contains("never written"), "{op}");
+        }
+    }
+
+    #[test]
+    fn broken_copy_semantics_are_caught() {
+        // What TestBrokenCopy does: element n/2 skipped, n/2+1 written twice.
+        let p = prepare(&Op::TestBrokenCopy { n: 64 }, false, 2);
+        let mut y = p.inputs[0].as_u32().unwrap().to_vec();
+        y[32] = p.outputs[0].as_u32().unwrap()[32];
+        let c = verify(&p, &[HostBuf::U32(y)], Tolerance::Exact, 1);
+        assert!(!c.pass);
+        assert_eq!(c.first_bad, Some(32));
+    }
+
+    #[test]
+    fn kv_update_that_clobbers_other_rows_fails() {
+        let op = Op::KvUpdate {
+            layers: 1,
+            max_seq: 8,
+            heads: 1,
+            head_dim: 4,
+            pos: 2,
+            n_new: 1,
+        };
+        let p = prepare(&op, false, 3);
+        let mut out = perfect(&p);
+        if let HostBuf::F32(v) = &mut out[1] {
+            v[0] += 1.0; // v_cache row 0 is outside the written rows
+        }
+        let c = verify(&p, &out, Tolerance::Exact, 1);
+        assert!(!c.pass);
+        assert!(c.reason.unwrap().starts_with("v_cache:"));
+    }
+
+    /// Over the test budget (4 rows' worth): sampling kicks in.
+    const BUDGET: u64 = 4 * 256 * 64;
+
+    fn big_gemm() -> (Prepared, Vec<f32>) {
+        let (m, n, k) = (256, 256, 64);
+        let op = Op::GemmF32 { m, n, k };
+        let p = prepare(&op, false, 4);
+        let a = p.inputs[0].as_f32().unwrap();
+        let b = p.inputs[1].as_f32().unwrap();
+        let mut c = vec![0.0f64; m * n];
+        for i in 0..m {
+            for q in 0..k {
+                let av = a[i * k + q] as f64;
+                for j in 0..n {
+                    c[i * n + j] += av * b[q * n + j] as f64;
+                }
+            }
+        }
+        (p, c.into_iter().map(|x| x as f32).collect())
+    }
+
+    #[test]
+    fn sampled_gemm_check_catches_errors_outside_the_sampled_rows() {
+        let (p, good) = big_gemm();
+        let c = verify_with_budget(
+            &p,
+            &[HostBuf::F32(good.clone())],
+            Tolerance::FP32,
+            9,
+            BUDGET,
+        );
+        assert!(c.pass, "{c:?}");
+        // One 16x16 tile wrong: the projection sees it whichever rows were
+        // sampled (every seed, not a lucky one).
+        let mut bad = good.clone();
+        for r in 200..216 {
+            for j in 0..16 {
+                bad[r * 256 + j] += 0.5;
+            }
+        }
+        for seed in 0..8 {
+            let c = verify_with_budget(
+                &p,
+                &[HostBuf::F32(bad.clone())],
+                Tolerance::FP32,
+                seed,
+                BUDGET,
+            );
+            assert!(!c.pass, "{c:?}");
+        }
+        // A single element wrong, outside the sampled rows (any of 8 seeds).
+        let mut one = good.clone();
+        one[123 * 256 + 45] += 1.0;
+        for seed in 0..8 {
+            let c = verify_with_budget(
+                &p,
+                &[HostBuf::F32(one.clone())],
+                Tolerance::FP32,
+                seed,
+                BUDGET,
+            );
+            assert!(!c.pass, "{c:?}");
+        }
+        // An unwritten element anywhere.
+        let mut hole = good;
+        hole[7_777] = f32::from_bits(POISON_BITS);
+        let c = verify_with_budget(&p, &[HostBuf::F32(hole)], Tolerance::FP32, 9, BUDGET);
+        assert!(!c.pass);
+        assert!(c.reason.unwrap().contains("never written"));
+    }
+}
