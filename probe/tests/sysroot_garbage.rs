@@ -93,14 +93,15 @@ fn huge_and_truncated_files_are_read_capped() {
     let tmp = tempfile::tempdir().unwrap();
     copy_tree(&tree, tmp.path());
     // A 4 GiB sparse KFD properties file.
-    for rel in ["sys/class/kfd/kfd/topology/nodes/1/properties"] {
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(tmp.path().join(rel))
-            .unwrap();
-        f.set_len(4 << 30).unwrap();
-    }
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(
+            tmp.path()
+                .join("sys/class/kfd/kfd/topology/nodes/1/properties"),
+        )
+        .unwrap();
+    f.set_len(4 << 30).unwrap();
     // And a captured rocminfo that is 2 MiB of one binary "line".
     let mut junk = vec![0u8; 2 << 20];
     rand::thread_rng().fill_bytes(&mut junk);
