@@ -358,6 +358,38 @@ pub fn build(
     Ok(path)
 }
 
+/// The worker, built now if it is nowhere yet: what `greta smoke --backend
+/// hip` (first use) and `greta install` call. Finding it is instant; building
+/// needs cargo, ROCm's headers/library/hipcc and greta's source tree, and
+/// says so on `log` before it starts (minutes).
+pub fn ensure(search: &Search, log: &mut dyn Write) -> Result<Located, WorkerError> {
+    let searched = match locate(search) {
+        Ok(found) => return Ok(found),
+        // An explicit, wrong $GRETA_HIP_WORKER is reported, not papered over.
+        Err(e) if search.env_override.is_some() => return Err(e),
+        Err(WorkerError::NotFound { searched }) => searched,
+        Err(e) => return Err(e),
+    };
+    let tree = source_tree().ok_or_else(|| {
+        WorkerError::Prerequisite(format!(
+            "greta-hip-worker is not built (looked: {}) and greta's source tree is not here to build it from; set \
+             GRETA_SOURCE_DIR to a greta checkout",
+            searched.join(", ")
+        ))
+    })?;
+    let tc = check_toolchain(&Env::live())?;
+    let _ = writeln!(
+        log,
+        "greta: greta-hip-worker is not built yet (looked: {})",
+        searched.join(", ")
+    );
+    let path = build(&tc, &tree, &target_dir(&tree), true, log)?;
+    Ok(Located {
+        path,
+        how: "built now from greta's source tree".into(),
+    })
+}
+
 /// Copies the worker into `dir` atomically (temporary name, then rename),
 /// so an env never holds half a binary; returns the installed path.
 pub fn install_into(worker: &Path, dir: &Path) -> std::io::Result<PathBuf> {
