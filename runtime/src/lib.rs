@@ -10,6 +10,7 @@
 mod backend;
 mod error;
 mod info;
+pub mod tuning_cache;
 pub mod vulkan;
 #[cfg(feature = "hip")]
 pub mod hip;

@@ -1,0 +1,302 @@
+//! The tuning cache: per device, the fastest *correct* [`Tuning`] found for
+//! each (kernel, shape class), so later runs start from it.
+//!
+//! File: `$XDG_CACHE_HOME/greta/tuning/<backend>-<uuid>-<driver_version>.json`
+//! (else `~/.cache/...`), JSON with `schema: "greta.tuning/v1"`, the device
+//! identity and an `entries` map from [`shape_class`] to [`TunedEntry`]. The
+//! driver version is part of the name, so a driver update starts a new,
+//! empty cache. A file that does not parse or names another device is
+//! ignored (and replaced on the next save); writes are atomic (temporary
+//! file + rename).
+
+use crate::{DeviceInfo, Op, Tuning};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub const SCHEMA: &str = "greta.tuning/v1";
+
+/// What was measured for one shape class.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TunedEntry {
+    pub tuning: Tuning,
+    /// Kernel variant that ran (e.g. `gemm_f16_coopmat`).
+    pub kernel: String,
+    /// Median device time per dispatch at the measured shape.
+    pub median_ns: u64,
+    /// The exact op measured (the class covers neighbouring shapes).
+    pub measured_op: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct TuningFile {
+    schema: String,
+    device: String,
+    uuid: String,
+    driver_id: String,
+    driver_version: u32,
+    entries: BTreeMap<String, TunedEntry>,
+}
+
+/// Loaded (or fresh) tuning cache of one device.
+pub struct TuningCache {
+    path: Option<PathBuf>,
+    file: TuningFile,
+    /// Why an existing file was not used, if it was not.
+    pub ignored: Option<String>,
+}
+
+/// Power-of-two bucket of a size: 1000 -> 1024.
+fn bucket(v: usize) -> usize {
+    v.max(1).next_power_of_two()
+}
+
+/// The class an op's tuning is shared across: kernel name plus each size
+/// rounded up to a power of two (and whether rows are 16-byte aligned,
+/// which selects vec4 variants).
+pub fn shape_class(op: &Op) -> String {
+    let b = bucket;
+    let dims = match *op {
+        Op::Noop | Op::TestSlow { .. } => String::new(),
+        Op::Fill { n, .. } | Op::Copy { n } | Op::VecAdd { n } | Op::TestBrokenCopy { n } => {
+            format!("n{}", b(n))
+        }
+        Op::GemmF32 { m, n, k } | Op::GemmF16 { m, n, k } => {
+            format!("m{},n{},k{}", b(m), b(n), b(k))
+        }
+        Op::RmsNorm { rows, cols, .. }
+        | Op::LayerNorm { rows, cols, .. }
+        | Op::Softmax { rows, cols } => {
+            format!(
+                "rows{},cols{}{}",
+                b(rows),
+                b(cols),
+                if cols % 4 == 0 { ",a4" } else { "" }
+            )
+        }
+        Op::Rope {
+            tokens,
+            heads,
+            head_dim,
+            ..
+        } => format!("t{},h{},d{}", b(tokens), b(heads), b(head_dim)),
+        Op::KvUpdate {
+            layers,
+            heads,
+            head_dim,
+            n_new,
+            ..
+        } => {
+            format!("l{},new{},row{}", b(layers), b(n_new), b(heads * head_dim))
+        }
+    };
+    format!("{}:{dims}", op.name())
+}
+
+/// `$XDG_CACHE_HOME/greta/tuning`, else `$HOME/.cache/greta/tuning`.
+pub fn default_dir() -> Option<PathBuf> {
+    crate::vulkan::cache::default_dir().and_then(|d| d.parent().map(|p| p.join("tuning")))
+}
+
+impl TuningCache {
+    /// The cache of `info` in `dir` (`None`: [`default_dir`]; no directory
+    /// at all: an in-memory cache that is never saved).
+    pub fn open(info: &DeviceInfo, dir: Option<&Path>) -> Self {
+        let dir = dir.map(Path::to_path_buf).or_else(default_dir);
+        let backend = match info.backend {
+            crate::BackendKind::Vulkan => "vulkan",
+            crate::BackendKind::Hip => "hip",
+        };
+        let path = dir.map(|d| {
+            d.join(format!(
+                "{backend}-{}-{:08x}.json",
+                info.uuid, info.driver_version
+            ))
+        });
+        let fresh = TuningFile {
+            schema: SCHEMA.into(),
+            device: info.name.clone(),
+            uuid: info.uuid.clone(),
+            driver_id: info.driver_id.clone(),
+            driver_version: info.driver_version,
+            entries: BTreeMap::new(),
+        };
+        let mut ignored = None;
+        let file = match path.as_deref().map(std::fs::read_to_string) {
+            Some(Ok(text)) => match serde_json::from_str::<TuningFile>(&text) {
+                Ok(f)
+                    if f.schema == SCHEMA
+                        && f.uuid == info.uuid
+                        && f.driver_version == info.driver_version =>
+                {
+                    f
+                }
+                Ok(f) => {
+                    ignored = Some(format!(
+                        "written for another device/driver/schema ({} {} {})",
+                        f.schema, f.uuid, f.driver_version
+                    ));
+                    fresh
+                }
+                Err(e) => {
+                    ignored = Some(format!("unreadable: {e}"));
+                    fresh
+                }
+            },
+            Some(Err(e)) if e.kind() != std::io::ErrorKind::NotFound => {
+                ignored = Some(format!("cannot read: {e}"));
+                fresh
+            }
+            _ => fresh,
+        };
+        if let (Some(why), Some(p)) = (&ignored, &path) {
+            tracing::warn!("ignoring tuning cache {}: {why}", p.display());
+        }
+        TuningCache {
+            path,
+            file,
+            ignored,
+        }
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The stored tuning for `op`'s shape class.
+    pub fn get(&self, op: &Op) -> Option<&TunedEntry> {
+        self.file.entries.get(&shape_class(op))
+    }
+
+    pub fn put(&mut self, op: &Op, entry: TunedEntry) {
+        self.file.entries.insert(shape_class(op), entry);
+    }
+
+    pub fn len(&self) -> usize {
+        self.file.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.file.entries.is_empty()
+    }
+
+    /// Writes the file atomically; `Ok(None)` for an in-memory cache.
+    pub fn save(&self) -> std::io::Result<Option<PathBuf>> {
+        let Some(path) = &self.path else {
+            return Ok(None);
+        };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        let text = serde_json::to_string_pretty(&self.file).map_err(std::io::Error::other)?;
+        tmp.write_all(text.as_bytes())?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(Some(path.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(driver_version: u32) -> DeviceInfo {
+        let mut d = DeviceInfo::placeholder();
+        d.name = "test gpu".into();
+        d.uuid = "00112233445566778899aabbccddeeff".into();
+        d.driver_version = driver_version;
+        d
+    }
+
+    fn entry(bm: u32) -> TunedEntry {
+        TunedEntry {
+            tuning: Tuning::default().with("bm", bm),
+            kernel: "gemm_f32".into(),
+            median_ns: 1234,
+            measured_op: "gemm_f32(m=4000,n=4000,k=4000)".into(),
+        }
+    }
+
+    #[test]
+    fn classes_bucket_neighbouring_shapes() {
+        assert_eq!(
+            shape_class(&Op::GemmF32 {
+                m: 4000,
+                n: 4096,
+                k: 3000
+            }),
+            "gemm_f32:m4096,n4096,k4096"
+        );
+        assert_eq!(
+            shape_class(&Op::GemmF32 {
+                m: 4000,
+                n: 4096,
+                k: 3000
+            }),
+            shape_class(&Op::GemmF32 {
+                m: 4096,
+                n: 4095,
+                k: 4096
+            })
+        );
+        assert_ne!(
+            shape_class(&Op::Softmax {
+                rows: 8,
+                cols: 1024
+            }),
+            shape_class(&Op::Softmax {
+                rows: 8,
+                cols: 1023
+            })
+        );
+    }
+
+    #[test]
+    fn saved_then_loaded_and_driver_update_invalidates() {
+        let tmp = tempfile::tempdir().unwrap();
+        let op = Op::GemmF32 {
+            m: 4000,
+            n: 4000,
+            k: 4000,
+        };
+        let mut c = TuningCache::open(&info(1), Some(tmp.path()));
+        assert!(c.is_empty() && c.ignored.is_none());
+        c.put(&op, entry(128));
+        let path = c.save().unwrap().unwrap();
+        let c = TuningCache::open(&info(1), Some(tmp.path()));
+        assert_eq!(
+            c.get(&Op::GemmF32 {
+                m: 4096,
+                n: 4096,
+                k: 4096
+            }),
+            Some(&entry(128))
+        );
+        // A new driver version: a different file, nothing cached.
+        let c2 = TuningCache::open(&info(2), Some(tmp.path()));
+        assert!(c2.get(&op).is_none() && c2.ignored.is_none());
+        // A corrupted file is ignored, never an error, and replaced on save.
+        std::fs::write(&path, "{ not json").unwrap();
+        let mut c = TuningCache::open(&info(1), Some(tmp.path()));
+        assert!(c.get(&op).is_none());
+        assert!(
+            c.ignored.as_deref().unwrap().contains("unreadable"),
+            "{:?}",
+            c.ignored
+        );
+        c.put(&op, entry(64));
+        c.save().unwrap();
+        assert_eq!(
+            TuningCache::open(&info(1), Some(tmp.path())).get(&op),
+            Some(&entry(64))
+        );
+        // A file copied from another device is not trusted.
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("00112233", "ffffffff");
+        std::fs::write(&path, text).unwrap();
+        let c = TuningCache::open(&info(1), Some(tmp.path()));
+        assert!(c.get(&op).is_none() && c.ignored.is_some());
+    }
+}
