@@ -52,6 +52,22 @@ fn gemm_f32() {
     ] {
         assert_op(&mut dev, &Op::GemmF32 { m, n, k }, s);
     }
+    // Large products default to 128x128 blocks (odd m, shallow k keeps the reference cheap).
+    let out = assert_op(
+        &mut dev,
+        &Op::GemmF32 {
+            m: 1030,
+            n: 1024,
+            k: 19,
+        },
+        s,
+    );
+    assert_eq!(
+        out.stats.tuning.get("bm"),
+        Some(128),
+        "{:?}",
+        out.stats.tuning
+    );
 }
 
 /// Every tuning candidate (what `--tune` may pick) is correct too, at

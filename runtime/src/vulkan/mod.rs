@@ -4,6 +4,23 @@
 //! `select` (enumeration, de-duplication, choice), `memory` (buffers),
 //! [`cache`] (pipeline cache file), `pipelines`, `plan` (op -> kernel),
 //! `run` (recording, submission with timeout, timestamps).
+//!
+//! Tuning keys ([`crate::Tuning`], all optional; unknown keys are errors):
+//! - element-wise ops, rope, kv_update, noop: `wg` (workgroup size, power of two);
+//! - rmsnorm, layernorm, softmax: `wg`, `vec4` (0/1; default 1 when cols % 4 == 0);
+//! - gemm_f32, gemm_f16: `bm`, `bn`, `bk`, `tm`, `tn` (block and per-invocation
+//!   tiles; defaults 64/64/16/4/4, or 128/128/8/8/8 when m and n >= 1024);
+//!   gemm_f16 also `coopmat` (0/1; default 1 where the device reports an
+//!   f16 x f16 -> f32 cooperative-matrix shape).
+//!
+//! [`crate::Backend::tuning_candidates`] lists a sweep for each op;
+//! [`crate::tuning_cache`] stores the winner per device and shape class.
+//!
+//! Limits handled: buffers of element-wise ops larger than
+//! `maxStorageBufferRange` are split into several dispatches per repeat;
+//! workgroup counts stay <= 65535 (grid-stride loops cover the rest); on
+//! lavapipe, shapes whose loops would exceed its 65535-iteration guard are
+//! refused by `supports` instead of returning truncated results.
 
 pub mod cache;
 mod instance;

@@ -104,9 +104,25 @@ fn elementwise(n: usize, nbuf: usize, wg: u32, lim: &Limits, extra_push: &[u32])
 /// invocation (256 invocations). Good on NVIDIA, RDNA and lavapipe alike.
 const GEMM_DEFAULT: [(&str, u32); 5] = [("bm", 64), ("bn", 64), ("bk", 16), ("tm", 4), ("tn", 4)];
 
-fn gemm_tiles(t: &Tuning, lim: &Limits) -> Result<(Vec<u32>, Tuning), RuntimeError> {
+/// For large products (both sides >= 1024): 128x128 blocks, 8x8 outputs per
+/// invocation, twice the arithmetic per shared-memory load; used when the
+/// device has the invocations and shared memory for it.
+const GEMM_LARGE: [(&str, u32); 5] = [("bm", 128), ("bn", 128), ("bk", 8), ("tm", 8), ("tn", 8)];
+
+fn gemm_tiles(
+    t: &Tuning,
+    lim: &Limits,
+    m: usize,
+    n: usize,
+) -> Result<(Vec<u32>, Tuning), RuntimeError> {
+    let large = m >= 1024 && n >= 1024 && lim.max_invocations >= 256 && lim.max_shared >= 8192;
+    let defaults = if large && !t.0.keys().any(|k| k != "coopmat") {
+        GEMM_LARGE
+    } else {
+        GEMM_DEFAULT
+    };
     let mut eff = Tuning::default();
-    for (k, d) in GEMM_DEFAULT {
+    for (k, d) in defaults {
         eff.0.insert(k.into(), t.get(k).unwrap_or(d));
     }
     let g = |k: &str| eff.get(k).unwrap();
@@ -260,7 +276,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
                     }],
                 });
             }
-            let (spec, eff) = gemm_tiles(t, lim)?;
+            let (spec, eff) = gemm_tiles(t, lim, m, n)?;
             let eff = if f16 && coop_possible {
                 eff.with("coopmat", 0)
             } else {
