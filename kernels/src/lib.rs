@@ -17,4 +17,4 @@ pub mod spirv;
 
 pub use host::{DType, HostBuf};
 pub use op::{Access, BufferSpec, Op, OpError, Tolerance};
-pub use reference::{reference, slow_hash};
+pub use reference::{reference, slow_hash, SLOW_SEED};

@@ -1,6 +1,6 @@
 //! The Vulkan backend: ash (libvulkan loaded at run time) + gpu-allocator.
 //!
-//! Modules: [`instance`] (loader, instance, validation messenger),
+//! Modules: `instance` (loader, instance, validation messenger),
 //! `select` (enumeration, de-duplication, choice), `memory` (buffers),
 //! [`cache`] (pipeline cache file), `pipelines`, `plan` (op -> kernel),
 //! `run` (recording, submission with timeout, timestamps).
