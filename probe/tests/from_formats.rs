@@ -194,3 +194,78 @@ fn hip_runtime_errors_map_to_their_causes() {
         assert_eq!(ids, vec![id.to_string()], "{line}");
     }
 }
+
+#[test]
+fn lspci_k_shows_an_unbound_amd_gpu_and_merges_with_rocminfo() {
+    let lspci = "03:00.0 VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Navi 31 [Radeon RX 7900 XT/7900 XTX/7900 GRE/7900M] [1002:744c] (rev c8)\n\
+                 \tSubsystem: Sapphire Technology Limited Device [1da2:e471]\n\tKernel driver in use: amdgpu\n\tKernel modules: amdgpu\n\
+                 0b:00.0 VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Phoenix1 [1002:15bf] (rev c4)\n\
+                 \tSubsystem: Lenovo Device [17aa:3818]\n\tKernel modules: amdgpu\n\
+                 0c:00.0 Audio device [0403]: Advanced Micro Devices, Inc. [AMD/ATI] Rembrandt Radeon High Definition Audio Controller [1002:1640]\n";
+    let (formats, facts, ids) = explain(lspci);
+    assert_eq!(formats, vec![Format::Lspci]);
+    assert_eq!(facts.gpus.len(), 2, "the audio function is not a GPU");
+    assert_eq!(facts.gpus[0].pci_address.as_deref(), Some("0000:03:00.0"));
+    assert_eq!(facts.gpus[0].kernel_driver.as_deref(), Some("amdgpu"));
+    assert_eq!(facts.gpus[1].device_id, Some(0x15bf));
+    assert_eq!(ids, vec!["driver.amdgpu-not-bound"]);
+    // With the rx7900 rocminfo (chip 0x744c) the two views of one GPU merge.
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("lspci.txt");
+    std::fs::write(&a, lspci.lines().take(4).collect::<Vec<_>>().join("\n")).unwrap();
+    let b = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/fixtures/rx7900xtx-gfx1100/rocminfo-rocm6.2.2.txt"
+    )
+    .into();
+    let run = from::from_files(&[a, b]).unwrap();
+    assert_eq!(run.facts.gpus.len(), 1, "{:#?}", run.facts.gpus);
+    let g = &run.facts.gpus[0];
+    assert_eq!(g.gfx.as_deref(), Some("gfx1100"));
+    assert_eq!(g.kernel_driver.as_deref(), Some("amdgpu"));
+    assert!(rules::diagnose(&run.facts).is_empty());
+}
+
+#[test]
+fn nvidia_smi_table_merges_with_vulkaninfo() {
+    let smi = "+-----------------------------------------------------------------------------+\n\
+               | NVIDIA-SMI 525.125.06   Driver Version: 525.125.06   CUDA Version: 12.0     |\n\
+               |-------------------------------+----------------------+----------------------+\n\
+               | GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |\n\
+               |===============================+======================+======================|\n\
+               |   0  NVIDIA GeForce RTX 2060  Off  | 00000000:01:00.0  On |                  N/A |\n\
+               | 30%   40C    P8    12W / 160W |    300MiB /  6144MiB |      2%      Default |\n";
+    let (formats, facts, _) = explain(smi);
+    assert_eq!(formats, vec![Format::NvidiaSmi]);
+    assert_eq!(facts.gpus[0].name, "NVIDIA GeForce RTX 2060");
+    assert_eq!(facts.gpus[0].pci_address.as_deref(), Some("0000:01:00.0"));
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("smi.txt");
+    std::fs::write(&a, smi).unwrap();
+    let b = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/nvidia-rtx2060-debian-contrast/vulkaninfo-summary-devices-section.txt").into();
+    let run = from::from_files(&[a, b]).unwrap();
+    let nv: Vec<_> = run
+        .facts
+        .gpus
+        .iter()
+        .filter(|g| g.vendor == Vendor::Nvidia)
+        .collect();
+    assert_eq!(nv.len(), 1, "{:#?}", run.facts.gpus);
+    assert_eq!(nv[0].device_id, Some(0x1f08));
+    assert_eq!(
+        run.facts.kernel_driver_version.as_deref(),
+        Some("525.125.06")
+    );
+}
+
+#[test]
+fn hipconfig_gives_hip_version_and_rocm_path() {
+    let t = "HIP version  : 5.7.31921-d1770ee1b\n\n== hipconfig\nHIP_PATH     : /opt/rocm-5.7.0\nROCM_PATH    : /opt/rocm-5.7.0\nHIP_COMPILER : clang\nHIP_PLATFORM : amd\n";
+    let (formats, facts, _) = explain(t);
+    assert_eq!(formats, vec![Format::Hipconfig]);
+    assert_eq!(
+        facts.rocm.hip_version.as_deref(),
+        Some("5.7.31921-d1770ee1b")
+    );
+    assert_eq!(facts.rocm.installs[0].path, "/opt/rocm-5.7.0");
+}

@@ -15,10 +15,13 @@ pub mod clinfo;
 pub mod collect_env;
 pub mod dmesg;
 pub mod env_dump;
+pub mod hipconfig;
 pub mod icd_json;
 pub mod kfd_props;
 pub mod llama;
 pub mod ls_dev;
+pub mod lspci;
+pub mod nvidia_smi;
 pub mod rocminfo;
 pub mod rocmsmi;
 pub mod vulkaninfo;
@@ -54,6 +57,9 @@ pub enum Format {
     KfdProperties,
     DeviceNodeListing,
     EnvDump,
+    Lspci,
+    NvidiaSmi,
+    Hipconfig,
     AppLog,
 }
 
@@ -76,6 +82,9 @@ impl Format {
             Format::KfdProperties => "KFD node properties",
             Format::DeviceNodeListing => "ls -l of device nodes",
             Format::EnvDump => "environment variables",
+            Format::Lspci => "lspci",
+            Format::NvidiaSmi => "nvidia-smi",
+            Format::Hipconfig => "hipconfig",
             Format::AppLog => "application log",
         }
     }
@@ -173,7 +182,8 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
 
 fn known_formats() -> String {
     "rocminfo, vulkaninfo, vulkaninfo --summary, amd-smi, rocm-smi, clinfo, dmesg, collect_env, \
-     ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, logs with known errors"
+     ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, lspci, nvidia-smi, hipconfig, \
+     logs with known errors"
         .to_string()
 }
 
@@ -212,8 +222,16 @@ pub fn decode(raw: &[u8]) -> Result<String, String> {
         return Err("binary data, not text: give the tool's text output".into());
     }
     let text = String::from_utf8_lossy(raw);
-    let text = if text.contains('\u{1b}') { strip_ansi(&text) } else { text.into_owned() };
-    Ok(if text.contains('\r') { text.replace('\r', "") } else { text })
+    let text = if text.contains('\u{1b}') {
+        strip_ansi(&text)
+    } else {
+        text.into_owned()
+    };
+    Ok(if text.contains('\r') {
+        text.replace('\r', "")
+    } else {
+        text
+    })
 }
 
 fn strip_ansi(s: &str) -> String {
@@ -258,6 +276,9 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
             Format::KfdProperties => kfd_props::parse(text),
             Format::DeviceNodeListing => ls_dev::parse(text),
             Format::EnvDump => env_dump::parse(text),
+            Format::Lspci => lspci::parse(text),
+            Format::NvidiaSmi => nvidia_smi::parse(text),
+            Format::Hipconfig => hipconfig::parse(text),
             Format::AppLog => Facts::default(),
         };
         parts.push(part);
@@ -328,6 +349,15 @@ pub fn recognise(text: &str) -> Vec<Format> {
     }
     if env_dump::recognise(text) {
         out.push(Format::EnvDump);
+    }
+    if lspci::recognise(text) {
+        out.push(Format::Lspci);
+    }
+    if nvidia_smi::recognise(text) {
+        out.push(Format::NvidiaSmi);
+    }
+    if hipconfig::recognise(text) {
+        out.push(Format::Hipconfig);
     }
     if out.is_empty() && text.lines().any(|l| crate::signals::classify(l).is_some()) {
         out.push(Format::AppLog);

@@ -268,7 +268,9 @@ pub fn evaluate(f: &Facts) -> Eval {
     let unbound: Vec<String> = amd
         .iter()
         .filter(|g| {
-            g.seen_by.iter().any(|s| s == "pci") && g.kernel_driver.as_deref() != Some("amdgpu")
+            // Only sources that show the bound driver: sysfs, or `lspci -k`.
+            g.seen_by.iter().any(|s| s == "pci" || s == "lspci-k")
+                && g.kernel_driver.as_deref() != Some("amdgpu")
         })
         .map(|g| {
             format!(

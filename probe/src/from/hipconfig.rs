@@ -1,0 +1,40 @@
+//! `hipconfig` / `hipconfig --full` output: HIP version and ROCm path.
+
+use crate::facts::{Facts, RocmInstall};
+
+pub fn recognise(text: &str) -> bool {
+    text.contains("HIP version")
+        && (text.contains("== hipconfig")
+            || text.contains("HIP_PLATFORM")
+            || text.contains("ROCM_PATH"))
+}
+
+pub fn parse(text: &str) -> Facts {
+    let mut f = Facts::default();
+    for l in text.lines() {
+        let Some((k, v)) = l.split_once(':') else {
+            continue;
+        };
+        let (k, v) = (k.trim(), v.trim());
+        match k {
+            "HIP version" if !v.is_empty() => {
+                f.rocm.hip_version = Some(v.to_string());
+                f.rocm.version.get_or_insert_with(|| v.to_string());
+            }
+            "ROCM_PATH" if v.starts_with('/') => {
+                if !f.rocm.installs.iter().any(|i| i.path == v) {
+                    f.rocm.installs.push(RocmInstall {
+                        path: v.to_string(),
+                        version: None,
+                        active: true,
+                    });
+                }
+                f.rocm
+                    .active_reason
+                    .get_or_insert_with(|| "hipconfig ROCM_PATH".into());
+            }
+            _ => {}
+        }
+    }
+    f
+}
