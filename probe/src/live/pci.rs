@@ -84,6 +84,7 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
     if pci_visible {
         scanned(f, "pci");
     }
+    drm_memory(root, f);
     collect_modules(root, f);
     let n = f.gpus.len();
     let names: Vec<String> = f
@@ -98,6 +99,43 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
         (false, _) => "PCI bus not visible (no /sys/bus/pci)".into(),
         (true, 0) => "no GPU on the PCI bus".into(),
         _ => names.join(", "),
+    }
+}
+
+/// VRAM/GTT through `/sys/class/drm/card*/device` where the PCI directory
+/// did not have them (the same files, reached the way tools document).
+fn drm_memory(root: &Root, f: &mut Facts) {
+    for card in root.list("/sys/class/drm") {
+        let Some(n) = card.strip_prefix("card") else {
+            continue;
+        };
+        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let dev = format!("/sys/class/drm/{card}/device");
+        let Some(addr) = root
+            .read_link(&dev)
+            .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
+        else {
+            continue;
+        };
+        let Some(g) = f
+            .gpus
+            .iter_mut()
+            .find(|g| g.pci_address.as_deref() == Some(addr.as_str()))
+        else {
+            continue;
+        };
+        let bytes = |attr: &str| {
+            root.read_trim(&format!("{dev}/{attr}"))
+                .and_then(|s| s.parse::<u64>().ok())
+        };
+        if g.vram_bytes.is_none() {
+            g.vram_bytes = bytes("mem_info_vram_total");
+        }
+        if g.gtt_bytes.is_none() {
+            g.gtt_bytes = bytes("mem_info_gtt_total");
+        }
     }
 }
 

@@ -257,6 +257,15 @@ pub fn enumerate_with_timeout(timeout: Duration) -> Enumeration {
 /// collect when the text module is present.
 pub type TextParser = fn(&str, &str, &mut Facts);
 
+/// "AMD Radeon 760M (RADV GFX1103_R1)" -> "AMD Radeon 760M".
+pub fn strip_driver_suffix(name: &str) -> String {
+    let n = name.trim();
+    match n.rfind(" (") {
+        Some(i) if n.ends_with(')') && n[i..].contains("RADV") => n[..i].trim().to_string(),
+        _ => n.to_string(),
+    }
+}
+
 /// Folds a Vulkan device into the GPU list: the PCI GPU with the same
 /// vendor/device id, else a new entry (a CPU device becomes vendor `cpu`).
 pub fn merge_device(gpus: &mut Vec<Gpu>, d: &VulkanDevice) {
@@ -294,6 +303,19 @@ pub fn merge_device(gpus: &mut Vec<Gpu>, d: &VulkanDevice) {
             gpus.last_mut().expect("just pushed")
         }
     };
+    // pci.ids knows many APUs only by code name ("Phoenix1"); the driver's
+    // marketing name ("AMD Radeon 760M") is what users recognise.
+    if !is_cpu {
+        if let (Some(v), Some(dev)) = (g.vendor_id, g.device_id) {
+            let codename_only = super::gpu::pci_raw_name(v, dev).is_some_and(|n| !n.contains('['));
+            if codename_only && Some(&g.name) == super::gpu::pci_name(v, dev).as_ref() {
+                let marketing = strip_driver_suffix(&d.name);
+                if !marketing.is_empty() {
+                    g.name = marketing;
+                }
+            }
+        }
+    }
     // Same label as the --from parser ("vulkan:radv"), so RADV and AMDVLK
     // seeing one GPU stay distinguishable.
     let kind = serde_json::to_value(d.kind)
@@ -432,6 +454,14 @@ mod tests {
             ..VulkanDevice::default()
         };
         merge_device(&mut gpus, &radv);
+        assert_eq!(
+            strip_driver_suffix("AMD Radeon 760M (RADV GFX1103_R1)"),
+            "AMD Radeon 760M"
+        );
+        assert_eq!(
+            strip_driver_suffix("llvmpipe (LLVM 15.0.6, 256 bits)"),
+            "llvmpipe (LLVM 15.0.6, 256 bits)"
+        );
         merge_device(&mut gpus, &lvp);
         merge_device(&mut gpus, &lvp);
         assert_eq!(gpus.len(), 2);

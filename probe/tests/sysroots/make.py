@@ -192,8 +192,12 @@ greta(t, {"PATH": "/usr/bin:/bin", "HOME": "/home/ann", "USER": "ann",
 #    installs with ROCM_PATH choosing the older one, LD_LIBRARY_PATH into the
 #    other; Debian's hipcc in /usr as well.
 t = fresh("two-rocm-no-kfd")
-pci_gpu(t, "0000:03:00.0", 0x1002, 0x744c, 0x030000, 0xc8, 0x1002, 0x0e3b, render=128,
-        vram=24 * 1024 ** 3, gtt=32 * 1024 ** 3)
+pci_gpu(t, "0000:03:00.0", 0x1002, 0x744c, 0x030000, 0xc8, 0x1002, 0x0e3b, render=128)
+# VRAM/GTT only reachable the documented way, /sys/class/drm/card0/device/.
+link(t, "/sys/class/drm/card0", "../../devices/pci0000:00/0000:00:01.1/0000:03:00.0/drm/card0")
+link(t, "/sys/devices/pci0000:00/0000:00:01.1/0000:03:00.0/drm/card0/device", "../../../0000:03:00.0")
+w(t, "/sys/devices/pci0000:00/0000:00:01.1/0000:03:00.0/mem_info_vram_total", f"{24 * 1024 ** 3}\n")
+w(t, "/sys/devices/pci0000:00/0000:00:01.1/0000:03:00.0/mem_info_gtt_total", f"{32 * 1024 ** 3}\n")
 kfd_node(t, 0, CPU_NODE)
 kfd_node(t, 1, gpu_props(192, 2, 110000, 4098, 29772, 128))
 w(t, "/sys/module/amdgpu/initstate", "live\n")
