@@ -14,6 +14,7 @@ fn opts(dir: &std::path::Path) -> OpenOptions {
         validation: Some(true),
         cache: CacheDir::Dir(dir.to_path_buf()),
         max_storage_range: None,
+        ..Default::default()
     }
 }
 

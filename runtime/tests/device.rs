@@ -25,6 +25,7 @@ fn auto_falls_back_to_cpu_and_says_so() {
         validation: Some(true),
         cache: CacheDir::Off,
         max_storage_range: None,
+        ..Default::default()
     });
     if dev.info().is_cpu() {
         assert!(

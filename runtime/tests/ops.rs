@@ -226,6 +226,7 @@ fn elementwise_split_over_range_limit() {
         validation: Some(true),
         cache: greta_runtime::vulkan::CacheDir::Off,
         max_storage_range: Some(4096),
+        ..Default::default()
     });
     let s = seed();
     for op in [
@@ -323,4 +324,101 @@ fn contract_mismatch_is_bad_input() {
         .unwrap_err();
     assert!(err.to_string().contains("unknown tuning key"), "{err}");
     assert_clean(&dev);
+}
+
+/// Without timestamps the per-dispatch time falls back to wall clock.
+#[test]
+fn wall_clock_fallback() {
+    let mut dev = device_with(greta_runtime::vulkan::OpenOptions {
+        select: greta_runtime::DeviceSelect::Cpu,
+        validation: Some(true),
+        timestamps: Some(false),
+        ..Default::default()
+    });
+    assert!(!dev.info().timestamps);
+    let out = run_checked(
+        &mut dev,
+        &Op::Copy { n: 1000 },
+        seed(),
+        &RunOpts {
+            repeats: 3,
+            ..RunOpts::default()
+        },
+    );
+    assert!(out.passes(&Op::Copy { n: 1000 }));
+    assert_eq!(out.stats.timing, greta_runtime::TimingSource::WallClock);
+    assert_eq!(out.stats.device_ns.len(), 3);
+    assert!(out.stats.device_ns.iter().all(|&ns| ns > 0));
+    assert_clean(&dev);
+}
+
+/// `Device` can move to another thread (a runner may watch it from one).
+#[test]
+fn device_is_send() {
+    fn assert_send<T: Send>() {}
+    assert_send::<greta_runtime::vulkan::Device>();
+}
+
+/// Rates on this machine's lavapipe, for the performance notes:
+/// `cargo test -p greta-runtime --release --test ops -- --ignored --nocapture rates`.
+#[test]
+#[ignore = "measurement, not a check"]
+fn rates() {
+    let mut dev = device_with(greta_runtime::vulkan::OpenOptions {
+        select: greta_runtime::DeviceSelect::Cpu,
+        validation: Some(false),
+        ..Default::default()
+    });
+    for op in [
+        Op::Noop,
+        Op::Fill {
+            n: 1 << 24,
+            value: 1,
+        },
+        Op::Copy { n: 1 << 24 },
+        Op::VecAdd { n: 1 << 24 },
+        Op::GemmF32 {
+            m: 512,
+            n: 512,
+            k: 512,
+        },
+        Op::GemmF16 {
+            m: 512,
+            n: 512,
+            k: 512,
+        },
+        Op::RmsNorm {
+            rows: 256,
+            cols: 1024,
+            eps: 1e-6,
+        },
+        Op::Softmax {
+            rows: 256,
+            cols: 1024,
+        },
+        Op::LayerNorm {
+            rows: 256,
+            cols: 1024,
+            eps: 1e-5,
+        },
+    ] {
+        let out = run_checked(
+            &mut dev,
+            &op,
+            1,
+            &RunOpts {
+                repeats: 5,
+                ..RunOpts::default()
+            },
+        );
+        assert!(out.passes(&op));
+        let ns = out.stats.median_ns().max(1) as f64;
+        eprintln!(
+            "{op}: {:.1} us/dispatch, {:.2} GB/s, {:.2} GFLOP/s ({})",
+            ns / 1e3,
+            op.bytes_moved() as f64 / ns,
+            op.flops() as f64 / ns,
+            out.stats.kernel
+        );
+    }
 }

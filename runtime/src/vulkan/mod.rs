@@ -74,6 +74,9 @@ pub struct OpenOptions {
     /// Lower the usable `maxStorageBufferRange` (tests use it to exercise
     /// the split-dispatch path on small buffers).
     pub max_storage_range: Option<u64>,
+    /// `Some(false)` ignores device timestamps and times by wall clock (the
+    /// fallback for devices without them; tests use it to exercise that path).
+    pub timestamps: Option<bool>,
 }
 
 /// Vulkan objects, destroyed in order on a clean drop and deliberately
@@ -118,6 +121,9 @@ impl Device {
         let idx = select::choose(&list, &opts.select)?;
         let p = list.into_iter().nth(idx).unwrap();
         let mut info = p.info.clone();
+        if opts.timestamps == Some(false) {
+            info.timestamps = false;
+        }
         if info.is_cpu() && opts.select == DeviceSelect::Auto {
             info.notes.push(
                 "no GPU found: using the CPU Vulkan device (results are not GPU results)".into(),

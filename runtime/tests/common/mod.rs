@@ -17,6 +17,7 @@ pub fn device() -> Device {
         validation: Some(true),
         cache: CacheDir::Off,
         max_storage_range: None,
+        ..Default::default()
     })
 }
 
