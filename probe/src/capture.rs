@@ -86,6 +86,11 @@ pub fn capture(dir: impl AsRef<Path>) -> Result<Captured, CaptureError> {
 fn write_tree(cap: &Path, root: &Root, rec: &Record, facts: &Facts) -> std::io::Result<usize> {
     let mut w = Writer { cap, written: 0 };
     for (path, text) in &rec.files {
+        let text = if path == "/etc/group" {
+            relevant_groups(root, rec, text)
+        } else {
+            text.clone()
+        };
         w.replicate(path, &Leaf::Content(text.as_bytes()), 0)?;
     }
     for (path, bytes) in &rec.prefixes {
@@ -137,6 +142,23 @@ fn write_tree(cap: &Path, root: &Root, rec: &Record, facts: &Facts) -> std::io::
             .as_bytes(),
     )?;
     Ok(w.written)
+}
+
+/// Only the `/etc/group` lines doctor can use (the device nodes' groups,
+/// the user's groups, render and video): the rest names other people.
+fn relevant_groups(root: &Root, rec: &Record, text: &str) -> String {
+    let mut gids: Vec<u32> = rec.nodes.iter().map(|n| n.gid).collect();
+    if let Some(id) = root.identity() {
+        gids.extend(&id.groups);
+        gids.push(id.gid);
+    }
+    text.lines()
+        .filter(|l| match crate::root::GroupEntry::parse(l) {
+            Some(g) => gids.contains(&g.gid) || g.name == "render" || g.name == "video",
+            None => false,
+        })
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 /// `vulkaninfo --summary` and `nvidia-smi -q`, for humans reading a bundle.

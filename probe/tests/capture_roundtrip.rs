@@ -23,6 +23,12 @@ fn capture_then_replay_equals_live() {
             "captured non-allow-listed variable {key}"
         );
     }
+    // /etc/group is cut to the groups doctor can use.
+    if let Ok(g) = std::fs::read_to_string(dir.join("etc/group")) {
+        let live = std::fs::read_to_string("/etc/group").unwrap();
+        assert!(g.lines().count() <= live.lines().count());
+        assert!(g.lines().all(|l| live.lines().any(|x| x == l)));
+    }
     // No temp dir left beside the bundle.
     let leftovers: Vec<_> = std::fs::read_dir(tmp.path())
         .unwrap()
