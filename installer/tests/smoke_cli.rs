@@ -172,6 +172,35 @@ fn default_profile_without_json_prints_the_table_and_writes_under_xdg_data_home(
 }
 
 #[test]
+fn device_all_runs_every_listed_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = greta(
+        &[
+            "--device",
+            "all",
+            "--profile",
+            "ultrasafe",
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+        dir.path(),
+    );
+    let r: Report = serde_json::from_str(&run.stdout).unwrap();
+    assert!(!r.devices.is_empty());
+    let indices: Vec<usize> = r.devices.iter().map(|d| d.index).collect();
+    assert_eq!(indices, (0..r.devices.len()).collect::<Vec<_>>());
+    // lavapipe is among them and passes; the exit code is the run's status.
+    assert!(r
+        .devices
+        .iter()
+        .any(|d| d.device.device_type == "cpu" && d.status == RunStatus::Pass));
+    assert_eq!(run.code, r.status.exit_code() as i32);
+}
+
+#[test]
 fn broken_kernel_is_caught() {
     let dir = tempfile::tempdir().unwrap();
     let (run, r) = json_run(

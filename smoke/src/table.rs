@@ -139,7 +139,11 @@ pub fn list_gates(catalog: &Catalog, include_test: bool) -> String {
         rows.push(vec![
             g.id.clone(),
             profiles,
-            g.tolerance().describe(),
+            if g.op.outputs().is_empty() {
+                "- (no output)".to_string()
+            } else {
+                g.tolerance().describe()
+            },
             g.unit().as_str().to_string(),
             g.about.clone(),
         ]);
