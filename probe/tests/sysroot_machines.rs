@@ -501,3 +501,63 @@ fn layer_disabled_by_its_environment_variable_is_not_reported() {
     let (f, _) = collect(&root);
     assert!(f.vulkan.implicit_layers.is_empty());
 }
+
+#[test]
+fn legacy_icd_filenames_and_add_driver_files() {
+    let env = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    // VK_ICD_FILENAMES (older name) with a directory: only that directory.
+    let root = Root::sysroot(tree("vk-driver-files"))
+        .unwrap()
+        .with_env(env(&[
+            ("HOME", "/home/u"),
+            ("VK_ICD_FILENAMES", "/home/u/extra"),
+        ]));
+    let (f, _) = collect(&root);
+    let m: Vec<_> = f.vulkan.icds.iter().map(|i| i.manifest.as_str()).collect();
+    assert_eq!(m, vec!["/home/u/extra/nvidia_icd.json"]);
+    assert_eq!(
+        f.vulkan.icds[0].found_in.as_deref(),
+        Some("VK_ICD_FILENAMES")
+    );
+    // Bare soname not installed in this tree: not found, said so.
+    assert!(f.vulkan.icds[0]
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("libGLX_nvidia.so.0"));
+    // VK_ADD_DRIVER_FILES alone: added before the standard search.
+    let root = Root::sysroot(tree("vk-driver-files"))
+        .unwrap()
+        .with_env(env(&[
+            ("HOME", "/home/u"),
+            ("VK_ADD_DRIVER_FILES", "/home/u/icd/lvp_icd.x86_64.json"),
+        ]));
+    let (f, _) = collect(&root);
+    let m: Vec<_> = f.vulkan.icds.iter().map(|i| i.manifest.as_str()).collect();
+    assert_eq!(
+        m,
+        vec![
+            "/home/u/icd/lvp_icd.x86_64.json",
+            "/usr/share/vulkan/icd.d/radeon_icd.x86_64.json"
+        ]
+    );
+    assert_eq!(
+        f.vulkan.icds[0].found_in.as_deref(),
+        Some("VK_ADD_DRIVER_FILES")
+    );
+    assert_eq!(
+        f.vulkan.icds[1].found_in.as_deref(),
+        Some("/usr/share/vulkan/icd.d")
+    );
+    // XDG_DATA_DIRS replaces /usr/local/share:/usr/share.
+    let root = Root::sysroot(tree("vk-driver-files"))
+        .unwrap()
+        .with_env(env(&[("HOME", "/home/u"), ("XDG_DATA_DIRS", "/opt/none")]));
+    let (f, _) = collect(&root);
+    assert!(f.vulkan.icds.is_empty(), "{:?}", f.vulkan.icds);
+}
