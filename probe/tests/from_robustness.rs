@@ -1,0 +1,141 @@
+//! The `--from` engine must never panic, whatever is pasted: every fixture
+//! file cut at random points, with lines shuffled, duplicated or spliced
+//! from other tools, random bytes inserted. Fresh seed each run (printed,
+//! so a failure can be replayed with GRETA_FUZZ_SEED).
+
+use greta_probe::{from, rules};
+use std::path::{Path, PathBuf};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
+    }
+}
+
+fn fixture_texts() -> Vec<(PathBuf, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x != "md" && x != "toml") {
+                out.push((p.clone(), std::fs::read_to_string(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    assert!(out.len() >= 40, "fixtures found: {}", out.len());
+    out
+}
+
+fn mutate(rng: &mut Rng, texts: &[(PathBuf, String)], base: &str) -> Vec<u8> {
+    let mut lines: Vec<String> = base.lines().map(String::from).collect();
+    for _ in 0..1 + rng.below(6) {
+        match rng.below(7) {
+            0 if !lines.is_empty() => {
+                let i = rng.below(lines.len());
+                let l = &lines[i];
+                let mut cut = rng.below(l.len() + 1);
+                while !l.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                lines[i] = l[..cut].to_string();
+            }
+            1 if lines.len() > 1 => {
+                let (a, b) = (rng.below(lines.len()), rng.below(lines.len()));
+                lines.swap(a, b);
+            }
+            2 if !lines.is_empty() => {
+                let i = rng.below(lines.len());
+                let dup = lines[i].clone();
+                lines.insert(rng.below(lines.len()), dup);
+            }
+            3 => {
+                let other = &texts[rng.below(texts.len())].1;
+                let ol: Vec<&str> = other.lines().collect();
+                if !ol.is_empty() {
+                    let start = rng.below(ol.len());
+                    let n = 1 + rng.below(10);
+                    let at = rng.below(lines.len() + 1);
+                    for (k, l) in ol.iter().skip(start).take(n).enumerate() {
+                        lines.insert(at + k, l.to_string());
+                    }
+                }
+            }
+            4 if !lines.is_empty() => {
+                let n = rng.below(lines.len());
+                lines.truncate(n);
+            }
+            5 => {
+                let at = rng.below(lines.len() + 1);
+                lines.insert(
+                    at,
+                    [
+                        "{", "}", "[", "GPU0:", "Name:", "= ", "|", "0x", "gfx", "[  ]",
+                    ][rng.below(10)]
+                    .to_string(),
+                );
+            }
+            _ => {}
+        }
+    }
+    let mut bytes = lines.join("\n").into_bytes();
+    if rng.below(4) == 0 && !bytes.is_empty() {
+        let at = rng.below(bytes.len());
+        bytes.insert(at, (rng.next() >> 11) as u8);
+    }
+    bytes
+}
+
+#[test]
+fn mutated_fixtures_never_panic() {
+    let seed = std::env::var("GRETA_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    eprintln!("GRETA_FUZZ_SEED={seed}");
+    let mut rng = Rng(seed);
+    let texts = fixture_texts();
+    let rounds = std::env::var("GRETA_FUZZ_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(600);
+    for round in 0..rounds {
+        let base = &texts[round % texts.len()].1;
+        let bytes = mutate(&mut rng, &texts, base);
+        let text = match from::decode(&bytes) {
+            Ok(t) => t,
+            Err(_) => continue,
+        };
+        let r = std::panic::catch_unwind(|| {
+            let (_, facts) = from::parse_text(&text, "fuzz.txt");
+            let facts = greta_probe::merge::merge(vec![facts]);
+            let _ = rules::diagnose(&facts);
+        });
+        assert!(
+            r.is_ok(),
+            "panic with GRETA_FUZZ_SEED={seed}, round {round}, input:\n{text}"
+        );
+    }
+}
