@@ -63,18 +63,26 @@ fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
     assert!(f.vulkan.drivers.contains(&VulkanDriverKind::Lavapipe));
     assert!(f.vulkan.drivers.contains(&VulkanDriverKind::Radv));
 
-    // No real GPU here: only the CPU "GPU" lavapipe exposes.
+    // Every real GPU listed comes from the PCI bus; lavapipe is vendor cpu.
     assert!(
         f.gpus
             .iter()
-            .all(|g| g.vendor == Vendor::Cpu || g.vendor == Vendor::Other),
+            .all(|g| g.vendor == Vendor::Cpu || g.pci_address.is_some()),
         "{:?}",
         f.gpus
     );
     assert!(f
-        .device_nodes
+        .gpus
         .iter()
-        .any(|n| n.path == "/dev/kfd" && !n.exists));
+        .any(|g| g.vendor == Vendor::Cpu && g.name.contains("llvmpipe")));
+    // The CI machine has no GPU at all (the lent GPU machines do).
+    let gpu_less = f.gpus.iter().all(|g| g.vendor == Vendor::Cpu);
+    if gpu_less {
+        assert!(f
+            .device_nodes
+            .iter()
+            .any(|n| n.path == "/dev/kfd" && !n.exists));
+    }
     for area in [
         "pci",
         "device-nodes",
@@ -87,14 +95,16 @@ fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
     }
     // The rules on these facts: CPU-only Vulkan is a warning, nothing fails.
     let found = greta_probe::rules::diagnose(&f);
-    let ids: Vec<&str> = found.iter().map(|x| x.id.as_str()).collect();
-    assert!(ids.contains(&"vulkan.cpu-only"), "{ids:?}");
-    assert!(
-        found
-            .iter()
-            .all(|x| x.severity != greta_probe::rules::Severity::Fail),
-        "{found:#?}"
-    );
+    if gpu_less {
+        let ids: Vec<&str> = found.iter().map(|x| x.id.as_str()).collect();
+        assert!(ids.contains(&"vulkan.cpu-only"), "{ids:?}");
+        assert!(
+            found
+                .iter()
+                .all(|x| x.severity != greta_probe::rules::Severity::Fail),
+            "{found:#?}"
+        );
+    }
     let ids: Vec<&str> = checks.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(
         ids,
