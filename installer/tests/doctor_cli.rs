@@ -189,8 +189,10 @@ fn garbage_binary_empty_and_huge_inputs_never_panic() {
         let mut s = String::with_capacity(18 << 20);
         let r = random_bytes(4096);
         let mut i = 0usize;
+        let mut next_error = 0usize;
         while s.len() < 17 << 20 {
-            if i % 1000 == 0 {
+            if i == next_error {
+                next_error += 1000;
                 s.push_str("hsa_init failed with 1008\n");
             }
             let a = r[i % r.len()] as usize;
