@@ -346,10 +346,9 @@ fn broken_manifests_and_garbage_never_panic_and_explain() {
     assert!(radv.error.as_deref().unwrap().contains("library not found"));
     let amd32 = by_name("amd_icd32.json");
     assert_eq!(amd32.kind, VulkanDriverKind::Amdvlk);
-    assert!(
-        amd32.error.as_deref().unwrap().contains("ELFCLASS32"),
-        "{amd32:?}"
-    );
+    // 32-bit driver for 32-bit programs: benign (fixtures/ERRORS.md), not broken.
+    assert_eq!(amd32.library_ok, None, "{amd32:?}");
+    assert_eq!(amd32.error, None);
     let broken = by_name("broken.json");
     assert!(broken
         .error
@@ -380,7 +379,7 @@ fn broken_manifests_and_garbage_never_panic_and_explain() {
             .iter()
             .filter(|s| s.id == "vulkan-icd-broken")
             .count(),
-        5
+        4
     );
     // Garbage sysfs/KFD/group/id/dev-nodes: no GPU invented, nothing panics.
     assert!(

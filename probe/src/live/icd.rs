@@ -391,6 +391,11 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
                                 icd.library_ok = Some(true);
                                 to_load.push(p);
                             }
+                            // A 32-bit driver (multiarch, Steam) serves 32-bit
+                            // programs; 64-bit loaders skip it. Benign.
+                            Err(e) if e.contains("ELFCLASS32") => {
+                                icd.library_ok = None;
+                            }
                             Err(e) => {
                                 icd.library_ok = Some(false);
                                 icd.error = Some(format!("{p}: {e}"));
