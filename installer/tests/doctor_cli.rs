@@ -371,3 +371,56 @@ fn live_run_on_this_machine_has_no_false_fail() {
     }
     assert!(!j["checks"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn capture_then_replay_gives_the_live_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("snapshot");
+    let cap = greta()
+        .args(["doctor", "--json", "--capture"])
+        .arg(&snap)
+        .output()
+        .unwrap();
+    let cap = json(&cap);
+    assert!(
+        cap["notes"].to_string().contains("snapshot of"),
+        "{}",
+        cap["notes"]
+    );
+    let replay = greta()
+        .args(["doctor", "--json", "--sysroot"])
+        .arg(&snap)
+        .output()
+        .unwrap();
+    let code = replay.status.code();
+    let replay = json(&replay);
+    let live_out = greta().args(["doctor", "--json"]).output().unwrap();
+    assert_eq!(code, live_out.status.code());
+    let live = json(&live_out);
+    assert_eq!(replay["mode"], "sysroot");
+    let strip = |mut v: Value| {
+        v["facts"].as_object_mut().unwrap().remove("sources");
+        v
+    };
+    let (live, replay, cap) = (strip(live), strip(replay), strip(cap));
+    assert_eq!(live["facts"], replay["facts"]);
+    assert_eq!(cap["facts"], replay["facts"]);
+    assert_eq!(live["findings"], replay["findings"]);
+    let ids = |v: &Value| {
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["id"].clone(), c["status"].clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&live), ids(&replay));
+    // A capture target that is not empty is refused: exit 2.
+    let again = greta()
+        .args(["doctor", "--capture"])
+        .arg(&snap)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2));
+    no_panic(&again);
+}
