@@ -57,7 +57,7 @@ pub const ENV_ALLOW: &[&str] = &[
 
 /// Largest file or command output kept; sysfs/proc files are tiny, a full
 /// `vulkaninfo` is a few MB. Anything beyond is cut, never a memory blow-up.
-pub const MAX_READ: usize = 32 << 20;
+pub const MAX_READ: usize = 16 << 20;
 
 /// Default limit for a command: rocminfo hangs forever on some broken stacks.
 pub const DEFAULT_CMD_TIMEOUT: Duration = Duration::from_secs(8);
