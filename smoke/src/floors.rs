@@ -147,15 +147,23 @@ impl Baseline {
         })
     }
 
-    /// The baseline's rate for `gate` on the device that matches `device`:
-    /// the same UUID, else the same name, else the baseline's only device.
-    pub fn reference(&self, device: &DeviceInfo, gate: &str) -> Option<Reference> {
+    /// The baseline device that matches `device`: the same UUID, else the
+    /// same name, else the baseline's only device.
+    fn device_for(&self, device: &DeviceInfo) -> Option<&crate::results::DeviceRun> {
         let devs = &self.report.devices;
-        let d = devs
-            .iter()
+        devs.iter()
             .find(|d| d.device.uuid.is_some() && d.device.uuid == device.uuid)
             .or_else(|| devs.iter().find(|d| d.device.name == device.name))
-            .or(if devs.len() == 1 { devs.first() } else { None })?;
+            .or(if devs.len() == 1 { devs.first() } else { None })
+    }
+
+    pub fn matches_device(&self, device: &DeviceInfo) -> bool {
+        self.device_for(device).is_some()
+    }
+
+    /// The baseline's rate for `gate` on the device that matches `device`.
+    pub fn reference(&self, device: &DeviceInfo, gate: &str) -> Option<Reference> {
+        let d = self.device_for(device)?;
         let g = d.gates.iter().find(|g| g.id == gate)?;
         let m = g.metrics.as_ref()?;
         Some(Reference {
@@ -368,6 +376,25 @@ mod tests {
         other.uuid = None;
         other.name = "other".into();
         assert!(b.reference(&other, "copy.bw").is_some());
+    }
+
+    #[test]
+    fn a_baseline_of_other_devices_gives_no_floor() {
+        let mut rep = sample_report();
+        let mut second = rep.devices[0].clone();
+        second.index = 1;
+        second.device.name = "second".into();
+        second.device.uuid = Some("22".into());
+        rep.devices[0].device.name = "first".into();
+        rep.devices[0].device.uuid = Some("11".into());
+        rep.devices.push(second);
+        let b = Baseline::parse(Path::new("b.json"), &rep.to_json()).unwrap();
+        let mut dev = sample_report().devices[0].device.clone();
+        assert!(!b.matches_device(&dev));
+        assert!(b.reference(&dev, "copy.bw").is_none());
+        dev.uuid = Some("22".into());
+        assert!(b.matches_device(&dev));
+        assert_eq!(b.device_for(&dev).unwrap().index, 1);
     }
 
     #[test]

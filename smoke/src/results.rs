@@ -109,6 +109,10 @@ pub struct DeviceRun {
     /// also fails the gate during which it was raised.
     #[serde(default)]
     pub validation_messages: Vec<String>,
+    /// What the runner or backend wants a reader to know (a duplicate GPU
+    /// skipped, no baseline device matched, ...).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -463,6 +467,7 @@ pub(crate) mod tests {
                 lost: None,
                 open_s: 0.2,
                 validation_messages: vec![],
+                notes: vec![],
                 gates: vec![
                     GateResult {
                         id: "copy.bw".into(),

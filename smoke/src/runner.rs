@@ -128,6 +128,27 @@ pub fn run_device(
         progress.gate_done(rt_info.index, &result);
         results.push(result);
     }
+    let mut notes = rt_info.notes.clone();
+    notes.extend(
+        rt_info
+            .also_exposed_by
+            .iter()
+            .map(|d| format!("this GPU is also exposed by {d} (not used)")),
+    );
+    if let Some(b) = ctx.baseline {
+        if !b.matches_device(&device) {
+            notes.push(format!(
+                "baseline {} has no device matching this one (by UUID, name, or as its only device): no baseline floors",
+                b.path.display()
+            ));
+        }
+    }
+    if let Some(c) = class {
+        notes.push(format!(
+            "perf floors from device class {} ({})",
+            c.id, c.measured
+        ));
+    }
     let mut run = DeviceRun {
         index: rt_info.index,
         backend: backend_label,
@@ -137,6 +158,7 @@ pub fn run_device(
         open_s,
         gates: results,
         validation_messages,
+        notes,
     };
     run.status = Report::summarize(std::slice::from_ref(&run));
     run

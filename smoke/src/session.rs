@@ -358,6 +358,7 @@ fn unopenable(
             })
             .collect(),
         validation_messages: vec![],
+        notes: vec![],
     }
 }
 

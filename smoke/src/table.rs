@@ -86,6 +86,9 @@ pub fn render(report: &Report) -> String {
             ]);
         }
         out.push_str(&columns(&rows));
+        for n in &d.notes {
+            let _ = writeln!(out, "note: {n}");
+        }
         if let Some(l) = &d.lost {
             let _ = writeln!(out, "device {} lost: {l}", d.index);
         }
