@@ -45,13 +45,24 @@ pub fn create(
     } else {
         AllocationScheme::GpuAllocatorManaged
     };
-    let alloc = match allocator.allocate(&AllocationCreateDesc {
+    let desc = |location| AllocationCreateDesc {
         name,
         requirements,
         location,
         linear: true,
         allocation_scheme: scheme,
-    }) {
+    };
+    // Upload staging prefers host-visible VRAM (ReBAR); where that heap is
+    // small (256 MiB BAR), fall back to plain host memory.
+    let first = allocator.allocate(&desc(location));
+    let first = match (first, location) {
+        (Err(e), MemoryLocation::CpuToGpu) => {
+            tracing::debug!("{name}: CpuToGpu allocation failed ({e}); trying host memory");
+            allocator.allocate(&desc(MemoryLocation::GpuToCpu))
+        }
+        (r, _) => r,
+    };
+    let alloc = match first {
         Ok(a) => a,
         Err(e) => {
             // SAFETY: the buffer has no memory bound and is not in use.
