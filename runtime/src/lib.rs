@@ -9,11 +9,11 @@
 
 mod backend;
 mod error;
+#[cfg(feature = "hip")]
+pub mod hip;
 mod info;
 pub mod tuning_cache;
 pub mod vulkan;
-#[cfg(feature = "hip")]
-pub mod hip;
 
 pub use backend::{Backend, RunOpts, RunStats, TimingSource, Tuning};
 pub use error::RuntimeError;
