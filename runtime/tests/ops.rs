@@ -323,6 +323,23 @@ fn contract_mismatch_is_bad_input() {
         .run(&op, &inputs, &mut outputs, &bad_tuning)
         .unwrap_err();
     assert!(err.to_string().contains("unknown tuning key"), "{err}");
+    for bad in [
+        RunOpts {
+            repeats: 0,
+            ..RunOpts::default()
+        },
+        RunOpts {
+            timeout: std::time::Duration::ZERO,
+            ..RunOpts::default()
+        },
+    ] {
+        let err = dev.run(&op, &inputs, &mut outputs, &bad).unwrap_err();
+        assert!(
+            matches!(err, greta_runtime::RuntimeError::BadInput(_)),
+            "{err}"
+        );
+    }
+    assert!(dev.lost().is_none());
     assert_clean(&dev);
 }
 

@@ -450,6 +450,9 @@ impl Backend for Device {
         if opts.repeats == 0 {
             return Err(RuntimeError::BadInput("repeats must be >= 1".into()));
         }
+        if opts.timeout.is_zero() {
+            return Err(RuntimeError::BadInput("timeout must be > 0".into()));
+        }
         let tuning = opts.tuning.clone().unwrap_or_default();
         let plan = plan::plan(op, &tuning, &self.limits)?;
         let res = run::execute(self, op, &plan, inputs, outputs, opts);
