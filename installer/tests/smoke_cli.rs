@@ -456,6 +456,11 @@ fn list_gates_shows_every_gate_and_profile() {
         assert!(run.stdout.contains(p));
     }
     assert!(run.stdout.contains("rel_err <= 1e-5") && run.stdout.contains("rel_err <= 1e-2"));
+    let run = greta(&["--list-gates", "--json"], &[], dir.path());
+    assert_eq!(run.code, 0);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["schema"], "greta.smoke-gates/v1");
+    assert!(v["gates"].as_array().unwrap().len() > 30);
 }
 
 #[test]

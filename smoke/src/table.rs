@@ -165,6 +165,44 @@ pub fn list_gates(catalog: &Catalog, include_test: bool) -> String {
     out
 }
 
+/// `--list-gates --json`: the catalogue as `greta.smoke-gates/v1`.
+pub fn list_gates_json(catalog: &Catalog, include_test: bool) -> serde_json::Value {
+    let gates: Vec<serde_json::Value> = catalog
+        .gates
+        .iter()
+        .filter(|g| include_test || !g.test_only)
+        .map(|g| {
+            serde_json::json!({
+                "id": g.id,
+                "op": g.op.name(),
+                "shape": g.shape(),
+                "profiles": g.profiles,
+                "tolerance": if g.op.outputs().is_empty() { None } else { Some(g.tolerance()) },
+                "unit": g.unit(),
+                "bytes": g.op.bytes_moved(),
+                "flops": g.op.flops(),
+                "test_only": g.test_only,
+                "about": g.about,
+            })
+        })
+        .collect();
+    let profiles: Vec<serde_json::Value> = Profile::ALL
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "name": p.as_str(),
+                "repeats": p.repeats(),
+                "about": p.about(),
+                "gates": catalog
+                    .plan(*p, &[], false)
+                    .map(|v| v.into_iter().map(|g| g.id).collect::<Vec<_>>())
+                    .unwrap_or_default(),
+            })
+        })
+        .collect();
+    serde_json::json!({ "schema": "greta.smoke-gates/v1", "gates": gates, "profiles": profiles })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +222,27 @@ mod tests {
                 .unwrap()
                 .contains("FAIL: 1 passed, 1 failed, 1 skipped"),
             "{t}"
+        );
+    }
+
+    #[test]
+    fn listing_as_json() {
+        let c = Catalog::builtin();
+        let v = list_gates_json(&c, false);
+        assert_eq!(v["schema"], "greta.smoke-gates/v1");
+        let gates = v["gates"].as_array().unwrap();
+        assert_eq!(gates.len(), c.gates.iter().filter(|g| !g.test_only).count());
+        let g = gates.iter().find(|g| g["id"] == "gemm_f16.256").unwrap();
+        assert_eq!(g["unit"], "TFLOP/s");
+        assert_eq!(g["tolerance"]["value"], 1e-2);
+        assert_eq!(g["flops"], 2 * 256u64.pow(3));
+        let noop = gates.iter().find(|g| g["id"] == "noop.dispatch").unwrap();
+        assert!(noop["tolerance"].is_null());
+        let ultrasafe = &v["profiles"][0];
+        assert_eq!(ultrasafe["name"], "ultrasafe");
+        assert_eq!(
+            ultrasafe["gates"],
+            serde_json::json!(["fill.tiny", "copy.tiny"])
         );
     }
 

@@ -42,7 +42,7 @@ pub struct Args {
     /// Fraction of the baseline (or device-class) rate a gate must reach.
     #[arg(long, value_name = "F", default_value_t = greta_smoke::floors::DEFAULT_FLOOR_FRACTION)]
     pub floor_fraction: f64,
-    /// List every gate and profile, then exit.
+    /// List every gate and profile, then exit (with --json: schema greta.smoke-gates/v1).
     #[arg(long)]
     pub list_gates: bool,
     /// Device backend: auto, vulkan, hip.
@@ -106,10 +106,16 @@ fn parse_flag(s: &str) -> Result<bool, String> {
 
 pub fn run(args: Args) -> anyhow::Result<Exit> {
     if args.list_gates {
-        print!(
-            "{}",
-            greta_smoke::table::list_gates(&Catalog::builtin(), args.include_test_gates)
-        );
+        let catalog = Catalog::builtin();
+        if args.json {
+            let v = greta_smoke::table::list_gates_json(&catalog, args.include_test_gates);
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        } else {
+            print!(
+                "{}",
+                greta_smoke::table::list_gates(&catalog, args.include_test_gates)
+            );
+        }
         return Ok(Exit::Pass);
     }
     let opts = Options {
