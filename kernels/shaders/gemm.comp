@@ -36,7 +36,10 @@ float loadB(uint i) { return b[i]; }
 layout(set = 0, binding = 2) writeonly buffer C { float c[]; };
 layout(push_constant) uniform P { uint M; uint N; uint K; } p;
 
-shared float As[BK * BM];
+// A is stored transposed with one word of padding per row: the column-wise
+// stores of the load loop then hit distinct banks.
+const uint AS = BM + 1u;
+shared float As[BK * AS];
 shared float Bs[BK * BN];
 
 void main() {
@@ -61,7 +64,7 @@ void main() {
             uint kk = i % BK;
             uint gr = row0 + mm;
             uint gk = k0 + kk;
-            As[kk * BM + mm] = (gr < p.M && gk < p.K) ? loadA(gr * p.K + gk) : 0.0;
+            As[kk * AS + mm] = (gr < p.M && gk < p.K) ? loadA(gr * p.K + gk) : 0.0;
         }
         // B slice: BK rows x BN columns, read along a row.
         for (uint i = tid; i < BK * BN; i += threads) {
@@ -73,7 +76,7 @@ void main() {
         }
         barrier();
         for (uint kk = 0u; kk < BK; kk++) {
-            for (uint i = 0u; i < TM; i++) { ra[i] = As[kk * BM + ty + i * NTY]; }
+            for (uint i = 0u; i < TM; i++) { ra[i] = As[kk * AS + ty + i * NTY]; }
             for (uint j = 0u; j < TN; j++) { rb[j] = Bs[kk * BN + tx + j * NTX]; }
             for (uint i = 0u; i < TM; i++) {
                 for (uint j = 0u; j < TN; j++) {

@@ -140,10 +140,10 @@ fn gemm_tiles(
             tm * tn
         )));
     }
-    if (bm + bn) * bk * 4 > lim.max_shared {
+    if (bm + 1 + bn) * bk * 4 > lim.max_shared {
         return Err(bad(format!(
             "gemm tiles {eff}: {} bytes of shared memory (max {})",
-            (bm + bn) * bk * 4,
+            (bm + 1 + bn) * bk * 4,
             lim.max_shared
         )));
     }
