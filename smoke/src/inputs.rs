@@ -76,6 +76,24 @@ pub struct Prepared {
     pub outputs: Vec<HostBuf>,
 }
 
+impl Prepared {
+    /// The buffers to hand the backend. The prior content is kept only
+    /// where the reference needs it (read-write outputs); write-only
+    /// outputs are moved out, so a GiB output is not held twice.
+    pub fn take_outputs(&mut self) -> Vec<HostBuf> {
+        let read_write = self
+            .op
+            .outputs()
+            .iter()
+            .any(|s| s.access == Access::ReadWrite);
+        if read_write {
+            self.outputs.clone()
+        } else {
+            std::mem::take(&mut self.outputs)
+        }
+    }
+}
+
 /// Values a fill never uses: zero (indistinguishable from fresh memory) and
 /// the u32 poison (indistinguishable from "never written").
 fn fill_value(rng: &mut SplitMix64) -> u32 {
@@ -250,6 +268,24 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn outputs_are_kept_only_when_the_reference_needs_them() {
+        let mut p = prepare(&Op::Copy { n: 8 }, false, 1);
+        assert_eq!(p.take_outputs().len(), 1);
+        assert!(p.outputs.is_empty());
+        let kv = Op::KvUpdate {
+            layers: 1,
+            max_seq: 4,
+            heads: 1,
+            head_dim: 2,
+            pos: 1,
+            n_new: 1,
+        };
+        let mut p = prepare(&kv, false, 1);
+        assert_eq!(p.take_outputs().len(), 2);
+        assert_eq!(p.outputs.len(), 2);
     }
 
     #[test]

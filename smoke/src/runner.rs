@@ -243,8 +243,8 @@ fn run_gate(backend: &mut dyn Backend, gate: &Gate, ctx: &DeviceContext<'_>) -> 
     let mut wall_clock_timing = false;
     for r in 0..repeats {
         let rseed = seed.wrapping_add(r as u64);
-        let prep = prepare(&gate.op, gate.fixed_value, rseed);
-        let mut outs = prep.outputs.clone();
+        let mut prep = prepare(&gate.op, gate.fixed_value, rseed);
+        let mut outs = prep.take_outputs();
         total += 1;
         match backend.run(&prep.op, &prep.inputs, &mut outs, &opts) {
             Err(e) => {

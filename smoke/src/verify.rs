@@ -31,11 +31,11 @@ pub fn verify_with_budget(
     seed: u64,
     budget_macs: u64,
 ) -> CheckOutcome {
-    if got.len() != p.outputs.len() {
+    let expected = p.op.outputs().len();
+    if got.len() != expected {
         return fail(format!(
-            "backend returned {} output buffers, expected {}",
-            got.len(),
-            p.outputs.len()
+            "backend returned {} output buffers, expected {expected}",
+            got.len()
         ));
     }
     match (&p.op, got) {
