@@ -210,6 +210,26 @@ fn read_capped(p: &Path) -> Result<(u64, bool, Vec<u8>), FromError> {
 /// Bytes to text: binary and empty input are refused with a reason; bad
 /// UTF-8 is replaced; ANSI colour codes (rocminfo prints them) and CRs go.
 pub fn decode(raw: &[u8]) -> Result<String, String> {
+    // PowerShell's `>` writes UTF-16 with a byte-order mark.
+    let utf16 = |be: bool| {
+        let units: Vec<u16> = raw[2..]
+            .chunks_exact(2)
+            .map(|c| {
+                if be {
+                    u16::from_be_bytes([c[0], c[1]])
+                } else {
+                    u16::from_le_bytes([c[0], c[1]])
+                }
+            })
+            .collect();
+        String::from_utf16_lossy(&units)
+    };
+    if raw.starts_with(&[0xff, 0xfe]) {
+        return decode(utf16(false).as_bytes());
+    }
+    if raw.starts_with(&[0xfe, 0xff]) {
+        return decode(utf16(true).as_bytes());
+    }
     if raw.iter().all(|b| b.is_ascii_whitespace()) {
         return Err("empty file".into());
     }
@@ -454,6 +474,15 @@ mod tests {
             decode(b"\x1b[31mROCk module is NOT loaded\x1b[0m\r\n").unwrap(),
             "ROCk module is NOT loaded\n"
         );
+    }
+
+    #[test]
+    fn utf16_with_bom_is_text() {
+        let mut raw = vec![0xff, 0xfe];
+        for u in "ROCk module is loaded\r\n".encode_utf16() {
+            raw.extend_from_slice(&u.to_le_bytes());
+        }
+        assert_eq!(decode(&raw).unwrap(), "ROCk module is loaded\n");
     }
 
     #[test]
