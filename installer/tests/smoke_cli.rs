@@ -409,6 +409,18 @@ fn bad_flags_exit_2() {
         assert_eq!(run.code, 2, "{args:?}");
         assert!(run.stderr.contains(says), "{args:?}: {}", run.stderr);
     }
+    // An unwritable --out is found before any gate runs.
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let out = file.join("results");
+    let run = greta(
+        &["--device", "cpu", "--out", out.to_str().unwrap()],
+        &[],
+        dir.path(),
+    );
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("not writable"), "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "no gate ran");
 }
 
 #[test]

@@ -185,6 +185,23 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
         })?),
         (_, false) => None,
     };
+    if let Some(dir) = &out_dir {
+        // Fail before minutes of gates, not after: the directory must exist
+        // (or be creatable) and take a file.
+        std::fs::create_dir_all(dir)
+            .and_then(|_| {
+                tempfile::Builder::new()
+                    .prefix(".smoke-probe-")
+                    .tempfile_in(dir)
+                    .map(drop)
+            })
+            .map_err(|e| {
+                SmokeError::Usage(format!(
+                    "results directory {} is not writable: {e}",
+                    dir.display()
+                ))
+            })?;
+    }
     let seed = opts.seed.unwrap_or_else(clock_seed);
 
     let kind = resolve_backend(opts.backend)?;
@@ -413,5 +430,14 @@ mod tests {
             ..Options::default()
         };
         assert!(matches!(run_profile(&o), Err(SmokeError::Input(_))));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        let o = Options {
+            out_dir: Some(file.join("sub")),
+            ..Options::default()
+        };
+        let e = run_profile(&o).unwrap_err().to_string();
+        assert!(e.contains("not writable") && e.contains("file/sub"), "{e}");
     }
 }
