@@ -235,6 +235,12 @@ pub fn explain(plan: &Plan) -> String {
         plan.lockfile.display(),
         &plan.lock_sha256[..16]
     ));
+    let total: u64 = plan.wheels.iter().filter_map(|w| w.size).sum();
+    s.push_str(&format!(
+        "{} wheels, {} in all:\n",
+        plan.wheels.len(),
+        human(total)
+    ));
     for w in &plan.wheels {
         let size = w
             .size
@@ -391,17 +397,7 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
     pause_at("venv");
     let t = Instant::now();
     let files: Vec<PathBuf> = fetched.iter().map(|f| f.path.clone()).collect();
-    // Re-verify right before handing files over: the cache could have been
-    // touched since the fetch pass.
-    for f in &fetched {
-        let got = fetch::cache::sha256_file(&f.path)?;
-        if got != f.artifact.sha256 {
-            bail!(
-                "{} changed on disk after verification (sha256 {got}); rerun greta install",
-                f.path.display()
-            );
-        }
-    }
+    // Every file was hashed moments ago (cache hit or download): no second pass.
     tool.install(&staging.path, &files)?;
     timings.insert("install".into(), t.elapsed().as_millis());
     let venv_python = staging.path.join("bin").join("python");
@@ -506,7 +502,7 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
         installer: installer_name.clone(),
         env_vars: plan.env_vars.clone(),
         probe: plan.probe.clone(),
-        checks: report.modules.clone(),
+        checks: at_final_path(&report.modules, &staging.path, &staging.target),
         greta_version: env!("CARGO_PKG_VERSION").into(),
         created: envs::receipt::now_rfc3339(),
     };
@@ -549,6 +545,16 @@ fn wheel_report(f: &Fetched) -> WheelReport {
     }
 }
 
+/// The import check ran in the staging dir; the receipt names the final one.
+fn at_final_path(v: &serde_json::Value, staging: &Path, target: &Path) -> serde_json::Value {
+    let text = v.to_string();
+    let from = serde_json::to_string(&staging.display().to_string()).unwrap_or_default();
+    let to = serde_json::to_string(&target.display().to_string()).unwrap_or_default();
+    // Both are JSON string literals; strip the quotes to replace inside strings.
+    let (from, to) = (&from[1..from.len() - 1], &to[1..to.len() - 1]);
+    serde_json::from_str(&text.replace(from, to)).unwrap_or_else(|_| v.clone())
+}
+
 /// "6.4.1" → "6.4": torch reports the ROCm/CUDA minor it was built with.
 fn major_minor(v: &str) -> String {
     v.split('.').take(2).collect::<Vec<_>>().join(".")
@@ -574,20 +580,23 @@ fn run_smoke() -> SmokeReport {
         },
         Ok(o) => {
             let all = format!("{}{}", o.stdout, o.stderr);
-            let last = all
+            // The summary line ("smoke ultrasafe: PASS: 2 passed, ...") or the last words.
+            let note = o
+                .stderr
                 .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
+                .find(|l| l.starts_with("smoke "))
+                .or_else(|| all.lines().rev().find(|l| !l.trim().is_empty()))
                 .unwrap_or("")
+                .trim()
                 .to_string();
             match o.status.code() {
                 Some(0) => SmokeReport {
                     status: "pass".into(),
-                    note: "greta smoke --profile ultrasafe passed".into(),
+                    note,
                 },
                 Some(1) => SmokeReport {
                     status: "fail".into(),
-                    note: last,
+                    note,
                 },
                 Some(2)
                     if all.contains("not yet implemented")
@@ -600,7 +609,7 @@ fn run_smoke() -> SmokeReport {
                 }
                 _ => SmokeReport {
                     status: "undecided".into(),
-                    note: last,
+                    note,
                 },
             }
         }

@@ -42,6 +42,12 @@ fn happy_path_with_uv_then_warm_reinstall_from_cache() {
     want.sort();
     assert_eq!(hashes, want);
     assert!(r["installer"].as_str().unwrap().starts_with("uv"), "{r}");
+    // The import check ran in staging; the receipt names the final place.
+    let checked = r["checks"]["torch"]["file"].as_str().unwrap();
+    assert!(
+        checked.starts_with(h.env_dir("cpu").to_str().unwrap()),
+        "{r}"
+    );
     // Activation script works from a fresh shell and points at the final path.
     let act = h.env_dir("cpu").join("greta-activate");
     let sh = std::process::Command::new("sh")
@@ -231,6 +237,15 @@ fn index_url_json_and_lying_index() {
         .unwrap_or("")
         .contains("application/vnd.pypi.simple.v1+json")));
     h.import_in_env("cpu");
+
+    // An HTML-only (PEP 503) index works the same.
+    h.server.set_json_index(false);
+    std::fs::remove_dir_all(h.cache_dir()).unwrap();
+    h.server.clear_log();
+    let o = h.install(&["--index-url", &idx, "--installer", "uv"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(h.server.hits(&h.wheel("torch").filename).len(), 1);
+    h.server.set_json_index(true);
     let before = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
 
     // The index now lists another hash for jax: refused, env untouched.
@@ -258,35 +273,33 @@ fn framework_mismatch_keeps_the_previous_env() {
     let o = h.install(&["--installer", "uv"]);
     assert!(o.status.success(), "{}", text(&o));
     let before = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
+    let py = support::python();
+    let rocm_install = |h: &Harness| {
+        h.cmd(&[
+            "install",
+            "--profile",
+            "rocm6.4",
+            "--name",
+            "cpu",
+            "--python",
+            py.to_str().unwrap(),
+            "--no-smoke",
+            "--json",
+        ])
+        .output()
+        .unwrap()
+    };
 
-    // The cpu lock now pins a torch built for ROCm: the check must refuse it.
-    let rocm = support::wheel::torch("2.5.2", Some("6.4.43484"), None, 30_000);
-    h.server
-        .add_wheel("torch", &rocm.filename, rocm.bytes.clone());
-    let mut wheels = vec![rocm];
-    wheels.push(support::wheel::triton("3.1.0", 1));
-    let text_lock = h.pylock_text();
-    let old = h.wheel("torch");
-    let text_lock = text_lock
-        .replace(&old.filename, &wheels[0].filename)
-        .replace(&old.sha256, &wheels[0].sha256)
-        .replace(
-            &format!("size = {}", old.bytes.len()),
-            &format!("size = {}", wheels[0].bytes.len()),
-        )
-        .replace("version = \"2.5.1\"", "version = \"2.5.2\"");
-    std::fs::write(h.lock_dir().join("pylock.cpu.toml"), text_lock).unwrap();
-    let o = h.install(&["--installer", "uv", "--json"]);
+    // A rocm6.4 profile whose lock pins the CPU torch: the check refuses it.
+    h.add_rocm_profile(&[h.wheel("torch"), h.wheel("triton")]);
+    let o = rocm_install(&h);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["result"], "failed");
-    let ids: Vec<&str> = j["report"]["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, vec!["framework.mismatch"], "{j}");
+    let f = &j["report"]["findings"];
+    assert_eq!(f.as_array().unwrap().len(), 1, "{j}");
+    assert_eq!(f[0]["id"], "framework.mismatch");
+    assert!(f[0]["title"].as_str().unwrap().contains("CPU only"), "{j}");
     assert_eq!(
         std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
         before
@@ -296,6 +309,34 @@ fn framework_mismatch_keeps_the_previous_env() {
         h.envs_entries(),
         vec![".cpu.lock".to_string(), "cpu".to_string()]
     );
+
+    // A torch built for another ROCm (6.3) is refused too.
+    let rocm63 = support::wheel::torch("2.5.1+rocm6.3", Some("6.3.42131"), None, 30_000);
+    h.server
+        .add_wheel("torch", &rocm63.filename, rocm63.bytes.clone());
+    h.add_rocm_profile(&[&rocm63, h.wheel("triton")]);
+    let o = rocm_install(&h);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("ROCm/HIP 6.3.42131"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
+        before
+    );
+
+    // The right build passes and replaces the env; the receipt says rocm6.4.
+    let rocm64 = support::wheel::torch("2.5.1+rocm6.4", Some("6.4.43484"), None, 30_000);
+    h.server
+        .add_wheel("torch", &rocm64.filename, rocm64.bytes.clone());
+    h.add_rocm_profile(&[&rocm64, h.wheel("triton")]);
+    let o = rocm_install(&h);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = h.receipt("cpu");
+    assert_eq!(r["profile"], "rocm6.4");
+    assert_eq!(r["checks"]["torch"]["hip"], "6.4.43484");
 }
 
 #[test]
@@ -376,4 +417,35 @@ fn malformed_lock_files_point_at_line_and_column_and_write_nothing() {
     assert!(h.server.log().is_empty());
     assert!(!h.cache_dir().exists(), "cache written on bad input");
     assert!(!h.envs_dir().exists(), "envs written on bad input");
+}
+
+#[test]
+fn smoke_gate_runs_after_the_import_check() {
+    support::require_uv();
+    let h = Harness::new(5_000);
+    let py = support::python();
+    let o = h
+        .cmd(&[
+            "install",
+            "--profile",
+            "cpu",
+            "--python",
+            py.to_str().unwrap(),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let j: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", text(&o)));
+    let smoke = &j["report"]["smoke"];
+    // The gate really ran: lavapipe passes it; a machine with no Vulkan at
+    // all is "undecided" (exit 2 from smoke), which does not block the env.
+    let status = smoke["status"].as_str().unwrap();
+    assert!(status == "pass" || status == "undecided", "{j}");
+    assert!(
+        smoke["note"].as_str().unwrap().contains("ultrasafe") || status == "undecided",
+        "{j}"
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(h.env_dir("cpu").join("greta-env.json").is_file());
 }

@@ -167,12 +167,15 @@ pub fn judge(m: &serde_json::Value, venv: &Path, expect: &Expect) -> Vec<Finding
         let ok = match expect.backend.as_str() {
             "rocm" => hip.is_some_and(|h| matches_version(h, expect.version.as_deref())),
             "cuda" => cuda.is_some_and(|c| matches_version(c, expect.version.as_deref())),
-            "cpu" => hip.is_none() && cuda.is_none(),
+            // Any CUDA or CPU-only build runs on the CPU (PyPI's default
+            // torch is the CUDA build); a ROCm build means the lock pinned
+            // the wrong index.
+            "cpu" => hip.is_none(),
             _ => true,
         };
         if !ok {
             let want = match (&expect.backend[..], &expect.version) {
-                ("cpu", _) => "a CPU-only build".to_string(),
+                ("cpu", _) => "a CPU-only or CUDA build (not ROCm)".to_string(),
                 (b, Some(v)) => format!("a {b} {v} build"),
                 (b, None) => format!("a {b} build"),
             };
@@ -232,6 +235,22 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].id, "framework.mismatch");
         assert!(judge(&m, Path::new("/e"), &exp("cpu", None)).is_empty());
+    }
+
+    #[test]
+    fn cpu_profile_accepts_the_cuda_build_but_not_rocm() {
+        let cuda = json!({"torch": {"ok": true, "hip": null, "cuda": "13.2", "file": "/e/t.py"}});
+        assert!(judge(&cuda, Path::new("/e"), &exp("cpu", None)).is_empty());
+        let rocm = json!({"torch": {"ok": true, "hip": "6.4.1", "cuda": null, "file": "/e/t.py"}});
+        assert_eq!(
+            judge(&rocm, Path::new("/e"), &exp("cpu", None))[0].id,
+            "framework.mismatch"
+        );
+        assert_eq!(
+            judge(&cuda, Path::new("/e"), &exp("cuda", Some("12.6")))[0].id,
+            "framework.mismatch"
+        );
+        assert!(judge(&cuda, Path::new("/e"), &exp("cuda", Some("13.2"))).is_empty());
     }
 
     #[test]

@@ -155,7 +155,7 @@ fn one_attempt(
         if have > 0 {
             req = req.header(RANGE, format!("bytes={have}-"));
         }
-        let resp = req.send().map_err(|e| Attempt::retry(describe(&e)))?;
+        let resp = req.send().map_err(|e| classify(&e))?;
         let status = resp.status();
         match status {
             StatusCode::PARTIAL_CONTENT if have > 0 => {
@@ -260,6 +260,18 @@ fn hash_prefix(file: &mut File, len: u64, hasher: &mut Sha256) -> io::Result<()>
         hasher.update(&buf[..n]);
     }
     Ok(())
+}
+
+/// Transport errors are retried, except a TLS trust failure: the same
+/// certificate will be refused again, and the user needs the hint now.
+fn classify(e: &reqwest::Error) -> Attempt {
+    let msg = describe(e);
+    if msg.contains("certificate") {
+        return Attempt::fatal(format!(
+            "{msg} (greta trusts the system CA store and Mozilla's roots; behind a TLS-inspecting proxy, install its CA into the system store, e.g. /usr/local/share/ca-certificates + update-ca-certificates, or point SSL_CERT_FILE at it)"
+        ));
+    }
+    Attempt::retry(msg)
 }
 
 /// `bytes 100-199/200` → 100.

@@ -156,8 +156,12 @@ pub fn fetch_all(cache: &Cache, items: &[Artifact], opts: &FetchOptions) -> Resu
     let mut results: Vec<Option<Fetched>> = vec![None; items.len()];
     let mut todo = VecDeque::new();
     let mut corrupt: Vec<Option<String>> = vec![None; items.len()];
-    for (i, a) in items.iter().enumerate() {
-        match cache.lookup(a)? {
+    for (i, (a, found)) in items
+        .iter()
+        .zip(lookup_all(cache, items, opts.jobs)?)
+        .enumerate()
+    {
+        match found {
             Lookup::Hit(path) => {
                 results[i] = Some(Fetched {
                     artifact: a.clone(),
@@ -270,6 +274,27 @@ pub fn fetch_all(cache: &Cache, items: &[Artifact], opts: &FetchOptions) -> Resu
         .into_iter()
         .enumerate()
         .map(|(i, r)| r.with_context(|| format!("{} was not fetched", items[i].filename)))
+        .collect()
+}
+
+/// Looks every artifact up in the cache, re-hashing hits on `jobs` threads
+/// (a warm reinstall is mostly this: gigabytes of sha256).
+fn lookup_all(cache: &Cache, items: &[Artifact], jobs: usize) -> Result<Vec<Lookup>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<Result<Lookup>>>> =
+        items.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..jobs.clamp(1, items.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(a) = items.get(i) else { return };
+                *slots[i].lock().unwrap() = Some(cache.lookup(a));
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| m.into_inner().unwrap().expect("every slot filled"))
         .collect()
 }
 

@@ -127,11 +127,43 @@ lockfile = "pylock.cpu.toml"
         )
     }
 
+    /// Adds a `rocm6.4` profile (gfx942 wheels) whose lockfile pins these
+    /// wheels, to `matrix.toml`.
+    pub fn add_rocm_profile(&self, wheels: &[&Wheel]) {
+        let m = format!(
+            r#"{}
+[profiles."rocm6.4"]
+backend = "rocm"
+summary = "ROCm 6.4 test profile"
+status = "locked"
+backend-version = "6.4.1"
+serves = ">=6.2.0, <6.5.0"
+gfx = ["gfx942"]
+python = ["{}"]
+indexes = ["https://download.pytorch.org/whl/rocm6.4"]
+requirements = ["torch"]
+lockfile = "pylock.rocm6-4.toml"
+"#,
+            self.matrix_text(),
+            python_xy()
+        );
+        std::fs::write(self.lock_dir().join("matrix.toml"), m).unwrap();
+        std::fs::write(
+            self.lock_dir().join("pylock.rocm6-4.toml"),
+            self.pylock_for(wheels),
+        )
+        .unwrap();
+    }
+
     pub fn pylock_text(&self) -> String {
+        self.pylock_for(&self.wheels.iter().collect::<Vec<_>>())
+    }
+
+    pub fn pylock_for(&self, wheels: &[&Wheel]) -> String {
         let mut s = String::from(
             "# Test lock for the loopback index.\nlock-version = \"1.0\"\ncreated-by = \"greta-tests\"\nrequires-python = \">=3.8\"\n",
         );
-        for w in &self.wheels {
+        for w in wheels {
             s.push_str(&format!(
                 "\n[[packages]]\nname = \"{}\"\nversion = \"{}\"\nwheels = [\n  {{ name = \"{}\", url = \"{}\", size = {}, hashes = {{ sha256 = \"{}\" }} }},\n]\n",
                 w.project,

@@ -54,6 +54,8 @@ struct State {
     /// A fault applied to every request of a path.
     always: HashMap<String, Fault>,
     range: bool,
+    /// Serve PEP 691 JSON when asked (else PEP 503 HTML only, like old mirrors).
+    json: bool,
     log: Vec<Logged>,
 }
 
@@ -143,6 +145,10 @@ impl Server {
         s.always.clear();
     }
 
+    pub fn set_json_index(&self, on: bool) {
+        self.state.lock().unwrap().json = on;
+    }
+
     pub fn set_range_support(&self, on: bool) {
         self.state.lock().unwrap().range = on;
     }
@@ -206,9 +212,10 @@ fn handle(mut conn: TcpStream, state: &Mutex<State>, stop: &AtomicBool) -> std::
         {
             match s.projects.get(&project) {
                 Some(files) => {
-                    let json = accept
-                        .as_deref()
-                        .is_some_and(|a| a.contains("application/vnd.pypi.simple.v1+json"));
+                    let json = s.json
+                        && accept
+                            .as_deref()
+                            .is_some_and(|a| a.contains("application/vnd.pypi.simple.v1+json"));
                     if json {
                         (
                             Some(index_json(&project, files).into_bytes()),
