@@ -141,6 +141,8 @@ impl Eval {
 pub const VARS: &[&str] = &[
     "gpus",
     "amd_gpus",
+    "vf_gpus",
+    "gfx94x_gpus",
     "gfx",
     "rocm_version",
     "rocm_installs",
@@ -603,9 +605,13 @@ pub fn evaluate(f: &Facts) -> Eval {
         }
     };
     e.vars
-        .insert("gpus", join(gpus.iter().map(|g| describe(g)).collect()));
+        .insert("gpus", join(gpus.iter().map(|g| short(g)).collect()));
     e.vars
-        .insert("amd_gpus", join(amd.iter().map(|g| describe(g)).collect()));
+        .insert("amd_gpus", join(amd.iter().map(|g| short(g)).collect()));
+    e.vars
+        .insert("vf_gpus", join(vfs.iter().map(|g| short(g)).collect()));
+    e.vars
+        .insert("gfx94x_gpus", join(g94.iter().map(|g| short(g)).collect()));
     let gfx: Vec<String> = {
         let mut x: Vec<String> = amd.iter().filter_map(|g| g.gfx.clone()).collect();
         x.dedup();
