@@ -424,3 +424,25 @@ fn capture_then_replay_gives_the_live_report() {
     assert_eq!(again.status.code(), Some(2));
     no_panic(&again);
 }
+
+#[test]
+fn from_stdin() {
+    use std::io::Write;
+    let text = std::fs::read(fixture(
+        "mi210-gfx90a-rocm6.2.4/rocminfo-excerpt-agents1-2.txt",
+    ))
+    .unwrap();
+    let mut child = greta()
+        .args(["doctor", "--json", "--from", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&text).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let j = json(&o);
+    assert_eq!(j["facts"]["gpus"][0]["gfx"], "gfx90a");
+    assert_eq!(j["checks"][0]["title"], "-");
+}

@@ -25,7 +25,7 @@ pub struct Args {
     capture: Option<PathBuf>,
     /// Explain captured tool output (rocminfo, vulkaninfo, amd-smi, rocm-smi,
     /// clinfo, dmesg, collect_env, ICD JSON, KFD properties, logs...),
-    /// recognised by content.
+    /// recognised by content; `-` reads standard input.
     #[arg(long, value_name = "FILE", num_args = 1.., action = clap::ArgAction::Append)]
     from: Vec<PathBuf>,
     /// Machine-readable report (schema greta.doctor/v1, see docs/doctor.md).

@@ -192,6 +192,18 @@ fn read_capped(p: &Path) -> Result<(u64, bool, Vec<u8>), FromError> {
         path: p.display().to_string(),
         source,
     };
+    if p == Path::new("-") {
+        // `rocminfo 2>&1 | greta doctor --from -`
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(MAX_READ + 1)
+            .read_to_end(&mut buf)
+            .map_err(err)?;
+        let truncated = buf.len() as u64 > MAX_READ;
+        buf.truncate(MAX_READ as usize);
+        return Ok((buf.len() as u64, truncated, buf));
+    }
     let meta = std::fs::metadata(p).map_err(err)?;
     if meta.is_dir() {
         return Err(FromError::Directory {
