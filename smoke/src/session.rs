@@ -215,7 +215,18 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
                     opts.backend.as_str()
                 )));
             }
-            (0..list.len()).map(DeviceSelect::Index).collect()
+            // CPU implementations (lavapipe) only when nothing else exists,
+            // as for `auto`; `--device cpu` or an index still picks them.
+            let gpus: Vec<usize> = list
+                .iter()
+                .filter(|d| !d.is_cpu())
+                .map(|d| d.index)
+                .collect();
+            if gpus.is_empty() {
+                list.iter().map(|d| DeviceSelect::Index(d.index)).collect()
+            } else {
+                gpus.into_iter().map(DeviceSelect::Index).collect()
+            }
         }
     };
 
