@@ -233,7 +233,10 @@ impl Report {
                 GateStatus::Skip => {}
             }
         }
-        if devices.iter().any(|d| d.lost.is_some()) {
+        if devices
+            .iter()
+            .any(|d| d.lost.is_some() || !d.validation_messages.is_empty())
+        {
             return RunStatus::Fail;
         }
         if any_pass {
@@ -605,6 +608,10 @@ pub(crate) mod tests {
         assert_eq!(Report::summarize(&r.devices), RunStatus::Fail);
         r.devices[0].gates.remove(1);
         assert_eq!(Report::summarize(&r.devices), RunStatus::Pass);
+        // A validation message anywhere fails the run, gates passing or not.
+        r.devices[0].validation_messages.push("VUID-x".into());
+        assert_eq!(Report::summarize(&r.devices), RunStatus::Fail);
+        r.devices[0].validation_messages.clear();
         r.devices[0].gates.remove(0);
         assert_eq!(Report::summarize(&r.devices), RunStatus::Undecided);
     }

@@ -86,8 +86,10 @@ pub fn run_device(
     let mut results: Vec<GateResult> = Vec::with_capacity(ctx.gates.len());
     let mut lost: Option<String> = None;
     let mut lost_in: Option<String> = None;
-    let mut validation_seen = backend.validation_messages().len();
-    let mut validation_messages = Vec::new();
+    // Messages raised while the device was opened count too: they are
+    // recorded and fail the device run (see `Report::summarize`).
+    let mut validation_messages = backend.validation_messages();
+    let mut validation_seen = validation_messages.len();
     for gate in ctx.gates {
         progress.gate_started(rt_info.index, &gate.id);
         let skip = |reason: String| skipped(gate, ctx.seed, reason);
@@ -427,6 +429,9 @@ mod tests {
         lost: Option<String>,
         ns_per_dispatch: u64,
         calls: usize,
+        /// Validation messages so far; `complain_on` adds one per run of that op.
+        messages: Vec<String>,
+        complain_on: Option<&'static str>,
     }
 
     fn fake_info(fp16: bool) -> greta_runtime::DeviceInfo {
@@ -455,6 +460,8 @@ mod tests {
                 lost: None,
                 ns_per_dispatch: 1_000,
                 calls: 0,
+                messages: vec![],
+                complain_on: None,
             }
         }
     }
@@ -477,6 +484,10 @@ mod tests {
             opts: &RunOpts,
         ) -> Result<RunStats, RuntimeError> {
             self.calls += 1;
+            if self.complain_on == Some(op.name()) {
+                self.messages
+                    .push(format!("VUID-fake: {} misused a buffer", op.name()));
+            }
             if let Some(l) = &self.lost {
                 return Err(RuntimeError::DeviceLost(l.clone()));
             }
@@ -513,6 +524,9 @@ mod tests {
         }
         fn lost(&self) -> Option<&str> {
             self.lost.as_deref()
+        }
+        fn validation_messages(&self) -> Vec<String> {
+            self.messages.clone()
         }
     }
 
@@ -674,6 +688,31 @@ profiles = ["default"]
         assert!(run.lost.as_ref().unwrap().contains("gemm_f32.t"));
         // 3 copy repeats + the one gemm submission that timed out; nothing after.
         assert_eq!(dev.calls, 4);
+    }
+
+    #[test]
+    fn validation_messages_fail_the_gate_they_came_from_and_the_run() {
+        let f = Fixture::new();
+        let mut dev = FakeDevice::new(true);
+        dev.complain_on = Some("softmax");
+        let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+        assert_eq!(run.gates[1].status, GateStatus::Pass);
+        assert_eq!(run.gates[2].status, GateStatus::Fail);
+        let why = run.gates[2].reason.as_deref().unwrap();
+        assert!(
+            why.contains("3 validation-layer message(s): VUID-fake"),
+            "{why}"
+        );
+        assert_eq!(run.validation_messages.len(), 3);
+        assert_eq!(run.status, crate::results::RunStatus::Fail);
+
+        // Raised while opening the device: no gate to blame, the run fails.
+        let mut dev = FakeDevice::new(true);
+        dev.messages.push("VUID-open".into());
+        let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+        assert!(run.gates.iter().all(|g| g.status != GateStatus::Fail));
+        assert_eq!(run.validation_messages, ["VUID-open"]);
+        assert_eq!(run.status, crate::results::RunStatus::Fail);
     }
 
     #[test]

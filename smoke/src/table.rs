@@ -86,6 +86,9 @@ pub fn render(report: &Report) -> String {
             ]);
         }
         out.push_str(&columns(&rows));
+        for m in &d.validation_messages {
+            let _ = writeln!(out, "validation layer: {m}");
+        }
         for n in &d.notes {
             let _ = writeln!(out, "note: {n}");
         }
