@@ -104,6 +104,7 @@ fn ultrasafe_passes_on_lavapipe_and_writes_json_and_csv() {
     assert_all_pass(&r, &run, &["fill.tiny", "copy.tiny"]);
     assert_eq!(r.schema, "greta.smoke/v1");
     assert_eq!(r.profile, "ultrasafe");
+    assert_eq!(r.settings.timeout_s, 10.0, "the profile's default timeout");
     for g in &r.devices[0].gates {
         assert_eq!(g.metrics.as_ref().unwrap().repeats_total, 2);
     }
@@ -301,6 +302,7 @@ fn slow_kernel_times_out_promptly_and_the_device_is_dropped() {
     assert_eq!(after.status, GateStatus::Skip);
     assert!(after.reason.as_deref().unwrap().contains("device lost"));
     assert!(d.lost.as_deref().unwrap().contains("test.slow"));
+    assert_eq!(r.settings.timeout_s, 0.3);
 }
 
 /// A real run's JSON with every rate replaced: a baseline to compare against.

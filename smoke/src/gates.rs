@@ -67,6 +67,18 @@ impl Profile {
         }
     }
 
+    /// Submission timeout when `--timeout` is not given: larger sizes on a
+    /// small GPU (an iGPU running `gemm_f32.8192` five times in one
+    /// submission) need longer than a healthy device ever needs for the
+    /// moderate sizes.
+    pub fn default_timeout_s(self) -> f64 {
+        match self {
+            Profile::Ultrasafe | Profile::Fill | Profile::Default => 10.0,
+            Profile::Standard => 30.0,
+            Profile::Perf => 60.0,
+        }
+    }
+
     /// Whether the per-device-class floors of `data/floors.toml` apply.
     pub fn uses_class_floors(self) -> bool {
         self == Profile::Perf

@@ -27,9 +27,10 @@ pub struct Args {
     /// Clean repeats each gate needs, each with fresh random inputs (default: the profile's).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub repeat: Option<u32>,
-    /// Limit for each GPU submission, in seconds; a timeout fails the gate and ends the device's run.
-    #[arg(long, value_name = "SECS", default_value_t = greta_smoke::session::DEFAULT_TIMEOUT_S as f64, value_parser = parse_timeout)]
-    pub timeout: f64,
+    /// Limit for each GPU submission, in seconds; a timeout fails the gate and ends the device's run
+    /// [default: 10; standard 30, perf 60]
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout)]
+    pub timeout: Option<f64>,
     /// Print the result JSON (schema greta.smoke/v1) on stdout; the table goes to stderr.
     #[arg(long)]
     pub json: bool,
@@ -124,7 +125,10 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         backend: args.backend,
         gates: args.gates,
         repeat: args.repeat,
-        timeout: Duration::from_secs_f64(args.timeout),
+        timeout: Duration::from_secs_f64(
+            args.timeout
+                .unwrap_or_else(|| args.profile.default_timeout_s()),
+        ),
         out_dir: args.out,
         write_results: true,
         baseline: args.baseline,
