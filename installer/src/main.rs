@@ -15,7 +15,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "greta", version, about = "Get a GPU machine ready for LLM work (AMD first; NVIDIA and CPU too)")]
+#[command(
+    name = "greta",
+    version,
+    about = "Get a GPU machine ready for LLM work (AMD first; NVIDIA and CPU too)"
+)]
 struct Cli {
     /// More log output on stderr (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
