@@ -625,15 +625,17 @@ mod tests {
     /// The real thing: checks this machine's ROCm, builds the worker from
     /// this source tree with cargo, and runs it. Without an AMD GPU it must
     /// exit 2 saying no HIP device was found and why; it must build kernels
-    /// for gfx90a and refuse gfx942 on ROCm 5.2. Slow (a cargo build into its
-    /// own target dir, minutes the first time), so scripts/test.sh runs it
+    /// for gfx90a and refuse gfx942 on ROCm 5.2. Slow (a cargo build of the
+    /// worker, minutes on a cold target dir), so scripts/test.sh runs it
     /// explicitly: `cargo test -p greta --bin greta hip_worker -- --include-ignored`.
     #[test]
     #[ignore = "builds greta-hip-worker with cargo (minutes); run by scripts/test.sh"]
     fn builds_the_real_worker_and_it_explains_a_missing_gpu() {
         let tc = check_toolchain(&Env::live()).unwrap_or_else(|e| panic!("{e}"));
         let tree = source_tree().expect("greta's source tree");
-        let target = target_dir(&tree).join("hip-worker-test");
+        // The same target dir as the running `cargo test`: cargo does not hold
+        // its lock while tests run, and the dependencies are already built.
+        let target = target_dir(&tree);
         let mut log = Vec::new();
         let worker = build(&tc, &tree, &target, false, &mut log).unwrap_or_else(|e| panic!("{e}"));
         let log = String::from_utf8(log).unwrap();
