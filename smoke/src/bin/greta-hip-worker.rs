@@ -13,6 +13,8 @@
 //! - `devices`: HIP devices as `greta.hip-devices/v1` JSON (doctor's live check).
 //! - `build-kernels`: compiles (or finds in the cache) the HIP kernels for
 //!   the detected or named gfx targets (`greta install`).
+//! - `ceiling` (feature `hip-blas`): greta's GEMM and hipBLAS's on the same
+//!   inputs, both checked against the reference: the in-run ceiling.
 
 use clap::{Parser, Subcommand};
 use greta_runtime::hip::{self, CompileError, HipError, Hipcc, KernelCache, KernelSources};
@@ -56,6 +58,25 @@ enum Command {
         #[arg(long)]
         cache_dir: Option<PathBuf>,
     },
+    /// greta's GEMM next to hipBLAS's at one shape, both checked (`greta.hip-ceiling/v1`).
+    #[cfg(feature = "hip-blas")]
+    Ceiling {
+        #[arg(long, default_value_t = 2048)]
+        m: usize,
+        #[arg(long, default_value_t = 2048)]
+        n: usize,
+        #[arg(long, default_value_t = 2048)]
+        k: usize,
+        /// f16 inputs, f32 accumulation (GemmF16) instead of f32.
+        #[arg(long)]
+        f16: bool,
+        #[arg(long, default_value_t = 10)]
+        repeat: u32,
+        #[arg(long, default_value_t = 30.0)]
+        timeout: f64,
+        #[arg(long, default_value_t = 0x5eed)]
+        seed: u64,
+    },
 }
 
 #[derive(clap::Args)]
@@ -96,6 +117,16 @@ fn main() -> ExitCode {
         Command::Smoke(a) => smoke(a),
         Command::Devices => devices(),
         Command::BuildKernels { gfx, cache_dir } => build_kernels(gfx, cache_dir),
+        #[cfg(feature = "hip-blas")]
+        Command::Ceiling {
+            m,
+            n,
+            k,
+            f16,
+            repeat,
+            timeout,
+            seed,
+        } => ceiling::run(m, n, k, f16, repeat, timeout, seed),
     };
     ExitCode::from(code)
 }
@@ -274,4 +305,100 @@ fn build_kernels(gfx: Vec<String>, cache_dir: Option<PathBuf>) -> u8 {
         "error": null,
     }));
     0
+}
+
+#[cfg(feature = "hip-blas")]
+mod ceiling {
+    use super::print_json;
+    use greta_runtime::hip::HipBackend;
+    use greta_runtime::{Backend, DeviceSelect, Op, RunOpts, RunStats, RuntimeError};
+    use greta_smoke::check::Tolerance;
+    use greta_smoke::inputs::prepare;
+    use greta_smoke::verify::verify;
+    use serde_json::json;
+    use std::time::Duration;
+
+    /// Runs one GEMM shape through greta's kernel and through hipBLAS, on the
+    /// same inputs, and prints both rates and both checks.
+    pub fn run(
+        m: usize,
+        n: usize,
+        k: usize,
+        f16: bool,
+        repeat: u32,
+        timeout: f64,
+        seed: u64,
+    ) -> u8 {
+        let op = if f16 {
+            Op::GemmF16 { m, n, k }
+        } else {
+            Op::GemmF32 { m, n, k }
+        };
+        if let Err(e) = op.validate() {
+            eprintln!("greta-hip-worker: {e}");
+            return 2;
+        }
+        if !(timeout.is_finite() && timeout > 0.0) || repeat == 0 {
+            eprintln!("greta-hip-worker: --timeout must be > 0 and --repeat >= 1");
+            return 2;
+        }
+        let mut dev = match HipBackend::open(&DeviceSelect::Auto) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("greta-hip-worker: {e}");
+                return 2;
+            }
+        };
+        let opts = RunOpts {
+            repeats: repeat,
+            timeout: Duration::from_secs_f64(timeout),
+            tuning: None,
+        };
+        let tol = if f16 {
+            Tolerance::FP16_ACC32
+        } else {
+            Tolerance::FP32
+        };
+        let p = prepare(&op, false, seed);
+        let one = |hipblas: bool, dev: &mut HipBackend| -> serde_json::Value {
+            let mut out = p.outputs.clone();
+            let r: Result<RunStats, RuntimeError> = if hipblas {
+                dev.run_hipblas(&op, &p.inputs, &mut out, &opts)
+            } else {
+                dev.run(&op, &p.inputs, &mut out, &opts)
+            };
+            match r {
+                Ok(stats) => {
+                    let check = verify(&p, &out, tol, seed);
+                    let ns = stats.median_ns().max(1) as f64;
+                    json!({
+                        "kernel": stats.kernel,
+                        "median_ns": stats.median_ns(),
+                        "tflops": op.flops() as f64 / ns / 1e3,
+                        "pass": check.pass,
+                        "rel_err": check.rel_err,
+                        "reason": check.reason,
+                    })
+                }
+                Err(e) => json!({ "error": e.to_string() }),
+            }
+        };
+        let custom = one(false, &mut dev);
+        let hipblas = one(true, &mut dev);
+        let pass = custom["pass"] == true && hipblas["pass"] == true;
+        print_json(&json!({
+            "schema": "greta.hip-ceiling/v1",
+            "device": dev.info().name,
+            "gfx": dev.hip_info().gfx,
+            "op": op.to_string(),
+            "repeat": repeat,
+            "greta": custom,
+            "hipblas": hipblas,
+        }));
+        if pass {
+            0
+        } else {
+            1
+        }
+    }
 }
