@@ -178,7 +178,7 @@ impl HipBackend {
         }
         .ok_or_else(|| HipError::NoDevice {
             detail: format!("no HIP device matches {select:?}"),
-            why: format!("{n} HIP device(s) exist; list them with `greta smoke --backend hip --list-devices`"),
+            why: format!("{n} HIP device(s) exist; `greta-hip-worker devices` lists them"),
         })?;
         set_device(hip.ordinal)?;
         let hipcc = match hipcc {
