@@ -171,9 +171,10 @@ impl HipBackend {
             }
             DeviceSelect::Name(s) => {
                 let s = s.to_lowercase();
-                devices
-                    .into_iter()
-                    .find(|d| d.name.to_lowercase().contains(&s) || d.gcn_arch_name.to_lowercase().contains(&s))
+                devices.into_iter().find(|d| {
+                    d.name.to_lowercase().contains(&s)
+                        || d.gcn_arch_name.to_lowercase().contains(&s)
+                })
             }
         }
         .ok_or_else(|| HipError::NoDevice {
