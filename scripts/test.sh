@@ -8,3 +8,8 @@ export GRETA_VK_VALIDATION=1
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked --no-fail-fast
+# The HIP path (feature `hip`) against Debian's ROCm 5.2; there is no AMD GPU here, so the
+# device tests check the "no HIP device" answer, and the kernels are compiled for gfx90a/gfx1030.
+cargo clippy -p greta-runtime -p greta-smoke -p greta-kernels --features hip --all-targets --locked -- -D warnings
+cargo test -p greta-runtime --features hip --locked --no-fail-fast
+cargo test -p greta --bin greta --locked hip_worker -- --include-ignored

@@ -10,6 +10,7 @@
 //! `i * C + j`.
 
 pub mod check;
+pub mod hip_src;
 mod host;
 mod op;
 mod reference;

@@ -26,6 +26,9 @@ pub use info::{BackendKind, CoopMatShape, DeviceInfo, DeviceSelect, DeviceType, 
 pub fn list_devices(kind: BackendKind) -> Result<Vec<DeviceInfo>, RuntimeError> {
     match kind {
         BackendKind::Vulkan => vulkan::list_devices(),
+        #[cfg(feature = "hip")]
+        BackendKind::Hip => hip::list_devices(),
+        #[cfg(not(feature = "hip"))]
         BackendKind::Hip => Err(RuntimeError::Unsupported(
             "the HIP backend is not built into this greta (cargo feature `hip`)".into(),
         )),
@@ -36,6 +39,9 @@ pub fn list_devices(kind: BackendKind) -> Result<Vec<DeviceInfo>, RuntimeError> 
 pub fn open(kind: BackendKind, select: &DeviceSelect) -> Result<Box<dyn Backend>, RuntimeError> {
     match kind {
         BackendKind::Vulkan => Ok(Box::new(vulkan::Device::open(select)?)),
+        #[cfg(feature = "hip")]
+        BackendKind::Hip => hip::open(select),
+        #[cfg(not(feature = "hip"))]
         BackendKind::Hip => Err(RuntimeError::Unsupported(
             "the HIP backend is not built into this greta (cargo feature `hip`)".into(),
         )),
