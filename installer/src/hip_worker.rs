@@ -12,10 +12,6 @@
 //! about to be built and why, and — when it cannot — exactly what is missing
 //! (cargo, hipcc, HIP headers, libamdhip64, a wrong HIP_PATH).
 
-// Until `greta smoke --backend hip`, `greta install` and `greta doctor` call
-// into this module (issue 5, the lead's wiring), parts of it are unused.
-#![allow(dead_code)]
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -392,6 +388,9 @@ pub fn ensure(search: &Search, log: &mut dyn Write) -> Result<Located, WorkerErr
 
 /// Copies the worker into `dir` atomically (temporary name, then rename),
 /// so an env never holds half a binary; returns the installed path.
+// For `greta install` (copies the worker into the env it records); until
+// install calls it, only its test does.
+#[cfg_attr(not(test), allow(dead_code))]
 pub fn install_into(worker: &Path, dir: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let tmp = tempfile::Builder::new()

@@ -60,6 +60,13 @@ pub const CHECKS: &[(&str, &str, &[&str])] = &[
         "Python and frameworks",
         &["python.", "framework."],
     ),
+    // Live only, and only where greta-hip-worker is built: doctor (the
+    // `greta` binary) runs it, since this crate never links HIP.
+    (
+        "hip-runtime",
+        "HIP runtime (greta-hip-worker)",
+        &["rocm.runtime-no-device"],
+    ),
 ];
 
 /// Parsers for captured tool text (owned by the `--from` side). The

@@ -308,6 +308,50 @@ mod tests {
         }
     }
 
+    /// Doctor's live HIP check raises `hip-no-device` with HIP's reason;
+    /// it is a finding only where an AMD GPU is known and KFD itself is fine.
+    #[test]
+    fn hip_worker_no_device_is_runtime_no_device_only_with_an_amd_gpu() {
+        use crate::facts::{DeviceNode, Gpu, Signal, Vendor};
+        let reason = "no HIP device found: hipGetDeviceCount returned hipErrorNoDevice (100)";
+        let signal = Signal {
+            id: "hip-no-device".into(),
+            source: "greta-hip-worker devices".into(),
+            line: None,
+            text: reason.into(),
+        };
+        let mut f = Facts {
+            signals: vec![signal],
+            ..Facts::default()
+        };
+        let ids = |f: &Facts| diagnose(f).into_iter().map(|x| x.id).collect::<Vec<_>>();
+        assert!(!ids(&f).contains(&"rocm.runtime-no-device".to_string()));
+        f.gpus.push(Gpu {
+            vendor: Vendor::Amd,
+            name: "AMD Instinct MI300X VF".into(),
+            gfx: Some("gfx942".into()),
+            ..Gpu::default()
+        });
+        let found = diagnose(&f);
+        let hit = found
+            .iter()
+            .find(|x| x.id == "rocm.runtime-no-device")
+            .expect("rocm.runtime-no-device");
+        assert!(hit.message.contains("MI300X"), "{}", hit.message);
+        assert!(
+            hit.evidence.iter().any(|e| e.contains(reason)),
+            "{:?}",
+            hit.evidence
+        );
+        // /dev/kfd missing: the KFD finding explains it, not this one.
+        f.device_nodes.push(DeviceNode {
+            path: "/dev/kfd".into(),
+            exists: false,
+            ..DeviceNode::default()
+        });
+        assert!(!ids(&f).contains(&"rocm.runtime-no-device".to_string()));
+    }
+
     #[test]
     fn empty_facts_raise_nothing() {
         // Nothing was inspected, so nothing can be concluded.

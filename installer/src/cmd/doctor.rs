@@ -7,12 +7,15 @@
 //! itself could not run (bad flags, unreadable sysroot, missing --from file).
 
 use crate::exit::Exit;
+use crate::hip_worker;
 use anyhow::Context;
 use greta_probe::collect::{self, CheckRun};
+use greta_probe::facts::{Facts, Signal};
 use greta_probe::report::{self, CheckLine, CheckStatus, Report};
 use greta_probe::rules::{self, Finding, Severity};
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -50,10 +53,14 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         let run = greta_probe::from::from_files(&args.from).context("--from")?;
         ("from", run.facts, Vec::new(), Some(run.files))
     } else if let Some(dir) = &args.capture {
-        let c = greta_probe::capture::capture(dir).context("--capture")?;
+        let mut c = greta_probe::capture::capture(dir).context("--capture")?;
+        let hip = hip_live();
+        hip.record(&c.dir)
+            .with_context(|| format!("--capture: writing {}", c.dir.display()))?;
+        c.checks.push(hip.apply(&mut c.facts));
         notes.push(format!(
             "snapshot of {} files written to {} (replay: greta doctor --sysroot {})",
-            c.files,
+            c.files + 2,
             c.dir.display(),
             c.dir.display()
         ));
@@ -61,10 +68,14 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     } else if let Some(dir) = &args.sysroot {
         let root = greta_probe::root::Root::sysroot(dir)
             .with_context(|| format!("--sysroot {}", dir.display()))?;
-        let (facts, runs) = collect::collect(&root);
+        let (mut facts, mut runs) = collect::collect(&root);
+        if let Some(hip) = hip_replay(&root) {
+            runs.push(hip.apply(&mut facts));
+        }
         ("sysroot", facts, runs, None)
     } else {
-        let (facts, runs) = collect::collect(&greta_probe::root::Root::live());
+        let (mut facts, mut runs) = collect::collect(&greta_probe::root::Root::live());
+        runs.push(hip_live().apply(&mut facts));
         ("live", facts, runs, None)
     };
     let findings = rules::diagnose(&facts);
@@ -132,6 +143,156 @@ fn check_lines(runs: &[CheckRun], findings: &[Finding]) -> Vec<CheckLine> {
         .collect()
 }
 
+/// How long `greta-hip-worker devices` may take (HIP initialisation of
+/// eight MI300X takes seconds; a hung runtime must not hang doctor).
+const HIP_CHECK_LIMIT: Duration = Duration::from_secs(30);
+
+/// Capture name of the HIP check's worker output (`.greta/cmd/<name>.txt`
+/// and `.status` in a snapshot), so `--sysroot` replays it.
+const HIP_CMD: &str = "greta-hip-worker-devices";
+
+/// One HIP check: how the worker run ended, live or replayed.
+struct HipCheck {
+    duration: Duration,
+    /// `.status` line: `exit N`, `not-found` (no worker), `error ...` (it
+    /// could not be run or gave no answer in time).
+    status: String,
+    /// The worker's stdout (`greta.hip-devices/v1`), or the error.
+    text: String,
+    /// Its stderr (live only; not needed to judge).
+    stderr: String,
+}
+
+/// The live HIP check: what HIP itself says, through `greta-hip-worker
+/// devices` when it is built (doctor only looks for it: it never builds,
+/// so it stays read-only and fast).
+fn hip_live() -> HipCheck {
+    let started = Instant::now();
+    let (status, text, stderr) = match hip_worker::locate(&hip_worker::Search::live(None)) {
+        Err(e) => ("not-found".to_string(), e.to_string(), String::new()),
+        Ok(w) => match hip_worker::run(&w.path, &["devices"], HIP_CHECK_LIMIT) {
+            Ok(o) => (format!("exit {}", o.code), o.stdout, o.stderr),
+            Err(e) => (format!("error {e}"), String::new(), String::new()),
+        },
+    };
+    HipCheck {
+        duration: started.elapsed(),
+        status,
+        text,
+        stderr,
+    }
+}
+
+/// The HIP check of a snapshot, when it has one (older ones do not).
+fn hip_replay(root: &greta_probe::root::Root) -> Option<HipCheck> {
+    use greta_probe::root::CmdStatus;
+    let out = root.run(HIP_CMD, "greta-hip-worker", &["devices"]);
+    let status = match &out.status {
+        CmdStatus::NotFound if out.text.is_empty() => return None,
+        CmdStatus::NotFound => "not-found".to_string(),
+        CmdStatus::Exited(c) => format!("exit {c}"),
+        CmdStatus::TimedOut => "error no answer in time".to_string(),
+        CmdStatus::Error(e) => format!("error {e}"),
+    };
+    Some(HipCheck {
+        duration: Duration::ZERO,
+        status,
+        text: out.text,
+        stderr: String::new(),
+    })
+}
+
+impl HipCheck {
+    /// Writes it into a snapshot, beside what the probe captured.
+    fn record(&self, snapshot: &std::path::Path) -> std::io::Result<()> {
+        let dir = snapshot.join(".greta/cmd");
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join(format!("{HIP_CMD}.txt")), &self.text)?;
+        std::fs::write(
+            dir.join(format!("{HIP_CMD}.status")),
+            format!("{}\n", self.status.replace('\n', " ")),
+        )
+    }
+
+    /// Its check line; "no HIP device found" becomes the `hip-no-device`
+    /// signal, which the rules turn into `rocm.runtime-no-device` only where
+    /// an AMD GPU is known.
+    fn apply(self, facts: &mut Facts) -> CheckRun {
+        let summary = if self.status == "not-found" {
+            format!("HIP not asked: {}", self.text)
+        } else if let Some(code) = self.status.strip_prefix("exit ") {
+            let out = hip_worker::WorkerOutput {
+                code: code.trim().parse().unwrap_or(2),
+                stdout: self.text,
+                stderr: self.stderr,
+            };
+            let (summary, signal) = judge_devices(out);
+            facts.signals.extend(signal);
+            summary
+        } else {
+            let e = self.status.strip_prefix("error ").unwrap_or(&self.status);
+            format!("greta-hip-worker devices: {e}")
+        };
+        CheckRun {
+            id: "hip-runtime".into(),
+            title: "HIP runtime (greta-hip-worker)".into(),
+            duration: self.duration,
+            summary,
+        }
+    }
+}
+
+/// Reads one `greta-hip-worker devices` run (`greta.hip-devices/v1`).
+fn judge_devices(out: hip_worker::WorkerOutput) -> (String, Option<Signal>) {
+    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap_or_default();
+    let error = v.get("error").and_then(|e| e.as_str()).map(str::to_string);
+    let devices: Vec<String> = v
+        .get("devices")
+        .and_then(|d| d.as_array())
+        .map(|d| {
+            d.iter()
+                .map(|x| {
+                    let name = x.get("name").and_then(|n| n.as_str()).unwrap_or("?");
+                    match x.get("driver_info").and_then(|n| n.as_str()) {
+                        Some(arch) if !arch.is_empty() => format!("{name} ({arch})"),
+                        _ => name.to_string(),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    match (out.code, error) {
+        (0, None) if !devices.is_empty() => (
+            format!("{} HIP device(s): {}", devices.len(), devices.join(", ")),
+            None,
+        ),
+        (_, Some(e)) if e.starts_with("no HIP device found") => {
+            let signal = Signal {
+                id: "hip-no-device".into(),
+                source: "greta-hip-worker devices".into(),
+                line: None,
+                text: e.clone(),
+            };
+            (e, Some(signal))
+        }
+        (code, error) => {
+            let why = error
+                .or_else(|| {
+                    out.stderr
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .map(str::to_string)
+                })
+                .unwrap_or_else(|| "no output".into());
+            (
+                format!("greta-hip-worker devices exited {code}: {why}"),
+                None,
+            )
+        }
+    }
+}
+
 fn list_checks(json: bool) {
     let cat = rules::catalogue();
     if json {
@@ -150,5 +311,119 @@ fn list_checks(json: bool) {
     println!("\nFindings:");
     for r in cat {
         println!("  {:<30} {:<5} {}", r.id, r.severity.as_str(), r.meaning);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn out(code: i32, stdout: &str, stderr: &str) -> hip_worker::WorkerOutput {
+        hip_worker::WorkerOutput {
+            code,
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+        }
+    }
+
+    #[test]
+    fn worker_device_lists_become_summaries_and_no_device_a_signal() {
+        let ok = r#"{"schema":"greta.hip-devices/v1","devices":[{"name":"AMD Instinct MI300X","driver_info":"gfx942:sramecc+:xnack-"}],"hipcc":{},"error":null}"#;
+        let (s, sig) = judge_devices(out(0, ok, ""));
+        assert_eq!(
+            s,
+            "1 HIP device(s): AMD Instinct MI300X (gfx942:sramecc+:xnack-)"
+        );
+        assert!(sig.is_none());
+
+        let reason = "no HIP device found: hipGetDeviceCount returned hipErrorNoDevice (100); the amdgpu kernel driver's compute interface (KFD) is absent";
+        let none = serde_json::json!({"schema":"greta.hip-devices/v1","devices":[],"hipcc":{},"error":reason}).to_string();
+        let (s, sig) = judge_devices(out(2, &none, "greta-hip-worker: x"));
+        assert_eq!(s, reason);
+        let sig = sig.expect("signal");
+        assert_eq!(
+            (sig.id.as_str(), sig.text.as_str()),
+            ("hip-no-device", reason)
+        );
+
+        // With an AMD GPU known, the signal is the contract finding.
+        let facts = Facts {
+            gpus: vec![greta_probe::facts::Gpu {
+                vendor: greta_probe::facts::Vendor::Amd,
+                name: "AMD Instinct MI300X VF".into(),
+                gfx: Some("gfx942".into()),
+                ..Default::default()
+            }],
+            signals: vec![sig],
+            ..Facts::default()
+        };
+        let findings = rules::diagnose(&facts);
+        assert!(
+            findings.iter().any(|f| f.id == "rocm.runtime-no-device"),
+            "{findings:?}"
+        );
+        let runs = [CheckRun {
+            id: "hip-runtime".into(),
+            title: "HIP runtime (greta-hip-worker)".into(),
+            duration: Duration::ZERO,
+            summary: String::new(),
+        }];
+        assert_eq!(check_lines(&runs, &findings)[0].status, CheckStatus::Fail);
+
+        // A worker that cannot start (libamdhip64 gone) is reported, not a finding.
+        let (s, sig) = judge_devices(out(
+            127,
+            "",
+            "error while loading shared libraries: libamdhip64.so.5: cannot open shared object file\n",
+        ));
+        assert!(
+            s.contains("exited 127") && s.contains("libamdhip64.so.5"),
+            "{s}"
+        );
+        assert!(sig.is_none());
+    }
+
+    #[test]
+    fn a_recorded_check_replays_to_the_same_line_and_signal() {
+        let reason = "no HIP device found: hipGetDeviceCount returned hipErrorNoDevice (100)";
+        let none = serde_json::json!({"schema":"greta.hip-devices/v1","devices":[],"error":reason})
+            .to_string();
+        let cases = [
+            ("exit 2", none.as_str(), reason.to_string(), true),
+            (
+                "not-found",
+                "greta-hip-worker not found (looked: PATH)",
+                "HIP not asked: greta-hip-worker not found (looked: PATH)".to_string(),
+                false,
+            ),
+            (
+                "error running /w: no answer within 30 s; killed",
+                "",
+                "greta-hip-worker devices: running /w: no answer within 30 s; killed".to_string(),
+                false,
+            ),
+        ];
+        for (status, text, summary, signal) in cases {
+            let snap = tempfile::tempdir().unwrap();
+            let live = HipCheck {
+                duration: Duration::ZERO,
+                status: status.into(),
+                text: text.into(),
+                stderr: String::new(),
+            };
+            live.record(snap.path()).unwrap();
+            let root = greta_probe::root::Root::sysroot(snap.path()).unwrap();
+            let replayed = hip_replay(&root).expect("recorded");
+            let (mut a, mut b) = (Facts::default(), Facts::default());
+            let (la, lb) = (live.apply(&mut a), replayed.apply(&mut b));
+            assert_eq!(la.summary, summary);
+            assert_eq!((&la.id, &la.summary), (&lb.id, &lb.summary));
+            assert_eq!(a, b);
+            assert_eq!(a.signals.len(), usize::from(signal), "{status}");
+        }
+        // A snapshot without it (older captures) has no HIP line.
+        let empty = tempfile::tempdir().unwrap();
+        let root = greta_probe::root::Root::sysroot(empty.path()).unwrap();
+        assert!(hip_replay(&root).is_none());
     }
 }

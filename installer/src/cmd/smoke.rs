@@ -2,6 +2,8 @@
 //! 1 a gate failed, 2 could not run. All the work is in greta-smoke; this
 //! is flags, output and exit codes.
 
+mod hip;
+
 use crate::exit::Exit;
 use greta_smoke::gates::Catalog;
 use greta_smoke::{BackendChoice, DeviceChoice, Options, Profile, SmokeError};
@@ -118,6 +120,17 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             );
         }
         return Ok(Exit::Pass);
+    }
+    let backend = match args.backend {
+        BackendChoice::Auto => {
+            let c = hip::choose_live(&args.device);
+            eprintln!("greta smoke: backend {}: {}", c.backend.as_str(), c.why);
+            c.backend
+        }
+        b => b,
+    };
+    if backend == BackendChoice::Hip {
+        return hip::run(&args);
     }
     let opts = Options {
         profile: args.profile,
