@@ -7,6 +7,8 @@ bash scripts/setup.sh --test
 export GRETA_VK_VALIDATION=1
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The HIP worker the doctor/smoke CLI tests drive (built against Debian's ROCm 5.2).
+cargo build -p greta-smoke --features hip --bin greta-hip-worker --locked
 cargo test --workspace --locked --no-fail-fast
 # The HIP path (feature `hip`) against Debian's ROCm 5.2; there is no AMD GPU here, so the
 # device tests check the "no HIP device" answer, and the kernels are compiled for gfx90a/gfx1030.
