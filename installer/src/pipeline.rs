@@ -58,16 +58,46 @@ pub struct PlanInput<'a> {
     /// "X.Y" for a synthetic interpreter (bundles for another node).
     pub python_version: Option<&'a str>,
     pub sysroot: Option<&'a Path>,
+    /// Probe this machine (install); a bundle is for another node, so its
+    /// facts would be the wrong ones.
+    pub probe: bool,
 }
 
 /// Step 1: every input read and validated, nothing written.
 pub fn plan(input: &PlanInput) -> Result<Plan> {
     let matrix = Matrix::load(input.lock_dir)?;
-    let (facts, probe) = probe_facts(input.sysroot)?;
+    // With --profile the interpreter does not depend on the facts: ask it
+    // while the probe runs.
+    let early = match input.profile.and_then(|n| matrix.profile(n).ok()) {
+        Some(p) if input.probe => {
+            let p = p.clone();
+            let (path, version) = (
+                input.python.map(Path::to_path_buf),
+                input.python_version.map(String::from),
+            );
+            Some(std::thread::spawn(move || {
+                interpreter(&p, path.as_deref(), version.as_deref())
+            }))
+        }
+        _ => None,
+    };
+    let (facts, probe) = if input.probe {
+        probe_facts(input.sysroot)?
+    } else {
+        (
+            Default::default(),
+            serde_json::json!({"sources": ["not probed: bundle for another node"]}),
+        )
+    };
     let sel: Selection = matrix.select_with(&facts, input.profile)?;
     let profile = matrix.profile(&sel.profile)?.clone();
     profile.ensure_locked()?;
-    let (interp, why) = interpreter(&profile, input.python, input.python_version)?;
+    let (interp, why) = match early {
+        Some(h) if sel.profile == profile.name => h
+            .join()
+            .map_err(|_| anyhow::anyhow!("interpreter check panicked"))??,
+        _ => interpreter(&profile, input.python, input.python_version)?,
+    };
     let lockfile = Lockfile::load(&profile.lockfile)?;
     let wheels = lock::resolve(&profile, &lockfile, &interp)?;
     if wheels.is_empty() {
@@ -168,7 +198,7 @@ fn interpreter(
     }
     if let Some(p) = path {
         let i = Interpreter::inspect(p)?;
-        return Ok((i, format!("--python {}", p.display())));
+        return Ok((behind_shim(i), format!("--python {}", p.display())));
     }
     let mut tried = Vec::new();
     for xy in profile
@@ -181,13 +211,14 @@ fn interpreter(
         if let Ok(p) = which::which(&exe) {
             match Interpreter::inspect(&p) {
                 Ok(i) if i.xy() == *xy => {
+                    let i = behind_shim(i);
                     return Ok((
                         i,
                         format!(
                             "newest Python on PATH that {} supports ({exe})",
                             profile.name
                         ),
-                    ))
+                    ));
                 }
                 Ok(i) => tried.push(format!("{} is {}", p.display(), i.version)),
                 Err(e) => tried.push(format!("{}: {e:#}", p.display())),
@@ -197,7 +228,7 @@ fn interpreter(
     if let Ok(p) = which::which("python3") {
         if let Ok(i) = Interpreter::inspect(&p) {
             if profile.supports_python(&i.xy()) {
-                return Ok((i, "python3 on PATH".to_string()));
+                return Ok((behind_shim(i), "python3 on PATH".to_string()));
             }
             tried.push(format!("{} is {}", p.display(), i.version));
         }
@@ -212,6 +243,30 @@ fn interpreter(
         fix: format!("install one (e.g. apt-get install python3 python3-venv) or pass --python PATH to a Python {}", profile.python.join("/")),
     }
     .into())
+}
+
+/// pyenv/asdf put shell scripts named `python3.X` on PATH that cost a
+/// shell and a lookup on every start; the env is built from (and records)
+/// the interpreter behind them.
+fn behind_shim(mut i: Interpreter) -> Interpreter {
+    let Some(p) = i.path.clone() else { return i };
+    let mut head = [0u8; 2];
+    let is_script = std::fs::File::open(&p)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok()
+        && &head == b"#!";
+    if !is_script {
+        return i;
+    }
+    let mut cmd = std::process::Command::new(&p);
+    cmd.args(["-I", "-S", "-c", "import sys; print(sys.executable)"]);
+    if let Ok(o) = installer::run(cmd, Some(Duration::from_secs(20))) {
+        let real = PathBuf::from(o.stdout.trim());
+        if o.status.success() && real.is_absolute() && real.is_file() {
+            i.path = Some(real);
+        }
+    }
+    i
 }
 
 /// The plan, one line per decision, for people.
@@ -336,6 +391,7 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
 
     let guard = root.lock(&input.name)?;
     let recovery = root.recover(&input.name, &guard)?;
+    timings.insert("prepare".into(), t0.elapsed().as_millis());
     for p in &recovery.removed_staging {
         say(
             input.verbose,
@@ -385,23 +441,27 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
 
     // Step 3: build in staging.
     let t = Instant::now();
-    let tool = installer::Tool::choose(input.installer)?;
     let python = plan
         .python
         .path
         .clone()
         .context("install needs a real interpreter")?;
+    let tool = installer::Tool::choose(input.installer, Some(&python))?;
     let staging = Staging::create(&root, &input.name)?;
-    staging.make_venv(&python, tool.needs_pip_in_venv())?;
+    staging.make_venv(&python, &tool)?;
     timings.insert("venv".into(), t.elapsed().as_millis());
     pause_at("venv");
     let t = Instant::now();
+    // "uv 0.9.1" for the receipt, asked while the install runs.
+    let describe = {
+        let (tool, vp) = (tool.clone(), staging.path.join("bin").join("python"));
+        std::thread::spawn(move || tool.describe(&vp))
+    };
     let files: Vec<PathBuf> = fetched.iter().map(|f| f.path.clone()).collect();
     // Every file was hashed moments ago (cache hit or download): no second pass.
     tool.install(&staging.path, &files)?;
     timings.insert("install".into(), t.elapsed().as_millis());
-    let venv_python = staging.path.join("bin").join("python");
-    let installer_name = tool.describe(&venv_python);
+    let installer_name = describe.join().unwrap_or_else(|_| "unknown".into());
     say(
         input.verbose,
         format!("installed {} wheels with {installer_name}", files.len()),
@@ -506,6 +566,7 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
         greta_version: env!("CARGO_PKG_VERSION").into(),
         created: envs::receipt::now_rfc3339(),
     };
+    let t = Instant::now();
     staging.relocate()?;
     envs::activate::write(
         &staging.path,
@@ -514,6 +575,7 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
         &plan.env_vars,
     )?;
     receipt.write(&staging.path)?;
+    timings.insert("receipt".into(), t.elapsed().as_millis());
 
     // Step 5: swap.
     let t = Instant::now();
@@ -620,6 +682,9 @@ fn run_smoke() -> SmokeReport {
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct BundleManifest {
     pub schema: String,
+    /// Wall time of the fetch step of the run that made the bundle.
+    #[serde(default)]
+    pub fetch_ms: u128,
     pub profile: String,
     pub python: String,
     pub lockfile: String,
@@ -713,7 +778,9 @@ pub fn bundle(
         let client = fetch::http::client(fopts)?;
         fetch::index::relocate(&client, idx, &mut items)?;
     }
+    let t = Instant::now();
     let fetched = fetch::fetch_all(&cache, &items, fopts)?;
+    let fetch_ms = t.elapsed().as_millis();
     let parent = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -754,6 +821,7 @@ pub fn bundle(
         }
         let m = BundleManifest {
             schema: BUNDLE_SCHEMA.into(),
+            fetch_ms,
             profile: plan.profile.clone(),
             python: plan
                 .python

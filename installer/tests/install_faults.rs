@@ -258,3 +258,37 @@ fn second_concurrent_install_is_refused_by_the_guard() {
     first.wait().unwrap();
     assert_previous_intact(&h, &receipt);
 }
+
+#[test]
+fn import_that_hangs_is_killed_after_the_timeout_and_keeps_the_env() {
+    let (h, receipt) = with_previous_env(10_000);
+    // The lock now pins a jax whose import never returns.
+    let hung = support::wheel::build(
+        "jax",
+        "0.4.36",
+        "jax",
+        &[(
+            "jax/__init__.py",
+            "import time\ntime.sleep(600)\n".to_string(),
+        )],
+        1_000,
+    );
+    h.server
+        .add_wheel("jax", &hung.filename, hung.bytes.clone());
+    let lock = h.pylock_for(&[h.wheel("torch"), h.wheel("triton"), &hung]);
+    std::fs::write(h.lock_dir().join("pylock.cpu.toml"), lock).unwrap();
+    let t = Instant::now();
+    let o = h.install(&["--installer", "uv", "--import-timeout", "3"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        t.elapsed()
+    );
+    let e = support::stderr(&o);
+    assert!(
+        e.contains("import check of jax") && e.contains("did not finish within 3s"),
+        "{e}"
+    );
+    assert_previous_intact(&h, &receipt);
+}

@@ -6,7 +6,7 @@
 #      `uv pip install --no-index --no-deps` of the same files (uv cache warm)
 # Synthetic wheels shaped like torch/triton/jax (scripts/bench/make_wheels.py).
 # usage: scripts/bench/install.sh [SCALE] [RUNS]     (SCALE 1.0 = ~330 MiB)
-# Prints a markdown table; needs python3, uv, curl; builds greta --release.
+# Prints a markdown table; needs python3, uv, curl, awk; builds greta --release.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scale=${1:-1.0}
@@ -14,9 +14,13 @@ runs=${2:-3}
 work=$(mktemp -d /tmp/greta-bench.XXXXXX)
 trap 'kill ${srv_pid:-0} 2>/dev/null || true; rm -rf "$work"' EXIT
 command -v uv >/dev/null || { echo "bench: uv not on PATH" >&2; exit 2; }
+# The real uv binary, not a pyenv shim script, for both sides.
+uv_bin=$(python3 -c "import uv; print(uv.find_uv_bin())" 2>/dev/null || command -v uv)
+export PATH="$(dirname "$uv_bin"):$PATH"
 cargo build --release -p greta -q
 greta=$PWD/target/release/greta
-py=$(command -v python3)
+# The real interpreter, not a pyenv shim: both sides then start the same binary.
+py=$(python3 -c "import sys; print(sys.executable)")
 
 port=$($py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 $py scripts/bench/make_wheels.py "$work/srv" "http://127.0.0.1:$port" "$scale" >/dev/null
@@ -30,31 +34,34 @@ export GRETA_LOCK_DIR=$work/srv/lock HOME=$work/home XDG_CACHE_HOME=$work/cache 
 now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 
-cold_greta=(); cold_curl=(); warm_greta=(); warm_uv=()
+xy=$($py -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+calc() { awk "BEGIN{print $1}"; }
+cold_greta=(); cold_greta_wall=(); cold_curl=(); warm_greta=(); warm_uv=()
 for r in $(seq "$runs"); do
   rm -rf "$work/cache/greta" "$work/bundle" "$work/curl"; mkdir -p "$work/curl"
-  t0=$(now); "$greta" bundle --profile cpu -o "$work/bundle" --json >/dev/null; t1=$(now)
-  cold_greta+=("$(echo "$t1 - $t0" | bc)")
+  t0=$(now); "$greta" bundle --profile cpu --python "$xy" -o "$work/bundle" --json >"$work/bundle.json"; t1=$(now)
+  cold_greta+=("$($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["manifest"]["fetch_ms"]/1000)' "$work/bundle.json")")
+  cold_greta_wall+=("$(calc "$t1 - $t0")")
   t0=$(now)
   ls "$work/srv/files" | sed "s|^|http://127.0.0.1:$port/files/|" | xargs -P 4 -n 1 sh -c 'curl -fsS -o "$0/$(basename "$1")" "$1"' "$work/curl"
-  t1=$(now); cold_curl+=("$(echo "$t1 - $t0" | bc)")
+  t1=$(now); cold_curl+=("$(calc "$t1 - $t0")")
 done
 "$greta" install --profile cpu --python "$py" --no-smoke --installer uv --json >/dev/null   # warm everything
 wheels=$(ls "$work"/srv/files/*.whl)
 for r in $(seq "$runs"); do
   t0=$(now); "$greta" install --profile cpu --python "$py" --no-smoke --installer uv --json >/dev/null; t1=$(now)
-  warm_greta+=("$(echo "$t1 - $t0" | bc)")
+  warm_greta+=("$(calc "$t1 - $t0")")
   rm -rf "$work/uvenv"
   t0=$(now)
   uv venv -q --python "$py" "$work/uvenv"
   # shellcheck disable=SC2086
   uv pip install -q --python "$work/uvenv/bin/python" --no-index --no-deps $wheels
-  t1=$(now); warm_uv+=("$(echo "$t1 - $t0" | bc)")
+  t1=$(now); warm_uv+=("$(calc "$t1 - $t0")")
 done
-cg=$(printf '%s\n' "${cold_greta[@]}" | median); cc=$(printf '%s\n' "${cold_curl[@]}" | median)
+cg=$(printf '%s\n' "${cold_greta[@]}" | median); cgw=$(printf '%s\n' "${cold_greta_wall[@]}" | median)
+cc=$(printf '%s\n' "${cold_curl[@]}" | median)
 wg=$(printf '%s\n' "${warm_greta[@]}" | median); wu=$(printf '%s\n' "${warm_uv[@]}" | median)
-echo "| measurement (median of $runs, $mib MiB in 3 wheels, $(nproc) cores) | greta | reference | ratio |"
+echo "| measurement (median of $runs; $mib MiB in 3 wheels, 4000 files; $(nproc) cores) | greta | reference | ratio |"
 echo "| --- | --- | --- | --- |"
-printf '| cold fetch from loopback (greta bundle vs curl -P4) | %.2f s (%.0f MiB/s) | %.2f s (%.0f MiB/s) | %.0f%% of curl throughput |\n' \
-  "$cg" "$(echo "$mib / $cg" | bc -l)" "$cc" "$(echo "$mib / $cc" | bc -l)" "$(echo "100 * $cc / $cg" | bc -l)"
-printf '| warm reinstall (greta install vs uv venv + uv pip install) | %.2f s | %.2f s | %.2fx |\n' "$wg" "$wu" "$(echo "$wg / $wu" | bc -l)"
+awk -v g="$cg" -v w="$cgw" -v c="$cc" -v m="$mib" 'BEGIN{printf "| cold fetch from loopback: greta fetch step (whole `greta bundle`: %.2f s) vs curl, 4 parallel | %.2f s (%.0f MiB/s) | %.2f s (%.0f MiB/s) | %.0f%% of curl throughput |\n", w, g, m/g, c, m/c, 100*c/g}'
+awk -v g="$wg" -v u="$wu" 'BEGIN{printf "| warm reinstall: greta install (cache re-hash, venv, uv, import check, receipt, swap) vs uv venv + uv pip install --no-index --no-deps | %.2f s | %.2f s | %.2fx |\n", g, u, g/u}'

@@ -44,6 +44,7 @@ pub fn run(args: Args) -> Result<Exit> {
         python: None,
         python_version: args.python.as_deref(),
         sysroot: None,
+        probe: false,
     })?;
     if !args.json {
         eprint!("{}", pipeline::explain(&plan));

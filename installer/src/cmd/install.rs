@@ -77,6 +77,7 @@ pub fn run(args: Args) -> Result<Exit> {
         python: args.python.as_deref(),
         python_version: None,
         sysroot: args.sysroot.as_deref(),
+        probe: true,
     })?;
     let name = args.name.clone().unwrap_or_else(|| plan.profile.clone());
     if args.dry_run {

@@ -36,18 +36,35 @@ impl Staging {
         })
     }
 
-    /// `python -m venv` (without pip unless the installer is pip).
-    pub fn make_venv(&self, python: &Path, with_pip: bool) -> Result<()> {
-        let mut cmd = Command::new(python);
-        cmd.args(["-m", "venv"]);
-        if !with_pip {
-            cmd.arg("--without-pip");
-        }
-        cmd.arg(&self.path);
+    /// The venv: `uv venv` when uv installs (about 20 ms; uv installs from
+    /// outside the venv, so no pip in it), else `python -m venv` with pip.
+    pub fn make_venv(&self, python: &Path, tool: &installer::Tool) -> Result<()> {
+        let cmd = match tool {
+            installer::Tool::Uv(uv) => {
+                let mut c = Command::new(uv);
+                c.args([
+                    "venv",
+                    "--quiet",
+                    "--no-config",
+                    "--no-project",
+                    "--no-python-downloads",
+                    "--python",
+                ])
+                .arg(python)
+                .arg(&self.path)
+                .env_remove("VIRTUAL_ENV");
+                c
+            }
+            installer::Tool::Pip => {
+                let mut c = Command::new(python);
+                c.args(["-m", "venv"]).arg(&self.path);
+                c
+            }
+        };
         let o = installer::run(cmd, Some(Duration::from_secs(300)))?;
         if !o.status.success() {
             bail!(
-                "{} -m venv failed ({}): {}{}\n(on Debian/Ubuntu: apt-get install python3-venv)",
+                "creating the venv with {} failed ({}): {}{}\n(on Debian/Ubuntu: apt-get install python3-venv)",
                 python.display(),
                 o.status,
                 o.stdout,
@@ -114,9 +131,31 @@ impl Staging {
         self.keep = true;
         super::super::fetch::cache::sync_dir(&root.dir);
         if had_old {
-            remove_tree(&backup)?;
+            discard(root, name, &backup);
         }
         Ok(self.target.clone())
+    }
+}
+
+/// Deletes the replaced env without making the user wait for it: renamed
+/// to `.trash-<name>-<pid>` (never listed, removed by the next run if this
+/// does not finish), then removed by a detached `rm -rf`.
+fn discard(root: &EnvRoot, name: &str, old: &Path) {
+    let trash = root.trash_path(name);
+    if fs::rename(old, &trash).is_err() {
+        let _ = remove_tree(old);
+        return;
+    }
+    let spawned = Command::new("rm")
+        .arg("-rf")
+        .arg("--")
+        .arg(&trash)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if spawned.is_err() {
+        let _ = remove_tree(&trash);
     }
 }
 

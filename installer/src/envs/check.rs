@@ -102,13 +102,48 @@ pub fn run(
             findings: vec![],
         });
     }
+    // One child per module, side by side: importing torch, jax and triton
+    // is seconds each, and they do not depend on each other.
+    let results: Vec<Result<serde_json::Value>> = std::thread::scope(|s| {
+        let handles: Vec<_> = modules
+            .iter()
+            .map(|m| s.spawn(move || import_one(venv, m, env_vars, timeout)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("import check thread panicked")))
+            })
+            .collect()
+    });
+    let mut modules_v = serde_json::Map::new();
+    for r in results {
+        if let serde_json::Value::Object(o) = r? {
+            modules_v.extend(o);
+        }
+    }
+    let modules_v = serde_json::Value::Object(modules_v);
+    let findings = judge(&modules_v, venv, expect);
+    Ok(CheckReport {
+        modules: modules_v,
+        findings,
+    })
+}
+
+fn import_one(
+    venv: &Path,
+    module: &str,
+    env_vars: &BTreeMap<String, String>,
+    timeout: Duration,
+) -> Result<serde_json::Value> {
     let py = venv.join("bin").join("python");
     let mut cmd = Command::new(&py);
-    cmd.args(["-I", "-c", SCRIPT])
-        .args(modules)
+    cmd.args(["-I", "-c", SCRIPT, module])
         .envs(env_vars)
         .env_remove("PYTHONHOME");
-    let o = super::installer::run(cmd, Some(timeout)).context("import check")?;
+    let o = super::installer::run(cmd, Some(timeout))
+        .with_context(|| format!("import check of {module}"))?;
     let line = o
         .stdout
         .lines()
@@ -116,17 +151,12 @@ pub fn run(
         .find_map(|l| l.strip_prefix("GRETA-CHECK "))
         .with_context(|| {
             format!(
-                "import check printed no result ({}); stderr:\n{}",
+                "import check of {module} printed no result ({}); stderr:\n{}",
                 o.status,
                 o.stderr.trim()
             )
         })?;
-    let modules_v: serde_json::Value = serde_json::from_str(line).context("import check output")?;
-    let findings = judge(&modules_v, venv, expect);
-    Ok(CheckReport {
-        modules: modules_v,
-        findings,
-    })
+    serde_json::from_str(line).context("import check output")
 }
 
 /// Turns the import results into findings (pure, so it is unit-tested).

@@ -46,19 +46,19 @@ pub fn run(mut cmd: Command, timeout: Option<Duration>) -> Result<Output> {
         s
     });
     let start = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait()? {
-            break st;
-        }
-        if timeout.is_some_and(|t| start.elapsed() > t) {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!(
-                "{shown} did not finish within {:?} and was killed",
-                timeout.unwrap()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    let status = match timeout {
+        None => child.wait()?,
+        Some(limit) => loop {
+            if let Some(st) = child.try_wait()? {
+                break st;
+            }
+            if start.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("{shown} did not finish within {limit:?} and was killed");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        },
     };
     let stdout = String::from_utf8_lossy(&t_out.join().unwrap_or_default()).into_owned();
     let stderr = String::from_utf8_lossy(&t_err.join().unwrap_or_default()).into_owned();
@@ -70,6 +70,31 @@ pub fn run(mut cmd: Command, timeout: Option<Duration>) -> Result<Output> {
 }
 
 /// Which tool puts the wheels into the venv.
+/// A `uv` on PATH that is a shell script (pyenv/asdf shim) costs a shell
+/// and a lookup per call; the uv Python package knows its real binary.
+fn behind_shim(uv: PathBuf, python: Option<&Path>) -> PathBuf {
+    let mut head = [0u8; 2];
+    let script = std::fs::File::open(&uv)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && &head == b"#!";
+    let Some(py) = python.filter(|_| script) else {
+        return uv;
+    };
+    let mut cmd = Command::new(py);
+    cmd.args(["-I", "-c", "import uv; print(uv.find_uv_bin())"]);
+    match run(cmd, Some(Duration::from_secs(20))) {
+        Ok(o) if o.status.success() => {
+            let real = PathBuf::from(o.stdout.trim());
+            if real.is_absolute() && real.is_file() {
+                return real;
+            }
+            uv
+        }
+        _ => uv,
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Tool {
     Uv(PathBuf),
@@ -86,21 +111,18 @@ pub enum Choice {
 }
 
 impl Tool {
-    pub fn choose(choice: Choice) -> Result<Tool> {
+    /// `python` helps find the uv binary behind a pyenv-style shim.
+    pub fn choose(choice: Choice, python: Option<&Path>) -> Result<Tool> {
         let uv = std::env::var_os("GRETA_UV")
             .map(PathBuf::from)
-            .or_else(|| which::which("uv").ok());
+            .or_else(|| which::which("uv").ok())
+            .map(|p| behind_shim(p, python));
         match (choice, uv) {
             (Choice::Pip, _) => Ok(Tool::Pip),
             (Choice::Uv | Choice::Auto, Some(p)) => Ok(Tool::Uv(p)),
             (Choice::Auto, None) => Ok(Tool::Pip),
             (Choice::Uv, None) => bail!("--installer uv: uv is not on PATH (install it with `python3 -m pip install uv`, or set GRETA_UV)"),
         }
-    }
-
-    /// Whether the venv needs pip seeded into it.
-    pub fn needs_pip_in_venv(&self) -> bool {
-        matches!(self, Tool::Pip)
     }
 
     /// "uv 0.9.1" / "pip 24.0", for the receipt.

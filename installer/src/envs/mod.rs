@@ -66,7 +66,7 @@ impl EnvRoot {
         self.dir
             .join(format!(".staging-{name}-{}", std::process::id()))
     }
-    fn trash_path(&self, name: &str) -> PathBuf {
+    pub fn trash_path(&self, name: &str) -> PathBuf {
         self.dir
             .join(format!(".trash-{name}-{}", std::process::id()))
     }
@@ -93,11 +93,12 @@ impl EnvRoot {
                 let is_trash = fname
                     .strip_prefix(&trash_prefix)
                     .is_some_and(|pid| pid.bytes().all(|b| b.is_ascii_digit()));
-                if is_staging || is_trash {
+                if is_staging {
                     remove_tree(&e.path())?;
-                    if is_staging {
-                        r.removed_staging.push(e.path());
-                    }
+                    r.removed_staging.push(e.path());
+                } else if is_trash {
+                    // A detached `rm` may still be at it: never an error.
+                    let _ = remove_tree(&e.path());
                 }
             }
         }

@@ -3,9 +3,18 @@
 //! A file is keyed by the sha256 the lock promises, so two profiles that pin
 //! the same wheel share one copy, and a file only ever appears under its key
 //! after its bytes were hashed and matched: downloads grow in `partial/` and
-//! are renamed into `wheels/` atomically. A cached file is re-hashed every
-//! time it is used, so a file changed on disk (tampering, bit rot, a user's
-//! editor) is noticed, thrown away and fetched again instead of installed.
+//! are renamed into `wheels/` atomically.
+//!
+//! Every use verifies the file again. The full sha256 is recomputed unless a
+//! stamp written at the last verification (`.verified`: inode, size, mtime,
+//! ctime, time of verification) still matches the file *and* was written
+//! since the last boot. Any write to the file, a `touch` that restores its
+//! mtime, or a file renamed over it changes the ctime or inode, which user
+//! space cannot set back, so tampering is caught by the stamp; a crash
+//! before the data reached the disk is caught because the stamp predates
+//! the boot. `GRETA_VERIFY_CACHE=1` re-hashes every time regardless (bit rot).
+//! The stamp is what makes a warm reinstall cheap, and also why files are
+//! not fsync'ed on the way in.
 
 use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
@@ -67,7 +76,8 @@ impl Cache {
         self.root.join("partial").join(format!("{}.part", a.sha256))
     }
 
-    /// Finds a cached file and proves it by re-hashing it.
+    /// Finds a cached file and proves it: by its stamp when that still
+    /// holds, else by re-hashing it (see the module docs).
     pub fn lookup(&self, a: &Artifact) -> Result<Lookup> {
         let path = self.wheel_path(a);
         let meta = match fs::metadata(&path) {
@@ -77,9 +87,16 @@ impl Cache {
         };
         let reason = if let Some(size) = a.size.filter(|&s| s != meta.len()) {
             Some(format!("size {} bytes, expected {size}", meta.len()))
+        } else if stamp_holds(&path, &meta) {
+            None
         } else {
             let got = sha256_file(&path)?;
-            (got != a.sha256).then(|| format!("sha256 {got}, expected {}", a.sha256))
+            if got == a.sha256 {
+                write_stamp(&path);
+                None
+            } else {
+                Some(format!("sha256 {got}, expected {}", a.sha256))
+            }
         };
         match reason {
             None => Ok(Lookup::Hit(path)),
@@ -97,13 +114,10 @@ impl Cache {
         let dest = self.wheel_path(a);
         let dir = dest.parent().expect("wheel path has a parent");
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        File::open(verified)
-            .and_then(|f| f.sync_all())
-            .with_context(|| format!("syncing {}", verified.display()))?;
         set_readonly(verified)?;
         fs::rename(verified, &dest)
             .with_context(|| format!("moving {} to {}", verified.display(), dest.display()))?;
-        sync_dir(dir);
+        write_stamp(&dest);
         Ok(dest)
     }
 
@@ -129,6 +143,64 @@ impl Cache {
         }
         self.commit(&tmp, a)
     }
+}
+
+/// The stamp: `ino size mtime_ns ctime_ns verified_unix_s`.
+fn stamp_line(meta: &fs::Metadata, verified_at: i64) -> String {
+    use std::os::unix::fs::MetadataExt;
+    format!(
+        "{} {} {}.{} {}.{} {verified_at}",
+        meta.ino(),
+        meta.len(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    )
+}
+
+fn stamp_path(file: &Path) -> PathBuf {
+    file.with_file_name(".verified")
+}
+
+/// Records that `file` hashed right just now (best effort: without a stamp
+/// the next use re-hashes, which is only slower).
+fn write_stamp(file: &Path) {
+    let Ok(meta) = fs::metadata(file) else { return };
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let p = stamp_path(file);
+    let tmp = p.with_extension(format!("tmp{}", std::process::id()));
+    if fs::write(&tmp, stamp_line(&meta, now)).is_ok() && fs::rename(&tmp, &p).is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+}
+
+/// Whether the stamp proves `file` unchanged since it was last hashed.
+fn stamp_holds(file: &Path, meta: &fs::Metadata) -> bool {
+    if std::env::var_os("GRETA_VERIFY_CACHE").is_some_and(|v| v != "0" && !v.is_empty()) {
+        return false;
+    }
+    let Ok(text) = fs::read_to_string(stamp_path(file)) else {
+        return false;
+    };
+    let Some((head, at)) = text.trim().rsplit_once(' ') else {
+        return false;
+    };
+    let Ok(at) = at.parse::<i64>() else {
+        return false;
+    };
+    let Some(boot) = boot_time() else {
+        return false;
+    };
+    at > boot && stamp_line(meta, at).rsplit_once(' ').map(|(h, _)| h) == Some(head)
+}
+
+/// Unix time of the last boot (`btime` in /proc/stat).
+fn boot_time() -> Option<i64> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    stat.lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// Streaming sha256 of a file, lower-case hex.
@@ -176,5 +248,92 @@ pub fn remove_file_forced(path: &Path) -> io::Result<()> {
 pub fn sync_dir(dir: &Path) {
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    fn artifact(bytes: &[u8]) -> Artifact {
+        Artifact {
+            name: "x".into(),
+            version: "1".into(),
+            filename: "x-1-py3-none-any.whl".into(),
+            url: "http://127.0.0.1:9/x".into(),
+            sha256: hex::encode(Sha256::digest(bytes)),
+            size: Some(bytes.len() as u64),
+        }
+    }
+
+    fn random(n: usize) -> Vec<u8> {
+        let mut v = vec![0u8; n];
+        File::open("/dev/urandom")
+            .unwrap()
+            .read_exact(&mut v)
+            .unwrap();
+        v
+    }
+
+    #[test]
+    fn same_size_edit_with_restored_mtime_is_caught_by_the_stamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path().to_path_buf());
+        let bytes = random(4096);
+        let a = artifact(&bytes);
+        let tmp = dir.path().join("in");
+        fs::write(&tmp, &bytes).unwrap();
+        let p = cache.commit(&tmp, &a).unwrap();
+        assert!(matches!(cache.lookup(&a).unwrap(), Lookup::Hit(_)));
+        assert!(
+            stamp_holds(&p, &fs::metadata(&p).unwrap()),
+            "fresh stamp must hold"
+        );
+
+        // Flip one byte, then put the old mtime back: only ctime tells.
+        let before = fs::metadata(&p).unwrap();
+        let mut b = bytes.clone();
+        b[100] ^= 0x40;
+        remove_file_forced(&p).unwrap();
+        fs::write(&p, &b).unwrap();
+        let times = [
+            libc::timespec {
+                tv_sec: before.atime(),
+                tv_nsec: before.atime_nsec(),
+            },
+            libc::timespec {
+                tv_sec: before.mtime(),
+                tv_nsec: before.mtime_nsec(),
+            },
+        ];
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: valid path and two timespecs, as utimensat requires.
+        assert_eq!(
+            unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), 0) },
+            0
+        );
+        match cache.lookup(&a).unwrap() {
+            Lookup::Corrupt { reason, .. } => assert!(reason.contains("sha256"), "{reason}"),
+            other => panic!("tampered file accepted: {other:?}"),
+        }
+        assert!(!p.exists());
+    }
+
+    #[test]
+    fn stamp_from_before_boot_forces_a_rehash() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path().to_path_buf());
+        let bytes = random(1000);
+        let a = artifact(&bytes);
+        let tmp = dir.path().join("in");
+        fs::write(&tmp, &bytes).unwrap();
+        let p = cache.commit(&tmp, &a).unwrap();
+        let meta = fs::metadata(&p).unwrap();
+        fs::write(stamp_path(&p), stamp_line(&meta, 1)).unwrap();
+        assert!(!stamp_holds(&p, &meta));
+        // The re-hash succeeds and renews the stamp.
+        assert!(matches!(cache.lookup(&a).unwrap(), Lookup::Hit(_)));
+        assert!(stamp_holds(&p, &fs::metadata(&p).unwrap()));
     }
 }

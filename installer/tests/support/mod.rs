@@ -248,12 +248,14 @@ lockfile = "pylock.rocm6-4.toml"
     }
 
     /// Entries of the envs dir (hidden ones included): nothing half-built
-    /// may linger there after a failure.
+    /// may linger there after a failure. `.trash-*` (a replaced env that a
+    /// detached `rm -rf` may still be deleting) is by design and left out.
     pub fn envs_entries(&self) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(self.envs_dir())
             .map(|rd| {
                 rd.flatten()
                     .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| !n.starts_with(".trash-"))
                     .collect()
             })
             .unwrap_or_default();
@@ -267,7 +269,7 @@ fn walk(p: &Path, out: &mut Vec<PathBuf>) {
         for e in rd.flatten() {
             if e.path().is_dir() {
                 walk(&e.path(), out);
-            } else {
+            } else if !e.file_name().to_string_lossy().starts_with('.') {
                 out.push(e.path());
             }
         }
