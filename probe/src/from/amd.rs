@@ -1,6 +1,7 @@
-//! AMD naming knowledge shared by the text parsers: gfx target decoding,
-//! which targets are APUs, RADV's chip codenames, and PCI names/VF flags
-//! from the pci.ids database (the `pci-ids` crate, never a hand table).
+//! AMD naming knowledge shared by the text parsers and the live collectors
+//! ([`crate::live`]): PCI vendor ids, gfx target decoding, which targets are
+//! APUs, RADV's chip codenames, and PCI names/VF flags from the pci.ids
+//! database (the `pci-ids` crate, never a hand table).
 
 /// KFD `gfx_target_version` (major*10000 + minor*100 + stepping) to the LLVM
 /// target name: 90402 -> gfx942, 90010 -> gfx90a, 110003 -> gfx1103.
@@ -197,10 +198,13 @@ mod tests {
         assert_eq!(gfx_from_target_version(110003).as_deref(), Some("gfx1103"));
         assert_eq!(gfx_from_target_version(100300).as_deref(), Some("gfx1030"));
         assert_eq!(gfx_from_target_version(90012).as_deref(), Some("gfx90c"));
+        assert_eq!(gfx_from_target_version(110000).as_deref(), Some("gfx1100"));
         assert_eq!(gfx_from_target_version(0), None);
+        assert_eq!(gfx_from_target_version(99), None);
         assert_eq!(gfx_from_override("11.0.0").as_deref(), Some("gfx1100"));
         assert_eq!(gfx_from_override("10.3.0").as_deref(), Some("gfx1030"));
         assert_eq!(gfx_from_override("eleven"), None);
+        assert!(is_apu_target("gfx1103") && !is_apu_target("gfx942"));
     }
 
     #[test]

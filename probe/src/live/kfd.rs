@@ -4,9 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use super::gpu::{self, VENDOR_AMD};
+use super::gpu;
 use super::{scanned, seen};
 use crate::facts::{Facts, Gpu, Vendor};
+use crate::from::amd;
 use crate::root::Root;
 
 const NODES: &str = "/sys/class/kfd/kfd/topology/nodes";
@@ -24,7 +25,7 @@ impl KfdNode {
     /// gfx target from `gfx_target_version` (absent on kernels before ~5.x).
     pub fn gfx(&self) -> Option<String> {
         self.get("gfx_target_version")
-            .and_then(gpu::gfx_from_target_version)
+            .and_then(amd::gfx_from_target_version)
     }
     /// A node with SIMDs or a gfx target is a GPU (an APU node on old
     /// kernels has both CPU cores and SIMDs).
@@ -127,7 +128,7 @@ pub fn merge_node(gpus: &mut Vec<Gpu>, node: &KfdNode, source: &str) {
     if g.vendor == Vendor::Other && node.gfx().is_some() {
         // Only AMD GPUs have KFD gfx targets.
         g.vendor = Vendor::Amd;
-        g.vendor_id.get_or_insert(VENDOR_AMD);
+        g.vendor_id.get_or_insert(amd::AMD);
     }
     if g.compute_units.is_none() {
         g.compute_units = node.compute_units();
@@ -135,7 +136,7 @@ pub fn merge_node(gpus: &mut Vec<Gpu>, node: &KfdNode, source: &str) {
     if g.render_minor.is_none() {
         g.render_minor = minor;
     }
-    if node.is_combined_apu() || g.gfx.as_deref().is_some_and(gpu::gfx_is_apu) {
+    if node.is_combined_apu() || g.gfx.as_deref().is_some_and(amd::is_apu_target) {
         g.integrated = Some(true);
     } else if g.integrated.is_none() && g.gfx.is_some() {
         g.integrated = Some(false);

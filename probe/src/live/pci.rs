@@ -1,9 +1,10 @@
 //! PCI display/accelerator devices from sysfs, the kernel driver bound to
 //! each, the GPU kernel modules and their versions, and the kernel version.
 
-use super::gpu::{self, VENDOR_AMD, VENDOR_NVIDIA};
+use super::gpu;
 use super::{hex_u32, scanned, seen};
 use crate::facts::{Facts, Gpu, KernelDriver};
+use crate::from::amd;
 use crate::root::Root;
 
 const PCI_DEVICES: &str = "/sys/bus/pci/devices";
@@ -13,7 +14,7 @@ const PCI_DEVICES: &str = "/sys/bus/pci/devices";
 /// Instinct MI200/MI300 report themselves as the latter.
 pub fn is_gpu_class(class: u32, vendor: u16) -> bool {
     let base = class >> 16;
-    base == 0x03 || (base == 0x12 && matches!(vendor, VENDOR_AMD | VENDOR_NVIDIA))
+    base == 0x03 || (base == 0x12 && matches!(vendor, amd::AMD | amd::NVIDIA))
 }
 
 pub fn collect(root: &Root, f: &mut Facts) -> String {
@@ -75,7 +76,7 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
             gtt_bytes: bytes("mem_info_gtt_total"),
             ..Gpu::default()
         };
-        if vendor == VENDOR_AMD {
+        if vendor == amd::AMD {
             g.integrated = Some(gpu::ids_are_apu(vendor, device));
         }
         seen(&mut g, "pci");

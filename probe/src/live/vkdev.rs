@@ -307,7 +307,8 @@ pub fn merge_device(gpus: &mut Vec<Gpu>, d: &VulkanDevice) {
     // marketing name ("AMD Radeon 760M") is what users recognise.
     if !is_cpu {
         if let (Some(v), Some(dev)) = (g.vendor_id, g.device_id) {
-            let codename_only = super::gpu::pci_raw_name(v, dev).is_some_and(|n| !n.contains('['));
+            let codename_only =
+                crate::from::amd::pci_name(v, dev).is_some_and(|n| !n.contains('['));
             if codename_only && Some(&g.name) == super::gpu::pci_name(v, dev).as_ref() {
                 let marketing = strip_driver_suffix(&d.name);
                 if !marketing.is_empty() {
