@@ -24,7 +24,7 @@ fn main() {
     for path in &entries {
         println!("cargo:rerun-if-changed={}", path.display());
         for (name, defines) in variants(path) {
-            match compile(compiler, path, &defines) {
+            match compile(compiler, path, &defines, spirv16(path)) {
                 Ok(words) => {
                     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
                     let spv = out.join(format!("{name}.spv"));
@@ -84,12 +84,22 @@ fn variants(path: &Path) -> Vec<(String, Defines)> {
     }
 }
 
+/// Shaders that need SPIR-V 1.6 (e.g. `GL_NV_cooperative_matrix2`) say so
+/// with a `//! spirv 1.6` line; the rest target SPIR-V 1.5 (Vulkan 1.2).
+fn spirv16(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.trim() == "//! spirv 1.6")
+}
+
 /// glslang reports `ERROR: 0:LINE: message` (0 = the string index); rewrite
 /// that to `path:LINE: message` so editors and humans find the line.
 fn compile(
     compiler: &glslang::Compiler,
     path: &Path,
     defines: &[(String, Option<String>)],
+    spirv16: bool,
 ) -> Result<Vec<u32>, String> {
     use glslang::{
         CompilerOptions, ShaderInput, ShaderSource, ShaderStage, SpirvVersion, Target,
@@ -102,9 +112,16 @@ fn compile(
         .map(|(k, v)| (k.as_str(), v.as_deref()))
         .collect();
     let options = CompilerOptions {
-        target: Target::Vulkan {
-            version: VulkanVersion::Vulkan1_2,
-            spirv_version: SpirvVersion::SPIRV1_5,
+        target: if spirv16 {
+            Target::Vulkan {
+                version: VulkanVersion::Vulkan1_3,
+                spirv_version: SpirvVersion::SPIRV1_6,
+            }
+        } else {
+            Target::Vulkan {
+                version: VulkanVersion::Vulkan1_2,
+                spirv_version: SpirvVersion::SPIRV1_5,
+            }
         },
         ..CompilerOptions::default()
     };

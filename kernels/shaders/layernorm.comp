@@ -1,13 +1,21 @@
 #version 450
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
 //! variant layernorm
 //! variant layernorm_vec4 VEC4
+//! variant layernorm_reg VEC4 REG
 // y[r][c] = (x[r][c] - mean) / sqrt(var + eps) * w[c] + b[c], biased
 // variance computed in a second pass around the mean (no cancellation).
 // One workgroup per row (grid-stride over rows).
 // The _vec4 variant (cols % 4 == 0) reads and writes vec4s: a quarter of the
-// memory instructions, full-width transactions.
+// memory instructions, full-width transactions. The _reg variant keeps the
+// row in registers (NPT vec4s per invocation, constant 1, with
+// cols <= 4 * NPT * workgroup size): x is read from memory once; both
+// passes (mean, then variance around it) run over the registers.
 layout(local_size_x_id = 0) in;
+#ifdef REG
+layout(constant_id = 1) const uint NPT = 1;
+#endif
 #ifdef VEC4
 #define T vec4
 #define SUM(v) dot(v, vec4(1.0))
@@ -58,6 +66,30 @@ void main() {
 #else
     uint n = p.cols;
 #endif
+#ifdef REG
+    T v[NPT];
+    for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
+        uint base = r * n;
+        float s = 0.0;
+        [[unroll]] for (uint j = 0u; j < NPT; j++) {
+            uint c = tid + j * wg;
+            v[j] = c < n ? x[base + c] : T(0.0);
+            s += SUM(v[j]);
+        }
+        float mean = wg_sum(s) / float(p.cols);
+        float q = 0.0;
+        [[unroll]] for (uint j = 0u; j < NPT; j++) {
+            uint c = tid + j * wg;
+            T d = v[j] - mean;
+            q += c < n ? SQ(d) : 0.0;
+        }
+        float inv = inversesqrt(wg_sum(q) / float(p.cols) + p.eps);
+        [[unroll]] for (uint j = 0u; j < NPT; j++) {
+            uint c = tid + j * wg;
+            if (c < n) { y[base + c] = fma((v[j] - mean) * inv, w[c], b[c]); }
+        }
+    }
+#else
     for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
         uint base = r * n;
         float s = 0.0;
@@ -68,4 +100,5 @@ void main() {
         float inv = inversesqrt(wg_sum(q) / float(p.cols) + p.eps);
         for (uint c = tid; c < n; c += wg) { y[base + c] = fma((x[base + c] - mean) * inv, w[c], b[c]); }
     }
+#endif
 }

@@ -1,12 +1,20 @@
 #version 450
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
 //! variant rmsnorm
 //! variant rmsnorm_vec4 VEC4
+//! variant rmsnorm_reg VEC4 REG
 // y[r][c] = x[r][c] / sqrt(mean(x[r]^2) + eps) * w[c]. One workgroup per
 // row (grid-stride over rows), coalesced column loops, so any cols works.
 // The _vec4 variant (cols % 4 == 0) reads and writes vec4s: a quarter of the
-// memory instructions, full-width transactions.
+// memory instructions, full-width transactions. The _reg variant keeps the
+// row in registers (NPT vec4s per invocation, constant 1, with
+// cols <= 4 * NPT * workgroup size): x is read from memory once, all NPT
+// loads in flight together, one pass.
 layout(local_size_x_id = 0) in;
+#ifdef REG
+layout(constant_id = 1) const uint NPT = 1;
+#endif
 #ifdef VEC4
 #define T vec4
 #define SUM(v) dot(v, vec4(1.0))
@@ -56,6 +64,23 @@ void main() {
 #else
     uint n = p.cols;
 #endif
+#ifdef REG
+    T v[NPT];
+    for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
+        uint base = r * n;
+        float ss = 0.0;
+        [[unroll]] for (uint j = 0u; j < NPT; j++) {
+            uint c = tid + j * wg;
+            v[j] = c < n ? x[base + c] : T(0.0);
+            ss += SQ(v[j]);
+        }
+        float inv = inversesqrt(wg_sum(ss) / float(p.cols) + p.eps);
+        [[unroll]] for (uint j = 0u; j < NPT; j++) {
+            uint c = tid + j * wg;
+            if (c < n) { y[base + c] = v[j] * inv * w[c]; }
+        }
+    }
+#else
     for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
         uint base = r * n;
         float ss = 0.0;
@@ -63,4 +88,5 @@ void main() {
         float inv = inversesqrt(wg_sum(ss) / float(p.cols) + p.eps);
         for (uint c = tid; c < n; c += wg) { y[base + c] = x[base + c] * inv * w[c]; }
     }
+#endif
 }

@@ -1,12 +1,19 @@
 #version 450
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
 //! variant softmax
 //! variant softmax_vec4 VEC4
+//! variant softmax_reg VEC4 REG
 // Row-wise softmax, max-subtracted: y = exp(x - max) / sum(exp(x - max)).
 // One workgroup per row (grid-stride over rows); any cols.
 // The _vec4 variant (cols % 4 == 0) reads and writes vec4s: a quarter of the
-// memory instructions, full-width transactions.
+// memory instructions, full-width transactions. The _reg variant keeps the
+// row in registers (NPT vec4s per invocation, constant 1, with
+// cols <= 4 * NPT * workgroup size): x is read once, exp computed once.
 layout(local_size_x_id = 0) in;
+#ifdef REG
+layout(constant_id = 1) const uint NPT = 1;
+#endif
 #ifdef VEC4
 #define T vec4
 #define SUM(v) dot(v, vec4(1.0))
@@ -55,6 +62,29 @@ void main() {
 #else
     uint n = p.cols;
 #endif
+#ifdef REG
+    T v[NPT];
+    for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
+        uint base = r * n;
+        float m = -3.402823466e+38;
+        [[unroll]] for (uint j = 0u; j < NPT; j++) {
+            uint c = tid + j * wg;
+            v[j] = c < n ? x[base + c] : T(-3.402823466e+38);
+            m = max(m, MAX4(v[j]));
+        }
+        m = wg_max(m);
+        float s = 0.0;
+        [[unroll]] for (uint j = 0u; j < NPT; j++) {
+            v[j] = exp(v[j] - m);
+            s += SUM(v[j]);
+        }
+        float inv = 1.0 / wg_sum(s);
+        [[unroll]] for (uint j = 0u; j < NPT; j++) {
+            uint c = tid + j * wg;
+            if (c < n) { y[base + c] = v[j] * inv; }
+        }
+    }
+#else
     for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
         uint base = r * n;
         float m = -3.402823466e+38;
@@ -65,4 +95,5 @@ void main() {
         float inv = 1.0 / wg_sum(s);
         for (uint c = tid; c < n; c += wg) { y[base + c] = exp(x[base + c] - m) * inv; }
     }
+#endif
 }

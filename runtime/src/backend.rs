@@ -63,7 +63,9 @@ pub enum TimingSource {
 /// Measurements of one `run`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunStats {
-    /// Kernel time of each repeat, in nanoseconds (all chunks of a split dispatch included).
+    /// Kernel time of each repeat, in nanoseconds (all chunks of a split
+    /// dispatch included); for ops timed per dispatch (noop: a batch of
+    /// dependent dispatches per repeat) the batch time over its dispatches.
     pub device_ns: Vec<u64>,
     pub timing: TimingSource,
     /// Wall time of the submission and wait (upload and readback included).

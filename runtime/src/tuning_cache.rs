@@ -94,9 +94,20 @@ pub fn shape_class(op: &Op) -> String {
     format!("{}:{dims}", op.name())
 }
 
-/// `$XDG_CACHE_HOME/greta/tuning`, else `$HOME/.cache/greta/tuning`.
+/// `$GRETA_TUNING_CACHE` when set to a directory (`off` disables the
+/// cache: `None`), else `$XDG_CACHE_HOME/greta/tuning`, else
+/// `$HOME/.cache/greta/tuning`.
 pub fn default_dir() -> Option<PathBuf> {
-    crate::vulkan::cache::default_dir().and_then(|d| d.parent().map(|p| p.join("tuning")))
+    match std::env::var_os("GRETA_TUNING_CACHE") {
+        Some(v) if v == "off" => None,
+        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
+        _ => crate::vulkan::cache::default_dir().and_then(|d| d.parent().map(|p| p.join("tuning"))),
+    }
+}
+
+/// Whether `GRETA_TUNING_CACHE=off` turned the cache off.
+pub fn disabled_by_env() -> bool {
+    std::env::var_os("GRETA_TUNING_CACHE").is_some_and(|v| v == "off")
 }
 
 impl TuningCache {

@@ -101,6 +101,15 @@ fn every_tuning_candidate_is_correct() {
             rows: 4,
             cols: 2052,
         },
+        Op::RmsNorm {
+            rows: 2,
+            cols: 8196,
+            eps: 1e-6,
+        },
+        Op::Fill {
+            n: 12_291,
+            value: 0x1234_5678,
+        },
         Op::Copy { n: 5000 },
         Op::VecAdd { n: 4999 },
         Op::Rope {

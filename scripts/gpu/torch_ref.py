@@ -51,6 +51,8 @@ def main():
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    # f16 GEMM with f32 accumulation, as greta's gemm_f16 (no fp16 reduction shortcuts).
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
     for s in (4096, 8192):
         a = torch.randn(s, s, device=dev)
         b = torch.randn(s, s, device=dev)

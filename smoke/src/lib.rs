@@ -16,6 +16,7 @@ pub mod results;
 pub mod runner;
 pub mod session;
 pub mod table;
+pub mod tune;
 pub mod verify;
 
 pub use gates::Profile;

@@ -60,6 +60,12 @@ pub struct Args {
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Tune instead of testing: time every tuning candidate of each gate (the profile's, or
+    /// --gate), check each against the reference, and store the fastest correct one in the
+    /// device's tuning cache ($XDG_CACHE_HOME/greta/tuning, or GRETA_TUNING_CACHE=DIR|off),
+    /// which later runs use. Vulkan only.
+    #[arg(long)]
+    pub tune: bool,
     /// TEST-ONLY: make the deliberately broken/slow gates selectable (also GRETA_SMOKE_TEST_GATES=1).
     #[arg(
         long,
@@ -120,6 +126,9 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             );
         }
         return Ok(Exit::Pass);
+    }
+    if args.tune {
+        return tune(&args);
     }
     let backend = match args.backend {
         BackendChoice::Auto => {
@@ -183,4 +192,49 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         1 => Exit::Fail,
         _ => Exit::Undecided,
     })
+}
+
+/// `--tune`: the sweep is greta_smoke::tune; this prints it (table, or
+/// JSON schema greta.tune/v1 with --json) and maps errors to exit 2.
+fn tune(args: &Args) -> anyhow::Result<Exit> {
+    let device = match &args.device {
+        DeviceChoice::One(s) => s.clone(),
+        DeviceChoice::All => {
+            eprintln!("greta smoke --tune: bad arguments: tune one device at a time (--device N)");
+            return Ok(Exit::Undecided);
+        }
+    };
+    let opts = greta_smoke::tune::TuneOptions {
+        profile: args.profile,
+        gates: args.gates.clone(),
+        device,
+        timeout: Duration::from_secs_f64(
+            args.timeout
+                .unwrap_or_else(|| args.profile.default_timeout_s()),
+        ),
+        seed: args.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        }),
+        cache_dir: None,
+        dry_run: false,
+        validation: None,
+    };
+    match greta_smoke::tune::tune(&opts) {
+        Ok(r) => {
+            let table = greta_smoke::tune::render(&r);
+            if args.json {
+                eprint!("{table}");
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                print!("{table}");
+            }
+            Ok(Exit::Pass)
+        }
+        Err(e) => {
+            eprintln!("greta smoke --tune: could not run: {e}");
+            Ok(Exit::Undecided)
+        }
+    }
 }

@@ -12,6 +12,9 @@ pub struct Instance {
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     pub messages: MessageLog,
     pub validation: bool,
+    /// The API version the instance was created for: 1.3 where the loader
+    /// has it (SPIR-V 1.6 kernels need it), else 1.2.
+    pub api_version: u32,
 }
 
 impl Instance {
@@ -54,10 +57,20 @@ impl Instance {
                 exts.push(ash::ext::validation_features::NAME.as_ptr());
             }
         }
+        // SAFETY: plain query on a loaded entry.
+        let loader = unsafe { entry.try_enumerate_instance_version() }
+            .ok()
+            .flatten()
+            .unwrap_or(vk::API_VERSION_1_0);
+        let api_version = if loader >= vk::API_VERSION_1_3 {
+            vk::API_VERSION_1_3
+        } else {
+            vk::API_VERSION_1_2
+        };
         let app = vk::ApplicationInfo::default()
             .application_name(c"greta")
             .engine_name(c"greta-runtime")
-            .api_version(vk::API_VERSION_1_2);
+            .api_version(api_version);
         let mut dbg_info = validation::messenger_info(&messages);
         // Synchronization validation too: a missing barrier is a finding, not luck.
         let enables = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
@@ -106,6 +119,7 @@ impl Instance {
             debug,
             messages,
             validation,
+            api_version,
         })
     }
 

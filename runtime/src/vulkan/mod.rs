@@ -6,12 +6,20 @@
 //! `run` (recording, submission with timeout, timestamps).
 //!
 //! Tuning keys ([`crate::Tuning`], all optional; unknown keys are errors):
-//! - element-wise ops, rope, kv_update, noop: `wg` (workgroup size, power of two);
-//! - rmsnorm, layernorm, softmax: `wg`, `vec4` (0/1; default 1 when cols % 4 == 0);
+//! - rope, kv_update, noop: `wg` (workgroup size, power of two);
+//! - fill, copy, vec_add: `wg` (default 256), `unroll` (vec4s per invocation
+//!   per loop iteration, 1..=16, default 4), `groups` (most workgroups per
+//!   dispatch, default 65535; the kernels loop grid-stride over the rest);
+//! - rmsnorm, layernorm, softmax: `wg`, `vec4` (0/1; default 1 when cols % 4 == 0),
+//!   `reg` (0/1: the row held in registers, one read of x; default 1 when
+//!   vec4 and the row fits 16 vec4s per invocation);
 //! - gemm_f32, gemm_f16: `bm`, `bn`, `bk`, `tm`, `tn` (block and per-invocation
 //!   tiles; defaults 64/64/16/4/4, or 128/128/8/8/8 when m and n >= 1024);
-//!   gemm_f16 also `coopmat` (0/1; default 1 where the device reports an
-//!   f16 x f16 -> f32 cooperative-matrix shape).
+//!   gemm_f16 also `coopmat` (0 tiled, 1 `VK_KHR_cooperative_matrix`, 2
+//!   `VK_NV_cooperative_matrix2`; default 2 where the NV extension has the
+//!   features, else 1 where an f16 x f16 -> f32 shape exists); with
+//!   `coopmat=2` the keys are `bm`, `bn`, `bk`, `wg`, `uk` (k slices per
+//!   unrolled trip; default 128/256/32/256/4).
 //!
 //! [`crate::Backend::tuning_candidates`] lists a sweep for each op;
 //! [`crate::tuning_cache`] stores the winner per device and shape class.
@@ -23,6 +31,7 @@
 //! refused by `supports` instead of returning truncated results.
 
 pub mod cache;
+mod coop2;
 mod instance;
 mod memory;
 mod pipelines;
@@ -77,6 +86,11 @@ pub struct OpenOptions {
     /// `Some(false)` ignores device timestamps and times by wall clock (the
     /// fallback for devices without them; tests use it to exercise that path).
     pub timestamps: Option<bool>,
+    /// Where the tuning cache ([`crate::tuning_cache`]) is read from:
+    /// `Default` = [`crate::tuning_cache::default_dir`] (`GRETA_TUNING_CACHE`
+    /// = a directory, or `off`). Runs without an explicit tuning use the
+    /// cached one for their shape class.
+    pub tuning_cache: CacheDir,
 }
 
 /// Vulkan objects, destroyed in order on a clean drop and deliberately
@@ -88,6 +102,8 @@ struct Inner {
     pipeline_cache: vk::PipelineCache,
     pipelines: pipelines::Pipelines,
     allocator: ManuallyDrop<Allocator>,
+    /// Buffers of the last run, reused by the next one of the same sizes.
+    buffers: memory::Pool,
     instance: ManuallyDrop<Instance>,
 }
 
@@ -103,6 +119,10 @@ pub struct Device {
     cache_status: CacheStatus,
     inner: ManuallyDrop<Inner>,
     lost: Option<String>,
+    tuned: Option<crate::tuning_cache::TuningCache>,
+    /// Median time per repeat of the last run of each shape class: sizes
+    /// the warm-up of the next run (see `run`).
+    last_ns: std::collections::HashMap<String, u64>,
 }
 
 impl Device {
@@ -151,6 +171,12 @@ impl Device {
         if use_coop {
             exts.push(ash::khr::cooperative_matrix::NAME.as_ptr());
             dinfo = dinfo.push_next(&mut coop);
+        }
+        let use_coop2 = use_coop && p.has_coop2 && p.storage16 && p.vulkan_memory_model;
+        let mut coop2_features = coop2::Features::needed();
+        if use_coop2 {
+            exts.push(coop2::NAME.as_ptr());
+            dinfo = dinfo.push_next(&mut coop2_features);
         }
         dinfo = dinfo.enabled_extension_names(&exts);
         // SAFETY: valid physical device; the features requested were reported as supported.
@@ -272,6 +298,7 @@ impl Device {
                 None
             },
             f16_storage: p.storage16 && p.shader_f16,
+            coop2: use_coop2,
         };
         Ok(Device {
             phys: p.raw,
@@ -288,10 +315,19 @@ impl Device {
                 pipeline_cache,
                 pipelines: Default::default(),
                 allocator: ManuallyDrop::new(allocator),
+                buffers: memory::Pool::default(),
                 instance: ManuallyDrop::new(instance),
             }),
+            tuned: match &opts.tuning_cache {
+                CacheDir::Off => None,
+                _ if crate::tuning_cache::disabled_by_env() => None,
+                CacheDir::Default => Some(crate::tuning_cache::TuningCache::open(&info, None)),
+                CacheDir::Dir(d) => Some(crate::tuning_cache::TuningCache::open(&info, Some(d))),
+            }
+            .filter(|c| !c.is_empty()),
             info,
             lost: None,
+            last_ns: Default::default(),
         })
     }
 
@@ -453,8 +489,27 @@ impl Backend for Device {
         if opts.timeout.is_zero() {
             return Err(RuntimeError::BadInput("timeout must be > 0".into()));
         }
-        let tuning = opts.tuning.clone().unwrap_or_default();
-        let plan = plan::plan(op, &tuning, &self.limits)?;
+        let plan = match &opts.tuning {
+            Some(t) => plan::plan(op, t, &self.limits)?,
+            None => match self.tuned.as_ref().and_then(|c| c.get(op)) {
+                // A cached tuning that no longer plans (another greta's
+                // keys, a changed limit) is skipped, never an error.
+                Some(e) => plan::plan(op, &e.tuning, &self.limits).or_else(|err| {
+                    tracing::warn!("cached tuning {} for {op} not usable: {err}", e.tuning);
+                    plan::plan(op, &Tuning::default(), &self.limits)
+                })?,
+                None => plan::plan(op, &Tuning::default(), &self.limits)?,
+            },
+        };
+        if self.info.driver_id == "MESA_LLVMPIPE" {
+            let trips = plan::max_loop_trips(op, &plan);
+            if trips > LLVMPIPE_LOOP_LIMIT {
+                return Err(RuntimeError::Unsupported(format!(
+                    "{op} with {} needs {trips} loop iterations per invocation; lavapipe stops loops after {LLVMPIPE_LOOP_LIMIT}",
+                    plan.tuning
+                )));
+            }
+        }
         let res = run::execute(self, op, &plan, inputs, outputs, opts);
         if let Err(e) = &res {
             if e.is_fatal_for_device() {
@@ -499,6 +554,7 @@ impl Drop for Device {
             let inner = &mut *self.inner;
             let _ = inner.device.device_wait_idle();
             inner.pipelines.destroy(&inner.device);
+            inner.buffers.clear(&inner.device, &mut inner.allocator);
             inner
                 .device
                 .destroy_pipeline_cache(inner.pipeline_cache, None);

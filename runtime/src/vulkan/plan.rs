@@ -10,6 +10,17 @@ use crate::{HostBuf, Op, RuntimeError, Tuning};
 /// Workgroups per dimension every Vulkan device supports.
 pub const MAX_GROUPS: u32 = 65535;
 
+/// Dispatches per repeat of the noop op (timed together, reported per dispatch).
+pub const NOOP_BATCH: usize = 64;
+
+/// Streaming ops (fill, copy, vec_add): default workgroup size and vec4s
+/// per invocation per loop iteration.
+const STREAM_WG: u32 = 256;
+const STREAM_UNROLL: u32 = 4;
+
+/// Most vec4s per invocation the register-resident norm kernels hold.
+const NORM_MAX_NPT: u32 = 16;
+
 /// What the planner needs to know about the device.
 pub struct Limits {
     pub max_range: u64,
@@ -19,6 +30,9 @@ pub struct Limits {
     pub subgroup_arith: bool,
     pub coop_f16: Option<(u32, u32, u32)>,
     pub f16_storage: bool,
+    /// VK_NV_cooperative_matrix2 enabled (workgroup scope, flexible
+    /// dimensions, tensor addressing): `gemm_f16_cm2` can run.
+    pub coop2: bool,
 }
 
 /// One dispatch: push constants, workgroup counts, and per binding the
@@ -31,6 +45,10 @@ pub struct Dispatch {
 
 pub struct Plan {
     pub shader: &'static str,
+    /// Report the time of one dispatch (a repeat's time over its
+    /// dispatches) instead of the repeat's; with a barrier between the
+    /// dispatches of a repeat (noop: the cost of a dependent dispatch).
+    pub per_dispatch: bool,
     /// Value of specialization constant `i`.
     pub spec: Vec<u32>,
     pub tuning: Tuning,
@@ -99,6 +117,13 @@ fn elementwise(n: usize, nbuf: usize, wg: u32, lim: &Limits, extra_push: &[u32])
     }
     out
 }
+
+/// `gemm_f16_cm2` default block (bm, bn, bk, workgroup size): the fastest
+/// of the sweep on the H200 (2026-11-21, driver 580.159.04).
+const CM2_DEFAULT: (u32, u32, u32, u32) = (128, 256, 32, 256);
+
+/// `gemm_f16_cm2` k slices per unrolled loop trip.
+const CM2_UNROLL_K: u32 = 4;
 
 /// GEMM tile defaults: 64x64 blocks, 16-deep k slices, 4x4 outputs per
 /// invocation (256 invocations). Good on NVIDIA, RDNA and lavapipe alike.
@@ -173,6 +198,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
     let t = tuning;
     let simple = |shader: &'static str, wg: u32, dispatches: Vec<Dispatch>| Plan {
         shader,
+        per_dispatch: false,
         spec: vec![wg],
         tuning: Tuning::default().with("wg", wg),
         aux: vec![],
@@ -183,30 +209,49 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
         Op::Noop => {
             check_keys(t, &["wg"])?;
             let wg = wg_of(t, 64, lim)?;
-            simple(
-                "noop",
-                wg,
-                vec![Dispatch {
+            // A batch of dependent dispatches per repeat, timed together:
+            // the per-dispatch cost without one timestamp pair per dispatch.
+            let batch = (0..NOOP_BATCH)
+                .map(|_| Dispatch {
                     push: vec![],
                     groups: [1, 1, 1],
                     ranges: vec![],
-                }],
-            )
+                })
+                .collect();
+            let mut p = simple("noop", wg, batch);
+            p.per_dispatch = true;
+            p
         }
-        Op::Fill { n, value } => {
-            check_keys(t, &["wg"])?;
-            let wg = wg_of(t, 256, lim)?;
-            simple("fill", wg, elementwise(n, 1, wg, lim, &[value]))
-        }
-        Op::Copy { n } => {
-            check_keys(t, &["wg"])?;
-            let wg = wg_of(t, 256, lim)?;
-            simple("copy", wg, elementwise(n, 2, wg, lim, &[]))
-        }
-        Op::VecAdd { n } => {
-            check_keys(t, &["wg"])?;
-            let wg = wg_of(t, 256, lim)?;
-            simple("vec_add", wg, elementwise(n, 3, wg, lim, &[]))
+        Op::Fill { .. } | Op::Copy { .. } | Op::VecAdd { .. } => {
+            check_keys(t, &["wg", "unroll", "groups"])?;
+            let wg = wg_of(t, STREAM_WG, lim)?;
+            let unroll = t.get("unroll").unwrap_or(STREAM_UNROLL);
+            if !(1..=16).contains(&unroll) {
+                return Err(bad(format!("unroll={unroll}: must be 1..=16")));
+            }
+            let max_groups = t.get("groups").unwrap_or(MAX_GROUPS);
+            if max_groups == 0 || max_groups > MAX_GROUPS {
+                return Err(bad(format!(
+                    "groups={max_groups}: must be 1..={MAX_GROUPS}"
+                )));
+            }
+            let (shader, nbuf, extra) = match *op {
+                Op::Fill { value, .. } => ("fill", 1, vec![value]),
+                Op::Copy { .. } => ("copy", 2, vec![]),
+                _ => ("vec_add", 3, vec![]),
+            };
+            let n = op.outputs()[0].len;
+            let mut ds = elementwise(n, nbuf, wg * unroll, lim, &extra);
+            for d in &mut ds {
+                d.groups[0] = d.groups[0].min(max_groups);
+            }
+            let mut p = simple(shader, wg, ds);
+            p.spec.push(unroll);
+            p.tuning = p.tuning.with("unroll", unroll);
+            if t.get("groups").is_some() {
+                p.tuning = p.tuning.with("groups", max_groups);
+            }
+            p
         }
         Op::TestBrokenCopy { n } => {
             check_keys(t, &["wg"])?;
@@ -222,6 +267,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             check_keys(t, &[])?;
             Plan {
                 shader: "slow",
+                per_dispatch: false,
                 spec: vec![],
                 tuning: Tuning::default(),
                 aux: vec![],
@@ -240,10 +286,63 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             let f16 = matches!(op, Op::GemmF16 { .. });
             let coop_possible = f16 && lim.coop_f16.is_some() && lim.f16_storage;
             let coopmat = t.get("coopmat").unwrap_or(0);
-            if coopmat > 1 || (coopmat == 1 && !coop_possible) {
+            if coopmat > 2 || (coopmat == 1 && !coop_possible) || (coopmat == 2 && !lim.coop2) {
                 return Err(bad(format!(
-                    "coopmat={coopmat}: the device has no f16 x f16 -> f32 cooperative matrix"
+                    "coopmat={coopmat}: the device has no {}",
+                    if coopmat == 2 {
+                        "VK_NV_cooperative_matrix2"
+                    } else {
+                        "f16 x f16 -> f32 cooperative matrix"
+                    }
                 )));
+            }
+            let cm2 = f16 && lim.coop2 && t.get("coopmat").is_none_or(|v| v == 2);
+            if cm2 {
+                check_keys(t, &["bm", "bn", "bk", "wg", "uk", "coopmat"])?;
+                let uk = t.get("uk").unwrap_or(CM2_UNROLL_K);
+                if !(1..=8).contains(&uk) {
+                    return Err(bad(format!("uk={uk}: must be 1..=8")));
+                }
+                let g = |k: &str, d: u32| t.get(k).unwrap_or(d);
+                let (bm, bn, bk, wg) = (
+                    g("bm", CM2_DEFAULT.0),
+                    g("bn", CM2_DEFAULT.1),
+                    g("bk", CM2_DEFAULT.2),
+                    g("wg", CM2_DEFAULT.3),
+                );
+                if [bm, bn, bk].iter().any(|v| *v == 0 || v % 16 != 0)
+                    || wg == 0
+                    || wg % 32 != 0
+                    || wg > lim.max_invocations
+                {
+                    return Err(bad(format!(
+                        "gemm_f16_cm2 tiles bm={bm} bn={bn} bk={bk} wg={wg}: tiles multiples of 16, wg of 32"
+                    )));
+                }
+                let groups = [(n as u32).div_ceil(bn), (m as u32).div_ceil(bm), 1];
+                if groups[0] > MAX_GROUPS || groups[1] > MAX_GROUPS {
+                    return Err(RuntimeError::Unsupported(format!(
+                        "{op}: needs {groups:?} workgroups, over {MAX_GROUPS}"
+                    )));
+                }
+                return Ok(Plan {
+                    shader: "gemm_f16_cm2",
+                    per_dispatch: false,
+                    spec: vec![bm, bn, bk, wg, uk],
+                    tuning: Tuning::default()
+                        .with("coopmat", 2)
+                        .with("uk", uk)
+                        .with("bm", bm)
+                        .with("bn", bn)
+                        .with("bk", bk)
+                        .with("wg", wg),
+                    aux: vec![],
+                    dispatches: vec![Dispatch {
+                        push: vec![m as u32, n as u32, k as u32],
+                        groups,
+                        ranges: whole(3),
+                    }],
+                });
             }
             check_keys(t, &["bm", "bn", "bk", "tm", "tn", "coopmat"])?;
             // The cooperative-matrix kernel is the default wherever it exists.
@@ -266,6 +365,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
                 }
                 return Ok(Plan {
                     shader: "gemm_f16_coopmat",
+                    per_dispatch: false,
                     spec: vec![bm, bn, bk, cm, cn, wg, ck],
                     tuning: Tuning::default().with("coopmat", 1),
                     aux: vec![],
@@ -294,6 +394,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             }
             Plan {
                 shader: if f16 { "gemm_f16" } else { "gemm_f32" },
+                per_dispatch: false,
                 spec,
                 tuning: eff,
                 aux: vec![],
@@ -307,7 +408,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
         Op::RmsNorm { rows, cols, .. }
         | Op::LayerNorm { rows, cols, .. }
         | Op::Softmax { rows, cols } => {
-            check_keys(t, &["wg", "vec4"])?;
+            check_keys(t, &["wg", "vec4", "reg"])?;
             let wg = wg_of(t, 256, lim)?;
             // vec4 loads whenever rows stay 16-byte aligned (the default).
             let vec4 = match t.get("vec4") {
@@ -322,17 +423,17 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             };
             let (shader, nbuf, push) = match *op {
                 Op::RmsNorm { eps, .. } => (
-                    ["rmsnorm", "rmsnorm_vec4"],
+                    ["rmsnorm", "rmsnorm_vec4", "rmsnorm_reg"],
                     3,
                     vec![rows as u32, cols as u32, eps.to_bits()],
                 ),
                 Op::LayerNorm { eps, .. } => (
-                    ["layernorm", "layernorm_vec4"],
+                    ["layernorm", "layernorm_vec4", "layernorm_reg"],
                     4,
                     vec![rows as u32, cols as u32, eps.to_bits()],
                 ),
                 _ => (
-                    ["softmax", "softmax_vec4"],
+                    ["softmax", "softmax_vec4", "softmax_reg"],
                     2,
                     vec![rows as u32, cols as u32],
                 ),
@@ -342,8 +443,31 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
                 groups: [(rows as u32).min(MAX_GROUPS), 1, 1],
                 ranges: whole(nbuf),
             };
-            let mut p = simple(shader[vec4 as usize], wg, vec![d]);
-            p.tuning = p.tuning.with("vec4", vec4 as u32);
+            // Row in registers (one read of x) when it fits NORM_MAX_NPT
+            // vec4s per invocation (the default then).
+            let npt = (cols as u32).div_ceil(4).div_ceil(wg);
+            let reg_fits = vec4 && npt <= NORM_MAX_NPT;
+            let reg = match t.get("reg") {
+                None => reg_fits,
+                Some(1) if reg_fits => true,
+                Some(0) => false,
+                Some(v) => {
+                    return Err(bad(format!(
+                        "reg={v}: needs vec4 and cols <= {} for wg={wg}, and a value of 0 or 1",
+                        4 * NORM_MAX_NPT * wg
+                    )))
+                }
+            };
+            let name = if reg {
+                shader[2]
+            } else {
+                shader[vec4 as usize]
+            };
+            let mut p = simple(name, wg, vec![d]);
+            if reg {
+                p.spec.push(npt);
+            }
+            p.tuning = p.tuning.with("vec4", vec4 as u32).with("reg", reg as u32);
             p
         }
         Op::Rope {
@@ -402,6 +526,27 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
     };
     match op {
         Op::GemmF32 { .. } | Op::GemmF16 { .. } => {
+            if lim.coop2 && matches!(op, Op::GemmF16 { .. }) {
+                for (bm, bn, bk, wg, uk) in [
+                    (128, 256, 32, 256, 1),
+                    (128, 256, 32, 256, 2),
+                    (128, 256, 16, 256, 4),
+                    (128, 128, 32, 256, 4),
+                    (256, 128, 32, 256, 4),
+                    (128, 256, 64, 256, 2),
+                    (64, 128, 32, 128, 4),
+                ] {
+                    push(
+                        Tuning::default()
+                            .with("coopmat", 2)
+                            .with("bm", bm)
+                            .with("bn", bn)
+                            .with("bk", bk)
+                            .with("wg", wg)
+                            .with("uk", uk),
+                    );
+                }
+            }
             if lim.coop_f16.is_some() && matches!(op, Op::GemmF16 { .. }) {
                 push(Tuning::default().with("coopmat", 1));
             }
@@ -431,7 +576,25 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
         Op::RmsNorm { .. } | Op::LayerNorm { .. } | Op::Softmax { .. } => {
             for wg in [64, 128, 256, 512, 1024] {
                 push(Tuning::default().with("wg", wg));
-                push(Tuning::default().with("wg", wg).with("vec4", 0));
+            }
+            push(Tuning::default().with("reg", 0));
+            push(Tuning::default().with("vec4", 0));
+        }
+        Op::Fill { .. } | Op::Copy { .. } | Op::VecAdd { .. } => {
+            for (wg, unroll) in [
+                (256, 1),
+                (256, 2),
+                (256, 4),
+                (256, 8),
+                (128, 4),
+                (512, 4),
+                (1024, 4),
+                (1024, 1),
+            ] {
+                push(Tuning::default().with("wg", wg).with("unroll", unroll));
+            }
+            for groups in [1024, 8192] {
+                push(Tuning::default().with("groups", groups));
             }
         }
         _ => {
@@ -454,6 +617,9 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
         | Op::LayerNorm { rows, cols, .. }
         | Op::Softmax { rows, cols } => {
             let rows_per_group = (rows as u64).div_ceil(plan.dispatches[0].groups[0] as u64);
+            if plan.shader.ends_with("_reg") {
+                return rows_per_group * 3 * plan.spec[1] as u64;
+            }
             let per_row = if plan.shader.ends_with("_vec4") {
                 cols as u64 / 4
             } else {
@@ -461,12 +627,14 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
             };
             rows_per_group * 3 * per_row.div_ceil(wg)
         }
-        Op::Fill { .. } | Op::Copy { .. } | Op::VecAdd { .. } => plan
-            .dispatches
-            .iter()
-            .map(|d| (d.push[0] as u64).div_ceil(4).div_ceil(groups(d)))
-            .max()
-            .unwrap_or(0),
+        Op::Fill { .. } | Op::Copy { .. } | Op::VecAdd { .. } => {
+            let unroll = plan.spec.get(1).copied().unwrap_or(1) as u64;
+            plan.dispatches
+                .iter()
+                .map(|d| (d.push[0] as u64).div_ceil(4).div_ceil(groups(d) * unroll) * unroll)
+                .max()
+                .unwrap_or(0)
+        }
         Op::TestBrokenCopy { n } => (n as u64).div_ceil(groups(&plan.dispatches[0])),
         Op::Rope {
             tokens,

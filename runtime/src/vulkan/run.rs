@@ -9,6 +9,27 @@ use ash::vk;
 use gpu_allocator::MemoryLocation;
 use std::time::Instant;
 
+/// Untimed passes before the timed repeats (GPUs only): at least this
+/// many, and enough for about [`WARMUP_NS`] of GPU time once a run of the
+/// same shape class has been timed on this device.
+const WARMUP_PASSES: u32 = 2;
+/// GPU time of warm-up before the timed repeats of small ops (launch-bound
+/// or cache-resident; quick profiles stay quick).
+const WARMUP_NS: u64 = 30_000_000;
+/// GPU time of warm-up before the timed repeats of large ops (a pass moves
+/// at least [`LARGE_BYTES`] or does at least [`LARGE_FLOPS`]). An idle GPU clocks down
+/// (H200: 345 MHz SM clock at rest) and the driver clocks it up only after
+/// sustained work: timed straight after the seconds a gate spends checking
+/// results on the CPU, fill 1 GiB ran at 1255 GB/s after 30 ms of warm-up
+/// and at 4359 GB/s after 1 s (H200, driver 580.159.04, 2026-11-22; copy
+/// 1691 -> 4085, rmsnorm 4096x8192 1492 -> 3826 GB/s, gemm_f16 4096
+/// 13 -> 65 TFLOP/s).
+const WARMUP_NS_LARGE: u64 = 1_000_000_000;
+const LARGE_BYTES: u64 = 64 << 20;
+const LARGE_FLOPS: u64 = 8_000_000_000;
+/// Most warm-up passes (bounds the command buffer of very short kernels).
+const WARMUP_MAX_PASSES: u64 = 20_000;
+
 /// Per-run objects. Destroyed after a completed submission; leaked (never
 /// touched again) after a timeout, since the queue may still use them.
 #[derive(Default)]
@@ -44,6 +65,20 @@ impl Resources {
             memory::destroy(d, &mut inner.allocator, b);
         }
     }
+
+    /// After a completed run: the buffers go back to the device's pool for
+    /// the next run, the rest is destroyed.
+    fn recycle(mut self, dev: &mut Device) {
+        let bufs: Vec<Buffer> = self
+            .device_bufs
+            .drain(..)
+            .chain(self.staging.drain(..))
+            .collect();
+        for b in bufs {
+            dev.inner.buffers.put(b);
+        }
+        self.destroy(dev);
+    }
 }
 
 pub fn execute(
@@ -57,7 +92,9 @@ pub fn execute(
     let mut res = Resources::default();
     match record_and_submit(dev, op, plan, inputs, outputs, opts, &mut res) {
         Ok(stats) => {
-            res.destroy(dev);
+            res.recycle(dev);
+            dev.last_ns
+                .insert(crate::tuning_cache::shape_class(op), stats.median_ns());
             Ok(stats)
         }
         Err(e) if e.is_fatal_for_device() => {
@@ -117,31 +154,57 @@ fn record_and_submit(
     let usage = vk::BufferUsageFlags::STORAGE_BUFFER
         | vk::BufferUsageFlags::TRANSFER_DST
         | vk::BufferUsageFlags::TRANSFER_SRC;
+    let staging_usage = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
+    let kinds: Vec<(u64, MemoryLocation)> = host
+        .iter()
+        .enumerate()
+        .map(|(b, h)| {
+            let size = (h.byte_len() as u64).next_multiple_of(16).max(16);
+            let is_out = b >= n_in && b < n_in + n_out;
+            let loc = if is_out {
+                MemoryLocation::GpuToCpu
+            } else {
+                MemoryLocation::CpuToGpu
+            };
+            (size, loc)
+        })
+        .collect();
+    // Reuse the last run's buffers where sizes match; free the others first.
+    let wanted: Vec<_> = kinds
+        .iter()
+        .flat_map(|&(size, loc)| {
+            [
+                (size, usage, MemoryLocation::GpuOnly),
+                (size, staging_usage, loc),
+            ]
+        })
+        .collect();
+    inner.buffers.trim_to(&d, &mut inner.allocator, &wanted);
     for (b, h) in host.iter().enumerate() {
-        let size = (h.byte_len() as u64).next_multiple_of(16).max(16);
-        res.device_bufs.push(memory::create(
-            &d,
-            &mut inner.allocator,
-            &format!("binding {b}"),
-            size,
-            usage,
-            MemoryLocation::GpuOnly,
-        )?);
-        let is_out = b >= n_in && b < n_in + n_out;
-        let loc = if is_out {
-            MemoryLocation::GpuToCpu
-        } else {
-            MemoryLocation::CpuToGpu
+        let (size, loc) = kinds[b];
+        let dbuf = match inner.buffers.take(size, usage, MemoryLocation::GpuOnly) {
+            Some(x) => x,
+            None => memory::create(
+                &d,
+                &mut inner.allocator,
+                &format!("binding {b}"),
+                size,
+                usage,
+                MemoryLocation::GpuOnly,
+            )?,
         };
-        let staging_usage = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
-        let mut s = memory::create(
-            &d,
-            &mut inner.allocator,
-            &format!("staging {b}"),
-            size,
-            staging_usage,
-            loc,
-        )?;
+        res.device_bufs.push(dbuf);
+        let mut s = match inner.buffers.take(size, staging_usage, loc) {
+            Some(x) => x,
+            None => memory::create(
+                &d,
+                &mut inner.allocator,
+                &format!("staging {b}"),
+                size,
+                staging_usage,
+                loc,
+            )?,
+        };
         s.mapped()?[..h.byte_len()].copy_from_slice(h.as_bytes());
         res.staging.push(s);
     }
@@ -269,16 +332,71 @@ fn record_and_submit(
             shader_rw,
         );
         d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipe_raw);
-        for r in 0..repeats {
-            if use_ts {
+        // Untimed warm-up passes on GPUs: an idle GPU runs the first
+        // milliseconds at idle clocks (H200: 345 MHz SM clock at rest).
+        let warmup = if dev.info.is_cpu() {
+            0
+        } else {
+            // Per repeat, the last time measured for this shape class (any tuning).
+            let per = dev
+                .last_ns
+                .get(&crate::tuning_cache::shape_class(op))
+                .copied()
+                .filter(|&ns| ns > 0)
+                .map(|ns| {
+                    if plan.per_dispatch {
+                        ns * plan.dispatches.len().max(1) as u64
+                    } else {
+                        ns
+                    }
+                });
+            // GRETA_VK_WARMUP_MS overrides the warm-up time (measurements).
+            let target = std::env::var("GRETA_VK_WARMUP_MS")
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .map_or(
+                    if op.bytes_moved() >= LARGE_BYTES || op.flops() >= LARGE_FLOPS {
+                        WARMUP_NS_LARGE
+                    } else {
+                        WARMUP_NS
+                    },
+                    |ms| ms * 1_000_000,
+                );
+            per.map_or(WARMUP_PASSES as u64, |ns| {
+                target
+                    .div_ceil(ns)
+                    .clamp(WARMUP_PASSES as u64, WARMUP_MAX_PASSES)
+            }) as u32
+        };
+        let total = warmup + repeats;
+        for it in 0..total {
+            let timed = it >= warmup;
+            let r = it.saturating_sub(warmup);
+            if use_ts && timed {
+                // BOTTOM_OF_PIPE, not TOP_OF_PIPE: a top-of-pipe timestamp is
+                // written as soon as the command is reached, while the
+                // previous repeat may still run (the barrier between repeats
+                // holds back compute work, not timestamps), and then counts
+                // part of that repeat too. Seen on the H200 (2026-11-21):
+                // fill 1 GiB measured 870 us per repeat against 246 us for
+                // the first. Bottom-of-pipe waits for all earlier work.
                 d.cmd_write_timestamp(
                     cmd,
-                    vk::PipelineStageFlags::TOP_OF_PIPE,
+                    vk::PipelineStageFlags::BOTTOM_OF_PIPE,
                     res.query_pool,
                     2 * r,
                 );
             }
             for (di, disp) in plan.dispatches.iter().enumerate() {
+                if plan.per_dispatch && di > 0 {
+                    // A dependent chain: each dispatch waits for the previous one.
+                    barrier(
+                        vk::PipelineStageFlags::COMPUTE_SHADER,
+                        vk::AccessFlags::SHADER_WRITE,
+                        vk::PipelineStageFlags::COMPUTE_SHADER,
+                        shader_rw,
+                    );
+                }
                 if nbind > 0 {
                     d.cmd_bind_descriptor_sets(
                         cmd,
@@ -301,7 +419,7 @@ fn record_and_submit(
                 }
                 d.cmd_dispatch(cmd, disp.groups[0], disp.groups[1], disp.groups[2]);
             }
-            if use_ts {
+            if use_ts && timed {
                 d.cmd_write_timestamp(
                     cmd,
                     vk::PipelineStageFlags::BOTTOM_OF_PIPE,
@@ -309,7 +427,7 @@ fn record_and_submit(
                     2 * r + 1,
                 );
             }
-            if r + 1 < repeats {
+            if it + 1 < total {
                 // Each repeat sees the previous one complete: timings do not overlap.
                 barrier(
                     vk::PipelineStageFlags::COMPUTE_SHADER,
@@ -387,14 +505,23 @@ fn record_and_submit(
                 (1u64 << dev.timestamp_bits) - 1
             };
             let period = dev.info.timestamp_period_ns;
+            let per = if plan.per_dispatch {
+                plan.dispatches.len().max(1) as f64
+            } else {
+                1.0
+            };
             let ns = ts
                 .chunks(2)
-                .map(|c| ((c[1] & mask).wrapping_sub(c[0] & mask) & mask) as f64 * period)
+                .map(|c| ((c[1] & mask).wrapping_sub(c[0] & mask) & mask) as f64 * period / per)
                 .map(|v| v.round() as u64)
                 .collect();
             (ns, TimingSource::DeviceTimestamps)
         } else {
-            let per = (wall.as_nanos() / repeats as u128) as u64;
+            let mut runs = total as u128;
+            if plan.per_dispatch {
+                runs *= plan.dispatches.len().max(1) as u128;
+            }
+            let per = (wall.as_nanos() / runs) as u64;
             (vec![per; repeats as usize], TimingSource::WallClock)
         };
         Ok(RunStats {

@@ -19,6 +19,9 @@ pub struct Physical {
     pub shader_f16: bool,
     /// VK_KHR_cooperative_matrix present and its feature on.
     pub has_coop_ext: bool,
+    /// VK_NV_cooperative_matrix2 with the features `gemm_f16_cm2` needs
+    /// (and Vulkan 1.3, for its SPIR-V 1.6).
+    pub has_coop2: bool,
     pub vulkan_memory_model: bool,
 }
 
@@ -110,12 +113,21 @@ pub fn enumerate(inst: &Instance) -> Result<Vec<Physical>, RuntimeError> {
             }
             let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
             let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
+            let coop2_ext = has_coop_ext
+                && has_ext(super::coop2::NAME)
+                && vk::api_version_minor(api) >= 3
+                && inst.api_version >= vk::API_VERSION_1_3;
+            let mut c2 = super::coop2::Features::default();
             {
                 let mut f2 = vk::PhysicalDeviceFeatures2::default()
                     .push_next(&mut f11)
                     .push_next(&mut f12);
+                if coop2_ext {
+                    f2 = f2.push_next(&mut c2);
+                }
                 i.get_physical_device_features2(pd, &mut f2);
             }
+            let has_coop2 = coop2_ext && c2.usable();
             let qfs = i.get_physical_device_queue_family_properties(pd);
             // Prefer a compute-only queue family (async compute), else any with compute.
             let qf = qfs
@@ -245,6 +257,7 @@ pub fn enumerate(inst: &Instance) -> Result<Vec<Physical>, RuntimeError> {
                 storage16: f11.storage_buffer16_bit_access == vk::TRUE,
                 shader_f16: f12.shader_float16 == vk::TRUE,
                 has_coop_ext,
+                has_coop2,
                 vulkan_memory_model: f12.vulkan_memory_model == vk::TRUE,
             });
         }

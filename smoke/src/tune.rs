@@ -1,0 +1,423 @@
+//! `greta smoke --tune`: for each gate of a profile, time every tuning the
+//! backend proposes ([`Backend::tuning_candidates`]), check each one's
+//! output against the f64 reference (a fast but wrong variant never wins),
+//! and store the fastest correct one in the device's tuning cache
+//! ([`greta_runtime::tuning_cache`]: one file per device UUID and driver
+//! version under `$XDG_CACHE_HOME/greta/tuning`, keyed by shape class).
+//! Later runs on that device and driver use it; a driver update starts an
+//! empty cache.
+//!
+//! One set of fresh random inputs per gate is shared by its candidates (each
+//! gets freshly poisoned outputs); a candidate's check runs on a second
+//! thread while the next candidate runs on the device. An uncounted pilot
+//! run first lets the backend size its warm-up (GPU clocks) for the shape.
+
+use crate::check::CheckOutcome;
+use crate::gates::{Catalog, Gate, Profile};
+use crate::inputs::{gate_seed, prepare, Prepared};
+use crate::session::SmokeError;
+use crate::verify::verify;
+use greta_kernels::{HostBuf, Op};
+use greta_runtime::tuning_cache::{shape_class, TunedEntry, TuningCache};
+use greta_runtime::{Backend, DeviceSelect, RunOpts, Tuning};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub const SCHEMA: &str = "greta.tune/v1";
+
+/// What to tune.
+#[derive(Debug, Clone)]
+pub struct TuneOptions {
+    pub profile: Profile,
+    /// Only these gate ids (empty: every gate of the profile).
+    pub gates: Vec<String>,
+    pub device: DeviceSelect,
+    /// Submission timeout per candidate.
+    pub timeout: Duration,
+    /// Base seed of the random inputs.
+    pub seed: u64,
+    /// Tuning cache directory (`None`: the default under the XDG cache dir).
+    pub cache_dir: Option<PathBuf>,
+    /// Do not write the cache (report only).
+    pub dry_run: bool,
+    /// Validation layers on (`None`: `GRETA_VK_VALIDATION`).
+    pub validation: Option<bool>,
+}
+
+/// One candidate's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct Candidate {
+    /// The tuning asked for (empty: the backend's default).
+    pub asked: Tuning,
+    /// The tuning that ran, defaults filled in (what the cache stores).
+    pub ran: Option<Tuning>,
+    pub kernel: Option<String>,
+    pub median_ns: Option<u64>,
+    pub correct: bool,
+    pub rel_err: Option<f64>,
+    /// Why it is not eligible (error or failed check).
+    pub reason: Option<String>,
+}
+
+/// One gate's sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateTune {
+    pub gate: String,
+    pub shape_class: String,
+    pub candidates: Vec<Candidate>,
+    /// Index of the fastest correct candidate.
+    pub best: Option<usize>,
+    /// Default's median over the best's (>= 1 when the best is faster).
+    pub speedup: Option<f64>,
+    /// Why the gate was not tuned at all.
+    pub skipped: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TuneReport {
+    pub schema: &'static str,
+    pub device: String,
+    pub uuid: String,
+    pub driver: String,
+    pub profile: String,
+    pub seed: u64,
+    pub cache: Option<PathBuf>,
+    pub gates: Vec<GateTune>,
+    pub wall_s: f64,
+}
+
+/// Tune every gate of `opts.profile` on one Vulkan device.
+pub fn tune(opts: &TuneOptions) -> Result<TuneReport, SmokeError> {
+    let started = Instant::now();
+    let gates = Catalog::builtin()
+        .plan(opts.profile, &opts.gates, false)
+        .map_err(SmokeError::Usage)?;
+    // The sweep itself runs without any cached tuning: each candidate is
+    // asked for explicitly, and the default candidate is the built-in one.
+    let mut backend: Box<dyn Backend> = Box::new(
+        greta_runtime::vulkan::Device::open_with(&greta_runtime::vulkan::OpenOptions {
+            select: opts.device.clone(),
+            validation: opts.validation,
+            tuning_cache: greta_runtime::vulkan::CacheDir::Off,
+            ..Default::default()
+        })
+        .map_err(|e| SmokeError::NoDevice(format!("no usable device: {e}")))?,
+    );
+    let mut cache = TuningCache::open(backend.info(), opts.cache_dir.as_deref());
+    let mut out = Vec::new();
+    for gate in &gates {
+        let g = tune_gate(backend.as_mut(), gate, opts);
+        if let (Some(b), false) = (g.best, opts.dry_run) {
+            let c = &g.candidates[b];
+            cache.put(
+                &gate.op,
+                TunedEntry {
+                    tuning: c.ran.clone().unwrap_or_default(),
+                    kernel: c.kernel.clone().unwrap_or_default(),
+                    median_ns: c.median_ns.unwrap_or(0),
+                    measured_op: gate.op.to_string(),
+                },
+            );
+        }
+        out.push(g);
+        if backend.lost().is_some() {
+            break;
+        }
+        // Validation messages fail the sweep: a variant the layers complain
+        // about is not a variant to keep.
+        let msgs = backend.validation_messages();
+        if !msgs.is_empty() {
+            return Err(SmokeError::NoDevice(format!(
+                "validation messages while tuning {}: {}",
+                gate.id,
+                msgs.join("; ")
+            )));
+        }
+    }
+    let path = if opts.dry_run {
+        None
+    } else {
+        cache
+            .save()
+            .map_err(|e| SmokeError::Usage(format!("tuning cache not written: {e}")))?
+    };
+    let info = backend.info();
+    Ok(TuneReport {
+        schema: SCHEMA,
+        device: info.name.clone(),
+        uuid: info.uuid.clone(),
+        driver: format!("{} {}", info.driver_name, info.driver_info),
+        profile: opts.profile.as_str().to_string(),
+        seed: opts.seed,
+        cache: path,
+        gates: out,
+        wall_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn skipped(gate: &Gate, why: String) -> GateTune {
+    GateTune {
+        gate: gate.id.clone(),
+        shape_class: shape_class(&gate.op),
+        candidates: vec![],
+        best: None,
+        speedup: None,
+        skipped: Some(why),
+    }
+}
+
+fn tune_gate(backend: &mut dyn Backend, gate: &Gate, opts: &TuneOptions) -> GateTune {
+    if matches!(gate.op, Op::Noop) {
+        return skipped(gate, "nothing to tune (per-dispatch overhead)".into());
+    }
+    if let Err(why) = backend.supports(&gate.op) {
+        return skipped(gate, why);
+    }
+    let tunings = backend.tuning_candidates(&gate.op);
+    if tunings.len() < 2 {
+        return skipped(gate, "the backend proposes no alternatives".into());
+    }
+    let seed = gate_seed(opts.seed, &gate.id);
+    let prep = prepare(&gate.op, gate.fixed_value, seed);
+    let run_opts = |t: &Tuning| RunOpts {
+        repeats: gate.dispatches_for(opts.profile).clamp(3, 20),
+        timeout: opts.timeout,
+        tuning: Some(t.clone()),
+    };
+    let tol = gate.tolerance();
+    // A pilot run, not counted: the backend learns how long this shape
+    // runs and sizes the warm-up of the timed runs to clock the GPU up.
+    let mut pilot = prep.outputs.clone();
+    let _ = backend.run(&prep.op, &prep.inputs, &mut pilot, &run_opts(&tunings[0]));
+    drop(pilot);
+    let mut cands: Vec<Candidate> = Vec::new();
+    std::thread::scope(|s| {
+        let mut pending: Option<(usize, std::thread::ScopedJoinHandle<'_, CheckOutcome>)> = None;
+        let settle = |cands: &mut Vec<Candidate>, i: usize, c: CheckOutcome| {
+            let cand = &mut cands[i];
+            cand.correct = c.pass;
+            cand.rel_err = Some(c.rel_err);
+            if !c.pass {
+                cand.reason = Some(c.reason.unwrap_or_else(|| "check failed".into()));
+            }
+        };
+        for t in &tunings {
+            let mut outs: Vec<HostBuf> = prep.outputs.clone();
+            let res = backend.run(&prep.op, &prep.inputs, &mut outs, &run_opts(t));
+            let idx = cands.len();
+            match res {
+                Ok(stats) => {
+                    cands.push(Candidate {
+                        asked: t.clone(),
+                        ran: Some(stats.tuning.clone()),
+                        kernel: Some(stats.kernel.clone()),
+                        median_ns: Some(stats.median_ns()),
+                        correct: false,
+                        rel_err: None,
+                        reason: None,
+                    });
+                    if let Some((i, h)) = pending.take() {
+                        settle(&mut cands, i, join(h));
+                    }
+                    let p: &Prepared = &prep;
+                    pending = Some((idx, s.spawn(move || verify(p, &outs, tol, seed))));
+                }
+                Err(e) => {
+                    let fatal = e.is_fatal_for_device();
+                    cands.push(Candidate {
+                        asked: t.clone(),
+                        ran: None,
+                        kernel: None,
+                        median_ns: None,
+                        correct: false,
+                        rel_err: None,
+                        reason: Some(e.to_string()),
+                    });
+                    if fatal {
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some((i, h)) = pending.take() {
+            settle(&mut cands, i, join(h));
+        }
+    });
+    let best = cands
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.correct)
+        .min_by_key(|(_, c)| c.median_ns.unwrap_or(u64::MAX))
+        .map(|(i, _)| i);
+    let speedup = match (best, cands.first()) {
+        (Some(b), Some(d)) if d.correct => match (d.median_ns, cands[b].median_ns) {
+            (Some(dn), Some(bn)) if bn > 0 => Some(dn as f64 / bn as f64),
+            _ => None,
+        },
+        _ => None,
+    };
+    GateTune {
+        gate: gate.id.clone(),
+        shape_class: shape_class(&gate.op),
+        candidates: cands,
+        best,
+        speedup,
+        skipped: None,
+    }
+}
+
+fn join(h: std::thread::ScopedJoinHandle<'_, CheckOutcome>) -> CheckOutcome {
+    h.join().unwrap_or_else(|_| CheckOutcome {
+        pass: false,
+        rel_err: f64::NAN,
+        max_abs_err: f64::NAN,
+        non_finite: 0,
+        mismatches: 0,
+        first_bad: None,
+        reason: Some("the check panicked".into()),
+    })
+}
+
+/// Human table: per gate, every candidate with its time and verdict, the
+/// winner marked.
+pub fn render(r: &TuneReport) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "tuning {} ({}, {}), profile {}, seed {}",
+        r.device, r.driver, r.uuid, r.profile, r.seed
+    );
+    for g in &r.gates {
+        let _ = writeln!(s, "{} [{}]", g.gate, g.shape_class);
+        if let Some(why) = &g.skipped {
+            let _ = writeln!(s, "    skipped: {why}");
+            continue;
+        }
+        for (i, c) in g.candidates.iter().enumerate() {
+            let mark = if Some(i) == g.best { "*" } else { " " };
+            let t = c
+                .median_ns
+                .map_or("-".into(), |n| format!("{:.1} us", n as f64 / 1e3));
+            let verdict = if c.correct {
+                format!("ok (rel_err {:.1e})", c.rel_err.unwrap_or(0.0))
+            } else {
+                format!("REJECTED: {}", c.reason.as_deref().unwrap_or("?"))
+            };
+            let ran = c
+                .ran
+                .as_ref()
+                .map_or_else(|| c.asked.to_string(), |t| t.to_string());
+            let _ = writeln!(
+                s,
+                "  {mark} {:<22} {:<44} {:>12}  {verdict}",
+                c.kernel.as_deref().unwrap_or("-"),
+                ran,
+                t
+            );
+        }
+        if let Some(x) = g.speedup {
+            let _ = writeln!(s, "    best vs default: {x:.2}x");
+        }
+    }
+    match &r.cache {
+        Some(p) => {
+            let _ = writeln!(s, "tuning cache: {}", p.display());
+        }
+        None => {
+            let _ = writeln!(s, "tuning cache: not written");
+        }
+    }
+    let _ = writeln!(s, "wall {:.1} s", r.wall_s);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On lavapipe with validation on: every candidate of a few gates runs,
+    /// is checked, and the winner lands in the cache; a later device open
+    /// runs the cached tuning.
+    #[test]
+    fn tune_on_lavapipe_writes_a_cache_later_runs_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = TuneOptions {
+            profile: Profile::Default,
+            gates: vec![
+                "copy.16m".into(),
+                "softmax.256x1024".into(),
+                "gemm_f32.256".into(),
+            ],
+            device: DeviceSelect::Cpu,
+            timeout: Duration::from_secs(60),
+            seed: 7,
+            cache_dir: Some(dir.path().to_path_buf()),
+            dry_run: false,
+            validation: Some(true),
+        };
+        let r = match tune(&opts) {
+            Ok(r) => r,
+            Err(SmokeError::NoDevice(e)) => {
+                eprintln!("no lavapipe here, skipping: {e}");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        eprintln!("{}", render(&r));
+        assert_eq!(r.gates.len(), 3);
+        for g in &r.gates {
+            assert!(g.skipped.is_none(), "{}: {:?}", g.gate, g.skipped);
+            assert!(g.candidates.len() >= 2, "{}", g.gate);
+            // Every candidate that ran on lavapipe computes the right function.
+            for c in &g.candidates {
+                if c.median_ns.is_some() {
+                    assert!(c.correct, "{} {}: {:?}", g.gate, c.asked, c.reason);
+                }
+            }
+            let b = g.best.expect("a correct candidate");
+            assert!(g.candidates[b].correct);
+        }
+        let path = r.cache.clone().expect("cache written");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("greta.tuning/v1") && text.contains("softmax:"),
+            "{text}"
+        );
+
+        // A later device open reads that cache: a run without a tuning
+        // runs the stored winner.
+        let g = r
+            .gates
+            .iter()
+            .find(|g| g.gate == "softmax.256x1024")
+            .unwrap();
+        let want = g.candidates[g.best.unwrap()].ran.clone().unwrap();
+        let mut dev =
+            greta_runtime::vulkan::Device::open_with(&greta_runtime::vulkan::OpenOptions {
+                select: DeviceSelect::Cpu,
+                validation: Some(true),
+                cache: greta_runtime::vulkan::CacheDir::Off,
+                tuning_cache: greta_runtime::vulkan::CacheDir::Dir(dir.path().to_path_buf()),
+                ..Default::default()
+            })
+            .unwrap();
+        let gate = Catalog::builtin()
+            .plan(Profile::Default, &["softmax.256x1024".into()], false)
+            .unwrap()
+            .remove(0);
+        let mut prep = prepare(&gate.op, false, 9);
+        let mut outs = prep.take_outputs();
+        let stats = dev
+            .run(&prep.op, &prep.inputs, &mut outs, &RunOpts::default())
+            .unwrap();
+        assert_eq!(stats.tuning, want);
+        assert!(verify(&prep, &outs, gate.tolerance(), 9).pass);
+        assert!(
+            dev.validation_messages().is_empty(),
+            "{:?}",
+            dev.validation_messages()
+        );
+    }
+}
