@@ -2,93 +2,14 @@
 //! the gfx target, compute units and render minor of every GPU node, merged
 //! into the PCI GPU it belongs to.
 
-use std::collections::BTreeMap;
-
 use super::gpu;
 use super::{scanned, seen};
 use crate::facts::{Facts, Gpu, Vendor};
 use crate::from::amd;
+use crate::from::kfd_props::{parse_kfd_properties, KfdNode};
 use crate::root::Root;
 
 const NODES: &str = "/sys/class/kfd/kfd/topology/nodes";
-
-/// One KFD topology node: its `key value` properties.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KfdNode {
-    pub props: BTreeMap<String, u64>,
-}
-
-impl KfdNode {
-    pub fn get(&self, key: &str) -> Option<u64> {
-        self.props.get(key).copied()
-    }
-    /// gfx target from `gfx_target_version` (absent on kernels before ~5.x).
-    pub fn gfx(&self) -> Option<String> {
-        self.get("gfx_target_version")
-            .and_then(amd::gfx_from_target_version)
-    }
-    /// A node with SIMDs or a gfx target is a GPU (an APU node on old
-    /// kernels has both CPU cores and SIMDs).
-    pub fn is_gpu(&self) -> bool {
-        self.get("simd_count").unwrap_or(0) > 0 || self.gfx().is_some()
-    }
-    /// Old kernels put an APU's CPU cores and SIMDs on one node.
-    pub fn is_combined_apu(&self) -> bool {
-        self.get("cpu_cores_count").unwrap_or(0) > 0 && self.get("simd_count").unwrap_or(0) > 0
-    }
-    pub fn vendor_id(&self) -> Option<u16> {
-        self.get("vendor_id")
-            .filter(|&v| v != 0)
-            .and_then(|v| u16::try_from(v).ok())
-    }
-    pub fn device_id(&self) -> Option<u16> {
-        self.get("device_id")
-            .filter(|&v| v != 0)
-            .and_then(|v| u16::try_from(v).ok())
-    }
-    /// CUs = simd_count / simd_per_cu (rocminfo's "Compute Unit").
-    pub fn compute_units(&self) -> Option<u32> {
-        let simd = self.get("simd_count")?;
-        let per = self.get("simd_per_cu").filter(|&p| p > 0)?;
-        u32::try_from(simd / per).ok().filter(|&c| c > 0)
-    }
-    /// DRM render minor (128 -> /dev/dri/renderD128); 0 means none.
-    pub fn render_minor(&self) -> Option<u32> {
-        self.get("drm_render_minor")
-            .filter(|&m| m > 0)
-            .and_then(|m| u32::try_from(m).ok())
-    }
-}
-
-/// Parses one `properties` file, or several pasted back to back (a new node
-/// starts when a key repeats). Lines that are not `name integer` (shell
-/// prompts, `{template}` values, garbage) are skipped.
-pub fn parse_kfd_properties(text: &str) -> Vec<KfdNode> {
-    let mut nodes = Vec::new();
-    let mut cur = KfdNode::default();
-    for line in text.lines() {
-        let mut w = line.split_whitespace();
-        let (Some(key), Some(val), None) = (w.next(), w.next(), w.next()) else {
-            continue;
-        };
-        if !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-            || !key.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
-        {
-            continue;
-        }
-        let Ok(v) = val.parse::<u64>() else {
-            continue;
-        };
-        if cur.props.contains_key(key) {
-            nodes.push(std::mem::take(&mut cur));
-        }
-        cur.props.insert(key.to_string(), v);
-    }
-    if !cur.props.is_empty() {
-        nodes.push(cur);
-    }
-    nodes
-}
 
 /// Merges a KFD GPU node into `gpus`: same render minor, else same
 /// vendor/device id not yet seen by KFD, else a new entry.
@@ -185,58 +106,4 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
             format!(" ({})", gfx.join(", "))
         }
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn fixture(rel: &str) -> String {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/fixtures")
-            .join(rel);
-        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-    }
-
-    #[test]
-    fn raven_ridge_concatenated_nodes_split_in_two() {
-        let nodes = parse_kfd_properties(&fixture(
-            "kfd-topology-samples/raven-ridge-apu-plus-fiji-2019-nodes-properties-concatenated.txt",
-        ));
-        assert_eq!(nodes.len(), 2);
-        assert!(nodes[0].is_combined_apu());
-        assert_eq!(nodes[0].vendor_id(), Some(0x1002));
-        assert_eq!(nodes[0].device_id(), Some(5597));
-        assert_eq!(nodes[0].compute_units(), Some(11));
-        assert_eq!(nodes[0].render_minor(), Some(129));
-        assert!(nodes[1].is_gpu());
-        assert_eq!(nodes[1].vendor_id(), None);
-        assert_eq!(nodes[1].get("simd_count"), Some(256));
-    }
-
-    #[test]
-    fn mi300x_grep_line_and_gfx1100_template() {
-        let n = parse_kfd_properties(&fixture(
-            "kfd-topology-samples/mi300x-grep-gfx-target-version.txt",
-        ));
-        assert_eq!(n.len(), 1);
-        assert_eq!(n[0].gfx().as_deref(), Some("gfx942"));
-        let t = parse_kfd_properties(&fixture(
-            "rx7900xtx-gfx1100/kfd-node-properties.template.txt",
-        ));
-        assert_eq!(t.len(), 1);
-        assert_eq!(t[0].gfx().as_deref(), Some("gfx1100"));
-        assert_eq!(t[0].device_id(), Some(0x744c));
-        assert_eq!(t[0].compute_units(), Some(96));
-        // `{drm_render_minor}` placeholder is not a number: skipped.
-        assert_eq!(t[0].render_minor(), None);
-    }
-
-    #[test]
-    fn garbage_gives_no_nodes_and_no_panic() {
-        assert!(parse_kfd_properties("").is_empty());
-        assert!(parse_kfd_properties("\u{0}\u{1}ÿ 12 13\n-- --\nkey\n").is_empty());
-        let huge = "simd_count 99999999999999999999999\n";
-        assert!(parse_kfd_properties(huge).is_empty());
-    }
 }
