@@ -83,6 +83,23 @@ pub struct Gpu {
     pub seen_by: Vec<String>,
 }
 
+impl Gpu {
+    /// The name (`unnamed()` when there is none) with the gfx target added
+    /// unless the name already shows it: "AMD Radeon 760M (gfx1103)". One
+    /// spelling for the doctor's summary line, `--from` notes and messages.
+    pub fn label(&self, unnamed: impl FnOnce() -> String) -> String {
+        let name = if self.name.is_empty() {
+            unnamed()
+        } else {
+            self.name.clone()
+        };
+        match &self.gfx {
+            Some(x) if !name.contains(x.as_str()) => format!("{name} ({x})"),
+            _ => name,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct KernelDriver {
     pub name: String,
@@ -239,4 +256,25 @@ pub struct Signal {
     pub line: Option<usize>,
     /// The matching line, trimmed.
     pub text: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_label_adds_gfx_once_and_falls_back_when_unnamed() {
+        let mut g = Gpu {
+            name: "AMD Radeon 760M".into(),
+            gfx: Some("gfx1103".into()),
+            ..Gpu::default()
+        };
+        assert_eq!(g.label(|| "x".into()), "AMD Radeon 760M (gfx1103)");
+        g.name = "AMD Radeon Graphics (RADV GFX1103) gfx1103".into();
+        assert_eq!(g.label(|| "x".into()), g.name);
+        g.name.clear();
+        assert_eq!(g.label(|| "unnamed GPU".into()), "unnamed GPU (gfx1103)");
+        g.gfx = None;
+        assert_eq!(g.label(|| "unnamed GPU".into()), "unnamed GPU");
+    }
 }

@@ -172,19 +172,7 @@ impl Report {
             .gpus
             .iter()
             .filter(|g| g.vendor != Vendor::Cpu)
-            .map(|g| {
-                let mut s = if g.name.is_empty() {
-                    "unnamed GPU".to_string()
-                } else {
-                    g.name.clone()
-                };
-                if let Some(x) = &g.gfx {
-                    if !s.contains(x.as_str()) {
-                        s.push_str(&format!(" ({x})"));
-                    }
-                }
-                s
-            })
+            .map(|g| g.label(|| "unnamed GPU".to_string()))
             .collect();
         let s = &self.summary;
         let line = format!(

@@ -403,19 +403,7 @@ pub fn summarise(f: &Facts) -> String {
     let gpus: Vec<String> = f
         .gpus
         .iter()
-        .map(|g| {
-            let mut s = if g.name.is_empty() {
-                format!("{:?}", g.vendor).to_lowercase()
-            } else {
-                g.name.clone()
-            };
-            if let Some(x) = &g.gfx {
-                if !s.contains(x.as_str()) {
-                    s.push_str(&format!(" ({x})"));
-                }
-            }
-            s
-        })
+        .map(|g| g.label(|| format!("{:?}", g.vendor).to_lowercase()))
         .collect();
     if !gpus.is_empty() {
         let n = gpus.len();

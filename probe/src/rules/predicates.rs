@@ -187,15 +187,7 @@ pub fn describe(g: &Gpu) -> String {
 
 /// Name and gfx only, for messages (evidence carries the full description).
 pub fn short(g: &Gpu) -> String {
-    let name = if g.name.is_empty() {
-        format!("{} GPU", vendor_name(g.vendor))
-    } else {
-        g.name.clone()
-    };
-    match &g.gfx {
-        Some(x) if !name.contains(x.as_str()) => format!("{name} ({x})"),
-        _ => name,
-    }
+    g.label(|| format!("{} GPU", vendor_name(g.vendor)))
 }
 
 fn vendor_name(v: Vendor) -> &'static str {
