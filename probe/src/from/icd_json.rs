@@ -41,12 +41,7 @@ pub fn parse(text: &str, source: &str) -> Facts {
         });
         f.vulkan.drivers.push(kind);
     }
-    let layers: Vec<&Value> = match (v.get("layer"), v.get("layers")) {
-        (Some(l), _) => vec![l],
-        (None, Some(Value::Array(a))) => a.iter().collect(),
-        _ => vec![],
-    };
-    for l in layers {
+    for l in manifest_layers(&v) {
         // Implicit layers carry an enable/disable environment switch.
         if l.get("disable_environment").is_some() {
             if let Some(n) = l.get("name").and_then(Value::as_str) {
@@ -55,4 +50,45 @@ pub fn parse(text: &str, source: &str) -> Facts {
         }
     }
     f
+}
+
+/// The layer objects of a layer manifest: one under `layer` and/or a list
+/// under `layers` (file format 1.0.1 and later). The live search of
+/// `implicit_layer.d` ([`crate::live::icd`]) reads them the same way.
+pub fn manifest_layers(v: &Value) -> Vec<&Value> {
+    let mut layers: Vec<&Value> = Vec::new();
+    if let Some(l) = v.get("layer") {
+        layers.push(l);
+    }
+    if let Some(ls) = v.get("layers").and_then(Value::as_array) {
+        layers.extend(ls);
+    }
+    layers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_come_from_layer_and_layers() {
+        let names = |t: &str| -> Vec<String> {
+            let v: Value = serde_json::from_str(t).unwrap();
+            manifest_layers(&v)
+                .iter()
+                .map(|l| l["name"].as_str().unwrap_or("?").to_string())
+                .collect()
+        };
+        assert_eq!(names(r#"{"layer":{"name":"A"}}"#), ["A"]);
+        assert_eq!(
+            names(r#"{"layers":[{"name":"B"},{"name":"C"}]}"#),
+            ["B", "C"]
+        );
+        assert_eq!(
+            names(r#"{"layer":{"name":"A"},"layers":[{"name":"B"}]}"#),
+            ["A", "B"]
+        );
+        assert!(names(r#"{"layers":{"name":"B"}}"#).is_empty());
+        assert!(names(r#"{"ICD":{"library_path":"x.so"}}"#).is_empty());
+    }
 }

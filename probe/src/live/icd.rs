@@ -310,14 +310,7 @@ fn implicit_layers(root: &Root) -> Vec<String> {
             let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
                 continue;
             };
-            let mut layers: Vec<&serde_json::Value> = Vec::new();
-            if let Some(l) = v.get("layer") {
-                layers.push(l);
-            }
-            if let Some(ls) = v.get("layers").and_then(|l| l.as_array()) {
-                layers.extend(ls);
-            }
-            for l in layers {
+            for l in crate::from::icd_json::manifest_layers(&v) {
                 let Some(name) = l.get("name").and_then(|n| n.as_str()) else {
                     continue;
                 };
