@@ -395,9 +395,7 @@ impl Root {
     /// The machine path after resolving every symlink (inside the tree for a
     /// sysroot); the input unchanged when it cannot be resolved.
     pub fn canonical(&self, abs: &str) -> String {
-        self.note(|rec| {
-            rec.probed.insert(abs.to_string());
-        });
+        self.note_path(abs);
         match self.mode {
             Mode::Live => std::fs::canonicalize(abs)
                 .map(|p| p.to_string_lossy().into_owned())
@@ -517,9 +515,7 @@ impl Root {
     /// Whether the path exists (following symlinks).
     pub fn exists(&self, abs: &str) -> bool {
         let e = self.host_path(abs).exists();
-        self.note(|rec| {
-            rec.probed.insert(abs.to_string());
-        });
+        self.note_path(abs);
         e
     }
 
@@ -613,7 +609,7 @@ impl Root {
         meta
     }
 
-    /// Records that a directory entry mattered (capture keeps it, even if
+    /// Records that a path mattered (capture keeps it, even if
     /// it is a dangling link or was only listed).
     pub fn note_path(&self, abs: &str) {
         self.note(|rec| {
@@ -625,9 +621,7 @@ impl Root {
     pub fn is_executable(&self, abs: &str) -> bool {
         let x = is_executable(&self.host_path(abs));
         if x {
-            self.note(|rec| {
-                rec.probed.insert(abs.to_string());
-            });
+            self.note_path(abs);
         }
         x
     }
@@ -639,9 +633,7 @@ impl Root {
             let p = format!("{}/{program}", dir.trim_end_matches('/'));
             let host = self.host_path(&p);
             if is_executable(&host) {
-                self.note(|rec| {
-                    rec.probed.insert(p.clone());
-                });
+                self.note_path(&p);
                 return Some(p);
             }
         }
