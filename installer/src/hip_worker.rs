@@ -388,9 +388,6 @@ pub fn ensure(search: &Search, log: &mut dyn Write) -> Result<Located, WorkerErr
 
 /// Copies the worker into `dir` atomically (temporary name, then rename),
 /// so an env never holds half a binary; returns the installed path.
-// For `greta install` (copies the worker into the env it records); until
-// install calls it, only its test does.
-#[cfg_attr(not(test), allow(dead_code))]
 pub fn install_into(worker: &Path, dir: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let tmp = tempfile::Builder::new()

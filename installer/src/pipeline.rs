@@ -290,6 +290,17 @@ pub fn explain(plan: &Plan) -> String {
         plan.lockfile.display(),
         &plan.lock_sha256[..16]
     ));
+    if plan.backend == "rocm" {
+        let gfx = probe_gfx(&plan.probe);
+        s.push_str(&format!(
+            "HIP step: greta-hip-worker (found, or built against this machine's ROCm) goes into the env's bin/, then {}, then the smoke gate runs with --backend hip through it\n",
+            if gfx.is_empty() {
+                "no `build-kernels` (no AMD GPU gfx target detected)".to_string()
+            } else {
+                format!("`greta-hip-worker build-kernels --gfx {}`", gfx.join(" --gfx "))
+            }
+        ));
+    }
     let total: u64 = plan.wheels.iter().filter_map(|w| w.size).sum();
     s.push_str(&format!(
         "{} wheels, {} in all:\n",
@@ -446,7 +457,29 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
         .path
         .clone()
         .context("install needs a real interpreter")?;
-    let tool = installer::Tool::choose(input.installer, Some(&python))?;
+    let lock_dir = plan
+        .lockfile
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let bootstrap = || -> Result<PathBuf> {
+        let pin = envs::uv_bootstrap::load(&lock_dir)?.with_context(|| {
+            format!(
+                "no uv pinned ({} has no {})",
+                lock_dir.display(),
+                envs::uv_bootstrap::TOOLS_FILE
+            )
+        })?;
+        say(
+            input.verbose,
+            format!("uv is not on PATH: using the pinned uv {}", pin.version),
+        );
+        envs::uv_bootstrap::ensure(&pin, &cache, &input.fetch)
+    };
+    let (tool, tool_how) = installer::Tool::choose(input.installer, Some(&python), &bootstrap)?;
+    if let Some(how) = &tool_how {
+        say(input.verbose, format!("installer: {how}"));
+    }
     let staging = Staging::create(&root, &input.name)?;
     staging.make_venv(&python, &tool)?;
     timings.insert("venv".into(), t.elapsed().as_millis());
@@ -461,7 +494,10 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
     // Every file was hashed moments ago (cache hit or download): no second pass.
     tool.install(&staging.path, &files)?;
     timings.insert("install".into(), t.elapsed().as_millis());
-    let installer_name = describe.join().unwrap_or_else(|_| "unknown".into());
+    let mut installer_name = describe.join().unwrap_or_else(|_| "unknown".into());
+    if let (installer::Tool::Uv(_), Some(how)) = (&tool, &tool_how) {
+        installer_name = format!("{installer_name} ({how})");
+    }
     say(
         input.verbose,
         format!("installed {} wheels with {installer_name}", files.len()),
@@ -502,8 +538,36 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
             timings_ms: timings,
         });
     }
+    // The HIP worker (rocm profiles): into the staged env, kernels built for
+    // this GPU; a failure is a finding and the previous env stays.
+    let hip = if plan.backend == "rocm" {
+        let t = Instant::now();
+        let r = hip_step(plan, &staging, &root, &input.name, input.verbose);
+        timings.insert("hip".into(), t.elapsed().as_millis());
+        match r {
+            Ok(h) => Some(h),
+            Err(finding) => {
+                return Ok(InstallReport {
+                    env: root.env_path(&input.name),
+                    installer: installer_name,
+                    wheels: wheels_report,
+                    recovery,
+                    checks: report.modules,
+                    findings: vec![*finding],
+                    smoke: SmokeReport {
+                        status: "skipped".into(),
+                        note: "the HIP step failed".into(),
+                    },
+                    installed: false,
+                    timings_ms: timings,
+                });
+            }
+        }
+    } else {
+        None
+    };
     let smoke = if input.smoke {
-        run_smoke()
+        run_smoke(hip.as_ref().map(|h| h.staged.as_path()))
     } else {
         SmokeReport {
             status: "skipped".into(),
@@ -565,6 +629,7 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
         checks: at_final_path(&report.modules, &staging.path, &staging.target),
         greta_version: env!("CARGO_PKG_VERSION").into(),
         created: envs::receipt::now_rfc3339(),
+        hip_worker: hip.map(|h| h.record),
     };
     let t = Instant::now();
     staging.relocate()?;
@@ -622,8 +687,168 @@ fn major_minor(v: &str) -> String {
     v.split('.').take(2).collect::<Vec<_>>().join(".")
 }
 
-/// `greta smoke --profile ultrasafe --json` as a child with a time bound.
-fn run_smoke() -> SmokeReport {
+/// What the HIP step left in the staged env.
+struct HipDone {
+    /// The worker inside the staging dir (the smoke step runs it).
+    staged: PathBuf,
+    record: envs::receipt::HipWorkerRef,
+}
+
+/// AMD gfx targets the probe saw ("gfx942"), for `build-kernels --gfx`.
+pub fn probe_gfx(probe: &serde_json::Value) -> Vec<String> {
+    let mut out: Vec<String> = probe["gpus"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|g| g["vendor"] == "amd")
+        .filter_map(|g| g["gfx"].as_str().map(String::from))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Seconds `build-kernels` may take (one hipcc call per target, ~2 s each
+/// measured; generous for a cold, loaded machine).
+const BUILD_KERNELS_LIMIT: Duration = Duration::from_secs(900);
+
+/// Step 4b for rocm profiles: `hip_worker::ensure` (found, or built against
+/// this machine's ROCm), copied into `<staging>/bin`, then
+/// `greta-hip-worker build-kernels --gfx <each AMD gfx>`.
+fn hip_step(
+    plan: &Plan,
+    staging: &Staging,
+    root: &EnvRoot,
+    name: &str,
+    verbose: bool,
+) -> std::result::Result<HipDone, Box<check::Finding>> {
+    use crate::hip_worker::{self, Search};
+    let finding = |id: &str, title: &str, evidence: String, fix: &str| {
+        Box::new(check::Finding {
+            id: id.into(),
+            severity: "fail".into(),
+            title: title.into(),
+            evidence,
+            fix: fix.into(),
+        })
+    };
+    // The env being replaced may hold a worker already built on this machine.
+    let previous = envs::Receipt::load(&root.env_path(name))
+        .ok()
+        .and_then(|r| r.hip_worker)
+        .map(|w| PathBuf::from(w.path))
+        .filter(|p| p.is_file());
+    let mut sink = std::io::sink();
+    let mut err = std::io::stderr();
+    let log: &mut dyn std::io::Write = if verbose { &mut err } else { &mut sink };
+    let located = hip_worker::ensure(&Search::live(previous), log).map_err(|e| {
+        finding(
+            "hip.worker-unavailable",
+            "the HIP worker (greta-hip-worker) could not be found or built for this rocm profile",
+            e.to_string(),
+            "install what the message names (cargo, hipcc, libamdhip64-dev, or a right HIP_PATH) and rerun `greta install`; \
+             GRETA_HIP_WORKER=PATH uses a worker built elsewhere; `--profile cpu` installs without HIP",
+        )
+    })?;
+    let staged = hip_worker::install_into(&located.path, &staging.path.join("bin")).map_err(|e| {
+        finding(
+            "hip.worker-install-failed",
+            "the HIP worker could not be copied into the new env",
+            format!("{} -> {}/bin: {e}", located.path.display(), staging.path.display()),
+            "check the free space and permissions of the envs directory, then rerun `greta install`",
+        )
+    })?;
+    say(
+        verbose,
+        format!(
+            "HIP worker {} ({}) installed into the env",
+            located.path.display(),
+            located.how
+        ),
+    );
+    let gfx = probe_gfx(&plan.probe);
+    let mut hipcc = None;
+    if gfx.is_empty() {
+        say(
+            verbose,
+            "HIP kernels: no AMD GPU gfx target detected; they are built on first `greta smoke --backend hip`",
+        );
+    } else {
+        let mut argv = vec!["build-kernels".to_string()];
+        for g in &gfx {
+            argv.extend(["--gfx".to_string(), g.clone()]);
+        }
+        say(
+            verbose,
+            format!(
+                "HIP kernels: building for {} ({} {})",
+                gfx.join(", "),
+                staged.display(),
+                argv.join(" ")
+            ),
+        );
+        let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let out = hip_worker::run(&staged, &args, BUILD_KERNELS_LIMIT).map_err(|e| {
+            finding(
+                "hip.kernels-build-failed",
+                "building the HIP kernels for this GPU failed",
+                e.to_string(),
+                "run `greta doctor`; rerun `greta install` once fixed (the previous env is untouched)",
+            )
+        })?;
+        let json: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap_or_default();
+        if out.code != 0 {
+            let msg = json["error"].as_str().map(String::from).unwrap_or_else(|| {
+                let lines: Vec<&str> = out.stderr.lines().collect();
+                lines[lines.len().saturating_sub(10)..].join("\n")
+            });
+            let unsupported = json["unsupported_target"].as_bool() == Some(true);
+            return Err(finding(
+                "hip.kernels-build-failed",
+                &format!(
+                    "building the HIP kernels for {} failed (greta-hip-worker build-kernels exit {})",
+                    gfx.join(", "),
+                    out.code
+                ),
+                msg,
+                if unsupported {
+                    "this machine's hipcc cannot compile for its GPU: install a ROCm whose hipcc supports this gfx \
+                     target (ROCm 6.x for gfx942), point HIP_PATH at it, and rerun `greta install`; the previous env is untouched"
+                } else {
+                    "fix what the message names (hipcc, HIP_PATH, the ROCm device libraries) and rerun `greta install`; \
+                     the previous env is untouched"
+                },
+            ));
+        }
+        hipcc = json["hipcc"]["version"].as_str().map(String::from);
+        say(
+            verbose,
+            format!(
+                "HIP kernels built for {} (hipcc {})",
+                gfx.join(", "),
+                hipcc.as_deref().unwrap_or("?")
+            ),
+        );
+    }
+    Ok(HipDone {
+        record: envs::receipt::HipWorkerRef {
+            path: staging
+                .target
+                .join("bin")
+                .join(crate::hip_worker::WORKER_NAME)
+                .display()
+                .to_string(),
+            source: format!("{} ({})", located.path.display(), located.how),
+            hipcc,
+            gfx,
+        },
+        staged,
+    })
+}
+
+/// `greta smoke --profile ultrasafe --json` as a child with a time bound;
+/// with a HIP worker, `--backend hip` through that worker.
+fn run_smoke(hip: Option<&Path>) -> SmokeReport {
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {
@@ -635,6 +860,10 @@ fn run_smoke() -> SmokeReport {
     };
     let mut cmd = std::process::Command::new(exe);
     cmd.args(["smoke", "--profile", "ultrasafe", "--json"]);
+    if let Some(worker) = hip {
+        cmd.args(["--backend", "hip"])
+            .env("GRETA_HIP_WORKER", worker);
+    }
     match installer::run(cmd, Some(Duration::from_secs(300))) {
         Err(e) => SmokeReport {
             status: "undecided".into(),

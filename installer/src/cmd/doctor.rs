@@ -168,7 +168,9 @@ struct HipCheck {
 /// so it stays read-only and fast).
 fn hip_live() -> HipCheck {
     let started = Instant::now();
-    let (status, text, stderr) = match hip_worker::locate(&hip_worker::Search::live(None)) {
+    let (status, text, stderr) = match hip_worker::locate(&hip_worker::Search::live(
+        crate::envs::receipt::recorded_hip_worker(),
+    )) {
         Err(e) => ("not-found".to_string(), e.to_string(), String::new()),
         Ok(w) => match hip_worker::run(&w.path, &["devices"], HIP_CHECK_LIMIT) {
             Ok(o) => (format!("exit {}", o.code), o.stdout, o.stderr),

@@ -104,24 +104,43 @@ pub enum Tool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Choice {
-    /// uv when on PATH (or GRETA_UV), else pip.
+    /// uv when on PATH (or GRETA_UV), else the pinned uv of lock/tools.toml
+    /// (bootstrapped into greta's cache), else pip.
     Auto,
     Uv,
     Pip,
 }
 
 impl Tool {
-    /// `python` helps find the uv binary behind a pyenv-style shim.
-    pub fn choose(choice: Choice, python: Option<&Path>) -> Result<Tool> {
+    /// `python` helps find the uv binary behind a pyenv-style shim. With no
+    /// uv on PATH (and no GRETA_UV), `bootstrap` is asked for the pinned uv
+    /// (see `uv_bootstrap`); when it cannot give one, `auto` falls back to
+    /// pip. The second value says how uv was had or why pip is used.
+    pub fn choose(
+        choice: Choice,
+        python: Option<&Path>,
+        bootstrap: &dyn Fn() -> Result<PathBuf>,
+    ) -> Result<(Tool, Option<String>)> {
+        if choice == Choice::Pip {
+            return Ok((Tool::Pip, None));
+        }
         let uv = std::env::var_os("GRETA_UV")
             .map(PathBuf::from)
             .or_else(|| which::which("uv").ok())
             .map(|p| behind_shim(p, python));
-        match (choice, uv) {
-            (Choice::Pip, _) => Ok(Tool::Pip),
-            (Choice::Uv | Choice::Auto, Some(p)) => Ok(Tool::Uv(p)),
-            (Choice::Auto, None) => Ok(Tool::Pip),
-            (Choice::Uv, None) => bail!("--installer uv: uv is not on PATH (install it with `python3 -m pip install uv`, or set GRETA_UV)"),
+        if let Some(p) = uv {
+            return Ok((Tool::Uv(p), None));
+        }
+        match (choice, bootstrap()) {
+            (_, Ok(p)) => {
+                let how = format!("bootstrapped {}", p.display());
+                Ok((Tool::Uv(p), Some(how)))
+            }
+            (Choice::Uv, Err(e)) => bail!("--installer uv: uv is not on PATH and the pinned uv could not be had: {e:#} (install uv with `python3 -m pip install uv`, or set GRETA_UV)"),
+            (_, Err(e)) => Ok((
+                Tool::Pip,
+                Some(format!("pip: uv is not on PATH and the pinned uv could not be had ({e:#})")),
+            )),
         }
     }
 

@@ -12,6 +12,7 @@ pub mod check;
 pub mod guard;
 pub mod installer;
 pub mod receipt;
+pub mod uv_bootstrap;
 
 use anyhow::{bail, Context, Result};
 use std::fs;

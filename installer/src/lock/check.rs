@@ -32,8 +32,43 @@ pub struct ProfileReport {
 }
 
 /// Check every profile of the matrix.
+/// Check every profile of the matrix, and the tool pins beside it
+/// (`tools.toml`, the uv greta bootstraps) when the lock dir has them.
 pub fn check_matrix(m: &Matrix) -> Vec<ProfileReport> {
-    m.profiles.iter().map(check_profile).collect()
+    let mut out: Vec<ProfileReport> = m.profiles.iter().map(check_profile).collect();
+    let tools = m.dir.join(crate::envs::uv_bootstrap::TOOLS_FILE);
+    if tools.is_file() {
+        let mut rep = ProfileReport {
+            profile: "tools".into(),
+            status: "locked".into(),
+            lockfile: crate::envs::uv_bootstrap::TOOLS_FILE.into(),
+            wheel_sets: vec![],
+            problems: vec![],
+        };
+        let at = tools.display().to_string();
+        match crate::envs::uv_bootstrap::load(&m.dir) {
+            Err(e) => rep.problems.push(Problem {
+                profile: rep.profile.clone(),
+                at: at.clone(),
+                message: format!("{e:#}"),
+            }),
+            Ok(None) => {}
+            Ok(Some(pin)) => {
+                for w in &pin.wheels {
+                    if !w.url.starts_with("https://") {
+                        rep.problems.push(Problem {
+                            profile: rep.profile.clone(),
+                            at: at.clone(),
+                            message: format!("uv {} has a non-https URL {}", w.filename, w.url),
+                        });
+                    }
+                }
+                rep.profile = format!("uv {}", pin.version);
+            }
+        }
+        out.push(rep);
+    }
+    out
 }
 
 pub fn check_profile(p: &Profile) -> ProfileReport {

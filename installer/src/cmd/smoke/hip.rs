@@ -141,7 +141,7 @@ pub fn gather() -> Machine {
     if !gfx94x {
         vulkan_facts(&root, &mut f, &mut m);
     }
-    m.rocm = match hip_worker::locate(&Search::live(None)) {
+    m.rocm = match hip_worker::locate(&Search::live(crate::envs::receipt::recorded_hip_worker())) {
         Ok(w) => Some(format!("greta-hip-worker {}", w.how)),
         Err(_) => hip_worker::check_toolchain(&hip_worker::Env::live())
             .ok()
@@ -295,7 +295,10 @@ pub fn run(args: &Args) -> anyhow::Result<Exit> {
             return Ok(Exit::Undecided);
         }
     };
-    let worker = match hip_worker::ensure(&Search::live(None), &mut std::io::stderr()) {
+    let worker = match hip_worker::ensure(
+        &Search::live(crate::envs::receipt::recorded_hip_worker()),
+        &mut std::io::stderr(),
+    ) {
         Ok(w) => w,
         Err(e) => {
             eprintln!("greta smoke: could not run the HIP backend: {e}");

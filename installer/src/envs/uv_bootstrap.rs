@@ -1,0 +1,290 @@
+//! A pinned uv for machines that have none on PATH.
+//!
+//! uv is what makes an install fast (a venv in ~20 ms, wheels linked from its
+//! cache), so greta does not settle for pip just because uv is missing: the
+//! uv wheel for this architecture is pinned in `lock/tools.toml` (url, size,
+//! sha256 read from PyPI) and fetched through greta's own fetch code (cache,
+//! retries, size + sha256 check). Its `uv` executable is taken out of the
+//! wheel, checked against the wheel's RECORD, written to
+//! `$XDG_CACHE_HOME/greta/tools/uv-<version>/uv` under a temporary name and
+//! renamed, so a half-written binary is never run. Later installs reuse it
+//! without touching the network.
+
+use anyhow::{bail, Context, Result};
+use base64::Engine;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::fetch::{self, Artifact, Cache, FetchOptions};
+
+pub const TOOLS_FILE: &str = "tools.toml";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolsFile {
+    schema: u32,
+    uv: UvPin,
+}
+
+/// `[uv]` of `lock/tools.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UvPin {
+    pub version: String,
+    /// Where the pins were read from (for people).
+    #[serde(default)]
+    pub source: Option<String>,
+    pub wheels: Vec<ToolWheel>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolWheel {
+    /// `std::env::consts::ARCH` of the machines this wheel runs on.
+    pub arch: String,
+    pub filename: String,
+    pub url: String,
+    pub size: u64,
+    pub sha256: String,
+}
+
+/// Reads `<lock_dir>/tools.toml`; `Ok(None)` when there is none (a bundle,
+/// an old lock dir). Every entry is checked as strictly as a wheel pin.
+pub fn load(lock_dir: &Path) -> Result<Option<UvPin>> {
+    let p = lock_dir.join(TOOLS_FILE);
+    let text = match std::fs::read_to_string(&p) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", p.display())),
+    };
+    let f: ToolsFile = toml::from_str(&text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|s| {
+                let before = &text[..s.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+                format!(":{line}:{col}")
+            })
+            .unwrap_or_default();
+        anyhow::anyhow!("{}{at}: {}", p.display(), e.message())
+    })?;
+    if f.schema != 1 {
+        bail!("{}: schema {}, this greta reads 1", p.display(), f.schema);
+    }
+    if f.uv.wheels.is_empty() {
+        bail!("{}: [uv] pins no wheels", p.display());
+    }
+    for w in &f.uv.wheels {
+        let a = artifact(&f.uv, w);
+        a.validate()
+            .with_context(|| format!("{}: [[uv.wheels]] {}", p.display(), w.arch))?;
+    }
+    // http is allowed here (loopback test indexes); `greta lock check`
+    // refuses it in what ships.
+    Ok(Some(f.uv))
+}
+
+fn artifact(pin: &UvPin, w: &ToolWheel) -> Artifact {
+    Artifact {
+        name: "uv".into(),
+        version: pin.version.clone(),
+        filename: w.filename.clone(),
+        url: w.url.clone(),
+        sha256: w.sha256.clone(),
+        size: Some(w.size),
+    }
+}
+
+/// Where the bootstrapped uv lives.
+pub fn tool_path(cache: &Cache, version: &str) -> PathBuf {
+    cache
+        .root()
+        .join("tools")
+        .join(format!("uv-{version}"))
+        .join("uv")
+}
+
+/// The pinned uv, ready to run: the cached one when it answers with the
+/// pinned version, else fetched (or taken from the wheel cache; with
+/// `--offline` only from there) and extracted now.
+pub fn ensure(pin: &UvPin, cache: &Cache, fopts: &FetchOptions) -> Result<PathBuf> {
+    let arch = std::env::consts::ARCH;
+    let w = pin
+        .wheels
+        .iter()
+        .find(|w| w.arch == arch)
+        .with_context(|| {
+            format!(
+                "lock/{TOOLS_FILE} pins no uv wheel for {arch} (only {})",
+                pin.wheels
+                    .iter()
+                    .map(|w| w.arch.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+    let exe = tool_path(cache, &pin.version);
+    if exe.is_file() && version_of(&exe).is_ok_and(|v| v == pin.version) {
+        return Ok(exe);
+    }
+    let a = artifact(pin, w);
+    let fetched = fetch::fetch_all(cache, std::slice::from_ref(&a), fopts).with_context(|| {
+        format!(
+            "fetching the pinned uv {} ({})",
+            pin.version,
+            if fopts.offline {
+                "--offline: it is not in the cache".to_string()
+            } else {
+                format!(
+                    "pinned from {}",
+                    pin.source.as_deref().unwrap_or("lock/tools.toml")
+                )
+            }
+        )
+    })?;
+    extract(&fetched[0].path, &pin.version, &exe)?;
+    match version_of(&exe) {
+        Ok(v) if v == pin.version => Ok(exe),
+        got => {
+            let _ = std::fs::remove_file(&exe);
+            bail!(
+                "the uv taken from {} does not run as uv {}: {}",
+                w.filename,
+                pin.version,
+                match got {
+                    Ok(v) => format!("it says it is {v}"),
+                    Err(e) => format!("{e:#}"),
+                }
+            )
+        }
+    }
+}
+
+/// "0.13.9" from `uv --version` ("uv 0.13.9 (x86_64-unknown-linux-gnu)").
+fn version_of(uv: &Path) -> Result<String> {
+    let mut cmd = Command::new(uv);
+    cmd.arg("--version");
+    let o = super::installer::run(cmd, Some(Duration::from_secs(30)))?;
+    if !o.status.success() {
+        bail!("`{} --version` failed ({})", uv.display(), o.status);
+    }
+    o.stdout
+        .split_whitespace()
+        .nth(1)
+        .map(String::from)
+        .with_context(|| format!("`{} --version` printed {:?}", uv.display(), o.stdout))
+}
+
+/// Takes `uv-<version>.data/scripts/uv` out of the verified wheel into
+/// `dest` (0755, temporary name then rename), after checking its bytes
+/// against the sha256 the wheel's RECORD gives for it.
+fn extract(wheel: &Path, version: &str, dest: &Path) -> Result<()> {
+    let member = format!("uv-{version}.data/scripts/uv");
+    let record_name = format!("uv-{version}.dist-info/RECORD");
+    let f = std::fs::File::open(wheel).with_context(|| format!("opening {}", wheel.display()))?;
+    let mut z = zip::ZipArchive::new(f)
+        .with_context(|| format!("{} is not a readable wheel (zip)", wheel.display()))?;
+    let mut record = String::new();
+    z.by_name(&record_name)
+        .with_context(|| format!("{}: no {record_name}", wheel.display()))?
+        .read_to_string(&mut record)
+        .with_context(|| format!("{}: reading {record_name}", wheel.display()))?;
+    let want = record
+        .lines()
+        .find_map(|l| {
+            let mut parts = l.splitn(3, ',');
+            (parts.next() == Some(member.as_str()))
+                .then(|| parts.next().and_then(|h| h.strip_prefix("sha256=")))
+                .flatten()
+                .map(String::from)
+        })
+        .with_context(|| format!("{}: its RECORD has no sha256 for {member}", wheel.display()))?;
+    let dir = dest.parent().context("tool path has no directory")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".uv-")
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    let mut entry = z
+        .by_name(&member)
+        .with_context(|| format!("{}: no {member} in the wheel", wheel.display()))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = entry
+            .read(&mut buf)
+            .with_context(|| format!("{}: reading {member}", wheel.display()))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        tmp.write_all(&buf[..n])
+            .with_context(|| format!("writing {}", tmp.path().display()))?;
+    }
+    let got = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(h.finalize());
+    if got != want {
+        bail!(
+            "{}: {member} hashes to sha256={got}, its RECORD says sha256={want}; the wheel is inconsistent",
+            wheel.display()
+        );
+    }
+    use std::os::unix::fs::PermissionsExt;
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o755))?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(dest)
+        .map_err(|e| e.error)
+        .with_context(|| format!("moving the uv binary into {}", dest.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_tools_toml_is_valid_and_pins_this_arch() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lock");
+        let pin = load(&dir).unwrap().expect("lock/tools.toml is shipped");
+        assert!(pin.wheels.iter().any(|w| w.arch == "x86_64"));
+        for w in &pin.wheels {
+            assert!(w.filename.starts_with(&format!("uv-{}-", pin.version)));
+            assert!(w.url.ends_with(&w.filename));
+        }
+    }
+
+    #[test]
+    fn malformed_tools_toml_names_line_and_column() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(
+            t.path().join(TOOLS_FILE),
+            "schema = 1\n[uv]\nversion = \"1\"\nwheels = [{ arch = \"x86_64\", filename = 3 }]\n",
+        )
+        .unwrap();
+        let e = format!("{:#}", load(t.path()).unwrap_err());
+        assert!(e.contains("tools.toml:4:"), "{e}");
+    }
+
+    #[test]
+    fn a_pin_with_a_bad_hash_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(
+            t.path().join(TOOLS_FILE),
+            "schema = 1\n[uv]\nversion = \"1\"\n[[uv.wheels]]\narch = \"x86_64\"\nfilename = \"uv-1-py3-none-any.whl\"\nurl = \"https://x/uv-1-py3-none-any.whl\"\nsize = 1\nsha256 = \"abc\"\n",
+        )
+        .unwrap();
+        let e = format!("{:#}", load(t.path()).unwrap_err());
+        assert!(e.contains("not 64 lower-case hex"), "{e}");
+    }
+
+    #[test]
+    fn no_tools_toml_is_no_pin() {
+        let t = tempfile::tempdir().unwrap();
+        assert!(load(t.path()).unwrap().is_none());
+    }
+}

@@ -1,0 +1,246 @@
+//! The pinned uv bootstrap: with no uv on PATH, `greta install` fetches the
+//! uv wheel pinned in lock/tools.toml through its own fetch code, takes the
+//! `uv` executable out of it into its cache and installs through it.
+//!
+//! The served "uv" wheel holds a small shell wrapper that logs its calls and
+//! execs the real uv found at test start, so the install still really runs
+//! through uv, while greta's PATH holds no uv.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::{stderr, text, Harness};
+
+/// The real uv binary (behind a pyenv-style shim when there is one).
+fn real_uv() -> PathBuf {
+    let uv = support::require_uv();
+    let o = Command::new(support::python())
+        .args(["-I", "-c", "import uv; print(uv.find_uv_bin())"])
+        .output()
+        .unwrap();
+    let p = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+    if o.status.success() && p.is_file() {
+        p
+    } else {
+        uv
+    }
+}
+
+/// The real interpreter (not a shim that needs PATH to find pyenv).
+fn real_python() -> PathBuf {
+    let o = Command::new(support::python())
+        .args(["-I", "-S", "-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())
+}
+
+fn version_of(uv: &Path) -> String {
+    let o = Command::new(uv).arg("--version").output().unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_string()
+}
+
+/// A "uv" wheel whose `uv` logs to `log` and execs `real`.
+fn uv_wheel(version: &str, real: &Path, log: &Path) -> support::Wheel {
+    let script = format!(
+        "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
+        log.display(),
+        real.display()
+    );
+    support::wheel::build(
+        "uv",
+        version,
+        "uv",
+        &[(&format!("uv-{version}.data/scripts/uv"), script)],
+        4096,
+    )
+}
+
+fn write_tools(h: &Harness, w: &support::Wheel, sha256: &str) {
+    std::fs::write(
+        h.lock_dir().join("tools.toml"),
+        format!(
+            "schema = 1\n[uv]\nversion = \"{}\"\n[[uv.wheels]]\narch = \"{}\"\nfilename = \"{}\"\nurl = \"{}\"\nsize = {}\nsha256 = \"{sha256}\"\n",
+            w.version,
+            std::env::consts::ARCH,
+            w.filename,
+            h.server.file_url(&w.filename),
+            w.bytes.len()
+        ),
+    )
+    .unwrap();
+}
+
+/// PATH without any directory holding `uv` (keeps sh, coreutils).
+fn path_without_uv() -> String {
+    let p = "/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin";
+    assert!(
+        which::which_in("uv", Some(p), "/").is_err(),
+        "uv is in {p}; this test needs a PATH without it"
+    );
+    p.to_string()
+}
+
+fn install(h: &Harness, python: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "install",
+        "--profile",
+        "cpu",
+        "--python",
+        python.to_str().unwrap(),
+        "--no-smoke",
+    ];
+    args.extend_from_slice(extra);
+    h.cmd(&args)
+        .env("PATH", path_without_uv())
+        .env_remove("GRETA_UV")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn no_uv_on_path_bootstraps_the_pinned_uv_and_reuses_it() {
+    let real = real_uv();
+    let version = version_of(&real);
+    let h = Harness::new(64 * 1024);
+    let log = h.dir.path().join("uv-calls.log");
+    let w = uv_wheel(&version, &real, &log);
+    h.server.add_wheel("uv", &w.filename, w.bytes.clone());
+    write_tools(&h, &w, &w.sha256);
+    let py = real_python();
+
+    let o = install(&h, &py, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let tool = h
+        .cache_dir()
+        .join("tools")
+        .join(format!("uv-{version}"))
+        .join("uv");
+    let receipt = h.receipt("cpu");
+    let installer = receipt["installer"].as_str().unwrap();
+    assert_eq!(
+        installer,
+        format!("uv {version} (bootstrapped {})", tool.display()),
+        "{}",
+        text(&o)
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&tool).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o755);
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(calls.contains("--version"), "{calls}");
+    assert!(
+        calls.lines().any(|l| l.starts_with("pip install")),
+        "the wheels were not installed through the bootstrapped uv: {calls}"
+    );
+    assert_eq!(h.server.hits(&w.filename).len(), 1);
+    h.import_in_env("cpu");
+
+    // Second run: the cached tool, no fetch (the server would now fail it).
+    h.server
+        .fault_always(&w.filename, support::Fault::Status(500));
+    std::fs::remove_file(&log).unwrap();
+    let o = install(&h, &py, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(h.server.hits(&w.filename).len(), 1, "{}", text(&o));
+    assert!(std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("pip install")));
+    assert!(h.receipt("cpu")["installer"]
+        .as_str()
+        .unwrap()
+        .contains("(bootstrapped "));
+}
+
+#[test]
+fn a_tampered_uv_wheel_is_refused_and_pip_installs_instead() {
+    let real = real_uv();
+    let version = version_of(&real);
+    let h = Harness::new(32 * 1024);
+    let log = h.dir.path().join("uv-calls.log");
+    let w = uv_wheel(&version, &real, &log);
+    h.server.add_wheel("uv", &w.filename, w.bytes.clone());
+    // The pin names other bytes: what the server sends must be refused.
+    let mut other = w.bytes.clone();
+    let n = other.len();
+    other[n / 2] ^= 0x55;
+    write_tools(&h, &w, &support::sha256_hex(&other));
+    let py = real_python();
+
+    let o = install(&h, &py, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let err = stderr(&o);
+    assert!(err.contains("sha256"), "{err}");
+    assert!(err.contains("installer: pip"), "{err}");
+    assert!(h.receipt("cpu")["installer"]
+        .as_str()
+        .unwrap()
+        .starts_with("pip "));
+    assert!(
+        !log.exists(),
+        "the tampered uv ran: {:?}",
+        std::fs::read_to_string(&log)
+    );
+    assert!(!h
+        .cache_dir()
+        .join("tools")
+        .join(format!("uv-{version}"))
+        .join("uv")
+        .exists());
+
+    // --installer uv makes the same refusal an error; nothing is replaced.
+    let before = h.receipt("cpu");
+    let o = install(&h, &py, &["--installer", "uv"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("pinned uv could not be had"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(h.receipt("cpu"), before);
+}
+
+#[test]
+fn offline_uses_the_pinned_uv_only_when_cached() {
+    let real = real_uv();
+    let version = version_of(&real);
+    let h = Harness::new(16 * 1024);
+    let log = h.dir.path().join("uv-calls.log");
+    let w = uv_wheel(&version, &real, &log);
+    h.server.add_wheel("uv", &w.filename, w.bytes.clone());
+    write_tools(&h, &w, &w.sha256);
+    let py = real_python();
+
+    // Wheels cached through pip (uv not bootstrapped yet), then offline.
+    let o = install(&h, &py, &["--installer", "pip"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = install(&h, &py, &["--offline"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("--offline: it is not in the cache"),
+        "{}",
+        text(&o)
+    );
+    assert!(h.receipt("cpu")["installer"]
+        .as_str()
+        .unwrap()
+        .starts_with("pip "));
+    assert!(h.server.hits(&w.filename).is_empty());
+
+    // Online once (bootstraps), then offline uses the cached tool.
+    let o = install(&h, &py, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = install(&h, &py, &["--offline"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(h.receipt("cpu")["installer"]
+        .as_str()
+        .unwrap()
+        .contains("(bootstrapped "));
+    assert_eq!(h.server.hits(&w.filename).len(), 1);
+}
