@@ -126,3 +126,38 @@ pub trait Backend {
         Vec::new()
     }
 }
+
+/// Checks that the caller's buffers match `op`'s buffer contract (count,
+/// element type, length). Shared by every backend so that a mismatch reads
+/// the same whichever device runs the op.
+pub(crate) fn check_buffers(
+    op: &Op,
+    inputs: &[HostBuf],
+    outputs: &[HostBuf],
+) -> Result<(), RuntimeError> {
+    for (kind, specs, bufs) in [
+        ("input", op.inputs(), inputs),
+        ("output", op.outputs(), outputs),
+    ] {
+        if specs.len() != bufs.len() {
+            return Err(RuntimeError::BadInput(format!(
+                "{op}: expected {} {kind} buffers, got {}",
+                specs.len(),
+                bufs.len()
+            )));
+        }
+        for (s, b) in specs.iter().zip(bufs) {
+            if s.dtype != b.dtype() || s.len != b.len() {
+                return Err(RuntimeError::BadInput(format!(
+                    "{op}: {kind} {} must be {} x {}, got {} x {}",
+                    s.name,
+                    s.len,
+                    s.dtype,
+                    b.len(),
+                    b.dtype()
+                )));
+            }
+        }
+    }
+    Ok(())
+}

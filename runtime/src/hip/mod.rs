@@ -217,31 +217,7 @@ impl HipBackend {
     fn check_buffers(op: &Op, inputs: &[HostBuf], outputs: &[HostBuf]) -> Result<(), RuntimeError> {
         op.validate()
             .map_err(|e| RuntimeError::BadInput(e.to_string()))?;
-        for (kind, specs, bufs) in [
-            ("input", op.inputs(), inputs),
-            ("output", op.outputs(), outputs),
-        ] {
-            if specs.len() != bufs.len() {
-                return Err(RuntimeError::BadInput(format!(
-                    "{op}: expected {} {kind} buffers, got {}",
-                    specs.len(),
-                    bufs.len()
-                )));
-            }
-            for (s, b) in specs.iter().zip(bufs) {
-                if s.dtype != b.dtype() || s.len != b.len() {
-                    return Err(RuntimeError::BadInput(format!(
-                        "{op}: {kind} {} must be {} x {}, got {} x {}",
-                        s.name,
-                        s.len,
-                        s.dtype,
-                        b.len(),
-                        b.dtype()
-                    )));
-                }
-            }
-        }
-        Ok(())
+        crate::backend::check_buffers(op, inputs, outputs)
     }
 
     fn run_inner(

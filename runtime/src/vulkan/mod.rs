@@ -382,39 +382,6 @@ impl Device {
     pub fn queue_family(&self) -> u32 {
         self.queue_family
     }
-
-    fn check_buffers(
-        &self,
-        op: &Op,
-        inputs: &[HostBuf],
-        outputs: &[HostBuf],
-    ) -> Result<(), RuntimeError> {
-        for (kind, specs, bufs) in [
-            ("input", op.inputs(), inputs),
-            ("output", op.outputs(), outputs),
-        ] {
-            if specs.len() != bufs.len() {
-                return Err(RuntimeError::BadInput(format!(
-                    "{op}: expected {} {kind} buffers, got {}",
-                    specs.len(),
-                    bufs.len()
-                )));
-            }
-            for (s, b) in specs.iter().zip(bufs) {
-                if s.dtype != b.dtype() || s.len != b.len() {
-                    return Err(RuntimeError::BadInput(format!(
-                        "{op}: {kind} {} must be {} x {}, got {} x {}",
-                        s.name,
-                        s.len,
-                        s.dtype,
-                        b.len(),
-                        b.dtype()
-                    )));
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 impl Backend for Device {
@@ -481,7 +448,7 @@ impl Backend for Device {
         if let Some(why) = &self.lost {
             return Err(RuntimeError::DeviceLost(why.clone()));
         }
-        self.check_buffers(op, inputs, outputs)?;
+        crate::backend::check_buffers(op, inputs, outputs)?;
         self.supports(op).map_err(RuntimeError::Unsupported)?;
         if opts.repeats == 0 {
             return Err(RuntimeError::BadInput("repeats must be >= 1".into()));
