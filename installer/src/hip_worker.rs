@@ -117,7 +117,12 @@ pub fn locate(s: &Search) -> Result<Located, WorkerError> {
                     how: how.into(),
                 });
             }
-            searched.push(p.display().to_string());
+            let shown = p.display().to_string();
+            // "next to greta" and "the source tree's target dir" are often
+            // the same folder; name each place once.
+            if !searched.contains(&shown) {
+                searched.push(shown);
+            }
         }
     }
     if let Some(path_var) = &s.path_var {
