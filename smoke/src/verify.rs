@@ -223,33 +223,9 @@ fn verify_gemm_sampled(
     // entries (not ±1, under which a uniform error over an even number of
     // columns can cancel) make an error orthogonal to it improbable.
     let v: Vec<f64> = (0..n).map(|_| rng.range_f64(-1.0, 1.0)).collect();
-    let bv: Vec<f64> = (0..k)
-        .map(|r| {
-            b[r * n..(r + 1) * n]
-                .iter()
-                .zip(&v)
-                .map(|(x, y)| x * y)
-                .sum()
-        })
-        .collect();
-    let want_proj: Vec<f64> = (0..m)
-        .map(|r| {
-            a[r * k..(r + 1) * k]
-                .iter()
-                .zip(&bv)
-                .map(|(x, y)| x * y)
-                .sum()
-        })
-        .collect();
-    let got_proj: Vec<f32> = (0..m)
-        .map(|r| {
-            c[r * n..(r + 1) * n]
-                .iter()
-                .zip(&v)
-                .map(|(&x, y)| x as f64 * y)
-                .sum::<f64>() as f32
-        })
-        .collect();
+    let bv = mat_vec(&b, k, n, &v);
+    let want_proj = mat_vec(&a, m, k, &bv);
+    let got_proj: Vec<f32> = mat_vec(c, m, n, &v).into_iter().map(|x| x as f32).collect();
     let proj = check_f32(&got_proj, &want_proj, tol);
     CheckOutcome {
         pass: proj.pass,
@@ -262,6 +238,19 @@ fn verify_gemm_sampled(
             .reason
             .map(|r| format!("projection C·v of the whole product (one entry per row): {r}")),
     }
+}
+
+/// `mat · v` in f64 for a row-major `rows × cols` matrix.
+fn mat_vec<T: Copy + Into<f64>>(mat: &[T], rows: usize, cols: usize, v: &[f64]) -> Vec<f64> {
+    (0..rows)
+        .map(|r| {
+            mat[r * cols..(r + 1) * cols]
+                .iter()
+                .zip(v)
+                .map(|(&x, y)| x.into() * y)
+                .sum()
+        })
+        .collect()
 }
 
 #[cfg(test)]
