@@ -30,5 +30,9 @@ if [[ $want_test -eq 1 ]] && ! command -v uv >/dev/null 2>&1; then
   echo "setup: installing uv from PyPI" >&2
   python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore uv >&2 \
     || python3 -m pip install -q --disable-pip-version-check --break-system-packages uv >&2
+  # pyenv only exposes a new console script after a rehash.
+  if command -v pyenv >/dev/null 2>&1; then pyenv rehash || true; fi
+  hash -r
+  command -v uv >/dev/null || { echo "setup: uv installed but not on PATH (python3 -m pip's script dir?)" >&2; exit 2; }
 fi
 command -v cargo >/dev/null || { echo "setup: cargo not found; install Rust (rustup) first" >&2; exit 2; }
