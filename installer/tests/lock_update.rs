@@ -191,6 +191,18 @@ fn failing_uv_never_writes() {
 /// A PEP 503 index on 127.0.0.1 serving one wheel built by this test, for
 /// `greta lock update` with the real uv. Returns the base URL and a log of
 /// request lines.
+/// `greta lock update demo` through the given real uv, with its own uv cache.
+fn update_demo_with_uv(uv: &Path, lock_dir: &Path, uv_cache: &Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+        .args(["lock", "update", "demo", "--uv"])
+        .arg(uv)
+        .args(["--timeout", "120", "--lock-dir"])
+        .arg(lock_dir)
+        .env("UV_CACHE_DIR", uv_cache)
+        .output()
+        .unwrap()
+}
+
 mod loopback {
     use std::collections::BTreeMap;
     use std::io::{BufRead, BufReader, Write};
@@ -332,21 +344,7 @@ fn real_uv_against_a_loopback_index() {
     let lock = d.path().join("lock");
     std::fs::create_dir(&lock).unwrap();
     std::fs::write(lock.join("matrix.toml"), loopback_matrix(&idx.base)).unwrap();
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
-        .args([
-            "lock",
-            "update",
-            "demo",
-            "--uv",
-            uv.to_str().unwrap(),
-            "--timeout",
-            "120",
-            "--lock-dir",
-        ])
-        .arg(&lock)
-        .env("UV_CACHE_DIR", d.path().join("uv-cache"))
-        .output()
-        .unwrap();
+    let o = update_demo_with_uv(&uv, &lock, &d.path().join("uv-cache"));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
         idx.log
@@ -389,21 +387,7 @@ fn real_uv_against_a_failing_loopback_index() {
     std::fs::write(d.path().join("matrix.toml"), loopback_matrix(&idx.base)).unwrap();
     std::fs::write(d.path().join("pylock.demo.toml"), "# previous lockfile\n").unwrap();
     let before = snapshot(d.path());
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
-        .args([
-            "lock",
-            "update",
-            "demo",
-            "--uv",
-            uv.to_str().unwrap(),
-            "--timeout",
-            "120",
-            "--lock-dir",
-        ])
-        .arg(d.path())
-        .env("UV_CACHE_DIR", d.path().join("uv-cache"))
-        .output()
-        .unwrap();
+    let o = update_demo_with_uv(&uv, d.path(), &d.path().join("uv-cache"));
     let after = snapshot(d.path());
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
