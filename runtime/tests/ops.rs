@@ -50,7 +50,20 @@ fn gemm_f32() {
         (130, 70, 129),
         (5, 200, 17),
     ] {
-        assert_op(&mut dev, &Op::GemmF32 { m, n, k }, s);
+        let out = assert_op(&mut dev, &Op::GemmF32 { m, n, k }, s);
+        // vec4 rows (n and k multiples of 4) take the vec4 kernel, the rest the scalar one.
+        let want = if n % 4 == 0 && k % 4 == 0 {
+            "gemm_f32_v4"
+        } else {
+            "gemm_f32"
+        };
+        assert_eq!(out.stats.kernel, want, "{m}x{n}x{k}");
+    }
+    // The vec4 kernel at edges of every kind: m, n, k not multiples of the
+    // 64x64x8 tile (n, k still multiples of 4).
+    for (m, n, k) in [(67, 68, 36), (130, 132, 4), (1, 4, 12)] {
+        let out = assert_op(&mut dev, &Op::GemmF32 { m, n, k }, s);
+        assert_eq!(out.stats.kernel, "gemm_f32_v4", "{m}x{n}x{k}");
     }
     // Large products default to 128x128 blocks (odd m, shallow k keeps the reference cheap).
     let out = assert_op(
@@ -68,6 +81,17 @@ fn gemm_f32() {
         "{:?}",
         out.stats.tuning
     );
+    let out = assert_op(
+        &mut dev,
+        &Op::GemmF32 {
+            m: 1030,
+            n: 1028,
+            k: 20,
+        },
+        s,
+    );
+    assert_eq!(out.stats.kernel, "gemm_f32_v4");
+    assert_eq!(out.stats.tuning.get("bm"), Some(128));
 }
 
 /// Every tuning candidate (what `--tune` may pick) is correct too, at
@@ -81,6 +105,11 @@ fn every_tuning_candidate_is_correct() {
             m: 100,
             n: 90,
             k: 70,
+        },
+        Op::GemmF32 {
+            m: 130,
+            n: 136,
+            k: 44,
         },
         Op::GemmF16 {
             m: 70,

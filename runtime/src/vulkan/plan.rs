@@ -7,6 +7,8 @@
 
 use crate::{HostBuf, Op, RuntimeError, Tuning};
 
+mod gemm;
+
 /// Workgroups per dimension every Vulkan device supports.
 pub const MAX_GROUPS: u32 = 65535;
 
@@ -33,6 +35,11 @@ pub struct Limits {
     /// VK_NV_cooperative_matrix2 enabled (workgroup scope, flexible
     /// dimensions, tensor addressing): `gemm_f16_cm2` can run.
     pub coop2: bool,
+    /// A 16x16x16 f16 x f16 -> f32 subgroup shape exists (`gemm_f16_cmreg`).
+    pub coop16: bool,
+    /// The subgroup size every compute dispatch gets, when the device has
+    /// only one (min == max); `gemm_f16_cmreg` counts subgroups with it.
+    pub subgroup_size: Option<u32>,
 }
 
 /// One dispatch: push constants, workgroup counts, and per binding the
@@ -116,63 +123,6 @@ fn elementwise(n: usize, nbuf: usize, wg: u32, lim: &Limits, extra_push: &[u32])
         start += count;
     }
     out
-}
-
-/// `gemm_f16_cm2` default block (bm, bn, bk, workgroup size): the fastest
-/// of the sweep on the H200 (2026-11-21, driver 580.159.04).
-const CM2_DEFAULT: (u32, u32, u32, u32) = (128, 256, 32, 256);
-
-/// `gemm_f16_cm2` k slices per unrolled loop trip.
-const CM2_UNROLL_K: u32 = 4;
-
-/// GEMM tile defaults: 64x64 blocks, 16-deep k slices, 4x4 outputs per
-/// invocation (256 invocations). Good on NVIDIA, RDNA and lavapipe alike.
-const GEMM_DEFAULT: [(&str, u32); 5] = [("bm", 64), ("bn", 64), ("bk", 16), ("tm", 4), ("tn", 4)];
-
-/// For large products (both sides >= 1024): 128x128 blocks, 8x8 outputs per
-/// invocation, twice the arithmetic per shared-memory load; used when the
-/// device has the invocations and shared memory for it.
-const GEMM_LARGE: [(&str, u32); 5] = [("bm", 128), ("bn", 128), ("bk", 8), ("tm", 8), ("tn", 8)];
-
-fn gemm_tiles(
-    t: &Tuning,
-    lim: &Limits,
-    m: usize,
-    n: usize,
-) -> Result<(Vec<u32>, Tuning), RuntimeError> {
-    let large = m >= 1024 && n >= 1024 && lim.max_invocations >= 256 && lim.max_shared >= 8192;
-    let defaults = if large && !t.0.keys().any(|k| k != "coopmat") {
-        GEMM_LARGE
-    } else {
-        GEMM_DEFAULT
-    };
-    let mut eff = Tuning::default();
-    for (k, d) in defaults {
-        eff.0.insert(k.into(), t.get(k).unwrap_or(d));
-    }
-    let g = |k: &str| eff.get(k).unwrap();
-    let (bm, bn, bk, tm, tn) = (g("bm"), g("bn"), g("bk"), g("tm"), g("tn"));
-    if [bm, bn, bk, tm, tn].contains(&0) || bm % tm != 0 || bn % tn != 0 {
-        return Err(bad(format!(
-            "gemm tiles {eff}: need bm % tm == 0, bn % tn == 0, all > 0"
-        )));
-    }
-    let threads = (bm / tm) * (bn / tn);
-    if threads > lim.max_invocations || tm * tn > 64 {
-        return Err(bad(format!(
-            "gemm tiles {eff}: {threads} invocations (max {}), {} accumulators (max 64)",
-            lim.max_invocations,
-            tm * tn
-        )));
-    }
-    if (bm + 1 + bn) * bk * 4 > lim.max_shared {
-        return Err(bad(format!(
-            "gemm tiles {eff}: {} bytes of shared memory (max {})",
-            (bm + 1 + bn) * bk * 4,
-            lim.max_shared
-        )));
-    }
-    Ok((vec![bm, bn, bk, tm, tn, threads], eff))
 }
 
 /// Host-side cos/sin table for rope, `[tokens][head_dim/2]` pairs, computed
@@ -282,129 +232,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
                 }],
             }
         }
-        Op::GemmF32 { m, n, k } | Op::GemmF16 { m, n, k } => {
-            let f16 = matches!(op, Op::GemmF16 { .. });
-            let coop_possible = f16 && lim.coop_f16.is_some() && lim.f16_storage;
-            let coopmat = t.get("coopmat").unwrap_or(0);
-            if coopmat > 2 || (coopmat == 1 && !coop_possible) || (coopmat == 2 && !lim.coop2) {
-                return Err(bad(format!(
-                    "coopmat={coopmat}: the device has no {}",
-                    if coopmat == 2 {
-                        "VK_NV_cooperative_matrix2"
-                    } else {
-                        "f16 x f16 -> f32 cooperative matrix"
-                    }
-                )));
-            }
-            let cm2 = f16 && lim.coop2 && t.get("coopmat").is_none_or(|v| v == 2);
-            if cm2 {
-                check_keys(t, &["bm", "bn", "bk", "wg", "uk", "coopmat"])?;
-                let uk = t.get("uk").unwrap_or(CM2_UNROLL_K);
-                if !(1..=8).contains(&uk) {
-                    return Err(bad(format!("uk={uk}: must be 1..=8")));
-                }
-                let g = |k: &str, d: u32| t.get(k).unwrap_or(d);
-                let (bm, bn, bk, wg) = (
-                    g("bm", CM2_DEFAULT.0),
-                    g("bn", CM2_DEFAULT.1),
-                    g("bk", CM2_DEFAULT.2),
-                    g("wg", CM2_DEFAULT.3),
-                );
-                if [bm, bn, bk].iter().any(|v| *v == 0 || v % 16 != 0)
-                    || wg == 0
-                    || wg % 32 != 0
-                    || wg > lim.max_invocations
-                {
-                    return Err(bad(format!(
-                        "gemm_f16_cm2 tiles bm={bm} bn={bn} bk={bk} wg={wg}: tiles multiples of 16, wg of 32"
-                    )));
-                }
-                let groups = [(n as u32).div_ceil(bn), (m as u32).div_ceil(bm), 1];
-                if groups[0] > MAX_GROUPS || groups[1] > MAX_GROUPS {
-                    return Err(RuntimeError::Unsupported(format!(
-                        "{op}: needs {groups:?} workgroups, over {MAX_GROUPS}"
-                    )));
-                }
-                return Ok(Plan {
-                    shader: "gemm_f16_cm2",
-                    per_dispatch: false,
-                    spec: vec![bm, bn, bk, wg, uk],
-                    tuning: Tuning::default()
-                        .with("coopmat", 2)
-                        .with("uk", uk)
-                        .with("bm", bm)
-                        .with("bn", bn)
-                        .with("bk", bk)
-                        .with("wg", wg),
-                    aux: vec![],
-                    dispatches: vec![Dispatch {
-                        push: vec![m as u32, n as u32, k as u32],
-                        groups,
-                        ranges: whole(3),
-                    }],
-                });
-            }
-            check_keys(t, &["bm", "bn", "bk", "tm", "tn", "coopmat"])?;
-            // The cooperative-matrix kernel is the default wherever it exists.
-            let use_coop = f16 && t.get("coopmat").map_or(coop_possible, |v| v == 1);
-            if use_coop {
-                let (cm, cn, ck) = lim.coop_f16.unwrap();
-                let (bm, bn, bk, wg) = (64u32, 64u32, 32u32, 128u32);
-                let shared = bm * bk * 2 + bk * bn * 2 + bm * bn * 4;
-                if shared > lim.max_shared || wg > lim.max_invocations {
-                    return Err(RuntimeError::Unsupported(format!(
-                        "gemm_f16_coopmat needs {shared} bytes of shared memory (max {})",
-                        lim.max_shared
-                    )));
-                }
-                let groups = [(n as u32).div_ceil(bn), (m as u32).div_ceil(bm), 1];
-                if groups[0] > MAX_GROUPS || groups[1] > MAX_GROUPS {
-                    return Err(RuntimeError::Unsupported(format!(
-                        "{op}: needs {groups:?} workgroups, over {MAX_GROUPS}"
-                    )));
-                }
-                return Ok(Plan {
-                    shader: "gemm_f16_coopmat",
-                    per_dispatch: false,
-                    spec: vec![bm, bn, bk, cm, cn, wg, ck],
-                    tuning: Tuning::default().with("coopmat", 1),
-                    aux: vec![],
-                    dispatches: vec![Dispatch {
-                        push: vec![m as u32, n as u32, k as u32],
-                        groups,
-                        ranges: whole(3),
-                    }],
-                });
-            }
-            let (spec, eff) = gemm_tiles(t, lim, m, n)?;
-            let eff = if f16 && coop_possible {
-                eff.with("coopmat", 0)
-            } else {
-                eff
-            };
-            let groups = [
-                (n as u32).div_ceil(spec[1]),
-                (m as u32).div_ceil(spec[0]),
-                1,
-            ];
-            if groups[0] > MAX_GROUPS || groups[1] > MAX_GROUPS {
-                return Err(RuntimeError::Unsupported(format!(
-                    "{op}: needs {groups:?} workgroups, over {MAX_GROUPS}"
-                )));
-            }
-            Plan {
-                shader: if f16 { "gemm_f16" } else { "gemm_f32" },
-                per_dispatch: false,
-                spec,
-                tuning: eff,
-                aux: vec![],
-                dispatches: vec![Dispatch {
-                    push: vec![m as u32, n as u32, k as u32],
-                    groups,
-                    ranges: whole(3),
-                }],
-            }
-        }
+        Op::GemmF32 { m, n, k } | Op::GemmF16 { m, n, k } => gemm::plan(op, m, n, k, t, lim)?,
         Op::RmsNorm { rows, cols, .. }
         | Op::LayerNorm { rows, cols, .. }
         | Op::Softmax { rows, cols } => {
@@ -525,53 +353,7 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
         }
     };
     match op {
-        Op::GemmF32 { .. } | Op::GemmF16 { .. } => {
-            if lim.coop2 && matches!(op, Op::GemmF16 { .. }) {
-                for (bm, bn, bk, wg, uk) in [
-                    (128, 256, 32, 256, 1),
-                    (128, 256, 32, 256, 2),
-                    (128, 256, 16, 256, 4),
-                    (128, 128, 32, 256, 4),
-                    (256, 128, 32, 256, 4),
-                    (128, 256, 64, 256, 2),
-                    (64, 128, 32, 128, 4),
-                ] {
-                    push(
-                        Tuning::default()
-                            .with("coopmat", 2)
-                            .with("bm", bm)
-                            .with("bn", bn)
-                            .with("bk", bk)
-                            .with("wg", wg)
-                            .with("uk", uk),
-                    );
-                }
-            }
-            if lim.coop_f16.is_some() && matches!(op, Op::GemmF16 { .. }) {
-                push(Tuning::default().with("coopmat", 1));
-            }
-            for (bm, bn, bk, tm, tn) in [
-                (64, 64, 16, 4, 4),
-                (128, 128, 8, 8, 8),
-                (128, 64, 16, 8, 4),
-                (64, 64, 8, 4, 4),
-                (32, 32, 16, 2, 2),
-            ] {
-                let t = Tuning::default()
-                    .with("bm", bm)
-                    .with("bn", bn)
-                    .with("bk", bk)
-                    .with("tm", tm)
-                    .with("tn", tn);
-                push(
-                    if lim.coop_f16.is_some() && matches!(op, Op::GemmF16 { .. }) {
-                        t.with("coopmat", 0)
-                    } else {
-                        t
-                    },
-                );
-            }
-        }
+        Op::GemmF32 { .. } | Op::GemmF16 { .. } => gemm::candidates(op, lim, &mut push),
         Op::TestSlow { .. } => {}
         Op::RmsNorm { .. } | Op::LayerNorm { .. } | Op::Softmax { .. } => {
             for wg in [64, 128, 256, 512, 1024] {

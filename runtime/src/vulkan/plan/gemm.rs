@@ -1,0 +1,467 @@
+//! GEMM planning: which of the five GEMM kernels runs an op, with which
+//! tiles. The fast kernels need aligned shapes or device features; every
+//! request that cannot use one falls back to a kernel that can, so the
+//! default plan exists for any shape on any device.
+//!
+//! Tuning keys: `coopmat` (f16 only) picks the kernel family: 0 the FFMA
+//! kernel (`gemm_f16`), 1 the KHR cooperative-matrix kernel with
+//! accumulators in shared memory (`gemm_f16_coopmat`, any shape and
+//! subgroup size), 2 the NV cooperative-matrix-2 kernel (`gemm_f16_cm2`),
+//! 3 the KHR kernel with register accumulators (`gemm_f16_cmreg`). f32 has
+//! `v4`: 1 the vec4, double-buffered kernel (`gemm_f32_v4`), 0 the scalar
+//! tiled one (`gemm_f32`). The rest are tile sizes.
+
+use super::{bad, Dispatch, Limits, Plan, MAX_GROUPS};
+use crate::{Op, RuntimeError, Tuning};
+
+/// `gemm_f16_cm2` default block (bm, bn, bk, workgroup size): the fastest
+/// of its sweep on the H200 (2026-11-21, driver 580.159.04).
+const CM2_DEFAULT: (u32, u32, u32, u32) = (128, 256, 32, 256);
+
+/// `gemm_f16_cm2` k slices per unrolled loop trip.
+const CM2_UNROLL_K: u32 = 4;
+
+/// `gemm_f16_cmreg` default (bm, bn, bk, wg, sgn): 2 x 2 subgroups of 32,
+/// each with a 64 x 64 block of C (16 accumulator tiles).
+const CMREG_DEFAULT: (u32, u32, u32, u32, u32) = (128, 128, 32, 128, 2);
+
+/// Scalar tiled kernel defaults: 64x64 blocks, 16-deep k slices, 4x4
+/// outputs per invocation (256 invocations). Good on NVIDIA, RDNA and
+/// lavapipe alike.
+const GEMM_DEFAULT: [(&str, u32); 5] = [("bm", 64), ("bn", 64), ("bk", 16), ("tm", 4), ("tn", 4)];
+
+/// For large products (both sides >= 1024): 128x128 blocks, 8x8 outputs per
+/// invocation, twice the arithmetic per shared-memory load.
+const GEMM_LARGE: [(&str, u32); 5] = [("bm", 128), ("bn", 128), ("bk", 8), ("tm", 8), ("tn", 8)];
+
+fn large(m: usize, n: usize) -> bool {
+    m >= 1024 && n >= 1024
+}
+
+fn one_dispatch(
+    m: usize,
+    n: usize,
+    k: usize,
+    bm: u32,
+    bn: u32,
+    op: &Op,
+) -> Result<Dispatch, RuntimeError> {
+    let groups = [(n as u32).div_ceil(bn), (m as u32).div_ceil(bm), 1];
+    if groups[0] > MAX_GROUPS || groups[1] > MAX_GROUPS {
+        return Err(RuntimeError::Unsupported(format!(
+            "{op}: needs {groups:?} workgroups, over {MAX_GROUPS}"
+        )));
+    }
+    Ok(Dispatch {
+        push: vec![m as u32, n as u32, k as u32],
+        groups,
+        ranges: vec![None; 3],
+    })
+}
+
+fn plan_of(shader: &'static str, spec: Vec<u32>, tuning: Tuning, d: Dispatch) -> Plan {
+    Plan {
+        shader,
+        per_dispatch: false,
+        spec,
+        tuning,
+        aux: vec![],
+        dispatches: vec![d],
+    }
+}
+
+pub fn plan(
+    op: &Op,
+    m: usize,
+    n: usize,
+    k: usize,
+    t: &Tuning,
+    lim: &Limits,
+) -> Result<Plan, RuntimeError> {
+    let f16 = matches!(op, Op::GemmF16 { .. });
+    if !f16 {
+        super::check_keys(t, &["v4", "bm", "bn", "bk", "tm", "tn"])?;
+        return match t.get("v4") {
+            Some(1) => v4(op, m, n, k, t, lim),
+            Some(0) => scalar(op, m, n, k, t, lim, false),
+            Some(v) => Err(bad(format!("v4={v}: must be 0 or 1"))),
+            // The vec4 kernel wherever the shape allows it.
+            None => v4(op, m, n, k, t, lim).or_else(|_| scalar(op, m, n, k, t, lim, false)),
+        };
+    }
+    let coop_possible = lim.coop_f16.is_some() && lim.f16_storage;
+    match t.get("coopmat") {
+        Some(0) => scalar(op, m, n, k, t, lim, coop_possible),
+        Some(1) if coop_possible => coop_shared(op, m, n, k, t, lim),
+        Some(2) if lim.coop2 => cm2(op, m, n, k, t, lim),
+        Some(3) if coop_possible => cmreg(op, m, n, k, t, lim),
+        Some(v @ 1..=3) => Err(bad(format!(
+            "coopmat={v}: the device has no {}",
+            if v == 2 {
+                "VK_NV_cooperative_matrix2"
+            } else {
+                "f16 x f16 -> f32 cooperative matrix"
+            }
+        ))),
+        Some(v) => Err(bad(format!("coopmat={v}: must be 0..=3"))),
+        None => {
+            // Defaults, fastest first (docs/performance.md has the sweep).
+            if !t.0.is_empty() {
+                return scalar(op, m, n, k, t, lim, coop_possible);
+            }
+            if coop_possible {
+                if let Ok(p) = cmreg(op, m, n, k, t, lim) {
+                    return Ok(p);
+                }
+            }
+            if lim.coop2 {
+                return cm2(op, m, n, k, t, lim);
+            }
+            if coop_possible {
+                return coop_shared(op, m, n, k, t, lim);
+            }
+            scalar(op, m, n, k, t, lim, false)
+        }
+    }
+}
+
+/// `gemm_f32` / `gemm_f16` (FFMA, scalar shared memory, any shape).
+fn scalar(
+    op: &Op,
+    m: usize,
+    n: usize,
+    k: usize,
+    t: &Tuning,
+    lim: &Limits,
+    tag_coop: bool,
+) -> Result<Plan, RuntimeError> {
+    super::check_keys(t, &["bm", "bn", "bk", "tm", "tn", "coopmat", "v4"])?;
+    let use_large = large(m, n) && lim.max_invocations >= 256 && lim.max_shared >= 8192;
+    let defaults = if use_large && !t.0.keys().any(|k| k != "coopmat" && k != "v4") {
+        GEMM_LARGE
+    } else {
+        GEMM_DEFAULT
+    };
+    let mut eff = Tuning::default();
+    for (key, d) in defaults {
+        eff.0.insert(key.into(), t.get(key).unwrap_or(d));
+    }
+    let g = |key: &str| eff.get(key).unwrap();
+    let (bm, bn, bk, tm, tn) = (g("bm"), g("bn"), g("bk"), g("tm"), g("tn"));
+    if [bm, bn, bk, tm, tn].contains(&0) || bm % tm != 0 || bn % tn != 0 {
+        return Err(bad(format!(
+            "gemm tiles {eff}: need bm % tm == 0, bn % tn == 0, all > 0"
+        )));
+    }
+    let threads = (bm / tm) * (bn / tn);
+    if threads > lim.max_invocations || tm * tn > 64 {
+        return Err(bad(format!(
+            "gemm tiles {eff}: {threads} invocations (max {}), {} accumulators (max 64)",
+            lim.max_invocations,
+            tm * tn
+        )));
+    }
+    if (bm + 1 + bn) * bk * 4 > lim.max_shared {
+        return Err(bad(format!(
+            "gemm tiles {eff}: {} bytes of shared memory (max {})",
+            (bm + 1 + bn) * bk * 4,
+            lim.max_shared
+        )));
+    }
+    let f16 = matches!(op, Op::GemmF16 { .. });
+    let eff = if tag_coop {
+        eff.with("coopmat", 0)
+    } else if !f16 {
+        eff.with("v4", 0)
+    } else {
+        eff
+    };
+    let d = one_dispatch(m, n, k, bm, bn, op)?;
+    Ok(plan_of(
+        if f16 { "gemm_f16" } else { "gemm_f32" },
+        vec![bm, bn, bk, tm, tn, threads],
+        eff,
+        d,
+    ))
+}
+
+/// `gemm_f32_v4`: N % 4 == 0 and K % 4 == 0 (vec4 rows); any M.
+fn v4(
+    op: &Op,
+    m: usize,
+    n: usize,
+    k: usize,
+    t: &Tuning,
+    lim: &Limits,
+) -> Result<Plan, RuntimeError> {
+    if t.get("tm").is_some() || t.get("tn").is_some() {
+        return Err(bad(
+            "gemm_f32_v4 has 8x8 outputs per invocation: tm/tn do not apply".into(),
+        ));
+    }
+    let (dm, dn) = if large(m, n) { (128, 128) } else { (64, 64) };
+    let (bm, bn, bk) = (
+        t.get("bm").unwrap_or(dm),
+        t.get("bn").unwrap_or(dn),
+        t.get("bk").unwrap_or(8),
+    );
+    if !n.is_multiple_of(4) || !k.is_multiple_of(4) {
+        return Err(bad(format!(
+            "gemm_f32_v4 needs n and k multiples of 4 (n={n}, k={k})"
+        )));
+    }
+    if bm == 0 || bn == 0 || bk == 0 || bm % 8 != 0 || bn % 8 != 0 || bk % 4 != 0 {
+        return Err(bad(format!(
+            "gemm_f32_v4 tiles bm={bm} bn={bn} bk={bk}: bm, bn multiples of 8, bk of 4"
+        )));
+    }
+    let wg = (bm / 8) * (bn / 8);
+    let shared = 2 * bk * ((bm / 4 + 1) * 16 + bn * 4);
+    if wg > lim.max_invocations
+        || (bm * bk / 4) % wg != 0
+        || (bk * bn / 4) % wg != 0
+        || shared > lim.max_shared
+    {
+        return Err(bad(format!(
+            "gemm_f32_v4 tiles bm={bm} bn={bn} bk={bk}: {wg} invocations (max {}), {shared} bytes \
+             of shared memory (max {}), and each slice must split evenly over the invocations",
+            lim.max_invocations, lim.max_shared
+        )));
+    }
+    let d = one_dispatch(m, n, k, bm, bn, op)?;
+    let tuning = Tuning::default()
+        .with("v4", 1)
+        .with("bm", bm)
+        .with("bn", bn)
+        .with("bk", bk);
+    Ok(plan_of("gemm_f32_v4", vec![bm, bn, bk, wg], tuning, d))
+}
+
+/// `gemm_f16_cmreg`: aligned shapes, 16x16x16 f16 tiles, a fixed subgroup size.
+fn cmreg(
+    op: &Op,
+    m: usize,
+    n: usize,
+    k: usize,
+    t: &Tuning,
+    lim: &Limits,
+) -> Result<Plan, RuntimeError> {
+    super::check_keys(t, &["coopmat", "bm", "bn", "bk", "wg", "sgn"])?;
+    let sg = lim.subgroup_size.ok_or_else(|| {
+        RuntimeError::Unsupported("gemm_f16_cmreg needs a fixed subgroup size".into())
+    })?;
+    if !lim.coop16 {
+        return Err(RuntimeError::Unsupported(
+            "gemm_f16_cmreg needs a 16x16x16 f16 cooperative-matrix shape".into(),
+        ));
+    }
+    let g = |key: &str, d: u32| t.get(key).unwrap_or(d);
+    let (bm, bn, bk, wg, sgn) = (
+        g("bm", CMREG_DEFAULT.0),
+        g("bn", CMREG_DEFAULT.1),
+        g("bk", CMREG_DEFAULT.2),
+        g("wg", CMREG_DEFAULT.3),
+        g("sgn", CMREG_DEFAULT.4),
+    );
+    let tiles_ok = [bm, bn, bk].iter().all(|v| *v > 0 && v % 16 == 0)
+        && sg > 0
+        && wg % sg == 0
+        && sgn > 0
+        && (wg / sg) % sgn == 0
+        && wg <= lim.max_invocations;
+    let sgm = if tiles_ok { wg / sg / sgn } else { 0 };
+    let shared = 2 * 16 * (bm * (bk / 8 + 1) + bk * (bn / 8 + 1));
+    if !tiles_ok
+        || sgm == 0
+        || bm % (sgm * 16) != 0
+        || bn % (sgn * 16) != 0
+        || (bm * bk / 8) % wg != 0
+        || (bk * bn / 8) % wg != 0
+        || (bm / sgm / 16) * (bn / sgn / 16) > 32
+        || shared > lim.max_shared
+    {
+        return Err(bad(format!(
+            "gemm_f16_cmreg tiles bm={bm} bn={bn} bk={bk} wg={wg} sgn={sgn} (subgroup {sg}): \
+             tiles multiples of 16 split evenly over the subgroups, at most 32 accumulator \
+             tiles per subgroup, {shared} bytes of shared memory (max {})",
+            lim.max_shared
+        )));
+    }
+    if !m.is_multiple_of(bm as usize)
+        || !n.is_multiple_of(bn as usize)
+        || !k.is_multiple_of(bk as usize)
+    {
+        return Err(RuntimeError::Unsupported(format!(
+            "gemm_f16_cmreg needs m % {bm}, n % {bn}, k % {bk} == 0 ({op})"
+        )));
+    }
+    let d = one_dispatch(m, n, k, bm, bn, op)?;
+    let tuning = Tuning::default()
+        .with("coopmat", 3)
+        .with("bm", bm)
+        .with("bn", bn)
+        .with("bk", bk)
+        .with("wg", wg)
+        .with("sgn", sgn);
+    Ok(plan_of(
+        "gemm_f16_cmreg",
+        vec![bm, bn, bk, wg, sgn, sg],
+        tuning,
+        d,
+    ))
+}
+
+/// `gemm_f16_cm2`: VK_NV_cooperative_matrix2, any shape.
+fn cm2(
+    op: &Op,
+    m: usize,
+    n: usize,
+    k: usize,
+    t: &Tuning,
+    lim: &Limits,
+) -> Result<Plan, RuntimeError> {
+    super::check_keys(t, &["bm", "bn", "bk", "wg", "uk", "coopmat"])?;
+    let uk = t.get("uk").unwrap_or(CM2_UNROLL_K);
+    if !(1..=8).contains(&uk) {
+        return Err(bad(format!("uk={uk}: must be 1..=8")));
+    }
+    let g = |key: &str, d: u32| t.get(key).unwrap_or(d);
+    let (bm, bn, bk, wg) = (
+        g("bm", CM2_DEFAULT.0),
+        g("bn", CM2_DEFAULT.1),
+        g("bk", CM2_DEFAULT.2),
+        g("wg", CM2_DEFAULT.3),
+    );
+    if [bm, bn, bk].iter().any(|v| *v == 0 || v % 16 != 0)
+        || wg == 0
+        || wg % 32 != 0
+        || wg > lim.max_invocations
+    {
+        return Err(bad(format!(
+            "gemm_f16_cm2 tiles bm={bm} bn={bn} bk={bk} wg={wg}: tiles multiples of 16, wg of 32"
+        )));
+    }
+    let d = one_dispatch(m, n, k, bm, bn, op)?;
+    let tuning = Tuning::default()
+        .with("coopmat", 2)
+        .with("uk", uk)
+        .with("bm", bm)
+        .with("bn", bn)
+        .with("bk", bk)
+        .with("wg", wg);
+    Ok(plan_of("gemm_f16_cm2", vec![bm, bn, bk, wg, uk], tuning, d))
+}
+
+/// `gemm_f16_coopmat`: KHR cooperative matrix, accumulators in shared memory, any shape.
+fn coop_shared(
+    op: &Op,
+    m: usize,
+    n: usize,
+    k: usize,
+    t: &Tuning,
+    lim: &Limits,
+) -> Result<Plan, RuntimeError> {
+    super::check_keys(t, &["coopmat"])?;
+    let (cm, cn, ck) = lim.coop_f16.expect("checked by the caller");
+    let (bm, bn, bk, wg) = (64u32, 64u32, 32u32, 128u32);
+    let shared = bm * bk * 2 + bk * bn * 2 + bm * bn * 4;
+    if shared > lim.max_shared || wg > lim.max_invocations {
+        return Err(RuntimeError::Unsupported(format!(
+            "gemm_f16_coopmat needs {shared} bytes of shared memory (max {})",
+            lim.max_shared
+        )));
+    }
+    let d = one_dispatch(m, n, k, bm, bn, op)?;
+    Ok(plan_of(
+        "gemm_f16_coopmat",
+        vec![bm, bn, bk, cm, cn, wg, ck],
+        Tuning::default().with("coopmat", 1),
+        d,
+    ))
+}
+
+/// Tunings worth sweeping (pushed through `push`, which keeps the valid ones).
+pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
+    let f16 = matches!(op, Op::GemmF16 { .. });
+    if f16 {
+        for (bm, bn, bk, wg, sgn) in [
+            (128, 128, 32, 128, 2),
+            (128, 128, 16, 128, 2),
+            (128, 128, 32, 256, 2),
+            (128, 256, 16, 256, 4),
+            (256, 128, 16, 256, 2),
+            (64, 128, 32, 64, 2),
+            (128, 64, 32, 128, 1),
+        ] {
+            push(
+                Tuning::default()
+                    .with("coopmat", 3)
+                    .with("bm", bm)
+                    .with("bn", bn)
+                    .with("bk", bk)
+                    .with("wg", wg)
+                    .with("sgn", sgn),
+            );
+        }
+    }
+    if lim.coop2 && f16 {
+        for (bm, bn, bk, wg, uk) in [
+            (128, 256, 32, 256, 1),
+            (128, 256, 32, 256, 2),
+            (128, 256, 32, 256, 4),
+            (128, 128, 32, 256, 4),
+            (256, 128, 32, 256, 4),
+            (64, 128, 32, 128, 4),
+        ] {
+            push(
+                Tuning::default()
+                    .with("coopmat", 2)
+                    .with("bm", bm)
+                    .with("bn", bn)
+                    .with("bk", bk)
+                    .with("wg", wg)
+                    .with("uk", uk),
+            );
+        }
+    }
+    if f16 {
+        push(Tuning::default().with("coopmat", 1));
+    } else {
+        for (bm, bn, bk) in [
+            (128, 128, 8),
+            (128, 128, 16),
+            (64, 64, 8),
+            (128, 64, 8),
+            (64, 128, 16),
+        ] {
+            push(
+                Tuning::default()
+                    .with("v4", 1)
+                    .with("bm", bm)
+                    .with("bn", bn)
+                    .with("bk", bk),
+            );
+        }
+    }
+    let coop = f16 && lim.coop_f16.is_some() && lim.f16_storage;
+    for (bm, bn, bk, tm, tn) in [
+        (64, 64, 16, 4, 4),
+        (128, 128, 8, 8, 8),
+        (64, 64, 8, 4, 4),
+        (32, 32, 16, 2, 2),
+    ] {
+        let t = Tuning::default()
+            .with("bm", bm)
+            .with("bn", bn)
+            .with("bk", bk)
+            .with("tm", tm)
+            .with("tn", tn);
+        push(if coop {
+            t.with("coopmat", 0)
+        } else if !f16 {
+            t.with("v4", 0)
+        } else {
+            t
+        });
+    }
+}
