@@ -14,15 +14,21 @@
 // and reloads them every slice, so it is bound by shared-memory traffic, not
 // by the tensor cores. Here each subgroup owns a WM x WN sub-block of C whose
 // (WM/16) x (WN/16) accumulators stay in registers for the whole K loop;
-// operands are staged in shared memory with 128-bit loads and stores, two
-// stages deep (the next slice is fetched into registers while the current
-// one is multiplied; one barrier per slice). Rows of the staged slices are
+// operands are staged in shared memory with 128-bit loads and stores. With
+// STAGES = 2 the next slice is fetched while the current one is multiplied
+// (one barrier per slice); STAGES = 1 halves the shared memory, which lets
+// larger blocks or deeper slices fit the 48 KiB NVIDIA's Vulkan driver
+// gives a workgroup. DIRECT = 0 fetches through registers (the loads are in
+// flight during the multiply); DIRECT = 1 copies global -> shared in one
+// statement, which a compiler may turn into asynchronous copies and which
+// frees the registers. Rows of the staged slices are
 // padded by 8 halves so that the 8 rows one 16x16 tile load touches fall in
 // distinct banks.
 //
 // Specialization constants: 0 BM, 1 BN, 2 BK (multiples of 16), 3 workgroup
 // size (a multiple of SG), 4 SGN (subgroups side by side along N; the rest
-// stack along M), 5 SG (the device's subgroup size).
+// stack along M), 5 SG (the device's subgroup size), 6 STAGES (1 or 2),
+// 7 DIRECT (0 or 1).
 
 layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint BM = 128;
@@ -30,6 +36,8 @@ layout(constant_id = 1) const uint BN = 128;
 layout(constant_id = 2) const uint BK = 32;
 layout(constant_id = 4) const uint SGN = 2;
 layout(constant_id = 5) const uint SG = 32;
+layout(constant_id = 6) const uint STAGES = 2;
+layout(constant_id = 7) const uint DIRECT = 0;
 
 layout(set = 0, binding = 0) readonly buffer A { uvec4 a[]; };
 layout(set = 0, binding = 1) readonly buffer B { uvec4 b[]; };
@@ -51,8 +59,8 @@ const uint B_STAGE = BK * BST;
 const uint A_PER = BM * BK / 8u / WG;
 const uint B_PER = BK * BN / 8u / WG;
 
-shared uvec4 As[2u * A_STAGE];
-shared uvec4 Bs[2u * B_STAGE];
+shared uvec4 As[STAGES * A_STAGE];
+shared uvec4 Bs[STAGES * B_STAGE];
 
 uvec4 ga[A_PER];
 uvec4 gb[B_PER];
@@ -81,6 +89,21 @@ void stage(uint s) {
     }
 }
 
+void copy(uint k0, uint s, uint row0, uint col0) {
+    uint kv = p.K / 8u;
+    uint nv = p.N / 8u;
+    [[unroll]] for (uint v = 0u; v < A_PER; v++) {
+        uint i = gl_LocalInvocationID.x + v * WG;
+        As[s * A_STAGE + (i / (BK / 8u)) * AST + i % (BK / 8u)] =
+            a[(row0 + i / (BK / 8u)) * kv + k0 / 8u + i % (BK / 8u)];
+    }
+    [[unroll]] for (uint v = 0u; v < B_PER; v++) {
+        uint i = gl_LocalInvocationID.x + v * WG;
+        Bs[s * B_STAGE + (i / (BN / 8u)) * BST + i % (BN / 8u)] =
+            b[(k0 + i / (BN / 8u)) * nv + col0 / 8u + i % (BN / 8u)];
+    }
+}
+
 void main() {
     uint sg = gl_SubgroupID;
     uint wm0 = (sg / SGN) * WM;
@@ -93,14 +116,25 @@ void main() {
         acc[i] = coopmat<float, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator>(0.0);
     }
 
-    fetch(0u, row0, col0);
-    stage(0u);
+    if (DIRECT == 1u) {
+        copy(0u, 0u, row0, col0);
+    } else {
+        fetch(0u, row0, col0);
+        stage(0u);
+    }
     barrier();
     uint slices = p.K / BK;
     for (uint t = 0u; t < slices; t++) {
-        uint s = t & 1u;
+        uint s = STAGES == 2u ? (t & 1u) : 0u;
         bool more = t + 1u < slices;
-        if (more) { fetch((t + 1u) * BK, row0, col0); }
+        uint kn = (t + 1u) * BK;
+        if (more) {
+            if (DIRECT == 0u) {
+                fetch(kn, row0, col0);
+            } else if (STAGES == 2u) {
+                copy(kn, s ^ 1u, row0, col0);
+            }
+        }
         [[unroll]] for (uint kk = 0u; kk < BK; kk += T) {
             coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseA> ma[TM];
             coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseB> mb[TN];
@@ -118,7 +152,18 @@ void main() {
                 }
             }
         }
-        if (more) { stage(s ^ 1u); }
+        if (STAGES == 1u) {
+            barrier();
+            if (more) {
+                if (DIRECT == 0u) {
+                    stage(0u);
+                } else {
+                    copy(kn, 0u, row0, col0);
+                }
+            }
+        } else if (more && DIRECT == 0u) {
+            stage(s ^ 1u);
+        }
         barrier();
     }
 

@@ -21,9 +21,13 @@ const CM2_DEFAULT: (u32, u32, u32, u32) = (128, 256, 32, 256);
 /// `gemm_f16_cm2` k slices per unrolled loop trip.
 const CM2_UNROLL_K: u32 = 4;
 
-/// `gemm_f16_cmreg` default (bm, bn, bk, wg, sgn): 2 x 2 subgroups of 32,
-/// each with a 64 x 64 block of C (16 accumulator tiles).
-const CMREG_DEFAULT: (u32, u32, u32, u32, u32) = (128, 128, 32, 128, 2);
+/// `gemm_f16_cmreg` default (bm, bn, bk, wg, sgn, stages, direct): 2 x 2
+/// subgroups of 32, each with a 64 x 64 block of C (16 accumulator tiles),
+/// 64-deep slices in one stage (36 KiB of shared memory) copied straight to
+/// shared memory. The fastest at 4096 and within 4% of the fastest at 8192
+/// in the H200 sweep (2026-11-22, docs/performance.md); every variant of the
+/// sweep was within 25% of it.
+const CMREG_DEFAULT: (u32, u32, u32, u32, u32, u32, u32) = (128, 128, 64, 128, 2, 1, 1);
 
 /// Scalar tiled kernel defaults: 64x64 blocks, 16-deep k slices, 4x4
 /// outputs per invocation (256 invocations). Good on NVIDIA, RDNA and
@@ -246,7 +250,10 @@ fn cmreg(
     t: &Tuning,
     lim: &Limits,
 ) -> Result<Plan, RuntimeError> {
-    super::check_keys(t, &["coopmat", "bm", "bn", "bk", "wg", "sgn"])?;
+    super::check_keys(
+        t,
+        &["coopmat", "bm", "bn", "bk", "wg", "sgn", "stages", "direct"],
+    )?;
     let sg = lim.subgroup_size.ok_or_else(|| {
         RuntimeError::Unsupported("gemm_f16_cmreg needs a fixed subgroup size".into())
     })?;
@@ -263,6 +270,12 @@ fn cmreg(
         g("wg", CMREG_DEFAULT.3),
         g("sgn", CMREG_DEFAULT.4),
     );
+    let (stages, direct) = (g("stages", CMREG_DEFAULT.5), g("direct", CMREG_DEFAULT.6));
+    if !(1..=2).contains(&stages) || direct > 1 {
+        return Err(bad(format!(
+            "gemm_f16_cmreg stages={stages} direct={direct}: stages 1 or 2, direct 0 or 1"
+        )));
+    }
     let tiles_ok = [bm, bn, bk].iter().all(|v| *v > 0 && v % 16 == 0)
         && sg > 0
         && wg % sg == 0
@@ -270,7 +283,7 @@ fn cmreg(
         && (wg / sg) % sgn == 0
         && wg <= lim.max_invocations;
     let sgm = if tiles_ok { wg / sg / sgn } else { 0 };
-    let shared = 2 * 16 * (bm * (bk / 8 + 1) + bk * (bn / 8 + 1));
+    let shared = stages * 16 * (bm * (bk / 8 + 1) + bk * (bn / 8 + 1));
     if !tiles_ok
         || sgm == 0
         || bm % (sgm * 16) != 0
@@ -302,10 +315,12 @@ fn cmreg(
         .with("bn", bn)
         .with("bk", bk)
         .with("wg", wg)
-        .with("sgn", sgn);
+        .with("sgn", sgn)
+        .with("stages", stages)
+        .with("direct", direct);
     Ok(plan_of(
         "gemm_f16_cmreg",
-        vec![bm, bn, bk, wg, sgn, sg],
+        vec![bm, bn, bk, wg, sgn, sg, stages, direct],
         tuning,
         d,
     ))
@@ -384,14 +399,19 @@ fn coop_shared(
 pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
     let f16 = matches!(op, Op::GemmF16 { .. });
     if f16 {
-        for (bm, bn, bk, wg, sgn) in [
-            (128, 128, 32, 128, 2),
-            (128, 128, 16, 128, 2),
-            (128, 128, 32, 256, 2),
-            (128, 256, 16, 256, 4),
-            (256, 128, 16, 256, 2),
-            (64, 128, 32, 64, 2),
-            (128, 64, 32, 128, 1),
+        // (bm, bn, bk, wg, sgn, stages, direct)
+        for (bm, bn, bk, wg, sgn, stages, direct) in [
+            (128, 128, 64, 128, 2, 1, 1),
+            (128, 128, 32, 128, 2, 2, 0),
+            (128, 128, 32, 128, 2, 2, 1),
+            (128, 128, 32, 128, 2, 1, 0),
+            (128, 128, 64, 128, 2, 1, 0),
+            (128, 256, 32, 256, 4, 1, 0),
+            (128, 256, 32, 256, 4, 1, 1),
+            (256, 128, 32, 256, 2, 1, 0),
+            (256, 128, 32, 256, 2, 1, 1),
+            (64, 128, 32, 64, 2, 2, 0),
+            (64, 128, 32, 64, 2, 2, 1),
         ] {
             push(
                 Tuning::default()
@@ -400,7 +420,9 @@ pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
                     .with("bn", bn)
                     .with("bk", bk)
                     .with("wg", wg)
-                    .with("sgn", sgn),
+                    .with("sgn", sgn)
+                    .with("stages", stages)
+                    .with("direct", direct),
             );
         }
     }
