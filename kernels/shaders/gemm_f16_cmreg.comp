@@ -28,7 +28,9 @@
 // Specialization constants: 0 BM, 1 BN, 2 BK (multiples of 16), 3 workgroup
 // size (a multiple of SG), 4 SGN (subgroups side by side along N; the rest
 // stack along M), 5 SG (the device's subgroup size), 6 STAGES (1 or 2),
-// 7 DIRECT (0 or 1).
+// 7 DIRECT (0 or 1), 8 GROUP_M (0: blocks in dispatch order; g > 0: the
+// dispatch walks g block rows at a time, column by column, so that
+// workgroups running at the same time share A and B panels in L2).
 
 layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint BM = 128;
@@ -38,6 +40,7 @@ layout(constant_id = 4) const uint SGN = 2;
 layout(constant_id = 5) const uint SG = 32;
 layout(constant_id = 6) const uint STAGES = 2;
 layout(constant_id = 7) const uint DIRECT = 0;
+layout(constant_id = 8) const uint GROUP_M = 0;
 
 layout(set = 0, binding = 0) readonly buffer A { uvec4 a[]; };
 layout(set = 0, binding = 1) readonly buffer B { uvec4 b[]; };
@@ -108,8 +111,19 @@ void main() {
     uint sg = gl_SubgroupID;
     uint wm0 = (sg / SGN) * WM;
     uint wn0 = (sg % SGN) * WN;
-    uint row0 = gl_WorkGroupID.y * BM;
-    uint col0 = gl_WorkGroupID.x * BN;
+    uint bi = gl_WorkGroupID.y;
+    uint bj = gl_WorkGroupID.x;
+    if (GROUP_M > 0u) {
+        uint nbn = gl_NumWorkGroups.x;
+        uint id = gl_WorkGroupID.y * nbn + gl_WorkGroupID.x;
+        uint per_group = GROUP_M * nbn;
+        uint first = (id / per_group) * GROUP_M;
+        uint rows = min(gl_NumWorkGroups.y - first, GROUP_M);
+        bi = first + (id % per_group) % rows;
+        bj = (id % per_group) / rows;
+    }
+    uint row0 = bi * BM;
+    uint col0 = bj * BN;
 
     coopmat<float, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator> acc[TM * TN];
     [[unroll]] for (uint i = 0u; i < TM * TN; i++) {

@@ -252,7 +252,9 @@ fn cmreg(
 ) -> Result<Plan, RuntimeError> {
     super::check_keys(
         t,
-        &["coopmat", "bm", "bn", "bk", "wg", "sgn", "stages", "direct"],
+        &[
+            "coopmat", "bm", "bn", "bk", "wg", "sgn", "stages", "direct", "group_m",
+        ],
     )?;
     let sg = lim.subgroup_size.ok_or_else(|| {
         RuntimeError::Unsupported("gemm_f16_cmreg needs a fixed subgroup size".into())
@@ -271,9 +273,11 @@ fn cmreg(
         g("sgn", CMREG_DEFAULT.4),
     );
     let (stages, direct) = (g("stages", CMREG_DEFAULT.5), g("direct", CMREG_DEFAULT.6));
-    if !(1..=2).contains(&stages) || direct > 1 {
+    let group_m = g("group_m", 0);
+    if !(1..=2).contains(&stages) || direct > 1 || group_m > 64 {
         return Err(bad(format!(
-            "gemm_f16_cmreg stages={stages} direct={direct}: stages 1 or 2, direct 0 or 1"
+            "gemm_f16_cmreg stages={stages} direct={direct} group_m={group_m}: stages 1 or 2, \
+             direct 0 or 1, group_m 0..=64"
         )));
     }
     let tiles_ok = [bm, bn, bk].iter().all(|v| *v > 0 && v % 16 == 0)
@@ -318,9 +322,15 @@ fn cmreg(
         .with("sgn", sgn)
         .with("stages", stages)
         .with("direct", direct);
+    // Only recorded when set: caches written before the key existed still match.
+    let tuning = if group_m > 0 {
+        tuning.with("group_m", group_m)
+    } else {
+        tuning
+    };
     Ok(plan_of(
         "gemm_f16_cmreg",
-        vec![bm, bn, bk, wg, sgn, sg, stages, direct],
+        vec![bm, bn, bk, wg, sgn, sg, stages, direct, group_m],
         tuning,
         d,
     ))
@@ -399,19 +409,18 @@ fn coop_shared(
 pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
     let f16 = matches!(op, Op::GemmF16 { .. });
     if f16 {
-        // (bm, bn, bk, wg, sgn, stages, direct)
-        for (bm, bn, bk, wg, sgn, stages, direct) in [
-            (128, 128, 64, 128, 2, 1, 1),
-            (128, 128, 32, 128, 2, 2, 0),
-            (128, 128, 32, 128, 2, 2, 1),
-            (128, 128, 32, 128, 2, 1, 0),
-            (128, 128, 64, 128, 2, 1, 0),
-            (128, 256, 32, 256, 4, 1, 0),
-            (128, 256, 32, 256, 4, 1, 1),
-            (256, 128, 32, 256, 2, 1, 0),
-            (256, 128, 32, 256, 2, 1, 1),
-            (64, 128, 32, 64, 2, 2, 0),
-            (64, 128, 32, 64, 2, 2, 1),
+        // (bm, bn, bk, wg, sgn, stages, direct, group_m)
+        for (bm, bn, bk, wg, sgn, stages, direct, group_m) in [
+            (128, 128, 64, 128, 2, 1, 1, 0),
+            (128, 128, 64, 128, 2, 1, 0, 0),
+            (128, 128, 64, 128, 2, 1, 1, 8),
+            (128, 128, 32, 128, 2, 2, 0, 0),
+            (128, 128, 32, 128, 2, 2, 1, 0),
+            (128, 256, 32, 256, 4, 1, 0, 0),
+            (256, 128, 32, 256, 2, 1, 0, 0),
+            (64, 128, 32, 64, 2, 2, 0, 0),
+            // 64x32 per subgroup: half the accumulators, more workgroups per SM.
+            (128, 64, 32, 128, 2, 2, 0, 0),
         ] {
             push(
                 Tuning::default()
@@ -422,7 +431,8 @@ pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
                     .with("wg", wg)
                     .with("sgn", sgn)
                     .with("stages", stages)
-                    .with("direct", direct),
+                    .with("direct", direct)
+                    .with("group_m", group_m),
             );
         }
     }
@@ -485,5 +495,180 @@ pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
         } else {
             t
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the H200's driver reports (docs/performance.md, vulkaninfo).
+    fn h200() -> Limits {
+        Limits {
+            max_range: u32::MAX as u64,
+            offset_align: 16,
+            max_invocations: 1024,
+            max_shared: 49152,
+            subgroup_arith: true,
+            coop_f16: Some((16, 8, 16)),
+            f16_storage: true,
+            coop2: true,
+            coop16: true,
+            subgroup_size: Some(32),
+        }
+    }
+
+    fn f16(m: usize, n: usize, k: usize) -> Op {
+        Op::GemmF16 { m, n, k }
+    }
+
+    fn run_plan(op: &Op, t: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError> {
+        let (Op::GemmF16 { m, n, k } | Op::GemmF32 { m, n, k }) = *op else {
+            unreachable!()
+        };
+        plan(op, m, n, k, t, lim)
+    }
+
+    #[test]
+    fn defaults_pick_the_fast_kernels_where_they_apply() {
+        let lim = h200();
+        let p = run_plan(&f16(4096, 4096, 4096), &Tuning::default(), &lim).unwrap();
+        assert_eq!(p.shader, "gemm_f16_cmreg");
+        // bm bn bk wg sgn sg stages direct group_m, as the shader numbers them.
+        assert_eq!(p.spec, vec![128, 128, 64, 128, 2, 32, 1, 1, 0]);
+        // Not a multiple of the block: the NV kernel, which takes any shape.
+        let p = run_plan(&f16(4100, 4096, 4096), &Tuning::default(), &lim).unwrap();
+        assert_eq!(p.shader, "gemm_f16_cm2");
+        let p = run_plan(
+            &Op::GemmF32 {
+                m: 4096,
+                n: 4096,
+                k: 4096,
+            },
+            &Tuning::default(),
+            &lim,
+        )
+        .unwrap();
+        assert_eq!(
+            (p.shader, p.spec.clone()),
+            ("gemm_f32_v4", vec![128, 128, 8, 256])
+        );
+        let p = run_plan(
+            &Op::GemmF32 {
+                m: 100,
+                n: 90,
+                k: 70,
+            },
+            &Tuning::default(),
+            &lim,
+        )
+        .unwrap();
+        assert_eq!(p.shader, "gemm_f32");
+    }
+
+    #[test]
+    fn a_device_with_two_subgroup_sizes_never_gets_cmreg() {
+        // RDNA-like: wave32 and wave64 both possible, KHR cooperative matrix, no NV extension.
+        let lim = Limits {
+            subgroup_size: None,
+            coop2: false,
+            max_shared: 65536,
+            ..h200()
+        };
+        let p = run_plan(&f16(4096, 4096, 4096), &Tuning::default(), &lim).unwrap();
+        assert_eq!(p.shader, "gemm_f16_coopmat");
+        let err = run_plan(
+            &f16(4096, 4096, 4096),
+            &Tuning::default().with("coopmat", 3),
+            &lim,
+        )
+        .err()
+        .unwrap();
+        assert!(err.to_string().contains("subgroup size"), "{err}");
+    }
+
+    #[test]
+    fn the_spec_constants_carry_every_tuning_key() {
+        // Device run 11 ran every cmreg candidate with the shader's default
+        // stages because the planner dropped them: the spec must follow the tuning.
+        let lim = h200();
+        let t = Tuning::default()
+            .with("coopmat", 3)
+            .with("bk", 32)
+            .with("stages", 2)
+            .with("direct", 0)
+            .with("group_m", 8);
+        let p = run_plan(&f16(8192, 8192, 8192), &t, &lim).unwrap();
+        assert_eq!(p.spec, vec![128, 128, 32, 128, 2, 32, 2, 0, 8]);
+        assert_eq!(p.tuning.get("group_m"), Some(8));
+        assert_eq!(p.tuning.get("stages"), Some(2));
+        let p = run_plan(&f16(8192, 8192, 8192), &Tuning::default(), &lim).unwrap();
+        assert_eq!(
+            p.tuning.get("group_m"),
+            None,
+            "unset keys stay out of the cache"
+        );
+    }
+
+    #[test]
+    fn shared_memory_over_the_device_limit_is_refused() {
+        // Two stages of 128x128x64 with padded rows: 2 * (128*9 + 64*17) * 16
+        // = 71680 bytes, over the 49152 the H200 reports.
+        let t = Tuning::default()
+            .with("coopmat", 3)
+            .with("bk", 64)
+            .with("stages", 2);
+        let err = run_plan(&f16(4096, 4096, 4096), &t, &h200()).err().unwrap();
+        assert!(err.to_string().contains("71680 bytes"), "{err}");
+        // A device with that much accepts it.
+        let big = Limits {
+            max_shared: 71680,
+            ..h200()
+        };
+        run_plan(&f16(4096, 4096, 4096), &t, &big).unwrap();
+    }
+
+    #[test]
+    fn every_candidate_plans_within_the_limits() {
+        for lim in [
+            h200(),
+            Limits {
+                subgroup_size: None,
+                coop2: false,
+                ..h200()
+            },
+            Limits {
+                coop_f16: None,
+                coop2: false,
+                coop16: false,
+                max_shared: 32768,
+                max_invocations: 256,
+                ..h200()
+            },
+        ] {
+            for op in [
+                f16(4096, 4096, 4096),
+                Op::GemmF32 {
+                    m: 4096,
+                    n: 4096,
+                    k: 4096,
+                },
+            ] {
+                let mut n = 0;
+                candidates(&op, &lim, &mut |t| {
+                    if let Ok(p) = run_plan(&op, &t, &lim) {
+                        n += 1;
+                        // The workgroup size (spec 3 or 5) never exceeds the device's.
+                        let wg = match p.shader {
+                            "gemm_f32" | "gemm_f16" => p.spec[5],
+                            "gemm_f16_coopmat" => p.spec[5],
+                            _ => p.spec[3],
+                        };
+                        assert!(wg <= lim.max_invocations, "{} {t}", p.shader);
+                    }
+                });
+                assert!(n >= 4, "{op}: only {n} candidates plan");
+            }
+        }
     }
 }
