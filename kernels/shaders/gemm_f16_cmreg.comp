@@ -30,7 +30,10 @@
 // stack along M), 5 SG (the device's subgroup size), 6 STAGES (1 or 2),
 // 7 DIRECT (0 or 1), 8 GROUP_M (0: blocks in dispatch order; g > 0: the
 // dispatch walks g block rows at a time, column by column, so that
-// workgroups running at the same time share A and B panels in L2).
+// workgroups running at the same time share A and B panels in L2),
+// 9 PROBE (diagnostic, never a default or tuning candidate: 1 skips every
+// load after the first slice, so the result is wrong and the time is the
+// ceiling of the multiply loop alone, shared-memory reads included).
 
 layout(local_size_x_id = 3) in;
 layout(constant_id = 0) const uint BM = 128;
@@ -41,6 +44,8 @@ layout(constant_id = 5) const uint SG = 32;
 layout(constant_id = 6) const uint STAGES = 2;
 layout(constant_id = 7) const uint DIRECT = 0;
 layout(constant_id = 8) const uint GROUP_M = 0;
+layout(constant_id = 9) const uint PROBE = 0;
+layout(constant_id = 10) const uint BSRC = 0;
 
 layout(set = 0, binding = 0) readonly buffer A { uvec4 a[]; };
 layout(set = 0, binding = 1) readonly buffer B { uvec4 b[]; };
@@ -60,13 +65,13 @@ const uint BST = BN / 8u + 1u;
 const uint A_STAGE = BM * AST;
 const uint B_STAGE = BK * BST;
 const uint A_PER = BM * BK / 8u / WG;
-const uint B_PER = BK * BN / 8u / WG;
+const uint B_PER = (BK * BN / 8u / WG) * (1u - BSRC);
 
 shared uvec4 As[STAGES * A_STAGE];
-shared uvec4 Bs[STAGES * B_STAGE];
+shared uvec4 Bs[STAGES * B_STAGE * (1u - BSRC) + BSRC];
 
 uvec4 ga[A_PER];
-uvec4 gb[B_PER];
+uvec4 gb[B_PER + BSRC];
 
 void fetch(uint k0, uint row0, uint col0) {
     uint kv = p.K / 8u;
@@ -140,7 +145,7 @@ void main() {
     uint slices = p.K / BK;
     for (uint t = 0u; t < slices; t++) {
         uint s = STAGES == 2u ? (t & 1u) : 0u;
-        bool more = t + 1u < slices;
+        bool more = t + 1u < slices && PROBE == 0u;
         uint kn = (t + 1u) * BK;
         if (more) {
             if (DIRECT == 0u) {
@@ -157,8 +162,13 @@ void main() {
                             gl_CooperativeMatrixLayoutRowMajor);
             }
             [[unroll]] for (uint j = 0u; j < TN; j++) {
-                coopMatLoad(mb[j], Bs, s * B_STAGE + kk * BST + (wn0 + j * T) / 8u, BST,
-                            gl_CooperativeMatrixLayoutRowMajor);
+                if (BSRC == 1u) {
+                    coopMatLoad(mb[j], b, (t * BK + kk) * (p.N / 8u) + (col0 + wn0 + j * T) / 8u,
+                                p.N / 8u, gl_CooperativeMatrixLayoutRowMajor);
+                } else {
+                    coopMatLoad(mb[j], Bs, s * B_STAGE + kk * BST + (wn0 + j * T) / 8u, BST,
+                                gl_CooperativeMatrixLayoutRowMajor);
+                }
             }
             [[unroll]] for (uint i = 0u; i < TM; i++) {
                 [[unroll]] for (uint j = 0u; j < TN; j++) {

@@ -9,7 +9,11 @@
 //! subgroup size), 2 the NV cooperative-matrix-2 kernel (`gemm_f16_cm2`),
 //! 3 the KHR kernel with register accumulators (`gemm_f16_cmreg`). f32 has
 //! `v4`: 1 the vec4, double-buffered kernel (`gemm_f32_v4`), 0 the scalar
-//! tiled one (`gemm_f32`). The rest are tile sizes.
+//! tiled one (`gemm_f32`). The rest are tile sizes, except `probe=1` for
+//! `gemm_f16_cmreg`: a diagnostic that skips the k loop's loads (wrong
+//! results, so it can only be asked for explicitly, e.g. through a tuning
+//! cache entry; the checks then fail the gate) to measure the multiply
+//! loop's own ceiling (docs/performance.md).
 
 use super::{bad, Dispatch, Limits, Plan, MAX_GROUPS};
 use crate::{Op, RuntimeError, Tuning};
@@ -253,7 +257,8 @@ fn cmreg(
     super::check_keys(
         t,
         &[
-            "coopmat", "bm", "bn", "bk", "wg", "sgn", "stages", "direct", "group_m",
+            "coopmat", "bm", "bn", "bk", "wg", "sgn", "stages", "direct", "group_m", "probe",
+            "bsrc",
         ],
     )?;
     let sg = lim.subgroup_size.ok_or_else(|| {
@@ -274,10 +279,12 @@ fn cmreg(
     );
     let (stages, direct) = (g("stages", CMREG_DEFAULT.5), g("direct", CMREG_DEFAULT.6));
     let group_m = g("group_m", 0);
-    if !(1..=2).contains(&stages) || direct > 1 || group_m > 64 {
+    let probe = g("probe", 0);
+    let bsrc = g("bsrc", 0);
+    if !(1..=2).contains(&stages) || direct > 1 || group_m > 64 || probe > 1 || bsrc > 1 {
         return Err(bad(format!(
-            "gemm_f16_cmreg stages={stages} direct={direct} group_m={group_m}: stages 1 or 2, \
-             direct 0 or 1, group_m 0..=64"
+            "gemm_f16_cmreg stages={stages} direct={direct} group_m={group_m} probe={probe} \
+             bsrc={bsrc}: stages 1 or 2, direct 0 or 1, group_m 0..=64, probe and bsrc 0 or 1"
         )));
     }
     let tiles_ok = [bm, bn, bk].iter().all(|v| *v > 0 && v % 16 == 0)
@@ -287,13 +294,13 @@ fn cmreg(
         && (wg / sg) % sgn == 0
         && wg <= lim.max_invocations;
     let sgm = if tiles_ok { wg / sg / sgn } else { 0 };
-    let shared = stages * 16 * (bm * (bk / 8 + 1) + bk * (bn / 8 + 1));
+    let shared = stages * 16 * (bm * (bk / 8 + 1) + (1 - bsrc) * bk * (bn / 8 + 1));
     if !tiles_ok
         || sgm == 0
         || bm % (sgm * 16) != 0
         || bn % (sgn * 16) != 0
         || (bm * bk / 8) % wg != 0
-        || (bk * bn / 8) % wg != 0
+        || (bsrc == 0 && (bk * bn / 8) % wg != 0)
         || (bm / sgm / 16) * (bn / sgn / 16) > 32
         || shared > lim.max_shared
     {
@@ -328,9 +335,21 @@ fn cmreg(
     } else {
         tuning
     };
+    let tuning = if probe > 0 {
+        tuning.with("probe", probe)
+    } else {
+        tuning
+    };
+    let tuning = if bsrc > 0 {
+        tuning.with("bsrc", bsrc)
+    } else {
+        tuning
+    };
     Ok(plan_of(
         "gemm_f16_cmreg",
-        vec![bm, bn, bk, wg, sgn, sg, stages, direct, group_m],
+        vec![
+            bm, bn, bk, wg, sgn, sg, stages, direct, group_m, probe, bsrc,
+        ],
         tuning,
         d,
     ))
@@ -435,6 +454,28 @@ pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
                     .with("group_m", group_m),
             );
         }
+        // B straight from the buffer; A alone in shared memory, two deep stages.
+        for (bm, bn, bk, wg, sgn, stages, direct) in [
+            (128, 128, 64, 128, 2, 2, 0),
+            (128, 128, 64, 128, 2, 2, 1),
+            (128, 128, 32, 128, 2, 2, 0),
+            (128, 256, 64, 256, 4, 2, 0),
+            (256, 128, 32, 256, 2, 2, 0),
+            (128, 128, 128, 128, 2, 1, 1),
+        ] {
+            push(
+                Tuning::default()
+                    .with("coopmat", 3)
+                    .with("bm", bm)
+                    .with("bn", bn)
+                    .with("bk", bk)
+                    .with("wg", wg)
+                    .with("sgn", sgn)
+                    .with("stages", stages)
+                    .with("direct", direct)
+                    .with("bsrc", 1),
+            );
+        }
     }
     if lim.coop2 && f16 {
         for (bm, bn, bk, wg, uk) in [
@@ -534,8 +575,8 @@ mod tests {
         let lim = h200();
         let p = run_plan(&f16(4096, 4096, 4096), &Tuning::default(), &lim).unwrap();
         assert_eq!(p.shader, "gemm_f16_cmreg");
-        // bm bn bk wg sgn sg stages direct group_m, as the shader numbers them.
-        assert_eq!(p.spec, vec![128, 128, 64, 128, 2, 32, 1, 1, 0]);
+        // bm bn bk wg sgn sg stages direct group_m probe bsrc, as the shader numbers them.
+        assert_eq!(p.spec, vec![128, 128, 64, 128, 2, 32, 1, 1, 0, 0, 0]);
         // Not a multiple of the block: the NV kernel, which takes any shape.
         let p = run_plan(&f16(4100, 4096, 4096), &Tuning::default(), &lim).unwrap();
         assert_eq!(p.shader, "gemm_f16_cm2");
@@ -599,7 +640,7 @@ mod tests {
             .with("direct", 0)
             .with("group_m", 8);
         let p = run_plan(&f16(8192, 8192, 8192), &t, &lim).unwrap();
-        assert_eq!(p.spec, vec![128, 128, 32, 128, 2, 32, 2, 0, 8]);
+        assert_eq!(p.spec, vec![128, 128, 32, 128, 2, 32, 2, 0, 8, 0, 0]);
         assert_eq!(p.tuning.get("group_m"), Some(8));
         assert_eq!(p.tuning.get("stages"), Some(2));
         let p = run_plan(&f16(8192, 8192, 8192), &Tuning::default(), &lim).unwrap();
