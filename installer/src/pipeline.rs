@@ -41,6 +41,10 @@ pub struct Plan {
     pub wheels: Vec<WheelPin>,
     /// Probe summary (what the profile was chosen from).
     pub probe: serde_json::Value,
+    /// The interpreter query's answer, stored in the query cache once the
+    /// install starts writing (planning writes nothing).
+    #[serde(skip)]
+    pub queried_interpreter: Option<Interpreter>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -64,68 +68,88 @@ pub struct PlanInput<'a> {
 }
 
 /// Step 1: every input read and validated, nothing written.
+///
+/// The probe runs on its own thread while the interpreter is asked (when
+/// the profile or the interpreter path is already known) and the lockfile of
+/// a `--profile` is read: a warm `greta install` spends its plan time on
+/// whichever is slowest, not on their sum.
 pub fn plan(input: &PlanInput) -> Result<Plan> {
     let matrix = Matrix::load(input.lock_dir)?;
-    // With --profile the interpreter does not depend on the facts: ask it
-    // while the probe runs.
-    let early = match input.profile.and_then(|n| matrix.profile(n).ok()) {
-        Some(p) if input.probe => {
-            let p = p.clone();
-            let (path, version) = (
-                input.python.map(Path::to_path_buf),
-                input.python_version.map(String::from),
+    let cache_dir = Cache::default_root().ok();
+    let forced = input.profile.and_then(|n| matrix.profile(n).ok());
+    std::thread::scope(|s| {
+        let probe = input
+            .probe
+            .then(|| s.spawn(|| probe_facts(input.sysroot, input.profile.is_some())));
+        // The interpreter does not depend on the facts when its path is
+        // given or the profile is forced: ask it while the probe runs.
+        let early = match (input.python, forced) {
+            (Some(_), _) | (None, Some(_)) if input.probe => {
+                let cache = cache_dir.as_deref();
+                Some(s.spawn(move || match forced {
+                    Some(p) => interpreter(p, input.python, input.python_version, cache),
+                    None => interpreter_at(input.python.expect("path given"), cache),
+                }))
+            }
+            _ => None,
+        };
+        let forced_lock = forced.map(|p| (p.name.clone(), Lockfile::load(&p.lockfile)));
+        let (facts, probe) = match probe {
+            Some(h) => h
+                .join()
+                .map_err(|_| anyhow::anyhow!("the probe panicked"))??,
+            None => (
+                Default::default(),
+                serde_json::json!({"sources": ["not probed: bundle for another node"]}),
+            ),
+        };
+        let sel: Selection = matrix.select_with(&facts, input.profile)?;
+        let profile = matrix.profile(&sel.profile)?.clone();
+        profile.ensure_locked()?;
+        let (interp, why, queried) = match early {
+            Some(h) => h
+                .join()
+                .map_err(|_| anyhow::anyhow!("interpreter check panicked"))??,
+            None => interpreter(
+                &profile,
+                input.python,
+                input.python_version,
+                cache_dir.as_deref(),
+            )?,
+        };
+        let lockfile = match forced_lock {
+            Some((name, l)) if name == profile.name => l?,
+            _ => Lockfile::load(&profile.lockfile)?,
+        };
+        let wheels = lock::resolve(&profile, &lockfile, &interp)?;
+        if wheels.is_empty() {
+            bail!(
+                "{}: no package applies to {}",
+                lockfile.path.display(),
+                interp.describe()
             );
-            Some(std::thread::spawn(move || {
-                interpreter(&p, path.as_deref(), version.as_deref())
-            }))
         }
-        _ => None,
-    };
-    let (facts, probe) = if input.probe {
-        probe_facts(input.sysroot)?
-    } else {
-        (
-            Default::default(),
-            serde_json::json!({"sources": ["not probed: bundle for another node"]}),
-        )
-    };
-    let sel: Selection = matrix.select_with(&facts, input.profile)?;
-    let profile = matrix.profile(&sel.profile)?.clone();
-    profile.ensure_locked()?;
-    let (interp, why) = match early {
-        Some(h) if sel.profile == profile.name => h
-            .join()
-            .map_err(|_| anyhow::anyhow!("interpreter check panicked"))??,
-        _ => interpreter(&profile, input.python, input.python_version)?,
-    };
-    let lockfile = Lockfile::load(&profile.lockfile)?;
-    let wheels = lock::resolve(&profile, &lockfile, &interp)?;
-    if wheels.is_empty() {
-        bail!(
-            "{}: no package applies to {}",
-            lockfile.path.display(),
-            interp.describe()
-        );
-    }
-    for w in &wheels {
-        artifact(w).validate()?;
-    }
-    Ok(Plan {
-        profile: profile.name.clone(),
-        backend: profile.backend.as_str().to_string(),
-        backend_version: profile.backend_version.clone(),
-        reasons: sel.reasons,
-        warnings: sel.warnings,
-        env_vars: sel.env_vars.into_iter().collect(),
-        python: PythonPlan {
-            path: interp.path.clone(),
-            version: interp.version.clone(),
-            why,
-        },
-        lockfile: lockfile.path.clone(),
-        lock_sha256: lockfile.sha256.clone(),
-        wheels,
-        probe,
+        for w in &wheels {
+            artifact(w).validate()?;
+        }
+        Ok(Plan {
+            profile: profile.name.clone(),
+            backend: profile.backend.as_str().to_string(),
+            backend_version: profile.backend_version.clone(),
+            reasons: sel.reasons,
+            warnings: sel.warnings,
+            env_vars: sel.env_vars.into_iter().collect(),
+            python: PythonPlan {
+                path: interp.path.clone(),
+                version: interp.version.clone(),
+                why,
+            },
+            lockfile: lockfile.path.clone(),
+            lock_sha256: lockfile.sha256.clone(),
+            wheels,
+            probe,
+            queried_interpreter: queried,
+        })
     })
 }
 
@@ -142,15 +166,82 @@ pub fn artifact(w: &WheelPin) -> Artifact {
 
 /// Facts for profile choice, from the live machine or a captured sysroot
 /// (the doctor's engine, read-only), plus the summary kept in the receipt.
-fn probe_facts(sysroot: Option<&Path>) -> Result<(greta_probe::facts::Facts, serde_json::Value)> {
-    let root = match sysroot {
-        Some(d) => greta_probe::root::Root::sysroot(d)
-            .with_context(|| format!("--sysroot {}", d.display()))?,
-        None => greta_probe::root::Root::live(),
+///
+/// Live, install reads only what the choice depends on: PCI (GPUs, kernel
+/// driver), KFD (gfx targets), device nodes and ROCm, a few milliseconds of
+/// file reads. The Vulkan ICD manifests (for the receipt's summary) are read
+/// too, without loading the drivers; a Vulkan enumeration (loading every driver, 10-100 ms) and
+/// the scan of Python interpreters on PATH (the doctor's business) are
+/// skipped, except that a GPU visible only through Vulkan (WSL2, no PCI
+/// sysfs) must still be seen when greta chooses the profile: with no
+/// `--profile` and nothing found on PCI/KFD/ROCm, Vulkan is enumerated too.
+/// A captured sysroot is replayed whole (no live cost, and the captures
+/// may hold only the Vulkan side).
+fn probe_facts(
+    sysroot: Option<&Path>,
+    profile_forced: bool,
+) -> Result<(greta_probe::facts::Facts, serde_json::Value)> {
+    use greta_probe::live;
+    let facts = match sysroot {
+        Some(d) => {
+            let root = greta_probe::root::Root::sysroot(d)
+                .with_context(|| format!("--sysroot {}", d.display()))?;
+            greta_probe::collect::collect(&root).0
+        }
+        None => {
+            let root = greta_probe::root::Root::live();
+            let mut f = greta_probe::facts::Facts {
+                sources: vec![root.source_label()],
+                ..Default::default()
+            };
+            live::pci::collect(&root, &mut f);
+            live::kfd::collect(&root, &mut f);
+            live::nodes::collect(&root, &mut f);
+            live::rocm::collect(
+                &root,
+                &mut f,
+                greta_probe::collect::default_parsers().rocminfo,
+            );
+            let found_gpu = !f.gpus.is_empty() || !f.rocm.agent_gfx.is_empty();
+            if !profile_forced && !found_gpu {
+                live::icd::collect(&root, &mut f);
+                live::vkdev::collect(
+                    &root,
+                    &mut f,
+                    greta_probe::collect::default_parsers().vulkaninfo,
+                );
+            } else {
+                f.vulkan.drivers = vulkan_driver_kinds(&root);
+            }
+            f
+        }
     };
-    let facts = greta_probe::collect::collect(&root).0;
     let summary = probe_summary(&facts);
     Ok((facts, summary))
+}
+
+/// The kinds of the Vulkan drivers whose ICD manifests the loader would
+/// find (what the receipt's summary records), read from the manifests
+/// alone: the doctor also loads each driver library, which costs tens of
+/// milliseconds and decides nothing here.
+fn vulkan_driver_kinds(
+    root: &greta_probe::root::Root,
+) -> Vec<greta_probe::facts::VulkanDriverKind> {
+    use greta_probe::live::icd;
+    let mut kinds = Vec::new();
+    for (manifest, _) in icd::search_manifests(root) {
+        let lib = root
+            .read(&manifest)
+            .ok()
+            .and_then(|t| icd::parse_manifest(&t).ok())
+            .map(|(lib, _)| lib)
+            .unwrap_or_default();
+        let k = icd::classify(&manifest, &lib);
+        if k != greta_probe::facts::VulkanDriverKind::Other && !kinds.contains(&k) {
+            kinds.push(k);
+        }
+    }
+    kinds
 }
 
 /// The facts a support engineer needs to judge an env: GPUs, driver, ROCm.
@@ -181,7 +272,8 @@ fn interpreter(
     profile: &Profile,
     path: Option<&Path>,
     version: Option<&str>,
-) -> Result<(Interpreter, String)> {
+    cache: Option<&Path>,
+) -> Result<Found> {
     if let Some(v) = version {
         let i = Interpreter::synthetic(v, lock::host_glibc())?;
         if !profile.supports_python(&i.xy()) {
@@ -194,11 +286,10 @@ fn interpreter(
                 fix: format!("use one of Python {}", profile.python.join(", ")),
             });
         }
-        return Ok((i, format!("--python {v} (no interpreter run)")));
+        return Ok((i, format!("--python {v} (no interpreter run)"), None));
     }
     if let Some(p) = path {
-        let i = Interpreter::inspect(p)?;
-        return Ok((behind_shim(i), format!("--python {}", p.display())));
+        return interpreter_at(p, cache);
     }
     let mut tried = Vec::new();
     for xy in profile
@@ -209,15 +300,15 @@ fn interpreter(
     {
         let exe = format!("python{xy}");
         if let Ok(p) = which::which(&exe) {
-            match Interpreter::inspect(&p) {
+            match Interpreter::inspect_cached(&p, cache) {
                 Ok(i) if i.xy() == *xy => {
-                    let i = behind_shim(i);
                     return Ok((
-                        i,
+                        behind_shim(i.clone()),
                         format!(
                             "newest Python on PATH that {} supports ({exe})",
                             profile.name
                         ),
+                        Some(i),
                     ));
                 }
                 Ok(i) => tried.push(format!("{} is {}", p.display(), i.version)),
@@ -226,9 +317,13 @@ fn interpreter(
         }
     }
     if let Ok(p) = which::which("python3") {
-        if let Ok(i) = Interpreter::inspect(&p) {
+        if let Ok(i) = Interpreter::inspect_cached(&p, cache) {
             if profile.supports_python(&i.xy()) {
-                return Ok((behind_shim(i), "python3 on PATH".to_string()));
+                return Ok((
+                    behind_shim(i.clone()),
+                    "python3 on PATH".to_string(),
+                    Some(i),
+                ));
             }
             tried.push(format!("{} is {}", p.display(), i.version));
         }
@@ -243,6 +338,20 @@ fn interpreter(
         fix: format!("install one (e.g. apt-get install python3 python3-venv) or pass --python PATH to a Python {}", profile.python.join("/")),
     }
     .into())
+}
+
+/// An interpreter to build with, why it was chosen, and the answer of the
+/// query as asked (before a shim was looked behind), for the query cache.
+type Found = (Interpreter, String, Option<Interpreter>);
+
+/// `--python PATH`: that interpreter (behind a pyenv-style shim).
+fn interpreter_at(p: &Path, cache: Option<&Path>) -> Result<Found> {
+    let i = Interpreter::inspect_cached(p, cache)?;
+    Ok((
+        behind_shim(i.clone()),
+        format!("--python {}", p.display()),
+        Some(i),
+    ))
 }
 
 /// pyenv/asdf put shell scripts named `python3.X` on PATH that cost a
@@ -349,6 +458,8 @@ pub struct InstallInput {
     pub installer: installer::Choice,
     pub smoke: bool,
     pub import_timeout: Duration,
+    /// Rebuild even when the env is up to date.
+    pub reinstall: bool,
     /// Print progress lines to stderr.
     pub verbose: bool,
 }
@@ -380,8 +491,20 @@ pub struct InstallReport {
     pub checks: serde_json::Value,
     pub findings: Vec<check::Finding>,
     pub smoke: SmokeReport,
+    /// How the venv was made ("uv venv", "uv venv (restored from its
+    /// template)", "python -m venv"); empty when none was made.
+    pub venv: String,
     /// True when the env was swapped into place.
     pub installed: bool,
+    /// The env was already exactly this install (verified, see
+    /// `envs::current`): nothing was fetched, built or swapped.
+    pub up_to_date: bool,
+    /// Why an existing env was rebuilt (None: there was none, or `--reinstall`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rebuilt_because: Option<String>,
+    /// What the up-to-date check verified (present when `up_to_date`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verified: Option<serde_json::Value>,
     pub timings_ms: BTreeMap<String, u128>,
 }
 
@@ -402,6 +525,11 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
 
     let guard = root.lock(&input.name)?;
     let recovery = root.recover(&input.name, &guard)?;
+    if let Some(i) = &plan.queried_interpreter {
+        if let Some(p) = &i.path {
+            i.remember(p, cache.root());
+        }
+    }
     timings.insert("prepare".into(), t0.elapsed().as_millis());
     for p in &recovery.removed_staging {
         say(
@@ -420,6 +548,65 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
                 root.env_path(&input.name).display()
             ),
         );
+    }
+
+    // Already built from exactly this plan? Then there is nothing to do.
+    let env_path = root.env_path(&input.name);
+    let mut rebuilt_because = None;
+    let mut damaged_in_place = None;
+    if !input.reinstall && env_path.exists() {
+        let t = Instant::now();
+        match up_to_date(plan, input, &env_path) {
+            Ok(v) => {
+                timings.insert("verify".into(), t.elapsed().as_millis());
+                timings.insert("total".into(), t0.elapsed().as_millis());
+                drop(guard);
+                let wheels = plan
+                    .wheels
+                    .iter()
+                    .map(|w| WheelReport {
+                        name: w.name.clone(),
+                        version: w.version.clone(),
+                        filename: w.filename.clone(),
+                        sha256: w.sha256.clone(),
+                        source: fetch::Source::Installed,
+                        replaced_corrupt: None,
+                    })
+                    .collect();
+                return Ok(InstallReport {
+                    env: env_path,
+                    installer: v.receipt.installer.clone(),
+                    wheels,
+                    recovery,
+                    checks: v.receipt.checks.clone(),
+                    findings: vec![],
+                    smoke: SmokeReport {
+                        status: "skipped".into(),
+                        note: "the env is up to date; nothing was rebuilt (`greta smoke` runs the gate)"
+                            .into(),
+                    },
+                    venv: String::new(),
+                    installed: false,
+                    up_to_date: true,
+                    rebuilt_because: None,
+                    verified: Some(serde_json::json!({
+                        "receipt_created": v.receipt.created,
+                        "distributions": v.distributions,
+                        "files": v.files,
+                    })),
+                    timings_ms: timings,
+                });
+            }
+            Err(stale) => {
+                say(
+                    input.verbose,
+                    format!("rebuilding the env: {}", stale.reason),
+                );
+                rebuilt_because = Some(stale.reason);
+                damaged_in_place = stale.changed_in_place;
+            }
+        }
+        timings.insert("verify".into(), t.elapsed().as_millis());
     }
 
     // Step 2: wheels.
@@ -481,18 +668,41 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
         say(input.verbose, format!("installer: {how}"));
     }
     let staging = Staging::create(&root, &input.name)?;
-    staging.make_venv(&python, &tool)?;
+    let venv_how = staging.make_venv(&python, &tool, Some(cache.root()))?;
     timings.insert("venv".into(), t.elapsed().as_millis());
     pause_at("venv");
     let t = Instant::now();
     // "uv 0.9.1" for the receipt, asked while the install runs.
     let describe = {
         let (tool, vp) = (tool.clone(), staging.path.join("bin").join("python"));
-        std::thread::spawn(move || tool.describe(&vp))
+        let cache_root = cache.root().to_path_buf();
+        std::thread::spawn(move || tool.describe_cached(&vp, Some(&cache_root)))
     };
+    // The import-check interpreters start now and wait: their start-up
+    // overlaps the install (they import nothing before it is done).
+    let names: Vec<String> = plan.wheels.iter().map(|w| w.name.clone()).collect();
+    let modules = check::modules_for(&names);
+    let prestarted = check::prestart(&staging.path, &modules, &plan.env_vars);
     let files: Vec<PathBuf> = fetched.iter().map(|f| f.path.clone()).collect();
+    // A file of the old env changed in place: uv linked it from its cache,
+    // so that cached copy is damaged too. Drop uv's entries for that
+    // distribution so it unpacks the verified wheel again; if uv cannot,
+    // install this once without uv's cache.
+    let mut fresh = false;
+    if let (Some(dist), installer::Tool::Uv(_)) = (&damaged_in_place, &tool) {
+        match tool.clean_cache(dist) {
+            Ok(()) => say(
+                input.verbose,
+                format!("uv's cache entries for {dist} were dropped (its installed files had been changed in place, and uv links them from its cache)"),
+            ),
+            Err(e) => {
+                say(input.verbose, format!("{e:#}; installing without uv's cache"));
+                fresh = true;
+            }
+        }
+    }
     // Every file was hashed moments ago (cache hit or download): no second pass.
-    tool.install(&staging.path, &files)?;
+    tool.install(&staging.path, &files, fresh)?;
     timings.insert("install".into(), t.elapsed().as_millis());
     let mut installer_name = describe.join().unwrap_or_else(|_| "unknown".into());
     if let (installer::Tool::Uv(_), Some(how)) = (&tool, &tool_how) {
@@ -506,20 +716,12 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
 
     // Step 4: checks, in the staged env.
     let t = Instant::now();
-    let names: Vec<String> = plan.wheels.iter().map(|w| w.name.clone()).collect();
-    let modules = check::modules_for(&names);
     let expect = check::Expect {
         profile: plan.profile.clone(),
         backend: plan.backend.clone(),
         version: plan.backend_version.as_deref().map(major_minor),
     };
-    let report = check::run(
-        &staging.path,
-        &modules,
-        &plan.env_vars,
-        &expect,
-        input.import_timeout,
-    )?;
+    let report = prestarted.run(&expect, input.import_timeout)?;
     timings.insert("import_check".into(), t.elapsed().as_millis());
     let wheels_report: Vec<WheelReport> = fetched.iter().map(wheel_report).collect();
     if !report.findings.is_empty() {
@@ -534,7 +736,11 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
                 status: "skipped".into(),
                 note: "import check failed".into(),
             },
+            venv: venv_how.to_string(),
             installed: false,
+            up_to_date: false,
+            rebuilt_because: rebuilt_because.clone(),
+            verified: None,
             timings_ms: timings,
         });
     }
@@ -558,7 +764,11 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
                         status: "skipped".into(),
                         note: "the HIP step failed".into(),
                     },
+                    venv: venv_how.to_string(),
                     installed: false,
+                    up_to_date: false,
+                    rebuilt_because: rebuilt_because.clone(),
+                    verified: None,
                     timings_ms: timings,
                 });
             }
@@ -589,7 +799,11 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
                 fix: "run `greta doctor`; to install the env anyway, rerun with --no-smoke".into(),
             }],
             smoke,
+            venv: venv_how.to_string(),
             installed: false,
+            up_to_date: false,
+            rebuilt_because: rebuilt_because.clone(),
+            verified: None,
             timings_ms: timings,
         });
     }
@@ -609,6 +823,7 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
                 .display()
                 .to_string(),
             version: plan.python.version.clone(),
+            base: Some(python.display().to_string()),
         },
         lockfile: envs::receipt::LockRef {
             path: plan.lockfile.display().to_string(),
@@ -656,9 +871,56 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
         checks: report.modules,
         findings: vec![],
         smoke,
+        venv: venv_how.to_string(),
         installed: true,
+        up_to_date: false,
+        rebuilt_because,
+        verified: None,
         timings_ms: timings,
     })
+}
+
+/// Whether the env at `env` is what this plan would build (see
+/// `envs::current`); `Err` says what differs.
+fn up_to_date(
+    plan: &Plan,
+    input: &InstallInput,
+    env: &Path,
+) -> std::result::Result<envs::current::Verified, envs::current::Stale> {
+    let python = plan
+        .python
+        .path
+        .as_deref()
+        .ok_or_else(|| envs::current::Stale {
+            reason: "no real interpreter in the plan".into(),
+            changed_in_place: None,
+        })?;
+    let want = envs::current::Wanted {
+        name: &input.name,
+        profile: &plan.profile,
+        lock_sha256: &plan.lock_sha256,
+        wheels: plan
+            .wheels
+            .iter()
+            .map(|w| {
+                (
+                    w.name.as_str(),
+                    w.version.as_str(),
+                    w.filename.as_str(),
+                    w.sha256.as_str(),
+                )
+            })
+            .collect(),
+        env_vars: &plan.env_vars,
+        python,
+        python_version: &plan.python.version,
+        installer: match input.installer {
+            installer::Choice::Auto => None,
+            installer::Choice::Uv => Some("uv"),
+            installer::Choice::Pip => Some("pip"),
+        },
+    };
+    envs::current::verify(env, &want)
 }
 
 fn wheel_report(f: &Fetched) -> WheelReport {

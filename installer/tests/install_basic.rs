@@ -72,9 +72,16 @@ fn happy_path_with_uv_then_warm_reinstall_from_cache() {
     );
     assert_eq!(h.cached_wheels().len(), 3);
 
-    // Warm reinstall: no wheel is downloaded again, the env is rebuilt.
+    // Installing again: the env is up to date (verified), nothing happens.
     h.server.clear_log();
     let created_before = r["created"].as_str().unwrap().to_string();
+    let o = h.install_plain(&["--installer", "uv", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["result"], "up-to-date");
+    assert_eq!(h.receipt("cpu")["created"], created_before.as_str());
+
+    // Warm reinstall: no wheel is downloaded again, the env is rebuilt.
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let o = h.install(&["--installer", "uv", "--json"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -277,6 +284,7 @@ fn framework_mismatch_keeps_the_previous_env() {
     let rocm_install = |h: &Harness| {
         h.cmd(&[
             "install",
+            "--reinstall",
             "--profile",
             "rocm6.4",
             "--name",

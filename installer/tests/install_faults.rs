@@ -208,6 +208,7 @@ fn server_that_never_answers_times_out_in_bounded_time() {
     let o = h
         .cmd(&[
             "install",
+            "--reinstall",
             "--profile",
             "cpu",
             "--python",
@@ -236,6 +237,7 @@ fn second_concurrent_install_is_refused_by_the_guard() {
     let mut first = h
         .cmd(&[
             "install",
+            "--reinstall",
             "--profile",
             "cpu",
             "--python",

@@ -82,6 +82,7 @@ fn rocm_install(h: &Harness, worker: &Path, sysroot: Option<&Path>, extra: &[&st
     let py = support::python();
     let mut args = vec![
         "install",
+        "--reinstall",
         "--profile",
         "rocm6.4",
         "--name",

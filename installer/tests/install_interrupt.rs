@@ -65,6 +65,7 @@ fn spawn_in_group(
     let py = support::python();
     let mut cmd = h.cmd(&[
         "install",
+        "--reinstall",
         "--profile",
         "cpu",
         "--python",
@@ -216,7 +217,7 @@ fn after_interrupt(
     );
     for e in h.envs_entries() {
         assert!(
-            e == "cpu" || e == ".cpu.lock" || e.starts_with(".staging-cpu-"),
+            e == "cpu" || e == ".cpu.lock" || e == ".staging/cpu",
             "{what}: unexpected {e} in {:?}",
             h.envs_entries()
         );
@@ -227,7 +228,7 @@ fn after_interrupt(
     let staged = h
         .envs_entries()
         .iter()
-        .filter(|e| e.starts_with(".staging-cpu-"))
+        .filter(|e| *e == ".staging/cpu")
         .count();
     assert_eq!(
         staged,

@@ -12,6 +12,7 @@ fn spawn_paused(h: &Harness, step: &str) -> Child {
     let py = support::python();
     h.cmd(&[
         "install",
+        "--reinstall",
         "--profile",
         "cpu",
         "--python",
@@ -63,7 +64,7 @@ fn killed_at_each_build_step_previous_env_survives_and_rerun_cleans_up() {
         let staging: Vec<String> = h
             .envs_entries()
             .into_iter()
-            .filter(|e| e.starts_with(".staging-cpu-"))
+            .filter(|e| e == ".staging/cpu")
             .collect();
         if step != "fetched" {
             assert_eq!(staging.len(), 1, "{step}: {:?}", h.envs_entries());

@@ -89,6 +89,7 @@ fn path_without_uv() -> String {
 fn install(h: &Harness, python: &Path, extra: &[&str]) -> std::process::Output {
     let mut args = vec![
         "install",
+        "--reinstall",
         "--profile",
         "cpu",
         "--python",

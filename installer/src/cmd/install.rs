@@ -48,6 +48,10 @@ pub struct Args {
     /// Replay a captured machine for the profile choice (see `greta doctor --capture`).
     #[arg(long, value_name = "DIR")]
     pub sysroot: Option<PathBuf>,
+    /// Rebuild the env even when it is already up to date (same lockfile,
+    /// wheels, interpreter and profile, verified in place).
+    #[arg(long, alias = "force")]
+    pub reinstall: bool,
     /// Seconds allowed for importing torch/triton/jax in the new env.
     #[arg(long, default_value_t = 300, value_name = "SECS")]
     pub import_timeout: u64,
@@ -104,6 +108,7 @@ pub fn run(args: Args) -> Result<Exit> {
         installer: args.installer,
         smoke: !args.no_smoke,
         import_timeout: Duration::from_secs(args.import_timeout.max(1)),
+        reinstall: args.reinstall,
         verbose: !args.json,
     };
     let report = match pipeline::install(&plan, &input) {
@@ -121,12 +126,23 @@ pub fn run(args: Args) -> Result<Exit> {
     if args.json {
         let v = serde_json::json!({
             "schema": "greta.install/v1",
-            "result": if report.installed { "installed" } else { "failed" },
+            "result": if report.up_to_date { "up-to-date" } else if report.installed { "installed" } else { "failed" },
             "env_name": name,
             "plan": plan,
             "report": report,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
+    } else if report.up_to_date {
+        eprintln!(
+            "✓ env {name} at {} is up to date ({} wheels, {} files verified); nothing to do (--reinstall rebuilds it)",
+            report.env.display(),
+            report.wheels.len(),
+            report
+                .verified
+                .as_ref()
+                .and_then(|v| v["files"].as_u64())
+                .unwrap_or(0),
+        );
     } else {
         for f in &report.findings {
             eprintln!(
@@ -149,7 +165,7 @@ pub fn run(args: Args) -> Result<Exit> {
             eprintln!("✗ install failed its checks; the previous env (if any) is untouched");
         }
     }
-    Ok(if report.installed {
+    Ok(if report.installed || report.up_to_date {
         Exit::Pass
     } else {
         Exit::Fail

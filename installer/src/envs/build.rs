@@ -1,7 +1,7 @@
 //! Building an env beside its final place and swapping it in.
 //!
-//! The staging dir sits in the same directory as the target, so the final
-//! step is a `rename`, which is atomic. A venv records its own absolute path
+//! The staging dir sits in the envs directory (`.staging/<name>`), on the
+//! target's filesystem, so the final step is a `rename`, which is atomic. A venv records its own absolute path
 //! (scripts' `#!` lines, `bin/activate`), so before the swap those
 //! references are rewritten from the staging path to the final one.
 
@@ -27,8 +27,9 @@ impl Staging {
         if path.exists() {
             remove_tree(&path)?;
         }
-        fs::create_dir_all(&root.dir)
-            .with_context(|| format!("creating {}", root.dir.display()))?;
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        }
         Ok(Staging {
             path,
             target: root.env_path(name),
@@ -37,8 +38,26 @@ impl Staging {
     }
 
     /// The venv: `uv venv` when uv installs (about 20 ms; uv installs from
-    /// outside the venv, so no pip in it), else `python -m venv` with pip.
-    pub fn make_venv(&self, python: &Path, tool: &installer::Tool) -> Result<()> {
+    /// outside the venv, so no pip in it), restored from the template of an
+    /// earlier `uv venv` of this same env when there is one (see
+    /// `venv_template`), else `python -m venv` with pip. Says which.
+    pub fn make_venv(
+        &self,
+        python: &Path,
+        tool: &installer::Tool,
+        cache_root: Option<&Path>,
+    ) -> Result<&'static str> {
+        let template = match (tool, cache_root) {
+            (installer::Tool::Uv(uv), Some(c)) => {
+                super::venv_template::Template::for_venv(c, uv, python, &self.path)
+            }
+            _ => None,
+        };
+        if let Some(t) = &template {
+            if t.restore(&self.path)? {
+                return Ok("uv venv (restored from its template)");
+            }
+        }
         let cmd = match tool {
             installer::Tool::Uv(uv) => {
                 let mut c = Command::new(uv);
@@ -71,7 +90,13 @@ impl Staging {
                 o.stderr
             );
         }
-        Ok(())
+        if let Some(t) = &template {
+            t.save(&self.path);
+        }
+        Ok(match tool {
+            installer::Tool::Uv(_) => "uv venv",
+            installer::Tool::Pip => "python -m venv",
+        })
     }
 
     /// Rewrites the staging path to the final path in the venv's scripts.

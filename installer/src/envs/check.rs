@@ -2,19 +2,41 @@
 //! child with a time bound; a wedged GPU driver must not wedge greta) and
 //! compare what torch says it was built for with what the profile promises.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-/// Imports each module and prints one JSON object. `-I` keeps the user's
-/// site-packages and PYTHONPATH out, so only the env's own files count.
+/// The import check, one interpreter for all modules (see [`prestart`]).
+///
+/// It imports the check's own stdlib modules (`json` pulls in `re` and
+/// `enum`: ~7 ms) and waits for "go" on stdin. Then it does what start-up
+/// would have done had the packages been there already: process
+/// site-packages again (its `.pth` files; `site.addsitedir` appends only
+/// directories not yet on sys.path), import a `sitecustomize` that may have
+/// arrived, and drop the import system's cached directory listings. The
+/// standard library comes before site-packages on sys.path, so no wheel can
+/// change which `json` that is.
+///
+/// Each module is then imported in its own forked child, side by side
+/// (importing torch, jax and triton is seconds each, and they do not depend
+/// on each other), from one interpreter start instead of one per module.
+/// A child asks the kernel to kill it when this process dies (prctl
+/// PR_SET_PDEATHSIG through ctypes), as greta's own children do, so a
+/// timed-out or killed check leaves no import running. `-I` keeps the
+/// user's site-packages and PYTHONPATH out, so only the env's own files
+/// count. The result is one JSON object on a `GRETA-CHECK` line.
 const SCRIPT: &str = r#"
-import importlib, json, sys
-out = {}
-for mod in sys.argv[1:]:
+import importlib, json, os, select, site, sys
+try:
+    import ctypes
+    _prctl = ctypes.CDLL(None).prctl
+except Exception:
+    _prctl = None
+
+def check(mod):
     r = {"ok": False}
     try:
         m = importlib.import_module(mod)
@@ -36,8 +58,62 @@ for mod in sys.argv[1:]:
                 r["device_error"] = "%s: %s" % (type(e).__name__, e)
     except BaseException as e:
         r["error"] = "%s: %s" % (type(e).__name__, e)
-    out[mod] = r
-sys.stdout.write("\nGRETA-CHECK " + json.dumps(out) + "\n")
+    return r
+
+if sys.stdin.readline().strip() != "go":
+    sys.exit(3)
+for d in site.getsitepackages():
+    site.addsitedir(d)
+if "sitecustomize" not in sys.modules:
+    try:
+        import sitecustomize
+    except ImportError:
+        pass
+importlib.invalidate_caches()
+
+me = os.getpid()
+kids = {}
+for mod in sys.argv[1:]:
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(rfd)
+            if _prctl is not None:
+                _prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+            if os.getppid() != me:
+                os._exit(1)
+            data = json.dumps({mod: check(mod)}, default=str).encode()
+            while data:
+                data = data[os.write(wfd, data):]
+        finally:
+            os._exit(0)
+    os.close(wfd)
+    kids[rfd] = (mod, pid, [])
+# Results are read as they come (select: a child never blocks on a full
+# pipe), and each finished module is announced at once, so a time-out can
+# name the module that did not finish.
+out = {}
+while kids:
+    ready, _, _ = select.select(list(kids), [], [])
+    for rfd in ready:
+        mod, pid, chunks = kids[rfd]
+        b = os.read(rfd, 65536)
+        if b:
+            chunks.append(b)
+            continue
+        os.close(rfd)
+        del kids[rfd]
+        _, status = os.waitpid(pid, 0)
+        try:
+            out.update(json.loads(b"".join(chunks)))
+        except ValueError:
+            out[mod] = {"ok": False, "error": "the import of %s ended the process (wait status %d) before it reported" % (mod, status)}
+        sys.stdout.write("GRETA-DONE %s\n" % mod)
+        sys.stdout.flush()
+sys.stdout.write("\nGRETA-CHECK " + json.dumps(out, default=str) + "\n")
+sys.stdout.flush()
+os._exit(0)  # the result is out; interpreter teardown would only cost time
 "#;
 
 #[derive(Debug, Clone, Serialize)]
@@ -89,74 +165,86 @@ pub fn modules_for(wheel_names: &[String]) -> Vec<String> {
     m
 }
 
-pub fn run(
+/// The import-check interpreter, started and waiting for [`Prestarted::run`].
+pub struct Prestarted {
+    venv: std::path::PathBuf,
+    modules: Vec<String>,
+    child: Option<Result<super::installer::Running>>,
+}
+
+/// Starts the env's interpreter for the import check of `modules`; it waits
+/// for "go" before importing anything (see [`SCRIPT`]). Started while the
+/// wheels are still being installed, its start-up (10-30 ms) is off the
+/// install's critical path, and what it checks is unchanged. Dropped
+/// without `run`, it is killed.
+pub fn prestart(
     venv: &Path,
     modules: &[String],
     env_vars: &BTreeMap<String, String>,
-    expect: &Expect,
-    timeout: Duration,
-) -> Result<CheckReport> {
-    if modules.is_empty() {
-        return Ok(CheckReport {
-            modules: serde_json::json!({}),
-            findings: vec![],
-        });
-    }
-    // One child per module, side by side: importing torch, jax and triton
-    // is seconds each, and they do not depend on each other.
-    let results: Vec<Result<serde_json::Value>> = std::thread::scope(|s| {
-        let handles: Vec<_> = modules
-            .iter()
-            .map(|m| s.spawn(move || import_one(venv, m, env_vars, timeout)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("import check thread panicked")))
-            })
-            .collect()
+) -> Prestarted {
+    let child = (!modules.is_empty()).then(|| {
+        let mut cmd = Command::new(venv.join("bin").join("python"));
+        cmd.args(["-I", "-c", SCRIPT])
+            .args(modules)
+            .envs(env_vars)
+            .env_remove("PYTHONHOME");
+        super::installer::start(cmd, true).context("import check")
     });
-    let mut modules_v = serde_json::Map::new();
-    for r in results {
-        if let serde_json::Value::Object(o) = r? {
-            modules_v.extend(o);
-        }
+    Prestarted {
+        venv: venv.to_path_buf(),
+        modules: modules.to_vec(),
+        child,
     }
-    let modules_v = serde_json::Value::Object(modules_v);
-    let findings = judge(&modules_v, venv, expect);
-    Ok(CheckReport {
-        modules: modules_v,
-        findings,
-    })
 }
 
-fn import_one(
-    venv: &Path,
-    module: &str,
-    env_vars: &BTreeMap<String, String>,
-    timeout: Duration,
-) -> Result<serde_json::Value> {
-    let py = venv.join("bin").join("python");
-    let mut cmd = Command::new(&py);
-    cmd.args(["-I", "-c", SCRIPT, module])
-        .envs(env_vars)
-        .env_remove("PYTHONHOME");
-    let o = super::installer::run(cmd, Some(timeout))
-        .with_context(|| format!("import check of {module}"))?;
-    let line = o
-        .stdout
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("GRETA-CHECK "))
-        .with_context(|| {
-            format!(
-                "import check of {module} printed no result ({}); stderr:\n{}",
-                o.status,
-                o.stderr.trim()
-            )
-        })?;
-    serde_json::from_str(line).context("import check output")
+impl Prestarted {
+    /// Lets the interpreter import the modules (within `timeout`, counted
+    /// from now) and judges what they report.
+    pub fn run(self, expect: &Expect, timeout: Duration) -> Result<CheckReport> {
+        let Some(child) = self.child else {
+            return Ok(CheckReport {
+                modules: serde_json::json!({}),
+                findings: vec![],
+            });
+        };
+        let mut c = child?;
+        c.send_and_close(b"go\n").context("import check")?;
+        let (o, timed_out) = c.finish_timed(timeout);
+        let o = o.context("import check")?;
+        if timed_out {
+            let done: Vec<&str> = o
+                .stdout
+                .lines()
+                .filter_map(|l| l.strip_prefix("GRETA-DONE "))
+                .collect();
+            let pending: Vec<&str> = self
+                .modules
+                .iter()
+                .map(String::as_str)
+                .filter(|m| !done.contains(m))
+                .collect();
+            bail!(
+                "import check of {} did not finish within {timeout:?} and was killed",
+                pending.join(", ")
+            );
+        }
+        let line = o
+            .stdout
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix("GRETA-CHECK "))
+            .with_context(|| {
+                format!(
+                    "the import check printed no result ({}); stderr:\n{}",
+                    o.status,
+                    o.stderr.trim()
+                )
+            })?;
+        let modules: serde_json::Value =
+            serde_json::from_str(line).context("import check output")?;
+        let findings = judge(&modules, &self.venv, expect);
+        Ok(CheckReport { modules, findings })
+    }
 }
 
 /// Turns the import results into findings (pure, so it is unit-tested).

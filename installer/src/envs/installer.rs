@@ -10,7 +10,7 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Debug)]
 pub struct Output {
@@ -20,11 +20,32 @@ pub struct Output {
 }
 
 /// Runs `cmd` to completion (or kills it after `timeout`), capturing output.
-pub fn run(mut cmd: Command, timeout: Option<Duration>) -> Result<Output> {
+pub fn run(cmd: Command, timeout: Option<Duration>) -> Result<Output> {
+    start(cmd, false)?.finish(timeout)
+}
+
+/// A child started by [`start`]: its output is being collected, and it is
+/// killed if dropped unfinished.
+pub struct Running {
+    shown: String,
+    child: Option<std::process::Child>,
+    stdin: Option<std::process::ChildStdin>,
+    out: Option<std::thread::JoinHandle<Vec<u8>>>,
+    err: Option<std::thread::JoinHandle<Vec<u8>>>,
+    exited: std::sync::mpsc::Receiver<()>,
+}
+
+/// Starts `cmd` with captured output and, when `stdin_piped`, a pipe to
+/// its stdin (else /dev/null).
+pub fn start(mut cmd: Command, stdin_piped: bool) -> Result<Running> {
     let shown = format!("{cmd:?}");
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.stdin(if stdin_piped {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -33,6 +54,7 @@ pub fn run(mut cmd: Command, timeout: Option<Duration>) -> Result<Output> {
         });
     }
     let mut child = cmd.spawn().with_context(|| format!("starting {shown}"))?;
+    let stdin = child.stdin.take();
     let mut out = child.stdout.take().expect("piped");
     let mut err = child.stderr.take().expect("piped");
     let t_out = std::thread::spawn(move || {
@@ -45,28 +67,105 @@ pub fn run(mut cmd: Command, timeout: Option<Duration>) -> Result<Output> {
         let _ = err.read_to_end(&mut s);
         s
     });
-    let start = Instant::now();
-    let status = match timeout {
-        None => child.wait()?,
-        Some(limit) => loop {
-            if let Some(st) = child.try_wait()? {
-                break st;
+    // A waiter thread blocks in waitid(WNOWAIT) (the child stays unreaped)
+    // and signals a channel: the caller wakes the moment the child exits
+    // instead of on a polling tick, a time limit is a plain `recv_timeout`,
+    // and the pid cannot be reused before `child.wait()` reaps it.
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        // SAFETY: waitid only writes into the zeroed siginfo we own.
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            while libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            ) == -1
+                && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+            {
             }
-            if start.elapsed() > limit {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!("{shown} did not finish within {limit:?} and was killed");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        },
-    };
-    let stdout = String::from_utf8_lossy(&t_out.join().unwrap_or_default()).into_owned();
-    let stderr = String::from_utf8_lossy(&t_err.join().unwrap_or_default()).into_owned();
-    Ok(Output {
-        status,
-        stdout,
-        stderr,
+        }
+        let _ = tx.send(());
+    });
+    Ok(Running {
+        shown,
+        child: Some(child),
+        stdin,
+        out: Some(t_out),
+        err: Some(t_err),
+        exited: rx,
     })
+}
+
+impl Running {
+    /// Writes `data` to the child's stdin (piped by [`start`]) and closes it.
+    pub fn send_and_close(&mut self, data: &[u8]) -> Result<()> {
+        use std::io::Write;
+        let mut stdin = self
+            .stdin
+            .take()
+            .with_context(|| format!("{}: stdin is not piped", self.shown))?;
+        stdin
+            .write_all(data)
+            .with_context(|| format!("writing to {}", self.shown))
+    }
+
+    /// Waits for the child (killing it after `timeout`, counted from now)
+    /// and returns what it printed.
+    pub fn finish(self, timeout: Option<Duration>) -> Result<Output> {
+        let shown = self.shown.clone();
+        let (out, timed_out) = self.wait(timeout);
+        if timed_out {
+            bail!(
+                "{shown} did not finish within {:?} and was killed",
+                timeout.unwrap_or_default()
+            );
+        }
+        out
+    }
+
+    /// As [`finish`](Self::finish), but a child killed at `timeout` still
+    /// gives what it printed until then; the flag says it was killed.
+    pub fn finish_timed(self, timeout: Duration) -> (Result<Output>, bool) {
+        self.wait(Some(timeout))
+    }
+
+    fn wait(mut self, timeout: Option<Duration>) -> (Result<Output>, bool) {
+        let exited = match timeout {
+            None => self.exited.recv().is_ok(),
+            Some(limit) => self.exited.recv_timeout(limit).is_ok(),
+        };
+        let mut child = self.child.take().expect("finish runs once");
+        if !exited {
+            let _ = child.kill();
+        }
+        // Our stdin end goes too: a child waiting on it sees EOF.
+        self.stdin.take();
+        let status = match child.wait() {
+            Ok(s) => s,
+            Err(e) => return (Err(e.into()), !exited),
+        };
+        let join = |h: Option<std::thread::JoinHandle<Vec<u8>>>| {
+            String::from_utf8_lossy(&h.and_then(|h| h.join().ok()).unwrap_or_default()).into_owned()
+        };
+        let out = Output {
+            status,
+            stdout: join(self.out.take()),
+            stderr: join(self.err.take()),
+        };
+        (Ok(out), !exited)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
 
 /// Which tool puts the wheels into the venv.
@@ -144,6 +243,38 @@ impl Tool {
         }
     }
 
+    /// [`describe`](Self::describe), for uv remembered under `cache_root`
+    /// while the uv binary is the same file (path, inode, size, times): the
+    /// version is then known without starting uv once more per install.
+    pub fn describe_cached(&self, venv_python: &Path, cache_root: Option<&Path>) -> String {
+        let (Tool::Uv(uv), Some(root)) = (self, cache_root) else {
+            return self.describe(venv_python);
+        };
+        let Some(id) = super::venv_template::identity(uv) else {
+            return self.describe(venv_python);
+        };
+        let file = root.join("tools").join(format!(
+            "{}.txt",
+            hex::encode(<sha2::Sha256 as sha2::Digest>::digest(id.as_bytes()))
+        ));
+        if let Ok(text) = std::fs::read_to_string(&file) {
+            if let Some(v) = text.strip_prefix(&format!("{id}\n")) {
+                if v.starts_with("uv ") && !v.contains('\n') {
+                    return v.to_string();
+                }
+            }
+        }
+        let v = self.describe(venv_python);
+        if v.starts_with("uv ") && v != "uv ?" {
+            let tmp = file.with_extension(format!("{}.tmp", std::process::id()));
+            let _ = std::fs::create_dir_all(root.join("tools"))
+                .and_then(|_| std::fs::write(&tmp, format!("{id}\n{v}")))
+                .and_then(|_| std::fs::rename(&tmp, &file));
+            let _ = std::fs::remove_file(&tmp);
+        }
+        v
+    }
+
     /// "uv 0.9.1" / "pip 24.0", for the receipt.
     pub fn describe(&self, venv_python: &Path) -> String {
         let (mut cmd, name) = match self {
@@ -175,9 +306,27 @@ impl Tool {
         }
     }
 
+    /// Drops uv's cache entries for the distribution `name` (`uv cache
+    /// clean NAME`), so the next install unpacks its wheel again.
+    pub fn clean_cache(&self, name: &str) -> Result<()> {
+        let Tool::Uv(uv) = self else { return Ok(()) };
+        let mut c = Command::new(uv);
+        c.args(["cache", "clean", "--no-config", name]);
+        let o = run(c, Some(Duration::from_secs(120)))?;
+        if !o.status.success() {
+            bail!(
+                "uv cache clean {name} failed ({}): {}",
+                o.status,
+                o.stderr.trim()
+            );
+        }
+        Ok(())
+    }
+
     /// Installs exactly `wheels` (verified local files) into the venv: no
-    /// index, no dependency resolution, no source builds.
-    pub fn install(&self, venv: &Path, wheels: &[PathBuf]) -> Result<()> {
+    /// index, no dependency resolution, no source builds. `fresh`: without
+    /// uv's cache (a temporary one), so nothing is linked from it.
+    pub fn install(&self, venv: &Path, wheels: &[PathBuf], fresh: bool) -> Result<()> {
         for w in wheels {
             if w.extension().and_then(|e| e.to_str()) != Some("whl") {
                 bail!("{} is not a wheel; greta installs wheels only", w.display());
@@ -198,6 +347,7 @@ impl Tool {
                     "--python",
                 ])
                 .arg(&py)
+                .args(fresh.then_some("--no-cache"))
                 .env("UV_PYTHON_DOWNLOADS", "never")
                 .env_remove("UV_INDEX_URL")
                 .env_remove("UV_EXTRA_INDEX_URL")

@@ -50,8 +50,13 @@ pub struct HipWorkerRef {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PythonInfo {
+    /// The env's own `bin/python`.
     pub path: String,
     pub version: String,
+    /// The interpreter the env was built from (`--python`, or the one
+    /// found on PATH), as the plan named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -132,6 +132,8 @@ impl FetchOptions {
 #[serde(rename_all = "kebab-case")]
 pub enum Source {
     Cache,
+    /// Already in an up-to-date env: nothing was fetched or installed.
+    Installed,
     /// Downloaded (the cached copy, if any, was corrupt and is gone).
     Network,
 }

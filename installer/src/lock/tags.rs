@@ -6,7 +6,7 @@
 use anyhow::{bail, Context, Result};
 use pep508_rs::{MarkerEnvironment, MarkerEnvironmentBuilder};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The tag triples a wheel file name declares (compressed sets expanded).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +46,7 @@ impl WheelTags {
 }
 
 /// A Python interpreter as far as wheel choice is concerned.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Interpreter {
     /// None for a synthetic interpreter (`greta lock show --python 3.12`).
     pub path: Option<PathBuf>,
@@ -84,31 +84,14 @@ impl Interpreter {
     /// Ask a real interpreter (one run, 20 s limit) for its version,
     /// implementation, machine and glibc; compute the tags from that.
     pub fn inspect(python: &Path) -> Result<Interpreter> {
-        let handle = duct::cmd!(python, "-I", "-S", "-c", PROBE)
-            .stdout_capture()
-            .stderr_capture()
-            .unchecked()
-            .start()
+        let mut cmd = std::process::Command::new(python);
+        cmd.args(["-I", "-S", "-c", PROBE]);
+        let out = crate::envs::installer::run(cmd, Some(Duration::from_secs(20)))
             .with_context(|| format!("cannot run {}", python.display()))?;
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let out = loop {
-            if let Some(out) = handle.try_wait()? {
-                break out.clone();
-            }
-            if Instant::now() > deadline {
-                let _ = handle.kill();
-                bail!("{} did not answer within 20 s", python.display());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
         if !out.status.success() {
-            bail!(
-                "{} failed: {}",
-                python.display(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
+            bail!("{} failed: {}", python.display(), out.stderr.trim());
         }
-        let text = String::from_utf8_lossy(&out.stdout);
+        let text = out.stdout;
         let get = |k: &str| {
             text.lines()
                 .find_map(|l| l.strip_prefix(&format!("{k}=")))
@@ -123,6 +106,58 @@ impl Interpreter {
         i.path = Some(python.to_path_buf());
         i.platform_release = get("release");
         Ok(i)
+    }
+
+    /// [`inspect`](Self::inspect) through a small cache under `cache_dir`
+    /// (greta's cache), the way uv caches interpreter queries: an entry is
+    /// used only while the path still resolves to the same file (device,
+    /// inode, size, mtime, ctime), on the same kernel release and glibc, by
+    /// the same greta. Starting Python costs 10-30 ms; a warm `greta
+    /// install` should not pay it on every run. Scripts (pyenv/asdf shims,
+    /// whose answer depends on the environment) are always asked. This only
+    /// reads the cache (planning writes nothing); [`remember`](Self::remember)
+    /// stores an answer.
+    pub fn inspect_cached(python: &Path, cache_dir: Option<&Path>) -> Result<Interpreter> {
+        Self::cached_with(python, cache_dir, Interpreter::inspect)
+    }
+
+    fn cached_with(
+        python: &Path,
+        cache_dir: Option<&Path>,
+        ask: impl Fn(&Path) -> Result<Interpreter>,
+    ) -> Result<Interpreter> {
+        if let Some(file) = cache_dir.and_then(|d| cache_file(d, python)) {
+            if let Ok(text) = std::fs::read_to_string(&file.1) {
+                if let Ok(e) = serde_json::from_str::<CacheEntry>(&text) {
+                    if e.key == file.0 && e.interpreter.path.as_deref() == Some(python) {
+                        return Ok(e.interpreter);
+                    }
+                }
+            }
+        }
+        ask(python)
+    }
+
+    /// Stores this answer (asked of `queried`) for [`inspect_cached`](Self::inspect_cached);
+    /// best effort, whole or absent (unique temporary name, then rename).
+    pub fn remember(&self, queried: &Path, cache_dir: &Path) {
+        if self.path.as_deref() != Some(queried) {
+            return;
+        }
+        let Some((key, file)) = cache_file(cache_dir, queried) else {
+            return;
+        };
+        let entry = CacheEntry {
+            key,
+            interpreter: self.clone(),
+        };
+        if let (Some(parent), Ok(text)) = (file.parent(), serde_json::to_string(&entry)) {
+            let tmp = parent.join(format!(".{}.tmp", std::process::id()));
+            let _ = std::fs::create_dir_all(parent)
+                .and_then(|_| std::fs::write(&tmp, text))
+                .and_then(|_| std::fs::rename(&tmp, &file));
+            let _ = std::fs::remove_file(&tmp);
+        }
     }
 
     /// An interpreter described rather than run: `version` "3.12" or
@@ -227,6 +262,60 @@ impl Interpreter {
 }
 
 /// Read glibc's version on this machine (for synthetic interpreters).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CacheEntry {
+    key: String,
+    interpreter: Interpreter,
+}
+
+/// The cache key of an interpreter query and the file that holds it; None
+/// when the answer must not be cached (a script, an unreadable file).
+fn cache_file(cache_dir: &Path, python: &Path) -> Option<(String, PathBuf)> {
+    use sha2::Digest;
+    let key = cache_key(python)?;
+    let digest = hex::encode(sha2::Sha256::digest(key.as_bytes()));
+    Some((
+        key,
+        cache_dir
+            .join("interpreters")
+            .join(format!("{digest}.json")),
+    ))
+}
+
+/// What an interpreter query depends on besides the script: the path as
+/// given, the file it resolves to and that file's identity, the kernel
+/// release (`platform.release()`), the glibc, and greta's version.
+fn cache_key(python: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let abs = std::path::absolute(python).ok()?;
+    let canonical = std::fs::canonicalize(&abs).ok()?;
+    let mut head = [0u8; 2];
+    std::fs::File::open(&canonical)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .ok()?;
+    if &head == b"#!" {
+        return None;
+    }
+    let m = std::fs::metadata(&canonical).ok()?;
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    Some(format!(
+        "v1\0{}\0{}\0{}:{}:{}:{}.{}:{}.{}\0{}\0{:?}\0{}",
+        abs.display(),
+        canonical.display(),
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+        release.trim(),
+        host_glibc(),
+        env!("CARGO_PKG_VERSION"),
+    ))
+}
+
 pub fn host_glibc() -> Option<(u32, u32)> {
     // SAFETY: gnu_get_libc_version returns a static NUL-terminated string.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -311,6 +400,60 @@ fn supported_tags(minor: u32, machine: &str, glibc: Option<(u32, u32)>) -> Vec<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interpreter_queries_are_cached_until_the_file_changes() {
+        let d = tempfile::tempdir().unwrap();
+        let cache = d.path().join("cache");
+        // Any binary stands in for python (its identity is what counts);
+        // `ask` stands in for running it and counts the runs.
+        let py = d.path().join("python3");
+        let exe = std::env::current_exe().unwrap();
+        std::fs::copy(&exe, &py).unwrap();
+        let asked = std::cell::Cell::new(0);
+        let ask = |p: &Path| {
+            asked.set(asked.get() + 1);
+            let mut i = Interpreter::synthetic("3.11.7", Some((2, 36)))?;
+            i.path = Some(p.to_path_buf());
+            Ok(i)
+        };
+        let first = Interpreter::cached_with(&py, Some(&cache), ask).unwrap();
+        assert_eq!(asked.get(), 1);
+        // Looking up writes nothing (planning writes nothing).
+        assert!(!cache.exists());
+        Interpreter::cached_with(&py, Some(&cache), ask).unwrap();
+        assert_eq!(asked.get(), 2);
+        first.remember(&py, &cache);
+        let again = Interpreter::cached_with(&py, Some(&cache), ask).unwrap();
+        assert_eq!(again, first);
+        assert_eq!(asked.get(), 2, "a cache hit runs nothing");
+        // Replaced by another file (other inode, size, times): asked again.
+        std::fs::remove_file(&py).unwrap();
+        std::fs::write(&py, b"\x7fELF another interpreter").unwrap();
+        Interpreter::cached_with(&py, Some(&cache), ask).unwrap();
+        assert_eq!(asked.get(), 3);
+        // No cache dir: always asked.
+        Interpreter::cached_with(&py, None, ask).unwrap();
+        assert_eq!(asked.get(), 4);
+        // A corrupt entry is not used.
+        first.remember(&py, &cache);
+        for e in std::fs::read_dir(cache.join("interpreters"))
+            .unwrap()
+            .flatten()
+        {
+            std::fs::write(e.path(), b"{not json").unwrap();
+        }
+        Interpreter::cached_with(&py, Some(&cache), ask).unwrap();
+        assert_eq!(asked.get(), 5);
+        // A script (a pyenv shim answers per environment) is never cached.
+        let shim = d.path().join("shim");
+        std::fs::write(&shim, b"#!/bin/sh\nexec python3 \"$@\"\n").unwrap();
+        let mut s = first.clone();
+        s.path = Some(shim.clone());
+        s.remember(&shim, &cache);
+        Interpreter::cached_with(&shim, Some(&cache), ask).unwrap();
+        assert_eq!(asked.get(), 6);
+    }
 
     #[test]
     fn parses_compressed_tags() {

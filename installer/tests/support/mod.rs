@@ -195,8 +195,18 @@ lockfile = "pylock.rocm6-4.toml"
         c
     }
 
-    /// `greta install --profile cpu --python <python3> --no-smoke ARGS`.
+    /// `greta install --reinstall --profile cpu --python <python3> --no-smoke
+    /// ARGS`: every call builds the env, also when the previous one is up to
+    /// date (the tests of fetching, faults and kills are about that path;
+    /// `install_uptodate.rs` tests the no-op with [`Harness::install_plain`]).
     pub fn install(&self, extra: &[&str]) -> Output {
+        let mut args = vec!["--reinstall"];
+        args.extend_from_slice(extra);
+        self.install_plain(&args)
+    }
+
+    /// `greta install --profile cpu --python <python3> --no-smoke ARGS`.
+    pub fn install_plain(&self, extra: &[&str]) -> Output {
         let py = python();
         let mut args = vec![
             "install",
@@ -250,15 +260,27 @@ lockfile = "pylock.rocm6-4.toml"
     /// Entries of the envs dir (hidden ones included): nothing half-built
     /// may linger there after a failure. `.trash-*` (a replaced env that a
     /// detached `rm -rf` may still be deleting) is by design and left out.
+    /// What is in the envs dir, with the envs being built (inside
+    /// `.staging/`) listed as `.staging/NAME`; trash being deleted is left out.
     pub fn envs_entries(&self) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(self.envs_dir())
-            .map(|rd| {
-                rd.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| !n.starts_with(".trash-"))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let names = |d: &Path| -> Vec<String> {
+            std::fs::read_dir(d)
+                .map(|rd| {
+                    rd.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let mut v: Vec<String> = names(&self.envs_dir())
+            .into_iter()
+            .filter(|n| !n.starts_with(".trash-") && n != ".staging")
+            .collect();
+        v.extend(
+            names(&self.envs_dir().join(".staging"))
+                .into_iter()
+                .map(|n| format!(".staging/{n}")),
+        );
         v.sort();
         v
     }
