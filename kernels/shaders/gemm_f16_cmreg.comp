@@ -45,7 +45,6 @@ layout(constant_id = 6) const uint STAGES = 2;
 layout(constant_id = 7) const uint DIRECT = 0;
 layout(constant_id = 8) const uint GROUP_M = 0;
 layout(constant_id = 9) const uint PROBE = 0;
-layout(constant_id = 10) const uint BSRC = 0;
 
 layout(set = 0, binding = 0) readonly buffer A { uvec4 a[]; };
 layout(set = 0, binding = 1) readonly buffer B { uvec4 b[]; };
@@ -65,13 +64,13 @@ const uint BST = BN / 8u + 1u;
 const uint A_STAGE = BM * AST;
 const uint B_STAGE = BK * BST;
 const uint A_PER = BM * BK / 8u / WG;
-const uint B_PER = (BK * BN / 8u / WG) * (1u - BSRC);
+const uint B_PER = BK * BN / 8u / WG;
 
 shared uvec4 As[STAGES * A_STAGE];
-shared uvec4 Bs[STAGES * B_STAGE * (1u - BSRC) + BSRC];
+shared uvec4 Bs[STAGES * B_STAGE];
 
 uvec4 ga[A_PER];
-uvec4 gb[B_PER + BSRC];
+uvec4 gb[B_PER];
 
 void fetch(uint k0, uint row0, uint col0) {
     uint kv = p.K / 8u;
@@ -162,13 +161,8 @@ void main() {
                             gl_CooperativeMatrixLayoutRowMajor);
             }
             [[unroll]] for (uint j = 0u; j < TN; j++) {
-                if (BSRC == 1u) {
-                    coopMatLoad(mb[j], b, (t * BK + kk) * (p.N / 8u) + (col0 + wn0 + j * T) / 8u,
-                                p.N / 8u, gl_CooperativeMatrixLayoutRowMajor);
-                } else {
-                    coopMatLoad(mb[j], Bs, s * B_STAGE + kk * BST + (wn0 + j * T) / 8u, BST,
-                                gl_CooperativeMatrixLayoutRowMajor);
-                }
+                coopMatLoad(mb[j], Bs, s * B_STAGE + kk * BST + (wn0 + j * T) / 8u, BST,
+                            gl_CooperativeMatrixLayoutRowMajor);
             }
             [[unroll]] for (uint i = 0u; i < TM; i++) {
                 [[unroll]] for (uint j = 0u; j < TN; j++) {

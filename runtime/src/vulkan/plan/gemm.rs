@@ -258,7 +258,6 @@ fn cmreg(
         t,
         &[
             "coopmat", "bm", "bn", "bk", "wg", "sgn", "stages", "direct", "group_m", "probe",
-            "bsrc",
         ],
     )?;
     let sg = lim.subgroup_size.ok_or_else(|| {
@@ -280,11 +279,10 @@ fn cmreg(
     let (stages, direct) = (g("stages", CMREG_DEFAULT.5), g("direct", CMREG_DEFAULT.6));
     let group_m = g("group_m", 0);
     let probe = g("probe", 0);
-    let bsrc = g("bsrc", 0);
-    if !(1..=2).contains(&stages) || direct > 1 || group_m > 64 || probe > 1 || bsrc > 1 {
+    if !(1..=2).contains(&stages) || direct > 1 || group_m > 64 || probe > 1 {
         return Err(bad(format!(
-            "gemm_f16_cmreg stages={stages} direct={direct} group_m={group_m} probe={probe} \
-             bsrc={bsrc}: stages 1 or 2, direct 0 or 1, group_m 0..=64, probe and bsrc 0 or 1"
+            "gemm_f16_cmreg stages={stages} direct={direct} group_m={group_m} probe={probe}: \
+             stages 1 or 2, direct 0 or 1, group_m 0..=64, probe 0 or 1"
         )));
     }
     let tiles_ok = [bm, bn, bk].iter().all(|v| *v > 0 && v % 16 == 0)
@@ -294,13 +292,13 @@ fn cmreg(
         && (wg / sg) % sgn == 0
         && wg <= lim.max_invocations;
     let sgm = if tiles_ok { wg / sg / sgn } else { 0 };
-    let shared = stages * 16 * (bm * (bk / 8 + 1) + (1 - bsrc) * bk * (bn / 8 + 1));
+    let shared = stages * 16 * (bm * (bk / 8 + 1) + bk * (bn / 8 + 1));
     if !tiles_ok
         || sgm == 0
         || bm % (sgm * 16) != 0
         || bn % (sgn * 16) != 0
         || (bm * bk / 8) % wg != 0
-        || (bsrc == 0 && (bk * bn / 8) % wg != 0)
+        || (bk * bn / 8) % wg != 0
         || (bm / sgm / 16) * (bn / sgn / 16) > 32
         || shared > lim.max_shared
     {
@@ -340,16 +338,9 @@ fn cmreg(
     } else {
         tuning
     };
-    let tuning = if bsrc > 0 {
-        tuning.with("bsrc", bsrc)
-    } else {
-        tuning
-    };
     Ok(plan_of(
         "gemm_f16_cmreg",
-        vec![
-            bm, bn, bk, wg, sgn, sg, stages, direct, group_m, probe, bsrc,
-        ],
+        vec![bm, bn, bk, wg, sgn, sg, stages, direct, group_m, probe],
         tuning,
         d,
     ))
@@ -454,28 +445,6 @@ pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
                     .with("group_m", group_m),
             );
         }
-        // B straight from the buffer; A alone in shared memory, two deep stages.
-        for (bm, bn, bk, wg, sgn, stages, direct) in [
-            (128, 128, 64, 128, 2, 2, 0),
-            (128, 128, 64, 128, 2, 2, 1),
-            (128, 128, 32, 128, 2, 2, 0),
-            (128, 256, 64, 256, 4, 2, 0),
-            (256, 128, 32, 256, 2, 2, 0),
-            (128, 128, 128, 128, 2, 1, 1),
-        ] {
-            push(
-                Tuning::default()
-                    .with("coopmat", 3)
-                    .with("bm", bm)
-                    .with("bn", bn)
-                    .with("bk", bk)
-                    .with("wg", wg)
-                    .with("sgn", sgn)
-                    .with("stages", stages)
-                    .with("direct", direct)
-                    .with("bsrc", 1),
-            );
-        }
     }
     if lim.coop2 && f16 {
         for (bm, bn, bk, wg, uk) in [
@@ -575,8 +544,8 @@ mod tests {
         let lim = h200();
         let p = run_plan(&f16(4096, 4096, 4096), &Tuning::default(), &lim).unwrap();
         assert_eq!(p.shader, "gemm_f16_cmreg");
-        // bm bn bk wg sgn sg stages direct group_m probe bsrc, as the shader numbers them.
-        assert_eq!(p.spec, vec![128, 128, 64, 128, 2, 32, 1, 1, 0, 0, 0]);
+        // bm bn bk wg sgn sg stages direct group_m probe, as the shader numbers them.
+        assert_eq!(p.spec, vec![128, 128, 64, 128, 2, 32, 1, 1, 0, 0]);
         // Not a multiple of the block: the NV kernel, which takes any shape.
         let p = run_plan(&f16(4100, 4096, 4096), &Tuning::default(), &lim).unwrap();
         assert_eq!(p.shader, "gemm_f16_cm2");
@@ -640,7 +609,7 @@ mod tests {
             .with("direct", 0)
             .with("group_m", 8);
         let p = run_plan(&f16(8192, 8192, 8192), &t, &lim).unwrap();
-        assert_eq!(p.spec, vec![128, 128, 32, 128, 2, 32, 2, 0, 8, 0, 0]);
+        assert_eq!(p.spec, vec![128, 128, 32, 128, 2, 32, 2, 0, 8, 0]);
         assert_eq!(p.tuning.get("group_m"), Some(8));
         assert_eq!(p.tuning.get("stages"), Some(2));
         let p = run_plan(&f16(8192, 8192, 8192), &Tuning::default(), &lim).unwrap();
