@@ -42,6 +42,13 @@ const GEMM_DEFAULT: [(&str, u32); 5] = [("bm", 64), ("bn", 64), ("bk", 16), ("tm
 /// invocation, twice the arithmetic per shared-memory load.
 const GEMM_LARGE: [(&str, u32); 5] = [("bm", 128), ("bn", 128), ("bk", 8), ("tm", 8), ("tn", 8)];
 
+/// A tuning from `(key, value)` pairs.
+fn tuning_of(pairs: &[(&str, u32)]) -> Tuning {
+    pairs
+        .iter()
+        .fold(Tuning::default(), |t, (k, v)| t.with(k, *v))
+}
+
 fn large(m: usize, n: usize) -> bool {
     m >= 1024 && n >= 1024
 }
@@ -237,11 +244,7 @@ fn v4(
         )));
     }
     let d = one_dispatch(m, n, k, bm, bn, op)?;
-    let tuning = Tuning::default()
-        .with("v4", 1)
-        .with("bm", bm)
-        .with("bn", bn)
-        .with("bk", bk);
+    let tuning = tuning_of(&[("v4", 1), ("bm", bm), ("bn", bn), ("bk", bk)]);
     Ok(plan_of("gemm_f32_v4", vec![bm, bn, bk, wg], tuning, d))
 }
 
@@ -318,26 +321,21 @@ fn cmreg(
         )));
     }
     let d = one_dispatch(m, n, k, bm, bn, op)?;
-    let tuning = Tuning::default()
-        .with("coopmat", 3)
-        .with("bm", bm)
-        .with("bn", bn)
-        .with("bk", bk)
-        .with("wg", wg)
-        .with("sgn", sgn)
-        .with("stages", stages)
-        .with("direct", direct);
-    // Only recorded when set: caches written before the key existed still match.
-    let tuning = if group_m > 0 {
-        tuning.with("group_m", group_m)
-    } else {
-        tuning
-    };
-    let tuning = if probe > 0 {
-        tuning.with("probe", probe)
-    } else {
-        tuning
-    };
+    let tuning = tuning_of(&[
+        ("coopmat", 3),
+        ("bm", bm),
+        ("bn", bn),
+        ("bk", bk),
+        ("wg", wg),
+        ("sgn", sgn),
+        ("stages", stages),
+        ("direct", direct),
+    ]);
+    // Optional keys only when set: entries written before they existed still match.
+    let tuning = [("group_m", group_m), ("probe", probe)]
+        .into_iter()
+        .filter(|(_, v)| *v > 0)
+        .fold(tuning, |t, (k, v)| t.with(k, v));
     Ok(plan_of(
         "gemm_f16_cmreg",
         vec![bm, bn, bk, wg, sgn, sg, stages, direct, group_m, probe],
@@ -377,13 +375,14 @@ fn cm2(
         )));
     }
     let d = one_dispatch(m, n, k, bm, bn, op)?;
-    let tuning = Tuning::default()
-        .with("coopmat", 2)
-        .with("uk", uk)
-        .with("bm", bm)
-        .with("bn", bn)
-        .with("bk", bk)
-        .with("wg", wg);
+    let tuning = tuning_of(&[
+        ("coopmat", 2),
+        ("uk", uk),
+        ("bm", bm),
+        ("bn", bn),
+        ("bk", bk),
+        ("wg", wg),
+    ]);
     Ok(plan_of("gemm_f16_cm2", vec![bm, bn, bk, wg, uk], tuning, d))
 }
 
@@ -410,7 +409,7 @@ fn coop_shared(
     Ok(plan_of(
         "gemm_f16_coopmat",
         vec![bm, bn, bk, cm, cn, wg, ck],
-        Tuning::default().with("coopmat", 1),
+        tuning_of(&[("coopmat", 1)]),
         d,
     ))
 }
@@ -432,18 +431,17 @@ pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
             // 64x32 per subgroup: half the accumulators, more workgroups per SM.
             (128, 64, 32, 128, 2, 2, 0, 0),
         ] {
-            push(
-                Tuning::default()
-                    .with("coopmat", 3)
-                    .with("bm", bm)
-                    .with("bn", bn)
-                    .with("bk", bk)
-                    .with("wg", wg)
-                    .with("sgn", sgn)
-                    .with("stages", stages)
-                    .with("direct", direct)
-                    .with("group_m", group_m),
-            );
+            push(tuning_of(&[
+                ("coopmat", 3),
+                ("bm", bm),
+                ("bn", bn),
+                ("bk", bk),
+                ("wg", wg),
+                ("sgn", sgn),
+                ("stages", stages),
+                ("direct", direct),
+                ("group_m", group_m),
+            ]));
         }
     }
     if lim.coop2 && f16 {
@@ -455,19 +453,18 @@ pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
             (256, 128, 32, 256, 4),
             (64, 128, 32, 128, 4),
         ] {
-            push(
-                Tuning::default()
-                    .with("coopmat", 2)
-                    .with("bm", bm)
-                    .with("bn", bn)
-                    .with("bk", bk)
-                    .with("wg", wg)
-                    .with("uk", uk),
-            );
+            push(tuning_of(&[
+                ("coopmat", 2),
+                ("bm", bm),
+                ("bn", bn),
+                ("bk", bk),
+                ("wg", wg),
+                ("uk", uk),
+            ]));
         }
     }
     if f16 {
-        push(Tuning::default().with("coopmat", 1));
+        push(tuning_of(&[("coopmat", 1)]));
     } else {
         for (bm, bn, bk) in [
             (128, 128, 8),
@@ -476,13 +473,7 @@ pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
             (128, 64, 8),
             (64, 128, 16),
         ] {
-            push(
-                Tuning::default()
-                    .with("v4", 1)
-                    .with("bm", bm)
-                    .with("bn", bn)
-                    .with("bk", bk),
-            );
+            push(tuning_of(&[("v4", 1), ("bm", bm), ("bn", bn), ("bk", bk)]));
         }
     }
     let coop = f16 && lim.coop_f16.is_some() && lim.f16_storage;
@@ -492,12 +483,7 @@ pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
         (64, 64, 8, 4, 4),
         (32, 32, 16, 2, 2),
     ] {
-        let t = Tuning::default()
-            .with("bm", bm)
-            .with("bn", bn)
-            .with("bk", bk)
-            .with("tm", tm)
-            .with("tn", tn);
+        let t = tuning_of(&[("bm", bm), ("bn", bn), ("bk", bk), ("tm", tm), ("tn", tn)]);
         push(if coop {
             t.with("coopmat", 0)
         } else if !f16 {
