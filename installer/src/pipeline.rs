@@ -174,7 +174,8 @@ pub fn artifact(w: &WheelPin) -> Artifact {
 /// the scan of Python interpreters on PATH (the doctor's business) are
 /// skipped, except that a GPU visible only through Vulkan (WSL2, no PCI
 /// sysfs) must still be seen when greta chooses the profile: with no
-/// `--profile` and nothing found on PCI/KFD/ROCm, Vulkan is enumerated too.
+/// `--profile`, nothing found on PCI/KFD/ROCm and a GPU device node present,
+/// Vulkan is enumerated too.
 /// A captured sysroot is replayed whole (no live cost, and the captures
 /// may hold only the Vulkan side).
 fn probe_facts(
@@ -202,16 +203,30 @@ fn probe_facts(
                 &mut f,
                 greta_probe::collect::default_parsers().rocminfo,
             );
+            f.vulkan.drivers = vulkan_driver_kinds(&root);
             let found_gpu = !f.gpus.is_empty() || !f.rocm.agent_gfx.is_empty();
-            if !profile_forced && !found_gpu {
-                live::icd::collect(&root, &mut f);
+            // A GPU a Vulkan driver can reach on Linux has a device node (DRM
+            // render node; /dev/nvidia* for NVIDIA's driver; /dev/dxg under
+            // WSL2); without one only software devices (lavapipe) could be
+            // enumerated, and those choose nothing.
+            let gpu_node = f
+                .device_nodes
+                .iter()
+                .any(|n| n.exists && n.path.starts_with("/dev/dri/renderD"))
+                || ["/dev/dxg", "/dev/nvidiactl", "/dev/nvidia0"]
+                    .iter()
+                    .any(|p| root.exists(p));
+            if !profile_forced && !found_gpu && gpu_node {
+                // The enumeration needs to know the loader is there (what
+                // the doctor's ICD check finds first; its loading of each
+                // driver library is not needed for that).
+                let dirs = live::icd::lib_dirs(&root);
+                f.vulkan.loader = live::icd::find_lib(&root, &dirs, "libvulkan.so.1");
                 live::vkdev::collect(
                     &root,
                     &mut f,
                     greta_probe::collect::default_parsers().vulkaninfo,
                 );
-            } else {
-                f.vulkan.drivers = vulkan_driver_kinds(&root);
             }
             f
         }
@@ -460,6 +475,9 @@ pub struct InstallInput {
     pub import_timeout: Duration,
     /// Rebuild even when the env is up to date.
     pub reinstall: bool,
+    /// The env's files, checked beside the planning (see
+    /// `envs::current::Contents`).
+    pub early_contents: Option<std::thread::JoinHandle<envs::current::Contents>>,
     /// Print progress lines to stderr.
     pub verbose: bool,
 }
@@ -516,7 +534,10 @@ fn say(verbose: bool, msg: impl AsRef<str>) {
 
 /// Steps 2-5. `Ok` with `installed == false` means a check failed (the
 /// previous env is untouched); `Err` means a step could not be done.
-pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
+pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
+    let mut input = input;
+    let early = input.early_contents.take().and_then(|h| h.join().ok());
+    let input = &input;
     envs::validate_name(&input.name)?;
     let root = EnvRoot::default_root()?;
     let cache = Cache::new(Cache::default_root()?);
@@ -556,7 +577,7 @@ pub fn install(plan: &Plan, input: &InstallInput) -> Result<InstallReport> {
     let mut damaged_in_place = None;
     if !input.reinstall && env_path.exists() {
         let t = Instant::now();
-        match up_to_date(plan, input, &env_path) {
+        match up_to_date(plan, input, &env_path, early) {
             Ok(v) => {
                 timings.insert("verify".into(), t.elapsed().as_millis());
                 timings.insert("total".into(), t0.elapsed().as_millis());
@@ -886,6 +907,7 @@ fn up_to_date(
     plan: &Plan,
     input: &InstallInput,
     env: &Path,
+    early: Option<envs::current::Contents>,
 ) -> std::result::Result<envs::current::Verified, envs::current::Stale> {
     let python = plan
         .python
@@ -920,7 +942,7 @@ fn up_to_date(
             installer::Choice::Pip => Some("pip"),
         },
     };
-    envs::current::verify(env, &want)
+    envs::current::verify(env, &want, early)
 }
 
 fn wheel_report(f: &Fetched) -> WheelReport {

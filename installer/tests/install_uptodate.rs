@@ -250,12 +250,17 @@ fn import_check_sees_what_the_wheels_pth_files_add() {
     );
 
     // And a module that does not import is still a failed check that keeps
-    // the previous env: break jax's .pth target in a new lock.
+    // the previous env, with the error as Python said it (quotes, a
+    // newline, a backslash and non-ASCII survive the check's JSON).
     let broken = wheel::build(
         "jax",
         "0.4.36",
-        "jax_src",
-        &[("greta_test_jax.pth", "jax_nowhere\n".to_string())],
+        "jax",
+        &[(
+            "jax/__init__.py",
+            "raise ImportError('bad \"quote\"\\nnew line \\u00fc \\U0001d11e \\\\ end')\n"
+                .to_string(),
+        )],
         10_000,
     );
     h.server
@@ -277,6 +282,10 @@ fn import_check_sees_what_the_wheels_pth_files_add() {
         .map(|f| f["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["framework.import-failed"], "{j}");
+    assert_eq!(
+        j["report"]["findings"][0]["evidence"],
+        "ImportError: bad \"quote\"\nnew line \u{fc} \u{1d11e} \\ end"
+    );
     // The previous env (jax 0.4.35) is untouched.
     assert_eq!(h.import_in_env("cpu")["jax"], "0.4.35");
 }

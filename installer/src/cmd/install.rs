@@ -75,6 +75,21 @@ pub fn run(args: Args) -> Result<Exit> {
             args.offline,
         ),
     };
+    // The env's files are checked while the plan is made (the no-op case
+    // then costs the slower of the two, not their sum); the result is used
+    // only if the receipt is unchanged under the env's lock (envs::current).
+    let early_name = args.name.clone().or_else(|| profile.clone());
+    let early_contents = match (&early_name, args.reinstall || args.dry_run) {
+        (Some(n), false) if crate::envs::validate_name(n).is_ok() => {
+            crate::envs::EnvRoot::default_root().ok().and_then(|root| {
+                let env = root.env_path(n);
+                env.join(crate::envs::receipt::FILE)
+                    .is_file()
+                    .then(|| std::thread::spawn(move || crate::envs::current::check_contents(&env)))
+            })
+        }
+        _ => None,
+    };
     let plan = pipeline::plan(&PlanInput {
         lock_dir: &lock_dir,
         profile: profile.as_deref(),
@@ -109,9 +124,10 @@ pub fn run(args: Args) -> Result<Exit> {
         smoke: !args.no_smoke,
         import_timeout: Duration::from_secs(args.import_timeout.max(1)),
         reinstall: args.reinstall,
+        early_contents,
         verbose: !args.json,
     };
-    let report = match pipeline::install(&plan, &input) {
+    let report = match pipeline::install(&plan, input) {
         Ok(r) => r,
         Err(e) => {
             if args.json {

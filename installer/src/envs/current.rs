@@ -62,21 +62,38 @@ pub struct Stale {
 }
 
 /// `Ok` when the env at `env` is up to date; `Err` says why not.
-pub fn verify(env: &Path, want: &Wanted) -> Result<Verified, Stale> {
-    let mut changed_in_place = None;
-    verify_inner(env, want, &mut changed_in_place).map_err(|reason| Stale {
+pub fn verify(env: &Path, want: &Wanted, early: Option<Contents>) -> Result<Verified, Stale> {
+    let stale = |reason: String| Stale {
         reason,
-        changed_in_place,
+        changed_in_place: None,
+    };
+    let text = fs::read(env.join(super::receipt::FILE))
+        .map_err(|e| stale(format!("{}: {e}", env.join(super::receipt::FILE).display())))?;
+    let receipt = Receipt::load(env).map_err(|e| stale(format!("{e:#}")))?;
+    check_against(env, &receipt, want).map_err(stale)?;
+    // The files: checked already (beside the plan) when that check saw
+    // this very receipt in this very env directory; else now.
+    let contents = match early {
+        Some(c) if c.receipt == text && c.env_id == dir_id(env) => c,
+        _ => check_contents(env),
+    };
+    let (distributions, files) = contents
+        .result
+        .map_err(|(reason, changed_in_place)| Stale {
+            reason,
+            changed_in_place,
+        })?;
+    Ok(Verified {
+        receipt,
+        distributions,
+        files,
     })
 }
 
-fn verify_inner(
-    env: &Path,
-    want: &Wanted,
-    changed_in_place: &mut Option<String>,
-) -> Result<Verified, String> {
-    let receipt = Receipt::load(env).map_err(|e| format!("{e:#}"))?;
-    compare_receipt(&receipt, want)?;
+/// The checks that need the plan: the receipt against it, the interpreter
+/// link, the activation script, the HIP worker.
+fn check_against(env: &Path, receipt: &Receipt, want: &Wanted) -> Result<(), String> {
+    compare_receipt(receipt, want)?;
     let base = receipt
         .python
         .base
@@ -109,8 +126,51 @@ fn verify_inner(
             return Err(format!("the recorded HIP worker {} is gone", w.path));
         }
     }
-    let xy: String = want
-        .python_version
+    Ok(())
+}
+
+/// The env's installed files checked against its own receipt: each wheel
+/// it records installed once at its version, every RECORD entry with its
+/// size. Needs no plan, so `greta install` runs it beside the planning;
+/// [`verify`] uses it only if the receipt it read is byte for byte the one
+/// read under the env's lock (and the env directory is the same one), and
+/// the receipt matches the plan (so the wheels are the plan's).
+pub struct Contents {
+    receipt: Vec<u8>,
+    env_id: Option<(u64, u64)>,
+    /// (distributions, files checked), or why not (and the distribution
+    /// changed in place, if that is the reason).
+    result: Result<(usize, usize), (String, Option<String>)>,
+}
+
+fn dir_id(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+}
+
+pub fn check_contents(env: &Path) -> Contents {
+    let env_id = dir_id(env);
+    let receipt = fs::read(env.join(super::receipt::FILE)).unwrap_or_default();
+    let mut changed_in_place = None;
+    let result = serde_json::from_slice::<Receipt>(&receipt)
+        .map_err(|e| format!("{}: {e}", env.join(super::receipt::FILE).display()))
+        .and_then(|r| contents_of(env, &r, &mut changed_in_place))
+        .map_err(|why| (why, changed_in_place.clone()));
+    Contents {
+        receipt,
+        env_id,
+        result,
+    }
+}
+
+fn contents_of(
+    env: &Path,
+    receipt: &Receipt,
+    changed_in_place: &mut Option<String>,
+) -> Result<(usize, usize), String> {
+    let xy: String = receipt
+        .python
+        .version
         .split('.')
         .take(2)
         .collect::<Vec<_>>()
@@ -120,8 +180,9 @@ fn verify_inner(
         .join(format!("python{xy}"))
         .join("site-packages");
     let installed = dist_infos(&site)?;
-    let mut files = 0;
-    for (name, version, _, _) in &want.wheels {
+    let mut files: Vec<(PathBuf, u64, &str)> = Vec::new();
+    for w in &receipt.wheels {
+        let (name, version) = (w.name.as_str(), w.version.as_str());
         let key = normalize(name);
         let found: Vec<&DistInfo> = installed.iter().filter(|d| d.name == key).collect();
         let (installed_version, dir) = match found.as_slice() {
@@ -144,13 +205,15 @@ fn verify_inner(
                 "{name} {installed_version} is installed, the lock pins {version}"
             ));
         }
-        files += check_record(&site, dir, name, changed_in_place)?;
+        for (p, size) in record_entries(&site, dir)? {
+            files.push((p, size, name));
+        }
     }
-    Ok(Verified {
-        receipt,
-        distributions: want.wheels.len(),
-        files,
-    })
+    let n = check_sizes(&files).map_err(|(why, in_place)| {
+        *changed_in_place = in_place;
+        why
+    })?;
+    Ok((receipt.wheels.len(), n))
 }
 
 fn compare_receipt(r: &Receipt, want: &Wanted) -> Result<(), String> {
@@ -293,17 +356,11 @@ fn dist_infos(site: &Path) -> Result<Vec<DistInfo>, String> {
     Ok(out)
 }
 
-/// Checks that every RECORD entry with a size exists with that size;
-/// returns how many were checked.
-fn check_record(
-    site: &Path,
-    dist_info: &Path,
-    name: &str,
-    changed_in_place: &mut Option<String>,
-) -> Result<usize, String> {
+/// The RECORD entries of one distribution that have a size: (path, size).
+fn record_entries(site: &Path, dist_info: &Path) -> Result<Vec<(PathBuf, u64)>, String> {
     let record = dist_info.join("RECORD");
     let text = fs::read_to_string(&record).map_err(|e| format!("{}: {e}", record.display()))?;
-    let mut n = 0;
+    let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.is_empty() {
             continue;
@@ -322,21 +379,60 @@ fn check_record(
                 i + 1
             )
         })?;
-        let p = site.join(path);
-        match fs::metadata(&p) {
-            Ok(m) if m.is_file() && m.len() == size => n += 1,
-            Ok(m) => {
-                *changed_in_place = Some(name.to_string());
-                return Err(format!(
-                    "{} (of {name}) has {} bytes, its RECORD says {size}",
-                    p.display(),
-                    m.len()
-                ));
-            }
-            Err(e) => return Err(format!("{} (of {name}): {e}", p.display())),
-        }
+        out.push((site.join(path), size));
     }
-    Ok(n)
+    Ok(out)
+}
+
+/// Checks that every file exists with its RECORD size, on a few threads
+/// (a torch install lists ~15,000 files; each check is one `statx`).
+/// Returns how many were checked; `Err` names the first bad file and, when
+/// it exists with another size (changed in place), its distribution.
+fn check_sizes(files: &[(PathBuf, u64, &str)]) -> Result<usize, (String, Option<String>)> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    let chunk = files.len().div_ceil(threads).max(256);
+    let results: Vec<Result<(), (String, Option<String>)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    for (p, size, name) in part {
+                        match fs::metadata(p) {
+                            Ok(m) if m.is_file() && m.len() == *size => {}
+                            Ok(m) => {
+                                return Err((
+                                    format!(
+                                        "{} (of {name}) has {} bytes, its RECORD says {size}",
+                                        p.display(),
+                                        m.len()
+                                    ),
+                                    Some(name.to_string()),
+                                ))
+                            }
+                            Err(e) => {
+                                return Err((format!("{} (of {name}): {e}", p.display()), None))
+                            }
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(("the size check panicked".into(), None)))
+            })
+            .collect()
+    });
+    for r in results {
+        r?;
+    }
+    Ok(files.len())
 }
 
 /// One line of RECORD (CSV: fields may be double-quoted, `""` escapes `"`).
@@ -372,6 +468,123 @@ mod tests {
         );
         assert_eq!(csv_fields(r#""a""b",,"#), vec!["a\"b", "", ""]);
         assert_eq!(csv_fields("x/RECORD,,"), vec!["x/RECORD", "", ""]);
+    }
+
+    /// A fake env of one distribution `demo 1.0` built from `base`.
+    fn fake_env(root: &Path, base: &Path) -> (PathBuf, Receipt) {
+        let env = root.join("env");
+        let site = env.join("lib/python3.11/site-packages");
+        fs::create_dir_all(site.join("demo-1.0.dist-info")).unwrap();
+        fs::create_dir_all(site.join("demo")).unwrap();
+        fs::create_dir_all(env.join("bin")).unwrap();
+        std::os::unix::fs::symlink(base, env.join("bin/python")).unwrap();
+        fs::write(site.join("demo/__init__.py"), "x = 1\n").unwrap();
+        fs::write(
+            site.join("demo-1.0.dist-info/METADATA"),
+            "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n",
+        )
+        .unwrap();
+        fs::write(
+            site.join("demo-1.0.dist-info/RECORD"),
+            "demo/__init__.py,sha256=x,6\ndemo-1.0.dist-info/RECORD,,\n",
+        )
+        .unwrap();
+        let vars = BTreeMap::new();
+        fs::write(
+            env.join(activate::FILE),
+            activate::render(&env, "cpu", &vars),
+        )
+        .unwrap();
+        let receipt = Receipt {
+            schema: super::super::receipt::SCHEMA.into(),
+            name: "env".into(),
+            profile: "cpu".into(),
+            backend: "cpu".into(),
+            python: super::super::receipt::PythonInfo {
+                path: env.join("bin/python").display().to_string(),
+                version: "3.11.7".into(),
+                base: Some(base.display().to_string()),
+            },
+            lockfile: super::super::receipt::LockRef {
+                path: "pylock.cpu.toml".into(),
+                sha256: "ab".repeat(32),
+            },
+            wheels: vec![super::super::receipt::WheelRef {
+                name: "demo".into(),
+                version: "1.0".into(),
+                filename: "demo-1.0-py3-none-any.whl".into(),
+                sha256: "cd".repeat(32),
+            }],
+            installer: "uv 0.13.9".into(),
+            env_vars: vars,
+            probe: serde_json::json!({}),
+            checks: serde_json::json!({}),
+            greta_version: env!("CARGO_PKG_VERSION").into(),
+            created: "2026-11-22T00:00:00Z".into(),
+            hip_worker: None,
+        };
+        receipt.write(&env).unwrap();
+        (env, receipt)
+    }
+
+    #[test]
+    fn an_early_check_is_used_only_for_the_same_receipt() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().join("python3.11");
+        fs::write(&base, b"\x7fELF").unwrap();
+        let (env, mut receipt) = fake_env(d.path(), &base);
+        let (lock, wheel_sha, vars) = ("ab".repeat(32), "cd".repeat(32), BTreeMap::new());
+        let want = Wanted {
+            name: "env",
+            profile: "cpu",
+            lock_sha256: &lock,
+            wheels: vec![("demo", "1.0", "demo-1.0-py3-none-any.whl", &wheel_sha)],
+            env_vars: &vars,
+            python: &base,
+            python_version: "3.11.7",
+            installer: None,
+        };
+        let v = verify(&env, &want, None).unwrap();
+        assert_eq!((v.distributions, v.files), (1, 1));
+        // Checked early, then the env changed and so did its receipt (a
+        // rebuild by someone else): the early result is not used.
+        let early = check_contents(&env);
+        assert!(early.result.is_ok());
+        fs::remove_file(env.join("lib/python3.11/site-packages/demo/__init__.py")).unwrap();
+        receipt.created = "2026-11-22T00:00:01Z".into();
+        receipt.write(&env).unwrap();
+        let e = verify(&env, &want, Some(early)).unwrap_err();
+        assert!(e.reason.contains("__init__.py (of demo)"), "{}", e.reason);
+        // Same receipt and directory: the early result stands for the files
+        // (a point-in-time check, made while the plan was being made).
+        fs::write(
+            env.join("lib/python3.11/site-packages/demo/__init__.py"),
+            "x = 1\n",
+        )
+        .unwrap();
+        let early = check_contents(&env);
+        assert!(early.result.is_ok());
+        fs::remove_file(env.join("lib/python3.11/site-packages/demo/__init__.py")).unwrap();
+        assert!(verify(&env, &want, Some(early)).is_ok());
+        assert!(verify(&env, &want, None).is_err());
+        // An in-place size change names the distribution (uv's cache).
+        fs::write(
+            env.join("lib/python3.11/site-packages/demo/__init__.py"),
+            "x = 22\n",
+        )
+        .unwrap();
+        let e = verify(&env, &want, None).unwrap_err();
+        assert_eq!(e.changed_in_place.as_deref(), Some("demo"), "{}", e.reason);
+        // Another wanted lockfile is a mismatch before any file is looked at.
+        let other = "ef".repeat(32);
+        let want2 = Wanted {
+            lock_sha256: &other,
+            ..want
+        };
+        assert!(verify(&env, &want2, None)
+            .unwrap_err()
+            .reason
+            .contains("the lockfile (sha256) changed"));
     }
 
     #[test]
