@@ -11,7 +11,7 @@
 #      `uv pip install --no-index --no-deps` of the same files into the
 #      existing venv (uv's audit); also `greta install` with the profile
 #      chosen by the probe (no --profile)
-# Runs of greta and uv alternate; medians of RUNS.
+# Runs of greta and uv alternate (scripts/bench/warm.py); medians of RUNS.
 # Synthetic wheels shaped like torch/triton/jax (scripts/bench/make_wheels.py).
 # usage: scripts/bench/install.sh [SCALE] [RUNS]     (SCALE 1.0 = ~330 MiB)
 # Prints a markdown table; needs python3, uv, curl, awk; builds greta --release
@@ -55,50 +55,23 @@ for r in $(seq "$runs"); do
   ls "$work/srv/files" | sed "s|^|http://127.0.0.1:$port/files/|" | xargs -P 4 -n 1 sh -c 'curl -fsS -o "$0/$(basename "$1")" "$1"' "$work/curl"
   t1=$(now); cold_curl+=("$(calc "$t1 - $t0")")
 done
-gi=("$greta" install --profile cpu --python "$py" --no-smoke --installer uv --json)
-"${gi[@]}" --reinstall >/dev/null; "${gi[@]}" --reinstall >/dev/null   # warm everything
 wheels=$(ls "$work"/srv/files/*.whl)
-uv_install() {
-  # shellcheck disable=SC2086
-  uv pip install -q --python "$work/uvenv/bin/python" --no-index --no-deps $wheels
-}
-rm -rf "$work/uvenv"; uv venv -q --python "$py" "$work/uvenv"; uv_install   # warm uv too
-rebuild_greta=(); rebuild_uv=(); noop_greta=(); noop_uv=(); noop_auto=()
-for r in $(seq "$runs"); do
-  t0=$(now); "${gi[@]}" --reinstall >"$work/rebuild-$r.json"; t1=$(now)
-  rebuild_greta+=("$(calc "$t1 - $t0")")
-  # greta hands the replaced env to a detached `rm -rf`; let it finish so
-  # it does not slow down the uv run that follows.
-  while compgen -G "$work/data/greta/envs/.trash-*" >/dev/null; do sleep 0.01; done
-  rm -rf "$work/uvenv"
-  t0=$(now); uv venv -q --python "$py" "$work/uvenv"; uv_install; t1=$(now)
-  rebuild_uv+=("$(calc "$t1 - $t0")")
-  t0=$(now); "${gi[@]}" >"$work/noop.json"; t1=$(now)
-  noop_greta+=("$(calc "$t1 - $t0")")
-  grep -q '"result": "up-to-date"' "$work/noop.json" || { echo "bench: the no-op install did not report up-to-date" >&2; exit 1; }
-  t0=$(now); uv_install; t1=$(now)
-  noop_uv+=("$(calc "$t1 - $t0")")
-  t0=$(now); "$greta" install --python "$py" --no-smoke --installer uv --json >"$work/auto.json"; t1=$(now)
-  noop_auto+=("$(calc "$t1 - $t0")")
-  grep -q '"result": "up-to-date"' "$work/auto.json" || { echo "bench: the auto-profile install did not report up-to-date" >&2; exit 1; }
-done
-# Median of each step of the rebuilds (timings_ms of `greta install --json`).
-steps=$($py - "$work" "$runs" <<'PY'
-import json, statistics, sys
-work, runs = sys.argv[1], int(sys.argv[2])
-t = [json.load(open(f"{work}/rebuild-{r}.json"))["report"]["timings_ms"] for r in range(1, runs + 1)]
-keys = ["venv", "install", "import_check", "receipt", "swap", "total"]
-print(", ".join(f"{k} {statistics.median(x[k] for x in t):.0f}" for k in keys if all(k in x for x in t)))
-PY
-)
+# shellcheck disable=SC2086
+warm=$($py scripts/bench/warm.py "$work" "$runs" "$greta" "$py" $wheels)
 cg=$(printf '%s\n' "${cold_greta[@]}" | median); cgw=$(printf '%s\n' "${cold_greta_wall[@]}" | median)
 cc=$(printf '%s\n' "${cold_curl[@]}" | median)
-rg=$(printf '%s\n' "${rebuild_greta[@]}" | median); ru=$(printf '%s\n' "${rebuild_uv[@]}" | median)
-ng=$(printf '%s\n' "${noop_greta[@]}" | median); nu=$(printf '%s\n' "${noop_uv[@]}" | median)
-na=$(printf '%s\n' "${noop_auto[@]}" | median)
 echo "| measurement (median of $runs; $mib MiB in 3 wheels, 4000 files; $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)) | greta | reference | ratio |"
 echo "| --- | --- | --- | --- |"
 awk -v g="$cg" -v w="$cgw" -v c="$cc" -v m="$mib" 'BEGIN{printf "| cold fetch from loopback: greta fetch step (whole `greta bundle`: %.2f s) vs curl, 4 parallel | %.2f s (%.0f MiB/s) | %.2f s (%.0f MiB/s) | %.0f%% of curl throughput |\n", w, g, m/g, c, m/c, 100*c/g}'
-awk -v g="$rg" -v u="$ru" -v s="$steps" 'BEGIN{printf "| warm rebuild: `greta install --reinstall` (plan, venv, uv, import check, receipt, swap; median ms: %s) vs `uv venv` + `uv pip install --no-index --no-deps` into a new venv | %.0f ms | %.0f ms | %.2fx |\n", s, 1000*g, 1000*u, g/u}'
-awk -v g="$ng" -v u="$nu" 'BEGIN{printf "| warm no-op: `greta install` on the up-to-date env (plan + verification) vs `uv pip install --no-index --no-deps` into the existing venv (audit) | %.0f ms | %.0f ms | %.2fx |\n", 1000*g, 1000*u, g/u}'
-awk -v g="$na" -v u="$nu" 'BEGIN{printf "| warm no-op without --profile (the probe chooses the profile) vs the same uv audit | %.0f ms | %.0f ms | %.2fx |\n", 1000*g, 1000*u, g/u}'
+$py - "$warm" <<'PY'
+import json, sys
+w = json.loads(sys.argv[1])
+def row(what, g, u):
+    a, b = w[g], w[u]
+    print(f"| {what} | {a['median']:.0f} ms ({a['min']:.0f}-{a['max']:.0f}) | {b['median']:.0f} ms ({b['min']:.0f}-{b['max']:.0f}) | {a['median'] / b['median']:.2f}x |")
+steps = ", ".join(f"{k} {v:.0f}" for k, v in w["rebuild_steps_ms"].items())
+row(f"warm rebuild: `greta install --reinstall` (plan, venv, uv, import check, receipt, swap; median ms of its steps: {steps}) vs `uv venv` + `uv pip install --no-index --no-deps` into a new venv", "rebuild_greta", "rebuild_uv")
+row("warm no-op: `greta install` on the up-to-date env (plan + verification) vs `uv pip install --no-index --no-deps` into the existing venv (audit)", "noop_greta", "noop_uv")
+row("warm no-op without --profile (the probe chooses the profile) vs the same uv audit", "noop_auto", "noop_uv")
+print(f"(load average after the warm runs: {' '.join(w['load_average'])}; greta and uv runs alternate; times are median (min-max))")
+PY

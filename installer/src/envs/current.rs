@@ -399,15 +399,15 @@ fn check_sizes(files: &[(PathBuf, u64, &str)]) -> Result<usize, (String, Option<
             .chunks(chunk)
             .map(|part| {
                 s.spawn(move || {
+                    let mut dir = DirCursor::default();
                     for (p, size, name) in part {
-                        match fs::metadata(p) {
-                            Ok(m) if m.is_file() && m.len() == *size => {}
-                            Ok(m) => {
+                        match dir.stat(p) {
+                            Ok((true, len)) if len == *size => {}
+                            Ok((_, len)) => {
                                 return Err((
                                     format!(
-                                        "{} (of {name}) has {} bytes, its RECORD says {size}",
+                                        "{} (of {name}) has {len} bytes, its RECORD says {size}",
                                         p.display(),
-                                        m.len()
                                     ),
                                     Some(name.to_string()),
                                 ))
@@ -433,6 +433,43 @@ fn check_sizes(files: &[(PathBuf, u64, &str)]) -> Result<usize, (String, Option<
         r?;
     }
     Ok(files.len())
+}
+
+/// `stat` of files relative to their directory, which stays open while
+/// consecutive files share it (RECORD lists a package's files directory by
+/// directory): the kernel then resolves one name per file instead of the
+/// whole site-packages path, about half the cost of the check.
+#[derive(Default)]
+struct DirCursor {
+    dir: Option<(PathBuf, fs::File)>,
+}
+
+impl DirCursor {
+    /// (is a regular file, size), following symlinks like `fs::metadata`.
+    fn stat(&mut self, p: &Path) -> std::io::Result<(bool, u64)> {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::io::AsRawFd;
+        let (Some(parent), Some(name)) = (p.parent(), p.file_name()) else {
+            let m = fs::metadata(p)?;
+            return Ok((m.is_file(), m.len()));
+        };
+        if self.dir.as_ref().map(|(d, _)| d.as_path()) != Some(parent) {
+            self.dir = Some((parent.to_path_buf(), fs::File::open(parent)?));
+        }
+        let fd = self.dir.as_ref().map(|(_, f)| f.as_raw_fd()).unwrap_or(-1);
+        let cname = std::ffi::CString::new(name.as_bytes())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        // SAFETY: fstatat writes only into the zeroed stat we own; the name
+        // is NUL-terminated and the fd is open for the call.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstatat(fd, cname.as_ptr(), &mut st, 0) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((
+            st.st_mode & libc::S_IFMT == libc::S_IFREG,
+            st.st_size as u64,
+        ))
+    }
 }
 
 /// One line of RECORD (CSV: fields may be double-quoted, `""` escapes `"`).
