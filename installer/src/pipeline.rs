@@ -868,7 +868,7 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
         hip_worker: hip.map(|h| h.record),
     };
     let t = Instant::now();
-    staging.relocate()?;
+    staging.relocate(&xy_of(&plan.python.version))?;
     envs::activate::write(
         &staging.path,
         &staging.target,
@@ -964,6 +964,11 @@ fn at_final_path(v: &serde_json::Value, staging: &Path, target: &Path) -> serde_
     // Both are JSON string literals; strip the quotes to replace inside strings.
     let (from, to) = (&from[1..from.len() - 1], &to[1..to.len() - 1]);
     serde_json::from_str(&text.replace(from, to)).unwrap_or_else(|_| v.clone())
+}
+
+/// "3.11.7" → "3.11".
+fn xy_of(version: &str) -> String {
+    version.split('.').take(2).collect::<Vec<_>>().join(".")
 }
 
 /// "6.4.1" → "6.4": torch reports the ROCm/CUDA minor it was built with.

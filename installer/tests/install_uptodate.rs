@@ -289,3 +289,72 @@ fn import_check_sees_what_the_wheels_pth_files_add() {
     // The previous env (jax 0.4.35) is untouched.
     assert_eq!(h.import_in_env("cpu")["jax"], "0.4.35");
 }
+
+#[test]
+fn console_scripts_point_at_the_final_env_and_their_records_stay_true() {
+    support::require_uv();
+    // uv and pip write each console script's `#!` line for the staging
+    // path; greta rewrites it for the final path, and must update the
+    // script's RECORD entry too, or the env would never verify again.
+    let torch = wheel::build(
+        "torch",
+        "2.5.1",
+        "torch",
+        &[
+            (
+                "torch/__init__.py",
+                "from . import version\n__version__ = version.__version__\n\ndef main():\n    print('torchrun ok')\n".to_string(),
+            ),
+            (
+                "torch/version.py",
+                "__version__ = '2.5.1'\nhip = None\ncuda = None\n".to_string(),
+            ),
+            (
+                "torch-2.5.1.dist-info/entry_points.txt",
+                "[console_scripts]\ntorchrun = torch:main\n".to_string(),
+            ),
+        ],
+        20_000,
+    );
+    let h = Harness::with_wheels(vec![
+        torch,
+        wheel::triton("3.1.0", 10_000),
+        wheel::jax("0.4.35", 10_000),
+    ]);
+    for (name, tool) in [("cpu", "uv"), ("pip-env", "pip")] {
+        let o = h.install_plain(&["--installer", tool, "--name", name, "--json"]);
+        assert!(o.status.success(), "{tool}: {}", text(&o));
+        let env = h.env_dir(name);
+        let script = env.join("bin").join("torchrun");
+        let first = std::fs::read_to_string(&script).unwrap();
+        let shebang = first.lines().next().unwrap();
+        assert!(
+            shebang.contains(env.join("bin").join("python").to_str().unwrap())
+                && !shebang.contains(".staging"),
+            "{tool}: {shebang}"
+        );
+        let run = std::process::Command::new(&script).output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&run.stdout),
+            "torchrun ok\n",
+            "{tool}"
+        );
+        // RECORD has the script's real size (and hash).
+        let site = env
+            .join("lib")
+            .join(format!("python{}", support::python_xy()))
+            .join("site-packages");
+        let record =
+            std::fs::read_to_string(site.join("torch-2.5.1.dist-info").join("RECORD")).unwrap();
+        let line = record
+            .lines()
+            .find(|l| l.contains("bin/torchrun"))
+            .unwrap_or_else(|| panic!("{tool}: no torchrun in RECORD:\n{record}"));
+        let fields: Vec<&str> = line.split(',').collect();
+        assert_eq!(fields[2], first.len().to_string(), "{tool}: {line}");
+        let o = h.install_plain(&["--installer", tool, "--name", name, "--json"]);
+        assert!(o.status.success(), "{tool}: {}", text(&o));
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(j["result"], "up-to-date", "{tool}: {j}");
+    }
+}

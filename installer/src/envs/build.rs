@@ -99,11 +99,26 @@ impl Staging {
         })
     }
 
-    /// Rewrites the staging path to the final path in the venv's scripts.
-    pub fn relocate(&self) -> Result<usize> {
+    /// Rewrites the staging path to the final path in the venv's scripts,
+    /// then brings the `RECORD` entries of the rewritten files (console
+    /// scripts: their `#!` line) up to date, so the env is what an install
+    /// at its final path would have written and its RECORDs stay true (the
+    /// up-to-date check compares sizes against them).
+    pub fn relocate(&self, python_xy: &str) -> Result<usize> {
+        let rewritten = self.rewrite_paths()?;
+        let site = self
+            .path
+            .join("lib")
+            .join(format!("python{python_xy}"))
+            .join("site-packages");
+        fix_records(&site, &rewritten)?;
+        Ok(rewritten.len())
+    }
+
+    fn rewrite_paths(&self) -> Result<Vec<(PathBuf, Vec<u8>)>> {
         let from = self.path.as_os_str().as_encoded_bytes().to_vec();
         let to = self.target.as_os_str().as_encoded_bytes().to_vec();
-        let mut n = 0;
+        let mut done = Vec::new();
         let mut files: Vec<PathBuf> = vec![self.path.join("pyvenv.cfg")];
         if let Ok(rd) = fs::read_dir(self.path.join("bin")) {
             files.extend(rd.flatten().map(|e| e.path()));
@@ -124,12 +139,12 @@ impl Staging {
                 ".{}.greta-tmp",
                 f.file_name().unwrap_or_default().to_string_lossy()
             ));
-            fs::write(&tmp, out).with_context(|| format!("writing {}", tmp.display()))?;
+            fs::write(&tmp, &out).with_context(|| format!("writing {}", tmp.display()))?;
             fs::set_permissions(&tmp, meta.permissions())?;
             fs::rename(&tmp, &f).with_context(|| format!("writing {}", f.display()))?;
-            n += 1;
+            done.push((f, out));
         }
-        Ok(n)
+        Ok(done)
     }
 
     /// Swaps the staged env in. The old env is moved to `.backup-<name>`
@@ -160,6 +175,85 @@ impl Staging {
         }
         Ok(self.target.clone())
     }
+}
+
+/// `a/b/../c` → `a/c`, without touching the filesystem (RECORD paths are
+/// relative to site-packages and climb out of it to reach `bin/`).
+fn lexical(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Updates hash and size of every RECORD line (of every `.dist-info` in
+/// `site`) that names one of `rewritten`; each RECORD is replaced whole
+/// (temporary file, then rename).
+fn fix_records(site: &Path, rewritten: &[(PathBuf, Vec<u8>)]) -> Result<()> {
+    use base64::Engine;
+    use sha2::Digest;
+    if rewritten.is_empty() {
+        return Ok(());
+    }
+    let targets: std::collections::HashMap<PathBuf, &Vec<u8>> =
+        rewritten.iter().map(|(f, b)| (lexical(f), b)).collect();
+    let Ok(rd) = fs::read_dir(site) else {
+        return Ok(());
+    };
+    for e in rd.flatten() {
+        if !e.file_name().to_string_lossy().ends_with(".dist-info") {
+            continue;
+        }
+        let record = e.path().join("RECORD");
+        let Ok(text) = fs::read_to_string(&record) else {
+            continue;
+        };
+        let mut changed = false;
+        let mut out = String::with_capacity(text.len());
+        for line in text.lines() {
+            // Only files outside site-packages (`../../../bin/x`) can be
+            // rewritten ones; a torch RECORD has ~15,000 other lines.
+            let outside = line.starts_with("..") || line.starts_with("\"..");
+            let fields = if outside {
+                super::current::csv_fields(line)
+            } else {
+                Vec::new()
+            };
+            let hit = fields
+                .first()
+                .and_then(|p| targets.get(&lexical(&site.join(p))));
+            match (hit, fields.first()) {
+                (Some(bytes), Some(path)) => {
+                    let digest = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                        .encode(sha2::Sha256::digest(bytes));
+                    let path = if path.contains([',', '"']) {
+                        format!("\"{}\"", path.replace('"', "\"\""))
+                    } else {
+                        path.clone()
+                    };
+                    out.push_str(&format!("{path},sha256={digest},{}\n", bytes.len()));
+                    changed = true;
+                }
+                _ => {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+        if changed {
+            let tmp = record.with_file_name(".RECORD.greta-tmp");
+            fs::write(&tmp, out).with_context(|| format!("writing {}", tmp.display()))?;
+            fs::rename(&tmp, &record).with_context(|| format!("writing {}", record.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Deletes the replaced env without making the user wait for it: renamed
@@ -214,6 +308,46 @@ fn replace_all(hay: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_of_rewritten_scripts_get_their_new_hash_and_size() {
+        use base64::Engine;
+        use sha2::Digest;
+        let d = tempfile::tempdir().unwrap();
+        let site = d.path().join("lib/python3.11/site-packages");
+        let info = site.join("demo-1.0.dist-info");
+        fs::create_dir_all(&info).unwrap();
+        fs::create_dir_all(d.path().join("bin")).unwrap();
+        let record = "demo/__init__.py,sha256=abc,5\n\
+                      ../../../bin/demo,sha256=old,40\n\
+                      \"../../../bin/we,ird\",sha256=old,41\n\
+                      demo-1.0.dist-info/RECORD,,\n";
+        fs::write(info.join("RECORD"), record).unwrap();
+        let script = b"#!/envs/demo/bin/python\nprint(1)\n".to_vec();
+        let weird = b"#!/envs/demo/bin/python\n".to_vec();
+        let rewritten = vec![
+            (d.path().join("bin/demo"), script.clone()),
+            (d.path().join("bin/we,ird"), weird.clone()),
+        ];
+        fix_records(&site, &rewritten).unwrap();
+        let b64 = |b: &[u8]| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(b))
+        };
+        assert_eq!(
+            fs::read_to_string(info.join("RECORD")).unwrap(),
+            format!(
+                "demo/__init__.py,sha256=abc,5\n../../../bin/demo,sha256={},{}\n\"../../../bin/we,ird\",sha256={},{}\ndemo-1.0.dist-info/RECORD,,\n",
+                b64(&script),
+                script.len(),
+                b64(&weird),
+                weird.len()
+            )
+        );
+        assert_eq!(
+            lexical(Path::new("/e/lib/p/site-packages/../../../bin/x")),
+            PathBuf::from("/e/bin/x")
+        );
+    }
 
     #[test]
     fn replaces_every_occurrence() {

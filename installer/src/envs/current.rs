@@ -473,7 +473,7 @@ impl DirCursor {
 }
 
 /// One line of RECORD (CSV: fields may be double-quoted, `""` escapes `"`).
-fn csv_fields(line: &str) -> Vec<String> {
+pub(crate) fn csv_fields(line: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut quoted = false;
