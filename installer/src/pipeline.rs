@@ -316,28 +316,28 @@ fn interpreter(
         let exe = format!("python{xy}");
         if let Ok(p) = which::which(&exe) {
             match Interpreter::inspect_cached(&p, cache) {
-                Ok(i) if i.xy() == *xy => {
+                Ok((i, hit)) if i.xy() == *xy => {
                     return Ok((
                         behind_shim(i.clone()),
                         format!(
                             "newest Python on PATH that {} supports ({exe})",
                             profile.name
                         ),
-                        Some(i),
+                        (!hit).then_some(i),
                     ));
                 }
-                Ok(i) => tried.push(format!("{} is {}", p.display(), i.version)),
+                Ok((i, _)) => tried.push(format!("{} is {}", p.display(), i.version)),
                 Err(e) => tried.push(format!("{}: {e:#}", p.display())),
             }
         }
     }
     if let Ok(p) = which::which("python3") {
-        if let Ok(i) = Interpreter::inspect_cached(&p, cache) {
+        if let Ok((i, hit)) = Interpreter::inspect_cached(&p, cache) {
             if profile.supports_python(&i.xy()) {
                 return Ok((
                     behind_shim(i.clone()),
                     "python3 on PATH".to_string(),
-                    Some(i),
+                    (!hit).then_some(i),
                 ));
             }
             tried.push(format!("{} is {}", p.display(), i.version));
@@ -355,17 +355,18 @@ fn interpreter(
     .into())
 }
 
-/// An interpreter to build with, why it was chosen, and the answer of the
-/// query as asked (before a shim was looked behind), for the query cache.
+/// An interpreter to build with, why it was chosen, and, when the query
+/// cache did not have it, the answer as asked (before a shim was looked
+/// behind), to be stored there.
 type Found = (Interpreter, String, Option<Interpreter>);
 
 /// `--python PATH`: that interpreter (behind a pyenv-style shim).
 fn interpreter_at(p: &Path, cache: Option<&Path>) -> Result<Found> {
-    let i = Interpreter::inspect_cached(p, cache)?;
+    let (i, hit) = Interpreter::inspect_cached(p, cache)?;
     Ok((
         behind_shim(i.clone()),
         format!("--python {}", p.display()),
-        Some(i),
+        (!hit).then_some(i),
     ))
 }
 

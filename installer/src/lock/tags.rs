@@ -116,8 +116,8 @@ impl Interpreter {
     /// install` should not pay it on every run. Scripts (pyenv/asdf shims,
     /// whose answer depends on the environment) are always asked. This only
     /// reads the cache (planning writes nothing); [`remember`](Self::remember)
-    /// stores an answer.
-    pub fn inspect_cached(python: &Path, cache_dir: Option<&Path>) -> Result<Interpreter> {
+    /// stores an answer. The flag says the answer came from the cache.
+    pub fn inspect_cached(python: &Path, cache_dir: Option<&Path>) -> Result<(Interpreter, bool)> {
         Self::cached_with(python, cache_dir, Interpreter::inspect)
     }
 
@@ -125,17 +125,17 @@ impl Interpreter {
         python: &Path,
         cache_dir: Option<&Path>,
         ask: impl Fn(&Path) -> Result<Interpreter>,
-    ) -> Result<Interpreter> {
+    ) -> Result<(Interpreter, bool)> {
         if let Some(file) = cache_dir.and_then(|d| cache_file(d, python)) {
             if let Ok(text) = std::fs::read_to_string(&file.1) {
                 if let Ok(e) = serde_json::from_str::<CacheEntry>(&text) {
                     if e.key == file.0 && e.interpreter.path.as_deref() == Some(python) {
-                        return Ok(e.interpreter);
+                        return Ok((e.interpreter, true));
                     }
                 }
             }
         }
-        ask(python)
+        Ok((ask(python)?, false))
     }
 
     /// Stores this answer (asked of `queried`) for [`inspect_cached`](Self::inspect_cached);
@@ -417,14 +417,15 @@ mod tests {
             i.path = Some(p.to_path_buf());
             Ok(i)
         };
-        let first = Interpreter::cached_with(&py, Some(&cache), ask).unwrap();
+        let first = Interpreter::cached_with(&py, Some(&cache), ask).unwrap().0;
         assert_eq!(asked.get(), 1);
         // Looking up writes nothing (planning writes nothing).
         assert!(!cache.exists());
         Interpreter::cached_with(&py, Some(&cache), ask).unwrap();
         assert_eq!(asked.get(), 2);
         first.remember(&py, &cache);
-        let again = Interpreter::cached_with(&py, Some(&cache), ask).unwrap();
+        let (again, hit) = Interpreter::cached_with(&py, Some(&cache), ask).unwrap();
+        assert!(hit);
         assert_eq!(again, first);
         assert_eq!(asked.get(), 2, "a cache hit runs nothing");
         // Replaced by another file (other inode, size, times): asked again.
@@ -451,7 +452,8 @@ mod tests {
         let mut s = first.clone();
         s.path = Some(shim.clone());
         s.remember(&shim, &cache);
-        Interpreter::cached_with(&shim, Some(&cache), ask).unwrap();
+        let (_, hit) = Interpreter::cached_with(&shim, Some(&cache), ask).unwrap();
+        assert!(!hit);
         assert_eq!(asked.get(), 6);
     }
 
