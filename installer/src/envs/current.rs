@@ -365,9 +365,21 @@ fn record_entries(site: &Path, dist_info: &Path) -> Result<Vec<(PathBuf, u64)>, 
         if line.is_empty() {
             continue;
         }
-        let fields = csv_fields(line);
-        let (Some(path), Some(size)) = (fields.first(), fields.get(2)) else {
-            return Err(format!("{}:{}: not a RECORD line", record.display(), i + 1));
+        // Quoted fields (a path with a comma) take the CSV parser; the
+        // ~15,000 plain lines of a torch RECORD are split in place.
+        let quoted;
+        let (path, size) = if line.starts_with('"') {
+            quoted = csv_fields(line);
+            match (quoted.first(), quoted.get(2)) {
+                (Some(p), Some(s)) if quoted.len() == 3 => (p.as_str(), s.as_str()),
+                _ => return Err(format!("{}:{}: not a RECORD line", record.display(), i + 1)),
+            }
+        } else {
+            let mut it = line.rsplitn(3, ',');
+            match (it.next(), it.next(), it.next()) {
+                (Some(s), Some(_), Some(p)) => (p, s),
+                _ => return Err(format!("{}:{}: not a RECORD line", record.display(), i + 1)),
+            }
         };
         if size.is_empty() {
             continue;
@@ -453,7 +465,8 @@ impl DirCursor {
             let m = fs::metadata(p)?;
             return Ok((m.is_file(), m.len()));
         };
-        if self.dir.as_ref().map(|(d, _)| d.as_path()) != Some(parent) {
+        // Byte comparison: `Path` equality walks both paths' components.
+        if self.dir.as_ref().map(|(d, _)| d.as_os_str()) != Some(parent.as_os_str()) {
             self.dir = Some((parent.to_path_buf(), fs::File::open(parent)?));
         }
         let fd = self.dir.as_ref().map(|(_, f)| f.as_raw_fd()).unwrap_or(-1);
