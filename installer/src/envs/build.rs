@@ -221,24 +221,25 @@ fn fix_records(site: &Path, rewritten: &[(PathBuf, Vec<u8>)]) -> Result<()> {
             // Only files outside site-packages (`../../../bin/x`) can be
             // rewritten ones; a torch RECORD has ~15,000 other lines.
             let outside = line.starts_with("..") || line.starts_with("\"..");
-            let fields = if outside {
-                super::current::csv_fields(line)
+            let first = if outside {
+                super::record::parse(line)
+                    .ok()
+                    .and_then(|rows| rows.into_iter().next())
             } else {
-                Vec::new()
+                None
             };
-            let hit = fields
-                .first()
-                .and_then(|p| targets.get(&lexical(&site.join(p))));
-            match (hit, fields.first()) {
-                (Some(bytes), Some(path)) => {
+            let hit = first
+                .as_ref()
+                .and_then(|r| targets.get(&lexical(&site.join(&r.path))));
+            match (hit, first) {
+                (Some(bytes), Some(r)) => {
                     let digest = base64::engine::general_purpose::URL_SAFE_NO_PAD
                         .encode(sha2::Sha256::digest(bytes));
-                    let path = if path.contains([',', '"']) {
-                        format!("\"{}\"", path.replace('"', "\"\""))
-                    } else {
-                        path.clone()
-                    };
-                    out.push_str(&format!("{path},sha256={digest},{}\n", bytes.len()));
+                    out.push_str(&super::record::row(
+                        &r.path,
+                        &format!("sha256={digest}"),
+                        bytes.len() as u64,
+                    ));
                     changed = true;
                 }
                 _ => {

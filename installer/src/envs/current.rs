@@ -360,38 +360,22 @@ fn dist_infos(site: &Path) -> Result<Vec<DistInfo>, String> {
 fn record_entries(site: &Path, dist_info: &Path) -> Result<Vec<(PathBuf, u64)>, String> {
     let record = dist_info.join("RECORD");
     let text = fs::read_to_string(&record).map_err(|e| format!("{}: {e}", record.display()))?;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.is_empty() {
+    let rows = super::record::parse(&text)
+        .map_err(|(line, why)| format!("{}:{line}: {why}", record.display()))?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        if r.size.is_empty() {
             continue;
         }
-        // Quoted fields (a path with a comma) take the CSV parser; the
-        // ~15,000 plain lines of a torch RECORD are split in place.
-        let quoted;
-        let (path, size) = if line.starts_with('"') {
-            quoted = csv_fields(line);
-            match (quoted.first(), quoted.get(2)) {
-                (Some(p), Some(s)) if quoted.len() == 3 => (p.as_str(), s.as_str()),
-                _ => return Err(format!("{}:{}: not a RECORD line", record.display(), i + 1)),
-            }
-        } else {
-            let mut it = line.rsplitn(3, ',');
-            match (it.next(), it.next(), it.next()) {
-                (Some(s), Some(_), Some(p)) => (p, s),
-                _ => return Err(format!("{}:{}: not a RECORD line", record.display(), i + 1)),
-            }
-        };
-        if size.is_empty() {
-            continue;
-        }
-        let size: u64 = size.parse().map_err(|_| {
+        let size: u64 = r.size.parse().map_err(|_| {
             format!(
-                "{}:{}: size {size:?} is not a number",
+                "{}:{}: size {:?} is not a number",
                 record.display(),
-                i + 1
+                r.line,
+                r.size
             )
         })?;
-        out.push((site.join(path), size));
+        out.push((site.join(&r.path), size));
     }
     Ok(out)
 }
@@ -485,40 +469,9 @@ impl DirCursor {
     }
 }
 
-/// One line of RECORD (CSV: fields may be double-quoted, `""` escapes `"`).
-pub(crate) fn csv_fields(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' if quoted && chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            '"' => quoted = !quoted,
-            ',' if !quoted => out.push(std::mem::take(&mut cur)),
-            _ => cur.push(c),
-        }
-    }
-    out.push(cur);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn csv_fields_handle_quotes() {
-        assert_eq!(
-            csv_fields(r#""a,b/c.py",sha256=x,12"#),
-            vec!["a,b/c.py", "sha256=x", "12"]
-        );
-        assert_eq!(csv_fields(r#""a""b",,"#), vec!["a\"b", "", ""]);
-        assert_eq!(csv_fields("x/RECORD,,"), vec!["x/RECORD", "", ""]);
-    }
 
     /// A fake env of one distribution `demo 1.0` built from `base`.
     fn fake_env(root: &Path, base: &Path) -> (PathBuf, Receipt) {

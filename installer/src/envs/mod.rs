@@ -21,6 +21,7 @@ pub mod current;
 pub mod guard;
 pub mod installer;
 pub mod receipt;
+pub mod record;
 pub mod uv_bootstrap;
 pub mod venv_template;
 

@@ -194,15 +194,13 @@ fn extract(wheel: &Path, version: &str, dest: &Path) -> Result<()> {
         .with_context(|| format!("{}: no {record_name}", wheel.display()))?
         .read_to_string(&mut record)
         .with_context(|| format!("{}: reading {record_name}", wheel.display()))?;
-    let want = record
-        .lines()
-        .find_map(|l| {
-            let mut parts = l.splitn(3, ',');
-            (parts.next() == Some(member.as_str()))
-                .then(|| parts.next().and_then(|h| h.strip_prefix("sha256=")))
-                .flatten()
-                .map(String::from)
-        })
+    let rows = super::record::parse(&record).map_err(|(line, why)| {
+        anyhow::anyhow!("{}: {record_name}:{line}: {why}", wheel.display())
+    })?;
+    let want = rows
+        .into_iter()
+        .find(|r| r.path == member)
+        .and_then(|r| r.hash.strip_prefix("sha256=").map(String::from))
         .with_context(|| format!("{}: its RECORD has no sha256 for {member}", wheel.display()))?;
     let dir = dest.parent().context("tool path has no directory")?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
