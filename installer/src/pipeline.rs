@@ -672,6 +672,19 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
         .map(Path::to_path_buf)
         .unwrap_or_default();
     let bootstrap = || -> Result<PathBuf> {
+        if let Some(dir) = &input.bundle {
+            let m = BundleManifest::load(dir)?;
+            if let Some(b) = &m.uv {
+                say(
+                    input.verbose,
+                    format!(
+                        "uv is not on PATH: using the uv {} the bundle carries",
+                        b.version
+                    ),
+                );
+            }
+            return envs::uv_bootstrap::from_bundle(dir, m.uv.as_ref(), &cache, &input.fetch);
+        }
         let pin = envs::uv_bootstrap::load(&lock_dir)?.with_context(|| {
             format!(
                 "no uv pinned ({} has no {})",
@@ -1209,6 +1222,16 @@ pub struct BundleManifest {
     pub lockfile: String,
     pub lock_sha256: String,
     pub wheels: Vec<Artifact>,
+    /// `std::env::consts::ARCH` of the machine that made the bundle: its
+    /// wheels and its uv are for that architecture. Absent in bundles made
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    /// The pinned uv wheel under `tools/` (with `tools.toml` beside the
+    /// lockfile). Absent in bundles made before bundles carried uv, or
+    /// from a lock dir without `tools.toml`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uv: Option<envs::uv_bootstrap::BundledUv>,
     pub greta_version: String,
     pub created: String,
 }
@@ -1232,6 +1255,19 @@ impl BundleManifest {
             );
         }
         Ok(m)
+    }
+
+    /// A bundle is for the architecture it was made on (its wheels and
+    /// its uv): made elsewhere, it is refused here with both names.
+    pub fn check_arch(&self, dir: &Path) -> Result<()> {
+        let here = std::env::consts::ARCH;
+        match &self.arch {
+            Some(a) if a != here => bail!(
+                "bundle {} was made on a {a} machine (its wheels and uv are for {a}); this node is {here}: make the bundle with `greta bundle` on a {here} machine",
+                dir.display()
+            ),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -1297,9 +1333,36 @@ pub fn bundle(
         let client = fetch::http::client(fopts)?;
         fetch::index::relocate(&client, idx, &mut items)?;
     }
+    // The pinned uv for this machine's architecture travels too (fetched
+    // from its pinned URL, verified like every wheel), so a node without
+    // uv does not fall back to pip.
+    let arch = std::env::consts::ARCH;
+    let uv = match envs::uv_bootstrap::load(lock_dir)? {
+        Some(pin) => match envs::uv_bootstrap::wheel_for(&pin, arch) {
+            Ok(w) => Some((
+                envs::uv_bootstrap::bundled(&pin, w),
+                envs::uv_bootstrap::artifact(&pin, w),
+            )),
+            Err(e) => {
+                eprintln!("greta: the bundle carries no uv: {e:#}");
+                None
+            }
+        },
+        None => {
+            eprintln!(
+                "greta: the bundle carries no uv: {} has no {}",
+                lock_dir.display(),
+                envs::uv_bootstrap::TOOLS_FILE
+            );
+            None
+        }
+    };
+    let mut all = items.clone();
+    all.extend(uv.iter().map(|(_, a)| a.clone()));
     let t = Instant::now();
-    let fetched = fetch::fetch_all(&cache, &items, fopts)?;
+    let mut fetched = fetch::fetch_all(&cache, &all, fopts)?;
     let fetch_ms = t.elapsed().as_millis();
+    let uv_fetched = uv.as_ref().and_then(|_| fetched.pop());
     let parent = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -1334,6 +1397,18 @@ pub fn bundle(
             lock_dir.join(lock::matrix::MATRIX_FILE),
             tmp.join(lock::matrix::MATRIX_FILE),
         )?;
+        if let Some(f) = &uv_fetched {
+            let tools = tmp.join(envs::uv_bootstrap::BUNDLE_TOOLS_DIR);
+            std::fs::create_dir_all(&tools)?;
+            let dest = tools.join(&f.artifact.filename);
+            if std::fs::hard_link(&f.path, &dest).is_err() {
+                std::fs::copy(&f.path, &dest)
+                    .with_context(|| format!("copying {}", f.path.display()))?;
+            }
+            let pin_file = envs::uv_bootstrap::TOOLS_FILE;
+            std::fs::copy(lock_dir.join(pin_file), tmp.join(pin_file))
+                .with_context(|| format!("copying {}", lock_dir.join(pin_file).display()))?;
+        }
         let copied_sha = fetch::cache::sha256_file(&tmp.join(&lock_name))?;
         if copied_sha != plan.lock_sha256 {
             bail!("{} changed while bundling; rerun", plan.lockfile.display());
@@ -1352,6 +1427,8 @@ pub fn bundle(
             lockfile: lock_name,
             lock_sha256: plan.lock_sha256.clone(),
             wheels: items.clone(),
+            arch: Some(arch.to_string()),
+            uv: uv.as_ref().map(|(b, _)| b.clone()),
             greta_version: env!("CARGO_PKG_VERSION").into(),
             created: envs::receipt::now_rfc3339(),
         };

@@ -61,6 +61,14 @@ pub fn run(args: Args) -> Result<Exit> {
     let (lock_dir, profile, offline) = match &args.bundle {
         Some(dir) => {
             let m = pipeline::BundleManifest::load(dir)?;
+            if let Err(e) = m.check_arch(dir) {
+                if args.json {
+                    let v = serde_json::json!({"schema": "greta.install/v1", "result": "failed", "error": format!("{e:#}")});
+                    println!("{}", serde_json::to_string_pretty(&v)?);
+                }
+                eprintln!("greta install: {e:#}");
+                return Ok(Exit::Fail);
+            }
             (
                 dir.clone(),
                 Some(args.profile.clone().unwrap_or(m.profile)),

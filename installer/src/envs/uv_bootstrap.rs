@@ -9,6 +9,11 @@
 //! `$XDG_CACHE_HOME/greta/tools/uv-<version>/uv` under a temporary name and
 //! renamed, so a half-written binary is never run. Later installs reuse it
 //! without touching the network.
+//!
+//! A bundle (`greta bundle`) carries the pinned wheel for its machine's
+//! architecture under `tools/` with `tools.toml` beside it, so a node
+//! without internet and without uv still installs through the pinned uv
+//! ([`from_bundle`]).
 
 use anyhow::{bail, Context, Result};
 use base64::Engine;
@@ -19,9 +24,24 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::fetch::{self, Artifact, Cache, FetchOptions};
+use crate::fetch::{self, Artifact, Cache, FetchOptions, Lookup};
 
 pub const TOOLS_FILE: &str = "tools.toml";
+/// Where a bundle keeps the uv wheel (apart from `wheels/`, which holds
+/// only what goes into the env).
+pub const BUNDLE_TOOLS_DIR: &str = "tools";
+
+/// The uv wheel a bundle carries, as its manifest records it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct BundledUv {
+    pub version: String,
+    /// `std::env::consts::ARCH` the wheel's binary runs on.
+    pub arch: String,
+    /// File name under the bundle's `tools/`.
+    pub filename: String,
+    pub size: u64,
+    pub sha256: String,
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -89,7 +109,32 @@ pub fn load(lock_dir: &Path) -> Result<Option<UvPin>> {
     Ok(Some(f.uv))
 }
 
-fn artifact(pin: &UvPin, w: &ToolWheel) -> Artifact {
+/// The pinned wheel for `arch`, or an error naming the arches that are pinned.
+pub fn wheel_for<'a>(pin: &'a UvPin, arch: &str) -> Result<&'a ToolWheel> {
+    pin.wheels.iter().find(|w| w.arch == arch).with_context(|| {
+        format!(
+            "lock/{TOOLS_FILE} pins no uv wheel for {arch} (only {})",
+            pin.wheels
+                .iter()
+                .map(|w| w.arch.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
+
+/// What a bundle's manifest records for the wheel it carries.
+pub fn bundled(pin: &UvPin, w: &ToolWheel) -> BundledUv {
+    BundledUv {
+        version: pin.version.clone(),
+        arch: w.arch.clone(),
+        filename: w.filename.clone(),
+        size: w.size,
+        sha256: w.sha256.clone(),
+    }
+}
+
+pub fn artifact(pin: &UvPin, w: &ToolWheel) -> Artifact {
     Artifact {
         name: "uv".into(),
         version: pin.version.clone(),
@@ -113,25 +158,11 @@ pub fn tool_path(cache: &Cache, version: &str) -> PathBuf {
 /// pinned version, else fetched (or taken from the wheel cache; with
 /// `--offline` only from there) and extracted now.
 pub fn ensure(pin: &UvPin, cache: &Cache, fopts: &FetchOptions) -> Result<PathBuf> {
-    let arch = std::env::consts::ARCH;
-    let w = pin
-        .wheels
-        .iter()
-        .find(|w| w.arch == arch)
-        .with_context(|| {
-            format!(
-                "lock/{TOOLS_FILE} pins no uv wheel for {arch} (only {})",
-                pin.wheels
-                    .iter()
-                    .map(|w| w.arch.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })?;
-    let exe = tool_path(cache, &pin.version);
-    if exe.is_file() && version_of(&exe).is_ok_and(|v| v == pin.version) {
+    let w = wheel_for(pin, std::env::consts::ARCH)?;
+    if let Some(exe) = cached_tool(cache, &pin.version) {
         return Ok(exe);
     }
+    let exe = tool_path(cache, &pin.version);
     let a = artifact(pin, w);
     let fetched = fetch::fetch_all(cache, std::slice::from_ref(&a), fopts).with_context(|| {
         format!(
@@ -163,6 +194,83 @@ pub fn ensure(pin: &UvPin, cache: &Cache, fopts: &FetchOptions) -> Result<PathBu
             )
         }
     }
+}
+
+/// The bootstrapped uv of `version` when it is there and says so.
+fn cached_tool(cache: &Cache, version: &str) -> Option<PathBuf> {
+    let exe = tool_path(cache, version);
+    (exe.is_file() && version_of(&exe).is_ok_and(|v| v == version)).then_some(exe)
+}
+
+/// The pinned uv from a bundle, never from the network: the wheel under
+/// `<dir>/tools/` must be the one the manifest records AND the one the
+/// bundle's `tools.toml` pins for this node's architecture, and must hash
+/// to that sha256 on its way into the cache; only then is its `uv` taken
+/// out (as [`ensure`] does). Every refusal says what was wrong; the caller
+/// decides between pip and an error (`--installer auto|uv`).
+pub fn from_bundle(
+    dir: &Path,
+    carried: Option<&BundledUv>,
+    cache: &Cache,
+    fopts: &FetchOptions,
+) -> Result<PathBuf> {
+    let arch = std::env::consts::ARCH;
+    let Some(b) = carried else {
+        bail!(
+            "bundle {} carries no uv (made by a greta that did not bundle uv, or without lock/{TOOLS_FILE})",
+            dir.display()
+        );
+    };
+    if b.arch != arch {
+        bail!(
+            "bundle {} carries uv for {}, this node is {arch}",
+            dir.display(),
+            b.arch
+        );
+    }
+    let pin = load(dir)?.with_context(|| {
+        format!(
+            "bundle {}: its manifest lists uv {} but the bundle has no {TOOLS_FILE} to check it against",
+            dir.display(),
+            b.version
+        )
+    })?;
+    let w = wheel_for(&pin, arch).with_context(|| format!("bundle {}", dir.display()))?;
+    let pinned = bundled(&pin, w);
+    if &pinned != b {
+        bail!(
+            "bundle {}: the uv in its manifest ({} {}, sha256 {}) is not the one its {TOOLS_FILE} pins ({} {}, sha256 {}); the bundle was modified",
+            dir.display(),
+            b.version,
+            b.filename,
+            b.sha256,
+            pinned.version,
+            pinned.filename,
+            pinned.sha256
+        );
+    }
+    if let Some(exe) = cached_tool(cache, &pin.version) {
+        return Ok(exe);
+    }
+    let a = artifact(&pin, w);
+    if !matches!(cache.lookup(&a)?, Lookup::Hit(_)) {
+        let src = dir.join(BUNDLE_TOOLS_DIR).join(&w.filename);
+        if !src.is_file() {
+            bail!(
+                "bundle {}: {} is missing (its manifest lists it)",
+                dir.display(),
+                src.display()
+            );
+        }
+        cache.import(&src, &a).with_context(|| {
+            format!(
+                "the bundle's uv wheel failed verification against its manifest and {TOOLS_FILE}; it is not used"
+            )
+        })?;
+    }
+    let mut offline = fopts.clone();
+    offline.offline = true;
+    ensure(&pin, cache, &offline)
 }
 
 /// "0.13.9" from `uv --version` ("uv 0.13.9 (x86_64-unknown-linux-gnu)").

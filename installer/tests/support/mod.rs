@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod server;
+pub mod uvtool;
 pub mod wheel;
 
 use sha2::{Digest, Sha256};
