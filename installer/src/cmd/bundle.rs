@@ -1,6 +1,6 @@
-//! `greta bundle`: fetch a profile's wheels (verified) and stage them with
-//! the lockfile and a manifest, for `greta install --bundle DIR` on a node
-//! without internet.
+//! `greta bundle`: fetch a profile's wheels and the pinned uv (verified)
+//! and stage them with the lockfile and a manifest, for
+//! `greta install --bundle DIR` on a node without internet.
 
 use crate::exit::Exit;
 use crate::fetch::FetchOptions;
@@ -69,8 +69,12 @@ pub fn run(args: Args) -> Result<Exit> {
                 );
             } else {
                 let bytes: u64 = m.wheels.iter().filter_map(|w| w.size).sum();
+                let uv = match &m.uv {
+                    Some(u) => format!(", uv {} for {}", u.version, u.arch),
+                    None => ", no uv".into(),
+                };
                 eprintln!(
-                    "✓ bundle {} for Python {}: {} wheels ({}), {}, manifest {}; install with: greta install --bundle {}",
+                    "✓ bundle {} for Python {}: {} wheels ({}){uv}, {}, manifest {}; install with: greta install --bundle {}",
                     m.profile,
                     m.python,
                     m.wheels.len(),

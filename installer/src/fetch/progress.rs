@@ -1,7 +1,10 @@
-//! indicatif bars: one overall byte count plus one bar per running file.
-//! Only drawn on a terminal (stderr), so logs and `--json` stay clean.
+//! indicatif bars: one overall byte count plus one bar per running file,
+//! and a "fetched FILE (SIZE)" line above them as each file completes.
+//! Only drawn on a terminal (stderr), so logs and `--json` stay clean
+//! (`tests/install_progress.rs` runs greta under a pseudo-terminal to check
+//! both sides).
 
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{HumanBytes, MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 
 use super::http::Progress;
@@ -13,6 +16,7 @@ pub struct Bars {
 }
 
 pub struct FileBar {
+    multi: Option<MultiProgress>,
     bar: Option<ProgressBar>,
     overall: Option<ProgressBar>,
     /// Bytes this file has added to the overall bar, so a reset can undo them.
@@ -56,6 +60,7 @@ impl Bars {
             b
         });
         FileBar {
+            multi: self.multi.clone(),
             bar,
             overall: self.overall.clone(),
             counted: std::cell::Cell::new(0),
@@ -96,8 +101,25 @@ impl FileBar {
         }
     }
 
+    /// Leaves a line for the file above the bars. Printing draws the bars
+    /// too, unthrottled, so every file's bar is seen at its full size at
+    /// least once however fast the download was.
     pub fn finish(&self) {
         if let Some(b) = &self.bar {
+            if let Some(m) = &self.multi {
+                // A tick brings the bars' drawn state up to their position
+                // (`inc` updates it only at indicatif's rate).
+                b.tick();
+                if let Some(o) = &self.overall {
+                    o.tick();
+                }
+                let _ = m.println(format!(
+                    "{:>10} {} ({})",
+                    "fetched",
+                    b.message(),
+                    HumanBytes(b.position())
+                ));
+            }
             b.finish_and_clear();
         }
     }
