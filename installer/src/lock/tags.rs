@@ -78,6 +78,11 @@ try:
     print("glibc=" + os.confstr("CS_GNU_LIBC_VERSION").split()[1])
 except Exception:
     print("glibc=")
+# A venv (Python's own rule: pyvenv.cfg beside the executable or one level
+# up; -S leaves sys.prefix alone, so that is the test).
+d = os.path.dirname(sys.executable)
+if any(os.path.isfile(os.path.join(x, "pyvenv.cfg")) for x in (d, os.path.dirname(d))):
+    print("base=" + getattr(sys, "_base_executable", ""))
 "#;
 
 impl Interpreter {
@@ -104,6 +109,14 @@ impl Interpreter {
         let mut i = Interpreter::new(&version, &get("impl"), &get("machine"), glibc)
             .with_context(|| format!("{} reported version {version:?}", python.display()))?;
         i.path = Some(python.to_path_buf());
+        // A virtual environment's interpreter (e.g. `greta install` run
+        // with an env activated) stands for the interpreter it was made
+        // from: an env built from another env's python would point into an
+        // env greta may replace or the user may delete.
+        let base = PathBuf::from(get("base"));
+        if base.is_absolute() && base.is_file() {
+            i.path = Some(base);
+        }
         i.platform_release = get("release");
         Ok(i)
     }
@@ -282,10 +295,12 @@ fn cache_file(cache_dir: &Path, python: &Path) -> Option<(String, PathBuf)> {
     ))
 }
 
-/// What an interpreter query depends on besides the script: the path as
-/// given, the file it resolves to and that file's identity, the kernel
-/// release (`platform.release()`), the glibc, and greta's version.
+/// What an interpreter query depends on: the script itself (a changed
+/// query invalidates older answers even within one greta version), the
+/// path as given, the file it resolves to and that file's identity, the
+/// kernel release (`platform.release()`), the glibc, and greta's version.
 fn cache_key(python: &Path) -> Option<String> {
+    use sha2::Digest;
     use std::io::Read;
     use std::os::unix::fs::MetadataExt;
     let abs = std::path::absolute(python).ok()?;
@@ -300,7 +315,8 @@ fn cache_key(python: &Path) -> Option<String> {
     let m = std::fs::metadata(&canonical).ok()?;
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     Some(format!(
-        "v1\0{}\0{}\0{}:{}:{}:{}.{}:{}.{}\0{}\0{:?}\0{}",
+        "v1\0{}\0{}\0{}\0{}:{}:{}:{}.{}:{}.{}\0{}\0{:?}\0{}",
+        hex::encode(sha2::Sha256::digest(PROBE.as_bytes())),
         abs.display(),
         canonical.display(),
         m.dev(),
@@ -400,6 +416,36 @@ fn supported_tags(minor: u32, machine: &str, glibc: Option<(u32, u32)>) -> Vec<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_venv_interpreter_stands_for_its_base() {
+        // A real venv of the python3 on PATH (CI installs python3-venv).
+        let Ok(py) = which::which("python3") else {
+            eprintln!("no python3 on PATH, skipping");
+            return;
+        };
+        let base = Interpreter::inspect(&py).unwrap();
+        // The real binary behind python3 (it may be a pyenv shim script).
+        let real = std::process::Command::new(&py)
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .unwrap();
+        let real = PathBuf::from(String::from_utf8(real.stdout).unwrap().trim());
+        let d = tempfile::tempdir().unwrap();
+        let venv = d.path().join("v");
+        let made = std::process::Command::new(&py)
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&venv)
+            .status()
+            .unwrap();
+        assert!(made.success(), "python3 -m venv failed");
+        let inner = Interpreter::inspect(&venv.join("bin/python3")).unwrap();
+        let canon = |p: &Path| std::fs::canonicalize(p).unwrap();
+        let got = inner.path.clone().unwrap();
+        assert!(!got.starts_with(&venv), "{got:?} is inside the venv");
+        assert_eq!(canon(&got), canon(&real));
+        assert_eq!(inner.version, base.version);
+    }
 
     #[test]
     fn interpreter_queries_are_cached_until_the_file_changes() {
