@@ -8,83 +8,9 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
+use support::uvtool::{path_without_uv, real_python, real_uv, uv_wheel, version_of, write_tools};
 use support::{stderr, text, Harness};
-
-/// The real uv binary (behind a pyenv-style shim when there is one).
-fn real_uv() -> PathBuf {
-    let uv = support::require_uv();
-    let o = Command::new(support::python())
-        .args(["-I", "-c", "import uv; print(uv.find_uv_bin())"])
-        .output()
-        .unwrap();
-    let p = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
-    if o.status.success() && p.is_file() {
-        p
-    } else {
-        uv
-    }
-}
-
-/// The real interpreter (not a shim that needs PATH to find pyenv).
-fn real_python() -> PathBuf {
-    let o = Command::new(support::python())
-        .args(["-I", "-S", "-c", "import sys; print(sys.executable)"])
-        .output()
-        .unwrap();
-    PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())
-}
-
-fn version_of(uv: &Path) -> String {
-    let o = Command::new(uv).arg("--version").output().unwrap();
-    String::from_utf8_lossy(&o.stdout)
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .to_string()
-}
-
-/// A "uv" wheel whose `uv` logs to `log` and execs `real`.
-fn uv_wheel(version: &str, real: &Path, log: &Path) -> support::Wheel {
-    let script = format!(
-        "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
-        log.display(),
-        real.display()
-    );
-    support::wheel::build(
-        "uv",
-        version,
-        "uv",
-        &[(&format!("uv-{version}.data/scripts/uv"), script)],
-        4096,
-    )
-}
-
-fn write_tools(h: &Harness, w: &support::Wheel, sha256: &str) {
-    std::fs::write(
-        h.lock_dir().join("tools.toml"),
-        format!(
-            "schema = 1\n[uv]\nversion = \"{}\"\n[[uv.wheels]]\narch = \"{}\"\nfilename = \"{}\"\nurl = \"{}\"\nsize = {}\nsha256 = \"{sha256}\"\n",
-            w.version,
-            std::env::consts::ARCH,
-            w.filename,
-            h.server.file_url(&w.filename),
-            w.bytes.len()
-        ),
-    )
-    .unwrap();
-}
-
-/// PATH without any directory holding `uv` (keeps sh, coreutils).
-fn path_without_uv() -> String {
-    let p = "/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin";
-    assert!(
-        which::which_in("uv", Some(p), "/").is_err(),
-        "uv is in {p}; this test needs a PATH without it"
-    );
-    p.to_string()
-}
 
 fn install(h: &Harness, python: &Path, extra: &[&str]) -> std::process::Output {
     let mut args = vec![
