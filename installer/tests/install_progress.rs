@@ -68,18 +68,7 @@ fn run_on_pty(mut cmd: Command) -> Output {
 
 /// `greta install --reinstall --profile cpu --python <python3> --no-smoke ARGS`.
 fn install_cmd(h: &Harness, extra: &[&str]) -> Command {
-    let py = support::python();
-    let mut args = vec![
-        "install",
-        "--reinstall",
-        "--profile",
-        "cpu",
-        "--python",
-        py.to_str().unwrap(),
-        "--no-smoke",
-    ];
-    args.extend_from_slice(extra);
-    h.cmd(&args)
+    h.install_command(&[&["--reinstall"], extra].concat())
 }
 
 /// What a drawn bar leaves for each wheel and for the whole fetch.

@@ -302,7 +302,6 @@ fn cache_file(cache_dir: &Path, python: &Path) -> Option<(String, PathBuf)> {
 fn cache_key(python: &Path) -> Option<String> {
     use sha2::Digest;
     use std::io::Read;
-    use std::os::unix::fs::MetadataExt;
     let abs = std::path::absolute(python).ok()?;
     let canonical = std::fs::canonicalize(&abs).ok()?;
     let mut head = [0u8; 2];
@@ -312,20 +311,11 @@ fn cache_key(python: &Path) -> Option<String> {
     if &head == b"#!" {
         return None;
     }
-    let m = std::fs::metadata(&canonical).ok()?;
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     Some(format!(
-        "v1\0{}\0{}\0{}\0{}:{}:{}:{}.{}:{}.{}\0{}\0{:?}\0{}",
+        "v1\0{}\0{}\0{}\0{:?}\0{}",
         hex::encode(sha2::Sha256::digest(PROBE.as_bytes())),
-        abs.display(),
-        canonical.display(),
-        m.dev(),
-        m.ino(),
-        m.size(),
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec(),
+        crate::envs::venv_template::identity(&abs)?,
         release.trim(),
         host_glibc(),
         env!("CARGO_PKG_VERSION"),

@@ -208,6 +208,12 @@ lockfile = "pylock.rocm6-4.toml"
 
     /// `greta install --profile cpu --python <python3> --no-smoke ARGS`.
     pub fn install_plain(&self, extra: &[&str]) -> Output {
+        self.install_command(extra).output().unwrap()
+    }
+
+    /// The command of [`Harness::install_plain`], not yet run (e.g. to
+    /// run it on a pseudo-terminal).
+    pub fn install_command(&self, extra: &[&str]) -> Command {
         let py = python();
         let mut args = vec![
             "install",
@@ -218,7 +224,7 @@ lockfile = "pylock.rocm6-4.toml"
             "--no-smoke",
         ];
         args.extend_from_slice(extra);
-        self.cmd(&args).output().unwrap()
+        self.cmd(&args)
     }
 
     /// Imports the frameworks with the env's own python and returns what
