@@ -150,9 +150,12 @@ fn scalar(
     lim: &Limits,
     tag_coop: bool,
 ) -> Result<Plan, RuntimeError> {
-    super::check_keys(t, &["bm", "bn", "bk", "tm", "tn", "coopmat", "v4"])?;
+    let f16 = matches!(op, Op::GemmF16 { .. });
+    // `coopmat` picks among the f16 kernels, `v4` among the f32 ones.
+    let family = if f16 { "coopmat" } else { "v4" };
+    super::check_keys(t, &["bm", "bn", "bk", "tm", "tn", family])?;
     let use_large = large(m, n) && lim.max_invocations >= 256 && lim.max_shared >= 8192;
-    let defaults = if use_large && !t.0.keys().any(|k| k != "coopmat" && k != "v4") {
+    let defaults = if use_large && !t.0.keys().any(|k| k != family) {
         GEMM_LARGE
     } else {
         GEMM_DEFAULT
@@ -183,7 +186,6 @@ fn scalar(
             lim.max_shared
         )));
     }
-    let f16 = matches!(op, Op::GemmF16 { .. });
     let eff = if tag_coop {
         eff.with("coopmat", 0)
     } else if !f16 {
