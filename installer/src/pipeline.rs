@@ -759,25 +759,28 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
     let report = prestarted.run(&expect, input.import_timeout)?;
     timings.insert("import_check".into(), t.elapsed().as_millis());
     let wheels_report: Vec<WheelReport> = fetched.iter().map(wheel_report).collect();
+    // A check failed before the swap: the previous env stays, nothing installed.
+    let stopped = |findings: Vec<check::Finding>, smoke: SmokeReport, timings_ms| InstallReport {
+        env: root.env_path(&input.name),
+        installer: installer_name.clone(),
+        wheels: wheels_report.clone(),
+        recovery: recovery.clone(),
+        checks: report.modules.clone(),
+        findings,
+        smoke,
+        venv: venv_how.to_string(),
+        installed: false,
+        up_to_date: false,
+        rebuilt_because: rebuilt_because.clone(),
+        verified: None,
+        timings_ms,
+    };
     if !report.findings.is_empty() {
-        return Ok(InstallReport {
-            env: root.env_path(&input.name),
-            installer: installer_name,
-            wheels: wheels_report,
-            recovery,
-            checks: report.modules,
-            findings: report.findings,
-            smoke: SmokeReport {
-                status: "skipped".into(),
-                note: "import check failed".into(),
-            },
-            venv: venv_how.to_string(),
-            installed: false,
-            up_to_date: false,
-            rebuilt_because: rebuilt_because.clone(),
-            verified: None,
-            timings_ms: timings,
-        });
+        let skipped = SmokeReport {
+            status: "skipped".into(),
+            note: "import check failed".into(),
+        };
+        return Ok(stopped(report.findings.clone(), skipped, timings));
     }
     // The HIP worker (rocm profiles): into the staged env, kernels built for
     // this GPU; a failure is a finding and the previous env stays.
@@ -788,24 +791,11 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
         match r {
             Ok(h) => Some(h),
             Err(finding) => {
-                return Ok(InstallReport {
-                    env: root.env_path(&input.name),
-                    installer: installer_name,
-                    wheels: wheels_report,
-                    recovery,
-                    checks: report.modules,
-                    findings: vec![*finding],
-                    smoke: SmokeReport {
-                        status: "skipped".into(),
-                        note: "the HIP step failed".into(),
-                    },
-                    venv: venv_how.to_string(),
-                    installed: false,
-                    up_to_date: false,
-                    rebuilt_because: rebuilt_because.clone(),
-                    verified: None,
-                    timings_ms: timings,
-                });
+                let skipped = SmokeReport {
+                    status: "skipped".into(),
+                    note: "the HIP step failed".into(),
+                };
+                return Ok(stopped(vec![*finding], skipped, timings));
             }
         }
     } else {
@@ -820,27 +810,14 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
         }
     };
     if smoke.status == "fail" {
-        return Ok(InstallReport {
-            env: root.env_path(&input.name),
-            installer: installer_name,
-            wheels: wheels_report,
-            recovery,
-            checks: report.modules,
-            findings: vec![check::Finding {
-                id: "smoke.ultrasafe-failed".into(),
-                severity: "fail".into(),
-                title: "the ultrasafe smoke gate failed on this machine".into(),
-                evidence: smoke.note.clone(),
-                fix: "run `greta doctor`; to install the env anyway, rerun with --no-smoke".into(),
-            }],
-            smoke,
-            venv: venv_how.to_string(),
-            installed: false,
-            up_to_date: false,
-            rebuilt_because: rebuilt_because.clone(),
-            verified: None,
-            timings_ms: timings,
-        });
+        let finding = check::Finding {
+            id: "smoke.ultrasafe-failed".into(),
+            severity: "fail".into(),
+            title: "the ultrasafe smoke gate failed on this machine".into(),
+            evidence: smoke.note.clone(),
+            fix: "run `greta doctor`; to install the env anyway, rerun with --no-smoke".into(),
+        };
+        return Ok(stopped(vec![finding], smoke, timings));
     }
     pause_at("checked");
 
