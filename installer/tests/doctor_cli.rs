@@ -1,5 +1,5 @@
 //! `greta doctor` as a user runs it: the real binary on real captured text
-//! (../shared/fixtures), its JSON contract, exit codes 0/1/2, hostile input
+//! (probe/tests/fixtures), its JSON contract, exit codes 0/1/2, hostile input
 //! (garbage, binary, empty, huge) and colour rules.
 
 use serde_json::Value;
@@ -14,7 +14,7 @@ fn greta() -> Command {
 
 fn fixture(rel: &str) -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/fixtures")
+        .join("../probe/tests/fixtures")
         .join(rel);
     assert!(p.exists(), "missing fixture {}", p.display());
     p

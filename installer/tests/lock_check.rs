@@ -1,6 +1,6 @@
 //! `greta lock check` on the shipped lockfiles, and on lockfiles broken in
 //! each way it must catch. The shipped hashes are also compared with the
-//! independent record in ../shared/pins (what they were copied from).
+//! independent record in lock/sources (what they were copied from).
 
 mod lock_support;
 
@@ -47,8 +47,8 @@ fn shipped_lockfiles_pass() {
 /// names its source in a comment.
 #[test]
 fn rocm_pins_match_the_shared_record() {
-    let pins_text = std::fs::read_to_string(shared_dir().join("pins/torch-rocm-pins.toml"))
-        .expect("../shared/pins present");
+    let pins_text = std::fs::read_to_string(sources_dir().join("torch-rocm-pins.toml"))
+        .expect("lock/sources present");
     let pins: toml::Value = toml::from_str(&pins_text).unwrap();
     let by_file: BTreeMap<String, String> = pins["pin"]
         .as_array()
@@ -100,7 +100,7 @@ fn rocm_pins_match_the_shared_record() {
 #[test]
 fn pypi_entries_agree_with_the_shared_record() {
     let pins: toml::Value =
-        toml::from_str(&std::fs::read_to_string(shared_dir().join("pins/pypi-pins.toml")).unwrap())
+        toml::from_str(&std::fs::read_to_string(sources_dir().join("pypi-pins.toml")).unwrap())
             .unwrap();
     let mut checked = 0;
     for lf in [

@@ -1,5 +1,5 @@
 //! Profile selection from probe facts, through `greta lock select --facts`.
-//! The facts mirror captured machines in ../shared/fixtures.
+//! The facts mirror captured machines in probe/tests/fixtures.
 
 mod lock_support;
 

@@ -236,7 +236,7 @@ mod tests {
                     && !s.none.iter().any(|p| lc.contains(p.as_str()))
             })
         };
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
         let mut lines = 0;
         let mut stack = vec![dir];
         while let Some(d) = stack.pop() {

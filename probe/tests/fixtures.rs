@@ -1,4 +1,4 @@
-//! Every case of every `../shared/fixtures/*/expect.toml`: run the `--from`
+//! Every case of every `probe/tests/fixtures/*/expect.toml`: run the `--from`
 //! engine on the case's files (real text captured from real machines) and
 //! check the doctor's JSON against the expectation: each listed GPU (vendor,
 //! name, gfx, VF) matched one-to-one and no extra GPU, each fact, and every
@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 const KNOWN_WRONG: &[(&str, &str, &str)] = &[];
 
 fn fixtures_dir() -> PathBuf {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     assert!(
         d.is_dir(),
-        "fixtures not found at {} (clone shared/ beside the repo)",
+        "fixtures not found at {}",
         d.display()
     );
     d

@@ -120,7 +120,7 @@ fn cuda_torch_on_an_amd_machine_is_a_framework_mismatch() {
         &b,
         std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/fixtures/rx7900xtx-gfx1100/rocminfo-rocm6.2.2.txt"
+            "/tests/fixtures/rx7900xtx-gfx1100/rocminfo-rocm6.2.2.txt"
         ))
         .unwrap(),
     )
@@ -215,7 +215,7 @@ fn lspci_k_shows_an_unbound_amd_gpu_and_merges_with_rocminfo() {
     std::fs::write(&a, lspci.lines().take(4).collect::<Vec<_>>().join("\n")).unwrap();
     let b = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/fixtures/rx7900xtx-gfx1100/rocminfo-rocm6.2.2.txt"
+        "/tests/fixtures/rx7900xtx-gfx1100/rocminfo-rocm6.2.2.txt"
     )
     .into();
     let run = from::from_files(&[a, b]).unwrap();
@@ -242,7 +242,7 @@ fn nvidia_smi_table_merges_with_vulkaninfo() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("smi.txt");
     std::fs::write(&a, smi).unwrap();
-    let b = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/nvidia-rtx2060-debian-contrast/vulkaninfo-summary-devices-section.txt").into();
+    let b = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/nvidia-rtx2060-debian-contrast/vulkaninfo-summary-devices-section.txt").into();
     let run = from::from_files(&[a, b]).unwrap();
     let nv: Vec<_> = run
         .facts

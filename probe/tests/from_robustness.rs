@@ -25,7 +25,7 @@ impl Rng {
 }
 
 fn fixture_texts() -> Vec<(PathBuf, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let mut out = Vec::new();
     let mut stack = vec![root];
     while let Some(d) = stack.pop() {

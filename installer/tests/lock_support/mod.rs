@@ -9,8 +9,9 @@ pub fn shipped_lock_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../lock")
 }
 
-pub fn shared_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared")
+/// The independent pin records the lockfiles were copied from (`lock/sources/`).
+pub fn sources_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../lock/sources")
 }
 
 pub fn support_dir() -> PathBuf {

@@ -183,7 +183,7 @@ mod tests {
 
     fn fixture(rel: &str) -> String {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/fixtures")
+            .join("tests/fixtures")
             .join(rel);
         std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }

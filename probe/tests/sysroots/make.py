@@ -3,7 +3,7 @@
 
 Each tree is a machine as `Root::sysroot` sees it: files at their usual
 paths plus `.greta/` (env, id, dev-nodes, cmd/*.txt). Real tool output and
-manifests are copied from ../../../../shared/fixtures (never edited); what
+manifests are copied from ../fixtures (never edited); what
 no fixture has (sysfs attribute files, node modes, ELF headers) is written
 here, with values taken from the fixtures' SOURCE.md notes.
 
@@ -13,7 +13,7 @@ rewrites the trees from scratch).
 import os, shutil, struct, pathlib
 
 HERE = pathlib.Path(__file__).resolve().parent
-FIX = HERE.parent.parent.parent.parent / "shared" / "fixtures"
+FIX = HERE.parent / "fixtures"
 
 
 def w(tree, rel, text, mode=None):
