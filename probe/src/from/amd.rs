@@ -126,6 +126,15 @@ const RADV_CODENAMES: &[(&str, &str)] = &[
     ("GFX942", "gfx942"),
 ];
 
+/// A chip codename as the kernel (`initializing kernel modesetting (POLARIS10 ...`)
+/// or RADV prints it, to its gfx target.
+pub fn gfx_from_codename(code: &str) -> Option<String> {
+    RADV_CODENAMES
+        .iter()
+        .find(|(c, _)| c.eq_ignore_ascii_case(code))
+        .map(|(_, g)| g.to_string())
+}
+
 /// "AMD Radeon Graphics (RADV GFX1201)" -> gfx1201.
 pub fn gfx_from_radv_name(name: &str) -> Option<String> {
     let start = name.find("(RADV ")? + 6;
