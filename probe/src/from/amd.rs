@@ -146,9 +146,57 @@ pub fn gfx_from_radv_name(name: &str) -> Option<String> {
     find_gfx(code)
 }
 
-/// pci.ids name of a device ("Aqua Vanjaram [Instinct MI300X VF]").
+/// pci.ids name of a device ("Aqua Vanjaram [Instinct MI300X VF]"): the
+/// sourced supplement (`probe/pci-ids-supplement.toml`, devices newer than
+/// the compiled-in database) first, then pci.ids.
 pub fn pci_name(vendor: u16, device: u16) -> Option<&'static str> {
-    pci_ids::Device::from_vid_pid(vendor, device).map(|d| d.name())
+    supplement()
+        .iter()
+        .find(|e| e.vendor == vendor && e.device == device)
+        .map(|e| e.name.as_str())
+        .or_else(|| pci_ids::Device::from_vid_pid(vendor, device).map(|d| d.name()))
+}
+
+const SUPPLEMENT_TOML: &str = include_str!("../../pci-ids-supplement.toml");
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupplementEntry {
+    pub vendor: u16,
+    pub device: u16,
+    pub name: String,
+    /// Where a real tool printed this id with this name (checked non-empty).
+    pub source: String,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SupplementFile {
+    device: Vec<SupplementEntry>,
+}
+
+/// Parses a supplement table; every entry must cite a source.
+pub fn parse_supplement(text: &str) -> Result<Vec<SupplementEntry>, String> {
+    let f: SupplementFile =
+        toml::from_str(text).map_err(|e| format!("pci-ids-supplement.toml: {e}"))?;
+    for e in &f.device {
+        if e.source.trim().is_empty() || e.name.trim().is_empty() {
+            return Err(format!(
+                "pci-ids-supplement.toml: {:04x}:{:04x} needs a name and a source",
+                e.vendor, e.device
+            ));
+        }
+    }
+    Ok(f.device)
+}
+
+/// The embedded supplement (validated by a unit test, so the `expect`
+/// cannot fire in a released binary).
+pub fn supplement() -> &'static [SupplementEntry] {
+    static S: std::sync::OnceLock<Vec<SupplementEntry>> = std::sync::OnceLock::new();
+    S.get_or_init(|| {
+        parse_supplement(SUPPLEMENT_TOML).expect("embedded pci-ids-supplement.toml is valid")
+    })
 }
 
 /// SR-IOV virtual function, as proven by a name ("AMD Instinct MI300X VF")
@@ -228,6 +276,22 @@ mod tests {
         );
         assert_eq!(find_gfx("TensileLibrary_lazy_gfx90a.dat").as_deref(), None);
         assert_eq!(find_gfx("gfx9-4-generic"), None);
+    }
+
+    #[test]
+    fn supplement_is_valid_and_wins_over_pci_ids() {
+        assert!(!supplement().is_empty());
+        assert_eq!(pci_name(AMD, 0x75a0), Some("Instinct MI350X"));
+        // pci.ids still answers what the supplement does not hold.
+        assert_eq!(
+            pci_name(AMD, 0x74a1),
+            Some("Aqua Vanjaram [Instinct MI300X]")
+        );
+        assert!(parse_supplement(
+            "[[device]]\nvendor = 1\ndevice = 2\nname = \"x\"\nsource = \"\"\n"
+        )
+        .is_err());
+        assert!(parse_supplement("[[device]]\nvendor = 1\ndevice = 2\nname = \"x\"\n").is_err());
     }
 
     #[test]

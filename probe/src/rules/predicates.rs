@@ -474,7 +474,17 @@ pub fn evaluate(f: &Facts) -> Eval {
                 && a.device_uuid == b.device_uuid
                 && a.device_uuid.as_deref() != Some("00000000-0000-0000-0000-000000000000");
             let same_pci = a.pci_address.is_some() && a.pci_address == b.pci_address;
-            if same_uuid || same_pci {
+            // Application logs show no UUID: one GPU under two drivers
+            // (the vendor's and Dozen's "Microsoft Direct3D12 (NAME)", RADV's
+            // "NAME (RADV CODENAME)" and AMDVLK's "NAME") has one bare name.
+            let same_name = a.kind != b.kind
+                && a.device_uuid.is_none()
+                && b.device_uuid.is_none()
+                && a.pci_address.is_none()
+                && b.pci_address.is_none()
+                && bare_device_name(&a.name).len() >= 6
+                && bare_device_name(&a.name) == bare_device_name(&b.name);
+            if same_uuid || same_pci || same_name {
                 dups.push(format!(
                     "{} ({}) and {} ({}) are one GPU ({})",
                     a.name,
@@ -483,6 +493,8 @@ pub fn evaluate(f: &Facts) -> Eval {
                     kind_name(b.kind),
                     if same_pci {
                         a.pci_address.clone().unwrap_or_default()
+                    } else if same_name {
+                        "same device name".to_string()
                     } else {
                         format!("deviceUUID {}", a.device_uuid.clone().unwrap_or_default())
                     }
@@ -745,6 +757,13 @@ pub fn evaluate(f: &Facts) -> Eval {
     );
     e.vars.insert("user", "$USER".into());
     e
+}
+
+/// A Vulkan device name without the driver's decoration, lowercased.
+fn bare_device_name(n: &str) -> String {
+    let n = crate::from::vulkaninfo::unwrap_layered_name(n);
+    let n = n.split(" (RADV ").next().unwrap_or(n);
+    n.trim().to_lowercase()
 }
 
 /// Stopgap `HSA_OVERRIDE_GFX_VERSION` per GPU family: run as the nearest
