@@ -216,6 +216,18 @@ pub fn is_vf(name: &str, vendor: Option<u16>, device: Option<u16>) -> bool {
     }
 }
 
+/// A server's BMC display controller (ASPEED AST2x00, Matrox G200e): a
+/// VGA device for the remote console, never a GPU to compute on.
+pub fn is_bmc_display(vendor: Option<u16>, name: &str) -> bool {
+    matches!(vendor, Some(ASPEED) | Some(MATROX))
+        || name.contains("ASPEED")
+        || name.contains("Matrox")
+        || name.contains("MGA G200")
+}
+
+pub const ASPEED: u16 = 0x1a03;
+pub const MATROX: u16 = 0x102b;
+
 /// PCI vendor ids.
 pub const AMD: u16 = 0x1002;
 pub const NVIDIA: u16 = 0x10de;
@@ -309,6 +321,15 @@ mod tests {
         assert!(is_vf("", Some(AMD), Some(0x74b5)));
         assert!(!is_vf("AMD Instinct MI300X", Some(AMD), Some(0x74a1)));
         assert_eq!(bdf_from_bdfid(33536).as_deref(), Some("83:00.0"));
+        assert!(is_bmc_display(Some(0x1a03), ""));
+        assert!(is_bmc_display(
+            None,
+            "Matrox Electronics Systems Ltd. MGA G200e [Pilot] ServerEngines (SEP1)"
+        ));
+        assert!(!is_bmc_display(
+            Some(AMD),
+            "Aqua Vanjaram [Instinct MI300X]"
+        ));
         assert_eq!(bdf_from_bdfid(50688).as_deref(), Some("c6:00.0"));
     }
 }
