@@ -7,7 +7,7 @@
 //! A case doctor cannot get right yet (or whose expectation we believe is
 //! wrong) goes into `KNOWN_WRONG` with the reason, printed on every run; a
 //! listed case that passes fails the run, so the list never goes stale. It
-//! is currently empty; docs/doctor.md ("The corpus") gives the counts.
+//! holds 2 cases today; docs/doctor.md ("The corpus") gives the counts.
 
 use greta_probe::{from, report::Report, rules};
 use serde_json::Value;
@@ -15,7 +15,18 @@ use std::path::{Path, PathBuf};
 
 /// (folder, case key, why doctor is not right on it yet, or why the
 /// expectation is believed wrong).
-const KNOWN_WRONG: &[(&str, &str, &str)] = &[];
+const KNOWN_WRONG: &[(&str, &str, &str)] = &[
+    (
+        "jax-cuda12-rtx3090-jax-platforms-gpu-tries-rocm",
+        "all",
+        "jax.print_environment_info()'s `device info: NVIDIA GeForce RTX 3090-1, 1 local devices` is not read: no recogniser for jax's environment info yet, so the GPU is not listed",
+    ),
+    (
+        "vllm-rocm7-ubuntu22-kernel-6.18-collect-env-no-hip-gpus",
+        "all",
+        "collect_env of a ROCm-built torch with `Is CUDA available: False` outside WSL2 raises nothing: the non-WSL rocm.runtime-no-device rules need an AMD GPU shown elsewhere or the runtime's own 'no device' line, and this paste has neither (vLLM's 'No HIP GPUs are available' is only in the issue title)",
+    ),
+];
 
 fn fixtures_dir() -> PathBuf {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -241,7 +252,7 @@ fn every_fixture_case_matches_its_expectation() {
         failed.len()
     );
     assert!(
-        folders >= 60 && passed + known + failed.len() >= 83,
+        folders >= 76 && passed + known + failed.len() >= 99,
         "too few fixture cases ran ({folders} folders)"
     );
     assert!(

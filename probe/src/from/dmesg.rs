@@ -149,9 +149,15 @@ pub fn parse(text: &str) -> Facts {
                 r.split_whitespace()
                     .next()
                     .and_then(|h| u16::from_str_radix(h, 16).ok())
-            } else if let Some(p) = rest.find("added device ") {
-                rest[p + 13..]
-                    .split_whitespace()
+            } else if let Some(p) = rest
+                .find("added device ")
+                .or_else(|| rest.find("skipped device "))
+            {
+                // "added device 1002:74b5" / "skipped device 1002:67c4, PCI rejects atomics"
+                rest[p..]
+                    .split_once("device ")
+                    .map_or("", |(_, r)| r)
+                    .split(|c: char| c.is_whitespace() || c == ',')
                     .next()
                     .and_then(|ids| ids.split_once(':'))
                     .and_then(|(_, d)| u16::from_str_radix(d, 16).ok())

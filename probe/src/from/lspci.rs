@@ -1,6 +1,8 @@
 //! `lspci` output (`-nn`, `-k`, `-v` variants): the PCI view users paste
-//! most often. GPUs are the VGA/Display/3D controller entries; with `-k` the
-//! "Kernel driver in use" line says whether amdgpu (or nvidia) is bound.
+//! most often. GPUs are the VGA/Display/3D controller entries, and AMD's or
+//! NVIDIA's "Processing accelerators" (class 1200: Instinct MI300X and its
+//! SR-IOV VF); with `-k` the "Kernel driver in use" line says whether amdgpu
+//! (or nvidia) is bound.
 
 use super::amd;
 use crate::facts::{Facts, Gpu, Vendor};
@@ -9,7 +11,24 @@ const CLASSES: &[&str] = &[
     "VGA compatible controller",
     "Display controller",
     "3D controller",
+    "Processing accelerators",
 ];
+
+/// Class 1200 holds many non-GPU accelerators (FPGAs, AI ASICs): only AMD's
+/// and NVIDIA's count as GPUs.
+const ACCEL: &str = "Processing accelerators";
+
+/// Without `-nn`, lspci names a device its pci.ids does not know as
+/// "Device 74b5" (e.g. `[AMD/ATI] Device 74b5`, the MI300X VF on an older
+/// pci.ids): the id is that last word.
+fn unnamed_device_id(desc: &str) -> Option<u16> {
+    let head = desc.split(" (rev").next().unwrap_or(desc).trim_end();
+    let (before, id) = head.rsplit_once(' ')?;
+    if !before.ends_with(" Device") || id.len() != 4 {
+        return None;
+    }
+    u16::from_str_radix(id, 16).ok()
+}
 
 fn slot(s: &str) -> bool {
     // "03:00.0" or "0000:03:00.0"
@@ -78,7 +97,7 @@ pub fn parse(text: &str) -> Facts {
                 desc = &desc[6..];
             }
             let desc = desc.trim_start_matches(':').trim();
-            let (vid, did) = ids(desc).unzip();
+            let (mut vid, mut did) = ids(desc).unzip();
             // The BMC's VGA device (ASPEED, Matrox G200e) is no GPU.
             if amd::is_bmc_display(vid, desc) {
                 continue;
@@ -92,6 +111,19 @@ pub fn parse(text: &str) -> Facts {
                 _ if desc.contains("Intel") => Vendor::Intel,
                 _ => Vendor::Other,
             };
+            if *class == ACCEL && !matches!(vendor, Vendor::Amd | Vendor::Nvidia) {
+                continue;
+            }
+            if did.is_none() {
+                if let Some(d) = unnamed_device_id(desc) {
+                    vid = vid.or(match vendor {
+                        Vendor::Amd => Some(amd::AMD),
+                        Vendor::Nvidia => Some(amd::NVIDIA),
+                        _ => None,
+                    });
+                    did = vid.map(|_| d);
+                }
+            }
             let name = match (vid, did) {
                 (Some(v), Some(d)) => amd::pci_name(v, d).unwrap_or("").to_string(),
                 _ => String::new(),
@@ -132,4 +164,43 @@ pub fn parse(text: &str) -> Facts {
         }
     }
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amd_accelerator_without_nn_is_named_from_its_device_word() {
+        // lspci with a pci.ids older than the device prints "Device 74b5".
+        let f = parse(
+            "08:00.0 Processing accelerators: Advanced Micro Devices, Inc. [AMD/ATI] Device 74b5\n",
+        );
+        assert_eq!(f.gpus.len(), 1);
+        let g = &f.gpus[0];
+        assert_eq!(g.vendor, Vendor::Amd);
+        assert_eq!((g.vendor_id, g.device_id), (Some(0x1002), Some(0x74b5)));
+        assert!(g.vf, "0x74b5 is the MI300X VF: {g:?}");
+    }
+
+    #[test]
+    fn other_vendors_accelerators_are_not_gpus() {
+        let t = "3b:00.0 Processing accelerators: Intel Corporation Device 0b25 (rev 01)\n\
+                 3c:00.0 Processing accelerators: Xilinx Corporation Device 5020\n";
+        assert!(parse(t).gpus.is_empty());
+    }
+
+    #[test]
+    fn unnamed_device_word_needs_four_hex_digits_after_device() {
+        assert_eq!(
+            unnamed_device_id("[AMD/ATI] Device 74b5 (rev 01)"),
+            Some(0x74b5)
+        );
+        assert_eq!(
+            unnamed_device_id("[AMD/ATI] Aqua Vanjaram [Instinct MI300X]"),
+            None
+        );
+        assert_eq!(unnamed_device_id("[AMD/ATI] Device zzzz"), None);
+        assert_eq!(unnamed_device_id("Device"), None);
+    }
 }
