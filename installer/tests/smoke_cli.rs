@@ -443,12 +443,10 @@ fn no_such_device_and_unbuilt_hip_exit_2() {
     );
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("no usable device"), "{}", run.stderr);
-    // No HIP here: exit 2 saying why. (Pointing GRETA_HIP_WORKER nowhere
-    // keeps this quick once `--backend hip` goes through greta-hip-worker,
-    // which would otherwise be built from source on a machine with hipcc.)
+    // No HIP device here: exit 2 saying why.
     let run = greta(
         &["--backend", "hip", "--profile", "ultrasafe"],
-        &[("GRETA_HIP_WORKER", "/nonexistent/greta-hip-worker")],
+        &[],
         dir.path(),
     );
     assert_eq!(run.code, 2);

@@ -351,7 +351,7 @@ mod tests {
     }
 
     #[test]
-    fn worker_device_lists_become_summaries_and_no_device_a_signal() {
+    fn device_lists_become_summaries_and_no_device_a_signal() {
         let ok = r#"{"schema":"greta.hip-devices/v1","devices":[{"name":"AMD Instinct MI300X","driver_info":"gfx942:sramecc+:xnack-"}],"hipcc":{},"error":null}"#;
         let (s, sig) = judge_devices(out(0, ok, ""));
         assert_eq!(
@@ -394,14 +394,14 @@ mod tests {
         }];
         assert_eq!(check_lines(&runs, &findings)[0].status, CheckStatus::Fail);
 
-        // A worker that cannot start (libamdhip64 gone) is reported, not a finding.
+        // A listing that cannot start is reported, not a finding.
         let (s, sig) = judge_devices(out(
             127,
             "",
             "error while loading shared libraries: libamdhip64.so.5: cannot open shared object file\n",
         ));
         assert!(
-            s.contains("exited 127") && s.contains("libamdhip64.so.5"),
+            s.contains("HIP device listing exited 127") && s.contains("libamdhip64.so.5"),
             "{s}"
         );
         assert!(sig.is_none());
@@ -416,14 +416,14 @@ mod tests {
             ("exit 2", none.as_str(), reason.to_string(), true),
             (
                 "not-found",
-                "greta-hip-worker not found (looked: PATH)",
-                "HIP not asked: greta-hip-worker not found (looked: PATH)".to_string(),
+                "greta cannot find its own executable",
+                "HIP not asked: greta cannot find its own executable".to_string(),
                 false,
             ),
             (
                 "error running /w: no answer within 30 s; killed",
                 "",
-                "greta-hip-worker devices: running /w: no answer within 30 s; killed".to_string(),
+                "HIP device listing: running /w: no answer within 30 s; killed".to_string(),
                 false,
             ),
         ];
