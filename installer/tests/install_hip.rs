@@ -81,8 +81,11 @@ fn rocm_install_records_the_hip_runtime_and_smokes_on_it_without_building() {
             .contains("libamdhip64.so.5"),
         "{r}"
     );
-    assert_eq!(
-        hip["library_why"], "the dynamic loader's search path",
+    assert!(
+        hip["library_why"]
+            .as_str()
+            .unwrap()
+            .starts_with("the dynamic loader's search path"),
         "{r}"
     );
     assert!(
