@@ -409,7 +409,7 @@ fn bad_flags_exit_2() {
         (&["--timeout", "0"][..], "more than 0"),
         (&["--timeout", "soon"][..], "seconds"),
         (&["--repeat", "0"][..], "repeat"),
-        (&["--backend", "cuda"][..], "auto, vulkan, hip"),
+        (&["--backend", "rocm"][..], "auto, vulkan, hip, cuda"),
         (&["--device", ""][..], "device"),
         (&["--floor-fraction", "1.5"][..], "floor-fraction"),
         (&["--gate", "gemm_f32.31337"][..], "unknown gate"),
