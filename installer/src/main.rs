@@ -9,7 +9,6 @@ mod cmd;
 mod envs;
 mod exit;
 mod fetch;
-mod hip_worker;
 mod lock;
 mod pipeline;
 mod read;
@@ -45,12 +44,17 @@ enum Command {
     Bundle(cmd::bundle::Args),
     /// List or remove greta environments.
     Env(cmd::env::Args),
+    /// Internal: HIP/CUDA device work in a child process of greta itself.
+    #[command(name = "__gpu", hide = true)]
+    Gpu(cmd::gpu::Args),
 }
 
 fn main() -> ExitCode {
     // clap exits 2 on usage errors, which matches our contract.
     let cli = Cli::parse();
     init_tracing(cli.verbose);
+    // Compiles and device work run in children of this same binary.
+    cmd::gpu::register_helper();
     let result = match cli.command {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Install(a) => cmd::install::run(a),
@@ -58,6 +62,7 @@ fn main() -> ExitCode {
         Command::Lock(a) => cmd::lock::run(a, cli.verbose),
         Command::Bundle(a) => cmd::bundle::run(a),
         Command::Env(a) => cmd::env::run(a),
+        Command::Gpu(a) => return ExitCode::from(cmd::gpu::run(a)),
     };
     match result {
         Ok(code) => code.into(),

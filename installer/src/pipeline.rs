@@ -422,11 +422,11 @@ pub fn explain(plan: &Plan) -> String {
     if plan.backend == "rocm" {
         let gfx = probe_gfx(&plan.probe);
         s.push_str(&format!(
-            "HIP step: greta-hip-worker (found, or built against this machine's ROCm) goes into the env's bin/, then {}, then the smoke gate runs with --backend hip through it\n",
+            "HIP step: no build; greta loads libamdhip64 + hiprtc at run time (the env's own ROCm wheels first), the smoke gate runs with --backend hip{}\n",
             if gfx.is_empty() {
-                "no `build-kernels` (no AMD GPU gfx target detected)".to_string()
+                String::new()
             } else {
-                format!("`greta-hip-worker build-kernels --gfx {}`", gfx.join(" --gfx "))
+                format!(" (kernels compiled by hiprtc for {})", gfx.join(", "))
             }
         ));
     }
@@ -786,7 +786,7 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
     // this GPU; a failure is a finding and the previous env stays.
     let hip = if plan.backend == "rocm" {
         let t = Instant::now();
-        let r = hip_step(plan, &staging, &root, &input.name, input.verbose);
+        let r = hip_step(plan, &staging, input.verbose);
         timings.insert("hip".into(), t.elapsed().as_millis());
         match r {
             Ok(h) => Some(h),
@@ -802,7 +802,7 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
         None
     };
     let smoke = if input.smoke {
-        run_smoke(hip.as_ref().map(|h| h.staged.as_path()))
+        run_smoke(hip.as_ref().map(|_| staging.path.as_path()))
     } else {
         SmokeReport {
             status: "skipped".into(),
@@ -856,7 +856,7 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
         checks: at_final_path(&report.modules, &staging.path, &staging.target),
         greta_version: env!("CARGO_PKG_VERSION").into(),
         created: envs::receipt::now_rfc3339(),
-        hip_worker: hip.map(|h| h.record),
+        hip: hip.map(|h| h.record),
     };
     let t = Instant::now();
     staging.relocate(&xy_of(&plan.python.version))?;
@@ -967,11 +967,9 @@ fn major_minor(v: &str) -> String {
     v.split('.').take(2).collect::<Vec<_>>().join(".")
 }
 
-/// What the HIP step left in the staged env.
+/// What the HIP step found for the staged env.
 struct HipDone {
-    /// The worker inside the staging dir (the smoke step runs it).
-    staged: PathBuf,
-    record: envs::receipt::HipWorkerRef,
+    record: envs::receipt::HipRef,
 }
 
 /// AMD gfx targets the probe saw ("gfx942"), for `build-kernels --gfx`.
@@ -988,146 +986,57 @@ pub fn probe_gfx(probe: &serde_json::Value) -> Vec<String> {
     out
 }
 
-/// Seconds `build-kernels` may take (one hipcc call per target, ~2 s each
-/// measured; generous for a cold, loaded machine).
-const BUILD_KERNELS_LIMIT: Duration = Duration::from_secs(900);
-
-/// Step 4b for rocm profiles: `hip_worker::ensure` (found, or built against
-/// this machine's ROCm), copied into `<staging>/bin`, then
-/// `greta-hip-worker build-kernels --gfx <each AMD gfx>`.
+/// Step 4b for rocm profiles: no build. Finds the HIP runtime greta will
+/// load for this env (the staged env's own ROCm wheels first, then the
+/// host's) and its compiler, records both; the smoke gate then runs
+/// `--backend hip` on them. No HIP runtime anywhere: a finding, and the
+/// previous env stays.
 fn hip_step(
     plan: &Plan,
     staging: &Staging,
-    root: &EnvRoot,
-    name: &str,
     verbose: bool,
 ) -> std::result::Result<HipDone, Box<check::Finding>> {
-    use crate::hip_worker::{self, Search};
-    let finding = |id: &str, title: &str, evidence: String, fix: &str| {
+    use greta_smoke::runtime::gpu::Driver;
+    use greta_smoke::runtime::hip::{search_candidates, Hip, SearchEnv};
+    let mut env = SearchEnv::live();
+    env.env_roots.insert(0, staging.path.clone());
+    let hip = Hip::open_from(&search_candidates(&env)).map_err(|e| {
         Box::new(check::Finding {
-            id: id.into(),
+            id: "hip.runtime-missing".into(),
             severity: "fail".into(),
-            title: title.into(),
-            evidence,
-            fix: fix.into(),
+            title: "no HIP runtime (libamdhip64) for this rocm profile".into(),
+            evidence: e.to_string(),
+            fix: "the profile's torch wheels should carry libamdhip64 in torch/lib: check the lockfile; or install ROCm \
+                  (or set GRETA_HIP_LIB) and rerun `greta install`; `--profile cpu` installs without HIP"
+                .into(),
         })
+    })?;
+    let lib = hip.library().clone();
+    let compiler = match hip.hiprtc() {
+        Ok(l) => Some(l.to_string()),
+        Err(_) => greta_smoke::runtime::hip::hipcc::choice("gfx")
+            .ok()
+            .map(|c| c.library.to_string()),
     };
-    // The env being replaced may hold a worker already built on this machine.
-    let previous = envs::Receipt::load(&root.env_path(name))
-        .ok()
-        .and_then(|r| r.hip_worker)
-        .map(|w| PathBuf::from(w.path))
-        .filter(|p| p.is_file());
-    let mut sink = std::io::sink();
-    let mut err = std::io::stderr();
-    let log: &mut dyn std::io::Write = if verbose { &mut err } else { &mut sink };
-    let located = hip_worker::ensure(&Search::live(previous), log).map_err(|e| {
-        finding(
-            "hip.worker-unavailable",
-            "the HIP worker (greta-hip-worker) could not be found or built for this rocm profile",
-            e.to_string(),
-            "install what the message names (cargo, hipcc, libamdhip64-dev, or a right HIP_PATH) and rerun `greta install`; \
-             GRETA_HIP_WORKER=PATH uses a worker built elsewhere; `--profile cpu` installs without HIP",
-        )
-    })?;
-    let staged = hip_worker::install_into(&located.path, &staging.path.join("bin")).map_err(|e| {
-        finding(
-            "hip.worker-install-failed",
-            "the HIP worker could not be copied into the new env",
-            format!("{} -> {}/bin: {e}", located.path.display(), staging.path.display()),
-            "check the free space and permissions of the envs directory, then rerun `greta install`",
-        )
-    })?;
     say(
         verbose,
         format!(
-            "HIP worker {} ({}) installed into the env",
-            located.path.display(),
-            located.how
+            "HIP runtime {lib}; compiler {}",
+            compiler.as_deref().unwrap_or("none found")
         ),
     );
-    let gfx = probe_gfx(&plan.probe);
-    let mut hipcc = None;
-    if gfx.is_empty() {
-        say(
-            verbose,
-            "HIP kernels: no AMD GPU gfx target detected; they are built on first `greta smoke --backend hip`",
-        );
-    } else {
-        let mut argv = vec!["build-kernels".to_string()];
-        for g in &gfx {
-            argv.extend(["--gfx".to_string(), g.clone()]);
-        }
-        say(
-            verbose,
-            format!(
-                "HIP kernels: building for {} ({} {})",
-                gfx.join(", "),
-                staged.display(),
-                argv.join(" ")
-            ),
-        );
-        let args: Vec<&str> = argv.iter().map(String::as_str).collect();
-        let out = hip_worker::run(&staged, &args, BUILD_KERNELS_LIMIT).map_err(|e| {
-            finding(
-                "hip.kernels-build-failed",
-                "building the HIP kernels for this GPU failed",
-                e.to_string(),
-                "run `greta doctor`; rerun `greta install` once fixed (the previous env is untouched)",
-            )
-        })?;
-        let json: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap_or_default();
-        if out.code != 0 {
-            let msg = json["error"].as_str().map(String::from).unwrap_or_else(|| {
-                let lines: Vec<&str> = out.stderr.lines().collect();
-                lines[lines.len().saturating_sub(10)..].join("\n")
-            });
-            let unsupported = json["unsupported_target"].as_bool() == Some(true);
-            return Err(finding(
-                "hip.kernels-build-failed",
-                &format!(
-                    "building the HIP kernels for {} failed (greta-hip-worker build-kernels exit {})",
-                    gfx.join(", "),
-                    out.code
-                ),
-                msg,
-                if unsupported {
-                    "this machine's hipcc cannot compile for its GPU: install a ROCm whose hipcc supports this gfx \
-                     target (ROCm 6.x for gfx942), point HIP_PATH at it, and rerun `greta install`; the previous env is untouched"
-                } else {
-                    "fix what the message names (hipcc, HIP_PATH, the ROCm device libraries) and rerun `greta install`; \
-                     the previous env is untouched"
-                },
-            ));
-        }
-        hipcc = json["hipcc"]["version"].as_str().map(String::from);
-        say(
-            verbose,
-            format!(
-                "HIP kernels built for {} (hipcc {})",
-                gfx.join(", "),
-                hipcc.as_deref().unwrap_or("?")
-            ),
-        );
-    }
     Ok(HipDone {
-        record: envs::receipt::HipWorkerRef {
-            path: staging
-                .target
-                .join("bin")
-                .join(crate::hip_worker::WORKER_NAME)
-                .display()
-                .to_string(),
-            source: format!("{} ({})", located.path.display(), located.how),
-            hipcc,
-            gfx,
+        record: envs::receipt::HipRef {
+            library: lib.path.display().to_string(),
+            library_why: lib.why,
+            compiler,
+            gfx: probe_gfx(&plan.probe),
         },
-        staged,
     })
 }
 
 /// `greta smoke --profile ultrasafe --json` as a child with a time bound;
-/// with a HIP worker, `--backend hip` through that worker.
+/// with `hip` (the staged env), `--backend hip` on that env's HIP runtime.
 fn run_smoke(hip: Option<&Path>) -> SmokeReport {
     let exe = match std::env::current_exe() {
         Ok(e) => e,
@@ -1140,9 +1049,8 @@ fn run_smoke(hip: Option<&Path>) -> SmokeReport {
     };
     let mut cmd = std::process::Command::new(exe);
     cmd.args(["smoke", "--profile", "ultrasafe", "--json"]);
-    if let Some(worker) = hip {
-        cmd.args(["--backend", "hip"])
-            .env("GRETA_HIP_WORKER", worker);
+    if let Some(env) = hip {
+        cmd.args(["--backend", "hip"]).env("GRETA_ENV", env);
     }
     match installer::run(cmd, Some(Duration::from_secs(300))) {
         Err(e) => SmokeReport {

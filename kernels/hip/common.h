@@ -2,9 +2,13 @@
 // the runtime finds it by its plain name (greta_<op>). Sizes are 32-bit, as
 // the op contracts in greta-kernels promise; grid-stride loop counters are
 // 64-bit so `i += stride` cannot wrap past a size near 2^32.
+//
+// No system header is included: the runtime compiles these files with hiprtc
+// (HIP) or NVRTC (CUDA), which ship different headers (ROCm 5.2's hiprtc
+// finds none at all), so a short per-backend prelude (prelude_hip.h,
+// prelude_cuda.h) defines the few names that differ: uint32_t, greta_u64,
+// greta_f16 and greta_f16_to_f32.
 #pragma once
-#include <hip/hip_runtime.h>
-#include <stdint.h>
 
 // Threads per block of the element-wise kernels and the row reductions.
 #define GRETA_BLOCK 256

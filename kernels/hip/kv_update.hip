@@ -10,11 +10,11 @@ extern "C" __global__ void greta_kv_update(const float* __restrict__ k_new, cons
                                            uint32_t head_dim, uint32_t pos, uint32_t n_new) {
     const uint32_t row = heads * head_dim;
     const uint32_t total = layers * n_new * row;
-    for (size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += (size_t)gridDim.x * blockDim.x) {
+    for (greta_u64 g = (greta_u64)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += (greta_u64)gridDim.x * blockDim.x) {
         const uint32_t e = g % row;
         const uint32_t lj = g / row;  // l * n_new + j
         const uint32_t j = lj % n_new, l = lj / n_new;
-        const size_t dst = ((size_t)l * max_seq + pos + j) * row + e;
+        const greta_u64 dst = ((greta_u64)l * max_seq + pos + j) * row + e;
         k_cache[dst] = k_new[g];
         v_cache[dst] = v_new[g];
     }

@@ -9,7 +9,7 @@ greta_layernorm(const float* __restrict__ x, const float* __restrict__ w, const 
     __shared__ float scratch[GRETA_BLOCK];
     const uint32_t r = blockIdx.x;
     if (r >= rows) return;
-    const float* xr = x + (size_t)r * cols;
+    const float* xr = x + (greta_u64)r * cols;
     float s = 0.0f;
     for (uint32_t c = threadIdx.x; c < cols; c += GRETA_BLOCK) s += xr[c];
     const float mean = greta_block_sum(s, scratch) / (float)cols;
@@ -20,6 +20,6 @@ greta_layernorm(const float* __restrict__ x, const float* __restrict__ w, const 
     }
     const float inv = 1.0f / sqrtf(greta_block_sum(v, scratch) / (float)cols + eps);
     for (uint32_t c = threadIdx.x; c < cols; c += GRETA_BLOCK) {
-        y[(size_t)r * cols + c] = (xr[c] - mean) * inv * w[c] + b[c];
+        y[(greta_u64)r * cols + c] = (xr[c] - mean) * inv * w[c] + b[c];
     }
 }

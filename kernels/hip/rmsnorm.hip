@@ -8,10 +8,10 @@ greta_rmsnorm(const float* __restrict__ x, const float* __restrict__ w, float* _
     __shared__ float scratch[GRETA_BLOCK];
     const uint32_t r = blockIdx.x;
     if (r >= rows) return;
-    const float* xr = x + (size_t)r * cols;
+    const float* xr = x + (greta_u64)r * cols;
     float ss = 0.0f;
     for (uint32_t c = threadIdx.x; c < cols; c += GRETA_BLOCK) ss = fmaf(xr[c], xr[c], ss);
     ss = greta_block_sum(ss, scratch);
     const float inv = 1.0f / sqrtf(ss / (float)cols + eps);
-    for (uint32_t c = threadIdx.x; c < cols; c += GRETA_BLOCK) y[(size_t)r * cols + c] = xr[c] * inv * w[c];
+    for (uint32_t c = threadIdx.x; c < cols; c += GRETA_BLOCK) y[(greta_u64)r * cols + c] = xr[c] * inv * w[c];
 }

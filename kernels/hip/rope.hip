@@ -12,7 +12,7 @@ extern "C" __global__ void greta_rope(const float* __restrict__ x, float* __rest
                                       uint32_t heads, uint32_t head_dim, uint32_t pos0, float theta) {
     const uint32_t half = head_dim / 2;
     const uint32_t total = tokens * heads * half;
-    for (size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += (size_t)gridDim.x * blockDim.x) {
+    for (greta_u64 g = (greta_u64)blockIdx.x * blockDim.x + threadIdx.x; g < total; g += (greta_u64)gridDim.x * blockDim.x) {
         const uint32_t i = g % half;
         const uint32_t th = g / half;  // token * heads + head
         const uint32_t t = th / heads;
@@ -20,7 +20,7 @@ extern "C" __global__ void greta_rope(const float* __restrict__ x, float* __rest
         const double f = pow((double)theta, -2.0 * (double)i / (double)head_dim);
         double s, c;
         sincos(p * f, &s, &c);
-        const size_t base = (size_t)th * head_dim;
+        const greta_u64 base = (greta_u64)th * head_dim;
         const float a = x[base + i], b = x[base + i + half];
         y[base + i] = (float)((double)a * c - (double)b * s);
         y[base + i + half] = (float)((double)a * s + (double)b * c);

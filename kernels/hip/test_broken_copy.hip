@@ -5,8 +5,8 @@
 
 extern "C" __global__ void greta_test_broken_copy(const uint32_t* __restrict__ x, uint32_t* __restrict__ y,
                                                   uint32_t n) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const size_t src = (i == n / 2) ? (i + 1) % n : i;
+    for (greta_u64 i = (greta_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (greta_u64)gridDim.x * blockDim.x) {
+        const greta_u64 src = (i == n / 2) ? (i + 1) % n : i;
         y[i] = x[src];
     }
 }

@@ -1,7 +1,9 @@
 //! The HIP C++ twins of the GLSL kernels (`kernels/hip/*.hip`), embedded as
-//! text: they are compiled on the target machine by its own `hipcc` for its
-//! gfx target (see `greta-runtime`'s `hip` feature), never at greta's build
-//! time, so the default build needs no ROCm.
+//! text: they are compiled on the node, at run time, by hiprtc for the AMD
+//! GPU's gfx target or by NVRTC for an NVIDIA GPU (the CUDA twin of the HIP
+//! backend), never at greta's build time, so no build needs ROCm or CUDA.
+//! The same files serve both compilers; [`PRELUDE_HIP`] / [`PRELUDE_CUDA`]
+//! define the few names that differ and go first in the translation unit.
 //!
 //! Every kernel is `extern "C" greta_<op name>` and takes its buffers in
 //! the order of [`crate::Op::inputs`] then [`crate::Op::outputs`], then the
@@ -27,6 +29,11 @@ pub static SOURCES: &[(&str, &str)] = &[
     ),
     ("test_slow.hip", include_str!("../hip/test_slow.hip")),
 ];
+
+/// Prepended to the sources when compiling for HIP (hiprtc, or hipcc).
+pub static PRELUDE_HIP: &str = include_str!("../hip/prelude_hip.h");
+/// Prepended to the sources when compiling for CUDA (NVRTC).
+pub static PRELUDE_CUDA: &str = include_str!("../hip/prelude_cuda.h");
 
 /// The kernel symbol of an op name (`gemm_f32` → `greta_gemm_f32`).
 pub fn kernel_symbol(op_name: &str) -> String {
@@ -97,5 +104,24 @@ mod tests {
             );
         }
         assert_eq!(kernel_files().count(), 13);
+    }
+
+    /// The kernels include no system header (hiprtc on ROCm 5.2 finds
+    /// none, NVRTC ships others); the preludes define what they use.
+    #[test]
+    fn sources_include_only_common_h_and_preludes_define_the_shared_names() {
+        for (name, text) in SOURCES {
+            for line in text
+                .lines()
+                .filter(|l| l.trim_start().starts_with("#include"))
+            {
+                assert_eq!(line.trim(), "#include \"common.h\"", "{name}: {line}");
+            }
+        }
+        for p in [PRELUDE_HIP, PRELUDE_CUDA] {
+            for name in ["uint32_t;", "greta_u64;", "greta_f16;", "greta_f16_to_f32("] {
+                assert!(p.contains(name), "{name} missing from a prelude");
+            }
+        }
     }
 }

@@ -7,6 +7,17 @@ use serde::{Deserialize, Serialize};
 pub enum BackendKind {
     Vulkan,
     Hip,
+    Cuda,
+}
+
+impl BackendKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Vulkan => "vulkan",
+            BackendKind::Hip => "hip",
+            BackendKind::Cuda => "cuda",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,12 +4,16 @@
 //!
 //! The entry points are backend-agnostic: [`Backend`] is what the smoke
 //! gates drive, [`list_devices`] / [`open`] pick a device. Vulkan (ash +
-//! gpu-allocator, libvulkan loaded at run time) is the built-in backend;
-//! HIP plugs in behind the cargo feature `hip` as a second [`BackendKind`].
+//! gpu-allocator, libvulkan loaded at run time), HIP (libamdhip64 and
+//! hiprtc loaded at run time) and its CUDA twin (the CUDA driver API and
+//! NVRTC loaded at run time) are always built in: nothing of ROCm or CUDA is
+//! needed to build or start greta. HIP and CUDA share everything above the
+//! FFI ([`gpu`]).
 
 mod backend;
+pub mod cuda;
 mod error;
-#[cfg(feature = "hip")]
+pub mod gpu;
 pub mod hip;
 mod info;
 pub mod tuning_cache;
@@ -26,12 +30,8 @@ pub use info::{BackendKind, CoopMatShape, DeviceInfo, DeviceSelect, DeviceType, 
 pub fn list_devices(kind: BackendKind) -> Result<Vec<DeviceInfo>, RuntimeError> {
     match kind {
         BackendKind::Vulkan => vulkan::list_devices(),
-        #[cfg(feature = "hip")]
         BackendKind::Hip => hip::list_devices(),
-        #[cfg(not(feature = "hip"))]
-        BackendKind::Hip => Err(RuntimeError::Unsupported(
-            "the HIP backend is not built into this greta (cargo feature `hip`)".into(),
-        )),
+        BackendKind::Cuda => cuda::list_devices(),
     }
 }
 
@@ -39,11 +39,7 @@ pub fn list_devices(kind: BackendKind) -> Result<Vec<DeviceInfo>, RuntimeError> 
 pub fn open(kind: BackendKind, select: &DeviceSelect) -> Result<Box<dyn Backend>, RuntimeError> {
     match kind {
         BackendKind::Vulkan => Ok(Box::new(vulkan::Device::open(select)?)),
-        #[cfg(feature = "hip")]
         BackendKind::Hip => hip::open(select),
-        #[cfg(not(feature = "hip"))]
-        BackendKind::Hip => Err(RuntimeError::Unsupported(
-            "the HIP backend is not built into this greta (cargo feature `hip`)".into(),
-        )),
+        BackendKind::Cuda => cuda::open(select),
     }
 }

@@ -115,10 +115,7 @@ impl TuningCache {
     /// at all: an in-memory cache that is never saved).
     pub fn open(info: &DeviceInfo, dir: Option<&Path>) -> Self {
         let dir = dir.map(Path::to_path_buf).or_else(default_dir);
-        let backend = match info.backend {
-            crate::BackendKind::Vulkan => "vulkan",
-            crate::BackendKind::Hip => "hip",
-        };
+        let backend = info.backend.as_str();
         let path = dir.map(|d| {
             d.join(format!(
                 "{backend}-{}-{:08x}.json",

@@ -20,4 +20,5 @@ pub mod tune;
 pub mod verify;
 
 pub use gates::Profile;
+pub use greta_runtime as runtime;
 pub use session::{run_profile, BackendChoice, DeviceChoice, Options, Outcome, SmokeError};

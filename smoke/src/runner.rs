@@ -61,11 +61,7 @@ pub fn device_info(d: &greta_runtime::DeviceInfo) -> DeviceInfo {
 }
 
 fn backend_name(d: &greta_runtime::DeviceInfo) -> String {
-    match d.backend {
-        greta_runtime::BackendKind::Vulkan => "vulkan",
-        greta_runtime::BackendKind::Hip => "hip",
-    }
-    .to_string()
+    d.backend.as_str().to_string()
 }
 
 /// Run every gate of `ctx` on `backend`, in order.

@@ -15,11 +15,14 @@ use std::time::{Duration, Instant};
 /// Which backend runs the gates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BackendChoice {
-    /// Vulkan today; HIP where Vulkan is known to fail once HIP is built in.
+    /// Chosen per machine by the `greta` binary (HIP on gfx94x); in this
+    /// library it means Vulkan.
     #[default]
     Auto,
     Vulkan,
     Hip,
+    /// The CUDA twin of the HIP backend (NVIDIA GPUs).
+    Cuda,
 }
 
 impl std::str::FromStr for BackendChoice {
@@ -29,7 +32,10 @@ impl std::str::FromStr for BackendChoice {
             "auto" => Ok(BackendChoice::Auto),
             "vulkan" => Ok(BackendChoice::Vulkan),
             "hip" => Ok(BackendChoice::Hip),
-            _ => Err(format!("unknown backend {s:?}; one of: auto, vulkan, hip")),
+            "cuda" => Ok(BackendChoice::Cuda),
+            _ => Err(format!(
+                "unknown backend {s:?}; one of: auto, vulkan, hip, cuda"
+            )),
         }
     }
 }
@@ -40,6 +46,7 @@ impl BackendChoice {
             BackendChoice::Auto => "auto",
             BackendChoice::Vulkan => "vulkan",
             BackendChoice::Hip => "hip",
+            BackendChoice::Cuda => "cuda",
         }
     }
 }
@@ -310,11 +317,20 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
 fn resolve_backend(choice: BackendChoice) -> Result<BackendKind, SmokeError> {
     match choice {
         BackendChoice::Auto | BackendChoice::Vulkan => Ok(BackendKind::Vulkan),
-        BackendChoice::Hip => {
-            // Ask the runtime: it answers for the HIP backend when built in.
-            match greta_runtime::list_devices(BackendKind::Hip) {
-                Ok(_) => Ok(BackendKind::Hip),
-                Err(e) => Err(SmokeError::NoDevice(format!("--backend hip: {e}"))),
+        BackendChoice::Hip | BackendChoice::Cuda => {
+            let kind = if choice == BackendChoice::Hip {
+                BackendKind::Hip
+            } else {
+                BackendKind::Cuda
+            };
+            // Ask the runtime first: no library or no device is exit 2 with
+            // its reason, before any gate is planned.
+            match greta_runtime::list_devices(kind) {
+                Ok(_) => Ok(kind),
+                Err(e) => Err(SmokeError::NoDevice(format!(
+                    "--backend {}: {e}",
+                    choice.as_str()
+                ))),
             }
         }
     }
@@ -360,11 +376,7 @@ fn unopenable(
     let why = format!("could not open the device: {e}");
     DeviceRun {
         index,
-        backend: match kind {
-            BackendKind::Vulkan => "vulkan",
-            BackendKind::Hip => "hip",
-        }
-        .into(),
+        backend: kind.as_str().into(),
         device,
         status: RunStatus::Fail,
         lost: Some(why.clone()),
@@ -414,10 +426,14 @@ mod tests {
         );
         assert!("".parse::<DeviceChoice>().is_err());
         assert_eq!("hip".parse::<BackendChoice>().unwrap(), BackendChoice::Hip);
-        assert!("cuda"
+        assert!("rocm"
             .parse::<BackendChoice>()
             .unwrap_err()
             .contains("auto, vulkan, hip"));
+        assert_eq!(
+            "cuda".parse::<BackendChoice>().unwrap(),
+            BackendChoice::Cuda
+        );
     }
 
     #[test]

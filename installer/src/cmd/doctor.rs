@@ -7,7 +7,6 @@
 //! itself could not run (bad flags, unreadable sysroot, missing --from file).
 
 use crate::exit::Exit;
-use crate::hip_worker;
 use anyhow::Context;
 use greta_probe::collect::{self, CheckRun};
 use greta_probe::facts::{Facts, Signal};
@@ -143,7 +142,7 @@ fn check_lines(runs: &[CheckRun], findings: &[Finding]) -> Vec<CheckLine> {
         .collect()
 }
 
-/// How long `greta-hip-worker devices` may take (HIP initialisation of
+/// How long `greta __gpu devices --backend hip` may take (HIP initialisation of
 /// eight MI300X takes seconds; a hung runtime must not hang doctor).
 const HIP_CHECK_LIMIT: Duration = Duration::from_secs(30);
 
@@ -163,19 +162,44 @@ struct HipCheck {
     stderr: String,
 }
 
-/// The live HIP check: what HIP itself says, through `greta-hip-worker
-/// devices` when it is built (doctor only looks for it: it never builds,
-/// so it stays read-only and fast).
+/// One finished run of the HIP device listing (live or replayed).
+struct DevicesOutput {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// The live HIP check: what HIP itself says, asked in a child of greta
+/// (`greta __gpu devices --backend hip`: libamdhip64 loaded there, so a
+/// hung or crashing runtime cannot take doctor down).
 fn hip_live() -> HipCheck {
     let started = Instant::now();
-    let (status, text, stderr) = match hip_worker::locate(&hip_worker::Search::live(
-        crate::envs::receipt::recorded_hip_worker(),
-    )) {
-        Err(e) => ("not-found".to_string(), e.to_string(), String::new()),
-        Ok(w) => match hip_worker::run(&w.path, &["devices"], HIP_CHECK_LIMIT) {
-            Ok(o) => (format!("exit {}", o.code), o.stdout, o.stderr),
-            Err(e) => (format!("error {e}"), String::new(), String::new()),
-        },
+    let (status, text, stderr) = match greta_smoke::runtime::gpu::child::helper() {
+        None => (
+            "not-found".to_string(),
+            "greta cannot find its own executable".to_string(),
+            String::new(),
+        ),
+        Some(h) => {
+            let mut cmd = h.command("devices");
+            cmd.args(["--backend", "hip"]);
+            match greta_smoke::runtime::gpu::child::run(
+                cmd,
+                "the HIP device listing",
+                b"",
+                HIP_CHECK_LIMIT,
+            ) {
+                Ok(o) => (
+                    match o.status.code() {
+                        Some(c) => format!("exit {c}"),
+                        None => format!("error {}", o.how()),
+                    },
+                    String::from_utf8_lossy(&o.stdout).into_owned(),
+                    o.stderr,
+                ),
+                Err(e) => (format!("error {e}"), String::new(), String::new()),
+            }
+        }
     };
     HipCheck {
         duration: started.elapsed(),
@@ -223,7 +247,7 @@ impl HipCheck {
         let summary = if self.status == "not-found" {
             format!("HIP not asked: {}", self.text)
         } else if let Some(code) = self.status.strip_prefix("exit ") {
-            let out = hip_worker::WorkerOutput {
+            let out = DevicesOutput {
                 code: code.trim().parse().unwrap_or(2),
                 stdout: self.text,
                 stderr: self.stderr,
@@ -233,19 +257,20 @@ impl HipCheck {
             summary
         } else {
             let e = self.status.strip_prefix("error ").unwrap_or(&self.status);
-            format!("greta-hip-worker devices: {e}")
+            format!("HIP device listing: {e}")
         };
         CheckRun {
             id: "hip-runtime".into(),
-            title: "HIP runtime (greta-hip-worker)".into(),
+            title: "HIP runtime".into(),
             duration: self.duration,
             summary,
         }
     }
 }
 
-/// Reads one `greta-hip-worker devices` run (`greta.hip-devices/v1`).
-fn judge_devices(out: hip_worker::WorkerOutput) -> (String, Option<Signal>) {
+/// Reads one HIP device listing (`greta.gpu-devices/v1`; snapshots taken
+/// with the old worker hold `greta.hip-devices/v1`, read the same way).
+fn judge_devices(out: DevicesOutput) -> (String, Option<Signal>) {
     let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap_or_default();
     let error = v.get("error").and_then(|e| e.as_str()).map(str::to_string);
     let devices: Vec<String> = v
@@ -271,7 +296,7 @@ fn judge_devices(out: hip_worker::WorkerOutput) -> (String, Option<Signal>) {
         (_, Some(e)) if e.starts_with("no HIP device found") => {
             let signal = Signal {
                 id: "hip-no-device".into(),
-                source: "greta-hip-worker devices".into(),
+                source: "greta __gpu devices --backend hip".into(),
                 line: None,
                 text: e.clone(),
             };
@@ -287,10 +312,7 @@ fn judge_devices(out: hip_worker::WorkerOutput) -> (String, Option<Signal>) {
                         .map(str::to_string)
                 })
                 .unwrap_or_else(|| "no output".into());
-            (
-                format!("greta-hip-worker devices exited {code}: {why}"),
-                None,
-            )
+            (format!("HIP device listing exited {code}: {why}"), None)
         }
     }
 }
@@ -320,8 +342,8 @@ fn list_checks(json: bool) {
 mod tests {
     use super::*;
 
-    fn out(code: i32, stdout: &str, stderr: &str) -> hip_worker::WorkerOutput {
-        hip_worker::WorkerOutput {
+    fn out(code: i32, stdout: &str, stderr: &str) -> DevicesOutput {
+        DevicesOutput {
             code,
             stdout: stdout.into(),
             stderr: stderr.into(),
@@ -329,7 +351,7 @@ mod tests {
     }
 
     #[test]
-    fn worker_device_lists_become_summaries_and_no_device_a_signal() {
+    fn device_lists_become_summaries_and_no_device_a_signal() {
         let ok = r#"{"schema":"greta.hip-devices/v1","devices":[{"name":"AMD Instinct MI300X","driver_info":"gfx942:sramecc+:xnack-"}],"hipcc":{},"error":null}"#;
         let (s, sig) = judge_devices(out(0, ok, ""));
         assert_eq!(
@@ -366,20 +388,20 @@ mod tests {
         );
         let runs = [CheckRun {
             id: "hip-runtime".into(),
-            title: "HIP runtime (greta-hip-worker)".into(),
+            title: "HIP runtime".into(),
             duration: Duration::ZERO,
             summary: String::new(),
         }];
         assert_eq!(check_lines(&runs, &findings)[0].status, CheckStatus::Fail);
 
-        // A worker that cannot start (libamdhip64 gone) is reported, not a finding.
+        // A listing that cannot start is reported, not a finding.
         let (s, sig) = judge_devices(out(
             127,
             "",
             "error while loading shared libraries: libamdhip64.so.5: cannot open shared object file\n",
         ));
         assert!(
-            s.contains("exited 127") && s.contains("libamdhip64.so.5"),
+            s.contains("HIP device listing exited 127") && s.contains("libamdhip64.so.5"),
             "{s}"
         );
         assert!(sig.is_none());
@@ -394,14 +416,14 @@ mod tests {
             ("exit 2", none.as_str(), reason.to_string(), true),
             (
                 "not-found",
-                "greta-hip-worker not found (looked: PATH)",
-                "HIP not asked: greta-hip-worker not found (looked: PATH)".to_string(),
+                "greta cannot find its own executable",
+                "HIP not asked: greta cannot find its own executable".to_string(),
                 false,
             ),
             (
                 "error running /w: no answer within 30 s; killed",
                 "",
-                "greta-hip-worker devices: running /w: no answer within 30 s; killed".to_string(),
+                "HIP device listing: running /w: no answer within 30 s; killed".to_string(),
                 false,
             ),
         ];

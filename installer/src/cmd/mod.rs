@@ -3,6 +3,7 @@
 pub mod bundle;
 pub mod doctor;
 pub mod env;
+pub mod gpu;
 pub mod install;
 pub mod lock;
 pub mod smoke;

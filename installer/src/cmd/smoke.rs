@@ -2,7 +2,7 @@
 //! 1 a gate failed, 2 could not run. All the work is in greta-smoke; this
 //! is flags, output and exit codes.
 
-mod hip;
+mod gpu;
 
 use crate::exit::Exit;
 use greta_smoke::gates::Catalog;
@@ -48,7 +48,7 @@ pub struct Args {
     /// List every gate and profile, then exit (with --json: schema greta.smoke-gates/v1).
     #[arg(long)]
     pub list_gates: bool,
-    /// Device backend: auto, vulkan, hip.
+    /// Device backend: auto, vulkan, hip, cuda (auto: HIP on gfx94x, CUDA on NVIDIA, else Vulkan; it says why).
     #[arg(long, default_value = "auto", value_parser = parse_backend)]
     pub backend: BackendChoice,
     /// Extra f16 deny-list file (format of smoke/data/deny.toml), on top of the built-in list.
@@ -132,14 +132,14 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     }
     let backend = match args.backend {
         BackendChoice::Auto => {
-            let c = hip::choose_live(&args.device);
+            let c = gpu::choose_live(&args.device);
             eprintln!("greta smoke: backend {}: {}", c.backend.as_str(), c.why);
             c.backend
         }
         b => b,
     };
-    if backend == BackendChoice::Hip {
-        return hip::run(&args);
+    if matches!(backend, BackendChoice::Hip | BackendChoice::Cuda) {
+        return gpu::run(&args, backend);
     }
     let opts = Options {
         profile: args.profile,

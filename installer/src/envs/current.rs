@@ -91,7 +91,7 @@ pub fn verify(env: &Path, want: &Wanted, early: Option<Contents>) -> Result<Veri
 }
 
 /// The checks that need the plan: the receipt against it, the interpreter
-/// link, the activation script, the HIP worker.
+/// link, the activation script.
 fn check_against(env: &Path, receipt: &Receipt, want: &Wanted) -> Result<(), String> {
     compare_receipt(receipt, want)?;
     let base = receipt
@@ -120,11 +120,6 @@ fn check_against(env: &Path, receipt: &Receipt, want: &Wanted) -> Result<(), Str
             "{} is missing or not what greta writes",
             act.display()
         ));
-    }
-    if let Some(w) = &receipt.hip_worker {
-        if !Path::new(&w.path).is_file() {
-            return Err(format!("the recorded HIP worker {} is gone", w.path));
-        }
     }
     Ok(())
 }
@@ -524,7 +519,7 @@ mod tests {
             checks: serde_json::json!({}),
             greta_version: env!("CARGO_PKG_VERSION").into(),
             created: "2026-11-22T00:00:00Z".into(),
-            hip_worker: None,
+            hip: None,
         };
         receipt.write(&env).unwrap();
         (env, receipt)

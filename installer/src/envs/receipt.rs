@@ -30,21 +30,20 @@ pub struct Receipt {
     pub greta_version: String,
     /// RFC 3339, UTC.
     pub created: String,
-    /// The HIP worker installed into the env (rocm profiles only), which
-    /// `greta smoke` and `greta doctor` run.
+    /// The HIP runtime and compiler the smoke gate used (rocm profiles only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hip_worker: Option<HipWorkerRef>,
+    pub hip: Option<HipRef>,
 }
 
+/// Which HIP libraries greta loaded for this env, and why those.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct HipWorkerRef {
-    /// `<env>/bin/greta-hip-worker`.
-    pub path: String,
-    /// Where the copy came from ("built now from greta's source tree", ...).
-    pub source: String,
-    /// `hipcc` version the kernels were built with (from `build-kernels`).
-    pub hipcc: Option<String>,
-    /// gfx targets the kernels were built for (the probe's AMD GPUs).
+pub struct HipRef {
+    /// libamdhip64 as opened (`path`) and the search rule that found it.
+    pub library: String,
+    pub library_why: String,
+    /// hiprtc (or hipcc, where hiprtc is missing), and why.
+    pub compiler: Option<String>,
+    /// gfx targets of the probe's AMD GPUs.
     pub gfx: Vec<String>,
 }
 
@@ -89,37 +88,6 @@ impl Receipt {
         std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
         std::fs::rename(&tmp, &p).with_context(|| format!("writing {}", p.display()))
     }
-}
-
-/// The HIP worker recorded by the env in use: `$VIRTUAL_ENV`'s receipt when
-/// it is a greta env, else the newest greta env (by `created`) whose receipt
-/// records one that is still there. What `greta smoke`/`doctor` search first
-/// after `$GRETA_HIP_WORKER`.
-pub fn recorded_hip_worker() -> Option<std::path::PathBuf> {
-    let usable = |r: &Receipt| {
-        r.hip_worker
-            .as_ref()
-            .map(|w| std::path::PathBuf::from(&w.path))
-            .filter(|p| p.is_file())
-    };
-    if let Some(venv) = std::env::var_os("VIRTUAL_ENV") {
-        if let Some(p) = Receipt::load(Path::new(&venv))
-            .ok()
-            .and_then(|r| usable(&r))
-        {
-            return Some(p);
-        }
-    }
-    let root = super::EnvRoot::default_root().ok()?;
-    let mut envs: Vec<Receipt> = root
-        .list()
-        .ok()?
-        .into_iter()
-        .filter_map(|(_, _, r)| r.ok())
-        .filter(|r| usable(r).is_some())
-        .collect();
-    envs.sort_by(|a, b| a.created.cmp(&b.created));
-    envs.last().and_then(usable)
 }
 
 pub fn now_rfc3339() -> String {

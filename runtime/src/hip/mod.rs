@@ -1,406 +1,728 @@
-//! The HIP backend (AMD ROCm), behind cargo feature `hip`.
+//! The HIP backend (AMD ROCm): libamdhip64 opened at run time.
 //!
-//! Why a second backend: on MI300X-class GPUs (gfx94x) Vulkan is known to
-//! fail, and ROCm is what those machines run. This module runs the same
-//! [`Op`]s with the same buffer contracts as the Vulkan backend, through
-//! HIP: kernels from `kernels/hip/*.hip` are compiled on the machine by its
-//! own `hipcc` for its gfx target ([`compile`]), cached on disk, loaded with
-//! `hipModuleLoadData` and launched with `hipModuleLaunchKernel`; events time
-//! each dispatch, and every wait polls with a deadline ([`stream`]).
-//!
-//! Linking libamdhip64 is why this is a feature: the default `greta` binary
-//! must start on machines without ROCm.
+//! Why HIP beside Vulkan: on MI300X-class GPUs (gfx94x) Vulkan is known to
+//! fail, and ROCm is what those machines run. Nothing of ROCm is needed to
+//! build or start greta: the runtime library is found at run time
+//! ([`search_candidates`]: `GRETA_HIP_LIB`, the greta env's own ROCm wheels,
+//! `ROCM_PATH`/`HIP_PATH`, `/opt/rocm*`, the loader's names), the kernels
+//! are compiled on the node by hiprtc for the device's gfx target
+//! (`rtc`; hipcc only where hiprtc is missing), and everything above the
+//! FFI is the shared [`crate::gpu`] layer that the CUDA twin also uses.
 
-#[cfg(feature = "hip-blas")]
-pub mod blas;
-pub mod compile;
 pub mod device;
-pub mod error;
-mod launch;
-pub mod memory;
-pub mod module;
-pub mod stream;
+mod ffi;
+pub mod hipcc;
+pub mod rtc;
 
-pub use compile::{CachedObject, CompileError, Hipcc, KernelCache, KernelSources};
-pub use device::HipDeviceInfo;
-pub use error::HipError;
-
-use crate::{
-    Backend, BackendKind, DeviceInfo, DeviceSelect, DeviceType, HostBuf, MemoryHeap, Op, RunOpts,
-    RunStats,
+use crate::gpu::compile::{CompileError, CompilerKind, KernelCache, KernelSources};
+use crate::gpu::driver::{
+    Api, CompilerChoice, DevPtr, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, Loaded,
+    ModuleH, StreamH,
 };
-use crate::{RuntimeError, TimingSource, Tuning};
-use memory::DeviceBuffer;
-use module::Module;
-use std::time::{Duration, Instant};
-use stream::{KernelArg, Stream};
+use crate::gpu::search::{self, Candidate};
+use crate::gpu::GpuBackend;
+use crate::{Backend, DeviceInfo, DeviceSelect, RuntimeError};
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-impl From<HipError> for RuntimeError {
-    fn from(e: HipError) -> RuntimeError {
-        match e {
-            HipError::NoDevice { .. } => RuntimeError::NoDevice(e.to_string()),
-            HipError::Timeout { what, limit } => RuntimeError::Timeout {
-                what,
-                timeout: limit,
-                waited: limit,
-            },
-            HipError::Call { code, .. }
-                if code == hip_sys::hiprt::hipError_t::hipErrorOutOfMemory as i32 =>
-            {
-                RuntimeError::OutOfMemory(e.to_string())
-            }
-            HipError::Call { call, .. } => {
-                let text = e.to_string();
-                let detail = text
-                    .strip_prefix(&format!("{call} failed: "))
-                    .unwrap_or(&text);
-                RuntimeError::api(call, detail)
-            }
-            HipError::Compile(c) => {
-                RuntimeError::Unsupported(format!("building the HIP kernels: {c}"))
-            }
-            HipError::Device(m) => RuntimeError::Unsupported(m),
-            HipError::Invalid(m) => RuntimeError::BadInput(m),
-        }
-    }
+/// The HIP backend over the shared GPU layer.
+pub type HipBackend = GpuBackend<Hip>;
+
+/// What the HIP library search reads, gathered by [`SearchEnv::live`] and
+/// passed in so the order is testable anywhere.
+#[derive(Clone, Debug, Default)]
+pub struct SearchEnv {
+    /// `$GRETA_HIP_LIB`: a file, or a directory holding libamdhip64.
+    pub greta_hip_lib: Option<PathBuf>,
+    /// greta env roots to look in (`$GRETA_ENV`, then `$VIRTUAL_ENV`).
+    pub env_roots: Vec<PathBuf>,
+    pub rocm_path: Option<PathBuf>,
+    pub hip_path: Option<PathBuf>,
+    /// `/opt/rocm`, then `/opt/rocm-*` newest first.
+    pub opt_rocm: Vec<PathBuf>,
 }
 
-/// Every HIP device, numbered as HIP numbers them.
-pub fn list_devices() -> Result<Vec<DeviceInfo>, RuntimeError> {
-    let n = device::device_count()?;
-    (0..n)
-        .map(|i| Ok(device_info(&device::query(i)?)))
-        .collect()
-}
-
-/// Opens a HIP device as a boxed [`Backend`], building the kernels (or
-/// taking them from the cache) for its gfx target.
-pub fn open(select: &DeviceSelect) -> Result<Box<dyn Backend>, RuntimeError> {
-    Ok(Box::new(HipBackend::open(select)?))
-}
-
-fn device_info(h: &HipDeviceInfo) -> DeviceInfo {
-    DeviceInfo {
-        backend: BackendKind::Hip,
-        index: h.ordinal as usize,
-        name: h.name.clone(),
-        vendor_id: if h.pci_vendor_id != 0 {
-            h.pci_vendor_id
-        } else {
-            0x1002
-        },
-        device_id: h.pci_device_id,
-        device_type: if h.integrated {
-            DeviceType::IntegratedGpu
-        } else {
-            DeviceType::DiscreteGpu
-        },
-        driver_id: "AMD_HIP".into(),
-        driver_name: "HIP (ROCm)".into(),
-        driver_info: h.gcn_arch_name.clone(),
-        driver_version: h.driver_version as u32,
-        driver_version_text: device::version_string(h.driver_version),
-        api_version: device::version_string(h.runtime_version),
-        uuid: h.uuid.clone(),
-        // Every GPU HIP runs on (gfx9 and later) has f16 arithmetic and storage.
-        fp16: true,
-        int8: true,
-        subgroup_size: h.warp_size,
-        min_subgroup_size: h.warp_size,
-        max_subgroup_size: h.warp_size,
-        coop_matrix: Vec::new(),
-        memory_heaps: vec![MemoryHeap {
-            size: h.total_memory_bytes,
-            device_local: !h.integrated,
-        }],
-        timestamps: true,
-        // hipEventElapsedTime resolves about 1 µs.
-        timestamp_period_ns: 1000.0,
-        max_storage_buffer_range: h.total_memory_bytes,
-        max_allocation_size: h.total_memory_bytes,
-        max_workgroup_count: h.max_grid,
-        max_workgroup_invocations: h.max_threads_per_block,
-        max_shared_memory: h.max_shared_memory_per_block as u32,
-        also_exposed_by: Vec::new(),
-        notes: vec![format!(
-            "compute units: {}, target {}",
-            h.compute_units, h.gcn_arch_name
-        )],
-    }
-}
-
-/// Enqueues one repeat of an op on the stream, given the device buffers in
-/// binding order.
-pub(crate) type Dispatch<'a> = dyn FnMut(&Stream, &[DeviceBuffer]) -> Result<(), HipError> + 'a;
-
-/// One open HIP device with greta's kernels loaded.
-pub struct HipBackend {
-    info: DeviceInfo,
-    hip: HipDeviceInfo,
-    object: CachedObject,
-    // Field order is drop order: the module and stream go before nothing else
-    // needs them. After a timeout they are leaked instead (see Drop).
-    module: Option<Module>,
-    stream: Option<Stream>,
-    lost: Option<String>,
-}
-
-impl HipBackend {
-    /// Opens the device `select` names, with kernels from the default cache
-    /// (`$XDG_CACHE_HOME/greta/hip-kernels`) built by the located `hipcc`.
-    pub fn open(select: &DeviceSelect) -> Result<HipBackend, HipError> {
-        Self::open_with(select, &KernelCache::new(KernelCache::default_dir()), None)
-    }
-
-    /// As [`HipBackend::open`] with an explicit cache and compiler.
-    pub fn open_with(
-        select: &DeviceSelect,
-        cache: &KernelCache,
-        hipcc: Option<Hipcc>,
-    ) -> Result<HipBackend, HipError> {
-        let n = device::device_count()?;
-        let devices: Vec<HipDeviceInfo> = (0..n).map(device::query).collect::<Result<_, _>>()?;
-        let hip = match select {
-            DeviceSelect::Auto => devices.into_iter().next(),
-            DeviceSelect::Index(i) => devices.into_iter().nth(*i),
-            DeviceSelect::Cpu => {
-                return Err(HipError::NoDevice {
-                    detail: "HIP has no CPU devices".into(),
-                    why: "use the Vulkan backend (lavapipe) for a CPU device".into(),
-                })
-            }
-            DeviceSelect::Name(s) => {
-                let s = s.to_lowercase();
-                devices.into_iter().find(|d| {
-                    d.name.to_lowercase().contains(&s)
-                        || d.gcn_arch_name.to_lowercase().contains(&s)
-                })
-            }
-        }
-        .ok_or_else(|| HipError::NoDevice {
-            detail: format!("no HIP device matches {select:?}"),
-            why: format!("{n} HIP device(s) exist; `greta-hip-worker devices` lists them"),
-        })?;
-        set_device(hip.ordinal)?;
-        let hipcc = match hipcc {
-            Some(h) => h,
-            None => Hipcc::locate()?,
+impl SearchEnv {
+    pub fn live() -> SearchEnv {
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
         };
-        let object = cache.get_or_build(&hipcc, &KernelSources::bundled(), &hip.gfx)?;
-        let image = std::fs::read(&object.path).map_err(|e| {
-            HipError::Device(format!(
-                "reading code object {}: {e}",
-                object.path.display()
+        let mut opt_rocm = vec![PathBuf::from("/opt/rocm")];
+        opt_rocm.extend(search::versioned_dirs(Path::new("/opt"), "rocm-"));
+        SearchEnv {
+            greta_hip_lib: var("GRETA_HIP_LIB"),
+            env_roots: ["GRETA_ENV", "VIRTUAL_ENV"]
+                .iter()
+                .filter_map(|k| var(k))
+                .collect(),
+            rocm_path: var("ROCM_PATH"),
+            hip_path: var("HIP_PATH"),
+            opt_rocm,
+        }
+    }
+}
+
+const LOADER_NAMES: [&str; 4] = [
+    "libamdhip64.so",
+    "libamdhip64.so.7",
+    "libamdhip64.so.6",
+    "libamdhip64.so.5",
+];
+
+/// Where to look for libamdhip64, in order, each with the rule that put it
+/// there. An explicit `GRETA_HIP_LIB` is the only candidate: a wrong one is
+/// an error, not a fallthrough.
+pub fn search_candidates(env: &SearchEnv) -> Vec<Candidate> {
+    if let Some(p) = &env.greta_hip_lib {
+        let files = if p.is_dir() {
+            search::lib_files(p, "libamdhip64.so")
+        } else {
+            vec![p.clone()]
+        };
+        if files.is_empty() {
+            return vec![Candidate::new(p.join("libamdhip64.so"), "$GRETA_HIP_LIB")];
+        }
+        return files
+            .into_iter()
+            .map(|f| Candidate::new(f, "$GRETA_HIP_LIB"))
+            .collect();
+    }
+    let mut v = Vec::new();
+    let mut dir = |d: PathBuf, why: String| {
+        let files = search::lib_files(&d, "libamdhip64.so");
+        if files.is_empty() {
+            v.push(Candidate::new(d.join("libamdhip64.so"), why));
+        } else {
+            v.extend(files.into_iter().map(|f| Candidate::new(f, why.clone())));
+        }
+    };
+    for root in &env.env_roots {
+        for lib in search::site_packages(root, "torch/lib") {
+            dir(
+                lib,
+                format!("the env's own ROCm (torch wheel) in {}", root.display()),
+            );
+        }
+    }
+    if let Some(p) = &env.rocm_path {
+        dir(p.join("lib"), "$ROCM_PATH".into());
+    }
+    if let Some(p) = &env.hip_path {
+        dir(p.join("lib"), "$HIP_PATH".into());
+    }
+    for p in &env.opt_rocm {
+        if p.is_dir() {
+            dir(p.join("lib"), format!("ROCm install {}", p.display()));
+        }
+    }
+    for n in LOADER_NAMES {
+        v.push(Candidate::new(n, "the dynamic loader's search path"));
+    }
+    v
+}
+
+struct Inner {
+    // Field order: the table's pointers die with the library.
+    t: ffi::Table,
+    lib: libloading::Library,
+    loaded: Loaded,
+    runtime_version: i32,
+}
+
+/// An opened HIP runtime.
+#[derive(Clone)]
+pub struct Hip {
+    inner: Arc<Inner>,
+}
+
+fn real_path(addr: *const c_void) -> Option<PathBuf> {
+    // SAFETY: dladdr only reads the loader's tables; dli_fname is a
+    // NUL-terminated string owned by the loader.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(addr, &mut info) == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        let p = PathBuf::from(
+            CStr::from_ptr(info.dli_fname)
+                .to_string_lossy()
+                .into_owned(),
+        );
+        Some(std::fs::canonicalize(&p).unwrap_or(p))
+    }
+}
+
+impl Hip {
+    /// Opens the first libamdhip64 of [`search_candidates`] on the live
+    /// machine; no library: [`GpuError::LibraryMissing`] naming every place.
+    pub fn open() -> Result<Hip, GpuError> {
+        Self::open_from(&search_candidates(&SearchEnv::live()))
+    }
+
+    pub fn open_from(candidates: &[Candidate]) -> Result<Hip, GpuError> {
+        let (lib, mut loaded) = search::open_first("libamdhip64", candidates).map_err(|looked| {
+            GpuError::LibraryMissing(format!(
+                "no HIP runtime (libamdhip64) found; looked in: {}. Install a ROCm profile with `greta install` \
+                 (its torch wheels carry libamdhip64 and hiprtc), install ROCm, or point GRETA_HIP_LIB at libamdhip64.so",
+                looked.join("; ")
             ))
         })?;
-        let module = Module::load(&image)?;
-        let stream = Stream::new()?;
-        Ok(HipBackend {
-            info: device_info(&hip),
-            hip,
-            object,
-            module: Some(module),
-            stream: Some(stream),
-            lost: None,
-        })
-    }
-
-    pub fn hip_info(&self) -> &HipDeviceInfo {
-        &self.hip
-    }
-
-    /// The code object the kernels were loaded from (and whether this open built it).
-    pub fn code_object(&self) -> &CachedObject {
-        &self.object
-    }
-
-    fn check_buffers(op: &Op, inputs: &[HostBuf], outputs: &[HostBuf]) -> Result<(), RuntimeError> {
-        op.validate()
-            .map_err(|e| RuntimeError::BadInput(e.to_string()))?;
-        crate::backend::check_buffers(op, inputs, outputs)
-    }
-
-    fn run_inner(
-        &mut self,
-        op: &Op,
-        inputs: &[HostBuf],
-        outputs: &mut [HostBuf],
-        opts: &RunOpts,
-    ) -> Result<RunStats, HipError> {
-        let plan = launch::plan(op, &self.hip);
-        let Some(module) = self.module.as_mut() else {
-            return Err(HipError::Device("device is lost".into()));
-        };
-        let function = module.function(&plan.symbol)?;
-        let kernel = plan.symbol.trim_start_matches("greta_").to_string();
-        self.execute(op, inputs, outputs, opts, kernel, &mut |stream, bufs| {
-            let mut args: Vec<KernelArg> = bufs.iter().map(|b| KernelArg::Ptr(b.ptr())).collect();
-            args.extend_from_slice(&plan.scalars);
-            stream.launch(function, plan.grid, plan.block, 0, &args)
-        })
-    }
-
-    /// Uploads inputs and outputs, enqueues `dispatch` once per repeat
-    /// between two events, waits for the last with the run's deadline, then
-    /// reads the outputs back. `dispatch` gets the device buffers in binding
-    /// order (inputs, then outputs).
-    pub(crate) fn execute(
-        &mut self,
-        op: &Op,
-        inputs: &[HostBuf],
-        outputs: &mut [HostBuf],
-        opts: &RunOpts,
-        kernel: String,
-        dispatch: &mut Dispatch<'_>,
-    ) -> Result<RunStats, HipError> {
-        let start = Instant::now();
-        let deadline = start + opts.timeout;
-        let left = || deadline.saturating_duration_since(Instant::now());
-        set_device(self.hip.ordinal)?;
-        let Some(stream) = self.stream.as_ref() else {
-            return Err(HipError::Device("device is lost".into()));
-        };
-        let bufs: Vec<DeviceBuffer> = inputs
-            .iter()
-            .chain(outputs.iter())
-            .map(|b| DeviceBuffer::new(b.byte_len()))
-            .collect::<Result<_, _>>()?;
-        let result = (|| {
-            for (d, h) in bufs.iter().zip(inputs.iter().chain(outputs.iter())) {
-                d.upload(stream, h.as_bytes(), left())?;
+        // SAFETY: a HIP runtime; the table's signatures are ROCm's.
+        let t = unsafe { ffi::Table::load(&lib) }.map_err(|e| {
+            GpuError::LibraryMissing(format!(
+                "{} is not a usable HIP runtime (missing {e})",
+                loaded.path.display()
+            ))
+        })?;
+        if let Some(p) = real_path(t.hipInit as *const c_void) {
+            if p != loaded.path {
+                loaded.why = format!("{}, as {}", loaded.why, loaded.path.display());
+                loaded.path = p;
             }
-            let mut events = Vec::with_capacity(opts.repeats as usize);
-            for _ in 0..opts.repeats {
-                let before = stream.record()?;
-                dispatch(stream, &bufs)?;
-                events.push((before, stream.record()?));
-            }
-            let what = format!("{op} x{} on {}", opts.repeats, self.hip.name);
-            match events.last() {
-                Some((_, last)) => last.wait(&what, left())?,
-                None => stream.finish(&what, left())?,
-            }
-            let device_ns = events
-                .iter()
-                .map(|(a, b)| b.elapsed_since(a).map(|d| d.as_nanos() as u64))
-                .collect::<Result<Vec<_>, _>>()?;
-            for (d, h) in bufs[inputs.len()..].iter().zip(outputs.iter_mut()) {
-                d.download(stream, h.as_bytes_mut(), left())?;
-            }
-            Ok(device_ns)
-        })();
-        match result {
-            Ok(device_ns) => Ok(RunStats {
-                device_ns,
-                timing: TimingSource::DeviceTimestamps,
-                wall: start.elapsed(),
-                kernel,
-                tuning: Tuning::default(),
-                dispatches_per_repeat: 1,
+        }
+        let mut v = 0;
+        // SAFETY: out-parameter call.
+        unsafe { (t.hipRuntimeGetVersion)(&mut v) };
+        Ok(Hip {
+            inner: Arc::new(Inner {
+                t,
+                lib,
+                loaded,
+                runtime_version: v,
             }),
-            Err(e) => {
-                if matches!(e, HipError::Timeout { .. }) {
-                    // The GPU still owns these allocations: freeing them
-                    // would block in hipFree on a hung device.
-                    std::mem::forget(bufs);
-                }
-                Err(e)
-            }
-        }
+        })
     }
 
-    /// Checks what every run checks before touching the device.
-    pub(crate) fn preflight(
-        &self,
-        op: &Op,
-        inputs: &[HostBuf],
-        outputs: &[HostBuf],
-        opts: &RunOpts,
-    ) -> Result<(), RuntimeError> {
-        if let Some(why) = &self.lost {
-            return Err(RuntimeError::DeviceLost(why.clone()));
+    fn t(&self) -> &ffi::Table {
+        &self.inner.t
+    }
+
+    fn check(&self, call: &'static str, code: ffi::HipError) -> Result<(), GpuError> {
+        if code == ffi::SUCCESS {
+            return Ok(());
         }
-        if opts.repeats == 0 {
-            return Err(RuntimeError::BadInput("repeats must be at least 1".into()));
+        let text = |p: *const c_char, fallback: &str| {
+            if p.is_null() {
+                fallback.to_string()
+            } else {
+                // SAFETY: HIP returns static NUL-terminated strings.
+                unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+            }
+        };
+        // SAFETY: plain lookups of static strings.
+        let (name, desc) = unsafe {
+            (
+                text((self.t().hipGetErrorName)(code), "hipErrorUnknown"),
+                text((self.t().hipGetErrorString)(code), "unknown error"),
+            )
+        };
+        Err(GpuError::Call {
+            call,
+            code,
+            name,
+            text: desc,
+            hint: ffi::hint(code).to_string(),
+            oom: code == ffi::ERROR_OUT_OF_MEMORY,
+        })
+    }
+
+    fn attr(&self, a: i32, ordinal: usize) -> Result<i32, GpuError> {
+        let mut v: c_int = 0;
+        // SAFETY: out-parameter call on an ordinal below the device count.
+        self.check("hipDeviceGetAttribute", unsafe {
+            (self.t().hipDeviceGetAttribute)(&mut v, a, ordinal as c_int)
+        })?;
+        Ok(v)
+    }
+
+    /// `gcnArchName` from `hipGetDeviceProperties`, read defensively: the
+    /// struct's layout differs between ROCm releases, so the runtime writes
+    /// into a buffer larger than any of them and greta takes the first
+    /// NUL-terminated `gfx…` string in it.
+    fn arch_from_props(&self, ordinal: usize) -> Option<String> {
+        let mut buf = vec![0u8; 16384];
+        // SAFETY: the runtime writes at most sizeof(its hipDeviceProp_t) bytes.
+        let r = unsafe { (self.t().hipGetDeviceProperties)(buf.as_mut_ptr(), ordinal as c_int) };
+        if r != ffi::SUCCESS {
+            return None;
         }
-        if opts.tuning.as_ref().is_some_and(|t| !t.0.is_empty()) {
-            return Err(RuntimeError::BadInput(format!(
-                "the HIP kernels take no tuning parameters (got {})",
-                opts.tuning
-                    .as_ref()
-                    .map(|t| t.to_string())
-                    .unwrap_or_default()
+        find_gfx(&buf)
+    }
+
+    /// The hiprtc library for this runtime: `libhiprtc.so*` beside it
+    /// (ROCm 6/7), the runtime itself (ROCm 5), then the loader's names.
+    pub fn hiprtc(&self) -> Result<Loaded, Vec<String>> {
+        let here = self.inner.loaded.path.parent().map(Path::to_path_buf);
+        let mut looked = Vec::new();
+        if let Some(dir) = &here {
+            for f in search::lib_files(dir, "libhiprtc.so") {
+                // SAFETY: opening a library to look a symbol up.
+                match unsafe { libloading::Library::new(&f) } {
+                    Ok(l) if crate::gpu::rtc::has_compiler(&l, &crate::gpu::rtc::HIPRTC) => {
+                        return Ok(Loaded {
+                            what: "hiprtc".into(),
+                            path: f,
+                            why: "beside libamdhip64 (ROCm 6 and later)".into(),
+                        })
+                    }
+                    Ok(_) => looked.push(format!("{}: no hiprtcCompileProgram", f.display())),
+                    Err(e) => looked.push(format!("{}: {e}", f.display())),
+                }
+            }
+            if looked.is_empty() {
+                looked.push(format!("{}/libhiprtc.so*: not there", dir.display()));
+            }
+        }
+        if crate::gpu::rtc::has_compiler(&self.inner.lib, &crate::gpu::rtc::HIPRTC) {
+            return Ok(Loaded {
+                what: "hiprtc".into(),
+                path: self.inner.loaded.path.clone(),
+                why: "inside libamdhip64 (ROCm 5)".into(),
+            });
+        }
+        looked.push(format!(
+            "{}: no hiprtc symbols",
+            self.inner.loaded.path.display()
+        ));
+        for n in ["libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so"] {
+            // SAFETY: as above.
+            match unsafe { libloading::Library::new(n) } {
+                Ok(l) if crate::gpu::rtc::has_compiler(&l, &crate::gpu::rtc::HIPRTC) => {
+                    return Ok(Loaded {
+                        what: "hiprtc".into(),
+                        path: n.into(),
+                        why: "the dynamic loader's search path".into(),
+                    })
+                }
+                Ok(_) => looked.push(format!("{n}: no hiprtcCompileProgram")),
+                Err(_) => looked.push(format!("{n}: not found by the loader")),
+            }
+        }
+        Err(looked)
+    }
+}
+
+/// The first NUL-terminated ASCII string starting `gfx` and a digit.
+fn find_gfx(buf: &[u8]) -> Option<String> {
+    let mut i = 0;
+    while i + 4 < buf.len() {
+        let starts =
+            (i == 0 || buf[i - 1] == 0) && &buf[i..i + 3] == b"gfx" && buf[i + 3].is_ascii_digit();
+        if starts {
+            let end = buf[i..].iter().position(|&b| b == 0)? + i;
+            let s = &buf[i..end];
+            if s.len() < 64 && s.iter().all(|b| b.is_ascii_graphic()) {
+                return Some(String::from_utf8_lossy(s).into_owned());
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+impl Driver for Hip {
+    fn api(&self) -> Api {
+        Api::Hip
+    }
+
+    fn library(&self) -> &Loaded {
+        &self.inner.loaded
+    }
+
+    fn device_count(&self) -> Result<usize, GpuError> {
+        // SAFETY: plain calls with out-parameters.
+        let init = unsafe { (self.t().hipInit)(0) };
+        let mut n: c_int = 0;
+        let e = if init == ffi::SUCCESS {
+            // SAFETY: as above.
+            unsafe { (self.t().hipGetDeviceCount)(&mut n) }
+        } else {
+            init
+        };
+        // Without a usable GPU, ROCm answers hipErrorNoDevice, or (ROCm 5.2
+        // with no KFD at all) hipErrorInvalidDevice from hipInit.
+        let no_device = e == ffi::ERROR_NO_DEVICE || e == ffi::ERROR_INVALID_DEVICE;
+        if no_device || (e == ffi::SUCCESS && n <= 0) {
+            let detail = if e == ffi::SUCCESS {
+                "hipGetDeviceCount returned 0 devices".to_string()
+            } else {
+                let name = match self.check("hip", e) {
+                    Err(GpuError::Call { name, .. }) => name,
+                    _ => String::new(),
+                };
+                format!(
+                    "{} returned {name} ({e})",
+                    if init == ffi::SUCCESS {
+                        "hipGetDeviceCount"
+                    } else {
+                        "hipInit"
+                    }
+                )
+            };
+            return Err(GpuError::NoDevice {
+                api: "HIP",
+                detail: format!("{detail} (runtime {})", self.inner.loaded),
+                why: self.why_no_device(),
+            });
+        }
+        self.check(
+            if init == ffi::SUCCESS {
+                "hipGetDeviceCount"
+            } else {
+                "hipInit"
+            },
+            e,
+        )?;
+        Ok(n as usize)
+    }
+
+    fn device(&self, ordinal: usize) -> Result<GpuDevice, GpuError> {
+        let o = ordinal as c_int;
+        let mut name = [0 as c_char; 256];
+        // SAFETY: the runtime writes at most `len` bytes, NUL included.
+        self.check("hipDeviceGetName", unsafe {
+            (self.t().hipDeviceGetName)(name.as_mut_ptr(), 255, o)
+        })?;
+        // SAFETY: NUL-terminated within the zeroed buffer.
+        let name = unsafe { CStr::from_ptr(name.as_ptr()) }
+            .to_string_lossy()
+            .trim()
+            .to_string();
+        let mut bus = [0 as c_char; 64];
+        // SAFETY: as above.
+        let pci_bus_id = if unsafe { (self.t().hipDeviceGetPCIBusId)(bus.as_mut_ptr(), 63, o) }
+            == ffi::SUCCESS
+        {
+            // SAFETY: NUL-terminated within the buffer.
+            unsafe { CStr::from_ptr(bus.as_ptr()) }
+                .to_string_lossy()
+                .to_lowercase()
+        } else {
+            String::new()
+        };
+        let (arch, arch_source) = match device::gfx_from_kfd(Path::new("/"), &pci_bus_id) {
+            Some(g) => (g, format!("the KFD topology node at {pci_bus_id}")),
+            None => match self.arch_from_props(ordinal) {
+                Some(a) => (
+                    device::processor_of(&a).to_string(),
+                    format!("gcnArchName {a}"),
+                ),
+                None => {
+                    return Err(GpuError::Device(format!(
+                        "device {ordinal} ({name}): no gfx target from KFD (bus {pci_bus_id:?}) or gcnArchName"
+                    )))
+                }
+            },
+        };
+        let mut total: usize = 0;
+        // SAFETY: out-parameter call.
+        self.check("hipDeviceTotalMem", unsafe {
+            (self.t().hipDeviceTotalMem)(&mut total, o)
+        })?;
+        let warp = self.attr(ffi::attr::WARP_SIZE, ordinal)?;
+        if warp != 32 && warp != 64 {
+            return Err(GpuError::Device(format!(
+                "device {ordinal} ({name}) reports a warp size of {warp}: this libamdhip64 numbers its attributes \
+                 differently from ROCm 5-7 ({})",
+                self.inner.loaded.path.display()
             )));
         }
-        Self::check_buffers(op, inputs, outputs)?;
-        self.supports(op).map_err(RuntimeError::Unsupported)
+        let sysfs = |f: &str| -> u32 {
+            std::fs::read_to_string(format!("/sys/bus/pci/devices/{pci_bus_id}/{f}"))
+                .ok()
+                .and_then(|t| u32::from_str_radix(t.trim().trim_start_matches("0x"), 16).ok())
+                .unwrap_or(0)
+        };
+        let mut dv = 0;
+        // SAFETY: out-parameter call.
+        unsafe { (self.t().hipDriverGetVersion)(&mut dv) };
+        let grid = |i| {
+            self.attr(ffi::attr::MAX_GRID_DIM_X + i, ordinal)
+                .map(|v| v as u32)
+        };
+        Ok(GpuDevice {
+            api: Api::Hip,
+            ordinal,
+            name,
+            arch,
+            arch_source,
+            compute_units: self.attr(ffi::attr::MULTIPROCESSOR_COUNT, ordinal)? as u32,
+            total_memory_bytes: total as u64,
+            warp_size: warp as u32,
+            max_shared_memory_per_block: self
+                .attr(ffi::attr::MAX_SHARED_MEMORY_PER_BLOCK, ordinal)?
+                as u32,
+            max_threads_per_block: self.attr(ffi::attr::MAX_THREADS_PER_BLOCK, ordinal)? as u32,
+            max_grid: [grid(0)?, grid(1)?, grid(2)?],
+            integrated: self.attr(ffi::attr::INTEGRATED, ordinal).unwrap_or(0) != 0,
+            pci_vendor_id: sysfs("vendor"),
+            pci_device_id: sysfs("device"),
+            pci_bus_id,
+            uuid: String::new(),
+            runtime_version: device::version_string(self.inner.runtime_version),
+            driver_version: device::version_string(dv),
+            driver_version_raw: dv as u32,
+        })
     }
 
-    /// Maps a failure to the runtime's error, marking the device lost on a timeout.
-    pub(crate) fn fail(&mut self, e: HipError) -> RuntimeError {
-        if matches!(e, HipError::Timeout { .. }) {
-            self.lost = Some(e.to_string());
+    fn activate(&self, ordinal: usize) -> Result<(), GpuError> {
+        // SAFETY: plain call with an ordinal below the device count.
+        self.check("hipSetDevice", unsafe {
+            (self.t().hipSetDevice)(ordinal as c_int)
+        })
+    }
+
+    fn malloc(&self, bytes: usize) -> Result<DevPtr, GpuError> {
+        let mut p: ffi::Ptr = std::ptr::null_mut();
+        // SAFETY: out-parameter call.
+        self.check("hipMalloc", unsafe { (self.t().hipMalloc)(&mut p, bytes) })?;
+        Ok(DevPtr(p as u64))
+    }
+
+    unsafe fn free(&self, p: DevPtr) {
+        (self.t().hipFree)(p.0 as ffi::Ptr);
+    }
+
+    unsafe fn htod_async(
+        &self,
+        dst: DevPtr,
+        src: *const u8,
+        n: usize,
+        s: StreamH,
+    ) -> Result<(), GpuError> {
+        self.check(
+            "hipMemcpyHtoDAsync",
+            (self.t().hipMemcpyHtoDAsync)(dst.0 as ffi::Ptr, src as ffi::Ptr, n, s.0 as ffi::Ptr),
+        )
+    }
+
+    unsafe fn dtoh_async(
+        &self,
+        dst: *mut u8,
+        src: DevPtr,
+        n: usize,
+        s: StreamH,
+    ) -> Result<(), GpuError> {
+        self.check(
+            "hipMemcpyDtoHAsync",
+            (self.t().hipMemcpyDtoHAsync)(dst as ffi::Ptr, src.0 as ffi::Ptr, n, s.0 as ffi::Ptr),
+        )
+    }
+
+    fn stream_create(&self) -> Result<StreamH, GpuError> {
+        let mut s: ffi::Ptr = std::ptr::null_mut();
+        // SAFETY: out-parameter call.
+        self.check("hipStreamCreate", unsafe {
+            (self.t().hipStreamCreate)(&mut s)
+        })?;
+        Ok(StreamH(s as usize))
+    }
+
+    unsafe fn stream_destroy(&self, s: StreamH) {
+        (self.t().hipStreamDestroy)(s.0 as ffi::Ptr);
+    }
+
+    fn event_create(&self) -> Result<EventH, GpuError> {
+        let mut e: ffi::Ptr = std::ptr::null_mut();
+        // SAFETY: out-parameter call.
+        self.check("hipEventCreate", unsafe {
+            (self.t().hipEventCreate)(&mut e)
+        })?;
+        Ok(EventH(e as usize))
+    }
+
+    unsafe fn event_destroy(&self, e: EventH) {
+        (self.t().hipEventDestroy)(e.0 as ffi::Ptr);
+    }
+
+    fn event_record(&self, e: EventH, s: StreamH) -> Result<(), GpuError> {
+        // SAFETY: live handles.
+        self.check("hipEventRecord", unsafe {
+            (self.t().hipEventRecord)(e.0 as ffi::Ptr, s.0 as ffi::Ptr)
+        })
+    }
+
+    fn event_query(&self, e: EventH) -> Result<EventState, GpuError> {
+        // SAFETY: live handle.
+        match unsafe { (self.t().hipEventQuery)(e.0 as ffi::Ptr) } {
+            ffi::SUCCESS => Ok(EventState::Done),
+            ffi::ERROR_NOT_READY => Ok(EventState::Pending),
+            other => self.check("hipEventQuery", other).map(|_| EventState::Done),
         }
-        e.into()
+    }
+
+    fn event_elapsed_ms(&self, start: EventH, end: EventH) -> Result<f32, GpuError> {
+        let mut ms = 0f32;
+        // SAFETY: both events recorded and complete.
+        self.check("hipEventElapsedTime", unsafe {
+            (self.t().hipEventElapsedTime)(&mut ms, start.0 as ffi::Ptr, end.0 as ffi::Ptr)
+        })?;
+        Ok(ms)
+    }
+
+    fn module_load(&self, image: &[u8]) -> Result<ModuleH, GpuError> {
+        if image.is_empty() {
+            return Err(GpuError::Invalid("empty HIP code object".into()));
+        }
+        let mut m: ffi::Ptr = std::ptr::null_mut();
+        // SAFETY: the runtime copies what it needs from `image` before returning.
+        self.check("hipModuleLoadData", unsafe {
+            (self.t().hipModuleLoadData)(&mut m, image.as_ptr() as *const c_void)
+        })?;
+        Ok(ModuleH(m as usize))
+    }
+
+    unsafe fn module_unload(&self, m: ModuleH) {
+        (self.t().hipModuleUnload)(m.0 as ffi::Ptr);
+    }
+
+    fn module_function(&self, m: ModuleH, name: &CStr) -> Result<FuncH, GpuError> {
+        let mut f: ffi::Ptr = std::ptr::null_mut();
+        // SAFETY: live module, NUL-terminated name.
+        self.check("hipModuleGetFunction", unsafe {
+            (self.t().hipModuleGetFunction)(&mut f, m.0 as ffi::Ptr, name.as_ptr())
+        })?;
+        Ok(FuncH(f as usize))
+    }
+
+    unsafe fn launch(
+        &self,
+        f: FuncH,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        s: StreamH,
+        params: *mut *mut c_void,
+    ) -> Result<(), GpuError> {
+        self.check(
+            "hipModuleLaunchKernel",
+            (self.t().hipModuleLaunchKernel)(
+                f.0 as ffi::Ptr,
+                grid[0],
+                grid[1],
+                grid[2],
+                block[0],
+                block[1],
+                block[2],
+                shared_bytes,
+                s.0 as ffi::Ptr,
+                params,
+                std::ptr::null_mut(),
+            ),
+        )
+    }
+
+    fn compiler_for(&self, dev: &GpuDevice) -> Result<CompilerChoice, GpuError> {
+        compiler_for_target(self, &dev.arch).map_err(GpuError::Compile)
+    }
+
+    fn why_no_device(&self) -> String {
+        device::diagnose_no_device(Path::new("/"), &device::env_snapshot())
     }
 }
 
-fn set_device(ordinal: i32) -> Result<(), HipError> {
-    // SAFETY: plain call with an ordinal below hipGetDeviceCount.
-    error::check("hipSetDevice", unsafe {
-        hip_sys::hiprt::hipSetDevice(ordinal)
-    })
+/// hiprtc for `target` (`gfx90a`), or hipcc where hiprtc is missing.
+pub fn compiler_for_target(hip: &Hip, target: &str) -> Result<CompilerChoice, CompileError> {
+    let runtime = device::version_string(hip.inner.runtime_version);
+    match hip.hiprtc() {
+        Ok(library) => {
+            // SAFETY: opening the library hiprtc() just validated.
+            let version = unsafe { libloading::Library::new(&library.path) }
+                .ok()
+                .and_then(|l| crate::gpu::rtc::version(&l, &crate::gpu::rtc::HIPRTC))
+                .unwrap_or_else(|| "?".into());
+            Ok(CompilerChoice {
+                kind: CompilerKind::Hiprtc,
+                library,
+                version: format!("{version} (HIP runtime {runtime})"),
+                target: target.to_string(),
+                options: vec![format!("--offload-arch={target}"), "-O3".into()],
+            })
+        }
+        Err(looked) => hipcc::choice(target).map_err(|e| {
+            CompileError::Unavailable(format!(
+                "no hiprtc ({}), and no hipcc to fall back on: {e}",
+                looked.join("; ")
+            ))
+        }),
+    }
 }
 
-impl Backend for HipBackend {
-    fn info(&self) -> &DeviceInfo {
-        &self.info
-    }
+/// Every HIP device.
+pub fn list_devices() -> Result<Vec<DeviceInfo>, RuntimeError> {
+    let hip = Hip::open()?;
+    Ok(crate::gpu::backend::list(&hip)?)
+}
 
-    fn supports(&self, op: &Op) -> Result<(), String> {
-        op.validate().map_err(|e| e.to_string())?;
-        let bytes: u64 = op
-            .inputs()
+/// Opens a HIP device as a boxed [`Backend`], its kernels compiled (or
+/// taken from the cache) for its gfx target.
+pub fn open(select: &DeviceSelect) -> Result<Box<dyn Backend>, RuntimeError> {
+    let hip = Hip::open()?;
+    Ok(Box::new(HipBackend::open_with(
+        hip,
+        select,
+        &KernelCache::new(KernelCache::default_dir()),
+        &KernelSources::bundled(),
+    )?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_search_order_is_the_documented_one() {
+        let t = tempfile::tempdir().unwrap();
+        let venv = t.path().join("env");
+        let torch = venv.join("lib/python3.12/site-packages/torch/lib");
+        std::fs::create_dir_all(&torch).unwrap();
+        std::fs::write(torch.join("libamdhip64.so"), "").unwrap();
+        std::fs::create_dir_all(t.path().join("opt/rocm-6.3.1/lib")).unwrap();
+        let env = SearchEnv {
+            greta_hip_lib: None,
+            env_roots: vec![venv.clone()],
+            rocm_path: Some(t.path().join("rocm")),
+            hip_path: Some(t.path().join("hip")),
+            opt_rocm: vec![t.path().join("opt/rocm-6.3.1")],
+        };
+        let c = search_candidates(&env);
+        let whys: Vec<&str> = c.iter().map(|c| c.why.as_str()).collect();
+        assert!(
+            whys[0].starts_with("the env's own ROCm (torch wheel)"),
+            "{whys:?}"
+        );
+        assert_eq!(c[0].path, torch.join("libamdhip64.so"));
+        assert_eq!(whys[1..3], ["$ROCM_PATH", "$HIP_PATH"]);
+        assert!(whys[3].starts_with("ROCm install"), "{whys:?}");
+        let names: Vec<String> = c[4..]
             .iter()
-            .chain(op.outputs().iter())
-            .map(|s| (s.len * s.dtype.size()) as u64)
-            .sum();
-        if bytes > self.hip.total_memory_bytes {
-            return Err(format!(
-                "{op} needs {bytes} bytes of buffers; {} has {} bytes",
-                self.hip.name, self.hip.total_memory_bytes
-            ));
-        }
-        Ok(())
+            .map(|c| c.path.display().to_string())
+            .collect();
+        assert_eq!(names, LOADER_NAMES);
+        // An explicit GRETA_HIP_LIB is all there is.
+        let only = search_candidates(&SearchEnv {
+            greta_hip_lib: Some("/nowhere/libamdhip64.so".into()),
+            ..env
+        });
+        assert_eq!(
+            only,
+            [Candidate::new("/nowhere/libamdhip64.so", "$GRETA_HIP_LIB")]
+        );
     }
 
-    fn run(
-        &mut self,
-        op: &Op,
-        inputs: &[HostBuf],
-        outputs: &mut [HostBuf],
-        opts: &RunOpts,
-    ) -> Result<RunStats, RuntimeError> {
-        self.preflight(op, inputs, outputs, opts)?;
-        self.run_inner(op, inputs, outputs, opts)
-            .map_err(|e| self.fail(e))
-    }
-
-    fn lost(&self) -> Option<&str> {
-        self.lost.as_deref()
-    }
-}
-
-impl Drop for HipBackend {
-    fn drop(&mut self) {
-        if self.lost.is_some() {
-            // Destroying a stream or module with work still queued on a hung
-            // GPU blocks; leak them so greta can report and exit.
-            std::mem::forget(self.stream.take());
-            std::mem::forget(self.module.take());
-        }
+    #[test]
+    fn gcn_arch_names_are_found_in_an_unknown_layout() {
+        let mut buf = vec![0u8; 1024];
+        buf[..12].copy_from_slice(b"AMD Instinct");
+        buf[396..396 + 22].copy_from_slice(b"gfx90a:sramecc+:xnack-");
+        assert_eq!(find_gfx(&buf).as_deref(), Some("gfx90a:sramecc+:xnack-"));
+        assert_eq!(find_gfx(&[0u8; 64]), None);
+        // "gfx" inside another string is not a target.
+        let mut b2 = vec![0u8; 64];
+        b2[..9].copy_from_slice(b"xxgfx90a\0");
+        assert_eq!(find_gfx(&b2), None);
     }
 }
-
-/// The default per-run limit used by callers that have none (as RunOpts).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -1,9 +1,8 @@
-//! How each [`Op`] maps onto its HIP kernel: symbol, grid, block and the
+//! How each [`Op`] maps onto its kernel (the same for HIP and CUDA): symbol, grid, block and the
 //! scalar arguments that follow the buffer pointers (inputs, then outputs,
 //! in [`Op::inputs`]/[`Op::outputs`] order — the same contract as GLSL).
 
-use super::device::HipDeviceInfo;
-use super::stream::KernelArg;
+use super::driver::{DevPtr, GpuDevice};
 use crate::Op;
 use greta_kernels::hip_src::kernel_symbol;
 
@@ -11,6 +10,27 @@ use greta_kernels::hip_src::kernel_symbol;
 pub const BLOCK: u32 = 256;
 /// Tile edge of the GEMM kernels (GEMM_TILE in gemm_f32.hip / gemm_f16.hip).
 pub const GEMM_TILE: u32 = 16;
+
+/// A kernel argument by value: device pointers and 32-bit scalars are all
+/// the kernels take.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum KernelArg {
+    Ptr(DevPtr),
+    U32(u32),
+    F32(f32),
+}
+
+impl KernelArg {
+    /// The argument's bytes in an 8-byte little-endian slot; the driver
+    /// reads `sizeof(parameter)` bytes from the slot's address.
+    pub fn bits(&self) -> u64 {
+        match *self {
+            KernelArg::Ptr(p) => p.0,
+            KernelArg::U32(v) => v as u64,
+            KernelArg::F32(v) => v.to_bits() as u64,
+        }
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -20,7 +40,7 @@ pub struct Plan {
     pub scalars: Vec<KernelArg>,
 }
 
-fn blocks_for(total: usize, dev: &HipDeviceInfo) -> u32 {
+fn blocks_for(total: usize, dev: &GpuDevice) -> u32 {
     // The kernels stride over the grid, so the grid only needs to fill the GPU.
     let want = total.div_ceil(BLOCK as usize).max(1);
     let cap = (dev.max_grid[0].max(1) as usize).min(1 << 20);
@@ -28,7 +48,7 @@ fn blocks_for(total: usize, dev: &HipDeviceInfo) -> u32 {
 }
 
 /// The launch of `op` on `dev`. Sizes were validated to fit 32 bits.
-pub fn plan(op: &Op, dev: &HipDeviceInfo) -> Plan {
+pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
     use KernelArg::{F32, U32};
     let u = |v: usize| U32(v as u32);
     let linear = |total: usize, scalars: Vec<KernelArg>| Plan {
@@ -107,14 +127,16 @@ pub fn plan(op: &Op, dev: &HipDeviceInfo) -> Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gpu::driver::Api;
     use greta_kernels::hip_src::SOURCES;
 
-    fn dev() -> HipDeviceInfo {
-        HipDeviceInfo {
+    fn dev() -> GpuDevice {
+        GpuDevice {
+            api: Api::Hip,
             ordinal: 0,
             name: "test".into(),
-            gcn_arch_name: "gfx942:sramecc+:xnack-".into(),
-            gfx: "gfx942".into(),
+            arch: "gfx942".into(),
+            arch_source: "test".into(),
             compute_units: 304,
             total_memory_bytes: 192 << 30,
             warp_size: 64,
@@ -126,8 +148,9 @@ mod tests {
             pci_vendor_id: 0x1002,
             pci_device_id: 0x74a1,
             uuid: String::new(),
-            runtime_version: 60342134,
-            driver_version: 60342134,
+            runtime_version: "6.3.42134".into(),
+            driver_version: "6.3.42134".into(),
+            driver_version_raw: 0,
         }
     }
 
@@ -199,5 +222,15 @@ mod tests {
         assert_eq!((g.grid, g.block), ([2, 3, 1], [16, 16, 1]));
         let f = plan(&Op::Fill { n: 1000, value: 7 }, &dev());
         assert_eq!(f.grid, [4, 1, 1]);
+    }
+
+    #[test]
+    fn arguments_are_laid_out_little_endian_in_their_slots() {
+        assert_eq!(KernelArg::U32(7).bits(), 7);
+        assert_eq!(KernelArg::F32(1.5).bits(), 1.5f32.to_bits() as u64);
+        assert_eq!(
+            KernelArg::Ptr(DevPtr(0x1234_5678_9abc)).bits(),
+            0x1234_5678_9abc
+        );
     }
 }

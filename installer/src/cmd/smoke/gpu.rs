@@ -1,26 +1,23 @@
-//! `greta smoke --backend hip` and the `auto` choice between Vulkan and HIP.
+//! `greta smoke --backend hip|cuda` and the `auto` choice of backend.
 //!
-//! This `greta` is built without the `hip` feature (it must start where
-//! ROCm is absent), so HIP runs in `greta-hip-worker` (see
-//! `crate::hip_worker`): found or built here, run with the same flags, its
-//! `greta.smoke/v1` report read from stdout and then printed and written
-//! exactly as a Vulkan run's is. Gates, tolerances, schema and exit codes
-//! are the worker's `greta_smoke`, i.e. the same code.
+//! HIP and its CUDA twin run in a child process of this same binary
+//! (`greta __gpu smoke …`, see `cmd::gpu`): a hung GPU or a crashing
+//! compiler ends that child, never greta. The parent bounds the child's
+//! time, kills its process group when it overruns, and prints and writes
+//! the child's `greta.smoke/v1` report exactly as a Vulkan run's. Gates,
+//! tolerances, schema and exit codes are the same `greta_smoke` code.
 
 use super::Args;
+use crate::cmd::gpu::{ChildError, ERROR_SCHEMA};
 use crate::exit::Exit;
-use crate::hip_worker::{self, Search};
 use greta_probe::facts::{Facts, Vendor};
 use greta_smoke::gates::Catalog;
 use greta_smoke::results::{self, Report, SCHEMA};
+use greta_smoke::runtime::gpu::child;
 use greta_smoke::{BackendChoice, DeviceChoice};
-use serde::Deserialize;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// Schema of the worker's error object (printed instead of a report).
-const WORKER_SCHEMA: &str = "greta.hip-worker/v1";
 
 /// What `auto` decided, and the one line that says why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,14 +38,19 @@ pub struct Machine {
     pub vulkan_cpus: Vec<String>,
     /// Why Vulkan lists nothing (no loader, enumeration failed), when it does not.
     pub vulkan_error: Option<String>,
-    /// How HIP could run here (a built worker, or the ROCm toolchain to build
-    /// one), or None when neither is present.
+    /// The HIP runtime greta would load (libamdhip64 and why), if any.
     pub rocm: Option<String>,
+    /// NVIDIA GPUs by name.
+    pub nvidia_gpus: Vec<String>,
+    /// The CUDA driver library greta would load, if any.
+    pub cuda: Option<String>,
 }
 
-/// `--backend auto`: HIP on gfx94x (Vulkan is known to fail there), and
-/// where Vulkan has no GPU to offer while an AMD GPU and ROCm are present or
-/// Vulkan is unusable altogether while ROCm is; Vulkan otherwise.
+/// `--backend auto`: the backend the device's frameworks use where greta's
+/// own path through it is the reliable one — HIP on gfx94x (Vulkan is known
+/// to fail there), CUDA on NVIDIA GPUs with a CUDA driver (what torch, JAX
+/// and Triton run on there); on RDNA and elsewhere Vulkan (RADV) when it
+/// sees a GPU, HIP when Vulkan has no GPU to offer and ROCm is present.
 pub fn choose(device: &DeviceChoice, m: &Machine) -> Choice {
     let vulkan = |why: String| Choice {
         backend: BackendChoice::Vulkan,
@@ -82,6 +84,15 @@ pub fn choose(device: &DeviceChoice, m: &Machine) -> Choice {
             names(&gfx94x)
         ));
     }
+    if let (false, Some(lib)) = (m.nvidia_gpus.is_empty(), &m.cuda) {
+        return Choice {
+            backend: BackendChoice::Cuda,
+            why: format!(
+                "{} is an NVIDIA GPU: CUDA is what its frameworks use ({lib})",
+                m.nvidia_gpus.join(", ")
+            ),
+        };
+    }
     if !m.vulkan_gpus.is_empty() {
         return vulkan(format!("Vulkan sees {}", m.vulkan_gpus.join(", ")));
     }
@@ -103,7 +114,7 @@ pub fn choose(device: &DeviceChoice, m: &Machine) -> Choice {
         Some(_) => vulkan(format!("{vulkan_state}, and there is no AMD GPU for HIP")),
         None if vulkan_usable => vulkan(format!("{vulkan_state}; no AMD GPU with ROCm for HIP")),
         None => vulkan(format!(
-            "{vulkan_state}, and no ROCm for HIP either (no greta-hip-worker, no hipcc/HIP headers)"
+            "{vulkan_state}, and no ROCm for HIP either (no libamdhip64 found)"
         )),
     }
 }
@@ -118,8 +129,8 @@ pub fn choose_live(device: &DeviceChoice) -> Choice {
 
 /// Reads what [`choose`] needs from the live machine: PCI and KFD for the
 /// GPUs and their gfx targets, the Vulkan loader and devices as doctor sees
-/// them, and whether HIP could run (a worker, or ROCm to build one). The
-/// Vulkan part is read only when there is no gfx94x GPU.
+/// them, and which HIP/CUDA runtime greta would load. The Vulkan part is
+/// read only when there is no gfx94x GPU.
 pub fn gather() -> Machine {
     let root = greta_probe::root::Root::live();
     let mut f = Facts::default();
@@ -132,6 +143,12 @@ pub fn gather() -> Machine {
             .filter(|g| g.vendor == Vendor::Amd)
             .map(|g| (g.name.clone(), g.gfx.clone()))
             .collect(),
+        nvidia_gpus: f
+            .gpus
+            .iter()
+            .filter(|g| g.vendor == Vendor::Nvidia)
+            .map(|g| g.name.clone())
+            .collect(),
         ..Machine::default()
     };
     let gfx94x = m
@@ -141,12 +158,14 @@ pub fn gather() -> Machine {
     if !gfx94x {
         vulkan_facts(&root, &mut f, &mut m);
     }
-    m.rocm = match hip_worker::locate(&Search::live(crate::envs::receipt::recorded_hip_worker())) {
-        Ok(w) => Some(format!("greta-hip-worker {}", w.how)),
-        Err(_) => hip_worker::check_toolchain(&hip_worker::Env::live())
+    m.rocm = greta_smoke::runtime::hip::Hip::open()
+        .ok()
+        .map(|h| greta_smoke::runtime::gpu::Driver::library(&h).to_string());
+    if !m.nvidia_gpus.is_empty() {
+        m.cuda = greta_smoke::runtime::cuda::Cuda::open()
             .ok()
-            .map(|tc| format!("hipcc {}", tc.hipcc.display())),
-    };
+            .map(|c| greta_smoke::runtime::gpu::Driver::library(&c).to_string());
+    }
     m
 }
 
@@ -173,7 +192,7 @@ fn vulkan_facts(root: &greta_probe::root::Root, f: &mut Facts, m: &mut Machine) 
     }
 }
 
-/// The `--device` value as the worker takes it back on its command line.
+/// The `--device` value as the child takes it back on its command line.
 pub fn device_arg(d: &DeviceChoice) -> String {
     let sel = match d {
         DeviceChoice::All => return "all".into(),
@@ -192,13 +211,14 @@ pub fn device_arg(d: &DeviceChoice) -> String {
     }
 }
 
-/// The worker's `smoke` command line for `args`.
-pub fn worker_args(args: &Args) -> Vec<String> {
+/// The child's `smoke` command line for `args` (`greta __gpu smoke …`).
+pub fn child_args(args: &Args, backend: BackendChoice) -> Vec<String> {
     let timeout = args
         .timeout
         .unwrap_or_else(|| args.profile.default_timeout_s());
     let mut v: Vec<String> = vec![
-        "smoke".into(),
+        "--backend".into(),
+        backend.as_str().into(),
         "--profile".into(),
         args.profile.as_str().into(),
         "--device".into(),
@@ -224,15 +244,15 @@ pub fn worker_args(args: &Args) -> Vec<String> {
         v.extend(["--seed".into(), s.to_string()]);
     }
     if args.include_test_gates {
-        v.push("--include-test-gates".into());
+        v.push("--include-test-gates=1".into());
     }
     v
 }
 
-/// How long the whole worker run may take: every submission at its limit,
-/// plus start-up (HIP init, kernel compile on first use). Only a backstop
-/// against a worker that hangs outside a submission (the worker enforces
-/// the per-submission limit itself).
+/// How long the whole child run may take: every submission at its limit,
+/// plus start-up (driver init, kernel compile on first use). Only a
+/// backstop against a child that hangs outside a submission (the child
+/// enforces each submission's limit itself).
 fn run_limit(args: &Args, timeout_s: f64) -> Duration {
     let gates = Catalog::builtin()
         .plan(args.profile, &args.gates, args.include_test_gates)
@@ -244,19 +264,6 @@ fn run_limit(args: &Args, timeout_s: f64) -> Duration {
         1.0
     };
     Duration::from_secs_f64(300.0 + timeout_s * gates * (repeats + 2.0) * devices)
-}
-
-/// The worker's error object (`greta.hip-worker/v1`).
-#[derive(Deserialize)]
-struct WorkerError {
-    schema: String,
-    error: WorkerErrorBody,
-}
-
-#[derive(Deserialize)]
-struct WorkerErrorBody {
-    kind: String,
-    message: String,
 }
 
 /// The results directory, checked writable before anything runs (as the
@@ -278,9 +285,9 @@ fn results_dir(args: &Args) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-/// `greta smoke --backend hip`: find (or build) the worker, run it, print
-/// and write its report, exit with its code.
-pub fn run(args: &Args) -> anyhow::Result<Exit> {
+/// `greta smoke --backend hip|cuda`: run the gates in a child of this
+/// binary, print and write its report, exit with its code.
+pub fn run(args: &Args, backend: BackendChoice) -> anyhow::Result<Exit> {
     if !(args.floor_fraction > 0.0 && args.floor_fraction <= 1.0) {
         eprintln!(
             "greta smoke: bad arguments: --floor-fraction must be in (0, 1], got {}",
@@ -295,59 +302,40 @@ pub fn run(args: &Args) -> anyhow::Result<Exit> {
             return Ok(Exit::Undecided);
         }
     };
-    let worker = match hip_worker::ensure(
-        &Search::live(crate::envs::receipt::recorded_hip_worker()),
-        &mut std::io::stderr(),
-    ) {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("greta smoke: could not run the HIP backend: {e}");
-            return Ok(Exit::Undecided);
-        }
+    let Some(helper) = child::helper() else {
+        eprintln!("greta smoke: could not run: greta cannot find its own executable");
+        return Ok(Exit::Undecided);
     };
-    eprintln!(
-        "greta smoke: HIP through {} ({})",
-        worker.path.display(),
-        worker.how
-    );
-    let wargs = worker_args(args);
     let timeout_s = args
         .timeout
         .unwrap_or_else(|| args.profile.default_timeout_s());
-    let argv: Vec<&str> = wargs.iter().map(String::as_str).collect();
-    let out = match hip_worker::run(&worker.path, &argv, run_limit(args, timeout_s)) {
+    let mut cmd = helper.command("smoke");
+    cmd.args(child_args(args, backend));
+    let what = format!("the {} smoke child", backend.as_str());
+    let out = match child::run(cmd, &what, b"", run_limit(args, timeout_s)) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("greta smoke: could not run: {e}");
             return Ok(Exit::Undecided);
         }
     };
+    eprint!("{}", out.stderr);
     match parse_output(&out.stdout) {
-        Parsed::Report(report) => {
-            eprint!("{}", out.stderr);
-            finish(args, &report, out.code, &dir)
-        }
+        Parsed::Report(report) => finish(args, &report, out.status.code().unwrap_or(2), &dir),
         Parsed::Error(e) => {
-            // The worker printed the message on stderr too: relay the rest.
-            for line in out.stderr.lines() {
-                if !line.contains(&e.error.message) {
-                    eprintln!("{line}");
-                }
-            }
-            let what = match e.error.kind.as_str() {
+            let what = match e.kind.as_str() {
                 "usage" => "bad arguments",
                 "input" => "bad input file",
                 _ => "could not run",
             };
-            eprintln!("greta smoke: {what}: --backend hip: {}", e.error.message);
+            eprintln!("greta smoke: {what}: {}", e.message);
             Ok(Exit::Undecided)
         }
         Parsed::Nothing(why) => {
-            eprint!("{}", out.stderr);
             eprintln!(
-                "greta smoke: could not run: {} exited with {} without a report ({why})",
-                worker.path.display(),
-                out.code
+                "greta smoke: could not run: the {} child ended with {} without a report ({why})",
+                backend.as_str(),
+                out.how()
             );
             Ok(Exit::Undecided)
         }
@@ -356,12 +344,13 @@ pub fn run(args: &Args) -> anyhow::Result<Exit> {
 
 enum Parsed {
     Report(Box<Report>),
-    Error(WorkerError),
+    Error(ChildError),
     Nothing(String),
 }
 
-fn parse_output(stdout: &str) -> Parsed {
-    let text = stdout.trim();
+fn parse_output(stdout: &[u8]) -> Parsed {
+    let text = String::from_utf8_lossy(stdout);
+    let text = text.trim();
     if text.is_empty() {
         return Parsed::Nothing("no output on stdout".into());
     }
@@ -374,10 +363,9 @@ fn parse_output(stdout: &str) -> Parsed {
             Ok(r) => Parsed::Report(Box::new(r)),
             Err(e) => Parsed::Nothing(format!("its {SCHEMA} report does not parse: {e}")),
         },
-        Some(WORKER_SCHEMA) => match serde_json::from_value::<WorkerError>(v) {
-            Ok(e) if e.schema == WORKER_SCHEMA => Parsed::Error(e),
-            Ok(_) => Parsed::Nothing("unexpected schema".into()),
-            Err(e) => Parsed::Nothing(format!("its {WORKER_SCHEMA} object does not parse: {e}")),
+        Some(ERROR_SCHEMA) => match serde_json::from_value::<ChildError>(v) {
+            Ok(e) => Parsed::Error(e),
+            Err(e) => Parsed::Nothing(format!("its {ERROR_SCHEMA} object does not parse: {e}")),
         },
         other => Parsed::Nothing(format!("unknown schema {other:?}")),
     }
@@ -400,7 +388,7 @@ fn finish(args: &Args, report: &Report, code: i32, dir: &std::path::Path) -> any
         Ok(w) => eprintln!("results: {} (csv: {})", w.json.display(), w.csv.display()),
         Err(e) => eprintln!("greta smoke: could not write results: {e:#}"),
     }
-    // The worker's code decides; it agrees with the report's status (the
+    // The child's code decides; it agrees with the report's status (the
     // same greta_smoke computed both), and anything else is undecided.
     Ok(match (code, written.is_ok()) {
         (_, false) => Exit::Undecided,
@@ -476,7 +464,7 @@ mod tests {
         let m = Machine {
             amd_gpus: vec![amd("AMD Instinct MI210", "gfx90a")],
             vulkan_error: Some("no Vulkan loader, libvulkan.so.1".into()),
-            rocm: Some("greta-hip-worker next to greta".into()),
+            rocm: Some("libamdhip64 /opt/rocm/lib/libamdhip64.so".into()),
             ..Machine::default()
         };
         let c = choose(&DeviceChoice::default(), &m);
@@ -498,7 +486,26 @@ mod tests {
     }
 
     #[test]
-    fn device_choices_round_trip_to_the_worker_command_line() {
+    fn auto_picks_cuda_on_nvidia_with_a_driver_and_vulkan_without() {
+        let m = Machine {
+            nvidia_gpus: vec!["NVIDIA H200".into()],
+            vulkan_gpus: vec!["NVIDIA H200".into()],
+            cuda: Some("libcuda /usr/lib/libcuda.so.1".into()),
+            ..Machine::default()
+        };
+        let c = choose(&DeviceChoice::default(), &m);
+        assert_eq!(c.backend, BackendChoice::Cuda);
+        assert!(
+            c.why.contains("NVIDIA H200") && c.why.contains("libcuda"),
+            "{}",
+            c.why
+        );
+        let c = choose(&DeviceChoice::default(), &Machine { cuda: None, ..m });
+        assert_eq!(c.backend, BackendChoice::Vulkan);
+    }
+
+    #[test]
+    fn device_choices_round_trip_to_the_child_command_line() {
         for s in ["auto", "cpu", "all", "3", "MI300X"] {
             let d: DeviceChoice = s.parse().unwrap();
             assert_eq!(device_arg(&d), s);
@@ -508,11 +515,16 @@ mod tests {
     }
 
     #[test]
-    fn worker_output_is_a_report_an_error_or_nothing() {
-        let e = r#"{"schema":"greta.hip-worker/v1","error":{"kind":"no_device","message":"no HIP device found: x"}}"#;
-        match parse_output(e) {
+    fn child_output_is_a_report_an_error_or_nothing() {
+        let e = serde_json::to_vec(&ChildError {
+            schema: ERROR_SCHEMA.into(),
+            kind: "no_device".into(),
+            message: "no HIP device found: x".into(),
+        })
+        .unwrap();
+        match parse_output(&e) {
             Parsed::Error(e) => assert_eq!(
-                (e.error.kind.as_str(), e.error.message.as_str()),
+                (e.kind.as_str(), e.message.as_str()),
                 ("no_device", "no HIP device found: x")
             ),
             _ => panic!("not an error object"),
@@ -523,7 +535,10 @@ mod tests {
             "{\"schema\":\"x\"}",
             "{\"schema\":\"greta.smoke/v1\"}",
         ] {
-            assert!(matches!(parse_output(bad), Parsed::Nothing(_)), "{bad}");
+            assert!(
+                matches!(parse_output(bad.as_bytes()), Parsed::Nothing(_)),
+                "{bad}"
+            );
         }
     }
 }

@@ -1,0 +1,575 @@
+//! The CUDA twin of the HIP backend: the same [`crate::gpu`] code over the
+//! CUDA driver API (cudarc's bindings, libcuda loaded at run time) and
+//! NVRTC (opened by path through the shared [`crate::gpu::rtc`]), with the
+//! same kernel sources. It runs every gate on NVIDIA GPUs, and it is how the
+//! HIP backend's code is proven on a real GPU where no AMD GPU is at hand.
+
+pub mod blas;
+pub mod nvrtc;
+
+use crate::gpu::compile::{CompilerKind, KernelCache, KernelSources};
+use crate::gpu::driver::{
+    Api, CompilerChoice, DevPtr, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, Loaded,
+    ModuleH, StreamH,
+};
+use crate::gpu::search::{self, Candidate};
+use crate::gpu::GpuBackend;
+use crate::{Backend, DeviceInfo, DeviceSelect, RuntimeError};
+use cudarc::driver::sys::{self as cu, CUdevice_attribute as A, CUresult};
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// The CUDA backend over the shared GPU layer.
+pub type CudaBackend = GpuBackend<Cuda>;
+
+/// Opens `path` with RTLD_GLOBAL and keeps it loaded for the life of the
+/// process, so that cudarc's later dlopen by soname finds this very file.
+pub(crate) fn preload(path: &Path) -> Result<(), String> {
+    // SAFETY: loading a vendor library runs its initialisers; that is what
+    // using it means.
+    let lib = unsafe {
+        libloading::os::unix::Library::open(Some(path), libc::RTLD_NOW | libc::RTLD_GLOBAL)
+    }
+    .map_err(|e| e.to_string())?;
+    std::mem::forget(lib);
+    Ok(())
+}
+
+fn real_path(addr: *const c_void) -> Option<PathBuf> {
+    // SAFETY: dladdr only reads the loader's tables.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(addr, &mut info) == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        let p = PathBuf::from(
+            CStr::from_ptr(info.dli_fname)
+                .to_string_lossy()
+                .into_owned(),
+        );
+        Some(std::fs::canonicalize(&p).unwrap_or(p))
+    }
+}
+
+struct Inner {
+    loaded: Loaded,
+    /// Primary contexts retained, by ordinal.
+    contexts: Mutex<HashMap<usize, usize>>,
+}
+
+/// The opened CUDA driver.
+#[derive(Clone)]
+pub struct Cuda {
+    inner: Arc<Inner>,
+}
+
+impl Cuda {
+    /// Opens libcuda: `$GRETA_CUDA_LIB` (a file), else the loader's names.
+    pub fn open() -> Result<Cuda, GpuError> {
+        let explicit = std::env::var_os("GRETA_CUDA_LIB")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        let mut why = "the dynamic loader's search path".to_string();
+        if let Some(p) = &explicit {
+            preload(p).map_err(|e| {
+                GpuError::LibraryMissing(format!(
+                    "GRETA_CUDA_LIB={} cannot be opened: {e}",
+                    p.display()
+                ))
+            })?;
+            why = "$GRETA_CUDA_LIB".into();
+        }
+        // SAFETY: only tries to dlopen the candidate names.
+        if !unsafe { cu::is_culib_present() } {
+            return Err(GpuError::LibraryMissing(format!(
+                "no CUDA driver library (libcuda) found; the loader was asked for {}. Install the NVIDIA driver \
+                 (it ships libcuda.so.1), or point GRETA_CUDA_LIB at libcuda.so.1",
+                cudarc::get_lib_name_candidates("cuda").join(", ")
+            )));
+        }
+        // SAFETY: the library is present (checked above); looking up a symbol calls nothing.
+        let path = unsafe {
+            cu::culib()
+                .get::<*const c_void>(b"cuInit\0")
+                .ok()
+                .and_then(|s| real_path(*s))
+        }
+        .unwrap_or_else(|| PathBuf::from("libcuda.so.1"));
+        // SAFETY: plain call.
+        let r = unsafe { cu::cuInit(0) };
+        let cuda = Cuda {
+            inner: Arc::new(Inner {
+                loaded: Loaded {
+                    what: "libcuda".into(),
+                    path,
+                    why,
+                },
+                contexts: Mutex::new(HashMap::new()),
+            }),
+        };
+        if r == CUresult::CUDA_ERROR_NO_DEVICE {
+            return Err(GpuError::NoDevice {
+                api: "CUDA",
+                detail: format!(
+                    "cuInit returned CUDA_ERROR_NO_DEVICE (driver {})",
+                    cuda.inner.loaded
+                ),
+                why: cuda.why_no_device(),
+            });
+        }
+        cuda.check("cuInit", r)?;
+        Ok(cuda)
+    }
+
+    fn check(&self, call: &'static str, r: CUresult) -> Result<(), GpuError> {
+        if r == CUresult::CUDA_SUCCESS {
+            return Ok(());
+        }
+        let text = |f: unsafe fn(CUresult, *mut *const c_char) -> CUresult, fb: &str| {
+            let mut p: *const c_char = std::ptr::null();
+            // SAFETY: the driver hands out static NUL-terminated strings.
+            unsafe {
+                if f(r, &mut p) == CUresult::CUDA_SUCCESS && !p.is_null() {
+                    CStr::from_ptr(p).to_string_lossy().into_owned()
+                } else {
+                    fb.to_string()
+                }
+            }
+        };
+        let code = r as i32;
+        Err(GpuError::Call {
+            call,
+            code,
+            name: text(cu::cuGetErrorName, "CUDA_ERROR_UNKNOWN"),
+            text: text(cu::cuGetErrorString, "unknown error"),
+            hint: match code {
+                100 => " (no NVIDIA GPU visible: check nvidia-smi and CUDA_VISIBLE_DEVICES)",
+                35 => " (the NVIDIA driver is older than this code needs)",
+                209 | 218 | 200 => {
+                    " (the cubin was built for another GPU: delete greta's kernel cache)"
+                }
+                700 | 719 => " (the kernel faulted on the GPU; the context is unusable)",
+                _ => "",
+            }
+            .into(),
+            oom: code == 2,
+        })
+    }
+
+    fn attr(&self, a: A, ordinal: usize) -> Result<i32, GpuError> {
+        let mut v: c_int = 0;
+        // SAFETY: out-parameter call; ordinal is a valid CUdevice (CUDA's
+        // device handles are the ordinals).
+        self.check("cuDeviceGetAttribute", unsafe {
+            cu::cuDeviceGetAttribute(&mut v, a, ordinal as c_int)
+        })?;
+        Ok(v)
+    }
+}
+
+/// Driver functions under their original names, which every driver since
+/// CUDA 10 exports (CUDA 13's headers renamed them to `_v2`, which drivers
+/// before 12.8 lack), looked up in the libcuda cudarc opened.
+struct OldSymbols {
+    elapsed: unsafe extern "C" fn(*mut f32, cu::CUevent, cu::CUevent) -> CUresult,
+    uuid: unsafe extern "C" fn(*mut cu::CUuuid, c_int) -> CUresult,
+}
+
+fn old_symbols() -> Option<&'static OldSymbols> {
+    static SYMS: std::sync::OnceLock<Option<OldSymbols>> = std::sync::OnceLock::new();
+    SYMS.get_or_init(|| {
+        // SAFETY: only called after Cuda::open found the library; the
+        // signatures are cuda.h's.
+        unsafe {
+            let lib = cu::culib();
+            Some(OldSymbols {
+                elapsed: *lib.get(b"cuEventElapsedTime\0").ok()?,
+                uuid: *lib.get(b"cuDeviceGetUuid\0").ok()?,
+            })
+        }
+    })
+    .as_ref()
+}
+
+fn version_text(v: i32) -> String {
+    format!("{}.{}", v / 1000, (v % 1000) / 10)
+}
+
+impl Driver for Cuda {
+    fn api(&self) -> Api {
+        Api::Cuda
+    }
+
+    fn library(&self) -> &Loaded {
+        &self.inner.loaded
+    }
+
+    fn device_count(&self) -> Result<usize, GpuError> {
+        let mut n: c_int = 0;
+        // SAFETY: out-parameter call.
+        let r = unsafe { cu::cuDeviceGetCount(&mut n) };
+        if r == CUresult::CUDA_ERROR_NO_DEVICE || (r == CUresult::CUDA_SUCCESS && n <= 0) {
+            return Err(GpuError::NoDevice {
+                api: "CUDA",
+                detail: format!("cuDeviceGetCount found none (driver {})", self.inner.loaded),
+                why: self.why_no_device(),
+            });
+        }
+        self.check("cuDeviceGetCount", r)?;
+        Ok(n as usize)
+    }
+
+    fn device(&self, ordinal: usize) -> Result<GpuDevice, GpuError> {
+        let o = ordinal as c_int;
+        let mut name = [0 as c_char; 256];
+        // SAFETY: the driver writes at most `len` bytes, NUL included.
+        self.check("cuDeviceGetName", unsafe {
+            cu::cuDeviceGetName(name.as_mut_ptr(), 255, o)
+        })?;
+        // SAFETY: NUL-terminated within the zeroed buffer.
+        let name = unsafe { CStr::from_ptr(name.as_ptr()) }
+            .to_string_lossy()
+            .trim()
+            .to_string();
+        let mut bus = [0 as c_char; 64];
+        // SAFETY: as above.
+        let pci_bus_id = if unsafe { cu::cuDeviceGetPCIBusId(bus.as_mut_ptr(), 63, o) }
+            == CUresult::CUDA_SUCCESS
+        {
+            // SAFETY: NUL-terminated within the buffer.
+            unsafe { CStr::from_ptr(bus.as_ptr()) }
+                .to_string_lossy()
+                .to_lowercase()
+        } else {
+            String::new()
+        };
+        let mut total: usize = 0;
+        // SAFETY: out-parameter call.
+        self.check("cuDeviceTotalMem", unsafe {
+            cu::cuDeviceTotalMem_v2(&mut total, o)
+        })?;
+        // SAFETY: zeroed POD out-parameter.
+        let mut u: cu::CUuuid = unsafe { std::mem::zeroed() };
+        // SAFETY: out-parameter call.
+        let uuid = if unsafe { old_symbols().map(|f| (f.uuid)(&mut u, o)) }
+            == Some(CUresult::CUDA_SUCCESS)
+        {
+            u.bytes
+                .iter()
+                .map(|&b| format!("{:02x}", b as u8))
+                .collect()
+        } else {
+            String::new()
+        };
+        let (major, minor) = (
+            self.attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ordinal)?,
+            self.attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, ordinal)?,
+        );
+        let mut dv = 0;
+        // SAFETY: out-parameter call.
+        unsafe { cu::cuDriverGetVersion(&mut dv) };
+        let sysfs = |f: &str| -> u32 {
+            std::fs::read_to_string(format!("/sys/bus/pci/devices/{pci_bus_id}/{f}"))
+                .ok()
+                .and_then(|t| u32::from_str_radix(t.trim().trim_start_matches("0x"), 16).ok())
+                .unwrap_or(0)
+        };
+        Ok(GpuDevice {
+            api: Api::Cuda,
+            ordinal,
+            name,
+            arch: format!("sm_{major}{minor}"),
+            arch_source: format!("compute capability {major}.{minor}"),
+            compute_units: self.attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ordinal)? as u32,
+            total_memory_bytes: total as u64,
+            warp_size: self.attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE, ordinal)? as u32,
+            max_shared_memory_per_block: self
+                .attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, ordinal)?
+                as u32,
+            max_threads_per_block: self
+                .attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, ordinal)?
+                as u32,
+            max_grid: [
+                self.attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, ordinal)? as u32,
+                self.attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, ordinal)? as u32,
+                self.attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, ordinal)? as u32,
+            ],
+            integrated: self
+                .attr(A::CU_DEVICE_ATTRIBUTE_INTEGRATED, ordinal)
+                .unwrap_or(0)
+                != 0,
+            pci_vendor_id: sysfs("vendor"),
+            pci_device_id: sysfs("device"),
+            pci_bus_id,
+            uuid,
+            runtime_version: format!("CUDA {}", version_text(dv)),
+            driver_version: version_text(dv),
+            driver_version_raw: dv as u32,
+        })
+    }
+
+    fn activate(&self, ordinal: usize) -> Result<(), GpuError> {
+        let mut map = self
+            .inner
+            .contexts
+            .lock()
+            .map_err(|_| GpuError::Device("context table poisoned".into()))?;
+        let ctx = match map.get(&ordinal) {
+            Some(&c) => c,
+            None => {
+                let mut c: cu::CUcontext = std::ptr::null_mut();
+                // SAFETY: out-parameter call on a valid device.
+                self.check("cuDevicePrimaryCtxRetain", unsafe {
+                    cu::cuDevicePrimaryCtxRetain(&mut c, ordinal as c_int)
+                })?;
+                map.insert(ordinal, c as usize);
+                c as usize
+            }
+        };
+        // SAFETY: a retained primary context.
+        self.check("cuCtxSetCurrent", unsafe {
+            cu::cuCtxSetCurrent(ctx as cu::CUcontext)
+        })
+    }
+
+    fn malloc(&self, bytes: usize) -> Result<DevPtr, GpuError> {
+        let mut p: cu::CUdeviceptr = 0;
+        // SAFETY: out-parameter call in the current context.
+        self.check("cuMemAlloc", unsafe { cu::cuMemAlloc_v2(&mut p, bytes) })?;
+        Ok(DevPtr(p))
+    }
+
+    unsafe fn free(&self, p: DevPtr) {
+        cu::cuMemFree_v2(p.0);
+    }
+
+    unsafe fn htod_async(
+        &self,
+        dst: DevPtr,
+        src: *const u8,
+        n: usize,
+        s: StreamH,
+    ) -> Result<(), GpuError> {
+        self.check(
+            "cuMemcpyHtoDAsync",
+            cu::cuMemcpyHtoDAsync_v2(dst.0, src as *const c_void, n, s.0 as cu::CUstream),
+        )
+    }
+
+    unsafe fn dtoh_async(
+        &self,
+        dst: *mut u8,
+        src: DevPtr,
+        n: usize,
+        s: StreamH,
+    ) -> Result<(), GpuError> {
+        self.check(
+            "cuMemcpyDtoHAsync",
+            cu::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src.0, n, s.0 as cu::CUstream),
+        )
+    }
+
+    fn stream_create(&self) -> Result<StreamH, GpuError> {
+        let mut s: cu::CUstream = std::ptr::null_mut();
+        // SAFETY: out-parameter call; 1 = CU_STREAM_NON_BLOCKING.
+        self.check("cuStreamCreate", unsafe { cu::cuStreamCreate(&mut s, 1) })?;
+        Ok(StreamH(s as usize))
+    }
+
+    unsafe fn stream_destroy(&self, s: StreamH) {
+        cu::cuStreamDestroy_v2(s.0 as cu::CUstream);
+    }
+
+    fn event_create(&self) -> Result<EventH, GpuError> {
+        let mut e: cu::CUevent = std::ptr::null_mut();
+        // SAFETY: out-parameter call; 0 = default flags (timing on).
+        self.check("cuEventCreate", unsafe { cu::cuEventCreate(&mut e, 0) })?;
+        Ok(EventH(e as usize))
+    }
+
+    unsafe fn event_destroy(&self, e: EventH) {
+        cu::cuEventDestroy_v2(e.0 as cu::CUevent);
+    }
+
+    fn event_record(&self, e: EventH, s: StreamH) -> Result<(), GpuError> {
+        // SAFETY: live handles.
+        self.check("cuEventRecord", unsafe {
+            cu::cuEventRecord(e.0 as cu::CUevent, s.0 as cu::CUstream)
+        })
+    }
+
+    fn event_query(&self, e: EventH) -> Result<EventState, GpuError> {
+        // SAFETY: live handle.
+        match unsafe { cu::cuEventQuery(e.0 as cu::CUevent) } {
+            CUresult::CUDA_SUCCESS => Ok(EventState::Done),
+            CUresult::CUDA_ERROR_NOT_READY => Ok(EventState::Pending),
+            other => self.check("cuEventQuery", other).map(|_| EventState::Done),
+        }
+    }
+
+    fn event_elapsed_ms(&self, start: EventH, end: EventH) -> Result<f32, GpuError> {
+        let mut ms = 0f32;
+        // SAFETY: both events recorded and complete.
+        let f = old_symbols()
+            .ok_or_else(|| GpuError::Device("this libcuda lacks cuEventElapsedTime".into()))?;
+        self.check("cuEventElapsedTime", unsafe {
+            (f.elapsed)(&mut ms, start.0 as cu::CUevent, end.0 as cu::CUevent)
+        })?;
+        Ok(ms)
+    }
+
+    fn module_load(&self, image: &[u8]) -> Result<ModuleH, GpuError> {
+        if image.is_empty() {
+            return Err(GpuError::Invalid("empty cubin".into()));
+        }
+        let mut m: cu::CUmodule = std::ptr::null_mut();
+        // SAFETY: the driver copies the image before returning.
+        self.check("cuModuleLoadData", unsafe {
+            cu::cuModuleLoadData(&mut m, image.as_ptr() as *const c_void)
+        })?;
+        Ok(ModuleH(m as usize))
+    }
+
+    unsafe fn module_unload(&self, m: ModuleH) {
+        cu::cuModuleUnload(m.0 as cu::CUmodule);
+    }
+
+    fn module_function(&self, m: ModuleH, name: &CStr) -> Result<FuncH, GpuError> {
+        let mut f: cu::CUfunction = std::ptr::null_mut();
+        // SAFETY: live module, NUL-terminated name.
+        self.check("cuModuleGetFunction", unsafe {
+            cu::cuModuleGetFunction(&mut f, m.0 as cu::CUmodule, name.as_ptr())
+        })?;
+        Ok(FuncH(f as usize))
+    }
+
+    unsafe fn launch(
+        &self,
+        f: FuncH,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        s: StreamH,
+        params: *mut *mut c_void,
+    ) -> Result<(), GpuError> {
+        self.check(
+            "cuLaunchKernel",
+            cu::cuLaunchKernel(
+                f.0 as cu::CUfunction,
+                grid[0],
+                grid[1],
+                grid[2],
+                block[0],
+                block[1],
+                block[2],
+                shared_bytes,
+                s.0 as cu::CUstream,
+                params,
+                std::ptr::null_mut(),
+            ),
+        )
+    }
+
+    fn compiler_for(&self, dev: &GpuDevice) -> Result<CompilerChoice, GpuError> {
+        let library = nvrtc::locate(&nvrtc::candidates(&crate::hip::SearchEnv::live().env_roots))
+            .map_err(GpuError::Compile)?;
+        // SAFETY: opening the library locate() just validated.
+        let version = unsafe { libloading::Library::new(&library.path) }
+            .ok()
+            .and_then(|l| crate::gpu::rtc::version(&l, &crate::gpu::rtc::NVRTC))
+            .unwrap_or_else(|| "?".into());
+        Ok(CompilerChoice {
+            kind: CompilerKind::Nvrtc,
+            library,
+            version,
+            target: dev.arch.clone(),
+            options: vec![format!("--gpu-architecture={}", dev.arch)],
+        })
+    }
+
+    fn why_no_device(&self) -> String {
+        let mut why = Vec::new();
+        if !Path::new("/dev/nvidiactl").exists() {
+            why.push("/dev/nvidiactl does not exist (no NVIDIA kernel driver loaded, or a container without the GPU)".to_string());
+        }
+        for k in ["CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"] {
+            if let Ok(v) = std::env::var(k) {
+                why.push(format!("{k}={v} is set and may hide devices"));
+            }
+        }
+        if why.is_empty() {
+            "the driver lists no GPU; run nvidia-smi to see what it says".into()
+        } else {
+            why.join("; ")
+        }
+    }
+}
+
+/// Every CUDA device.
+pub fn list_devices() -> Result<Vec<DeviceInfo>, RuntimeError> {
+    let cuda = Cuda::open()?;
+    Ok(crate::gpu::backend::list(&cuda)?)
+}
+
+/// Opens a CUDA device as a boxed [`Backend`].
+pub fn open(select: &DeviceSelect) -> Result<Box<dyn Backend>, RuntimeError> {
+    Ok(Box::new(open_cuda(select)?))
+}
+
+/// Opens a CUDA device as the concrete backend (the cuBLAS ceiling needs it).
+pub fn open_cuda(select: &DeviceSelect) -> Result<CudaBackend, RuntimeError> {
+    let cuda = Cuda::open()?;
+    Ok(CudaBackend::open_with(
+        cuda,
+        select,
+        &KernelCache::new(KernelCache::default_dir()),
+        &KernelSources::bundled(),
+    )?)
+}
+
+/// Directories where NVIDIA's pip wheels and toolkits keep their libraries.
+pub(crate) fn nvidia_lib_dirs(
+    env_roots: &[PathBuf],
+    wheel_dirs: &[&str],
+) -> Vec<(PathBuf, String)> {
+    let mut v = Vec::new();
+    for root in env_roots {
+        for rel in wheel_dirs {
+            for d in search::site_packages(root, rel) {
+                v.push((d, format!("the env's NVIDIA wheels in {}", root.display())));
+            }
+        }
+    }
+    for k in ["CUDA_PATH", "CUDA_HOME"] {
+        if let Some(p) = std::env::var_os(k).filter(|v| !v.is_empty()) {
+            v.push((PathBuf::from(p).join("lib64"), format!("${k}")));
+        }
+    }
+    v.push(("/usr/local/cuda/lib64".into(), "/usr/local/cuda".into()));
+    for d in search::versioned_dirs(Path::new("/usr/local"), "cuda-") {
+        let why = format!("CUDA toolkit {}", d.display());
+        v.push((d.join("lib64"), why));
+    }
+    v
+}
+
+/// Candidates for `stem` (`libnvrtc.so`) in [`nvidia_lib_dirs`], then `names`.
+pub(crate) fn lib_candidates(
+    env_roots: &[PathBuf],
+    wheel_dirs: &[&str],
+    stem: &str,
+    names: &[&str],
+) -> Vec<Candidate> {
+    let mut v = Vec::new();
+    for (dir, why) in nvidia_lib_dirs(env_roots, wheel_dirs) {
+        for f in search::lib_files(&dir, stem) {
+            v.push(Candidate::new(f, why.clone()));
+        }
+    }
+    for n in names {
+        v.push(Candidate::new(*n, "the dynamic loader's search path"));
+    }
+    v
+}

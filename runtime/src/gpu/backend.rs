@@ -1,0 +1,608 @@
+//! The backend written once over [`Driver`]: HIP and CUDA differ only below it.
+//!
+//! Opening a device compiles (or takes from the cache) greta's kernels for
+//! its target and loads them; each run uploads the buffers, enqueues one
+//! launch per repeat between two events, polls the last event until the
+//! run's deadline (`hipEventSynchronize`/`cuEventSynchronize` would block
+//! forever on a hung GPU), reads the outputs back and reports per-repeat
+//! kernel times from the events. A timeout marks the device lost: nothing
+//! more is submitted, and its objects are leaked rather than destroyed
+//! (destroying them would wait on the hung work).
+
+use super::compile::{CachedObject, KernelCache, KernelSources};
+use super::driver::{
+    Api, CompilerChoice, DevPtr, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, ModuleH,
+    StreamH,
+};
+use super::launch::{self, KernelArg};
+use crate::{
+    Backend, BackendKind, DeviceInfo, DeviceSelect, DeviceType, HostBuf, MemoryHeap, Op, RunOpts,
+    RunStats, RuntimeError, TimingSource, Tuning,
+};
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::time::{Duration, Instant};
+
+impl From<GpuError> for RuntimeError {
+    fn from(e: GpuError) -> RuntimeError {
+        match e {
+            GpuError::LibraryMissing(m) => RuntimeError::LoaderMissing(m),
+            GpuError::NoDevice { .. } => RuntimeError::NoDevice(e.to_string()),
+            GpuError::Timeout { what, limit } => RuntimeError::Timeout {
+                what,
+                timeout: limit,
+                waited: limit,
+            },
+            GpuError::Call { oom: true, .. } => RuntimeError::OutOfMemory(e.to_string()),
+            GpuError::Call { call, .. } => {
+                let text = e.to_string();
+                let detail = text
+                    .strip_prefix(&format!("{call} failed: "))
+                    .unwrap_or(&text)
+                    .to_string();
+                RuntimeError::api(call, detail)
+            }
+            GpuError::Compile(c) => {
+                RuntimeError::Unsupported(format!("building the GPU kernels: {c}"))
+            }
+            GpuError::Device(m) => RuntimeError::Unsupported(m),
+            GpuError::Invalid(m) => RuntimeError::BadInput(m),
+        }
+    }
+}
+
+/// Every device of `driver`, as greta numbers them (the driver's ordinals).
+pub fn list<D: Driver>(driver: &D) -> Result<Vec<DeviceInfo>, GpuError> {
+    let n = driver.device_count()?;
+    (0..n)
+        .map(|i| Ok(device_info(driver, &driver.device(i)?, None, None)))
+        .collect()
+}
+
+/// The runtime's device record for `d`, with what greta loaded and built.
+pub fn device_info<D: Driver>(
+    driver: &D,
+    d: &GpuDevice,
+    compiler: Option<&CompilerChoice>,
+    object: Option<&CachedObject>,
+) -> DeviceInfo {
+    let (kind, vendor, driver_id, driver_name) = match d.api {
+        Api::Hip => (BackendKind::Hip, 0x1002, "AMD_HIP", "HIP (ROCm)"),
+        Api::Cuda => (BackendKind::Cuda, 0x10de, "NVIDIA_CUDA", "CUDA driver API"),
+    };
+    let mut notes = vec![
+        format!("{} runtime: {}", d.api.label(), driver.library()),
+        format!(
+            "{} compute units, warp {}, target {} (from {})",
+            d.compute_units, d.warp_size, d.arch, d.arch_source
+        ),
+    ];
+    if let Some(c) = compiler {
+        notes.push(format!(
+            "kernels: {} {} for {} ({}){}",
+            c.kind.as_str(),
+            c.version,
+            c.target,
+            c.library,
+            match object {
+                Some(o) if o.compiled => format!(", compiled now into {}", o.path.display()),
+                Some(o) => format!(", cached in {}", o.path.display()),
+                None => String::new(),
+            }
+        ));
+    }
+    DeviceInfo {
+        backend: kind,
+        index: d.ordinal,
+        name: d.name.clone(),
+        vendor_id: if d.pci_vendor_id != 0 {
+            d.pci_vendor_id
+        } else {
+            vendor
+        },
+        device_id: d.pci_device_id,
+        device_type: if d.integrated {
+            DeviceType::IntegratedGpu
+        } else {
+            DeviceType::DiscreteGpu
+        },
+        driver_id: driver_id.into(),
+        driver_name: driver_name.into(),
+        driver_info: d.arch.clone(),
+        driver_version: d.driver_version_raw,
+        driver_version_text: d.driver_version.clone(),
+        api_version: d.runtime_version.clone(),
+        uuid: d.uuid.clone(),
+        // Every GPU HIP or CUDA 11+ runs on has f16 arithmetic and storage.
+        fp16: true,
+        int8: true,
+        subgroup_size: d.warp_size,
+        min_subgroup_size: d.warp_size,
+        max_subgroup_size: d.warp_size,
+        coop_matrix: Vec::new(),
+        memory_heaps: vec![MemoryHeap {
+            size: d.total_memory_bytes,
+            device_local: !d.integrated,
+        }],
+        timestamps: true,
+        // Event times resolve about 0.5 µs (CUDA) to 1 µs (HIP).
+        timestamp_period_ns: 1000.0,
+        max_storage_buffer_range: d.total_memory_bytes,
+        max_allocation_size: d.total_memory_bytes,
+        max_workgroup_count: d.max_grid,
+        max_workgroup_invocations: d.max_threads_per_block,
+        max_shared_memory: d.max_shared_memory_per_block,
+        also_exposed_by: Vec::new(),
+        notes,
+    }
+}
+
+/// Enqueues one repeat of an op on the stream, given the device buffers in
+/// binding order (inputs, then outputs).
+pub type Dispatch<'a> = dyn FnMut(StreamH, &[DevPtr]) -> Result<(), GpuError> + 'a;
+
+/// One open GPU with greta's kernels loaded, over any [`Driver`].
+pub struct GpuBackend<D: Driver> {
+    driver: D,
+    info: DeviceInfo,
+    dev: GpuDevice,
+    compiler: CompilerChoice,
+    object: CachedObject,
+    module: Option<ModuleH>,
+    functions: HashMap<String, FuncH>,
+    stream: Option<StreamH>,
+    lost: Option<String>,
+}
+
+impl<D: Driver> GpuBackend<D> {
+    /// Opens the device `select` names, with kernels from `cache`.
+    pub fn open_with(
+        driver: D,
+        select: &DeviceSelect,
+        cache: &KernelCache,
+        sources: &KernelSources,
+    ) -> Result<GpuBackend<D>, GpuError> {
+        let api = driver.api();
+        let n = driver.device_count()?;
+        let devices: Vec<GpuDevice> = (0..n).map(|i| driver.device(i)).collect::<Result<_, _>>()?;
+        let dev = match select {
+            DeviceSelect::Auto => devices.into_iter().next(),
+            DeviceSelect::Index(i) => devices.into_iter().nth(*i),
+            DeviceSelect::Cpu => {
+                return Err(GpuError::NoDevice {
+                    api: api.label(),
+                    detail: format!("{} has no CPU devices", api.label()),
+                    why: "use the Vulkan backend (lavapipe) for a CPU device".into(),
+                })
+            }
+            DeviceSelect::Name(s) => {
+                let s = s.to_lowercase();
+                devices.into_iter().find(|d| {
+                    d.name.to_lowercase().contains(&s) || d.arch.to_lowercase().contains(&s)
+                })
+            }
+        }
+        .ok_or_else(|| GpuError::NoDevice {
+            api: api.label(),
+            detail: format!("no {} device matches {select:?}", api.label()),
+            why: format!("{n} {} device(s) exist", api.label()),
+        })?;
+        driver.activate(dev.ordinal)?;
+        let compiler = driver.compiler_for(&dev)?;
+        let object = cache.get_or_build(&compiler, sources, api)?;
+        let image = read_capped(&object.path)?;
+        let module = driver.module_load(&image)?;
+        let stream = match driver.stream_create() {
+            Ok(s) => s,
+            Err(e) => {
+                // SAFETY: just loaded, nothing runs from it.
+                unsafe { driver.module_unload(module) };
+                return Err(e);
+            }
+        };
+        let info = device_info(&driver, &dev, Some(&compiler), Some(&object));
+        Ok(GpuBackend {
+            driver,
+            info,
+            dev,
+            compiler,
+            object,
+            module: Some(module),
+            functions: HashMap::new(),
+            stream: Some(stream),
+            lost: None,
+        })
+    }
+
+    pub fn gpu(&self) -> &GpuDevice {
+        &self.dev
+    }
+
+    pub fn driver(&self) -> &D {
+        &self.driver
+    }
+
+    /// The compiler the kernels were built with.
+    pub fn compiler(&self) -> &CompilerChoice {
+        &self.compiler
+    }
+
+    /// The code object the kernels were loaded from (and whether this open built it).
+    pub fn code_object(&self) -> &CachedObject {
+        &self.object
+    }
+
+    fn function(&mut self, name: &str) -> Result<FuncH, GpuError> {
+        if let Some(&f) = self.functions.get(name) {
+            return Ok(f);
+        }
+        let module = self
+            .module
+            .ok_or_else(|| GpuError::Device("device is lost".into()))?;
+        let c = CString::new(name)
+            .map_err(|_| GpuError::Invalid(format!("kernel name {name:?} contains NUL")))?;
+        let f = self.driver.module_function(module, &c).map_err(|e| {
+            GpuError::Invalid(format!(
+                "kernel `{name}` is not in the loaded code object: {e}"
+            ))
+        })?;
+        self.functions.insert(name.to_string(), f);
+        Ok(f)
+    }
+
+    fn run_inner(
+        &mut self,
+        op: &Op,
+        inputs: &[HostBuf],
+        outputs: &mut [HostBuf],
+        opts: &RunOpts,
+    ) -> Result<RunStats, GpuError> {
+        let plan = launch::plan(op, &self.dev);
+        let function = self.function(&plan.symbol)?;
+        let kernel = plan.symbol.trim_start_matches("greta_").to_string();
+        let driver = &self.driver;
+        let scalars = plan.scalars.clone();
+        let mut dispatch = |stream: StreamH, bufs: &[DevPtr]| {
+            let args: Vec<KernelArg> = bufs
+                .iter()
+                .map(|&p| KernelArg::Ptr(p))
+                .chain(scalars.iter().copied())
+                .collect();
+            launch_on(driver, function, plan.grid, plan.block, stream, &args)
+        };
+        execute(
+            &self.driver,
+            self.stream,
+            &self.dev,
+            op,
+            inputs,
+            outputs,
+            opts,
+            kernel,
+            &mut dispatch,
+        )
+    }
+
+    /// Runs `dispatch` (e.g. a vendor BLAS call) with the same buffers,
+    /// checks, timing and deadline as [`Backend::run`]; `kernel` names it in
+    /// the stats.
+    pub fn run_with(
+        &mut self,
+        op: &Op,
+        inputs: &[HostBuf],
+        outputs: &mut [HostBuf],
+        opts: &RunOpts,
+        kernel: &str,
+        dispatch: &mut Dispatch<'_>,
+    ) -> Result<RunStats, RuntimeError> {
+        self.preflight(op, inputs, outputs, opts)?;
+        let r = execute(
+            &self.driver,
+            self.stream,
+            &self.dev,
+            op,
+            inputs,
+            outputs,
+            opts,
+            kernel.to_string(),
+            dispatch,
+        );
+        r.map_err(|e| self.fail(e))
+    }
+
+    /// The stream runs go on (for libraries bound to it, e.g. cuBLAS).
+    pub fn stream(&self) -> Option<StreamH> {
+        self.stream
+    }
+
+    /// Checks what every run checks before touching the device.
+    fn preflight(
+        &self,
+        op: &Op,
+        inputs: &[HostBuf],
+        outputs: &[HostBuf],
+        opts: &RunOpts,
+    ) -> Result<(), RuntimeError> {
+        if let Some(why) = &self.lost {
+            return Err(RuntimeError::DeviceLost(why.clone()));
+        }
+        if opts.repeats == 0 {
+            return Err(RuntimeError::BadInput("repeats must be at least 1".into()));
+        }
+        if opts.tuning.as_ref().is_some_and(|t| !t.0.is_empty()) {
+            return Err(RuntimeError::BadInput(format!(
+                "the {} kernels take no tuning parameters (got {})",
+                self.dev.api.label(),
+                opts.tuning
+                    .as_ref()
+                    .map(|t| t.to_string())
+                    .unwrap_or_default()
+            )));
+        }
+        op.validate()
+            .map_err(|e| RuntimeError::BadInput(e.to_string()))?;
+        crate::backend::check_buffers(op, inputs, outputs)?;
+        self.supports(op).map_err(RuntimeError::Unsupported)
+    }
+
+    /// Maps a failure to the runtime's error, marking the device lost on a timeout.
+    fn fail(&mut self, e: GpuError) -> RuntimeError {
+        if matches!(e, GpuError::Timeout { .. }) {
+            self.lost = Some(e.to_string());
+        }
+        e.into()
+    }
+}
+
+fn read_capped(path: &std::path::Path) -> Result<Vec<u8>, GpuError> {
+    use std::io::Read;
+    let f = std::fs::File::open(path)
+        .map_err(|e| GpuError::Device(format!("reading code object {}: {e}", path.display())))?;
+    let mut v = Vec::new();
+    f.take(512 << 20)
+        .read_to_end(&mut v)
+        .map_err(|e| GpuError::Device(format!("reading code object {}: {e}", path.display())))?;
+    Ok(v)
+}
+
+/// Launches `f` with `args`, each in its own 8-byte slot.
+pub fn launch_on<D: Driver>(
+    driver: &D,
+    f: FuncH,
+    grid: [u32; 3],
+    block: [u32; 3],
+    stream: StreamH,
+    args: &[KernelArg],
+) -> Result<(), GpuError> {
+    if grid.contains(&0) || block.contains(&0) {
+        return Err(GpuError::Invalid(format!(
+            "empty launch grid {grid:?} block {block:?}"
+        )));
+    }
+    let mut slots: Vec<u64> = args.iter().map(KernelArg::bits).collect();
+    let mut ptrs: Vec<*mut c_void> = slots
+        .iter_mut()
+        .map(|s| s as *mut u64 as *mut c_void)
+        .collect();
+    // SAFETY: `ptrs` points into `slots`, both alive across the call (the
+    // driver copies the arguments before returning).
+    unsafe { driver.launch(f, grid, block, 0, stream, ptrs.as_mut_ptr()) }
+}
+
+/// Device allocations freed on drop, unless leaked after a timeout.
+struct Buffers<'a, D: Driver> {
+    driver: &'a D,
+    ptrs: Vec<DevPtr>,
+}
+
+impl<D: Driver> Drop for Buffers<'_, D> {
+    fn drop(&mut self) {
+        for p in self.ptrs.drain(..) {
+            // SAFETY: allocated by malloc below, freed once.
+            unsafe { self.driver.free(p) };
+        }
+    }
+}
+
+/// Events destroyed on drop, unless leaked after a timeout.
+struct Events<'a, D: Driver> {
+    driver: &'a D,
+    list: Vec<EventH>,
+}
+
+impl<D: Driver> Events<'_, D> {
+    fn record(&mut self, stream: StreamH) -> Result<EventH, GpuError> {
+        let e = self.driver.event_create()?;
+        self.list.push(e);
+        self.driver.event_record(e, stream)?;
+        Ok(e)
+    }
+}
+
+impl<D: Driver> Drop for Events<'_, D> {
+    fn drop(&mut self) {
+        for e in self.list.drain(..) {
+            // SAFETY: created above, destroyed once.
+            unsafe { self.driver.event_destroy(e) };
+        }
+    }
+}
+
+/// Polls `e` until it completes or `limit` passes: a short spin for
+/// microsecond kernels, then sleeps growing to 1 ms.
+pub fn wait_event<D: Driver>(
+    driver: &D,
+    e: EventH,
+    what: &str,
+    limit: Duration,
+) -> Result<(), GpuError> {
+    let start = Instant::now();
+    let mut nap = Duration::from_micros(1);
+    loop {
+        if driver.event_query(e)? == EventState::Done {
+            return Ok(());
+        }
+        let waited = start.elapsed();
+        if waited >= limit {
+            return Err(GpuError::Timeout {
+                what: what.to_string(),
+                limit,
+            });
+        }
+        if waited > Duration::from_micros(200) {
+            std::thread::sleep(nap.min(limit - waited));
+            nap = (nap * 2).min(Duration::from_millis(1));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Uploads inputs and outputs, enqueues `dispatch` once per repeat between
+/// two events, waits for the last with the run's deadline, then reads the
+/// outputs back.
+#[allow(clippy::too_many_arguments)]
+fn execute<D: Driver>(
+    driver: &D,
+    stream: Option<StreamH>,
+    dev: &GpuDevice,
+    op: &Op,
+    inputs: &[HostBuf],
+    outputs: &mut [HostBuf],
+    opts: &RunOpts,
+    kernel: String,
+    dispatch: &mut Dispatch<'_>,
+) -> Result<RunStats, GpuError> {
+    let start = Instant::now();
+    let deadline = start + opts.timeout;
+    let left = || deadline.saturating_duration_since(Instant::now());
+    let stream = stream.ok_or_else(|| GpuError::Device("device is lost".into()))?;
+    driver.activate(dev.ordinal)?;
+    let mut bufs = Buffers {
+        driver,
+        ptrs: Vec::with_capacity(inputs.len() + outputs.len()),
+    };
+    for b in inputs.iter().chain(outputs.iter()) {
+        // A zero-byte allocation may come back null; keep one byte so every
+        // buffer is a real pointer.
+        bufs.ptrs.push(driver.malloc(b.byte_len().max(1))?);
+    }
+    let mut events = Events {
+        driver,
+        list: Vec::new(),
+    };
+    let result = (|| {
+        for (d, h) in bufs.ptrs.iter().zip(inputs.iter().chain(outputs.iter())) {
+            let bytes = h.as_bytes();
+            // SAFETY: `bytes` stays borrowed until the stream has passed the
+            // copy (the wait below).
+            unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? };
+        }
+        let uploaded = events.record(stream)?;
+        wait_event(driver, uploaded, "upload to the GPU", left())?;
+        let mut pairs = Vec::with_capacity(opts.repeats as usize);
+        for _ in 0..opts.repeats {
+            let before = events.record(stream)?;
+            dispatch(stream, &bufs.ptrs)?;
+            pairs.push((before, events.record(stream)?));
+        }
+        let what = format!("{op} x{} on {}", opts.repeats, dev.name);
+        if let Some(&(_, last)) = pairs.last() {
+            wait_event(driver, last, &what, left())?;
+        }
+        let device_ns = pairs
+            .iter()
+            .map(|&(a, b)| {
+                driver
+                    .event_elapsed_ms(a, b)
+                    .map(|ms| (f64::from(ms.max(0.0)) * 1e6) as u64)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        for (d, h) in bufs.ptrs[inputs.len()..].iter().zip(outputs.iter_mut()) {
+            let out = h.as_bytes_mut();
+            // SAFETY: `out` stays borrowed until the wait below has passed the copy.
+            unsafe { driver.dtoh_async(out.as_mut_ptr(), *d, out.len(), stream)? };
+        }
+        let read = events.record(stream)?;
+        wait_event(driver, read, "download from the GPU", left())?;
+        Ok(device_ns)
+    })();
+    match result {
+        Ok(device_ns) => Ok(RunStats {
+            device_ns,
+            timing: TimingSource::DeviceTimestamps,
+            wall: start.elapsed(),
+            kernel,
+            tuning: Tuning::default(),
+            dispatches_per_repeat: 1,
+        }),
+        Err(e) => {
+            if matches!(e, GpuError::Timeout { .. }) {
+                // The GPU still owns these: freeing them would block on a
+                // hung device.
+                std::mem::forget(bufs);
+                std::mem::forget(events);
+            }
+            Err(e)
+        }
+    }
+}
+
+impl<D: Driver> Backend for GpuBackend<D> {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn supports(&self, op: &Op) -> Result<(), String> {
+        op.validate().map_err(|e| e.to_string())?;
+        let bytes: u64 = op
+            .inputs()
+            .iter()
+            .chain(op.outputs().iter())
+            .map(|s| (s.len as u64).saturating_mul(s.dtype.size() as u64))
+            .fold(0u64, u64::saturating_add);
+        if bytes > self.dev.total_memory_bytes {
+            return Err(format!(
+                "{op} needs {bytes} bytes of buffers; {} has {} bytes",
+                self.dev.name, self.dev.total_memory_bytes
+            ));
+        }
+        Ok(())
+    }
+
+    fn run(
+        &mut self,
+        op: &Op,
+        inputs: &[HostBuf],
+        outputs: &mut [HostBuf],
+        opts: &RunOpts,
+    ) -> Result<RunStats, RuntimeError> {
+        self.preflight(op, inputs, outputs, opts)?;
+        self.run_inner(op, inputs, outputs, opts)
+            .map_err(|e| self.fail(e))
+    }
+
+    fn lost(&self) -> Option<&str> {
+        self.lost.as_deref()
+    }
+}
+
+impl<D: Driver> Drop for GpuBackend<D> {
+    fn drop(&mut self) {
+        if self.lost.is_some() {
+            // Destroying a stream or module with work still queued on a hung
+            // GPU blocks; leave them so greta can report and exit.
+            return;
+        }
+        // SAFETY: created in open_with, destroyed once, no work pending
+        // (every run waited for its last event).
+        unsafe {
+            if let Some(s) = self.stream.take() {
+                self.driver.stream_destroy(s);
+            }
+            if let Some(m) = self.module.take() {
+                self.driver.module_unload(m);
+            }
+        }
+    }
+}

@@ -1,0 +1,500 @@
+//! Kernels compiled on the node, for the device in hand, and cached.
+//!
+//! The sources embedded in greta (`kernels/hip/*.hip`) are joined into one
+//! translation unit behind the backend's prelude and compiled by the
+//! vendor's run-time compiler — hiprtc for HIP (inside libamdhip64 on ROCm
+//! 5, `libhiprtc.so.N` on ROCm 6/7), NVRTC for CUDA; hipcc only where hiprtc
+//! is missing. The result is cached on disk by (source hash, compiler and
+//! version, target, options) and written atomically (a file beside, then a
+//! rename), so a crash or a concurrent greta never leaves half an object.
+//!
+//! A compiler can crash its process (ROCm 5.2's hiprtc aborts on gfx942), so
+//! when the binary registered a helper ([`super::child`]) the compile runs in
+//! a child and a crash becomes a [`CompileError::Crashed`] that says so.
+
+use super::child;
+use super::driver::{Api, CompilerChoice};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long one compile may take before greta gives up on it.
+pub const COMPILE_LIMIT: Duration = Duration::from_secs(600);
+
+/// Which compiler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompilerKind {
+    Hiprtc,
+    Nvrtc,
+    Hipcc,
+}
+
+impl CompilerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompilerKind::Hiprtc => "hiprtc",
+            CompilerKind::Nvrtc => "NVRTC",
+            CompilerKind::Hipcc => "hipcc",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    /// No compiler: every place looked.
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{compiler} cannot compile for {target}: {detail}")]
+    UnsupportedTarget {
+        target: String,
+        compiler: String,
+        detail: String,
+    },
+    #[error("{compiler} could not compile greta's kernels for {target}:\n{log}")]
+    Failed {
+        target: String,
+        compiler: String,
+        log: String,
+    },
+    /// The compiler took its (child) process down.
+    #[error(
+        "{compiler} crashed while compiling greta's kernels for {target} ({how}){stderr}; it ran in a child process, \
+         so greta itself is fine. A run-time compiler that crashes on one target most often does not know it (ROCm 5.2's \
+         hiprtc aborts this way on gfx942): use a ROCm release that supports {target}"
+    )]
+    Crashed {
+        target: String,
+        compiler: String,
+        how: String,
+        stderr: String,
+    },
+    #[error("{compiler} ran longer than {} s compiling for {target}; killed", COMPILE_LIMIT.as_secs())]
+    TimedOut { target: String, compiler: String },
+    /// The helper child could not be run or answered nonsense.
+    #[error("compiling in a child process: {0}")]
+    Child(String),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+}
+
+pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> CompileError {
+    let what = what.into();
+    move |source| CompileError::Io { what, source }
+}
+
+/// The kernel sources to compile: `(file name, text)` pairs, `common.h`
+/// first, and the per-API preludes.
+#[derive(Debug, Clone)]
+pub struct KernelSources {
+    files: Vec<(String, String)>,
+    prelude_hip: String,
+    prelude_cuda: String,
+}
+
+impl KernelSources {
+    pub fn new(files: Vec<(String, String)>) -> KernelSources {
+        KernelSources {
+            files,
+            prelude_hip: greta_kernels::hip_src::PRELUDE_HIP.to_string(),
+            prelude_cuda: greta_kernels::hip_src::PRELUDE_CUDA.to_string(),
+        }
+    }
+
+    /// Greta's bundled kernels (`kernels/hip/*`).
+    pub fn bundled() -> KernelSources {
+        KernelSources::new(
+            greta_kernels::hip_src::SOURCES
+                .iter()
+                .map(|(n, t)| (n.to_string(), t.to_string()))
+                .collect(),
+        )
+    }
+
+    pub fn files(&self) -> &[(String, String)] {
+        &self.files
+    }
+
+    /// One translation unit: the API's prelude, then every file under a
+    /// `#line` directive (so a compiler message names `file.hip:line`), with
+    /// `#include "common.h"` dropped (common.h is the first file).
+    pub fn translation_unit(&self, api: Api) -> String {
+        let prelude = match api {
+            Api::Hip => &self.prelude_hip,
+            Api::Cuda => &self.prelude_cuda,
+        };
+        let mut s = format!("#line 1 \"prelude_{}.h\"\n{prelude}\n", api.as_str());
+        for (name, text) in &self.files {
+            s.push_str(&format!("#line 1 \"{name}\"\n"));
+            for line in text.lines() {
+                if line.trim() == "#include \"common.h\"" || line.trim() == "#pragma once" {
+                    s.push_str("//\n");
+                } else {
+                    s.push_str(line);
+                    s.push('\n');
+                }
+            }
+        }
+        s
+    }
+}
+
+/// Cache key: sha256 over the translation unit, compiler kind and version,
+/// target and options (each length-prefixed).
+pub fn cache_key(choice: &CompilerChoice, unit: &str) -> String {
+    let mut h = Sha256::new();
+    let opts = choice.options.join("\u{1f}");
+    for part in [
+        unit,
+        choice.kind.as_str(),
+        choice.version.as_str(),
+        choice.target.as_str(),
+        opts.as_str(),
+    ] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+/// Built code objects on disk.
+#[derive(Debug, Clone)]
+pub struct KernelCache {
+    dir: PathBuf,
+}
+
+/// A code object from the cache, and whether this call had to build it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachedObject {
+    pub path: PathBuf,
+    pub key: String,
+    pub compiled: bool,
+}
+
+impl KernelCache {
+    pub fn new(dir: impl Into<PathBuf>) -> KernelCache {
+        KernelCache { dir: dir.into() }
+    }
+
+    /// `$GRETA_KERNEL_CACHE`, else `$XDG_CACHE_HOME/greta/gpu-kernels`
+    /// (default `~/.cache/greta/gpu-kernels`).
+    pub fn default_dir() -> PathBuf {
+        if let Some(d) = std::env::var_os("GRETA_KERNEL_CACHE").filter(|d| !d.is_empty()) {
+            return PathBuf::from(d);
+        }
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .unwrap_or_else(std::env::temp_dir);
+        base.join("greta").join("gpu-kernels")
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path_for(&self, choice: &CompilerChoice, key: &str) -> PathBuf {
+        let ext = if choice.kind == CompilerKind::Nvrtc {
+            "cubin"
+        } else {
+            "co"
+        };
+        self.dir
+            .join(format!("{}-{}.{ext}", choice.target, &key[..24]))
+    }
+
+    /// The code object for `choice`'s target, compiled only when the cache
+    /// has none for these exact sources, compiler, target and options.
+    pub fn get_or_build(
+        &self,
+        choice: &CompilerChoice,
+        sources: &KernelSources,
+        api: Api,
+    ) -> Result<CachedObject, CompileError> {
+        let unit = sources.translation_unit(api);
+        let key = cache_key(choice, &unit);
+        let path = self.path_for(choice, &key);
+        if std::fs::metadata(&path)
+            .map(|m| m.len() > 0)
+            .unwrap_or(false)
+        {
+            return Ok(CachedObject {
+                path,
+                key,
+                compiled: false,
+            });
+        }
+        std::fs::create_dir_all(&self.dir)
+            .map_err(io(format!("creating {}", self.dir.display())))?;
+        let staging = tempfile::Builder::new()
+            .prefix(".building-")
+            .tempfile_in(&self.dir)
+            .map_err(io(format!("creating a file in {}", self.dir.display())))?;
+        compile(choice, &unit, staging.path())?;
+        staging.persist(&path).map_err(|e| CompileError::Io {
+            what: format!("renaming into {}", path.display()),
+            source: e.error,
+        })?;
+        Ok(CachedObject {
+            path,
+            key,
+            compiled: true,
+        })
+    }
+}
+
+/// What a compile child is asked (JSON on its stdin).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CompileRequest {
+    pub compiler: CompilerChoice,
+    pub source: String,
+    /// Where the child writes the code object.
+    pub out: PathBuf,
+}
+
+/// What a compile child answers (JSON on its stdout).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CompileAnswer {
+    pub bytes: u64,
+    /// `None` on success.
+    pub error: Option<CompileFailure>,
+}
+
+/// A compile error as it crosses the process boundary.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CompileFailure {
+    Unavailable { message: String },
+    UnsupportedTarget { detail: String },
+    Failed { log: String },
+    Other { message: String },
+}
+
+impl CompileFailure {
+    fn of(e: &CompileError) -> CompileFailure {
+        match e {
+            CompileError::Unavailable(m) => CompileFailure::Unavailable { message: m.clone() },
+            CompileError::UnsupportedTarget { detail, .. } => CompileFailure::UnsupportedTarget {
+                detail: detail.clone(),
+            },
+            CompileError::Failed { log, .. } => CompileFailure::Failed { log: log.clone() },
+            other => CompileFailure::Other {
+                message: other.to_string(),
+            },
+        }
+    }
+
+    fn into_error(self, choice: &CompilerChoice) -> CompileError {
+        let compiler = compiler_label(choice);
+        let target = choice.target.clone();
+        match self {
+            CompileFailure::Unavailable { message } => CompileError::Unavailable(message),
+            CompileFailure::UnsupportedTarget { detail } => CompileError::UnsupportedTarget {
+                target,
+                compiler,
+                detail,
+            },
+            CompileFailure::Failed { log } => CompileError::Failed {
+                target,
+                compiler,
+                log,
+            },
+            CompileFailure::Other { message } => CompileError::Child(message),
+        }
+    }
+}
+
+/// `hiprtc 9.0 (/usr/lib/x86_64-linux-gnu/libamdhip64.so.5)`.
+pub fn compiler_label(choice: &CompilerChoice) -> String {
+    format!(
+        "{} {} ({})",
+        choice.kind.as_str(),
+        choice.version,
+        choice.library.path.display()
+    )
+}
+
+/// Compiles `unit` with `choice` into `out`: in a helper child when one is
+/// registered, else in this process.
+pub fn compile(choice: &CompilerChoice, unit: &str, out: &Path) -> Result<(), CompileError> {
+    match child::helper() {
+        Some(h) => compile_in_child(h, choice, unit, out),
+        None => compile_here(choice, unit, out),
+    }
+}
+
+/// Compiles in this process (what the child does).
+pub fn compile_here(choice: &CompilerChoice, unit: &str, out: &Path) -> Result<(), CompileError> {
+    let code = match choice.kind {
+        CompilerKind::Hiprtc => crate::hip::rtc::compile(choice, unit)?,
+        CompilerKind::Nvrtc => crate::cuda::nvrtc::compile(choice, unit)?,
+        CompilerKind::Hipcc => crate::hip::hipcc::compile(choice, unit)?,
+    };
+    if code.is_empty() {
+        return Err(CompileError::Failed {
+            target: choice.target.clone(),
+            compiler: compiler_label(choice),
+            log: "the compiler reported success but produced no code".into(),
+        });
+    }
+    std::fs::write(out, &code).map_err(io(format!("writing {}", out.display())))
+}
+
+fn compile_in_child(
+    h: &child::Helper,
+    choice: &CompilerChoice,
+    unit: &str,
+    out: &Path,
+) -> Result<(), CompileError> {
+    let req = CompileRequest {
+        compiler: choice.clone(),
+        source: unit.to_string(),
+        out: out.to_path_buf(),
+    };
+    let input = serde_json::to_vec(&req).map_err(|e| CompileError::Child(e.to_string()))?;
+    let what = format!("{} compiling for {}", choice.kind.as_str(), choice.target);
+    let res = child::run(h.command("compile"), &what, &input, COMPILE_LIMIT);
+    let o = match res {
+        Ok(o) => o,
+        Err(child::ChildError::TimedOut { .. }) => {
+            return Err(CompileError::TimedOut {
+                target: choice.target.clone(),
+                compiler: compiler_label(choice),
+            })
+        }
+        Err(e) => return Err(CompileError::Child(e.to_string())),
+    };
+    let stderr_tail = || {
+        let lines: Vec<&str> = o.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        let tail = lines[lines.len().saturating_sub(3)..].join(" / ");
+        if tail.is_empty() {
+            String::new()
+        } else {
+            format!(": {tail}")
+        }
+    };
+    if o.status.code().is_none() {
+        return Err(CompileError::Crashed {
+            target: choice.target.clone(),
+            compiler: compiler_label(choice),
+            how: o.how(),
+            stderr: stderr_tail(),
+        });
+    }
+    let answer: CompileAnswer = serde_json::from_slice(&o.stdout).map_err(|e| {
+        CompileError::Child(format!(
+            "the compile child ended with {} and no readable answer ({e}){}",
+            o.how(),
+            stderr_tail()
+        ))
+    })?;
+    match answer.error {
+        None => Ok(()),
+        Some(f) => Err(f.into_error(choice)),
+    }
+}
+
+/// The child's side: reads a [`CompileRequest`] from `input` (at most 64
+/// MiB), compiles in this process, prints a [`CompileAnswer`]; 0 on success.
+pub fn serve_compile(input: impl Read, output: &mut dyn std::io::Write) -> u8 {
+    let mut text = Vec::new();
+    let answer = match input.take(64 << 20).read_to_end(&mut text) {
+        Err(e) => CompileAnswer {
+            bytes: 0,
+            error: Some(CompileFailure::Other {
+                message: format!("reading the request: {e}"),
+            }),
+        },
+        Ok(_) => match serde_json::from_slice::<CompileRequest>(&text) {
+            Err(e) => CompileAnswer {
+                bytes: 0,
+                error: Some(CompileFailure::Other {
+                    message: format!("the compile request does not parse: {e}"),
+                }),
+            },
+            Ok(req) => match compile_here(&req.compiler, &req.source, &req.out) {
+                Ok(()) => CompileAnswer {
+                    bytes: std::fs::metadata(&req.out).map(|m| m.len()).unwrap_or(0),
+                    error: None,
+                },
+                Err(e) => CompileAnswer {
+                    bytes: 0,
+                    error: Some(CompileFailure::of(&e)),
+                },
+            },
+        },
+    };
+    let ok = answer.error.is_none();
+    let _ = serde_json::to_writer(&mut *output, &answer);
+    let _ = output.flush();
+    if ok {
+        0
+    } else {
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_translation_unit_keeps_file_names_and_drops_local_includes() {
+        let s = KernelSources::new(vec![
+            ("common.h".into(), "#pragma once\n#define X 1\n".into()),
+            ("a.hip".into(), "#include \"common.h\"\nint a = X;\n".into()),
+        ]);
+        let hip = s.translation_unit(Api::Hip);
+        assert!(hip.starts_with("#line 1 \"prelude_hip.h\"\n"), "{hip}");
+        assert!(hip.contains("typedef _Float16 greta_f16;"), "{hip}");
+        assert!(hip.contains("#line 1 \"a.hip\"\n//\nint a = X;\n"), "{hip}");
+        assert!(!hip.contains("#include"), "{hip}");
+        let cuda = s.translation_unit(Api::Cuda);
+        assert!(cuda.contains("cvt.f32.f16"), "{cuda}");
+        assert_ne!(hip, cuda);
+    }
+
+    #[test]
+    fn the_key_follows_sources_compiler_target_and_options() {
+        let c = CompilerChoice {
+            kind: CompilerKind::Hiprtc,
+            library: crate::gpu::driver::Loaded {
+                what: "hiprtc".into(),
+                path: "/x".into(),
+                why: "test".into(),
+            },
+            version: "9.0".into(),
+            target: "gfx90a".into(),
+            options: vec!["--offload-arch=gfx90a".into(), "-O3".into()],
+        };
+        let k = cache_key(&c, "src");
+        assert_eq!(k, cache_key(&c.clone(), "src"));
+        assert_ne!(k, cache_key(&c, "src2"));
+        for change in [
+            CompilerChoice {
+                version: "9.1".into(),
+                ..c.clone()
+            },
+            CompilerChoice {
+                target: "gfx1030".into(),
+                ..c.clone()
+            },
+            CompilerChoice {
+                options: vec!["-O2".into()],
+                ..c.clone()
+            },
+            CompilerChoice {
+                kind: CompilerKind::Hipcc,
+                ..c.clone()
+            },
+        ] {
+            assert_ne!(k, cache_key(&change, "src"), "{change:?}");
+        }
+    }
+}

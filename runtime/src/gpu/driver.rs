@@ -1,0 +1,238 @@
+//! The small driver API that HIP and CUDA both offer, as one trait.
+//!
+//! Everything above it (buffers, copies, streams and events, deadline
+//! polling, lost-device handling, the module cache, launch, timing) is
+//! written once in [`super::backend`]; an implementation only forwards each
+//! call to its library (libamdhip64, or the CUDA driver API) and turns the
+//! library's status code into a [`GpuError`] naming the call.
+
+use super::compile::CompileError;
+use serde::{Deserialize, Serialize};
+use std::ffi::{c_void, CStr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Which vendor API a driver speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Api {
+    Hip,
+    Cuda,
+}
+
+impl Api {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Hip => "hip",
+            Api::Cuda => "cuda",
+        }
+    }
+    /// How people name it in messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            Api::Hip => "HIP",
+            Api::Cuda => "CUDA",
+        }
+    }
+}
+
+/// A device address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DevPtr(pub u64);
+
+/// Opaque handles of the driver's objects (pointers the library gave out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamH(pub usize);
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventH(pub usize);
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModuleH(pub usize);
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FuncH(pub usize);
+
+/// A shared library greta opened, and why that one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Loaded {
+    /// What it is, e.g. `libamdhip64`, `hiprtc`, `libcuda`, `NVRTC`.
+    pub what: String,
+    /// The file (or loader name) that was opened.
+    pub path: PathBuf,
+    /// Which rule of the search order found it (e.g. `$GRETA_HIP_LIB`).
+    pub why: String,
+}
+
+impl std::fmt::Display for Loaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} ({})", self.what, self.path.display(), self.why)
+    }
+}
+
+/// What greta records about one GPU, whichever API found it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuDevice {
+    pub api: Api,
+    pub ordinal: usize,
+    pub name: String,
+    /// What kernels are compiled for: `gfx90a` (HIP) or `sm_90` (CUDA).
+    pub arch: String,
+    /// Where `arch` came from (KFD node, gcnArchName, compute capability).
+    pub arch_source: String,
+    pub compute_units: u32,
+    pub total_memory_bytes: u64,
+    pub warp_size: u32,
+    pub max_shared_memory_per_block: u32,
+    pub max_threads_per_block: u32,
+    pub max_grid: [u32; 3],
+    pub integrated: bool,
+    /// `0000:c1:00.0`, when known.
+    pub pci_bus_id: String,
+    pub pci_vendor_id: u32,
+    pub pci_device_id: u32,
+    /// 32 hex digits, empty when unknown.
+    pub uuid: String,
+    /// Runtime/driver versions as the library reports them, readable.
+    pub runtime_version: String,
+    pub driver_version: String,
+    pub driver_version_raw: u32,
+}
+
+/// Every way a call into a GPU driver can fail, with what and where.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    /// The library (libamdhip64, libcuda) is nowhere to be found.
+    #[error("{0}")]
+    LibraryMissing(String),
+    /// The library loaded but found no usable GPU; `why` says what the
+    /// machine looks like.
+    #[error("no {api} device found: {detail}; {why}")]
+    NoDevice {
+        api: &'static str,
+        detail: String,
+        why: String,
+    },
+    /// A driver call failed: which call, the library's name and text for the
+    /// code, and what usually causes it.
+    #[error("{call} failed: {name} ({code}): {text}{hint}")]
+    Call {
+        call: &'static str,
+        code: i32,
+        name: String,
+        text: String,
+        hint: String,
+        /// The code means "out of memory".
+        oom: bool,
+    },
+    /// Work submitted to the GPU did not finish before the deadline.
+    #[error("{what} did not finish within {:.3} s (the GPU may be hung or the kernel far too slow)", limit.as_secs_f64())]
+    Timeout { what: String, limit: Duration },
+    /// The device reported something greta cannot work with.
+    #[error("{0}")]
+    Device(String),
+    /// Building the kernels failed.
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+    /// A buffer or argument does not match what the kernel needs.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl GpuError {
+    /// True when the failure means "this machine has no such GPU / library",
+    /// which callers report as undecided (exit 2).
+    pub fn is_no_device(&self) -> bool {
+        matches!(
+            self,
+            GpuError::NoDevice { .. } | GpuError::LibraryMissing(_)
+        )
+    }
+}
+
+/// Whether an event has completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventState {
+    Done,
+    Pending,
+}
+
+/// The calls greta makes, one to one with `hip*` / `cu*` functions. Every
+/// method that hands over raw memory is `unsafe`: the caller keeps the
+/// memory alive and sized as the call needs.
+pub trait Driver {
+    fn api(&self) -> Api;
+    /// The runtime library this driver opened and why.
+    fn library(&self) -> &Loaded;
+    fn device_count(&self) -> Result<usize, GpuError>;
+    fn device(&self, ordinal: usize) -> Result<GpuDevice, GpuError>;
+    /// Makes `ordinal` current for this thread (hipSetDevice; CUDA's
+    /// primary context).
+    fn activate(&self, ordinal: usize) -> Result<(), GpuError>;
+    fn malloc(&self, bytes: usize) -> Result<DevPtr, GpuError>;
+    /// # Safety
+    /// `p` came from [`Driver::malloc`] and is freed once.
+    unsafe fn free(&self, p: DevPtr);
+    /// # Safety
+    /// `src` holds `n` bytes until the stream has passed this copy.
+    unsafe fn htod_async(
+        &self,
+        dst: DevPtr,
+        src: *const u8,
+        n: usize,
+        s: StreamH,
+    ) -> Result<(), GpuError>;
+    /// # Safety
+    /// `dst` holds room for `n` bytes until the stream has passed this copy.
+    unsafe fn dtoh_async(
+        &self,
+        dst: *mut u8,
+        src: DevPtr,
+        n: usize,
+        s: StreamH,
+    ) -> Result<(), GpuError>;
+    fn stream_create(&self) -> Result<StreamH, GpuError>;
+    /// # Safety
+    /// A live stream with no work pending, destroyed once.
+    unsafe fn stream_destroy(&self, s: StreamH);
+    fn event_create(&self) -> Result<EventH, GpuError>;
+    /// # Safety
+    /// A live event, destroyed once.
+    unsafe fn event_destroy(&self, e: EventH);
+    fn event_record(&self, e: EventH, s: StreamH) -> Result<(), GpuError>;
+    fn event_query(&self, e: EventH) -> Result<EventState, GpuError>;
+    /// Milliseconds between two completed events.
+    fn event_elapsed_ms(&self, start: EventH, end: EventH) -> Result<f32, GpuError>;
+    fn module_load(&self, image: &[u8]) -> Result<ModuleH, GpuError>;
+    /// # Safety
+    /// A loaded module none of whose kernels still run, unloaded once.
+    unsafe fn module_unload(&self, m: ModuleH);
+    fn module_function(&self, m: ModuleH, name: &CStr) -> Result<FuncH, GpuError>;
+    /// # Safety
+    /// `params` points at one pointer per kernel parameter, each to a value
+    /// of that parameter's size, alive across the call.
+    unsafe fn launch(
+        &self,
+        f: FuncH,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        s: StreamH,
+        params: *mut *mut c_void,
+    ) -> Result<(), GpuError>;
+    /// The run-time compiler for this device, and the options that target it.
+    fn compiler_for(&self, dev: &GpuDevice) -> Result<CompilerChoice, GpuError>;
+    /// Explains an empty device list from what the machine shows.
+    fn why_no_device(&self) -> String;
+}
+
+/// The compiler a backend uses for a device, and how to call it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompilerChoice {
+    pub kind: super::compile::CompilerKind,
+    /// The compiler library (or hipcc executable) and why it was chosen.
+    pub library: Loaded,
+    /// Its version as it reports it: part of the cache key.
+    pub version: String,
+    /// The target, e.g. `gfx90a` or `sm_90`: part of the cache key.
+    pub target: String,
+    /// Options passed to the compiler (the target included): part of the key.
+    pub options: Vec<String>,
+}

@@ -1,0 +1,20 @@
+//! What the HIP backend and its CUDA twin share: everything above the FFI.
+//!
+//! [`driver::Driver`] is the small driver API both vendors offer (device
+//! facts, memory, async copies, streams, events, modules, launch);
+//! [`backend::GpuBackend`] implements greta's [`crate::Backend`] once over
+//! it; [`compile`] builds the kernels on the node with the vendor's run-time
+//! compiler ([`rtc`]) and caches them; [`child`] runs compiles and device
+//! work in a bounded child process of the same executable; [`search`] finds
+//! vendor libraries and says which one was taken and why.
+
+pub mod backend;
+pub mod child;
+pub mod compile;
+pub mod driver;
+pub mod launch;
+pub mod rtc;
+pub mod search;
+
+pub use backend::GpuBackend;
+pub use driver::{Api, Driver, GpuDevice, GpuError, Loaded};

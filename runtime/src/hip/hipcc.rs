@@ -1,0 +1,105 @@
+//! hipcc, the fallback where no hiprtc exists: found on `HIP_PATH`,
+//! `ROCM_PATH`, `PATH` or `/opt/rocm`, and run in its own bounded child.
+
+use crate::gpu::child;
+use crate::gpu::compile::{compiler_label, io, CompileError, CompilerKind, COMPILE_LIMIT};
+use crate::gpu::driver::{CompilerChoice, Loaded};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// The hipcc to use for `target`, with its version.
+pub fn choice(target: &str) -> Result<CompilerChoice, String> {
+    let mut looked = Vec::new();
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let mut cands: Vec<(PathBuf, &str)> = Vec::new();
+    if let Some(p) = var("HIP_PATH") {
+        cands.push((p.join("bin/hipcc"), "$HIP_PATH"));
+    }
+    if let Some(p) = var("ROCM_PATH") {
+        cands.push((p.join("bin/hipcc"), "$ROCM_PATH"));
+    }
+    if let Ok(p) = which_hipcc() {
+        cands.push((p, "PATH"));
+    } else {
+        looked.push("PATH".to_string());
+    }
+    cands.push(("/opt/rocm/bin/hipcc".into(), "/opt/rocm"));
+    for (p, why) in cands {
+        if !p.is_file() {
+            looked.push(p.display().to_string());
+            continue;
+        }
+        let out = Command::new(&p).arg("--version").output();
+        let version = match out {
+            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .find(|l| l.contains("HIP version"))
+                .unwrap_or("unknown version")
+                .trim()
+                .to_string(),
+            _ => {
+                looked.push(format!("{}: --version failed", p.display()));
+                continue;
+            }
+        };
+        return Ok(CompilerChoice {
+            kind: CompilerKind::Hipcc,
+            library: Loaded {
+                what: "hipcc".into(),
+                path: p,
+                why: why.into(),
+            },
+            version,
+            target: target.to_string(),
+            options: vec![
+                "--genco".into(),
+                "-O3".into(),
+                format!("--offload-arch={target}"),
+            ],
+        });
+    }
+    Err(format!("hipcc not found (looked in {})", looked.join(", ")))
+}
+
+fn which_hipcc() -> Result<PathBuf, ()> {
+    let path = std::env::var_os("PATH").ok_or(())?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("hipcc"))
+        .find(|p| p.is_file())
+        .ok_or(())
+}
+
+/// Compiles `unit` with hipcc into a code object.
+pub fn compile(choice: &CompilerChoice, unit: &str) -> Result<Vec<u8>, CompileError> {
+    let dir = tempfile::tempdir().map_err(io("creating a directory for hipcc"))?;
+    let src = dir.path().join("greta_kernels.hip");
+    let out = dir.path().join("greta_kernels.co");
+    std::fs::write(&src, unit).map_err(io("writing greta_kernels.hip"))?;
+    let mut cmd = Command::new(&choice.library.path);
+    cmd.current_dir(dir.path())
+        .args(&choice.options)
+        .arg(&src)
+        .arg("-o")
+        .arg(&out);
+    let limit: Duration = COMPILE_LIMIT;
+    let o = child::run(cmd, "hipcc", b"", limit).map_err(|e| match e {
+        child::ChildError::TimedOut { .. } => CompileError::TimedOut {
+            target: choice.target.clone(),
+            compiler: compiler_label(choice),
+        },
+        other => CompileError::Child(other.to_string()),
+    })?;
+    if !o.status.success() {
+        return Err(crate::gpu::rtc::classify_failure(
+            &choice.target,
+            &compiler_label(choice),
+            &format!("hipcc ended with {}:\n{}", o.how(), o.stderr),
+        ));
+    }
+    std::fs::read(&out).map_err(io(format!("reading {}", out.display())))
+}
