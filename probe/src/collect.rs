@@ -60,11 +60,11 @@ pub const CHECKS: &[(&str, &str, &[&str])] = &[
         "Python and frameworks",
         &["python.", "framework."],
     ),
-    // Live only, and only where greta-hip-worker is built: doctor (the
-    // `greta` binary) runs it, since this crate never links HIP.
+    // Live only: doctor (the `greta` binary) asks HIP in a child of itself
+    // (`greta __gpu devices`), since this crate never loads HIP.
     (
         "hip-runtime",
-        "HIP runtime (greta-hip-worker)",
+        "HIP runtime (libamdhip64)",
         &["rocm.runtime-no-device"],
     ),
 ];

@@ -159,7 +159,7 @@ pub const COLLECTOR_SIGNALS: &[(&str, &str)] = &[
     ("vulkan-enumeration-timeout", "Vulkan device enumeration did not finish in time (a driver hangs)"),
     ("vulkan-loader-unusable", "libvulkan.so.1 is missing or cannot be loaded"),
     ("vulkan-enumeration-failed", "vkCreateInstance or device enumeration failed"),
-    ("hip-no-device", "greta-hip-worker (doctor's live HIP check) found no HIP device; the text is HIP's reason"),
+    ("hip-no-device", "doctor's live HIP check (libamdhip64 in a child of greta) found no HIP device; the text is HIP's reason"),
 ];
 
 /// Ids of every known signature and collector signal (rules are checked
