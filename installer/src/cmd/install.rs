@@ -32,7 +32,8 @@ pub struct Args {
     /// Machine-readable result on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Skip `greta smoke --profile ultrasafe` after the import check.
+    /// Skip the device work after the install: the framework gates (the frameworks are still
+    /// imported and their builds checked) and `greta smoke --profile ultrasafe`.
     #[arg(long)]
     pub no_smoke: bool,
     /// Simple-API index (PEP 691/503) to fetch the locked files from instead
