@@ -477,9 +477,9 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
             .python
             .frameworks
             .iter()
-            .map(|fw| format!("{} {}", fw.name, fw.version))
+            .map(|fw| format!("{} {} ({})", fw.name, fw.version, fw.env))
             .collect();
-        s.push_str(&format!("; greta envs: {}", fws.join(", ")));
+        s.push_str(&format!("; frameworks: {}", fws.join(", ")));
     }
     s
 }
