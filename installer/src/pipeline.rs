@@ -477,6 +477,8 @@ pub struct InstallInput {
     pub bundle: Option<PathBuf>,
     pub installer: installer::Choice,
     pub smoke: bool,
+    /// Run the framework gates (else the import check only).
+    pub gates: bool,
     pub import_timeout: Duration,
     /// Rebuild even when the env is up to date.
     pub reinstall: bool,
@@ -717,7 +719,7 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
     // overlaps the install (they import nothing before it is done).
     let names: Vec<String> = plan.wheels.iter().map(|w| w.name.clone()).collect();
     let modules = check::modules_for(&names);
-    let prestarted = check::prestart(&staging.path, &modules, &plan.env_vars);
+    let prestarted = check::prestart(&staging.path, &modules, &plan.env_vars, input.gates);
     let files: Vec<PathBuf> = fetched.iter().map(|f| f.path.clone()).collect();
     // A file of the old env changed in place: uv linked it from its cache,
     // so that cached copy is damaged too. Drop uv's entries for that
@@ -755,6 +757,7 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
         profile: plan.profile.clone(),
         backend: plan.backend.clone(),
         version: plan.backend_version.as_deref().map(major_minor),
+        probe: plan.probe.clone(),
     };
     let report = prestarted.run(&expect, input.import_timeout)?;
     timings.insert("import_check".into(), t.elapsed().as_millis());
@@ -778,7 +781,7 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
     if !report.findings.is_empty() {
         let skipped = SmokeReport {
             status: "skipped".into(),
-            note: "import check failed".into(),
+            note: "the post-install check (imports, framework gates) failed".into(),
         };
         return Ok(stopped(report.findings.clone(), skipped, timings));
     }

@@ -70,7 +70,9 @@ fn rocm_install_records_the_hip_runtime_and_smokes_on_it_without_building() {
         "{err}"
     );
 
-    let o = rocm_install(&h, None, Some(&sysroot), &[]);
+    // The stand-in torch cannot compute and this machine has no MI300X:
+    // the frameworks are imported only, then the HIP smoke step runs.
+    let o = rocm_install(&h, None, Some(&sysroot), &["--framework-check", "imports"]);
     assert!(o.status.success(), "{}", text(&o));
     let r = h.receipt("rocm");
     let hip = &r["hip"];

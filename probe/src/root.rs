@@ -50,6 +50,9 @@ pub const ENV_ALLOW: &[&str] = &[
     "CUDA_VISIBLE_DEVICES",
     "GPU_DEVICE_ORDINAL",
     "GRETA_HOME",
+    // The active Python env (doctor reads the frameworks installed there).
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
     // pyenv's own version selection, so shims resolve without running bash.
     "PYENV_VERSION",
     "PWD",

@@ -26,15 +26,19 @@ pub enum Profile {
     Standard,
     /// Sizes that reach the hardware limit; per-device-class floors apply.
     Perf,
+    /// torch, triton and jax of a Python env compute on the device (run by
+    /// `greta smoke --profile frameworks`; no kernel gates of this catalogue).
+    Frameworks,
 }
 
 impl Profile {
-    pub const ALL: [Profile; 5] = [
+    pub const ALL: [Profile; 6] = [
         Profile::Ultrasafe,
         Profile::Fill,
         Profile::Default,
         Profile::Standard,
         Profile::Perf,
+        Profile::Frameworks,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -44,6 +48,7 @@ impl Profile {
             Profile::Default => "default",
             Profile::Standard => "standard",
             Profile::Perf => "perf",
+            Profile::Frameworks => "frameworks",
         }
     }
 
@@ -51,7 +56,7 @@ impl Profile {
     pub fn repeats(self) -> u32 {
         match self {
             Profile::Ultrasafe => 2,
-            Profile::Fill => 3,
+            Profile::Fill | Profile::Frameworks => 3,
             Profile::Default | Profile::Standard => 10,
             Profile::Perf => 5,
         }
@@ -61,7 +66,7 @@ impl Profile {
     /// output of the last one is what gets checked).
     pub fn dispatches(self) -> u32 {
         match self {
-            Profile::Ultrasafe | Profile::Default => 1,
+            Profile::Ultrasafe | Profile::Default | Profile::Frameworks => 1,
             Profile::Fill => 2,
             Profile::Standard | Profile::Perf => 5,
         }
@@ -76,7 +81,16 @@ impl Profile {
             Profile::Ultrasafe | Profile::Fill | Profile::Default => 10.0,
             Profile::Standard => 30.0,
             Profile::Perf => 60.0,
+            // Per framework: importing torch and the first CUDA/HIP call
+            // take seconds; a triton or XLA compile cache miss, more.
+            Profile::Frameworks => 300.0,
         }
+    }
+
+    /// Whether the profile runs this catalogue's kernel gates (`frameworks`
+    /// runs Python frameworks instead; `greta smoke` dispatches it).
+    pub fn runs_kernels(self) -> bool {
+        self != Profile::Frameworks
     }
 
     /// Whether the per-device-class floors of `data/floors.toml` apply.
@@ -91,6 +105,9 @@ impl Profile {
             Profile::Default => "every kernel at moderate size, 10 clean repeats",
             Profile::Standard => "larger sizes, 10 clean repeats",
             Profile::Perf => "hardware-limit sizes, per-device-class floors",
+            Profile::Frameworks => {
+                "torch, triton and jax of a Python env compute on the device (--env, --python)"
+            }
         }
     }
 }
@@ -305,7 +322,7 @@ mod tests {
         let c = Catalog::builtin();
         for p in Profile::ALL {
             let plan = c.plan(p, &[], false).unwrap();
-            assert!(!plan.is_empty(), "{p} is empty");
+            assert_eq!(!plan.is_empty(), p.runs_kernels(), "{p}");
             assert!(plan.iter().all(|g| !g.test_only));
         }
         // The default profile runs every kernel the runtime has.

@@ -27,6 +27,31 @@ pub struct Report {
     pub settings: Settings,
     pub status: RunStatus,
     pub devices: Vec<DeviceRun>,
+    /// What the failures mean, with fixes (the doctor's finding ids, e.g.
+    /// `framework.cpu-fallback`); the `frameworks` profile fills it.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
+}
+
+/// A finding raised by a run, in the shape of `greta doctor`'s findings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable id (docs/doctor.md lists them), e.g. `framework.mismatch`.
+    pub id: String,
+    /// `ok`, `warn` or `fail`.
+    pub severity: String,
+    pub title: String,
+    pub message: String,
+    /// The results and lines the finding rests on.
+    pub evidence: Vec<String>,
+    pub fix: FindingFix,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindingFix {
+    pub text: String,
+    #[serde(default)]
+    pub commands: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -203,6 +228,10 @@ pub struct Metrics {
     /// timestamps (times then include submission overhead).
     #[serde(default)]
     pub timing: Option<String>,
+    /// Time of the first call, µs (framework gates: kernel loading, JIT
+    /// compilation and library start-up included); absent for kernel gates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_call_us: Option<f64>,
 }
 
 /// A performance floor that applied to a gate.
@@ -437,6 +466,7 @@ pub(crate) mod tests {
             bytes: 1 << 20,
             flops: 0,
             timing: Some("device_timestamps".into()),
+            first_call_us: None,
         };
         Report {
             schema: SCHEMA.into(),
@@ -524,6 +554,7 @@ pub(crate) mod tests {
                     },
                 ],
             }],
+            findings: vec![],
         }
     }
 

@@ -303,6 +303,7 @@ fn run_gate(backend: &mut dyn Backend, gate: &Gate, ctx: &DeviceContext<'_>) -> 
             .to_string(),
         )
         .filter(|_| !device_ns.is_empty()),
+        first_call_us: None,
     };
     let pass = first_failure.is_none() && clean == repeats;
     let reason = if pass {

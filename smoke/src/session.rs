@@ -174,6 +174,14 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
             "--timeout must be more than 0 seconds".into(),
         ));
     }
+    if !opts.profile.runs_kernels() && opts.gates.is_empty() {
+        // Python frameworks, not kernels: `greta smoke` runs them in the
+        // env's interpreter (installer/src/envs/frameworks).
+        return Err(SmokeError::Usage(
+            "profile frameworks has no kernel gates: it runs through `greta smoke --profile frameworks`"
+                .into(),
+        ));
+    }
     let catalog = Catalog::builtin();
     let plan = catalog
         .plan(opts.profile, &opts.gates, opts.include_test_gates)
@@ -300,6 +308,7 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
         },
         status,
         devices,
+        findings: vec![],
     };
     let (written, write_error) = match out_dir.map(|dir| results::write_report(&report, &dir)) {
         Some(Ok(w)) => (Some(w), None),

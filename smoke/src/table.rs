@@ -56,7 +56,13 @@ pub fn render(report: &Report) -> String {
             d.device.driver_info,
             d.device.device_type
         );
-        let mut rows = vec![[
+        // Framework gates also time their first call (compile, library load).
+        let first = d.gates.iter().any(|g| {
+            g.metrics
+                .as_ref()
+                .is_some_and(|m| m.first_call_us.is_some())
+        });
+        let mut header = vec![
             "gate",
             "status",
             "rate",
@@ -65,13 +71,15 @@ pub fn render(report: &Report) -> String {
             "rel_err",
             "clean",
             "median_us",
-            "reason",
-        ]
-        .map(String::from)
-        .to_vec()];
+        ];
+        if first {
+            header.push("first_us");
+        }
+        header.push("reason");
+        let mut rows = vec![header.into_iter().map(String::from).collect::<Vec<_>>()];
         for g in &d.gates {
             let m = g.metrics.as_ref();
-            rows.push(vec![
+            let mut row = vec![
                 g.id.clone(),
                 g.status.as_str().to_uppercase(),
                 num(m.and_then(|m| m.rate)),
@@ -82,8 +90,12 @@ pub fn render(report: &Report) -> String {
                 m.map(|m| format!("{}/{}", m.repeats_clean, m.repeats_total))
                     .unwrap_or_else(|| "-".into()),
                 num(m.and_then(|m| m.time_median_us)),
-                g.reason.clone().unwrap_or_default(),
-            ]);
+            ];
+            if first {
+                row.push(num(m.and_then(|m| m.first_call_us)));
+            }
+            row.push(g.reason.clone().unwrap_or_default());
+            rows.push(row);
         }
         out.push_str(&columns(&rows));
         for m in &d.validation_messages {
@@ -95,6 +107,20 @@ pub fn render(report: &Report) -> String {
         if let Some(l) = &d.lost {
             let _ = writeln!(out, "device {} lost: {l}", d.index);
         }
+        out.push('\n');
+    }
+    for f in &report.findings {
+        let _ = writeln!(out, "finding {} [{}] {}", f.severity, f.id, f.title);
+        let _ = writeln!(out, "    {}", f.message);
+        for e in &f.evidence {
+            let _ = writeln!(out, "    evidence: {e}");
+        }
+        let _ = writeln!(out, "    fix: {}", f.fix.text);
+        for c in &f.fix.commands {
+            let _ = writeln!(out, "      $ {c}");
+        }
+    }
+    if !report.findings.is_empty() {
         out.push('\n');
     }
     let count = |s: GateStatus| {

@@ -32,9 +32,15 @@ pub struct Args {
     /// Machine-readable result on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Skip `greta smoke --profile ultrasafe` after the import check.
+    /// Skip the device work after the install: the framework gates (the frameworks are still
+    /// imported and their builds checked) and `greta smoke --profile ultrasafe`.
     #[arg(long)]
     pub no_smoke: bool,
+    /// What the post-install check asks of torch/triton/jax: `gates` (compute on the
+    /// device against a float64 reference) or `imports` (import them and check their
+    /// builds only: for an env built where its GPU is not reachable now).
+    #[arg(long, value_enum, default_value = "gates", value_name = "KIND")]
+    pub framework_check: FrameworkCheck,
     /// Simple-API index (PEP 691/503) to fetch the locked files from instead
     /// of their lockfile URLs (mirrors, tests); hashes still come from the lock.
     #[arg(long, value_name = "URL")]
@@ -128,6 +134,7 @@ pub fn run(args: Args) -> Result<Exit> {
         bundle: args.bundle.clone(),
         installer: args.installer,
         smoke: !args.no_smoke,
+        gates: !args.no_smoke && args.framework_check == FrameworkCheck::Gates,
         import_timeout: Duration::from_secs(args.import_timeout.max(1)),
         reinstall: args.reinstall,
         early_contents,
@@ -192,4 +199,13 @@ pub fn run(args: Args) -> Result<Exit> {
     } else {
         Exit::Fail
     })
+}
+
+/// `--framework-check`: how far the post-install check goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FrameworkCheck {
+    /// torch, triton and jax compute on the device (the default).
+    Gates,
+    /// Import only, with the build checks (`torch.version.hip`/`cuda`).
+    Imports,
 }

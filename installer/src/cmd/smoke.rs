@@ -2,6 +2,7 @@
 //! 1 a gate failed, 2 could not run. All the work is in greta-smoke; this
 //! is flags, output and exit codes.
 
+mod frameworks;
 mod gpu;
 
 use crate::exit::Exit;
@@ -17,7 +18,7 @@ use std::time::Duration;
 (no usable device, bad flags, bad baseline). Gates and profiles: docs/smoke.md, --list-gates."
 )]
 pub struct Args {
-    /// Gate set: ultrasafe, fill, default, standard, perf.
+    /// Gate set: ultrasafe, fill, default, standard, perf, frameworks.
     #[arg(long, default_value = "default", value_parser = parse_profile)]
     pub profile: Profile,
     /// Device: an index from the backend's list, `all`, `cpu` (lavapipe), `auto`, or a name fragment.
@@ -66,6 +67,12 @@ pub struct Args {
     /// which later runs use. Vulkan only.
     #[arg(long)]
     pub tune: bool,
+    /// frameworks profile: the greta env to check (default: the active env, else python3 on PATH).
+    #[arg(long, value_name = "NAME", conflicts_with = "python")]
+    pub env: Option<String>,
+    /// frameworks profile: the interpreter to check, as its user runs it (not isolated).
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
     /// TEST-ONLY: make the deliberately broken/slow gates selectable (also GRETA_SMOKE_TEST_GATES=1).
     #[arg(
         long,
@@ -126,6 +133,13 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             );
         }
         return Ok(Exit::Pass);
+    }
+    if args.profile == Profile::Frameworks {
+        return frameworks::run(&args);
+    }
+    if args.env.is_some() || args.python.is_some() {
+        eprintln!("greta smoke: bad arguments: --env and --python go with --profile frameworks");
+        return Ok(Exit::Undecided);
     }
     if args.tune {
         return tune(&args);

@@ -100,18 +100,6 @@ pub fn start(mut cmd: Command, stdin_piped: bool) -> Result<Running> {
 }
 
 impl Running {
-    /// Writes `data` to the child's stdin (piped by [`start`]) and closes it.
-    pub fn send_and_close(&mut self, data: &[u8]) -> Result<()> {
-        use std::io::Write;
-        let mut stdin = self
-            .stdin
-            .take()
-            .with_context(|| format!("{}: stdin is not piped", self.shown))?;
-        stdin
-            .write_all(data)
-            .with_context(|| format!("writing to {}", self.shown))
-    }
-
     /// Waits for the child (killing it after `timeout`, counted from now)
     /// and returns what it printed.
     pub fn finish(self, timeout: Option<Duration>) -> Result<Output> {
@@ -124,12 +112,6 @@ impl Running {
             );
         }
         out
-    }
-
-    /// As [`finish`](Self::finish), but a child killed at `timeout` still
-    /// gives what it printed until then; the flag says it was killed.
-    pub fn finish_timed(self, timeout: Duration) -> (Result<Output>, bool) {
-        self.wait(Some(timeout))
     }
 
     fn wait(mut self, timeout: Option<Duration>) -> (Result<Output>, bool) {

@@ -18,6 +18,7 @@ pub mod activate;
 pub mod build;
 pub mod check;
 pub mod current;
+pub mod frameworks;
 pub mod guard;
 pub mod installer;
 pub mod receipt;

@@ -131,7 +131,16 @@ fn frameworks_in_env(root: &Root, env: &str, out: &mut Vec<Framework>) {
         if !lib.starts_with("python") {
             continue;
         }
-        let sp = format!("{env}/lib/{lib}/site-packages");
+        for dir in ["site-packages", "dist-packages"] {
+            frameworks_in_site(root, env, &format!("{env}/lib/{lib}/{dir}"), out);
+        }
+    }
+}
+
+/// Frameworks in one site directory `sp`, recorded as installed in `env`.
+fn frameworks_in_site(root: &Root, env: &str, sp: &str, out: &mut Vec<Framework>) {
+    {
+        let sp = sp.to_string();
         for entry in root.list(&sp) {
             let Some(stem) = entry.strip_suffix(".dist-info") else {
                 continue;
@@ -184,6 +193,73 @@ fn frameworks_in_env(root: &Root, env: &str, out: &mut Vec<Framework>) {
             out.push(fw);
         }
     }
+}
+
+/// An env outside greta's and the site directories to read for it.
+#[derive(Debug, PartialEq)]
+pub struct Prefix {
+    /// What `Framework::env` says: the env or interpreter prefix.
+    pub env: String,
+    pub sites: Vec<String>,
+}
+
+/// `VIRTUAL_ENV`, `CONDA_PREFIX`, and the prefix of the interpreter at
+/// `interpreter` (resolved path, e.g. `/usr/bin/python3.11` -> `/usr`, with
+/// Debian's `dist-packages` and the user site of that version).
+pub fn active_prefixes(root: &Root, interpreter: Option<&str>) -> Vec<Prefix> {
+    let mut out: Vec<Prefix> = Vec::new();
+    let in_lib = |env: &str| -> Vec<String> {
+        root.list(&format!("{env}/lib"))
+            .into_iter()
+            .filter(|l| l.starts_with("python"))
+            .flat_map(|l| ["site-packages", "dist-packages"].map(|d| format!("{env}/lib/{l}/{d}")))
+            .collect()
+    };
+    for key in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+        if let Some(v) = root.env_nonempty(key).filter(|v| v.starts_with('/')) {
+            let env = v.trim_end_matches('/').to_string();
+            if !out.iter().any(|p| p.env == env) {
+                out.push(Prefix {
+                    sites: in_lib(&env),
+                    env,
+                });
+            }
+        }
+    }
+    let Some(exe) = interpreter.filter(|p| p.starts_with('/')) else {
+        return out;
+    };
+    let Some((bin, name)) = exe.rsplit_once('/') else {
+        return out;
+    };
+    let Some(prefix) = bin.strip_suffix("/bin") else {
+        return out;
+    };
+    let prefix = if prefix.is_empty() { "/" } else { prefix };
+    let base = prefix.trim_end_matches('/');
+    // python3.11 -> "3.11"; plain python3 reads every version's dirs.
+    let xy = name.strip_prefix("python").filter(|v| v.contains('.'));
+    let mut sites = in_lib(base);
+    if let Some(xy) = xy {
+        sites.retain(|s| s.contains(&format!("/python{xy}/")));
+        sites.push(format!("{base}/local/lib/python{xy}/dist-packages"));
+        if let Some(h) = root.env_nonempty("HOME") {
+            sites.push(format!(
+                "{}/.local/lib/python{xy}/site-packages",
+                h.trim_end_matches('/')
+            ));
+        }
+    }
+    sites.push(format!("{base}/lib/python3/dist-packages"));
+    let env = if base.is_empty() {
+        "/".into()
+    } else {
+        base.to_string()
+    };
+    if !out.iter().any(|p| p.env == env) {
+        out.push(Prefix { env, sites });
+    }
+    out
 }
 
 /// The PYENV_ROOT a pyenv shim exports, when the file is a pyenv shim.
@@ -363,6 +439,22 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
             frameworks_in_env(root, &format!("{env_root}/{env}"), &mut f.python.frameworks);
         }
     }
+    // The frameworks people already have: the active virtualenv or conda
+    // env, and the site directories of the first python3 on PATH (the one
+    // `python3` runs), with its user site. Read, never imported.
+    let active: Option<(String, String)> = candidates
+        .iter()
+        .find(|(p, _)| p.ends_with("/python3"))
+        .or(candidates.first())
+        .map(|(_, run)| (root.canonical(run), run.clone()));
+    for prefix in active_prefixes(root, active.as_ref().map(|(c, _)| c.as_str())) {
+        let known = f.python.frameworks.iter().any(|fw| fw.env == prefix.env);
+        if !known {
+            for sp in &prefix.sites {
+                frameworks_in_site(root, &prefix.env, sp, &mut f.python.frameworks);
+            }
+        }
+    }
     let interp: Vec<String> = f
         .python
         .interpreters
@@ -385,9 +477,9 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
             .python
             .frameworks
             .iter()
-            .map(|fw| format!("{} {}", fw.name, fw.version))
+            .map(|fw| format!("{} {} ({})", fw.name, fw.version, fw.env))
             .collect();
-        s.push_str(&format!("; greta envs: {}", fws.join(", ")));
+        s.push_str(&format!("; frameworks: {}", fws.join(", ")));
     }
     s
 }

@@ -1,0 +1,241 @@
+//! `greta smoke --profile frameworks [--env NAME | --python PATH]`: the
+//! framework gates (envs/frameworks) on any env or interpreter, reported
+//! as a `greta.smoke/v1` run.
+
+use super::Args;
+use crate::envs::frameworks::{self, judge::Expect, report, session, Request};
+use crate::envs::{EnvRoot, Receipt};
+use crate::exit::Exit;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Which interpreter, and what it promises.
+struct Target {
+    python: PathBuf,
+    label: String,
+    receipt: Option<Receipt>,
+    env_root: Option<PathBuf>,
+}
+
+fn usage(msg: impl std::fmt::Display) -> anyhow::Result<Exit> {
+    eprintln!("greta smoke: bad arguments: {msg}");
+    Ok(Exit::Undecided)
+}
+
+fn greta_env(name: &str) -> anyhow::Result<Result<Target, String>> {
+    if let Err(e) = crate::envs::validate_name(name) {
+        return Ok(Err(format!("--env {name}: {e:#}")));
+    }
+    let path = EnvRoot::default_root()?.env_path(name);
+    match Receipt::load(&path) {
+        Ok(r) => Ok(Ok(Target {
+            python: path.join("bin").join("python"),
+            label: format!("env {name} (profile {})", r.profile),
+            receipt: Some(r),
+            env_root: Some(path),
+        })),
+        Err(e) => Ok(Err(format!(
+            "--env {name}: no greta env at {} ({e:#}); `greta env list` shows the envs",
+            path.display()
+        ))),
+    }
+}
+
+/// The env the user is in, else `python3` on PATH.
+fn default_target() -> Result<Target, String> {
+    if let Some(v) = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()) {
+        let root = PathBuf::from(v);
+        let receipt = Receipt::load(&root).ok();
+        return Ok(Target {
+            python: root.join("bin").join("python"),
+            label: format!("the active env {}", root.display()),
+            env_root: receipt.as_ref().map(|_| root.clone()),
+            receipt,
+        });
+    }
+    let p = which::which("python3").map_err(|e| {
+        format!("no --env or --python given, no VIRTUAL_ENV, and no python3 on PATH ({e})")
+    })?;
+    Ok(Target {
+        label: format!("python {}", p.display()),
+        python: p,
+        receipt: None,
+        env_root: None,
+    })
+}
+
+/// "rocm6.4" -> "6.4": what a ROCm profile's torch must report.
+fn profile_version(profile: &str, backend: &str) -> Option<String> {
+    (backend == "rocm")
+        .then(|| profile.strip_prefix("rocm").map(str::to_string))
+        .flatten()
+        .filter(|v| !v.is_empty())
+}
+
+pub fn run(args: &Args) -> anyhow::Result<Exit> {
+    let target = match (&args.env, &args.python) {
+        (Some(_), Some(_)) => return usage("give --env or --python, not both"),
+        (Some(name), None) => match greta_env(name)? {
+            Ok(t) => t,
+            Err(e) => return usage(e),
+        },
+        (None, Some(p)) => Target {
+            label: format!("python {}", p.display()),
+            python: p.clone(),
+            receipt: None,
+            env_root: None,
+        },
+        (None, None) => match default_target() {
+            Ok(t) => t,
+            Err(e) => return usage(e),
+        },
+    };
+    if !args.gates.is_empty() {
+        return usage(
+            "--gate selects kernel gates; the frameworks profile runs every framework gate",
+        );
+    }
+    let python = if target.python.is_absolute() || target.python.components().count() > 1 {
+        target.python.clone()
+    } else {
+        match which::which(&target.python) {
+            Ok(p) => p,
+            Err(e) => return usage(format!("{}: {e}", target.python.display())),
+        }
+    };
+    if !python.is_file() {
+        return usage(format!(
+            "{} is not an interpreter (no such file)",
+            python.display()
+        ));
+    }
+    let started = Instant::now();
+    let started_at = greta_smoke::results::now_rfc3339();
+    let facts = session::machine_facts();
+    let backend = target.receipt.as_ref().map(|r| r.backend.clone());
+    let gpu = match backend.as_deref() {
+        // The cpu profile runs on the CPU, whatever the machine has.
+        Some("cpu") => None,
+        Some(b) => session::gpu_want(&facts).or(Some(frameworks::judge::GpuWant {
+            vendor: if b == "rocm" {
+                frameworks::judge::Vendor::Amd
+            } else {
+                frameworks::judge::Vendor::Nvidia
+            },
+            names: vec![],
+        })),
+        None => session::gpu_want(&facts),
+    };
+    let expect = Expect {
+        label: target.label.clone(),
+        version: target
+            .receipt
+            .as_ref()
+            .and_then(|r| profile_version(&r.profile, &r.backend)),
+        backend,
+        gpu,
+        env_root: target.env_root.clone(),
+        require_all: false,
+    };
+    let modules: Vec<String> = frameworks::MODULES.iter().map(|m| m.to_string()).collect();
+    let gated: Vec<String> = modules
+        .iter()
+        .filter(|m| *m != "triton" || expect.triton_runs())
+        .cloned()
+        .collect();
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    }) & ((1 << 53) - 1);
+    let timeout = args
+        .timeout
+        .map(Duration::from_secs_f64)
+        .unwrap_or(session::DEFAULT_TIMEOUT);
+    let repeats = args.repeat.unwrap_or(3);
+    let env: BTreeMap<String, String> = target
+        .receipt
+        .as_ref()
+        .map(|r| r.env_vars.clone())
+        .unwrap_or_default();
+    let request = Request {
+        modules,
+        gated,
+        seed,
+        timeout,
+        repeats,
+        isolated: target.env_root.is_some(),
+        env,
+    };
+    eprintln!(
+        "greta smoke: frameworks: {} ({}); a GPU is {}",
+        python.display(),
+        expect.label,
+        match &expect.gpu {
+            Some(g) if !g.names.is_empty() => format!("expected: {}", g.names.join(", ")),
+            Some(_) => "expected (the env's profile needs one)".into(),
+            None => "not expected (torch and jax run on the CPU; triton is skipped)".into(),
+        }
+    );
+    let p = match frameworks::prestart(&python, request) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("greta smoke: could not run: {e:#}");
+            return Ok(Exit::Undecided);
+        }
+    };
+    let checked = session::finish(p, &expect, || facts.clone());
+    let Some(run) = &checked.run else {
+        // No result at all: nothing was decided about the frameworks.
+        for f in &checked.judged.findings {
+            eprintln!("✗ {} [{}] {}", f.severity, f.id, f.title);
+            for e in &f.evidence {
+                eprintln!("    {e}");
+            }
+        }
+        let tail = frameworks::tail(&checked.stderr, 2000);
+        if !tail.is_empty() {
+            eprintln!("stderr of {}:\n{tail}", python.display());
+        }
+        eprintln!("greta smoke: could not run the framework gates");
+        return Ok(Exit::Undecided);
+    };
+    let meta = report::RunMeta {
+        started_at,
+        wall_s: started.elapsed().as_secs_f64(),
+        seed,
+        timeout_s: timeout.as_secs_f64(),
+        repeats,
+    };
+    let rep = report::to_report(run, &checked.judged, &meta);
+    let table = greta_smoke::table::render(&rep);
+    if args.json {
+        eprint!("{table}");
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", rep.to_json())?;
+        out.flush()?;
+    } else {
+        print!("{table}");
+    }
+    match args
+        .out
+        .clone()
+        .or_else(greta_smoke::results::default_out_dir)
+    {
+        Some(dir) => match greta_smoke::results::write_report(&rep, &dir) {
+            Ok(w) => eprintln!("results: {} (csv: {})", w.json.display(), w.csv.display()),
+            Err(e) => {
+                eprintln!("greta smoke: could not write results: {e:#}");
+                return Ok(Exit::Undecided);
+            }
+        },
+        None => eprintln!("greta smoke: no HOME or XDG_DATA_HOME: results not written (use --out)"),
+    }
+    Ok(match rep.status.exit_code() {
+        0 => Exit::Pass,
+        1 => Exit::Fail,
+        _ => Exit::Undecided,
+    })
+}
