@@ -30,13 +30,13 @@ rm -rf target/wheels
 # Host artifacts (build scripts, proc macros) link through zig as well: see
 # scripts/release-host-linker.sh (cargo's host-config, enabled the way
 # cargo-zigbuild enables target-applies-to-host).
-export __CARGO_TEST_CHANNEL_OVERRIDE_DO_NOT_USE_THIS=nightly
-export CARGO_UNSTABLE_TARGET_APPLIES_TO_HOST=true
-export CARGO_TARGET_APPLIES_TO_HOST=false
-export CARGO_UNSTABLE_HOST_CONFIG=true
-export CARGO_HOST_LINKER="$PWD/scripts/release-host-linker.sh"
 echo "release: building the wheel (maturin --zig, manylinux_2_28)" >&2
-maturin build --release --locked --zig --compatibility manylinux_2_28 \
+__CARGO_TEST_CHANNEL_OVERRIDE_DO_NOT_USE_THIS=nightly \
+CARGO_UNSTABLE_TARGET_APPLIES_TO_HOST=true \
+CARGO_TARGET_APPLIES_TO_HOST=false \
+CARGO_UNSTABLE_HOST_CONFIG=true \
+CARGO_HOST_LINKER="$PWD/scripts/release-host-linker.sh" \
+  maturin build --release --locked --zig --compatibility manylinux_2_28 \
   -m installer/Cargo.toml --target "$triple" --out target/wheels >&2
 wheel=$(ls target/wheels/greta-"$version"-*.whl)
 mkdir -p dist
