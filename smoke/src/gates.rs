@@ -26,15 +26,19 @@ pub enum Profile {
     Standard,
     /// Sizes that reach the hardware limit; per-device-class floors apply.
     Perf,
+    /// For schedulers (Slurm's `HealthCheckProgram` is killed after 60 s):
+    /// every kernel's correctness plus a short bandwidth and GEMM check.
+    Health,
 }
 
 impl Profile {
-    pub const ALL: [Profile; 5] = [
+    pub const ALL: [Profile; 6] = [
         Profile::Ultrasafe,
         Profile::Fill,
         Profile::Default,
         Profile::Standard,
         Profile::Perf,
+        Profile::Health,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -44,6 +48,7 @@ impl Profile {
             Profile::Default => "default",
             Profile::Standard => "standard",
             Profile::Perf => "perf",
+            Profile::Health => "health",
         }
     }
 
@@ -51,7 +56,7 @@ impl Profile {
     pub fn repeats(self) -> u32 {
         match self {
             Profile::Ultrasafe => 2,
-            Profile::Fill => 3,
+            Profile::Fill | Profile::Health => 3,
             Profile::Default | Profile::Standard => 10,
             Profile::Perf => 5,
         }
@@ -62,7 +67,7 @@ impl Profile {
     pub fn dispatches(self) -> u32 {
         match self {
             Profile::Ultrasafe | Profile::Default => 1,
-            Profile::Fill => 2,
+            Profile::Fill | Profile::Health => 2,
             Profile::Standard | Profile::Perf => 5,
         }
     }
@@ -73,7 +78,7 @@ impl Profile {
     /// moderate sizes.
     pub fn default_timeout_s(self) -> f64 {
         match self {
-            Profile::Ultrasafe | Profile::Fill | Profile::Default => 10.0,
+            Profile::Ultrasafe | Profile::Fill | Profile::Default | Profile::Health => 10.0,
             Profile::Standard => 30.0,
             Profile::Perf => 60.0,
         }
@@ -91,6 +96,9 @@ impl Profile {
             Profile::Default => "every kernel at moderate size, 10 clean repeats",
             Profile::Standard => "larger sizes, 10 clean repeats",
             Profile::Perf => "hardware-limit sizes, per-device-class floors",
+            Profile::Health => {
+                "for schedulers: every kernel's correctness + short bandwidth/GEMM checks (well under 60 s)"
+            }
         }
     }
 }

@@ -171,6 +171,8 @@ fn smoke(a: SmokeArgs) -> u8 {
         include_test_gates: a.include_test_gates,
         seed: a.seed,
         progress: false,
+        peer_fraction: greta_smoke::peers::DEFAULT_PEER_FRACTION,
+        inject: Vec::new(),
     };
     match greta_smoke::run_profile(&opts) {
         Ok(outcome) => {
