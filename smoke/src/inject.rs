@@ -6,7 +6,7 @@
 //!
 //! | spec | fault |
 //! | --- | --- |
-//! | `corrupt:D[:GATE]` | flips bit 30 of the middle element of the first output of repeat 1 of every gate (or of GATE) on device D |
+//! | `corrupt:D[:GATE]` | flips one bit of the middle element of the first output of repeat 1 of every gate (or of GATE) on device D: the highest clear exponent bit of a float (the value grows by 2^64 or more), bit 30 of a u32 |
 //! | `slow:D[:F]` | multiplies every time measured on device D by F (default 2) |
 //! | `hang:D[:GATE]` | runs a kernel that never finishes in time in place of GATE (default: the first gate that runs) on device D |
 //!
@@ -26,12 +26,21 @@ pub enum Fault {
     Hang { device: usize, gate: Option<String> },
 }
 
-/// The bit a corruption flips: an exponent bit of an f32 (a value of
-/// magnitude under 2 becomes ~2^128 times larger, one of 2 or more
-/// collapses), any bit of a u32 word; in an f16 buffer bit 14, its top
-/// exponent bit.
+/// The bit a corruption flips in a u32 word.
 pub const CORRUPT_BIT_32: u32 = 30;
-pub const CORRUPT_BIT_16: u16 = 14;
+
+/// A one-bit flip that makes a float far larger: the highest clear bit of
+/// the exponent (`exp_bits` wide, ending at bit `top`). A flip that
+/// *shrinks* one element can hide under a norm tolerance (zeroing one
+/// element of `gemm_f16.256` moves its norm by ~4e-3, under the 1e-2
+/// tolerance): that is what a norm tolerance means, so the injection tests
+/// the checker with errors it is meant to see.
+fn grow(bits: u32, top: u32, exp_bits: u32) -> u32 {
+    (0..exp_bits)
+        .map(|i| top - i)
+        .find(|b| bits & (1 << b) == 0)
+        .map_or(bits ^ (1 << top), |b| bits | (1 << b))
+}
 
 /// A kernel far too slow for any timeout: `TestSlow` at its maximum chain
 /// length, dispatched [`HANG_DISPATCHES`] times in one submission (minutes
@@ -50,15 +59,18 @@ pub struct Faults {
 impl Faults {
     /// Parse `--inject` specs; `gates` is the run's plan (a named gate must
     /// be in it). Errors say which spec and why.
+    /// Empty specs (an empty `GRETA_SMOKE_INJECT`) mean no fault.
     pub fn parse(specs: &[String], gates: &[crate::gates::Gate]) -> Result<Faults, String> {
+        let specs: Vec<String> = specs
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
         let mut faults = Vec::new();
-        for spec in specs {
+        for spec in &specs {
             faults.push(parse_one(spec, gates).map_err(|e| format!("--inject {spec:?}: {e}"))?);
         }
-        Ok(Faults {
-            faults,
-            specs: specs.to_vec(),
-        })
+        Ok(Faults { faults, specs })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -97,10 +109,10 @@ impl Faults {
         };
         let mid = buf.len() / 2;
         match buf {
-            HostBuf::F32(v) => v[mid] = f32::from_bits(v[mid].to_bits() ^ (1 << CORRUPT_BIT_32)),
+            HostBuf::F32(v) => v[mid] = f32::from_bits(grow(v[mid].to_bits(), 30, 8)),
             HostBuf::U32(v) => v[mid] ^= 1 << CORRUPT_BIT_32,
             HostBuf::F16(v) => {
-                v[mid] = half::f16::from_bits(v[mid].to_bits() ^ (1 << CORRUPT_BIT_16))
+                v[mid] = half::f16::from_bits(grow(u32::from(v[mid].to_bits()), 14, 5) as u16)
             }
         }
         true
@@ -209,6 +221,9 @@ mod tests {
                 },
             ]
         );
+        assert!(Faults::parse(&["".into(), " ".into()], &plan())
+            .unwrap()
+            .is_empty());
         for (spec, why) in [
             ("melt:0", "unknown fault"),
             ("corrupt", "expected KIND:DEVICE"),
@@ -235,6 +250,11 @@ mod tests {
         let HostBuf::F32(v) = &o[0] else { panic!() };
         assert_eq!(v[2], f32::from_bits(0.75f32.to_bits() ^ (1 << 30)));
         assert!(v[2] > 1e37, "{}", v[2]);
+        // A value whose top exponent bit is set grows by the next clear bit.
+        let five = grow(5.0f32.to_bits(), 30, 8);
+        assert_eq!((five ^ 5.0f32.to_bits()).count_ones(), 1);
+        assert_eq!(f32::from_bits(five), 5.0 * 2f32.powi(64));
+        assert_eq!(f32::from_bits(grow(0.0f32.to_bits(), 30, 8)), 2.0);
         assert_eq!(v.iter().filter(|x| **x == 0.75).count(), 4);
         assert_eq!(o[1], fresh()[1]);
         // No output (noop): nothing to corrupt.

@@ -75,30 +75,31 @@ pub fn line(r: &Report) -> String {
             format!("UNKNOWN: {}: no gate ran on {devices}: {why}", r.profile)
         }
     };
-    if !r.settings.inject.is_empty() {
-        s = format!(
-            "{s} [TEST faults injected: {}]",
-            r.settings.inject.join(" ")
-        );
+    if r.settings.inject.is_empty() {
+        return clip(&s, MAX_LINE);
     }
-    clip(&s)
+    // The faults are always said, whatever is clipped before them.
+    let tag = format!(" [TEST faults injected: {}]", r.settings.inject.join(" "));
+    let tag = clip(&tag, MAX_LINE / 2);
+    s = clip(&s, MAX_LINE - tag.chars().count());
+    s + &tag
 }
 
 /// The line for a run that could not start (exit 2).
 pub fn unknown(why: &str) -> String {
-    clip(&format!("UNKNOWN: {why}"))
+    clip(&format!("UNKNOWN: {why}"), MAX_LINE)
 }
 
-/// One line, at most [`MAX_LINE`] characters.
-fn clip(s: &str) -> String {
+/// One line, at most `max` characters.
+fn clip(s: &str, max: usize) -> String {
     let flat: String = s
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
-    if flat.chars().count() <= MAX_LINE {
+    if flat.chars().count() <= max {
         return flat;
     }
-    let mut cut: String = flat.chars().take(MAX_LINE - 1).collect();
+    let mut cut: String = flat.chars().take(max.saturating_sub(1)).collect();
     cut.push('…');
     cut
 }
@@ -140,6 +141,10 @@ mod tests {
         let l = line(&r);
         assert_eq!(l.chars().count(), MAX_LINE);
         assert!(l.ends_with('…') && !l.contains('\n') && l.contains("first second"));
+        r.settings.inject = vec!["corrupt:0".into()];
+        let l = line(&r);
+        assert_eq!(l.chars().count(), MAX_LINE);
+        assert!(l.ends_with("… [TEST faults injected: corrupt:0]"), "{l}");
         assert_eq!(unknown("no usable device"), "UNKNOWN: no usable device");
     }
 }
