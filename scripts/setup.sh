@@ -2,7 +2,8 @@
 # Installs what greta needs on a fresh Debian/Ubuntu machine (idempotent).
 #   scripts/setup.sh          runtime prerequisites: Vulkan loader, Mesa (RADV + lavapipe), python3-venv
 #   scripts/setup.sh --test   also what the test suite needs: validation layers, vulkaninfo,
-#                             Debian's ROCm 5.2 HIP compiler/runtime, uv (from PyPI)
+#                             Debian's ROCm 5.2 HIP compiler/runtime, uv (from PyPI), slurm-wlm + munge
+#                             (tests/slurm_healthcheck.rs starts a one-node Slurm)
 # Rust (cargo) must already be installed; everything else comes from the distribution and PyPI.
 set -euo pipefail
 want_test=0
@@ -13,7 +14,7 @@ if [[ $(id -u) -ne 0 ]]; then sudo_="sudo"; fi
 
 pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-validationlayers python3-venv python3-pip ca-certificates)
 if [[ $want_test -eq 1 ]]; then
-  pkgs+=(vulkan-tools hipcc libamdhip64-dev rocminfo)
+  pkgs+=(vulkan-tools hipcc libamdhip64-dev rocminfo slurm-wlm munge)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

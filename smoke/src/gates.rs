@@ -29,16 +29,20 @@ pub enum Profile {
     /// torch, triton and jax of a Python env compute on the device (run by
     /// `greta smoke --profile frameworks`; no kernel gates of this catalogue).
     Frameworks,
+    /// For schedulers (Slurm's `HealthCheckProgram` is killed after 60 s):
+    /// every kernel's correctness plus a short bandwidth and GEMM check.
+    Health,
 }
 
 impl Profile {
-    pub const ALL: [Profile; 6] = [
+    pub const ALL: [Profile; 7] = [
         Profile::Ultrasafe,
         Profile::Fill,
         Profile::Default,
         Profile::Standard,
         Profile::Perf,
         Profile::Frameworks,
+        Profile::Health,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -49,6 +53,7 @@ impl Profile {
             Profile::Standard => "standard",
             Profile::Perf => "perf",
             Profile::Frameworks => "frameworks",
+            Profile::Health => "health",
         }
     }
 
@@ -56,7 +61,7 @@ impl Profile {
     pub fn repeats(self) -> u32 {
         match self {
             Profile::Ultrasafe => 2,
-            Profile::Fill | Profile::Frameworks => 3,
+            Profile::Fill | Profile::Frameworks | Profile::Health => 3,
             Profile::Default | Profile::Standard => 10,
             Profile::Perf => 5,
         }
@@ -67,7 +72,7 @@ impl Profile {
     pub fn dispatches(self) -> u32 {
         match self {
             Profile::Ultrasafe | Profile::Default | Profile::Frameworks => 1,
-            Profile::Fill => 2,
+            Profile::Fill | Profile::Health => 2,
             Profile::Standard | Profile::Perf => 5,
         }
     }
@@ -78,7 +83,7 @@ impl Profile {
     /// moderate sizes.
     pub fn default_timeout_s(self) -> f64 {
         match self {
-            Profile::Ultrasafe | Profile::Fill | Profile::Default => 10.0,
+            Profile::Ultrasafe | Profile::Fill | Profile::Default | Profile::Health => 10.0,
             Profile::Standard => 30.0,
             Profile::Perf => 60.0,
             // Per framework: importing torch and the first CUDA/HIP call
@@ -107,6 +112,9 @@ impl Profile {
             Profile::Perf => "hardware-limit sizes, per-device-class floors",
             Profile::Frameworks => {
                 "torch, triton and jax of a Python env compute on the device (--env, --python)"
+            }
+            Profile::Health => {
+                "for schedulers: every kernel's correctness + short bandwidth/GEMM checks (well under 60 s)"
             }
         }
     }

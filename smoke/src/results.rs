@@ -75,6 +75,14 @@ pub struct Settings {
     /// Base seed; each gate's and repeat's seed derives from it.
     pub seed: u64,
     pub include_test_gates: bool,
+    /// `--peer-fraction`: with several devices, a gate's rate must reach
+    /// this fraction of the node's median for it (null in older files).
+    #[serde(default)]
+    pub peer_fraction: Option<f64>,
+    /// TEST-ONLY faults injected into this run (`--inject`); empty in a
+    /// real run. A report with faults is never a healthy baseline.
+    #[serde(default)]
+    pub inject: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,6 +186,10 @@ pub struct GateResult {
     /// The kernel variant the backend ran (e.g. `gemm_f16_coopmat`).
     #[serde(default)]
     pub kernel: Option<String>,
+    /// How the rate compared with the same gate on the node's other
+    /// devices (`--device all` with two or more); null when not compared.
+    #[serde(default)]
+    pub peer: Option<Peer>,
 }
 
 /// Unit of a gate's rate; the direction of "better" follows from it.
@@ -247,6 +259,25 @@ pub struct Floor {
     pub fraction: f64,
     /// Where the reference came from: `baseline FILE` or `floors.toml class ID`.
     pub source: String,
+    pub passed: bool,
+}
+
+/// A gate's rate held against the node's median for the same gate: a GPU
+/// degraded by heat, clocks, PCIe or memory faults shows up against its
+/// siblings even when it clears a fixed floor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Peer {
+    /// Median rate of the gate over the devices that measured it.
+    pub median: f64,
+    pub unit: RateUnit,
+    /// How many devices the median is over (this one included).
+    pub devices: usize,
+    pub fraction: f64,
+    /// `fraction × median`, a minimum; for µs/dispatch `median / fraction`, a maximum.
+    pub limit: f64,
+    /// How this device compares with the median, as a speed: rate / median
+    /// (median / rate for µs/dispatch); 1.0 is the median, 0.5 half as fast.
+    pub ratio: f64,
     pub passed: bool,
 }
 
@@ -490,6 +521,8 @@ pub(crate) mod tests {
                 gates: vec![],
                 seed: 42,
                 include_test_gates: false,
+                peer_fraction: None,
+                inject: vec![],
             },
             status: RunStatus::Fail,
             devices: vec![DeviceRun {
@@ -521,6 +554,7 @@ pub(crate) mod tests {
                         }),
                         wall_s: 0.1,
                         kernel: Some("copy".into()),
+                        peer: None,
                     },
                     GateResult {
                         id: "softmax.256x1024".into(),
@@ -538,6 +572,7 @@ pub(crate) mod tests {
                         floor: None,
                         wall_s: 0.2,
                         kernel: None,
+                        peer: None,
                     },
                     GateResult {
                         id: "gemm_f16.256".into(),
@@ -551,6 +586,7 @@ pub(crate) mod tests {
                         floor: None,
                         wall_s: 0.0,
                         kernel: None,
+                        peer: None,
                     },
                 ],
             }],

@@ -6,6 +6,7 @@
 use crate::deny::DenyList;
 use crate::floors::{self, Baseline, ClassFile};
 use crate::gates::{Gate, Precision, Profile};
+use crate::inject::{Faults, HANG_DISPATCHES, HANG_OP};
 use crate::inputs::{gate_seed, prepare};
 use crate::results::{DeviceInfo, DeviceRun, GateResult, GateStatus, Metrics, Report};
 use crate::verify::verify;
@@ -24,6 +25,8 @@ pub struct DeviceContext<'a> {
     pub baseline: Option<&'a Baseline>,
     pub classes: &'a ClassFile,
     pub deny: &'a DenyList,
+    /// TEST-ONLY injected faults (empty in a real run).
+    pub faults: &'a Faults,
 }
 
 /// Told about each gate as it starts and ends (the progress bar).
@@ -98,7 +101,8 @@ pub fn run_device(
         {
             skip(why)
         } else {
-            let mut r = run_gate(backend, gate, ctx);
+            let first = !results.iter().any(|r| r.metrics.is_some());
+            let mut r = run_gate(backend, gate, ctx, first);
             if let Some(reason) = r.lost.take() {
                 lost = Some(reason);
                 lost_in = Some(gate.id.clone());
@@ -209,6 +213,7 @@ fn skipped(gate: &Gate, base_seed: u64, reason: String) -> GateResult {
         floor: None,
         wall_s: 0.0,
         kernel: None,
+        peer: None,
     }
 }
 
@@ -218,8 +223,17 @@ struct GateRun {
     lost: Option<String>,
 }
 
-fn run_gate(backend: &mut dyn Backend, gate: &Gate, ctx: &DeviceContext<'_>) -> GateRun {
+fn run_gate(
+    backend: &mut dyn Backend,
+    gate: &Gate,
+    ctx: &DeviceContext<'_>,
+    first_gate_run: bool,
+) -> GateRun {
     let started = Instant::now();
+    let device = backend.info().index;
+    if ctx.faults.hangs(device, &gate.id, first_gate_run) {
+        return run_hang(backend, gate, ctx, started);
+    }
     let seed = gate_seed(ctx.seed, &gate.id);
     let repeats = ctx.repeat.unwrap_or_else(|| ctx.profile.repeats()).max(1);
     let opts = RunOpts {
@@ -259,7 +273,9 @@ fn run_gate(backend: &mut dyn Backend, gate: &Gate, ctx: &DeviceContext<'_>) -> 
                 worst_abs = None;
                 break;
             }
-            Ok(stats) => {
+            Ok(mut stats) => {
+                ctx.faults.slow(device, &mut stats);
+                ctx.faults.corrupt(device, &gate.id, r, &mut outs);
                 device_ns.extend_from_slice(&stats.device_ns);
                 wall_us.push(stats.wall.as_secs_f64() * 1e6);
                 wall_clock_timing |= stats.timing == TimingSource::WallClock;
@@ -335,6 +351,49 @@ fn run_gate(backend: &mut dyn Backend, gate: &Gate, ctx: &DeviceContext<'_>) -> 
             floor: None,
             wall_s: started.elapsed().as_secs_f64(),
             kernel,
+            peer: None,
+        },
+        lost,
+    }
+}
+
+/// An injected hang (TEST-ONLY): [`HANG_OP`] runs in place of the gate,
+/// with the gate's timeout, through the same backend call; the timeout must
+/// catch it, and the device is then lost as after any real hang.
+fn run_hang(
+    backend: &mut dyn Backend,
+    gate: &Gate,
+    ctx: &DeviceContext<'_>,
+    started: Instant,
+) -> GateRun {
+    let seed = gate_seed(ctx.seed, &gate.id);
+    let mut prep = prepare(&HANG_OP, false, seed);
+    let mut outs = prep.take_outputs();
+    let opts = RunOpts {
+        repeats: HANG_DISPATCHES,
+        timeout: ctx.timeout,
+        tuning: None,
+    };
+    let (reason, lost) = match backend.run(&prep.op, &prep.inputs, &mut outs, &opts) {
+        Ok(stats) => (
+            format!(
+                "injected hang: the never-ending kernel completed in {:?}, within --timeout; the timeout did not catch it",
+                stats.wall
+            ),
+            None,
+        ),
+        Err(e) => {
+            let msg = format!("injected hang: repeat 1: {}", describe(&e));
+            let lost = e.is_fatal_for_device().then(|| format!("{}: {msg}", gate.id));
+            (msg, lost)
+        }
+    };
+    GateRun {
+        result: GateResult {
+            metrics: None,
+            wall_s: started.elapsed().as_secs_f64(),
+            status: GateStatus::Fail,
+            ..skipped(gate, ctx.seed, reason)
         },
         lost,
     }
@@ -409,7 +468,7 @@ fn apply_floor(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::check::POISON_U32;
     use crate::gates::Catalog;
@@ -431,7 +490,7 @@ mod tests {
         complain_on: Option<&'static str>,
     }
 
-    fn fake_info(fp16: bool) -> greta_runtime::DeviceInfo {
+    pub(crate) fn fake_info(fp16: bool) -> greta_runtime::DeviceInfo {
         serde_json::from_value(serde_json::json!({
             "backend": "vulkan", "index": 0, "name": "Fake GPU", "vendor_id": 4098,
             "device_id": 5567, "device_type": "integrated_gpu", "driver_id": "MESA_RADV",
@@ -565,6 +624,7 @@ profiles = ["default"]
         gates: Vec<Gate>,
         classes: ClassFile,
         deny: DenyList,
+        faults: Faults,
     }
 
     impl Fixture {
@@ -573,6 +633,7 @@ profiles = ["default"]
                 gates: tiny_gates(),
                 classes: ClassFile::default(),
                 deny: DenyList::default(),
+                faults: Faults::default(),
             }
         }
         fn ctx<'a>(&'a self, baseline: Option<&'a Baseline>) -> DeviceContext<'a> {
@@ -586,6 +647,7 @@ profiles = ["default"]
                 baseline,
                 classes: &self.classes,
                 deny: &self.deny,
+                faults: &self.faults,
             }
         }
     }

@@ -5,9 +5,12 @@
 use crate::deny::DenyList;
 use crate::floors::{Baseline, ClassFile, FloorsError, DEFAULT_FLOOR_FRACTION};
 use crate::gates::{Catalog, Profile};
+use crate::inject::Faults;
+use crate::node::{run_devices, RuntimeOpener};
+use crate::peers::DEFAULT_PEER_FRACTION;
 use crate::progress::Bar;
 use crate::results::{self, DeviceRun, GateStatus, Report, RunStatus, Settings, Written, SCHEMA};
-use crate::runner::{device_info, run_device, DeviceContext};
+use crate::runner::{device_info, DeviceContext};
 use greta_runtime::{BackendKind, DeviceSelect, RuntimeError};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -102,6 +105,11 @@ pub struct Options {
     pub seed: Option<u64>,
     /// Progress bar on stderr (shown only when stderr is a terminal).
     pub progress: bool,
+    /// With several devices, the fraction of the node's median rate each
+    /// gate must reach (see [`crate::peers`]).
+    pub peer_fraction: f64,
+    /// TEST-ONLY fault specs (see [`crate::inject`]); empty in real runs.
+    pub inject: Vec<String>,
 }
 
 impl Default for Options {
@@ -121,6 +129,8 @@ impl Default for Options {
             include_test_gates: false,
             seed: None,
             progress: true,
+            peer_fraction: DEFAULT_PEER_FRACTION,
+            inject: Vec::new(),
         }
     }
 }
@@ -169,6 +179,12 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
             opts.floor_fraction
         )));
     }
+    if !(opts.peer_fraction > 0.0 && opts.peer_fraction <= 1.0) {
+        return Err(SmokeError::Usage(format!(
+            "--peer-fraction must be in (0, 1], got {}",
+            opts.peer_fraction
+        )));
+    }
     if opts.timeout.is_zero() {
         return Err(SmokeError::Usage(
             "--timeout must be more than 0 seconds".into(),
@@ -186,6 +202,7 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
     let plan = catalog
         .plan(opts.profile, &opts.gates, opts.include_test_gates)
         .map_err(SmokeError::Usage)?;
+    let faults = Faults::parse(&opts.inject, &plan).map_err(SmokeError::Usage)?;
     // Read every input before touching a device: a bad file is exit 2, fast.
     let baseline = opts.baseline.as_deref().map(Baseline::load).transpose()?;
     let mut deny = DenyList::builtin();
@@ -255,35 +272,30 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
         baseline: baseline.as_ref(),
         classes: &classes,
         deny: &deny,
+        faults: &faults,
     };
     let bar = Bar::new(opts.progress, plan.len() * selects.len());
+    bar.set_device(&match selects.len() {
+        1 => String::new(),
+        n => format!("{n} devices"),
+    });
+    // One worker per device, all at once (crate::node).
     let mut devices: Vec<DeviceRun> = Vec::new();
-    for sel in &selects {
-        let t = Instant::now();
-        let opened = greta_runtime::open(kind, sel);
-        let open_s = t.elapsed().as_secs_f64();
-        let mut backend = match opened {
-            Ok(b) => b,
+    let runs = run_devices(&RuntimeOpener(kind), &selects, &ctx, &bar);
+    for (sel, run) in selects.iter().zip(runs) {
+        match run {
+            Ok(run) => devices.push(run),
             // One named device that cannot be opened: nothing decided.
             Err(e) if selects.len() == 1 => {
                 bar.finish();
                 return Err(no_device(e));
             }
             // One of several listed devices: that device fails.
-            Err(e) => {
-                devices.push(unopenable(kind, sel, &e, &plan, seed));
-                continue;
-            }
-        };
-        bar.set_device(&backend.info().name);
-        let run = run_device(backend.as_mut(), open_s, &ctx, &bar);
-        if backend.lost().is_some() {
-            // A lost device may still be running the hung submission;
-            // tearing it down could wait on it. Leak it instead: greta must
-            // return promptly, and the process exits soon after.
-            std::mem::forget(backend);
+            Err(e) => devices.push(unopenable(kind, sel, &e, &plan, seed)),
         }
-        devices.push(run);
+    }
+    if devices.len() >= 2 {
+        crate::peers::compare(&mut devices, opts.peer_fraction);
     }
     bar.finish();
 
@@ -305,6 +317,8 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
             gates: opts.gates.clone(),
             seed,
             include_test_gates: opts.include_test_gates,
+            peer_fraction: Some(opts.peer_fraction),
+            inject: faults.specs.clone(),
         },
         status,
         devices,
@@ -404,6 +418,7 @@ fn unopenable(
                 floor: None,
                 wall_s: 0.0,
                 kernel: None,
+                peer: None,
             })
             .collect(),
         validation_messages: vec![],

@@ -28,6 +28,9 @@ pub struct Args {
 }
 
 #[derive(clap::Subcommand, Debug)]
+// Parsed once per process from the command line: the size of a variant
+// costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Compile kernels: a CompileRequest (JSON) on stdin, a CompileAnswer on stdout.
     Compile,
@@ -226,6 +229,17 @@ fn smoke(a: SmokeArgs) -> u8 {
         include_test_gates: a.include_test_gates,
         seed: a.seed,
         progress: false,
+        // One device per child: peers are compared by the parent's run
+        // (--device all), faults come as GRETA_SMOKE_INJECT from the parent.
+        peer_fraction: greta_smoke::peers::DEFAULT_PEER_FRACTION,
+        inject: std::env::var("GRETA_SMOKE_INJECT")
+            .map(|v| {
+                v.split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
     };
     match greta_smoke::run_profile(&opts) {
         Ok(outcome) => {

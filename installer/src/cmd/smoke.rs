@@ -2,6 +2,7 @@
 //! 1 a gate failed, 2 could not run. All the work is in greta-smoke; this
 //! is flags, output and exit codes.
 
+mod fleet;
 mod frameworks;
 mod gpu;
 
@@ -18,7 +19,7 @@ use std::time::Duration;
 (no usable device, bad flags, bad baseline). Gates and profiles: docs/smoke.md, --list-gates."
 )]
 pub struct Args {
-    /// Gate set: ultrasafe, fill, default, standard, perf, frameworks.
+    /// Gate set: ultrasafe, fill, default, standard, perf, health, frameworks.
     #[arg(long, default_value = "default", value_parser = parse_profile)]
     pub profile: Profile,
     /// Device: an index from the backend's list, `all`, `cpu` (lavapipe), `auto`, or a name fragment.
@@ -73,6 +74,29 @@ pub struct Args {
     /// frameworks profile: the interpreter to check, as its user runs it (not isolated).
     #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
+    /// With several devices (--device all): fail a gate whose rate is under this fraction of the
+    /// node's median for it (an outlier among its siblings), even above its floor.
+    #[arg(long, value_name = "F", default_value_t = greta_smoke::peers::DEFAULT_PEER_FRACTION)]
+    pub peer_fraction: f64,
+    /// For health checks (Kubernetes node-problem-detector, Slurm): print exactly one short line
+    /// on stdout (OK: / FAIL: / UNKNOWN: ...); the table goes to stderr. Exit codes as always.
+    #[arg(long, conflicts_with = "json")]
+    pub oneline: bool,
+    /// Also write the run as a Prometheus textfile (node_exporter textfile collector), atomically.
+    #[arg(long, value_name = "FILE")]
+    pub prom: Option<PathBuf>,
+    /// Do not write the dated JSON/CSV result files (health checks that run every few minutes).
+    #[arg(long)]
+    pub no_save: bool,
+    /// TEST-ONLY: inject a fault (corrupt:D[:GATE], slow:D[:F], hang:D[:GATE]); docs/fleet.md.
+    #[arg(
+        long,
+        hide = true,
+        value_name = "SPEC",
+        env = "GRETA_SMOKE_INJECT",
+        value_delimiter = ','
+    )]
+    pub inject: Vec<String>,
     /// TEST-ONLY: make the deliberately broken/slow gates selectable (also GRETA_SMOKE_TEST_GATES=1).
     #[arg(
         long,
@@ -152,8 +176,18 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         }
         b => b,
     };
+    let fleet = fleet::Fleet {
+        oneline: args.oneline,
+        prom: args.prom.clone(),
+        profile: args.profile,
+        started: std::time::Instant::now(),
+        prom_failed: Default::default(),
+    };
+    if let Err(e) = fleet.check() {
+        return Ok(fleet.undecided(&e));
+    }
     if matches!(backend, BackendChoice::Hip | BackendChoice::Cuda) {
-        return gpu::run(&args, backend);
+        return gpu::run(&args, backend, &fleet);
     }
     let opts = Options {
         profile: args.profile,
@@ -166,13 +200,15 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
                 .unwrap_or_else(|| args.profile.default_timeout_s()),
         ),
         out_dir: args.out,
-        write_results: true,
+        write_results: !args.no_save,
         baseline: args.baseline,
         floor_fraction: args.floor_fraction,
         deny_list: args.deny_list,
         include_test_gates: args.include_test_gates,
         seed: args.seed,
         progress: !args.no_progress,
+        peer_fraction: args.peer_fraction,
+        inject: args.inject,
     };
     let outcome = match greta_smoke::run_profile(&opts) {
         Ok(o) => o,
@@ -183,10 +219,13 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
                 SmokeError::Input(_) => "bad input file",
             };
             eprintln!("greta smoke: {what}: {e}");
-            return Ok(Exit::Undecided);
+            return Ok(fleet.undecided(&format!("{what}: {e}")));
         }
     };
     let table = greta_smoke::table::render(&outcome.report);
+    if let Some(exit) = fleet.finish(&outcome, &table) {
+        return Ok(exit);
+    }
     if args.json {
         eprint!("{table}");
         let mut out = std::io::stdout().lock();
@@ -201,11 +240,11 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     if let Some(e) = &outcome.write_error {
         eprintln!("greta smoke: could not write results: {e}");
     }
-    Ok(match outcome.exit_code() {
+    Ok(fleet.exit(match outcome.exit_code() {
         0 => Exit::Pass,
         1 => Exit::Fail,
         _ => Exit::Undecided,
-    })
+    }))
 }
 
 /// `--tune`: the sweep is greta_smoke::tune; this prints it (table, or

@@ -7,6 +7,7 @@
 //! the child's `greta.smoke/v1` report exactly as a Vulkan run's. Gates,
 //! tolerances, schema and exit codes are the same `greta_smoke` code.
 
+use super::fleet::Fleet;
 use super::Args;
 use crate::cmd::gpu::{ChildError, ERROR_SCHEMA};
 use crate::exit::Exit;
@@ -287,59 +288,73 @@ fn results_dir(args: &Args) -> Result<PathBuf, String> {
 
 /// `greta smoke --backend hip|cuda`: run the gates in a child of this
 /// binary, print and write its report, exit with its code.
-pub fn run(args: &Args, backend: BackendChoice) -> anyhow::Result<Exit> {
+pub fn run(args: &Args, backend: BackendChoice, fleet: &Fleet) -> anyhow::Result<Exit> {
     if !(args.floor_fraction > 0.0 && args.floor_fraction <= 1.0) {
-        eprintln!(
-            "greta smoke: bad arguments: --floor-fraction must be in (0, 1], got {}",
-            args.floor_fraction
-        );
-        return Ok(Exit::Undecided);
+        return Ok(stop(
+            fleet,
+            format!(
+                "bad arguments: --floor-fraction must be in (0, 1], got {}",
+                args.floor_fraction
+            ),
+        ));
     }
     let dir = match results_dir(args) {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("greta smoke: bad arguments: {e}");
-            return Ok(Exit::Undecided);
+            return Ok(stop(fleet, format!("bad arguments: {e}")));
         }
     };
     let Some(helper) = child::helper() else {
-        eprintln!("greta smoke: could not run: greta cannot find its own executable");
-        return Ok(Exit::Undecided);
+        return Ok(stop(
+            fleet,
+            "could not run: greta cannot find its own executable".to_string(),
+        ));
     };
     let timeout_s = args
         .timeout
         .unwrap_or_else(|| args.profile.default_timeout_s());
     let mut cmd = helper.command("smoke");
     cmd.args(child_args(args, backend));
+    // TEST-ONLY faults reach the child as they reach greta (docs/fleet.md).
+    cmd.env("GRETA_SMOKE_INJECT", args.inject.join(","));
     let what = format!("the {} smoke child", backend.as_str());
     let out = match child::run(cmd, &what, b"", run_limit(args, timeout_s)) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("greta smoke: could not run: {e}");
-            return Ok(Exit::Undecided);
+            return Ok(stop(fleet, format!("could not run: {e}")));
         }
     };
     eprint!("{}", out.stderr);
     match parse_output(&out.stdout) {
-        Parsed::Report(report) => finish(args, &report, out.status.code().unwrap_or(2), &dir),
+        Parsed::Report(report) => {
+            finish(args, &report, out.status.code().unwrap_or(2), &dir, fleet)
+        }
         Parsed::Error(e) => {
             let what = match e.kind.as_str() {
                 "usage" => "bad arguments",
                 "input" => "bad input file",
                 _ => "could not run",
             };
-            eprintln!("greta smoke: {what}: {}", e.message);
-            Ok(Exit::Undecided)
+            Ok(stop(fleet, format!("{what}: {}", e.message)))
         }
-        Parsed::Nothing(why) => {
-            eprintln!(
-                "greta smoke: could not run: the {} child ended with {} without a report ({why})",
+        Parsed::Nothing(why) => Ok(stop(
+            fleet,
+            format!(
+                "could not run: the {} child ended with {} without a report ({why})",
                 backend.as_str(),
                 out.how()
-            );
-            Ok(Exit::Undecided)
-        }
+            ),
+        )),
     }
+}
+
+/// Nothing could be decided: the reason on stderr (and, for fleets, the
+/// UNKNOWN line and a status-2 textfile).
+fn stop(fleet: &Fleet, why: String) -> Exit {
+    if fleet.oneline || fleet.prom.is_none() {
+        eprintln!("greta smoke: {why}");
+    }
+    fleet.undecided(&why)
 }
 
 enum Parsed {
@@ -373,8 +388,39 @@ fn parse_output(stdout: &[u8]) -> Parsed {
 
 /// Prints and writes `report` as the Vulkan path does; the exit code is the
 /// worker's, or 2 when the results could not be written.
-fn finish(args: &Args, report: &Report, code: i32, dir: &std::path::Path) -> anyhow::Result<Exit> {
+fn finish(
+    args: &Args,
+    report: &Report,
+    code: i32,
+    dir: &std::path::Path,
+    fleet: &Fleet,
+) -> anyhow::Result<Exit> {
     let table = greta_smoke::table::render(report);
+    let (written, write_error) = if args.no_save {
+        (None, None)
+    } else {
+        match results::write_report(report, dir) {
+            Ok(w) => (Some(w), None),
+            Err(e) => (None, Some(format!("{e:#}"))),
+        }
+    };
+    let outcome = greta_smoke::Outcome {
+        report: report.clone(),
+        written,
+        write_error,
+    };
+    // The child's code decides; it agrees with the report's status (the
+    // same greta_smoke computed both), and anything else is undecided.
+    let exit = match (code, outcome.write_error.is_none()) {
+        (_, false) => Exit::Undecided,
+        (0, true) => Exit::Pass,
+        (1, true) => Exit::Fail,
+        _ => Exit::Undecided,
+    };
+    // --oneline / --prom (docs/fleet.md), as on the Vulkan path.
+    if let Some(e) = fleet.finish(&outcome, &table) {
+        return Ok(e);
+    }
     if args.json {
         eprint!("{table}");
         let mut out = std::io::stdout().lock();
@@ -383,19 +429,13 @@ fn finish(args: &Args, report: &Report, code: i32, dir: &std::path::Path) -> any
     } else {
         print!("{table}");
     }
-    let written = results::write_report(report, dir);
-    match &written {
-        Ok(w) => eprintln!("results: {} (csv: {})", w.json.display(), w.csv.display()),
-        Err(e) => eprintln!("greta smoke: could not write results: {e:#}"),
+    if let Some(w) = &outcome.written {
+        eprintln!("results: {} (csv: {})", w.json.display(), w.csv.display());
     }
-    // The child's code decides; it agrees with the report's status (the
-    // same greta_smoke computed both), and anything else is undecided.
-    Ok(match (code, written.is_ok()) {
-        (_, false) => Exit::Undecided,
-        (0, true) => Exit::Pass,
-        (1, true) => Exit::Fail,
-        _ => Exit::Undecided,
-    })
+    if let Some(e) = &outcome.write_error {
+        eprintln!("greta smoke: could not write results: {e}");
+    }
+    Ok(fleet.exit(exit))
 }
 
 #[cfg(test)]

@@ -117,6 +117,7 @@ fn gate_result(j: &super::judge::Judged, seed: u64) -> GateResult {
         seed,
         metrics,
         floor: None,
+        peer: None,
         wall_s: j
             .record
             .as_ref()
@@ -246,6 +247,8 @@ pub fn to_report(run: &Run, judged: &Judgement, meta: &RunMeta) -> Report {
             gates: vec![],
             seed: meta.seed,
             include_test_gates: false,
+            peer_fraction: None,
+            inject: vec![],
         },
         status,
         devices,

@@ -1,0 +1,94 @@
+//! `greta smoke --oneline` and `--prom FILE`: the outputs fleets read
+//! (docs/fleet.md). The line and the textfile are built by greta_smoke
+//! (`oneline`, `prom`); this prints and writes them and keeps the exit
+//! codes: 0 pass, 1 fail, 2 undecided, also when the textfile cannot be
+//! written.
+
+use crate::exit::Exit;
+use greta_smoke::{oneline, prom, Outcome, Profile};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub struct Fleet {
+    pub oneline: bool,
+    pub prom: Option<PathBuf>,
+    pub profile: Profile,
+    pub started: Instant,
+    /// The textfile could not be written: the run is then exit 2.
+    pub prom_failed: std::cell::Cell<bool>,
+}
+
+impl Fleet {
+    /// Before any gate runs: the textfile's directory must take a file.
+    pub fn check(&self) -> Result<(), String> {
+        match &self.prom {
+            Some(p) => prom::check_writable(p),
+            None => Ok(()),
+        }
+    }
+
+    /// Nothing was decided (exit 2): the UNKNOWN line, and a textfile that
+    /// says so (status 2) so a stale healthy one does not linger.
+    pub fn undecided(&self, why: &str) -> Exit {
+        if self.oneline {
+            println!("{}", oneline::unknown(why));
+        } else if self.prom.is_some() {
+            eprintln!("greta smoke: {why}");
+        }
+        if let Some(p) = &self.prom {
+            let text =
+                prom::render_undecided(self.profile.as_str(), self.started.elapsed().as_secs_f64());
+            if let Err(e) = prom::write_atomic(p, &text) {
+                eprintln!("greta smoke: could not write {}: {e}", p.display());
+            }
+        }
+        Exit::Undecided
+    }
+
+    /// Write the textfile; with `--oneline`, print the table on stderr and
+    /// the line on stdout and return the exit code (else `None`: the
+    /// caller prints as usual).
+    pub fn finish(&self, outcome: &Outcome, table: &str) -> Option<Exit> {
+        if let Some(p) = &self.prom {
+            if let Err(e) = prom::write_atomic(p, &prom::render(&outcome.report)) {
+                eprintln!("greta smoke: could not write {}: {e}", p.display());
+                self.prom_failed.set(true);
+            }
+        }
+        let prom_failed = self.prom_failed.get();
+        if !self.oneline {
+            return None;
+        }
+        let code = self.exit(match outcome.exit_code() {
+            0 => Exit::Pass,
+            1 => Exit::Fail,
+            _ => Exit::Undecided,
+        });
+        eprint!("{table}");
+        if let Some(w) = &outcome.written {
+            eprintln!("results: {} (csv: {})", w.json.display(), w.csv.display());
+        }
+        if let Some(e) = &outcome.write_error {
+            eprintln!("greta smoke: could not write results: {e}");
+        }
+        let line = match (prom_failed, &outcome.write_error) {
+            (true, _) => oneline::unknown("could not write the --prom textfile"),
+            (false, Some(_)) => oneline::unknown("could not write the result files"),
+            (false, None) => oneline::line(&outcome.report),
+        };
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+        Some(code)
+    }
+
+    /// The run's exit code, made 2 when the textfile could not be written.
+    pub fn exit(&self, code: Exit) -> Exit {
+        if self.prom_failed.get() {
+            Exit::Undecided
+        } else {
+            code
+        }
+    }
+}

@@ -1,0 +1,376 @@
+//! `--prom FILE`: the run as a Prometheus textfile for node_exporter's
+//! textfile collector (text exposition format 0.0.4): per device and gate,
+//! pass / rate / floor / peer median, plus the run's status, duration and
+//! time. Written atomically (a temporary file in the same directory, synced,
+//! made world-readable and renamed over FILE), so the collector never reads
+//! half a file; the temporary name does not end in `.prom`, which the
+//! collector ignores.
+
+use crate::results::{GateStatus, Report, RunStatus};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+
+/// Label set of one device.
+struct DevLabels(String);
+
+/// The textfile for a finished run.
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    let profile = format!("profile=\"{}\"", esc(&r.profile));
+    run_families(
+        &mut out,
+        &profile,
+        r.status,
+        r.wall_s,
+        unix_time(&r.finished_at),
+    );
+
+    let devs: Vec<(DevLabels, &crate::results::DeviceRun)> = r
+        .devices
+        .iter()
+        .map(|d| {
+            (
+                DevLabels(format!(
+                    "{profile},device=\"{}\",name=\"{}\",uuid=\"{}\",backend=\"{}\"",
+                    d.index,
+                    esc(&d.device.name),
+                    esc(d.device.uuid.as_deref().unwrap_or("")),
+                    esc(&d.backend)
+                )),
+                d,
+            )
+        })
+        .collect();
+    family(
+        &mut out,
+        "greta_smoke_device_pass",
+        "1 when every gate that ran on the device passed (and it was not lost), else 0.",
+    );
+    for (l, d) in &devs {
+        sample(
+            &mut out,
+            "greta_smoke_device_pass",
+            &l.0,
+            bool01(d.status == RunStatus::Pass),
+        );
+    }
+    family(
+        &mut out,
+        "greta_smoke_device_open_seconds",
+        "Seconds to open the device.",
+    );
+    for (l, d) in &devs {
+        sample(&mut out, "greta_smoke_device_open_seconds", &l.0, d.open_s);
+    }
+    type Pick = fn(&crate::results::GateResult) -> Option<f64>;
+    let per_gate: [(&str, &str, bool, Pick); 5] = [
+        (
+            "greta_smoke_gate_pass",
+            "1 when the gate passed, 0 when it failed (skipped gates: greta_smoke_gate_skipped).",
+            false,
+            |g| match g.status {
+                GateStatus::Pass => Some(1.0),
+                GateStatus::Fail => Some(0.0),
+                GateStatus::Skip => None,
+            },
+        ),
+        (
+            "greta_smoke_gate_skipped",
+            "1 for a gate that was skipped (the device cannot run it, f16 preconditions, device lost).",
+            false,
+            |g| (g.status == GateStatus::Skip).then_some(1.0),
+        ),
+        (
+            "greta_smoke_gate_rate",
+            "The gate's measured rate, in the unit of its unit label (us/dispatch: lower is better).",
+            true,
+            |g| g.metrics.as_ref().and_then(|m| m.rate),
+        ),
+        (
+            "greta_smoke_gate_floor",
+            "The floor the rate was held to (a minimum; for us/dispatch a maximum), when one applied.",
+            true,
+            |g| g.floor.as_ref().map(|f| f.limit),
+        ),
+        (
+            "greta_smoke_gate_peer_median",
+            "The node's median rate for the gate (--device all with two or more devices).",
+            true,
+            |g| g.peer.as_ref().map(|p| p.median),
+        ),
+    ];
+    for (name, help, with_unit, pick) in per_gate {
+        family(&mut out, name, help);
+        for (l, d) in &devs {
+            for g in &d.gates {
+                let Some(v) = pick(g).filter(|v| v.is_finite()) else {
+                    continue;
+                };
+                let mut labels = format!("{},gate=\"{}\"", l.0, esc(&g.id));
+                if with_unit {
+                    let unit = g.metrics.as_ref().map(|m| m.unit.as_str()).unwrap_or("");
+                    let _ = write!(labels, ",unit=\"{}\"", esc(unit));
+                }
+                sample(&mut out, name, &labels, v);
+            }
+        }
+    }
+    out
+}
+
+/// The textfile for a run that decided nothing before any device ran
+/// (exit 2): status 2, how long it took, when.
+pub fn render_undecided(profile: &str, wall_s: f64) -> String {
+    let mut out = String::new();
+    let now = time::OffsetDateTime::now_utc();
+    let t = now.unix_timestamp() as f64 + f64::from(now.millisecond()) / 1e3;
+    run_families(
+        &mut out,
+        &format!("profile=\"{}\"", esc(profile)),
+        RunStatus::Undecided,
+        wall_s,
+        Some(t),
+    );
+    out
+}
+
+fn run_families(out: &mut String, profile: &str, status: RunStatus, wall_s: f64, t: Option<f64>) {
+    family(
+        out,
+        "greta_smoke_status",
+        "Verdict of the last greta smoke run, as its exit code: 0 pass, 1 a gate failed, 2 undecided.",
+    );
+    sample(
+        out,
+        "greta_smoke_status",
+        profile,
+        f64::from(status.exit_code()),
+    );
+    family(
+        out,
+        "greta_smoke_run_duration_seconds",
+        "Wall time of the last run.",
+    );
+    sample(out, "greta_smoke_run_duration_seconds", profile, wall_s);
+    if let Some(t) = t {
+        family(
+            out,
+            "greta_smoke_last_run_timestamp_seconds",
+            "When the last run finished, Unix time.",
+        );
+        sample(out, "greta_smoke_last_run_timestamp_seconds", profile, t);
+    }
+}
+
+fn family(out: &mut String, name: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {}", help.replace('\\', "\\\\"));
+    let _ = writeln!(out, "# TYPE {name} gauge");
+}
+
+fn sample(out: &mut String, name: &str, labels: &str, v: f64) {
+    let _ = writeln!(out, "{name}{{{labels}}} {v}");
+}
+
+fn bool01(b: bool) -> f64 {
+    if b {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// A label value: backslash, double quote and line feed escaped.
+fn esc(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn unix_time(rfc3339: &str) -> Option<f64> {
+    let t = time::OffsetDateTime::parse(rfc3339, &time::format_description::well_known::Rfc3339)
+        .ok()?;
+    Some(t.unix_timestamp_nanos() as f64 / 1e9)
+}
+
+/// Fail fast (before any gate runs) when `path` cannot be written: its
+/// directory must exist and take a file.
+pub fn check_writable(path: &Path) -> Result<(), String> {
+    let dir = parent(path);
+    tempfile::Builder::new()
+        .prefix(".greta-smoke-probe-")
+        .tempfile_in(dir)
+        .map(drop)
+        .map_err(|e| {
+            format!(
+                "--prom {}: cannot write in {}: {e}",
+                path.display(),
+                dir.display()
+            )
+        })
+}
+
+/// Write `text` to `path` atomically: temp file in the same directory,
+/// synced, mode 0644 (the collector often runs as another user), renamed
+/// over `path`. On error `path` keeps its previous content.
+pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".greta-smoke-")
+        .suffix(".prom.tmp")
+        .tempfile_in(parent(path))?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::tests::sample_report;
+    use crate::results::Peer;
+
+    /// Parsed with prometheus-parse, a maintained parser of the text
+    /// format, and checked line by line against the format's grammar.
+    fn parse(text: &str) -> prometheus_parse::Scrape {
+        for l in text.lines() {
+            assert!(!l.is_empty(), "empty line in\n{text}");
+            if let Some(rest) = l.strip_prefix("# ") {
+                assert!(
+                    rest.starts_with("HELP greta_smoke_") || rest.starts_with("TYPE greta_smoke_"),
+                    "{l}"
+                );
+                continue;
+            }
+            let (name, rest) = l.split_once('{').expect("labels");
+            assert!(
+                name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                "{l}"
+            );
+            let (_, value) = rest.rsplit_once("} ").expect("value");
+            assert!(value.parse::<f64>().is_ok_and(f64::is_finite), "{l}");
+        }
+        assert!(text.ends_with('\n'));
+        prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).expect("parses")
+    }
+
+    fn value(s: &prometheus_parse::Scrape, metric: &str, gate: Option<&str>) -> Option<f64> {
+        s.samples
+            .iter()
+            .find(|x| x.metric == metric && gate.is_none_or(|g| x.labels.get("gate") == Some(g)))
+            .map(|x| match x.value {
+                prometheus_parse::Value::Gauge(v) => v,
+                ref other => panic!("{metric} is not a gauge: {other:?}"),
+            })
+    }
+
+    #[test]
+    fn a_report_renders_as_valid_exposition_format() {
+        let mut r = sample_report();
+        r.devices[0].device.name = "GPU \"quoted\" \\ name\nx".into();
+        r.devices[0].gates[0].peer = Some(Peer {
+            median: 11.0,
+            unit: crate::results::RateUnit::GBps,
+            devices: 2,
+            fraction: 0.85,
+            limit: 9.35,
+            ratio: 12.5 / 11.0,
+            passed: true,
+        });
+        let text = render(&r);
+        let s = parse(&text);
+        assert_eq!(value(&s, "greta_smoke_status", None), Some(1.0));
+        assert_eq!(
+            value(&s, "greta_smoke_run_duration_seconds", None),
+            Some(2.9)
+        );
+        let t = value(&s, "greta_smoke_last_run_timestamp_seconds", None).unwrap();
+        assert_eq!(t, 1_795_301_380.0); // 2026-11-21T22:49:40Z
+        assert_eq!(value(&s, "greta_smoke_device_pass", None), Some(0.0));
+        assert_eq!(
+            value(&s, "greta_smoke_gate_pass", Some("copy.bw")),
+            Some(1.0)
+        );
+        assert_eq!(
+            value(&s, "greta_smoke_gate_pass", Some("softmax.256x1024")),
+            Some(0.0)
+        );
+        assert_eq!(
+            value(&s, "greta_smoke_gate_pass", Some("gemm_f16.256")),
+            None
+        );
+        assert_eq!(
+            value(&s, "greta_smoke_gate_skipped", Some("gemm_f16.256")),
+            Some(1.0)
+        );
+        assert_eq!(
+            value(&s, "greta_smoke_gate_rate", Some("copy.bw")),
+            Some(12.5)
+        );
+        assert_eq!(
+            value(&s, "greta_smoke_gate_floor", Some("copy.bw")),
+            Some(7.5)
+        );
+        assert_eq!(
+            value(&s, "greta_smoke_gate_peer_median", Some("copy.bw")),
+            Some(11.0)
+        );
+        let rate = s
+            .samples
+            .iter()
+            .find(|x| x.metric == "greta_smoke_gate_rate")
+            .unwrap();
+        assert_eq!(rate.labels.get("unit"), Some("GB/s"));
+        assert_eq!(rate.labels.get("device"), Some("0"));
+        assert_eq!(rate.labels.get("profile"), Some("default"));
+        // Each family is announced once, and its samples follow it.
+        for fam in ["greta_smoke_gate_rate", "greta_smoke_device_pass"] {
+            assert_eq!(text.matches(&format!("# TYPE {fam} gauge\n")).count(), 1);
+        }
+        assert!(s.docs.contains_key("greta_smoke_gate_pass"));
+
+        let u = render_undecided("health", 0.25);
+        let s = parse(&u);
+        assert_eq!(value(&s, "greta_smoke_status", None), Some(2.0));
+        assert_eq!(
+            value(&s, "greta_smoke_run_duration_seconds", None),
+            Some(0.25)
+        );
+    }
+
+    #[test]
+    fn writes_are_atomic_readable_and_keep_the_old_file_on_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("greta.prom");
+        write_atomic(&p, "a 1\n").unwrap();
+        write_atomic(&p, "b 2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "b 2\n");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o644);
+        }
+        // Only the final file is left: no temporaries.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert!(check_writable(&p).is_ok());
+        let bad = dir.path().join("missing/greta.prom");
+        let e = check_writable(&bad).unwrap_err();
+        assert!(e.contains("missing"), "{e}");
+        assert!(write_atomic(&bad, "x").is_err());
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "b 2\n");
+    }
+}
