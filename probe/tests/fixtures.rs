@@ -16,11 +16,7 @@ const KNOWN_WRONG: &[(&str, &str, &str)] = &[];
 
 fn fixtures_dir() -> PathBuf {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    assert!(
-        d.is_dir(),
-        "fixtures not found at {}",
-        d.display()
-    );
+    assert!(d.is_dir(), "fixtures not found at {}", d.display());
     d
 }
 

@@ -242,7 +242,11 @@ fn nvidia_smi_table_merges_with_vulkaninfo() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("smi.txt");
     std::fs::write(&a, smi).unwrap();
-    let b = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/nvidia-rtx2060-debian-contrast/vulkaninfo-summary-devices-section.txt").into();
+    let b = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/nvidia-rtx2060-debian-contrast/vulkaninfo-summary-devices-section.txt"
+    )
+    .into();
     let run = from::from_files(&[a, b]).unwrap();
     let nv: Vec<_> = run
         .facts
