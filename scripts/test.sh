@@ -15,3 +15,7 @@ cargo test --workspace --locked --no-fail-fast
 cargo clippy -p greta-runtime -p greta-smoke -p greta-kernels --features hip --all-targets --locked -- -D warnings
 cargo test -p greta-runtime --features hip --locked --no-fail-fast
 cargo test -p greta --bin greta --locked hip_worker -- --include-ignored
+# The portable release (glibc 2.28 floor, built through zig): the tarball's
+# binary alone in an empty dir and the wheel in a fresh venv each run
+# `lock list`, `doctor --json` and `install --dry-run --profile cpu`.
+bash scripts/release.sh

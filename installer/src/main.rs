@@ -3,6 +3,8 @@
 //! Every subcommand lives in its own module under `cmd/` and returns an
 //! [`exit::Exit`]; an `Err` means greta itself could not decide (exit 2).
 
+#[macro_use]
+mod out;
 mod cmd;
 mod envs;
 mod exit;
@@ -10,6 +12,7 @@ mod fetch;
 mod hip_worker;
 mod lock;
 mod pipeline;
+mod read;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -52,7 +55,7 @@ fn main() -> ExitCode {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Install(a) => cmd::install::run(a),
         Command::Smoke(a) => cmd::smoke::run(a),
-        Command::Lock(a) => cmd::lock::run(a),
+        Command::Lock(a) => cmd::lock::run(a, cli.verbose),
         Command::Bundle(a) => cmd::bundle::run(a),
         Command::Env(a) => cmd::env::run(a),
     };

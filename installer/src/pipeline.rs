@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::envs::{self, build::Staging, check, installer, EnvRoot, Receipt};
 use crate::fetch::{self, Artifact, Cache, FetchOptions, Fetched};
-use crate::lock::{self, Interpreter, Lockfile, Matrix, Profile, Selection, WheelPin};
+use crate::lock::{self, Interpreter, LockDir, Matrix, Profile, Selection, WheelPin};
 
 /// Manifest of a bundle directory.
 pub const BUNDLE_MANIFEST: &str = "greta-bundle.json";
@@ -37,6 +37,8 @@ pub struct Plan {
     pub env_vars: BTreeMap<String, String>,
     pub python: PythonPlan,
     pub lockfile: PathBuf,
+    /// The lock set the profile came from, and why it is in effect.
+    pub lock_dir: LockDir,
     pub lock_sha256: String,
     pub wheels: Vec<WheelPin>,
     /// Probe summary (what the profile was chosen from).
@@ -55,7 +57,7 @@ pub struct PythonPlan {
 }
 
 pub struct PlanInput<'a> {
-    pub lock_dir: &'a Path,
+    pub lock_dir: &'a LockDir,
     pub profile: Option<&'a str>,
     /// A real interpreter to inspect.
     pub python: Option<&'a Path>,
@@ -93,7 +95,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan> {
             }
             _ => None,
         };
-        let forced_lock = forced.map(|p| (p.name.clone(), Lockfile::load(&p.lockfile)));
+        let forced_lock = forced.map(|p| (p.name.clone(), p.load_lockfile()));
         let (facts, probe) = match probe {
             Some(h) => h
                 .join()
@@ -119,7 +121,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan> {
         };
         let lockfile = match forced_lock {
             Some((name, l)) if name == profile.name => l?,
-            _ => Lockfile::load(&profile.lockfile)?,
+            _ => profile.load_lockfile()?,
         };
         let wheels = lock::resolve(&profile, &lockfile, &interp)?;
         if wheels.is_empty() {
@@ -145,6 +147,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan> {
                 why,
             },
             lockfile: lockfile.path.clone(),
+            lock_dir: input.lock_dir.clone(),
             lock_sha256: lockfile.sha256.clone(),
             wheels,
             probe,
@@ -410,6 +413,7 @@ pub fn explain(plan: &Plan) -> String {
         "python {}: {}\n",
         plan.python.version, plan.python.why
     ));
+    s.push_str(&format!("lock set: {}\n", plan.lock_dir.why()));
     s.push_str(&format!(
         "lockfile {} (sha256 {})\n",
         plan.lockfile.display(),
@@ -666,11 +670,7 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
         .path
         .clone()
         .context("install needs a real interpreter")?;
-    let lock_dir = plan
-        .lockfile
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
+    let lock_dir = &plan.lock_dir;
     let bootstrap = || -> Result<PathBuf> {
         if let Some(dir) = &input.bundle {
             let m = BundleManifest::load(dir)?;
@@ -685,10 +685,10 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
             }
             return envs::uv_bootstrap::from_bundle(dir, m.uv.as_ref(), &cache, &input.fetch);
         }
-        let pin = envs::uv_bootstrap::load(&lock_dir)?.with_context(|| {
+        let pin = envs::uv_bootstrap::load(lock_dir)?.with_context(|| {
             format!(
                 "no uv pinned ({} has no {})",
-                lock_dir.display(),
+                lock_dir,
                 envs::uv_bootstrap::TOOLS_FILE
             )
         })?;
@@ -1288,7 +1288,7 @@ fn import_bundle(dir: &Path, cache: &Cache, items: &[Artifact]) -> Result<()> {
 /// `greta bundle`: fetch and stage a profile's wheels + lock + manifest.
 pub fn bundle(
     plan: &Plan,
-    lock_dir: &Path,
+    lock_dir: &LockDir,
     out: &Path,
     fopts: &FetchOptions,
     index_url: Option<&str>,
@@ -1328,7 +1328,7 @@ pub fn bundle(
         None => {
             eprintln!(
                 "greta: the bundle carries no uv: {} has no {}",
-                lock_dir.display(),
+                lock_dir,
                 envs::uv_bootstrap::TOOLS_FILE
             );
             None
@@ -1369,11 +1369,15 @@ pub fn bundle(
             .context("lockfile name")?
             .to_string_lossy()
             .into_owned();
-        std::fs::copy(&plan.lockfile, tmp.join(&lock_name))?;
-        std::fs::copy(
-            lock_dir.join(lock::matrix::MATRIX_FILE),
-            tmp.join(lock::matrix::MATRIX_FILE),
-        )?;
+        // The lock files are written from the set in effect (built in or
+        // a directory); the lockfile's hash is checked against the plan below.
+        let copy_lock_file = |name: &str| -> Result<()> {
+            let text = lock_dir.read_required(name)?;
+            std::fs::write(tmp.join(name), text)
+                .with_context(|| format!("writing {}", tmp.join(name).display()))
+        };
+        copy_lock_file(&lock_name)?;
+        copy_lock_file(lock::matrix::MATRIX_FILE)?;
         if let Some(f) = &uv_fetched {
             let tools = tmp.join(envs::uv_bootstrap::BUNDLE_TOOLS_DIR);
             std::fs::create_dir_all(&tools)?;
@@ -1382,9 +1386,7 @@ pub fn bundle(
                 std::fs::copy(&f.path, &dest)
                     .with_context(|| format!("copying {}", f.path.display()))?;
             }
-            let pin_file = envs::uv_bootstrap::TOOLS_FILE;
-            std::fs::copy(lock_dir.join(pin_file), tmp.join(pin_file))
-                .with_context(|| format!("copying {}", lock_dir.join(pin_file).display()))?;
+            copy_lock_file(envs::uv_bootstrap::TOOLS_FILE)?;
         }
         let copied_sha = fetch::cache::sha256_file(&tmp.join(&lock_name))?;
         if copied_sha != plan.lock_sha256 {

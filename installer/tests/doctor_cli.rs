@@ -446,3 +446,61 @@ fn from_stdin() {
     assert_eq!(j["facts"]["gpus"][0]["gfx"], "gfx90a");
     assert_eq!(j["checks"][0]["title"], "-");
 }
+
+/// Every file of the corpus on its own, as a user would paste it: greta
+/// never panics, exits 0 or 1 (2 is only for files it cannot open), and
+/// prints the versioned JSON report with every finding well formed.
+#[test]
+fn every_corpus_file_gives_a_json_report_and_exit_0_or_1() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../probe/tests/fixtures");
+    let mut stack = vec![root.clone()];
+    let mut files = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    assert!(
+        files.len() >= 150,
+        "corpus too small: {} files",
+        files.len()
+    );
+    let mut exits = [0usize; 2];
+    for f in &files {
+        let o = run(&["--json"], std::slice::from_ref(f));
+        let code = o.status.code();
+        assert!(
+            matches!(code, Some(0) | Some(1)),
+            "{}: exit {code:?}: {}",
+            f.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let j = json(&o);
+        assert_eq!(j["schema"], "greta.doctor/v1", "{}", f.display());
+        assert_eq!(
+            j["summary"]["exit_code"].as_i64(),
+            code.map(i64::from),
+            "{}",
+            f.display()
+        );
+        for x in j["findings"].as_array().unwrap() {
+            for k in ["id", "severity", "title"] {
+                assert!(
+                    x[k].as_str().is_some_and(|s| !s.is_empty()),
+                    "{}: {x}",
+                    f.display()
+                );
+            }
+            assert!(x["evidence"].is_array() && x["fix"]["text"].is_string());
+        }
+        exits[code.unwrap_or(0) as usize] += 1;
+    }
+    // The corpus holds broken machines and working ones: both outcomes occur.
+    assert!(exits[0] > 0 && exits[1] > 0, "exit codes {exits:?}");
+}

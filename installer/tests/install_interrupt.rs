@@ -77,6 +77,22 @@ fn spawn_in_group(
     for (k, v) in env {
         cmd.env(k, v);
     }
+    // A shell starts a foreground job with SIGINT at its default action.
+    // The test runner may itself run with SIGINT ignored (a non-interactive
+    // shell ignores it for jobs it puts in the background, `cargo test &`,
+    // and exec keeps an ignored signal ignored): then greta and its
+    // children would ignore the Ctrl-C this test sends, finish the install
+    // and exit 0. Reset it, as the terminal's shell would.
+    // SAFETY: signal() is async-signal-safe; nothing else runs in the child
+    // between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::signal(libc::SIGINT, libc::SIG_DFL) == libc::SIG_ERR {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let mut c = cmd
         .process_group(0)
         .stdout(Stdio::null())

@@ -40,6 +40,11 @@ pub struct Facts {
     /// completely, so "no ROCm found" is never concluded from a rocminfo paste.
     #[serde(default)]
     pub scanned: Vec<String>,
+    /// Windows Subsystem for Linux 2, as a tool said so ("WSL environment
+    /// detected.", a `-microsoft-standard-WSL2` kernel). There the GPU is
+    /// reached through `/dev/dxg`: no amdgpu module and no `/dev/kfd` is normal.
+    #[serde(default)]
+    pub wsl: Option<bool>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, Hash)]

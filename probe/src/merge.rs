@@ -49,6 +49,7 @@ fn absorb(out: &mut Facts, p: Facts) {
         container,
         sources,
         scanned,
+        wsl,
     } = p;
     first(&mut out.kernel_version, kernel_version);
     first(&mut out.kernel_driver_version, kernel_driver_version);
@@ -145,6 +146,7 @@ fn absorb(out: &mut Facts, p: Facts) {
     first(&mut out.container, container);
     union(&mut out.sources, sources);
     union(&mut out.scanned, scanned);
+    out.wsl = out.wsl.or(wsl);
 }
 
 /// After all parts: derived driver kinds, pci.ids names, VF flags.

@@ -19,8 +19,8 @@ pub struct Args {
     /// Output directory (created; replaced if it holds an older bundle).
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     pub output: PathBuf,
-    /// Lock directory (matrix.toml + pylock files).
-    #[arg(long, value_name = "DIR", env = "GRETA_LOCK_DIR")]
+    /// Lock directory (matrix.toml + pylock files) [default: $GRETA_LOCK_DIR, else the set built into greta].
+    #[arg(long, value_name = "DIR")]
     pub lock_dir: Option<PathBuf>,
     /// Simple-API index to fetch from instead of the lockfile URLs.
     #[arg(long, value_name = "URL")]
@@ -34,10 +34,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<Exit> {
-    let lock_dir = args
-        .lock_dir
-        .clone()
-        .unwrap_or_else(crate::lock::default_dir);
+    let lock_dir = crate::lock::LockDir::resolve(args.lock_dir.as_deref());
     let plan = pipeline::plan(&PlanInput {
         lock_dir: &lock_dir,
         profile: Some(&args.profile),

@@ -39,8 +39,8 @@ pub struct Args {
     /// of their lockfile URLs (mirrors, tests); hashes still come from the lock.
     #[arg(long, value_name = "URL")]
     pub index_url: Option<String>,
-    /// Lock directory (matrix.toml + pylock files).
-    #[arg(long, value_name = "DIR", env = "GRETA_LOCK_DIR")]
+    /// Lock directory (matrix.toml + pylock files) [default: $GRETA_LOCK_DIR, else the set built into greta].
+    #[arg(long, value_name = "DIR")]
     pub lock_dir: Option<PathBuf>,
     /// Which tool installs the wheels into the venv.
     #[arg(long, value_enum, default_value = "auto")]
@@ -70,15 +70,13 @@ pub fn run(args: Args) -> Result<Exit> {
                 return Ok(Exit::Fail);
             }
             (
-                dir.clone(),
+                crate::lock::LockDir::at(dir, crate::lock::Origin::Bundle),
                 Some(args.profile.clone().unwrap_or(m.profile)),
                 true,
             )
         }
         None => (
-            args.lock_dir
-                .clone()
-                .unwrap_or_else(crate::lock::default_dir),
+            crate::lock::LockDir::resolve(args.lock_dir.as_deref()),
             args.profile.clone(),
             args.offline,
         ),

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Directory holding matrix.toml and the pylock files [default: the repository's lock/].
-    #[arg(long, global = true, env = "GRETA_LOCK_DIR")]
+    /// Directory holding matrix.toml and the pylock files [default: $GRETA_LOCK_DIR, else the set built into greta].
+    #[arg(long, global = true, value_name = "DIR")]
     lock_dir: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
@@ -57,10 +57,10 @@ enum Command {
     Update(lock::update::Args),
 }
 
-pub fn run(args: Args) -> Result<Exit> {
-    let dir = args.lock_dir.unwrap_or_else(lock::default_dir);
+pub fn run(args: Args, verbose: u8) -> Result<Exit> {
+    let dir = lock::LockDir::resolve(args.lock_dir.as_deref());
     match args.command {
-        Command::List { json } => list(&Matrix::load(&dir)?, json),
+        Command::List { json } => list(&Matrix::load(&dir)?, json, verbose),
         Command::Show {
             profile,
             python,
@@ -175,17 +175,17 @@ fn select(
         Ok(sel) => {
             if json {
                 let v = serde_json::json!({ "schema": "greta.lock-select/v1", "ok": true, "selection": sel });
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                outln!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                println!("profile: {}", sel.profile);
+                outln!("profile: {}", sel.profile);
                 for r in &sel.reasons {
-                    println!("  because: {r}");
+                    outln!("  because: {r}");
                 }
                 for (k, v) in &sel.env_vars {
-                    println!("  sets: {k}={v}");
+                    outln!("  sets: {k}={v}");
                 }
                 for w in &sel.warnings {
-                    println!("  warning: {w}");
+                    outln!("  warning: {w}");
                 }
             }
             Ok(Exit::Pass)
@@ -194,10 +194,10 @@ fn select(
             Some(r) => {
                 if json {
                     let v = serde_json::json!({ "schema": "greta.lock-select/v1", "ok": false, "refusal": { "message": r.message, "fix": r.fix } });
-                    println!("{}", serde_json::to_string_pretty(&v)?);
+                    outln!("{}", serde_json::to_string_pretty(&v)?);
                 } else {
-                    println!("refused: {}", r.message);
-                    println!("  fix: {}", r.fix);
+                    outln!("refused: {}", r.message);
+                    outln!("  fix: {}", r.fix);
                 }
                 Ok(Exit::Fail)
             }
@@ -206,22 +206,54 @@ fn select(
     }
 }
 
-fn list(m: &Matrix, json: bool) -> Result<Exit> {
+/// Which lock set is in effect and why, as JSON (`lock list --json`).
+fn lock_set_json(d: &lock::LockDir) -> serde_json::Value {
+    serde_json::json!({
+        "origin": d.origin(),
+        "dir": d.on_disk(),
+        "why": d.why(),
+    })
+}
+
+fn list(m: &Matrix, json: bool, verbose: u8) -> Result<Exit> {
     if json {
-        let v = serde_json::json!({ "schema": "greta.lock-list/v1", "matrix": m.path, "profiles": m.profiles });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        let v = serde_json::json!({ "schema": "greta.lock-list/v1", "lock_set": lock_set_json(&m.dir), "matrix": m.path, "profiles": m.profiles });
+        crate::out::print_json(&v)?;
         return Ok(Exit::Pass);
     }
-    println!(
+    outln!("lock set: {}", m.dir.why());
+    if verbose > 0 {
+        // What exactly is in effect: each file with its digest, so two
+        // machines can compare their sets.
+        let mut names = vec![lock::matrix::MATRIX_FILE.to_string()];
+        names.extend(m.profiles.iter().map(|p| p.lockfile_name.clone()));
+        names.push(crate::envs::uv_bootstrap::TOOLS_FILE.to_string());
+        for n in names {
+            match m.dir.read(&n)? {
+                Some(t) => outln!(
+                    "  {:<36} {:>8} bytes  sha256 {}",
+                    m.dir.shown(&n).display().to_string(),
+                    t.len(),
+                    hex::encode(<sha2::Sha256 as sha2::Digest>::digest(t.as_bytes()))
+                ),
+                None => outln!("  {:<36} (absent)", m.dir.shown(&n).display().to_string()),
+            }
+        }
+    }
+    outln!(
         "{:<9} {:<7} {:<11} {:<12} {:<24} summary",
-        "profile", "backend", "status", "python", "lockfile"
+        "profile",
+        "backend",
+        "status",
+        "python",
+        "lockfile"
     );
     for p in &m.profiles {
         let status = match &p.status {
             LockStatus::Locked => "locked",
             LockStatus::NotLocked { .. } => "NOT LOCKED",
         };
-        println!(
+        outln!(
             "{:<9} {:<7} {:<11} {:<12} {:<24} {}",
             p.name,
             p.backend.as_str(),
@@ -258,11 +290,11 @@ fn show(
     if let LockStatus::NotLocked { reason } = &p.status {
         if json {
             let v = serde_json::json!({ "schema": "greta.lock-show/v1", "profile": p, "locked": false, "reason": reason });
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            outln!("{}", serde_json::to_string_pretty(&v)?);
         } else {
             print_profile(p);
-            println!("NOT LOCKED: {reason}");
-            println!(
+            outln!("NOT LOCKED: {reason}");
+            outln!(
                 "fix: run `greta lock update {}` where {} is reachable",
                 p.name,
                 p.indexes.join(", ")
@@ -295,25 +327,25 @@ fn show(
                 Err(e) => serde_json::json!({ "interpreter": i, "error": e }),
             }).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print_profile(p);
-        println!(
+        outln!(
             "lockfile: {} (sha256 {})",
             lockfile.path.display(),
             lockfile.sha256
         );
         for (i, r) in &sets {
-            println!();
-            println!("{}:", i.describe());
+            outln!();
+            outln!("{}:", i.describe());
             match r {
-                Err(e) => println!("  cannot resolve: {e}"),
+                Err(e) => outln!("  cannot resolve: {e}"),
                 Ok(pins) => {
                     for w in pins {
                         let size = w.size.map(human).unwrap_or_else(|| "size ?".into());
-                        println!("  {} {}  {}  [{}]", w.name, w.version, w.filename, size);
-                        println!("      sha256 {}  line {}", w.sha256, w.line);
-                        println!("      why: {}", w.why);
+                        outln!("  {} {}  {}  [{}]", w.name, w.version, w.filename, size);
+                        outln!("      sha256 {}  line {}", w.sha256, w.line);
+                        outln!("      why: {}", w.why);
                     }
                     let known: u64 = pins.iter().filter_map(|w| w.size).sum();
                     let unknown = pins.iter().filter(|w| w.size.is_none()).count();
@@ -322,7 +354,7 @@ fn show(
                     } else {
                         String::new()
                     };
-                    println!("  {} wheels, {}{extra}", pins.len(), human(known));
+                    outln!("  {} wheels, {}{extra}", pins.len(), human(known));
                 }
             }
         }
@@ -331,31 +363,31 @@ fn show(
 }
 
 fn print_profile(p: &lock::Profile) {
-    println!("profile {} ({}): {}", p.name, p.backend.as_str(), p.summary);
+    outln!("profile {} ({}): {}", p.name, p.backend.as_str(), p.summary);
     if let Some(v) = &p.backend_version {
-        println!(
+        outln!(
             "  built against {} {v}; serves host {}",
             p.backend.as_str(),
             p.serves
         );
     }
     if let Some(d) = &p.driver {
-        println!("  kernel driver {d}");
+        outln!("  kernel driver {d}");
     }
     if !p.gfx.is_empty() {
-        println!("  gfx targets: {}", p.gfx.join(" "));
+        outln!("  gfx targets: {}", p.gfx.join(" "));
     }
-    println!(
+    outln!(
         "  python: {}; indexes: {}",
         p.python.join(", "),
         p.indexes.join(", ")
     );
     for (py, why) in &p.incomplete {
-        println!("  python {py} not locked: {why}");
+        outln!("  python {py} not locked: {why}");
     }
-    println!("  requirements: {}", p.requirements.join("; "));
+    outln!("  requirements: {}", p.requirements.join("; "));
     for n in &p.notes {
-        println!("  note: {n}");
+        outln!("  note: {n}");
     }
 }
 
@@ -364,7 +396,7 @@ fn run_check(m: &Matrix, json: bool) -> Result<Exit> {
     let n_problems: usize = reports.iter().map(|r| r.problems.len()).sum();
     if json {
         let v = serde_json::json!({ "schema": "greta.lock-check/v1", "ok": n_problems == 0, "profiles": reports });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         for r in &reports {
             let glyph = if !r.problems.is_empty() {
@@ -385,17 +417,17 @@ fn run_check(m: &Matrix, json: bool) -> Result<Exit> {
                     )
                 })
                 .collect();
-            println!(
+            outln!(
                 "{glyph} {:<9} {:<40} {}",
                 r.profile,
                 r.status,
                 sets.join(", ")
             );
             for pr in &r.problems {
-                println!("    {}: {}", pr.at, pr.message);
+                outln!("    {}: {}", pr.at, pr.message);
             }
         }
-        println!(
+        outln!(
             "{} profiles, {} problem(s){}",
             reports.len(),
             n_problems,

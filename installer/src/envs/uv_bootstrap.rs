@@ -74,12 +74,11 @@ pub struct ToolWheel {
 
 /// Reads `<lock_dir>/tools.toml`; `Ok(None)` when there is none (a bundle,
 /// an old lock dir). Every entry is checked as strictly as a wheel pin.
-pub fn load(lock_dir: &Path) -> Result<Option<UvPin>> {
-    let p = lock_dir.join(TOOLS_FILE);
-    let text = match std::fs::read_to_string(&p) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", p.display())),
+pub fn load(lock_dir: &crate::lock::LockDir) -> Result<Option<UvPin>> {
+    let p = lock_dir.shown(TOOLS_FILE);
+    let text = match lock_dir.read(TOOLS_FILE)? {
+        Some(t) => t,
+        None => return Ok(None),
     };
     let f: ToolsFile = toml::from_str(&text).map_err(|e| {
         let at = e
@@ -228,7 +227,7 @@ pub fn from_bundle(
             b.arch
         );
     }
-    let pin = load(dir)?.with_context(|| {
+    let pin = load(&crate::lock::LockDir::at(dir, crate::lock::Origin::Bundle))?.with_context(|| {
         format!(
             "bundle {}: its manifest lists uv {} but the bundle has no {TOOLS_FILE} to check it against",
             dir.display(),
@@ -356,7 +355,9 @@ mod tests {
     #[test]
     fn shipped_tools_toml_is_valid_and_pins_this_arch() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lock");
-        let pin = load(&dir).unwrap().expect("lock/tools.toml is shipped");
+        let pin = load(&crate::lock::LockDir::at(&dir, crate::lock::Origin::Flag))
+            .unwrap()
+            .expect("lock/tools.toml is shipped");
         assert!(pin.wheels.iter().any(|w| w.arch == "x86_64"));
         for w in &pin.wheels {
             assert!(w.filename.starts_with(&format!("uv-{}-", pin.version)));
@@ -372,7 +373,14 @@ mod tests {
             "schema = 1\n[uv]\nversion = \"1\"\nwheels = [{ arch = \"x86_64\", filename = 3 }]\n",
         )
         .unwrap();
-        let e = format!("{:#}", load(t.path()).unwrap_err());
+        let e = format!(
+            "{:#}",
+            load(&crate::lock::LockDir::at(
+                t.path(),
+                crate::lock::Origin::Flag
+            ))
+            .unwrap_err()
+        );
         assert!(e.contains("tools.toml:4:"), "{e}");
     }
 
@@ -384,13 +392,25 @@ mod tests {
             "schema = 1\n[uv]\nversion = \"1\"\n[[uv.wheels]]\narch = \"x86_64\"\nfilename = \"uv-1-py3-none-any.whl\"\nurl = \"https://x/uv-1-py3-none-any.whl\"\nsize = 1\nsha256 = \"abc\"\n",
         )
         .unwrap();
-        let e = format!("{:#}", load(t.path()).unwrap_err());
+        let e = format!(
+            "{:#}",
+            load(&crate::lock::LockDir::at(
+                t.path(),
+                crate::lock::Origin::Flag
+            ))
+            .unwrap_err()
+        );
         assert!(e.contains("not 64 lower-case hex"), "{e}");
     }
 
     #[test]
     fn no_tools_toml_is_no_pin() {
         let t = tempfile::tempdir().unwrap();
-        assert!(load(t.path()).unwrap().is_none());
+        assert!(load(&crate::lock::LockDir::at(
+            t.path(),
+            crate::lock::Origin::Flag
+        ))
+        .unwrap()
+        .is_none());
     }
 }

@@ -36,8 +36,11 @@ pub struct ProfileReport {
 /// (`tools.toml`, the uv greta bootstraps) when the lock dir has them.
 pub fn check_matrix(m: &Matrix) -> Vec<ProfileReport> {
     let mut out: Vec<ProfileReport> = m.profiles.iter().map(check_profile).collect();
-    let tools = m.dir.join(crate::envs::uv_bootstrap::TOOLS_FILE);
-    if tools.is_file() {
+    let tools = m.dir.shown(crate::envs::uv_bootstrap::TOOLS_FILE);
+    if matches!(
+        m.dir.read(crate::envs::uv_bootstrap::TOOLS_FILE),
+        Ok(Some(_))
+    ) {
         let mut rep = ProfileReport {
             profile: "tools".into(),
             status: "locked".into(),
@@ -96,7 +99,7 @@ pub fn check_profile(p: &Profile) -> ProfileReport {
             message,
         })
     };
-    let lock = match Lockfile::load(&p.lockfile) {
+    let lock = match p.load_lockfile() {
         Ok(l) => l,
         Err(e) => {
             problem(file.clone(), format!("{e:#}"));

@@ -2,6 +2,8 @@
 //! from the host. The data lives in the file; this module only reads and
 //! validates it, so adding a profile never needs a code change.
 
+use super::dir::LockDir;
+use super::pylock::Lockfile;
 use super::source::{Fields, Source};
 use anyhow::Result;
 use std::collections::BTreeMap;
@@ -82,8 +84,12 @@ pub struct Profile {
     pub requirements: Vec<String>,
     /// Lockfile as written in matrix.toml (relative to the lock dir).
     pub lockfile_name: String,
-    /// Absolute lockfile path.
+    /// The lockfile as shown in messages (a path on disk, or
+    /// `<built-in>/lock/NAME`); read it with [`Profile::load_lockfile`].
     pub lockfile: PathBuf,
+    /// The lock set the profile belongs to.
+    #[serde(skip)]
+    pub lock_dir: LockDir,
     /// Free text shown by `greta lock show` (host notes, caveats).
     pub notes: Vec<String>,
     /// 1-based line of the profile's table in matrix.toml.
@@ -91,6 +97,12 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// Read and parse this profile's lockfile from its lock set.
+    pub fn load_lockfile(&self) -> Result<Lockfile> {
+        let text = self.lock_dir.read_required(&self.lockfile_name)?;
+        Lockfile::parse(&self.lockfile, text)
+    }
+
     pub fn is_locked(&self) -> bool {
         matches!(self.status, LockStatus::Locked)
     }
@@ -141,7 +153,8 @@ pub struct GfxOverride {
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Matrix {
-    pub dir: PathBuf,
+    /// The lock set this matrix came from (built in, or a directory and why).
+    pub dir: LockDir,
     pub path: PathBuf,
     pub profiles: Vec<Profile>,
     pub gfx_overrides: Vec<GfxOverride>,
@@ -166,20 +179,25 @@ const PROFILE_KEYS: &[&str] = &[
 ];
 
 impl Matrix {
-    /// Load `DIR/matrix.toml`.
-    pub fn load(dir: &Path) -> Result<Matrix> {
-        let path = dir.join(MATRIX_FILE);
-        let src = Source::load(&path)?;
+    /// Load the lock set's `matrix.toml`.
+    pub fn load(dir: &LockDir) -> Result<Matrix> {
+        let text = dir.read_required(MATRIX_FILE)?;
+        let src = Source::parse(&dir.shown(MATRIX_FILE), text)?;
         Self::from_source(dir, &src)
     }
 
-    /// Parse matrix text as if it were `DIR/matrix.toml` (tests, `update`).
-    pub fn parse(dir: &Path, text: String) -> Result<Matrix> {
-        let src = Source::parse(&dir.join(MATRIX_FILE), text)?;
+    /// Parse matrix text as if it were the set's `matrix.toml` (tests, `update`).
+    pub fn parse(dir: &LockDir, text: String) -> Result<Matrix> {
+        let src = Source::parse(&dir.shown(MATRIX_FILE), text)?;
         Self::from_source(dir, &src)
     }
 
-    fn from_source(dir: &Path, src: &Source) -> Result<Matrix> {
+    /// The parsed lockfile of one of this matrix's profiles.
+    pub fn lockfile(&self, p: &Profile) -> Result<Lockfile> {
+        p.load_lockfile()
+    }
+
+    fn from_source(dir: &LockDir, src: &Source) -> Result<Matrix> {
         let root = Fields::new(src, src.root(), "matrix.toml");
         root.deny_unknown(&["schema", "profiles", "gfx-override"])?;
         match root.opt_u64("schema")? {
@@ -270,7 +288,7 @@ impl Matrix {
             }
         }
         Ok(Matrix {
-            dir: dir.to_path_buf(),
+            dir: dir.clone(),
             path: src.path.clone(),
             profiles,
             gfx_overrides,
@@ -309,7 +327,7 @@ fn check_gfx(src: &Source, f: &Fields, key: &str, g: String) -> Result<String> {
     Ok(g)
 }
 
-fn parse_profile(dir: &Path, src: &Source, name: &str, t: &toml_edit::Table) -> Result<Profile> {
+fn parse_profile(dir: &LockDir, src: &Source, name: &str, t: &toml_edit::Table) -> Result<Profile> {
     let f = Fields::new(src, t, format!("profiles.{name}"));
     f.deny_unknown(PROFILE_KEYS)?;
     let name_ok = !name.is_empty()
@@ -517,7 +535,8 @@ fn parse_profile(dir: &Path, src: &Source, name: &str, t: &toml_edit::Table) -> 
         incomplete,
         indexes,
         requirements,
-        lockfile: dir.join(&lockfile_name),
+        lockfile: dir.shown(&lockfile_name),
+        lock_dir: dir.clone(),
         lockfile_name,
         notes: f.str_list("notes")?.into_iter().map(|(s, _)| s).collect(),
         line: src.line_of(t.span()),

@@ -16,6 +16,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod check;
+pub mod dir;
 pub mod matrix;
 pub mod pylock;
 pub mod resolve;
@@ -24,14 +25,13 @@ pub mod source;
 pub mod tags;
 pub mod update;
 
+pub use dir::{LockDir, Origin};
 pub use matrix::{lockfile_name_for, Backend, GfxOverride, LockStatus, Matrix, Profile};
 pub use pylock::{Lockfile, Package, Wheel};
 pub use resolve::{resolve, resolve_lock, WheelPin};
 pub use select::Selection;
 pub use source::SourceError;
 pub use tags::{host_glibc, Interpreter};
-
-use std::path::PathBuf;
 
 /// A clear "no" with what to do about it (an unlocked profile, a GPU the
 /// wheels do not cover, an unsupported Python).
@@ -48,16 +48,3 @@ impl std::fmt::Display for Refusal {
 }
 
 impl std::error::Error for Refusal {}
-
-/// The lock directory: `$GRETA_LOCK_DIR`, else `lock/` next to the source
-/// tree the binary was built from, else `./lock`.
-pub fn default_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("GRETA_LOCK_DIR") {
-        return PathBuf::from(d);
-    }
-    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../lock");
-    if built.join(matrix::MATRIX_FILE).is_file() {
-        return built;
-    }
-    PathBuf::from("lock")
-}

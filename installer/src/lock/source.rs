@@ -41,8 +41,7 @@ pub struct Source {
 impl Source {
     /// Read and parse; a syntax error becomes a [`SourceError`] at its place.
     pub fn load(path: &Path) -> anyhow::Result<Source> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        let text = crate::read::text_capped(path, crate::read::MAX_DATA_FILE)?;
         Self::parse(path, text)
     }
 

@@ -49,7 +49,13 @@ pub struct Args {
     pub timeout: u64,
 }
 
-pub fn run(dir: &Path, a: Args) -> Result<Exit> {
+pub fn run(dir: &super::LockDir, a: Args) -> Result<Exit> {
+    if dir.on_disk().is_none() {
+        bail!(
+            "greta lock update rewrites a lockfile: pass --lock-dir DIR (a checkout's lock/) or set {}; the lock set built into greta cannot be changed",
+            super::dir::ENV_VAR
+        );
+    }
     let m = Matrix::load(dir)?;
     let p = m.profile(&a.profile)?;
     let uv = match &a.uv {
@@ -83,13 +89,12 @@ pub fn build(p: &Profile, uv: &Path, a: &Args) -> Result<String> {
         Some(f) => load_pins(f, p)?,
         None => BTreeMap::new(),
     };
-    let old = if p.lockfile.is_file() {
-        std::fs::read_to_string(&p.lockfile)
-            .ok()
-            .and_then(|t| t.parse::<DocumentMut>().ok())
-    } else {
-        None
-    };
+    let old = p
+        .lock_dir
+        .read(&p.lockfile_name)
+        .ok()
+        .flatten()
+        .and_then(|t| t.parse::<DocumentMut>().ok());
     let uv_version = run_capture(uv, &["--version".into()], Duration::from_secs(30))
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "uv".into());

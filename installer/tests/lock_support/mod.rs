@@ -43,11 +43,15 @@ pub fn json(o: &Output) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}\nstderr: {}", stdout(o), stderr(o)))
 }
 
-/// A scratch copy of the shipped lock dir.
+/// A scratch copy of the shipped lock dir's files (not `sources/`, the pin
+/// records they were made from).
 pub fn copy_lock_dir() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     for e in std::fs::read_dir(shipped_lock_dir()).unwrap() {
         let e = e.unwrap();
+        if !e.file_type().unwrap().is_file() {
+            continue;
+        }
         std::fs::copy(e.path(), d.path().join(e.file_name())).unwrap();
     }
     d

@@ -126,6 +126,15 @@ const RADV_CODENAMES: &[(&str, &str)] = &[
     ("GFX942", "gfx942"),
 ];
 
+/// A chip codename as the kernel (`initializing kernel modesetting (POLARIS10 ...`)
+/// or RADV prints it, to its gfx target.
+pub fn gfx_from_codename(code: &str) -> Option<String> {
+    RADV_CODENAMES
+        .iter()
+        .find(|(c, _)| c.eq_ignore_ascii_case(code))
+        .map(|(_, g)| g.to_string())
+}
+
 /// "AMD Radeon Graphics (RADV GFX1201)" -> gfx1201.
 pub fn gfx_from_radv_name(name: &str) -> Option<String> {
     let start = name.find("(RADV ")? + 6;
@@ -137,9 +146,57 @@ pub fn gfx_from_radv_name(name: &str) -> Option<String> {
     find_gfx(code)
 }
 
-/// pci.ids name of a device ("Aqua Vanjaram [Instinct MI300X VF]").
+/// pci.ids name of a device ("Aqua Vanjaram [Instinct MI300X VF]"): the
+/// sourced supplement (`probe/pci-ids-supplement.toml`, devices newer than
+/// the compiled-in database) first, then pci.ids.
 pub fn pci_name(vendor: u16, device: u16) -> Option<&'static str> {
-    pci_ids::Device::from_vid_pid(vendor, device).map(|d| d.name())
+    supplement()
+        .iter()
+        .find(|e| e.vendor == vendor && e.device == device)
+        .map(|e| e.name.as_str())
+        .or_else(|| pci_ids::Device::from_vid_pid(vendor, device).map(|d| d.name()))
+}
+
+const SUPPLEMENT_TOML: &str = include_str!("../../pci-ids-supplement.toml");
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupplementEntry {
+    pub vendor: u16,
+    pub device: u16,
+    pub name: String,
+    /// Where a real tool printed this id with this name (checked non-empty).
+    pub source: String,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SupplementFile {
+    device: Vec<SupplementEntry>,
+}
+
+/// Parses a supplement table; every entry must cite a source.
+pub fn parse_supplement(text: &str) -> Result<Vec<SupplementEntry>, String> {
+    let f: SupplementFile =
+        toml::from_str(text).map_err(|e| format!("pci-ids-supplement.toml: {e}"))?;
+    for e in &f.device {
+        if e.source.trim().is_empty() || e.name.trim().is_empty() {
+            return Err(format!(
+                "pci-ids-supplement.toml: {:04x}:{:04x} needs a name and a source",
+                e.vendor, e.device
+            ));
+        }
+    }
+    Ok(f.device)
+}
+
+/// The embedded supplement (validated by a unit test, so the `expect`
+/// cannot fire in a released binary).
+pub fn supplement() -> &'static [SupplementEntry] {
+    static S: std::sync::OnceLock<Vec<SupplementEntry>> = std::sync::OnceLock::new();
+    S.get_or_init(|| {
+        parse_supplement(SUPPLEMENT_TOML).expect("embedded pci-ids-supplement.toml is valid")
+    })
 }
 
 /// SR-IOV virtual function, as proven by a name ("AMD Instinct MI300X VF")
@@ -158,6 +215,18 @@ pub fn is_vf(name: &str, vendor: Option<u16>, device: Option<u16>) -> bool {
         _ => false,
     }
 }
+
+/// A server's BMC display controller (ASPEED AST2x00, Matrox G200e): a
+/// VGA device for the remote console, never a GPU to compute on.
+pub fn is_bmc_display(vendor: Option<u16>, name: &str) -> bool {
+    matches!(vendor, Some(ASPEED) | Some(MATROX))
+        || name.contains("ASPEED")
+        || name.contains("Matrox")
+        || name.contains("MGA G200")
+}
+
+pub const ASPEED: u16 = 0x1a03;
+pub const MATROX: u16 = 0x102b;
 
 /// PCI vendor ids.
 pub const AMD: u16 = 0x1002;
@@ -222,6 +291,22 @@ mod tests {
     }
 
     #[test]
+    fn supplement_is_valid_and_wins_over_pci_ids() {
+        assert!(!supplement().is_empty());
+        assert_eq!(pci_name(AMD, 0x75a0), Some("Instinct MI350X"));
+        // pci.ids still answers what the supplement does not hold.
+        assert_eq!(
+            pci_name(AMD, 0x74a1),
+            Some("Aqua Vanjaram [Instinct MI300X]")
+        );
+        assert!(parse_supplement(
+            "[[device]]\nvendor = 1\ndevice = 2\nname = \"x\"\nsource = \"\"\n"
+        )
+        .is_err());
+        assert!(parse_supplement("[[device]]\nvendor = 1\ndevice = 2\nname = \"x\"\n").is_err());
+    }
+
+    #[test]
     fn radv_names_and_vf_ids() {
         assert_eq!(
             gfx_from_radv_name("AMD Radeon Graphics (RADV GFX1201)").as_deref(),
@@ -236,6 +321,15 @@ mod tests {
         assert!(is_vf("", Some(AMD), Some(0x74b5)));
         assert!(!is_vf("AMD Instinct MI300X", Some(AMD), Some(0x74a1)));
         assert_eq!(bdf_from_bdfid(33536).as_deref(), Some("83:00.0"));
+        assert!(is_bmc_display(Some(0x1a03), ""));
+        assert!(is_bmc_display(
+            None,
+            "Matrox Electronics Systems Ltd. MGA G200e [Pilot] ServerEngines (SEP1)"
+        ));
+        assert!(!is_bmc_display(
+            Some(AMD),
+            "Aqua Vanjaram [Instinct MI300X]"
+        ));
         assert_eq!(bdf_from_bdfid(50688).as_deref(), Some("c6:00.0"));
     }
 }

@@ -8,6 +8,7 @@ use crate::facts::{Facts, Gpu, KernelDriver, Vendor};
 
 pub fn recognise(text: &str) -> bool {
     text.contains("AMD-SMI ")
+        || text.contains("AMDSMI Tool")
         || (text.contains("GPU-Name") && text.contains("BDF"))
         || text.contains("MARKET_NAME:")
 }
@@ -28,7 +29,7 @@ fn is_bdf(s: &str) -> bool {
 
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
-    if let Some(v) = word_after(text, "amdgpu version:") {
+    if let Some(v) = word_after(text, "amdgpu version:").and_then(driver_version) {
         f.kernel_driver_version = Some(v.to_string());
         f.drivers.push(KernelDriver {
             name: "amdgpu".into(),
@@ -41,6 +42,9 @@ pub fn parse(text: &str) -> Facts {
     }
     let lines: Vec<&str> = text.lines().collect();
     let mut keyed: Option<Gpu> = None;
+    // `amd-smi static --driver`: "DRIVER:" then indented "NAME: amdgpu", "VERSION: 6.18.3".
+    let mut section = "";
+    let mut section_indent = 0;
     for (i, line) in lines.iter().enumerate() {
         // Table form: "| 0000:83:00.0 AMD Instinct MI300X VF | 0 % ..."
         let cells: Vec<&str> = line.split('|').collect();
@@ -68,7 +72,36 @@ pub fn parse(text: &str) -> Facts {
             }
         }
         // Key form: "GPU: 0" starts a device; "MARKET_NAME: ...", "BDF: ...".
-        let Some((_, k, v)) = kv(line) else { continue };
+        let Some((indent, k, v)) = kv(line) else {
+            continue;
+        };
+        if v.is_empty() {
+            section = k;
+            section_indent = indent;
+            continue;
+        }
+        if indent <= section_indent {
+            section = "";
+        }
+        if section == "DRIVER" {
+            match k {
+                "VERSION" => {
+                    if let Some(v) = driver_version(v) {
+                        f.kernel_driver_version.get_or_insert(v.to_string());
+                        f.drivers.push(KernelDriver {
+                            name: "amdgpu".into(),
+                            loaded: true,
+                            version: Some(v.into()),
+                        });
+                    }
+                }
+                "OS_KERNEL_VERSION" => {
+                    f.kernel_version.get_or_insert(v.to_string());
+                }
+                _ => {}
+            }
+            continue;
+        }
         match k {
             "GPU" if v.bytes().all(|b| b.is_ascii_digit()) && !v.is_empty() => {
                 if let Some(g) = keyed.take() {
@@ -101,6 +134,18 @@ pub fn parse(text: &str) -> Facts {
         g.vf |= amd::is_vf(&g.name, g.vendor_id.or(Some(amd::AMD)), g.device_id);
     }
     f
+}
+
+/// The driver version as amd-smi prints it. With the kernel's own (in-tree)
+/// amdgpu it prints the kernel's version banner squashed together
+/// ("Linuxversion6.8.0-79-generic(buildd@...)..."): that driver's version
+/// is the kernel release.
+fn driver_version(v: &str) -> Option<&str> {
+    let v = match v.strip_prefix("Linuxversion") {
+        Some(r) => r.split('(').next().unwrap_or(r),
+        None => v,
+    };
+    (v.starts_with(|c: char| c.is_ascii_digit()) && v != "N/A").then_some(v)
 }
 
 /// "0 %        N/A           285/196288 MB" -> 196288.

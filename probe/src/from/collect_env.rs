@@ -17,7 +17,7 @@ pub fn recognise(text: &str) -> bool {
 
 fn known(v: &str) -> Option<&str> {
     let v = v.trim();
-    (!v.is_empty() && v != "N/A" && v != "Could not collect" && v != "None").then_some(v)
+    (!v.is_empty() && !matches!(v, "N/A" | "Could not collect" | "None" | "No CUDA")).then_some(v)
 }
 
 pub fn parse(text: &str) -> Facts {
@@ -70,6 +70,9 @@ pub fn parse(text: &str) -> Facts {
                 }
             }
             "Python platform" => {
+                if v.contains("microsoft-standard-WSL") || v.contains("-Microsoft-") {
+                    f.wsl = Some(true);
+                }
                 if let Some(rest) = v.strip_prefix("Linux-") {
                     let end = rest
                         .find("-x86_64")

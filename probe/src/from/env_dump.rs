@@ -66,12 +66,53 @@ pub fn parse(text: &str) -> Facts {
     apply(text, |_| true)
 }
 
-/// `export X=...` lines anywhere (terminal sessions pasted with prompts).
+/// `export X=...` lines anywhere (terminal sessions pasted with prompts),
+/// and `HSA_OVERRIDE_GFX_VERSION` wherever a tool or a command line prints
+/// it: ollama's `... HSA_OVERRIDE_GFX_VERSION=11.0.0`, its config map
+/// `HSA_OVERRIDE_GFX_VERSION:10.3.0`, `--env HSA_OVERRIDE_GFX_VERSION="10.3.0"`,
+/// systemd's `Environment="HSA_OVERRIDE_GFX_VERSION=11.5.1"`.
 pub fn parse_exports(text: &str) -> Facts {
-    if !(text.contains("export ") || text.contains("declare -x ")) {
-        return Facts::default();
+    let mut f = if text.contains("export ") || text.contains("declare -x ") {
+        apply(text, |l| l.contains("export ") || l.contains("declare -x "))
+    } else {
+        Facts::default()
+    };
+    if f.rocm.hsa_override_gfx_version.is_none() {
+        f.rocm.hsa_override_gfx_version = override_mention(text);
     }
-    apply(text, |l| l.contains("export ") || l.contains("declare -x "))
+    f
+}
+
+/// The last value given to `HSA_OVERRIDE_GFX_VERSION` (or a per-GPU
+/// `HSA_OVERRIDE_GFX_VERSION_<n>`) anywhere in `text`, written `=` or `:`,
+/// bare or quoted; an empty value (ollama prints unset variables as
+/// `HSA_OVERRIDE_GFX_VERSION:` in its config map) is no value.
+pub fn override_mention(text: &str) -> Option<String> {
+    const KEY: &str = "HSA_OVERRIDE_GFX_VERSION";
+    let mut found = None;
+    for line in text.lines() {
+        let mut rest = line;
+        while let Some(p) = rest.find(KEY) {
+            let mut after = &rest[p + KEY.len()..];
+            // per-GPU form: _<digits>
+            if let Some(r) = after.strip_prefix('_') {
+                after = r.trim_start_matches(|c: char| c.is_ascii_digit());
+            }
+            rest = after;
+            let Some(v) = after.strip_prefix('=').or_else(|| after.strip_prefix(':')) else {
+                continue;
+            };
+            let v = v.trim_start_matches(['"', '\'', '\\']);
+            let value: String = v
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
+                .collect();
+            if !value.is_empty() {
+                found = Some(value);
+            }
+        }
+    }
+    found
 }
 
 fn apply(text: &str, take: impl Fn(&str) -> bool) -> Facts {
@@ -101,4 +142,43 @@ fn apply(text: &str, take: impl Fn(&str) -> bool) -> Facts {
         }
     }
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn override_is_found_in_every_spelling() {
+        for (line, want) in [
+            (
+                "msg=\"skipping rocm gfx compatibility check\" HSA_OVERRIDE_GFX_VERSION=11.0.0",
+                Some("11.0.0"),
+            ),
+            (
+                "    --env HSA_OVERRIDE_GFX_VERSION=\"10.3.0\" \\",
+                Some("10.3.0"),
+            ),
+            (
+                "Environment=\"HSA_OVERRIDE_GFX_VERSION=11.5.1\"",
+                Some("11.5.1"),
+            ),
+            (
+                "env=\"map[HIP_VISIBLE_DEVICES: HSA_OVERRIDE_GFX_VERSION:10.3.0 HTTPS_PROXY:]\"",
+                Some("10.3.0"),
+            ),
+            (
+                "env=\"map[HIP_VISIBLE_DEVICES: HSA_OVERRIDE_GFX_VERSION: HTTPS_PROXY:]\"",
+                None,
+            ),
+            ("HSA_OVERRIDE_GFX_VERSION_1=10.3.0", Some("10.3.0")),
+            (
+                "HSA_OVERRIDE_GFX_VERSION=gfx1102 (or gfx1103)",
+                Some("gfx1102"),
+            ),
+            ("no variable here", None),
+        ] {
+            assert_eq!(override_mention(line).as_deref(), want, "{line}");
+        }
+    }
 }

@@ -8,26 +8,56 @@ use super::vulkaninfo::{gpu_of, kind_from_driver_id};
 use crate::facts::{Facts, Gpu, Vendor, VulkanDevice, VulkanDriverKind};
 
 pub fn recognise(text: &str) -> bool {
-    text.lines()
-        .any(|l| l.starts_with("ggml_vulkan: ") && l.contains(" = "))
-        || text.contains("ggml_cuda_init: found")
+    text.lines().any(|l| {
+        (l.starts_with("ggml_vulkan: ") && l.contains(" = ")) || old_vulkan_line(l).is_some()
+    }) || text.contains("ggml_cuda_init: found")
+        || text.contains("ggml_init_cublas: found")
+}
+
+/// Older builds print `Vulkan0: NAME (driver) | uma: 0 | ...`.
+fn old_vulkan_line(l: &str) -> Option<&str> {
+    let rest = l.strip_prefix("Vulkan")?;
+    let (idx, desc) = rest.split_once(": ")?;
+    (!idx.is_empty() && idx.bytes().all(|b| b.is_ascii_digit()) && desc.contains(" | "))
+        .then_some(desc)
 }
 
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
     let mut cuda_backend: Option<Vendor> = None;
+    let mut seen: Vec<(String, String, VulkanDriverKind)> = Vec::new();
     for line in text.lines() {
+        // A log of several runs repeats the device list: one device per
+        // (index, name, driver), so two identical GPUs still count twice.
+        let mut push = |f: &mut Facts, idx: &str, d: VulkanDevice| {
+            let key = (idx.to_string(), d.name.clone(), d.kind);
+            if seen.contains(&key) {
+                return;
+            }
+            seen.push(key);
+            if !f.vulkan.drivers.contains(&d.kind) {
+                f.vulkan.drivers.push(d.kind);
+            }
+            f.gpus.push(gpu_of(&d));
+            f.vulkan.devices.push(d);
+        };
         if let Some(rest) = line.strip_prefix("ggml_vulkan: ") {
             if let Some(d) = parse_vulkan_line(rest) {
-                if !f.vulkan.drivers.contains(&d.kind) {
-                    f.vulkan.drivers.push(d.kind);
-                }
-                f.gpus.push(gpu_of(&d));
-                f.vulkan.devices.push(d);
+                push(&mut f, rest.split(" = ").next().unwrap_or(""), d);
             }
             continue;
         }
-        if let Some(rest) = line.strip_prefix("ggml_cuda_init: found ") {
+        if let Some(desc) = old_vulkan_line(line) {
+            if let Some(d) = parse_vulkan_line(&format!("0 = {desc}")) {
+                let idx = line.split(':').next().unwrap_or("");
+                push(&mut f, idx.trim_start_matches("Vulkan"), d);
+            }
+            continue;
+        }
+        if let Some(rest) = line
+            .strip_prefix("ggml_cuda_init: found ")
+            .or_else(|| line.strip_prefix("ggml_init_cublas: found "))
+        {
             cuda_backend = Some(if rest.contains("ROCm") {
                 Vendor::Amd
             } else {

@@ -79,6 +79,10 @@ pub fn parse(text: &str) -> Facts {
             }
             let desc = desc.trim_start_matches(':').trim();
             let (vid, did) = ids(desc).unzip();
+            // The BMC's VGA device (ASPEED, Matrox G200e) is no GPU.
+            if amd::is_bmc_display(vid, desc) {
+                continue;
+            }
             let vendor = match vid {
                 Some(amd::AMD) => Vendor::Amd,
                 Some(amd::NVIDIA) => Vendor::Nvidia,

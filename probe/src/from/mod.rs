@@ -22,6 +22,8 @@ pub mod llama;
 pub mod ls_dev;
 pub mod lspci;
 pub mod nvidia_smi;
+pub mod ollama;
+pub mod packages;
 pub mod rocminfo;
 pub mod rocmsmi;
 pub mod vulkaninfo;
@@ -47,6 +49,8 @@ pub enum Format {
     VulkanDeviceSelect,
     VulkanLoaderLog,
     LlamaCpp,
+    Ollama,
+    Packages,
     AmdSmi,
     RocmSmi,
     Clinfo,
@@ -72,6 +76,8 @@ impl Format {
             Format::VulkanDeviceSelect => "MESA_VK_DEVICE_SELECT=list",
             Format::VulkanLoaderLog => "Vulkan loader messages",
             Format::LlamaCpp => "llama.cpp/ggml log",
+            Format::Ollama => "ollama log",
+            Format::Packages => "package list (dpkg/rpm/pacman/dkms)",
             Format::AmdSmi => "amd-smi",
             Format::RocmSmi => "rocm-smi",
             Format::Clinfo => "clinfo",
@@ -182,8 +188,8 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
 
 fn known_formats() -> String {
     "rocminfo, vulkaninfo, vulkaninfo --summary, amd-smi, rocm-smi, clinfo, dmesg, collect_env, \
-     ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, lspci, nvidia-smi, hipconfig, \
-     logs with known errors"
+     ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, lspci, lshw, nvidia-smi, hipconfig, \
+     ollama/llama.cpp logs, dpkg/rpm/pacman/dkms package lines, logs with known errors"
         .to_string()
 }
 
@@ -299,6 +305,8 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
             Format::VulkanDeviceSelect => vulkaninfo::parse_device_select(text),
             Format::VulkanLoaderLog => vulkaninfo::parse_loader_log(text),
             Format::LlamaCpp => llama::parse(text),
+            Format::Ollama => ollama::parse(text),
+            Format::Packages => packages::parse(text),
             Format::AmdSmi => amdsmi::parse(text),
             Format::RocmSmi => rocmsmi::parse(text),
             Format::Clinfo => clinfo::parse(text),
@@ -357,6 +365,12 @@ pub fn recognise(text: &str) -> Vec<Format> {
     }
     if llama::recognise(text) {
         out.push(Format::LlamaCpp);
+    }
+    if ollama::recognise(text) {
+        out.push(Format::Ollama);
+    }
+    if packages::recognise(text) {
+        out.push(Format::Packages);
     }
     if amdsmi::recognise(text) {
         out.push(Format::AmdSmi);

@@ -18,9 +18,33 @@ pub fn recognise(text: &str) -> bool {
         "ROCk module",
         "hsa api call failure",
         "Unable to open /dev/kfd",
+        "WSL environment detected",
     ]
     .iter()
     .any(|m| text.contains(m))
+        || is_agent_fragment(text)
+}
+
+/// An excerpt of agent blocks without the headers: an `Agent N` banner, or
+/// a top-level `Name:` followed by rocminfo's `Uuid:`/`Marketing Name:` keys.
+fn is_agent_fragment(text: &str) -> bool {
+    let mut banner = false;
+    let mut keys = 0;
+    for l in text.lines() {
+        let t = strip_pager(l).trim();
+        if let Some(n) = t.strip_prefix("Agent ") {
+            banner |= !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+        }
+        if let Some((_, k, _)) = kv(l) {
+            if matches!(
+                k,
+                "Uuid" | "Marketing Name" | "Vendor Name" | "Compute Unit" | "Device Type"
+            ) {
+                keys += 1;
+            }
+        }
+    }
+    (banner && keys >= 1) || keys >= 2
 }
 
 /// Strips a trailing pager position such as `[391/1815]`.
@@ -89,6 +113,10 @@ pub fn parse(text: &str) -> Facts {
                 loaded: false,
                 version: None,
             });
+            continue;
+        }
+        if t.starts_with("WSL environment detected") {
+            f.wsl = Some(true);
             continue;
         }
         if t.starts_with("*** Done ***") {

@@ -13,7 +13,63 @@ pub fn recognise(text: &str) -> bool {
         || text.contains("Driver not initialized (amdgpu not found in modules)")
         || text
             .lines()
-            .any(|l| l.starts_with("GPU[") && l.contains("] "))
+            .any(|l| (l.starts_with("GPU[") && l.contains("] ")) || is_id_row(l))
+        || (text.contains("\"card0\"") && text.contains("\"Device ID\""))
+}
+
+/// A concise-table row with its IDs column, recognisable without the header
+/// (pastes of long tables are often cut): `15  17  0x74a1,  48427  42.0°C ...`
+/// — device index, KFD node, `0xDDDD,` device id.
+fn is_id_row(l: &str) -> bool {
+    let mut w = l.split_whitespace();
+    let num =
+        |x: Option<&str>| x.is_some_and(|x| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit()));
+    num(w.next())
+        && num(w.next())
+        && w.next().is_some_and(|x| {
+            x.len() == 7
+                && x.starts_with("0x")
+                && x.ends_with(',')
+                && u16::from_str_radix(&x[2..6], 16).is_ok()
+        })
+}
+
+/// `rocm-smi --json` (also cut): `"card0": {` blocks with `"Device Name"`,
+/// `"Device ID"`, `"PCI Bus"`, `"GFX Version"`, read line by line.
+fn parse_json_lines(text: &str, f: &mut Facts) {
+    let mut cur: Option<Gpu> = None;
+    for l in text.lines() {
+        let t = l.trim().trim_end_matches(',');
+        if t.starts_with("\"card") && t.ends_with('{') {
+            if let Some(g) = cur.take() {
+                f.gpus.push(g);
+            }
+            cur = Some(Gpu {
+                vendor: Vendor::Amd,
+                kernel_driver: Some("amdgpu".into()),
+                seen_by: vec!["rocm-smi".into()],
+                ..Gpu::default()
+            });
+            continue;
+        }
+        let Some(g) = cur.as_mut() else { continue };
+        let Some((k, v)) = t.split_once("\": ") else {
+            continue;
+        };
+        let (k, v) = (k.trim_matches('"'), v.trim_matches('"'));
+        match k {
+            "Device Name" | "Card Series" | "Card series" if g.name.is_empty() => {
+                g.name = v.to_string()
+            }
+            "Device ID" | "GPU ID" => g.device_id = parse_id(v).map(|x| x as u16),
+            "PCI Bus" => g.pci_address = Some(v.to_lowercase()),
+            "GFX Version" => g.gfx = find_gfx(v),
+            _ => {}
+        }
+    }
+    if let Some(g) = cur.take() {
+        f.gpus.push(g);
+    }
 }
 
 pub fn parse(text: &str) -> Facts {
@@ -43,7 +99,9 @@ pub fn parse(text: &str) -> Facts {
             if in_table && rows > 0 {
                 in_table = false;
             }
-        } else if in_table && !first.is_empty() && first.bytes().all(|b| b.is_ascii_digit()) {
+        } else if (in_table && !first.is_empty() && first.bytes().all(|b| b.is_ascii_digit()))
+            || is_id_row(l)
+        {
             let device_id = t
                 .split(|c: char| c.is_whitespace() || c == '[' || c == ',')
                 .find(|w| w.starts_with("0x") && w.len() == 6)
@@ -116,7 +174,7 @@ pub fn parse(text: &str) -> Facts {
             {
                 g.name = v.to_string()
             }
-            "device id" => g.device_id = parse_id(v).map(|x| x as u16),
+            "device id" | "gpu id" => g.device_id = parse_id(v).map(|x| x as u16),
             "gfx version" => g.gfx = find_gfx(v),
             "pci bus" => g.pci_address = Some(v.to_lowercase()),
             _ => {}
@@ -124,6 +182,9 @@ pub fn parse(text: &str) -> Facts {
     }
     if f.gpus.is_empty() {
         f.gpus.extend(keyed.into_values());
+    }
+    if f.gpus.is_empty() {
+        parse_json_lines(text, &mut f);
     }
     f
 }

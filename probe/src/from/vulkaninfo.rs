@@ -77,7 +77,7 @@ pub fn gpu_of(d: &VulkanDevice) -> Gpu {
                     Vendor::Amd
                 }
                 VulkanDriverKind::Nvidia => Vendor::Nvidia,
-                _ => Vendor::Other,
+                _ => vendor_from_name(&d.name),
             },
         }
     };
@@ -100,7 +100,7 @@ pub fn gpu_of(d: &VulkanDevice) -> Gpu {
         .map(|v| v as u16);
     Gpu {
         vendor,
-        name: d.name.clone(),
+        name: unwrap_layered_name(&d.name).to_string(),
         pci_address: d.pci_address.clone(),
         vendor_id,
         device_id,
@@ -114,6 +114,33 @@ pub fn gpu_of(d: &VulkanDevice) -> Gpu {
         seen_by: vec![format!("vulkan:{}", kind_name(d.kind))],
         ..Gpu::default()
     }
+}
+
+/// The GPU vendor a device name states ("AMD Radeon ...", "NVIDIA GeForce ...",
+/// "Intel(R) Arc ..."), also inside Dozen's "Microsoft Direct3D12 (NAME)".
+pub fn vendor_from_name(name: &str) -> Vendor {
+    let n = unwrap_layered_name(name);
+    if n.contains("AMD") || n.contains("Radeon") || n.contains("Instinct") {
+        Vendor::Amd
+    } else if n.contains("NVIDIA")
+        || n.contains("GeForce")
+        || n.contains("Quadro")
+        || n.contains("Tesla")
+    {
+        Vendor::Nvidia
+    } else if n.contains("Intel") {
+        Vendor::Intel
+    } else {
+        Vendor::Other
+    }
+}
+
+/// Mesa's Dozen (Vulkan over Direct3D 12, on Windows and WSL) names a device
+/// "Microsoft Direct3D12 (AMD Radeon(TM) Graphics)": the GPU is the inner name.
+pub fn unwrap_layered_name(name: &str) -> &str {
+    name.strip_prefix("Microsoft Direct3D12 (")
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or(name)
 }
 
 pub fn kind_name(k: VulkanDriverKind) -> &'static str {

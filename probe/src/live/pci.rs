@@ -11,10 +11,12 @@ const PCI_DEVICES: &str = "/sys/bus/pci/devices";
 
 /// Whether a PCI class code is a GPU: display controllers (0x03xxxx) of any
 /// vendor, and "processing accelerators" (0x12xxxx) from GPU vendors —
-/// Instinct MI200/MI300 report themselves as the latter.
+/// Instinct MI200/MI300 report themselves as the latter. A server BMC's VGA
+/// device (ASPEED, Matrox G200e) is a display controller but no GPU.
 pub fn is_gpu_class(class: u32, vendor: u16) -> bool {
     let base = class >> 16;
-    base == 0x03 || (base == 0x12 && matches!(vendor, amd::AMD | amd::NVIDIA))
+    (base == 0x03 && !amd::is_bmc_display(Some(vendor), ""))
+        || (base == 0x12 && matches!(vendor, amd::AMD | amd::NVIDIA))
 }
 
 pub fn collect(root: &Root, f: &mut Facts) -> String {

@@ -33,6 +33,10 @@ pub const PREDICATES: &[(&str, &str)] = &[
     ("amdgpu_not_loaded", "amdgpu is known not to be loaded"),
     ("amdgpu_loaded", "amdgpu (ROCk) is known to be loaded"),
     (
+        "wsl",
+        "the machine is WSL2 (GPU through /dev/dxg: no amdgpu module, no /dev/kfd by design)",
+    ),
+    (
         "device_nodes_scanned",
         "/dev/kfd and /dev/dri were inspected",
     ),
@@ -158,6 +162,8 @@ pub const VARS: &[&str] = &[
     "frameworks",
     "vram",
     "user",
+    "override_value",
+    "override_note",
 ];
 
 pub fn describe(g: &Gpu) -> String {
@@ -275,6 +281,18 @@ pub fn evaluate(f: &Facts) -> Eval {
         })
         .collect();
     set("amd_gpu_driver_unbound", !unbound.is_empty(), unbound);
+    let wsl_kernel = f
+        .kernel_version
+        .as_deref()
+        .filter(|k| k.to_ascii_lowercase().contains("microsoft"));
+    set(
+        "wsl",
+        f.wsl == Some(true) || wsl_kernel.is_some(),
+        vec![match wsl_kernel {
+            Some(k) => format!("WSL2 kernel {k}"),
+            None => "WSL environment detected".into(),
+        }],
+    );
     let amdgpu = f.drivers.iter().find(|d| d.name == "amdgpu");
     set(
         "amdgpu_not_loaded",
@@ -456,7 +474,17 @@ pub fn evaluate(f: &Facts) -> Eval {
                 && a.device_uuid == b.device_uuid
                 && a.device_uuid.as_deref() != Some("00000000-0000-0000-0000-000000000000");
             let same_pci = a.pci_address.is_some() && a.pci_address == b.pci_address;
-            if same_uuid || same_pci {
+            // Application logs show no UUID: one GPU under two drivers
+            // (the vendor's and Dozen's "Microsoft Direct3D12 (NAME)", RADV's
+            // "NAME (RADV CODENAME)" and AMDVLK's "NAME") has one bare name.
+            let same_name = a.kind != b.kind
+                && a.device_uuid.is_none()
+                && b.device_uuid.is_none()
+                && a.pci_address.is_none()
+                && b.pci_address.is_none()
+                && bare_device_name(&a.name).len() >= 6
+                && bare_device_name(&a.name) == bare_device_name(&b.name);
+            if same_uuid || same_pci || same_name {
                 dups.push(format!(
                     "{} ({}) and {} ({}) are one GPU ({})",
                     a.name,
@@ -465,6 +493,8 @@ pub fn evaluate(f: &Facts) -> Eval {
                     kind_name(b.kind),
                     if same_pci {
                         a.pci_address.clone().unwrap_or_default()
+                    } else if same_name {
+                        "same device name".to_string()
                     } else {
                         format!("deviceUUID {}", a.device_uuid.clone().unwrap_or_default())
                     }
@@ -637,6 +667,9 @@ pub fn evaluate(f: &Facts) -> Eval {
             None => "none".into(),
         },
     );
+    let (ovr_value, ovr_note) = override_hint(&gfx);
+    e.vars.insert("override_value", ovr_value);
+    e.vars.insert("override_note", ovr_note);
     e.vars.insert(
         "hsa_override",
         ovr.clone().unwrap_or_else(|| "unset".into()),
@@ -724,6 +757,53 @@ pub fn evaluate(f: &Facts) -> Eval {
     );
     e.vars.insert("user", "$USER".into());
     e
+}
+
+/// A Vulkan device name without the driver's decoration, lowercased.
+fn bare_device_name(n: &str) -> String {
+    let n = crate::from::vulkaninfo::unwrap_layered_name(n);
+    let n = n.split(" (RADV ").next().unwrap_or(n);
+    n.trim().to_lowercase()
+}
+
+/// Stopgap `HSA_OVERRIDE_GFX_VERSION` per GPU family: run as the nearest
+/// target ROCm libraries commonly ship (ERRORS.md C1/C3: 10.3.0 for RDNA2,
+/// 11.0.0 for RDNA3; Strix Halo/Point use the gfx1151 kernels, ollama#14855).
+/// Phoenix (gfx1103) and Strix are native in ROCm 7.x wheels, so for them
+/// the real fix is a newer stack (ERRORS.md C1: forcing 11.0.0 is "actively
+/// wrong on the 780M"). Families with no known stand-in get no value.
+const OVERRIDE_FAMILIES: &[(&str, &str)] = &[
+    ("gfx103", "10.3.0"),
+    ("gfx110", "11.0.0"),
+    ("gfx115", "11.5.1"),
+    ("gfx120", "12.0.1"),
+    ("gfx90c", "9.0.0"),
+    ("gfx902", "9.0.0"),
+    ("gfx909", "9.0.0"),
+];
+
+/// (value for `export HSA_OVERRIDE_GFX_VERSION=`, one sentence for the fix).
+fn override_hint(gfx: &[String]) -> (String, String) {
+    let Some(g) = gfx.first() else {
+        return (
+            "<major.minor.stepping>".into(),
+            "the GPU's target is not known here: look it up with rocminfo before choosing an override".into(),
+        );
+    };
+    match OVERRIDE_FAMILIES.iter().find(|(p, _)| g.starts_with(p)) {
+        Some((_, v)) if amd::gfx_from_override(v).as_deref() == Some(g.as_str()) => (
+            (*v).into(),
+            format!("{g} is itself the target {v} names: an override cannot add kernels, only a stack built for {g} can"),
+        ),
+        Some((_, v)) => (
+            (*v).into(),
+            format!("as a stopgap, run {g} as its family's commonly shipped target with HSA_OVERRIDE_GFX_VERSION={v}, and remove it once the stack ships {g}"),
+        ),
+        None => (
+            "<major.minor.stepping>".into(),
+            format!("no override stand-in is known for {g}: use a stack (or an older one) built for {g}"),
+        ),
+    }
 }
 
 /// A framework built for a backend the machine does not have, or for a

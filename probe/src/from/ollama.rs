@@ -1,0 +1,191 @@
+//! ollama server logs (`ollama serve`, `journalctl -u ollama`, `server.log`):
+//! Go `logfmt` lines, `time=... level=WARN source=amd_linux.go:376 msg="..." key=value`.
+//! They name the GPUs ollama's discovery saw and what it decided about them:
+//! `amdgpu is not supported (supported types:[...]) gpu_type=gfx906 gpu=0`,
+//! the older `amdgpu [0] gfx1103 is not supported by DIR [...]`,
+//! `detected amdgpu versions [gfx1103]` and `inference compute ... library=rocm
+//! compute=gfx1100 ... description="AMD Radeon RX 7900 XTX" pci_id=03:00.0`.
+//! The decision lines themselves are signals (signals.toml); the override
+//! ollama prints is read by [`super::env_dump::override_mention`].
+
+use super::amd::{self, find_gfx};
+use crate::facts::{Facts, Gpu, Vendor};
+
+pub fn recognise(text: &str) -> bool {
+    text.lines().any(|l| {
+        l.contains("level=") && l.contains("msg=") && (l.contains("time=") || l.contains("source="))
+    })
+}
+
+/// `key=value` pairs of one logfmt line; values may be "quoted" (with `\"`).
+pub fn pairs(line: &str) -> Vec<(&str, String)> {
+    let mut out = Vec::new();
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        // key: [A-Za-z_][A-Za-z0-9_.]* directly followed by '='
+        let start = i;
+        while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'.') {
+            i += 1;
+        }
+        if i == start || i >= b.len() || b[i] != b'=' {
+            i = if i == start { i + 1 } else { i };
+            continue;
+        }
+        let key = &line[start..i];
+        i += 1;
+        let mut val = String::new();
+        if i < b.len() && b[i] == b'"' {
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                if b[i] == b'\\' && i + 1 < b.len() {
+                    i += 1;
+                }
+                // Push whole UTF-8 characters, never split one.
+                let ch_len = line[i..].chars().next().map_or(1, char::len_utf8);
+                val.push_str(&line[i..i + ch_len]);
+                i += ch_len;
+            }
+            i += 1;
+        } else {
+            let vs = i;
+            while i < b.len() && !b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            val.push_str(&line[vs..i]);
+        }
+        out.push((key, val));
+    }
+    out
+}
+
+fn get<'a>(p: &'a [(&str, String)], k: &str) -> Option<&'a str> {
+    p.iter().find(|(x, _)| *x == k).map(|(_, v)| v.as_str())
+}
+
+/// Finds the GPU ollama calls `id` (its own index or UUID), or adds it.
+fn slot<'a>(gpus: &'a mut Vec<(String, Gpu)>, id: &str) -> &'a mut Gpu {
+    if let Some(i) = gpus.iter().position(|(k, _)| k == id) {
+        return &mut gpus[i].1;
+    }
+    gpus.push((
+        id.to_string(),
+        Gpu {
+            vendor: Vendor::Amd,
+            seen_by: vec!["ollama".into()],
+            ..Gpu::default()
+        },
+    ));
+    &mut gpus.last_mut().expect("just pushed").1
+}
+
+pub fn parse(text: &str) -> Facts {
+    let mut f = Facts::default();
+    let mut gpus: Vec<(String, Gpu)> = Vec::new();
+    for line in text.lines() {
+        if !line.contains("msg=") {
+            continue;
+        }
+        let p = pairs(line);
+        let msg = get(&p, "msg").unwrap_or("");
+        if msg.starts_with("amdgpu is not supported") {
+            let id = get(&p, "gpu").unwrap_or("0").to_string();
+            if let Some(g) = get(&p, "gpu_type").and_then(find_gfx) {
+                slot(&mut gpus, &id).gfx = Some(g);
+            }
+        } else if let Some(rest) = msg.strip_prefix("amdgpu [") {
+            // "amdgpu [0] gfx1103 is not supported by DIR [targets]"
+            if let Some((id, rest)) = rest.split_once(']') {
+                if let Some(g) = rest.split_whitespace().next().and_then(find_gfx) {
+                    slot(&mut gpus, id.trim()).gfx = Some(g);
+                }
+            }
+        } else if let Some(rest) = msg.strip_prefix("detected amdgpu versions [") {
+            for (i, tok) in rest.trim_end_matches(']').split_whitespace().enumerate() {
+                if let Some(g) = find_gfx(tok) {
+                    let s = slot(&mut gpus, &i.to_string());
+                    if s.gfx.is_none() {
+                        s.gfx = Some(g);
+                    }
+                }
+            }
+        } else if msg == "inference compute" {
+            let library = get(&p, "library").unwrap_or("").to_ascii_lowercase();
+            if library.is_empty() || library == "cpu" {
+                continue;
+            }
+            let id = get(&p, "id").unwrap_or("0").to_string();
+            let g = slot(&mut gpus, &id);
+            let name = get(&p, "description")
+                .or_else(|| get(&p, "name"))
+                .unwrap_or("")
+                .to_string();
+            // Older releases print the PCI ids as the name ("1002:73bf").
+            if let Some((v, d)) = name
+                .split_once(':')
+                .filter(|(v, d)| v.len() == 4 && d.len() == 4 && u16::from_str_radix(v, 16).is_ok())
+            {
+                g.vendor_id = u16::from_str_radix(v, 16).ok();
+                g.device_id = u16::from_str_radix(d, 16).ok();
+            } else if !name.is_empty() && !name.starts_with("ROCm") && !name.starts_with("CUDA") {
+                g.name = name.clone();
+            }
+            g.vendor = match (library.as_str(), g.vendor_id) {
+                (_, Some(amd::NVIDIA)) => Vendor::Nvidia,
+                (_, Some(amd::AMD)) => Vendor::Amd,
+                ("cuda", _) => Vendor::Nvidia,
+                ("rocm", _) => Vendor::Amd,
+                _ => super::vulkaninfo::vendor_from_name(&name),
+            };
+            if g.vendor == Vendor::Amd {
+                if let Some(c) = get(&p, "compute").and_then(find_gfx) {
+                    g.gfx = Some(c);
+                }
+                f.rocm.runtime_sees_gpu = Some(true);
+            }
+            if let Some(pci) = get(&p, "pci_id").filter(|s| s.contains(':')) {
+                g.pci_address = Some(pci.to_lowercase());
+            }
+        }
+    }
+    f.gpus = gpus.into_iter().map(|(_, g)| g).collect();
+    for g in &mut f.gpus {
+        g.vf = amd::is_vf(&g.name, g.vendor_id, g.device_id);
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logfmt_pairs_keep_quoted_values() {
+        let p = pairs(
+            r#"time=x level=WARN source=amd_linux.go:376 msg="amdgpu is not supported (supported types:[gfx1030 gfx942])" gpu_type=gfx906 gpu=0 name="Ünï \"q\"""#,
+        );
+        assert_eq!(
+            get(&p, "msg"),
+            Some("amdgpu is not supported (supported types:[gfx1030 gfx942])")
+        );
+        assert_eq!(get(&p, "gpu_type"), Some("gfx906"));
+        assert_eq!(get(&p, "name"), Some("Ünï \"q\""));
+    }
+
+    #[test]
+    fn the_gpu_is_gpu_type_not_the_supported_list() {
+        let f = parse(
+            r#"level=WARN source=amd_linux.go:376 msg="amdgpu is not supported (supported types:[gfx1030 gfx942])" gpu_type=gfx906 gpu=GP>"#,
+        );
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx906"));
+    }
+
+    #[test]
+    fn cpu_inference_is_no_gpu() {
+        let f = parse(
+            r#"time=t level=INFO source=types.go:130 msg="inference compute" id=0 library=cpu variant="" compute="" driver=0.0 name="" total="127.1 GiB""#,
+        );
+        assert!(f.gpus.is_empty());
+    }
+}

@@ -1,0 +1,125 @@
+//! Package and module listings users paste to say what they installed:
+//! `dpkg -l | grep rocm` (`ii  rocm-core  7.0.0.70000-17~24.04  amd64 ...`),
+//! `rpm -qa` (`rocm-core-6.2.4.60204-139.el9.x86_64`), `pacman -Q`
+//! (`rocm-core 6.2.4-1`), `dkms status` (`amdgpu/6.14.14-2193512.24.04,
+//! 6.14.0-29-generic, x86_64: installed`) and `modinfo amdgpu` (`version:`
+//! after a `filename: .../amdgpu.ko` line). `rocm-core` carries the ROCm
+//! release; AMD's dkms package and modinfo carry the kernel driver's.
+
+use crate::facts::Facts;
+
+/// Packages whose version is the ROCm release.
+const ROCM_PACKAGES: &[&str] = &["rocm-core", "rocm-hip-runtime", "rocm-dev", "rocm"];
+
+pub fn recognise(text: &str) -> bool {
+    text.lines().any(|l| {
+        let t = l.trim_start();
+        package_line(t).is_some()
+            || dkms_amdgpu(t).is_some()
+            || (t.starts_with("filename:") && t.contains("/amdgpu.ko"))
+    })
+}
+
+/// (package, version) of one dpkg/rpm/pacman line naming a ROCm package.
+fn package_line(t: &str) -> Option<(&str, &str)> {
+    let mut w = t.split_whitespace();
+    let first = w.next()?;
+    // dpkg -l: state column, name, version
+    if matches!(first, "ii" | "hi" | "iU" | "rc") {
+        let name = w.next()?.split(':').next()?;
+        let ver = w.next()?;
+        return ROCM_PACKAGES.contains(&name).then_some((name, ver));
+    }
+    // pacman -Q: "rocm-core 6.2.4-1"
+    if ROCM_PACKAGES.contains(&first) {
+        let ver = w.next()?;
+        return ver
+            .starts_with(|c: char| c.is_ascii_digit())
+            .then_some((first, ver));
+    }
+    // rpm -qa: "rocm-core-6.2.4.60204-139.el9.x86_64"
+    for p in ROCM_PACKAGES {
+        if let Some(v) = first.strip_prefix(p).and_then(|r| r.strip_prefix('-')) {
+            if v.starts_with(|c: char| c.is_ascii_digit()) && w.next().is_none() {
+                return Some((p, v));
+            }
+        }
+    }
+    None
+}
+
+/// "amdgpu/6.14.14-2193512.24.04, 6.14.0-29-generic, x86_64: installed" -> 6.14.14
+/// (older dkms: "amdgpu, 6.2.4-1684516.22.04, ...: installed").
+fn dkms_amdgpu(t: &str) -> Option<String> {
+    if !t.ends_with(": installed") {
+        return None;
+    }
+    let rest = t
+        .strip_prefix("amdgpu/")
+        .or_else(|| t.strip_prefix("amdgpu, "))?;
+    let v = rest.split([',', '-']).next()?.trim();
+    (v.split('.').count() >= 2 && v.split('.').all(|p| p.parse::<u32>().is_ok()))
+        .then(|| v.to_string())
+}
+
+/// "7.0.0.70000-17~24.04" -> "7.0.0".
+fn release(v: &str) -> Option<String> {
+    let parts: Vec<&str> = v
+        .split(['.', '-', '~'])
+        .take(3)
+        .take_while(|p| p.parse::<u32>().is_ok())
+        .collect();
+    (parts.len() >= 2).then(|| parts.join("."))
+}
+
+pub fn parse(text: &str) -> Facts {
+    let mut f = Facts::default();
+    let mut in_modinfo = false;
+    for l in text.lines() {
+        let t = l.trim_start();
+        if let Some((_, v)) = package_line(t) {
+            if f.rocm.version.is_none() {
+                f.rocm.version = release(v);
+            }
+        }
+        if let Some(v) = dkms_amdgpu(t) {
+            if f.kernel_driver_version.is_none() {
+                f.kernel_driver_version = Some(v);
+            }
+        }
+        if t.starts_with("filename:") {
+            in_modinfo = t.contains("/amdgpu.ko");
+        } else if in_modinfo {
+            if let Some(v) = t.strip_prefix("version:") {
+                // modinfo says what is installed, not whether it is loaded.
+                f.kernel_driver_version.get_or_insert(v.trim().to_string());
+                in_modinfo = false;
+            }
+        }
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn package_managers_and_dkms() {
+        let f = parse("ii  rocm-core                                     7.0.0.70000-17~24.04                       amd64        ROCm Runtime software stack\namdgpu/6.14.14-2193512.24.04, 6.14.0-29-generic, x86_64: installed\n");
+        assert_eq!(f.rocm.version.as_deref(), Some("7.0.0"));
+        assert_eq!(f.kernel_driver_version.as_deref(), Some("6.14.14"));
+        assert_eq!(
+            parse("rocm-core-6.2.4.60204-139.el9.x86_64\n")
+                .rocm
+                .version
+                .as_deref(),
+            Some("6.2.4")
+        );
+        assert_eq!(
+            parse("rocm-core 6.2.4-1\n").rocm.version.as_deref(),
+            Some("6.2.4")
+        );
+        assert!(!recognise("rocm-core is great\nii  vim 2:9.0 amd64\n"));
+    }
+}
