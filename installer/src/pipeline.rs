@@ -379,9 +379,9 @@ fn interpreter_at(p: &Path, cache: Option<&Path>) -> Result<Found> {
 fn behind_shim(mut i: Interpreter) -> Interpreter {
     let Some(p) = i.path.clone() else { return i };
     let mut head = [0u8; 2];
-    let is_script = std::fs::File::open(&p)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .is_ok()
+    let is_script = crate::read::open_regular(&p)
+        .ok()
+        .is_some_and(|mut f| std::io::Read::read_exact(&mut f, &mut head).is_ok())
         && &head == b"#!";
     if !is_script {
         return i;
@@ -1216,12 +1216,13 @@ pub struct BundleManifest {
 impl BundleManifest {
     pub fn load(dir: &Path) -> Result<BundleManifest> {
         let p = dir.join(BUNDLE_MANIFEST);
-        let text = std::fs::read_to_string(&p).with_context(|| {
-            format!(
+        if !p.exists() {
+            anyhow::bail!(
                 "{} is not a greta bundle (no {BUNDLE_MANIFEST})",
                 dir.display()
-            )
-        })?;
+            );
+        }
+        let text = crate::read::text_capped(&p, crate::read::MAX_DATA_FILE)?;
         let m: BundleManifest =
             serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))?;
         if m.schema != BUNDLE_SCHEMA {

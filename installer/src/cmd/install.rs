@@ -64,7 +64,7 @@ pub fn run(args: Args) -> Result<Exit> {
             if let Err(e) = m.check_arch(dir) {
                 if args.json {
                     let v = serde_json::json!({"schema": "greta.install/v1", "result": "failed", "error": format!("{e:#}")});
-                    println!("{}", serde_json::to_string_pretty(&v)?);
+                    crate::out::print_json(&v)?;
                 }
                 eprintln!("greta install: {e:#}");
                 return Ok(Exit::Fail);
@@ -108,7 +108,7 @@ pub fn run(args: Args) -> Result<Exit> {
     if args.dry_run {
         if args.json {
             let v = serde_json::json!({"schema": "greta.install/v1", "result": "planned", "env_name": name, "plan": plan});
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            crate::out::print_json(&v)?;
         } else {
             eprint!("{}", pipeline::explain(&plan));
             eprintln!("dry run: nothing fetched or written (env would be {name})");
@@ -138,7 +138,7 @@ pub fn run(args: Args) -> Result<Exit> {
         Err(e) => {
             if args.json {
                 let v = serde_json::json!({"schema": "greta.install/v1", "result": "failed", "env_name": name, "plan": plan, "error": format!("{e:#}")});
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                crate::out::print_json(&v)?;
             }
             eprintln!("greta install: {e:#}");
             eprintln!("greta install: nothing was changed in the env; verified downloads stay cached, rerun to continue");
@@ -153,7 +153,7 @@ pub fn run(args: Args) -> Result<Exit> {
             "plan": plan,
             "report": report,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::out::print_json(&v)?;
     } else if report.up_to_date {
         eprintln!(
             "✓ env {name} at {} is up to date ({} wheels, {} files verified); nothing to do (--reinstall rebuilds it)",

@@ -180,7 +180,7 @@ fn stamp_holds(file: &Path, meta: &fs::Metadata) -> bool {
     if std::env::var_os("GRETA_VERIFY_CACHE").is_some_and(|v| v != "0" && !v.is_empty()) {
         return false;
     }
-    let Ok(text) = fs::read_to_string(stamp_path(file)) else {
+    let Ok(text) = crate::read::text_capped(&stamp_path(file), 4096) else {
         return false;
     };
     let Some((head, at)) = text.trim().rsplit_once(' ') else {
@@ -205,7 +205,8 @@ fn boot_time() -> Option<i64> {
 
 /// Streaming sha256 of a file, lower-case hex.
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    // Streamed, so no size cap; but a FIFO or device is refused at open.
+    let mut f = crate::read::open_regular(path)?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {

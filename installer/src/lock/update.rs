@@ -65,7 +65,7 @@ pub fn run(dir: &super::LockDir, a: Args) -> Result<Exit> {
     };
     let text = build(p, &uv, &a)?;
     if a.dry_run {
-        print!("{text}");
+        crate::out::text(format_args!("{text}"));
         return Ok(Exit::Pass);
     }
     write_atomic(&p.lockfile, &text)?;
@@ -146,8 +146,7 @@ pub struct Pin {
 
 /// Pins for this profile, keyed by normalised name.
 fn load_pins(path: &Path, p: &Profile) -> Result<BTreeMap<String, Vec<Pin>>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = crate::read::text_capped(path, crate::read::MAX_DATA_FILE)?;
     let doc: toml::Value =
         toml::from_str(&text).with_context(|| format!("{} is not TOML", path.display()))?;
     let mut out: BTreeMap<String, Vec<Pin>> = BTreeMap::new();
@@ -307,8 +306,8 @@ fn compile_for(
                 p.lockfile.display()
             )
         })?;
-        let text = std::fs::read_to_string(&out_file)
-            .with_context(|| format!("uv wrote no {}", out_file.display()))?;
+        let text = crate::read::text_capped(&out_file, crate::read::MAX_DATA_FILE)
+            .with_context(|| format!("uv wrote no usable {}", out_file.display()))?;
         text.parse::<DocumentMut>()
             .with_context(|| format!("uv output for Python {py} is not TOML"))
     };
