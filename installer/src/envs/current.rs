@@ -311,8 +311,8 @@ fn normalize(name: &str) -> String {
 fn same_version(a: &str, b: &str) -> bool {
     use std::str::FromStr;
     match (
-        pep440_rs::Version::from_str(a),
-        pep440_rs::Version::from_str(b),
+        uv_pep440::Version::from_str(a),
+        uv_pep440::Version::from_str(b),
     ) {
         (Ok(x), Ok(y)) => x == y,
         _ => a == b,

@@ -142,8 +142,8 @@ pub fn check_profile(p: &Profile) -> ProfileReport {
                 }
                 if let Some(v) = &pkg.version {
                     let same = match (
-                        pep440_rs::Version::from_str(&wt.version),
-                        pep440_rs::Version::from_str(v),
+                        uv_pep440::Version::from_str(&wt.version),
+                        uv_pep440::Version::from_str(v),
                     ) {
                         (Ok(a), Ok(b)) => a == b,
                         _ => wt.version == *v,
@@ -181,7 +181,7 @@ pub fn check_profile(p: &Profile) -> ProfileReport {
                 let size = pins.iter().map(|w| w.size).sum::<Option<u64>>();
                 let env = interp.marker_env().ok();
                 for r in &p.requirements {
-                    let Ok(req) = r.parse::<pep508_rs::Requirement>() else {
+                    let Ok(req) = r.parse::<uv_pep508::Requirement>() else {
                         continue;
                     };
                     if let Some(env) = &env {
@@ -196,10 +196,10 @@ pub fn check_profile(p: &Profile) -> ProfileReport {
                             format!("Python {py}: matrix requirement `{r}` is not in the lockfile"),
                         ),
                         Some(w) => {
-                            if let Some(pep508_rs::VersionOrUrl::VersionSpecifier(spec)) =
+                            if let Some(uv_pep508::VersionOrUrl::VersionSpecifier(spec)) =
                                 &req.version_or_url
                             {
-                                match pep440_rs::Version::from_str(&w.version) {
+                                match uv_pep440::Version::from_str(&w.version) {
                                     Ok(v) if spec.contains(&v) => {}
                                     _ => problem(
                                         format!("{file}:{}", w.line),

@@ -6,7 +6,7 @@
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use pep508_rs::{MarkerEnvironment, MarkerEnvironmentBuilder};
+use uv_pep508::{MarkerEnvironment, MarkerEnvironmentBuilder};
 
 /// The tag triples a wheel file name declares (compressed sets expanded).
 #[derive(Debug, Clone, PartialEq, Eq)]

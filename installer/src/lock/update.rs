@@ -154,9 +154,9 @@ fn load_pins(path: &Path, p: &Profile) -> Result<BTreeMap<String, Vec<Pin>>> {
         .requirements
         .iter()
         .filter_map(|r| {
-            let req = r.parse::<pep508_rs::Requirement>().ok()?;
+            let req = r.parse::<uv_pep508::Requirement>().ok()?;
             let spec = match &req.version_or_url {
-                Some(pep508_rs::VersionOrUrl::VersionSpecifier(s)) => s.to_string(),
+                Some(uv_pep508::VersionOrUrl::VersionSpecifier(s)) => s.to_string(),
                 _ => return None,
             };
             let v = spec.strip_prefix("==")?.to_string();
@@ -234,12 +234,12 @@ fn compile_for(
     // their generic dependencies; the CUDA-only ones are excluded below.
     let mut reqs = Vec::new();
     for r in &p.requirements {
-        let req: pep508_rs::Requirement = r
+        let req: uv_pep508::Requirement = r
             .parse()
             .map_err(|e| anyhow::anyhow!("requirement {r:?}: {e}"))?;
         let name = normalize_name(req.name.as_ref());
         if pins.contains_key(&name) {
-            if let Some(pep508_rs::VersionOrUrl::VersionSpecifier(s)) = &req.version_or_url {
+            if let Some(uv_pep508::VersionOrUrl::VersionSpecifier(s)) = &req.version_or_url {
                 let v = s.to_string();
                 let base = v.split('+').next().unwrap_or(&v).to_string();
                 if name == "torch" {
@@ -613,7 +613,7 @@ pub fn combine_markers(
         Some(parts.join(" or "))
     };
     if let Some(m) = &out {
-        pep508_rs::MarkerTree::from_str(m)
+        uv_pep508::MarkerTree::from_str(m)
             .map_err(|e| anyhow::anyhow!("combined marker {m:?} is invalid: {e}"))?;
     }
     Ok(out)
