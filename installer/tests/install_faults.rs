@@ -294,3 +294,40 @@ fn import_that_hangs_is_killed_after_the_timeout_and_keeps_the_env() {
     );
     assert_previous_intact(&h, &receipt);
 }
+
+/// Issue 12: "N download(s) failed" counted the siblings cancelled by the
+/// one real failure, and the footer said "rerun to continue" after a 404,
+/// which no rerun fixes.
+#[test]
+fn one_failure_is_counted_once_and_a_404_does_not_promise_a_rerun() {
+    let (h, receipt) = with_previous_env(400_000);
+    let triton = h.wheel("triton").filename.clone();
+    let torch = h.wheel("torch").filename.clone();
+    let jax = h.wheel("jax").filename.clone();
+    // torch and jax are still downloading (slowly) when triton's 404 cancels them.
+    for slow in [&torch, &jax] {
+        h.server.fault_always(
+            slow,
+            Fault::Throttle {
+                chunk: 4096,
+                delay: Duration::from_millis(20),
+            },
+        );
+    }
+    h.server.fault_always(&triton, Fault::Status(404));
+    let o = h.install(&["--installer", "uv"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let e = support::stderr(&o);
+    assert!(e.contains("1 download(s) failed"), "{e}");
+    assert!(e.contains(&triton) && e.contains("404"), "{e}");
+    assert!(!e.contains("cancelled"), "{e}");
+    assert!(!e.contains("rerun to continue"), "{e}");
+    assert!(e.contains("a rerun alone will not help"), "{e}");
+    assert_previous_intact(&h, &receipt);
+    // A server error may pass: then the footer does say so.
+    h.server.fault_always(&triton, Fault::Status(503));
+    let o = h.install(&["--installer", "uv"]);
+    let e = support::stderr(&o);
+    assert!(e.contains("rerun to continue"), "{e}");
+    assert!(e.contains("resumed on the next run"), "{e}");
+}

@@ -141,7 +141,17 @@ pub fn run(args: Args) -> Result<Exit> {
                 crate::out::print_json(&v)?;
             }
             eprintln!("greta install: {e:#}");
-            eprintln!("greta install: nothing was changed in the env; verified downloads stay cached, rerun to continue");
+            // A download that cannot succeed as things stand (404, wrong
+            // hash, unwritable cache) is not fixed by running again.
+            let rerun_helps = e
+                .chain()
+                .find_map(|c| c.downcast_ref::<crate::fetch::http::Failed>())
+                .is_none_or(|f| f.rerun_helps);
+            if rerun_helps {
+                eprintln!("greta install: nothing was changed in the env; verified downloads stay cached, rerun to continue");
+            } else {
+                eprintln!("greta install: nothing was changed in the env; verified downloads stay cached; fix the cause above, then rerun");
+            }
             return Ok(Exit::Fail);
         }
     };

@@ -224,7 +224,7 @@ pub fn fetch_all(cache: &Cache, items: &[Artifact], opts: &FetchOptions) -> Resu
                 let client = match http::client(opts) {
                     Ok(c) => c,
                     Err(e) => {
-                        errors.lock().unwrap().push(format!("{e:#}"));
+                        errors.lock().unwrap().push((format!("{e:#}"), false));
                         cancel.store(true, Ordering::Relaxed);
                         return;
                     }
@@ -243,9 +243,17 @@ pub fn fetch_all(cache: &Cache, items: &[Artifact], opts: &FetchOptions) -> Resu
                             bar.finish();
                             done.lock().unwrap().push((i, path));
                         }
+                        // Stopped because a sibling failed: not counted.
+                        Err(e) if e.downcast_ref::<http::Cancelled>().is_some() => {
+                            bar.fail();
+                            return;
+                        }
                         Err(e) => {
                             bar.fail();
-                            errors.lock().unwrap().push(format!("{e:#}"));
+                            let helps = e
+                                .downcast_ref::<http::Failed>()
+                                .is_some_and(|f| f.rerun_helps);
+                            errors.lock().unwrap().push((format!("{e:#}"), helps));
                             cancel.store(true, Ordering::Relaxed);
                         }
                     }
@@ -254,15 +262,28 @@ pub fn fetch_all(cache: &Cache, items: &[Artifact], opts: &FetchOptions) -> Resu
         }
     });
     bars.finish();
-    let errors = errors.into_inner().unwrap();
-    let errors: Vec<_> = errors.into_iter().filter(|e| e != "cancelled").collect();
+    let errors: Vec<(String, bool)> = errors.into_inner().unwrap();
     if !errors.is_empty() {
-        anyhow::bail!(
-            "{} download(s) failed (partial files are kept under {} and resumed on the next run):\n  {}",
-            errors.len(),
-            partial_dir.display(),
-            errors.join("\n  ")
-        );
+        let what: Vec<&str> = errors.iter().map(|(e, _)| e.as_str()).collect();
+        // "Rerun to continue" only when a rerun can help (a server error
+        // or timeout); a 404, a wrong hash or an unwritable cache needs a fix first.
+        let next = if errors.iter().any(|(_, helps)| *helps) {
+            format!(
+                "partial files are kept under {} and resumed on the next run",
+                partial_dir.display()
+            )
+        } else {
+            "a rerun alone will not help: fix the cause below first".to_string()
+        };
+        return Err(http::Failed {
+            msg: format!(
+                "{} download(s) failed ({next}):\n  {}",
+                errors.len(),
+                what.join("\n  ")
+            ),
+            rerun_helps: errors.iter().any(|(_, helps)| *helps),
+        }
+        .into());
     }
     for (i, path) in done.into_inner().unwrap() {
         results[i] = Some(Fetched {
