@@ -4,17 +4,7 @@
 //! [`exit::Exit`]; an `Err` means greta itself could not decide (exit 2).
 
 use clap::{Parser, Subcommand};
-#[macro_use]
-mod out;
-mod cmd;
-mod envs;
-mod exit;
-mod fetch;
-mod hip_worker;
-mod lock;
-mod pipeline;
-mod read;
-
+use greta::{cmd, exit};
 use std::process::ExitCode;
 
 #[derive(Parser)]

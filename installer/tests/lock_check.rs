@@ -279,7 +279,10 @@ fn a_url_without_a_host_fails() {
                 "https://:443/packages/49/d3/",
             )
         },
-        &["typing_extensions-4.16.0-py3-none-any.whl has an unparsable URL", "empty host"],
+        &[
+            "typing_extensions-4.16.0-py3-none-any.whl has an unparsable URL",
+            "empty host",
+        ],
     );
 }
 
