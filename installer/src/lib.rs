@@ -10,6 +10,7 @@ pub mod envs;
 pub mod exit;
 pub mod fetch;
 pub mod hip_worker;
+pub mod interrupt;
 pub mod lock;
 pub mod pipeline;
 pub mod read;

@@ -177,3 +177,56 @@ fn a_bundle_manifest_that_is_a_device_is_refused() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("character device"), "{err}");
 }
+
+/// Issue 12: Ctrl-C printed nothing (progress bars left frozen). greta now
+/// says what was kept, and still dies of SIGINT (the status shells expect).
+#[test]
+fn ctrl_c_says_the_previous_env_is_untouched() {
+    use std::io::Read;
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let h = Harness::new(2_000_000);
+    let torch = h.wheel("torch").filename.clone();
+    h.server.fault_always(
+        &torch,
+        support::Fault::Throttle {
+            chunk: 4096,
+            delay: Duration::from_millis(50),
+        },
+    );
+    let mut c = h.install_command(&["--reinstall"]);
+    c.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: signal() is async-signal-safe; the child only execs after it.
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = c.spawn().unwrap();
+    // Wait for the observed state: torch's download has started.
+    let start = Instant::now();
+    while h.server.hits(&torch).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "download never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let st = child.wait().unwrap();
+    assert_eq!(st.signal(), Some(libc::SIGINT), "{st:?} {err}");
+    assert!(
+        err.contains("interrupted; the previous env is untouched"),
+        "{err}"
+    );
+}

@@ -58,6 +58,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<Exit> {
+    crate::interrupt::on_install_interrupt();
     let (lock_dir, profile, offline) = match &args.bundle {
         Some(dir) => {
             let m = pipeline::BundleManifest::load(dir)?;
