@@ -86,7 +86,22 @@ impl Cache {
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
         let reason = if let Some(size) = a.size.filter(|&s| s != meta.len()) {
-            Some(format!("size {} bytes, expected {size}", meta.len()))
+            // The sha256 is the proof; a size is only a quick test. A file
+            // with the right hash is kept whatever the lock's size says
+            // (a wrong size in the lock once deleted a good wheel).
+            let got = sha256_file(&path)?;
+            if got == a.sha256 {
+                tracing::warn!(
+                    "{}: the lock says {size} bytes, but the cached file with its sha256 has {}: \
+                     the lock's size is wrong",
+                    a.filename,
+                    meta.len()
+                );
+                write_stamp(&path);
+                None
+            } else {
+                Some(format!("size {} bytes, expected {size}", meta.len()))
+            }
         } else if stamp_holds(&path, &meta) {
             None
         } else {
@@ -275,6 +290,34 @@ mod tests {
             .read_exact(&mut v)
             .unwrap();
         v
+    }
+
+    /// Issue 12: a wrong `size` in the lock deleted a cached wheel whose
+    /// sha256 was right.
+    #[test]
+    fn a_wrong_size_in_the_lock_keeps_a_file_whose_hash_is_right() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path().to_path_buf());
+        let bytes = random(4096);
+        let a = artifact(&bytes);
+        let tmp = dir.path().join("in");
+        fs::write(&tmp, &bytes).unwrap();
+        let p = cache.commit(&tmp, &a).unwrap();
+        let lying = Artifact {
+            size: Some(4095),
+            ..a.clone()
+        };
+        assert!(matches!(cache.lookup(&lying).unwrap(), Lookup::Hit(_)));
+        assert_eq!(fs::read(&p).unwrap(), bytes, "the good file was deleted");
+        // A file of the wrong size *and* hash is still thrown away.
+        let other = Artifact {
+            sha256: hex::encode(Sha256::digest(b"other")),
+            ..lying
+        };
+        assert!(matches!(
+            cache.lookup(&other).unwrap(),
+            Lookup::Miss | Lookup::Corrupt { .. }
+        ));
     }
 
     #[test]
