@@ -331,3 +331,18 @@ fn one_failure_is_counted_once_and_a_404_does_not_promise_a_rerun() {
     assert!(e.contains("rerun to continue"), "{e}");
     assert!(e.contains("resumed on the next run"), "{e}");
 }
+
+/// Issue 12: five attempts in all, even while every attempt made progress:
+/// a server cutting every response short failed a wheel that was almost
+/// all on disk. Only attempts that add no byte count now.
+#[test]
+fn a_server_that_cuts_every_response_still_delivers_the_file() {
+    let (h, _) = with_previous_env(600_000);
+    let torch = h.wheel("torch").filename.clone();
+    // Each response stops after 60 kB: about 10 resumed attempts for torch.
+    h.server.fault_always(&torch, Fault::ResetAfter(60_000));
+    install_ok(&h);
+    let hits = h.server.hits(&torch).len();
+    assert!(hits > 5, "only {hits} requests: the file was not cut");
+    h.import_in_env("cpu");
+}
