@@ -230,3 +230,35 @@ fn ctrl_c_says_the_previous_env_is_untouched() {
         "{err}"
     );
 }
+
+/// Issue 12: killed between the swap's two renames, the previous env was
+/// only `.backup-<name>`: `env list` showed nothing and `env remove` said
+/// there was no such env, until the next install.
+#[test]
+fn an_env_left_as_a_backup_by_a_killed_swap_is_restored() {
+    let h = Harness::new(1_000);
+    let envs = h.envs_dir();
+    let backup = envs.join(".backup-x");
+    std::fs::create_dir_all(backup.join("bin")).unwrap();
+    std::fs::write(backup.join("bin/marker"), b"previous env").unwrap();
+    let o = bounded(h.cmd(&["env", "list", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = v["envs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["x"], "{}", stderr(&o));
+    assert!(stderr(&o).contains("restored env x"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(h.env_dir("x").join("bin/marker")).unwrap(),
+        b"previous env"
+    );
+    assert!(!backup.exists());
+    // And removal finds it.
+    std::fs::rename(h.env_dir("x"), &backup).unwrap();
+    let o = bounded(h.cmd(&["env", "remove", "x"]));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!h.env_dir("x").exists() && !backup.exists());
+}
