@@ -736,8 +736,25 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
             }
         }
     }
-    // Every file was hashed moments ago (cache hit or download): no second pass.
-    tool.install(&staging.path, &files, fresh)?;
+    // Every file was hashed moments ago (cache hit or download): no second
+    // pass, unless the installer fails: a cached file its stamp vouched for
+    // may be damaged all the same (bit rot, a tool that restores times), and
+    // then every rerun failed inside uv until GRETA_VERIFY_CACHE=1. Re-hash
+    // the plan's files and drop any that is wrong, so the rerun fetches it.
+    if let Err(e) = tool.install(&staging.path, &files, fresh) {
+        let bad: Vec<String> = fetched
+            .iter()
+            .filter_map(|f| cache.reverify(&f.artifact).ok().flatten())
+            .collect();
+        if bad.is_empty() {
+            return Err(e);
+        }
+        return Err(e.context(format!(
+            "{} cached file(s) failed re-verification and were removed (rerun to fetch them again): {}",
+            bad.len(),
+            bad.join("; ")
+        )));
+    }
     timings.insert("install".into(), t.elapsed().as_millis());
     let mut installer_name = describe.join().unwrap_or_else(|_| "unknown".into());
     if let (installer::Tool::Uv(_), Some(how)) = (&tool, &tool_how) {

@@ -346,3 +346,61 @@ fn a_server_that_cuts_every_response_still_delivers_the_file() {
     assert!(hits > 5, "only {hits} requests: the file was not cut");
     h.import_in_env("cpu");
 }
+
+/// Issue 12: a corrupt cached wheel that its verification stamp still
+/// vouched for (here the stamp is rewritten to match the damaged file, as
+/// bit rot or a tool that restores times would leave it) failed every
+/// rerun inside uv until GRETA_VERIFY_CACHE=1. greta now re-hashes the
+/// plan's files when the installer fails, drops the bad one, and the next
+/// run fetches it again.
+#[test]
+fn a_corrupt_wheel_the_stamp_vouches_for_is_dropped_when_the_installer_fails() {
+    use std::os::unix::fs::MetadataExt;
+    support::require_uv();
+    let h = Harness::new(80_000);
+    install_ok(&h);
+    let jax = h.wheel("jax").filename.clone();
+    let cached = h
+        .cached_wheels()
+        .into_iter()
+        .find(|p| p.ends_with(&jax))
+        .unwrap();
+    // Zero the zip's central directory end: no installer can read it.
+    let mut b = std::fs::read(&cached).unwrap();
+    let n = b.len();
+    b[n - 22..].fill(0);
+    let mut perm = std::fs::metadata(&cached).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perm.set_readonly(false);
+    std::fs::set_permissions(&cached, perm).unwrap();
+    std::fs::write(&cached, &b).unwrap();
+    let m = std::fs::metadata(&cached).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    std::fs::write(
+        cached.with_file_name(".verified"),
+        format!(
+            "{} {} {}.{} {}.{} {now}",
+            m.ino(),
+            m.len(),
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec()
+        ),
+    )
+    .unwrap();
+    let o = h.install(&["--installer", "uv"]);
+    let e = support::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("failed re-verification and were removed"), "{e}");
+    assert!(e.contains(&jax), "{e}");
+    assert!(!cached.exists(), "the corrupt file is still cached");
+    // The rerun fetches it again and succeeds.
+    h.server.clear_log();
+    install_ok(&h);
+    assert_eq!(h.server.hits(&jax).len(), 1);
+    h.import_in_env("cpu");
+}

@@ -123,6 +123,27 @@ impl Cache {
         }
     }
 
+    /// Hashes the cached file of `a` whatever its stamp says; a file that is
+    /// wrong is removed (with its stamp) and described. `Ok(None)`: right,
+    /// or not cached.
+    pub fn reverify(&self, a: &Artifact) -> Result<Option<String>> {
+        let path = self.wheel_path(a);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let got = sha256_file(&path)?;
+        if got == a.sha256 {
+            return Ok(None);
+        }
+        remove_file_forced(&path)
+            .with_context(|| format!("removing corrupt cache file {}", path.display()))?;
+        let _ = fs::remove_file(stamp_path(&path));
+        Ok(Some(format!(
+            "{} has sha256 {got}, expected {}",
+            a.filename, a.sha256
+        )))
+    }
+
     /// Moves a verified file into place under its key (atomic rename on the
     /// same filesystem) and makes it read-only.
     pub fn commit(&self, verified: &Path, a: &Artifact) -> Result<PathBuf> {
