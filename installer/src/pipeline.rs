@@ -644,7 +644,7 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
     } else if let Some(idx) = &input.index_url {
         if !fopts.offline {
             let client = fetch::http::client(&fopts)?;
-            fetch::index::relocate(&client, idx, &mut items)?;
+            fetch::index::relocate(&client, idx, &mut items, &fopts)?;
         }
     }
     let fetched = fetch::fetch_all(&cache, &items, &fopts)?;
@@ -1367,7 +1367,7 @@ pub fn bundle(
     let mut items: Vec<Artifact> = plan.wheels.iter().map(artifact).collect();
     if let Some(idx) = index_url {
         let client = fetch::http::client(fopts)?;
-        fetch::index::relocate(&client, idx, &mut items)?;
+        fetch::index::relocate(&client, idx, &mut items, fopts)?;
     }
     // The pinned uv for this machine's architecture travels too (fetched
     // from its pinned URL, verified like every wheel), so a node without

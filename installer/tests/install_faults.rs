@@ -404,3 +404,25 @@ fn a_corrupt_wheel_the_stamp_vouches_for_is_dropped_when_the_installer_fails() {
     assert_eq!(h.server.hits(&jax).len(), 1);
     h.import_in_env("cpu");
 }
+
+/// Issue 12: `--index-url` project pages were not retried: one 500 ended
+/// the run. They are retried like files now.
+#[test]
+fn index_pages_are_retried_after_server_errors() {
+    support::require_uv();
+    let h = Harness::new(50_000);
+    let idx = h.server.index_url();
+    h.server.fault_page_once("torch", Fault::Status(500));
+    h.server.fault_page_once("torch", Fault::Status(503));
+    let o = h.install(&["--index-url", &idx, "--installer", "uv"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let pages: Vec<u16> = h
+        .server
+        .log()
+        .into_iter()
+        .filter(|l| l.path == "/simple/torch/")
+        .map(|l| l.status)
+        .collect();
+    assert_eq!(pages, vec![500, 503, 200]);
+    h.import_in_env("cpu");
+}
