@@ -3,17 +3,8 @@
 //! Every subcommand lives in its own module under `cmd/` and returns an
 //! [`exit::Exit`]; an `Err` means greta itself could not decide (exit 2).
 
-#[macro_use]
-mod out;
-mod cmd;
-mod envs;
-mod exit;
-mod fetch;
-mod lock;
-mod pipeline;
-mod read;
-
 use clap::{Parser, Subcommand};
+use greta::{cmd, exit};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -84,5 +75,7 @@ fn init_tracing(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour codes only on a terminal: a log file or CI capture gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }

@@ -11,6 +11,14 @@ pub fn line(s: std::fmt::Arguments<'_>) {
     check(r);
 }
 
+/// Writes `s` to stdout as is (a rendered table that ends in its own
+/// newline); a closed stdout ends the process quietly.
+pub fn text(s: std::fmt::Arguments<'_>) {
+    let mut o = std::io::stdout().lock();
+    let r = o.write_fmt(s);
+    check(r);
+}
+
 /// Pretty JSON and a newline on stdout.
 pub fn print_json<T: serde::Serialize + ?Sized>(v: &T) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(v)?;

@@ -379,9 +379,9 @@ fn interpreter_at(p: &Path, cache: Option<&Path>) -> Result<Found> {
 fn behind_shim(mut i: Interpreter) -> Interpreter {
     let Some(p) = i.path.clone() else { return i };
     let mut head = [0u8; 2];
-    let is_script = std::fs::File::open(&p)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .is_ok()
+    let is_script = crate::read::open_regular(&p)
+        .ok()
+        .is_some_and(|mut f| std::io::Read::read_exact(&mut f, &mut head).is_ok())
         && &head == b"#!";
     if !is_script {
         return i;
@@ -646,7 +646,7 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
     } else if let Some(idx) = &input.index_url {
         if !fopts.offline {
             let client = fetch::http::client(&fopts)?;
-            fetch::index::relocate(&client, idx, &mut items)?;
+            fetch::index::relocate(&client, idx, &mut items, &fopts)?;
         }
     }
     let fetched = fetch::fetch_all(&cache, &items, &fopts)?;
@@ -738,8 +738,25 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
             }
         }
     }
-    // Every file was hashed moments ago (cache hit or download): no second pass.
-    tool.install(&staging.path, &files, fresh)?;
+    // Every file was hashed moments ago (cache hit or download): no second
+    // pass, unless the installer fails: a cached file its stamp vouched for
+    // may be damaged all the same (bit rot, a tool that restores times), and
+    // then every rerun failed inside uv until GRETA_VERIFY_CACHE=1. Re-hash
+    // the plan's files and drop any that is wrong, so the rerun fetches it.
+    if let Err(e) = tool.install(&staging.path, &files, fresh) {
+        let bad: Vec<String> = fetched
+            .iter()
+            .filter_map(|f| cache.reverify(&f.artifact).ok().flatten())
+            .collect();
+        if bad.is_empty() {
+            return Err(e);
+        }
+        return Err(e.context(format!(
+            "{} cached file(s) failed re-verification and were removed (rerun to fetch them again): {}",
+            bad.len(),
+            bad.join("; ")
+        )));
+    }
     timings.insert("install".into(), t.elapsed().as_millis());
     let mut installer_name = describe.join().unwrap_or_else(|_| "unknown".into());
     if let (installer::Tool::Uv(_), Some(how)) = (&tool, &tool_how) {
@@ -1124,15 +1141,57 @@ pub struct BundleManifest {
     pub created: String,
 }
 
+/// Copies a verified cache file into a bundle. A copy, never a hard link:
+/// a link changes the cached file's ctime, which made uv treat every cached
+/// wheel as new and unpack the whole profile again into its own cache
+/// (~5.7 GB per bundle + rebuild for the cpu profile). `std::fs::copy` uses
+/// `copy_file_range`, which shares extents where the filesystem can.
+fn copy_out_of_cache(from: &Path, to: &Path) -> Result<()> {
+    std::fs::copy(from, to)
+        .with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+    Ok(())
+}
+
+/// Removes `.NAME.partial-PID` directories beside a bundle's output whose
+/// process is gone (a killed `greta bundle` left them for ever). A live
+/// PID's directory is another bundle run's and stays.
+fn remove_dead_partials(parent: &Path, name: &str) {
+    let prefix = format!(".{name}.partial-");
+    let Ok(rd) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let file_name = e.file_name();
+        let Some(pid) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<libc::pid_t>().ok())
+            .filter(|p| *p > 0)
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only checks that the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            match envs::remove_tree(&e.path()) {
+                Ok(()) => tracing::info!("removed {} (its bundle run is gone)", e.path().display()),
+                Err(err) => tracing::warn!("cannot remove {}: {err:#}", e.path().display()),
+            }
+        }
+    }
+}
+
 impl BundleManifest {
     pub fn load(dir: &Path) -> Result<BundleManifest> {
         let p = dir.join(BUNDLE_MANIFEST);
-        let text = std::fs::read_to_string(&p).with_context(|| {
-            format!(
+        if !p.exists() {
+            anyhow::bail!(
                 "{} is not a greta bundle (no {BUNDLE_MANIFEST})",
                 dir.display()
-            )
-        })?;
+            );
+        }
+        let text = crate::read::text_capped(&p, crate::read::MAX_DATA_FILE)?;
         let m: BundleManifest =
             serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))?;
         if m.schema != BUNDLE_SCHEMA {
@@ -1219,7 +1278,7 @@ pub fn bundle(
     let mut items: Vec<Artifact> = plan.wheels.iter().map(artifact).collect();
     if let Some(idx) = index_url {
         let client = fetch::http::client(fopts)?;
-        fetch::index::relocate(&client, idx, &mut items)?;
+        fetch::index::relocate(&client, idx, &mut items, fopts)?;
     }
     // The pinned uv for this machine's architecture travels too (fetched
     // from its pinned URL, verified like every wheel), so a node without
@@ -1265,14 +1324,12 @@ pub fn bundle(
     if tmp.exists() {
         envs::remove_tree(&tmp)?;
     }
+    remove_dead_partials(parent, &fname);
     std::fs::create_dir_all(tmp.join("wheels"))?;
     let result = (|| -> Result<BundleManifest> {
         for f in &fetched {
             let dest = tmp.join("wheels").join(&f.artifact.filename);
-            if std::fs::hard_link(&f.path, &dest).is_err() {
-                std::fs::copy(&f.path, &dest)
-                    .with_context(|| format!("copying {}", f.path.display()))?;
-            }
+            copy_out_of_cache(&f.path, &dest)?;
         }
         let lock_name = plan
             .lockfile
@@ -1293,10 +1350,7 @@ pub fn bundle(
             let tools = tmp.join(envs::uv_bootstrap::BUNDLE_TOOLS_DIR);
             std::fs::create_dir_all(&tools)?;
             let dest = tools.join(&f.artifact.filename);
-            if std::fs::hard_link(&f.path, &dest).is_err() {
-                std::fs::copy(&f.path, &dest)
-                    .with_context(|| format!("copying {}", f.path.display()))?;
-            }
+            copy_out_of_cache(&f.path, &dest)?;
             copy_lock_file(envs::uv_bootstrap::TOOLS_FILE)?;
         }
         let copied_sha = fetch::cache::sha256_file(&tmp.join(&lock_name))?;

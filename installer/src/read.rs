@@ -27,8 +27,9 @@ pub fn text_capped(path: &Path, cap: u64) -> Result<String> {
     })
 }
 
-/// As [`text_capped`], for bytes.
-pub fn bytes_capped(path: &Path, cap: u64) -> Result<Vec<u8>> {
+/// Opens a regular file for a streaming read (hashing a wheel), without
+/// blocking on a FIFO; anything but a regular file is refused by name.
+pub fn open_regular(path: &Path) -> Result<std::fs::File> {
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
@@ -44,6 +45,15 @@ pub fn bytes_capped(path: &Path, cap: u64) -> Result<Vec<u8>> {
             kind(&meta.file_type())
         );
     }
+    Ok(f)
+}
+
+/// As [`text_capped`], for bytes.
+pub fn bytes_capped(path: &Path, cap: u64) -> Result<Vec<u8>> {
+    let f = open_regular(path)?;
+    let meta = f
+        .metadata()
+        .with_context(|| format!("cannot read {}", path.display()))?;
     if meta.len() > cap {
         bail!(
             "{}: {} bytes, more than the {} bytes greta reads from such a file",

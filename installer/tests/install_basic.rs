@@ -469,3 +469,83 @@ fn smoke_gate_runs_after_the_import_check() {
     assert_eq!(j["report"]["smoke"]["status"], "skipped", "{j}");
     assert!(!h.env_dir("cpu").exists());
 }
+
+/// Issue 12: `greta bundle` hard-linked cached wheels into the bundle,
+/// changing their ctime (uv then re-unpacked the whole profile into its own
+/// cache on every rebuild), and a killed run left `.OUT.partial-PID` beside
+/// the output for ever.
+#[test]
+fn bundle_copies_out_of_the_cache_and_sweeps_dead_partials() {
+    use std::os::unix::fs::MetadataExt;
+    let h = Harness::new(50_000);
+    let bundle = h.dir.path().join("bundle");
+    // A partial of a process that has exited (its PID observed gone).
+    let mut dead = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    let stale = h.dir.path().join(format!(".bundle.partial-{dead_pid}"));
+    std::fs::create_dir_all(stale.join("wheels")).unwrap();
+    // And one of a live process (this test): not touched.
+    let live = h
+        .dir
+        .path()
+        .join(format!(".bundle.partial-{}", std::process::id()));
+    std::fs::create_dir_all(&live).unwrap();
+    let xy = support::python_xy();
+    let args = [
+        "bundle",
+        "--profile",
+        "cpu",
+        "--python",
+        &xy,
+        "-o",
+        bundle.to_str().unwrap(),
+    ];
+    // First run fills the cache; record each cached wheel's inode state.
+    let o = h.cmd(&args).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let cached: Vec<(std::path::PathBuf, i64, u64)> = h
+        .wheels
+        .iter()
+        .map(|w| {
+            let p = walk_find(&h.cache_dir(), &w.filename).expect("wheel cached");
+            let m = std::fs::metadata(&p).unwrap();
+            (p, m.ctime_nsec() + m.ctime() * 1_000_000_000, m.nlink())
+        })
+        .collect();
+    std::fs::remove_dir_all(&bundle).unwrap();
+    let o = h.cmd(&args).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    for (p, ctime, nlink) in &cached {
+        let m = std::fs::metadata(p).unwrap();
+        assert_eq!(m.nlink(), 1, "{} is hard-linked", p.display());
+        assert_eq!(
+            *nlink,
+            1,
+            "{} was hard-linked by the first run",
+            p.display()
+        );
+        assert_eq!(
+            m.ctime_nsec() + m.ctime() * 1_000_000_000,
+            *ctime,
+            "{} changed by bundling",
+            p.display()
+        );
+    }
+    assert!(!stale.exists(), "dead run's partial left behind");
+    assert!(live.exists(), "a live run's partial was removed");
+}
+
+fn walk_find(dir: &std::path::Path, name: &str) -> Option<std::path::PathBuf> {
+    for e in std::fs::read_dir(dir).ok()?.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if let Some(f) = walk_find(&p, name) {
+                return Some(f);
+            }
+        } else if p.file_name().is_some_and(|n| n == name) {
+            return Some(p);
+        }
+    }
+    None
+}

@@ -294,3 +294,135 @@ fn import_that_hangs_is_killed_after_the_timeout_and_keeps_the_env() {
     );
     assert_previous_intact(&h, &receipt);
 }
+
+/// Issue 12: "N download(s) failed" counted the siblings cancelled by the
+/// one real failure, and the footer said "rerun to continue" after a 404,
+/// which no rerun fixes.
+#[test]
+fn one_failure_is_counted_once_and_a_404_does_not_promise_a_rerun() {
+    let (h, receipt) = with_previous_env(400_000);
+    let triton = h.wheel("triton").filename.clone();
+    let torch = h.wheel("torch").filename.clone();
+    let jax = h.wheel("jax").filename.clone();
+    // torch and jax are still downloading (slowly) when triton's 404 cancels them.
+    for slow in [&torch, &jax] {
+        h.server.fault_always(
+            slow,
+            Fault::Throttle {
+                chunk: 4096,
+                delay: Duration::from_millis(20),
+            },
+        );
+    }
+    h.server.fault_always(&triton, Fault::Status(404));
+    let o = h.install(&["--installer", "uv"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let e = support::stderr(&o);
+    assert!(e.contains("1 download(s) failed"), "{e}");
+    assert!(e.contains(&triton) && e.contains("404"), "{e}");
+    assert!(!e.contains("cancelled"), "{e}");
+    assert!(!e.contains("rerun to continue"), "{e}");
+    assert!(e.contains("a rerun alone will not help"), "{e}");
+    assert_previous_intact(&h, &receipt);
+    // A server error may pass: then the footer does say so.
+    h.server.fault_always(&triton, Fault::Status(503));
+    let o = h.install(&["--installer", "uv"]);
+    let e = support::stderr(&o);
+    assert!(e.contains("rerun to continue"), "{e}");
+    assert!(e.contains("resumed on the next run"), "{e}");
+}
+
+/// Issue 12: five attempts in all, even while every attempt made progress:
+/// a server cutting every response short failed a wheel that was almost
+/// all on disk. Only attempts that add no byte count now.
+#[test]
+fn a_server_that_cuts_every_response_still_delivers_the_file() {
+    let (h, _) = with_previous_env(600_000);
+    let torch = h.wheel("torch").filename.clone();
+    // Each response stops after 60 kB: about 10 resumed attempts for torch.
+    h.server.fault_always(&torch, Fault::ResetAfter(60_000));
+    install_ok(&h);
+    let hits = h.server.hits(&torch).len();
+    assert!(hits > 5, "only {hits} requests: the file was not cut");
+    h.import_in_env("cpu");
+}
+
+/// Issue 12: a corrupt cached wheel that its verification stamp still
+/// vouched for (here the stamp is rewritten to match the damaged file, as
+/// bit rot or a tool that restores times would leave it) failed every
+/// rerun inside uv until GRETA_VERIFY_CACHE=1. greta now re-hashes the
+/// plan's files when the installer fails, drops the bad one, and the next
+/// run fetches it again.
+#[test]
+fn a_corrupt_wheel_the_stamp_vouches_for_is_dropped_when_the_installer_fails() {
+    use std::os::unix::fs::MetadataExt;
+    support::require_uv();
+    let h = Harness::new(80_000);
+    install_ok(&h);
+    let jax = h.wheel("jax").filename.clone();
+    let cached = h
+        .cached_wheels()
+        .into_iter()
+        .find(|p| p.ends_with(&jax))
+        .unwrap();
+    // Zero the zip's central directory end: no installer can read it.
+    let mut b = std::fs::read(&cached).unwrap();
+    let n = b.len();
+    b[n - 22..].fill(0);
+    let mut perm = std::fs::metadata(&cached).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perm.set_readonly(false);
+    std::fs::set_permissions(&cached, perm).unwrap();
+    std::fs::write(&cached, &b).unwrap();
+    let m = std::fs::metadata(&cached).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    std::fs::write(
+        cached.with_file_name(".verified"),
+        format!(
+            "{} {} {}.{} {}.{} {now}",
+            m.ino(),
+            m.len(),
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec()
+        ),
+    )
+    .unwrap();
+    let o = h.install(&["--installer", "uv"]);
+    let e = support::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("failed re-verification and were removed"), "{e}");
+    assert!(e.contains(&jax), "{e}");
+    assert!(!cached.exists(), "the corrupt file is still cached");
+    // The rerun fetches it again and succeeds.
+    h.server.clear_log();
+    install_ok(&h);
+    assert_eq!(h.server.hits(&jax).len(), 1);
+    h.import_in_env("cpu");
+}
+
+/// Issue 12: `--index-url` project pages were not retried: one 500 ended
+/// the run. They are retried like files now.
+#[test]
+fn index_pages_are_retried_after_server_errors() {
+    support::require_uv();
+    let h = Harness::new(50_000);
+    let idx = h.server.index_url();
+    h.server.fault_page_once("torch", Fault::Status(500));
+    h.server.fault_page_once("torch", Fault::Status(503));
+    let o = h.install(&["--index-url", &idx, "--installer", "uv"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let pages: Vec<u16> = h
+        .server
+        .log()
+        .into_iter()
+        .filter(|l| l.path == "/simple/torch/")
+        .map(|l| l.status)
+        .collect();
+    assert_eq!(pages, vec![500, 503, 200]);
+    h.import_in_env("cpu");
+}

@@ -225,3 +225,98 @@ fn matrix_and_lockfile_disagreeing_fails() {
         &["matrix requirement `einops==0.8.0` is not in the lockfile"],
     );
 }
+
+/// Issue 12: a wheel whose `url` names another file than its `name`
+/// (another package, another version, an sdist) passed `lock check`.
+#[test]
+fn a_url_naming_another_file_fails() {
+    let url = "https://files.pythonhosted.org/packages/49/d3/b8441a820a491ddfc024b0b0cf0393375b75ea13866d9c66727e54c2fc80/typing_extensions-4.16.0-py3-none-any.whl";
+    for other in [
+        "evil-4.16.0-py3-none-any.whl",
+        "typing_extensions-4.15.0-py3-none-any.whl",
+        "typing_extensions-4.16.0.tar.gz",
+    ] {
+        check_fails_with(
+            |d| {
+                replace_in(
+                    d,
+                    "pylock.cpu.toml",
+                    &format!("{{ url = \"{url}\""),
+                    &format!(
+                        "{{ name = \"typing_extensions-4.16.0-py3-none-any.whl\", url = \"{}\"",
+                        url.replace("typing_extensions-4.16.0-py3-none-any.whl", other)
+                    ),
+                )
+            },
+            &[
+                "typing_extensions-4.16.0-py3-none-any.whl: its URL names another file",
+                other,
+            ],
+        );
+    }
+}
+
+/// `https:// evil.example/...` passed the `starts_with("https://")` test.
+#[test]
+fn a_url_without_a_host_fails() {
+    check_fails_with(
+        |d| {
+            replace_in(
+                d,
+                "pylock.cpu.toml",
+                "https://files.pythonhosted.org/packages/49/d3/",
+                "https:// evil.example/packages/49/d3/",
+            )
+        },
+        &["typing_extensions-4.16.0-py3-none-any.whl has an unparsable URL"],
+    );
+    check_fails_with(
+        |d| {
+            replace_in(
+                d,
+                "pylock.cpu.toml",
+                "https://files.pythonhosted.org/packages/49/d3/",
+                "https://:443/packages/49/d3/",
+            )
+        },
+        &[
+            "typing_extensions-4.16.0-py3-none-any.whl has an unparsable URL",
+            "empty host",
+        ],
+    );
+}
+
+/// Two different wheels with one sha256: one of them is a copy error.
+#[test]
+fn two_wheels_with_one_sha256_fail() {
+    check_fails_with(
+        |d| {
+            replace_in(
+                d,
+                "pylock.cpu.toml",
+                "481caa481374e813c1b176ada14e97f1f67a4539ce9cfeb3f350d78d6370c2e8",
+                "020e229e4bb9d410fc799c07ddf45fa217cba970278f40b30751d94f309b69e2",
+            )
+        },
+        &[
+            "has the sha256 of filelock-4.2.11-py3-none-any.whl (",
+            "two files, one hash",
+        ],
+    );
+}
+
+/// tools.toml: the uv wheel's `filename` and its `url` must name one file.
+#[test]
+fn tools_filename_and_url_disagreeing_fails() {
+    check_fails_with(
+        |d| {
+            replace_in(
+                d,
+                "tools.toml",
+                "c6b75fc4c3f/uv-0.13.9-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+                "c6b75fc4c3f/uv-0.13.8-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+            )
+        },
+        &["its URL names another file", "uv-0.13.8-py3"],
+    );
+}

@@ -209,3 +209,52 @@ fn check_reports_a_broken_lockfile_as_a_failure() {
         stdout(&o)
     );
 }
+
+/// Issue 12: pep508_rs 0.9.2 panicked ("end byte index 25 is not a char
+/// boundary") on a non-ASCII character after a complete marker. uv's parser
+/// reports it; greta points at the marker.
+#[test]
+fn pylock_marker_with_a_non_ascii_character() {
+    let (from, to) = (
+        "marker = \"(python_full_version < '3.12') and python_version == '3.11'\"",
+        "marker = \"python_version == '3.11' α\"",
+    );
+    expect_error_at(
+        "pylock.rocm7-2.toml",
+        from,
+        to,
+        "\"python_version == '3.11' α\"",
+        &["show", "rocm7.2", "--python", "3.11"],
+        "Unexpected character 'α'",
+    );
+    // `check` reports a broken lockfile as a failed check (exit 1), at the same place.
+    let d = copy_lock_dir();
+    let p = d.path().join("pylock.rocm7-2.toml");
+    let text = std::fs::read_to_string(&p).unwrap().replacen(from, to, 1);
+    std::fs::write(&p, &text).unwrap();
+    let o = greta_lock(d.path(), &["check"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    let (line, _) = position_of(&text, "\"python_version == '3.11' α\"");
+    assert!(
+        out.contains(&format!("pylock.rocm7-2.toml:{line}:")) && out.contains("'α'"),
+        "{out}"
+    );
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+}
+
+/// Issue 12: an extra ending in `.` panicked pep508_rs ("`ExtraName`
+/// validation should match PEP 508 parsing") in `lock check` and `lock show`.
+#[test]
+fn matrix_requirement_with_an_extra_ending_in_a_dot() {
+    for args in [&["check"][..], &["show", "cuda"][..]] {
+        expect_error_at(
+            "matrix.toml",
+            "\"triton==3.9.0\",\n  \"jax[cuda13]",
+            "\"triton[x.]==3.9.0\",\n  \"jax[cuda13]",
+            "\"triton[x.]==3.9.0\"",
+            args,
+            "is not PEP 508",
+        );
+    }
+}

@@ -555,3 +555,36 @@ fn only_skipped_gates_decide_nothing() {
     assert_eq!(run.code, 2);
     assert_eq!(r.status, RunStatus::Undecided);
 }
+
+/// Issue 12: a FIFO where the pipeline cache lives hung `greta smoke`, and
+/// warnings carried ANSI colour codes into a captured stderr. The cache is
+/// now ignored with a plain-text warning and the gates run.
+#[test]
+fn a_fifo_pipeline_cache_is_ignored_with_a_plain_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let envs = [("XDG_CACHE_HOME", cache.to_str().unwrap())];
+    let (run, _) = json_run(&["--profile", "ultrasafe"], &envs, tmp.path());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let dir = cache.join("greta/vk-pipelines");
+    let files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(!files.is_empty(), "no pipeline cache written");
+    for f in &files {
+        std::fs::remove_file(f).unwrap();
+        let c = std::ffi::CString::new(f.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+    // stderr is a pipe here, not a terminal.
+    let (run, _) = json_run(&["--profile", "ultrasafe"], &envs, tmp.path());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("ignoring pipeline cache") && run.stderr.contains("FIFO"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains('\x1b'), "ANSI codes: {:?}", run.stderr);
+}

@@ -120,3 +120,99 @@ fn huge_and_truncated_files_are_read_capped() {
         facts.gpus
     );
 }
+
+fn mkfifo(p: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(
+        unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
+        0,
+        "{}",
+        p.display()
+    );
+}
+
+/// `collect` on `root` in a thread; None when it has not returned after
+/// `limit` (a hang: the thread is left behind, the test fails).
+fn collect_within(root: Root, limit: std::time::Duration) -> Option<usize> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (facts, checks) = collect(&root);
+        serde_json::to_string(&facts).unwrap();
+        let _ = tx.send(checks.len());
+    });
+    rx.recv_timeout(limit).ok()
+}
+
+/// Issue 12: a FIFO at any path doctor reads (`.greta/env`, `dev-nodes`,
+/// captured command output, every sysfs/proc/etc file) hung `doctor
+/// --sysroot` for ever. Every regular file of every synthetic machine
+/// becomes a FIFO with no writer, then a link to /dev/zero.
+#[test]
+fn fifos_and_devices_everywhere_never_hang() {
+    for tree in trees() {
+        for special in ["fifo", "dev-zero"] {
+            let tmp = tempfile::tempdir().unwrap();
+            copy_tree(&tree, tmp.path());
+            let mut all = Vec::new();
+            files(tmp.path(), &mut all);
+            assert!(all.len() > 5, "{}", tree.display());
+            for f in &all {
+                std::fs::remove_file(f).unwrap();
+                if special == "fifo" {
+                    mkfifo(f);
+                } else {
+                    std::os::unix::fs::symlink("/dev/zero", f).unwrap();
+                }
+            }
+            let root = Root::sysroot(tmp.path()).unwrap();
+            // Generous: a normal collect of these trees takes well under a second.
+            let checks = collect_within(root, std::time::Duration::from_secs(120));
+            assert_eq!(checks, Some(7), "{} with {special}s: hung", tree.display());
+        }
+    }
+}
+
+/// Issue 12: `.greta/dev-nodes` of 40,000 lines took 10 s (a linear search
+/// per node, `/etc/group` re-read per node). 200,000 render nodes, each in
+/// a group listed in a large `/etc/group`: the quadratic version needs
+/// minutes here; the indexed one, seconds.
+#[test]
+fn a_huge_dev_nodes_table_is_parsed_in_near_linear_time() {
+    let tree = trees()
+        .into_iter()
+        .find(|t| t.ends_with("mi300x-vf"))
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&tree, tmp.path());
+    let n = 200_000;
+    let mut nodes = String::from("/dev/kfd c 0660 0 109\n");
+    for i in 0..n {
+        nodes.push_str(&format!(
+            "/dev/dri/renderD{i} c 0660 0 {}\n",
+            1000 + i % 5000
+        ));
+    }
+    std::fs::write(tmp.path().join(".greta/dev-nodes"), nodes).unwrap();
+    let mut group = String::new();
+    for g in 0..5000 {
+        group.push_str(&format!("g{g}:x:{}:user{g}\n", 1000 + g));
+    }
+    std::fs::create_dir_all(tmp.path().join("etc")).unwrap();
+    std::fs::write(tmp.path().join("etc/group"), group).unwrap();
+    let root = Root::sysroot(tmp.path()).unwrap();
+    assert_eq!(root.list_nodes("/dev/dri", "renderD").len(), n);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut f = greta_probe::facts::Facts::default();
+        greta_probe::live::nodes::collect(&root, &mut f);
+        let _ = tx.send(f.device_nodes.len());
+    });
+    let got = rx.recv_timeout(std::time::Duration::from_secs(120));
+    assert_eq!(
+        got.ok(),
+        Some(n + 1),
+        "200,000 device nodes took over 120 s"
+    );
+}

@@ -17,6 +17,22 @@ use std::path::{Path, PathBuf};
 
 pub const SCHEMA: &str = "greta.tuning/v1";
 
+/// Largest tuning file read: a full sweep of every gate is a few KiB.
+pub const MAX_FILE: u64 = 4 << 20;
+
+/// Tuning keys that select a diagnostic variant (wrong results by design,
+/// e.g. `gemm_f16_cmreg`'s `probe=1`): honoured when a run asks for them
+/// explicitly, never loaded from or stored in a cache file.
+pub const DIAGNOSTIC_KEYS: &[&str] = &["probe"];
+
+/// Whether `t` asks for a diagnostic variant (a key of [`DIAGNOSTIC_KEYS`]
+/// set to anything but 0).
+pub fn is_diagnostic(t: &Tuning) -> bool {
+    DIAGNOSTIC_KEYS
+        .iter()
+        .any(|k| t.get(k).is_some_and(|v| v != 0))
+}
+
 /// What was measured for one shape class.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TunedEntry {
@@ -131,13 +147,35 @@ impl TuningCache {
             entries: BTreeMap::new(),
         };
         let mut ignored = None;
-        let file = match path.as_deref().map(std::fs::read_to_string) {
-            Some(Ok(text)) => match serde_json::from_str::<TuningFile>(&text) {
-                Ok(f)
+        // Non-blocking and capped: a FIFO or /dev/zero put where the cache
+        // lives is ignored with a warning, never waited on or read for ever.
+        let read = path
+            .as_deref()
+            .map(|p| greta_fsread::text_if_exists(p, MAX_FILE));
+        let file = match read {
+            Some(Ok(Some(text))) => match serde_json::from_str::<TuningFile>(&text) {
+                Ok(mut f)
                     if f.schema == SCHEMA
                         && f.uuid == info.uuid
                         && f.driver_version == info.driver_version =>
                 {
+                    let before = f.entries.len();
+                    f.entries.retain(|class, e| {
+                        let keep = !is_diagnostic(&e.tuning);
+                        if !keep {
+                            tracing::warn!(
+                                "tuning cache entry {class} ({}) asks for a diagnostic variant: ignored",
+                                e.tuning
+                            );
+                        }
+                        keep
+                    });
+                    if f.entries.len() < before {
+                        ignored = Some(format!(
+                            "{} entr(y/ies) asking for a diagnostic variant dropped",
+                            before - f.entries.len()
+                        ));
+                    }
                     f
                 }
                 Ok(f) => {
@@ -152,11 +190,11 @@ impl TuningCache {
                     fresh
                 }
             },
-            Some(Err(e)) if e.kind() != std::io::ErrorKind::NotFound => {
+            Some(Err(e)) => {
                 ignored = Some(format!("cannot read: {e}"));
                 fresh
             }
-            _ => fresh,
+            Some(Ok(None)) | None => fresh,
         };
         if let (Some(why), Some(p)) = (&ignored, &path) {
             tracing::warn!("ignoring tuning cache {}: {why}", p.display());
@@ -177,7 +215,15 @@ impl TuningCache {
         self.file.entries.get(&shape_class(op))
     }
 
+    /// Stores `entry` for `op`'s class; a diagnostic tuning is never stored.
     pub fn put(&mut self, op: &Op, entry: TunedEntry) {
+        if is_diagnostic(&entry.tuning) {
+            tracing::warn!(
+                "not caching {} for {op}: a diagnostic variant",
+                entry.tuning
+            );
+            return;
+        }
         self.file.entries.insert(shape_class(op), entry);
     }
 
@@ -258,6 +304,72 @@ mod tests {
                 cols: 1023
             })
         );
+    }
+
+    fn mkfifo(p: &Path) {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    #[test]
+    fn a_fifo_or_device_as_the_cache_is_ignored_not_waited_on() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = TuningCache::open(&info(1), Some(tmp.path()))
+            .path()
+            .unwrap()
+            .to_path_buf();
+        mkfifo(&path);
+        // Before: read_to_string blocked here for ever.
+        let c = TuningCache::open(&info(1), Some(tmp.path()));
+        assert!(c.is_empty());
+        assert!(
+            c.ignored.as_deref().unwrap().contains("FIFO"),
+            "{:?}",
+            c.ignored
+        );
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        let c = TuningCache::open(&info(1), Some(tmp.path()));
+        assert!(
+            c.ignored.as_deref().unwrap().contains("character device"),
+            "{:?}",
+            c.ignored
+        );
+    }
+
+    #[test]
+    fn a_diagnostic_variant_never_comes_from_or_goes_to_the_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let op = Op::GemmF16 {
+            m: 4096,
+            n: 4096,
+            k: 4096,
+        };
+        let diag = TunedEntry {
+            tuning: Tuning::default().with("coopmat", 3).with("probe", 1),
+            kernel: "gemm_f16_cmreg".into(),
+            median_ns: 1,
+            measured_op: op.to_string(),
+        };
+        let mut c = TuningCache::open(&info(1), Some(tmp.path()));
+        c.put(&op, diag.clone());
+        assert!(c.is_empty(), "put stored a diagnostic tuning");
+        // A hand-edited file with the probe key.
+        let path = c.path().unwrap().to_path_buf();
+        let mut other = entry(64);
+        other.tuning = Tuning::default().with("probe", 0).with("coopmat", 3);
+        let file = serde_json::json!({
+            "schema": SCHEMA, "device": "test gpu", "uuid": info(1).uuid,
+            "driver_id": "", "driver_version": 1,
+            "entries": { shape_class(&op): diag, "gemm_f16:m1,n1,k1": other },
+        });
+        std::fs::write(&path, file.to_string()).unwrap();
+        let c = TuningCache::open(&info(1), Some(tmp.path()));
+        assert!(c.get(&op).is_none(), "the probe entry was loaded");
+        assert_eq!(c.len(), 1, "probe=0 is not diagnostic and stays");
+        assert!(c.ignored.as_deref().unwrap().contains("diagnostic"));
     }
 
     #[test]

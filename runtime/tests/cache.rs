@@ -122,3 +122,35 @@ fn foreign_cache_is_ignored() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A FIFO (or /dev/zero) where the cache file lives is ignored with a
+/// reason; the open neither blocks on it nor reads it for ever.
+#[test]
+fn fifo_or_device_as_cache_is_ignored() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let mut dev = device_with(opts(tmp.path()));
+        assert_op(&mut dev, &Op::Fill { n: 10, value: 1 }, seed());
+    }
+    let path = cache_file(tmp.path());
+    std::fs::remove_file(&path).unwrap();
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let dev = device_with(opts(tmp.path()));
+    match dev.cache_status() {
+        CacheStatus::Ignored { reason, .. } => assert!(reason.contains("FIFO"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    drop(dev);
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+    let dev = device_with(opts(tmp.path()));
+    match dev.cache_status() {
+        CacheStatus::Ignored { reason, .. } => {
+            assert!(reason.contains("character device"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+}

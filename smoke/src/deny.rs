@@ -25,16 +25,18 @@ pub struct DenyEntry {
     pub matcher: DeviceMatch,
 }
 
+/// Largest deny list read (the built-in one is a few KiB).
+pub const MAX_FILE: u64 = 4 << 20;
+
 impl DenyList {
     pub fn builtin() -> DenyList {
         Self::parse("smoke/data/deny.toml", BUILTIN_DENY).expect("built-in deny.toml is valid")
     }
 
+    /// Reads a `--deny-list` file: a regular file (a FIFO is refused, not
+    /// waited on) of at most [`MAX_FILE`] bytes.
     pub fn load(path: &Path) -> Result<DenyList, FloorsError> {
-        let text = std::fs::read_to_string(path).map_err(|source| FloorsError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = greta_fsread::text(path, MAX_FILE)?;
         Self::parse(&path.display().to_string(), &text)
     }
 

@@ -49,11 +49,9 @@ pub fn apply(rate: Option<f64>, reference: &Reference, fraction: f64) -> Floor {
 /// Why a baseline or floors file could not be used (greta exits 2).
 #[derive(Debug, thiserror::Error)]
 pub enum FloorsError {
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// A FIFO, device or oversized file (the message names the path).
+    #[error("cannot read {0}")]
+    Read(#[from] greta_fsread::Error),
     #[error("{path}:{line}:{column}: not a greta smoke result: {msg}")]
     Json {
         path: PathBuf,
@@ -86,12 +84,13 @@ pub struct Baseline {
     pub report: Report,
 }
 
+/// Largest `--baseline` file read: a result of every gate on eight GPUs is
+/// well under 1 MiB (`--baseline /dev/zero` once grew to 5 GB in 2 s).
+pub const MAX_BASELINE: u64 = 64 << 20;
+
 impl Baseline {
     pub fn load(path: &Path) -> Result<Baseline, FloorsError> {
-        let text = std::fs::read_to_string(path).map_err(|source| FloorsError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = greta_fsread::text(path, MAX_BASELINE)?;
         Self::parse(path, &text)
     }
 
@@ -420,6 +419,33 @@ mod tests {
 
         let e = Baseline::load(Path::new("/nonexistent/base.json")).unwrap_err();
         assert!(e.to_string().contains("/nonexistent/base.json"));
+    }
+
+    /// Issue 12: `--baseline /dev/zero` grew to 5 GB in 2 s and a FIFO hung;
+    /// the same for `--deny-list`. Both are refused at once, naming the file.
+    #[test]
+    fn baselines_and_deny_lists_that_are_fifos_devices_or_huge_are_refused() {
+        use std::os::unix::ffi::OsStrExt;
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("fifo.json");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let huge = d.path().join("huge.json");
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(MAX_BASELINE + 1)
+            .unwrap();
+        for (p, why) in [
+            (fifo.as_path(), "is a FIFO"),
+            (Path::new("/dev/zero"), "is a character device"),
+            (huge.as_path(), "limit"),
+        ] {
+            let e = Baseline::load(p).unwrap_err().to_string();
+            assert!(e.contains(why) && e.contains(&*p.to_string_lossy()), "{e}");
+            let e = crate::deny::DenyList::load(p).unwrap_err().to_string();
+            assert!(e.contains(why), "{e}");
+        }
     }
 
     #[test]

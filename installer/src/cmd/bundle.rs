@@ -58,7 +58,7 @@ pub fn run(args: Args) -> Result<Exit> {
     ) {
         Ok(m) => {
             if args.json {
-                println!(
+                crate::outln!(
                     "{}",
                     serde_json::to_string_pretty(
                         &serde_json::json!({"result": "bundled", "dir": args.output, "manifest": m})

@@ -97,12 +97,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         }
     }
     if args.json {
-        println!("{}", report.to_json());
+        crate::outln!("{}", report.to_json());
     } else {
-        print!(
+        crate::out::text(format_args!(
             "{}",
             report.render(report::use_color(std::io::stdout().is_terminal()))
-        );
+        ));
     }
     Ok(if report.summary.fail > 0 {
         Exit::Fail
@@ -325,16 +325,16 @@ fn list_checks(json: bool) {
             "checks": collect::CHECKS.iter().map(|(id, title, owns)| serde_json::json!({"id": id, "title": title, "findings": owns})).collect::<Vec<_>>(),
             "findings": cat.iter().map(|r| serde_json::json!({"id": r.id, "severity": r.severity, "title": r.title, "meaning": r.meaning})).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        crate::outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return;
     }
-    println!("Checks (live and --sysroot; with --from each file is one check):");
+    crate::outln!("Checks (live and --sysroot; with --from each file is one check):");
     for (id, title, _) in collect::CHECKS {
-        println!("  {id:<16} {title}");
+        crate::outln!("  {id:<16} {title}");
     }
-    println!("\nFindings:");
+    crate::outln!("\nFindings:");
     for r in cat {
-        println!("  {:<30} {:<5} {}", r.id, r.severity.as_str(), r.meaning);
+        crate::outln!("  {:<30} {:<5} {}", r.id, r.severity.as_str(), r.meaning);
     }
 }
 

@@ -35,18 +35,18 @@ pub fn run(args: Args) -> Result<Exit> {
                         Err(e) => serde_json::json!({"name": name, "path": path, "error": format!("{e:#}")}),
                     })
                     .collect();
-                println!(
+                crate::outln!(
                     "{}",
                     serde_json::to_string_pretty(
                         &serde_json::json!({"schema": "greta.envs/v1", "dir": root.dir, "envs": v})
                     )?
                 );
             } else if envs.is_empty() {
-                println!("no greta envs under {}", root.dir.display());
+                crate::outln!("no greta envs under {}", root.dir.display());
             } else {
                 for (name, path, r) in &envs {
                     match r {
-                        Ok(r) => println!(
+                        Ok(r) => crate::outln!(
                             "{name:<16} {:<10} python {:<8} {} wheels  {}  {}",
                             r.profile,
                             r.python.version,
@@ -55,7 +55,10 @@ pub fn run(args: Args) -> Result<Exit> {
                             path.display()
                         ),
                         Err(e) => {
-                            println!("{name:<16} (no valid receipt: {e:#})  {}", path.display())
+                            crate::outln!(
+                                "{name:<16} (no valid receipt: {e:#})  {}",
+                                path.display()
+                            )
                         }
                     }
                 }

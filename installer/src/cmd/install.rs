@@ -64,13 +64,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<Exit> {
+    crate::interrupt::on_install_interrupt();
     let (lock_dir, profile, offline) = match &args.bundle {
         Some(dir) => {
             let m = pipeline::BundleManifest::load(dir)?;
             if let Err(e) = m.check_arch(dir) {
                 if args.json {
                     let v = serde_json::json!({"schema": "greta.install/v1", "result": "failed", "error": format!("{e:#}")});
-                    println!("{}", serde_json::to_string_pretty(&v)?);
+                    crate::out::print_json(&v)?;
                 }
                 eprintln!("greta install: {e:#}");
                 return Ok(Exit::Fail);
@@ -114,7 +115,7 @@ pub fn run(args: Args) -> Result<Exit> {
     if args.dry_run {
         if args.json {
             let v = serde_json::json!({"schema": "greta.install/v1", "result": "planned", "env_name": name, "plan": plan});
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            crate::out::print_json(&v)?;
         } else {
             eprint!("{}", pipeline::explain(&plan));
             eprintln!("dry run: nothing fetched or written (env would be {name})");
@@ -145,10 +146,20 @@ pub fn run(args: Args) -> Result<Exit> {
         Err(e) => {
             if args.json {
                 let v = serde_json::json!({"schema": "greta.install/v1", "result": "failed", "env_name": name, "plan": plan, "error": format!("{e:#}")});
-                println!("{}", serde_json::to_string_pretty(&v)?);
+                crate::out::print_json(&v)?;
             }
             eprintln!("greta install: {e:#}");
-            eprintln!("greta install: nothing was changed in the env; verified downloads stay cached, rerun to continue");
+            // A download that cannot succeed as things stand (404, wrong
+            // hash, unwritable cache) is not fixed by running again.
+            let rerun_helps = e
+                .chain()
+                .find_map(|c| c.downcast_ref::<crate::fetch::http::Failed>())
+                .is_none_or(|f| f.rerun_helps);
+            if rerun_helps {
+                eprintln!("greta install: nothing was changed in the env; verified downloads stay cached, rerun to continue");
+            } else {
+                eprintln!("greta install: nothing was changed in the env; verified downloads stay cached; fix the cause above, then rerun");
+            }
             return Ok(Exit::Fail);
         }
     };
@@ -160,7 +171,7 @@ pub fn run(args: Args) -> Result<Exit> {
             "plan": plan,
             "report": report,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::out::print_json(&v)?;
     } else if report.up_to_date {
         eprintln!(
             "✓ env {name} at {} is up to date ({} wheels, {} files verified); nothing to do (--reinstall rebuilds it)",

@@ -83,8 +83,7 @@ fn load_facts(
     sysroot: Option<PathBuf>,
 ) -> Result<greta_probe::facts::Facts> {
     if let Some(path) = facts {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        let text = crate::read::text_capped(&path, crate::read::MAX_DATA_FILE)?;
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
             anyhow::anyhow!(
                 "{}:{}:{}: not JSON: {e}",

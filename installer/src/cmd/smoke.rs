@@ -9,7 +9,6 @@ mod gpu;
 use crate::exit::Exit;
 use greta_smoke::gates::Catalog;
 use greta_smoke::{BackendChoice, DeviceChoice, Options, Profile, SmokeError};
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -149,12 +148,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         let catalog = Catalog::builtin();
         if args.json {
             let v = greta_smoke::table::list_gates_json(&catalog, args.include_test_gates);
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            crate::out::print_json(&v)?;
         } else {
-            print!(
+            crate::out::text(format_args!(
                 "{}",
                 greta_smoke::table::list_gates(&catalog, args.include_test_gates)
-            );
+            ));
         }
         return Ok(Exit::Pass);
     }
@@ -228,11 +227,9 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     }
     if args.json {
         eprint!("{table}");
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{}", outcome.report.to_json())?;
-        out.flush()?;
+        crate::outln!("{}", outcome.report.to_json());
     } else {
-        print!("{table}");
+        crate::out::text(format_args!("{table}"));
     }
     if let Some(w) = &outcome.written {
         eprintln!("results: {} (csv: {})", w.json.display(), w.csv.display());
@@ -279,9 +276,9 @@ fn tune(args: &Args) -> anyhow::Result<Exit> {
             let table = greta_smoke::tune::render(&r);
             if args.json {
                 eprint!("{table}");
-                println!("{}", serde_json::to_string_pretty(&r)?);
+                crate::out::print_json(&r)?;
             } else {
-                print!("{table}");
+                crate::out::text(format_args!("{table}"));
             }
             Ok(Exit::Pass)
         }

@@ -130,7 +130,7 @@ impl Staging {
             if !meta.is_file() || meta.len() > 8 << 20 {
                 continue;
             }
-            let bytes = fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
+            let bytes = crate::read::bytes_capped(&f, 8 << 20)?;
             if !contains(&bytes, &from) {
                 continue;
             }
@@ -212,7 +212,7 @@ fn fix_records(site: &Path, rewritten: &[(PathBuf, Vec<u8>)]) -> Result<()> {
             continue;
         }
         let record = e.path().join("RECORD");
-        let Ok(text) = fs::read_to_string(&record) else {
+        let Ok(text) = crate::read::text_capped(&record, crate::read::MAX_DATA_FILE) else {
             continue;
         };
         let mut changed = false;

@@ -67,8 +67,9 @@ pub fn verify(env: &Path, want: &Wanted, early: Option<Contents>) -> Result<Veri
         reason,
         changed_in_place: None,
     };
-    let text = fs::read(env.join(super::receipt::FILE))
-        .map_err(|e| stale(format!("{}: {e}", env.join(super::receipt::FILE).display())))?;
+    let text =
+        crate::read::bytes_capped(&env.join(super::receipt::FILE), crate::read::MAX_DATA_FILE)
+            .map_err(|e| stale(format!("{e:#}")))?;
     let receipt = Receipt::load(env).map_err(|e| stale(format!("{e:#}")))?;
     check_against(env, &receipt, want).map_err(stale)?;
     // The files: checked already (beside the plan) when that check saw
@@ -115,7 +116,7 @@ fn check_against(env: &Path, receipt: &Receipt, want: &Wanted) -> Result<(), Str
     }
     let act = env.join(activate::FILE);
     let expected = activate::render(env, &receipt.profile, &receipt.env_vars);
-    if fs::read(&act).ok().as_deref() != Some(expected.as_bytes()) {
+    if crate::read::bytes_capped(&act, 1 << 20).ok().as_deref() != Some(expected.as_bytes()) {
         return Err(format!(
             "{} is missing or not what greta writes",
             act.display()
@@ -145,7 +146,9 @@ fn dir_id(p: &Path) -> Option<(u64, u64)> {
 
 pub fn check_contents(env: &Path) -> Contents {
     let env_id = dir_id(env);
-    let receipt = fs::read(env.join(super::receipt::FILE)).unwrap_or_default();
+    let receipt =
+        crate::read::bytes_capped(&env.join(super::receipt::FILE), crate::read::MAX_DATA_FILE)
+            .unwrap_or_default();
     let mut changed_in_place = None;
     let result = serde_json::from_slice::<Receipt>(&receipt)
         .map_err(|e| format!("{}: {e}", env.join(super::receipt::FILE).display()))
@@ -303,8 +306,8 @@ fn normalize(name: &str) -> String {
 fn same_version(a: &str, b: &str) -> bool {
     use std::str::FromStr;
     match (
-        pep440_rs::Version::from_str(a),
-        pep440_rs::Version::from_str(b),
+        uv_pep440::Version::from_str(a),
+        uv_pep440::Version::from_str(b),
     ) {
         (Ok(x), Ok(y)) => x == y,
         _ => a == b,
@@ -329,8 +332,8 @@ fn dist_infos(site: &Path) -> Result<Vec<DistInfo>, String> {
             continue;
         };
         let meta = e.path().join("METADATA");
-        let text = fs::read_to_string(&meta)
-            .map_err(|err| format!("{}: {err} (a damaged install of {stem})", meta.display()))?;
+        let text = crate::read::text_capped(&meta, crate::read::MAX_DATA_FILE)
+            .map_err(|err| format!("{err:#} (a damaged install of {stem})"))?;
         let header = |k: &str| {
             text.lines().take_while(|l| !l.is_empty()).find_map(|l| {
                 let (key, v) = l.split_once(':')?;
@@ -354,7 +357,8 @@ fn dist_infos(site: &Path) -> Result<Vec<DistInfo>, String> {
 /// The RECORD entries of one distribution that have a size: (path, size).
 fn record_entries(site: &Path, dist_info: &Path) -> Result<Vec<(PathBuf, u64)>, String> {
     let record = dist_info.join("RECORD");
-    let text = fs::read_to_string(&record).map_err(|e| format!("{}: {e}", record.display()))?;
+    let text = crate::read::text_capped(&record, crate::read::MAX_DATA_FILE)
+        .map_err(|e| format!("{e:#}"))?;
     let rows = super::record::parse(&text)
         .map_err(|(line, why)| format!("{}:{line}: {why}", record.display()))?;
     let mut out = Vec::with_capacity(rows.len());

@@ -27,7 +27,7 @@ impl Guard {
         if rc != 0 {
             let err = std::io::Error::last_os_error();
             if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-                let holder = std::fs::read_to_string(path).unwrap_or_default();
+                let holder = crate::read::text_capped(path, 4096).unwrap_or_default();
                 bail!(
                     "another greta install is running on this environment (lock {} held by pid {}); wait for it to finish",
                     path.display(),

@@ -155,9 +155,9 @@ impl Drop for Running {
 /// and a lookup per call; the uv Python package knows its real binary.
 fn behind_shim(uv: PathBuf, python: Option<&Path>) -> PathBuf {
     let mut head = [0u8; 2];
-    let script = std::fs::File::open(&uv)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok()
+    let script = crate::read::open_regular(&uv)
+        .ok()
+        .is_some_and(|mut f| f.read_exact(&mut head).is_ok())
         && &head == b"#!";
     let Some(py) = python.filter(|_| script) else {
         return uv;
@@ -239,7 +239,7 @@ impl Tool {
             "{}.txt",
             hex::encode(<sha2::Sha256 as sha2::Digest>::digest(id.as_bytes()))
         ));
-        if let Ok(text) = std::fs::read_to_string(&file) {
+        if let Ok(text) = crate::read::text_capped(&file, 4096) {
             if let Some(v) = text.strip_prefix(&format!("{id}\n")) {
                 if v.starts_with("uv ") && !v.contains('\n') {
                     return v.to_string();

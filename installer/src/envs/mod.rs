@@ -144,9 +144,41 @@ impl EnvRoot {
         Ok(r)
     }
 
+    /// An install killed between the swap's two renames leaves the previous
+    /// env only as `.backup-<name>`; `env list` then showed no env and `env
+    /// remove` said there was none until the next install. Puts each such
+    /// backup back (under the env's guard; one held by a running install is
+    /// left to it).
+    fn restore_orphaned_backups(&self) {
+        let Ok(rd) = fs::read_dir(&self.dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let fname = e.file_name().to_string_lossy().into_owned();
+            let Some(name) = fname.strip_prefix(".backup-") else {
+                continue;
+            };
+            if validate_name(name).is_err() || self.env_path(name).exists() {
+                continue;
+            }
+            let Ok(g) = self.lock(name) else { continue };
+            match self.recover(name, &g) {
+                Ok(r) if r.restored_backup => {
+                    eprintln!(
+                        "greta: restored env {name} from {} (an install was killed mid-swap)",
+                        e.path().display()
+                    )
+                }
+                Ok(_) => {}
+                Err(err) => eprintln!("greta: cannot restore env {name}: {err:#}"),
+            }
+        }
+    }
+
     /// Every env with a readable receipt, sorted by name; envs without one
     /// are listed with the error so they are not silently hidden.
     pub fn list(&self) -> Result<Vec<(String, PathBuf, Result<Receipt>)>> {
+        self.restore_orphaned_backups();
         let mut out = Vec::new();
         let rd = match fs::read_dir(&self.dir) {
             Ok(rd) => rd,
@@ -169,6 +201,7 @@ impl EnvRoot {
     /// is never mistaken for an env.
     pub fn remove(&self, name: &str) -> Result<PathBuf> {
         validate_name(name)?;
+        self.restore_orphaned_backups();
         let env = self.env_path(name);
         if !env.exists() {
             bail!("no greta env named {name:?} under {}", self.dir.display());

@@ -75,8 +75,7 @@ pub struct WheelRef {
 impl Receipt {
     pub fn load(env: &Path) -> Result<Receipt> {
         let p = env.join(FILE);
-        let text =
-            std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+        let text = crate::read::text_capped(&p, crate::read::MAX_DATA_FILE)?;
         serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))
     }
 

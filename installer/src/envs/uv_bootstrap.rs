@@ -293,12 +293,14 @@ fn version_of(uv: &Path) -> Result<String> {
 fn extract(wheel: &Path, version: &str, dest: &Path) -> Result<()> {
     let member = format!("uv-{version}.data/scripts/uv");
     let record_name = format!("uv-{version}.dist-info/RECORD");
-    let f = std::fs::File::open(wheel).with_context(|| format!("opening {}", wheel.display()))?;
+    let f = crate::read::open_regular(wheel)?;
     let mut z = zip::ZipArchive::new(f)
         .with_context(|| format!("{} is not a readable wheel (zip)", wheel.display()))?;
     let mut record = String::new();
     z.by_name(&record_name)
         .with_context(|| format!("{}: no {record_name}", wheel.display()))?
+        // Whatever size the archive claims: a RECORD is a few KiB.
+        .take(crate::read::MAX_DATA_FILE)
         .read_to_string(&mut record)
         .with_context(|| format!("{}: reading {record_name}", wheel.display()))?;
     let rows = super::record::parse(&record).map_err(|(line, why)| {

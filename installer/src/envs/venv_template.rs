@@ -96,7 +96,9 @@ impl Template {
     /// Recreates the template at `target` (which must not exist). `Ok(false)`:
     /// no usable template; nothing is left at `target` then.
     pub fn restore(&self, target: &Path) -> Result<bool> {
-        let Ok(text) = fs::read_to_string(self.dir.join(MANIFEST)) else {
+        let Ok(text) =
+            crate::read::text_capped(&self.dir.join(MANIFEST), crate::read::MAX_DATA_FILE)
+        else {
             return Ok(false);
         };
         let manifest: Manifest = match serde_json::from_str(&text) {
@@ -194,7 +196,7 @@ fn walk(root: &Path, rel: &Path, out: &mut Vec<Entry>) -> Result<()> {
             });
             walk(root, &r, out)?;
         } else if m.is_file() {
-            let bytes = fs::read(&p)?;
+            let bytes = crate::read::bytes_capped(&p, crate::read::MAX_DATA_FILE)?;
             out.push(Entry {
                 path,
                 kind: "file".into(),
@@ -230,7 +232,7 @@ fn copy_checked(from: &Path, to: &Path, entries: &[Entry]) -> Result<()> {
                 std::os::unix::fs::symlink(&target, &dst)?;
             }
             "file" => {
-                let bytes = fs::read(&src)?;
+                let bytes = crate::read::bytes_capped(&src, crate::read::MAX_DATA_FILE)?;
                 if hex::encode(Sha256::digest(&bytes)) != e.value {
                     bail!("{}: content changed", src.display());
                 }

@@ -86,7 +86,22 @@ impl Cache {
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
         let reason = if let Some(size) = a.size.filter(|&s| s != meta.len()) {
-            Some(format!("size {} bytes, expected {size}", meta.len()))
+            // The sha256 is the proof; a size is only a quick test. A file
+            // with the right hash is kept whatever the lock's size says
+            // (a wrong size in the lock once deleted a good wheel).
+            let got = sha256_file(&path)?;
+            if got == a.sha256 {
+                tracing::warn!(
+                    "{}: the lock says {size} bytes, but the cached file with its sha256 has {}: \
+                     the lock's size is wrong",
+                    a.filename,
+                    meta.len()
+                );
+                write_stamp(&path);
+                None
+            } else {
+                Some(format!("size {} bytes, expected {size}", meta.len()))
+            }
         } else if stamp_holds(&path, &meta) {
             None
         } else {
@@ -106,6 +121,27 @@ impl Cache {
                 Ok(Lookup::Corrupt { path, reason })
             }
         }
+    }
+
+    /// Hashes the cached file of `a` whatever its stamp says; a file that is
+    /// wrong is removed (with its stamp) and described. `Ok(None)`: right,
+    /// or not cached.
+    pub fn reverify(&self, a: &Artifact) -> Result<Option<String>> {
+        let path = self.wheel_path(a);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let got = sha256_file(&path)?;
+        if got == a.sha256 {
+            return Ok(None);
+        }
+        remove_file_forced(&path)
+            .with_context(|| format!("removing corrupt cache file {}", path.display()))?;
+        let _ = fs::remove_file(stamp_path(&path));
+        Ok(Some(format!(
+            "{} has sha256 {got}, expected {}",
+            a.filename, a.sha256
+        )))
     }
 
     /// Moves a verified file into place under its key (atomic rename on the
@@ -180,7 +216,7 @@ fn stamp_holds(file: &Path, meta: &fs::Metadata) -> bool {
     if std::env::var_os("GRETA_VERIFY_CACHE").is_some_and(|v| v != "0" && !v.is_empty()) {
         return false;
     }
-    let Ok(text) = fs::read_to_string(stamp_path(file)) else {
+    let Ok(text) = crate::read::text_capped(&stamp_path(file), 4096) else {
         return false;
     };
     let Some((head, at)) = text.trim().rsplit_once(' ') else {
@@ -205,7 +241,8 @@ fn boot_time() -> Option<i64> {
 
 /// Streaming sha256 of a file, lower-case hex.
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    // Streamed, so no size cap; but a FIFO or device is refused at open.
+    let mut f = crate::read::open_regular(path)?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
@@ -274,6 +311,34 @@ mod tests {
             .read_exact(&mut v)
             .unwrap();
         v
+    }
+
+    /// Issue 12: a wrong `size` in the lock deleted a cached wheel whose
+    /// sha256 was right.
+    #[test]
+    fn a_wrong_size_in_the_lock_keeps_a_file_whose_hash_is_right() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path().to_path_buf());
+        let bytes = random(4096);
+        let a = artifact(&bytes);
+        let tmp = dir.path().join("in");
+        fs::write(&tmp, &bytes).unwrap();
+        let p = cache.commit(&tmp, &a).unwrap();
+        let lying = Artifact {
+            size: Some(4095),
+            ..a.clone()
+        };
+        assert!(matches!(cache.lookup(&lying).unwrap(), Lookup::Hit(_)));
+        assert_eq!(fs::read(&p).unwrap(), bytes, "the good file was deleted");
+        // A file of the wrong size *and* hash is still thrown away.
+        let other = Artifact {
+            sha256: hex::encode(Sha256::digest(b"other")),
+            ..lying
+        };
+        assert!(matches!(
+            cache.lookup(&other).unwrap(),
+            Lookup::Miss | Lookup::Corrupt { .. }
+        ));
     }
 
     #[test]

@@ -11,7 +11,11 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use reqwest::Url;
 use serde::Deserialize;
 
-use super::Artifact;
+use super::{Artifact, FetchOptions};
+
+/// Largest project page read (download.pytorch.org's torch page, thousands
+/// of files, is a few MiB).
+const MAX_PAGE: u64 = 64 << 20;
 
 const ACCEPT_SIMPLE: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1";
 
@@ -55,14 +59,19 @@ pub fn normalize(name: &str) -> String {
 }
 
 /// Rewrites every artifact's URL to the one `index` lists for its file name.
-pub fn relocate(client: &Client, index: &str, items: &mut [Artifact]) -> Result<()> {
+pub fn relocate(
+    client: &Client,
+    index: &str,
+    items: &mut [Artifact],
+    opts: &FetchOptions,
+) -> Result<()> {
     let base = Url::parse(&format!("{}/", index.trim_end_matches('/')))
         .with_context(|| format!("--index-url {index:?} is not a URL"))?;
     let mut pages: std::collections::BTreeMap<String, Vec<IndexFile>> = Default::default();
     for a in items.iter_mut() {
         let project = normalize(&a.name);
         if !pages.contains_key(&project) {
-            let files = project_page(client, &base, &project)?;
+            let files = project_page(client, &base, &project, opts)?;
             pages.insert(project.clone(), files);
         }
         let files = &pages[&project];
@@ -87,15 +96,51 @@ pub fn relocate(client: &Client, index: &str, items: &mut [Artifact]) -> Result<
     Ok(())
 }
 
-fn project_page(client: &Client, base: &Url, project: &str) -> Result<Vec<IndexFile>> {
+/// A project page, retried as files are (a 5xx, 429 or a dropped
+/// connection once ended the run at the first try), read capped.
+fn project_page(
+    client: &Client,
+    base: &Url,
+    project: &str,
+    opts: &FetchOptions,
+) -> Result<Vec<IndexFile>> {
     let url = base.join(&format!("{project}/"))?;
+    let mut last = String::new();
+    for attempt in 0..opts.attempts.max(1) {
+        if attempt > 0 {
+            let back = opts.backoff.saturating_mul(1 << (attempt - 1).min(6));
+            std::thread::sleep(back.min(std::time::Duration::from_secs(10)));
+        }
+        match page_once(client, &url) {
+            Ok(files) => return Ok(files),
+            Err(Page::Retry(why)) => {
+                tracing::info!("{url}: {why}; retrying");
+                last = why;
+            }
+            Err(Page::Fatal(e)) => return Err(e),
+        }
+    }
+    bail!("{url}: {last} ({} attempts)", opts.attempts.max(1))
+}
+
+enum Page {
+    Retry(String),
+    Fatal(anyhow::Error),
+}
+
+fn page_once(client: &Client, url: &Url) -> std::result::Result<Vec<IndexFile>, Page> {
+    use std::io::Read;
     let resp = client
         .get(url.clone())
         .header(ACCEPT, ACCEPT_SIMPLE)
         .send()
-        .map_err(|e| anyhow::anyhow!("{url}: {}", super::http::describe(&e)))?;
-    if !resp.status().is_success() {
-        bail!("{url}: HTTP {}", resp.status());
+        .map_err(|e| Page::Retry(super::http::describe(&e)))?;
+    let status = resp.status();
+    if status.is_server_error() || status.as_u16() == 429 {
+        return Err(Page::Retry(format!("HTTP {status}")));
+    }
+    if !status.is_success() {
+        return Err(Page::Fatal(anyhow::anyhow!("{url}: HTTP {status}")));
     }
     let ctype = resp
         .headers()
@@ -104,9 +149,20 @@ fn project_page(client: &Client, base: &Url, project: &str) -> Result<Vec<IndexF
         .unwrap_or("")
         .to_ascii_lowercase();
     let final_url = resp.url().clone();
-    let text = resp.text().with_context(|| format!("reading {url}"))?;
+    let mut raw = Vec::new();
+    resp.take(MAX_PAGE + 1)
+        .read_to_end(&mut raw)
+        .map_err(|e| Page::Retry(format!("reading the page: {e}")))?;
+    if raw.len() as u64 > MAX_PAGE {
+        return Err(Page::Fatal(anyhow::anyhow!(
+            "{url}: page larger than {MAX_PAGE} bytes"
+        )));
+    }
+    let text = String::from_utf8_lossy(&raw);
     if ctype.contains("json") {
-        parse_json(&text, &final_url).with_context(|| format!("{url}: bad PEP 691 JSON"))
+        parse_json(&text, &final_url)
+            .with_context(|| format!("{url}: bad PEP 691 JSON"))
+            .map_err(Page::Fatal)
     } else {
         Ok(parse_html(&text, &final_url))
     }

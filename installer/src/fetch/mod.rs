@@ -211,6 +211,7 @@ pub fn fetch_all(cache: &Cache, items: &[Artifact], opts: &FetchOptions) -> Resu
     let partial_dir = cache.root().join("partial");
     fs::create_dir_all(&partial_dir)
         .with_context(|| format!("creating {}", partial_dir.display()))?;
+    sweep_stale_partials(&partial_dir, STALE_PARTIAL);
     let total: u64 = todo.iter().map(|&i| items[i].size.unwrap_or(0)).sum();
     let bars = progress::Bars::new(opts.progress, total, todo.len());
     let queue = Mutex::new(todo);
@@ -224,7 +225,7 @@ pub fn fetch_all(cache: &Cache, items: &[Artifact], opts: &FetchOptions) -> Resu
                 let client = match http::client(opts) {
                     Ok(c) => c,
                     Err(e) => {
-                        errors.lock().unwrap().push(format!("{e:#}"));
+                        errors.lock().unwrap().push((format!("{e:#}"), false));
                         cancel.store(true, Ordering::Relaxed);
                         return;
                     }
@@ -243,9 +244,17 @@ pub fn fetch_all(cache: &Cache, items: &[Artifact], opts: &FetchOptions) -> Resu
                             bar.finish();
                             done.lock().unwrap().push((i, path));
                         }
+                        // Stopped because a sibling failed: not counted.
+                        Err(e) if e.downcast_ref::<http::Cancelled>().is_some() => {
+                            bar.fail();
+                            return;
+                        }
                         Err(e) => {
                             bar.fail();
-                            errors.lock().unwrap().push(format!("{e:#}"));
+                            let helps = e
+                                .downcast_ref::<http::Failed>()
+                                .is_some_and(|f| f.rerun_helps);
+                            errors.lock().unwrap().push((format!("{e:#}"), helps));
                             cancel.store(true, Ordering::Relaxed);
                         }
                     }
@@ -254,15 +263,28 @@ pub fn fetch_all(cache: &Cache, items: &[Artifact], opts: &FetchOptions) -> Resu
         }
     });
     bars.finish();
-    let errors = errors.into_inner().unwrap();
-    let errors: Vec<_> = errors.into_iter().filter(|e| e != "cancelled").collect();
+    let errors: Vec<(String, bool)> = errors.into_inner().unwrap();
     if !errors.is_empty() {
-        anyhow::bail!(
-            "{} download(s) failed (partial files are kept under {} and resumed on the next run):\n  {}",
-            errors.len(),
-            partial_dir.display(),
-            errors.join("\n  ")
-        );
+        let what: Vec<&str> = errors.iter().map(|(e, _)| e.as_str()).collect();
+        // "Rerun to continue" only when a rerun can help (a server error
+        // or timeout); a 404, a wrong hash or an unwritable cache needs a fix first.
+        let next = if errors.iter().any(|(_, helps)| *helps) {
+            format!(
+                "partial files are kept under {} and resumed on the next run",
+                partial_dir.display()
+            )
+        } else {
+            "a rerun alone will not help: fix the cause below first".to_string()
+        };
+        return Err(http::Failed {
+            msg: format!(
+                "{} download(s) failed ({next}):\n  {}",
+                errors.len(),
+                what.join("\n  ")
+            ),
+            rerun_helps: errors.iter().any(|(_, helps)| *helps),
+        }
+        .into());
     }
     for (i, path) in done.into_inner().unwrap() {
         results[i] = Some(Fetched {
@@ -327,4 +349,81 @@ fn fetch_one(
     let path = cache.commit(&partial, a)?;
     drop(lock);
     Ok(path)
+}
+
+/// How long an untouched partial download is kept for a rerun to resume.
+const STALE_PARTIAL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Removes partial downloads nobody resumed for `age` (a profile switched,
+/// a lock updated): they were never cleaned and grew the cache for ever. A
+/// partial whose lock another greta holds (a download in progress) stays;
+/// the lock files themselves stay (see `fetch_one`).
+fn sweep_stale_partials(dir: &std::path::Path, age: Duration) {
+    use std::os::fd::AsRawFd;
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.extension().is_none_or(|x| x != "part") {
+            continue;
+        }
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|d| d > age);
+        if !old {
+            continue;
+        }
+        let Ok(lock) = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(p.with_extension("lock"))
+        else {
+            continue;
+        };
+        // SAFETY: flock on a descriptor we own; released when `lock` drops.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            match fs::remove_file(&p) {
+                Ok(()) => tracing::info!("removed stale partial download {}", p.display()),
+                Err(err) => tracing::warn!("cannot remove {}: {err}", p.display()),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod sweep_tests {
+    use super::*;
+
+    /// Issue 12: `partial/` downloads were never cleaned.
+    #[test]
+    fn stale_partials_go_and_fresh_or_locked_ones_stay() {
+        use std::os::fd::AsRawFd;
+        let d = tempfile::tempdir().unwrap();
+        let old = d.path().join("aa.part");
+        let fresh = d.path().join("bb.part");
+        let busy = d.path().join("cc.part");
+        for p in [&old, &fresh, &busy] {
+            fs::write(p, b"some bytes").unwrap();
+        }
+        let ten_days_ago = std::time::SystemTime::now() - Duration::from_secs(10 * 24 * 3600);
+        for p in [&old, &busy] {
+            File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(ten_days_ago)
+                .unwrap();
+        }
+        // Another download holds busy's lock.
+        let held = File::create(busy.with_extension("lock")).unwrap();
+        // SAFETY: flock on our own descriptor.
+        assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX) }, 0);
+        sweep_stale_partials(d.path(), STALE_PARTIAL);
+        assert!(!old.exists(), "a stale partial stayed");
+        assert!(fresh.exists() && busy.exists());
+        drop(held);
+    }
 }

@@ -31,7 +31,31 @@ pub struct ProfileReport {
     pub problems: Vec<Problem>,
 }
 
-/// Check every profile of the matrix.
+/// Why a pinned download `url` must not ship, if it must not: it does not
+/// parse as a URL, is not https, has no host (`https:// evil.example/x`
+/// passed a `starts_with("https://")` test), or its last path segment names
+/// another file than the entry's `filename` (another package, version or
+/// an sdist behind a wheel's name).
+pub fn url_problem(url: &str, filename: &str) -> Option<String> {
+    let u = match reqwest::Url::parse(url) {
+        Ok(u) => u,
+        Err(e) => return Some(format!("{filename} has an unparsable URL {url:?}: {e}")),
+    };
+    if u.scheme() != "https" {
+        return Some(format!("{filename} has a non-https URL {url}"));
+    }
+    if u.host_str().is_none_or(str::is_empty) {
+        return Some(format!("{filename} has a URL without a host: {url}"));
+    }
+    let named = super::pylock::url_filename(u.path());
+    if named != filename {
+        return Some(format!(
+            "{filename}: its URL names another file, {named:?} ({url})"
+        ));
+    }
+    None
+}
+
 /// Check every profile of the matrix, and the tool pins beside it
 /// (`tools.toml`, the uv greta bootstraps) when the lock dir has them.
 pub fn check_matrix(m: &Matrix) -> Vec<ProfileReport> {
@@ -58,11 +82,11 @@ pub fn check_matrix(m: &Matrix) -> Vec<ProfileReport> {
             Ok(None) => {}
             Ok(Some(pin)) => {
                 for w in &pin.wheels {
-                    if !w.url.starts_with("https://") {
+                    if let Some(why) = url_problem(&w.url, &w.filename) {
                         rep.problems.push(Problem {
                             profile: rep.profile.clone(),
                             at: at.clone(),
-                            message: format!("uv {} has a non-https URL {}", w.filename, w.url),
+                            message: format!("uv {why}"),
                         });
                     }
                 }
@@ -107,6 +131,9 @@ pub fn check_profile(p: &Profile) -> ProfileReport {
             return rep;
         }
     };
+    // sha256 -> (file name, line) of the first wheel that carries it: two
+    // different files cannot share a hash, so a second one is a copy error.
+    let mut by_hash: std::collections::HashMap<&str, (&str, usize)> = Default::default();
     for pkg in &lock.packages {
         if pkg.wheels.is_empty() {
             problem(
@@ -116,15 +143,28 @@ pub fn check_profile(p: &Profile) -> ProfileReport {
         }
         for w in &pkg.wheels {
             let at = format!("{file}:{}", w.line);
-            if w.sha256.is_none() {
-                problem(at.clone(), format!("{} has no sha256", w.filename));
+            match &w.sha256 {
+                None => problem(at.clone(), format!("{} has no sha256", w.filename)),
+                Some(h) => match by_hash.get(h.as_str()) {
+                    Some((other, line)) if *other != w.filename => problem(
+                        at.clone(),
+                        format!(
+                            "{} has the sha256 of {other} ({file}:{line}): two files, one hash",
+                            w.filename
+                        ),
+                    ),
+                    Some(_) => {}
+                    None => {
+                        by_hash.insert(h, (&w.filename, w.line));
+                    }
+                },
             }
             match &w.url {
-                Some(u) if u.starts_with("https://") => {}
-                Some(u) => problem(
-                    at.clone(),
-                    format!("{} has a non-https URL {u}", w.filename),
-                ),
+                Some(u) => {
+                    if let Some(why) = url_problem(u, &w.filename) {
+                        problem(at.clone(), why);
+                    }
+                }
                 None => problem(
                     at.clone(),
                     format!("{} has no URL (only a local path)", w.filename),
@@ -142,8 +182,8 @@ pub fn check_profile(p: &Profile) -> ProfileReport {
                 }
                 if let Some(v) = &pkg.version {
                     let same = match (
-                        pep440_rs::Version::from_str(&wt.version),
-                        pep440_rs::Version::from_str(v),
+                        uv_pep440::Version::from_str(&wt.version),
+                        uv_pep440::Version::from_str(v),
                     ) {
                         (Ok(a), Ok(b)) => a == b,
                         _ => wt.version == *v,
@@ -181,7 +221,7 @@ pub fn check_profile(p: &Profile) -> ProfileReport {
                 let size = pins.iter().map(|w| w.size).sum::<Option<u64>>();
                 let env = interp.marker_env().ok();
                 for r in &p.requirements {
-                    let Ok(req) = r.parse::<pep508_rs::Requirement>() else {
+                    let Ok(req) = r.parse::<uv_pep508::Requirement>() else {
                         continue;
                     };
                     if let Some(env) = &env {
@@ -196,10 +236,10 @@ pub fn check_profile(p: &Profile) -> ProfileReport {
                             format!("Python {py}: matrix requirement `{r}` is not in the lockfile"),
                         ),
                         Some(w) => {
-                            if let Some(pep508_rs::VersionOrUrl::VersionSpecifier(spec)) =
+                            if let Some(uv_pep508::VersionOrUrl::VersionSpecifier(spec)) =
                                 &req.version_or_url
                             {
-                                match pep440_rs::Version::from_str(&w.version) {
+                                match uv_pep440::Version::from_str(&w.version) {
                                     Ok(v) if spec.contains(&v) => {}
                                     _ => problem(
                                         format!("{file}:{}", w.line),

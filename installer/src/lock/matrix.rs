@@ -496,7 +496,7 @@ fn parse_profile(dir: &LockDir, src: &Source, name: &str, t: &toml_edit::Table) 
     }
     let mut requirements = Vec::new();
     for (r, span) in f.str_list("requirements")? {
-        if let Err(e) = r.parse::<pep508_rs::Requirement>() {
+        if let Err(e) = r.parse::<uv_pep508::Requirement>() {
             return Err(src.err_at(
                 span,
                 format!("{}: requirement {r:?} is not PEP 508: {e}", f.what),

@@ -4,11 +4,11 @@
 
 use super::source::{Fields, Source};
 use anyhow::Result;
-use pep508_rs::MarkerTree;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use toml_edit::{Item, Value};
+use uv_pep508::MarkerTree;
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Wheel {
@@ -120,7 +120,7 @@ impl Lockfile {
         let created_by = root.str("created-by")?;
         let requires_python = root.opt_str("requires-python")?;
         if let Some(rp) = &requires_python {
-            pep440_rs::VersionSpecifiers::from_str(rp).map_err(|e| {
+            uv_pep440::VersionSpecifiers::from_str(rp).map_err(|e| {
                 src.err_at(
                     root.value_span("requires-python"),
                     format!("requires-python {rp:?}: {e}"),
@@ -175,7 +175,7 @@ fn parse_package(src: &Source, t: &toml_edit::Table) -> Result<Package> {
     let f = Fields::new(src, t, format!("package {raw_name}"));
     let version = f.opt_str("version")?;
     if let Some(v) = &version {
-        pep440_rs::Version::from_str(v).map_err(|e| {
+        uv_pep440::Version::from_str(v).map_err(|e| {
             src.err_at(
                 f.value_span("version"),
                 format!("{}: version {v:?}: {e}", f.what),
@@ -194,7 +194,7 @@ fn parse_package(src: &Source, t: &toml_edit::Table) -> Result<Package> {
     };
     let requires_python = f.opt_str("requires-python")?;
     if let Some(rp) = &requires_python {
-        pep440_rs::VersionSpecifiers::from_str(rp).map_err(|e| {
+        uv_pep440::VersionSpecifiers::from_str(rp).map_err(|e| {
             src.err_at(
                 f.value_span("requires-python"),
                 format!("{}: requires-python {rp:?}: {e}", f.what),

@@ -73,10 +73,10 @@ pub fn resolve(profile: &Profile, lock: &Lockfile, interp: &Interpreter) -> Resu
 pub fn resolve_lock(lock: &Lockfile, interp: &Interpreter) -> Result<Vec<WheelPin>> {
     let file = lock.path.display();
     let env = interp.marker_env()?;
-    let pyver = pep440_rs::Version::from_str(&interp.version)
+    let pyver = uv_pep440::Version::from_str(&interp.version)
         .map_err(|e| anyhow::anyhow!("interpreter version {}: {e}", interp.version))?;
     if let Some(rp) = &lock.requires_python {
-        let spec = pep440_rs::VersionSpecifiers::from_str(rp)
+        let spec = uv_pep440::VersionSpecifiers::from_str(rp)
             .map_err(|e| anyhow::anyhow!("{file}: requires-python: {e}"))?;
         if !spec.contains(&pyver) {
             bail!(
@@ -97,7 +97,7 @@ pub fn resolve_lock(lock: &Lockfile, interp: &Interpreter) -> Result<Vec<WheelPi
             _ => "no marker".to_string(),
         };
         if let Some(rp) = &pkg.requires_python {
-            let spec = pep440_rs::VersionSpecifiers::from_str(rp)
+            let spec = uv_pep440::VersionSpecifiers::from_str(rp)
                 .map_err(|e| anyhow::anyhow!("{file}:{}: requires-python: {e}", pkg.line))?;
             if !spec.contains(&pyver) {
                 continue;

@@ -4,9 +4,9 @@
 //! and uv would.
 
 use anyhow::{bail, Context, Result};
-use pep508_rs::{MarkerEnvironment, MarkerEnvironmentBuilder};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use uv_pep508::{MarkerEnvironment, MarkerEnvironmentBuilder};
 
 /// The tag triples a wheel file name declares (compressed sets expanded).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,7 +140,7 @@ impl Interpreter {
         ask: impl Fn(&Path) -> Result<Interpreter>,
     ) -> Result<(Interpreter, bool)> {
         if let Some(file) = cache_dir.and_then(|d| cache_file(d, python)) {
-            if let Ok(text) = std::fs::read_to_string(&file.1) {
+            if let Ok(text) = crate::read::text_capped(&file.1, 1 << 20) {
                 if let Ok(e) = serde_json::from_str::<CacheEntry>(&text) {
                     if e.key == file.0 && e.interpreter.path.as_deref() == Some(python) {
                         return Ok((e.interpreter, true));
@@ -311,7 +311,8 @@ fn cache_key(python: &Path) -> Option<String> {
     if &head == b"#!" {
         return None;
     }
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let release =
+        crate::read::text_capped(Path::new("/proc/sys/kernel/osrelease"), 4096).unwrap_or_default();
     Some(format!(
         "v1\0{}\0{}\0{}\0{:?}\0{}",
         hex::encode(sha2::Sha256::digest(PROBE.as_bytes())),

@@ -65,7 +65,7 @@ pub fn run(dir: &super::LockDir, a: Args) -> Result<Exit> {
     };
     let text = build(p, &uv, &a)?;
     if a.dry_run {
-        print!("{text}");
+        crate::out::text(format_args!("{text}"));
         return Ok(Exit::Pass);
     }
     write_atomic(&p.lockfile, &text)?;
@@ -146,8 +146,7 @@ pub struct Pin {
 
 /// Pins for this profile, keyed by normalised name.
 fn load_pins(path: &Path, p: &Profile) -> Result<BTreeMap<String, Vec<Pin>>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = crate::read::text_capped(path, crate::read::MAX_DATA_FILE)?;
     let doc: toml::Value =
         toml::from_str(&text).with_context(|| format!("{} is not TOML", path.display()))?;
     let mut out: BTreeMap<String, Vec<Pin>> = BTreeMap::new();
@@ -155,9 +154,9 @@ fn load_pins(path: &Path, p: &Profile) -> Result<BTreeMap<String, Vec<Pin>>> {
         .requirements
         .iter()
         .filter_map(|r| {
-            let req = r.parse::<pep508_rs::Requirement>().ok()?;
+            let req = r.parse::<uv_pep508::Requirement>().ok()?;
             let spec = match &req.version_or_url {
-                Some(pep508_rs::VersionOrUrl::VersionSpecifier(s)) => s.to_string(),
+                Some(uv_pep508::VersionOrUrl::VersionSpecifier(s)) => s.to_string(),
                 _ => return None,
             };
             let v = spec.strip_prefix("==")?.to_string();
@@ -235,12 +234,12 @@ fn compile_for(
     // their generic dependencies; the CUDA-only ones are excluded below.
     let mut reqs = Vec::new();
     for r in &p.requirements {
-        let req: pep508_rs::Requirement = r
+        let req: uv_pep508::Requirement = r
             .parse()
             .map_err(|e| anyhow::anyhow!("requirement {r:?}: {e}"))?;
         let name = normalize_name(req.name.as_ref());
         if pins.contains_key(&name) {
-            if let Some(pep508_rs::VersionOrUrl::VersionSpecifier(s)) = &req.version_or_url {
+            if let Some(uv_pep508::VersionOrUrl::VersionSpecifier(s)) = &req.version_or_url {
                 let v = s.to_string();
                 let base = v.split('+').next().unwrap_or(&v).to_string();
                 if name == "torch" {
@@ -307,8 +306,8 @@ fn compile_for(
                 p.lockfile.display()
             )
         })?;
-        let text = std::fs::read_to_string(&out_file)
-            .with_context(|| format!("uv wrote no {}", out_file.display()))?;
+        let text = crate::read::text_capped(&out_file, crate::read::MAX_DATA_FILE)
+            .with_context(|| format!("uv wrote no usable {}", out_file.display()))?;
         text.parse::<DocumentMut>()
             .with_context(|| format!("uv output for Python {py} is not TOML"))
     };
@@ -614,7 +613,7 @@ pub fn combine_markers(
         Some(parts.join(" or "))
     };
     if let Some(m) = &out {
-        pep508_rs::MarkerTree::from_str(m)
+        uv_pep508::MarkerTree::from_str(m)
             .map_err(|e| anyhow::anyhow!("combined marker {m:?} is invalid: {e}"))?;
     }
     Ok(out)

@@ -131,6 +131,15 @@ impl Server {
             .push_back(f);
     }
 
+    /// A fault for the next request of `project`'s simple-index page.
+    pub fn fault_page_once(&self, project: &str, f: Fault) {
+        let mut s = self.state.lock().unwrap();
+        s.once
+            .entry(format!("/simple/{project}/"))
+            .or_default()
+            .push_back(f);
+    }
+
     pub fn fault_always(&self, filename: &str, f: Fault) {
         self.state
             .lock()

@@ -47,9 +47,8 @@ fn node_fact(root: &Root, path: &str, f: &mut Facts) -> DeviceNode {
                 // group without logging in again.
                 if let Some(user) = &id.user {
                     if root
-                        .groups()
-                        .iter()
-                        .any(|g| g.gid == meta.gid && g.members.iter().any(|m| m == user))
+                        .groups_of(meta.gid)
+                        .any(|g| g.members.iter().any(|m| m == user))
                     {
                         signal(
                             f,

@@ -17,6 +17,10 @@ const MAGIC: &[u8; 8] = b"GRETAPC\0";
 const FORMAT: u32 = 1;
 const HEADER: usize = 8 + 4 + 4 + 8 + 32;
 
+/// Largest cache file read: a driver's cache of greta's few dozen pipelines
+/// is a few MiB; anything much larger is not ours (and is never read whole).
+pub const MAX_FILE: u64 = 256 << 20;
+
 /// What happened to the on-disk cache when the device opened.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "status")]
@@ -59,9 +63,10 @@ pub struct Identity {
 
 /// Reads and checks a cache file; `Err(reason)` when it must be ignored.
 pub fn load(path: &Path, id: &Identity) -> Result<Option<Vec<u8>>, String> {
-    let data = match std::fs::read(path) {
-        Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    // A FIFO or device node in the cache directory is refused, not waited on.
+    let data = match greta_fsread::bytes_if_exists(path, MAX_FILE) {
+        Ok(Some(d)) => d,
+        Ok(None) => return Ok(None),
         Err(e) => return Err(format!("cannot read: {e}")),
     };
     if data.len() < HEADER {

@@ -49,6 +49,20 @@ fn tuning_of(pairs: &[(&str, u32)]) -> Tuning {
         .fold(Tuning::default(), |t, (k, v)| t.with(k, *v))
 }
 
+/// Product of tile sizes in u64, saturating: tile sizes come from tuning
+/// caches and flags, so arithmetic on them must never wrap (a wrapped shared
+/// memory size once passed the limit check and crashed the driver); a
+/// saturated product only has to compare as "too large" against a u32 limit.
+fn prod(xs: &[u32]) -> u64 {
+    xs.iter().fold(1u64, |a, &x| a.saturating_mul(u64::from(x)))
+}
+
+/// Largest `gemm_f16_cm2` tile side: the biggest block its sweep measured.
+/// Workgroup-scope matrices have no shared-memory formula to check against,
+/// so the planner bounds them itself rather than hand the driver a
+/// 2^30-wide accumulator.
+const CM2_MAX_TILE: u32 = 256;
+
 fn large(m: usize, n: usize) -> bool {
     m >= 1024 && n >= 1024
 }
@@ -61,15 +75,22 @@ fn one_dispatch(
     bn: u32,
     op: &Op,
 ) -> Result<Dispatch, RuntimeError> {
-    let groups = [(n as u32).div_ceil(bn), (m as u32).div_ceil(bm), 1];
-    if groups[0] > MAX_GROUPS || groups[1] > MAX_GROUPS {
+    let (gx, gy) = (
+        (n as u64).div_ceil(u64::from(bn)),
+        (m as u64).div_ceil(u64::from(bm)),
+    );
+    let fits = |v: u64| u32::try_from(v).ok().filter(|v| *v <= MAX_GROUPS);
+    let (Some(x), Some(y)) = (fits(gx), fits(gy)) else {
         return Err(RuntimeError::Unsupported(format!(
-            "{op}: needs {groups:?} workgroups, over {MAX_GROUPS}"
+            "{op}: needs [{gx}, {gy}, 1] workgroups, over {MAX_GROUPS}"
         )));
-    }
+    };
+    let dim = |v: usize| {
+        u32::try_from(v).map_err(|_| bad(format!("{op}: {v} does not fit the kernels' 32 bits")))
+    };
     Ok(Dispatch {
-        push: vec![m as u32, n as u32, k as u32],
-        groups,
+        push: vec![dim(m)?, dim(n)?, dim(k)?],
+        groups: [x, y, 1],
         ranges: vec![None; 3],
     })
 }
@@ -171,18 +192,22 @@ fn scalar(
             "gemm tiles {eff}: need bm % tm == 0, bn % tn == 0, all > 0"
         )));
     }
-    let threads = (bm / tm) * (bn / tn);
-    if threads > lim.max_invocations || tm * tn > 64 {
+    let threads = prod(&[bm / tm, bn / tn]);
+    let accumulators = prod(&[tm, tn]);
+    let threads = match u32::try_from(threads) {
+        Ok(v) if v <= lim.max_invocations && accumulators <= 64 => v,
+        _ => {
+            return Err(bad(format!(
+                "gemm tiles {eff}: {threads} invocations (max {}), {accumulators} accumulators \
+                 (max 64)",
+                lim.max_invocations,
+            )))
+        }
+    };
+    let shared = (u64::from(bm) + 1 + u64::from(bn)).saturating_mul(prod(&[bk, 4]));
+    if shared > u64::from(lim.max_shared) {
         return Err(bad(format!(
-            "gemm tiles {eff}: {threads} invocations (max {}), {} accumulators (max 64)",
-            lim.max_invocations,
-            tm * tn
-        )));
-    }
-    if (bm + 1 + bn) * bk * 4 > lim.max_shared {
-        return Err(bad(format!(
-            "gemm tiles {eff}: {} bytes of shared memory (max {})",
-            (bm + 1 + bn) * bk * 4,
+            "gemm tiles {eff}: {shared} bytes of shared memory (max {})",
             lim.max_shared
         )));
     }
@@ -232,12 +257,17 @@ fn v4(
             "gemm_f32_v4 tiles bm={bm} bn={bn} bk={bk}: bm, bn multiples of 8, bk of 4"
         )));
     }
-    let wg = (bm / 8) * (bn / 8);
-    let shared = 2 * bk * ((bm / 4 + 1) * 16 + bn * 4);
-    if wg > lim.max_invocations
-        || (bm * bk / 4) % wg != 0
-        || (bk * bn / 4) % wg != 0
-        || shared > lim.max_shared
+    // bm, bn >= 8 here, so wg >= 1.
+    let wg = prod(&[bm / 8, bn / 8]);
+    let shared = prod(&[2, bk]).saturating_mul(
+        (u64::from(bm / 4) + 1)
+            .saturating_mul(16)
+            .saturating_add(prod(&[bn, 4])),
+    );
+    if wg > u64::from(lim.max_invocations)
+        || !(prod(&[bm, bk]) / 4).is_multiple_of(wg)
+        || !(prod(&[bk, bn]) / 4).is_multiple_of(wg)
+        || shared > u64::from(lim.max_shared)
     {
         return Err(bad(format!(
             "gemm_f32_v4 tiles bm={bm} bn={bn} bk={bk}: {wg} invocations (max {}), {shared} bytes \
@@ -245,6 +275,7 @@ fn v4(
             lim.max_invocations, lim.max_shared
         )));
     }
+    let wg = wg as u32; // <= max_invocations, checked above
     let d = one_dispatch(m, n, k, bm, bn, op)?;
     let tuning = tuning_of(&[("v4", 1), ("bm", bm), ("bn", bn), ("bk", bk)]);
     Ok(plan_of("gemm_f32_v4", vec![bm, bn, bk, wg], tuning, d))
@@ -297,15 +328,17 @@ fn cmreg(
         && (wg / sg) % sgn == 0
         && wg <= lim.max_invocations;
     let sgm = if tiles_ok { wg / sg / sgn } else { 0 };
-    let shared = stages * 16 * (bm * (bk / 8 + 1) + bk * (bn / 8 + 1));
+    let shared = prod(&[stages, 16])
+        .saturating_mul(prod(&[bm, bk / 8 + 1]).saturating_add(prod(&[bk, bn / 8 + 1])));
+    // Every divisor below is checked non-zero first (`||` stops at the first failure).
     if !tiles_ok
         || sgm == 0
-        || bm % (sgm * 16) != 0
-        || bn % (sgn * 16) != 0
-        || (bm * bk / 8) % wg != 0
-        || (bk * bn / 8) % wg != 0
-        || (bm / sgm / 16) * (bn / sgn / 16) > 32
-        || shared > lim.max_shared
+        || u64::from(bm) % prod(&[sgm, 16]) != 0
+        || u64::from(bn) % prod(&[sgn, 16]) != 0
+        || !(prod(&[bm, bk]) / 8).is_multiple_of(u64::from(wg))
+        || !(prod(&[bk, bn]) / 8).is_multiple_of(u64::from(wg))
+        || prod(&[bm / sgm / 16, bn / sgn / 16]) > 32
+        || shared > u64::from(lim.max_shared)
     {
         return Err(bad(format!(
             "gemm_f16_cmreg tiles bm={bm} bn={bn} bk={bk} wg={wg} sgn={sgn} (subgroup {sg}): \
@@ -367,13 +400,17 @@ fn cm2(
         g("bk", CM2_DEFAULT.2),
         g("wg", CM2_DEFAULT.3),
     );
-    if [bm, bn, bk].iter().any(|v| *v == 0 || v % 16 != 0)
+    if [bm, bn, bk]
+        .iter()
+        .any(|v| *v == 0 || v % 16 != 0 || *v > CM2_MAX_TILE)
         || wg == 0
         || wg % 32 != 0
         || wg > lim.max_invocations
     {
         return Err(bad(format!(
-            "gemm_f16_cm2 tiles bm={bm} bn={bn} bk={bk} wg={wg}: tiles multiples of 16, wg of 32"
+            "gemm_f16_cm2 tiles bm={bm} bn={bn} bk={bk} wg={wg}: tiles multiples of 16 up to \
+             {CM2_MAX_TILE}, wg of 32 up to {}",
+            lim.max_invocations
         )));
     }
     let d = one_dispatch(m, n, k, bm, bn, op)?;
@@ -624,6 +661,153 @@ mod tests {
             ..h200()
         };
         run_plan(&f16(4096, 4096, 4096), &t, &big).unwrap();
+    }
+
+    /// A lavapipe-like device: no cooperative matrix, 32 KiB shared memory.
+    fn cpu_like() -> Limits {
+        Limits {
+            coop_f16: None,
+            coop2: false,
+            coop16: false,
+            f16_storage: true,
+            max_shared: 32768,
+            max_invocations: 1024,
+            subgroup_size: Some(8),
+            ..h200()
+        }
+    }
+
+    #[test]
+    fn tunings_that_wrapped_u32_arithmetic_are_refused() {
+        // Issue 12's entries: each once passed the checks through a wrapped
+        // product (SIGSEGV in the driver, a remainder by zero, unbounded memory).
+        let f32_op = |s| Op::GemmF32 { m: s, n: s, k: s };
+        let cases = [
+            (f16(256, 256, 256), Tuning::default().with("bk", 1 << 30)),
+            (
+                f32_op(256),
+                Tuning::default()
+                    .with("bm", 1 << 31)
+                    .with("bn", 128)
+                    .with("bk", 8)
+                    .with("v4", 1),
+            ),
+            (f32_op(256), Tuning::default().with("bk", 1 << 30)),
+            (
+                f32_op(256),
+                Tuning::default().with("v4", 0).with("bk", 1 << 30),
+            ),
+            (
+                f32_op(256),
+                Tuning::default()
+                    .with("v4", 0)
+                    .with("tm", 1 << 16)
+                    .with("tn", 1 << 16)
+                    .with("bm", 1 << 16)
+                    .with("bn", 1 << 16),
+            ),
+            (
+                f16(4096, 4096, 4096),
+                Tuning::default().with("coopmat", 2).with("bk", 1 << 30),
+            ),
+            (
+                f16(4096, 4096, 4096),
+                Tuning::default()
+                    .with("coopmat", 3)
+                    .with("bm", 1 << 28)
+                    .with("bk", 1 << 28),
+            ),
+        ];
+        for lim in [cpu_like(), h200()] {
+            for (op, t) in &cases {
+                match run_plan(op, t, &lim) {
+                    Err(RuntimeError::BadInput(msg)) => assert!(!msg.is_empty()),
+                    Err(RuntimeError::Unsupported(_)) => {}
+                    Err(e) => panic!("{op} {t}: unexpected error {e}"),
+                    Ok(p) => panic!("{op} {t}: planned {} {:?}", p.shader, p.spec),
+                }
+            }
+        }
+    }
+
+    /// Shared memory each kernel declares (its shader's arrays), computed
+    /// independently of the planner in u128 from the spec constants.
+    fn shared_bytes(p: &Plan) -> u128 {
+        let s: Vec<u128> = p.spec.iter().map(|v| *v as u128).collect();
+        match p.shader {
+            "gemm_f32" | "gemm_f16" => (s[0] + 1 + s[1]) * s[2] * 4,
+            "gemm_f32_v4" => 2 * s[2] * ((s[0] / 4 + 1) * 16 + s[1] * 4),
+            "gemm_f16_cmreg" => s[6] * 16 * (s[0] * (s[2] / 8 + 1) + s[2] * (s[1] / 8 + 1)),
+            "gemm_f16_coopmat" => s[0] * s[2] * 2 + s[2] * s[1] * 2 + s[0] * s[1] * 4,
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn edge_values_of_every_key_never_panic_and_plans_fit_the_device() {
+        // Every combination of awkward values for the keys that size tiles.
+        let values = [
+            0u32,
+            1,
+            3,
+            8,
+            16,
+            64,
+            256,
+            4096,
+            1 << 16,
+            1 << 30,
+            1 << 31,
+            u32::MAX,
+        ];
+        let mut planned = 0;
+        for lim in [cpu_like(), h200()] {
+            for family in [
+                ("v4", 0),
+                ("v4", 1),
+                ("coopmat", 0),
+                ("coopmat", 2),
+                ("coopmat", 3),
+            ] {
+                let op = if family.0 == "v4" {
+                    Op::GemmF32 {
+                        m: 512,
+                        n: 512,
+                        k: 512,
+                    }
+                } else {
+                    f16(512, 512, 512)
+                };
+                for bm in values {
+                    for bn in values {
+                        for bk in values {
+                            let t = Tuning::default()
+                                .with(family.0, family.1)
+                                .with("bm", bm)
+                                .with("bn", bn)
+                                .with("bk", bk);
+                            if let Ok(p) = run_plan(&op, &t, &lim) {
+                                planned += 1;
+                                assert!(
+                                    shared_bytes(&p) <= lim.max_shared as u128,
+                                    "{t}: {} {:?}",
+                                    p.shader,
+                                    p.spec
+                                );
+                                let (m, n) = (512u64, 512u64);
+                                let g = p.dispatches[0].groups;
+                                assert!(g[0] as u64 * p.spec[1] as u64 >= n, "{t}");
+                                assert!(g[1] as u64 * p.spec[0] as u64 >= m, "{t}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            planned > 10,
+            "only {planned} plans: the sweep tests nothing"
+        );
     }
 
     #[test]

@@ -1,0 +1,203 @@
+//! Reading a file that someone else controls: a path handed to greta on the
+//! command line, a cache in `$XDG_CACHE_HOME`, a captured machine's sysroot.
+//! Such a path can name a FIFO (an open blocks until a writer appears, a read
+//! until it writes), a device node (`/dev/zero` never ends) or a file of any
+//! size. Every read here opens with `O_NONBLOCK` (so opening a FIFO returns
+//! at once), checks on the opened descriptor that it is a regular file (no
+//! race with a rename between a `stat` and the `open`), and reads at most
+//! `cap` bytes, refusing more. Shared by probe, runtime and smoke so the rule
+//! has one implementation.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Why a file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: is a {kind}, not a regular file", path.display())]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error("{}: larger than the {cap}-byte limit for this file", path.display())]
+    TooLarge { path: PathBuf, cap: u64 },
+    #[error("{}: not UTF-8 text (byte {at})", path.display())]
+    NotUtf8 { path: PathBuf, at: usize },
+}
+
+impl Error {
+    /// Whether the file simply is not there (callers that treat a missing
+    /// file as "nothing yet" test this).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+
+    /// The error as an `io::Error` (kind `NotFound` kept, the rest `InvalidData`
+    /// or the original kind), for callers whose signatures speak `io`.
+    pub fn into_io(self) -> std::io::Error {
+        match self {
+            Error::Io { source, .. } => source,
+            e => std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+        }
+    }
+}
+
+fn kind_of(t: std::fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "FIFO"
+    } else if t.is_char_device() {
+        "character device"
+    } else if t.is_block_device() {
+        "block device"
+    } else if t.is_socket() {
+        "socket"
+    } else {
+        "special file"
+    }
+}
+
+/// Opens `path` for reading without blocking and returns it only when the
+/// opened descriptor is a regular file (symlinks are followed). For callers
+/// that stream the file (hashing a wheel): bound the read yourself.
+pub fn open_regular(path: &Path) -> Result<File, Error> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(io)?;
+    let t = f.metadata().map_err(io)?.file_type();
+    if !t.is_file() {
+        return Err(Error::NotRegular {
+            path: path.to_path_buf(),
+            kind: kind_of(t),
+        });
+    }
+    Ok(f)
+}
+
+/// The whole content of the regular file `path`, at most `cap` bytes (a
+/// larger file is [`Error::TooLarge`], never a truncated read).
+pub fn bytes(path: &Path, cap: u64) -> Result<Vec<u8>, Error> {
+    let f = open_regular(path)?;
+    let too_large = || Error::TooLarge {
+        path: path.to_path_buf(),
+        cap,
+    };
+    // The size is a hint (sysfs and procfs files report 0 or 4096), so the
+    // read below is bounded whatever it says.
+    let hint = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if hint > cap {
+        return Err(too_large());
+    }
+    let mut buf = Vec::with_capacity(hint as usize);
+    f.take(cap.saturating_add(1))
+        .read_to_end(&mut buf)
+        .map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if buf.len() as u64 > cap {
+        return Err(too_large());
+    }
+    Ok(buf)
+}
+
+/// [`bytes`] as UTF-8 text (invalid UTF-8 is an error naming the byte).
+pub fn text(path: &Path, cap: u64) -> Result<String, Error> {
+    String::from_utf8(bytes(path, cap)?).map_err(|e| Error::NotUtf8 {
+        path: path.to_path_buf(),
+        at: e.utf8_error().valid_up_to(),
+    })
+}
+
+/// [`bytes`], with a missing file as `Ok(None)`.
+pub fn bytes_if_exists(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, Error> {
+    match bytes(path, cap) {
+        Err(e) if e.is_not_found() => Ok(None),
+        r => r.map(Some),
+    }
+}
+
+/// [`text`], with a missing file as `Ok(None)`.
+pub fn text_if_exists(path: &Path, cap: u64) -> Result<Option<String>, Error> {
+    match text(path, cap) {
+        Err(e) if e.is_not_found() => Ok(None),
+        r => r.map(Some),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+
+    fn mkfifo(p: &Path) {
+        let c = CString::new(p.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    #[test]
+    fn a_fifo_without_writer_is_refused_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("fifo");
+        mkfifo(&p);
+        // Would block forever in std::fs::read.
+        let e = text(&p, 1024).unwrap_err();
+        assert!(matches!(e, Error::NotRegular { kind: "FIFO", .. }), "{e}");
+        assert!(e.to_string().contains("fifo: is a FIFO"), "{e}");
+        assert!(text_if_exists(&p, 1024).is_err());
+    }
+
+    #[test]
+    fn devices_and_directories_are_refused() {
+        let e = bytes(Path::new("/dev/zero"), 1 << 20).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::NotRegular {
+                    kind: "character device",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let d = tempfile::tempdir().unwrap();
+        let e = bytes(d.path(), 1 << 20).unwrap_err();
+        assert!(
+            matches!(e, Error::NotRegular { .. } | Error::Io { .. }),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_cap_is_exact_and_missing_files_are_none() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        std::fs::write(&p, b"0123456789").unwrap();
+        assert_eq!(bytes(&p, 10).unwrap(), b"0123456789");
+        assert!(matches!(bytes(&p, 9), Err(Error::TooLarge { cap: 9, .. })));
+        assert_eq!(text_if_exists(&d.path().join("nope"), 9).unwrap(), None);
+        std::fs::write(&p, b"ab\xffcd").unwrap();
+        assert!(matches!(text(&p, 10), Err(Error::NotUtf8 { at: 2, .. })));
+        // procfs reports size 0; the read is still complete and bounded.
+        let stat = bytes(Path::new("/proc/self/status"), 1 << 20).unwrap();
+        assert!(stat.starts_with(b"Name:"));
+        assert!(matches!(
+            bytes(Path::new("/proc/self/status"), 4),
+            Err(Error::TooLarge { .. })
+        ));
+    }
+}
