@@ -163,6 +163,14 @@ fn a_receipt_that_is_a_fifo_does_not_hang_env_list() {
     let o = bounded(h.cmd(&["env", "list"]));
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(out.contains("FIFO"), "{out}{}", stderr(&o));
+    // Plain `greta doctor` looks at the envs too.
+    let o = bounded(h.cmd(&["doctor", "--json"]));
+    assert!(
+        matches!(o.status.code(), Some(0..=1)),
+        "doctor: {:?} {}",
+        o.status,
+        stderr(&o)
+    );
 }
 
 /// A bundle whose manifest is /dev/zero was read without bound.

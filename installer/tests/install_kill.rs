@@ -96,12 +96,33 @@ fn killed_between_the_swap_renames_restores_the_previous_env() {
         std::fs::read(h.envs_dir().join(".backup-cpu").join("greta-env.json")).unwrap(),
         receipt
     );
-    // `greta env list` must not show the half-swapped state as an env.
-    let o = h.cmd(&["env", "list", "--json"]).output().unwrap();
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(j["envs"].as_array().unwrap().is_empty(), "{j}");
+    // The next install puts the previous env back before it builds.
     let err = rerun_ok(&h);
     assert!(err.contains("restored the previous env"), "{err}");
+    // Again, but `greta env list` comes first: it puts the previous env
+    // back itself (issue 12: it listed no env, and `env remove` said there
+    // was none, until the next install).
+    let receipt = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
+    let mut c = spawn_paused(&h, "swap");
+    support::wait_for_line(&mut c, "paused at swap");
+    sigkill(c);
+    assert!(!h.env_dir("cpu").exists());
+    let o = h.cmd(&["env", "list", "--json"]).output().unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = j["envs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["cpu"], "{j}");
+    assert_eq!(
+        std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
+        receipt
+    );
+    assert!(!h.envs_dir().join(".backup-cpu").exists());
+    assert_eq!(h.import_in_env("cpu")["torch"], "2.5.1");
+    rerun_ok(&h);
 }
 
 #[test]

@@ -35,7 +35,9 @@ mod coop2;
 mod instance;
 mod memory;
 mod pipelines;
-mod plan;
+/// Public for the fuzz harnesses (fuzz/src/bin/gemm_plan.rs); not part of the runtime's front door.
+#[doc(hidden)]
+pub mod plan;
 mod run;
 mod select;
 pub mod validation;
