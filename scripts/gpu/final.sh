@@ -16,7 +16,7 @@ work=$(mktemp -d)
 tar -C "$work" -xzf dist/greta-*-x86_64-unknown-linux-gnu.tar.gz
 G=$(ls "$work"/greta-*/greta)
 export XDG_DATA_HOME="$work/data" XDG_CACHE_HOME="$work/cache" GRETA_KERNEL_CACHE="$work/kernels"
-say() { echo "== $*" | tee -a "$log"; }
+say() { echo "== $*" | tee -a "$log" >&2; }
 timed() { local s e rc; s=$(date +%s.%N); "$@"; rc=$?; e=$(date +%s.%N); say "exit $rc in $(python3 -c "print(f'{$e-$s:.2f}')") s"; return 0; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | tee -a "$log"
 say "ldd (no GPU library may be linked)"; ldd "$G" 2>&1 | tee -a "$log"
