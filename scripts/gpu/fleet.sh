@@ -2,6 +2,7 @@
 # Runs ON a lent machine with two or more NVIDIA GPUs (kind nvidia-h200-x2), builds nothing there.
 # Prepare here:  scripts/gpu/prepare-loader.sh && cargo build --release -p greta
 # Run with carry [".gl", "target/release/greta"] and the command:  bash scripts/gpu/fleet.sh
+# Or, with no Vulkan loader to carry: BACKEND=cuda GRETA=<a greta binary> bash scripts/gpu/fleet.sh
 # Measures (docs/fleet.md, docs/performance.md):
 #   1. `--device 0` alone, `health` and `perf` (the single-GPU wall);
 #   2. `--device all`, same profiles (wall should be about one GPU's);
@@ -12,7 +13,8 @@ cd "$(dirname "$0")/../.."
 out=${OUT:-fleet-out}
 mkdir -p "$out"
 log="$out/fleet.log"
-if ! ldconfig -p | grep -q libvulkan.so.1; then
+backend=${BACKEND:-vulkan}
+if [[ $backend == vulkan ]] && ! ldconfig -p | grep -q libvulkan.so.1; then
   for f in .gl/*.deb; do dpkg -x "$f" /; done
   ldconfig
 fi
@@ -25,7 +27,7 @@ run() { # name, args...
   local name=$1; shift
   local start end
   start=$(date +%s.%N)
-  "$greta" smoke --json --no-progress --no-save "$@" > "$out/$name.json" 2>> "$log"
+  "$greta" smoke --backend "$backend" --json --no-progress --no-save "$@" > "$out/$name.json" 2>> "$log"
   local rc=$?
   end=$(date +%s.%N)
   echo "$name: exit $rc, wall $(python3 -c "print(f'{$end-$start:.2f}')") s: greta smoke $*" | tee -a "$log"
