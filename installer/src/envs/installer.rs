@@ -71,24 +71,7 @@ pub fn start(mut cmd: Command, stdin_piped: bool) -> Result<Running> {
     // and signals a channel: the caller wakes the moment the child exits
     // instead of on a polling tick, a time limit is a plain `recv_timeout`,
     // and the pid cannot be reused before `child.wait()` reaps it.
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    std::thread::spawn(move || {
-        // SAFETY: waitid only writes into the zeroed siginfo we own.
-        unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            while libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            ) == -1
-                && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-            {
-            }
-        }
-        let _ = tx.send(());
-    });
+    let rx = exit_signal(child.id());
     Ok(Running {
         shown,
         child: Some(child),
@@ -370,4 +353,29 @@ impl Tool {
         }
         Ok(())
     }
+}
+
+/// A channel that receives once when child `pid` has exited. A waiter thread
+/// blocks in `waitid(WNOWAIT)`, so the child stays unreaped (its pid cannot
+/// be reused before the owner's `child.wait()`), and a time limit is a plain
+/// `recv_timeout` instead of a polling loop.
+pub(crate) fn exit_signal(pid: u32) -> std::sync::mpsc::Receiver<()> {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        // SAFETY: waitid only writes into the zeroed siginfo we own.
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            while libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            ) == -1
+                && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+            {
+            }
+        }
+        let _ = tx.send(());
+    });
+    rx
 }

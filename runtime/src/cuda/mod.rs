@@ -37,22 +37,6 @@ pub(crate) fn preload(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-fn real_path(addr: *const c_void) -> Option<PathBuf> {
-    // SAFETY: dladdr only reads the loader's tables.
-    unsafe {
-        let mut info: libc::Dl_info = std::mem::zeroed();
-        if libc::dladdr(addr, &mut info) == 0 || info.dli_fname.is_null() {
-            return None;
-        }
-        let p = PathBuf::from(
-            CStr::from_ptr(info.dli_fname)
-                .to_string_lossy()
-                .into_owned(),
-        );
-        Some(std::fs::canonicalize(&p).unwrap_or(p))
-    }
-}
-
 struct Inner {
     loaded: Loaded,
     /// Primary contexts retained, by ordinal.
@@ -94,7 +78,7 @@ impl Cuda {
             cu::culib()
                 .get::<*const c_void>(b"cuInit\0")
                 .ok()
-                .and_then(|s| real_path(*s))
+                .and_then(|s| super::gpu::search::loaded_from(*s))
         }
         .unwrap_or_else(|| PathBuf::from("libcuda.so.1"));
         // SAFETY: plain call.

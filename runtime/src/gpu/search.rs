@@ -130,6 +130,25 @@ pub fn lib_files(dir: &Path, stem: &str) -> Vec<PathBuf> {
     v.into_iter().map(|(_, p)| p).collect()
 }
 
+/// The file a loaded symbol lives in (canonical path): which library the
+/// dynamic loader really took when it was opened by a bare name.
+pub(crate) fn loaded_from(addr: *const std::ffi::c_void) -> Option<PathBuf> {
+    // SAFETY: dladdr only reads the loader's tables; dli_fname is a
+    // NUL-terminated string owned by the loader.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(addr, &mut info) == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        let p = PathBuf::from(
+            std::ffi::CStr::from_ptr(info.dli_fname)
+                .to_string_lossy()
+                .into_owned(),
+        );
+        Some(std::fs::canonicalize(&p).unwrap_or(p))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

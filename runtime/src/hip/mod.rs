@@ -138,23 +138,6 @@ pub struct Hip {
     inner: Arc<Inner>,
 }
 
-fn real_path(addr: *const c_void) -> Option<PathBuf> {
-    // SAFETY: dladdr only reads the loader's tables; dli_fname is a
-    // NUL-terminated string owned by the loader.
-    unsafe {
-        let mut info: libc::Dl_info = std::mem::zeroed();
-        if libc::dladdr(addr, &mut info) == 0 || info.dli_fname.is_null() {
-            return None;
-        }
-        let p = PathBuf::from(
-            CStr::from_ptr(info.dli_fname)
-                .to_string_lossy()
-                .into_owned(),
-        );
-        Some(std::fs::canonicalize(&p).unwrap_or(p))
-    }
-}
-
 impl Hip {
     /// Opens the first libamdhip64 of [`search_candidates`] on the live
     /// machine; no library: [`GpuError::LibraryMissing`] naming every place.
@@ -177,7 +160,7 @@ impl Hip {
                 loaded.path.display()
             ))
         })?;
-        if let Some(p) = real_path(t.hipInit as *const c_void) {
+        if let Some(p) = super::gpu::search::loaded_from(t.hipInit as *const c_void) {
             if p != loaded.path {
                 loaded.why = format!("{}, as {}", loaded.why, loaded.path.display());
                 loaded.path = p;

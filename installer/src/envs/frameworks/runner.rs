@@ -94,25 +94,8 @@ pub fn start(mut cmd: Command) -> Result<Running> {
     let stdin = child.stdin.take();
     let out = reader(child.stdout.take().expect("piped"));
     let err = reader(child.stderr.take().expect("piped"));
-    let pid = child.id();
-    let (tx, exited) = channel();
-    std::thread::spawn(move || {
-        // SAFETY: waitid only writes into the zeroed siginfo we own. WNOWAIT
-        // leaves the child unreaped (see the module doc).
-        unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            while libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            ) == -1
-                && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-            {
-            }
-        }
-        let _ = tx.send(());
-    });
+    // WNOWAIT leaves the child unreaped (see the module doc).
+    let exited = crate::envs::installer::exit_signal(child.id());
     Ok(Running {
         child: Some(child),
         stdin,
