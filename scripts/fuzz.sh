@@ -5,7 +5,7 @@
 #
 # Builds fuzz/ with AFL++ instrumentation (fuzz/target, outside the
 # workspace build), writes each target's seed corpus from the repository's
-# real fixtures (fuzz/corpus/TARGET), runs afl-fuzz for SECONDS per target
+# real fixtures and saved regressions (fuzz/corpus/TARGET), runs afl-fuzz for SECONDS per target
 # (default 30) and prints one line per target: executions, paths, crashes,
 # hangs. Exit 0 when no target found a crash or hang, 1 when one did (the
 # inputs are under fuzz/out/TARGET/default/{crashes,hangs}), 2 when the
@@ -26,53 +26,14 @@ fi
 
 (cd fuzz && cargo afl build --release --quiet)
 
-SEP=$'\n--8<--\n'
-corpus() { # TARGET: (re)write the seed corpus from real fixtures
-  local t="$1" d="fuzz/corpus/$1" i=0
-  rm -rf "$d" && mkdir -p "$d"
-  case "$t" in
-  from_text)
-    # Every captured paste under 256 KiB (AFL++ wants small seeds).
-    find probe/tests/fixtures -type f ! -name '*.md' ! -name 'expect.toml' -size -256k |
-      sort | while read -r f; do cp "$f" "$d/$(printf %04d $i)"; i=$((i + 1)); done ;;
-  sysroot)
-    # The synthetic machines, as the harness lays them out (keep in step
-    # with FILES in fuzz/src/bin/sysroot.rs).
-    local files=(.greta/env .greta/id .greta/dev-nodes .greta/cmd/rocminfo.txt
-      .greta/cmd/vulkaninfo.txt .greta/cmd/hipconfig.txt
-      sys/class/kfd/kfd/topology/nodes/1/properties
-      sys/bus/pci/devices/0000:03:00.0/class sys/bus/pci/devices/0000:03:00.0/vendor
-      sys/bus/pci/devices/0000:03:00.0/device etc/group
-      etc/vulkan/icd.d/radeon_icd.x86_64.json opt/rocm/.info/version proc/version)
-    for m in probe/tests/sysroots/*/; do
-      {
-        local first=1
-        for f in "${files[@]}"; do
-          [ $first = 1 ] || printf '%s' "$SEP"
-          first=0
-          head -c 65536 "$m/$f" 2>/dev/null || true
-        done
-      } >"$d/$(basename "$m")"
-    done ;;
-  lock_files)
-    { printf '\x00'; cat lock/matrix.toml; } >"$d/matrix"
-    for f in lock/pylock.*.toml; do { printf '\x01'; cat "$f"; } >"$d/$(basename "$f")"; done
-    { printf '\x02'; cat lock/tools.toml; } >"$d/tools" ;;
-  data_files)
-    for f in fuzz/seeds/baseline-*.json; do { printf '\x00'; cat "$f"; } >"$d/$(basename "$f")"; done
-    { printf '\x01'; cat smoke/data/deny.toml; } >"$d/deny"
-    { printf '\x02'; cat smoke/data/floors.toml; } >"$d/floors"
-    for f in fuzz/seeds/receipt-*.json; do { printf '\x03'; cat "$f"; } >"$d/$(basename "$f")"; done
-    for f in fuzz/seeds/tuning-*.json; do { printf '\x04'; cat "$f"; } >"$d/$(basename "$f")"; done ;;
-  gemm_plan)
-    cp fuzz/seeds/plan-*.bin "$d/" ;;
-  esac
-}
+# Each target's seed corpus (the repository's real fixtures and
+# fuzz/regressions/TARGET), from the list the CI replay test uses too
+# (fuzz-targets/src/seeds.rs).
+fuzz/target/release/seeds fuzz/corpus "${TARGETS[@]}" >/dev/null
 
 status=0
 printf '%-11s %8s %12s %9s %8s %7s %6s\n' target seconds execs execs/s paths crashes hangs
 for t in "${TARGETS[@]}"; do
-  corpus "$t"
   out="fuzz/out/$t"
   mkdir -p fuzz/out
   rm -rf "$out"

@@ -1,4 +1,4 @@
-//! Shared helpers of the fuzz harnesses.
+//! Ways of reading structure out of a fuzzer's bytes.
 
 /// Splits an input into `n` parts at the separator line `\n--8<--\n` (the
 /// seed corpus is written that way, see `scripts/fuzz.sh`); missing parts

@@ -1,0 +1,77 @@
+//! `gemm_plan`: the op planner given arbitrary tunings and device limits (issue 12,
+//! defect 2: wrapped tile arithmetic crashed the driver). Every plan it
+//! accepts must fit the device: shared memory and invocations recomputed
+//! here in u128 from the spec constants.
+use crate::Words;
+use greta_runtime::vulkan::plan::{plan, Limits};
+use greta_runtime::{Op, Tuning};
+
+const KEYS: &[&str] = &[
+    "v4", "coopmat", "bm", "bn", "bk", "tm", "tn", "wg", "sgn", "stages", "direct", "group_m",
+    "probe", "uk", "unroll", "groups", "vec4", "reg",
+];
+
+fn shared_bytes(shader: &str, s: &[u128]) -> u128 {
+    match shader {
+        "gemm_f32" | "gemm_f16" => (s[0] + 1 + s[1]) * s[2] * 4,
+        "gemm_f32_v4" => 2 * s[2] * ((s[0] / 4 + 1) * 16 + s[1] * 4),
+        "gemm_f16_cmreg" => s[6] * 16 * (s[0] * (s[2] / 8 + 1) + s[2] * (s[1] / 8 + 1)),
+        "gemm_f16_coopmat" => s[0] * s[2] * 2 + s[2] * s[1] * 2 + s[0] * s[1] * 4,
+        _ => 0,
+    }
+}
+
+/// The op planner on arbitrary device limits and up to 9 tuning keys: every
+/// plan it accepts must fit the device.
+pub fn gemm_plan(data: &[u8]) {
+    let mut w = Words(data);
+    let flags = w.u8();
+    let lim = Limits {
+        max_range: u64::from(w.u32()).max(16),
+        offset_align: u64::from(w.u8()).max(1),
+        max_invocations: w.u32(),
+        max_shared: w.u32(),
+        subgroup_arith: flags & 1 != 0,
+        coop_f16: (flags & 2 != 0).then_some((16, 8, 16)),
+        f16_storage: flags & 4 != 0,
+        coop2: flags & 8 != 0,
+        coop16: flags & 16 != 0,
+        subgroup_size: (flags & 32 != 0).then(|| w.u32()),
+    };
+    let (m, n, k) = (
+        (w.u32() % (1 << 16)) as usize,
+        (w.u32() % (1 << 16)) as usize,
+        (w.u32() % (1 << 16)) as usize,
+    );
+    let op = match w.u8() % 4 {
+        0 => Op::GemmF32 { m, n, k },
+        1 => Op::GemmF16 { m, n, k },
+        2 => Op::Softmax { rows: m, cols: n },
+        _ => Op::Fill {
+            n: m * 16 + n,
+            value: 7,
+        },
+    };
+    let mut t = Tuning::default();
+    for _ in 0..(w.u8() % 10) {
+        let key = KEYS[w.u8() as usize % KEYS.len()];
+        t = t.with(key, w.u32());
+    }
+    if let Ok(p) = plan(&op, &t, &lim) {
+        let spec: Vec<u128> = p.spec.iter().map(|v| u128::from(*v)).collect();
+        assert!(
+            shared_bytes(p.shader, &spec) <= u128::from(lim.max_shared),
+            "{op} {t}: {} {:?} over {} bytes of shared memory",
+            p.shader,
+            p.spec,
+            lim.max_shared
+        );
+        for d in &p.dispatches {
+            assert!(
+                d.groups.iter().all(|g| *g >= 1 && *g <= 65535),
+                "{op} {t}: {:?}",
+                d.groups
+            );
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! The CI-length fuzz run, without AFL++: every target replays its whole
+//! seed corpus (the repository's real fixtures and every saved regression
+//! input), then runs blind mutations of those seeds for a fixed time
+//! (`GRETA_FUZZ_SECS`, default 15 s per target). The mutator is seeded:
+//! the seed is printed, and `GRETA_FUZZ_SEED=N` replays a run. A panic or an
+//! input that runs past the hang limit fails the test and leaves the input
+//! in `target/tmp/fuzz-failures/`, to be added to `fuzz/regressions/TARGET/`
+//! beside the fix. Coverage-guided runs (AFL++, `scripts/fuzz.sh`) use the
+//! same target functions; docs/reliability.md has both.
+use greta_fuzz_targets::{run, seeds, Scratch};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// One input running longer than this is a hang (debug build, busy machine).
+const HANG: Duration = Duration::from_secs(60);
+/// Mutants never grow past this.
+const MAX_INPUT: usize = 1 << 20;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("fuzz-targets sits in the repository")
+        .to_path_buf()
+}
+
+fn budget() -> Duration {
+    let secs = std::env::var("GRETA_FUZZ_SECS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(15);
+    Duration::from_secs(secs)
+}
+
+fn rng_seed(target: &str) -> u64 {
+    match std::env::var("GRETA_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        Some(s) => s,
+        None => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1);
+            now ^ target
+                .bytes()
+                .fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(b))
+        }
+    }
+}
+
+/// Saves a failing input and returns where.
+fn save(target: &str, tag: &str, data: &[u8]) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures");
+    std::fs::create_dir_all(&dir).expect("failure directory");
+    let p = dir.join(format!("{target}-{tag}"));
+    std::fs::write(&p, data).expect("failure file");
+    p
+}
+
+/// The input now running and since when, watched by a thread that aborts
+/// the process (after saving the input) when one runs past [`HANG`]: a
+/// hung target cannot be stopped from inside.
+struct Watch {
+    state: Mutex<Option<(Instant, Vec<u8>)>>,
+    changed: Condvar,
+}
+
+fn watchdog(target: &'static str, watch: Arc<Watch>) {
+    std::thread::spawn(move || {
+        let mut g = watch.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let wait = match &*g {
+                Some((t, data)) if t.elapsed() >= HANG => {
+                    let p = save(target, "hang", data);
+                    eprintln!(
+                        "{target}: an input ran past {HANG:?}; saved as {}",
+                        p.display()
+                    );
+                    std::process::abort();
+                }
+                Some((t, _)) => HANG - t.elapsed(),
+                None => HANG,
+            };
+            g = watch
+                .changed
+                .wait_timeout(g, wait)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    });
+}
+
+fn exec(target: &'static str, scratch: &Scratch, watch: &Watch, tag: &str, data: &[u8]) {
+    *watch.state.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), data.to_vec()));
+    watch.changed.notify_all();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(target, scratch, data)));
+    *watch.state.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    if r.is_err() {
+        let p = save(target, tag, data);
+        panic!(
+            "{target}: input {tag} panicked (message above); saved as {}. Replay: add it to \
+             fuzz/regressions/{target}/ and run `cargo test -p greta-fuzz-targets`",
+            p.display()
+        );
+    }
+}
+
+/// One to eight stacked byte-level edits of `base`, some borrowing a slice
+/// of another seed (so tokens of the real formats travel between inputs).
+fn mutate(rng: &mut StdRng, base: &[u8], other: &[u8]) -> Vec<u8> {
+    const INTERESTING: &[u8] = b"\x00\xff\x7f\x80\n=\"[]:{},.-+0 \t\\";
+    let mut d = base.to_vec();
+    for _ in 0..rng.gen_range(1..=8) {
+        let len = d.len();
+        match rng.gen_range(0..9) {
+            0 if len > 0 => {
+                let i = rng.gen_range(0..len);
+                d[i] ^= 1 << rng.gen_range(0..8);
+            }
+            1 if len > 0 => {
+                let i = rng.gen_range(0..len);
+                d[i] = INTERESTING[rng.gen_range(0..INTERESTING.len())];
+            }
+            2 if len > 0 => {
+                let i = rng.gen_range(0..len);
+                d[i] = rng.gen();
+            }
+            3 => {
+                let i = rng.gen_range(0..=len);
+                let n = rng.gen_range(1..=16);
+                let bytes: Vec<u8> = (0..n).map(|_| rng.gen()).collect();
+                d.splice(i..i, bytes);
+            }
+            4 if len > 0 => {
+                let i = rng.gen_range(0..len);
+                let n = rng.gen_range(1..=(len - i).min(256));
+                d.drain(i..i + n);
+            }
+            5 if len > 0 => {
+                let i = rng.gen_range(0..len);
+                let n = rng.gen_range(1..=(len - i).min(256));
+                let chunk = d[i..i + n].to_vec();
+                let at = rng.gen_range(0..=len);
+                d.splice(at..at, chunk);
+            }
+            6 if !other.is_empty() => {
+                let i = rng.gen_range(0..other.len());
+                let n = rng.gen_range(1..=(other.len() - i).min(512));
+                let at = rng.gen_range(0..=len);
+                d.splice(at..at, other[i..i + n].iter().copied());
+            }
+            7 if len > 1 => d.truncate(rng.gen_range(1..len)),
+            8 if len > 0 => {
+                // A number where a digit was: sizes and counts at their edges.
+                let i = rng.gen_range(0..len);
+                let edge = [
+                    "0",
+                    "-1",
+                    "4294967295",
+                    "4294967296",
+                    "18446744073709551616",
+                    "1e308",
+                    "NaN",
+                ];
+                let s = edge[rng.gen_range(0..edge.len())];
+                d.splice(i..i + 1, s.bytes());
+            }
+            _ => {}
+        }
+    }
+    d.truncate(MAX_INPUT);
+    d
+}
+
+fn fuzz(target: &'static str) {
+    let corpus = seeds(target, &repo()).expect("seed corpus");
+    assert!(!corpus.is_empty(), "{target}: the seed corpus is empty");
+    let scratch = Scratch::new().expect("scratch directory");
+    let watch = Arc::new(Watch {
+        state: Mutex::new(None),
+        changed: Condvar::new(),
+    });
+    watchdog(target, watch.clone());
+
+    for (name, data) in &corpus {
+        exec(target, &scratch, &watch, &name.replace('/', "_"), data);
+    }
+
+    let seed = rng_seed(target);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed() < budget() {
+        let base = &corpus[rng.gen_range(0..corpus.len())].1;
+        let other = &corpus[rng.gen_range(0..corpus.len())].1;
+        let input = mutate(&mut rng, base, other);
+        exec(
+            target,
+            &scratch,
+            &watch,
+            &format!("seed{seed}-n{n}"),
+            &input,
+        );
+        n += 1;
+    }
+    eprintln!(
+        "{target}: {} seeds replayed, {n} mutants in {:.1} s (GRETA_FUZZ_SEED={seed})",
+        corpus.len(),
+        start.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn from_text() {
+    fuzz("from_text");
+}
+
+#[test]
+fn sysroot() {
+    fuzz("sysroot");
+}
+
+#[test]
+fn lock_files() {
+    fuzz("lock_files");
+}
+
+#[test]
+fn data_files() {
+    fuzz("data_files");
+}
+
+#[test]
+fn gemm_plan() {
+    fuzz("gemm_plan");
+}
+
+/// The driver can fail: a target that panics is caught, reported and its
+/// input saved (a fuzz run that could not fail would prove nothing).
+#[test]
+fn a_panicking_input_is_caught_and_saved() {
+    let scratch = Scratch::new().expect("scratch directory");
+    let watch = Watch {
+        state: Mutex::new(None),
+        changed: Condvar::new(),
+    };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        exec("no_such_target", &scratch, &watch, "probe", b"x")
+    }));
+    let msg = r.expect_err("an unknown target panics");
+    let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("saved as"), "{msg}");
+    let saved = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures/no_such_target-probe");
+    assert_eq!(std::fs::read(saved).expect("saved input"), b"x");
+}
+
+/// Every target has seeds from the repository's real data, and every saved
+/// regression directory names a real target.
+#[test]
+fn every_target_has_real_seeds_and_regressions_name_targets() {
+    for t in greta_fuzz_targets::TARGETS {
+        let s = seeds(t, &repo()).expect("seeds");
+        assert!(s.len() >= 2, "{t}: only {} seeds", s.len());
+    }
+    let reg = repo().join("fuzz/regressions");
+    for e in std::fs::read_dir(&reg).expect("fuzz/regressions") {
+        let e = e.expect("entry");
+        if e.path().is_dir() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            assert!(
+                greta_fuzz_targets::TARGETS.contains(&name.as_str()),
+                "fuzz/regressions/{name} names no target"
+            );
+        }
+    }
+}
