@@ -351,9 +351,39 @@ impl Tool {
                 o.stderr
             );
         }
+        if !fresh {
+            self.prune_cache();
+        }
         Ok(())
     }
+
+    /// Keeps uv's cache bounded (issue 12): uv unpacks a local wheel again
+    /// whenever its file times change and keeps the old unpacked copy, so
+    /// every rebuild after such a change (a restored cache, a tool that
+    /// touches files) added a whole profile (~5.7 GB for cpu) that nothing
+    /// removed. `uv cache prune` removes what no cache entry points to any
+    /// more (those old copies), leaving one unpacked copy per wheel; envs
+    /// linked from a removed copy keep their files (hard links). uv waits
+    /// while another uv reads the cache, so the wait is bounded; a prune
+    /// that fails or times out is a warning, never a failed install.
+    fn prune_cache(&self) {
+        let Tool::Uv(uv) = self else { return };
+        let mut c = Command::new(uv);
+        c.args(["cache", "prune", "--no-config", "--quiet"]);
+        match run(c, Some(PRUNE_LIMIT)) {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => tracing::warn!(
+                "uv cache prune failed ({}); uv's cache keeps unpacked copies it no longer uses: {}",
+                o.status,
+                o.stderr.trim()
+            ),
+            Err(e) => tracing::warn!("uv cache prune: {e:#}"),
+        }
+    }
 }
+
+/// How long the post-install `uv cache prune` may wait for another uv.
+const PRUNE_LIMIT: Duration = Duration::from_secs(30);
 
 /// A channel that receives once when child `pid` has exited. A waiter thread
 /// blocks in `waitid(WNOWAIT)`, so the child stays unreaped (its pid cannot
