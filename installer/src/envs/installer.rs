@@ -1,137 +1,16 @@
-//! Running the tools greta drives (python, uv, pip) as children that cannot
-//! outlive greta, with an optional time bound.
-//!
-//! Children get `PR_SET_PDEATHSIG(SIGKILL)`: if greta is killed mid-install,
-//! uv/pip die with it instead of writing on into a staging dir that the next
-//! run is about to delete.
+//! The tools greta drives (python, uv, pip): which one installs the wheels,
+//! and how. They run through [`greta_vocab::child`]: children that cannot
+//! outlive greta (`PR_SET_PDEATHSIG`), with an optional time bound.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-#[derive(Debug)]
-pub struct Output {
-    pub status: std::process::ExitStatus,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-/// Runs `cmd` to completion (or kills it after `timeout`), capturing output.
-pub fn run(cmd: Command, timeout: Option<Duration>) -> Result<Output> {
-    start(cmd, false)?.finish(timeout)
-}
-
-/// A child started by [`start`]: its output is being collected, and it is
-/// killed if dropped unfinished.
-pub struct Running {
-    shown: String,
-    child: Option<std::process::Child>,
-    stdin: Option<std::process::ChildStdin>,
-    out: Option<std::thread::JoinHandle<Vec<u8>>>,
-    err: Option<std::thread::JoinHandle<Vec<u8>>>,
-    exited: std::sync::mpsc::Receiver<()>,
-}
-
-/// Starts `cmd` with captured output and, when `stdin_piped`, a pipe to
-/// its stdin (else /dev/null).
-pub fn start(mut cmd: Command, stdin_piped: bool) -> Result<Running> {
-    let shown = format!("{cmd:?}");
-    cmd.stdin(if stdin_piped {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().with_context(|| format!("starting {shown}"))?;
-    let stdin = child.stdin.take();
-    let mut out = child.stdout.take().expect("piped");
-    let mut err = child.stderr.take().expect("piped");
-    let t_out = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = out.read_to_end(&mut s);
-        s
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = err.read_to_end(&mut s);
-        s
-    });
-    // A waiter thread blocks in waitid(WNOWAIT) (the child stays unreaped)
-    // and signals a channel: the caller wakes the moment the child exits
-    // instead of on a polling tick, a time limit is a plain `recv_timeout`,
-    // and the pid cannot be reused before `child.wait()` reaps it.
-    let rx = exit_signal(child.id());
-    Ok(Running {
-        shown,
-        child: Some(child),
-        stdin,
-        out: Some(t_out),
-        err: Some(t_err),
-        exited: rx,
-    })
-}
-
-impl Running {
-    /// Waits for the child (killing it after `timeout`, counted from now)
-    /// and returns what it printed.
-    pub fn finish(self, timeout: Option<Duration>) -> Result<Output> {
-        let shown = self.shown.clone();
-        let (out, timed_out) = self.wait(timeout);
-        if timed_out {
-            bail!(
-                "{shown} did not finish within {:?} and was killed",
-                timeout.unwrap_or_default()
-            );
-        }
-        out
-    }
-
-    fn wait(mut self, timeout: Option<Duration>) -> (Result<Output>, bool) {
-        let exited = match timeout {
-            None => self.exited.recv().is_ok(),
-            Some(limit) => self.exited.recv_timeout(limit).is_ok(),
-        };
-        let mut child = self.child.take().expect("finish runs once");
-        if !exited {
-            let _ = child.kill();
-        }
-        // Our stdin end goes too: a child waiting on it sees EOF.
-        self.stdin.take();
-        let status = match child.wait() {
-            Ok(s) => s,
-            Err(e) => return (Err(e.into()), !exited),
-        };
-        let join = |h: Option<std::thread::JoinHandle<Vec<u8>>>| {
-            String::from_utf8_lossy(&h.and_then(|h| h.join().ok()).unwrap_or_default()).into_owned()
-        };
-        let out = Output {
-            status,
-            stdout: join(self.out.take()),
-            stderr: join(self.err.take()),
-        };
-        (Ok(out), !exited)
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
+// The runner lives in the vocabulary crate (one runner for every crate);
+// these names keep the installer's callers as they were.
+pub use greta_vocab::child::{run, start, Output, Running};
 
 /// Which tool puts the wheels into the venv.
 /// A `uv` on PATH that is a shell script (pyenv/asdf shim) costs a shell
@@ -385,27 +264,4 @@ impl Tool {
 /// How long the post-install `uv cache prune` may wait for another uv.
 const PRUNE_LIMIT: Duration = Duration::from_secs(30);
 
-/// A channel that receives once when child `pid` has exited. A waiter thread
-/// blocks in `waitid(WNOWAIT)`, so the child stays unreaped (its pid cannot
-/// be reused before the owner's `child.wait()`), and a time limit is a plain
-/// `recv_timeout` instead of a polling loop.
-pub(crate) fn exit_signal(pid: u32) -> std::sync::mpsc::Receiver<()> {
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    std::thread::spawn(move || {
-        // SAFETY: waitid only writes into the zeroed siginfo we own.
-        unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            while libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            ) == -1
-                && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-            {
-            }
-        }
-        let _ = tx.send(());
-    });
-    rx
-}
+pub(crate) use greta_vocab::child::exit_signal;

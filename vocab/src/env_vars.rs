@@ -1,0 +1,167 @@
+//! Every `GRETA_*` environment variable, documented once (after uv's
+//! `uv-static` `EnvVars`). Code names a variable by its constant here
+//! (`EnvVars::GRETA_LOCK_DIR`), `docs/env.md` is generated from this list,
+//! and a test fails when the source, the scripts or the docs name a
+//! variable that is not here, or when one here is used nowhere.
+
+/// Who a variable is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    /// Read by greta: a user may set it.
+    User,
+    /// Set by greta for what runs in its envs (the activate script).
+    Exported,
+    /// Read by the scripts beside greta (`scripts/slurm`, `scripts/gpu`).
+    Script,
+    /// Test and development hooks; never needed in normal use.
+    Test,
+}
+
+impl Scope {
+    pub fn title(self) -> &'static str {
+        match self {
+            Scope::User => "Read by greta",
+            Scope::Exported => "Set by greta in its envs",
+            Scope::Script => "Read by the scripts beside greta",
+            Scope::Test => "Test and development hooks",
+        }
+    }
+}
+
+/// One variable of the registry.
+#[derive(Clone, Copy, Debug)]
+pub struct EnvVar {
+    pub name: &'static str,
+    pub scope: Scope,
+    /// What it does, one paragraph (the doc comment of its constant).
+    pub doc: &'static str,
+}
+
+macro_rules! env_vars {
+    ($( $(#[doc = $doc:literal])+ $scope:ident $name:ident; )*) => {
+        /// The `GRETA_*` variables, one constant each.
+        pub struct EnvVars;
+
+        impl EnvVars {
+            $(
+                $(#[doc = $doc])+
+                pub const $name: &'static str = stringify!($name);
+            )*
+
+            /// The whole registry, in declaration order.
+            pub const ALL: &'static [EnvVar] = &[
+                $( EnvVar { name: stringify!($name), scope: Scope::$scope, doc: concat!($($doc),+) }, )*
+            ];
+        }
+    };
+}
+
+env_vars! {
+    /// The lock set to use (a directory with `matrix.toml` and the
+    /// `pylock.*.toml` files) instead of the one built into greta; `--lock-dir`
+    /// wins over it. `greta lock list` says which set is in effect and why.
+    User GRETA_LOCK_DIR;
+    /// Where greta keeps its envs (`$GRETA_HOME/envs`); else
+    /// `$XDG_DATA_HOME/greta/envs`, else `~/.local/share/greta/envs`.
+    User GRETA_HOME;
+    /// The uv binary to install wheels with (instead of uv on PATH or the
+    /// pinned uv greta bootstraps).
+    User GRETA_UV;
+    /// Downloads at once (default 4).
+    User GRETA_FETCH_JOBS;
+    /// Attempts per file that add no byte before a download gives up (default 5).
+    User GRETA_FETCH_ATTEMPTS;
+    /// First retry delay in milliseconds, doubled per attempt.
+    User GRETA_FETCH_BACKOFF_MS;
+    /// Seconds without progress before a download attempt is abandoned.
+    User GRETA_FETCH_TIMEOUT_S;
+    /// `1`: re-hash every cached wheel on every use, not only when its
+    /// verification stamp no longer matches (bit rot).
+    User GRETA_VERIFY_CACHE;
+    /// `1`: turn the Vulkan validation layers on for every device greta opens.
+    User GRETA_VK_VALIDATION;
+    /// Milliseconds of warm-up before Vulkan timings (measurements).
+    User GRETA_VK_WARMUP_MS;
+    /// The tuning cache directory, or `off` (default `$XDG_CACHE_HOME/greta/tuning`).
+    User GRETA_TUNING_CACHE;
+    /// The compiled-kernel cache of the HIP/CUDA backends (default
+    /// `$XDG_CACHE_HOME/greta/gpu-kernels`).
+    User GRETA_KERNEL_CACHE;
+    /// The HIP runtime library to load (a file), before greta's search.
+    User GRETA_HIP_LIB;
+    /// The CUDA driver library to load (a file), before the loader's names.
+    User GRETA_CUDA_LIB;
+    /// The NVRTC library to load (a file), before greta's search.
+    User GRETA_NVRTC_LIB;
+    /// The greta env in use: exported by its `bin/activate`; the HIP search
+    /// looks in its ROCm wheels first.
+    Exported GRETA_ENV;
+    /// The profile of the active greta env, exported by its `bin/activate`.
+    Exported GRETA_PROFILE;
+    /// Slurm health check: its configuration file.
+    Script GRETA_HC_CONF;
+    /// Slurm health check: seconds before greta is stopped (default 50).
+    Script GRETA_HC_TIMEOUT;
+    /// Slurm health check: a file to append one line per run to.
+    Script GRETA_HC_LOG;
+    /// Slurm health check: `0` keeps a node up when greta cannot decide (exit 2).
+    Script GRETA_HC_DRAIN_ON_UNKNOWN;
+    /// Slurm health check: greta's arguments (default `--profile health --device all`).
+    Script GRETA_ARGS;
+    /// Slurm health check: also write a node_exporter textfile here.
+    Script GRETA_PROM;
+    /// `scripts/gpu/bench.sh`: extra arguments for every smoke run.
+    Script GRETA_SMOKE_ARGS;
+    /// TEST-ONLY: faults to inject into a smoke run (`--inject`), also
+    /// passed to the HIP/CUDA device child.
+    Test GRETA_SMOKE_INJECT;
+    /// TEST-ONLY: `1` makes the deliberately broken and slow gates selectable.
+    Test GRETA_SMOKE_TEST_GATES;
+    /// TEST-ONLY: stop an install at the named step (the kill and
+    /// interrupt tests send their signal at an observed state).
+    Test GRETA_TEST_PAUSE_AT;
+    /// TEST-ONLY: the python the installer tests build envs with.
+    Test GRETA_TEST_PYTHON;
+    /// TEST-ONLY: `1` runs the framework gates on a real CPU-profile install.
+    Test GRETA_TEST_CPU_PROFILE;
+    /// TEST-ONLY: where the CPU-profile test keeps its downloaded wheels.
+    Test GRETA_TEST_CACHE;
+    /// TEST-ONLY: a file whose presence holds the import check (interrupt tests).
+    Test GRETA_TEST_IMPORT_HOLD;
+    /// TEST-ONLY: the seed of the runtime tests' random inputs (printed by each run).
+    Test GRETA_TEST_SEED;
+    /// TEST-ONLY: a child test process that must find no Vulkan driver.
+    Test GRETA_CHILD_NO_DRIVER;
+    /// TEST-ONLY: a child test process that sees one GPU through two ICDs.
+    Test GRETA_CHILD_DUP_ICD;
+    /// TEST-ONLY: the release binary the standalone tests check.
+    Test GRETA_STANDALONE_BIN;
+    /// TEST-ONLY: seconds of blind mutation per fuzz target in the CI run (default 15).
+    Test GRETA_FUZZ_SECS;
+    /// TEST-ONLY: the mutator seed of a fuzz run to replay (printed by each run).
+    Test GRETA_FUZZ_SEED;
+    /// TEST-ONLY: rounds of the probe's `--from` robustness test.
+    Test GRETA_FUZZ_ROUNDS;
+    /// TEST-ONLY: `1` rewrites `docs/env.md` from this registry.
+    Test GRETA_UPDATE_DOCS;
+}
+
+/// `docs/env.md`, rendered from the registry.
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# Environment variables\n\nGenerated from `vocab/src/env_vars.rs` (the one list greta's code reads\n\
+         its variables from); a test fails when this page and the list differ\n\
+         (`GRETA_UPDATE_DOCS=1 cargo test -p greta-vocab` rewrites it).\n",
+    );
+    for scope in [Scope::User, Scope::Exported, Scope::Script, Scope::Test] {
+        out.push_str(&format!(
+            "\n## {}\n\n| variable | meaning |\n| --- | --- |\n",
+            scope.title()
+        ));
+        for v in EnvVars::ALL.iter().filter(|v| v.scope == scope) {
+            let doc = v.doc.split_whitespace().collect::<Vec<_>>().join(" ");
+            out.push_str(&format!("| `{}` | {} |\n", v.name, doc.replace('|', "\\|")));
+        }
+    }
+    out
+}

@@ -1,0 +1,28 @@
+//! greta's vocabulary: the values that cross crate and process boundaries,
+//! as types. No logic beyond parsing, printing and the child runner; no
+//! greta crate below it.
+//!
+//! Every type serialises to the text the JSON outputs have always carried
+//! (`"gfx942"`, `"MESA_RADV"`, `"rocm"`, a lowercase hex sha256, `"warn"`), so
+//! adopting it changes no output.
+
+mod backend;
+pub mod child;
+mod env_vars;
+mod finding;
+mod gfx;
+mod setting;
+mod sha256;
+mod verdict;
+mod vk_driver;
+mod wheel;
+
+pub use backend::Backend;
+pub use env_vars::{markdown as env_vars_markdown, EnvVar, EnvVars, Scope};
+pub use finding::{Finding, Fix, Severity};
+pub use gfx::{Gfx, GfxError};
+pub use setting::{Setting, Source};
+pub use sha256::{Sha256, Sha256Error};
+pub use verdict::Verdict;
+pub use vk_driver::VkDriver;
+pub use wheel::{LockLine, PinnedWheel};

@@ -1,0 +1,34 @@
+//! One pinned wheel: the unit the lock files, the fetcher, the cache, the
+//! bundle manifest and the env receipt all speak of.
+use crate::Sha256;
+use serde::{Deserialize, Serialize};
+
+/// A wheel as a lock file pins it. `at` says where (`pylock.cpu.toml`,
+/// the line of its hash), so a changed hash is traced to the line to fix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinnedWheel {
+    /// Normalised (PEP 503) project name.
+    pub name: String,
+    pub version: String,
+    /// The wheel's file name (`torch-2.9.1+cpu-cp312-...whl`).
+    pub filename: String,
+    pub url: Option<String>,
+    pub sha256: Sha256,
+    pub size: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<LockLine>,
+}
+
+/// A place in a lock file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockLine {
+    pub file: String,
+    /// 1-based.
+    pub line: usize,
+}
+
+impl std::fmt::Display for LockLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
