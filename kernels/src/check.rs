@@ -1,7 +1,7 @@
 //! Comparing a device result with the f64 reference.
 
 use crate::host::HostBuf;
-use crate::op::Tolerance;
+use crate::ops::Tolerance;
 use serde::{Deserialize, Serialize};
 
 /// How far a result is from its reference.

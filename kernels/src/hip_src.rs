@@ -9,26 +9,9 @@
 //! the order of [`crate::Op::inputs`] then [`crate::Op::outputs`], then the
 //! shape as 32-bit scalars — the same contract as the GLSL shaders.
 
-/// `(file name, source)`; `common.h` first, then one file per op.
-pub static SOURCES: &[(&str, &str)] = &[
-    ("common.h", include_str!("../hip/common.h")),
-    ("noop.hip", include_str!("../hip/noop.hip")),
-    ("fill.hip", include_str!("../hip/fill.hip")),
-    ("copy.hip", include_str!("../hip/copy.hip")),
-    ("vec_add.hip", include_str!("../hip/vec_add.hip")),
-    ("gemm_f32.hip", include_str!("../hip/gemm_f32.hip")),
-    ("gemm_f16.hip", include_str!("../hip/gemm_f16.hip")),
-    ("rmsnorm.hip", include_str!("../hip/rmsnorm.hip")),
-    ("layernorm.hip", include_str!("../hip/layernorm.hip")),
-    ("softmax.hip", include_str!("../hip/softmax.hip")),
-    ("rope.hip", include_str!("../hip/rope.hip")),
-    ("kv_update.hip", include_str!("../hip/kv_update.hip")),
-    (
-        "test_broken_copy.hip",
-        include_str!("../hip/test_broken_copy.hip"),
-    ),
-    ("test_slow.hip", include_str!("../hip/test_slow.hip")),
-];
+/// `(file name, source)`; `common.h` first, then one file per op (each
+/// op's file names its own, see `ops/`).
+pub static SOURCES: &[(&str, &str)] = crate::ops::HIP_SOURCES;
 
 /// Prepended to the sources when compiling for HIP (hiprtc, or hipcc).
 pub static PRELUDE_HIP: &str = include_str!("../hip/prelude_hip.h");
@@ -53,43 +36,8 @@ mod tests {
     /// Every op of the catalogue has a HIP file defining `greta_<name>`.
     #[test]
     fn every_op_has_a_hip_kernel() {
-        let ops = [
-            Op::Noop,
-            Op::Fill { n: 1, value: 0 },
-            Op::Copy { n: 1 },
-            Op::VecAdd { n: 1 },
-            Op::GemmF32 { m: 1, n: 1, k: 1 },
-            Op::GemmF16 { m: 1, n: 1, k: 1 },
-            Op::RmsNorm {
-                rows: 1,
-                cols: 1,
-                eps: 0.0,
-            },
-            Op::LayerNorm {
-                rows: 1,
-                cols: 1,
-                eps: 0.0,
-            },
-            Op::Softmax { rows: 1, cols: 1 },
-            Op::Rope {
-                tokens: 1,
-                heads: 1,
-                head_dim: 2,
-                pos0: 0,
-                theta: 1e4,
-            },
-            Op::KvUpdate {
-                layers: 1,
-                max_seq: 1,
-                heads: 1,
-                head_dim: 1,
-                pos: 0,
-                n_new: 1,
-            },
-            Op::TestBrokenCopy { n: 1 },
-            Op::TestSlow { iters: 1 },
-        ];
-        for op in ops {
+        let ops = Op::catalogue();
+        for op in &ops {
             let file = format!("{}.hip", op.name());
             let (_, text) = SOURCES
                 .iter()
@@ -103,7 +51,7 @@ mod tests {
                 kernel_symbol(op.name())
             );
         }
-        assert_eq!(kernel_files().count(), 13);
+        assert_eq!(kernel_files().count(), ops.len());
     }
 
     /// The kernels include no system header (hiprtc on ROCm 5.2 finds

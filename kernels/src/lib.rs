@@ -12,10 +12,10 @@
 pub mod check;
 pub mod hip_src;
 mod host;
-mod op;
+mod ops;
 mod reference;
 pub mod spirv;
 
 pub use host::{DType, HostBuf};
-pub use op::{Access, BufferSpec, Op, OpError, Tolerance};
+pub use ops::{Access, BufferSpec, Op, OpError, Tolerance};
 pub use reference::{reference, slow_hash, SLOW_SEED};

@@ -1,0 +1,32 @@
+//! `copy`: `y[i] = x[i]` (u32); read plus write bandwidth.
+use super::*;
+
+pub const NAME: &str = "copy";
+pub const TEST_ONLY: bool = false;
+pub const TOLERANCE: Tolerance = EXACT;
+pub const HIP: (&str, &str) = ("copy.hip", include_str!("../../hip/copy.hip"));
+
+pub fn inputs(n: usize) -> Vec<BufferSpec> {
+    vec![spec("x", DType::U32, n, Access::Read)]
+}
+pub fn outputs(n: usize) -> Vec<BufferSpec> {
+    vec![spec("y", DType::U32, n, Access::Write)]
+}
+pub fn bytes_moved(n: usize) -> u64 {
+    touched(inputs(n), outputs(n))
+}
+pub fn flops(_n: usize) -> u64 {
+    0
+}
+pub fn check(n: usize) -> Result<(), String> {
+    nonzero("n", n)
+}
+pub fn shape(n: usize) -> String {
+    format!("n={n}")
+}
+pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], _n: usize) -> Vec<Vec<f64>> {
+    vec![x[0].clone()]
+}
+pub fn example() -> Op {
+    Op::Copy { n: 1000 }
+}

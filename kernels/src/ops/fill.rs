@@ -1,0 +1,35 @@
+//! `fill`: `y[i] = value` (u32); a pure write bandwidth.
+use super::*;
+
+pub const NAME: &str = "fill";
+pub const TEST_ONLY: bool = false;
+pub const TOLERANCE: Tolerance = EXACT;
+pub const HIP: (&str, &str) = ("fill.hip", include_str!("../../hip/fill.hip"));
+
+pub fn inputs(_n: usize, _value: u32) -> Vec<BufferSpec> {
+    vec![]
+}
+pub fn outputs(n: usize, _value: u32) -> Vec<BufferSpec> {
+    vec![spec("y", DType::U32, n, Access::Write)]
+}
+pub fn bytes_moved(n: usize, value: u32) -> u64 {
+    touched(inputs(n, value), outputs(n, value))
+}
+pub fn flops(_n: usize, _value: u32) -> u64 {
+    0
+}
+pub fn check(n: usize, _value: u32) -> Result<(), String> {
+    nonzero("n", n)
+}
+pub fn shape(n: usize, value: u32) -> String {
+    format!("n={n},value={value:#x}")
+}
+pub fn reference(_x: &[Vec<f64>], _prior: &[HostBuf], n: usize, value: u32) -> Vec<Vec<f64>> {
+    vec![vec![value as f64; n]]
+}
+pub fn example() -> Op {
+    Op::Fill {
+        n: 1000,
+        value: 0xdead_beef,
+    }
+}

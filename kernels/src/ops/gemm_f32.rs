@@ -1,0 +1,53 @@
+//! `gemm_f32`: `C = A B`, all f32, row-major.
+use super::*;
+
+pub const NAME: &str = "gemm_f32";
+pub const TEST_ONLY: bool = false;
+pub const TOLERANCE: Tolerance = F32;
+pub const HIP: (&str, &str) = ("gemm_f32.hip", include_str!("../../hip/gemm_f32.hip"));
+
+pub fn inputs(m: usize, n: usize, k: usize) -> Vec<BufferSpec> {
+    vec![
+        spec("a", DType::F32, m * k, Access::Read),
+        spec("b", DType::F32, k * n, Access::Read),
+    ]
+}
+pub fn outputs(m: usize, n: usize, _k: usize) -> Vec<BufferSpec> {
+    vec![spec("c", DType::F32, m * n, Access::Write)]
+}
+pub fn bytes_moved(m: usize, n: usize, k: usize) -> u64 {
+    touched(inputs(m, n, k), outputs(m, n, k))
+}
+pub fn flops(m: usize, n: usize, k: usize) -> u64 {
+    2 * m as u64 * n as u64 * k as u64
+}
+pub fn check(m: usize, n: usize, k: usize) -> Result<(), String> {
+    nonzero("m", m)?;
+    nonzero("n", n)?;
+    nonzero("k", k)
+}
+pub fn shape(m: usize, n: usize, k: usize) -> String {
+    format!("m={m},n={n},k={k}")
+}
+pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], m: usize, n: usize, k: usize) -> Vec<Vec<f64>> {
+    vec![gemm(&x[0], &x[1], m, n, k)]
+}
+pub fn example() -> Op {
+    Op::GemmF32 { m: 33, n: 17, k: 9 }
+}
+
+/// `C = A B` in f64 (shared with [`super::gemm_f16`]).
+pub(super) fn gemm(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        let crow = &mut c[i * n..(i + 1) * n];
+        for p in 0..k {
+            let av = a[i * k + p];
+            let brow = &b[p * n..(p + 1) * n];
+            for (cv, bv) in crow.iter_mut().zip(brow) {
+                *cv += av * bv;
+            }
+        }
+    }
+    c
+}

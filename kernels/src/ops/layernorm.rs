@@ -1,0 +1,51 @@
+//! `layernorm`: `y = (x - mean) / sqrt(var + eps) * w + b`, per row (f32,
+//! biased variance).
+use super::*;
+
+pub const NAME: &str = "layernorm";
+pub const TEST_ONLY: bool = false;
+pub const TOLERANCE: Tolerance = F32;
+pub const HIP: (&str, &str) = ("layernorm.hip", include_str!("../../hip/layernorm.hip"));
+
+pub fn inputs(rows: usize, cols: usize, _eps: f32) -> Vec<BufferSpec> {
+    vec![
+        spec("x", DType::F32, rows * cols, Access::Read),
+        spec("w", DType::F32, cols, Access::Read),
+        spec("b", DType::F32, cols, Access::Read),
+    ]
+}
+pub fn outputs(rows: usize, cols: usize, _eps: f32) -> Vec<BufferSpec> {
+    vec![spec("y", DType::F32, rows * cols, Access::Write)]
+}
+pub fn bytes_moved(rows: usize, cols: usize, eps: f32) -> u64 {
+    touched(inputs(rows, cols, eps), outputs(rows, cols, eps))
+}
+pub fn flops(rows: usize, cols: usize, _eps: f32) -> u64 {
+    7 * rows as u64 * cols as u64
+}
+pub fn check(rows: usize, cols: usize, eps: f32) -> Result<(), String> {
+    super::rmsnorm::check(rows, cols, eps)
+}
+pub fn shape(rows: usize, cols: usize, eps: f32) -> String {
+    super::rmsnorm::shape(rows, cols, eps)
+}
+pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize, eps: f32) -> Vec<Vec<f64>> {
+    let mut y = vec![0.0; rows * cols];
+    for r in 0..rows {
+        let row = &x[0][r * cols..(r + 1) * cols];
+        let mean = row.iter().sum::<f64>() / cols as f64;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / cols as f64;
+        let inv = 1.0 / (var + eps as f64).sqrt();
+        for c in 0..cols {
+            y[r * cols + c] = (row[c] - mean) * inv * x[1][c] + x[2][c];
+        }
+    }
+    vec![y]
+}
+pub fn example() -> Op {
+    Op::LayerNorm {
+        rows: 3,
+        cols: 65,
+        eps: 1e-5,
+    }
+}

@@ -1,0 +1,228 @@
+//! The op catalogue, one file per op. Each file holds everything the
+//! kernels crate knows of its op: what it computes (its doc), its buffers,
+//! its cost, its tolerance, its shape check, its CPU reference, a small
+//! example for the tests, and its HIP source. The list below names each op
+//! once; the macro generates [`Op`], its methods, [`Op::catalogue`] (the
+//! list every test iterates) and the HIP source table from it.
+//!
+//! Adding an op: a file here with the functions the others have, a line in
+//! the list, a GLSL shader in `shaders/` and a HIP file in `hip/`; then the
+//! runtime's planner and a gate (docs/extending.md walks through it).
+
+use crate::host::{DType, HostBuf};
+use serde::{Deserialize, Serialize};
+
+/// How a kernel uses a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    Read,
+    /// Written; its prior content is irrelevant (callers poison it).
+    Write,
+    /// Updated in place; prior content outside the written region must survive.
+    ReadWrite,
+}
+
+/// One buffer of an op's contract.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferSpec {
+    pub name: &'static str,
+    pub dtype: DType,
+    /// Number of elements.
+    pub len: usize,
+    pub access: Access,
+}
+
+/// Correctness bound: `||got - want||_2 / ||want||_2 <= rel_norm` and no
+/// non-finite element. `rel_norm == 0` means bit-exact (integer ops).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tolerance {
+    pub rel_norm: f64,
+}
+
+/// Bit-exact (integer and data-movement ops).
+const EXACT: Tolerance = Tolerance { rel_norm: 0.0 };
+/// f32 arithmetic.
+const F32: Tolerance = Tolerance { rel_norm: 1e-5 };
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{op}: {msg}")]
+pub struct OpError {
+    pub op: &'static str,
+    pub msg: String,
+}
+
+fn spec(name: &'static str, dtype: DType, len: usize, access: Access) -> BufferSpec {
+    BufferSpec {
+        name,
+        dtype,
+        len,
+        access,
+    }
+}
+
+/// Bytes of every buffer touched once: the usual minimum traffic.
+fn touched(inputs: Vec<BufferSpec>, outputs: Vec<BufferSpec>) -> u64 {
+    inputs
+        .iter()
+        .chain(&outputs)
+        .map(|s| (s.len * s.dtype.size()) as u64)
+        .sum()
+}
+
+fn nonzero(what: &str, v: usize) -> Result<(), String> {
+    if v == 0 {
+        Err(format!("{what} must be > 0"))
+    } else {
+        Ok(())
+    }
+}
+
+macro_rules! ops {
+    ($( $(#[$meta:meta])* $V:ident $({ $($f:ident : $t:ty),* $(,)? })? => $m:ident, )*) => {
+        $( mod $m; )*
+
+        /// What to compute, with its shape. Backends map an `Op` onto a kernel;
+        /// [`crate::reference()`] computes the same thing on the CPU in f64.
+        ///
+        /// Layouts are row-major (see the crate docs). Variants named `Test*` are
+        /// **test-only**: deliberately wrong or slow kernels that prove the checker
+        /// and the timeout path work. They are public so that `greta-smoke` tests can
+        /// use them; no user-facing gate may.
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "op", rename_all = "snake_case")]
+        pub enum Op {
+            $( $(#[$meta])* $V $({ $($f: $t),* })?, )*
+        }
+
+        /// The HIP C++ sources: `common.h` first, then one file per op.
+        pub static HIP_SOURCES: &[(&str, &str)] = &[
+            ("common.h", include_str!("../../hip/common.h")),
+            $( $m::HIP, )*
+        ];
+
+        impl Op {
+            /// Stable short name (used in gate ids, result files, shader names).
+            pub fn name(&self) -> &'static str {
+                match self { $( Op::$V { .. } => $m::NAME, )* }
+            }
+
+            /// True for the deliberately broken/slow ops that exist only to test the checker.
+            pub fn is_test_only(&self) -> bool {
+                match self { $( Op::$V { .. } => $m::TEST_ONLY, )* }
+            }
+
+            /// Buffers the op only reads, in binding order.
+            pub fn inputs(&self) -> Vec<BufferSpec> {
+                match *self { $( Op::$V $({ $($f),* })? => $m::inputs($($($f),*)?), )* }
+            }
+
+            /// Buffers the op writes, in binding order (after the inputs).
+            pub fn outputs(&self) -> Vec<BufferSpec> {
+                match *self { $( Op::$V $({ $($f),* })? => $m::outputs($($($f),*)?), )* }
+            }
+
+            /// Bytes the op must read plus write at minimum (each buffer element
+            /// touched once), the numerator of a GB/s rate.
+            pub fn bytes_moved(&self) -> u64 {
+                match *self { $( Op::$V $({ $($f),* })? => $m::bytes_moved($($($f),*)?), )* }
+            }
+
+            /// Floating-point operations (a multiply-add counts 2), the numerator
+            /// of a FLOP/s rate. Approximate for the norms: per element a norm
+            /// counts its arithmetic once (square+add, scale, weight).
+            pub fn flops(&self) -> u64 {
+                match *self { $( Op::$V $({ $($f),* })? => $m::flops($($($f),*)?), )* }
+            }
+
+            /// The default correctness bound of the op's outputs.
+            pub fn tolerance(&self) -> Tolerance {
+                match self { $( Op::$V { .. } => $m::TOLERANCE, )* }
+            }
+
+            /// Checks the shape: non-zero sizes, even head_dim, rows that fit the
+            /// cache, every buffer addressable with 32-bit element indices.
+            pub fn validate(&self) -> Result<(), OpError> {
+                let own = match *self { $( Op::$V $({ $($f),* })? => $m::check($($($f),*)?), )* };
+                own.and_then(|()| {
+                    for s in self.inputs().iter().chain(self.outputs().iter()) {
+                        if s.len > u32::MAX as usize {
+                            return Err(format!(
+                                "buffer {} has {} elements; the kernels index with 32 bits",
+                                s.name, s.len
+                            ));
+                        }
+                    }
+                    Ok(())
+                })
+                .map_err(|msg| OpError { op: self.name(), msg })
+            }
+
+            /// One small valid instance of every op, in catalogue order: the
+            /// list every test of "each op" iterates.
+            pub fn catalogue() -> Vec<Op> {
+                vec![ $( $m::example(), )* ]
+            }
+
+            /// The expected outputs from inputs already checked against the
+            /// op's buffers (see [`crate::reference()`]).
+            pub(crate) fn reference_of(&self, x: &[Vec<f64>], prior: &[HostBuf]) -> Vec<Vec<f64>> {
+                match *self { $( Op::$V $({ $($f),* })? => $m::reference(x, prior, $($($f),*)?), )* }
+            }
+
+            fn shape(&self) -> String {
+                match *self { $( Op::$V $({ $($f),* })? => $m::shape($($($f),*)?), )* }
+            }
+        }
+    };
+}
+
+ops! {
+    /// An empty dispatch (one workgroup); no buffers. Measures dispatch overhead.
+    Noop => noop,
+    /// `y[i] = value` for `i < n` (u32 elements).
+    Fill { n: usize, value: u32 } => fill,
+    /// `y[i] = x[i]` for `i < n` (u32 elements).
+    Copy { n: usize } => copy,
+    /// `c[i] = a[i] + b[i]` (f32).
+    VecAdd { n: usize } => vec_add,
+    /// `C[m][n] = sum_k A[m][k] * B[k][n]`, A `m x k`, B `k x n`, C `m x n`, all f32.
+    GemmF32 { m: usize, n: usize, k: usize } => gemm_f32,
+    /// As [`Op::GemmF32`] with A and B in f16; products accumulated and stored in f32.
+    GemmF16 { m: usize, n: usize, k: usize } => gemm_f16,
+    /// `y[r][c] = x[r][c] / sqrt(mean_c(x[r][c]^2) + eps) * w[c]`; x, y `rows x cols`, w `cols`.
+    RmsNorm { rows: usize, cols: usize, eps: f32 } => rmsnorm,
+    /// `y[r][c] = (x[r][c] - mean_r) / sqrt(var_r + eps) * w[c] + b[c]` (biased variance).
+    LayerNorm { rows: usize, cols: usize, eps: f32 } => layernorm,
+    /// Row-wise `y[r][c] = exp(x[r][c] - max_r) / sum_c exp(x[r][c] - max_r)`.
+    Softmax { rows: usize, cols: usize } => softmax,
+    /// Rotary embedding, "rotate half" (GPT-NeoX / Hugging Face Llama) form.
+    /// x, y are `[tokens][heads][head_dim]`; for token t, `p = pos0 + t`, and
+    /// `i < head_dim/2`, `f = theta^(-2i/head_dim)`, `a = p*f`:
+    /// `y[i] = x[i]cos a - x[i+h]sin a`, `y[i+h] = x[i]sin a + x[i+h]cos a`
+    /// with `h = head_dim/2`. head_dim must be even.
+    Rope { tokens: usize, heads: usize, head_dim: usize, pos0: u32, theta: f32 } => rope,
+    /// Writes `n_new` new K and V rows at position `pos` of a preallocated
+    /// cache: `cache[l][pos+j][h][d] = new[l][j][h][d]`. Caches are
+    /// `[layers][max_seq][heads][head_dim]`, new rows `[layers][n_new][heads][head_dim]`.
+    /// The caches are read-write: everything outside the written rows must
+    /// keep its prior content (callers pass meaningful prior contents).
+    KvUpdate { layers: usize, max_seq: usize, heads: usize, head_dim: usize, pos: usize, n_new: usize } => kv_update,
+    /// TEST-ONLY: a copy with a wrong index: `y[n/2]` receives `x[(n/2+1) % n]`.
+    /// Needs `n >= 2` (and inputs that differ there). Must be caught by comparison.
+    TestBrokenCopy { n: usize } => test_broken_copy,
+    /// TEST-ONLY: spins `iters` xorshift32 steps (a serial dependency chain)
+    /// and writes the result to `y[0]` (see [`crate::slow_hash`]); long enough
+    /// to trip a submission timeout. Backends may run the same chain in many
+    /// workgroups at once so that it is slow on CPU implementations too.
+    /// The result is only checkable for `iters < 65536` everywhere: llvmpipe
+    /// cuts longer loops short (by design of its infinite-loop guard).
+    TestSlow { iters: u32 } => test_slow,
+}
+
+impl std::fmt::Display for Op {
+    /// `name(shape)`, e.g. `gemm_f32(m=64,n=64,k=64)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}({})", self.name(), self.shape())
+    }
+}

@@ -1,0 +1,53 @@
+//! `rmsnorm`: `y = x / sqrt(mean(x^2) + eps) * w`, per row (f32).
+use super::*;
+
+pub const NAME: &str = "rmsnorm";
+pub const TEST_ONLY: bool = false;
+pub const TOLERANCE: Tolerance = F32;
+pub const HIP: (&str, &str) = ("rmsnorm.hip", include_str!("../../hip/rmsnorm.hip"));
+
+pub fn inputs(rows: usize, cols: usize, _eps: f32) -> Vec<BufferSpec> {
+    vec![
+        spec("x", DType::F32, rows * cols, Access::Read),
+        spec("w", DType::F32, cols, Access::Read),
+    ]
+}
+pub fn outputs(rows: usize, cols: usize, _eps: f32) -> Vec<BufferSpec> {
+    vec![spec("y", DType::F32, rows * cols, Access::Write)]
+}
+pub fn bytes_moved(rows: usize, cols: usize, eps: f32) -> u64 {
+    touched(inputs(rows, cols, eps), outputs(rows, cols, eps))
+}
+pub fn flops(rows: usize, cols: usize, _eps: f32) -> u64 {
+    4 * rows as u64 * cols as u64
+}
+pub fn check(rows: usize, cols: usize, eps: f32) -> Result<(), String> {
+    nonzero("rows", rows)?;
+    nonzero("cols", cols)?;
+    if !(eps.is_finite() && eps >= 0.0) {
+        return Err(format!("eps must be finite and >= 0, got {eps}"));
+    }
+    Ok(())
+}
+pub fn shape(rows: usize, cols: usize, eps: f32) -> String {
+    format!("rows={rows},cols={cols},eps={eps}")
+}
+pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize, eps: f32) -> Vec<Vec<f64>> {
+    let mut y = vec![0.0; rows * cols];
+    for r in 0..rows {
+        let row = &x[0][r * cols..(r + 1) * cols];
+        let ms = row.iter().map(|v| v * v).sum::<f64>() / cols as f64;
+        let inv = 1.0 / (ms + eps as f64).sqrt();
+        for c in 0..cols {
+            y[r * cols + c] = row[c] * inv * x[1][c];
+        }
+    }
+    vec![y]
+}
+pub fn example() -> Op {
+    Op::RmsNorm {
+        rows: 3,
+        cols: 65,
+        eps: 1e-6,
+    }
+}

@@ -1,0 +1,73 @@
+//! `rope`: rotary position embedding, "rotate half" form (f32).
+use super::*;
+
+pub const NAME: &str = "rope";
+pub const TEST_ONLY: bool = false;
+pub const TOLERANCE: Tolerance = F32;
+pub const HIP: (&str, &str) = ("rope.hip", include_str!("../../hip/rope.hip"));
+
+pub fn inputs(tokens: usize, heads: usize, head_dim: usize, _pos0: u32, _theta: f32) -> Vec<BufferSpec> {
+    vec![spec("x", DType::F32, tokens * heads * head_dim, Access::Read)]
+}
+pub fn outputs(tokens: usize, heads: usize, head_dim: usize, _pos0: u32, _theta: f32) -> Vec<BufferSpec> {
+    vec![spec("y", DType::F32, tokens * heads * head_dim, Access::Write)]
+}
+pub fn bytes_moved(tokens: usize, heads: usize, head_dim: usize, pos0: u32, theta: f32) -> u64 {
+    touched(
+        inputs(tokens, heads, head_dim, pos0, theta),
+        outputs(tokens, heads, head_dim, pos0, theta),
+    )
+}
+pub fn flops(tokens: usize, heads: usize, head_dim: usize, _pos0: u32, _theta: f32) -> u64 {
+    3 * tokens as u64 * heads as u64 * head_dim as u64
+}
+pub fn check(tokens: usize, heads: usize, head_dim: usize, _pos0: u32, theta: f32) -> Result<(), String> {
+    nonzero("tokens", tokens)?;
+    nonzero("heads", heads)?;
+    nonzero("head_dim", head_dim)?;
+    if !head_dim.is_multiple_of(2) {
+        return Err(format!("head_dim must be even, got {head_dim}"));
+    }
+    if !(theta.is_finite() && theta > 0.0) {
+        return Err(format!("theta must be finite and > 0, got {theta}"));
+    }
+    Ok(())
+}
+pub fn shape(tokens: usize, heads: usize, head_dim: usize, pos0: u32, theta: f32) -> String {
+    format!("tokens={tokens},heads={heads},head_dim={head_dim},pos0={pos0},theta={theta}")
+}
+pub fn reference(
+    x: &[Vec<f64>],
+    _prior: &[HostBuf],
+    tokens: usize,
+    heads: usize,
+    head_dim: usize,
+    pos0: u32,
+    theta: f32,
+) -> Vec<Vec<f64>> {
+    let half = head_dim / 2;
+    let mut y = vec![0.0; tokens * heads * head_dim];
+    for t in 0..tokens {
+        let p = (pos0 as u64 + t as u64) as f64;
+        for h in 0..heads {
+            let base = (t * heads + h) * head_dim;
+            for i in 0..half {
+                let f = (theta as f64).powf(-2.0 * i as f64 / head_dim as f64);
+                let (s, c) = (p * f).sin_cos();
+                let (a, b) = (x[0][base + i], x[0][base + i + half]);
+                y[base + i] = a * c - b * s;
+                y[base + i + half] = a * s + b * c;
+            }
+        }
+    }
+    vec![y]
+}
+pub fn example() -> Op {
+    Op::Rope {
+        tokens: 5,
+        heads: 3,
+        head_dim: 16,
+        pos0: 7,
+        theta: 10000.0,
+    }
+}

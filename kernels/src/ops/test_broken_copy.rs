@@ -1,0 +1,36 @@
+//! TEST-ONLY `test_broken_copy`: a copy with one wrong index, which the
+//! comparison must catch. Its reference is the *correct* copy.
+use super::*;
+
+pub const NAME: &str = "test_broken_copy";
+pub const TEST_ONLY: bool = true;
+pub const TOLERANCE: Tolerance = EXACT;
+pub const HIP: (&str, &str) = ("test_broken_copy.hip", include_str!("../../hip/test_broken_copy.hip"));
+
+pub fn inputs(n: usize) -> Vec<BufferSpec> {
+    super::copy::inputs(n)
+}
+pub fn outputs(n: usize) -> Vec<BufferSpec> {
+    super::copy::outputs(n)
+}
+pub fn bytes_moved(n: usize) -> u64 {
+    touched(inputs(n), outputs(n))
+}
+pub fn flops(_n: usize) -> u64 {
+    0
+}
+pub fn check(n: usize) -> Result<(), String> {
+    if n < 2 {
+        return Err(format!("n must be >= 2 for the wrong index to show, got {n}"));
+    }
+    Ok(())
+}
+pub fn shape(n: usize) -> String {
+    format!("n={n}")
+}
+pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], _n: usize) -> Vec<Vec<f64>> {
+    vec![x[0].clone()]
+}
+pub fn example() -> Op {
+    Op::TestBrokenCopy { n: 64 }
+}

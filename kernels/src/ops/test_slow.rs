@@ -1,0 +1,33 @@
+//! TEST-ONLY `test_slow`: a serial xorshift32 chain long enough to trip a
+//! submission timeout.
+use super::*;
+
+pub const NAME: &str = "test_slow";
+pub const TEST_ONLY: bool = true;
+pub const TOLERANCE: Tolerance = EXACT;
+pub const HIP: (&str, &str) = ("test_slow.hip", include_str!("../../hip/test_slow.hip"));
+
+pub fn inputs(_iters: u32) -> Vec<BufferSpec> {
+    vec![]
+}
+pub fn outputs(_iters: u32) -> Vec<BufferSpec> {
+    vec![spec("y", DType::U32, 1, Access::Write)]
+}
+pub fn bytes_moved(_iters: u32) -> u64 {
+    4
+}
+pub fn flops(_iters: u32) -> u64 {
+    0
+}
+pub fn check(_iters: u32) -> Result<(), String> {
+    Ok(())
+}
+pub fn shape(iters: u32) -> String {
+    format!("iters={iters}")
+}
+pub fn reference(_x: &[Vec<f64>], _prior: &[HostBuf], iters: u32) -> Vec<Vec<f64>> {
+    vec![vec![crate::slow_hash(iters) as f64]]
+}
+pub fn example() -> Op {
+    Op::TestSlow { iters: 1000 }
+}

@@ -1,0 +1,35 @@
+//! `vec_add`: `c[i] = a[i] + b[i]` (f32).
+use super::*;
+
+pub const NAME: &str = "vec_add";
+pub const TEST_ONLY: bool = false;
+pub const TOLERANCE: Tolerance = F32;
+pub const HIP: (&str, &str) = ("vec_add.hip", include_str!("../../hip/vec_add.hip"));
+
+pub fn inputs(n: usize) -> Vec<BufferSpec> {
+    vec![
+        spec("a", DType::F32, n, Access::Read),
+        spec("b", DType::F32, n, Access::Read),
+    ]
+}
+pub fn outputs(n: usize) -> Vec<BufferSpec> {
+    vec![spec("c", DType::F32, n, Access::Write)]
+}
+pub fn bytes_moved(n: usize) -> u64 {
+    touched(inputs(n), outputs(n))
+}
+pub fn flops(n: usize) -> u64 {
+    n as u64
+}
+pub fn check(n: usize) -> Result<(), String> {
+    nonzero("n", n)
+}
+pub fn shape(n: usize) -> String {
+    format!("n={n}")
+}
+pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], _n: usize) -> Vec<Vec<f64>> {
+    vec![x[0].iter().zip(&x[1]).map(|(a, b)| a + b).collect()]
+}
+pub fn example() -> Op {
+    Op::VecAdd { n: 1000 }
+}
