@@ -73,14 +73,14 @@ impl Cuda {
                 cudarc::get_lib_name_candidates("cuda").join(", ")
             )));
         }
-        // SAFETY: the library is present (checked above); looking up a symbol calls nothing.
-        let path = unsafe {
-            cu::culib()
-                .get::<*const c_void>(b"cuInit\0")
-                .ok()
-                .and_then(|s| super::gpu::search::loaded_from(*s))
-        }
-        .unwrap_or_else(|| PathBuf::from("libcuda.so.1"));
+        // SAFETY: the library is present (checked above); looking up a
+        // symbol's address calls nothing.
+        let cu_init = unsafe { cu::culib().get::<*const c_void>(b"cuInit\0") }
+            .ok()
+            .map(|s| *s);
+        let path = cu_init
+            .and_then(super::gpu::search::loaded_from)
+            .unwrap_or_else(|| PathBuf::from("libcuda.so.1"));
         // SAFETY: plain call.
         let r = unsafe { cu::cuInit(0) };
         let cuda = Cuda {

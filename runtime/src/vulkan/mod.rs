@@ -1,6 +1,7 @@
 //! The Vulkan backend: ash (libvulkan loaded at run time) + gpu-allocator.
 //!
 //! Modules: `instance` (loader, instance, validation messenger),
+//! `owned` (who destroys each Vulkan object, and when),
 //! `select` (enumeration, de-duplication, choice), `memory` (buffers),
 //! [`cache`] (pipeline cache file), `pipelines`, `plan` (op -> kernel),
 //! `run` (recording, submission with timeout, timestamps).
@@ -548,8 +549,9 @@ impl Drop for Device {
     fn drop(&mut self) {
         if self.lost.is_some() {
             // A queue that timed out may still be executing: destroying
-            // anything it uses is undefined behaviour. Leak it all; the
-            // process exit reclaims it.
+            // anything it uses is undefined behaviour. Leak it all (`inner`
+            // is never dropped, nor the instance it holds); the process exit
+            // reclaims it.
             return;
         }
         if let Err(e) = self.save_pipeline_cache() {
