@@ -143,6 +143,37 @@ mod tests {
         assert_eq!(n, 1);
     }
 
+    /// A panic inside the body (here a tracing subscriber that panics on
+    /// every event) is caught: the callback returns `VK_FALSE` instead of
+    /// unwinding into the driver, which would abort the process.
+    #[test]
+    fn a_panic_in_the_body_is_caught() {
+        struct Panics;
+        impl tracing::Subscriber for Panics {
+            fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+                true
+            }
+            fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+                tracing::span::Id::from_u64(1)
+            }
+            fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+            fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+            fn event(&self, _: &tracing::Event<'_>) {
+                panic!("subscriber panics");
+            }
+            fn enter(&self, _: &tracing::span::Id) {}
+            fn exit(&self, _: &tracing::span::Id) {}
+        }
+        let log = MessageLog::default();
+        let r = tracing::subscriber::with_default(Panics, || call(&log, c"boom"));
+        assert_eq!(r, vk::FALSE);
+        // The panic came before the message was recorded.
+        assert!(log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty());
+    }
+
     /// Called while the thread unwinds (a Vulkan object destroyed by a drop
     /// during a panic): returns at once, records nothing, and the panic
     /// goes on to its `catch_unwind` instead of aborting the process.
