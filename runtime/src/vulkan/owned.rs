@@ -184,12 +184,13 @@ pub struct DescriptorSets {
 
 impl DescriptorSets {
     /// One pool holding `layouts.len()` sets of storage buffers (`buffers`
-    /// descriptors in all), and one set per layout (none when `buffers` is 0).
+    /// descriptors in all), and one set per layout (none when `buffers` is
+    /// 0). An error names the call that failed.
     pub fn new(
         device: &Arc<LogicalDevice>,
         layouts: &[vk::DescriptorSetLayout],
         buffers: u32,
-    ) -> VkResult<Self> {
+    ) -> Result<Self, (&'static str, vk::Result)> {
         let sizes = [vk::DescriptorPoolSize {
             ty: vk::DescriptorType::STORAGE_BUFFER,
             descriptor_count: buffers.max(1),
@@ -201,14 +202,16 @@ impl DescriptorSets {
             // SAFETY: a live device (`d` is the owner's); the create info
             // outlives the call.
             unsafe { d.create_descriptor_pool(&info, None) }
-        })?;
+        })
+        .map_err(|e| ("vkCreateDescriptorPool", e))?;
         let sets = if buffers > 0 {
             let info = vk::DescriptorSetAllocateInfo::default()
                 .descriptor_pool(pool.raw())
                 .set_layouts(layouts);
             // SAFETY: the pool was sized for these sets just above; the
             // layouts are live (the device's pipelines own them).
-            unsafe { device.raw.allocate_descriptor_sets(&info) }?
+            unsafe { device.raw.allocate_descriptor_sets(&info) }
+                .map_err(|e| ("vkAllocateDescriptorSets", e))?
         } else {
             vec![]
         };

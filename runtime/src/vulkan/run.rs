@@ -131,7 +131,7 @@ fn record_and_submit(
     let device = dev.inner.device.clone();
     let layouts = vec![pipe.set_layout; plan.dispatches.len()];
     let sets = DescriptorSets::new(&device, &layouts, plan.dispatches.len() as u32 * nbind)
-        .map_err(api("vkCreateDescriptorPool/vkAllocateDescriptorSets"))?;
+        .map_err(|(call, e)| api(call)(e))?;
     write_descriptor_sets(&device.raw, plan, nbind, &sets.sets, &res.device_bufs);
     let sets = &*res.descriptors.insert(sets);
     if use_ts {
