@@ -177,8 +177,8 @@ impl Drop for CommandBuffer {
 /// A descriptor pool and the sets allocated from it: the sets are freed
 /// with the pool (it is created without FREE_DESCRIPTOR_SET).
 pub struct DescriptorSets {
+    /// Plain handles: nothing frees them one by one, the pool does.
     pub sets: Vec<vk::DescriptorSet>,
-    // Declared last: dropped after `sets` is forgotten (plain handles).
     _pool: Owned<vk::DescriptorPool>,
 }
 
