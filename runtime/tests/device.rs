@@ -168,3 +168,91 @@ fn duplicate_icd_counted_once() {
     );
     assert!(out.status.success() && text.contains("CHILD-OK"), "{text}");
 }
+
+/// An open that fails part-way destroys what it created, children before
+/// parents (issue 16: a failed pipeline-cache creation used to destroy the
+/// instance while its device and command pool lived). The validation
+/// layer's object tracker reports a `vkDestroyInstance` with a live
+/// `VkDevice` (UNASSIGNED-ObjectTracker-ObjectLeak,
+/// VUID-vkDestroyInstance-instance-00629) and a `vkDestroyDevice` with live
+/// children (VUID-vkDestroyDevice-device-00378); the log is read after the
+/// instance is gone, so those are seen.
+#[test]
+fn failed_open_destroys_what_it_created() {
+    use greta_runtime::vulkan::OpenStep;
+    for step in [
+        OpenStep::PipelineCache,
+        OpenStep::Allocator,
+        OpenStep::CommandPool,
+    ] {
+        let log = greta_runtime::vulkan::validation::MessageLog::default();
+        let err = Device::open_with(&OpenOptions {
+            select: DeviceSelect::Cpu,
+            validation: Some(true),
+            cache: CacheDir::Off,
+            fail_at: Some(step),
+            messages: Some(log.clone()),
+            ..Default::default()
+        })
+        .err()
+        .unwrap_or_else(|| panic!("{step:?}: the open must fail"));
+        assert!(matches!(err, RuntimeError::Api { .. }), "{step:?}: {err:?}");
+        let msgs = log.lock().unwrap().clone();
+        assert!(msgs.is_empty(), "{step:?}: {msgs:#?}");
+        // The instance held the log's other `Arc`: it was dropped, not leaked.
+        assert_eq!(std::sync::Arc::strong_count(&log), 1, "{step:?}");
+    }
+}
+
+/// The log of [`OpenOptions::messages`] is the messenger's own: it keeps
+/// what the layer said, also once the device is dropped.
+#[test]
+fn message_log_outlives_the_device() {
+    let log = greta_runtime::vulkan::validation::MessageLog::default();
+    let dev = device_with(OpenOptions {
+        select: DeviceSelect::Cpu,
+        validation: Some(true),
+        cache: CacheDir::Off,
+        messages: Some(log.clone()),
+        ..Default::default()
+    });
+    assert_clean(&dev);
+    dev.provoke_validation_error();
+    drop(dev);
+    let msgs = log.lock().unwrap().clone();
+    assert!(msgs.iter().any(|m| m.contains("usage")), "{msgs:?}");
+}
+
+/// A device that ran ops (pipelines, pooled buffers, per-run objects)
+/// destroys all of it on drop: the layer's object tracker, which reports
+/// any child left at `vkDestroyDevice` / `vkDestroyInstance`, says nothing.
+#[test]
+fn dropped_device_leaves_nothing_behind() {
+    use greta_kernels::{DType, HostBuf, Op};
+    let log = greta_runtime::vulkan::validation::MessageLog::default();
+    let mut dev = device_with(OpenOptions {
+        select: DeviceSelect::Cpu,
+        validation: Some(true),
+        cache: CacheDir::Off,
+        messages: Some(log.clone()),
+        ..Default::default()
+    });
+    for n in [64, 64, 1000] {
+        let mut out = vec![HostBuf::poisoned(DType::U32, n)];
+        dev.run(
+            &Op::Copy { n },
+            &[HostBuf::U32((0..n as u32).collect())],
+            &mut out,
+            &greta_runtime::RunOpts::default(),
+        )
+        .unwrap();
+        assert_eq!(out[0], HostBuf::U32((0..n as u32).collect()));
+    }
+    assert_clean(&dev);
+    drop(dev);
+    let msgs = log.lock().unwrap().clone();
+    assert!(msgs.is_empty(), "{msgs:#?}");
+    // The instance held the log's other `Arc`: it was dropped (and with it
+    // the device, which holds the instance), not leaked.
+    assert_eq!(std::sync::Arc::strong_count(&log), 1);
+}

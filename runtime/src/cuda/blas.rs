@@ -106,9 +106,11 @@ pub fn run_cublas(
     let mut dispatch = |_s: StreamH, bufs: &[DevPtr]| -> Result<(), GpuError> {
         let (a, b, c) = (bufs[0].0, bufs[1].0, bufs[2].0);
         let op_n = cb::cublasOperation_t::CUBLAS_OP_N;
-        // SAFETY: device buffers sized by the op contract (checked by run_with).
-        let status = unsafe {
-            if f16 {
+        let status = if f16 {
+            // SAFETY: a live handle on the backend's stream; a, b, c are
+            // device buffers of m*k, k*n f16 and m*n f32 elements (the op
+            // contract, checked by run_with); alpha/beta outlive the call.
+            unsafe {
                 cb::cublasGemmEx(
                     handle,
                     op_n,
@@ -130,7 +132,10 @@ pub fn run_cublas(
                     cb::cublasComputeType_t::CUBLAS_COMPUTE_32F,
                     cb::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
                 )
-            } else {
+            }
+        } else {
+            // SAFETY: as above, with f32 a and b.
+            unsafe {
                 cb::cublasSgemm_v2(
                     handle,
                     op_n,

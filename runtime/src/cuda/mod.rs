@@ -73,14 +73,14 @@ impl Cuda {
                 cudarc::get_lib_name_candidates("cuda").join(", ")
             )));
         }
-        // SAFETY: the library is present (checked above); looking up a symbol calls nothing.
-        let path = unsafe {
-            cu::culib()
-                .get::<*const c_void>(b"cuInit\0")
-                .ok()
-                .and_then(|s| super::gpu::search::loaded_from(*s))
-        }
-        .unwrap_or_else(|| PathBuf::from("libcuda.so.1"));
+        // SAFETY: the library is present (checked above); looking up a
+        // symbol's address calls nothing.
+        let cu_init = unsafe { cu::culib().get::<*const c_void>(b"cuInit\0") }
+            .ok()
+            .map(|s| *s);
+        let path = cu_init
+            .and_then(super::gpu::search::loaded_from)
+            .unwrap_or_else(|| PathBuf::from("libcuda.so.1"));
         // SAFETY: plain call.
         let r = unsafe { cu::cuInit(0) };
         let cuda = Cuda {
@@ -113,13 +113,12 @@ impl Cuda {
         }
         let text = |f: unsafe fn(CUresult, *mut *const c_char) -> CUresult, fb: &str| {
             let mut p: *const c_char = std::ptr::null();
-            // SAFETY: the driver hands out static NUL-terminated strings.
-            unsafe {
-                if f(r, &mut p) == CUresult::CUDA_SUCCESS && !p.is_null() {
-                    CStr::from_ptr(p).to_string_lossy().into_owned()
-                } else {
-                    fb.to_string()
-                }
+            // SAFETY: cuGetErrorName/String take any code and a valid out-parameter.
+            if unsafe { f(r, &mut p) } == CUresult::CUDA_SUCCESS && !p.is_null() {
+                // SAFETY: the driver hands out static NUL-terminated strings.
+                unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+            } else {
+                fb.to_string()
             }
         };
         let code = r as i32;
@@ -326,7 +325,8 @@ impl Driver for Cuda {
     }
 
     unsafe fn free(&self, p: DevPtr) {
-        cu::cuMemFree_v2(p.0);
+        // SAFETY: the caller passes a pointer from `malloc`, freed once.
+        unsafe { cu::cuMemFree_v2(p.0) };
     }
 
     unsafe fn htod_async(
@@ -336,10 +336,11 @@ impl Driver for Cuda {
         n: usize,
         s: StreamH,
     ) -> Result<(), GpuError> {
-        self.check(
-            "cuMemcpyHtoDAsync",
-            cu::cuMemcpyHtoDAsync_v2(dst.0, src as *const c_void, n, s.0 as cu::CUstream),
-        )
+        // SAFETY: the caller keeps `n` bytes at `src` alive until the stream passes the copy.
+        let r = unsafe {
+            cu::cuMemcpyHtoDAsync_v2(dst.0, src as *const c_void, n, s.0 as cu::CUstream)
+        };
+        self.check("cuMemcpyHtoDAsync", r)
     }
 
     unsafe fn dtoh_async(
@@ -349,10 +350,10 @@ impl Driver for Cuda {
         n: usize,
         s: StreamH,
     ) -> Result<(), GpuError> {
-        self.check(
-            "cuMemcpyDtoHAsync",
-            cu::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src.0, n, s.0 as cu::CUstream),
-        )
+        // SAFETY: the caller keeps room for `n` bytes at `dst` until the stream passes the copy.
+        let r =
+            unsafe { cu::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src.0, n, s.0 as cu::CUstream) };
+        self.check("cuMemcpyDtoHAsync", r)
     }
 
     fn stream_create(&self) -> Result<StreamH, GpuError> {
@@ -363,7 +364,8 @@ impl Driver for Cuda {
     }
 
     unsafe fn stream_destroy(&self, s: StreamH) {
-        cu::cuStreamDestroy_v2(s.0 as cu::CUstream);
+        // SAFETY: the caller passes a live stream with no work pending, destroyed once.
+        unsafe { cu::cuStreamDestroy_v2(s.0 as cu::CUstream) };
     }
 
     fn event_create(&self) -> Result<EventH, GpuError> {
@@ -374,7 +376,8 @@ impl Driver for Cuda {
     }
 
     unsafe fn event_destroy(&self, e: EventH) {
-        cu::cuEventDestroy_v2(e.0 as cu::CUevent);
+        // SAFETY: the caller passes a live event, destroyed once.
+        unsafe { cu::cuEventDestroy_v2(e.0 as cu::CUevent) };
     }
 
     fn event_record(&self, e: EventH, s: StreamH) -> Result<(), GpuError> {
@@ -395,9 +398,9 @@ impl Driver for Cuda {
 
     fn event_elapsed_ms(&self, start: EventH, end: EventH) -> Result<f32, GpuError> {
         let mut ms = 0f32;
-        // SAFETY: both events recorded and complete.
         let f = old_symbols()
             .ok_or_else(|| GpuError::Device("this libcuda lacks cuEventElapsedTime".into()))?;
+        // SAFETY: both events recorded and complete; `ms` is a valid out-parameter.
         self.check("cuEventElapsedTime", unsafe {
             (f.elapsed)(&mut ms, start.0 as cu::CUevent, end.0 as cu::CUevent)
         })?;
@@ -417,7 +420,8 @@ impl Driver for Cuda {
     }
 
     unsafe fn module_unload(&self, m: ModuleH) {
-        cu::cuModuleUnload(m.0 as cu::CUmodule);
+        // SAFETY: the caller passes a loaded module, unloaded once.
+        unsafe { cu::cuModuleUnload(m.0 as cu::CUmodule) };
     }
 
     fn module_function(&self, m: ModuleH, name: &CStr) -> Result<FuncH, GpuError> {
@@ -438,8 +442,9 @@ impl Driver for Cuda {
         s: StreamH,
         params: *mut *mut c_void,
     ) -> Result<(), GpuError> {
-        self.check(
-            "cuLaunchKernel",
+        // SAFETY: the caller passes a function of a loaded module and
+        // `params` matching its signature, alive until the launch returns.
+        let r = unsafe {
             cu::cuLaunchKernel(
                 f.0 as cu::CUfunction,
                 grid[0],
@@ -452,8 +457,9 @@ impl Driver for Cuda {
                 s.0 as cu::CUstream,
                 params,
                 std::ptr::null_mut(),
-            ),
-        )
+            )
+        };
+        self.check("cuLaunchKernel", r)
     }
 
     fn compiler_for(&self, dev: &GpuDevice) -> Result<CompilerChoice, GpuError> {

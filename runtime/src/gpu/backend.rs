@@ -594,15 +594,15 @@ impl<D: Driver> Drop for GpuBackend<D> {
             // GPU blocks; leave them so greta can report and exit.
             return;
         }
-        // SAFETY: created in open_with, destroyed once, no work pending
-        // (every run waited for its last event).
-        unsafe {
-            if let Some(s) = self.stream.take() {
-                self.driver.stream_destroy(s);
-            }
-            if let Some(m) = self.module.take() {
-                self.driver.module_unload(m);
-            }
+        if let Some(s) = self.stream.take() {
+            // SAFETY: created in open_with, destroyed once (taken out of the
+            // Option), no work pending (every run waited for its last event).
+            unsafe { self.driver.stream_destroy(s) };
+        }
+        if let Some(m) = self.module.take() {
+            // SAFETY: loaded in open_with, unloaded once; none of its
+            // kernels runs (as above).
+            unsafe { self.driver.module_unload(m) };
         }
     }
 }

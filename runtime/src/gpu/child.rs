@@ -124,9 +124,7 @@ pub fn run(
     let pgid = child.id() as libc::pid_t;
     let kill_group = || {
         // SAFETY: kill(2) on our own child's process group id.
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
     };
     let mut nap = Duration::from_millis(1);
     let status = loop {

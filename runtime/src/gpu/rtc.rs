@@ -70,11 +70,93 @@ pub fn has_compiler(lib: &libloading::Library, names: &RtcNames) -> bool {
 
 /// `major.minor` of the compiler in `lib`.
 pub fn version(lib: &libloading::Library, names: &RtcNames) -> Option<String> {
-    // SAFETY: the signature is the documented one; out-parameters only.
-    unsafe {
-        let f = lib.get::<VersionFn>(names.version).ok()?;
-        let (mut a, mut b) = (0, 0);
-        (f(&mut a, &mut b) == 0).then(|| format!("{a}.{b}"))
+    // SAFETY: `VersionFn` is the documented signature of hiprtcVersion /
+    // nvrtcVersion; looking it up calls nothing.
+    let f = unsafe { lib.get::<VersionFn>(names.version) }.ok()?;
+    let (mut a, mut b) = (0, 0);
+    // SAFETY: two valid out-parameters.
+    (unsafe { f(&mut a, &mut b) } == 0).then(|| format!("{a}.{b}"))
+}
+
+/// A compiler library's entry points, typed. The symbols are copied out
+/// of `libloading::Symbol`s: valid while the `Library` they came from is
+/// loaded, which [`compile`] keeps alive across every call.
+struct Entry {
+    create: CreateFn,
+    compile: CompileFn,
+    log_size: SizeFn,
+    read_log: ReadFn,
+    code_size: SizeFn,
+    read_code: ReadFn,
+    destroy: DestroyFn,
+    error_string: Option<ErrFn>,
+}
+
+impl Entry {
+    fn load(
+        lib: &libloading::Library,
+        names: &RtcNames,
+        path: &std::path::Path,
+    ) -> Result<Self, CompileError> {
+        fn get<T: Copy>(
+            lib: &libloading::Library,
+            n: &'static [u8],
+            path: &std::path::Path,
+        ) -> Result<T, CompileError> {
+            // SAFETY: every `T` used below is the function type hiprtc.h /
+            // nvrtc.h declare for the symbol `n`; looking it up calls nothing.
+            unsafe { lib.get::<T>(n) }.map(|s| *s).map_err(|e| {
+                CompileError::Unavailable(format!(
+                    "{} lacks {}: {e}",
+                    path.display(),
+                    String::from_utf8_lossy(&n[..n.len() - 1])
+                ))
+            })
+        }
+        Ok(Entry {
+            create: get(lib, names.create, path)?,
+            compile: get(lib, names.compile, path)?,
+            log_size: get(lib, names.log_size, path)?,
+            read_log: get(lib, names.log, path)?,
+            code_size: get(lib, names.code_size, path)?,
+            read_code: get(lib, names.code, path)?,
+            destroy: get(lib, names.destroy, path)?,
+            error_string: get(lib, names.error_string, path).ok(),
+        })
+    }
+
+    /// The library's text for a status code.
+    fn err_text(&self, code: c_int) -> String {
+        let Some(f) = self.error_string else {
+            return format!("error {code}");
+        };
+        // SAFETY: takes any code, returns a static string or NULL.
+        let s = unsafe { f(code) };
+        if s.is_null() {
+            format!("error {code}")
+        } else {
+            // SAFETY: a non-NULL answer is a static NUL-terminated string.
+            let text = unsafe { CStr::from_ptr(s) };
+            format!("{} ({code})", text.to_string_lossy())
+        }
+    }
+
+    /// The compile log, empty when there is none or it cannot be read.
+    fn log(&self, prog: Prog) -> String {
+        let mut n = 0usize;
+        // SAFETY: a live program and a valid out-parameter.
+        if unsafe { (self.log_size)(prog, &mut n) } != 0 || n <= 1 || n >= (64 << 20) {
+            return String::new();
+        }
+        let mut buf = vec![0u8; n];
+        // SAFETY: `buf` holds the `n` bytes the library said the log takes.
+        if unsafe { (self.read_log)(prog, buf.as_mut_ptr() as *mut c_char) } != 0 {
+            return String::new();
+        }
+        String::from_utf8_lossy(&buf)
+            .trim_end_matches('\0')
+            .trim()
+            .to_string()
     }
 }
 
@@ -99,104 +181,70 @@ pub fn compile(
             choice.library.path.display()
         ))
     })?;
-    // SAFETY: the signatures are the libraries' documented ones (hiprtc.h,
-    // nvrtc.h); every pointer passed below lives across its call.
-    unsafe {
-        let sym = |n: &'static [u8]| -> Result<*const c_void, CompileError> {
-            lib.get::<*const c_void>(n).map(|s| *s).map_err(|e| {
-                CompileError::Unavailable(format!(
-                    "{} lacks {}: {e}",
-                    choice.library.path.display(),
-                    String::from_utf8_lossy(&n[..n.len() - 1])
-                ))
-            })
-        };
-        let create: CreateFn = std::mem::transmute(sym(names.create)?);
-        let compile: CompileFn = std::mem::transmute(sym(names.compile)?);
-        let log_size: SizeFn = std::mem::transmute(sym(names.log_size)?);
-        let read_log: ReadFn = std::mem::transmute(sym(names.log)?);
-        let code_size: SizeFn = std::mem::transmute(sym(names.code_size)?);
-        let read_code: ReadFn = std::mem::transmute(sym(names.code)?);
-        let destroy: DestroyFn = std::mem::transmute(sym(names.destroy)?);
-        let err_text = |code: c_int| -> String {
-            match sym(names.error_string) {
-                Ok(p) => {
-                    let f: ErrFn = std::mem::transmute(p);
-                    let s = f(code);
-                    if s.is_null() {
-                        format!("error {code}")
-                    } else {
-                        format!("{} ({code})", CStr::from_ptr(s).to_string_lossy())
-                    }
-                }
-                Err(_) => format!("error {code}"),
-            }
-        };
-        let src =
-            CString::new(source).map_err(|_| fail("the source contains a NUL byte".into()))?;
-        let name = CString::new("greta_kernels.cu").unwrap_or_default();
-        let mut prog: Prog = std::ptr::null_mut();
-        let r = create(
+    let rtc = Entry::load(&lib, names, &choice.library.path)?;
+    let src = CString::new(source).map_err(|_| fail("the source contains a NUL byte".into()))?;
+    let name = CString::new("greta_kernels.cu").unwrap_or_default();
+    let mut prog: Prog = std::ptr::null_mut();
+    // SAFETY: `src` and `name` are NUL-terminated and live across the call;
+    // no headers (count 0, NULL arrays).
+    let r = unsafe {
+        (rtc.create)(
             &mut prog,
             src.as_ptr(),
             name.as_ptr(),
             0,
             std::ptr::null(),
             std::ptr::null(),
-        );
-        if r != 0 {
-            return Err(fail(format!("creating the program: {}", err_text(r))));
-        }
-        let opts: Vec<CString> = choice
-            .options
-            .iter()
-            .map(|o| CString::new(o.as_str()).unwrap_or_default())
-            .collect();
-        let ptrs: Vec<*const c_char> = opts.iter().map(|o| o.as_ptr()).collect();
-        let r = compile(prog, ptrs.len() as c_int, ptrs.as_ptr());
-        let mut n = 0usize;
-        let mut log = String::new();
-        if log_size(prog, &mut n) == 0 && n > 1 && n < (64 << 20) {
-            let mut buf = vec![0u8; n];
-            if read_log(prog, buf.as_mut_ptr() as *mut c_char) == 0 {
-                log = String::from_utf8_lossy(&buf)
-                    .trim_end_matches('\0')
-                    .trim()
-                    .to_string();
-            }
-        }
-        let result = if r != 0 {
-            Err(classify_failure(
-                &choice.target,
-                &label,
-                &format!("{}\n{log}", err_text(r)),
-            ))
-        } else {
-            let mut n = 0usize;
-            let r = code_size(prog, &mut n);
-            if r != 0 || n == 0 || n > (512 << 20) {
-                Err(fail(format!(
-                    "no code after a successful compile (size {n}, {}){}",
-                    err_text(r),
-                    if log.is_empty() {
-                        String::new()
-                    } else {
-                        format!("\n{log}")
-                    }
-                )))
-            } else {
-                let mut code = vec![0u8; n];
-                let r = read_code(prog, code.as_mut_ptr() as *mut c_char);
-                if r != 0 {
-                    Err(fail(format!("reading the code: {}", err_text(r))))
-                } else {
-                    Ok(code)
-                }
-            }
-        };
-        destroy(&mut prog);
-        result
+        )
+    };
+    if r != 0 {
+        return Err(fail(format!("creating the program: {}", rtc.err_text(r))));
     }
+    let opts: Vec<CString> = choice
+        .options
+        .iter()
+        .map(|o| CString::new(o.as_str()).unwrap_or_default())
+        .collect();
+    let ptrs: Vec<*const c_char> = opts.iter().map(|o| o.as_ptr()).collect();
+    // SAFETY: a live program; `ptrs` holds `ptrs.len()` NUL-terminated
+    // strings, all alive across the call (`opts` owns them).
+    let r = unsafe { (rtc.compile)(prog, ptrs.len() as c_int, ptrs.as_ptr()) };
+    let log = rtc.log(prog);
+    let result = if r != 0 {
+        Err(classify_failure(
+            &choice.target,
+            &label,
+            &format!("{}\n{log}", rtc.err_text(r)),
+        ))
+    } else {
+        let mut n = 0usize;
+        // SAFETY: a live program and a valid out-parameter.
+        let r = unsafe { (rtc.code_size)(prog, &mut n) };
+        if r != 0 || n == 0 || n > (512 << 20) {
+            Err(fail(format!(
+                "no code after a successful compile (size {n}, {}){}",
+                rtc.err_text(r),
+                if log.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n{log}")
+                }
+            )))
+        } else {
+            let mut code = vec![0u8; n];
+            // SAFETY: `code` holds the `n` bytes the library said the code takes.
+            let r = unsafe { (rtc.read_code)(prog, code.as_mut_ptr() as *mut c_char) };
+            if r != 0 {
+                Err(fail(format!("reading the code: {}", rtc.err_text(r))))
+            } else {
+                Ok(code)
+            }
+        }
+    };
+    // SAFETY: the program created above, destroyed once; nothing uses it after.
+    unsafe { (rtc.destroy)(&mut prog) };
+    drop(lib);
+    result
 }
 
 /// Turns a compiler's message about an unknown target into a clear

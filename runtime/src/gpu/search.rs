@@ -133,20 +133,18 @@ pub fn lib_files(dir: &Path, stem: &str) -> Vec<PathBuf> {
 /// The file a loaded symbol lives in (canonical path): which library the
 /// dynamic loader really took when it was opened by a bare name.
 pub(crate) fn loaded_from(addr: *const std::ffi::c_void) -> Option<PathBuf> {
-    // SAFETY: dladdr only reads the loader's tables; dli_fname is a
-    // NUL-terminated string owned by the loader.
-    unsafe {
-        let mut info: libc::Dl_info = std::mem::zeroed();
-        if libc::dladdr(addr, &mut info) == 0 || info.dli_fname.is_null() {
-            return None;
-        }
-        let p = PathBuf::from(
-            std::ffi::CStr::from_ptr(info.dli_fname)
-                .to_string_lossy()
-                .into_owned(),
-        );
-        Some(std::fs::canonicalize(&p).unwrap_or(p))
+    // SAFETY: `Dl_info` is plain C data (pointers and integers), for which
+    // all-zero bytes are a valid value.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the loader's tables and writes `info`.
+    if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
     }
+    // SAFETY: a non-NULL dli_fname is a NUL-terminated string owned by the
+    // loader, alive while the library stays loaded (the caller holds it).
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    let p = PathBuf::from(name.to_string_lossy().into_owned());
+    Some(std::fs::canonicalize(&p).unwrap_or(p))
 }
 
 #[cfg(test)]

@@ -41,10 +41,14 @@ macro_rules! table {
             /// `lib` must be a HIP runtime: the signatures are trusted.
             pub unsafe fn load(lib: &libloading::Library) -> Result<Table, String> {
                 Ok(Table {
-                    $($name: *lib
-                        .get::<unsafe extern "C" fn($($arg),*) -> $ret>(
-                            concat!(stringify!($name), "\0").as_bytes(),
-                        )
+                    $($name: *
+                        // SAFETY: the caller vouches that `lib` is a HIP
+                        // runtime, whose symbol has this C signature.
+                        unsafe {
+                            lib.get::<unsafe extern "C" fn($($arg),*) -> $ret>(
+                                concat!(stringify!($name), "\0").as_bytes(),
+                            )
+                        }
                         .map_err(|e| format!("{}: {e}", stringify!($name)))?,)*
                 })
             }

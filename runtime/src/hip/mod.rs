@@ -195,13 +195,16 @@ impl Hip {
                 unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
             }
         };
-        // SAFETY: plain lookups of static strings.
-        let (name, desc) = unsafe {
-            (
-                text((self.t().hipGetErrorName)(code), "hipErrorUnknown"),
-                text((self.t().hipGetErrorString)(code), "unknown error"),
-            )
-        };
+        // SAFETY: takes any code; returns a static string or NULL.
+        let name = text(
+            unsafe { (self.t().hipGetErrorName)(code) },
+            "hipErrorUnknown",
+        );
+        // SAFETY: as above.
+        let desc = text(
+            unsafe { (self.t().hipGetErrorString)(code) },
+            "unknown error",
+        );
         Err(GpuError::Call {
             call,
             code,
@@ -466,7 +469,8 @@ impl Driver for Hip {
     }
 
     unsafe fn free(&self, p: DevPtr) {
-        (self.t().hipFree)(p.0 as ffi::Ptr);
+        // SAFETY: the caller passes a pointer from `malloc`, freed once.
+        unsafe { (self.t().hipFree)(p.0 as ffi::Ptr) };
     }
 
     unsafe fn htod_async(
@@ -476,10 +480,11 @@ impl Driver for Hip {
         n: usize,
         s: StreamH,
     ) -> Result<(), GpuError> {
-        self.check(
-            "hipMemcpyHtoDAsync",
-            (self.t().hipMemcpyHtoDAsync)(dst.0 as ffi::Ptr, src as ffi::Ptr, n, s.0 as ffi::Ptr),
-        )
+        // SAFETY: the caller keeps `n` bytes at `src` alive until the stream passes the copy.
+        let r = unsafe {
+            (self.t().hipMemcpyHtoDAsync)(dst.0 as ffi::Ptr, src as ffi::Ptr, n, s.0 as ffi::Ptr)
+        };
+        self.check("hipMemcpyHtoDAsync", r)
     }
 
     unsafe fn dtoh_async(
@@ -489,10 +494,11 @@ impl Driver for Hip {
         n: usize,
         s: StreamH,
     ) -> Result<(), GpuError> {
-        self.check(
-            "hipMemcpyDtoHAsync",
-            (self.t().hipMemcpyDtoHAsync)(dst as ffi::Ptr, src.0 as ffi::Ptr, n, s.0 as ffi::Ptr),
-        )
+        // SAFETY: the caller keeps room for `n` bytes at `dst` until the stream passes the copy.
+        let r = unsafe {
+            (self.t().hipMemcpyDtoHAsync)(dst as ffi::Ptr, src.0 as ffi::Ptr, n, s.0 as ffi::Ptr)
+        };
+        self.check("hipMemcpyDtoHAsync", r)
     }
 
     fn stream_create(&self) -> Result<StreamH, GpuError> {
@@ -505,7 +511,8 @@ impl Driver for Hip {
     }
 
     unsafe fn stream_destroy(&self, s: StreamH) {
-        (self.t().hipStreamDestroy)(s.0 as ffi::Ptr);
+        // SAFETY: the caller passes a live stream with no work pending, destroyed once.
+        unsafe { (self.t().hipStreamDestroy)(s.0 as ffi::Ptr) };
     }
 
     fn event_create(&self) -> Result<EventH, GpuError> {
@@ -518,7 +525,8 @@ impl Driver for Hip {
     }
 
     unsafe fn event_destroy(&self, e: EventH) {
-        (self.t().hipEventDestroy)(e.0 as ffi::Ptr);
+        // SAFETY: the caller passes a live event, destroyed once.
+        unsafe { (self.t().hipEventDestroy)(e.0 as ffi::Ptr) };
     }
 
     fn event_record(&self, e: EventH, s: StreamH) -> Result<(), GpuError> {
@@ -559,7 +567,8 @@ impl Driver for Hip {
     }
 
     unsafe fn module_unload(&self, m: ModuleH) {
-        (self.t().hipModuleUnload)(m.0 as ffi::Ptr);
+        // SAFETY: the caller passes a loaded module, unloaded once.
+        unsafe { (self.t().hipModuleUnload)(m.0 as ffi::Ptr) };
     }
 
     fn module_function(&self, m: ModuleH, name: &CStr) -> Result<FuncH, GpuError> {
@@ -580,8 +589,9 @@ impl Driver for Hip {
         s: StreamH,
         params: *mut *mut c_void,
     ) -> Result<(), GpuError> {
-        self.check(
-            "hipModuleLaunchKernel",
+        // SAFETY: the caller passes a function of a loaded module and
+        // `params` matching its signature, alive until the launch returns.
+        let r = unsafe {
             (self.t().hipModuleLaunchKernel)(
                 f.0 as ffi::Ptr,
                 grid[0],
@@ -594,8 +604,9 @@ impl Driver for Hip {
                 s.0 as ffi::Ptr,
                 params,
                 std::ptr::null_mut(),
-            ),
-        )
+            )
+        };
+        self.check("hipModuleLaunchKernel", r)
     }
 
     fn compiler_for(&self, dev: &GpuDevice) -> Result<CompilerChoice, GpuError> {

@@ -3,13 +3,14 @@
 use super::validation::{self, MessageLog};
 use crate::RuntimeError;
 use ash::vk;
-use std::sync::{Arc, Mutex};
 
 /// An instance, its optional validation messenger and the message log.
+/// Dropping it destroys the messenger, then the instance; a device holds
+/// its `Arc` (see [`super::owned::LogicalDevice`]), so it outlives every device.
 pub struct Instance {
     pub entry: ash::Entry,
     pub raw: ash::Instance,
-    debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+    debug: Option<Messenger>,
     pub messages: MessageLog,
     pub validation: bool,
     /// The API version the instance was created for: 1.3 where the loader
@@ -17,17 +18,28 @@ pub struct Instance {
     pub api_version: u32,
 }
 
+/// The debug-utils messenger and the extension's functions to destroy it.
+struct Messenger {
+    loader: ash::ext::debug_utils::Instance,
+    raw: vk::DebugUtilsMessengerEXT,
+}
+
 impl Instance {
     /// `validation`: enable `VK_LAYER_KHRONOS_validation` and record its
     /// messages; an error if the layer is not installed.
     pub fn new(validation: bool) -> Result<Self, RuntimeError> {
+        Self::with_log(validation, MessageLog::default())
+    }
+
+    /// As [`Instance::new`], recording validation messages into `messages`
+    /// (which the caller may keep reading after the instance is gone).
+    pub fn with_log(validation: bool, messages: MessageLog) -> Result<Self, RuntimeError> {
         // SAFETY: loading the system Vulkan loader; its initialisation has no preconditions.
         let entry = unsafe { ash::Entry::load() }.map_err(|e| {
             RuntimeError::LoaderMissing(format!(
                 "Vulkan loader (libvulkan.so.1) not found: {e}; install it (Debian/Ubuntu: apt-get install libvulkan1)"
             ))
         })?;
-        let messages: MessageLog = Arc::new(Mutex::new(Vec::new()));
         let mut layers = Vec::new();
         let mut exts = Vec::new();
         if validation {
@@ -98,29 +110,26 @@ impl Instance {
             }
             _ => RuntimeError::api("vkCreateInstance", e),
         })?;
-        let debug = if validation {
-            let du = ash::ext::debug_utils::Instance::new(&entry, &raw);
-            let dbg_info = validation::messenger_info(&messages);
-            // SAFETY: valid instance with VK_EXT_debug_utils enabled; the log outlives the messenger.
-            match unsafe { du.create_debug_utils_messenger(&dbg_info, None) } {
-                Ok(m) => Some((du, m)),
-                Err(e) => {
-                    // SAFETY: nothing else was created from this instance yet.
-                    unsafe { raw.destroy_instance(None) };
-                    return Err(RuntimeError::api("vkCreateDebugUtilsMessengerEXT", e));
-                }
-            }
-        } else {
-            None
-        };
-        Ok(Instance {
+        // Owned from here on: an error below drops it, which destroys it.
+        let mut instance = Instance {
             entry,
             raw,
-            debug,
+            debug: None,
             messages,
             validation,
             api_version,
-        })
+        };
+        if validation {
+            let loader = ash::ext::debug_utils::Instance::new(&instance.entry, &instance.raw);
+            let dbg_info = validation::messenger_info(&instance.messages);
+            // SAFETY: a live instance with VK_EXT_debug_utils enabled; the
+            // log the info points at is `instance.messages`, which outlives
+            // the messenger (destroyed first in `Drop`).
+            let raw = unsafe { loader.create_debug_utils_messenger(&dbg_info, None) }
+                .map_err(|e| RuntimeError::api("vkCreateDebugUtilsMessengerEXT", e))?;
+            instance.debug = Some(Messenger { loader, raw });
+        }
+        Ok(instance)
     }
 
     pub fn messages(&self) -> Vec<String> {
@@ -130,13 +139,14 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
-        // SAFETY: every child object was destroyed by its owner before (Device
-        // leaks the whole Instance instead of dropping it when the device is lost).
-        unsafe {
-            if let Some((du, m)) = self.debug.take() {
-                du.destroy_debug_utils_messenger(m, None);
-            }
-            self.raw.destroy_instance(None);
+        if let Some(m) = self.debug.take() {
+            // SAFETY: created from this instance in `with_log`, destroyed once
+            // (taken out of the Option).
+            unsafe { m.loader.destroy_debug_utils_messenger(m.raw, None) };
         }
+        // SAFETY: every device holds this instance's `Arc`, so none is left;
+        // the messenger is gone. The `messages` log the instance-creation
+        // messenger writes to is a field, alive until after this call.
+        unsafe { self.raw.destroy_instance(None) };
     }
 }

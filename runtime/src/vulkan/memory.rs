@@ -1,21 +1,40 @@
 //! Buffers backed by gpu-allocator: device-local storage, host-visible staging.
 
+use super::owned::Allocator;
 use crate::RuntimeError;
 use ash::vk;
-use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme, Allocator};
+use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::MemoryLocation;
+use std::sync::Arc;
 
 /// Buffers at least this large get their own `VkDeviceMemory` (no sub-allocation
 /// waste, and no block-size limit for >= 1 GiB buffers).
 const DEDICATED_FROM: u64 = 64 << 20;
 
+/// A buffer and its memory; dropping it destroys the buffer and gives the
+/// memory back to the allocator, whose `Arc` it holds (so the allocator,
+/// and through it the device, outlive it).
 pub struct Buffer {
     pub raw: vk::Buffer,
-    pub alloc: Option<Allocation>,
+    alloc: Option<Allocation>,
     pub size: u64,
     /// What it was created with (pool matching).
     pub usage: vk::BufferUsageFlags,
     pub location: MemoryLocation,
+    allocator: Arc<Allocator>,
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: created from the allocator's device in `create`, destroyed
+        // once; owners drop buffers only once no submission uses them.
+        unsafe { self.allocator.device().raw.destroy_buffer(self.raw, None) };
+        if let Some(a) = self.alloc.take() {
+            if let Err(e) = self.allocator.lock().free(a) {
+                tracing::warn!("freeing buffer memory: {e}");
+            }
+        }
+    }
 }
 
 /// Buffers kept from the last run for the next one. Repeats of a gate and
@@ -30,28 +49,18 @@ pub struct Pool {
 
 impl Pool {
     /// Keep only buffers matching `wanted` (size, usage, location), each
-    /// at most once; destroy the rest before anything new is allocated.
-    pub fn trim_to(
-        &mut self,
-        device: &ash::Device,
-        allocator: &mut Allocator,
-        wanted: &[(u64, vk::BufferUsageFlags, MemoryLocation)],
-    ) {
-        let mut keep = Vec::new();
+    /// at most once; drop (destroy) the rest before anything new is allocated.
+    pub fn trim_to(&mut self, wanted: &[(u64, vk::BufferUsageFlags, MemoryLocation)]) {
         let mut claimed = vec![false; wanted.len()];
-        for b in self.free.drain(..) {
+        self.free.retain(|b| {
             let hit = wanted.iter().enumerate().position(|(i, w)| {
                 !claimed[i] && w.0 == b.size && w.1 == b.usage && w.2 == b.location
             });
-            match hit {
-                Some(i) => {
-                    claimed[i] = true;
-                    keep.push(b);
-                }
-                None => destroy(device, allocator, b),
+            if let Some(i) = hit {
+                claimed[i] = true;
             }
-        }
-        self.free = keep;
+            hit.is_some()
+        });
     }
 
     /// A kept buffer of this kind, if any.
@@ -71,12 +80,6 @@ impl Pool {
     pub fn put(&mut self, b: Buffer) {
         self.free.push(b);
     }
-
-    pub fn clear(&mut self, device: &ash::Device, allocator: &mut Allocator) {
-        for b in self.free.drain(..) {
-            destroy(device, allocator, b);
-        }
-    }
 }
 
 fn oom(what: &str, e: impl std::fmt::Display) -> RuntimeError {
@@ -84,25 +87,34 @@ fn oom(what: &str, e: impl std::fmt::Display) -> RuntimeError {
 }
 
 pub fn create(
-    device: &ash::Device,
-    allocator: &mut Allocator,
+    allocator: &Arc<Allocator>,
     name: &str,
     size: u64,
     usage: vk::BufferUsageFlags,
     location: MemoryLocation,
 ) -> Result<Buffer, RuntimeError> {
+    let device = &allocator.device().raw;
     let info = vk::BufferCreateInfo::default()
         .size(size.max(16))
         .usage(usage)
         .sharing_mode(vk::SharingMode::EXCLUSIVE);
-    // SAFETY: valid device and create info.
+    // SAFETY: a live device; the create info outlives the call.
     let raw = unsafe { device.create_buffer(&info, None) }.map_err(|e| match e {
         vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => {
             oom(name, e)
         }
         _ => RuntimeError::api(&format!("vkCreateBuffer({name}, {size} bytes)"), e),
     })?;
-    // SAFETY: raw is a live buffer of this device.
+    // Owned from here on: an error below drops it, which destroys it.
+    let mut buf = Buffer {
+        raw,
+        alloc: None,
+        size,
+        usage,
+        location,
+        allocator: allocator.clone(),
+    };
+    // SAFETY: `raw` is a live buffer of this device.
     let requirements = unsafe { device.get_buffer_memory_requirements(raw) };
     let scheme = if size >= DEDICATED_FROM {
         AllocationScheme::DedicatedBuffer(raw)
@@ -116,46 +128,30 @@ pub fn create(
         linear: true,
         allocation_scheme: scheme,
     };
-    // Upload staging prefers host-visible VRAM (ReBAR); where that heap is
-    // small (256 MiB BAR), fall back to plain host memory.
-    let first = allocator.allocate(&desc(location));
-    let first = match (first, location) {
-        (Err(e), MemoryLocation::CpuToGpu) => {
-            tracing::debug!("{name}: CpuToGpu allocation failed ({e}); trying host memory");
-            allocator.allocate(&desc(MemoryLocation::GpuToCpu))
+    let alloc = {
+        let mut a = allocator.lock();
+        // Upload staging prefers host-visible VRAM (ReBAR); where that heap is
+        // small (256 MiB BAR), fall back to plain host memory.
+        match (a.allocate(&desc(location)), location) {
+            (Err(e), MemoryLocation::CpuToGpu) => {
+                tracing::debug!("{name}: CpuToGpu allocation failed ({e}); trying host memory");
+                a.allocate(&desc(MemoryLocation::GpuToCpu))
+            }
+            (r, _) => r,
         }
-        (r, _) => r,
-    };
-    let alloc = match first {
-        Ok(a) => a,
-        Err(e) => {
-            // SAFETY: the buffer has no memory bound and is not in use.
-            unsafe { device.destroy_buffer(raw, None) };
-            return Err(oom(&format!("{name} ({size} bytes, {location:?})"), e));
-        }
-    };
-    // SAFETY: memory from the allocator satisfies the buffer's requirements.
-    if let Err(e) = unsafe { device.bind_buffer_memory(raw, alloc.memory(), alloc.offset()) } {
-        let _ = allocator.free(alloc);
-        // SAFETY: not in use.
-        unsafe { device.destroy_buffer(raw, None) };
-        return Err(RuntimeError::api("vkBindBufferMemory", e));
     }
-    Ok(Buffer {
-        raw,
-        alloc: Some(alloc),
-        size,
-        usage,
-        location,
-    })
-}
-
-pub fn destroy(device: &ash::Device, allocator: &mut Allocator, mut buf: Buffer) {
-    if let Some(a) = buf.alloc.take() {
-        let _ = allocator.free(a);
-    }
-    // SAFETY: callers only destroy buffers no submission uses any more.
-    unsafe { device.destroy_buffer(buf.raw, None) };
+    .map_err(|e| oom(&format!("{name} ({size} bytes, {location:?})"), e))?;
+    // SAFETY: the handle is only used while the allocation lives (it moves
+    // into `buf`, which frees it after destroying the buffer).
+    let memory = unsafe { alloc.memory() };
+    let offset = alloc.offset();
+    // Owned by the buffer from here on: dropping it frees the memory too.
+    buf.alloc = Some(alloc);
+    // SAFETY: memory from the allocator satisfies the buffer's requirements
+    // (they were its input); the buffer has no memory bound yet.
+    unsafe { device.bind_buffer_memory(raw, memory, offset) }
+        .map_err(|e| RuntimeError::api("vkBindBufferMemory", e))?;
+    Ok(buf)
 }
 
 impl Buffer {

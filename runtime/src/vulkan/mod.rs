@@ -1,6 +1,7 @@
 //! The Vulkan backend: ash (libvulkan loaded at run time) + gpu-allocator.
 //!
 //! Modules: `instance` (loader, instance, validation messenger),
+//! `owned` (who destroys each Vulkan object, and when),
 //! `select` (enumeration, de-duplication, choice), `memory` (buffers),
 //! [`cache`] (pipeline cache file), `pipelines`, `plan` (op -> kernel),
 //! `run` (recording, submission with timeout, timestamps).
@@ -34,6 +35,7 @@ pub mod cache;
 mod coop2;
 mod instance;
 mod memory;
+mod owned;
 mod pipelines;
 /// Public for the fuzz harnesses (fuzz/src/bin/gemm_plan.rs); not part of the runtime's front door.
 #[doc(hidden)]
@@ -47,9 +49,10 @@ use crate::{
 };
 use ash::vk;
 use cache::CacheStatus;
-use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
+use owned::{Allocator, LogicalDevice, Owned};
 use std::mem::ManuallyDrop;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 pub use instance::Instance;
 
@@ -93,20 +96,57 @@ pub struct OpenOptions {
     /// = a directory, or `off`). Runs without an explicit tuning use the
     /// cached one for their shape class.
     pub tuning_cache: CacheDir,
+    /// TEST-ONLY: `open_with` fails at this step as if the driver had
+    /// refused it, with everything before it already created, so tests can
+    /// check that a failed open destroys what it made, children first.
+    #[doc(hidden)]
+    pub fail_at: Option<OpenStep>,
+    /// TEST-ONLY: the log the validation messenger records into, readable
+    /// after the device (and its instance) are gone, e.g. after a failed open.
+    #[doc(hidden)]
+    pub messages: Option<validation::MessageLog>,
 }
 
-/// Vulkan objects, destroyed in order on a clean drop and deliberately
-/// leaked when the device is lost (a hung queue may still use them).
+/// `Err` when a test asked [`Device::open_with`] to fail at `step`.
+fn injected(opts: &OpenOptions, step: OpenStep) -> Result<(), vk::Result> {
+    if opts.fail_at == Some(step) {
+        Err(vk::Result::ERROR_INITIALIZATION_FAILED)
+    } else {
+        Ok(())
+    }
+}
+
+/// The steps of [`Device::open_with`] after `vkCreateDevice` that a test can
+/// make fail ([`OpenOptions::fail_at`]).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenStep {
+    CommandPool,
+    Allocator,
+    PipelineCache,
+}
+
+/// The Vulkan objects of an open device. Each destroys itself on drop and
+/// holds an `Arc` of what it was made from (see [`owned`]), so any order
+/// is safe; this one destroys the per-device objects first, then the
+/// allocator, the device and the instance (whose last `Arc`s are here).
 struct Inner {
-    device: ash::Device,
-    queue: vk::Queue,
-    command_pool: vk::CommandPool,
-    pipeline_cache: vk::PipelineCache,
     pipelines: pipelines::Pipelines,
-    allocator: ManuallyDrop<Allocator>,
     /// Buffers of the last run, reused by the next one of the same sizes.
     buffers: memory::Pool,
-    instance: ManuallyDrop<Instance>,
+    pipeline_cache: Owned<vk::PipelineCache>,
+    command_pool: Arc<Owned<vk::CommandPool>>,
+    allocator: Arc<Allocator>,
+    queue: vk::Queue,
+    device: Arc<LogicalDevice>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Runs before any field is dropped: nothing the queue may still
+        // read is destroyed under it.
+        self.device.wait_idle();
+    }
 }
 
 /// An open Vulkan device with one compute queue.
@@ -119,6 +159,8 @@ pub struct Device {
     cache_id: cache::Identity,
     cache_path: Option<PathBuf>,
     cache_status: CacheStatus,
+    /// `ManuallyDrop` because a lost device leaks it (see `Drop`): a queue
+    /// that timed out may still be using any of its objects.
     inner: ManuallyDrop<Inner>,
     lost: Option<String>,
     tuned: Option<crate::tuning_cache::TuningCache>,
@@ -138,7 +180,10 @@ impl Device {
 
     pub fn open_with(opts: &OpenOptions) -> Result<Self, RuntimeError> {
         let validation = opts.validation.unwrap_or_else(validation::requested_by_env);
-        let instance = Instance::new(validation)?;
+        let instance = Arc::new(Instance::with_log(
+            validation,
+            opts.messages.clone().unwrap_or_default(),
+        )?);
         let list = select::dedupe(select::enumerate(&instance)?);
         let idx = select::choose(&list, &opts.select)?;
         let p = list.into_iter().nth(idx).unwrap();
@@ -151,7 +196,6 @@ impl Device {
                 "no GPU found: using the CPU Vulkan device (results are not GPU results)".into(),
             );
         }
-        let i = &instance.raw;
 
         let prio = [1.0f32];
         let queues = [vk::DeviceQueueCreateInfo::default()
@@ -181,46 +225,27 @@ impl Device {
             dinfo = dinfo.push_next(&mut coop2_features);
         }
         dinfo = dinfo.enabled_extension_names(&exts);
-        // SAFETY: valid physical device; the features requested were reported as supported.
-        let device = unsafe { i.create_device(p.raw, &dinfo, None) }
+        // From here every object is owned (see [`owned`]): an error return
+        // drops what was made so far, the device before its instance.
+        let device = LogicalDevice::new(instance, p.raw, &dinfo)
             .map_err(|e| RuntimeError::api(&format!("vkCreateDevice({})", info.name), e))?;
-        // SAFETY: queue family and index exist (created above).
-        let queue = unsafe { device.get_device_queue(p.queue_family, 0) };
-        let cleanup_device = |device: &ash::Device| {
-            // SAFETY: nothing was submitted yet.
-            unsafe { device.destroy_device(None) }
-        };
-        // SAFETY: valid device.
-        let command_pool = match unsafe {
-            device.create_command_pool(
-                &vk::CommandPoolCreateInfo::default()
-                    .queue_family_index(p.queue_family)
-                    .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER),
-                None,
-            )
-        } {
-            Ok(c) => c,
-            Err(e) => {
-                cleanup_device(&device);
-                return Err(RuntimeError::api("vkCreateCommandPool", e));
-            }
-        };
-        let allocator = match Allocator::new(&AllocatorCreateDesc {
-            instance: i.clone(),
-            device: device.clone(),
-            physical_device: p.raw,
-            debug_settings: Default::default(),
-            buffer_device_address: false,
-            allocation_sizes: Default::default(),
-        }) {
-            Ok(a) => a,
-            Err(e) => {
-                // SAFETY: pool unused.
-                unsafe { device.destroy_command_pool(command_pool, None) };
-                cleanup_device(&device);
-                return Err(RuntimeError::api("gpu-allocator init", e));
-            }
-        };
+        let queue = device.queue(p.queue_family, 0);
+        let pool_info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(p.queue_family)
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        let command_pool = Owned::create(&device, |d| {
+            injected(opts, OpenStep::CommandPool)?;
+            // SAFETY: a live device (`d` is the owner's); the queue family
+            // exists; the create info outlives the call.
+            unsafe { d.create_command_pool(&pool_info, None) }
+        })
+        .map_err(|e| RuntimeError::api("vkCreateCommandPool", e))?;
+        let allocator = injected(opts, OpenStep::Allocator)
+            .map_err(|e| RuntimeError::api("gpu-allocator init", e))
+            .and_then(|()| {
+                Allocator::new(&device, p.raw)
+                    .map_err(|e| RuntimeError::api("gpu-allocator init", e))
+            })?;
 
         // Pipeline cache: load, check, hand to the driver.
         let cache_id = cache::Identity {
@@ -271,18 +296,20 @@ impl Device {
         if let Some(d) = &initial {
             cinfo = cinfo.initial_data(d);
         }
-        // SAFETY: valid device; the initial data passed our header and checksum checks.
-        let pipeline_cache = unsafe { device.create_pipeline_cache(&cinfo, None) }
-            .or_else(|e| {
+        let pipeline_cache = Owned::create(&device, |d| {
+            injected(opts, OpenStep::PipelineCache)?;
+            // SAFETY: a live device (`d` is the owner's); the initial data
+            // passed our header and checksum checks and outlives the call.
+            unsafe { d.create_pipeline_cache(&cinfo, None) }.or_else(|e| {
                 tracing::warn!(
                     "vkCreatePipelineCache with stored data failed ({e}); starting empty"
                 );
+                let empty = vk::PipelineCacheCreateInfo::default();
                 // SAFETY: as above, without initial data.
-                unsafe {
-                    device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None)
-                }
+                unsafe { d.create_pipeline_cache(&empty, None) }
             })
-            .map_err(|e| RuntimeError::api("vkCreatePipelineCache", e))?;
+        })
+        .map_err(|e| RuntimeError::api("vkCreatePipelineCache", e))?;
 
         let limits = plan::Limits {
             max_range: opts
@@ -321,14 +348,13 @@ impl Device {
             cache_path,
             cache_status,
             inner: ManuallyDrop::new(Inner {
-                device,
-                queue,
-                command_pool,
-                pipeline_cache,
                 pipelines: Default::default(),
-                allocator: ManuallyDrop::new(allocator),
                 buffers: memory::Pool::default(),
-                instance: ManuallyDrop::new(instance),
+                pipeline_cache,
+                command_pool: Arc::new(command_pool),
+                allocator,
+                queue,
+                device,
             }),
             tuned: match &opts.tuning_cache {
                 CacheDir::Off => None,
@@ -357,11 +383,13 @@ impl Device {
         if self.lost.is_some() {
             return Ok(None);
         }
-        // SAFETY: valid cache of a live device.
+        // SAFETY: a live cache of this live device (not lost, checked
+        // above), used by this thread only (`&mut self`).
         let data = unsafe {
             self.inner
                 .device
-                .get_pipeline_cache_data(self.inner.pipeline_cache)
+                .raw
+                .get_pipeline_cache_data(self.inner.pipeline_cache.raw())
         }
         .map_err(|e| RuntimeError::api("vkGetPipelineCacheData", e))?;
         if cache::load(&path, &self.cache_id).ok().flatten().as_deref() == Some(&data[..]) {
@@ -382,11 +410,12 @@ impl Device {
         let info = vk::BufferCreateInfo::default()
             .size(16)
             .usage(vk::BufferUsageFlags::empty());
-        // SAFETY: invalid usage on purpose; every driver accepts or rejects it without side effects.
-        unsafe {
-            if let Ok(b) = self.inner.device.create_buffer(&info, None) {
-                self.inner.device.destroy_buffer(b, None);
-            }
+        let d = &self.inner.device.raw;
+        // SAFETY: invalid usage on purpose; every driver accepts or rejects
+        // it without side effects.
+        if let Ok(b) = unsafe { d.create_buffer(&info, None) } {
+            // SAFETY: just created from this device, never used.
+            unsafe { d.destroy_buffer(b, None) };
         }
     }
 
@@ -512,7 +541,7 @@ impl Backend for Device {
     }
 
     fn validation_messages(&self) -> Vec<String> {
-        self.inner.instance.messages()
+        self.inner.device.instance().messages()
     }
 }
 
@@ -520,28 +549,16 @@ impl Drop for Device {
     fn drop(&mut self) {
         if self.lost.is_some() {
             // A queue that timed out may still be executing: destroying
-            // anything it uses is undefined behaviour. Leak it all; the
-            // process exit reclaims it.
+            // anything it uses is undefined behaviour. Leak it all (`inner`
+            // is never dropped, nor the instance it holds); the process exit
+            // reclaims it.
             return;
         }
         if let Err(e) = self.save_pipeline_cache() {
             tracing::warn!("pipeline cache not saved: {e}");
         }
-        // SAFETY: the device is idle after the wait; objects are destroyed
-        // children first, then the allocator, the device and the instance.
-        unsafe {
-            let inner = &mut *self.inner;
-            let _ = inner.device.device_wait_idle();
-            inner.pipelines.destroy(&inner.device);
-            inner.buffers.clear(&inner.device, &mut inner.allocator);
-            inner
-                .device
-                .destroy_pipeline_cache(inner.pipeline_cache, None);
-            inner.device.destroy_command_pool(inner.command_pool, None);
-            ManuallyDrop::drop(&mut inner.allocator);
-            inner.device.destroy_device(None);
-            ManuallyDrop::drop(&mut inner.instance);
-        }
+        // SAFETY: `inner` is dropped once, here, and not used after.
+        unsafe { ManuallyDrop::drop(&mut self.inner) };
         let _ = self.phys;
     }
 }

@@ -1,18 +1,22 @@
 //! Compute pipelines: one per (shader, specialization constants), created
 //! through the device's pipeline cache and kept for the device's lifetime.
 
+use super::owned::{LogicalDevice, Owned};
 use crate::RuntimeError;
 use ash::vk;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Push-constant bytes every pipeline layout reserves (the kernels use <= 32;
 /// Vulkan guarantees 128).
 pub const PUSH_BYTES: u32 = 64;
 
+/// A compute pipeline and the layouts it was made with, each destroyed on
+/// drop (fields drop in order: the pipeline before its layouts).
 pub struct Pipeline {
-    pub raw: vk::Pipeline,
-    pub layout: vk::PipelineLayout,
-    pub set_layout: vk::DescriptorSetLayout,
+    pub raw: Owned<vk::Pipeline>,
+    pub layout: Owned<vk::PipelineLayout>,
+    pub set_layout: Owned<vk::DescriptorSetLayout>,
 }
 
 #[derive(Default)]
@@ -27,8 +31,8 @@ impl Pipelines {
     /// (constant id i = spec[i]) and `bindings` storage buffers.
     pub fn get(
         &mut self,
-        device: &ash::Device,
-        cache: vk::PipelineCache,
+        device: &Arc<LogicalDevice>,
+        cache: &Owned<vk::PipelineCache>,
         shader: &str,
         spec: &[u32],
         bindings: u32,
@@ -41,22 +45,11 @@ impl Pipelines {
         }
         Ok(&self.map[&key])
     }
-
-    pub fn destroy(&mut self, device: &ash::Device) {
-        for (_, p) in self.map.drain() {
-            // SAFETY: callers destroy pipelines only once the device is idle.
-            unsafe {
-                device.destroy_pipeline(p.raw, None);
-                device.destroy_pipeline_layout(p.layout, None);
-                device.destroy_descriptor_set_layout(p.set_layout, None);
-            }
-        }
-    }
 }
 
 fn create(
-    device: &ash::Device,
-    cache: vk::PipelineCache,
+    device: &Arc<LogicalDevice>,
+    cache: &Owned<vk::PipelineCache>,
     shader: &str,
     spec: &[u32],
     bindings: u32,
@@ -73,81 +66,70 @@ fn create(
                 .stage_flags(vk::ShaderStageFlags::COMPUTE)
         })
         .collect();
-    // SAFETY (whole function): valid device; every create info outlives its call;
-    // objects created before a failure are destroyed on the error path.
-    unsafe {
-        let set_layout = device
-            .create_descriptor_set_layout(
-                &vk::DescriptorSetLayoutCreateInfo::default().bindings(&binds),
-                None,
-            )
-            .map_err(|e| RuntimeError::api("vkCreateDescriptorSetLayout", e))?;
-        let ranges = [vk::PushConstantRange::default()
-            .stage_flags(vk::ShaderStageFlags::COMPUTE)
-            .size(PUSH_BYTES)];
-        let sets = [set_layout];
-        let layout = match device.create_pipeline_layout(
-            &vk::PipelineLayoutCreateInfo::default()
-                .set_layouts(&sets)
-                .push_constant_ranges(&ranges),
-            None,
-        ) {
-            Ok(l) => l,
-            Err(e) => {
-                device.destroy_descriptor_set_layout(set_layout, None);
-                return Err(RuntimeError::api("vkCreatePipelineLayout", e));
-            }
-        };
-        let module = match device
-            .create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None)
-        {
-            Ok(m) => m,
-            Err(e) => {
-                device.destroy_pipeline_layout(layout, None);
-                device.destroy_descriptor_set_layout(set_layout, None);
-                return Err(RuntimeError::api(
-                    &format!("vkCreateShaderModule({shader})"),
-                    e,
-                ));
-            }
-        };
-        let entries: Vec<vk::SpecializationMapEntry> = (0..spec.len() as u32)
-            .map(|i| vk::SpecializationMapEntry {
-                constant_id: i,
-                offset: i * 4,
-                size: 4,
-            })
-            .collect();
-        let data: Vec<u8> = spec.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let spec_info = vk::SpecializationInfo::default()
-            .map_entries(&entries)
-            .data(&data);
-        let mut stage = vk::PipelineShaderStageCreateInfo::default()
-            .stage(vk::ShaderStageFlags::COMPUTE)
-            .module(module)
-            .name(c"main");
-        if !spec.is_empty() {
-            stage = stage.specialization_info(&spec_info);
-        }
-        let info = [vk::ComputePipelineCreateInfo::default()
-            .stage(stage)
-            .layout(layout)];
-        let res = device.create_compute_pipelines(cache, &info, None);
-        device.destroy_shader_module(module, None);
-        match res {
-            Ok(p) => Ok(Pipeline {
-                raw: p[0],
-                layout,
-                set_layout,
-            }),
-            Err((_, e)) => {
-                device.destroy_pipeline_layout(layout, None);
-                device.destroy_descriptor_set_layout(set_layout, None);
-                Err(RuntimeError::api(
-                    &format!("vkCreateComputePipelines({shader}, spec {spec:?})"),
-                    e,
-                ))
-            }
-        }
+    let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&binds);
+    // Each object below is owned as soon as it exists: an error drops (and
+    // destroys) the ones made before it.
+    let set_layout = Owned::create(device, |d| {
+        // SAFETY: a live device (`d` is the owner's); the create info outlives the call.
+        unsafe { d.create_descriptor_set_layout(&info, None) }
+    })
+    .map_err(|e| RuntimeError::api("vkCreateDescriptorSetLayout", e))?;
+    let ranges = [vk::PushConstantRange::default()
+        .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        .size(PUSH_BYTES)];
+    let sets = [set_layout.raw()];
+    let info = vk::PipelineLayoutCreateInfo::default()
+        .set_layouts(&sets)
+        .push_constant_ranges(&ranges);
+    let layout = Owned::create(device, |d| {
+        // SAFETY: as above; the set layout is live.
+        unsafe { d.create_pipeline_layout(&info, None) }
+    })
+    .map_err(|e| RuntimeError::api("vkCreatePipelineLayout", e))?;
+    let info = vk::ShaderModuleCreateInfo::default().code(&words);
+    // Needed only while the pipeline is created; dropped at the end.
+    let module = Owned::create(device, |d| {
+        // SAFETY: as above; `words` is SPIR-V built into greta.
+        unsafe { d.create_shader_module(&info, None) }
+    })
+    .map_err(|e| RuntimeError::api(&format!("vkCreateShaderModule({shader})"), e))?;
+    let entries: Vec<vk::SpecializationMapEntry> = (0..spec.len() as u32)
+        .map(|i| vk::SpecializationMapEntry {
+            constant_id: i,
+            offset: i * 4,
+            size: 4,
+        })
+        .collect();
+    let data: Vec<u8> = spec.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let spec_info = vk::SpecializationInfo::default()
+        .map_entries(&entries)
+        .data(&data);
+    let mut stage = vk::PipelineShaderStageCreateInfo::default()
+        .stage(vk::ShaderStageFlags::COMPUTE)
+        .module(module.raw())
+        .name(c"main");
+    if !spec.is_empty() {
+        stage = stage.specialization_info(&spec_info);
     }
+    let info = [vk::ComputePipelineCreateInfo::default()
+        .stage(stage)
+        .layout(layout.raw())];
+    let raw = Owned::create(device, |d| {
+        // SAFETY: as above; module, layout and cache are live objects of
+        // this device, and the cache is used by one thread at a time.
+        unsafe { d.create_compute_pipelines(cache.raw(), &info, None) }
+            .map(|p| p[0])
+            .map_err(|(_, e)| e)
+    })
+    .map_err(|e| {
+        RuntimeError::api(
+            &format!("vkCreateComputePipelines({shader}, spec {spec:?})"),
+            e,
+        )
+    })?;
+    Ok(Pipeline {
+        raw,
+        layout,
+        set_layout,
+    })
 }

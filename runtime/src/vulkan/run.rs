@@ -2,6 +2,7 @@
 //! command buffer, submitted once and waited on with a timeout.
 
 use super::memory::{self, Buffer};
+use super::owned::{CommandBuffer, DescriptorSets, Owned};
 use super::plan::Plan;
 use super::Device;
 use crate::{HostBuf, Op, RunOpts, RunStats, RuntimeError, TimingSource};
@@ -30,55 +31,37 @@ const LARGE_FLOPS: u64 = 8_000_000_000;
 /// Most warm-up passes (bounds the command buffer of very short kernels).
 const WARMUP_MAX_PASSES: u64 = 20_000;
 
-/// Per-run objects. Destroyed after a completed submission; leaked (never
-/// touched again) after a timeout, since the queue may still use them.
+/// Per-run objects, each destroying itself on drop (see [`super::owned`]).
+/// Dropped after a completed submission (or one never made); leaked with
+/// `mem::forget` after a timeout or a lost device, since the queue may
+/// still use them.
 #[derive(Default)]
 struct Resources {
     device_bufs: Vec<Buffer>,
     staging: Vec<Buffer>,
-    desc_pool: vk::DescriptorPool,
-    query_pool: vk::QueryPool,
-    fence: vk::Fence,
-    cmd: vk::CommandBuffer,
+    descriptors: Option<DescriptorSets>,
+    query_pool: Option<Owned<vk::QueryPool>>,
+    fence: Option<Owned<vk::Fence>>,
+    cmd: Option<CommandBuffer>,
 }
 
 impl Resources {
-    fn destroy(self, dev: &mut Device) {
-        let inner = &mut *dev.inner;
-        let d = &inner.device;
-        // SAFETY: the submission using these objects has completed (or never happened).
-        unsafe {
-            if self.cmd != vk::CommandBuffer::null() {
-                d.free_command_buffers(inner.command_pool, &[self.cmd]);
-            }
-            if self.fence != vk::Fence::null() {
-                d.destroy_fence(self.fence, None);
-            }
-            if self.query_pool != vk::QueryPool::null() {
-                d.destroy_query_pool(self.query_pool, None);
-            }
-            if self.desc_pool != vk::DescriptorPool::null() {
-                d.destroy_descriptor_pool(self.desc_pool, None);
-            }
-        }
-        for b in self.device_bufs.into_iter().chain(self.staging) {
-            memory::destroy(d, &mut inner.allocator, b);
-        }
-    }
-
     /// After a completed run: the buffers go back to the device's pool for
-    /// the next run, the rest is destroyed.
+    /// the next run, the rest is dropped (destroyed).
     fn recycle(mut self, dev: &mut Device) {
-        let bufs: Vec<Buffer> = self
-            .device_bufs
-            .drain(..)
-            .chain(self.staging.drain(..))
-            .collect();
-        for b in bufs {
+        for b in self.device_bufs.drain(..).chain(self.staging.drain(..)) {
             dev.inner.buffers.put(b);
         }
-        self.destroy(dev);
     }
+}
+
+/// The compiled pipeline's handles a run records with; the pipeline itself
+/// stays in the device's cache for the device's lifetime.
+#[derive(Clone, Copy)]
+struct PipelineHandles {
+    raw: vk::Pipeline,
+    layout: vk::PipelineLayout,
+    set_layout: vk::DescriptorSetLayout,
 }
 
 pub fn execute(
@@ -98,13 +81,12 @@ pub fn execute(
             Ok(stats)
         }
         Err(e) if e.is_fatal_for_device() => {
+            // The queue may still use them: never destroyed (see `Device`'s Drop).
             std::mem::forget(res);
             Err(e)
         }
-        Err(e) => {
-            res.destroy(dev);
-            Err(e)
-        }
+        // Dropping `res` destroys what the run made: nothing uses it any more.
+        Err(e) => Err(e),
     }
 }
 
@@ -120,6 +102,8 @@ fn api(call: &str) -> impl Fn(vk::Result) -> RuntimeError + '_ {
     }
 }
 
+/// Prepares, records, submits and waits for one run; what it creates goes
+/// into `res`, which the caller destroys or leaks.
 #[allow(clippy::too_many_arguments)]
 fn record_and_submit(
     dev: &mut Device,
@@ -139,18 +123,156 @@ fn record_and_submit(
         .collect();
     let nbind = host.len() as u32;
     let use_ts = dev.info.timestamps && dev.timestamp_bits > 0;
+    let repeats = opts.repeats;
 
-    let inner = &mut *dev.inner;
-    let d = inner.device.clone();
     // Pipeline first: a shader/tuning problem is reported before any allocation.
-    let (pipe_raw, pipe_layout, set_layout) = {
-        let p = inner
-            .pipelines
-            .get(&d, inner.pipeline_cache, plan.shader, &plan.spec, nbind)?;
-        (p.raw, p.layout, p.set_layout)
-    };
+    let pipe = pipeline(dev, plan, nbind)?;
+    upload_buffers(dev, &host, n_in, n_out, res)?;
+    let device = dev.inner.device.clone();
+    let layouts = vec![pipe.set_layout; plan.dispatches.len()];
+    let sets = DescriptorSets::new(&device, &layouts, plan.dispatches.len() as u32 * nbind)
+        .map_err(|(call, e)| api(call)(e))?;
+    write_descriptor_sets(&device.raw, plan, nbind, &sets.sets, &res.device_bufs);
+    let sets = &*res.descriptors.insert(sets);
+    if use_ts {
+        let info = vk::QueryPoolCreateInfo::default()
+            .query_type(vk::QueryType::TIMESTAMP)
+            .query_count(2 * repeats);
+        let pool = Owned::create(&device, |d| {
+            // SAFETY: a live device (`d` is the owner's); the create info outlives the call.
+            unsafe { d.create_query_pool(&info, None) }
+        })
+        .map_err(api("vkCreateQueryPool"))?;
+        res.query_pool = Some(pool);
+    }
+    let fence = Owned::create(&device, |d| {
+        // SAFETY: as above.
+        unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }
+    })
+    .map_err(api("vkCreateFence"))?;
+    let fence = res.fence.insert(fence).raw();
+    let cmd = CommandBuffer::allocate(&dev.inner.command_pool)
+        .map_err(api("vkAllocateCommandBuffers"))?;
+    let cmd = res.cmd.insert(cmd).raw();
 
-    // Buffers: device-local storage + a staging twin for upload (and readback of outputs).
+    let warmup = warmup_passes(dev, op, plan);
+    let rec = Recorder {
+        d: &device.raw,
+        cmd,
+    };
+    rec.begin()?;
+    let query_pool = res.query_pool.as_ref().map(Owned::raw);
+    if let Some(q) = query_pool {
+        rec.reset_queries(q, 2 * repeats);
+    }
+    for (dbuf, sbuf) in res.device_bufs.iter().zip(&res.staging) {
+        rec.copy(sbuf, dbuf, dbuf.size);
+    }
+    rec.barrier(
+        vk::PipelineStageFlags::TRANSFER,
+        vk::AccessFlags::TRANSFER_WRITE,
+        vk::PipelineStageFlags::COMPUTE_SHADER,
+        SHADER_RW,
+    );
+    rec.bind_pipeline(pipe.raw);
+    let total = warmup + repeats;
+    for it in 0..total {
+        // Warm-up passes first, untimed; then the timed repeats.
+        let timed = query_pool.filter(|_| it >= warmup);
+        let r = it.saturating_sub(warmup);
+        record_pass(&rec, plan, pipe.layout, &sets.sets, timed.map(|q| (q, r)));
+        if it + 1 < total {
+            // Each repeat sees the previous one complete: timings do not overlap.
+            rec.barrier(
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::AccessFlags::SHADER_WRITE,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                SHADER_RW,
+            );
+        }
+    }
+    rec.barrier(
+        vk::PipelineStageFlags::COMPUTE_SHADER,
+        vk::AccessFlags::SHADER_WRITE,
+        vk::PipelineStageFlags::TRANSFER,
+        vk::AccessFlags::TRANSFER_READ,
+    );
+    for b in n_in..n_in + n_out {
+        rec.copy(
+            &res.device_bufs[b],
+            &res.staging[b],
+            res.device_bufs[b].size,
+        );
+    }
+    rec.barrier(
+        vk::PipelineStageFlags::TRANSFER,
+        vk::AccessFlags::TRANSFER_WRITE,
+        vk::PipelineStageFlags::HOST,
+        vk::AccessFlags::HOST_READ,
+    );
+    rec.end()?;
+
+    let wall = submit_and_wait(dev, cmd, fence, op, opts)?;
+    for (k, out) in outputs.iter_mut().enumerate() {
+        let len = out.byte_len();
+        let src = res.staging[n_in + k].mapped()?;
+        out.as_bytes_mut().copy_from_slice(&src[..len]);
+    }
+    let (device_ns, timing) = match query_pool {
+        Some(q) => (
+            timestamps(dev, q, plan, repeats)?,
+            TimingSource::DeviceTimestamps,
+        ),
+        None => {
+            let mut runs = total as u128;
+            if plan.per_dispatch {
+                runs *= plan.dispatches.len().max(1) as u128;
+            }
+            let per = (wall.as_nanos() / runs) as u64;
+            (vec![per; repeats as usize], TimingSource::WallClock)
+        }
+    };
+    Ok(RunStats {
+        device_ns,
+        timing,
+        wall,
+        kernel: plan.shader.to_string(),
+        tuning: plan.tuning.clone(),
+        dispatches_per_repeat: plan.dispatches.len() as u32,
+    })
+}
+
+const SHADER_RW: vk::AccessFlags = vk::AccessFlags::from_raw(
+    vk::AccessFlags::SHADER_READ.as_raw() | vk::AccessFlags::SHADER_WRITE.as_raw(),
+);
+
+/// The plan's pipeline, from the device's cache or created through it.
+fn pipeline(dev: &mut Device, plan: &Plan, nbind: u32) -> Result<PipelineHandles, RuntimeError> {
+    let inner = &mut *dev.inner;
+    let p = inner.pipelines.get(
+        &inner.device,
+        &inner.pipeline_cache,
+        plan.shader,
+        &plan.spec,
+        nbind,
+    )?;
+    Ok(PipelineHandles {
+        raw: p.raw.raw(),
+        layout: p.layout.raw(),
+        set_layout: p.set_layout.raw(),
+    })
+}
+
+/// Device-local storage + a staging twin for upload (and readback of
+/// outputs) per binding, reusing the last run's buffers where sizes match;
+/// the staging buffers are filled with the host data.
+fn upload_buffers(
+    dev: &mut Device,
+    host: &[&HostBuf],
+    n_in: usize,
+    n_out: usize,
+    res: &mut Resources,
+) -> Result<(), RuntimeError> {
     let usage = vk::BufferUsageFlags::STORAGE_BUFFER
         | vk::BufferUsageFlags::TRANSFER_DST
         | vk::BufferUsageFlags::TRANSFER_SRC;
@@ -179,14 +301,14 @@ fn record_and_submit(
             ]
         })
         .collect();
-    inner.buffers.trim_to(&d, &mut inner.allocator, &wanted);
+    let inner = &mut *dev.inner;
+    inner.buffers.trim_to(&wanted);
     for (b, h) in host.iter().enumerate() {
         let (size, loc) = kinds[b];
         let dbuf = match inner.buffers.take(size, usage, MemoryLocation::GpuOnly) {
             Some(x) => x,
             None => memory::create(
-                &d,
-                &mut inner.allocator,
+                &inner.allocator,
                 &format!("binding {b}"),
                 size,
                 usage,
@@ -197,8 +319,7 @@ fn record_and_submit(
         let mut s = match inner.buffers.take(size, staging_usage, loc) {
             Some(x) => x,
             None => memory::create(
-                &d,
-                &mut inner.allocator,
+                &inner.allocator,
                 &format!("staging {b}"),
                 size,
                 staging_usage,
@@ -208,329 +329,318 @@ fn record_and_submit(
         s.mapped()?[..h.byte_len()].copy_from_slice(h.as_bytes());
         res.staging.push(s);
     }
+    Ok(())
+}
 
-    // SAFETY (rest of the function): every handle is created from `d` and
-    // lives in `res` until the submission completed; create infos outlive their calls.
-    unsafe {
-        let nsets = plan.dispatches.len() as u32;
-        let sizes = [vk::DescriptorPoolSize {
-            ty: vk::DescriptorType::STORAGE_BUFFER,
-            descriptor_count: (nsets * nbind).max(1),
-        }];
-        res.desc_pool = d
-            .create_descriptor_pool(
-                &vk::DescriptorPoolCreateInfo::default()
-                    .max_sets(nsets)
-                    .pool_sizes(&sizes),
-                None,
-            )
-            .map_err(api("vkCreateDescriptorPool"))?;
-        let layouts = vec![set_layout; nsets as usize];
-        let sets = if nbind > 0 {
-            d.allocate_descriptor_sets(
-                &vk::DescriptorSetAllocateInfo::default()
-                    .descriptor_pool(res.desc_pool)
-                    .set_layouts(&layouts),
-            )
-            .map_err(api("vkAllocateDescriptorSets"))?
-        } else {
-            vec![]
-        };
-        for (di, disp) in plan.dispatches.iter().enumerate().filter(|_| nbind > 0) {
-            let infos: Vec<[vk::DescriptorBufferInfo; 1]> = (0..nbind as usize)
-                .map(|b| {
-                    let (offset, range) = disp
-                        .ranges
-                        .get(b)
-                        .copied()
-                        .flatten()
-                        .unwrap_or((0, vk::WHOLE_SIZE));
-                    [vk::DescriptorBufferInfo {
-                        buffer: res.device_bufs[b].raw,
-                        offset,
-                        range,
-                    }]
-                })
-                .collect();
-            let writes: Vec<vk::WriteDescriptorSet> = infos
-                .iter()
-                .enumerate()
-                .map(|(b, info)| {
-                    vk::WriteDescriptorSet::default()
-                        .dst_set(sets[di])
-                        .dst_binding(b as u32)
-                        .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                        .buffer_info(info)
-                })
-                .collect();
-            d.update_descriptor_sets(&writes, &[]);
-        }
+/// Points binding `b` of each dispatch's set at device buffer `b` (the
+/// dispatch's sub-range of it where the plan splits a buffer).
+fn write_descriptor_sets(
+    d: &ash::Device,
+    plan: &Plan,
+    nbind: u32,
+    sets: &[vk::DescriptorSet],
+    bufs: &[Buffer],
+) {
+    for (disp, &set) in plan.dispatches.iter().zip(sets) {
+        let infos: Vec<[vk::DescriptorBufferInfo; 1]> = (0..nbind as usize)
+            .map(|b| {
+                let (offset, range) = disp
+                    .ranges
+                    .get(b)
+                    .copied()
+                    .flatten()
+                    .unwrap_or((0, vk::WHOLE_SIZE));
+                [vk::DescriptorBufferInfo {
+                    buffer: bufs[b].raw,
+                    offset,
+                    range,
+                }]
+            })
+            .collect();
+        let writes: Vec<vk::WriteDescriptorSet> = infos
+            .iter()
+            .enumerate()
+            .map(|(b, info)| {
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(b as u32)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(info)
+            })
+            .collect();
+        // SAFETY: the set, its layout's bindings and the buffers are live
+        // objects of this device; the set is not in use by any submission
+        // (just allocated); `writes` and `infos` outlive the call.
+        unsafe { d.update_descriptor_sets(&writes, &[]) };
+    }
+}
 
-        let repeats = opts.repeats;
-        if use_ts {
-            res.query_pool = d
-                .create_query_pool(
-                    &vk::QueryPoolCreateInfo::default()
-                        .query_type(vk::QueryType::TIMESTAMP)
-                        .query_count(2 * repeats),
-                    None,
-                )
-                .map_err(api("vkCreateQueryPool"))?;
-        }
-        res.fence = d
-            .create_fence(&vk::FenceCreateInfo::default(), None)
-            .map_err(api("vkCreateFence"))?;
-        res.cmd = d
-            .allocate_command_buffers(
-                &vk::CommandBufferAllocateInfo::default()
-                    .command_pool(inner.command_pool)
-                    .level(vk::CommandBufferLevel::PRIMARY)
-                    .command_buffer_count(1),
-            )
-            .map_err(api("vkAllocateCommandBuffers"))?[0];
-        let cmd = res.cmd;
-        d.begin_command_buffer(
-            cmd,
-            &vk::CommandBufferBeginInfo::default()
-                .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
-        )
-        .map_err(api("vkBeginCommandBuffer"))?;
-        if use_ts {
-            d.cmd_reset_query_pool(cmd, res.query_pool, 0, 2 * repeats);
-        }
-        for (dbuf, sbuf) in res.device_bufs.iter().zip(&res.staging) {
-            d.cmd_copy_buffer(
-                cmd,
-                sbuf.raw,
-                dbuf.raw,
-                &[vk::BufferCopy {
-                    src_offset: 0,
-                    dst_offset: 0,
-                    size: dbuf.size,
-                }],
+/// Untimed warm-up passes on GPUs: an idle GPU runs the first
+/// milliseconds at idle clocks (H200: 345 MHz SM clock at rest).
+fn warmup_passes(dev: &Device, op: &Op, plan: &Plan) -> u32 {
+    if dev.info.is_cpu() {
+        return 0;
+    }
+    // Per repeat, the last time measured for this shape class (any tuning).
+    let per = dev
+        .last_ns
+        .get(&crate::tuning_cache::shape_class(op))
+        .copied()
+        .filter(|&ns| ns > 0)
+        .map(|ns| {
+            if plan.per_dispatch {
+                ns * plan.dispatches.len().max(1) as u64
+            } else {
+                ns
+            }
+        });
+    // GRETA_VK_WARMUP_MS overrides the warm-up time (measurements).
+    let target = std::env::var("GRETA_VK_WARMUP_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(
+            if op.bytes_moved() >= LARGE_BYTES || op.flops() >= LARGE_FLOPS {
+                WARMUP_NS_LARGE
+            } else {
+                WARMUP_NS
+            },
+            |ms| ms * 1_000_000,
+        );
+    per.map_or(WARMUP_PASSES as u64, |ns| {
+        target
+            .div_ceil(ns)
+            .clamp(WARMUP_PASSES as u64, WARMUP_MAX_PASSES)
+    }) as u32
+}
+
+/// One pass of the plan's dispatches; `timed` = the query pool and repeat
+/// index whose two timestamps bracket it.
+fn record_pass(
+    rec: &Recorder<'_>,
+    plan: &Plan,
+    layout: vk::PipelineLayout,
+    sets: &[vk::DescriptorSet],
+    timed: Option<(vk::QueryPool, u32)>,
+) {
+    // BOTTOM_OF_PIPE, not TOP_OF_PIPE: a top-of-pipe timestamp is written
+    // as soon as the command is reached, while the previous repeat may
+    // still run (the barrier between repeats holds back compute work, not
+    // timestamps), and then counts part of that repeat too. Seen on the
+    // H200 (2026-11-21): fill 1 GiB measured 870 us per repeat against
+    // 246 us for the first. Bottom-of-pipe waits for all earlier work.
+    if let Some((q, r)) = timed {
+        rec.timestamp(q, 2 * r);
+    }
+    for (di, disp) in plan.dispatches.iter().enumerate() {
+        if plan.per_dispatch && di > 0 {
+            // A dependent chain: each dispatch waits for the previous one.
+            rec.barrier(
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::AccessFlags::SHADER_WRITE,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                SHADER_RW,
             );
         }
-        let barrier = |src_stage, src, dst_stage, dst| {
-            let mb = [vk::MemoryBarrier::default()
-                .src_access_mask(src)
-                .dst_access_mask(dst)];
-            d.cmd_pipeline_barrier(
-                cmd,
+        if let Some(&set) = sets.get(di) {
+            rec.bind_set(layout, set);
+        }
+        if !disp.push.is_empty() {
+            let bytes: Vec<u8> = disp.push.iter().flat_map(|w| w.to_le_bytes()).collect();
+            rec.push_constants(layout, &bytes);
+        }
+        rec.dispatch(disp.groups);
+    }
+    if let Some((q, r)) = timed {
+        rec.timestamp(q, 2 * r + 1);
+    }
+}
+
+/// Records into one command buffer. Every method's SAFETY rests on the
+/// same facts: `cmd` was allocated from `d`'s pool and is recording
+/// (between [`Recorder::begin`] and [`Recorder::end`]) on this thread only,
+/// and each handle passed in is a live object of `d` that the run's
+/// `Resources` (or the device's pipeline cache) keep alive until the
+/// submission has completed or been abandoned.
+struct Recorder<'a> {
+    d: &'a ash::Device,
+    cmd: vk::CommandBuffer,
+}
+
+impl Recorder<'_> {
+    fn begin(&self) -> Result<(), RuntimeError> {
+        let info = vk::CommandBufferBeginInfo::default()
+            .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: a freshly allocated command buffer (initial state).
+        unsafe { self.d.begin_command_buffer(self.cmd, &info) }.map_err(api("vkBeginCommandBuffer"))
+    }
+
+    fn end(&self) -> Result<(), RuntimeError> {
+        // SAFETY: recording (see the type); no query is active.
+        unsafe { self.d.end_command_buffer(self.cmd) }.map_err(api("vkEndCommandBuffer"))
+    }
+
+    fn reset_queries(&self, pool: vk::QueryPool, count: u32) {
+        // SAFETY: recording (see the type); `count` is the pool's size.
+        unsafe { self.d.cmd_reset_query_pool(self.cmd, pool, 0, count) }
+    }
+
+    fn timestamp(&self, pool: vk::QueryPool, query: u32) {
+        // SAFETY: recording (see the type); `query` < the pool's size, reset
+        // at the start of this buffer and written once.
+        unsafe {
+            self.d.cmd_write_timestamp(
+                self.cmd,
+                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                pool,
+                query,
+            )
+        }
+    }
+
+    /// Copies the first `size` bytes of `src` into `dst`.
+    fn copy(&self, src: &Buffer, dst: &Buffer, size: u64) {
+        let region = [vk::BufferCopy {
+            src_offset: 0,
+            dst_offset: 0,
+            size,
+        }];
+        // SAFETY: recording (see the type); both buffers hold `size` bytes
+        // (twins of one size) with TRANSFER_SRC/DST usage.
+        unsafe { self.d.cmd_copy_buffer(self.cmd, src.raw, dst.raw, &region) }
+    }
+
+    /// A global memory barrier: `src` accesses of `src_stage` before it are
+    /// visible to `dst` accesses of `dst_stage` after it.
+    fn barrier(
+        &self,
+        src_stage: vk::PipelineStageFlags,
+        src: vk::AccessFlags,
+        dst_stage: vk::PipelineStageFlags,
+        dst: vk::AccessFlags,
+    ) {
+        let mb = [vk::MemoryBarrier::default()
+            .src_access_mask(src)
+            .dst_access_mask(dst)];
+        // SAFETY: recording (see the type); the access masks belong to the stages.
+        unsafe {
+            self.d.cmd_pipeline_barrier(
+                self.cmd,
                 src_stage,
                 dst_stage,
                 vk::DependencyFlags::empty(),
                 &mb,
                 &[],
                 &[],
-            );
-        };
-        let shader_rw = vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE;
-        barrier(
-            vk::PipelineStageFlags::TRANSFER,
-            vk::AccessFlags::TRANSFER_WRITE,
-            vk::PipelineStageFlags::COMPUTE_SHADER,
-            shader_rw,
-        );
-        d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipe_raw);
-        // Untimed warm-up passes on GPUs: an idle GPU runs the first
-        // milliseconds at idle clocks (H200: 345 MHz SM clock at rest).
-        let warmup = if dev.info.is_cpu() {
-            0
-        } else {
-            // Per repeat, the last time measured for this shape class (any tuning).
-            let per = dev
-                .last_ns
-                .get(&crate::tuning_cache::shape_class(op))
-                .copied()
-                .filter(|&ns| ns > 0)
-                .map(|ns| {
-                    if plan.per_dispatch {
-                        ns * plan.dispatches.len().max(1) as u64
-                    } else {
-                        ns
-                    }
-                });
-            // GRETA_VK_WARMUP_MS overrides the warm-up time (measurements).
-            let target = std::env::var("GRETA_VK_WARMUP_MS")
-                .ok()
-                .and_then(|v| v.parse::<u64>().ok())
-                .map_or(
-                    if op.bytes_moved() >= LARGE_BYTES || op.flops() >= LARGE_FLOPS {
-                        WARMUP_NS_LARGE
-                    } else {
-                        WARMUP_NS
-                    },
-                    |ms| ms * 1_000_000,
-                );
-            per.map_or(WARMUP_PASSES as u64, |ns| {
-                target
-                    .div_ceil(ns)
-                    .clamp(WARMUP_PASSES as u64, WARMUP_MAX_PASSES)
-            }) as u32
-        };
-        let total = warmup + repeats;
-        for it in 0..total {
-            let timed = it >= warmup;
-            let r = it.saturating_sub(warmup);
-            if use_ts && timed {
-                // BOTTOM_OF_PIPE, not TOP_OF_PIPE: a top-of-pipe timestamp is
-                // written as soon as the command is reached, while the
-                // previous repeat may still run (the barrier between repeats
-                // holds back compute work, not timestamps), and then counts
-                // part of that repeat too. Seen on the H200 (2026-11-21):
-                // fill 1 GiB measured 870 us per repeat against 246 us for
-                // the first. Bottom-of-pipe waits for all earlier work.
-                d.cmd_write_timestamp(
-                    cmd,
-                    vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-                    res.query_pool,
-                    2 * r,
-                );
-            }
-            for (di, disp) in plan.dispatches.iter().enumerate() {
-                if plan.per_dispatch && di > 0 {
-                    // A dependent chain: each dispatch waits for the previous one.
-                    barrier(
-                        vk::PipelineStageFlags::COMPUTE_SHADER,
-                        vk::AccessFlags::SHADER_WRITE,
-                        vk::PipelineStageFlags::COMPUTE_SHADER,
-                        shader_rw,
-                    );
-                }
-                if nbind > 0 {
-                    d.cmd_bind_descriptor_sets(
-                        cmd,
-                        vk::PipelineBindPoint::COMPUTE,
-                        pipe_layout,
-                        0,
-                        &[sets[di]],
-                        &[],
-                    );
-                }
-                if !disp.push.is_empty() {
-                    let bytes: Vec<u8> = disp.push.iter().flat_map(|w| w.to_le_bytes()).collect();
-                    d.cmd_push_constants(
-                        cmd,
-                        pipe_layout,
-                        vk::ShaderStageFlags::COMPUTE,
-                        0,
-                        &bytes,
-                    );
-                }
-                d.cmd_dispatch(cmd, disp.groups[0], disp.groups[1], disp.groups[2]);
-            }
-            if use_ts && timed {
-                d.cmd_write_timestamp(
-                    cmd,
-                    vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-                    res.query_pool,
-                    2 * r + 1,
-                );
-            }
-            if it + 1 < total {
-                // Each repeat sees the previous one complete: timings do not overlap.
-                barrier(
-                    vk::PipelineStageFlags::COMPUTE_SHADER,
-                    vk::AccessFlags::SHADER_WRITE,
-                    vk::PipelineStageFlags::COMPUTE_SHADER,
-                    shader_rw,
-                );
-            }
-        }
-        barrier(
-            vk::PipelineStageFlags::COMPUTE_SHADER,
-            vk::AccessFlags::SHADER_WRITE,
-            vk::PipelineStageFlags::TRANSFER,
-            vk::AccessFlags::TRANSFER_READ,
-        );
-        for b in n_in..n_in + n_out {
-            let size = res.device_bufs[b].size;
-            d.cmd_copy_buffer(
-                cmd,
-                res.device_bufs[b].raw,
-                res.staging[b].raw,
-                &[vk::BufferCopy {
-                    src_offset: 0,
-                    dst_offset: 0,
-                    size,
-                }],
-            );
-        }
-        barrier(
-            vk::PipelineStageFlags::TRANSFER,
-            vk::AccessFlags::TRANSFER_WRITE,
-            vk::PipelineStageFlags::HOST,
-            vk::AccessFlags::HOST_READ,
-        );
-        d.end_command_buffer(cmd)
-            .map_err(api("vkEndCommandBuffer"))?;
-
-        let cmds = [cmd];
-        let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
-        let start = Instant::now();
-        d.queue_submit(inner.queue, &submit, res.fence)
-            .map_err(api("vkQueueSubmit"))?;
-        let timeout_ns = u64::try_from(opts.timeout.as_nanos()).unwrap_or(u64::MAX);
-        match d.wait_for_fences(&[res.fence], true, timeout_ns) {
-            Ok(()) => {}
-            Err(vk::Result::TIMEOUT) => {
-                return Err(RuntimeError::Timeout {
-                    what: format!("{op} x{repeats} on {}", dev.info.name),
-                    timeout: opts.timeout,
-                    waited: start.elapsed(),
-                })
-            }
-            Err(e) => return Err(api("vkWaitForFences")(e)),
-        }
-        let wall = start.elapsed();
-
-        for (k, out) in outputs.iter_mut().enumerate() {
-            let len = out.byte_len();
-            let src = res.staging[n_in + k].mapped()?;
-            out.as_bytes_mut().copy_from_slice(&src[..len]);
-        }
-
-        let (device_ns, timing) = if use_ts {
-            let mut ts = vec![0u64; 2 * repeats as usize];
-            d.get_query_pool_results(
-                res.query_pool,
-                0,
-                &mut ts,
-                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
             )
-            .map_err(api("vkGetQueryPoolResults"))?;
-            let mask = if dev.timestamp_bits >= 64 {
-                u64::MAX
-            } else {
-                (1u64 << dev.timestamp_bits) - 1
-            };
-            let period = dev.info.timestamp_period_ns;
-            let per = if plan.per_dispatch {
-                plan.dispatches.len().max(1) as f64
-            } else {
-                1.0
-            };
-            let ns = ts
-                .chunks(2)
-                .map(|c| ((c[1] & mask).wrapping_sub(c[0] & mask) & mask) as f64 * period / per)
-                .map(|v| v.round() as u64)
-                .collect();
-            (ns, TimingSource::DeviceTimestamps)
-        } else {
-            let mut runs = total as u128;
-            if plan.per_dispatch {
-                runs *= plan.dispatches.len().max(1) as u128;
-            }
-            let per = (wall.as_nanos() / runs) as u64;
-            (vec![per; repeats as usize], TimingSource::WallClock)
-        };
-        Ok(RunStats {
-            device_ns,
-            timing,
-            wall,
-            kernel: plan.shader.to_string(),
-            tuning: plan.tuning.clone(),
-            dispatches_per_repeat: plan.dispatches.len() as u32,
-        })
+        }
     }
+
+    fn bind_pipeline(&self, pipeline: vk::Pipeline) {
+        // SAFETY: recording (see the type); a compute pipeline.
+        unsafe {
+            self.d
+                .cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipeline)
+        }
+    }
+
+    fn bind_set(&self, layout: vk::PipelineLayout, set: vk::DescriptorSet) {
+        // SAFETY: recording (see the type); the set was allocated with the
+        // layout's set layout and written before recording.
+        unsafe {
+            self.d.cmd_bind_descriptor_sets(
+                self.cmd,
+                vk::PipelineBindPoint::COMPUTE,
+                layout,
+                0,
+                &[set],
+                &[],
+            )
+        }
+    }
+
+    fn push_constants(&self, layout: vk::PipelineLayout, bytes: &[u8]) {
+        // SAFETY: recording (see the type); the layout reserves PUSH_BYTES
+        // for compute and plans push at most that many.
+        unsafe {
+            self.d
+                .cmd_push_constants(self.cmd, layout, vk::ShaderStageFlags::COMPUTE, 0, bytes)
+        }
+    }
+
+    fn dispatch(&self, groups: [u32; 3]) {
+        // SAFETY: recording (see the type) with a compute pipeline bound;
+        // plans keep each group count within the device's limits.
+        unsafe {
+            self.d
+                .cmd_dispatch(self.cmd, groups[0], groups[1], groups[2])
+        }
+    }
+}
+
+/// Submits `cmd` signalling `fence` and waits for it up to the run's
+/// timeout; returns the wall time from submission to completion.
+fn submit_and_wait(
+    dev: &Device,
+    cmd: vk::CommandBuffer,
+    fence: vk::Fence,
+    op: &Op,
+    opts: &RunOpts,
+) -> Result<std::time::Duration, RuntimeError> {
+    let d = &dev.inner.device.raw;
+    let cmds = [cmd];
+    let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
+    let start = Instant::now();
+    // SAFETY: `cmd` is fully recorded (executable state) and `fence`
+    // unsignalled, both of this device; the queue is used by this thread
+    // only (`Device` is borrowed for the run).
+    unsafe { d.queue_submit(dev.inner.queue, &submit, fence) }.map_err(api("vkQueueSubmit"))?;
+    let timeout_ns = u64::try_from(opts.timeout.as_nanos()).unwrap_or(u64::MAX);
+    // SAFETY: a live fence of this device.
+    match unsafe { d.wait_for_fences(&[fence], true, timeout_ns) } {
+        Ok(()) => Ok(start.elapsed()),
+        Err(vk::Result::TIMEOUT) => Err(RuntimeError::Timeout {
+            what: format!("{op} x{} on {}", opts.repeats, dev.info.name),
+            timeout: opts.timeout,
+            waited: start.elapsed(),
+        }),
+        Err(e) => Err(api("vkWaitForFences")(e)),
+    }
+}
+
+/// Nanoseconds per repeat from the pool's timestamp pairs (per dispatch
+/// where the plan times each dispatch of a chain).
+fn timestamps(
+    dev: &Device,
+    pool: vk::QueryPool,
+    plan: &Plan,
+    repeats: u32,
+) -> Result<Vec<u64>, RuntimeError> {
+    let mut ts = vec![0u64; 2 * repeats as usize];
+    // SAFETY: a live pool of this device with `ts.len()` queries, all
+    // written by the completed submission; 64-bit results fit `u64`s.
+    unsafe {
+        dev.inner.device.raw.get_query_pool_results(
+            pool,
+            0,
+            &mut ts,
+            vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+        )
+    }
+    .map_err(api("vkGetQueryPoolResults"))?;
+    let mask = if dev.timestamp_bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << dev.timestamp_bits) - 1
+    };
+    let period = dev.info.timestamp_period_ns;
+    let per = if plan.per_dispatch {
+        plan.dispatches.len().max(1) as f64
+    } else {
+        1.0
+    };
+    Ok(ts
+        .chunks(2)
+        .map(|c| ((c[1] & mask).wrapping_sub(c[0] & mask) & mask) as f64 * period / per)
+        .map(|v| v.round() as u64)
+        .collect())
 }

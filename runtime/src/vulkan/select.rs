@@ -77,192 +77,205 @@ pub fn enumerate(inst: &Instance) -> Result<Vec<Physical>, RuntimeError> {
     })?;
     let mut out = Vec::new();
     for pd in devs {
-        // SAFETY (whole block): queries on a valid physical device with correctly chained structs.
-        unsafe {
-            let props = i.get_physical_device_properties(pd);
-            let api = props.api_version;
-            if vk::api_version_major(api) == 1 && vk::api_version_minor(api) < 2 {
-                tracing::info!(
-                    "skipping {:?}: Vulkan {} < 1.2",
-                    props.device_name_as_c_str(),
-                    ver(api)
-                );
-                continue;
-            }
-            let exts = i
-                .enumerate_device_extension_properties(pd)
-                .unwrap_or_default();
-            let has_ext = |n: &std::ffi::CStr| {
-                exts.iter()
-                    .any(|e| e.extension_name_as_c_str().is_ok_and(|x| x == n))
-            };
-            let has_coop_ext = has_ext(ash::khr::cooperative_matrix::NAME);
-            let mut v11 = vk::PhysicalDeviceVulkan11Properties::default();
-            let mut drv = vk::PhysicalDeviceDriverProperties::default();
-            let mut sgc = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
-            let subgroup_size_control =
-                vk::api_version_minor(api) >= 3 || has_ext(ash::ext::subgroup_size_control::NAME);
-            {
-                let mut p2 = vk::PhysicalDeviceProperties2::default()
-                    .push_next(&mut v11)
-                    .push_next(&mut drv);
-                if subgroup_size_control {
-                    p2 = p2.push_next(&mut sgc);
-                }
-                i.get_physical_device_properties2(pd, &mut p2);
-            }
-            let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
-            let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
-            let coop2_ext = has_coop_ext
-                && has_ext(super::coop2::NAME)
-                && vk::api_version_minor(api) >= 3
-                && inst.api_version >= vk::API_VERSION_1_3;
-            let mut c2 = super::coop2::Features::default();
-            {
-                let mut f2 = vk::PhysicalDeviceFeatures2::default()
-                    .push_next(&mut f11)
-                    .push_next(&mut f12);
-                if coop2_ext {
-                    f2 = f2.push_next(&mut c2);
-                }
-                i.get_physical_device_features2(pd, &mut f2);
-            }
-            let has_coop2 = coop2_ext && c2.usable();
-            let qfs = i.get_physical_device_queue_family_properties(pd);
-            // Prefer a compute-only queue family (async compute), else any with compute.
-            let qf = qfs
-                .iter()
-                .position(|q| {
-                    q.queue_flags.contains(vk::QueueFlags::COMPUTE)
-                        && !q.queue_flags.contains(vk::QueueFlags::GRAPHICS)
-                })
-                .or_else(|| {
-                    qfs.iter()
-                        .position(|q| q.queue_flags.contains(vk::QueueFlags::COMPUTE))
-                });
-            let Some(qf) = qf else {
-                tracing::info!(
-                    "skipping {:?}: no compute queue",
-                    props.device_name_as_c_str()
-                );
-                continue;
-            };
-            let ts_bits = qfs[qf].timestamp_valid_bits;
-            let mem = i.get_physical_device_memory_properties(pd);
-            let heaps = mem.memory_heaps[..mem.memory_heap_count as usize]
-                .iter()
-                .map(|h| MemoryHeap {
-                    size: h.size,
-                    device_local: h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL),
-                })
-                .collect();
-            let mut coop = Vec::new();
-            if has_coop_ext {
-                let cm = ash::khr::cooperative_matrix::Instance::new(&inst.entry, i);
-                match cm.get_physical_device_cooperative_matrix_properties(pd) {
-                    Ok(list) => {
-                        for p in list {
-                            coop.push(CoopMatShape {
-                                m: p.m_size,
-                                n: p.n_size,
-                                k: p.k_size,
-                                a: component(p.a_type),
-                                b: component(p.b_type),
-                                c: component(p.c_type),
-                                result: component(p.result_type),
-                                subgroup_scope: p.scope == vk::ScopeKHR::SUBGROUP,
-                            })
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR: {e}")
-                    }
-                }
-            }
-            let device_type = match props.device_type {
-                vk::PhysicalDeviceType::DISCRETE_GPU => DeviceType::DiscreteGpu,
-                vk::PhysicalDeviceType::INTEGRATED_GPU => DeviceType::IntegratedGpu,
-                vk::PhysicalDeviceType::VIRTUAL_GPU => DeviceType::VirtualGpu,
-                vk::PhysicalDeviceType::CPU => DeviceType::Cpu,
-                _ => DeviceType::Other,
-            };
-            let lim = &props.limits;
-            let sg_ops = v11.subgroup_supported_operations;
-            let subgroup_arith = v11
-                .subgroup_supported_stages
-                .contains(vk::ShaderStageFlags::COMPUTE)
-                && sg_ops.contains(
-                    vk::SubgroupFeatureFlags::BASIC | vk::SubgroupFeatureFlags::ARITHMETIC,
-                );
-            let (min_sg, max_sg) = if subgroup_size_control && sgc.min_subgroup_size > 0 {
-                (sgc.min_subgroup_size, sgc.max_subgroup_size)
-            } else {
-                (v11.subgroup_size, v11.subgroup_size)
-            };
-            let mut notes = Vec::new();
-            if !subgroup_arith {
-                notes.push(
-                    "no subgroup arithmetic in compute shaders: norm/softmax kernels unavailable"
-                        .into(),
-                );
-            }
-            let info = DeviceInfo {
-                backend: BackendKind::Vulkan,
-                index: 0,
-                name: props
-                    .device_name_as_c_str()
-                    .map(|c| c.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                vendor_id: props.vendor_id,
-                device_id: props.device_id,
-                device_type,
-                driver_id: driver_id_name(drv.driver_id),
-                driver_name: drv
-                    .driver_name_as_c_str()
-                    .map(|c| c.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                driver_info: drv
-                    .driver_info_as_c_str()
-                    .map(|c| c.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                driver_version: props.driver_version,
-                driver_version_text: driver_ver(props.vendor_id, props.driver_version),
-                api_version: ver(api),
-                uuid: hex::encode(v11.device_uuid),
-                fp16: f12.shader_float16 == vk::TRUE && f11.storage_buffer16_bit_access == vk::TRUE,
-                int8: f12.shader_int8 == vk::TRUE,
-                subgroup_size: v11.subgroup_size,
-                min_subgroup_size: min_sg,
-                max_subgroup_size: max_sg,
-                coop_matrix: coop,
-                memory_heaps: heaps,
-                timestamps: ts_bits > 0 && lim.timestamp_period > 0.0,
-                timestamp_period_ns: lim.timestamp_period as f64,
-                max_storage_buffer_range: lim.max_storage_buffer_range as u64,
-                max_allocation_size: v11.max_memory_allocation_size,
-                max_workgroup_count: lim.max_compute_work_group_count,
-                max_workgroup_invocations: lim.max_compute_work_group_invocations,
-                max_shared_memory: lim.max_compute_shared_memory_size,
-                also_exposed_by: Vec::new(),
-                notes,
-            };
-            out.push(Physical {
-                raw: pd,
-                info,
-                queue_family: qf as u32,
-                pipeline_cache_uuid: props.pipeline_cache_uuid,
-                timestamp_valid_bits: ts_bits,
-                min_storage_offset_align: lim.min_storage_buffer_offset_alignment.max(4),
-                subgroup_arith,
-                storage16: f11.storage_buffer16_bit_access == vk::TRUE,
-                shader_f16: f12.shader_float16 == vk::TRUE,
-                has_coop_ext,
-                has_coop2,
-                vulkan_memory_model: f12.vulkan_memory_model == vk::TRUE,
-            });
+        if let Some(p) = physical(inst, pd) {
+            out.push(p);
         }
     }
     Ok(out)
+}
+
+/// What greta reads from one physical device; `None` when greta cannot use
+/// it (Vulkan < 1.2, no compute queue). Each query below is one `unsafe`
+/// call on `pd`, a physical device enumerated from `inst`'s live instance,
+/// with its output structs chained correctly (ash's builders).
+fn physical(inst: &Instance, pd: vk::PhysicalDevice) -> Option<Physical> {
+    let i = &inst.raw;
+    // SAFETY: see the function's comment.
+    let props = unsafe { i.get_physical_device_properties(pd) };
+    let api = props.api_version;
+    if vk::api_version_major(api) == 1 && vk::api_version_minor(api) < 2 {
+        tracing::info!(
+            "skipping {:?}: Vulkan {} < 1.2",
+            props.device_name_as_c_str(),
+            ver(api)
+        );
+        return None;
+    }
+    // SAFETY: see the function's comment.
+    let exts = unsafe { i.enumerate_device_extension_properties(pd) }.unwrap_or_default();
+    let has_ext = |n: &std::ffi::CStr| {
+        exts.iter()
+            .any(|e| e.extension_name_as_c_str().is_ok_and(|x| x == n))
+    };
+    let has_coop_ext = has_ext(ash::khr::cooperative_matrix::NAME);
+    let mut v11 = vk::PhysicalDeviceVulkan11Properties::default();
+    let mut drv = vk::PhysicalDeviceDriverProperties::default();
+    let mut sgc = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
+    let subgroup_size_control =
+        vk::api_version_minor(api) >= 3 || has_ext(ash::ext::subgroup_size_control::NAME);
+    {
+        let mut p2 = vk::PhysicalDeviceProperties2::default()
+            .push_next(&mut v11)
+            .push_next(&mut drv);
+        if subgroup_size_control {
+            p2 = p2.push_next(&mut sgc);
+        }
+        // SAFETY: see the function's comment; `sgc` is chained only where
+        // Vulkan 1.3 or VK_EXT_subgroup_size_control defines it.
+        unsafe { i.get_physical_device_properties2(pd, &mut p2) };
+    }
+    let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
+    let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
+    let coop2_ext = has_coop_ext
+        && has_ext(super::coop2::NAME)
+        && vk::api_version_minor(api) >= 3
+        && inst.api_version >= vk::API_VERSION_1_3;
+    let mut c2 = super::coop2::Features::default();
+    {
+        let mut f2 = vk::PhysicalDeviceFeatures2::default()
+            .push_next(&mut f11)
+            .push_next(&mut f12);
+        if coop2_ext {
+            f2 = f2.push_next(&mut c2);
+        }
+        // SAFETY: see the function's comment; `c2` is chained only where
+        // the device has VK_NV_cooperative_matrix2.
+        unsafe { i.get_physical_device_features2(pd, &mut f2) };
+    }
+    let has_coop2 = coop2_ext && c2.usable();
+    // SAFETY: see the function's comment.
+    let qfs = unsafe { i.get_physical_device_queue_family_properties(pd) };
+    // Prefer a compute-only queue family (async compute), else any with compute.
+    let qf = qfs
+        .iter()
+        .position(|q| {
+            q.queue_flags.contains(vk::QueueFlags::COMPUTE)
+                && !q.queue_flags.contains(vk::QueueFlags::GRAPHICS)
+        })
+        .or_else(|| {
+            qfs.iter()
+                .position(|q| q.queue_flags.contains(vk::QueueFlags::COMPUTE))
+        });
+    let Some(qf) = qf else {
+        tracing::info!(
+            "skipping {:?}: no compute queue",
+            props.device_name_as_c_str()
+        );
+        return None;
+    };
+    let ts_bits = qfs[qf].timestamp_valid_bits;
+    // SAFETY: see the function's comment.
+    let mem = unsafe { i.get_physical_device_memory_properties(pd) };
+    let heaps = mem.memory_heaps[..mem.memory_heap_count as usize]
+        .iter()
+        .map(|h| MemoryHeap {
+            size: h.size,
+            device_local: h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL),
+        })
+        .collect();
+    let mut coop = Vec::new();
+    if has_coop_ext {
+        let cm = ash::khr::cooperative_matrix::Instance::new(&inst.entry, i);
+        // SAFETY: see the function's comment; the device has
+        // VK_KHR_cooperative_matrix (`has_coop_ext`).
+        match unsafe { cm.get_physical_device_cooperative_matrix_properties(pd) } {
+            Ok(list) => {
+                for p in list {
+                    coop.push(CoopMatShape {
+                        m: p.m_size,
+                        n: p.n_size,
+                        k: p.k_size,
+                        a: component(p.a_type),
+                        b: component(p.b_type),
+                        c: component(p.c_type),
+                        result: component(p.result_type),
+                        subgroup_scope: p.scope == vk::ScopeKHR::SUBGROUP,
+                    })
+                }
+            }
+            Err(e) => {
+                tracing::warn!("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR: {e}")
+            }
+        }
+    }
+    let device_type = match props.device_type {
+        vk::PhysicalDeviceType::DISCRETE_GPU => DeviceType::DiscreteGpu,
+        vk::PhysicalDeviceType::INTEGRATED_GPU => DeviceType::IntegratedGpu,
+        vk::PhysicalDeviceType::VIRTUAL_GPU => DeviceType::VirtualGpu,
+        vk::PhysicalDeviceType::CPU => DeviceType::Cpu,
+        _ => DeviceType::Other,
+    };
+    let lim = &props.limits;
+    let sg_ops = v11.subgroup_supported_operations;
+    let subgroup_arith = v11
+        .subgroup_supported_stages
+        .contains(vk::ShaderStageFlags::COMPUTE)
+        && sg_ops.contains(vk::SubgroupFeatureFlags::BASIC | vk::SubgroupFeatureFlags::ARITHMETIC);
+    let (min_sg, max_sg) = if subgroup_size_control && sgc.min_subgroup_size > 0 {
+        (sgc.min_subgroup_size, sgc.max_subgroup_size)
+    } else {
+        (v11.subgroup_size, v11.subgroup_size)
+    };
+    let mut notes = Vec::new();
+    if !subgroup_arith {
+        notes.push(
+            "no subgroup arithmetic in compute shaders: norm/softmax kernels unavailable".into(),
+        );
+    }
+    let info = DeviceInfo {
+        backend: BackendKind::Vulkan,
+        index: 0,
+        name: props
+            .device_name_as_c_str()
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        vendor_id: props.vendor_id,
+        device_id: props.device_id,
+        device_type,
+        driver_id: driver_id_name(drv.driver_id),
+        driver_name: drv
+            .driver_name_as_c_str()
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        driver_info: drv
+            .driver_info_as_c_str()
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        driver_version: props.driver_version,
+        driver_version_text: driver_ver(props.vendor_id, props.driver_version),
+        api_version: ver(api),
+        uuid: hex::encode(v11.device_uuid),
+        fp16: f12.shader_float16 == vk::TRUE && f11.storage_buffer16_bit_access == vk::TRUE,
+        int8: f12.shader_int8 == vk::TRUE,
+        subgroup_size: v11.subgroup_size,
+        min_subgroup_size: min_sg,
+        max_subgroup_size: max_sg,
+        coop_matrix: coop,
+        memory_heaps: heaps,
+        timestamps: ts_bits > 0 && lim.timestamp_period > 0.0,
+        timestamp_period_ns: lim.timestamp_period as f64,
+        max_storage_buffer_range: lim.max_storage_buffer_range as u64,
+        max_allocation_size: v11.max_memory_allocation_size,
+        max_workgroup_count: lim.max_compute_work_group_count,
+        max_workgroup_invocations: lim.max_compute_work_group_invocations,
+        max_shared_memory: lim.max_compute_shared_memory_size,
+        also_exposed_by: Vec::new(),
+        notes,
+    };
+    Some(Physical {
+        raw: pd,
+        info,
+        queue_family: qf as u32,
+        pipeline_cache_uuid: props.pipeline_cache_uuid,
+        timestamp_valid_bits: ts_bits,
+        min_storage_offset_align: lim.min_storage_buffer_offset_alignment.max(4),
+        subgroup_arith,
+        storage16: f11.storage_buffer16_bit_access == vk::TRUE,
+        shader_f16: f12.shader_float16 == vk::TRUE,
+        has_coop_ext,
+        has_coop2,
+        vulkan_memory_model: f12.vulkan_memory_model == vk::TRUE,
+    })
 }
 
 /// Rank of a driver when two expose the same GPU: RADV first (greta's
