@@ -109,16 +109,11 @@ fn fill_value(rng: &mut SplitMix64) -> u32 {
     }
 }
 
-/// Range of each float input, by op and buffer: weights near 1 so norms do
-/// not collapse, softmax logits wide enough to exercise the max shift.
+/// Range of each float input: the op's own (kernels/src/ops/), e.g.
+/// weights near 1 so norms do not collapse, softmax logits wide enough to
+/// exercise the max shift.
 fn range(op: &Op, buffer: &str) -> (f32, f32) {
-    match (op, buffer) {
-        (Op::RmsNorm { .. } | Op::LayerNorm { .. }, "w") => (0.5, 1.5),
-        (Op::LayerNorm { .. }, "b") => (-0.5, 0.5),
-        (Op::RmsNorm { .. } | Op::LayerNorm { .. }, _) => (-2.0, 2.0),
-        (Op::Softmax { .. }, _) => (-8.0, 8.0),
-        _ => (-1.0, 1.0),
-    }
+    op.input_range(buffer)
 }
 
 /// SplitMix64's state step: the generator is a counter, so element `i` of a

@@ -4,6 +4,7 @@ use super::*;
 pub const NAME: &str = "copy";
 pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = EXACT;
+pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
 pub const HIP: (&str, &str) = ("copy.hip", include_str!("../../hip/copy.hip"));
 
 pub fn inputs(n: usize) -> Vec<BufferSpec> {

@@ -4,6 +4,7 @@ use super::*;
 pub const NAME: &str = "fill";
 pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = EXACT;
+pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
 pub const HIP: (&str, &str) = ("fill.hip", include_str!("../../hip/fill.hip"));
 
 pub fn inputs(_n: usize, _value: u32) -> Vec<BufferSpec> {

@@ -4,6 +4,7 @@ use super::*;
 pub const NAME: &str = "gemm_f32";
 pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = F32;
+pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
 pub const HIP: (&str, &str) = ("gemm_f32.hip", include_str!("../../hip/gemm_f32.hip"));
 
 pub fn inputs(m: usize, n: usize, k: usize) -> Vec<BufferSpec> {

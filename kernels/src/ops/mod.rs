@@ -158,6 +158,16 @@ macro_rules! ops {
                 .map_err(|msg| OpError { op: self.name(), msg })
             }
 
+            /// The range fresh random values of float input `buffer` are drawn
+            /// from (the op's own `INPUT_RANGES`, else `-1..1`).
+            pub fn input_range(&self, buffer: &str) -> (f32, f32) {
+                let ranges = match self { $( Op::$V { .. } => $m::INPUT_RANGES, )* };
+                ranges
+                    .iter()
+                    .find(|(b, _)| *b == buffer)
+                    .map_or((-1.0, 1.0), |(_, r)| *r)
+            }
+
             /// One small valid instance of every op, in catalogue order: the
             /// list every test of "each op" iterates.
             pub fn catalogue() -> Vec<Op> {
@@ -224,5 +234,53 @@ impl std::fmt::Display for Op {
     /// `name(shape)`, e.g. `gemm_f32(m=64,n=64,k=64)`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}({})", self.name(), self.shape())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The catalogue holds every op once, each example is valid, and names
+    /// are unique (they key gates, result files and kernels).
+    #[test]
+    fn catalogue_is_complete_and_valid() {
+        let ops = Op::catalogue();
+        let mut names: Vec<_> = ops.iter().map(Op::name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), ops.len(), "two ops share a name");
+        assert_eq!(HIP_SOURCES.len(), ops.len() + 1, "common.h plus one file per op");
+        for op in &ops {
+            op.validate().unwrap_or_else(|e| panic!("{op}: {e}"));
+            assert!(op.to_string().starts_with(op.name()));
+            assert!(op.bytes_moved() > 0 || matches!(op, Op::Noop), "{op}");
+        }
+    }
+
+    /// A range names a real float input of its op (a typo would silently
+    /// fall back to -1..1).
+    #[test]
+    fn input_ranges_name_real_float_inputs() {
+        for op in Op::catalogue() {
+            let inputs = op.inputs();
+            for buffer in ["x", "w", "b", "a"] {
+                let r = op.input_range(buffer);
+                if r != (-1.0, 1.0) {
+                    let s = inputs.iter().find(|s| s.name == buffer);
+                    assert!(
+                        s.is_some_and(|s| matches!(s.dtype, DType::F32 | DType::F16)),
+                        "{op}: range for {buffer}, which is not a float input"
+                    );
+                    assert!(r.0 < r.1, "{op}: {buffer} {r:?}");
+                }
+            }
+        }
+        let norm = Op::RmsNorm {
+            rows: 1,
+            cols: 1,
+            eps: 0.0,
+        };
+        assert_eq!(norm.input_range("w"), (0.5, 1.5));
     }
 }

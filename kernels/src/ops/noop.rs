@@ -4,6 +4,7 @@ use super::*;
 pub const NAME: &str = "noop";
 pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = EXACT;
+pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
 pub const HIP: (&str, &str) = ("noop.hip", include_str!("../../hip/noop.hip"));
 
 pub fn inputs() -> Vec<BufferSpec> {

@@ -4,6 +4,7 @@ use super::*;
 pub const NAME: &str = "rope";
 pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = F32;
+pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
 pub const HIP: (&str, &str) = ("rope.hip", include_str!("../../hip/rope.hip"));
 
 pub fn inputs(tokens: usize, heads: usize, head_dim: usize, _pos0: u32, _theta: f32) -> Vec<BufferSpec> {

@@ -5,6 +5,7 @@ use super::*;
 pub const NAME: &str = "test_broken_copy";
 pub const TEST_ONLY: bool = true;
 pub const TOLERANCE: Tolerance = EXACT;
+pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
 pub const HIP: (&str, &str) = ("test_broken_copy.hip", include_str!("../../hip/test_broken_copy.hip"));
 
 pub fn inputs(n: usize) -> Vec<BufferSpec> {

@@ -5,6 +5,7 @@ use super::*;
 pub const NAME: &str = "test_slow";
 pub const TEST_ONLY: bool = true;
 pub const TOLERANCE: Tolerance = EXACT;
+pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
 pub const HIP: (&str, &str) = ("test_slow.hip", include_str!("../../hip/test_slow.hip"));
 
 pub fn inputs(_iters: u32) -> Vec<BufferSpec> {

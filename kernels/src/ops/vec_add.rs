@@ -4,6 +4,7 @@ use super::*;
 pub const NAME: &str = "vec_add";
 pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = F32;
+pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
 pub const HIP: (&str, &str) = ("vec_add.hip", include_str!("../../hip/vec_add.hip"));
 
 pub fn inputs(n: usize) -> Vec<BufferSpec> {
