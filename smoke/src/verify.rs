@@ -280,41 +280,7 @@ mod tests {
 
     #[test]
     fn perfect_outputs_pass_for_every_op() {
-        let ops = [
-            Op::Noop,
-            Op::Fill { n: 100, value: 9 },
-            Op::Copy { n: 100 },
-            Op::VecAdd { n: 100 },
-            Op::GemmF32 { m: 8, n: 8, k: 8 },
-            Op::GemmF16 { m: 8, n: 8, k: 8 },
-            Op::RmsNorm {
-                rows: 4,
-                cols: 16,
-                eps: 1e-5,
-            },
-            Op::LayerNorm {
-                rows: 4,
-                cols: 16,
-                eps: 1e-5,
-            },
-            Op::Softmax { rows: 4, cols: 16 },
-            Op::Rope {
-                tokens: 3,
-                heads: 2,
-                head_dim: 8,
-                pos0: 0,
-                theta: 10000.0,
-            },
-            Op::KvUpdate {
-                layers: 2,
-                max_seq: 8,
-                heads: 2,
-                head_dim: 4,
-                pos: 3,
-                n_new: 2,
-            },
-            Op::TestSlow { iters: 10 },
-        ];
+        let ops = Op::catalogue();
         for op in ops {
             let p = prepare(&op, false, 11);
             let c = verify(&p, &perfect(&p), tol(&p.op), 1);
@@ -324,20 +290,10 @@ mod tests {
 
     #[test]
     fn poisoned_outputs_fail_for_every_op_with_outputs() {
-        for op in [
-            Op::Fill { n: 100, value: 9 },
-            Op::Copy { n: 100 },
-            Op::VecAdd { n: 100 },
-            Op::Softmax { rows: 4, cols: 16 },
-            Op::KvUpdate {
-                layers: 2,
-                max_seq: 8,
-                heads: 2,
-                head_dim: 4,
-                pos: 3,
-                n_new: 2,
-            },
-        ] {
+        for op in Op::catalogue()
+            .into_iter()
+            .filter(|o| !o.outputs().is_empty())
+        {
             let p = prepare(&op, false, 5);
             // The device wrote nothing: outputs come back as uploaded.
             let c = verify(&p, &p.outputs.clone(), tol(&p.op), 1);
