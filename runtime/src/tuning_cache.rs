@@ -254,6 +254,7 @@ impl TuningCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use greta_kernels::spirv::Shader;
 
     fn info(driver_version: u32) -> DeviceInfo {
         let mut d = DeviceInfo::placeholder();
@@ -266,7 +267,7 @@ mod tests {
     fn entry(bm: u32) -> TunedEntry {
         TunedEntry {
             tuning: Tuning::default().with("bm", bm),
-            kernel: "gemm_f32".into(),
+            kernel: Shader::GemmF32.name().into(),
             median_ns: 1234,
             measured_op: "gemm_f32(m=4000,n=4000,k=4000)".into(),
         }
@@ -349,7 +350,7 @@ mod tests {
         };
         let diag = TunedEntry {
             tuning: Tuning::default().with("coopmat", 3).with("probe", 1),
-            kernel: "gemm_f16_cmreg".into(),
+            kernel: Shader::GemmF16Cmreg.name().into(),
             median_ns: 1,
             measured_op: op.to_string(),
         };

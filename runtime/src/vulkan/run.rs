@@ -236,7 +236,7 @@ fn record_and_submit(
         device_ns,
         timing,
         wall,
-        kernel: plan.shader.to_string(),
+        kernel: plan.shader.name().to_string(),
         tuning: plan.tuning.clone(),
         dispatches_per_repeat: plan.dispatches.len() as u32,
     })
