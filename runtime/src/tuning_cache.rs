@@ -142,7 +142,7 @@ impl TuningCache {
             schema: SCHEMA.into(),
             device: info.name.clone(),
             uuid: info.uuid.clone(),
-            driver_id: info.driver_id.clone(),
+            driver_id: info.driver_id.to_string(),
             driver_version: info.driver_version,
             entries: BTreeMap::new(),
         };

@@ -4,6 +4,7 @@ mod common;
 use common::*;
 use greta_runtime::vulkan::{CacheDir, Device, OpenOptions};
 use greta_runtime::{Backend, BackendKind, DeviceSelect, RuntimeError};
+use greta_vocab::VkDriver;
 
 #[test]
 fn lists_lavapipe() {
@@ -14,7 +15,7 @@ fn lists_lavapipe() {
         assert_eq!(d.uuid.len(), 32);
     }
     let cpu = list.iter().find(|d| d.is_cpu()).unwrap();
-    assert_eq!(cpu.driver_id, "MESA_LLVMPIPE");
+    assert_eq!(cpu.driver_id, VkDriver::Lavapipe);
     assert!(cpu.subgroup_size >= 1 && cpu.max_storage_buffer_range > 0);
 }
 
@@ -126,7 +127,7 @@ fn duplicate_icd_counted_once() {
     if std::env::var("GRETA_CHILD_DUP_ICD").is_ok() {
         let list = greta_runtime::list_devices(BackendKind::Vulkan).unwrap();
         assert_eq!(list.len(), 1, "{list:#?}");
-        assert_eq!(list[0].also_exposed_by, vec!["MESA_LLVMPIPE".to_string()]);
+        assert_eq!(list[0].also_exposed_by, vec![VkDriver::Lavapipe]);
         assert!(
             list[0].notes.iter().any(|n| n.contains("listed twice")),
             "{:?}",

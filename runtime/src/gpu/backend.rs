@@ -106,7 +106,7 @@ pub fn device_info<D: Driver>(
         } else {
             DeviceType::DiscreteGpu
         },
-        driver_id: driver_id.into(),
+        driver_id: greta_vocab::VkDriver::from_id_name(driver_id),
         driver_name: driver_name.into(),
         driver_info: d.arch.clone(),
         driver_version: d.driver_version_raw,

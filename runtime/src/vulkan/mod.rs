@@ -49,6 +49,7 @@ use crate::{
 };
 use ash::vk;
 use cache::CacheStatus;
+use greta_vocab::VkDriver;
 use owned::{Allocator, LogicalDevice, Owned};
 use std::mem::ManuallyDrop;
 use std::path::PathBuf;
@@ -442,7 +443,7 @@ impl Backend for Device {
         }
         // llvmpipe (lavapipe) silently stops any loop after 65535 iterations
         // (counted per outermost loop): refuse shapes that would hit it.
-        if self.info.driver_id == "MESA_LLVMPIPE" {
+        if self.info.driver_id == VkDriver::Lavapipe {
             let trips = plan::max_loop_trips(op, &plan);
             if trips > LLVMPIPE_LOOP_LIMIT {
                 return Err(format!(
@@ -504,7 +505,7 @@ impl Backend for Device {
                 None => plan::plan(op, &Tuning::default(), &self.limits)?,
             },
         };
-        if self.info.driver_id == "MESA_LLVMPIPE" {
+        if self.info.driver_id == VkDriver::Lavapipe {
             let trips = plan::max_loop_trips(op, &plan);
             if trips > LLVMPIPE_LOOP_LIMIT {
                 return Err(RuntimeError::Unsupported(format!(
