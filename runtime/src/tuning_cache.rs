@@ -10,6 +10,7 @@
 //! file + rename).
 
 use crate::{DeviceInfo, Op, Tuning};
+use greta_vocab::EnvVars;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -114,7 +115,7 @@ pub fn shape_class(op: &Op) -> String {
 /// cache: `None`), else `$XDG_CACHE_HOME/greta/tuning`, else
 /// `$HOME/.cache/greta/tuning`.
 pub fn default_dir() -> Option<PathBuf> {
-    match std::env::var_os("GRETA_TUNING_CACHE") {
+    match std::env::var_os(EnvVars::GRETA_TUNING_CACHE) {
         Some(v) if v == "off" => None,
         Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
         _ => crate::vulkan::cache::default_dir().and_then(|d| d.parent().map(|p| p.join("tuning"))),
@@ -123,7 +124,7 @@ pub fn default_dir() -> Option<PathBuf> {
 
 /// Whether `GRETA_TUNING_CACHE=off` turned the cache off.
 pub fn disabled_by_env() -> bool {
-    std::env::var_os("GRETA_TUNING_CACHE").is_some_and(|v| v == "off")
+    std::env::var_os(EnvVars::GRETA_TUNING_CACHE).is_some_and(|v| v == "off")
 }
 
 impl TuningCache {

@@ -14,6 +14,7 @@
 
 use super::child;
 use super::driver::{Api, CompilerChoice};
+use greta_vocab::EnvVars;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::io::Read;
@@ -184,7 +185,7 @@ impl KernelCache {
     /// `$GRETA_KERNEL_CACHE`, else `$XDG_CACHE_HOME/greta/gpu-kernels`
     /// (default `~/.cache/greta/gpu-kernels`).
     pub fn default_dir() -> PathBuf {
-        if let Some(d) = std::env::var_os("GRETA_KERNEL_CACHE").filter(|d| !d.is_empty()) {
+        if let Some(d) = std::env::var_os(EnvVars::GRETA_KERNEL_CACHE).filter(|d| !d.is_empty()) {
             return PathBuf::from(d);
         }
         let base = std::env::var_os("XDG_CACHE_HOME")

@@ -22,6 +22,7 @@ use crate::gpu::driver::{
 use crate::gpu::search::{self, Candidate};
 use crate::gpu::GpuBackend;
 use crate::{Backend, DeviceInfo, DeviceSelect, RuntimeError};
+use greta_vocab::EnvVars;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,8 +54,8 @@ impl SearchEnv {
         let mut opt_rocm = vec![PathBuf::from("/opt/rocm")];
         opt_rocm.extend(search::versioned_dirs(Path::new("/opt"), "rocm-"));
         SearchEnv {
-            greta_hip_lib: var("GRETA_HIP_LIB"),
-            env_roots: ["GRETA_ENV", "VIRTUAL_ENV"]
+            greta_hip_lib: var(EnvVars::GRETA_HIP_LIB),
+            env_roots: [EnvVars::GRETA_ENV, "VIRTUAL_ENV"]
                 .iter()
                 .filter_map(|k| var(k))
                 .collect(),
@@ -83,11 +84,14 @@ pub fn search_candidates(env: &SearchEnv) -> Vec<Candidate> {
             vec![p.clone()]
         };
         if files.is_empty() {
-            return vec![Candidate::new(p.join("libamdhip64.so"), "$GRETA_HIP_LIB")];
+            return vec![Candidate::new(
+                p.join("libamdhip64.so"),
+                format!("${}", EnvVars::GRETA_HIP_LIB),
+            )];
         }
         return files
             .into_iter()
-            .map(|f| Candidate::new(f, "$GRETA_HIP_LIB"))
+            .map(|f| Candidate::new(f, format!("${}", EnvVars::GRETA_HIP_LIB)))
             .collect();
     }
     let mut v = Vec::new();
@@ -149,8 +153,9 @@ impl Hip {
         let (lib, mut loaded) = search::open_first("libamdhip64", candidates).map_err(|looked| {
             GpuError::LibraryMissing(format!(
                 "no HIP runtime (libamdhip64) found; looked in: {}. Install a ROCm profile with `greta install` \
-                 (its torch wheels carry libamdhip64 and hiprtc), install ROCm, or point GRETA_HIP_LIB at libamdhip64.so",
-                looked.join("; ")
+                 (its torch wheels carry libamdhip64 and hiprtc), install ROCm, or point {} at libamdhip64.so",
+                looked.join("; "),
+                EnvVars::GRETA_HIP_LIB
             ))
         })?;
         // SAFETY: a HIP runtime; the table's signatures are ROCm's.
@@ -703,7 +708,10 @@ mod tests {
         });
         assert_eq!(
             only,
-            [Candidate::new("/nowhere/libamdhip64.so", "$GRETA_HIP_LIB")]
+            [Candidate::new(
+                "/nowhere/libamdhip64.so",
+                format!("${}", EnvVars::GRETA_HIP_LIB)
+            )]
         );
     }
 
