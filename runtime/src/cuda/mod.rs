@@ -9,8 +9,8 @@ pub mod nvrtc;
 
 use crate::gpu::compile::{CompilerKind, KernelCache, KernelSources};
 use crate::gpu::driver::{
-    Api, CompilerChoice, DevPtr, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, Loaded,
-    ModuleH, StreamH,
+    Api, Arch, CompilerChoice, DevPtr, Driver, EventH, EventState, FuncH, GpuDevice, GpuError,
+    Loaded, ModuleH, StreamH,
 };
 use crate::gpu::search::{self, Candidate};
 use crate::gpu::GpuBackend;
@@ -266,7 +266,7 @@ impl Driver for Cuda {
             api: Api::Cuda,
             ordinal,
             name,
-            arch: format!("sm_{major}{minor}"),
+            arch: Arch::Other(format!("sm_{major}{minor}")),
             arch_source: format!("compute capability {major}.{minor}"),
             compute_units: self.attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ordinal)? as u32,
             total_memory_bytes: total as u64,

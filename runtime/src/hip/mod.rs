@@ -16,8 +16,8 @@ pub mod rtc;
 
 use crate::gpu::compile::{CompileError, CompilerKind, KernelCache, KernelSources};
 use crate::gpu::driver::{
-    Api, CompilerChoice, DevPtr, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, Loaded,
-    ModuleH, StreamH,
+    Api, Arch, CompilerChoice, DevPtr, Driver, EventH, EventState, FuncH, GpuDevice, GpuError,
+    Loaded, ModuleH, StreamH,
 };
 use crate::gpu::search::{self, Candidate};
 use crate::gpu::GpuBackend;
@@ -395,10 +395,10 @@ impl Driver for Hip {
             String::new()
         };
         let (arch, arch_source) = match device::gfx_from_kfd(Path::new("/"), &pci_bus_id) {
-            Some(g) => (g, format!("the KFD topology node at {pci_bus_id}")),
+            Some(g) => (Arch::Gfx(g), format!("the KFD topology node at {pci_bus_id}")),
             None => match self.arch_from_props(ordinal) {
                 Some(a) => (
-                    device::processor_of(&a).to_string(),
+                    Arch::parse(device::processor_of(&a)),
                     format!("gcnArchName {a}"),
                 ),
                 None => {
@@ -615,7 +615,7 @@ impl Driver for Hip {
     }
 
     fn compiler_for(&self, dev: &GpuDevice) -> Result<CompilerChoice, GpuError> {
-        compiler_for_target(self, &dev.arch).map_err(GpuError::Compile)
+        compiler_for_target(self, dev.arch.clone()).map_err(GpuError::Compile)
     }
 
     fn why_no_device(&self) -> String {
@@ -624,7 +624,14 @@ impl Driver for Hip {
 }
 
 /// hiprtc for `target` (`gfx90a`), or hipcc where hiprtc is missing.
-pub fn compiler_for_target(hip: &Hip, target: &str) -> Result<CompilerChoice, CompileError> {
+/// `target` is an [`Arch`] or text (`greta __gpu build-kernels --target`
+/// passes its flag as given): text that is not a gfx name still reaches the
+/// compiler unchanged, which reports it as it always has.
+pub fn compiler_for_target(
+    hip: &Hip,
+    target: impl Into<Arch>,
+) -> Result<CompilerChoice, CompileError> {
+    let target: Arch = target.into();
     let runtime = device::version_string(hip.inner.runtime_version);
     match hip.hiprtc() {
         Ok(library) => {
@@ -637,8 +644,8 @@ pub fn compiler_for_target(hip: &Hip, target: &str) -> Result<CompilerChoice, Co
                 kind: CompilerKind::Hiprtc,
                 library,
                 version: format!("{version} (HIP runtime {runtime})"),
-                target: target.to_string(),
                 options: vec![format!("--offload-arch={target}"), "-O3".into()],
+                target,
             })
         }
         Err(looked) => hipcc::choice(target).map_err(|e| {
