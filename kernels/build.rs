@@ -1,5 +1,8 @@
 //! Compiles every `shaders/*.comp` to SPIR-V with the vendored glslang and
-//! writes `$OUT_DIR/spirv.rs`, a table of `(name, bytes)` the crate embeds.
+//! writes `$OUT_DIR/spirv.rs`: `enum Shader`, one variant per compiled
+//! shader or variant, with its name and embedded bytes. The planner names
+//! shaders by that enum, so a renamed or missing shader is a compile error
+//! rather than a "not built into this greta" at run time.
 //! A shader that fails to compile fails the build with glslang's own
 //! `file:line` messages, rewritten to point at the source path.
 
@@ -19,7 +22,8 @@ fn main() {
     entries.sort();
 
     let compiler = glslang::Compiler::acquire().expect("glslang process initialisation failed");
-    let mut table = String::from("/// Every compiled shader: (file stem, SPIR-V bytes).\npub static SHADERS: &[(&str, &[u8])] = &[\n");
+    // (name, .spv path) of every shader that compiled, in file order.
+    let mut built: Vec<(String, String)> = Vec::new();
     let mut failures = Vec::new();
     for path in &entries {
         println!("cargo:rerun-if-changed={}", path.display());
@@ -29,8 +33,7 @@ fn main() {
                     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
                     let spv = out.join(format!("{name}.spv"));
                     std::fs::write(&spv, bytes).unwrap();
-                    let spv = spv.display().to_string();
-                    writeln!(table, "    ({name:?}, include_bytes!({spv:?})),").unwrap();
+                    built.push((name, spv.display().to_string()));
                 }
                 Err(msg) => failures.push(format!("[{name}] {msg}")),
             }
@@ -44,8 +47,82 @@ fn main() {
         }
         panic!("shader compilation failed:\n{}", failures.join("\n"));
     }
-    table.push_str("];\n");
-    std::fs::write(out.join("spirv.rs"), table).unwrap();
+    std::fs::write(out.join("spirv.rs"), shader_enum(&built)).unwrap();
+}
+
+/// `gemm_f16_cm2` -> `GemmF16Cm2`: the variant of a shader name.
+fn camel(name: &str) -> String {
+    name.split('_')
+        .map(|part| {
+            let mut c = part.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The source of `enum Shader` for `built` (name, .spv path) pairs. Names
+/// must be lowercase snake case and their variants distinct: a clash would
+/// otherwise surface as a confusing error in generated code.
+fn shader_enum(built: &[(String, String)]) -> String {
+    let mut seen = std::collections::BTreeMap::new();
+    for (name, _) in built {
+        assert!(
+            !name.is_empty()
+                && name.starts_with(|c: char| c.is_ascii_lowercase())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+            "shader name {name:?}: use lowercase letters, digits and _ (it becomes an enum variant)"
+        );
+        if let Some(other) = seen.insert(camel(name), name) {
+            panic!(
+                "shaders {other:?} and {name:?} both become Shader::{}",
+                camel(name)
+            );
+        }
+    }
+    let mut src = String::new();
+    src.push_str(
+        "/// Every compiled shader (a `shaders/*.comp` file, or one `//! variant`\n\
+         /// of it), named in the source by its variant and on disk by [`Shader::name`].\n\
+         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]\n\
+         pub enum Shader {\n",
+    );
+    for (name, _) in built {
+        writeln!(src, "    /// `{name}`\n    {},", camel(name)).unwrap();
+    }
+    src.push_str("}\n\nimpl Shader {\n");
+    src.push_str("    /// Every shader, in build order (file name, then variant line).\n");
+    src.push_str("    pub const ALL: &'static [Shader] = &[\n");
+    for (name, _) in built {
+        writeln!(src, "        Shader::{},", camel(name)).unwrap();
+    }
+    src.push_str("    ];\n\n");
+    src.push_str(
+        "    /// The shader's name: its file stem or variant name (`gemm_f32_v4`),\n\
+         /// the text results and tuning caches carry.\n\
+         pub const fn name(self) -> &'static str {\n        match self {\n",
+    );
+    for (name, _) in built {
+        writeln!(src, "            Shader::{} => {name:?},", camel(name)).unwrap();
+    }
+    src.push_str("        }\n    }\n\n");
+    src.push_str(
+        "    /// The embedded SPIR-V, little-endian bytes.\n\
+         pub const fn bytes(self) -> &'static [u8] {\n        match self {\n",
+    );
+    for (name, spv) in built {
+        writeln!(
+            src,
+            "            Shader::{} => include_bytes!({spv:?}),",
+            camel(name)
+        )
+        .unwrap();
+    }
+    src.push_str("        }\n    }\n}\n");
+    src
 }
 
 /// `#define`s of one variant: (name, optional value).

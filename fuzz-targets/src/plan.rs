@@ -3,7 +3,7 @@
 //! accepts must fit the device: shared memory and invocations recomputed
 //! here in u128 from the spec constants.
 use crate::Words;
-use greta_runtime::vulkan::plan::{plan, Limits};
+use greta_runtime::vulkan::plan::{plan, Limits, Shader};
 use greta_runtime::{Op, Tuning};
 
 const KEYS: &[&str] = &[
@@ -11,12 +11,12 @@ const KEYS: &[&str] = &[
     "probe", "uk", "unroll", "groups", "vec4", "reg",
 ];
 
-fn shared_bytes(shader: &str, s: &[u128]) -> u128 {
+fn shared_bytes(shader: Shader, s: &[u128]) -> u128 {
     match shader {
-        "gemm_f32" | "gemm_f16" => (s[0] + 1 + s[1]) * s[2] * 4,
-        "gemm_f32_v4" => 2 * s[2] * ((s[0] / 4 + 1) * 16 + s[1] * 4),
-        "gemm_f16_cmreg" => s[6] * 16 * (s[0] * (s[2] / 8 + 1) + s[2] * (s[1] / 8 + 1)),
-        "gemm_f16_coopmat" => s[0] * s[2] * 2 + s[2] * s[1] * 2 + s[0] * s[1] * 4,
+        Shader::GemmF32 | Shader::GemmF16 => (s[0] + 1 + s[1]) * s[2] * 4,
+        Shader::GemmF32V4 => 2 * s[2] * ((s[0] / 4 + 1) * 16 + s[1] * 4),
+        Shader::GemmF16Cmreg => s[6] * 16 * (s[0] * (s[2] / 8 + 1) + s[2] * (s[1] / 8 + 1)),
+        Shader::GemmF16Coopmat => s[0] * s[2] * 2 + s[2] * s[1] * 2 + s[0] * s[1] * 4,
         _ => 0,
     }
 }

@@ -8,6 +8,7 @@
 //! beside the fix. Coverage-guided runs (AFL++, `scripts/fuzz.sh`) use the
 //! same target functions; docs/reliability.md has both.
 use greta_fuzz_targets::{run, seeds, Scratch};
+use greta_vocab::EnvVars;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::path::{Path, PathBuf};
@@ -27,7 +28,7 @@ fn repo() -> PathBuf {
 }
 
 fn budget() -> Duration {
-    let secs = std::env::var("GRETA_FUZZ_SECS")
+    let secs = std::env::var(EnvVars::GRETA_FUZZ_SECS)
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
         .unwrap_or(15);
@@ -35,7 +36,7 @@ fn budget() -> Duration {
 }
 
 fn rng_seed(target: &str) -> u64 {
-    match std::env::var("GRETA_FUZZ_SEED")
+    match std::env::var(EnvVars::GRETA_FUZZ_SEED)
         .ok()
         .and_then(|s| s.parse().ok())
     {
@@ -208,9 +209,10 @@ fn fuzz(target: &'static str) {
         n += 1;
     }
     eprintln!(
-        "{target}: {} seeds replayed, {n} mutants in {:.1} s (GRETA_FUZZ_SEED={seed})",
+        "{target}: {} seeds replayed, {n} mutants in {:.1} s ({}={seed})",
         corpus.len(),
-        start.elapsed().as_secs_f64()
+        start.elapsed().as_secs_f64(),
+        EnvVars::GRETA_FUZZ_SEED
     );
 }
 

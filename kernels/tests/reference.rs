@@ -153,24 +153,23 @@ fn contracts_and_rates() {
 
 #[test]
 fn every_kernel_is_embedded_as_spirv() {
-    let names: Vec<_> = greta_kernels::spirv::names().collect();
+    use greta_kernels::spirv::Shader;
     for k in [
-        "noop",
-        "fill",
-        "copy",
-        "vec_add",
-        "gemm_f32",
-        "gemm_f16",
-        "rmsnorm",
-        "layernorm",
-        "softmax",
-        "rope",
-        "kv_update",
-        "broken_copy",
-        "slow",
+        Shader::Noop,
+        Shader::Fill,
+        Shader::Copy,
+        Shader::VecAdd,
+        Shader::GemmF32,
+        Shader::GemmF16,
+        Shader::Rmsnorm,
+        Shader::Layernorm,
+        Shader::Softmax,
+        Shader::Rope,
+        Shader::KvUpdate,
+        Shader::BrokenCopy,
+        Shader::Slow,
     ] {
-        let w =
-            greta_kernels::spirv::words(k).unwrap_or_else(|| panic!("{k} missing from {names:?}"));
+        let w = k.words();
         assert_eq!(w[0], 0x0723_0203, "{k}: not SPIR-V");
     }
 }

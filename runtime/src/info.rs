@@ -1,5 +1,6 @@
 //! What greta knows about a device, backend-independent.
 
+use greta_vocab::VkDriver;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -62,8 +63,12 @@ pub struct DeviceInfo {
     pub vendor_id: u32,
     pub device_id: u32,
     pub device_type: DeviceType,
-    /// Driver id as the API names it, e.g. `MESA_RADV`, `NVIDIA_PROPRIETARY`, `MESA_LLVMPIPE`.
-    pub driver_id: String,
+    /// Driver id as the API names it, e.g. `MESA_RADV`, `NVIDIA_PROPRIETARY`,
+    /// `MESA_LLVMPIPE` (serialised as that name). A type rather than text so
+    /// that lavapipe's quirks and the RADV-first preference are matches, not
+    /// string compares. HIP and CUDA, which have no `VkDriverId`, report
+    /// `AMD_HIP` / `NVIDIA_CUDA` as [`VkDriver::Other`].
+    pub driver_id: VkDriver,
     pub driver_name: String,
     pub driver_info: String,
     /// Raw driver version (vendor-specific encoding) and a readable form.
@@ -91,7 +96,7 @@ pub struct DeviceInfo {
     pub max_workgroup_invocations: u32,
     pub max_shared_memory: u32,
     /// Other drivers that expose this same GPU (same deviceUUID), not used.
-    pub also_exposed_by: Vec<String>,
+    pub also_exposed_by: Vec<VkDriver>,
     /// Human notes from discovery (duplicates skipped, missing features).
     pub notes: Vec<String>,
 }
@@ -107,7 +112,7 @@ impl DeviceInfo {
             vendor_id: 0,
             device_id: 0,
             device_type: DeviceType::Other,
-            driver_id: String::new(),
+            driver_id: VkDriver::Other(String::new()),
             driver_name: String::new(),
             driver_info: String::new(),
             driver_version: 0,

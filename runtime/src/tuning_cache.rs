@@ -10,6 +10,7 @@
 //! file + rename).
 
 use crate::{DeviceInfo, Op, Tuning};
+use greta_vocab::EnvVars;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -114,7 +115,7 @@ pub fn shape_class(op: &Op) -> String {
 /// cache: `None`), else `$XDG_CACHE_HOME/greta/tuning`, else
 /// `$HOME/.cache/greta/tuning`.
 pub fn default_dir() -> Option<PathBuf> {
-    match std::env::var_os("GRETA_TUNING_CACHE") {
+    match std::env::var_os(EnvVars::GRETA_TUNING_CACHE) {
         Some(v) if v == "off" => None,
         Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
         _ => crate::vulkan::cache::default_dir().and_then(|d| d.parent().map(|p| p.join("tuning"))),
@@ -123,7 +124,7 @@ pub fn default_dir() -> Option<PathBuf> {
 
 /// Whether `GRETA_TUNING_CACHE=off` turned the cache off.
 pub fn disabled_by_env() -> bool {
-    std::env::var_os("GRETA_TUNING_CACHE").is_some_and(|v| v == "off")
+    std::env::var_os(EnvVars::GRETA_TUNING_CACHE).is_some_and(|v| v == "off")
 }
 
 impl TuningCache {
@@ -142,7 +143,7 @@ impl TuningCache {
             schema: SCHEMA.into(),
             device: info.name.clone(),
             uuid: info.uuid.clone(),
-            driver_id: info.driver_id.clone(),
+            driver_id: info.driver_id.to_string(),
             driver_version: info.driver_version,
             entries: BTreeMap::new(),
         };
@@ -254,6 +255,7 @@ impl TuningCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use greta_kernels::spirv::Shader;
 
     fn info(driver_version: u32) -> DeviceInfo {
         let mut d = DeviceInfo::placeholder();
@@ -266,7 +268,7 @@ mod tests {
     fn entry(bm: u32) -> TunedEntry {
         TunedEntry {
             tuning: Tuning::default().with("bm", bm),
-            kernel: "gemm_f32".into(),
+            kernel: Shader::GemmF32.name().into(),
             median_ns: 1234,
             measured_op: "gemm_f32(m=4000,n=4000,k=4000)".into(),
         }
@@ -349,7 +351,7 @@ mod tests {
         };
         let diag = TunedEntry {
             tuning: Tuning::default().with("coopmat", 3).with("probe", 1),
-            kernel: "gemm_f16_cmreg".into(),
+            kernel: Shader::GemmF16Cmreg.name().into(),
             median_ns: 1,
             measured_op: op.to_string(),
         };

@@ -4,6 +4,7 @@ mod common;
 use common::*;
 use greta_runtime::vulkan::{CacheDir, Device, OpenOptions};
 use greta_runtime::{Backend, BackendKind, DeviceSelect, RuntimeError};
+use greta_vocab::{EnvVars, VkDriver};
 
 #[test]
 fn lists_lavapipe() {
@@ -14,7 +15,7 @@ fn lists_lavapipe() {
         assert_eq!(d.uuid.len(), 32);
     }
     let cpu = list.iter().find(|d| d.is_cpu()).unwrap();
-    assert_eq!(cpu.driver_id, "MESA_LLVMPIPE");
+    assert_eq!(cpu.driver_id, VkDriver::Lavapipe);
     assert!(cpu.subgroup_size >= 1 && cpu.max_storage_buffer_range > 0);
 }
 
@@ -88,7 +89,7 @@ fn validation_messages_are_recorded() {
 /// because the loader reads VK_DRIVER_FILES once per process.
 #[test]
 fn no_driver_is_a_clear_error() {
-    if std::env::var("GRETA_CHILD_NO_DRIVER").is_ok() {
+    if std::env::var(EnvVars::GRETA_CHILD_NO_DRIVER).is_ok() {
         let err = Device::open(&DeviceSelect::Auto)
             .err()
             .expect("no device expected");
@@ -105,10 +106,10 @@ fn no_driver_is_a_clear_error() {
     }
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "no_driver_is_a_clear_error", "--nocapture"])
-        .env("GRETA_CHILD_NO_DRIVER", "1")
+        .env(EnvVars::GRETA_CHILD_NO_DRIVER, "1")
         .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
         .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
-        .env_remove("GRETA_VK_VALIDATION")
+        .env_remove(EnvVars::GRETA_VK_VALIDATION)
         .output()
         .unwrap();
     let text = format!(
@@ -123,10 +124,10 @@ fn no_driver_is_a_clear_error() {
 /// deviceUUID) is counted once, and the entry says so.
 #[test]
 fn duplicate_icd_counted_once() {
-    if std::env::var("GRETA_CHILD_DUP_ICD").is_ok() {
+    if std::env::var(EnvVars::GRETA_CHILD_DUP_ICD).is_ok() {
         let list = greta_runtime::list_devices(BackendKind::Vulkan).unwrap();
         assert_eq!(list.len(), 1, "{list:#?}");
-        assert_eq!(list[0].also_exposed_by, vec!["MESA_LLVMPIPE".to_string()]);
+        assert_eq!(list[0].also_exposed_by, vec![VkDriver::Lavapipe]);
         assert!(
             list[0].notes.iter().any(|n| n.contains("listed twice")),
             "{:?}",
@@ -152,13 +153,13 @@ fn duplicate_icd_counted_once() {
     std::fs::copy(icd, &b).unwrap();
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "duplicate_icd_counted_once", "--nocapture"])
-        .env("GRETA_CHILD_DUP_ICD", "1")
+        .env(EnvVars::GRETA_CHILD_DUP_ICD, "1")
         .env(
             "VK_DRIVER_FILES",
             format!("{}:{}", a.display(), b.display()),
         )
         .env_remove("VK_ICD_FILENAMES")
-        .env_remove("GRETA_VK_VALIDATION")
+        .env_remove(EnvVars::GRETA_VK_VALIDATION)
         .output()
         .unwrap();
     let text = format!(

@@ -4,6 +4,7 @@
 use greta_runtime::gpu::search::Candidate;
 use greta_runtime::gpu::{Driver, GpuError};
 use greta_runtime::hip::Hip;
+use greta_vocab::EnvVars;
 
 #[test]
 fn debians_libamdhip64_opens_and_explains_the_missing_gpu() {
@@ -32,7 +33,10 @@ fn debians_libamdhip64_opens_and_explains_the_missing_gpu() {
 #[test]
 fn a_wrong_library_path_names_every_place_looked() {
     let e = Hip::open_from(&[
-        Candidate::new("/nowhere/libamdhip64.so", "$GRETA_HIP_LIB"),
+        Candidate::new(
+            "/nowhere/libamdhip64.so",
+            format!("${}", EnvVars::GRETA_HIP_LIB),
+        ),
         Candidate::new(
             "libgreta-not-a-hip.so.5",
             "the dynamic loader's search path",
@@ -43,7 +47,10 @@ fn a_wrong_library_path_names_every_place_looked() {
     let msg = e.to_string();
     assert!(matches!(e, GpuError::LibraryMissing(_)), "{msg}");
     assert!(
-        msg.contains("/nowhere/libamdhip64.so ($GRETA_HIP_LIB): not there"),
+        msg.contains(&format!(
+            "/nowhere/libamdhip64.so (${}): not there",
+            EnvVars::GRETA_HIP_LIB
+        )),
         "{msg}"
     );
     assert!(msg.contains("libgreta-not-a-hip.so.5"), "{msg}");

@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use greta_kernels::spirv::Shader;
 use greta_kernels::Op;
 use greta_runtime::{Backend, RunOpts};
 
@@ -53,17 +54,17 @@ fn gemm_f32() {
         let out = assert_op(&mut dev, &Op::GemmF32 { m, n, k }, s);
         // vec4 rows (n and k multiples of 4) take the vec4 kernel, the rest the scalar one.
         let want = if n % 4 == 0 && k % 4 == 0 {
-            "gemm_f32_v4"
+            Shader::GemmF32V4
         } else {
-            "gemm_f32"
+            Shader::GemmF32
         };
-        assert_eq!(out.stats.kernel, want, "{m}x{n}x{k}");
+        assert_eq!(out.stats.kernel, want.name(), "{m}x{n}x{k}");
     }
     // The vec4 kernel at edges of every kind: m, n, k not multiples of the
     // 64x64x8 tile (n, k still multiples of 4).
     for (m, n, k) in [(67, 68, 36), (130, 132, 4), (1, 4, 12)] {
         let out = assert_op(&mut dev, &Op::GemmF32 { m, n, k }, s);
-        assert_eq!(out.stats.kernel, "gemm_f32_v4", "{m}x{n}x{k}");
+        assert_eq!(out.stats.kernel, Shader::GemmF32V4.name(), "{m}x{n}x{k}");
     }
     // Large products default to 128x128 blocks (odd m, shallow k keeps the reference cheap).
     let out = assert_op(
@@ -90,7 +91,7 @@ fn gemm_f32() {
         },
         s,
     );
-    assert_eq!(out.stats.kernel, "gemm_f32_v4");
+    assert_eq!(out.stats.kernel, Shader::GemmF32V4.name());
     assert_eq!(out.stats.tuning.get("bm"), Some(128));
 }
 
@@ -178,7 +179,7 @@ fn gemm_f16_plain() {
     let s = seed();
     for (m, n, k) in [(1, 1, 1), (64, 64, 64), (67, 45, 33), (33, 97, 130)] {
         let out = assert_op(&mut dev, &Op::GemmF16 { m, n, k }, s);
-        assert_eq!(out.stats.kernel, "gemm_f16");
+        assert_eq!(out.stats.kernel, Shader::GemmF16.name());
     }
 }
 

@@ -9,13 +9,14 @@ pub mod nvrtc;
 
 use crate::gpu::compile::{CompilerKind, KernelCache, KernelSources};
 use crate::gpu::driver::{
-    Api, CompilerChoice, DevPtr, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, Loaded,
-    ModuleH, StreamH,
+    Api, Arch, CompilerChoice, DevPtr, Driver, EventH, EventState, FuncH, GpuDevice, GpuError,
+    Loaded, ModuleH, StreamH,
 };
 use crate::gpu::search::{self, Candidate};
 use crate::gpu::GpuBackend;
 use crate::{Backend, DeviceInfo, DeviceSelect, RuntimeError};
 use cudarc::driver::sys::{self as cu, CUdevice_attribute as A, CUresult};
+use greta_vocab::EnvVars;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::path::{Path, PathBuf};
@@ -52,25 +53,27 @@ pub struct Cuda {
 impl Cuda {
     /// Opens libcuda: `$GRETA_CUDA_LIB` (a file), else the loader's names.
     pub fn open() -> Result<Cuda, GpuError> {
-        let explicit = std::env::var_os("GRETA_CUDA_LIB")
+        let explicit = std::env::var_os(EnvVars::GRETA_CUDA_LIB)
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
         let mut why = "the dynamic loader's search path".to_string();
         if let Some(p) = &explicit {
             preload(p).map_err(|e| {
                 GpuError::LibraryMissing(format!(
-                    "GRETA_CUDA_LIB={} cannot be opened: {e}",
+                    "{}={} cannot be opened: {e}",
+                    EnvVars::GRETA_CUDA_LIB,
                     p.display()
                 ))
             })?;
-            why = "$GRETA_CUDA_LIB".into();
+            why = format!("${}", EnvVars::GRETA_CUDA_LIB);
         }
         // SAFETY: only tries to dlopen the candidate names.
         if !unsafe { cu::is_culib_present() } {
             return Err(GpuError::LibraryMissing(format!(
                 "no CUDA driver library (libcuda) found; the loader was asked for {}. Install the NVIDIA driver \
-                 (it ships libcuda.so.1), or point GRETA_CUDA_LIB at libcuda.so.1",
-                cudarc::get_lib_name_candidates("cuda").join(", ")
+                 (it ships libcuda.so.1), or point {} at libcuda.so.1",
+                cudarc::get_lib_name_candidates("cuda").join(", "),
+                EnvVars::GRETA_CUDA_LIB
             )));
         }
         // SAFETY: the library is present (checked above); looking up a
@@ -263,7 +266,7 @@ impl Driver for Cuda {
             api: Api::Cuda,
             ordinal,
             name,
-            arch: format!("sm_{major}{minor}"),
+            arch: Arch::Other(format!("sm_{major}{minor}")),
             arch_source: format!("compute capability {major}.{minor}"),
             compute_units: self.attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ordinal)? as u32,
             total_memory_bytes: total as u64,

@@ -4,13 +4,14 @@
 use crate::gpu::compile::CompileError;
 use crate::gpu::driver::{CompilerChoice, Loaded};
 use crate::gpu::search::{self, Candidate};
+use greta_vocab::EnvVars;
 use std::path::PathBuf;
 
 /// Where to look: `$GRETA_NVRTC_LIB`, the env's NVIDIA wheels, `CUDA_PATH`
 /// / `CUDA_HOME`, `/usr/local/cuda*`, then the loader's names.
 pub fn candidates(env_roots: &[PathBuf]) -> Vec<Candidate> {
-    if let Some(p) = std::env::var_os("GRETA_NVRTC_LIB").filter(|v| !v.is_empty()) {
-        return vec![Candidate::new(p, "$GRETA_NVRTC_LIB")];
+    if let Some(p) = std::env::var_os(EnvVars::GRETA_NVRTC_LIB).filter(|v| !v.is_empty()) {
+        return vec![Candidate::new(p, format!("${}", EnvVars::GRETA_NVRTC_LIB))];
     }
     super::lib_candidates(
         env_roots,
@@ -47,8 +48,9 @@ pub fn locate(cands: &[Candidate]) -> Result<Loaded, CompileError> {
     }
     Err(CompileError::Unavailable(format!(
         "no NVRTC (libnvrtc) found to compile greta's kernels; looked in: {}. Install the CUDA toolkit's NVRTC \
-         (or a CUDA torch, whose nvidia wheels carry it), or point GRETA_NVRTC_LIB at libnvrtc.so",
-        looked.join("; ")
+         (or a CUDA torch, whose nvidia wheels carry it), or point {} at libnvrtc.so",
+        looked.join("; "),
+        EnvVars::GRETA_NVRTC_LIB
     )))
 }
 

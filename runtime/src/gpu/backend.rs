@@ -106,9 +106,9 @@ pub fn device_info<D: Driver>(
         } else {
             DeviceType::DiscreteGpu
         },
-        driver_id: driver_id.into(),
+        driver_id: greta_vocab::VkDriver::from_id_name(driver_id),
         driver_name: driver_name.into(),
-        driver_info: d.arch.clone(),
+        driver_info: d.arch.to_string(),
         driver_version: d.driver_version_raw,
         driver_version_text: d.driver_version.clone(),
         api_version: d.runtime_version.clone(),
@@ -178,7 +178,8 @@ impl<D: Driver> GpuBackend<D> {
             DeviceSelect::Name(s) => {
                 let s = s.to_lowercase();
                 devices.into_iter().find(|d| {
-                    d.name.to_lowercase().contains(&s) || d.arch.to_lowercase().contains(&s)
+                    d.name.to_lowercase().contains(&s)
+                        || d.arch.to_string().to_lowercase().contains(&s)
                 })
             }
         }

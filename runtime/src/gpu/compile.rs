@@ -14,6 +14,7 @@
 
 use super::child;
 use super::driver::{Api, CompilerChoice};
+use greta_vocab::EnvVars;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::io::Read;
@@ -149,11 +150,12 @@ impl KernelSources {
 pub fn cache_key(choice: &CompilerChoice, unit: &str) -> String {
     let mut h = Sha256::new();
     let opts = choice.options.join("\u{1f}");
+    let target = choice.target.to_string();
     for part in [
         unit,
         choice.kind.as_str(),
         choice.version.as_str(),
-        choice.target.as_str(),
+        target.as_str(),
         opts.as_str(),
     ] {
         h.update((part.len() as u64).to_le_bytes());
@@ -184,7 +186,7 @@ impl KernelCache {
     /// `$GRETA_KERNEL_CACHE`, else `$XDG_CACHE_HOME/greta/gpu-kernels`
     /// (default `~/.cache/greta/gpu-kernels`).
     pub fn default_dir() -> PathBuf {
-        if let Some(d) = std::env::var_os("GRETA_KERNEL_CACHE").filter(|d| !d.is_empty()) {
+        if let Some(d) = std::env::var_os(EnvVars::GRETA_KERNEL_CACHE).filter(|d| !d.is_empty()) {
             return PathBuf::from(d);
         }
         let base = std::env::var_os("XDG_CACHE_HOME")
@@ -292,7 +294,7 @@ impl CompileFailure {
 
     fn into_error(self, choice: &CompilerChoice) -> CompileError {
         let compiler = compiler_label(choice);
-        let target = choice.target.clone();
+        let target = choice.target.to_string();
         match self {
             CompileFailure::Unavailable { message } => CompileError::Unavailable(message),
             CompileFailure::UnsupportedTarget { detail } => CompileError::UnsupportedTarget {
@@ -338,7 +340,7 @@ pub fn compile_here(choice: &CompilerChoice, unit: &str, out: &Path) -> Result<(
     };
     if code.is_empty() {
         return Err(CompileError::Failed {
-            target: choice.target.clone(),
+            target: choice.target.to_string(),
             compiler: compiler_label(choice),
             log: "the compiler reported success but produced no code".into(),
         });
@@ -364,7 +366,7 @@ fn compile_in_child(
         Ok(o) => o,
         Err(child::ChildError::TimedOut { .. }) => {
             return Err(CompileError::TimedOut {
-                target: choice.target.clone(),
+                target: choice.target.to_string(),
                 compiler: compiler_label(choice),
             })
         }
@@ -381,7 +383,7 @@ fn compile_in_child(
     };
     if o.status.code().is_none() {
         return Err(CompileError::Crashed {
-            target: choice.target.clone(),
+            target: choice.target.to_string(),
             compiler: compiler_label(choice),
             how: o.how(),
             stderr: stderr_tail(),
@@ -474,6 +476,16 @@ mod tests {
             options: vec!["--offload-arch=gfx90a".into(), "-O3".into()],
         };
         let k = cache_key(&c, "src");
+        // The key hashes the target's text: the same as when targets were
+        // strings, so existing cache entries still match.
+        assert_eq!(
+            k,
+            "006049fd47c890f6e297bf0d24e1e5ea468cee876c7b655d7ea5bb0639813f54"
+        );
+        assert_eq!(
+            c.target,
+            crate::gpu::Arch::Gfx(greta_vocab::Gfx::new(9, 0, 10))
+        );
         assert_eq!(k, cache_key(&c.clone(), "src"));
         assert_ne!(k, cache_key(&c, "src2"));
         for change in [

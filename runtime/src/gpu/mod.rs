@@ -17,4 +17,4 @@ pub mod rtc;
 pub mod search;
 
 pub use backend::GpuBackend;
-pub use driver::{Api, Driver, GpuDevice, GpuError, Loaded};
+pub use driver::{Api, Arch, Driver, GpuDevice, GpuError, Loaded};

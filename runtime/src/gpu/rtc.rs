@@ -169,7 +169,7 @@ pub fn compile(
 ) -> Result<Vec<u8>, CompileError> {
     let label = compiler_label(choice);
     let fail = |log: String| CompileError::Failed {
-        target: choice.target.clone(),
+        target: choice.target.to_string(),
         compiler: label.clone(),
         log,
     };
@@ -212,7 +212,7 @@ pub fn compile(
     let log = rtc.log(prog);
     let result = if r != 0 {
         Err(classify_failure(
-            &choice.target,
+            &choice.target.to_string(),
             &label,
             &format!("{}\n{log}", rtc.err_text(r)),
         ))

@@ -2,6 +2,7 @@
 //! a device from its KFD topology node (matched by PCI bus id), and — when
 //! HIP finds no device — why.
 
+use greta_vocab::Gfx;
 use std::path::Path;
 
 /// `gfx90a:sramecc+:xnack-` → `gfx90a`: kernels built for the bare processor
@@ -39,7 +40,7 @@ pub fn diagnose_no_device(root: &Path, env: &[(String, String)]) -> String {
         .map(|rd| {
             rd.filter_map(|e| e.ok())
                 .filter_map(|e| std::fs::read_to_string(e.path().join("properties")).ok())
-                .filter_map(|p| gfx_of_kfd_properties(&p))
+                .filter_map(|p| gfx_of_kfd_properties(&p).map(|g| g.to_string()))
                 .collect()
         })
         .unwrap_or_default();
@@ -83,7 +84,7 @@ pub fn diagnose_no_device(root: &Path, env: &[(String, String)]) -> String {
 /// The gfx target of the KFD node whose PCI location is `pci_bus_id`
 /// (`0000:c1:00.0`), under `root` (`/` live). KFD's `location_id` is
 /// `bus << 8 | device << 3 | function`, beside a `domain` line.
-pub fn gfx_from_kfd(root: &Path, pci_bus_id: &str) -> Option<String> {
+pub fn gfx_from_kfd(root: &Path, pci_bus_id: &str) -> Option<Gfx> {
     let (domain, bus, dev, func) = parse_bus_id(pci_bus_id)?;
     let want = (bus << 8) | (dev << 3) | func;
     let nodes = root.join("sys/class/kfd/kfd/topology/nodes");
@@ -115,8 +116,9 @@ pub fn parse_bus_id(id: &str) -> Option<(u32, u32, u32, u32)> {
     Some((hex(d)?, hex(b)?, hex(dev)?, hex(func)?))
 }
 
-/// `gfx_target_version 90010` → `gfx90a`; CPU nodes (0) → None.
-pub fn gfx_of_kfd_properties(text: &str) -> Option<String> {
+/// `gfx_target_version 90010` → `gfx90a`; CPU nodes (0) → None, and so
+/// is a version no gfx name can spell (a minor or stepping over 15).
+pub fn gfx_of_kfd_properties(text: &str) -> Option<Gfx> {
     let v: u32 = text
         .lines()
         .find_map(|l| l.strip_prefix("gfx_target_version "))
@@ -125,7 +127,10 @@ pub fn gfx_of_kfd_properties(text: &str) -> Option<String> {
         return None;
     }
     let (major, minor, step) = (v / 10000, (v / 100) % 100, v % 100);
-    Some(format!("gfx{major}{minor}{step:x}"))
+    // Through the text KFD's numbers always meant, so the target is the
+    // one greta named before it had a type for it.
+    let g: Gfx = format!("gfx{major}{minor}{step:x}").parse().ok()?;
+    (g.major as u32 == major && g.minor as u32 == minor && g.stepping as u32 == step).then_some(g)
 }
 
 #[cfg(test)]
@@ -143,15 +148,21 @@ mod tests {
             None
         );
         assert_eq!(
-            gfx_of_kfd_properties("gfx_target_version 90010\n").as_deref(),
+            gfx_of_kfd_properties("gfx_target_version 90010\n")
+                .map(|g| g.to_string())
+                .as_deref(),
             Some("gfx90a")
         );
         assert_eq!(
-            gfx_of_kfd_properties("gfx_target_version 90402\n").as_deref(),
+            gfx_of_kfd_properties("gfx_target_version 90402\n")
+                .map(|g| g.to_string())
+                .as_deref(),
             Some("gfx942")
         );
         assert_eq!(
-            gfx_of_kfd_properties("gfx_target_version 110003\n").as_deref(),
+            gfx_of_kfd_properties("gfx_target_version 110003\n")
+                .map(|g| g.to_string())
+                .as_deref(),
             Some("gfx1103")
         );
     }
@@ -178,11 +189,15 @@ mod tests {
             std::fs::write(d.join("properties"), props).unwrap();
         }
         assert_eq!(
-            gfx_from_kfd(root.path(), "0000:c1:00.0").as_deref(),
+            gfx_from_kfd(root.path(), "0000:c1:00.0")
+                .map(|g| g.to_string())
+                .as_deref(),
             Some("gfx942")
         );
         assert_eq!(
-            gfx_from_kfd(root.path(), "0000:03:00.0").as_deref(),
+            gfx_from_kfd(root.path(), "0000:03:00.0")
+                .map(|g| g.to_string())
+                .as_deref(),
             Some("gfx1103")
         );
         assert_eq!(gfx_from_kfd(root.path(), "0001:c1:00.0"), None);

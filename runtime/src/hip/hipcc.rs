@@ -3,13 +3,15 @@
 
 use crate::gpu::child;
 use crate::gpu::compile::{compiler_label, io, CompileError, CompilerKind, COMPILE_LIMIT};
-use crate::gpu::driver::{CompilerChoice, Loaded};
+use crate::gpu::driver::{Arch, CompilerChoice, Loaded};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-/// The hipcc to use for `target`, with its version.
-pub fn choice(target: &str) -> Result<CompilerChoice, String> {
+/// The hipcc to use for `target`, with its version. Text is accepted too
+/// (the installer asks with a placeholder target only to find hipcc).
+pub fn choice(target: impl Into<Arch>) -> Result<CompilerChoice, String> {
+    let target: Arch = target.into();
     let mut looked = Vec::new();
     let var = |k: &str| {
         std::env::var_os(k)
@@ -55,12 +57,12 @@ pub fn choice(target: &str) -> Result<CompilerChoice, String> {
                 why: why.into(),
             },
             version,
-            target: target.to_string(),
             options: vec![
                 "--genco".into(),
                 "-O3".into(),
                 format!("--offload-arch={target}"),
             ],
+            target,
         });
     }
     Err(format!("hipcc not found (looked in {})", looked.join(", ")))
@@ -89,14 +91,14 @@ pub fn compile(choice: &CompilerChoice, unit: &str) -> Result<Vec<u8>, CompileEr
     let limit: Duration = COMPILE_LIMIT;
     let o = child::run(cmd, "hipcc", b"", limit).map_err(|e| match e {
         child::ChildError::TimedOut { .. } => CompileError::TimedOut {
-            target: choice.target.clone(),
+            target: choice.target.to_string(),
             compiler: compiler_label(choice),
         },
         other => CompileError::Child(other.to_string()),
     })?;
     if !o.status.success() {
         return Err(crate::gpu::rtc::classify_failure(
-            &choice.target,
+            &choice.target.to_string(),
             &compiler_label(choice),
             &format!("hipcc ended with {}:\n{}", o.how(), o.stderr),
         ));

@@ -16,12 +16,13 @@ pub mod rtc;
 
 use crate::gpu::compile::{CompileError, CompilerKind, KernelCache, KernelSources};
 use crate::gpu::driver::{
-    Api, CompilerChoice, DevPtr, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, Loaded,
-    ModuleH, StreamH,
+    Api, Arch, CompilerChoice, DevPtr, Driver, EventH, EventState, FuncH, GpuDevice, GpuError,
+    Loaded, ModuleH, StreamH,
 };
 use crate::gpu::search::{self, Candidate};
 use crate::gpu::GpuBackend;
 use crate::{Backend, DeviceInfo, DeviceSelect, RuntimeError};
+use greta_vocab::EnvVars;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,8 +54,8 @@ impl SearchEnv {
         let mut opt_rocm = vec![PathBuf::from("/opt/rocm")];
         opt_rocm.extend(search::versioned_dirs(Path::new("/opt"), "rocm-"));
         SearchEnv {
-            greta_hip_lib: var("GRETA_HIP_LIB"),
-            env_roots: ["GRETA_ENV", "VIRTUAL_ENV"]
+            greta_hip_lib: var(EnvVars::GRETA_HIP_LIB),
+            env_roots: [EnvVars::GRETA_ENV, "VIRTUAL_ENV"]
                 .iter()
                 .filter_map(|k| var(k))
                 .collect(),
@@ -83,11 +84,14 @@ pub fn search_candidates(env: &SearchEnv) -> Vec<Candidate> {
             vec![p.clone()]
         };
         if files.is_empty() {
-            return vec![Candidate::new(p.join("libamdhip64.so"), "$GRETA_HIP_LIB")];
+            return vec![Candidate::new(
+                p.join("libamdhip64.so"),
+                format!("${}", EnvVars::GRETA_HIP_LIB),
+            )];
         }
         return files
             .into_iter()
-            .map(|f| Candidate::new(f, "$GRETA_HIP_LIB"))
+            .map(|f| Candidate::new(f, format!("${}", EnvVars::GRETA_HIP_LIB)))
             .collect();
     }
     let mut v = Vec::new();
@@ -149,8 +153,9 @@ impl Hip {
         let (lib, mut loaded) = search::open_first("libamdhip64", candidates).map_err(|looked| {
             GpuError::LibraryMissing(format!(
                 "no HIP runtime (libamdhip64) found; looked in: {}. Install a ROCm profile with `greta install` \
-                 (its torch wheels carry libamdhip64 and hiprtc), install ROCm, or point GRETA_HIP_LIB at libamdhip64.so",
-                looked.join("; ")
+                 (its torch wheels carry libamdhip64 and hiprtc), install ROCm, or point {} at libamdhip64.so",
+                looked.join("; "),
+                EnvVars::GRETA_HIP_LIB
             ))
         })?;
         // SAFETY: a HIP runtime; the table's signatures are ROCm's.
@@ -390,10 +395,10 @@ impl Driver for Hip {
             String::new()
         };
         let (arch, arch_source) = match device::gfx_from_kfd(Path::new("/"), &pci_bus_id) {
-            Some(g) => (g, format!("the KFD topology node at {pci_bus_id}")),
+            Some(g) => (Arch::Gfx(g), format!("the KFD topology node at {pci_bus_id}")),
             None => match self.arch_from_props(ordinal) {
                 Some(a) => (
-                    device::processor_of(&a).to_string(),
+                    Arch::parse(device::processor_of(&a)),
                     format!("gcnArchName {a}"),
                 ),
                 None => {
@@ -610,7 +615,7 @@ impl Driver for Hip {
     }
 
     fn compiler_for(&self, dev: &GpuDevice) -> Result<CompilerChoice, GpuError> {
-        compiler_for_target(self, &dev.arch).map_err(GpuError::Compile)
+        compiler_for_target(self, dev.arch.clone()).map_err(GpuError::Compile)
     }
 
     fn why_no_device(&self) -> String {
@@ -619,7 +624,14 @@ impl Driver for Hip {
 }
 
 /// hiprtc for `target` (`gfx90a`), or hipcc where hiprtc is missing.
-pub fn compiler_for_target(hip: &Hip, target: &str) -> Result<CompilerChoice, CompileError> {
+/// `target` is an [`Arch`] or text (`greta __gpu build-kernels --target`
+/// passes its flag as given): text that is not a gfx name still reaches the
+/// compiler unchanged, which reports it as it always has.
+pub fn compiler_for_target(
+    hip: &Hip,
+    target: impl Into<Arch>,
+) -> Result<CompilerChoice, CompileError> {
+    let target: Arch = target.into();
     let runtime = device::version_string(hip.inner.runtime_version);
     match hip.hiprtc() {
         Ok(library) => {
@@ -632,8 +644,8 @@ pub fn compiler_for_target(hip: &Hip, target: &str) -> Result<CompilerChoice, Co
                 kind: CompilerKind::Hiprtc,
                 library,
                 version: format!("{version} (HIP runtime {runtime})"),
-                target: target.to_string(),
                 options: vec![format!("--offload-arch={target}"), "-O3".into()],
+                target,
             })
         }
         Err(looked) => hipcc::choice(target).map_err(|e| {
@@ -703,7 +715,10 @@ mod tests {
         });
         assert_eq!(
             only,
-            [Candidate::new("/nowhere/libamdhip64.so", "$GRETA_HIP_LIB")]
+            [Candidate::new(
+                "/nowhere/libamdhip64.so",
+                format!("${}", EnvVars::GRETA_HIP_LIB)
+            )]
         );
     }
 

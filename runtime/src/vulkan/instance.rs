@@ -3,6 +3,7 @@
 use super::validation::{self, MessageLog};
 use crate::RuntimeError;
 use ash::vk;
+use greta_vocab::EnvVars;
 
 /// An instance, its optional validation messenger and the message log.
 /// Dropping it destroys the messenger, then the instance; a device holds
@@ -50,11 +51,11 @@ impl Instance {
                 l.layer_name_as_c_str()
                     .is_ok_and(|n| n == validation::LAYER)
             }) {
-                return Err(RuntimeError::Unsupported(
-                    "validation requested (GRETA_VK_VALIDATION=1) but VK_LAYER_KHRONOS_validation is not installed \
-                     (Debian/Ubuntu: apt-get install vulkan-validationlayers)"
-                        .into(),
-                ));
+                return Err(RuntimeError::Unsupported(format!(
+                    "validation requested ({}=1) but VK_LAYER_KHRONOS_validation is not installed \
+                     (Debian/Ubuntu: apt-get install vulkan-validationlayers)",
+                    EnvVars::GRETA_VK_VALIDATION
+                )));
             }
             layers.push(validation::LAYER.as_ptr());
             exts.push(ash::ext::debug_utils::NAME.as_ptr());

@@ -49,6 +49,7 @@ use crate::{
 };
 use ash::vk;
 use cache::CacheStatus;
+use greta_vocab::VkDriver;
 use owned::{Allocator, LogicalDevice, Owned};
 use std::mem::ManuallyDrop;
 use std::path::PathBuf;
@@ -431,13 +432,8 @@ impl Backend for Device {
     }
 
     fn supports(&self, op: &Op) -> Result<(), String> {
+        // Every shader a plan names is built in: `plan::Shader` has no other.
         let plan = plan::plan(op, &Tuning::default(), &self.limits).map_err(|e| e.to_string())?;
-        if greta_kernels::spirv::words(plan.shader).is_none() {
-            return Err(format!(
-                "shader {} is not built into this greta",
-                plan.shader
-            ));
-        }
         if matches!(
             op,
             Op::RmsNorm { .. } | Op::LayerNorm { .. } | Op::Softmax { .. }
@@ -447,7 +443,7 @@ impl Backend for Device {
         }
         // llvmpipe (lavapipe) silently stops any loop after 65535 iterations
         // (counted per outermost loop): refuse shapes that would hit it.
-        if self.info.driver_id == "MESA_LLVMPIPE" {
+        if self.info.driver_id == VkDriver::Lavapipe {
             let trips = plan::max_loop_trips(op, &plan);
             if trips > LLVMPIPE_LOOP_LIMIT {
                 return Err(format!(
@@ -509,7 +505,7 @@ impl Backend for Device {
                 None => plan::plan(op, &Tuning::default(), &self.limits)?,
             },
         };
-        if self.info.driver_id == "MESA_LLVMPIPE" {
+        if self.info.driver_id == VkDriver::Lavapipe {
             let trips = plan::max_loop_trips(op, &plan);
             if trips > LLVMPIPE_LOOP_LIMIT {
                 return Err(RuntimeError::Unsupported(format!(

@@ -2,6 +2,7 @@
 //! through the device's pipeline cache and kept for the device's lifetime.
 
 use super::owned::{LogicalDevice, Owned};
+use super::plan::Shader;
 use crate::RuntimeError;
 use ash::vk;
 use std::collections::HashMap;
@@ -21,7 +22,7 @@ pub struct Pipeline {
 
 #[derive(Default)]
 pub struct Pipelines {
-    map: HashMap<(String, Vec<u32>, u32), Pipeline>,
+    map: HashMap<(Shader, Vec<u32>, u32), Pipeline>,
     /// Pipelines created since the cache file was last written.
     pub created: usize,
 }
@@ -33,11 +34,11 @@ impl Pipelines {
         &mut self,
         device: &Arc<LogicalDevice>,
         cache: &Owned<vk::PipelineCache>,
-        shader: &str,
+        shader: Shader,
         spec: &[u32],
         bindings: u32,
     ) -> Result<&Pipeline, RuntimeError> {
-        let key = (shader.to_string(), spec.to_vec(), bindings);
+        let key = (shader, spec.to_vec(), bindings);
         if !self.map.contains_key(&key) {
             let p = create(device, cache, shader, spec, bindings)?;
             self.created += 1;
@@ -50,13 +51,11 @@ impl Pipelines {
 fn create(
     device: &Arc<LogicalDevice>,
     cache: &Owned<vk::PipelineCache>,
-    shader: &str,
+    shader: Shader,
     spec: &[u32],
     bindings: u32,
 ) -> Result<Pipeline, RuntimeError> {
-    let words = greta_kernels::spirv::words(shader).ok_or_else(|| {
-        RuntimeError::Unsupported(format!("shader {shader:?} is not built into this greta"))
-    })?;
+    let words = shader.words();
     let binds: Vec<vk::DescriptorSetLayoutBinding> = (0..bindings)
         .map(|b| {
             vk::DescriptorSetLayoutBinding::default()

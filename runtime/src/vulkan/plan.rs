@@ -6,6 +6,9 @@
 //! (the Vulkan minimum) and the kernels loop grid-stride over the rest.
 
 use crate::{HostBuf, Op, RuntimeError, Tuning};
+/// Re-exported so callers of the planner (the fuzz target) can match on a
+/// plan's shader without a dependency on greta-kernels of their own.
+pub use greta_kernels::spirv::Shader;
 
 mod gemm;
 
@@ -51,7 +54,10 @@ pub struct Dispatch {
 }
 
 pub struct Plan {
-    pub shader: &'static str,
+    /// The kernel, as a [`Shader`]: a plan can only name a shader that was
+    /// built in; its text form ([`Shader::name`]) is what `RunStats.kernel`
+    /// and the tuning cache carry.
+    pub shader: Shader,
     /// Report the time of one dispatch (a repeat's time over its
     /// dispatches) instead of the repeat's; with a barrier between the
     /// dispatches of a repeat (noop: the cost of a dependent dispatch).
@@ -146,7 +152,7 @@ fn rope_table(tokens: usize, head_dim: usize, pos0: u32, theta: f32) -> HostBuf 
 pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError> {
     op.validate().map_err(|e| bad(e.to_string()))?;
     let t = tuning;
-    let simple = |shader: &'static str, wg: u32, dispatches: Vec<Dispatch>| Plan {
+    let simple = |shader: Shader, wg: u32, dispatches: Vec<Dispatch>| Plan {
         shader,
         per_dispatch: false,
         spec: vec![wg],
@@ -168,7 +174,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
                     ranges: vec![],
                 })
                 .collect();
-            let mut p = simple("noop", wg, batch);
+            let mut p = simple(Shader::Noop, wg, batch);
             p.per_dispatch = true;
             p
         }
@@ -186,9 +192,9 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
                 )));
             }
             let (shader, nbuf, extra) = match *op {
-                Op::Fill { value, .. } => ("fill", 1, vec![value]),
-                Op::Copy { .. } => ("copy", 2, vec![]),
-                _ => ("vec_add", 3, vec![]),
+                Op::Fill { value, .. } => (Shader::Fill, 1, vec![value]),
+                Op::Copy { .. } => (Shader::Copy, 2, vec![]),
+                _ => (Shader::VecAdd, 3, vec![]),
             };
             let n = op.outputs()[0].len;
             let mut ds = elementwise(n, nbuf, wg * unroll, lim, &extra);
@@ -211,12 +217,12 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
                 groups: [groups_for(n as u64, wg as u64), 1, 1],
                 ranges: whole(2),
             };
-            simple("broken_copy", wg, vec![d])
+            simple(Shader::BrokenCopy, wg, vec![d])
         }
         Op::TestSlow { iters } => {
             check_keys(t, &[])?;
             Plan {
-                shader: "slow",
+                shader: Shader::Slow,
                 per_dispatch: false,
                 spec: vec![],
                 tuning: Tuning::default(),
@@ -251,17 +257,21 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             };
             let (shader, nbuf, push) = match *op {
                 Op::RmsNorm { eps, .. } => (
-                    ["rmsnorm", "rmsnorm_vec4", "rmsnorm_reg"],
+                    [Shader::Rmsnorm, Shader::RmsnormVec4, Shader::RmsnormReg],
                     3,
                     vec![rows as u32, cols as u32, eps.to_bits()],
                 ),
                 Op::LayerNorm { eps, .. } => (
-                    ["layernorm", "layernorm_vec4", "layernorm_reg"],
+                    [
+                        Shader::Layernorm,
+                        Shader::LayernormVec4,
+                        Shader::LayernormReg,
+                    ],
                     4,
                     vec![rows as u32, cols as u32, eps.to_bits()],
                 ),
                 _ => (
-                    ["softmax", "softmax_vec4", "softmax_reg"],
+                    [Shader::Softmax, Shader::SoftmaxVec4, Shader::SoftmaxReg],
                     2,
                     vec![rows as u32, cols as u32],
                 ),
@@ -313,7 +323,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
                 groups: [groups_for(pairs, wg as u64), 1, 1],
                 ranges: whole(3),
             };
-            let mut p = simple("rope", wg, vec![d]);
+            let mut p = simple(Shader::Rope, wg, vec![d]);
             p.aux.push(rope_table(tokens, head_dim, pos0, theta));
             p
         }
@@ -339,7 +349,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
                 groups: [groups_for(total, wg as u64), 1, 1],
                 ranges: whole(4),
             };
-            simple("kv_update", wg, vec![d])
+            simple(Shader::KvUpdate, wg, vec![d])
         }
     })
 }
@@ -399,10 +409,14 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
         | Op::LayerNorm { rows, cols, .. }
         | Op::Softmax { rows, cols } => {
             let rows_per_group = (rows as u64).div_ceil(plan.dispatches[0].groups[0] as u64);
-            if plan.shader.ends_with("_reg") {
+            use Shader as S;
+            if matches!(plan.shader, S::RmsnormReg | S::LayernormReg | S::SoftmaxReg) {
                 return rows_per_group * 3 * plan.spec[1] as u64;
             }
-            let per_row = if plan.shader.ends_with("_vec4") {
+            let per_row = if matches!(
+                plan.shader,
+                S::RmsnormVec4 | S::LayernormVec4 | S::SoftmaxVec4
+            ) {
                 cols as u64 / 4
             } else {
                 cols as u64

@@ -8,6 +8,7 @@ use super::Device;
 use crate::{HostBuf, Op, RunOpts, RunStats, RuntimeError, TimingSource};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
+use greta_vocab::EnvVars;
 use std::time::Instant;
 
 /// Untimed passes before the timed repeats (GPUs only): at least this
@@ -236,7 +237,7 @@ fn record_and_submit(
         device_ns,
         timing,
         wall,
-        kernel: plan.shader.to_string(),
+        kernel: plan.shader.name().to_string(),
         tuning: plan.tuning.clone(),
         dispatches_per_repeat: plan.dispatches.len() as u32,
     })
@@ -395,7 +396,7 @@ fn warmup_passes(dev: &Device, op: &Op, plan: &Plan) -> u32 {
             }
         });
     // GRETA_VK_WARMUP_MS overrides the warm-up time (measurements).
-    let target = std::env::var("GRETA_VK_WARMUP_MS")
+    let target = std::env::var(EnvVars::GRETA_VK_WARMUP_MS)
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
         .map_or(

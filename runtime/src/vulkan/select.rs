@@ -5,6 +5,7 @@ use crate::{
     BackendKind, CoopMatShape, DeviceInfo, DeviceSelect, DeviceType, MemoryHeap, RuntimeError,
 };
 use ash::vk;
+use greta_vocab::VkDriver;
 
 /// A physical device with what greta read from it.
 pub struct Physical {
@@ -43,12 +44,14 @@ fn driver_ver(vendor: u32, v: u32) -> String {
     }
 }
 
-fn driver_id_name(id: vk::DriverId) -> String {
+/// ash prints a known `VkDriverId` by its API name (`MESA_RADV`); an id
+/// newer than ash is kept as `UNKNOWN_<n>`, as greta has always reported it.
+fn driver_id_name(id: vk::DriverId) -> VkDriver {
     let s = format!("{id:?}");
     if s.starts_with("DriverId(") {
-        format!("UNKNOWN_{}", id.as_raw())
+        VkDriver::Other(format!("UNKNOWN_{}", id.as_raw()))
     } else {
-        s
+        VkDriver::from_id_name(&s)
     }
 }
 
@@ -278,15 +281,11 @@ fn physical(inst: &Instance, pd: vk::PhysicalDevice) -> Option<Physical> {
     })
 }
 
-/// Rank of a driver when two expose the same GPU: RADV first (greta's
-/// primary target), then the vendors' own drivers, then the rest.
+/// Rank of a driver when two expose the same GPU: [`VkDriver::preference`]
+/// (RADV first, greta's primary target, then the vendors' own drivers,
+/// then the rest).
 fn driver_rank(d: &DeviceInfo) -> u32 {
-    match d.driver_id.as_str() {
-        "MESA_RADV" => 0,
-        "NVIDIA_PROPRIETARY" => 1,
-        "AMD_OPEN_SOURCE" | "AMD_PROPRIETARY" => 2,
-        _ => 3,
-    }
+    d.driver_id.preference()
 }
 
 /// Keeps one entry per deviceUUID (the best-ranked driver, at the position
@@ -419,7 +418,7 @@ mod tests {
     fn info(name: &str, driver: &str, uuid: &str) -> DeviceInfo {
         let mut d = DeviceInfo::placeholder();
         d.name = name.into();
-        d.driver_id = driver.into();
+        d.driver_id = VkDriver::from_id_name(driver);
         d.uuid = uuid.into();
         d.device_type = DeviceType::IntegratedGpu;
         d
@@ -434,10 +433,10 @@ mod tests {
         ]);
         assert_eq!(keep, vec![2, 1]);
         assert_eq!(out.len(), 2);
-        assert_eq!(out[0].driver_id, "MESA_RADV");
+        assert_eq!(out[0].driver_id, VkDriver::Radv);
         assert_eq!(out[0].index, 0);
         assert_eq!(out[1].index, 1);
-        assert_eq!(out[0].also_exposed_by, vec!["AMD_OPEN_SOURCE".to_string()]);
+        assert_eq!(out[0].also_exposed_by, vec![VkDriver::Amdvlk]);
         assert!(
             out[0]
                 .notes

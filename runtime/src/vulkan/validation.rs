@@ -1,6 +1,7 @@
 //! Validation layers and the debug-utils messenger that records their messages.
 
 use ash::vk;
+use greta_vocab::EnvVars;
 use std::ffi::CStr;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -9,7 +10,8 @@ pub const LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 
 /// Validation is on when `GRETA_VK_VALIDATION=1` (or `true`/`yes`).
 pub fn requested_by_env() -> bool {
-    std::env::var("GRETA_VK_VALIDATION").is_ok_and(|v| matches!(v.trim(), "1" | "true" | "yes"))
+    std::env::var(EnvVars::GRETA_VK_VALIDATION)
+        .is_ok_and(|v| matches!(v.trim(), "1" | "true" | "yes"))
 }
 
 /// Messages recorded by the messenger (shared with the callback).

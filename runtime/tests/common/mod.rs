@@ -6,6 +6,7 @@ use greta_kernels::check::{compare, Comparison};
 use greta_kernels::{reference, Access, DType, HostBuf, Op};
 use greta_runtime::vulkan::{CacheDir, Device, OpenOptions};
 use greta_runtime::{Backend, DeviceSelect, RunOpts};
+use greta_vocab::EnvVars;
 use half::f16;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -27,11 +28,11 @@ pub fn device_with(opts: OpenOptions) -> Device {
 
 /// A fresh seed, printed so a failure can be replayed with GRETA_TEST_SEED.
 pub fn seed() -> u64 {
-    let s = std::env::var("GRETA_TEST_SEED")
+    let s = std::env::var(EnvVars::GRETA_TEST_SEED)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| rand::thread_rng().gen());
-    eprintln!("seed = {s} (replay with GRETA_TEST_SEED={s})");
+    eprintln!("seed = {s} (replay with {}={s})", EnvVars::GRETA_TEST_SEED);
     s
 }
 

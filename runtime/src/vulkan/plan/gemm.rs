@@ -15,7 +15,7 @@
 //! cache entry; the checks then fail the gate) to measure the multiply
 //! loop's own ceiling (docs/performance.md).
 
-use super::{bad, Dispatch, Limits, Plan, MAX_GROUPS};
+use super::{bad, Dispatch, Limits, Plan, Shader, MAX_GROUPS};
 use crate::{Op, RuntimeError, Tuning};
 
 /// `gemm_f16_cm2` default block (bm, bn, bk, workgroup size): the fastest
@@ -95,7 +95,7 @@ fn one_dispatch(
     })
 }
 
-fn plan_of(shader: &'static str, spec: Vec<u32>, tuning: Tuning, d: Dispatch) -> Plan {
+fn plan_of(shader: Shader, spec: Vec<u32>, tuning: Tuning, d: Dispatch) -> Plan {
     Plan {
         shader,
         per_dispatch: false,
@@ -220,7 +220,11 @@ fn scalar(
     };
     let d = one_dispatch(m, n, k, bm, bn, op)?;
     Ok(plan_of(
-        if f16 { "gemm_f16" } else { "gemm_f32" },
+        if f16 {
+            Shader::GemmF16
+        } else {
+            Shader::GemmF32
+        },
         vec![bm, bn, bk, tm, tn, threads],
         eff,
         d,
@@ -278,7 +282,7 @@ fn v4(
     let wg = wg as u32; // <= max_invocations, checked above
     let d = one_dispatch(m, n, k, bm, bn, op)?;
     let tuning = tuning_of(&[("v4", 1), ("bm", bm), ("bn", bn), ("bk", bk)]);
-    Ok(plan_of("gemm_f32_v4", vec![bm, bn, bk, wg], tuning, d))
+    Ok(plan_of(Shader::GemmF32V4, vec![bm, bn, bk, wg], tuning, d))
 }
 
 /// `gemm_f16_cmreg`: aligned shapes, 16x16x16 f16 tiles, a fixed subgroup size.
@@ -372,7 +376,7 @@ fn cmreg(
         .filter(|(_, v)| *v > 0)
         .fold(tuning, |t, (k, v)| t.with(k, v));
     Ok(plan_of(
-        "gemm_f16_cmreg",
+        Shader::GemmF16Cmreg,
         vec![bm, bn, bk, wg, sgn, sg, stages, direct, group_m, probe],
         tuning,
         d,
@@ -422,7 +426,12 @@ fn cm2(
         ("bk", bk),
         ("wg", wg),
     ]);
-    Ok(plan_of("gemm_f16_cm2", vec![bm, bn, bk, wg, uk], tuning, d))
+    Ok(plan_of(
+        Shader::GemmF16Cm2,
+        vec![bm, bn, bk, wg, uk],
+        tuning,
+        d,
+    ))
 }
 
 /// `gemm_f16_coopmat`: KHR cooperative matrix, accumulators in shared memory, any shape.
@@ -446,7 +455,7 @@ fn coop_shared(
     }
     let d = one_dispatch(m, n, k, bm, bn, op)?;
     Ok(plan_of(
-        "gemm_f16_coopmat",
+        Shader::GemmF16Coopmat,
         vec![bm, bn, bk, cm, cn, wg, ck],
         tuning_of(&[("coopmat", 1)]),
         d,
@@ -568,12 +577,12 @@ mod tests {
     fn defaults_pick_the_fast_kernels_where_they_apply() {
         let lim = h200();
         let p = run_plan(&f16(4096, 4096, 4096), &Tuning::default(), &lim).unwrap();
-        assert_eq!(p.shader, "gemm_f16_cmreg");
+        assert_eq!(p.shader, Shader::GemmF16Cmreg);
         // bm bn bk wg sgn sg stages direct group_m probe, as the shader numbers them.
         assert_eq!(p.spec, vec![128, 128, 64, 128, 2, 32, 1, 1, 0, 0]);
         // Not a multiple of the block: the NV kernel, which takes any shape.
         let p = run_plan(&f16(4100, 4096, 4096), &Tuning::default(), &lim).unwrap();
-        assert_eq!(p.shader, "gemm_f16_cm2");
+        assert_eq!(p.shader, Shader::GemmF16Cm2);
         let p = run_plan(
             &Op::GemmF32 {
                 m: 4096,
@@ -586,7 +595,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             (p.shader, p.spec.clone()),
-            ("gemm_f32_v4", vec![128, 128, 8, 256])
+            (Shader::GemmF32V4, vec![128, 128, 8, 256])
         );
         let p = run_plan(
             &Op::GemmF32 {
@@ -598,7 +607,7 @@ mod tests {
             &lim,
         )
         .unwrap();
-        assert_eq!(p.shader, "gemm_f32");
+        assert_eq!(p.shader, Shader::GemmF32);
     }
 
     #[test]
@@ -611,7 +620,7 @@ mod tests {
             ..h200()
         };
         let p = run_plan(&f16(4096, 4096, 4096), &Tuning::default(), &lim).unwrap();
-        assert_eq!(p.shader, "gemm_f16_coopmat");
+        assert_eq!(p.shader, Shader::GemmF16Coopmat);
         let err = run_plan(
             &f16(4096, 4096, 4096),
             &Tuning::default().with("coopmat", 3),
@@ -735,10 +744,10 @@ mod tests {
     fn shared_bytes(p: &Plan) -> u128 {
         let s: Vec<u128> = p.spec.iter().map(|v| *v as u128).collect();
         match p.shader {
-            "gemm_f32" | "gemm_f16" => (s[0] + 1 + s[1]) * s[2] * 4,
-            "gemm_f32_v4" => 2 * s[2] * ((s[0] / 4 + 1) * 16 + s[1] * 4),
-            "gemm_f16_cmreg" => s[6] * 16 * (s[0] * (s[2] / 8 + 1) + s[2] * (s[1] / 8 + 1)),
-            "gemm_f16_coopmat" => s[0] * s[2] * 2 + s[2] * s[1] * 2 + s[0] * s[1] * 4,
+            Shader::GemmF32 | Shader::GemmF16 => (s[0] + 1 + s[1]) * s[2] * 4,
+            Shader::GemmF32V4 => 2 * s[2] * ((s[0] / 4 + 1) * 16 + s[1] * 4),
+            Shader::GemmF16Cmreg => s[6] * 16 * (s[0] * (s[2] / 8 + 1) + s[2] * (s[1] / 8 + 1)),
+            Shader::GemmF16Coopmat => s[0] * s[2] * 2 + s[2] * s[1] * 2 + s[0] * s[1] * 4,
             _ => 0,
         }
     }
@@ -842,8 +851,8 @@ mod tests {
                         n += 1;
                         // The workgroup size (spec 3 or 5) never exceeds the device's.
                         let wg = match p.shader {
-                            "gemm_f32" | "gemm_f16" => p.spec[5],
-                            "gemm_f16_coopmat" => p.spec[5],
+                            Shader::GemmF32 | Shader::GemmF16 => p.spec[5],
+                            Shader::GemmF16Coopmat => p.spec[5],
                             _ => p.spec[3],
                         };
                         assert!(wg <= lim.max_invocations, "{} {t}", p.shader);
