@@ -250,7 +250,11 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), ops.len(), "two ops share a name");
-        assert_eq!(HIP_SOURCES.len(), ops.len() + 1, "common.h plus one file per op");
+        assert_eq!(
+            HIP_SOURCES.len(),
+            ops.len() + 1,
+            "common.h plus one file per op"
+        );
         for op in &ops {
             op.validate().unwrap_or_else(|e| panic!("{op}: {e}"));
             assert!(op.to_string().starts_with(op.name()));

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Long coverage-guided fuzz runs on a lent machine's CPUs (16 cores there,
+# 2 here); builds nothing there. The GPU is not used: the machine is where
+# the cores are.
+#
+# Prepare here (cargo-afl set up as in docs/reliability.md):
+#   scripts/gpu/fuzz.sh --pack        # builds fuzz/ with AFL++, writes .fuzzpack/
+# Run there with carry [".fuzzpack"] and the command:
+#   bash scripts/gpu/fuzz.sh SECONDS [TARGET=WORKERS ...]
+# (default: 520 s; sysroot=5 lock_files=4 from_text=4 data_files=1 gemm_plan=1).
+# Each target runs WORKERS afl-fuzz instances (one main, the rest
+# secondaries) on tmpfs for SECONDS. Results in $OUT: fuzz.log (a line per
+# target: executions, corpus, crashes, hangs, summed over workers) and
+# crashes/TARGET/ with any crashing or hanging input.
+set -uo pipefail
+shopt -s nullglob
+cd "$(dirname "$0")/../.."
+pack=.fuzzpack
+targets=(from_text sysroot lock_files data_files gemm_plan)
+
+if [[ ${1:-} == --pack ]]; then
+  set -e
+  (cd fuzz && cargo afl build --release --quiet)
+  rm -rf "$pack" && mkdir -p "$pack/bin"
+  afl=$(dirname "$(find ~/.local/share/afl.rs -name afl-fuzz -type f | head -1)")
+  cp "$afl/afl-fuzz" "$pack/bin/"
+  for t in "${targets[@]}"; do
+    strip -o "$pack/bin/$t" "fuzz/target/release/$t"
+  done
+  fuzz/target/release/seeds "$pack/corpus" >/dev/null
+  grep -qx '/.fuzzpack/' .git/info/exclude || echo '/.fuzzpack/' >> .git/info/exclude
+  du -sh "$pack"
+  exit 0
+fi
+
+secs=${1:-520}
+shift || true
+declare -A workers=([sysroot]=5 [lock_files]=4 [from_text]=4 [data_files]=1 [gemm_plan]=1)
+for a in "$@"; do workers[${a%%=*}]=${a#*=}; done
+out=${OUT:-fuzz-out}
+mkdir -p "$out"
+log="$out/fuzz.log"
+work=/dev/shm/greta-fuzz
+rm -rf "$work" && mkdir -p "$work"
+export TMPDIR=$work AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
+  AFL_SKIP_CRASHES=1 AFL_QUIET=1 AFL_NO_AFFINITY=1
+{ echo "host: $(nproc) cores, $(uname -r)"; date -u; } | tee "$log"
+pids=()
+for t in "${!workers[@]}"; do
+  n=${workers[$t]}
+  for ((i = 0; i < n; i++)); do
+    role=(-S "w$i")
+    [[ $i == 0 ]] && role=(-M main)
+    "$pack/bin/afl-fuzz" "${role[@]}" -V "$secs" -t 5000 -i "$pack/corpus/$t" -o "$work/$t" \
+      "$pack/bin/$t" >"$work/$t-$i.log" 2>&1 &
+    pids+=($!)
+  done
+done
+wait "${pids[@]}"
+printf '%-11s %7s %12s %9s %7s %7s %6s\n' target workers execs execs/s corpus crashes hangs | tee -a "$log"
+for t in "${targets[@]}"; do
+  [[ -d $work/$t ]] || continue
+  execs=0 rate=0 corpus=0 crashes=0 hangs=0
+  for s in "$work/$t"/*/fuzzer_stats; do
+    get() { awk -F' *: *' -v k="$1" '$1 == k { print int($2) }' "$s"; }
+    execs=$((execs + $(get execs_done))) rate=$((rate + $(get execs_per_sec)))
+    crashes=$((crashes + $(get saved_crashes))) hangs=$((hangs + $(get saved_hangs)))
+    c=$(get corpus_count); ((c > corpus)) && corpus=$c
+  done
+  printf '%-11s %7s %12s %9s %7s %7s %6s\n' "$t" "${workers[$t]}" "$execs" "$rate" "$corpus" "$crashes" "$hangs" | tee -a "$log"
+  if ((crashes + hangs > 0)); then
+    mkdir -p "$out/crashes/$t"
+    # AFL++'s names hold ':' and ','; numbered copies travel back intact.
+    k=0
+    for f in "$work/$t"/*/crashes/id* "$work/$t"/*/hangs/id*; do
+      [[ -f $f ]] && cp "$f" "$out/crashes/$t/input-$((k++))"
+    done
+  fi
+  [[ -s $work/$t-0.log ]] && tail -3 "$work/$t-0.log" >> "$log"
+done
+date -u | tee -a "$log"
