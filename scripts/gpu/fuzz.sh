@@ -24,6 +24,10 @@ if [[ ${1:-} == --pack ]]; then
   rm -rf "$pack" && mkdir -p "$pack/bin"
   afl=$(dirname "$(find ~/.local/share/afl.rs -name afl-fuzz -type f | head -1)")
   cp "$afl/afl-fuzz" "$pack/bin/"
+  # cargo-afl's AFL++ links the libpython it was built with (its Python
+  # mutator hook); carry that library, the lent machine has another Python.
+  mkdir -p "$pack/lib"
+  for l in $(ldd "$pack/bin/afl-fuzz" | awk '/libpython/ { print $3 }'); do cp -L "$l" "$pack/lib/"; done
   for t in "${targets[@]}"; do
     strip -o "$pack/bin/$t" "fuzz/target/release/$t"
   done
@@ -42,6 +46,7 @@ mkdir -p "$out"
 log="$out/fuzz.log"
 work=/dev/shm/greta-fuzz
 rm -rf "$work" && mkdir -p "$work"
+export LD_LIBRARY_PATH=$PWD/$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export TMPDIR=$work AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
   AFL_SKIP_CRASHES=1 AFL_QUIET=1 AFL_NO_AFFINITY=1
 { echo "host: $(nproc) cores, $(uname -r)"; date -u; } | tee "$log"
@@ -59,9 +64,15 @@ done
 wait "${pids[@]}"
 printf '%-11s %7s %12s %9s %7s %7s %6s\n' target workers execs execs/s corpus crashes hangs | tee -a "$log"
 for t in "${targets[@]}"; do
-  [[ -d $work/$t ]] || continue
+  ((${workers[$t]:-0} > 0)) || continue
+  stats=("$work/$t"/*/fuzzer_stats)
+  if ((${#stats[@]} == 0)); then
+    echo "$t: afl-fuzz did not start:" | tee -a "$log"
+    tail -5 "$work/$t-0.log" | tee -a "$log"
+    continue
+  fi
   execs=0 rate=0 corpus=0 crashes=0 hangs=0
-  for s in "$work/$t"/*/fuzzer_stats; do
+  for s in "${stats[@]}"; do
     get() { awk -F' *: *' -v k="$1" '$1 == k { print int($2) }' "$s"; }
     execs=$((execs + $(get execs_done))) rate=$((rate + $(get execs_per_sec)))
     crashes=$((crashes + $(get saved_crashes))) hangs=$((hangs + $(get saved_hangs)))

@@ -93,14 +93,20 @@ fn check_keys(t: &Tuning, allowed: &[&str]) -> Result<(), RuntimeError> {
 
 fn wg_of(t: &Tuning, default: u32, lim: &Limits) -> Result<u32, RuntimeError> {
     let wg = t.get("wg").unwrap_or(default);
-    if wg == 0 || wg > lim.max_invocations || !wg.is_power_of_two() {
-        return Err(bad(format!(
-            "wg={wg}: must be a power of two <= {}",
-            lim.max_invocations
-        )));
+    let most = lim.max_invocations.min(MAX_WG);
+    if wg == 0 || wg > most || !wg.is_power_of_two() {
+        return Err(bad(format!("wg={wg}: must be a power of two <= {most}")));
     }
     Ok(wg)
 }
+
+/// The largest workgroup greta's element-wise and row kernels are planned
+/// for, whatever the device reports: every GPU greta targets reports 1024
+/// (AMD, NVIDIA, lavapipe), and the products the planner forms from `wg`
+/// (`wg * unroll`, `4 * NORM_MAX_NPT * wg`) stay far inside u32 with it.
+/// A device limit read from a driver is not a bound on arithmetic (the
+/// gemm_plan fuzz target found `wg * unroll` overflowing with a limit of 2^31).
+const MAX_WG: u32 = 1024;
 
 /// Element-wise u32/f32 ops over `n` elements with `nbuf` buffers of 4-byte
 /// elements, split into chunks that fit the range limit.
