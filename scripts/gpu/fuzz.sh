@@ -20,7 +20,13 @@ targets=(from_text sysroot lock_files data_files gemm_plan)
 
 if [[ ${1:-} == --pack ]]; then
   set -e
-  (cd fuzz && cargo afl build --release --quiet)
+  # cargo-afl compiles for `-C target-cpu=native`: instructions of this
+  # machine's CPU that the lent one may lack (the first runs here saw every
+  # lock_files "crash" be a SIGILL that did not reproduce on the build
+  # machine). RUSTFLAGS come after cargo-afl's own, so this wins; its own
+  # target dir keeps the native build of scripts/fuzz.sh.
+  (cd fuzz && RUSTFLAGS="-C target-cpu=x86-64-v3" CARGO_TARGET_DIR=target/portable \
+    cargo afl build --release --quiet)
   rm -rf "$pack" && mkdir -p "$pack/bin"
   afl=$(dirname "$(find ~/.local/share/afl.rs -name afl-fuzz -type f | head -1)")
   cp "$afl/afl-fuzz" "$pack/bin/"
@@ -29,9 +35,9 @@ if [[ ${1:-} == --pack ]]; then
   mkdir -p "$pack/lib"
   for l in $(ldd "$pack/bin/afl-fuzz" | awk '/libpython/ { print $3 }'); do cp -L "$l" "$pack/lib/"; done
   for t in "${targets[@]}"; do
-    strip -o "$pack/bin/$t" "fuzz/target/release/$t"
+    strip -o "$pack/bin/$t" "fuzz/target/portable/release/$t"
   done
-  fuzz/target/release/seeds "$pack/corpus" >/dev/null
+  fuzz/target/portable/release/seeds "$pack/corpus" >/dev/null
   grep -qx '/.fuzzpack/' .git/info/exclude || echo '/.fuzzpack/' >> .git/info/exclude
   du -sh "$pack"
   exit 0
@@ -80,12 +86,23 @@ for t in "${targets[@]}"; do
   done
   printf '%-11s %7s %12s %9s %7s %7s %6s\n' "$t" "${workers[$t]}" "$execs" "$rate" "$corpus" "$crashes" "$hangs" | tee -a "$log"
   if ((crashes + hangs > 0)); then
+    # AFL++'s names hold ':' and ',' (and the signal: sig:06 is an abort,
+    # i.e. a Rust panic; sig:11 a segfault): numbered copies travel back,
+    # names.txt maps them, and triage.txt says what each does when replayed
+    # alone (exit code and the last lines of stderr). At most 8 per target.
     mkdir -p "$out/crashes/$t"
-    # AFL++'s names hold ':' and ','; numbered copies travel back intact.
     k=0
     for f in "$work/$t"/*/crashes/id* "$work/$t"/*/hangs/id*; do
-      [[ -f $f ]] && cp "$f" "$out/crashes/$t/input-$((k++))"
+      ((k < 8)) || break
+      c="$out/crashes/$t/input-$k"
+      cp "$f" "$c"
+      echo "input-$k ${f#"$work/"}" >> "$out/crashes/$t/names.txt"
+      { echo "== input-$k"; timeout 20 "$pack/bin/$t" < "$c" 2>&1 | tail -4; echo "rc=${PIPESTATUS[0]}"; } \
+        >> "$out/crashes/$t/triage.txt"
+      k=$((k + 1))
     done
+    ls "$work/$t"/*/crashes "$work/$t"/*/hangs | sed -n 's/.*\(sig:[0-9]*\).*/\1/p' | sort | uniq -c \
+      | sed "s/^/$t signals: /" | tee -a "$log"
   fi
   [[ -s $work/$t-0.log ]] && tail -3 "$work/$t-0.log" >> "$log"
 done
