@@ -85,26 +85,10 @@ pub struct Settings {
     pub inject: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    /// Every gate that ran passed (skips allowed).
-    Pass,
-    /// At least one gate failed.
-    Fail,
-    /// Nothing could be decided (no gate ran).
-    Undecided,
-}
-
-impl RunStatus {
-    pub fn exit_code(self) -> u8 {
-        match self {
-            RunStatus::Pass => 0,
-            RunStatus::Fail => 1,
-            RunStatus::Undecided => 2,
-        }
-    }
-}
+/// A run's verdict: the vocabulary's [`greta_vocab::Verdict`] (pass, fail,
+/// undecided; exit codes 0, 1, 2), the one type every command that answers
+/// "may the paid run start?" speaks.
+pub type RunStatus = greta_vocab::Verdict;
 
 /// The identity of a device as the backend reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,14 +8,17 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// Every gate that ran passed (skips allowed).
     Pass,
+    /// At least one gate failed.
     Fail,
+    /// Nothing could be decided (no gate ran).
     Undecided,
 }
 
 impl Verdict {
     /// The process exit code of this verdict.
-    pub fn exit_code(self) -> i32 {
+    pub fn exit_code(self) -> u8 {
         match self {
             Verdict::Pass => 0,
             Verdict::Fail => 1,
