@@ -301,6 +301,7 @@ mod tests {
             url: "http://127.0.0.1:9/x".into(),
             sha256: hex::encode(Sha256::digest(bytes)),
             size: Some(bytes.len() as u64),
+            lock_line: None,
         }
     }
 

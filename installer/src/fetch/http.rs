@@ -45,6 +45,26 @@ pub struct Cancelled;
 pub struct Failed {
     pub msg: String,
     pub rerun_helps: bool,
+    /// The files whose bytes hashed otherwise than the lock (the message
+    /// says so too; this is for code that decides on it).
+    pub mismatched: Vec<MismatchedHash>,
+}
+
+/// The bytes a server sent hash otherwise than the lock promises: the
+/// failure is the variant, the text only its presentation. `lock` names
+/// the lockfile line of the promise when the artifact came from a lock.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "sha256 mismatch: the lock says {expected}{}, the server sent {actual} ({bytes} bytes)",
+    lock.as_ref().map(|l| format!(" ({l})")).unwrap_or_default()
+)]
+pub struct MismatchedHash {
+    pub name: String,
+    pub filename: String,
+    pub expected: String,
+    pub actual: String,
+    pub bytes: u64,
+    pub lock: Option<super::LockLine>,
 }
 
 /// Why one attempt failed, and whether another attempt can help.
@@ -54,6 +74,8 @@ struct Attempt {
     /// Restart from byte 0 instead of resuming.
     restart: bool,
     msg: String,
+    /// The whole file arrived and hashed wrong (restart, once).
+    mismatch: Option<MismatchedHash>,
 }
 
 impl Attempt {
@@ -62,6 +84,7 @@ impl Attempt {
             retry: true,
             restart: false,
             msg: msg.into(),
+            mismatch: None,
         }
     }
     fn restart(msg: impl Into<String>) -> Self {
@@ -69,6 +92,7 @@ impl Attempt {
             retry: true,
             restart: true,
             msg: msg.into(),
+            mismatch: None,
         }
     }
     fn fatal(msg: impl Into<String>) -> Self {
@@ -76,6 +100,13 @@ impl Attempt {
             retry: false,
             restart: false,
             msg: msg.into(),
+            mismatch: None,
+        }
+    }
+    fn mismatch(m: MismatchedHash) -> Self {
+        Attempt {
+            mismatch: Some(m.clone()),
+            ..Attempt::restart(m.to_string())
         }
     }
 }
@@ -103,6 +134,7 @@ pub fn download(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<()> {
     let mut last = String::new();
+    let mut mismatched = Vec::new();
     let mut hash_failures = 0;
     let mut rerun_helps = true;
     // The budget is attempts in a row that added no byte, not attempts: a
@@ -131,12 +163,13 @@ pub fn download(
                     let _ = fs::remove_file(partial);
                     progress(Progress::Reset);
                 }
-                if last.starts_with("sha256 mismatch") {
+                if let Some(m) = e.mismatch {
                     // One full clean retry: a resumed prefix may have been the
                     // culprit. The same wrong bytes twice is the server's doing.
                     hash_failures += 1;
                     if hash_failures >= 2 {
                         rerun_helps = false;
+                        mismatched.push(m);
                         break;
                     }
                     continue;
@@ -160,6 +193,7 @@ pub fn download(
     Err(Failed {
         msg: format!("downloading {} from {}: {last}", a.filename, a.url),
         rerun_helps,
+        mismatched,
     }
     .into())
 }
@@ -283,10 +317,14 @@ fn one_attempt(
     }
     let got = hex::encode(hasher.finalize());
     if got != a.sha256 {
-        return Err(Attempt::restart(format!(
-            "sha256 mismatch: the lock says {}, the server sent {got} ({have} bytes)",
-            a.sha256
-        )));
+        return Err(Attempt::mismatch(MismatchedHash {
+            name: a.name.clone(),
+            filename: a.filename.clone(),
+            expected: a.sha256.clone(),
+            actual: got,
+            bytes: have,
+            lock: a.lock_line.clone(),
+        }));
     }
     Ok(())
 }

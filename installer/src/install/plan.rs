@@ -151,6 +151,7 @@ pub fn artifact(w: &WheelPin) -> Artifact {
         url: w.url.clone(),
         sha256: w.sha256.clone(),
         size: w.size,
+        lock_line: Some(w.hash_at.clone()),
     }
 }
 
@@ -340,4 +341,83 @@ pub fn probe_gfx(probe: &serde_json::Value) -> Vec<String> {
     out.sort();
     out.dedup();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plan for another node: no probe, no interpreter run, the built-in
+    /// lock set. Nothing here touches the network or a GPU.
+    fn plan_for(profile: &str, python: &str) -> Result<Plan> {
+        plan(&PlanInput {
+            lock_dir: &LockDir::built_in(),
+            profile: Some(profile),
+            python: None,
+            python_version: Some(python),
+            sysroot: None,
+            probe: false,
+        })
+    }
+
+    #[test]
+    fn a_forced_profile_plans_its_wheels_without_probing() {
+        let p = plan_for("cpu", "3.12").unwrap();
+        assert_eq!((p.profile.as_str(), p.backend.as_str()), ("cpu", "cpu"));
+        assert_eq!(p.python.why, "--python 3.12 (no interpreter run)");
+        assert!(p.python.path.is_none());
+        assert_eq!(p.probe["sources"][0], "not probed: bundle for another node");
+        assert!(p.lockfile.ends_with("pylock.cpu.toml"), "{:?}", p.lockfile);
+        assert!(p.wheels.iter().any(|w| w.name == "torch"), "{:?}", p.wheels);
+        for w in &p.wheels {
+            artifact(w).validate().unwrap();
+            assert!(
+                w.filename.contains("312") || w.filename.contains("py3"),
+                "{}",
+                w.filename
+            );
+        }
+        assert!(p.queried_interpreter.is_none());
+    }
+
+    #[test]
+    fn an_unsupported_python_is_refused_with_the_supported_ones() {
+        let e = plan_for("cpu", "3.9").unwrap_err();
+        let r = e.downcast_ref::<lock::Refusal>().expect("a refusal");
+        assert_eq!(r.message, "profile `cpu` does not support Python 3.9");
+        assert!(r.fix.contains("3.12"), "{}", r.fix);
+    }
+
+    #[test]
+    fn the_explanation_has_one_line_per_decision() {
+        let p = plan_for("cpu", "3.12").unwrap();
+        let s = explain(&p);
+        assert!(s.starts_with("profile cpu (cpu):\n"), "{s}");
+        assert!(
+            s.contains("python 3.12.0: --python 3.12 (no interpreter run)\n"),
+            "{s}"
+        );
+        assert!(s.contains(&format!("{} wheels, ", p.wheels.len())), "{s}");
+        assert!(!s.contains("HIP step"), "{s}");
+    }
+
+    #[test]
+    fn sizes_are_human() {
+        assert_eq!(human(512), "0.5 KiB");
+        assert_eq!(human(3 << 20), "3.0 MiB");
+        assert_eq!(human(5 << 30), "5.0 GiB");
+    }
+
+    #[test]
+    fn gfx_targets_are_the_amd_gpus_once_each() {
+        let probe = serde_json::json!({"gpus": [
+            {"vendor": "amd", "gfx": "gfx942"},
+            {"vendor": "nvidia", "gfx": null},
+            {"vendor": "amd", "gfx": "gfx90a"},
+            {"vendor": "amd", "gfx": "gfx942"},
+            {"vendor": "amd", "gfx": null},
+        ]});
+        assert_eq!(probe_gfx(&probe), vec!["gfx90a", "gfx942"]);
+        assert!(probe_gfx(&serde_json::json!({})).is_empty());
+    }
 }
