@@ -75,7 +75,7 @@ struct Attempt {
     restart: bool,
     msg: String,
     /// The whole file arrived and hashed wrong (restart, once).
-    mismatch: Option<MismatchedHash>,
+    mismatch: Option<Box<MismatchedHash>>,
 }
 
 impl Attempt {
@@ -105,7 +105,7 @@ impl Attempt {
     }
     fn mismatch(m: MismatchedHash) -> Self {
         Attempt {
-            mismatch: Some(m.clone()),
+            mismatch: Some(Box::new(m.clone())),
             ..Attempt::restart(m.to_string())
         }
     }
@@ -169,7 +169,7 @@ pub fn download(
                     hash_failures += 1;
                     if hash_failures >= 2 {
                         rerun_helps = false;
-                        mismatched.push(m);
+                        mismatched.push(*m);
                         break;
                     }
                     continue;

@@ -15,7 +15,7 @@ pub(super) struct Fetch {
 
 impl Fetch {
     /// How many came over the network (the rest were cached).
-    pub fn from_network(&self) -> usize {
+    pub fn downloaded(&self) -> usize {
         self.wheels
             .iter()
             .filter(|f| f.source == fetch::Source::Network)
@@ -40,7 +40,7 @@ pub(super) fn fetch(plan: &Plan, input: &InstallInput, cache: &Cache) -> Result<
     let done = Fetch {
         wheels: fetch::fetch_all(cache, &items, &fopts)?,
     };
-    let from_net = done.from_network();
+    let from_net = done.downloaded();
     say(
         input.verbose,
         format!(

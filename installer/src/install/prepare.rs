@@ -30,7 +30,7 @@ impl Prepared {
 /// Whether the existing env is kept or a new one is built.
 pub(super) enum Current {
     /// The env was already exactly this install: nothing more to do.
-    UpToDate(envs::current::Verified),
+    UpToDate(Box<envs::current::Verified>),
     Build(Rebuild),
 }
 
@@ -98,7 +98,7 @@ pub(super) fn current(
     let verdict = up_to_date(plan, input, &env_path, early);
     timings.insert("verify", t);
     match verdict {
-        Ok(v) => Current::UpToDate(v),
+        Ok(v) => Current::UpToDate(Box::new(v)),
         Err(stale) => {
             say(
                 input.verbose,
