@@ -297,3 +297,70 @@ pub fn bundle(
         .with_context(|| format!("moving the bundle into {}", out.display()))?;
     Ok(m)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(arch: Option<&str>) -> BundleManifest {
+        BundleManifest {
+            schema: BUNDLE_SCHEMA.into(),
+            fetch_ms: 1,
+            profile: "cpu".into(),
+            python: "3.12".into(),
+            lockfile: "pylock.cpu.toml".into(),
+            lock_sha256: "00".repeat(32),
+            wheels: vec![Artifact {
+                name: "x".into(),
+                version: "1".into(),
+                filename: "x-1-py3-none-any.whl".into(),
+                url: "https://e/x-1-py3-none-any.whl".into(),
+                sha256: "ab".repeat(32),
+                size: Some(3),
+                lock_line: Some(fetch::LockLine {
+                    file: "/lock/pylock.cpu.toml".into(),
+                    line: 9,
+                }),
+            }],
+            arch: arch.map(str::to_string),
+            uv: None,
+            greta_version: "0.1.0".into(),
+            created: "2026-11-23T00:00:00Z".into(),
+        }
+    }
+
+    /// The lock line is this machine's business: the manifest keeps its
+    /// shape (a bundle's lockfile travels with it and is checked by hash).
+    #[test]
+    fn a_manifest_round_trips_without_lock_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = manifest(Some(std::env::consts::ARCH));
+        let text = serde_json::to_string_pretty(&m).unwrap();
+        assert!(!text.contains("lock_line"), "{text}");
+        std::fs::write(dir.path().join(BUNDLE_MANIFEST), text).unwrap();
+        let back = BundleManifest::load(dir.path()).unwrap();
+        assert_eq!(back.wheels[0].lock_line, None);
+        assert_eq!(back.wheels[0].sha256, m.wheels[0].sha256);
+        back.check_arch(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_bundle_for_another_architecture_is_refused_with_both_names() {
+        let other = if std::env::consts::ARCH == "aarch64" {
+            "x86_64"
+        } else {
+            "aarch64"
+        };
+        let e = manifest(Some(other))
+            .check_arch(Path::new("/b"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("made on a {other} machine"))
+                && e.contains(&format!("this node is {}", std::env::consts::ARCH)),
+            "{e}"
+        );
+        // Bundles from before the field: accepted.
+        manifest(None).check_arch(Path::new("/b")).unwrap();
+    }
+}
