@@ -9,7 +9,7 @@ pub mod cmd;
 pub mod envs;
 pub mod exit;
 pub mod fetch;
+pub mod install;
 pub mod interrupt;
 pub mod lock;
-pub mod pipeline;
 pub mod read;

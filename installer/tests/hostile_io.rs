@@ -12,8 +12,8 @@ use support::Harness;
 
 fn mkfifo(p: &Path) {
     let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
     assert_eq!(
+        // SAFETY: a valid NUL-terminated path.
         unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
         0,
         "{}",
@@ -56,8 +56,10 @@ fn with_closed_stdout(mut c: Command) -> Output {
     let mut fds = [0i32; 2];
     // SAFETY: a two-int array for pipe(2).
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    // SAFETY: fds[0] is ours and closed once; fds[1] is owned by the Stdio.
+    // SAFETY: fds[0] is ours and closed once.
     unsafe { libc::close(fds[0]) };
+    // SAFETY: fds[1] is a fresh pipe end nothing else owns; the File (then
+    // the Stdio) becomes its only owner.
     let w = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fds[1]) };
     c.stdin(Stdio::null())
         .stdout(Stdio::from(w))

@@ -129,6 +129,34 @@ fn truncated_body_is_detected_and_resumed() {
     h.import_in_env("cpu");
 }
 
+/// Issue 12: a wheel whose bytes differ from the lock is traced to the
+/// lockfile line that pins its sha256 (the file to look at when a wheel
+/// was republished), and nothing is built.
+#[test]
+fn a_changed_hash_names_the_lockfile_and_line() {
+    let h = Harness::new(20_000);
+    let torch = h.wheel("torch");
+    h.server.fault_always(&torch.filename, Fault::WrongContent);
+    let o = h.install(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let lock = std::fs::read_to_string(h.lock_dir().join("pylock.cpu.toml")).unwrap();
+    let line = 1 + lock
+        .lines()
+        .position(|l| l.contains(&torch.sha256))
+        .expect("torch's hash in the lock");
+    let e = support::stderr(&o);
+    assert!(
+        e.contains(&format!(
+            "sha256 mismatch: the lock says {} ({}:{line})",
+            torch.sha256,
+            h.lock_dir().join("pylock.cpu.toml").display()
+        )),
+        "{e}"
+    );
+    assert!(e.contains(&format!("pylock.cpu.toml:{line}")), "{e}");
+    assert!(!h.envs_dir().join("cpu").exists());
+}
+
 #[test]
 fn wrong_content_is_refetched_once_then_refused() {
     let (h, receipt) = with_previous_env(60_000);

@@ -4,7 +4,7 @@
 
 use crate::exit::Exit;
 use crate::fetch::FetchOptions;
-use crate::pipeline::{self, PlanInput};
+use crate::install::PlanInput;
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -35,7 +35,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<Exit> {
     let lock_dir = crate::lock::LockDir::resolve(args.lock_dir.as_deref());
-    let plan = pipeline::plan(&PlanInput {
+    let plan = crate::install::plan(&PlanInput {
         lock_dir: &lock_dir,
         profile: Some(&args.profile),
         python: None,
@@ -44,12 +44,12 @@ pub fn run(args: Args) -> Result<Exit> {
         probe: false,
     })?;
     if !args.json {
-        eprint!("{}", pipeline::explain(&plan));
+        eprint!("{}", crate::install::explain(&plan));
     }
     let mut fopts = FetchOptions::from_env()?;
     fopts.offline = args.offline;
     fopts.progress = !args.json;
-    match pipeline::bundle(
+    match crate::install::bundle(
         &plan,
         &lock_dir,
         &args.output,
@@ -75,9 +75,9 @@ pub fn run(args: Args) -> Result<Exit> {
                     m.profile,
                     m.python,
                     m.wheels.len(),
-                    pipeline::human(bytes),
+                    crate::install::human(bytes),
                     m.lockfile,
-                    pipeline::BUNDLE_MANIFEST,
+                    crate::install::BUNDLE_MANIFEST,
                     args.output.display()
                 );
             }

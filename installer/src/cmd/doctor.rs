@@ -6,6 +6,7 @@
 //! (probe/rules.toml). Exit 0: no `fail` finding; 1: at least one; 2: doctor
 //! itself could not run (bad flags, unreadable sysroot, missing --from file).
 
+use crate::cmd::gpu::DevicesError;
 use crate::exit::Exit;
 use anyhow::Context;
 use greta_probe::collect::{self, CheckRun};
@@ -273,6 +274,18 @@ impl HipCheck {
 fn judge_devices(out: DevicesOutput) -> (String, Option<Signal>) {
     let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap_or_default();
     let error = v.get("error").and_then(|e| e.as_str()).map(str::to_string);
+    // The worker says what kind of failure it was; captures recorded before
+    // it did (greta.hip-devices/v1, early greta.gpu-devices/v1) have only
+    // the words, which are read as they always were.
+    let kind = v
+        .get("error_kind")
+        .and_then(|k| serde_json::from_value::<DevicesError>(k.clone()).ok());
+    let no_device = match kind {
+        Some(k) => k == DevicesError::NoDevice,
+        None => error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("no HIP device found")),
+    };
     let devices: Vec<String> = v
         .get("devices")
         .and_then(|d| d.as_array())
@@ -293,7 +306,7 @@ fn judge_devices(out: DevicesOutput) -> (String, Option<Signal>) {
             format!("{} HIP device(s): {}", devices.len(), devices.join(", ")),
             None,
         ),
-        (_, Some(e)) if e.starts_with("no HIP device found") => {
+        (_, Some(e)) if no_device => {
             let signal = Signal {
                 id: "hip-no-device".into(),
                 source: "greta __gpu devices --backend hip".into(),
@@ -404,6 +417,32 @@ mod tests {
             s.contains("HIP device listing exited 127") && s.contains("libamdhip64.so.5"),
             "{s}"
         );
+        assert!(sig.is_none());
+    }
+
+    /// Issue 16: the signal follows the worker's typed `error_kind`, not
+    /// the words of its message.
+    #[test]
+    fn the_error_kind_decides_the_no_device_signal() {
+        let answer = |kind: &str, error: &str| {
+            serde_json::json!({"schema": "greta.gpu-devices/v1", "backend": "hip", "devices": [],
+                               "error": error, "no_device": true, "error_kind": kind})
+            .to_string()
+        };
+        let (s, sig) = judge_devices(out(2, &answer("no_device", "HIP: nothing here"), ""));
+        assert_eq!(s, "HIP: nothing here");
+        assert_eq!(sig.expect("signal").id, "hip-no-device");
+        // The library could not be loaded: not a machine without a device,
+        // whatever the message says.
+        let (s, sig) = judge_devices(out(
+            2,
+            &answer(
+                "loader_missing",
+                "no HIP device found: libamdhip64.so not found",
+            ),
+            "",
+        ));
+        assert!(s.starts_with("HIP device listing exited 2: "), "{s}");
         assert!(sig.is_none());
     }
 

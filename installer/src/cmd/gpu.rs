@@ -85,6 +85,34 @@ pub struct DevicesAnswer {
     /// `None` when the listing worked.
     pub error: Option<String>,
     pub no_device: bool,
+    /// What kind of failure `error` is, so that readers (the doctor's HIP
+    /// check) decide on the kind, not on its words. Absent in answers
+    /// recorded before it was added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<DevicesError>,
+}
+
+/// Why a device listing failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DevicesError {
+    /// The library loaded and found no usable device.
+    NoDevice,
+    /// The API library (libamdhip64, libcuda) could not be loaded.
+    LoaderMissing,
+    /// Anything else (a failing driver call, ...).
+    Other,
+}
+
+impl DevicesError {
+    pub fn of(e: &greta_smoke::runtime::RuntimeError) -> Self {
+        use greta_smoke::runtime::RuntimeError;
+        match e {
+            RuntimeError::NoDevice(_) => DevicesError::NoDevice,
+            RuntimeError::LoaderMissing(_) => DevicesError::LoaderMissing,
+            _ => DevicesError::Other,
+        }
+    }
 }
 
 /// The helper every compile and device child is started through.
@@ -180,17 +208,14 @@ fn devices(backend: &str) -> u8 {
             return 2;
         }
     };
-    let (devices, error, no_device) = match greta_smoke::runtime::list_devices(kind) {
-        Ok(d) => (d, None, false),
-        Err(e) => {
-            let nd = matches!(
-                e,
-                greta_smoke::runtime::RuntimeError::NoDevice(_)
-                    | greta_smoke::runtime::RuntimeError::LoaderMissing(_)
-            );
-            (vec![], Some(e.to_string()), nd)
-        }
+    let (devices, error, error_kind) = match greta_smoke::runtime::list_devices(kind) {
+        Ok(d) => (d, None, None),
+        Err(e) => (vec![], Some(e.to_string()), Some(DevicesError::of(&e))),
     };
+    let no_device = matches!(
+        error_kind,
+        Some(DevicesError::NoDevice | DevicesError::LoaderMissing)
+    );
     let code = if devices.is_empty() { 2 } else { 0 };
     print(&DevicesAnswer {
         schema: DEVICES_SCHEMA.into(),
@@ -198,6 +223,7 @@ fn devices(backend: &str) -> u8 {
         devices,
         error,
         no_device,
+        error_kind,
     });
     code
 }

@@ -4,7 +4,7 @@
 use crate::envs::installer::Choice;
 use crate::exit::Exit;
 use crate::fetch::FetchOptions;
-use crate::pipeline::{self, InstallInput, PlanInput};
+use crate::install::{InstallInput, PlanInput};
 use anyhow::Result;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -67,7 +67,7 @@ pub fn run(args: Args) -> Result<Exit> {
     crate::interrupt::on_install_interrupt();
     let (lock_dir, profile, offline) = match &args.bundle {
         Some(dir) => {
-            let m = pipeline::BundleManifest::load(dir)?;
+            let m = crate::install::BundleManifest::load(dir)?;
             if let Err(e) = m.check_arch(dir) {
                 if args.json {
                     let v = serde_json::json!({"schema": "greta.install/v1", "result": "failed", "error": format!("{e:#}")});
@@ -103,7 +103,7 @@ pub fn run(args: Args) -> Result<Exit> {
         }
         _ => None,
     };
-    let plan = pipeline::plan(&PlanInput {
+    let plan = crate::install::plan(&PlanInput {
         lock_dir: &lock_dir,
         profile: profile.as_deref(),
         python: args.python.as_deref(),
@@ -117,13 +117,13 @@ pub fn run(args: Args) -> Result<Exit> {
             let v = serde_json::json!({"schema": "greta.install/v1", "result": "planned", "env_name": name, "plan": plan});
             crate::out::print_json(&v)?;
         } else {
-            eprint!("{}", pipeline::explain(&plan));
+            eprint!("{}", crate::install::explain(&plan));
             eprintln!("dry run: nothing fetched or written (env would be {name})");
         }
         return Ok(Exit::Pass);
     }
     if !args.json {
-        eprint!("{}", pipeline::explain(&plan));
+        eprint!("{}", crate::install::explain(&plan));
     }
     let mut fetch = FetchOptions::from_env()?;
     fetch.offline = offline;
@@ -141,7 +141,7 @@ pub fn run(args: Args) -> Result<Exit> {
         early_contents,
         verbose: !args.json,
     };
-    let report = match pipeline::install(&plan, input) {
+    let report = match crate::install::install(&plan, input) {
         Ok(r) => r,
         Err(e) => {
             if args.json {
@@ -190,7 +190,7 @@ pub fn run(args: Args) -> Result<Exit> {
                 f.severity, f.id, f.title, f.evidence, f.fix
             );
         }
-        if report.smoke.status != "skipped" || !args.no_smoke {
+        if report.smoke.status != crate::install::SmokeStatus::Skipped || !args.no_smoke {
             eprintln!("smoke: {} ({})", report.smoke.status, report.smoke.note);
         }
         if report.installed {

@@ -455,9 +455,11 @@ impl DirCursor {
         let fd = self.dir.as_ref().map(|(_, f)| f.as_raw_fd()).unwrap_or(-1);
         let cname = std::ffi::CString::new(name.as_bytes())
             .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        // SAFETY: `libc::stat` is plain integers, for which all zeroes is a
+        // valid value.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: fstatat writes only into the zeroed stat we own; the name
         // is NUL-terminated and the fd is open for the call.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
         if unsafe { libc::fstatat(fd, cname.as_ptr(), &mut st, 0) } != 0 {
             return Err(std::io::Error::last_os_error());
         }

@@ -141,6 +141,7 @@ pub fn artifact(pin: &UvPin, w: &ToolWheel) -> Artifact {
         url: w.url.clone(),
         sha256: w.sha256.clone(),
         size: Some(w.size),
+        lock_line: None,
     }
 }
 

@@ -301,6 +301,7 @@ mod tests {
             url: "http://127.0.0.1:9/x".into(),
             sha256: hex::encode(Sha256::digest(bytes)),
             size: Some(bytes.len() as u64),
+            lock_line: None,
         }
     }
 
@@ -373,8 +374,8 @@ mod tests {
             },
         ];
         let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: valid path and two timespecs, as utimensat requires.
         assert_eq!(
+            // SAFETY: valid path and two timespecs, as utimensat requires.
             unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), times.as_ptr(), 0) },
             0
         );

@@ -45,6 +45,26 @@ pub struct Cancelled;
 pub struct Failed {
     pub msg: String,
     pub rerun_helps: bool,
+    /// The files whose bytes hashed otherwise than the lock (the message
+    /// says so too; this is for code that decides on it).
+    pub mismatched: Vec<MismatchedHash>,
+}
+
+/// The bytes a server sent hash otherwise than the lock promises: the
+/// failure is the variant, the text only its presentation. `lock` names
+/// the lockfile line of the promise when the artifact came from a lock.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "sha256 mismatch: the lock says {expected}{}, the server sent {actual} ({bytes} bytes)",
+    lock.as_ref().map(|l| format!(" ({l})")).unwrap_or_default()
+)]
+pub struct MismatchedHash {
+    pub name: String,
+    pub filename: String,
+    pub expected: String,
+    pub actual: String,
+    pub bytes: u64,
+    pub lock: Option<super::LockLine>,
 }
 
 /// Why one attempt failed, and whether another attempt can help.
@@ -54,6 +74,8 @@ struct Attempt {
     /// Restart from byte 0 instead of resuming.
     restart: bool,
     msg: String,
+    /// The whole file arrived and hashed wrong (restart, once).
+    mismatch: Option<Box<MismatchedHash>>,
 }
 
 impl Attempt {
@@ -62,6 +84,7 @@ impl Attempt {
             retry: true,
             restart: false,
             msg: msg.into(),
+            mismatch: None,
         }
     }
     fn restart(msg: impl Into<String>) -> Self {
@@ -69,6 +92,7 @@ impl Attempt {
             retry: true,
             restart: true,
             msg: msg.into(),
+            mismatch: None,
         }
     }
     fn fatal(msg: impl Into<String>) -> Self {
@@ -76,6 +100,13 @@ impl Attempt {
             retry: false,
             restart: false,
             msg: msg.into(),
+            mismatch: None,
+        }
+    }
+    fn mismatch(m: MismatchedHash) -> Self {
+        Attempt {
+            mismatch: Some(Box::new(m.clone())),
+            ..Attempt::restart(m.to_string())
         }
     }
 }
@@ -103,6 +134,7 @@ pub fn download(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<()> {
     let mut last = String::new();
+    let mut mismatched = Vec::new();
     let mut hash_failures = 0;
     let mut rerun_helps = true;
     // The budget is attempts in a row that added no byte, not attempts: a
@@ -131,12 +163,13 @@ pub fn download(
                     let _ = fs::remove_file(partial);
                     progress(Progress::Reset);
                 }
-                if last.starts_with("sha256 mismatch") {
+                if let Some(m) = e.mismatch {
                     // One full clean retry: a resumed prefix may have been the
                     // culprit. The same wrong bytes twice is the server's doing.
                     hash_failures += 1;
                     if hash_failures >= 2 {
                         rerun_helps = false;
+                        mismatched.push(*m);
                         break;
                     }
                     continue;
@@ -160,6 +193,7 @@ pub fn download(
     Err(Failed {
         msg: format!("downloading {} from {}: {last}", a.filename, a.url),
         rerun_helps,
+        mismatched,
     }
     .into())
 }
@@ -283,10 +317,14 @@ fn one_attempt(
     }
     let got = hex::encode(hasher.finalize());
     if got != a.sha256 {
-        return Err(Attempt::restart(format!(
-            "sha256 mismatch: the lock says {}, the server sent {got} ({have} bytes)",
-            a.sha256
-        )));
+        return Err(Attempt::mismatch(MismatchedHash {
+            name: a.name.clone(),
+            filename: a.filename.clone(),
+            expected: a.sha256.clone(),
+            actual: got,
+            bytes: have,
+            lock: a.lock_line.clone(),
+        }));
     }
     Ok(())
 }
@@ -309,12 +347,32 @@ fn hash_prefix(file: &mut File, len: u64, hasher: &mut Sha256) -> io::Result<()>
 /// certificate will be refused again, and the user needs the hint now.
 fn classify(e: &reqwest::Error) -> Attempt {
     let msg = describe(e);
-    if msg.contains("certificate") {
+    if refused_certificate(e) {
         return Attempt::fatal(format!(
             "{msg} (greta trusts the system CA store and Mozilla's roots; behind a TLS-inspecting proxy, install its CA into the system store, e.g. /usr/local/share/ca-certificates + update-ca-certificates, or point SSL_CERT_FILE at it)"
         ));
     }
     Attempt::retry(msg)
+}
+
+/// Whether rustls refused the server's certificate somewhere in `e`'s
+/// causes. It travels inside an `io::Error` (itself inside another one),
+/// whose `source()` skips the wrapped error, so each `io::Error` is opened
+/// with `get_ref` instead.
+fn refused_certificate(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if let Some(rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented) =
+            err.downcast_ref::<rustls::Error>()
+        {
+            return true;
+        }
+        cur = match err.downcast_ref::<io::Error>().and_then(|io| io.get_ref()) {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => err.source(),
+        };
+    }
+    false
 }
 
 /// `bytes 100-199/200` → 100.
@@ -357,6 +415,74 @@ fn io_chain(e: &io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A self-signed certificate for localhost/127.0.0.1 (P-256, valid
+    /// until 2126) and its PKCS#8 key: no CA store trusts it.
+    const SELF_SIGNED_CERT: &str = "3082019b30820141a0030201020214730144f4f40bedc71c5d770378af67bd6e306b20300a06082a8648ce3d04030230\
+        143112301006035504030c096c6f63616c686f73743020170d3236313132333139343834365a180f3231323631303330\
+        3139343834365a30143112301006035504030c096c6f63616c686f73743059301306072a8648ce3d020106082a8648ce\
+        3d030107034200046d35bd3586de023cfd46c48e28350f1b24d1ab94f2f9432812f77c9608e571a021839a04da252027\
+        02a6f6a127428aef0ace9ac239028b7b239830df7cf232a4a36f306d301d0603551d0e04160414e20eff9ecd8ac5cc4c\
+        e74f976f3d76add3aa4086301f0603551d23041830168014e20eff9ecd8ac5cc4ce74f976f3d76add3aa4086300f0603\
+        551d130101ff040530030101ff301a0603551d110413301182096c6f63616c686f737487047f000001300a06082a8648\
+        ce3d0403020348003045022078285f62fbce2fb28a98e769a6219bac15be2c2ae98afb6a4c3e44543a8710ce022100bd\
+        09fee2d2595459832687bfea0f746e81fee3fd5c4dab9bbe14ed7c9aa00cfb";
+    const SELF_SIGNED_KEY: &str = "308187020100301306072a8648ce3d020106082a8648ce3d030107046d306b0201010420a7b63878943f4324baad0a26\
+        ad54ac5d6e2d4a5c8eae9d454e3fd9a2edfadd9fa144034200046d35bd3586de023cfd46c48e28350f1b24d1ab94f2f9\
+        432812f77c9608e571a021839a04da25202702a6f6a127428aef0ace9ac239028b7b239830df7cf232a4";
+
+    /// A loopback TLS server presenting the self-signed certificate.
+    fn untrusted_tls_server() -> String {
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+        let cert = CertificateDer::from(hex::decode(SELF_SIGNED_CERT).unwrap());
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+            hex::decode(SELF_SIGNED_KEY).unwrap(),
+        ));
+        let cfg = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .unwrap();
+        let cfg = std::sync::Arc::new(cfg);
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("https://{}/x-1-py3-none-any.whl", l.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(s) = s else { return };
+                let conn = rustls::ServerConnection::new(cfg.clone()).unwrap();
+                let mut tls = rustls::StreamOwned::new(conn, s);
+                let _ = tls.read(&mut [0u8; 1]);
+            }
+        });
+        url
+    }
+
+    /// A refused certificate is told apart by rustls' typed error, not by
+    /// the word "certificate": it is not retried and carries the CA hint.
+    #[test]
+    fn a_refused_certificate_is_fatal_with_the_proxy_hint() {
+        let url = untrusted_tls_server();
+        let c = client(&FetchOptions::default()).unwrap();
+        let e = c.get(&url).send().unwrap_err();
+        assert!(refused_certificate(&e), "{}", describe(&e));
+        let a = classify(&e);
+        assert!(!a.retry, "{}", a.msg);
+        assert!(a.msg.contains("TLS-inspecting proxy"), "{}", a.msg);
+
+        // Nobody listening: a transport error like any other, retried.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let e = c
+            .get(format!("https://127.0.0.1:{port}/x"))
+            .send()
+            .unwrap_err();
+        assert!(!refused_certificate(&e), "{}", describe(&e));
+        assert!(classify(&e).retry);
+    }
 
     #[test]
     fn content_range_parses_start() {

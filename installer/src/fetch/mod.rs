@@ -16,6 +16,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 pub use cache::{Cache, Lookup};
+pub use http::MismatchedHash;
 
 /// One file to fetch, as the lock pins it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -27,6 +28,25 @@ pub struct Artifact {
     /// Lower-case hex sha256: the cache key and the only proof that counts.
     pub sha256: String,
     pub size: Option<u64>,
+    /// Where the lock pins `sha256`, so that a download that hashes
+    /// otherwise names the line to look at. Not part of a bundle manifest
+    /// (the bundle's own lockfile is checked by its hash instead).
+    #[serde(skip)]
+    pub lock_line: Option<LockLine>,
+}
+
+/// A line of a lockfile: `pylock.cpu.toml:42`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LockLine {
+    pub file: PathBuf,
+    /// 1-based.
+    pub line: usize,
+}
+
+impl std::fmt::Display for LockLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file.display(), self.line)
+    }
 }
 
 impl Artifact {
@@ -225,7 +245,10 @@ pub fn fetch_all(cache: &Cache, items: &[Artifact], opts: &FetchOptions) -> Resu
                 let client = match http::client(opts) {
                     Ok(c) => c,
                     Err(e) => {
-                        errors.lock().unwrap().push((format!("{e:#}"), false));
+                        errors
+                            .lock()
+                            .unwrap()
+                            .push((format!("{e:#}"), false, vec![]));
                         cancel.store(true, Ordering::Relaxed);
                         return;
                     }
@@ -251,10 +274,14 @@ pub fn fetch_all(cache: &Cache, items: &[Artifact], opts: &FetchOptions) -> Resu
                         }
                         Err(e) => {
                             bar.fail();
-                            let helps = e
-                                .downcast_ref::<http::Failed>()
-                                .is_some_and(|f| f.rerun_helps);
-                            errors.lock().unwrap().push((format!("{e:#}"), helps));
+                            let failed = e.downcast_ref::<http::Failed>();
+                            let helps = failed.is_some_and(|f| f.rerun_helps);
+                            let mismatched =
+                                failed.map(|f| f.mismatched.clone()).unwrap_or_default();
+                            errors
+                                .lock()
+                                .unwrap()
+                                .push((format!("{e:#}"), helps, mismatched));
                             cancel.store(true, Ordering::Relaxed);
                         }
                     }
@@ -263,12 +290,12 @@ pub fn fetch_all(cache: &Cache, items: &[Artifact], opts: &FetchOptions) -> Resu
         }
     });
     bars.finish();
-    let errors: Vec<(String, bool)> = errors.into_inner().unwrap();
+    let errors: Vec<(String, bool, Vec<MismatchedHash>)> = errors.into_inner().unwrap();
     if !errors.is_empty() {
-        let what: Vec<&str> = errors.iter().map(|(e, _)| e.as_str()).collect();
+        let what: Vec<&str> = errors.iter().map(|(e, _, _)| e.as_str()).collect();
         // "Rerun to continue" only when a rerun can help (a server error
         // or timeout); a 404, a wrong hash or an unwritable cache needs a fix first.
-        let next = if errors.iter().any(|(_, helps)| *helps) {
+        let next = if errors.iter().any(|(_, helps, _)| *helps) {
             format!(
                 "partial files are kept under {} and resumed on the next run",
                 partial_dir.display()
@@ -282,7 +309,8 @@ pub fn fetch_all(cache: &Cache, items: &[Artifact], opts: &FetchOptions) -> Resu
                 errors.len(),
                 what.join("\n  ")
             ),
-            rerun_helps: errors.iter().any(|(_, helps)| *helps),
+            rerun_helps: errors.iter().any(|(_, helps, _)| *helps),
+            mismatched: errors.into_iter().flat_map(|(_, _, m)| m).collect(),
         }
         .into());
     }
@@ -425,5 +453,90 @@ mod sweep_tests {
         assert!(!old.exists(), "a stale partial stayed");
         assert!(fresh.exists() && busy.exists());
         drop(held);
+    }
+}
+
+#[cfg(test)]
+mod mismatch_tests {
+    use super::*;
+    use sha2::{Digest, Sha256};
+    use std::io::{Read, Write};
+
+    /// Serves `body` to every GET on a loopback port (one connection each).
+    fn serve(body: &'static [u8]) -> String {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/x-1-py3-none-any.whl", l.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(mut s) = s else { return };
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = s.write_all(body);
+            }
+        });
+        url
+    }
+
+    /// Issue 12: a changed hash is traced to the lockfile line that pins it,
+    /// and code decides on the typed failure, not on its words.
+    #[test]
+    fn a_wrong_hash_is_a_typed_failure_naming_the_lock_line() {
+        let sent: &[u8] = b"the server's bytes";
+        let url = serve(sent);
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path().to_path_buf());
+        let lock = LockLine {
+            file: PathBuf::from("lock/pylock.cpu.toml"),
+            line: 42,
+        };
+        let a = Artifact {
+            name: "x".into(),
+            version: "1".into(),
+            filename: "x-1-py3-none-any.whl".into(),
+            url,
+            sha256: hex::encode(Sha256::digest(b"the promised bytes")),
+            size: Some(sent.len() as u64),
+            lock_line: Some(lock.clone()),
+        };
+        let opts = FetchOptions {
+            backoff: Duration::from_millis(1),
+            ..FetchOptions::default()
+        };
+        let e = fetch_all(&cache, std::slice::from_ref(&a), &opts).unwrap_err();
+        let failed = e
+            .downcast_ref::<http::Failed>()
+            .expect("a download failure");
+        assert!(!failed.rerun_helps, "the same wrong bytes twice: {e:#}");
+        assert_eq!(
+            failed.mismatched,
+            vec![MismatchedHash {
+                name: "x".into(),
+                filename: a.filename.clone(),
+                expected: a.sha256.clone(),
+                actual: hex::encode(Sha256::digest(sent)),
+                bytes: sent.len() as u64,
+                lock: Some(lock),
+            }]
+        );
+        let msg = format!("{e:#}");
+        assert!(
+            msg.contains(&format!(
+                "sha256 mismatch: the lock says {} (lock/pylock.cpu.toml:42), the server sent",
+                a.sha256
+            )),
+            "{msg}"
+        );
+        assert!(!cache.root().join("x-1-py3-none-any.whl").exists());
     }
 }

@@ -21,6 +21,10 @@ pub struct Wheel {
     pub sha256: Option<String>,
     /// Where the hash came from when the file says so (comment above or on the entry).
     pub line: usize,
+    /// 1-based line of the wheel's `sha256` value (the entry's line when it
+    /// has none): a download that hashes otherwise is traced to it.
+    #[serde(skip)]
+    pub hash_line: usize,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -301,11 +305,13 @@ fn parse_wheel(
             ))
         }
     };
+    let mut hash_span = span.clone();
     let sha256 = match t.get("hashes") {
         None => None,
         Some(Value::InlineTable(h)) => match h.get("sha256") {
             None => None,
             Some(Value::String(s)) => {
+                hash_span = s.span().or(hash_span);
                 let v = s.value().to_ascii_lowercase();
                 if v.len() != 64 || !v.chars().all(|c| c.is_ascii_hexdigit()) {
                     return Err(src.err_at(
@@ -333,6 +339,7 @@ fn parse_wheel(
         size,
         sha256,
         line: src.line_of(span),
+        hash_line: src.line_of(hash_span),
     })
 }
 
@@ -357,5 +364,23 @@ mod tests {
             "b-1-py3-none-any.whl"
         );
         assert_eq!(url_filename("https://x/a%2"), "a%2");
+    }
+
+    /// Issue 12: the line of each wheel's sha256 is kept, so that a
+    /// download that hashes otherwise names it (an entry without one: its
+    /// own line).
+    #[test]
+    fn each_wheel_keeps_the_line_of_its_hash() {
+        let h = "ab".repeat(32);
+        let text = format!(
+            "lock-version = \"1.0\"\ncreated-by = \"t\"\n\n[[packages]]\nname = \"x\"\nversion = \"1\"\nwheels = [\n  {{ url = \"https://e/x-1-py3-none-any.whl\", hashes = {{ sha256 = \"{h}\" }} }},\n\n  {{ url = \"https://e/x-1-py2-none-any.whl\", size = 3, hashes = {{ sha256 = \"{h}\" }} }},\n  {{ url = \"https://e/x-1-py1-none-any.whl\" }},\n]\n"
+        );
+        let l = Lockfile::parse(Path::new("pylock.t.toml"), text).unwrap();
+        let lines: Vec<(usize, usize)> = l.packages[0]
+            .wheels
+            .iter()
+            .map(|w| (w.line, w.hash_line))
+            .collect();
+        assert_eq!(lines, vec![(8, 8), (10, 10), (11, 11)]);
     }
 }

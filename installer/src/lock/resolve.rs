@@ -5,6 +5,7 @@
 use super::matrix::Profile;
 use super::pylock::Lockfile;
 use super::tags::Interpreter;
+use crate::fetch::LockLine;
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -25,6 +26,10 @@ pub struct WheelPin {
     pub why: String,
     /// 1-based line of the package entry in the lockfile.
     pub line: usize,
+    /// The lockfile and the line of this wheel's sha256, named when a
+    /// download hashes otherwise (see `fetch::MismatchedHash`).
+    #[serde(skip)]
+    pub hash_at: LockLine,
 }
 
 /// The wheel set of `lock` for `interp`. Fails when the profile does not
@@ -143,6 +148,10 @@ pub fn resolve_lock(lock: &Lockfile, interp: &Interpreter) -> Result<Vec<WheelPi
                 interp.xy()
             ),
             line: pkg.line,
+            hash_at: LockLine {
+                file: lock.path.clone(),
+                line: wheel.hash_line,
+            },
         };
         if let Some(prev) = chosen.get(&pkg.name) {
             bail!(

@@ -1,0 +1,423 @@
+//! Step 1, plan: matrix → profile (explained), interpreter, lockfile →
+//! wheel set. Everything that can be wrong with the inputs fails here,
+//! before a single file is written.
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::detect::probe_facts;
+use crate::envs::installer;
+use crate::fetch::{Artifact, Cache};
+use crate::lock::{self, Interpreter, LockDir, Matrix, Profile, Selection, WheelPin};
+
+/// What was decided before anything is written.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub profile: String,
+    pub backend: String,
+    pub backend_version: Option<String>,
+    pub reasons: Vec<String>,
+    pub warnings: Vec<String>,
+    pub env_vars: BTreeMap<String, String>,
+    pub python: PythonPlan,
+    pub lockfile: PathBuf,
+    /// The lock set the profile came from, and why it is in effect.
+    pub lock_dir: LockDir,
+    pub lock_sha256: String,
+    pub wheels: Vec<WheelPin>,
+    /// Probe summary (what the profile was chosen from).
+    pub probe: serde_json::Value,
+    /// The interpreter query's answer, stored in the query cache once the
+    /// install starts writing (planning writes nothing).
+    #[serde(skip)]
+    pub queried_interpreter: Option<Interpreter>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PythonPlan {
+    pub path: Option<PathBuf>,
+    pub version: String,
+    pub why: String,
+}
+
+pub struct PlanInput<'a> {
+    pub lock_dir: &'a LockDir,
+    pub profile: Option<&'a str>,
+    /// A real interpreter to inspect.
+    pub python: Option<&'a Path>,
+    /// "X.Y" for a synthetic interpreter (bundles for another node).
+    pub python_version: Option<&'a str>,
+    pub sysroot: Option<&'a Path>,
+    /// Probe this machine (install); a bundle is for another node, so its
+    /// facts would be the wrong ones.
+    pub probe: bool,
+}
+
+/// Step 1: every input read and validated, nothing written.
+///
+/// The probe runs on its own thread while the interpreter is asked (when
+/// the profile or the interpreter path is already known) and the lockfile of
+/// a `--profile` is read: a warm `greta install` spends its plan time on
+/// whichever is slowest, not on their sum.
+pub fn plan(input: &PlanInput) -> Result<Plan> {
+    let matrix = Matrix::load(input.lock_dir)?;
+    let cache_dir = Cache::default_root().ok();
+    let forced = input.profile.and_then(|n| matrix.profile(n).ok());
+    std::thread::scope(|s| {
+        let probe = input
+            .probe
+            .then(|| s.spawn(|| probe_facts(input.sysroot, input.profile.is_some())));
+        // The interpreter does not depend on the facts when its path is
+        // given or the profile is forced: ask it while the probe runs.
+        let early = match (input.python, forced) {
+            (Some(_), _) | (None, Some(_)) if input.probe => {
+                let cache = cache_dir.as_deref();
+                Some(s.spawn(move || match forced {
+                    Some(p) => interpreter(p, input.python, input.python_version, cache),
+                    None => interpreter_at(input.python.expect("path given"), cache),
+                }))
+            }
+            _ => None,
+        };
+        let forced_lock = forced.map(|p| (p.name.clone(), p.load_lockfile()));
+        let (facts, probe) = match probe {
+            Some(h) => h
+                .join()
+                .map_err(|_| anyhow::anyhow!("the probe panicked"))??,
+            None => (
+                Default::default(),
+                serde_json::json!({"sources": ["not probed: bundle for another node"]}),
+            ),
+        };
+        let sel: Selection = matrix.select_with(&facts, input.profile)?;
+        let profile = matrix.profile(&sel.profile)?.clone();
+        profile.ensure_locked()?;
+        let (interp, why, queried) = match early {
+            Some(h) => h
+                .join()
+                .map_err(|_| anyhow::anyhow!("interpreter check panicked"))??,
+            None => interpreter(
+                &profile,
+                input.python,
+                input.python_version,
+                cache_dir.as_deref(),
+            )?,
+        };
+        let lockfile = match forced_lock {
+            Some((name, l)) if name == profile.name => l?,
+            _ => profile.load_lockfile()?,
+        };
+        let wheels = lock::resolve(&profile, &lockfile, &interp)?;
+        if wheels.is_empty() {
+            bail!(
+                "{}: no package applies to {}",
+                lockfile.path.display(),
+                interp.describe()
+            );
+        }
+        for w in &wheels {
+            artifact(w).validate()?;
+        }
+        Ok(Plan {
+            profile: profile.name.clone(),
+            backend: profile.backend.as_str().to_string(),
+            backend_version: profile.backend_version.clone(),
+            reasons: sel.reasons,
+            warnings: sel.warnings,
+            env_vars: sel.env_vars.into_iter().collect(),
+            python: PythonPlan {
+                path: interp.path.clone(),
+                version: interp.version.clone(),
+                why,
+            },
+            lockfile: lockfile.path.clone(),
+            lock_dir: input.lock_dir.clone(),
+            lock_sha256: lockfile.sha256.clone(),
+            wheels,
+            probe,
+            queried_interpreter: queried,
+        })
+    })
+}
+
+pub fn artifact(w: &WheelPin) -> Artifact {
+    Artifact {
+        name: w.name.clone(),
+        version: w.version.clone(),
+        filename: w.filename.clone(),
+        url: w.url.clone(),
+        sha256: w.sha256.clone(),
+        size: w.size,
+        lock_line: Some(w.hash_at.clone()),
+    }
+}
+
+/// `--python PATH`, else the newest interpreter on PATH the profile supports.
+fn interpreter(
+    profile: &Profile,
+    path: Option<&Path>,
+    version: Option<&str>,
+    cache: Option<&Path>,
+) -> Result<Found> {
+    if let Some(v) = version {
+        let i = Interpreter::synthetic(v, lock::host_glibc())?;
+        if !profile.supports_python(&i.xy()) {
+            bail!(lock::Refusal {
+                message: format!(
+                    "profile `{}` does not support Python {}",
+                    profile.name,
+                    i.xy()
+                ),
+                fix: format!("use one of Python {}", profile.python.join(", ")),
+            });
+        }
+        return Ok((i, format!("--python {v} (no interpreter run)"), None));
+    }
+    if let Some(p) = path {
+        return interpreter_at(p, cache);
+    }
+    let mut tried = Vec::new();
+    for xy in profile
+        .python
+        .iter()
+        .rev()
+        .filter(|v| profile.supports_python(v))
+    {
+        let exe = format!("python{xy}");
+        if let Ok(p) = which::which(&exe) {
+            match Interpreter::inspect_cached(&p, cache) {
+                Ok((i, hit)) if i.xy() == *xy => {
+                    return Ok((
+                        behind_shim(i.clone()),
+                        format!(
+                            "newest Python on PATH that {} supports ({exe})",
+                            profile.name
+                        ),
+                        (!hit).then_some(i),
+                    ));
+                }
+                Ok((i, _)) => tried.push(format!("{} is {}", p.display(), i.version)),
+                Err(e) => tried.push(format!("{}: {e:#}", p.display())),
+            }
+        }
+    }
+    if let Ok(p) = which::which("python3") {
+        if let Ok((i, hit)) = Interpreter::inspect_cached(&p, cache) {
+            if profile.supports_python(&i.xy()) {
+                return Ok((
+                    behind_shim(i.clone()),
+                    "python3 on PATH".to_string(),
+                    (!hit).then_some(i),
+                ));
+            }
+            tried.push(format!("{} is {}", p.display(), i.version));
+        }
+    }
+    Err(lock::Refusal {
+        message: format!(
+            "python.missing: no Python that profile `{}` supports ({}) was found on PATH{}",
+            profile.name,
+            profile.python.join(", "),
+            if tried.is_empty() { String::new() } else { format!(" (tried: {})", tried.join("; ")) }
+        ),
+        fix: format!("install one (e.g. apt-get install python3 python3-venv) or pass --python PATH to a Python {}", profile.python.join("/")),
+    }
+    .into())
+}
+
+/// An interpreter to build with, why it was chosen, and, when the query
+/// cache did not have it, the answer as asked (before a shim was looked
+/// behind), to be stored there.
+type Found = (Interpreter, String, Option<Interpreter>);
+
+/// `--python PATH`: that interpreter (behind a pyenv-style shim).
+fn interpreter_at(p: &Path, cache: Option<&Path>) -> Result<Found> {
+    let (i, hit) = Interpreter::inspect_cached(p, cache)?;
+    Ok((
+        behind_shim(i.clone()),
+        format!("--python {}", p.display()),
+        (!hit).then_some(i),
+    ))
+}
+
+/// pyenv/asdf put shell scripts named `python3.X` on PATH that cost a
+/// shell and a lookup on every start; the env is built from (and records)
+/// the interpreter behind them.
+fn behind_shim(mut i: Interpreter) -> Interpreter {
+    let Some(p) = i.path.clone() else { return i };
+    let mut head = [0u8; 2];
+    let is_script = crate::read::open_regular(&p)
+        .ok()
+        .is_some_and(|mut f| std::io::Read::read_exact(&mut f, &mut head).is_ok())
+        && &head == b"#!";
+    if !is_script {
+        return i;
+    }
+    let mut cmd = std::process::Command::new(&p);
+    cmd.args(["-I", "-S", "-c", "import sys; print(sys.executable)"]);
+    if let Ok(o) = installer::run(cmd, Some(Duration::from_secs(20))) {
+        let real = PathBuf::from(o.stdout.trim());
+        if o.status.success() && real.is_absolute() && real.is_file() {
+            i.path = Some(real);
+        }
+    }
+    i
+}
+
+/// The plan, one line per decision, for people.
+pub fn explain(plan: &Plan) -> String {
+    let mut s = format!("profile {} ({}):\n", plan.profile, plan.backend);
+    for r in &plan.reasons {
+        s.push_str(&format!("  - {r}\n"));
+    }
+    for w in &plan.warnings {
+        s.push_str(&format!("  ! {w}\n"));
+    }
+    for (k, v) in &plan.env_vars {
+        s.push_str(&format!("  env: {k}={v} (set by greta-activate)\n"));
+    }
+    s.push_str(&format!(
+        "python {}: {}\n",
+        plan.python.version, plan.python.why
+    ));
+    s.push_str(&format!("lock set: {}\n", plan.lock_dir.why()));
+    s.push_str(&format!(
+        "lockfile {} (sha256 {})\n",
+        plan.lockfile.display(),
+        &plan.lock_sha256[..16]
+    ));
+    if plan.backend == "rocm" {
+        let gfx = probe_gfx(&plan.probe);
+        s.push_str(&format!(
+            "HIP step: no build; greta loads libamdhip64 + hiprtc at run time (the env's own ROCm wheels first), the smoke gate runs with --backend hip{}\n",
+            if gfx.is_empty() {
+                String::new()
+            } else {
+                format!(" (kernels compiled by hiprtc for {})", gfx.join(", "))
+            }
+        ));
+    }
+    let total: u64 = plan.wheels.iter().filter_map(|w| w.size).sum();
+    s.push_str(&format!(
+        "{} wheels, {} in all:\n",
+        plan.wheels.len(),
+        human(total)
+    ));
+    for w in &plan.wheels {
+        let size = w
+            .size
+            .map(|b| format!(", {}", human(b)))
+            .unwrap_or_default();
+        s.push_str(&format!(
+            "  {} {}  {}{size}\n      {}\n",
+            w.name, w.version, w.filename, w.why
+        ));
+    }
+    s
+}
+
+pub fn human(b: u64) -> String {
+    if b >= 1 << 30 {
+        format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
+    } else if b >= 1 << 20 {
+        format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
+    } else {
+        format!("{:.1} KiB", b as f64 / 1024.0)
+    }
+}
+
+/// AMD gfx targets the probe saw ("gfx942"), for `build-kernels --gfx`.
+pub fn probe_gfx(probe: &serde_json::Value) -> Vec<String> {
+    let mut out: Vec<String> = probe["gpus"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|g| g["vendor"] == "amd")
+        .filter_map(|g| g["gfx"].as_str().map(String::from))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plan for another node: no probe, no interpreter run, the built-in
+    /// lock set. Nothing here touches the network or a GPU.
+    fn plan_for(profile: &str, python: &str) -> Result<Plan> {
+        plan(&PlanInput {
+            lock_dir: &LockDir::built_in(),
+            profile: Some(profile),
+            python: None,
+            python_version: Some(python),
+            sysroot: None,
+            probe: false,
+        })
+    }
+
+    #[test]
+    fn a_forced_profile_plans_its_wheels_without_probing() {
+        let p = plan_for("cpu", "3.12").unwrap();
+        assert_eq!((p.profile.as_str(), p.backend.as_str()), ("cpu", "cpu"));
+        assert_eq!(p.python.why, "--python 3.12 (no interpreter run)");
+        assert!(p.python.path.is_none());
+        assert_eq!(p.probe["sources"][0], "not probed: bundle for another node");
+        assert!(p.lockfile.ends_with("pylock.cpu.toml"), "{:?}", p.lockfile);
+        assert!(p.wheels.iter().any(|w| w.name == "torch"), "{:?}", p.wheels);
+        for w in &p.wheels {
+            artifact(w).validate().unwrap();
+            assert!(
+                w.filename.contains("312") || w.filename.contains("py3"),
+                "{}",
+                w.filename
+            );
+        }
+        assert!(p.queried_interpreter.is_none());
+    }
+
+    #[test]
+    fn an_unsupported_python_is_refused_with_the_supported_ones() {
+        let e = plan_for("cpu", "3.9").unwrap_err();
+        let r = e.downcast_ref::<lock::Refusal>().expect("a refusal");
+        assert_eq!(r.message, "profile `cpu` does not support Python 3.9");
+        assert!(r.fix.contains("3.12"), "{}", r.fix);
+    }
+
+    #[test]
+    fn the_explanation_has_one_line_per_decision() {
+        let p = plan_for("cpu", "3.12").unwrap();
+        let s = explain(&p);
+        assert!(s.starts_with("profile cpu (cpu):\n"), "{s}");
+        assert!(
+            s.contains("python 3.12.0: --python 3.12 (no interpreter run)\n"),
+            "{s}"
+        );
+        assert!(s.contains(&format!("{} wheels, ", p.wheels.len())), "{s}");
+        assert!(!s.contains("HIP step"), "{s}");
+    }
+
+    #[test]
+    fn sizes_are_human() {
+        assert_eq!(human(512), "0.5 KiB");
+        assert_eq!(human(3 << 20), "3.0 MiB");
+        assert_eq!(human(5 << 30), "5.0 GiB");
+    }
+
+    #[test]
+    fn gfx_targets_are_the_amd_gpus_once_each() {
+        let probe = serde_json::json!({"gpus": [
+            {"vendor": "amd", "gfx": "gfx942"},
+            {"vendor": "nvidia", "gfx": null},
+            {"vendor": "amd", "gfx": "gfx90a"},
+            {"vendor": "amd", "gfx": "gfx942"},
+            {"vendor": "amd", "gfx": null},
+        ]});
+        assert_eq!(probe_gfx(&probe), vec!["gfx90a", "gfx942"]);
+        assert!(probe_gfx(&serde_json::json!({})).is_empty());
+    }
+}
