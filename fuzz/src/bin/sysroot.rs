@@ -1,7 +1,7 @@
 //! `greta doctor --sysroot`: the input becomes the files a captured machine
 //! holds (split at `--8<--` lines, in the order of `FILES`), then the whole
 //! collection runs on it.
-use greta_probe::root::Root;
+use greta_probe::{Probe, Root};
 
 const FILES: &[&str] = &[
     ".greta/env",
@@ -31,7 +31,11 @@ fn main() {
             std::fs::write(&p, bytes).unwrap();
         }
         let root = Root::sysroot(&base).expect("a directory");
-        let (facts, _) = greta_probe::collect::collect(&root);
+        // As doctor runs it: greta's envs where the installer puts them.
+        let facts = Probe::new(&root)
+            .envs_at(greta::envs::EnvRoot::dir_in)
+            .run()
+            .facts;
         serde_json::to_string(&facts).expect("facts serialise");
     });
 }

@@ -27,6 +27,7 @@ pub mod uv_bootstrap;
 pub mod venv_template;
 
 use anyhow::{bail, Context, Result};
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -56,18 +57,23 @@ pub struct Recovery {
 impl EnvRoot {
     /// `$XDG_DATA_HOME/greta/envs`, else `~/.local/share/greta/envs`.
     pub fn default_root() -> Result<EnvRoot> {
-        let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        let dir = Self::dir_in(&|k| std::env::var_os(k))
+            .context("neither XDG_DATA_HOME nor HOME is set: cannot place greta envs")?;
+        Ok(EnvRoot { dir })
+    }
+
+    /// Where envs go on a machine whose environment `env` reads: the one
+    /// rule, used here to create envs and handed to the probe
+    /// (`greta_probe::Probe::envs_at`) so that doctor reads the frameworks
+    /// of the envs where this installer put them, live or in a snapshot.
+    pub fn dir_in(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+        let base = match env("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
             Some(x) => PathBuf::from(x),
-            None => {
-                let home = std::env::var_os("HOME")
-                    .filter(|v| !v.is_empty())
-                    .context("neither XDG_DATA_HOME nor HOME is set: cannot place greta envs")?;
-                PathBuf::from(home).join(".local").join("share")
-            }
+            None => PathBuf::from(env("HOME").filter(|v| !v.is_empty())?)
+                .join(".local")
+                .join("share"),
         };
-        Ok(EnvRoot {
-            dir: base.join("greta").join("envs"),
-        })
+        Some(base.join("greta").join("envs"))
     }
 
     pub fn env_path(&self, name: &str) -> PathBuf {
