@@ -129,13 +129,9 @@ fn huge_and_truncated_files_are_read_capped() {
 fn mkfifo(p: &Path) {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(
-        unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
-        0,
-        "{}",
-        p.display()
-    );
+    // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+    let made = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(made, 0, "{}", p.display());
 }
 
 /// `collect` on `root` in a thread; None when it has not returned after
