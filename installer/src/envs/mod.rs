@@ -262,3 +262,37 @@ fn make_writable(p: &Path) {
         }
     }
 }
+
+#[cfg(test)]
+mod dir_in_tests {
+    use super::EnvRoot;
+    use std::ffi::OsString;
+    use std::path::PathBuf;
+
+    /// The one rule for where envs go, as `greta install` and doctor (the
+    /// probe, through `envs_at`) both apply it.
+    #[test]
+    fn envs_go_under_xdg_data_home_else_home() {
+        let at = |pairs: &[(&str, &str)]| {
+            let env: Vec<(String, OsString)> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), OsString::from(v)))
+                .collect();
+            EnvRoot::dir_in(&|k| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+        };
+        assert_eq!(
+            at(&[("XDG_DATA_HOME", "/d"), ("HOME", "/h")]),
+            Some(PathBuf::from("/d/greta/envs"))
+        );
+        assert_eq!(
+            at(&[("XDG_DATA_HOME", ""), ("HOME", "/h")]),
+            Some(PathBuf::from("/h/.local/share/greta/envs"))
+        );
+        assert_eq!(at(&[("HOME", "")]), None);
+        // GRETA_HOME is not a place envs go.
+        assert_eq!(
+            at(&[("GRETA_HOME", "/g"), ("HOME", "/h")]),
+            Some(PathBuf::from("/h/.local/share/greta/envs"))
+        );
+    }
+}
