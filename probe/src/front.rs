@@ -71,8 +71,8 @@ pub enum HipRun {
     Failed(String),
 }
 
-/// A HIP check as the caller ran it: how it ended and how long it took.
-pub type HipCheckFn = Box<dyn FnOnce() -> (HipRun, Duration) + Send>;
+/// A HIP check as the caller runs it: how it ended and how long it took.
+type HipCheckFn = Box<dyn FnOnce() -> (HipRun, Duration) + Send>;
 
 /// The front door. See the module docs.
 pub struct Probe<'r> {
@@ -104,6 +104,8 @@ impl<'r> Probe<'r> {
         }
     }
 
+    /// How much to read (default [`Scope::Full`]): install and smoke
+    /// need a few milliseconds of it, doctor all of it.
     pub fn scope(mut self, scope: Scope) -> Probe<'r> {
         self.scope = scope;
         self
