@@ -35,20 +35,20 @@ impl Scratch {
 /// `greta doctor --from`: `decode`, every recogniser and parser, then the
 /// merge of the whole and its two halves, the summary and the JSON.
 pub fn from_text(data: &[u8]) {
-    let Ok(text) = greta_probe::from::decode(data) else {
+    let Ok(text) = greta_probe::decode(data) else {
         return;
     };
-    let _ = greta_probe::from::recognise(&text);
-    let (_, whole) = greta_probe::from::parse_text(&text, "fuzz");
+    let _ = greta_probe::recognise(&text);
+    let (_, whole) = greta_probe::parse_text(&text, "fuzz");
     let mid = text.len() / 2;
     let cut = (0..=mid)
         .rev()
         .find(|i| text.is_char_boundary(*i))
         .unwrap_or(0);
-    let (_, a) = greta_probe::from::parse_text(&text[..cut], "a");
-    let (_, b) = greta_probe::from::parse_text(&text[cut..], "b");
-    let merged = greta_probe::merge::merge(vec![whole, a, b]);
-    let _ = greta_probe::from::summarise(&merged);
+    let (_, a) = greta_probe::parse_text(&text[..cut], "a");
+    let (_, b) = greta_probe::parse_text(&text[cut..], "b");
+    let merged = greta_probe::merge(vec![whole, a, b]);
+    let _ = greta_probe::summarise(&merged);
     serde_json::to_string(&merged).expect("facts serialise");
 }
 
@@ -85,8 +85,12 @@ pub fn sysroot(scratch: &Scratch, data: &[u8]) {
             .expect("scratch directory");
         std::fs::write(&p, bytes).expect("scratch file");
     }
-    let root = greta_probe::root::Root::sysroot(&base).expect("a directory");
-    let (facts, _) = greta_probe::collect::collect(&root);
+    let root = greta_probe::Root::sysroot(&base).expect("a directory");
+    // As doctor runs it: greta's envs where the installer puts them.
+    let facts = greta_probe::Probe::new(&root)
+        .envs_at(greta::envs::EnvRoot::dir_in)
+        .run()
+        .facts;
     serde_json::to_string(&facts).expect("facts serialise");
 }
 

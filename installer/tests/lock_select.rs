@@ -3,7 +3,7 @@
 
 mod lock_support;
 
-use greta_probe::facts::{DeviceNode, Facts, Gpu, KernelDriver, RocmInstall, Vendor};
+use greta_probe::{DeviceNode, Facts, Gpu, KernelDriver, RocmInstall, Vendor};
 use lock_support::*;
 use std::path::Path;
 

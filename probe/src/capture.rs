@@ -11,12 +11,14 @@
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
-use crate::collect::{collect, CheckRun};
+use crate::collect::CheckRun;
 use crate::facts::Facts;
 use crate::root::{node_line, resolve_in, status_line, Record, Root};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
+    #[error("only the live machine can be captured")]
+    NotLive,
     #[error("capture target {0} already exists and is not empty")]
     Exists(PathBuf),
     #[error("cannot write capture at {path}: {source}")]
@@ -36,9 +38,15 @@ pub struct Captured {
     pub files: usize,
 }
 
-/// Captures the live machine into `dir` (which must not exist, or be empty).
-pub fn capture(dir: impl AsRef<Path>) -> Result<Captured, CaptureError> {
-    let dir = dir.as_ref().to_path_buf();
+/// Captures the live machine into `dir` (which must not exist, or be
+/// empty): `collect` runs once on a recording root, and what it read is
+/// written out (the front door, [`crate::Probe::capture`], says which
+/// collectors run).
+pub(crate) fn capture_with(
+    dir: &Path,
+    collect: impl FnOnce(&Root) -> (Facts, Vec<CheckRun>),
+) -> Result<Captured, CaptureError> {
+    let dir = dir.to_path_buf();
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| CaptureError::Io { path, source }

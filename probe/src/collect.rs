@@ -100,12 +100,14 @@ pub fn parse_into(text: &str, source: &str, f: &mut Facts) {
     *f = merged;
 }
 
-/// Collects everything from `root` with the crate's own text parsers.
-pub fn collect(root: &Root) -> (Facts, Vec<CheckRun>) {
-    collect_with(root, default_parsers())
+/// Collects everything from `root` with the crate's own text parsers;
+/// `env_dirs` are the directories holding greta's envs (the caller's
+/// answer: the installer decides where envs go).
+pub fn collect(root: &Root, env_dirs: &[String]) -> (Facts, Vec<CheckRun>) {
+    collect_with(root, default_parsers(), env_dirs)
 }
 
-pub fn collect_with(root: &Root, parsers: Parsers) -> (Facts, Vec<CheckRun>) {
+pub fn collect_with(root: &Root, parsers: Parsers, env_dirs: &[String]) -> (Facts, Vec<CheckRun>) {
     let mut f = Facts {
         sources: vec![root.source_label()],
         ..Facts::default()
@@ -119,7 +121,11 @@ pub fn collect_with(root: &Root, parsers: Parsers) -> (Facts, Vec<CheckRun>) {
     // Vulkan and ROCm checks (its `--version` runs dominate otherwise).
     let mut py = Facts::default();
     let py_run = std::thread::scope(|s| {
-        let h = s.spawn(|| timed("python", &mut py, |f| live::python::collect(root, f)));
+        let h = s.spawn(|| {
+            timed("python", &mut py, |f| {
+                live::python::collect(root, f, env_dirs)
+            })
+        });
         runs.push(timed("vulkan-icds", &mut f, |f| {
             live::icd::collect(root, f)
         }));

@@ -263,6 +263,72 @@ pub struct Signal {
     pub text: String,
 }
 
+impl Facts {
+    /// Facts from JSON written by another source or an older greta, which
+    /// may omit fields: every missing field, also inside list elements
+    /// (GPUs, ICDs...), takes its default, so only a wrong type fails.
+    pub fn from_json_lenient(mut v: serde_json::Value) -> Result<Facts, serde_json::Error> {
+        let mut full = serde_json::to_value(Facts::default())?;
+        merge_json(&mut full, &mut v, "");
+        serde_json::from_value(full)
+    }
+}
+
+/// The default of one element of a list in the facts, by its JSON path.
+fn element_default(path: &str) -> Option<serde_json::Value> {
+    use crate::facts as f;
+    let v = match path {
+        "gpus" => serde_json::to_value(f::Gpu::default()),
+        "drivers" => serde_json::to_value(f::KernelDriver::default()),
+        "device_nodes" => serde_json::to_value(f::DeviceNode::default()),
+        "signals" => serde_json::to_value(f::Signal::default()),
+        "vulkan.icds" => serde_json::to_value(f::Icd::default()),
+        "vulkan.devices" => serde_json::to_value(f::VulkanDevice::default()),
+        "rocm.installs" => serde_json::to_value(f::RocmInstall::default()),
+        "python.interpreters" => serde_json::to_value(f::Interpreter::default()),
+        "python.frameworks" => serde_json::to_value(f::Framework::default()),
+        _ => return None,
+    };
+    v.ok()
+}
+
+/// Overlay `src` onto `dst`, recursing into objects and filling list
+/// elements from their type's defaults (scalars replace).
+fn merge_json(dst: &mut serde_json::Value, src: &mut serde_json::Value, path: &str) {
+    use serde_json::Value;
+    match (dst, src) {
+        (Value::Object(d), Value::Object(s)) => {
+            for (k, v) in s.iter_mut() {
+                let sub = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                match d.get_mut(k) {
+                    Some(dv) => merge_json(dv, v, &sub),
+                    None => {
+                        d.insert(k.clone(), v.take());
+                    }
+                }
+            }
+        }
+        (d @ Value::Array(_), Value::Array(s)) => {
+            let items = s
+                .iter_mut()
+                .map(|item| match element_default(path) {
+                    Some(mut def) if item.is_object() => {
+                        merge_json(&mut def, item, "");
+                        def
+                    }
+                    _ => item.take(),
+                })
+                .collect();
+            *d = Value::Array(items);
+        }
+        (d, s) => *d = s.take(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,16 +1,39 @@
 //! greta-probe: read-only detection of the GPU stack (live, from a sysroot, or
 //! from pasted tool output) and the data-driven diagnosis rules of `greta doctor`.
 //!
-//! Every input path produces the same [`facts::Facts`], so one rule engine
+//! Every input path produces the same [`Facts`], so one rule engine
 //! explains a live machine, a captured bundle and a pasted `rocminfo` alike.
+//!
+//! The modules are private: callers come in through the front door,
+//! [`Probe::new`]`(root).scope(..).run()` (or `.capture(dir)`), or the
+//! `--from` text entry points ([`from_files`], [`parse_text`]...), and get
+//! back the facts, findings and report types below. Which collectors run,
+//! and how a snapshot is written and replayed, stays in here.
 
-pub mod capture;
-pub mod collect;
-pub mod facts;
-pub mod from;
-pub mod live;
-pub mod merge;
-pub mod report;
-pub mod root;
-pub mod rules;
-pub mod signals;
+mod capture;
+mod collect;
+mod facts;
+mod from;
+mod front;
+mod live;
+mod merge;
+mod report;
+mod root;
+mod rules;
+mod signals;
+
+pub use capture::{CaptureError, Captured};
+pub use collect::{CheckRun, CHECKS};
+pub use facts::{
+    DeviceNode, Facts, Framework, Gpu, Icd, Interpreter, KernelDriver, Python, Rocm, RocmInstall,
+    Signal, Vendor, Vulkan, VulkanDevice, VulkanDriverKind,
+};
+pub use from::{
+    decode, from_files, parse_text, recognise, summarise, FileReport, Format, FromError, FromRun,
+};
+pub use front::{EnvsAt, HipRun, Outcome, Probe, Scope};
+pub use merge::merge;
+pub use report::{use_color, CheckLine, CheckStatus, Report};
+pub use root::{CmdStatus, Root, ENV_ALLOW};
+pub use rules::{catalogue, diagnose, Finding, Fix, Rule, Severity};
+pub use signals::{is_noise as is_noise_signal, scan as scan_signals};

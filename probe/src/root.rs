@@ -49,7 +49,6 @@ pub const ENV_ALLOW: &[&str] = &[
     "ROCR_VISIBLE_DEVICES",
     "CUDA_VISIBLE_DEVICES",
     "GPU_DEVICE_ORDINAL",
-    "GRETA_HOME",
     // The active Python env (doctor reads the frameworks installed there).
     "VIRTUAL_ENV",
     "CONDA_PREFIX",
@@ -819,9 +818,11 @@ fn is_executable(p: &Path) -> bool {
 }
 
 fn live_identity() -> Identity {
-    // SAFETY: getuid/getgid never fail; getgroups is called with a buffer of
-    // the size it reported and the returned count bounds what we read.
+    // SAFETY: getuid/getgid take no arguments and never fail.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    // SAFETY: getgroups(0, NULL) only returns the count; the second call gets
+    // a buffer of exactly that many gid_t, and the count it returns (never
+    // more than the size given) bounds what is kept.
     let mut groups = unsafe {
         let n = libc::getgroups(0, std::ptr::null_mut());
         let mut v: Vec<libc::gid_t> = vec![0; n.max(0) as usize];

@@ -1,6 +1,7 @@
 //! The diagnosis rules: data (`probe/rules.toml`, embedded), not code
 //! branches. Code only answers named questions about the facts
-//! ([`predicates::PREDICATES`] and `signal:<id>`); each rule combines them:
+//! (one struct each, listed in [`predicates::PREDICATES`], and
+//! `signal:<id>`); each rule combines them:
 //! `all` must hold, at least one of `any` (when given), none of `none`.
 //! Several rules may share one finding id (different causes with different
 //! fixes): the first that matches raises the finding.
@@ -108,7 +109,7 @@ pub fn parse_rules(text: &str) -> Result<Vec<Rule>, String> {
     let signals = crate::signals::known_ids();
     let known = |p: &str| match p.strip_prefix("signal:") {
         Some(s) => signals.contains(&s),
-        None => predicates::PREDICATES.iter().any(|(n, _)| *n == p),
+        None => predicates::find(p).is_some(),
     };
     for r in &file.rule {
         if r.all.is_empty() && r.any.is_empty() {
@@ -265,15 +266,15 @@ mod tests {
             .contains("unknown predicate"));
         let bad_sig = base("[[rule]]\nid='x.y'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['signal:nope']\nmessage='m'\nfix={text='t'}\n");
         assert!(parse_rules(&bad_sig).is_err());
-        let bad_var = base("[[rule]]\nid='x.y'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['gpu_present']\nmessage='{nope}'\nfix={text='t'}\n");
+        let bad_var = base("[[rule]]\nid='x.y'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['amd_gpu_present']\nmessage='{nope}'\nfix={text='t'}\n");
         assert!(parse_rules(&bad_var)
             .unwrap_err()
             .contains("template variable"));
-        let bad_sev = base("[[rule]]\nid='gpu.none'\nseverity='fail'\ntitle='t'\nmeaning='m'\nall=['gpu_present']\nmessage='m'\nfix={text='t'}\n");
+        let bad_sev = base("[[rule]]\nid='gpu.none'\nseverity='fail'\ntitle='t'\nmeaning='m'\nall=['amd_gpu_present']\nmessage='m'\nfix={text='t'}\n");
         assert!(parse_rules(&bad_sev)
             .unwrap_err()
             .contains("severities differ"));
-        assert!(parse_rules("[[rule]]\nid='gpu.none'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['gpu_present']\nmessage='m'\nfix={text='t'}\n")
+        assert!(parse_rules("[[rule]]\nid='gpu.none'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['amd_gpu_present']\nmessage='m'\nfix={text='t'}\n")
             .unwrap_err()
             .contains("contract id"));
     }
@@ -288,10 +289,12 @@ mod tests {
                 r.id
             );
         }
-        for (p, _) in predicates::PREDICATES {
+        for p in predicates::PREDICATES {
             assert!(
-                doc.contains(&format!("`{p}`")),
-                "docs/doctor.md lacks predicate {p}"
+                doc.contains(&format!("| `{}` | {} |", p.name(), p.meaning())),
+                "docs/doctor.md lacks predicate {} ({})",
+                p.name(),
+                p.meaning()
             );
         }
         for s in crate::signals::known_ids() {

@@ -1,9 +1,33 @@
 //! `capture` on this machine, replayed as a sysroot, must give the facts of
 //! a live run (everything but the source label).
 
-use greta_probe::capture::{capture, CaptureError};
-use greta_probe::collect::collect;
-use greta_probe::root::Root;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use greta_probe::{CaptureError, Captured, CheckRun, Facts, Probe, Root};
+
+/// Where greta's envs live, the installer's rule (`EnvRoot::dir_in`), which
+/// the probe takes as input.
+fn envs_at(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let base = match env("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        Some(x) => PathBuf::from(x),
+        None => PathBuf::from(env("HOME").filter(|v| !v.is_empty())?).join(".local/share"),
+    };
+    Some(base.join("greta/envs"))
+}
+
+/// The full probe of `root`, as doctor runs it (without the HIP check).
+fn collect(root: &Root) -> (Facts, Vec<CheckRun>) {
+    let o = Probe::new(root).envs_at(envs_at).run();
+    (o.facts, o.checks)
+}
+
+fn capture(dir: &Path) -> Result<Captured, CaptureError> {
+    Probe::new(&Root::live())
+        .envs_at(envs_at)
+        .capture(dir)
+        .map(|(_, c)| c)
+}
 
 #[test]
 fn capture_then_replay_equals_live() {
@@ -19,7 +43,7 @@ fn capture_then_replay_equals_live() {
     for line in env.lines() {
         let key = line.split('=').next().unwrap();
         assert!(
-            greta_probe::root::ENV_ALLOW.contains(&key),
+            greta_probe::ENV_ALLOW.contains(&key),
             "captured non-allow-listed variable {key}"
         );
     }

@@ -9,7 +9,6 @@
 //! listed case that passes fails the run, so the list never goes stale. It
 //! holds 2 cases today; docs/doctor.md ("The corpus") gives the counts.
 
-use greta_probe::{from, report::Report, rules};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -36,10 +35,8 @@ fn fixtures_dir() -> PathBuf {
 
 fn doctor_json(dir: &Path, files: &[String]) -> Value {
     let paths: Vec<PathBuf> = files.iter().map(|f| dir.join(f)).collect();
-    let run = from::from_files(&paths).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    let findings = rules::diagnose(&run.facts);
-    let (checks, notes) = greta_probe::report::file_checks(&run.files, &findings);
-    let r = Report::new("from", checks, run.facts, findings, notes);
+    let run = greta_probe::from_files(&paths).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let r = run.into_report();
     serde_json::from_str(&r.to_json()).expect("report JSON parses")
 }
 

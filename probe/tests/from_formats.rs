@@ -2,14 +2,15 @@
 //! message texts the tools print (ERRORS.md quotes): each input is
 //! recognised by content and raises exactly the finding its cause deserves.
 
-use greta_probe::facts::Vendor;
-use greta_probe::from::{self, Format};
-use greta_probe::rules::{self, Severity};
+use greta_probe::{Format, Severity, Vendor};
 
-fn explain(text: &str) -> (Vec<Format>, greta_probe::facts::Facts, Vec<String>) {
-    let (formats, facts) = from::parse_text(text, "pasted.txt");
-    let facts = greta_probe::merge::merge(vec![facts]);
-    let ids = rules::diagnose(&facts).into_iter().map(|f| f.id).collect();
+fn explain(text: &str) -> (Vec<Format>, greta_probe::Facts, Vec<String>) {
+    let (formats, facts) = greta_probe::parse_text(text, "pasted.txt");
+    let facts = greta_probe::merge(vec![facts]);
+    let ids = greta_probe::diagnose(&facts)
+        .into_iter()
+        .map(|f| f.id)
+        .collect();
     (formats, facts, ids)
 }
 
@@ -26,7 +27,7 @@ fn amdgpu_init_failure_in_dmesg() {
     assert_eq!(facts.gpus[0].pci_address.as_deref(), Some("0000:05:00.0"));
     assert_eq!(facts.gpus[0].kernel_driver, None, "probe failed: not bound");
     assert_eq!(ids, vec!["driver.amdgpu-not-bound"]);
-    let f = &rules::diagnose(&facts)[0];
+    let f = &greta_probe::diagnose(&facts)[0];
     assert!(f.title.contains("failed to initialise"), "{}", f.title);
     assert!(f.evidence.iter().any(|e| e.starts_with("pasted.txt:1:")));
 }
@@ -50,7 +51,7 @@ fn env_dump_with_override_and_rocm_ld_path() {
         ids.contains(&"rocm.hsa-override".into()) && ids.contains(&"rocm.ld-library-path".into()),
         "{ids:?}"
     );
-    let f = rules::diagnose(&facts)
+    let f = greta_probe::diagnose(&facts)
         .into_iter()
         .find(|f| f.id == "rocm.hsa-override")
         .unwrap();
@@ -84,8 +85,8 @@ fn switchable_graphics_layer_manifest_unless_disabled() {
     let b = dir.path().join("env.txt");
     std::fs::write(&a, layer).unwrap();
     std::fs::write(&b, "DISABLE_LAYER_AMD_SWITCHABLE_GRAPHICS_1=1\n").unwrap();
-    let run = from::from_files(&[a, b]).unwrap();
-    assert!(rules::diagnose(&run.facts).is_empty());
+    let run = greta_probe::from_files(&[a, b]).unwrap();
+    assert!(greta_probe::diagnose(&run.facts).is_empty());
 }
 
 #[test]
@@ -125,8 +126,8 @@ fn cuda_torch_on_an_amd_machine_is_a_framework_mismatch() {
         .unwrap(),
     )
     .unwrap();
-    let run = from::from_files(&[a, b]).unwrap();
-    let f = rules::diagnose(&run.facts);
+    let run = greta_probe::from_files(&[a, b]).unwrap();
+    let f = greta_probe::diagnose(&run.facts);
     let m = f
         .iter()
         .find(|x| x.id == "framework.mismatch")
@@ -218,12 +219,12 @@ fn lspci_k_shows_an_unbound_amd_gpu_and_merges_with_rocminfo() {
         "/tests/fixtures/rx7900xtx-gfx1100/rocminfo-rocm6.2.2.txt"
     )
     .into();
-    let run = from::from_files(&[a, b]).unwrap();
+    let run = greta_probe::from_files(&[a, b]).unwrap();
     assert_eq!(run.facts.gpus.len(), 1, "{:#?}", run.facts.gpus);
     let g = &run.facts.gpus[0];
     assert_eq!(g.gfx.as_deref(), Some("gfx1100"));
     assert_eq!(g.kernel_driver.as_deref(), Some("amdgpu"));
-    assert!(rules::diagnose(&run.facts).is_empty());
+    assert!(greta_probe::diagnose(&run.facts).is_empty());
 }
 
 #[test]
@@ -247,7 +248,7 @@ fn nvidia_smi_table_merges_with_vulkaninfo() {
         "/tests/fixtures/nvidia-rtx2060-debian-contrast/vulkaninfo-summary-devices-section.txt"
     )
     .into();
-    let run = from::from_files(&[a, b]).unwrap();
+    let run = greta_probe::from_files(&[a, b]).unwrap();
     let nv: Vec<_> = run
         .facts
         .gpus

@@ -4,9 +4,7 @@
 //! CI installs vulkan-tools and rocminfo (scripts/setup.sh --test); a
 //! missing tool fails the test rather than skipping it.
 
-use greta_probe::facts::{Vendor, VulkanDriverKind};
-use greta_probe::from::{self, Format};
-use greta_probe::{live, rules};
+use greta_probe::{Format, Probe, Root, Scope, Vendor, VulkanDriverKind};
 use std::process::Command;
 
 fn tool_output(cmd: &str, args: &[&str]) -> String {
@@ -16,19 +14,21 @@ fn tool_output(cmd: &str, args: &[&str]) -> String {
         .unwrap_or_else(|e| panic!("{cmd} must be installed (scripts/setup.sh --test): {e}"));
     let mut raw = o.stdout;
     raw.extend_from_slice(&o.stderr);
-    from::decode(&raw).expect("tool output is text")
+    greta_probe::decode(&raw).expect("tool output is text")
 }
 
 fn check_against_ash(format: Format, args: &[&str]) {
     let text = tool_output("vulkaninfo", args);
-    let (formats, facts) = from::parse_text(&text, "vulkaninfo.txt");
+    let (formats, facts) = greta_probe::parse_text(&text, "vulkaninfo.txt");
     assert!(formats.contains(&format), "{formats:?}");
-    let reference = live::vkdev::enumerate_now();
+    // The live enumeration (ash) as the probe runs it.
+    let reference = Probe::new(&Root::live()).scope(Scope::Devices).run().facts;
     assert!(
-        reference.error.is_none(),
+        reference.scanned.iter().any(|s| s == "vulkan-devices"),
         "ash enumeration failed: {:?}",
-        reference.error
+        reference.signals
     );
+    let reference = reference.vulkan;
     assert_eq!(
         facts.vulkan.devices.len(),
         reference.devices.len(),
@@ -46,9 +46,11 @@ fn check_against_ash(format: Format, args: &[&str]) {
     for s in &facts.signals {
         assert!(s.id.starts_with("noise-"), "unexpected signal {s:?}");
     }
-    let findings = rules::diagnose(&facts);
+    let findings = greta_probe::diagnose(&facts);
     assert!(
-        findings.iter().all(|f| f.severity != rules::Severity::Fail),
+        findings
+            .iter()
+            .all(|f| f.severity != greta_probe::Severity::Fail),
         "{findings:?}"
     );
     if facts
@@ -78,7 +80,7 @@ fn rocminfo_without_a_gpu_says_rock_not_loaded() {
     // "ROCk module is NOT loaded, possibly no GPU devices".
     let text = tool_output("rocminfo", &[]);
     assert!(!text.contains('\u{1b}'), "ANSI codes are stripped");
-    let (formats, facts) = from::parse_text(&text, "rocminfo.txt");
+    let (formats, facts) = greta_probe::parse_text(&text, "rocminfo.txt");
     assert_eq!(formats.first(), Some(&Format::Rocminfo));
     assert!(facts.gpus.is_empty());
     assert!(facts

@@ -3,7 +3,6 @@
 //! from other tools, random bytes inserted. Fresh seed each run (printed,
 //! so a failure can be replayed with GRETA_FUZZ_SEED).
 
-use greta_probe::{from, rules};
 use std::path::{Path, PathBuf};
 
 struct Rng(u64);
@@ -124,14 +123,14 @@ fn mutated_fixtures_never_panic() {
     for round in 0..rounds {
         let base = &texts[round % texts.len()].1;
         let bytes = mutate(&mut rng, &texts, base);
-        let text = match from::decode(&bytes) {
+        let text = match greta_probe::decode(&bytes) {
             Ok(t) => t,
             Err(_) => continue,
         };
         let r = std::panic::catch_unwind(|| {
-            let (_, facts) = from::parse_text(&text, "fuzz.txt");
-            let facts = greta_probe::merge::merge(vec![facts]);
-            let _ = rules::diagnose(&facts);
+            let (_, facts) = greta_probe::parse_text(&text, "fuzz.txt");
+            let facts = greta_probe::merge(vec![facts]);
+            let _ = greta_probe::diagnose(&facts);
         });
         assert!(
             r.is_ok(),

@@ -1,14 +1,13 @@
 //! Live collection on this machine (Debian 12 CI: Mesa lavapipe + RADV
 //! manifests from mesa-vulkan-drivers, libvulkan1, no GPU).
 
-use greta_probe::collect::collect;
-use greta_probe::facts::{Vendor, VulkanDriverKind};
-use greta_probe::root::Root;
+use greta_probe::{Probe, Root, Vendor, VulkanDriverKind};
 
 #[test]
 fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
     let root = Root::live();
-    let (f, checks) = collect(&root);
+    let run = Probe::new(&root).run();
+    let (f, checks) = (run.facts, run.checks);
     eprintln!("{}", serde_json::to_string_pretty(&f).unwrap());
     for c in &checks {
         eprintln!(
@@ -94,14 +93,14 @@ fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
         assert!(f.scanned.iter().any(|s| s == area), "{area} not scanned");
     }
     // The rules on these facts: CPU-only Vulkan is a warning, nothing fails.
-    let found = greta_probe::rules::diagnose(&f);
+    let found = greta_probe::diagnose(&f);
     if gpu_less {
         let ids: Vec<&str> = found.iter().map(|x| x.id.as_str()).collect();
         assert!(ids.contains(&"vulkan.cpu-only"), "{ids:?}");
         assert!(
             found
                 .iter()
-                .all(|x| x.severity != greta_probe::rules::Severity::Fail),
+                .all(|x| x.severity != greta_probe::Severity::Fail),
             "{found:#?}"
         );
     }

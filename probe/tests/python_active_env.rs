@@ -4,8 +4,7 @@
 //! from `*.dist-info/METADATA` and torch's `version.py` (never importing),
 //! and raises `framework.mismatch` for a build the machine cannot use.
 
-use greta_probe::facts::{Facts, Gpu, Vendor};
-use greta_probe::root::Root;
+use greta_probe::{Facts, Gpu, Probe, Root, Vendor};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -59,9 +58,14 @@ fn machine(env: &str) -> tempfile::TempDir {
 
 fn python_facts(t: &tempfile::TempDir) -> Facts {
     let root = Root::sysroot(t.path()).unwrap();
-    let mut f = Facts::default();
-    greta_probe::live::python::collect(&root, &mut f);
-    f
+    // Only the Python part: the rest of this tree is empty.
+    let f = Probe::new(&root).run().facts;
+    Facts {
+        python: f.python,
+        signals: f.signals,
+        scanned: f.scanned.into_iter().filter(|s| s == "python").collect(),
+        ..Facts::default()
+    }
 }
 
 fn amd_only(mut f: Facts) -> Facts {
@@ -74,8 +78,8 @@ fn amd_only(mut f: Facts) -> Facts {
     f
 }
 
-fn mismatch(f: &Facts) -> Option<greta_probe::rules::Finding> {
-    greta_probe::rules::diagnose(f)
+fn mismatch(f: &Facts) -> Option<greta_probe::Finding> {
+    greta_probe::diagnose(f)
         .into_iter()
         .find(|x| x.id == "framework.mismatch")
 }

@@ -1,11 +1,26 @@
 //! Replays of synthetic machines (tests/sysroots/, built by make.py from the
 //! real fixtures): every fact doctor's rules depend on, asserted.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
-use greta_probe::collect::{collect, CheckRun};
-use greta_probe::facts::{Facts, Vendor, VulkanDriverKind};
-use greta_probe::root::Root;
+use greta_probe::{CheckRun, Facts, Probe, Root, Vendor, VulkanDriverKind};
+
+/// Where greta's envs live, the installer's rule (`EnvRoot::dir_in`), which
+/// the probe takes as input.
+fn envs_at(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    let base = match env("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        Some(x) => PathBuf::from(x),
+        None => PathBuf::from(env("HOME").filter(|v| !v.is_empty())?).join(".local/share"),
+    };
+    Some(base.join("greta/envs"))
+}
+
+/// The full probe of `root`, as doctor runs it (without the HIP check).
+fn collect(root: &Root) -> (Facts, Vec<CheckRun>) {
+    let o = Probe::new(root).envs_at(envs_at).run();
+    (o.facts, o.checks)
+}
 
 fn tree(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -25,10 +40,7 @@ fn replay(name: &str) -> (Facts, Vec<CheckRun>) {
 
 /// Finding ids the rules raise for these facts.
 fn findings(f: &Facts) -> Vec<String> {
-    greta_probe::rules::diagnose(f)
-        .into_iter()
-        .map(|x| x.id)
-        .collect()
+    greta_probe::diagnose(f).into_iter().map(|x| x.id).collect()
 }
 
 fn assert_findings(f: &Facts, must: &[&str], must_not: &[&str]) {
@@ -41,7 +53,7 @@ fn assert_findings(f: &Facts, must: &[&str], must_not: &[&str]) {
     }
 }
 
-fn signal<'a>(f: &'a Facts, id: &str) -> Option<&'a greta_probe::facts::Signal> {
+fn signal<'a>(f: &'a Facts, id: &str) -> Option<&'a greta_probe::Signal> {
     f.signals.iter().find(|s| s.id == id)
 }
 

@@ -8,6 +8,7 @@
 
 mod backend;
 pub mod child;
+mod devices;
 mod env_vars;
 mod finding;
 mod gfx;
@@ -18,6 +19,7 @@ mod vk_driver;
 mod wheel;
 
 pub use backend::Backend;
+pub use devices::DevicesError;
 pub use env_vars::{markdown as env_vars_markdown, EnvVar, EnvVars, Scope};
 pub use finding::{Finding, Fix, Severity};
 pub use gfx::{Gfx, GfxError};

@@ -92,26 +92,15 @@ pub struct DevicesAnswer {
     pub error_kind: Option<DevicesError>,
 }
 
-/// Why a device listing failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DevicesError {
-    /// The library loaded and found no usable device.
-    NoDevice,
-    /// The API library (libamdhip64, libcuda) could not be loaded.
-    LoaderMissing,
-    /// Anything else (a failing driver call, ...).
-    Other,
-}
+pub use greta_vocab::DevicesError;
 
-impl DevicesError {
-    pub fn of(e: &greta_smoke::runtime::RuntimeError) -> Self {
-        use greta_smoke::runtime::RuntimeError;
-        match e {
-            RuntimeError::NoDevice(_) => DevicesError::NoDevice,
-            RuntimeError::LoaderMissing(_) => DevicesError::LoaderMissing,
-            _ => DevicesError::Other,
-        }
+/// The kind of a listing failure, from the runtime's typed error.
+fn devices_error_of(e: &greta_smoke::runtime::RuntimeError) -> DevicesError {
+    use greta_smoke::runtime::RuntimeError;
+    match e {
+        RuntimeError::NoDevice(_) => DevicesError::NoDevice,
+        RuntimeError::LoaderMissing(_) => DevicesError::LoaderMissing,
+        _ => DevicesError::Other,
     }
 }
 
@@ -210,7 +199,7 @@ fn devices(backend: &str) -> u8 {
     };
     let (devices, error, error_kind) = match greta_smoke::runtime::list_devices(kind) {
         Ok(d) => (d, None, None),
-        Err(e) => (vec![], Some(e.to_string()), Some(DevicesError::of(&e))),
+        Err(e) => (vec![], Some(e.to_string()), Some(devices_error_of(&e))),
     };
     let no_device = matches!(
         error_kind,

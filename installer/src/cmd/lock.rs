@@ -78,10 +78,7 @@ pub fn run(args: Args, verbose: u8) -> Result<Exit> {
     }
 }
 
-fn load_facts(
-    facts: Option<PathBuf>,
-    sysroot: Option<PathBuf>,
-) -> Result<greta_probe::facts::Facts> {
+fn load_facts(facts: Option<PathBuf>, sysroot: Option<PathBuf>) -> Result<greta_probe::Facts> {
     if let Some(path) = facts {
         let text = crate::read::text_capped(&path, crate::read::MAX_DATA_FILE)?;
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
@@ -92,74 +89,20 @@ fn load_facts(
                 e.column()
             )
         })?;
-        let mut obj = v.get("facts").cloned().unwrap_or(v);
-        // Facts from other sources (or older greta) may omit fields: fill them with defaults.
-        let mut full = serde_json::to_value(greta_probe::facts::Facts::default())?;
-        merge_json(&mut full, &mut obj, "");
-        return serde_json::from_value(full)
+        let obj = v.get("facts").cloned().unwrap_or(v);
+        // Facts from other sources (or older greta) may omit fields: the probe fills them with defaults.
+        return greta_probe::Facts::from_json_lenient(obj)
             .map_err(|e| anyhow::anyhow!("{}: not probe facts: {e}", path.display()));
     }
     let root = match sysroot {
-        Some(d) => greta_probe::root::Root::sysroot(&d)
+        Some(d) => greta_probe::Root::sysroot(&d)
             .map_err(|e| anyhow::anyhow!("sysroot {}: {e}", d.display()))?,
-        None => greta_probe::root::Root::live(),
+        None => greta_probe::Root::live(),
     };
-    Ok(greta_probe::collect::collect(&root).0)
-}
-
-/// The default of one element of a list in the facts, by its JSON path.
-fn element_default(path: &str) -> Option<serde_json::Value> {
-    use greta_probe::facts as f;
-    let v = match path {
-        "gpus" => serde_json::to_value(f::Gpu::default()),
-        "drivers" => serde_json::to_value(f::KernelDriver::default()),
-        "device_nodes" => serde_json::to_value(f::DeviceNode::default()),
-        "signals" => serde_json::to_value(f::Signal::default()),
-        "vulkan.icds" => serde_json::to_value(f::Icd::default()),
-        "vulkan.devices" => serde_json::to_value(f::VulkanDevice::default()),
-        "rocm.installs" => serde_json::to_value(f::RocmInstall::default()),
-        "python.interpreters" => serde_json::to_value(f::Interpreter::default()),
-        "python.frameworks" => serde_json::to_value(f::Framework::default()),
-        _ => return None,
-    };
-    v.ok()
-}
-
-/// Overlay `src` onto `dst`, recursing into objects and filling list
-/// elements from their type's defaults (scalars replace).
-fn merge_json(dst: &mut serde_json::Value, src: &mut serde_json::Value, path: &str) {
-    use serde_json::Value;
-    match (dst, src) {
-        (Value::Object(d), Value::Object(s)) => {
-            for (k, v) in s.iter_mut() {
-                let sub = if path.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{path}.{k}")
-                };
-                match d.get_mut(k) {
-                    Some(dv) => merge_json(dv, v, &sub),
-                    None => {
-                        d.insert(k.clone(), v.take());
-                    }
-                }
-            }
-        }
-        (d @ Value::Array(_), Value::Array(s)) => {
-            let items = s
-                .iter_mut()
-                .map(|item| match element_default(path) {
-                    Some(mut def) if item.is_object() => {
-                        merge_json(&mut def, item, "");
-                        def
-                    }
-                    _ => item.take(),
-                })
-                .collect();
-            *d = Value::Array(items);
-        }
-        (d, s) => *d = s.take(),
-    }
+    Ok(greta_probe::Probe::new(&root)
+        .envs_at(crate::envs::EnvRoot::dir_in)
+        .run()
+        .facts)
 }
 
 fn select(

@@ -27,6 +27,7 @@ pub mod uv_bootstrap;
 pub mod venv_template;
 
 use anyhow::{bail, Context, Result};
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -56,18 +57,23 @@ pub struct Recovery {
 impl EnvRoot {
     /// `$XDG_DATA_HOME/greta/envs`, else `~/.local/share/greta/envs`.
     pub fn default_root() -> Result<EnvRoot> {
-        let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        let dir = Self::dir_in(&|k| std::env::var_os(k))
+            .context("neither XDG_DATA_HOME nor HOME is set: cannot place greta envs")?;
+        Ok(EnvRoot { dir })
+    }
+
+    /// Where envs go on a machine whose environment `env` reads: the one
+    /// rule, used here to create envs and handed to the probe
+    /// (`greta_probe::Probe::envs_at`) so that doctor reads the frameworks
+    /// of the envs where this installer put them, live or in a snapshot.
+    pub fn dir_in(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+        let base = match env("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
             Some(x) => PathBuf::from(x),
-            None => {
-                let home = std::env::var_os("HOME")
-                    .filter(|v| !v.is_empty())
-                    .context("neither XDG_DATA_HOME nor HOME is set: cannot place greta envs")?;
-                PathBuf::from(home).join(".local").join("share")
-            }
+            None => PathBuf::from(env("HOME").filter(|v| !v.is_empty())?)
+                .join(".local")
+                .join("share"),
         };
-        Ok(EnvRoot {
-            dir: base.join("greta").join("envs"),
-        })
+        Some(base.join("greta").join("envs"))
     }
 
     pub fn env_path(&self, name: &str) -> PathBuf {
@@ -254,5 +260,39 @@ fn make_writable(p: &Path) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod dir_in_tests {
+    use super::EnvRoot;
+    use std::ffi::OsString;
+    use std::path::PathBuf;
+
+    /// The one rule for where envs go, as `greta install` and doctor (the
+    /// probe, through `envs_at`) both apply it.
+    #[test]
+    fn envs_go_under_xdg_data_home_else_home() {
+        let at = |pairs: &[(&str, &str)]| {
+            let env: Vec<(String, OsString)> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), OsString::from(v)))
+                .collect();
+            EnvRoot::dir_in(&|k| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+        };
+        assert_eq!(
+            at(&[("XDG_DATA_HOME", "/d"), ("HOME", "/h")]),
+            Some(PathBuf::from("/d/greta/envs"))
+        );
+        assert_eq!(
+            at(&[("XDG_DATA_HOME", ""), ("HOME", "/h")]),
+            Some(PathBuf::from("/h/.local/share/greta/envs"))
+        );
+        assert_eq!(at(&[("HOME", "")]), None);
+        // GRETA_HOME is not a place envs go.
+        assert_eq!(
+            at(&[("GRETA_HOME", "/g"), ("HOME", "/h")]),
+            Some(PathBuf::from("/h/.local/share/greta/envs"))
+        );
     }
 }

@@ -11,7 +11,7 @@
 use super::matrix::{loose_version, Backend, Matrix, Profile};
 use super::Refusal;
 use anyhow::Result;
-use greta_probe::facts::{Facts, Vendor};
+use greta_probe::{Facts, Vendor};
 
 /// The chosen profile and the facts that chose it, one line each.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -170,4 +170,51 @@ mod tests {
         let root = Identity::default();
         assert!(mode_allows_rw(&meta(0o000, 5, 5), &root));
     }
+
+    /// Issue 12: `.greta/dev-nodes` of 40,000 lines took 10 s (a linear search
+    /// per node, `/etc/group` re-read per node). 200,000 render nodes, each in
+    /// a group listed in a large `/etc/group`: the quadratic version needs
+    /// minutes here; the indexed one, seconds.
+    #[test]
+    fn a_huge_dev_nodes_table_is_parsed_in_near_linear_time() {
+        let tree =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sysroots/mi300x-vf");
+        let tmp = tempfile::tempdir().unwrap();
+        let copied = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(format!("{}/.", tree.display()))
+            .arg(tmp.path())
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        let n = 200_000;
+        let mut nodes = String::from("/dev/kfd c 0660 0 109\n");
+        for i in 0..n {
+            nodes.push_str(&format!(
+                "/dev/dri/renderD{i} c 0660 0 {}\n",
+                1000 + i % 5000
+            ));
+        }
+        std::fs::write(tmp.path().join(".greta/dev-nodes"), nodes).unwrap();
+        let mut group = String::new();
+        for g in 0..5000 {
+            group.push_str(&format!("g{g}:x:{}:user{g}\n", 1000 + g));
+        }
+        std::fs::create_dir_all(tmp.path().join("etc")).unwrap();
+        std::fs::write(tmp.path().join("etc/group"), group).unwrap();
+        let root = crate::root::Root::sysroot(tmp.path()).unwrap();
+        assert_eq!(root.list_nodes("/dev/dri", "renderD").len(), n);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut f = crate::facts::Facts::default();
+            collect(&root, &mut f);
+            let _ = tx.send(f.device_nodes.len());
+        });
+        let got = rx.recv_timeout(std::time::Duration::from_secs(120));
+        assert_eq!(
+            got.ok(),
+            Some(n + 1),
+            "200,000 device nodes took over 120 s"
+        );
+    }
 }

@@ -104,28 +104,6 @@ pub fn backend_from_version(version: &str) -> Option<(String, Option<String>)> {
     (local == "cpu").then(|| ("cpu".into(), None))
 }
 
-/// Where greta keeps its envs: `$GRETA_HOME/envs`, `$XDG_DATA_HOME/greta/envs`
-/// (default `~/.local/share/greta/envs`).
-pub fn env_roots(root: &Root) -> Vec<String> {
-    let mut v = Vec::new();
-    if let Some(g) = root.env_nonempty("GRETA_HOME") {
-        v.push(format!("{}/envs", g.trim_end_matches('/')));
-    }
-    match root.env_nonempty("XDG_DATA_HOME") {
-        Some(x) => v.push(format!("{}/greta/envs", x.trim_end_matches('/'))),
-        None => {
-            if let Some(h) = root.env_nonempty("HOME") {
-                v.push(format!(
-                    "{}/.local/share/greta/envs",
-                    h.trim_end_matches('/')
-                ));
-            }
-        }
-    }
-    v.dedup();
-    v
-}
-
 fn frameworks_in_env(root: &Root, env: &str, out: &mut Vec<Framework>) {
     for lib in root.list(&format!("{env}/lib")) {
         if !lib.starts_with("python") {
@@ -350,7 +328,10 @@ fn resolve_pyenv_shim(
     None
 }
 
-pub fn collect(root: &Root, f: &mut Facts) -> String {
+/// Interpreters on PATH, and the frameworks in greta's envs (each
+/// directory under one of `env_dirs`, as the installer places them) and in
+/// the active env.
+pub fn collect(root: &Root, f: &mut Facts, env_dirs: &[String]) -> String {
     let mut seen_real: Vec<String> = Vec::new();
     // (name on PATH, program to run for its version)
     let mut candidates: Vec<(String, String)> = Vec::new();
@@ -434,8 +415,8 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
             );
         }
     }
-    for env_root in env_roots(root) {
-        for env in root.list(&env_root) {
+    for env_root in env_dirs {
+        for env in root.list(env_root) {
             frameworks_in_env(root, &format!("{env_root}/{env}"), &mut f.python.frameworks);
         }
     }

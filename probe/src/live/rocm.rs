@@ -374,6 +374,10 @@ pub fn collect(root: &Root, f: &mut Facts, rocminfo_parser: Option<TextParser>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::{Gpu, Vendor};
+    use std::collections::BTreeMap;
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::{Duration, Instant};
 
     #[test]
     fn hip_version_file_matches_hipconfig_output() {
@@ -401,5 +405,63 @@ mod tests {
         assert_eq!(normalize_version("7.2.4").as_deref(), Some("7.2.4"));
         assert_eq!(normalize_version("garbage"), None);
         assert_eq!(normalize_version(""), None);
+    }
+
+    fn amd_machine() -> Facts {
+        Facts {
+            gpus: vec![Gpu {
+                vendor: Vendor::Amd,
+                name: "AMD Instinct MI300X VF".into(),
+                vendor_id: Some(0x1002),
+                device_id: Some(0x74b5),
+                ..Gpu::default()
+            }],
+            ..Facts::default()
+        }
+    }
+
+    /// rocminfo hangs on some broken stacks: doctor must kill it after its
+    /// time limit, keep what it printed, and report the hang as a signal.
+    #[test]
+    fn hanging_rocminfo_is_killed_and_reported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let fake = bin.join("rocminfo");
+        // Prints the first line a real rocminfo prints, then hangs like a stuck HSA init.
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\necho 'ROCk module version 6.16.13 is loaded'\nexec sleep 600\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut env = BTreeMap::new();
+        env.insert("PATH".to_string(), bin.display().to_string());
+        let root = Root::live_recording()
+            .with_env(env)
+            .with_cmd_timeout(Duration::from_millis(500));
+        let mut f = amd_machine();
+        let t0 = Instant::now();
+        let summary = collect(&root, &mut f, Some(crate::collect::parse_into));
+        // Not a timing measurement: only "did not wait for sleep 600".
+        assert!(t0.elapsed() < Duration::from_secs(60));
+        assert!(summary.contains("rocminfo timed out"), "{summary}");
+        let s = f
+            .signals
+            .iter()
+            .find(|s| s.id == "rocminfo-timeout")
+            .expect("timeout signal");
+        assert_eq!(s.source, "rocminfo");
+        // The partial output was kept and recorded for a capture.
+        let rec = root.take_record().unwrap();
+        let cmd = rec.cmds.iter().find(|c| c.name == "rocminfo").unwrap();
+        assert_eq!(cmd.status, CmdStatus::TimedOut);
+        assert!(cmd.text.contains("ROCk module version 6.16.13 is loaded"));
+        // The rules turn it into a finding.
+        let ids: Vec<String> = crate::rules::diagnose(&f)
+            .into_iter()
+            .map(|x| x.id)
+            .collect();
+        assert!(!ids.is_empty(), "a hung rocminfo must raise a finding");
     }
 }

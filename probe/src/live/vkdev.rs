@@ -138,9 +138,11 @@ unsafe fn describe(
     app_api: u32,
 ) -> VulkanDevice {
     use ash::vk;
-    let props = instance.get_physical_device_properties(pd);
-    let exts: Vec<String> = instance
-        .enumerate_device_extension_properties(pd)
+    // SAFETY: `pd` is a handle of the live `instance` (this function's
+    // contract); both queries only write the structures ash returns.
+    let props = unsafe { instance.get_physical_device_properties(pd) };
+    // SAFETY: as above; ash sizes the returned Vec from the driver's count.
+    let exts: Vec<String> = unsafe { instance.enumerate_device_extension_properties(pd) }
         .unwrap_or_default()
         .iter()
         .filter_map(|e| cstr(e.extension_name_as_c_str()))
@@ -184,7 +186,11 @@ unsafe fn describe(
         if have_sizes {
             p2 = p2.push_next(&mut size);
         }
-        instance.get_physical_device_properties2(pd, &mut p2);
+        // SAFETY: `pd` belongs to `instance`, whose API version is at least
+        // 1.1 (`v11`); every structure chained into `p2` is a live local of
+        // the type its sType names, and a structure is chained only when the
+        // device supports it (1.2/1.3 core, or the extension it comes from).
+        unsafe { instance.get_physical_device_properties2(pd, &mut p2) };
         d.device_uuid = Some(uuid_string(&id.device_uuid));
         d.subgroup_size = Some(sub.subgroup_size).filter(|&s| s > 0);
         if have_driver {
@@ -199,7 +205,10 @@ unsafe fn describe(
         if v12 || has("VK_KHR_shader_float16_int8") {
             let mut f16 = vk::PhysicalDeviceShaderFloat16Int8Features::default();
             let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f16);
-            instance.get_physical_device_features2(pd, &mut f2);
+            // SAFETY: `pd` belongs to `instance` (API >= 1.1); `f16` is a
+            // live local, chained only when 1.2 or VK_KHR_shader_float16_int8
+            // says the device knows it.
+            unsafe { instance.get_physical_device_features2(pd, &mut f2) };
             d.fp16 = Some(f16.shader_float16 == vk::TRUE);
         } else {
             d.fp16 = Some(false);

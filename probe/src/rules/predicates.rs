@@ -1,128 +1,192 @@
 //! Named yes/no questions about [`Facts`] that rules (rules.toml) combine.
+//!
+//! One unit struct per predicate, each beside its unit test, all collected
+//! in [`PREDICATES`] (the list the rules engine evaluates, rule loading
+//! checks names against, and the docs test walks): adding a predicate is
+//! one struct and one line in the list, and nothing else can drift.
 //! Each carries its evidence (the fact, or the signal's `source:line`), so a
 //! finding can always say what it is based on. Template variables for the
-//! messages are computed here too.
+//! messages are computed here too, from the same [`View`].
 
-use crate::facts::{Facts, Gpu, Vendor, VulkanDriverKind};
+mod gpu;
+mod nodes;
+mod python;
+mod rocm;
+mod vulkan;
+
+use crate::facts::{DeviceNode, Facts, Gpu, Vendor, VulkanDriverKind};
 use crate::from::{amd, vulkaninfo::kind_name};
 use std::collections::BTreeMap;
 
-/// Every predicate a rule may name (besides `signal:<id>`), with its meaning
-/// (printed by docs and checked when rules load).
-pub const PREDICATES: &[(&str, &str)] = &[
-    (
-        "gpu_present",
-        "at least one GPU (not a CPU/software device) is known",
-    ),
-    ("no_gpu_known", "no GPU at all is known"),
-    ("amd_gpu_present", "an AMD GPU is known"),
-    ("nvidia_gpu_present", "an NVIDIA GPU is known"),
-    (
-        "pci_scanned",
-        "the PCI bus was read completely (live or sysroot)",
-    ),
-    (
-        "pci_shows_no_amd_gpu",
-        "the PCI bus was read and holds no AMD GPU",
-    ),
-    ("gpu_vf", "a GPU is an SR-IOV virtual function"),
-    (
-        "amd_gpu_driver_unbound",
-        "PCI shows an AMD GPU whose bound driver is not amdgpu",
-    ),
-    ("amdgpu_not_loaded", "amdgpu is known not to be loaded"),
-    ("amdgpu_loaded", "amdgpu (ROCk) is known to be loaded"),
-    (
-        "wsl",
-        "the machine is WSL2 (GPU through /dev/dxg: no amdgpu module, no /dev/kfd by design)",
-    ),
-    (
-        "device_nodes_scanned",
-        "/dev/kfd and /dev/dri were inspected",
-    ),
-    ("kfd_node_absent", "/dev/kfd is known not to exist"),
-    (
-        "kfd_not_openable",
-        "/dev/kfd exists but this user cannot open it",
-    ),
-    (
-        "render_node_not_openable",
-        "a /dev/dri/renderD* node exists but this user cannot open it",
-    ),
-    (
-        "user_missing_groups",
-        "the user lacks a group that owns a GPU device node",
-    ),
-    ("rocm_scanned", "every ROCm install location was inspected"),
-    ("rocm_absent", "no ROCm install was found"),
-    ("rocm_multiple", "two or more ROCm installs were found"),
-    (
-        "rocm_runtime_sees_no_gpu",
-        "the HSA/HIP runtime ran and found no GPU",
-    ),
-    ("hsa_override_set", "HSA_OVERRIDE_GFX_VERSION is set"),
-    (
-        "ld_library_path_rocm",
-        "LD_LIBRARY_PATH contains a ROCm directory",
-    ),
-    (
-        "vulkan_loader_scanned",
-        "the Vulkan loader library was looked for",
-    ),
-    ("vulkan_loader_absent", "no libvulkan.so.1 was found"),
-    (
-        "vulkan_icds_scanned",
-        "the loader's ICD search path was read",
-    ),
-    ("vulkan_no_icds", "no ICD manifest was found"),
-    (
-        "vulkan_icd_library_missing",
-        "an ICD manifest points at a library that is missing or does not load",
-    ),
-    ("vulkan_devices_known", "a Vulkan device list is known"),
-    (
-        "vulkan_only_cpu_devices",
-        "every Vulkan device is a CPU (llvmpipe/lavapipe) device",
-    ),
-    (
-        "vulkan_duplicate_gpu",
-        "one GPU is listed twice (two ICDs, or duplicate manifests)",
-    ),
-    (
-        "vulkan_amd_icds_both",
-        "RADV and AMDVLK/AMDGPU-PRO manifests are both installed for an AMD GPU",
-    ),
-    (
-        "vulkan_icd_chosen_by_env",
-        "AMD_VULKAN_ICD, VK_DRIVER_FILES or VK_ICD_FILENAMES selects the driver",
-    ),
-    (
-        "amd_switchable_layer_present",
-        "AMD's switchable-graphics implicit layer is installed",
-    ),
-    (
-        "amd_switchable_layer_disabled",
-        "DISABLE_LAYER_AMD_SWITCHABLE_GRAPHICS_1 is set",
-    ),
-    (
-        "vulkan_in_play",
-        "anything about Vulkan is known (loader, ICDs, devices or loader messages)",
-    ),
-    ("gfx94x_present", "an MI300-class GPU (gfx94x) is known"),
-    (
-        "apu_small_vram",
-        "an integrated AMD GPU has 1 GiB or less of dedicated VRAM",
-    ),
-    (
-        "python_scanned",
-        "Python interpreters on PATH were looked for",
-    ),
-    ("python_absent", "no Python interpreter was found"),
-    (
-        "framework_backend_mismatch",
-        "an installed framework was built for another GPU backend or ROCm/CUDA version",
-    ),
+/// One named question about the facts.
+pub trait Predicate: Sync {
+    /// The name rules.toml uses.
+    fn name(&self) -> &'static str;
+    /// When it is true, in a few words (docs/doctor.md's predicate table).
+    #[allow(dead_code, reason = "for readers; the docs test holds the table to it")]
+    fn meaning(&self) -> &'static str;
+    /// The facts it reads, as paths in the `facts` JSON (`gpus`,
+    /// `vulkan.icds`...); a test checks each one exists.
+    #[allow(dead_code, reason = "for readers; a test checks each path exists")]
+    fn reads(&self) -> &'static [&'static str];
+    /// Its evidence lines when it holds; `None` when it does not.
+    fn eval(&self, v: &View) -> Option<Vec<String>>;
+}
+
+/// Every predicate a rule may name (besides `signal:<id>`), in the order
+/// of docs/doctor.md's table. Each is named by at least one rule (a test
+/// checks it).
+pub const PREDICATES: &[&dyn Predicate] = &[
+    &gpu::NoGpuKnown,
+    &gpu::AmdGpuPresent,
+    &gpu::PciScanned,
+    &gpu::PciShowsNoAmdGpu,
+    &gpu::GpuVf,
+    &gpu::AmdGpuDriverUnbound,
+    &gpu::AmdgpuNotLoaded,
+    &gpu::Wsl,
+    &nodes::KfdNodeAbsent,
+    &nodes::KfdNotOpenable,
+    &nodes::RenderNodeNotOpenable,
+    &rocm::RocmScanned,
+    &rocm::RocmAbsent,
+    &rocm::RocmMultiple,
+    &rocm::RocmRuntimeSeesNoGpu,
+    &rocm::HsaOverrideSet,
+    &rocm::LdLibraryPathRocm,
+    &vulkan::VulkanLoaderAbsent,
+    &vulkan::VulkanNoIcds,
+    &vulkan::VulkanIcdLibraryMissing,
+    &vulkan::VulkanOnlyCpuDevices,
+    &vulkan::VulkanDuplicateGpu,
+    &vulkan::VulkanAmdIcdsBoth,
+    &vulkan::VulkanIcdChosenByEnv,
+    &vulkan::AmdSwitchableLayerPresent,
+    &vulkan::AmdSwitchableLayerDisabled,
+    &vulkan::VulkanInPlay,
+    &gpu::Gfx94xPresent,
+    &gpu::ApuSmallVram,
+    &python::PythonScanned,
+    &python::PythonAbsent,
+    &python::FrameworkBackendMismatch,
 ];
+
+/// The predicate called `name`.
+pub fn find(name: &str) -> Option<&'static dyn Predicate> {
+    PREDICATES.iter().copied().find(|p| p.name() == name)
+}
+
+/// `Some(evidence())` when `cond` holds: the shape of every predicate.
+fn when(cond: bool, evidence: impl FnOnce() -> Vec<String>) -> Option<Vec<String>> {
+    cond.then(evidence)
+}
+
+/// The facts with the selections several predicates and the template
+/// variables share, computed once per diagnosis.
+pub struct View<'f> {
+    pub facts: &'f Facts,
+    /// GPUs that are not CPU/software devices.
+    pub gpus: Vec<&'f Gpu>,
+    pub amd: Vec<&'f Gpu>,
+    pub nvidia: Vec<&'f Gpu>,
+}
+
+impl<'f> View<'f> {
+    pub fn new(facts: &'f Facts) -> View<'f> {
+        let gpus: Vec<&Gpu> = facts
+            .gpus
+            .iter()
+            .filter(|g| g.vendor != Vendor::Cpu)
+            .collect();
+        let of = |v: Vendor| gpus.iter().copied().filter(|g| g.vendor == v).collect();
+        View {
+            facts,
+            amd: of(Vendor::Amd),
+            nvidia: of(Vendor::Nvidia),
+            gpus,
+        }
+    }
+
+    /// Whether a source inspected `area` completely (so absence is a fact).
+    pub fn scanned(&self, area: &str) -> bool {
+        self.facts.scanned.iter().any(|s| s == area)
+    }
+
+    /// SR-IOV virtual functions.
+    pub fn vfs(&self) -> Vec<&'f Gpu> {
+        self.gpus.iter().copied().filter(|g| g.vf).collect()
+    }
+
+    /// MI300-class AMD GPUs.
+    pub fn gfx94x(&self) -> Vec<&'f Gpu> {
+        self.amd
+            .iter()
+            .copied()
+            .filter(|g| g.gfx.as_deref().is_some_and(|x| x.starts_with("gfx94")))
+            .collect()
+    }
+
+    pub fn kfd(&self) -> Option<&'f DeviceNode> {
+        self.facts
+            .device_nodes
+            .iter()
+            .find(|n| n.path == "/dev/kfd")
+    }
+
+    /// Groups the user lacks for any device node, first-seen order.
+    pub fn missing_groups(&self) -> Vec<String> {
+        let mut missing: Vec<String> = Vec::new();
+        for n in &self.facts.device_nodes {
+            for g in &n.missing_groups {
+                if !missing.contains(g) {
+                    missing.push(g.clone());
+                }
+            }
+        }
+        missing
+    }
+
+    /// "PATH (VERSION)[, active]" per ROCm install.
+    pub fn rocm_installs(&self) -> Vec<String> {
+        self.facts
+            .rocm
+            .installs
+            .iter()
+            .map(|i| {
+                format!(
+                    "{} ({}){}",
+                    i.path,
+                    i.version.as_deref().unwrap_or("version unknown"),
+                    if i.active { ", active" } else { "" }
+                )
+            })
+            .collect()
+    }
+
+    /// The last value of a Vulkan-related environment variable.
+    pub fn vulkan_env(&self, k: &str) -> Option<String> {
+        self.facts
+            .vulkan
+            .env
+            .iter()
+            .rev()
+            .find(|(n, _)| n == k)
+            .map(|(_, x)| x.clone())
+    }
+
+    /// `NAME=value` of the variables that choose the Vulkan driver.
+    pub fn vulkan_choice(&self) -> Vec<String> {
+        ["AMD_VULKAN_ICD", "VK_DRIVER_FILES", "VK_ICD_FILENAMES"]
+            .iter()
+            .filter_map(|k| self.vulkan_env(k).map(|x| format!("{k}={x}")))
+            .collect()
+    }
+}
+
+/// "GPU <description>" per GPU: the evidence of the GPU predicates.
+fn gpu_lines(l: &[&Gpu]) -> Vec<String> {
+    l.iter().map(|g| format!("GPU {}", describe(g))).collect()
+}
 
 #[derive(Debug, Default, Clone)]
 pub struct Eval {
@@ -214,397 +278,16 @@ fn gib(b: u64) -> String {
     }
 }
 
+/// Every predicate and every `signal:<id>` that holds for `f`, with its
+/// evidence, and the template variables.
 pub fn evaluate(f: &Facts) -> Eval {
+    let v = View::new(f);
     let mut e = Eval::default();
-    let mut set = |name: &str, cond: bool, ev: Vec<String>| {
-        if cond {
-            e.truths.insert(name.to_string(), ev);
-        }
-    };
-    let scanned = |a: &str| f.scanned.iter().any(|s| s == a);
-    let gpus: Vec<&Gpu> = f.gpus.iter().filter(|g| g.vendor != Vendor::Cpu).collect();
-    let amd: Vec<&Gpu> = gpus
-        .iter()
-        .copied()
-        .filter(|g| g.vendor == Vendor::Amd)
-        .collect();
-    let nv: Vec<&Gpu> = gpus
-        .iter()
-        .copied()
-        .filter(|g| g.vendor == Vendor::Nvidia)
-        .collect();
-    let desc = |l: &[&Gpu]| {
-        l.iter()
-            .map(|g| format!("GPU {}", describe(g)))
-            .collect::<Vec<_>>()
-    };
-
-    set("gpu_present", !gpus.is_empty(), desc(&gpus));
-    let sw: Vec<String> = f
-        .gpus
-        .iter()
-        .filter(|g| g.vendor == Vendor::Cpu)
-        .map(|g| format!("only a software device: {}", g.name))
-        .collect();
-    set(
-        "no_gpu_known",
-        gpus.is_empty(),
-        if sw.is_empty() {
-            vec!["no GPU in any source".into()]
-        } else {
-            sw
-        },
-    );
-    set("amd_gpu_present", !amd.is_empty(), desc(&amd));
-    set("nvidia_gpu_present", !nv.is_empty(), desc(&nv));
-    set("pci_scanned", scanned("pci"), vec!["PCI bus read".into()]);
-    set(
-        "pci_shows_no_amd_gpu",
-        scanned("pci") && !amd.iter().any(|g| g.seen_by.iter().any(|s| s == "pci")),
-        vec!["no AMD display device on the PCI bus".into()],
-    );
-    let vfs: Vec<&Gpu> = gpus.iter().copied().filter(|g| g.vf).collect();
-    set("gpu_vf", !vfs.is_empty(), desc(&vfs));
-    let unbound: Vec<String> = amd
-        .iter()
-        .filter(|g| {
-            // Only sources that show the bound driver: sysfs, or `lspci -k`.
-            g.seen_by.iter().any(|s| s == "pci" || s == "lspci-k")
-                && g.kernel_driver.as_deref() != Some("amdgpu")
-        })
-        .map(|g| {
-            format!(
-                "GPU {}: bound driver {}",
-                describe(g),
-                g.kernel_driver.as_deref().unwrap_or("none")
-            )
-        })
-        .collect();
-    set("amd_gpu_driver_unbound", !unbound.is_empty(), unbound);
-    let wsl_kernel = f
-        .kernel_version
-        .as_deref()
-        .filter(|k| k.to_ascii_lowercase().contains("microsoft"));
-    set(
-        "wsl",
-        f.wsl == Some(true) || wsl_kernel.is_some(),
-        vec![match wsl_kernel {
-            Some(k) => format!("WSL2 kernel {k}"),
-            None => "WSL environment detected".into(),
-        }],
-    );
-    let amdgpu = f.drivers.iter().find(|d| d.name == "amdgpu");
-    set(
-        "amdgpu_not_loaded",
-        amdgpu.is_some_and(|d| !d.loaded),
-        vec!["kernel module amdgpu: not loaded".into()],
-    );
-    set(
-        "amdgpu_loaded",
-        amdgpu.is_some_and(|d| d.loaded),
-        vec![format!(
-            "kernel module amdgpu loaded{}",
-            amdgpu
-                .and_then(|d| d.version.as_deref())
-                .map(|v| format!(" (version {v})"))
-                .unwrap_or_default()
-        )],
-    );
-    set(
-        "device_nodes_scanned",
-        scanned("device-nodes"),
-        vec!["device nodes inspected".into()],
-    );
-    let kfd = f.device_nodes.iter().find(|n| n.path == "/dev/kfd");
-    set(
-        "kfd_node_absent",
-        kfd.is_some_and(|n| !n.exists),
-        vec!["/dev/kfd: does not exist".into()],
-    );
-    let node_ev = |n: &crate::facts::DeviceNode| {
-        format!(
-            "{}: mode {} group {}, not openable by this user{}",
-            n.path,
-            n.mode.as_deref().unwrap_or("?"),
-            n.group.as_deref().unwrap_or("?"),
-            if n.missing_groups.is_empty() {
-                String::new()
-            } else {
-                format!(" (not in: {})", n.missing_groups.join(", "))
-            }
-        )
-    };
-    set(
-        "kfd_not_openable",
-        kfd.is_some_and(|n| n.exists && n.openable == Some(false)),
-        kfd.map(node_ev).into_iter().collect(),
-    );
-    let render: Vec<String> = f
-        .device_nodes
-        .iter()
-        .filter(|n| n.path.starts_with("/dev/dri/renderD") && n.exists && n.openable == Some(false))
-        .map(node_ev)
-        .collect();
-    set("render_node_not_openable", !render.is_empty(), render);
-    let mut missing: Vec<String> = Vec::new();
-    for n in &f.device_nodes {
-        for g in &n.missing_groups {
-            if !missing.contains(g) {
-                missing.push(g.clone());
-            }
+    for p in PREDICATES {
+        if let Some(ev) = p.eval(&v) {
+            e.truths.insert(p.name().to_string(), ev);
         }
     }
-    set(
-        "user_missing_groups",
-        !missing.is_empty(),
-        vec![format!("user is not in: {}", missing.join(", "))],
-    );
-
-    let installs: Vec<String> = f
-        .rocm
-        .installs
-        .iter()
-        .map(|i| {
-            format!(
-                "{} ({}){}",
-                i.path,
-                i.version.as_deref().unwrap_or("version unknown"),
-                if i.active { ", active" } else { "" }
-            )
-        })
-        .collect();
-    set(
-        "rocm_scanned",
-        scanned("rocm"),
-        vec!["ROCm install locations read".into()],
-    );
-    set(
-        "rocm_absent",
-        f.rocm.installs.is_empty() && scanned("rocm"),
-        vec!["no /opt/rocm*, ROCM_PATH or HIP_PATH install found".into()],
-    );
-    set(
-        "rocm_multiple",
-        f.rocm.installs.len() >= 2,
-        installs
-            .iter()
-            .map(|i| format!("ROCm install {i}"))
-            .collect(),
-    );
-    set(
-        "rocm_runtime_sees_no_gpu",
-        f.rocm.runtime_sees_gpu == Some(false),
-        vec!["the HSA runtime (rocminfo/torch) listed no GPU agent".into()],
-    );
-    let ovr = f.rocm.hsa_override_gfx_version.clone();
-    set(
-        "hsa_override_set",
-        ovr.is_some(),
-        vec![format!(
-            "HSA_OVERRIDE_GFX_VERSION={}",
-            ovr.clone().unwrap_or_default()
-        )],
-    );
-    set(
-        "ld_library_path_rocm",
-        !f.rocm.ld_library_path_rocm.is_empty(),
-        vec![format!(
-            "LD_LIBRARY_PATH contains {}",
-            f.rocm.ld_library_path_rocm.join(", ")
-        )],
-    );
-
-    let v = &f.vulkan;
-    set(
-        "vulkan_loader_scanned",
-        scanned("vulkan-loader"),
-        vec!["Vulkan loader looked for".into()],
-    );
-    set(
-        "vulkan_loader_absent",
-        scanned("vulkan-loader") && v.loader.is_none(),
-        vec!["libvulkan.so.1: not found".into()],
-    );
-    set(
-        "vulkan_icds_scanned",
-        scanned("vulkan-icds"),
-        vec!["ICD search path read".into()],
-    );
-    set(
-        "vulkan_no_icds",
-        scanned("vulkan-icds") && v.icds.is_empty(),
-        vec!["no ICD manifest in the loader's search path".into()],
-    );
-    let bad_icds: Vec<String> = v
-        .icds
-        .iter()
-        .filter(|i| i.library_ok == Some(false))
-        .map(|i| {
-            format!(
-                "{}: library {} {}",
-                i.manifest,
-                i.library_path.as_deref().unwrap_or("?"),
-                i.error.as_deref().unwrap_or("does not load")
-            )
-        })
-        .collect();
-    set("vulkan_icd_library_missing", !bad_icds.is_empty(), bad_icds);
-    let devs: Vec<String> = v
-        .devices
-        .iter()
-        .map(|d| format!("Vulkan device {} ({})", d.name, kind_name(d.kind)))
-        .collect();
-    set("vulkan_devices_known", !v.devices.is_empty(), devs.clone());
-    let is_cpu = |d: &crate::facts::VulkanDevice| {
-        d.kind == VulkanDriverKind::Lavapipe
-            || d.device_type.as_deref().is_some_and(|t| t.contains("CPU"))
-    };
-    set(
-        "vulkan_only_cpu_devices",
-        !v.devices.is_empty() && v.devices.iter().all(is_cpu),
-        devs,
-    );
-    let mut dups = Vec::new();
-    for (i, a) in v.devices.iter().enumerate() {
-        for b in &v.devices[i + 1..] {
-            if is_cpu(a) || is_cpu(b) {
-                continue;
-            }
-            let same_uuid = a.device_uuid.is_some()
-                && a.device_uuid == b.device_uuid
-                && a.device_uuid.as_deref() != Some("00000000-0000-0000-0000-000000000000");
-            let same_pci = a.pci_address.is_some() && a.pci_address == b.pci_address;
-            // Application logs show no UUID: one GPU under two drivers
-            // (the vendor's and Dozen's "Microsoft Direct3D12 (NAME)", RADV's
-            // "NAME (RADV CODENAME)" and AMDVLK's "NAME") has one bare name.
-            let same_name = a.kind != b.kind
-                && a.device_uuid.is_none()
-                && b.device_uuid.is_none()
-                && a.pci_address.is_none()
-                && b.pci_address.is_none()
-                && bare_device_name(&a.name).len() >= 6
-                && bare_device_name(&a.name) == bare_device_name(&b.name);
-            if same_uuid || same_pci || same_name {
-                dups.push(format!(
-                    "{} ({}) and {} ({}) are one GPU ({})",
-                    a.name,
-                    kind_name(a.kind),
-                    b.name,
-                    kind_name(b.kind),
-                    if same_pci {
-                        a.pci_address.clone().unwrap_or_default()
-                    } else if same_name {
-                        "same device name".to_string()
-                    } else {
-                        format!("deviceUUID {}", a.device_uuid.clone().unwrap_or_default())
-                    }
-                ));
-            }
-        }
-    }
-    set("vulkan_duplicate_gpu", !dups.is_empty(), dups);
-    let has_icd = |k: VulkanDriverKind| {
-        v.icds
-            .iter()
-            .any(|i| i.kind == k && i.library_ok != Some(false))
-    };
-    let both = has_icd(VulkanDriverKind::Radv)
-        && (has_icd(VulkanDriverKind::Amdvlk) || has_icd(VulkanDriverKind::AmdgpuPro))
-        && !amd.is_empty();
-    set(
-        "vulkan_amd_icds_both",
-        both,
-        v.icds
-            .iter()
-            .filter(|i| {
-                matches!(
-                    i.kind,
-                    VulkanDriverKind::Radv | VulkanDriverKind::Amdvlk | VulkanDriverKind::AmdgpuPro
-                )
-            })
-            .map(|i| format!("ICD {} ({})", i.manifest, kind_name(i.kind)))
-            .collect(),
-    );
-    let env_of = |k: &str| {
-        v.env
-            .iter()
-            .rev()
-            .find(|(n, _)| n == k)
-            .map(|(_, x)| x.clone())
-    };
-    let choice: Vec<String> = ["AMD_VULKAN_ICD", "VK_DRIVER_FILES", "VK_ICD_FILENAMES"]
-        .iter()
-        .filter_map(|k| env_of(k).map(|x| format!("{k}={x}")))
-        .collect();
-    set(
-        "vulkan_icd_chosen_by_env",
-        !choice.is_empty(),
-        choice.clone(),
-    );
-    let layers: Vec<String> = v
-        .implicit_layers
-        .iter()
-        .filter(|l| l.starts_with("VK_LAYER_AMD_switchable_graphics"))
-        .cloned()
-        .collect();
-    set(
-        "amd_switchable_layer_present",
-        !layers.is_empty(),
-        layers
-            .iter()
-            .map(|l| format!("implicit layer {l}"))
-            .collect(),
-    );
-    set(
-        "amd_switchable_layer_disabled",
-        env_of("DISABLE_LAYER_AMD_SWITCHABLE_GRAPHICS_1")
-            .is_some_and(|x| !x.is_empty() && x != "0"),
-        vec!["DISABLE_LAYER_AMD_SWITCHABLE_GRAPHICS_1 is set".into()],
-    );
-    let vk_signal = f
-        .signals
-        .iter()
-        .any(|s| s.id.starts_with("vk") || s.id.starts_with("vulkaninfo"));
-    set(
-        "vulkan_in_play",
-        v.loader.is_some()
-            || !v.icds.is_empty()
-            || !v.devices.is_empty()
-            || vk_signal
-            || scanned("vulkan-loader"),
-        vec!["Vulkan facts present".into()],
-    );
-    let g94: Vec<&Gpu> = amd
-        .iter()
-        .copied()
-        .filter(|g| g.gfx.as_deref().is_some_and(|x| x.starts_with("gfx94")))
-        .collect();
-    set("gfx94x_present", !g94.is_empty(), desc(&g94));
-    let small: Vec<String> = amd
-        .iter()
-        .filter(|g| g.integrated == Some(true) && g.vram_bytes.is_some_and(|b| b <= 1 << 30))
-        .map(|g| {
-            format!(
-                "GPU {}: integrated, dedicated VRAM {}",
-                describe(g),
-                gib(g.vram_bytes.unwrap_or(0))
-            )
-        })
-        .collect();
-    set("apu_small_vram", !small.is_empty(), small);
-    set(
-        "python_scanned",
-        scanned("python"),
-        vec!["PATH searched for Python".into()],
-    );
-    set(
-        "python_absent",
-        scanned("python") && f.python.interpreters.is_empty(),
-        vec!["no python3 on PATH".into()],
-    );
-    let mismatch = framework_mismatch(f, &amd, &nv);
-    set("framework_backend_mismatch", !mismatch.is_empty(), mismatch);
-
     for s in &f.signals {
         let ev = format!(
             "{}:{}: {}",
@@ -617,8 +300,13 @@ pub fn evaluate(f: &Facts) -> Eval {
             .or_default()
             .push(ev);
     }
+    e.vars = vars(&v);
+    e
+}
 
-    // Template variables.
+/// The template variables ([`VARS`]) for one diagnosis.
+fn vars(v: &View) -> BTreeMap<&'static str, String> {
+    let f = v.facts;
     let join = |l: Vec<String>| {
         if l.is_empty() {
             "none".to_string()
@@ -626,20 +314,18 @@ pub fn evaluate(f: &Facts) -> Eval {
             l.join("; ")
         }
     };
-    e.vars
-        .insert("gpus", join(gpus.iter().map(|g| short(g)).collect()));
-    e.vars
-        .insert("amd_gpus", join(amd.iter().map(|g| short(g)).collect()));
-    e.vars
-        .insert("vf_gpus", join(vfs.iter().map(|g| short(g)).collect()));
-    e.vars
-        .insert("gfx94x_gpus", join(g94.iter().map(|g| short(g)).collect()));
+    let shorts = |l: &[&Gpu]| join(l.iter().map(|g| short(g)).collect());
+    let mut vars = BTreeMap::new();
+    vars.insert("gpus", shorts(&v.gpus));
+    vars.insert("amd_gpus", shorts(&v.amd));
+    vars.insert("vf_gpus", shorts(&v.vfs()));
+    vars.insert("gfx94x_gpus", shorts(&v.gfx94x()));
     let gfx: Vec<String> = {
-        let mut x: Vec<String> = amd.iter().filter_map(|g| g.gfx.clone()).collect();
+        let mut x: Vec<String> = v.amd.iter().filter_map(|g| g.gfx.clone()).collect();
         x.dedup();
         x
     };
-    e.vars.insert(
+    vars.insert(
         "gfx",
         if gfx.is_empty() {
             "unknown".into()
@@ -647,13 +333,13 @@ pub fn evaluate(f: &Facts) -> Eval {
             gfx.join(", ")
         },
     );
-    e.vars.insert(
+    vars.insert(
         "rocm_version",
         f.rocm.version.clone().unwrap_or_else(|| "unknown".into()),
     );
-    e.vars.insert("rocm_installs", join(installs));
+    vars.insert("rocm_installs", join(v.rocm_installs()));
     let active = f.rocm.installs.iter().find(|i| i.active);
-    e.vars.insert(
+    vars.insert(
         "rocm_active",
         match active {
             Some(i) => format!(
@@ -668,39 +354,38 @@ pub fn evaluate(f: &Facts) -> Eval {
         },
     );
     let (ovr_value, ovr_note) = override_hint(&gfx);
-    e.vars.insert("override_value", ovr_value);
-    e.vars.insert("override_note", ovr_note);
-    e.vars.insert(
-        "hsa_override",
-        ovr.clone().unwrap_or_else(|| "unset".into()),
-    );
-    e.vars.insert(
+    vars.insert("override_value", ovr_value);
+    vars.insert("override_note", ovr_note);
+    let ovr = f.rocm.hsa_override_gfx_version.as_deref();
+    vars.insert("hsa_override", ovr.unwrap_or("unset").to_string());
+    vars.insert(
         "hsa_override_gfx",
-        ovr.as_deref()
-            .and_then(amd::gfx_from_override)
+        ovr.and_then(amd::gfx_from_override)
             .unwrap_or_else(|| "an invalid target".into()),
     );
-    e.vars
-        .insert("ld_rocm", join(f.rocm.ld_library_path_rocm.clone()));
-    e.vars.insert(
+    vars.insert("ld_rocm", join(f.rocm.ld_library_path_rocm.clone()));
+    vars.insert(
         "vulkan_drivers",
         join(
-            v.drivers
+            f.vulkan
+                .drivers
                 .iter()
                 .map(|k| kind_name(*k).to_string())
                 .collect(),
         ),
     );
-    e.vars.insert(
+    vars.insert(
         "vulkan_devices",
         join(
-            v.devices
+            f.vulkan
+                .devices
                 .iter()
                 .map(|d| format!("{} ({})", d.name, kind_name(d.kind)))
                 .collect(),
         ),
     );
-    e.vars.insert(
+    let choice = v.vulkan_choice();
+    vars.insert(
         "vulkan_choice",
         if choice.is_empty() {
             "greta keeps RADV when two ICDs expose one GPU".into()
@@ -708,12 +393,14 @@ pub fn evaluate(f: &Facts) -> Eval {
             format!("the environment chooses: {}", choice.join(", "))
         },
     );
-    e.vars.insert(
+    vars.insert(
         "kfd_group",
-        kfd.and_then(|n| n.group.clone())
+        v.kfd()
+            .and_then(|n| n.group.clone())
             .unwrap_or_else(|| "render".into()),
     );
-    e.vars.insert(
+    let missing = v.missing_groups();
+    vars.insert(
         "missing_groups",
         if missing.is_empty() {
             "render,video".into()
@@ -721,7 +408,7 @@ pub fn evaluate(f: &Facts) -> Eval {
             missing.join(",")
         },
     );
-    e.vars.insert(
+    vars.insert(
         "frameworks",
         join(
             f.python
@@ -739,10 +426,11 @@ pub fn evaluate(f: &Facts) -> Eval {
                 .collect(),
         ),
     );
-    e.vars.insert(
+    vars.insert(
         "vram",
         join(
-            amd.iter()
+            v.amd
+                .iter()
                 .filter_map(|g| {
                     g.vram_bytes.map(|b| {
                         format!(
@@ -755,15 +443,8 @@ pub fn evaluate(f: &Facts) -> Eval {
                 .collect(),
         ),
     );
-    e.vars.insert("user", "$USER".into());
-    e
-}
-
-/// A Vulkan device name without the driver's decoration, lowercased.
-fn bare_device_name(n: &str) -> String {
-    let n = crate::from::vulkaninfo::unwrap_layered_name(n);
-    let n = n.split(" (RADV ").next().unwrap_or(n);
-    n.trim().to_lowercase()
+    vars.insert("user", "$USER".into());
+    vars
 }
 
 /// Stopgap `HSA_OVERRIDE_GFX_VERSION` per GPU family: run as the nearest
@@ -806,37 +487,146 @@ fn override_hint(gfx: &[String]) -> (String, String) {
     }
 }
 
-/// A framework built for a backend the machine does not have, or for a
-/// different ROCm major version than the one installed.
-fn framework_mismatch(f: &Facts, amd: &[&Gpu], nv: &[&Gpu]) -> Vec<String> {
-    let mut out = Vec::new();
-    let installed_rocm: Option<&str> = f
-        .rocm
-        .installs
-        .iter()
-        .find(|i| i.active)
-        .and_then(|i| i.version.as_deref());
-    let major = |s: &str| s.split('.').next().map(str::to_string);
-    for fw in &f.python.frameworks {
-        let what = format!("{} {} in {}", fw.name, fw.version, fw.env);
-        match fw.backend.as_deref() {
-            Some("rocm") if amd.is_empty() && !nv.is_empty() => {
-                out.push(format!("{what}: built for ROCm, but the GPU is NVIDIA"))
-            }
-            Some("cuda") if nv.is_empty() && !amd.is_empty() => {
-                out.push(format!("{what}: built for CUDA, but the GPU is AMD"))
-            }
-            Some("rocm") => {
-                if let (Some(inst), Some(bv)) = (installed_rocm, fw.backend_version.as_deref()) {
-                    if major(inst) != major(bv) {
-                        out.push(format!(
-                            "{what}: built for ROCm {bv}, installed ROCm is {inst}"
-                        ));
-                    }
-                }
-            }
-            _ => {}
+/// The device node `n` as evidence of a node this user cannot open.
+fn node_line(n: &DeviceNode) -> String {
+    format!(
+        "{}: mode {} group {}, not openable by this user{}",
+        n.path,
+        n.mode.as_deref().unwrap_or("?"),
+        n.group.as_deref().unwrap_or("?"),
+        if n.missing_groups.is_empty() {
+            String::new()
+        } else {
+            format!(" (not in: {})", n.missing_groups.join(", "))
+        }
+    )
+}
+
+/// Is `d` a CPU (software) Vulkan device?
+fn is_cpu_device(d: &crate::facts::VulkanDevice) -> bool {
+    d.kind == VulkanDriverKind::Lavapipe
+        || d.device_type.as_deref().is_some_and(|t| t.contains("CPU"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The evidence `p` gives for `f`, `None` when it does not hold.
+    pub(super) fn eval(p: &dyn Predicate, f: &Facts) -> Option<Vec<String>> {
+        p.eval(&View::new(f))
+    }
+
+    pub(super) fn holds(p: &dyn Predicate, f: &Facts) -> bool {
+        eval(p, f).is_some()
+    }
+
+    /// Facts where `areas` were inspected completely.
+    pub(super) fn scanned(areas: &[&str]) -> Facts {
+        Facts {
+            scanned: areas.iter().map(|a| a.to_string()).collect(),
+            ..Facts::default()
         }
     }
-    out
+
+    pub(super) fn gpu(vendor: Vendor, name: &str) -> Gpu {
+        Gpu {
+            vendor,
+            name: name.into(),
+            ..Gpu::default()
+        }
+    }
+
+    pub(super) fn with_gpus(gpus: Vec<Gpu>) -> Facts {
+        Facts {
+            gpus,
+            ..Facts::default()
+        }
+    }
+
+    #[test]
+    fn names_are_unique_and_rules_toml_spelled() {
+        for (i, p) in PREDICATES.iter().enumerate() {
+            let n = p.name();
+            assert!(
+                !n.is_empty()
+                    && n.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                "{n}"
+            );
+            assert!(!p.meaning().is_empty(), "{n}");
+            assert!(
+                PREDICATES[i + 1..].iter().all(|q| q.name() != n),
+                "{n} twice"
+            );
+            assert!(find(n).is_some());
+        }
+    }
+
+    /// `reads` names real fields of the facts JSON.
+    #[test]
+    fn reads_name_facts_fields() {
+        let facts = serde_json::to_value(Facts::default()).unwrap();
+        for p in PREDICATES {
+            assert!(!p.reads().is_empty(), "{}", p.name());
+            for path in p.reads() {
+                let found = path.split('.').try_fold(&facts, |v, k| v.get(k)).is_some();
+                assert!(found, "{}: reads unknown facts field {path}", p.name());
+            }
+        }
+    }
+
+    /// Every predicate a rule names exists, and every predicate is named
+    /// by some rule (a predicate no rule uses is dead code).
+    #[test]
+    fn rules_and_predicates_match() {
+        let rules = crate::rules::rules();
+        let named: Vec<&str> = rules
+            .iter()
+            .flat_map(|r| r.all.iter().chain(&r.any).chain(&r.none))
+            .map(String::as_str)
+            .filter(|p| !p.starts_with("signal:"))
+            .collect();
+        for n in &named {
+            assert!(find(n).is_some(), "rules.toml names unknown predicate {n}");
+        }
+        for p in PREDICATES {
+            assert!(
+                named.contains(&p.name()),
+                "no rule uses predicate {}",
+                p.name()
+            );
+        }
+    }
+
+    #[test]
+    fn signals_hold_with_their_source_line() {
+        let f = Facts {
+            signals: vec![crate::facts::Signal {
+                id: "kfd-permission-denied".into(),
+                source: "dmesg.txt".into(),
+                line: Some(7),
+                text: "permission denied".into(),
+            }],
+            ..Facts::default()
+        };
+        let e = evaluate(&f);
+        assert_eq!(
+            e.evidence("signal:kfd-permission-denied"),
+            ["dmesg.txt:7: permission denied"]
+        );
+        assert_eq!(e.vars.len(), VARS.len());
+        for k in VARS {
+            assert!(e.vars.contains_key(k), "{k}");
+        }
+    }
+
+    #[test]
+    fn override_hints_by_family() {
+        assert_eq!(override_hint(&["gfx1031".into()]).0, "10.3.0");
+        assert_eq!(override_hint(&["gfx1100".into()]).0, "11.0.0");
+        assert!(override_hint(&["gfx1100".into()]).1.contains("is itself"));
+        assert_eq!(override_hint(&[]).0, "<major.minor.stepping>");
+        assert!(override_hint(&["gfx942".into()]).1.contains("no override"));
+    }
 }

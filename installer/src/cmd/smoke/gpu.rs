@@ -11,7 +11,7 @@ use super::fleet::Fleet;
 use super::Args;
 use crate::cmd::gpu::{ChildError, ERROR_SCHEMA};
 use crate::exit::Exit;
-use greta_probe::facts::{Facts, Vendor};
+use greta_probe::{Facts, Vendor};
 use greta_smoke::gates::Catalog;
 use greta_smoke::results::{self, Report, SCHEMA};
 use greta_smoke::runtime::gpu::child;
@@ -133,10 +133,10 @@ pub fn choose_live(device: &DeviceChoice) -> Choice {
 /// them, and which HIP/CUDA runtime greta would load. The Vulkan part is
 /// read only when there is no gfx94x GPU.
 pub fn gather() -> Machine {
-    let root = greta_probe::root::Root::live();
-    let mut f = Facts::default();
-    greta_probe::live::pci::collect(&root, &mut f);
-    greta_probe::live::kfd::collect(&root, &mut f);
+    let f = greta_probe::Probe::new(&greta_probe::Root::live())
+        .scope(greta_probe::Scope::Devices)
+        .run()
+        .facts;
     let mut m = Machine {
         amd_gpus: f
             .gpus
@@ -157,7 +157,7 @@ pub fn gather() -> Machine {
         .iter()
         .any(|(_, g)| g.as_deref().is_some_and(|g| g.starts_with("gfx94")));
     if !gfx94x {
-        vulkan_facts(&root, &mut f, &mut m);
+        vulkan_facts(&f, &mut m);
     }
     m.rocm = greta_smoke::runtime::hip::Hip::open()
         .ok()
@@ -170,9 +170,9 @@ pub fn gather() -> Machine {
     m
 }
 
-fn vulkan_facts(root: &greta_probe::root::Root, f: &mut Facts, m: &mut Machine) {
-    greta_probe::live::icd::collect(root, f);
-    greta_probe::live::vkdev::collect(root, f, None);
+/// The Vulkan side of [`Machine`], from the devices the probe enumerated
+/// (it reads Vulkan only when no gfx94x GPU is there).
+fn vulkan_facts(f: &Facts, m: &mut Machine) {
     if f.vulkan.loader.is_none() {
         m.vulkan_error = Some("no Vulkan loader, libvulkan.so.1".into());
         return;

@@ -638,18 +638,15 @@ fn wrong_fix() -> FindingFix {
 /// machine (e.g. `rocm.gfx-unsupported` from `hipErrorNoBinaryForGpu`), and
 /// `rocm.hsa-override` when an override is set (a likely cause of faults and
 /// wrong results). `facts` is the probe's view of the machine.
-pub fn doctor_findings(
-    facts: &greta_probe::facts::Facts,
-    texts: &[(String, String)],
-) -> Vec<Finding> {
-    use greta_probe::rules::diagnose;
+pub fn doctor_findings(facts: &greta_probe::Facts, texts: &[(String, String)]) -> Vec<Finding> {
+    use greta_probe::diagnose;
     let before: Vec<String> = diagnose(facts).into_iter().map(|f| f.id).collect();
     let mut f = facts.clone();
     for (source, text) in texts {
         f.signals.extend(
-            greta_probe::signals::scan(text, source)
+            greta_probe::scan_signals(text, source)
                 .into_iter()
-                .filter(|s| !greta_probe::signals::is_noise(&s.id)),
+                .filter(|s| !greta_probe::is_noise_signal(&s.id)),
         );
     }
     diagnose(&f)

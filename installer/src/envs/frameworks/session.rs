@@ -3,7 +3,7 @@
 
 use super::judge::{self, Expect, GpuWant, Judgement, Vendor};
 use super::{Prestarted, Run};
-use greta_probe::facts::Facts;
+use greta_probe::Facts;
 use greta_smoke::results::{Finding, FindingFix};
 use std::time::Duration;
 
@@ -19,26 +19,15 @@ pub struct Checked {
 /// device nodes and ROCm (with `HSA_OVERRIDE_GFX_VERSION`). No Vulkan, no
 /// Python: those decide nothing here.
 pub fn machine_facts() -> Facts {
-    use greta_probe::live;
-    let root = greta_probe::root::Root::live();
-    let mut f = Facts {
-        sources: vec![root.source_label()],
-        ..Default::default()
-    };
-    live::pci::collect(&root, &mut f);
-    live::kfd::collect(&root, &mut f);
-    live::nodes::collect(&root, &mut f);
-    live::rocm::collect(
-        &root,
-        &mut f,
-        greta_probe::collect::default_parsers().rocminfo,
-    );
-    f
+    greta_probe::Probe::new(&greta_probe::Root::live())
+        .scope(greta_probe::Scope::Compute)
+        .run()
+        .facts
 }
 
 /// The GPU the gates must use: an AMD GPU (ROCm), else an NVIDIA one.
 pub fn gpu_want(f: &Facts) -> Option<GpuWant> {
-    use greta_probe::facts::Vendor as V;
+    use greta_probe::Vendor as V;
     for (v, want) in [(V::Amd, Vendor::Amd), (V::Nvidia, Vendor::Nvidia)] {
         let names: Vec<String> = f
             .gpus

@@ -312,7 +312,7 @@ fn nan_results_fail_whatever_the_tolerance() {
 
 #[test]
 fn runtime_messages_get_the_doctors_finding_ids() {
-    use greta_probe::facts::{Facts, Gpu, Vendor as V};
+    use greta_probe::{Facts, Gpu, Vendor as V};
     let facts = Facts {
         gpus: vec![Gpu {
             vendor: V::Amd,

@@ -1,0 +1,373 @@
+//! GPUs, their kernel driver and the machine they sit in.
+
+use super::{describe, gib, gpu_lines, when, Predicate, View};
+
+pub struct NoGpuKnown;
+impl Predicate for NoGpuKnown {
+    fn name(&self) -> &'static str {
+        "no_gpu_known"
+    }
+    fn meaning(&self) -> &'static str {
+        "no GPU at all is known"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["gpus"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        when(v.gpus.is_empty(), || {
+            let sw: Vec<String> = v
+                .facts
+                .gpus
+                .iter()
+                .filter(|g| g.vendor == crate::facts::Vendor::Cpu)
+                .map(|g| format!("only a software device: {}", g.name))
+                .collect();
+            if sw.is_empty() {
+                vec!["no GPU in any source".into()]
+            } else {
+                sw
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn no_gpu_known() {
+    use super::tests::*;
+    use crate::facts::Vendor;
+    let lavapipe = with_gpus(vec![gpu(Vendor::Cpu, "llvmpipe")]);
+    assert_eq!(
+        eval(&NoGpuKnown, &lavapipe).unwrap(),
+        ["only a software device: llvmpipe"]
+    );
+    assert!(!holds(
+        &NoGpuKnown,
+        &with_gpus(vec![gpu(Vendor::Intel, "Arc")])
+    ));
+}
+
+pub struct AmdGpuPresent;
+impl Predicate for AmdGpuPresent {
+    fn name(&self) -> &'static str {
+        "amd_gpu_present"
+    }
+    fn meaning(&self) -> &'static str {
+        "an AMD GPU is known"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["gpus"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        when(!v.amd.is_empty(), || gpu_lines(&v.amd))
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn amd_gpu_present() {
+    use super::tests::*;
+    use crate::facts::Vendor;
+    let f = with_gpus(vec![gpu(Vendor::Amd, "MI300X")]);
+    assert_eq!(eval(&AmdGpuPresent, &f).unwrap(), ["GPU MI300X"]);
+    assert!(!holds(
+        &AmdGpuPresent,
+        &with_gpus(vec![gpu(Vendor::Nvidia, "H100")])
+    ));
+}
+
+pub struct PciScanned;
+impl Predicate for PciScanned {
+    fn name(&self) -> &'static str {
+        "pci_scanned"
+    }
+    fn meaning(&self) -> &'static str {
+        "the PCI bus was read completely (live or sysroot)"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["scanned"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        when(v.scanned("pci"), || vec!["PCI bus read".into()])
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn pci_scanned() {
+    use super::tests::*;
+    assert!(holds(&PciScanned, &scanned(&["pci"])));
+    assert!(!holds(&PciScanned, &scanned(&["rocm"])));
+}
+
+pub struct PciShowsNoAmdGpu;
+impl Predicate for PciShowsNoAmdGpu {
+    fn name(&self) -> &'static str {
+        "pci_shows_no_amd_gpu"
+    }
+    fn meaning(&self) -> &'static str {
+        "the PCI bus was read and holds no AMD GPU"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["scanned", "gpus"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        when(
+            v.scanned("pci") && !v.amd.iter().any(|g| g.seen_by.iter().any(|s| s == "pci")),
+            || vec!["no AMD display device on the PCI bus".into()],
+        )
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn pci_shows_no_amd_gpu() {
+    use super::tests::*;
+    use crate::facts::Vendor;
+    // An AMD GPU only rocminfo saw: PCI still shows none.
+    let mut f = scanned(&["pci"]);
+    f.gpus.push(gpu(Vendor::Amd, "MI300X"));
+    assert!(holds(&PciShowsNoAmdGpu, &f));
+    f.gpus[0].seen_by.push("pci".into());
+    assert!(!holds(&PciShowsNoAmdGpu, &f));
+}
+
+pub struct GpuVf;
+impl Predicate for GpuVf {
+    fn name(&self) -> &'static str {
+        "gpu_vf"
+    }
+    fn meaning(&self) -> &'static str {
+        "a GPU is an SR-IOV virtual function"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["gpus"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        let vfs = v.vfs();
+        when(!vfs.is_empty(), || gpu_lines(&vfs))
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn gpu_vf() {
+    use super::tests::*;
+    use crate::facts::Vendor;
+    let mut f = with_gpus(vec![gpu(Vendor::Amd, "MI300X VF")]);
+    assert!(!holds(&GpuVf, &f));
+    f.gpus[0].vf = true;
+    assert_eq!(eval(&GpuVf, &f).unwrap(), ["GPU MI300X VF"]);
+}
+
+pub struct AmdGpuDriverUnbound;
+impl Predicate for AmdGpuDriverUnbound {
+    fn name(&self) -> &'static str {
+        "amd_gpu_driver_unbound"
+    }
+    fn meaning(&self) -> &'static str {
+        "PCI shows an AMD GPU whose bound driver is not amdgpu"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["gpus"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        let unbound: Vec<String> = v
+            .amd
+            .iter()
+            .filter(|g| {
+                // Only sources that show the bound driver: sysfs, or `lspci -k`.
+                g.seen_by.iter().any(|s| s == "pci" || s == "lspci-k")
+                    && g.kernel_driver.as_deref() != Some("amdgpu")
+            })
+            .map(|g| {
+                format!(
+                    "GPU {}: bound driver {}",
+                    describe(g),
+                    g.kernel_driver.as_deref().unwrap_or("none")
+                )
+            })
+            .collect();
+        when(!unbound.is_empty(), || unbound)
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn amd_gpu_driver_unbound() {
+    use super::tests::*;
+    use crate::facts::Vendor;
+    let mut g = gpu(Vendor::Amd, "RX 7900");
+    g.seen_by.push("pci".into());
+    g.kernel_driver = Some("vfio-pci".into());
+    let mut f = with_gpus(vec![g]);
+    assert_eq!(
+        eval(&AmdGpuDriverUnbound, &f).unwrap(),
+        ["GPU RX 7900 (seen by pci): bound driver vfio-pci"]
+    );
+    f.gpus[0].kernel_driver = Some("amdgpu".into());
+    assert!(!holds(&AmdGpuDriverUnbound, &f));
+    // rocminfo does not show the bound driver.
+    f.gpus[0].kernel_driver = None;
+    f.gpus[0].seen_by = vec!["rocminfo".into()];
+    assert!(!holds(&AmdGpuDriverUnbound, &f));
+}
+
+pub struct AmdgpuNotLoaded;
+impl Predicate for AmdgpuNotLoaded {
+    fn name(&self) -> &'static str {
+        "amdgpu_not_loaded"
+    }
+    fn meaning(&self) -> &'static str {
+        "amdgpu is known not to be loaded"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["drivers"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        let amdgpu = v.facts.drivers.iter().find(|d| d.name == "amdgpu");
+        when(amdgpu.is_some_and(|d| !d.loaded), || {
+            vec!["kernel module amdgpu: not loaded".into()]
+        })
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn amdgpu_not_loaded() {
+    use super::tests::*;
+    use crate::facts::{Facts, KernelDriver};
+    let mut f = Facts {
+        drivers: vec![KernelDriver {
+            name: "amdgpu".into(),
+            loaded: false,
+            version: None,
+        }],
+        ..Facts::default()
+    };
+    assert!(holds(&AmdgpuNotLoaded, &f));
+    f.drivers[0].loaded = true;
+    assert!(!holds(&AmdgpuNotLoaded, &f));
+    // Unknown is not "not loaded".
+    assert!(!holds(&AmdgpuNotLoaded, &Facts::default()));
+}
+
+pub struct Wsl;
+impl Predicate for Wsl {
+    fn name(&self) -> &'static str {
+        "wsl"
+    }
+    fn meaning(&self) -> &'static str {
+        "the machine is WSL2 (GPU through /dev/dxg: no amdgpu module, no /dev/kfd by design)"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["wsl", "kernel_version"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        let wsl_kernel = v
+            .facts
+            .kernel_version
+            .as_deref()
+            .filter(|k| k.to_ascii_lowercase().contains("microsoft"));
+        when(v.facts.wsl == Some(true) || wsl_kernel.is_some(), || {
+            vec![match wsl_kernel {
+                Some(k) => format!("WSL2 kernel {k}"),
+                None => "WSL environment detected".into(),
+            }]
+        })
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn wsl() {
+    use super::tests::*;
+    use crate::facts::Facts;
+    let f = Facts {
+        kernel_version: Some("5.15.167.4-microsoft-standard-WSL2".into()),
+        ..Facts::default()
+    };
+    assert_eq!(
+        eval(&Wsl, &f).unwrap(),
+        ["WSL2 kernel 5.15.167.4-microsoft-standard-WSL2"]
+    );
+    let said = Facts {
+        wsl: Some(true),
+        ..Facts::default()
+    };
+    assert_eq!(eval(&Wsl, &said).unwrap(), ["WSL environment detected"]);
+    assert!(!holds(&Wsl, &Facts::default()));
+}
+
+pub struct Gfx94xPresent;
+impl Predicate for Gfx94xPresent {
+    fn name(&self) -> &'static str {
+        "gfx94x_present"
+    }
+    fn meaning(&self) -> &'static str {
+        "an MI300-class GPU (gfx94x) is known"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["gpus"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        let g94 = v.gfx94x();
+        when(!g94.is_empty(), || gpu_lines(&g94))
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn gfx94x_present() {
+    use super::tests::*;
+    use crate::facts::Vendor;
+    let mut f = with_gpus(vec![gpu(Vendor::Amd, "MI300X")]);
+    assert!(!holds(&Gfx94xPresent, &f));
+    f.gpus[0].gfx = Some("gfx942".into());
+    assert_eq!(eval(&Gfx94xPresent, &f).unwrap(), ["GPU MI300X [gfx942]"]);
+}
+
+pub struct ApuSmallVram;
+impl Predicate for ApuSmallVram {
+    fn name(&self) -> &'static str {
+        "apu_small_vram"
+    }
+    fn meaning(&self) -> &'static str {
+        "an integrated AMD GPU has 1 GiB or less of dedicated VRAM"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["gpus"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        let small: Vec<String> = v
+            .amd
+            .iter()
+            .filter(|g| g.integrated == Some(true) && g.vram_bytes.is_some_and(|b| b <= 1 << 30))
+            .map(|g| {
+                format!(
+                    "GPU {}: integrated, dedicated VRAM {}",
+                    describe(g),
+                    gib(g.vram_bytes.unwrap_or(0))
+                )
+            })
+            .collect();
+        when(!small.is_empty(), || small)
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn apu_small_vram() {
+    use super::tests::*;
+    use crate::facts::Vendor;
+    let mut g = gpu(Vendor::Amd, "Radeon 780M");
+    g.integrated = Some(true);
+    g.vram_bytes = Some(512 << 20);
+    let mut f = with_gpus(vec![g]);
+    assert_eq!(
+        eval(&ApuSmallVram, &f).unwrap(),
+        ["GPU Radeon 780M: integrated, dedicated VRAM 512 MiB"]
+    );
+    f.gpus[0].vram_bytes = Some(4 << 30);
+    assert!(!holds(&ApuSmallVram, &f));
+}

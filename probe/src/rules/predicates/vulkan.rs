@@ -1,0 +1,477 @@
+//! The Vulkan loader, its ICDs and layers, and the devices they expose.
+
+use super::{is_cpu_device, when, Predicate, View};
+use crate::facts::VulkanDriverKind;
+use crate::from::vulkaninfo::kind_name;
+
+pub struct VulkanLoaderAbsent;
+impl Predicate for VulkanLoaderAbsent {
+    fn name(&self) -> &'static str {
+        "vulkan_loader_absent"
+    }
+    fn meaning(&self) -> &'static str {
+        "no libvulkan.so.1 was found"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["scanned", "vulkan.loader"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        when(
+            v.scanned("vulkan-loader") && v.facts.vulkan.loader.is_none(),
+            || vec!["libvulkan.so.1: not found".into()],
+        )
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn vulkan_loader_absent() {
+    use super::tests::*;
+    let mut f = scanned(&["vulkan-loader"]);
+    assert!(holds(&VulkanLoaderAbsent, &f));
+    f.vulkan.loader = Some("/usr/lib/x86_64-linux-gnu/libvulkan.so.1".into());
+    assert!(!holds(&VulkanLoaderAbsent, &f));
+    assert!(!holds(&VulkanLoaderAbsent, &crate::facts::Facts::default()));
+}
+
+pub struct VulkanNoIcds;
+impl Predicate for VulkanNoIcds {
+    fn name(&self) -> &'static str {
+        "vulkan_no_icds"
+    }
+    fn meaning(&self) -> &'static str {
+        "no ICD manifest was found"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["scanned", "vulkan.icds"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        when(
+            v.scanned("vulkan-icds") && v.facts.vulkan.icds.is_empty(),
+            || vec!["no ICD manifest in the loader's search path".into()],
+        )
+    }
+}
+
+#[cfg(test)]
+fn icd(manifest: &str, kind: VulkanDriverKind, ok: Option<bool>) -> crate::facts::Icd {
+    crate::facts::Icd {
+        manifest: manifest.into(),
+        library_path: Some("libvulkan_x.so".into()),
+        kind,
+        library_ok: ok,
+        ..crate::facts::Icd::default()
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn vulkan_no_icds() {
+    use super::tests::*;
+    let mut f = scanned(&["vulkan-icds"]);
+    assert!(holds(&VulkanNoIcds, &f));
+    f.vulkan.icds.push(icd(
+        "/usr/share/vulkan/icd.d/radeon_icd.json",
+        VulkanDriverKind::Radv,
+        None,
+    ));
+    assert!(!holds(&VulkanNoIcds, &f));
+}
+
+pub struct VulkanIcdLibraryMissing;
+impl Predicate for VulkanIcdLibraryMissing {
+    fn name(&self) -> &'static str {
+        "vulkan_icd_library_missing"
+    }
+    fn meaning(&self) -> &'static str {
+        "an ICD manifest points at a library that is missing or does not load"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["vulkan.icds"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        let bad: Vec<String> = v
+            .facts
+            .vulkan
+            .icds
+            .iter()
+            .filter(|i| i.library_ok == Some(false))
+            .map(|i| {
+                format!(
+                    "{}: library {} {}",
+                    i.manifest,
+                    i.library_path.as_deref().unwrap_or("?"),
+                    i.error.as_deref().unwrap_or("does not load")
+                )
+            })
+            .collect();
+        when(!bad.is_empty(), || bad)
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn vulkan_icd_library_missing() {
+    use super::tests::*;
+    let mut f = crate::facts::Facts::default();
+    f.vulkan.icds.push(icd(
+        "/etc/vulkan/icd.d/amd_icd64.json",
+        VulkanDriverKind::Amdvlk,
+        Some(false),
+    ));
+    assert_eq!(
+        eval(&VulkanIcdLibraryMissing, &f).unwrap(),
+        ["/etc/vulkan/icd.d/amd_icd64.json: library libvulkan_x.so does not load"]
+    );
+    f.vulkan.icds[0].library_ok = Some(true);
+    assert!(!holds(&VulkanIcdLibraryMissing, &f));
+}
+
+/// "Vulkan device NAME (KIND)" per device.
+fn device_lines(v: &View) -> Vec<String> {
+    v.facts
+        .vulkan
+        .devices
+        .iter()
+        .map(|d| format!("Vulkan device {} ({})", d.name, kind_name(d.kind)))
+        .collect()
+}
+
+pub struct VulkanOnlyCpuDevices;
+impl Predicate for VulkanOnlyCpuDevices {
+    fn name(&self) -> &'static str {
+        "vulkan_only_cpu_devices"
+    }
+    fn meaning(&self) -> &'static str {
+        "every Vulkan device is a CPU (llvmpipe/lavapipe) device"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["vulkan.devices"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        let devs = &v.facts.vulkan.devices;
+        when(!devs.is_empty() && devs.iter().all(is_cpu_device), || {
+            device_lines(v)
+        })
+    }
+}
+
+#[cfg(test)]
+fn device(name: &str, kind: VulkanDriverKind) -> crate::facts::VulkanDevice {
+    crate::facts::VulkanDevice {
+        name: name.into(),
+        kind,
+        ..crate::facts::VulkanDevice::default()
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn vulkan_only_cpu_devices() {
+    use super::tests::*;
+    let mut f = crate::facts::Facts::default();
+    assert!(!holds(&VulkanOnlyCpuDevices, &f));
+    f.vulkan.devices.push(device(
+        "llvmpipe (LLVM 15.0.6, 256 bits)",
+        VulkanDriverKind::Lavapipe,
+    ));
+    assert_eq!(eval(&VulkanOnlyCpuDevices, &f).unwrap().len(), 1);
+    f.vulkan.devices.push(device(
+        "AMD Radeon RX 7900 XTX (RADV NAVI31)",
+        VulkanDriverKind::Radv,
+    ));
+    assert!(!holds(&VulkanOnlyCpuDevices, &f));
+}
+
+pub struct VulkanDuplicateGpu;
+impl Predicate for VulkanDuplicateGpu {
+    fn name(&self) -> &'static str {
+        "vulkan_duplicate_gpu"
+    }
+    fn meaning(&self) -> &'static str {
+        "one GPU is listed twice (two ICDs, or duplicate manifests)"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["vulkan.devices"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        let devs = &v.facts.vulkan.devices;
+        let mut dups = Vec::new();
+        for (i, a) in devs.iter().enumerate() {
+            for b in &devs[i + 1..] {
+                if is_cpu_device(a) || is_cpu_device(b) {
+                    continue;
+                }
+                let same_uuid = a.device_uuid.is_some()
+                    && a.device_uuid == b.device_uuid
+                    && a.device_uuid.as_deref() != Some("00000000-0000-0000-0000-000000000000");
+                let same_pci = a.pci_address.is_some() && a.pci_address == b.pci_address;
+                // Application logs show no UUID: one GPU under two drivers
+                // (the vendor's and Dozen's "Microsoft Direct3D12 (NAME)", RADV's
+                // "NAME (RADV CODENAME)" and AMDVLK's "NAME") has one bare name.
+                let same_name = a.kind != b.kind
+                    && a.device_uuid.is_none()
+                    && b.device_uuid.is_none()
+                    && a.pci_address.is_none()
+                    && b.pci_address.is_none()
+                    && bare_device_name(&a.name).len() >= 6
+                    && bare_device_name(&a.name) == bare_device_name(&b.name);
+                if same_uuid || same_pci || same_name {
+                    dups.push(format!(
+                        "{} ({}) and {} ({}) are one GPU ({})",
+                        a.name,
+                        kind_name(a.kind),
+                        b.name,
+                        kind_name(b.kind),
+                        if same_pci {
+                            a.pci_address.clone().unwrap_or_default()
+                        } else if same_name {
+                            "same device name".to_string()
+                        } else {
+                            format!("deviceUUID {}", a.device_uuid.clone().unwrap_or_default())
+                        }
+                    ));
+                }
+            }
+        }
+        when(!dups.is_empty(), || dups)
+    }
+}
+
+/// A Vulkan device name without the driver's decoration, lowercased.
+fn bare_device_name(n: &str) -> String {
+    let n = crate::from::vulkaninfo::unwrap_layered_name(n);
+    let n = n.split(" (RADV ").next().unwrap_or(n);
+    n.trim().to_lowercase()
+}
+
+#[cfg(test)]
+#[test]
+fn vulkan_duplicate_gpu() {
+    use super::tests::*;
+    let mut f = crate::facts::Facts::default();
+    f.vulkan.devices = vec![
+        device(
+            "AMD Radeon RX 7900 XTX (RADV NAVI31)",
+            VulkanDriverKind::Radv,
+        ),
+        device("AMD Radeon RX 7900 XTX", VulkanDriverKind::Amdvlk),
+    ];
+    let ev = eval(&VulkanDuplicateGpu, &f).unwrap();
+    assert!(ev[0].ends_with("are one GPU (same device name)"), "{ev:?}");
+    // Same name under one driver: two cards, not one listed twice.
+    f.vulkan.devices[1].kind = VulkanDriverKind::Radv;
+    f.vulkan.devices[1].name = f.vulkan.devices[0].name.clone();
+    assert!(!holds(&VulkanDuplicateGpu, &f));
+    // A shared deviceUUID is one GPU whatever the names.
+    for d in &mut f.vulkan.devices {
+        d.device_uuid = Some("a1b2".into());
+    }
+    assert!(holds(&VulkanDuplicateGpu, &f));
+}
+
+pub struct VulkanAmdIcdsBoth;
+impl Predicate for VulkanAmdIcdsBoth {
+    fn name(&self) -> &'static str {
+        "vulkan_amd_icds_both"
+    }
+    fn meaning(&self) -> &'static str {
+        "RADV and AMDVLK/AMDGPU-PRO manifests are both installed for an AMD GPU"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["vulkan.icds", "gpus"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        let icds = &v.facts.vulkan.icds;
+        let has_icd = |k: VulkanDriverKind| {
+            icds.iter()
+                .any(|i| i.kind == k && i.library_ok != Some(false))
+        };
+        let both = has_icd(VulkanDriverKind::Radv)
+            && (has_icd(VulkanDriverKind::Amdvlk) || has_icd(VulkanDriverKind::AmdgpuPro))
+            && !v.amd.is_empty();
+        when(both, || {
+            icds.iter()
+                .filter(|i| {
+                    matches!(
+                        i.kind,
+                        VulkanDriverKind::Radv
+                            | VulkanDriverKind::Amdvlk
+                            | VulkanDriverKind::AmdgpuPro
+                    )
+                })
+                .map(|i| format!("ICD {} ({})", i.manifest, kind_name(i.kind)))
+                .collect()
+        })
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn vulkan_amd_icds_both() {
+    use super::tests::*;
+    let mut f = with_gpus(vec![gpu(crate::facts::Vendor::Amd, "RX 7900")]);
+    f.vulkan.icds = vec![
+        icd("radeon_icd.json", VulkanDriverKind::Radv, Some(true)),
+        icd("amd_icd64.json", VulkanDriverKind::Amdvlk, Some(true)),
+    ];
+    assert_eq!(eval(&VulkanAmdIcdsBoth, &f).unwrap().len(), 2);
+    // A broken AMDVLK is not a second driver.
+    f.vulkan.icds[1].library_ok = Some(false);
+    assert!(!holds(&VulkanAmdIcdsBoth, &f));
+}
+
+pub struct VulkanIcdChosenByEnv;
+impl Predicate for VulkanIcdChosenByEnv {
+    fn name(&self) -> &'static str {
+        "vulkan_icd_chosen_by_env"
+    }
+    fn meaning(&self) -> &'static str {
+        "AMD_VULKAN_ICD, VK_DRIVER_FILES or VK_ICD_FILENAMES selects the driver"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["vulkan.env"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        let choice = v.vulkan_choice();
+        when(!choice.is_empty(), || choice)
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn vulkan_icd_chosen_by_env() {
+    use super::tests::*;
+    let mut f = crate::facts::Facts::default();
+    assert!(!holds(&VulkanIcdChosenByEnv, &f));
+    f.vulkan.env = vec![
+        ("AMD_VULKAN_ICD".into(), "AMDVLK".into()),
+        ("AMD_VULKAN_ICD".into(), "RADV".into()),
+    ];
+    // The last setting wins.
+    assert_eq!(
+        eval(&VulkanIcdChosenByEnv, &f).unwrap(),
+        ["AMD_VULKAN_ICD=RADV"]
+    );
+}
+
+pub struct AmdSwitchableLayerPresent;
+impl Predicate for AmdSwitchableLayerPresent {
+    fn name(&self) -> &'static str {
+        "amd_switchable_layer_present"
+    }
+    fn meaning(&self) -> &'static str {
+        "AMD's switchable-graphics implicit layer is installed"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["vulkan.implicit_layers"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        let layers: Vec<String> = v
+            .facts
+            .vulkan
+            .implicit_layers
+            .iter()
+            .filter(|l| l.starts_with("VK_LAYER_AMD_switchable_graphics"))
+            .map(|l| format!("implicit layer {l}"))
+            .collect();
+        when(!layers.is_empty(), || layers)
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn amd_switchable_layer_present() {
+    use super::tests::*;
+    let mut f = crate::facts::Facts::default();
+    f.vulkan.implicit_layers = vec!["VK_LAYER_MESA_device_select".into()];
+    assert!(!holds(&AmdSwitchableLayerPresent, &f));
+    f.vulkan
+        .implicit_layers
+        .push("VK_LAYER_AMD_switchable_graphics_64".into());
+    assert_eq!(
+        eval(&AmdSwitchableLayerPresent, &f).unwrap(),
+        ["implicit layer VK_LAYER_AMD_switchable_graphics_64"]
+    );
+}
+
+pub struct AmdSwitchableLayerDisabled;
+impl Predicate for AmdSwitchableLayerDisabled {
+    fn name(&self) -> &'static str {
+        "amd_switchable_layer_disabled"
+    }
+    fn meaning(&self) -> &'static str {
+        "DISABLE_LAYER_AMD_SWITCHABLE_GRAPHICS_1 is set"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["vulkan.env"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        when(
+            v.vulkan_env("DISABLE_LAYER_AMD_SWITCHABLE_GRAPHICS_1")
+                .is_some_and(|x| !x.is_empty() && x != "0"),
+            || vec!["DISABLE_LAYER_AMD_SWITCHABLE_GRAPHICS_1 is set".into()],
+        )
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn amd_switchable_layer_disabled() {
+    use super::tests::*;
+    let mut f = crate::facts::Facts::default();
+    let var = "DISABLE_LAYER_AMD_SWITCHABLE_GRAPHICS_1".to_string();
+    f.vulkan.env = vec![(var.clone(), "0".into())];
+    assert!(!holds(&AmdSwitchableLayerDisabled, &f));
+    f.vulkan.env = vec![(var, "1".into())];
+    assert!(holds(&AmdSwitchableLayerDisabled, &f));
+}
+
+pub struct VulkanInPlay;
+impl Predicate for VulkanInPlay {
+    fn name(&self) -> &'static str {
+        "vulkan_in_play"
+    }
+    fn meaning(&self) -> &'static str {
+        "anything about Vulkan is known (loader, ICDs, devices or loader messages)"
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &[
+            "vulkan.loader",
+            "vulkan.icds",
+            "vulkan.devices",
+            "signals",
+            "scanned",
+        ]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        let vk = &v.facts.vulkan;
+        let vk_signal = v
+            .facts
+            .signals
+            .iter()
+            .any(|s| s.id.starts_with("vk") || s.id.starts_with("vulkaninfo"));
+        when(
+            vk.loader.is_some()
+                || !vk.icds.is_empty()
+                || !vk.devices.is_empty()
+                || vk_signal
+                || v.scanned("vulkan-loader"),
+            || vec!["Vulkan facts present".into()],
+        )
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn vulkan_in_play() {
+    use super::tests::*;
+    assert!(!holds(&VulkanInPlay, &crate::facts::Facts::default()));
+    assert!(holds(&VulkanInPlay, &scanned(&["vulkan-loader"])));
+    let mut f = crate::facts::Facts::default();
+    f.signals.push(crate::facts::Signal {
+        id: "vk-incompatible-driver".into(),
+        ..crate::facts::Signal::default()
+    });
+    assert!(holds(&VulkanInPlay, &f));
+}
