@@ -247,7 +247,7 @@ fn smoke(a: SmokeArgs) -> u8 {
         // One device per child: peers are compared by the parent's run
         // (--device all), faults come as GRETA_SMOKE_INJECT from the parent.
         peer_fraction: greta_smoke::peers::DEFAULT_PEER_FRACTION,
-        inject: std::env::var("GRETA_SMOKE_INJECT")
+        inject: std::env::var(greta_vocab::EnvVars::GRETA_SMOKE_INJECT)
             .map(|v| {
                 v.split(',')
                     .filter(|s| !s.is_empty())

@@ -92,7 +92,7 @@ pub struct Args {
         long,
         hide = true,
         value_name = "SPEC",
-        env = "GRETA_SMOKE_INJECT",
+        env = greta_vocab::EnvVars::GRETA_SMOKE_INJECT,
         value_delimiter = ','
     )]
     pub inject: Vec<String>,
@@ -100,7 +100,7 @@ pub struct Args {
     #[arg(
         long,
         hide = true,
-        env = "GRETA_SMOKE_TEST_GATES",
+        env = greta_vocab::EnvVars::GRETA_SMOKE_TEST_GATES,
         value_parser = parse_flag,
         default_value = "0",
         num_args = 0..=1,

@@ -67,7 +67,7 @@ impl Tool {
         if choice == Choice::Pip {
             return Ok((Tool::Pip, None));
         }
-        let uv = std::env::var_os("GRETA_UV")
+        let uv = std::env::var_os(greta_vocab::EnvVars::GRETA_UV)
             .map(PathBuf::from)
             .or_else(|| which::which("uv").ok())
             .map(|p| behind_shim(p, python));

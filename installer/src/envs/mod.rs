@@ -291,7 +291,7 @@ mod dir_in_tests {
         assert_eq!(at(&[("HOME", "")]), None);
         // GRETA_HOME is not a place envs go.
         assert_eq!(
-            at(&[("GRETA_HOME", "/g"), ("HOME", "/h")]),
+            at(&[(greta_vocab::EnvVars::GRETA_HOME, "/g"), ("HOME", "/h")]),
             Some(PathBuf::from("/h/.local/share/greta/envs"))
         );
     }

@@ -213,7 +213,9 @@ fn write_stamp(file: &Path) {
 
 /// Whether the stamp proves `file` unchanged since it was last hashed.
 fn stamp_holds(file: &Path, meta: &fs::Metadata) -> bool {
-    if std::env::var_os("GRETA_VERIFY_CACHE").is_some_and(|v| v != "0" && !v.is_empty()) {
+    if std::env::var_os(greta_vocab::EnvVars::GRETA_VERIFY_CACHE)
+        .is_some_and(|v| v != "0" && !v.is_empty())
+    {
         return false;
     }
     let Ok(text) = crate::read::text_capped(&stamp_path(file), 4096) else {

@@ -130,16 +130,16 @@ impl FetchOptions {
                 Err(_) => Ok(None),
             }
         };
-        if let Some(j) = num("GRETA_FETCH_JOBS")? {
+        if let Some(j) = num(greta_vocab::EnvVars::GRETA_FETCH_JOBS)? {
             o.jobs = j.clamp(1, 64) as usize;
         }
-        if let Some(a) = num("GRETA_FETCH_ATTEMPTS")? {
+        if let Some(a) = num(greta_vocab::EnvVars::GRETA_FETCH_ATTEMPTS)? {
             o.attempts = a.clamp(1, 100) as u32;
         }
-        if let Some(b) = num("GRETA_FETCH_BACKOFF_MS")? {
+        if let Some(b) = num(greta_vocab::EnvVars::GRETA_FETCH_BACKOFF_MS)? {
             o.backoff = Duration::from_millis(b);
         }
-        if let Some(t) = num("GRETA_FETCH_TIMEOUT_S")? {
+        if let Some(t) = num(greta_vocab::EnvVars::GRETA_FETCH_TIMEOUT_S)? {
             o.connect_timeout = Duration::from_secs(t.max(1));
             o.read_timeout = Duration::from_secs(t.max(1));
         }

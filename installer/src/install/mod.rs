@@ -164,7 +164,7 @@ impl Timings {
 
 /// Stops here when `GRETA_TEST_PAUSE_AT` names this step (test hook).
 pub fn pause_at(step: &str) {
-    if std::env::var("GRETA_TEST_PAUSE_AT").is_ok_and(|s| s == step) {
+    if std::env::var(greta_vocab::EnvVars::GRETA_TEST_PAUSE_AT).is_ok_and(|s| s == step) {
         eprintln!("greta: paused at {step} (GRETA_TEST_PAUSE_AT)");
         for _ in 0..3600 {
             std::thread::sleep(Duration::from_secs(1));

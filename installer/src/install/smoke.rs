@@ -32,7 +32,8 @@ pub(super) fn run_smoke(hip: Option<&Path>) -> SmokeReport {
     let mut cmd = std::process::Command::new(exe);
     cmd.args(["smoke", "--profile", "ultrasafe", "--json"]);
     if let Some(env) = hip {
-        cmd.args(["--backend", "hip"]).env("GRETA_ENV", env);
+        cmd.args(["--backend", "hip"])
+            .env(greta_vocab::EnvVars::GRETA_ENV, env);
     }
     match installer::run(cmd, Some(Duration::from_secs(300))) {
         Err(e) => SmokeReport {

@@ -15,7 +15,7 @@ mod builtin {
 }
 
 /// The environment variable that points greta at another lock directory.
-pub const ENV_VAR: &str = "GRETA_LOCK_DIR";
+pub const ENV_VAR: &str = greta_vocab::EnvVars::GRETA_LOCK_DIR;
 
 /// Where the lock set in effect came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -30,7 +30,7 @@ pub struct Args {
     /// Profile to re-resolve (see `greta lock list`).
     pub profile: String,
     /// uv binary [default: `uv` on PATH].
-    #[arg(long, env = "GRETA_UV")]
+    #[arg(long, env = greta_vocab::EnvVars::GRETA_UV)]
     pub uv: Option<PathBuf>,
     /// Take wheels recorded in this pins file (TOML [[pin]] with profile,
     /// name, version, filename, url, sha256) for packages whose index is

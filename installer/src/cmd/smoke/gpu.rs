@@ -316,7 +316,10 @@ pub fn run(args: &Args, backend: BackendChoice, fleet: &Fleet) -> anyhow::Result
     let mut cmd = helper.command("smoke");
     cmd.args(child_args(args, backend));
     // TEST-ONLY faults reach the child as they reach greta (docs/fleet.md).
-    cmd.env("GRETA_SMOKE_INJECT", args.inject.join(","));
+    cmd.env(
+        greta_vocab::EnvVars::GRETA_SMOKE_INJECT,
+        args.inject.join(","),
+    );
     let what = format!("the {} smoke child", backend.as_str());
     let out = match child::run(cmd, &what, b"", run_limit(args, timeout_s)) {
         Ok(o) => o,
