@@ -63,10 +63,10 @@ echo "release: dist/$name.tar.gz" >&2
 [[ $check -eq 1 ]] || exit 0
 
 # Checks: the tarball's binary unpacked alone, and the wheel in a fresh venv,
-# each through the same standalone tests (installer/tests/self_contained.rs).
+# each through the same standalone tests (installer/tests/it/self_contained.rs).
 run_checks() {
-  GRETA_STANDALONE_BIN="$1" cargo test -q -p greta --locked --test self_contained -- \
-    --include-ignored binary_alone release_ >&2
+  GRETA_STANDALONE_BIN="$1" cargo test -q -p greta --locked --test it -- \
+    --include-ignored self_contained::binary_alone self_contained::release_ >&2
 }
 mkdir "$stage/unpacked"
 tar -C "$stage/unpacked" -xzf "dist/$name.tar.gz"

@@ -10,11 +10,11 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked --no-fail-fast
 # The framework gates on the real cpu profile (~3 GB of wheels from PyPI, cached under
 # target/test-cache): greta install builds it and torch and jax must compute (issue 14).
-GRETA_TEST_CPU_PROFILE=1 cargo test -p greta --locked --test frameworks_gates
-# The HIP path is always built: runtime/tests/hip_*.rs and installer/tests/hip_cli.rs run
+GRETA_TEST_CPU_PROFILE=1 cargo test -p greta --locked --test it -- frameworks_gates::
+# The HIP path is always built: runtime/tests/it/hip_*.rs and installer/tests/it/hip_cli.rs run
 # against Debian's ROCm 5.2 (libamdhip64.so.5, hiprtc inside it) with no AMD GPU.
 # The portable release (glibc 2.28 floor, built through zig): the tarball's binary alone in
 # an empty dir and the wheel in a fresh venv each run `lock list`, `doctor --json` and
 # `install --dry-run --profile cpu`; its ELF needs no GLIBC_ newer than 2.28 and links no
-# Vulkan, HIP or CUDA library (installer/tests/self_contained.rs).
+# Vulkan, HIP or CUDA library (installer/tests/it/self_contained.rs).
 bash scripts/release.sh

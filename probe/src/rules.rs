@@ -9,36 +9,14 @@
 pub mod predicates;
 
 use crate::facts::Facts;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::sync::OnceLock;
 
 const RULES_TOML: &str = include_str!("../rules.toml");
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Ok,
-    Warn,
-    Fail,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Ok => "ok",
-            Severity::Warn => "warn",
-            Severity::Fail => "fail",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Fix {
-    pub text: String,
-    #[serde(default)]
-    pub commands: Vec<String>,
-}
+// A finding, its severity and its fix are the vocabulary's: `doctor`,
+// `install` and the framework gates report the one type.
+pub use greta_vocab::{Finding, Fix, Severity};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,18 +40,6 @@ pub struct Rule {
 #[serde(deny_unknown_fields)]
 struct RuleFile {
     rule: Vec<Rule>,
-}
-
-/// A raised finding: what `findings` in the JSON holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
-    pub id: String,
-    pub severity: Severity,
-    pub title: String,
-    pub message: String,
-    /// The facts and `source:line` signals the finding rests on.
-    pub evidence: Vec<String>,
-    pub fix: Fix,
 }
 
 /// The finding ids of DESIGN.md: a stable contract, all must have rules.

@@ -2,9 +2,8 @@
 //! whenever the file's times change and keeps the old copy; before greta
 //! pruned after each install, every such rebuild left another unpacked copy
 //! of the whole profile in uv's cache, for ever.
-mod support;
+use crate::support::*;
 use std::path::Path;
-use support::*;
 
 fn archives(uv_cache: &Path) -> usize {
     std::fs::read_dir(uv_cache.join("archive-v0"))

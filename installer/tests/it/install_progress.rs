@@ -2,13 +2,12 @@
 //! real pseudo-terminal), never when stderr is a pipe or with `--json`, and
 //! never on stdout.
 
-mod support;
-
+use crate::support;
+use crate::support::{text, Harness};
 use indicatif::HumanBytes;
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::process::{Command, Output, Stdio};
-use support::{text, Harness};
 
 /// Runs `cmd` with stderr on the slave side of a new pseudo-terminal
 /// (200 columns, so no bar line wraps) and stdout on a pipe; returns the

@@ -2,9 +2,8 @@
 //! pip into real venvs: happy path, warm reinstall, --offline, bundles,
 //! --index-url, env list/remove, framework mismatch, malformed locks.
 
-mod support;
-
-use support::{text, Harness};
+use crate::support;
+use crate::support::{text, Harness};
 
 #[test]
 fn happy_path_with_uv_then_warm_reinstall_from_cache() {

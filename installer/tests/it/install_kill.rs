@@ -2,11 +2,10 @@
 //! half-written is ever used, and until then the previous env is intact
 //! (or, when killed between the two renames of the swap, put back).
 
-mod support;
-
+use crate::support;
+use crate::support::{text, Fault, Harness};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
-use support::{text, Fault, Harness};
 
 fn spawn_paused(h: &Harness, step: &str) -> Child {
     let py = support::python();

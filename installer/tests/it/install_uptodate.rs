@@ -6,10 +6,9 @@
 //! check, whose interpreter starts before the wheels are installed, sees
 //! what the wheels' `.pth` files add, as a fresh interpreter would.
 
-mod support;
-
+use crate::support;
+use crate::support::{text, wheel, Harness};
 use std::path::Path;
-use support::{text, wheel, Harness};
 
 fn install_json(h: &Harness, extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["--installer", "uv", "--json"];

@@ -1,10 +1,8 @@
 //! Profile selection from probe facts, through `greta lock select --facts`.
 //! The facts mirror captured machines in probe/tests/fixtures.
 
-mod lock_support;
-
+use crate::lock_support::*;
 use greta_probe::{DeviceNode, Facts, Gpu, KernelDriver, RocmInstall, Vendor};
-use lock_support::*;
 use std::path::Path;
 
 fn select_in(dir: &Path, facts: &Facts, extra: &[&str]) -> (Option<i32>, serde_json::Value) {

@@ -1,9 +1,7 @@
 //! Malformed matrix.toml / pylock.toml: every command stops with
 //! `file:line:col: what`, exit 2, no panic, and writes nothing.
 
-mod lock_support;
-
-use lock_support::*;
+use crate::lock_support::*;
 
 /// Break `file` by replacing `from` with `to`, run `args`, and expect an
 /// error on the line of `at` (text inside `to`), at a column within it.

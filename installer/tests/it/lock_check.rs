@@ -2,9 +2,7 @@
 //! each way it must catch. The shipped hashes are also compared with the
 //! independent record in lock/sources (what they were copied from).
 
-mod lock_support;
-
-use lock_support::*;
+use crate::lock_support::*;
 use std::collections::BTreeMap;
 
 #[test]

@@ -15,7 +15,7 @@ pub fn sources_dir() -> PathBuf {
 }
 
 pub fn support_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/lock_support")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/it/lock_support")
 }
 
 /// `greta lock ARGS` with `--lock-dir DIR`.

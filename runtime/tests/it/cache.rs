@@ -1,7 +1,6 @@
 //! The on-disk pipeline cache: written, reused, and a corrupted file ignored.
 
-mod common;
-use common::*;
+use crate::common::*;
 use greta_kernels::Op;
 use greta_runtime::vulkan::cache::CacheStatus;
 use greta_runtime::vulkan::{CacheDir, OpenOptions};

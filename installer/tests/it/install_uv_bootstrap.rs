@@ -6,11 +6,12 @@
 //! execs the real uv found at test start, so the install still really runs
 //! through uv, while greta's PATH holds no uv.
 
-mod support;
-
+use crate::support;
+use crate::support::uvtool::{
+    path_without_uv, real_python, real_uv, uv_wheel, version_of, write_tools,
+};
+use crate::support::{stderr, text, Harness};
 use std::path::Path;
-use support::uvtool::{path_without_uv, real_python, real_uv, uv_wheel, version_of, write_tools};
-use support::{stderr, text, Harness};
 
 fn install(h: &Harness, python: &Path, extra: &[&str]) -> std::process::Output {
     let mut args = vec![

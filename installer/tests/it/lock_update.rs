@@ -1,9 +1,7 @@
 //! `greta lock update`: post-processing of real uv output (replayed by a
 //! stand-in uv, offline), comment preservation, and a dead index.
 
-mod lock_support;
-
-use lock_support::*;
+use crate::lock_support::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 

@@ -11,8 +11,7 @@
 //!   swap; `greta smoke --profile frameworks --env cpu` agrees; and the same
 //!   frameworks with a sabotaged `matmul` fail with a wrong result.
 
-mod support;
-
+use crate::support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -5,11 +5,12 @@
 //! installs instead, logged; `--installer uv` fails), a bundle of another
 //! architecture is refused, and bundles without uv still install.
 
-mod support;
-
+use crate::support;
+use crate::support::uvtool::{
+    path_without_uv, real_python, real_uv, uv_wheel, version_of, write_tools,
+};
+use crate::support::{stderr, text, Harness};
 use std::path::{Path, PathBuf};
-use support::uvtool::{path_without_uv, real_python, real_uv, uv_wheel, version_of, write_tools};
-use support::{stderr, text, Harness};
 
 struct Setup {
     h: Harness,

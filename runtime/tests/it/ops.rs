@@ -1,8 +1,7 @@
 //! Every op against its f64 CPU reference on lavapipe, validation on,
 //! fresh random inputs, sizes that are not multiples of any tile.
 
-mod common;
-use common::*;
+use crate::common::*;
 use greta_kernels::spirv::Shader;
 use greta_kernels::Op;
 use greta_runtime::{Backend, RunOpts};

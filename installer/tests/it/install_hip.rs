@@ -7,11 +7,10 @@
 //! The probe reads `probe/tests/sysroots/mi300x-vf` (an MI300X VF, gfx942)
 //! so the gfx target is known without an AMD GPU.
 
-mod support;
-
+use crate::support;
+use crate::support::{stderr, text, Harness};
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use support::{stderr, text, Harness};
 
 fn mi300x_sysroot() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../probe/tests/sysroots/mi300x-vf")

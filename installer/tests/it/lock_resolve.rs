@@ -1,8 +1,6 @@
 //! Which wheels a profile resolves to for a given Python, and why.
 
-mod lock_support;
-
-use lock_support::*;
+use crate::lock_support::*;
 use std::collections::BTreeMap;
 
 /// name -> (version, filename, why) for `greta lock show PROFILE --python PY`.

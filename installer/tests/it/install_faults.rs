@@ -1,10 +1,9 @@
 //! Network and disk faults during `greta install`: each ends in success or a
 //! clear error, never in a broken env; the previous env stays intact.
 
-mod support;
-
+use crate::support;
+use crate::support::{text, Fault, Harness};
 use std::time::{Duration, Instant};
-use support::{text, Fault, Harness};
 
 fn install_ok(h: &Harness) -> serde_json::Value {
     let o = h.install(&["--installer", "uv", "--json"]);

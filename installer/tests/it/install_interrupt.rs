@@ -8,8 +8,8 @@
 //! is taken for an env, the cache holds only verified files, and a rerun
 //! succeeds.
 
-mod support;
-
+use crate::support;
+use crate::support::{text, wheel, Fault, Harness};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -17,7 +17,6 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-use support::{text, wheel, Fault, Harness};
 
 /// Set only for the interrupted run: the stand-in torch then creates this
 /// file on import and sleeps, so the import check is running for sure.

@@ -1,8 +1,7 @@
 //! A kernel slower than the timeout: `RuntimeError::Timeout` promptly,
 //! the device is then lost, and greta does not hang on the way out.
 
-mod common;
-use common::*;
+use crate::common::*;
 use greta_kernels::{DType, HostBuf, Op};
 use greta_runtime::{Backend, RunOpts, RuntimeError};
 use std::time::{Duration, Instant};

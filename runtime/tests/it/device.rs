@@ -1,7 +1,6 @@
 //! Device discovery, selection, validation messenger and failure modes.
 
-mod common;
-use common::*;
+use crate::common::*;
 use greta_runtime::vulkan::{CacheDir, Device, OpenOptions};
 use greta_runtime::{Backend, BackendKind, DeviceSelect, RuntimeError};
 use greta_vocab::{EnvVars, VkDriver};
@@ -105,7 +104,11 @@ fn no_driver_is_a_clear_error() {
         return;
     }
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "no_driver_is_a_clear_error", "--nocapture"])
+        .args([
+            "--exact",
+            "device::no_driver_is_a_clear_error",
+            "--nocapture",
+        ])
         .env(EnvVars::GRETA_CHILD_NO_DRIVER, "1")
         .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
         .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
@@ -152,7 +155,11 @@ fn duplicate_icd_counted_once() {
     std::fs::copy(icd, &a).unwrap();
     std::fs::copy(icd, &b).unwrap();
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "duplicate_icd_counted_once", "--nocapture"])
+        .args([
+            "--exact",
+            "device::duplicate_icd_counted_once",
+            "--nocapture",
+        ])
         .env(EnvVars::GRETA_CHILD_DUP_ICD, "1")
         .env(
             "VK_DRIVER_FILES",

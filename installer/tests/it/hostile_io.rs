@@ -3,12 +3,11 @@
 //! and never a hang or an unbounded read; a closed stdout ends greta quietly
 //! (exit 0, no panic) for every command that prints results.
 
-mod support;
-
+use crate::support;
+use crate::support::Harness;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use support::Harness;
 
 fn mkfifo(p: &Path) {
     let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();

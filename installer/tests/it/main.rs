@@ -1,0 +1,34 @@
+//! The installer's integration tests: one test binary (one link of greta
+//! and its test dependencies instead of one per file), one module per area.
+//! Every test starts from [`support::Harness`] (a private HOME, XDG dirs,
+//! lock dir, uv cache and a real HTTP server) or `lock_support`'s copy of
+//! the lock set: no test sees the developer's own state.
+//!
+//! Run one area with `cargo test -p greta --test it -- MODULE::`.
+
+mod lock_support;
+mod support;
+
+mod doctor_cli;
+mod fleet_cli;
+mod frameworks_gates;
+mod hip_cli;
+mod hostile_io;
+mod install_basic;
+mod install_bundle_uv;
+mod install_faults;
+mod install_hip;
+mod install_interrupt;
+mod install_kill;
+mod install_progress;
+mod install_uptodate;
+mod install_uv_bootstrap;
+mod install_uv_cache;
+mod lock_check;
+mod lock_errors;
+mod lock_resolve;
+mod lock_select;
+mod lock_update;
+mod self_contained;
+mod slurm_healthcheck;
+mod smoke_cli;

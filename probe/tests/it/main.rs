@@ -1,0 +1,13 @@
+//! The probe crate's integration tests: one test binary, one module per area
+//! (`cargo test -p greta-probe --test it -- MODULE::` runs one).
+
+mod capture_roundtrip;
+mod fixtures;
+mod from_formats;
+mod from_live_tools;
+mod from_robustness;
+mod live_lavapipe;
+mod live_rocminfo_timeout;
+mod python_active_env;
+mod sysroot_garbage;
+mod sysroot_machines;

@@ -1,0 +1,10 @@
+//! The runtime crate's integration tests: one test binary, one module per area
+//! (`cargo test -p greta-runtime --test it -- MODULE::` runs one).
+
+mod cache;
+mod common;
+mod device;
+mod hip_device;
+mod hip_kernels;
+mod ops;
+mod timeout;
