@@ -426,7 +426,7 @@ fn parse_profile(dir: &LockDir, src: &Source, name: &str, t: &toml_edit::Table) 
     }
     let mut python = Vec::new();
     for (p, span) in f.str_list("python")? {
-        if parse_xy(&p).is_none() {
+        if parse_xy(&p).is_none_or(|(_, minor)| minor > super::tags::MAX_MINOR) {
             return Err(src.err_at(
                 span,
                 format!("{}: python version `{p}` must look like 3.12", f.what),

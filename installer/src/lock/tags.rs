@@ -202,6 +202,13 @@ impl Interpreter {
         if major != 3 {
             bail!("Python {version} is not Python 3");
         }
+        // The tag list grows with the minor version (one abi3 and one py3X
+        // line per earlier minor): an absurd minor from a lock file is
+        // refused, not enumerated (the lock_files fuzz target hung on
+        // "3.11111111").
+        if minor > MAX_MINOR {
+            bail!("Python {version}: no CPython 3 has a minor version above {MAX_MINOR}");
+        }
         if implementation != "cpython" {
             bail!("{implementation} is not supported: the pinned wheels are CPython builds");
         }
@@ -369,6 +376,9 @@ fn platform_tags(machine: &str, glibc: Option<(u32, u32)>) -> Vec<String> {
     out.push(format!("linux_{machine}"));
     out
 }
+
+/// The largest CPython 3 minor version greta accepts (3.14 is current).
+pub const MAX_MINOR: u32 = 99;
 
 /// `packaging.tags.sys_tags()` order for CPython 3.`minor`.
 fn supported_tags(minor: u32, machine: &str, glibc: Option<(u32, u32)>) -> Vec<String> {

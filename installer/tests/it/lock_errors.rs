@@ -256,3 +256,18 @@ fn matrix_requirement_with_an_extra_ending_in_a_dot() {
         );
     }
 }
+
+/// Found by the lock_files fuzz target: a python version with an absurd
+/// minor made the tag list grow without bound (a hang, then memory). It is
+/// refused where it is written.
+#[test]
+fn matrix_python_version_with_an_absurd_minor() {
+    expect_error_at(
+        "matrix.toml",
+        "python = [\"3.11\", \"3.12\", \"3.13\"]",
+        "python = [\"3.11111111\", \"3.12\", \"3.13\"]",
+        "\"3.11111111\"",
+        &["check"],
+        "must look like 3.12",
+    );
+}

@@ -28,6 +28,22 @@ struct Alone {
     bin: PathBuf,
 }
 
+/// Copies an executable and waits until no forked child still holds a
+/// write descriptor to it (running it is then free of ETXTBSY): the check
+/// is an exec that must not fail with "text file busy".
+fn copy_then_settle(from: &Path, to: &Path) {
+    std::fs::copy(from, to).unwrap();
+    for _ in 0..1000 {
+        match Command::new(to).arg("--version").output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::yield_now()
+            }
+            _ => return,
+        }
+    }
+    panic!("{} stayed busy (ETXTBSY)", to.display());
+}
+
 impl Alone {
     fn new() -> Alone {
         let dir = tempfile::tempdir().unwrap();
@@ -39,8 +55,14 @@ impl Alone {
         let bin = match std::env::var_os("GRETA_STANDALONE_BIN") {
             Some(b) => PathBuf::from(b),
             None => {
+                // A hard link where it can be: a copy is a file open for
+                // writing, and a child another test thread forks at that
+                // moment holds it until its exec, so running the copy can
+                // fail with ETXTBSY (all installer tests share one binary).
                 let bin = dir.path().join("bin/greta");
-                std::fs::copy(binary(), &bin).unwrap();
+                if std::fs::hard_link(binary(), &bin).is_err() {
+                    copy_then_settle(&binary(), &bin);
+                }
                 bin
             }
         };

@@ -204,7 +204,9 @@ pub fn parse(text: &str) -> Facts {
             gfx: gfx.clone(),
             integrated,
             compute_units: a.compute_units,
-            vram_bytes: a.coarse_kb.map(|kb| kb * 1024),
+            // A pasted size in KiB that would overflow bytes is not a real
+            // pool (found by the from_text fuzz target): no size, not a wrap.
+            vram_bytes: a.coarse_kb.and_then(|kb| kb.checked_mul(1024)),
             seen_by: vec!["rocminfo".into()],
             ..Gpu::default()
         });
