@@ -1,6 +1,6 @@
 //! The references themselves, on hand-computed cases, and the checker.
 
-use greta_kernels::check::compare;
+use greta_kernels::check::check_buf;
 use greta_kernels::{reference, slow_hash, Access, DType, HostBuf, Op, Tolerance};
 
 fn f32s(v: &[f32]) -> HostBuf {
@@ -133,7 +133,7 @@ fn contracts_and_rates() {
     );
     assert_eq!(Op::Copy { n: 10 }.bytes_moved(), 80);
     assert_eq!(Op::Fill { n: 10, value: 0 }.bytes_moved(), 40);
-    assert_eq!(Op::Copy { n: 10 }.tolerance(), Tolerance { rel_norm: 0.0 });
+    assert_eq!(Op::Copy { n: 10 }.tolerance(), Tolerance::Exact);
     assert!(Op::TestSlow { iters: 1 }.is_test_only() && !Op::Copy { n: 1 }.is_test_only());
     assert_eq!(
         Op::Softmax { rows: 2, cols: 3 }.to_string(),
@@ -216,21 +216,24 @@ fn invalid_shapes_are_errors() {
 #[test]
 fn checker_verdicts() {
     let want = [1.0, 2.0, 3.0];
-    assert!(compare(&f32s(&[1., 2., 3.]), &want).passes(Tolerance { rel_norm: 0.0 }));
-    let c = compare(&f32s(&[1., 2., 3.0001]), &want);
-    assert!(c.passes(Tolerance { rel_norm: 1e-4 }) && !c.passes(Tolerance { rel_norm: 1e-6 }));
-    assert_eq!(c.max_abs_index, 2);
+    assert!(check_buf(&f32s(&[1., 2., 3.]), &want, Tolerance::Exact).pass);
+    let got = f32s(&[1., 2., 3.0001]);
+    let c = check_buf(&got, &want, Tolerance::RelNorm(1e-4));
+    assert!(c.pass && !check_buf(&got, &want, Tolerance::RelNorm(1e-6)).pass);
+    assert_eq!(c.max_abs_at, Some(2));
     // NaN never passes, whatever the tolerance.
-    let c = compare(&f32s(&[1., f32::NAN, 3.]), &want);
-    assert!(!c.passes(Tolerance {
-        rel_norm: f64::INFINITY
-    }));
-    assert_eq!(c.nonfinite, 1);
+    let c = check_buf(
+        &f32s(&[1., f32::NAN, 3.]),
+        &want,
+        Tolerance::RelNorm(f64::INFINITY),
+    );
+    assert!(!c.pass);
+    assert_eq!(c.non_finite, 1);
     // Poison is NaN for floats and a mismatch for integers.
     let p = HostBuf::poisoned(DType::F32, 3);
-    assert!(!compare(&p, &want).passes(Tolerance { rel_norm: 1.0 }));
+    assert!(!check_buf(&p, &want, Tolerance::RelNorm(1.0)).pass);
     let p = HostBuf::poisoned(DType::U32, 3);
-    assert!(!compare(&p, &want).passes(Tolerance { rel_norm: 0.0 }));
+    assert!(!check_buf(&p, &want, Tolerance::Exact).pass);
     // Length mismatch fails.
-    assert!(!compare(&f32s(&[1., 2.]), &want).passes(Tolerance { rel_norm: 1.0 }));
+    assert!(!check_buf(&f32s(&[1., 2.]), &want, Tolerance::RelNorm(1.0)).pass);
 }

@@ -174,12 +174,7 @@ impl Gate {
     }
 
     pub fn tolerance(&self) -> Tolerance {
-        let t = self.op.tolerance().rel_norm;
-        if t == 0.0 {
-            Tolerance::Exact
-        } else {
-            Tolerance::RelNorm(t)
-        }
+        self.op.tolerance()
     }
 
     /// GEMMs are compute-bound (TFLOP/s), noop measures dispatch cost,

@@ -268,15 +268,8 @@ fn tune_gate(backend: &mut dyn Backend, gate: &Gate, opts: &TuneOptions) -> Gate
 }
 
 fn join(h: std::thread::ScopedJoinHandle<'_, CheckOutcome>) -> CheckOutcome {
-    h.join().unwrap_or_else(|_| CheckOutcome {
-        pass: false,
-        rel_err: f64::NAN,
-        max_abs_err: f64::NAN,
-        non_finite: 0,
-        mismatches: 0,
-        first_bad: None,
-        reason: Some("the check panicked".into()),
-    })
+    h.join()
+        .unwrap_or_else(|_| CheckOutcome::failed("the check panicked".into()))
 }
 
 /// Human table: per gate, every candidate with its time and verdict, the

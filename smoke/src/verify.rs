@@ -5,7 +5,9 @@
 //! element for NaN/poison, and a random projection of the whole product
 //! (Freivalds: `C·v` against `A·(B·v)`), so an error anywhere shows.
 
-use crate::check::{check_f32, check_f32_by, check_u32, CheckOutcome, Tolerance, POISON_BITS};
+use crate::check::{
+    check_buf, check_f32, check_f32_by, check_u32, CheckOutcome, Tolerance, POISON_BITS,
+};
 use crate::inputs::{Prepared, SplitMix64};
 use greta_kernels::{HostBuf, Op};
 
@@ -66,27 +68,11 @@ pub fn verify_with_budget(
 }
 
 fn pass() -> CheckOutcome {
-    CheckOutcome {
-        pass: true,
-        rel_err: 0.0,
-        max_abs_err: 0.0,
-        non_finite: 0,
-        mismatches: 0,
-        first_bad: None,
-        reason: None,
-    }
+    CheckOutcome::passed()
 }
 
 fn fail(reason: String) -> CheckOutcome {
-    CheckOutcome {
-        pass: false,
-        rel_err: f64::NAN,
-        max_abs_err: f64::NAN,
-        non_finite: 0,
-        mismatches: 0,
-        first_bad: None,
-        reason: Some(reason),
-    }
+    CheckOutcome::failed(reason)
 }
 
 fn check_u32_with(out: &[u32], n: usize, want: impl Fn(usize) -> u32) -> CheckOutcome {
@@ -114,17 +100,7 @@ fn verify_with_reference(p: &Prepared, got: &[HostBuf], tol: Tolerance) -> Check
     let specs = p.op.outputs();
     let mut worst = pass();
     for ((g, w), spec) in got.iter().zip(&want).zip(&specs) {
-        let c = match g {
-            HostBuf::F32(v) => check_f32(v, w, tol),
-            HostBuf::U32(v) => {
-                let w32: Vec<u32> = w.iter().map(|&x| x as u32).collect();
-                check_u32(v, &w32)
-            }
-            HostBuf::F16(_) => fail(format!(
-                "output {} is f16; no gate reads f16 outputs",
-                spec.name
-            )),
-        };
+        let c = check_buf(g, w, tol);
         worst = merge(worst, c, spec.name, specs.len() > 1);
     }
     worst
@@ -147,6 +123,11 @@ fn merge(acc: CheckOutcome, c: CheckOutcome, name: &str, named: bool) -> CheckOu
         non_finite: acc.non_finite + c.non_finite,
         mismatches: acc.mismatches + c.mismatches,
         first_bad: acc.first_bad.or(c.first_bad),
+        max_abs_at: if c.max_abs_err > acc.max_abs_err {
+            c.max_abs_at
+        } else {
+            acc.max_abs_at
+        },
         reason: acc.reason.or_else(|| {
             c.reason
                 .map(|r| if named { format!("{name}: {r}") } else { r })
@@ -234,6 +215,8 @@ fn verify_gemm_sampled(
         non_finite: 0,
         mismatches: rows_check.mismatches,
         first_bad: proj.first_bad.map(|r| r * n),
+        // Back from the gathered rows to the element of C.
+        max_abs_at: rows_check.max_abs_at.map(|i| picked[i / n] * n + i % n),
         reason: proj
             .reason
             .map(|r| format!("projection C·v of the whole product (one entry per row): {r}")),
@@ -272,10 +255,7 @@ mod tests {
     }
 
     fn tol(op: &Op) -> Tolerance {
-        match op.tolerance().rel_norm {
-            0.0 => Tolerance::Exact,
-            t => Tolerance::RelNorm(t),
-        }
+        op.tolerance()
     }
 
     #[test]

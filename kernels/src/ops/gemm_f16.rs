@@ -3,7 +3,7 @@ use super::*;
 
 pub const NAME: &str = "gemm_f16";
 pub const TEST_ONLY: bool = false;
-pub const TOLERANCE: Tolerance = Tolerance { rel_norm: 1e-2 };
+pub const TOLERANCE: Tolerance = Tolerance::FP16_ACC32;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
 pub const HIP: (&str, &str) = ("gemm_f16.hip", include_str!("../../hip/gemm_f16.hip"));
 

@@ -33,17 +33,12 @@ pub struct BufferSpec {
     pub access: Access,
 }
 
-/// Correctness bound: `||got - want||_2 / ||want||_2 <= rel_norm` and no
-/// non-finite element. `rel_norm == 0` means bit-exact (integer ops).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Tolerance {
-    pub rel_norm: f64,
-}
+pub use crate::check::Tolerance;
 
 /// Bit-exact (integer and data-movement ops).
-const EXACT: Tolerance = Tolerance { rel_norm: 0.0 };
+const EXACT: Tolerance = Tolerance::Exact;
 /// f32 arithmetic.
-const F32: Tolerance = Tolerance { rel_norm: 1e-5 };
+const F32: Tolerance = Tolerance::FP32;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{op}: {msg}")]
