@@ -1,20 +1,14 @@
 //! `copy`: `y[i] = x[i]` (u32); read plus write bandwidth.
 use super::*;
 
-pub const NAME: &str = "copy";
-pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = EXACT;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
-pub const HIP: (&str, &str) = ("copy.hip", include_str!("../../hip/copy.hip"));
 
 pub fn inputs(n: usize) -> Vec<BufferSpec> {
     vec![spec("x", DType::U32, n, Access::Read)]
 }
 pub fn outputs(n: usize) -> Vec<BufferSpec> {
     vec![spec("y", DType::U32, n, Access::Write)]
-}
-pub fn bytes_moved(n: usize) -> u64 {
-    touched(inputs(n), outputs(n))
 }
 pub fn flops(_n: usize) -> u64 {
     0

@@ -1,20 +1,14 @@
 //! `fill`: `y[i] = value` (u32); a pure write bandwidth.
 use super::*;
 
-pub const NAME: &str = "fill";
-pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = EXACT;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
-pub const HIP: (&str, &str) = ("fill.hip", include_str!("../../hip/fill.hip"));
 
 pub fn inputs(_n: usize, _value: u32) -> Vec<BufferSpec> {
     vec![]
 }
 pub fn outputs(n: usize, _value: u32) -> Vec<BufferSpec> {
     vec![spec("y", DType::U32, n, Access::Write)]
-}
-pub fn bytes_moved(n: usize, value: u32) -> u64 {
-    touched(inputs(n, value), outputs(n, value))
 }
 pub fn flops(_n: usize, _value: u32) -> u64 {
     0

@@ -1,11 +1,8 @@
 //! `gemm_f16`: `C = A B`, A and B in f16, accumulated and stored in f32.
 use super::*;
 
-pub const NAME: &str = "gemm_f16";
-pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = Tolerance::FP16_ACC32;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
-pub const HIP: (&str, &str) = ("gemm_f16.hip", include_str!("../../hip/gemm_f16.hip"));
 
 pub fn inputs(m: usize, n: usize, k: usize) -> Vec<BufferSpec> {
     vec![
@@ -15,9 +12,6 @@ pub fn inputs(m: usize, n: usize, k: usize) -> Vec<BufferSpec> {
 }
 pub fn outputs(m: usize, n: usize, _k: usize) -> Vec<BufferSpec> {
     vec![spec("c", DType::F32, m * n, Access::Write)]
-}
-pub fn bytes_moved(m: usize, n: usize, k: usize) -> u64 {
-    touched(inputs(m, n, k), outputs(m, n, k))
 }
 pub fn flops(m: usize, n: usize, k: usize) -> u64 {
     super::gemm_f32::flops(m, n, k)

@@ -1,11 +1,8 @@
 //! `gemm_f32`: `C = A B`, all f32, row-major.
 use super::*;
 
-pub const NAME: &str = "gemm_f32";
-pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = F32;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
-pub const HIP: (&str, &str) = ("gemm_f32.hip", include_str!("../../hip/gemm_f32.hip"));
 
 pub fn inputs(m: usize, n: usize, k: usize) -> Vec<BufferSpec> {
     vec![
@@ -15,9 +12,6 @@ pub fn inputs(m: usize, n: usize, k: usize) -> Vec<BufferSpec> {
 }
 pub fn outputs(m: usize, n: usize, _k: usize) -> Vec<BufferSpec> {
     vec![spec("c", DType::F32, m * n, Access::Write)]
-}
-pub fn bytes_moved(m: usize, n: usize, k: usize) -> u64 {
-    touched(inputs(m, n, k), outputs(m, n, k))
 }
 pub fn flops(m: usize, n: usize, k: usize) -> u64 {
     2 * m as u64 * n as u64 * k as u64

@@ -2,11 +2,8 @@
 //! rest of the cache must survive.
 use super::*;
 
-pub const NAME: &str = "kv_update";
-pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = EXACT;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
-pub const HIP: (&str, &str) = ("kv_update.hip", include_str!("../../hip/kv_update.hip"));
 
 pub fn inputs(layers: usize, _max_seq: usize, heads: usize, head_dim: usize, _pos: usize, n_new: usize) -> Vec<BufferSpec> {
     let len = layers * n_new * heads * head_dim;

@@ -2,12 +2,9 @@
 //! biased variance).
 use super::*;
 
-pub const NAME: &str = "layernorm";
-pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = F32;
 /// Weights near 1 so the norm does not collapse; a small bias.
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[("x", (-2.0, 2.0)), ("w", (0.5, 1.5)), ("b", (-0.5, 0.5))];
-pub const HIP: (&str, &str) = ("layernorm.hip", include_str!("../../hip/layernorm.hip"));
 
 pub fn inputs(rows: usize, cols: usize, _eps: f32) -> Vec<BufferSpec> {
     vec![
@@ -18,9 +15,6 @@ pub fn inputs(rows: usize, cols: usize, _eps: f32) -> Vec<BufferSpec> {
 }
 pub fn outputs(rows: usize, cols: usize, _eps: f32) -> Vec<BufferSpec> {
     vec![spec("y", DType::F32, rows * cols, Access::Write)]
-}
-pub fn bytes_moved(rows: usize, cols: usize, eps: f32) -> u64 {
-    touched(inputs(rows, cols, eps), outputs(rows, cols, eps))
 }
 pub fn flops(rows: usize, cols: usize, _eps: f32) -> u64 {
     7 * rows as u64 * cols as u64

@@ -74,7 +74,11 @@ fn nonzero(what: &str, v: usize) -> Result<(), String> {
 }
 
 macro_rules! ops {
-    ($( $(#[$meta:meta])* $V:ident $({ $($f:ident : $t:ty),* $(,)? })? => $m:ident, )*) => {
+    // An op marked `(own_bytes)` counts its own traffic (it touches part of
+    // a buffer); every other op touches each buffer once.
+    (@bytes $m:ident own_bytes; $($a:ident),*) => { $m::bytes_moved($($a),*) };
+    (@bytes $m:ident; $($a:ident),*) => { touched($m::inputs($($a),*), $m::outputs($($a),*)) };
+    ($( $(#[$meta:meta])* $V:ident $({ $($f:ident : $t:ty),* $(,)? })? => $m:ident $(($own:ident))?, )*) => {
         $( mod $m; )*
 
         /// What to compute, with its shape. Backends map an `Op` onto a kernel;
@@ -93,18 +97,23 @@ macro_rules! ops {
         /// The HIP C++ sources: `common.h` first, then one file per op.
         pub static HIP_SOURCES: &[(&str, &str)] = &[
             ("common.h", include_str!("../../hip/common.h")),
-            $( $m::HIP, )*
+            $( (
+                concat!(stringify!($m), ".hip"),
+                include_str!(concat!("../../hip/", stringify!($m), ".hip")),
+            ), )*
         ];
 
         impl Op {
-            /// Stable short name (used in gate ids, result files, shader names).
+            /// Stable short name (used in gate ids, result files, shader names):
+            /// the name of the op's file.
             pub fn name(&self) -> &'static str {
-                match self { $( Op::$V { .. } => $m::NAME, )* }
+                match self { $( Op::$V { .. } => stringify!($m), )* }
             }
 
-            /// True for the deliberately broken/slow ops that exist only to test the checker.
+            /// True for the deliberately broken/slow ops that exist only to
+            /// test the checker: those whose name starts with `test_`.
             pub fn is_test_only(&self) -> bool {
-                match self { $( Op::$V { .. } => $m::TEST_ONLY, )* }
+                self.name().starts_with("test_")
             }
 
             /// Buffers the op only reads, in binding order.
@@ -120,7 +129,7 @@ macro_rules! ops {
             /// Bytes the op must read plus write at minimum (each buffer element
             /// touched once), the numerator of a GB/s rate.
             pub fn bytes_moved(&self) -> u64 {
-                match *self { $( Op::$V $({ $($f),* })? => $m::bytes_moved($($($f),*)?), )* }
+                match *self { $( Op::$V $({ $($f),* })? => ops!(@bytes $m $($own)?; $($($f),*)?), )* }
             }
 
             /// Floating-point operations (a multiply-add counts 2), the numerator
@@ -212,7 +221,7 @@ ops! {
     /// `[layers][max_seq][heads][head_dim]`, new rows `[layers][n_new][heads][head_dim]`.
     /// The caches are read-write: everything outside the written rows must
     /// keep its prior content (callers pass meaningful prior contents).
-    KvUpdate { layers: usize, max_seq: usize, heads: usize, head_dim: usize, pos: usize, n_new: usize } => kv_update,
+    KvUpdate { layers: usize, max_seq: usize, heads: usize, head_dim: usize, pos: usize, n_new: usize } => kv_update(own_bytes),
     /// TEST-ONLY: a copy with a wrong index: `y[n/2]` receives `x[(n/2+1) % n]`.
     /// Needs `n >= 2` (and inputs that differ there). Must be caught by comparison.
     TestBrokenCopy { n: usize } => test_broken_copy,

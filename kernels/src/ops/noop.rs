@@ -1,20 +1,14 @@
 //! `noop`: an empty dispatch; what a launch costs.
 use super::*;
 
-pub const NAME: &str = "noop";
-pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = EXACT;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
-pub const HIP: (&str, &str) = ("noop.hip", include_str!("../../hip/noop.hip"));
 
 pub fn inputs() -> Vec<BufferSpec> {
     vec![]
 }
 pub fn outputs() -> Vec<BufferSpec> {
     vec![]
-}
-pub fn bytes_moved() -> u64 {
-    0
 }
 pub fn flops() -> u64 {
     0

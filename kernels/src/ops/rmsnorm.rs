@@ -1,12 +1,9 @@
 //! `rmsnorm`: `y = x / sqrt(mean(x^2) + eps) * w`, per row (f32).
 use super::*;
 
-pub const NAME: &str = "rmsnorm";
-pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = F32;
 /// Weights near 1 so the norm does not collapse.
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[("x", (-2.0, 2.0)), ("w", (0.5, 1.5))];
-pub const HIP: (&str, &str) = ("rmsnorm.hip", include_str!("../../hip/rmsnorm.hip"));
 
 pub fn inputs(rows: usize, cols: usize, _eps: f32) -> Vec<BufferSpec> {
     vec![
@@ -16,9 +13,6 @@ pub fn inputs(rows: usize, cols: usize, _eps: f32) -> Vec<BufferSpec> {
 }
 pub fn outputs(rows: usize, cols: usize, _eps: f32) -> Vec<BufferSpec> {
     vec![spec("y", DType::F32, rows * cols, Access::Write)]
-}
-pub fn bytes_moved(rows: usize, cols: usize, eps: f32) -> u64 {
-    touched(inputs(rows, cols, eps), outputs(rows, cols, eps))
 }
 pub fn flops(rows: usize, cols: usize, _eps: f32) -> u64 {
     4 * rows as u64 * cols as u64

@@ -1,23 +1,14 @@
 //! `rope`: rotary position embedding, "rotate half" form (f32).
 use super::*;
 
-pub const NAME: &str = "rope";
-pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = F32;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
-pub const HIP: (&str, &str) = ("rope.hip", include_str!("../../hip/rope.hip"));
 
 pub fn inputs(tokens: usize, heads: usize, head_dim: usize, _pos0: u32, _theta: f32) -> Vec<BufferSpec> {
     vec![spec("x", DType::F32, tokens * heads * head_dim, Access::Read)]
 }
 pub fn outputs(tokens: usize, heads: usize, head_dim: usize, _pos0: u32, _theta: f32) -> Vec<BufferSpec> {
     vec![spec("y", DType::F32, tokens * heads * head_dim, Access::Write)]
-}
-pub fn bytes_moved(tokens: usize, heads: usize, head_dim: usize, pos0: u32, theta: f32) -> u64 {
-    touched(
-        inputs(tokens, heads, head_dim, pos0, theta),
-        outputs(tokens, heads, head_dim, pos0, theta),
-    )
 }
 pub fn flops(tokens: usize, heads: usize, head_dim: usize, _pos0: u32, _theta: f32) -> u64 {
     3 * tokens as u64 * heads as u64 * head_dim as u64

@@ -1,21 +1,15 @@
 //! `softmax`: row-wise `exp(x - max) / sum(exp(x - max))` (f32).
 use super::*;
 
-pub const NAME: &str = "softmax";
-pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = F32;
 /// Logits wide enough to exercise the max shift.
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[("x", (-8.0, 8.0))];
-pub const HIP: (&str, &str) = ("softmax.hip", include_str!("../../hip/softmax.hip"));
 
 pub fn inputs(rows: usize, cols: usize) -> Vec<BufferSpec> {
     vec![spec("x", DType::F32, rows * cols, Access::Read)]
 }
 pub fn outputs(rows: usize, cols: usize) -> Vec<BufferSpec> {
     vec![spec("y", DType::F32, rows * cols, Access::Write)]
-}
-pub fn bytes_moved(rows: usize, cols: usize) -> u64 {
-    touched(inputs(rows, cols), outputs(rows, cols))
 }
 pub fn flops(rows: usize, cols: usize) -> u64 {
     4 * rows as u64 * cols as u64

@@ -2,20 +2,14 @@
 //! comparison must catch. Its reference is the *correct* copy.
 use super::*;
 
-pub const NAME: &str = "test_broken_copy";
-pub const TEST_ONLY: bool = true;
 pub const TOLERANCE: Tolerance = EXACT;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
-pub const HIP: (&str, &str) = ("test_broken_copy.hip", include_str!("../../hip/test_broken_copy.hip"));
 
 pub fn inputs(n: usize) -> Vec<BufferSpec> {
     super::copy::inputs(n)
 }
 pub fn outputs(n: usize) -> Vec<BufferSpec> {
     super::copy::outputs(n)
-}
-pub fn bytes_moved(n: usize) -> u64 {
-    touched(inputs(n), outputs(n))
 }
 pub fn flops(_n: usize) -> u64 {
     0

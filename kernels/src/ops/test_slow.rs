@@ -2,20 +2,14 @@
 //! submission timeout.
 use super::*;
 
-pub const NAME: &str = "test_slow";
-pub const TEST_ONLY: bool = true;
 pub const TOLERANCE: Tolerance = EXACT;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
-pub const HIP: (&str, &str) = ("test_slow.hip", include_str!("../../hip/test_slow.hip"));
 
 pub fn inputs(_iters: u32) -> Vec<BufferSpec> {
     vec![]
 }
 pub fn outputs(_iters: u32) -> Vec<BufferSpec> {
     vec![spec("y", DType::U32, 1, Access::Write)]
-}
-pub fn bytes_moved(_iters: u32) -> u64 {
-    4
 }
 pub fn flops(_iters: u32) -> u64 {
     0

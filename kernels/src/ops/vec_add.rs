@@ -1,11 +1,8 @@
 //! `vec_add`: `c[i] = a[i] + b[i]` (f32).
 use super::*;
 
-pub const NAME: &str = "vec_add";
-pub const TEST_ONLY: bool = false;
 pub const TOLERANCE: Tolerance = F32;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
-pub const HIP: (&str, &str) = ("vec_add.hip", include_str!("../../hip/vec_add.hip"));
 
 pub fn inputs(n: usize) -> Vec<BufferSpec> {
     vec![
@@ -15,9 +12,6 @@ pub fn inputs(n: usize) -> Vec<BufferSpec> {
 }
 pub fn outputs(n: usize) -> Vec<BufferSpec> {
     vec![spec("c", DType::F32, n, Access::Write)]
-}
-pub fn bytes_moved(n: usize) -> u64 {
-    touched(inputs(n), outputs(n))
 }
 pub fn flops(n: usize) -> u64 {
     n as u64
