@@ -316,6 +316,27 @@ impl Catalog {
     }
 }
 
+/// Gates for unit tests: one `default`-profile gate `NAME.t` per op, given
+/// as its TOML inline table (`{ op = "copy", n = 64 }`), planned as a run
+/// would plan them.
+#[cfg(test)]
+pub(crate) fn test_gates(ops: &[&str]) -> Vec<Gate> {
+    let mut text = String::new();
+    for op in ops {
+        let name = op
+            .split('"')
+            .nth(1)
+            .expect("an inline table that starts with op = \"NAME\"");
+        text += &format!(
+            "[[gate]]\nid = \"{name}.t\"\nabout = \"\"\nop = {op}\nprofiles = [\"default\"]\n"
+        );
+    }
+    Catalog::parse("t.toml", &text)
+        .unwrap()
+        .plan(Profile::Default, &[], false)
+        .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -90,7 +90,7 @@ mod tests {
     use super::*;
     use crate::deny::DenyList;
     use crate::floors::ClassFile;
-    use crate::gates::{Catalog, Gate, Profile};
+    use crate::gates::{Gate, Profile};
     use crate::inject::Faults;
     use crate::results::{GateStatus, RunStatus};
     use crate::runner::Quiet;
@@ -251,32 +251,12 @@ mod tests {
     }
 
     fn gates() -> Vec<Gate> {
-        let text = r#"
-[[gate]]
-id = "copy.t"
-about = ""
-op = { op = "copy", n = 4096 }
-profiles = ["default"]
-[[gate]]
-id = "gemm_f32.t"
-about = ""
-op = { op = "gemm_f32", m = 16, n = 16, k = 16 }
-profiles = ["default"]
-[[gate]]
-id = "softmax.t"
-about = ""
-op = { op = "softmax", rows = 4, cols = 64 }
-profiles = ["default"]
-[[gate]]
-id = "gemm_f16.t"
-about = ""
-op = { op = "gemm_f16", m = 16, n = 16, k = 16 }
-profiles = ["default"]
-"#;
-        Catalog::parse("t.toml", text)
-            .unwrap()
-            .plan(Profile::Default, &[], false)
-            .unwrap()
+        crate::gates::test_gates(&[
+            r#"{ op = "copy", n = 4096 }"#,
+            r#"{ op = "gemm_f32", m = 16, n = 16, k = 16 }"#,
+            r#"{ op = "softmax", rows = 4, cols = 64 }"#,
+            r#"{ op = "gemm_f16", m = 16, n = 16, k = 16 }"#,
+        ])
     }
 
     fn run(node: &FakeNode, faults: &Faults) -> Vec<Result<DeviceRun, RuntimeError>> {

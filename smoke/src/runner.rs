@@ -471,7 +471,6 @@ fn apply_floor(
 pub(crate) mod tests {
     use super::*;
     use crate::check::POISON_U32;
-    use crate::gates::Catalog;
     use greta_runtime::{HostBuf, Op, RunStats};
 
     /// A CPU "device" that computes the reference in f32, with faults to
@@ -587,37 +586,13 @@ pub(crate) mod tests {
     }
 
     fn tiny_gates() -> Vec<Gate> {
-        let text = r#"
-[[gate]]
-id = "copy.t"
-about = ""
-op = { op = "copy", n = 64 }
-profiles = ["default"]
-[[gate]]
-id = "gemm_f32.t"
-about = ""
-op = { op = "gemm_f32", m = 8, n = 8, k = 8 }
-profiles = ["default"]
-[[gate]]
-id = "softmax.t"
-about = ""
-op = { op = "softmax", rows = 2, cols = 16 }
-profiles = ["default"]
-[[gate]]
-id = "rope.t"
-about = ""
-op = { op = "rope", tokens = 2, heads = 1, head_dim = 4, pos0 = 0, theta = 10000.0 }
-profiles = ["default"]
-[[gate]]
-id = "gemm_f16.t"
-about = ""
-op = { op = "gemm_f16", m = 8, n = 8, k = 8 }
-profiles = ["default"]
-"#;
-        Catalog::parse("t.toml", text)
-            .unwrap()
-            .plan(Profile::Default, &[], false)
-            .unwrap()
+        crate::gates::test_gates(&[
+            r#"{ op = "copy", n = 64 }"#,
+            r#"{ op = "gemm_f32", m = 8, n = 8, k = 8 }"#,
+            r#"{ op = "softmax", rows = 2, cols = 16 }"#,
+            r#"{ op = "rope", tokens = 2, heads = 1, head_dim = 4, pos0 = 0, theta = 10000.0 }"#,
+            r#"{ op = "gemm_f16", m = 8, n = 8, k = 8 }"#,
+        ])
     }
 
     struct Fixture {

@@ -1,26 +1,11 @@
 //! `capture` on this machine, replayed as a sysroot, must give the facts of
 //! a live run (everything but the source label).
 
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use greta_probe::{CaptureError, Captured, CheckRun, Facts, Probe, Root};
+use greta_probe::{CaptureError, Captured, Probe, Root};
 
-/// Where greta's envs live, the installer's rule (`EnvRoot::dir_in`), which
-/// the probe takes as input.
-fn envs_at(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
-    let base = match env("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-        Some(x) => PathBuf::from(x),
-        None => PathBuf::from(env("HOME").filter(|v| !v.is_empty())?).join(".local/share"),
-    };
-    Some(base.join("greta/envs"))
-}
-
-/// The full probe of `root`, as doctor runs it (without the HIP check).
-fn collect(root: &Root) -> (Facts, Vec<CheckRun>) {
-    let o = Probe::new(root).envs_at(envs_at).run();
-    (o.facts, o.checks)
-}
+use crate::common::{collect, envs_at};
 
 fn capture(dir: &Path) -> Result<Captured, CaptureError> {
     Probe::new(&Root::live())

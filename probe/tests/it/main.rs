@@ -2,6 +2,7 @@
 //! (`cargo test -p greta-probe --test it -- MODULE::` runs one).
 
 mod capture_roundtrip;
+mod common;
 mod fixtures;
 mod from_formats;
 mod from_live_tools;

@@ -1,26 +1,11 @@
 //! Replays of synthetic machines (tests/sysroots/, built by make.py from the
 //! real fixtures): every fact doctor's rules depend on, asserted.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
-use greta_probe::{CheckRun, Facts, Probe, Root, Vendor, VulkanDriverKind};
+use greta_probe::{CheckRun, Facts, Root, Vendor, VulkanDriverKind};
 
-/// Where greta's envs live, the installer's rule (`EnvRoot::dir_in`), which
-/// the probe takes as input.
-fn envs_at(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
-    let base = match env("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-        Some(x) => PathBuf::from(x),
-        None => PathBuf::from(env("HOME").filter(|v| !v.is_empty())?).join(".local/share"),
-    };
-    Some(base.join("greta/envs"))
-}
-
-/// The full probe of `root`, as doctor runs it (without the HIP check).
-fn collect(root: &Root) -> (Facts, Vec<CheckRun>) {
-    let o = Probe::new(root).envs_at(envs_at).run();
-    (o.facts, o.checks)
-}
+use crate::common::collect;
 
 fn tree(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -81,24 +81,35 @@ pub fn site_packages(root: &Path, rel: &str) -> Vec<PathBuf> {
     out
 }
 
-/// Directories named `<prefix>*` in `dir` (e.g. `/opt/rocm-6.3.1`), newest
-/// version first.
-pub fn versioned_dirs(dir: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut v: Vec<(Vec<u64>, PathBuf)> = std::fs::read_dir(dir)
+/// The entries of `dir` whose names `version_of` accepts, each with the
+/// version numbers it read from the name.
+fn versioned_entries(
+    dir: &Path,
+    version_of: impl Fn(&str) -> Option<Vec<u64>>,
+) -> Vec<(Vec<u64>, PathBuf)> {
+    std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let rest = name.strip_prefix(prefix)?;
-            let nums = rest
-                .trim_start_matches(['-', '_'])
-                .split(['.', '-'])
-                .filter_map(|p| p.parse().ok())
-                .collect();
-            Some((nums, e.path()))
-        })
-        .collect();
+        .filter_map(|e| Some((version_of(&e.file_name().to_string_lossy())?, e.path())))
+        .collect()
+}
+
+/// The numbers of a version text (`6.3.1`, `-6.3`), parts that are not
+/// numbers skipped.
+fn numbers(text: &str, separators: &[char]) -> Vec<u64> {
+    text.split(separators)
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Directories named `<prefix>*` in `dir` (e.g. `/opt/rocm-6.3.1`), newest
+/// version first.
+pub fn versioned_dirs(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut v = versioned_entries(dir, |name| {
+        let rest = name.strip_prefix(prefix)?;
+        Some(numbers(rest.trim_start_matches(['-', '_']), &['.', '-']))
+    });
     v.sort();
     v.reverse();
     v.into_iter().map(|(_, p)| p).collect()
@@ -107,20 +118,10 @@ pub fn versioned_dirs(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 /// Files in `dir` named `stem` or `stem.N...`, the unversioned name first,
 /// then the highest version.
 pub fn lib_files(dir: &Path, stem: &str) -> Vec<PathBuf> {
-    let mut v: Vec<(Vec<u64>, PathBuf)> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let rest = name.strip_prefix(stem)?;
-            if !(rest.is_empty() || rest.starts_with('.')) {
-                return None;
-            }
-            let nums: Vec<u64> = rest.split('.').filter_map(|p| p.parse().ok()).collect();
-            Some((nums, e.path()))
-        })
-        .collect();
+    let mut v = versioned_entries(dir, |name| {
+        let rest = name.strip_prefix(stem)?;
+        (rest.is_empty() || rest.starts_with('.')).then(|| numbers(rest, &['.']))
+    });
     // Unversioned first (empty vec sorts first), then highest version.
     v.sort_by(|a, b| match (a.0.is_empty(), b.0.is_empty()) {
         (true, false) => std::cmp::Ordering::Less,

@@ -103,18 +103,24 @@ fn no_driver_is_a_clear_error() {
         println!("CHILD-OK: {msg}");
         return;
     }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "device::no_driver_is_a_clear_error",
-            "--nocapture",
-        ])
-        .env(EnvVars::GRETA_CHILD_NO_DRIVER, "1")
-        .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
-        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
-        .env_remove(EnvVars::GRETA_VK_VALIDATION)
-        .output()
-        .unwrap();
+    rerun_as_child("device::no_driver_is_a_clear_error", |c| {
+        c.env(EnvVars::GRETA_CHILD_NO_DRIVER, "1")
+            .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+            .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+    });
+}
+
+/// Runs test `name` of this binary again in a child process set up by
+/// `setup` (the Vulkan loader reads its variables once per process), and
+/// asserts that the child passed and printed `CHILD-OK`.
+fn rerun_as_child(
+    name: &str,
+    setup: impl FnOnce(&mut std::process::Command) -> &mut std::process::Command,
+) {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", name, "--nocapture"])
+        .env_remove(EnvVars::GRETA_VK_VALIDATION);
+    let out = setup(&mut cmd).output().unwrap();
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -154,27 +160,14 @@ fn duplicate_icd_counted_once() {
     let (a, b) = (tmp.path().join("a.json"), tmp.path().join("b.json"));
     std::fs::copy(icd, &a).unwrap();
     std::fs::copy(icd, &b).unwrap();
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "device::duplicate_icd_counted_once",
-            "--nocapture",
-        ])
-        .env(EnvVars::GRETA_CHILD_DUP_ICD, "1")
-        .env(
-            "VK_DRIVER_FILES",
-            format!("{}:{}", a.display(), b.display()),
-        )
-        .env_remove("VK_ICD_FILENAMES")
-        .env_remove(EnvVars::GRETA_VK_VALIDATION)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success() && text.contains("CHILD-OK"), "{text}");
+    rerun_as_child("device::duplicate_icd_counted_once", |c| {
+        c.env(EnvVars::GRETA_CHILD_DUP_ICD, "1")
+            .env(
+                "VK_DRIVER_FILES",
+                format!("{}:{}", a.display(), b.display()),
+            )
+            .env_remove("VK_ICD_FILENAMES")
+    });
 }
 
 /// An open that fails part-way destroys what it created, children before
