@@ -168,19 +168,8 @@ fn bundle_round_trip_installs_offline_on_a_fresh_home() {
     // A second machine: empty cache, no lock dir of its own, no network.
     let node = Harness::with_wheels(vec![]);
     drop(node.server.log());
-    let py = support::python();
     let o = node
-        .cmd(&[
-            "install",
-            "--bundle",
-            bundle.to_str().unwrap(),
-            "--python",
-            py.to_str().unwrap(),
-            "--no-smoke",
-            "--installer",
-            "uv",
-        ])
-        .env_remove("GRETA_LOCK_DIR")
+        .bundle_install_command(&bundle, &["--installer", "uv"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
@@ -199,18 +188,7 @@ fn bundle_round_trip_installs_offline_on_a_fresh_home() {
     std::fs::remove_file(&t).unwrap();
     std::fs::write(&t, b).unwrap();
     let fresh = Harness::with_wheels(vec![]);
-    let o = fresh
-        .cmd(&[
-            "install",
-            "--bundle",
-            bundle.to_str().unwrap(),
-            "--python",
-            py.to_str().unwrap(),
-            "--no-smoke",
-        ])
-        .env_remove("GRETA_LOCK_DIR")
-        .output()
-        .unwrap();
+    let o = fresh.bundle_install_command(&bundle, &[]).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(
         support::stderr(&o).contains("does not match the lock"),

@@ -233,15 +233,7 @@ fn server_that_never_answers_times_out_in_bounded_time() {
     h.server.fault_always(&triton, Fault::Hang);
     let t = Instant::now();
     let o = h
-        .cmd(&[
-            "install",
-            "--reinstall",
-            "--profile",
-            "cpu",
-            "--python",
-            support::python().to_str().unwrap(),
-            "--no-smoke",
-        ])
+        .install_command(&["--reinstall"])
         .env("GRETA_FETCH_ATTEMPTS", "2")
         .output()
         .unwrap();
@@ -260,17 +252,8 @@ fn second_concurrent_install_is_refused_by_the_guard() {
     let h = Harness::new(10_000);
     install_ok(&h);
     let receipt = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
-    let py = support::python();
     let mut first = h
-        .cmd(&[
-            "install",
-            "--reinstall",
-            "--profile",
-            "cpu",
-            "--python",
-            py.to_str().unwrap(),
-            "--no-smoke",
-        ])
+        .install_command(&["--reinstall"])
         .env("GRETA_TEST_PAUSE_AT", "fetched")
         .stderr(std::process::Stdio::piped())
         .spawn()

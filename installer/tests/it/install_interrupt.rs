@@ -61,18 +61,7 @@ fn spawn_in_group(
     h: &Harness,
     env: &[(&str, &Path)],
 ) -> (Child, std::sync::mpsc::Receiver<String>) {
-    let py = support::python();
-    let mut cmd = h.cmd(&[
-        "install",
-        "--reinstall",
-        "--profile",
-        "cpu",
-        "--python",
-        py.to_str().unwrap(),
-        "--no-smoke",
-        "--installer",
-        "uv",
-    ]);
+    let mut cmd = h.install_command(&["--reinstall", "--installer", "uv"]);
     for (k, v) in env {
         cmd.env(k, v);
     }

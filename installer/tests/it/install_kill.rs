@@ -8,23 +8,12 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 fn spawn_paused(h: &Harness, step: &str) -> Child {
-    let py = support::python();
-    h.cmd(&[
-        "install",
-        "--reinstall",
-        "--profile",
-        "cpu",
-        "--python",
-        py.to_str().unwrap(),
-        "--no-smoke",
-        "--installer",
-        "uv",
-    ])
-    .env("GRETA_TEST_PAUSE_AT", step)
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap()
+    h.install_command(&["--reinstall", "--installer", "uv"])
+        .env("GRETA_TEST_PAUSE_AT", step)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 fn sigkill(mut c: Child) {

@@ -227,6 +227,24 @@ lockfile = "pylock.rocm6-4.toml"
         self.cmd(&args)
     }
 
+    /// `greta install --bundle BUNDLE --python <python3> --no-smoke ARGS`,
+    /// not yet run, on a node with no lock dir of its own.
+    pub fn bundle_install_command(&self, bundle: &Path, extra: &[&str]) -> Command {
+        let py = python();
+        let mut args = vec![
+            "install",
+            "--bundle",
+            bundle.to_str().unwrap(),
+            "--python",
+            py.to_str().unwrap(),
+            "--no-smoke",
+        ];
+        args.extend_from_slice(extra);
+        let mut c = self.cmd(&args);
+        c.env_remove("GRETA_LOCK_DIR");
+        c
+    }
+
     /// Imports the frameworks with the env's own python and returns what
     /// torch says about its build.
     pub fn import_in_env(&self, name: &str) -> serde_json::Value {
