@@ -141,19 +141,7 @@ fn bundle_round_trip_installs_offline_on_a_fresh_home() {
     support::require_uv();
     let h = Harness::new(120_000);
     let bundle = h.dir.path().join("bundle");
-    let xy = support::python_xy();
-    let o = h
-        .cmd(&[
-            "bundle",
-            "--profile",
-            "cpu",
-            "--python",
-            &xy,
-            "-o",
-            bundle.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let o = h.bundle_command(&bundle, &[]).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(bundle.join("greta-bundle.json")).unwrap())
@@ -468,18 +456,8 @@ fn bundle_copies_out_of_the_cache_and_sweeps_dead_partials() {
         .path()
         .join(format!(".bundle.partial-{}", std::process::id()));
     std::fs::create_dir_all(&live).unwrap();
-    let xy = support::python_xy();
-    let args = [
-        "bundle",
-        "--profile",
-        "cpu",
-        "--python",
-        &xy,
-        "-o",
-        bundle.to_str().unwrap(),
-    ];
     // First run fills the cache; record each cached wheel's inode state.
-    let o = h.cmd(&args).output().unwrap();
+    let o = h.bundle_command(&bundle, &[]).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let cached: Vec<(std::path::PathBuf, i64, u64)> = h
         .wheels
@@ -491,7 +469,7 @@ fn bundle_copies_out_of_the_cache_and_sweeps_dead_partials() {
         })
         .collect();
     std::fs::remove_dir_all(&bundle).unwrap();
-    let o = h.cmd(&args).output().unwrap();
+    let o = h.bundle_command(&bundle, &[]).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     for (p, ctime, nlink) in &cached {
         let m = std::fs::metadata(p).unwrap();

@@ -30,18 +30,7 @@ fn bundled(blob: usize) -> Setup {
     h.server.add_wheel("uv", &uv.filename, uv.bytes.clone());
     write_tools(&h, &uv, &uv.sha256);
     let bundle = h.dir.path().join("bundle");
-    let o = h
-        .cmd(&[
-            "bundle",
-            "--profile",
-            "cpu",
-            "--python",
-            &support::python_xy(),
-            "-o",
-            bundle.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let o = h.bundle_command(&bundle, &[]).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     Setup {
         h,

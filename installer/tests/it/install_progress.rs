@@ -143,23 +143,11 @@ fn bars_are_drawn_on_a_terminal_and_only_there() {
 #[test]
 fn bundle_draws_bars_on_a_terminal_and_none_with_json() {
     let h = Harness::new(48 * 1024);
-    let xy = support::python_xy();
     let bundle = |name: &str, json: bool| {
         let out = h.dir.path().join(name);
-        let mut args = vec![
-            "bundle",
-            "--profile",
-            "cpu",
-            "--python",
-            &xy,
-            "-o",
-            out.to_str().unwrap(),
-        ];
-        if json {
-            args.push("--json");
-        }
+        let extra: &[&str] = if json { &["--json"] } else { &[] };
         std::fs::remove_dir_all(h.cache_dir().join("wheels")).ok();
-        run_on_pty(h.cmd(&args))
+        run_on_pty(h.bundle_command(&out, extra))
     };
     let o = bundle("b1", false);
     assert!(o.status.success(), "{}", text(&o));

@@ -227,6 +227,22 @@ lockfile = "pylock.rocm6-4.toml"
         self.cmd(&args)
     }
 
+    /// `greta bundle --profile cpu --python X.Y -o OUT ARGS`, not yet run.
+    pub fn bundle_command(&self, out: &Path, extra: &[&str]) -> Command {
+        let xy = python_xy();
+        let mut args = vec![
+            "bundle",
+            "--profile",
+            "cpu",
+            "--python",
+            &xy,
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        self.cmd(&args)
+    }
+
     /// `greta install --bundle BUNDLE --python <python3> --no-smoke ARGS`,
     /// not yet run, on a node with no lock dir of its own.
     pub fn bundle_install_command(&self, bundle: &Path, extra: &[&str]) -> Command {
