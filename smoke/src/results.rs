@@ -30,28 +30,7 @@ pub struct Report {
     /// What the failures mean, with fixes (the doctor's finding ids, e.g.
     /// `framework.cpu-fallback`); the `frameworks` profile fills it.
     #[serde(default)]
-    pub findings: Vec<Finding>,
-}
-
-/// A finding raised by a run, in the shape of `greta doctor`'s findings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
-    /// Stable id (docs/doctor.md lists them), e.g. `framework.mismatch`.
-    pub id: String,
-    /// `ok`, `warn` or `fail`.
-    pub severity: String,
-    pub title: String,
-    pub message: String,
-    /// The results and lines the finding rests on.
-    pub evidence: Vec<String>,
-    pub fix: FindingFix,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FindingFix {
-    pub text: String,
-    #[serde(default)]
-    pub commands: Vec<String>,
+    pub findings: Vec<greta_vocab::Finding>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

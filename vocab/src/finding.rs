@@ -10,6 +10,12 @@ pub enum Severity {
     Fail,
 }
 
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Severity {
     pub fn as_str(self) -> &'static str {
         match self {

@@ -185,10 +185,14 @@ pub fn run(args: Args) -> Result<Exit> {
         );
     } else {
         for f in &report.findings {
-            eprintln!(
-                "✗ {} [{}] {}\n    {}\n    fix: {}",
-                f.severity, f.id, f.title, f.evidence, f.fix
-            );
+            eprintln!("✗ {} [{}] {}\n    {}", f.severity, f.id, f.title, f.message);
+            for e in &f.evidence {
+                eprintln!("    {}", e.replace('\n', "\n    "));
+            }
+            eprintln!("    fix: {}", f.fix.text);
+            for c in &f.fix.commands {
+                eprintln!("      $ {c}");
+            }
         }
         if report.smoke.status != crate::install::SmokeStatus::Skipped || !args.no_smoke {
             eprintln!("smoke: {} ({})", report.smoke.status, report.smoke.note);

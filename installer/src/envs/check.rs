@@ -12,14 +12,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Finding {
-    pub id: String,
-    pub severity: String,
-    pub title: String,
-    pub evidence: String,
-    pub fix: String,
-}
+/// A finding of the check: the doctor's shape (`greta install --json` and
+/// `greta doctor --json` carry the same objects).
+pub use greta_vocab::Finding;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
@@ -143,23 +138,7 @@ impl Prestarted {
         p.set(gated, timeout);
         let seed = p.request().seed;
         let checked = session::finish(p, &fx, session::machine_facts);
-        let findings = checked
-            .judged
-            .findings
-            .iter()
-            .map(|f| Finding {
-                id: f.id.clone(),
-                severity: f.severity.clone(),
-                // The specific sentence ("torch is built for CPU only; ...").
-                title: f.message.clone(),
-                evidence: f.evidence.join("\n"),
-                fix: if f.fix.commands.is_empty() {
-                    f.fix.text.clone()
-                } else {
-                    format!("{} ({})", f.fix.text, f.fix.commands.join("; "))
-                },
-            })
-            .collect();
+        let findings = checked.judged.findings.clone();
         Ok(CheckReport {
             modules: modules_json(checked.run.as_ref(), &checked.judged, seed, self.gates),
             findings,

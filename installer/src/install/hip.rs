@@ -22,12 +22,16 @@ pub(super) fn hip_step(
     let hip = Hip::open_from(&search_candidates(&env)).map_err(|e| {
         Box::new(check::Finding {
             id: "hip.runtime-missing".into(),
-            severity: "fail".into(),
-            title: "no HIP runtime (libamdhip64) for this rocm profile".into(),
-            evidence: e.to_string(),
-            fix: "the profile's torch wheels should carry libamdhip64 in torch/lib: check the lockfile; or install ROCm \
-                  (or set GRETA_HIP_LIB) and rerun `greta install`; `--profile cpu` installs without HIP"
-                .into(),
+            severity: greta_vocab::Severity::Fail,
+            title: "No HIP runtime for this rocm profile".into(),
+            message: "No HIP runtime (libamdhip64) was found in the staged env or on this machine, so the profile's HIP step cannot run.".into(),
+            evidence: vec![e.to_string()],
+            fix: greta_vocab::Fix {
+                text: "The profile's torch wheels should carry libamdhip64 in torch/lib: check the lockfile; or install ROCm \
+                       (or set GRETA_HIP_LIB) and rerun `greta install`; `--profile cpu` installs without HIP."
+                    .into(),
+                commands: vec![],
+            },
         })
     })?;
     let lib = hip.library().clone();

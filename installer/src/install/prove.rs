@@ -108,10 +108,14 @@ fn judge(
 fn smoke_failed(smoke: &SmokeReport) -> check::Finding {
     check::Finding {
         id: "smoke.ultrasafe-failed".into(),
-        severity: "fail".into(),
-        title: "the ultrasafe smoke gate failed on this machine".into(),
-        evidence: smoke.note.clone(),
-        fix: "run `greta doctor`; to install the env anyway, rerun with --no-smoke".into(),
+        severity: greta_vocab::Severity::Fail,
+        title: "The ultrasafe smoke gate failed".into(),
+        message: "The ultrasafe smoke gate failed on this machine, so the new env was not put in place.".into(),
+        evidence: vec![smoke.note.clone()],
+        fix: greta_vocab::Fix {
+            text: "Find the cause with `greta doctor`; to install the env anyway, rerun with --no-smoke.".into(),
+            commands: vec!["greta doctor".into()],
+        },
     }
 }
 
@@ -139,7 +143,7 @@ mod tests {
         };
         let f = smoke_failed(&smoke);
         assert_eq!(f.id, "smoke.ultrasafe-failed");
-        assert_eq!(f.severity, "fail");
-        assert_eq!(f.evidence, smoke.note);
+        assert_eq!(f.severity, greta_vocab::Severity::Fail);
+        assert_eq!(f.evidence, std::slice::from_ref(&smoke.note));
     }
 }

@@ -231,10 +231,14 @@ mod tests {
     fn a_stopped_install_reports_its_findings_and_installs_nothing() {
         let finding = check::Finding {
             id: "framework.gate-failed".into(),
-            severity: "fail".into(),
+            severity: greta_vocab::Severity::Fail,
             title: "t".into(),
-            evidence: "e".into(),
-            fix: "f".into(),
+            message: "m".into(),
+            evidence: vec!["e".into()],
+            fix: greta_vocab::Fix {
+                text: "f".into(),
+                commands: vec![],
+            },
         };
         let r = attempt().stopped(
             vec![finding],

@@ -272,7 +272,10 @@ fn framework_mismatch_keeps_the_previous_env() {
     let f = &j["report"]["findings"];
     assert_eq!(f.as_array().unwrap().len(), 1, "{j}");
     assert_eq!(f[0]["id"], "framework.mismatch");
-    assert!(f[0]["title"].as_str().unwrap().contains("CPU only"), "{j}");
+    assert!(
+        f[0]["message"].as_str().unwrap().contains("CPU only"),
+        "{j}"
+    );
     assert_eq!(
         std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
         before

@@ -118,7 +118,7 @@ fn rocm_install_records_the_hip_runtime_and_smokes_on_it_without_building() {
         "{j}"
     );
     assert!(
-        j["report"]["findings"][0]["evidence"]
+        j["report"]["findings"][0]["evidence"][0]
             .as_str()
             .unwrap()
             .contains("/nowhere/libamdhip64.so ($GRETA_HIP_LIB): not there"),

@@ -282,7 +282,7 @@ fn import_check_sees_what_the_wheels_pth_files_add() {
         .collect();
     assert_eq!(ids, ["framework.import-failed"], "{j}");
     assert_eq!(
-        j["report"]["findings"][0]["evidence"],
+        j["report"]["findings"][0]["evidence"][0],
         "ImportError: bad \"quote\"\nnew line \u{fc} \u{1d11e} \\ end"
     );
     // The previous env (jax 0.4.35) is untouched.

@@ -9,7 +9,7 @@
 //! they get the doctor's finding ids and fixes (`rocm.gfx-unsupported`, ...).
 
 use super::{DeviceKind, GateRecord, ModuleRun, ModuleStatus, Run};
-use greta_smoke::results::{Finding, FindingFix};
+use greta_vocab::{Finding, Fix, Severity};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -110,7 +110,7 @@ pub struct Judgement {
 
 impl Judgement {
     pub fn failed(&self) -> bool {
-        self.findings.iter().any(|f| f.severity == "fail")
+        self.findings.iter().any(|f| f.severity == Severity::Fail)
             || self
                 .modules
                 .iter()
@@ -124,7 +124,7 @@ impl Judgement {
 struct Findings(Vec<Finding>);
 
 impl Findings {
-    fn add(&mut self, id: &str, title: &str, message: String, evidence: String, fix: FindingFix) {
+    fn add(&mut self, id: &str, title: &str, message: String, evidence: String, fix: Fix) {
         if let Some(f) = self.0.iter_mut().find(|f| f.id == id) {
             if !f.evidence.contains(&evidence) {
                 f.evidence.push(evidence);
@@ -133,7 +133,7 @@ impl Findings {
         }
         self.0.push(Finding {
             id: id.into(),
-            severity: "fail".into(),
+            severity: Severity::Fail,
             title: title.into(),
             message,
             evidence: vec![evidence],
@@ -142,8 +142,8 @@ impl Findings {
     }
 }
 
-fn fix(text: &str, commands: &[&str]) -> FindingFix {
-    FindingFix {
+fn fix(text: &str, commands: &[&str]) -> Fix {
+    Fix {
         text: text.into(),
         commands: commands.iter().map(|c| c.to_string()).collect(),
     }
@@ -627,7 +627,7 @@ fn mark(gates: &mut Vec<Judged>, id: String, verdict: Verdict, reason: Option<St
     })
 }
 
-fn wrong_fix() -> FindingFix {
+fn wrong_fix() -> Fix {
     fix(
         "A wrong result with no error is the worst failure: do not use this env for work. Common causes are kernels run for another target (HSA_OVERRIDE_GFX_VERSION), a driver or runtime bug, or unstable clocks; `greta doctor` checks the first two.",
         &["greta doctor", "greta smoke --profile frameworks --seed 1"],
@@ -652,17 +652,6 @@ pub fn doctor_findings(facts: &greta_probe::Facts, texts: &[(String, String)]) -
     diagnose(&f)
         .into_iter()
         .filter(|d| !before.contains(&d.id) || d.id == "rocm.hsa-override")
-        .map(|d| Finding {
-            id: d.id,
-            severity: d.severity.as_str().to_string(),
-            title: d.title,
-            message: d.message,
-            evidence: d.evidence,
-            fix: FindingFix {
-                text: d.fix.text,
-                commands: d.fix.commands,
-            },
-        })
         .collect()
 }
 

@@ -227,7 +227,11 @@ pub fn to_report(run: &Run, judged: &Judgement, meta: &RunMeta) -> Report {
         })
         .collect();
     let mut status = Report::summarize(&devices);
-    if judged.findings.iter().any(|f| f.severity == "fail") {
+    if judged
+        .findings
+        .iter()
+        .any(|f| f.severity == greta_vocab::Severity::Fail)
+    {
         status = RunStatus::Fail;
     }
     Report {

@@ -4,7 +4,7 @@
 use super::judge::{self, Expect, GpuWant, Judgement, Vendor};
 use super::{Prestarted, Run};
 use greta_probe::Facts;
-use greta_smoke::results::{Finding, FindingFix};
+use greta_vocab::{Finding, Fix, Severity};
 use std::time::Duration;
 
 /// A finished session: the run (or why there is none), what the
@@ -92,14 +92,14 @@ pub fn finish(p: Prestarted, expect: &Expect, facts: impl FnOnce() -> Facts) -> 
                 modules: vec![],
                 findings: vec![Finding {
                     id: "framework.gate-failed".into(),
-                    severity: "fail".into(),
+                    severity: Severity::Fail,
                     title: "A framework gate did not complete".into(),
                     message: format!(
                         "The gate runner gave no result ({}).",
                         expect.label
                     ),
                     evidence: vec![msg.clone()],
-                    fix: FindingFix {
+                    fix: Fix {
                         text: "A hang or crash at start-up is usually the interpreter or a framework's GPU runtime: `greta doctor` explains the GPU stack.".into(),
                         commands: vec!["greta doctor".into()],
                     },
