@@ -27,8 +27,7 @@ pub struct CheckReport {
 #[derive(Debug, Clone)]
 pub struct Expect {
     pub profile: String,
-    /// "rocm", "cuda" or "cpu".
-    pub backend: String,
+    pub backend: greta_vocab::Backend,
     /// e.g. "6.4" for rocm6.4, "12.6" for a cuda profile; None: any.
     pub version: Option<String>,
     /// The probe summary the plan was made from (its GPUs name the device
@@ -40,10 +39,10 @@ impl Expect {
     /// The GPU a rocm or cuda profile's frameworks must use (the cpu
     /// profile runs on the CPU, whatever the machine has).
     fn gpu(&self) -> Option<judge::GpuWant> {
-        let (vendor, key) = match self.backend.as_str() {
-            "rocm" => (judge::Vendor::Amd, "amd"),
-            "cuda" => (judge::Vendor::Nvidia, "nvidia"),
-            _ => return None,
+        let (vendor, key) = match self.backend {
+            greta_vocab::Backend::Rocm => (judge::Vendor::Amd, "amd"),
+            greta_vocab::Backend::Cuda => (judge::Vendor::Nvidia, "nvidia"),
+            greta_vocab::Backend::Cpu => return None,
         };
         let names = self.probe["gpus"]
             .as_array()
@@ -112,7 +111,7 @@ impl Prestarted {
         let gpu = expect.gpu();
         let fx = judge::Expect {
             label: format!("profile {}", expect.profile),
-            backend: Some(expect.backend.clone()),
+            backend: Some(expect.backend),
             version: expect.version.clone(),
             gpu,
             env_root: Some(self.venv.clone()),

@@ -503,7 +503,7 @@ mod tests {
             schema: super::super::receipt::SCHEMA.into(),
             name: "env".into(),
             profile: "cpu".into(),
-            backend: "cpu".into(),
+            backend: greta_vocab::Backend::Cpu,
             python: super::super::receipt::PythonInfo {
                 path: env.join("bin/python").display().to_string(),
                 version: "3.11.7".into(),

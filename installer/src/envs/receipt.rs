@@ -15,7 +15,7 @@ pub struct Receipt {
     pub name: String,
     pub profile: String,
     /// "rocm", "cuda" or "cpu".
-    pub backend: String,
+    pub backend: greta_vocab::Backend,
     pub python: PythonInfo,
     pub lockfile: LockRef,
     pub wheels: Vec<WheelRef>,

@@ -17,7 +17,7 @@ use crate::lock::{self, Interpreter, LockDir, Matrix, Profile, Selection, WheelP
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
     pub profile: String,
-    pub backend: String,
+    pub backend: greta_vocab::Backend,
     pub backend_version: Option<String>,
     pub reasons: Vec<String>,
     pub warnings: Vec<String>,
@@ -123,7 +123,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan> {
         }
         Ok(Plan {
             profile: profile.name.clone(),
-            backend: profile.backend.as_str().to_string(),
+            backend: profile.backend,
             backend_version: profile.backend_version.clone(),
             reasons: sel.reasons,
             warnings: sel.warnings,
@@ -289,7 +289,7 @@ pub fn explain(plan: &Plan) -> String {
         plan.lockfile.display(),
         &plan.lock_sha256[..16]
     ));
-    if plan.backend == "rocm" {
+    if plan.backend == greta_vocab::Backend::Rocm {
         let gfx = probe_gfx(&plan.probe);
         s.push_str(&format!(
             "HIP step: no build; greta loads libamdhip64 + hiprtc at run time (the env's own ROCm wheels first), the smoke gate runs with --backend hip{}\n",
@@ -363,7 +363,10 @@ mod tests {
     #[test]
     fn a_forced_profile_plans_its_wheels_without_probing() {
         let p = plan_for("cpu", "3.12").unwrap();
-        assert_eq!((p.profile.as_str(), p.backend.as_str()), ("cpu", "cpu"));
+        assert_eq!(
+            (p.profile.as_str(), p.backend),
+            ("cpu", greta_vocab::Backend::Cpu)
+        );
         assert_eq!(p.python.why, "--python 3.12 (no interpreter run)");
         assert!(p.python.path.is_none());
         assert_eq!(p.probe["sources"][0], "not probed: bundle for another node");

@@ -43,7 +43,7 @@ pub(super) fn prove(
     let t = Instant::now();
     let expect = check::Expect {
         profile: plan.profile.clone(),
-        backend: plan.backend.clone(),
+        backend: plan.backend,
         version: plan.backend_version.as_deref().map(major_minor),
         probe: plan.probe.clone(),
     };
@@ -72,7 +72,7 @@ fn judge(
     }
     // The HIP runtime (rocm profiles): found for the staged env; a failure
     // is a finding and the previous env stays.
-    let hip = if plan.backend == "rocm" {
+    let hip = if plan.backend == greta_vocab::Backend::Rocm {
         let t = Instant::now();
         let r = hip::hip_step(plan, &built.staging, input.verbose);
         timings.insert("hip", t);

@@ -24,7 +24,7 @@ pub(super) fn assemble(
         schema: envs::receipt::SCHEMA.into(),
         name: name.to_string(),
         profile: plan.profile.clone(),
-        backend: plan.backend.clone(),
+        backend: plan.backend,
         python: envs::receipt::PythonInfo {
             path: staging
                 .target

@@ -13,32 +13,8 @@ use toml_edit::Item;
 /// The matrix file name inside a lock directory.
 pub const MATRIX_FILE: &str = "matrix.toml";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Backend {
-    Cpu,
-    Cuda,
-    Rocm,
-}
-
-impl Backend {
-    fn parse(s: &str) -> Option<Backend> {
-        match s {
-            "cpu" => Some(Backend::Cpu),
-            "cuda" => Some(Backend::Cuda),
-            "rocm" => Some(Backend::Rocm),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Backend::Cpu => "cpu",
-            Backend::Cuda => "cuda",
-            Backend::Rocm => "rocm",
-        }
-    }
-}
+/// The compute stack a profile is built for (the vocabulary's type).
+pub use greta_vocab::Backend;
 
 /// Whether a profile's lockfile holds verified hashes.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -341,7 +317,7 @@ fn parse_profile(dir: &LockDir, src: &Source, name: &str, t: &toml_edit::Table) 
         ));
     }
     let backend_s = f.str("backend")?;
-    let backend = Backend::parse(&backend_s).ok_or_else(|| {
+    let backend = backend_s.parse::<Backend>().ok().ok_or_else(|| {
         src.err_at(
             f.value_span("backend"),
             format!(

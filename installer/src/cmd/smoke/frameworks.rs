@@ -6,6 +6,7 @@ use super::Args;
 use crate::envs::frameworks::{self, judge::Expect, report, session, Request};
 use crate::envs::{EnvRoot, Receipt};
 use crate::exit::Exit;
+use greta_vocab::Backend;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -67,8 +68,8 @@ fn default_target() -> Result<Target, String> {
 }
 
 /// "rocm6.4" -> "6.4": what a ROCm profile's torch must report.
-fn profile_version(profile: &str, backend: &str) -> Option<String> {
-    (backend == "rocm")
+fn profile_version(profile: &str, backend: Backend) -> Option<String> {
+    (backend == Backend::Rocm)
         .then(|| profile.strip_prefix("rocm").map(str::to_string))
         .flatten()
         .filter(|v| !v.is_empty())
@@ -114,12 +115,12 @@ pub fn run(args: &Args) -> anyhow::Result<Exit> {
     let started = Instant::now();
     let started_at = greta_smoke::results::now_rfc3339();
     let facts = session::machine_facts();
-    let backend = target.receipt.as_ref().map(|r| r.backend.clone());
-    let gpu = match backend.as_deref() {
+    let backend = target.receipt.as_ref().map(|r| r.backend);
+    let gpu = match backend {
         // The cpu profile runs on the CPU, whatever the machine has.
-        Some("cpu") => None,
+        Some(Backend::Cpu) => None,
         Some(b) => session::gpu_want(&facts).or(Some(frameworks::judge::GpuWant {
-            vendor: if b == "rocm" {
+            vendor: if b == Backend::Rocm {
                 frameworks::judge::Vendor::Amd
             } else {
                 frameworks::judge::Vendor::Nvidia
@@ -133,7 +134,7 @@ pub fn run(args: &Args) -> anyhow::Result<Exit> {
         version: target
             .receipt
             .as_ref()
-            .and_then(|r| profile_version(&r.profile, &r.backend)),
+            .and_then(|r| profile_version(&r.profile, r.backend)),
         backend,
         gpu,
         env_root: target.env_root.clone(),

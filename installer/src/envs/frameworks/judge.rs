@@ -9,7 +9,7 @@
 //! they get the doctor's finding ids and fixes (`rocm.gfx-unsupported`, ...).
 
 use super::{DeviceKind, GateRecord, ModuleRun, ModuleStatus, Run};
-use greta_vocab::{Finding, Fix, Severity};
+use greta_vocab::{Backend, Finding, Fix, Severity};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -46,7 +46,7 @@ pub struct Expect {
     pub label: String,
     /// The backend the env was built for (`rocm`, `cuda`, `cpu`); None for
     /// an interpreter greta did not build.
-    pub backend: Option<String>,
+    pub backend: Option<Backend>,
     /// ROCm/CUDA major.minor the profile promises.
     pub version: Option<String>,
     /// Some: a GPU is there and the gates must run on it.
@@ -66,8 +66,8 @@ impl Expect {
 
     /// Why triton is skipped, when it is.
     pub fn triton_skip_reason(&self) -> String {
-        match self.backend.as_deref() {
-            Some("cpu") => "the cpu profile has no GPU, and triton compiles kernels for a GPU only".into(),
+        match self.backend {
+            Some(Backend::Cpu) => "the cpu profile has no GPU, and triton compiles kernels for a GPU only".into(),
             _ => "no GPU on this machine (the probe found no AMD or NVIDIA GPU), and triton compiles kernels for a GPU only".into(),
         }
     }
@@ -338,21 +338,21 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
         }
         if name == "torch" {
             let (built, can) = torch_build(m);
-            let promised = match (expect.backend.as_deref(), &expect.version) {
-                (Some("rocm"), v) => m
+            let promised = match (expect.backend, &expect.version) {
+                (Some(Backend::Rocm), v) => m
                     .info
                     .hip
                     .as_deref()
                     .is_some_and(|h| v.as_deref().is_none_or(|v| version_prefix(h, v))),
-                (Some("cuda"), v) => m
+                (Some(Backend::Cuda), v) => m
                     .info
                     .cuda
                     .as_deref()
                     .is_some_and(|c| v.as_deref().is_none_or(|v| version_prefix(c, v))),
                 // PyPI's default torch is the CUDA build and runs on the
                 // CPU; a ROCm build means the lock pinned the wrong index.
-                (Some("cpu"), _) => m.info.hip.is_none(),
-                _ => true,
+                (Some(Backend::Cpu), _) => m.info.hip.is_none(),
+                (None, _) => true,
             };
             let machine_ok = match &expect.gpu {
                 Some(g) => can == Some(g.vendor),
@@ -360,11 +360,11 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
             };
             if !promised || !machine_ok {
                 mismatch = true;
-                let want = match (&expect.gpu, expect.backend.as_deref(), &expect.version) {
+                let want = match (&expect.gpu, expect.backend, &expect.version) {
                     (Some(g), _, _) if !machine_ok => {
                         format!("a {} build for {gpu_words}", vendor_word(g.vendor))
                     }
-                    (_, Some("cpu"), _) => "a CPU-only or CUDA build (not ROCm)".into(),
+                    (_, Some(Backend::Cpu), _) => "a CPU-only or CUDA build (not ROCm)".into(),
                     (_, Some(b), Some(v)) => format!("a {b} {v} build"),
                     (_, Some(b), None) => format!("a {b} build"),
                     _ => "a build for this machine".into(),

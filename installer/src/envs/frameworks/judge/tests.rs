@@ -82,7 +82,7 @@ fn torch(
 fn expect(backend: Option<&str>, gpu: Option<Vendor>) -> Expect {
     Expect {
         label: "test".into(),
-        backend: backend.map(String::from),
+        backend: backend.map(|b| b.parse().unwrap()),
         version: None,
         gpu: gpu.map(|vendor| GpuWant {
             vendor,
