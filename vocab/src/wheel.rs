@@ -2,9 +2,12 @@
 //! bundle manifest and the env receipt all speak of.
 use crate::Sha256;
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
 /// A wheel as a lock file pins it. `at` says where (`pylock.cpu.toml`,
-/// the line of its hash), so a changed hash is traced to the line to fix.
+/// the line of its hash), so a changed hash is traced to the line to fix;
+/// it is not part of any file greta writes (a bundle's lockfile is checked
+/// by its own hash instead).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PinnedWheel {
     /// Normalised (PEP 503) project name.
@@ -12,23 +15,24 @@ pub struct PinnedWheel {
     pub version: String,
     /// The wheel's file name (`torch-2.9.1+cpu-cp312-...whl`).
     pub filename: String,
-    pub url: Option<String>,
+    pub url: String,
+    /// The cache key and the only proof that counts.
     pub sha256: Sha256,
     pub size: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip)]
     pub at: Option<LockLine>,
 }
 
-/// A place in a lock file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A line of a lock file: `pylock.cpu.toml:42`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LockLine {
-    pub file: String,
+    pub file: PathBuf,
     /// 1-based.
     pub line: usize,
 }
 
 impl std::fmt::Display for LockLine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)
+        write!(f, "{}:{}", self.file.display(), self.line)
     }
 }

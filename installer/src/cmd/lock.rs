@@ -264,7 +264,7 @@ fn show(
             "sets": sets.iter().map(|(i, r)| match r {
                 Ok(pins) => serde_json::json!({
                     "interpreter": i, "wheels": pins,
-                    "total_size": pins.iter().map(|w| w.size).sum::<Option<u64>>(),
+                    "total_size": pins.iter().map(|w| w.wheel.size).sum::<Option<u64>>(),
                 }),
                 Err(e) => serde_json::json!({ "interpreter": i, "error": e }),
             }).collect::<Vec<_>>(),
@@ -284,13 +284,19 @@ fn show(
                 Err(e) => outln!("  cannot resolve: {e}"),
                 Ok(pins) => {
                     for w in pins {
-                        let size = w.size.map(human).unwrap_or_else(|| "size ?".into());
-                        outln!("  {} {}  {}  [{}]", w.name, w.version, w.filename, size);
-                        outln!("      sha256 {}  line {}", w.sha256, w.line);
+                        let size = w.wheel.size.map(human).unwrap_or_else(|| "size ?".into());
+                        outln!(
+                            "  {} {}  {}  [{}]",
+                            w.wheel.name,
+                            w.wheel.version,
+                            w.wheel.filename,
+                            size
+                        );
+                        outln!("      sha256 {}  line {}", w.wheel.sha256, w.line);
                         outln!("      why: {}", w.why);
                     }
-                    let known: u64 = pins.iter().filter_map(|w| w.size).sum();
-                    let unknown = pins.iter().filter(|w| w.size.is_none()).count();
+                    let known: u64 = pins.iter().filter_map(|w| w.wheel.size).sum();
+                    let unknown = pins.iter().filter(|w| w.wheel.size.is_none()).count();
                     let extra = if unknown > 0 {
                         format!(" + {unknown} wheel(s) of unrecorded size")
                     } else {

@@ -29,9 +29,9 @@ use super::{activate, Receipt};
 pub struct Wanted<'a> {
     pub name: &'a str,
     pub profile: &'a str,
-    pub lock_sha256: &'a str,
+    pub lock_sha256: greta_vocab::Sha256,
     /// (name, version, filename, sha256) of every wheel.
-    pub wheels: Vec<(&'a str, &'a str, &'a str, &'a str)>,
+    pub wheels: Vec<(&'a str, &'a str, &'a str, greta_vocab::Sha256)>,
     pub env_vars: &'a BTreeMap<String, String>,
     /// The interpreter the env is (to be) built from.
     pub python: &'a Path,
@@ -234,16 +234,17 @@ fn compare_receipt(r: &Receipt, want: &Wanted) -> Result<(), String> {
     if r.lockfile.sha256 != want.lock_sha256 {
         return differs(
             "the lockfile (sha256)",
-            &r.lockfile.sha256,
-            want.lock_sha256,
+            &r.lockfile.sha256.to_string(),
+            &want.lock_sha256.to_string(),
         );
     }
-    let mut had: Vec<(&str, &str)> = r
+    let mut had: Vec<(&str, greta_vocab::Sha256)> = r
         .wheels
         .iter()
-        .map(|w| (w.filename.as_str(), w.sha256.as_str()))
+        .map(|w| (w.filename.as_str(), w.sha256))
         .collect();
-    let mut now: Vec<(&str, &str)> = want.wheels.iter().map(|w| (w.2, w.3)).collect();
+    let mut now: Vec<(&str, greta_vocab::Sha256)> =
+        want.wheels.iter().map(|w| (w.2, w.3)).collect();
     had.sort();
     now.sort();
     if had != now {
@@ -511,13 +512,13 @@ mod tests {
             },
             lockfile: super::super::receipt::LockRef {
                 path: "pylock.cpu.toml".into(),
-                sha256: "ab".repeat(32),
+                sha256: greta_vocab::Sha256([0xab; 32]),
             },
             wheels: vec![super::super::receipt::WheelRef {
                 name: "demo".into(),
                 version: "1.0".into(),
                 filename: "demo-1.0-py3-none-any.whl".into(),
-                sha256: "cd".repeat(32),
+                sha256: greta_vocab::Sha256([0xcd; 32]),
             }],
             installer: "uv 0.13.9".into(),
             env_vars: vars,
@@ -537,12 +538,16 @@ mod tests {
         let base = d.path().join("python3.11");
         fs::write(&base, b"\x7fELF").unwrap();
         let (env, mut receipt) = fake_env(d.path(), &base);
-        let (lock, wheel_sha, vars) = ("ab".repeat(32), "cd".repeat(32), BTreeMap::new());
+        let (lock, wheel_sha, vars) = (
+            greta_vocab::Sha256([0xab; 32]),
+            greta_vocab::Sha256([0xcd; 32]),
+            BTreeMap::new(),
+        );
         let want = Wanted {
             name: "env",
             profile: "cpu",
-            lock_sha256: &lock,
-            wheels: vec![("demo", "1.0", "demo-1.0-py3-none-any.whl", &wheel_sha)],
+            lock_sha256: lock,
+            wheels: vec![("demo", "1.0", "demo-1.0-py3-none-any.whl", wheel_sha)],
             env_vars: &vars,
             python: &base,
             python_version: "3.11.7",
@@ -580,9 +585,9 @@ mod tests {
         let e = verify(&env, &want, None).unwrap_err();
         assert_eq!(e.changed_in_place.as_deref(), Some("demo"), "{}", e.reason);
         // Another wanted lockfile is a mismatch before any file is looked at.
-        let other = "ef".repeat(32);
+        let other = greta_vocab::Sha256([0xef; 32]);
         let want2 = Wanted {
-            lock_sha256: &other,
+            lock_sha256: other,
             ..want
         };
         assert!(verify(&env, &want2, None)

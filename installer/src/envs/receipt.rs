@@ -61,7 +61,7 @@ pub struct PythonInfo {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LockRef {
     pub path: String,
-    pub sha256: String,
+    pub sha256: greta_vocab::Sha256,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -69,7 +69,7 @@ pub struct WheelRef {
     pub name: String,
     pub version: String,
     pub filename: String,
-    pub sha256: String,
+    pub sha256: greta_vocab::Sha256,
 }
 
 impl Receipt {

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::fetch::{self, Artifact, Cache, FetchOptions, Lookup};
+use crate::fetch::{self, Cache, FetchOptions, Lookup, PinnedWheel};
 
 pub const TOOLS_FILE: &str = "tools.toml";
 /// Where a bundle keeps the uv wheel (apart from `wheels/`, which holds
@@ -40,7 +40,7 @@ pub struct BundledUv {
     /// File name under the bundle's `tools/`.
     pub filename: String,
     pub size: u64,
-    pub sha256: String,
+    pub sha256: greta_vocab::Sha256,
 }
 
 #[derive(Debug, Deserialize)]
@@ -69,7 +69,7 @@ pub struct ToolWheel {
     pub filename: String,
     pub url: String,
     pub size: u64,
-    pub sha256: String,
+    pub sha256: greta_vocab::Sha256,
 }
 
 /// Reads `<lock_dir>/tools.toml`; `Ok(None)` when there is none (a bundle,
@@ -100,7 +100,7 @@ pub fn load(lock_dir: &crate::lock::LockDir) -> Result<Option<UvPin>> {
     }
     for w in &f.uv.wheels {
         let a = artifact(&f.uv, w);
-        a.validate()
+        fetch::validate(&a)
             .with_context(|| format!("{}: [[uv.wheels]] {}", p.display(), w.arch))?;
     }
     // http is allowed here (loopback test indexes); `greta lock check`
@@ -129,19 +129,19 @@ pub fn bundled(pin: &UvPin, w: &ToolWheel) -> BundledUv {
         arch: w.arch.clone(),
         filename: w.filename.clone(),
         size: w.size,
-        sha256: w.sha256.clone(),
+        sha256: w.sha256,
     }
 }
 
-pub fn artifact(pin: &UvPin, w: &ToolWheel) -> Artifact {
-    Artifact {
+pub fn artifact(pin: &UvPin, w: &ToolWheel) -> PinnedWheel {
+    PinnedWheel {
         name: "uv".into(),
         version: pin.version.clone(),
         filename: w.filename.clone(),
         url: w.url.clone(),
-        sha256: w.sha256.clone(),
+        sha256: w.sha256,
         size: Some(w.size),
-        lock_line: None,
+        at: None,
     }
 }
 
@@ -403,7 +403,10 @@ mod tests {
             ))
             .unwrap_err()
         );
-        assert!(e.contains("not 64 lower-case hex"), "{e}");
+        assert!(
+            e.contains("tools.toml:9:") && e.contains("\"abc\" is not a sha256"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use super::Artifact;
+use super::PinnedWheel;
 
 #[derive(Debug, Clone)]
 pub struct Cache {
@@ -62,23 +62,24 @@ impl Cache {
 
     /// Where a verified file lives: `wheels/sha256/ab/<hash>/<filename>`.
     /// The filename is kept because installers read the wheel tags from it.
-    pub fn wheel_path(&self, a: &Artifact) -> PathBuf {
+    pub fn wheel_path(&self, a: &PinnedWheel) -> PathBuf {
+        let hex = a.sha256.to_string();
         self.root
             .join("wheels")
             .join("sha256")
-            .join(&a.sha256[..2])
-            .join(&a.sha256)
+            .join(&hex[..2])
+            .join(&hex)
             .join(&a.filename)
     }
 
     /// Where an unverified download grows; resumable across runs.
-    pub fn partial_path(&self, a: &Artifact) -> PathBuf {
+    pub fn partial_path(&self, a: &PinnedWheel) -> PathBuf {
         self.root.join("partial").join(format!("{}.part", a.sha256))
     }
 
     /// Finds a cached file and proves it: by its stamp when that still
     /// holds, else by re-hashing it (see the module docs).
-    pub fn lookup(&self, a: &Artifact) -> Result<Lookup> {
+    pub fn lookup(&self, a: &PinnedWheel) -> Result<Lookup> {
         let path = self.wheel_path(a);
         let meta = match fs::metadata(&path) {
             Ok(m) => m,
@@ -126,7 +127,7 @@ impl Cache {
     /// Hashes the cached file of `a` whatever its stamp says; a file that is
     /// wrong is removed (with its stamp) and described. `Ok(None)`: right,
     /// or not cached.
-    pub fn reverify(&self, a: &Artifact) -> Result<Option<String>> {
+    pub fn reverify(&self, a: &PinnedWheel) -> Result<Option<String>> {
         let path = self.wheel_path(a);
         if !path.exists() {
             return Ok(None);
@@ -146,7 +147,7 @@ impl Cache {
 
     /// Moves a verified file into place under its key (atomic rename on the
     /// same filesystem) and makes it read-only.
-    pub fn commit(&self, verified: &Path, a: &Artifact) -> Result<PathBuf> {
+    pub fn commit(&self, verified: &Path, a: &PinnedWheel) -> Result<PathBuf> {
         let dest = self.wheel_path(a);
         let dir = dest.parent().expect("wheel path has a parent");
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -159,7 +160,7 @@ impl Cache {
 
     /// Copies (or hard-links) an already verified file into the cache; used
     /// when importing a bundle.
-    pub fn import(&self, src: &Path, a: &Artifact) -> Result<PathBuf> {
+    pub fn import(&self, src: &Path, a: &PinnedWheel) -> Result<PathBuf> {
         let tmp_dir = self.root.join("partial");
         fs::create_dir_all(&tmp_dir).with_context(|| format!("creating {}", tmp_dir.display()))?;
         let tmp = tmp_dir.join(format!("{}.import.{}", a.sha256, std::process::id()));
@@ -241,8 +242,8 @@ fn boot_time() -> Option<i64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// Streaming sha256 of a file, lower-case hex.
-pub fn sha256_file(path: &Path) -> Result<String> {
+/// Streaming sha256 of a file.
+pub fn sha256_file(path: &Path) -> Result<greta_vocab::Sha256> {
     // Streamed, so no size cap; but a FIFO or device is refused at open.
     let mut f = crate::read::open_regular(path)?;
     let mut h = Sha256::new();
@@ -256,7 +257,7 @@ pub fn sha256_file(path: &Path) -> Result<String> {
         }
         h.update(&buf[..n]);
     }
-    Ok(hex::encode(h.finalize()))
+    Ok(greta_vocab::Sha256(h.finalize().into()))
 }
 
 fn set_readonly(path: &Path) -> Result<()> {
@@ -295,15 +296,15 @@ mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
 
-    fn artifact(bytes: &[u8]) -> Artifact {
-        Artifact {
+    fn artifact(bytes: &[u8]) -> PinnedWheel {
+        PinnedWheel {
             name: "x".into(),
             version: "1".into(),
             filename: "x-1-py3-none-any.whl".into(),
             url: "http://127.0.0.1:9/x".into(),
-            sha256: hex::encode(Sha256::digest(bytes)),
+            sha256: greta_vocab::Sha256(Sha256::digest(bytes).into()),
             size: Some(bytes.len() as u64),
-            lock_line: None,
+            at: None,
         }
     }
 
@@ -327,15 +328,15 @@ mod tests {
         let tmp = dir.path().join("in");
         fs::write(&tmp, &bytes).unwrap();
         let p = cache.commit(&tmp, &a).unwrap();
-        let lying = Artifact {
+        let lying = PinnedWheel {
             size: Some(4095),
             ..a.clone()
         };
         assert!(matches!(cache.lookup(&lying).unwrap(), Lookup::Hit(_)));
         assert_eq!(fs::read(&p).unwrap(), bytes, "the good file was deleted");
         // A file of the wrong size *and* hash is still thrown away.
-        let other = Artifact {
-            sha256: hex::encode(Sha256::digest(b"other")),
+        let other = PinnedWheel {
+            sha256: greta_vocab::Sha256(Sha256::digest(b"other").into()),
             ..lying
         };
         assert!(matches!(

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::{Artifact, FetchOptions};
+use super::{FetchOptions, PinnedWheel};
 
 /// Per-chunk progress callback: bytes added (may be reset with `Reset`).
 pub enum Progress {
@@ -61,8 +61,8 @@ pub struct Failed {
 pub struct MismatchedHash {
     pub name: String,
     pub filename: String,
-    pub expected: String,
-    pub actual: String,
+    pub expected: greta_vocab::Sha256,
+    pub actual: greta_vocab::Sha256,
     pub bytes: u64,
     pub lock: Option<super::LockLine>,
 }
@@ -127,7 +127,7 @@ pub fn client(opts: &FetchOptions) -> Result<Client> {
 /// bytes. Errors name the URL, the attempts made and the last cause.
 pub fn download(
     client: &Client,
-    a: &Artifact,
+    a: &PinnedWheel,
     partial: &Path,
     opts: &FetchOptions,
     cancel: &AtomicBool,
@@ -200,7 +200,7 @@ pub fn download(
 
 fn one_attempt(
     client: &Client,
-    a: &Artifact,
+    a: &PinnedWheel,
     partial: &Path,
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(Progress),
@@ -315,15 +315,15 @@ fn one_attempt(
             }
         }
     }
-    let got = hex::encode(hasher.finalize());
+    let got = greta_vocab::Sha256(hasher.finalize().into());
     if got != a.sha256 {
         return Err(Attempt::mismatch(MismatchedHash {
             name: a.name.clone(),
             filename: a.filename.clone(),
-            expected: a.sha256.clone(),
+            expected: a.sha256,
             actual: got,
             bytes: have,
-            lock: a.lock_line.clone(),
+            lock: a.at.clone(),
         }));
     }
     Ok(())

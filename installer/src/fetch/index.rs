@@ -11,7 +11,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use reqwest::Url;
 use serde::Deserialize;
 
-use super::{Artifact, FetchOptions};
+use super::{FetchOptions, PinnedWheel};
 
 /// Largest project page read (download.pytorch.org's torch page, thousands
 /// of files, is a few MiB).
@@ -62,7 +62,7 @@ pub fn normalize(name: &str) -> String {
 pub fn relocate(
     client: &Client,
     index: &str,
-    items: &mut [Artifact],
+    items: &mut [PinnedWheel],
     opts: &FetchOptions,
 ) -> Result<()> {
     let base = Url::parse(&format!("{}/", index.trim_end_matches('/')))
@@ -83,7 +83,7 @@ pub fn relocate(
             );
         };
         if let Some(h) = &f.sha256 {
-            if !h.eq_ignore_ascii_case(&a.sha256) {
+            if h.parse::<greta_vocab::Sha256>().ok() != Some(a.sha256) {
                 bail!(
                     "index {base} lists {} with sha256 {h}, but the lock pins {}: the index serves a different file under that name; refusing it",
                     a.filename,

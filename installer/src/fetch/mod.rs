@@ -18,70 +18,25 @@ use std::time::Duration;
 pub use cache::{Cache, Lookup};
 pub use http::MismatchedHash;
 
-/// One file to fetch, as the lock pins it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Artifact {
-    pub name: String,
-    pub version: String,
-    pub filename: String,
-    pub url: String,
-    /// Lower-case hex sha256: the cache key and the only proof that counts.
-    pub sha256: String,
-    pub size: Option<u64>,
-    /// Where the lock pins `sha256`, so that a download that hashes
-    /// otherwise names the line to look at. Not part of a bundle manifest
-    /// (the bundle's own lockfile is checked by its hash instead).
-    #[serde(skip)]
-    pub lock_line: Option<LockLine>,
-}
+/// One file to fetch, as the lock pins it (the vocabulary's pinned wheel).
+pub use greta_vocab::{LockLine, PinnedWheel};
 
-/// A line of a lockfile: `pylock.cpu.toml:42`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LockLine {
-    pub file: PathBuf,
-    /// 1-based.
-    pub line: usize,
-}
-
-impl std::fmt::Display for LockLine {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.file.display(), self.line)
+/// Refuses what greta never installs; called before any byte is fetched
+/// so a bad lock entry writes nothing. (The hash is a [`greta_vocab::Sha256`]:
+/// a malformed one was refused where it was read.)
+pub fn validate(w: &PinnedWheel) -> Result<()> {
+    if !w.filename.ends_with(".whl") {
+        anyhow::bail!(
+            "{} {}: {} is not a wheel; greta installs wheels only and never builds sources",
+            w.name,
+            w.version,
+            w.filename
+        );
     }
-}
-
-impl Artifact {
-    /// Refuses what greta never installs or cannot verify; called before any
-    /// byte is fetched so a bad lock entry writes nothing.
-    pub fn validate(&self) -> Result<()> {
-        if !self.filename.ends_with(".whl") {
-            anyhow::bail!(
-                "{} {}: {} is not a wheel; greta installs wheels only and never builds sources",
-                self.name,
-                self.version,
-                self.filename
-            );
-        }
-        if self.filename.contains('/')
-            || self.filename.contains('\\')
-            || self.filename.starts_with('.')
-        {
-            anyhow::bail!("{}: unsafe wheel file name {:?}", self.name, self.filename);
-        }
-        if self.sha256.len() != 64
-            || !self
-                .sha256
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-        {
-            anyhow::bail!(
-                "{} {}: sha256 {:?} is not 64 lower-case hex digits",
-                self.name,
-                self.version,
-                self.sha256
-            );
-        }
-        Ok(())
+    if w.filename.contains('/') || w.filename.contains('\\') || w.filename.starts_with('.') {
+        anyhow::bail!("{}: unsafe wheel file name {:?}", w.name, w.filename);
     }
+    Ok(())
 }
 
 #[derive(Debug, Clone)]
@@ -160,7 +115,7 @@ pub enum Source {
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Fetched {
-    pub artifact: Artifact,
+    pub artifact: PinnedWheel,
     pub path: PathBuf,
     pub source: Source,
     /// Set when a cached copy failed verification and was replaced.
@@ -170,9 +125,13 @@ pub struct Fetched {
 /// Makes every artifact available as a verified file in the cache, in the
 /// order given. Fails (after finishing or cancelling the other downloads)
 /// with every file that could not be had.
-pub fn fetch_all(cache: &Cache, items: &[Artifact], opts: &FetchOptions) -> Result<Vec<Fetched>> {
+pub fn fetch_all(
+    cache: &Cache,
+    items: &[PinnedWheel],
+    opts: &FetchOptions,
+) -> Result<Vec<Fetched>> {
     for a in items {
-        a.validate()?;
+        validate(a)?;
     }
     // Cache pass first: cheap, and decides what the network has to do.
     let mut results: Vec<Option<Fetched>> = vec![None; items.len()];
@@ -331,7 +290,7 @@ pub fn fetch_all(cache: &Cache, items: &[Artifact], opts: &FetchOptions) -> Resu
 
 /// Looks every artifact up in the cache, re-hashing hits on `jobs` threads
 /// (a warm reinstall is mostly this: gigabytes of sha256).
-fn lookup_all(cache: &Cache, items: &[Artifact], jobs: usize) -> Result<Vec<Lookup>> {
+fn lookup_all(cache: &Cache, items: &[PinnedWheel], jobs: usize) -> Result<Vec<Lookup>> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<Result<Lookup>>>> =
         items.iter().map(|_| Mutex::new(None)).collect();
@@ -355,7 +314,7 @@ fn lookup_all(cache: &Cache, items: &[Artifact], jobs: usize) -> Result<Vec<Look
 fn fetch_one(
     cache: &Cache,
     client: &reqwest::blocking::Client,
-    a: &Artifact,
+    a: &PinnedWheel,
     opts: &FetchOptions,
     cancel: &AtomicBool,
     bar: &progress::FileBar,
@@ -500,14 +459,14 @@ mod mismatch_tests {
             file: PathBuf::from("lock/pylock.cpu.toml"),
             line: 42,
         };
-        let a = Artifact {
+        let a = PinnedWheel {
             name: "x".into(),
             version: "1".into(),
             filename: "x-1-py3-none-any.whl".into(),
             url,
-            sha256: hex::encode(Sha256::digest(b"the promised bytes")),
+            sha256: greta_vocab::Sha256(Sha256::digest(b"the promised bytes").into()),
             size: Some(sent.len() as u64),
-            lock_line: Some(lock.clone()),
+            at: Some(lock.clone()),
         };
         let opts = FetchOptions {
             backoff: Duration::from_millis(1),
@@ -523,8 +482,8 @@ mod mismatch_tests {
             vec![MismatchedHash {
                 name: "x".into(),
                 filename: a.filename.clone(),
-                expected: a.sha256.clone(),
-                actual: hex::encode(Sha256::digest(sent)),
+                expected: a.sha256,
+                actual: greta_vocab::Sha256(Sha256::digest(sent).into()),
                 bytes: sent.len() as u64,
                 lock: Some(lock),
             }]

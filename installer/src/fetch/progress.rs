@@ -8,7 +8,7 @@ use indicatif::{HumanBytes, MultiProgress, ProgressBar, ProgressDrawTarget, Prog
 use std::io::IsTerminal;
 
 use super::http::Progress;
-use super::Artifact;
+use super::PinnedWheel;
 
 pub struct Bars {
     multi: Option<MultiProgress>,
@@ -47,7 +47,7 @@ impl Bars {
         }
     }
 
-    pub fn file(&self, a: &Artifact) -> FileBar {
+    pub fn file(&self, a: &PinnedWheel) -> FileBar {
         let bar = self.multi.as_ref().map(|m| {
             let b = m.add(ProgressBar::new(a.size.unwrap_or(0)));
             b.set_style(

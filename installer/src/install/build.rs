@@ -87,7 +87,7 @@ pub(super) fn build(
     };
     // The import-check interpreters start now and wait: their start-up
     // overlaps the install (they import nothing before it is done).
-    let names: Vec<String> = plan.wheels.iter().map(|w| w.name.clone()).collect();
+    let names: Vec<String> = plan.wheels.iter().map(|w| w.wheel.name.clone()).collect();
     let modules = check::modules_for(&names);
     let prestarted = check::prestart(&staging.path, &modules, &plan.env_vars, input.gates);
     let files: Vec<PathBuf> = fetched.wheels.iter().map(|f| f.path.clone()).collect();

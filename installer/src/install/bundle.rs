@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::plan::{artifact, Plan};
 use crate::envs;
-use crate::fetch::{self, Artifact, Cache, FetchOptions};
+use crate::fetch::{self, Cache, FetchOptions, PinnedWheel};
 use crate::lock::{self, LockDir};
 
 /// Manifest of a bundle directory.
@@ -26,8 +26,8 @@ pub struct BundleManifest {
     pub profile: String,
     pub python: String,
     pub lockfile: String,
-    pub lock_sha256: String,
-    pub wheels: Vec<Artifact>,
+    pub lock_sha256: greta_vocab::Sha256,
+    pub wheels: Vec<PinnedWheel>,
     /// `std::env::consts::ARCH` of the machine that made the bundle: its
     /// wheels and its uv are for that architecture. Absent in bundles made
     /// before it was recorded.
@@ -121,7 +121,7 @@ impl BundleManifest {
 
 /// Checks a bundle against the plan made from its own lock dir and copies
 /// its wheels into the cache (each hash-verified on the way in).
-pub(super) fn import_bundle(dir: &Path, cache: &Cache, items: &[Artifact]) -> Result<()> {
+pub(super) fn import_bundle(dir: &Path, cache: &Cache, items: &[PinnedWheel]) -> Result<()> {
     let m = BundleManifest::load(dir)?;
     let lock_path = dir.join(&m.lockfile);
     let lock_sha = fetch::cache::sha256_file(&lock_path)?;
@@ -176,7 +176,7 @@ pub fn bundle(
         }
     }
     let cache = Cache::new(Cache::default_root()?);
-    let mut items: Vec<Artifact> = plan.wheels.iter().map(artifact).collect();
+    let mut items: Vec<PinnedWheel> = plan.wheels.iter().map(artifact).collect();
     if let Some(idx) = index_url {
         let client = fetch::http::client(fopts)?;
         fetch::index::relocate(&client, idx, &mut items, fopts)?;
@@ -270,7 +270,7 @@ pub fn bundle(
                 .collect::<Vec<_>>()
                 .join("."),
             lockfile: lock_name,
-            lock_sha256: plan.lock_sha256.clone(),
+            lock_sha256: plan.lock_sha256,
             wheels: items.clone(),
             arch: Some(arch.to_string()),
             uv: uv.as_ref().map(|(b, _)| b.clone()),
@@ -309,15 +309,15 @@ mod tests {
             profile: "cpu".into(),
             python: "3.12".into(),
             lockfile: "pylock.cpu.toml".into(),
-            lock_sha256: "00".repeat(32),
-            wheels: vec![Artifact {
+            lock_sha256: greta_vocab::Sha256([0; 32]),
+            wheels: vec![PinnedWheel {
                 name: "x".into(),
                 version: "1".into(),
                 filename: "x-1-py3-none-any.whl".into(),
                 url: "https://e/x-1-py3-none-any.whl".into(),
-                sha256: "ab".repeat(32),
+                sha256: greta_vocab::Sha256([0xab; 32]),
                 size: Some(3),
-                lock_line: Some(fetch::LockLine {
+                at: Some(fetch::LockLine {
                     file: "/lock/pylock.cpu.toml".into(),
                     line: 9,
                 }),
@@ -336,10 +336,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let m = manifest(Some(std::env::consts::ARCH));
         let text = serde_json::to_string_pretty(&m).unwrap();
-        assert!(!text.contains("lock_line"), "{text}");
+        // Neither the field nor the lockfile it would name.
+        assert!(
+            !text.contains("\"at\"") && !text.contains("/lock/pylock"),
+            "{text}"
+        );
         std::fs::write(dir.path().join(BUNDLE_MANIFEST), text).unwrap();
         let back = BundleManifest::load(dir.path()).unwrap();
-        assert_eq!(back.wheels[0].lock_line, None);
+        assert_eq!(back.wheels[0].at, None);
         assert_eq!(back.wheels[0].sha256, m.wheels[0].sha256);
         back.check_arch(dir.path()).unwrap();
     }

@@ -6,7 +6,7 @@ use anyhow::Result;
 use super::bundle::import_bundle;
 use super::plan::artifact;
 use super::{say, InstallInput, Plan};
-use crate::fetch::{self, Artifact, Cache, Fetched};
+use crate::fetch::{self, Cache, Fetched, PinnedWheel};
 
 /// The verified wheel files, in the plan's order.
 pub(super) struct Fetch {
@@ -26,7 +26,7 @@ impl Fetch {
 /// Fetches (or imports) the plan's wheels. A wheel whose bytes differ from
 /// the lock fails with [`fetch::MismatchedHash`] naming the lockfile line.
 pub(super) fn fetch(plan: &Plan, input: &InstallInput, cache: &Cache) -> Result<Fetch> {
-    let mut items: Vec<Artifact> = plan.wheels.iter().map(artifact).collect();
+    let mut items: Vec<PinnedWheel> = plan.wheels.iter().map(artifact).collect();
     let mut fopts = input.fetch.clone();
     if let Some(dir) = &input.bundle {
         import_bundle(dir, cache, &items)?;

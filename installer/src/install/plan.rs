@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::detect::probe_facts;
 use crate::envs::installer;
-use crate::fetch::{Artifact, Cache};
+use crate::fetch::{Cache, PinnedWheel};
 use crate::lock::{self, Interpreter, LockDir, Matrix, Profile, Selection, WheelPin};
 
 /// What was decided before anything is written.
@@ -26,7 +26,7 @@ pub struct Plan {
     pub lockfile: PathBuf,
     /// The lock set the profile came from, and why it is in effect.
     pub lock_dir: LockDir,
-    pub lock_sha256: String,
+    pub lock_sha256: greta_vocab::Sha256,
     pub wheels: Vec<WheelPin>,
     /// Probe summary (what the profile was chosen from).
     pub probe: serde_json::Value,
@@ -119,7 +119,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan> {
             );
         }
         for w in &wheels {
-            artifact(w).validate()?;
+            crate::fetch::validate(&artifact(w))?;
         }
         Ok(Plan {
             profile: profile.name.clone(),
@@ -135,7 +135,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan> {
             },
             lockfile: lockfile.path.clone(),
             lock_dir: input.lock_dir.clone(),
-            lock_sha256: lockfile.sha256.clone(),
+            lock_sha256: lockfile.sha256,
             wheels,
             probe,
             queried_interpreter: queried,
@@ -143,16 +143,8 @@ pub fn plan(input: &PlanInput) -> Result<Plan> {
     })
 }
 
-pub fn artifact(w: &WheelPin) -> Artifact {
-    Artifact {
-        name: w.name.clone(),
-        version: w.version.clone(),
-        filename: w.filename.clone(),
-        url: w.url.clone(),
-        sha256: w.sha256.clone(),
-        size: w.size,
-        lock_line: Some(w.hash_at.clone()),
-    }
+pub fn artifact(w: &WheelPin) -> PinnedWheel {
+    w.wheel.clone()
 }
 
 /// `--python PATH`, else the newest interpreter on PATH the profile supports.
@@ -287,7 +279,7 @@ pub fn explain(plan: &Plan) -> String {
     s.push_str(&format!(
         "lockfile {} (sha256 {})\n",
         plan.lockfile.display(),
-        &plan.lock_sha256[..16]
+        &plan.lock_sha256.to_string()[..16]
     ));
     if plan.backend == greta_vocab::Backend::Rocm {
         let gfx = probe_gfx(&plan.probe);
@@ -300,7 +292,7 @@ pub fn explain(plan: &Plan) -> String {
             }
         ));
     }
-    let total: u64 = plan.wheels.iter().filter_map(|w| w.size).sum();
+    let total: u64 = plan.wheels.iter().filter_map(|w| w.wheel.size).sum();
     s.push_str(&format!(
         "{} wheels, {} in all:\n",
         plan.wheels.len(),
@@ -308,12 +300,13 @@ pub fn explain(plan: &Plan) -> String {
     ));
     for w in &plan.wheels {
         let size = w
+            .wheel
             .size
             .map(|b| format!(", {}", human(b)))
             .unwrap_or_default();
         s.push_str(&format!(
             "  {} {}  {}{size}\n      {}\n",
-            w.name, w.version, w.filename, w.why
+            w.wheel.name, w.wheel.version, w.wheel.filename, w.why
         ));
     }
     s
@@ -371,13 +364,17 @@ mod tests {
         assert!(p.python.path.is_none());
         assert_eq!(p.probe["sources"][0], "not probed: bundle for another node");
         assert!(p.lockfile.ends_with("pylock.cpu.toml"), "{:?}", p.lockfile);
-        assert!(p.wheels.iter().any(|w| w.name == "torch"), "{:?}", p.wheels);
+        assert!(
+            p.wheels.iter().any(|w| w.wheel.name == "torch"),
+            "{:?}",
+            p.wheels
+        );
         for w in &p.wheels {
-            artifact(w).validate().unwrap();
+            crate::fetch::validate(&artifact(w)).unwrap();
             assert!(
-                w.filename.contains("312") || w.filename.contains("py3"),
+                w.wheel.filename.contains("312") || w.wheel.filename.contains("py3"),
                 "{}",
-                w.filename
+                w.wheel.filename
             );
         }
         assert!(p.queried_interpreter.is_none());

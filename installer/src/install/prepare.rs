@@ -131,16 +131,16 @@ fn up_to_date(
     let want = envs::current::Wanted {
         name: &input.name,
         profile: &plan.profile,
-        lock_sha256: &plan.lock_sha256,
+        lock_sha256: plan.lock_sha256,
         wheels: plan
             .wheels
             .iter()
             .map(|w| {
                 (
-                    w.name.as_str(),
-                    w.version.as_str(),
-                    w.filename.as_str(),
-                    w.sha256.as_str(),
+                    w.wheel.name.as_str(),
+                    w.wheel.version.as_str(),
+                    w.wheel.filename.as_str(),
+                    w.wheel.sha256,
                 )
             })
             .collect(),

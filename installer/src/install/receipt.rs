@@ -37,7 +37,7 @@ pub(super) fn assemble(
         },
         lockfile: envs::receipt::LockRef {
             path: plan.lockfile.display().to_string(),
-            sha256: plan.lock_sha256.clone(),
+            sha256: plan.lock_sha256,
         },
         wheels: fetched
             .iter()
@@ -45,7 +45,7 @@ pub(super) fn assemble(
                 name: f.artifact.name.clone(),
                 version: f.artifact.version.clone(),
                 filename: f.artifact.filename.clone(),
-                sha256: f.artifact.sha256.clone(),
+                sha256: f.artifact.sha256,
             })
             .collect(),
         installer: built.installer.clone(),

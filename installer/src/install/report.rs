@@ -16,7 +16,7 @@ pub struct WheelReport {
     pub name: String,
     pub version: String,
     pub filename: String,
-    pub sha256: String,
+    pub sha256: greta_vocab::Sha256,
     pub source: fetch::Source,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaced_corrupt: Option<String>,
@@ -96,7 +96,7 @@ pub fn wheel_report(f: &Fetched) -> WheelReport {
         name: f.artifact.name.clone(),
         version: f.artifact.version.clone(),
         filename: f.artifact.filename.clone(),
-        sha256: f.artifact.sha256.clone(),
+        sha256: f.artifact.sha256,
         source: f.source,
         replaced_corrupt: f.replaced_corrupt.clone(),
     }
@@ -114,10 +114,10 @@ pub fn up_to_date(
         .wheels
         .iter()
         .map(|w| WheelReport {
-            name: w.name.clone(),
-            version: w.version.clone(),
-            filename: w.filename.clone(),
-            sha256: w.sha256.clone(),
+            name: w.wheel.name.clone(),
+            version: w.wheel.version.clone(),
+            filename: w.wheel.filename.clone(),
+            sha256: w.wheel.sha256,
             source: fetch::Source::Installed,
             replaced_corrupt: None,
         })
@@ -216,7 +216,7 @@ mod tests {
                 name: "torch".into(),
                 version: "2.5.1".into(),
                 filename: "torch-2.5.1-py3-none-any.whl".into(),
-                sha256: "ab".repeat(32),
+                sha256: greta_vocab::Sha256([0xab; 32]),
                 source: fetch::Source::Network,
                 replaced_corrupt: None,
             }],

@@ -218,7 +218,7 @@ pub fn check_profile(p: &Profile) -> ProfileReport {
         match resolve_lock(&lock, &interp) {
             Err(e) => problem(file.clone(), format!("Python {py}: {e:#}")),
             Ok(pins) => {
-                let size = pins.iter().map(|w| w.size).sum::<Option<u64>>();
+                let size = pins.iter().map(|w| w.wheel.size).sum::<Option<u64>>();
                 let env = interp.marker_env().ok();
                 for r in &p.requirements {
                     let Ok(req) = r.parse::<uv_pep508::Requirement>() else {
@@ -230,7 +230,7 @@ pub fn check_profile(p: &Profile) -> ProfileReport {
                         }
                     }
                     let name = normalize_name(req.name.as_ref());
-                    match pins.iter().find(|w| w.name == name) {
+                    match pins.iter().find(|w| w.wheel.name == name) {
                         None => problem(
                             file.clone(),
                             format!("Python {py}: matrix requirement `{r}` is not in the lockfile"),
@@ -239,11 +239,11 @@ pub fn check_profile(p: &Profile) -> ProfileReport {
                             if let Some(uv_pep508::VersionOrUrl::VersionSpecifier(spec)) =
                                 &req.version_or_url
                             {
-                                match uv_pep440::Version::from_str(&w.version) {
+                                match uv_pep440::Version::from_str(&w.wheel.version) {
                                     Ok(v) if spec.contains(&v) => {}
                                     _ => problem(
                                         format!("{file}:{}", w.line),
-                                        format!("Python {py}: lockfile has {} {} but matrix requires `{r}`", w.name, w.version),
+                                        format!("Python {py}: lockfile has {} {} but matrix requires `{r}`", w.wheel.name, w.wheel.version),
                                     ),
                                 }
                             }

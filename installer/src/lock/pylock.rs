@@ -52,7 +52,7 @@ pub struct Lockfile {
     pub requires_python: Option<String>,
     pub packages: Vec<Package>,
     /// sha256 of the file's bytes (recorded in env receipts).
-    pub sha256: String,
+    pub sha256: greta_vocab::Sha256,
     /// The leading comment block (how the file was made).
     pub header: String,
 }
@@ -148,7 +148,7 @@ impl Lockfile {
         for t in pkgs.iter() {
             packages.push(parse_package(src, t)?);
         }
-        let sha256 = hex::encode(Sha256::digest(src.text().as_bytes()));
+        let sha256 = greta_vocab::Sha256(Sha256::digest(src.text().as_bytes()).into());
         let header = src
             .text()
             .lines()

@@ -5,31 +5,24 @@
 use super::matrix::Profile;
 use super::pylock::Lockfile;
 use super::tags::Interpreter;
-use crate::fetch::LockLine;
 use anyhow::{bail, Result};
+use greta_vocab::{LockLine, PinnedWheel, Sha256};
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
 /// One wheel to install, with the reason it was chosen.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct WheelPin {
-    /// Normalised project name.
-    pub name: String,
-    pub version: String,
-    pub filename: String,
-    pub url: String,
-    /// Lowercase hex.
-    pub sha256: String,
-    /// Bytes, where the lockfile's source recorded it (check at download either way).
-    pub size: Option<u64>,
+    /// The wheel; its `at` is the lockfile and the line of its sha256,
+    /// named when a download hashes otherwise (see `fetch::MismatchedHash`).
+    /// Its size is where the lockfile's source recorded it (checked at
+    /// download either way).
+    #[serde(flatten)]
+    pub wheel: PinnedWheel,
     /// e.g. "marker `python_version >= '3.12'` is true; tag cp312-cp312-manylinux_2_28_x86_64 (rank 3)".
     pub why: String,
     /// 1-based line of the package entry in the lockfile.
     pub line: usize,
-    /// The lockfile and the line of this wheel's sha256, named when a
-    /// download hashes otherwise (see `fetch::MismatchedHash`).
-    #[serde(skip)]
-    pub hash_at: LockLine,
 }
 
 /// The wheel set of `lock` for `interp`. Fails when the profile does not
@@ -124,9 +117,12 @@ pub fn resolve_lock(lock: &Lockfile, interp: &Interpreter) -> Result<Vec<WheelPi
                 if have.is_empty() { "it has no wheels (greta never builds an sdist)".to_string() } else { have.join(", ") }
             );
         };
-        let Some(sha256) = wheel.sha256.clone() else {
+        let Some(sha256) = wheel.sha256.as_deref() else {
             bail!("{file}:{}: wheel {} has no sha256: it cannot be verified, so greta will not install it", wheel.line, wheel.filename);
         };
+        let sha256: Sha256 = sha256.parse().map_err(|e| {
+            anyhow::anyhow!("{file}:{}: wheel {}: {e}", wheel.hash_line, wheel.filename)
+        })?;
         let url = match (&wheel.url, &wheel.path) {
             (Some(u), _) => u.clone(),
             (None, Some(p)) => {
@@ -136,22 +132,24 @@ pub fn resolve_lock(lock: &Lockfile, interp: &Interpreter) -> Result<Vec<WheelPi
             (None, None) => unreachable!("parse_wheel requires url or path"),
         };
         let pin = WheelPin {
-            name: pkg.name.clone(),
-            version,
-            filename: wheel.filename.clone(),
-            url,
-            sha256,
-            size: wheel.size,
+            wheel: PinnedWheel {
+                name: pkg.name.clone(),
+                version,
+                filename: wheel.filename.clone(),
+                url,
+                sha256,
+                size: wheel.size,
+                at: Some(LockLine {
+                    file: lock.path.clone(),
+                    line: wheel.hash_line,
+                }),
+            },
             why: format!(
                 "{marker_why}; tag {tag} (rank {rank} of {} for Python {})",
                 interp.tags.len(),
                 interp.xy()
             ),
             line: pkg.line,
-            hash_at: LockLine {
-                file: lock.path.clone(),
-                line: wheel.hash_line,
-            },
         };
         if let Some(prev) = chosen.get(&pkg.name) {
             bail!(
@@ -159,9 +157,9 @@ pub fn resolve_lock(lock: &Lockfile, interp: &Interpreter) -> Result<Vec<WheelPi
                 pkg.line,
                 pkg.name,
                 prev.line,
-                prev.version,
+                prev.wheel.version,
                 pkg.line,
-                pin.version
+                pin.wheel.version
             );
         }
         chosen.insert(pkg.name.clone(), pin);

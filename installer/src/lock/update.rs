@@ -135,12 +135,8 @@ pub fn build(p: &Profile, uv: &Path, a: &Args) -> Result<String> {
 /// One pins-file wheel.
 #[derive(Debug, Clone)]
 pub struct Pin {
-    pub name: String,
-    pub version: String,
-    pub filename: String,
-    pub url: String,
-    pub sha256: String,
-    pub size: Option<u64>,
+    pub wheel: greta_vocab::PinnedWheel,
+    /// Where the hash was copied from, written above the entry.
     pub comment: String,
 }
 
@@ -198,16 +194,29 @@ fn load_pins(path: &Path, p: &Profile) -> Result<BTreeMap<String, Vec<Pin>>> {
             path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
             sources.join(", ")
         );
+        let sha256 = sha
+            .parse()
+            .with_context(|| format!("{}: pin {name} {version}", path.display()))?;
+        // A negative size is not a size (never wrapped into a huge one).
+        let size = match pin.get("size").and_then(|v| v.as_integer()) {
+            Some(i) => Some(u64::try_from(i).map_err(|_| {
+                anyhow::anyhow!(
+                    "{}: pin {name} {version}: size {i} is negative",
+                    path.display()
+                )
+            })?),
+            None => None,
+        };
         out.entry(name.clone()).or_default().push(Pin {
-            name,
-            version,
-            filename,
-            url,
-            sha256: sha.to_ascii_lowercase(),
-            size: pin
-                .get("size")
-                .and_then(|v| v.as_integer())
-                .map(|i| i as u64),
+            wheel: greta_vocab::PinnedWheel {
+                name,
+                version,
+                filename,
+                url,
+                sha256,
+                size,
+                at: None,
+            },
             comment,
         });
     }
@@ -420,13 +429,13 @@ fn merge(
     let mut pinned_entries: Vec<(String, String, Table, Vec<String>)> = Vec::new();
     for (name, list) in pins {
         let mut table = Table::new();
-        let version = list[0].version.clone();
+        let version = list[0].wheel.version.clone();
         table.insert("name", toml_edit::value(name.as_str()));
         table.insert("version", toml_edit::value(version.as_str()));
         let mut arr = Array::new();
         let mut comments = Vec::new();
         for pin in list {
-            let Some(wt) = WheelTags::parse(&pin.filename) else {
+            let Some(wt) = WheelTags::parse(&pin.wheel.filename) else {
                 continue;
             };
             let fits = pythons.iter().any(|py| {
@@ -439,13 +448,19 @@ fn merge(
                 continue;
             }
             let mut it = InlineTable::new();
-            it.insert("name", pin.filename.as_str().into());
-            it.insert("url", pin.url.as_str().into());
-            if let Some(s) = pin.size {
-                it.insert("size", (s as i64).into());
+            it.insert("name", pin.wheel.filename.as_str().into());
+            it.insert("url", pin.wheel.url.as_str().into());
+            if let Some(s) = pin.wheel.size {
+                let s = i64::try_from(s).map_err(|_| {
+                    anyhow::anyhow!(
+                        "{}: size {s} does not fit a TOML integer",
+                        pin.wheel.filename
+                    )
+                })?;
+                it.insert("size", s.into());
             }
             let mut h = InlineTable::new();
-            h.insert("sha256", pin.sha256.as_str().into());
+            h.insert("sha256", pin.wheel.sha256.to_string().into());
             it.insert("hashes", Value::InlineTable(h));
             arr.push(Value::InlineTable(it));
             comments.push(pin.comment.clone());
@@ -456,7 +471,7 @@ fn merge(
                 pythons.join("/")
             );
         }
-        if list.iter().any(|pin| pin.url.contains("pytorch.org")) {
+        if list.iter().any(|pin| pin.wheel.url.contains("pytorch.org")) {
             table.insert("index", toml_edit::value(p.indexes[0].as_str()));
         }
         arr.iter_mut()
