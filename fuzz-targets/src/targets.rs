@@ -1,6 +1,6 @@
 //! One function per target. Each returns quietly on input its parser
 //! refuses; it panics only on a defect.
-use greta::lock::{LockDir, Lockfile, Matrix, Origin};
+use greta::lock::{LockDir, Lockfile, Matrix};
 use greta_runtime::tuning_cache::{is_diagnostic, TuningCache};
 use greta_runtime::{DeviceInfo, Op};
 use std::path::Path;
@@ -123,7 +123,7 @@ pub fn lock_files(scratch: &Scratch, data: &[u8]) {
         }
         _ => {
             std::fs::write(scratch.path().join("tools.toml"), text).expect("scratch file");
-            let _ = greta::envs::uv_bootstrap::load(&LockDir::at(scratch.path(), Origin::Flag));
+            let _ = greta::envs::uv_bootstrap::load(&LockDir::from_flag(scratch.path()));
         }
     }
 }

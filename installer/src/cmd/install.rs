@@ -77,7 +77,7 @@ pub fn run(args: Args) -> Result<Exit> {
                 return Ok(Exit::Fail);
             }
             (
-                crate::lock::LockDir::at(dir, crate::lock::Origin::Bundle),
+                crate::lock::LockDir::of_bundle(dir),
                 Some(args.profile.clone().unwrap_or(m.profile)),
                 true,
             )

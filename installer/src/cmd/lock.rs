@@ -151,7 +151,7 @@ fn select(
 /// Which lock set is in effect and why, as JSON (`lock list --json`).
 fn lock_set_json(d: &lock::LockDir) -> serde_json::Value {
     serde_json::json!({
-        "origin": d.origin(),
+        "origin": d.origin_name(),
         "dir": d.on_disk(),
         "why": d.why(),
     })

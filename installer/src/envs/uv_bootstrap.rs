@@ -228,7 +228,7 @@ pub fn from_bundle(
             b.arch
         );
     }
-    let pin = load(&crate::lock::LockDir::at(dir, crate::lock::Origin::Bundle))?.with_context(|| {
+    let pin = load(&crate::lock::LockDir::of_bundle(dir))?.with_context(|| {
         format!(
             "bundle {}: its manifest lists uv {} but the bundle has no {TOOLS_FILE} to check it against",
             dir.display(),
@@ -358,7 +358,7 @@ mod tests {
     #[test]
     fn shipped_tools_toml_is_valid_and_pins_this_arch() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lock");
-        let pin = load(&crate::lock::LockDir::at(&dir, crate::lock::Origin::Flag))
+        let pin = load(&crate::lock::LockDir::from_flag(&dir))
             .unwrap()
             .expect("lock/tools.toml is shipped");
         assert!(pin.wheels.iter().any(|w| w.arch == "x86_64"));
@@ -378,11 +378,7 @@ mod tests {
         .unwrap();
         let e = format!(
             "{:#}",
-            load(&crate::lock::LockDir::at(
-                t.path(),
-                crate::lock::Origin::Flag
-            ))
-            .unwrap_err()
+            load(&crate::lock::LockDir::from_flag(t.path())).unwrap_err()
         );
         assert!(e.contains("tools.toml:4:"), "{e}");
     }
@@ -397,11 +393,7 @@ mod tests {
         .unwrap();
         let e = format!(
             "{:#}",
-            load(&crate::lock::LockDir::at(
-                t.path(),
-                crate::lock::Origin::Flag
-            ))
-            .unwrap_err()
+            load(&crate::lock::LockDir::from_flag(t.path())).unwrap_err()
         );
         assert!(
             e.contains("tools.toml:9:") && e.contains("\"abc\" is not a sha256"),
@@ -412,11 +404,8 @@ mod tests {
     #[test]
     fn no_tools_toml_is_no_pin() {
         let t = tempfile::tempdir().unwrap();
-        assert!(load(&crate::lock::LockDir::at(
-            t.path(),
-            crate::lock::Origin::Flag
-        ))
-        .unwrap()
-        .is_none());
+        assert!(load(&crate::lock::LockDir::from_flag(t.path()))
+            .unwrap()
+            .is_none());
     }
 }

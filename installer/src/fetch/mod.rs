@@ -72,18 +72,21 @@ impl Default for FetchOptions {
 
 impl FetchOptions {
     /// Defaults, overridden by `GRETA_FETCH_{JOBS,ATTEMPTS,BACKOFF_MS,TIMEOUT_S}`
-    /// (mirrors with odd limits; the tests use short timeouts).
+    /// (mirrors with odd limits; the tests use short timeouts). An empty
+    /// variable is unset; one that is not a whole number is an error that
+    /// names it, never silently the default.
     pub fn from_env() -> Result<Self> {
         let mut o = FetchOptions::default();
-        let num = |k: &str| -> Result<Option<u64>> {
-            match std::env::var(k) {
-                Ok(v) => v
-                    .trim()
-                    .parse::<u64>()
-                    .map(Some)
-                    .with_context(|| format!("{k}={v:?} is not a whole number")),
-                Err(_) => Ok(None),
-            }
+        let num = |k: &'static str| -> Result<Option<u64>> {
+            let s = greta_vocab::Setting::resolve(
+                None,
+                k,
+                |v| v.parse::<u64>().map(Some).map_err(|_| "not a whole number"),
+                || None,
+            )
+            .map_err(anyhow::Error::msg)?;
+            tracing::debug!("{k}: {:?}, {}", s.value, s.source);
+            Ok(s.value)
         };
         if let Some(j) = num(greta_vocab::EnvVars::GRETA_FETCH_JOBS)? {
             o.jobs = j.clamp(1, 64) as usize;

@@ -7,6 +7,7 @@
 //! is bounded and refuses FIFOs and devices.
 
 use anyhow::Result;
+use greta_vocab::Source;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -17,24 +18,18 @@ mod builtin {
 /// The environment variable that points greta at another lock directory.
 pub const ENV_VAR: &str = greta_vocab::EnvVars::GRETA_LOCK_DIR;
 
-/// Where the lock set in effect came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Origin {
-    /// `--lock-dir DIR`.
-    Flag,
-    /// `GRETA_LOCK_DIR=DIR`.
-    Env,
-    /// `greta install --bundle DIR`: the bundle's own lock files.
-    Bundle,
-    /// Compiled into this binary from the repository's `lock/`.
-    BuiltIn,
-}
+/// The flag that names a lock directory.
+pub const FLAG: &str = "--lock-dir";
 
-/// A set of lock files: a directory on disk or the one built in.
+/// A set of lock files: a directory on disk or the one built in, with the
+/// [`Source`] that put it in effect: `--lock-dir` ([`Source::Flag`]),
+/// `GRETA_LOCK_DIR` ([`Source::Env`]), a bundle's manifest
+/// ([`Source::File`]: `greta install --bundle DIR` uses the bundle's own
+/// lock files) or nothing ([`Source::BuiltIn`], compiled into this binary
+/// from the repository's `lock/`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockDir {
-    origin: Origin,
+    source: Source,
     /// `None` for the built-in set.
     dir: Option<PathBuf>,
 }
@@ -43,30 +38,61 @@ impl LockDir {
     /// The set a command uses: the flag, else the variable, else built in.
     pub fn resolve(flag: Option<&Path>) -> LockDir {
         if let Some(d) = flag {
-            return LockDir::at(d, Origin::Flag);
+            return LockDir::from_flag(d);
         }
+        // var_os, not Setting::resolve: a lock directory may be any path,
+        // UTF-8 or not.
         match std::env::var_os(ENV_VAR) {
-            Some(d) if !d.is_empty() => LockDir::at(Path::new(&d), Origin::Env),
+            Some(d) if !d.is_empty() => LockDir::at(Path::new(&d), Source::Env { name: ENV_VAR }),
             _ => LockDir::built_in(),
         }
     }
 
     pub fn built_in() -> LockDir {
         LockDir {
-            origin: Origin::BuiltIn,
+            source: Source::BuiltIn,
             dir: None,
         }
     }
 
-    pub fn at(dir: &Path, origin: Origin) -> LockDir {
+    /// `--lock-dir DIR`.
+    pub fn from_flag(dir: &Path) -> LockDir {
+        LockDir::at(dir, Source::Flag { name: FLAG })
+    }
+
+    /// The lock files of the bundle in `dir` (its manifest put them in effect).
+    pub fn of_bundle(dir: &Path) -> LockDir {
+        let manifest = dir.join(crate::install::BUNDLE_MANIFEST);
+        LockDir::at(
+            dir,
+            Source::File {
+                path: manifest,
+                line: None,
+            },
+        )
+    }
+
+    fn at(dir: &Path, source: Source) -> LockDir {
         LockDir {
-            origin,
+            source,
             dir: Some(dir.to_path_buf()),
         }
     }
 
-    pub fn origin(&self) -> Origin {
-        self.origin
+    /// Why this set is in effect.
+    pub fn source(&self) -> &Source {
+        &self.source
+    }
+
+    /// The `origin` of `lock list --json`: `flag`, `env`, `bundle` or
+    /// `built-in` (the names it has always had).
+    pub fn origin_name(&self) -> &'static str {
+        match self.source {
+            Source::Flag { .. } => "flag",
+            Source::Env { .. } => "env",
+            Source::File { .. } => "bundle",
+            Source::BuiltIn => "built-in",
+        }
     }
 
     /// The directory on disk; `None` for the built-in set.
@@ -103,10 +129,11 @@ impl LockDir {
 
     /// One line saying which set is in effect and why.
     pub fn why(&self) -> String {
-        match (&self.origin, &self.dir) {
-            (Origin::Flag, Some(d)) => format!("{} (from --lock-dir)", d.display()),
-            (Origin::Env, Some(d)) => format!("{} (from {ENV_VAR})", d.display()),
-            (Origin::Bundle, Some(d)) => format!("{} (the bundle's lock files)", d.display()),
+        match (&self.source, &self.dir) {
+            (Source::Flag { name } | Source::Env { name }, Some(d)) => {
+                format!("{} (from {name})", d.display())
+            }
+            (Source::File { .. }, Some(d)) => format!("{} (the bundle's lock files)", d.display()),
             _ => format!(
                 "built into greta {} ({} files; --lock-dir or {ENV_VAR} to use another)",
                 env!("CARGO_PKG_VERSION"),
@@ -159,7 +186,7 @@ mod tests {
     fn directory_set_reads_from_disk_and_says_why() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("matrix.toml"), "schema = 1\n").unwrap();
-        let l = LockDir::at(d.path(), Origin::Flag);
+        let l = LockDir::from_flag(d.path());
         assert_eq!(
             l.read("matrix.toml").unwrap().as_deref(),
             Some("schema = 1\n")

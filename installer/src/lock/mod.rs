@@ -25,7 +25,7 @@ pub mod source;
 pub mod tags;
 pub mod update;
 
-pub use dir::{LockDir, Origin};
+pub use dir::LockDir;
 pub use matrix::{lockfile_name_for, Backend, GfxOverride, LockStatus, Matrix, Profile};
 pub use pylock::{Lockfile, Package, Wheel};
 pub use resolve::{resolve, resolve_lock, WheelPin};
