@@ -1,19 +1,68 @@
 //! The one way greta runs a child process (python, uv, pip, a compile or
-//! device child): output captured, a time limit, and no orphan.
+//! device child, the framework gates): output captured with a size cap, a
+//! time limit, and no orphan.
 //!
-//! Children get `PR_SET_PDEATHSIG(SIGKILL)`: if greta is killed mid-install,
-//! uv/pip die with it instead of writing on into a staging dir that the next
-//! run is about to delete. A child still running when its [`Running`] is
-//! dropped is killed and reaped.
-use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+//! - Every child gets `PR_SET_PDEATHSIG(SIGKILL)`: if greta is killed
+//!   mid-install, uv/pip die with it instead of writing on into a staging
+//!   dir that the next run is about to delete.
+//! - [`Child::own_group`] makes the child the leader of a new process group,
+//!   and the whole group is killed when the child exits, when its time is
+//!   up, or when its [`Running`] is dropped: a framework's or a compiler's
+//!   grandchildren go with it. The leader stays unreaped until then (the
+//!   exit waiter uses `waitid(WNOWAIT)`), so its pid, the group id, cannot
+//!   have been reused.
+//! - stdout and stderr are read by threads into at most [`Child::cap`]
+//!   bytes each (the rest is read and dropped, and [`Captured::cut`] says
+//!   so); stdin bytes are written by a thread, so neither a chatty child nor
+//!   one that never reads its input can block the time limit.
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
 
-/// What a finished child printed, and how it ended.
+/// Most bytes kept of stdout and of stderr each, unless [`Child::cap`] says
+/// otherwise.
+pub const DEFAULT_CAP: usize = 64 << 20;
+
+/// How long the pipes may stay open after the child (and its group) ended:
+/// only a process that left the group (setsid) or a child that was not
+/// given a group could hold them.
+const DRAIN_LIMIT: Duration = Duration::from_secs(5);
+
+/// What a stream held, at most the cap, and whether it was cut.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Captured {
+    pub bytes: Vec<u8>,
+    pub cut: bool,
+}
+
+impl Captured {
+    /// The bytes as text (invalid UTF-8 replaced).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.bytes).into_owned()
+    }
+}
+
+/// How a started child ended.
+#[derive(Debug)]
+pub struct Finished {
+    /// `None` only when waiting for it failed.
+    pub status: Option<ExitStatus>,
+    pub stdout: Captured,
+    pub stderr: Captured,
+    /// The time limit was reached and the child (its group) was killed.
+    pub timed_out: bool,
+    /// A pipe was still open [`DRAIN_LIMIT`] after the child ended.
+    pub pipes_held: bool,
+    /// From the start to the end of the child.
+    pub wall: Duration,
+}
+
+/// What a finished child printed, and how it ended (see [`run`]).
 #[derive(Debug)]
 pub struct Output {
-    pub status: std::process::ExitStatus,
+    pub status: ExitStatus,
     pub stdout: String,
     pub stderr: String,
 }
@@ -37,69 +86,163 @@ pub enum ChildError {
     },
 }
 
-/// Runs `cmd` to completion (or kills it after `timeout`), capturing output.
-pub fn run(cmd: Command, timeout: Option<Duration>) -> Result<Output, ChildError> {
-    start(cmd, false)?.finish(timeout)
+/// `exit status N` or `killed by signal N (NAME)`.
+pub fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(s)) => format!("killed by signal {s} ({})", signal_name(s)),
+        _ => status.to_string(),
+    }
 }
 
-/// A child started by [`start`]: its output is being collected, and it is
-/// killed if dropped unfinished.
-pub struct Running {
-    shown: String,
-    child: Option<std::process::Child>,
-    stdin: Option<std::process::ChildStdin>,
-    out: Option<std::thread::JoinHandle<Vec<u8>>>,
-    err: Option<std::thread::JoinHandle<Vec<u8>>>,
-    exited: std::sync::mpsc::Receiver<()>,
+fn signal_name(s: i32) -> &'static str {
+    match s {
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    }
 }
 
-/// Starts `cmd` with captured output and, when `stdin_piped`, a pipe to
-/// its stdin (else /dev/null).
-pub fn start(mut cmd: Command, stdin_piped: bool) -> Result<Running, ChildError> {
-    let shown = format!("{cmd:?}");
-    cmd.stdin(if stdin_piped {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    die_with_parent(&mut cmd);
-    let mut child = cmd.spawn().map_err(|source| ChildError::Spawn {
-        shown: shown.clone(),
-        source,
-    })?;
-    let stdin = child.stdin.take();
-    let collect = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut s);
+/// What the child reads.
+enum Input {
+    Null,
+    Bytes(Vec<u8>),
+    Piped,
+}
+
+/// A child to start: the command and how it is bounded.
+pub struct Child {
+    cmd: Command,
+    group: bool,
+    cap: usize,
+    input: Input,
+}
+
+impl Child {
+    pub fn new(cmd: Command) -> Child {
+        Child {
+            cmd,
+            group: false,
+            cap: DEFAULT_CAP,
+            input: Input::Null,
+        }
+    }
+
+    /// Runs the child as the leader of its own process group, killed as a
+    /// group when it ends, times out or is dropped.
+    pub fn own_group(mut self) -> Child {
+        self.group = true;
+        self
+    }
+
+    /// Keeps at most `bytes` of stdout and of stderr each.
+    pub fn cap(mut self, bytes: usize) -> Child {
+        self.cap = bytes;
+        self
+    }
+
+    /// Feeds `bytes` to stdin, then closes it.
+    pub fn stdin_bytes(mut self, bytes: Vec<u8>) -> Child {
+        self.input = Input::Bytes(bytes);
+        self
+    }
+
+    /// Keeps a pipe to stdin for [`Running::send_and_close`].
+    pub fn stdin_piped(mut self) -> Child {
+        self.input = Input::Piped;
+        self
+    }
+
+    /// Starts it; its output is being collected from now on.
+    pub fn start(mut self) -> Result<Running, ChildError> {
+        let shown = format!("{:?}", self.cmd);
+        self.cmd
+            .stdin(match self.input {
+                Input::Null => Stdio::null(),
+                _ => Stdio::piped(),
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if self.group {
+            self.cmd.process_group(0);
+        }
+        die_with_parent(&mut self.cmd);
+        let started = Instant::now();
+        let mut child = self.cmd.spawn().map_err(|source| ChildError::Spawn {
+            shown: shown.clone(),
+            source,
+        })?;
+        let stdin = match (self.input, child.stdin.take()) {
+            (Input::Bytes(bytes), Some(mut pipe)) => {
+                // A child that exits without reading makes this fail: its
+                // status tells, not this write.
+                std::thread::spawn(move || {
+                    let _ = pipe.write_all(&bytes);
+                });
+                None
             }
-            s
+            (_, pipe) => pipe,
+        };
+        let out = reader(child.stdout.take(), self.cap);
+        let err = reader(child.stderr.take(), self.cap);
+        let exited = exit_signal(child.id());
+        Ok(Running {
+            child: Some(child),
+            group: self.group,
+            stdin,
+            out,
+            err,
+            exited,
+            started,
         })
-    };
-    let t_out = collect(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let t_err = collect(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let rx = exit_signal(child.id());
-    Ok(Running {
-        shown,
-        child: Some(child),
-        stdin,
-        out: Some(t_out),
-        err: Some(t_err),
-        exited: rx,
-    })
+    }
+
+    /// Starts it and waits at most `limit` (`None`: no limit).
+    pub fn finish_within(self, limit: Option<Duration>) -> Result<Finished, ChildError> {
+        Ok(self.start()?.finish(limit))
+    }
+}
+
+/// A started child: killed (with its group, if it has one) if dropped
+/// unfinished.
+pub struct Running {
+    child: Option<std::process::Child>,
+    group: bool,
+    stdin: Option<std::process::ChildStdin>,
+    out: Receiver<Captured>,
+    err: Receiver<Captured>,
+    exited: Receiver<()>,
+    started: Instant,
+}
+
+/// Reads `pipe` to its end on a thread, keeping at most `cap` bytes.
+fn reader(pipe: Option<impl Read + Send + 'static>, cap: usize) -> Receiver<Captured> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let mut keep = Captured::default();
+        if let Some(mut r) = pipe {
+            let mut buf = [0u8; 65536];
+            loop {
+                match r.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let room = cap.saturating_sub(keep.bytes.len());
+                        keep.cut |= n > room;
+                        keep.bytes.extend_from_slice(&buf[..n.min(room)]);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        let _ = tx.send(keep);
+    });
+    rx
 }
 
 /// Makes `cmd`'s child receive SIGKILL when greta dies.
@@ -120,63 +263,91 @@ impl Running {
         self.child.as_ref().map(|c| c.id())
     }
 
-    /// The pipe to the child's stdin, when started with one.
-    pub fn stdin(&mut self) -> Option<&mut std::process::ChildStdin> {
-        self.stdin.as_mut()
+    /// Writes `data` to the piped stdin ([`Child::stdin_piped`]) and closes
+    /// it. A child that already died makes this an error the caller may
+    /// ignore: [`Running::finish`] tells how it ended.
+    pub fn send_and_close(&mut self, data: &[u8]) -> std::io::Result<()> {
+        let mut s = self
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("stdin is not piped, or already closed"))?;
+        s.write_all(data)
     }
 
-    /// Closes the child's stdin, waits for it (killing it after `timeout`,
-    /// counted from now) and returns what it printed.
-    pub fn finish(mut self, timeout: Option<Duration>) -> Result<Output, ChildError> {
-        // Our stdin end goes first: a child reading it to the end sees EOF.
+    /// Closes stdin, waits up to `limit` (`None`: for ever), kills the
+    /// child (its group) if it is still running, reaps it and collects what
+    /// it printed.
+    pub fn finish(mut self, limit: Option<Duration>) -> Finished {
         self.stdin.take();
-        let exited = match timeout {
+        let exited = match limit {
             None => self.exited.recv().is_ok(),
-            Some(limit) => self.exited.recv_timeout(limit).is_ok(),
+            Some(l) => self.exited.recv_timeout(l).is_ok(),
         };
-        let shown = std::mem::take(&mut self.shown);
-        let Some(mut child) = self.child.take() else {
-            unreachable!("finish consumes the only Running")
-        };
-        if !exited {
+        let mut child = self.child.take().expect("finish consumes the only Running");
+        self.kill(&mut child);
+        let status = child.wait().ok();
+        let wall = self.started.elapsed();
+        let out = self.out.recv_timeout(DRAIN_LIMIT);
+        let err = self.err.recv_timeout(DRAIN_LIMIT);
+        Finished {
+            status,
+            pipes_held: out.is_err() || err.is_err(),
+            stdout: out.unwrap_or_default(),
+            stderr: err.unwrap_or_default(),
+            timed_out: !exited,
+            wall,
+        }
+    }
+
+    /// Kills the child's group (the leader is unreaped, so its pid is still
+    /// the group's id), or the child alone when it has no group of its own.
+    fn kill(&self, child: &mut std::process::Child) {
+        if self.group {
+            // SAFETY: kill(2) on the process group our unreaped child leads.
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+        } else {
             let _ = child.kill();
         }
-        let status = child.wait().map_err(|source| ChildError::Wait {
-            shown: shown.clone(),
-            source,
-        })?;
-        if !exited {
-            return Err(ChildError::TimedOut {
-                shown,
-                limit: timeout.unwrap_or_default(),
-            });
-        }
-        let join = |h: Option<std::thread::JoinHandle<Vec<u8>>>| {
-            String::from_utf8_lossy(&h.and_then(|h| h.join().ok()).unwrap_or_default()).into_owned()
-        };
-        Ok(Output {
-            status,
-            stdout: join(self.out.take()),
-            stderr: join(self.err.take()),
-        })
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
+            self.kill(&mut c);
             let _ = c.wait();
         }
     }
+}
+
+/// Runs `cmd` to completion (or kills it after `timeout`), capturing its
+/// output as text: the way greta runs python, uv and pip.
+pub fn run(cmd: Command, timeout: Option<Duration>) -> Result<Output, ChildError> {
+    let shown = format!("{cmd:?}");
+    let f = Child::new(cmd).finish_within(timeout)?;
+    if f.timed_out {
+        return Err(ChildError::TimedOut {
+            shown,
+            limit: timeout.unwrap_or_default(),
+        });
+    }
+    let status = f.status.ok_or_else(|| ChildError::Wait {
+        shown,
+        source: std::io::Error::other("the child could not be reaped"),
+    })?;
+    Ok(Output {
+        status,
+        stdout: f.stdout.text(),
+        stderr: f.stderr.text(),
+    })
 }
 
 /// A channel that receives once when child `pid` has exited. A waiter thread
 /// blocks in `waitid(WNOWAIT)`, so the child stays unreaped (its pid cannot
 /// be reused before the owner's `child.wait()`), and a time limit is a plain
 /// `recv_timeout` instead of a polling loop.
-pub fn exit_signal(pid: u32) -> std::sync::mpsc::Receiver<()> {
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
+pub fn exit_signal(pid: u32) -> Receiver<()> {
+    let (tx, rx) = channel::<()>();
     std::thread::spawn(move || {
         // SAFETY: an all-zero siginfo_t is a valid value of this plain C struct.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -202,41 +373,4 @@ pub fn exit_signal(pid: u32) -> std::sync::mpsc::Receiver<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn output_and_status_come_back() {
-        let mut c = Command::new("sh");
-        c.args(["-c", "echo out; echo err >&2; exit 3"]);
-        let o = run(c, Some(Duration::from_secs(60))).unwrap();
-        assert_eq!(o.status.code(), Some(3));
-        assert_eq!((o.stdout.as_str(), o.stderr.as_str()), ("out\n", "err\n"));
-    }
-
-    #[test]
-    fn a_child_past_its_limit_is_killed_and_reported() {
-        let mut c = Command::new("sleep");
-        c.arg("600");
-        let t = std::time::Instant::now();
-        let e = run(c, Some(Duration::from_millis(200))).unwrap_err();
-        assert!(matches!(e, ChildError::TimedOut { .. }), "{e}");
-        assert!(t.elapsed() < Duration::from_secs(60));
-    }
-
-    #[test]
-    fn a_missing_program_is_a_spawn_error_naming_it() {
-        let e = run(Command::new("/nonexistent/greta-nope"), None).unwrap_err();
-        assert!(matches!(e, ChildError::Spawn { .. }));
-        assert!(e.to_string().contains("greta-nope"), "{e}");
-    }
-
-    #[test]
-    fn stdin_is_piped_when_asked() {
-        use std::io::Write;
-        let mut r = start(Command::new("cat"), true).unwrap();
-        r.stdin().unwrap().write_all(b"hello").unwrap();
-        let o = r.finish(Some(Duration::from_secs(60))).unwrap();
-        assert_eq!(o.stdout, "hello");
-    }
-}
+mod tests;

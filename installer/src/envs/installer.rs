@@ -10,7 +10,7 @@ use std::time::Duration;
 
 // The runner lives in the vocabulary crate (one runner for every crate);
 // these names keep the installer's callers as they were.
-pub use greta_vocab::child::{run, start, Output, Running};
+pub use greta_vocab::child::{run, Output};
 
 /// Which tool puts the wheels into the venv.
 /// A `uv` on PATH that is a shell script (pyenv/asdf shim) costs a shell
@@ -263,5 +263,3 @@ impl Tool {
 
 /// How long the post-install `uv cache prune` may wait for another uv.
 const PRUNE_LIMIT: Duration = Duration::from_secs(30);
-
-pub(crate) use greta_vocab::child::exit_signal;

@@ -9,12 +9,10 @@
 //! deadline, and the group is killed again after it exits, so nothing it
 //! started is left behind.
 
-use std::io::{Read, Seek, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How to start a helper child: `exe args... <verb>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,27 +58,7 @@ impl ChildOutput {
     }
 }
 
-/// `exit status N` or `killed by signal N (NAME)`.
-pub fn describe(status: ExitStatus) -> String {
-    match (status.code(), status.signal()) {
-        (Some(c), _) => format!("exit status {c}"),
-        (None, Some(s)) => format!("killed by signal {s} ({})", signal_name(s)),
-        _ => status.to_string(),
-    }
-}
-
-fn signal_name(s: i32) -> &'static str {
-    match s {
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGILL => "SIGILL",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGTERM => "SIGTERM",
-        _ => "signal",
-    }
-}
+pub use greta_vocab::child::describe;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChildError {
@@ -96,78 +74,53 @@ pub enum ChildError {
     Io(#[from] std::io::Error),
 }
 
-/// At most this much of a child's output is read back.
-const OUTPUT_CAP: u64 = 256 << 20;
+/// At most this much of a child's output is read back (a compiled object
+/// comes back on stdout).
+const OUTPUT_CAP: usize = 256 << 20;
 
 /// Runs `cmd` with `stdin` as its input, in its own process group, killing
-/// that group after `limit`. Output goes through files (no pipe to fill).
+/// that group after `limit` (and after it exits: a compile grandchild goes
+/// with it), through the vocabulary's one child runner.
 pub fn run(
-    mut cmd: Command,
+    cmd: Command,
     what: &str,
     stdin: &[u8],
     limit: Duration,
 ) -> Result<ChildOutput, ChildError> {
-    let mut input = tempfile::tempfile()?;
-    input.write_all(stdin)?;
-    input.rewind()?;
-    let out = tempfile::tempfile()?;
-    let err = tempfile::tempfile()?;
+    use greta_vocab::child::{Child, ChildError as Vc};
     let exe = format!("{:?}", cmd.get_program());
-    let started = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::from(input))
-        .stdout(out.try_clone()?)
-        .stderr(err.try_clone()?)
-        .process_group(0)
-        .spawn()
-        .map_err(|source| ChildError::Spawn { exe, source })?;
-    let pgid = child.id() as libc::pid_t;
-    let kill_group = || {
-        // SAFETY: kill(2) on our own child's process group id.
-        unsafe { libc::kill(-pgid, libc::SIGKILL) };
-    };
-    let mut nap = Duration::from_millis(1);
-    let status = loop {
-        if let Some(s) = child.try_wait()? {
-            break s;
-        }
-        if started.elapsed() >= limit {
-            kill_group();
-            let _ = child.wait();
-            return Err(ChildError::TimedOut {
-                what: what.to_string(),
-                limit,
-                stderr: read_capped(err).unwrap_or_default(),
-            });
-        }
-        std::thread::sleep(nap.min(limit.saturating_sub(started.elapsed())));
-        nap = (nap * 2).min(Duration::from_millis(20));
-    };
-    // Whatever the child started (a compile grandchild) goes with it.
-    kill_group();
-    let wall = started.elapsed();
-    let mut stdout = Vec::new();
-    let mut out = out;
-    out.rewind()?;
-    out.take(OUTPUT_CAP).read_to_end(&mut stdout)?;
+    let running = Child::new(cmd)
+        .own_group()
+        .cap(OUTPUT_CAP)
+        .stdin_bytes(stdin.to_vec())
+        .start()
+        .map_err(|e| match e {
+            Vc::Spawn { source, .. } | Vc::Wait { source, .. } => ChildError::Spawn { exe, source },
+            Vc::TimedOut { .. } => unreachable!("start sets no time limit"),
+        })?;
+    let f = running.finish(Some(limit));
+    if f.timed_out {
+        return Err(ChildError::TimedOut {
+            what: what.to_string(),
+            limit,
+            stderr: f.stderr.text(),
+        });
+    }
+    let status = f
+        .status
+        .ok_or_else(|| std::io::Error::other(format!("{what}: the child could not be reaped")))?;
     Ok(ChildOutput {
         status,
-        stdout,
-        stderr: read_capped(err)?,
-        wall,
+        stdout: f.stdout.bytes,
+        stderr: f.stderr.text(),
+        wall: f.wall,
     })
-}
-
-fn read_capped(mut f: std::fs::File) -> std::io::Result<String> {
-    f.rewind()?;
-    let mut v = Vec::new();
-    f.take(OUTPUT_CAP).read_to_end(&mut v)?;
-    Ok(String::from_utf8_lossy(&v).into_owned())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[test]
     fn a_child_past_its_limit_is_killed_with_its_group() {

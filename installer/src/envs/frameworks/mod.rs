@@ -13,9 +13,12 @@
 
 pub mod judge;
 pub mod report;
-pub mod runner;
 pub mod session;
 
+use greta_vocab::child::{Child, Finished, Running};
+
+/// Most bytes kept of the gate script's stdout and of its stderr each.
+pub const MAX_OUTPUT: usize = 16 << 20;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -233,7 +236,7 @@ pub struct Request {
 
 /// The interpreter started and waiting for "go" (see [`prestart`]).
 pub struct Prestarted {
-    running: runner::Running,
+    running: Running,
     request: Request,
     /// Holds `gates.py` for as long as the interpreter may read it.
     _dir: tempfile::TempDir,
@@ -261,7 +264,14 @@ pub fn prestart(python: &Path, request: Request) -> Result<Prestarted> {
         .env_remove("PYTHONHOME")
         // The script's own bytecode is never cached next to it.
         .env("PYTHONDONTWRITEBYTECODE", "1");
-    let running = runner::start(cmd).with_context(|| format!("starting {}", python.display()))?;
+    // Its own process group (everything a framework starts is killed with
+    // it), PR_SET_PDEATHSIG, stdin piped for "go", output capped.
+    let running = Child::new(cmd)
+        .own_group()
+        .stdin_piped()
+        .cap(MAX_OUTPUT)
+        .start()
+        .with_context(|| format!("starting {}", python.display()))?;
     Ok(Prestarted {
         running,
         request,
@@ -285,9 +295,9 @@ impl Prestarted {
         );
         let _ = self.running.send_and_close(go.as_bytes());
         let limit = self.request.timeout + Duration::from_secs(30);
-        let f = self.running.finish(limit);
+        let f = self.running.finish(Some(limit));
         let parsed = parse(&f, &self.request, limit);
-        (parsed, f.stderr.text)
+        (parsed, f.stderr.text())
     }
 
     pub fn request(&self) -> &Request {
@@ -302,10 +312,10 @@ impl Prestarted {
     }
 }
 
-fn parse(f: &runner::Finished, request: &Request, limit: Duration) -> Result<Run> {
+fn parse(f: &Finished, request: &Request, limit: Duration) -> Result<Run> {
     let mut done = Vec::new();
     let mut result = None;
-    for (i, line) in f.stdout.text.lines().enumerate() {
+    for (i, line) in f.stdout.text().lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
@@ -322,7 +332,8 @@ fn parse(f: &runner::Finished, request: &Request, limit: Duration) -> Result<Run
     if let Some(r) = result {
         return Ok(r);
     }
-    let stderr = tail(&f.stderr.text, 2000);
+    let stderr = f.stderr.text();
+    let stderr = tail(&stderr, 2000);
     if f.timed_out {
         let pending: Vec<&str> = request
             .modules
