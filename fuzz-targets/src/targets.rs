@@ -19,7 +19,7 @@ impl Scratch {
         let mut device = DeviceInfo::placeholder();
         // lavapipe's identity, as in the seed fuzz/seeds/tuning-lavapipe-*.json
         // (a cache of another device is ignored before its entries are read).
-        device.uuid = "6d65736132322e332e36000000000000".into();
+        device.uuid = "6d65736132322e332e36000000000000".parse().ok();
         device.driver_version = 1;
         Ok(Scratch {
             dir: tempfile::tempdir()?,

@@ -186,7 +186,10 @@ pub struct VulkanDevice {
     pub driver_name: Option<String>,
     pub driver_info: Option<String>,
     pub api_version: Option<String>,
-    pub device_uuid: Option<String>,
+    /// Read leniently from captures: a text that is no UUID is no UUID
+    /// (None), not a capture that cannot be read.
+    #[serde(default, deserialize_with = "lenient_uuid")]
+    pub device_uuid: Option<greta_vocab::DeviceUuid>,
     /// PCI address when the text shows it (e.g. `MESA_VK_DEVICE_SELECT=list`).
     #[serde(default)]
     pub pci_address: Option<String>,
@@ -327,6 +330,14 @@ fn merge_json(dst: &mut serde_json::Value, src: &mut serde_json::Value, path: &s
         }
         (d, s) => *d = s.take(),
     }
+}
+
+/// A device UUID from a capture, or None when the text is not one.
+fn lenient_uuid<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<greta_vocab::DeviceUuid>, D::Error> {
+    let text: Option<String> = Option::deserialize(d)?;
+    Ok(text.and_then(|t| t.parse().ok()))
 }
 
 #[cfg(test)]

@@ -76,8 +76,9 @@ pub struct DeviceInfo {
     pub driver_version_text: String,
     /// API version, e.g. `1.3.230` (Vulkan) or the HIP runtime version.
     pub api_version: String,
-    /// deviceUUID as 32 hex digits.
-    pub uuid: String,
+    /// deviceUUID (Vulkan; CUDA's device UUID), None where the API has
+    /// none (HIP). Serialised in vulkaninfo's 8-4-4-4-12 form.
+    pub uuid: Option<greta_vocab::DeviceUuid>,
     /// f16 arithmetic and 16-bit storage both available.
     pub fp16: bool,
     pub int8: bool,
@@ -118,7 +119,7 @@ impl DeviceInfo {
             driver_version: 0,
             driver_version_text: String::new(),
             api_version: String::new(),
-            uuid: String::new(),
+            uuid: None,
             fp16: false,
             int8: false,
             subgroup_size: 0,

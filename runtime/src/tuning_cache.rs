@@ -136,13 +136,14 @@ impl TuningCache {
         let path = dir.map(|d| {
             d.join(format!(
                 "{backend}-{}-{:08x}.json",
-                info.uuid, info.driver_version
+                info.uuid.map(|u| u.hex()).unwrap_or_default(),
+                info.driver_version
             ))
         });
         let fresh = TuningFile {
             schema: SCHEMA.into(),
             device: info.name.clone(),
-            uuid: info.uuid.clone(),
+            uuid: info.uuid.map(|u| u.hex()).unwrap_or_default(),
             driver_id: info.driver_id.to_string(),
             driver_version: info.driver_version,
             entries: BTreeMap::new(),
@@ -157,7 +158,7 @@ impl TuningCache {
             Some(Ok(Some(text))) => match serde_json::from_str::<TuningFile>(&text) {
                 Ok(mut f)
                     if f.schema == SCHEMA
-                        && f.uuid == info.uuid
+                        && f.uuid.parse::<greta_vocab::DeviceUuid>().ok() == info.uuid
                         && f.driver_version == info.driver_version =>
                 {
                     let before = f.entries.len();
@@ -260,7 +261,7 @@ mod tests {
     fn info(driver_version: u32) -> DeviceInfo {
         let mut d = DeviceInfo::placeholder();
         d.name = "test gpu".into();
-        d.uuid = "00112233445566778899aabbccddeeff".into();
+        d.uuid = Some("00112233445566778899aabbccddeeff".parse().unwrap());
         d.driver_version = driver_version;
         d
     }

@@ -383,15 +383,15 @@ mod tests {
         let mut second = rep.devices[0].clone();
         second.index = 1;
         second.device.name = "second".into();
-        second.device.uuid = Some("22".into());
+        second.device.uuid = Some(greta_vocab::DeviceUuid([0x22; 16]));
         rep.devices[0].device.name = "first".into();
-        rep.devices[0].device.uuid = Some("11".into());
+        rep.devices[0].device.uuid = Some(greta_vocab::DeviceUuid([0x11; 16]));
         rep.devices.push(second);
         let b = Baseline::parse(Path::new("b.json"), &rep.to_json()).unwrap();
         let mut dev = sample_report().devices[0].device.clone();
         assert!(!b.matches_device(&dev));
         assert!(b.reference(&dev, "copy.bw").is_none());
-        dev.uuid = Some("22".into());
+        dev.uuid = Some(greta_vocab::DeviceUuid([0x22; 16]));
         assert!(b.matches_device(&dev));
         assert_eq!(b.device_for(&dev).unwrap().index, 1);
     }

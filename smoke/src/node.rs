@@ -239,7 +239,7 @@ mod tests {
             let mut info = crate::runner::tests::fake_info(true);
             info.index = i;
             info.name = format!("Fake GPU {i}");
-            info.uuid = format!("{i:032x}");
+            info.uuid = Some(greta_vocab::DeviceUuid((i as u128).to_be_bytes()));
             Ok(Box::new(Fake {
                 info,
                 ns_per_dispatch: 50_000 * factor,

@@ -35,7 +35,7 @@ pub fn render(r: &Report) -> String {
                     "{profile},device=\"{}\",name=\"{}\",uuid=\"{}\",backend=\"{}\"",
                     d.index,
                     esc(&d.device.name),
-                    esc(d.device.uuid.as_deref().unwrap_or("")),
+                    esc(&d.device.uuid.map(|u| u.to_string()).unwrap_or_default()),
                     esc(&d.backend)
                 )),
                 d,

@@ -83,8 +83,9 @@ pub struct DeviceInfo {
     pub driver_version: String,
     /// API version (Vulkan `1.3.230`, HIP runtime version).
     pub api_version: String,
-    /// Device UUID, hex with dashes, when the backend has one.
-    pub uuid: Option<String>,
+    /// Device UUID, hex with dashes (vulkaninfo's form), when the backend
+    /// has one. Files that wrote 32 bare hex digits still read.
+    pub uuid: Option<greta_vocab::DeviceUuid>,
     /// shaderFloat16 + 16-bit storage (or the HIP equivalent).
     pub fp16: bool,
 }
@@ -444,7 +445,7 @@ pub(crate) mod tests {
             driver_info: "Mesa 22.3.6 (LLVM 15.0.6)".into(),
             driver_version: "0.0.1".into(),
             api_version: "1.3.230".into(),
-            uuid: Some("6d657361-3232-2e33-2e36-000000000000".into()),
+            uuid: Some("6d657361-3232-2e33-2e36-000000000000".parse().unwrap()),
             fp16: true,
         };
         let metrics = Metrics {

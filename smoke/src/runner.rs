@@ -58,7 +58,7 @@ pub fn device_info(d: &greta_runtime::DeviceInfo) -> DeviceInfo {
         driver_info: d.driver_info.clone(),
         driver_version: d.driver_version_text.clone(),
         api_version: d.api_version.clone(),
-        uuid: Some(d.uuid.clone()).filter(|u| !u.is_empty()),
+        uuid: d.uuid,
         fp16: d.fp16,
     }
 }

@@ -78,7 +78,7 @@ pub struct GateTune {
 pub struct TuneReport {
     pub schema: &'static str,
     pub device: String,
-    pub uuid: String,
+    pub uuid: Option<greta_vocab::DeviceUuid>,
     pub driver: String,
     pub profile: String,
     pub seed: u64,
@@ -146,7 +146,7 @@ pub fn tune(opts: &TuneOptions) -> Result<TuneReport, SmokeError> {
     Ok(TuneReport {
         schema: SCHEMA,
         device: info.name.clone(),
-        uuid: info.uuid.clone(),
+        uuid: info.uuid,
         driver: format!("{} {}", info.driver_name, info.driver_info),
         profile: opts.profile.as_str().to_string(),
         seed: opts.seed,
@@ -280,7 +280,12 @@ pub fn render(r: &TuneReport) -> String {
     let _ = writeln!(
         s,
         "tuning {} ({}, {}), profile {}, seed {}",
-        r.device, r.driver, r.uuid, r.profile, r.seed
+        r.device,
+        r.driver,
+        r.uuid
+            .map_or_else(|| "no uuid".to_string(), |u| u.to_string()),
+        r.profile,
+        r.seed
     );
     for g in &r.gates {
         let _ = writeln!(s, "{} [{}]", g.gate, g.shape_class);

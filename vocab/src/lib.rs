@@ -15,6 +15,7 @@ mod gfx;
 mod setting;
 mod sha256;
 mod verdict;
+mod vk_device;
 mod vk_driver;
 mod wheel;
 
@@ -26,5 +27,6 @@ pub use gfx::{Gfx, GfxError};
 pub use setting::{Setting, Source};
 pub use sha256::{Sha256, Sha256Error};
 pub use verdict::Verdict;
+pub use vk_device::{same_gpu, DeviceUuid, DeviceUuidError, GpuIdentity, SameGpu};
 pub use vk_driver::VkDriver;
 pub use wheel::{LockLine, PinnedWheel};

@@ -223,7 +223,7 @@ pub fn parse(text: &str) -> Facts {
             "driverID" if d.kind == VulkanDriverKind::Other => d.kind = kind_from_driver_id(v),
             "driverName" => first(&mut d.driver_name),
             "driverInfo" => first(&mut d.driver_info),
-            "deviceUUID" => first(&mut d.device_uuid),
+            "deviceUUID" if d.device_uuid.is_none() => d.device_uuid = v.parse().ok(),
             "subgroupSize" if d.subgroup_size.is_none() => d.subgroup_size = v.parse().ok(),
             "minSubgroupSize" if d.min_subgroup_size.is_none() => {
                 d.min_subgroup_size = v.parse().ok()

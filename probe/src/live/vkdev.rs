@@ -51,19 +51,6 @@ fn version_string(v: u32) -> String {
     )
 }
 
-/// The 8-4-4-4-12 form vulkaninfo prints.
-pub fn uuid_string(u: &[u8; 16]) -> String {
-    let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
-}
-
 fn cstr(r: Result<&CStr, std::ffi::FromBytesUntilNulError>) -> Option<String> {
     r.ok()
         .map(|c| c.to_string_lossy().trim().to_string())
@@ -191,7 +178,7 @@ unsafe fn describe(
         // the type its sType names, and a structure is chained only when the
         // device supports it (1.2/1.3 core, or the extension it comes from).
         unsafe { instance.get_physical_device_properties2(pd, &mut p2) };
-        d.device_uuid = Some(uuid_string(&id.device_uuid));
+        d.device_uuid = Some(greta_vocab::DeviceUuid(id.device_uuid));
         d.subgroup_size = Some(sub.subgroup_size).filter(|&s| s > 0);
         if have_driver {
             d.kind = kind_from_driver_id(drv.driver_id);
@@ -433,7 +420,10 @@ mod tests {
         let u: [u8; 16] = [
             0x6d, 0x65, 0x73, 0x61, 0x32, 0x33, 0x2e, 0x33, 0x2e, 0x36, 0, 0, 0, 0, 0, 0,
         ];
-        assert_eq!(uuid_string(&u), "6d657361-3233-2e33-2e36-000000000000");
+        assert_eq!(
+            greta_vocab::DeviceUuid(u).to_string(),
+            "6d657361-3233-2e33-2e36-000000000000"
+        );
         assert_eq!(
             version_string(ash::vk::make_api_version(0, 1, 3, 230)),
             "1.3.230"

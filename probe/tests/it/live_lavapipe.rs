@@ -55,7 +55,7 @@ fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
         .api_version
         .as_deref()
         .is_some_and(|v| v.starts_with("1.")));
-    assert!(dev.device_uuid.as_deref().is_some_and(|u| u.len() == 36));
+    assert!(dev.device_uuid.is_some_and(|u| u.to_string().len() == 36));
     assert!(dev.subgroup_size.is_some_and(|s| s >= 4));
     assert!(dev.fp16.is_some());
     assert!(dev.cooperative_matrix.is_some());

@@ -242,12 +242,9 @@ impl Driver for Cuda {
         let uuid = if unsafe { old_symbols().map(|f| (f.uuid)(&mut u, o)) }
             == Some(CUresult::CUDA_SUCCESS)
         {
-            u.bytes
-                .iter()
-                .map(|&b| format!("{:02x}", b as u8))
-                .collect()
+            Some(greta_vocab::DeviceUuid(u.bytes.map(|b| b as u8)))
         } else {
-            String::new()
+            None
         };
         let (major, minor) = (
             self.attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, ordinal)?,

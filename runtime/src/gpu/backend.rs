@@ -112,7 +112,7 @@ pub fn device_info<D: Driver>(
         driver_version: d.driver_version_raw,
         driver_version_text: d.driver_version.clone(),
         api_version: d.runtime_version.clone(),
-        uuid: d.uuid.clone(),
+        uuid: d.uuid,
         // Every GPU HIP or CUDA 11+ runs on has f16 arithmetic and storage.
         fp16: true,
         int8: true,

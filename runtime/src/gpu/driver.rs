@@ -164,8 +164,8 @@ pub struct GpuDevice {
     pub pci_bus_id: String,
     pub pci_vendor_id: u32,
     pub pci_device_id: u32,
-    /// 32 hex digits, empty when unknown.
-    pub uuid: String,
+    /// None when the API reports none (HIP).
+    pub uuid: Option<greta_vocab::DeviceUuid>,
     /// Runtime/driver versions as the library reports them, readable.
     pub runtime_version: String,
     pub driver_version: String,

@@ -147,7 +147,7 @@ mod tests {
             pci_bus_id: String::new(),
             pci_vendor_id: 0x1002,
             pci_device_id: 0x74a1,
-            uuid: String::new(),
+            uuid: None,
             runtime_version: "6.3.42134".into(),
             driver_version: "6.3.42134".into(),
             driver_version_raw: 0,

@@ -452,7 +452,7 @@ impl Driver for Hip {
             pci_vendor_id: sysfs("vendor"),
             pci_device_id: sysfs("device"),
             pci_bus_id,
-            uuid: String::new(),
+            uuid: None,
             runtime_version: device::version_string(self.inner.runtime_version),
             driver_version: device::version_string(dv),
             driver_version_raw: dv as u32,

@@ -261,7 +261,7 @@ impl Device {
         };
         let cache_path = dir.map(|d| {
             d.join(cache::file_name(
-                &info.uuid,
+                &info.uuid.map(|u| u.hex()).unwrap_or_default(),
                 info.vendor_id,
                 info.device_id,
                 info.driver_version,

@@ -247,7 +247,7 @@ fn physical(inst: &Instance, pd: vk::PhysicalDevice) -> Option<Physical> {
         driver_version: props.driver_version,
         driver_version_text: driver_ver(props.vendor_id, props.driver_version),
         api_version: ver(api),
-        uuid: hex::encode(v11.device_uuid),
+        uuid: Some(greta_vocab::DeviceUuid(v11.device_uuid)),
         fp16: f12.shader_float16 == vk::TRUE && f11.storage_buffer16_bit_access == vk::TRUE,
         int8: f12.shader_int8 == vk::TRUE,
         subgroup_size: v11.subgroup_size,
@@ -288,6 +288,21 @@ fn driver_rank(d: &DeviceInfo) -> u32 {
     d.driver_id.preference()
 }
 
+/// Whether two devices are one GPU: the vocabulary's rule, which the
+/// probe's `vulkan.duplicate-gpu` check uses too (a nil deviceUUID names
+/// no GPU).
+fn same_gpu(a: &DeviceInfo, b: &DeviceInfo) -> bool {
+    fn id(d: &DeviceInfo) -> greta_vocab::GpuIdentity<'_> {
+        greta_vocab::GpuIdentity {
+            uuid: d.uuid,
+            pci: None,
+            bare_name: "",
+            driver: d.driver_id.id_name(),
+        }
+    }
+    greta_vocab::same_gpu(&id(a), &id(b)).is_some()
+}
+
 /// Keeps one entry per deviceUUID (the best-ranked driver, at the position
 /// of the first occurrence), recording the others in `also_exposed_by` and a
 /// note, then numbers the list.
@@ -311,7 +326,7 @@ pub fn dedupe_infos(all: Vec<DeviceInfo>) -> (Vec<usize>, Vec<DeviceInfo>) {
     let mut keep: Vec<usize> = Vec::new();
     let mut out: Vec<DeviceInfo> = Vec::new();
     for (i, d) in all.into_iter().enumerate() {
-        let Some(pos) = out.iter().position(|q| q.uuid == d.uuid) else {
+        let Some(pos) = out.iter().position(|q| same_gpu(q, &d)) else {
             keep.push(i);
             out.push(d);
             continue;
@@ -415,11 +430,12 @@ pub fn choose(list: &[Physical], sel: &DeviceSelect) -> Result<usize, RuntimeErr
 mod tests {
     use super::*;
 
-    fn info(name: &str, driver: &str, uuid: &str) -> DeviceInfo {
+    /// A device whose deviceUUID is `uuid` sixteen times.
+    fn info(name: &str, driver: &str, uuid: u8) -> DeviceInfo {
         let mut d = DeviceInfo::placeholder();
         d.name = name.into();
         d.driver_id = VkDriver::from_id_name(driver);
-        d.uuid = uuid.into();
+        d.uuid = Some(greta_vocab::DeviceUuid([uuid; 16]));
         d.device_type = DeviceType::IntegratedGpu;
         d
     }
@@ -427,9 +443,9 @@ mod tests {
     #[test]
     fn one_gpu_two_drivers_keeps_radv() {
         let (keep, out) = dedupe_infos(vec![
-            info("AMD Radeon 760M (AMDVLK)", "AMD_OPEN_SOURCE", "aa"),
-            info("llvmpipe", "MESA_LLVMPIPE", "cc"),
-            info("AMD Radeon 760M (RADV GFX1103_R1)", "MESA_RADV", "aa"),
+            info("AMD Radeon 760M (AMDVLK)", "AMD_OPEN_SOURCE", 0xaa),
+            info("llvmpipe", "MESA_LLVMPIPE", 0xcc),
+            info("AMD Radeon 760M (RADV GFX1103_R1)", "MESA_RADV", 0xaa),
         ]);
         assert_eq!(keep, vec![2, 1]);
         assert_eq!(out.len(), 2);
@@ -450,8 +466,8 @@ mod tests {
     #[test]
     fn first_of_equals_kept() {
         let (keep, out) = dedupe_infos(vec![
-            info("a", "AMD_PROPRIETARY", "x"),
-            info("b", "AMD_OPEN_SOURCE", "x"),
+            info("a", "AMD_PROPRIETARY", 0x11),
+            info("b", "AMD_OPEN_SOURCE", 0x11),
         ]);
         assert_eq!(keep, vec![0]);
         assert_eq!(out[0].name, "a");

@@ -63,7 +63,11 @@ fn device_info(m: &ModuleRun) -> DeviceInfo {
         ),
         driver_version: m.version.clone().unwrap_or_default(),
         api_version: api,
-        uuid: seen.and_then(|d| d.uuid.clone()),
+        // torch prints the UUID bare or nvidia-smi's way ("GPU-..."); a
+        // text that is neither names no device.
+        uuid: seen
+            .and_then(|d| d.uuid.as_deref())
+            .and_then(|u| u.trim_start_matches("GPU-").parse().ok()),
         fp16: false,
     }
 }

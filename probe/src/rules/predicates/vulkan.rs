@@ -1,8 +1,9 @@
 //! The Vulkan loader, its ICDs and layers, and the devices they expose.
 
 use super::{is_cpu_device, when, Predicate, View};
-use crate::facts::VulkanDriverKind;
+use crate::facts::{VulkanDevice, VulkanDriverKind};
 use crate::from::vulkaninfo::kind_name;
+use greta_vocab::{same_gpu, GpuIdentity, SameGpu};
 
 pub struct VulkanLoaderAbsent;
 impl Predicate for VulkanLoaderAbsent {
@@ -202,39 +203,39 @@ impl Predicate for VulkanDuplicateGpu {
                 if is_cpu_device(a) || is_cpu_device(b) {
                     continue;
                 }
-                let same_uuid = a.device_uuid.is_some()
-                    && a.device_uuid == b.device_uuid
-                    && a.device_uuid.as_deref() != Some("00000000-0000-0000-0000-000000000000");
-                let same_pci = a.pci_address.is_some() && a.pci_address == b.pci_address;
-                // Application logs show no UUID: one GPU under two drivers
-                // (the vendor's and Dozen's "Microsoft Direct3D12 (NAME)", RADV's
-                // "NAME (RADV CODENAME)" and AMDVLK's "NAME") has one bare name.
-                let same_name = a.kind != b.kind
-                    && a.device_uuid.is_none()
-                    && b.device_uuid.is_none()
-                    && a.pci_address.is_none()
-                    && b.pci_address.is_none()
-                    && bare_device_name(&a.name).len() >= 6
-                    && bare_device_name(&a.name) == bare_device_name(&b.name);
-                if same_uuid || same_pci || same_name {
+                // The vocabulary's rule, which the runtime's device list
+                // uses too. Application logs show no UUID: one GPU under two
+                // drivers (the vendor's and Dozen's "Microsoft Direct3D12
+                // (NAME)", RADV's "NAME (RADV CODENAME)" and AMDVLK's "NAME")
+                // has one bare name.
+                let (na, nb) = (bare_device_name(&a.name), bare_device_name(&b.name));
+                if let Some(why) = same_gpu(&identity(a, &na), &identity(b, &nb)) {
                     dups.push(format!(
                         "{} ({}) and {} ({}) are one GPU ({})",
                         a.name,
                         kind_name(a.kind),
                         b.name,
                         kind_name(b.kind),
-                        if same_pci {
-                            a.pci_address.clone().unwrap_or_default()
-                        } else if same_name {
-                            "same device name".to_string()
-                        } else {
-                            format!("deviceUUID {}", a.device_uuid.clone().unwrap_or_default())
+                        match why {
+                            SameGpu::Pci(p) => p,
+                            SameGpu::Name => "same device name".to_string(),
+                            SameGpu::Uuid(u) => format!("deviceUUID {u}"),
                         }
                     ));
                 }
             }
         }
         when(!dups.is_empty(), || dups)
+    }
+}
+
+/// What the probe knows of a device's identity, for the vocabulary's rule.
+fn identity<'d>(d: &'d VulkanDevice, bare_name: &'d str) -> GpuIdentity<'d> {
+    GpuIdentity {
+        uuid: d.device_uuid,
+        pci: d.pci_address.as_deref(),
+        bare_name,
+        driver: kind_name(d.kind),
     }
 }
 
@@ -265,7 +266,7 @@ fn vulkan_duplicate_gpu() {
     assert!(!holds(&VulkanDuplicateGpu, &f));
     // A shared deviceUUID is one GPU whatever the names.
     for d in &mut f.vulkan.devices {
-        d.device_uuid = Some("a1b2".into());
+        d.device_uuid = Some("a1b2a1b2-a1b2-a1b2-a1b2-a1b2a1b2a1b2".parse().unwrap());
     }
     assert!(holds(&VulkanDuplicateGpu, &f));
 }
