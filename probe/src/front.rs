@@ -431,38 +431,53 @@ impl HipCheck {
     }
 }
 
-/// Reads one HIP device listing (`greta.gpu-devices/v1`; snapshots taken
-/// with the old worker hold `greta.hip-devices/v1`, read the same way).
+/// What the doctor reads of a device listing (`greta.gpu-devices/v1`, which
+/// the listing child writes with the runtime's whole device record;
+/// snapshots taken with the old worker hold `greta.hip-devices/v1`, the
+/// same fields). Every field is optional: an old or damaged listing is
+/// read as far as it goes.
+#[derive(Debug, Default, serde::Deserialize)]
+struct Listing {
+    #[serde(default)]
+    devices: Vec<ListedDevice>,
+    #[serde(default)]
+    error: Option<String>,
+    /// What kind of failure `error` is. Captures recorded before the
+    /// listing said so have only the words, read as they always were.
+    #[serde(default)]
+    error_kind: Option<greta_vocab::DevicesError>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+struct ListedDevice {
+    #[serde(default)]
+    name: Option<String>,
+    /// The gfx target for HIP.
+    #[serde(default)]
+    driver_info: Option<String>,
+}
+
+/// Reads one HIP device listing.
 fn judge_devices(out: DevicesOutput) -> (String, Option<Signal>) {
-    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap_or_default();
-    let error = v.get("error").and_then(|e| e.as_str()).map(str::to_string);
-    // The listing says what kind of failure it was; captures recorded
-    // before it did (greta.hip-devices/v1, early greta.gpu-devices/v1) have
-    // only the words, which are read as they always were.
-    let kind = v
-        .get("error_kind")
-        .and_then(|k| serde_json::from_value::<greta_vocab::DevicesError>(k.clone()).ok());
-    let no_device = match kind {
+    let v: Listing = serde_json::from_str(out.stdout.trim()).unwrap_or_default();
+    let error = v.error;
+    let no_device = match v.error_kind {
         Some(k) => k == greta_vocab::DevicesError::NoDevice,
         None => error
             .as_deref()
             .is_some_and(|e| e.starts_with("no HIP device found")),
     };
     let devices: Vec<String> = v
-        .get("devices")
-        .and_then(|d| d.as_array())
-        .map(|d| {
-            d.iter()
-                .map(|x| {
-                    let name = x.get("name").and_then(|n| n.as_str()).unwrap_or("?");
-                    match x.get("driver_info").and_then(|n| n.as_str()) {
-                        Some(arch) if !arch.is_empty() => format!("{name} ({arch})"),
-                        _ => name.to_string(),
-                    }
-                })
-                .collect()
+        .devices
+        .iter()
+        .map(|x| {
+            let name = x.name.as_deref().unwrap_or("?");
+            match x.driver_info.as_deref() {
+                Some(arch) if !arch.is_empty() => format!("{name} ({arch})"),
+                _ => name.to_string(),
+            }
         })
-        .unwrap_or_default();
+        .collect();
     match (out.code, error) {
         (0, None) if !devices.is_empty() => (
             format!("{} HIP device(s): {}", devices.len(), devices.join(", ")),
