@@ -140,13 +140,13 @@ pub fn data_files(scratch: &Scratch, data: &[u8]) {
     };
     match which % 5 {
         0 => {
-            let _ = greta_smoke::floors::Baseline::parse(Path::new("base.json"), text);
+            let _ = greta_smoke::Baseline::parse(Path::new("base.json"), text);
         }
         1 => {
-            let _ = greta_smoke::deny::DenyList::parse("deny.toml", text);
+            let _ = greta_smoke::DenyList::parse("deny.toml", text);
         }
         2 => {
-            let _ = greta_smoke::floors::ClassFile::parse("floors.toml", text);
+            let _ = greta_smoke::ClassFile::parse("floors.toml", text);
         }
         3 => {
             let _ = serde_json::from_str::<greta::envs::receipt::Receipt>(text);

@@ -73,7 +73,8 @@ impl Faults {
         Ok(Faults { faults, specs })
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
         self.faults.is_empty()
     }
 

@@ -3,27 +3,36 @@
 //! the runner and the results files of `greta smoke`.
 //!
 //! [`run_profile`] is the entry point: `greta smoke` and `greta install`
-//! call it. [`runner::run_device`] runs gates on any
-//! [`greta_runtime::Backend`], so a second backend (HIP) plugs in there.
+//! call it. Its runner drives gates on any [`greta_runtime::Backend`], so
+//! a second backend (HIP) plugs in there.
 
-pub mod check;
-pub mod deny;
-pub mod floors;
-pub mod gates;
-pub mod inject;
-pub mod inputs;
-pub mod node;
+// The crate's front door: the run (`run_profile` and its options), the
+// catalogue, the baselines and lists a run reads, and five namespaces whose
+// items share names (`table::render`, `tune::render`, `prom::render`):
+// `results` (the greta.smoke/v1 schema), `table`, `tune`, `prom` and
+// `oneline`. Everything else is private.
+mod check;
+mod deny;
+mod floors;
+mod gates;
+mod inject;
+mod inputs;
+mod node;
 pub mod oneline;
-pub mod peers;
-pub mod progress;
+mod peers;
+mod progress;
 pub mod prom;
 pub mod results;
-pub mod runner;
-pub mod session;
+mod runner;
+mod session;
 pub mod table;
 pub mod tune;
-pub mod verify;
+mod verify;
 
-pub use gates::Profile;
+pub use check::Tolerance;
+pub use deny::DenyList;
+pub use floors::{Baseline, ClassFile, DEFAULT_FLOOR_FRACTION};
+pub use gates::{Catalog, Profile};
 pub use greta_runtime as runtime;
+pub use peers::DEFAULT_PEER_FRACTION;
 pub use session::{run_profile, BackendChoice, DeviceChoice, Options, Outcome, SmokeError};

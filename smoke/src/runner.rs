@@ -35,8 +35,10 @@ pub trait Progress {
     fn gate_done(&self, _device: usize, _result: &GateResult) {}
 }
 
-/// A [`Progress`] that says nothing.
+/// A [`Progress`] that says nothing (the unit tests' runs).
+#[cfg(test)]
 pub struct Quiet;
+#[cfg(test)]
 impl Progress for Quiet {}
 
 /// The results schema's view of a runtime device.

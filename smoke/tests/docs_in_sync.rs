@@ -1,8 +1,8 @@
 //! docs/smoke.md documents every gate, profile, CSV column and exit code;
 //! this keeps it true when the catalogue changes.
 
-use greta_smoke::gates::{Catalog, Profile};
 use greta_smoke::results::CSV_COLUMNS;
+use greta_smoke::{Catalog, Profile};
 
 fn doc() -> String {
     let p = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/smoke.md");

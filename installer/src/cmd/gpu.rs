@@ -246,7 +246,7 @@ fn smoke(a: SmokeArgs) -> u8 {
         progress: false,
         // One device per child: peers are compared by the parent's run
         // (--device all), faults come as GRETA_SMOKE_INJECT from the parent.
-        peer_fraction: greta_smoke::peers::DEFAULT_PEER_FRACTION,
+        peer_fraction: greta_smoke::DEFAULT_PEER_FRACTION,
         inject: std::env::var(greta_vocab::EnvVars::GRETA_SMOKE_INJECT)
             .map(|v| {
                 v.split(',')

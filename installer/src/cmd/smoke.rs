@@ -7,7 +7,7 @@ mod frameworks;
 mod gpu;
 
 use crate::exit::Exit;
-use greta_smoke::gates::Catalog;
+use greta_smoke::Catalog;
 use greta_smoke::{BackendChoice, DeviceChoice, Options, Profile, SmokeError};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -44,7 +44,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub baseline: Option<PathBuf>,
     /// Fraction of the baseline (or device-class) rate a gate must reach.
-    #[arg(long, value_name = "F", default_value_t = greta_smoke::floors::DEFAULT_FLOOR_FRACTION)]
+    #[arg(long, value_name = "F", default_value_t = greta_smoke::DEFAULT_FLOOR_FRACTION)]
     pub floor_fraction: f64,
     /// List every gate and profile, then exit (with --json: schema greta.smoke-gates/v1).
     #[arg(long)]
@@ -75,7 +75,7 @@ pub struct Args {
     pub python: Option<PathBuf>,
     /// With several devices (--device all): fail a gate whose rate is under this fraction of the
     /// node's median for it (an outlier among its siblings), even above its floor.
-    #[arg(long, value_name = "F", default_value_t = greta_smoke::peers::DEFAULT_PEER_FRACTION)]
+    #[arg(long, value_name = "F", default_value_t = greta_smoke::DEFAULT_PEER_FRACTION)]
     pub peer_fraction: f64,
     /// For health checks (Kubernetes node-problem-detector, Slurm): print exactly one short line
     /// on stdout (OK: / FAIL: / UNKNOWN: ...); the table goes to stderr. Exit codes as always.

@@ -6,11 +6,11 @@
 use super::judge::{Judgement, Verdict};
 use super::{DeviceKind, ModuleRun, Run};
 use crate::envs::frameworks::judge::ModuleJudged;
-use greta_smoke::check::Tolerance;
 use greta_smoke::results::{
     self, DeviceInfo, DeviceRun, GateResult, GateStatus, Metrics, RateUnit, Report, RunStatus,
     Settings,
 };
+use greta_smoke::Tolerance;
 
 /// What the run was, for `settings` and the header.
 pub struct RunMeta {
