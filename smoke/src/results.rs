@@ -90,6 +90,25 @@ pub struct DeviceInfo {
     pub fp16: bool,
 }
 
+impl DeviceInfo {
+    /// A device nothing is known of but what to call it (it could not be
+    /// opened, or its run never started).
+    pub fn unknown(name: String) -> DeviceInfo {
+        DeviceInfo {
+            name,
+            vendor_id: 0,
+            device_id: 0,
+            device_type: "other".into(),
+            driver_name: String::new(),
+            driver_info: String::new(),
+            driver_version: String::new(),
+            api_version: String::new(),
+            uuid: None,
+            fp16: false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceRun {
     /// Index in the backend's device list (`--device N`).

@@ -383,18 +383,7 @@ fn unopenable(
     };
     let device = match &listed {
         Some(d) => device_info(d),
-        None => results::DeviceInfo {
-            name: format!("{sel:?}"),
-            vendor_id: 0,
-            device_id: 0,
-            device_type: "other".into(),
-            driver_name: String::new(),
-            driver_info: String::new(),
-            driver_version: String::new(),
-            api_version: String::new(),
-            uuid: None,
-            fp16: false,
-        },
+        None => results::DeviceInfo::unknown(format!("{sel:?}")),
     };
     let why = format!("could not open the device: {e}");
     DeviceRun {

@@ -122,36 +122,22 @@ mod tests {
     use super::*;
     use std::time::Instant;
 
+    /// The wrapper's own part: the time limit becomes its error, naming the
+    /// work and the limit (that the group, grandchildren included, is
+    /// killed is greta_vocab::child's test).
     #[test]
-    fn a_child_past_its_limit_is_killed_with_its_group() {
-        let dir = tempfile::tempdir().unwrap();
-        let pidfile = dir.path().join("pid");
-        // The child starts a grandchild in the same group, then hangs.
+    fn a_child_past_its_limit_is_a_timeout_naming_it() {
         let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg(format!(
-            "sleep 300 & echo $! > {}; exec sleep 300",
-            pidfile.display()
-        ));
+        cmd.arg("-c").arg("sleep 300 & exec sleep 300");
         let t = Instant::now();
         let e = run(cmd, "a sleeping child", b"", Duration::from_millis(400)).unwrap_err();
-        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
-        assert!(e.to_string().contains("no answer within 0.4 s"), "{e}");
-        let pid: i32 = std::fs::read_to_string(&pidfile)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        // The grandchild is gone (or a zombie being reaped by init).
-        let gone = (0..200).any(|_| {
-            let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map(|s| s.split_whitespace().nth(2).unwrap_or("").to_string());
-            if matches!(state.as_deref(), Err(_) | Ok("Z")) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-            false
-        });
-        assert!(gone, "grandchild {pid} survived");
+        assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+        assert!(
+            e.to_string()
+                .contains("a sleeping child gave no answer within 0.4 s"),
+            "{e}"
+        );
+        assert!(matches!(e, ChildError::TimedOut { .. }));
     }
 
     #[test]

@@ -204,18 +204,7 @@ fn device_run(
 fn device_info_or_default(m: Option<&ModuleRun>) -> DeviceInfo {
     match m {
         Some(m) => device_info(m),
-        None => DeviceInfo {
-            name: "(not run)".into(),
-            vendor_id: 0,
-            device_id: 0,
-            device_type: "other".into(),
-            driver_name: String::new(),
-            driver_info: String::new(),
-            driver_version: String::new(),
-            api_version: String::new(),
-            uuid: None,
-            fp16: false,
-        },
+        None => DeviceInfo::unknown("(not run)".into()),
     }
 }
 
