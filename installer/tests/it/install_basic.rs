@@ -157,7 +157,7 @@ fn bundle_round_trip_installs_offline_on_a_fresh_home() {
     let node = Harness::with_wheels(vec![]);
     drop(node.server.log());
     let o = node
-        .bundle_install_command(&bundle, &["--installer", "uv"])
+        .bundle_install_command(&bundle, &support::python(), &["--installer", "uv"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
@@ -176,7 +176,10 @@ fn bundle_round_trip_installs_offline_on_a_fresh_home() {
     std::fs::remove_file(&t).unwrap();
     std::fs::write(&t, b).unwrap();
     let fresh = Harness::with_wheels(vec![]);
-    let o = fresh.bundle_install_command(&bundle, &[]).output().unwrap();
+    let o = fresh
+        .bundle_install_command(&bundle, &support::python(), &[])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(
         support::stderr(&o).contains("does not match the lock"),

@@ -57,20 +57,9 @@ fn write_manifest(bundle: &Path, m: &serde_json::Value) {
 /// `greta install --bundle` on `node` (its own empty cache and data dirs,
 /// no lock dir) with no uv on PATH.
 fn install_from(node: &Harness, bundle: &Path, extra: &[&str]) -> std::process::Output {
-    let py = real_python();
-    let mut args = vec![
-        "install",
-        "--bundle",
-        bundle.to_str().unwrap(),
-        "--python",
-        py.to_str().unwrap(),
-        "--no-smoke",
-    ];
-    args.extend_from_slice(extra);
-    node.cmd(&args)
+    node.bundle_install_command(bundle, &real_python(), extra)
         .env("PATH", path_without_uv())
         .env_remove("GRETA_UV")
-        .env_remove("GRETA_LOCK_DIR")
         .output()
         .unwrap()
 }
@@ -258,20 +247,12 @@ fn a_bundle_without_uv_still_installs() {
 
     // With uv on PATH the old bundle installs through it, as before.
     support::require_uv();
-    let py = real_python();
     let o = node
-        .cmd(&[
-            "install",
-            "--bundle",
-            s.bundle.to_str().unwrap(),
-            "--python",
-            py.to_str().unwrap(),
-            "--no-smoke",
-            "--reinstall",
-            "--installer",
-            "uv",
-        ])
-        .env_remove("GRETA_LOCK_DIR")
+        .bundle_install_command(
+            &s.bundle,
+            &real_python(),
+            &["--reinstall", "--installer", "uv"],
+        )
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));

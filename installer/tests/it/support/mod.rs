@@ -243,10 +243,9 @@ lockfile = "pylock.rocm6-4.toml"
         self.cmd(&args)
     }
 
-    /// `greta install --bundle BUNDLE --python <python3> --no-smoke ARGS`,
-    /// not yet run, on a node with no lock dir of its own.
-    pub fn bundle_install_command(&self, bundle: &Path, extra: &[&str]) -> Command {
-        let py = python();
+    /// `greta install --bundle BUNDLE --python PY --no-smoke ARGS`, not yet
+    /// run, on a node with no lock dir of its own.
+    pub fn bundle_install_command(&self, bundle: &Path, py: &Path, extra: &[&str]) -> Command {
         let mut args = vec![
             "install",
             "--bundle",
