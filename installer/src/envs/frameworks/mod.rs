@@ -15,16 +15,16 @@ pub mod judge;
 pub mod report;
 pub mod session;
 
-use greta_vocab::child::{Child, Finished, Running};
-
-/// Most bytes kept of the gate script's stdout and of its stderr each.
-pub const MAX_OUTPUT: usize = 16 << 20;
 use anyhow::{bail, Context, Result};
+use greta_vocab::child::{Child, Finished, Running};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
+
+/// Most bytes kept of the gate script's stdout and of its stderr each.
+pub const MAX_OUTPUT: usize = 16 << 20;
 
 /// The gate script; see its header for the protocol.
 pub const SCRIPT: &str = include_str!("gates.py");
