@@ -35,28 +35,28 @@ pub fn verify_with_budget(
 ) -> CheckOutcome {
     let expected = p.op.outputs().len();
     if got.len() != expected {
-        return fail(format!(
+        return CheckOutcome::failed(format!(
             "backend returned {} output buffers, expected {expected}",
             got.len()
         ));
     }
     match (&p.op, got) {
-        (Op::Noop, _) => pass(),
+        (Op::Noop, _) => CheckOutcome::passed(),
         // The CPU reference of the test-only slow kernel is as slow as the
         // kernel (a serial chain): past this length, do not compute it.
-        (Op::TestSlow { iters }, _) if *iters > MAX_SLOW_REFERENCE_ITERS => fail(format!(
+        (Op::TestSlow { iters }, _) if *iters > MAX_SLOW_REFERENCE_ITERS => CheckOutcome::failed(format!(
             "test-only slow kernel finished before the timeout; its {iters}-step reference is not computed"
         )),
         (Op::Fill { n, value }, [HostBuf::U32(y)]) => check_u32_with(y, *n, |_| *value),
         (Op::Copy { .. } | Op::TestBrokenCopy { .. }, [HostBuf::U32(y)]) => match &p.inputs[..] {
             [HostBuf::U32(x)] => check_u32(y, x),
-            _ => fail("copy input is not u32".into()),
+            _ => CheckOutcome::failed("copy input is not u32".into()),
         },
         (Op::VecAdd { .. }, [HostBuf::F32(c)]) => match &p.inputs[..] {
             [HostBuf::F32(a), HostBuf::F32(b)] if a.len() == c.len() && b.len() == c.len() => {
                 check_f32_by(c, |i| a[i] as f64 + b[i] as f64, tol)
             }
-            _ => fail("vec_add buffers do not match".into()),
+            _ => CheckOutcome::failed("vec_add buffers do not match".into()),
         },
         (Op::GemmF32 { m, n, k } | Op::GemmF16 { m, n, k }, [HostBuf::F32(c)])
             if (*m as u64) * (*n as u64) * (*k as u64) > budget_macs =>
@@ -67,20 +67,12 @@ pub fn verify_with_budget(
     }
 }
 
-fn pass() -> CheckOutcome {
-    CheckOutcome::passed()
-}
-
-fn fail(reason: String) -> CheckOutcome {
-    CheckOutcome::failed(reason)
-}
-
 fn check_u32_with(out: &[u32], n: usize, want: impl Fn(usize) -> u32) -> CheckOutcome {
     if out.len() != n {
-        return fail(format!("output has {} words, expected {n}", out.len()));
+        return CheckOutcome::failed(format!("output has {} words, expected {n}", out.len()));
     }
     match out.iter().enumerate().position(|(i, &o)| o != want(i)) {
-        None => pass(),
+        None => CheckOutcome::passed(),
         Some(i) => {
             // Only now build the comparison that names and counts every miss.
             let reference: Vec<u32> = (0..n).map(&want).collect();
@@ -95,10 +87,10 @@ fn check_u32_with(out: &[u32], n: usize, want: impl Fn(usize) -> u32) -> CheckOu
 fn verify_with_reference(p: &Prepared, got: &[HostBuf], tol: Tolerance) -> CheckOutcome {
     let want = match greta_kernels::reference(&p.op, &p.inputs, &p.outputs) {
         Ok(w) => w,
-        Err(e) => return fail(format!("CPU reference: {e}")),
+        Err(e) => return CheckOutcome::failed(format!("CPU reference: {e}")),
     };
     let specs = p.op.outputs();
-    let mut worst = pass();
+    let mut worst = CheckOutcome::passed();
     for ((g, w), spec) in got.iter().zip(&want).zip(&specs) {
         let c = check_buf(g, w, tol);
         worst = merge(worst, c, spec.name, specs.len() > 1);
@@ -147,7 +139,7 @@ fn verify_gemm_sampled(
         _ => unreachable!("only GEMMs are sampled"),
     };
     if c.len() != m * n {
-        return fail(format!(
+        return CheckOutcome::failed(format!(
             "output has {} elements, expected {}",
             c.len(),
             m * n
@@ -164,7 +156,7 @@ fn verify_gemm_sampled(
         return CheckOutcome {
             non_finite: count,
             first_bad: Some(i),
-            ..fail(format!(
+            ..CheckOutcome::failed(format!(
                 "{count} of {} elements are NaN/inf; first at [{}][{}]: {what}",
                 c.len(),
                 i / n,
