@@ -1,6 +1,5 @@
 //! AMD GPU targets (`gfx942`, `gfx90a`, `gfx1103`): the LLVM processor names
 //! that rocminfo, the KFD topology, HIP and the ROCm wheels speak.
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
 
@@ -72,18 +71,7 @@ impl fmt::Display for Gfx {
     }
 }
 
-impl Serialize for Gfx {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Gfx {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
-}
+serde_as_text!(Gfx);
 
 #[cfg(test)]
 mod tests {

@@ -6,6 +6,27 @@
 //! (`"gfx942"`, `"MESA_RADV"`, `"rocm"`, a lowercase hex sha256, `"warn"`), so
 //! adopting it changes no output.
 
+/// Serialises a type as its `Display` text and reads it back with its
+/// `FromStr` (the error becomes serde's): the types whose JSON is the text
+/// a user sees (`"gfx942"`, a sha256, a device UUID).
+macro_rules! serde_as_text {
+    ($($t:ty),* $(,)?) => {$(
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                <String as serde::Deserialize>::deserialize(d)?
+                    .parse()
+                    .map_err(serde::de::Error::custom)
+            }
+        }
+    )*};
+}
+
 mod backend;
 pub mod child;
 mod devices;

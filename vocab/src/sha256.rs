@@ -1,5 +1,4 @@
 //! A SHA-256 digest: what the lock files pin and the cache is keyed by.
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
 
@@ -46,19 +45,7 @@ impl fmt::Debug for Sha256 {
     }
 }
 
-impl Serialize for Sha256 {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Sha256 {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?
-            .parse()
-            .map_err(serde::de::Error::custom)
-    }
-}
+serde_as_text!(Sha256);
 
 #[cfg(test)]
 mod tests {

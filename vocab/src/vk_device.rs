@@ -2,7 +2,6 @@
 //! logs and the live loader) and the runtime (choosing the device a gate
 //! runs on) used to disagree on the UUID's text and on the rule. Both now
 //! speak [`DeviceUuid`] and decide with [`same_gpu`].
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
 
@@ -64,19 +63,7 @@ impl fmt::Debug for DeviceUuid {
     }
 }
 
-impl Serialize for DeviceUuid {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for DeviceUuid {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?
-            .parse()
-            .map_err(serde::de::Error::custom)
-    }
-}
+serde_as_text!(DeviceUuid);
 
 /// What is known of one device's identity. `bare_name` is the device name
 /// without a driver's decoration (RADV's " (RADV NAVI31)", Dozen's
