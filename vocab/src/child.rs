@@ -246,7 +246,7 @@ fn reader(pipe: Option<impl Read + Send + 'static>, cap: usize) -> Receiver<Capt
 }
 
 /// Makes `cmd`'s child receive SIGKILL when greta dies.
-pub fn die_with_parent(cmd: &mut Command) {
+fn die_with_parent(cmd: &mut Command) {
     // SAFETY: the closure runs between fork and exec; prctl is
     // async-signal-safe and the closure touches no memory of the parent.
     unsafe {
@@ -346,7 +346,7 @@ pub fn run(cmd: Command, timeout: Option<Duration>) -> Result<Output, ChildError
 /// blocks in `waitid(WNOWAIT)`, so the child stays unreaped (its pid cannot
 /// be reused before the owner's `child.wait()`), and a time limit is a plain
 /// `recv_timeout` instead of a polling loop.
-pub fn exit_signal(pid: u32) -> Receiver<()> {
+fn exit_signal(pid: u32) -> Receiver<()> {
     let (tx, rx) = channel::<()>();
     std::thread::spawn(move || {
         // SAFETY: an all-zero siginfo_t is a valid value of this plain C struct.

@@ -64,40 +64,42 @@ fn pid_in(file: &std::path::Path) -> i32 {
         .unwrap()
 }
 
-#[test]
-fn a_grandchild_dies_with_its_group_at_the_time_limit() {
+/// Runs, in its own group, a shell that starts `sleep 300` in the
+/// background (`redirect` after it), writes its pid, then does `then`;
+/// returns how the run ended and the grandchild's pid.
+fn with_grandchild(redirect: &str, then: &str, limit: Duration) -> (Finished, i32) {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("pid");
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(format!(
-        "sleep 300 & echo $! > {}; exec sleep 300",
+        "sleep 300 {redirect} & echo $! > {}; {then}",
         pidfile.display()
     ));
     let f = Child::new(cmd)
         .own_group()
-        .finish_within(Some(Duration::from_millis(300)))
+        .finish_within(Some(limit))
         .unwrap();
+    (f, pid_in(&pidfile))
+}
+
+#[test]
+fn a_grandchild_dies_with_its_group_at_the_time_limit() {
+    let (f, pid) = with_grandchild("", "exec sleep 300", Duration::from_millis(300));
     assert!(f.timed_out);
-    assert!(gone(pid_in(&pidfile)), "the grandchild survived its group");
+    assert!(gone(pid), "the grandchild survived its group");
 }
 
 #[test]
 fn a_grandchild_dies_with_its_group_when_the_child_exits() {
-    let dir = tempfile::tempdir().unwrap();
-    let pidfile = dir.path().join("pid");
-    let mut cmd = Command::new("sh");
     // The grandchild keeps no pipe open: only the group kill can end it.
-    cmd.arg("-c").arg(format!(
-        "sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {}; exit 0",
-        pidfile.display()
-    ));
-    let f = Child::new(cmd)
-        .own_group()
-        .finish_within(Some(Duration::from_secs(60)))
-        .unwrap();
+    let (f, pid) = with_grandchild(
+        "</dev/null >/dev/null 2>&1",
+        "exit 0",
+        Duration::from_secs(60),
+    );
     assert!(!f.timed_out);
     assert_eq!(f.status.and_then(|s| s.code()), Some(0));
-    assert!(gone(pid_in(&pidfile)), "the grandchild outlived the run");
+    assert!(gone(pid), "the grandchild outlived the run");
 }
 
 #[test]
