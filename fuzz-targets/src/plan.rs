@@ -4,11 +4,28 @@
 //! here in u128 from the spec constants.
 use crate::Words;
 use greta_runtime::vulkan::plan::{plan, Limits, Shader};
-use greta_runtime::{Op, Tuning};
+use greta_runtime::{Knob, Op, Tuning};
 
-const KEYS: &[&str] = &[
-    "v4", "coopmat", "bm", "bn", "bk", "tm", "tn", "wg", "sgn", "stages", "direct", "group_m",
-    "probe", "uk", "unroll", "groups", "vec4", "reg",
+/// In the order the seeds' bytes were written for (a byte picks an index).
+const KEYS: &[Knob] = &[
+    Knob::V4,
+    Knob::Coopmat,
+    Knob::Bm,
+    Knob::Bn,
+    Knob::Bk,
+    Knob::Tm,
+    Knob::Tn,
+    Knob::Wg,
+    Knob::Sgn,
+    Knob::Stages,
+    Knob::Direct,
+    Knob::GroupM,
+    Knob::Probe,
+    Knob::Uk,
+    Knob::Unroll,
+    Knob::Groups,
+    Knob::Vec4,
+    Knob::Reg,
 ];
 
 fn shared_bytes(shader: Shader, s: &[u128]) -> u128 {

@@ -1,7 +1,7 @@
 //! One function per target. Each returns quietly on input its parser
 //! refuses; it panics only on a defect.
 use greta::lock::{LockDir, Lockfile, Matrix};
-use greta_runtime::tuning_cache::{is_diagnostic, TuningCache};
+use greta_runtime::tuning_cache::TuningCache;
 use greta_runtime::{DeviceInfo, Op};
 use std::path::Path;
 
@@ -172,7 +172,7 @@ pub fn data_files(scratch: &Scratch, data: &[u8]) {
             ] {
                 if let Some(e) = c.get(&op) {
                     assert!(
-                        !is_diagnostic(&e.tuning),
+                        !e.tuning.is_diagnostic(),
                         "a diagnostic tuning came from the cache"
                     );
                 }

@@ -1,32 +1,8 @@
 //! The interface every backend implements and the smoke gates drive.
 
-use crate::{DeviceInfo, HostBuf, Op, RuntimeError};
+use crate::{DeviceInfo, HostBuf, Op, RuntimeError, Tuning};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::time::Duration;
-
-/// Kernel tuning parameters by name (tile sizes, workgroup size, variant).
-/// Unknown names are rejected by `run`; an empty map means the backend's
-/// defaults. What each backend accepts is in its `tuning_candidates`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Tuning(pub BTreeMap<String, u32>);
-
-impl Tuning {
-    pub fn get(&self, key: &str) -> Option<u32> {
-        self.0.get(key).copied()
-    }
-    pub fn with(mut self, key: &str, v: u32) -> Self {
-        self.0.insert(key.to_string(), v);
-        self
-    }
-}
-
-impl std::fmt::Display for Tuning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let parts: Vec<String> = self.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        f.write_str(&parts.join(","))
-    }
-}
 
 /// How one `run` is executed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -16,14 +16,16 @@ mod error;
 pub mod gpu;
 pub mod hip;
 mod info;
+mod tuning;
 pub mod tuning_cache;
 pub mod vulkan;
 
-pub use backend::{Backend, RunOpts, RunStats, TimingSource, Tuning};
+pub use backend::{Backend, RunOpts, RunStats, TimingSource};
 pub use error::RuntimeError;
 pub use greta_kernels as kernels;
 pub use greta_kernels::{DType, HostBuf, Op};
 pub use info::{BackendKind, CoopMatShape, DeviceInfo, DeviceSelect, DeviceType, MemoryHeap};
+pub use tuning::{Knob, Tuning, UnknownKnob};
 
 /// Devices of `kind`, as greta numbers them (duplicates of one GPU behind
 /// two drivers listed once; see [`DeviceInfo::also_exposed_by`]).

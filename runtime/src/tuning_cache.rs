@@ -21,19 +21,6 @@ pub const SCHEMA: &str = "greta.tuning/v1";
 /// Largest tuning file read: a full sweep of every gate is a few KiB.
 pub const MAX_FILE: u64 = 4 << 20;
 
-/// Tuning keys that select a diagnostic variant (wrong results by design,
-/// e.g. `gemm_f16_cmreg`'s `probe=1`): honoured when a run asks for them
-/// explicitly, never loaded from or stored in a cache file.
-pub const DIAGNOSTIC_KEYS: &[&str] = &["probe"];
-
-/// Whether `t` asks for a diagnostic variant (a key of [`DIAGNOSTIC_KEYS`]
-/// set to anything but 0).
-pub fn is_diagnostic(t: &Tuning) -> bool {
-    DIAGNOSTIC_KEYS
-        .iter()
-        .any(|k| t.get(k).is_some_and(|v| v != 0))
-}
-
 /// What was measured for one shape class.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TunedEntry {
@@ -163,7 +150,7 @@ impl TuningCache {
                 {
                     let before = f.entries.len();
                     f.entries.retain(|class, e| {
-                        let keep = !is_diagnostic(&e.tuning);
+                        let keep = !e.tuning.is_diagnostic();
                         if !keep {
                             tracing::warn!(
                                 "tuning cache entry {class} ({}) asks for a diagnostic variant: ignored",
@@ -219,7 +206,7 @@ impl TuningCache {
 
     /// Stores `entry` for `op`'s class; a diagnostic tuning is never stored.
     pub fn put(&mut self, op: &Op, entry: TunedEntry) {
-        if is_diagnostic(&entry.tuning) {
+        if entry.tuning.is_diagnostic() {
             tracing::warn!(
                 "not caching {} for {op}: a diagnostic variant",
                 entry.tuning
@@ -256,6 +243,7 @@ impl TuningCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Knob;
     use greta_kernels::spirv::Shader;
 
     fn info(driver_version: u32) -> DeviceInfo {
@@ -268,7 +256,7 @@ mod tests {
 
     fn entry(bm: u32) -> TunedEntry {
         TunedEntry {
-            tuning: Tuning::default().with("bm", bm),
+            tuning: Tuning::default().with(Knob::Bm, bm),
             kernel: Shader::GemmF32.name().into(),
             median_ns: 1234,
             measured_op: "gemm_f32(m=4000,n=4000,k=4000)".into(),
@@ -351,7 +339,9 @@ mod tests {
             k: 4096,
         };
         let diag = TunedEntry {
-            tuning: Tuning::default().with("coopmat", 3).with("probe", 1),
+            tuning: Tuning::default()
+                .with(Knob::Coopmat, 3)
+                .with(Knob::Probe, 1),
             kernel: Shader::GemmF16Cmreg.name().into(),
             median_ns: 1,
             measured_op: op.to_string(),
@@ -362,7 +352,9 @@ mod tests {
         // A hand-edited file with the probe key.
         let path = c.path().unwrap().to_path_buf();
         let mut other = entry(64);
-        other.tuning = Tuning::default().with("probe", 0).with("coopmat", 3);
+        other.tuning = Tuning::default()
+            .with(Knob::Probe, 0)
+            .with(Knob::Coopmat, 3);
         let file = serde_json::json!({
             "schema": SCHEMA, "device": "test gpu", "uuid": info(1).uuid,
             "driver_id": "", "driver_version": 1,
@@ -421,5 +413,22 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         let c = TuningCache::open(&info(1), Some(tmp.path()));
         assert!(c.get(&op).is_none() && c.ignored.is_some());
+        // A knob greta has no such kernel parameter for: the file does not
+        // parse, so nothing in it reaches a planner.
+        let mut c = TuningCache::open(&info(1), Some(tmp.path()));
+        c.put(&op, entry(64));
+        c.save().unwrap();
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("\"bm\"", "\"tile\"");
+        assert!(text.contains("\"tile\""), "{text}");
+        std::fs::write(&path, text).unwrap();
+        let c = TuningCache::open(&info(1), Some(tmp.path()));
+        assert!(
+            c.get(&op).is_none(),
+            "an entry with an unknown knob was loaded"
+        );
+        let why = c.ignored.as_deref().unwrap_or_default();
+        assert!(why.contains("unreadable") && why.contains("tile"), "{why}");
     }
 }

@@ -6,7 +6,8 @@
 //! [`cache`] (pipeline cache file), `pipelines`, `plan` (op -> kernel),
 //! `run` (recording, submission with timeout, timestamps).
 //!
-//! Tuning keys ([`crate::Tuning`], all optional; unknown keys are errors):
+//! Tuning knobs ([`crate::Knob`] in a [`crate::Tuning`], all optional; a knob
+//! the kernel family does not take is an error):
 //! - rope, kv_update, noop: `wg` (workgroup size, power of two);
 //! - fill, copy, vec_add: `wg` (default 256), `unroll` (vec4s per invocation
 //!   per loop iteration, 1..=16, default 4), `groups` (most workgroups per

@@ -5,7 +5,7 @@
 //! over aligned sub-ranges; workgroup counts stay <= 65535 per dimension
 //! (the Vulkan minimum) and the kernels loop grid-stride over the rest.
 
-use crate::{HostBuf, Op, RuntimeError, Tuning};
+use crate::{HostBuf, Knob, Op, RuntimeError, Tuning};
 /// Re-exported so callers of the planner (the fuzz target) can match on a
 /// plan's shader without a dependency on greta-kernels of their own.
 pub use greta_kernels::spirv::Shader;
@@ -78,21 +78,23 @@ fn groups_for(items: u64, wg: u64) -> u32 {
     items.div_ceil(wg).clamp(1, MAX_GROUPS as u64) as u32
 }
 
-/// Known tuning keys per shader family, to reject typos.
-fn check_keys(t: &Tuning, allowed: &[&str]) -> Result<(), RuntimeError> {
-    for k in t.0.keys() {
-        if !allowed.contains(&k.as_str()) {
-            return Err(bad(format!(
-                "unknown tuning key {k:?} (allowed: {})",
-                allowed.join(", ")
-            )));
+/// The knobs a shader family takes: a knob of another family is an error,
+/// not silently ignored.
+fn check_keys(t: &Tuning, allowed: &[Knob]) -> Result<(), RuntimeError> {
+    match t.0.keys().find(|k| !allowed.contains(k)) {
+        Some(k) => {
+            let names: Vec<&str> = allowed.iter().map(|a| a.name()).collect();
+            Err(bad(format!(
+                "tuning key {k} does not apply here (allowed: {})",
+                names.join(", ")
+            )))
         }
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn wg_of(t: &Tuning, default: u32, lim: &Limits) -> Result<u32, RuntimeError> {
-    let wg = t.get("wg").unwrap_or(default);
+    let wg = t.get(Knob::Wg).unwrap_or(default);
     let most = lim.max_invocations.min(MAX_WG);
     if wg == 0 || wg > most || !wg.is_power_of_two() {
         return Err(bad(format!("wg={wg}: must be a power of two <= {most}")));
@@ -162,14 +164,14 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
         shader,
         per_dispatch: false,
         spec: vec![wg],
-        tuning: Tuning::default().with("wg", wg),
+        tuning: Tuning::default().with(Knob::Wg, wg),
         aux: vec![],
         dispatches,
     };
     let whole = |n: usize| vec![None; n];
     Ok(match *op {
         Op::Noop => {
-            check_keys(t, &["wg"])?;
+            check_keys(t, &[Knob::Wg])?;
             let wg = wg_of(t, 64, lim)?;
             // A batch of dependent dispatches per repeat, timed together:
             // the per-dispatch cost without one timestamp pair per dispatch.
@@ -185,13 +187,13 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             p
         }
         Op::Fill { .. } | Op::Copy { .. } | Op::VecAdd { .. } => {
-            check_keys(t, &["wg", "unroll", "groups"])?;
+            check_keys(t, &[Knob::Wg, Knob::Unroll, Knob::Groups])?;
             let wg = wg_of(t, STREAM_WG, lim)?;
-            let unroll = t.get("unroll").unwrap_or(STREAM_UNROLL);
+            let unroll = t.get(Knob::Unroll).unwrap_or(STREAM_UNROLL);
             if !(1..=16).contains(&unroll) {
                 return Err(bad(format!("unroll={unroll}: must be 1..=16")));
             }
-            let max_groups = t.get("groups").unwrap_or(MAX_GROUPS);
+            let max_groups = t.get(Knob::Groups).unwrap_or(MAX_GROUPS);
             if max_groups == 0 || max_groups > MAX_GROUPS {
                 return Err(bad(format!(
                     "groups={max_groups}: must be 1..={MAX_GROUPS}"
@@ -209,14 +211,14 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             }
             let mut p = simple(shader, wg, ds);
             p.spec.push(unroll);
-            p.tuning = p.tuning.with("unroll", unroll);
-            if t.get("groups").is_some() {
-                p.tuning = p.tuning.with("groups", max_groups);
+            p.tuning = p.tuning.with(Knob::Unroll, unroll);
+            if t.get(Knob::Groups).is_some() {
+                p.tuning = p.tuning.with(Knob::Groups, max_groups);
             }
             p
         }
         Op::TestBrokenCopy { n } => {
-            check_keys(t, &["wg"])?;
+            check_keys(t, &[Knob::Wg])?;
             let wg = wg_of(t, 256, lim)?;
             let d = Dispatch {
                 push: vec![n as u32],
@@ -248,10 +250,10 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
         Op::RmsNorm { rows, cols, .. }
         | Op::LayerNorm { rows, cols, .. }
         | Op::Softmax { rows, cols } => {
-            check_keys(t, &["wg", "vec4", "reg"])?;
+            check_keys(t, &[Knob::Wg, Knob::Vec4, Knob::Reg])?;
             let wg = wg_of(t, 256, lim)?;
             // vec4 loads whenever rows stay 16-byte aligned (the default).
-            let vec4 = match t.get("vec4") {
+            let vec4 = match t.get(Knob::Vec4) {
                 None => cols % 4 == 0,
                 Some(1) if cols % 4 == 0 => true,
                 Some(0) => false,
@@ -291,7 +293,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             // vec4s per invocation (the default then).
             let npt = (cols as u32).div_ceil(4).div_ceil(wg);
             let reg_fits = vec4 && npt <= NORM_MAX_NPT;
-            let reg = match t.get("reg") {
+            let reg = match t.get(Knob::Reg) {
                 None => reg_fits,
                 Some(1) if reg_fits => true,
                 Some(0) => false,
@@ -311,7 +313,10 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             if reg {
                 p.spec.push(npt);
             }
-            p.tuning = p.tuning.with("vec4", vec4 as u32).with("reg", reg as u32);
+            p.tuning = p
+                .tuning
+                .with(Knob::Vec4, vec4 as u32)
+                .with(Knob::Reg, reg as u32);
             p
         }
         Op::Rope {
@@ -321,7 +326,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             pos0,
             theta,
         } => {
-            check_keys(t, &["wg"])?;
+            check_keys(t, &[Knob::Wg])?;
             let wg = wg_of(t, 256, lim)?;
             let pairs = (tokens * heads * head_dim / 2) as u64;
             let d = Dispatch {
@@ -341,7 +346,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             pos,
             n_new,
         } => {
-            check_keys(t, &["wg"])?;
+            check_keys(t, &[Knob::Wg])?;
             let wg = wg_of(t, 256, lim)?;
             let total = (layers * n_new * heads * head_dim) as u64;
             let d = Dispatch {
@@ -373,10 +378,10 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
         Op::TestSlow { .. } => {}
         Op::RmsNorm { .. } | Op::LayerNorm { .. } | Op::Softmax { .. } => {
             for wg in [64, 128, 256, 512, 1024] {
-                push(Tuning::default().with("wg", wg));
+                push(Tuning::default().with(Knob::Wg, wg));
             }
-            push(Tuning::default().with("reg", 0));
-            push(Tuning::default().with("vec4", 0));
+            push(Tuning::default().with(Knob::Reg, 0));
+            push(Tuning::default().with(Knob::Vec4, 0));
         }
         Op::Fill { .. } | Op::Copy { .. } | Op::VecAdd { .. } => {
             for (wg, unroll) in [
@@ -389,15 +394,19 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
                 (1024, 4),
                 (1024, 1),
             ] {
-                push(Tuning::default().with("wg", wg).with("unroll", unroll));
+                push(
+                    Tuning::default()
+                        .with(Knob::Wg, wg)
+                        .with(Knob::Unroll, unroll),
+                );
             }
             for groups in [1024, 8192] {
-                push(Tuning::default().with("groups", groups));
+                push(Tuning::default().with(Knob::Groups, groups));
             }
         }
         _ => {
             for wg in [64, 128, 256, 512, 1024] {
-                push(Tuning::default().with("wg", wg));
+                push(Tuning::default().with(Knob::Wg, wg));
             }
         }
     }

@@ -4,7 +4,7 @@
 use crate::common::*;
 use greta_kernels::spirv::Shader;
 use greta_kernels::Op;
-use greta_runtime::{Backend, RunOpts};
+use greta_runtime::{Backend, Knob, RunOpts};
 
 #[test]
 fn fill_and_copy() {
@@ -76,7 +76,7 @@ fn gemm_f32() {
         s,
     );
     assert_eq!(
-        out.stats.tuning.get("bm"),
+        out.stats.tuning.get(Knob::Bm),
         Some(128),
         "{:?}",
         out.stats.tuning
@@ -91,7 +91,7 @@ fn gemm_f32() {
         s,
     );
     assert_eq!(out.stats.kernel, Shader::GemmF32V4.name());
-    assert_eq!(out.stats.tuning.get("bm"), Some(128));
+    assert_eq!(out.stats.tuning.get(Knob::Bm), Some(128));
 }
 
 /// Every tuning candidate (what `--tune` may pick) is correct too, at
@@ -353,14 +353,19 @@ fn contract_mismatch_is_bad_input() {
         "{err}"
     );
     let bad_tuning = RunOpts {
-        tuning: Some(greta_runtime::Tuning::default().with("tile", 3)),
+        // copy takes wg, unroll and groups; coopmat is the f16 GEMM's.
+        tuning: Some(greta_runtime::Tuning::default().with(Knob::Coopmat, 3)),
         ..RunOpts::default()
     };
     let inputs = vec![greta_kernels::HostBuf::U32(vec![1; 8])];
     let err = dev
         .run(&op, &inputs, &mut outputs, &bad_tuning)
         .unwrap_err();
-    assert!(err.to_string().contains("unknown tuning key"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("tuning key coopmat does not apply"),
+        "{err}"
+    );
     for bad in [
         RunOpts {
             repeats: 0,

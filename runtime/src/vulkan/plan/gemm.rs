@@ -16,7 +16,7 @@
 //! loop's own ceiling (docs/performance.md).
 
 use super::{bad, Dispatch, Limits, Plan, Shader, MAX_GROUPS};
-use crate::{Op, RuntimeError, Tuning};
+use crate::{Knob, Op, RuntimeError, Tuning};
 
 /// `gemm_f16_cm2` default block (bm, bn, bk, workgroup size): the fastest
 /// of its sweep on the H200 (2026-11-21, driver 580.159.04).
@@ -36,18 +36,23 @@ const CMREG_DEFAULT: (u32, u32, u32, u32, u32, u32, u32) = (128, 128, 64, 128, 2
 /// Scalar tiled kernel defaults: 64x64 blocks, 16-deep k slices, 4x4
 /// outputs per invocation (256 invocations). Good on NVIDIA, RDNA and
 /// lavapipe alike.
-const GEMM_DEFAULT: [(&str, u32); 5] = [("bm", 64), ("bn", 64), ("bk", 16), ("tm", 4), ("tn", 4)];
+const GEMM_DEFAULT: [(Knob, u32); 5] = [
+    (Knob::Bm, 64),
+    (Knob::Bn, 64),
+    (Knob::Bk, 16),
+    (Knob::Tm, 4),
+    (Knob::Tn, 4),
+];
 
 /// For large products (both sides >= 1024): 128x128 blocks, 8x8 outputs per
 /// invocation, twice the arithmetic per shared-memory load.
-const GEMM_LARGE: [(&str, u32); 5] = [("bm", 128), ("bn", 128), ("bk", 8), ("tm", 8), ("tn", 8)];
-
-/// A tuning from `(key, value)` pairs.
-fn tuning_of(pairs: &[(&str, u32)]) -> Tuning {
-    pairs
-        .iter()
-        .fold(Tuning::default(), |t, (k, v)| t.with(k, *v))
-}
+const GEMM_LARGE: [(Knob, u32); 5] = [
+    (Knob::Bm, 128),
+    (Knob::Bn, 128),
+    (Knob::Bk, 8),
+    (Knob::Tm, 8),
+    (Knob::Tn, 8),
+];
 
 /// Product of tile sizes in u64, saturating: tile sizes come from tuning
 /// caches and flags, so arithmetic on them must never wrap (a wrapped shared
@@ -116,8 +121,11 @@ pub fn plan(
 ) -> Result<Plan, RuntimeError> {
     let f16 = matches!(op, Op::GemmF16 { .. });
     if !f16 {
-        super::check_keys(t, &["v4", "bm", "bn", "bk", "tm", "tn"])?;
-        return match t.get("v4") {
+        super::check_keys(
+            t,
+            &[Knob::V4, Knob::Bm, Knob::Bn, Knob::Bk, Knob::Tm, Knob::Tn],
+        )?;
+        return match t.get(Knob::V4) {
             Some(1) => v4(op, m, n, k, t, lim),
             Some(0) => scalar(op, m, n, k, t, lim, false),
             Some(v) => Err(bad(format!("v4={v}: must be 0 or 1"))),
@@ -126,7 +134,7 @@ pub fn plan(
         };
     }
     let coop_possible = lim.coop_f16.is_some() && lim.f16_storage;
-    match t.get("coopmat") {
+    match t.get(Knob::Coopmat) {
         Some(0) => scalar(op, m, n, k, t, lim, coop_possible),
         Some(1) if coop_possible => coop_shared(op, m, n, k, t, lim),
         Some(2) if lim.coop2 => cm2(op, m, n, k, t, lim),
@@ -173,20 +181,29 @@ fn scalar(
 ) -> Result<Plan, RuntimeError> {
     let f16 = matches!(op, Op::GemmF16 { .. });
     // `coopmat` picks among the f16 kernels, `v4` among the f32 ones.
-    let family = if f16 { "coopmat" } else { "v4" };
-    super::check_keys(t, &["bm", "bn", "bk", "tm", "tn", family])?;
+    let family = if f16 { Knob::Coopmat } else { Knob::V4 };
+    super::check_keys(
+        t,
+        &[Knob::Bm, Knob::Bn, Knob::Bk, Knob::Tm, Knob::Tn, family],
+    )?;
     let use_large = large(m, n) && lim.max_invocations >= 256 && lim.max_shared >= 8192;
-    let defaults = if use_large && !t.0.keys().any(|k| k != family) {
+    let defaults = if use_large && !t.0.keys().any(|k| *k != family) {
         GEMM_LARGE
     } else {
         GEMM_DEFAULT
     };
     let mut eff = Tuning::default();
     for (key, d) in defaults {
-        eff.0.insert(key.into(), t.get(key).unwrap_or(d));
+        eff.0.insert(key, t.get(key).unwrap_or(d));
     }
-    let g = |key: &str| eff.get(key).unwrap();
-    let (bm, bn, bk, tm, tn) = (g("bm"), g("bn"), g("bk"), g("tm"), g("tn"));
+    let g = |key: Knob| eff.get(key).unwrap();
+    let (bm, bn, bk, tm, tn) = (
+        g(Knob::Bm),
+        g(Knob::Bn),
+        g(Knob::Bk),
+        g(Knob::Tm),
+        g(Knob::Tn),
+    );
     if [bm, bn, bk, tm, tn].contains(&0) || bm % tm != 0 || bn % tn != 0 {
         return Err(bad(format!(
             "gemm tiles {eff}: need bm % tm == 0, bn % tn == 0, all > 0"
@@ -212,9 +229,9 @@ fn scalar(
         )));
     }
     let eff = if tag_coop {
-        eff.with("coopmat", 0)
+        eff.with(Knob::Coopmat, 0)
     } else if !f16 {
-        eff.with("v4", 0)
+        eff.with(Knob::V4, 0)
     } else {
         eff
     };
@@ -240,16 +257,16 @@ fn v4(
     t: &Tuning,
     lim: &Limits,
 ) -> Result<Plan, RuntimeError> {
-    if t.get("tm").is_some() || t.get("tn").is_some() {
+    if t.get(Knob::Tm).is_some() || t.get(Knob::Tn).is_some() {
         return Err(bad(
             "gemm_f32_v4 has 8x8 outputs per invocation: tm/tn do not apply".into(),
         ));
     }
     let (dm, dn) = if large(m, n) { (128, 128) } else { (64, 64) };
     let (bm, bn, bk) = (
-        t.get("bm").unwrap_or(dm),
-        t.get("bn").unwrap_or(dn),
-        t.get("bk").unwrap_or(8),
+        t.get(Knob::Bm).unwrap_or(dm),
+        t.get(Knob::Bn).unwrap_or(dn),
+        t.get(Knob::Bk).unwrap_or(8),
     );
     if !n.is_multiple_of(4) || !k.is_multiple_of(4) {
         return Err(bad(format!(
@@ -281,7 +298,12 @@ fn v4(
     }
     let wg = wg as u32; // <= max_invocations, checked above
     let d = one_dispatch(m, n, k, bm, bn, op)?;
-    let tuning = tuning_of(&[("v4", 1), ("bm", bm), ("bn", bn), ("bk", bk)]);
+    let tuning = Tuning::of(&[
+        (Knob::V4, 1),
+        (Knob::Bm, bm),
+        (Knob::Bn, bn),
+        (Knob::Bk, bk),
+    ]);
     Ok(plan_of(Shader::GemmF32V4, vec![bm, bn, bk, wg], tuning, d))
 }
 
@@ -297,7 +319,16 @@ fn cmreg(
     super::check_keys(
         t,
         &[
-            "coopmat", "bm", "bn", "bk", "wg", "sgn", "stages", "direct", "group_m", "probe",
+            Knob::Coopmat,
+            Knob::Bm,
+            Knob::Bn,
+            Knob::Bk,
+            Knob::Wg,
+            Knob::Sgn,
+            Knob::Stages,
+            Knob::Direct,
+            Knob::GroupM,
+            Knob::Probe,
         ],
     )?;
     let sg = lim.subgroup_size.ok_or_else(|| {
@@ -308,17 +339,20 @@ fn cmreg(
             "gemm_f16_cmreg needs a 16x16x16 f16 cooperative-matrix shape".into(),
         ));
     }
-    let g = |key: &str, d: u32| t.get(key).unwrap_or(d);
+    let g = |key: Knob, d: u32| t.get(key).unwrap_or(d);
     let (bm, bn, bk, wg, sgn) = (
-        g("bm", CMREG_DEFAULT.0),
-        g("bn", CMREG_DEFAULT.1),
-        g("bk", CMREG_DEFAULT.2),
-        g("wg", CMREG_DEFAULT.3),
-        g("sgn", CMREG_DEFAULT.4),
+        g(Knob::Bm, CMREG_DEFAULT.0),
+        g(Knob::Bn, CMREG_DEFAULT.1),
+        g(Knob::Bk, CMREG_DEFAULT.2),
+        g(Knob::Wg, CMREG_DEFAULT.3),
+        g(Knob::Sgn, CMREG_DEFAULT.4),
     );
-    let (stages, direct) = (g("stages", CMREG_DEFAULT.5), g("direct", CMREG_DEFAULT.6));
-    let group_m = g("group_m", 0);
-    let probe = g("probe", 0);
+    let (stages, direct) = (
+        g(Knob::Stages, CMREG_DEFAULT.5),
+        g(Knob::Direct, CMREG_DEFAULT.6),
+    );
+    let group_m = g(Knob::GroupM, 0);
+    let probe = g(Knob::Probe, 0);
     if !(1..=2).contains(&stages) || direct > 1 || group_m > 64 || probe > 1 {
         return Err(bad(format!(
             "gemm_f16_cmreg stages={stages} direct={direct} group_m={group_m} probe={probe}: \
@@ -360,18 +394,18 @@ fn cmreg(
         )));
     }
     let d = one_dispatch(m, n, k, bm, bn, op)?;
-    let tuning = tuning_of(&[
-        ("coopmat", 3),
-        ("bm", bm),
-        ("bn", bn),
-        ("bk", bk),
-        ("wg", wg),
-        ("sgn", sgn),
-        ("stages", stages),
-        ("direct", direct),
+    let tuning = Tuning::of(&[
+        (Knob::Coopmat, 3),
+        (Knob::Bm, bm),
+        (Knob::Bn, bn),
+        (Knob::Bk, bk),
+        (Knob::Wg, wg),
+        (Knob::Sgn, sgn),
+        (Knob::Stages, stages),
+        (Knob::Direct, direct),
     ]);
     // Optional keys only when set: entries written before they existed still match.
-    let tuning = [("group_m", group_m), ("probe", probe)]
+    let tuning = [(Knob::GroupM, group_m), (Knob::Probe, probe)]
         .into_iter()
         .filter(|(_, v)| *v > 0)
         .fold(tuning, |t, (k, v)| t.with(k, v));
@@ -392,17 +426,27 @@ fn cm2(
     t: &Tuning,
     lim: &Limits,
 ) -> Result<Plan, RuntimeError> {
-    super::check_keys(t, &["bm", "bn", "bk", "wg", "uk", "coopmat"])?;
-    let uk = t.get("uk").unwrap_or(CM2_UNROLL_K);
+    super::check_keys(
+        t,
+        &[
+            Knob::Bm,
+            Knob::Bn,
+            Knob::Bk,
+            Knob::Wg,
+            Knob::Uk,
+            Knob::Coopmat,
+        ],
+    )?;
+    let uk = t.get(Knob::Uk).unwrap_or(CM2_UNROLL_K);
     if !(1..=8).contains(&uk) {
         return Err(bad(format!("uk={uk}: must be 1..=8")));
     }
-    let g = |key: &str, d: u32| t.get(key).unwrap_or(d);
+    let g = |key: Knob, d: u32| t.get(key).unwrap_or(d);
     let (bm, bn, bk, wg) = (
-        g("bm", CM2_DEFAULT.0),
-        g("bn", CM2_DEFAULT.1),
-        g("bk", CM2_DEFAULT.2),
-        g("wg", CM2_DEFAULT.3),
+        g(Knob::Bm, CM2_DEFAULT.0),
+        g(Knob::Bn, CM2_DEFAULT.1),
+        g(Knob::Bk, CM2_DEFAULT.2),
+        g(Knob::Wg, CM2_DEFAULT.3),
     );
     if [bm, bn, bk]
         .iter()
@@ -418,13 +462,13 @@ fn cm2(
         )));
     }
     let d = one_dispatch(m, n, k, bm, bn, op)?;
-    let tuning = tuning_of(&[
-        ("coopmat", 2),
-        ("uk", uk),
-        ("bm", bm),
-        ("bn", bn),
-        ("bk", bk),
-        ("wg", wg),
+    let tuning = Tuning::of(&[
+        (Knob::Coopmat, 2),
+        (Knob::Uk, uk),
+        (Knob::Bm, bm),
+        (Knob::Bn, bn),
+        (Knob::Bk, bk),
+        (Knob::Wg, wg),
     ]);
     Ok(plan_of(
         Shader::GemmF16Cm2,
@@ -443,7 +487,7 @@ fn coop_shared(
     t: &Tuning,
     lim: &Limits,
 ) -> Result<Plan, RuntimeError> {
-    super::check_keys(t, &["coopmat"])?;
+    super::check_keys(t, &[Knob::Coopmat])?;
     let (cm, cn, ck) = lim.coop_f16.expect("checked by the caller");
     let (bm, bn, bk, wg) = (64u32, 64u32, 32u32, 128u32);
     let shared = bm * bk * 2 + bk * bn * 2 + bm * bn * 4;
@@ -457,7 +501,7 @@ fn coop_shared(
     Ok(plan_of(
         Shader::GemmF16Coopmat,
         vec![bm, bn, bk, cm, cn, wg, ck],
-        tuning_of(&[("coopmat", 1)]),
+        Tuning::of(&[(Knob::Coopmat, 1)]),
         d,
     ))
 }
@@ -479,16 +523,16 @@ pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
             // 64x32 per subgroup: half the accumulators, more workgroups per SM.
             (128, 64, 32, 128, 2, 2, 0, 0),
         ] {
-            push(tuning_of(&[
-                ("coopmat", 3),
-                ("bm", bm),
-                ("bn", bn),
-                ("bk", bk),
-                ("wg", wg),
-                ("sgn", sgn),
-                ("stages", stages),
-                ("direct", direct),
-                ("group_m", group_m),
+            push(Tuning::of(&[
+                (Knob::Coopmat, 3),
+                (Knob::Bm, bm),
+                (Knob::Bn, bn),
+                (Knob::Bk, bk),
+                (Knob::Wg, wg),
+                (Knob::Sgn, sgn),
+                (Knob::Stages, stages),
+                (Knob::Direct, direct),
+                (Knob::GroupM, group_m),
             ]));
         }
     }
@@ -501,18 +545,18 @@ pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
             (256, 128, 32, 256, 4),
             (64, 128, 32, 128, 4),
         ] {
-            push(tuning_of(&[
-                ("coopmat", 2),
-                ("bm", bm),
-                ("bn", bn),
-                ("bk", bk),
-                ("wg", wg),
-                ("uk", uk),
+            push(Tuning::of(&[
+                (Knob::Coopmat, 2),
+                (Knob::Bm, bm),
+                (Knob::Bn, bn),
+                (Knob::Bk, bk),
+                (Knob::Wg, wg),
+                (Knob::Uk, uk),
             ]));
         }
     }
     if f16 {
-        push(tuning_of(&[("coopmat", 1)]));
+        push(Tuning::of(&[(Knob::Coopmat, 1)]));
     } else {
         for (bm, bn, bk) in [
             (128, 128, 8),
@@ -521,7 +565,12 @@ pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
             (128, 64, 8),
             (64, 128, 16),
         ] {
-            push(tuning_of(&[("v4", 1), ("bm", bm), ("bn", bn), ("bk", bk)]));
+            push(Tuning::of(&[
+                (Knob::V4, 1),
+                (Knob::Bm, bm),
+                (Knob::Bn, bn),
+                (Knob::Bk, bk),
+            ]));
         }
     }
     let coop = f16 && lim.coop_f16.is_some() && lim.f16_storage;
@@ -531,11 +580,17 @@ pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
         (64, 64, 8, 4, 4),
         (32, 32, 16, 2, 2),
     ] {
-        let t = tuning_of(&[("bm", bm), ("bn", bn), ("bk", bk), ("tm", tm), ("tn", tn)]);
+        let t = Tuning::of(&[
+            (Knob::Bm, bm),
+            (Knob::Bn, bn),
+            (Knob::Bk, bk),
+            (Knob::Tm, tm),
+            (Knob::Tn, tn),
+        ]);
         push(if coop {
-            t.with("coopmat", 0)
+            t.with(Knob::Coopmat, 0)
         } else if !f16 {
-            t.with("v4", 0)
+            t.with(Knob::V4, 0)
         } else {
             t
         });
@@ -623,7 +678,7 @@ mod tests {
         assert_eq!(p.shader, Shader::GemmF16Coopmat);
         let err = run_plan(
             &f16(4096, 4096, 4096),
-            &Tuning::default().with("coopmat", 3),
+            &Tuning::default().with(Knob::Coopmat, 3),
             &lim,
         )
         .err()
@@ -637,18 +692,18 @@ mod tests {
         // stages because the planner dropped them: the spec must follow the tuning.
         let lim = h200();
         let t = Tuning::default()
-            .with("coopmat", 3)
-            .with("bk", 32)
-            .with("stages", 2)
-            .with("direct", 0)
-            .with("group_m", 8);
+            .with(Knob::Coopmat, 3)
+            .with(Knob::Bk, 32)
+            .with(Knob::Stages, 2)
+            .with(Knob::Direct, 0)
+            .with(Knob::GroupM, 8);
         let p = run_plan(&f16(8192, 8192, 8192), &t, &lim).unwrap();
         assert_eq!(p.spec, vec![128, 128, 32, 128, 2, 32, 2, 0, 8, 0]);
-        assert_eq!(p.tuning.get("group_m"), Some(8));
-        assert_eq!(p.tuning.get("stages"), Some(2));
+        assert_eq!(p.tuning.get(Knob::GroupM), Some(8));
+        assert_eq!(p.tuning.get(Knob::Stages), Some(2));
         let p = run_plan(&f16(8192, 8192, 8192), &Tuning::default(), &lim).unwrap();
         assert_eq!(
-            p.tuning.get("group_m"),
+            p.tuning.get(Knob::GroupM),
             None,
             "unset keys stay out of the cache"
         );
@@ -659,9 +714,9 @@ mod tests {
         // Two stages of 128x128x64 with padded rows: 2 * (128*9 + 64*17) * 16
         // = 71680 bytes, over the 49152 the H200 reports.
         let t = Tuning::default()
-            .with("coopmat", 3)
-            .with("bk", 64)
-            .with("stages", 2);
+            .with(Knob::Coopmat, 3)
+            .with(Knob::Bk, 64)
+            .with(Knob::Stages, 2);
         let err = run_plan(&f16(4096, 4096, 4096), &t, &h200()).err().unwrap();
         assert!(err.to_string().contains("71680 bytes"), "{err}");
         // A device with that much accepts it.
@@ -692,39 +747,44 @@ mod tests {
         // product (SIGSEGV in the driver, a remainder by zero, unbounded memory).
         let f32_op = |s| Op::GemmF32 { m: s, n: s, k: s };
         let cases = [
-            (f16(256, 256, 256), Tuning::default().with("bk", 1 << 30)),
             (
-                f32_op(256),
-                Tuning::default()
-                    .with("bm", 1 << 31)
-                    .with("bn", 128)
-                    .with("bk", 8)
-                    .with("v4", 1),
-            ),
-            (f32_op(256), Tuning::default().with("bk", 1 << 30)),
-            (
-                f32_op(256),
-                Tuning::default().with("v4", 0).with("bk", 1 << 30),
+                f16(256, 256, 256),
+                Tuning::default().with(Knob::Bk, 1 << 30),
             ),
             (
                 f32_op(256),
                 Tuning::default()
-                    .with("v4", 0)
-                    .with("tm", 1 << 16)
-                    .with("tn", 1 << 16)
-                    .with("bm", 1 << 16)
-                    .with("bn", 1 << 16),
+                    .with(Knob::Bm, 1 << 31)
+                    .with(Knob::Bn, 128)
+                    .with(Knob::Bk, 8)
+                    .with(Knob::V4, 1),
+            ),
+            (f32_op(256), Tuning::default().with(Knob::Bk, 1 << 30)),
+            (
+                f32_op(256),
+                Tuning::default().with(Knob::V4, 0).with(Knob::Bk, 1 << 30),
+            ),
+            (
+                f32_op(256),
+                Tuning::default()
+                    .with(Knob::V4, 0)
+                    .with(Knob::Tm, 1 << 16)
+                    .with(Knob::Tn, 1 << 16)
+                    .with(Knob::Bm, 1 << 16)
+                    .with(Knob::Bn, 1 << 16),
             ),
             (
                 f16(4096, 4096, 4096),
-                Tuning::default().with("coopmat", 2).with("bk", 1 << 30),
+                Tuning::default()
+                    .with(Knob::Coopmat, 2)
+                    .with(Knob::Bk, 1 << 30),
             ),
             (
                 f16(4096, 4096, 4096),
                 Tuning::default()
-                    .with("coopmat", 3)
-                    .with("bm", 1 << 28)
-                    .with("bk", 1 << 28),
+                    .with(Knob::Coopmat, 3)
+                    .with(Knob::Bm, 1 << 28)
+                    .with(Knob::Bk, 1 << 28),
             ),
         ];
         for lim in [cpu_like(), h200()] {
@@ -772,13 +832,13 @@ mod tests {
         let mut planned = 0;
         for lim in [cpu_like(), h200()] {
             for family in [
-                ("v4", 0),
-                ("v4", 1),
-                ("coopmat", 0),
-                ("coopmat", 2),
-                ("coopmat", 3),
+                (Knob::V4, 0),
+                (Knob::V4, 1),
+                (Knob::Coopmat, 0),
+                (Knob::Coopmat, 2),
+                (Knob::Coopmat, 3),
             ] {
-                let op = if family.0 == "v4" {
+                let op = if family.0 == Knob::V4 {
                     Op::GemmF32 {
                         m: 512,
                         n: 512,
@@ -792,9 +852,9 @@ mod tests {
                         for bk in values {
                             let t = Tuning::default()
                                 .with(family.0, family.1)
-                                .with("bm", bm)
-                                .with("bn", bn)
-                                .with("bk", bk);
+                                .with(Knob::Bm, bm)
+                                .with(Knob::Bn, bn)
+                                .with(Knob::Bk, bk);
                             if let Ok(p) = run_plan(&op, &t, &lim) {
                                 planned += 1;
                                 assert!(
