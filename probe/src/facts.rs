@@ -6,6 +6,7 @@
 //! the machine: a pasted `rocminfo` knows the gfx target but not the PCI
 //! address, a sysroot knows the PCI address but maybe not the Vulkan devices.
 
+use greta_vocab::VkFamily;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -130,18 +131,6 @@ pub struct DeviceNode {
     pub open_error: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, Hash)]
-#[serde(rename_all = "kebab-case")]
-pub enum VulkanDriverKind {
-    Radv,
-    Amdvlk,
-    AmdgpuPro,
-    Lavapipe,
-    Nvidia,
-    #[default]
-    Other,
-}
-
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Vulkan {
     /// Path of the loader library found (`libvulkan.so.1`), None if missing.
@@ -151,7 +140,7 @@ pub struct Vulkan {
     /// Devices enumerated live through ash, or parsed from vulkaninfo text.
     pub devices: Vec<VulkanDevice>,
     /// Driver kinds seen anywhere (ICDs or devices), deduplicated, for rules.
-    pub drivers: Vec<VulkanDriverKind>,
+    pub drivers: Vec<VkFamily>,
     /// `AMD_VULKAN_ICD`, `VK_DRIVER_FILES`, `VK_ICD_FILENAMES` as set.
     pub env: Vec<(String, String)>,
     /// Implicit layer names found (e.g. "VK_LAYER_AMD_switchable_graphics_64",
@@ -164,7 +153,7 @@ pub struct Vulkan {
 pub struct Icd {
     pub manifest: String,
     pub library_path: Option<String>,
-    pub kind: VulkanDriverKind,
+    pub kind: VkFamily,
     pub api_version: Option<String>,
     /// Whether the library file exists/loads; None when unknown.
     pub library_ok: Option<bool>,
@@ -178,7 +167,7 @@ pub struct Icd {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct VulkanDevice {
     pub name: String,
-    pub kind: VulkanDriverKind,
+    pub kind: VkFamily,
     /// "DISCRETE_GPU", "INTEGRATED_GPU", "CPU", ...
     pub device_type: Option<String>,
     pub vendor_id: Option<u32>,

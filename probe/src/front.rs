@@ -14,12 +14,13 @@ use std::time::Duration;
 
 use crate::capture::{self, CaptureError, Captured};
 use crate::collect::{self, CheckRun, CHECKS};
-use crate::facts::{Facts, Signal, VulkanDriverKind};
+use crate::facts::{Facts, Signal};
 use crate::from::FromRun;
 use crate::live;
 use crate::report::{self, CheckLine, CheckStatus, Report};
 use crate::root::{CmdStatus, Root};
 use crate::rules::{self, Finding, Severity};
+use greta_vocab::VkFamily;
 
 /// How much of the machine one run reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -267,7 +268,7 @@ fn profile_facts(root: &Root, forced: bool) -> Facts {
 /// The kinds of the Vulkan drivers whose ICD manifests the loader would
 /// find, read from the manifests alone: the doctor also loads each driver
 /// library, which costs tens of milliseconds and decides no profile.
-fn vulkan_driver_kinds(root: &Root) -> Vec<VulkanDriverKind> {
+fn vulkan_driver_kinds(root: &Root) -> Vec<VkFamily> {
     use live::icd;
     let mut kinds = Vec::new();
     for (manifest, _) in icd::search_manifests(root) {
@@ -278,7 +279,7 @@ fn vulkan_driver_kinds(root: &Root) -> Vec<VulkanDriverKind> {
             .map(|(lib, _)| lib)
             .unwrap_or_default();
         let k = icd::classify(&manifest, &lib);
-        if k != VulkanDriverKind::Other && !kinds.contains(&k) {
+        if k != VkFamily::Other && !kinds.contains(&k) {
             kinds.push(k);
         }
     }

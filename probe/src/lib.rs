@@ -26,7 +26,7 @@ pub use capture::{CaptureError, Captured};
 pub use collect::{CheckRun, CHECKS};
 pub use facts::{
     DeviceNode, Facts, Framework, Gpu, Icd, Interpreter, KernelDriver, Python, Rocm, RocmInstall,
-    Signal, Vendor, Vulkan, VulkanDevice, VulkanDriverKind,
+    Signal, Vendor, Vulkan, VulkanDevice,
 };
 pub use from::{
     decode, from_files, parse_text, recognise, summarise, FileReport, Format, FromError, FromRun,

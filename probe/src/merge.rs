@@ -7,8 +7,9 @@
 //! contradicts (address, ids, gfx, vendor), and they share an identity key;
 //! among candidates the strongest key wins (address > device id > gfx > name).
 
-use crate::facts::{Facts, Gpu, Vendor, VulkanDriverKind};
+use crate::facts::{Facts, Gpu, Vendor};
 use crate::from::amd;
+use greta_vocab::VkFamily;
 
 pub fn merge(parts: Vec<Facts>) -> Facts {
     let mut out = Facts::default();
@@ -151,7 +152,7 @@ fn absorb(out: &mut Facts, p: Facts) {
 
 /// After all parts: derived driver kinds, pci.ids names, VF flags.
 fn finish(out: &mut Facts) {
-    let kinds: Vec<VulkanDriverKind> = out
+    let kinds: Vec<VkFamily> = out
         .vulkan
         .icds
         .iter()
@@ -159,7 +160,7 @@ fn finish(out: &mut Facts) {
         .chain(out.vulkan.devices.iter().map(|d| d.kind))
         .collect();
     union(&mut out.vulkan.drivers, kinds);
-    out.vulkan.drivers.retain(|k| *k != VulkanDriverKind::Other);
+    out.vulkan.drivers.retain(|k| *k != VkFamily::Other);
     for g in &mut out.gpus {
         if g.vendor_id.is_none() && g.device_id.is_some() {
             g.vendor_id = match g.vendor {

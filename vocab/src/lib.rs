@@ -49,5 +49,5 @@ pub use setting::{Setting, Source};
 pub use sha256::{Sha256, Sha256Error};
 pub use verdict::Verdict;
 pub use vk_device::{same_gpu, DeviceUuid, DeviceUuidError, GpuIdentity, SameGpu};
-pub use vk_driver::VkDriver;
+pub use vk_driver::{VkDriver, VkFamily};
 pub use wheel::{LockLine, PinnedWheel};

@@ -75,9 +75,8 @@ pub struct GpuIdentity<'a> {
     /// PCI address (`0000:c3:00.0`) where the source shows one.
     pub pci: Option<&'a str>,
     pub bare_name: &'a str,
-    /// The driver's id name (`MESA_RADV`) or kind (`radv`): only compared
-    /// with the other device's.
-    pub driver: &'a str,
+    /// The driver's family: a name counts only across two families.
+    pub driver: crate::VkFamily,
 }
 
 /// Why two devices are one GPU.
@@ -139,7 +138,8 @@ mod tests {
             .is_err());
     }
 
-    fn id<'a>(uuid: Option<&str>, name: &'a str, driver: &'a str) -> GpuIdentity<'a> {
+    fn id<'a>(uuid: Option<&str>, name: &'a str, driver: &str) -> GpuIdentity<'a> {
+        let driver = serde_json::from_str(&format!("\"{driver}\"")).unwrap();
         GpuIdentity {
             uuid: uuid.map(|u| u.parse().unwrap()),
             pci: None,
@@ -159,7 +159,7 @@ mod tests {
         ));
         // The nil UUID names nothing.
         assert_eq!(
-            same_gpu(&id(Some(nil), "x", "a"), &id(Some(nil), "x", "b")),
+            same_gpu(&id(Some(nil), "x", "radv"), &id(Some(nil), "x", "nvidia")),
             None
         );
         // Names count only when nothing better is known, and across drivers.

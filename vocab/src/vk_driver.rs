@@ -1,7 +1,51 @@
 //! Vulkan drivers, by the `VkDriverId` they report (the probe reads it from
-//! vulkaninfo and ICD manifests, the runtime from the device itself).
+//! vulkaninfo and ICD manifests, the runtime from the device itself), and
+//! the family doctor's rules reason about ([`VkFamily`]), which an ICD's
+//! file name can tell where no driver id is known.
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
+
+/// A driver family: what a rule needs to know of a Vulkan driver ("RADV
+/// is hidden by AMDVLK", "only lavapipe"), and all an ICD manifest or a
+/// log line can say. A known [`VkDriver`] has exactly one
+/// ([`VkDriver::family`]); NVK, ANV, Dozen and the rest are `Other`.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum VkFamily {
+    Radv,
+    Amdvlk,
+    AmdgpuPro,
+    Lavapipe,
+    Nvidia,
+    #[default]
+    Other,
+}
+
+impl VkFamily {
+    /// As doctor's JSON carries it (`radv`, `amdgpu-pro`).
+    pub fn name(self) -> &'static str {
+        match self {
+            VkFamily::Radv => "radv",
+            VkFamily::Amdvlk => "amdvlk",
+            VkFamily::AmdgpuPro => "amdgpu-pro",
+            VkFamily::Lavapipe => "lavapipe",
+            VkFamily::Nvidia => "nvidia",
+            VkFamily::Other => "other",
+        }
+    }
+
+    /// As a user knows it (`RADV`, `AMDGPU-PRO`), for messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            VkFamily::Radv => "RADV",
+            VkFamily::Amdvlk => "AMDVLK",
+            VkFamily::AmdgpuPro => "AMDGPU-PRO",
+            VkFamily::Lavapipe => "lavapipe",
+            VkFamily::Nvidia => "NVIDIA",
+            VkFamily::Other => "other",
+        }
+    }
+}
 
 /// A Vulkan driver as `VkPhysicalDeviceDriverProperties::driverID` names
 /// it. Serialised as that name (`MESA_RADV`, `MESA_LLVMPIPE`, ...), which
@@ -62,6 +106,20 @@ impl VkDriver {
         }
     }
 
+    /// The family a rule reasons about.
+    pub fn family(&self) -> VkFamily {
+        match self {
+            VkDriver::Radv => VkFamily::Radv,
+            VkDriver::Amdvlk => VkFamily::Amdvlk,
+            VkDriver::AmdProprietary => VkFamily::AmdgpuPro,
+            VkDriver::Lavapipe => VkFamily::Lavapipe,
+            VkDriver::NvidiaProprietary => VkFamily::Nvidia,
+            VkDriver::Nvk | VkDriver::IntelAnv | VkDriver::Dozen | VkDriver::Other(_) => {
+                VkFamily::Other
+            }
+        }
+    }
+
     /// A CPU implementation: never the GPU a user meant.
     pub fn is_cpu(&self) -> bool {
         matches!(self, VkDriver::Lavapipe)
@@ -118,5 +176,30 @@ mod tests {
         assert_eq!(odd.to_string(), "MOLTENVK");
         assert!(VkDriver::Lavapipe.is_cpu() && !VkDriver::Radv.is_cpu());
         assert!(VkDriver::Radv.preference() < VkDriver::Amdvlk.preference());
+    }
+
+    #[test]
+    fn each_driver_has_one_family_and_families_keep_their_names() {
+        for (name, d) in NAMES {
+            let f = d.family();
+            assert_eq!(
+                serde_json::to_string(&f).unwrap(),
+                format!("\"{}\"", f.name())
+            );
+            let want = match *name {
+                "MESA_RADV" => "radv",
+                "AMD_OPEN_SOURCE" => "amdvlk",
+                "AMD_PROPRIETARY" => "amdgpu-pro",
+                "MESA_LLVMPIPE" => "lavapipe",
+                "NVIDIA_PROPRIETARY" => "nvidia",
+                _ => "other",
+            };
+            assert_eq!(f.name(), want, "{name}");
+        }
+        assert_eq!(
+            VkDriver::from_id_name("UNKNOWN_99").family(),
+            VkFamily::Other
+        );
+        assert_eq!(VkFamily::AmdgpuPro.label(), "AMDGPU-PRO");
     }
 }

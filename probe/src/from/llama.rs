@@ -5,7 +5,8 @@
 
 use super::amd::find_gfx;
 use super::vulkaninfo::{gpu_of, kind_from_driver_id};
-use crate::facts::{Facts, Gpu, Vendor, VulkanDevice, VulkanDriverKind};
+use crate::facts::{Facts, Gpu, Vendor, VulkanDevice};
+use greta_vocab::VkFamily;
 
 pub fn recognise(text: &str) -> bool {
     text.lines().any(|l| {
@@ -25,7 +26,7 @@ fn old_vulkan_line(l: &str) -> Option<&str> {
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
     let mut cuda_backend: Option<Vendor> = None;
-    let mut seen: Vec<(String, String, VulkanDriverKind)> = Vec::new();
+    let mut seen: Vec<(String, String, VkFamily)> = Vec::new();
     for line in text.lines() {
         // A log of several runs repeats the device list: one device per
         // (index, name, driver), so two identical GPUs still count twice.
@@ -104,7 +105,7 @@ fn parse_vulkan_line(rest: &str) -> Option<VulkanDevice> {
             let drv = &head[p + 2..head.len() - 1];
             (head[..p].to_string(), kind_from_driver_id(drv))
         }
-        _ => (head.to_string(), VulkanDriverKind::Other),
+        _ => (head.to_string(), VkFamily::Other),
     };
     let mut d = VulkanDevice {
         name,
@@ -134,7 +135,7 @@ fn parse_vulkan_line(rest: &str) -> Option<VulkanDevice> {
         }
     }
     if d.name.starts_with("llvmpipe") {
-        d.kind = VulkanDriverKind::Lavapipe;
+        d.kind = VkFamily::Lavapipe;
         d.device_type = Some("PHYSICAL_DEVICE_TYPE_CPU".into());
     }
     Some(d)

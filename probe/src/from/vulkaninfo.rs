@@ -6,7 +6,8 @@
 //! value of each key wins (the full dump repeats some keys in later structs).
 
 use super::amd::{self, gfx_from_radv_name, parse_id};
-use crate::facts::{Facts, Gpu, Vendor, VulkanDevice, VulkanDriverKind};
+use crate::facts::{Facts, Gpu, Vendor, VulkanDevice};
+use greta_vocab::{VkDriver, VkFamily};
 
 pub fn has_device_blocks(text: &str) -> bool {
     text.lines()
@@ -28,43 +29,47 @@ pub fn recognise_loader_log(text: &str) -> bool {
             .contains("is not a conformant vulkan implementation")
 }
 
-/// `VkDriverId` names (and `driverName` values) to the driver families rules use.
-pub fn kind_from_driver_id(id: &str) -> VulkanDriverKind {
-    match id.trim() {
-        "DRIVER_ID_MESA_RADV" | "radv" => VulkanDriverKind::Radv,
-        "DRIVER_ID_AMD_OPEN_SOURCE" | "AMD open-source driver" => VulkanDriverKind::Amdvlk,
-        "DRIVER_ID_AMD_PROPRIETARY" | "AMD proprietary driver" => VulkanDriverKind::AmdgpuPro,
-        "DRIVER_ID_MESA_LLVMPIPE" | "llvmpipe" => VulkanDriverKind::Lavapipe,
-        "DRIVER_ID_NVIDIA_PROPRIETARY" | "NVIDIA" => VulkanDriverKind::Nvidia,
-        _ => VulkanDriverKind::Other,
+/// `VkDriverId` names (through the vocabulary's [`VkDriver`] mapping) and
+/// `driverName` values to the driver families rules use.
+pub fn kind_from_driver_id(id: &str) -> VkFamily {
+    match VkDriver::from_id_name(id) {
+        VkDriver::Other(_) => match id.trim() {
+            "radv" => VkFamily::Radv,
+            "AMD open-source driver" => VkFamily::Amdvlk,
+            "AMD proprietary driver" => VkFamily::AmdgpuPro,
+            "llvmpipe" => VkFamily::Lavapipe,
+            "NVIDIA" => VkFamily::Nvidia,
+            _ => VkFamily::Other,
+        },
+        known => known.family(),
     }
 }
 
 /// An ICD library path (or a manifest file name) to its driver family.
-pub fn kind_from_library(path: &str) -> VulkanDriverKind {
+pub fn kind_from_library(path: &str) -> VkFamily {
     let lc = path.to_lowercase();
     let base = lc.rsplit('/').next().unwrap_or(&lc);
     if base.contains("radeon") {
-        VulkanDriverKind::Radv
+        VkFamily::Radv
     } else if lc.contains("amdgpu-pro") || lc.contains("amdgpu_pro") || base.contains("amdvlk-pro")
     {
-        VulkanDriverKind::AmdgpuPro
+        VkFamily::AmdgpuPro
     } else if base.contains("amdvlk") || base.starts_with("amd_icd") {
-        VulkanDriverKind::Amdvlk
+        VkFamily::Amdvlk
     } else if base.contains("lvp") || base.contains("lavapipe") {
-        VulkanDriverKind::Lavapipe
+        VkFamily::Lavapipe
     } else if base.contains("nvidia") {
-        VulkanDriverKind::Nvidia
+        VkFamily::Nvidia
     } else {
-        VulkanDriverKind::Other
+        VkFamily::Other
     }
 }
 
 /// The GPU a Vulkan device stands for; CPU devices (llvmpipe) are listed as
 /// vendor `cpu` so "only a software device" can be told apart from "none".
 pub fn gpu_of(d: &VulkanDevice) -> Gpu {
-    let cpu = d.device_type.as_deref().is_some_and(|t| t.contains("CPU"))
-        || d.kind == VulkanDriverKind::Lavapipe;
+    let cpu =
+        d.device_type.as_deref().is_some_and(|t| t.contains("CPU")) || d.kind == VkFamily::Lavapipe;
     let vendor = if cpu {
         Vendor::Cpu
     } else {
@@ -73,10 +78,8 @@ pub fn gpu_of(d: &VulkanDevice) -> Gpu {
             Some(amd::NVIDIA) => Vendor::Nvidia,
             Some(amd::INTEL) => Vendor::Intel,
             _ => match d.kind {
-                VulkanDriverKind::Radv | VulkanDriverKind::Amdvlk | VulkanDriverKind::AmdgpuPro => {
-                    Vendor::Amd
-                }
-                VulkanDriverKind::Nvidia => Vendor::Nvidia,
+                VkFamily::Radv | VkFamily::Amdvlk | VkFamily::AmdgpuPro => Vendor::Amd,
+                VkFamily::Nvidia => Vendor::Nvidia,
                 _ => vendor_from_name(&d.name),
             },
         }
@@ -111,7 +114,7 @@ pub fn gpu_of(d: &VulkanDevice) -> Gpu {
         },
         vf: amd::is_vf(&d.name, vendor_id, device_id),
         integrated,
-        seen_by: vec![format!("vulkan:{}", kind_name(d.kind))],
+        seen_by: vec![format!("vulkan:{}", d.kind.name())],
         ..Gpu::default()
     }
 }
@@ -143,17 +146,6 @@ pub fn unwrap_layered_name(name: &str) -> &str {
         .unwrap_or(name)
 }
 
-pub fn kind_name(k: VulkanDriverKind) -> &'static str {
-    match k {
-        VulkanDriverKind::Radv => "radv",
-        VulkanDriverKind::Amdvlk => "amdvlk",
-        VulkanDriverKind::AmdgpuPro => "amdgpu-pro",
-        VulkanDriverKind::Lavapipe => "lavapipe",
-        VulkanDriverKind::Nvidia => "nvidia",
-        VulkanDriverKind::Other => "other",
-    }
-}
-
 fn push_device(f: &mut Facts, d: VulkanDevice) {
     if !f.vulkan.drivers.contains(&d.kind) {
         f.vulkan.drivers.push(d.kind);
@@ -170,7 +162,7 @@ pub fn parse(text: &str) -> Facts {
     let flush = |f: &mut Facts, cur: &mut Option<VulkanDevice>| {
         if let Some(mut d) = cur.take() {
             if !d.name.is_empty() {
-                if d.kind == VulkanDriverKind::Other {
+                if d.kind == VkFamily::Other {
                     d.kind = guess_kind(&d);
                 }
                 push_device(f, d);
@@ -220,7 +212,7 @@ pub fn parse(text: &str) -> Facts {
             "vendorID" if d.vendor_id.is_none() => d.vendor_id = parse_id(v),
             "deviceID" if d.device_id.is_none() => d.device_id = parse_id(v),
             "apiVersion" => first(&mut d.api_version),
-            "driverID" if d.kind == VulkanDriverKind::Other => d.kind = kind_from_driver_id(v),
+            "driverID" if d.kind == VkFamily::Other => d.kind = kind_from_driver_id(v),
             "driverName" => first(&mut d.driver_name),
             "driverInfo" => first(&mut d.driver_info),
             "deviceUUID" if d.device_uuid.is_none() => d.device_uuid = v.parse().ok(),
@@ -253,19 +245,19 @@ fn is_gpu_header(t: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-fn guess_kind(d: &VulkanDevice) -> VulkanDriverKind {
+fn guess_kind(d: &VulkanDevice) -> VkFamily {
     if let Some(n) = &d.driver_name {
         let k = kind_from_driver_id(n);
-        if k != VulkanDriverKind::Other {
+        if k != VkFamily::Other {
             return k;
         }
     }
     if d.name.contains("(RADV ") {
-        VulkanDriverKind::Radv
+        VkFamily::Radv
     } else if d.name.starts_with("llvmpipe") {
-        VulkanDriverKind::Lavapipe
+        VkFamily::Lavapipe
     } else {
-        VulkanDriverKind::Other
+        VkFamily::Other
     }
 }
 
@@ -282,13 +274,13 @@ pub fn parse_loader_log(text: &str) -> Facts {
         let lc = t.to_lowercase();
         if lc.contains("is not a conformant vulkan implementation") {
             let kind = if lc.contains("radv") {
-                VulkanDriverKind::Radv
+                VkFamily::Radv
             } else if lc.contains("lavapipe") || lc.contains("llvmpipe") {
-                VulkanDriverKind::Lavapipe
+                VkFamily::Lavapipe
             } else {
-                VulkanDriverKind::Other
+                VkFamily::Other
             };
-            if kind != VulkanDriverKind::Other && !f.vulkan.drivers.contains(&kind) {
+            if kind != VkFamily::Other && !f.vulkan.drivers.contains(&kind) {
                 f.vulkan.drivers.push(kind);
             }
         }
@@ -301,7 +293,7 @@ pub fn parse_loader_log(text: &str) -> Facts {
 /// `  GPU 0: 1002:164e "AMD Radeon Graphics" integrated GPU 0000:19:00.0`.
 pub fn parse_device_select(text: &str) -> Facts {
     let mut f = parse_loader_log(text);
-    let mut icd_kind: Option<VulkanDriverKind> = None;
+    let mut icd_kind: Option<VkFamily> = None;
     for line in text.lines() {
         if let Some(p) = line
             .find("VK_ICD_FILENAMES=")
@@ -357,19 +349,19 @@ pub fn parse_device_select(text: &str) -> Facts {
             None
         };
         let kind = if name.contains("(RADV ") {
-            VulkanDriverKind::Radv
+            VkFamily::Radv
         } else if name.starts_with("llvmpipe") {
-            VulkanDriverKind::Lavapipe
+            VkFamily::Lavapipe
         } else if let Some(k) = icd_kind {
             k
         } else if vid == amd::AMD as u32 {
             // Mesa always suffixes "(RADV ...)"; an AMD name without it comes
             // from AMDVLK or AMDGPU-PRO, which share one manifest name.
-            VulkanDriverKind::Amdvlk
+            VkFamily::Amdvlk
         } else if vid == amd::NVIDIA as u32 {
-            VulkanDriverKind::Nvidia
+            VkFamily::Nvidia
         } else {
-            VulkanDriverKind::Other
+            VkFamily::Other
         };
         push_device(
             &mut f,
@@ -397,7 +389,7 @@ mod tests {
         let f = parse(t);
         assert_eq!(f.vulkan.devices.len(), 1);
         let d = &f.vulkan.devices[0];
-        assert_eq!(d.kind, VulkanDriverKind::Radv);
+        assert_eq!(d.kind, VkFamily::Radv);
         assert_eq!(d.device_id, Some(0x73ff));
         assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx1032"));
         assert_eq!(f.gpus[0].integrated, Some(false));
@@ -407,27 +399,24 @@ mod tests {
     fn library_kinds() {
         assert_eq!(
             kind_from_library("/usr/lib/x86_64-linux-gnu/libvulkan_radeon.so"),
-            VulkanDriverKind::Radv
+            VkFamily::Radv
         );
         assert_eq!(
             kind_from_library("/opt/amdgpu/lib/x86_64-linux-gnu/amdvlk64.so"),
-            VulkanDriverKind::Amdvlk
+            VkFamily::Amdvlk
         );
         assert_eq!(
             kind_from_library("/opt/amdgpu-pro/lib/x86_64-linux-gnu/amdvlk64.so"),
-            VulkanDriverKind::AmdgpuPro
+            VkFamily::AmdgpuPro
         );
-        assert_eq!(
-            kind_from_library("libGLX_nvidia.so.0"),
-            VulkanDriverKind::Nvidia
-        );
+        assert_eq!(kind_from_library("libGLX_nvidia.so.0"), VkFamily::Nvidia);
         assert_eq!(
             kind_from_library("/usr/lib/x86_64-linux-gnu/libvulkan_lvp.so"),
-            VulkanDriverKind::Lavapipe
+            VkFamily::Lavapipe
         );
         assert_eq!(
             kind_from_library("/usr/share/vulkan/icd.d/amd_icd64.json"),
-            VulkanDriverKind::Amdvlk
+            VkFamily::Amdvlk
         );
     }
 }

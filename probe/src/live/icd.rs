@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 
 use super::{scanned, signal};
-use crate::facts::{Facts, Icd, VulkanDriverKind};
+use crate::facts::{Facts, Icd};
 use crate::root::{CmdOutput, CmdStatus, Root};
+use greta_vocab::VkFamily;
 
 /// Multiarch directory of this build's target (Debian layout).
 const MULTIARCH: &str = if cfg!(target_arch = "aarch64") {
@@ -85,22 +86,22 @@ pub fn find_lib(root: &Root, dirs: &[String], name: &str) -> Option<String> {
 }
 
 /// Which driver a manifest is, from its file name and library path.
-pub fn classify(manifest: &str, library: &str) -> VulkanDriverKind {
+pub fn classify(manifest: &str, library: &str) -> VkFamily {
     let m = manifest.to_ascii_lowercase();
     let mname = m.rsplit('/').next().unwrap_or(&m).to_string();
     let l = library.to_ascii_lowercase();
     if l.contains("amdgpu-pro") || l.contains("amdvlkpro") || m.contains("amdgpu-pro") {
-        VulkanDriverKind::AmdgpuPro
+        VkFamily::AmdgpuPro
     } else if l.contains("amdvlk") || mname.starts_with("amd_icd") || mname.contains("amdvlk") {
-        VulkanDriverKind::Amdvlk
+        VkFamily::Amdvlk
     } else if l.contains("libvulkan_radeon") || mname.starts_with("radeon_icd") {
-        VulkanDriverKind::Radv
+        VkFamily::Radv
     } else if l.contains("libvulkan_lvp") || mname.starts_with("lvp_icd") {
-        VulkanDriverKind::Lavapipe
+        VkFamily::Lavapipe
     } else if l.contains("nvidia") || mname.starts_with("nvidia_icd") {
-        VulkanDriverKind::Nvidia
+        VkFamily::Nvidia
     } else {
-        VulkanDriverKind::Other
+        VkFamily::Other
     }
 }
 
@@ -422,7 +423,7 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
         if let Some(e) = &icd.error {
             signal(f, "vulkan-icd-broken", &icd.manifest, e);
         }
-        if !f.vulkan.drivers.contains(&icd.kind) && icd.kind != VulkanDriverKind::Other {
+        if !f.vulkan.drivers.contains(&icd.kind) && icd.kind != VkFamily::Other {
             f.vulkan.drivers.push(icd.kind);
         }
     }
@@ -440,7 +441,7 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
         .map(|i| {
             format!(
                 "{}{}",
-                kind_name(i.kind),
+                i.kind.label(),
                 if i.library_ok == Some(true) {
                     ""
                 } else {
@@ -460,24 +461,13 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
     )
 }
 
-pub fn kind_name(k: VulkanDriverKind) -> &'static str {
-    match k {
-        VulkanDriverKind::Radv => "RADV",
-        VulkanDriverKind::Amdvlk => "AMDVLK",
-        VulkanDriverKind::AmdgpuPro => "AMDGPU-PRO",
-        VulkanDriverKind::Lavapipe => "lavapipe",
-        VulkanDriverKind::Nvidia => "NVIDIA",
-        VulkanDriverKind::Other => "other",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn classifies_real_manifest_names() {
-        use VulkanDriverKind::*;
+        use VkFamily::*;
         assert_eq!(
             classify(
                 "/usr/share/vulkan/icd.d/radeon_icd.x86_64.json",

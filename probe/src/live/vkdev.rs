@@ -10,8 +10,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{scanned, seen, signal};
-use crate::facts::{Facts, Gpu, Vendor, VulkanDevice, VulkanDriverKind};
+use crate::facts::{Facts, Gpu, Vendor, VulkanDevice};
 use crate::root::{CmdOutput, CmdStatus, Root};
+use greta_vocab::VkFamily;
 
 /// Pseudo-command under which the live enumeration is captured.
 pub const DEVICES_CMD: &str = "greta-vulkan-devices";
@@ -30,16 +31,11 @@ pub struct Enumeration {
     pub instance_version: Option<String>,
 }
 
-pub fn kind_from_driver_id(id: ash::vk::DriverId) -> VulkanDriverKind {
-    use ash::vk::DriverId;
-    match id {
-        DriverId::MESA_RADV => VulkanDriverKind::Radv,
-        DriverId::AMD_OPEN_SOURCE => VulkanDriverKind::Amdvlk,
-        DriverId::AMD_PROPRIETARY => VulkanDriverKind::AmdgpuPro,
-        DriverId::MESA_LLVMPIPE => VulkanDriverKind::Lavapipe,
-        DriverId::NVIDIA_PROPRIETARY => VulkanDriverKind::Nvidia,
-        _ => VulkanDriverKind::Other,
-    }
+/// The family of a live driver id, through the vocabulary's one mapping
+/// (ash prints a known id by its API name, `MESA_RADV`; an id newer than
+/// ash is `DriverId(n)`, family `Other`), as the runtime reads it.
+pub fn kind_from_driver_id(id: ash::vk::DriverId) -> VkFamily {
+    greta_vocab::VkDriver::from_id_name(&format!("{id:?}")).family()
 }
 
 fn version_string(v: u32) -> String {
@@ -201,27 +197,27 @@ unsafe fn describe(
             d.fp16 = Some(false);
         }
     }
-    if d.kind == VulkanDriverKind::Other {
+    if d.kind == VkFamily::Other {
         d.kind = kind_from_name(&d.name, d.driver_name.as_deref());
     }
     d
 }
 
 /// Fallback when the driver does not report a driverID.
-pub fn kind_from_name(name: &str, driver: Option<&str>) -> VulkanDriverKind {
+pub fn kind_from_name(name: &str, driver: Option<&str>) -> VkFamily {
     let n = format!("{} {}", name, driver.unwrap_or("")).to_ascii_lowercase();
     if n.contains("llvmpipe") || n.contains("lavapipe") {
-        VulkanDriverKind::Lavapipe
+        VkFamily::Lavapipe
     } else if n.contains("radv") {
-        VulkanDriverKind::Radv
+        VkFamily::Radv
     } else if n.contains("amdvlk") || n.contains("amd open-source") {
-        VulkanDriverKind::Amdvlk
+        VkFamily::Amdvlk
     } else if n.contains("amd proprietary") {
-        VulkanDriverKind::AmdgpuPro
+        VkFamily::AmdgpuPro
     } else if n.contains("nvidia") {
-        VulkanDriverKind::Nvidia
+        VkFamily::Nvidia
     } else {
-        VulkanDriverKind::Other
+        VkFamily::Other
     }
 }
 
@@ -265,7 +261,7 @@ pub fn strip_driver_suffix(name: &str) -> String {
 /// Folds a Vulkan device into the GPU list: the PCI GPU with the same
 /// vendor/device id, else a new entry (a CPU device becomes vendor `cpu`).
 pub fn merge_device(gpus: &mut Vec<Gpu>, d: &VulkanDevice) {
-    let is_cpu = d.device_type.as_deref() == Some("CPU") || d.kind == VulkanDriverKind::Lavapipe;
+    let is_cpu = d.device_type.as_deref() == Some("CPU") || d.kind == VkFamily::Lavapipe;
     let ids = (
         d.vendor_id.and_then(|v| u16::try_from(v).ok()),
         d.device_id.and_then(|v| u16::try_from(v).ok()),
@@ -368,7 +364,7 @@ fn apply(f: &mut Facts, e: Enumeration) -> String {
     }
     for d in &e.devices {
         merge_device(&mut f.gpus, d);
-        if d.kind != VulkanDriverKind::Other && !f.vulkan.drivers.contains(&d.kind) {
+        if d.kind != VkFamily::Other && !f.vulkan.drivers.contains(&d.kind) {
             f.vulkan.drivers.push(d.kind);
         }
     }
@@ -440,7 +436,7 @@ mod tests {
         }];
         let radv = VulkanDevice {
             name: "AMD Radeon 760M (RADV GFX1103_R1)".into(),
-            kind: VulkanDriverKind::Radv,
+            kind: VkFamily::Radv,
             device_type: Some("INTEGRATED_GPU".into()),
             vendor_id: Some(0x1002),
             device_id: Some(0x15bf),
@@ -448,7 +444,7 @@ mod tests {
         };
         let lvp = VulkanDevice {
             name: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
-            kind: VulkanDriverKind::Lavapipe,
+            kind: VkFamily::Lavapipe,
             device_type: Some("CPU".into()),
             vendor_id: Some(0x10005),
             ..VulkanDevice::default()

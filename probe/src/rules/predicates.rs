@@ -14,8 +14,9 @@ mod python;
 mod rocm;
 mod vulkan;
 
-use crate::facts::{DeviceNode, Facts, Gpu, Vendor, VulkanDriverKind};
-use crate::from::{amd, vulkaninfo::kind_name};
+use crate::facts::{DeviceNode, Facts, Gpu, Vendor};
+use crate::from::amd;
+use greta_vocab::VkFamily;
 use std::collections::BTreeMap;
 
 /// One named question about the facts.
@@ -370,7 +371,7 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
             f.vulkan
                 .drivers
                 .iter()
-                .map(|k| kind_name(*k).to_string())
+                .map(|k| k.name().to_string())
                 .collect(),
         ),
     );
@@ -380,7 +381,7 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
             f.vulkan
                 .devices
                 .iter()
-                .map(|d| format!("{} ({})", d.name, kind_name(d.kind)))
+                .map(|d| format!("{} ({})", d.name, d.kind.name()))
                 .collect(),
         ),
     );
@@ -504,8 +505,7 @@ fn node_line(n: &DeviceNode) -> String {
 
 /// Is `d` a CPU (software) Vulkan device?
 fn is_cpu_device(d: &crate::facts::VulkanDevice) -> bool {
-    d.kind == VulkanDriverKind::Lavapipe
-        || d.device_type.as_deref().is_some_and(|t| t.contains("CPU"))
+    d.kind == VkFamily::Lavapipe || d.device_type.as_deref().is_some_and(|t| t.contains("CPU"))
 }
 
 #[cfg(test)]

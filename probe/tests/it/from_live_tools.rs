@@ -4,7 +4,8 @@
 //! CI installs vulkan-tools and rocminfo (scripts/setup.sh --test); a
 //! missing tool fails the test rather than skipping it.
 
-use greta_probe::{Format, Probe, Root, Scope, Vendor, VulkanDriverKind};
+use greta_probe::{Format, Probe, Root, Scope, Vendor};
+use greta_vocab::VkFamily;
 use std::process::Command;
 
 fn tool_output(cmd: &str, args: &[&str]) -> String {
@@ -57,7 +58,7 @@ fn check_against_ash(format: Format, args: &[&str]) {
         .vulkan
         .devices
         .iter()
-        .all(|d| d.kind == VulkanDriverKind::Lavapipe)
+        .all(|d| d.kind == VkFamily::Lavapipe)
     {
         assert!(findings.iter().any(|f| f.id == "vulkan.cpu-only"));
         assert!(facts.gpus.iter().all(|g| g.vendor == Vendor::Cpu));

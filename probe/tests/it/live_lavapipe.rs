@@ -1,7 +1,8 @@
 //! Live collection on this machine (Debian 12 CI: Mesa lavapipe + RADV
 //! manifests from mesa-vulkan-drivers, libvulkan1, no GPU).
 
-use greta_probe::{Probe, Root, Vendor, VulkanDriverKind};
+use greta_probe::{Probe, Root, Vendor};
+use greta_vocab::VkFamily;
 
 #[test]
 fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
@@ -29,7 +30,7 @@ fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
         .iter()
         .find(|i| i.manifest.ends_with("lvp_icd.x86_64.json"))
         .expect("lavapipe manifest");
-    assert_eq!(lvp.kind, VulkanDriverKind::Lavapipe);
+    assert_eq!(lvp.kind, VkFamily::Lavapipe);
     assert_eq!(lvp.library_ok, Some(true), "{lvp:?}");
     assert_eq!(lvp.found_in.as_deref(), Some("/usr/share/vulkan/icd.d"));
     let radv = f
@@ -38,7 +39,7 @@ fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
         .iter()
         .find(|i| i.manifest.ends_with("radeon_icd.x86_64.json"))
         .expect("RADV manifest");
-    assert_eq!(radv.kind, VulkanDriverKind::Radv);
+    assert_eq!(radv.kind, VkFamily::Radv);
     assert_eq!(radv.library_ok, Some(true), "{radv:?}");
 
     // lavapipe enumerated through ash: a CPU device, driverID -> Lavapipe.
@@ -46,7 +47,7 @@ fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
         .vulkan
         .devices
         .iter()
-        .find(|d| d.kind == VulkanDriverKind::Lavapipe)
+        .find(|d| d.kind == VkFamily::Lavapipe)
         .expect("lavapipe device through ash");
     assert_eq!(dev.device_type.as_deref(), Some("CPU"));
     assert!(dev.name.contains("llvmpipe"), "{}", dev.name);
@@ -59,8 +60,8 @@ fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
     assert!(dev.subgroup_size.is_some_and(|s| s >= 4));
     assert!(dev.fp16.is_some());
     assert!(dev.cooperative_matrix.is_some());
-    assert!(f.vulkan.drivers.contains(&VulkanDriverKind::Lavapipe));
-    assert!(f.vulkan.drivers.contains(&VulkanDriverKind::Radv));
+    assert!(f.vulkan.drivers.contains(&VkFamily::Lavapipe));
+    assert!(f.vulkan.drivers.contains(&VkFamily::Radv));
 
     // Every real GPU listed comes from the PCI bus; lavapipe is vendor cpu.
     assert!(

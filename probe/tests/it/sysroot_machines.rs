@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use greta_probe::{CheckRun, Facts, Root, Vendor, VulkanDriverKind};
+use greta_probe::{CheckRun, Facts, Root, Vendor};
+use greta_vocab::VkFamily;
 
 use crate::common::collect;
 
@@ -170,10 +171,7 @@ fn phoenix_apu_radv_and_amdvlk_user_not_in_render() {
         .is_some_and(|s| s.text.contains("ann") && s.text.contains("video")));
     // RADV + AMDVLK manifests, both libraries present, in search order (/etc before /usr/share).
     let kinds: Vec<_> = f.vulkan.icds.iter().map(|i| i.kind).collect();
-    assert_eq!(
-        kinds,
-        vec![VulkanDriverKind::Amdvlk, VulkanDriverKind::Radv]
-    );
+    assert_eq!(kinds, vec![VkFamily::Amdvlk, VkFamily::Radv]);
     assert!(f
         .vulkan
         .icds
@@ -193,8 +191,8 @@ fn phoenix_apu_radv_and_amdvlk_user_not_in_render() {
         f.vulkan.devices[0].device_uuid,
         f.vulkan.devices[1].device_uuid
     );
-    assert!(f.vulkan.drivers.contains(&VulkanDriverKind::Radv));
-    assert!(f.vulkan.drivers.contains(&VulkanDriverKind::Amdvlk));
+    assert!(f.vulkan.drivers.contains(&VkFamily::Radv));
+    assert!(f.vulkan.drivers.contains(&VkFamily::Amdvlk));
     assert_eq!(f.rocm.hsa_override_gfx_version.as_deref(), Some("11.0.0"));
     assert!(f.rocm.installs.is_empty());
     // python3 (not python3-config), version from the captured run.
@@ -301,11 +299,11 @@ fn vk_driver_files_replaces_the_search() {
     assert_eq!(f.vulkan.icds.len(), 1, "{:#?}", f.vulkan.icds);
     let i = &f.vulkan.icds[0];
     assert_eq!(i.manifest, "/home/u/icd/lvp_icd.x86_64.json");
-    assert_eq!(i.kind, VulkanDriverKind::Lavapipe);
+    assert_eq!(i.kind, VkFamily::Lavapipe);
     assert_eq!(i.found_in.as_deref(), Some("VK_DRIVER_FILES"));
     assert_eq!(i.library_ok, Some(true));
     assert_eq!(i.api_version.as_deref(), Some("1.1.230"));
-    assert_eq!(f.vulkan.drivers, vec![VulkanDriverKind::Lavapipe]);
+    assert_eq!(f.vulkan.drivers, vec![VkFamily::Lavapipe]);
     assert!(f
         .vulkan
         .env
@@ -342,7 +340,7 @@ fn broken_manifests_and_garbage_never_panic_and_explain() {
     assert_eq!(radv.library_ok, Some(false));
     assert!(radv.error.as_deref().unwrap().contains("library not found"));
     let amd32 = by_name("amd_icd32.json");
-    assert_eq!(amd32.kind, VulkanDriverKind::Amdvlk);
+    assert_eq!(amd32.kind, VkFamily::Amdvlk);
     // 32-bit driver for 32-bit programs: benign (fixtures/ERRORS.md), not broken.
     assert_eq!(amd32.library_ok, None, "{amd32:?}");
     assert_eq!(amd32.error, None);
@@ -358,7 +356,7 @@ fn broken_manifests_and_garbage_never_panic_and_explain() {
     assert!(dangling.error.as_deref().unwrap().contains("cannot read"));
     // Bare soname found through /etc/ld.so.conf.d.
     let nv = by_name("nvidia_icd.json");
-    assert_eq!(nv.kind, VulkanDriverKind::Nvidia);
+    assert_eq!(nv.kind, VkFamily::Nvidia);
     assert_eq!(
         nv.library_path.as_deref(),
         Some("/usr/lib/nvidia/libGLX_nvidia.so.0")
@@ -429,13 +427,13 @@ fn nvidia_machine_replays_captured_vulkaninfo() {
         .any(|g| g.vendor == Vendor::Cpu && g.name.contains("llvmpipe")));
     assert_eq!(f.kernel_driver_version.as_deref(), Some("525.125.06"));
     assert_eq!(f.vulkan.devices.len(), 2);
-    assert!(f.vulkan.drivers.contains(&VulkanDriverKind::Nvidia));
-    assert!(f.vulkan.drivers.contains(&VulkanDriverKind::Lavapipe));
+    assert!(f.vulkan.drivers.contains(&VkFamily::Nvidia));
+    assert!(f.vulkan.drivers.contains(&VkFamily::Lavapipe));
     let nv_icd = f
         .vulkan
         .icds
         .iter()
-        .find(|i| i.kind == VulkanDriverKind::Nvidia)
+        .find(|i| i.kind == VkFamily::Nvidia)
         .unwrap();
     assert_eq!(
         nv_icd.library_path.as_deref(),

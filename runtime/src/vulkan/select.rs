@@ -297,7 +297,7 @@ fn same_gpu(a: &DeviceInfo, b: &DeviceInfo) -> bool {
             uuid: d.uuid,
             pci: None,
             bare_name: "",
-            driver: d.driver_id.id_name(),
+            driver: d.driver_id.family(),
         }
     }
     greta_vocab::same_gpu(&id(a), &id(b)).is_some()

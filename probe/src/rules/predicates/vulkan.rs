@@ -1,8 +1,8 @@
 //! The Vulkan loader, its ICDs and layers, and the devices they expose.
 
 use super::{is_cpu_device, when, Predicate, View};
-use crate::facts::{VulkanDevice, VulkanDriverKind};
-use crate::from::vulkaninfo::kind_name;
+use crate::facts::VulkanDevice;
+use greta_vocab::VkFamily;
 use greta_vocab::{same_gpu, GpuIdentity, SameGpu};
 
 pub struct VulkanLoaderAbsent;
@@ -55,7 +55,7 @@ impl Predicate for VulkanNoIcds {
 }
 
 #[cfg(test)]
-fn icd(manifest: &str, kind: VulkanDriverKind, ok: Option<bool>) -> crate::facts::Icd {
+fn icd(manifest: &str, kind: VkFamily, ok: Option<bool>) -> crate::facts::Icd {
     crate::facts::Icd {
         manifest: manifest.into(),
         library_path: Some("libvulkan_x.so".into()),
@@ -73,7 +73,7 @@ fn vulkan_no_icds() {
     assert!(holds(&VulkanNoIcds, &f));
     f.vulkan.icds.push(icd(
         "/usr/share/vulkan/icd.d/radeon_icd.json",
-        VulkanDriverKind::Radv,
+        VkFamily::Radv,
         None,
     ));
     assert!(!holds(&VulkanNoIcds, &f));
@@ -117,7 +117,7 @@ fn vulkan_icd_library_missing() {
     let mut f = crate::facts::Facts::default();
     f.vulkan.icds.push(icd(
         "/etc/vulkan/icd.d/amd_icd64.json",
-        VulkanDriverKind::Amdvlk,
+        VkFamily::Amdvlk,
         Some(false),
     ));
     assert_eq!(
@@ -134,7 +134,7 @@ fn device_lines(v: &View) -> Vec<String> {
         .vulkan
         .devices
         .iter()
-        .map(|d| format!("Vulkan device {} ({})", d.name, kind_name(d.kind)))
+        .map(|d| format!("Vulkan device {} ({})", d.name, d.kind.name()))
         .collect()
 }
 
@@ -158,7 +158,7 @@ impl Predicate for VulkanOnlyCpuDevices {
 }
 
 #[cfg(test)]
-fn device(name: &str, kind: VulkanDriverKind) -> crate::facts::VulkanDevice {
+fn device(name: &str, kind: VkFamily) -> crate::facts::VulkanDevice {
     crate::facts::VulkanDevice {
         name: name.into(),
         kind,
@@ -174,12 +174,12 @@ fn vulkan_only_cpu_devices() {
     assert!(!holds(&VulkanOnlyCpuDevices, &f));
     f.vulkan.devices.push(device(
         "llvmpipe (LLVM 15.0.6, 256 bits)",
-        VulkanDriverKind::Lavapipe,
+        VkFamily::Lavapipe,
     ));
     assert_eq!(eval(&VulkanOnlyCpuDevices, &f).unwrap().len(), 1);
     f.vulkan.devices.push(device(
         "AMD Radeon RX 7900 XTX (RADV NAVI31)",
-        VulkanDriverKind::Radv,
+        VkFamily::Radv,
     ));
     assert!(!holds(&VulkanOnlyCpuDevices, &f));
 }
@@ -213,9 +213,9 @@ impl Predicate for VulkanDuplicateGpu {
                     dups.push(format!(
                         "{} ({}) and {} ({}) are one GPU ({})",
                         a.name,
-                        kind_name(a.kind),
+                        a.kind.name(),
                         b.name,
-                        kind_name(b.kind),
+                        b.kind.name(),
                         match why {
                             SameGpu::Pci(p) => p,
                             SameGpu::Name => "same device name".to_string(),
@@ -235,7 +235,7 @@ fn identity<'d>(d: &'d VulkanDevice, bare_name: &'d str) -> GpuIdentity<'d> {
         uuid: d.device_uuid,
         pci: d.pci_address.as_deref(),
         bare_name,
-        driver: kind_name(d.kind),
+        driver: d.kind,
     }
 }
 
@@ -252,16 +252,13 @@ fn vulkan_duplicate_gpu() {
     use super::tests::*;
     let mut f = crate::facts::Facts::default();
     f.vulkan.devices = vec![
-        device(
-            "AMD Radeon RX 7900 XTX (RADV NAVI31)",
-            VulkanDriverKind::Radv,
-        ),
-        device("AMD Radeon RX 7900 XTX", VulkanDriverKind::Amdvlk),
+        device("AMD Radeon RX 7900 XTX (RADV NAVI31)", VkFamily::Radv),
+        device("AMD Radeon RX 7900 XTX", VkFamily::Amdvlk),
     ];
     let ev = eval(&VulkanDuplicateGpu, &f).unwrap();
     assert!(ev[0].ends_with("are one GPU (same device name)"), "{ev:?}");
     // Same name under one driver: two cards, not one listed twice.
-    f.vulkan.devices[1].kind = VulkanDriverKind::Radv;
+    f.vulkan.devices[1].kind = VkFamily::Radv;
     f.vulkan.devices[1].name = f.vulkan.devices[0].name.clone();
     assert!(!holds(&VulkanDuplicateGpu, &f));
     // A shared deviceUUID is one GPU whatever the names.
@@ -284,24 +281,22 @@ impl Predicate for VulkanAmdIcdsBoth {
     }
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let icds = &v.facts.vulkan.icds;
-        let has_icd = |k: VulkanDriverKind| {
+        let has_icd = |k: VkFamily| {
             icds.iter()
                 .any(|i| i.kind == k && i.library_ok != Some(false))
         };
-        let both = has_icd(VulkanDriverKind::Radv)
-            && (has_icd(VulkanDriverKind::Amdvlk) || has_icd(VulkanDriverKind::AmdgpuPro))
+        let both = has_icd(VkFamily::Radv)
+            && (has_icd(VkFamily::Amdvlk) || has_icd(VkFamily::AmdgpuPro))
             && !v.amd.is_empty();
         when(both, || {
             icds.iter()
                 .filter(|i| {
                     matches!(
                         i.kind,
-                        VulkanDriverKind::Radv
-                            | VulkanDriverKind::Amdvlk
-                            | VulkanDriverKind::AmdgpuPro
+                        VkFamily::Radv | VkFamily::Amdvlk | VkFamily::AmdgpuPro
                     )
                 })
-                .map(|i| format!("ICD {} ({})", i.manifest, kind_name(i.kind)))
+                .map(|i| format!("ICD {} ({})", i.manifest, i.kind.name()))
                 .collect()
         })
     }
@@ -313,8 +308,8 @@ fn vulkan_amd_icds_both() {
     use super::tests::*;
     let mut f = with_gpus(vec![gpu(crate::facts::Vendor::Amd, "RX 7900")]);
     f.vulkan.icds = vec![
-        icd("radeon_icd.json", VulkanDriverKind::Radv, Some(true)),
-        icd("amd_icd64.json", VulkanDriverKind::Amdvlk, Some(true)),
+        icd("radeon_icd.json", VkFamily::Radv, Some(true)),
+        icd("amd_icd64.json", VkFamily::Amdvlk, Some(true)),
     ];
     assert_eq!(eval(&VulkanAmdIcdsBoth, &f).unwrap().len(), 2);
     // A broken AMDVLK is not a second driver.
