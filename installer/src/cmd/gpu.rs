@@ -64,7 +64,7 @@ pub struct KernelsAnswer {
 pub struct BuiltTarget {
     pub target: String,
     pub compiler: Option<String>,
-    pub object: Option<greta_smoke::runtime::gpu::compile::CachedObject>,
+    pub object: Option<greta_smoke::runtime::gpu::CachedObject>,
     pub error: Option<String>,
 }
 
@@ -125,7 +125,7 @@ pub fn run(args: Args) -> u8 {
     match args.command {
         Command::Compile => {
             let mut out = std::io::stdout().lock();
-            greta_smoke::runtime::gpu::compile::serve_compile(std::io::stdin().lock(), &mut out)
+            greta_smoke::runtime::gpu::serve_compile(std::io::stdin().lock(), &mut out)
         }
         Command::Devices { backend } => devices(&backend),
         Command::Smoke(a) => smoke(a),
@@ -134,8 +134,8 @@ pub fn run(args: Args) -> u8 {
 }
 
 fn build_kernels(targets: &[String], cache_dir: Option<std::path::PathBuf>) -> u8 {
-    use greta_smoke::runtime::gpu::compile::{KernelCache, KernelSources};
     use greta_smoke::runtime::gpu::{Api, Driver};
+    use greta_smoke::runtime::gpu::{KernelCache, KernelSources};
     use greta_smoke::runtime::hip::{compiler_for_target, Hip};
     let hip = match Hip::open() {
         Ok(h) => h,

@@ -35,12 +35,11 @@ pub(super) fn hip_step(
         })
     })?;
     let lib = hip.library().clone();
-    let compiler = match hip.hiprtc() {
-        Ok(l) => Some(l.to_string()),
-        Err(_) => greta_smoke::runtime::hip::hipcc::choice("gfx")
-            .ok()
-            .map(|c| c.library.to_string()),
-    };
+    // hiprtc beside the runtime, else hipcc (the target is a placeholder:
+    // only which compiler would be used is recorded here).
+    let compiler = greta_smoke::runtime::hip::compiler_for_target(&hip, "gfx")
+        .ok()
+        .map(|c| c.library.to_string());
     say(
         verbose,
         format!(

@@ -4,8 +4,7 @@
 //! same kernel sources. It runs every gate on NVIDIA GPUs, and it is how the
 //! HIP backend's code is proven on a real GPU where no AMD GPU is at hand.
 
-pub mod blas;
-pub mod nvrtc;
+pub(crate) mod nvrtc;
 
 use crate::gpu::compile::{CompilerKind, KernelCache, KernelSources};
 use crate::gpu::driver::{
@@ -505,18 +504,13 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>, RuntimeError> {
 
 /// Opens a CUDA device as a boxed [`Backend`].
 pub fn open(select: &DeviceSelect) -> Result<Box<dyn Backend>, RuntimeError> {
-    Ok(Box::new(open_cuda(select)?))
-}
-
-/// Opens a CUDA device as the concrete backend (the cuBLAS ceiling needs it).
-pub fn open_cuda(select: &DeviceSelect) -> Result<CudaBackend, RuntimeError> {
     let cuda = Cuda::open()?;
-    Ok(CudaBackend::open_with(
+    Ok(Box::new(CudaBackend::open_with(
         cuda,
         select,
         &KernelCache::new(KernelCache::default_dir()),
         &KernelSources::bundled(),
-    )?)
+    )?))
 }
 
 /// Directories where NVIDIA's pip wheels and toolkits keep their libraries.

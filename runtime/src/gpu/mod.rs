@@ -8,13 +8,15 @@
 //! work in a bounded child process of the same executable; [`search`] finds
 //! vendor libraries and says which one was taken and why.
 
-pub mod backend;
+pub(crate) mod backend;
 pub mod child;
-pub mod compile;
-pub mod driver;
-pub mod launch;
-pub mod rtc;
-pub mod search;
+pub(crate) mod compile;
+pub(crate) mod driver;
+mod launch;
+pub(crate) mod rtc;
+pub(crate) mod search;
 
 pub use backend::GpuBackend;
+pub use compile::{serve_compile, CachedObject, CompilerKind, KernelCache, KernelSources};
 pub use driver::{Api, Arch, Driver, GpuDevice, GpuError, Loaded};
+pub use search::Candidate;

@@ -9,10 +9,10 @@
 //! (`rtc`; hipcc only where hiprtc is missing), and everything above the
 //! FFI is the shared [`crate::gpu`] layer that the CUDA twin also uses.
 
-pub mod device;
+mod device;
 mod ffi;
-pub mod hipcc;
-pub mod rtc;
+pub(crate) mod hipcc;
+pub(crate) mod rtc;
 
 use crate::gpu::compile::{CompileError, CompilerKind, KernelCache, KernelSources};
 use crate::gpu::driver::{

@@ -32,7 +32,7 @@
 //! lavapipe, shapes whose loops would exceed its 65535-iteration guard are
 //! refused by `supports` instead of returning truncated results.
 
-pub mod cache;
+pub(crate) mod cache;
 mod coop2;
 mod instance;
 mod memory;
@@ -43,20 +43,26 @@ mod pipelines;
 pub mod plan;
 mod run;
 mod select;
-pub mod validation;
+mod validation;
 
 use crate::{
     Backend, DeviceInfo, DeviceSelect, HostBuf, Op, RunOpts, RunStats, RuntimeError, Tuning,
 };
 use ash::vk;
-use cache::CacheStatus;
+
 use greta_vocab::VkDriver;
 use owned::{Allocator, LogicalDevice, Owned};
 use std::mem::ManuallyDrop;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// Writes a pipeline-cache file as greta does (the cache tests craft
+/// damaged ones beside it); not part of the runtime's front door.
+#[doc(hidden)]
+pub use cache::store as store_pipeline_cache;
+pub use cache::CacheStatus;
 pub use instance::Instance;
+pub use validation::MessageLog;
 
 /// llvmpipe's guard against infinite loops: a loop nest ends after this many iterations.
 const LLVMPIPE_LOOP_LIMIT: u64 = 65535;

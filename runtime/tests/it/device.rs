@@ -186,7 +186,7 @@ fn failed_open_destroys_what_it_created() {
         OpenStep::Allocator,
         OpenStep::CommandPool,
     ] {
-        let log = greta_runtime::vulkan::validation::MessageLog::default();
+        let log = greta_runtime::vulkan::MessageLog::default();
         let err = Device::open_with(&OpenOptions {
             select: DeviceSelect::Cpu,
             validation: Some(true),
@@ -209,7 +209,7 @@ fn failed_open_destroys_what_it_created() {
 /// what the layer said, also once the device is dropped.
 #[test]
 fn message_log_outlives_the_device() {
-    let log = greta_runtime::vulkan::validation::MessageLog::default();
+    let log = greta_runtime::vulkan::MessageLog::default();
     let dev = device_with(OpenOptions {
         select: DeviceSelect::Cpu,
         validation: Some(true),
@@ -230,7 +230,7 @@ fn message_log_outlives_the_device() {
 #[test]
 fn dropped_device_leaves_nothing_behind() {
     use greta_kernels::{DType, HostBuf, Op};
-    let log = greta_runtime::vulkan::validation::MessageLog::default();
+    let log = greta_runtime::vulkan::MessageLog::default();
     let mut dev = device_with(OpenOptions {
         select: DeviceSelect::Cpu,
         validation: Some(true),

@@ -1,7 +1,7 @@
 //! HIP and CUDA on this machine: Debian's ROCm 5.2 runtime, no AMD GPU, no
 //! NVIDIA driver. Each answer must say what happened and where greta looked.
 
-use greta_runtime::gpu::search::Candidate;
+use greta_runtime::gpu::Candidate;
 use greta_runtime::gpu::{Driver, GpuError};
 use greta_runtime::hip::Hip;
 use greta_vocab::EnvVars;

@@ -3,8 +3,8 @@
 //! and compile code the node uses (in this process: library tests register
 //! no helper child; the `greta` binary's tests cover the child).
 
-use greta_runtime::gpu::compile::{CompilerKind, KernelCache, KernelSources};
 use greta_runtime::gpu::Driver;
+use greta_runtime::gpu::{CompilerKind, KernelCache, KernelSources};
 use greta_runtime::hip::{self, Hip};
 
 fn hip() -> Hip {
