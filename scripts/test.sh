@@ -4,6 +4,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
+# Disk: the test build, the cpu profile's wheels (unpacked by uv) and the release take about
+# 12 GB under target/ at the peak (docs/performance.md, "Test suite footprint"). Say so up
+# front, so that a full disk reads as that and not as a compiler's "No space left on device".
+need_gb=14
+mkdir -p target
+free_gb=$(( $(df -Pk target | awk 'NR==2 {print $4}') / 1024 / 1024 ))
+if (( free_gb < need_gb )); then
+  echo "test.sh: WARNING: ${free_gb} GB free for target/ ($(pwd)/target); the suite needs about ${need_gb} GB and will likely fail with ENOSPC:" >&2
+  df -h target "${TMPDIR:-/tmp}" >&2
+fi
 export GRETA_VK_VALIDATION=1
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
