@@ -103,14 +103,36 @@ pub trait Backend {
     }
 }
 
-/// Checks that the caller's buffers match `op`'s buffer contract (count,
-/// element type, length). Shared by every backend so that a mismatch reads
-/// the same whichever device runs the op.
-pub(crate) fn check_buffers(
+/// What every backend checks before it touches the device, in one order, so
+/// that a bad request reads the same whichever backend gets it: a lost
+/// device, repeats and timeout (a zero timeout would time out at once and
+/// lose the device), the op's own shape rules, the buffer contract, and
+/// whether this device can run the op.
+pub(crate) fn preflight(
+    dev: &dyn Backend,
     op: &Op,
     inputs: &[HostBuf],
     outputs: &[HostBuf],
+    opts: &RunOpts,
 ) -> Result<(), RuntimeError> {
+    if let Some(why) = dev.lost() {
+        return Err(RuntimeError::DeviceLost(why.to_string()));
+    }
+    if opts.repeats == 0 {
+        return Err(RuntimeError::BadInput("repeats must be at least 1".into()));
+    }
+    if opts.timeout.is_zero() {
+        return Err(RuntimeError::BadInput("timeout must be more than 0".into()));
+    }
+    op.validate()
+        .map_err(|e| RuntimeError::BadInput(e.to_string()))?;
+    check_buffers(op, inputs, outputs)?;
+    dev.supports(op).map_err(RuntimeError::Unsupported)
+}
+
+/// Checks that the caller's buffers match `op`'s buffer contract (count,
+/// element type, length).
+fn check_buffers(op: &Op, inputs: &[HostBuf], outputs: &[HostBuf]) -> Result<(), RuntimeError> {
     for (kind, specs, bufs) in [
         ("input", op.inputs(), inputs),
         ("output", op.outputs(), outputs),

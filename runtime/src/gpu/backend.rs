@@ -311,11 +311,6 @@ impl<D: Driver> GpuBackend<D> {
         r.map_err(|e| self.fail(e))
     }
 
-    /// The stream runs go on (for libraries bound to it, e.g. cuBLAS).
-    pub fn stream(&self) -> Option<StreamH> {
-        self.stream
-    }
-
     /// Checks what every run checks before touching the device.
     fn preflight(
         &self,
@@ -324,26 +319,13 @@ impl<D: Driver> GpuBackend<D> {
         outputs: &[HostBuf],
         opts: &RunOpts,
     ) -> Result<(), RuntimeError> {
-        if let Some(why) = &self.lost {
-            return Err(RuntimeError::DeviceLost(why.clone()));
-        }
-        if opts.repeats == 0 {
-            return Err(RuntimeError::BadInput("repeats must be at least 1".into()));
-        }
-        if opts.tuning.as_ref().is_some_and(|t| !t.0.is_empty()) {
+        if let Some(t) = opts.tuning.as_ref().filter(|t| !t.0.is_empty()) {
             return Err(RuntimeError::BadInput(format!(
-                "the {} kernels take no tuning parameters (got {})",
+                "the {} kernels take no tuning parameters (got {t})",
                 self.dev.api.label(),
-                opts.tuning
-                    .as_ref()
-                    .map(|t| t.to_string())
-                    .unwrap_or_default()
             )));
         }
-        op.validate()
-            .map_err(|e| RuntimeError::BadInput(e.to_string()))?;
-        crate::backend::check_buffers(op, inputs, outputs)?;
-        self.supports(op).map_err(RuntimeError::Unsupported)
+        crate::backend::preflight(self, op, inputs, outputs, opts)
     }
 
     /// Maps a failure to the runtime's error, marking the device lost on a timeout.

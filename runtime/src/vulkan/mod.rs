@@ -489,17 +489,7 @@ impl Backend for Device {
         outputs: &mut [HostBuf],
         opts: &RunOpts,
     ) -> Result<RunStats, RuntimeError> {
-        if let Some(why) = &self.lost {
-            return Err(RuntimeError::DeviceLost(why.clone()));
-        }
-        crate::backend::check_buffers(op, inputs, outputs)?;
-        self.supports(op).map_err(RuntimeError::Unsupported)?;
-        if opts.repeats == 0 {
-            return Err(RuntimeError::BadInput("repeats must be >= 1".into()));
-        }
-        if opts.timeout.is_zero() {
-            return Err(RuntimeError::BadInput("timeout must be > 0".into()));
-        }
+        crate::backend::preflight(self, op, inputs, outputs, opts)?;
         let plan = match &opts.tuning {
             Some(t) => plan::plan(op, t, &self.limits)?,
             None => match self.tuned.as_ref().and_then(|c| c.get(op)) {
