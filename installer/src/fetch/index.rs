@@ -12,6 +12,7 @@ use reqwest::Url;
 use serde::Deserialize;
 
 use super::{FetchOptions, PinnedWheel};
+use crate::lock::pylock::normalize_name;
 
 /// Largest project page read (download.pytorch.org's torch page, thousands
 /// of files, is a few MiB).
@@ -40,24 +41,6 @@ struct JsonFile {
     hashes: std::collections::BTreeMap<String, String>,
 }
 
-/// PEP 503 name normalisation.
-pub fn normalize(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut dash = false;
-    for c in name.chars() {
-        if c == '-' || c == '_' || c == '.' {
-            dash = true;
-        } else {
-            if dash && !out.is_empty() {
-                out.push('-');
-            }
-            dash = false;
-            out.extend(c.to_lowercase());
-        }
-    }
-    out
-}
-
 /// Rewrites every artifact's URL to the one `index` lists for its file name.
 pub fn relocate(
     client: &Client,
@@ -69,7 +52,7 @@ pub fn relocate(
         .with_context(|| format!("--index-url {index:?} is not a URL"))?;
     let mut pages: std::collections::BTreeMap<String, Vec<IndexFile>> = Default::default();
     for a in items.iter_mut() {
-        let project = normalize(&a.name);
+        let project = normalize_name(&a.name);
         if !pages.contains_key(&project) {
             let files = project_page(client, &base, &project, opts)?;
             pages.insert(project.clone(), files);
@@ -252,12 +235,6 @@ fn html_unescape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn normalizes_names() {
-        assert_eq!(normalize("Pytorch_Triton.ROCm"), "pytorch-triton-rocm");
-        assert_eq!(normalize("jax"), "jax");
-    }
 
     #[test]
     fn parses_html_links_relative_and_hashed() {

@@ -57,22 +57,14 @@ pub struct Lockfile {
     pub header: String,
 }
 
-/// PEP 503 name normalisation.
+/// PEP 503 name normalisation (`Jax_ROCm7.Plugin` -> `jax-rocm7-plugin`),
+/// by uv's implementation. Text that is no valid project name is only
+/// lowercased: it then matches no normalised name, which is what callers
+/// comparing names need.
 pub fn normalize_name(n: &str) -> String {
-    let mut out = String::with_capacity(n.len());
-    let mut last_sep = false;
-    for c in n.chars() {
-        if c == '-' || c == '_' || c == '.' {
-            if !last_sep {
-                out.push('-');
-            }
-            last_sep = true;
-        } else {
-            out.push(c.to_ascii_lowercase());
-            last_sep = false;
-        }
-    }
-    out
+    n.parse::<uv_normalize::PackageName>()
+        .map(|p| p.to_string())
+        .unwrap_or_else(|_| n.to_ascii_lowercase())
 }
 
 /// Last path segment of a URL, percent-decoded (`torch-2.7.1%2Brocm6.3-...`).
@@ -351,6 +343,10 @@ mod tests {
     fn names_normalise() {
         assert_eq!(normalize_name("Jax_ROCm7.Plugin"), "jax-rocm7-plugin");
         assert_eq!(normalize_name("typing__extensions"), "typing-extensions");
+        assert_eq!(normalize_name("Pytorch_Triton.ROCm"), "pytorch-triton-rocm");
+        assert_eq!(normalize_name("jax"), "jax");
+        // Not a project name: lowercased, matching nothing normalised.
+        assert_eq!(normalize_name("Not A Name"), "not a name");
     }
 
     #[test]
