@@ -68,18 +68,24 @@ fn prod(xs: &[u32]) -> u64 {
 /// 2^30-wide accumulator.
 const CM2_MAX_TILE: u32 = 256;
 
+/// One GEMM to plan: the op, its shape, the tuning asked for and the
+/// device's limits. Every kernel family's planner takes it.
+#[derive(Clone, Copy)]
+struct Req<'a> {
+    op: &'a Op,
+    m: usize,
+    n: usize,
+    k: usize,
+    t: &'a Tuning,
+    lim: &'a Limits,
+}
+
 fn large(m: usize, n: usize) -> bool {
     m >= 1024 && n >= 1024
 }
 
-fn one_dispatch(
-    m: usize,
-    n: usize,
-    k: usize,
-    bm: u32,
-    bn: u32,
-    op: &Op,
-) -> Result<Dispatch, RuntimeError> {
+fn one_dispatch(r: &Req, bm: u32, bn: u32) -> Result<Dispatch, RuntimeError> {
+    let Req { op, m, n, k, .. } = *r;
     let (gx, gy) = (
         (n as u64).div_ceil(u64::from(bn)),
         (m as u64).div_ceil(u64::from(bm)),
@@ -119,6 +125,14 @@ pub fn plan(
     t: &Tuning,
     lim: &Limits,
 ) -> Result<Plan, RuntimeError> {
+    let r = &Req {
+        op,
+        m,
+        n,
+        k,
+        t,
+        lim,
+    };
     let f16 = matches!(op, Op::GemmF16 { .. });
     if !f16 {
         super::check_keys(
@@ -126,19 +140,19 @@ pub fn plan(
             &[Knob::V4, Knob::Bm, Knob::Bn, Knob::Bk, Knob::Tm, Knob::Tn],
         )?;
         return match t.get(Knob::V4) {
-            Some(1) => v4(op, m, n, k, t, lim),
-            Some(0) => scalar(op, m, n, k, t, lim, false),
+            Some(1) => v4(r),
+            Some(0) => scalar(r, false),
             Some(v) => Err(bad(format!("v4={v}: must be 0 or 1"))),
             // The vec4 kernel wherever the shape allows it.
-            None => v4(op, m, n, k, t, lim).or_else(|_| scalar(op, m, n, k, t, lim, false)),
+            None => v4(r).or_else(|_| scalar(r, false)),
         };
     }
     let coop_possible = lim.coop_f16.is_some() && lim.f16_storage;
     match t.get(Knob::Coopmat) {
-        Some(0) => scalar(op, m, n, k, t, lim, coop_possible),
-        Some(1) if coop_possible => coop_shared(op, m, n, k, t, lim),
-        Some(2) if lim.coop2 => cm2(op, m, n, k, t, lim),
-        Some(3) if coop_possible => cmreg(op, m, n, k, t, lim),
+        Some(0) => scalar(r, coop_possible),
+        Some(1) if coop_possible => coop_shared(r),
+        Some(2) if lim.coop2 => cm2(r),
+        Some(3) if coop_possible => cmreg(r),
         Some(v @ 1..=3) => Err(bad(format!(
             "coopmat={v}: the device has no {}",
             if v == 2 {
@@ -151,34 +165,29 @@ pub fn plan(
         None => {
             // Defaults, fastest first (docs/performance.md has the sweep).
             if !t.0.is_empty() {
-                return scalar(op, m, n, k, t, lim, coop_possible);
+                return scalar(r, coop_possible);
             }
             if coop_possible {
-                if let Ok(p) = cmreg(op, m, n, k, t, lim) {
+                if let Ok(p) = cmreg(r) {
                     return Ok(p);
                 }
             }
             if lim.coop2 {
-                return cm2(op, m, n, k, t, lim);
+                return cm2(r);
             }
             if coop_possible {
-                return coop_shared(op, m, n, k, t, lim);
+                return coop_shared(r);
             }
-            scalar(op, m, n, k, t, lim, false)
+            scalar(r, false)
         }
     }
 }
 
 /// `gemm_f32` / `gemm_f16` (FFMA, scalar shared memory, any shape).
-fn scalar(
-    op: &Op,
-    m: usize,
-    n: usize,
-    k: usize,
-    t: &Tuning,
-    lim: &Limits,
-    tag_coop: bool,
-) -> Result<Plan, RuntimeError> {
+fn scalar(r: &Req, tag_coop: bool) -> Result<Plan, RuntimeError> {
+    let Req {
+        op, m, n, t, lim, ..
+    } = *r;
     let f16 = matches!(op, Op::GemmF16 { .. });
     // `coopmat` picks among the f16 kernels, `v4` among the f32 ones.
     let family = if f16 { Knob::Coopmat } else { Knob::V4 };
@@ -235,7 +244,7 @@ fn scalar(
     } else {
         eff
     };
-    let d = one_dispatch(m, n, k, bm, bn, op)?;
+    let d = one_dispatch(r, bm, bn)?;
     Ok(plan_of(
         if f16 {
             Shader::GemmF16
@@ -249,14 +258,10 @@ fn scalar(
 }
 
 /// `gemm_f32_v4`: N % 4 == 0 and K % 4 == 0 (vec4 rows); any M.
-fn v4(
-    op: &Op,
-    m: usize,
-    n: usize,
-    k: usize,
-    t: &Tuning,
-    lim: &Limits,
-) -> Result<Plan, RuntimeError> {
+fn v4(r: &Req) -> Result<Plan, RuntimeError> {
+    let Req {
+        m, n, k, t, lim, ..
+    } = *r;
     if t.get(Knob::Tm).is_some() || t.get(Knob::Tn).is_some() {
         return Err(bad(
             "gemm_f32_v4 has 8x8 outputs per invocation: tm/tn do not apply".into(),
@@ -297,7 +302,7 @@ fn v4(
         )));
     }
     let wg = wg as u32; // <= max_invocations, checked above
-    let d = one_dispatch(m, n, k, bm, bn, op)?;
+    let d = one_dispatch(r, bm, bn)?;
     let tuning = Tuning::of(&[
         (Knob::V4, 1),
         (Knob::Bm, bm),
@@ -308,14 +313,15 @@ fn v4(
 }
 
 /// `gemm_f16_cmreg`: aligned shapes, 16x16x16 f16 tiles, a fixed subgroup size.
-fn cmreg(
-    op: &Op,
-    m: usize,
-    n: usize,
-    k: usize,
-    t: &Tuning,
-    lim: &Limits,
-) -> Result<Plan, RuntimeError> {
+fn cmreg(r: &Req) -> Result<Plan, RuntimeError> {
+    let Req {
+        op,
+        m,
+        n,
+        k,
+        t,
+        lim,
+    } = *r;
     super::check_keys(
         t,
         &[
@@ -393,7 +399,7 @@ fn cmreg(
             "gemm_f16_cmreg needs m % {bm}, n % {bn}, k % {bk} == 0 ({op})"
         )));
     }
-    let d = one_dispatch(m, n, k, bm, bn, op)?;
+    let d = one_dispatch(r, bm, bn)?;
     let tuning = Tuning::of(&[
         (Knob::Coopmat, 3),
         (Knob::Bm, bm),
@@ -418,14 +424,8 @@ fn cmreg(
 }
 
 /// `gemm_f16_cm2`: VK_NV_cooperative_matrix2, any shape.
-fn cm2(
-    op: &Op,
-    m: usize,
-    n: usize,
-    k: usize,
-    t: &Tuning,
-    lim: &Limits,
-) -> Result<Plan, RuntimeError> {
+fn cm2(r: &Req) -> Result<Plan, RuntimeError> {
+    let Req { t, lim, .. } = *r;
     super::check_keys(
         t,
         &[
@@ -461,7 +461,7 @@ fn cm2(
             lim.max_invocations
         )));
     }
-    let d = one_dispatch(m, n, k, bm, bn, op)?;
+    let d = one_dispatch(r, bm, bn)?;
     let tuning = Tuning::of(&[
         (Knob::Coopmat, 2),
         (Knob::Uk, uk),
@@ -479,14 +479,8 @@ fn cm2(
 }
 
 /// `gemm_f16_coopmat`: KHR cooperative matrix, accumulators in shared memory, any shape.
-fn coop_shared(
-    op: &Op,
-    m: usize,
-    n: usize,
-    k: usize,
-    t: &Tuning,
-    lim: &Limits,
-) -> Result<Plan, RuntimeError> {
+fn coop_shared(r: &Req) -> Result<Plan, RuntimeError> {
+    let Req { t, lim, .. } = *r;
     super::check_keys(t, &[Knob::Coopmat])?;
     let (cm, cn, ck) = lim.coop_f16.expect("checked by the caller");
     let (bm, bn, bk, wg) = (64u32, 64u32, 32u32, 128u32);
@@ -497,7 +491,7 @@ fn coop_shared(
             lim.max_shared
         )));
     }
-    let d = one_dispatch(m, n, k, bm, bn, op)?;
+    let d = one_dispatch(r, bm, bn)?;
     Ok(plan_of(
         Shader::GemmF16Coopmat,
         vec![bm, bn, bk, cm, cn, wg, ck],
