@@ -191,11 +191,7 @@ fn modules_json(
                 .map(|g| {
                     serde_json::json!({
                         "id": g.id,
-                        "status": match g.verdict {
-                            judge::Verdict::Pass => "pass",
-                            judge::Verdict::Fail => "fail",
-                            judge::Verdict::Skip => "skip",
-                        },
+                        "status": g.verdict.as_str(),
                         "reason": g.reason,
                         "tolerance": g.tolerance,
                         "rel_err": g.record.as_ref().and_then(|r| r.rel_err),

@@ -308,6 +308,20 @@ mod tests {
         }
     }
 
+    /// A cache in a fresh directory holding one committed wheel of `n`
+    /// random bytes: the directory (kept alive), the cache, the bytes, the
+    /// pin and the cached file's path.
+    fn one_committed(n: usize) -> (tempfile::TempDir, Cache, Vec<u8>, PinnedWheel, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path().to_path_buf());
+        let bytes = random(n);
+        let a = artifact(&bytes);
+        let tmp = dir.path().join("in");
+        fs::write(&tmp, &bytes).unwrap();
+        let p = cache.commit(&tmp, &a).unwrap();
+        (dir, cache, bytes, a, p)
+    }
+
     fn random(n: usize) -> Vec<u8> {
         let mut v = vec![0u8; n];
         File::open("/dev/urandom")
@@ -321,13 +335,7 @@ mod tests {
     /// sha256 was right.
     #[test]
     fn a_wrong_size_in_the_lock_keeps_a_file_whose_hash_is_right() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = Cache::new(dir.path().to_path_buf());
-        let bytes = random(4096);
-        let a = artifact(&bytes);
-        let tmp = dir.path().join("in");
-        fs::write(&tmp, &bytes).unwrap();
-        let p = cache.commit(&tmp, &a).unwrap();
+        let (_dir, cache, bytes, a, p) = one_committed(4096);
         let lying = PinnedWheel {
             size: Some(4095),
             ..a.clone()
@@ -347,13 +355,7 @@ mod tests {
 
     #[test]
     fn same_size_edit_with_restored_mtime_is_caught_by_the_stamp() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = Cache::new(dir.path().to_path_buf());
-        let bytes = random(4096);
-        let a = artifact(&bytes);
-        let tmp = dir.path().join("in");
-        fs::write(&tmp, &bytes).unwrap();
-        let p = cache.commit(&tmp, &a).unwrap();
+        let (_dir, cache, bytes, a, p) = one_committed(4096);
         assert!(matches!(cache.lookup(&a).unwrap(), Lookup::Hit(_)));
         assert!(
             stamp_holds(&p, &fs::metadata(&p).unwrap()),
@@ -391,13 +393,7 @@ mod tests {
 
     #[test]
     fn stamp_from_before_boot_forces_a_rehash() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = Cache::new(dir.path().to_path_buf());
-        let bytes = random(1000);
-        let a = artifact(&bytes);
-        let tmp = dir.path().join("in");
-        fs::write(&tmp, &bytes).unwrap();
-        let p = cache.commit(&tmp, &a).unwrap();
+        let (_dir, cache, _, a, p) = one_committed(1000);
         let meta = fs::metadata(&p).unwrap();
         fs::write(stamp_path(&p), stamp_line(&meta, 1)).unwrap();
         assert!(!stamp_holds(&p, &meta));

@@ -9,6 +9,8 @@
 //! they get the doctor's finding ids and fixes (`rocm.gfx-unsupported`, ...).
 
 use super::{DeviceKind, GateRecord, ModuleRun, ModuleStatus, Run};
+// A gate's outcome is smoke's own: framework gates are written as greta.smoke/v1.
+use greta_smoke::results::GateStatus;
 use greta_vocab::{Backend, Finding, Fix, Severity};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -73,18 +75,11 @@ impl Expect {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    Pass,
-    Fail,
-    Skip,
-}
-
 /// One gate as judged (also the pseudo-gates `M.import` and `M.device`).
 #[derive(Debug, Clone)]
 pub struct Judged {
     pub id: String,
-    pub verdict: Verdict,
+    pub verdict: GateStatus,
     pub reason: Option<String>,
     /// The tolerance it was held to (compute gates).
     pub tolerance: Option<f64>,
@@ -115,7 +110,7 @@ impl Judgement {
                 .modules
                 .iter()
                 .flat_map(|m| &m.gates)
-                .any(|g| g.verdict == Verdict::Fail)
+                .any(|g| g.verdict == GateStatus::Fail)
     }
 }
 
@@ -246,7 +241,7 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
                 mark(
                     &mut gates,
                     format!("{name}.import"),
-                    Verdict::Skip,
+                    GateStatus::Skip,
                     Some(format!(
                         "{name} is not installed for {}",
                         run.python.executable
@@ -264,7 +259,7 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
                 mark(
                     &mut gates,
                     format!("{name}.import"),
-                    Verdict::Fail,
+                    GateStatus::Fail,
                     Some(err.clone()),
                 );
                 texts.push((
@@ -295,7 +290,7 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
                 mark(
                     &mut gates,
                     format!("{name}.import"),
-                    Verdict::Fail,
+                    GateStatus::Fail,
                     Some(err.clone()),
                 );
                 texts.push((format!("{name} import"), err.clone()));
@@ -317,7 +312,7 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
                 });
                 continue;
             }
-            _ => mark(&mut gates, format!("{name}.import"), Verdict::Pass, None),
+            _ => mark(&mut gates, format!("{name}.import"), GateStatus::Pass, None),
         }
         // 2. From the env, and the build the env promises?
         let mut mismatch = false;
@@ -396,7 +391,7 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
             mark(
                 &mut gates,
                 format!("{name}.device"),
-                Verdict::Skip,
+                GateStatus::Skip,
                 Some(reason),
             );
             modules.push(ModuleJudged {
@@ -427,7 +422,7 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
                 mark(
                     &mut gates,
                     format!("{name}.device"),
-                    Verdict::Fail,
+                    GateStatus::Fail,
                     Some(r.clone()),
                 );
                 texts.push((format!("{name} device"), why.clone()));
@@ -451,7 +446,7 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
             (Some(_), false) => mark(
                 &mut gates,
                 format!("{name}.device"),
-                Verdict::Pass,
+                GateStatus::Pass,
                 Some(format!("ran on {device_label}")),
             ),
             (None, false) => {}
@@ -487,17 +482,17 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
                         wrong_fix(),
                     );
                 }
-                (Verdict::Fail, Some(e.clone()))
+                (GateStatus::Fail, Some(e.clone()))
             } else {
                 match g.rel_err {
                     Some(r) if r <= tol => {
                         if fell_back && ran_cpu {
                             (
-                                Verdict::Fail,
+                                GateStatus::Fail,
                                 Some("correct, but computed on the CPU, not the GPU".into()),
                             )
                         } else {
-                            (Verdict::Pass, None)
+                            (GateStatus::Pass, None)
                         }
                     }
                     Some(r) => {
@@ -517,9 +512,9 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
                             format!("{}: {msg}", g.id),
                             wrong_fix(),
                         );
-                        (Verdict::Fail, Some(msg))
+                        (GateStatus::Fail, Some(msg))
                     }
-                    None => (Verdict::Fail, Some("no repeat completed".into())),
+                    None => (GateStatus::Fail, Some("no repeat completed".into())),
                 }
             };
             gates.push(Judged {
@@ -552,11 +547,11 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
                 // Already said by its device gate (the same reason).
                 let said = gates
                     .iter()
-                    .any(|g| g.id == "triton.device" && g.verdict == Verdict::Fail);
+                    .any(|g| g.id == "triton.device" && g.verdict == GateStatus::Fail);
                 if !said {
                     gates.push(Judged {
                         id: "triton.device".into(),
-                        verdict: Verdict::Fail,
+                        verdict: GateStatus::Fail,
                         reason: Some(err.clone()),
                         tolerance: None,
                         record: None,
@@ -587,7 +582,7 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
                 gates.retain(|g| g.id != id);
                 gates.push(Judged {
                     id,
-                    verdict: Verdict::Fail,
+                    verdict: GateStatus::Fail,
                     reason: Some(err.clone()),
                     tolerance: None,
                     record: None,
@@ -617,7 +612,7 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
     }
 }
 
-fn mark(gates: &mut Vec<Judged>, id: String, verdict: Verdict, reason: Option<String>) {
+fn mark(gates: &mut Vec<Judged>, id: String, verdict: GateStatus, reason: Option<String>) {
     gates.push(Judged {
         id,
         verdict,

@@ -3,7 +3,7 @@
 //! one gate per check: `M.import`, `M.device`, then the compute gates with
 //! their errors, rates and first-call / steady-state times.
 
-use super::judge::{Judgement, Verdict};
+use super::judge::Judgement;
 use super::{DeviceKind, ModuleRun, Run};
 use crate::envs::frameworks::judge::ModuleJudged;
 use greta_smoke::results::{
@@ -73,11 +73,7 @@ fn device_info(m: &ModuleRun) -> DeviceInfo {
 }
 
 fn gate_result(j: &super::judge::Judged, seed: u64) -> GateResult {
-    let status = match j.verdict {
-        Verdict::Pass => GateStatus::Pass,
-        Verdict::Fail => GateStatus::Fail,
-        Verdict::Skip => GateStatus::Skip,
-    };
+    let status = j.verdict;
     let metrics = j.record.as_ref().map(|r| {
         let (unit, amount) = if r.flops > 0 {
             (RateUnit::TFlops, r.flops as f64 / 1e12)
@@ -89,7 +85,7 @@ fn gate_result(j: &super::judge::Judged, seed: u64) -> GateResult {
             unit,
             rel_err: r.rel_err,
             max_abs_err: r.max_abs_err,
-            repeats_clean: if j.verdict == Verdict::Pass {
+            repeats_clean: if j.verdict == GateStatus::Pass {
                 r.repeats
             } else {
                 0

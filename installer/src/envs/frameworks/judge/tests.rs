@@ -128,7 +128,7 @@ fn gpu_results_within_tolerance_pass() {
     let j = judge(&r, &expect(Some("cuda"), Some(Vendor::Nvidia)), &gated(), T);
     assert!(j.findings.is_empty(), "{:?}", j.findings);
     assert!(!j.failed());
-    assert_eq!(verdict(&j, "torch.device").verdict, Verdict::Pass);
+    assert_eq!(verdict(&j, "torch.device").verdict, GateStatus::Pass);
     assert_eq!(verdict(&j, "torch.matmul_f16").tolerance, Some(1e-2));
 }
 
@@ -146,7 +146,7 @@ fn just_over_the_tolerance_is_a_wrong_result() {
     let j = judge(&r, &expect(Some("cuda"), Some(Vendor::Nvidia)), &gated(), T);
     assert_eq!(ids(&j), ["framework.wrong-result"]);
     let g = verdict(&j, "torch.matmul_f32");
-    assert_eq!(g.verdict, Verdict::Fail);
+    assert_eq!(g.verdict, GateStatus::Fail);
     assert!(
         g.reason.as_deref().unwrap().contains("1.500e-5 > 1e-5"),
         "{:?}",
@@ -168,10 +168,10 @@ fn a_gpu_machine_whose_framework_ran_on_the_cpu_fails_and_says_why() {
     let j = judge(&r, &expect(None, Some(Vendor::Nvidia)), &gated(), T);
     assert_eq!(ids(&j), ["framework.cpu-fallback"]);
     let d = verdict(&j, "torch.device");
-    assert_eq!(d.verdict, Verdict::Fail);
+    assert_eq!(d.verdict, GateStatus::Fail);
     assert!(d.reason.as_deref().unwrap().contains("ran on the CPU"));
     // A correct result computed on the CPU still fails.
-    assert_eq!(verdict(&j, "torch.matmul_f32").verdict, Verdict::Fail);
+    assert_eq!(verdict(&j, "torch.matmul_f32").verdict, GateStatus::Fail);
     let ev = &j.findings[0].evidence[0];
     assert!(
         ev.contains("No CUDA GPUs") && ev.contains("CUDA_VISIBLE_DEVICES"),
@@ -195,7 +195,7 @@ fn the_cpu_profile_runs_on_the_cpu_and_skips_triton() {
     assert!(!e.triton_runs());
     let j = judge(&r, &e, &["torch".into()], T);
     assert!(j.findings.is_empty(), "{:?}", j.findings);
-    assert_eq!(verdict(&j, "torch.device").verdict, Verdict::Pass);
+    assert_eq!(verdict(&j, "torch.device").verdict, GateStatus::Pass);
     assert!(e.triton_skip_reason().contains("cpu profile"));
 }
 
@@ -262,7 +262,7 @@ fn import_errors_timeouts_and_foreign_files_are_findings() {
         assert!(got.contains(&id), "{id} in {got:?}");
     }
     let g = verdict(&j, "jax.matmul_f32");
-    assert_eq!(g.verdict, Verdict::Fail);
+    assert_eq!(g.verdict, GateStatus::Fail);
     assert!(
         g.reason
             .as_deref()
@@ -288,7 +288,7 @@ fn missing_modules_are_skipped_unless_required() {
     e.require_all = false;
     let j = judge(&r, &e, &gated(), T);
     assert!(j.findings.is_empty());
-    assert_eq!(verdict(&j, "torch.import").verdict, Verdict::Skip);
+    assert_eq!(verdict(&j, "torch.import").verdict, GateStatus::Skip);
     e.require_all = true;
     assert_eq!(
         ids(&judge(&r, &e, &gated(), T)),
