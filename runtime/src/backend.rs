@@ -66,6 +66,35 @@ impl RunStats {
     }
 }
 
+/// One request to a backend: the op, its inputs, the outputs to fill and
+/// how to run it. The four travel together through every layer of a
+/// backend (checks, planning, recording, readback).
+pub struct Job<'a> {
+    pub op: &'a Op,
+    pub inputs: &'a [HostBuf],
+    /// Uploaded as given and read back after the run: callers poison them
+    /// (e.g. with [`HostBuf::poisoned`]) so unwritten elements fail checks;
+    /// read-write outputs carry their prior content.
+    pub outputs: &'a mut [HostBuf],
+    pub opts: &'a RunOpts,
+}
+
+impl<'a> Job<'a> {
+    pub fn new(
+        op: &'a Op,
+        inputs: &'a [HostBuf],
+        outputs: &'a mut [HostBuf],
+        opts: &'a RunOpts,
+    ) -> Self {
+        Job {
+            op,
+            inputs,
+            outputs,
+            opts,
+        }
+    }
+}
+
 /// A device that can run [`Op`]s.
 pub trait Backend {
     fn info(&self) -> &DeviceInfo;
@@ -73,19 +102,12 @@ pub trait Backend {
     /// Whether the device can run `op` (features, limits); `Err` says why not.
     fn supports(&self, op: &Op) -> Result<(), String>;
 
-    /// Runs `op`: uploads `inputs` and `outputs` as given (callers poison the
-    /// outputs, e.g. with [`HostBuf::poisoned`], so unwritten elements fail
-    /// checks; read-write outputs carry their prior content), dispatches it
-    /// `opts.repeats` times, waits with `opts.timeout`, and reads the
-    /// outputs back into `outputs`. After a [`RuntimeError::Timeout`] the
-    /// device is lost and every later call fails fast.
-    fn run(
-        &mut self,
-        op: &Op,
-        inputs: &[HostBuf],
-        outputs: &mut [HostBuf],
-        opts: &RunOpts,
-    ) -> Result<RunStats, RuntimeError>;
+    /// Runs the job's op: uploads its inputs and outputs as given,
+    /// dispatches it `opts.repeats` times, waits with `opts.timeout`, and
+    /// reads the outputs back into `job.outputs`. After a
+    /// [`RuntimeError::Timeout`] the device is lost and every later call
+    /// fails fast.
+    fn run(&mut self, job: Job<'_>) -> Result<RunStats, RuntimeError>;
 
     /// Why the device is unusable, if it is (after a timeout or device loss).
     fn lost(&self) -> Option<&str>;
@@ -108,13 +130,8 @@ pub trait Backend {
 /// device, repeats and timeout (a zero timeout would time out at once and
 /// lose the device), the op's own shape rules, the buffer contract, and
 /// whether this device can run the op.
-pub(crate) fn preflight(
-    dev: &dyn Backend,
-    op: &Op,
-    inputs: &[HostBuf],
-    outputs: &[HostBuf],
-    opts: &RunOpts,
-) -> Result<(), RuntimeError> {
+pub(crate) fn preflight(dev: &dyn Backend, job: &Job) -> Result<(), RuntimeError> {
+    let (op, inputs, outputs, opts) = (job.op, job.inputs, &*job.outputs, job.opts);
     if let Some(why) = dev.lost() {
         return Err(RuntimeError::DeviceLost(why.to_string()));
     }

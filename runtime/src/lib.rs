@@ -20,7 +20,7 @@ mod tuning;
 pub mod tuning_cache;
 pub mod vulkan;
 
-pub use backend::{Backend, RunOpts, RunStats, TimingSource};
+pub use backend::{Backend, Job, RunOpts, RunStats, TimingSource};
 pub use error::RuntimeError;
 pub use greta_kernels as kernels;
 pub use greta_kernels::{DType, HostBuf, Op};

@@ -94,7 +94,7 @@ mod tests {
     use crate::inject::Faults;
     use crate::results::{GateStatus, RunStatus};
     use crate::runner::Quiet;
-    use greta_runtime::{HostBuf, Op, RunOpts, RunStats, TimingSource};
+    use greta_runtime::{HostBuf, Job, Op, RunStats, TimingSource};
     use std::sync::{Arc, Condvar, Mutex};
     use std::time::Duration;
 
@@ -143,13 +143,8 @@ mod tests {
         fn supports(&self, _op: &Op) -> Result<(), String> {
             Ok(())
         }
-        fn run(
-            &mut self,
-            op: &Op,
-            inputs: &[HostBuf],
-            outputs: &mut [HostBuf],
-            opts: &RunOpts,
-        ) -> Result<RunStats, RuntimeError> {
+        fn run(&mut self, job: Job<'_>) -> Result<RunStats, RuntimeError> {
+            let (op, inputs, outputs, opts) = (job.op, job.inputs, job.outputs, job.opts);
             if let Some(l) = &self.lost {
                 return Err(RuntimeError::DeviceLost(l.clone()));
             }

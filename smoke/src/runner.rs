@@ -260,7 +260,12 @@ fn run_gate(
         let mut prep = prepare(&gate.op, gate.fixed_value, rseed);
         let mut outs = prep.take_outputs();
         total += 1;
-        match backend.run(&prep.op, &prep.inputs, &mut outs, &opts) {
+        match backend.run(greta_runtime::Job::new(
+            &prep.op,
+            &prep.inputs,
+            &mut outs,
+            &opts,
+        )) {
             Err(e) => {
                 let fatal = e.is_fatal_for_device();
                 let msg = describe(&e);
@@ -376,7 +381,7 @@ fn run_hang(
         timeout: ctx.timeout,
         tuning: None,
     };
-    let (reason, lost) = match backend.run(&prep.op, &prep.inputs, &mut outs, &opts) {
+    let (reason, lost) = match backend.run(greta_runtime::Job::new(&prep.op, &prep.inputs, &mut outs, &opts)) {
         Ok(stats) => (
             format!(
                 "injected hang: the never-ending kernel completed in {:?}, within --timeout; the timeout did not catch it",
@@ -473,7 +478,7 @@ fn apply_floor(
 pub(crate) mod tests {
     use super::*;
     use crate::check::POISON_U32;
-    use greta_runtime::{HostBuf, Op, RunStats};
+    use greta_runtime::{HostBuf, Job, Op, RunStats};
 
     /// A CPU "device" that computes the reference in f32, with faults to
     /// inject: it lets the runner's logic be tested without any GPU.
@@ -533,13 +538,8 @@ pub(crate) mod tests {
                 _ => Ok(()),
             }
         }
-        fn run(
-            &mut self,
-            op: &Op,
-            inputs: &[HostBuf],
-            outputs: &mut [HostBuf],
-            opts: &RunOpts,
-        ) -> Result<RunStats, RuntimeError> {
+        fn run(&mut self, job: Job<'_>) -> Result<RunStats, RuntimeError> {
+            let (op, inputs, outputs, opts) = (job.op, job.inputs, job.outputs, job.opts);
             self.calls += 1;
             if self.complain_on == Some(op.name()) {
                 self.messages

@@ -189,7 +189,12 @@ fn tune_gate(backend: &mut dyn Backend, gate: &Gate, opts: &TuneOptions) -> Gate
     // A pilot run, not counted: the backend learns how long this shape
     // runs and sizes the warm-up of the timed runs to clock the GPU up.
     let mut pilot = prep.outputs.clone();
-    let _ = backend.run(&prep.op, &prep.inputs, &mut pilot, &run_opts(&tunings[0]));
+    let _ = backend.run(greta_runtime::Job::new(
+        &prep.op,
+        &prep.inputs,
+        &mut pilot,
+        &run_opts(&tunings[0]),
+    ));
     drop(pilot);
     let mut cands: Vec<Candidate> = Vec::new();
     std::thread::scope(|s| {
@@ -204,7 +209,12 @@ fn tune_gate(backend: &mut dyn Backend, gate: &Gate, opts: &TuneOptions) -> Gate
         };
         for t in &tunings {
             let mut outs: Vec<HostBuf> = prep.outputs.clone();
-            let res = backend.run(&prep.op, &prep.inputs, &mut outs, &run_opts(t));
+            let res = backend.run(greta_runtime::Job::new(
+                &prep.op,
+                &prep.inputs,
+                &mut outs,
+                &run_opts(t),
+            ));
             let idx = cands.len();
             match res {
                 Ok(stats) => {
@@ -408,7 +418,12 @@ mod tests {
         let mut prep = prepare(&gate.op, false, 9);
         let mut outs = prep.take_outputs();
         let stats = dev
-            .run(&prep.op, &prep.inputs, &mut outs, &RunOpts::default())
+            .run(greta_runtime::Job::new(
+                &prep.op,
+                &prep.inputs,
+                &mut outs,
+                &RunOpts::default(),
+            ))
             .unwrap();
         assert_eq!(stats.tuning, want);
         assert!(verify(&prep, &outs, gate.tolerance(), 9).pass);

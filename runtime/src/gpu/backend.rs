@@ -16,8 +16,8 @@ use super::driver::{
 };
 use super::launch::{self, KernelArg};
 use crate::{
-    Backend, BackendKind, DeviceInfo, DeviceSelect, DeviceType, HostBuf, MemoryHeap, Op, RunOpts,
-    RunStats, RuntimeError, TimingSource, Tuning,
+    Backend, BackendKind, DeviceInfo, DeviceSelect, DeviceType, Job, MemoryHeap, Op, RunStats,
+    RuntimeError, TimingSource, Tuning,
 };
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
@@ -251,14 +251,8 @@ impl<D: Driver> GpuBackend<D> {
         Ok(f)
     }
 
-    fn run_inner(
-        &mut self,
-        op: &Op,
-        inputs: &[HostBuf],
-        outputs: &mut [HostBuf],
-        opts: &RunOpts,
-    ) -> Result<RunStats, GpuError> {
-        let plan = launch::plan(op, &self.dev);
+    fn run_inner(&mut self, job: Job) -> Result<RunStats, GpuError> {
+        let plan = launch::plan(job.op, &self.dev);
         let function = self.function(&plan.symbol)?;
         let kernel = plan.symbol.trim_start_matches("greta_").to_string();
         let driver = &self.driver;
@@ -275,57 +269,21 @@ impl<D: Driver> GpuBackend<D> {
             &self.driver,
             self.stream,
             &self.dev,
-            op,
-            inputs,
-            outputs,
-            opts,
+            job,
             kernel,
             &mut dispatch,
         )
     }
 
-    /// Runs `dispatch` (e.g. a vendor BLAS call) with the same buffers,
-    /// checks, timing and deadline as [`Backend::run`]; `kernel` names it in
-    /// the stats.
-    pub fn run_with(
-        &mut self,
-        op: &Op,
-        inputs: &[HostBuf],
-        outputs: &mut [HostBuf],
-        opts: &RunOpts,
-        kernel: &str,
-        dispatch: &mut Dispatch<'_>,
-    ) -> Result<RunStats, RuntimeError> {
-        self.preflight(op, inputs, outputs, opts)?;
-        let r = execute(
-            &self.driver,
-            self.stream,
-            &self.dev,
-            op,
-            inputs,
-            outputs,
-            opts,
-            kernel.to_string(),
-            dispatch,
-        );
-        r.map_err(|e| self.fail(e))
-    }
-
     /// Checks what every run checks before touching the device.
-    fn preflight(
-        &self,
-        op: &Op,
-        inputs: &[HostBuf],
-        outputs: &[HostBuf],
-        opts: &RunOpts,
-    ) -> Result<(), RuntimeError> {
-        if let Some(t) = opts.tuning.as_ref().filter(|t| !t.0.is_empty()) {
+    fn preflight(&self, job: &Job) -> Result<(), RuntimeError> {
+        if let Some(t) = job.opts.tuning.as_ref().filter(|t| !t.0.is_empty()) {
             return Err(RuntimeError::BadInput(format!(
                 "the {} kernels take no tuning parameters (got {t})",
                 self.dev.api.label(),
             )));
         }
-        crate::backend::preflight(self, op, inputs, outputs, opts)
+        crate::backend::preflight(self, job)
     }
 
     /// Maps a failure to the runtime's error, marking the device lost on a timeout.
@@ -444,18 +402,15 @@ pub fn wait_event<D: Driver>(
 /// Uploads inputs and outputs, enqueues `dispatch` once per repeat between
 /// two events, waits for the last with the run's deadline, then reads the
 /// outputs back.
-#[allow(clippy::too_many_arguments)]
 fn execute<D: Driver>(
     driver: &D,
     stream: Option<StreamH>,
     dev: &GpuDevice,
-    op: &Op,
-    inputs: &[HostBuf],
-    outputs: &mut [HostBuf],
-    opts: &RunOpts,
+    job: Job,
     kernel: String,
     dispatch: &mut Dispatch<'_>,
 ) -> Result<RunStats, GpuError> {
+    let (op, inputs, outputs, opts) = (job.op, job.inputs, job.outputs, job.opts);
     let start = Instant::now();
     let deadline = start + opts.timeout;
     let left = || deadline.saturating_duration_since(Instant::now());
@@ -553,16 +508,9 @@ impl<D: Driver> Backend for GpuBackend<D> {
         Ok(())
     }
 
-    fn run(
-        &mut self,
-        op: &Op,
-        inputs: &[HostBuf],
-        outputs: &mut [HostBuf],
-        opts: &RunOpts,
-    ) -> Result<RunStats, RuntimeError> {
-        self.preflight(op, inputs, outputs, opts)?;
-        self.run_inner(op, inputs, outputs, opts)
-            .map_err(|e| self.fail(e))
+    fn run(&mut self, job: Job<'_>) -> Result<RunStats, RuntimeError> {
+        self.preflight(&job)?;
+        self.run_inner(job).map_err(|e| self.fail(e))
     }
 
     fn lost(&self) -> Option<&str> {

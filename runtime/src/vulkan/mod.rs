@@ -45,9 +45,7 @@ mod run;
 mod select;
 mod validation;
 
-use crate::{
-    Backend, DeviceInfo, DeviceSelect, HostBuf, Op, RunOpts, RunStats, RuntimeError, Tuning,
-};
+use crate::{Backend, DeviceInfo, DeviceSelect, Job, Op, RunStats, RuntimeError, Tuning};
 use ash::vk;
 
 use greta_vocab::VkDriver;
@@ -482,14 +480,9 @@ impl Backend for Device {
         Ok(())
     }
 
-    fn run(
-        &mut self,
-        op: &Op,
-        inputs: &[HostBuf],
-        outputs: &mut [HostBuf],
-        opts: &RunOpts,
-    ) -> Result<RunStats, RuntimeError> {
-        crate::backend::preflight(self, op, inputs, outputs, opts)?;
+    fn run(&mut self, job: Job<'_>) -> Result<RunStats, RuntimeError> {
+        crate::backend::preflight(self, &job)?;
+        let (op, opts) = (job.op, job.opts);
         let plan = match &opts.tuning {
             Some(t) => plan::plan(op, t, &self.limits)?,
             None => match self.tuned.as_ref().and_then(|c| c.get(op)) {
@@ -511,7 +504,7 @@ impl Backend for Device {
                 )));
             }
         }
-        let res = run::execute(self, op, &plan, inputs, outputs, opts);
+        let res = run::execute(self, &plan, job);
         if let Err(e) = &res {
             if e.is_fatal_for_device() {
                 self.lost = Some(e.to_string());

@@ -5,7 +5,7 @@ use super::memory::{self, Buffer};
 use super::owned::{CommandBuffer, DescriptorSets, Owned};
 use super::plan::Plan;
 use super::Device;
-use crate::{HostBuf, Op, RunOpts, RunStats, RuntimeError, TimingSource};
+use crate::{HostBuf, Job, Op, RunOpts, RunStats, RuntimeError, TimingSource};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 use greta_vocab::EnvVars;
@@ -65,16 +65,10 @@ struct PipelineHandles {
     set_layout: vk::DescriptorSetLayout,
 }
 
-pub fn execute(
-    dev: &mut Device,
-    op: &Op,
-    plan: &Plan,
-    inputs: &[HostBuf],
-    outputs: &mut [HostBuf],
-    opts: &RunOpts,
-) -> Result<RunStats, RuntimeError> {
+pub fn execute(dev: &mut Device, plan: &Plan, job: Job) -> Result<RunStats, RuntimeError> {
+    let op = job.op;
     let mut res = Resources::default();
-    match record_and_submit(dev, op, plan, inputs, outputs, opts, &mut res) {
+    match record_and_submit(dev, plan, job, &mut res) {
         Ok(stats) => {
             res.recycle(dev);
             dev.last_ns
@@ -105,16 +99,13 @@ fn api(call: &str) -> impl Fn(vk::Result) -> RuntimeError + '_ {
 
 /// Prepares, records, submits and waits for one run; what it creates goes
 /// into `res`, which the caller destroys or leaks.
-#[allow(clippy::too_many_arguments)]
 fn record_and_submit(
     dev: &mut Device,
-    op: &Op,
     plan: &Plan,
-    inputs: &[HostBuf],
-    outputs: &mut [HostBuf],
-    opts: &RunOpts,
+    job: Job,
     res: &mut Resources,
 ) -> Result<RunStats, RuntimeError> {
+    let (op, inputs, outputs, opts) = (job.op, job.inputs, job.outputs, job.opts);
     let n_in = inputs.len();
     let n_out = outputs.len();
     let host: Vec<&HostBuf> = inputs

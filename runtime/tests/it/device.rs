@@ -240,12 +240,12 @@ fn dropped_device_leaves_nothing_behind() {
     });
     for n in [64, 64, 1000] {
         let mut out = vec![HostBuf::poisoned(DType::U32, n)];
-        dev.run(
+        dev.run(greta_runtime::Job::new(
             &Op::Copy { n },
             &[HostBuf::U32((0..n as u32).collect())],
             &mut out,
             &greta_runtime::RunOpts::default(),
-        )
+        ))
         .unwrap();
         assert_eq!(out[0], HostBuf::U32((0..n as u32).collect()));
     }

@@ -346,7 +346,12 @@ fn contract_mismatch_is_bad_input() {
         8,
     )];
     let err = dev
-        .run(&op, &inputs, &mut outputs, &RunOpts::default())
+        .run(greta_runtime::Job::new(
+            &op,
+            &inputs,
+            &mut outputs,
+            &RunOpts::default(),
+        ))
         .unwrap_err();
     assert!(
         matches!(err, greta_runtime::RuntimeError::BadInput(_)),
@@ -359,7 +364,12 @@ fn contract_mismatch_is_bad_input() {
     };
     let inputs = vec![greta_kernels::HostBuf::U32(vec![1; 8])];
     let err = dev
-        .run(&op, &inputs, &mut outputs, &bad_tuning)
+        .run(greta_runtime::Job::new(
+            &op,
+            &inputs,
+            &mut outputs,
+            &bad_tuning,
+        ))
         .unwrap_err();
     assert!(
         err.to_string()
@@ -376,7 +386,9 @@ fn contract_mismatch_is_bad_input() {
             ..RunOpts::default()
         },
     ] {
-        let err = dev.run(&op, &inputs, &mut outputs, &bad).unwrap_err();
+        let err = dev
+            .run(greta_runtime::Job::new(&op, &inputs, &mut outputs, &bad))
+            .unwrap_err();
         assert!(
             matches!(err, greta_runtime::RuntimeError::BadInput(_)),
             "{err}"

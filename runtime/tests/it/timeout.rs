@@ -21,7 +21,12 @@ fn slow_kernel_times_out_promptly() {
     };
     let start = Instant::now();
     let err = dev
-        .run(&Op::TestSlow { iters: ITERS }, &[], &mut out, &opts)
+        .run(greta_runtime::Job::new(
+            &Op::TestSlow { iters: ITERS },
+            &[],
+            &mut out,
+            &opts,
+        ))
         .unwrap_err();
     let elapsed = start.elapsed();
     eprintln!("{err} after {elapsed:?}");
@@ -36,12 +41,12 @@ fn slow_kernel_times_out_promptly() {
     // The device is not used again: later calls fail fast.
     let start = Instant::now();
     let err = dev
-        .run(
+        .run(greta_runtime::Job::new(
             &Op::Copy { n: 4 },
             &[HostBuf::U32(vec![1; 4])],
             &mut [HostBuf::poisoned(DType::U32, 4)],
             &RunOpts::default(),
-        )
+        ))
         .unwrap_err();
     assert!(matches!(err, RuntimeError::DeviceLost(_)), "{err:?}");
     assert!(start.elapsed() < Duration::from_secs(1));
@@ -59,8 +64,13 @@ fn slow_kernel_result_when_given_time() {
     let mut dev = device();
     for iters in [1u32, 1000, 65_000] {
         let mut out = vec![HostBuf::poisoned(DType::U32, 1)];
-        dev.run(&Op::TestSlow { iters }, &[], &mut out, &RunOpts::default())
-            .unwrap();
+        dev.run(greta_runtime::Job::new(
+            &Op::TestSlow { iters },
+            &[],
+            &mut out,
+            &RunOpts::default(),
+        ))
+        .unwrap();
         assert_eq!(
             out[0],
             HostBuf::U32(vec![greta_kernels::slow_hash(iters)]),

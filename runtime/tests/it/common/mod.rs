@@ -85,7 +85,7 @@ pub fn run_checked(dev: &mut Device, op: &Op, seed: u64, opts: &RunOpts) -> Outc
     let prior = outputs.clone();
     let want = reference(op, &inputs, &prior).expect("reference");
     let stats = dev
-        .run(op, &inputs, &mut outputs, opts)
+        .run(greta_runtime::Job::new(op, &inputs, &mut outputs, opts))
         .unwrap_or_else(|e| panic!("{op}: {e}"));
     let comparisons = outputs
         .iter()
