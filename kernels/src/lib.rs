@@ -17,5 +17,5 @@ mod reference;
 pub mod spirv;
 
 pub use host::{DType, HostBuf};
-pub use ops::{Access, BufferSpec, Op, OpError, Tolerance};
+pub use ops::{Access, BufferSpec, Op, OpError, Scalar, Tolerance};
 pub use reference::{reference, slow_hash, SLOW_SEED};

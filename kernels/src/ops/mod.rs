@@ -40,6 +40,39 @@ const EXACT: Tolerance = Tolerance::Exact;
 /// f32 arithmetic.
 const F32: Tolerance = Tolerance::FP32;
 
+/// One scalar kernel argument. The HIP/CUDA kernels take the op's shape
+/// after the buffers, each field in declaration order as a 32-bit value
+/// ([`Op::shape_scalars`]), the contract `hip_src` states.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    U32(u32),
+    F32(f32),
+}
+
+/// A shape field as a kernel argument. Sizes are `usize` in an [`Op`] and
+/// 32-bit in the kernels; [`Op::validate`] refuses what does not fit.
+trait ToScalar {
+    fn to_scalar(self) -> Scalar;
+}
+
+impl ToScalar for usize {
+    fn to_scalar(self) -> Scalar {
+        Scalar::U32(self as u32)
+    }
+}
+
+impl ToScalar for u32 {
+    fn to_scalar(self) -> Scalar {
+        Scalar::U32(self)
+    }
+}
+
+impl ToScalar for f32 {
+    fn to_scalar(self) -> Scalar {
+        Scalar::F32(self)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{op}: {msg}")]
 pub struct OpError {
@@ -184,6 +217,12 @@ macro_rules! ops {
                 match *self { $( Op::$V $({ $($f),* })? => $m::reference(x, prior, $($($f),*)?), )* }
             }
 
+            /// The shape as the kernels take it after the buffers: every
+            /// field, in declaration order, as a 32-bit scalar.
+            pub fn shape_scalars(&self) -> Vec<Scalar> {
+                match *self { $( Op::$V $({ $($f),* })? => vec![$($($f.to_scalar()),*)?], )* }
+            }
+
             fn shape(&self) -> String {
                 match *self { $( Op::$V $({ $($f),* })? => $m::shape($($($f),*)?), )* }
             }
@@ -263,6 +302,35 @@ mod tests {
             op.validate().unwrap_or_else(|e| panic!("{op}: {e}"));
             assert!(op.to_string().starts_with(op.name()));
             assert!(op.bytes_moved() > 0 || matches!(op, Op::Noop), "{op}");
+        }
+    }
+
+    /// The kernels' scalar arguments are the shape's fields in declaration
+    /// order, each 32-bit (the HIP/CUDA launch passes exactly these).
+    #[test]
+    fn shape_scalars_are_the_fields_in_order() {
+        let rope = Op::Rope {
+            tokens: 5,
+            heads: 3,
+            head_dim: 64,
+            pos0: 11,
+            theta: 1e4,
+        };
+        assert_eq!(
+            rope.shape_scalars(),
+            [
+                Scalar::U32(5),
+                Scalar::U32(3),
+                Scalar::U32(64),
+                Scalar::U32(11),
+                Scalar::F32(1e4)
+            ]
+        );
+        assert!(Op::Noop.shape_scalars().is_empty());
+        for op in Op::catalogue() {
+            let shown = op.to_string();
+            let fields = shown.matches('=').count();
+            assert_eq!(op.shape_scalars().len(), fields, "{shown}");
         }
     }
 

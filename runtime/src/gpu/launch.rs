@@ -5,6 +5,7 @@
 use super::driver::{DevPtr, GpuDevice};
 use crate::Op;
 use greta_kernels::hip_src::kernel_symbol;
+use greta_kernels::Scalar;
 
 /// Threads per block of the element-wise and row kernels (GRETA_BLOCK in common.h).
 pub const BLOCK: u32 = 256;
@@ -47,80 +48,56 @@ fn blocks_for(total: usize, dev: &GpuDevice) -> u32 {
     want.min(cap) as u32
 }
 
-/// The launch of `op` on `dev`. Sizes were validated to fit 32 bits.
+/// The launch of `op` on `dev`. Sizes were validated to fit 32 bits. The
+/// scalars are the op's shape as it declares it ([`Op::shape_scalars`]);
+/// what differs per op is only the grid.
 pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
-    use KernelArg::{F32, U32};
-    let u = |v: usize| U32(v as u32);
-    let linear = |total: usize, scalars: Vec<KernelArg>| Plan {
-        symbol: kernel_symbol(op.name()),
-        grid: [blocks_for(total, dev), 1, 1],
-        block: [BLOCK, 1, 1],
-        scalars,
+    let scalars: Vec<KernelArg> = op
+        .shape_scalars()
+        .into_iter()
+        .map(|s| match s {
+            Scalar::U32(v) => KernelArg::U32(v),
+            Scalar::F32(v) => KernelArg::F32(v),
+        })
+        .collect();
+    let launch = |name: &str, grid: [u32; 3], block: [u32; 3]| Plan {
+        symbol: kernel_symbol(name),
+        grid,
+        block,
+        scalars: scalars.clone(),
     };
-    let rows = |r: usize, scalars: Vec<KernelArg>| Plan {
-        symbol: kernel_symbol(op.name()),
-        grid: [r as u32, 1, 1],
-        block: [BLOCK, 1, 1],
-        scalars,
-    };
+    let linear = |total: usize| launch(op.name(), [blocks_for(total, dev), 1, 1], [BLOCK, 1, 1]);
     match *op {
-        Op::Noop => Plan {
-            symbol: kernel_symbol("noop"),
-            grid: [1, 1, 1],
-            block: [64, 1, 1],
-            scalars: vec![],
-        },
-        Op::Fill { n, value } => linear(n, vec![u(n), U32(value)]),
-        Op::Copy { n } | Op::TestBrokenCopy { n } => linear(n, vec![u(n)]),
-        Op::VecAdd { n } => linear(n, vec![u(n)]),
-        Op::GemmF32 { m, n, k } | Op::GemmF16 { m, n, k } => Plan {
-            symbol: kernel_symbol(op.name()),
-            grid: [
+        Op::Noop => launch("noop", [1, 1, 1], [64, 1, 1]),
+        Op::Fill { n, .. } | Op::Copy { n } | Op::TestBrokenCopy { n } | Op::VecAdd { n } => {
+            linear(n)
+        }
+        Op::GemmF32 { m, n, .. } | Op::GemmF16 { m, n, .. } => launch(
+            op.name(),
+            [
                 (n as u32).div_ceil(GEMM_TILE),
                 (m as u32).div_ceil(GEMM_TILE),
                 1,
             ],
-            block: [GEMM_TILE, GEMM_TILE, 1],
-            scalars: vec![u(m), u(n), u(k)],
-        },
-        Op::RmsNorm { rows: r, cols, eps } | Op::LayerNorm { rows: r, cols, eps } => {
-            rows(r, vec![u(r), u(cols), F32(eps)])
+            [GEMM_TILE, GEMM_TILE, 1],
+        ),
+        Op::RmsNorm { rows, .. } | Op::LayerNorm { rows, .. } | Op::Softmax { rows, .. } => {
+            launch(op.name(), [rows as u32, 1, 1], [BLOCK, 1, 1])
         }
-        Op::Softmax { rows: r, cols } => rows(r, vec![u(r), u(cols)]),
         Op::Rope {
             tokens,
             heads,
             head_dim,
-            pos0,
-            theta,
-        } => linear(
-            tokens * heads * head_dim / 2,
-            vec![u(tokens), u(heads), u(head_dim), U32(pos0), F32(theta)],
-        ),
+            ..
+        } => linear(tokens * heads * head_dim / 2),
         Op::KvUpdate {
             layers,
-            max_seq,
             heads,
             head_dim,
-            pos,
             n_new,
-        } => linear(
-            layers * n_new * heads * head_dim,
-            vec![
-                u(layers),
-                u(max_seq),
-                u(heads),
-                u(head_dim),
-                u(pos),
-                u(n_new),
-            ],
-        ),
-        Op::TestSlow { iters } => Plan {
-            symbol: kernel_symbol("test_slow"),
-            grid: [1, 1, 1],
-            block: [64, 1, 1],
-            scalars: vec![U32(iters)],
-        },
+            ..
+        } => linear(layers * n_new * heads * head_dim),
+        Op::TestSlow { .. } => launch("test_slow", [1, 1, 1], [64, 1, 1]),
     }
 }
 
