@@ -376,12 +376,7 @@ fn merge(
             bail!("uv output for Python {py} has no [[packages]]");
         };
         for t in pkgs.iter() {
-            let name = normalize_name(t.get("name").and_then(Item::as_str).unwrap_or_default());
-            let version = t
-                .get("version")
-                .and_then(Item::as_str)
-                .unwrap_or_default()
-                .to_string();
+            let (name, version) = name_version(t);
             if pins.contains_key(&name) {
                 continue; // replaced by the pinned wheels below
             }
@@ -576,12 +571,7 @@ fn old_package_decor(old: Option<&DocumentMut>) -> BTreeMap<(String, String), St
             .unwrap_or_default()
             .to_string();
         if prefix.contains('#') {
-            let name = normalize_name(t.get("name").and_then(Item::as_str).unwrap_or_default());
-            let version = t
-                .get("version")
-                .and_then(Item::as_str)
-                .unwrap_or_default()
-                .to_string();
+            let (name, version) = name_version(t);
             out.insert((name, version), prefix);
         }
     }
@@ -710,6 +700,13 @@ fn today() -> String {
     time::OffsetDateTime::now_utc()
         .format(&f)
         .unwrap_or_else(|_| "unknown date".into())
+}
+
+/// A `[[packages]]` table's normalised name and its version (empty where
+/// missing: such an entry matches nothing).
+fn name_version(t: &Table) -> (String, String) {
+    let text = |k: &str| t.get(k).and_then(Item::as_str).unwrap_or_default();
+    (normalize_name(text("name")), text("version").to_string())
 }
 
 #[cfg(test)]

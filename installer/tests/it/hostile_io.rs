@@ -252,12 +252,7 @@ fn an_env_left_as_a_backup_by_a_killed_swap_is_restored() {
     std::fs::write(backup.join("bin/marker"), b"previous env").unwrap();
     let o = bounded(h.cmd(&["env", "list", "--json"]));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let names: Vec<&str> = v["envs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["name"].as_str().unwrap())
-        .collect();
+    let names = support::env_names(&v);
     assert_eq!(names, vec!["x"], "{}", stderr(&o));
     assert!(stderr(&o).contains("restored env x"), "{}", stderr(&o));
     assert_eq!(

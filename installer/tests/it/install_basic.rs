@@ -327,12 +327,7 @@ fn env_list_and_remove() {
     let o = h.cmd(&["env", "list", "--json"]).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let names: Vec<&str> = j["envs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["name"].as_str().unwrap())
-        .collect();
+    let names = support::env_names(&j);
     assert_eq!(names, vec!["a", "b"]);
     assert_eq!(j["envs"][0]["profile"], "cpu");
     let o = h.cmd(&["env", "remove", "a"]).output().unwrap();

@@ -97,12 +97,7 @@ fn killed_between_the_swap_renames_restores_the_previous_env() {
     assert!(!h.env_dir("cpu").exists());
     let o = h.cmd(&["env", "list", "--json"]).output().unwrap();
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let names: Vec<&str> = j["envs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["name"].as_str().unwrap())
-        .collect();
+    let names = support::env_names(&j);
     assert_eq!(names, vec!["cpu"], "{j}");
     assert_eq!(
         std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),

@@ -6,7 +6,7 @@
 
 pub(crate) mod nvrtc;
 
-use crate::gpu::compile::{CompilerKind, KernelCache, KernelSources};
+use crate::gpu::compile::CompilerKind;
 use crate::gpu::driver::{
     Api, Arch, CompilerChoice, DevPtr, Driver, EventH, EventState, FuncH, GpuDevice, GpuError,
     Loaded, ModuleH, StreamH,
@@ -504,13 +504,7 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>, RuntimeError> {
 
 /// Opens a CUDA device as a boxed [`Backend`].
 pub fn open(select: &DeviceSelect) -> Result<Box<dyn Backend>, RuntimeError> {
-    let cuda = Cuda::open()?;
-    Ok(Box::new(CudaBackend::open_with(
-        cuda,
-        select,
-        &KernelCache::new(KernelCache::default_dir()),
-        &KernelSources::bundled(),
-    )?))
+    CudaBackend::open_boxed(Cuda::open()?, select)
 }
 
 /// Directories where NVIDIA's pip wheels and toolkits keep their libraries.

@@ -154,6 +154,17 @@ pub struct GpuBackend<D: Driver> {
     lost: Option<String>,
 }
 
+impl<D: Driver + 'static> GpuBackend<D> {
+    /// Opens the device `select` names as a boxed [`Backend`], its kernels
+    /// from the default kernel cache (compiled for the device where missing):
+    /// what `--backend hip` and `--backend cuda` open.
+    pub fn open_boxed(driver: D, select: &DeviceSelect) -> Result<Box<dyn Backend>, RuntimeError> {
+        let cache = KernelCache::new(KernelCache::default_dir());
+        let backend = Self::open_with(driver, select, &cache, &KernelSources::bundled())?;
+        Ok(Box::new(backend))
+    }
+}
+
 impl<D: Driver> GpuBackend<D> {
     /// Opens the device `select` names, with kernels from `cache`.
     pub fn open_with(

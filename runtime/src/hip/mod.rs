@@ -14,7 +14,7 @@ mod ffi;
 pub(crate) mod hipcc;
 pub(crate) mod rtc;
 
-use crate::gpu::compile::{CompileError, CompilerKind, KernelCache, KernelSources};
+use crate::gpu::compile::{CompileError, CompilerKind};
 use crate::gpu::driver::{
     Api, Arch, CompilerChoice, DevPtr, Driver, EventH, EventState, FuncH, GpuDevice, GpuError,
     Loaded, ModuleH, StreamH,
@@ -666,13 +666,7 @@ pub fn list_devices() -> Result<Vec<DeviceInfo>, RuntimeError> {
 /// Opens a HIP device as a boxed [`Backend`], its kernels compiled (or
 /// taken from the cache) for its gfx target.
 pub fn open(select: &DeviceSelect) -> Result<Box<dyn Backend>, RuntimeError> {
-    let hip = Hip::open()?;
-    Ok(Box::new(HipBackend::open_with(
-        hip,
-        select,
-        &KernelCache::new(KernelCache::default_dir()),
-        &KernelSources::bundled(),
-    )?))
+    HipBackend::open_boxed(Hip::open()?, select)
 }
 
 #[cfg(test)]

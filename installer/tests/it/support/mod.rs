@@ -338,6 +338,16 @@ fn walk(p: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The env names in `greta env list --json`'s output, in its order.
+pub fn env_names(list: &serde_json::Value) -> Vec<&str> {
+    list["envs"]
+        .as_array()
+        .expect("env list --json has an envs array")
+        .iter()
+        .map(|e| e["name"].as_str().expect("each env has a name"))
+        .collect()
+}
+
 pub fn text(o: &Output) -> String {
     format!(
         "status: {}\n--- stdout\n{}\n--- stderr\n{}",
