@@ -21,15 +21,8 @@ impl BackendKind {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DeviceType {
-    DiscreteGpu,
-    IntegratedGpu,
-    VirtualGpu,
-    Cpu,
-    Other,
-}
+/// The vocabulary's: the probe reads the same types.
+pub use greta_vocab::DeviceType;
 
 /// One memory heap.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -29,6 +29,7 @@ macro_rules! serde_as_text {
 
 mod backend;
 pub mod child;
+mod device_type;
 mod devices;
 mod env_vars;
 mod finding;
@@ -41,6 +42,7 @@ mod vk_driver;
 mod wheel;
 
 pub use backend::Backend;
+pub use device_type::DeviceType;
 pub use devices::DevicesError;
 pub use env_vars::{markdown as env_vars_markdown, EnvVar, EnvVars, Scope};
 pub use finding::{Finding, Fix, Severity};

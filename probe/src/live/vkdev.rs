@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::{scanned, seen, signal};
 use crate::facts::{Facts, Gpu, Vendor, VulkanDevice};
 use crate::root::{CmdOutput, CmdStatus, Root};
-use greta_vocab::VkFamily;
+use greta_vocab::{DeviceType, VkFamily};
 
 /// Pseudo-command under which the live enumeration is captured.
 pub const DEVICES_CMD: &str = "greta-vulkan-devices";
@@ -137,15 +137,11 @@ unsafe fn describe(
     let v13 = v11 && dev_api >= vk::API_VERSION_1_3;
     let mut d = VulkanDevice {
         name: cstr(props.device_name_as_c_str()).unwrap_or_default(),
+        // The vocabulary's mapping, as the runtime's enumeration uses it.
         device_type: Some(
-            match props.device_type {
-                vk::PhysicalDeviceType::DISCRETE_GPU => "DISCRETE_GPU",
-                vk::PhysicalDeviceType::INTEGRATED_GPU => "INTEGRATED_GPU",
-                vk::PhysicalDeviceType::VIRTUAL_GPU => "VIRTUAL_GPU",
-                vk::PhysicalDeviceType::CPU => "CPU",
-                _ => "OTHER",
-            }
-            .to_string(),
+            DeviceType::from_vk(props.device_type.as_raw())
+                .vk_name()
+                .to_string(),
         ),
         vendor_id: Some(props.vendor_id),
         device_id: Some(props.device_id),
@@ -261,7 +257,8 @@ pub fn strip_driver_suffix(name: &str) -> String {
 /// Folds a Vulkan device into the GPU list: the PCI GPU with the same
 /// vendor/device id, else a new entry (a CPU device becomes vendor `cpu`).
 pub fn merge_device(gpus: &mut Vec<Gpu>, d: &VulkanDevice) {
-    let is_cpu = d.device_type.as_deref() == Some("CPU") || d.kind == VkFamily::Lavapipe;
+    let kind = d.device_type.as_deref().and_then(DeviceType::from_text);
+    let is_cpu = kind == Some(DeviceType::Cpu) || d.kind == VkFamily::Lavapipe;
     let ids = (
         d.vendor_id.and_then(|v| u16::try_from(v).ok()),
         d.device_id.and_then(|v| u16::try_from(v).ok()),
@@ -285,9 +282,9 @@ pub fn merge_device(gpus: &mut Vec<Gpu>, d: &VulkanDevice) {
                 name: d.name.clone(),
                 vendor_id: if is_cpu { None } else { ids.0 },
                 device_id: if is_cpu { None } else { ids.1 },
-                integrated: match d.device_type.as_deref() {
-                    Some("INTEGRATED_GPU") => Some(true),
-                    Some("DISCRETE_GPU") => Some(false),
+                integrated: match kind {
+                    Some(DeviceType::IntegratedGpu) => Some(true),
+                    Some(DeviceType::DiscreteGpu) => Some(false),
                     _ => None,
                 },
                 ..Gpu::default()

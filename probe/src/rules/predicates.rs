@@ -505,7 +505,11 @@ fn node_line(n: &DeviceNode) -> String {
 
 /// Is `d` a CPU (software) Vulkan device?
 fn is_cpu_device(d: &crate::facts::VulkanDevice) -> bool {
-    d.kind == VkFamily::Lavapipe || d.device_type.as_deref().is_some_and(|t| t.contains("CPU"))
+    d.kind == VkFamily::Lavapipe
+        || d.device_type
+            .as_deref()
+            .and_then(greta_vocab::DeviceType::from_text)
+            == Some(greta_vocab::DeviceType::Cpu)
 }
 
 #[cfg(test)]

@@ -201,13 +201,7 @@ fn physical(inst: &Instance, pd: vk::PhysicalDevice) -> Option<Physical> {
             }
         }
     }
-    let device_type = match props.device_type {
-        vk::PhysicalDeviceType::DISCRETE_GPU => DeviceType::DiscreteGpu,
-        vk::PhysicalDeviceType::INTEGRATED_GPU => DeviceType::IntegratedGpu,
-        vk::PhysicalDeviceType::VIRTUAL_GPU => DeviceType::VirtualGpu,
-        vk::PhysicalDeviceType::CPU => DeviceType::Cpu,
-        _ => DeviceType::Other,
-    };
+    let device_type = DeviceType::from_vk(props.device_type.as_raw());
     let lim = &props.limits;
     let sg_ops = v11.subgroup_supported_operations;
     let subgroup_arith = v11
