@@ -202,71 +202,113 @@ fn stopped_text(m: &ModuleRun, gated: bool, limit: Duration) -> String {
 /// Judges a run. `gated` are the modules whose gates were asked for;
 /// `limit` the time each had.
 pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> Judgement {
-    let mut findings = Findings::default();
-    let mut texts: Vec<(String, String)> = Vec::new();
-    let mut modules = Vec::new();
-    let hide = hiding_vars(run);
-    let gpu_words = expect
-        .gpu
-        .as_ref()
-        .map(|g| {
-            if g.names.is_empty() {
-                vendor_word(g.vendor).to_string()
-            } else {
-                g.names.join(", ")
-            }
-        })
-        .unwrap_or_default();
-    let cpu_fallback_fix = || {
-        if hide.is_empty() {
-            fix(
-                "Check that this user can reach the GPU and that the framework was built for it: `greta doctor` explains the GPU stack; `greta install` puts a matching build in place.",
-                &["greta doctor", "greta install"],
-            )
-        } else {
-            fix(
-                "Unset the variable that hides the GPUs (or list the GPU in it), then run the gates again.",
-                &["unset CUDA_VISIBLE_DEVICES HIP_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES", "greta smoke --profile frameworks"],
-            )
+    let mut j = Judge::new(run, expect, limit);
+    let modules = run
+        .frameworks
+        .iter()
+        .map(|m| j.module(m, gated.contains(&m.module)))
+        .collect();
+    Judgement {
+        modules,
+        findings: j.findings.0,
+        failure_texts: j.texts,
+    }
+}
+
+/// A run being judged: what every module is held to, and what has been
+/// found so far (findings merged by id, the failure texts for the signal
+/// scan). Each step of a module's judging is one method.
+struct Judge<'a> {
+    run: &'a Run,
+    expect: &'a Expect,
+    limit: Duration,
+    /// Variables that hide the GPUs, as the interpreter saw them.
+    hide: Vec<String>,
+    /// The GPU the gates must run on, in words (empty without one).
+    gpu_words: String,
+    findings: Findings,
+    texts: Vec<(String, String)>,
+}
+
+impl<'a> Judge<'a> {
+    fn new(run: &'a Run, expect: &'a Expect, limit: Duration) -> Self {
+        let gpu_words = expect
+            .gpu
+            .as_ref()
+            .map(|g| {
+                if g.names.is_empty() {
+                    vendor_word(g.vendor).to_string()
+                } else {
+                    g.names.join(", ")
+                }
+            })
+            .unwrap_or_default();
+        Judge {
+            run,
+            expect,
+            limit,
+            hide: hiding_vars(run),
+            gpu_words,
+            findings: Findings::default(),
+            texts: Vec::new(),
         }
-    };
-    for m in &run.frameworks {
+    }
+
+    /// One module: its import, where it came from, the device it ran on,
+    /// its gates, and how it ended.
+    fn module(&mut self, m: &ModuleRun, is_gated: bool) -> ModuleJudged {
+        let mut out = ModuleJudged {
+            module: m.module.clone(),
+            gates: Vec::new(),
+            lost: None,
+        };
+        if !self.imported(m, is_gated, &mut out) {
+            return out;
+        }
+        let mismatch = self.provenance(m);
+        if !is_gated && m.status == ModuleStatus::Ok {
+            let reason = if m.module == "triton" && !self.expect.triton_runs() {
+                self.expect.triton_skip_reason()
+            } else {
+                "only imported (--no-smoke)".into()
+            };
+            let id = format!("{}.device", m.module);
+            mark(&mut out.gates, id, GateStatus::Skip, Some(reason));
+            return out;
+        }
+        let (fell_back, device_label) = self.device(m, mismatch, &mut out.gates);
+        for g in &m.gates {
+            let judged = self.gate(g, fell_back, &device_label);
+            out.gates.push(judged);
+        }
+        // A module that stopped outside any gate (timeout, crash, an error
+        // before its gates, e.g. triton without a GPU).
+        if m.status != ModuleStatus::Ok {
+            self.stopped(m, is_gated, mismatch, &mut out);
+        }
+        out
+    }
+
+    /// Step 1: did it import? False when the module's judging ends here
+    /// (not installed, an import error, a hang or crash while importing).
+    fn imported(&mut self, m: &ModuleRun, is_gated: bool, out: &mut ModuleJudged) -> bool {
         let name = m.module.as_str();
-        let is_gated = gated.iter().any(|g| g == name);
-        let mut gates: Vec<Judged> = Vec::new();
-        let mut lost = None;
-        // 1. Did it import?
+        let id = format!("{name}.import");
+        let (run, expect) = (self.run, self.expect);
         match m.status {
             ModuleStatus::Missing if !expect.require_all => {
-                mark(
-                    &mut gates,
-                    format!("{name}.import"),
-                    GateStatus::Skip,
-                    Some(format!(
-                        "{name} is not installed for {}",
-                        run.python.executable
-                    )),
-                );
-                modules.push(ModuleJudged {
-                    module: m.module.clone(),
-                    gates,
-                    lost,
-                });
-                continue;
+                let why = format!("{name} is not installed for {}", run.python.executable);
+                mark(&mut out.gates, id, GateStatus::Skip, Some(why));
+                false
             }
             ModuleStatus::Missing | ModuleStatus::Error if m.import_s.is_none() => {
                 let err = m.error.clone().unwrap_or_else(|| "unknown error".into());
-                mark(
-                    &mut gates,
-                    format!("{name}.import"),
-                    GateStatus::Fail,
-                    Some(err.clone()),
-                );
-                texts.push((
+                mark(&mut out.gates, id, GateStatus::Fail, Some(err.clone()));
+                self.texts.push((
                     format!("{name} import"),
                     format!("{err}\n{}", m.traceback.clone().unwrap_or_default()),
                 ));
-                findings.add(
+                self.findings.add(
                     "framework.import-failed",
                     "A framework does not import",
                     format!("{name} does not import with {} ({})", run.python.executable, expect.label),
@@ -276,26 +318,16 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
                         &["greta install -v", "greta doctor --capture greta-capture"],
                     ),
                 );
-                modules.push(ModuleJudged {
-                    module: m.module.clone(),
-                    gates,
-                    lost,
-                });
-                continue;
+                false
             }
             ModuleStatus::Timeout | ModuleStatus::Crashed
                 if matches!(m.phase.as_deref(), None | Some("start" | "import")) =>
             {
-                let err = stopped_text(m, is_gated, limit);
-                mark(
-                    &mut gates,
-                    format!("{name}.import"),
-                    GateStatus::Fail,
-                    Some(err.clone()),
-                );
-                texts.push((format!("{name} import"), err.clone()));
-                lost = Some(err.clone());
-                findings.add(
+                let err = stopped_text(m, is_gated, self.limit);
+                mark(&mut out.gates, id, GateStatus::Fail, Some(err.clone()));
+                self.texts.push((format!("{name} import"), err.clone()));
+                out.lost = Some(err.clone());
+                self.findings.add(
                     "framework.gate-failed",
                     "A framework gate did not complete",
                     format!("{name} did not complete its import with {} ({})", run.python.executable, expect.label),
@@ -305,21 +337,26 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
                         &["greta doctor", "greta smoke --profile frameworks --timeout 600"],
                     ),
                 );
-                modules.push(ModuleJudged {
-                    module: m.module.clone(),
-                    gates,
-                    lost,
-                });
-                continue;
+                false
             }
-            _ => mark(&mut gates, format!("{name}.import"), GateStatus::Pass, None),
+            _ => {
+                mark(&mut out.gates, id, GateStatus::Pass, None);
+                true
+            }
         }
-        // 2. From the env, and the build the env promises?
+    }
+
+    /// Step 2: imported from the env, and (torch) the build the env
+    /// promises and the machine needs? True on a mismatch, which then
+    /// explains a CPU fallback better than a finding of its own.
+    fn provenance(&mut self, m: &ModuleRun) -> bool {
+        let name = m.module.as_str();
+        let expect = self.expect;
         let mut mismatch = false;
         if let (Some(root), Some(file)) = (&expect.env_root, &m.file) {
             if !std::path::Path::new(file).starts_with(root) {
                 mismatch = true;
-                findings.add(
+                self.findings.add(
                     "framework.mismatch",
                     "Framework built for another backend, or not the env's own",
                     format!("{name} is imported from outside the env {}", root.display()),
@@ -331,284 +368,241 @@ pub fn judge(run: &Run, expect: &Expect, gated: &[String], limit: Duration) -> J
                 );
             }
         }
-        if name == "torch" {
-            let (built, can) = torch_build(m);
-            let promised = match (expect.backend, &expect.version) {
-                (Some(Backend::Rocm), v) => m
-                    .info
-                    .hip
-                    .as_deref()
-                    .is_some_and(|h| v.as_deref().is_none_or(|v| version_prefix(h, v))),
-                (Some(Backend::Cuda), v) => m
-                    .info
-                    .cuda
-                    .as_deref()
-                    .is_some_and(|c| v.as_deref().is_none_or(|v| version_prefix(c, v))),
-                // PyPI's default torch is the CUDA build and runs on the
-                // CPU; a ROCm build means the lock pinned the wrong index.
-                (Some(Backend::Cpu), _) => m.info.hip.is_none(),
-                (None, _) => true,
-            };
-            let machine_ok = match &expect.gpu {
-                Some(g) => can == Some(g.vendor),
-                None => true,
-            };
-            if !promised || !machine_ok {
-                mismatch = true;
-                let want = match (&expect.gpu, expect.backend, &expect.version) {
-                    (Some(g), _, _) if !machine_ok => {
-                        format!("a {} build for {gpu_words}", vendor_word(g.vendor))
-                    }
-                    (_, Some(Backend::Cpu), _) => "a CPU-only or CUDA build (not ROCm)".into(),
-                    (_, Some(b), Some(v)) => format!("a {b} {v} build"),
-                    (_, Some(b), None) => format!("a {b} build"),
-                    _ => "a build for this machine".into(),
-                };
-                findings.add(
-                    "framework.mismatch",
-                    "Framework built for another backend, or not the env's own",
-                    format!("torch is built for {built}; {} needs {want}", expect.label),
-                    format!(
-                        "torch {} reports version.hip={:?} version.cuda={:?}",
-                        m.version.as_deref().unwrap_or("?"),
-                        m.info.hip,
-                        m.info.cuda
-                    ),
-                    fix(
-                        "Install the profile that matches this machine (greta picks it from the probe); for a greta env whose lock pins the wrong build, fix the lock (`greta lock check`).",
-                        &["greta install", "greta lock check"],
-                    ),
-                );
+        if name != "torch" {
+            return mismatch;
+        }
+        let (built, can) = torch_build(m);
+        let promised = match (expect.backend, &expect.version) {
+            (Some(Backend::Rocm), v) => m
+                .info
+                .hip
+                .as_deref()
+                .is_some_and(|h| v.as_deref().is_none_or(|v| version_prefix(h, v))),
+            (Some(Backend::Cuda), v) => m
+                .info
+                .cuda
+                .as_deref()
+                .is_some_and(|c| v.as_deref().is_none_or(|v| version_prefix(c, v))),
+            // PyPI's default torch is the CUDA build and runs on the
+            // CPU; a ROCm build means the lock pinned the wrong index.
+            (Some(Backend::Cpu), _) => m.info.hip.is_none(),
+            (None, _) => true,
+        };
+        let machine_ok = match &expect.gpu {
+            Some(g) => can == Some(g.vendor),
+            None => true,
+        };
+        if promised && machine_ok {
+            return mismatch;
+        }
+        let want = match (&expect.gpu, expect.backend, &expect.version) {
+            (Some(g), _, _) if !machine_ok => {
+                format!("a {} build for {}", vendor_word(g.vendor), self.gpu_words)
             }
-        }
-        // 3. The gates.
-        if !is_gated && m.status == ModuleStatus::Ok {
-            let reason = if name == "triton" && !expect.triton_runs() {
-                expect.triton_skip_reason()
-            } else {
-                "only imported (--no-smoke)".into()
-            };
-            mark(
-                &mut gates,
-                format!("{name}.device"),
-                GateStatus::Skip,
-                Some(reason),
-            );
-            modules.push(ModuleJudged {
-                module: m.module.clone(),
-                gates,
-                lost,
-            });
-            continue;
-        }
-        // Where did it run?
+            (_, Some(Backend::Cpu), _) => "a CPU-only or CUDA build (not ROCm)".into(),
+            (_, Some(b), Some(v)) => format!("a {b} {v} build"),
+            (_, Some(b), None) => format!("a {b} build"),
+            _ => "a build for this machine".into(),
+        };
+        self.findings.add(
+            "framework.mismatch",
+            "Framework built for another backend, or not the env's own",
+            format!("torch is built for {built}; {} needs {want}", expect.label),
+            format!(
+                "torch {} reports version.hip={:?} version.cuda={:?}",
+                m.version.as_deref().unwrap_or("?"),
+                m.info.hip,
+                m.info.cuda
+            ),
+            fix(
+                "Install the profile that matches this machine (greta picks it from the probe); for a greta env whose lock pins the wrong build, fix the lock (`greta lock check`).",
+                &["greta install", "greta lock check"],
+            ),
+        );
+        true
+    }
+
+    /// Step 3: where did it run? Marks `NAME.device`; returns whether it
+    /// fell back to the CPU on a machine with a GPU, and the device in words.
+    fn device(&mut self, m: &ModuleRun, mismatch: bool, gates: &mut Vec<Judged>) -> (bool, String) {
+        let name = m.module.as_str();
         let seen = m.info.device.as_ref();
         let on_cpu = seen.is_some_and(|d| d.kind == DeviceKind::Cpu);
-        let device_reason = seen.and_then(|d| d.reason.clone());
         let device_label = seen
             .map(|d| match d.kind {
                 DeviceKind::Gpu => format!("GPU {}", d.name),
                 DeviceKind::Cpu => "the CPU".to_string(),
             })
             .unwrap_or_else(|| "an unknown device".into());
-        let fell_back = expect.gpu.is_some() && on_cpu;
-        match (seen, fell_back) {
-            (_, true) => {
-                let why = device_reason
-                    .clone()
-                    .unwrap_or_else(|| "no GPU device was visible to it".into());
-                let r =
-                    format!("ran on the CPU although this machine has a GPU ({gpu_words}): {why}");
-                mark(
-                    &mut gates,
-                    format!("{name}.device"),
-                    GateStatus::Fail,
-                    Some(r.clone()),
-                );
-                texts.push((format!("{name} device"), why.clone()));
-                if !mismatch {
-                    let mut ev = format!("{name}: {why}");
-                    if !hide.is_empty() {
-                        ev.push_str(&format!(" ({})", hide.join("; ")));
-                    }
-                    findings.add(
-                        "framework.cpu-fallback",
-                        "A framework ran on the CPU on a machine with a GPU",
-                        format!(
-                            "The frameworks ran on the CPU, not on {gpu_words} ({}).",
-                            expect.label
-                        ),
-                        ev,
-                        cpu_fallback_fix(),
-                    );
-                }
+        let fell_back = self.expect.gpu.is_some() && on_cpu;
+        let id = format!("{name}.device");
+        if fell_back {
+            let why = seen
+                .and_then(|d| d.reason.clone())
+                .unwrap_or_else(|| "no GPU device was visible to it".into());
+            let r = format!(
+                "ran on the CPU although this machine has a GPU ({}): {why}",
+                self.gpu_words
+            );
+            mark(gates, id, GateStatus::Fail, Some(r));
+            self.texts.push((format!("{name} device"), why.clone()));
+            if !mismatch {
+                self.cpu_fallback(format!("{name}: {why}"));
             }
-            (Some(_), false) => mark(
-                &mut gates,
-                format!("{name}.device"),
-                GateStatus::Pass,
-                Some(format!("ran on {device_label}")),
-            ),
-            (None, false) => {}
+        } else if seen.is_some() {
+            let r = format!("ran on {device_label}");
+            mark(gates, id, GateStatus::Pass, Some(r));
         }
-        for g in &m.gates {
-            let tol = tolerance(&g.id);
-            let ran_cpu = g.device.as_deref().is_some_and(|d| d.starts_with("cpu"));
-            let (verdict, reason) = if let Some(e) = &g.error {
-                texts.push((
-                    g.id.clone(),
-                    format!("{e}\n{}", g.traceback.clone().unwrap_or_default()),
-                ));
-                if g.finite {
-                    findings.add(
-                        "framework.gate-failed",
-                        "A framework gate did not complete",
-                        format!("{} raised an error on {} ({}).", g.id, device_label, expect.label),
-                        format!("{}: {e}", g.id),
-                        fix(
-                            "The error is the framework's; `greta doctor` explains GPU-stack causes (a finding below names a known one).",
-                            &["greta doctor"],
-                        ),
-                    );
-                } else {
-                    findings.add(
-                        "framework.wrong-result",
-                        "A framework computed a wrong result",
-                        format!(
-                            "{} gave a result outside its tolerance on {} ({}).",
-                            g.id, device_label, expect.label
-                        ),
-                        format!("{}: {e}", g.id),
-                        wrong_fix(),
-                    );
-                }
-                (GateStatus::Fail, Some(e.clone()))
-            } else {
-                match g.rel_err {
-                    Some(r) if r <= tol => {
-                        if fell_back && ran_cpu {
-                            (
-                                GateStatus::Fail,
-                                Some("correct, but computed on the CPU, not the GPU".into()),
-                            )
-                        } else {
-                            (GateStatus::Pass, None)
-                        }
-                    }
-                    Some(r) => {
-                        let msg = format!(
-                            "rel_err {r:.3e} > {tol:e} (max abs err {:.3e}) against the float64 reference, {} repeat(s) on {}",
-                            g.max_abs_err.unwrap_or(f64::NAN),
-                            g.repeats,
-                            g.device.as_deref().unwrap_or("?")
-                        );
-                        findings.add(
-                            "framework.wrong-result",
-                            "A framework computed a wrong result",
-                            format!(
-                                "{} gave a result outside its tolerance on {} ({}).",
-                                g.id, device_label, expect.label
-                            ),
-                            format!("{}: {msg}", g.id),
-                            wrong_fix(),
-                        );
-                        (GateStatus::Fail, Some(msg))
-                    }
-                    None => (GateStatus::Fail, Some("no repeat completed".into())),
-                }
-            };
-            gates.push(Judged {
-                id: g.id.clone(),
-                verdict,
-                reason,
-                tolerance: Some(tol),
-                record: Some(g.clone()),
-            });
-        }
-        // A module that stopped outside any gate (timeout, crash, an error
-        // before its gates, e.g. triton without a GPU).
-        if m.status != ModuleStatus::Ok {
-            let err = stopped_text(m, is_gated, limit);
-            let in_phase = m.phase.clone().unwrap_or_default();
-            texts.push((
-                format!("{name} run"),
-                format!("{err}\n{}", m.traceback.clone().unwrap_or_default()),
+        (fell_back, device_label)
+    }
+
+    /// Step 4: one computation against its float64 reference.
+    fn gate(&mut self, g: &GateRecord, fell_back: bool, device_label: &str) -> Judged {
+        let tol = tolerance(&g.id);
+        let ran_cpu = g.device.as_deref().is_some_and(|d| d.starts_with("cpu"));
+        let (verdict, reason) = if let Some(e) = &g.error {
+            self.texts.push((
+                g.id.clone(),
+                format!("{e}\n{}", g.traceback.clone().unwrap_or_default()),
             ));
-            if matches!(m.status, ModuleStatus::Timeout | ModuleStatus::Crashed) {
-                lost = Some(err.clone());
-            }
-            let triton_no_gpu = name == "triton"
-                && expect.gpu.is_some()
-                && m.info
-                    .device
-                    .as_ref()
-                    .is_some_and(|d| d.kind == DeviceKind::Cpu);
-            if triton_no_gpu {
-                // Already said by its device gate (the same reason).
-                let said = gates
-                    .iter()
-                    .any(|g| g.id == "triton.device" && g.verdict == GateStatus::Fail);
-                if !said {
-                    gates.push(Judged {
-                        id: "triton.device".into(),
-                        verdict: GateStatus::Fail,
-                        reason: Some(err.clone()),
-                        tolerance: None,
-                        record: None,
-                    });
-                }
-                if !mismatch && !said {
-                    let mut ev = format!("triton: {err}");
-                    if !hide.is_empty() {
-                        ev.push_str(&format!(" ({})", hide.join("; ")));
-                    }
-                    findings.add(
-                        "framework.cpu-fallback",
-                        "A framework ran on the CPU on a machine with a GPU",
-                        format!(
-                            "The frameworks ran on the CPU, not on {gpu_words} ({}).",
-                            expect.label
-                        ),
-                        ev,
-                        cpu_fallback_fix(),
-                    );
-                }
-            } else {
-                let id = if in_phase.is_empty() || in_phase == "inspect" || in_phase == "device" {
-                    format!("{name}.device")
-                } else {
-                    in_phase.clone()
-                };
-                gates.retain(|g| g.id != id);
-                gates.push(Judged {
-                    id,
-                    verdict: GateStatus::Fail,
-                    reason: Some(err.clone()),
-                    tolerance: None,
-                    record: None,
-                });
-                findings.add(
+            if g.finite {
+                self.findings.add(
                     "framework.gate-failed",
                     "A framework gate did not complete",
-                    format!("{name} stopped early with {} ({}).", run.python.executable, expect.label),
-                    format!("{name}: {err}"),
+                    format!("{} raised an error on {} ({}).", g.id, device_label, self.expect.label),
+                    format!("{}: {e}", g.id),
                     fix(
-                        "A hang or crash in a framework is usually its GPU runtime or a kernel built for another target: `greta doctor` explains the GPU stack (a finding below names a known cause).",
+                        "The error is the framework's; `greta doctor` explains GPU-stack causes (a finding below names a known one).",
                         &["greta doctor"],
                     ),
                 );
+            } else {
+                self.wrong_result(&g.id, device_label, format!("{}: {e}", g.id));
             }
+            (GateStatus::Fail, Some(e.clone()))
+        } else {
+            match g.rel_err {
+                Some(r) if r <= tol && fell_back && ran_cpu => (
+                    GateStatus::Fail,
+                    Some("correct, but computed on the CPU, not the GPU".into()),
+                ),
+                Some(r) if r <= tol => (GateStatus::Pass, None),
+                Some(r) => {
+                    let msg = format!(
+                        "rel_err {r:.3e} > {tol:e} (max abs err {:.3e}) against the float64 reference, {} repeat(s) on {}",
+                        g.max_abs_err.unwrap_or(f64::NAN),
+                        g.repeats,
+                        g.device.as_deref().unwrap_or("?")
+                    );
+                    self.wrong_result(&g.id, device_label, format!("{}: {msg}", g.id));
+                    (GateStatus::Fail, Some(msg))
+                }
+                None => (GateStatus::Fail, Some("no repeat completed".into())),
+            }
+        };
+        Judged {
+            id: g.id.clone(),
+            verdict,
+            reason,
+            tolerance: Some(tol),
+            record: Some(g.clone()),
         }
-        modules.push(ModuleJudged {
-            module: m.module.clone(),
-            gates,
-            lost,
-        });
     }
-    Judgement {
-        modules,
-        findings: findings.0,
-        failure_texts: texts,
+
+    /// Step 5: a module that stopped outside any gate: the step it was in
+    /// fails (triton without a GPU is a CPU fallback, said once).
+    fn stopped(&mut self, m: &ModuleRun, is_gated: bool, mismatch: bool, out: &mut ModuleJudged) {
+        let name = m.module.as_str();
+        let err = stopped_text(m, is_gated, self.limit);
+        let in_phase = m.phase.clone().unwrap_or_default();
+        self.texts.push((
+            format!("{name} run"),
+            format!("{err}\n{}", m.traceback.clone().unwrap_or_default()),
+        ));
+        if matches!(m.status, ModuleStatus::Timeout | ModuleStatus::Crashed) {
+            out.lost = Some(err.clone());
+        }
+        let triton_no_gpu = name == "triton"
+            && self.expect.gpu.is_some()
+            && m.info
+                .device
+                .as_ref()
+                .is_some_and(|d| d.kind == DeviceKind::Cpu);
+        if triton_no_gpu {
+            // Already said by its device gate (the same reason).
+            let said = out
+                .gates
+                .iter()
+                .any(|g| g.id == "triton.device" && g.verdict == GateStatus::Fail);
+            if !said {
+                let id = "triton.device".to_string();
+                mark(&mut out.gates, id, GateStatus::Fail, Some(err.clone()));
+                if !mismatch {
+                    self.cpu_fallback(format!("triton: {err}"));
+                }
+            }
+            return;
+        }
+        let id = if in_phase.is_empty() || in_phase == "inspect" || in_phase == "device" {
+            format!("{name}.device")
+        } else {
+            in_phase
+        };
+        out.gates.retain(|g| g.id != id);
+        mark(&mut out.gates, id, GateStatus::Fail, Some(err.clone()));
+        self.findings.add(
+            "framework.gate-failed",
+            "A framework gate did not complete",
+            format!("{name} stopped early with {} ({}).", self.run.python.executable, self.expect.label),
+            format!("{name}: {err}"),
+            fix(
+                "A hang or crash in a framework is usually its GPU runtime or a kernel built for another target: `greta doctor` explains the GPU stack (a finding below names a known cause).",
+                &["greta doctor"],
+            ),
+        );
+    }
+
+    /// `framework.cpu-fallback`, its evidence naming any variable that hides
+    /// the GPUs.
+    fn cpu_fallback(&mut self, mut evidence: String) {
+        if !self.hide.is_empty() {
+            evidence.push_str(&format!(" ({})", self.hide.join("; ")));
+        }
+        let fix_it = if self.hide.is_empty() {
+            fix(
+                "Check that this user can reach the GPU and that the framework was built for it: `greta doctor` explains the GPU stack; `greta install` puts a matching build in place.",
+                &["greta doctor", "greta install"],
+            )
+        } else {
+            fix(
+                "Unset the variable that hides the GPUs (or list the GPU in it), then run the gates again.",
+                &["unset CUDA_VISIBLE_DEVICES HIP_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES", "greta smoke --profile frameworks"],
+            )
+        };
+        self.findings.add(
+            "framework.cpu-fallback",
+            "A framework ran on the CPU on a machine with a GPU",
+            format!(
+                "The frameworks ran on the CPU, not on {} ({}).",
+                self.gpu_words, self.expect.label
+            ),
+            evidence,
+            fix_it,
+        );
+    }
+
+    /// `framework.wrong-result` for gate `id` on `device_label`.
+    fn wrong_result(&mut self, id: &str, device_label: &str, evidence: String) {
+        self.findings.add(
+            "framework.wrong-result",
+            "A framework computed a wrong result",
+            format!(
+                "{id} gave a result outside its tolerance on {device_label} ({}).",
+                self.expect.label
+            ),
+            evidence,
+            wrong_fix(),
+        );
     }
 }
 
