@@ -173,53 +173,15 @@ pub fn parse_hip_version_file(text: &str) -> Option<String> {
     })
 }
 
+/// ROCm as a HIP program or a framework build would see it: the installs
+/// and which is active (and why), the HIP runtime libraries, the versions,
+/// the environment that changes what runs, and (where there is something
+/// AMD) what rocminfo's agents say. Returns the one-line summary.
 pub fn collect(root: &Root, f: &mut Facts, rocminfo_parser: Option<TextParser>) -> String {
     let (mut installs, opt_rocm) = find_installs(root);
     scanned(f, "rocm");
     let hipconfig_on_path = root.which("hipconfig");
-
-    // Precedence of what a HIP program/framework build would use.
-    let mut active: Option<(String, String)> = None;
-    for var in ["ROCM_PATH", "HIP_PATH"] {
-        if let Some(v) = root.env_nonempty(var) {
-            let p = install_root_of(root, v);
-            if installs.iter().any(|i| i.path == p) {
-                active = Some((p, format!("{var}={v}")));
-            } else {
-                signal(
-                    f,
-                    "rocm-path-missing",
-                    var,
-                    &format!("{var}={v} does not point at a ROCm install"),
-                );
-            }
-            break;
-        }
-    }
-    if active.is_none() {
-        if let Some(h) = &hipconfig_on_path {
-            let c = root.canonical(h);
-            let inst = c.strip_suffix("/bin/hipconfig").unwrap_or("").to_string();
-            let inst = if inst.is_empty() {
-                "/usr".to_string()
-            } else {
-                inst
-            };
-            let inst = install_root_of(root, &inst);
-            if installs.iter().any(|i| i.path == inst) {
-                active = Some((inst, format!("hipconfig on PATH ({h})")));
-            }
-        }
-    }
-    if active.is_none() {
-        if let Some(t) = &opt_rocm {
-            active = Some((t.clone(), format!("/opt/rocm symlink -> {t}")));
-        } else if installs.iter().any(|i| i.path == "/opt/rocm") {
-            active = Some(("/opt/rocm".into(), "/opt/rocm".into()));
-        } else if installs.len() == 1 {
-            active = Some((installs[0].path.clone(), "only install".into()));
-        }
-    }
+    let active = active_install(root, f, &installs, opt_rocm, hipconfig_on_path.as_deref());
     if let Some((p, why)) = &active {
         for i in &mut installs {
             i.active = i.path == *p;
@@ -231,36 +193,95 @@ pub fn collect(root: &Root, f: &mut Facts, rocminfo_parser: Option<TextParser>) 
             .and_then(|i| i.version.as_deref())
             .and_then(normalize_version);
     }
-    let active_path = active.as_ref().map(|(p, _)| p.clone());
+    let active_path = active.map(|(p, _)| p);
+    hip_libraries(root, f, &installs);
+    hip_version(root, f, active_path.as_deref(), hipconfig_on_path);
+    environment(root, f, &installs);
+    f.rocm.installs = installs;
+    let rocminfo_note = rocminfo(root, f, active_path.as_deref(), rocminfo_parser);
+    summary(f, active_path.as_deref(), &rocminfo_note)
+}
 
-    // HIP runtime libraries.
-    let mut lib_dirs_hip: Vec<String> = installs.iter().map(|i| lib_dir_of(&i.path)).collect();
+/// The install a HIP program or framework build would use, and why:
+/// `ROCM_PATH`/`HIP_PATH`, else the hipconfig on PATH, else the
+/// `/opt/rocm` symlink, `/opt/rocm`, or the only install.
+fn active_install(
+    root: &Root,
+    f: &mut Facts,
+    installs: &[RocmInstall],
+    opt_rocm: Option<String>,
+    hipconfig_on_path: Option<&str>,
+) -> Option<(String, String)> {
+    let known = |p: &str| installs.iter().any(|i| i.path == p);
+    if let Some((var, v)) = ["ROCM_PATH", "HIP_PATH"]
+        .into_iter()
+        .find_map(|var| root.env_nonempty(var).map(|v| (var, v)))
+    {
+        let p = install_root_of(root, v);
+        if known(&p) {
+            return Some((p, format!("{var}={v}")));
+        }
+        signal(
+            f,
+            "rocm-path-missing",
+            var,
+            &format!("{var}={v} does not point at a ROCm install"),
+        );
+    }
+    if let Some(h) = hipconfig_on_path {
+        let c = root.canonical(h);
+        let inst = c.strip_suffix("/bin/hipconfig").unwrap_or("");
+        let inst = install_root_of(root, if inst.is_empty() { "/usr" } else { inst });
+        if known(&inst) {
+            return Some((inst, format!("hipconfig on PATH ({h})")));
+        }
+    }
+    if let Some(t) = opt_rocm {
+        let why = format!("/opt/rocm symlink -> {t}");
+        Some((t, why))
+    } else if known("/opt/rocm") {
+        Some(("/opt/rocm".into(), "/opt/rocm".into()))
+    } else if installs.len() == 1 {
+        Some((installs[0].path.clone(), "only install".into()))
+    } else {
+        None
+    }
+}
+
+/// `libamdhip64.so*` in every install's library directory and on
+/// `LD_LIBRARY_PATH`: the HIP runtime a framework would load.
+fn hip_libraries(root: &Root, f: &mut Facts, installs: &[RocmInstall]) {
+    let mut dirs: Vec<String> = installs.iter().map(|i| lib_dir_of(&i.path)).collect();
     if let Some(ld) = root.env("LD_LIBRARY_PATH") {
-        lib_dirs_hip.extend(
+        dirs.extend(
             ld.split(':')
                 .filter(|d| d.starts_with('/'))
                 .map(str::to_string),
         );
     }
-    for d in lib_dirs_hip {
+    for d in dirs {
         for l in hip_libs_in(root, d.trim_end_matches('/')) {
             if !f.rocm.hip_libraries.contains(&l) {
                 f.rocm.hip_libraries.push(l);
             }
         }
     }
+}
 
-    // hipconfig --version.
-    let hipconfig = hipconfig_on_path.clone().or_else(|| {
-        let p = format!("{}/bin/hipconfig", active_path.as_deref()?);
+/// The HIP version: from the active install's `.hipVersion` file (what
+/// hipconfig reads, without 100-200 ms of perl), else `hipconfig --version`.
+fn hip_version(
+    root: &Root,
+    f: &mut Facts,
+    active_path: Option<&str>,
+    hipconfig_on_path: Option<String>,
+) {
+    let hipconfig = hipconfig_on_path.or_else(|| {
+        let p = format!("{}/bin/hipconfig", active_path?);
         root.exists(&p).then_some(p)
     });
     f.rocm.hipconfig = hipconfig.clone();
-    let file_version = active_path
-        .as_deref()
-        .and_then(|p| hip_version_file(root, p));
-    if let Some(v) = file_version {
-        // Same file hipconfig reads, without 100-200 ms of perl.
+    if let Some(v) = active_path.and_then(|p| hip_version_file(root, p)) {
         f.rocm.hip_version = Some(v);
     } else if let Some(h) = &hipconfig {
         let out = root.run("hipconfig-version", h, &["--version"]);
@@ -282,73 +303,86 @@ pub fn collect(root: &Root, f: &mut Facts, rocminfo_parser: Option<TextParser>) 
     if f.rocm.version.is_none() {
         f.rocm.version = f.rocm.hip_version.as_deref().and_then(normalize_version);
     }
+}
 
-    // Environment that changes what runs.
+/// The environment that changes what runs: `HSA_OVERRIDE_GFX_VERSION` and
+/// the `LD_LIBRARY_PATH` entries that point into a ROCm tree.
+fn environment(root: &Root, f: &mut Facts, installs: &[RocmInstall]) {
     f.rocm.hsa_override_gfx_version = root
         .env_nonempty("HSA_OVERRIDE_GFX_VERSION")
         .map(str::to_string);
-    if let Some(ld) = root.env("LD_LIBRARY_PATH") {
-        for e in ld.split(':').filter(|e| !e.is_empty()) {
-            let e_trim = e.trim_end_matches('/');
-            let in_tree = e_trim.contains("/rocm")
-                || installs.iter().any(|i| {
-                    i.path != "/usr"
-                        && (e_trim == i.path || e_trim.starts_with(&format!("{}/", i.path)))
-                });
-            if in_tree && !f.rocm.ld_library_path_rocm.iter().any(|x| x == e) {
-                f.rocm.ld_library_path_rocm.push(e.to_string());
-            }
+    let Some(ld) = root.env("LD_LIBRARY_PATH") else {
+        return;
+    };
+    for e in ld.split(':').filter(|e| !e.is_empty()) {
+        let e_trim = e.trim_end_matches('/');
+        let in_tree = e_trim.contains("/rocm")
+            || installs.iter().any(|i| {
+                i.path != "/usr"
+                    && (e_trim == i.path || e_trim.starts_with(&format!("{}/", i.path)))
+            });
+        if in_tree && !f.rocm.ld_library_path_rocm.iter().any(|x| x == e) {
+            f.rocm.ld_library_path_rocm.push(e.to_string());
         }
     }
-    f.rocm.installs = installs;
+}
 
-    // rocminfo: only where there is something AMD to talk to; elsewhere it
-    // only prints "ROCk module is NOT loaded" and costs time.
+/// rocminfo, only where there is something AMD to talk to (elsewhere it
+/// only prints "ROCk module is NOT loaded" and costs time); its agents go
+/// through `parse`. Returns a note for the summary ("" when not run).
+fn rocminfo(
+    root: &Root,
+    f: &mut Facts,
+    active_path: Option<&str>,
+    parse: Option<TextParser>,
+) -> String {
     let amd_present = f.gpus.iter().any(|g| g.vendor == Vendor::Amd)
         || f.device_nodes
             .iter()
             .any(|n| n.path == "/dev/kfd" && n.exists);
-    let mut rocminfo_note = String::new();
-    if amd_present {
-        let prog = root.which("rocminfo").or_else(|| {
-            let p = format!("{}/bin/rocminfo", active_path.as_deref()?);
-            root.exists(&p).then_some(p)
-        });
-        let out = match &prog {
-            Some(p) => root.run("rocminfo", p, &[]),
-            // Replays have no PATH lookup to do: the capture says.
-            None if !root.is_live() => root.run("rocminfo", "rocminfo", &[]),
-            None => crate::root::CmdOutput {
-                name: "rocminfo".into(),
-                status: CmdStatus::NotFound,
-                text: String::new(),
-            },
-        };
-        match &out.status {
-            CmdStatus::TimedOut => {
-                signal(
-                    f,
-                    "rocminfo-timeout",
-                    "rocminfo",
-                    "rocminfo did not finish within the time limit and was killed (the HSA runtime hangs: driver/firmware/KFD state)",
-                );
-                rocminfo_note = "rocminfo timed out".into();
-            }
-            CmdStatus::NotFound => rocminfo_note = "rocminfo not found".into(),
-            CmdStatus::Error(e) => rocminfo_note = format!("rocminfo: {e}"),
-            CmdStatus::Exited(code) => {
-                rocminfo_note = format!("rocminfo exit {code}");
-            }
+    if !amd_present {
+        return String::new();
+    }
+    let prog = root.which("rocminfo").or_else(|| {
+        let p = format!("{}/bin/rocminfo", active_path?);
+        root.exists(&p).then_some(p)
+    });
+    let out = match &prog {
+        Some(p) => root.run("rocminfo", p, &[]),
+        // Replays have no PATH lookup to do: the capture says.
+        None if !root.is_live() => root.run("rocminfo", "rocminfo", &[]),
+        None => crate::root::CmdOutput {
+            name: "rocminfo".into(),
+            status: CmdStatus::NotFound,
+            text: String::new(),
+        },
+    };
+    let mut note = match &out.status {
+        CmdStatus::TimedOut => {
+            signal(
+                f,
+                "rocminfo-timeout",
+                "rocminfo",
+                "rocminfo did not finish within the time limit and was killed (the HSA runtime hangs: driver/firmware/KFD state)",
+            );
+            "rocminfo timed out".to_string()
         }
-        if let (Some(text), Some(parse)) = (out.text(), rocminfo_parser) {
-            parse(text, "rocminfo", f);
-            if !f.rocm.agent_gfx.is_empty() {
-                rocminfo_note = format!("rocminfo agents {}", f.rocm.agent_gfx.join(", "));
-            }
+        CmdStatus::NotFound => "rocminfo not found".into(),
+        CmdStatus::Error(e) => format!("rocminfo: {e}"),
+        CmdStatus::Exited(code) => format!("rocminfo exit {code}"),
+    };
+    if let (Some(text), Some(parse)) = (out.text(), parse) {
+        parse(text, "rocminfo", f);
+        if !f.rocm.agent_gfx.is_empty() {
+            note = format!("rocminfo agents {}", f.rocm.agent_gfx.join(", "));
         }
     }
+    note
+}
 
-    let mut s = match (&active_path, f.rocm.installs.len()) {
+/// The one-line summary doctor prints for ROCm.
+fn summary(f: &Facts, active_path: Option<&str>, rocminfo_note: &str) -> String {
+    let mut s = match (active_path, f.rocm.installs.len()) {
         (_, 0) => "no ROCm install".to_string(),
         (Some(p), n) => format!(
             "ROCm {} at {p} ({}){}",
