@@ -398,17 +398,7 @@ fn smoke_gate_runs_after_the_import_check() {
     support::require_uv();
     let h = Harness::new(5_000);
     let py = support::python();
-    let o = h
-        .cmd(&[
-            "install",
-            "--profile",
-            "cpu",
-            "--python",
-            py.to_str().unwrap(),
-            "--json",
-        ])
-        .output()
-        .unwrap();
+    let o = h.install_with(&py, &["--json"]).output().unwrap();
     let j: serde_json::Value =
         serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", text(&o)));
     // Without --no-smoke the framework gates run first, in the staged env:

@@ -194,17 +194,7 @@ fn anything_that_differs_or_was_tampered_with_is_rebuilt() {
 
 fn install_link(h: &Harness, python: &Path) -> serde_json::Value {
     let o = h
-        .cmd(&[
-            "install",
-            "--profile",
-            "cpu",
-            "--python",
-            python.to_str().unwrap(),
-            "--no-smoke",
-            "--installer",
-            "uv",
-            "--json",
-        ])
+        .install_with(python, &["--no-smoke", "--installer", "uv", "--json"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));

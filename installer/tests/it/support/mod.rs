@@ -214,15 +214,16 @@ lockfile = "pylock.rocm6-4.toml"
     /// The command of [`Harness::install_plain`], not yet run (e.g. to
     /// run it on a pseudo-terminal).
     pub fn install_command(&self, extra: &[&str]) -> Command {
-        let py = python();
-        let mut args = vec![
-            "install",
-            "--profile",
-            "cpu",
-            "--python",
-            py.to_str().unwrap(),
-            "--no-smoke",
-        ];
+        let mut args = vec!["--no-smoke"];
+        args.extend_from_slice(extra);
+        self.install_with(&python(), &args)
+    }
+
+    /// `greta install --profile cpu --python PYTHON ARGS`, not yet run
+    /// (the framework gates run unless ARGS say `--no-smoke`).
+    pub fn install_with(&self, python: &Path, extra: &[&str]) -> Command {
+        let mut args = vec!["install", "--profile", "cpu", "--python"];
+        args.push(python.to_str().unwrap());
         args.extend_from_slice(extra);
         self.cmd(&args)
     }
