@@ -38,7 +38,7 @@ if [[ ${1:-} == --pack ]]; then
     strip -o "$pack/bin/$t" "fuzz/target/portable/release/$t"
   done
   fuzz/target/portable/release/seeds "$pack/corpus" >/dev/null
-  grep -qx '/.fuzzpack/' .git/info/exclude || echo '/.fuzzpack/' >> .git/info/exclude
+  grep -qxs '/.fuzzpack/' .git/info/exclude || echo '/.fuzzpack/' >> .git/info/exclude
   du -sh "$pack"
   exit 0
 fi
