@@ -370,6 +370,22 @@ fn merge(
     commands: &[String],
     seed: Option<&Path>,
 ) -> Result<String> {
+    let pythons: Vec<String> = per_python.iter().map(|(py, _)| py.clone()).collect();
+    let entries = merge_uv_outputs(per_python, pins)?;
+    let pinned = pinned_entries(p, pins, &pythons)?;
+    let mut doc = header_doc(p, &pythons, uv_version, commands, seed, !pins.is_empty());
+    let aot = packages(entries, pinned, old, &pythons)?;
+    doc.insert("packages", Item::ArrayOfTables(aot));
+    Ok(doc.to_string())
+}
+
+/// uv's lockfile of each Python version, merged: one entry per (name,
+/// version), the union of their wheels, each Python's marker kept for
+/// [`combine_markers`]. Pinned projects are left out (their pins replace them).
+fn merge_uv_outputs(
+    per_python: &[(String, DocumentMut)],
+    pins: &BTreeMap<String, Vec<Pin>>,
+) -> Result<BTreeMap<(String, String), Merged>> {
     let mut entries: BTreeMap<(String, String), Merged> = BTreeMap::new();
     for (py, doc) in per_python {
         let Some(pkgs) = doc.get("packages").and_then(Item::as_array_of_tables) else {
@@ -418,10 +434,21 @@ fn merge(
             }
         }
     }
-    // Pinned wheels: one entry per (name, version), its wheels restricted to
-    // the Python versions this profile supports.
-    let pythons: Vec<String> = per_python.iter().map(|(py, _)| py.clone()).collect();
-    let mut pinned_entries: Vec<(String, String, Table, Vec<String>)> = Vec::new();
+    Ok(entries)
+}
+
+/// A pinned project as written: name, version, its table, and the pins
+/// files' comments for above it.
+type PinnedEntry = (String, String, Table, Vec<String>);
+
+/// Pinned wheels: one entry per (name, version), its wheels restricted to
+/// the Python versions this profile supports.
+fn pinned_entries(
+    p: &Profile,
+    pins: &BTreeMap<String, Vec<Pin>>,
+    pythons: &[String],
+) -> Result<Vec<PinnedEntry>> {
+    let mut pinned_entries: Vec<PinnedEntry> = Vec::new();
     for (name, list) in pins {
         let mut table = Table::new();
         let version = list[0].wheel.version.clone();
@@ -477,6 +504,19 @@ fn merge(
         pinned_entries.push((name.clone(), version, table, comments));
     }
 
+    Ok(pinned_entries)
+}
+
+/// The document up to its packages: version fields and the header that
+/// says how the file was made.
+fn header_doc(
+    p: &Profile,
+    pythons: &[String],
+    uv_version: &str,
+    commands: &[String],
+    seed: Option<&Path>,
+    has_pins: bool,
+) -> DocumentMut {
     let mut doc = DocumentMut::new();
     doc.insert("lock-version", toml_edit::value("1.0"));
     doc.insert(
@@ -506,15 +546,26 @@ fn merge(
         header.push_str(&format!("#   {c}\n"));
     }
     header.push_str("# then merged the results (markers gain python_version where entries differ by Python),\n# dropped sdists (greta installs wheels only) and validated the file. Edit matrix.toml, not this file.\n");
-    if !pins.is_empty() {
+    if has_pins {
         header.push_str("# Wheels of unreachable indexes were copied from the pins file named in the comment above each entry.\n");
     }
     doc.decor_mut().set_prefix(header);
 
+    doc
+}
+
+/// The `[[packages]]`: merged entries (markers combined, wheels one per
+/// line, the previous file's comments kept), then the pinned ones.
+fn packages(
+    entries: BTreeMap<(String, String), Merged>,
+    pinned: Vec<PinnedEntry>,
+    old: Option<&DocumentMut>,
+    pythons: &[String],
+) -> Result<ArrayOfTables> {
     let old_decor = old_package_decor(old);
     let mut aot = ArrayOfTables::new();
     for ((name, version), mut e) in entries {
-        let marker = combine_markers(&e.markers, &pythons)?;
+        let marker = combine_markers(&e.markers, pythons)?;
         if let Some(m) = marker {
             // keep `marker` right after `version`, as uv writes it
             let mut t = Table::new();
@@ -541,7 +592,7 @@ fn merge(
         }
         aot.push(e.table);
     }
-    for (name, version, mut table, comments) in pinned_entries {
+    for (name, version, mut table, comments) in pinned {
         let prefix = old_decor
             .get(&(name, version))
             .cloned()
@@ -549,8 +600,7 @@ fn merge(
         table.decor_mut().set_prefix(prefix);
         aot.push(table);
     }
-    doc.insert("packages", Item::ArrayOfTables(aot));
-    Ok(doc.to_string())
+    Ok(aot)
 }
 
 /// Comments written above each [[packages]] of the previous lockfile, kept
