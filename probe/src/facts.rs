@@ -189,6 +189,30 @@ pub struct VulkanDevice {
     pub cooperative_matrix: Option<bool>,
 }
 
+impl VulkanDevice {
+    /// The device's type, from its text in any printed form (None where
+    /// the source named none).
+    pub fn type_named(&self) -> Option<greta_vocab::DeviceType> {
+        self.device_type
+            .as_deref()
+            .and_then(greta_vocab::DeviceType::from_text)
+    }
+
+    /// A CPU (software) device: lavapipe, or a type that says CPU.
+    pub fn is_cpu(&self) -> bool {
+        self.kind == VkFamily::Lavapipe || self.type_named() == Some(greta_vocab::DeviceType::Cpu)
+    }
+
+    /// Integrated (true) or discrete (false), where the type says.
+    pub fn integrated(&self) -> Option<bool> {
+        match self.type_named()? {
+            greta_vocab::DeviceType::IntegratedGpu => Some(true),
+            greta_vocab::DeviceType::DiscreteGpu => Some(false),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Rocm {
     pub installs: Vec<RocmInstall>,

@@ -7,7 +7,7 @@
 
 use super::amd::{self, gfx_from_radv_name, parse_id};
 use crate::facts::{Facts, Gpu, Vendor, VulkanDevice};
-use greta_vocab::{DeviceType, VkDriver, VkFamily};
+use greta_vocab::{VkDriver, VkFamily};
 
 pub fn has_device_blocks(text: &str) -> bool {
     text.lines()
@@ -68,8 +68,7 @@ pub fn kind_from_library(path: &str) -> VkFamily {
 /// The GPU a Vulkan device stands for; CPU devices (llvmpipe) are listed as
 /// vendor `cpu` so "only a software device" can be told apart from "none".
 pub fn gpu_of(d: &VulkanDevice) -> Gpu {
-    let kind = d.device_type.as_deref().and_then(DeviceType::from_text);
-    let cpu = kind == Some(DeviceType::Cpu) || d.kind == VkFamily::Lavapipe;
+    let cpu = d.is_cpu();
     let vendor = if cpu {
         Vendor::Cpu
     } else {
@@ -84,11 +83,7 @@ pub fn gpu_of(d: &VulkanDevice) -> Gpu {
             },
         }
     };
-    let integrated = match kind {
-        Some(DeviceType::IntegratedGpu) => Some(true),
-        Some(DeviceType::DiscreteGpu) => Some(false),
-        _ => None,
-    };
+    let integrated = d.integrated();
     let vendor_id = d
         .vendor_id
         .filter(|&v| v <= 0xffff && !cpu)

@@ -257,8 +257,7 @@ pub fn strip_driver_suffix(name: &str) -> String {
 /// Folds a Vulkan device into the GPU list: the PCI GPU with the same
 /// vendor/device id, else a new entry (a CPU device becomes vendor `cpu`).
 pub fn merge_device(gpus: &mut Vec<Gpu>, d: &VulkanDevice) {
-    let kind = d.device_type.as_deref().and_then(DeviceType::from_text);
-    let is_cpu = kind == Some(DeviceType::Cpu) || d.kind == VkFamily::Lavapipe;
+    let is_cpu = d.is_cpu();
     let ids = (
         d.vendor_id.and_then(|v| u16::try_from(v).ok()),
         d.device_id.and_then(|v| u16::try_from(v).ok()),
@@ -282,11 +281,7 @@ pub fn merge_device(gpus: &mut Vec<Gpu>, d: &VulkanDevice) {
                 name: d.name.clone(),
                 vendor_id: if is_cpu { None } else { ids.0 },
                 device_id: if is_cpu { None } else { ids.1 },
-                integrated: match kind {
-                    Some(DeviceType::IntegratedGpu) => Some(true),
-                    Some(DeviceType::DiscreteGpu) => Some(false),
-                    _ => None,
-                },
+                integrated: d.integrated(),
                 ..Gpu::default()
             });
             gpus.last_mut().expect("just pushed")

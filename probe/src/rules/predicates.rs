@@ -16,7 +16,6 @@ mod vulkan;
 
 use crate::facts::{DeviceNode, Facts, Gpu, Vendor};
 use crate::from::amd;
-use greta_vocab::VkFamily;
 use std::collections::BTreeMap;
 
 /// One named question about the facts.
@@ -501,15 +500,6 @@ fn node_line(n: &DeviceNode) -> String {
             format!(" (not in: {})", n.missing_groups.join(", "))
         }
     )
-}
-
-/// Is `d` a CPU (software) Vulkan device?
-fn is_cpu_device(d: &crate::facts::VulkanDevice) -> bool {
-    d.kind == VkFamily::Lavapipe
-        || d.device_type
-            .as_deref()
-            .and_then(greta_vocab::DeviceType::from_text)
-            == Some(greta_vocab::DeviceType::Cpu)
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The Vulkan loader, its ICDs and layers, and the devices they expose.
 
-use super::{is_cpu_device, when, Predicate, View};
+use super::{when, Predicate, View};
 use crate::facts::VulkanDevice;
 use greta_vocab::VkFamily;
 use greta_vocab::{same_gpu, GpuIdentity, SameGpu};
@@ -151,7 +151,7 @@ impl Predicate for VulkanOnlyCpuDevices {
     }
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let devs = &v.facts.vulkan.devices;
-        when(!devs.is_empty() && devs.iter().all(is_cpu_device), || {
+        when(!devs.is_empty() && devs.iter().all(|d| d.is_cpu()), || {
             device_lines(v)
         })
     }
@@ -200,7 +200,7 @@ impl Predicate for VulkanDuplicateGpu {
         let mut dups = Vec::new();
         for (i, a) in devs.iter().enumerate() {
             for b in &devs[i + 1..] {
-                if is_cpu_device(a) || is_cpu_device(b) {
+                if a.is_cpu() || b.is_cpu() {
                     continue;
                 }
                 // The vocabulary's rule, which the runtime's device list
