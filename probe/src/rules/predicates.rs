@@ -33,13 +33,31 @@ pub trait Predicate: Sync {
     fn eval(&self, v: &View) -> Option<Vec<String>>;
 }
 
+/// The three describing methods of a [`Predicate`] impl, from its name,
+/// meaning and the facts it reads: what each predicate says of itself is
+/// one line beside its `eval`, not nine lines of accessors.
+macro_rules! about {
+    ($name:literal, $meaning:literal, [$($read:literal),* $(,)?]) => {
+        fn name(&self) -> &'static str {
+            $name
+        }
+        fn meaning(&self) -> &'static str {
+            $meaning
+        }
+        fn reads(&self) -> &'static [&'static str] {
+            &[$($read),*]
+        }
+    };
+}
+use about;
+
 /// Every predicate a rule may name (besides `signal:<id>`), in the order
 /// of docs/doctor.md's table. Each is named by at least one rule (a test
 /// checks it).
 pub const PREDICATES: &[&dyn Predicate] = &[
     &gpu::NoGpuKnown,
     &gpu::AmdGpuPresent,
-    &gpu::PciScanned,
+    &PCI_SCANNED,
     &gpu::PciShowsNoAmdGpu,
     &gpu::GpuVf,
     &gpu::AmdGpuDriverUnbound,
@@ -48,7 +66,7 @@ pub const PREDICATES: &[&dyn Predicate] = &[
     &nodes::KfdNodeAbsent,
     &nodes::KfdNotOpenable,
     &nodes::RenderNodeNotOpenable,
-    &rocm::RocmScanned,
+    &ROCM_SCANNED,
     &rocm::RocmAbsent,
     &rocm::RocmMultiple,
     &rocm::RocmRuntimeSeesNoGpu,
@@ -66,10 +84,56 @@ pub const PREDICATES: &[&dyn Predicate] = &[
     &vulkan::VulkanInPlay,
     &gpu::Gfx94xPresent,
     &gpu::ApuSmallVram,
-    &python::PythonScanned,
+    &PYTHON_SCANNED,
     &python::PythonAbsent,
     &python::FrameworkBackendMismatch,
 ];
+
+/// "`area` was inspected completely, so what it lacks is a fact": the one
+/// question behind `pci_scanned`, `rocm_scanned` and `python_scanned`.
+pub struct Scanned {
+    name: &'static str,
+    meaning: &'static str,
+    /// The `scanned` entry a source records when it read the area whole.
+    area: &'static str,
+    evidence: &'static str,
+}
+
+impl Predicate for Scanned {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn meaning(&self) -> &'static str {
+        self.meaning
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["scanned"]
+    }
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        when(v.scanned(self.area), || vec![self.evidence.into()])
+    }
+}
+
+const PCI_SCANNED: Scanned = Scanned {
+    name: "pci_scanned",
+    meaning: "the PCI bus was read completely (live or sysroot)",
+    area: "pci",
+    evidence: "PCI bus read",
+};
+
+const ROCM_SCANNED: Scanned = Scanned {
+    name: "rocm_scanned",
+    meaning: "every ROCm install location was inspected",
+    area: "rocm",
+    evidence: "ROCm install locations read",
+};
+
+const PYTHON_SCANNED: Scanned = Scanned {
+    name: "python_scanned",
+    meaning: "Python interpreters on PATH were looked for",
+    area: "python",
+    evidence: "PATH searched for Python",
+};
 
 /// The predicate called `name`.
 pub fn find(name: &str) -> Option<&'static dyn Predicate> {
@@ -513,6 +577,19 @@ mod tests {
 
     pub(super) fn holds(p: &dyn Predicate, f: &Facts) -> bool {
         eval(p, f).is_some()
+    }
+
+    #[test]
+    fn scanned_holds_for_its_own_area_only() {
+        for (p, area, other) in [
+            (&PCI_SCANNED, "pci", "rocm"),
+            (&ROCM_SCANNED, "rocm", "pci"),
+            (&PYTHON_SCANNED, "python", "rocm"),
+        ] {
+            assert_eq!(eval(p, &scanned(&[area])).unwrap(), [p.evidence], "{area}");
+            assert!(!holds(p, &scanned(&[other])), "{area}");
+            assert!(!holds(p, &Facts::default()), "{area}");
+        }
     }
 
     /// Facts where `areas` were inspected completely.

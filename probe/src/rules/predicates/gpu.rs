@@ -1,18 +1,10 @@
 //! GPUs, their kernel driver and the machine they sit in.
 
-use super::{describe, gib, gpu_lines, when, Predicate, View};
+use super::{about, describe, gib, gpu_lines, when, Predicate, View};
 
 pub struct NoGpuKnown;
 impl Predicate for NoGpuKnown {
-    fn name(&self) -> &'static str {
-        "no_gpu_known"
-    }
-    fn meaning(&self) -> &'static str {
-        "no GPU at all is known"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["gpus"]
-    }
+    about!("no_gpu_known", "no GPU at all is known", ["gpus"]);
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         when(v.gpus.is_empty(), || {
             let sw: Vec<String> = v
@@ -49,15 +41,7 @@ fn no_gpu_known() {
 
 pub struct AmdGpuPresent;
 impl Predicate for AmdGpuPresent {
-    fn name(&self) -> &'static str {
-        "amd_gpu_present"
-    }
-    fn meaning(&self) -> &'static str {
-        "an AMD GPU is known"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["gpus"]
-    }
+    about!("amd_gpu_present", "an AMD GPU is known", ["gpus"]);
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         when(!v.amd.is_empty(), || gpu_lines(&v.amd))
     }
@@ -76,41 +60,13 @@ fn amd_gpu_present() {
     ));
 }
 
-pub struct PciScanned;
-impl Predicate for PciScanned {
-    fn name(&self) -> &'static str {
-        "pci_scanned"
-    }
-    fn meaning(&self) -> &'static str {
-        "the PCI bus was read completely (live or sysroot)"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["scanned"]
-    }
-    fn eval(&self, v: &View) -> Option<Vec<String>> {
-        when(v.scanned("pci"), || vec!["PCI bus read".into()])
-    }
-}
-
-#[cfg(test)]
-#[test]
-fn pci_scanned() {
-    use super::tests::*;
-    assert!(holds(&PciScanned, &scanned(&["pci"])));
-    assert!(!holds(&PciScanned, &scanned(&["rocm"])));
-}
-
 pub struct PciShowsNoAmdGpu;
 impl Predicate for PciShowsNoAmdGpu {
-    fn name(&self) -> &'static str {
-        "pci_shows_no_amd_gpu"
-    }
-    fn meaning(&self) -> &'static str {
-        "the PCI bus was read and holds no AMD GPU"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["scanned", "gpus"]
-    }
+    about!(
+        "pci_shows_no_amd_gpu",
+        "the PCI bus was read and holds no AMD GPU",
+        ["scanned", "gpus"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         when(
             v.scanned("pci") && !v.amd.iter().any(|g| g.seen_by.iter().any(|s| s == "pci")),
@@ -134,15 +90,7 @@ fn pci_shows_no_amd_gpu() {
 
 pub struct GpuVf;
 impl Predicate for GpuVf {
-    fn name(&self) -> &'static str {
-        "gpu_vf"
-    }
-    fn meaning(&self) -> &'static str {
-        "a GPU is an SR-IOV virtual function"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["gpus"]
-    }
+    about!("gpu_vf", "a GPU is an SR-IOV virtual function", ["gpus"]);
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let vfs = v.vfs();
         when(!vfs.is_empty(), || gpu_lines(&vfs))
@@ -162,15 +110,11 @@ fn gpu_vf() {
 
 pub struct AmdGpuDriverUnbound;
 impl Predicate for AmdGpuDriverUnbound {
-    fn name(&self) -> &'static str {
-        "amd_gpu_driver_unbound"
-    }
-    fn meaning(&self) -> &'static str {
-        "PCI shows an AMD GPU whose bound driver is not amdgpu"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["gpus"]
-    }
+    about!(
+        "amd_gpu_driver_unbound",
+        "PCI shows an AMD GPU whose bound driver is not amdgpu",
+        ["gpus"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let unbound: Vec<String> = v
             .amd
@@ -215,15 +159,11 @@ fn amd_gpu_driver_unbound() {
 
 pub struct AmdgpuNotLoaded;
 impl Predicate for AmdgpuNotLoaded {
-    fn name(&self) -> &'static str {
-        "amdgpu_not_loaded"
-    }
-    fn meaning(&self) -> &'static str {
-        "amdgpu is known not to be loaded"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["drivers"]
-    }
+    about!(
+        "amdgpu_not_loaded",
+        "amdgpu is known not to be loaded",
+        ["drivers"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let amdgpu = v.facts.drivers.iter().find(|d| d.name == "amdgpu");
         when(amdgpu.is_some_and(|d| !d.loaded), || {
@@ -254,15 +194,11 @@ fn amdgpu_not_loaded() {
 
 pub struct Wsl;
 impl Predicate for Wsl {
-    fn name(&self) -> &'static str {
-        "wsl"
-    }
-    fn meaning(&self) -> &'static str {
-        "the machine is WSL2 (GPU through /dev/dxg: no amdgpu module, no /dev/kfd by design)"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["wsl", "kernel_version"]
-    }
+    about!(
+        "wsl",
+        "the machine is WSL2 (GPU through /dev/dxg: no amdgpu module, no /dev/kfd by design)",
+        ["wsl", "kernel_version"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let wsl_kernel = v
             .facts
@@ -301,15 +237,11 @@ fn wsl() {
 
 pub struct Gfx94xPresent;
 impl Predicate for Gfx94xPresent {
-    fn name(&self) -> &'static str {
-        "gfx94x_present"
-    }
-    fn meaning(&self) -> &'static str {
-        "an MI300-class GPU (gfx94x) is known"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["gpus"]
-    }
+    about!(
+        "gfx94x_present",
+        "an MI300-class GPU (gfx94x) is known",
+        ["gpus"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let g94 = v.gfx94x();
         when(!g94.is_empty(), || gpu_lines(&g94))
@@ -329,15 +261,11 @@ fn gfx94x_present() {
 
 pub struct ApuSmallVram;
 impl Predicate for ApuSmallVram {
-    fn name(&self) -> &'static str {
-        "apu_small_vram"
-    }
-    fn meaning(&self) -> &'static str {
-        "an integrated AMD GPU has 1 GiB or less of dedicated VRAM"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["gpus"]
-    }
+    about!(
+        "apu_small_vram",
+        "an integrated AMD GPU has 1 GiB or less of dedicated VRAM",
+        ["gpus"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let small: Vec<String> = v
             .amd

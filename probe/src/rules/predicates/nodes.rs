@@ -1,18 +1,14 @@
 //! Device nodes: `/dev/kfd` and the DRM render nodes.
 
-use super::{node_line, when, Predicate, View};
+use super::{about, node_line, when, Predicate, View};
 
 pub struct KfdNodeAbsent;
 impl Predicate for KfdNodeAbsent {
-    fn name(&self) -> &'static str {
-        "kfd_node_absent"
-    }
-    fn meaning(&self) -> &'static str {
-        "/dev/kfd is known not to exist"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["device_nodes"]
-    }
+    about!(
+        "kfd_node_absent",
+        "/dev/kfd is known not to exist",
+        ["device_nodes"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         when(v.kfd().is_some_and(|n| !n.exists), || {
             vec!["/dev/kfd: does not exist".into()]
@@ -48,15 +44,11 @@ fn kfd_node_absent() {
 
 pub struct KfdNotOpenable;
 impl Predicate for KfdNotOpenable {
-    fn name(&self) -> &'static str {
-        "kfd_not_openable"
-    }
-    fn meaning(&self) -> &'static str {
-        "/dev/kfd exists but this user cannot open it"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["device_nodes"]
-    }
+    about!(
+        "kfd_not_openable",
+        "/dev/kfd exists but this user cannot open it",
+        ["device_nodes"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let kfd = v.kfd();
         when(
@@ -81,15 +73,11 @@ fn kfd_not_openable() {
 
 pub struct RenderNodeNotOpenable;
 impl Predicate for RenderNodeNotOpenable {
-    fn name(&self) -> &'static str {
-        "render_node_not_openable"
-    }
-    fn meaning(&self) -> &'static str {
-        "a /dev/dri/renderD* node exists but this user cannot open it"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["device_nodes"]
-    }
+    about!(
+        "render_node_not_openable",
+        "a /dev/dri/renderD* node exists but this user cannot open it",
+        ["device_nodes"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let render: Vec<String> = v
             .facts

@@ -1,46 +1,16 @@
 //! Python interpreters and the frameworks installed for them.
 
-use super::{when, Predicate, View};
+use super::{about, when, Predicate, View};
 use crate::facts::Facts;
 use crate::facts::Gpu;
 
-pub struct PythonScanned;
-impl Predicate for PythonScanned {
-    fn name(&self) -> &'static str {
-        "python_scanned"
-    }
-    fn meaning(&self) -> &'static str {
-        "Python interpreters on PATH were looked for"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["scanned"]
-    }
-    fn eval(&self, v: &View) -> Option<Vec<String>> {
-        when(v.scanned("python"), || {
-            vec!["PATH searched for Python".into()]
-        })
-    }
-}
-
-#[cfg(test)]
-#[test]
-fn python_scanned() {
-    use super::tests::*;
-    assert!(holds(&PythonScanned, &scanned(&["python"])));
-    assert!(!holds(&PythonScanned, &scanned(&["rocm"])));
-}
-
 pub struct PythonAbsent;
 impl Predicate for PythonAbsent {
-    fn name(&self) -> &'static str {
-        "python_absent"
-    }
-    fn meaning(&self) -> &'static str {
-        "no Python interpreter was found"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["scanned", "python.interpreters"]
-    }
+    about!(
+        "python_absent",
+        "no Python interpreter was found",
+        ["scanned", "python.interpreters"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         when(
             v.scanned("python") && v.facts.python.interpreters.is_empty(),
@@ -64,15 +34,11 @@ fn python_absent() {
 
 pub struct FrameworkBackendMismatch;
 impl Predicate for FrameworkBackendMismatch {
-    fn name(&self) -> &'static str {
-        "framework_backend_mismatch"
-    }
-    fn meaning(&self) -> &'static str {
-        "an installed framework was built for another GPU backend or ROCm/CUDA version"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["python.frameworks", "gpus", "rocm.installs"]
-    }
+    about!(
+        "framework_backend_mismatch",
+        "an installed framework was built for another GPU backend or ROCm/CUDA version",
+        ["python.frameworks", "gpus", "rocm.installs"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let mismatch = framework_mismatch(v.facts, &v.amd, &v.nvidia);
         when(!mismatch.is_empty(), || mismatch)

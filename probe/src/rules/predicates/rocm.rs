@@ -1,44 +1,14 @@
 //! ROCm installs, the HSA runtime and the environment that steers them.
 
-use super::{when, Predicate, View};
-
-pub struct RocmScanned;
-impl Predicate for RocmScanned {
-    fn name(&self) -> &'static str {
-        "rocm_scanned"
-    }
-    fn meaning(&self) -> &'static str {
-        "every ROCm install location was inspected"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["scanned"]
-    }
-    fn eval(&self, v: &View) -> Option<Vec<String>> {
-        when(v.scanned("rocm"), || {
-            vec!["ROCm install locations read".into()]
-        })
-    }
-}
-
-#[cfg(test)]
-#[test]
-fn rocm_scanned() {
-    use super::tests::*;
-    assert!(holds(&RocmScanned, &scanned(&["rocm"])));
-    assert!(!holds(&RocmScanned, &scanned(&["pci"])));
-}
+use super::{about, when, Predicate, View};
 
 pub struct RocmAbsent;
 impl Predicate for RocmAbsent {
-    fn name(&self) -> &'static str {
-        "rocm_absent"
-    }
-    fn meaning(&self) -> &'static str {
-        "no ROCm install was found"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["rocm.installs", "scanned"]
-    }
+    about!(
+        "rocm_absent",
+        "no ROCm install was found",
+        ["rocm.installs", "scanned"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         when(
             v.facts.rocm.installs.is_empty() && v.scanned("rocm"),
@@ -72,15 +42,11 @@ fn rocm_absent() {
 
 pub struct RocmMultiple;
 impl Predicate for RocmMultiple {
-    fn name(&self) -> &'static str {
-        "rocm_multiple"
-    }
-    fn meaning(&self) -> &'static str {
-        "two or more ROCm installs were found"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["rocm.installs"]
-    }
+    about!(
+        "rocm_multiple",
+        "two or more ROCm installs were found",
+        ["rocm.installs"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         when(v.facts.rocm.installs.len() >= 2, || {
             v.rocm_installs()
@@ -107,15 +73,11 @@ fn rocm_multiple() {
 
 pub struct RocmRuntimeSeesNoGpu;
 impl Predicate for RocmRuntimeSeesNoGpu {
-    fn name(&self) -> &'static str {
-        "rocm_runtime_sees_no_gpu"
-    }
-    fn meaning(&self) -> &'static str {
-        "the HSA/HIP runtime ran and found no GPU"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["rocm.runtime_sees_gpu"]
-    }
+    about!(
+        "rocm_runtime_sees_no_gpu",
+        "the HSA/HIP runtime ran and found no GPU",
+        ["rocm.runtime_sees_gpu"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         when(v.facts.rocm.runtime_sees_gpu == Some(false), || {
             vec!["the HSA runtime (rocminfo/torch) listed no GPU agent".into()]
@@ -137,15 +99,11 @@ fn rocm_runtime_sees_no_gpu() {
 
 pub struct HsaOverrideSet;
 impl Predicate for HsaOverrideSet {
-    fn name(&self) -> &'static str {
-        "hsa_override_set"
-    }
-    fn meaning(&self) -> &'static str {
-        "HSA_OVERRIDE_GFX_VERSION is set"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["rocm.hsa_override_gfx_version"]
-    }
+    about!(
+        "hsa_override_set",
+        "HSA_OVERRIDE_GFX_VERSION is set",
+        ["rocm.hsa_override_gfx_version"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let ovr = v.facts.rocm.hsa_override_gfx_version.as_deref();
         when(ovr.is_some(), || {
@@ -172,15 +130,11 @@ fn hsa_override_set() {
 
 pub struct LdLibraryPathRocm;
 impl Predicate for LdLibraryPathRocm {
-    fn name(&self) -> &'static str {
-        "ld_library_path_rocm"
-    }
-    fn meaning(&self) -> &'static str {
-        "LD_LIBRARY_PATH contains a ROCm directory"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["rocm.ld_library_path_rocm"]
-    }
+    about!(
+        "ld_library_path_rocm",
+        "LD_LIBRARY_PATH contains a ROCm directory",
+        ["rocm.ld_library_path_rocm"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let dirs = &v.facts.rocm.ld_library_path_rocm;
         when(!dirs.is_empty(), || {

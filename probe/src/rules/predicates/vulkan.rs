@@ -1,21 +1,17 @@
 //! The Vulkan loader, its ICDs and layers, and the devices they expose.
 
-use super::{when, Predicate, View};
+use super::{about, when, Predicate, View};
 use crate::facts::VulkanDevice;
 use greta_vocab::VkFamily;
 use greta_vocab::{same_gpu, GpuIdentity, SameGpu};
 
 pub struct VulkanLoaderAbsent;
 impl Predicate for VulkanLoaderAbsent {
-    fn name(&self) -> &'static str {
-        "vulkan_loader_absent"
-    }
-    fn meaning(&self) -> &'static str {
-        "no libvulkan.so.1 was found"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["scanned", "vulkan.loader"]
-    }
+    about!(
+        "vulkan_loader_absent",
+        "no libvulkan.so.1 was found",
+        ["scanned", "vulkan.loader"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         when(
             v.scanned("vulkan-loader") && v.facts.vulkan.loader.is_none(),
@@ -37,15 +33,11 @@ fn vulkan_loader_absent() {
 
 pub struct VulkanNoIcds;
 impl Predicate for VulkanNoIcds {
-    fn name(&self) -> &'static str {
-        "vulkan_no_icds"
-    }
-    fn meaning(&self) -> &'static str {
-        "no ICD manifest was found"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["scanned", "vulkan.icds"]
-    }
+    about!(
+        "vulkan_no_icds",
+        "no ICD manifest was found",
+        ["scanned", "vulkan.icds"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         when(
             v.scanned("vulkan-icds") && v.facts.vulkan.icds.is_empty(),
@@ -81,15 +73,11 @@ fn vulkan_no_icds() {
 
 pub struct VulkanIcdLibraryMissing;
 impl Predicate for VulkanIcdLibraryMissing {
-    fn name(&self) -> &'static str {
-        "vulkan_icd_library_missing"
-    }
-    fn meaning(&self) -> &'static str {
-        "an ICD manifest points at a library that is missing or does not load"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["vulkan.icds"]
-    }
+    about!(
+        "vulkan_icd_library_missing",
+        "an ICD manifest points at a library that is missing or does not load",
+        ["vulkan.icds"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let bad: Vec<String> = v
             .facts
@@ -140,15 +128,11 @@ fn device_lines(v: &View) -> Vec<String> {
 
 pub struct VulkanOnlyCpuDevices;
 impl Predicate for VulkanOnlyCpuDevices {
-    fn name(&self) -> &'static str {
-        "vulkan_only_cpu_devices"
-    }
-    fn meaning(&self) -> &'static str {
-        "every Vulkan device is a CPU (llvmpipe/lavapipe) device"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["vulkan.devices"]
-    }
+    about!(
+        "vulkan_only_cpu_devices",
+        "every Vulkan device is a CPU (llvmpipe/lavapipe) device",
+        ["vulkan.devices"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let devs = &v.facts.vulkan.devices;
         when(!devs.is_empty() && devs.iter().all(|d| d.is_cpu()), || {
@@ -186,15 +170,11 @@ fn vulkan_only_cpu_devices() {
 
 pub struct VulkanDuplicateGpu;
 impl Predicate for VulkanDuplicateGpu {
-    fn name(&self) -> &'static str {
-        "vulkan_duplicate_gpu"
-    }
-    fn meaning(&self) -> &'static str {
-        "one GPU is listed twice (two ICDs, or duplicate manifests)"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["vulkan.devices"]
-    }
+    about!(
+        "vulkan_duplicate_gpu",
+        "one GPU is listed twice (two ICDs, or duplicate manifests)",
+        ["vulkan.devices"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let devs = &v.facts.vulkan.devices;
         let mut dups = Vec::new();
@@ -270,15 +250,11 @@ fn vulkan_duplicate_gpu() {
 
 pub struct VulkanAmdIcdsBoth;
 impl Predicate for VulkanAmdIcdsBoth {
-    fn name(&self) -> &'static str {
-        "vulkan_amd_icds_both"
-    }
-    fn meaning(&self) -> &'static str {
-        "RADV and AMDVLK/AMDGPU-PRO manifests are both installed for an AMD GPU"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["vulkan.icds", "gpus"]
-    }
+    about!(
+        "vulkan_amd_icds_both",
+        "RADV and AMDVLK/AMDGPU-PRO manifests are both installed for an AMD GPU",
+        ["vulkan.icds", "gpus"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let icds = &v.facts.vulkan.icds;
         let has_icd = |k: VkFamily| {
@@ -319,15 +295,11 @@ fn vulkan_amd_icds_both() {
 
 pub struct VulkanIcdChosenByEnv;
 impl Predicate for VulkanIcdChosenByEnv {
-    fn name(&self) -> &'static str {
-        "vulkan_icd_chosen_by_env"
-    }
-    fn meaning(&self) -> &'static str {
-        "AMD_VULKAN_ICD, VK_DRIVER_FILES or VK_ICD_FILENAMES selects the driver"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["vulkan.env"]
-    }
+    about!(
+        "vulkan_icd_chosen_by_env",
+        "AMD_VULKAN_ICD, VK_DRIVER_FILES or VK_ICD_FILENAMES selects the driver",
+        ["vulkan.env"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let choice = v.vulkan_choice();
         when(!choice.is_empty(), || choice)
@@ -353,15 +325,11 @@ fn vulkan_icd_chosen_by_env() {
 
 pub struct AmdSwitchableLayerPresent;
 impl Predicate for AmdSwitchableLayerPresent {
-    fn name(&self) -> &'static str {
-        "amd_switchable_layer_present"
-    }
-    fn meaning(&self) -> &'static str {
-        "AMD's switchable-graphics implicit layer is installed"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["vulkan.implicit_layers"]
-    }
+    about!(
+        "amd_switchable_layer_present",
+        "AMD's switchable-graphics implicit layer is installed",
+        ["vulkan.implicit_layers"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let layers: Vec<String> = v
             .facts
@@ -393,15 +361,11 @@ fn amd_switchable_layer_present() {
 
 pub struct AmdSwitchableLayerDisabled;
 impl Predicate for AmdSwitchableLayerDisabled {
-    fn name(&self) -> &'static str {
-        "amd_switchable_layer_disabled"
-    }
-    fn meaning(&self) -> &'static str {
-        "DISABLE_LAYER_AMD_SWITCHABLE_GRAPHICS_1 is set"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &["vulkan.env"]
-    }
+    about!(
+        "amd_switchable_layer_disabled",
+        "DISABLE_LAYER_AMD_SWITCHABLE_GRAPHICS_1 is set",
+        ["vulkan.env"]
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         when(
             v.vulkan_env("DISABLE_LAYER_AMD_SWITCHABLE_GRAPHICS_1")
@@ -425,21 +389,17 @@ fn amd_switchable_layer_disabled() {
 
 pub struct VulkanInPlay;
 impl Predicate for VulkanInPlay {
-    fn name(&self) -> &'static str {
-        "vulkan_in_play"
-    }
-    fn meaning(&self) -> &'static str {
-        "anything about Vulkan is known (loader, ICDs, devices or loader messages)"
-    }
-    fn reads(&self) -> &'static [&'static str] {
-        &[
+    about!(
+        "vulkan_in_play",
+        "anything about Vulkan is known (loader, ICDs, devices or loader messages)",
+        [
             "vulkan.loader",
             "vulkan.icds",
             "vulkan.devices",
             "signals",
             "scanned",
         ]
-    }
+    );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
         let vk = &v.facts.vulkan;
         let vk_signal = v
