@@ -178,3 +178,18 @@ fn say(verbose: bool, msg: impl AsRef<str>) {
         eprintln!("greta: {}", msg.as_ref());
     }
 }
+
+/// "6.4.1" → "6.4", "3.11.7" → "3.11": torch reports the ROCm/CUDA minor it
+/// was built with, and a venv's site-packages is named for Python's x.y.
+fn major_minor(v: &str) -> String {
+    v.split('.').take(2).collect::<Vec<_>>().join(".")
+}
+
+#[cfg(test)]
+#[test]
+fn versions_shorten_to_major_minor() {
+    assert_eq!(major_minor("6.4.1"), "6.4");
+    assert_eq!(major_minor("3.11.7"), "3.11");
+    assert_eq!(major_minor("12.6"), "12.6");
+    assert_eq!(major_minor("7"), "7");
+}

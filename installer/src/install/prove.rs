@@ -44,7 +44,7 @@ pub(super) fn prove(
     let expect = check::Expect {
         profile: plan.profile.clone(),
         backend: plan.backend,
-        version: plan.backend_version.as_deref().map(major_minor),
+        version: plan.backend_version.as_deref().map(super::major_minor),
         probe: plan.probe.clone(),
     };
     let report = prestarted.run(&expect, input.import_timeout)?;
@@ -119,21 +119,9 @@ fn smoke_failed(smoke: &SmokeReport) -> check::Finding {
     }
 }
 
-/// "6.4.1" → "6.4": torch reports the ROCm/CUDA minor it was built with.
-fn major_minor(v: &str) -> String {
-    v.split('.').take(2).collect::<Vec<_>>().join(".")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backend_versions_compare_by_minor() {
-        assert_eq!(major_minor("6.4.1"), "6.4");
-        assert_eq!(major_minor("12.6"), "12.6");
-        assert_eq!(major_minor("7"), "7");
-    }
 
     #[test]
     fn a_failed_smoke_gate_is_a_finding_with_its_evidence() {

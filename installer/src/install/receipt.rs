@@ -61,7 +61,7 @@ pub(super) fn assemble(
 /// Relocates the staged venv to its final path and writes the activation
 /// script and the receipt into it.
 pub(super) fn write(plan: &Plan, staging: &Staging, receipt: &Receipt) -> Result<()> {
-    staging.relocate(&xy_of(&plan.python.version))?;
+    staging.relocate(&super::major_minor(&plan.python.version))?;
     envs::activate::write(
         &staging.path,
         &staging.target,
@@ -79,11 +79,6 @@ fn at_final_path(v: &serde_json::Value, staging: &Path, target: &Path) -> serde_
     // Both are JSON string literals; strip the quotes to replace inside strings.
     let (from, to) = (&from[1..from.len() - 1], &to[1..to.len() - 1]);
     serde_json::from_str(&text.replace(from, to)).unwrap_or_else(|_| v.clone())
-}
-
-/// "3.11.7" → "3.11".
-fn xy_of(version: &str) -> String {
-    version.split('.').take(2).collect::<Vec<_>>().join(".")
 }
 
 #[cfg(test)]
@@ -107,11 +102,5 @@ mod tests {
         let v = serde_json::json!({"f": "/a \"q\"/x"});
         let out = at_final_path(&v, Path::new("/a \"q\""), Path::new("/b"));
         assert_eq!(out["f"], "/b/x");
-    }
-
-    #[test]
-    fn python_versions_shorten_to_x_y() {
-        assert_eq!(xy_of("3.11.7"), "3.11");
-        assert_eq!(xy_of("3.13"), "3.13");
     }
 }

@@ -5,23 +5,10 @@ pub const TOLERANCE: Tolerance = Tolerance::FP16_ACC32;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
 
 pub fn inputs(m: usize, n: usize, k: usize) -> Vec<BufferSpec> {
-    vec![
-        spec("a", DType::F16, m * k, Access::Read),
-        spec("b", DType::F16, k * n, Access::Read),
-    ]
+    super::gemm_f32::operands(DType::F16, m, n, k)
 }
-pub fn outputs(m: usize, n: usize, _k: usize) -> Vec<BufferSpec> {
-    vec![spec("c", DType::F32, m * n, Access::Write)]
-}
-pub fn flops(m: usize, n: usize, k: usize) -> u64 {
-    super::gemm_f32::flops(m, n, k)
-}
-pub fn check(m: usize, n: usize, k: usize) -> Result<(), String> {
-    super::gemm_f32::check(m, n, k)
-}
-pub fn shape(m: usize, n: usize, k: usize) -> String {
-    super::gemm_f32::shape(m, n, k)
-}
+/// Same f32 result, shape, work and limits as the f32 GEMM.
+pub use super::gemm_f32::{check, flops, outputs, shape};
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], m: usize, n: usize, k: usize) -> Vec<Vec<f64>> {
     vec![super::gemm_f32::gemm(&x[0], &x[1], m, n, k)]
 }

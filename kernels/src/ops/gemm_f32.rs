@@ -5,10 +5,11 @@ pub const TOLERANCE: Tolerance = F32;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
 
 pub fn inputs(m: usize, n: usize, k: usize) -> Vec<BufferSpec> {
-    vec![
-        spec("a", DType::F32, m * k, Access::Read),
-        spec("b", DType::F32, k * n, Access::Read),
-    ]
+    operands(DType::F32, m, n, k)
+}
+/// A (m x k) and B (k x n) in `dtype` (shared with [`super::gemm_f16`]).
+pub(super) fn operands(dtype: DType, m: usize, n: usize, k: usize) -> Vec<BufferSpec> {
+    vec![spec("a", dtype, m * k, Access::Read), spec("b", dtype, k * n, Access::Read)]
 }
 pub fn outputs(m: usize, n: usize, _k: usize) -> Vec<BufferSpec> {
     vec![spec("c", DType::F32, m * n, Access::Write)]
