@@ -160,28 +160,26 @@ pub fn search_manifests(root: &Root) -> Vec<(String, String)> {
 /// `<base>/vulkan/<sub>` for the XDG config dirs, /etc, then the XDG data dirs.
 pub fn search_dirs(root: &Root, sub: &str) -> Vec<String> {
     let home = root.env_nonempty("HOME");
-    let mut bases: Vec<String> = Vec::new();
-    match root.env_nonempty("XDG_CONFIG_HOME") {
-        Some(v) => bases.push(v.into()),
-        None => bases.extend(home.map(|h| format!("{h}/.config"))),
-    }
-    bases.extend(
-        root.env_nonempty("XDG_CONFIG_DIRS")
-            .unwrap_or("/etc/xdg")
-            .split(':')
-            .map(str::to_string),
-    );
+    // The user's directory (`$<home_var>`, else `$HOME/<under_home>`), then
+    // the system list (`$<dirs_var>`, else `default_dirs`): the XDG rule.
+    let xdg = |home_var: &str, under_home: &str, dirs_var: &str, default_dirs: &str| {
+        let user = match root.env_nonempty(home_var) {
+            Some(v) => Some(v.to_string()),
+            None => home.map(|h| format!("{h}/{under_home}")),
+        };
+        let system = root.env_nonempty(dirs_var).unwrap_or(default_dirs);
+        user.into_iter()
+            .chain(system.split(':').map(str::to_string))
+            .collect::<Vec<String>>()
+    };
+    let mut bases = xdg("XDG_CONFIG_HOME", ".config", "XDG_CONFIG_DIRS", "/etc/xdg");
     bases.push("/etc".into());
-    match root.env_nonempty("XDG_DATA_HOME") {
-        Some(v) => bases.push(v.into()),
-        None => bases.extend(home.map(|h| format!("{h}/.local/share"))),
-    }
-    bases.extend(
-        root.env_nonempty("XDG_DATA_DIRS")
-            .unwrap_or("/usr/local/share:/usr/share")
-            .split(':')
-            .map(str::to_string),
-    );
+    bases.extend(xdg(
+        "XDG_DATA_HOME",
+        ".local/share",
+        "XDG_DATA_DIRS",
+        "/usr/local/share:/usr/share",
+    ));
     let mut dirs = Vec::new();
     for b in bases {
         let b = b.trim_end_matches('/');
@@ -464,6 +462,47 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn search_dirs_follow_the_xdg_order() {
+        let t = tempfile::tempdir().unwrap();
+        let env = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let root = Root::sysroot(t.path()).unwrap();
+        let defaults = root.with_env(env(&[("HOME", "/home/u")]));
+        assert_eq!(
+            search_dirs(&defaults, "icd.d"),
+            [
+                "/home/u/.config/vulkan/icd.d",
+                "/etc/xdg/vulkan/icd.d",
+                "/etc/vulkan/icd.d",
+                "/home/u/.local/share/vulkan/icd.d",
+                "/usr/local/share/vulkan/icd.d",
+                "/usr/share/vulkan/icd.d",
+            ]
+        );
+        // Set variables replace their defaults; relative and repeated entries drop out.
+        let set = Root::sysroot(t.path()).unwrap().with_env(env(&[
+            ("XDG_CONFIG_HOME", "/c/"),
+            ("XDG_CONFIG_DIRS", "rel:/x"),
+            ("XDG_DATA_HOME", "/d"),
+            ("XDG_DATA_DIRS", "/x:/y"),
+        ]));
+        assert_eq!(
+            search_dirs(&set, "implicit_layer.d"),
+            [
+                "/c/vulkan/implicit_layer.d",
+                "/x/vulkan/implicit_layer.d",
+                "/etc/vulkan/implicit_layer.d",
+                "/d/vulkan/implicit_layer.d",
+                "/y/vulkan/implicit_layer.d",
+            ]
+        );
+    }
 
     #[test]
     fn classifies_real_manifest_names() {

@@ -8,8 +8,8 @@ pub(crate) mod nvrtc;
 
 use crate::gpu::compile::CompilerKind;
 use crate::gpu::driver::{
-    Api, Arch, CompilerChoice, DevPtr, Driver, EventH, EventState, FuncH, GpuDevice, GpuError,
-    Loaded, ModuleH, StreamH,
+    Api, Arch, CompilerChoice, DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice,
+    GpuError, Loaded, ModuleH, StreamH,
 };
 use crate::gpu::search::{self, Candidate};
 use crate::gpu::GpuBackend;
@@ -107,6 +107,18 @@ impl Cuda {
         }
         cuda.check("cuInit", r)?;
         Ok(cuda)
+    }
+
+    /// Runs `call` with an out-parameter for a new object and returns the
+    /// object as the address the [`Driver`] handles carry.
+    fn created<T>(
+        &self,
+        call: &'static str,
+        f: impl FnOnce(&mut *mut T) -> CUresult,
+    ) -> Result<usize, GpuError> {
+        let mut h: *mut T = std::ptr::null_mut();
+        self.check(call, f(&mut h))?;
+        Ok(h as usize)
     }
 
     fn check(&self, call: &'static str, r: CUresult) -> Result<(), GpuError> {
@@ -356,10 +368,9 @@ impl Driver for Cuda {
     }
 
     fn stream_create(&self) -> Result<StreamH, GpuError> {
-        let mut s: cu::CUstream = std::ptr::null_mut();
         // SAFETY: out-parameter call; 1 = CU_STREAM_NON_BLOCKING.
-        self.check("cuStreamCreate", unsafe { cu::cuStreamCreate(&mut s, 1) })?;
-        Ok(StreamH(s as usize))
+        self.created("cuStreamCreate", |s| unsafe { cu::cuStreamCreate(s, 1) })
+            .map(StreamH)
     }
 
     unsafe fn stream_destroy(&self, s: StreamH) {
@@ -368,10 +379,9 @@ impl Driver for Cuda {
     }
 
     fn event_create(&self) -> Result<EventH, GpuError> {
-        let mut e: cu::CUevent = std::ptr::null_mut();
         // SAFETY: out-parameter call; 0 = default flags (timing on).
-        self.check("cuEventCreate", unsafe { cu::cuEventCreate(&mut e, 0) })?;
-        Ok(EventH(e as usize))
+        self.created("cuEventCreate", |e| unsafe { cu::cuEventCreate(e, 0) })
+            .map(EventH)
     }
 
     unsafe fn event_destroy(&self, e: EventH) {
@@ -410,12 +420,11 @@ impl Driver for Cuda {
         if image.is_empty() {
             return Err(GpuError::Invalid("empty cubin".into()));
         }
-        let mut m: cu::CUmodule = std::ptr::null_mut();
         // SAFETY: the driver copies the image before returning.
-        self.check("cuModuleLoadData", unsafe {
-            cu::cuModuleLoadData(&mut m, image.as_ptr() as *const c_void)
-        })?;
-        Ok(ModuleH(m as usize))
+        self.created("cuModuleLoadData", |m| unsafe {
+            cu::cuModuleLoadData(m, image.as_ptr() as *const c_void)
+        })
+        .map(ModuleH)
     }
 
     unsafe fn module_unload(&self, m: ModuleH) {
@@ -424,34 +433,36 @@ impl Driver for Cuda {
     }
 
     fn module_function(&self, m: ModuleH, name: &CStr) -> Result<FuncH, GpuError> {
-        let mut f: cu::CUfunction = std::ptr::null_mut();
         // SAFETY: live module, NUL-terminated name.
-        self.check("cuModuleGetFunction", unsafe {
-            cu::cuModuleGetFunction(&mut f, m.0 as cu::CUmodule, name.as_ptr())
-        })?;
-        Ok(FuncH(f as usize))
+        self.created("cuModuleGetFunction", |f| unsafe {
+            cu::cuModuleGetFunction(f, m.0 as cu::CUmodule, name.as_ptr())
+        })
+        .map(FuncH)
     }
 
     unsafe fn launch(
         &self,
         f: FuncH,
-        grid: [u32; 3],
-        block: [u32; 3],
-        shared_bytes: u32,
+        dims: Dims,
         s: StreamH,
         params: *mut *mut c_void,
     ) -> Result<(), GpuError> {
+        let Dims {
+            grid: [gx, gy, gz],
+            block: [bx, by, bz],
+            shared_bytes,
+        } = dims;
         // SAFETY: the caller passes a function of a loaded module and
         // `params` matching its signature, alive until the launch returns.
         let r = unsafe {
             cu::cuLaunchKernel(
                 f.0 as cu::CUfunction,
-                grid[0],
-                grid[1],
-                grid[2],
-                block[0],
-                block[1],
-                block[2],
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
                 shared_bytes,
                 s.0 as cu::CUstream,
                 params,

@@ -11,8 +11,8 @@
 
 use super::compile::{CachedObject, KernelCache, KernelSources};
 use super::driver::{
-    Api, CompilerChoice, DevPtr, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, ModuleH,
-    StreamH,
+    Api, CompilerChoice, DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice, GpuError,
+    ModuleH, StreamH,
 };
 use super::launch::{self, KernelArg};
 use crate::{
@@ -274,7 +274,7 @@ impl<D: Driver> GpuBackend<D> {
                 .map(|&p| KernelArg::Ptr(p))
                 .chain(scalars.iter().copied())
                 .collect();
-            launch_on(driver, function, plan.grid, plan.block, stream, &args)
+            launch_on(driver, function, plan.dims, stream, &args)
         };
         execute(
             &self.driver,
@@ -321,14 +321,14 @@ fn read_capped(path: &std::path::Path) -> Result<Vec<u8>, GpuError> {
 pub fn launch_on<D: Driver>(
     driver: &D,
     f: FuncH,
-    grid: [u32; 3],
-    block: [u32; 3],
+    dims: Dims,
     stream: StreamH,
     args: &[KernelArg],
 ) -> Result<(), GpuError> {
-    if grid.contains(&0) || block.contains(&0) {
+    if dims.is_empty() {
         return Err(GpuError::Invalid(format!(
-            "empty launch grid {grid:?} block {block:?}"
+            "empty launch grid {:?} block {:?}",
+            dims.grid, dims.block
         )));
     }
     let mut slots: Vec<u64> = args.iter().map(KernelArg::bits).collect();
@@ -338,7 +338,7 @@ pub fn launch_on<D: Driver>(
         .collect();
     // SAFETY: `ptrs` points into `slots`, both alive across the call (the
     // driver copies the arguments before returning).
-    unsafe { driver.launch(f, grid, block, 0, stream, ptrs.as_mut_ptr()) }
+    unsafe { driver.launch(f, dims, stream, ptrs.as_mut_ptr()) }
 }
 
 /// Device allocations freed on drop, unless leaked after a timeout.

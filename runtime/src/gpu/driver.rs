@@ -126,6 +126,30 @@ pub struct ModuleH(pub usize);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FuncH(pub usize);
 
+/// A launch's geometry: blocks in the grid, threads in a block, and bytes of
+/// dynamic shared memory (none of the bundled kernels use any).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dims {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_bytes: u32,
+}
+
+impl Dims {
+    pub fn new(grid: [u32; 3], block: [u32; 3]) -> Dims {
+        Dims {
+            grid,
+            block,
+            shared_bytes: 0,
+        }
+    }
+
+    /// Whether any dimension is zero: such a launch runs nothing.
+    pub fn is_empty(&self) -> bool {
+        self.grid.contains(&0) || self.block.contains(&0)
+    }
+}
+
 /// A shared library greta opened, and why that one.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Loaded {
@@ -287,9 +311,7 @@ pub trait Driver {
     unsafe fn launch(
         &self,
         f: FuncH,
-        grid: [u32; 3],
-        block: [u32; 3],
-        shared_bytes: u32,
+        dims: Dims,
         s: StreamH,
         params: *mut *mut c_void,
     ) -> Result<(), GpuError>;

@@ -2,7 +2,7 @@
 //! scalar arguments that follow the buffer pointers (inputs, then outputs,
 //! in [`Op::inputs`]/[`Op::outputs`] order — the same contract as GLSL).
 
-use super::driver::{DevPtr, GpuDevice};
+use super::driver::{DevPtr, Dims, GpuDevice};
 use crate::Op;
 use greta_kernels::hip_src::kernel_symbol;
 use greta_kernels::Scalar;
@@ -36,8 +36,7 @@ impl KernelArg {
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub symbol: String,
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
+    pub dims: Dims,
     pub scalars: Vec<KernelArg>,
 }
 
@@ -62,8 +61,7 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
         .collect();
     let launch = |name: &str, grid: [u32; 3], block: [u32; 3]| Plan {
         symbol: kernel_symbol(name),
-        grid,
-        block,
+        dims: Dims::new(grid, block),
         scalars: scalars.clone(),
     };
     let linear = |total: usize| launch(op.name(), [blocks_for(total, dev), 1, 1], [BLOCK, 1, 1]);
@@ -190,15 +188,12 @@ mod tests {
             let p = plan(&op, &dev());
             let buffers = op.inputs().len() + op.outputs().len();
             assert_eq!(buffers + p.scalars.len(), source_params(&p.symbol), "{op}");
-            assert!(
-                p.grid.iter().all(|&g| g > 0) && p.block.iter().all(|&b| b > 0),
-                "{op}"
-            );
+            assert!(!p.dims.is_empty(), "{op}");
         }
         let g = plan(&Op::GemmF32 { m: 33, n: 17, k: 9 }, &dev());
-        assert_eq!((g.grid, g.block), ([2, 3, 1], [16, 16, 1]));
+        assert_eq!(g.dims, Dims::new([2, 3, 1], [16, 16, 1]));
         let f = plan(&Op::Fill { n: 1000, value: 7 }, &dev());
-        assert_eq!(f.grid, [4, 1, 1]);
+        assert_eq!(f.dims, Dims::new([4, 1, 1], [256, 1, 1]));
     }
 
     #[test]

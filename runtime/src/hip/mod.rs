@@ -16,8 +16,8 @@ pub(crate) mod rtc;
 
 use crate::gpu::compile::{CompileError, CompilerKind};
 use crate::gpu::driver::{
-    Api, Arch, CompilerChoice, DevPtr, Driver, EventH, EventState, FuncH, GpuDevice, GpuError,
-    Loaded, ModuleH, StreamH,
+    Api, Arch, CompilerChoice, DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice,
+    GpuError, Loaded, ModuleH, StreamH,
 };
 use crate::gpu::search::{self, Candidate};
 use crate::gpu::GpuBackend;
@@ -186,6 +186,18 @@ impl Hip {
 
     fn t(&self) -> &ffi::Table {
         &self.inner.t
+    }
+
+    /// Runs `call` with an out-parameter for a new object and returns the
+    /// object as the address the [`Driver`] handles carry.
+    fn created(
+        &self,
+        call: &'static str,
+        f: impl FnOnce(&mut ffi::Ptr) -> ffi::HipError,
+    ) -> Result<usize, GpuError> {
+        let mut h: ffi::Ptr = std::ptr::null_mut();
+        self.check(call, f(&mut h))?;
+        Ok(h as usize)
     }
 
     fn check(&self, call: &'static str, code: ffi::HipError) -> Result<(), GpuError> {
@@ -507,12 +519,11 @@ impl Driver for Hip {
     }
 
     fn stream_create(&self) -> Result<StreamH, GpuError> {
-        let mut s: ffi::Ptr = std::ptr::null_mut();
         // SAFETY: out-parameter call.
-        self.check("hipStreamCreate", unsafe {
-            (self.t().hipStreamCreate)(&mut s)
-        })?;
-        Ok(StreamH(s as usize))
+        self.created("hipStreamCreate", |s| unsafe {
+            (self.t().hipStreamCreate)(s)
+        })
+        .map(StreamH)
     }
 
     unsafe fn stream_destroy(&self, s: StreamH) {
@@ -521,12 +532,11 @@ impl Driver for Hip {
     }
 
     fn event_create(&self) -> Result<EventH, GpuError> {
-        let mut e: ffi::Ptr = std::ptr::null_mut();
         // SAFETY: out-parameter call.
-        self.check("hipEventCreate", unsafe {
-            (self.t().hipEventCreate)(&mut e)
-        })?;
-        Ok(EventH(e as usize))
+        self.created("hipEventCreate", |e| unsafe {
+            (self.t().hipEventCreate)(e)
+        })
+        .map(EventH)
     }
 
     unsafe fn event_destroy(&self, e: EventH) {
@@ -563,12 +573,11 @@ impl Driver for Hip {
         if image.is_empty() {
             return Err(GpuError::Invalid("empty HIP code object".into()));
         }
-        let mut m: ffi::Ptr = std::ptr::null_mut();
         // SAFETY: the runtime copies what it needs from `image` before returning.
-        self.check("hipModuleLoadData", unsafe {
-            (self.t().hipModuleLoadData)(&mut m, image.as_ptr() as *const c_void)
-        })?;
-        Ok(ModuleH(m as usize))
+        self.created("hipModuleLoadData", |m| unsafe {
+            (self.t().hipModuleLoadData)(m, image.as_ptr() as *const c_void)
+        })
+        .map(ModuleH)
     }
 
     unsafe fn module_unload(&self, m: ModuleH) {
@@ -577,34 +586,36 @@ impl Driver for Hip {
     }
 
     fn module_function(&self, m: ModuleH, name: &CStr) -> Result<FuncH, GpuError> {
-        let mut f: ffi::Ptr = std::ptr::null_mut();
         // SAFETY: live module, NUL-terminated name.
-        self.check("hipModuleGetFunction", unsafe {
-            (self.t().hipModuleGetFunction)(&mut f, m.0 as ffi::Ptr, name.as_ptr())
-        })?;
-        Ok(FuncH(f as usize))
+        self.created("hipModuleGetFunction", |f| unsafe {
+            (self.t().hipModuleGetFunction)(f, m.0 as ffi::Ptr, name.as_ptr())
+        })
+        .map(FuncH)
     }
 
     unsafe fn launch(
         &self,
         f: FuncH,
-        grid: [u32; 3],
-        block: [u32; 3],
-        shared_bytes: u32,
+        dims: Dims,
         s: StreamH,
         params: *mut *mut c_void,
     ) -> Result<(), GpuError> {
+        let Dims {
+            grid: [gx, gy, gz],
+            block: [bx, by, bz],
+            shared_bytes,
+        } = dims;
         // SAFETY: the caller passes a function of a loaded module and
         // `params` matching its signature, alive until the launch returns.
         let r = unsafe {
             (self.t().hipModuleLaunchKernel)(
                 f.0 as ffi::Ptr,
-                grid[0],
-                grid[1],
-                grid[2],
-                block[0],
-                block[1],
-                block[2],
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
                 shared_bytes,
                 s.0 as ffi::Ptr,
                 params,
