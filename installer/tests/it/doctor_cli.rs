@@ -2,6 +2,7 @@
 //! (probe/tests/fixtures), its JSON contract, exit codes 0/1/2, hostile input
 //! (garbage, binary, empty, huge) and colour rules.
 
+use crate::support::finding_ids;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -38,15 +39,6 @@ fn json(o: &Output) -> Value {
     no_panic(o);
     serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)))
-}
-
-fn ids(j: &Value) -> Vec<String> {
-    j["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["id"].as_str().unwrap().to_string())
-        .collect()
 }
 
 /// Fresh pseudo-random bytes per run (xorshift seeded from the clock and pid).
@@ -94,7 +86,7 @@ fn json_report_for_mi300x_vf_follows_the_schema() {
         }
         assert!(f["fix"]["text"].is_string() && f["fix"]["commands"].is_array());
     }
-    assert_eq!(ids(&j), vec!["gpu.sriov-vf"]);
+    assert_eq!(finding_ids(&j), vec!["gpu.sriov-vf"]);
     assert_eq!(j["summary"]["exit_code"], 0);
     assert_eq!(
         j["checks"].as_array().unwrap().len(),
@@ -222,7 +214,7 @@ fn garbage_binary_empty_and_huge_inputs_never_panic() {
     assert!(notes.contains("empty"), "{notes}");
     assert!(notes.contains("not recognised"), "{notes}");
     assert!(notes.contains("only the first 16 MiB"), "{notes}");
-    assert!(ids(&j).contains(&"kfd.rejected".to_string()));
+    assert!(finding_ids(&j).contains(&"kfd.rejected"));
     let sigs = j["facts"]["signals"]
         .as_array()
         .unwrap()
@@ -308,12 +300,12 @@ fn list_checks_and_check_filter() {
     ];
     let all = json(&run(&["--json"], &files));
     assert!(
-        ids(&all).contains(&"rocm.gfx-unsupported".into())
-            && ids(&all).contains(&"apu.small-vram".into())
+        finding_ids(&all).contains(&"rocm.gfx-unsupported")
+            && finding_ids(&all).contains(&"apu.small-vram")
     );
     let only = run(&["--json", "--check", "apu.small-vram"], &files);
     assert_eq!(only.status.code(), Some(0), "only a warn is left");
-    assert_eq!(ids(&json(&only)), vec!["apu.small-vram"]);
+    assert_eq!(finding_ids(&json(&only)), vec!["apu.small-vram"]);
 }
 
 #[test]
@@ -342,9 +334,9 @@ fn live_run_on_this_machine_has_no_false_fail() {
         let devs = j["facts"]["vulkan"]["devices"].as_array().unwrap();
         if !devs.is_empty() {
             assert!(
-                ids(&j).contains(&"vulkan.cpu-only".to_string()),
+                finding_ids(&j).contains(&"vulkan.cpu-only"),
                 "{:?}",
-                ids(&j)
+                finding_ids(&j)
             );
         }
     }

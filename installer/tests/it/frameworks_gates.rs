@@ -12,6 +12,7 @@
 //!   frameworks with a sabotaged `matmul` fail with a wrong result.
 
 use crate::support;
+use crate::support::finding_ids;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -100,15 +101,6 @@ fn gate<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
         .unwrap_or_else(|| panic!("no gate {id} in {report}"))
 }
 
-fn finding_ids(report: &serde_json::Value) -> Vec<String> {
-    report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn broken_envs_fail_cleanly_with_the_reason_and_nothing_left_running() {
     let tmp = tempfile::tempdir().unwrap();
@@ -181,8 +173,8 @@ fn broken_envs_fail_cleanly_with_the_reason_and_nothing_left_running() {
         "{tr}"
     );
     let ids = finding_ids(&r);
-    assert!(ids.contains(&"framework.import-failed".into()), "{ids:?}");
-    assert!(ids.contains(&"framework.gate-failed".into()), "{ids:?}");
+    assert!(ids.contains(&"framework.import-failed"), "{ids:?}");
+    assert!(ids.contains(&"framework.gate-failed"), "{ids:?}");
     // The table names them too (stderr with --json).
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

@@ -3,7 +3,7 @@
 //! --index-url, env list/remove, framework mismatch, malformed locks.
 
 use crate::support;
-use crate::support::{text, Harness};
+use crate::support::{finding_ids, text, Harness};
 
 #[test]
 fn happy_path_with_uv_then_warm_reinstall_from_cache() {
@@ -408,12 +408,7 @@ fn smoke_gate_runs_after_the_import_check() {
     // both: tests/frameworks_gates.rs.)
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(j["result"], "failed", "{j}");
-    let ids: Vec<&str> = j["report"]["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["id"].as_str().unwrap())
-        .collect();
+    let ids = finding_ids(&j["report"]);
     assert!(ids.contains(&"framework.gate-failed"), "{j}");
     let torch_gates = j["report"]["checks"]["torch"]["gates"].as_array().unwrap();
     assert!(

@@ -7,7 +7,7 @@
 //! what the wheels' `.pth` files add, as a fresh interpreter would.
 
 use crate::support;
-use crate::support::{text, wheel, Harness};
+use crate::support::{finding_ids, text, wheel, Harness};
 use std::path::Path;
 
 fn install_json(h: &Harness, extra: &[&str]) -> serde_json::Value {
@@ -264,12 +264,7 @@ fn import_check_sees_what_the_wheels_pth_files_add() {
     let o = h.install_plain(&["--installer", "uv", "--json"]);
     assert!(!o.status.success(), "{}", text(&o));
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let ids: Vec<&str> = j["report"]["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["id"].as_str().unwrap())
-        .collect();
+    let ids = finding_ids(&j["report"]);
     assert_eq!(ids, ["framework.import-failed"], "{j}");
     assert_eq!(
         j["report"]["findings"][0]["evidence"][0],

@@ -349,6 +349,17 @@ pub fn env_names(list: &serde_json::Value) -> Vec<&str> {
         .collect()
 }
 
+/// The ids of a report's findings, in its order: `doctor --json` itself, or
+/// the `report` of `install --json`.
+pub fn finding_ids(report: &serde_json::Value) -> Vec<&str> {
+    report["findings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no findings array in {report}"))
+        .iter()
+        .map(|f| f["id"].as_str().expect("each finding has an id"))
+        .collect()
+}
+
 pub fn text(o: &Output) -> String {
     format!(
         "status: {}\n--- stdout\n{}\n--- stderr\n{}",
