@@ -2,7 +2,7 @@
 //! listing.
 
 use crate::gates::{Catalog, Profile};
-use crate::results::{GateStatus, Report, RunStatus};
+use crate::results::{GateResult, GateStatus, Report, RunStatus};
 use std::fmt::Write;
 
 /// Render rows as left-aligned columns separated by two spaces.
@@ -42,6 +42,39 @@ fn num(x: Option<f64>) -> String {
     }
 }
 
+/// A column of the end-of-run table: its header and its cell for a gate.
+type Column = (&'static str, fn(&GateResult) -> String);
+
+/// The end-of-run table's columns, in order (`first_us` only where a gate
+/// timed its first call).
+const GATE_COLUMNS: &[Column] = &[
+    ("gate", |g| g.id.clone()),
+    ("status", |g| g.status.as_str().to_uppercase()),
+    ("rate", |g| num(g.metrics.as_ref().and_then(|m| m.rate))),
+    ("unit", |g| {
+        g.metrics
+            .as_ref()
+            .map_or_else(|| "-".into(), |m| m.unit.as_str().to_string())
+    }),
+    ("floor", |g| num(g.floor.as_ref().map(|f| f.limit))),
+    ("rel_err", |g| {
+        num(g.metrics.as_ref().and_then(|m| m.rel_err))
+    }),
+    ("clean", |g| {
+        g.metrics.as_ref().map_or_else(
+            || "-".into(),
+            |m| format!("{}/{}", m.repeats_clean, m.repeats_total),
+        )
+    }),
+    ("median_us", |g| {
+        num(g.metrics.as_ref().and_then(|m| m.time_median_us))
+    }),
+    ("first_us", |g| {
+        num(g.metrics.as_ref().and_then(|m| m.first_call_us))
+    }),
+    ("reason", |g| g.reason.clone().unwrap_or_default()),
+];
+
 /// The end-of-run table: one block per device, one line per gate.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
@@ -62,41 +95,16 @@ pub fn render(report: &Report) -> String {
                 .as_ref()
                 .is_some_and(|m| m.first_call_us.is_some())
         });
-        let mut header = vec![
-            "gate",
-            "status",
-            "rate",
-            "unit",
-            "floor",
-            "rel_err",
-            "clean",
-            "median_us",
-        ];
-        if first {
-            header.push("first_us");
-        }
-        header.push("reason");
-        let mut rows = vec![header.into_iter().map(String::from).collect::<Vec<_>>()];
-        for g in &d.gates {
-            let m = g.metrics.as_ref();
-            let mut row = vec![
-                g.id.clone(),
-                g.status.as_str().to_uppercase(),
-                num(m.and_then(|m| m.rate)),
-                m.map(|m| m.unit.as_str().to_string())
-                    .unwrap_or_else(|| "-".into()),
-                num(g.floor.as_ref().map(|f| f.limit)),
-                num(m.and_then(|m| m.rel_err)),
-                m.map(|m| format!("{}/{}", m.repeats_clean, m.repeats_total))
-                    .unwrap_or_else(|| "-".into()),
-                num(m.and_then(|m| m.time_median_us)),
-            ];
-            if first {
-                row.push(num(m.and_then(|m| m.first_call_us)));
-            }
-            row.push(g.reason.clone().unwrap_or_default());
-            rows.push(row);
-        }
+        let shown: Vec<&Column> = GATE_COLUMNS
+            .iter()
+            .filter(|c| first || c.0 != "first_us")
+            .collect();
+        let mut rows = vec![shown.iter().map(|c| c.0.to_string()).collect::<Vec<_>>()];
+        rows.extend(
+            d.gates
+                .iter()
+                .map(|g| shown.iter().map(|c| (c.1)(g)).collect()),
+        );
         out.push_str(&columns(&rows));
         for m in &d.validation_messages {
             let _ = writeln!(out, "validation layer: {m}");
@@ -252,6 +260,60 @@ mod tests {
                 .contains("FAIL: 1 passed, 1 failed, 1 skipped"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn columns_are_the_headers_cells_and_first_call_only_when_timed() {
+        let mut r = crate::results::tests::sample_report();
+        let split = |t: &str, i: usize| -> Vec<String> {
+            t.lines()
+                .nth(i)
+                .unwrap()
+                .split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(String::from)
+                .collect()
+        };
+        let t = render(&r);
+        assert_eq!(
+            split(&t, 1),
+            [
+                "gate",
+                "status",
+                "rate",
+                "unit",
+                "floor",
+                "rel_err",
+                "clean",
+                "median_us",
+                "reason"
+            ]
+        );
+        assert_eq!(
+            split(&t, 2),
+            ["copy.bw", "PASS", "12.500", "GB/s", "7.500", "0", "10/10", "80.000"]
+        );
+        assert_eq!(
+            split(&t, 4),
+            [
+                "gemm_f16.256",
+                "SKIP",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                "an f32 gate failed"
+            ]
+        );
+        let m = r.devices[0].gates[0].metrics.as_mut().unwrap();
+        m.first_call_us = Some(1234.5);
+        let t = render(&r);
+        assert_eq!(split(&t, 1)[8], "first_us", "{t}");
+        assert_eq!(split(&t, 2)[8], "1234.5", "{t}");
+        assert_eq!(split(&t, 4)[8], "-", "{t}");
     }
 
     #[test]

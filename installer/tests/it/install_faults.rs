@@ -178,32 +178,43 @@ fn wrong_content_is_refetched_once_then_refused() {
         "{e}"
     );
     assert!(
-        !h.cached_wheels().iter().any(|p| p.ends_with(&torch)),
+        h.cached_wheel("torch").is_none(),
         "a bad file entered the cache"
     );
     assert_previous_intact(&h, &receipt2);
 }
 
-#[test]
-fn tampered_cache_file_is_detected_and_refetched() {
+/// A machine with the cpu env installed: `project`'s wheel file name and its
+/// file in the verified cache.
+fn installed_with_cached(project: &str) -> (Harness, String, std::path::PathBuf) {
     support::require_uv();
     let h = Harness::new(80_000);
     install_ok(&h);
-    let jax = h.wheel("jax").filename.clone();
-    let cached = h
-        .cached_wheels()
-        .into_iter()
-        .find(|p| p.ends_with(&jax))
-        .unwrap();
-    // Same size, one byte flipped, mtime unchanged in spirit: only a re-hash can tell.
-    let mut b = std::fs::read(&cached).unwrap();
-    let mid = b.len() / 3;
-    b[mid] ^= 0x01;
-    let mut perm = std::fs::metadata(&cached).unwrap().permissions();
+    let name = h.wheel(project).filename.clone();
+    let cached = h.cached_wheel(project).expect("the wheel is cached");
+    (h, name, cached)
+}
+
+/// Edits a cached file in place, as damage on disk would (the cache keeps
+/// its files read-only).
+fn damage(cached: &std::path::Path, edit: impl FnOnce(&mut Vec<u8>)) {
+    let mut b = std::fs::read(cached).unwrap();
+    edit(&mut b);
+    let mut perm = std::fs::metadata(cached).unwrap().permissions();
     #[allow(clippy::permissions_set_readonly_false)]
     perm.set_readonly(false);
-    std::fs::set_permissions(&cached, perm).unwrap();
-    std::fs::write(&cached, &b).unwrap();
+    std::fs::set_permissions(cached, perm).unwrap();
+    std::fs::write(cached, &b).unwrap();
+}
+
+#[test]
+fn tampered_cache_file_is_detected_and_refetched() {
+    let (h, jax, cached) = installed_with_cached("jax");
+    // Same size, one byte flipped, mtime unchanged in spirit: only a re-hash can tell.
+    damage(&cached, |b| {
+        let mid = b.len() / 3;
+        b[mid] ^= 0x01;
+    });
     h.server.clear_log();
     let j = install_ok(&h);
     let w = j["report"]["wheels"]
@@ -366,24 +377,12 @@ fn a_server_that_cuts_every_response_still_delivers_the_file() {
 #[test]
 fn a_corrupt_wheel_the_stamp_vouches_for_is_dropped_when_the_installer_fails() {
     use std::os::unix::fs::MetadataExt;
-    support::require_uv();
-    let h = Harness::new(80_000);
-    install_ok(&h);
-    let jax = h.wheel("jax").filename.clone();
-    let cached = h
-        .cached_wheels()
-        .into_iter()
-        .find(|p| p.ends_with(&jax))
-        .unwrap();
+    let (h, jax, cached) = installed_with_cached("jax");
     // Zero the zip's central directory end: no installer can read it.
-    let mut b = std::fs::read(&cached).unwrap();
-    let n = b.len();
-    b[n - 22..].fill(0);
-    let mut perm = std::fs::metadata(&cached).unwrap().permissions();
-    #[allow(clippy::permissions_set_readonly_false)]
-    perm.set_readonly(false);
-    std::fs::set_permissions(&cached, perm).unwrap();
-    std::fs::write(&cached, &b).unwrap();
+    damage(&cached, |b| {
+        let n = b.len();
+        b[n - 22..].fill(0);
+    });
     let m = std::fs::metadata(&cached).unwrap();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

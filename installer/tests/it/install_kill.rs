@@ -145,7 +145,7 @@ fn killed_mid_download_resumes_and_never_caches_a_partial_file() {
     let got = std::fs::metadata(&partial).unwrap().len();
     assert!(got > 0 && got < h.wheel("torch").bytes.len() as u64);
     assert!(
-        !h.cached_wheels().iter().any(|p| p.ends_with(&torch)),
+        h.cached_wheel("torch").is_none(),
         "partial file in the verified cache"
     );
     assert!(!h.env_dir("cpu").exists());

@@ -298,6 +298,12 @@ lockfile = "pylock.rocm6-4.toml"
         out
     }
 
+    /// The verified cache's file of `project`'s wheel, if it is there.
+    pub fn cached_wheel(&self, project: &str) -> Option<PathBuf> {
+        let name = &self.wheel(project).filename;
+        self.cached_wheels().into_iter().find(|p| p.ends_with(name))
+    }
+
     /// Entries of the envs dir (hidden ones included): nothing half-built
     /// may linger there after a failure. `.trash-*` (a replaced env that a
     /// detached `rm -rf` may still be deleting) is by design and left out.
