@@ -29,6 +29,22 @@ fn greta(home: &Path) -> Command {
     c
 }
 
+/// `greta smoke --profile frameworks --json` with `args` (which Python or
+/// env, limits), report files under `<home>/out`: the output and the report
+/// it printed.
+fn smoke_frameworks(home: &Path, args: &[&str]) -> (Output, serde_json::Value) {
+    let o = greta(home)
+        .args(["smoke", "--profile", "frameworks", "--json"])
+        .args(args)
+        .arg("--out")
+        .arg(home.join("out"))
+        .output()
+        .unwrap();
+    let r = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("no JSON report on stdout ({e}): {}", text(&o)));
+    (o, r)
+}
+
 fn text(o: &Output) -> String {
     format!(
         "status {:?}\nstdout:\n{}\nstderr:\n{}",
@@ -125,27 +141,20 @@ fn broken_envs_fail_cleanly_with_the_reason_and_nothing_left_running() {
         ),
     );
     let t = Instant::now();
-    let o = greta(tmp.path())
-        .args([
-            "smoke",
-            "--profile",
-            "frameworks",
+    let (o, r) = smoke_frameworks(
+        tmp.path(),
+        &[
+            "--python",
+            &py.to_string_lossy(),
             "--timeout",
             "3",
-            "--json",
             "--seed",
             "11",
-        ])
-        .arg("--python")
-        .arg(&py)
-        .arg("--out")
-        .arg(tmp.path().join("out"))
-        .output()
-        .unwrap();
+        ],
+    );
     let took = t.elapsed();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(took < Duration::from_secs(60), "took {took:?}");
-    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
     assert_eq!(r["schema"], "greta.smoke/v1");
     assert_eq!(r["profile"], "frameworks");
     assert_eq!(r["status"], "fail");
@@ -204,23 +213,11 @@ fn a_module_that_kills_its_process_is_named_with_the_step() {
     let tmp = tempfile::tempdir().unwrap();
     let (py, sp) = venv(&support::python(), &tmp.path().join("crash"));
     write(&sp.join("torch/__init__.py"), "import os\nos.abort()\n");
-    let o = greta(tmp.path())
-        .args([
-            "smoke",
-            "--profile",
-            "frameworks",
-            "--timeout",
-            "30",
-            "--json",
-        ])
-        .arg("--python")
-        .arg(&py)
-        .arg("--out")
-        .arg(tmp.path().join("out"))
-        .output()
-        .unwrap();
+    let (o, r) = smoke_frameworks(
+        tmp.path(),
+        &["--python", &py.to_string_lossy(), "--timeout", "30"],
+    );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let g = gate(&r, "torch.import");
     assert_eq!(g["status"], "fail");
     let why = g["reason"].as_str().unwrap();
@@ -230,29 +227,26 @@ fn a_module_that_kills_its_process_is_named_with_the_step() {
 #[test]
 fn bad_arguments_are_exit_2_before_anything_runs() {
     let tmp = tempfile::tempdir().unwrap();
-    let o = greta(tmp.path())
-        .args([
-            "smoke",
-            "--profile",
-            "frameworks",
-            "--python",
+    let frameworks = ["smoke", "--profile", "frameworks"];
+    for (args, says) in [
+        (
+            [&frameworks[..], &["--python", "/nonexistent/python3"]].concat(),
             "/nonexistent/python3",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/python3"));
-    let o = greta(tmp.path())
-        .args(["smoke", "--profile", "frameworks", "--env", "nosuchenv"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("no greta env"));
-    let o = greta(tmp.path())
-        .args(["smoke", "--profile", "ultrasafe", "--python", "python3"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        ),
+        (
+            [&frameworks[..], &["--env", "nosuchenv"]].concat(),
+            "no greta env",
+        ),
+        (
+            vec!["smoke", "--profile", "ultrasafe", "--python", "python3"],
+            "go with --profile frameworks",
+        ),
+    ] {
+        let o = greta(tmp.path()).args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains(says), "{args:?}: {e}");
+    }
 }
 
 /// The real cpu profile, built by `greta install` from PyPI (cached).
@@ -314,23 +308,8 @@ fn cpu_profile_env_passes_torch_and_jax_and_a_sabotaged_matmul_fails() {
     assert!(env.join("greta-env.json").is_file());
 
     // The smoke profile on the env greta built agrees, as greta.smoke/v1.
-    let o = greta(tmp.path())
-        .args([
-            "smoke",
-            "--profile",
-            "frameworks",
-            "--env",
-            "cpu",
-            "--json",
-            "--seed",
-            "3",
-        ])
-        .arg("--out")
-        .arg(tmp.path().join("out"))
-        .output()
-        .unwrap();
+    let (o, r) = smoke_frameworks(tmp.path(), &["--env", "cpu", "--seed", "3"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(r["status"], "pass");
     assert_eq!(gate(&r, "torch.device")["status"], "pass");
     assert_eq!(gate(&r, "jax.matmul_f32")["status"], "pass");
@@ -377,15 +356,8 @@ fn cpu_profile_env_passes_torch_and_jax_and_a_sabotaged_matmul_fails() {
          \x20   return m\n\
          builtins.__import__ = _patched\n",
     );
-    let o = greta(tmp.path())
-        .args(["smoke", "--profile", "frameworks", "--json", "--python"])
-        .arg(&py)
-        .arg("--out")
-        .arg(tmp.path().join("out"))
-        .output()
-        .unwrap();
+    let (o, r) = smoke_frameworks(tmp.path(), &["--python", &py.to_string_lossy()]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     for id in ["torch.matmul_f32", "jax.matmul_f32"] {
         let g = gate(&r, id);
         assert_eq!(g["status"], "fail", "{g}");
