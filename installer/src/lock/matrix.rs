@@ -7,6 +7,7 @@ use super::pylock::Lockfile;
 use super::source::{Fields, Source};
 use anyhow::Result;
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use toml_edit::Item;
 
@@ -225,31 +226,14 @@ impl Matrix {
                 for t in a.iter() {
                     let f = Fields::new(src, t, "[[gfx-override]]");
                     f.deny_unknown(&["gfx", "as", "env", "risk", "source"])?;
-                    let env = match t.get("env") {
-                        None => Vec::new(),
-                        Some(item) => {
-                            let Some(tbl) = item.as_table_like() else {
-                                return Err(src.err_at(
-                                    item.span(),
-                                    "[[gfx-override]]: `env` must be a table of strings",
-                                ));
-                            };
-                            let mut out = Vec::new();
-                            for (k, v) in tbl.iter() {
-                                let Some(s) = v.as_str() else {
-                                    return Err(src.err_at(
-                                        v.span(),
-                                        format!("[[gfx-override]]: env.{k} must be a string"),
-                                    ));
-                                };
-                                out.push((k.to_string(), s.to_string()));
-                            }
-                            out
-                        }
-                    };
+                    let env = f
+                        .str_map("env", "be a table of strings")?
+                        .into_iter()
+                        .map(|(k, v, _)| (k, v))
+                        .collect();
                     gfx_overrides.push(GfxOverride {
-                        gfx: check_gfx(src, &f, "gfx", f.str("gfx")?)?,
-                        as_gfx: check_gfx(src, &f, "as", f.str("as")?)?,
+                        gfx: check_gfx(&f, f.value_span("gfx"), f.str("gfx")?)?,
+                        as_gfx: check_gfx(&f, f.value_span("as"), f.str("as")?)?,
                         env,
                         risk: f.str("risk")?,
                         source: f.str("source")?,
@@ -292,17 +276,16 @@ impl Matrix {
     }
 }
 
-fn check_gfx(src: &Source, f: &Fields, key: &str, g: String) -> Result<String> {
+fn check_gfx(f: &Fields, span: Option<Range<usize>>, g: String) -> Result<String> {
     let ok = g.len() > 3 && g.starts_with("gfx") && g[3..].chars().all(|c| c.is_ascii_hexdigit());
     if !ok {
-        return Err(src.err_at(
-            f.value_span(key),
-            format!("{}: `{g}` is not a gfx target (like gfx942)", f.what),
-        ));
+        return Err(f.err(span, format!("`{g}` is not a gfx target (like gfx942)")));
     }
     Ok(g)
 }
 
+/// One `[profiles.<name>]` table, checked key by key in the order below (a
+/// profile with several faults reports the first).
 fn parse_profile(dir: &LockDir, src: &Source, name: &str, t: &toml_edit::Table) -> Result<Profile> {
     let f = Fields::new(src, t, format!("profiles.{name}"));
     f.deny_unknown(PROFILE_KEYS)?;
@@ -316,185 +299,24 @@ fn parse_profile(dir: &LockDir, src: &Source, name: &str, t: &toml_edit::Table) 
             format!("profile name `{name}` must be lowercase letters, digits, '.' or '-'"),
         ));
     }
-    let backend_s = f.str("backend")?;
-    let backend = backend_s.parse::<Backend>().ok().ok_or_else(|| {
-        src.err_at(
-            f.value_span("backend"),
-            format!(
-                "{}: backend `{backend_s}` must be cpu, cuda or rocm",
-                f.what
-            ),
-        )
-    })?;
-    let status = match f.str("status")?.as_str() {
-        "locked" => {
-            if t.contains_key("not-locked-reason") {
-                return Err(src.err_at(
-                    f.value_span("not-locked-reason"),
-                    format!(
-                        "{}: `not-locked-reason` only goes with status = \"not-locked\"",
-                        f.what
-                    ),
-                ));
-            }
-            LockStatus::Locked
-        }
-        "not-locked" => LockStatus::NotLocked {
-            reason: f.str("not-locked-reason")?,
-        },
-        other => {
-            return Err(src.err_at(
-                f.value_span("status"),
-                format!(
-                    "{}: status `{other}` must be \"locked\" or \"not-locked\"",
-                    f.what
-                ),
-            ))
-        }
-    };
-    let req = |key: &str| -> Result<Option<semver::VersionReq>> {
-        match f.opt_str(key)? {
-            None => Ok(None),
-            Some(s) => semver::VersionReq::parse(&s).map(Some).map_err(|e| {
-                src.err_at(
-                    f.value_span(key),
-                    format!(
-                        "{}: `{key}` = {s:?} is not a semver requirement: {e}",
-                        f.what
-                    ),
-                )
-            }),
-        }
-    };
-    let serves = req("serves")?.ok_or_else(|| {
-        src.err_at(
-            t.span(),
-            format!("{}: missing required key `serves`", f.what),
-        )
-    })?;
-    let driver = req("driver")?;
-    let mut gfx = Vec::new();
-    for (g, span) in f.str_list("gfx")? {
-        let ok =
-            g.len() > 3 && g.starts_with("gfx") && g[3..].chars().all(|c| c.is_ascii_hexdigit());
-        if !ok {
-            return Err(src.err_at(
-                span,
-                format!("{}: `{g}` is not a gfx target (like gfx942)", f.what),
-            ));
-        }
-        gfx.push(g);
-    }
-    if backend == Backend::Rocm && gfx.is_empty() {
-        return Err(src.err_at(
-            t.span(),
-            format!(
-                "{}: a rocm profile must list the gfx targets of its wheels",
-                f.what
-            ),
-        ));
-    }
-    if backend != Backend::Rocm && !gfx.is_empty() {
-        return Err(src.err_at(
-            f.value_span("gfx"),
-            format!("{}: only rocm profiles list gfx targets", f.what),
-        ));
-    }
-    let mut python = Vec::new();
-    for (p, span) in f.str_list("python")? {
-        if parse_xy(&p).is_none_or(|(_, minor)| minor > super::tags::MAX_MINOR) {
-            return Err(src.err_at(
-                span,
-                format!("{}: python version `{p}` must look like 3.12", f.what),
-            ));
-        }
-        python.push(p);
-    }
-    if python.is_empty() {
-        return Err(src.err_at(
-            t.span(),
-            format!("{}: `python` must list at least one version", f.what),
-        ));
-    }
-    python.sort_by_key(|p| parse_xy(p));
-    let mut incomplete = BTreeMap::new();
-    if let Some(item) = t.get("incomplete") {
-        let Some(tbl) = item.as_table_like() else {
-            return Err(src.err_at(
-                item.span(),
-                format!(
-                    "{}: `incomplete` must map python versions to reasons",
-                    f.what
-                ),
-            ));
-        };
-        for (k, v) in tbl.iter() {
-            let Some(reason) = v.as_str() else {
-                return Err(src.err_at(
-                    v.span(),
-                    format!("{}: incomplete.{k} must be a string", f.what),
-                ));
-            };
-            if !python.iter().any(|p| p == k) {
-                return Err(src.err_at(
-                    v.span(),
-                    format!(
-                        "{}: incomplete.{k} names a python version not in `python`",
-                        f.what
-                    ),
-                ));
-            }
-            incomplete.insert(k.to_string(), reason.to_string());
-        }
-    }
-    let indexes: Vec<String> = f.str_list("indexes")?.into_iter().map(|(s, _)| s).collect();
-    if indexes.is_empty() {
-        return Err(src.err_at(
-            t.span(),
-            format!("{}: `indexes` must list at least one index URL", f.what),
-        ));
-    }
-    for (i, (u, span)) in f.str_list("indexes")?.into_iter().enumerate() {
-        // Plain http only to this host's loopback (a local mirror, or the
-        // test index): `lock check` still refuses non-https wheel URLs.
-        let loopback = u.starts_with("http://127.0.0.1:")
-            || u.starts_with("http://localhost:")
-            || u.starts_with("http://[::1]:");
-        if !u.starts_with("https://") && !loopback {
-            return Err(src.err_at(
-                span,
-                format!(
-                    "{}: indexes[{i}] `{u}` must be an https URL (or http to loopback)",
-                    f.what
-                ),
-            ));
-        }
-    }
-    let mut requirements = Vec::new();
-    for (r, span) in f.str_list("requirements")? {
-        if let Err(e) = r.parse::<uv_pep508::Requirement>() {
-            return Err(src.err_at(
-                span,
-                format!("{}: requirement {r:?} is not PEP 508: {e}", f.what),
-            ));
-        }
-        requirements.push(r);
-    }
-    if requirements.is_empty() {
-        return Err(src.err_at(
-            t.span(),
-            format!(
-                "{}: `requirements` must list the top-level requirements",
-                f.what
-            ),
-        ));
-    }
+    let backend = profile_backend(&f)?;
+    let status = profile_status(&f)?;
+    let serves = version_req(&f, "serves")?
+        .ok_or_else(|| f.err(t.span(), "missing required key `serves`"))?;
+    let driver = version_req(&f, "driver")?;
+    let gfx = profile_gfx(&f, backend)?;
+    let python = profile_python(&f)?;
+    let incomplete = profile_incomplete(&f, &python)?;
+    let indexes = profile_indexes(&f)?;
+    let requirements = profile_requirements(&f)?;
     let lockfile_name = f.str("lockfile")?;
     let expected = lockfile_name_for(name);
     if lockfile_name != expected {
-        return Err(src.err_at(
+        return Err(f.err(
             f.value_span("lockfile"),
-            format!("{}: lockfile must be `{expected}` (PEP 751: pylock.<name>.toml, no dots in <name>)", f.what),
+            format!(
+                "lockfile must be `{expected}` (PEP 751: pylock.<name>.toml, no dots in <name>)"
+            ),
         ));
     }
     Ok(Profile {
@@ -517,6 +339,136 @@ fn parse_profile(dir: &LockDir, src: &Source, name: &str, t: &toml_edit::Table) 
         notes: f.str_list("notes")?.into_iter().map(|(s, _)| s).collect(),
         line: src.line_of(t.span()),
     })
+}
+
+fn profile_backend(f: &Fields) -> Result<Backend> {
+    let s = f.str("backend")?;
+    s.parse::<Backend>().map_err(|_| {
+        f.err(
+            f.value_span("backend"),
+            format!("backend `{s}` must be cpu, cuda or rocm"),
+        )
+    })
+}
+
+fn profile_status(f: &Fields) -> Result<LockStatus> {
+    match f.str("status")?.as_str() {
+        "locked" if f.table.contains_key("not-locked-reason") => Err(f.err(
+            f.value_span("not-locked-reason"),
+            "`not-locked-reason` only goes with status = \"not-locked\"",
+        )),
+        "locked" => Ok(LockStatus::Locked),
+        "not-locked" => Ok(LockStatus::NotLocked {
+            reason: f.str("not-locked-reason")?,
+        }),
+        other => Err(f.err(
+            f.value_span("status"),
+            format!("status `{other}` must be \"locked\" or \"not-locked\""),
+        )),
+    }
+}
+
+/// An optional semver requirement (`serves`, `driver`).
+fn version_req(f: &Fields, key: &str) -> Result<Option<semver::VersionReq>> {
+    let Some(s) = f.opt_str(key)? else {
+        return Ok(None);
+    };
+    semver::VersionReq::parse(&s).map(Some).map_err(|e| {
+        f.err(
+            f.value_span(key),
+            format!("`{key}` = {s:?} is not a semver requirement: {e}"),
+        )
+    })
+}
+
+/// The gfx targets a rocm profile's wheels carry (only rocm profiles list them).
+fn profile_gfx(f: &Fields, backend: Backend) -> Result<Vec<String>> {
+    let gfx = f
+        .str_list("gfx")?
+        .into_iter()
+        .map(|(g, span)| check_gfx(f, span, g))
+        .collect::<Result<Vec<_>>>()?;
+    if backend == Backend::Rocm && gfx.is_empty() {
+        return Err(f.err(
+            f.span(),
+            "a rocm profile must list the gfx targets of its wheels",
+        ));
+    }
+    if backend != Backend::Rocm && !gfx.is_empty() {
+        return Err(f.err(f.value_span("gfx"), "only rocm profiles list gfx targets"));
+    }
+    Ok(gfx)
+}
+
+/// The Python versions (x.y), oldest first; at least one.
+fn profile_python(f: &Fields) -> Result<Vec<String>> {
+    let mut python = Vec::new();
+    for (p, span) in f.str_list("python")? {
+        if parse_xy(&p).is_none_or(|(_, minor)| minor > super::tags::MAX_MINOR) {
+            return Err(f.err(span, format!("python version `{p}` must look like 3.12")));
+        }
+        python.push(p);
+    }
+    if python.is_empty() {
+        return Err(f.err(f.span(), "`python` must list at least one version"));
+    }
+    python.sort_by_key(|p| parse_xy(p));
+    Ok(python)
+}
+
+/// Python versions the lock does not cover, each with its reason.
+fn profile_incomplete(f: &Fields, python: &[String]) -> Result<BTreeMap<String, String>> {
+    let mut incomplete = BTreeMap::new();
+    for (k, reason, span) in f.str_map("incomplete", "map python versions to reasons")? {
+        if !python.contains(&k) {
+            return Err(f.err(
+                span,
+                format!("incomplete.{k} names a python version not in `python`"),
+            ));
+        }
+        incomplete.insert(k, reason);
+    }
+    Ok(incomplete)
+}
+
+/// The package indexes: https, or plain http only to this host's loopback
+/// (a local mirror, or the test index); `lock check` still refuses
+/// non-https wheel URLs.
+fn profile_indexes(f: &Fields) -> Result<Vec<String>> {
+    let listed = f.str_list("indexes")?;
+    if listed.is_empty() {
+        return Err(f.err(f.span(), "`indexes` must list at least one index URL"));
+    }
+    for (i, (u, span)) in listed.iter().enumerate() {
+        let loopback = u.starts_with("http://127.0.0.1:")
+            || u.starts_with("http://localhost:")
+            || u.starts_with("http://[::1]:");
+        if !u.starts_with("https://") && !loopback {
+            return Err(f.err(
+                span.clone(),
+                format!("indexes[{i}] `{u}` must be an https URL (or http to loopback)"),
+            ));
+        }
+    }
+    Ok(listed.into_iter().map(|(u, _)| u).collect())
+}
+
+/// The top-level requirements, each PEP 508; at least one.
+fn profile_requirements(f: &Fields) -> Result<Vec<String>> {
+    let mut requirements = Vec::new();
+    for (r, span) in f.str_list("requirements")? {
+        if let Err(e) = r.parse::<uv_pep508::Requirement>() {
+            return Err(f.err(span, format!("requirement {r:?} is not PEP 508: {e}")));
+        }
+        requirements.push(r);
+    }
+    if requirements.is_empty() {
+        return Err(f.err(
+            f.span(),
+            "`requirements` must list the top-level requirements",
+        ));
+    }
+    Ok(requirements)
 }
 
 /// `rocm6.4` -> `pylock.rocm6-4.toml` (PEP 751 forbids dots in the name part).

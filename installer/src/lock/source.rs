@@ -107,6 +107,9 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
+/// One `key = "value"` of a table of strings, with the value's position.
+pub type MapEntry = (String, String, Option<Range<usize>>);
+
 /// Typed accessors on a table that report wrong or missing fields at their
 /// position. `ctx` is the span of the table itself, used when a key is absent.
 pub struct Fields<'a> {
@@ -180,6 +183,32 @@ impl<'a> Fields<'a> {
             Some(Item::Value(Value::Boolean(b))) => Ok(Some(*b.value())),
             Some(_) => Err(self.wrong(key, "true or false")),
         }
+    }
+
+    /// An error at `span` naming this table: `<what>: <message>`.
+    pub fn err(
+        &self,
+        span: Option<Range<usize>>,
+        message: impl std::fmt::Display,
+    ) -> anyhow::Error {
+        self.src.err_at(span, format!("{}: {message}", self.what))
+    }
+
+    /// A table of strings (`key.name = "text"`), in its order; absent means
+    /// empty. `must` completes "`key` must ..." when it is not a table.
+    pub fn str_map(&self, key: &str, must: &str) -> anyhow::Result<Vec<MapEntry>> {
+        let Some(item) = self.table.get(key) else {
+            return Ok(Vec::new());
+        };
+        let Some(tbl) = item.as_table_like() else {
+            return Err(self.err(item.span(), format!("`{key}` must {must}")));
+        };
+        tbl.iter()
+            .map(|(k, v)| match v.as_str() {
+                Some(s) => Ok((k.to_string(), s.to_string(), v.span())),
+                None => Err(self.err(v.span(), format!("{key}.{k} must be a string"))),
+            })
+            .collect()
     }
 
     /// An array of strings; absent means empty.

@@ -271,3 +271,76 @@ fn matrix_python_version_with_an_absurd_minor() {
         "must look like 3.12",
     );
 }
+
+#[test]
+fn matrix_plain_http_index_is_refused() {
+    expect_error_at(
+        "matrix.toml",
+        "indexes = [\"https://pypi.org/simple\"]",
+        "indexes = [\"http://pypi.org/simple\"]",
+        "\"http://pypi.org/simple\"",
+        &["list"],
+        "profiles.cpu: indexes[0] `http://pypi.org/simple` must be an https URL",
+    );
+}
+
+#[test]
+fn matrix_unknown_backend() {
+    expect_error_at(
+        "matrix.toml",
+        "backend = \"cpu\"",
+        "backend = \"vulkan\"",
+        "\"vulkan\"",
+        &["list"],
+        "profiles.cpu: backend `vulkan` must be cpu, cuda or rocm",
+    );
+}
+
+#[test]
+fn matrix_incomplete_names_a_listed_python_with_a_text() {
+    let cpu = "python = [\"3.11\", \"3.12\", \"3.13\"]";
+    expect_error_at(
+        "matrix.toml",
+        cpu,
+        &format!("{cpu}\nincomplete = {{ \"3.9\" = \"no wheels\" }}"),
+        "\"no wheels\"",
+        &["list"],
+        "profiles.cpu: incomplete.3.9 names a python version not in `python`",
+    );
+    expect_error_at(
+        "matrix.toml",
+        cpu,
+        &format!("{cpu}\nincomplete = {{ \"3.13\" = 7 }}"),
+        "7 }",
+        &["list"],
+        "profiles.cpu: incomplete.3.13 must be a string",
+    );
+    expect_error_at(
+        "matrix.toml",
+        cpu,
+        &format!("{cpu}\nincomplete = \"3.13\""),
+        "\"3.13\"\n",
+        &["list"],
+        "profiles.cpu: `incomplete` must map python versions to reasons",
+    );
+}
+
+#[test]
+fn matrix_gfx_override_env_holds_strings() {
+    expect_error_at(
+        "matrix.toml",
+        "env = { HSA_OVERRIDE_GFX_VERSION = \"11.0.0\" }",
+        "env = { HSA_OVERRIDE_GFX_VERSION = 11 }",
+        "11 }",
+        &["list"],
+        "[[gfx-override]]: env.HSA_OVERRIDE_GFX_VERSION must be a string",
+    );
+    expect_error_at(
+        "matrix.toml",
+        "env = { HSA_OVERRIDE_GFX_VERSION = \"11.0.0\" }",
+        "env = \"HSA_OVERRIDE_GFX_VERSION=11.0.0\"",
+        "\"HSA_OVERRIDE_GFX_VERSION=11.0.0\"",
+        &["list"],
+        "[[gfx-override]]: `env` must be a table of strings",
+    );
+}
