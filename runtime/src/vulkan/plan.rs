@@ -160,63 +160,9 @@ fn rope_table(tokens: usize, head_dim: usize, pos0: u32, theta: f32) -> HostBuf 
 pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError> {
     op.validate().map_err(|e| bad(e.to_string()))?;
     let t = tuning;
-    let simple = |shader: Shader, wg: u32, dispatches: Vec<Dispatch>| Plan {
-        shader,
-        per_dispatch: false,
-        spec: vec![wg],
-        tuning: Tuning::default().with(Knob::Wg, wg),
-        aux: vec![],
-        dispatches,
-    };
-    let whole = |n: usize| vec![None; n];
-    Ok(match *op {
-        Op::Noop => {
-            check_keys(t, &[Knob::Wg])?;
-            let wg = wg_of(t, 64, lim)?;
-            // A batch of dependent dispatches per repeat, timed together:
-            // the per-dispatch cost without one timestamp pair per dispatch.
-            let batch = (0..NOOP_BATCH)
-                .map(|_| Dispatch {
-                    push: vec![],
-                    groups: [1, 1, 1],
-                    ranges: vec![],
-                })
-                .collect();
-            let mut p = simple(Shader::Noop, wg, batch);
-            p.per_dispatch = true;
-            p
-        }
-        Op::Fill { .. } | Op::Copy { .. } | Op::VecAdd { .. } => {
-            check_keys(t, &[Knob::Wg, Knob::Unroll, Knob::Groups])?;
-            let wg = wg_of(t, STREAM_WG, lim)?;
-            let unroll = t.get(Knob::Unroll).unwrap_or(STREAM_UNROLL);
-            if !(1..=16).contains(&unroll) {
-                return Err(bad(format!("unroll={unroll}: must be 1..=16")));
-            }
-            let max_groups = t.get(Knob::Groups).unwrap_or(MAX_GROUPS);
-            if max_groups == 0 || max_groups > MAX_GROUPS {
-                return Err(bad(format!(
-                    "groups={max_groups}: must be 1..={MAX_GROUPS}"
-                )));
-            }
-            let (shader, nbuf, extra) = match *op {
-                Op::Fill { value, .. } => (Shader::Fill, 1, vec![value]),
-                Op::Copy { .. } => (Shader::Copy, 2, vec![]),
-                _ => (Shader::VecAdd, 3, vec![]),
-            };
-            let n = op.outputs()[0].len;
-            let mut ds = elementwise(n, nbuf, wg * unroll, lim, &extra);
-            for d in &mut ds {
-                d.groups[0] = d.groups[0].min(max_groups);
-            }
-            let mut p = simple(shader, wg, ds);
-            p.spec.push(unroll);
-            p.tuning = p.tuning.with(Knob::Unroll, unroll);
-            if t.get(Knob::Groups).is_some() {
-                p.tuning = p.tuning.with(Knob::Groups, max_groups);
-            }
-            p
-        }
+    match *op {
+        Op::Noop => noop(t, lim),
+        Op::Fill { .. } | Op::Copy { .. } | Op::VecAdd { .. } => stream(op, t, lim),
         Op::TestBrokenCopy { n } => {
             check_keys(t, &[Knob::Wg])?;
             let wg = wg_of(t, 256, lim)?;
@@ -225,100 +171,13 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
                 groups: [groups_for(n as u64, wg as u64), 1, 1],
                 ranges: whole(2),
             };
-            simple(Shader::BrokenCopy, wg, vec![d])
+            Ok(simple(Shader::BrokenCopy, wg, vec![d]))
         }
-        Op::TestSlow { iters } => {
-            check_keys(t, &[])?;
-            Plan {
-                shader: Shader::Slow,
-                per_dispatch: false,
-                spec: vec![],
-                tuning: Tuning::default(),
-                aux: vec![],
-                // Every workgroup runs the same chain and writes the same value:
-                // on a GPU they run side by side (time ~ one chain), on a CPU
-                // implementation they queue up (time ~ groups x chain), so the
-                // kernel is slow everywhere.
-                dispatches: vec![Dispatch {
-                    push: vec![iters],
-                    groups: [groups_for(iters as u64, 1 << 16), 1, 1],
-                    ranges: whole(1),
-                }],
-            }
-        }
-        Op::GemmF32 { m, n, k } | Op::GemmF16 { m, n, k } => gemm::plan(op, m, n, k, t, lim)?,
+        Op::TestSlow { iters } => test_slow(iters, t),
+        Op::GemmF32 { m, n, k } | Op::GemmF16 { m, n, k } => gemm::plan(op, m, n, k, t, lim),
         Op::RmsNorm { rows, cols, .. }
         | Op::LayerNorm { rows, cols, .. }
-        | Op::Softmax { rows, cols } => {
-            check_keys(t, &[Knob::Wg, Knob::Vec4, Knob::Reg])?;
-            let wg = wg_of(t, 256, lim)?;
-            // vec4 loads whenever rows stay 16-byte aligned (the default).
-            let vec4 = match t.get(Knob::Vec4) {
-                None => cols % 4 == 0,
-                Some(1) if cols % 4 == 0 => true,
-                Some(0) => false,
-                Some(v) => {
-                    return Err(bad(format!(
-                        "vec4={v}: needs cols % 4 == 0 and a value of 0 or 1"
-                    )))
-                }
-            };
-            let (shader, nbuf, push) = match *op {
-                Op::RmsNorm { eps, .. } => (
-                    [Shader::Rmsnorm, Shader::RmsnormVec4, Shader::RmsnormReg],
-                    3,
-                    vec![rows as u32, cols as u32, eps.to_bits()],
-                ),
-                Op::LayerNorm { eps, .. } => (
-                    [
-                        Shader::Layernorm,
-                        Shader::LayernormVec4,
-                        Shader::LayernormReg,
-                    ],
-                    4,
-                    vec![rows as u32, cols as u32, eps.to_bits()],
-                ),
-                _ => (
-                    [Shader::Softmax, Shader::SoftmaxVec4, Shader::SoftmaxReg],
-                    2,
-                    vec![rows as u32, cols as u32],
-                ),
-            };
-            let d = Dispatch {
-                push,
-                groups: [(rows as u32).min(MAX_GROUPS), 1, 1],
-                ranges: whole(nbuf),
-            };
-            // Row in registers (one read of x) when it fits NORM_MAX_NPT
-            // vec4s per invocation (the default then).
-            let npt = (cols as u32).div_ceil(4).div_ceil(wg);
-            let reg_fits = vec4 && npt <= NORM_MAX_NPT;
-            let reg = match t.get(Knob::Reg) {
-                None => reg_fits,
-                Some(1) if reg_fits => true,
-                Some(0) => false,
-                Some(v) => {
-                    return Err(bad(format!(
-                        "reg={v}: needs vec4 and cols <= {} for wg={wg}, and a value of 0 or 1",
-                        4 * NORM_MAX_NPT * wg
-                    )))
-                }
-            };
-            let name = if reg {
-                shader[2]
-            } else {
-                shader[vec4 as usize]
-            };
-            let mut p = simple(name, wg, vec![d]);
-            if reg {
-                p.spec.push(npt);
-            }
-            p.tuning = p
-                .tuning
-                .with(Knob::Vec4, vec4 as u32)
-                .with(Knob::Reg, reg as u32);
-            p
-        }
+        | Op::Softmax { rows, cols } => row_norm(op, rows, cols, t, lim),
         Op::Rope {
             tokens,
             heads,
@@ -336,7 +195,7 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             };
             let mut p = simple(Shader::Rope, wg, vec![d]);
             p.aux.push(rope_table(tokens, head_dim, pos0, theta));
-            p
+            Ok(p)
         }
         Op::KvUpdate {
             layers,
@@ -360,9 +219,176 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
                 groups: [groups_for(total, wg as u64), 1, 1],
                 ranges: whole(4),
             };
-            simple(Shader::KvUpdate, wg, vec![d])
+            Ok(simple(Shader::KvUpdate, wg, vec![d]))
         }
+    }
+}
+
+/// One shader, one spec constant (its workgroup size), tuned by `wg` alone
+/// until the caller adds more.
+fn simple(shader: Shader, wg: u32, dispatches: Vec<Dispatch>) -> Plan {
+    Plan {
+        shader,
+        per_dispatch: false,
+        spec: vec![wg],
+        tuning: Tuning::default().with(Knob::Wg, wg),
+        aux: vec![],
+        dispatches,
+    }
+}
+
+/// Every one of `n` buffers bound whole.
+fn whole(n: usize) -> Vec<Option<(u64, u64)>> {
+    vec![None; n]
+}
+
+/// `noop`: a batch of dependent dispatches per repeat, timed together: the
+/// per-dispatch cost without one timestamp pair per dispatch.
+fn noop(t: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError> {
+    check_keys(t, &[Knob::Wg])?;
+    let wg = wg_of(t, 64, lim)?;
+    let batch = (0..NOOP_BATCH)
+        .map(|_| Dispatch {
+            push: vec![],
+            groups: [1, 1, 1],
+            ranges: vec![],
+        })
+        .collect();
+    let mut p = simple(Shader::Noop, wg, batch);
+    p.per_dispatch = true;
+    Ok(p)
+}
+
+/// `fill`, `copy`, `vec_add`: grid-stride streams of `unroll` elements per
+/// invocation over at most `groups` workgroups.
+fn stream(op: &Op, t: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError> {
+    check_keys(t, &[Knob::Wg, Knob::Unroll, Knob::Groups])?;
+    let wg = wg_of(t, STREAM_WG, lim)?;
+    let unroll = t.get(Knob::Unroll).unwrap_or(STREAM_UNROLL);
+    if !(1..=16).contains(&unroll) {
+        return Err(bad(format!("unroll={unroll}: must be 1..=16")));
+    }
+    let max_groups = t.get(Knob::Groups).unwrap_or(MAX_GROUPS);
+    if max_groups == 0 || max_groups > MAX_GROUPS {
+        return Err(bad(format!(
+            "groups={max_groups}: must be 1..={MAX_GROUPS}"
+        )));
+    }
+    let (shader, nbuf, extra) = match *op {
+        Op::Fill { value, .. } => (Shader::Fill, 1, vec![value]),
+        Op::Copy { .. } => (Shader::Copy, 2, vec![]),
+        _ => (Shader::VecAdd, 3, vec![]),
+    };
+    let n = op.outputs()[0].len;
+    let mut ds = elementwise(n, nbuf, wg * unroll, lim, &extra);
+    for d in &mut ds {
+        d.groups[0] = d.groups[0].min(max_groups);
+    }
+    let mut p = simple(shader, wg, ds);
+    p.spec.push(unroll);
+    p.tuning = p.tuning.with(Knob::Unroll, unroll);
+    if t.get(Knob::Groups).is_some() {
+        p.tuning = p.tuning.with(Knob::Groups, max_groups);
+    }
+    Ok(p)
+}
+
+/// `test_slow`: every workgroup runs the same chain and writes the same
+/// value: on a GPU they run side by side (time ~ one chain), on a CPU
+/// implementation they queue up (time ~ groups x chain), so the kernel is
+/// slow everywhere.
+fn test_slow(iters: u32, t: &Tuning) -> Result<Plan, RuntimeError> {
+    check_keys(t, &[])?;
+    Ok(Plan {
+        shader: Shader::Slow,
+        per_dispatch: false,
+        spec: vec![],
+        tuning: Tuning::default(),
+        aux: vec![],
+        dispatches: vec![Dispatch {
+            push: vec![iters],
+            groups: [groups_for(iters as u64, 1 << 16), 1, 1],
+            ranges: whole(1),
+        }],
     })
+}
+
+/// `rmsnorm`, `layernorm`, `softmax`: a workgroup per row; vec4 loads
+/// whenever rows stay 16-byte aligned (the default), the row in registers
+/// (one read of x) when it fits NORM_MAX_NPT vec4s per invocation (the
+/// default then).
+fn row_norm(
+    op: &Op,
+    rows: usize,
+    cols: usize,
+    t: &Tuning,
+    lim: &Limits,
+) -> Result<Plan, RuntimeError> {
+    check_keys(t, &[Knob::Wg, Knob::Vec4, Knob::Reg])?;
+    let wg = wg_of(t, 256, lim)?;
+    let vec4 = match t.get(Knob::Vec4) {
+        None => cols.is_multiple_of(4),
+        Some(1) if cols.is_multiple_of(4) => true,
+        Some(0) => false,
+        Some(v) => {
+            return Err(bad(format!(
+                "vec4={v}: needs cols % 4 == 0 and a value of 0 or 1"
+            )))
+        }
+    };
+    let (shader, nbuf, push) = match *op {
+        Op::RmsNorm { eps, .. } => (
+            [Shader::Rmsnorm, Shader::RmsnormVec4, Shader::RmsnormReg],
+            3,
+            vec![rows as u32, cols as u32, eps.to_bits()],
+        ),
+        Op::LayerNorm { eps, .. } => (
+            [
+                Shader::Layernorm,
+                Shader::LayernormVec4,
+                Shader::LayernormReg,
+            ],
+            4,
+            vec![rows as u32, cols as u32, eps.to_bits()],
+        ),
+        _ => (
+            [Shader::Softmax, Shader::SoftmaxVec4, Shader::SoftmaxReg],
+            2,
+            vec![rows as u32, cols as u32],
+        ),
+    };
+    let d = Dispatch {
+        push,
+        groups: [(rows as u32).min(MAX_GROUPS), 1, 1],
+        ranges: whole(nbuf),
+    };
+    let npt = (cols as u32).div_ceil(4).div_ceil(wg);
+    let reg_fits = vec4 && npt <= NORM_MAX_NPT;
+    let reg = match t.get(Knob::Reg) {
+        None => reg_fits,
+        Some(1) if reg_fits => true,
+        Some(0) => false,
+        Some(v) => {
+            return Err(bad(format!(
+                "reg={v}: needs vec4 and cols <= {} for wg={wg}, and a value of 0 or 1",
+                4 * NORM_MAX_NPT * wg
+            )))
+        }
+    };
+    let name = if reg {
+        shader[2]
+    } else {
+        shader[vec4 as usize]
+    };
+    let mut p = simple(name, wg, vec![d]);
+    if reg {
+        p.spec.push(npt);
+    }
+    p.tuning = p
+        .tuning
+        .with(Knob::Vec4, vec4 as u32)
+        .with(Knob::Reg, reg as u32);
+    Ok(p)
 }
 
 /// Tunings worth sweeping for `op` (the default first), all valid on this device.
