@@ -175,6 +175,131 @@ pub struct Device {
     last_ns: std::collections::HashMap<String, u64>,
 }
 
+/// The cooperative-matrix paths a device was opened with.
+#[derive(Clone, Copy)]
+struct Coop {
+    /// VK_KHR_cooperative_matrix with an f16 x f16 -> f32 shape.
+    khr: bool,
+    /// VK_NV_cooperative_matrix2 (for `gemm_f16_cm2`).
+    nv2: bool,
+}
+
+/// `vkCreateDevice` on `p`'s compute queue family, with the features and
+/// extensions greta's kernels use wherever the device has them.
+fn create_logical(
+    instance: Arc<Instance>,
+    p: &select::Physical,
+    info: &DeviceInfo,
+) -> Result<(Arc<LogicalDevice>, Coop), RuntimeError> {
+    let prio = [1.0f32];
+    let queues = [vk::DeviceQueueCreateInfo::default()
+        .queue_family_index(p.queue_family)
+        .queue_priorities(&prio)];
+    let mut exts = Vec::new();
+    let mut f11 =
+        vk::PhysicalDeviceVulkan11Features::default().storage_buffer16_bit_access(p.storage16);
+    let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
+        .shader_float16(p.shader_f16)
+        .vulkan_memory_model(p.vulkan_memory_model);
+    let mut coop =
+        vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default().cooperative_matrix(true);
+    let mut dinfo = vk::DeviceCreateInfo::default()
+        .queue_create_infos(&queues)
+        .push_next(&mut f11)
+        .push_next(&mut f12);
+    let khr = p.has_coop_ext && p.shader_f16 && info.coop_f16_f32().is_some();
+    if khr {
+        exts.push(ash::khr::cooperative_matrix::NAME.as_ptr());
+        dinfo = dinfo.push_next(&mut coop);
+    }
+    let nv2 = khr && p.has_coop2 && p.storage16 && p.vulkan_memory_model;
+    let mut coop2_features = coop2::Features::needed();
+    if nv2 {
+        exts.push(coop2::NAME.as_ptr());
+        dinfo = dinfo.push_next(&mut coop2_features);
+    }
+    dinfo = dinfo.enabled_extension_names(&exts);
+    let device = LogicalDevice::new(instance, p.raw, &dinfo)
+        .map_err(|e| RuntimeError::api(&format!("vkCreateDevice({})", info.name), e))?;
+    Ok((device, Coop { khr, nv2 }))
+}
+
+/// Where this device's pipeline cache file is (None: caching is off), the
+/// data it holds that passed the checks, and what became of it.
+fn stored_pipeline_cache(
+    opts: &OpenOptions,
+    info: &DeviceInfo,
+    id: &cache::Identity,
+) -> (Option<PathBuf>, Option<Vec<u8>>, CacheStatus) {
+    let dir = match &opts.cache {
+        CacheDir::Default => cache::default_dir(),
+        CacheDir::Dir(d) => Some(d.clone()),
+        CacheDir::Off => None,
+    };
+    let Some(path) = dir.map(|d| {
+        d.join(cache::file_name(
+            &info.uuid.map(|u| u.hex()).unwrap_or_default(),
+            info.vendor_id,
+            info.device_id,
+            info.driver_version,
+        ))
+    }) else {
+        return (None, None, CacheStatus::Disabled);
+    };
+    let (data, status) = match cache::load(&path, id) {
+        Ok(Some(d)) => {
+            let bytes = d.len();
+            let status = CacheStatus::Loaded {
+                path: path.clone(),
+                bytes,
+            };
+            (Some(d), status)
+        }
+        Ok(None) => (None, CacheStatus::Missing { path: path.clone() }),
+        Err(reason) => {
+            tracing::warn!("ignoring pipeline cache {}: {reason}", path.display());
+            let status = CacheStatus::Ignored {
+                path: path.clone(),
+                reason,
+            };
+            (None, status)
+        }
+    };
+    (Some(path), data, status)
+}
+
+/// What the planner may use on this device.
+fn limits(opts: &OpenOptions, info: &DeviceInfo, p: &select::Physical, coop: Coop) -> plan::Limits {
+    plan::Limits {
+        max_range: opts
+            .max_storage_range
+            .map_or(info.max_storage_buffer_range, |r| {
+                r.min(info.max_storage_buffer_range)
+            }),
+        offset_align: p.min_storage_offset_align,
+        max_invocations: info.max_workgroup_invocations,
+        max_shared: info.max_shared_memory,
+        subgroup_arith: p.subgroup_arith,
+        coop_f16: if coop.khr {
+            info.coop_f16_f32().map(|s| (s.m, s.n, s.k))
+        } else {
+            None
+        },
+        f16_storage: p.storage16 && p.shader_f16,
+        coop2: coop.nv2,
+        coop16: coop.khr
+            && info.coop_matrix.iter().any(|s| {
+                s.subgroup_scope
+                    && (s.m, s.n, s.k) == (16, 16, 16)
+                    && (s.a.as_str(), s.b.as_str(), s.c.as_str(), s.result.as_str())
+                        == ("f16", "f16", "f32", "f32")
+            }),
+        subgroup_size: (info.min_subgroup_size == info.max_subgroup_size
+            && info.subgroup_size == info.max_subgroup_size)
+            .then_some(info.subgroup_size),
+    }
+}
+
 impl Device {
     /// Opens the device `select` names, validation per `GRETA_VK_VALIDATION`.
     pub fn open(select: &DeviceSelect) -> Result<Self, RuntimeError> {
@@ -203,38 +328,9 @@ impl Device {
             );
         }
 
-        let prio = [1.0f32];
-        let queues = [vk::DeviceQueueCreateInfo::default()
-            .queue_family_index(p.queue_family)
-            .queue_priorities(&prio)];
-        let mut exts = Vec::new();
-        let mut f11 =
-            vk::PhysicalDeviceVulkan11Features::default().storage_buffer16_bit_access(p.storage16);
-        let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
-            .shader_float16(p.shader_f16)
-            .vulkan_memory_model(p.vulkan_memory_model);
-        let mut coop =
-            vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default().cooperative_matrix(true);
-        let mut dinfo = vk::DeviceCreateInfo::default()
-            .queue_create_infos(&queues)
-            .push_next(&mut f11)
-            .push_next(&mut f12);
-        let use_coop = p.has_coop_ext && p.shader_f16 && info.coop_f16_f32().is_some();
-        if use_coop {
-            exts.push(ash::khr::cooperative_matrix::NAME.as_ptr());
-            dinfo = dinfo.push_next(&mut coop);
-        }
-        let use_coop2 = use_coop && p.has_coop2 && p.storage16 && p.vulkan_memory_model;
-        let mut coop2_features = coop2::Features::needed();
-        if use_coop2 {
-            exts.push(coop2::NAME.as_ptr());
-            dinfo = dinfo.push_next(&mut coop2_features);
-        }
-        dinfo = dinfo.enabled_extension_names(&exts);
         // From here every object is owned (see [`owned`]): an error return
         // drops what was made so far, the device before its instance.
-        let device = LogicalDevice::new(instance, p.raw, &dinfo)
-            .map_err(|e| RuntimeError::api(&format!("vkCreateDevice({})", info.name), e))?;
+        let (device, coop) = create_logical(instance, &p, &info)?;
         let queue = device.queue(p.queue_family, 0);
         let pool_info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(p.queue_family)
@@ -259,45 +355,7 @@ impl Device {
             device: info.device_id,
             cache_uuid: p.pipeline_cache_uuid,
         };
-        let dir = match &opts.cache {
-            CacheDir::Default => cache::default_dir(),
-            CacheDir::Dir(d) => Some(d.clone()),
-            CacheDir::Off => None,
-        };
-        let cache_path = dir.map(|d| {
-            d.join(cache::file_name(
-                &info.uuid.map(|u| u.hex()).unwrap_or_default(),
-                info.vendor_id,
-                info.device_id,
-                info.driver_version,
-            ))
-        });
-        let (initial, cache_status) = match &cache_path {
-            None => (None, CacheStatus::Disabled),
-            Some(path) => match cache::load(path, &cache_id) {
-                Ok(Some(d)) => {
-                    let n = d.len();
-                    (
-                        Some(d),
-                        CacheStatus::Loaded {
-                            path: path.clone(),
-                            bytes: n,
-                        },
-                    )
-                }
-                Ok(None) => (None, CacheStatus::Missing { path: path.clone() }),
-                Err(reason) => {
-                    tracing::warn!("ignoring pipeline cache {}: {reason}", path.display());
-                    (
-                        None,
-                        CacheStatus::Ignored {
-                            path: path.clone(),
-                            reason,
-                        },
-                    )
-                }
-            },
-        };
+        let (cache_path, initial, cache_status) = stored_pipeline_cache(opts, &info, &cache_id);
         let mut cinfo = vk::PipelineCacheCreateInfo::default();
         if let Some(d) = &initial {
             cinfo = cinfo.initial_data(d);
@@ -317,34 +375,7 @@ impl Device {
         })
         .map_err(|e| RuntimeError::api("vkCreatePipelineCache", e))?;
 
-        let limits = plan::Limits {
-            max_range: opts
-                .max_storage_range
-                .map_or(info.max_storage_buffer_range, |r| {
-                    r.min(info.max_storage_buffer_range)
-                }),
-            offset_align: p.min_storage_offset_align,
-            max_invocations: info.max_workgroup_invocations,
-            max_shared: info.max_shared_memory,
-            subgroup_arith: p.subgroup_arith,
-            coop_f16: if use_coop {
-                info.coop_f16_f32().map(|s| (s.m, s.n, s.k))
-            } else {
-                None
-            },
-            f16_storage: p.storage16 && p.shader_f16,
-            coop2: use_coop2,
-            coop16: use_coop
-                && info.coop_matrix.iter().any(|s| {
-                    s.subgroup_scope
-                        && (s.m, s.n, s.k) == (16, 16, 16)
-                        && (s.a.as_str(), s.b.as_str(), s.c.as_str(), s.result.as_str())
-                            == ("f16", "f16", "f32", "f32")
-                }),
-            subgroup_size: (info.min_subgroup_size == info.max_subgroup_size
-                && info.subgroup_size == info.max_subgroup_size)
-                .then_some(info.subgroup_size),
-        };
+        let limits = limits(opts, &info, &p, coop);
         Ok(Device {
             phys: p.raw,
             queue_family: p.queue_family,
