@@ -87,6 +87,62 @@ pub fn enumerate(inst: &Instance) -> Result<Vec<Physical>, RuntimeError> {
     Ok(out)
 }
 
+/// The queue family greta submits to: a compute-only one (async compute)
+/// where there is one, else any with compute.
+fn compute_queue_family(qfs: &[vk::QueueFamilyProperties]) -> Option<usize> {
+    qfs.iter()
+        .position(|q| {
+            q.queue_flags.contains(vk::QueueFlags::COMPUTE)
+                && !q.queue_flags.contains(vk::QueueFlags::GRAPHICS)
+        })
+        .or_else(|| {
+            qfs.iter()
+                .position(|q| q.queue_flags.contains(vk::QueueFlags::COMPUTE))
+        })
+}
+
+/// The device's memory heaps. `pd` was enumerated from `inst`.
+fn memory_heaps(inst: &Instance, pd: vk::PhysicalDevice) -> Vec<MemoryHeap> {
+    // SAFETY: `pd` is a physical device of `inst`'s live instance.
+    let mem = unsafe { inst.raw.get_physical_device_memory_properties(pd) };
+    mem.memory_heaps[..mem.memory_heap_count as usize]
+        .iter()
+        .map(|h| MemoryHeap {
+            size: h.size,
+            device_local: h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL),
+        })
+        .collect()
+}
+
+/// The cooperative-matrix shapes of a device that has
+/// VK_KHR_cooperative_matrix; `pd` was enumerated from `inst`.
+fn coop_shapes(inst: &Instance, pd: vk::PhysicalDevice) -> Vec<CoopMatShape> {
+    let mut coop = Vec::new();
+    let cm = ash::khr::cooperative_matrix::Instance::new(&inst.entry, &inst.raw);
+    // SAFETY: `pd` is a physical device of `inst`'s live instance, and it
+    // has VK_KHR_cooperative_matrix (the caller's check).
+    match unsafe { cm.get_physical_device_cooperative_matrix_properties(pd) } {
+        Ok(list) => {
+            for p in list {
+                coop.push(CoopMatShape {
+                    m: p.m_size,
+                    n: p.n_size,
+                    k: p.k_size,
+                    a: component(p.a_type),
+                    b: component(p.b_type),
+                    c: component(p.c_type),
+                    result: component(p.result_type),
+                    subgroup_scope: p.scope == vk::ScopeKHR::SUBGROUP,
+                })
+            }
+        }
+        Err(e) => {
+            tracing::warn!("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR: {e}")
+        }
+    }
+    coop
+}
+
 /// What greta reads from one physical device; `None` when greta cannot use
 /// it (Vulkan < 1.2, no compute queue). Each query below is one `unsafe`
 /// call on `pd`, a physical device enumerated from `inst`'s live instance,
@@ -148,18 +204,7 @@ fn physical(inst: &Instance, pd: vk::PhysicalDevice) -> Option<Physical> {
     let has_coop2 = coop2_ext && c2.usable();
     // SAFETY: see the function's comment.
     let qfs = unsafe { i.get_physical_device_queue_family_properties(pd) };
-    // Prefer a compute-only queue family (async compute), else any with compute.
-    let qf = qfs
-        .iter()
-        .position(|q| {
-            q.queue_flags.contains(vk::QueueFlags::COMPUTE)
-                && !q.queue_flags.contains(vk::QueueFlags::GRAPHICS)
-        })
-        .or_else(|| {
-            qfs.iter()
-                .position(|q| q.queue_flags.contains(vk::QueueFlags::COMPUTE))
-        });
-    let Some(qf) = qf else {
+    let Some(qf) = compute_queue_family(&qfs) else {
         tracing::info!(
             "skipping {:?}: no compute queue",
             props.device_name_as_c_str()
@@ -167,40 +212,12 @@ fn physical(inst: &Instance, pd: vk::PhysicalDevice) -> Option<Physical> {
         return None;
     };
     let ts_bits = qfs[qf].timestamp_valid_bits;
-    // SAFETY: see the function's comment.
-    let mem = unsafe { i.get_physical_device_memory_properties(pd) };
-    let heaps = mem.memory_heaps[..mem.memory_heap_count as usize]
-        .iter()
-        .map(|h| MemoryHeap {
-            size: h.size,
-            device_local: h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL),
-        })
-        .collect();
-    let mut coop = Vec::new();
-    if has_coop_ext {
-        let cm = ash::khr::cooperative_matrix::Instance::new(&inst.entry, i);
-        // SAFETY: see the function's comment; the device has
-        // VK_KHR_cooperative_matrix (`has_coop_ext`).
-        match unsafe { cm.get_physical_device_cooperative_matrix_properties(pd) } {
-            Ok(list) => {
-                for p in list {
-                    coop.push(CoopMatShape {
-                        m: p.m_size,
-                        n: p.n_size,
-                        k: p.k_size,
-                        a: component(p.a_type),
-                        b: component(p.b_type),
-                        c: component(p.c_type),
-                        result: component(p.result_type),
-                        subgroup_scope: p.scope == vk::ScopeKHR::SUBGROUP,
-                    })
-                }
-            }
-            Err(e) => {
-                tracing::warn!("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR: {e}")
-            }
-        }
-    }
+    let heaps = memory_heaps(inst, pd);
+    let coop = if has_coop_ext {
+        coop_shapes(inst, pd)
+    } else {
+        Vec::new()
+    };
     let device_type = DeviceType::from_vk(props.device_type.as_raw());
     let lim = &props.limits;
     let sg_ops = v11.subgroup_supported_operations;
