@@ -104,172 +104,193 @@ fn vram_mib(s: &str) -> Option<u64> {
 
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
-    let mut by_bdf: Vec<Gpu> = Vec::new();
+    let mut amdgpu = AmdgpuLines::default();
     let mut by_kfd: Vec<Gpu> = Vec::new();
-    // Index into by_bdf of the GPU the last BDF-less line belongs to.
-    let mut last: Option<usize> = None;
     for l in text.lines() {
         let s = strip_stamp(l);
-        if let Some(rest) = s.strip_prefix("Linux version ") {
-            f.kernel_version = rest.split_whitespace().next().map(String::from);
-        }
-        if s.contains("Initialized amdgpu")
-            || s.starts_with("[drm] amdgpu kernel modesetting enabled")
-        {
-            f.drivers.push(KernelDriver {
-                name: "amdgpu".into(),
-                loaded: true,
-                version: None,
-            });
-        }
-        // AMD's dkms driver says its version: "[drm] amdgpu version: 6.2.4"
-        if let Some(v) = s.strip_prefix("[drm] amdgpu version: ") {
-            let v = v.trim().to_string();
-            f.kernel_driver_version.get_or_insert(v.clone());
-            f.drivers.push(KernelDriver {
-                name: "amdgpu".into(),
-                loaded: true,
-                version: Some(v),
-            });
-        }
-        if let Some(p) = s.find("Kernel Module") {
-            if s.starts_with("NVRM") {
-                let v = s[p + 13..].split_whitespace().next().map(String::from);
-                f.kernel_driver_version = v.clone();
-                f.drivers.push(KernelDriver {
-                    name: "nvidia".into(),
-                    loaded: true,
-                    version: v,
-                });
-            }
-        }
-        // "kfd kfd: DID 7340 is missing in supported_devices"
+        driver_line(s, &mut f);
         if let Some(rest) = s.strip_prefix("kfd kfd: ") {
-            let id = if let Some(r) = rest.strip_prefix("DID ") {
-                r.split_whitespace()
-                    .next()
-                    .and_then(|h| u16::from_str_radix(h, 16).ok())
-            } else if let Some(p) = rest
-                .find("added device ")
-                .or_else(|| rest.find("skipped device "))
-            {
-                // "added device 1002:74b5" / "skipped device 1002:67c4, PCI rejects atomics"
-                rest[p..]
-                    .split_once("device ")
-                    .map_or("", |(_, r)| r)
-                    .split(|c: char| c.is_whitespace() || c == ',')
-                    .next()
-                    .and_then(|ids| ids.split_once(':'))
-                    .and_then(|(_, d)| u16::from_str_radix(d, 16).ok())
-            } else {
-                None
-            };
-            if let Some(d) = id {
-                by_kfd.push(Gpu {
-                    vendor: Vendor::Amd,
-                    vendor_id: Some(amd::AMD),
-                    device_id: Some(d),
-                    seen_by: vec!["dmesg:kfd".into()],
-                    ..Gpu::default()
-                });
-            }
+            by_kfd.extend(kfd_device(rest).map(|d| Gpu {
+                vendor: Vendor::Amd,
+                vendor_id: Some(amd::AMD),
+                device_id: Some(d),
+                seen_by: vec!["dmesg:kfd".into()],
+                ..Gpu::default()
+            }));
             continue;
         }
-        // "amdgpu 0000:03:00.0: ..." and "amdgpu: probe of 0000:05:00.0 failed with error -22"
-        let bdf = if let Some(rest) = s.strip_prefix("amdgpu ") {
-            rest.split(':')
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(":")
-                .trim()
-                .to_string()
-        } else if let Some(p) = s.find("probe of ") {
-            s[p + 9..]
-                .split_whitespace()
-                .next()
-                .unwrap_or("")
-                .to_string()
-        } else {
-            String::new()
-        };
-        let mut cur = last;
-        if is_bdf(&bdf) {
-            let failed = s.contains("failed with error");
-            let i = match by_bdf
-                .iter()
-                .position(|g| g.pci_address.as_deref() == Some(bdf.as_str()))
-            {
-                Some(i) => i,
-                // A GPU named by an earlier address-less modesetting line.
-                None => match by_bdf.iter().position(|g| g.pci_address.is_none()) {
-                    Some(i) => {
-                        by_bdf[i].pci_address = Some(bdf.clone());
-                        i
-                    }
-                    None => {
-                        by_bdf.push(Gpu {
-                            vendor: Vendor::Amd,
-                            vendor_id: Some(amd::AMD),
-                            pci_address: Some(bdf.clone()),
-                            kernel_driver: Some("amdgpu".to_string()),
-                            seen_by: vec!["dmesg".into()],
-                            ..Gpu::default()
-                        });
-                        by_bdf.len() - 1
-                    }
-                },
-            };
-            if failed {
-                by_bdf[i].kernel_driver = None;
-            }
-            cur = Some(i);
-            last = Some(i);
-        }
-        if let Some(Modeset {
-            code,
-            device: did,
-            subsystem: sub,
-            revision: rev,
-        }) = modeset(s)
-        {
-            // A new modesetting line without an address is a new GPU unless
-            // the GPU of the last address has no id yet.
-            let i = match cur
-                .filter(|&i| by_bdf[i].device_id.is_none() || by_bdf[i].device_id == Some(did))
-            {
-                Some(i) if is_bdf(&bdf) || by_bdf[i].device_id.is_none() => i,
-                _ => {
-                    by_bdf.push(Gpu {
-                        vendor: Vendor::Amd,
-                        vendor_id: Some(amd::AMD),
-                        kernel_driver: Some("amdgpu".to_string()),
-                        seen_by: vec!["dmesg".into()],
-                        ..Gpu::default()
-                    });
-                    by_bdf.len() - 1
-                }
-            };
-            let g = &mut by_bdf[i];
-            g.device_id = Some(did);
-            if let Some((sv, sd)) = sub.filter(|s| *s != (0, 0)) {
-                g.subsystem_vendor_id = Some(sv);
-                g.subsystem_device_id = Some(sd);
-            }
-            g.revision = rev;
-            if let Some(gfx) = code.and_then(amd::gfx_from_codename) {
-                g.gfx = Some(gfx);
-            }
-            last = Some(i);
-            continue;
-        }
-        if let (Some(i), Some(mb)) = (cur.or(last), vram_mib(s)) {
-            if s.contains("drmn") || s.contains("amdgpu") {
-                by_bdf[i].vram_bytes.get_or_insert(mb << 20);
-            }
-        }
+        amdgpu.line(s);
     }
     // KFD lines name device ids without addresses; when amdgpu lines give the
     // addresses they describe the same GPUs, so only one list is kept.
-    f.gpus = if by_bdf.is_empty() { by_kfd } else { by_bdf };
+    f.gpus = if amdgpu.gpus.is_empty() {
+        by_kfd
+    } else {
+        amdgpu.gpus
+    };
     f
+}
+
+/// What a line says of the kernel and its GPU drivers: the kernel version,
+/// amdgpu loaded (and its dkms version), NVIDIA's module version.
+fn driver_line(s: &str, f: &mut Facts) {
+    if let Some(rest) = s.strip_prefix("Linux version ") {
+        f.kernel_version = rest.split_whitespace().next().map(String::from);
+    }
+    if s.contains("Initialized amdgpu") || s.starts_with("[drm] amdgpu kernel modesetting enabled")
+    {
+        f.drivers.push(KernelDriver {
+            name: "amdgpu".into(),
+            loaded: true,
+            version: None,
+        });
+    }
+    // AMD's dkms driver says its version: "[drm] amdgpu version: 6.2.4"
+    if let Some(v) = s.strip_prefix("[drm] amdgpu version: ") {
+        let v = v.trim().to_string();
+        f.kernel_driver_version.get_or_insert(v.clone());
+        f.drivers.push(KernelDriver {
+            name: "amdgpu".into(),
+            loaded: true,
+            version: Some(v),
+        });
+    }
+    if let Some(p) = s.find("Kernel Module") {
+        if s.starts_with("NVRM") {
+            let v = s[p + 13..].split_whitespace().next().map(String::from);
+            f.kernel_driver_version = v.clone();
+            f.drivers.push(KernelDriver {
+                name: "nvidia".into(),
+                loaded: true,
+                version: v,
+            });
+        }
+    }
+}
+
+/// The device id a `kfd kfd: ` line names: "DID 7340 is missing in
+/// supported_devices", "added device 1002:74b5", "skipped device 1002:67c4,
+/// PCI rejects atomics".
+fn kfd_device(rest: &str) -> Option<u16> {
+    if let Some(r) = rest.strip_prefix("DID ") {
+        return r
+            .split_whitespace()
+            .next()
+            .and_then(|h| u16::from_str_radix(h, 16).ok());
+    }
+    let p = rest
+        .find("added device ")
+        .or_else(|| rest.find("skipped device "))?;
+    rest[p..]
+        .split_once("device ")
+        .map_or("", |(_, r)| r)
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .next()
+        .and_then(|ids| ids.split_once(':'))
+        .and_then(|(_, d)| u16::from_str_radix(d, 16).ok())
+}
+
+/// The PCI address an amdgpu line names ("amdgpu 0000:03:00.0: ...",
+/// "amdgpu: probe of 0000:05:00.0 failed with error -22"); what it returns
+/// for other lines is no address ([`is_bdf`] says so).
+fn line_bdf(s: &str) -> String {
+    if let Some(rest) = s.strip_prefix("amdgpu ") {
+        rest.split(':')
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(":")
+            .trim()
+            .to_string()
+    } else if let Some(p) = s.find("probe of ") {
+        s[p + 9..]
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_string()
+    } else {
+        String::new()
+    }
+}
+
+/// The GPUs amdgpu's own lines describe, in the order they appear.
+#[derive(Default)]
+struct AmdgpuLines {
+    gpus: Vec<Gpu>,
+    /// The GPU the last line that named one belongs to: an address-less
+    /// line (VRAM size, a modesetting line) continues it.
+    last: Option<usize>,
+}
+
+impl AmdgpuLines {
+    fn line(&mut self, s: &str) {
+        let bdf = line_bdf(s);
+        let addressed = is_bdf(&bdf);
+        let mut cur = self.last;
+        if addressed {
+            let i = self.at_address(&bdf);
+            if s.contains("failed with error") {
+                self.gpus[i].kernel_driver = None;
+            }
+            cur = Some(i);
+            self.last = Some(i);
+        }
+        if let Some(m) = modeset(s) {
+            // A new modesetting line without an address is a new GPU unless
+            // the GPU of the last address has no id yet.
+            let i = match cur.filter(|&i| {
+                self.gpus[i].device_id.is_none() || self.gpus[i].device_id == Some(m.device)
+            }) {
+                Some(i) if addressed || self.gpus[i].device_id.is_none() => i,
+                _ => self.push(None),
+            };
+            let g = &mut self.gpus[i];
+            g.device_id = Some(m.device);
+            if let Some((sv, sd)) = m.subsystem.filter(|s| *s != (0, 0)) {
+                g.subsystem_vendor_id = Some(sv);
+                g.subsystem_device_id = Some(sd);
+            }
+            g.revision = m.revision;
+            if let Some(gfx) = m.code.and_then(amd::gfx_from_codename) {
+                g.gfx = Some(gfx);
+            }
+            self.last = Some(i);
+            return;
+        }
+        if let (Some(i), Some(mb)) = (cur.or(self.last), vram_mib(s)) {
+            if s.contains("drmn") || s.contains("amdgpu") {
+                self.gpus[i].vram_bytes.get_or_insert(mb << 20);
+            }
+        }
+    }
+
+    /// The GPU at `bdf`: the one already there, else one an earlier
+    /// address-less modesetting line named, else a new one.
+    fn at_address(&mut self, bdf: &str) -> usize {
+        if let Some(i) = self
+            .gpus
+            .iter()
+            .position(|g| g.pci_address.as_deref() == Some(bdf))
+        {
+            return i;
+        }
+        match self.gpus.iter().position(|g| g.pci_address.is_none()) {
+            Some(i) => {
+                self.gpus[i].pci_address = Some(bdf.to_string());
+                i
+            }
+            None => self.push(Some(bdf.to_string())),
+        }
+    }
+
+    fn push(&mut self, pci_address: Option<String>) -> usize {
+        self.gpus.push(Gpu {
+            vendor: Vendor::Amd,
+            vendor_id: Some(amd::AMD),
+            pci_address,
+            kernel_driver: Some("amdgpu".to_string()),
+            seen_by: vec!["dmesg".into()],
+            ..Gpu::default()
+        });
+        self.gpus.len() - 1
+    }
 }
