@@ -7,7 +7,8 @@
 #   scripts/gpu/fuzz.sh --pack        # builds fuzz/ with AFL++, writes .fuzzpack/
 # Run there with carry [".fuzzpack"] and the command:
 #   bash scripts/gpu/fuzz.sh SECONDS [TARGET=WORKERS ...]
-# (default: 520 s; sysroot=5 lock_files=4 from_text=4 data_files=1 gemm_plan=1).
+# (default: 520 s; sysroot=5 lock_files=4 from_text=4 data_files=1 gemm_plan=1; naming
+# any TARGET=WORKERS runs only the targets named). More workers than cores is refused.
 # Each target runs WORKERS afl-fuzz instances (one main, the rest
 # secondaries) on tmpfs for SECONDS. Results in $OUT: fuzz.log (a line per
 # target: executions, corpus, crashes, hangs, summed over workers) and
@@ -46,7 +47,23 @@ fi
 secs=${1:-520}
 shift || true
 declare -A workers=([sysroot]=5 [lock_files]=4 [from_text]=4 [data_files]=1 [gemm_plan]=1)
-for a in "$@"; do workers[${a%%=*}]=${a#*=}; done
+if (($# > 0)); then
+  for t in "${!workers[@]}"; do workers[$t]=0; done
+fi
+for a in "$@"; do
+  t=${a%%=*} n=${a#*=}
+  if [[ -z ${workers[$t]+x} || ! $n =~ ^[0-9]+$ ]]; then
+    echo "fuzz.sh: $a: expected TARGET=WORKERS with TARGET one of ${targets[*]}" >&2
+    exit 2
+  fi
+  workers[$t]=$n
+done
+total=0
+for t in "${!workers[@]}"; do total=$((total + workers[$t])); done
+if ((total > $(nproc))); then
+  echo "fuzz.sh: $total workers on $(nproc) cores would oversubscribe the machine" >&2
+  exit 2
+fi
 out=${OUT:-fuzz-out}
 mkdir -p "$out"
 log="$out/fuzz.log"
