@@ -173,31 +173,7 @@ impl Outcome {
 pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
     let started = Instant::now();
     let started_at = results::now_rfc3339();
-    if !(opts.floor_fraction > 0.0 && opts.floor_fraction <= 1.0) {
-        return Err(SmokeError::Usage(format!(
-            "--floor-fraction must be in (0, 1], got {}",
-            opts.floor_fraction
-        )));
-    }
-    if !(opts.peer_fraction > 0.0 && opts.peer_fraction <= 1.0) {
-        return Err(SmokeError::Usage(format!(
-            "--peer-fraction must be in (0, 1], got {}",
-            opts.peer_fraction
-        )));
-    }
-    if opts.timeout.is_zero() {
-        return Err(SmokeError::Usage(
-            "--timeout must be more than 0 seconds".into(),
-        ));
-    }
-    if !opts.profile.runs_kernels() && opts.gates.is_empty() {
-        // Python frameworks, not kernels: `greta smoke` runs them in the
-        // env's interpreter (installer/src/envs/frameworks).
-        return Err(SmokeError::Usage(
-            "profile frameworks has no kernel gates: it runs through `greta smoke --profile frameworks`"
-                .into(),
-        ));
-    }
+    check_options(opts)?;
     let catalog = Catalog::builtin();
     let plan = catalog
         .plan(opts.profile, &opts.gates, opts.include_test_gates)
@@ -210,57 +186,11 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
         deny.extend(DenyList::load(p)?);
     }
     let classes = ClassFile::builtin();
-    let out_dir = match (&opts.out_dir, opts.write_results) {
-        (Some(d), true) => Some(d.clone()),
-        (None, true) => Some(results::default_out_dir().ok_or_else(|| {
-            SmokeError::Usage("no results directory: set --out, XDG_DATA_HOME or HOME".into())
-        })?),
-        (_, false) => None,
-    };
-    if let Some(dir) = &out_dir {
-        // Fail before minutes of gates, not after: the directory must exist
-        // (or be creatable) and take a file.
-        std::fs::create_dir_all(dir)
-            .and_then(|_| {
-                tempfile::Builder::new()
-                    .prefix(".smoke-probe-")
-                    .tempfile_in(dir)
-                    .map(drop)
-            })
-            .map_err(|e| {
-                SmokeError::Usage(format!(
-                    "results directory {} is not writable: {e}",
-                    dir.display()
-                ))
-            })?;
-    }
+    let out_dir = results_dir(opts)?;
     let seed = opts.seed.unwrap_or_else(clock_seed);
 
     let kind = resolve_backend(opts.backend)?;
-    let selects: Vec<DeviceSelect> = match &opts.device {
-        DeviceChoice::One(s) => vec![s.clone()],
-        DeviceChoice::All => {
-            let list = greta_runtime::list_devices(kind).map_err(no_device)?;
-            if list.is_empty() {
-                return Err(SmokeError::NoDevice(format!(
-                    "no {} device found",
-                    opts.backend.as_str()
-                )));
-            }
-            // CPU implementations (lavapipe) only when nothing else exists,
-            // as for `auto`; `--device cpu` or an index still picks them.
-            let gpus: Vec<usize> = list
-                .iter()
-                .filter(|d| !d.is_cpu())
-                .map(|d| d.index)
-                .collect();
-            if gpus.is_empty() {
-                list.iter().map(|d| DeviceSelect::Index(d.index)).collect()
-            } else {
-                gpus.into_iter().map(DeviceSelect::Index).collect()
-            }
-        }
-    };
+    let selects = device_selects(opts, kind)?;
 
     let ctx = DeviceContext {
         profile: opts.profile,
@@ -309,17 +239,7 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
         host: results::host_info(),
         profile: opts.profile.as_str().to_string(),
         backend_requested: opts.backend.as_str().to_string(),
-        settings: Settings {
-            repeat: opts.repeat,
-            timeout_s: opts.timeout.as_secs_f64(),
-            floor_fraction: opts.floor_fraction,
-            baseline: opts.baseline.as_ref().map(|p| p.display().to_string()),
-            gates: opts.gates.clone(),
-            seed,
-            include_test_gates: opts.include_test_gates,
-            peer_fraction: Some(opts.peer_fraction),
-            inject: faults.specs.clone(),
-        },
+        settings: settings(opts, seed, &faults),
         status,
         devices,
         findings: vec![],
@@ -334,6 +254,107 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
         written,
         write_error,
     })
+}
+
+/// The options' own limits, before anything is read or opened (exit 2).
+fn check_options(opts: &Options) -> Result<(), SmokeError> {
+    if !(opts.floor_fraction > 0.0 && opts.floor_fraction <= 1.0) {
+        return Err(SmokeError::Usage(format!(
+            "--floor-fraction must be in (0, 1], got {}",
+            opts.floor_fraction
+        )));
+    }
+    if !(opts.peer_fraction > 0.0 && opts.peer_fraction <= 1.0) {
+        return Err(SmokeError::Usage(format!(
+            "--peer-fraction must be in (0, 1], got {}",
+            opts.peer_fraction
+        )));
+    }
+    if opts.timeout.is_zero() {
+        return Err(SmokeError::Usage(
+            "--timeout must be more than 0 seconds".into(),
+        ));
+    }
+    if !opts.profile.runs_kernels() && opts.gates.is_empty() {
+        // Python frameworks, not kernels: `greta smoke` runs them in the
+        // env's interpreter (installer/src/envs/frameworks).
+        return Err(SmokeError::Usage(
+            "profile frameworks has no kernel gates: it runs through `greta smoke --profile frameworks`"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Where the results go (None with `--no-save`): the directory exists, or is
+/// created, and takes a file, so a run fails before minutes of gates, not after.
+fn results_dir(opts: &Options) -> Result<Option<PathBuf>, SmokeError> {
+    let out_dir = match (&opts.out_dir, opts.write_results) {
+        (Some(d), true) => Some(d.clone()),
+        (None, true) => Some(results::default_out_dir().ok_or_else(|| {
+            SmokeError::Usage("no results directory: set --out, XDG_DATA_HOME or HOME".into())
+        })?),
+        (_, false) => None,
+    };
+    if let Some(dir) = &out_dir {
+        std::fs::create_dir_all(dir)
+            .and_then(|_| {
+                tempfile::Builder::new()
+                    .prefix(".smoke-probe-")
+                    .tempfile_in(dir)
+                    .map(drop)
+            })
+            .map_err(|e| {
+                SmokeError::Usage(format!(
+                    "results directory {} is not writable: {e}",
+                    dir.display()
+                ))
+            })?;
+    }
+    Ok(out_dir)
+}
+
+/// The devices to run on: the one chosen, or with `--device all` every
+/// device of the backend, CPU implementations (lavapipe) only when nothing
+/// else exists (as for `auto`; `--device cpu` or an index still picks them).
+fn device_selects(opts: &Options, kind: BackendKind) -> Result<Vec<DeviceSelect>, SmokeError> {
+    Ok(match &opts.device {
+        DeviceChoice::One(s) => vec![s.clone()],
+        DeviceChoice::All => {
+            let list = greta_runtime::list_devices(kind).map_err(no_device)?;
+            if list.is_empty() {
+                return Err(SmokeError::NoDevice(format!(
+                    "no {} device found",
+                    opts.backend.as_str()
+                )));
+            }
+            let gpus: Vec<usize> = list
+                .iter()
+                .filter(|d| !d.is_cpu())
+                .map(|d| d.index)
+                .collect();
+            if gpus.is_empty() {
+                list.iter().map(|d| DeviceSelect::Index(d.index)).collect()
+            } else {
+                gpus.into_iter().map(DeviceSelect::Index).collect()
+            }
+        }
+    })
+}
+
+/// The settings the report records.
+fn settings(opts: &Options, seed: u64, faults: &Faults) -> Settings {
+    Settings {
+        repeat: opts.repeat,
+        timeout_s: opts.timeout.as_secs_f64(),
+        floor_fraction: opts.floor_fraction,
+        baseline: opts.baseline.as_ref().map(|p| p.display().to_string()),
+        gates: opts.gates.clone(),
+        seed,
+        include_test_gates: opts.include_test_gates,
+        peer_fraction: Some(opts.peer_fraction),
+        inject: faults.specs.clone(),
+    }
 }
 
 /// The backend `choice` runs on.
