@@ -76,100 +76,25 @@ fn profile_version(profile: &str, backend: Backend) -> Option<String> {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<Exit> {
-    let target = match (&args.env, &args.python) {
-        (Some(_), Some(_)) => return usage("give --env or --python, not both"),
-        (Some(name), None) => match greta_env(name)? {
-            Ok(t) => t,
-            Err(e) => return usage(e),
-        },
-        (None, Some(p)) => Target {
-            label: format!("python {}", p.display()),
-            python: p.clone(),
-            receipt: None,
-            env_root: None,
-        },
-        (None, None) => match default_target() {
-            Ok(t) => t,
-            Err(e) => return usage(e),
-        },
+    let target = match target_of(args)? {
+        Ok(t) => t,
+        Err(e) => return usage(e),
     };
     if !args.gates.is_empty() {
         return usage(
             "--gate selects kernel gates; the frameworks profile runs every framework gate",
         );
     }
-    let python = if target.python.is_absolute() || target.python.components().count() > 1 {
-        target.python.clone()
-    } else {
-        match which::which(&target.python) {
-            Ok(p) => p,
-            Err(e) => return usage(format!("{}: {e}", target.python.display())),
-        }
+    let python = match interpreter(&target.python) {
+        Ok(p) => p,
+        Err(e) => return usage(e),
     };
-    if !python.is_file() {
-        return usage(format!(
-            "{} is not an interpreter (no such file)",
-            python.display()
-        ));
-    }
     let started = Instant::now();
     let started_at = greta_smoke::results::now_rfc3339();
     let facts = session::machine_facts();
-    let backend = target.receipt.as_ref().map(|r| r.backend);
-    let gpu = match backend {
-        // The cpu profile runs on the CPU, whatever the machine has.
-        Some(Backend::Cpu) => None,
-        Some(b) => session::gpu_want(&facts).or(Some(frameworks::judge::GpuWant {
-            vendor: if b == Backend::Rocm {
-                frameworks::judge::Vendor::Amd
-            } else {
-                frameworks::judge::Vendor::Nvidia
-            },
-            names: vec![],
-        })),
-        None => session::gpu_want(&facts),
-    };
-    let expect = Expect {
-        label: target.label.clone(),
-        version: target
-            .receipt
-            .as_ref()
-            .and_then(|r| profile_version(&r.profile, r.backend)),
-        backend,
-        gpu,
-        env_root: target.env_root.clone(),
-        require_all: false,
-    };
-    let modules: Vec<String> = frameworks::MODULES.iter().map(|m| m.to_string()).collect();
-    let gated: Vec<String> = modules
-        .iter()
-        .filter(|m| *m != "triton" || expect.triton_runs())
-        .cloned()
-        .collect();
-    let seed = args.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64)
-    }) & ((1 << 53) - 1);
-    let timeout = args
-        .timeout
-        .map(Duration::from_secs_f64)
-        .unwrap_or(session::DEFAULT_TIMEOUT);
-    let repeats = args.repeat.unwrap_or(3);
-    let env: BTreeMap<String, String> = target
-        .receipt
-        .as_ref()
-        .map(|r| r.env_vars.clone())
-        .unwrap_or_default();
-    let request = Request {
-        modules,
-        gated,
-        seed,
-        timeout,
-        repeats,
-        isolated: target.env_root.is_some(),
-        env,
-    };
+    let expect = expectation(&target, &facts);
+    let request = request(args, &target, &expect);
+    let (seed, timeout, repeats) = (request.seed, request.timeout, request.repeats);
     eprintln!(
         "greta smoke: frameworks: {} ({}); a GPU is {}",
         python.display(),
@@ -189,18 +114,7 @@ pub fn run(args: &Args) -> anyhow::Result<Exit> {
     };
     let checked = session::finish(p, &expect, || facts.clone());
     let Some(run) = &checked.run else {
-        // No result at all: nothing was decided about the frameworks.
-        for f in &checked.judged.findings {
-            eprintln!("✗ {} [{}] {}", f.severity, f.id, f.title);
-            for e in &f.evidence {
-                eprintln!("    {e}");
-            }
-        }
-        let tail = frameworks::tail(&checked.stderr, 2000);
-        if !tail.is_empty() {
-            eprintln!("stderr of {}:\n{tail}", python.display());
-        }
-        eprintln!("greta smoke: could not run the framework gates");
+        say_undecided(&checked, &python);
         return Ok(Exit::Undecided);
     };
     let meta = report::RunMeta {
@@ -239,4 +153,114 @@ pub fn run(args: &Args) -> anyhow::Result<Exit> {
         1 => Exit::Fail,
         _ => Exit::Undecided,
     })
+}
+
+/// The interpreter `--env`, `--python` or the defaults name; the inner
+/// error is a bad argument.
+fn target_of(args: &Args) -> anyhow::Result<Result<Target, String>> {
+    Ok(match (&args.env, &args.python) {
+        (Some(_), Some(_)) => Err("give --env or --python, not both".into()),
+        (Some(name), None) => greta_env(name)?,
+        (None, Some(p)) => Ok(Target {
+            label: format!("python {}", p.display()),
+            python: p.clone(),
+            receipt: None,
+            env_root: None,
+        }),
+        (None, None) => default_target(),
+    })
+}
+
+/// The interpreter's file: a bare name is looked up on PATH.
+fn interpreter(python: &std::path::Path) -> Result<PathBuf, String> {
+    let path = if python.is_absolute() || python.components().count() > 1 {
+        python.to_path_buf()
+    } else {
+        which::which(python).map_err(|e| format!("{}: {e}", python.display()))?
+    };
+    if !path.is_file() {
+        return Err(format!(
+            "{} is not an interpreter (no such file)",
+            path.display()
+        ));
+    }
+    Ok(path)
+}
+
+/// What the frameworks must show: the env's profile (backend, ROCm version)
+/// where there is one, and a GPU where the machine or the profile has one.
+fn expectation(target: &Target, facts: &greta_probe::Facts) -> Expect {
+    let backend = target.receipt.as_ref().map(|r| r.backend);
+    let gpu = match backend {
+        // The cpu profile runs on the CPU, whatever the machine has.
+        Some(Backend::Cpu) => None,
+        Some(b) => session::gpu_want(facts).or(Some(frameworks::judge::GpuWant {
+            vendor: if b == Backend::Rocm {
+                frameworks::judge::Vendor::Amd
+            } else {
+                frameworks::judge::Vendor::Nvidia
+            },
+            names: vec![],
+        })),
+        None => session::gpu_want(facts),
+    };
+    Expect {
+        label: target.label.clone(),
+        version: target
+            .receipt
+            .as_ref()
+            .and_then(|r| profile_version(&r.profile, r.backend)),
+        backend,
+        gpu,
+        env_root: target.env_root.clone(),
+        require_all: false,
+    }
+}
+
+/// The gates' run: every framework imported, the ones `expect` gates
+/// checked, with the seed, limits and env variables of this invocation.
+fn request(args: &Args, target: &Target, expect: &Expect) -> Request {
+    let modules: Vec<String> = frameworks::MODULES.iter().map(|m| m.to_string()).collect();
+    let gated: Vec<String> = modules
+        .iter()
+        .filter(|m| *m != "triton" || expect.triton_runs())
+        .cloned()
+        .collect();
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    }) & ((1 << 53) - 1);
+    let env: BTreeMap<String, String> = target
+        .receipt
+        .as_ref()
+        .map(|r| r.env_vars.clone())
+        .unwrap_or_default();
+    Request {
+        modules,
+        gated,
+        seed,
+        timeout: args
+            .timeout
+            .map(Duration::from_secs_f64)
+            .unwrap_or(session::DEFAULT_TIMEOUT),
+        repeats: args.repeat.unwrap_or(3),
+        isolated: target.env_root.is_some(),
+        env,
+    }
+}
+
+/// No result at all: nothing was decided about the frameworks; say why.
+fn say_undecided(checked: &session::Checked, python: &std::path::Path) {
+    for f in &checked.judged.findings {
+        eprintln!("✗ {} [{}] {}", f.severity, f.id, f.title);
+        for e in &f.evidence {
+            eprintln!("    {e}");
+        }
+    }
+    let tail = frameworks::tail(&checked.stderr, 2000);
+    if !tail.is_empty() {
+        eprintln!("stderr of {}:\n{tail}", python.display());
+    }
+    eprintln!("greta smoke: could not run the framework gates");
 }
