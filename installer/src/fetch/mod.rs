@@ -10,7 +10,7 @@ mod progress;
 use anyhow::{Context, Result};
 use std::collections::VecDeque;
 use std::fs::{self, File};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -137,24 +137,71 @@ pub fn fetch_all(
         validate(a)?;
     }
     // Cache pass first: cheap, and decides what the network has to do.
-    let mut results: Vec<Option<Fetched>> = vec![None; items.len()];
-    let mut todo = VecDeque::new();
-    let mut corrupt: Vec<Option<String>> = vec![None; items.len()];
+    let CachePass {
+        mut results,
+        todo,
+        mut corrupt,
+    } = cache_pass(cache, items, opts.jobs)?;
+    if todo.is_empty() {
+        return Ok(results.into_iter().map(|r| r.expect("all hits")).collect());
+    }
+    if opts.offline {
+        return Err(offline_error(cache, items, &todo));
+    }
+    let partial_dir = cache.root().join("partial");
+    fs::create_dir_all(&partial_dir)
+        .with_context(|| format!("creating {}", partial_dir.display()))?;
+    sweep_stale_partials(&partial_dir, STALE_PARTIAL);
+    let (done, errors) = download(cache, items, todo, opts);
+    if !errors.is_empty() {
+        return Err(download_failure(errors, &partial_dir));
+    }
+    for (i, path) in done {
+        results[i] = Some(Fetched {
+            artifact: items[i].clone(),
+            path,
+            source: Source::Network,
+            replaced_corrupt: corrupt[i].take(),
+        });
+    }
+    results
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| r.with_context(|| format!("{} was not fetched", items[i].filename)))
+        .collect()
+}
+
+/// What the cache already has, by position in the plan.
+struct CachePass {
+    /// Verified hits.
+    results: Vec<Option<Fetched>>,
+    /// Positions the network must supply, in plan order.
+    todo: VecDeque<usize>,
+    /// Why a cached copy was dropped (it failed verification).
+    corrupt: Vec<Option<String>>,
+}
+
+fn cache_pass(cache: &Cache, items: &[PinnedWheel], jobs: usize) -> Result<CachePass> {
+    let mut pass = CachePass {
+        results: vec![None; items.len()],
+        todo: VecDeque::new(),
+        corrupt: vec![None; items.len()],
+    };
     for (i, (a, found)) in items
         .iter()
-        .zip(lookup_all(cache, items, opts.jobs)?)
+        .zip(lookup_all(cache, items, jobs)?)
         .enumerate()
     {
         match found {
             Lookup::Hit(path) => {
-                results[i] = Some(Fetched {
+                pass.results[i] = Some(Fetched {
                     artifact: a.clone(),
                     path,
                     source: Source::Cache,
                     replaced_corrupt: None,
                 })
             }
-            Lookup::Miss => todo.push_back(i),
+            Lookup::Miss => pass.todo.push_back(i),
             Lookup::Corrupt { path, reason } => {
                 tracing::warn!(
                     "cached {} failed verification ({reason}); fetching it again",
@@ -164,61 +211,74 @@ pub fn fetch_all(
                     "greta: cached {} failed verification ({reason}); removed, fetching it again",
                     a.filename
                 );
-                corrupt[i] = Some(reason);
-                todo.push_back(i);
+                pass.corrupt[i] = Some(reason);
+                pass.todo.push_back(i);
             }
         }
     }
-    if todo.is_empty() {
-        return Ok(results.into_iter().map(|r| r.expect("all hits")).collect());
-    }
-    if opts.offline {
-        let mut msg = format!(
-            "--offline: {} of {} wheels are not in the cache ({}):",
-            todo.len(),
-            items.len(),
-            cache.root().display()
-        );
-        for &i in &todo {
-            let a = &items[i];
-            msg.push_str(&format!(
-                "\n  {} {}  {}  sha256:{}",
-                a.name, a.version, a.filename, a.sha256
-            ));
-        }
-        msg.push_str("\nfetch them on a connected machine with `greta bundle` and install with `greta install --bundle DIR`, or run without --offline");
-        anyhow::bail!(msg);
-    }
+    Ok(pass)
+}
 
-    let partial_dir = cache.root().join("partial");
-    fs::create_dir_all(&partial_dir)
-        .with_context(|| format!("creating {}", partial_dir.display()))?;
-    sweep_stale_partials(&partial_dir, STALE_PARTIAL);
+/// `--offline` with wheels missing: each one named, and how to get them.
+fn offline_error(cache: &Cache, items: &[PinnedWheel], todo: &VecDeque<usize>) -> anyhow::Error {
+    let mut msg = format!(
+        "--offline: {} of {} wheels are not in the cache ({}):",
+        todo.len(),
+        items.len(),
+        cache.root().display()
+    );
+    for &i in todo {
+        let a = &items[i];
+        msg.push_str(&format!(
+            "\n  {} {}  {}  sha256:{}",
+            a.name, a.version, a.filename, a.sha256
+        ));
+    }
+    msg.push_str("\nfetch them on a connected machine with `greta bundle` and install with `greta install --bundle DIR`, or run without --offline");
+    anyhow::anyhow!(msg)
+}
+
+/// One download that failed, as its worker saw it.
+struct DownloadError {
+    text: String,
+    /// A server error or timeout: running again resumes it.
+    rerun_helps: bool,
+    mismatched: Vec<MismatchedHash>,
+}
+
+/// Downloads the `todo` positions on `opts.jobs` threads, stopping the others
+/// at the first failure: the files fetched (position, path) and the failures.
+fn download(
+    cache: &Cache,
+    items: &[PinnedWheel],
+    todo: VecDeque<usize>,
+    opts: &FetchOptions,
+) -> (Vec<(usize, PathBuf)>, Vec<DownloadError>) {
     let total: u64 = todo.iter().map(|&i| items[i].size.unwrap_or(0)).sum();
     let bars = progress::Bars::new(opts.progress, total, todo.len());
+    let jobs = opts.jobs.max(1).min(todo.len());
     let queue = Mutex::new(todo);
     let done = Mutex::new(Vec::new());
     let errors = Mutex::new(Vec::new());
     let cancel = AtomicBool::new(false);
-    let jobs = opts.jobs.max(1).min(queue.lock().unwrap().len());
+    let fail = |e: DownloadError| {
+        errors.lock().unwrap().push(e);
+        cancel.store(true, Ordering::Relaxed);
+    };
     std::thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(|| {
                 let client = match http::client(opts) {
                     Ok(c) => c,
                     Err(e) => {
-                        errors
-                            .lock()
-                            .unwrap()
-                            .push((format!("{e:#}"), false, vec![]));
-                        cancel.store(true, Ordering::Relaxed);
-                        return;
+                        return fail(DownloadError {
+                            text: format!("{e:#}"),
+                            rerun_helps: false,
+                            mismatched: vec![],
+                        })
                     }
                 };
-                loop {
-                    if cancel.load(Ordering::Relaxed) {
-                        return;
-                    }
+                while !cancel.load(Ordering::Relaxed) {
                     let Some(i) = queue.lock().unwrap().pop_front() else {
                         return;
                     };
@@ -237,14 +297,13 @@ pub fn fetch_all(
                         Err(e) => {
                             bar.fail();
                             let failed = e.downcast_ref::<http::Failed>();
-                            let helps = failed.is_some_and(|f| f.rerun_helps);
-                            let mismatched =
-                                failed.map(|f| f.mismatched.clone()).unwrap_or_default();
-                            errors
-                                .lock()
-                                .unwrap()
-                                .push((format!("{e:#}"), helps, mismatched));
-                            cancel.store(true, Ordering::Relaxed);
+                            fail(DownloadError {
+                                text: format!("{e:#}"),
+                                rerun_helps: failed.is_some_and(|f| f.rerun_helps),
+                                mismatched: failed
+                                    .map(|f| f.mismatched.clone())
+                                    .unwrap_or_default(),
+                            });
                         }
                     }
                 }
@@ -252,43 +311,33 @@ pub fn fetch_all(
         }
     });
     bars.finish();
-    let errors: Vec<(String, bool, Vec<MismatchedHash>)> = errors.into_inner().unwrap();
-    if !errors.is_empty() {
-        let what: Vec<&str> = errors.iter().map(|(e, _, _)| e.as_str()).collect();
-        // "Rerun to continue" only when a rerun can help (a server error
-        // or timeout); a 404, a wrong hash or an unwritable cache needs a fix first.
-        let next = if errors.iter().any(|(_, helps, _)| *helps) {
-            format!(
-                "partial files are kept under {} and resumed on the next run",
-                partial_dir.display()
-            )
-        } else {
-            "a rerun alone will not help: fix the cause below first".to_string()
-        };
-        return Err(http::Failed {
-            msg: format!(
-                "{} download(s) failed ({next}):\n  {}",
-                errors.len(),
-                what.join("\n  ")
-            ),
-            rerun_helps: errors.iter().any(|(_, helps, _)| *helps),
-            mismatched: errors.into_iter().flat_map(|(_, _, m)| m).collect(),
-        }
-        .into());
+    (done.into_inner().unwrap(), errors.into_inner().unwrap())
+}
+
+/// Every failed download in one error, saying whether a rerun can help (a
+/// server error or timeout) or a 404, a wrong hash or an unwritable cache
+/// needs a fix first.
+fn download_failure(errors: Vec<DownloadError>, partial_dir: &Path) -> anyhow::Error {
+    let rerun_helps = errors.iter().any(|e| e.rerun_helps);
+    let next = if rerun_helps {
+        format!(
+            "partial files are kept under {} and resumed on the next run",
+            partial_dir.display()
+        )
+    } else {
+        "a rerun alone will not help: fix the cause below first".to_string()
+    };
+    let what: Vec<&str> = errors.iter().map(|e| e.text.as_str()).collect();
+    http::Failed {
+        msg: format!(
+            "{} download(s) failed ({next}):\n  {}",
+            errors.len(),
+            what.join("\n  ")
+        ),
+        rerun_helps,
+        mismatched: errors.into_iter().flat_map(|e| e.mismatched).collect(),
     }
-    for (i, path) in done.into_inner().unwrap() {
-        results[i] = Some(Fetched {
-            artifact: items[i].clone(),
-            path,
-            source: Source::Network,
-            replaced_corrupt: corrupt[i].take(),
-        });
-    }
-    results
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| r.with_context(|| format!("{} was not fetched", items[i].filename)))
-        .collect()
+    .into()
 }
 
 /// Looks every artifact up in the cache, re-hashing hits on `jobs` threads
