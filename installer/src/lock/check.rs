@@ -114,29 +114,51 @@ pub fn check_profile(p: &Profile) -> ProfileReport {
         return rep;
     }
     let file = p.lockfile.display().to_string();
-    let mut problems = Vec::new();
-    let mut wheel_sets = Vec::new();
-    let mut problem = |at: String, message: String| {
-        problems.push(Problem {
-            profile: p.name.clone(),
+    let mut problems = Problems {
+        profile: &p.name,
+        found: Vec::new(),
+    };
+    match p.load_lockfile() {
+        Err(e) => problems.add(file.clone(), format!("{e:#}")),
+        Ok(lock) => {
+            wheel_problems(&lock, &file, &mut problems);
+            for py in p.python.iter().filter(|py| !p.incomplete.contains_key(*py)) {
+                if let Some(set) = python_problems(p, &lock, py, &file, &mut problems) {
+                    rep.wheel_sets.push(set);
+                }
+            }
+        }
+    }
+    rep.problems = problems.found;
+    rep
+}
+
+/// The problems of one profile, in the order found.
+struct Problems<'a> {
+    profile: &'a str,
+    found: Vec<Problem>,
+}
+
+impl Problems<'_> {
+    fn add(&mut self, at: String, message: String) {
+        self.found.push(Problem {
+            profile: self.profile.to_string(),
             at,
             message,
         })
-    };
-    let lock = match p.load_lockfile() {
-        Ok(l) => l,
-        Err(e) => {
-            problem(file.clone(), format!("{e:#}"));
-            rep.problems = problems;
-            return rep;
-        }
-    };
+    }
+}
+
+/// What is wrong with the lockfile's entries themselves: no wheel, no sha256,
+/// one hash for two files, no or a bad URL, a wheel of another package or
+/// version.
+fn wheel_problems(lock: &Lockfile, file: &str, problems: &mut Problems) {
     // sha256 -> (file name, line) of the first wheel that carries it: two
     // different files cannot share a hash, so a second one is a copy error.
     let mut by_hash: std::collections::HashMap<&str, (&str, usize)> = Default::default();
     for pkg in &lock.packages {
         if pkg.wheels.is_empty() {
-            problem(
+            problems.add(
                 format!("{file}:{}", pkg.line),
                 format!("{} has no wheel (greta never builds sdists)", pkg.name),
             );
@@ -144,9 +166,9 @@ pub fn check_profile(p: &Profile) -> ProfileReport {
         for w in &pkg.wheels {
             let at = format!("{file}:{}", w.line);
             match &w.sha256 {
-                None => problem(at.clone(), format!("{} has no sha256", w.filename)),
+                None => problems.add(at.clone(), format!("{} has no sha256", w.filename)),
                 Some(h) => match by_hash.get(h.as_str()) {
-                    Some((other, line)) if *other != w.filename => problem(
+                    Some((other, line)) if *other != w.filename => problems.add(
                         at.clone(),
                         format!(
                             "{} has the sha256 of {other} ({file}:{line}): two files, one hash",
@@ -162,99 +184,107 @@ pub fn check_profile(p: &Profile) -> ProfileReport {
             match &w.url {
                 Some(u) => {
                     if let Some(why) = url_problem(u, &w.filename) {
-                        problem(at.clone(), why);
+                        problems.add(at.clone(), why);
                     }
                 }
-                None => problem(
+                None => problems.add(
                     at.clone(),
                     format!("{} has no URL (only a local path)", w.filename),
                 ),
             }
-            if let Some(wt) = super::tags::WheelTags::parse(&w.filename) {
-                if normalize_name(&wt.name) != pkg.name {
-                    problem(
-                        at.clone(),
+            let Some(wt) = super::tags::WheelTags::parse(&w.filename) else {
+                continue;
+            };
+            if normalize_name(&wt.name) != pkg.name {
+                problems.add(
+                    at.clone(),
+                    format!(
+                        "wheel {} does not belong to package {}",
+                        w.filename, pkg.name
+                    ),
+                );
+            }
+            if let Some(v) = &pkg.version {
+                let same = match (
+                    uv_pep440::Version::from_str(&wt.version),
+                    uv_pep440::Version::from_str(v),
+                ) {
+                    (Ok(a), Ok(b)) => a == b,
+                    _ => wt.version == *v,
+                };
+                if !same {
+                    problems.add(
+                        at,
                         format!(
-                            "wheel {} does not belong to package {}",
-                            w.filename, pkg.name
+                            "wheel {} is version {}, entry says {v}",
+                            w.filename, wt.version
                         ),
                     );
                 }
-                if let Some(v) = &pkg.version {
-                    let same = match (
-                        uv_pep440::Version::from_str(&wt.version),
-                        uv_pep440::Version::from_str(v),
-                    ) {
-                        (Ok(a), Ok(b)) => a == b,
-                        _ => wt.version == *v,
-                    };
-                    if !same {
-                        problem(
-                            at.clone(),
-                            format!(
-                                "wheel {} is version {}, entry says {v}",
-                                w.filename, wt.version
-                            ),
-                        );
-                    }
-                }
             }
         }
     }
-    for py in &p.python {
-        if p.incomplete.contains_key(py) {
+}
+
+/// Resolves the lockfile for Python `py` and checks the result holds every
+/// matrix requirement at an allowed version: the wheel set (python, wheels,
+/// total size) when it resolves.
+fn python_problems(
+    p: &Profile,
+    lock: &Lockfile,
+    py: &str,
+    file: &str,
+    problems: &mut Problems,
+) -> Option<(String, usize, Option<u64>)> {
+    let interp = match Interpreter::synthetic(py, Some(CHECK_GLIBC)) {
+        Ok(i) => i,
+        Err(e) => {
+            problems.add(
+                format!("{}:{}", p.lockfile.display(), 1),
+                format!("python {py}: {e:#}"),
+            );
+            return None;
+        }
+    };
+    let pins = match resolve_lock(lock, &interp) {
+        Ok(pins) => pins,
+        Err(e) => {
+            problems.add(file.to_string(), format!("Python {py}: {e:#}"));
+            return None;
+        }
+    };
+    let size = pins.iter().map(|w| w.wheel.size).sum::<Option<u64>>();
+    let env = interp.marker_env().ok();
+    for r in &p.requirements {
+        let Ok(req) = r.parse::<uv_pep508::Requirement>() else {
+            continue;
+        };
+        if env
+            .as_ref()
+            .is_some_and(|env| !req.marker.evaluate(env, &[]))
+        {
             continue;
         }
-        let interp = match Interpreter::synthetic(py, Some(CHECK_GLIBC)) {
-            Ok(i) => i,
-            Err(e) => {
-                problem(
-                    format!("{}:{}", p.lockfile.display(), 1),
-                    format!("python {py}: {e:#}"),
-                );
-                continue;
-            }
+        let name = normalize_name(req.name.as_ref());
+        let Some(w) = pins.iter().find(|w| w.wheel.name == name) else {
+            problems.add(
+                file.to_string(),
+                format!("Python {py}: matrix requirement `{r}` is not in the lockfile"),
+            );
+            continue;
         };
-        match resolve_lock(&lock, &interp) {
-            Err(e) => problem(file.clone(), format!("Python {py}: {e:#}")),
-            Ok(pins) => {
-                let size = pins.iter().map(|w| w.wheel.size).sum::<Option<u64>>();
-                let env = interp.marker_env().ok();
-                for r in &p.requirements {
-                    let Ok(req) = r.parse::<uv_pep508::Requirement>() else {
-                        continue;
-                    };
-                    if let Some(env) = &env {
-                        if !req.marker.evaluate(env, &[]) {
-                            continue;
-                        }
-                    }
-                    let name = normalize_name(req.name.as_ref());
-                    match pins.iter().find(|w| w.wheel.name == name) {
-                        None => problem(
-                            file.clone(),
-                            format!("Python {py}: matrix requirement `{r}` is not in the lockfile"),
-                        ),
-                        Some(w) => {
-                            if let Some(uv_pep508::VersionOrUrl::VersionSpecifier(spec)) =
-                                &req.version_or_url
-                            {
-                                match uv_pep440::Version::from_str(&w.wheel.version) {
-                                    Ok(v) if spec.contains(&v) => {}
-                                    _ => problem(
-                                        format!("{file}:{}", w.line),
-                                        format!("Python {py}: lockfile has {} {} but matrix requires `{r}`", w.wheel.name, w.wheel.version),
-                                    ),
-                                }
-                            }
-                        }
-                    }
-                }
-                wheel_sets.push((py.to_string(), pins.len(), size));
+        if let Some(uv_pep508::VersionOrUrl::VersionSpecifier(spec)) = &req.version_or_url {
+            match uv_pep440::Version::from_str(&w.wheel.version) {
+                Ok(v) if spec.contains(&v) => {}
+                _ => problems.add(
+                    format!("{file}:{}", w.line),
+                    format!(
+                        "Python {py}: lockfile has {} {} but matrix requires `{r}`",
+                        w.wheel.name, w.wheel.version
+                    ),
+                ),
             }
         }
     }
-    rep.problems = problems;
-    rep.wheel_sets = wheel_sets;
-    rep
+    Some((py.to_string(), pins.len(), size))
 }
