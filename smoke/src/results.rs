@@ -4,6 +4,7 @@
 //! `Option` (JSON has no NaN).
 
 use crate::check::Tolerance;
+use greta_vocab::DeviceType;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -75,8 +76,9 @@ pub struct DeviceInfo {
     pub name: String,
     pub vendor_id: u32,
     pub device_id: u32,
-    /// `cpu`, `integrated`, `discrete`, `virtual`, `other`.
-    pub device_type: String,
+    /// Written `cpu`, `integrated`, `discrete`, `virtual` or `other`.
+    #[serde(with = "greta_vocab::device_type_short")]
+    pub device_type: DeviceType,
     /// Driver name as reported (e.g. `radv`, `llvmpipe`, `NVIDIA`, `hip`).
     pub driver_name: String,
     pub driver_info: String,
@@ -98,7 +100,7 @@ impl DeviceInfo {
             name,
             vendor_id: 0,
             device_id: 0,
-            device_type: "other".into(),
+            device_type: DeviceType::Other,
             driver_name: String::new(),
             driver_info: String::new(),
             driver_version: String::new(),
@@ -459,7 +461,7 @@ pub(crate) mod tests {
             name: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
             vendor_id: 0x10005,
             device_id: 0,
-            device_type: "cpu".into(),
+            device_type: DeviceType::Cpu,
             driver_name: "llvmpipe".into(),
             driver_info: "Mesa 22.3.6 (LLVM 15.0.6)".into(),
             driver_version: "0.0.1".into(),

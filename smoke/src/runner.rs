@@ -43,19 +43,11 @@ impl Progress for Quiet {}
 
 /// The results schema's view of a runtime device.
 pub fn device_info(d: &greta_runtime::DeviceInfo) -> DeviceInfo {
-    use greta_runtime::DeviceType as T;
     DeviceInfo {
         name: d.name.clone(),
         vendor_id: d.vendor_id,
         device_id: d.device_id,
-        device_type: match d.device_type {
-            T::DiscreteGpu => "discrete",
-            T::IntegratedGpu => "integrated",
-            T::VirtualGpu => "virtual",
-            T::Cpu => "cpu",
-            T::Other => "other",
-        }
-        .to_string(),
+        device_type: d.device_type,
         driver_name: d.driver_name.clone(),
         driver_info: d.driver_info.clone(),
         driver_version: d.driver_version_text.clone(),

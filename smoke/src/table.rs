@@ -87,7 +87,7 @@ pub fn render(report: &Report) -> String {
             d.backend,
             d.device.driver_name,
             d.device.driver_info,
-            d.device.device_type
+            d.device.device_type.short_name()
         );
         // Framework gates also time their first call (compile, library load).
         let first = d.gates.iter().any(|g| {

@@ -39,6 +39,18 @@ impl DeviceType {
         }
     }
 
+    /// The short word `greta.smoke/v1` reports print (`discrete`,
+    /// `integrated`, `virtual`, `cpu`, `other`).
+    pub fn short_name(self) -> &'static str {
+        match self {
+            DeviceType::DiscreteGpu => "discrete",
+            DeviceType::IntegratedGpu => "integrated",
+            DeviceType::VirtualGpu => "virtual",
+            DeviceType::Cpu => "cpu",
+            DeviceType::Other => "other",
+        }
+    }
+
     /// From the text a tool printed or the probe kept:
     /// `PHYSICAL_DEVICE_TYPE_DISCRETE_GPU` (vulkaninfo), `DISCRETE_GPU`,
     /// `discrete_gpu`, `integrated` (`MESA_VK_DEVICE_SELECT=list`). None
@@ -55,6 +67,23 @@ impl DeviceType {
         .into_iter()
         .find(|(word, _)| t.contains(word))
         .map(|(_, d)| d)
+    }
+}
+
+/// Serde for a [`DeviceType`] written as its [`DeviceType::short_name`]
+/// (`#[serde(with = "greta_vocab::device_type_short")]`, the smoke report's
+/// form); any printed form reads back.
+pub mod short {
+    use super::DeviceType;
+
+    pub fn serialize<S: serde::Serializer>(d: &DeviceType, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(d.short_name())
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DeviceType, D::Error> {
+        let text = <String as serde::Deserialize>::deserialize(d)?;
+        DeviceType::from_text(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("{text:?} is not a device type")))
     }
 }
 
@@ -80,6 +109,22 @@ mod tests {
             Some(DeviceType::IntegratedGpu)
         );
         assert_eq!(DeviceType::from_text("?"), None);
+        for raw in 0..6 {
+            let d = DeviceType::from_vk(raw);
+            assert_eq!(DeviceType::from_text(d.short_name()), Some(d), "{raw}");
+        }
+        #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+        struct Report {
+            #[serde(with = "short")]
+            t: DeviceType,
+        }
+        let r = Report {
+            t: DeviceType::IntegratedGpu,
+        };
+        let text = serde_json::to_string(&r).unwrap();
+        assert_eq!(text, r#"{"t":"integrated"}"#);
+        assert_eq!(serde_json::from_str::<Report>(&text).unwrap(), r);
+        assert!(serde_json::from_str::<Report>(r#"{"t":"gpu?"}"#).is_err());
         assert_eq!(
             serde_json::to_string(&DeviceType::DiscreteGpu).unwrap(),
             "\"discrete_gpu\""

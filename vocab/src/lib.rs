@@ -42,7 +42,7 @@ mod vk_driver;
 mod wheel;
 
 pub use backend::Backend;
-pub use device_type::DeviceType;
+pub use device_type::{short as device_type_short, DeviceType};
 pub use devices::DevicesError;
 pub use env_vars::{markdown as env_vars_markdown, EnvVar, EnvVars, Scope};
 pub use finding::{Finding, Fix, Severity};

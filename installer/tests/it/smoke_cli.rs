@@ -85,7 +85,11 @@ fn assert_all_pass(r: &Report, run: &Run, expect: &[&str]) {
     assert_no_validation_messages(r);
     let d = &r.devices[0];
     assert_eq!(d.backend, "vulkan");
-    assert_eq!(d.device.device_type, "cpu", "tests run on lavapipe");
+    assert_eq!(
+        d.device.device_type,
+        greta_vocab::DeviceType::Cpu,
+        "tests run on lavapipe"
+    );
     let ids: Vec<&str> = d.gates.iter().map(|g| g.id.as_str()).collect();
     assert_eq!(ids, expect);
     for g in &d.gates {
@@ -199,7 +203,7 @@ fn device_all_runs_every_listed_device() {
     let cpu: Vec<_> = r
         .devices
         .iter()
-        .filter(|d| d.device.device_type == "cpu")
+        .filter(|d| d.device.device_type == greta_vocab::DeviceType::Cpu)
         .collect();
     if cpu.len() == r.devices.len() {
         assert!(cpu.iter().all(|d| d.status == RunStatus::Pass));

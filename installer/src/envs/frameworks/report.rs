@@ -54,7 +54,11 @@ fn device_info(m: &ModuleRun) -> DeviceInfo {
             .unwrap_or_else(|| "(not reached)".into()),
         vendor_id: vendor,
         device_id: 0,
-        device_type: if gpu { "other" } else { "cpu" }.into(),
+        device_type: if gpu {
+            greta_vocab::DeviceType::Other
+        } else {
+            greta_vocab::DeviceType::Cpu
+        },
         driver_name: driver.into(),
         driver_info: format!(
             "{} {}",
