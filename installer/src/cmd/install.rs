@@ -65,44 +65,15 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<Exit> {
     crate::interrupt::on_install_interrupt();
-    let (lock_dir, profile, offline) = match &args.bundle {
-        Some(dir) => {
-            let m = crate::install::BundleManifest::load(dir)?;
-            if let Err(e) = m.check_arch(dir) {
-                if args.json {
-                    let v = serde_json::json!({"schema": "greta.install/v1", "result": "failed", "error": format!("{e:#}")});
-                    crate::out::print_json(&v)?;
-                }
-                eprintln!("greta install: {e:#}");
-                return Ok(Exit::Fail);
-            }
-            (
-                crate::lock::LockDir::of_bundle(dir),
-                Some(args.profile.clone().unwrap_or(m.profile)),
-                true,
-            )
-        }
-        None => (
-            crate::lock::LockDir::resolve(args.lock_dir.as_deref()),
-            args.profile.clone(),
-            args.offline,
-        ),
+    let Some(Source {
+        lock_dir,
+        profile,
+        offline,
+    }) = source(&args)?
+    else {
+        return Ok(Exit::Fail);
     };
-    // The env's files are checked while the plan is made (the no-op case
-    // then costs the slower of the two, not their sum); the result is used
-    // only if the receipt is unchanged under the env's lock (envs::current).
-    let early_name = args.name.clone().or_else(|| profile.clone());
-    let early_contents = match (&early_name, args.reinstall || args.dry_run) {
-        (Some(n), false) if crate::envs::validate_name(n).is_ok() => {
-            crate::envs::EnvRoot::default_root().ok().and_then(|root| {
-                let env = root.env_path(n);
-                env.join(crate::envs::receipt::FILE)
-                    .is_file()
-                    .then(|| std::thread::spawn(move || crate::envs::current::check_contents(&env)))
-            })
-        }
-        _ => None,
-    };
+    let early_contents = early_contents(&args, profile.as_deref());
     let plan = crate::install::plan(&PlanInput {
         lock_dir: &lock_dir,
         profile: profile.as_deref(),
@@ -141,28 +112,98 @@ pub fn run(args: Args) -> Result<Exit> {
         early_contents,
         verbose: !args.json,
     };
-    let report = match crate::install::install(&plan, input) {
-        Ok(r) => r,
-        Err(e) => {
-            if args.json {
-                let v = serde_json::json!({"schema": "greta.install/v1", "result": "failed", "env_name": name, "plan": plan, "error": format!("{e:#}")});
-                crate::out::print_json(&v)?;
-            }
-            eprintln!("greta install: {e:#}");
-            // A download that cannot succeed as things stand (404, wrong
-            // hash, unwritable cache) is not fixed by running again.
-            let rerun_helps = e
-                .chain()
-                .find_map(|c| c.downcast_ref::<crate::fetch::http::Failed>())
-                .is_none_or(|f| f.rerun_helps);
-            if rerun_helps {
-                eprintln!("greta install: nothing was changed in the env; verified downloads stay cached, rerun to continue");
-            } else {
-                eprintln!("greta install: nothing was changed in the env; verified downloads stay cached; fix the cause above, then rerun");
-            }
-            return Ok(Exit::Fail);
-        }
+    match crate::install::install(&plan, input) {
+        Ok(report) => say_report(&args, &name, &plan, &report),
+        Err(e) => say_failed(&args, &name, &plan, &e),
+    }
+}
+
+/// Where the install's lock comes from: a bundle (offline, its profile
+/// unless one is named) or the lock dir.
+struct Source {
+    lock_dir: crate::lock::LockDir,
+    profile: Option<String>,
+    offline: bool,
+}
+
+/// The install's [`Source`]; `None` when a bundle is for another
+/// architecture (said on stderr, and as JSON with `--json`).
+fn source(args: &Args) -> Result<Option<Source>> {
+    let Some(dir) = &args.bundle else {
+        return Ok(Some(Source {
+            lock_dir: crate::lock::LockDir::resolve(args.lock_dir.as_deref()),
+            profile: args.profile.clone(),
+            offline: args.offline,
+        }));
     };
+    let m = crate::install::BundleManifest::load(dir)?;
+    if let Err(e) = m.check_arch(dir) {
+        if args.json {
+            let v = serde_json::json!({"schema": "greta.install/v1", "result": "failed", "error": format!("{e:#}")});
+            crate::out::print_json(&v)?;
+        }
+        eprintln!("greta install: {e:#}");
+        return Ok(None);
+    }
+    Ok(Some(Source {
+        lock_dir: crate::lock::LockDir::of_bundle(dir),
+        profile: Some(args.profile.clone().unwrap_or(m.profile)),
+        offline: true,
+    }))
+}
+
+/// The env's files are checked while the plan is made (the no-op case then
+/// costs the slower of the two, not their sum); the result is used only if
+/// the receipt is unchanged under the env's lock (envs::current).
+fn early_contents(
+    args: &Args,
+    profile: Option<&str>,
+) -> Option<std::thread::JoinHandle<crate::envs::current::Contents>> {
+    let name = args.name.as_deref().or(profile)?;
+    if args.reinstall || args.dry_run || crate::envs::validate_name(name).is_err() {
+        return None;
+    }
+    let env = crate::envs::EnvRoot::default_root().ok()?.env_path(name);
+    env.join(crate::envs::receipt::FILE)
+        .is_file()
+        .then(|| std::thread::spawn(move || crate::envs::current::check_contents(&env)))
+}
+
+/// An install that stopped with an error: what and whether running again
+/// can help. Nothing in the env was changed.
+fn say_failed(
+    args: &Args,
+    name: &str,
+    plan: &crate::install::Plan,
+    e: &anyhow::Error,
+) -> Result<Exit> {
+    if args.json {
+        let v = serde_json::json!({"schema": "greta.install/v1", "result": "failed", "env_name": name, "plan": plan, "error": format!("{e:#}")});
+        crate::out::print_json(&v)?;
+    }
+    eprintln!("greta install: {e:#}");
+    // A download that cannot succeed as things stand (404, wrong
+    // hash, unwritable cache) is not fixed by running again.
+    let rerun_helps = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<crate::fetch::http::Failed>())
+        .is_none_or(|f| f.rerun_helps);
+    if rerun_helps {
+        eprintln!("greta install: nothing was changed in the env; verified downloads stay cached, rerun to continue");
+    } else {
+        eprintln!("greta install: nothing was changed in the env; verified downloads stay cached; fix the cause above, then rerun");
+    }
+    Ok(Exit::Fail)
+}
+
+/// The install's report: JSON with `--json`, else its findings and the
+/// verdict on stderr.
+fn say_report(
+    args: &Args,
+    name: &str,
+    plan: &crate::install::Plan,
+    report: &crate::install::InstallReport,
+) -> Result<Exit> {
     if args.json {
         let v = serde_json::json!({
             "schema": "greta.install/v1",
