@@ -137,11 +137,17 @@ impl DeviceInfo {
         self.device_type == DeviceType::Cpu
     }
 
-    /// Whether an f16 x f16 -> f32 subgroup cooperative-matrix shape exists.
-    pub fn coop_f16_f32(&self) -> Option<&CoopMatShape> {
-        self.coop_matrix.iter().find(|s| {
+    /// The f16 x f16 -> f32 subgroup cooperative-matrix shapes, in the
+    /// driver's order.
+    pub fn coop_f16_f32_shapes(&self) -> impl Iterator<Item = &CoopMatShape> {
+        self.coop_matrix.iter().filter(|s| {
             s.subgroup_scope && s.a == "f16" && s.b == "f16" && s.c == "f32" && s.result == "f32"
         })
+    }
+
+    /// The first f16 x f16 -> f32 subgroup cooperative-matrix shape, if any.
+    pub fn coop_f16_f32(&self) -> Option<&CoopMatShape> {
+        self.coop_f16_f32_shapes().next()
     }
 }
 

@@ -82,10 +82,7 @@ pub fn prestart(
     gates: bool,
 ) -> Prestarted {
     let started = (!modules.is_empty()).then(|| {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64)
-            & ((1 << 53) - 1);
+        let seed = frameworks::clock_seed();
         let req = Request {
             modules: modules.to_vec(),
             gated: vec![],

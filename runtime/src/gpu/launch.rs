@@ -59,19 +59,18 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
             Scalar::F32(v) => KernelArg::F32(v),
         })
         .collect();
-    let launch = |name: &str, grid: [u32; 3], block: [u32; 3]| Plan {
-        symbol: kernel_symbol(name),
+    let launch = |grid: [u32; 3], block: [u32; 3]| Plan {
+        symbol: kernel_symbol(op.name()),
         dims: Dims::new(grid, block),
         scalars: scalars.clone(),
     };
-    let linear = |total: usize| launch(op.name(), [blocks_for(total, dev), 1, 1], [BLOCK, 1, 1]);
+    let linear = |total: usize| launch([blocks_for(total, dev), 1, 1], [BLOCK, 1, 1]);
     match *op {
-        Op::Noop => launch("noop", [1, 1, 1], [64, 1, 1]),
+        Op::Noop => launch([1, 1, 1], [64, 1, 1]),
         Op::Fill { n, .. } | Op::Copy { n } | Op::TestBrokenCopy { n } | Op::VecAdd { n } => {
             linear(n)
         }
         Op::GemmF32 { m, n, .. } | Op::GemmF16 { m, n, .. } => launch(
-            op.name(),
             [
                 (n as u32).div_ceil(GEMM_TILE),
                 (m as u32).div_ceil(GEMM_TILE),
@@ -80,7 +79,7 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
             [GEMM_TILE, GEMM_TILE, 1],
         ),
         Op::RmsNorm { rows, .. } | Op::LayerNorm { rows, .. } | Op::Softmax { rows, .. } => {
-            launch(op.name(), [rows as u32, 1, 1], [BLOCK, 1, 1])
+            launch([rows as u32, 1, 1], [BLOCK, 1, 1])
         }
         Op::Rope {
             tokens,
@@ -95,7 +94,7 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
             n_new,
             ..
         } => linear(layers * n_new * heads * head_dim),
-        Op::TestSlow { .. } => launch("test_slow", [1, 1, 1], [64, 1, 1]),
+        Op::TestSlow { .. } => launch([1, 1, 1], [64, 1, 1]),
     }
 }
 

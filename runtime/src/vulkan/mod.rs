@@ -288,12 +288,9 @@ fn limits(opts: &OpenOptions, info: &DeviceInfo, p: &select::Physical, coop: Coo
         f16_storage: p.storage16 && p.shader_f16,
         coop2: coop.nv2,
         coop16: coop.khr
-            && info.coop_matrix.iter().any(|s| {
-                s.subgroup_scope
-                    && (s.m, s.n, s.k) == (16, 16, 16)
-                    && (s.a.as_str(), s.b.as_str(), s.c.as_str(), s.result.as_str())
-                        == ("f16", "f16", "f32", "f32")
-            }),
+            && info
+                .coop_f16_f32_shapes()
+                .any(|s| (s.m, s.n, s.k) == (16, 16, 16)),
         subgroup_size: (info.min_subgroup_size == info.max_subgroup_size
             && info.subgroup_size == info.max_subgroup_size)
             .then_some(info.subgroup_size),

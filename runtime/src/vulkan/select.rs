@@ -117,30 +117,28 @@ fn memory_heaps(inst: &Instance, pd: vk::PhysicalDevice) -> Vec<MemoryHeap> {
 /// The cooperative-matrix shapes of a device that has
 /// VK_KHR_cooperative_matrix; `pd` was enumerated from `inst`.
 fn coop_shapes(inst: &Instance, pd: vk::PhysicalDevice) -> Vec<CoopMatShape> {
-    let mut coop = Vec::new();
     let cm = ash::khr::cooperative_matrix::Instance::new(&inst.entry, &inst.raw);
     // SAFETY: `pd` is a physical device of `inst`'s live instance, and it
     // has VK_KHR_cooperative_matrix (the caller's check).
     match unsafe { cm.get_physical_device_cooperative_matrix_properties(pd) } {
-        Ok(list) => {
-            for p in list {
-                coop.push(CoopMatShape {
-                    m: p.m_size,
-                    n: p.n_size,
-                    k: p.k_size,
-                    a: component(p.a_type),
-                    b: component(p.b_type),
-                    c: component(p.c_type),
-                    result: component(p.result_type),
-                    subgroup_scope: p.scope == vk::ScopeKHR::SUBGROUP,
-                })
-            }
-        }
+        Ok(list) => list
+            .iter()
+            .map(|p| CoopMatShape {
+                m: p.m_size,
+                n: p.n_size,
+                k: p.k_size,
+                a: component(p.a_type),
+                b: component(p.b_type),
+                c: component(p.c_type),
+                result: component(p.result_type),
+                subgroup_scope: p.scope == vk::ScopeKHR::SUBGROUP,
+            })
+            .collect(),
         Err(e) => {
-            tracing::warn!("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR: {e}")
+            tracing::warn!("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR: {e}");
+            Vec::new()
         }
     }
-    coop
 }
 
 /// What greta reads from one physical device; `None` when greta cannot use

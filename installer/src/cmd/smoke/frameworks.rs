@@ -226,11 +226,8 @@ fn request(args: &Args, target: &Target, expect: &Expect) -> Request {
         .filter(|m| *m != "triton" || expect.triton_runs())
         .cloned()
         .collect();
-    let seed = args.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64)
-    }) & ((1 << 53) - 1);
+    // A given seed is cut to the 53 bits the clock's has.
+    let seed = args.seed.unwrap_or_else(frameworks::clock_seed) & ((1 << 53) - 1);
     let env: BTreeMap<String, String> = target
         .receipt
         .as_ref()

@@ -234,6 +234,15 @@ pub struct Request {
     pub env: BTreeMap<String, String>,
 }
 
+/// A [`Request::seed`] from the clock, for runs given none: 53 bits, so it
+/// survives the trip through JSON into Python and back into the report.
+pub fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+        & ((1 << 53) - 1)
+}
+
 /// The interpreter started and waiting for "go" (see [`prestart`]).
 pub struct Prestarted {
     running: Running,
