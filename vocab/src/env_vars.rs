@@ -80,7 +80,8 @@ env_vars! {
     User GRETA_VERIFY_CACHE;
     /// `1`: turn the Vulkan validation layers on for every device greta opens.
     User GRETA_VK_VALIDATION;
-    /// Milliseconds of warm-up before Vulkan timings (measurements).
+    /// Milliseconds of warm-up before Vulkan timings (measurements); a whole
+    /// number, at most 60000 (larger values are 60000).
     User GRETA_VK_WARMUP_MS;
     /// The tuning cache directory, or `off` (default `$XDG_CACHE_HOME/greta/tuning`).
     User GRETA_TUNING_CACHE;

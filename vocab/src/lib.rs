@@ -34,6 +34,7 @@ mod devices;
 mod env_vars;
 mod finding;
 mod gfx;
+pub mod number;
 mod setting;
 mod sha256;
 mod verdict;

@@ -173,6 +173,8 @@ pub struct Device {
     /// Median time per repeat of the last run of each shape class: sizes
     /// the warm-up of the next run (see `run`).
     last_ns: std::collections::HashMap<String, u64>,
+    /// `GRETA_VK_WARMUP_MS` in nanoseconds, when set (`run::warmup_from_env`).
+    warmup_ns: Option<u64>,
 }
 
 /// The cooperative-matrix paths a device was opened with.
@@ -307,6 +309,8 @@ impl Device {
     }
 
     pub fn open_with(opts: &OpenOptions) -> Result<Self, RuntimeError> {
+        // Settings first: a bad one is refused before any device work.
+        let warmup_ns = run::warmup_from_env()?;
         let validation = opts.validation.unwrap_or_else(validation::requested_by_env);
         let instance = Arc::new(Instance::with_log(
             validation,
@@ -400,6 +404,7 @@ impl Device {
             info,
             lost: None,
             last_ns: Default::default(),
+            warmup_ns,
         })
     }
 

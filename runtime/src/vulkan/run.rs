@@ -32,6 +32,23 @@ const LARGE_FLOPS: u64 = 8_000_000_000;
 /// Most warm-up passes (bounds the command buffer of very short kernels).
 const WARMUP_MAX_PASSES: u64 = 20_000;
 
+/// Longest warm-up `GRETA_VK_WARMUP_MS` can ask for; larger values are
+/// this (a warm-up also stops at [`WARMUP_MAX_PASSES`]).
+const WARMUP_MAX: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `GRETA_VK_WARMUP_MS` in nanoseconds (unset: `None`), clamped to
+/// [`WARMUP_MAX`]; garbage is an error naming the variable, as for every
+/// numeric setting (`greta_vocab::number`).
+pub(super) fn warmup_from_env() -> Result<Option<u64>, RuntimeError> {
+    greta_vocab::number::env_duration(
+        EnvVars::GRETA_VK_WARMUP_MS,
+        greta_vocab::number::Unit::Millis,
+        WARMUP_MAX,
+    )
+    .map(|d| d.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)))
+    .map_err(RuntimeError::BadInput)
+}
+
 /// Per-run objects, each destroying itself on drop (see [`super::owned`]).
 /// Dropped after a completed submission (or one never made); leaked with
 /// `mem::forget` after a timeout or a lost device, since the queue may
@@ -386,18 +403,15 @@ fn warmup_passes(dev: &Device, op: &Op, plan: &Plan) -> u32 {
                 ns
             }
         });
-    // GRETA_VK_WARMUP_MS overrides the warm-up time (measurements).
-    let target = std::env::var(EnvVars::GRETA_VK_WARMUP_MS)
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .map_or(
-            if op.bytes_moved() >= LARGE_BYTES || op.flops() >= LARGE_FLOPS {
-                WARMUP_NS_LARGE
-            } else {
-                WARMUP_NS
-            },
-            |ms| ms * 1_000_000,
-        );
+    // GRETA_VK_WARMUP_MS overrides the warm-up time (measurements); read
+    // and checked once, at open (`warmup_from_env`).
+    let target = dev.warmup_ns.unwrap_or(
+        if op.bytes_moved() >= LARGE_BYTES || op.flops() >= LARGE_FLOPS {
+            WARMUP_NS_LARGE
+        } else {
+            WARMUP_NS
+        },
+    );
     per.map_or(WARMUP_PASSES as u64, |ns| {
         target
             .div_ceil(ns)

@@ -1,0 +1,130 @@
+//! Numbers from `GRETA_*` variables: one reading for every numeric setting,
+//! so each refuses garbage the same way (an error naming the variable,
+//! through [`Setting::resolve`]) and none can overflow. A duration is a
+//! whole number in the unit its variable's name says (`_MS`, `_S`); a value
+//! past the setting's limit, however large (`18446744073709551615`, or more
+//! digits than a `u64` holds), is the limit: clamped, never an overflow when
+//! it is later added to an `Instant` or multiplied into nanoseconds.
+
+use crate::Setting;
+use std::time::Duration;
+
+/// The unit a duration variable counts in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Millis,
+    Secs,
+}
+
+impl Unit {
+    fn name(self) -> &'static str {
+        match self {
+            Unit::Millis => "milliseconds",
+            Unit::Secs => "seconds",
+        }
+    }
+
+    fn duration(self, n: u64) -> Duration {
+        match self {
+            Unit::Millis => Duration::from_millis(n),
+            Unit::Secs => Duration::from_secs(n),
+        }
+    }
+}
+
+/// A whole number written in ASCII digits (no sign, point, unit or
+/// spaces inside); one too large for a `u64` is `u64::MAX`, for the caller
+/// to clamp.
+pub fn whole(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("not a whole number".into());
+    }
+    Ok(s.parse::<u64>().unwrap_or(u64::MAX))
+}
+
+/// [`whole`] clamped into `min..=max`.
+pub fn whole_in(s: &str, min: u64, max: u64) -> Result<u64, String> {
+    whole(s).map(|n| n.clamp(min, max))
+}
+
+/// A whole number of `unit`s, at most `max` (larger values are `max`).
+pub fn duration(s: &str, unit: Unit, max: Duration) -> Result<Duration, String> {
+    let n = whole(s).map_err(|e| format!("{e} of {}", unit.name()))?;
+    Ok(unit.duration(n).min(max))
+}
+
+/// The duration variable `env` (unset or empty: `None`), clamped to `max`;
+/// garbage is an error that names the variable.
+pub fn env_duration(
+    env: &'static str,
+    unit: Unit,
+    max: Duration,
+) -> Result<Option<Duration>, String> {
+    Setting::resolve(None, env, |s| duration(s, unit, max).map(Some), || None).map(|s| s.value)
+}
+
+/// The whole-number variable `env` (unset or empty: `None`), clamped into
+/// `min..=max`; garbage is an error that names the variable.
+pub fn env_whole(env: &'static str, min: u64, max: u64) -> Result<Option<u64>, String> {
+    Setting::resolve(None, env, |s| whole_in(s, min, max).map(Some), || None).map(|s| s.value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_numbers_refuse_garbage_and_saturate() {
+        assert_eq!(whole("0"), Ok(0));
+        assert_eq!(whole(" 250 "), Ok(250));
+        assert_eq!(whole("18446744073709551615"), Ok(u64::MAX));
+        assert_eq!(whole("99999999999999999999999999"), Ok(u64::MAX));
+        for bad in [
+            "", "garbage", "-1", "+5", "1.5", "1e3", "10ms", "1 0", "0x10",
+        ] {
+            let e = whole(bad).unwrap_err();
+            assert!(e.contains("not a whole number"), "{bad}: {e}");
+        }
+        assert_eq!(whole_in("0", 1, 64), Ok(1));
+        assert_eq!(whole_in("18446744073709551615", 1, 64), Ok(64));
+    }
+
+    #[test]
+    fn durations_clamp_to_their_limit_without_overflow() {
+        let max = Duration::from_secs(3600);
+        assert_eq!(
+            duration("1500", Unit::Millis, max),
+            Ok(Duration::from_millis(1500))
+        );
+        assert_eq!(duration("18446744073709551615", Unit::Secs, max), Ok(max));
+        assert_eq!(duration("18446744073709551615", Unit::Millis, max), Ok(max));
+        // The clamped value can be added to an instant and turned into
+        // nanoseconds (what the unclamped one panicked on).
+        let d = duration("18446744073709551615", Unit::Secs, max).unwrap();
+        let _ = std::time::Instant::now() + d;
+        assert!(u64::try_from(d.as_nanos()).is_ok());
+        let e = duration("garbage", Unit::Millis, max).unwrap_err();
+        assert!(e.contains("milliseconds"), "{e}");
+    }
+
+    // Each test uses its own variable: tests run in parallel threads.
+    #[test]
+    fn a_variable_with_garbage_is_an_error_naming_it() {
+        std::env::set_var("GRETA_VOCAB_TEST_NUM_A", "garbage");
+        let e = env_duration(
+            "GRETA_VOCAB_TEST_NUM_A",
+            Unit::Millis,
+            Duration::from_secs(1),
+        )
+        .unwrap_err();
+        assert!(e.starts_with("GRETA_VOCAB_TEST_NUM_A=\"garbage\": "), "{e}");
+        std::env::set_var("GRETA_VOCAB_TEST_NUM_B", "18446744073709551615");
+        assert_eq!(
+            env_duration("GRETA_VOCAB_TEST_NUM_B", Unit::Secs, Duration::from_secs(9)),
+            Ok(Some(Duration::from_secs(9)))
+        );
+        assert_eq!(env_whole("GRETA_VOCAB_TEST_NUM_B", 1, 64), Ok(Some(64)));
+        assert_eq!(env_whole("GRETA_VOCAB_TEST_NUM_UNSET", 1, 64), Ok(None));
+    }
+}
