@@ -193,10 +193,12 @@ fn unix_time(rfc3339: &str) -> Option<f64> {
     Some(t.unix_timestamp_nanos() as f64 / 1e9)
 }
 
-/// Fail fast (before any gate runs) when `path` cannot be written: its
-/// directory must exist and take a file.
+/// Fail fast (before any gate runs) when `path` cannot be written: it must
+/// be (or name, through symlinks) a regular file or nothing yet, and its
+/// directory must take a file.
 pub fn check_writable(path: &Path) -> Result<(), String> {
-    let dir = parent(path);
+    let target = target(path).map_err(|e| format!("--prom {}: {e}", path.display()))?;
+    let dir = parent(&target);
     tempfile::Builder::new()
         .prefix(".greta-smoke-probe-")
         .tempfile_in(dir)
@@ -213,11 +215,18 @@ pub fn check_writable(path: &Path) -> Result<(), String> {
 /// Write `text` to `path` atomically: temp file in the same directory,
 /// synced, mode 0644 (the collector often runs as another user), renamed
 /// over `path`. On error `path` keeps its previous content.
+///
+/// The rename replaces whatever node sits at the name, so the name is
+/// resolved first ([`target`]): a symlink is written through (the regular
+/// file it names is replaced, the link stays), and a FIFO, directory,
+/// socket or device is refused and left as it was.
 pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    let target =
+        target(path).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     let mut tmp = tempfile::Builder::new()
         .prefix(".greta-smoke-")
         .suffix(".prom.tmp")
-        .tempfile_in(parent(path))?;
+        .tempfile_in(parent(&target))?;
     tmp.write_all(text.as_bytes())?;
     tmp.as_file().sync_all()?;
     #[cfg(unix)]
@@ -226,8 +235,68 @@ pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
         tmp.as_file()
             .set_permissions(std::fs::Permissions::from_mode(0o644))?;
     }
-    tmp.persist(path).map_err(|e| e.error)?;
+    tmp.persist(&target).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Symlinks followed before giving up (Linux's own limit, ELOOP).
+const MAX_LINKS: usize = 40;
+
+/// The path the textfile really goes to: `path` itself when nothing or a
+/// regular file is there; through symlinks (relative ones against their
+/// own directory) to the regular file, or the free name, they end at.
+/// Anything else is an error saying what is there and why it is refused.
+fn target(path: &Path) -> Result<std::path::PathBuf, String> {
+    let mut p = path.to_path_buf();
+    for _ in 0..=MAX_LINKS {
+        let meta = match std::fs::symlink_metadata(&p) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(p),
+            Err(e) => return Err(format!("cannot inspect {}: {e}", p.display())),
+        };
+        let t = meta.file_type();
+        if t.is_file() {
+            return Ok(p);
+        }
+        if !t.is_symlink() {
+            let via = if p == path {
+                String::new()
+            } else {
+                format!(" (where {} leads)", path.display())
+            };
+            return Err(format!(
+                "{}{via} is a {}, not a regular file: the textfile is renamed over its \
+                 target, which would replace it; name a regular file (or a new one)",
+                p.display(),
+                node_kind(t)
+            ));
+        }
+        let link = std::fs::read_link(&p)
+            .map_err(|e| format!("cannot read the symlink {}: {e}", p.display()))?;
+        p = parent(&p).join(link);
+    }
+    Err(format!(
+        "more than {MAX_LINKS} symlinks from {} (a loop?)",
+        path.display()
+    ))
+}
+
+/// What a node that is neither a file nor a link is, in words.
+fn node_kind(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "FIFO"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_char_device() {
+        "character device"
+    } else if t.is_block_device() {
+        "block device"
+    } else {
+        "special file"
+    }
 }
 
 fn parent(path: &Path) -> &Path {
@@ -372,5 +441,82 @@ mod tests {
         assert!(e.contains("missing"), "{e}");
         assert!(write_atomic(&bad, "x").is_err());
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "b 2\n");
+    }
+
+    fn mkfifo(p: &Path) {
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    /// A FIFO, a directory or a socket at FILE is refused, by the check
+    /// before the run and by the write, and stays what it was: renaming
+    /// over it would replace the node (as root, `--prom /dev/full` turned
+    /// /dev/full into a regular file).
+    #[test]
+    fn a_target_that_is_not_a_regular_file_is_refused_and_left_alone() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.prom");
+        mkfifo(&fifo);
+        let sub = dir.path().join("dir.prom");
+        std::fs::create_dir(&sub).unwrap();
+        let sock = dir.path().join("sock.prom");
+        let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        for (p, kind) in [(&fifo, "FIFO"), (&sub, "directory"), (&sock, "socket")] {
+            let e = check_writable(p).unwrap_err();
+            assert!(e.contains(kind) && e.contains("not a regular file"), "{e}");
+            let e = write_atomic(p, "greta_smoke_status 0\n").unwrap_err();
+            assert!(e.to_string().contains(kind), "{e}");
+        }
+        let t = |p: &Path| std::fs::symlink_metadata(p).unwrap().file_type();
+        assert!(t(&fifo).is_fifo());
+        assert!(t(&sub).is_dir());
+        assert!(t(&sock).is_socket());
+        // A link to one is refused the same way, and stays a link.
+        let link = dir.path().join("link.prom");
+        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        assert!(check_writable(&link).unwrap_err().contains("FIFO"));
+        assert!(write_atomic(&link, "x\n").is_err());
+        assert!(t(&link).is_symlink() && t(&fifo).is_fifo());
+        // No temporaries are left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 4);
+    }
+
+    /// A symlink is written through on purpose: the regular file it names
+    /// (or will name: a dangling link) gets the text, the link stays.
+    #[test]
+    fn a_symlink_target_is_written_through_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let real_dir = dir.path().join("real");
+        std::fs::create_dir(&real_dir).unwrap();
+        let real = real_dir.join("greta.prom");
+        std::fs::write(&real, "old 1\n").unwrap();
+        let link = dir.path().join("greta.prom");
+        std::os::unix::fs::symlink("real/greta.prom", &link).unwrap();
+        let link2 = dir.path().join("greta2.prom");
+        std::os::unix::fs::symlink("greta.prom", &link2).unwrap();
+        check_writable(&link2).unwrap();
+        write_atomic(&link2, "new 2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "new 2\n");
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert!(std::fs::symlink_metadata(&link2).unwrap().is_symlink());
+        // Dangling: the file it names is created.
+        let dangling = dir.path().join("later.prom");
+        std::os::unix::fs::symlink("real/later.prom", &dangling).unwrap();
+        write_atomic(&dangling, "x 1\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(real_dir.join("later.prom")).unwrap(),
+            "x 1\n"
+        );
+        assert!(std::fs::symlink_metadata(&dangling).unwrap().is_symlink());
+        // A loop is an error, never a hang.
+        let a = dir.path().join("a.prom");
+        let b = dir.path().join("b.prom");
+        std::os::unix::fs::symlink(&b, &a).unwrap();
+        std::os::unix::fs::symlink(&a, &b).unwrap();
+        assert!(check_writable(&a).is_err());
+        assert!(write_atomic(&a, "x").is_err());
+        assert!(std::fs::symlink_metadata(&a).unwrap().is_symlink());
     }
 }

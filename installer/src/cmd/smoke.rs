@@ -183,7 +183,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         prom_failed: Default::default(),
     };
     if let Err(e) = fleet.check() {
-        return Ok(fleet.undecided(&e));
+        return Ok(fleet.refused(&e));
     }
     if matches!(backend, BackendChoice::Hip | BackendChoice::Cuda) {
         return gpu::run(&args, backend, &fleet);

@@ -28,14 +28,25 @@ impl Fleet {
         }
     }
 
-    /// Nothing was decided (exit 2): the UNKNOWN line, and a textfile that
-    /// says so (status 2) so a stale healthy one does not linger.
-    pub fn undecided(&self, why: &str) -> Exit {
+    /// The textfile cannot be written (`check` said why): the UNKNOWN
+    /// line and exit 2, without a second try at the file.
+    pub fn refused(&self, why: &str) -> Exit {
+        self.say_undecided(why);
+        Exit::Undecided
+    }
+
+    fn say_undecided(&self, why: &str) {
         if self.oneline {
             println!("{}", oneline::unknown(why));
         } else if self.prom.is_some() {
             eprintln!("greta smoke: {why}");
         }
+    }
+
+    /// Nothing was decided (exit 2): the UNKNOWN line, and a textfile that
+    /// says so (status 2) so a stale healthy one does not linger.
+    pub fn undecided(&self, why: &str) -> Exit {
+        self.say_undecided(why);
         if let Some(p) = &self.prom {
             let text =
                 prom::render_undecided(self.profile.as_str(), self.started.elapsed().as_secs_f64());
