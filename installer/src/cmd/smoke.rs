@@ -5,6 +5,7 @@
 mod fleet;
 mod frameworks;
 mod gpu;
+mod on_signal;
 
 use crate::exit::Exit;
 use greta_smoke::Catalog;
@@ -167,6 +168,10 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     if args.tune {
         return tune(&args);
     }
+    let started = std::time::Instant::now();
+    if let Some(p) = &args.prom {
+        on_signal::mark_undecided_on_signal(p.clone(), args.profile, started);
+    }
     let backend = match args.backend {
         BackendChoice::Auto => {
             let c = gpu::choose_live(&args.device);
@@ -179,7 +184,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         oneline: args.oneline,
         prom: args.prom.clone(),
         profile: args.profile,
-        started: std::time::Instant::now(),
+        started,
         prom_failed: Default::default(),
     };
     if let Err(e) = fleet.check() {

@@ -3,7 +3,9 @@
 //! names the item of the issue it covers and failed on the code before
 //! its fix.
 
+use std::io::{BufRead, BufReader};
 use std::os::unix::fs::FileTypeExt;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
@@ -127,6 +129,79 @@ fn prom_refuses_a_node_and_writes_through_a_symlink() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
     assert_eq!(status_of(&real).0, 0.0);
+}
+
+/// Item 3: SIGTERM (the Slurm wrapper's `timeout`) and SIGINT in the
+/// middle of a run turn a healthy textfile from an earlier run into
+/// "undecided" with a fresh timestamp, and greta still dies of the signal.
+/// The run hangs on purpose (`--inject hang:0`, a 600 s limit); the signal
+/// is sent once greta has said which backend it runs (its handler is in
+/// place by then), and the test waits for the process, never a sleep.
+#[test]
+fn a_stop_signal_marks_the_prom_file_undecided() {
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let dir = tempfile::tempdir().unwrap();
+        let prom = dir.path().join("greta.prom");
+        let healthy = "# TYPE greta_smoke_status gauge\ngreta_smoke_status{profile=\"health\"} 0\n\
+                       # TYPE greta_smoke_last_run_timestamp_seconds gauge\n\
+                       greta_smoke_last_run_timestamp_seconds{profile=\"health\"} 1000\n";
+        std::fs::write(&prom, healthy).unwrap();
+        let mut c = greta();
+        c.args(SMOKE)
+            .args(["--inject", "hang:0", "--timeout", "600", "--prom"])
+            .arg(&prom);
+        // A background job of a non-interactive shell inherits SIGINT
+        // ignored (and greta keeps it so): give the child the default.
+        // SAFETY: signal(2) is async-signal-safe, fine between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut child = c.spawn().unwrap();
+        let pid = child.id() as i32;
+        let (tx, rx) = mpsc::channel();
+        let err = BufReader::new(child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for l in err.lines().map_while(Result::ok) {
+                eprintln!("greta: {l}");
+                let _ = tx.send(l);
+            }
+        });
+        let started = loop {
+            match rx.recv_timeout(LIMIT) {
+                Ok(l) if l.starts_with("greta smoke: backend") => break true,
+                Ok(_) => continue,
+                Err(_) => break false,
+            }
+        };
+        if !started {
+            // SAFETY: a plain kill of the child we started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("greta never said which backend it runs");
+        }
+        // SAFETY: a plain kill of the child we started.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+        let (wtx, wrx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = wtx.send(child.wait());
+        });
+        let Ok(status) = wrx.recv_timeout(LIMIT) else {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("greta did not stop on signal {sig}");
+        };
+        let status = status.unwrap();
+        assert_eq!(status.signal(), Some(sig), "{status:?}");
+        let (st, t) = status_of(&prom);
+        assert_eq!(st, 2.0, "signal {sig}: the healthy file lingers");
+        assert!(t > 1000.0, "signal {sig}: the old timestamp lingers");
+        assert!(
+            std::fs::read_dir(dir.path()).unwrap().count() == 1,
+            "temporaries left"
+        );
+    }
 }
 
 /// Items 8 and 15: a numeric setting with garbage is refused, naming the
