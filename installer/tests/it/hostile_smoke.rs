@@ -204,6 +204,49 @@ fn a_stop_signal_marks_the_prom_file_undecided() {
     }
 }
 
+/// Item 7 (loading) and 15: `GRETA_HIP_LIB` / `GRETA_CUDA_LIB` naming a
+/// FIFO hung in dlopen; now each is refused at once, naming the variable.
+/// `GRETA_CUDA_LIB` naming a library without `cuInit` says so and names it.
+#[test]
+fn vendor_library_variables_naming_a_fifo_or_a_wrong_library_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("libamdhip64.so");
+    mkfifo(&fifo);
+    for (var, backend) in [("GRETA_HIP_LIB", "hip"), ("GRETA_CUDA_LIB", "cuda")] {
+        let o = bounded({
+            let mut c = greta();
+            c.args(["smoke", "--backend", backend, "--profile", "ultrasafe"])
+                .args(["--no-save", "--no-progress"])
+                .env(var, &fifo);
+            c
+        });
+        assert_eq!(o.status.code(), Some(2));
+        let err = stderr(&o);
+        assert!(err.contains(var) && err.contains("is a FIFO"), "{err}");
+    }
+    // Any real shared library that is not libcuda.
+    let not_cuda = [
+        "/lib/x86_64-linux-gnu/libz.so.1",
+        "/usr/lib/x86_64-linux-gnu/libz.so.1",
+    ]
+    .into_iter()
+    .find(|p| Path::new(p).is_file())
+    .expect("libz is installed");
+    let o = bounded({
+        let mut c = greta();
+        c.args(["smoke", "--backend", "cuda", "--profile", "ultrasafe"])
+            .args(["--no-save", "--no-progress"])
+            .env("GRETA_CUDA_LIB", not_cuda);
+        c
+    });
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("GRETA_CUDA_LIB={not_cuda}")) && err.contains("cuInit"),
+        "{err}"
+    );
+}
+
 /// Items 8 and 15: a numeric setting with garbage is refused, naming the
 /// variable (as the fetch settings are); a huge one is clamped, never an
 /// overflow.

@@ -26,13 +26,21 @@ pub type CudaBackend = GpuBackend<Cuda>;
 
 /// Opens `path` with RTLD_GLOBAL and keeps it loaded for the life of the
 /// process, so that cudarc's later dlopen by soname finds this very file.
+/// Only a regular file is opened (a FIFO would block dlopen for ever), and
+/// only a library that defines `cuInit` is kept: anything else would leave
+/// cudarc to load some other libcuda (or none) and blame that.
 pub(crate) fn preload(path: &Path) -> Result<(), String> {
+    search::loadable(path)?;
     // SAFETY: loading a vendor library runs its initialisers; that is what
     // using it means.
     let lib = unsafe {
         libloading::os::unix::Library::open(Some(path), libc::RTLD_NOW | libc::RTLD_GLOBAL)
     }
     .map_err(|e| e.to_string())?;
+    // SAFETY: looking a symbol's address up calls nothing.
+    if unsafe { lib.get::<*const c_void>(b"cuInit\0") }.is_err() {
+        return Err("it does not define cuInit: not a CUDA driver library (libcuda.so.1)".into());
+    }
     std::mem::forget(lib);
     Ok(())
 }
@@ -59,7 +67,7 @@ impl Cuda {
         if let Some(p) = &explicit {
             preload(p).map_err(|e| {
                 GpuError::LibraryMissing(format!(
-                    "{}={} cannot be opened: {e}",
+                    "{}={} cannot be used: {e}",
                     EnvVars::GRETA_CUDA_LIB,
                     p.display()
                 ))

@@ -32,9 +32,11 @@ pub fn open_first(
     let mut looked = Vec::new();
     for c in candidates {
         let bare = c.path.components().count() == 1 && !c.path.is_absolute();
-        if !bare && !c.path.exists() {
-            looked.push(format!("{} ({}): not there", c.path.display(), c.why));
-            continue;
+        if !bare {
+            if let Err(why) = loadable(&c.path) {
+                looked.push(format!("{} ({}): {why}", c.path.display(), c.why));
+                continue;
+            }
         }
         // SAFETY: loading a vendor runtime runs its initialisers; that is
         // what using it means. Nothing else is called here.
@@ -58,6 +60,22 @@ pub fn open_first(
         }
     }
     Err(looked)
+}
+
+/// Whether the file at `path` may be handed to dlopen: it must resolve to
+/// a regular file. dlopen of a FIFO blocks for ever in `open` (no writer)
+/// and a device or directory fails late and obscurely, so anything else is
+/// refused here, saying what it is. The check opens without blocking and
+/// looks at the opened descriptor (`greta_fsread::open_regular`).
+pub fn loadable(path: &Path) -> Result<(), String> {
+    match greta_fsread::open_regular(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_not_found() => Err("not there".into()),
+        Err(greta_fsread::Error::NotRegular { kind, .. }) => Err(format!(
+            "is a {kind}, not a library file (only a regular file is loaded)"
+        )),
+        Err(e) => Err(e.into_io().to_string()),
+    }
 }
 
 /// dlopen's message without the repeated file name.

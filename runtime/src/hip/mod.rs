@@ -262,6 +262,10 @@ impl Hip {
         let mut looked = Vec::new();
         if let Some(dir) = &here {
             for f in search::lib_files(dir, "libhiprtc.so") {
+                if let Err(why) = search::loadable(&f) {
+                    looked.push(format!("{}: {why}", f.display()));
+                    continue;
+                }
                 // SAFETY: opening a library to look a symbol up.
                 match unsafe { libloading::Library::new(&f) } {
                     Ok(l) if crate::gpu::rtc::has_compiler(&l, &crate::gpu::rtc::HIPRTC) => {
