@@ -83,6 +83,10 @@ env_vars! {
     /// Milliseconds of warm-up before Vulkan timings (measurements); a whole
     /// number, at most 60000 (larger values are 60000).
     User GRETA_VK_WARMUP_MS;
+    /// Seconds `greta doctor --from` waits on a pipe or FIFO (`--from
+    /// <(rocminfo)`, `--from -`) for its writer to open it, write more or
+    /// close it, before it gives up on that file (default 60, at most 3600).
+    User GRETA_FROM_WAIT_S;
     /// The tuning cache directory, or `off` (default `$XDG_CACHE_HOME/greta/tuning`).
     User GRETA_TUNING_CACHE;
     /// The compiled-kernel cache of the HIP/CUDA backends (default

@@ -26,6 +26,7 @@ fn greta() -> Command {
         .env_remove("GRETA_SMOKE_INJECT")
         .env_remove("GRETA_SMOKE_TEST_GATES")
         .env_remove("GRETA_VK_WARMUP_MS")
+        .env_remove("GRETA_FROM_WAIT_S")
         .env_remove("GRETA_HIP_LIB")
         .env_remove("GRETA_CUDA_LIB")
         .stdin(Stdio::null())
@@ -84,6 +85,9 @@ fn status_of(prom: &Path) -> (f64, f64) {
         v("greta_smoke_last_run_timestamp_seconds"),
     )
 }
+
+/// An agent of a rocminfo paste, enough for `doctor --from` to find a GPU.
+const ROCMINFO: &str = "*******\nAgent 2\n*******\n  Name:                    gfx1103\n  Device Type:             GPU\n";
 
 const SMOKE: [&str; 7] = [
     "smoke",
@@ -247,6 +251,54 @@ fn vendor_library_variables_naming_a_fifo_or_a_wrong_library_are_refused() {
     );
 }
 
+/// Item 7 (`--from`): a FIFO nobody writes to waited for ever; now greta
+/// gives up after GRETA_FROM_WAIT_S and says what it waited for, while a
+/// FIFO whose writer comes, writes and closes is read as before.
+#[test]
+fn from_a_fifo_waits_a_bounded_time_for_its_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("rocminfo.txt");
+    mkfifo(&fifo);
+    let o = bounded({
+        let mut c = greta();
+        c.args(["doctor", "--from"])
+            .arg(&fifo)
+            .env("GRETA_FROM_WAIT_S", "1");
+        c
+    });
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("waited 1 s for a writer") && err.contains("GRETA_FROM_WAIT_S"),
+        "{err}"
+    );
+    assert_eq!(err.matches("waited 1 s").count(), 1, "said twice: {err}");
+
+    // A writer that comes: opened (blocking until greta reads), written, closed.
+    let w = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(&fifo, ROCMINFO))
+    };
+    let o = bounded({
+        let mut c = greta();
+        c.args(["doctor", "--from"]).arg(&fifo);
+        c
+    });
+    w.join().unwrap().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("gfx1103"));
+
+    let o = bounded({
+        let mut c = greta();
+        c.args(["doctor", "--from"])
+            .arg(&fifo)
+            .env("GRETA_FROM_WAIT_S", "soon");
+        c
+    });
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("GRETA_FROM_WAIT_S=\"soon\": not a whole number of seconds"));
+}
+
 /// Items 8 and 15: a numeric setting with garbage is refused, naming the
 /// variable (as the fetch settings are); a huge one is clamped, never an
 /// overflow.
@@ -271,4 +323,18 @@ fn numeric_settings_refuse_garbage_and_clamp_huge_values() {
         });
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     }
+    // The --from wait: huge is clamped (never an overflow in poll's
+    // milliseconds), and the paste is read.
+    let dir = tempfile::tempdir().unwrap();
+    let paste = dir.path().join("paste.txt");
+    std::fs::write(&paste, ROCMINFO).unwrap();
+    let o = bounded({
+        let mut c = greta();
+        c.args(["doctor", "--from", "-"])
+            .env("GRETA_FROM_WAIT_S", "18446744073709551615")
+            .stdin(std::fs::File::open(&paste).unwrap());
+        c
+    });
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("gfx1103"));
 }
