@@ -168,6 +168,9 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     if args.tune {
         return tune(&args);
     }
+    // While only this thread runs: where Mesa caches shaders (a full disk
+    // there is a SIGBUS in its cache thread) is decided before any Vulkan.
+    greta_smoke::runtime::vulkan::mesa_cache::prepare();
     let started = std::time::Instant::now();
     if let Some(p) = &args.prom {
         on_signal::mark_undecided_on_signal(p.clone(), args.profile, started);

@@ -338,3 +338,52 @@ fn numeric_settings_refuse_garbage_and_clamp_huge_values() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("gfx1103"));
 }
+
+/// Item 9: with `XDG_CACHE_HOME` on a full filesystem, Mesa's shader-cache
+/// thread killed greta with SIGBUS (exit 135). Now greta turns Mesa's cache
+/// off and says why, and the run passes. The full filesystem is a 2 MiB
+/// tmpfs, filled, in a private mount namespace (`unshare`: as root, or
+/// through a user namespace), so nothing outlives the test.
+#[test]
+fn a_full_filesystem_under_the_shader_cache_is_a_note_not_sigbus() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("cache");
+    std::fs::create_dir(&mnt).unwrap();
+    // SAFETY: plain getter.
+    let root = unsafe { libc::geteuid() } == 0;
+    let script = "mount -t tmpfs -o size=2m tmpfs \"$1\" || exit 99; \
+         dd if=/dev/zero of=\"$1/fill\" bs=4k 2>/dev/null; \
+         [ \"$(df --output=avail \"$1\" | tail -1 | tr -d ' ')\" = 0 ] || exit 98; \
+         shift; exec \"$@\"";
+    let mut cmd = Command::new("unshare");
+    if !root {
+        cmd.arg("--map-root-user");
+    }
+    cmd.args(["--mount", "sh", "-c", script, "sh"])
+        .arg(&mnt)
+        .arg(env!("CARGO_BIN_EXE_greta"))
+        .args(SMOKE)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir.path())
+        .env("XDG_CACHE_HOME", &mnt)
+        .env("GRETA_VK_VALIDATION", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let o = bounded(cmd);
+    assert_ne!(o.status.code(), Some(99), "could not mount a tmpfs here");
+    assert_ne!(o.status.code(), Some(98), "the tmpfs did not fill");
+    assert_eq!(
+        o.status.signal(),
+        None,
+        "killed by a signal: {:?}",
+        o.status
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("Mesa's shader cache is off for this run") && out.contains("KiB free"),
+        "no note: {out}"
+    );
+}

@@ -35,6 +35,8 @@ impl Instance {
     /// As [`Instance::new`], recording validation messages into `messages`
     /// (which the caller may keep reading after the instance is gone).
     pub fn with_log(validation: bool, messages: MessageLog) -> Result<Self, RuntimeError> {
+        // Before the loader (and the driver behind it) reads the environment.
+        super::mesa_cache::prepare();
         // SAFETY: loading the system Vulkan loader; its initialisation has no preconditions.
         let entry = unsafe { ash::Entry::load() }.map_err(|e| {
             RuntimeError::LoaderMissing(format!(

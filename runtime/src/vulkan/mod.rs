@@ -36,6 +36,7 @@ pub(crate) mod cache;
 mod coop2;
 mod instance;
 mod memory;
+pub mod mesa_cache;
 mod owned;
 mod pipelines;
 /// Public for the fuzz harnesses (fuzz/src/bin/gemm_plan.rs); not part of the runtime's front door.
@@ -320,6 +321,9 @@ impl Device {
         let idx = select::choose(&list, &opts.select)?;
         let p = list.into_iter().nth(idx).unwrap();
         let mut info = p.info.clone();
+        if let Some(note) = mesa_cache::prepare() {
+            info.notes.push(note);
+        }
         if opts.timestamps == Some(false) {
             info.timestamps = false;
         }
