@@ -243,37 +243,51 @@ pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
 const MAX_LINKS: usize = 40;
 
 /// The path the textfile really goes to: `path` itself when nothing or a
-/// regular file is there; through symlinks (relative ones against their
-/// own directory) to the regular file, or the free name, they end at.
-/// Anything else is an error saying what is there and why it is refused.
+/// regular file is there; through symlinks, the regular file they lead to
+/// (as open(2) follows them, `/proc/self/fd` links included) or, for a
+/// dangling link, the free name it ends at (relative links against their
+/// own directory). Anything else is an error saying what is there and why
+/// it is refused.
 fn target(path: &Path) -> Result<std::path::PathBuf, String> {
+    use std::io::ErrorKind::NotFound;
+    let refuse = |t: std::fs::FileType, via: bool| {
+        format!(
+            "{} {} a {}, not a regular file: the textfile is renamed over its target, which \
+             would replace it; name a regular file (or a new one)",
+            path.display(),
+            if via { "leads to" } else { "is" },
+            node_kind(t)
+        )
+    };
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == NotFound => return Ok(path.to_path_buf()),
+        Err(e) => return Err(format!("cannot inspect {}: {e}", path.display())),
+        Ok(m) if m.is_file() => return Ok(path.to_path_buf()),
+        Ok(m) if !m.is_symlink() => return Err(refuse(m.file_type(), false)),
+        Ok(_) => {}
+    }
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => std::fs::canonicalize(path)
+            .map_err(|e| format!("cannot resolve the symlink {}: {e}", path.display())),
+        Ok(m) => Err(refuse(m.file_type(), true)),
+        Err(e) if e.kind() == NotFound => dangling_end(path),
+        Err(e) => Err(format!("cannot follow the symlink {}: {e}", path.display())),
+    }
+}
+
+/// The free name a dangling chain of symlinks from `path` ends at.
+fn dangling_end(path: &Path) -> Result<std::path::PathBuf, String> {
     let mut p = path.to_path_buf();
     for _ in 0..=MAX_LINKS {
-        let meta = match std::fs::symlink_metadata(&p) {
-            Ok(m) => m,
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.is_symlink() => {
+                let link = std::fs::read_link(&p)
+                    .map_err(|e| format!("cannot read the symlink {}: {e}", p.display()))?;
+                p = parent(&p).join(link);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(p),
-            Err(e) => return Err(format!("cannot inspect {}: {e}", p.display())),
-        };
-        let t = meta.file_type();
-        if t.is_file() {
-            return Ok(p);
+            _ => return Err(format!("{} changed while it was resolved", path.display())),
         }
-        if !t.is_symlink() {
-            let via = if p == path {
-                String::new()
-            } else {
-                format!(" (where {} leads)", path.display())
-            };
-            return Err(format!(
-                "{}{via} is a {}, not a regular file: the textfile is renamed over its \
-                 target, which would replace it; name a regular file (or a new one)",
-                p.display(),
-                node_kind(t)
-            ));
-        }
-        let link = std::fs::read_link(&p)
-            .map_err(|e| format!("cannot read the symlink {}: {e}", p.display()))?;
-        p = parent(&p).join(link);
     }
     Err(format!(
         "more than {MAX_LINKS} symlinks from {} (a loop?)",
@@ -479,8 +493,24 @@ mod tests {
         assert!(check_writable(&link).unwrap_err().contains("FIFO"));
         assert!(write_atomic(&link, "x\n").is_err());
         assert!(t(&link).is_symlink() && t(&fifo).is_fifo());
+        // /dev/stdout when stdout is a pipe: a link to a /proc/self/fd
+        // link whose text ("pipe:[N]") is no path; the pipe is refused.
+        let mut fds = [-1; 2];
+        // SAFETY: a two-int array for pipe(2).
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let stdout_like = dir.path().join("stdout.prom");
+        std::os::unix::fs::symlink(format!("/proc/self/fd/{}", fds[1]), &stdout_like).unwrap();
+        let e = check_writable(&stdout_like).unwrap_err();
+        assert!(e.contains("leads to a FIFO"), "{e}");
+        assert!(write_atomic(&stdout_like, "x\n").is_err());
+        assert!(t(&stdout_like).is_symlink());
+        // SAFETY: both ends are ours, closed once.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
         // No temporaries are left behind.
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 4);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 5);
     }
 
     /// A symlink is written through on purpose: the regular file it names
