@@ -228,6 +228,18 @@ fn vendor_library_variables_naming_a_fifo_or_a_wrong_library_are_refused() {
         let err = stderr(&o);
         assert!(err.contains(var) && err.contains("is a FIFO"), "{err}");
     }
+    // The doctor's HIP check runs the same search (in a child it bounds).
+    let o = bounded({
+        let mut c = greta();
+        c.arg("doctor").env("GRETA_HIP_LIB", &fifo);
+        c
+    });
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("($GRETA_HIP_LIB): is a FIFO"),
+        "doctor: {out}{}",
+        stderr(&o)
+    );
     // Any real shared library that is not libcuda.
     let not_cuda = [
         "/lib/x86_64-linux-gnu/libz.so.1",
