@@ -32,7 +32,9 @@ pub struct Summary {
     pub fail: usize,
     pub warn: usize,
     pub ok: usize,
-    /// 0: no `fail` finding; 1: at least one.
+    /// 0: no `fail` finding; 1: at least one; 2: none, but an input the
+    /// checks needed could not be read (a `--sysroot` capture file), so
+    /// "no fail" is not a conclusion.
     pub exit_code: u8,
 }
 
@@ -49,6 +51,10 @@ pub struct Report {
     pub summary: Summary,
     /// Things the reader should know about the input (unrecognised files...).
     pub notes: Vec<String>,
+    /// An input the checks needed could not be read (said in `notes`):
+    /// without a `fail` finding, the exit code is 2, not 0.
+    #[serde(skip)]
+    undecided: bool,
 }
 
 impl Report {
@@ -75,6 +81,20 @@ impl Report {
             facts,
             findings,
             notes,
+            undecided: false,
+        }
+    }
+
+    /// Marks the report undecided (see [`Summary::exit_code`]).
+    pub fn undecided(mut self) -> Report {
+        self.set_undecided();
+        self
+    }
+
+    fn set_undecided(&mut self) {
+        self.undecided = true;
+        if self.summary.fail == 0 {
+            self.summary.exit_code = 2;
         }
     }
 
@@ -99,6 +119,7 @@ impl Report {
         } else {
             self.findings.retain(|f| f.id == id);
         }
+        let undecided = self.undecided;
         *self = Report::new(
             &self.mode,
             self.checks.clone(),
@@ -106,6 +127,9 @@ impl Report {
             self.findings.clone(),
             self.notes.clone(),
         );
+        if undecided {
+            self.set_undecided();
+        }
         true
     }
 
