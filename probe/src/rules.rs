@@ -180,13 +180,17 @@ pub fn diagnose_with(rules: &[Rule], facts: &Facts) -> Vec<Finding> {
             continue;
         }
         let mut evidence: Vec<String> = Vec::new();
+        // Lines already taken, so a predicate citing every GPU of a large
+        // machine (one line each) costs one lookup per line, not a scan of
+        // the list (issue 28: 95,000 rocminfo agents took minutes).
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
         for p in r.all.iter().chain(r.any.iter()) {
             // Bookkeeping predicates ("pci_scanned") add nothing a reader needs.
             if p.ends_with("_scanned") || p == "vulkan_in_play" {
                 continue;
             }
             for x in e.evidence(p) {
-                if !evidence.contains(x) {
+                if seen.insert(x.as_str()) {
                     evidence.push(x.clone());
                 }
             }
