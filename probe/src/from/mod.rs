@@ -329,7 +329,29 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     }
     let mut facts = crate::merge::merge(parts);
     facts.signals = crate::signals::scan(text, source);
+    if facts.wsl.is_none() && shows_wsl(text) {
+        facts.wsl = Some(true);
+    }
     (formats, facts)
+}
+
+/// What WSL2 leaves in any paste (issue 25 class 4): its kernel's name
+/// (`5.15.167.4-microsoft-standard-WSL2` in uname, a log or a path), the
+/// paravirtual GPU device `/dev/dxg`, ROCm's WSL bridge `librocdxg`, and
+/// rocminfo's own notice. There is no KFD there, by design.
+fn shows_wsl(text: &str) -> bool {
+    const HINTS: &[&str] = &[
+        "microsoft-standard-wsl",
+        "wsl environment detected",
+        "/dev/dxg",
+        "librocdxg",
+        "libdxcore.so",
+        "/usr/lib/wsl/lib",
+    ];
+    text.lines().any(|l| {
+        let l = l.to_ascii_lowercase();
+        HINTS.iter().any(|h| l.contains(h))
+    })
 }
 
 /// Every format whose markers `text` carries, most specific first.
@@ -503,6 +525,18 @@ mod tests {
     fn invalid_utf8_is_replaced_not_fatal() {
         let t = decode(b"Device Name \xff\xfe gfx1103\n").unwrap();
         assert!(t.contains("gfx1103"));
+    }
+
+    #[test]
+    fn wsl_is_seen_in_any_paste() {
+        for t in [
+            "Linux PC 5.15.167.4-microsoft-standard-WSL2 #1 SMP x86_64 GNU/Linux\n",
+            "crw-rw-rw- 1 root root 10, 125 Jun 1 10:00 /dev/dxg\n",
+            "hsa_signal_store_screlease not found - /opt/rocm-7.2.1/lib/librocdxg.so: undefined symbol\n",
+        ] {
+            assert_eq!(parse_text(t, "x").1.wsl, Some(true), "{t}");
+        }
+        assert_eq!(parse_text("Linux box 6.8.0-45-generic\n", "x").1.wsl, None);
     }
 
     #[test]
