@@ -342,11 +342,29 @@ impl AmdgpuLines {
                 g.subsystem_device_id = Some(sd);
             }
             g.revision = m.revision;
-            if let Some(gfx) = m.code.and_then(amd::gfx_from_codename) {
+            if let Some(gfx) = m.code.and_then(amd::gfx_from_chip) {
                 g.gfx = Some(gfx);
             }
             self.last = Some(i);
             return;
+        }
+        // The chip, when no modesetting line named it: a firmware file
+        // (`amdgpu/carrizo_pfp.bin`, `amdgpu/gc_11_0_0_mes.bin`) or the ATOM
+        // BIOS part name (`113-RAVEN-114`).
+        let implied = if s.contains("amdgpu/") {
+            amd::gfx_from_firmware(s)
+        } else if s.contains("ATOM BIOS: ") {
+            amd::gfx_from_atom_bios(s)
+        } else {
+            None
+        };
+        if let Some(gfx) = implied {
+            let i = match cur.or(self.last) {
+                Some(i) => i,
+                None => self.push(None),
+            };
+            self.gpus[i].gfx.get_or_insert(gfx);
+            self.last = Some(i);
         }
         if let (Some(i), Some(mb)) = (cur.or(self.last), vram_mib(s)) {
             if s.contains("drmn") || s.contains("amdgpu") {

@@ -175,6 +175,7 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
         files.push(report);
     }
     let mut facts = crate::merge::merge(parts);
+    implied_gfx(&mut facts);
     facts.sources = vec![format!(
         "from:{}",
         paths
@@ -184,6 +185,27 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
             .join(",")
     )];
     Ok(FromRun { facts, files })
+}
+
+/// What the pastes imply when no tool printed an AMD GPU's target (issue 25
+/// class 6): its PCI device id, else a marketing name only one chip
+/// carries (probe/gfx-targets.toml). Pasted text only, after every file is
+/// merged (so a printed target always wins): on a live machine or a
+/// capture the target comes from KFD, never from a table.
+fn implied_gfx(facts: &mut Facts) {
+    for g in &mut facts.gpus {
+        if g.gfx.is_some() || g.vendor != crate::facts::Vendor::Amd {
+            continue;
+        }
+        g.gfx = g
+            .device_id
+            .filter(|_| g.vendor_id.is_none_or(|v| v == amd::AMD))
+            .and_then(amd::gfx_from_device_id)
+            .or_else(|| amd::gfx_from_marketing_name(&g.name));
+        if g.integrated.is_none() && g.gfx.as_deref().is_some_and(amd::is_apu_target) {
+            g.integrated = Some(true);
+        }
+    }
 }
 
 fn known_formats() -> String {
@@ -329,10 +351,43 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     }
     let mut facts = crate::merge::merge(parts);
     facts.signals = crate::signals::scan(text, source);
+    if facts.rocm.version.is_none() {
+        if let Some(v) = torch_version_hip(text) {
+            facts.rocm.version = Some(amd::rocm_release(&v));
+            facts.rocm.hip_version = Some(v);
+        }
+    }
     if facts.wsl.is_none() && shows_wsl(text) {
         facts.wsl = Some(true);
     }
     (formats, facts)
+}
+
+/// `torch.version.hip` asked in a Python session (`>>> torch.version.hip`
+/// then `'3.0.19493-36529b1'`, or `print(torch.version.hip)` then the bare
+/// version): the HIP/ROCm build the wheel was made with.
+fn torch_version_hip(text: &str) -> Option<String> {
+    let mut lines = text.lines();
+    while let Some(l) = lines.next() {
+        if !l.contains("torch.version.hip") {
+            continue;
+        }
+        // On the same line after the expression (`... hip: 6.2.41133`) or
+        // on the next non-empty line.
+        let same = l.split("torch.version.hip").nth(1).unwrap_or("");
+        let same = same.trim_start_matches([')', ':', ' ', '=']).trim();
+        let cand = if same.is_empty() {
+            lines.by_ref().map(str::trim).find(|x| !x.is_empty())?
+        } else {
+            same
+        };
+        let v = cand.trim_matches(['\'', '"']);
+        let b = v.as_bytes();
+        if b.first().is_some_and(u8::is_ascii_digit) && v.contains('.') && v.len() < 40 {
+            return Some(v.to_string());
+        }
+    }
+    None
 }
 
 /// What WSL2 leaves in any paste (issue 25 class 4): its kernel's name
@@ -537,6 +592,26 @@ mod tests {
             assert_eq!(parse_text(t, "x").1.wsl, Some(true), "{t}");
         }
         assert_eq!(parse_text("Linux box 6.8.0-45-generic\n", "x").1.wsl, None);
+    }
+
+    #[test]
+    fn torch_version_hip_in_a_python_session() {
+        let f = parse_text(
+            ">>> import torch\n>>> torch.version.hip\n'3.0.19493-36529b1'\n",
+            "x",
+        )
+        .1;
+        assert_eq!(f.rocm.version.as_deref(), Some("3.0"));
+        assert_eq!(f.rocm.hip_version.as_deref(), Some("3.0.19493-36529b1"));
+        let f = parse_text("print(torch.version.hip)\n6.2.41133-dd7f95766\n", "x").1;
+        assert_eq!(f.rocm.version.as_deref(), Some("6.2"));
+        assert_eq!(
+            parse_text(">>> torch.version.hip\n>>> None\n", "x")
+                .1
+                .rocm
+                .version,
+            None
+        );
     }
 
     #[test]
