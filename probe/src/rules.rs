@@ -66,6 +66,12 @@ pub const CONTRACT_IDS: &[&str] = &[
     "apu.small-vram",
     "python.missing",
     "framework.mismatch",
+    // Issue 25 class 8: problems that had no id.
+    "rocm.mixed-versions",
+    "rocm.hsa-crash",
+    "framework.cuda-build-on-amd",
+    "vulkan.no-device",
+    "app.cpu-fallback",
 ];
 
 /// Parses and checks a rules file: known predicates and signals, known

@@ -355,6 +355,8 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
         if let Some(v) = torch_version_hip(text) {
             facts.rocm.version = Some(amd::rocm_release(&v));
             facts.rocm.hip_version = Some(v);
+        } else {
+            facts.rocm.version = rocm_path_version(text);
         }
     }
     if facts.wsl.is_none() && shows_wsl(text) {
@@ -388,6 +390,27 @@ fn torch_version_hip(text: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// The release in a versioned ROCm install path a paste shows (a library
+/// loaded from `/opt/rocm-7.1.1/lib/...`), when one release only appears.
+fn rocm_path_version(text: &str) -> Option<String> {
+    let mut found: Option<String> = None;
+    for (p, _) in text.match_indices("/opt/rocm-") {
+        let v: String = text[p + 10..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        let v = v.trim_end_matches('.').to_string();
+        if v.split('.').count() < 2 || v.split('.').any(str::is_empty) {
+            continue;
+        }
+        match &found {
+            Some(f) if *f != v => return None,
+            _ => found = Some(v),
+        }
+    }
+    found
 }
 
 /// What WSL2 leaves in any paste (issue 25 class 4): its kernel's name
@@ -592,6 +615,16 @@ mod tests {
             assert_eq!(parse_text(t, "x").1.wsl, Some(true), "{t}");
         }
         assert_eq!(parse_text("Linux box 6.8.0-45-generic\n", "x").1.wsl, None);
+    }
+
+    #[test]
+    fn rocm_version_from_an_install_path() {
+        let t = "OSError: /opt/rocm-7.1.1/lib/libamdhip64.so.7: undefined symbol: hsa_x\n";
+        assert_eq!(parse_text(t, "x").1.rocm.version.as_deref(), Some("7.1.1"));
+        // Two releases: neither is "the" version.
+        let two = "/opt/rocm-6.0.0/lib/a.so\n/opt/rocm-5.7.1/lib/b.so\n";
+        assert_eq!(rocm_path_version(two), None);
+        assert_eq!(rocm_path_version("/opt/rocm-/x /opt/rocm-7"), None);
     }
 
     #[test]
