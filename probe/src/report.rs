@@ -200,8 +200,19 @@ impl Report {
             .map(|g| g.label(|| "unnamed GPU".to_string()))
             .collect();
         let s = &self.summary;
+        // Say what each number counts: "0 fail, 2 warn, 0 ok" alone read as
+        // if no check had passed (issue 25).
+        let by = |st: CheckStatus| self.checks.iter().filter(|c| c.status == st).count();
+        let unit = if self.mode == "from" { "file" } else { "check" };
+        let n = self.checks.len();
+        let findings = s.fail + s.warn + s.ok;
         let line = format!(
-            "{} fail, {} warn, {} ok — {} — exit {}",
+            "{n} {unit}{} ({} passed, {} with warnings, {} failed); {findings} finding{} ({} fail, {} warn, {} ok) — {} — exit {}",
+            if n == 1 { "" } else { "s" },
+            by(CheckStatus::Pass),
+            by(CheckStatus::Warn),
+            by(CheckStatus::Fail),
+            if findings == 1 { "" } else { "s" },
             s.fail,
             s.warn,
             s.ok,
@@ -338,5 +349,54 @@ mod tests {
         assert_eq!(r.summary.exit_code, 0);
         assert_eq!(r.schema, SCHEMA);
         assert!(compact(&["a".into(), "a".into(), "b".into()]).starts_with("2× a"));
+    }
+
+    #[test]
+    fn summary_line_says_what_it_counts() {
+        let line = |id: &str, status| CheckLine {
+            id: id.into(),
+            title: id.into(),
+            status,
+            duration_ms: 0.0,
+            summary: String::new(),
+        };
+        let warn = Finding {
+            id: "vulkan.cpu-only".into(),
+            severity: Severity::Warn,
+            title: "t".into(),
+            message: "m".into(),
+            evidence: vec![],
+            fix: crate::rules::Fix {
+                text: "f".into(),
+                commands: vec![],
+            },
+        };
+        let checks = vec![
+            line("pci", CheckStatus::Pass),
+            line("kfd", CheckStatus::Pass),
+            line("vulkan-devices", CheckStatus::Warn),
+        ];
+        let r = Report::new(
+            "live",
+            checks,
+            Facts::default(),
+            vec![warn.clone(), warn],
+            vec![],
+        );
+        let out = r.render(false);
+        assert!(
+            out.contains("Summary: 3 checks (2 passed, 1 with warnings, 0 failed); 2 findings (0 fail, 2 warn, 0 ok) — no GPU seen — exit 0"),
+            "{out}"
+        );
+        let r = Report::new(
+            "from",
+            vec![line("file:1", CheckStatus::Pass)],
+            Facts::default(),
+            vec![],
+            vec![],
+        );
+        assert!(r
+            .render(false)
+            .contains("1 file (1 passed, 0 with warnings, 0 failed); 0 findings"));
     }
 }
