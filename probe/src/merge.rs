@@ -17,6 +17,7 @@ pub fn merge(parts: Vec<Facts>) -> Facts {
     let mut out = Facts::default();
     let mut gpus = GpuList::default();
     for mut p in parts {
+        gpus.part += 1;
         for g in std::mem::take(&mut p.gpus) {
             gpus.add(g);
         }
@@ -38,6 +39,16 @@ struct GpuList {
     gpus: Vec<Gpu>,
     /// Sorted `seen_by` -> indices into `gpus`, in order.
     groups: BTreeMap<Vec<String>, BTreeSet<usize>>,
+    /// Normalised PCI address -> the GPU at it. One address is one GPU
+    /// whichever sources saw it: two kernel logs of one machine (both
+    /// `dmesg`) naming 0000:c6:00.0 are one GPU, which the rule "one source
+    /// never merges with itself" alone would keep apart.
+    by_address: std::collections::HashMap<String, usize>,
+    /// The part (one source's facts) each GPU first came from, and the
+    /// part being added: within one part two GPUs at one address are what
+    /// that source listed (partitions), never merged.
+    origin: Vec<usize>,
+    part: usize,
 }
 
 fn sources_key(seen_by: &[String]) -> Vec<String> {
@@ -52,6 +63,16 @@ impl GpuList {
     /// highest score among those no source of `g` saw and nothing
     /// contradicts, the earliest on a tie.
     fn add(&mut self, g: Gpu) {
+        if let Some(&i) = g
+            .pci_address
+            .as_deref()
+            .and_then(|a| self.by_address.get(&norm_bdf(a)))
+        {
+            if self.origin[i] != self.part && !conflict(&self.gpus[i], &g) {
+                self.merge_at(i, g);
+                return;
+            }
+        }
         let mut best: Option<(u32, usize)> = None;
         for (key, members) in &self.groups {
             if key.iter().any(|s| g.seen_by.contains(s)) {
@@ -79,22 +100,32 @@ impl GpuList {
                     .entry(sources_key(&g.seen_by))
                     .or_default()
                     .insert(i);
+                if let Some(a) = &g.pci_address {
+                    self.by_address.entry(norm_bdf(a)).or_insert(i);
+                }
+                self.origin.push(self.part);
                 self.gpus.push(g);
             }
-            Some((_, i)) => {
-                let old = sources_key(&self.gpus[i].seen_by);
-                merge_into(&mut self.gpus[i], g);
-                let new = sources_key(&self.gpus[i].seen_by);
-                if old != new {
-                    if let Some(m) = self.groups.get_mut(&old) {
-                        m.remove(&i);
-                        if m.is_empty() {
-                            self.groups.remove(&old);
-                        }
-                    }
-                    self.groups.entry(new).or_default().insert(i);
+            Some((_, i)) => self.merge_at(i, g),
+        }
+    }
+
+    /// Folds `g` into GPU `i`, keeping the indices up to date.
+    fn merge_at(&mut self, i: usize, g: Gpu) {
+        let old = sources_key(&self.gpus[i].seen_by);
+        merge_into(&mut self.gpus[i], g);
+        let new = sources_key(&self.gpus[i].seen_by);
+        if old != new {
+            if let Some(m) = self.groups.get_mut(&old) {
+                m.remove(&i);
+                if m.is_empty() {
+                    self.groups.remove(&old);
                 }
             }
+            self.groups.entry(new).or_default().insert(i);
+        }
+        if let Some(a) = &self.gpus[i].pci_address {
+            self.by_address.entry(norm_bdf(a)).or_insert(i);
         }
     }
 }
@@ -440,6 +471,32 @@ mod tests {
         c.device_id = Some(0x7550);
         l.add(c);
         assert_eq!(l.gpus.len(), 3);
+    }
+
+    #[test]
+    fn one_address_is_one_gpu_even_from_one_source() {
+        // Two kernel logs of one machine: both `dmesg`, one address.
+        let mut l = GpuList::default();
+        for _ in 0..2 {
+            l.part += 1;
+            let mut g = gpu("dmesg");
+            g.pci_address = Some("0000:c6:00.0".into());
+            l.add(g);
+        }
+        assert_eq!(l.gpus.len(), 1);
+        // Within one source's list, two entries at one address stay two.
+        l.part += 1;
+        for _ in 0..2 {
+            let mut g = gpu("amd-smi");
+            g.pci_address = Some("0000:c8:00.0".into());
+            l.add(g);
+        }
+        assert_eq!(l.gpus.len(), 3);
+        // Different addresses stay apart.
+        let mut g = gpu("dmesg");
+        g.pci_address = Some("0000:c7:00.0".into());
+        l.add(g);
+        assert_eq!(l.gpus.len(), 4);
     }
 
     #[test]

@@ -72,6 +72,8 @@ pub const CONTRACT_IDS: &[&str] = &[
     "framework.cuda-build-on-amd",
     "vulkan.no-device",
     "app.cpu-fallback",
+    // Issue 25 class 9.
+    "apu.gttsize-deprecated",
 ];
 
 /// Parses and checks a rules file: known predicates and signals, known

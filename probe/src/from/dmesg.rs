@@ -220,6 +220,11 @@ pub fn parse(text: &str) -> Facts {
     } else {
         amdgpu.gpus
     };
+    for g in &mut f.gpus {
+        if g.integrated.is_none() && g.gfx.is_none() && looks_integrated(g) {
+            g.integrated = Some(true);
+        }
+    }
     f
 }
 
@@ -304,6 +309,23 @@ fn line_bdf(s: &str) -> String {
     }
 }
 
+/// "[drm] amdgpu: 512M of VRAM memory ready" -> 512 (`kind` VRAM or GTT).
+fn ready_mib(s: &str, kind: &str) -> Option<u64> {
+    let p = s.find(&format!("M of {kind} memory ready"))?;
+    let head = &s[..p];
+    let start = head
+        .rfind(|c: char| !c.is_ascii_digit())
+        .map_or(0, |i| i + 1);
+    head[start..].parse().ok()
+}
+
+/// An integrated GPU by its memory when nothing named the chip: amdgpu
+/// gives an APU a small carve-out (512 MiB or less by default) and a GTT
+/// many times larger (half of RAM); no discrete GPU amdgpu drives has that.
+fn looks_integrated(g: &Gpu) -> bool {
+    matches!((g.vram_bytes, g.gtt_bytes), (Some(v), Some(t)) if v <= 512 << 20 && t >= 4 << 30)
+}
+
 /// The GPUs amdgpu's own lines describe, in the order they appear.
 #[derive(Default)]
 struct AmdgpuLines {
@@ -371,6 +393,25 @@ impl AmdgpuLines {
                 self.gpus[i].vram_bytes.get_or_insert(mb << 20);
             }
         }
+        // "[drm] amdgpu: 512M of VRAM memory ready", "... 12288M of GTT
+        // memory ready.": amdgpu's own sizes, pasted even without the lines
+        // that name the device.
+        for (kind, is_vram) in [("VRAM", true), ("GTT", false)] {
+            let Some(mb) = ready_mib(s, kind) else {
+                continue;
+            };
+            let i = match cur.or(self.last) {
+                Some(i) => i,
+                None => self.push(None),
+            };
+            let g = &mut self.gpus[i];
+            if is_vram {
+                g.vram_bytes.get_or_insert(mb << 20);
+            } else {
+                g.gtt_bytes.get_or_insert(mb << 20);
+            }
+            self.last = Some(i);
+        }
     }
 
     /// The GPU at `bdf`: the one already there, else one an earlier
@@ -408,6 +449,18 @@ impl AmdgpuLines {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_ready_lines_size_the_gpu() {
+        let f = parse("[    4.258469] [drm] amdgpu: 512M of VRAM memory ready\n[    4.258473] [drm] amdgpu: 12288M of GTT memory ready.\n");
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].vram_bytes, Some(512 << 20));
+        assert_eq!(f.gpus[0].gtt_bytes, Some(12288 << 20));
+        assert_eq!(f.gpus[0].integrated, Some(true));
+        // A discrete card's sizes are not an APU's.
+        let d = parse("[drm] amdgpu: 24560M of VRAM memory ready\n[drm] amdgpu: 15999M of GTT memory ready.\n");
+        assert_eq!(d.gpus[0].integrated, None);
+    }
 
     #[test]
     fn every_log_prefix_is_stripped() {
