@@ -309,6 +309,20 @@ fn line_bdf(s: &str) -> String {
     }
 }
 
+/// A line of amdgpu giving up on a device.
+fn fails_bring_up(s: &str) -> bool {
+    let l = s.to_ascii_lowercase();
+    [
+        "invalid ip discovery",
+        "fatal error during gpu init",
+        "amdgpu_device_ip_init failed",
+        "discovery failed",
+        "failed to load ucode",
+    ]
+    .iter()
+    .any(|m| l.contains(m))
+}
+
 /// "[drm] amdgpu: 512M of VRAM memory ready" -> 512 (`kind` VRAM or GTT).
 fn ready_mib(s: &str, kind: &str) -> Option<u64> {
     let p = s.find(&format!("M of {kind} memory ready"))?;
@@ -369,6 +383,13 @@ impl AmdgpuLines {
             }
             self.last = Some(i);
             return;
+        }
+        // A bring-up failure names a GPU even when no line gave its address
+        // ("amdgpu: get invalid ip discovery binary signature").
+        if self.gpus.is_empty() && s.starts_with("amdgpu") && fails_bring_up(s) {
+            let i = self.push(None);
+            self.gpus[i].kernel_driver = None;
+            self.last = Some(i);
         }
         // The chip, when no modesetting line named it: a firmware file
         // (`amdgpu/carrizo_pfp.bin`, `amdgpu/gc_11_0_0_mes.bin`) or the ATOM
