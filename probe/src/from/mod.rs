@@ -351,6 +351,7 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     }
     let mut facts = crate::merge::merge(parts);
     facts.signals = crate::signals::scan(text, source);
+    refused_gpus(&mut facts);
     if facts.rocm.version.is_none() {
         if let Some(v) = torch_version_hip(text) {
             facts.rocm.version = Some(amd::rocm_release(&v));
@@ -363,6 +364,45 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
         facts.wsl = Some(true);
     }
     (formats, facts)
+}
+
+/// The GPU an application's refusal names, when nothing else in the text
+/// listed it (issue 25 class 3): ollama's `gpu_type=gfx1150` (never its
+/// list of supported types), lemonade's `Unsupported GPU: gfx950`.
+fn refused_gpus(facts: &mut Facts) {
+    let mut found: Vec<String> = Vec::new();
+    for s in &facts.signals {
+        if !matches!(s.id.as_str(), "app-gpu-refused" | "tool-gfx-unsupported") {
+            continue;
+        }
+        let lc = s.text.to_ascii_lowercase();
+        let named = ["gpu_type=", "unsupported gpu: "]
+            .iter()
+            .find_map(|m| lc.find(m).map(|p| &lc[p + m.len()..]))
+            .and_then(|rest| amd::find_gfx(rest.split_whitespace().next().unwrap_or("")));
+        if let Some(g) = named {
+            if !found.contains(&g) {
+                found.push(g);
+            }
+        }
+    }
+    for g in found {
+        if facts
+            .gpus
+            .iter()
+            .any(|x| x.gfx.as_deref() == Some(g.as_str()))
+        {
+            continue;
+        }
+        facts.gpus.push(crate::facts::Gpu {
+            vendor: crate::facts::Vendor::Amd,
+            vendor_id: Some(amd::AMD),
+            integrated: amd::is_apu_target(&g).then_some(true),
+            gfx: Some(g),
+            seen_by: vec!["app".into()],
+            ..Default::default()
+        });
+    }
 }
 
 /// `torch.version.hip` asked in a Python session (`>>> torch.version.hip`
@@ -615,6 +655,18 @@ mod tests {
             assert_eq!(parse_text(t, "x").1.wsl, Some(true), "{t}");
         }
         assert_eq!(parse_text("Linux box 6.8.0-45-generic\n", "x").1.wsl, None);
+    }
+
+    #[test]
+    fn a_refusal_names_its_gpu() {
+        let t = "Error: Cannot install llamacpp:rocm on this system: Unsupported GPU: gfx950\n";
+        let f = parse_text(t, "x").1;
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx950"));
+        let t = "level=WARN msg=\"amdgpu is not supported (supported types:[gfx1103])\" gpu_type=gfx1150 gpu=0\n";
+        let f = parse_text(t, "x").1;
+        assert_eq!(f.gpus.len(), 1, "{:?}", f.gpus);
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx1150"));
     }
 
     #[test]
