@@ -351,7 +351,10 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     }
     let mut facts = crate::merge::merge(parts);
     facts.signals = crate::signals::scan(text, source);
-    refused_gpus(&mut facts);
+    refused_gpus(&mut facts, text);
+    if formats.contains(&Format::Rocminfo) {
+        rocminfo_crash(&mut facts, text, source);
+    }
     if facts.rocm.version.is_none() {
         if let Some(v) = torch_version_hip(text) {
             facts.rocm.version = Some(amd::rocm_release(&v));
@@ -366,16 +369,42 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     (formats, facts)
 }
 
+/// rocminfo calls nothing but the HSA runtime: its output ending in the
+/// shell's `Segmentation fault` (or an abort) is the runtime crashing
+/// (issue 25 class 8), recorded as the `hsa-runtime-crash` signal.
+fn rocminfo_crash(facts: &mut Facts, text: &str, source: &str) {
+    let crash = text.lines().enumerate().find(|(_, l)| {
+        let t = l.trim();
+        t.starts_with("Segmentation fault") || t.starts_with("Aborted (core dumped)")
+    });
+    if let Some((i, l)) = crash {
+        if !facts.signals.iter().any(|s| s.id == "hsa-runtime-crash") {
+            facts.signals.push(crate::facts::Signal {
+                id: "hsa-runtime-crash".into(),
+                source: source.to_string(),
+                line: Some(i + 1),
+                text: format!("rocminfo (the HSA runtime) crashed: {}", l.trim()),
+            });
+        }
+    }
+}
+
 /// The GPU an application's refusal names, when nothing else in the text
 /// listed it (issue 25 class 3): ollama's `gpu_type=gfx1150` (never its
 /// list of supported types), lemonade's `Unsupported GPU: gfx950`.
-fn refused_gpus(facts: &mut Facts) {
+fn refused_gpus(facts: &mut Facts, text: &str) {
     let mut found: Vec<String> = Vec::new();
     for s in &facts.signals {
         if !matches!(s.id.as_str(), "app-gpu-refused" | "tool-gfx-unsupported") {
             continue;
         }
-        let lc = s.text.to_ascii_lowercase();
+        // The whole line: a signal keeps only its first 300 characters, and
+        // a log pasted as one line has the GPU far beyond them.
+        let line = s
+            .line
+            .and_then(|n| text.lines().nth(n.saturating_sub(1)))
+            .unwrap_or(&s.text);
+        let lc = line.to_ascii_lowercase();
         let named = ["gpu_type=", "unsupported gpu: "]
             .iter()
             .find_map(|m| lc.find(m).map(|p| &lc[p + m.len()..]))
@@ -655,6 +684,22 @@ mod tests {
             assert_eq!(parse_text(t, "x").1.wsl, Some(true), "{t}");
         }
         assert_eq!(parse_text("Linux box 6.8.0-45-generic\n", "x").1.wsl, None);
+    }
+
+    #[test]
+    fn rocminfo_that_segfaults_is_an_hsa_crash() {
+        let f = parse_text(
+            "$ rocminfo\nROCk module is loaded\nSegmentation fault\n",
+            "r.txt",
+        )
+        .1;
+        assert!(f
+            .signals
+            .iter()
+            .any(|s| s.id == "hsa-runtime-crash" && s.line == Some(3)));
+        // Not every paste with a segfault: only rocminfo's.
+        let g = parse_text("python3 train.py\nSegmentation fault\n", "x").1;
+        assert!(!g.signals.iter().any(|s| s.id == "hsa-runtime-crash"));
     }
 
     #[test]
