@@ -352,6 +352,7 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     let mut facts = crate::merge::merge(parts);
     facts.signals = crate::signals::scan(text, source);
     refused_gpus(&mut facts, text);
+    bench_devices(&mut facts, text);
     if formats.contains(&Format::Rocminfo) {
         rocminfo_crash(&mut facts, text, source);
     }
@@ -367,6 +368,45 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
         facts.wsl = Some(true);
     }
     (formats, facts)
+}
+
+/// The device line of ROCm's benchmark clients (rocblas-bench,
+/// hipblaslt-bench, ...): `Device ID 0 : AMD Radeon VII gfx906:sramecc+:xnack-`.
+fn bench_devices(facts: &mut Facts, text: &str) {
+    let mut seen: Vec<&str> = Vec::new();
+    for l in text.lines() {
+        let Some(rest) = l.trim().strip_prefix("Device ID ") else {
+            continue;
+        };
+        let Some((idx, desc)) = rest.split_once(" : ") else {
+            continue;
+        };
+        if idx.is_empty() || !idx.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Some(pos) = desc.find(" gfx") else {
+            continue;
+        };
+        let Some(gfx) = amd::find_gfx(desc[pos + 1..].split([':', ' ']).next().unwrap_or(""))
+        else {
+            continue;
+        };
+        let name = desc[..pos].trim().to_string();
+        // A log of several runs repeats the line: one GPU per device index.
+        if seen.contains(&idx) {
+            continue;
+        }
+        seen.push(idx);
+        facts.gpus.push(crate::facts::Gpu {
+            vendor: crate::facts::Vendor::Amd,
+            vendor_id: Some(amd::AMD),
+            name,
+            integrated: amd::is_apu_target(&gfx).then_some(true),
+            gfx: Some(gfx),
+            seen_by: vec!["rocm-bench".into()],
+            ..Default::default()
+        });
+    }
 }
 
 /// rocminfo calls nothing but the HSA runtime: its output ending in the
@@ -684,6 +724,19 @@ mod tests {
             assert_eq!(parse_text(t, "x").1.wsl, Some(true), "{t}");
         }
         assert_eq!(parse_text("Linux box 6.8.0-45-generic\n", "x").1.wsl, None);
+    }
+
+    #[test]
+    fn benchmark_clients_name_their_device() {
+        let t = "Device ID 0 : AMD Radeon VII gfx906:sramecc+:xnack-\nrocblaslt warning: No paths matched x\n";
+        let f = parse_text(t, "x").1;
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].name, "AMD Radeon VII");
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx906"));
+        assert!(parse_text("Device ID 0 : something else\n", "x")
+            .1
+            .gpus
+            .is_empty());
     }
 
     #[test]
