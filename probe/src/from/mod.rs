@@ -353,6 +353,7 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     facts.signals = crate::signals::scan(text, source);
     refused_gpus(&mut facts, text);
     bench_devices(&mut facts, text);
+    empty_device_list(&mut facts, text, source);
     if formats.contains(&Format::Rocminfo) {
         rocminfo_crash(&mut facts, text, source);
     }
@@ -406,6 +407,44 @@ fn bench_devices(facts: &mut Facts, text: &str) {
             seen_by: vec!["rocm-bench".into()],
             ..Default::default()
         });
+    }
+}
+
+/// `llama-server --list-devices` printing `Available devices:` and no
+/// device after it (the next line is a prompt, or the paste ends): the
+/// ggml backends found no device at all, recorded as `vk-app-no-devices`
+/// for a Vulkan build (the paste names Vulkan), as llama.cpp's own "No
+/// devices found" line would be.
+fn empty_device_list(facts: &mut Facts, text: &str, source: &str) {
+    if !text.to_ascii_lowercase().contains("vulkan") {
+        return;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        if l.trim() != "Available devices:" {
+            continue;
+        }
+        let next = lines[i + 1..]
+            .iter()
+            .map(|x| x.trim())
+            .find(|x| !x.is_empty());
+        // A device line is "Backend0: NAME (...)"; anything else (a prompt,
+        // the end) means none was listed.
+        let device = next.is_some_and(|n| {
+            n.split_once(": ").is_some_and(|(b, _)| {
+                !b.is_empty()
+                    && b.bytes().last().is_some_and(|c| c.is_ascii_digit())
+                    && b.bytes().all(|c| c.is_ascii_alphanumeric())
+            })
+        });
+        if !device && !facts.signals.iter().any(|s| s.id == "vk-app-no-devices") {
+            facts.signals.push(crate::facts::Signal {
+                id: "vk-app-no-devices".into(),
+                source: source.to_string(),
+                line: Some(i + 1),
+                text: "llama-server --list-devices: Available devices: (none listed)".into(),
+            });
+        }
     }
 }
 
@@ -724,6 +763,22 @@ mod tests {
             assert_eq!(parse_text(t, "x").1.wsl, Some(true), "{t}");
         }
         assert_eq!(parse_text("Linux box 6.8.0-45-generic\n", "x").1.wsl, None);
+    }
+
+    #[test]
+    fn an_empty_device_list_is_no_vulkan_device() {
+        let none = "docker run ... llama.cpp:server-vulkan\n# ./llama-server --list-devices\nAvailable devices:\n";
+        assert!(parse_text(none, "x")
+            .1
+            .signals
+            .iter()
+            .any(|s| s.id == "vk-app-no-devices"));
+        let one = "server-vulkan\nAvailable devices:\nVulkan0: AMD Radeon 780M Graphics (RADV PHOENIX) (29696 MiB, 28598 MiB free)\n";
+        assert!(!parse_text(one, "x")
+            .1
+            .signals
+            .iter()
+            .any(|s| s.id == "vk-app-no-devices"));
     }
 
     #[test]

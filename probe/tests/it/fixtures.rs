@@ -7,7 +7,7 @@
 //! A case doctor cannot get right yet (or whose expectation we believe is
 //! wrong) goes into `KNOWN_WRONG` with the reason, printed on every run; a
 //! listed case that passes fails the run, so the list never goes stale. It
-//! holds 3 cases today; docs/doctor.md ("The corpus") gives the counts.
+//! holds 2 cases today; docs/doctor.md ("The corpus") gives the counts.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -15,11 +15,6 @@ use std::path::{Path, PathBuf};
 /// (folder, case key, why doctor is not right on it yet, or why the
 /// expectation is believed wrong).
 const KNOWN_WRONG: &[(&str, &str, &str)] = &[
-    (
-        "llamacpp-vulkan-docker-image-vs-release-binary-780m-phoenix",
-        "image-llama-server.txt",
-        "issue 25 class 8: 'ggml_vulkan: No devices found.' while a GPU driver manifest is installed has no finding yet (vulkan.no-device)",
-    ),
     (
         "jax-cuda12-rtx3090-jax-platforms-gpu-tries-rocm",
         "all",
