@@ -5,11 +5,15 @@
 pub mod cache;
 pub mod http;
 pub mod index;
+mod owned;
 mod progress;
+
+#[cfg(test)]
+mod hostile_tests;
 
 use anyhow::{Context, Result};
 use std::collections::VecDeque;
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -373,8 +377,8 @@ fn fetch_one(
 ) -> Result<PathBuf> {
     let partial = cache.partial_path(a);
     let lock_path = partial.with_extension("lock");
-    let lock =
-        File::create(&lock_path).with_context(|| format!("creating {}", lock_path.display()))?;
+    // Never through a symlink or into a FIFO (issue 28): see `owned`.
+    let lock = owned::open(&lock_path, owned::Use::Lock)?;
     crate::envs::guard::flock_exclusive(&lock)
         .with_context(|| format!("locking {}", lock_path.display()))?;
     // Another process may have finished it while we waited for the lock.
@@ -382,10 +386,10 @@ fn fetch_one(
         return Ok(p);
     }
     let mut on_progress = |p: http::Progress| bar.update(p);
-    http::download(client, a, &partial, opts, cancel, &mut on_progress)?;
+    let file = http::download(client, a, &partial, opts, cancel, &mut on_progress)?;
     // The lock file stays: deleting it would let a waiter and a newcomer
     // hold locks on two different inodes.
-    let path = cache.commit(&partial, a)?;
+    let path = cache.commit(&partial, &file, a)?;
     drop(lock);
     Ok(path)
 }
@@ -414,12 +418,7 @@ fn sweep_stale_partials(dir: &std::path::Path, age: Duration) {
         if !old {
             continue;
         }
-        let Ok(lock) = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(p.with_extension("lock"))
-        else {
+        let Ok(lock) = owned::open(&p.with_extension("lock"), owned::Use::Lock) else {
             continue;
         };
         // SAFETY: flock on a descriptor we own; released when `lock` drops.
@@ -435,6 +434,7 @@ fn sweep_stale_partials(dir: &std::path::Path, age: Duration) {
 #[cfg(test)]
 mod sweep_tests {
     use super::*;
+    use std::fs::File;
 
     /// Issue 12: `partial/` downloads were never cleaned.
     #[test]
