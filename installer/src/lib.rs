@@ -6,6 +6,7 @@
 #[macro_use]
 pub mod out;
 pub mod cmd;
+pub mod duration;
 pub mod envs;
 pub mod exit;
 pub mod fetch;

@@ -7,7 +7,6 @@ use crate::fetch::FetchOptions;
 use crate::install::{InstallInput, PlanInput};
 use anyhow::Result;
 use std::path::PathBuf;
-use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -58,7 +57,8 @@ pub struct Args {
     /// wheels, interpreter and profile, verified in place).
     #[arg(long, alias = "force")]
     pub reinstall: bool,
-    /// Seconds allowed for importing torch/triton/jax in the new env.
+    /// Seconds allowed for importing torch/triton/jax in the new env (at
+    /// most a week).
     #[arg(long, default_value_t = 300, value_name = "SECS")]
     pub import_timeout: u64,
 }
@@ -107,7 +107,7 @@ pub fn run(args: Args) -> Result<Exit> {
         installer: args.installer,
         smoke: !args.no_smoke,
         gates: !args.no_smoke && args.framework_check == FrameworkCheck::Gates,
-        import_timeout: Duration::from_secs(args.import_timeout.max(1)),
+        import_timeout: crate::duration::secs(args.import_timeout.max(1)),
         reinstall: args.reinstall,
         early_contents,
         verbose: !args.json,

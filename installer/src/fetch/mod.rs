@@ -78,7 +78,8 @@ impl FetchOptions {
     /// Defaults, overridden by `GRETA_FETCH_{JOBS,ATTEMPTS,BACKOFF_MS,TIMEOUT_S}`
     /// (mirrors with odd limits; the tests use short timeouts). An empty
     /// variable is unset; one that is not a whole number is an error that
-    /// names it, never silently the default.
+    /// names it, never silently the default. A duration above a week is a
+    /// week ([`crate::duration`]).
     pub fn from_env() -> Result<Self> {
         let mut o = FetchOptions::default();
         let num = |k: &'static str| -> Result<Option<u64>> {
@@ -99,11 +100,11 @@ impl FetchOptions {
             o.attempts = a.clamp(1, 100) as u32;
         }
         if let Some(b) = num(greta_vocab::EnvVars::GRETA_FETCH_BACKOFF_MS)? {
-            o.backoff = Duration::from_millis(b);
+            o.backoff = crate::duration::millis(b);
         }
         if let Some(t) = num(greta_vocab::EnvVars::GRETA_FETCH_TIMEOUT_S)? {
-            o.connect_timeout = Duration::from_secs(t.max(1));
-            o.read_timeout = Duration::from_secs(t.max(1));
+            o.connect_timeout = crate::duration::secs(t.max(1));
+            o.read_timeout = crate::duration::secs(t.max(1));
         }
         Ok(o)
     }

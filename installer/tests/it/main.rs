@@ -14,6 +14,7 @@ mod fleet_cli;
 mod frameworks_gates;
 mod hip_cli;
 mod hostile_io;
+mod hostile_settings;
 mod install_basic;
 mod install_bundle_uv;
 mod install_faults;

@@ -303,7 +303,7 @@ impl Prestarted {
             self.request.timeout.as_secs_f64()
         );
         let _ = self.running.send_and_close(go.as_bytes());
-        let limit = self.request.timeout + Duration::from_secs(30);
+        let limit = self.request.timeout.saturating_add(Duration::from_secs(30));
         let f = self.running.finish(Some(limit));
         let parsed = parse(&f, &self.request, limit);
         (parsed, f.stderr.text())
