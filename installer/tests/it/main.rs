@@ -29,6 +29,7 @@ mod lock_check;
 mod lock_errors;
 mod lock_resolve;
 mod lock_select;
+mod lock_show_builtin;
 mod lock_update;
 mod self_contained;
 mod slurm_healthcheck;
