@@ -12,6 +12,7 @@ mod support;
 mod doctor_cli;
 mod fleet_cli;
 mod frameworks_gates;
+mod greta_home;
 mod hip_cli;
 mod hostile_io;
 mod hostile_settings;
