@@ -90,6 +90,18 @@ impl Staging {
                 o.stderr
             );
         }
+        // Exit 0 is not proof (issue 28): a uv that does nothing made no
+        // venv, and everything after would fail for another reason.
+        if !super::installed::venv_made(&self.path) {
+            bail!(
+                "{} exited 0 but made no venv at {} (no pyvenv.cfg or bin/python)",
+                match tool {
+                    installer::Tool::Uv(uv) => format!("uv venv ({})", uv.display()),
+                    installer::Tool::Pip => format!("{} -m venv", python.display()),
+                },
+                self.path.display()
+            );
+        }
         if let Some(t) = &template {
             t.save(&self.path);
         }

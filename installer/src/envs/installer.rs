@@ -12,14 +12,22 @@ use std::time::Duration;
 // these names keep the installer's callers as they were.
 pub use greta_vocab::child::{run, Output};
 
-/// Which tool puts the wheels into the venv.
-/// A `uv` on PATH that is a shell script (pyenv/asdf shim) costs a shell
-/// and a lookup per call; the uv Python package knows its real binary.
+/// A `uv` on PATH that is a version manager's shim (a `#!` script in a
+/// directory named `shims`: pyenv, asdf, mise) costs a shell and a lookup
+/// per call; the uv Python package knows its real binary. Only such a shim
+/// is looked behind: any other script is somebody's wrapper, and a uv named
+/// by `GRETA_UV` is never replaced (issue 28: a user's wrapper was silently
+/// swapped for another uv).
 fn behind_shim(uv: PathBuf, python: Option<&Path>) -> PathBuf {
+    let in_shims = uv
+        .parent()
+        .and_then(|d| d.file_name())
+        .is_some_and(|n| n == "shims");
     let mut head = [0u8; 2];
-    let script = crate::read::open_regular(&uv)
-        .ok()
-        .is_some_and(|mut f| f.read_exact(&mut head).is_ok())
+    let script = in_shims
+        && crate::read::open_regular(&uv)
+            .ok()
+            .is_some_and(|mut f| f.read_exact(&mut head).is_ok())
         && &head == b"#!";
     let Some(py) = python.filter(|_| script) else {
         return uv;
@@ -68,9 +76,9 @@ impl Tool {
             return Ok((Tool::Pip, None));
         }
         let uv = std::env::var_os(greta_vocab::EnvVars::GRETA_UV)
+            .filter(|v| !v.is_empty())
             .map(PathBuf::from)
-            .or_else(|| which::which("uv").ok())
-            .map(|p| behind_shim(p, python));
+            .or_else(|| which::which("uv").ok().map(|p| behind_shim(p, python)));
         if let Some(p) = uv {
             return Ok((Tool::Uv(p), None));
         }
@@ -147,6 +155,14 @@ impl Tool {
                 format!("{name} {v}")
             }
             _ => name.to_string(),
+        }
+    }
+
+    /// "uv pip install (PATH)" / "pip install", for messages.
+    fn command_name(&self) -> String {
+        match self {
+            Tool::Uv(uv) => format!("uv pip install ({})", uv.display()),
+            Tool::Pip => "pip install".to_string(),
         }
     }
 
@@ -228,6 +244,18 @@ impl Tool {
                 o.status,
                 o.stdout,
                 o.stderr
+            );
+        }
+        // Exit 0 is not proof (issue 28): every wheel must be in the venv.
+        let missing = super::installed::missing(venv, wheels);
+        if !missing.is_empty() {
+            bail!(
+                "{} exited 0 but did not install {} of {} wheels into {}: {}",
+                self.command_name(),
+                missing.len(),
+                wheels.len(),
+                venv.display(),
+                missing.join(", ")
             );
         }
         if !fresh {

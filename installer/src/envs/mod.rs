@@ -20,6 +20,7 @@ pub mod check;
 pub mod current;
 pub mod frameworks;
 pub mod guard;
+pub mod installed;
 pub mod installer;
 pub mod receipt;
 pub mod record;
