@@ -61,6 +61,11 @@ pub struct Args {
     /// most a week).
     #[arg(long, default_value_t = 300, value_name = "SECS")]
     pub import_timeout: u64,
+    /// Seconds allowed for each run of the installer (`uv venv`, `uv pip
+    /// install`, `pip install`, `python -m venv`; at most a week): one that
+    /// never exits is killed and the install fails, the previous env kept.
+    #[arg(long, default_value_t = 1800, value_name = "SECS")]
+    pub installer_timeout: u64,
 }
 
 pub fn run(args: Args) -> Result<Exit> {
@@ -108,6 +113,7 @@ pub fn run(args: Args) -> Result<Exit> {
         smoke: !args.no_smoke,
         gates: !args.no_smoke && args.framework_check == FrameworkCheck::Gates,
         import_timeout: crate::duration::secs(args.import_timeout.max(1)),
+        installer_timeout: crate::duration::secs(args.installer_timeout.max(1)),
         reinstall: args.reinstall,
         early_contents,
         verbose: !args.json,

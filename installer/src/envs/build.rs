@@ -46,6 +46,7 @@ impl Staging {
         python: &Path,
         tool: &installer::Tool,
         cache_root: Option<&Path>,
+        limit: Duration,
     ) -> Result<&'static str> {
         let template = match (tool, cache_root) {
             (installer::Tool::Uv(uv), Some(c)) => {
@@ -80,7 +81,7 @@ impl Staging {
                 c
             }
         };
-        let o = installer::run(cmd, Some(Duration::from_secs(300)))?;
+        let o = installer::run_limited(cmd, limit)?;
         if !o.status.success() {
             bail!(
                 "creating the venv with {} failed ({}): {}{}\n(on Debian/Ubuntu: apt-get install python3-venv)",

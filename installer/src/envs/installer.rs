@@ -12,6 +12,28 @@ use std::time::Duration;
 // these names keep the installer's callers as they were.
 pub use greta_vocab::child::{run, Output};
 
+/// Runs an installer step (`uv venv`, `uv pip install`, `pip install`,
+/// `python -m venv`) under `--installer-timeout` (issue 28: one that never
+/// exited hung `greta install` with the env lock held). Past the limit it is
+/// killed and the error says which setting bounds it.
+pub fn run_limited(cmd: Command, limit: Duration) -> Result<Output> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let args: Vec<String> = cmd
+        .get_args()
+        .take(2)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    match run(cmd, Some(limit)) {
+        Ok(o) => Ok(o),
+        Err(greta_vocab::child::ChildError::TimedOut { .. }) => bail!(
+            "{program} {} did not finish within {} s and was killed (the limit is --installer-timeout SECS, default 1800); the previous env is untouched",
+            args.join(" "),
+            limit.as_secs()
+        ),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// A `uv` on PATH that is a version manager's shim (a `#!` script in a
 /// directory named `shims`: pyenv, asdf, mise) costs a shell and a lookup
 /// per call; the uv Python package knows its real binary. Only such a shim
@@ -186,7 +208,13 @@ impl Tool {
     /// Installs exactly `wheels` (verified local files) into the venv: no
     /// index, no dependency resolution, no source builds. `fresh`: without
     /// uv's cache (a temporary one), so nothing is linked from it.
-    pub fn install(&self, venv: &Path, wheels: &[PathBuf], fresh: bool) -> Result<()> {
+    pub fn install(
+        &self,
+        venv: &Path,
+        wheels: &[PathBuf],
+        fresh: bool,
+        limit: Duration,
+    ) -> Result<()> {
         for w in wheels {
             if w.extension().and_then(|e| e.to_str()) != Some("whl") {
                 bail!("{} is not a wheel; greta installs wheels only", w.display());
@@ -233,7 +261,7 @@ impl Tool {
             }
         };
         cmd.args(wheels);
-        let o = run(cmd, None)?;
+        let o = run_limited(cmd, limit)?;
         if !o.status.success() {
             bail!(
                 "{} failed ({}):\n{}{}",

@@ -75,7 +75,8 @@ pub(super) fn build(
         say(input.verbose, format!("installer: {how}"));
     }
     let staging = Staging::create(&prepared.root, &input.name)?;
-    let venv_how = staging.make_venv(&python, &tool, Some(cache.root()))?;
+    let venv_how =
+        staging.make_venv(&python, &tool, Some(cache.root()), input.installer_timeout)?;
     timings.insert("venv", t);
     super::pause_at("venv");
     let t = Instant::now();
@@ -113,7 +114,7 @@ pub(super) fn build(
     // may be damaged all the same (bit rot, a tool that restores times), and
     // then every rerun failed inside uv until GRETA_VERIFY_CACHE=1. Re-hash
     // the plan's files and drop any that is wrong, so the rerun fetches it.
-    if let Err(e) = tool.install(&staging.path, &files, fresh) {
+    if let Err(e) = tool.install(&staging.path, &files, fresh, input.installer_timeout) {
         let bad: Vec<String> = fetched
             .wheels
             .iter()

@@ -60,6 +60,9 @@ pub struct InstallInput {
     /// Run the framework gates (else the import check only).
     pub gates: bool,
     pub import_timeout: Duration,
+    /// Bound on each run of the installer tool (`uv venv`, `uv pip
+    /// install`, `pip install`, `python -m venv`).
+    pub installer_timeout: Duration,
     /// Rebuild even when the env is up to date.
     pub reinstall: bool,
     /// The env's files, checked beside the planning (see

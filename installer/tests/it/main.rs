@@ -26,6 +26,7 @@ mod install_progress;
 mod install_uptodate;
 mod install_uv_bootstrap;
 mod install_uv_cache;
+mod installer_hang;
 mod installer_result;
 mod lock_check;
 mod lock_errors;
