@@ -53,39 +53,143 @@ fn copy_out_of_cache(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Removes `.NAME.partial-PID` directories beside a bundle's output whose
-/// process is gone (a killed `greta bundle` left them for ever). A live
-/// PID's directory is another bundle run's and stays.
-fn remove_dead_partials(parent: &Path, name: &str) {
-    let prefix = format!(".{name}.partial-");
+/// Whether the process `pid` is gone.
+fn dead(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+/// Beside a bundle directory `out`, what dead `greta bundle` runs left
+/// (issue 28): the previous bundle set aside by a swap killed between its
+/// renames (`.NAME.old-PID`) is put back when `out` is missing, else
+/// removed; a half-written bundle (`.NAME.partial-PID`) is removed. A live
+/// PID's entries are another run's and stay. Called by `greta bundle` and
+/// `greta install --bundle` before they look at `out`.
+fn recover_beside(out: &Path) {
+    let (Some(parent), Some(name)) = (out.parent(), out.file_name()) else {
+        return;
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let name = name.to_string_lossy();
     let Ok(rd) = std::fs::read_dir(parent) else {
         return;
     };
+    let mut old = Vec::new();
     for e in rd.flatten() {
         let file_name = e.file_name();
-        let Some(pid) = file_name
-            .to_str()
-            .and_then(|n| n.strip_prefix(&prefix))
-            .and_then(|p| p.parse::<libc::pid_t>().ok())
-            .filter(|p| *p > 0)
-        else {
+        let Some(n) = file_name.to_str() else {
             continue;
         };
-        // SAFETY: signal 0 only checks that the process exists.
-        let gone = unsafe { libc::kill(pid, 0) } != 0
-            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        if gone {
-            match envs::remove_tree(&e.path()) {
-                Ok(()) => tracing::info!("removed {} (its bundle run is gone)", e.path().display()),
-                Err(err) => tracing::warn!("cannot remove {}: {err:#}", e.path().display()),
-            }
+        let Some(rest) = n.strip_prefix(&format!(".{name}.")) else {
+            continue;
+        };
+        let (kind, pid) = match rest.split_once('-') {
+            Some((k @ ("partial" | "old"), p)) => match p.parse::<libc::pid_t>() {
+                Ok(p) if p > 0 && dead(p) => (k, p),
+                _ => continue,
+            },
+            _ => continue,
+        };
+        if kind == "old" {
+            old.push((pid, e.path()));
+            continue;
         }
+        match envs::remove_tree(&e.path()) {
+            Ok(()) => tracing::info!("removed {} (its bundle run is gone)", e.path().display()),
+            Err(err) => tracing::warn!("cannot remove {}: {err:#}", e.path().display()),
+        }
+    }
+    for (_, p) in old {
+        if std::fs::symlink_metadata(out).is_err() && std::fs::rename(&p, out).is_ok() {
+            eprintln!(
+                "greta: restored the previous bundle {} (a `greta bundle` replacing it was killed)",
+                out.display()
+            );
+        } else if let Err(err) = envs::remove_tree(&p) {
+            tracing::warn!("cannot remove {}: {err:#}", p.display());
+        }
+    }
+}
+
+/// Puts the finished bundle `tmp` at `out`, replacing a previous bundle as
+/// envs are replaced: one atomic exchange of the two directories where the
+/// filesystem has it (`renameat2(RENAME_EXCHANGE)`), else two renames with
+/// the previous bundle set aside as `.NAME.old-PID`, which the next run puts
+/// back if this one dies between them ([`recover_beside`]). At no moment
+/// is `out` a half-deleted bundle.
+fn swap_in(tmp: &Path, out: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(out).is_err() {
+        return std::fs::rename(tmp, out)
+            .with_context(|| format!("moving the bundle into {}", out.display()));
+    }
+    if exchange(tmp, out).is_ok() {
+        // `tmp` now holds the previous bundle.
+        if let Err(e) = envs::remove_tree(tmp) {
+            tracing::warn!("cannot remove the previous bundle {}: {e:#}", tmp.display());
+        }
+        return Ok(());
+    }
+    let name = out.file_name().context("-o needs a directory name")?;
+    let aside = out.with_file_name(format!(
+        ".{}.old-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::rename(out, &aside)
+        .with_context(|| format!("moving the previous bundle {} aside", out.display()))?;
+    super::pause_at("bundle-swap");
+    if let Err(e) = std::fs::rename(tmp, out) {
+        let _ = std::fs::rename(&aside, out);
+        return Err(e).with_context(|| format!("moving the bundle into {}", out.display()));
+    }
+    if let Err(e) = envs::remove_tree(&aside) {
+        tracing::warn!(
+            "cannot remove the previous bundle {}: {e:#}",
+            aside.display()
+        );
+    }
+    Ok(())
+}
+
+/// `renameat2(a, b, RENAME_EXCHANGE)`: both names stay, their contents
+/// swap, in one step.
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let ca = std::ffi::CString::new(a.as_os_str().as_bytes())?;
+    let cb = std::ffi::CString::new(b.as_os_str().as_bytes())?;
+    // SAFETY: two valid NUL-terminated paths, relative to the cwd.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 
 impl BundleManifest {
     pub fn load(dir: &Path) -> Result<BundleManifest> {
+        recover_beside(dir);
         let p = dir.join(BUNDLE_MANIFEST);
+        if dir.join("wheels").is_dir() && std::fs::symlink_metadata(&p).is_err() {
+            anyhow::bail!(
+                "bundle {} is damaged: it has wheels/ but no {BUNDLE_MANIFEST}; make the bundle again with `greta bundle -o {}`",
+                dir.display(),
+                dir.display()
+            );
+        }
         if !p.exists() {
             anyhow::bail!(
                 "{} is not a greta bundle (no {BUNDLE_MANIFEST})",
@@ -133,16 +237,35 @@ pub(super) fn import_bundle(dir: &Path, cache: &Cache, items: &[PinnedWheel]) ->
         );
     }
     let mut missing = Vec::new();
+    let mut damaged = Vec::new();
     for a in items {
         if let fetch::Lookup::Hit(_) = cache.lookup(a)? {
             continue;
         }
         let src = dir.join("wheels").join(&a.filename);
         if !src.is_file() {
-            missing.push(a.filename.clone());
+            // The manifest promises it: the bundle lost it, whatever the
+            // Python (issue 28: a half-deleted bundle was blamed on it).
+            if m.wheels.iter().any(|w| w.filename == a.filename) {
+                damaged.push(a.filename.clone());
+            } else {
+                missing.push(a.filename.clone());
+            }
             continue;
         }
-        cache.import(&src, a)?;
+        cache
+            .import(&src, a)
+            .with_context(|| format!("bundle {} is damaged", dir.display()))?;
+    }
+    if !damaged.is_empty() {
+        bail!(
+            "bundle {} is damaged: its manifest lists {} wheel(s) that are not in {}: {}; make the bundle again with `greta bundle -o {}`",
+            dir.display(),
+            damaged.len(),
+            dir.join("wheels").display(),
+            damaged.join(", "),
+            dir.display()
+        );
     }
     if !missing.is_empty() {
         bail!(
@@ -164,6 +287,7 @@ pub fn bundle(
     fopts: &FetchOptions,
     index_url: Option<&str>,
 ) -> Result<BundleManifest> {
+    recover_beside(out);
     if out.exists() {
         let empty = std::fs::read_dir(out)
             .map(|mut d| d.next().is_none())
@@ -225,7 +349,6 @@ pub fn bundle(
     if tmp.exists() {
         envs::remove_tree(&tmp)?;
     }
-    remove_dead_partials(parent, &fname);
     std::fs::create_dir_all(tmp.join("wheels"))?;
     let result = (|| -> Result<BundleManifest> {
         for f in &fetched {
@@ -290,11 +413,7 @@ pub fn bundle(
             return Err(e);
         }
     };
-    if out.exists() {
-        envs::remove_tree(out)?;
-    }
-    std::fs::rename(&tmp, out)
-        .with_context(|| format!("moving the bundle into {}", out.display()))?;
+    swap_in(&tmp, out)?;
     Ok(m)
 }
 

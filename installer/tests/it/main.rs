@@ -9,6 +9,7 @@
 mod lock_support;
 mod support;
 
+mod bundle_replace;
 mod doctor_cli;
 mod fleet_cli;
 mod frameworks_gates;
