@@ -395,6 +395,63 @@ fn fetch_one(
     Ok(path)
 }
 
+/// Removes the partial downloads the plan `needed` will not resume (issue
+/// 28: they were never collected, 315 MB after a killed cold install and
+/// two "up to date" runs): a partial of a wheel the plan does not pin, or of
+/// one already verified in the cache, and a bundle import's temporary copy
+/// whose greta is gone. Run by every install, up to date or not. A partial
+/// whose lock another greta holds (a download in progress) stays; what is
+/// not a regular file was set aside by `owned` and is left to its owner.
+pub fn sweep_unneeded_partials(cache: &Cache, needed: &[PinnedWheel]) {
+    use std::os::fd::AsRawFd;
+    let dir = cache.root().join("partial");
+    let Ok(rd) = fs::read_dir(&dir) else { return };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !e.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        if let Some((_, pid)) = name.split_once(".import.") {
+            let gone = pid.parse::<libc::pid_t>().is_ok_and(|p| {
+                // SAFETY: signal 0 only checks that the process exists.
+                let rc = unsafe { libc::kill(p, 0) };
+                p > 0
+                    && rc != 0
+                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+            });
+            if gone {
+                let _ = fs::remove_file(e.path());
+            }
+            continue;
+        }
+        let Some(hex) = name.strip_suffix(".part") else {
+            continue;
+        };
+        let resumable = needed.iter().any(|a| {
+            a.sha256.to_string() == hex
+                && !fs::symlink_metadata(cache.wheel_path(a)).is_ok_and(|m| m.is_file())
+        });
+        if resumable {
+            continue;
+        }
+        let p = e.path();
+        let Ok(lock) = owned::open(&p.with_extension("lock"), owned::Use::Lock) else {
+            continue;
+        };
+        // SAFETY: flock on a descriptor we own; released when `lock` drops.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            match fs::remove_file(&p) {
+                Ok(()) => tracing::info!(
+                    "removed partial download {} (no plan needs it)",
+                    p.display()
+                ),
+                Err(err) => tracing::warn!("cannot remove {}: {err}", p.display()),
+            }
+        }
+    }
+}
+
 /// How long an untouched partial download is kept for a rerun to resume.
 const STALE_PARTIAL: Duration = Duration::from_secs(7 * 24 * 3600);
 

@@ -83,6 +83,10 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
 
     let prepared = prepare::prepare(plan, input)?;
     timings.since_start("prepare");
+    // What dead or other runs left in partial/ and this plan will not
+    // resume goes, also when the env turns out to be up to date.
+    let needed: Vec<_> = plan.wheels.iter().map(plan::artifact).collect();
+    crate::fetch::sweep_unneeded_partials(&prepared.cache, &needed);
     let rebuild = match prepare::current(plan, input, &prepared, early, &mut timings) {
         prepare::Current::UpToDate(v) => {
             timings.since_start("total");

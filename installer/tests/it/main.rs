@@ -29,6 +29,7 @@ mod install_uv_bootstrap;
 mod install_uv_cache;
 mod installer_hang;
 mod installer_result;
+mod leftovers;
 mod lock_check;
 mod lock_errors;
 mod lock_resolve;
