@@ -14,3 +14,4 @@ pub mod install;
 pub mod interrupt;
 pub mod lock;
 pub mod read;
+pub mod rerun;

@@ -188,16 +188,12 @@ fn say_failed(
         crate::out::print_json(&v)?;
     }
     eprintln!("greta install: {e:#}");
-    // A download that cannot succeed as things stand (404, wrong
-    // hash, unwritable cache) is not fixed by running again.
-    let rerun_helps = e
-        .chain()
-        .find_map(|c| c.downcast_ref::<crate::fetch::http::Failed>())
-        .is_none_or(|f| f.rerun_helps);
-    if rerun_helps {
-        eprintln!("greta install: nothing was changed in the env; verified downloads stay cached, rerun to continue");
-    } else {
-        eprintln!("greta install: nothing was changed in the env; verified downloads stay cached; fix the cause above, then rerun");
+    // A download that cannot succeed as things stand (404, wrong hash), a
+    // full disk, a read-only cache or a missing HOME is not fixed by
+    // running again (crate::rerun).
+    match crate::rerun::blocker(e) {
+        None => eprintln!("greta install: nothing was changed in the env; verified downloads stay cached, rerun to continue"),
+        Some(what) => eprintln!("greta install: nothing was changed in the env; verified downloads stay cached; fix {what}, then rerun"),
     }
     Ok(Exit::Fail)
 }

@@ -62,13 +62,16 @@ impl EnvRoot {
         let var = greta_vocab::EnvVars::GRETA_HOME;
         if let Some(g) = std::env::var_os(var).filter(|v| !v.is_empty()) {
             if !Path::new(&g).is_absolute() {
-                bail!(
+                return Err(crate::rerun::FixFirst(format!(
                     "{var}={g:?} is not an absolute path: envs would go wherever greta runs; set it to an absolute directory or unset it"
-                );
+                ))
+                .into());
             }
         }
-        let dir = Self::dir_in(&|k| std::env::var_os(k)).with_context(|| {
-            format!("none of {var}, XDG_DATA_HOME or HOME is set: cannot place greta envs")
+        let dir = Self::dir_in(&|k| std::env::var_os(k)).ok_or_else(|| {
+            crate::rerun::FixFirst(format!(
+                "none of {var}, XDG_DATA_HOME or HOME is set: cannot place greta envs"
+            ))
         })?;
         Ok(EnvRoot { dir })
     }

@@ -52,7 +52,11 @@ impl Cache {
         }
         let home = std::env::var_os("HOME")
             .filter(|v| !v.is_empty())
-            .context("neither XDG_CACHE_HOME nor HOME is set: cannot place the wheel cache")?;
+            .ok_or_else(|| {
+                crate::rerun::FixFirst(
+                    "neither XDG_CACHE_HOME nor HOME is set: cannot place the wheel cache".into(),
+                )
+            })?;
         Ok(PathBuf::from(home).join(".cache").join("greta"))
     }
 

@@ -36,6 +36,7 @@ mod lock_resolve;
 mod lock_select;
 mod lock_show_builtin;
 mod lock_update;
+mod messages;
 mod self_contained;
 mod slurm_healthcheck;
 mod smoke_cli;
