@@ -5,7 +5,7 @@
 pub mod cache;
 pub mod http;
 pub mod index;
-mod owned;
+pub(crate) mod owned;
 mod progress;
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod support;
 
 mod bundle_replace;
 mod doctor_cli;
+mod env_lock_hostile;
 mod fleet_cli;
 mod frameworks_gates;
 mod greta_home;
