@@ -226,7 +226,7 @@ impl Cache {
     /// descriptor.
     pub fn import(&self, src: &Path, a: &PinnedWheel) -> Result<PathBuf> {
         let tmp_dir = self.root.join("partial");
-        fs::create_dir_all(&tmp_dir).with_context(|| format!("creating {}", tmp_dir.display()))?;
+        super::owned::dir(&tmp_dir)?;
         let tmp = tmp_dir.join(format!("{}.import.{}", a.sha256, std::process::id()));
         let _ = fs::remove_file(&tmp);
         let src_is_file = fs::symlink_metadata(src).is_ok_and(|m| m.file_type().is_file());

@@ -300,3 +300,23 @@ fn a_non_regular_file_at_the_cached_wheel_path_is_dropped_and_fetched_again() {
         }
     }
 }
+
+/// `partial/` itself a symlink to a directory outside the cache: a
+/// `<sha>.part` there (somebody's file of that name) was appended to. The
+/// directory greta writes into is its own: the link is moved aside.
+#[test]
+fn a_symlink_at_the_partial_dir_is_moved_aside() {
+    let s = setup();
+    let partial = s.cache.root().join("partial");
+    fs::remove_dir_all(&partial).unwrap();
+    let elsewhere = s.outside.join("elsewhere");
+    fs::create_dir_all(&elsewhere).unwrap();
+    let name = s.cache.partial_path(&s.wheel);
+    let theirs = elsewhere.join(name.file_name().unwrap());
+    fs::write(&theirs, b"their own bytes").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &partial).unwrap();
+    let got = fetch_bounded(&s);
+    assert_eq!(fs::read(&theirs).unwrap(), b"their own bytes");
+    assert!(fs::symlink_metadata(&partial).unwrap().is_dir());
+    assert_cached_right(&s, got);
+}

@@ -154,8 +154,7 @@ pub fn fetch_all(
         return Err(offline_error(cache, items, &todo));
     }
     let partial_dir = cache.root().join("partial");
-    fs::create_dir_all(&partial_dir)
-        .with_context(|| format!("creating {}", partial_dir.display()))?;
+    owned::dir(&partial_dir)?;
     sweep_stale_partials(&partial_dir, STALE_PARTIAL);
     let (done, errors) = download(cache, items, todo, opts);
     if !errors.is_empty() {
@@ -405,6 +404,9 @@ fn fetch_one(
 pub fn sweep_unneeded_partials(cache: &Cache, needed: &[PinnedWheel]) {
     use std::os::fd::AsRawFd;
     let dir = cache.root().join("partial");
+    if !owned::is_real_dir(&dir) {
+        return;
+    }
     let Ok(rd) = fs::read_dir(&dir) else { return };
     for e in rd.flatten() {
         let name = e.file_name();
@@ -461,6 +463,9 @@ const STALE_PARTIAL: Duration = Duration::from_secs(7 * 24 * 3600);
 /// the lock files themselves stay (see `fetch_one`).
 fn sweep_stale_partials(dir: &std::path::Path, age: Duration) {
     use std::os::fd::AsRawFd;
+    if !owned::is_real_dir(dir) {
+        return;
+    }
     let Ok(rd) = fs::read_dir(dir) else { return };
     for e in rd.flatten() {
         let p = e.path();

@@ -154,6 +154,38 @@ pub fn move_aside(path: &Path, m: &fs::Metadata) -> Result<PathBuf> {
     )
 }
 
+/// Makes `path` a real directory (created with its parents when missing):
+/// a symlink there (to a directory outside the cache, whose files greta
+/// would then write and rename), a file or a FIFO is moved aside first.
+pub fn dir(path: &Path) -> Result<()> {
+    for _ in 0..8 {
+        match fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_dir() => return Ok(()),
+            Ok(m) => {
+                move_aside(path, &m)?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match fs::create_dir_all(path) {
+                Ok(()) => continue,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| format!("creating {}", path.display()));
+                }
+            },
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+    anyhow::bail!(
+        "{}: kept changing while greta created it (another process is replacing it)",
+        path.display()
+    )
+}
+
+/// Whether `path` is a real directory (not a symlink to one): the sweeps
+/// delete files only in greta's own directories.
+pub fn is_real_dir(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_dir())
+}
+
 /// Creates `path` exclusively for writing (never through a symlink or into
 /// a FIFO); an entry already there is removed first when it is not a
 /// directory (it is a temporary file of greta's own naming).
