@@ -116,6 +116,63 @@ fn recover_beside(out: &Path) {
     }
 }
 
+/// Where greta records the half-written bundles it is making, one file
+/// per run (`<pid>`, holding the absolute path of its `.NAME.partial-PID`),
+/// so a run killed while writing one (2.9 GB for cpu) is collected by any
+/// later bundle or install, not only by the next bundle to the same DIR.
+fn bundles_in_progress(cache: &Cache) -> std::path::PathBuf {
+    cache.root().join("bundles-in-progress")
+}
+
+/// Records `tmp` as this run's half-written bundle; the record's path.
+fn record_partial(cache: &Cache, tmp: &Path) -> Option<std::path::PathBuf> {
+    let dir = bundles_in_progress(cache);
+    std::fs::create_dir_all(&dir).ok()?;
+    let abs = std::path::absolute(tmp).ok()?;
+    let rec = dir.join(std::process::id().to_string());
+    let mut f = crate::fetch::owned::create_new(&rec).ok()?;
+    std::io::Write::write_all(&mut f, abs.as_os_str().as_encoded_bytes()).ok()?;
+    Some(rec)
+}
+
+/// Removes the half-written bundles recorded by runs that are gone (the
+/// recorded path must still be a real directory named
+/// `.NAME.partial-<that pid>`), and their records.
+pub(crate) fn sweep_recorded_partials(cache: &Cache) {
+    let dir = bundles_in_progress(cache);
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let Some(pid) = e
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<libc::pid_t>().ok())
+            .filter(|p| *p > 0)
+        else {
+            continue;
+        };
+        if !dead(pid) {
+            continue;
+        }
+        if let Ok(text) = crate::read::text_capped(&e.path(), 64 * 1024) {
+            let p = Path::new(text.trim_end_matches('\n'));
+            let named = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with('.') && n.ends_with(&format!(".partial-{pid}")));
+            let real = std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+            if p.is_absolute() && named && real {
+                match envs::remove_tree(p) {
+                    Ok(()) => tracing::info!("removed {} (its bundle run is gone)", p.display()),
+                    Err(err) => tracing::warn!("cannot remove {}: {err:#}", p.display()),
+                }
+            }
+        }
+        let _ = std::fs::remove_file(e.path());
+    }
+}
+
 /// Puts the finished bundle `tmp` at `out`, replacing a previous bundle as
 /// envs are replaced: one atomic exchange of the two directories where the
 /// filesystem has it (`renameat2(RENAME_EXCHANGE)`), else two renames with
@@ -300,6 +357,7 @@ pub fn bundle(
         }
     }
     let cache = Cache::new(Cache::default_root()?);
+    sweep_recorded_partials(&cache);
     let mut items: Vec<PinnedWheel> = plan.wheels.iter().map(artifact).collect();
     if let Some(idx) = index_url {
         let client = fetch::http::client(fopts)?;
@@ -350,6 +408,7 @@ pub fn bundle(
         envs::remove_tree(&tmp)?;
     }
     std::fs::create_dir_all(tmp.join("wheels"))?;
+    let record = record_partial(&cache, &tmp);
     let result = (|| -> Result<BundleManifest> {
         for f in &fetched {
             let dest = tmp.join("wheels").join(&f.artifact.filename);
@@ -406,15 +465,15 @@ pub fn bundle(
         )?;
         Ok(m)
     })();
-    let m = match result {
-        Ok(m) => m,
-        Err(e) => {
-            let _ = envs::remove_tree(&tmp);
-            return Err(e);
-        }
-    };
-    swap_in(&tmp, out)?;
-    Ok(m)
+    super::pause_at("bundle-written");
+    let done = result.and_then(|m| swap_in(&tmp, out).map(|()| m));
+    if done.is_err() {
+        let _ = envs::remove_tree(&tmp);
+    }
+    if let Some(r) = record {
+        let _ = std::fs::remove_file(r);
+    }
+    done
 }
 
 #[cfg(test)]

@@ -87,6 +87,7 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
     // resume goes, also when the env turns out to be up to date.
     let needed: Vec<_> = plan.wheels.iter().map(plan::artifact).collect();
     crate::fetch::sweep_unneeded_partials(&prepared.cache, &needed);
+    bundle::sweep_recorded_partials(&prepared.cache);
     let rebuild = match prepare::current(plan, input, &prepared, early, &mut timings) {
         prepare::Current::UpToDate(v) => {
             timings.since_start("total");

@@ -96,3 +96,30 @@ fn replacing_a_bundle_leaves_one_complete_bundle() {
     let o = install_from(&h, &b);
     assert_eq!(o.status.code(), Some(0), "{}", support::text(&o));
 }
+
+/// A bundle run killed (SIGKILL) while writing `far/.b.partial-PID` left it
+/// until the next bundle *to that DIR*; any later bundle or install now
+/// collects it (greta records its partial bundles in its cache).
+#[test]
+fn a_killed_bundle_runs_partial_dir_anywhere_is_swept_by_the_next_run() {
+    let h = Harness::new(1_000);
+    let far = h.dir.path().join("far");
+    std::fs::create_dir_all(&far).unwrap();
+    let mut c = h.bundle_command(&far.join("b"), &[]);
+    c.env("GRETA_TEST_PAUSE_AT", "bundle-written")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    support::wait_for_line(&mut child, "paused at bundle-written");
+    let partial = far.join(format!(".b.partial-{}", child.id()));
+    assert!(partial.join("greta-bundle.json").is_file());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Another bundle, elsewhere.
+    let o = h
+        .bundle_command(&h.dir.path().join("near"), &[])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", support::text(&o));
+    assert!(!partial.exists(), "{} stayed", partial.display());
+}
