@@ -9,11 +9,53 @@
 #[error("{0}")]
 pub struct FixFirst(pub String);
 
+/// A step failed on a filesystem with (almost) no room left: a child
+/// (uv, pip) said so only in its own words, so greta asks the filesystem
+/// itself ([`full_filesystem`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DiskFull(pub String);
+
+/// Less free space than this on a step's filesystem after it failed: the
+/// failure is taken for a full disk.
+const NEARLY_FULL: u64 = 16 << 20;
+
+/// `Some(what)` when the filesystem holding `dir` (or its nearest existing
+/// ancestor) has less than 16 MiB left for this user.
+pub fn full_filesystem(dir: &std::path::Path) -> Option<DiskFull> {
+    let mut at = Some(dir);
+    while let Some(d) = at {
+        if let Ok(c) = std::ffi::CString::new(d.as_os_str().as_encoded_bytes()) {
+            // SAFETY: a zeroed statvfs is a valid out-buffer for statvfs(3).
+            let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+            // SAFETY: a valid NUL-terminated path and our own buffer.
+            if unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0 {
+                let free = (st.f_bavail as u64).saturating_mul(st.f_frsize as u64);
+                return (free < NEARLY_FULL).then(|| {
+                    DiskFull(format!(
+                        "the filesystem of {} is full ({free} bytes free)",
+                        d.display()
+                    ))
+                });
+            }
+        }
+        at = d.parent();
+    }
+    None
+}
+
 /// Why a rerun alone cannot help `e`, if it cannot: a download that will
 /// fail again (404, wrong hash), a [`FixFirst`], or an OS error of a full
 /// disk, a read-only filesystem or a refused permission anywhere in the
 /// chain. `None`: a rerun may help (a server error, a timeout, a signal).
 pub fn blocker(e: &anyhow::Error) -> Option<&'static str> {
+    // A context object is found by the error's own downcast, not the chain.
+    if e.downcast_ref::<DiskFull>().is_some() {
+        return Some("the full disk");
+    }
+    if e.downcast_ref::<FixFirst>().is_some() {
+        return Some("the setting above");
+    }
     for c in e.chain() {
         if let Some(f) = c.downcast_ref::<crate::fetch::http::Failed>() {
             if !f.rerun_helps {
@@ -22,6 +64,9 @@ pub fn blocker(e: &anyhow::Error) -> Option<&'static str> {
         }
         if c.downcast_ref::<FixFirst>().is_some() {
             return Some("the setting above");
+        }
+        if c.downcast_ref::<DiskFull>().is_some() {
+            return Some("the full disk");
         }
         if let Some(io) = c.downcast_ref::<std::io::Error>() {
             use std::io::ErrorKind as K;
@@ -58,5 +103,9 @@ mod tests {
             .context("fetching")
             .unwrap_err();
         assert_eq!(blocker(&timeout), None);
+        let full = anyhow::anyhow!("uv: No space left on device").context(DiskFull("x".into()));
+        assert_eq!(blocker(&full), Some("the full disk"));
+        // /dev/shm or / has room on any machine that runs the tests.
+        assert!(full_filesystem(std::path::Path::new("/nonexistent/dir")).is_none());
     }
 }

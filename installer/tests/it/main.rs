@@ -14,6 +14,7 @@ mod doctor_cli;
 mod env_lock_hostile;
 mod fleet_cli;
 mod frameworks_gates;
+mod full_disk;
 mod greta_home;
 mod hip_cli;
 mod hostile_io;
