@@ -144,6 +144,11 @@ env_vars! {
     Test GRETA_FUZZ_ROUNDS;
     /// TEST-ONLY: `1` rewrites `docs/env.md` from this registry.
     Test GRETA_UPDATE_DOCS;
+    /// A published-peak file for `greta smoke` to use instead of the built-in
+    /// `smoke/data/specs.toml` (same format): fractions of spec and the
+    /// `perf` profile's spec floors for a device greta does not know, or
+    /// corrected figures for one it does (docs/smoke.md).
+    User GRETA_SPECS;
 }
 
 /// `docs/env.md`, rendered from the registry.
