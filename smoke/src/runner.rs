@@ -208,6 +208,8 @@ fn skipped(gate: &Gate, base_seed: u64, reason: String) -> GateResult {
         wall_s: 0.0,
         kernel: None,
         peer: None,
+        spec: None,
+        spec_fraction: None,
     }
 }
 
@@ -351,6 +353,8 @@ fn run_gate(
             wall_s: started.elapsed().as_secs_f64(),
             kernel,
             peer: None,
+            spec: None,
+            spec_fraction: None,
         },
         lost,
     }

@@ -429,6 +429,8 @@ fn unopenable(
                 wall_s: 0.0,
                 kernel: None,
                 peer: None,
+                spec: None,
+                spec_fraction: None,
             })
             .collect(),
         validation_messages: vec![],
