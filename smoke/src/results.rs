@@ -262,7 +262,8 @@ pub struct Floor {
     /// `reference / fraction` for µs/dispatch).
     pub reference: f64,
     pub fraction: f64,
-    /// Where the reference came from: `baseline FILE` or `floors.toml class ID`.
+    /// Where the reference came from: `baseline FILE`, `floors.toml class ID`
+    /// or `spec MODEL FIELD (CLASS class; URL)`.
     pub source: String,
     pub passed: bool,
 }
