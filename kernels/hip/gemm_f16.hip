@@ -19,6 +19,13 @@
 // tiling against a reference GEMM. Every layout there keeps elements
 // (2i, 2i+1) of a lane at k and k+1 with k even, so operands are read from
 // shared memory as 32-bit pairs.
+//
+// On NVIDIA the operands come from shared memory by ldmatrix instead (its
+// result layout is mma.sync's fragment layout by definition; B is staged
+// k-major for ldmatrix.trans), tiles move global -> shared by cp.async in
+// two stages when rows are 16-byte aligned, and a block is 4 warps of
+// 64 x 64: measured on an H100 (docs/performance.md, session 9), the
+// per-element gather left the kernel bound on shared-memory instructions.
 #include "common.h"
 
 #if defined(GRETA_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -41,6 +48,33 @@
 #endif
 
 #if GRETA_F16_PATH == 1
+// The shared-memory address of a generic pointer into shared memory.
+__device__ inline uint32_t greta_smem(const void* p) {
+    uint32_t a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+// Four 8 x 8 f16 matrices from shared memory, one row address per lane
+// (lanes 8i..8i+7 give matrix i's rows); .trans delivers them transposed.
+// Lane l receives row l / 4, columns 2 (l % 4) and + 1 of each: exactly
+// mma.sync's fragment layout (matrix_lanes.rs, MMA_SYNC).
+__device__ inline void greta_ldsm4(uint32_t* r, const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(greta_smem(p)));
+}
+__device__ inline void greta_ldsm4_trans(uint32_t* r, const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(greta_smem(p)));
+}
+// 16 bytes global -> shared without passing through registers (sm_80+);
+// `in` false writes 16 zero bytes and reads nothing.
+__device__ inline void greta_cp16(void* dst, const void* src, bool in) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(greta_smem(dst)), "l"(src), "r"(in ? 16 : 0));
+}
+__device__ inline void greta_cp_commit() { asm volatile("cp.async.commit_group;"); }
+__device__ inline void greta_cp_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 // D = A B + D on one m16n8k16 tile; a: 4 registers of 2 halves, b: 2.
 __device__ inline void greta_mx_step(float* d, const uint32_t* a, const uint32_t* b) {
     asm volatile(
@@ -117,17 +151,61 @@ __device__ inline greta_u4 greta_f16_load8(const unsigned short* __restrict__ p,
     return v;
 }
 
+// Threads of a block: MMA_SYNC's on CUDA (its scalar fallback too), one
+// size for every HIP target; runtime/src/gpu/launch.rs launches the same.
+#if defined(GRETA_CUDA)
+#define GRETA_F16_THREADS GRETA_MMA_SYNC_THREADS
+#else
+#define GRETA_F16_THREADS GRETA_F16_HIP_THREADS
+#endif
+// The scalar fallback: each thread an 8 x GRETA_F16_TN sub-tile.
+#define GRETA_F16_TN (GRETA_F16_BM * GRETA_F16_BN / (GRETA_F16_THREADS * 8))
+
 // One chunk count serves both tiles (BM x BK of A, BK x BN of B).
 #if GRETA_F16_BM != GRETA_F16_BN || (GRETA_F16_BM * GRETA_F16_BK / 8) % GRETA_F16_THREADS != 0
 #error "gemm_f16: the loaders need BM == BN and BM * BK / 8 a multiple of the block size"
 #endif
 #define GRETA_F16_CHUNKS ((GRETA_F16_BM * GRETA_F16_BK / 8 + GRETA_F16_THREADS - 1) / GRETA_F16_THREADS)
 
+#if GRETA_F16_PATH == 1
+// One BK step of the tensor-core path on shared buffer `buf`: per k16,
+// A fragments by ldmatrix, B fragments (two n8 tiles each) by
+// ldmatrix.trans, then FRAGS_M x FRAGS_N mma.sync.
+#define GRETA_F16_MMA_STEP(buf)                                                                          \
+    _Pragma("unroll")                                                                                    \
+        for (int kk = 0; kk < GRETA_F16_BK; kk += GRETA_MX(K)) {                                         \
+            uint32_t af[GRETA_MX(FRAGS_M)][4];                                                           \
+            uint32_t bf[GRETA_MX(FRAGS_N)][2];                                                           \
+    _Pragma("unroll")                                                                                    \
+            for (int i = 0; i < GRETA_MX(FRAGS_M); ++i)                                                  \
+                greta_ldsm4(af[i], &as[buf][wr + i * GRETA_MX(M) + lane % 16][kk + (lane / 16) * 8]);    \
+    _Pragma("unroll")                                                                                    \
+            for (int j = 0; j < GRETA_MX(FRAGS_N); j += 2) {                                             \
+                uint32_t r[4];                                                                           \
+                greta_ldsm4_trans(r, &bs[buf][kk + lane % 16][wc + j * GRETA_MX(N) + (lane / 16) * 8]);  \
+                bf[j][0] = r[0];                                                                         \
+                bf[j][1] = r[1];                                                                         \
+                bf[j + 1][0] = r[2];                                                                     \
+                bf[j + 1][1] = r[3];                                                                     \
+            }                                                                                            \
+    _Pragma("unroll")                                                                                    \
+            for (int i = 0; i < GRETA_MX(FRAGS_M); ++i)                                                  \
+    _Pragma("unroll")                                                                                    \
+                for (int j = 0; j < GRETA_MX(FRAGS_N); ++j) greta_mx_step(acc[i][j], af[i], bf[j]);      \
+        }
+#endif
+
 extern "C" __global__ void __launch_bounds__(GRETA_F16_THREADS)
 greta_gemm_f16(const greta_f16* __restrict__ a, const greta_f16* __restrict__ b, float* __restrict__ c, uint32_t m,
                uint32_t n, uint32_t k) {
     __shared__ __attribute__((aligned(16))) unsigned short as[2][GRETA_F16_BM][GRETA_F16_PITCH];
+#if GRETA_F16_PATH == 1
+    // B k-major (rows of n, 8 halves of padding): 16-byte stores, and
+    // ldmatrix.trans reads mma.sync's column-major B fragments from it.
+    __shared__ __attribute__((aligned(16))) unsigned short bs[2][GRETA_F16_BK][GRETA_F16_BN + 8];
+#else
     __shared__ __attribute__((aligned(16))) unsigned short bs[2][GRETA_F16_BN][GRETA_F16_PITCH];
+#endif
     const unsigned short* ab = (const unsigned short*)a;
     const unsigned short* bb = (const unsigned short*)b;
     const uint32_t t = threadIdx.x;
@@ -142,17 +220,24 @@ greta_gemm_f16(const greta_f16* __restrict__ a, const greta_f16* __restrict__ b,
     _Pragma("unroll") for (int i = 0; i < GRETA_F16_CHUNKS; ++i) {                                   \
         const uint32_t q = t + i * GRETA_F16_THREADS;                                                \
         ra[i] = greta_f16_load8(ab, m, k, bm0 + q / (GRETA_F16_BK / 8), (k0) + (q % (GRETA_F16_BK / 8)) * 8); \
-        rb[i] = greta_f16_load8(bb, k, n, (k0) + q % GRETA_F16_BK, bn0 + (q / GRETA_F16_BK) * 8);    \
+        rb[i] = GRETA_F16_LOAD_B(q, k0);                                                             \
     }
+#if GRETA_F16_PATH == 1
+    // B chunk q: row (k) q / (BN/8), columns from (q % (BN/8)) * 8.
+#define GRETA_F16_LOAD_B(q, k0) \
+    greta_f16_load8(bb, k, n, (k0) + (q) / (GRETA_F16_BN / 8), bn0 + ((q) % (GRETA_F16_BN / 8)) * 8)
+#else
+#define GRETA_F16_LOAD_B(q, k0) greta_f16_load8(bb, k, n, (k0) + (q) % GRETA_F16_BK, bn0 + ((q) / GRETA_F16_BK) * 8)
+#endif
 
 #if GRETA_F16_PATH == 0
-    // No matrix unit: each thread an 8 x 8 sub-tile with scalar FMAs.
-    const uint32_t ty = t / 16, tx = t % 16;
-    float acc[8][8];
+    // No matrix unit: each thread an 8 x TN sub-tile with scalar FMAs.
+    const uint32_t ty = t / (GRETA_F16_BN / GRETA_F16_TN), tx = t % (GRETA_F16_BN / GRETA_F16_TN);
+    float acc[8][GRETA_F16_TN];
 #pragma unroll
     for (int i = 0; i < 8; ++i)
 #pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+        for (int j = 0; j < GRETA_F16_TN; ++j) acc[i][j] = 0.0f;
 #else
     const uint32_t wave = t / GRETA_MX(WAVE), lane = t % GRETA_MX(WAVE);
     const uint32_t wr = GRETA_MX(WAVE_ROW)(wave), wc = GRETA_MX(WAVE_COL)(wave);
@@ -169,13 +254,52 @@ greta_gemm_f16(const greta_f16* __restrict__ a, const greta_f16* __restrict__ b,
             for (int r = 0; r < GRETA_MX(C_ELEMS); ++r) acc[i][j][r] = 0.0f;
 #endif
 
-    GRETA_F16_LOAD(0)
     uint32_t buf = 0;
+#if GRETA_F16_PATH == 1
+    // Rows 16-byte aligned (k, n multiples of 8): every chunk is wholly
+    // inside the matrix or wholly outside (zero-filled), so tiles go global
+    // -> shared by cp.async, two stages: the next tile is in flight while
+    // this one is multiplied; one barrier per step.
+    if ((k % 8) == 0 && (n % 8) == 0) {
+        const uint32_t steps = (k + GRETA_F16_BK - 1) / GRETA_F16_BK;
+#define GRETA_F16_ISSUE(kt, b)                                                                       \
+    _Pragma("unroll") for (int i = 0; i < GRETA_F16_CHUNKS; ++i) {                                   \
+        const uint32_t q = t + i * GRETA_F16_THREADS;                                                \
+        const uint32_t ar = bm0 + q / (GRETA_F16_BK / 8), ac = (kt) * GRETA_F16_BK + (q % (GRETA_F16_BK / 8)) * 8; \
+        const bool ain = ar < m && ac < k;                                                           \
+        greta_cp16(&as[b][q / (GRETA_F16_BK / 8)][(q % (GRETA_F16_BK / 8)) * 8],                     \
+                   ain ? ab + (greta_u64)ar * k + ac : ab, ain);                                     \
+        const uint32_t br = (kt) * GRETA_F16_BK + q / (GRETA_F16_BN / 8), bc = bn0 + (q % (GRETA_F16_BN / 8)) * 8; \
+        const bool bin = br < k && bc < n;                                                           \
+        greta_cp16(&bs[b][q / (GRETA_F16_BN / 8)][(q % (GRETA_F16_BN / 8)) * 8],                     \
+                   bin ? bb + (greta_u64)br * n + bc : bb, bin);                                     \
+    }                                                                                                \
+    greta_cp_commit();
+        GRETA_F16_ISSUE(0, 0)
+        for (uint32_t kt = 0; kt < steps; ++kt) {
+            greta_cp_wait_all();
+            // Tile kt is in `buf` for every thread, and every thread is
+            // done with the other buffer (step kt - 1): refill it.
+            __syncthreads();
+            if (kt + 1 < steps) {
+                GRETA_F16_ISSUE(kt + 1, buf ^ 1)
+            }
+            GRETA_F16_MMA_STEP(buf)
+            buf ^= 1;
+        }
+#undef GRETA_F16_ISSUE
+    } else
+#endif
+    {
+    GRETA_F16_LOAD(0)
     for (uint32_t k0 = 0; k0 < k; k0 += GRETA_F16_BK) {
 #pragma unroll
         for (int i = 0; i < GRETA_F16_CHUNKS; ++i) {
             const uint32_t q = t + i * GRETA_F16_THREADS;
             *(greta_u4*)&as[buf][q / (GRETA_F16_BK / 8)][(q % (GRETA_F16_BK / 8)) * 8] = ra[i];
+#if GRETA_F16_PATH == 1
+            *(greta_u4*)&bs[buf][q / (GRETA_F16_BN / 8)][(q % (GRETA_F16_BN / 8)) * 8] = rb[i];
+#else
             const uint32_t kr = q % GRETA_F16_BK, nc = (q / GRETA_F16_BK) * 8;
             const uint32_t w[4] = {rb[i].x, rb[i].y, rb[i].z, rb[i].w};
 #pragma unroll
@@ -183,6 +307,7 @@ greta_gemm_f16(const greta_f16* __restrict__ a, const greta_f16* __restrict__ b,
                 bs[buf][nc + 2 * j][kr] = (unsigned short)(w[j] & 0xffffu);
                 bs[buf][nc + 2 * j + 1][kr] = (unsigned short)(w[j] >> 16);
             }
+#endif
         }
         __syncthreads();
         if (k0 + GRETA_F16_BK < k) {
@@ -191,17 +316,24 @@ greta_gemm_f16(const greta_f16* __restrict__ a, const greta_f16* __restrict__ b,
 #if GRETA_F16_PATH == 0
 #pragma unroll 4
         for (int p = 0; p < GRETA_F16_BK; ++p) {
-            float av[8], bv[8];
+            float av[8], bv[GRETA_F16_TN];
 #pragma unroll
-            for (int i = 0; i < 8; ++i) {
-                av[i] = greta_f16_bits_to_f32(as[buf][ty * 8 + i][p]);
-                bv[i] = greta_f16_bits_to_f32(bs[buf][tx * 8 + i][p]);
+            for (int i = 0; i < 8; ++i) av[i] = greta_f16_bits_to_f32(as[buf][ty * 8 + i][p]);
+#pragma unroll
+            for (int j = 0; j < GRETA_F16_TN; ++j) {
+#if GRETA_F16_PATH == 1
+                bv[j] = greta_f16_bits_to_f32(bs[buf][p][tx * GRETA_F16_TN + j]);
+#else
+                bv[j] = greta_f16_bits_to_f32(bs[buf][tx * GRETA_F16_TN + j][p]);
+#endif
             }
 #pragma unroll
             for (int i = 0; i < 8; ++i)
 #pragma unroll
-                for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+                for (int j = 0; j < GRETA_F16_TN; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
         }
+#elif GRETA_F16_PATH == 1
+        GRETA_F16_MMA_STEP(buf)
 #else
 #pragma unroll
         for (int kk = 0; kk < GRETA_F16_BK; kk += GRETA_MX(K)) {
@@ -229,15 +361,17 @@ greta_gemm_f16(const greta_f16* __restrict__ a, const greta_f16* __restrict__ b,
         // step's barrier after its last read of it.
         buf ^= 1;
     }
+    }
 #undef GRETA_F16_LOAD
+#undef GRETA_F16_LOAD_B
 
 #if GRETA_F16_PATH == 0
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
         const uint32_t row = bm0 + ty * 8 + i;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            const uint32_t col = bn0 + tx * 8 + j;
+        for (int j = 0; j < GRETA_F16_TN; ++j) {
+            const uint32_t col = bn0 + tx * GRETA_F16_TN + j;
             if (row < m && col < n) c[(greta_u64)row * n + col] = acc[i][j];
         }
     }

@@ -154,13 +154,16 @@ pub struct MatrixInstr {
     pub b_k: Coord,
     pub c_row: Coord,
     pub c_col: Coord,
-    /// Waves of a block along m and n (their product is THREADS / wave).
+    /// Threads of a block, and its waves along m and n (their product is
+    /// threads / wave).
+    pub threads: u32,
     pub waves_m: u32,
     pub waves_n: u32,
 }
 
-/// Threads per block of gemm_f16.
-pub const THREADS: u32 = 256;
+/// Threads per block of gemm_f16 on HIP (every AMD path and the scalar
+/// fallback); on CUDA a block has [`MMA_SYNC`]'s `threads`.
+pub const HIP_THREADS: u32 = 256;
 /// Block tile of C (BM x BN) and the k depth staged per step (BK halves).
 pub const BM: u32 = 128;
 pub const BN: u32 = 128;
@@ -188,8 +191,12 @@ pub const MMA_SYNC: MatrixInstr = MatrixInstr {
     b_k: Coord(&[lane(1, 4, 2), elem(1, 2, 1), elem(2, 0, 8)]),
     c_row: Coord(&[lane(4, 0, 1), elem(2, 0, 8)]),
     c_col: Coord(&[lane(1, 4, 2), elem(1, 2, 1)]),
+    // Four warps of 64 x 64 (32 m16n8k16 tiles each): fewer shared-memory
+    // bytes per tensor-core operation than eight warps of 64 x 32, and two
+    // blocks fit an SM.
+    threads: 128,
     waves_m: 2,
-    waves_n: 4,
+    waves_n: 2,
 };
 
 /// CDNA `v_mfma_f32_16x16x16f16` (wave64).
@@ -210,6 +217,7 @@ pub const MFMA16: MatrixInstr = MatrixInstr {
     b_k: Coord(&[lane(16, 0, 4), elem(1, 0, 1)]),
     c_row: Coord(&[lane(16, 0, 4), elem(1, 0, 1)]),
     c_col: Coord(&[lane(1, 16, 1)]),
+    threads: HIP_THREADS,
     waves_m: 2,
     waves_n: 2,
 };
@@ -232,6 +240,7 @@ pub const WMMA11: MatrixInstr = MatrixInstr {
     b_k: Coord(&[elem(1, 0, 1)]),
     c_row: Coord(&[elem(1, 0, 2), lane(16, 0, 1)]),
     c_col: Coord(&[lane(1, 16, 1)]),
+    threads: HIP_THREADS,
     waves_m: 2,
     waves_n: 4,
 };
@@ -254,6 +263,7 @@ pub const WMMA12: MatrixInstr = MatrixInstr {
     b_k: Coord(&[elem(4, 0, 8), lane(16, 0, 4), elem(1, 4, 1)]),
     c_row: Coord(&[lane(16, 0, 8), elem(1, 0, 1)]),
     c_col: Coord(&[lane(1, 16, 1)]),
+    threads: HIP_THREADS,
     waves_m: 2,
     waves_n: 4,
 };
@@ -293,7 +303,7 @@ pub fn header() -> String {
     let guarded = |s: &mut String, name: &str, v: u32| {
         s.push_str(&format!("#ifndef {name}\n#define {name} {v}\n#endif\n"));
     };
-    guarded(&mut s, "GRETA_F16_THREADS", THREADS);
+    guarded(&mut s, "GRETA_F16_HIP_THREADS", HIP_THREADS);
     guarded(&mut s, "GRETA_F16_BM", BM);
     guarded(&mut s, "GRETA_F16_BN", BN);
     guarded(&mut s, "GRETA_F16_BK", BK);
@@ -312,6 +322,7 @@ pub fn header() -> String {
         ] {
             s.push_str(&format!("#define {p}_{name} {v}\n"));
         }
+        guarded(&mut s, &format!("{p}_THREADS"), i.threads);
         guarded(&mut s, &format!("{p}_WAVES_M"), i.waves_m);
         guarded(&mut s, &format!("{p}_WAVES_N"), i.waves_n);
         s.push_str(&format!(

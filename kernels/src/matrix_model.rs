@@ -11,7 +11,7 @@
 //! C through them. A wrong layout, a wrong wave origin or a wrong fragment
 //! offset changes the product and fails the comparison.
 
-use crate::matrix_lanes::{MatrixInstr, BK, BM, BN, INSTRS, THREADS};
+use crate::matrix_lanes::{MatrixInstr, BK, BM, BN, HIP_THREADS, INSTRS};
 use half::f16;
 
 /// D = A B + C on one instruction tile; registers are `[lane][elem]`.
@@ -105,7 +105,7 @@ fn kernel_model_on(
     let ins = kernel;
     let (bm, bn, bk) = (BM as usize, BN as usize, BK as usize);
     let (fm, fnn) = ins.frags();
-    let waves = THREADS / ins.wave;
+    let waves = ins.threads / ins.wave;
     let mut c = vec![f32::NAN; m * n];
     for by in 0..m.div_ceil(bm) {
         for bx in 0..n.div_ceil(bn) {
@@ -300,10 +300,17 @@ fn layouts_allow_pair_reads_and_the_waves_tile_the_block() {
     for ins in INSTRS {
         assert_eq!(
             ins.waves_m * ins.waves_n,
-            THREADS / ins.wave,
+            ins.threads / ins.wave,
             "{}",
             ins.name
         );
+        if ins.name != "MMA_SYNC" {
+            assert_eq!(
+                ins.threads, HIP_THREADS,
+                "{}: HIP launches HIP_THREADS",
+                ins.name
+            );
+        }
         let (wm, wn) = ins.wave_tile();
         assert_eq!(wm % ins.m, 0, "{}", ins.name);
         assert_eq!(wn % ins.n, 0, "{}", ins.name);
@@ -333,7 +340,7 @@ fn layouts_allow_pair_reads_and_the_waves_tile_the_block() {
             }
         }
         let mut seen = std::collections::HashSet::new();
-        for w in 0..THREADS / ins.wave {
+        for w in 0..ins.threads / ins.wave {
             assert!(
                 seen.insert(ins.wave_origin(w)),
                 "{}: two waves share a tile",

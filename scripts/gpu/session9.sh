@@ -44,6 +44,7 @@ if has ncu && [[ -x .s9/bin/v1 ]]; then
   g16=$(awk '$2=="gemm16"{print $1; exit}' .s9/bin/list); g32=$(awk '$2=="gemm32"{print $1; exit}' .s9/bin/list)
   for v in "$g16 gemm16 greta_gemm_f16" "$g32 gemm32 greta_gemm_f32"; do
     set -- $v
+    [[ $# -eq 3 ]] || continue
     timeout 120 ncu --clock-control none -k "$3" -c 1 -s 3 --section SpeedOfLight --section ComputeWorkloadAnalysis \
       --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats \
       .s9/bin/v$1 $2 >> "$out/ncu.txt" 2>&1 || say "ncu $3: exit $?"

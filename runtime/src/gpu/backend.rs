@@ -265,6 +265,11 @@ impl<D: Driver> GpuBackend<D> {
     fn run_inner(&mut self, job: Job) -> Result<RunStats, GpuError> {
         let plan = launch::plan(job.op, &self.dev);
         let function = self.function(&plan.symbol)?;
+        let hold_fn = if plan.hold_cycles > 0 {
+            Some(self.function(launch::HOLD_SYMBOL)?)
+        } else {
+            None
+        };
         let kernel = plan.symbol.trim_start_matches("greta_").to_string();
         let driver = &self.driver;
         let scalars = plan.scalars.clone();
@@ -280,12 +285,24 @@ impl<D: Driver> GpuBackend<D> {
             }
             Ok(())
         };
+        let hold_args = [KernelArg::U32(plan.hold_cycles)];
+        let mut hold = |stream: StreamH| match hold_fn {
+            Some(f) => launch_on(
+                driver,
+                f,
+                Dims::new([1, 1, 1], [1, 1, 1]),
+                stream,
+                &hold_args,
+            ),
+            None => Ok(()),
+        };
         execute(
             &self.driver,
             self.stream,
             &self.dev,
             job,
             Launches { kernel, batch },
+            &mut hold,
             &mut dispatch,
         )
     }
@@ -449,6 +466,7 @@ fn execute<D: Driver>(
     dev: &GpuDevice,
     job: Job,
     launches: Launches,
+    hold: &mut dyn FnMut(StreamH) -> Result<(), GpuError>,
     dispatch: &mut Dispatch<'_>,
 ) -> Result<RunStats, GpuError> {
     let Launches { kernel, batch } = launches;
@@ -494,6 +512,9 @@ fn execute<D: Driver>(
         }
         let mut pairs = Vec::with_capacity(opts.repeats as usize);
         for _ in 0..opts.repeats {
+            // Untimed: lets the host queue the whole repeat before the GPU
+            // reaches it (noop); a no-op for every other op.
+            hold(stream)?;
             let before = events.record(stream)?;
             dispatch(stream, &bufs.ptrs)?;
             pairs.push((before, events.record(stream)?));

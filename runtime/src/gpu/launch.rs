@@ -22,6 +22,11 @@ pub const GEMM32_THREADS: u32 = 256;
 /// Dispatches per repeat of the noop op, timed together and reported per
 /// dispatch (as the Vulkan noop batch).
 pub const NOOP_BATCH: u32 = 64;
+/// The kernel that holds the stream before each timed noop batch (noop.hip)
+/// and for how many GPU clock cycles: about 0.5 ms at 1.8 GHz, longer than
+/// the host takes to enqueue 64 launches (~3.5 us each on an H100 host).
+pub const HOLD_SYMBOL: &str = "greta_noop_hold";
+pub const HOLD_CYCLES: u32 = 1_000_000;
 
 /// A kernel argument by value: device pointers and 32-bit scalars are all
 /// the kernels take.
@@ -51,6 +56,8 @@ pub struct Plan {
     pub scalars: Vec<KernelArg>,
     /// Launches per timed repeat (the repeat's time is divided by it).
     pub batch: u32,
+    /// GPU cycles of [`HOLD_SYMBOL`] launched before each timed repeat (0: none).
+    pub hold_cycles: u32,
 }
 
 fn blocks_for(total: usize, dev: &GpuDevice) -> u32 {
@@ -89,11 +96,13 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
         dims: Dims::new(grid, block),
         scalars: scalars.clone(),
         batch: 1,
+        hold_cycles: 0,
     };
     let linear = |total: usize| launch([blocks_for(total, dev), 1, 1], [BLOCK, 1, 1]);
     match *op {
         Op::Noop => Plan {
             batch: NOOP_BATCH,
+            hold_cycles: HOLD_CYCLES,
             ..launch([1, 1, 1], [64, 1, 1])
         },
         Op::Fill { n, .. } | Op::Copy { n } | Op::VecAdd { n } => {
@@ -109,10 +118,16 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
             [GEMM32_THREADS, 1, 1],
         ),
         Op::GemmF16 { m, n, .. } => {
-            use greta_kernels::matrix_lanes::{BM, BN, THREADS};
+            use greta_kernels::matrix_lanes::{BM, BN, HIP_THREADS, MMA_SYNC};
+            // gemm_f16.hip: MMA_SYNC's block size on CUDA (its scalar
+            // fallback too), HIP_THREADS on every HIP target.
+            let threads = match dev.api {
+                super::driver::Api::Cuda => MMA_SYNC.threads,
+                super::driver::Api::Hip => HIP_THREADS,
+            };
             launch(
                 [(n as u32).div_ceil(BN), (m as u32).div_ceil(BM), 1],
-                [THREADS, 1, 1],
+                [threads, 1, 1],
             )
         }
         Op::RmsNorm { rows, .. } | Op::LayerNorm { rows, .. } | Op::Softmax { rows, .. } => {
@@ -254,6 +269,12 @@ mod tests {
         assert_eq!(f.dims, Dims::new([304 * 8, 1, 1], [256, 1, 1]));
         assert_eq!(f.batch, 1);
         assert_eq!(plan(&Op::Noop, &dev()).batch, NOOP_BATCH);
+        assert_eq!(plan(&Op::Noop, &dev()).hold_cycles, HOLD_CYCLES);
+        assert_eq!(
+            source_params(HOLD_SYMBOL),
+            1,
+            "the hold kernel takes its cycles"
+        );
     }
 
     #[test]
