@@ -142,8 +142,13 @@ env_vars! {
     Test GRETA_FUZZ_SEED;
     /// TEST-ONLY: rounds of the probe's `--from` robustness test.
     Test GRETA_FUZZ_ROUNDS;
-    /// TEST-ONLY: `1` rewrites `docs/env.md` from this registry.
+    /// TEST-ONLY: `1` rewrites the generated docs: `docs/env.md` from this
+    /// registry, and docs/hip.md's target tables (installer's hip_targets test).
     Test GRETA_UPDATE_DOCS;
+    /// TEST-ONLY: the Debian sid chroot with ROCm 6.4.3 (`scripts/sid-chroot.sh`'s
+    /// cache, e.g. `target/sid-rocm`) the every-target HIP compile test uses; set
+    /// (scripts/test.sh sets it), that test is required and fails without it.
+    Test GRETA_SID_ROCM;
 }
 
 /// `docs/env.md`, rendered from the registry.
