@@ -687,3 +687,73 @@ fn every_claimed_target_compiles_and_its_code_is_what_we_claim() {
         failures.join("\n  ")
     );
 }
+
+/// `--resource-usage` on this machine's own ROCm (Debian 12's 5.2, whose
+/// hiprtc prints no resource remarks): the figures are refused, with the
+/// reason, when the compiler gave none, and when the cached object is not
+/// the code the compiler makes (here: an object changed after the build),
+/// since they would then describe other code. Either is exit 1.
+#[test]
+fn resource_figures_are_refused_when_they_would_not_describe_the_object() {
+    let d = tempfile::tempdir().unwrap();
+    let cache = d.path().join("kernels");
+    let run = || {
+        let o = Command::new(env!("CARGO_BIN_EXE_greta"))
+            .args([
+                "__gpu",
+                "build-kernels",
+                "--resource-usage",
+                "--target",
+                "gfx90a",
+            ])
+            .arg("--cache-dir")
+            .arg(&cache)
+            .env("XDG_CACHE_HOME", d.path().join("cache"))
+            .env_remove("GRETA_HIP_LIB")
+            .env_remove("VIRTUAL_ENV")
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{e}: {}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            )
+        });
+        (o.status.code(), v["built"][0].clone())
+    };
+    let (code, b) = run();
+    assert_eq!(b["error"], serde_json::Value::Null, "{b}");
+    let first = b["resources_error"].as_str().unwrap_or("");
+    if b["resources"].as_array().is_some_and(|r| !r.is_empty()) {
+        // A hiprtc that prints the remarks: the figures must be whole.
+        assert!(first.is_empty() && code == Some(0), "{b}");
+    } else {
+        assert!(
+            first.contains("printed no kernel-resource-usage remarks"),
+            "{b}"
+        );
+        assert_eq!(code, Some(1), "{b}");
+    }
+    // The cached object changed behind greta's back.
+    let path = PathBuf::from(b["object"]["path"].as_str().unwrap());
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let (code, b) = run();
+    let e = b["resources_error"].as_str().unwrap_or("");
+    assert!(
+        e.contains("produced other code") && e.contains(path.to_str().unwrap()),
+        "{b}"
+    );
+    assert_eq!(b["resources"], serde_json::Value::Null, "{b}");
+    assert_eq!(code, Some(1), "{b}");
+    // Nothing is left beside the object.
+    let left: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+}
