@@ -134,7 +134,8 @@ env_vars! {
     Test GRETA_CHILD_NO_DRIVER;
     /// TEST-ONLY: a child test process that sees one GPU through two ICDs.
     Test GRETA_CHILD_DUP_ICD;
-    /// TEST-ONLY: the release binary the standalone tests check.
+    /// TEST-ONLY: the release binary the standalone tests check (and the one
+    /// the every-target HIP compile test runs in the sid chroot).
     Test GRETA_STANDALONE_BIN;
     /// TEST-ONLY: seconds of blind mutation per fuzz target in the CI run (default 15).
     Test GRETA_FUZZ_SECS;
