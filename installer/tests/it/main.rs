@@ -13,6 +13,7 @@ mod doctor_cli;
 mod fleet_cli;
 mod frameworks_gates;
 mod hip_cli;
+mod hip_targets;
 mod hostile_io;
 mod install_basic;
 mod install_bundle_uv;
