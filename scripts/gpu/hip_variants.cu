@@ -23,9 +23,9 @@
 #ifndef TAG
 #define TAG "default"
 #endif
-// Streaming grid: resident blocks per SM (runtime/src/gpu/launch.rs BLOCKS_PER_CU).
+// Streaming grid: most blocks per SM (runtime/src/gpu/launch.rs BLOCKS_PER_CU).
 #ifndef BLOCKS_PER_CU
-#define BLOCKS_PER_CU 8
+#define BLOCKS_PER_CU 1024
 #endif
 
 #define CK(x)                                                                              \

@@ -27,9 +27,7 @@ mkdir -p "$out" "$dir/bin"
 log="$out/variants.log"
 : "${VARIANTS:=stream vec4 -DGRETA_VEC_UNROLL=4
 stream vec2 -DGRETA_VEC_UNROLL=2
-stream vec8 -DGRETA_VEC_UNROLL=8
-stream vec4-bpc4 -DGRETA_VEC_UNROLL=4 -DBLOCKS_PER_CU=4
-stream vec4-bpc16 -DGRETA_VEC_UNROLL=4 -DBLOCKS_PER_CU=16
+stream vec4-bpc8 -DGRETA_VEC_UNROLL=4 -DBLOCKS_PER_CU=8
 norm rows8
 gemm32 default
 gemm16 bk32-2x4

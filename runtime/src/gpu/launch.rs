@@ -12,10 +12,12 @@ pub const BLOCK: u32 = 256;
 /// 16-byte vectors each thread of a streaming kernel moves per grid-stride
 /// step (GRETA_VEC_UNROLL in common.h).
 pub const VEC_UNROLL: u32 = 4;
-/// Resident blocks per compute unit a streaming grid is sized for: 8 blocks
-/// of 256 threads fill an NVIDIA SM (2048 threads) and give an AMD CU 32
-/// waves of 64; more blocks only add scheduling.
-pub const BLOCKS_PER_CU: u32 = 8;
+/// Most blocks per compute unit of a streaming grid. The grid covers the
+/// data in one pass (each thread moves VEC_UNROLL vectors) up to this cap,
+/// then strides: on an H100 a one-pass grid moved 1 GiB at the driver's
+/// memcpy rate (2965-3000 GB/s), while a persistent grid of 4, 8, 16 or 64
+/// blocks per SM stayed at 2800-2890 GB/s (session 9, nvcc harness).
+pub const BLOCKS_PER_CU: u32 = 1024;
 /// Block tile of C and threads of the f32 GEMM (GEMM32_BM/BN/THREADS in gemm_f32.hip).
 pub const GEMM32_TILE: u32 = 128;
 pub const GEMM32_THREADS: u32 = 256;
@@ -67,10 +69,9 @@ fn blocks_for(total: usize, dev: &GpuDevice) -> u32 {
     want.min(cap) as u32
 }
 
-/// Blocks of a streaming kernel over `n` 32-bit elements: enough for
-/// BLOCKS_PER_CU resident blocks on every compute unit, fewer when the
-/// vectors run out first (each thread moves VEC_UNROLL 4-element vectors a
-/// step).
+/// Blocks of a streaming kernel over `n` 32-bit elements: one pass (each
+/// thread moves VEC_UNROLL 4-element vectors), at most BLOCKS_PER_CU per
+/// compute unit.
 fn stream_blocks(n: usize, dev: &GpuDevice) -> u32 {
     let per_block = (BLOCK * VEC_UNROLL * 4) as usize;
     let want = n.div_ceil(per_block).max(1);
@@ -259,14 +260,20 @@ mod tests {
             &dev(),
         );
         assert_eq!(h.dims, Dims::new([2, 1, 1], [256, 1, 1]));
-        // Streaming: one block per 4096 elements until every CU has
-        // BLOCKS_PER_CU (304 CUs: 2432 blocks), then a grid-stride loop.
+        // Streaming: one block per 4096 elements (one pass) up to
+        // BLOCKS_PER_CU per CU (304 CUs: 311296 blocks), then a grid-stride loop.
         let f = plan(&Op::Fill { n: 1000, value: 7 }, &dev());
         assert_eq!(f.dims, Dims::new([1, 1, 1], [256, 1, 1]));
         let f = plan(&Op::Copy { n: 40_000 }, &dev());
         assert_eq!(f.dims, Dims::new([10, 1, 1], [256, 1, 1]));
         let f = plan(&Op::VecAdd { n: 1 << 28 }, &dev());
-        assert_eq!(f.dims, Dims::new([304 * 8, 1, 1], [256, 1, 1]));
+        assert_eq!(f.dims, Dims::new([1 << 16, 1, 1], [256, 1, 1]));
+        let small = GpuDevice {
+            compute_units: 2,
+            ..dev()
+        };
+        let f = plan(&Op::Copy { n: 1 << 28 }, &small);
+        assert_eq!(f.dims, Dims::new([2 * 1024, 1, 1], [256, 1, 1]));
         assert_eq!(f.batch, 1);
         assert_eq!(plan(&Op::Noop, &dev()).batch, NOOP_BATCH);
         assert_eq!(plan(&Op::Noop, &dev()).hold_cycles, HOLD_CYCLES);
