@@ -35,8 +35,8 @@ bash scripts/release.sh
 bash scripts/sid-chroot.sh build
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 portable=$(mktemp -d)
+trap 'rm -rf "$portable"' EXIT
 tar -C "$portable" -xzf "dist/greta-$version-x86_64-unknown-linux-gnu.tar.gz"
 GRETA_SID_ROCM="$PWD/target/sid-rocm" \
 GRETA_STANDALONE_BIN="$portable/greta-$version-x86_64-unknown-linux-gnu/greta" \
   cargo test -p greta --locked --test it -- hip_targets::
-rm -rf "$portable"
