@@ -49,9 +49,11 @@ fn strip_line_number(t: &str) -> &str {
 /// Syslog's `<6>` priority.
 fn strip_priority(t: &str) -> &str {
     let b = t.as_bytes();
+    // Bytes, not a str slice: the fifth byte may sit inside a multi-byte
+    // character (a fuzzed paste panicked on `t[..5]`).
     if b.len() >= 3 && b[0] == b'<' && b[1].is_ascii_digit() {
-        if let Some(p) = t[..t.len().min(5)].find('>') {
-            if t[1..p].bytes().all(|c| c.is_ascii_digit()) {
+        if let Some(p) = b[..b.len().min(5)].iter().position(|&c| c == b'>') {
+            if b[1..p].iter().all(u8::is_ascii_digit) {
                 return t[p + 1..].trim_start();
             }
         }
@@ -327,10 +329,10 @@ fn fails_bring_up(s: &str) -> bool {
 fn ready_mib(s: &str, kind: &str) -> Option<u64> {
     let p = s.find(&format!("M of {kind} memory ready"))?;
     let head = &s[..p];
-    let start = head
-        .rfind(|c: char| !c.is_ascii_digit())
-        .map_or(0, |i| i + 1);
-    head[start..].parse().ok()
+    // The digits just before; counted in bytes, since the character before
+    // them may be several bytes long (a fuzzed paste panicked on `i + 1`).
+    let digits = head.bytes().rev().take_while(u8::is_ascii_digit).count();
+    head[head.len() - digits..].parse().ok()
 }
 
 /// An integrated GPU by its memory when nothing named the chip: amdgpu
@@ -470,6 +472,14 @@ impl AmdgpuLines {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_priority_tag_next_to_a_multibyte_character_is_not_a_panic() {
+        // `<123` then a two-byte character across byte 5.
+        assert_eq!(strip_priority("<123\u{e9}> x"), "<123\u{e9}> x");
+        assert_eq!(strip_priority("<6>amdgpu: x"), "amdgpu: x");
+        assert_eq!(strip_priority("<12>\u{e9}"), "\u{e9}");
+    }
 
     #[test]
     fn memory_ready_lines_size_the_gpu() {
