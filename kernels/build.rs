@@ -9,7 +9,22 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+// The matrix-instruction lane layouts, shared with the crate (see there).
+#[allow(dead_code)]
+#[path = "src/matrix_lanes.rs"]
+mod matrix_lanes;
+
 fn main() {
+    let manifest = Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap()).to_path_buf();
+    println!(
+        "cargo:rerun-if-changed={}",
+        manifest.join("src/matrix_lanes.rs").display()
+    );
+    std::fs::write(
+        PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("matrix_lanes.h"),
+        matrix_lanes::header(),
+    )
+    .unwrap();
     let dir = Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap()).join("shaders");
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     println!("cargo:rerun-if-changed={}", dir.display());

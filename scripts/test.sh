@@ -28,3 +28,15 @@ GRETA_TEST_CPU_PROFILE=1 cargo test -p greta --locked --test it -- frameworks_ga
 # `install --dry-run --profile cpu`; its ELF needs no GLIBC_ newer than 2.28 and links no
 # Vulkan, HIP or CUDA library (installer/tests/it/self_contained.rs).
 bash scripts/release.sh
+# Every AMD target greta claims, compiled by Debian sid's ROCm 6.4.3 (hiprtc) with the portable
+# release binary, in a sid chroot built once and cached in target/sid-rocm (rebuilt when its
+# package list changes); each code object's target, metadata and instructions are checked
+# (installer/tests/it/hip_targets.rs, docs/hip.md "Every target, compiled"). Root, no GPU.
+bash scripts/sid-chroot.sh build
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+portable=$(mktemp -d)
+trap 'rm -rf "$portable"' EXIT
+tar -C "$portable" -xzf "dist/greta-$version-x86_64-unknown-linux-gnu.tar.gz"
+GRETA_SID_ROCM="$PWD/target/sid-rocm" \
+GRETA_STANDALONE_BIN="$portable/greta-$version-x86_64-unknown-linux-gnu/greta" \
+  cargo test -p greta --locked --test it -- hip_targets::

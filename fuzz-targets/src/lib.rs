@@ -7,11 +7,13 @@
 //! A target signals a defect by panicking: a parser that panics, an
 //! assertion about what an accepted input must satisfy, or a hang.
 
+mod cache;
 mod plan;
 mod seeds;
 mod split;
 mod targets;
 
+pub use cache::cache_paths;
 pub use seeds::seeds;
 pub use split::{parts, Words};
 pub use targets::{data_files, from_text, gemm_plan, lock_files, sysroot, Scratch, SYSROOT_FILES};
@@ -23,6 +25,7 @@ pub const TARGETS: &[&str] = &[
     "lock_files",
     "data_files",
     "gemm_plan",
+    "cache_paths",
 ];
 
 /// Runs target `name` on one input (`scratch` is its working directory).
@@ -34,6 +37,7 @@ pub fn run(name: &str, scratch: &Scratch, data: &[u8]) {
         "lock_files" => lock_files(scratch, data),
         "data_files" => data_files(scratch, data),
         "gemm_plan" => gemm_plan(data),
+        "cache_paths" => cache_paths(scratch, data),
         other => panic!("no fuzz target named {other:?}"),
     }
 }

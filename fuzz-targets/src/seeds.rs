@@ -65,6 +65,11 @@ pub fn seeds(target: &str, repo: &Path) -> io::Result<Vec<(String, Vec<u8>)>> {
                 out.push(tagged(repo, 4, &f)?);
             }
         }
+        "cache_paths" => {
+            for f in glob(&repo.join("fuzz/seeds"), "cache-", ".bin")? {
+                out.push((rel(repo, &f), std::fs::read(&f)?));
+            }
+        }
         "gemm_plan" => {
             for f in glob(&repo.join("fuzz/seeds"), "plan-", ".bin")? {
                 out.push((rel(repo, &f), std::fs::read(&f)?));

@@ -33,7 +33,8 @@ impl Scratch {
 }
 
 /// `greta doctor --from`: `decode`, every recogniser and parser, then the
-/// merge of the whole and its two halves, the summary and the JSON.
+/// merge of the whole and its two halves, the summary, the rules (every
+/// predicate and signal rule, with the evidence and templates) and the JSON.
 pub fn from_text(data: &[u8]) {
     let Ok(text) = greta_probe::decode(data) else {
         return;
@@ -49,7 +50,9 @@ pub fn from_text(data: &[u8]) {
     let (_, b) = greta_probe::parse_text(&text[cut..], "b");
     let merged = greta_probe::merge(vec![whole, a, b]);
     let _ = greta_probe::summarise(&merged);
+    let findings = greta_probe::diagnose(&merged);
     serde_json::to_string(&merged).expect("facts serialise");
+    serde_json::to_string(&findings).expect("findings serialise");
 }
 
 /// The files of a captured machine, in the order the input's parts fill

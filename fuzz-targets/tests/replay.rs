@@ -241,6 +241,11 @@ fn gemm_plan() {
     fuzz("gemm_plan");
 }
 
+#[test]
+fn cache_paths() {
+    fuzz("cache_paths");
+}
+
 /// The driver can fail: a target that panics is caught, reported and its
 /// input saved (a fuzz run that could not fail would prove nothing).
 #[test]

@@ -6,6 +6,7 @@
 #[macro_use]
 pub mod out;
 pub mod cmd;
+pub mod duration;
 pub mod envs;
 pub mod exit;
 pub mod fetch;
@@ -13,3 +14,4 @@ pub mod install;
 pub mod interrupt;
 pub mod lock;
 pub mod read;
+pub mod rerun;

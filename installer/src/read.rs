@@ -15,23 +15,37 @@ pub const MAX_DATA_FILE: u64 = 64 << 20;
 /// `O_NONBLOCK`, its type checked on the open descriptor: a FIFO, socket or
 /// device is refused by name).
 pub fn text_capped(path: &Path, cap: u64) -> Result<String> {
-    Ok(greta_fsread::text(path, cap)?)
+    greta_fsread::text(path, cap).map_err(once)
 }
 
 /// Opens a regular file for a streaming read (hashing a wheel), without
 /// blocking on a FIFO; anything but a regular file is refused by name.
 pub fn open_regular(path: &Path) -> Result<std::fs::File> {
-    Ok(greta_fsread::open_regular(path)?)
+    greta_fsread::open_regular(path).map_err(once)
 }
 
 /// As [`text_capped`], for bytes.
 pub fn bytes_capped(path: &Path, cap: u64) -> Result<Vec<u8>> {
-    Ok(greta_fsread::bytes(path, cap)?)
+    greta_fsread::bytes(path, cap).map_err(once)
 }
 
 /// As [`text_capped`], but a missing file is `Ok(None)`.
 pub fn text_if_exists(path: &Path, cap: u64) -> Result<Option<String>> {
-    Ok(greta_fsread::text_if_exists(path, cap)?)
+    greta_fsread::text_if_exists(path, cap).map_err(once)
+}
+
+/// The read error as a chain that says each thing once: fsread's `Io`
+/// variant prints "PATH: OS error" *and* carries the OS error as its
+/// source, so `{:#}` said it twice ("Not a directory (os error 20): Not a
+/// directory (os error 20)", issue 28). The OS error stays in the chain
+/// (code that asks whether the disk is full finds it), under the path.
+fn once(e: greta_fsread::Error) -> anyhow::Error {
+    match e {
+        greta_fsread::Error::Io { path, source } => {
+            anyhow::Error::new(source).context(path.display().to_string())
+        }
+        e => anyhow::Error::new(e),
+    }
 }
 
 #[cfg(test)]
@@ -58,6 +72,22 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let e = text_capped(d.path(), 1024).unwrap_err().to_string();
         assert!(e.contains("directory"), "{e}");
+    }
+
+    /// Issue 28: "PATH: Not a directory (os error 20): Not a directory (os
+    /// error 20)".
+    #[test]
+    fn an_os_error_is_said_once_and_stays_in_the_chain() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("file");
+        std::fs::write(&f, "x").unwrap();
+        let e = text_capped(&f.join("inside"), 10).unwrap_err();
+        let shown = format!("{e:#}");
+        assert_eq!(shown.matches("(os error 20)").count(), 1, "{shown}");
+        assert!(shown.starts_with(&f.join("inside").display().to_string()));
+        assert!(e
+            .chain()
+            .any(|c| c.downcast_ref::<std::io::Error>().is_some()));
     }
 
     #[test]

@@ -11,3 +11,11 @@ __device__ inline float greta_f16_to_f32(greta_f16 h) { return (float)h; }
 #ifndef INFINITY
 #define INFINITY __builtin_huge_valf()
 #endif
+// 16-byte vectors for the streaming kernels and the row reductions.
+typedef float greta_f4 __attribute__((ext_vector_type(4)));
+typedef unsigned int greta_u4 __attribute__((ext_vector_type(4)));
+#define GRETA_HIP 1
+// Exchange within a wave (HIP's __shfl_xor; width = the wave).
+__device__ inline float greta_shfl_xor(float v, int m) { return __shfl_xor(v, m); }
+// An f16 held as its raw bits (shared-memory tiles of the f16 GEMM), widened.
+__device__ inline float greta_f16_bits_to_f32(unsigned short h) { return (float)__builtin_bit_cast(_Float16, h); }

@@ -12,6 +12,9 @@
 pub mod check;
 pub mod hip_src;
 mod host;
+pub mod matrix_lanes;
+#[cfg(test)]
+mod matrix_model;
 mod ops;
 mod reference;
 pub mod spirv;

@@ -52,13 +52,18 @@ pub const CHECKS: &[(&str, &str, &[&str])] = &[
     (
         "vulkan-devices",
         "Vulkan devices",
-        &["vulkan.cpu-only", "vulkan.duplicate", "vulkan.gfx94x"],
+        &[
+            "vulkan.cpu-only",
+            "vulkan.duplicate",
+            "vulkan.gfx94x",
+            "vulkan.no-device",
+        ],
     ),
     ("rocm", "ROCm / HIP userspace", &["rocm."]),
     (
         "python",
         "Python and frameworks",
-        &["python.", "framework."],
+        &["python.", "framework.", "app."],
     ),
     // Live only: doctor (the `greta` binary) asks HIP in a child of itself
     // (`greta __gpu devices`), since this crate never loads HIP.

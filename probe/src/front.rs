@@ -90,6 +90,10 @@ pub struct Outcome {
     pub checks: Vec<CheckRun>,
     /// `live` or `sysroot` (the report's `mode`).
     pub mode: &'static str,
+    /// Inputs that exist but could not be used (a capture file that is a
+    /// FIFO, a directory, unreadable or malformed): what they hold is
+    /// unknown, and the report says so in a note naming each.
+    pub unreadable: Vec<crate::root::Unreadable>,
 }
 
 impl<'r> Probe<'r> {
@@ -150,6 +154,7 @@ impl<'r> Probe<'r> {
             facts,
             checks,
             mode,
+            unreadable: self.root.unreadable(),
         }
     }
 
@@ -178,6 +183,7 @@ impl<'r> Probe<'r> {
             facts: c.facts.clone(),
             checks: c.checks.clone(),
             mode: "live",
+            unreadable: Vec::new(),
         };
         Ok((outcome, c))
     }
@@ -186,10 +192,27 @@ impl<'r> Probe<'r> {
 impl Outcome {
     /// The doctor report: every finding the facts raise, each check's
     /// glyph from the worst finding it owns.
-    pub fn into_report(self, notes: Vec<String>) -> Report {
+    pub fn into_report(self, mut notes: Vec<String>) -> Report {
         let findings = rules::diagnose(&self.facts);
-        let checks = check_lines(&self.checks, &findings);
-        Report::new(self.mode, checks, self.facts, findings, notes)
+        let mut checks = check_lines(&self.checks, &findings);
+        for u in &self.unreadable {
+            notes.push(format!(
+                "{u}; what it holds is unknown, so doctor concludes nothing from it"
+            ));
+            // The check that reads it cannot pass on what it could not read.
+            let id = check_reading(&u.file);
+            for c in checks.iter_mut().filter(|c| c.id == id) {
+                if c.status == CheckStatus::Pass {
+                    c.status = CheckStatus::Warn;
+                }
+            }
+        }
+        let report = Report::new(self.mode, checks, self.facts, findings, notes);
+        if self.unreadable.is_empty() {
+            report
+        } else {
+            report.undecided()
+        }
     }
 }
 
@@ -199,6 +222,24 @@ impl FromRun {
         let findings = rules::diagnose(&self.facts);
         let (checks, notes) = report::file_checks(&self.files, &findings);
         Report::new("from", checks, self.facts, findings, notes)
+    }
+}
+
+/// The check that reads a capture file (`.greta/...`).
+fn check_reading(file: &str) -> &'static str {
+    match file {
+        ".greta/id" | ".greta/dev-nodes" => "device-nodes",
+        f if f.starts_with(".greta/cmd/rocminfo") || f.starts_with(".greta/cmd/hipconfig") => {
+            "rocm"
+        }
+        f if f.starts_with(".greta/cmd/vulkaninfo")
+            || f.starts_with(".greta/cmd/greta-vulkan-devices") =>
+        {
+            "vulkan-devices"
+        }
+        f if f.starts_with(".greta/cmd/greta-icd-load") => "vulkan-icds",
+        f if f.starts_with(".greta/cmd/python") => "python",
+        _ => "",
     }
 }
 

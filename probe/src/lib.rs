@@ -34,6 +34,6 @@ pub use from::{
 pub use front::{EnvsAt, HipRun, Outcome, Probe, Scope};
 pub use merge::merge;
 pub use report::{use_color, CheckLine, CheckStatus, Report};
-pub use root::{CmdStatus, Root, ENV_ALLOW};
+pub use root::{CmdStatus, NodeState, Root, Unreadable, ENV_ALLOW};
 pub use rules::{catalogue, diagnose, Finding, Fix, Rule, Severity, CONTRACT_IDS};
 pub use signals::{is_noise as is_noise_signal, scan as scan_signals};

@@ -7,17 +7,127 @@
 //! contradicts (address, ids, gfx, vendor), and they share an identity key;
 //! among candidates the strongest key wins (address > device id > gfx > name).
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::facts::{Facts, Gpu, Vendor};
 use crate::from::amd;
 use greta_vocab::VkFamily;
 
 pub fn merge(parts: Vec<Facts>) -> Facts {
     let mut out = Facts::default();
-    for p in parts {
+    let mut gpus = GpuList::default();
+    for mut p in parts {
+        gpus.part += 1;
+        for g in std::mem::take(&mut p.gpus) {
+            gpus.add(g);
+        }
         absorb(&mut out, p);
     }
+    out.gpus = gpus.gpus;
     finish(&mut out);
     out
+}
+
+/// The GPUs merged so far, with their indices grouped by the set of
+/// sources that saw them. A GPU merges only into one that none of its own
+/// sources saw, so a whole group is skipped at once: one rocminfo of N
+/// agents (N GPUs all seen by `rocminfo`) costs N steps, not the N²/2
+/// comparisons of a scan of every GPU per GPU (issue 28: 95,000 agents
+/// took two minutes).
+#[derive(Default)]
+struct GpuList {
+    gpus: Vec<Gpu>,
+    /// Sorted `seen_by` -> indices into `gpus`, in order.
+    groups: BTreeMap<Vec<String>, BTreeSet<usize>>,
+    /// Normalised PCI address -> the GPU at it. One address is one GPU
+    /// whichever sources saw it: two kernel logs of one machine (both
+    /// `dmesg`) naming 0000:c6:00.0 are one GPU, which the rule "one source
+    /// never merges with itself" alone would keep apart.
+    by_address: std::collections::HashMap<String, usize>,
+    /// The part (one source's facts) each GPU first came from, and the
+    /// part being added: within one part two GPUs at one address are what
+    /// that source listed (partitions), never merged.
+    origin: Vec<usize>,
+    part: usize,
+}
+
+fn sources_key(seen_by: &[String]) -> Vec<String> {
+    let mut k = seen_by.to_vec();
+    k.sort();
+    k.dedup();
+    k
+}
+
+impl GpuList {
+    /// Adds `g`, merging it into the best matching GPU already known: the
+    /// highest score among those no source of `g` saw and nothing
+    /// contradicts, the earliest on a tie.
+    fn add(&mut self, g: Gpu) {
+        if let Some(&i) = g
+            .pci_address
+            .as_deref()
+            .and_then(|a| self.by_address.get(&norm_bdf(a)))
+        {
+            if self.origin[i] != self.part && !conflict(&self.gpus[i], &g) {
+                self.merge_at(i, g);
+                return;
+            }
+        }
+        let mut best: Option<(u32, usize)> = None;
+        for (key, members) in &self.groups {
+            if key.iter().any(|s| g.seen_by.contains(s)) {
+                continue;
+            }
+            for &i in members {
+                let m = &self.gpus[i];
+                if conflict(m, &g) {
+                    continue;
+                }
+                let s = score(m, &g);
+                let better = match best {
+                    None => true,
+                    Some((b, j)) => s > b || (s == b && i < j),
+                };
+                if s > 0 && better {
+                    best = Some((s, i));
+                }
+            }
+        }
+        match best {
+            None => {
+                let i = self.gpus.len();
+                self.groups
+                    .entry(sources_key(&g.seen_by))
+                    .or_default()
+                    .insert(i);
+                if let Some(a) = &g.pci_address {
+                    self.by_address.entry(norm_bdf(a)).or_insert(i);
+                }
+                self.origin.push(self.part);
+                self.gpus.push(g);
+            }
+            Some((_, i)) => self.merge_at(i, g),
+        }
+    }
+
+    /// Folds `g` into GPU `i`, keeping the indices up to date.
+    fn merge_at(&mut self, i: usize, g: Gpu) {
+        let old = sources_key(&self.gpus[i].seen_by);
+        merge_into(&mut self.gpus[i], g);
+        let new = sources_key(&self.gpus[i].seen_by);
+        if old != new {
+            if let Some(m) = self.groups.get_mut(&old) {
+                m.remove(&i);
+                if m.is_empty() {
+                    self.groups.remove(&old);
+                }
+            }
+            self.groups.entry(new).or_default().insert(i);
+        }
+        if let Some(a) = &self.gpus[i].pci_address {
+            self.by_address.entry(norm_bdf(a)).or_insert(i);
+        }
+    }
 }
 
 fn first<T>(slot: &mut Option<T>, v: Option<T>) {
@@ -54,9 +164,8 @@ fn absorb(out: &mut Facts, p: Facts) {
     } = p;
     first(&mut out.kernel_version, kernel_version);
     first(&mut out.kernel_driver_version, kernel_driver_version);
-    for g in gpus {
-        add_gpu(&mut out.gpus, g);
-    }
+    // Merged by `merge` through its GpuList before this is called.
+    debug_assert!(gpus.is_empty());
     for d in drivers {
         match out.drivers.iter_mut().find(|x| x.name == d.name) {
             Some(x) => {
@@ -253,27 +362,8 @@ fn name_rank(name: &str, seen_by: &[String]) -> u32 {
     }
 }
 
-/// Adds `g`, merging it into the best matching GPU already known.
-pub fn add_gpu(list: &mut Vec<Gpu>, g: Gpu) {
-    let mut best: Option<(usize, u32)> = None;
-    for (i, m) in list.iter().enumerate() {
-        if m.seen_by.iter().any(|s| g.seen_by.contains(s)) || conflict(m, &g) {
-            continue;
-        }
-        let s = score(m, &g);
-        let better = match best {
-            None => true,
-            Some((_, b)) => s > b,
-        };
-        if s > 0 && better {
-            best = Some((i, s));
-        }
-    }
-    let Some((i, _)) = best else {
-        list.push(g);
-        return;
-    };
-    let m = &mut list[i];
+/// Folds `g` into `m`, the GPU it was matched with.
+fn merge_into(m: &mut Gpu, g: Gpu) {
     let Gpu {
         vendor,
         name,
@@ -341,45 +431,100 @@ mod tests {
         b.pci_address = Some("83:00.0".into());
         b.gfx = Some("gfx942".into());
         b.name = "AMD Instinct MI300X VF".into();
-        let mut l = vec![];
-        add_gpu(&mut l, a);
-        add_gpu(&mut l, b);
-        assert_eq!(l.len(), 1);
-        assert_eq!(l[0].pci_address.as_deref(), Some("0000:83:00.0"));
-        assert_eq!(l[0].gfx.as_deref(), Some("gfx942"));
+        let mut l = GpuList::default();
+        l.add(a);
+        l.add(b);
+        assert_eq!(l.gpus.len(), 1);
+        assert_eq!(l.gpus[0].pci_address.as_deref(), Some("0000:83:00.0"));
+        assert_eq!(l.gpus[0].gfx.as_deref(), Some("gfx942"));
     }
 
     #[test]
     fn one_source_never_merges_with_itself() {
-        let mut l = vec![];
+        let mut l = GpuList::default();
         for _ in 0..8 {
             let mut g = gpu("rocm-smi");
             g.device_id = Some(0x74a1);
-            add_gpu(&mut l, g);
+            l.add(g);
         }
         let mut r = gpu("rocminfo");
         r.device_id = Some(0x74a1);
         r.gfx = Some("gfx942".into());
-        add_gpu(&mut l, r);
-        assert_eq!(l.len(), 8);
-        assert_eq!(l.iter().filter(|g| g.gfx.is_some()).count(), 1);
+        l.add(r);
+        assert_eq!(l.gpus.len(), 8);
+        assert_eq!(l.gpus.iter().filter(|g| g.gfx.is_some()).count(), 1);
     }
 
     #[test]
     fn contradictions_never_merge() {
-        let mut l = vec![];
+        let mut l = GpuList::default();
         let mut a = gpu("rocm-smi");
         a.device_id = Some(0x7550);
         let mut b = gpu("rocminfo");
         b.device_id = Some(0x13c0);
         b.name = "x".into();
-        add_gpu(&mut l, a);
-        add_gpu(&mut l, b);
-        assert_eq!(l.len(), 2);
+        l.add(a);
+        l.add(b);
+        assert_eq!(l.gpus.len(), 2);
         let mut c = gpu("vulkan:radv");
         c.vendor = Vendor::Nvidia;
         c.device_id = Some(0x7550);
-        add_gpu(&mut l, c);
-        assert_eq!(l.len(), 3);
+        l.add(c);
+        assert_eq!(l.gpus.len(), 3);
+    }
+
+    #[test]
+    fn one_address_is_one_gpu_even_from_one_source() {
+        // Two kernel logs of one machine: both `dmesg`, one address.
+        let mut l = GpuList::default();
+        for _ in 0..2 {
+            l.part += 1;
+            let mut g = gpu("dmesg");
+            g.pci_address = Some("0000:c6:00.0".into());
+            l.add(g);
+        }
+        assert_eq!(l.gpus.len(), 1);
+        // Within one source's list, two entries at one address stay two.
+        l.part += 1;
+        for _ in 0..2 {
+            let mut g = gpu("amd-smi");
+            g.pci_address = Some("0000:c8:00.0".into());
+            l.add(g);
+        }
+        assert_eq!(l.gpus.len(), 3);
+        // Different addresses stay apart.
+        let mut g = gpu("dmesg");
+        g.pci_address = Some("0000:c7:00.0".into());
+        l.add(g);
+        assert_eq!(l.gpus.len(), 4);
+    }
+
+    #[test]
+    fn ties_go_to_the_earliest_gpu_and_regrouped_gpus_still_merge() {
+        // Two amd-smi GPUs equally good for a rocminfo one: the first wins,
+        // as a scan in list order chose.
+        let mut l = GpuList::default();
+        for _ in 0..2 {
+            let mut g = gpu("amd-smi");
+            g.gfx = Some("gfx942".into());
+            l.add(g);
+        }
+        let mut r = gpu("rocminfo");
+        r.gfx = Some("gfx942".into());
+        r.name = "first".into();
+        l.add(r);
+        assert_eq!(l.gpus[0].seen_by, ["amd-smi", "rocminfo"]);
+        assert_eq!(l.gpus[1].seen_by, ["amd-smi"]);
+        // The merged GPU moved group: a vulkan GPU can still join it, and a
+        // second rocminfo GPU joins the one rocminfo did not see.
+        let mut v = gpu("vulkan:radv");
+        v.gfx = Some("gfx942".into());
+        l.add(v);
+        assert_eq!(l.gpus[0].seen_by, ["amd-smi", "rocminfo", "vulkan:radv"]);
+        let mut r2 = gpu("rocminfo");
+        r2.gfx = Some("gfx942".into());
+        l.add(r2);
+        assert_eq!(l.gpus.len(), 2);
+        assert_eq!(l.gpus[1].seen_by, ["amd-smi", "rocminfo"]);
     }
 }

@@ -32,7 +32,9 @@ pub struct Summary {
     pub fail: usize,
     pub warn: usize,
     pub ok: usize,
-    /// 0: no `fail` finding; 1: at least one.
+    /// 0: no `fail` finding; 1: at least one; 2: none, but an input the
+    /// checks needed could not be read (a `--sysroot` capture file), so
+    /// "no fail" is not a conclusion.
     pub exit_code: u8,
 }
 
@@ -49,6 +51,10 @@ pub struct Report {
     pub summary: Summary,
     /// Things the reader should know about the input (unrecognised files...).
     pub notes: Vec<String>,
+    /// An input the checks needed could not be read (said in `notes`):
+    /// without a `fail` finding, the exit code is 2, not 0.
+    #[serde(skip)]
+    undecided: bool,
 }
 
 impl Report {
@@ -75,6 +81,20 @@ impl Report {
             facts,
             findings,
             notes,
+            undecided: false,
+        }
+    }
+
+    /// Marks the report undecided (see [`Summary::exit_code`]).
+    pub fn undecided(mut self) -> Report {
+        self.set_undecided();
+        self
+    }
+
+    fn set_undecided(&mut self) {
+        self.undecided = true;
+        if self.summary.fail == 0 {
+            self.summary.exit_code = 2;
         }
     }
 
@@ -99,6 +119,7 @@ impl Report {
         } else {
             self.findings.retain(|f| f.id == id);
         }
+        let undecided = self.undecided;
         *self = Report::new(
             &self.mode,
             self.checks.clone(),
@@ -106,6 +127,9 @@ impl Report {
             self.findings.clone(),
             self.notes.clone(),
         );
+        if undecided {
+            self.set_undecided();
+        }
         true
     }
 
@@ -176,8 +200,19 @@ impl Report {
             .map(|g| g.label(|| "unnamed GPU".to_string()))
             .collect();
         let s = &self.summary;
+        // Say what each number counts: "0 fail, 2 warn, 0 ok" alone read as
+        // if no check had passed (issue 25).
+        let by = |st: CheckStatus| self.checks.iter().filter(|c| c.status == st).count();
+        let unit = if self.mode == "from" { "file" } else { "check" };
+        let n = self.checks.len();
+        let findings = s.fail + s.warn + s.ok;
         let line = format!(
-            "{} fail, {} warn, {} ok — {} — exit {}",
+            "{n} {unit}{} ({} passed, {} with warnings, {} failed); {findings} finding{} ({} fail, {} warn, {} ok) — {} — exit {}",
+            if n == 1 { "" } else { "s" },
+            by(CheckStatus::Pass),
+            by(CheckStatus::Warn),
+            by(CheckStatus::Fail),
+            if findings == 1 { "" } else { "s" },
             s.fail,
             s.warn,
             s.ok,
@@ -314,5 +349,54 @@ mod tests {
         assert_eq!(r.summary.exit_code, 0);
         assert_eq!(r.schema, SCHEMA);
         assert!(compact(&["a".into(), "a".into(), "b".into()]).starts_with("2× a"));
+    }
+
+    #[test]
+    fn summary_line_says_what_it_counts() {
+        let line = |id: &str, status| CheckLine {
+            id: id.into(),
+            title: id.into(),
+            status,
+            duration_ms: 0.0,
+            summary: String::new(),
+        };
+        let warn = Finding {
+            id: "vulkan.cpu-only".into(),
+            severity: Severity::Warn,
+            title: "t".into(),
+            message: "m".into(),
+            evidence: vec![],
+            fix: crate::rules::Fix {
+                text: "f".into(),
+                commands: vec![],
+            },
+        };
+        let checks = vec![
+            line("pci", CheckStatus::Pass),
+            line("kfd", CheckStatus::Pass),
+            line("vulkan-devices", CheckStatus::Warn),
+        ];
+        let r = Report::new(
+            "live",
+            checks,
+            Facts::default(),
+            vec![warn.clone(), warn],
+            vec![],
+        );
+        let out = r.render(false);
+        assert!(
+            out.contains("Summary: 3 checks (2 passed, 1 with warnings, 0 failed); 2 findings (0 fail, 2 warn, 0 ok) — no GPU seen — exit 0"),
+            "{out}"
+        );
+        let r = Report::new(
+            "from",
+            vec![line("file:1", CheckStatus::Pass)],
+            Facts::default(),
+            vec![],
+            vec![],
+        );
+        assert!(r
+            .render(false)
+            .contains("1 file (1 passed, 0 with warnings, 0 failed); 0 findings"));
     }
 }

@@ -276,6 +276,42 @@ pub struct Root {
     /// `/etc/group`, parsed on first use (read once, not once per node),
     /// with the indices of each gid's entries.
     groups: std::sync::OnceLock<GroupTable>,
+    /// Device-node paths whose `dev-nodes` line could not be parsed: their
+    /// state is unknown (a parser that skipped the line made /dev/kfd look
+    /// absent).
+    nodes_unknown: BTreeMap<String, String>,
+    /// Why the whole `dev-nodes` table is unknown (it exists but could not
+    /// be read); every node is then unknown, never absent.
+    nodes_unreadable: Option<String>,
+    /// Capture files that exist but could not be used (issue 28: a FIFO at
+    /// `.greta/dev-nodes` became "/dev/kfd does not exist"). Filled while
+    /// the root is read (replays add theirs), reported as notes.
+    unreadable: Mutex<Vec<Unreadable>>,
+}
+
+/// A capture file that exists but could not be used, and why: the facts it
+/// holds are unknown, which is never the same as absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The file, relative to the sysroot (`.greta/dev-nodes`).
+    pub file: String,
+    pub why: String,
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.file, self.why)
+    }
+}
+
+/// What a sysroot's device-node table says of one path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeState {
+    Present(NodeMeta),
+    /// The table was read and has no line for it.
+    Absent,
+    /// The table (or this path's line) could not be read: why.
+    Unknown(String),
 }
 
 impl Root {
@@ -294,6 +330,9 @@ impl Root {
             record: None,
             nodes: BTreeMap::new(),
             groups: Default::default(),
+            nodes_unknown: BTreeMap::new(),
+            nodes_unreadable: None,
+            unreadable: Mutex::new(Vec::new()),
         }
     }
 
@@ -317,19 +356,66 @@ impl Root {
         }
         std::fs::read_dir(&base)?;
         let greta = base.join(".greta");
-        let env = read_capped(&greta.join("env"))
+        let mut unreadable = Vec::new();
+        let env = capture_file(&greta, "env", &mut unreadable)
             .map(|t| parse_env(&t))
             .unwrap_or_default();
-        let identity = read_capped(&greta.join("id"))
-            .ok()
-            .and_then(|t| Identity::parse_id(&t));
-        let mut nodes = BTreeMap::new();
-        if let Ok(t) = read_capped(&greta.join("dev-nodes")) {
-            for m in t.lines().filter_map(NodeMeta::from_line) {
-                // The first line for a path wins, as a linear search did.
-                nodes.entry(m.path.clone()).or_insert(m);
+        let identity = capture_file(&greta, "id", &mut unreadable).and_then(|t| {
+            let id = Identity::parse_id(&t);
+            if id.is_none() {
+                unreadable.push(Unreadable {
+                    file: ".greta/id".into(),
+                    why: "not the output of `id` (no uid=N): who runs doctor, and so which device nodes open, is unknown".into(),
+                });
             }
-        }
+            id
+        });
+        let mut nodes = BTreeMap::new();
+        let mut nodes_unknown = BTreeMap::new();
+        let nodes_unreadable = if greta.join("dev-nodes").symlink_metadata().is_ok() {
+            match read_capped(&greta.join("dev-nodes")) {
+                Ok(t) => {
+                    for (i, line) in t.lines().enumerate() {
+                        match NodeMeta::from_line(line) {
+                            // The first line for a path wins, as a linear search did.
+                            Some(m) => {
+                                nodes.entry(m.path.clone()).or_insert(m);
+                            }
+                            None => {
+                                let Some(path) = line.split_whitespace().next() else {
+                                    continue;
+                                };
+                                let why = format!(
+                                    "line {} is not `PATH TYPE MODE UID GID`: {}",
+                                    i + 1,
+                                    clip(line, 80)
+                                );
+                                if path.starts_with("/dev/") {
+                                    nodes_unknown.entry(path.to_string()).or_insert(why.clone());
+                                }
+                                unreadable.push(Unreadable {
+                                    file: ".greta/dev-nodes".into(),
+                                    why,
+                                });
+                            }
+                        }
+                    }
+                    None
+                }
+                Err(e) => {
+                    let why = why_unreadable(&greta.join("dev-nodes"), e);
+                    unreadable.push(Unreadable {
+                        file: ".greta/dev-nodes".into(),
+                        why: why.clone(),
+                    });
+                    Some(why)
+                }
+            }
+        } else {
+            None
+        };
+        // A parsed line for a path outranks a malformed one.
+        nodes_unknown.retain(|p, _| !nodes.contains_key(p));
         Ok(Root {
             base,
             mode: Mode::Sysroot,
@@ -339,7 +425,34 @@ impl Root {
             record: None,
             nodes,
             groups: Default::default(),
+            nodes_unknown,
+            nodes_unreadable,
+            unreadable: Mutex::new(unreadable),
         })
+    }
+
+    /// Capture files that exist but could not be used so far (a replay of
+    /// an unreadable command output adds its own), in the order met.
+    pub fn unreadable(&self) -> Vec<Unreadable> {
+        self.unreadable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn add_unreadable(&self, u: Unreadable) {
+        let mut v = self.unreadable.lock().unwrap_or_else(|e| e.into_inner());
+        if !v.contains(&u) {
+            v.push(u);
+        }
+    }
+
+    /// Whether `.greta/id` exists but says nobody (so "can this user open
+    /// it" is unknown, not "yes").
+    pub fn identity_unknown(&self) -> Option<Unreadable> {
+        self.unreadable()
+            .into_iter()
+            .find(|u| u.file == ".greta/id")
     }
 
     /// Same root with another limit for commands.
@@ -609,8 +722,26 @@ impl Root {
         }
     }
 
+    /// What is known of a device node: present (with its metadata), absent,
+    /// or unknown (a sysroot whose `dev-nodes` could not be read).
+    pub fn node_state(&self, abs: &str) -> NodeState {
+        if self.mode == Mode::Sysroot {
+            if let Some(why) = &self.nodes_unreadable {
+                return NodeState::Unknown(format!(".greta/dev-nodes: {why}"));
+            }
+            if let Some(why) = self.nodes_unknown.get(abs) {
+                return NodeState::Unknown(format!(".greta/dev-nodes: {why}"));
+            }
+        }
+        match self.node(abs) {
+            Some(m) => NodeState::Present(m),
+            None => NodeState::Absent,
+        }
+    }
+
     /// Metadata of a device node; live also tries `open(O_RDWR)` and closes
-    /// it at once. None when the node does not exist.
+    /// it at once. None when the node does not exist (or is unknown: see
+    /// [`Root::node_state`]).
     pub fn node(&self, abs: &str) -> Option<NodeMeta> {
         let meta = match self.mode {
             Mode::Sysroot => self.nodes.get(abs).cloned(),
@@ -685,7 +816,22 @@ impl Root {
 
     fn replay(&self, name: &str) -> CmdOutput {
         let dir = self.base.join(".greta/cmd");
-        match read_capped(&dir.join(format!("{name}.txt"))) {
+        let txt = dir.join(format!("{name}.txt"));
+        match read_capped(&txt) {
+            // Captured but unreadable: the command's answer is unknown,
+            // which is not "the command is not installed".
+            Err(e) if txt.symlink_metadata().is_ok() => {
+                let why = why_unreadable(&txt, e);
+                self.add_unreadable(Unreadable {
+                    file: format!(".greta/cmd/{name}.txt"),
+                    why: why.clone(),
+                });
+                CmdOutput {
+                    name: name.into(),
+                    status: CmdStatus::Error(format!("captured output unreadable: {why}")),
+                    text: String::new(),
+                }
+            }
             Err(_) => CmdOutput {
                 name: name.into(),
                 status: CmdStatus::NotFound,
@@ -810,6 +956,47 @@ fn read_capped(p: &Path) -> std::io::Result<String> {
     let mut buf = Vec::new();
     f.take(MAX_READ as u64).read_to_end(&mut buf)?;
     Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// A capture metadata file (`.greta/NAME`): its text, or None when it is
+/// absent; when it exists but cannot be read, None and a line in
+/// `unreadable` saying why.
+fn capture_file(greta: &Path, name: &str, unreadable: &mut Vec<Unreadable>) -> Option<String> {
+    let p = greta.join(name);
+    match read_capped(&p) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            if p.symlink_metadata().is_ok() {
+                unreadable.push(Unreadable {
+                    file: format!(".greta/{name}"),
+                    why: why_unreadable(&p, e),
+                });
+            }
+            None
+        }
+    }
+}
+
+/// Why a file that exists could not be read, without its host path (the
+/// note names the capture file itself).
+fn why_unreadable(p: &Path, e: std::io::Error) -> String {
+    let msg = e.to_string();
+    let host = format!("{}: ", p.display());
+    let msg = msg.strip_prefix(&host).unwrap_or(&msg).to_string();
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "a link to nothing".into(),
+        _ => msg,
+    }
+}
+
+/// At most `n` characters of `s`, for quoting a bad line.
+fn clip(s: &str, n: usize) -> String {
+    let t: String = s.chars().take(n).collect();
+    if t.len() < s.len() {
+        format!("{t}...")
+    } else {
+        t
+    }
 }
 
 fn is_executable(p: &Path) -> bool {

@@ -66,6 +66,14 @@ pub const CONTRACT_IDS: &[&str] = &[
     "apu.small-vram",
     "python.missing",
     "framework.mismatch",
+    // Issue 25 class 8: problems that had no id.
+    "rocm.mixed-versions",
+    "rocm.hsa-crash",
+    "framework.cuda-build-on-amd",
+    "vulkan.no-device",
+    "app.cpu-fallback",
+    // Issue 25 class 9.
+    "apu.gttsize-deprecated",
 ];
 
 /// Parses and checks a rules file: known predicates and signals, known
@@ -180,13 +188,17 @@ pub fn diagnose_with(rules: &[Rule], facts: &Facts) -> Vec<Finding> {
             continue;
         }
         let mut evidence: Vec<String> = Vec::new();
+        // Lines already taken, so a predicate citing every GPU of a large
+        // machine (one line each) costs one lookup per line, not a scan of
+        // the list (issue 28: 95,000 rocminfo agents took minutes).
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
         for p in r.all.iter().chain(r.any.iter()) {
             // Bookkeeping predicates ("pci_scanned") add nothing a reader needs.
             if p.ends_with("_scanned") || p == "vulkan_in_play" {
                 continue;
             }
             for x in e.evidence(p) {
-                if !evidence.contains(x) {
+                if seen.insert(x.as_str()) {
                     evidence.push(x.clone());
                 }
             }

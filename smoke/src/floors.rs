@@ -174,7 +174,7 @@ impl Baseline {
 }
 
 /// 1-based line and column of the first occurrence of `needle`.
-fn locate(text: &str, needle: &str) -> (usize, usize) {
+pub(crate) fn locate(text: &str, needle: &str) -> (usize, usize) {
     match text.find(needle) {
         Some(off) => {
             let before = &text[..off];

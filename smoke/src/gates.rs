@@ -24,7 +24,8 @@ pub enum Profile {
     Default,
     /// Larger sizes.
     Standard,
-    /// Sizes that reach the hardware limit; per-device-class floors apply.
+    /// Sizes that reach the hardware limit; per-device-class floors apply,
+    /// else spec floors (`data/specs.toml`).
     Perf,
     /// torch, triton and jax of a Python env compute on the device (run by
     /// `greta smoke --profile frameworks`; no kernel gates of this catalogue).
@@ -98,7 +99,8 @@ impl Profile {
         self != Profile::Frameworks
     }
 
-    /// Whether the per-device-class floors of `data/floors.toml` apply.
+    /// Whether perf floors apply without a baseline: the per-device-class
+    /// floors of `data/floors.toml`, else the spec floors of `data/specs.toml`.
     pub fn uses_class_floors(self) -> bool {
         self == Profile::Perf
     }
@@ -109,7 +111,7 @@ impl Profile {
             Profile::Fill => "fill and copy patterns over 256 MiB buffers: bandwidth",
             Profile::Default => "every kernel at moderate size, 10 clean repeats",
             Profile::Standard => "larger sizes, 10 clean repeats",
-            Profile::Perf => "hardware-limit sizes, per-device-class floors",
+            Profile::Perf => "hardware-limit sizes, per-device-class floors, else spec floors",
             Profile::Frameworks => {
                 "torch, triton and jax of a Python env compute on the device (--env, --python)"
             }

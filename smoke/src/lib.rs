@@ -25,6 +25,7 @@ pub mod prom;
 pub mod results;
 mod runner;
 mod session;
+pub mod spec;
 pub mod table;
 pub mod tune;
 mod verify;

@@ -265,6 +265,7 @@ mod tests {
             floor_fraction: 0.75,
             baseline: None,
             classes: &classes,
+            specs: &crate::spec::SpecFile::builtin(),
             deny: &deny,
             faults,
         };

@@ -175,6 +175,26 @@ pub struct GateResult {
     /// devices (`--device all` with two or more); null when not compared.
     #[serde(default)]
     pub peer: Option<Peer>,
+    /// The published peak this gate's rate is a fraction of (the device's
+    /// row in `smoke/data/specs.toml`); absent for an unknown device and
+    /// for us/dispatch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<SpecRef>,
+    /// `rate / spec.figure`; absent when either is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_fraction: Option<f64>,
+}
+
+/// A published peak figure a gate's rate is compared with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpecRef {
+    pub figure: f64,
+    pub unit: RateUnit,
+    /// Which figure of the row: `mem_bw_gbs`, `fp32_tflops`, `fp16_dense_tflops`.
+    pub field: String,
+    pub model: String,
+    /// The row's first source (the vendor's).
+    pub source: String,
 }
 
 /// Unit of a gate's rate; the direction of "better" follows from it.
@@ -242,7 +262,8 @@ pub struct Floor {
     /// `reference / fraction` for µs/dispatch).
     pub reference: f64,
     pub fraction: f64,
-    /// Where the reference came from: `baseline FILE` or `floors.toml class ID`.
+    /// Where the reference came from: `baseline FILE`, `floors.toml class ID`
+    /// or `spec MODEL FIELD (CLASS class; URL)`.
     pub source: String,
     pub passed: bool,
 }
@@ -540,6 +561,8 @@ pub(crate) mod tests {
                         wall_s: 0.1,
                         kernel: Some("copy".into()),
                         peer: None,
+                        spec: None,
+                        spec_fraction: None,
                     },
                     GateResult {
                         id: "softmax.256x1024".into(),
@@ -558,6 +581,8 @@ pub(crate) mod tests {
                         wall_s: 0.2,
                         kernel: None,
                         peer: None,
+                        spec: None,
+                        spec_fraction: None,
                     },
                     GateResult {
                         id: "gemm_f16.256".into(),
@@ -572,6 +597,8 @@ pub(crate) mod tests {
                         wall_s: 0.0,
                         kernel: None,
                         peer: None,
+                        spec: None,
+                        spec_fraction: None,
                     },
                 ],
             }],

@@ -9,6 +9,7 @@ use crate::gates::{Gate, Precision, Profile};
 use crate::inject::{Faults, HANG_DISPATCHES, HANG_OP};
 use crate::inputs::{gate_seed, prepare};
 use crate::results::{DeviceInfo, DeviceRun, GateResult, GateStatus, Metrics, Report};
+use crate::spec::{DeviceKey, DeviceSpec, SpecFile, SpecMatch};
 use crate::verify::verify;
 use greta_runtime::{Backend, RunOpts, RuntimeError, TimingSource};
 use std::time::{Duration, Instant};
@@ -24,6 +25,9 @@ pub struct DeviceContext<'a> {
     pub floor_fraction: f64,
     pub baseline: Option<&'a Baseline>,
     pub classes: &'a ClassFile,
+    /// Published peaks: fractions of spec, and spec floors where the
+    /// profile has perf floors and neither a baseline nor a class gives one.
+    pub specs: &'a SpecFile,
     pub deny: &'a DenyList,
     /// TEST-ONLY injected faults (empty in a real run).
     pub faults: &'a Faults,
@@ -76,6 +80,11 @@ pub fn run_device(
     } else {
         None
     };
+    let spec_match = ctx.specs.lookup(&DeviceKey::of(&device));
+    let spec = match &spec_match {
+        SpecMatch::Found { spec, .. } => Some(*spec),
+        _ => None,
+    };
     let mut results: Vec<GateResult> = Vec::with_capacity(ctx.gates.len());
     let mut lost: Option<String> = None;
     let mut lost_in: Option<String> = None;
@@ -116,8 +125,9 @@ pub fn run_device(
                     ));
                 }
             }
+            rate_against_spec(&mut r.result, gate, spec);
             if r.result.status == GateStatus::Pass {
-                apply_floor(&mut r.result, gate, &device, ctx, class);
+                apply_floor(&mut r.result, gate, &device, ctx, class, spec);
             }
             r.result
         };
@@ -145,6 +155,12 @@ pub fn run_device(
             c.id, c.measured
         ));
     }
+    notes.extend(crate::spec::note(
+        &spec_match,
+        &device,
+        &ctx.specs.path,
+        ctx.profile.uses_class_floors(),
+    ));
     let mut run = DeviceRun {
         index: rt_info.index,
         backend: backend_label,
@@ -208,6 +224,8 @@ fn skipped(gate: &Gate, base_seed: u64, reason: String) -> GateResult {
         wall_s: 0.0,
         kernel: None,
         peer: None,
+        spec: None,
+        spec_fraction: None,
     }
 }
 
@@ -351,6 +369,8 @@ fn run_gate(
             wall_s: started.elapsed().as_secs_f64(),
             kernel,
             peer: None,
+            spec: None,
+            spec_fraction: None,
         },
         lost,
     }
@@ -428,23 +448,45 @@ fn median(v: &[u64]) -> Option<f64> {
     })
 }
 
+/// The device's published peak for the gate, and the rate as a fraction
+/// of it (for every gate with a rate in GB/s or TFLOP/s, in every profile).
+fn rate_against_spec(result: &mut GateResult, gate: &Gate, spec: Option<&DeviceSpec>) {
+    let Some(m) = result.metrics.as_ref() else {
+        return;
+    };
+    let Some(s) = spec.and_then(|s| s.figure_for(&gate.op, m.unit)) else {
+        return;
+    };
+    result.spec_fraction = m.rate.filter(|r| r.is_finite()).map(|r| r / s.figure);
+    result.spec = Some(s);
+}
+
 /// Hold a passing gate to its floor: the baseline's rate for it, else (in
-/// `perf`) the device class's.
+/// `perf`) the device class's, else (in `perf`) the class fraction of the
+/// device's published peak for the gate's rate class.
 fn apply_floor(
     result: &mut GateResult,
     gate: &Gate,
     device: &DeviceInfo,
     ctx: &DeviceContext<'_>,
     class: Option<&crate::floors::DeviceClass>,
+    spec: Option<&DeviceSpec>,
 ) {
     let reference = ctx
         .baseline
         .and_then(|b| b.reference(device, &gate.id))
         .filter(|r| r.unit == gate.unit())
-        .or_else(|| class.and_then(|c| c.reference(&gate.id, gate.unit())));
-    let Some(reference) = reference else { return };
+        .or_else(|| class.and_then(|c| c.reference(&gate.id, gate.unit())))
+        .map(|r| (r, ctx.floor_fraction))
+        .or_else(|| {
+            spec.filter(|_| ctx.profile.uses_class_floors())
+                .and_then(|s| s.floor_reference(&gate.op, gate.unit()))
+        });
+    let Some((reference, fraction)) = reference else {
+        return;
+    };
     let rate = result.metrics.as_ref().and_then(|m| m.rate);
-    let floor = floors::apply(rate, &reference, ctx.floor_fraction);
+    let floor = floors::apply(rate, &reference, fraction);
     if !floor.passed {
         result.status = GateStatus::Fail;
         let unit = floor.unit.as_str();
@@ -592,8 +634,10 @@ pub(crate) mod tests {
     struct Fixture {
         gates: Vec<Gate>,
         classes: ClassFile,
+        specs: SpecFile,
         deny: DenyList,
         faults: Faults,
+        profile: Profile,
     }
 
     impl Fixture {
@@ -601,13 +645,15 @@ pub(crate) mod tests {
             Fixture {
                 gates: tiny_gates(),
                 classes: ClassFile::default(),
+                specs: SpecFile::builtin(),
                 deny: DenyList::default(),
                 faults: Faults::default(),
+                profile: Profile::Default,
             }
         }
         fn ctx<'a>(&'a self, baseline: Option<&'a Baseline>) -> DeviceContext<'a> {
             DeviceContext {
-                profile: Profile::Default,
+                profile: self.profile,
                 gates: &self.gates,
                 repeat: Some(3),
                 timeout: Duration::from_secs(1),
@@ -615,6 +661,7 @@ pub(crate) mod tests {
                 floor_fraction: 0.75,
                 baseline,
                 classes: &self.classes,
+                specs: &self.specs,
                 deny: &self.deny,
                 faults: &self.faults,
             }
@@ -767,5 +814,168 @@ pub(crate) mod tests {
         let why = run.gates[0].reason.as_ref().unwrap();
         assert!(why.contains("under the floor"), "{why}");
         assert_eq!(run.status, crate::results::RunStatus::Fail);
+    }
+
+    /// A specs file whose one row claims the fake device by name: 0.5 GB/s,
+    /// 0.002 TFLOP/s f32, 0.004 f16 (the fake's copy runs 0.512 GB/s, its
+    /// softmax 0.256, its GEMMs 0.001024 TFLOP/s at 1000 ns a dispatch).
+    fn fake_specs() -> SpecFile {
+        SpecFile::parse(
+            "fake-specs.toml",
+            r#"
+schema_version = 1
+[[device]]
+model = "Fake GPU 1"
+vendor = "test"
+arch = "none"
+match = ["fake gpu"]
+mem_bw_gbs = 0.5
+fp16_dense_tflops = 0.004
+bf16_dense_tflops = 0.004
+fp32_tflops = 0.002
+confidence = "test"
+source = ["https://example.invalid/fake"]
+figures_from = "test"
+notes = "test"
+"#,
+        )
+        .unwrap()
+    }
+
+    fn spec_floor_source(g: &GateResult) -> Option<&str> {
+        g.floor
+            .as_ref()
+            .map(|f| f.source.as_str())
+            .filter(|s| s.starts_with("spec "))
+    }
+
+    /// A device greta knows, in `perf`, with no baseline and no class:
+    /// every gate of the four rate classes is held to its spec floor, a 4x
+    /// slower device fails them, rope (no rate class) gets none.
+    #[test]
+    fn spec_floors_apply_where_no_baseline_or_class_does() {
+        let mut f = Fixture::new();
+        f.specs = fake_specs();
+        f.profile = Profile::Perf;
+        let run = run_device(&mut FakeDevice::new(true), 0.1, &f.ctx(None), &Quiet);
+        assert_eq!(
+            run.status,
+            crate::results::RunStatus::Pass,
+            "{:?}",
+            run.gates
+        );
+        let copy = &run.gates[0];
+        let floor = copy.floor.as_ref().unwrap();
+        assert_eq!(
+            (floor.reference, floor.fraction, floor.limit),
+            (0.5, 0.5, 0.25)
+        );
+        assert!(floor
+            .source
+            .contains("Fake GPU 1 mem_bw_gbs (streaming class"));
+        assert_eq!(copy.spec_fraction, Some(0.512 / 0.5));
+        let spec = copy.spec.as_ref().unwrap();
+        assert_eq!((spec.figure, spec.model.as_str()), (0.5, "Fake GPU 1"));
+        assert_eq!(run.gates[2].floor.as_ref().unwrap().fraction, 0.45);
+        assert_eq!(run.gates[4].floor.as_ref().unwrap().limit, 0.004 * 0.15);
+        assert!(run.gates[3].floor.is_none());
+        assert!(
+            run.notes.iter().any(|n| n.contains(
+                "spec figures: Fake GPU 1 (fake-specs.toml), matched by name \"fake gpu\""
+            )),
+            "{:?}",
+            run.notes
+        );
+
+        let mut slow = FakeDevice::new(true);
+        slow.ns_per_dispatch = 4_000;
+        let run = run_device(&mut slow, 0.1, &f.ctx(None), &Quiet);
+        for i in [0, 1, 2] {
+            let g = &run.gates[i];
+            assert_eq!(g.status, GateStatus::Fail, "{}", g.id);
+            let why = g.reason.as_deref().unwrap();
+            assert!(
+                why.contains("under the floor") && why.contains("from spec Fake GPU 1"),
+                "{why}"
+            );
+        }
+        // The f16 gate runs only after clean f32 gates.
+        assert_eq!(run.gates[4].status, GateStatus::Skip);
+        assert_eq!(run.status, crate::results::RunStatus::Fail);
+    }
+
+    /// A baseline or a class floor wins over the spec; outside `perf` the
+    /// spec only reports fractions; an unknown device says it has none.
+    #[test]
+    fn spec_floors_yield_to_baselines_and_classes_and_stay_out_of_other_profiles() {
+        let mut f = Fixture::new();
+        f.specs = fake_specs();
+        // default: fractions of spec, no floors at all.
+        let run = run_device(&mut FakeDevice::new(true), 0.1, &f.ctx(None), &Quiet);
+        assert!(run.gates.iter().all(|g| g.floor.is_none()));
+        assert_eq!(run.gates[1].spec_fraction, Some(0.001024 / 0.002));
+        assert!(run
+            .notes
+            .iter()
+            .any(|n| n.contains("fraction of spec") && !n.contains("spec floors")));
+
+        f.profile = Profile::Perf;
+        f.classes = ClassFile::parse(
+            "c.toml",
+            "[[class]]\nid = \"fakes\"\nmeasured = \"test\"\nmatch = { driver_name = \"radv\" }\nrates = { \"copy.t\" = 0.6 }\n",
+        )
+        .unwrap();
+        let run = run_device(&mut FakeDevice::new(true), 0.1, &f.ctx(None), &Quiet);
+        assert!(run.gates[0]
+            .floor
+            .as_ref()
+            .unwrap()
+            .source
+            .contains("class fakes"));
+        assert!(spec_floor_source(&run.gates[1]).is_some());
+
+        let mut report = crate::results::tests::sample_report();
+        report.devices = vec![run];
+        let base = Baseline::parse(std::path::Path::new("b.json"), &report.to_json()).unwrap();
+        let run = run_device(&mut FakeDevice::new(true), 0.1, &f.ctx(Some(&base)), &Quiet);
+        for g in run.gates.iter().filter(|g| g.metrics.is_some()) {
+            assert!(
+                g.floor.as_ref().unwrap().source.contains("b.json"),
+                "{}",
+                g.id
+            );
+        }
+
+        // Unknown to the built-in specs: no fractions, no spec floor, a note.
+        f.specs = SpecFile::builtin();
+        f.classes = ClassFile::default();
+        let mut dev = FakeDevice::new(true);
+        dev.info.name = "Unlisted GPU".into();
+        dev.info.device_id = 0x1234;
+        let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+        assert!(run
+            .gates
+            .iter()
+            .all(|g| g.floor.is_none() && g.spec.is_none() && g.spec_fraction.is_none()));
+        assert!(
+            run.notes
+                .iter()
+                .any(|n| n.contains("no spec figures for this device")
+                    && n.contains("PCI 1002:1234")
+                    && n.contains("no spec floors")),
+            "{:?}",
+            run.notes
+        );
+        // ... said only where spec floors could apply.
+        f.profile = Profile::Default;
+        let mut dev = FakeDevice::new(true);
+        dev.info.name = "Unlisted GPU".into();
+        dev.info.device_id = 0x1234;
+        let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+        assert!(
+            run.notes.iter().all(|n| !n.contains("spec")),
+            "{:?}",
+            run.notes
+        );
     }
 }

@@ -186,6 +186,7 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
         deny.extend(DenyList::load(p)?);
     }
     let classes = ClassFile::builtin();
+    let specs = crate::spec::SpecFile::for_run()?;
     let out_dir = results_dir(opts)?;
     let seed = opts.seed.unwrap_or_else(clock_seed);
 
@@ -201,6 +202,7 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
         floor_fraction: opts.floor_fraction,
         baseline: baseline.as_ref(),
         classes: &classes,
+        specs: &specs,
         deny: &deny,
         faults: &faults,
     };
@@ -429,6 +431,8 @@ fn unopenable(
                 wall_s: 0.0,
                 kernel: None,
                 peer: None,
+                spec: None,
+                spec_fraction: None,
             })
             .collect(),
         validation_messages: vec![],

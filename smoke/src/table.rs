@@ -42,11 +42,21 @@ fn num(x: Option<f64>) -> String {
     }
 }
 
+/// A fraction of spec, compactly: `0.88`, `0.012`.
+fn of_spec(x: Option<f64>) -> String {
+    match x {
+        None => "-".into(),
+        Some(v) if v >= 0.095 => format!("{v:.2}"),
+        Some(v) if v >= 0.001 => format!("{v:.3}"),
+        Some(v) => format!("{v:.0e}"),
+    }
+}
+
 /// A column of the end-of-run table: its header and its cell for a gate.
 type Column = (&'static str, fn(&GateResult) -> String);
 
 /// The end-of-run table's columns, in order (`first_us` only where a gate
-/// timed its first call).
+/// timed its first call, `of_spec` only where the device has spec figures).
 const GATE_COLUMNS: &[Column] = &[
     ("gate", |g| g.id.clone()),
     ("status", |g| g.status.as_str().to_uppercase()),
@@ -57,6 +67,7 @@ const GATE_COLUMNS: &[Column] = &[
             .map_or_else(|| "-".into(), |m| m.unit.as_str().to_string())
     }),
     ("floor", |g| num(g.floor.as_ref().map(|f| f.limit))),
+    ("of_spec", |g| of_spec(g.spec_fraction)),
     ("rel_err", |g| {
         num(g.metrics.as_ref().and_then(|m| m.rel_err))
     }),
@@ -95,9 +106,11 @@ pub fn render(report: &Report) -> String {
                 .as_ref()
                 .is_some_and(|m| m.first_call_us.is_some())
         });
+        let spec = d.gates.iter().any(|g| g.spec_fraction.is_some());
         let shown: Vec<&Column> = GATE_COLUMNS
             .iter()
             .filter(|c| first || c.0 != "first_us")
+            .filter(|c| spec || c.0 != "of_spec")
             .collect();
         let mut rows = vec![shown.iter().map(|c| c.0.to_string()).collect::<Vec<_>>()];
         rows.extend(
@@ -291,6 +304,32 @@ mod tests {
         assert!(line(&t, 1).ends_with("|median_us|first_us|reason"), "{t}");
         assert!(line(&t, 2).ends_with("|80.000|1234.5"), "{t}");
         assert!(line(&t, 4).ends_with("|-|-|an f32 gate failed"), "{t}");
+    }
+
+    /// Fractions of spec: a column after the floor, only for a device with
+    /// spec figures; `-` for a gate without one.
+    #[test]
+    fn the_fraction_of_spec_column_shows_only_for_known_devices() {
+        let mut r = crate::results::tests::sample_report();
+        let t = render(&r);
+        assert!(!t.contains("of_spec"), "{t}");
+        r.devices[0].gates[0].spec_fraction = Some(0.8823);
+        r.devices[0].gates[1].spec_fraction = Some(0.0083);
+        let t = render(&r);
+        let header = t.lines().nth(1).unwrap();
+        assert!(header.contains("floor  of_spec  rel_err"), "{t}");
+        let cells = |i: usize| -> Vec<String> {
+            t.lines()
+                .nth(i)
+                .unwrap()
+                .split_whitespace()
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(cells(2)[4..6], ["7.500", "0.88"]);
+        assert_eq!(cells(3)[5], "0.008");
+        assert_eq!(cells(4)[5], "-");
+        assert_eq!(of_spec(Some(0.0004)), "4e-4");
     }
 
     #[test]

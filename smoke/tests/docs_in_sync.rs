@@ -69,3 +69,13 @@ fn csv_columns_and_exit_codes_are_documented() {
         assert!(doc.contains(code));
     }
 }
+
+/// The spec table in docs/smoke.md is the data's (smoke/data/specs.toml).
+#[test]
+fn the_spec_table_is_the_data() {
+    let table = greta_smoke::spec::markdown(&greta_smoke::spec::SpecFile::builtin());
+    assert!(
+        doc().contains(&table),
+        "docs/smoke.md lacks the spec table of smoke/data/specs.toml; it should read:\n{table}"
+    );
+}

@@ -139,7 +139,8 @@ env_vars! {
     Test GRETA_CHILD_NO_DRIVER;
     /// TEST-ONLY: a child test process that sees one GPU through two ICDs.
     Test GRETA_CHILD_DUP_ICD;
-    /// TEST-ONLY: the release binary the standalone tests check.
+    /// TEST-ONLY: the release binary the standalone tests check (and the one
+    /// the every-target HIP compile test runs in the sid chroot).
     Test GRETA_STANDALONE_BIN;
     /// TEST-ONLY: seconds of blind mutation per fuzz target in the CI run (default 15).
     Test GRETA_FUZZ_SECS;
@@ -147,8 +148,18 @@ env_vars! {
     Test GRETA_FUZZ_SEED;
     /// TEST-ONLY: rounds of the probe's `--from` robustness test.
     Test GRETA_FUZZ_ROUNDS;
-    /// TEST-ONLY: `1` rewrites `docs/env.md` from this registry.
+    /// TEST-ONLY: `1` rewrites the generated docs: `docs/env.md` from this
+    /// registry, and docs/hip.md's target tables (installer's hip_targets test).
     Test GRETA_UPDATE_DOCS;
+    /// A published-peak file for `greta smoke` to use instead of the built-in
+    /// `smoke/data/specs.toml` (same format): fractions of spec and the
+    /// `perf` profile's spec floors for a device greta does not know, or
+    /// corrected figures for one it does (docs/smoke.md).
+    User GRETA_SPECS;
+    /// TEST-ONLY: the Debian sid chroot with ROCm 6.4.3 (`scripts/sid-chroot.sh`'s
+    /// cache, e.g. `target/sid-rocm`) the every-target HIP compile test uses; set
+    /// (scripts/test.sh sets it), that test is required and fails without it.
+    Test GRETA_SID_ROCM;
 }
 
 /// `docs/env.md`, rendered from the registry.

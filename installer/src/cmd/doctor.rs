@@ -79,10 +79,10 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             report.render(greta_probe::use_color(std::io::stdout().is_terminal()))
         ));
     }
-    Ok(if report.summary.fail > 0 {
-        Exit::Fail
-    } else {
-        Exit::Pass
+    Ok(match report.summary.exit_code {
+        0 => Exit::Pass,
+        1 => Exit::Fail,
+        _ => Exit::Undecided,
     })
 }
 

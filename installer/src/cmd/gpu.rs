@@ -49,6 +49,10 @@ pub enum Command {
         target: Vec<String>,
         #[arg(long)]
         cache_dir: Option<std::path::PathBuf>,
+        /// Also report the compiler's registers, LDS and occupancy per
+        /// kernel (cmd/gpu_resources.rs).
+        #[arg(long)]
+        resource_usage: bool,
     },
 }
 
@@ -66,6 +70,12 @@ pub struct BuiltTarget {
     pub compiler: Option<String>,
     pub object: Option<greta_smoke::runtime::gpu::CachedObject>,
     pub error: Option<String>,
+    /// With `--resource-usage`: the compiler's figures per kernel, or why
+    /// there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<crate::cmd::gpu_resources::KernelResources>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources_error: Option<String>,
 }
 
 /// Why a child could not produce a report.
@@ -129,11 +139,19 @@ pub fn run(args: Args) -> u8 {
         }
         Command::Devices { backend } => devices(&backend),
         Command::Smoke(a) => smoke(a),
-        Command::BuildKernels { target, cache_dir } => build_kernels(&target, cache_dir),
+        Command::BuildKernels {
+            target,
+            cache_dir,
+            resource_usage,
+        } => build_kernels(&target, cache_dir, resource_usage),
     }
 }
 
-fn build_kernels(targets: &[String], cache_dir: Option<std::path::PathBuf>) -> u8 {
+fn build_kernels(
+    targets: &[String],
+    cache_dir: Option<std::path::PathBuf>,
+    resource_usage: bool,
+) -> u8 {
     use greta_smoke::runtime::gpu::{Api, Driver};
     use greta_smoke::runtime::gpu::{KernelCache, KernelSources};
     use greta_smoke::runtime::hip::{compiler_for_target, Hip};
@@ -158,12 +176,28 @@ fn build_kernels(targets: &[String], cache_dir: Option<std::path::PathBuf>) -> u
             Ok((c, o))
         });
         built.push(match r {
-            Ok((c, o)) => BuiltTarget {
-                target: t.clone(),
-                compiler: Some(c.library.to_string()),
-                object: Some(o),
-                error: None,
-            },
+            Ok((c, o)) => {
+                let (resources, resources_error) = if resource_usage {
+                    let unit = sources.translation_unit(Api::Hip);
+                    match crate::cmd::gpu_resources::measure(&c, &unit, &o.path) {
+                        Ok(r) => (r, None),
+                        Err(e) => {
+                            eprintln!("greta: {t}: resource usage: {e}");
+                            (vec![], Some(e))
+                        }
+                    }
+                } else {
+                    (vec![], None)
+                };
+                BuiltTarget {
+                    target: t.clone(),
+                    compiler: Some(c.library.to_string()),
+                    object: Some(o),
+                    error: None,
+                    resources,
+                    resources_error,
+                }
+            }
             Err(e) => {
                 eprintln!("greta: {t}: {e}");
                 BuiltTarget {
@@ -171,11 +205,15 @@ fn build_kernels(targets: &[String], cache_dir: Option<std::path::PathBuf>) -> u
                     compiler: None,
                     object: None,
                     error: Some(e.to_string()),
+                    resources: vec![],
+                    resources_error: None,
                 }
             }
         });
     }
-    let ok = built.iter().all(|b| b.error.is_none());
+    let ok = built
+        .iter()
+        .all(|b| b.error.is_none() && b.resources_error.is_none());
     print(&KernelsAnswer {
         schema: "greta.gpu-kernels/v1".into(),
         runtime: Some(hip.library().to_string()),

@@ -7,7 +7,6 @@ use crate::fetch::FetchOptions;
 use crate::install::{InstallInput, PlanInput};
 use anyhow::Result;
 use std::path::PathBuf;
-use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -58,9 +57,15 @@ pub struct Args {
     /// wheels, interpreter and profile, verified in place).
     #[arg(long, alias = "force")]
     pub reinstall: bool,
-    /// Seconds allowed for importing torch/triton/jax in the new env.
+    /// Seconds allowed for importing torch/triton/jax in the new env (at
+    /// most a week).
     #[arg(long, default_value_t = 300, value_name = "SECS")]
     pub import_timeout: u64,
+    /// Seconds allowed for each run of the installer (`uv venv`, `uv pip
+    /// install`, `pip install`, `python -m venv`; at most a week): one that
+    /// never exits is killed and the install fails, the previous env kept.
+    #[arg(long, default_value_t = 1800, value_name = "SECS")]
+    pub installer_timeout: u64,
 }
 
 pub fn run(args: Args) -> Result<Exit> {
@@ -107,7 +112,8 @@ pub fn run(args: Args) -> Result<Exit> {
         installer: args.installer,
         smoke: !args.no_smoke,
         gates: !args.no_smoke && args.framework_check == FrameworkCheck::Gates,
-        import_timeout: Duration::from_secs(args.import_timeout.max(1)),
+        import_timeout: crate::duration::secs(args.import_timeout.max(1)),
+        installer_timeout: crate::duration::secs(args.installer_timeout.max(1)),
         reinstall: args.reinstall,
         early_contents,
         verbose: !args.json,
@@ -182,16 +188,12 @@ fn say_failed(
         crate::out::print_json(&v)?;
     }
     eprintln!("greta install: {e:#}");
-    // A download that cannot succeed as things stand (404, wrong
-    // hash, unwritable cache) is not fixed by running again.
-    let rerun_helps = e
-        .chain()
-        .find_map(|c| c.downcast_ref::<crate::fetch::http::Failed>())
-        .is_none_or(|f| f.rerun_helps);
-    if rerun_helps {
-        eprintln!("greta install: nothing was changed in the env; verified downloads stay cached, rerun to continue");
-    } else {
-        eprintln!("greta install: nothing was changed in the env; verified downloads stay cached; fix the cause above, then rerun");
+    // A download that cannot succeed as things stand (404, wrong hash), a
+    // full disk, a read-only cache or a missing HOME is not fixed by
+    // running again (crate::rerun).
+    match crate::rerun::blocker(e) {
+        None => eprintln!("greta install: nothing was changed in the env; verified downloads stay cached, rerun to continue"),
+        Some(what) => eprintln!("greta install: nothing was changed in the env; verified downloads stay cached; fix {what}, then rerun"),
     }
     Ok(Exit::Fail)
 }

@@ -2,7 +2,7 @@
 //! the pinned profiles in `lock/`.
 
 use crate::exit::Exit;
-use crate::lock::{self, check, Interpreter, LockStatus, Lockfile, Matrix};
+use crate::lock::{self, check, Interpreter, LockStatus, Matrix};
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -244,7 +244,8 @@ fn show(
         }
         return Ok(Exit::Fail);
     }
-    let lockfile = Lockfile::load(&p.lockfile)?;
+    // From the lock set, which may be the one built into greta (issue 28).
+    let lockfile = p.load_lockfile()?;
     let mut sets = Vec::new();
     let mut failed = false;
     for i in &interps {

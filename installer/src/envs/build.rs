@@ -46,6 +46,7 @@ impl Staging {
         python: &Path,
         tool: &installer::Tool,
         cache_root: Option<&Path>,
+        limit: Duration,
     ) -> Result<&'static str> {
         let template = match (tool, cache_root) {
             (installer::Tool::Uv(uv), Some(c)) => {
@@ -80,7 +81,7 @@ impl Staging {
                 c
             }
         };
-        let o = installer::run(cmd, Some(Duration::from_secs(300)))?;
+        let o = installer::run_limited(cmd, limit)?;
         if !o.status.success() {
             bail!(
                 "creating the venv with {} failed ({}): {}{}\n(on Debian/Ubuntu: apt-get install python3-venv)",
@@ -88,6 +89,18 @@ impl Staging {
                 o.status,
                 o.stdout,
                 o.stderr
+            );
+        }
+        // Exit 0 is not proof (issue 28): a uv that does nothing made no
+        // venv, and everything after would fail for another reason.
+        if !super::installed::venv_made(&self.path) {
+            bail!(
+                "{} exited 0 but made no venv at {} (no pyvenv.cfg or bin/python)",
+                match tool {
+                    installer::Tool::Uv(uv) => format!("uv venv ({})", uv.display()),
+                    installer::Tool::Pip => format!("{} -m venv", python.display()),
+                },
+                self.path.display()
             );
         }
         if let Some(t) = &template {

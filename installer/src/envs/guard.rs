@@ -3,7 +3,7 @@
 //! a killed install never leaves the env locked forever.
 
 use anyhow::{bail, Context, Result};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -15,12 +15,9 @@ pub struct Guard {
 impl Guard {
     /// Takes the lock or fails at once, naming the holder's pid.
     pub fn try_acquire(path: &Path) -> Result<Guard> {
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(path)
+        // Never through a symlink or into a FIFO; anything but a regular
+        // file is moved aside (issue 28, as the cache's lock files).
+        let mut file = crate::fetch::owned::open(path, crate::fetch::owned::Use::Lock)
             .with_context(|| format!("opening lock file {}", path.display()))?;
         // SAFETY: flock on a file descriptor we own.
         let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };

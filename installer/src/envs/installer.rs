@@ -12,14 +12,44 @@ use std::time::Duration;
 // these names keep the installer's callers as they were.
 pub use greta_vocab::child::{run, Output};
 
-/// Which tool puts the wheels into the venv.
-/// A `uv` on PATH that is a shell script (pyenv/asdf shim) costs a shell
-/// and a lookup per call; the uv Python package knows its real binary.
+/// Runs an installer step (`uv venv`, `uv pip install`, `pip install`,
+/// `python -m venv`) under `--installer-timeout` (issue 28: one that never
+/// exited hung `greta install` with the env lock held). Past the limit it is
+/// killed and the error says which setting bounds it.
+pub fn run_limited(cmd: Command, limit: Duration) -> Result<Output> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let args: Vec<String> = cmd
+        .get_args()
+        .take(2)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    match run(cmd, Some(limit)) {
+        Ok(o) => Ok(o),
+        Err(greta_vocab::child::ChildError::TimedOut { .. }) => bail!(
+            "{program} {} did not finish within {} s and was killed (the limit is --installer-timeout SECS, default 1800); the previous env is untouched",
+            args.join(" "),
+            limit.as_secs()
+        ),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A `uv` on PATH that is a version manager's shim (a `#!` script in a
+/// directory named `shims`: pyenv, asdf, mise) costs a shell and a lookup
+/// per call; the uv Python package knows its real binary. Only such a shim
+/// is looked behind: any other script is somebody's wrapper, and a uv named
+/// by `GRETA_UV` is never replaced (issue 28: a user's wrapper was silently
+/// swapped for another uv).
 fn behind_shim(uv: PathBuf, python: Option<&Path>) -> PathBuf {
+    let in_shims = uv
+        .parent()
+        .and_then(|d| d.file_name())
+        .is_some_and(|n| n == "shims");
     let mut head = [0u8; 2];
-    let script = crate::read::open_regular(&uv)
-        .ok()
-        .is_some_and(|mut f| f.read_exact(&mut head).is_ok())
+    let script = in_shims
+        && crate::read::open_regular(&uv)
+            .ok()
+            .is_some_and(|mut f| f.read_exact(&mut head).is_ok())
         && &head == b"#!";
     let Some(py) = python.filter(|_| script) else {
         return uv;
@@ -68,9 +98,9 @@ impl Tool {
             return Ok((Tool::Pip, None));
         }
         let uv = std::env::var_os(greta_vocab::EnvVars::GRETA_UV)
+            .filter(|v| !v.is_empty())
             .map(PathBuf::from)
-            .or_else(|| which::which("uv").ok())
-            .map(|p| behind_shim(p, python));
+            .or_else(|| which::which("uv").ok().map(|p| behind_shim(p, python)));
         if let Some(p) = uv {
             return Ok((Tool::Uv(p), None));
         }
@@ -150,6 +180,14 @@ impl Tool {
         }
     }
 
+    /// "uv pip install (PATH)" / "pip install", for messages.
+    fn command_name(&self) -> String {
+        match self {
+            Tool::Uv(uv) => format!("uv pip install ({})", uv.display()),
+            Tool::Pip => "pip install".to_string(),
+        }
+    }
+
     /// Drops uv's cache entries for the distribution `name` (`uv cache
     /// clean NAME`), so the next install unpacks its wheel again.
     pub fn clean_cache(&self, name: &str) -> Result<()> {
@@ -170,7 +208,13 @@ impl Tool {
     /// Installs exactly `wheels` (verified local files) into the venv: no
     /// index, no dependency resolution, no source builds. `fresh`: without
     /// uv's cache (a temporary one), so nothing is linked from it.
-    pub fn install(&self, venv: &Path, wheels: &[PathBuf], fresh: bool) -> Result<()> {
+    pub fn install(
+        &self,
+        venv: &Path,
+        wheels: &[PathBuf],
+        fresh: bool,
+        limit: Duration,
+    ) -> Result<()> {
         for w in wheels {
             if w.extension().and_then(|e| e.to_str()) != Some("whl") {
                 bail!("{} is not a wheel; greta installs wheels only", w.display());
@@ -217,7 +261,7 @@ impl Tool {
             }
         };
         cmd.args(wheels);
-        let o = run(cmd, None)?;
+        let o = run_limited(cmd, limit)?;
         if !o.status.success() {
             bail!(
                 "{} failed ({}):\n{}{}",
@@ -228,6 +272,18 @@ impl Tool {
                 o.status,
                 o.stdout,
                 o.stderr
+            );
+        }
+        // Exit 0 is not proof (issue 28): every wheel must be in the venv.
+        let missing = super::installed::missing(venv, wheels);
+        if !missing.is_empty() {
+            bail!(
+                "{} exited 0 but did not install {} of {} wheels into {}: {}",
+                self.command_name(),
+                missing.len(),
+                wheels.len(),
+                venv.display(),
+                missing.join(", ")
             );
         }
         if !fresh {

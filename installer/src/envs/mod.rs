@@ -20,6 +20,7 @@ pub mod check;
 pub mod current;
 pub mod frameworks;
 pub mod guard;
+pub mod installed;
 pub mod installer;
 pub mod receipt;
 pub mod record;
@@ -55,10 +56,23 @@ pub struct Recovery {
 }
 
 impl EnvRoot {
-    /// `$XDG_DATA_HOME/greta/envs`, else `~/.local/share/greta/envs`.
+    /// `$GRETA_HOME/envs`, else `$XDG_DATA_HOME/greta/envs`, else
+    /// `~/.local/share/greta/envs`.
     pub fn default_root() -> Result<EnvRoot> {
-        let dir = Self::dir_in(&|k| std::env::var_os(k))
-            .context("neither XDG_DATA_HOME nor HOME is set: cannot place greta envs")?;
+        let var = greta_vocab::EnvVars::GRETA_HOME;
+        if let Some(g) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            if !Path::new(&g).is_absolute() {
+                return Err(crate::rerun::FixFirst(format!(
+                    "{var}={g:?} is not an absolute path: envs would go wherever greta runs; set it to an absolute directory or unset it"
+                ))
+                .into());
+            }
+        }
+        let dir = Self::dir_in(&|k| std::env::var_os(k)).ok_or_else(|| {
+            crate::rerun::FixFirst(format!(
+                "none of {var}, XDG_DATA_HOME or HOME is set: cannot place greta envs"
+            ))
+        })?;
         Ok(EnvRoot { dir })
     }
 
@@ -66,7 +80,13 @@ impl EnvRoot {
     /// rule, used here to create envs and handed to the probe
     /// (`greta_probe::Probe::envs_at`) so that doctor reads the frameworks
     /// of the envs where this installer put them, live or in a snapshot.
+    /// `GRETA_HOME` first (as docs/env.md promises; an absolute path only:
+    /// [`EnvRoot::default_root`] refuses another by name).
     pub fn dir_in(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+        if let Some(g) = env(greta_vocab::EnvVars::GRETA_HOME).filter(|v| !v.is_empty()) {
+            let g = PathBuf::from(g);
+            return g.is_absolute().then(|| g.join("envs"));
+        }
         let base = match env("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
             Some(x) => PathBuf::from(x),
             None => PathBuf::from(env("HOME").filter(|v| !v.is_empty())?)
@@ -289,9 +309,22 @@ mod dir_in_tests {
             Some(PathBuf::from("/h/.local/share/greta/envs"))
         );
         assert_eq!(at(&[("HOME", "")]), None);
-        // GRETA_HOME is not a place envs go.
+        // GRETA_HOME wins over both (issue 28: it was documented and
+        // ignored); a relative one places nothing.
         assert_eq!(
-            at(&[(greta_vocab::EnvVars::GRETA_HOME, "/g"), ("HOME", "/h")]),
+            at(&[
+                (greta_vocab::EnvVars::GRETA_HOME, "/g"),
+                ("XDG_DATA_HOME", "/d"),
+                ("HOME", "/h")
+            ]),
+            Some(PathBuf::from("/g/envs"))
+        );
+        assert_eq!(
+            at(&[(greta_vocab::EnvVars::GRETA_HOME, "g"), ("HOME", "/h")]),
+            None
+        );
+        assert_eq!(
+            at(&[(greta_vocab::EnvVars::GRETA_HOME, ""), ("HOME", "/h")]),
             Some(PathBuf::from("/h/.local/share/greta/envs"))
         );
     }

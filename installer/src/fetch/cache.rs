@@ -52,7 +52,11 @@ impl Cache {
         }
         let home = std::env::var_os("HOME")
             .filter(|v| !v.is_empty())
-            .context("neither XDG_CACHE_HOME nor HOME is set: cannot place the wheel cache")?;
+            .ok_or_else(|| {
+                crate::rerun::FixFirst(
+                    "neither XDG_CACHE_HOME nor HOME is set: cannot place the wheel cache".into(),
+                )
+            })?;
         Ok(PathBuf::from(home).join(".cache").join("greta"))
     }
 
@@ -78,19 +82,21 @@ impl Cache {
     }
 
     /// Finds a cached file and proves it: by its stamp when that still
-    /// holds, else by re-hashing it (see the module docs).
+    /// holds, else by re-hashing it (see the module docs). Anything but a
+    /// regular file at the path (a FIFO, a directory, a symlink, a device)
+    /// is dropped like a corrupt file, so the wheel is fetched again.
     pub fn lookup(&self, a: &PinnedWheel) -> Result<Lookup> {
         let path = self.wheel_path(a);
-        let meta = match fs::metadata(&path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Lookup::Miss),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        let (mut file, meta) = match open_entry(&path)? {
+            Entry::Missing => return Ok(Lookup::Miss),
+            Entry::Other(m) => return self.drop_other(path, &m),
+            Entry::File(f, m) => (f, m),
         };
         let reason = if let Some(size) = a.size.filter(|&s| s != meta.len()) {
             // The sha256 is the proof; a size is only a quick test. A file
             // with the right hash is kept whatever the lock's size says
             // (a wrong size in the lock once deleted a good wheel).
-            let got = sha256_file(&path)?;
+            let got = sha256_read(&mut file, &path)?;
             if got == a.sha256 {
                 tracing::warn!(
                     "{}: the lock says {size} bytes, but the cached file with its sha256 has {}: \
@@ -98,7 +104,7 @@ impl Cache {
                     a.filename,
                     meta.len()
                 );
-                write_stamp(&path);
+                write_stamp(&path, &file);
                 None
             } else {
                 Some(format!("size {} bytes, expected {size}", meta.len()))
@@ -106,9 +112,9 @@ impl Cache {
         } else if stamp_holds(&path, &meta) {
             None
         } else {
-            let got = sha256_file(&path)?;
+            let got = sha256_read(&mut file, &path)?;
             if got == a.sha256 {
-                write_stamp(&path);
+                write_stamp(&path, &file);
                 None
             } else {
                 Some(format!("sha256 {got}, expected {}", a.sha256))
@@ -124,15 +130,44 @@ impl Cache {
         }
     }
 
+    /// Drops what is not a regular file at a wheel's path (a directory with
+    /// what it holds; a symlink itself, never its target).
+    fn drop_other(&self, path: PathBuf, m: &fs::Metadata) -> Result<Lookup> {
+        let what = super::owned::kind(m);
+        let gone = if m.file_type().is_dir() {
+            fs::remove_dir_all(&path)
+        } else {
+            remove_file_forced(&path)
+        };
+        gone.with_context(|| {
+            format!(
+                "removing {} from the cache (a {what}, not a regular file)",
+                path.display()
+            )
+        })?;
+        Ok(Lookup::Corrupt {
+            path,
+            reason: format!("a {what}, not a regular file"),
+        })
+    }
+
     /// Hashes the cached file of `a` whatever its stamp says; a file that is
-    /// wrong is removed (with its stamp) and described. `Ok(None)`: right,
-    /// or not cached.
+    /// wrong, or anything but a regular file, is removed (with its stamp)
+    /// and described. `Ok(None)`: right, or not cached.
     pub fn reverify(&self, a: &PinnedWheel) -> Result<Option<String>> {
         let path = self.wheel_path(a);
-        if !path.exists() {
-            return Ok(None);
-        }
-        let got = sha256_file(&path)?;
+        let mut file = match open_entry(&path)? {
+            Entry::Missing => return Ok(None),
+            Entry::Other(m) => {
+                let _ = fs::remove_file(stamp_path(&path));
+                return Ok(match self.drop_other(path, &m)? {
+                    Lookup::Corrupt { reason, .. } => Some(format!("{}: {reason}", a.filename)),
+                    _ => None,
+                });
+            }
+            Entry::File(f, _) => f,
+        };
+        let got = sha256_read(&mut file, &path)?;
         if got == a.sha256 {
             return Ok(None);
         }
@@ -146,30 +181,67 @@ impl Cache {
     }
 
     /// Moves a verified file into place under its key (atomic rename on the
-    /// same filesystem) and makes it read-only.
-    pub fn commit(&self, verified: &Path, a: &PinnedWheel) -> Result<PathBuf> {
+    /// same filesystem) and makes it read-only. `file` is the descriptor
+    /// whose bytes were hashed: the mode is set on it, and the stamp is
+    /// written only when the entry now under the key is that very file (a
+    /// path swapped after hashing is never stamped).
+    pub fn commit(&self, verified: &Path, file: &File, a: &PinnedWheel) -> Result<PathBuf> {
+        use std::os::unix::fs::MetadataExt;
         let dest = self.wheel_path(a);
         let dir = dest.parent().expect("wheel path has a parent");
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        set_readonly(verified)?;
+        let hashed = file
+            .metadata()
+            .with_context(|| format!("reading {}", verified.display()))?;
+        if !hashed.file_type().is_file() {
+            anyhow::bail!("{}: not a regular file", verified.display());
+        }
+        let mut perm = hashed.permissions();
+        perm.set_readonly(true);
+        file.set_permissions(perm)
+            .with_context(|| format!("chmod {}", verified.display()))?;
+        // What sits under the key may be anything (item 4): a directory
+        // would take the rename into itself, so it goes first.
+        if let Entry::Other(m) = open_entry(&dest)? {
+            self.drop_other(dest.clone(), &m)?;
+        }
         fs::rename(verified, &dest)
             .with_context(|| format!("moving {} to {}", verified.display(), dest.display()))?;
-        write_stamp(&dest);
+        let now =
+            fs::symlink_metadata(&dest).with_context(|| format!("reading {}", dest.display()))?;
+        if now.dev() != hashed.dev() || now.ino() != hashed.ino() {
+            let _ = remove_file_forced(&dest);
+            anyhow::bail!(
+                "{} was replaced while greta verified it; removed it (run again)",
+                verified.display()
+            );
+        }
+        write_stamp(&dest, file);
         Ok(dest)
     }
 
     /// Copies (or hard-links) an already verified file into the cache; used
-    /// when importing a bundle.
+    /// when importing a bundle. `src` must be a regular file (a symlink to
+    /// one is followed); what lands in the cache is hashed on its own
+    /// descriptor.
     pub fn import(&self, src: &Path, a: &PinnedWheel) -> Result<PathBuf> {
         let tmp_dir = self.root.join("partial");
-        fs::create_dir_all(&tmp_dir).with_context(|| format!("creating {}", tmp_dir.display()))?;
+        super::owned::dir(&tmp_dir)?;
         let tmp = tmp_dir.join(format!("{}.import.{}", a.sha256, std::process::id()));
         let _ = fs::remove_file(&tmp);
-        if fs::hard_link(src, &tmp).is_err() {
-            fs::copy(src, &tmp)
+        let src_is_file = fs::symlink_metadata(src).is_ok_and(|m| m.file_type().is_file());
+        if !src_is_file || fs::hard_link(src, &tmp).is_err() {
+            let mut from = crate::read::open_regular(src)?;
+            let mut to = super::owned::create_new(&tmp)
+                .with_context(|| format!("creating {}", tmp.display()))?;
+            io::copy(&mut from, &mut to)
                 .with_context(|| format!("copying {} into the cache", src.display()))?;
         }
-        let got = sha256_file(&tmp)?;
+        let mut file = match open_entry(&tmp)? {
+            Entry::File(f, _) => f,
+            _ => anyhow::bail!("{}: not a regular file after copying", tmp.display()),
+        };
+        let got = sha256_read(&mut file, &tmp)?;
         if got != a.sha256 {
             let _ = fs::remove_file(&tmp);
             anyhow::bail!(
@@ -178,8 +250,54 @@ impl Cache {
                 a.sha256
             );
         }
-        self.commit(&tmp, a)
+        self.commit(&tmp, &file, a)
     }
+}
+
+/// What is at a cache path, looked at without following a symlink and
+/// opened without blocking.
+enum Entry {
+    Missing,
+    /// A regular file, opened for reading, and its metadata (of the
+    /// descriptor, so of the bytes that will be read).
+    File(File, fs::Metadata),
+    /// Anything else (the entry's own metadata).
+    Other(fs::Metadata),
+}
+
+fn open_entry(path: &Path) -> Result<Entry> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let look = |path: &Path| match fs::symlink_metadata(path) {
+        Ok(m) => Ok(Some(m)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let Some(m) = look(path)? else {
+        return Ok(Entry::Missing);
+    };
+    if !m.file_type().is_file() {
+        return Ok(Entry::Other(m));
+    }
+    let f = match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    {
+        Ok(f) => f,
+        // Swapped since the look: say what is there now.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Entry::Missing),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENXIO)) => {
+            return Ok(look(path)?.map_or(Entry::Missing, Entry::Other));
+        }
+        Err(e) => return Err(e).with_context(|| format!("opening {}", path.display())),
+    };
+    let m = f
+        .metadata()
+        .with_context(|| format!("reading {}", path.display()))?;
+    if !m.file_type().is_file() {
+        return Ok(Entry::Other(m));
+    }
+    Ok(Entry::File(f, m))
 }
 
 /// The stamp: `ino size mtime_ns ctime_ns verified_unix_s`.
@@ -200,14 +318,21 @@ fn stamp_path(file: &Path) -> PathBuf {
     file.with_file_name(".verified")
 }
 
-/// Records that `file` hashed right just now (best effort: without a stamp
-/// the next use re-hashes, which is only slower).
-fn write_stamp(file: &Path) {
-    let Ok(meta) = fs::metadata(file) else { return };
+/// Records that `file` (the open descriptor of `path`, whose bytes were
+/// just hashed) hashed right just now (best effort: without a stamp the
+/// next use re-hashes, which is only slower). The stamp's temporary file is
+/// created exclusively, never through whatever sits at its name.
+fn write_stamp(path: &Path, file: &File) {
+    let Ok(meta) = file.metadata() else { return };
+    if !meta.file_type().is_file() {
+        return;
+    }
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
-    let p = stamp_path(file);
+    let p = stamp_path(path);
     let tmp = p.with_extension(format!("tmp{}", std::process::id()));
-    if fs::write(&tmp, stamp_line(&meta, now)).is_ok() && fs::rename(&tmp, &p).is_err() {
+    let written = super::owned::create_new(&tmp)
+        .and_then(|mut f| io::Write::write_all(&mut f, stamp_line(&meta, now).as_bytes()));
+    if written.is_err() || fs::rename(&tmp, &p).is_err() {
         let _ = fs::remove_file(&tmp);
     }
 }
@@ -246,6 +371,15 @@ fn boot_time() -> Option<i64> {
 pub fn sha256_file(path: &Path) -> Result<greta_vocab::Sha256> {
     // Streamed, so no size cap; but a FIFO or device is refused at open.
     let mut f = crate::read::open_regular(path)?;
+    sha256_read(&mut f, path)
+}
+
+/// Streaming sha256 of an open file from its start (`path` names it in
+/// errors).
+fn sha256_read(f: &mut File, path: &Path) -> Result<greta_vocab::Sha256> {
+    use std::io::Seek;
+    f.rewind()
+        .with_context(|| format!("reading {}", path.display()))?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
@@ -258,14 +392,6 @@ pub fn sha256_file(path: &Path) -> Result<greta_vocab::Sha256> {
         h.update(&buf[..n]);
     }
     Ok(greta_vocab::Sha256(h.finalize().into()))
-}
-
-fn set_readonly(path: &Path) -> Result<()> {
-    let mut perm = fs::metadata(path)
-        .with_context(|| format!("reading {}", path.display()))?
-        .permissions();
-    perm.set_readonly(true);
-    fs::set_permissions(path, perm).with_context(|| format!("chmod {}", path.display()))
 }
 
 /// Removes a file even when it was made read-only (as cache files are).
@@ -318,7 +444,7 @@ mod tests {
         let a = artifact(&bytes);
         let tmp = dir.path().join("in");
         fs::write(&tmp, &bytes).unwrap();
-        let p = cache.commit(&tmp, &a).unwrap();
+        let p = cache.commit(&tmp, &File::open(&tmp).unwrap(), &a).unwrap();
         (dir, cache, bytes, a, p)
     }
 

@@ -12,7 +12,7 @@ use reqwest::blocking::Client;
 use reqwest::header::{CONTENT_RANGE, RANGE};
 use reqwest::StatusCode;
 use sha2::{Digest, Sha256};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -124,7 +124,9 @@ pub fn client(opts: &FetchOptions) -> Result<Client> {
 
 /// Downloads `a` into `partial` (resuming what is there) until the file's
 /// sha256 matches; on success the partial file holds exactly the promised
-/// bytes. Errors name the URL, the attempts made and the last cause.
+/// bytes, and the descriptor returned is the one whose bytes were hashed
+/// (the caller commits and stamps that file, not whatever the path names
+/// by then). Errors name the URL, the attempts made and the last cause.
 pub fn download(
     client: &Client,
     a: &PinnedWheel,
@@ -132,7 +134,7 @@ pub fn download(
     opts: &FetchOptions,
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(Progress),
-) -> Result<()> {
+) -> Result<File> {
     let mut last = String::new();
     let mut mismatched = Vec::new();
     let mut hash_failures = 0;
@@ -153,9 +155,9 @@ pub fn download(
             tracing::info!("retrying {} in {:?} ({last})", a.filename, back);
             std::thread::sleep(back);
         }
-        let before = fs::metadata(partial).map(|m| m.len()).unwrap_or(0);
+        let before = fs::symlink_metadata(partial).map(|m| m.len()).unwrap_or(0);
         match one_attempt(client, a, partial, cancel, progress) {
-            Ok(()) => return Ok(()),
+            Ok(file) => return Ok(file),
             Err(_) if cancel.load(Ordering::Relaxed) => return Err(Cancelled.into()),
             Err(e) => {
                 last = e.msg.clone();
@@ -178,7 +180,7 @@ pub fn download(
                     rerun_helps = false;
                     break;
                 }
-                let after = fs::metadata(partial).map(|m| m.len()).unwrap_or(0);
+                let after = fs::symlink_metadata(partial).map(|m| m.len()).unwrap_or(0);
                 if !e.restart && after > before {
                     stalled = 0;
                 } else {
@@ -204,15 +206,12 @@ fn one_attempt(
     partial: &Path,
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(Progress),
-) -> std::result::Result<(), Attempt> {
+) -> std::result::Result<File, Attempt> {
     let io_err =
         |what: &str, e: io::Error| Attempt::fatal(format!("{what} {}: {e}", partial.display()));
-    let mut file = OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .open(partial)
-        .map_err(|e| io_err("opening", e))?;
+    // No-follow, non-blocking, a regular file of its own (issue 28).
+    let mut file = super::owned::open(partial, super::owned::Use::Append)
+        .map_err(|e| Attempt::fatal(format!("{e:#}")))?;
     let mut have = file.metadata().map_err(|e| io_err("reading", e))?.len();
     if a.size.is_some_and(|s| have > s) {
         file.set_len(0).map_err(|e| io_err("truncating", e))?;
@@ -326,7 +325,7 @@ fn one_attempt(
             lock: a.at.clone(),
         }));
     }
-    Ok(())
+    Ok(file)
 }
 
 fn hash_prefix(file: &mut File, len: u64, hasher: &mut Sha256) -> io::Result<()> {

@@ -5,11 +5,15 @@
 pub mod cache;
 pub mod http;
 pub mod index;
+pub(crate) mod owned;
 mod progress;
+
+#[cfg(test)]
+mod hostile_tests;
 
 use anyhow::{Context, Result};
 use std::collections::VecDeque;
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -74,7 +78,8 @@ impl FetchOptions {
     /// Defaults, overridden by `GRETA_FETCH_{JOBS,ATTEMPTS,BACKOFF_MS,TIMEOUT_S}`
     /// (mirrors with odd limits; the tests use short timeouts). An empty
     /// variable is unset; one that is not a whole number is an error that
-    /// names it, never silently the default.
+    /// names it, never silently the default. A duration above a week is a
+    /// week ([`crate::duration`]).
     pub fn from_env() -> Result<Self> {
         let mut o = FetchOptions::default();
         let num = |k: &'static str| -> Result<Option<u64>> {
@@ -95,11 +100,11 @@ impl FetchOptions {
             o.attempts = a.clamp(1, 100) as u32;
         }
         if let Some(b) = num(greta_vocab::EnvVars::GRETA_FETCH_BACKOFF_MS)? {
-            o.backoff = Duration::from_millis(b);
+            o.backoff = crate::duration::millis(b);
         }
         if let Some(t) = num(greta_vocab::EnvVars::GRETA_FETCH_TIMEOUT_S)? {
-            o.connect_timeout = Duration::from_secs(t.max(1));
-            o.read_timeout = Duration::from_secs(t.max(1));
+            o.connect_timeout = crate::duration::secs(t.max(1));
+            o.read_timeout = crate::duration::secs(t.max(1));
         }
         Ok(o)
     }
@@ -149,8 +154,7 @@ pub fn fetch_all(
         return Err(offline_error(cache, items, &todo));
     }
     let partial_dir = cache.root().join("partial");
-    fs::create_dir_all(&partial_dir)
-        .with_context(|| format!("creating {}", partial_dir.display()))?;
+    owned::dir(&partial_dir)?;
     sweep_stale_partials(&partial_dir, STALE_PARTIAL);
     let (done, errors) = download(cache, items, todo, opts);
     if !errors.is_empty() {
@@ -373,8 +377,8 @@ fn fetch_one(
 ) -> Result<PathBuf> {
     let partial = cache.partial_path(a);
     let lock_path = partial.with_extension("lock");
-    let lock =
-        File::create(&lock_path).with_context(|| format!("creating {}", lock_path.display()))?;
+    // Never through a symlink or into a FIFO (issue 28): see `owned`.
+    let lock = owned::open(&lock_path, owned::Use::Lock)?;
     crate::envs::guard::flock_exclusive(&lock)
         .with_context(|| format!("locking {}", lock_path.display()))?;
     // Another process may have finished it while we waited for the lock.
@@ -382,12 +386,72 @@ fn fetch_one(
         return Ok(p);
     }
     let mut on_progress = |p: http::Progress| bar.update(p);
-    http::download(client, a, &partial, opts, cancel, &mut on_progress)?;
+    let file = http::download(client, a, &partial, opts, cancel, &mut on_progress)?;
     // The lock file stays: deleting it would let a waiter and a newcomer
     // hold locks on two different inodes.
-    let path = cache.commit(&partial, a)?;
+    let path = cache.commit(&partial, &file, a)?;
     drop(lock);
     Ok(path)
+}
+
+/// Removes the partial downloads the plan `needed` will not resume (issue
+/// 28: they were never collected, 315 MB after a killed cold install and
+/// two "up to date" runs): a partial of a wheel the plan does not pin, or of
+/// one already verified in the cache, and a bundle import's temporary copy
+/// whose greta is gone. Run by every install, up to date or not. A partial
+/// whose lock another greta holds (a download in progress) stays; what is
+/// not a regular file was set aside by `owned` and is left to its owner.
+pub fn sweep_unneeded_partials(cache: &Cache, needed: &[PinnedWheel]) {
+    use std::os::fd::AsRawFd;
+    let dir = cache.root().join("partial");
+    if !owned::is_real_dir(&dir) {
+        return;
+    }
+    let Ok(rd) = fs::read_dir(&dir) else { return };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !e.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        if let Some((_, pid)) = name.split_once(".import.") {
+            let gone = pid.parse::<libc::pid_t>().is_ok_and(|p| {
+                // SAFETY: signal 0 only checks that the process exists.
+                let rc = unsafe { libc::kill(p, 0) };
+                p > 0
+                    && rc != 0
+                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+            });
+            if gone {
+                let _ = fs::remove_file(e.path());
+            }
+            continue;
+        }
+        let Some(hex) = name.strip_suffix(".part") else {
+            continue;
+        };
+        let resumable = needed.iter().any(|a| {
+            a.sha256.to_string() == hex
+                && !fs::symlink_metadata(cache.wheel_path(a)).is_ok_and(|m| m.is_file())
+        });
+        if resumable {
+            continue;
+        }
+        let p = e.path();
+        let Ok(lock) = owned::open(&p.with_extension("lock"), owned::Use::Lock) else {
+            continue;
+        };
+        // SAFETY: flock on a descriptor we own; released when `lock` drops.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            match fs::remove_file(&p) {
+                Ok(()) => tracing::info!(
+                    "removed partial download {} (no plan needs it)",
+                    p.display()
+                ),
+                Err(err) => tracing::warn!("cannot remove {}: {err}", p.display()),
+            }
+        }
+    }
 }
 
 /// How long an untouched partial download is kept for a rerun to resume.
@@ -399,6 +463,9 @@ const STALE_PARTIAL: Duration = Duration::from_secs(7 * 24 * 3600);
 /// the lock files themselves stay (see `fetch_one`).
 fn sweep_stale_partials(dir: &std::path::Path, age: Duration) {
     use std::os::fd::AsRawFd;
+    if !owned::is_real_dir(dir) {
+        return;
+    }
     let Ok(rd) = fs::read_dir(dir) else { return };
     for e in rd.flatten() {
         let p = e.path();
@@ -414,12 +481,7 @@ fn sweep_stale_partials(dir: &std::path::Path, age: Duration) {
         if !old {
             continue;
         }
-        let Ok(lock) = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(p.with_extension("lock"))
-        else {
+        let Ok(lock) = owned::open(&p.with_extension("lock"), owned::Use::Lock) else {
             continue;
         };
         // SAFETY: flock on a descriptor we own; released when `lock` drops.
@@ -435,6 +497,7 @@ fn sweep_stale_partials(dir: &std::path::Path, age: Duration) {
 #[cfg(test)]
 mod sweep_tests {
     use super::*;
+    use std::fs::File;
 
     /// Issue 12: `partial/` downloads were never cleaned.
     #[test]

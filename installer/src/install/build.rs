@@ -75,7 +75,9 @@ pub(super) fn build(
         say(input.verbose, format!("installer: {how}"));
     }
     let staging = Staging::create(&prepared.root, &input.name)?;
-    let venv_how = staging.make_venv(&python, &tool, Some(cache.root()))?;
+    let venv_how = staging
+        .make_venv(&python, &tool, Some(cache.root()), input.installer_timeout)
+        .map_err(|e| on_full_disk(e, &staging.path))?;
     timings.insert("venv", t);
     super::pause_at("venv");
     let t = Instant::now();
@@ -113,7 +115,10 @@ pub(super) fn build(
     // may be damaged all the same (bit rot, a tool that restores times), and
     // then every rerun failed inside uv until GRETA_VERIFY_CACHE=1. Re-hash
     // the plan's files and drop any that is wrong, so the rerun fetches it.
-    if let Err(e) = tool.install(&staging.path, &files, fresh) {
+    if let Err(e) = tool
+        .install(&staging.path, &files, fresh, input.installer_timeout)
+        .map_err(|e| on_full_disk(e, &staging.path))
+    {
         let bad: Vec<String> = fetched
             .wheels
             .iter()
@@ -146,4 +151,14 @@ pub(super) fn build(
         },
         prestarted,
     ))
+}
+
+/// An installer step that failed on a full filesystem says so in its own
+/// words only: the filesystem is asked, and the error then carries
+/// [`crate::rerun::DiskFull`] (no "rerun to continue", issue 28).
+fn on_full_disk(e: anyhow::Error, dir: &std::path::Path) -> anyhow::Error {
+    match crate::rerun::full_filesystem(dir) {
+        Some(full) => e.context(full),
+        None => e,
+    }
 }

@@ -53,39 +53,200 @@ fn copy_out_of_cache(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Removes `.NAME.partial-PID` directories beside a bundle's output whose
-/// process is gone (a killed `greta bundle` left them for ever). A live
-/// PID's directory is another bundle run's and stays.
-fn remove_dead_partials(parent: &Path, name: &str) {
-    let prefix = format!(".{name}.partial-");
+/// Whether the process `pid` is gone.
+fn dead(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+/// Beside a bundle directory `out`, what dead `greta bundle` runs left
+/// (issue 28): the previous bundle set aside by a swap killed between its
+/// renames (`.NAME.old-PID`) is put back when `out` is missing, else
+/// removed; a half-written bundle (`.NAME.partial-PID`) is removed. A live
+/// PID's entries are another run's and stay. Called by `greta bundle` and
+/// `greta install --bundle` before they look at `out`.
+fn recover_beside(out: &Path) {
+    let (Some(parent), Some(name)) = (out.parent(), out.file_name()) else {
+        return;
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let name = name.to_string_lossy();
     let Ok(rd) = std::fs::read_dir(parent) else {
         return;
     };
+    let mut old = Vec::new();
     for e in rd.flatten() {
         let file_name = e.file_name();
-        let Some(pid) = file_name
+        let Some(n) = file_name.to_str() else {
+            continue;
+        };
+        let Some(rest) = n.strip_prefix(&format!(".{name}.")) else {
+            continue;
+        };
+        let (kind, pid) = match rest.split_once('-') {
+            Some((k @ ("partial" | "old"), p)) => match p.parse::<libc::pid_t>() {
+                Ok(p) if p > 0 && dead(p) => (k, p),
+                _ => continue,
+            },
+            _ => continue,
+        };
+        if kind == "old" {
+            old.push((pid, e.path()));
+            continue;
+        }
+        match envs::remove_tree(&e.path()) {
+            Ok(()) => tracing::info!("removed {} (its bundle run is gone)", e.path().display()),
+            Err(err) => tracing::warn!("cannot remove {}: {err:#}", e.path().display()),
+        }
+    }
+    for (_, p) in old {
+        if std::fs::symlink_metadata(out).is_err() && std::fs::rename(&p, out).is_ok() {
+            eprintln!(
+                "greta: restored the previous bundle {} (a `greta bundle` replacing it was killed)",
+                out.display()
+            );
+        } else if let Err(err) = envs::remove_tree(&p) {
+            tracing::warn!("cannot remove {}: {err:#}", p.display());
+        }
+    }
+}
+
+/// Where greta records the half-written bundles it is making, one file
+/// per run (`<pid>`, holding the absolute path of its `.NAME.partial-PID`),
+/// so a run killed while writing one (2.9 GB for cpu) is collected by any
+/// later bundle or install, not only by the next bundle to the same DIR.
+fn bundles_in_progress(cache: &Cache) -> std::path::PathBuf {
+    cache.root().join("bundles-in-progress")
+}
+
+/// Records `tmp` as this run's half-written bundle; the record's path.
+fn record_partial(cache: &Cache, tmp: &Path) -> Option<std::path::PathBuf> {
+    let dir = bundles_in_progress(cache);
+    std::fs::create_dir_all(&dir).ok()?;
+    let abs = std::path::absolute(tmp).ok()?;
+    let rec = dir.join(std::process::id().to_string());
+    let mut f = crate::fetch::owned::create_new(&rec).ok()?;
+    std::io::Write::write_all(&mut f, abs.as_os_str().as_encoded_bytes()).ok()?;
+    Some(rec)
+}
+
+/// Removes the half-written bundles recorded by runs that are gone (the
+/// recorded path must still be a real directory named
+/// `.NAME.partial-<that pid>`), and their records.
+pub(crate) fn sweep_recorded_partials(cache: &Cache) {
+    let dir = bundles_in_progress(cache);
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let Some(pid) = e
+            .file_name()
             .to_str()
-            .and_then(|n| n.strip_prefix(&prefix))
-            .and_then(|p| p.parse::<libc::pid_t>().ok())
+            .and_then(|n| n.parse::<libc::pid_t>().ok())
             .filter(|p| *p > 0)
         else {
             continue;
         };
-        // SAFETY: signal 0 only checks that the process exists.
-        let gone = unsafe { libc::kill(pid, 0) } != 0
-            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        if gone {
-            match envs::remove_tree(&e.path()) {
-                Ok(()) => tracing::info!("removed {} (its bundle run is gone)", e.path().display()),
-                Err(err) => tracing::warn!("cannot remove {}: {err:#}", e.path().display()),
+        if !dead(pid) {
+            continue;
+        }
+        if let Ok(text) = crate::read::text_capped(&e.path(), 64 * 1024) {
+            let p = Path::new(text.trim_end_matches('\n'));
+            let named = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with('.') && n.ends_with(&format!(".partial-{pid}")));
+            let real = std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+            if p.is_absolute() && named && real {
+                match envs::remove_tree(p) {
+                    Ok(()) => tracing::info!("removed {} (its bundle run is gone)", p.display()),
+                    Err(err) => tracing::warn!("cannot remove {}: {err:#}", p.display()),
+                }
             }
         }
+        let _ = std::fs::remove_file(e.path());
+    }
+}
+
+/// Puts the finished bundle `tmp` at `out`, replacing a previous bundle as
+/// envs are replaced: one atomic exchange of the two directories where the
+/// filesystem has it (`renameat2(RENAME_EXCHANGE)`), else two renames with
+/// the previous bundle set aside as `.NAME.old-PID`, which the next run puts
+/// back if this one dies between them ([`recover_beside`]). At no moment
+/// is `out` a half-deleted bundle.
+fn swap_in(tmp: &Path, out: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(out).is_err() {
+        return std::fs::rename(tmp, out)
+            .with_context(|| format!("moving the bundle into {}", out.display()));
+    }
+    if exchange(tmp, out).is_ok() {
+        // `tmp` now holds the previous bundle.
+        if let Err(e) = envs::remove_tree(tmp) {
+            tracing::warn!("cannot remove the previous bundle {}: {e:#}", tmp.display());
+        }
+        return Ok(());
+    }
+    let name = out.file_name().context("-o needs a directory name")?;
+    let aside = out.with_file_name(format!(
+        ".{}.old-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::rename(out, &aside)
+        .with_context(|| format!("moving the previous bundle {} aside", out.display()))?;
+    super::pause_at("bundle-swap");
+    if let Err(e) = std::fs::rename(tmp, out) {
+        let _ = std::fs::rename(&aside, out);
+        return Err(e).with_context(|| format!("moving the bundle into {}", out.display()));
+    }
+    if let Err(e) = envs::remove_tree(&aside) {
+        tracing::warn!(
+            "cannot remove the previous bundle {}: {e:#}",
+            aside.display()
+        );
+    }
+    Ok(())
+}
+
+/// `renameat2(a, b, RENAME_EXCHANGE)`: both names stay, their contents
+/// swap, in one step.
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let ca = std::ffi::CString::new(a.as_os_str().as_bytes())?;
+    let cb = std::ffi::CString::new(b.as_os_str().as_bytes())?;
+    // SAFETY: two valid NUL-terminated paths, relative to the cwd.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 
 impl BundleManifest {
     pub fn load(dir: &Path) -> Result<BundleManifest> {
+        recover_beside(dir);
         let p = dir.join(BUNDLE_MANIFEST);
+        if dir.join("wheels").is_dir() && std::fs::symlink_metadata(&p).is_err() {
+            anyhow::bail!(
+                "bundle {} is damaged: it has wheels/ but no {BUNDLE_MANIFEST}; make the bundle again with `greta bundle -o {}`",
+                dir.display(),
+                dir.display()
+            );
+        }
         if !p.exists() {
             anyhow::bail!(
                 "{} is not a greta bundle (no {BUNDLE_MANIFEST})",
@@ -133,16 +294,35 @@ pub(super) fn import_bundle(dir: &Path, cache: &Cache, items: &[PinnedWheel]) ->
         );
     }
     let mut missing = Vec::new();
+    let mut damaged = Vec::new();
     for a in items {
         if let fetch::Lookup::Hit(_) = cache.lookup(a)? {
             continue;
         }
         let src = dir.join("wheels").join(&a.filename);
         if !src.is_file() {
-            missing.push(a.filename.clone());
+            // The manifest promises it: the bundle lost it, whatever the
+            // Python (issue 28: a half-deleted bundle was blamed on it).
+            if m.wheels.iter().any(|w| w.filename == a.filename) {
+                damaged.push(a.filename.clone());
+            } else {
+                missing.push(a.filename.clone());
+            }
             continue;
         }
-        cache.import(&src, a)?;
+        cache
+            .import(&src, a)
+            .with_context(|| format!("bundle {} is damaged", dir.display()))?;
+    }
+    if !damaged.is_empty() {
+        bail!(
+            "bundle {} is damaged: its manifest lists {} wheel(s) that are not in {}: {}; make the bundle again with `greta bundle -o {}`",
+            dir.display(),
+            damaged.len(),
+            dir.join("wheels").display(),
+            damaged.join(", "),
+            dir.display()
+        );
     }
     if !missing.is_empty() {
         bail!(
@@ -164,6 +344,7 @@ pub fn bundle(
     fopts: &FetchOptions,
     index_url: Option<&str>,
 ) -> Result<BundleManifest> {
+    recover_beside(out);
     if out.exists() {
         let empty = std::fs::read_dir(out)
             .map(|mut d| d.next().is_none())
@@ -176,6 +357,7 @@ pub fn bundle(
         }
     }
     let cache = Cache::new(Cache::default_root()?);
+    sweep_recorded_partials(&cache);
     let mut items: Vec<PinnedWheel> = plan.wheels.iter().map(artifact).collect();
     if let Some(idx) = index_url {
         let client = fetch::http::client(fopts)?;
@@ -225,8 +407,8 @@ pub fn bundle(
     if tmp.exists() {
         envs::remove_tree(&tmp)?;
     }
-    remove_dead_partials(parent, &fname);
     std::fs::create_dir_all(tmp.join("wheels"))?;
+    let record = record_partial(&cache, &tmp);
     let result = (|| -> Result<BundleManifest> {
         for f in &fetched {
             let dest = tmp.join("wheels").join(&f.artifact.filename);
@@ -283,19 +465,15 @@ pub fn bundle(
         )?;
         Ok(m)
     })();
-    let m = match result {
-        Ok(m) => m,
-        Err(e) => {
-            let _ = envs::remove_tree(&tmp);
-            return Err(e);
-        }
-    };
-    if out.exists() {
-        envs::remove_tree(out)?;
+    super::pause_at("bundle-written");
+    let done = result.and_then(|m| swap_in(&tmp, out).map(|()| m));
+    if done.is_err() {
+        let _ = envs::remove_tree(&tmp);
     }
-    std::fs::rename(&tmp, out)
-        .with_context(|| format!("moving the bundle into {}", out.display()))?;
-    Ok(m)
+    if let Some(r) = record {
+        let _ = std::fs::remove_file(r);
+    }
+    done
 }
 
 #[cfg(test)]

@@ -60,6 +60,9 @@ pub struct InstallInput {
     /// Run the framework gates (else the import check only).
     pub gates: bool,
     pub import_timeout: Duration,
+    /// Bound on each run of the installer tool (`uv venv`, `uv pip
+    /// install`, `pip install`, `python -m venv`).
+    pub installer_timeout: Duration,
     /// Rebuild even when the env is up to date.
     pub reinstall: bool,
     /// The env's files, checked beside the planning (see
@@ -80,6 +83,11 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
 
     let prepared = prepare::prepare(plan, input)?;
     timings.since_start("prepare");
+    // What dead or other runs left in partial/ and this plan will not
+    // resume goes, also when the env turns out to be up to date.
+    let needed: Vec<_> = plan.wheels.iter().map(plan::artifact).collect();
+    crate::fetch::sweep_unneeded_partials(&prepared.cache, &needed);
+    bundle::sweep_recorded_partials(&prepared.cache);
     let rebuild = match prepare::current(plan, input, &prepared, early, &mut timings) {
         prepare::Current::UpToDate(v) => {
             timings.since_start("total");

@@ -10,5 +10,14 @@ use crate::envs::{build::Staging, EnvRoot};
 
 /// Promotes `staging` to the env `name`; returns the env's path.
 pub(super) fn swap(staging: Staging, root: &EnvRoot, name: &str) -> Result<PathBuf> {
-    staging.promote(root, name, &pause_at)
+    use crate::interrupt::{set_phase, Phase};
+    // Ctrl-C from here on must not say "the previous env is untouched".
+    set_phase(Phase::Swapping);
+    let r = staging.promote(root, name, &pause_at);
+    set_phase(if r.is_ok() {
+        Phase::Swapped
+    } else {
+        Phase::Building
+    });
+    r
 }

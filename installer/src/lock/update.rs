@@ -44,7 +44,7 @@ pub struct Args {
     /// Print the new lockfile instead of writing it.
     #[arg(long)]
     pub dry_run: bool,
-    /// Limit for each uv run, seconds.
+    /// Limit for each uv run, seconds (at most a week).
     #[arg(long, default_value_t = 900)]
     pub timeout: u64,
 }
@@ -302,7 +302,7 @@ fn compile_for(
         args.push("--exclude-newer".into());
         args.push(d.clone());
     }
-    let timeout = Duration::from_secs(a.timeout);
+    let timeout = crate::duration::secs(a.timeout);
     let run = |extra: &[String]| -> Result<DocumentMut> {
         let mut all = args.clone();
         all.extend_from_slice(extra);

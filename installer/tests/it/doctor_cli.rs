@@ -475,3 +475,57 @@ fn every_corpus_file_gives_a_json_report_and_exit_0_or_1() {
     // The corpus holds broken machines and working ones: both outcomes occur.
     assert!(exits[0] > 0 && exits[1] > 0, "exit codes {exits:?}");
 }
+
+/// Issue 28 item 5: a `--sysroot` capture whose `.greta/dev-nodes` is a
+/// FIFO said "/dev/kfd does not exist" (`kfd.missing`, exit 1), and one
+/// whose `.greta/id` is garbage dropped `kfd.permission` and exited 0. An
+/// unreadable capture file is unknown: a note names it, no finding comes
+/// of it, and with nothing else failing the exit code is 2 (undecided).
+#[test]
+fn sysroot_with_an_unreadable_capture_file_is_undecided() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../probe/tests/sysroots/phoenix-apu");
+    let tmp = tempfile::tempdir().unwrap();
+    let cp = Command::new("cp")
+        .arg("-a")
+        .arg(&src)
+        .arg(tmp.path().join("m"))
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let m = tmp.path().join("m");
+    let sysroot = |m: &Path| {
+        greta()
+            .args(["doctor", "--json", "--sysroot"])
+            .arg(m)
+            .output()
+            .unwrap()
+    };
+    // The control: the intact capture fails on permissions.
+    let intact = sysroot(&m);
+    assert_eq!(intact.status.code(), Some(1));
+    assert!(finding_ids(&json(&intact)).contains(&"kfd.permission"));
+
+    let nodes = m.join(".greta/dev-nodes");
+    std::fs::remove_file(&nodes).unwrap();
+    let c = std::ffi::CString::new(nodes.to_str().unwrap()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let o = sysroot(&m);
+    let v = json(&o);
+    assert!(!finding_ids(&v).contains(&"kfd.missing"), "{v}");
+    assert_eq!(o.status.code(), Some(2), "{v}");
+    assert_eq!(v["summary"]["exit_code"], 2);
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains(".greta/dev-nodes") && notes.contains("FIFO"),
+        "{notes}"
+    );
+
+    std::fs::remove_file(&nodes).unwrap();
+    std::fs::copy(src.join(".greta/dev-nodes"), &nodes).unwrap();
+    std::fs::write(m.join(".greta/id"), "garbage id line\n").unwrap();
+    let o = sysroot(&m);
+    let v = json(&o);
+    assert_eq!(o.status.code(), Some(2), "{v}");
+    assert!(v["notes"].to_string().contains(".greta/id"), "{v}");
+}

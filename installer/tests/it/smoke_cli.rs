@@ -592,3 +592,174 @@ fn a_fifo_pipeline_cache_is_ignored_with_a_plain_warning() {
     );
     assert!(!run.stderr.contains('\x1b'), "ANSI codes: {:?}", run.stderr);
 }
+
+/// A spec row for lavapipe whose figures put every spec floor at 1/8 of the
+/// rates `clean` measured (the streaming floor is 0.5 of the bandwidth,
+/// norms 0.45, f32 GEMM 0.35, f16 GEMM 0.15: docs/smoke.md).
+fn lavapipe_specs(dir: &Path, clean: &Report) -> PathBuf {
+    let rate = |id: &str| {
+        clean.devices[0]
+            .gates
+            .iter()
+            .find(|g| g.id == id)
+            .and_then(|g| g.metrics.as_ref()?.rate)
+            .unwrap_or_else(|| panic!("{id} measured"))
+    };
+    let bw = (rate("copy.16m") / 8.0 / 0.5).min(rate("softmax.256x1024") / 8.0 / 0.45);
+    let text = format!(
+        "schema_version = 1\n[[device]]\nmodel = \"lavapipe test row\"\nvendor = \"mesa\"\narch = \"llvmpipe\"\n\
+         match = [\"llvmpipe\"]\nmem_bw_gbs = {bw:e}\nfp32_tflops = {:e}\nfp16_dense_tflops = {:e}\nbf16_dense_tflops = 1.0\n\
+         confidence = \"test\"\nsource = [\"https://docs.mesa3d.org/drivers/llvmpipe.html\"]\n\
+         figures_from = \"this test's clean run\"\nnotes = \"test only\"\n",
+        rate("gemm_f32.256") / 8.0 / 0.35,
+        rate("gemm_f16.256") / 8.0 / 0.15,
+    );
+    let p = dir.join("specs.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Issue 22, part 3: a device seen for the first time (no `--baseline`, no
+/// measured class) gets floors from its spec sheet in `perf`. Lavapipe is
+/// unknown to the built-in specs (the run says so and holds no spec floor);
+/// given a row through GRETA_SPECS it is held to the spec floors and passes
+/// them, and the injected slow fault fails them on this single device
+/// (before this change the same slow run passed: nothing held it).
+#[test]
+fn spec_floors_hold_a_device_seen_for_the_first_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let gates = [
+        "--profile",
+        "perf",
+        "--gate",
+        "copy.16m",
+        "--gate",
+        "softmax.256x1024",
+        "--gate",
+        "gemm_f32.256",
+        "--gate",
+        "gemm_f16.256",
+        "--repeat",
+        "2",
+    ];
+    let (run, clean) = json_run(&gates, &[("GRETA_SPECS", "")], dir.path());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let d = &clean.devices[0];
+    assert!(d
+        .gates
+        .iter()
+        .all(|g| g.floor.is_none() && g.spec.is_none()));
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.contains("no spec figures for this device")
+                && n.contains("smoke/data/specs.toml")
+                && n.contains("no spec floors")),
+        "{:?}",
+        d.notes
+    );
+    assert!(!run.stderr.contains("of_spec"), "{}", run.stderr);
+
+    let specs = lavapipe_specs(dir.path(), &clean);
+    let env = [("GRETA_SPECS", specs.to_str().unwrap())];
+    let (run, r) = json_run(&gates, &env, dir.path());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for g in &r.devices[0].gates {
+        let f = g.floor.as_ref().expect("a spec floor");
+        assert!(f.passed, "{}", g.id);
+        assert!(
+            f.source.starts_with("spec lavapipe test row "),
+            "{}",
+            f.source
+        );
+        let s = g.spec.as_ref().unwrap();
+        let rate = g.metrics.as_ref().unwrap().rate.unwrap();
+        let frac = g.spec_fraction.unwrap();
+        assert!((frac / (rate / s.figure) - 1.0).abs() < 1e-12, "{frac}");
+        // Every floor sits at 1/8 of the clean run's rate or below.
+        assert!(frac >= f.fraction, "{} at {frac} of spec", g.id);
+    }
+    let fractions: Vec<f64> = r.devices[0]
+        .gates
+        .iter()
+        .map(|g| g.floor.as_ref().unwrap().fraction)
+        .collect();
+    assert_eq!(fractions, [0.5, 0.35, 0.45, 0.15]); // copy, gemm_f32, softmax, gemm_f16
+    assert!(r.devices[0]
+        .notes
+        .iter()
+        .any(|n| n.contains("spec figures: lavapipe test row")
+            && n.contains("matched by name \"llvmpipe\"")));
+    assert!(run.stderr.contains("of_spec"), "{}", run.stderr);
+
+    // The injected slow fault: every time F x, F four times what the
+    // gate furthest above its floor needs (copy's floor sits lowest: one
+    // bandwidth figure serves copy and softmax, and lavapipe's softmax is
+    // far slower). Each f32 gate falls under its spec floor; the f16 gate
+    // then does not run (f32 gates failed), so it is held alone.
+    let factor = r.devices[0]
+        .gates
+        .iter()
+        .map(|g| g.metrics.as_ref().unwrap().rate.unwrap() / g.floor.as_ref().unwrap().limit)
+        .fold(0.0f64, f64::max)
+        * 4.0;
+    assert!(factor < 1e6, "{factor}");
+    let inject = format!("slow:0:{factor:.0}");
+    let slow = [&gates[..], &["--inject", &inject]].concat();
+    let (run, r) = json_run(&slow, &env, dir.path());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(r.status, RunStatus::Fail);
+    for g in &r.devices[0].gates[..3] {
+        assert_eq!(g.status, GateStatus::Fail, "{}", g.id);
+        let why = g.reason.as_deref().unwrap();
+        assert!(
+            why.contains("under the floor") && why.contains("from spec lavapipe test row"),
+            "{why}"
+        );
+    }
+    assert_eq!(r.devices[0].gates[3].status, GateStatus::Skip);
+    let f16 = [
+        "--profile",
+        "perf",
+        "--gate",
+        "gemm_f16.256",
+        "--repeat",
+        "2",
+        "--inject",
+        "slow:0:100",
+    ];
+    let (run, r) = json_run(&f16, &env, dir.path());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let why = r.devices[0].gates[0].reason.as_deref().unwrap();
+    assert!(why.contains("fp16_dense_tflops (f16 GEMM class"), "{why}");
+
+    // Outside perf: fractions of spec, no floors.
+    let (run, r) = json_run(
+        &[
+            "--profile",
+            "default",
+            "--gate",
+            "copy.16m",
+            "--repeat",
+            "2",
+            "--inject",
+            "slow:0:100",
+        ],
+        &env,
+        dir.path(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let g = &r.devices[0].gates[0];
+    assert!(g.floor.is_none() && g.spec_fraction.is_some());
+
+    // A bad specs file decides nothing: exit 2 naming file:line.
+    std::fs::write(&specs, "schema_version = 1\n[[device]]\nmodel = 3\n").unwrap();
+    let run = greta(
+        &["--device", "cpu", "--profile", "ultrasafe"],
+        &env,
+        dir.path(),
+    );
+    assert_eq!(run.code, 2);
+    let want = format!("{}:3:", specs.display());
+    assert!(run.stderr.contains(&want), "wants {want}: {}", run.stderr);
+}

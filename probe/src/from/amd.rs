@@ -135,6 +135,172 @@ pub fn gfx_from_codename(code: &str) -> Option<String> {
         .map(|(_, g)| g.to_string())
 }
 
+/// The gfx target table of `probe/gfx-targets.toml` (see its header): what a
+/// paste implies when no tool printed the target.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GfxTargets {
+    device: Vec<DeviceRange>,
+    codename: Vec<Named>,
+    ip: Vec<GcIp>,
+    name: Vec<Named>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeviceRange {
+    first: u16,
+    last: u16,
+    #[allow(dead_code)] // documentation in the data file
+    chip: String,
+    gfx: String,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Named {
+    name: String,
+    gfx: String,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GcIp {
+    gc: String,
+    gfx: String,
+}
+
+const GFX_TARGETS_TOML: &str = include_str!("../../gfx-targets.toml");
+
+fn parse_gfx_targets(text: &str) -> Result<GfxTargets, String> {
+    let t: GfxTargets = toml::from_str(text).map_err(|e| e.to_string())?;
+    let ok = |g: &str| find_gfx(g).as_deref() == Some(g);
+    for d in &t.device {
+        if d.first > d.last || !ok(&d.gfx) {
+            return Err(format!(
+                "device range {:#06x}..={:#06x}: bad",
+                d.first, d.last
+            ));
+        }
+        if let Some(o) = t
+            .device
+            .iter()
+            .find(|o| !std::ptr::eq(*o, d) && o.first <= d.last && d.first <= o.last)
+        {
+            return Err(format!(
+                "device ranges overlap: {:#06x} and {:#06x}",
+                d.first, o.first
+            ));
+        }
+    }
+    for n in t.codename.iter().chain(&t.name) {
+        if n.name.is_empty() || !ok(&n.gfx) {
+            return Err(format!("{}: bad entry", n.name));
+        }
+    }
+    for i in &t.ip {
+        if i.gc.split('.').count() != 3 || !ok(&i.gfx) {
+            return Err(format!("gc {}: bad entry", i.gc));
+        }
+    }
+    Ok(t)
+}
+
+fn gfx_targets() -> &'static GfxTargets {
+    static T: std::sync::OnceLock<GfxTargets> = std::sync::OnceLock::new();
+    T.get_or_init(|| {
+        parse_gfx_targets(GFX_TARGETS_TOML).expect("embedded gfx-targets.toml is valid")
+    })
+}
+
+/// An AMD PCI device id to its gfx target (0x744c -> gfx1100).
+pub fn gfx_from_device_id(device: u16) -> Option<String> {
+    gfx_targets()
+        .device
+        .iter()
+        .find(|d| (d.first..=d.last).contains(&device))
+        .map(|d| d.gfx.clone())
+}
+
+/// A chip codename in any case (RENOIR, yellow_carp) to its gfx target.
+pub fn gfx_from_chip(code: &str) -> Option<String> {
+    gfx_from_codename(code).or_else(|| {
+        gfx_targets()
+            .codename
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(code))
+            .map(|c| c.gfx.clone())
+    })
+}
+
+/// The gfx target a firmware file name implies: `amdgpu/gc_11_0_0_mes.bin`
+/// (graphics IP 11.0.0) or `amdgpu/carrizo_pfp.bin` (the chip's codename,
+/// the longest one that prefixes the name).
+pub fn gfx_from_firmware(line: &str) -> Option<String> {
+    let p = line.find("amdgpu/")? + 7;
+    let file: String = line[p..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if let Some(ip) = file.strip_prefix("gc_") {
+        let v: Vec<&str> = ip.split('_').take(3).collect();
+        let v = v.join(".");
+        return gfx_targets()
+            .ip
+            .iter()
+            .find(|i| i.gc == v)
+            .map(|i| i.gfx.clone());
+    }
+    let names = RADV_CODENAMES
+        .iter()
+        .map(|(c, _)| *c)
+        .chain(gfx_targets().codename.iter().map(|c| c.name.as_str()));
+    names
+        .filter(|c| file.starts_with(&format!("{}_", c.to_ascii_lowercase())))
+        .max_by_key(|c| c.len())
+        .and_then(gfx_from_chip)
+}
+
+/// "amdgpu: ATOM BIOS: 113-RAVEN-114" -> gfx902 (the part name carries the chip).
+pub fn gfx_from_atom_bios(line: &str) -> Option<String> {
+    let p = line.find("ATOM BIOS: ")? + 11;
+    line[p..]
+        .split(['-', ' '])
+        .skip(1)
+        .take(2)
+        .find_map(gfx_from_chip)
+}
+
+/// An integrated GPU's marketing name that only one chip carries
+/// ("AMD Radeon(TM) 890M Graphics" -> gfx1150).
+pub fn gfx_from_marketing_name(name: &str) -> Option<String> {
+    let words: Vec<&str> = name
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    gfx_targets()
+        .name
+        .iter()
+        .find(|n| words.iter().any(|w| w.eq_ignore_ascii_case(&n.name)))
+        .map(|n| n.gfx.clone())
+}
+
+/// A ROCm/HIP version in its build-number form to the release it names:
+/// `3.7.20315-077bcfa0` and `5.7.31921` -> `3.7`, `5.7` (the third number
+/// is a build, not a patch level); `7.2.1` stays `7.2.1`.
+pub fn rocm_release(v: &str) -> String {
+    let v = v.trim().trim_matches(['\'', '"']);
+    let core = v.split(['-', '+', ' ']).next().unwrap_or(v);
+    let parts: Vec<&str> = core.split('.').collect();
+    match parts.as_slice() {
+        [a, b, c, ..] if c.len() >= 4 && c.bytes().all(|x| x.is_ascii_digit()) => {
+            format!("{a}.{b}")
+        }
+        _ => core.to_string(),
+    }
+}
+
 /// "AMD Radeon Graphics (RADV GFX1201)" -> gfx1201.
 pub fn gfx_from_radv_name(name: &str) -> Option<String> {
     let start = name.find("(RADV ")? + 6;
@@ -304,6 +470,59 @@ mod tests {
         )
         .is_err());
         assert!(parse_supplement("[[device]]\nvendor = 1\ndevice = 2\nname = \"x\"\n").is_err());
+    }
+
+    #[test]
+    fn rocm_release_of_build_numbers() {
+        assert_eq!(rocm_release("3.7.20315-077bcfa0"), "3.7");
+        assert_eq!(rocm_release("'3.0.19493-36529b1'"), "3.0");
+        assert_eq!(rocm_release("5.7.31921"), "5.7");
+        assert_eq!(rocm_release("7.2.1"), "7.2.1");
+        assert_eq!(rocm_release("6.4.43482-0f2d60242"), "6.4");
+    }
+
+    #[test]
+    fn gfx_targets_table_is_valid_and_answers() {
+        parse_gfx_targets(GFX_TARGETS_TOML).unwrap();
+        assert!(parse_gfx_targets(
+            "device = []\ncodename = []\nip = []\nname = [{name = \"x\", gfx = \"nope\"}]\n"
+        )
+        .is_err());
+        assert!(parse_gfx_targets("codename = []\nip = []\nname = []\n[[device]]\nfirst = 2\nlast = 9\nchip = \"a\"\ngfx = \"gfx900\"\n[[device]]\nfirst = 9\nlast = 9\nchip = \"b\"\ngfx = \"gfx900\"\n").unwrap_err().contains("overlap"));
+        assert_eq!(gfx_from_device_id(0x744c).as_deref(), Some("gfx1100"));
+        assert_eq!(gfx_from_device_id(0x66a1).as_deref(), Some("gfx906"));
+        assert_eq!(gfx_from_device_id(0x7551).as_deref(), Some("gfx1201"));
+        assert_eq!(gfx_from_device_id(0x1234), None);
+        assert_eq!(gfx_from_chip("yellow_carp").as_deref(), Some("gfx1035"));
+        assert_eq!(gfx_from_chip("RENOIR").as_deref(), Some("gfx90c"));
+        for (l, g) in [
+            (
+                "Direct firmware load for amdgpu/carrizo_pfp.bin failed with error -2",
+                "gfx801",
+            ),
+            (
+                "mc: Failed to load firmware \"amdgpu/polaris12_mc.bin\"",
+                "gfx803",
+            ),
+            ("loading amdgpu/gc_11_0_1_mes_2.bin", "gfx1103"),
+            ("amdgpu/yellow_carp_dmcub.bin", "gfx1035"),
+        ] {
+            assert_eq!(gfx_from_firmware(l).as_deref(), Some(g), "{l}");
+        }
+        assert_eq!(gfx_from_firmware("amdgpu/psp_13_0_8_toc.bin"), None);
+        assert_eq!(
+            gfx_from_atom_bios("amdgpu: ATOM BIOS: 113-RAVEN-114").as_deref(),
+            Some("gfx902")
+        );
+        assert_eq!(
+            gfx_from_atom_bios("amdgpu: ATOM BIOS: 113-REMBRANDT-X37").as_deref(),
+            Some("gfx1035")
+        );
+        assert_eq!(
+            gfx_from_marketing_name("AMD Radeon(TM) 890M Graphics").as_deref(),
+            Some("gfx1150")
+        );
+        assert_eq!(gfx_from_marketing_name("AMD Radeon RX 7900 XTX"), None);
     }
 
     #[test]

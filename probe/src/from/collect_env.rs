@@ -106,7 +106,30 @@ pub fn parse(text: &str) -> Facts {
         f.python.frameworks.push(t);
     }
     if rocm_build.is_some() {
-        f.rocm.version = hip_runtime.clone().or(rocm_build.clone());
+        // A GPU named only by its id ("GPU models and configuration: Device
+        // 66a1", old ROCm builds) is an AMD one when torch was built for ROCm.
+        for g in f.gpus.iter_mut().filter(|g| g.vendor == Vendor::Other) {
+            if let Some(id) = g
+                .name
+                .strip_prefix("Device ")
+                .filter(|h| h.len() == 4)
+                .and_then(|h| u16::from_str_radix(h, 16).ok())
+            {
+                g.vendor = Vendor::Amd;
+                g.vendor_id = Some(super::amd::AMD);
+                g.device_id = Some(id);
+            }
+        }
+    }
+    if let Some(build) = &rocm_build {
+        // The ROCm release is the build's (3.7.20315-077bcfa0 is ROCm 3.7);
+        // the HIP runtime version says it more precisely only when it is of
+        // the same release (HIP 3.18 shipped in ROCm 3.7).
+        let release = super::amd::rocm_release(build);
+        f.rocm.version = match &hip_runtime {
+            Some(h) if super::amd::rocm_release(h).starts_with(&release) => Some(h.clone()),
+            _ => Some(release),
+        };
         f.rocm.hip_version = hip_runtime;
         f.rocm.runtime_sees_gpu = cuda_available;
     }

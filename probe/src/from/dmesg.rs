@@ -5,27 +5,121 @@
 use super::amd::{self, parse_id};
 use crate::facts::{Facts, Gpu, KernelDriver, Vendor};
 
-/// The kernel message of one log line: without dmesg's `[    1.234]`
-/// stamp, journald/syslog's `Jun 6 08:00:03 host kernel: ` or a bare
-/// `kernel: ` prefix (`/var/log/dmesg`). Lines pasted with `dmesg -t` or
-/// `journalctl -o cat` have none of these and are returned as they are.
-fn strip_stamp(l: &str) -> &str {
+/// The kernel message of one log line, without whatever the tool that
+/// showed the log put before it, in any order and nesting: dmesg's
+/// `[    1.234]` stamp, `dmesg -H`'s `[Dez26 08:58]` / `[  +0,000007]`,
+/// a `<6>` priority, journald/syslog's `Jun 6 08:00:03 host kernel: ` (also
+/// with ISO times), `dmesg -x`'s `kern  :info  : `, `talosctl dmesg`'s
+/// `host: kern:    info: [2026-01-06T19:44:53.769Z]: `, a bare `kernel: `
+/// and `grep -n`'s `3118:`. Lines pasted with `dmesg -t` or `journalctl -o
+/// cat` have none of these and are returned as they are.
+pub(crate) fn strip_stamp(l: &str) -> &str {
     let mut t = l.trim_start();
-    if t.starts_with('[') {
-        if let Some(p) = t.find(']') {
-            let inner = t[1..p].trim();
-            if inner.contains('.') && inner.replace('.', "").bytes().all(|b| b.is_ascii_digit()) {
-                t = t[p + 1..].trim_start();
+    // Each pass removes one layer; a layer never grows the line, so this ends.
+    for _ in 0..8 {
+        let before = t.len();
+        t = strip_line_number(t);
+        t = strip_priority(t);
+        t = strip_bracket_stamp(t);
+        t = strip_kern_level(t);
+        t = strip_kernel_tag(t);
+        if t.len() == before {
+            break;
+        }
+    }
+    t
+}
+
+/// `grep -n`'s `3118:` (not a time such as `12:58:23`).
+fn strip_line_number(t: &str) -> &str {
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || digits > 9 || t.as_bytes().get(digits) != Some(&b':') {
+        return t;
+    }
+    let rest = &t[digits + 1..];
+    let b = rest.as_bytes();
+    let time_like = b.len() >= 3 && b[0].is_ascii_digit() && b[1].is_ascii_digit() && b[2] == b':';
+    if time_like {
+        t
+    } else {
+        rest.trim_start()
+    }
+}
+
+/// Syslog's `<6>` priority.
+fn strip_priority(t: &str) -> &str {
+    let b = t.as_bytes();
+    // Bytes, not a str slice: the fifth byte may sit inside a multi-byte
+    // character (a fuzzed paste panicked on `t[..5]`).
+    if b.len() >= 3 && b[0] == b'<' && b[1].is_ascii_digit() {
+        if let Some(p) = b[..b.len().min(5)].iter().position(|&c| c == b'>') {
+            if b[1..p].iter().all(u8::is_ascii_digit) {
+                return t[p + 1..].trim_start();
             }
         }
     }
+    t
+}
+
+/// A leading stamp in brackets: `[ 1.234]`, `[Dez26 08:58]`, `[  +0,000007]`,
+/// `[2026-01-06T19:44:53.769Z]:`. Never a driver's own tag (`[drm:...]`,
+/// `[gfxhub]`): a stamp holds a digit and only stamp characters.
+fn strip_bracket_stamp(t: &str) -> &str {
+    if !t.starts_with('[') {
+        return t;
+    }
+    let Some(p) = t.find(']') else { return t };
+    let inner = t[1..p].trim();
+    let stamp = !inner.is_empty()
+        && inner.len() <= 40
+        && inner.bytes().any(|b| b.is_ascii_digit())
+        && !inner.starts_with("drm")
+        && inner
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b" .,:+-_/".contains(&b));
+    if !stamp {
+        return t;
+    }
+    let rest = t[p + 1..].trim_start();
+    rest.strip_prefix(':').unwrap_or(rest).trim_start()
+}
+
+/// `kern  :info  : ` (`dmesg -x`) and `host: kern:    info: ` (talosctl).
+fn strip_kern_level(t: &str) -> &str {
+    let Some(p) = t.find("kern") else { return t };
+    // Only a host name (one word and its colon) may come before it.
+    let head = t[..p].trim_end();
+    if !(head.is_empty() || (head.ends_with(':') && !head[..head.len() - 1].contains(' '))) {
+        return t;
+    }
+    let r = t[p + 4..].trim_start();
+    let Some(r) = r.strip_prefix(':') else {
+        return t;
+    };
+    let r = r.trim_start();
+    let level = r.bytes().take_while(u8::is_ascii_alphabetic).count();
+    if level == 0 || level > 7 {
+        return t;
+    }
+    let after = r[level..].trim_start();
+    match after.strip_prefix(':') {
+        Some(rest) => rest.trim_start(),
+        None => t,
+    }
+}
+
+/// journald/syslog's `Jun 6 08:00:03 host kernel: ` (any time format, no
+/// `[` or message before it) and a bare `kernel: `.
+fn strip_kernel_tag(t: &str) -> &str {
+    if let Some(r) = t.strip_prefix("kernel: ") {
+        return r;
+    }
     if let Some(p) = t.find(" kernel: ") {
-        // syslog/journal prefix: "Jun 6 08:00:03 host kernel: ..." (no '[' or ':' message before it)
-        if !t[..p].contains('[') && matches!(t[..p].matches(':').count(), 0 | 2) {
-            t = &t[p + 9..];
+        let head = &t[..p];
+        // A stamp and a host, never a message ("amdgpu: ... kernel: ").
+        if !head.contains('[') && !head.contains(": ") && head.split_whitespace().count() <= 5 {
+            return &t[p + 9..];
         }
-    } else if let Some(r) = t.strip_prefix("kernel: ") {
-        t = r;
     }
     t
 }
@@ -128,6 +222,11 @@ pub fn parse(text: &str) -> Facts {
     } else {
         amdgpu.gpus
     };
+    for g in &mut f.gpus {
+        if g.integrated.is_none() && g.gfx.is_none() && looks_integrated(g) {
+            g.integrated = Some(true);
+        }
+    }
     f
 }
 
@@ -212,6 +311,37 @@ fn line_bdf(s: &str) -> String {
     }
 }
 
+/// A line of amdgpu giving up on a device.
+fn fails_bring_up(s: &str) -> bool {
+    let l = s.to_ascii_lowercase();
+    [
+        "invalid ip discovery",
+        "fatal error during gpu init",
+        "amdgpu_device_ip_init failed",
+        "discovery failed",
+        "failed to load ucode",
+    ]
+    .iter()
+    .any(|m| l.contains(m))
+}
+
+/// "[drm] amdgpu: 512M of VRAM memory ready" -> 512 (`kind` VRAM or GTT).
+fn ready_mib(s: &str, kind: &str) -> Option<u64> {
+    let p = s.find(&format!("M of {kind} memory ready"))?;
+    let head = &s[..p];
+    // The digits just before; counted in bytes, since the character before
+    // them may be several bytes long (a fuzzed paste panicked on `i + 1`).
+    let digits = head.bytes().rev().take_while(u8::is_ascii_digit).count();
+    head[head.len() - digits..].parse().ok()
+}
+
+/// An integrated GPU by its memory when nothing named the chip: amdgpu
+/// gives an APU a small carve-out (512 MiB or less by default) and a GTT
+/// many times larger (half of RAM); no discrete GPU amdgpu drives has that.
+fn looks_integrated(g: &Gpu) -> bool {
+    matches!((g.vram_bytes, g.gtt_bytes), (Some(v), Some(t)) if v <= 512 << 20 && t >= 4 << 30)
+}
+
 /// The GPUs amdgpu's own lines describe, in the order they appear.
 #[derive(Default)]
 struct AmdgpuLines {
@@ -250,16 +380,60 @@ impl AmdgpuLines {
                 g.subsystem_device_id = Some(sd);
             }
             g.revision = m.revision;
-            if let Some(gfx) = m.code.and_then(amd::gfx_from_codename) {
+            if let Some(gfx) = m.code.and_then(amd::gfx_from_chip) {
                 g.gfx = Some(gfx);
             }
             self.last = Some(i);
             return;
         }
+        // A bring-up failure names a GPU even when no line gave its address
+        // ("amdgpu: get invalid ip discovery binary signature").
+        if self.gpus.is_empty() && s.starts_with("amdgpu") && fails_bring_up(s) {
+            let i = self.push(None);
+            self.gpus[i].kernel_driver = None;
+            self.last = Some(i);
+        }
+        // The chip, when no modesetting line named it: a firmware file
+        // (`amdgpu/carrizo_pfp.bin`, `amdgpu/gc_11_0_0_mes.bin`) or the ATOM
+        // BIOS part name (`113-RAVEN-114`).
+        let implied = if s.contains("amdgpu/") {
+            amd::gfx_from_firmware(s)
+        } else if s.contains("ATOM BIOS: ") {
+            amd::gfx_from_atom_bios(s)
+        } else {
+            None
+        };
+        if let Some(gfx) = implied {
+            let i = match cur.or(self.last) {
+                Some(i) => i,
+                None => self.push(None),
+            };
+            self.gpus[i].gfx.get_or_insert(gfx);
+            self.last = Some(i);
+        }
         if let (Some(i), Some(mb)) = (cur.or(self.last), vram_mib(s)) {
             if s.contains("drmn") || s.contains("amdgpu") {
                 self.gpus[i].vram_bytes.get_or_insert(mb << 20);
             }
+        }
+        // "[drm] amdgpu: 512M of VRAM memory ready", "... 12288M of GTT
+        // memory ready.": amdgpu's own sizes, pasted even without the lines
+        // that name the device.
+        for (kind, is_vram) in [("VRAM", true), ("GTT", false)] {
+            let Some(mb) = ready_mib(s, kind) else {
+                continue;
+            };
+            let i = match cur.or(self.last) {
+                Some(i) => i,
+                None => self.push(None),
+            };
+            let g = &mut self.gpus[i];
+            if is_vram {
+                g.vram_bytes.get_or_insert(mb << 20);
+            } else {
+                g.gtt_bytes.get_or_insert(mb << 20);
+            }
+            self.last = Some(i);
         }
     }
 
@@ -292,5 +466,58 @@ impl AmdgpuLines {
             ..Gpu::default()
         });
         self.gpus.len() - 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_priority_tag_next_to_a_multibyte_character_is_not_a_panic() {
+        // `<123` then a two-byte character across byte 5.
+        assert_eq!(strip_priority("<123\u{e9}> x"), "<123\u{e9}> x");
+        assert_eq!(strip_priority("<6>amdgpu: x"), "amdgpu: x");
+        assert_eq!(strip_priority("<12>\u{e9}"), "\u{e9}");
+    }
+
+    #[test]
+    fn memory_ready_lines_size_the_gpu() {
+        let f = parse("[    4.258469] [drm] amdgpu: 512M of VRAM memory ready\n[    4.258473] [drm] amdgpu: 12288M of GTT memory ready.\n");
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].vram_bytes, Some(512 << 20));
+        assert_eq!(f.gpus[0].gtt_bytes, Some(12288 << 20));
+        assert_eq!(f.gpus[0].integrated, Some(true));
+        // A discrete card's sizes are not an APU's.
+        let d = parse("[drm] amdgpu: 24560M of VRAM memory ready\n[drm] amdgpu: 15999M of GTT memory ready.\n");
+        assert_eq!(d.gpus[0].integrated, None);
+    }
+
+    #[test]
+    fn every_log_prefix_is_stripped() {
+        let msg = "amdgpu 0000:03:00.0: amdgpu: GPU reset begin!";
+        for l in [
+            "[ 2385.929254] amdgpu 0000:03:00.0: amdgpu: GPU reset begin!",
+            "<6>[ 2385.929254] amdgpu 0000:03:00.0: amdgpu: GPU reset begin!",
+            "Oct  7 12:58:23 Ubuntu-Desktop kernel: [ 2237.944732] amdgpu 0000:03:00.0: amdgpu: GPU reset begin!",
+            "nov 04 13:30:18 odys25 kernel: amdgpu 0000:03:00.0: amdgpu: GPU reset begin!",
+            "2024-05-26T18:09:55+02:00 fedora kernel: amdgpu 0000:03:00.0: amdgpu: GPU reset begin!",
+            "[Dez26 08:58] amdgpu 0000:03:00.0: amdgpu: GPU reset begin!",
+            "[  +0,000007] amdgpu 0000:03:00.0: amdgpu: GPU reset begin!",
+            "kern  :info  : [    4.123] amdgpu 0000:03:00.0: amdgpu: GPU reset begin!",
+            "192.168.0.35: kern:    info: [2026-01-06T19:44:53.769694477Z]: amdgpu 0000:03:00.0: amdgpu: GPU reset begin!",
+            "3118:192.168.0.35: kern: warning: [2026-01-06T19:44:54.899360477Z]: amdgpu 0000:03:00.0: amdgpu: GPU reset begin!",
+            "kernel: amdgpu 0000:03:00.0: amdgpu: GPU reset begin!",
+            "   amdgpu 0000:03:00.0: amdgpu: GPU reset begin!",
+        ] {
+            assert_eq!(strip_stamp(l), msg, "{l}");
+        }
+        // Driver tags and times are not stamps.
+        let tag = "[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring sdma0 timeout";
+        assert_eq!(strip_stamp(tag), tag);
+        assert_eq!(strip_stamp("[gfxhub] page fault"), "[gfxhub] page fault");
+        assert_eq!(strip_stamp("12:58:23 x"), "12:58:23 x");
+        let inner = "amdgpu: note kernel: x";
+        assert_eq!(strip_stamp(inner), inner);
     }
 }

@@ -10,17 +10,44 @@ use greta_vocab::VkFamily;
 
 pub fn recognise(text: &str) -> bool {
     text.lines().any(|l| {
-        (l.starts_with("ggml_vulkan: ") && l.contains(" = ")) || old_vulkan_line(l).is_some()
+        (l.starts_with("ggml_vulkan: ") && l.contains(" = "))
+            || old_vulkan_line(l).is_some()
+            || hip_device_line(l).is_some()
     }) || text.contains("ggml_cuda_init: found")
         || text.contains("ggml_init_cublas: found")
 }
 
-/// Older builds print `Vulkan0: NAME (driver) | uma: 0 | ...`.
+/// Older builds print `Vulkan0: NAME (driver) | uma: 0 | ...`; `llama-server
+/// --list-devices` and current logs `Vulkan0: NAME (driver) (29696 MiB,
+/// 28598 MiB free)`. The description without the memory group.
 fn old_vulkan_line(l: &str) -> Option<&str> {
-    let rest = l.strip_prefix("Vulkan")?;
+    let rest = l.trim_start().strip_prefix("Vulkan")?;
     let (idx, desc) = rest.split_once(": ")?;
-    (!idx.is_empty() && idx.bytes().all(|b| b.is_ascii_digit()) && desc.contains(" | "))
-        .then_some(desc)
+    if idx.is_empty() || !idx.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if desc.contains(" | ") {
+        return Some(desc);
+    }
+    let d = desc.trim_end();
+    if d.ends_with("MiB free)") {
+        return d.rfind(" (").map(|p| &d[..p]);
+    }
+    None
+}
+
+/// ggml's HIP device line, also pasted without the `ggml_cuda_init: found
+/// N ROCm devices` line above it: `Device 0: AMD Radeon 860M Graphics,
+/// gfx1152 (0x1152), VMM: no, Wave Size: 32`. The text after `Device N: `.
+fn hip_device_line(l: &str) -> Option<&str> {
+    let rest = l.trim().strip_prefix("Device ")?;
+    let (idx, rest) = rest.split_once(": ")?;
+    let gfx = rest.split(',').nth(1).and_then(find_gfx);
+    (!idx.is_empty()
+        && idx.bytes().all(|b| b.is_ascii_digit())
+        && gfx.is_some()
+        && rest.contains("VMM:"))
+    .then_some(rest)
 }
 
 pub fn parse(text: &str) -> Facts {
@@ -55,9 +82,10 @@ pub fn parse(text: &str) -> Facts {
             }
             continue;
         }
-        if let Some(rest) = line
-            .strip_prefix("ggml_cuda_init: found ")
-            .or_else(|| line.strip_prefix("ggml_init_cublas: found "))
+        // Also after a shell prompt pasted on the same line.
+        if let Some(rest) = ["ggml_cuda_init: found ", "ggml_init_cublas: found "]
+            .iter()
+            .find_map(|m| line.find(m).map(|p| &line[p + m.len()..]))
         {
             cuda_backend = Some(if rest.contains("ROCm") {
                 Vendor::Amd
@@ -67,7 +95,9 @@ pub fn parse(text: &str) -> Facts {
             continue;
         }
         let t = line.trim();
-        if let (Some(vendor), Some(rest)) = (cuda_backend, t.strip_prefix("Device ")) {
+        // A HIP device line names its gfx target: AMD even without the header.
+        let backend = cuda_backend.or(hip_device_line(t).map(|_| Vendor::Amd));
+        if let (Some(vendor), Some(rest)) = (backend, t.strip_prefix("Device ")) {
             let Some((_, rest)) = rest.split_once(": ") else {
                 continue;
             };
@@ -101,6 +131,9 @@ fn parse_vulkan_line(rest: &str) -> Option<VulkanDevice> {
     let head = fields.next()?.trim();
     // "NAME (driver)": the last parenthesised group is the driver name.
     let (name, kind) = match head.rfind(" (") {
+        // RADV names the chip in the device name itself: "AMD Radeon 780M
+        // Graphics (RADV PHOENIX)" is the device name, the driver RADV.
+        Some(p) if head[p + 2..].starts_with("RADV ") => (head.to_string(), VkFamily::Radv),
         Some(p) if head.ends_with(')') => {
             let drv = &head[p + 2..head.len() - 1];
             (head[..p].to_string(), kind_from_driver_id(drv))

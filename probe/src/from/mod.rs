@@ -173,6 +173,7 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
         files.push(report);
     }
     let mut facts = crate::merge::merge(parts);
+    implied_gfx(&mut facts);
     facts.sources = vec![format!(
         "from:{}",
         paths
@@ -182,6 +183,27 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
             .join(",")
     )];
     Ok(FromRun { facts, files })
+}
+
+/// What the pastes imply when no tool printed an AMD GPU's target (issue 25
+/// class 6): its PCI device id, else a marketing name only one chip
+/// carries (probe/gfx-targets.toml). Pasted text only, after every file is
+/// merged (so a printed target always wins): on a live machine or a
+/// capture the target comes from KFD, never from a table.
+fn implied_gfx(facts: &mut Facts) {
+    for g in &mut facts.gpus {
+        if g.gfx.is_some() || g.vendor != crate::facts::Vendor::Amd {
+            continue;
+        }
+        g.gfx = g
+            .device_id
+            .filter(|_| g.vendor_id.is_none_or(|v| v == amd::AMD))
+            .and_then(amd::gfx_from_device_id)
+            .or_else(|| amd::gfx_from_marketing_name(&g.name));
+        if g.integrated.is_none() && g.gfx.as_deref().is_some_and(amd::is_apu_target) {
+            g.integrated = Some(true);
+        }
+    }
 }
 
 fn known_formats() -> String {
@@ -412,7 +434,233 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     }
     let mut facts = crate::merge::merge(parts);
     facts.signals = crate::signals::scan(text, source);
+    refused_gpus(&mut facts, text);
+    bench_devices(&mut facts, text);
+    empty_device_list(&mut facts, text, source);
+    if formats.contains(&Format::Rocminfo) {
+        rocminfo_crash(&mut facts, text, source);
+    }
+    if facts.rocm.version.is_none() {
+        if let Some(v) = torch_version_hip(text) {
+            facts.rocm.version = Some(amd::rocm_release(&v));
+            facts.rocm.hip_version = Some(v);
+        } else {
+            facts.rocm.version = rocm_path_version(text);
+        }
+    }
+    if facts.wsl.is_none() && shows_wsl(text) {
+        facts.wsl = Some(true);
+    }
     (formats, facts)
+}
+
+/// The device line of ROCm's benchmark clients (rocblas-bench,
+/// hipblaslt-bench, ...): `Device ID 0 : AMD Radeon VII gfx906:sramecc+:xnack-`.
+fn bench_devices(facts: &mut Facts, text: &str) {
+    let mut seen: Vec<&str> = Vec::new();
+    for l in text.lines() {
+        let Some(rest) = l.trim().strip_prefix("Device ID ") else {
+            continue;
+        };
+        let Some((idx, desc)) = rest.split_once(" : ") else {
+            continue;
+        };
+        if idx.is_empty() || !idx.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Some(pos) = desc.find(" gfx") else {
+            continue;
+        };
+        let Some(gfx) = amd::find_gfx(desc[pos + 1..].split([':', ' ']).next().unwrap_or(""))
+        else {
+            continue;
+        };
+        let name = desc[..pos].trim().to_string();
+        // A log of several runs repeats the line: one GPU per device index.
+        if seen.contains(&idx) {
+            continue;
+        }
+        seen.push(idx);
+        facts.gpus.push(crate::facts::Gpu {
+            vendor: crate::facts::Vendor::Amd,
+            vendor_id: Some(amd::AMD),
+            name,
+            integrated: amd::is_apu_target(&gfx).then_some(true),
+            gfx: Some(gfx),
+            seen_by: vec!["rocm-bench".into()],
+            ..Default::default()
+        });
+    }
+}
+
+/// `llama-server --list-devices` printing `Available devices:` and no
+/// device after it (the next line is a prompt, or the paste ends): the
+/// ggml backends found no device at all, recorded as `vk-app-no-devices`
+/// for a Vulkan build (the paste names Vulkan), as llama.cpp's own "No
+/// devices found" line would be.
+fn empty_device_list(facts: &mut Facts, text: &str, source: &str) {
+    if !text.to_ascii_lowercase().contains("vulkan") {
+        return;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        if l.trim() != "Available devices:" {
+            continue;
+        }
+        let next = lines[i + 1..]
+            .iter()
+            .map(|x| x.trim())
+            .find(|x| !x.is_empty());
+        // A device line is "Backend0: NAME (...)"; anything else (a prompt,
+        // the end) means none was listed.
+        let device = next.is_some_and(|n| {
+            n.split_once(": ").is_some_and(|(b, _)| {
+                !b.is_empty()
+                    && b.bytes().last().is_some_and(|c| c.is_ascii_digit())
+                    && b.bytes().all(|c| c.is_ascii_alphanumeric())
+            })
+        });
+        if !device && !facts.signals.iter().any(|s| s.id == "vk-app-no-devices") {
+            facts.signals.push(crate::facts::Signal {
+                id: "vk-app-no-devices".into(),
+                source: source.to_string(),
+                line: Some(i + 1),
+                text: "llama-server --list-devices: Available devices: (none listed)".into(),
+            });
+        }
+    }
+}
+
+/// rocminfo calls nothing but the HSA runtime: its output ending in the
+/// shell's `Segmentation fault` (or an abort) is the runtime crashing
+/// (issue 25 class 8), recorded as the `hsa-runtime-crash` signal.
+fn rocminfo_crash(facts: &mut Facts, text: &str, source: &str) {
+    let crash = text.lines().enumerate().find(|(_, l)| {
+        let t = l.trim();
+        t.starts_with("Segmentation fault") || t.starts_with("Aborted (core dumped)")
+    });
+    if let Some((i, l)) = crash {
+        if !facts.signals.iter().any(|s| s.id == "hsa-runtime-crash") {
+            facts.signals.push(crate::facts::Signal {
+                id: "hsa-runtime-crash".into(),
+                source: source.to_string(),
+                line: Some(i + 1),
+                text: format!("rocminfo (the HSA runtime) crashed: {}", l.trim()),
+            });
+        }
+    }
+}
+
+/// The GPU an application's refusal names, when nothing else in the text
+/// listed it (issue 25 class 3): ollama's `gpu_type=gfx1150` (never its
+/// list of supported types), lemonade's `Unsupported GPU: gfx950`.
+fn refused_gpus(facts: &mut Facts, text: &str) {
+    let mut found: Vec<String> = Vec::new();
+    for s in &facts.signals {
+        if !matches!(s.id.as_str(), "app-gpu-refused" | "tool-gfx-unsupported") {
+            continue;
+        }
+        // The whole line: a signal keeps only its first 300 characters, and
+        // a log pasted as one line has the GPU far beyond them.
+        let line = s
+            .line
+            .and_then(|n| text.lines().nth(n.saturating_sub(1)))
+            .unwrap_or(&s.text);
+        let lc = line.to_ascii_lowercase();
+        let named = ["gpu_type=", "unsupported gpu: "]
+            .iter()
+            .find_map(|m| lc.find(m).map(|p| &lc[p + m.len()..]))
+            .and_then(|rest| amd::find_gfx(rest.split_whitespace().next().unwrap_or("")));
+        if let Some(g) = named {
+            if !found.contains(&g) {
+                found.push(g);
+            }
+        }
+    }
+    for g in found {
+        if facts
+            .gpus
+            .iter()
+            .any(|x| x.gfx.as_deref() == Some(g.as_str()))
+        {
+            continue;
+        }
+        facts.gpus.push(crate::facts::Gpu {
+            vendor: crate::facts::Vendor::Amd,
+            vendor_id: Some(amd::AMD),
+            integrated: amd::is_apu_target(&g).then_some(true),
+            gfx: Some(g),
+            seen_by: vec!["app".into()],
+            ..Default::default()
+        });
+    }
+}
+
+/// `torch.version.hip` asked in a Python session (`>>> torch.version.hip`
+/// then `'3.0.19493-36529b1'`, or `print(torch.version.hip)` then the bare
+/// version): the HIP/ROCm build the wheel was made with.
+fn torch_version_hip(text: &str) -> Option<String> {
+    let mut lines = text.lines();
+    while let Some(l) = lines.next() {
+        if !l.contains("torch.version.hip") {
+            continue;
+        }
+        // On the same line after the expression (`... hip: 6.2.41133`) or
+        // on the next non-empty line.
+        let same = l.split("torch.version.hip").nth(1).unwrap_or("");
+        let same = same.trim_start_matches([')', ':', ' ', '=']).trim();
+        let cand = if same.is_empty() {
+            lines.by_ref().map(str::trim).find(|x| !x.is_empty())?
+        } else {
+            same
+        };
+        let v = cand.trim_matches(['\'', '"']);
+        let b = v.as_bytes();
+        if b.first().is_some_and(u8::is_ascii_digit) && v.contains('.') && v.len() < 40 {
+            return Some(v.to_string());
+        }
+    }
+    None
+}
+
+/// The release in a versioned ROCm install path a paste shows (a library
+/// loaded from `/opt/rocm-7.1.1/lib/...`), when one release only appears.
+fn rocm_path_version(text: &str) -> Option<String> {
+    let mut found: Option<String> = None;
+    for (p, _) in text.match_indices("/opt/rocm-") {
+        let v: String = text[p + 10..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        let v = v.trim_end_matches('.').to_string();
+        if v.split('.').count() < 2 || v.split('.').any(str::is_empty) {
+            continue;
+        }
+        match &found {
+            Some(f) if *f != v => return None,
+            _ => found = Some(v),
+        }
+    }
+    found
+}
+
+/// What WSL2 leaves in any paste (issue 25 class 4): its kernel's name
+/// (`5.15.167.4-microsoft-standard-WSL2` in uname, a log or a path), the
+/// paravirtual GPU device `/dev/dxg`, ROCm's WSL bridge `librocdxg`, and
+/// rocminfo's own notice. There is no KFD there, by design.
+fn shows_wsl(text: &str) -> bool {
+    const HINTS: &[&str] = &[
+        "microsoft-standard-wsl",
+        "wsl environment detected",
+        "/dev/dxg",
+        "librocdxg",
+        "libdxcore.so",
+        "/usr/lib/wsl/lib",
+    ];
+    text.lines().any(|l| {
+        let l = l.to_ascii_lowercase();
+        HINTS.iter().any(|h| l.contains(h))
+    })
 }
 
 /// Every format whose markers `text` carries, most specific first.
@@ -586,6 +834,105 @@ mod tests {
     fn invalid_utf8_is_replaced_not_fatal() {
         let t = decode(b"Device Name \xff\xfe gfx1103\n").unwrap();
         assert!(t.contains("gfx1103"));
+    }
+
+    #[test]
+    fn wsl_is_seen_in_any_paste() {
+        for t in [
+            "Linux PC 5.15.167.4-microsoft-standard-WSL2 #1 SMP x86_64 GNU/Linux\n",
+            "crw-rw-rw- 1 root root 10, 125 Jun 1 10:00 /dev/dxg\n",
+            "hsa_signal_store_screlease not found - /opt/rocm-7.2.1/lib/librocdxg.so: undefined symbol\n",
+        ] {
+            assert_eq!(parse_text(t, "x").1.wsl, Some(true), "{t}");
+        }
+        assert_eq!(parse_text("Linux box 6.8.0-45-generic\n", "x").1.wsl, None);
+    }
+
+    #[test]
+    fn an_empty_device_list_is_no_vulkan_device() {
+        let none = "docker run ... llama.cpp:server-vulkan\n# ./llama-server --list-devices\nAvailable devices:\n";
+        assert!(parse_text(none, "x")
+            .1
+            .signals
+            .iter()
+            .any(|s| s.id == "vk-app-no-devices"));
+        let one = "server-vulkan\nAvailable devices:\nVulkan0: AMD Radeon 780M Graphics (RADV PHOENIX) (29696 MiB, 28598 MiB free)\n";
+        assert!(!parse_text(one, "x")
+            .1
+            .signals
+            .iter()
+            .any(|s| s.id == "vk-app-no-devices"));
+    }
+
+    #[test]
+    fn benchmark_clients_name_their_device() {
+        let t = "Device ID 0 : AMD Radeon VII gfx906:sramecc+:xnack-\nrocblaslt warning: No paths matched x\n";
+        let f = parse_text(t, "x").1;
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].name, "AMD Radeon VII");
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx906"));
+        assert!(parse_text("Device ID 0 : something else\n", "x")
+            .1
+            .gpus
+            .is_empty());
+    }
+
+    #[test]
+    fn rocminfo_that_segfaults_is_an_hsa_crash() {
+        let f = parse_text(
+            "$ rocminfo\nROCk module is loaded\nSegmentation fault\n",
+            "r.txt",
+        )
+        .1;
+        assert!(f
+            .signals
+            .iter()
+            .any(|s| s.id == "hsa-runtime-crash" && s.line == Some(3)));
+        // Not every paste with a segfault: only rocminfo's.
+        let g = parse_text("python3 train.py\nSegmentation fault\n", "x").1;
+        assert!(!g.signals.iter().any(|s| s.id == "hsa-runtime-crash"));
+    }
+
+    #[test]
+    fn a_refusal_names_its_gpu() {
+        let t = "Error: Cannot install llamacpp:rocm on this system: Unsupported GPU: gfx950\n";
+        let f = parse_text(t, "x").1;
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx950"));
+        let t = "level=WARN msg=\"amdgpu is not supported (supported types:[gfx1103])\" gpu_type=gfx1150 gpu=0\n";
+        let f = parse_text(t, "x").1;
+        assert_eq!(f.gpus.len(), 1, "{:?}", f.gpus);
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx1150"));
+    }
+
+    #[test]
+    fn rocm_version_from_an_install_path() {
+        let t = "OSError: /opt/rocm-7.1.1/lib/libamdhip64.so.7: undefined symbol: hsa_x\n";
+        assert_eq!(parse_text(t, "x").1.rocm.version.as_deref(), Some("7.1.1"));
+        // Two releases: neither is "the" version.
+        let two = "/opt/rocm-6.0.0/lib/a.so\n/opt/rocm-5.7.1/lib/b.so\n";
+        assert_eq!(rocm_path_version(two), None);
+        assert_eq!(rocm_path_version("/opt/rocm-/x /opt/rocm-7"), None);
+    }
+
+    #[test]
+    fn torch_version_hip_in_a_python_session() {
+        let f = parse_text(
+            ">>> import torch\n>>> torch.version.hip\n'3.0.19493-36529b1'\n",
+            "x",
+        )
+        .1;
+        assert_eq!(f.rocm.version.as_deref(), Some("3.0"));
+        assert_eq!(f.rocm.hip_version.as_deref(), Some("3.0.19493-36529b1"));
+        let f = parse_text("print(torch.version.hip)\n6.2.41133-dd7f95766\n", "x").1;
+        assert_eq!(f.rocm.version.as_deref(), Some("6.2"));
+        assert_eq!(
+            parse_text(">>> torch.version.hip\n>>> None\n", "x")
+                .1
+                .rocm
+                .version,
+            None
+        );
     }
 
     #[test]

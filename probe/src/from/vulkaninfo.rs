@@ -12,7 +12,9 @@ use greta_vocab::{VkDriver, VkFamily};
 pub fn has_device_blocks(text: &str) -> bool {
     text.lines()
         .any(|l| l.trim_start().starts_with("deviceName") && l.contains('='))
-        && (text.contains("driverID") || text.contains("deviceType"))
+        // ... with the keys of a device block, or grepped out of vulkaninfo
+        // (`vulkaninfo | grep deviceName`, the command pasted above it).
+        && (text.contains("driverID") || text.contains("deviceType") || text.contains("vulkaninfo"))
 }
 
 pub fn recognise_loader_log(text: &str) -> bool {
@@ -182,6 +184,15 @@ pub fn parse(text: &str) -> Facts {
             flush(&mut f, &mut cur);
             cur = Some(VulkanDevice::default());
             continue;
+        }
+        // `vulkaninfo | grep deviceName` keeps no GPU headers: a deviceName
+        // outside a device, or a second one in a device, starts the next.
+        if t.starts_with("deviceName") && t.contains('=') {
+            let named = cur.as_ref().is_some_and(|d| !d.name.is_empty());
+            if cur.is_none() || named {
+                flush(&mut f, &mut cur);
+                cur = Some(VulkanDevice::default());
+            }
         }
         let Some(d) = cur.as_mut() else { continue };
         if t.starts_with("VK_KHR_cooperative_matrix") || t.starts_with("VK_NV_cooperative_matrix") {
@@ -372,6 +383,15 @@ pub fn parse_device_select(text: &str) -> Facts {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn grepped_device_names_are_devices() {
+        let t = "vulkaninfo | grep deviceName\ndeviceName = AMD Radeon RX 9060 XT (RADV GFX1200)\ndeviceName = llvmpipe (LLVM 19.1.7, 256 bits)\n";
+        assert!(has_device_blocks(t));
+        let f = parse(t);
+        assert_eq!(f.vulkan.devices.len(), 2, "{:?}", f.vulkan.devices);
+        assert_eq!(f.vulkan.devices[0].kind, VkFamily::Radv);
+    }
     use super::*;
 
     #[test]

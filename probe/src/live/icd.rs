@@ -105,6 +105,65 @@ pub fn classify(manifest: &str, library: &str) -> VkFamily {
     }
 }
 
+/// Every Vulkan driver Mesa and the vendors ship, by the library or
+/// manifest file name (lower case) that identifies it, as a user knows it:
+/// what the ICD line names even where the JSON's `kind` (the family a rule
+/// reasons about) is `other`. More specific names first (`intel_hasvk`
+/// before `intel`).
+const DRIVER_NAMES: &[(&str, &str)] = &[
+    ("amdgpu-pro", "AMDGPU-PRO"),
+    ("amdvlkpro", "AMDGPU-PRO"),
+    ("amd_pro_icd", "AMDGPU-PRO"),
+    ("amdvlk", "AMDVLK"),
+    ("amd_icd", "AMDVLK"),
+    ("libvulkan_radeon", "RADV"),
+    ("radeon_icd", "RADV"),
+    ("libvulkan_lvp", "lavapipe"),
+    ("lvp_icd", "lavapipe"),
+    ("intel_hasvk", "Intel hasvk"),
+    ("libvulkan_intel", "Intel ANV"),
+    ("intel_icd", "Intel ANV"),
+    ("libvulkan_nouveau", "NVK (nouveau)"),
+    ("nouveau_icd", "NVK (nouveau)"),
+    ("nvidia", "NVIDIA"),
+    ("libvulkan_panfrost", "panvk (panfrost)"),
+    ("panfrost_icd", "panvk (panfrost)"),
+    ("libvulkan_freedreno", "turnip (freedreno)"),
+    ("freedreno_icd", "turnip (freedreno)"),
+    ("libvulkan_broadcom", "v3dv (Broadcom)"),
+    ("broadcom_icd", "v3dv (Broadcom)"),
+    ("libvulkan_virtio", "venus (virtio)"),
+    ("virtio_icd", "venus (virtio)"),
+    ("libvulkan_dzn", "dozen (dzn, D3D12)"),
+    ("dzn_icd", "dozen (dzn, D3D12)"),
+    ("libvulkan_asahi", "honeykrisp (Asahi)"),
+    ("asahi_icd", "honeykrisp (Asahi)"),
+    ("libvulkan_powervr", "PowerVR (Mesa)"),
+    ("powervr_mesa_icd", "PowerVR (Mesa)"),
+    ("libvulkan_imagination", "PowerVR (Imagination)"),
+    ("libvulkan_gfxstream", "gfxstream"),
+    ("gfxstream", "gfxstream"),
+    ("swiftshader", "SwiftShader"),
+    ("moltenvk", "MoltenVK"),
+];
+
+/// The driver a manifest installs, as a user knows it (`Intel ANV`,
+/// `venus (virtio)`), from its library, else its file name; `other
+/// (NAME.json)` for one nobody listed.
+pub fn driver_name(manifest: &str, library: &str) -> String {
+    // Whole paths: AMDGPU-PRO's library is amdvlk64.so under /opt/amdgpu-pro.
+    let (lib, man) = (library.to_ascii_lowercase(), manifest.to_ascii_lowercase());
+    for name in [&lib, &man] {
+        if let Some((_, n)) = DRIVER_NAMES.iter().find(|(k, _)| name.contains(k)) {
+            return n.to_string();
+        }
+    }
+    format!(
+        "other ({})",
+        manifest.rsplit('/').next().unwrap_or(manifest)
+    )
+}
+
 /// Manifest search in the loader's order, each with where it was found.
 /// `VK_DRIVER_FILES` (or the older `VK_ICD_FILENAMES`) replaces the search;
 /// `VK_ADD_DRIVER_FILES` goes before it.
@@ -439,7 +498,7 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
         .map(|i| {
             format!(
                 "{}{}",
-                i.kind.label(),
+                driver_name(&i.manifest, i.library_path.as_deref().unwrap_or("")),
                 if i.library_ok == Some(true) {
                     ""
                 } else {
@@ -462,6 +521,98 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_mesa_and_vendor_driver_is_named() {
+        for (manifest, lib, want) in [
+            (
+                "/usr/share/vulkan/icd.d/intel_icd.x86_64.json",
+                "libvulkan_intel.so",
+                "Intel ANV",
+            ),
+            (
+                "/usr/share/vulkan/icd.d/intel_hasvk_icd.x86_64.json",
+                "libvulkan_intel_hasvk.so",
+                "Intel hasvk",
+            ),
+            (
+                "/usr/share/vulkan/icd.d/nouveau_icd.x86_64.json",
+                "libvulkan_nouveau.so",
+                "NVK (nouveau)",
+            ),
+            (
+                "/usr/share/vulkan/icd.d/panfrost_icd.aarch64.json",
+                "libvulkan_panfrost.so",
+                "panvk (panfrost)",
+            ),
+            (
+                "/usr/share/vulkan/icd.d/freedreno_icd.aarch64.json",
+                "libvulkan_freedreno.so",
+                "turnip (freedreno)",
+            ),
+            (
+                "/usr/share/vulkan/icd.d/broadcom_icd.aarch64.json",
+                "libvulkan_broadcom.so",
+                "v3dv (Broadcom)",
+            ),
+            (
+                "/usr/share/vulkan/icd.d/virtio_icd.x86_64.json",
+                "libvulkan_virtio.so",
+                "venus (virtio)",
+            ),
+            (
+                "/usr/share/vulkan/icd.d/dzn_icd.x86_64.json",
+                "libvulkan_dzn.so",
+                "dozen (dzn, D3D12)",
+            ),
+            (
+                "/usr/share/vulkan/icd.d/asahi_icd.aarch64.json",
+                "libvulkan_asahi.so",
+                "honeykrisp (Asahi)",
+            ),
+            (
+                "/usr/share/vulkan/icd.d/powervr_mesa_icd.x86_64.json",
+                "libvulkan_powervr_mesa.so",
+                "PowerVR (Mesa)",
+            ),
+            (
+                "/usr/share/vulkan/icd.d/radeon_icd.x86_64.json",
+                "/usr/lib/x86_64-linux-gnu/libvulkan_radeon.so",
+                "RADV",
+            ),
+            (
+                "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+                "libvulkan_lvp.so",
+                "lavapipe",
+            ),
+            (
+                "/etc/vulkan/icd.d/nvidia_icd.json",
+                "libGLX_nvidia.so.0",
+                "NVIDIA",
+            ),
+            (
+                "/etc/vulkan/icd.d/amd_icd64.json",
+                "/usr/lib/x86_64-linux-gnu/amdvlk64.so",
+                "AMDVLK",
+            ),
+            (
+                "/etc/vulkan/icd.d/amd_pro_icd64.json",
+                "/opt/amdgpu-pro/lib/x86_64-linux-gnu/amdvlk64.so",
+                "AMDGPU-PRO",
+            ),
+            (
+                "/usr/share/vulkan/icd.d/vk_swiftshader_icd.json",
+                "libvk_swiftshader.so",
+                "SwiftShader",
+            ),
+        ] {
+            assert_eq!(driver_name(manifest, lib), want, "{manifest}");
+        }
+        assert_eq!(
+            driver_name("/x/foo_icd.json", "libfoo.so"),
+            "other (foo_icd.json)"
+        );
+    }
 
     #[test]
     fn search_dirs_follow_the_xdg_order() {

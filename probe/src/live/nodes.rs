@@ -3,7 +3,7 @@
 
 use super::{scanned, signal};
 use crate::facts::{DeviceNode, Facts};
-use crate::root::{Identity, NodeMeta, Root};
+use crate::root::{Identity, NodeMeta, NodeState, Root};
 
 /// Whether the permission bits let `id` open the node read-write.
 pub fn mode_allows_rw(meta: &NodeMeta, id: &Identity) -> bool {
@@ -20,13 +20,20 @@ pub fn mode_allows_rw(meta: &NodeMeta, id: &Identity) -> bool {
     bits & 0o6 == 0o6
 }
 
-fn node_fact(root: &Root, path: &str, f: &mut Facts) -> DeviceNode {
-    let Some(meta) = root.node(path) else {
-        return DeviceNode {
-            path: path.into(),
-            exists: false,
-            ..DeviceNode::default()
-        };
+/// The node's fact, or Err(why) when its state is unknown (a capture
+/// whose `dev-nodes` could not be read): no fact then, since "absent"
+/// would be a false `kfd.missing`.
+fn node_fact(root: &Root, path: &str, f: &mut Facts) -> Result<DeviceNode, String> {
+    let meta = match root.node_state(path) {
+        NodeState::Present(m) => m,
+        NodeState::Absent => {
+            return Ok(DeviceNode {
+                path: path.into(),
+                exists: false,
+                ..DeviceNode::default()
+            })
+        }
+        NodeState::Unknown(why) => return Err(why),
     };
     let group = root.group_name(meta.gid);
     let id = root.identity();
@@ -69,7 +76,7 @@ fn node_fact(root: &Root, path: &str, f: &mut Facts) -> DeviceNode {
             }
         }
     }
-    DeviceNode {
+    Ok(DeviceNode {
         path: path.into(),
         exists: true,
         mode: Some(format!("{:04o}", meta.mode)),
@@ -77,7 +84,7 @@ fn node_fact(root: &Root, path: &str, f: &mut Facts) -> DeviceNode {
         openable,
         missing_groups,
         open_error,
-    }
+    })
 }
 
 /// Names a container runtime if there are signs of one.
@@ -106,11 +113,22 @@ pub fn container_hint(root: &Root) -> Option<String> {
 pub fn collect(root: &Root, f: &mut Facts) -> String {
     let mut paths = vec!["/dev/kfd".to_string()];
     paths.extend(root.list_nodes("/dev/dri", "renderD"));
-    let nodes: Vec<DeviceNode> = paths.iter().map(|p| node_fact(root, p, f)).collect();
+    let mut nodes = Vec::new();
+    let mut unknown = Vec::new();
+    for p in &paths {
+        match node_fact(root, p, f) {
+            Ok(n) => nodes.push(n),
+            Err(why) => unknown.push(format!("{p} unknown ({why})")),
+        }
+    }
     f.device_nodes = nodes;
     f.container = container_hint(root);
-    scanned(f, "device-nodes");
-    let parts: Vec<String> = f
+    // Only a table read whole makes an absent node a fact.
+    if unknown.is_empty() {
+        scanned(f, "device-nodes");
+    }
+    let id_unknown = root.identity_unknown();
+    let mut parts: Vec<String> = f
         .device_nodes
         .iter()
         .map(|n| {
@@ -127,11 +145,15 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
                         .map(|e| format!(" ({e})"))
                         .unwrap_or_default()
                 ),
-                (true, None) => "present".to_string(),
+                (true, None) => match &id_unknown {
+                    Some(u) => format!("present, openable unknown ({u})"),
+                    None => "present".to_string(),
+                },
             };
             format!("{} {state}", n.path)
         })
         .collect();
+    parts.extend(unknown);
     let mut s = parts.join(", ");
     if let Some(c) = &f.container {
         s.push_str(&format!("; container: {c}"));

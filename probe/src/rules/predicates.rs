@@ -289,6 +289,7 @@ pub const VARS: &[&str] = &[
     "missing_groups",
     "frameworks",
     "vram",
+    "gtt",
     "user",
     "override_value",
     "override_note",
@@ -486,6 +487,23 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
                         x.backend.as_deref().unwrap_or("?"),
                         x.backend_version.as_deref().unwrap_or("")
                     )
+                })
+                .collect(),
+        ),
+    );
+    vars.insert(
+        "gtt",
+        join(
+            v.amd
+                .iter()
+                .filter_map(|g| {
+                    g.gtt_bytes.map(|b| {
+                        format!(
+                            "{}: {}",
+                            if g.name.is_empty() { "GPU" } else { &g.name },
+                            gib(b)
+                        )
+                    })
                 })
                 .collect(),
         ),

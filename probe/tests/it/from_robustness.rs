@@ -138,3 +138,66 @@ fn mutated_fixtures_never_panic() {
         );
     }
 }
+
+/// One rocminfo dump of `n` GPU agents (rocminfo's layout, trimmed to the
+/// keys doctor reads), a distinct BDFID each.
+fn rocminfo_of(n: usize) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::from(
+        "ROCk module version 6.16.13 is loaded\nHSA Agents\n*******\nAgent 1\n*******\n  Name: AMD EPYC 9654\n  Device Type: CPU\n",
+    );
+    for i in 0..n {
+        let _ = write!(
+            text,
+            "*******\nAgent {}\n*******\n  Name: gfx942\n  Marketing Name: AMD Instinct MI300X\n  Vendor Name: AMD\n  Device Type: GPU\n  Chip ID: 29857(0x74a1)\n  BDFID: {i}\n",
+            i + 2
+        );
+    }
+    text.push_str("*** Done ***\n");
+    text
+}
+
+/// Seconds `doctor --from` and `doctor --sysroot` take on a dump of `n`
+/// agents (the report included: its evidence lists every GPU).
+fn doctor_seconds(n: usize) -> (f64, f64) {
+    let text = rocminfo_of(n);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rocminfo.txt");
+    std::fs::write(&file, &text).unwrap();
+    let t0 = std::time::Instant::now();
+    let r = greta_probe::from_files(&[file]).unwrap().into_report();
+    let from = t0.elapsed().as_secs_f64();
+    assert_eq!(r.facts.gpus.len(), n);
+    let root_dir = dir.path().join("root");
+    std::fs::create_dir_all(root_dir.join(".greta/cmd")).unwrap();
+    std::fs::write(root_dir.join(".greta/cmd/rocminfo.txt"), &text).unwrap();
+    // rocminfo is replayed only where /dev/kfd or an AMD GPU is seen.
+    std::fs::write(root_dir.join(".greta/dev-nodes"), "/dev/kfd c 0666 0 0\n").unwrap();
+    let t0 = std::time::Instant::now();
+    let root = greta_probe::Root::sysroot(&root_dir).unwrap();
+    let r = greta_probe::Probe::new(&root).run().into_report(Vec::new());
+    let sysroot = t0.elapsed().as_secs_f64();
+    assert_eq!(r.facts.gpus.len(), n);
+    (from, sysroot)
+}
+
+/// Issue 28 item 6: one rocminfo of N GPU agents took time quadratic in N
+/// (each agent's GPU compared with every GPU before it in the merge, each
+/// evidence line with every line before it in the report: 40,000 agents
+/// 25 s, 95,000 over two minutes, release build). Eight times the agents
+/// must cost about eight times the time (at most 20: quadratic gave ~50
+/// here), and 32,000 agents well under 30 s even in a debug build.
+#[test]
+fn rocminfo_agents_take_linear_time() {
+    let small = (0..2)
+        .map(|_| doctor_seconds(4_000))
+        .fold((f64::MAX, f64::MAX), |a, b| (a.0.min(b.0), a.1.min(b.1)));
+    let big = doctor_seconds(32_000);
+    for (what, s, b) in [("--from", small.0, big.0), ("--sysroot", small.1, big.1)] {
+        assert!(b < 30.0, "{what}: 32,000 agents took {b:.1} s");
+        assert!(
+            b < 20.0 * s.max(0.001),
+            "{what}: 4,000 agents {s:.3} s, 32,000 agents {b:.3} s: not linear"
+        );
+    }
+}

@@ -12,3 +12,4 @@ mod live_rocminfo_timeout;
 mod python_active_env;
 mod sysroot_garbage;
 mod sysroot_machines;
+mod sysroot_unreadable;

@@ -265,23 +265,44 @@ impl<D: Driver> GpuBackend<D> {
     fn run_inner(&mut self, job: Job) -> Result<RunStats, GpuError> {
         let plan = launch::plan(job.op, &self.dev);
         let function = self.function(&plan.symbol)?;
+        let hold_fn = if plan.hold_cycles > 0 {
+            Some(self.function(launch::HOLD_SYMBOL)?)
+        } else {
+            None
+        };
         let kernel = plan.symbol.trim_start_matches("greta_").to_string();
         let driver = &self.driver;
         let scalars = plan.scalars.clone();
+        let batch = plan.batch.max(1);
         let mut dispatch = |stream: StreamH, bufs: &[DevPtr]| {
             let args: Vec<KernelArg> = bufs
                 .iter()
                 .map(|&p| KernelArg::Ptr(p))
                 .chain(scalars.iter().copied())
                 .collect();
-            launch_on(driver, function, plan.dims, stream, &args)
+            for _ in 0..batch {
+                launch_on(driver, function, plan.dims, stream, &args)?;
+            }
+            Ok(())
+        };
+        let hold_args = [KernelArg::U32(plan.hold_cycles)];
+        let mut hold = |stream: StreamH| match hold_fn {
+            Some(f) => launch_on(
+                driver,
+                f,
+                Dims::new([1, 1, 1], [1, 1, 1]),
+                stream,
+                &hold_args,
+            ),
+            None => Ok(()),
         };
         execute(
             &self.driver,
             self.stream,
             &self.dev,
             job,
-            kernel,
+            Launches { kernel, batch },
+            &mut hold,
             &mut dispatch,
         )
     }
@@ -410,17 +431,45 @@ pub fn wait_event<D: Driver>(
     }
 }
 
-/// Uploads inputs and outputs, enqueues `dispatch` once per repeat between
-/// two events, waits for the last with the run's deadline, then reads the
-/// outputs back.
+/// What one repeat enqueues: the kernel's name (for the stats) and how many
+/// launches `dispatch` makes (a repeat's time is reported per launch).
+struct Launches {
+    kernel: String,
+    batch: u32,
+}
+
+/// GPU time of untimed passes before the timed repeats: an idle GPU runs at
+/// idle clocks (H200: 345 MHz SM clock at rest) until the driver sees
+/// sustained work. The Vulkan runner's rule (`vulkan/run.rs`): about 1 s
+/// for ops that move at least 64 MiB or do at least 8 GFLOP, 30 ms for the
+/// others, sized from one timed pass; none for the test-only ops.
+const WARMUP_NS: u64 = 30_000_000;
+const WARMUP_NS_LARGE: u64 = 1_000_000_000;
+const WARMUP_MAX_PASSES: u64 = 2_000;
+
+fn warmup_target_ns(op: &crate::Op) -> u64 {
+    if op.is_test_only() {
+        0
+    } else if op.bytes_moved() >= 64 << 20 || op.flops() >= 8_000_000_000 {
+        WARMUP_NS_LARGE
+    } else {
+        WARMUP_NS
+    }
+}
+
+/// Uploads inputs and outputs, warms the GPU up (untimed passes), enqueues
+/// `dispatch` once per repeat between two events, waits for the last with
+/// the run's deadline, then reads the outputs back.
 fn execute<D: Driver>(
     driver: &D,
     stream: Option<StreamH>,
     dev: &GpuDevice,
     job: Job,
-    kernel: String,
+    launches: Launches,
+    hold: &mut dyn FnMut(StreamH) -> Result<(), GpuError>,
     dispatch: &mut Dispatch<'_>,
 ) -> Result<RunStats, GpuError> {
+    let Launches { kernel, batch } = launches;
     let (op, inputs, outputs, opts) = (job.op, job.inputs, job.outputs, job.opts);
     let start = Instant::now();
     let deadline = start + opts.timeout;
@@ -449,8 +498,23 @@ fn execute<D: Driver>(
         }
         let uploaded = events.record(stream)?;
         wait_event(driver, uploaded, "upload to the GPU", left())?;
+        let target = warmup_target_ns(op);
+        if target > 0 {
+            let a = events.record(stream)?;
+            dispatch(stream, &bufs.ptrs)?;
+            let b = events.record(stream)?;
+            wait_event(driver, b, &format!("{op} warm-up on {}", dev.name), left())?;
+            let ns = (f64::from(driver.event_elapsed_ms(a, b)?.max(0.0)) * 1e6) as u64;
+            let passes = target.div_ceil(ns.max(1)).min(WARMUP_MAX_PASSES);
+            for _ in 1..passes {
+                dispatch(stream, &bufs.ptrs)?;
+            }
+        }
         let mut pairs = Vec::with_capacity(opts.repeats as usize);
         for _ in 0..opts.repeats {
+            // Untimed: lets the host queue the whole repeat before the GPU
+            // reaches it (noop); a no-op for every other op.
+            hold(stream)?;
             let before = events.record(stream)?;
             dispatch(stream, &bufs.ptrs)?;
             pairs.push((before, events.record(stream)?));
@@ -464,7 +528,7 @@ fn execute<D: Driver>(
             .map(|&(a, b)| {
                 driver
                     .event_elapsed_ms(a, b)
-                    .map(|ms| (f64::from(ms.max(0.0)) * 1e6) as u64)
+                    .map(|ms| (f64::from(ms.max(0.0)) * 1e6 / f64::from(batch)) as u64)
             })
             .collect::<Result<Vec<_>, _>>()?;
         for (d, h) in bufs.ptrs[inputs.len()..].iter().zip(outputs.iter_mut()) {
@@ -483,7 +547,7 @@ fn execute<D: Driver>(
             wall: start.elapsed(),
             kernel,
             tuning: Tuning::default(),
-            dispatches_per_repeat: 1,
+            dispatches_per_repeat: batch,
         }),
         Err(e) => {
             if matches!(e, GpuError::Timeout { .. }) {

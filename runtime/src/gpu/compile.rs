@@ -266,6 +266,10 @@ pub struct CompileAnswer {
     pub bytes: u64,
     /// `None` on success.
     pub error: Option<CompileFailure>,
+    /// The compiler's log of a successful compile (warnings, remarks);
+    /// absent when empty, as in answers from before it was added.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub log: String,
 }
 
 /// A compile error as it crosses the process boundary.
@@ -325,18 +329,34 @@ pub fn compiler_label(choice: &CompilerChoice) -> String {
 /// Compiles `unit` with `choice` into `out`: in a helper child when one is
 /// registered, else in this process.
 pub fn compile(choice: &CompilerChoice, unit: &str, out: &Path) -> Result<(), CompileError> {
+    compile_with_log(choice, unit, out).map(|_| ())
+}
+
+/// [`compile`], returning the compiler's log of the successful compile
+/// (hiprtc's; empty for the others). `greta __gpu build-kernels
+/// --resource-usage` reads the compiler's own register and occupancy
+/// figures from it.
+pub fn compile_with_log(
+    choice: &CompilerChoice,
+    unit: &str,
+    out: &Path,
+) -> Result<String, CompileError> {
     match child::helper() {
         Some(h) => compile_in_child(h, choice, unit, out),
         None => compile_here(choice, unit, out),
     }
 }
 
-/// Compiles in this process (what the child does).
-pub fn compile_here(choice: &CompilerChoice, unit: &str, out: &Path) -> Result<(), CompileError> {
-    let code = match choice.kind {
+/// Compiles in this process (what the child does); returns the compiler's log.
+pub fn compile_here(
+    choice: &CompilerChoice,
+    unit: &str,
+    out: &Path,
+) -> Result<String, CompileError> {
+    let (code, log) = match choice.kind {
         CompilerKind::Hiprtc => crate::hip::rtc::compile(choice, unit)?,
-        CompilerKind::Nvrtc => crate::cuda::nvrtc::compile(choice, unit)?,
-        CompilerKind::Hipcc => crate::hip::hipcc::compile(choice, unit)?,
+        CompilerKind::Nvrtc => (crate::cuda::nvrtc::compile(choice, unit)?, String::new()),
+        CompilerKind::Hipcc => (crate::hip::hipcc::compile(choice, unit)?, String::new()),
     };
     if code.is_empty() {
         return Err(CompileError::Failed {
@@ -345,7 +365,8 @@ pub fn compile_here(choice: &CompilerChoice, unit: &str, out: &Path) -> Result<(
             log: "the compiler reported success but produced no code".into(),
         });
     }
-    std::fs::write(out, &code).map_err(io(format!("writing {}", out.display())))
+    std::fs::write(out, &code).map_err(io(format!("writing {}", out.display())))?;
+    Ok(log)
 }
 
 fn compile_in_child(
@@ -353,7 +374,7 @@ fn compile_in_child(
     choice: &CompilerChoice,
     unit: &str,
     out: &Path,
-) -> Result<(), CompileError> {
+) -> Result<String, CompileError> {
     let req = CompileRequest {
         compiler: choice.clone(),
         source: unit.to_string(),
@@ -397,7 +418,7 @@ fn compile_in_child(
         ))
     })?;
     match answer.error {
-        None => Ok(()),
+        None => Ok(answer.log),
         Some(f) => Err(f.into_error(choice)),
     }
 }
@@ -412,6 +433,7 @@ pub fn serve_compile(input: impl Read, output: &mut dyn std::io::Write) -> u8 {
             error: Some(CompileFailure::Other {
                 message: format!("reading the request: {e}"),
             }),
+            log: String::new(),
         },
         Ok(_) => match serde_json::from_slice::<CompileRequest>(&text) {
             Err(e) => CompileAnswer {
@@ -419,15 +441,18 @@ pub fn serve_compile(input: impl Read, output: &mut dyn std::io::Write) -> u8 {
                 error: Some(CompileFailure::Other {
                     message: format!("the compile request does not parse: {e}"),
                 }),
+                log: String::new(),
             },
             Ok(req) => match compile_here(&req.compiler, &req.source, &req.out) {
-                Ok(()) => CompileAnswer {
+                Ok(log) => CompileAnswer {
                     bytes: std::fs::metadata(&req.out).map(|m| m.len()).unwrap_or(0),
                     error: None,
+                    log,
                 },
                 Err(e) => CompileAnswer {
                     bytes: 0,
                     error: Some(CompileFailure::of(&e)),
+                    log: String::new(),
                 },
             },
         },
@@ -460,6 +485,29 @@ mod tests {
         let cuda = s.translation_unit(Api::Cuda);
         assert!(cuda.contains("cvt.f32.f16"), "{cuda}");
         assert_ne!(hip, cuda);
+    }
+
+    #[test]
+    fn a_compile_answer_carries_its_log_only_when_there_is_one() {
+        // An answer from a child without the field still reads.
+        let old: CompileAnswer = serde_json::from_str(r#"{"bytes":3,"error":null}"#).unwrap();
+        assert_eq!((old.bytes, old.log.as_str()), (3, ""));
+        let quiet = CompileAnswer {
+            bytes: 3,
+            error: None,
+            log: String::new(),
+        };
+        assert_eq!(
+            serde_json::to_string(&quiet).unwrap(),
+            r#"{"bytes":3,"error":null}"#
+        );
+        let remarks = CompileAnswer {
+            log: "t.cu:1:1: remark: VGPRs: 3".into(),
+            ..quiet
+        };
+        let back: CompileAnswer =
+            serde_json::from_str(&serde_json::to_string(&remarks).unwrap()).unwrap();
+        assert_eq!(back.log, remarks.log);
     }
 
     #[test]

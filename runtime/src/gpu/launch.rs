@@ -9,8 +9,26 @@ use greta_kernels::Scalar;
 
 /// Threads per block of the element-wise and row kernels (GRETA_BLOCK in common.h).
 pub const BLOCK: u32 = 256;
-/// Tile edge of the GEMM kernels (GEMM_TILE in gemm_f32.hip / gemm_f16.hip).
-pub const GEMM_TILE: u32 = 16;
+/// 16-byte vectors each thread of a streaming kernel moves per grid-stride
+/// step (GRETA_VEC_UNROLL in common.h).
+pub const VEC_UNROLL: u32 = 4;
+/// Most blocks per compute unit of a streaming grid. The grid covers the
+/// data in one pass (each thread moves VEC_UNROLL vectors) up to this cap,
+/// then strides: on an H100 a one-pass grid moved 1 GiB at the driver's
+/// memcpy rate (2965-3000 GB/s), while a persistent grid of 4, 8, 16 or 64
+/// blocks per SM stayed at 2800-2890 GB/s (session 9, nvcc harness).
+pub const BLOCKS_PER_CU: u32 = 1024;
+/// Block tile of C and threads of the f32 GEMM (GEMM32_BM/BN/THREADS in gemm_f32.hip).
+pub const GEMM32_TILE: u32 = 128;
+pub const GEMM32_THREADS: u32 = 256;
+/// Dispatches per repeat of the noop op, timed together and reported per
+/// dispatch (as the Vulkan noop batch).
+pub const NOOP_BATCH: u32 = 64;
+/// The kernel that holds the stream before each timed noop batch (noop.hip)
+/// and for how many GPU clock cycles: about 0.5 ms at 1.8 GHz, longer than
+/// the host takes to enqueue 64 launches (~3.5 us each on an H100 host).
+pub const HOLD_SYMBOL: &str = "greta_noop_hold";
+pub const HOLD_CYCLES: u32 = 1_000_000;
 
 /// A kernel argument by value: device pointers and 32-bit scalars are all
 /// the kernels take.
@@ -38,6 +56,10 @@ pub struct Plan {
     pub symbol: String,
     pub dims: Dims,
     pub scalars: Vec<KernelArg>,
+    /// Launches per timed repeat (the repeat's time is divided by it).
+    pub batch: u32,
+    /// GPU cycles of [`HOLD_SYMBOL`] launched before each timed repeat (0: none).
+    pub hold_cycles: u32,
 }
 
 fn blocks_for(total: usize, dev: &GpuDevice) -> u32 {
@@ -45,6 +67,17 @@ fn blocks_for(total: usize, dev: &GpuDevice) -> u32 {
     let want = total.div_ceil(BLOCK as usize).max(1);
     let cap = (dev.max_grid[0].max(1) as usize).min(1 << 20);
     want.min(cap) as u32
+}
+
+/// Blocks of a streaming kernel over `n` 32-bit elements: one pass (each
+/// thread moves VEC_UNROLL 4-element vectors), at most BLOCKS_PER_CU per
+/// compute unit.
+fn stream_blocks(n: usize, dev: &GpuDevice) -> u32 {
+    let per_block = (BLOCK * VEC_UNROLL * 4) as usize;
+    let want = n.div_ceil(per_block).max(1);
+    let full = (dev.compute_units.max(1) as usize).saturating_mul(BLOCKS_PER_CU as usize);
+    let cap = (dev.max_grid[0].max(1) as usize).min(1 << 20);
+    want.min(full).min(cap).max(1) as u32
 }
 
 /// The launch of `op` on `dev`. Sizes were validated to fit 32 bits. The
@@ -63,21 +96,41 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
         symbol: kernel_symbol(op.name()),
         dims: Dims::new(grid, block),
         scalars: scalars.clone(),
+        batch: 1,
+        hold_cycles: 0,
     };
     let linear = |total: usize| launch([blocks_for(total, dev), 1, 1], [BLOCK, 1, 1]);
     match *op {
-        Op::Noop => launch([1, 1, 1], [64, 1, 1]),
-        Op::Fill { n, .. } | Op::Copy { n } | Op::TestBrokenCopy { n } | Op::VecAdd { n } => {
-            linear(n)
+        Op::Noop => Plan {
+            batch: NOOP_BATCH,
+            hold_cycles: HOLD_CYCLES,
+            ..launch([1, 1, 1], [64, 1, 1])
+        },
+        Op::Fill { n, .. } | Op::Copy { n } | Op::VecAdd { n } => {
+            launch([stream_blocks(n, dev), 1, 1], [BLOCK, 1, 1])
         }
-        Op::GemmF32 { m, n, .. } | Op::GemmF16 { m, n, .. } => launch(
+        Op::TestBrokenCopy { n } => linear(n),
+        Op::GemmF32 { m, n, .. } => launch(
             [
-                (n as u32).div_ceil(GEMM_TILE),
-                (m as u32).div_ceil(GEMM_TILE),
+                (n as u32).div_ceil(GEMM32_TILE),
+                (m as u32).div_ceil(GEMM32_TILE),
                 1,
             ],
-            [GEMM_TILE, GEMM_TILE, 1],
+            [GEMM32_THREADS, 1, 1],
         ),
+        Op::GemmF16 { m, n, .. } => {
+            use greta_kernels::matrix_lanes::{BM, BN, HIP_THREADS, MMA_SYNC};
+            // gemm_f16.hip: MMA_SYNC's block size on CUDA (its scalar
+            // fallback too), HIP_THREADS on every HIP target.
+            let threads = match dev.api {
+                super::driver::Api::Cuda => MMA_SYNC.threads,
+                super::driver::Api::Hip => HIP_THREADS,
+            };
+            launch(
+                [(n as u32).div_ceil(BN), (m as u32).div_ceil(BM), 1],
+                [threads, 1, 1],
+            )
+        }
         Op::RmsNorm { rows, .. } | Op::LayerNorm { rows, .. } | Op::Softmax { rows, .. } => {
             launch([rows as u32, 1, 1], [BLOCK, 1, 1])
         }
@@ -189,10 +242,46 @@ mod tests {
             assert_eq!(buffers + p.scalars.len(), source_params(&p.symbol), "{op}");
             assert!(!p.dims.is_empty(), "{op}");
         }
-        let g = plan(&Op::GemmF32 { m: 33, n: 17, k: 9 }, &dev());
-        assert_eq!(g.dims, Dims::new([2, 3, 1], [16, 16, 1]));
+        let g = plan(
+            &Op::GemmF32 {
+                m: 300,
+                n: 17,
+                k: 9,
+            },
+            &dev(),
+        );
+        assert_eq!(g.dims, Dims::new([1, 3, 1], [256, 1, 1]));
+        let h = plan(
+            &Op::GemmF16 {
+                m: 33,
+                n: 129,
+                k: 9,
+            },
+            &dev(),
+        );
+        assert_eq!(h.dims, Dims::new([2, 1, 1], [256, 1, 1]));
+        // Streaming: one block per 4096 elements (one pass) up to
+        // BLOCKS_PER_CU per CU (304 CUs: 311296 blocks), then a grid-stride loop.
         let f = plan(&Op::Fill { n: 1000, value: 7 }, &dev());
-        assert_eq!(f.dims, Dims::new([4, 1, 1], [256, 1, 1]));
+        assert_eq!(f.dims, Dims::new([1, 1, 1], [256, 1, 1]));
+        let f = plan(&Op::Copy { n: 40_000 }, &dev());
+        assert_eq!(f.dims, Dims::new([10, 1, 1], [256, 1, 1]));
+        let f = plan(&Op::VecAdd { n: 1 << 28 }, &dev());
+        assert_eq!(f.dims, Dims::new([1 << 16, 1, 1], [256, 1, 1]));
+        let small = GpuDevice {
+            compute_units: 2,
+            ..dev()
+        };
+        let f = plan(&Op::Copy { n: 1 << 28 }, &small);
+        assert_eq!(f.dims, Dims::new([2 * 1024, 1, 1], [256, 1, 1]));
+        assert_eq!(f.batch, 1);
+        assert_eq!(plan(&Op::Noop, &dev()).batch, NOOP_BATCH);
+        assert_eq!(plan(&Op::Noop, &dev()).hold_cycles, HOLD_CYCLES);
+        assert_eq!(
+            source_params(HOLD_SYMBOL),
+            1,
+            "the hold kernel takes its cycles"
+        );
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub(crate) mod rtc;
 pub(crate) mod search;
 
 pub use backend::GpuBackend;
-pub use compile::{serve_compile, CachedObject, CompilerKind, KernelCache, KernelSources};
-pub use driver::{Api, Arch, Driver, GpuDevice, GpuError, Loaded};
+pub use compile::{
+    compile_with_log, serve_compile, CachedObject, CompilerKind, KernelCache, KernelSources,
+};
+pub use driver::{Api, Arch, CompilerChoice, Driver, GpuDevice, GpuError, Loaded};
 pub use search::Candidate;

@@ -167,6 +167,16 @@ pub fn compile(
     choice: &CompilerChoice,
     source: &str,
 ) -> Result<Vec<u8>, CompileError> {
+    compile_logged(names, choice, source).map(|(code, _)| code)
+}
+
+/// [`compile`], also returning the compiler's log of a successful compile
+/// (its warnings and remarks, e.g. `-Rpass-analysis=kernel-resource-usage`).
+pub fn compile_logged(
+    names: &RtcNames,
+    choice: &CompilerChoice,
+    source: &str,
+) -> Result<(Vec<u8>, String), CompileError> {
     let label = compiler_label(choice);
     let fail = |log: String| CompileError::Failed {
         target: choice.target.to_string(),
@@ -237,7 +247,7 @@ pub fn compile(
             if r != 0 {
                 Err(fail(format!("reading the code: {}", rtc.err_text(r))))
             } else {
-                Ok(code)
+                Ok((code, log))
             }
         }
     };

@@ -3,7 +3,8 @@
 use crate::gpu::compile::CompileError;
 use crate::gpu::driver::CompilerChoice;
 
-/// Compiles `unit` into an AMD code object for `choice.target`.
-pub fn compile(choice: &CompilerChoice, unit: &str) -> Result<Vec<u8>, CompileError> {
-    crate::gpu::rtc::compile(&crate::gpu::rtc::HIPRTC, choice, unit)
+/// Compiles `unit` into an AMD code object for `choice.target`; with the
+/// compiler's log (warnings, remarks).
+pub fn compile(choice: &CompilerChoice, unit: &str) -> Result<(Vec<u8>, String), CompileError> {
+    crate::gpu::rtc::compile_logged(&crate::gpu::rtc::HIPRTC, choice, unit)
 }

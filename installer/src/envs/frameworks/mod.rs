@@ -13,6 +13,7 @@
 
 pub mod judge;
 pub mod report;
+mod scratch;
 pub mod session;
 
 use anyhow::{bail, Context, Result};
@@ -255,10 +256,7 @@ pub struct Prestarted {
 /// before importing anything, so it can be started while wheels are still
 /// being installed (its start-up is then off the critical path).
 pub fn prestart(python: &Path, request: Request) -> Result<Prestarted> {
-    let dir = tempfile::Builder::new()
-        .prefix("greta-gates-")
-        .tempdir()
-        .context("creating a directory for the gate script")?;
+    let dir = scratch::create_in(&std::env::temp_dir())?;
     let script = dir.path().join("greta_gates.py");
     std::fs::write(&script, SCRIPT).with_context(|| format!("writing {}", script.display()))?;
     let mut cmd = Command::new(python);
@@ -303,7 +301,7 @@ impl Prestarted {
             self.request.timeout.as_secs_f64()
         );
         let _ = self.running.send_and_close(go.as_bytes());
-        let limit = self.request.timeout + Duration::from_secs(30);
+        let limit = self.request.timeout.saturating_add(Duration::from_secs(30));
         let f = self.running.finish(Some(limit));
         let parsed = parse(&f, &self.request, limit);
         (parsed, f.stderr.text())

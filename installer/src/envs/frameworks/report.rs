@@ -122,6 +122,8 @@ fn gate_result(j: &super::judge::Judged, seed: u64) -> GateResult {
         metrics,
         floor: None,
         peer: None,
+        spec: None,
+        spec_fraction: None,
         wall_s: j
             .record
             .as_ref()

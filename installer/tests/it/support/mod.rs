@@ -191,6 +191,8 @@ lockfile = "pylock.rocm6-4.toml"
             .env("UV_CACHE_DIR", self.dir.path().join("cache").join("uv"))
             .env("PIP_NO_CACHE_DIR", "1")
             .env_remove("GRETA_TEST_PAUSE_AT")
+            // It would move every env out of the private XDG dirs.
+            .env_remove("GRETA_HOME")
             .env_remove("VIRTUAL_ENV")
             .stdin(Stdio::null());
         c

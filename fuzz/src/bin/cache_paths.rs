@@ -1,0 +1,5 @@
+//! AFL++ harness of the `cache_paths` target (its body: fuzz-targets/src).
+fn main() {
+    let scratch = greta_fuzz_targets::Scratch::new().expect("scratch directory");
+    afl::fuzz!(|data: &[u8]| greta_fuzz_targets::cache_paths(&scratch, data));
+}

@@ -1,0 +1,208 @@
+//! Opening the files greta writes in its own cache (`partial/<sha>.part`,
+//! its `.lock`, the `.verified` stamp's temporary file).
+//!
+//! The cache sits in the user's home, where anything may have been left at
+//! these paths: a symlink to a file outside the cache (a download appended
+//! to it), a symlink to a device (a stream that "verified" while going into
+//! `/dev/zero`), a FIFO (an `open` or `write` that blocks for ever), a
+//! directory. So these files are opened as every other input is: without
+//! following a symlink, without blocking, their type checked on the opened
+//! descriptor, and created exclusively when missing. Whatever else sits at
+//! the path is renamed aside (never deleted: it may be somebody's) with a
+//! warning naming it, and a fresh regular file is created in its place.
+
+use anyhow::{Context, Result};
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// What a cache file is for: data is appended to a partial download; a
+/// lock file only carries an `flock`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// Read and appended to; must have no other name (a hard link to a file
+    /// elsewhere would be written through like a symlink).
+    Append,
+    /// Opened only to lock it.
+    Lock,
+}
+
+/// Opens the regular file at `path` (read + write, appending for
+/// [`Use::Append`]), creating it exclusively when missing; anything else
+/// at `path` is moved aside first (see the module docs).
+pub fn open(path: &Path, usage: Use) -> Result<File> {
+    // A few rounds: another greta may create or move the entry between our
+    // look and our open; each round either returns or removes one cause.
+    for _ in 0..8 {
+        match fs::symlink_metadata(path) {
+            Ok(m) if !is_ours(&m, usage) => {
+                move_aside(path, &m)?;
+                continue;
+            }
+            Ok(_) => match opts(usage).open(path) {
+                Ok(f) => {
+                    // The type is checked on the descriptor: the path may
+                    // have been swapped since the look above.
+                    let m = f
+                        .metadata()
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    if is_ours(&m, usage) {
+                        return Ok(f);
+                    }
+                    continue;
+                }
+                // Swapped for a symlink (ELOOP), a socket (ENXIO), a
+                // directory (EISDIR) or gone: look again.
+                Err(e) if retry_after(&e) => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| format!("opening {}", path.display()));
+                }
+            },
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                match opts(usage).create_new(true).mode(0o644).open(path) {
+                    Ok(f) => return Ok(f),
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => {
+                        return Err(e).with_context(|| format!("creating {}", path.display()));
+                    }
+                }
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+    anyhow::bail!(
+        "{}: kept changing while greta opened it (another process is replacing it)",
+        path.display()
+    )
+}
+
+fn opts(usage: Use) -> OpenOptions {
+    let mut o = OpenOptions::new();
+    o.read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
+    if usage == Use::Append {
+        o.append(true);
+    }
+    o
+}
+
+fn retry_after(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound
+        || matches!(
+            e.raw_os_error(),
+            Some(libc::ELOOP | libc::ENXIO | libc::EISDIR)
+        )
+}
+
+fn is_ours(m: &fs::Metadata, usage: Use) -> bool {
+    m.file_type().is_file() && (usage == Use::Lock || m.nlink() == 1)
+}
+
+/// What a non-regular entry is, in words.
+pub fn kind(m: &fs::Metadata) -> &'static str {
+    let t = m.file_type();
+    if t.is_symlink() {
+        "symbolic link"
+    } else if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "FIFO"
+    } else if t.is_char_device() {
+        "character device"
+    } else if t.is_block_device() {
+        "block device"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_file() {
+        "regular file with other names (a hard link)"
+    } else {
+        "special file"
+    }
+}
+
+/// Renames `path` to `<path>.aside-<pid>-<n>` and says so on stderr: what
+/// was there stays for its owner to look at, and greta writes nothing
+/// through it.
+pub fn move_aside(path: &Path, m: &fs::Metadata) -> Result<PathBuf> {
+    let what = kind(m);
+    for n in 0u32..1000 {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".aside-{}-{n}", std::process::id()));
+        let to = PathBuf::from(name);
+        if fs::symlink_metadata(&to).is_ok() {
+            continue;
+        }
+        fs::rename(path, &to).with_context(|| {
+            format!(
+                "{} is a {what}, not a regular file, and cannot be moved aside",
+                path.display()
+            )
+        })?;
+        tracing::warn!("{} was a {what}; moved to {}", path.display(), to.display());
+        eprintln!(
+            "greta: warning: {} was a {what}, not a regular file: moved it aside to {} (greta never writes through one)",
+            path.display(),
+            to.display()
+        );
+        return Ok(to);
+    }
+    anyhow::bail!(
+        "{} is a {what}, not a regular file, and no free name was found to move it aside",
+        path.display()
+    )
+}
+
+/// Makes `path` a real directory (created with its parents when missing):
+/// a symlink there (to a directory outside the cache, whose files greta
+/// would then write and rename), a file or a FIFO is moved aside first.
+pub fn dir(path: &Path) -> Result<()> {
+    for _ in 0..8 {
+        match fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_dir() => return Ok(()),
+            Ok(m) => {
+                move_aside(path, &m)?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match fs::create_dir_all(path) {
+                Ok(()) => continue,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| format!("creating {}", path.display()));
+                }
+            },
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+    anyhow::bail!(
+        "{}: kept changing while greta created it (another process is replacing it)",
+        path.display()
+    )
+}
+
+/// Whether `path` is a real directory (not a symlink to one): the sweeps
+/// delete files only in greta's own directories.
+pub fn is_real_dir(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_dir())
+}
+
+/// Creates `path` exclusively for writing (never through a symlink or into
+/// a FIFO); an entry already there is removed first when it is not a
+/// directory (it is a temporary file of greta's own naming).
+pub fn create_new(path: &Path) -> io::Result<File> {
+    let o = || {
+        let mut o = OpenOptions::new();
+        o.write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
+        o
+    };
+    match o().open(path) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_file(path)?;
+            o().open(path)
+        }
+        r => r,
+    }
+}

@@ -1,0 +1,181 @@
+//! Issue 28 item 5: a capture file that exists but cannot be read (a FIFO,
+//! a directory, unreadable bytes, a line that is not the format) is
+//! *unknown*, never absence: it raises no finding of its own, a note names
+//! the file and why, its check line is `!`, and with no `fail` standing the
+//! exit code is 2 (undecided), not 0.
+
+use std::path::{Path, PathBuf};
+
+use greta_probe::{CheckStatus, Probe, Report, Root};
+
+fn tree(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/sysroots")
+        .join(name)
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let src = entry.path();
+        let dst = to.join(entry.file_name());
+        let ft = std::fs::symlink_metadata(&src).unwrap().file_type();
+        if ft.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if ft.is_dir() {
+            std::fs::create_dir_all(&dst).unwrap();
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+fn mkfifo(p: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// The ways a capture file can exist and still be unreadable.
+#[derive(Debug, Clone, Copy)]
+enum Spoil {
+    Fifo,
+    Directory,
+    DanglingLink,
+    /// Garbage bytes in place of the format (every line malformed).
+    Garbage,
+}
+
+fn spoil(p: &Path, how: Spoil) {
+    std::fs::remove_file(p).unwrap();
+    match how {
+        Spoil::Fifo => mkfifo(p),
+        Spoil::Directory => std::fs::create_dir(p).unwrap(),
+        Spoil::DanglingLink => std::os::unix::fs::symlink("/nonexistent/x", p).unwrap(),
+        Spoil::Garbage => std::fs::write(p, "\u{1}\u{2}zzz 0x 99\n/dev/kfd c 06x0 0 0\n").unwrap(),
+    }
+}
+
+/// phoenix-apu with one capture file spoiled, as doctor reports it.
+fn report_with(file: &str, how: Spoil) -> Report {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&tree("phoenix-apu"), tmp.path());
+    spoil(&tmp.path().join(file), how);
+    let root = Root::sysroot(tmp.path()).unwrap();
+    Probe::new(&root).run().into_report(Vec::new())
+}
+
+fn ids(r: &Report) -> Vec<&str> {
+    r.findings.iter().map(|f| f.id.as_str()).collect()
+}
+
+#[test]
+fn the_intact_capture_raises_kfd_permission() {
+    // The control: what the spoiled captures below must not contradict.
+    let root = Root::sysroot(tree("phoenix-apu")).unwrap();
+    let r = Probe::new(&root).run().into_report(Vec::new());
+    assert!(ids(&r).contains(&"kfd.permission"), "{:?}", ids(&r));
+    assert!(!ids(&r).contains(&"kfd.missing"));
+    assert_eq!(r.summary.exit_code, 1);
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+}
+
+#[test]
+fn unreadable_dev_nodes_is_unknown_not_missing() {
+    for how in [
+        Spoil::Fifo,
+        Spoil::Directory,
+        Spoil::DanglingLink,
+        Spoil::Garbage,
+    ] {
+        let r = report_with(".greta/dev-nodes", how);
+        assert!(
+            !ids(&r).contains(&"kfd.missing"),
+            "{how:?}: false kfd.missing: {:?}",
+            ids(&r)
+        );
+        assert!(
+            r.notes.iter().any(|n| n.starts_with(".greta/dev-nodes: ")),
+            "{how:?}: no note names the file: {:?}",
+            r.notes
+        );
+        let line = r.checks.iter().find(|c| c.id == "device-nodes").unwrap();
+        assert_eq!(line.status, CheckStatus::Warn, "{how:?}: {line:?}");
+        assert!(
+            line.summary.contains("/dev/kfd unknown"),
+            "{how:?}: {line:?}"
+        );
+        assert!(!r.facts.scanned.iter().any(|s| s == "device-nodes"));
+        // Nothing failed that is known; the run could not decide.
+        assert_eq!(r.summary.exit_code, 2, "{how:?}: {:?}", ids(&r));
+    }
+}
+
+#[test]
+fn unreadable_id_is_unknown_and_never_a_pass() {
+    for how in [
+        Spoil::Fifo,
+        Spoil::Directory,
+        Spoil::DanglingLink,
+        Spoil::Garbage,
+    ] {
+        let r = report_with(".greta/id", how);
+        assert!(
+            r.notes.iter().any(|n| n.starts_with(".greta/id: ")),
+            "{how:?}: no note names the file: {:?}",
+            r.notes
+        );
+        let line = r.checks.iter().find(|c| c.id == "device-nodes").unwrap();
+        assert_eq!(line.status, CheckStatus::Warn, "{how:?}: {line:?}");
+        assert!(
+            line.summary.contains("openable unknown"),
+            "{how:?}: {line:?}"
+        );
+        // The permission finding cannot be concluded without the identity,
+        // and its absence must not read as a pass.
+        assert_ne!(r.summary.exit_code, 0, "{how:?}: {:?}", ids(&r));
+    }
+}
+
+#[test]
+fn unreadable_captured_command_output_is_noted() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&tree("mi300x-vf"), tmp.path());
+    spoil(&tmp.path().join(".greta/cmd/rocminfo.txt"), Spoil::Fifo);
+    let root = Root::sysroot(tmp.path()).unwrap();
+    let r = Probe::new(&root).run().into_report(Vec::new());
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with(".greta/cmd/rocminfo.txt: ") && n.contains("FIFO")),
+        "{:?}",
+        r.notes
+    );
+    let line = r.checks.iter().find(|c| c.id == "rocm").unwrap();
+    assert_ne!(line.status, CheckStatus::Pass, "{line:?}");
+}
+
+#[test]
+fn one_malformed_line_leaves_the_other_nodes_known() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&tree("phoenix-apu"), tmp.path());
+    std::fs::write(
+        tmp.path().join(".greta/dev-nodes"),
+        "/dev/kfd c 06x0 0 105\n/dev/dri/renderD128 c 0660 0 44\n",
+    )
+    .unwrap();
+    let root = Root::sysroot(tmp.path()).unwrap();
+    let r = Probe::new(&root).run().into_report(Vec::new());
+    assert!(!ids(&r).contains(&"kfd.missing"), "{:?}", ids(&r));
+    assert!(
+        r.notes.iter().any(|n| n.contains("line 1")),
+        "{:?}",
+        r.notes
+    );
+    // The render node's line was read: its verdict stands (group video, 44,
+    // which this user lacks).
+    assert!(ids(&r).contains(&"kfd.permission"), "{:?}", ids(&r));
+    assert_eq!(r.summary.exit_code, 1);
+}
