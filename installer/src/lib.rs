@@ -6,7 +6,6 @@
 #[macro_use]
 pub mod out;
 pub mod cmd;
-pub mod duration;
 pub mod envs;
 pub mod exit;
 pub mod fetch;

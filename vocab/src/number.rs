@@ -32,6 +32,21 @@ impl Unit {
     }
 }
 
+/// The longest wait any duration setting may ask for (a `GRETA_*` variable
+/// or a flag in seconds or milliseconds): 7 days, far beyond any real wait
+/// and far from an overflow when added to an `Instant`.
+pub const MAX_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// `n` seconds (a flag's value), at most [`MAX_WAIT`].
+pub fn secs(n: u64) -> Duration {
+    Duration::from_secs(n.min(MAX_WAIT.as_secs()))
+}
+
+/// `n` milliseconds, at most [`MAX_WAIT`].
+pub fn millis(n: u64) -> Duration {
+    Duration::from_millis(n.min(MAX_WAIT.as_secs() * 1000))
+}
+
 /// A whole number written in ASCII digits (no sign, point, unit or
 /// spaces inside); one too large for a `u64` is `u64::MAX`, for the caller
 /// to clamp.
@@ -73,6 +88,15 @@ pub fn env_whole(env: &'static str, min: u64, max: u64) -> Result<Option<u64>, S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_largest_flag_values_are_a_week_and_can_be_added_to_now() {
+        assert_eq!(secs(u64::MAX), MAX_WAIT);
+        assert_eq!(millis(u64::MAX), MAX_WAIT);
+        assert_eq!(secs(5), Duration::from_secs(5));
+        assert_eq!(millis(5), Duration::from_millis(5));
+        let _ = std::time::Instant::now() + secs(u64::MAX) + Duration::from_secs(30);
+    }
 
     #[test]
     fn whole_numbers_refuse_garbage_and_saturate() {

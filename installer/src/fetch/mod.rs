@@ -79,32 +79,28 @@ impl FetchOptions {
     /// (mirrors with odd limits; the tests use short timeouts). An empty
     /// variable is unset; one that is not a whole number is an error that
     /// names it, never silently the default. A duration above a week is a
-    /// week ([`crate::duration`]).
+    /// week (`greta_vocab::number`, the one reading of numeric settings).
     pub fn from_env() -> Result<Self> {
         let mut o = FetchOptions::default();
-        let num = |k: &'static str| -> Result<Option<u64>> {
-            let s = greta_vocab::Setting::resolve(
-                None,
-                k,
-                |v| v.parse::<u64>().map(Some).map_err(|_| "not a whole number"),
-                || None,
-            )
-            .map_err(anyhow::Error::msg)?;
-            tracing::debug!("{k}: {:?}, {}", s.value, s.source);
-            Ok(s.value)
+        use greta_vocab::number::{env_duration, env_whole, Unit, MAX_WAIT};
+        use greta_vocab::EnvVars;
+        let whole = |k: &'static str, min, max| env_whole(k, min, max).map_err(anyhow::Error::msg);
+        if let Some(j) = whole(EnvVars::GRETA_FETCH_JOBS, 1, 64)? {
+            o.jobs = j as usize;
+        }
+        if let Some(a) = whole(EnvVars::GRETA_FETCH_ATTEMPTS, 1, 100)? {
+            o.attempts = a as u32;
+        }
+        let wait = |k: &'static str, unit: Unit| {
+            env_duration(k, unit, MAX_WAIT).map_err(anyhow::Error::msg)
         };
-        if let Some(j) = num(greta_vocab::EnvVars::GRETA_FETCH_JOBS)? {
-            o.jobs = j.clamp(1, 64) as usize;
+        if let Some(b) = wait(EnvVars::GRETA_FETCH_BACKOFF_MS, Unit::Millis)? {
+            o.backoff = b;
         }
-        if let Some(a) = num(greta_vocab::EnvVars::GRETA_FETCH_ATTEMPTS)? {
-            o.attempts = a.clamp(1, 100) as u32;
-        }
-        if let Some(b) = num(greta_vocab::EnvVars::GRETA_FETCH_BACKOFF_MS)? {
-            o.backoff = crate::duration::millis(b);
-        }
-        if let Some(t) = num(greta_vocab::EnvVars::GRETA_FETCH_TIMEOUT_S)? {
-            o.connect_timeout = crate::duration::secs(t.max(1));
-            o.read_timeout = crate::duration::secs(t.max(1));
+        if let Some(t) = wait(EnvVars::GRETA_FETCH_TIMEOUT_S, Unit::Secs)? {
+            let t = t.max(Duration::from_secs(1));
+            o.connect_timeout = t;
+            o.read_timeout = t;
         }
         Ok(o)
     }

@@ -302,7 +302,7 @@ fn compile_for(
         args.push("--exclude-newer".into());
         args.push(d.clone());
     }
-    let timeout = crate::duration::secs(a.timeout);
+    let timeout = greta_vocab::number::secs(a.timeout);
     let run = |extra: &[String]| -> Result<DocumentMut> {
         let mut all = args.clone();
         all.extend_from_slice(extra);
