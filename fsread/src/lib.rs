@@ -47,8 +47,15 @@ impl Error {
     }
 }
 
-fn kind_of(t: std::fs::FileType) -> &'static str {
-    if t.is_dir() {
+/// What a file of type `t` is, in words ("FIFO", "symbolic link", ...):
+/// the one wording of greta's messages about a path that is not what it
+/// should be (the readers here, the wheel cache, `smoke --prom`).
+pub fn kind_of(t: std::fs::FileType) -> &'static str {
+    if t.is_symlink() {
+        "symbolic link"
+    } else if t.is_file() {
+        "regular file"
+    } else if t.is_dir() {
         "directory"
     } else if t.is_fifo() {
         "FIFO"

@@ -256,7 +256,7 @@ fn target(path: &Path) -> Result<std::path::PathBuf, String> {
              would replace it; name a regular file (or a new one)",
             path.display(),
             if via { "leads to" } else { "is" },
-            node_kind(t)
+            greta_fsread::kind_of(t)
         )
     };
     match std::fs::symlink_metadata(path) {
@@ -293,24 +293,6 @@ fn dangling_end(path: &Path) -> Result<std::path::PathBuf, String> {
         "more than {MAX_LINKS} symlinks from {} (a loop?)",
         path.display()
     ))
-}
-
-/// What a node that is neither a file nor a link is, in words.
-fn node_kind(t: std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_dir() {
-        "directory"
-    } else if t.is_fifo() {
-        "FIFO"
-    } else if t.is_socket() {
-        "socket"
-    } else if t.is_char_device() {
-        "character device"
-    } else if t.is_block_device() {
-        "block device"
-    } else {
-        "special file"
-    }
 }
 
 fn parent(path: &Path) -> &Path {

@@ -14,7 +14,7 @@
 use anyhow::{Context, Result};
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// What a cache file is for: data is appended to a partial download; a
@@ -102,23 +102,10 @@ fn is_ours(m: &fs::Metadata, usage: Use) -> bool {
 
 /// What a non-regular entry is, in words.
 pub fn kind(m: &fs::Metadata) -> &'static str {
-    let t = m.file_type();
-    if t.is_symlink() {
-        "symbolic link"
-    } else if t.is_dir() {
-        "directory"
-    } else if t.is_fifo() {
-        "FIFO"
-    } else if t.is_char_device() {
-        "character device"
-    } else if t.is_block_device() {
-        "block device"
-    } else if t.is_socket() {
-        "socket"
-    } else if t.is_file() {
+    if m.file_type().is_file() {
         "regular file with other names (a hard link)"
     } else {
-        "special file"
+        greta_fsread::kind_of(m.file_type())
     }
 }
 
