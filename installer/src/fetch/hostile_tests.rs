@@ -12,7 +12,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::sync::mpsc;
 
 /// Serves `body` to every GET on a loopback port (one connection each).
-fn serve(body: Vec<u8>) -> String {
+pub(super) fn serve(body: Vec<u8>) -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/x-1-py3-none-any.whl", l.local_addr().unwrap());
     std::thread::spawn(move || {

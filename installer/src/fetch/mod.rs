@@ -530,32 +530,10 @@ mod sweep_tests {
 mod mismatch_tests {
     use super::*;
     use sha2::{Digest, Sha256};
-    use std::io::{Read, Write};
 
-    /// Serves `body` to every GET on a loopback port (one connection each).
+    /// The loopback server of the hostile-path tests (one for the module).
     fn serve(body: &'static [u8]) -> String {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/x-1-py3-none-any.whl", l.local_addr().unwrap());
-        std::thread::spawn(move || {
-            for s in l.incoming() {
-                let Ok(mut s) = s else { return };
-                let mut head = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let _ = write!(
-                    s,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = s.write_all(body);
-            }
-        });
-        url
+        super::hostile_tests::serve(body.to_vec())
     }
 
     /// Issue 12: a changed hash is traced to the lockfile line that pins it,
