@@ -1,7 +1,7 @@
 //! What several test modules share: the probe run as doctor runs it.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use greta_probe::{CheckRun, Facts, Probe, Root};
 
@@ -19,4 +19,23 @@ pub fn envs_at(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
 pub fn collect(root: &Root) -> (Facts, Vec<CheckRun>) {
     let o = Probe::new(root).envs_at(envs_at).run();
     (o.facts, o.checks)
+}
+
+/// A copy of a sysroot tree, symlinks kept as links (the tests then damage
+/// the copy, never the checked-in tree).
+pub fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let src = entry.path();
+        let dst = to.join(entry.file_name());
+        let ft = std::fs::symlink_metadata(&src).unwrap().file_type();
+        if ft.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
+        } else if ft.is_dir() {
+            std::fs::create_dir_all(&dst).unwrap();
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
 }

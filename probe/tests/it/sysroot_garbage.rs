@@ -6,27 +6,12 @@ use std::path::{Path, PathBuf};
 use greta_probe::{CheckRun, Facts, Probe, Root};
 use rand::{Rng, RngCore};
 
+use crate::common::copy_tree;
+
 /// The full probe of `root`, as doctor runs it (without the HIP check).
 fn collect(root: &Root) -> (Facts, Vec<CheckRun>) {
     let o = Probe::new(root).run();
     (o.facts, o.checks)
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let src = entry.path();
-        let dst = to.join(entry.file_name());
-        let ft = std::fs::symlink_metadata(&src).unwrap().file_type();
-        if ft.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
-        } else if ft.is_dir() {
-            std::fs::create_dir_all(&dst).unwrap();
-            copy_tree(&src, &dst);
-        } else {
-            std::fs::copy(&src, &dst).unwrap();
-        }
-    }
 }
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {

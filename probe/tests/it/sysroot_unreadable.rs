@@ -8,27 +8,12 @@ use std::path::{Path, PathBuf};
 
 use greta_probe::{CheckStatus, Probe, Report, Root};
 
+use crate::common::copy_tree;
+
 fn tree(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/sysroots")
         .join(name)
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let src = entry.path();
-        let dst = to.join(entry.file_name());
-        let ft = std::fs::symlink_metadata(&src).unwrap().file_type();
-        if ft.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&src).unwrap(), &dst).unwrap();
-        } else if ft.is_dir() {
-            std::fs::create_dir_all(&dst).unwrap();
-            copy_tree(&src, &dst);
-        } else {
-            std::fs::copy(&src, &dst).unwrap();
-        }
-    }
 }
 
 fn mkfifo(p: &Path) {
