@@ -192,7 +192,7 @@ fn a_bundle_manifest_that_is_a_device_is_refused() {
 #[test]
 fn ctrl_c_says_the_previous_env_is_untouched() {
     use std::io::Read;
-    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use std::os::unix::process::ExitStatusExt;
     let h = Harness::new(2_000_000);
     let torch = h.wheel("torch").filename.clone();
     h.server.fault_always(
@@ -202,18 +202,8 @@ fn ctrl_c_says_the_previous_env_is_untouched() {
             delay: Duration::from_millis(50),
         },
     );
-    let mut c = h.install_command(&["--reinstall"]);
-    c.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    // SAFETY: signal() is async-signal-safe; the child only execs after it.
-    unsafe {
-        c.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            Ok(())
-        });
-    }
-    let mut child = c.spawn().unwrap();
+    let c = h.install_command(&["--reinstall"]);
+    let mut child = support::spawn_interruptible(c);
     // Wait for the observed state: torch's download has started.
     let start = Instant::now();
     while h.server.hits(&torch).is_empty() {

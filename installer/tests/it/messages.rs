@@ -8,8 +8,7 @@
 
 use crate::support::{self, Fault, Harness};
 use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::Stdio;
+use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 
 #[test]
@@ -50,18 +49,8 @@ fn an_os_error_is_printed_once() {
 /// Starts `c` with SIGINT at its default action (a terminal's foreground
 /// job), waits for `ready`, sends SIGINT, and returns its stderr once it
 /// died of it.
-fn interrupt(mut c: std::process::Command, ready: &dyn Fn(&str) -> bool) -> String {
-    c.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    // SAFETY: signal() is async-signal-safe; the child only execs after it.
-    unsafe {
-        c.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            Ok(())
-        });
-    }
-    let mut child = c.spawn().unwrap();
+fn interrupt(c: std::process::Command, ready: &dyn Fn(&str) -> bool) -> String {
+    let mut child = support::spawn_interruptible(c);
     let mut err_pipe = child.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     std::thread::spawn(move || {

@@ -405,3 +405,21 @@ pub fn wait_for_line(child: &mut std::process::Child, needle: &str) {
         Err(_) => panic!("no {needle:?} within 120 s"),
     }
 }
+
+/// Spawns `c` with SIGINT at its default action, as a terminal's foreground
+/// job has it (a test harness may ignore it), stdin and stdout closed and
+/// stderr piped: the start of every Ctrl-C test.
+pub fn spawn_interruptible(mut c: Command) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    c.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: signal() is async-signal-safe; the child only execs after it.
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    c.spawn().unwrap()
+}
