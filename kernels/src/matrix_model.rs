@@ -207,17 +207,12 @@ impl Rng {
     }
 }
 
+/// The catalogue's own f64 reference of `gemm_f32` (the one every GEMM gate
+/// is checked against), not a second GEMM written for this model.
 fn reference(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> Vec<f64> {
-    let mut c = vec![0f64; m * n];
-    for i in 0..m {
-        for p in 0..k {
-            let x = a[i * k + p] as f64;
-            for j in 0..n {
-                c[i * n + j] += x * b[p * n + j] as f64;
-            }
-        }
-    }
-    c
+    let wide = |x: &[f32]| x.iter().map(|&v| v as f64).collect::<Vec<f64>>();
+    let op = crate::Op::GemmF32 { m, n, k };
+    op.reference_of(&[wide(a), wide(b)], &[]).remove(0)
 }
 
 fn max_rel_err(got: &[f32], want: &[f64]) -> f64 {
