@@ -187,23 +187,18 @@ fn kernel_model_on(
     c
 }
 
-/// xorshift64* from a seed: fresh inputs per run (the seed is printed).
-struct Rng(u64);
+/// Fresh inputs per run from a printed seed (rand's seeded generator, as
+/// smoke's inputs are drawn), each value an f16 in -1..1 held as f32.
+struct Rng(rand::rngs::StdRng);
 impl Rng {
     fn fresh() -> (Rng, u64) {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1)
-            | 1;
-        (Rng(seed), seed)
+        use rand::SeedableRng;
+        let seed: u64 = rand::random();
+        (Rng(rand::rngs::StdRng::seed_from_u64(seed)), seed)
     }
     fn f16_value(&mut self) -> f32 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let u = (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 40) as f32 / (1u64 << 24) as f32;
-        f16::from_f32(u * 2.0 - 1.0).to_f32()
+        use rand::Rng as _;
+        f16::from_f32(self.0.gen_range(-1.0f32..1.0)).to_f32()
     }
 }
 
