@@ -151,6 +151,15 @@ fn moved_aside(s: &Setup) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Exactly one entry was moved aside, and it is still the `what` it was
+/// (moved, never followed or replaced).
+fn assert_one_aside(s: &Setup, what: &str, is: fn(&fs::FileType) -> bool) {
+    let aside = moved_aside(s);
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    let t = fs::symlink_metadata(&aside[0]).unwrap().file_type();
+    assert!(is(&t), "{} is not a {what}: {t:?}", aside[0].display());
+}
+
 /// A symlink at `partial/<sha>.part` to a file outside the cache: the
 /// download was appended to (or truncated) that file, and the symlink
 /// itself was renamed into the cache with a verified stamp.
@@ -163,12 +172,7 @@ fn a_symlink_at_the_partial_path_is_moved_aside_and_its_target_untouched() {
     let got = fetch_bounded(&s);
     assert_eq!(fs::read(&victim).unwrap(), b"the user's own file");
     assert_cached_right(&s, got);
-    let aside = moved_aside(&s);
-    assert_eq!(aside.len(), 1, "{aside:?}");
-    assert!(fs::symlink_metadata(&aside[0])
-        .unwrap()
-        .file_type()
-        .is_symlink());
+    assert_one_aside(&s, "symlink", fs::FileType::is_symlink);
 }
 
 /// A symlink at the partial path to a device like /dev/zero: the stream
@@ -197,12 +201,7 @@ fn a_fifo_at_the_partial_path_does_not_block() {
     mkfifo(&s.cache.partial_path(&s.wheel));
     let got = fetch_bounded(&s);
     assert_cached_right(&s, got);
-    let aside = moved_aside(&s);
-    assert_eq!(aside.len(), 1, "{aside:?}");
-    assert!(fs::symlink_metadata(&aside[0])
-        .unwrap()
-        .file_type()
-        .is_fifo());
+    assert_one_aside(&s, "fifo", fs::FileType::is_fifo);
 }
 
 /// A FIFO at the lock path blocked in `open()` (with the env lock held).
