@@ -9,6 +9,7 @@
 //! order, with no padding: element `[i][j]` of an `R x C` matrix is at
 //! `i * C + j`.
 
+pub mod block;
 pub mod check;
 pub mod hip_src;
 mod host;
