@@ -119,6 +119,7 @@ enum Input {
 pub struct Child {
     cmd: Command,
     group: bool,
+    merge: bool,
     cap: usize,
     input: Input,
 }
@@ -128,6 +129,7 @@ impl Child {
         Child {
             cmd,
             group: false,
+            merge: false,
             cap: DEFAULT_CAP,
             input: Input::Null,
         }
@@ -137,6 +139,15 @@ impl Child {
     /// group when it ends, times out or is dropped.
     pub fn own_group(mut self) -> Child {
         self.group = true;
+        self
+    }
+
+    /// Sends stderr into stdout's pipe, so [`Finished::stdout`] holds both
+    /// interleaved as the child wrote them (a failing tool's message in
+    /// context: how the doctor keeps rocminfo's output) and `stderr` is
+    /// empty.
+    pub fn merge_stderr(mut self) -> Child {
+        self.merge = true;
         self
     }
 
@@ -161,13 +172,28 @@ impl Child {
     /// Starts it; its output is being collected from now on.
     pub fn start(mut self) -> Result<Running, ChildError> {
         let shown = format!("{:?}", self.cmd);
-        self.cmd
-            .stdin(match self.input {
-                Input::Null => Stdio::null(),
-                _ => Stdio::piped(),
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        self.cmd.stdin(match self.input {
+            Input::Null => Stdio::null(),
+            _ => Stdio::piped(),
+        });
+        // One pipe for both streams when merged; the Command's copies of
+        // its write end close when `self` drops at the end of this function,
+        // so the reader sees end-of-file when the child's side closes.
+        let merged = if self.merge {
+            let (r, w) = std::io::pipe().map_err(|source| ChildError::Spawn {
+                shown: shown.clone(),
+                source,
+            })?;
+            let w2 = w.try_clone().map_err(|source| ChildError::Spawn {
+                shown: shown.clone(),
+                source,
+            })?;
+            self.cmd.stdout(w).stderr(w2);
+            Some(r)
+        } else {
+            self.cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+            None
+        };
         if self.group {
             self.cmd.process_group(0);
         }
@@ -188,8 +214,16 @@ impl Child {
             }
             (_, pipe) => pipe,
         };
-        let out = reader(child.stdout.take(), self.cap);
-        let err = reader(child.stderr.take(), self.cap);
+        let (out, err) = match merged {
+            Some(r) => (
+                reader(Some(r), self.cap),
+                reader(None::<std::io::PipeReader>, 0),
+            ),
+            None => (
+                reader(child.stdout.take(), self.cap),
+                reader(child.stderr.take(), self.cap),
+            ),
+        };
         let exited = exit_signal(child.id());
         Ok(Running {
             child: Some(child),

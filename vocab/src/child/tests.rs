@@ -151,3 +151,29 @@ fn exit_codes_and_signals_are_described() {
         .unwrap();
     assert_eq!(describe(f.status.unwrap()), "killed by signal 6 (SIGABRT)");
 }
+
+/// Merged streams keep the order the child wrote them in (the doctor shows
+/// a tool's error beside the line it failed on), and a child that leaves
+/// after its limit keeps what it printed until then.
+#[test]
+fn merged_stderr_interleaves_in_order_and_survives_a_timeout() {
+    let mut c = Command::new("sh");
+    c.args(["-c", "echo 1; echo 2 >&2; echo 3; echo 4 >&2"]);
+    let f = Child::new(c)
+        .merge_stderr()
+        .finish_within(Some(Duration::from_secs(60)))
+        .unwrap();
+    assert_eq!(f.stdout.text(), "1\n2\n3\n4\n");
+    assert_eq!(f.stderr.text(), "");
+    assert_eq!(f.status.and_then(|s| s.code()), Some(0));
+
+    let mut c = Command::new("sh");
+    c.args(["-c", "echo before >&2; exec sleep 600"]);
+    let f = Child::new(c)
+        .merge_stderr()
+        .own_group()
+        .finish_within(Some(Duration::from_millis(300)))
+        .unwrap();
+    assert!(f.timed_out && !f.pipes_held);
+    assert_eq!(f.stdout.text(), "before\n");
+}

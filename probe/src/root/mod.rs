@@ -1,0 +1,401 @@
+//! The one door through which the live/sysroot collectors see a machine.
+//!
+//! Every file read, command output, environment variable and the user's
+//! credentials go through [`Root`], so the same collectors run on the live
+//! machine (`Root::live()`) and on a captured or synthetic tree
+//! (`Root::sysroot(dir)`). A live root can also record everything it was
+//! asked for, which is how `capture` knows exactly what a replay needs.
+//!
+//! Sysroot layout (besides the machine's own files at their usual paths):
+//! - `.greta/cmd/<name>.txt`: command output (stdout and stderr together);
+//!   `.greta/cmd/<name>.status`: `exit N`, `timeout`, `not-found` or
+//!   `error TEXT` (absent: the command ran and exited 0).
+//! - `.greta/env`: `KEY=VALUE` lines (only [`ENV_ALLOW`] keys are used).
+//! - `.greta/id`: the `id` command's output, e.g.
+//!   `uid=1000(ann) gid=1000(ann) groups=1000(ann),44(video)`.
+//! - `.greta/dev-nodes`: one line per device node, since device nodes cannot
+//!   be copied: `PATH TYPE MODE UID GID [open=ok|open=ERRNO_NAME]`, e.g.
+//!   `/dev/kfd c 0660 0 109`.
+
+mod cmd;
+mod identity;
+mod nodes;
+mod reads;
+
+pub(crate) use cmd::status_line;
+pub use cmd::{CmdOutput, CmdStatus};
+use identity::live_identity;
+pub use identity::{GroupEntry, Identity};
+pub(crate) use nodes::node_line;
+pub use nodes::{NodeMeta, NodeState};
+pub(crate) use reads::resolve_in;
+use reads::{capture_file, clip, is_executable, parse_env, read_capped, why_unreadable};
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Environment variables doctor reads. Nothing else is ever read or captured,
+/// so a support bundle cannot leak secrets from the environment.
+pub const ENV_ALLOW: &[&str] = &[
+    "VK_DRIVER_FILES",
+    "VK_ICD_FILENAMES",
+    "VK_ADD_DRIVER_FILES",
+    "VK_LOADER_DRIVERS_SELECT",
+    "VK_LOADER_DRIVERS_DISABLE",
+    "XDG_CONFIG_HOME",
+    "XDG_CONFIG_DIRS",
+    "XDG_DATA_HOME",
+    "XDG_DATA_DIRS",
+    "HOME",
+    "USER",
+    "AMD_VULKAN_ICD",
+    "DISABLE_LAYER_AMD_SWITCHABLE_GRAPHICS_1",
+    "ROCM_PATH",
+    "HIP_PATH",
+    "HSA_OVERRIDE_GFX_VERSION",
+    "LD_LIBRARY_PATH",
+    "PATH",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES",
+    "GPU_DEVICE_ORDINAL",
+    // The active Python env (doctor reads the frameworks installed there).
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    // pyenv's own version selection, so shims resolve without running bash.
+    "PYENV_VERSION",
+    "PWD",
+];
+
+/// Largest file or command output kept; sysfs/proc files are tiny, a full
+/// `vulkaninfo` is a few MB. Anything beyond is cut, never a memory blow-up.
+pub const MAX_READ: usize = 16 << 20;
+
+/// Default limit for a command: rocminfo hangs forever on some broken stacks.
+pub const DEFAULT_CMD_TIMEOUT: Duration = Duration::from_secs(8);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Live,
+    Sysroot,
+}
+
+/// Everything a live root was asked for; `capture` copies exactly this.
+#[derive(Debug, Default, Clone)]
+pub struct Record {
+    /// Files read whole, with the text that was read.
+    pub files: BTreeMap<String, String>,
+    /// Files of which only a prefix was read (ELF headers), with the bytes.
+    pub prefixes: BTreeMap<String, Vec<u8>>,
+    /// Paths whose existence was asked.
+    pub probed: BTreeSet<String>,
+    /// Symlinks read.
+    pub links: BTreeSet<String>,
+    /// Directories listed.
+    pub dirs: BTreeSet<String>,
+    pub cmds: Vec<CmdOutput>,
+    pub nodes: Vec<NodeMeta>,
+}
+
+/// `/etc/group` entries and, per gid, the indices of its entries.
+type GroupTable = (Vec<GroupEntry>, BTreeMap<u32, Vec<usize>>);
+
+/// A machine to look at: `/` or a captured tree.
+pub struct Root {
+    base: PathBuf,
+    mode: Mode,
+    env: BTreeMap<String, String>,
+    identity: Option<Identity>,
+    cmd_timeout: Duration,
+    record: Option<Mutex<Record>>,
+    /// Sysroot device-node table, loaded once, by path: lookups and
+    /// listings stay logarithmic in a capture of any length (a linear
+    /// search per node made 40,000 lines take 10 s).
+    nodes: BTreeMap<String, NodeMeta>,
+    /// `/etc/group`, parsed on first use (read once, not once per node),
+    /// with the indices of each gid's entries.
+    groups: std::sync::OnceLock<GroupTable>,
+    /// Device-node paths whose `dev-nodes` line could not be parsed: their
+    /// state is unknown (a parser that skipped the line made /dev/kfd look
+    /// absent).
+    nodes_unknown: BTreeMap<String, String>,
+    /// Why the whole `dev-nodes` table is unknown (it exists but could not
+    /// be read); every node is then unknown, never absent.
+    nodes_unreadable: Option<String>,
+    /// Capture files that exist but could not be used (issue 28: a FIFO at
+    /// `.greta/dev-nodes` became "/dev/kfd does not exist"). Filled while
+    /// the root is read (replays add theirs), reported as notes.
+    unreadable: Mutex<Vec<Unreadable>>,
+}
+
+/// A capture file that exists but could not be used, and why: the facts it
+/// holds are unknown, which is never the same as absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The file, relative to the sysroot (`.greta/dev-nodes`).
+    pub file: String,
+    pub why: String,
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.file, self.why)
+    }
+}
+
+impl Root {
+    /// The running machine, as this process sees it.
+    pub fn live() -> Root {
+        let env = ENV_ALLOW
+            .iter()
+            .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+            .collect();
+        Root {
+            base: PathBuf::from("/"),
+            mode: Mode::Live,
+            env,
+            identity: Some(live_identity()),
+            cmd_timeout: DEFAULT_CMD_TIMEOUT,
+            record: None,
+            nodes: BTreeMap::new(),
+            groups: Default::default(),
+            nodes_unknown: BTreeMap::new(),
+            nodes_unreadable: None,
+            unreadable: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A live root that remembers every read, for `capture`.
+    pub fn live_recording() -> Root {
+        let mut r = Root::live();
+        r.record = Some(Mutex::new(Record::default()));
+        r
+    }
+
+    /// A captured or synthetic tree. Errors only when `dir` is not a
+    /// readable directory (doctor then exits 2).
+    pub fn sysroot(dir: impl AsRef<Path>) -> std::io::Result<Root> {
+        let base = dir.as_ref().to_path_buf();
+        let md = std::fs::metadata(&base)?;
+        if !md.is_dir() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotADirectory,
+                format!("sysroot {} is not a directory", base.display()),
+            ));
+        }
+        std::fs::read_dir(&base)?;
+        let greta = base.join(".greta");
+        let mut unreadable = Vec::new();
+        let env = capture_file(&greta, "env", &mut unreadable)
+            .map(|t| parse_env(&t))
+            .unwrap_or_default();
+        let identity = capture_file(&greta, "id", &mut unreadable).and_then(|t| {
+            let id = Identity::parse_id(&t);
+            if id.is_none() {
+                unreadable.push(Unreadable {
+                    file: ".greta/id".into(),
+                    why: "not the output of `id` (no uid=N): who runs doctor, and so which device nodes open, is unknown".into(),
+                });
+            }
+            id
+        });
+        let mut nodes = BTreeMap::new();
+        let mut nodes_unknown = BTreeMap::new();
+        let nodes_unreadable = if greta.join("dev-nodes").symlink_metadata().is_ok() {
+            match read_capped(&greta.join("dev-nodes")) {
+                Ok(t) => {
+                    for (i, line) in t.lines().enumerate() {
+                        match NodeMeta::from_line(line) {
+                            // The first line for a path wins, as a linear search did.
+                            Some(m) => {
+                                nodes.entry(m.path.clone()).or_insert(m);
+                            }
+                            None => {
+                                let Some(path) = line.split_whitespace().next() else {
+                                    continue;
+                                };
+                                let why = format!(
+                                    "line {} is not `PATH TYPE MODE UID GID`: {}",
+                                    i + 1,
+                                    clip(line, 80)
+                                );
+                                if path.starts_with("/dev/") {
+                                    nodes_unknown.entry(path.to_string()).or_insert(why.clone());
+                                }
+                                unreadable.push(Unreadable {
+                                    file: ".greta/dev-nodes".into(),
+                                    why,
+                                });
+                            }
+                        }
+                    }
+                    None
+                }
+                Err(e) => {
+                    let why = why_unreadable(&greta.join("dev-nodes"), e);
+                    unreadable.push(Unreadable {
+                        file: ".greta/dev-nodes".into(),
+                        why: why.clone(),
+                    });
+                    Some(why)
+                }
+            }
+        } else {
+            None
+        };
+        // A parsed line for a path outranks a malformed one.
+        nodes_unknown.retain(|p, _| !nodes.contains_key(p));
+        Ok(Root {
+            base,
+            mode: Mode::Sysroot,
+            env,
+            identity,
+            cmd_timeout: DEFAULT_CMD_TIMEOUT,
+            record: None,
+            nodes,
+            groups: Default::default(),
+            nodes_unknown,
+            nodes_unreadable,
+            unreadable: Mutex::new(unreadable),
+        })
+    }
+
+    /// Capture files that exist but could not be used so far (a replay of
+    /// an unreadable command output adds its own), in the order met.
+    pub fn unreadable(&self) -> Vec<Unreadable> {
+        self.unreadable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn add_unreadable(&self, u: Unreadable) {
+        let mut v = self.unreadable.lock().unwrap_or_else(|e| e.into_inner());
+        if !v.contains(&u) {
+            v.push(u);
+        }
+    }
+
+    /// Whether `.greta/id` exists but says nobody (so "can this user open
+    /// it" is unknown, not "yes").
+    pub fn identity_unknown(&self) -> Option<Unreadable> {
+        self.unreadable()
+            .into_iter()
+            .find(|u| u.file == ".greta/id")
+    }
+
+    /// Same root with another limit for commands.
+    pub fn with_cmd_timeout(mut self, t: Duration) -> Root {
+        self.cmd_timeout = t;
+        self
+    }
+
+    /// Replaces the environment (tests, and callers that sanitise it).
+    pub fn with_env(mut self, env: BTreeMap<String, String>) -> Root {
+        self.env = env
+            .into_iter()
+            .filter(|(k, _)| ENV_ALLOW.contains(&k.as_str()))
+            .collect();
+        self
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn is_live(&self) -> bool {
+        self.mode == Mode::Live
+    }
+
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+
+    /// "live" or "sysroot:DIR", for `Facts::sources`.
+    pub fn source_label(&self) -> String {
+        match self.mode {
+            Mode::Live => "live".into(),
+            Mode::Sysroot => format!("sysroot:{}", self.base.display()),
+        }
+    }
+
+    pub fn env(&self, key: &str) -> Option<&str> {
+        self.env.get(key).map(String::as_str)
+    }
+
+    /// An env var that is set and non-empty.
+    pub fn env_nonempty(&self, key: &str) -> Option<&str> {
+        self.env(key).filter(|v| !v.is_empty())
+    }
+
+    pub fn env_all(&self) -> &BTreeMap<String, String> {
+        &self.env
+    }
+
+    /// The user's credentials; None when a sysroot has no `.greta/id`.
+    pub fn identity(&self) -> Option<&Identity> {
+        self.identity.as_ref()
+    }
+
+    /// What was recorded so far (live_recording only).
+    pub fn take_record(&self) -> Option<Record> {
+        self.record
+            .as_ref()
+            .map(|m| std::mem::take(&mut *m.lock().unwrap_or_else(|e| e.into_inner())))
+    }
+
+    /// Records a result that did not come from a command line (live
+    /// enumerations, dlopen results) so a capture can replay it.
+    pub(crate) fn note_cmd(&self, out: CmdOutput) {
+        self.note(|rec| rec.cmds.push(out));
+    }
+
+    /// The machine path after resolving every symlink (inside the tree for a
+    /// sysroot); the input unchanged when it cannot be resolved.
+    pub fn canonical(&self, abs: &str) -> String {
+        self.note_path(abs);
+        match self.mode {
+            Mode::Live => std::fs::canonicalize(abs)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| abs.to_string()),
+            Mode::Sysroot => {
+                let host = resolve_in(&self.base, abs, true);
+                match host.strip_prefix(&self.base) {
+                    Ok(rel) => format!("/{}", rel.to_string_lossy()),
+                    Err(_) => abs.to_string(),
+                }
+            }
+        }
+    }
+
+    fn note(&self, f: impl FnOnce(&mut Record)) {
+        if let Some(m) = &self.record {
+            f(&mut m.lock().unwrap_or_else(|e| e.into_inner()));
+        }
+    }
+
+    /// Host path of `abs` (an absolute path on the machine). In a sysroot
+    /// every symlink is resolved inside the tree, so an absolute link such
+    /// as `/opt/rocm -> /opt/rocm-6.2.0` never escapes to the host.
+    pub fn host_path(&self, abs: &str) -> PathBuf {
+        match self.mode {
+            Mode::Live => PathBuf::from(abs),
+            Mode::Sysroot => resolve_in(&self.base, abs, true),
+        }
+    }
+
+    /// Like `host_path` but leaves a final symlink unresolved (for lstat/readlink).
+    fn host_path_nofollow(&self, abs: &str) -> PathBuf {
+        match self.mode {
+            Mode::Live => PathBuf::from(abs),
+            Mode::Sysroot => resolve_in(&self.base, abs, false),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
