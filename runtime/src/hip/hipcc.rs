@@ -8,6 +8,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+/// How long `hipcc --version` may take (it starts clang once: seconds).
+const VERSION_LIMIT: Duration = Duration::from_secs(30);
+
 /// The hipcc to use for `target`, with its version. Text is accepted too
 /// (the installer asks with a placeholder target only to find hipcc).
 pub fn choice(target: impl Into<Arch>) -> Result<CompilerChoice, String> {
@@ -31,12 +34,27 @@ pub fn choice(target: impl Into<Arch>) -> Result<CompilerChoice, String> {
         looked.push("PATH".to_string());
     }
     cands.push(("/opt/rocm/bin/hipcc".into(), "/opt/rocm"));
+    pick(target, cands, looked, VERSION_LIMIT)
+}
+
+/// The first candidate that is a file and answers `--version` within
+/// `limit`; else every place looked at and why it was passed over.
+fn pick(
+    target: Arch,
+    cands: Vec<(PathBuf, &str)>,
+    mut looked: Vec<String>,
+    limit: Duration,
+) -> Result<CompilerChoice, String> {
     for (p, why) in cands {
         if !p.is_file() {
             looked.push(p.display().to_string());
             continue;
         }
-        let out = Command::new(&p).arg("--version").output();
+        let mut ask = Command::new(&p);
+        ask.arg("--version");
+        // hipcc is a Perl/clang wrapper: a broken ROCm can hang it, and
+        // finding a compiler must not.
+        let out = child::run(ask, "hipcc --version", b"", limit);
         let version = match out {
             Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
                 .lines()
@@ -44,8 +62,12 @@ pub fn choice(target: impl Into<Arch>) -> Result<CompilerChoice, String> {
                 .unwrap_or("unknown version")
                 .trim()
                 .to_string(),
-            _ => {
-                looked.push(format!("{}: --version failed", p.display()));
+            Ok(o) => {
+                looked.push(format!("{}: --version ended with {}", p.display(), o.how()));
+                continue;
+            }
+            Err(e) => {
+                looked.push(format!("{}: --version: {e}", p.display()));
                 continue;
             }
         };
@@ -104,4 +126,57 @@ pub fn compile(choice: &CompilerChoice, unit: &str) -> Result<Vec<u8>, CompileEr
         ));
     }
     std::fs::read(&out).map_err(io(format!("reading {}", out.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A fake hipcc in its own directory running `body`.
+    fn fake(dir: &std::path::Path, name: &str, body: &str) -> PathBuf {
+        let p = dir.join(name).join("hipcc");
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    /// A hipcc that hangs or fails is passed over with the reason, and the
+    /// next one that answers is taken with its version (before, a hanging
+    /// hipcc hung greta: `Command::output()` had no time limit).
+    #[test]
+    fn a_hanging_or_failing_hipcc_is_passed_over_with_the_reason() {
+        let d = tempfile::tempdir().unwrap();
+        let hang = fake(d.path(), "hang", "exec sleep 600");
+        let fail = fake(d.path(), "fail", "echo broken >&2; exit 3");
+        let good = fake(d.path(), "good", "echo 'HIP version: 6.4.43483'");
+        let start = std::time::Instant::now();
+        let c = pick(
+            Arch::from("gfx942"),
+            vec![
+                (hang, "$HIP_PATH"),
+                (fail, "$ROCM_PATH"),
+                (good.clone(), "PATH"),
+            ],
+            vec![],
+            Duration::from_millis(300),
+        )
+        .unwrap();
+        assert!(start.elapsed() < Duration::from_secs(60));
+        assert_eq!(c.library.path, good);
+        assert_eq!(c.version, "HIP version: 6.4.43483");
+        let e = pick(
+            Arch::from("gfx942"),
+            vec![
+                (d.path().join("hang/hipcc"), "$HIP_PATH"),
+                (d.path().join("fail/hipcc"), "PATH"),
+            ],
+            vec![],
+            Duration::from_millis(300),
+        )
+        .unwrap_err();
+        assert!(e.contains("no answer within"), "{e}");
+        assert!(e.contains("ended with exit status 3"), "{e}");
+    }
 }
