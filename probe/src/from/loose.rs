@@ -1,0 +1,215 @@
+//! Signals read from text that matches no known tool's format: a benchmark's
+//! device list, an empty device list, a crashed rocminfo, GPUs a runtime
+//! refused, versions named in passing, WSL.
+
+use super::amd;
+use crate::facts::Facts;
+
+/// The device line of ROCm's benchmark clients (rocblas-bench,
+/// hipblaslt-bench, ...): `Device ID 0 : AMD Radeon VII gfx906:sramecc+:xnack-`.
+pub(super) fn bench_devices(facts: &mut Facts, text: &str) {
+    let mut seen: Vec<&str> = Vec::new();
+    for l in text.lines() {
+        let Some(rest) = l.trim().strip_prefix("Device ID ") else {
+            continue;
+        };
+        let Some((idx, desc)) = rest.split_once(" : ") else {
+            continue;
+        };
+        if idx.is_empty() || !idx.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Some(pos) = desc.find(" gfx") else {
+            continue;
+        };
+        let Some(gfx) = amd::find_gfx(desc[pos + 1..].split([':', ' ']).next().unwrap_or(""))
+        else {
+            continue;
+        };
+        let name = desc[..pos].trim().to_string();
+        // A log of several runs repeats the line: one GPU per device index.
+        if seen.contains(&idx) {
+            continue;
+        }
+        seen.push(idx);
+        facts.gpus.push(crate::facts::Gpu {
+            vendor: crate::facts::Vendor::Amd,
+            vendor_id: Some(amd::AMD),
+            name,
+            integrated: amd::is_apu_target(&gfx).then_some(true),
+            gfx: Some(gfx),
+            seen_by: vec!["rocm-bench".into()],
+            ..Default::default()
+        });
+    }
+}
+
+/// `llama-server --list-devices` printing `Available devices:` and no
+/// device after it (the next line is a prompt, or the paste ends): the
+/// ggml backends found no device at all, recorded as `vk-app-no-devices`
+/// for a Vulkan build (the paste names Vulkan), as llama.cpp's own "No
+/// devices found" line would be.
+pub(super) fn empty_device_list(facts: &mut Facts, text: &str, source: &str) {
+    if !text.to_ascii_lowercase().contains("vulkan") {
+        return;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        if l.trim() != "Available devices:" {
+            continue;
+        }
+        let next = lines[i + 1..]
+            .iter()
+            .map(|x| x.trim())
+            .find(|x| !x.is_empty());
+        // A device line is "Backend0: NAME (...)"; anything else (a prompt,
+        // the end) means none was listed.
+        let device = next.is_some_and(|n| {
+            n.split_once(": ").is_some_and(|(b, _)| {
+                !b.is_empty()
+                    && b.bytes().last().is_some_and(|c| c.is_ascii_digit())
+                    && b.bytes().all(|c| c.is_ascii_alphanumeric())
+            })
+        });
+        if !device && !facts.signals.iter().any(|s| s.id == "vk-app-no-devices") {
+            facts.signals.push(crate::facts::Signal {
+                id: "vk-app-no-devices".into(),
+                source: source.to_string(),
+                line: Some(i + 1),
+                text: "llama-server --list-devices: Available devices: (none listed)".into(),
+            });
+        }
+    }
+}
+
+/// rocminfo calls nothing but the HSA runtime: its output ending in the
+/// shell's `Segmentation fault` (or an abort) is the runtime crashing
+/// (issue 25 class 8), recorded as the `hsa-runtime-crash` signal.
+pub(super) fn rocminfo_crash(facts: &mut Facts, text: &str, source: &str) {
+    let crash = text.lines().enumerate().find(|(_, l)| {
+        let t = l.trim();
+        t.starts_with("Segmentation fault") || t.starts_with("Aborted (core dumped)")
+    });
+    if let Some((i, l)) = crash {
+        if !facts.signals.iter().any(|s| s.id == "hsa-runtime-crash") {
+            facts.signals.push(crate::facts::Signal {
+                id: "hsa-runtime-crash".into(),
+                source: source.to_string(),
+                line: Some(i + 1),
+                text: format!("rocminfo (the HSA runtime) crashed: {}", l.trim()),
+            });
+        }
+    }
+}
+
+/// The GPU an application's refusal names, when nothing else in the text
+/// listed it (issue 25 class 3): ollama's `gpu_type=gfx1150` (never its
+/// list of supported types), lemonade's `Unsupported GPU: gfx950`.
+pub(super) fn refused_gpus(facts: &mut Facts, text: &str) {
+    let mut found: Vec<String> = Vec::new();
+    for s in &facts.signals {
+        if !matches!(s.id.as_str(), "app-gpu-refused" | "tool-gfx-unsupported") {
+            continue;
+        }
+        // The whole line: a signal keeps only its first 300 characters, and
+        // a log pasted as one line has the GPU far beyond them.
+        let line = s
+            .line
+            .and_then(|n| text.lines().nth(n.saturating_sub(1)))
+            .unwrap_or(&s.text);
+        let lc = line.to_ascii_lowercase();
+        let named = ["gpu_type=", "unsupported gpu: "]
+            .iter()
+            .find_map(|m| lc.find(m).map(|p| &lc[p + m.len()..]))
+            .and_then(|rest| amd::find_gfx(rest.split_whitespace().next().unwrap_or("")));
+        if let Some(g) = named {
+            if !found.contains(&g) {
+                found.push(g);
+            }
+        }
+    }
+    for g in found {
+        if facts
+            .gpus
+            .iter()
+            .any(|x| x.gfx.as_deref() == Some(g.as_str()))
+        {
+            continue;
+        }
+        facts.gpus.push(crate::facts::Gpu {
+            vendor: crate::facts::Vendor::Amd,
+            vendor_id: Some(amd::AMD),
+            integrated: amd::is_apu_target(&g).then_some(true),
+            gfx: Some(g),
+            seen_by: vec!["app".into()],
+            ..Default::default()
+        });
+    }
+}
+
+/// `torch.version.hip` asked in a Python session (`>>> torch.version.hip`
+/// then `'3.0.19493-36529b1'`, or `print(torch.version.hip)` then the bare
+/// version): the HIP/ROCm build the wheel was made with.
+pub(super) fn torch_version_hip(text: &str) -> Option<String> {
+    let mut lines = text.lines();
+    while let Some(l) = lines.next() {
+        if !l.contains("torch.version.hip") {
+            continue;
+        }
+        // On the same line after the expression (`... hip: 6.2.41133`) or
+        // on the next non-empty line.
+        let same = l.split("torch.version.hip").nth(1).unwrap_or("");
+        let same = same.trim_start_matches([')', ':', ' ', '=']).trim();
+        let cand = if same.is_empty() {
+            lines.by_ref().map(str::trim).find(|x| !x.is_empty())?
+        } else {
+            same
+        };
+        let v = cand.trim_matches(['\'', '"']);
+        let b = v.as_bytes();
+        if b.first().is_some_and(u8::is_ascii_digit) && v.contains('.') && v.len() < 40 {
+            return Some(v.to_string());
+        }
+    }
+    None
+}
+
+/// The release in a versioned ROCm install path a paste shows (a library
+/// loaded from `/opt/rocm-7.1.1/lib/...`), when one release only appears.
+pub(super) fn rocm_path_version(text: &str) -> Option<String> {
+    let mut found: Option<String> = None;
+    for (p, _) in text.match_indices("/opt/rocm-") {
+        let v: String = text[p + 10..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        let v = v.trim_end_matches('.').to_string();
+        if v.split('.').count() < 2 || v.split('.').any(str::is_empty) {
+            continue;
+        }
+        match &found {
+            Some(f) if *f != v => return None,
+            _ => found = Some(v),
+        }
+    }
+    found
+}
+
+/// What WSL2 leaves in any paste (issue 25 class 4): its kernel's name
+/// (`5.15.167.4-microsoft-standard-WSL2` in uname, a log or a path), the
+/// paravirtual GPU device `/dev/dxg`, ROCm's WSL bridge `librocdxg`, and
+/// rocminfo's own notice. There is no KFD there, by design.
+pub(super) fn shows_wsl(text: &str) -> bool {
+    const HINTS: &[&str] = &[
+        "microsoft-standard-wsl",
+        "wsl environment detected",
+        "/dev/dxg",
+        "librocdxg",
+        "libdxcore.so",
+        "/usr/lib/wsl/lib",
+    ];
+    text.lines().any(|l| {
+        let l = l.to_ascii_lowercase();
+        HINTS.iter().any(|h| l.contains(h))
+    })
+}
