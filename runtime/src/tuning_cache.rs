@@ -105,7 +105,10 @@ pub fn default_dir() -> Option<PathBuf> {
     match std::env::var_os(EnvVars::GRETA_TUNING_CACHE) {
         Some(v) if v == "off" => None,
         Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
-        _ => crate::vulkan::cache::default_dir().and_then(|d| d.parent().map(|p| p.join("tuning"))),
+        _ => {
+            use greta_vocab::dirs;
+            dirs::greta_dir(dirs::Base::Cache, "tuning", &dirs::process_env)
+        }
     }
 }
 

@@ -31,6 +31,7 @@ mod backend;
 pub mod child;
 mod device_type;
 mod devices;
+pub mod dirs;
 mod env_vars;
 mod finding;
 mod gfx;

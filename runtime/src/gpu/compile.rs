@@ -184,17 +184,16 @@ impl KernelCache {
     }
 
     /// `$GRETA_KERNEL_CACHE`, else `$XDG_CACHE_HOME/greta/gpu-kernels`
-    /// (default `~/.cache/greta/gpu-kernels`).
+    /// (default `~/.cache/greta/gpu-kernels`; `greta_vocab::dirs`).
     pub fn default_dir() -> PathBuf {
         if let Some(d) = std::env::var_os(EnvVars::GRETA_KERNEL_CACHE).filter(|d| !d.is_empty()) {
             return PathBuf::from(d);
         }
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .unwrap_or_else(std::env::temp_dir);
-        base.join("greta").join("gpu-kernels")
+        // With no HOME at all (a bare service account), a directory of its
+        // own under the temporary directory: compiles still get cached.
+        use greta_vocab::dirs;
+        dirs::greta_dir(dirs::Base::Cache, "gpu-kernels", &dirs::process_env)
+            .unwrap_or_else(|| std::env::temp_dir().join("greta").join("gpu-kernels"))
     }
 
     pub fn dir(&self) -> &Path {

@@ -36,17 +36,10 @@ pub enum CacheStatus {
 }
 
 /// The directory for cache files: `$XDG_CACHE_HOME/greta/vk-pipelines`,
-/// else `$HOME/.cache/greta/vk-pipelines`.
+/// else `$HOME/.cache/greta/vk-pipelines` (`greta_vocab::dirs`).
 pub fn default_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".cache"))
-        })?;
-    Some(base.join("greta").join("vk-pipelines"))
+    use greta_vocab::dirs;
+    dirs::greta_dir(dirs::Base::Cache, "vk-pipelines", &dirs::process_env)
 }
 
 /// Cache file name for a device: UUID, vendor:device, raw driver version.
