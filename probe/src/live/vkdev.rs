@@ -4,7 +4,6 @@
 //! Enumeration runs on its own thread with a time limit: a broken ICD can
 //! hang `vkCreateInstance`, and doctor must report that, not hang with it.
 
-use std::ffi::CStr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -12,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::{scanned, seen, signal};
 use crate::facts::{Facts, Gpu, Vendor, VulkanDevice};
 use crate::root::{CmdOutput, CmdStatus, Root};
-use greta_vocab::{DeviceType, VkFamily};
+use greta_vocab::VkFamily;
 
 /// Pseudo-command under which the live enumeration is captured.
 pub const DEVICES_CMD: &str = "greta-vulkan-devices";
@@ -31,172 +30,38 @@ pub struct Enumeration {
     pub instance_version: Option<String>,
 }
 
-/// The family of a live driver id, through the vocabulary's one mapping
-/// (ash prints a known id by its API name, `MESA_RADV`; an id newer than
-/// ash is `DriverId(n)`, family `Other`), as the runtime reads it.
-pub fn kind_from_driver_id(id: ash::vk::DriverId) -> VkFamily {
-    greta_vocab::VkDriver::from_id_name(&format!("{id:?}")).family()
-}
-
-fn version_string(v: u32) -> String {
-    format!(
-        "{}.{}.{}",
-        ash::vk::api_version_major(v),
-        ash::vk::api_version_minor(v),
-        ash::vk::api_version_patch(v)
-    )
-}
-
-fn cstr(r: Result<&CStr, std::ffi::FromBytesUntilNulError>) -> Option<String> {
-    r.ok()
-        .map(|c| c.to_string_lossy().trim().to_string())
-        .filter(|s| !s.is_empty())
-}
-
-/// Enumerates on the calling thread. Only chains structures the device
-/// supports (by API version or extension), as the spec requires.
-pub fn enumerate_now() -> Enumeration {
-    use ash::vk;
-    // SAFETY: dlopens the system loader; no Vulkan call is made if it fails.
-    let entry = match unsafe { ash::Entry::load() } {
-        Ok(e) => e,
-        Err(e) => {
-            return Enumeration {
-                error: Some(format!("Vulkan loader not loadable: {e}")),
-                ..Enumeration::default()
-            }
-        }
-    };
-    // SAFETY: entry is a loaded loader; all calls below follow the spec's
-    // valid usage (structures zero-initialised by ash's Default, chains only
-    // with supported structures, instance destroyed once at the end).
-    unsafe {
-        let inst_ver = match entry.try_enumerate_instance_version() {
-            Ok(Some(v)) => v,
-            Ok(None) => vk::API_VERSION_1_0,
-            Err(e) => {
-                return Enumeration {
-                    error: Some(format!("vkEnumerateInstanceVersion: {e}")),
-                    ..Enumeration::default()
-                }
-            }
-        };
-        let app_api = inst_ver.min(vk::API_VERSION_1_3);
-        let app = vk::ApplicationInfo::default()
-            .application_name(c"greta-doctor")
-            .api_version(app_api);
-        let ci = vk::InstanceCreateInfo::default().application_info(&app);
-        let instance = match entry.create_instance(&ci, None) {
-            Ok(i) => i,
-            Err(e) => {
-                return Enumeration {
-                    error: Some(format!("vkCreateInstance: {e}")),
-                    instance_version: Some(version_string(inst_ver)),
-                    ..Enumeration::default()
-                }
-            }
-        };
-        let mut out = Enumeration {
-            instance_version: Some(version_string(inst_ver)),
-            ..Enumeration::default()
-        };
-        match instance.enumerate_physical_devices() {
-            Err(e) => out.error = Some(format!("vkEnumeratePhysicalDevices: {e}")),
-            Ok(pds) => {
-                for pd in pds {
-                    out.devices.push(describe(&instance, pd, app_api));
-                }
-            }
-        }
-        instance.destroy_instance(None);
-        out
-    }
-}
-
-/// # Safety
-/// `pd` must come from `instance`, created with API version `app_api`.
-unsafe fn describe(
-    instance: &ash::Instance,
-    pd: ash::vk::PhysicalDevice,
-    app_api: u32,
-) -> VulkanDevice {
-    use ash::vk;
-    // SAFETY: `pd` is a handle of the live `instance` (this function's
-    // contract); both queries only write the structures ash returns.
-    let props = unsafe { instance.get_physical_device_properties(pd) };
-    // SAFETY: as above; ash sizes the returned Vec from the driver's count.
-    let exts: Vec<String> = unsafe { instance.enumerate_device_extension_properties(pd) }
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|e| cstr(e.extension_name_as_c_str()))
-        .collect();
-    let has = |n: &str| exts.iter().any(|e| e == n);
-    let dev_api = props.api_version;
-    let v11 = app_api >= vk::API_VERSION_1_1 && dev_api >= vk::API_VERSION_1_1;
-    let v12 = v11 && dev_api >= vk::API_VERSION_1_2;
-    let v13 = v11 && dev_api >= vk::API_VERSION_1_3;
-    let mut d = VulkanDevice {
-        name: cstr(props.device_name_as_c_str()).unwrap_or_default(),
-        // The vocabulary's mapping, as the runtime's enumeration uses it.
-        device_type: Some(
-            DeviceType::from_vk(props.device_type.as_raw())
-                .vk_name()
-                .to_string(),
-        ),
-        vendor_id: Some(props.vendor_id),
-        device_id: Some(props.device_id),
-        api_version: Some(version_string(dev_api)),
-        cooperative_matrix: Some(has("VK_KHR_cooperative_matrix")),
+/// One device as the shared enumerator (`greta-vkenum`, which the runtime
+/// reads devices through too) describes it, in the facts' terms.
+fn device_of(d: &greta_vkenum::Description) -> VulkanDevice {
+    let mut v = VulkanDevice {
+        name: d.name.clone(),
+        kind: d.driver.as_ref().map(|x| x.family()).unwrap_or_default(),
+        device_type: Some(d.device_type.vk_name().to_string()),
+        vendor_id: Some(d.vendor_id),
+        device_id: Some(d.device_id),
+        driver_name: d.driver_name.clone(),
+        driver_info: d.driver_info.clone(),
+        api_version: Some(d.api_version_text()),
+        device_uuid: d.uuid,
+        subgroup_size: d.subgroup_size,
+        min_subgroup_size: d.min_subgroup_size,
+        max_subgroup_size: d.max_subgroup_size,
+        cooperative_matrix: Some(d.coop_ext),
+        fp16: d.shader_f16,
         ..VulkanDevice::default()
     };
-    if v11 {
-        let have_driver = v12 || has("VK_KHR_driver_properties");
-        let have_sizes = v13 || has("VK_EXT_subgroup_size_control");
-        let mut id = vk::PhysicalDeviceIDProperties::default();
-        let mut sub = vk::PhysicalDeviceSubgroupProperties::default();
-        let mut drv = vk::PhysicalDeviceDriverProperties::default();
-        let mut size = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
-        let mut p2 = vk::PhysicalDeviceProperties2::default()
-            .push_next(&mut id)
-            .push_next(&mut sub);
-        if have_driver {
-            p2 = p2.push_next(&mut drv);
-        }
-        if have_sizes {
-            p2 = p2.push_next(&mut size);
-        }
-        // SAFETY: `pd` belongs to `instance`, whose API version is at least
-        // 1.1 (`v11`); every structure chained into `p2` is a live local of
-        // the type its sType names, and a structure is chained only when the
-        // device supports it (1.2/1.3 core, or the extension it comes from).
-        unsafe { instance.get_physical_device_properties2(pd, &mut p2) };
-        d.device_uuid = Some(greta_vocab::DeviceUuid(id.device_uuid));
-        d.subgroup_size = Some(sub.subgroup_size).filter(|&s| s > 0);
-        if have_driver {
-            d.kind = kind_from_driver_id(drv.driver_id);
-            d.driver_name = cstr(drv.driver_name_as_c_str());
-            d.driver_info = cstr(drv.driver_info_as_c_str());
-        }
-        if have_sizes {
-            d.min_subgroup_size = Some(size.min_subgroup_size).filter(|&s| s > 0);
-            d.max_subgroup_size = Some(size.max_subgroup_size).filter(|&s| s > 0);
-        }
-        if v12 || has("VK_KHR_shader_float16_int8") {
-            let mut f16 = vk::PhysicalDeviceShaderFloat16Int8Features::default();
-            let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f16);
-            // SAFETY: `pd` belongs to `instance` (API >= 1.1); `f16` is a
-            // live local, chained only when 1.2 or VK_KHR_shader_float16_int8
-            // says the device knows it.
-            unsafe { instance.get_physical_device_features2(pd, &mut f2) };
-            d.fp16 = Some(f16.shader_float16 == vk::TRUE);
-        } else {
-            d.fp16 = Some(false);
-        }
+    if v.kind == VkFamily::Other {
+        v.kind = kind_from_name(&v.name, v.driver_name.as_deref());
     }
-    if d.kind == VkFamily::Other {
-        d.kind = kind_from_name(&d.name, d.driver_name.as_deref());
+    v
+}
+
+fn into_facts(e: greta_vkenum::Enumeration) -> Enumeration {
+    Enumeration {
+        devices: e.devices.iter().map(device_of).collect(),
+        error: e.error.map(|e| e.to_string()),
+        instance_version: e.instance_version.map(greta_vkenum::version_text),
     }
-    d
 }
 
 /// Fallback when the driver does not report a driverID.
@@ -220,25 +85,10 @@ pub fn kind_from_name(name: &str, driver: Option<&str>) -> VkFamily {
 /// Enumerates on a helper thread; a hang becomes an error after `timeout`
 /// (the stuck thread is abandoned; it holds nothing doctor needs).
 pub fn enumerate_with_timeout(timeout: Duration) -> Enumeration {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let spawned = std::thread::Builder::new()
-        .name("greta-vulkan-enum".into())
-        .spawn(move || {
-            let _ = tx.send(enumerate_now());
-        });
-    if let Err(e) = spawned {
-        return Enumeration {
-            error: Some(format!("cannot start enumeration thread: {e}")),
-            ..Enumeration::default()
-        };
-    }
-    rx.recv_timeout(timeout).unwrap_or_else(|_| Enumeration {
-        error: Some(format!(
-            "Vulkan enumeration did not finish within {} s (a driver hangs in vkCreateInstance)",
-            timeout.as_secs()
-        )),
-        ..Enumeration::default()
-    })
+    into_facts(greta_vkenum::enumerate_with_timeout(
+        c"greta-doctor",
+        timeout,
+    ))
 }
 
 /// Parser for captured `vulkaninfo` text (the `--from` parser); set by
@@ -413,7 +263,7 @@ mod tests {
             "6d657361-3233-2e33-2e36-000000000000"
         );
         assert_eq!(
-            version_string(ash::vk::make_api_version(0, 1, 3, 230)),
+            greta_vkenum::version_text((1 << 22) | (3 << 12) | 230),
             "1.3.230"
         );
     }

@@ -33,7 +33,7 @@
 //! refused by `supports` instead of returning truncated results.
 
 pub(crate) mod cache;
-mod coop2;
+use greta_vkenum::coop2;
 mod instance;
 mod memory;
 pub mod mesa_cache;

@@ -1,0 +1,333 @@
+//! What greta reads from one physical device, as a plain typed value.
+
+use ash::vk;
+use greta_vocab::{DeviceType, DeviceUuid, VkDriver};
+use std::ffi::CStr;
+
+/// A cooperative-matrix shape (`VK_KHR_cooperative_matrix`):
+/// `C[m x n] (+)= A[m x k] * B[k x n]`, element types by short name (`f16`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoopShape {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub a: String,
+    pub b: String,
+    pub c: String,
+    pub result: String,
+    pub subgroup_scope: bool,
+}
+
+/// One memory heap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Heap {
+    pub size: u64,
+    pub device_local: bool,
+}
+
+/// Everything greta reads from a physical device. Fields that need a newer
+/// API or an extension the device lacks are `None` or `false`: a query is
+/// only made where the device supports it, as the spec requires.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Description {
+    pub name: String,
+    pub vendor_id: u32,
+    pub device_id: u32,
+    pub device_type: DeviceType,
+    /// The driver by its `VkDriverId` (Vulkan 1.2 or VK_KHR_driver_properties);
+    /// an id newer than ash is `UNKNOWN_<n>`, named the same everywhere.
+    pub driver: Option<VkDriver>,
+    pub driver_name: Option<String>,
+    pub driver_info: Option<String>,
+    /// Raw, in the vendor's encoding ([`Description::driver_version_text`]).
+    pub driver_version: u32,
+    pub api_version: u32,
+    /// deviceUUID (Vulkan 1.1).
+    pub uuid: Option<DeviceUuid>,
+    pub pipeline_cache_uuid: [u8; 16],
+    pub subgroup_size: Option<u32>,
+    /// Subgroup size range (Vulkan 1.3 or VK_EXT_subgroup_size_control).
+    pub min_subgroup_size: Option<u32>,
+    pub max_subgroup_size: Option<u32>,
+    /// Basic and arithmetic subgroup operations in compute shaders.
+    pub subgroup_arith: bool,
+    /// `shaderFloat16` (Vulkan 1.2 or VK_KHR_shader_float16_int8); `None`
+    /// where the device cannot be asked (Vulkan 1.0).
+    pub shader_f16: Option<bool>,
+    pub shader_int8: bool,
+    pub storage16: bool,
+    pub vulkan_memory_model: bool,
+    /// VK_KHR_cooperative_matrix is present, with its shapes.
+    pub coop_ext: bool,
+    pub coop_shapes: Vec<CoopShape>,
+    /// VK_NV_cooperative_matrix2 with what `gemm_f16_cm2` needs (and
+    /// Vulkan 1.3 on device and instance, for its SPIR-V 1.6).
+    pub coop2: bool,
+    pub heaps: Vec<Heap>,
+    /// The queue family greta submits to: compute-only if there is one.
+    pub compute_queue_family: Option<u32>,
+    pub timestamp_valid_bits: u32,
+    pub timestamp_period_ns: f32,
+    pub max_storage_buffer_range: u32,
+    /// maxMemoryAllocationSize (Vulkan 1.1 properties; 0 where unknown).
+    pub max_allocation_size: u64,
+    pub max_workgroup_count: [u32; 3],
+    pub max_workgroup_invocations: u32,
+    pub max_shared_memory: u32,
+    pub min_storage_offset_align: u64,
+}
+
+/// `1.3.230`.
+pub fn version_text(v: u32) -> String {
+    format!(
+        "{}.{}.{}",
+        vk::api_version_major(v),
+        vk::api_version_minor(v),
+        vk::api_version_patch(v)
+    )
+}
+
+impl Description {
+    pub fn api_version_text(&self) -> String {
+        version_text(self.api_version)
+    }
+
+    /// Readable driver version: NVIDIA packs 10.8.8.6 bits, others use the
+    /// API encoding.
+    pub fn driver_version_text(&self) -> String {
+        let v = self.driver_version;
+        if self.vendor_id == 0x10de {
+            format!("{}.{}.{}", v >> 22, (v >> 14) & 0xff, (v >> 6) & 0xff)
+        } else {
+            version_text(v)
+        }
+    }
+
+    pub fn is_cpu(&self) -> bool {
+        self.device_type == DeviceType::Cpu
+    }
+}
+
+/// The one naming of a live `VkDriverId`: ash prints a known id by its API
+/// name (`MESA_RADV`); an id newer than ash is `UNKNOWN_<n>`.
+pub fn driver_of(id: vk::DriverId) -> VkDriver {
+    let s = format!("{id:?}");
+    if s.starts_with("DriverId(") {
+        VkDriver::Other(format!("UNKNOWN_{}", id.as_raw()))
+    } else {
+        VkDriver::from_id_name(&s)
+    }
+}
+
+fn text(r: Result<&CStr, std::ffi::FromBytesUntilNulError>) -> Option<String> {
+    r.ok()
+        .map(|c| c.to_string_lossy().trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+fn component(t: vk::ComponentTypeKHR) -> String {
+    match t {
+        vk::ComponentTypeKHR::FLOAT16 => "f16".into(),
+        vk::ComponentTypeKHR::FLOAT32 => "f32".into(),
+        vk::ComponentTypeKHR::FLOAT64 => "f64".into(),
+        vk::ComponentTypeKHR::SINT8 => "i8".into(),
+        vk::ComponentTypeKHR::UINT8 => "u8".into(),
+        vk::ComponentTypeKHR::SINT32 => "i32".into(),
+        vk::ComponentTypeKHR::UINT32 => "u32".into(),
+        other => format!("{other:?}").to_lowercase(),
+    }
+}
+
+/// The queue family greta submits to: a compute-only one (async compute)
+/// where there is one, else any with compute.
+fn compute_queue_family(qfs: &[vk::QueueFamilyProperties]) -> Option<usize> {
+    let compute = |q: &&vk::QueueFamilyProperties| q.queue_flags.contains(vk::QueueFlags::COMPUTE);
+    qfs.iter()
+        .position(|q| compute(&q) && !q.queue_flags.contains(vk::QueueFlags::GRAPHICS))
+        .or_else(|| qfs.iter().position(|q| compute(&q)))
+}
+
+/// Reads one device.
+///
+/// # Safety
+/// `pd` must be a physical device of `instance`, a live instance created
+/// from `entry` with API version `instance_api`.
+pub unsafe fn describe(
+    entry: &ash::Entry,
+    instance: &ash::Instance,
+    instance_api: u32,
+    pd: vk::PhysicalDevice,
+) -> Description {
+    // Every call below: `pd` belongs to the live `instance` (this
+    // function's contract); each output structure is a live local of the
+    // type its sType names, chained only where the device supports it (by
+    // API version or by the extension that defines it).
+    // SAFETY: as above.
+    let props = unsafe { instance.get_physical_device_properties(pd) };
+    // SAFETY: as above; ash sizes the Vec from the driver's count.
+    let exts = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
+    let has = |n: &CStr| {
+        exts.iter()
+            .any(|e| e.extension_name_as_c_str().is_ok_and(|x| x == n))
+    };
+    let api = props.api_version;
+    let v11 = instance_api >= vk::API_VERSION_1_1 && api >= vk::API_VERSION_1_1;
+    let v12 = v11 && api >= vk::API_VERSION_1_2;
+    let v13 = v11 && api >= vk::API_VERSION_1_3;
+    let lim = &props.limits;
+    // SAFETY: as above.
+    let qfs = unsafe { instance.get_physical_device_queue_family_properties(pd) };
+    let queue = compute_queue_family(&qfs);
+    // SAFETY: as above.
+    let mem = unsafe { instance.get_physical_device_memory_properties(pd) };
+    let coop_ext = has(ash::khr::cooperative_matrix::NAME);
+    let mut d = Description {
+        name: text(props.device_name_as_c_str()).unwrap_or_default(),
+        vendor_id: props.vendor_id,
+        device_id: props.device_id,
+        device_type: DeviceType::from_vk(props.device_type.as_raw()),
+        driver: None,
+        driver_name: None,
+        driver_info: None,
+        driver_version: props.driver_version,
+        api_version: api,
+        uuid: None,
+        pipeline_cache_uuid: props.pipeline_cache_uuid,
+        subgroup_size: None,
+        min_subgroup_size: None,
+        max_subgroup_size: None,
+        subgroup_arith: false,
+        shader_f16: None,
+        shader_int8: false,
+        storage16: false,
+        vulkan_memory_model: false,
+        coop_ext,
+        coop_shapes: Vec::new(),
+        coop2: false,
+        heaps: mem.memory_heaps[..(mem.memory_heap_count as usize).min(vk::MAX_MEMORY_HEAPS)]
+            .iter()
+            .map(|h| Heap {
+                size: h.size,
+                device_local: h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL),
+            })
+            .collect(),
+        compute_queue_family: queue.map(|q| q as u32),
+        timestamp_valid_bits: queue.map_or(0, |q| qfs[q].timestamp_valid_bits),
+        timestamp_period_ns: lim.timestamp_period,
+        max_storage_buffer_range: lim.max_storage_buffer_range,
+        max_allocation_size: 0,
+        max_workgroup_count: lim.max_compute_work_group_count,
+        max_workgroup_invocations: lim.max_compute_work_group_invocations,
+        max_shared_memory: lim.max_compute_shared_memory_size,
+        min_storage_offset_align: lim.min_storage_buffer_offset_alignment.max(4),
+    };
+    if !v11 {
+        return d;
+    }
+    let have_driver = v12 || has(ash::khr::driver_properties::NAME);
+    let have_sizes = v13 || has(ash::ext::subgroup_size_control::NAME);
+    let mut id = vk::PhysicalDeviceIDProperties::default();
+    let mut sub = vk::PhysicalDeviceSubgroupProperties::default();
+    let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
+    let mut drv = vk::PhysicalDeviceDriverProperties::default();
+    let mut size = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
+    {
+        let mut p2 = vk::PhysicalDeviceProperties2::default()
+            .push_next(&mut id)
+            .push_next(&mut sub)
+            .push_next(&mut maint3);
+        if have_driver {
+            p2 = p2.push_next(&mut drv);
+        }
+        if have_sizes {
+            p2 = p2.push_next(&mut size);
+        }
+        // SAFETY: as above; the instance is at least 1.1 (`v11`), and the
+        // driver and subgroup-size structures are chained only where 1.2/1.3
+        // or their extension define them.
+        unsafe { instance.get_physical_device_properties2(pd, &mut p2) };
+    }
+    d.uuid = Some(DeviceUuid(id.device_uuid));
+    d.subgroup_size = Some(sub.subgroup_size).filter(|&s| s > 0);
+    d.subgroup_arith = sub.supported_stages.contains(vk::ShaderStageFlags::COMPUTE)
+        && sub
+            .supported_operations
+            .contains(vk::SubgroupFeatureFlags::BASIC | vk::SubgroupFeatureFlags::ARITHMETIC);
+    d.max_allocation_size = maint3.max_memory_allocation_size;
+    if have_driver {
+        d.driver = Some(driver_of(drv.driver_id));
+        d.driver_name = text(drv.driver_name_as_c_str());
+        d.driver_info = text(drv.driver_info_as_c_str());
+    }
+    if have_sizes {
+        d.min_subgroup_size = Some(size.min_subgroup_size).filter(|&s| s > 0);
+        d.max_subgroup_size = Some(size.max_subgroup_size).filter(|&s| s > 0);
+    }
+    let have_f16 = v12 || has(ash::khr::shader_float16_int8::NAME);
+    let mut f16 = vk::PhysicalDeviceShaderFloat16Int8Features::default();
+    let mut s16 = vk::PhysicalDevice16BitStorageFeatures::default();
+    let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
+    let coop2_ext =
+        coop_ext && has(crate::coop2::NAME) && v13 && instance_api >= vk::API_VERSION_1_3;
+    let mut c2 = crate::coop2::Features::default();
+    {
+        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut s16);
+        if v12 {
+            // 1.2's own structure holds float16/int8 and the memory model.
+            f2 = f2.push_next(&mut f12);
+        } else if have_f16 {
+            f2 = f2.push_next(&mut f16);
+        }
+        if coop2_ext {
+            f2 = f2.push_next(&mut c2);
+        }
+        // SAFETY: as above; Vulkan12Features only on 1.2 (never beside the
+        // float16/int8 structure it contains), that structure only with 1.2
+        // or its extension, the NV structure only with its extension.
+        unsafe { instance.get_physical_device_features2(pd, &mut f2) };
+    }
+    d.storage16 = s16.storage_buffer16_bit_access == vk::TRUE;
+    if v12 {
+        d.shader_f16 = Some(f12.shader_float16 == vk::TRUE);
+        d.shader_int8 = f12.shader_int8 == vk::TRUE;
+        d.vulkan_memory_model = f12.vulkan_memory_model == vk::TRUE;
+    } else {
+        d.shader_f16 = Some(have_f16 && f16.shader_float16 == vk::TRUE);
+        d.shader_int8 = have_f16 && f16.shader_int8 == vk::TRUE;
+    }
+    d.coop2 = coop2_ext && c2.usable();
+    if coop_ext {
+        d.coop_shapes = coop_shapes(entry, instance, pd);
+    }
+    d
+}
+
+/// The cooperative-matrix shapes of a device that has VK_KHR_cooperative_matrix.
+fn coop_shapes(
+    entry: &ash::Entry,
+    instance: &ash::Instance,
+    pd: vk::PhysicalDevice,
+) -> Vec<CoopShape> {
+    let cm = ash::khr::cooperative_matrix::Instance::new(entry, instance);
+    // SAFETY: `pd` is a physical device of the live `instance` with
+    // VK_KHR_cooperative_matrix (the caller's check).
+    match unsafe { cm.get_physical_device_cooperative_matrix_properties(pd) } {
+        Ok(list) => list
+            .iter()
+            .map(|p| CoopShape {
+                m: p.m_size,
+                n: p.n_size,
+                k: p.k_size,
+                a: component(p.a_type),
+                b: component(p.b_type),
+                c: component(p.c_type),
+                result: component(p.result_type),
+                subgroup_scope: p.scope == vk::ScopeKHR::SUBGROUP,
+            })
+            .collect(),
+        Err(e) => {
+            tracing::warn!("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR: {e}");
+            Vec::new()
+        }
+    }
+}
