@@ -15,7 +15,7 @@ use std::fmt::Write;
 
 const LABEL_W: f64 = 200.0;
 const BAR_W: f64 = 420.0;
-const TEXT_W: f64 = 280.0;
+const TEXT_W: f64 = 330.0;
 const ROW_H: f64 = 22.0;
 const TOP: f64 = 26.0;
 
@@ -125,14 +125,14 @@ pub fn svg(d: &DeviceRun, extras: &[GateExtra]) -> String {
     let _ = write!(
         o,
         "<g class=\"legend\" font-size=\"11\"><rect x=\"{lx}\" y=\"6\" width=\"14\" height=\"10\" fill=\"{PASS}\"/>\
-         <text x=\"{}\" y=\"15\">rate (longer is better)</text>\
+         <text x=\"{}\" y=\"15\">rate (longer is better; each row on its own scale)</text>\
          <line x1=\"{}\" y1=\"4\" x2=\"{}\" y2=\"18\" stroke=\"#000\" stroke-width=\"2\"/><text x=\"{}\" y=\"15\">floor</text>\
          <line x1=\"{}\" y1=\"4\" x2=\"{}\" y2=\"18\" stroke=\"#2166ac\" stroke-width=\"2\" stroke-dasharray=\"3 2\"/><text x=\"{}\" y=\"15\">ceiling</text>\
          <line x1=\"{}\" y1=\"4\" x2=\"{}\" y2=\"18\" stroke=\"#7b3294\" stroke-width=\"2\" stroke-dasharray=\"1 2\"/><text x=\"{}\" y=\"15\">spec</text></g>",
         lx + 18.0,
-        lx + 170.0, lx + 170.0, lx + 176.0,
-        lx + 220.0, lx + 220.0, lx + 226.0,
-        lx + 286.0, lx + 286.0, lx + 292.0,
+        lx + 300.0, lx + 300.0, lx + 306.0,
+        lx + 350.0, lx + 350.0, lx + 356.0,
+        lx + 416.0, lx + 416.0, lx + 422.0,
     );
     for (i, g) in d.gates.iter().enumerate() {
         let x = extras.get(i).cloned().unwrap_or_default();
@@ -154,12 +154,18 @@ pub fn svg(d: &DeviceRun, extras: &[GateExtra]) -> String {
         let scale = m.scale();
         let pos =
             |v: Option<f64>| -> Option<f64> { Some(LABEL_W + m.goodness(v)? / scale? * BAR_W) };
+        // A rate with nothing to hold it against fills its row on its
+        // own scale: drawn pale, and said, so a full bar is not read as
+        // "at the ceiling".
+        let alone = [m.floor, m.ceiling, m.spec]
+            .iter()
+            .all(|v| m.goodness(*v).is_none());
         if let Some(end) = pos(m.rate) {
             let rate = m.rate.unwrap_or_default();
             let _ = write!(
                 o,
                 "<rect class=\"bar {}\" data-device=\"{}\" data-gate=\"{}\" data-rate=\"{}\" x=\"{LABEL_W}\" y=\"{}\" \
-                 width=\"{:.1}\" height=\"{}\" fill=\"{}\"><title>{title}</title></rect>",
+                 width=\"{:.1}\" height=\"{}\" fill=\"{}\"{}><title>{title}</title></rect>",
                 g.status.as_str(),
                 d.index,
                 esc(&g.id),
@@ -167,7 +173,8 @@ pub fn svg(d: &DeviceRun, extras: &[GateExtra]) -> String {
                 y + 3.0,
                 end - LABEL_W,
                 ROW_H - 6.0,
-                status_colour(g.status)
+                status_colour(g.status),
+                if alone { " fill-opacity=\"0.35\"" } else { "" }
             );
         }
         for (v, colour, dash, what) in [
@@ -189,6 +196,11 @@ pub fn svg(d: &DeviceRun, extras: &[GateExtra]) -> String {
         }
         let unit = g.metrics.as_ref().map_or("", |m| m.unit.as_str());
         let label = match (m.rate, g.status) {
+            (Some(r), s) if alone => format!(
+                "{} {unit}  {}  (no floor, ceiling or spec)",
+                num(r),
+                s.as_str().to_uppercase()
+            ),
             (Some(r), s) => format!("{} {unit}  {}", num(r), s.as_str().to_uppercase()),
             (None, GateStatus::Skip) => "skipped".to_string(),
             (None, s) => format!("no rate  {}", s.as_str().to_uppercase()),

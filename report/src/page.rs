@@ -223,7 +223,7 @@ fn device_section(b: &mut String, run: &Run, di: usize, d: &DeviceRun, anchor: &
             cell(g.spec_fraction, ratio),
             cell(vs, ratio),
             m.map(|m| format!("{}/{}", m.repeats_clean, m.repeats_total)).unwrap_or_else(|| "-".into()),
-            cell(m.and_then(|m| m.rel_err), |v| format!("{v:.2e}")),
+            cell(m.and_then(|m| m.rel_err), |v| if v == 0.0 { "0".into() } else { format!("{v:.2e}") }),
             esc(g.reason.as_deref().unwrap_or("")),
         );
     }
