@@ -210,7 +210,9 @@ fn shown_equals(text: &str, json: f64) -> bool {
 /// the table row (status class, rate as shown and exactly in `data-rate`)
 /// and the bar (`data-rate`, the reason in its title).
 fn check_numbers(els: &[El], report: &Report) {
-    let mut rows: BTreeMap<(String, String), (String, Option<(String, String)>)> = BTreeMap::new();
+    /// (device, gate) -> (the row's class, (data-rate, the rate as shown)).
+    type Rows = BTreeMap<(String, String), (String, Option<(String, String)>)>;
+    let mut rows: Rows = BTreeMap::new();
     let mut bars: BTreeMap<(String, String), String> = BTreeMap::new();
     let mut current: Option<(String, String)> = None;
     for e in els {
