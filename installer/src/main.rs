@@ -29,6 +29,8 @@ enum Command {
     Install(cmd::install::Args),
     /// Run the device gates against CPU references.
     Smoke(cmd::smoke::Args),
+    /// Draw smoke results as one self-contained HTML page (bars, fleet grid, history).
+    Report(cmd::report::Args),
     /// Inspect, check and update the pinned profiles in lock/.
     Lock(cmd::lock::Args),
     /// Stage a profile's wheels for a node without internet.
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Install(a) => cmd::install::run(a),
         Command::Smoke(a) => cmd::smoke::run(a),
+        Command::Report(a) => cmd::report::run(a),
         Command::Lock(a) => cmd::lock::run(a, cli.verbose),
         Command::Bundle(a) => cmd::bundle::run(a),
         Command::Env(a) => cmd::env::run(a),

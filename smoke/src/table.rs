@@ -5,13 +5,28 @@ use crate::gates::{Catalog, Profile};
 use crate::results::{GateResult, GateStatus, Report, RunStatus};
 use std::fmt::Write;
 
+/// Characters a cell takes on screen: its colour codes take none.
+fn visible_width(s: &str) -> usize {
+    let mut n = 0;
+    let mut in_escape = false;
+    for c in s.chars() {
+        match (in_escape, c) {
+            (false, '\x1b') => in_escape = true,
+            (false, _) => n += 1,
+            (true, 'm') => in_escape = false,
+            (true, _) => {}
+        }
+    }
+    n
+}
+
 /// Render rows as left-aligned columns separated by two spaces.
 fn columns(rows: &[Vec<String>]) -> String {
     let n = rows.iter().map(|r| r.len()).max().unwrap_or(0);
     let widths: Vec<usize> = (0..n)
         .map(|c| {
             rows.iter()
-                .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
+                .map(|r| r.get(c).map_or(0, |s| visible_width(s)))
                 .max()
                 .unwrap_or(0)
         })
@@ -23,7 +38,9 @@ fn columns(rows: &[Vec<String>]) -> String {
             if c + 1 == r.len() {
                 line.push_str(cell);
             } else {
-                let _ = write!(line, "{cell:<w$}  ", w = widths[c]);
+                line.push_str(cell);
+                let pad = widths[c] - visible_width(cell) + 2;
+                line.extend(std::iter::repeat_n(' ', pad));
             }
         }
         out.push_str(line.trim_end());
@@ -52,6 +69,88 @@ fn of_spec(x: Option<f64>) -> String {
     }
 }
 
+/// Whether the table may colour its cells: not when `NO_COLOR` is set to
+/// anything (no-color.org), nor for a dumb terminal, nor when stdout or
+/// stderr is not a terminal (a log file, a pipe, `--json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Colour {
+    On,
+    Off,
+}
+
+impl Colour {
+    pub fn from_env() -> Colour {
+        use std::io::IsTerminal;
+        Colour::decide(
+            std::env::var_os("NO_COLOR").as_deref(),
+            std::env::var_os("TERM").as_deref(),
+            std::io::stdout().is_terminal() && std::io::stderr().is_terminal(),
+        )
+    }
+
+    fn decide(
+        no_color: Option<&std::ffi::OsStr>,
+        term: Option<&std::ffi::OsStr>,
+        terminals: bool,
+    ) -> Colour {
+        let no = no_color.is_some_and(|v| !v.is_empty());
+        let dumb = term.is_some_and(|t| t == "dumb");
+        if terminals && !no && !dumb {
+            Colour::On
+        } else {
+            Colour::Off
+        }
+    }
+}
+
+/// Slots of the floor gauge.
+const GAUGE: usize = 10;
+
+/// A rate against its floor (and in-run ceiling, when there is one), in a
+/// dozen characters: `1.67x [######|##  ]` — the rate as a multiple of the
+/// floor (as a speed: for us/dispatch, lower is better, floor / rate), and
+/// a gauge filled to the rate with `|` at the floor, whose right end is
+/// the ceiling when there is one, else the larger of rate and floor.
+/// Under the floor the multiple is below 1 (red with colour on).
+pub fn vs_floor(
+    rate: Option<f64>,
+    floor: Option<f64>,
+    ceiling: Option<f64>,
+    higher_is_better: bool,
+    colour: Colour,
+) -> String {
+    let good = |v: Option<f64>| {
+        v.filter(|v| v.is_finite() && *v > 0.0)
+            .map(|v| if higher_is_better { v } else { 1.0 / v })
+    };
+    let (Some(r), Some(f)) = (good(rate), good(floor)) else {
+        return "-".into();
+    };
+    let end = good(ceiling).unwrap_or(0.0).max(r).max(f);
+    let slot = |v: f64| ((v / end * GAUGE as f64).round() as usize).min(GAUGE);
+    let fill = slot(r);
+    let at = slot(f).max(1) - 1;
+    let gauge: String = (0..GAUGE)
+        .map(|i| {
+            if i == at {
+                '|'
+            } else if i < fill {
+                '#'
+            } else {
+                ' '
+            }
+        })
+        .collect();
+    let x = r / f;
+    let text = format!("{x:.2}x");
+    let text = match colour {
+        Colour::Off => text,
+        Colour::On if x >= 1.0 => format!("\x1b[32m{text}\x1b[0m"),
+        Colour::On => format!("\x1b[1;31m{text}\x1b[0m"),
+    };
+    format!("{text} [{gauge}]")
+}
+
 /// A column of the end-of-run table: its header and its cell for a gate.
 type Column = (&'static str, fn(&GateResult) -> String);
 
@@ -67,6 +166,8 @@ const GATE_COLUMNS: &[Column] = &[
             .map_or_else(|| "-".into(), |m| m.unit.as_str().to_string())
     }),
     ("floor", |g| num(g.floor.as_ref().map(|f| f.limit))),
+    // Filled in by `render` (it knows whether to colour).
+    ("vs_floor", |_| String::new()),
     ("of_spec", |g| of_spec(g.spec_fraction)),
     ("rel_err", |g| {
         num(g.metrics.as_ref().and_then(|m| m.rel_err))
@@ -86,8 +187,14 @@ const GATE_COLUMNS: &[Column] = &[
     ("reason", |g| g.reason.clone().unwrap_or_default()),
 ];
 
-/// The end-of-run table: one block per device, one line per gate.
+/// The end-of-run table: one block per device, one line per gate; coloured
+/// as [`Colour::from_env`] says.
 pub fn render(report: &Report) -> String {
+    render_with(report, Colour::from_env())
+}
+
+/// [`render`] with colour decided by the caller.
+pub fn render_with(report: &Report, colour: Colour) -> String {
     let mut out = String::new();
     for d in &report.devices {
         let _ = writeln!(
@@ -107,17 +214,33 @@ pub fn render(report: &Report) -> String {
                 .is_some_and(|m| m.first_call_us.is_some())
         });
         let spec = d.gates.iter().any(|g| g.spec_fraction.is_some());
+        let floors = d.gates.iter().any(|g| g.floor.is_some());
         let shown: Vec<&Column> = GATE_COLUMNS
             .iter()
             .filter(|c| first || c.0 != "first_us")
             .filter(|c| spec || c.0 != "of_spec")
+            .filter(|c| floors || c.0 != "vs_floor")
             .collect();
         let mut rows = vec![shown.iter().map(|c| c.0.to_string()).collect::<Vec<_>>()];
-        rows.extend(
-            d.gates
+        rows.extend(d.gates.iter().map(|g| {
+            shown
                 .iter()
-                .map(|g| shown.iter().map(|c| (c.1)(g)).collect()),
-        );
+                .map(|c| match c.0 {
+                    // The in-run ceiling joins the gauge once results carry it.
+                    "vs_floor" => {
+                        let m = g.metrics.as_ref();
+                        vs_floor(
+                            m.and_then(|m| m.rate),
+                            g.floor.as_ref().map(|f| f.limit),
+                            None,
+                            m.is_none_or(|m| m.unit.higher_is_better()),
+                            colour,
+                        )
+                    }
+                    _ => (c.1)(g),
+                })
+                .collect()
+        }));
         out.push_str(&columns(&rows));
         for m in &d.validation_messages {
             let _ = writeln!(out, "validation layer: {m}");
@@ -260,7 +383,7 @@ mod tests {
     #[test]
     fn table_has_a_line_per_gate_and_a_verdict() {
         let r = crate::results::tests::sample_report();
-        let t = render(&r);
+        let t = render_with(&r, Colour::Off);
         assert!(
             t.contains("copy.bw") && t.contains("PASS") && t.contains("12.500"),
             "{t}"
@@ -288,19 +411,22 @@ mod tests {
                 .collect();
             cells.join("|")
         };
-        let t = render(&r);
+        let t = render_with(&r, Colour::Off);
         assert_eq!(
             line(&t, 1),
-            "gate|status|rate|unit|floor|rel_err|clean|median_us|reason"
+            "gate|status|rate|unit|floor|vs_floor|rel_err|clean|median_us|reason"
         );
-        assert_eq!(line(&t, 2), "copy.bw|PASS|12.500|GB/s|7.500|0|10/10|80.000");
+        assert_eq!(
+            line(&t, 2),
+            "copy.bw|PASS|12.500|GB/s|7.500|1.67x [#####|####]|0|10/10|80.000"
+        );
         assert_eq!(
             line(&t, 4),
-            "gemm_f16.256|SKIP|-|-|-|-|-|-|an f32 gate failed"
+            "gemm_f16.256|SKIP|-|-|-|-|-|-|-|an f32 gate failed"
         );
         let m = r.devices[0].gates[0].metrics.as_mut().unwrap();
         m.first_call_us = Some(1234.5);
-        let t = render(&r);
+        let t = render_with(&r, Colour::Off);
         assert!(line(&t, 1).ends_with("|median_us|first_us|reason"), "{t}");
         assert!(line(&t, 2).ends_with("|80.000|1234.5"), "{t}");
         assert!(line(&t, 4).ends_with("|-|-|an f32 gate failed"), "{t}");
@@ -311,11 +437,13 @@ mod tests {
     #[test]
     fn the_fraction_of_spec_column_shows_only_for_known_devices() {
         let mut r = crate::results::tests::sample_report();
-        let t = render(&r);
-        assert!(!t.contains("of_spec"), "{t}");
+        // (No floor, so no vs_floor column between them.)
+        r.devices[0].gates[0].floor = None;
+        let t = render_with(&r, Colour::Off);
+        assert!(!t.contains("of_spec") && !t.contains("vs_floor"), "{t}");
         r.devices[0].gates[0].spec_fraction = Some(0.8823);
         r.devices[0].gates[1].spec_fraction = Some(0.0083);
-        let t = render(&r);
+        let t = render_with(&r, Colour::Off);
         let header = t.lines().nth(1).unwrap();
         assert!(header.contains("floor  of_spec  rel_err"), "{t}");
         let cells = |i: usize| -> Vec<String> {
@@ -326,10 +454,71 @@ mod tests {
                 .map(String::from)
                 .collect()
         };
-        assert_eq!(cells(2)[4..6], ["7.500", "0.88"]);
+        assert_eq!(cells(2)[4..6], ["-", "0.88"]);
         assert_eq!(cells(3)[5], "0.008");
         assert_eq!(cells(4)[5], "-");
         assert_eq!(of_spec(Some(0.0004)), "4e-4");
+    }
+
+    /// The rate against its floor: the multiple (as a speed) and a gauge
+    /// filled to the rate with `|` at the floor, its end the ceiling when
+    /// there is one.
+    #[test]
+    fn the_floor_gauge_reads_as_a_speed() {
+        let off = Colour::Off;
+        assert_eq!(
+            vs_floor(Some(12.5), Some(7.5), None, true, off),
+            "1.67x [#####|####]"
+        );
+        // Under the floor: the gauge stops short of the mark.
+        assert_eq!(
+            vs_floor(Some(5.0), Some(10.0), None, true, off),
+            "0.50x [#####    |]"
+        );
+        // With a ceiling twice the rate: the gauge is half full.
+        assert_eq!(
+            vs_floor(Some(10.0), Some(5.0), Some(20.0), true, off),
+            "2.00x [##|##     ]"
+        );
+        // us/dispatch: lower is better, so 20 us against a 40 us limit is 2x.
+        assert_eq!(
+            vs_floor(Some(20.0), Some(40.0), None, false, off),
+            "2.00x [####|#####]"
+        );
+        assert_eq!(vs_floor(None, Some(1.0), None, true, off), "-");
+        assert_eq!(vs_floor(Some(1.0), None, None, true, off), "-");
+        // Colour: green over the floor, red under it; the columns stay aligned.
+        assert!(vs_floor(Some(12.5), Some(7.5), None, true, Colour::On)
+            .starts_with("\x1b[32m1.67x\x1b[0m"));
+        assert!(
+            vs_floor(Some(5.0), Some(10.0), None, true, Colour::On).starts_with("\x1b[1;31m0.50x")
+        );
+        let r = crate::results::tests::sample_report();
+        let plain = render_with(&r, Colour::Off);
+        let coloured = render_with(&r, Colour::On);
+        assert!(!plain.contains('\x1b'));
+        assert!(coloured.contains("\x1b[32m1.67x\x1b[0m"));
+        let strip = coloured.replace("\x1b[32m", "").replace("\x1b[0m", "");
+        assert_eq!(strip, plain, "colour codes take no width");
+    }
+
+    /// NO_COLOR (any non-empty value), TERM=dumb and output that is not a
+    /// terminal each turn colour off.
+    #[test]
+    fn no_color_is_respected() {
+        use std::ffi::OsStr;
+        let d = |n: Option<&str>, t: Option<&str>, tty| {
+            Colour::decide(n.map(OsStr::new), t.map(OsStr::new), tty)
+        };
+        assert_eq!(d(None, Some("xterm"), true), Colour::On);
+        assert_eq!(d(Some("1"), Some("xterm"), true), Colour::Off);
+        assert_eq!(
+            d(Some(""), Some("xterm"), true),
+            Colour::On,
+            "an empty NO_COLOR is unset (no-color.org)"
+        );
+        assert_eq!(d(None, Some("dumb"), true), Colour::Off);
+        assert_eq!(d(None, Some("xterm"), false), Colour::Off);
     }
 
     #[test]

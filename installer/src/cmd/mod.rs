@@ -7,4 +7,5 @@ pub mod gpu;
 pub mod gpu_resources;
 pub mod install;
 pub mod lock;
+pub mod report;
 pub mod smoke;

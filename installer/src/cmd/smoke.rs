@@ -88,6 +88,9 @@ pub struct Args {
     /// Do not write the dated JSON/CSV result files (health checks that run every few minutes).
     #[arg(long)]
     pub no_save: bool,
+    /// Also draw the run as one self-contained HTML page (as `greta report` does).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// TEST-ONLY: inject a fault (corrupt:D[:GATE], slow:D[:F], hang:D[:GATE]); docs/fleet.md.
     #[arg(
         long,
@@ -168,6 +171,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     if args.tune {
         return tune(&args);
     }
+    if let Some(h) = &args.html {
+        if let Err(e) = super::report::check_writable(h) {
+            eprintln!("greta smoke: bad arguments: {e}");
+            return Ok(Exit::Undecided);
+        }
+    }
     // While only this thread runs: where Mesa caches shaders (a full disk
     // there is a SIGBUS in its cache thread) is decided before any Vulkan.
     greta_smoke::runtime::vulkan::mesa_cache::prepare();
@@ -194,6 +203,11 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         return Ok(fleet.refused(&e));
     }
     if matches!(backend, BackendChoice::Hip | BackendChoice::Cuda) {
+        if args.html.is_some() {
+            // The HIP/CUDA run is printed by the child's parent path
+            // (cmd/smoke/gpu.rs); its saved JSON draws the same page.
+            eprintln!("greta smoke: --html: for --backend hip/cuda, draw the saved result with `greta report FILE --out PAGE`");
+        }
         return gpu::run(&args, backend, &fleet);
     }
     let opts = Options {
@@ -230,6 +244,9 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         }
     };
     let table = greta_smoke::table::render(&outcome.report);
+    if let Some(h) = &args.html {
+        super::report::write_run_page(h, &outcome.report);
+    }
     if let Some(exit) = fleet.finish(&outcome, &table) {
         return Ok(exit);
     }

@@ -41,6 +41,8 @@ mod lock_select;
 mod lock_show_builtin;
 mod lock_update;
 mod messages;
+mod report_grafana;
+mod report_page;
 mod self_contained;
 mod slurm_healthcheck;
 mod smoke_cli;

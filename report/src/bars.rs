@@ -1,0 +1,289 @@
+//! One device's gates as horizontal bars: each gate's rate on its own
+//! scale, with its floor, in-run ceiling and spec figure marked on it, the
+//! bar in the verdict's colour and the reason in its `<title>` (hover).
+//!
+//! Drawn as SVG directly rather than with plotters: each bar is one rect
+//! that must carry a `<title>` and `class`/`data-*` attributes (hover text,
+//! and what the tests and scripts check), which plotters' SVG backend
+//! cannot attach; and every row has its own unit and scale, which is a
+//! layout of a few rects, not a chart with axes.
+
+use crate::html::{esc, exact, num, FAIL, PASS, SKIP};
+use crate::load::GateExtra;
+use greta_smoke::results::{DeviceRun, GateResult, GateStatus};
+use std::fmt::Write;
+
+const LABEL_W: f64 = 200.0;
+const BAR_W: f64 = 420.0;
+const TEXT_W: f64 = 330.0;
+const ROW_H: f64 = 22.0;
+const TOP: f64 = 26.0;
+
+/// What a gate's bar shows: the rate and its reference lines, all as
+/// "more is better" values (µs/dispatch is drawn as its reciprocal, so a
+/// longer bar is always better).
+pub struct Marks {
+    pub rate: Option<f64>,
+    pub floor: Option<f64>,
+    pub ceiling: Option<f64>,
+    pub spec: Option<f64>,
+    pub higher_is_better: bool,
+}
+
+impl Marks {
+    pub fn of(g: &GateResult, x: &GateExtra) -> Marks {
+        let unit = g.metrics.as_ref().map(|m| m.unit);
+        Marks {
+            rate: g.metrics.as_ref().and_then(|m| m.rate),
+            floor: g.floor.as_ref().map(|f| f.limit),
+            ceiling: x.ceiling.as_ref().and_then(|c| c.rate),
+            spec: g
+                .spec
+                .as_ref()
+                .filter(|s| Some(s.unit) == unit)
+                .map(|s| s.figure),
+            higher_is_better: unit.is_none_or(|u| u.higher_is_better()),
+        }
+    }
+
+    fn goodness(&self, v: Option<f64>) -> Option<f64> {
+        let v = v.filter(|v| v.is_finite() && *v > 0.0)?;
+        Some(if self.higher_is_better { v } else { 1.0 / v })
+    }
+
+    /// The scale's end: the largest mark, with a little room.
+    fn scale(&self) -> Option<f64> {
+        [self.rate, self.floor, self.ceiling, self.spec]
+            .into_iter()
+            .filter_map(|v| self.goodness(v))
+            .reduce(f64::max)
+            .map(|m| m * 1.08)
+    }
+}
+
+pub fn status_colour(s: GateStatus) -> &'static str {
+    match s {
+        GateStatus::Pass => PASS,
+        GateStatus::Fail => FAIL,
+        GateStatus::Skip => SKIP,
+    }
+}
+
+/// The hover text of a gate: rate, verdict, reason, and each mark.
+pub fn describe(g: &GateResult, x: &GateExtra) -> String {
+    let m = Marks::of(g, x);
+    let unit = g.metrics.as_ref().map_or("", |m| m.unit.as_str());
+    let mut t = format!("{}: ", g.id);
+    match m.rate {
+        Some(r) => {
+            let _ = write!(t, "{} {unit}", num(r));
+        }
+        None => t.push_str("no rate"),
+    }
+    let _ = write!(t, ", {}", g.status.as_str().to_uppercase());
+    if let Some(r) = &g.reason {
+        let _ = write!(t, ": {r}");
+    }
+    if let Some(f) = &g.floor {
+        let _ = write!(t, "\nfloor {} {unit} ({})", num(f.limit), f.source);
+    }
+    if let Some(c) = &x.ceiling {
+        if let Some(r) = c.rate {
+            let _ = write!(t, "\nceiling {} {unit}", num(r));
+            for s in [&c.library, &c.version, &c.source].into_iter().flatten() {
+                let _ = write!(t, " {s}");
+            }
+        }
+    }
+    if let Some(s) = &g.spec {
+        let _ = write!(
+            t,
+            "\nspec {} {} ({} {})",
+            num(s.figure),
+            s.unit.as_str(),
+            s.model,
+            s.field
+        );
+    }
+    t
+}
+
+/// The SVG of one device's bars.
+pub fn svg(d: &DeviceRun, extras: &[GateExtra]) -> String {
+    let n = d.gates.len() as f64;
+    let h = TOP + n * ROW_H + 6.0;
+    let w = LABEL_W + BAR_W + TEXT_W;
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<svg class=\"bars\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" \
+         viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"device {} gate rates\" font-size=\"12\">",
+        d.index
+    );
+    // Legend: what the marks mean.
+    let lx = LABEL_W;
+    let _ = write!(
+        o,
+        "<g class=\"legend\" font-size=\"11\"><rect x=\"{lx}\" y=\"6\" width=\"14\" height=\"10\" fill=\"{PASS}\"/>\
+         <text x=\"{}\" y=\"15\">rate (longer is better; each row on its own scale)</text>\
+         <line x1=\"{}\" y1=\"4\" x2=\"{}\" y2=\"18\" stroke=\"#000\" stroke-width=\"2\"/><text x=\"{}\" y=\"15\">floor</text>\
+         <line x1=\"{}\" y1=\"4\" x2=\"{}\" y2=\"18\" stroke=\"#2166ac\" stroke-width=\"2\" stroke-dasharray=\"3 2\"/><text x=\"{}\" y=\"15\">ceiling</text>\
+         <line x1=\"{}\" y1=\"4\" x2=\"{}\" y2=\"18\" stroke=\"#7b3294\" stroke-width=\"2\" stroke-dasharray=\"1 2\"/><text x=\"{}\" y=\"15\">spec</text></g>",
+        lx + 18.0,
+        lx + 300.0, lx + 300.0, lx + 306.0,
+        lx + 350.0, lx + 350.0, lx + 356.0,
+        lx + 416.0, lx + 416.0, lx + 422.0,
+    );
+    for (i, g) in d.gates.iter().enumerate() {
+        let x = extras.get(i).cloned().unwrap_or_default();
+        let y = TOP + i as f64 * ROW_H;
+        let m = Marks::of(g, &x);
+        let title = esc(&describe(g, &x));
+        let _ = write!(
+            o,
+            "<g class=\"row\" data-gate=\"{}\"><title>{title}</title>\
+             <text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\
+             <rect x=\"{LABEL_W}\" y=\"{}\" width=\"{BAR_W}\" height=\"{}\" fill=\"#f3f3f3\"/>",
+            esc(&g.id),
+            LABEL_W - 8.0,
+            y + 15.0,
+            esc(&g.id),
+            y + 3.0,
+            ROW_H - 6.0
+        );
+        let scale = m.scale();
+        let pos =
+            |v: Option<f64>| -> Option<f64> { Some(LABEL_W + m.goodness(v)? / scale? * BAR_W) };
+        // A rate with nothing to hold it against fills its row on its
+        // own scale: drawn pale, and said, so a full bar is not read as
+        // "at the ceiling".
+        let alone = [m.floor, m.ceiling, m.spec]
+            .iter()
+            .all(|v| m.goodness(*v).is_none());
+        if let Some(end) = pos(m.rate) {
+            let rate = m.rate.unwrap_or_default();
+            let _ = write!(
+                o,
+                "<rect class=\"bar {}\" data-device=\"{}\" data-gate=\"{}\" data-rate=\"{}\" x=\"{LABEL_W}\" y=\"{}\" \
+                 width=\"{:.1}\" height=\"{}\" fill=\"{}\"{}><title>{title}</title></rect>",
+                g.status.as_str(),
+                d.index,
+                esc(&g.id),
+                exact(rate),
+                y + 3.0,
+                end - LABEL_W,
+                ROW_H - 6.0,
+                status_colour(g.status),
+                if alone { " fill-opacity=\"0.35\"" } else { "" }
+            );
+        }
+        for (v, colour, dash, what) in [
+            (m.floor, "#000", "", "floor"),
+            (m.ceiling, "#2166ac", "3 2", "ceiling"),
+            (m.spec, "#7b3294", "1 2", "spec"),
+        ] {
+            if let Some(px) = pos(v) {
+                let _ = write!(
+                    o,
+                    "<line class=\"mark {what}\" x1=\"{px:.1}\" y1=\"{}\" x2=\"{px:.1}\" y2=\"{}\" stroke=\"{colour}\" \
+                     stroke-width=\"2\" stroke-dasharray=\"{dash}\"><title>{what} {} {}</title></line>",
+                    y + 1.0,
+                    y + ROW_H - 1.0,
+                    num(v.unwrap_or_default()),
+                    g.metrics.as_ref().map_or("", |m| m.unit.as_str())
+                );
+            }
+        }
+        let unit = g.metrics.as_ref().map_or("", |m| m.unit.as_str());
+        let label = match (m.rate, g.status) {
+            (Some(r), s) if alone => format!(
+                "{} {unit}  {}  (no floor, ceiling or spec)",
+                num(r),
+                s.as_str().to_uppercase()
+            ),
+            (Some(r), s) => format!("{} {unit}  {}", num(r), s.as_str().to_uppercase()),
+            (None, GateStatus::Skip) => "skipped".to_string(),
+            (None, s) => format!("no rate  {}", s.as_str().to_uppercase()),
+        };
+        let _ = write!(
+            o,
+            "<text x=\"{}\" y=\"{}\" fill=\"{}\">{}</text></g>",
+            LABEL_W + BAR_W + 8.0,
+            y + 15.0,
+            if g.status == GateStatus::Fail {
+                FAIL
+            } else {
+                "#222"
+            },
+            esc(&label)
+        );
+    }
+    o.push_str("</svg>");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::{tests::sample, CeilingRef};
+
+    #[test]
+    fn bars_carry_rate_verdict_and_marks_in_order_of_goodness() {
+        let mut r = sample(1);
+        let d = &mut r.devices[0];
+        let gi = d.gates.iter().position(|g| g.id == "copy.16m").unwrap();
+        let rate = d.gates[gi].metrics.as_ref().unwrap().rate.unwrap();
+        d.gates[gi].floor = Some(greta_smoke::results::Floor {
+            limit: rate * 0.5,
+            unit: greta_smoke::results::RateUnit::GBps,
+            reference: rate * 0.5 / 0.75,
+            fraction: 0.75,
+            source: "baseline x.json".into(),
+            passed: true,
+        });
+        let mut extras = vec![GateExtra::default(); d.gates.len()];
+        extras[gi].ceiling = Some(CeilingRef {
+            rate: Some(rate * 2.0),
+            source: Some("memcpy".into()),
+            library: None,
+            version: None,
+        });
+        let s = svg(d, &extras);
+        assert_eq!(
+            s.matches("class=\"bar ").count(),
+            d.gates
+                .iter()
+                .filter(|g| g.metrics.as_ref().is_some_and(|m| m.rate.is_some()))
+                .count()
+        );
+        assert!(
+            s.contains(&format!(
+                "data-gate=\"copy.16m\" data-rate=\"{}\"",
+                exact(rate)
+            )),
+            "{s}"
+        );
+        // The ceiling is the scale's largest mark: rate at 1/2.16 of the
+        // width, floor at half of that.
+        let x = |what: &str| -> f64 {
+            let i = s.find(&format!("class=\"mark {what}\" x1=\"")).unwrap();
+            let rest = &s[i + what.len() + 18..];
+            rest[..rest.find('"').unwrap()].parse().unwrap()
+        };
+        let ceil = x("ceiling");
+        let floor = x("floor");
+        assert!((ceil - (LABEL_W + BAR_W / 1.08)).abs() < 0.1, "{ceil}");
+        assert!(
+            (floor - (LABEL_W + BAR_W / 1.08 / 4.0)).abs() < 0.1,
+            "{floor}"
+        );
+        assert!(s.contains("ceiling ") && s.contains("memcpy"));
+        // us/dispatch is drawn as a reciprocal: a floor (a maximum) above
+        // the rate sits left of the bar's end.
+        let noop = d.gates.iter().find(|g| g.id == "noop.dispatch").unwrap();
+        let mut m = Marks::of(noop, &GateExtra::default());
+        assert!(!m.higher_is_better);
+        m.floor = Some(m.rate.unwrap() * 2.0);
+        assert!(m.goodness(m.floor).unwrap() < m.goodness(m.rate).unwrap());
+    }
+}

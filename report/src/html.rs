@@ -1,0 +1,126 @@
+//! HTML text: escaping, number formats, and the page's shell (inline CSS
+//! and JS; nothing loaded from elsewhere).
+
+use std::fmt::Write;
+
+/// Text or an attribute value, escaped.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A rate for people: 4 significant digits (`1234`, `12.35`, `0.001234`).
+pub fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let a = v.abs();
+    if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 0.001 {
+        let digits = 3 - a.log10().floor() as i32;
+        format!("{v:.*}", digits.max(0) as usize)
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
+/// A ratio or fraction: `0.25x`.
+pub fn ratio(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+/// The exact value (shortest round-trip form) for `data-*` attributes.
+pub fn exact(v: f64) -> String {
+    format!("{v}")
+}
+
+/// Verdict colours, shared by the bars, the grid and the legend (the
+/// tests sample the failing one in screenshots).
+pub const FAIL: &str = "#d73027";
+pub const PASS: &str = "#1a9850";
+pub const SKIP: &str = "#bdbdbd";
+
+const CSS: &str = r#"
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:16px 24px;color:#222;max-width:1200px}
+h1{font-size:20px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 6px;border-bottom:1px solid #ddd}
+h3{font-size:15px;margin:18px 0 4px}
+.meta{color:#555;font-size:13px}
+.badge{display:inline-block;padding:1px 8px;border-radius:9px;color:#fff;font-weight:600;font-size:12px}
+.b-pass{background:PASSC}.b-fail{background:FAILC}.b-undecided{background:#777}
+table{border-collapse:collapse;font-size:13px}
+td,th{padding:2px 8px;text-align:left;vertical-align:top}
+th{border-bottom:1px solid #bbb;font-weight:600}
+tr.g-fail td{background:#fdecea}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.grid td.cell{width:86px;height:34px;text-align:center;font-variant-numeric:tabular-nums;border:2px solid #fff;padding:0 2px;line-height:1.1}
+table.grid td.cell small{display:block;color:#333;font-size:11px}
+.r-fail{background:FAILC;color:#fff}.r-fail small{color:#fff!important}
+.r-low{background:#fdae61}.r-mid{background:#d9ef8b}.r-high{background:#91cf60}.r-none{background:#eee;color:#777}
+.legend span{display:inline-block;padding:1px 8px;margin-right:4px;font-size:12px}
+.warn{background:#fff3cd;border:1px solid #e0c060;padding:4px 8px}
+svg text{font-family:"DejaVu Sans",sans-serif}
+.reason{color:#a00}
+details{margin:4px 0 10px}
+"#;
+
+/// Minimal script: "failing only" filters; `data-ready` says it ran.
+const JS: &str = r#"
+(function(){
+  var box=document.getElementById('failonly');
+  if(box){box.addEventListener('change',function(){
+    var rows=document.querySelectorAll('tr.g-pass,tr.g-skip');
+    for(var i=0;i<rows.length;i++){rows[i].style.display=box.checked?'none':'';}
+  });}
+  document.documentElement.setAttribute('data-ready','1');
+})();
+"#;
+
+/// The page around `body`.
+pub fn page(title: &str, body: &str) -> String {
+    let mut o = String::with_capacity(body.len() + 4096);
+    let css = CSS.replace("FAILC", FAIL).replace("PASSC", PASS);
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+         <meta name=\"generator\" content=\"greta report {}\">\
+         <title>{}</title><style>{css}</style></head>\n<body>\n{body}\n<script>{JS}</script>\n</body></html>\n",
+        env!("CARGO_PKG_VERSION"),
+        esc(title)
+    );
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_and_numbers() {
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        assert_eq!(num(1234.56), "1235");
+        assert_eq!(num(12.3456), "12.35");
+        assert_eq!(num(0.0123456), "0.01235");
+        assert_eq!(num(0.5), "0.5000");
+        assert_eq!(num(f64::NAN), "-");
+        assert_eq!(num(1.5e-5), "1.500e-5");
+        assert_eq!(exact(0.1 + 0.2), "0.30000000000000004");
+    }
+}

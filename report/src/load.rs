@@ -1,0 +1,287 @@
+//! Reading `greta.smoke/v1` files: one file, or every `*.json` of a
+//! directory. A file that cannot be used (unreadable, too large, a FIFO,
+//! not JSON, another schema) is a [`Skipped`] with the reason, never an
+//! error of the whole page.
+
+use greta_smoke::results::{Report, SCHEMA};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Largest result file read (a run of eight devices and every gate is
+/// about 150 KB; a larger file is not one greta wrote).
+pub const FILE_CAP: u64 = 16 << 20;
+/// Most directory entries looked at (a results directory of a node that
+/// runs a health check every five minutes for a year holds ~105 000).
+pub const DIR_ENTRY_CAP: usize = 200_000;
+
+/// One run and where it came from.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub path: Option<PathBuf>,
+    pub report: Report,
+    /// Per device, per gate (same order as `report`): the optional fields
+    /// newer greta versions add to a gate (`ceiling`, `ratio`).
+    pub extras: Vec<Vec<GateExtra>>,
+}
+
+/// Fields of a gate that this greta's results types may not carry yet;
+/// read when present, absent otherwise.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct GateExtra {
+    /// The in-run vendor ceiling (e.g. cuBLAS's rate for the same work).
+    #[serde(default)]
+    pub ceiling: Option<CeilingRef>,
+    /// `rate / ceiling.rate` (as a speed).
+    #[serde(default)]
+    pub ratio: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct CeilingRef {
+    #[serde(default)]
+    pub rate: Option<f64>,
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub library: Option<String>,
+    #[serde(default)]
+    pub version: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct ExtrasReport {
+    #[serde(default)]
+    devices: Vec<ExtrasDevice>,
+}
+
+#[derive(Deserialize, Default)]
+struct ExtrasDevice {
+    #[serde(default)]
+    gates: Vec<GateExtra>,
+}
+
+/// A file that was not used, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+impl Run {
+    /// A run in memory (`greta smoke --html`): no extras beyond its types.
+    pub fn from_report(report: Report) -> Run {
+        let extras = report
+            .devices
+            .iter()
+            .map(|d| vec![GateExtra::default(); d.gates.len()])
+            .collect();
+        Run {
+            path: None,
+            report,
+            extras,
+        }
+    }
+
+    /// The gate's extras (default when the file had none).
+    pub fn extra(&self, device: usize, gate: usize) -> GateExtra {
+        self.extras
+            .get(device)
+            .and_then(|d| d.get(gate))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Parse `bytes` (the content of `path`) as a `greta.smoke/v1` report.
+    pub fn parse(bytes: &[u8], path: Option<&Path>) -> Result<Run, String> {
+        let v: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+        match v.get("schema").and_then(|s| s.as_str()) {
+            Some(SCHEMA) => {}
+            Some(other) => return Err(format!("schema {other:?}, not {SCHEMA:?}")),
+            None => return Err(format!("no \"schema\" field: not a {SCHEMA} result")),
+        }
+        let report =
+            Report::deserialize(&v).map_err(|e| format!("not a valid {SCHEMA} result: {e}"))?;
+        // The extras never make a file unusable: a shape this greta does
+        // not know reads as none.
+        let ex = ExtrasReport::deserialize(&v).unwrap_or_default();
+        let extras = report
+            .devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let mut gates = ex
+                    .devices
+                    .get(i)
+                    .map(|d| d.gates.clone())
+                    .unwrap_or_default();
+                gates.resize(d.gates.len(), GateExtra::default());
+                gates
+            })
+            .collect();
+        Ok(Run {
+            path: path.map(Path::to_path_buf),
+            report,
+            extras,
+        })
+    }
+}
+
+/// Read one result file (capped, a FIFO or device refused without blocking).
+pub fn read_run(path: &Path) -> Result<Run, Skipped> {
+    let skip = |why: String| Skipped {
+        path: path.to_path_buf(),
+        why,
+    };
+    let bytes =
+        greta_fsread::bytes(path, FILE_CAP).map_err(|e| skip(strip_path(&e.to_string(), path)))?;
+    Run::parse(&bytes, Some(path)).map_err(skip)
+}
+
+/// fsread's messages start with the path; a [`Skipped`] already names it.
+fn strip_path(msg: &str, path: &Path) -> String {
+    let p = format!("{}: ", path.display());
+    msg.strip_prefix(&p).unwrap_or(msg).to_string()
+}
+
+/// Every `*.json` file directly in `dir`, by name: the runs that read, and
+/// the files that did not with why. Err only when `dir` itself cannot be
+/// listed.
+pub fn read_dir(dir: &Path) -> Result<(Vec<Run>, Vec<Skipped>), String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut names = Vec::new();
+    let mut skipped = Vec::new();
+    for (n, e) in entries.enumerate() {
+        if n >= DIR_ENTRY_CAP {
+            skipped.push(Skipped {
+                path: dir.to_path_buf(),
+                why: format!("more than {DIR_ENTRY_CAP} entries: the rest were not looked at"),
+            });
+            break;
+        }
+        match e {
+            Ok(e) => {
+                let p = e.path();
+                if p.extension().is_some_and(|x| x == "json") {
+                    names.push(p);
+                }
+            }
+            Err(e) => skipped.push(Skipped {
+                path: dir.to_path_buf(),
+                why: format!("listing failed part way: {e}"),
+            }),
+        }
+    }
+    names.sort();
+    let mut runs = Vec::new();
+    for p in names {
+        match read_run(&p) {
+            Ok(r) => runs.push(r),
+            Err(s) => skipped.push(s),
+        }
+    }
+    Ok((runs, skipped))
+}
+
+/// The run that started last (RFC 3339 UTC strings order as times).
+pub fn newest(runs: Vec<Run>) -> Option<Run> {
+    runs.into_iter()
+        .max_by(|a, b| a.report.started_at.cmp(&b.report.started_at))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A report as greta writes it (greta-smoke's own types, serialized).
+    pub fn sample(devices: usize) -> Report {
+        let text = include_str!("../tests/data/lavapipe-default.json");
+        let mut r: Report = serde_json::from_str(text).unwrap();
+        let one = r.devices[0].clone();
+        r.devices = (0..devices)
+            .map(|i| {
+                let mut d = one.clone();
+                d.index = i;
+                d
+            })
+            .collect();
+        r
+    }
+
+    #[test]
+    fn other_schemas_bad_json_and_wrong_shapes_are_reasons() {
+        let e = Run::parse(b"{\"schema\": \"greta.tune/v1\"}", None).unwrap_err();
+        assert!(
+            e.contains("greta.tune/v1") && e.contains("greta.smoke/v1"),
+            "{e}"
+        );
+        let e = Run::parse(b"{\"a\": 1}", None).unwrap_err();
+        assert!(e.contains("no \"schema\""), "{e}");
+        let e = Run::parse(b"{\"schema\": \"greta.smoke/v1\"", None).unwrap_err();
+        assert!(e.contains("not JSON") && e.contains("line 1"), "{e}");
+        let e = Run::parse(b"{\"schema\": \"greta.smoke/v1\", \"devices\": 3}", None).unwrap_err();
+        assert!(e.contains("not a valid greta.smoke/v1"), "{e}");
+    }
+
+    #[test]
+    fn ceiling_and_ratio_are_read_when_present_and_odd_shapes_ignored() {
+        let r = sample(1);
+        let mut v = serde_json::to_value(&r).unwrap();
+        v["devices"][0]["gates"][1]["ceiling"] = serde_json::json!({
+            "rate": 40.5, "source": "cublasSgemm", "library": "cuBLAS", "version": "12.9"});
+        v["devices"][0]["gates"][1]["ratio"] = serde_json::json!(0.8);
+        let run = Run::parse(serde_json::to_string(&v).unwrap().as_bytes(), None).unwrap();
+        let x = run.extra(0, 1);
+        assert_eq!(x.ceiling.as_ref().unwrap().rate, Some(40.5));
+        assert_eq!(x.ceiling.unwrap().library.as_deref(), Some("cuBLAS"));
+        assert_eq!(x.ratio, Some(0.8));
+        assert_eq!(run.extra(0, 0), GateExtra::default());
+        // (serde_json's float parse is not always exact: compare by value.)
+        assert_eq!(run.report.devices[0].gates.len(), r.devices[0].gates.len());
+        // A ceiling of a shape this greta does not know: the run still reads.
+        v["devices"][0]["gates"][1]["ceiling"] = serde_json::json!("fast");
+        let run = Run::parse(serde_json::to_string(&v).unwrap().as_bytes(), None).unwrap();
+        assert_eq!(run.extra(0, 1), GateExtra::default());
+    }
+
+    fn mkfifo(p: &Path) {
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    /// A directory of good runs, another schema, garbage, a FIFO (no
+    /// writer: a blocking open would hang) and a file over the cap: the
+    /// good ones read, every other one is named with its reason.
+    #[test]
+    fn a_directory_reads_what_it_can_and_names_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let r = sample(1);
+        std::fs::write(d.join("a.json"), r.to_json()).unwrap();
+        std::fs::write(d.join("b.json"), "{\"schema\": \"greta.doctor/v1\"}").unwrap();
+        std::fs::write(d.join("c.json"), "\u{0}garbage").unwrap();
+        std::fs::write(d.join("notes.txt"), "not json, not looked at").unwrap();
+        mkfifo(&d.join("d.json"));
+        let big = std::fs::File::create(d.join("e.json")).unwrap();
+        big.set_len(FILE_CAP + 1).unwrap();
+        let (runs, skipped) = read_dir(d).unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].report.started_at, r.started_at);
+        let why = |n: &str| {
+            skipped
+                .iter()
+                .find(|s| s.path == d.join(n))
+                .map(|s| s.why.clone())
+                .unwrap()
+        };
+        assert!(why("b.json").contains("greta.doctor/v1"));
+        assert!(why("c.json").contains("not JSON"));
+        assert!(why("d.json").contains("FIFO"), "{}", why("d.json"));
+        assert!(why("e.json").contains("limit"), "{}", why("e.json"));
+        assert_eq!(skipped.len(), 4, "{skipped:?}");
+        assert!(read_dir(&d.join("missing"))
+            .unwrap_err()
+            .contains("missing"));
+    }
+}
