@@ -127,7 +127,7 @@ pub fn run(args: Args) -> Result<Exit> {
 /// Where the install's lock comes from: a bundle (offline, its profile
 /// unless one is named) or the lock dir.
 struct Source {
-    lock_dir: crate::lock::LockDir,
+    lock_dir: greta_lockset::LockDir,
     profile: Option<String>,
     offline: bool,
 }
@@ -137,7 +137,7 @@ struct Source {
 fn source(args: &Args) -> Result<Option<Source>> {
     let Some(dir) = &args.bundle else {
         return Ok(Some(Source {
-            lock_dir: crate::lock::LockDir::resolve(args.lock_dir.as_deref()),
+            lock_dir: greta_lockset::LockDir::resolve(args.lock_dir.as_deref()),
             profile: args.profile.clone(),
             offline: args.offline,
         }));
@@ -152,7 +152,7 @@ fn source(args: &Args) -> Result<Option<Source>> {
         return Ok(None);
     }
     Ok(Some(Source {
-        lock_dir: crate::lock::LockDir::of_bundle(dir),
+        lock_dir: greta_lockset::LockDir::of_bundle(dir),
         profile: Some(args.profile.clone().unwrap_or(m.profile)),
         offline: true,
     }))

@@ -2,8 +2,8 @@
 //! the pinned profiles in `lock/`.
 
 use crate::exit::Exit;
-use crate::lock::{self, check, Interpreter, LockStatus, Matrix};
-use anyhow::Result;
+use anyhow::{Context, Result};
+use greta_lockset::{self as lock, check, Interpreter, LockStatus, Lockfile, Matrix};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -54,7 +54,7 @@ enum Command {
         json: bool,
     },
     /// Re-resolve a profile with uv against its index and rewrite its lockfile.
-    Update(lock::update::Args),
+    Update(lock::UpdateArgs),
 }
 
 pub fn run(args: Args, verbose: u8) -> Result<Exit> {
@@ -74,8 +74,42 @@ pub fn run(args: Args, verbose: u8) -> Result<Exit> {
             profile,
             json,
         } => select(&Matrix::load(&dir)?, facts, sysroot, profile, json),
-        Command::Update(a) => lock::update::run(&dir, a),
+        Command::Update(a) => update(&dir, a),
     }
+}
+
+fn update(dir: &lock::LockDir, a: lock::UpdateArgs) -> Result<Exit> {
+    if dir.on_disk().is_none() {
+        anyhow::bail!(
+            "greta lock update rewrites a lockfile: pass --lock-dir DIR (a checkout's lock/) or set {}; the lock set built into greta cannot be changed",
+            lock::LOCK_DIR_ENV_VAR
+        );
+    }
+    let m = Matrix::load(dir)?;
+    let p = m.profile(&a.profile)?;
+    let uv = match &a.uv {
+        Some(u) => u.clone(),
+        None => which::which("uv")
+            .context("uv not found on PATH (install it: `pip install uv`), or pass --uv PATH")?,
+    };
+    let text = lock::update(p, &uv, &a)?;
+    if a.dry_run {
+        crate::out::text(format_args!("{text}"));
+        return Ok(Exit::Pass);
+    }
+    lock::write_atomic(&p.lockfile, &text)?;
+    let lock = Lockfile::load(&p.lockfile)?;
+    eprintln!(
+        "wrote {} ({} packages, {} wheels, sha256 {})",
+        p.lockfile.display(),
+        lock.packages.len(),
+        lock.wheel_count(),
+        lock.sha256
+    );
+    if !p.is_locked() {
+        eprintln!("note: matrix.toml still marks {} as not locked; set status = \"locked\" after reviewing the file", p.name);
+    }
+    Ok(Exit::Pass)
 }
 
 fn load_facts(facts: Option<PathBuf>, sysroot: Option<PathBuf>) -> Result<greta_probe::Facts> {
@@ -167,7 +201,7 @@ fn list(m: &Matrix, json: bool, verbose: u8) -> Result<Exit> {
     if verbose > 0 {
         // What exactly is in effect: each file with its digest, so two
         // machines can compare their sets.
-        let mut names = vec![lock::matrix::MATRIX_FILE.to_string()];
+        let mut names = vec![lock::MATRIX_FILE.to_string()];
         names.extend(m.profiles.iter().map(|p| p.lockfile_name.clone()));
         names.push(crate::envs::uv_bootstrap::TOOLS_FILE.to_string());
         for n in names {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::detect::probe_facts;
 use crate::envs::installer;
 use crate::fetch::{Cache, PinnedWheel};
-use crate::lock::{self, Interpreter, LockDir, Matrix, Profile, Selection, WheelPin};
+use greta_lockset::{self as lock, Interpreter, LockDir, Matrix, Profile, Selection, WheelPin};
 
 /// What was decided before anything is written.
 #[derive(Debug, Clone, Serialize)]

@@ -37,7 +37,7 @@ pub struct ProfileReport {
 /// another file than the entry's `filename` (another package, version or
 /// an sdist behind a wheel's name).
 pub fn url_problem(url: &str, filename: &str) -> Option<String> {
-    let u = match reqwest::Url::parse(url) {
+    let u = match url::Url::parse(url) {
         Ok(u) => u,
         Err(e) => return Some(format!("{filename} has an unparsable URL {url:?}: {e}")),
     };
@@ -60,20 +60,17 @@ pub fn url_problem(url: &str, filename: &str) -> Option<String> {
 /// (`tools.toml`, the uv greta bootstraps) when the lock dir has them.
 pub fn check_matrix(m: &Matrix) -> Vec<ProfileReport> {
     let mut out: Vec<ProfileReport> = m.profiles.iter().map(check_profile).collect();
-    let tools = m.dir.shown(crate::envs::uv_bootstrap::TOOLS_FILE);
-    if matches!(
-        m.dir.read(crate::envs::uv_bootstrap::TOOLS_FILE),
-        Ok(Some(_))
-    ) {
+    let tools = m.dir.shown(greta_vocab::tool_pin::TOOLS_FILE);
+    if matches!(m.dir.read(greta_vocab::tool_pin::TOOLS_FILE), Ok(Some(_))) {
         let mut rep = ProfileReport {
             profile: "tools".into(),
             status: "locked".into(),
-            lockfile: crate::envs::uv_bootstrap::TOOLS_FILE.into(),
+            lockfile: greta_vocab::tool_pin::TOOLS_FILE.into(),
             wheel_sets: vec![],
             problems: vec![],
         };
         let at = tools.display().to_string();
-        match crate::envs::uv_bootstrap::load(&m.dir) {
+        match crate::tools::load(&m.dir) {
             Err(e) => rep.problems.push(Problem {
                 profile: rep.profile.clone(),
                 at: at.clone(),

@@ -10,11 +10,10 @@
 //! and everything else is resolved by uv on the remaining indexes; see
 //! docs/profiles.md for what that does and does not prove.
 
-use super::matrix::{parse_xy, Matrix, Profile};
+use super::matrix::{parse_xy, Profile};
 use super::pylock::{normalize_name, url_filename, Lockfile};
 use super::resolve::resolve_lock;
 use super::tags::{Interpreter, WheelTags};
-use crate::exit::Exit;
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -47,40 +46,6 @@ pub struct Args {
     /// Limit for each uv run, seconds (at most a week).
     #[arg(long, default_value_t = 900)]
     pub timeout: u64,
-}
-
-pub fn run(dir: &super::LockDir, a: Args) -> Result<Exit> {
-    if dir.on_disk().is_none() {
-        bail!(
-            "greta lock update rewrites a lockfile: pass --lock-dir DIR (a checkout's lock/) or set {}; the lock set built into greta cannot be changed",
-            super::dir::ENV_VAR
-        );
-    }
-    let m = Matrix::load(dir)?;
-    let p = m.profile(&a.profile)?;
-    let uv = match &a.uv {
-        Some(u) => u.clone(),
-        None => which::which("uv")
-            .context("uv not found on PATH (install it: `pip install uv`), or pass --uv PATH")?,
-    };
-    let text = build(p, &uv, &a)?;
-    if a.dry_run {
-        crate::out::text(format_args!("{text}"));
-        return Ok(Exit::Pass);
-    }
-    write_atomic(&p.lockfile, &text)?;
-    let lock = Lockfile::load(&p.lockfile)?;
-    eprintln!(
-        "wrote {} ({} packages, {} wheels, sha256 {})",
-        p.lockfile.display(),
-        lock.packages.len(),
-        lock.wheel_count(),
-        lock.sha256
-    );
-    if !p.is_locked() {
-        eprintln!("note: matrix.toml still marks {} as not locked; set status = \"locked\" after reviewing the file", p.name);
-    }
-    Ok(Exit::Pass)
 }
 
 /// Resolve and merge; returns the new lockfile text (validated, not written).

@@ -57,41 +57,9 @@ pub struct Lockfile {
     pub header: String,
 }
 
-/// PEP 503 name normalisation (`Jax_ROCm7.Plugin` -> `jax-rocm7-plugin`),
-/// by uv's implementation. Text that is no valid project name is only
-/// lowercased: it then matches no normalised name, which is what callers
-/// comparing names need.
-pub fn normalize_name(n: &str) -> String {
-    n.parse::<uv_normalize::PackageName>()
-        .map(|p| p.to_string())
-        .unwrap_or_else(|_| n.to_ascii_lowercase())
-}
-
-/// Last path segment of a URL, percent-decoded (`torch-2.7.1%2Brocm6.3-...`).
-pub fn url_filename(url: &str) -> String {
-    let last = url
-        .split(['?', '#'])
-        .next()
-        .unwrap_or(url)
-        .rsplit('/')
-        .next()
-        .unwrap_or(url);
-    let bytes = last.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() && last.is_char_boundary(i + 3) {
-            if let Ok(b) = u8::from_str_radix(&last[i + 1..i + 3], 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
+// Wheel names are the vocabulary's (the installer's fetcher, receipts and
+// gates compare the same names).
+pub use greta_vocab::{normalize_name, url_filename};
 
 impl Lockfile {
     pub fn load(path: &Path) -> Result<Lockfile> {

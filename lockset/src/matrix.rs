@@ -8,7 +8,7 @@ use super::source::{Fields, Source};
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use toml_edit::Item;
 
 /// The matrix file name inside a lock directory.
