@@ -50,6 +50,11 @@ pub struct Lockfile {
     pub lock_version: String,
     pub created_by: String,
     pub requires_python: Option<String>,
+    /// PEP 751 `extras`: the extras the file can install (here each GPU
+    /// target's device wheels, `device-gfx942`, selected by markers
+    /// `'device-gfx942' in extras`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extras: Vec<String>,
     pub packages: Vec<Package>,
     /// sha256 of the file's bytes (recorded in env receipts).
     pub sha256: greta_vocab::Sha256,
@@ -115,11 +120,21 @@ impl Lockfile {
             .take_while(|l| l.trim_start().starts_with('#') || l.trim().is_empty())
             .collect::<Vec<_>>()
             .join("\n");
+        let extras = Fields::new(src, src.root(), "lockfile")
+            .str_list("extras")?
+            .into_iter()
+            .map(|(e, span)| {
+                e.parse::<uv_normalize::ExtraName>()
+                    .map(|n| n.to_string())
+                    .map_err(|err| src.err_at(span, format!("extras: {e:?}: {err}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(Lockfile {
             path: src.path.clone(),
             lock_version,
             created_by,
             requires_python,
+            extras,
             packages,
             sha256,
             header,

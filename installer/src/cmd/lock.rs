@@ -31,6 +31,10 @@ enum Command {
         /// A real interpreter to resolve for (its tags are read by running it once).
         #[arg(long)]
         interpreter: Option<PathBuf>,
+        /// A GPU target whose device wheels to show (profiles with per-GPU
+        /// device wheels; repeatable) [default: every target of the profile].
+        #[arg(long, value_name = "GFX")]
+        device: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -65,8 +69,16 @@ pub fn run(args: Args, verbose: u8) -> Result<Exit> {
             profile,
             python,
             interpreter,
+            device,
             json,
-        } => show(&Matrix::load(&dir)?, &profile, python, interpreter, json),
+        } => show(
+            &Matrix::load(&dir)?,
+            &profile,
+            python,
+            interpreter,
+            &device,
+            json,
+        ),
         Command::Check { json } => run_check(&Matrix::load(&dir)?, json),
         Command::Select {
             facts,
@@ -247,9 +259,23 @@ fn show(
     name: &str,
     python: Option<String>,
     interpreter: Option<PathBuf>,
+    devices: &[String],
     json: bool,
 ) -> Result<Exit> {
     let p = m.profile(name)?;
+    // Device extras: the named targets' (a target the profile does not carry
+    // is refused by `resolve`, naming those it does), else every target's.
+    let extras: Vec<String> = if devices.is_empty() {
+        p.device_extras()
+    } else {
+        devices
+            .iter()
+            .map(|g| {
+                p.device_extra_for(g)
+                    .unwrap_or_else(|| format!("device-{}", g.to_ascii_lowercase()))
+            })
+            .collect()
+    };
     let interps: Vec<Interpreter> = match (python, interpreter) {
         (_, Some(path)) => vec![Interpreter::inspect(&path)?],
         (Some(v), None) => vec![Interpreter::synthetic(
@@ -283,7 +309,7 @@ fn show(
     let mut sets = Vec::new();
     let mut failed = false;
     for i in &interps {
-        match lock::resolve(p, &lockfile, i) {
+        match lock::resolve(p, &lockfile, i, &extras) {
             Ok(pins) => sets.push((i.clone(), Ok(pins))),
             Err(e) => {
                 failed = true;

@@ -22,6 +22,10 @@ pub struct Plan {
     pub reasons: Vec<String>,
     pub warnings: Vec<String>,
     pub env_vars: BTreeMap<String, String>,
+    /// The device extras installed besides the host wheels (a profile with
+    /// per-GPU device wheels): this machine's GPU targets, each one's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub device_extras: Vec<String>,
     pub python: PythonPlan,
     pub lockfile: PathBuf,
     /// The lock set the profile came from, and why it is in effect.
@@ -110,7 +114,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan> {
             Some((name, l)) if name == profile.name => l?,
             _ => profile.load_lockfile()?,
         };
-        let wheels = lock::resolve(&profile, &lockfile, &interp)?;
+        let wheels = lock::resolve(&profile, &lockfile, &interp, &sel.device_extras)?;
         if wheels.is_empty() {
             bail!(
                 "{}: no package applies to {}",
@@ -128,6 +132,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan> {
             reasons: sel.reasons,
             warnings: sel.warnings,
             env_vars: sel.env_vars.into_iter().collect(),
+            device_extras: sel.device_extras,
             python: PythonPlan {
                 path: interp.path.clone(),
                 version: interp.version.clone(),
