@@ -427,6 +427,19 @@ impl Matrix {
                     host.gfx.join(", "),
                     host.gfx.join(";")
                 )
+            } else if let Some(n) = self
+                .rocm_profiles()
+                .into_iter()
+                .find(|p| !p.is_locked() && host.gfx.iter().all(|g| p.has_gfx(g)))
+            {
+                // The profile that carries the target is only waiting for
+                // its hashes: say how to get them.
+                format!(
+                    "lock {}: `greta lock update {} --lock-dir lock` on a machine that reaches {}, review the file, set status = \"locked\", then `greta install --lock-dir lock`",
+                    n.name,
+                    n.name,
+                    n.indexes.first().map(String::as_str).unwrap_or("its index")
+                )
             } else {
                 format!("install an amdgpu kernel driver in the window of {} (see docs/profiles.md), or run `greta lock update` for it", with_gfx.join(" or "))
             },

@@ -250,6 +250,10 @@ fn list(m: &Matrix, json: bool, verbose: u8) -> Result<Exit> {
             p.lockfile_name,
             p.summary
         );
+        if p.device_extra.is_some() {
+            // Which GPUs it serves is the point of such a profile.
+            outln!("          device wheels per target: {}", p.gfx.join(" "));
+        }
     }
     Ok(Exit::Pass)
 }
