@@ -369,3 +369,196 @@ fn real_uv_installs_the_lockfile_for_one_target() {
         "{listed}"
     );
 }
+
+/// A captured machine (`greta doctor --capture` layout): the 780M capture
+/// with its KFD GPU nodes replaced by `gpus` (gfx_target_version, name).
+/// Kernel 6.17 names a node `ip discovery`; the target comes from
+/// `gfx_target_version`, whose stepping digit is hex (110501 = gfx1151).
+fn machine(gpus: &[(u64, &str)]) -> tempfile::TempDir {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../probe/tests/sysroots/phoenix-apu");
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tmp.path().join("m");
+    let cp = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&src)
+        .arg(&m)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    // the capture's environment sets the 780M's override: not wanted here
+    std::fs::write(
+        m.join(".greta/env"),
+        "PATH=/usr/bin:/bin\nHOME=/home/ann\nUSER=ann\n",
+    )
+    .unwrap();
+    let nodes = m.join("sys/class/kfd/kfd/topology/nodes");
+    let gpu = std::fs::read_to_string(nodes.join("1/properties")).unwrap();
+    std::fs::remove_dir_all(nodes.join("1")).unwrap();
+    for (i, (version, name)) in gpus.iter().enumerate() {
+        let dir = nodes.join((i + 1).to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        // each node its own GPU: another PCI location and device id
+        let props = gpu
+            .replace(
+                "gfx_target_version 110003",
+                &format!("gfx_target_version {version}"),
+            )
+            .replace(
+                "location_id 34304",
+                &format!("location_id {}", 34304 + 256 * i),
+            )
+            .replace("device_id 5567", &format!("device_id {}", 5567 + i))
+            .replace(
+                "drm_render_minor 128",
+                &format!("drm_render_minor {}", 128 + i),
+            )
+            .replace(
+                "unique_id 11673270660693242239",
+                &format!("unique_id {}", 1000 + i),
+            );
+        std::fs::write(dir.join("properties"), props).unwrap();
+        std::fs::write(dir.join("name"), format!("{name}\n")).unwrap();
+    }
+    tmp
+}
+
+fn dry_run(lock: &Path, sysroot: &Path) -> serde_json::Value {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+        .args(["install", "--dry-run", "--json", "--lock-dir"])
+        .arg(lock)
+        .arg("--sysroot")
+        .arg(sysroot)
+        .env_remove("GRETA_LOCK_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+    v["plan"].clone()
+}
+
+fn wheel_names(plan: &serde_json::Value) -> Vec<String> {
+    let mut n: Vec<String> = plan["wheels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap().to_string())
+        .collect();
+    n.sort();
+    n
+}
+
+/// `greta install --dry-run --sysroot` plans for a captured machine: the
+/// host wheels plus exactly its GPUs' device wheels, and says why.
+#[test]
+fn dry_run_for_a_captured_machine_plans_its_own_device_wheels() {
+    let idx = amd_like_index();
+    let d = tempfile::tempdir().unwrap();
+    let lock = d.path().join("lock");
+    locked(&idx, &lock);
+
+    // Strix Halo on kernel 6.17: node name "ip discovery", 110501 = gfx1151
+    let halo = machine(&[(110501, "ip discovery")]);
+    let plan = dry_run(&lock, &halo.path().join("m"));
+    assert_eq!(plan["profile"], "rocm10.1", "{plan:#}");
+    assert_eq!(plan["device_extras"], serde_json::json!(["device-gfx1151"]));
+    assert_eq!(
+        wheel_names(&plan),
+        [
+            "amd-torch-device-gfx1151",
+            "amd-torch-device-gfx115x",
+            "rocm-sdk-core",
+            "rocm-sdk-device-gfx1151",
+            "torch"
+        ]
+    );
+    let why = plan["reasons"].to_string();
+    assert!(why.contains("gfx1151 -> device-gfx1151"), "{why}");
+    assert!(plan["env_vars"].as_object().unwrap().is_empty(), "{plan:#}");
+
+    // The 780M: gfx1103 natively, no HSA override
+    let apu = machine(&[(110003, "ip discovery")]);
+    let plan = dry_run(&lock, &apu.path().join("m"));
+    assert_eq!(plan["device_extras"], serde_json::json!(["device-gfx1103"]));
+    assert!(plan["env_vars"].as_object().unwrap().is_empty(), "{plan:#}");
+
+    // An iGPU and a dGPU of different families: each one's device wheels
+    let two = machine(&[(110003, "ip discovery"), (90402, "ip discovery")]);
+    let plan = dry_run(&lock, &two.path().join("m"));
+    assert_eq!(
+        plan["device_extras"],
+        serde_json::json!(["device-gfx1103", "device-gfx942"]),
+        "{plan:#}"
+    );
+    assert_eq!(
+        wheel_names(&plan),
+        [
+            "amd-torch-device-gfx1103",
+            "amd-torch-device-gfx942",
+            "rocm-sdk-core",
+            "rocm-sdk-device-gfx1103",
+            "rocm-sdk-device-gfx942",
+            "torch"
+        ]
+    );
+}
+
+/// Issue 24: "what would greta install on that node?" for the captured
+/// machines, with the lock set that ships: the 780M (gfx1103) gets rocm7.2
+/// through the override and is told of the native, not-locked rocm10.1 and
+/// the command that locks it; MI300X (VF capture, and bare metal as a KFD
+/// node 90402), Strix Halo (110501, node named "ip discovery" as on kernel
+/// 6.17) and RX 9070 XT (120001) get rocm7.2 natively; the RX 7900 XTX
+/// capture without /dev/kfd is refused with the fix.
+#[test]
+fn dry_run_plans_for_the_captured_machines_with_the_shipped_lock_set() {
+    let lock = shipped_lock_dir();
+    let captured = |name: &str| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../probe/tests/sysroots/{name}"))
+    };
+    // 780M, as captured (its environment sets HSA_OVERRIDE_GFX_VERSION)
+    let plan = dry_run(&lock, &captured("phoenix-apu"));
+    assert_eq!(plan["profile"], "rocm7.2", "{plan:#}");
+    assert_eq!(plan["env_vars"]["HSA_OVERRIDE_GFX_VERSION"], "11.0.0");
+    let w = plan["warnings"].to_string();
+    assert!(
+        w.contains("rocm10.1 carries gfx1103 natively but is not locked")
+            && w.contains("greta lock update rocm10.1 --lock-dir lock"),
+        "{w}"
+    );
+    // MI300X VF, as captured
+    let plan = dry_run(&lock, &captured("mi300x-vf"));
+    assert_eq!(plan["profile"], "rocm7.2", "{plan:#}");
+    assert!(plan["reasons"]
+        .to_string()
+        .contains("gfx942 is in its wheel targets"));
+    assert!(plan["env_vars"].as_object().unwrap().is_empty());
+    for (version, gfx) in [(90402, "gfx942"), (110501, "gfx1151"), (120001, "gfx1201")] {
+        let m = machine(&[(version, "ip discovery")]);
+        let plan = dry_run(&lock, &m.path().join("m"));
+        assert_eq!(plan["profile"], "rocm7.2", "{gfx}: {plan:#}");
+        assert!(
+            plan["reasons"]
+                .to_string()
+                .contains(&format!("{gfx} is in its wheel targets")),
+            "{gfx}: {plan:#}"
+        );
+        assert!(plan["env_vars"].as_object().unwrap().is_empty(), "{gfx}");
+        assert!(plan.get("device_extras").is_none(), "{gfx}: {plan:#}");
+    }
+    // RX 7900 XTX capture whose /dev/kfd is missing: refused, with the fix
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+        .args(["install", "--dry-run", "--lock-dir"])
+        .arg(&lock)
+        .arg("--sysroot")
+        .arg(captured("two-rocm-no-kfd"))
+        .env_remove("GRETA_LOCK_DIR")
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(0));
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        all.contains("gfx1100") && all.contains("/dev/kfd does not exist"),
+        "{all}"
+    );
+}
