@@ -46,7 +46,10 @@ pub fn run(args: Args) -> Result<Exit> {
         probe: false,
     })?;
     if !args.json {
-        eprint!("{}", crate::install::explain(&plan));
+        eprint!(
+            "{}",
+            crate::install::explain(&plan, crate::install::Detail::Wheels)
+        );
     }
     let mut fopts = FetchOptions::from_env()?;
     fopts.offline = args.offline;
