@@ -1,6 +1,6 @@
 //! One function per target. Each returns quietly on input its parser
 //! refuses; it panics only on a defect.
-use greta::lock::{LockDir, Lockfile, Matrix};
+use greta_lockset::{LockDir, Lockfile, Matrix};
 use greta_runtime::tuning_cache::TuningCache;
 use greta_runtime::{DeviceInfo, Op};
 use std::path::Path;
@@ -110,7 +110,7 @@ pub fn lock_files(scratch: &Scratch, data: &[u8]) {
     match which % 3 {
         0 => {
             if let Ok(m) = Matrix::parse(&LockDir::built_in(), text.to_string()) {
-                let _ = greta::lock::check::check_matrix(&m);
+                let _ = greta_lockset::check::check_matrix(&m);
             }
         }
         1 => {
@@ -118,7 +118,7 @@ pub fn lock_files(scratch: &Scratch, data: &[u8]) {
                 for p in &l.packages {
                     for w in &p.wheels {
                         if let Some(u) = &w.url {
-                            let _ = greta::lock::check::url_problem(u, &w.filename);
+                            let _ = greta_lockset::check::url_problem(u, &w.filename);
                         }
                     }
                 }
@@ -126,7 +126,7 @@ pub fn lock_files(scratch: &Scratch, data: &[u8]) {
         }
         _ => {
             std::fs::write(scratch.path().join("tools.toml"), text).expect("scratch file");
-            let _ = greta::envs::uv_bootstrap::load(&LockDir::from_flag(scratch.path()));
+            let _ = greta_lockset::load_tools(&LockDir::from_flag(scratch.path()));
         }
     }
 }

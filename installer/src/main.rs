@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     cmd::gpu::register_helper();
     let result = match cli.command {
         Command::Doctor(a) => cmd::doctor::run(a),
-        Command::Install(a) => cmd::install::run(a),
+        Command::Install(a) => cmd::install::run(a, cli.verbose),
         Command::Smoke(a) => cmd::smoke::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Lock(a) => cmd::lock::run(a, cli.verbose),

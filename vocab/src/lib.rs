@@ -38,10 +38,12 @@ mod gfx;
 pub mod number;
 mod setting;
 mod sha256;
+pub mod tool_pin;
 mod verdict;
 mod vk_device;
 mod vk_driver;
 mod wheel;
+mod wheel_name;
 
 pub use backend::Backend;
 pub use device_type::{short as device_type_short, DeviceType};
@@ -55,3 +57,4 @@ pub use verdict::Verdict;
 pub use vk_device::{same_gpu, DeviceUuid, DeviceUuidError, GpuIdentity, SameGpu};
 pub use vk_driver::{VkDriver, VkFamily};
 pub use wheel::{LockLine, PinnedWheel};
+pub use wheel_name::{normalize_name, url_filename, WheelTags};

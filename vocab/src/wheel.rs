@@ -23,6 +23,30 @@ pub struct PinnedWheel {
     pub at: Option<LockLine>,
 }
 
+impl PinnedWheel {
+    /// Refuses what greta never installs (an sdist, a file name that is a
+    /// path): called where a pin is read and again before any byte is
+    /// fetched, so a bad lock entry writes nothing. (The hash is a
+    /// [`Sha256`]: a malformed one was refused where it was read.)
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if !self.filename.ends_with(".whl") {
+            anyhow::bail!(
+                "{} {}: {} is not a wheel; greta installs wheels only and never builds sources",
+                self.name,
+                self.version,
+                self.filename
+            );
+        }
+        if self.filename.contains('/')
+            || self.filename.contains('\\')
+            || self.filename.starts_with('.')
+        {
+            anyhow::bail!("{}: unsafe wheel file name {:?}", self.name, self.filename);
+        }
+        Ok(())
+    }
+}
+
 /// A line of a lock file: `pylock.cpu.toml:42`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LockLine {

@@ -36,7 +36,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<Exit> {
     // Ctrl-C printed nothing (issue 28); it now says what was kept.
     crate::interrupt::on_bundle_interrupt();
-    let lock_dir = crate::lock::LockDir::resolve(args.lock_dir.as_deref());
+    let lock_dir = greta_lockset::LockDir::resolve(args.lock_dir.as_deref());
     let plan = crate::install::plan(&PlanInput {
         lock_dir: &lock_dir,
         profile: Some(&args.profile),
@@ -46,7 +46,10 @@ pub fn run(args: Args) -> Result<Exit> {
         probe: false,
     })?;
     if !args.json {
-        eprint!("{}", crate::install::explain(&plan));
+        eprint!(
+            "{}",
+            crate::install::explain(&plan, crate::install::Detail::Wheels)
+        );
     }
     let mut fopts = FetchOptions::from_env()?;
     fopts.offline = args.offline;

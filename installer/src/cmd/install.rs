@@ -4,7 +4,7 @@
 use crate::envs::installer::Choice;
 use crate::exit::Exit;
 use crate::fetch::FetchOptions;
-use crate::install::{InstallInput, PlanInput};
+use crate::install::{Detail, InstallInput, PlanInput};
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -68,7 +68,7 @@ pub struct Args {
     pub installer_timeout: u64,
 }
 
-pub fn run(args: Args) -> Result<Exit> {
+pub fn run(args: Args, verbose: u8) -> Result<Exit> {
     crate::interrupt::on_install_interrupt();
     let Some(Source {
         lock_dir,
@@ -93,13 +93,20 @@ pub fn run(args: Args) -> Result<Exit> {
             let v = serde_json::json!({"schema": "greta.install/v1", "result": "planned", "env_name": name, "plan": plan});
             crate::out::print_json(&v)?;
         } else {
-            eprint!("{}", crate::install::explain(&plan));
+            eprint!("{}", crate::install::explain(&plan, Detail::Wheels));
             eprintln!("dry run: nothing fetched or written (env would be {name})");
         }
         return Ok(Exit::Pass);
     }
     if !args.json {
-        eprint!("{}", crate::install::explain(&plan));
+        // The per-wheel marker/tag reasoning only on request (-v): by
+        // default a few lines say which profile and why, then progress.
+        let detail = if verbose > 0 {
+            Detail::Wheels
+        } else {
+            Detail::Summary
+        };
+        eprint!("{}", crate::install::explain(&plan, detail));
     }
     let mut fetch = FetchOptions::from_env()?;
     fetch.offline = offline;
@@ -127,7 +134,7 @@ pub fn run(args: Args) -> Result<Exit> {
 /// Where the install's lock comes from: a bundle (offline, its profile
 /// unless one is named) or the lock dir.
 struct Source {
-    lock_dir: crate::lock::LockDir,
+    lock_dir: greta_lockset::LockDir,
     profile: Option<String>,
     offline: bool,
 }
@@ -137,7 +144,7 @@ struct Source {
 fn source(args: &Args) -> Result<Option<Source>> {
     let Some(dir) = &args.bundle else {
         return Ok(Some(Source {
-            lock_dir: crate::lock::LockDir::resolve(args.lock_dir.as_deref()),
+            lock_dir: greta_lockset::LockDir::resolve(args.lock_dir.as_deref()),
             profile: args.profile.clone(),
             offline: args.offline,
         }));
@@ -152,7 +159,7 @@ fn source(args: &Args) -> Result<Option<Source>> {
         return Ok(None);
     }
     Ok(Some(Source {
-        lock_dir: crate::lock::LockDir::of_bundle(dir),
+        lock_dir: greta_lockset::LockDir::of_bundle(dir),
         profile: Some(args.profile.clone().unwrap_or(m.profile)),
         offline: true,
     }))

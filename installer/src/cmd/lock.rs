@@ -2,8 +2,8 @@
 //! the pinned profiles in `lock/`.
 
 use crate::exit::Exit;
-use crate::lock::{self, check, Interpreter, LockStatus, Matrix};
-use anyhow::Result;
+use anyhow::{Context, Result};
+use greta_lockset::{self as lock, check, Interpreter, LockStatus, Lockfile, Matrix};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -31,6 +31,10 @@ enum Command {
         /// A real interpreter to resolve for (its tags are read by running it once).
         #[arg(long)]
         interpreter: Option<PathBuf>,
+        /// A GPU target whose device wheels to show (profiles with per-GPU
+        /// device wheels; repeatable) [default: every target of the profile].
+        #[arg(long, value_name = "GFX")]
+        device: Vec<String>,
         #[arg(long)]
         json: bool,
     },
@@ -54,7 +58,7 @@ enum Command {
         json: bool,
     },
     /// Re-resolve a profile with uv against its index and rewrite its lockfile.
-    Update(lock::update::Args),
+    Update(lock::UpdateArgs),
 }
 
 pub fn run(args: Args, verbose: u8) -> Result<Exit> {
@@ -65,8 +69,16 @@ pub fn run(args: Args, verbose: u8) -> Result<Exit> {
             profile,
             python,
             interpreter,
+            device,
             json,
-        } => show(&Matrix::load(&dir)?, &profile, python, interpreter, json),
+        } => show(
+            &Matrix::load(&dir)?,
+            &profile,
+            python,
+            interpreter,
+            &device,
+            json,
+        ),
         Command::Check { json } => run_check(&Matrix::load(&dir)?, json),
         Command::Select {
             facts,
@@ -74,8 +86,42 @@ pub fn run(args: Args, verbose: u8) -> Result<Exit> {
             profile,
             json,
         } => select(&Matrix::load(&dir)?, facts, sysroot, profile, json),
-        Command::Update(a) => lock::update::run(&dir, a),
+        Command::Update(a) => update(&dir, a),
     }
+}
+
+fn update(dir: &lock::LockDir, a: lock::UpdateArgs) -> Result<Exit> {
+    if dir.on_disk().is_none() {
+        anyhow::bail!(
+            "greta lock update rewrites a lockfile: pass --lock-dir DIR (a checkout's lock/) or set {}; the lock set built into greta cannot be changed",
+            lock::LOCK_DIR_ENV_VAR
+        );
+    }
+    let m = Matrix::load(dir)?;
+    let p = m.profile(&a.profile)?;
+    let uv = match &a.uv {
+        Some(u) => u.clone(),
+        None => which::which("uv")
+            .context("uv not found on PATH (install it: `pip install uv`), or pass --uv PATH")?,
+    };
+    let text = lock::update(p, &uv, &a)?;
+    if a.dry_run {
+        crate::out::text(format_args!("{text}"));
+        return Ok(Exit::Pass);
+    }
+    lock::write_atomic(&p.lockfile, &text)?;
+    let lock = Lockfile::load(&p.lockfile)?;
+    eprintln!(
+        "wrote {} ({} packages, {} wheels, sha256 {})",
+        p.lockfile.display(),
+        lock.packages.len(),
+        lock.wheel_count(),
+        lock.sha256
+    );
+    if !p.is_locked() {
+        eprintln!("note: matrix.toml still marks {} as not locked; set status = \"locked\" after reviewing the file", p.name);
+    }
+    Ok(Exit::Pass)
 }
 
 fn load_facts(facts: Option<PathBuf>, sysroot: Option<PathBuf>) -> Result<greta_probe::Facts> {
@@ -167,7 +213,7 @@ fn list(m: &Matrix, json: bool, verbose: u8) -> Result<Exit> {
     if verbose > 0 {
         // What exactly is in effect: each file with its digest, so two
         // machines can compare their sets.
-        let mut names = vec![lock::matrix::MATRIX_FILE.to_string()];
+        let mut names = vec![lock::MATRIX_FILE.to_string()];
         names.extend(m.profiles.iter().map(|p| p.lockfile_name.clone()));
         names.push(crate::envs::uv_bootstrap::TOOLS_FILE.to_string());
         for n in names {
@@ -204,6 +250,10 @@ fn list(m: &Matrix, json: bool, verbose: u8) -> Result<Exit> {
             p.lockfile_name,
             p.summary
         );
+        if p.device_extra.is_some() {
+            // Which GPUs it serves is the point of such a profile.
+            outln!("          device wheels per target: {}", p.gfx.join(" "));
+        }
     }
     Ok(Exit::Pass)
 }
@@ -213,9 +263,23 @@ fn show(
     name: &str,
     python: Option<String>,
     interpreter: Option<PathBuf>,
+    devices: &[String],
     json: bool,
 ) -> Result<Exit> {
     let p = m.profile(name)?;
+    // Device extras: the named targets' (a target the profile does not carry
+    // is refused by `resolve`, naming those it does), else every target's.
+    let extras: Vec<String> = if devices.is_empty() {
+        p.device_extras()
+    } else {
+        devices
+            .iter()
+            .map(|g| {
+                p.device_extra_for(g)
+                    .unwrap_or_else(|| format!("device-{}", g.to_ascii_lowercase()))
+            })
+            .collect()
+    };
     let interps: Vec<Interpreter> = match (python, interpreter) {
         (_, Some(path)) => vec![Interpreter::inspect(&path)?],
         (Some(v), None) => vec![Interpreter::synthetic(
@@ -249,7 +313,7 @@ fn show(
     let mut sets = Vec::new();
     let mut failed = false;
     for i in &interps {
-        match lock::resolve(p, &lockfile, i) {
+        match lock::resolve(p, &lockfile, i, &extras) {
             Ok(pins) => sets.push((i.clone(), Ok(pins))),
             Err(e) => {
                 failed = true;

@@ -181,7 +181,7 @@ fn contents_of(
     let mut files: Vec<(PathBuf, u64, &str)> = Vec::new();
     for w in &receipt.wheels {
         let (name, version) = (w.name.as_str(), w.version.as_str());
-        let key = crate::lock::pylock::normalize_name(name);
+        let key = greta_vocab::normalize_name(name);
         let found: Vec<&DistInfo> = installed.iter().filter(|d| d.name == key).collect();
         let (installed_version, dir) = match found.as_slice() {
             [one] => (&one.version, &one.dir),
@@ -340,7 +340,7 @@ fn dist_infos(site: &Path) -> Result<Vec<DistInfo>, String> {
         };
         match (header("Name"), header("Version")) {
             (Some(n), Some(v)) => out.push(DistInfo {
-                name: crate::lock::pylock::normalize_name(&n),
+                name: greta_vocab::normalize_name(&n),
                 version: v,
                 dir: e.path(),
             }),

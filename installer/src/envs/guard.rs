@@ -46,19 +46,3 @@ impl Drop for Guard {
         unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_UN) };
     }
 }
-
-/// Blocks until the exclusive lock on `f` is ours (used for cache entries,
-/// where waiting for the other process is the right thing).
-pub fn flock_exclusive(f: &File) -> std::io::Result<()> {
-    loop {
-        // SAFETY: flock on a descriptor borrowed for the call.
-        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
-        if rc == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}

@@ -26,7 +26,10 @@ use std::time::Duration;
 
 use crate::fetch::{self, Cache, FetchOptions, Lookup, PinnedWheel};
 
-pub const TOOLS_FILE: &str = "tools.toml";
+// The pin's format is the vocabulary's (the lock set checks the same file);
+// these names keep the installer's callers as they were.
+pub use greta_lockset::load_tools as load;
+pub use greta_vocab::tool_pin::{ToolWheel, UvPin, TOOLS_FILE};
 /// Where a bundle keeps the uv wheel (apart from `wheels/`, which holds
 /// only what goes into the env).
 pub const BUNDLE_TOOLS_DIR: &str = "tools";
@@ -41,71 +44,6 @@ pub struct BundledUv {
     pub filename: String,
     pub size: u64,
     pub sha256: greta_vocab::Sha256,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ToolsFile {
-    schema: u32,
-    uv: UvPin,
-}
-
-/// `[uv]` of `lock/tools.toml`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UvPin {
-    pub version: String,
-    /// Where the pins were read from (for people).
-    #[serde(default)]
-    pub source: Option<String>,
-    pub wheels: Vec<ToolWheel>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolWheel {
-    /// `std::env::consts::ARCH` of the machines this wheel runs on.
-    pub arch: String,
-    pub filename: String,
-    pub url: String,
-    pub size: u64,
-    pub sha256: greta_vocab::Sha256,
-}
-
-/// Reads `<lock_dir>/tools.toml`; `Ok(None)` when there is none (a bundle,
-/// an old lock dir). Every entry is checked as strictly as a wheel pin.
-pub fn load(lock_dir: &crate::lock::LockDir) -> Result<Option<UvPin>> {
-    let p = lock_dir.shown(TOOLS_FILE);
-    let text = match lock_dir.read(TOOLS_FILE)? {
-        Some(t) => t,
-        None => return Ok(None),
-    };
-    let f: ToolsFile = toml::from_str(&text).map_err(|e| {
-        let at = e
-            .span()
-            .map(|s| {
-                let before = &text[..s.start.min(text.len())];
-                let line = before.matches('\n').count() + 1;
-                let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
-                format!(":{line}:{col}")
-            })
-            .unwrap_or_default();
-        anyhow::anyhow!("{}{at}: {}", p.display(), e.message())
-    })?;
-    if f.schema != 1 {
-        bail!("{}: schema {}, this greta reads 1", p.display(), f.schema);
-    }
-    if f.uv.wheels.is_empty() {
-        bail!("{}: [uv] pins no wheels", p.display());
-    }
-    for w in &f.uv.wheels {
-        let a = artifact(&f.uv, w);
-        fetch::validate(&a)
-            .with_context(|| format!("{}: [[uv.wheels]] {}", p.display(), w.arch))?;
-    }
-    // http is allowed here (loopback test indexes); `greta lock check`
-    // refuses it in what ships.
-    Ok(Some(f.uv))
 }
 
 /// The pinned wheel for `arch`, or an error naming the arches that are pinned.
@@ -134,15 +72,7 @@ pub fn bundled(pin: &UvPin, w: &ToolWheel) -> BundledUv {
 }
 
 pub fn artifact(pin: &UvPin, w: &ToolWheel) -> PinnedWheel {
-    PinnedWheel {
-        name: "uv".into(),
-        version: pin.version.clone(),
-        filename: w.filename.clone(),
-        url: w.url.clone(),
-        sha256: w.sha256,
-        size: Some(w.size),
-        at: None,
-    }
+    pin.artifact(w)
 }
 
 /// Where the bootstrapped uv lives.
@@ -228,7 +158,7 @@ pub fn from_bundle(
             b.arch
         );
     }
-    let pin = load(&crate::lock::LockDir::of_bundle(dir))?.with_context(|| {
+    let pin = load(&greta_lockset::LockDir::of_bundle(dir))?.with_context(|| {
         format!(
             "bundle {}: its manifest lists uv {} but the bundle has no {TOOLS_FILE} to check it against",
             dir.display(),
@@ -358,7 +288,7 @@ mod tests {
     #[test]
     fn shipped_tools_toml_is_valid_and_pins_this_arch() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lock");
-        let pin = load(&crate::lock::LockDir::from_flag(&dir))
+        let pin = load(&greta_lockset::LockDir::from_flag(&dir))
             .unwrap()
             .expect("lock/tools.toml is shipped");
         assert!(pin.wheels.iter().any(|w| w.arch == "x86_64"));
@@ -378,7 +308,7 @@ mod tests {
         .unwrap();
         let e = format!(
             "{:#}",
-            load(&crate::lock::LockDir::from_flag(t.path())).unwrap_err()
+            load(&greta_lockset::LockDir::from_flag(t.path())).unwrap_err()
         );
         assert!(e.contains("tools.toml:4:"), "{e}");
     }
@@ -393,7 +323,7 @@ mod tests {
         .unwrap();
         let e = format!(
             "{:#}",
-            load(&crate::lock::LockDir::from_flag(t.path())).unwrap_err()
+            load(&greta_lockset::LockDir::from_flag(t.path())).unwrap_err()
         );
         assert!(
             e.contains("tools.toml:9:") && e.contains("\"abc\" is not a sha256"),
@@ -404,7 +334,7 @@ mod tests {
     #[test]
     fn no_tools_toml_is_no_pin() {
         let t = tempfile::tempdir().unwrap();
-        assert!(load(&crate::lock::LockDir::from_flag(t.path()))
+        assert!(load(&greta_lockset::LockDir::from_flag(t.path()))
             .unwrap()
             .is_none());
     }

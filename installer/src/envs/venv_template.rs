@@ -14,7 +14,7 @@
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 use std::fs;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 const MANIFEST: &str = "greta-template.json";
@@ -44,26 +44,9 @@ pub struct Template {
     key: String,
 }
 
-/// A file as the OS knows it: the path as given, what it resolves to, and
-/// that file's device, inode, size, mtime and ctime. A replaced or modified
-/// binary has another identity.
-pub(crate) fn identity(p: &Path) -> Option<String> {
-    let abs = std::path::absolute(p).ok()?;
-    let canonical = fs::canonicalize(&abs).ok()?;
-    let m = fs::metadata(&canonical).ok()?;
-    Some(format!(
-        "{}\0{}\0{}:{}:{}:{}.{}:{}.{}",
-        abs.display(),
-        canonical.display(),
-        m.dev(),
-        m.ino(),
-        m.size(),
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec()
-    ))
-}
+// A file's identity (path, target, device, inode, size, times) is the
+// lock set's: the interpreter cache keys on it too.
+pub(crate) use greta_lockset::file_identity as identity;
 
 impl Template {
     /// None when an input cannot be identified (then `uv venv` just runs).

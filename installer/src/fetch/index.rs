@@ -12,7 +12,7 @@ use reqwest::Url;
 use serde::Deserialize;
 
 use super::{FetchOptions, PinnedWheel};
-use crate::lock::pylock::normalize_name;
+use greta_vocab::normalize_name;
 
 /// Largest project page read (download.pytorch.org's torch page, thousands
 /// of files, is a few MiB).

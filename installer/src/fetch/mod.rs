@@ -25,22 +25,10 @@ pub use http::MismatchedHash;
 /// One file to fetch, as the lock pins it (the vocabulary's pinned wheel).
 pub use greta_vocab::{LockLine, PinnedWheel};
 
-/// Refuses what greta never installs; called before any byte is fetched
-/// so a bad lock entry writes nothing. (The hash is a [`greta_vocab::Sha256`]:
-/// a malformed one was refused where it was read.)
+/// Refuses what greta never installs (the rule is the vocabulary's, shared
+/// with the lock set that reads the pins): called before any byte is fetched.
 pub fn validate(w: &PinnedWheel) -> Result<()> {
-    if !w.filename.ends_with(".whl") {
-        anyhow::bail!(
-            "{} {}: {} is not a wheel; greta installs wheels only and never builds sources",
-            w.name,
-            w.version,
-            w.filename
-        );
-    }
-    if w.filename.contains('/') || w.filename.contains('\\') || w.filename.starts_with('.') {
-        anyhow::bail!("{}: unsafe wheel file name {:?}", w.name, w.filename);
-    }
-    Ok(())
+    w.validate()
 }
 
 #[derive(Debug, Clone)]
@@ -375,8 +363,7 @@ fn fetch_one(
     let lock_path = partial.with_extension("lock");
     // Never through a symlink or into a FIFO (issue 28): see `owned`.
     let lock = owned::open(&lock_path, owned::Use::Lock)?;
-    crate::envs::guard::flock_exclusive(&lock)
-        .with_context(|| format!("locking {}", lock_path.display()))?;
+    owned::flock_exclusive(&lock).with_context(|| format!("locking {}", lock_path.display()))?;
     // Another process may have finished it while we waited for the lock.
     if let Lookup::Hit(p) = cache.lookup(a)? {
         return Ok(p);

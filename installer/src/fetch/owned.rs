@@ -14,6 +14,7 @@
 use anyhow::{Context, Result};
 use std::fs::{self, File, OpenOptions};
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -191,5 +192,22 @@ pub fn create_new(path: &Path) -> io::Result<File> {
             o().open(path)
         }
         r => r,
+    }
+}
+
+/// Blocks until the exclusive lock on `f` is ours (cache entries: waiting
+/// for the other process is the right thing). Here, not in `envs::guard`,
+/// so that fetch imports nothing of envs (issue 24: no module circle).
+pub fn flock_exclusive(f: &File) -> std::io::Result<()> {
+    loop {
+        // SAFETY: flock on a descriptor borrowed for the call.
+        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
 }

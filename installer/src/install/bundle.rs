@@ -10,10 +10,10 @@ use std::time::Instant;
 use super::plan::{artifact, Plan};
 use crate::envs;
 use crate::fetch::{self, Cache, FetchOptions, PinnedWheel};
-use crate::lock::{self, LockDir};
+use greta_lockset::{LockDir, MATRIX_FILE};
 
 /// Manifest of a bundle directory.
-pub const BUNDLE_MANIFEST: &str = "greta-bundle.json";
+pub use greta_lockset::BUNDLE_MANIFEST;
 pub const BUNDLE_SCHEMA: &str = "greta.bundle/v1";
 
 /// Manifest written by `greta bundle`.
@@ -428,7 +428,7 @@ pub fn bundle(
                 .with_context(|| format!("writing {}", tmp.join(name).display()))
         };
         copy_lock_file(&lock_name)?;
-        copy_lock_file(lock::matrix::MATRIX_FILE)?;
+        copy_lock_file(MATRIX_FILE)?;
         if let Some(f) = &uv_fetched {
             let tools = tmp.join(envs::uv_bootstrap::BUNDLE_TOOLS_DIR);
             std::fs::create_dir_all(&tools)?;

@@ -38,7 +38,7 @@ mod swap;
 
 pub use bundle::{bundle, BundleManifest, BUNDLE_MANIFEST, BUNDLE_SCHEMA};
 pub use detect::probe_summary;
-pub use plan::{artifact, explain, human, plan, probe_gfx, Plan, PlanInput, PythonPlan};
+pub use plan::{artifact, explain, human, plan, probe_gfx, Detail, Plan, PlanInput, PythonPlan};
 pub use report::{InstallReport, SmokeReport, SmokeStatus, WheelReport};
 
 use anyhow::Result;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::detect::probe_facts;
 use crate::envs::installer;
 use crate::fetch::{Cache, PinnedWheel};
-use crate::lock::{self, Interpreter, LockDir, Matrix, Profile, Selection, WheelPin};
+use greta_lockset::{self as lock, Interpreter, LockDir, Matrix, Profile, Selection, WheelPin};
 
 /// What was decided before anything is written.
 #[derive(Debug, Clone, Serialize)]
@@ -22,6 +22,10 @@ pub struct Plan {
     pub reasons: Vec<String>,
     pub warnings: Vec<String>,
     pub env_vars: BTreeMap<String, String>,
+    /// The device extras installed besides the host wheels (a profile with
+    /// per-GPU device wheels): this machine's GPU targets, each one's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub device_extras: Vec<String>,
     pub python: PythonPlan,
     pub lockfile: PathBuf,
     /// The lock set the profile came from, and why it is in effect.
@@ -110,7 +114,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan> {
             Some((name, l)) if name == profile.name => l?,
             _ => profile.load_lockfile()?,
         };
-        let wheels = lock::resolve(&profile, &lockfile, &interp)?;
+        let wheels = lock::resolve(&profile, &lockfile, &interp, &sel.device_extras)?;
         if wheels.is_empty() {
             bail!(
                 "{}: no package applies to {}",
@@ -128,6 +132,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan> {
             reasons: sel.reasons,
             warnings: sel.warnings,
             env_vars: sel.env_vars.into_iter().collect(),
+            device_extras: sel.device_extras,
             python: PythonPlan {
                 path: interp.path.clone(),
                 version: interp.version.clone(),
@@ -260,7 +265,17 @@ fn behind_shim(mut i: Interpreter) -> Interpreter {
 }
 
 /// The plan, one line per decision, for people.
-pub fn explain(plan: &Plan) -> String {
+/// How much of the plan to say: `Summary` is the default install's few
+/// lines (which profile and why, the Python, the lock, one line for the
+/// wheels); `Wheels` adds each wheel with the marker and tag that chose it
+/// (`--dry-run`, `-v`, `greta bundle`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    Summary,
+    Wheels,
+}
+
+pub fn explain(plan: &Plan, detail: Detail) -> String {
     let mut s = format!("profile {} ({}):\n", plan.profile, plan.backend);
     for r in &plan.reasons {
         s.push_str(&format!("  - {r}\n"));
@@ -293,6 +308,20 @@ pub fn explain(plan: &Plan) -> String {
         ));
     }
     let total: u64 = plan.wheels.iter().filter_map(|w| w.wheel.size).sum();
+    if !plan.device_extras.is_empty() {
+        s.push_str(&format!(
+            "device wheels: {} (this machine's GPU targets; the host wheels are shared)\n",
+            plan.device_extras.join(", ")
+        ));
+    }
+    if detail == Detail::Summary {
+        s.push_str(&format!(
+            "{} wheels, {} in all (each wheel and why: --dry-run or -v)\n",
+            plan.wheels.len(),
+            human(total)
+        ));
+        return s;
+    }
     s.push_str(&format!(
         "{} wheels, {} in all:\n",
         plan.wheels.len(),
@@ -391,7 +420,7 @@ mod tests {
     #[test]
     fn the_explanation_has_one_line_per_decision() {
         let p = plan_for("cpu", "3.12").unwrap();
-        let s = explain(&p);
+        let s = explain(&p, Detail::Wheels);
         assert!(s.starts_with("profile cpu (cpu):\n"), "{s}");
         assert!(
             s.contains("python 3.12.0: --python 3.12 (no interpreter run)\n"),
@@ -399,6 +428,27 @@ mod tests {
         );
         assert!(s.contains(&format!("{} wheels, ", p.wheels.len())), "{s}");
         assert!(!s.contains("HIP step"), "{s}");
+        assert!(s.contains("no marker; tag "), "{s}");
+    }
+
+    /// Issue 24: the default install says which profile and why in a few
+    /// lines; the per-wheel reasoning (two lines a wheel) only on request.
+    #[test]
+    fn the_summary_leaves_out_the_per_wheel_reasoning() {
+        let p = plan_for("cpu", "3.12").unwrap();
+        let s = explain(&p, Detail::Summary);
+        assert!(s.starts_with("profile cpu (cpu):\n"), "{s}");
+        assert!(!s.contains("no marker") && !s.contains("(rank "), "{s}");
+        assert!(
+            s.contains(&format!(
+                "{} wheels, {} in all (each wheel and why: --dry-run or -v)\n",
+                p.wheels.len(),
+                human(p.wheels.iter().filter_map(|w| w.wheel.size).sum())
+            )),
+            "{s}"
+        );
+        assert!(s.lines().count() < 10, "{s}");
+        assert!(explain(&p, Detail::Wheels).lines().count() > 2 * p.wheels.len());
     }
 
     #[test]

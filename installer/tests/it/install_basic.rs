@@ -120,6 +120,15 @@ fn happy_path_with_pip_and_offline_reinstall() {
 
     let o = h.install(&["--installer", "pip", "--name", "pip-env"]);
     assert!(o.status.success(), "{}", text(&o));
+    // Issue 24: the default run says which profile and why, then one line
+    // for the wheels; the per-wheel marker/tag reasoning is for -v.
+    let e = support::stderr(&o);
+    assert!(e.contains("profile cpu (cpu):"), "{e}");
+    assert!(
+        e.contains("3 wheels, ") && e.contains("(each wheel and why: --dry-run or -v)"),
+        "{e}"
+    );
+    assert!(!e.contains("no marker") && !e.contains("(rank "), "{e}");
     let got = h.import_in_env("pip-env");
     assert_eq!(got["jax"], "0.4.35");
     assert!(h.receipt("pip-env")["installer"]
@@ -130,9 +139,11 @@ fn happy_path_with_pip_and_offline_reinstall() {
     // Offline with a warm cache, the server gone entirely.
     drop(h.server.log());
     h.server.clear_log();
-    let o = h.install(&["--installer", "pip", "--name", "pip-env", "--offline"]);
+    let o = h.install(&["--installer", "pip", "--name", "pip-env", "--offline", "-v"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(h.server.log().is_empty());
+    let e = support::stderr(&o);
+    assert!(e.contains("3 wheels, ") && e.contains("(rank "), "{e}");
     h.import_in_env("pip-env");
 }
 

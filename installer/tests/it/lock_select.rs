@@ -225,11 +225,73 @@ fn gfx1103_without_an_override_is_refused_with_the_fix() {
             .contains("gfx1103"),
         "{v}"
     );
+    // Issue 24: rocm10.1 carries gfx1103 natively but is not locked: the
+    // fix is the command that locks it, not a torch build.
+    let fix = v["refusal"]["fix"].as_str().unwrap();
     assert!(
-        v["refusal"]["fix"]
+        fix.contains("`greta lock update rocm10.1 --lock-dir lock`")
+            && fix.contains("https://stable.repo.amd.com/rocm/whl-next/"),
+        "{v}"
+    );
+    assert!(
+        v["refusal"]["message"]
             .as_str()
             .unwrap()
-            .contains("PYTORCH_ROCM_ARCH=gfx1103"),
+            .contains("rocm10.1: not yet locked"),
+        "{v}"
+    );
+}
+
+/// Issue 24: a gfx1103 machine gets the override profile only while no
+/// native one is locked, and is told which native profile exists, why it
+/// was not used, and the command that locks it.
+#[test]
+fn gfx1103_with_an_override_is_told_of_the_native_profile_and_how_to_lock_it() {
+    let mut f = Facts::default();
+    f.gpus.push(amd("AMD Radeon 780M", "gfx1103"));
+    f.device_nodes.push(kfd(true));
+    let (code, v) = select(&f, &[]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["selection"]["profile"], "rocm7.2", "{v}");
+    let w = v["selection"]["warnings"].to_string();
+    assert!(
+        w.contains("rocm10.1 carries gfx1103 natively but is not locked")
+            && w.contains("`greta lock update rocm10.1 --lock-dir lock`"),
+        "{w}"
+    );
+}
+
+/// Issue 24: once a native profile with per-GPU device wheels is locked,
+/// gfx1103 gets it (no override), with its own device extra.
+#[test]
+fn gfx1103_gets_a_locked_native_device_profile_and_its_device_extra() {
+    let d = copy_lock_dir();
+    let m = d.path().join("matrix.toml");
+    let t = std::fs::read_to_string(&m).unwrap();
+    let t = t.replacen(
+        "status = \"not-locked\"\nnot-locked-reason = \"no public lockfile pins the Linux torch 2.14.0",
+        "status = \"locked\"\n# not-locked-reason = \"no public lockfile pins the Linux torch 2.14.0",
+        1,
+    );
+    std::fs::write(&m, t).unwrap();
+    let mut f = Facts::default();
+    f.gpus.push(amd("AMD Radeon 780M", "gfx1103"));
+    f.gpus.push(amd("AMD Instinct MI300X", "gfx942"));
+    f.device_nodes.push(kfd(true));
+    let (code, v) = select_in(d.path(), &f, &[]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["selection"]["profile"], "rocm10.1", "{v}");
+    assert!(
+        v["selection"]["env_vars"].as_array().unwrap().is_empty(),
+        "{v}"
+    );
+    assert_eq!(
+        v["selection"]["device_extras"],
+        serde_json::json!(["device-gfx1103", "device-gfx942"]),
+        "{v}"
+    );
+    assert!(
+        reasons(&v).contains("gfx1103 -> device-gfx1103, gfx942 -> device-gfx942"),
         "{v}"
     );
 }

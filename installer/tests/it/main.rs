@@ -35,6 +35,7 @@ mod installer_hang;
 mod installer_result;
 mod leftovers;
 mod lock_check;
+mod lock_device;
 mod lock_errors;
 mod lock_resolve;
 mod lock_select;

@@ -388,7 +388,7 @@ pub fn tail(s: &str, max: usize) -> &str {
 pub fn modules_for(wheel_names: &[String]) -> Vec<String> {
     let norm: Vec<String> = wheel_names
         .iter()
-        .map(|w| crate::lock::pylock::normalize_name(w))
+        .map(|w| greta_vocab::normalize_name(w))
         .collect();
     let has = |n: &str| norm.iter().any(|w| w == n);
     let mut m = Vec::new();

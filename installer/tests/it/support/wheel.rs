@@ -26,6 +26,20 @@ pub fn build(
     files: &[(&str, String)],
     blob: usize,
 ) -> Wheel {
+    build_with_metadata(project, version, module, files, blob, "")
+}
+
+/// As [`build`], with more `METADATA` lines (`Provides-Extra`,
+/// `Requires-Dist`): what a resolver reads, as AMD's host wheels declare
+/// their per-target device wheels behind extras.
+pub fn build_with_metadata(
+    project: &str,
+    version: &str,
+    module: &str,
+    files: &[(&str, String)],
+    blob: usize,
+    metadata: &str,
+) -> Wheel {
     let dist = project.replace('-', "_");
     let info = format!("{dist}-{version}.dist-info");
     let mut entries: Vec<(String, Vec<u8>)> = files
@@ -37,7 +51,7 @@ pub fn build(
     entries.push((format!("{module}/_blob.bin"), rng_bytes));
     entries.push((
         format!("{info}/METADATA"),
-        format!("Metadata-Version: 2.1\nName: {project}\nVersion: {version}\nSummary: greta test stand-in for {project}\n").into_bytes(),
+        format!("Metadata-Version: 2.1\nName: {project}\nVersion: {version}\nSummary: greta test stand-in for {project}\n{metadata}").into_bytes(),
     ));
     entries.push((
         format!("{info}/WHEEL"),

@@ -8,42 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use uv_pep508::{MarkerEnvironment, MarkerEnvironmentBuilder};
 
-/// The tag triples a wheel file name declares (compressed sets expanded).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WheelTags {
-    pub name: String,
-    pub version: String,
-    pub tags: Vec<(String, String, String)>,
-}
-
-impl WheelTags {
-    /// `name-version(-build)?-py-abi-plat.whl`; None when it is not one.
-    pub fn parse(filename: &str) -> Option<WheelTags> {
-        let stem = filename.strip_suffix(".whl")?;
-        let parts: Vec<&str> = stem.split('-').collect();
-        if parts.len() != 5 && parts.len() != 6 {
-            return None;
-        }
-        if parts.iter().any(|p| p.is_empty()) {
-            return None;
-        }
-        let n = parts.len();
-        let (py, abi, plat) = (parts[n - 3], parts[n - 2], parts[n - 1]);
-        let mut tags = Vec::new();
-        for p in py.split('.') {
-            for a in abi.split('.') {
-                for pl in plat.split('.') {
-                    tags.push((p.to_string(), a.to_string(), pl.to_string()));
-                }
-            }
-        }
-        Some(WheelTags {
-            name: parts[0].to_string(),
-            version: parts[1].to_string(),
-            tags,
-        })
-    }
-}
+pub use greta_vocab::WheelTags;
 
 /// A Python interpreter as far as wheel choice is concerned.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -91,7 +56,7 @@ impl Interpreter {
     pub fn inspect(python: &Path) -> Result<Interpreter> {
         let mut cmd = std::process::Command::new(python);
         cmd.args(["-I", "-S", "-c", PROBE]);
-        let out = crate::envs::installer::run(cmd, Some(Duration::from_secs(20)))
+        let out = greta_vocab::child::run(cmd, Some(Duration::from_secs(20)))
             .with_context(|| format!("cannot run {}", python.display()))?;
         if !out.status.success() {
             bail!("{} failed: {}", python.display(), out.stderr.trim());
@@ -323,7 +288,7 @@ fn cache_key(python: &Path) -> Option<String> {
     Some(format!(
         "v1\0{}\0{}\0{}\0{:?}\0{}",
         hex::encode(sha2::Sha256::digest(PROBE.as_bytes())),
-        crate::envs::venv_template::identity(&abs)?,
+        crate::read::identity(&abs)?,
         release.trim(),
         host_glibc(),
         env!("CARGO_PKG_VERSION"),

@@ -15,6 +15,10 @@ mod builtin {
     include!(concat!(env!("OUT_DIR"), "/builtin_lock.rs"));
 }
 
+/// A bundle's manifest (`greta bundle`): a bundle carries its own lock files
+/// beside it, and this file is what put them in effect.
+pub const BUNDLE_MANIFEST: &str = "greta-bundle.json";
+
 /// The environment variable that points greta at another lock directory.
 pub const ENV_VAR: &str = greta_vocab::EnvVars::GRETA_LOCK_DIR;
 
@@ -62,7 +66,7 @@ impl LockDir {
 
     /// The lock files of the bundle in `dir` (its manifest put them in effect).
     pub fn of_bundle(dir: &Path) -> LockDir {
-        let manifest = dir.join(crate::install::BUNDLE_MANIFEST);
+        let manifest = dir.join(BUNDLE_MANIFEST);
         LockDir::at(
             dir,
             Source::File {

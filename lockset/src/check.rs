@@ -37,7 +37,7 @@ pub struct ProfileReport {
 /// another file than the entry's `filename` (another package, version or
 /// an sdist behind a wheel's name).
 pub fn url_problem(url: &str, filename: &str) -> Option<String> {
-    let u = match reqwest::Url::parse(url) {
+    let u = match url::Url::parse(url) {
         Ok(u) => u,
         Err(e) => return Some(format!("{filename} has an unparsable URL {url:?}: {e}")),
     };
@@ -60,20 +60,17 @@ pub fn url_problem(url: &str, filename: &str) -> Option<String> {
 /// (`tools.toml`, the uv greta bootstraps) when the lock dir has them.
 pub fn check_matrix(m: &Matrix) -> Vec<ProfileReport> {
     let mut out: Vec<ProfileReport> = m.profiles.iter().map(check_profile).collect();
-    let tools = m.dir.shown(crate::envs::uv_bootstrap::TOOLS_FILE);
-    if matches!(
-        m.dir.read(crate::envs::uv_bootstrap::TOOLS_FILE),
-        Ok(Some(_))
-    ) {
+    let tools = m.dir.shown(greta_vocab::tool_pin::TOOLS_FILE);
+    if matches!(m.dir.read(greta_vocab::tool_pin::TOOLS_FILE), Ok(Some(_))) {
         let mut rep = ProfileReport {
             profile: "tools".into(),
             status: "locked".into(),
-            lockfile: crate::envs::uv_bootstrap::TOOLS_FILE.into(),
+            lockfile: greta_vocab::tool_pin::TOOLS_FILE.into(),
             wheel_sets: vec![],
             problems: vec![],
         };
         let at = tools.display().to_string();
-        match crate::envs::uv_bootstrap::load(&m.dir) {
+        match crate::tools::load(&m.dir) {
             Err(e) => rep.problems.push(Problem {
                 profile: rep.profile.clone(),
                 at: at.clone(),
@@ -122,9 +119,33 @@ pub fn check_profile(p: &Profile) -> ProfileReport {
         Err(e) => problems.add(file.clone(), format!("{e:#}")),
         Ok(lock) => {
             wheel_problems(&lock, &file, &mut problems);
+            let devices = p.device_extras();
+            device_list_problems(p, &lock, &devices, &file, &mut problems);
             for py in p.python.iter().filter(|py| !p.incomplete.contains_key(*py)) {
-                if let Some(set) = python_problems(p, &lock, py, &file, &mut problems) {
-                    rep.wheel_sets.push(set);
+                if devices.is_empty() {
+                    if let Some(set) = python_problems(p, &lock, py, None, &file, &mut problems) {
+                        rep.wheel_sets.push(set);
+                    }
+                    continue;
+                }
+                // Each target on its own: the host wheels plus its device
+                // wheels, which must add something (a target whose extra
+                // selects nothing would import and then fail every launch).
+                let host = Interpreter::synthetic(py, Some(CHECK_GLIBC))
+                    .and_then(|i| resolve_lock(&lock, &i))
+                    .map(|w| w.len())
+                    .unwrap_or(0);
+                for d in &devices {
+                    if let Some(set) = python_problems(p, &lock, py, Some(d), &file, &mut problems)
+                    {
+                        if set.1 <= host {
+                            problems.add(
+                                file.clone(),
+                                format!("Python {py}: extra `{d}` selects no device wheel"),
+                            );
+                        }
+                        rep.wheel_sets.push((format!("{py} {d}"), set.1, set.2));
+                    }
                 }
             }
         }
@@ -226,6 +247,34 @@ fn wheel_problems(lock: &Lockfile, file: &str, problems: &mut Problems) {
     }
 }
 
+/// The lockfile's PEP 751 `extras` must be the matrix's device targets
+/// (what uv and pip accept as `--extra`, what greta installs from).
+fn device_list_problems(
+    p: &Profile,
+    lock: &Lockfile,
+    devices: &[String],
+    file: &str,
+    problems: &mut Problems,
+) {
+    let want: std::collections::BTreeSet<&String> = devices.iter().collect();
+    let have: std::collections::BTreeSet<&String> = lock.extras.iter().collect();
+    if want != have {
+        let list = |s: &std::collections::BTreeSet<&String>| {
+            s.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(", ")
+        };
+        problems.add(
+            file.to_string(),
+            format!(
+                "lockfile extras [{}] are not the device targets of matrix profile {} [{}]; run `greta lock update {}`",
+                list(&have),
+                p.name,
+                list(&want),
+                p.name
+            ),
+        );
+    }
+}
+
 /// Resolves the lockfile for Python `py` and checks the result holds every
 /// matrix requirement at an allowed version: the wheel set (python, wheels,
 /// total size) when it resolves.
@@ -233,9 +282,16 @@ fn python_problems(
     p: &Profile,
     lock: &Lockfile,
     py: &str,
+    device: Option<&String>,
     file: &str,
     problems: &mut Problems,
 ) -> Option<(String, usize, Option<u64>)> {
+    let extras: Vec<String> = device.into_iter().cloned().collect();
+    let py_shown = match device {
+        Some(d) => format!("{py} [{d}]"),
+        None => py.to_string(),
+    };
+    let py_shown = py_shown.as_str();
     let interp = match Interpreter::synthetic(py, Some(CHECK_GLIBC)) {
         Ok(i) => i,
         Err(e) => {
@@ -246,10 +302,10 @@ fn python_problems(
             return None;
         }
     };
-    let pins = match resolve_lock(lock, &interp) {
+    let pins = match super::resolve::resolve_lock_with(lock, &interp, &extras) {
         Ok(pins) => pins,
         Err(e) => {
-            problems.add(file.to_string(), format!("Python {py}: {e:#}"));
+            problems.add(file.to_string(), format!("Python {py_shown}: {e:#}"));
             return None;
         }
     };
@@ -269,7 +325,7 @@ fn python_problems(
         let Some(w) = pins.iter().find(|w| w.wheel.name == name) else {
             problems.add(
                 file.to_string(),
-                format!("Python {py}: matrix requirement `{r}` is not in the lockfile"),
+                format!("Python {py_shown}: matrix requirement `{r}` is not in the lockfile"),
             );
             continue;
         };
@@ -279,7 +335,7 @@ fn python_problems(
                 _ => problems.add(
                     format!("{file}:{}", w.line),
                     format!(
-                        "Python {py}: lockfile has {} {} but matrix requires `{r}`",
+                        "Python {py_shown}: lockfile has {} {} but matrix requires `{r}`",
                         w.wheel.name, w.wheel.version
                     ),
                 ),

@@ -131,10 +131,6 @@ impl<'a> Fields<'a> {
         self.table.span()
     }
 
-    pub fn item(&self, key: &str) -> Option<&'a Item> {
-        self.table.get(key)
-    }
-
     pub fn value_span(&self, key: &str) -> Option<Range<usize>> {
         match self.table.get(key) {
             Some(Item::Value(v)) => v.span(),
@@ -174,14 +170,6 @@ impl<'a> Fields<'a> {
             None => Ok(None),
             Some(Item::Value(Value::Integer(i))) if *i.value() >= 0 => Ok(Some(*i.value() as u64)),
             Some(_) => Err(self.wrong(key, "a non-negative integer")),
-        }
-    }
-
-    pub fn opt_bool(&self, key: &str) -> anyhow::Result<Option<bool>> {
-        match self.table.get(key) {
-            None => Ok(None),
-            Some(Item::Value(Value::Boolean(b))) => Ok(Some(*b.value())),
-            Some(_) => Err(self.wrong(key, "true or false")),
         }
     }
 

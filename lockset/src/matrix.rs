@@ -8,7 +8,7 @@ use super::source::{Fields, Source};
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use toml_edit::Item;
 
 /// The matrix file name inside a lock directory.
@@ -52,6 +52,16 @@ pub struct Profile {
     pub gfx: Vec<String>,
     /// Where the gfx list comes from.
     pub gfx_source: Option<String>,
+    /// Per-GPU device wheels (AMD's multi-arch indexes, ROCm 7.14+): the
+    /// extra that selects each gfx target's device wheels (`device-gfx942`
+    /// from `device-extra = "device-{gfx}"`) and the requirements that take
+    /// it (`torch`, `torchvision`). The lockfile records every target's
+    /// device wheels under `'device-gfxN' in extras`; an install takes the
+    /// host wheels plus the device wheels of this machine's targets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_extra: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub device_requirements: Vec<String>,
     /// Supported "X.Y" Python versions, oldest first.
     pub python: Vec<String>,
     /// Python versions listed but not lockable, with the reason.
@@ -112,6 +122,22 @@ impl Profile {
         self.backend_version.as_deref().and_then(loose_version)
     }
 
+    /// The extra that selects `gfx`'s device wheels, when this profile has
+    /// per-GPU device wheels and carries `gfx`.
+    pub fn device_extra_for(&self, gfx: &str) -> Option<String> {
+        let pattern = self.device_extra.as_ref()?;
+        self.has_gfx(gfx)
+            .then(|| pattern.replace("{gfx}", &gfx.to_ascii_lowercase()))
+    }
+
+    /// Every target's device extra (empty without per-GPU device wheels).
+    pub fn device_extras(&self) -> Vec<String> {
+        self.gfx
+            .iter()
+            .filter_map(|g| self.device_extra_for(g))
+            .collect()
+    }
+
     pub fn has_gfx(&self, gfx: &str) -> bool {
         self.gfx.iter().any(|g| g.eq_ignore_ascii_case(gfx))
     }
@@ -147,6 +173,8 @@ const PROFILE_KEYS: &[&str] = &[
     "driver",
     "gfx",
     "gfx-source",
+    "device-extra",
+    "device-requirements",
     "python",
     "incomplete",
     "indexes",
@@ -305,6 +333,7 @@ fn parse_profile(dir: &LockDir, src: &Source, name: &str, t: &toml_edit::Table) 
         .ok_or_else(|| f.err(t.span(), "missing required key `serves`"))?;
     let driver = version_req(&f, "driver")?;
     let gfx = profile_gfx(&f, backend)?;
+    let (device_extra, device_requirements) = profile_device(&f, backend)?;
     let python = profile_python(&f)?;
     let incomplete = profile_incomplete(&f, &python)?;
     let indexes = profile_indexes(&f)?;
@@ -329,6 +358,8 @@ fn parse_profile(dir: &LockDir, src: &Source, name: &str, t: &toml_edit::Table) 
         driver,
         gfx,
         gfx_source: f.opt_str("gfx-source")?,
+        device_extra,
+        device_requirements,
         python,
         incomplete,
         indexes,
@@ -398,6 +429,52 @@ fn profile_gfx(f: &Fields, backend: Backend) -> Result<Vec<String>> {
         return Err(f.err(f.value_span("gfx"), "only rocm profiles list gfx targets"));
     }
     Ok(gfx)
+}
+
+/// `device-extra` (a pattern with `{gfx}`, giving a valid PEP 685 extra
+/// name per target) and `device-requirements` (names among the profile's
+/// requirements): both or neither, rocm only.
+fn profile_device(f: &Fields, backend: Backend) -> Result<(Option<String>, Vec<String>)> {
+    let extra = f.opt_str("device-extra")?;
+    let reqs: Vec<(String, Option<std::ops::Range<usize>>)> = f.str_list("device-requirements")?;
+    match &extra {
+        None if reqs.is_empty() => return Ok((None, vec![])),
+        None => {
+            return Err(f.err(
+                f.value_span("device-requirements"),
+                "device-requirements needs device-extra (the extra that selects a target's device wheels)",
+            ))
+        }
+        Some(_) if backend != Backend::Rocm => {
+            return Err(f.err(f.value_span("device-extra"), "only rocm profiles have device wheels"))
+        }
+        Some(_) if reqs.is_empty() => {
+            return Err(f.err(
+                f.value_span("device-extra"),
+                "device-extra needs device-requirements (which requirements take the extra)",
+            ))
+        }
+        Some(e) => {
+            let probe = e.replace("{gfx}", "gfx942");
+            if !e.contains("{gfx}") || probe.parse::<uv_normalize::ExtraName>().is_err() {
+                return Err(f.err(
+                    f.value_span("device-extra"),
+                    format!("device-extra `{e}` must be an extra name containing {{gfx}} (`device-{{gfx}}`)"),
+                ));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (r, span) in reqs {
+        if r.parse::<uv_normalize::PackageName>().is_err() {
+            return Err(f.err(
+                span,
+                format!("device-requirements: `{r}` is not a project name"),
+            ));
+        }
+        out.push(super::pylock::normalize_name(&r));
+    }
+    Ok((extra, out))
 }
 
 /// The Python versions (x.y), oldest first; at least one.

@@ -8,7 +8,7 @@
 //! /opt/rocm's version is used only as evidence of which KMD release was
 //! installed alongside it (amdgpu-install ships both), and said so.
 
-use super::matrix::{loose_version, Backend, Matrix, Profile};
+use super::matrix::{loose_version, Backend, LockStatus, Matrix, Profile};
 use super::Refusal;
 use anyhow::Result;
 use greta_probe::{Facts, Vendor};
@@ -22,6 +22,10 @@ pub struct Selection {
     pub env_vars: Vec<(String, String)>,
     /// Things that will not stop the install but the user should know.
     pub warnings: Vec<String>,
+    /// The PEP 751 extras of this machine's GPU targets (`device-gfx1103`),
+    /// for a profile with per-GPU device wheels: each GPU's own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub device_extras: Vec<String>,
 }
 
 /// What greta knows about the AMD side of the host.
@@ -113,6 +117,44 @@ fn nvidia_driver(f: &Facts) -> Option<String> {
         })
 }
 
+/// The device extras of `gfx` on `p` (a target run through a gfx override
+/// takes the device wheels of the target it runs as), one reason line.
+fn device_extras(
+    m: &Matrix,
+    p: &Profile,
+    gfx: &[String],
+    reasons: &mut Vec<String>,
+) -> Vec<String> {
+    if p.device_extra.is_none() {
+        return vec![];
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut parts = Vec::new();
+    for g in gfx {
+        let as_gfx = if p.has_gfx(g) {
+            g.clone()
+        } else {
+            match m.gfx_override(g) {
+                Some(o) if p.has_gfx(&o.as_gfx) => o.as_gfx.clone(),
+                _ => continue,
+            }
+        };
+        if let Some(e) = p.device_extra_for(&as_gfx) {
+            parts.push(format!("{g} -> {e}"));
+            if !out.contains(&e) {
+                out.push(e);
+            }
+        }
+    }
+    if !out.is_empty() {
+        reasons.push(format!(
+            "device wheels for each GPU target of this machine: {} (host wheels are shared)",
+            parts.join(", ")
+        ));
+    }
+    out
+}
+
 impl Matrix {
     /// Choose the profile for this machine; `Err(Refusal)` explains why none fits.
     pub fn select(&self, facts: &Facts) -> Result<Selection> {
@@ -151,6 +193,7 @@ impl Matrix {
             reasons: vec![why],
             env_vars: vec![],
             warnings: vec![],
+            device_extras: vec![],
         })
     }
 
@@ -213,6 +256,7 @@ impl Matrix {
             reasons,
             env_vars: vec![],
             warnings,
+            device_extras: vec![],
         })
     }
 
@@ -341,11 +385,31 @@ impl Matrix {
                         p.name, p.serves
                     ));
                 }
+                if allow_override {
+                    // A profile that carries the target natively exists but
+                    // could not be used: say which, why, and how to lock it.
+                    for n in self.rocm_profiles() {
+                        if n.name != p.name && host.gfx.iter().all(|g| n.has_gfx(g)) {
+                            if let LockStatus::NotLocked { reason } = &n.status {
+                                warnings.push(format!(
+                                    "{} carries {} natively but is not locked ({reason}); lock it with `greta lock update {} --lock-dir lock` on a machine that reaches {}, then `greta install --profile {}`",
+                                    n.name,
+                                    host.gfx.join(", "),
+                                    n.name,
+                                    n.indexes.first().map(String::as_str).unwrap_or("its index"),
+                                    n.name
+                                ));
+                            }
+                        }
+                    }
+                }
+                let device_extras = device_extras(self, p, &host.gfx, &mut reasons);
                 return Ok(Selection {
                     profile: p.name.clone(),
                     reasons: std::mem::take(&mut reasons),
                     env_vars,
                     warnings,
+                    device_extras,
                 });
             }
         }
@@ -362,6 +426,19 @@ impl Matrix {
                     "no pinned torch wheel carries kernels for {}; use --profile cpu (or build torch with PYTORCH_ROCM_ARCH={})",
                     host.gfx.join(", "),
                     host.gfx.join(";")
+                )
+            } else if let Some(n) = self
+                .rocm_profiles()
+                .into_iter()
+                .find(|p| !p.is_locked() && host.gfx.iter().all(|g| p.has_gfx(g)))
+            {
+                // The profile that carries the target is only waiting for
+                // its hashes: say how to get them.
+                format!(
+                    "lock {}: `greta lock update {} --lock-dir lock` on a machine that reaches {}, review the file, set status = \"locked\", then `greta install --lock-dir lock`",
+                    n.name,
+                    n.name,
+                    n.indexes.first().map(String::as_str).unwrap_or("its index")
                 )
             } else {
                 format!("install an amdgpu kernel driver in the window of {} (see docs/profiles.md), or run `greta lock update` for it", with_gfx.join(" or "))
@@ -428,11 +505,16 @@ impl Matrix {
                 }
             },
         }
+        let device_extras = match (p.backend, amd_host(facts)) {
+            (Backend::Rocm, Some(host)) => device_extras(self, p, &host.gfx, &mut reasons),
+            _ => vec![],
+        };
         Ok(Selection {
             profile: p.name.clone(),
             reasons,
             env_vars,
             warnings,
+            device_extras,
         })
     }
 }

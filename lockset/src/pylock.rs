@@ -50,6 +50,11 @@ pub struct Lockfile {
     pub lock_version: String,
     pub created_by: String,
     pub requires_python: Option<String>,
+    /// PEP 751 `extras`: the extras the file can install (here each GPU
+    /// target's device wheels, `device-gfx942`, selected by markers
+    /// `'device-gfx942' in extras`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extras: Vec<String>,
     pub packages: Vec<Package>,
     /// sha256 of the file's bytes (recorded in env receipts).
     pub sha256: greta_vocab::Sha256,
@@ -57,41 +62,9 @@ pub struct Lockfile {
     pub header: String,
 }
 
-/// PEP 503 name normalisation (`Jax_ROCm7.Plugin` -> `jax-rocm7-plugin`),
-/// by uv's implementation. Text that is no valid project name is only
-/// lowercased: it then matches no normalised name, which is what callers
-/// comparing names need.
-pub fn normalize_name(n: &str) -> String {
-    n.parse::<uv_normalize::PackageName>()
-        .map(|p| p.to_string())
-        .unwrap_or_else(|_| n.to_ascii_lowercase())
-}
-
-/// Last path segment of a URL, percent-decoded (`torch-2.7.1%2Brocm6.3-...`).
-pub fn url_filename(url: &str) -> String {
-    let last = url
-        .split(['?', '#'])
-        .next()
-        .unwrap_or(url)
-        .rsplit('/')
-        .next()
-        .unwrap_or(url);
-    let bytes = last.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() && last.is_char_boundary(i + 3) {
-            if let Ok(b) = u8::from_str_radix(&last[i + 1..i + 3], 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
+// Wheel names are the vocabulary's (the installer's fetcher, receipts and
+// gates compare the same names).
+pub use greta_vocab::{normalize_name, url_filename};
 
 impl Lockfile {
     pub fn load(path: &Path) -> Result<Lockfile> {
@@ -147,11 +120,21 @@ impl Lockfile {
             .take_while(|l| l.trim_start().starts_with('#') || l.trim().is_empty())
             .collect::<Vec<_>>()
             .join("\n");
+        let extras = Fields::new(src, src.root(), "lockfile")
+            .str_list("extras")?
+            .into_iter()
+            .map(|(e, span)| {
+                e.parse::<uv_normalize::ExtraName>()
+                    .map(|n| n.to_string())
+                    .map_err(|err| src.err_at(span, format!("extras: {e:?}: {err}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(Lockfile {
             path: src.path.clone(),
             lock_version,
             created_by,
             requires_python,
+            extras,
             packages,
             sha256,
             header,

@@ -28,8 +28,45 @@ pub struct WheelPin {
 /// The wheel set of `lock` for `interp`. Fails when the profile does not
 /// support this Python, a needed package has no compatible or unhashed
 /// wheel, or two entries claim the same project for this environment.
-pub fn resolve(profile: &Profile, lock: &Lockfile, interp: &Interpreter) -> Result<Vec<WheelPin>> {
+///
+/// `extras` are the device extras of the GPU targets to install for (a
+/// profile with per-GPU device wheels needs at least one; others none).
+pub fn resolve(
+    profile: &Profile,
+    lock: &Lockfile,
+    interp: &Interpreter,
+    extras: &[String],
+) -> Result<Vec<WheelPin>> {
     profile.ensure_locked()?;
+    let offered = profile.device_extras();
+    if let Some(e) = extras.iter().find(|e| !offered.contains(e)) {
+        return Err(super::Refusal {
+            message: format!("profile `{}` has no device wheels `{e}`", profile.name),
+            fix: if offered.is_empty() {
+                format!(
+                    "profile `{}` has no per-GPU device wheels; install it without a device",
+                    profile.name
+                )
+            } else {
+                format!("choose one of {}", offered.join(", "))
+            },
+        }
+        .into());
+    }
+    if !offered.is_empty() && extras.is_empty() {
+        return Err(super::Refusal {
+            message: format!(
+                "profile `{}` installs per-GPU device wheels, and no GPU target was chosen: its host wheels alone import, report the GPU, and then fail every launch with hipErrorInvalidImage",
+                profile.name
+            ),
+            fix: format!(
+                "let `greta install` choose from this machine's GPUs, or name a target (`greta lock show {} --device gfxNNNN`; targets: {})",
+                profile.name,
+                profile.gfx.join(", ")
+            ),
+        }
+        .into());
+    }
     let xy = interp.xy();
     if !profile.python.contains(&xy) {
         return Err(super::Refusal {
@@ -64,12 +101,29 @@ pub fn resolve(profile: &Profile, lock: &Lockfile, interp: &Interpreter) -> Resu
         }
         .into());
     }
-    resolve_lock(lock, interp)
+    resolve_lock_with(lock, interp, extras)
 }
 
 /// [`resolve`] without the profile checks (used by `lock check`).
 pub fn resolve_lock(lock: &Lockfile, interp: &Interpreter) -> Result<Vec<WheelPin>> {
+    resolve_lock_with(lock, interp, &[])
+}
+
+/// [`resolve_lock`] with PEP 751 extras in effect (markers such as
+/// `'device-gfx942' in extras` evaluate against them).
+pub fn resolve_lock_with(
+    lock: &Lockfile,
+    interp: &Interpreter,
+    extras: &[String],
+) -> Result<Vec<WheelPin>> {
     let file = lock.path.display();
+    let extras: Vec<uv_normalize::ExtraName> = extras
+        .iter()
+        .map(|e| {
+            e.parse()
+                .map_err(|err| anyhow::anyhow!("extra {e:?}: {err}"))
+        })
+        .collect::<Result<_>>()?;
     let env = interp.marker_env()?;
     let pyver = uv_pep440::Version::from_str(&interp.version)
         .map_err(|e| anyhow::anyhow!("interpreter version {}: {e}", interp.version))?;
@@ -87,7 +141,7 @@ pub fn resolve_lock(lock: &Lockfile, interp: &Interpreter) -> Result<Vec<WheelPi
     for pkg in &lock.packages {
         let marker_why = match (&pkg.marker, &pkg.marker_text) {
             (Some(m), Some(text)) => {
-                if !m.evaluate(&env, &[]) {
+                if !m.evaluate_pep751(&env, &extras, &[]) {
                     continue;
                 }
                 format!("marker `{text}` is true")

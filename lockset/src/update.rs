@@ -10,11 +10,10 @@
 //! and everything else is resolved by uv on the remaining indexes; see
 //! docs/profiles.md for what that does and does not prove.
 
-use super::matrix::{parse_xy, Matrix, Profile};
+use super::matrix::{parse_xy, Profile};
 use super::pylock::{normalize_name, url_filename, Lockfile};
 use super::resolve::resolve_lock;
 use super::tags::{Interpreter, WheelTags};
-use crate::exit::Exit;
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -49,40 +48,6 @@ pub struct Args {
     pub timeout: u64,
 }
 
-pub fn run(dir: &super::LockDir, a: Args) -> Result<Exit> {
-    if dir.on_disk().is_none() {
-        bail!(
-            "greta lock update rewrites a lockfile: pass --lock-dir DIR (a checkout's lock/) or set {}; the lock set built into greta cannot be changed",
-            super::dir::ENV_VAR
-        );
-    }
-    let m = Matrix::load(dir)?;
-    let p = m.profile(&a.profile)?;
-    let uv = match &a.uv {
-        Some(u) => u.clone(),
-        None => which::which("uv")
-            .context("uv not found on PATH (install it: `pip install uv`), or pass --uv PATH")?,
-    };
-    let text = build(p, &uv, &a)?;
-    if a.dry_run {
-        crate::out::text(format_args!("{text}"));
-        return Ok(Exit::Pass);
-    }
-    write_atomic(&p.lockfile, &text)?;
-    let lock = Lockfile::load(&p.lockfile)?;
-    eprintln!(
-        "wrote {} ({} packages, {} wheels, sha256 {})",
-        p.lockfile.display(),
-        lock.packages.len(),
-        lock.wheel_count(),
-        lock.sha256
-    );
-    if !p.is_locked() {
-        eprintln!("note: matrix.toml still marks {} as not locked; set status = \"locked\" after reviewing the file", p.name);
-    }
-    Ok(Exit::Pass)
-}
-
 /// Resolve and merge; returns the new lockfile text (validated, not written).
 pub fn build(p: &Profile, uv: &Path, a: &Args) -> Result<String> {
     let pins = match &a.seed_pins {
@@ -105,9 +70,23 @@ pub fn build(p: &Profile, uv: &Path, a: &Args) -> Result<String> {
         if p.incomplete.contains_key(py) {
             continue;
         }
-        let (doc, cmd) = compile_for(p, uv, a, py, &pins, tmp.path())?;
-        commands.push(cmd);
-        per_python.push((py.clone(), doc));
+        let devices = p.device_extras();
+        if devices.is_empty() {
+            let (doc, cmd) = compile_for(p, uv, a, py, None, &pins, tmp.path())?;
+            commands.push(cmd);
+            per_python.push((py.clone(), doc));
+            continue;
+        }
+        // One resolution per GPU target (the requirements with that
+        // target's device extra), merged into one document for this Python
+        // whose device-only entries carry `'<extra>' in extras`.
+        let mut per_device = Vec::new();
+        for d in &devices {
+            let (doc, cmd) = compile_for(p, uv, a, py, Some(d), &pins, tmp.path())?;
+            commands.push(cmd);
+            per_device.push((d.clone(), doc));
+        }
+        per_python.push((py.clone(), merge_devices(py, &per_device)?));
     }
     if per_python.is_empty() {
         bail!("profile {} has no lockable Python version", p.name);
@@ -128,8 +107,91 @@ pub fn build(p: &Profile, uv: &Path, a: &Args) -> Result<String> {
         let interp = Interpreter::synthetic(py, Some(super::check::CHECK_GLIBC))?;
         resolve_lock(&lock, &interp)
             .with_context(|| format!("merged lockfile does not resolve for Python {py}"))?;
+        for d in p.device_extras() {
+            super::resolve::resolve_lock_with(&lock, &interp, std::slice::from_ref(&d))
+                .with_context(|| {
+                    format!("merged lockfile does not resolve for Python {py} with {d}")
+                })?;
+        }
     }
     Ok(merged)
+}
+
+/// One Python's per-target resolutions as one document: an entry (name,
+/// version, marker) found for every target is a host entry and stays as
+/// uv wrote it; one found for some targets only is a device entry, its
+/// marker joined with `'<extra>' in extras` for those targets (a family
+/// wheel shared by gfx1150 and gfx1151 gets both). Wheels are the union.
+fn merge_devices(py: &str, per_device: &[(String, DocumentMut)]) -> Result<DocumentMut> {
+    type Key = (String, String, Option<String>);
+    let mut seen: BTreeMap<Key, (Table, Vec<String>)> = BTreeMap::new();
+    let mut order: Vec<Key> = Vec::new();
+    for (extra, doc) in per_device {
+        let Some(pkgs) = doc.get("packages").and_then(Item::as_array_of_tables) else {
+            bail!("uv output for Python {py} with {extra} has no [[packages]]");
+        };
+        for t in pkgs.iter() {
+            let (name, version) = name_version(t);
+            let marker = t.get("marker").and_then(Item::as_str).map(str::to_string);
+            let key = (name, version, marker);
+            match seen.get_mut(&key) {
+                Some((table, extras)) => {
+                    extras.push(extra.clone());
+                    let have: BTreeSet<String> = wheel_urls(table);
+                    if let (Some(dst), Some(src)) = (
+                        table.get_mut("wheels").and_then(Item::as_array_mut),
+                        t.get("wheels").and_then(Item::as_array),
+                    ) {
+                        for w in src.iter() {
+                            if !have.contains(&wheel_url(w)) {
+                                dst.push_formatted(w.clone());
+                            }
+                        }
+                    }
+                }
+                None => {
+                    order.push(key.clone());
+                    seen.insert(key, (t.clone(), vec![extra.clone()]));
+                }
+            }
+        }
+    }
+    let mut aot = ArrayOfTables::new();
+    for key in order {
+        let (mut table, extras) = seen.remove(&key).expect("listed above");
+        if extras.len() < per_device.len() {
+            let clause = extras
+                .iter()
+                .map(|e| format!("'{e}' in extras"))
+                .collect::<Vec<_>>()
+                .join(" or ");
+            let marker = match &key.2 {
+                Some(m) => format!("({m}) and ({clause})"),
+                None if extras.len() == 1 => clause,
+                None => format!("({clause})"),
+            };
+            table.insert("marker", toml_edit::value(marker));
+        }
+        aot.push(table);
+    }
+    let mut doc = DocumentMut::new();
+    doc.insert("packages", Item::ArrayOfTables(aot));
+    Ok(doc)
+}
+
+fn wheel_url(w: &Value) -> String {
+    w.as_inline_table()
+        .and_then(|it| it.get("url"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn wheel_urls(t: &Table) -> BTreeSet<String> {
+    t.get("wheels")
+        .and_then(Item::as_array)
+        .map(|a| a.iter().map(wheel_url).collect())
+        .unwrap_or_default()
 }
 
 /// One pins-file wheel.
@@ -235,6 +297,7 @@ fn compile_for(
     uv: &Path,
     a: &Args,
     py: &str,
+    device: Option<&String>,
     pins: &BTreeMap<String, Vec<Pin>>,
     tmp: &Path,
 ) -> Result<(DocumentMut, String)> {
@@ -257,11 +320,28 @@ fn compile_for(
             }
             continue;
         }
-        reqs.push(r.clone());
+        match device {
+            Some(d) if p.device_requirements.contains(&name) => {
+                // `torch==V` -> `torch[device-gfx942]==V` (its other extras kept).
+                let mut req = req;
+                let mut extras = req.extras.to_vec();
+                extras.push(
+                    d.parse()
+                        .map_err(|e| anyhow::anyhow!("device extra {d:?}: {e}"))?,
+                );
+                req.extras = extras.into_boxed_slice();
+                reqs.push(req.to_string());
+            }
+            _ => reqs.push(r.clone()),
+        }
     }
-    let req_file = tmp.join(format!("requirements-{py}.in"));
+    let slot = match device {
+        Some(d) => format!("{py}-{d}"),
+        None => py.to_string(),
+    };
+    let req_file = tmp.join(format!("requirements-{slot}.in"));
     std::fs::write(&req_file, reqs.join("\n") + "\n")?;
-    let out = tmp.join(format!("py{}", py.replace('.', "")));
+    let out = tmp.join(format!("py{}", slot.replace('.', "")));
     std::fs::create_dir_all(&out)?;
     let out_file = out.join("pylock.toml");
     let mut args: Vec<String> = vec![
@@ -321,7 +401,11 @@ fn compile_for(
             .with_context(|| format!("uv output for Python {py} is not TOML"))
     };
     let mut doc = run(&[])?;
-    let mut shown = format!("uv pip compile <requirements> --python-version {py} --python-platform {PYTHON_PLATFORM} --no-build --format pylock.toml --default-index {}", indexes[0]);
+    let reqs_shown = match device {
+        Some(d) => format!("<requirements with [{d}]>"),
+        None => "<requirements>".to_string(),
+    };
+    let mut shown = format!("uv pip compile {reqs_shown} --python-version {py} --python-platform {PYTHON_PLATFORM} --no-build --format pylock.toml --default-index {}", indexes[0]);
     if pins.contains_key("torch") {
         // PyPI's torch is the CUDA build: drop its CUDA-only dependencies
         // (the ROCm build depends on triton-rocm instead, which is pinned).
@@ -534,6 +618,15 @@ fn header_doc(
         "requires-python",
         toml_edit::value(format!(">={min},<{upper}")),
     );
+    let devices = p.device_extras();
+    if !devices.is_empty() {
+        // PEP 751: the extras this file can install; `uv pip install -r
+        // FILE --extra device-gfx942` takes one target's device wheels.
+        doc.insert(
+            "extras",
+            toml_edit::value(devices.iter().map(String::as_str).collect::<Array>()),
+        );
+    }
     let mut header = format!(
         "# PEP 751 lockfile for greta profile `{}` ({}).\n# Made by `greta lock update {}{}` on {} with {uv_version}, which ran per Python version:\n",
         p.name,
@@ -546,6 +639,9 @@ fn header_doc(
         header.push_str(&format!("#   {c}\n"));
     }
     header.push_str("# then merged the results (markers gain python_version where entries differ by Python),\n# dropped sdists (greta installs wheels only) and validated the file. Edit matrix.toml, not this file.\n");
+    if !p.device_extras().is_empty() {
+        header.push_str("# Each GPU target was resolved on its own; entries of some targets only carry `'device-gfxN' in extras`\n# (install one target: uv pip install -r THIS_FILE --extra device-gfxN).\n");
+    }
     if has_pins {
         header.push_str("# Wheels of unreachable indexes were copied from the pins file named in the comment above each entry.\n");
     }

@@ -1,0 +1,564 @@
+//! Issue 24: profiles whose torch is a host wheel plus one device wheel per
+//! GPU target, chosen with an extra (`torch[device-gfx942]`), as AMD's
+//! multi-arch indexes publish ROCm 7.14 and 10.x. `greta lock update` runs
+//! real uv against the suite's loopback index serving such wheels; the
+//! lockfile records every target's device wheels under `'<extra>' in
+//! extras`; greta and real uv install the host wheels plus exactly one
+//! target's device wheels.
+
+use crate::lock_support::*;
+use crate::support::server::Server;
+use crate::support::wheel::{build_with_metadata, Wheel};
+use std::path::Path;
+
+const TORCH: &str = "2.14.0+rocm10.1.0";
+const SDK: &str = "10.1.0";
+const TARGETS: [&str; 4] = ["gfx942", "gfx1103", "gfx1150", "gfx1151"];
+
+fn wheel(project: &str, version: &str, metadata: &str) -> Wheel {
+    let module = project.replace('-', "_");
+    build_with_metadata(project, version, &module, &[], 2_000, metadata)
+}
+
+/// The index as AMD's multi-arch one is laid out: torch is a host wheel
+/// whose `device-gfxN` extras pull `amd-torch-device-gfxN`, which pulls
+/// `rocm-sdk-device-gfxN`; gfx1150 and gfx1151 also share a family wheel
+/// (`amd-torch-device-gfx115x`). The host wheel needs `rocm-sdk-core`.
+fn amd_like_index() -> Server {
+    let s = Server::start();
+    let mut torch_meta = format!("Requires-Dist: rocm-sdk-core=={SDK}\n");
+    for g in TARGETS {
+        torch_meta.push_str(&format!(
+            "Provides-Extra: device-{g}\nRequires-Dist: amd-torch-device-{g}=={TORCH} ; extra == \"device-{g}\"\n"
+        ));
+    }
+    let mut wheels = vec![
+        wheel("torch", TORCH, &torch_meta),
+        wheel("rocm-sdk-core", SDK, ""),
+        wheel("amd-torch-device-gfx115x", TORCH, ""),
+    ];
+    for g in TARGETS {
+        let mut meta = format!("Requires-Dist: rocm-sdk-device-{g}=={SDK}\n");
+        if g.starts_with("gfx115") {
+            meta.push_str(&format!(
+                "Requires-Dist: amd-torch-device-gfx115x=={TORCH}\n"
+            ));
+        }
+        wheels.push(wheel(&format!("amd-torch-device-{g}"), TORCH, &meta));
+        wheels.push(wheel(&format!("rocm-sdk-device-{g}"), SDK, ""));
+    }
+    for w in wheels {
+        s.add_wheel(&w.project, &w.filename, w.bytes);
+    }
+    s
+}
+
+/// "X.Y" of the real interpreter the install tests use: the profile is
+/// locked for it, so real uv installs the file into a venv of it.
+fn py_xy() -> String {
+    let o = std::process::Command::new(crate::support::uvtool::real_python())
+        .args([
+            "-I",
+            "-S",
+            "-c",
+            "import sys; print('%d.%d' % sys.version_info[:2])",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+fn matrix(index: &str, status: &str) -> String {
+    let py = py_xy();
+    let reason = if status == "locked" {
+        ""
+    } else {
+        "\nnot-locked-reason = \"made by the test\""
+    };
+    format!(
+        r#"schema = 1
+
+[profiles.cpu]
+backend = "cpu"
+summary = "unused"
+status = "not-locked"
+not-locked-reason = "not part of this test"
+serves = "*"
+python = ["{py}"]
+indexes = ["https://pypi.org/simple"]
+requirements = ["numpy"]
+lockfile = "pylock.cpu.toml"
+
+[profiles."rocm10.1"]
+backend = "rocm"
+summary = "loopback stand-in for AMD's multi-arch index"
+status = "{status}"{reason}
+backend-version = "10.1"
+serves = ">=6.4.0"
+gfx = ["gfx942", "gfx1103", "gfx1150", "gfx1151"]
+device-extra = "device-{{gfx}}"
+device-requirements = ["torch"]
+python = ["{py}"]
+indexes = ["{index}"]
+requirements = ["torch=={TORCH}"]
+lockfile = "pylock.rocm10-1.toml"
+"#
+    )
+}
+
+fn package<'a>(doc: &'a toml::Value, name: &str) -> &'a toml::Value {
+    doc["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"].as_str() == Some(name))
+        .unwrap_or_else(|| panic!("no {name} in the lockfile"))
+}
+
+fn marker(doc: &toml::Value, name: &str) -> Option<String> {
+    package(doc, name)
+        .get("marker")
+        .and_then(|m| m.as_str())
+        .map(str::to_string)
+}
+
+/// Locks the loopback profile with real uv; the lock dir holds the result.
+fn locked(idx: &Server, lock: &Path) {
+    std::fs::create_dir_all(lock).unwrap();
+    // not-locked until reviewed, as a new profile starts out
+    std::fs::write(
+        lock.join("matrix.toml"),
+        matrix(&idx.index_url(), "not-locked"),
+    )
+    .unwrap();
+    let uv = which::which("uv").expect("uv must be installed for this test");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+        .args(["lock", "update", "rocm10.1", "--lock-dir"])
+        .arg(lock)
+        .arg("--uv")
+        .arg(&uv)
+        .env("UV_CACHE_DIR", lock.join("../uv-cache"))
+        .env("UV_NO_CONFIG", "1")
+        .env_remove("GRETA_LOCK_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("still marks rocm10.1 as not locked"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::write(lock.join("matrix.toml"), matrix(&idx.index_url(), "locked")).unwrap();
+}
+
+#[test]
+fn lock_update_records_each_targets_device_wheels_under_its_extra() {
+    let idx = amd_like_index();
+    let d = tempfile::tempdir().unwrap();
+    let lock = d.path().join("lock");
+    locked(&idx, &lock);
+    let text = std::fs::read_to_string(lock.join("pylock.rocm10-1.toml")).unwrap();
+    let doc: toml::Value = toml::from_str(&text).unwrap();
+    let extras: Vec<&str> = doc["extras"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        extras,
+        [
+            "device-gfx942",
+            "device-gfx1103",
+            "device-gfx1150",
+            "device-gfx1151"
+        ],
+        "{text}"
+    );
+    // host wheels: no marker
+    assert_eq!(marker(&doc, "torch"), None, "{text}");
+    assert_eq!(marker(&doc, "rocm-sdk-core"), None, "{text}");
+    // each target's own device wheels
+    for g in TARGETS {
+        let want = format!("'device-{g}' in extras");
+        assert_eq!(
+            marker(&doc, &format!("amd-torch-device-{g}")).as_deref(),
+            Some(want.as_str()),
+            "{text}"
+        );
+        assert_eq!(
+            marker(&doc, &format!("rocm-sdk-device-{g}")).as_deref(),
+            Some(want.as_str()),
+            "{text}"
+        );
+    }
+    // a family wheel shared by two targets: either selects it
+    assert_eq!(
+        marker(&doc, "amd-torch-device-gfx115x").as_deref(),
+        Some("('device-gfx1150' in extras or 'device-gfx1151' in extras)"),
+        "{text}"
+    );
+    // every wheel is the index's, with its sha256
+    for p in doc["packages"].as_array().unwrap() {
+        for w in p["wheels"].as_array().unwrap() {
+            assert_eq!(w["hashes"]["sha256"].as_str().unwrap().len(), 64, "{text}");
+        }
+    }
+    // greta's own check: every target resolves and adds device wheels; the
+    // only problem is the loopback index's plain http
+    let o = greta_lock(&lock, &["check", "--json"]);
+    let v = json(&o);
+    let rep = v["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["profile"] == "rocm10.1")
+        .unwrap()
+        .clone();
+    let py = py_xy();
+    let sets: Vec<String> = rep["wheel_sets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| format!("{} {}", s[0].as_str().unwrap(), s[1]))
+        .collect();
+    assert_eq!(
+        sets,
+        [
+            format!("{py} device-gfx942 4"),
+            format!("{py} device-gfx1103 4"),
+            format!("{py} device-gfx1150 5"),
+            format!("{py} device-gfx1151 5")
+        ],
+        "{rep:#}"
+    );
+    for p in rep["problems"].as_array().unwrap() {
+        assert!(
+            p["message"].as_str().unwrap().contains("non-https URL"),
+            "{p:#}"
+        );
+    }
+}
+
+#[test]
+fn show_gives_host_wheels_plus_exactly_the_chosen_targets() {
+    let idx = amd_like_index();
+    let d = tempfile::tempdir().unwrap();
+    let lock = d.path().join("lock");
+    locked(&idx, &lock);
+    let py = py_xy();
+    let names = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["show", "rocm10.1", "--python", py.as_str(), "--json"];
+        all.extend_from_slice(args);
+        let o = greta_lock(&lock, &all);
+        assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+        let v = json(&o);
+        let mut n: Vec<String> = v["sets"][0]["wheels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["name"].as_str().unwrap().to_string())
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(
+        names(&["--device", "gfx1103"]),
+        [
+            "amd-torch-device-gfx1103",
+            "rocm-sdk-core",
+            "rocm-sdk-device-gfx1103",
+            "torch"
+        ]
+    );
+    // two GPUs of different targets in one machine: each one's
+    assert_eq!(
+        names(&["--device", "gfx942", "--device", "gfx1151"]),
+        [
+            "amd-torch-device-gfx1151",
+            "amd-torch-device-gfx115x",
+            "amd-torch-device-gfx942",
+            "rocm-sdk-core",
+            "rocm-sdk-device-gfx1151",
+            "rocm-sdk-device-gfx942",
+            "torch"
+        ]
+    );
+    // a target the profile does not carry is refused, naming those it does
+    let o = greta_lock(
+        &lock,
+        &["show", "rocm10.1", "--python", &py, "--device", "gfx90a"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("has no device wheels `device-gfx90a`"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("device-gfx1103"), "{}", stdout(&o));
+}
+
+/// The PEP 751 file greta wrote is one real uv installs for one chosen
+/// target: the host wheels and that target's device wheels, no other's.
+#[test]
+fn real_uv_installs_the_lockfile_for_one_target() {
+    let idx = amd_like_index();
+    let d = tempfile::tempdir().unwrap();
+    let lock = d.path().join("lock");
+    locked(&idx, &lock);
+    let uv = which::which("uv").expect("uv must be installed for this test");
+    let venv = d.path().join("venv");
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new(&uv)
+            .args(args)
+            .env("UV_CACHE_DIR", d.path().join("uv-cache"))
+            .env("UV_NO_CONFIG", "1")
+            .env("UV_PREVIEW_FEATURES", "pylock")
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "uv {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let py = crate::support::uvtool::real_python();
+    run(&[
+        "venv",
+        "-q",
+        "-p",
+        py.to_str().unwrap(),
+        venv.to_str().unwrap(),
+    ]);
+    let vpy = venv.join("bin/python");
+    let file = lock.join("pylock.rocm10-1.toml");
+    run(&[
+        "pip",
+        "install",
+        "-q",
+        "-p",
+        vpy.to_str().unwrap(),
+        "-r",
+        file.to_str().unwrap(),
+        "--extra",
+        "device-gfx1151",
+    ]);
+    let listed = run(&[
+        "pip",
+        "list",
+        "-p",
+        vpy.to_str().unwrap(),
+        "--format",
+        "freeze",
+    ]);
+    let mut got: Vec<&str> = listed
+        .lines()
+        .filter_map(|l| l.split("==").next())
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "amd-torch-device-gfx1151",
+            "amd-torch-device-gfx115x",
+            "rocm-sdk-core",
+            "rocm-sdk-device-gfx1151",
+            "torch"
+        ],
+        "{listed}"
+    );
+}
+
+/// A captured machine (`greta doctor --capture` layout): the 780M capture
+/// with its KFD GPU nodes replaced by `gpus` (gfx_target_version, name).
+/// Kernel 6.17 names a node `ip discovery`; the target comes from
+/// `gfx_target_version`, whose stepping digit is hex (110501 = gfx1151).
+fn machine(gpus: &[(u64, &str)]) -> tempfile::TempDir {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../probe/tests/sysroots/phoenix-apu");
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tmp.path().join("m");
+    let cp = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&src)
+        .arg(&m)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    // the capture's environment sets the 780M's override: not wanted here
+    std::fs::write(
+        m.join(".greta/env"),
+        "PATH=/usr/bin:/bin\nHOME=/home/ann\nUSER=ann\n",
+    )
+    .unwrap();
+    let nodes = m.join("sys/class/kfd/kfd/topology/nodes");
+    let gpu = std::fs::read_to_string(nodes.join("1/properties")).unwrap();
+    std::fs::remove_dir_all(nodes.join("1")).unwrap();
+    for (i, (version, name)) in gpus.iter().enumerate() {
+        let dir = nodes.join((i + 1).to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        // each node its own GPU: another PCI location and device id
+        let props = gpu
+            .replace(
+                "gfx_target_version 110003",
+                &format!("gfx_target_version {version}"),
+            )
+            .replace(
+                "location_id 34304",
+                &format!("location_id {}", 34304 + 256 * i),
+            )
+            .replace("device_id 5567", &format!("device_id {}", 5567 + i))
+            .replace(
+                "drm_render_minor 128",
+                &format!("drm_render_minor {}", 128 + i),
+            )
+            .replace(
+                "unique_id 11673270660693242239",
+                &format!("unique_id {}", 1000 + i),
+            );
+        std::fs::write(dir.join("properties"), props).unwrap();
+        std::fs::write(dir.join("name"), format!("{name}\n")).unwrap();
+    }
+    tmp
+}
+
+fn dry_run(lock: &Path, sysroot: &Path) -> serde_json::Value {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+        .args(["install", "--dry-run", "--json", "--lock-dir"])
+        .arg(lock)
+        .arg("--sysroot")
+        .arg(sysroot)
+        .env_remove("GRETA_LOCK_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+    v["plan"].clone()
+}
+
+fn wheel_names(plan: &serde_json::Value) -> Vec<String> {
+    let mut n: Vec<String> = plan["wheels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap().to_string())
+        .collect();
+    n.sort();
+    n
+}
+
+/// `greta install --dry-run --sysroot` plans for a captured machine: the
+/// host wheels plus exactly its GPUs' device wheels, and says why.
+#[test]
+fn dry_run_for_a_captured_machine_plans_its_own_device_wheels() {
+    let idx = amd_like_index();
+    let d = tempfile::tempdir().unwrap();
+    let lock = d.path().join("lock");
+    locked(&idx, &lock);
+
+    // Strix Halo on kernel 6.17: node name "ip discovery", 110501 = gfx1151
+    let halo = machine(&[(110501, "ip discovery")]);
+    let plan = dry_run(&lock, &halo.path().join("m"));
+    assert_eq!(plan["profile"], "rocm10.1", "{plan:#}");
+    assert_eq!(plan["device_extras"], serde_json::json!(["device-gfx1151"]));
+    assert_eq!(
+        wheel_names(&plan),
+        [
+            "amd-torch-device-gfx1151",
+            "amd-torch-device-gfx115x",
+            "rocm-sdk-core",
+            "rocm-sdk-device-gfx1151",
+            "torch"
+        ]
+    );
+    let why = plan["reasons"].to_string();
+    assert!(why.contains("gfx1151 -> device-gfx1151"), "{why}");
+    assert!(plan["env_vars"].as_object().unwrap().is_empty(), "{plan:#}");
+
+    // The 780M: gfx1103 natively, no HSA override
+    let apu = machine(&[(110003, "ip discovery")]);
+    let plan = dry_run(&lock, &apu.path().join("m"));
+    assert_eq!(plan["device_extras"], serde_json::json!(["device-gfx1103"]));
+    assert!(plan["env_vars"].as_object().unwrap().is_empty(), "{plan:#}");
+
+    // An iGPU and a dGPU of different families: each one's device wheels
+    let two = machine(&[(110003, "ip discovery"), (90402, "ip discovery")]);
+    let plan = dry_run(&lock, &two.path().join("m"));
+    assert_eq!(
+        plan["device_extras"],
+        serde_json::json!(["device-gfx1103", "device-gfx942"]),
+        "{plan:#}"
+    );
+    assert_eq!(
+        wheel_names(&plan),
+        [
+            "amd-torch-device-gfx1103",
+            "amd-torch-device-gfx942",
+            "rocm-sdk-core",
+            "rocm-sdk-device-gfx1103",
+            "rocm-sdk-device-gfx942",
+            "torch"
+        ]
+    );
+}
+
+/// Issue 24: "what would greta install on that node?" for the captured
+/// machines, with the lock set that ships: the 780M (gfx1103) gets rocm7.2
+/// through the override and is told of the native, not-locked rocm10.1 and
+/// the command that locks it; MI300X (VF capture, and bare metal as a KFD
+/// node 90402), Strix Halo (110501, node named "ip discovery" as on kernel
+/// 6.17) and RX 9070 XT (120001) get rocm7.2 natively; the RX 7900 XTX
+/// capture without /dev/kfd is refused with the fix.
+#[test]
+fn dry_run_plans_for_the_captured_machines_with_the_shipped_lock_set() {
+    let lock = shipped_lock_dir();
+    let captured = |name: &str| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../probe/tests/sysroots/{name}"))
+    };
+    // 780M, as captured (its environment sets HSA_OVERRIDE_GFX_VERSION)
+    let plan = dry_run(&lock, &captured("phoenix-apu"));
+    assert_eq!(plan["profile"], "rocm7.2", "{plan:#}");
+    assert_eq!(plan["env_vars"]["HSA_OVERRIDE_GFX_VERSION"], "11.0.0");
+    let w = plan["warnings"].to_string();
+    assert!(
+        w.contains("rocm10.1 carries gfx1103 natively but is not locked")
+            && w.contains("greta lock update rocm10.1 --lock-dir lock"),
+        "{w}"
+    );
+    // MI300X VF, as captured
+    let plan = dry_run(&lock, &captured("mi300x-vf"));
+    assert_eq!(plan["profile"], "rocm7.2", "{plan:#}");
+    assert!(plan["reasons"]
+        .to_string()
+        .contains("gfx942 is in its wheel targets"));
+    assert!(plan["env_vars"].as_object().unwrap().is_empty());
+    for (version, gfx) in [(90402, "gfx942"), (110501, "gfx1151"), (120001, "gfx1201")] {
+        let m = machine(&[(version, "ip discovery")]);
+        let plan = dry_run(&lock, &m.path().join("m"));
+        assert_eq!(plan["profile"], "rocm7.2", "{gfx}: {plan:#}");
+        assert!(
+            plan["reasons"]
+                .to_string()
+                .contains(&format!("{gfx} is in its wheel targets")),
+            "{gfx}: {plan:#}"
+        );
+        assert!(plan["env_vars"].as_object().unwrap().is_empty(), "{gfx}");
+        assert!(plan.get("device_extras").is_none(), "{gfx}: {plan:#}");
+    }
+    // RX 7900 XTX capture whose /dev/kfd is missing: refused, with the fix
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+        .args(["install", "--dry-run", "--lock-dir"])
+        .arg(&lock)
+        .arg("--sysroot")
+        .arg(captured("two-rocm-no-kfd"))
+        .env_remove("GRETA_LOCK_DIR")
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(0));
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        all.contains("gfx1100") && all.contains("/dev/kfd does not exist"),
+        "{all}"
+    );
+}

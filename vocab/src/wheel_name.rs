@@ -1,0 +1,76 @@
+//! Wheel file names and project names, as PEP 427/503 spell them: the
+//! lock set reads them from lockfiles, the installer from indexes, receipts
+//! and installed metadata; one reading for all.
+
+/// PEP 503 name normalisation (`Jax_ROCm7.Plugin` -> `jax-rocm7-plugin`),
+/// by uv's implementation. Text that is no valid project name is only
+/// lowercased: it then matches no normalised name, which is what callers
+/// comparing names need.
+pub fn normalize_name(n: &str) -> String {
+    n.parse::<uv_normalize::PackageName>()
+        .map(|p| p.to_string())
+        .unwrap_or_else(|_| n.to_ascii_lowercase())
+}
+
+/// Last path segment of a URL, percent-decoded (`torch-2.7.1%2Brocm6.3-...`).
+pub fn url_filename(url: &str) -> String {
+    let last = url
+        .split(['?', '#'])
+        .next()
+        .unwrap_or(url)
+        .rsplit('/')
+        .next()
+        .unwrap_or(url);
+    let bytes = last.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() && last.is_char_boundary(i + 3) {
+            if let Ok(b) = u8::from_str_radix(&last[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The tag triples a wheel file name declares (compressed sets expanded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WheelTags {
+    pub name: String,
+    pub version: String,
+    pub tags: Vec<(String, String, String)>,
+}
+
+impl WheelTags {
+    /// `name-version(-build)?-py-abi-plat.whl`; None when it is not one.
+    pub fn parse(filename: &str) -> Option<WheelTags> {
+        let stem = filename.strip_suffix(".whl")?;
+        let parts: Vec<&str> = stem.split('-').collect();
+        if parts.len() != 5 && parts.len() != 6 {
+            return None;
+        }
+        if parts.iter().any(|p| p.is_empty()) {
+            return None;
+        }
+        let n = parts.len();
+        let (py, abi, plat) = (parts[n - 3], parts[n - 2], parts[n - 1]);
+        let mut tags = Vec::new();
+        for p in py.split('.') {
+            for a in abi.split('.') {
+                for pl in plat.split('.') {
+                    tags.push((p.to_string(), a.to_string(), pl.to_string()));
+                }
+            }
+        }
+        Some(WheelTags {
+            name: parts[0].to_string(),
+            version: parts[1].to_string(),
+            tags,
+        })
+    }
+}
