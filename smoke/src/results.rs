@@ -369,18 +369,11 @@ pub const CSV_COLUMNS: [&str; 16] = [
     "reason",
 ];
 
-/// `$XDG_DATA_HOME/greta/smoke`, else `~/.local/share/greta/smoke`.
+/// `$XDG_DATA_HOME/greta/smoke`, else `~/.local/share/greta/smoke`
+/// (`greta_vocab::dirs`).
 pub fn default_out_dir() -> Option<PathBuf> {
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".local/share"))
-        })?;
-    Some(data.join("greta").join("smoke"))
+    use greta_vocab::dirs;
+    dirs::greta_dir(dirs::Base::Data, "smoke", &dirs::process_env)
 }
 
 /// Where [`write_report`] put the files.

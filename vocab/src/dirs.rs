@@ -67,10 +67,15 @@ pub fn base_dir(base: Base, env: &dyn Fn(&str) -> Option<OsString>) -> Option<Pa
     })
 }
 
-/// `<base>/greta/<sub>`: where greta keeps `sub` (`envs`, `wheels`,
+/// `<base>/greta`: greta's own directory under the base.
+pub fn greta_root(base: Base, env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+    base_dir(base, env).map(|b| b.join("greta"))
+}
+
+/// `<base>/greta/<sub>`: where greta keeps `sub` (`envs`, `smoke`,
 /// `gpu-kernels`, ...).
 pub fn greta_dir(base: Base, sub: &str, env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
-    base_dir(base, env).map(|b| b.join("greta").join(sub))
+    greta_root(base, env).map(|b| b.join(sub))
 }
 
 #[cfg(test)]

@@ -87,13 +87,7 @@ impl EnvRoot {
             let g = PathBuf::from(g);
             return g.is_absolute().then(|| g.join("envs"));
         }
-        let base = match env("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-            Some(x) => PathBuf::from(x),
-            None => PathBuf::from(env("HOME").filter(|v| !v.is_empty())?)
-                .join(".local")
-                .join("share"),
-        };
-        Some(base.join("greta").join("envs"))
+        greta_vocab::dirs::greta_dir(greta_vocab::dirs::Base::Data, "envs", env)
     }
 
     pub fn env_path(&self, name: &str) -> PathBuf {

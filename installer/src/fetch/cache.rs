@@ -45,19 +45,16 @@ impl Cache {
         Cache { root }
     }
 
-    /// `$XDG_CACHE_HOME/greta`, else `~/.cache/greta`.
+    /// `$XDG_CACHE_HOME/greta`, else `~/.cache/greta` (`greta_vocab::dirs`).
     pub fn default_root() -> Result<PathBuf> {
-        if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-            return Ok(PathBuf::from(x).join("greta"));
-        }
-        let home = std::env::var_os("HOME")
-            .filter(|v| !v.is_empty())
-            .ok_or_else(|| {
-                crate::rerun::FixFirst(
-                    "neither XDG_CACHE_HOME nor HOME is set: cannot place the wheel cache".into(),
-                )
-            })?;
-        Ok(PathBuf::from(home).join(".cache").join("greta"))
+        use greta_vocab::dirs;
+        dirs::greta_root(dirs::Base::Cache, &dirs::process_env).ok_or_else(|| {
+            crate::rerun::FixFirst(format!(
+                "no absolute directory in {}: cannot place the wheel cache",
+                dirs::Base::Cache.read_from()
+            ))
+            .into()
+        })
     }
 
     pub fn root(&self) -> &Path {
