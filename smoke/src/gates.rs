@@ -343,6 +343,46 @@ pub(crate) fn test_gates(ops: &[&str]) -> Vec<Gate> {
 mod tests {
     use super::*;
 
+    /// Each op's rate unit and precision as gates have always had them
+    /// (the results' `unit`, the f16 preconditions and deny list follow).
+    #[test]
+    fn units_and_precisions_of_every_op_are_pinned() {
+        let facts: Vec<(&str, &str, Precision)> = Op::catalogue()
+            .into_iter()
+            .map(|op| {
+                let g = Gate {
+                    id: format!("{}.x", op.name()),
+                    about: String::new(),
+                    op,
+                    profiles: vec![],
+                    fixed_value: false,
+                    dispatches: None,
+                    test_only: false,
+                };
+                (g.op.name(), g.unit().as_str(), g.precision())
+            })
+            .collect();
+        use Precision::{Fp16, Fp32};
+        assert_eq!(
+            facts,
+            [
+                ("noop", "us/dispatch", Fp32),
+                ("fill", "GB/s", Fp32),
+                ("copy", "GB/s", Fp32),
+                ("vec_add", "GB/s", Fp32),
+                ("gemm_f32", "TFLOP/s", Fp32),
+                ("gemm_f16", "TFLOP/s", Fp16),
+                ("rmsnorm", "GB/s", Fp32),
+                ("layernorm", "GB/s", Fp32),
+                ("softmax", "GB/s", Fp32),
+                ("rope", "GB/s", Fp32),
+                ("kv_update", "GB/s", Fp32),
+                ("test_broken_copy", "GB/s", Fp32),
+                ("test_slow", "GB/s", Fp32),
+            ]
+        );
+    }
+
     #[test]
     fn builtin_catalogue_is_valid_and_every_profile_has_gates() {
         let c = Catalog::builtin();
