@@ -51,51 +51,12 @@ pub struct TuningCache {
     pub ignored: Option<String>,
 }
 
-/// Power-of-two bucket of a size: 1000 -> 1024.
-fn bucket(v: usize) -> usize {
-    v.max(1).next_power_of_two()
-}
-
-/// The class an op's tuning is shared across: kernel name plus each size
-/// rounded up to a power of two (and whether rows are 16-byte aligned,
-/// which selects vec4 variants).
+/// The class an op's tuning is shared across, the key of its entry: the
+/// op's own `shape_class` fact (kernel name plus each size rounded up to a
+/// power of two, and whether rows are 16-byte aligned, which selects vec4
+/// variants; `kernels/src/ops/NAME.rs`).
 pub fn shape_class(op: &Op) -> String {
-    let b = bucket;
-    let dims = match *op {
-        Op::Noop | Op::TestSlow { .. } => String::new(),
-        Op::Fill { n, .. } | Op::Copy { n } | Op::VecAdd { n } | Op::TestBrokenCopy { n } => {
-            format!("n{}", b(n))
-        }
-        Op::GemmF32 { m, n, k } | Op::GemmF16 { m, n, k } => {
-            format!("m{},n{},k{}", b(m), b(n), b(k))
-        }
-        Op::RmsNorm { rows, cols, .. }
-        | Op::LayerNorm { rows, cols, .. }
-        | Op::Softmax { rows, cols } => {
-            format!(
-                "rows{},cols{}{}",
-                b(rows),
-                b(cols),
-                if cols % 4 == 0 { ",a4" } else { "" }
-            )
-        }
-        Op::Rope {
-            tokens,
-            heads,
-            head_dim,
-            ..
-        } => format!("t{},h{},d{}", b(tokens), b(heads), b(head_dim)),
-        Op::KvUpdate {
-            layers,
-            heads,
-            head_dim,
-            n_new,
-            ..
-        } => {
-            format!("l{},new{},row{}", b(layers), b(n_new), b(heads * head_dim))
-        }
-    };
-    format!("{}:{dims}", op.name())
+    op.shape_class()
 }
 
 /// `$GRETA_TUNING_CACHE` when set to a directory (`off` disables the

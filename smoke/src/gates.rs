@@ -143,15 +143,8 @@ impl FromStr for Profile {
     }
 }
 
-/// Numeric class of a gate: f16 gates have extra preconditions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Precision {
-    /// Integer data movement and fp32 math.
-    Fp32,
-    /// f16 inputs (needs shaderFloat16 + 16-bit storage, clean f32 gates,
-    /// and a device not on the deny list).
-    Fp16,
-}
+/// Numeric class of a gate: its op's (`kernels/src/ops/NAME.rs`).
+pub use greta_kernels::Precision;
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -168,25 +161,19 @@ pub struct Gate {
 }
 
 impl Gate {
+    /// The op's precision: f16 gates have extra preconditions.
     pub fn precision(&self) -> Precision {
-        match self.op {
-            Op::GemmF16 { .. } => Precision::Fp16,
-            _ => Precision::Fp32,
-        }
+        self.op.precision()
     }
 
     pub fn tolerance(&self) -> Tolerance {
         self.op.tolerance()
     }
 
-    /// GEMMs are compute-bound (TFLOP/s), noop measures dispatch cost,
-    /// everything else is memory-bound (GB/s of the bytes it must move).
+    /// The op's rate unit: TFLOP/s for compute-bound ops, GB/s of the
+    /// bytes it must move for memory-bound ones, us/dispatch for noop.
     pub fn unit(&self) -> RateUnit {
-        match self.op {
-            Op::Noop => RateUnit::UsPerDispatch,
-            Op::GemmF32 { .. } | Op::GemmF16 { .. } => RateUnit::TFlops,
-            _ => RateUnit::GBps,
-        }
+        self.op.rate_unit()
     }
 
     /// The rate of one dispatch that took `ns` nanoseconds.
