@@ -21,5 +21,7 @@ mod reference;
 pub mod spirv;
 
 pub use host::{DType, HostBuf};
-pub use ops::{Access, BufferSpec, Op, OpError, Scalar, Tolerance};
+pub use ops::{
+    Access, BufferSpec, Facts, Needs, Op, OpError, Precision, RateUnit, Region, Scalar, Tolerance,
+};
 pub use reference::{reference, slow_hash, SLOW_SEED};

@@ -51,51 +51,12 @@ pub struct TuningCache {
     pub ignored: Option<String>,
 }
 
-/// Power-of-two bucket of a size: 1000 -> 1024.
-fn bucket(v: usize) -> usize {
-    v.max(1).next_power_of_two()
-}
-
-/// The class an op's tuning is shared across: kernel name plus each size
-/// rounded up to a power of two (and whether rows are 16-byte aligned,
-/// which selects vec4 variants).
+/// The class an op's tuning is shared across, the key of its entry: the
+/// op's own `shape_class` fact (kernel name plus each size rounded up to a
+/// power of two, and whether rows are 16-byte aligned, which selects vec4
+/// variants; `kernels/src/ops/NAME.rs`).
 pub fn shape_class(op: &Op) -> String {
-    let b = bucket;
-    let dims = match *op {
-        Op::Noop | Op::TestSlow { .. } => String::new(),
-        Op::Fill { n, .. } | Op::Copy { n } | Op::VecAdd { n } | Op::TestBrokenCopy { n } => {
-            format!("n{}", b(n))
-        }
-        Op::GemmF32 { m, n, k } | Op::GemmF16 { m, n, k } => {
-            format!("m{},n{},k{}", b(m), b(n), b(k))
-        }
-        Op::RmsNorm { rows, cols, .. }
-        | Op::LayerNorm { rows, cols, .. }
-        | Op::Softmax { rows, cols } => {
-            format!(
-                "rows{},cols{}{}",
-                b(rows),
-                b(cols),
-                if cols % 4 == 0 { ",a4" } else { "" }
-            )
-        }
-        Op::Rope {
-            tokens,
-            heads,
-            head_dim,
-            ..
-        } => format!("t{},h{},d{}", b(tokens), b(heads), b(head_dim)),
-        Op::KvUpdate {
-            layers,
-            heads,
-            head_dim,
-            n_new,
-            ..
-        } => {
-            format!("l{},new{},row{}", b(layers), b(n_new), b(heads * head_dim))
-        }
-    };
-    format!("{}:{dims}", op.name())
+    op.shape_class()
 }
 
 /// `$GRETA_TUNING_CACHE` when set to a directory (`off` disables the
@@ -265,6 +226,94 @@ mod tests {
             measured_op: "gemm_f32(m=4000,n=4000,k=4000)".into(),
         }
     }
+
+    /// The cache keys of every catalogue op and of a second, odd-sized
+    /// instance of each (buckets, the a4 alignment flag), pinned as the
+    /// files on users' machines hold them: a key that changes orphans the
+    /// tuning stored under it.
+    #[test]
+    fn cache_keys_of_every_op_are_pinned() {
+        let odd = [
+            Op::Noop,
+            Op::Fill { n: 1000, value: 7 },
+            Op::Copy { n: 1 << 28 },
+            Op::VecAdd { n: 3 },
+            Op::GemmF32 {
+                m: 4096,
+                n: 4096,
+                k: 4096,
+            },
+            Op::GemmF16 { m: 33, n: 17, k: 9 },
+            Op::RmsNorm {
+                rows: 3,
+                cols: 4094,
+                eps: 1e-5,
+            },
+            Op::LayerNorm {
+                rows: 4096,
+                cols: 8192,
+                eps: 1e-5,
+            },
+            Op::Softmax {
+                rows: 5,
+                cols: 1023,
+            },
+            Op::Rope {
+                tokens: 7,
+                heads: 32,
+                head_dim: 128,
+                pos0: 3,
+                theta: 1e4,
+            },
+            Op::KvUpdate {
+                layers: 32,
+                max_seq: 4096,
+                heads: 32,
+                head_dim: 128,
+                pos: 100,
+                n_new: 1,
+            },
+            Op::TestBrokenCopy { n: 9 },
+            Op::TestSlow { iters: 5 },
+        ];
+        let keys: Vec<String> = Op::catalogue()
+            .iter()
+            .chain(odd.iter())
+            .map(shape_class)
+            .collect();
+        assert_eq!(keys, PINNED_KEYS, "{keys:#?}");
+        // Every op of the catalogue has its odd twin above.
+        assert_eq!(Op::catalogue().len(), odd.len());
+    }
+
+    const PINNED_KEYS: &[&str] = &[
+        "noop:",
+        "fill:n1024",
+        "copy:n1024",
+        "vec_add:n1024",
+        "gemm_f32:m64,n32,k16",
+        "gemm_f16:m32,n64,k16",
+        "rmsnorm:rows4,cols128",
+        "layernorm:rows4,cols128",
+        "softmax:rows4,cols128,a4",
+        "rope:t8,h4,d16",
+        "kv_update:l2,new4,row16",
+        "test_broken_copy:n64",
+        "test_slow:",
+        "noop:",
+        "fill:n1024",
+        "copy:n268435456",
+        "vec_add:n4",
+        "gemm_f32:m4096,n4096,k4096",
+        "gemm_f16:m64,n32,k16",
+        "rmsnorm:rows4,cols4096",
+        "layernorm:rows4096,cols8192,a4",
+        "softmax:rows8,cols1024",
+        "rope:t8,h32,d128",
+        "kv_update:l32,new1,row4096",
+        "test_broken_copy:n16",
+        "test_slow:",
+    ];
 
     #[test]
     fn classes_bucket_neighbouring_shapes() {

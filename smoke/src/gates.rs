@@ -143,15 +143,8 @@ impl FromStr for Profile {
     }
 }
 
-/// Numeric class of a gate: f16 gates have extra preconditions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Precision {
-    /// Integer data movement and fp32 math.
-    Fp32,
-    /// f16 inputs (needs shaderFloat16 + 16-bit storage, clean f32 gates,
-    /// and a device not on the deny list).
-    Fp16,
-}
+/// Numeric class of a gate: its op's (`kernels/src/ops/NAME.rs`).
+pub use greta_kernels::Precision;
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -168,25 +161,19 @@ pub struct Gate {
 }
 
 impl Gate {
+    /// The op's precision: f16 gates have extra preconditions.
     pub fn precision(&self) -> Precision {
-        match self.op {
-            Op::GemmF16 { .. } => Precision::Fp16,
-            _ => Precision::Fp32,
-        }
+        self.op.precision()
     }
 
     pub fn tolerance(&self) -> Tolerance {
         self.op.tolerance()
     }
 
-    /// GEMMs are compute-bound (TFLOP/s), noop measures dispatch cost,
-    /// everything else is memory-bound (GB/s of the bytes it must move).
+    /// The op's rate unit: TFLOP/s for compute-bound ops, GB/s of the
+    /// bytes it must move for memory-bound ones, us/dispatch for noop.
     pub fn unit(&self) -> RateUnit {
-        match self.op {
-            Op::Noop => RateUnit::UsPerDispatch,
-            Op::GemmF32 { .. } | Op::GemmF16 { .. } => RateUnit::TFlops,
-            _ => RateUnit::GBps,
-        }
+        self.op.rate_unit()
     }
 
     /// The rate of one dispatch that took `ns` nanoseconds.
@@ -342,6 +329,46 @@ pub(crate) fn test_gates(ops: &[&str]) -> Vec<Gate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each op's rate unit and precision as gates have always had them
+    /// (the results' `unit`, the f16 preconditions and deny list follow).
+    #[test]
+    fn units_and_precisions_of_every_op_are_pinned() {
+        let facts: Vec<(&str, &str, Precision)> = Op::catalogue()
+            .into_iter()
+            .map(|op| {
+                let g = Gate {
+                    id: format!("{}.x", op.name()),
+                    about: String::new(),
+                    op,
+                    profiles: vec![],
+                    fixed_value: false,
+                    dispatches: None,
+                    test_only: false,
+                };
+                (g.op.name(), g.unit().as_str(), g.precision())
+            })
+            .collect();
+        use Precision::{Fp16, Fp32};
+        assert_eq!(
+            facts,
+            [
+                ("noop", "us/dispatch", Fp32),
+                ("fill", "GB/s", Fp32),
+                ("copy", "GB/s", Fp32),
+                ("vec_add", "GB/s", Fp32),
+                ("gemm_f32", "TFLOP/s", Fp32),
+                ("gemm_f16", "TFLOP/s", Fp16),
+                ("rmsnorm", "GB/s", Fp32),
+                ("layernorm", "GB/s", Fp32),
+                ("softmax", "GB/s", Fp32),
+                ("rope", "GB/s", Fp32),
+                ("kv_update", "GB/s", Fp32),
+                ("test_broken_copy", "GB/s", Fp32),
+                ("test_slow", "GB/s", Fp32),
+            ]
+        );
+    }
 
     #[test]
     fn builtin_catalogue_is_valid_and_every_profile_has_gates() {

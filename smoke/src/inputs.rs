@@ -2,7 +2,7 @@
 //! from the seed recorded in the results, never all zero, and output buffers
 //! poisoned so that anything a kernel leaves unwritten fails the check.
 
-use greta_kernels::{Access, DType, HostBuf, Op};
+use greta_kernels::{Access, DType, HostBuf, Op, Region};
 use half::f16;
 
 /// SplitMix64: a tiny, fully specified generator, so a recorded seed
@@ -67,8 +67,9 @@ pub fn gate_seed(base: u64, gate_id: &str) -> u64 {
 }
 
 /// What one repeat of a gate runs: the op (fill gets a fresh value), its
-/// inputs, and the output buffers as uploaded (poison, or for the KV caches
-/// random prior content with the rows to be written poisoned).
+/// inputs, and the output buffers as uploaded (poison, or for read-write
+/// buffers such as the KV caches random prior content with the region the
+/// op writes poisoned).
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub op: Op,
@@ -235,30 +236,25 @@ pub fn prepare(op: &Op, fixed_value: bool, seed: u64) -> Prepared {
     }
 }
 
-/// A read-write buffer's prior content: random everywhere (it must
-/// survive), poisoned where the op writes (it must be written).
+/// A read-write buffer's prior content: random everywhere (what the op
+/// does not write must survive), poisoned over the region it writes (its
+/// `written` fact: that must be written).
 fn prior_content(op: &Op, rng: &mut SplitMix64, dtype: DType, len: usize) -> HostBuf {
     let mut buf = random_buf(rng, dtype, len, (-1.0, 1.0));
-    if let Op::KvUpdate {
-        layers,
-        max_seq,
-        heads,
-        head_dim,
-        pos,
-        n_new,
-    } = *op
-    {
-        let row = heads * head_dim;
-        let poison = HostBuf::poisoned(dtype, 1);
-        for l in 0..layers {
-            let start = (l * max_seq + pos) * row;
-            let end = start + n_new * row;
-            match (&mut buf, &poison) {
-                (HostBuf::F32(v), HostBuf::F32(p)) => v[start..end].fill(p[0]),
-                (HostBuf::U32(v), HostBuf::U32(p)) => v[start..end].fill(p[0]),
-                (HostBuf::F16(v), HostBuf::F16(p)) => v[start..end].fill(p[0]),
-                _ => unreachable!("poison has the buffer's type"),
-            }
+    let ranges = match op.written() {
+        Region::Whole => std::iter::once(0..len).collect(),
+        Region::Ranges(r) => r,
+    };
+    let poison = HostBuf::poisoned(dtype, 1);
+    for r in ranges {
+        // The catalogue test holds every region inside its buffers; a
+        // range past the end is cut, never a panic.
+        let r = r.start.min(len)..r.end.min(len);
+        match (&mut buf, &poison) {
+            (HostBuf::F32(v), HostBuf::F32(p)) => v[r].fill(p[0]),
+            (HostBuf::U32(v), HostBuf::U32(p)) => v[r].fill(p[0]),
+            (HostBuf::F16(v), HostBuf::F16(p)) => v[r].fill(p[0]),
+            _ => unreachable!("poison has the buffer's type"),
         }
     }
     buf

@@ -2,19 +2,24 @@
 //! stability over repeats, no timeouts, performance floors), profiles,
 //! the runner and the results files of `greta smoke`.
 //!
-//! [`run_profile`] is the entry point: `greta smoke` and `greta install`
-//! call it. Its runner drives gates on any [`greta_runtime::Backend`], so
-//! a second backend (HIP) plugs in there.
+//! [`run`] is the entry point `greta smoke` calls: Vulkan runs here
+//! ([`run_profile`]), HIP and its CUDA twin in the device child
+//! ([`gpu_child`], which runs `run_profile` on its side). The runner drives
+//! gates on any [`greta_runtime::Backend`].
 
 // The crate's front door: the run (`run_profile` and its options), the
 // catalogue, the baselines and lists a run reads, and five namespaces whose
 // items share names (`table::render`, `tune::render`, `prom::render`):
 // `results` (the greta.smoke/v1 schema), `table`, `tune`, `prom` and
-// `oneline`. Everything else is private.
+// `oneline`; `auto` (the machine's backend) and `gpu_child` (the HIP/CUDA
+// device child's request and reply). Everything else is private.
+pub mod auto;
 mod check;
 mod deny;
+mod dispatch;
 mod floors;
 mod gates;
+pub mod gpu_child;
 mod inject;
 mod inputs;
 mod node;
@@ -32,6 +37,7 @@ mod verify;
 
 pub use check::Tolerance;
 pub use deny::DenyList;
+pub use dispatch::{run, Finished, Undecided};
 pub use floors::{Baseline, ClassFile, DEFAULT_FLOOR_FRACTION};
 pub use gates::{Catalog, Profile};
 pub use greta_runtime as runtime;

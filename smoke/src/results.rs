@@ -197,30 +197,8 @@ pub struct SpecRef {
     pub source: String,
 }
 
-/// Unit of a gate's rate; the direction of "better" follows from it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum RateUnit {
-    #[serde(rename = "GB/s")]
-    GBps,
-    #[serde(rename = "TFLOP/s")]
-    TFlops,
-    #[serde(rename = "us/dispatch")]
-    UsPerDispatch,
-}
-
-impl RateUnit {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RateUnit::GBps => "GB/s",
-            RateUnit::TFlops => "TFLOP/s",
-            RateUnit::UsPerDispatch => "us/dispatch",
-        }
-    }
-    /// Bandwidth and throughput: more is better. Dispatch latency: less is.
-    pub fn higher_is_better(self) -> bool {
-        !matches!(self, RateUnit::UsPerDispatch)
-    }
-}
+/// Unit of a gate's rate, an op's fact (`kernels/src/ops/NAME.rs`).
+pub use greta_kernels::RateUnit;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metrics {

@@ -198,7 +198,11 @@ fn f16_precondition(
     }
     let failed: Vec<&str> = so_far
         .iter()
-        .filter(|r| r.status == GateStatus::Fail && r.op != "gemm_f16")
+        .filter(|r| {
+            let f16 = greta_runtime::Op::facts_named(&r.op)
+                .is_some_and(|f| f.precision == Precision::Fp16);
+            r.status == GateStatus::Fail && !f16
+        })
         .map(|r| r.id.as_str())
         .collect();
     if !failed.is_empty() {

@@ -259,7 +259,7 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
 }
 
 /// The options' own limits, before anything is read or opened (exit 2).
-fn check_options(opts: &Options) -> Result<(), SmokeError> {
+pub(crate) fn check_options(opts: &Options) -> Result<(), SmokeError> {
     if !(opts.floor_fraction > 0.0 && opts.floor_fraction <= 1.0) {
         return Err(SmokeError::Usage(format!(
             "--floor-fraction must be in (0, 1], got {}",
@@ -290,7 +290,7 @@ fn check_options(opts: &Options) -> Result<(), SmokeError> {
 
 /// Where the results go (None with `--no-save`): the directory exists, or is
 /// created, and takes a file, so a run fails before minutes of gates, not after.
-fn results_dir(opts: &Options) -> Result<Option<PathBuf>, SmokeError> {
+pub(crate) fn results_dir(opts: &Options) -> Result<Option<PathBuf>, SmokeError> {
     let out_dir = match (&opts.out_dir, opts.write_results) {
         (Some(d), true) => Some(d.clone()),
         (None, true) => Some(results::default_out_dir().ok_or_else(|| {

@@ -103,29 +103,22 @@ const HIP_CHECK_LIMIT: Duration = Duration::from_secs(30);
 /// hung or crashing runtime cannot take doctor down). The probe judges
 /// the answer, records it in a capture and replays it from one.
 fn hip_live() -> (HipRun, Duration) {
+    use greta_smoke::gpu_child::{ask, AskError, DevicesRequest, GpuBackend, Request};
     let started = Instant::now();
-    let run = match greta_smoke::runtime::gpu::child::helper() {
-        None => HipRun::NotAsked("greta cannot find its own executable".into()),
-        Some(h) => {
-            let mut cmd = h.command("devices");
-            cmd.args(["--backend", "hip"]);
-            match greta_smoke::runtime::gpu::child::run(
-                cmd,
-                "the HIP device listing",
-                b"",
-                HIP_CHECK_LIMIT,
-            ) {
-                Ok(o) => match o.status.code() {
-                    Some(code) => HipRun::Exited {
-                        code,
-                        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-                        stderr: o.stderr,
-                    },
-                    None => HipRun::Failed(o.how()),
-                },
-                Err(e) => HipRun::Failed(e.to_string()),
-            }
-        }
+    let req = Request::Devices(DevicesRequest {
+        backend: GpuBackend::Hip,
+    });
+    let run = match ask(&req, "the HIP device listing", HIP_CHECK_LIMIT) {
+        Err(AskError::NoHelper) => HipRun::NotAsked(AskError::NoHelper.to_string()),
+        Err(e) => HipRun::Failed(e.to_string()),
+        Ok(o) => match o.status.code() {
+            Some(code) => HipRun::Exited {
+                code,
+                stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+                stderr: o.stderr,
+            },
+            None => HipRun::Failed(o.how()),
+        },
     };
     (run, started.elapsed())
 }

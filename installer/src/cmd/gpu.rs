@@ -6,20 +6,16 @@
 //! (`greta smoke --backend hip|cuda`, `greta doctor`, `greta install`)
 //! bounds the child's time and kills its whole process group; the child
 //! enforces each submission's limit itself and leaves with `_exit` after a
-//! hang, so driver teardown cannot block it. What crosses the boundary is
-//! typed: the argv of a clap command, and serde values on stdout.
+//! hang, so driver teardown cannot block it. The device child's request
+//! and reply are `greta_smoke::gpu_child`'s types; this is their command
+//! line: `serve` (a request on stdin, what greta's own parents use) and
+//! `smoke` / `devices` (the same requests from flags, for a person).
 
 use crate::cmd::smoke::Args as SmokeArgs;
+use greta_smoke::gpu_child::{self, DevicesRequest, GpuBackend, Request, SmokeRequest};
 use greta_smoke::runtime::gpu::child;
-use greta_smoke::{BackendChoice, Options, SmokeError};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::time::Duration;
-
-/// Schema of the error object a child prints instead of a report.
-pub const ERROR_SCHEMA: &str = "greta.gpu-child/v1";
-/// Schema of `devices` output.
-pub const DEVICES_SCHEMA: &str = "greta.gpu-devices/v1";
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -34,6 +30,9 @@ pub struct Args {
 pub enum Command {
     /// Compile kernels: a CompileRequest (JSON) on stdin, a CompileAnswer on stdout.
     Compile,
+    /// The device child: a greta_smoke::gpu_child::Request (JSON) on stdin,
+    /// its Reply on stdout.
+    Serve,
     /// The smoke gates on --backend hip|cuda; prints the greta.smoke/v1 report.
     Smoke(SmokeArgs),
     /// The devices a backend sees (greta.gpu-devices/v1).
@@ -78,42 +77,6 @@ pub struct BuiltTarget {
     pub resources_error: Option<String>,
 }
 
-/// Why a child could not produce a report.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct ChildError {
-    pub schema: String,
-    pub kind: String,
-    pub message: String,
-}
-
-/// `greta __gpu devices` output.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct DevicesAnswer {
-    pub schema: String,
-    pub backend: String,
-    pub devices: Vec<greta_smoke::runtime::DeviceInfo>,
-    /// `None` when the listing worked.
-    pub error: Option<String>,
-    pub no_device: bool,
-    /// What kind of failure `error` is, so that readers (the doctor's HIP
-    /// check) decide on the kind, not on its words. Absent in answers
-    /// recorded before it was added.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_kind: Option<DevicesError>,
-}
-
-pub use greta_vocab::DevicesError;
-
-/// The kind of a listing failure, from the runtime's typed error.
-fn devices_error_of(e: &greta_smoke::runtime::RuntimeError) -> DevicesError {
-    use greta_smoke::runtime::RuntimeError;
-    match e {
-        RuntimeError::NoDevice(_) => DevicesError::NoDevice,
-        RuntimeError::LoaderMissing(_) => DevicesError::LoaderMissing,
-        _ => DevicesError::Other,
-    }
-}
-
 /// The helper every compile and device child is started through.
 pub fn register_helper() {
     if let Ok(exe) = std::env::current_exe() {
@@ -137,8 +100,21 @@ pub fn run(args: Args) -> u8 {
             let mut out = std::io::stdout().lock();
             greta_smoke::runtime::gpu::serve_compile(std::io::stdin().lock(), &mut out)
         }
-        Command::Devices { backend } => devices(&backend),
-        Command::Smoke(a) => smoke(a),
+        Command::Serve => match Request::read(std::io::stdin().lock()) {
+            Ok(req) => answer(req),
+            Err(e) => {
+                eprintln!("greta __gpu serve: {e}");
+                2
+            }
+        },
+        Command::Devices { backend } => match backend.parse::<GpuBackend>() {
+            Ok(backend) => answer(Request::Devices(DevicesRequest { backend })),
+            Err(_) => {
+                eprintln!("greta __gpu devices: unknown backend {backend:?}");
+                2
+            }
+        },
+        Command::Smoke(a) => answer(Request::Smoke(smoke_request(a))),
         Command::BuildKernels {
             target,
             cache_dir,
@@ -226,65 +202,36 @@ fn build_kernels(
     }
 }
 
-fn devices(backend: &str) -> u8 {
-    let kind = match backend {
-        "hip" => greta_smoke::runtime::BackendKind::Hip,
-        "cuda" => greta_smoke::runtime::BackendKind::Cuda,
-        other => {
-            eprintln!("greta __gpu devices: unknown backend {other:?}");
-            return 2;
-        }
-    };
-    let (devices, error, error_kind) = match greta_smoke::runtime::list_devices(kind) {
-        Ok(d) => (d, None, None),
-        Err(e) => (vec![], Some(e.to_string()), Some(devices_error_of(&e))),
-    };
-    let no_device = matches!(
-        error_kind,
-        Some(DevicesError::NoDevice | DevicesError::LoaderMissing)
-    );
-    let code = if devices.is_empty() { 2 } else { 0 };
-    print(&DevicesAnswer {
-        schema: DEVICES_SCHEMA.into(),
-        backend: backend.into(),
-        devices,
-        error,
-        no_device,
-        error_kind,
-    });
-    code
+/// Serves `req` and prints its reply; after a lost device, leaves at once.
+fn answer(req: Request) -> u8 {
+    let served = gpu_child::serve(req);
+    print(&served.reply);
+    if served.device_lost {
+        // A hung GPU may block the driver's teardown at exit: leave now.
+        let _ = std::io::stderr().flush();
+        // SAFETY: _exit ends the process without running exit handlers;
+        // stdout was flushed by `print`.
+        unsafe { libc::_exit(i32::from(served.code)) };
+    }
+    served.code
 }
 
-fn smoke(a: SmokeArgs) -> u8 {
-    let backend = a.backend;
-    if !matches!(backend, BackendChoice::Hip | BackendChoice::Cuda) {
-        print(&ChildError {
-            schema: ERROR_SCHEMA.into(),
-            kind: "usage".into(),
-            message: "the GPU child runs --backend hip or cuda only".into(),
-        });
-        return 2;
-    }
-    let opts = Options {
+/// `__gpu smoke`'s flags as the request greta's parents send. Faults come
+/// from GRETA_SMOKE_INJECT, as the child always read them.
+fn smoke_request(a: SmokeArgs) -> SmokeRequest {
+    SmokeRequest {
         profile: a.profile,
         device: a.device,
-        backend,
+        backend: a.backend,
         gates: a.gates,
         repeat: a.repeat,
-        timeout: Duration::from_secs_f64(
-            a.timeout.unwrap_or_else(|| a.profile.default_timeout_s()),
-        ),
-        out_dir: None,
-        write_results: false,
-        baseline: a.baseline,
+        timeout_s: a.timeout.unwrap_or_else(|| a.profile.default_timeout_s()),
         floor_fraction: a.floor_fraction,
+        peer_fraction: a.peer_fraction,
+        baseline: a.baseline,
         deny_list: a.deny_list,
-        include_test_gates: a.include_test_gates,
         seed: a.seed,
-        progress: false,
-        // One device per child: peers are compared by the parent's run
-        // (--device all), faults come as GRETA_SMOKE_INJECT from the parent.
-        peer_fraction: greta_smoke::DEFAULT_PEER_FRACTION,
+        include_test_gates: a.include_test_gates,
         inject: std::env::var(greta_vocab::EnvVars::GRETA_SMOKE_INJECT)
             .map(|v| {
                 v.split(',')
@@ -293,31 +240,5 @@ fn smoke(a: SmokeArgs) -> u8 {
                     .collect()
             })
             .unwrap_or_default(),
-    };
-    match greta_smoke::run_profile(&opts) {
-        Ok(outcome) => {
-            print(&outcome.report);
-            let code = outcome.report.status.exit_code();
-            if outcome.report.devices.iter().any(|d| d.lost.is_some()) {
-                // A hung GPU may block the driver's teardown at exit: leave now.
-                let _ = std::io::stderr().flush();
-                // SAFETY: _exit ends the process without running exit handlers.
-                unsafe { libc::_exit(code as i32) };
-            }
-            code
-        }
-        Err(e) => {
-            let kind = match e {
-                SmokeError::Usage(_) => "usage",
-                SmokeError::NoDevice(_) => "no_device",
-                SmokeError::Input(_) => "input",
-            };
-            print(&ChildError {
-                schema: ERROR_SCHEMA.into(),
-                kind: kind.into(),
-                message: e.to_string(),
-            });
-            2
-        }
     }
 }

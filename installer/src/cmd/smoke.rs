@@ -2,14 +2,15 @@
 //! 1 a gate failed, 2 could not run. All the work is in greta-smoke; this
 //! is flags, output and exit codes.
 
+mod auto;
 mod fleet;
 mod frameworks;
-mod gpu;
 mod on_signal;
 
 use crate::exit::Exit;
+use greta_smoke::gpu_child::ErrorKind;
 use greta_smoke::Catalog;
-use greta_smoke::{BackendChoice, DeviceChoice, Options, Profile, SmokeError};
+use greta_smoke::{BackendChoice, DeviceChoice, Options, Profile};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -186,9 +187,9 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     }
     let backend = match args.backend {
         BackendChoice::Auto => {
-            let c = gpu::choose_live(&args.device);
+            let c = greta_smoke::auto::choose_with(&args.device, auto::seen);
             eprintln!("greta smoke: backend {}: {}", c.backend.as_str(), c.why);
-            c.backend
+            c.run_as()
         }
         b => b,
     };
@@ -202,18 +203,10 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     if let Err(e) = fleet.check() {
         return Ok(fleet.refused(&e));
     }
-    if matches!(backend, BackendChoice::Hip | BackendChoice::Cuda) {
-        if args.html.is_some() {
-            // The HIP/CUDA run is printed by the child's parent path
-            // (cmd/smoke/gpu.rs); its saved JSON draws the same page.
-            eprintln!("greta smoke: --html: for --backend hip/cuda, draw the saved result with `greta report FILE --out PAGE`");
-        }
-        return gpu::run(&args, backend, &fleet);
-    }
     let opts = Options {
         profile: args.profile,
         device: args.device,
-        backend: args.backend,
+        backend,
         gates: args.gates,
         repeat: args.repeat,
         timeout: Duration::from_secs_f64(
@@ -231,23 +224,30 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         peer_fraction: args.peer_fraction,
         inject: args.inject,
     };
-    let outcome = match greta_smoke::run_profile(&opts) {
-        Ok(o) => o,
+    // Vulkan here, HIP/CUDA in the device child: the same report either way.
+    let finished = match greta_smoke::run(&opts) {
+        Ok(f) => f,
         Err(e) => {
-            let what = match e {
-                SmokeError::Usage(_) => "bad arguments",
-                SmokeError::NoDevice(_) => "could not run",
-                SmokeError::Input(_) => "bad input file",
+            let what = match e.kind {
+                ErrorKind::Usage => "bad arguments",
+                ErrorKind::Input => "bad input file",
+                ErrorKind::CouldNotRun => "could not run",
             };
-            eprintln!("greta smoke: {what}: {e}");
-            return Ok(fleet.undecided(&format!("{what}: {e}")));
+            let why = format!("{what}: {}", e.message);
+            // --oneline prints UNKNOWN on stdout, --prom alone says it on
+            // stderr itself: the reason is printed once.
+            if fleet.oneline || fleet.prom.is_none() {
+                eprintln!("greta smoke: {why}");
+            }
+            return Ok(fleet.undecided(&why));
         }
     };
+    let outcome = &finished.outcome;
     let table = greta_smoke::table::render(&outcome.report);
     if let Some(h) = &args.html {
         super::report::write_run_page(h, &outcome.report);
     }
-    if let Some(exit) = fleet.finish(&outcome, &table) {
+    if let Some(exit) = fleet.finish(outcome, &table) {
         return Ok(exit);
     }
     if args.json {
@@ -262,7 +262,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     if let Some(e) = &outcome.write_error {
         eprintln!("greta smoke: could not write results: {e}");
     }
-    Ok(fleet.exit(match outcome.exit_code() {
+    Ok(fleet.exit(match finished.exit_code {
         0 => Exit::Pass,
         1 => Exit::Fail,
         _ => Exit::Undecided,

@@ -156,3 +156,102 @@ fn hiprtc_builds_every_kernel_through_greta_and_survives_a_compiler_crash() {
         );
     }
 }
+
+/// The device child's two command lines give the same bytes: `devices`
+/// (flags, for a person) and `serve` (the typed request greta's parents
+/// send on stdin); a request that is no request is exit 2, said on stderr.
+#[test]
+fn serve_answers_a_devices_request_as_the_devices_verb_does() {
+    use std::io::Write;
+    let d = tempfile::tempdir().unwrap();
+    let flags = greta(&["__gpu", "devices", "--backend", "hip"], &[], d.path());
+    let serve = |input: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_greta"));
+        c.args(["__gpu", "serve"])
+            .env("XDG_DATA_HOME", d.path())
+            .env("XDG_CACHE_HOME", d.path().join("cache"))
+            .env_remove("GRETA_HIP_LIB")
+            .env_remove("VIRTUAL_ENV")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    };
+    let typed = serve(r#"{"devices":{"backend":"hip"}}"#);
+    assert_eq!(typed.code, flags.code, "{}", typed.stderr);
+    assert_eq!(typed.stdout, flags.stdout);
+    let v: serde_json::Value = serde_json::from_str(typed.stdout.trim()).unwrap();
+    assert_eq!(v["schema"], "greta.gpu-devices/v1", "{v}");
+    let bad = serve(r#"{"devices":{"backend":"vulkan"}}"#);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stdout.is_empty(), "{}", bad.stdout);
+    assert!(
+        bad.stderr
+            .contains("greta __gpu serve: the request on stdin: unknown variant `vulkan`"),
+        "{}",
+        bad.stderr
+    );
+}
+
+/// `--no-save` writes no results, so an unusable results directory does not
+/// stop a HIP run (as it never stopped a Vulkan one): the run goes on to
+/// the child, which says why there is no HIP device here.
+#[test]
+fn no_save_does_not_need_a_results_directory_on_hip() {
+    if Path::new("/dev/kfd").exists() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let out = file.join("sub");
+    let r = greta(
+        &[
+            "smoke",
+            "--backend",
+            "hip",
+            "--profile",
+            "ultrasafe",
+            "--no-save",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+        d.path(),
+    );
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(!r.stderr.contains("not writable"), "{}", r.stderr);
+    assert!(r.stderr.contains("no HIP device found"), "{}", r.stderr);
+    // Without --no-save the directory is checked first, as on Vulkan.
+    let r = greta(
+        &[
+            "smoke",
+            "--backend",
+            "hip",
+            "--profile",
+            "ultrasafe",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+        d.path(),
+    );
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("bad arguments: results directory") && r.stderr.contains("not writable"),
+        "{}",
+        r.stderr
+    );
+}

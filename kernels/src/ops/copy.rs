@@ -3,6 +3,8 @@ use super::*;
 
 pub const TOLERANCE: Tolerance = EXACT;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
+/// Memory-bound: measured in the bytes it moves.
+pub const FACTS: Facts = Facts { precision: Precision::Fp32, rate: RateUnit::GBps, needs: Needs::NOTHING };
 
 pub fn inputs(n: usize) -> Vec<BufferSpec> {
     vec![spec("x", DType::U32, n, Access::Read)]
@@ -21,6 +23,12 @@ pub fn shape(n: usize) -> String {
 }
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], _n: usize) -> Vec<Vec<f64>> {
     vec![x[0].clone()]
+}
+pub fn written(_n: usize) -> Region {
+    Region::Whole
+}
+pub fn shape_class(n: usize) -> String {
+    format!("n{}", bucket(n))
 }
 pub fn example() -> Op {
     Op::Copy { n: 1000 }

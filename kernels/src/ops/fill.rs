@@ -3,6 +3,8 @@ use super::*;
 
 pub const TOLERANCE: Tolerance = EXACT;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
+/// Memory-bound: measured in the bytes it writes.
+pub const FACTS: Facts = Facts { precision: Precision::Fp32, rate: RateUnit::GBps, needs: Needs::NOTHING };
 
 pub fn inputs(_n: usize, _value: u32) -> Vec<BufferSpec> {
     vec![]
@@ -21,6 +23,13 @@ pub fn shape(n: usize, value: u32) -> String {
 }
 pub fn reference(_x: &[Vec<f64>], _prior: &[HostBuf], n: usize, value: u32) -> Vec<Vec<f64>> {
     vec![vec![value as f64; n]]
+}
+pub fn written(_n: usize, _value: u32) -> Region {
+    Region::Whole
+}
+/// The value does not change the work.
+pub fn shape_class(n: usize, _value: u32) -> String {
+    format!("n{}", bucket(n))
 }
 pub fn example() -> Op {
     Op::Fill {

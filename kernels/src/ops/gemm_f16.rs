@@ -3,12 +3,20 @@ use super::*;
 
 pub const TOLERANCE: Tolerance = Tolerance::FP16_ACC32;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
+/// f16 operands (the f16 preconditions and deny list apply); compute-bound,
+/// on the matrix units where the device has them.
+pub const FACTS: Facts = Facts {
+    precision: Precision::Fp16,
+    rate: RateUnit::TFlops,
+    needs: Needs { subgroup_arith: false, matrix_units: true },
+};
 
 pub fn inputs(m: usize, n: usize, k: usize) -> Vec<BufferSpec> {
     super::gemm_f32::operands(DType::F16, m, n, k)
 }
-/// Same f32 result, shape, work and limits as the f32 GEMM.
-pub use super::gemm_f32::{check, flops, outputs, shape};
+/// Same f32 result, shape, work, limits, region written and tuning class
+/// as the f32 GEMM.
+pub use super::gemm_f32::{check, flops, outputs, shape, shape_class, written};
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], m: usize, n: usize, k: usize) -> Vec<Vec<f64>> {
     vec![super::gemm_f32::gemm(&x[0], &x[1], m, n, k)]
 }

@@ -3,6 +3,8 @@ use super::*;
 
 pub const TOLERANCE: Tolerance = F32;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
+/// Compute-bound: measured in its flops.
+pub const FACTS: Facts = Facts { precision: Precision::Fp32, rate: RateUnit::TFlops, needs: Needs::NOTHING };
 
 pub fn inputs(m: usize, n: usize, k: usize) -> Vec<BufferSpec> {
     operands(DType::F32, m, n, k)
@@ -27,6 +29,12 @@ pub fn shape(m: usize, n: usize, k: usize) -> String {
 }
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], m: usize, n: usize, k: usize) -> Vec<Vec<f64>> {
     vec![gemm(&x[0], &x[1], m, n, k)]
+}
+pub fn written(_m: usize, _n: usize, _k: usize) -> Region {
+    Region::Whole
+}
+pub fn shape_class(m: usize, n: usize, k: usize) -> String {
+    format!("m{},n{},k{}", bucket(m), bucket(n), bucket(k))
 }
 pub fn example() -> Op {
     Op::GemmF32 { m: 33, n: 17, k: 9 }

@@ -4,6 +4,8 @@ use super::*;
 
 pub const TOLERANCE: Tolerance = EXACT;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
+/// Memory-bound: measured in the rows it moves.
+pub const FACTS: Facts = Facts { precision: Precision::Fp32, rate: RateUnit::GBps, needs: Needs::NOTHING };
 
 pub fn inputs(layers: usize, _max_seq: usize, heads: usize, head_dim: usize, _pos: usize, n_new: usize) -> Vec<BufferSpec> {
     let len = layers * n_new * heads * head_dim;
@@ -64,6 +66,23 @@ pub fn reference(
         }
     }
     vec![k, v]
+}
+/// Rows `pos..pos+n_new` of every layer, in both caches; the rest of each
+/// cache must survive.
+pub fn written(layers: usize, max_seq: usize, heads: usize, head_dim: usize, pos: usize, n_new: usize) -> Region {
+    let row = heads * head_dim;
+    Region::Ranges(
+        (0..layers)
+            .map(|l| {
+                let start = (l * max_seq + pos) * row;
+                start..start + n_new * row
+            })
+            .collect(),
+    )
+}
+/// The cache's length and the position do not change the work.
+pub fn shape_class(layers: usize, _max_seq: usize, heads: usize, head_dim: usize, _pos: usize, n_new: usize) -> String {
+    format!("l{},new{},row{}", bucket(layers), bucket(n_new), bucket(heads * head_dim))
 }
 pub fn example() -> Op {
     Op::KvUpdate {

@@ -1,7 +1,8 @@
 //! The op catalogue, one file per op. Each file holds everything the
 //! kernels crate knows of its op: what it computes (its doc), its buffers,
-//! its cost, its tolerance, its shape check, its CPU reference, a small
-//! example for the tests, and its HIP source. The list below names each op
+//! its cost, its tolerance, its facts (precision, rate unit, device needs,
+//! the region it writes, its tuning class: [`facts`]), its shape check, its
+//! CPU reference, a small example for the tests, and its HIP source. The list below names each op
 //! once; the macro generates [`Op`], its methods, [`Op::catalogue`] (the
 //! list every test iterates) and the HIP source table from it.
 //!
@@ -11,6 +12,10 @@
 
 use crate::host::{DType, HostBuf};
 use serde::{Deserialize, Serialize};
+
+mod facts;
+use facts::{bucket, rows_class};
+pub use facts::{Facts, Needs, Precision, RateUnit, Region};
 
 /// How a kernel uses a buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -180,6 +185,45 @@ macro_rules! ops {
                 match self { $( Op::$V { .. } => $m::TOLERANCE, )* }
             }
 
+            /// The op's constant facts (its file's `FACTS`).
+            pub fn facts(&self) -> Facts {
+                match self { $( Op::$V { .. } => $m::FACTS, )* }
+            }
+
+            /// The facts of the op named `name` (a result file's `op`), if
+            /// it is one.
+            pub fn facts_named(name: &str) -> Option<Facts> {
+                match name { $( stringify!($m) => Some($m::FACTS), )* _ => None }
+            }
+
+            /// f16 or f32: decides the f16 preconditions and deny list.
+            pub fn precision(&self) -> Precision {
+                self.facts().precision
+            }
+
+            /// The unit its gates' rate is in.
+            pub fn rate_unit(&self) -> RateUnit {
+                self.facts().rate
+            }
+
+            /// What its kernels need of a device.
+            pub fn needs(&self) -> Needs {
+                self.facts().needs
+            }
+
+            /// The elements it writes of its outputs.
+            pub fn written(&self) -> Region {
+                match *self { $( Op::$V $({ $($f),* })? => $m::written($($($f),*)?), )* }
+            }
+
+            /// The class its tuning is shared across, the tuning cache's
+            /// key: its name, then its sizes bucketed (the op file's
+            /// `shape_class`), e.g. `gemm_f32:m4096,n4096,k4096`.
+            pub fn shape_class(&self) -> String {
+                let dims = match *self { $( Op::$V $({ $($f),* })? => $m::shape_class($($($f),*)?), )* };
+                format!("{}:{dims}", self.name())
+            }
+
             /// Checks the shape: non-zero sizes, even head_dim, rows that fit the
             /// cache, every buffer addressable with 32-bit element indices.
             pub fn validate(&self) -> Result<(), OpError> {
@@ -306,6 +350,64 @@ mod tests {
             assert!(op.to_string().starts_with(op.name()));
             assert!(op.bytes_moved() > 0 || matches!(op, Op::Noop), "{op}");
         }
+    }
+
+    /// Every op declares its facts in its file (the compiler sees to it)
+    /// and they agree with its buffers and its cost: f16 precision exactly
+    /// for f16 inputs, a rate unit whose numerator it has, matrix units
+    /// only for an f16 TFLOP/s op, a partial region only over read-write
+    /// outputs and inside them, a tuning class named for the op.
+    #[test]
+    fn every_op_declares_facts_that_agree_with_its_buffers() {
+        for op in Op::catalogue() {
+            let f = op.facts();
+            assert_eq!(Op::facts_named(op.name()), Some(f), "{op}");
+            let f16_input = op.inputs().iter().any(|s| s.dtype == DType::F16);
+            assert_eq!(f.precision == Precision::Fp16, f16_input, "{op}");
+            match f.rate {
+                RateUnit::TFlops => assert!(op.flops() > 0, "{op}"),
+                RateUnit::GBps => assert!(op.bytes_moved() > 0, "{op}"),
+                RateUnit::UsPerDispatch => assert_eq!(op.bytes_moved(), 0, "{op}"),
+            }
+            if f.needs.matrix_units {
+                assert_eq!(
+                    (f.precision, f.rate),
+                    (Precision::Fp16, RateUnit::TFlops),
+                    "{op}"
+                );
+            }
+            let outputs = op.outputs();
+            match op.written() {
+                Region::Whole => {}
+                Region::Ranges(r) => {
+                    assert!(!r.is_empty(), "{op}: an empty region");
+                    for s in &outputs {
+                        assert_eq!(s.access, Access::ReadWrite, "{op}: {}", s.name);
+                        assert!(r.last().is_some_and(|l| l.end <= s.len), "{op}: {}", s.name);
+                    }
+                    for w in r.windows(2) {
+                        assert!(w[0].end <= w[1].start, "{op}: {w:?}");
+                    }
+                    assert!(r.iter().all(|x| x.start < x.end), "{op}: {r:?}");
+                }
+            }
+            let class = op.shape_class();
+            assert!(class.starts_with(&format!("{}:", op.name())), "{class}");
+        }
+        assert_eq!(Op::facts_named("nope"), None);
+        let norm = Op::Softmax { rows: 2, cols: 8 };
+        assert!(norm.needs().subgroup_arith);
+        assert!(!Op::Copy { n: 8 }.needs().subgroup_arith);
+        // kv_update writes rows pos..pos+n_new of each layer.
+        let kv = Op::KvUpdate {
+            layers: 2,
+            max_seq: 16,
+            heads: 2,
+            head_dim: 8,
+            pos: 5,
+            n_new: 3,
+        };
+        assert_eq!(kv.written(), Region::Ranges(vec![80..128, 336..384]));
     }
 
     /// The kernels' scalar arguments are the shape's fields in declaration

@@ -3,6 +3,8 @@ use super::*;
 
 pub const TOLERANCE: Tolerance = EXACT;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
+/// Measured as what a dispatch costs.
+pub const FACTS: Facts = Facts { precision: Precision::Fp32, rate: RateUnit::UsPerDispatch, needs: Needs::NOTHING };
 
 pub fn inputs() -> Vec<BufferSpec> {
     vec![]
@@ -21,6 +23,12 @@ pub fn shape() -> String {
 }
 pub fn reference(_x: &[Vec<f64>], _prior: &[HostBuf]) -> Vec<Vec<f64>> {
     vec![]
+}
+pub fn written() -> Region {
+    Region::Whole
+}
+pub fn shape_class() -> String {
+    String::new()
 }
 pub fn example() -> Op {
     Op::Noop

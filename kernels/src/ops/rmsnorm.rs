@@ -4,6 +4,12 @@ use super::*;
 pub const TOLERANCE: Tolerance = F32;
 /// Weights near 1 so the norm does not collapse.
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[("x", (-2.0, 2.0)), ("w", (0.5, 1.5))];
+/// Memory-bound; its Vulkan kernel reduces each row across a subgroup.
+pub const FACTS: Facts = Facts {
+    precision: Precision::Fp32,
+    rate: RateUnit::GBps,
+    needs: Needs { subgroup_arith: true, matrix_units: false },
+};
 
 pub fn inputs(rows: usize, cols: usize, _eps: f32) -> Vec<BufferSpec> {
     vec![
@@ -39,6 +45,12 @@ pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize, e
         }
     }
     vec![y]
+}
+pub fn written(_rows: usize, _cols: usize, _eps: f32) -> Region {
+    Region::Whole
+}
+pub fn shape_class(rows: usize, cols: usize, _eps: f32) -> String {
+    rows_class(rows, cols)
 }
 pub fn example() -> Op {
     Op::RmsNorm {

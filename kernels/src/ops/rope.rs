@@ -3,6 +3,8 @@ use super::*;
 
 pub const TOLERANCE: Tolerance = F32;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
+/// Memory-bound: measured in the bytes it moves.
+pub const FACTS: Facts = Facts { precision: Precision::Fp32, rate: RateUnit::GBps, needs: Needs::NOTHING };
 
 pub fn inputs(tokens: usize, heads: usize, head_dim: usize, _pos0: u32, _theta: f32) -> Vec<BufferSpec> {
     vec![spec("x", DType::F32, tokens * heads * head_dim, Access::Read)]
@@ -53,6 +55,13 @@ pub fn reference(
         }
     }
     vec![y]
+}
+pub fn written(_tokens: usize, _heads: usize, _head_dim: usize, _pos0: u32, _theta: f32) -> Region {
+    Region::Whole
+}
+/// Position and base do not change the work.
+pub fn shape_class(tokens: usize, heads: usize, head_dim: usize, _pos0: u32, _theta: f32) -> String {
+    format!("t{},h{},d{}", bucket(tokens), bucket(heads), bucket(head_dim))
 }
 pub fn example() -> Op {
     Op::Rope {

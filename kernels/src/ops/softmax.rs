@@ -4,6 +4,12 @@ use super::*;
 pub const TOLERANCE: Tolerance = F32;
 /// Logits wide enough to exercise the max shift.
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[("x", (-8.0, 8.0))];
+/// Memory-bound; its Vulkan kernel reduces each row across a subgroup.
+pub const FACTS: Facts = Facts {
+    precision: Precision::Fp32,
+    rate: RateUnit::GBps,
+    needs: Needs { subgroup_arith: true, matrix_units: false },
+};
 
 pub fn inputs(rows: usize, cols: usize) -> Vec<BufferSpec> {
     vec![spec("x", DType::F32, rows * cols, Access::Read)]
@@ -32,6 +38,12 @@ pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize) -
         }
     }
     vec![y]
+}
+pub fn written(_rows: usize, _cols: usize) -> Region {
+    Region::Whole
+}
+pub fn shape_class(rows: usize, cols: usize) -> String {
+    rows_class(rows, cols)
 }
 pub fn example() -> Op {
     Op::Softmax { rows: 4, cols: 100 }

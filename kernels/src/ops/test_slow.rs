@@ -4,6 +4,8 @@ use super::*;
 
 pub const TOLERANCE: Tolerance = EXACT;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
+/// Its rate is not the point (it must time out); counted as a copy's.
+pub const FACTS: Facts = Facts { precision: Precision::Fp32, rate: RateUnit::GBps, needs: Needs::NOTHING };
 
 pub fn inputs(_iters: u32) -> Vec<BufferSpec> {
     vec![]
@@ -22,6 +24,13 @@ pub fn shape(iters: u32) -> String {
 }
 pub fn reference(_x: &[Vec<f64>], _prior: &[HostBuf], iters: u32) -> Vec<Vec<f64>> {
     vec![vec![crate::slow_hash(iters) as f64]]
+}
+pub fn written(_iters: u32) -> Region {
+    Region::Whole
+}
+/// One class: the chain's length is what the gate sets, not a tuning.
+pub fn shape_class(_iters: u32) -> String {
+    String::new()
 }
 pub fn example() -> Op {
     Op::TestSlow { iters: 1000 }

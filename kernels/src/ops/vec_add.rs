@@ -3,6 +3,8 @@ use super::*;
 
 pub const TOLERANCE: Tolerance = F32;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
+/// Memory-bound: measured in the bytes it moves.
+pub const FACTS: Facts = Facts { precision: Precision::Fp32, rate: RateUnit::GBps, needs: Needs::NOTHING };
 
 pub fn inputs(n: usize) -> Vec<BufferSpec> {
     vec![
@@ -24,6 +26,12 @@ pub fn shape(n: usize) -> String {
 }
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], _n: usize) -> Vec<Vec<f64>> {
     vec![x[0].iter().zip(&x[1]).map(|(a, b)| a + b).collect()]
+}
+pub fn written(_n: usize) -> Region {
+    Region::Whole
+}
+pub fn shape_class(n: usize) -> String {
+    format!("n{}", bucket(n))
 }
 pub fn example() -> Op {
     Op::VecAdd { n: 1000 }

@@ -476,11 +476,7 @@ impl Backend for Device {
     fn supports(&self, op: &Op) -> Result<(), String> {
         // Every shader a plan names is built in: `plan::Shader` has no other.
         let plan = plan::plan(op, &Tuning::default(), &self.limits).map_err(|e| e.to_string())?;
-        if matches!(
-            op,
-            Op::RmsNorm { .. } | Op::LayerNorm { .. } | Op::Softmax { .. }
-        ) && !self.limits.subgroup_arith
-        {
+        if op.needs().subgroup_arith && !self.limits.subgroup_arith {
             return Err("device lacks subgroup arithmetic in compute shaders".into());
         }
         // llvmpipe (lavapipe) silently stops any loop after 65535 iterations

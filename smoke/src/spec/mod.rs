@@ -7,7 +7,7 @@
 
 use crate::floors::{locate, toml_error, FloorsError, Reference};
 use crate::results::{DeviceInfo, RateUnit, SpecRef};
-use greta_kernels::Op;
+use greta_kernels::{Op, Precision};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -267,13 +267,14 @@ impl RateClass {
 }
 
 impl DeviceSpec {
-    /// The figure a gate's rate is a fraction of: f32 GEMM against
-    /// `fp32_tflops`, f16 GEMM against `fp16_dense_tflops`, every other
-    /// GB/s gate against `mem_bw_gbs`; none for us/dispatch.
+    /// The figure a gate's rate is a fraction of: an f32 TFLOP/s op (GEMM)
+    /// against `fp32_tflops`, an f16 one against `fp16_dense_tflops` (the
+    /// op's precision fact), every GB/s gate against `mem_bw_gbs`; none for
+    /// us/dispatch.
     pub fn figure_for(&self, op: &Op, unit: RateUnit) -> Option<SpecRef> {
-        let (figure, field) = match (op, unit) {
-            (Op::GemmF32 { .. }, RateUnit::TFlops) => (self.fp32_tflops, "fp32_tflops"),
-            (Op::GemmF16 { .. }, RateUnit::TFlops) => (self.fp16_dense_tflops, "fp16_dense_tflops"),
+        let (figure, field) = match (op.precision(), unit) {
+            (Precision::Fp32, RateUnit::TFlops) => (self.fp32_tflops, "fp32_tflops"),
+            (Precision::Fp16, RateUnit::TFlops) => (self.fp16_dense_tflops, "fp16_dense_tflops"),
             (_, RateUnit::GBps) => (self.mem_bw_gbs, "mem_bw_gbs"),
             _ => return None,
         };

@@ -1,0 +1,115 @@
+//! The parent's side: start the child, hand it a [`Request`], read its
+//! [`Reply`].
+
+use super::{ErrorKind, Reply, Request, SmokeRequest};
+use crate::dispatch::{Finished, Undecided};
+use crate::gates::Catalog;
+use crate::results;
+use crate::session::{check_options, results_dir, DeviceChoice, Options, Outcome};
+use greta_runtime::gpu::child::{self, ChildOutput};
+use std::time::Duration;
+
+/// Why the child gave no answer at all.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// No helper is registered (the `greta` binary registers itself).
+    #[error("greta cannot find its own executable")]
+    NoHelper,
+    /// It could not be started, or overran its limit and was killed.
+    #[error(transparent)]
+    Run(#[from] child::ChildError),
+}
+
+/// What the child did with a request: how it ended and what it printed.
+pub type Asked = ChildOutput;
+
+/// Runs the registered helper (`greta __gpu serve`) with `req` on its
+/// stdin, killing its process group after `limit`. `what` names the child
+/// in errors ("the hip smoke child").
+pub fn ask(req: &Request, what: &str, limit: Duration) -> Result<Asked, AskError> {
+    let helper = child::helper().ok_or(AskError::NoHelper)?;
+    // A request is plain data (strings, numbers, paths as text): it always
+    // serialises; an empty stdin would be refused by the child, not hang it.
+    let input = serde_json::to_vec(req).unwrap_or_default();
+    Ok(child::run(helper.command("serve"), what, &input, limit)?)
+}
+
+/// How long a whole smoke child may take: every submission at its limit,
+/// plus start-up (driver init, kernel compile on first use). Only a
+/// backstop against a child that hangs outside a submission (the child
+/// enforces each submission's limit itself).
+pub fn run_limit(opts: &Options) -> Duration {
+    let gates = Catalog::builtin()
+        .plan(opts.profile, &opts.gates, opts.include_test_gates)
+        .map_or(1, |p| p.len().max(1)) as f64;
+    let repeats = opts.repeat.unwrap_or_else(|| opts.profile.repeats()) as f64;
+    let devices = if matches!(opts.device, DeviceChoice::All) {
+        8.0
+    } else {
+        1.0
+    };
+    let s = 300.0 + opts.timeout.as_secs_f64() * gates * (repeats + 2.0) * devices;
+    Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX)
+}
+
+/// `opts` (backend hip or cuda) run in the child: its report, written
+/// here as a Vulkan run's is, and the exit code. The child's stderr
+/// (progress of driver and compiler, its warnings) passes through.
+pub fn run_smoke(opts: &Options) -> Result<Finished, Undecided> {
+    // The checks a Vulkan run makes first, before the child starts: bad
+    // options or an unwritable results directory are exit 2 in a moment.
+    check_options(opts)?;
+    let dir = results_dir(opts)?;
+    let backend = opts.backend.as_str();
+    let req = Request::Smoke(SmokeRequest::from_options(opts));
+    let what = format!("the {backend} smoke child");
+    let out = ask(&req, &what, run_limit(opts)).map_err(|e| Undecided {
+        kind: ErrorKind::CouldNotRun,
+        message: e.to_string(),
+    })?;
+    eprint!("{}", out.stderr);
+    let no_report = |why: String| Undecided {
+        kind: ErrorKind::CouldNotRun,
+        message: format!(
+            "the {backend} child ended with {} without a report ({why})",
+            out.how()
+        ),
+    };
+    let report = match Reply::parse(&out.stdout) {
+        Ok(Reply::Report(r)) => r,
+        Ok(Reply::Error(e)) => {
+            return Err(Undecided {
+                kind: e.kind,
+                message: e.message,
+            })
+        }
+        Ok(Reply::Devices(_)) => {
+            return Err(no_report(format!(
+                "its reply is a {} listing",
+                super::DEVICES_SCHEMA
+            )))
+        }
+        Err(why) => return Err(no_report(why)),
+    };
+    let (written, write_error) = match dir.map(|d| results::write_report(&report, &d)) {
+        Some(Ok(w)) => (Some(w), None),
+        Some(Err(e)) => (None, Some(format!("{e:#}"))),
+        None => (None, None),
+    };
+    // The child's code decides; it agrees with the report's status (the
+    // same greta_smoke computed both), and anything else (a crash after
+    // the report was printed) is undecided.
+    let exit_code = match (out.status.code(), write_error.is_none()) {
+        (Some(0), true) => 0,
+        (Some(1), true) => 1,
+        _ => 2,
+    };
+    Ok(Finished {
+        outcome: Outcome {
+            report: *report,
+            written,
+            write_error,
+        },
+        exit_code,
+    })
+}

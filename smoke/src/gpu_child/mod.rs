@@ -1,0 +1,351 @@
+//! The HIP/CUDA device child: one typed request in, one typed reply out.
+//!
+//! Why a child: a hung GPU can block a driver call forever, and a run-time
+//! compiler can abort its process (ROCm 5.2's hiprtc on gfx942). So device
+//! work on HIP and its CUDA twin runs in a child of the same executable
+//! (`greta __gpu serve`, registered with
+//! [`greta_runtime::gpu::child::set_helper`]): the parent ([`ask`]) bounds
+//! its time and kills its process group; the child ([`serve`]) enforces
+//! each submission's limit itself, and after a hang its caller leaves with
+//! `_exit` so driver teardown cannot block it.
+//!
+//! What crosses the boundary is this module's types, nothing else: a
+//! [`Request`] as JSON on the child's stdin, a [`Reply`] as one JSON line on
+//! its stdout. A reply is printed exactly as its own schema always was
+//! (`greta.smoke/v1`, `greta.gpu-devices/v1`, `greta.gpu-child/v1`), so
+//! captures and readers of those outputs see no change.
+
+mod ask;
+mod serve;
+
+pub use ask::{ask, run_limit, run_smoke, AskError, Asked};
+pub use serve::{serve, Served};
+
+use crate::gates::Profile;
+use crate::results::{Report, SCHEMA};
+use crate::session::{BackendChoice, DeviceChoice, Options, SmokeError};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Schema of the error object a child prints instead of a report.
+pub const ERROR_SCHEMA: &str = "greta.gpu-child/v1";
+/// Schema of a device listing.
+pub const DEVICES_SCHEMA: &str = "greta.gpu-devices/v1";
+
+/// What the parent asks of the child.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    /// Run the smoke gates; the reply is a report or an error.
+    Smoke(SmokeRequest),
+    /// List the backend's devices; the reply is a [`DevicesAnswer`].
+    Devices(DevicesRequest),
+}
+
+/// The part of [`Options`] that crosses to the child. What stays with the
+/// parent (where results go, the progress bar) is not here: the child
+/// writes no files and draws nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SmokeRequest {
+    pub profile: Profile,
+    #[serde(with = "device_text")]
+    pub device: DeviceChoice,
+    /// `hip` or `cuda`; anything else is refused as a usage error.
+    #[serde(with = "backend_text")]
+    pub backend: BackendChoice,
+    pub gates: Vec<String>,
+    pub repeat: Option<u32>,
+    /// Limit for each submission, in seconds.
+    pub timeout_s: f64,
+    pub floor_fraction: f64,
+    pub peer_fraction: f64,
+    pub baseline: Option<PathBuf>,
+    pub deny_list: Option<PathBuf>,
+    pub seed: Option<u64>,
+    pub include_test_gates: bool,
+    /// TEST-ONLY fault specs, as the parent resolved them.
+    pub inject: Vec<String>,
+}
+
+impl SmokeRequest {
+    /// What `opts` asks of the child.
+    pub fn from_options(opts: &Options) -> SmokeRequest {
+        SmokeRequest {
+            profile: opts.profile,
+            device: opts.device.clone(),
+            backend: opts.backend,
+            gates: opts.gates.clone(),
+            repeat: opts.repeat,
+            timeout_s: opts.timeout.as_secs_f64(),
+            floor_fraction: opts.floor_fraction,
+            peer_fraction: opts.peer_fraction,
+            baseline: opts.baseline.clone(),
+            deny_list: opts.deny_list.clone(),
+            seed: opts.seed,
+            include_test_gates: opts.include_test_gates,
+            inject: opts.inject.clone(),
+        }
+    }
+
+    /// The options the child runs with: no files, no progress bar. A
+    /// timeout that is no duration (negative, NaN, too large) is a usage
+    /// error, not a panic.
+    pub fn options(&self) -> Result<Options, SmokeError> {
+        let timeout = std::time::Duration::try_from_secs_f64(self.timeout_s).map_err(|_| {
+            SmokeError::Usage(format!(
+                "--timeout must be a number of seconds, got {}",
+                self.timeout_s
+            ))
+        })?;
+        Ok(Options {
+            profile: self.profile,
+            device: self.device.clone(),
+            backend: self.backend,
+            gates: self.gates.clone(),
+            repeat: self.repeat,
+            timeout,
+            out_dir: None,
+            write_results: false,
+            baseline: self.baseline.clone(),
+            floor_fraction: self.floor_fraction,
+            deny_list: self.deny_list.clone(),
+            include_test_gates: self.include_test_gates,
+            seed: self.seed,
+            progress: false,
+            peer_fraction: self.peer_fraction,
+            inject: self.inject.clone(),
+        })
+    }
+}
+
+/// `devices`: which backend to list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DevicesRequest {
+    pub backend: GpuBackend,
+}
+
+/// The backends the child serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuBackend {
+    Hip,
+    Cuda,
+}
+
+impl GpuBackend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GpuBackend::Hip => "hip",
+            GpuBackend::Cuda => "cuda",
+        }
+    }
+
+    pub fn kind(self) -> greta_runtime::BackendKind {
+        match self {
+            GpuBackend::Hip => greta_runtime::BackendKind::Hip,
+            GpuBackend::Cuda => greta_runtime::BackendKind::Cuda,
+        }
+    }
+}
+
+impl std::str::FromStr for GpuBackend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "hip" => Ok(GpuBackend::Hip),
+            "cuda" => Ok(GpuBackend::Cuda),
+            other => Err(format!("unknown backend {other:?}")),
+        }
+    }
+}
+
+/// What the child answers: exactly one of these, printed as its own
+/// schema's JSON (no wrapper), and read back by that schema.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// `greta.smoke/v1`: the gates ran (whatever their verdict).
+    Report(Box<Report>),
+    /// `greta.gpu-devices/v1`.
+    Devices(DevicesAnswer),
+    /// `greta.gpu-child/v1`: nothing was decided, and why.
+    Error(ChildError),
+}
+
+impl Serialize for Reply {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Reply::Report(r) => r.serialize(s),
+            Reply::Devices(d) => d.serialize(s),
+            Reply::Error(e) => e.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Reply {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        Reply::from_value(v).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A request larger than this is no request (a real one is a few hundred
+/// bytes): refused, not read on.
+const REQUEST_CAP: u64 = 1 << 20;
+
+impl Request {
+    /// The request on `input` (the child's stdin), read to its end, at most
+    /// [`REQUEST_CAP`] bytes.
+    pub fn read(input: impl std::io::Read) -> Result<Request, String> {
+        use std::io::Read;
+        let mut text = Vec::new();
+        input
+            .take(REQUEST_CAP + 1)
+            .read_to_end(&mut text)
+            .map_err(|e| format!("reading the request on stdin: {e}"))?;
+        if text.len() as u64 > REQUEST_CAP {
+            return Err(format!("the request on stdin is over {REQUEST_CAP} bytes"));
+        }
+        serde_json::from_slice(&text).map_err(|e| format!("the request on stdin: {e}"))
+    }
+}
+
+impl Reply {
+    /// A child's stdout as its reply, or why it is none (the words name
+    /// what was missing or wrong, for the parent's "without a report").
+    pub fn parse(stdout: &[u8]) -> Result<Reply, String> {
+        let text = String::from_utf8_lossy(stdout);
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("no output on stdout".into());
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("stdout is not JSON: {e}"))?;
+        Reply::from_value(v)
+    }
+
+    fn from_value(v: serde_json::Value) -> Result<Reply, String> {
+        let schema = v.get("schema").and_then(|s| s.as_str()).map(str::to_string);
+        match schema.as_deref() {
+            Some(SCHEMA) => serde_json::from_value(v)
+                .map(|r| Reply::Report(Box::new(r)))
+                .map_err(|e| format!("its {SCHEMA} report does not parse: {e}")),
+            Some(DEVICES_SCHEMA) => serde_json::from_value(v)
+                .map(Reply::Devices)
+                .map_err(|e| format!("its {DEVICES_SCHEMA} listing does not parse: {e}")),
+            Some(ERROR_SCHEMA) => serde_json::from_value(v)
+                .map(Reply::Error)
+                .map_err(|e| format!("its {ERROR_SCHEMA} object does not parse: {e}")),
+            other => Err(format!("unknown schema {other:?}")),
+        }
+    }
+}
+
+/// Why a child could not produce a report.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ChildError {
+    pub schema: String,
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl ChildError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> ChildError {
+        ChildError {
+            schema: ERROR_SCHEMA.into(),
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// Why nothing was decided (exit 2), in the child's reply and in this
+/// process alike: the parent words it, never the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ErrorKind {
+    /// Bad arguments.
+    #[serde(rename = "usage")]
+    Usage,
+    /// A file given (baseline, deny list, spec table) is unusable.
+    #[serde(rename = "input")]
+    Input,
+    /// No usable device or runtime, or the child itself failed. Its wire
+    /// name is the one the child has always written.
+    #[serde(rename = "no_device")]
+    CouldNotRun,
+}
+
+impl ErrorKind {
+    /// The kind of a run's error (the one mapping of [`SmokeError`]).
+    pub fn of(e: &SmokeError) -> ErrorKind {
+        match e {
+            SmokeError::Usage(_) => ErrorKind::Usage,
+            SmokeError::NoDevice(_) => ErrorKind::CouldNotRun,
+            SmokeError::Input(_) => ErrorKind::Input,
+        }
+    }
+}
+
+/// A device listing: what the runtime lists, or why nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DevicesAnswer {
+    pub schema: String,
+    pub backend: String,
+    pub devices: Vec<greta_runtime::DeviceInfo>,
+    /// `None` when the listing worked.
+    pub error: Option<String>,
+    pub no_device: bool,
+    /// What kind of failure `error` is, so that readers (the doctor's HIP
+    /// check) decide on the kind, not on its words. Absent in answers
+    /// recorded before it was added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<greta_vocab::DevicesError>,
+}
+
+/// [`DeviceChoice`] as its command-line text (`auto`, `cpu`, `all`, an
+/// index, a name fragment), which parses back to the same choice.
+mod device_text {
+    use super::DeviceChoice;
+    use greta_runtime::DeviceSelect;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn text(d: &DeviceChoice) -> String {
+        match d {
+            DeviceChoice::All => "all".into(),
+            DeviceChoice::One(DeviceSelect::Auto) => "auto".into(),
+            DeviceChoice::One(DeviceSelect::Cpu) => "cpu".into(),
+            DeviceChoice::One(DeviceSelect::Index(i)) => i.to_string(),
+            DeviceChoice::One(DeviceSelect::Name(n)) => n.clone(),
+        }
+    }
+
+    pub fn serialize<S: Serializer>(d: &DeviceChoice, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&text(d))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DeviceChoice, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// [`BackendChoice`] as its command-line text.
+mod backend_text {
+    use super::BackendChoice;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(b: &BackendChoice, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(b.as_str())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BackendChoice, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests;

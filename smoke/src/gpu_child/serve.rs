@@ -1,0 +1,81 @@
+//! The child's side: one [`Request`] served in this process.
+
+use super::DEVICES_SCHEMA;
+use super::{ChildError, DevicesAnswer, ErrorKind, GpuBackend, Reply, Request, SmokeRequest};
+use crate::session::{run_profile, BackendChoice};
+use greta_runtime::RuntimeError;
+use greta_vocab::DevicesError;
+
+/// What serving a request produced: the reply to print, the exit code,
+/// and whether a device was lost (a hung GPU may block the driver's
+/// teardown at exit: the caller then leaves with `_exit` after printing).
+#[derive(Debug)]
+pub struct Served {
+    pub reply: Reply,
+    pub code: u8,
+    pub device_lost: bool,
+}
+
+/// Serves `req` here (the child calls this; so may a test).
+pub fn serve(req: Request) -> Served {
+    match req {
+        Request::Devices(d) => devices(d.backend),
+        Request::Smoke(s) => smoke(&s),
+    }
+}
+
+/// The kind of a listing failure, from the runtime's typed error.
+fn devices_error_of(e: &RuntimeError) -> DevicesError {
+    match e {
+        RuntimeError::NoDevice(_) => DevicesError::NoDevice,
+        RuntimeError::LoaderMissing(_) => DevicesError::LoaderMissing,
+        _ => DevicesError::Other,
+    }
+}
+
+fn devices(backend: GpuBackend) -> Served {
+    let (devices, error, error_kind) = match greta_runtime::list_devices(backend.kind()) {
+        Ok(d) => (d, None, None),
+        Err(e) => (vec![], Some(e.to_string()), Some(devices_error_of(&e))),
+    };
+    let no_device = matches!(
+        error_kind,
+        Some(DevicesError::NoDevice | DevicesError::LoaderMissing)
+    );
+    let code = if devices.is_empty() { 2 } else { 0 };
+    Served {
+        reply: Reply::Devices(DevicesAnswer {
+            schema: DEVICES_SCHEMA.into(),
+            backend: backend.as_str().into(),
+            devices,
+            error,
+            no_device,
+            error_kind,
+        }),
+        code,
+        device_lost: false,
+    }
+}
+
+fn smoke(req: &SmokeRequest) -> Served {
+    let refused = |kind, message: String| Served {
+        reply: Reply::Error(ChildError::new(kind, message)),
+        code: 2,
+        device_lost: false,
+    };
+    if !matches!(req.backend, BackendChoice::Hip | BackendChoice::Cuda) {
+        return refused(
+            ErrorKind::Usage,
+            "the GPU child runs --backend hip or cuda only".into(),
+        );
+    }
+    let outcome = req.options().and_then(|opts| run_profile(&opts));
+    match outcome {
+        Ok(outcome) => Served {
+            code: outcome.report.status.exit_code(),
+            device_lost: outcome.report.devices.iter().any(|d| d.lost.is_some()),
+            reply: Reply::Report(Box::new(outcome.report)),
+        },
+        Err(e) => refused(ErrorKind::of(&e), e.to_string()),
+    }
+}

@@ -1,0 +1,192 @@
+use super::*;
+use crate::gates::Profile;
+use std::time::Duration;
+
+/// A request with every field away from its default.
+fn full_request() -> SmokeRequest {
+    SmokeRequest {
+        profile: Profile::Perf,
+        device: "MI300X".parse().unwrap(),
+        backend: BackendChoice::Cuda,
+        gates: vec!["gemm_f16.4096".into(), "copy.1g".into()],
+        repeat: Some(3),
+        timeout_s: 12.5,
+        floor_fraction: 0.75,
+        peer_fraction: 0.9,
+        baseline: Some("/runs/base line.json".into()),
+        deny_list: Some("/etc/greta/deny.toml".into()),
+        seed: Some(42),
+        include_test_gates: true,
+        inject: vec!["slow:0:0.5".into()],
+    }
+}
+
+/// The wire form is pinned: a parent and a child of two builds of greta
+/// that differ here would misread each other, so a change must be seen.
+const SMOKE_SAMPLE: &str = r#"{"smoke":{"profile":"perf","device":"MI300X","backend":"cuda","gates":["gemm_f16.4096","copy.1g"],"repeat":3,"timeout_s":12.5,"floor_fraction":0.75,"peer_fraction":0.9,"baseline":"/runs/base line.json","deny_list":"/etc/greta/deny.toml","seed":42,"include_test_gates":true,"inject":["slow:0:0.5"]}}"#;
+const DEVICES_SAMPLE: &str = r#"{"devices":{"backend":"hip"}}"#;
+const ERROR_SAMPLE: &str =
+    r#"{"schema":"greta.gpu-child/v1","kind":"no_device","message":"no HIP device found: x"}"#;
+const LISTING_SAMPLE: &str = r#"{"schema":"greta.gpu-devices/v1","backend":"hip","devices":[],"error":"no HIP library (libamdhip64) found","no_device":true,"error_kind":"loader_missing"}"#;
+
+#[test]
+fn requests_round_trip_and_match_the_pinned_sample() {
+    let smoke = Request::Smoke(full_request());
+    assert_eq!(serde_json::to_string(&smoke).unwrap(), SMOKE_SAMPLE);
+    assert_eq!(
+        serde_json::from_str::<Request>(SMOKE_SAMPLE).unwrap(),
+        smoke
+    );
+    let devices = Request::Devices(DevicesRequest {
+        backend: GpuBackend::Hip,
+    });
+    assert_eq!(serde_json::to_string(&devices).unwrap(), DEVICES_SAMPLE);
+    assert_eq!(
+        serde_json::from_str::<Request>(DEVICES_SAMPLE).unwrap(),
+        devices
+    );
+    // Defaults round trip too (no optional field is lost or invented).
+    let plain = Request::Smoke(SmokeRequest::from_options(&Options {
+        backend: BackendChoice::Hip,
+        ..Options::default()
+    }));
+    let text = serde_json::to_string(&plain).unwrap();
+    assert_eq!(serde_json::from_str::<Request>(&text).unwrap(), plain);
+}
+
+#[test]
+fn replies_print_as_their_own_schema_and_read_back_by_it() {
+    let e = Reply::parse(ERROR_SAMPLE.as_bytes()).unwrap();
+    assert_eq!(
+        e,
+        Reply::Error(ChildError::new(
+            ErrorKind::CouldNotRun,
+            "no HIP device found: x"
+        ))
+    );
+    assert_eq!(serde_json::to_string(&e).unwrap(), ERROR_SAMPLE);
+    let l = Reply::parse(LISTING_SAMPLE.as_bytes()).unwrap();
+    match &l {
+        Reply::Devices(d) => assert_eq!(
+            (d.error_kind, d.no_device, d.backend.as_str()),
+            (Some(greta_vocab::DevicesError::LoaderMissing), true, "hip")
+        ),
+        other => panic!("not a listing: {other:?}"),
+    }
+    assert_eq!(serde_json::to_string(&l).unwrap(), LISTING_SAMPLE);
+    // Through serde as well as through `parse`.
+    assert_eq!(serde_json::from_str::<Reply>(ERROR_SAMPLE).unwrap(), e);
+    for kind in [ErrorKind::Usage, ErrorKind::Input, ErrorKind::CouldNotRun] {
+        let r = Reply::Error(ChildError::new(kind, "m"));
+        let back = Reply::parse(serde_json::to_string(&r).unwrap().as_bytes()).unwrap();
+        assert_eq!(back, r);
+    }
+}
+
+#[test]
+fn a_report_reply_is_the_report_itself() {
+    let served = serve(Request::Smoke(SmokeRequest {
+        backend: BackendChoice::Vulkan,
+        ..full_request()
+    }));
+    // Not a report: the child refuses anything but hip and cuda.
+    assert_eq!(served.code, 2);
+    assert!(!served.device_lost);
+    match served.reply {
+        Reply::Error(e) => assert_eq!(
+            (e.kind, e.message.as_str()),
+            (
+                ErrorKind::Usage,
+                "the GPU child runs --backend hip or cuda only"
+            )
+        ),
+        other => panic!("{other:?}"),
+    }
+    // A report's reply is its greta.smoke/v1 JSON, no wrapper.
+    let report = crate::results::tests::sample_report();
+    let reply = Reply::Report(Box::new(report.clone()));
+    let text = serde_json::to_string(&reply).unwrap();
+    assert_eq!(text, serde_json::to_string(&report).unwrap());
+    assert_eq!(Reply::parse(text.as_bytes()).unwrap(), reply);
+}
+
+#[test]
+fn stdout_that_is_no_reply_says_why() {
+    for (bad, why) in [
+        ("", "no output on stdout"),
+        ("Segmentation fault", "stdout is not JSON"),
+        ("{\"schema\":\"x\"}", "unknown schema Some(\"x\")"),
+        ("{\"a\":1}", "unknown schema None"),
+        ("{\"schema\":\"greta.smoke/v1\"}", "report does not parse"),
+        (
+            "{\"schema\":\"greta.gpu-child/v1\",\"kind\":\"oops\",\"message\":\"\"}",
+            "object does not parse",
+        ),
+    ] {
+        let e = Reply::parse(bad.as_bytes()).unwrap_err();
+        assert!(e.contains(why), "{bad}: {e}");
+    }
+    // A request with a field the child does not know is refused, not guessed.
+    let extra = SMOKE_SAMPLE.replacen("\"repeat\"", "\"repeats\":1,\"repeat\"", 1);
+    assert!(serde_json::from_str::<Request>(&extra).is_err());
+    let bad_backend = DEVICES_SAMPLE.replace("hip", "vulkan");
+    assert!(serde_json::from_str::<Request>(&bad_backend).is_err());
+}
+
+#[test]
+fn a_timeout_that_is_no_duration_is_a_usage_error() {
+    for t in [-1.0, 1e300, f64::NAN] {
+        let r = SmokeRequest {
+            timeout_s: t,
+            ..full_request()
+        };
+        match r.options() {
+            Err(SmokeError::Usage(m)) => assert!(m.contains("--timeout"), "{m}"),
+            other => panic!("{t}: {other:?}"),
+        }
+    }
+    let o = full_request().options().unwrap();
+    assert_eq!(o.timeout, Duration::from_secs_f64(12.5));
+    assert!(!o.write_results && !o.progress && o.out_dir.is_none());
+}
+
+#[test]
+fn device_choices_round_trip_as_their_text() {
+    for s in ["auto", "cpu", "all", "3", "MI300X"] {
+        let d: DeviceChoice = s.parse().unwrap();
+        assert_eq!(device_text::text(&d), s);
+        let r = SmokeRequest {
+            device: d.clone(),
+            ..full_request()
+        };
+        let back: SmokeRequest = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back.device, d);
+    }
+}
+
+#[test]
+fn every_run_error_has_its_kind() {
+    assert_eq!(
+        ErrorKind::of(&SmokeError::Usage("u".into())),
+        ErrorKind::Usage
+    );
+    assert_eq!(
+        ErrorKind::of(&SmokeError::NoDevice("n".into())),
+        ErrorKind::CouldNotRun
+    );
+    let missing =
+        crate::floors::Baseline::load(std::path::Path::new("/nonexistent/b.json")).unwrap_err();
+    assert_eq!(ErrorKind::of(&SmokeError::Input(missing)), ErrorKind::Input);
+}
+
+#[test]
+fn a_request_is_read_whole_and_capped() {
+    let r = Request::read(SMOKE_SAMPLE.as_bytes()).unwrap();
+    assert_eq!(r, Request::Smoke(full_request()));
+    let e = Request::read(&b"{\"devices\":"[..]).unwrap_err();
+    assert!(e.starts_with("the request on stdin: "), "{e}");
+    // An endless stdin is not read past the cap.
+    let endless = std::io::repeat(b' ');
+    let e = Request::read(endless).unwrap_err();
+    assert!(e.contains("over 1048576 bytes"), "{e}");
+}
