@@ -10,6 +10,17 @@ use half::f16;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
+impl StressRequest {
+    /// Whether another interval follows one that ends `elapsed` after the
+    /// start, `done` intervals in.
+    pub fn more_after(&self, done: usize, elapsed: Duration) -> bool {
+        match self.intervals {
+            Some(n) => done < n as usize,
+            None => elapsed < self.duration,
+        }
+    }
+}
+
 /// One stress run: f16 GEMMs of `m x k` by `k x n` (f32 accumulate and
 /// output, row-major, as the `gemm_f16` gate) back to back for `duration`,
 /// timed and sampled per `interval`.
@@ -20,6 +31,8 @@ pub struct StressRequest {
     pub k: u32,
     pub duration: Duration,
     pub interval: Duration,
+    /// Exactly this many intervals instead of `duration` (`--repeat`).
+    pub intervals: Option<u32>,
     /// Interval `i`'s inputs come from `seed + i`.
     pub seed: u64,
     /// Output tiles read back and handed to the checker per interval.

@@ -444,7 +444,7 @@ pub(crate) fn stress<D: Driver>(
                 one(stream)?;
             }
             let after = a.record(stream)?;
-            let more = start.elapsed() + req.interval < req.duration;
+            let more = req.more_after(intervals.len() + 1, start.elapsed() + req.interval);
             // The next inputs are made while the GPU works on these.
             let next = more.then(|| gemm_inputs(GemmKind::F16Acc32, m, n, k, seed + 1));
             wait_event(driver, after, &what, limit)?;
