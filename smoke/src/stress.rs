@@ -117,14 +117,19 @@ fn via_run(backend: &mut dyn Backend, req: &StressRequest) -> Result<StressRepor
     Ok(StressReport { engine, intervals })
 }
 
-/// Row `i` of A times column `j` of B for `seed`'s inputs, in f64.
-fn reference(seed: u64, i: u64, j: u64, n: u64, k: u64) -> f64 {
-    (0..k)
-        .map(|p| {
-            f64::from(input_f16(seed, Operand::A, i * k + p).to_f32())
-                * f64::from(input_f16(seed, Operand::B, p * n + j).to_f32())
-        })
-        .sum()
+/// The tile's rows of A and columns of B for `seed`'s inputs, in f64
+/// (each element made once, not once per product).
+fn operands(seed: u64, t: &greta_runtime::stress::Tile, n: u64, k: u64) -> (Vec<f64>, Vec<f64>) {
+    let a = (0..u64::from(t.rows))
+        .flat_map(|r| (0..k).map(move |p| (u64::from(t.row) + r) * k + p))
+        .map(|i| f64::from(input_f16(seed, Operand::A, i).to_f32()))
+        .collect();
+    // Column-major: column c's k values together.
+    let b = (0..u64::from(t.cols))
+        .flat_map(|c| (0..k).map(move |p| p * n + u64::from(t.col) + c))
+        .map(|i| f64::from(input_f16(seed, Operand::B, i).to_f32()))
+        .collect();
+    (a, b)
 }
 
 /// Checks one interval: its tiles must be exactly the sampled ones, each
@@ -151,15 +156,21 @@ pub fn check_interval(req: &StressRequest, iv: &StressInterval, tol: f64) -> Res
                 t.rows * t.cols
             ));
         }
+        let k = req.k as usize;
+        let (a, b) = operands(iv.seed, &t, req.n.into(), req.k.into());
         let (mut diff, mut norm) = (0f64, 0f64);
-        for r in 0..t.rows {
-            for c in 0..t.cols {
-                let g = s.values[(r * t.cols + c) as usize];
-                let (i, j) = (t.row + r, t.col + c);
+        for r in 0..t.rows as usize {
+            for c in 0..t.cols as usize {
+                let g = s.values[r * t.cols as usize + c];
                 if !g.is_finite() {
+                    let (i, j) = (t.row as usize + r, t.col as usize + c);
                     return Err(format!("seed {}: C[{i}][{j}] = {g}", iv.seed));
                 }
-                let w = reference(iv.seed, i.into(), j.into(), req.n.into(), req.k.into());
+                let w: f64 = a[r * k..(r + 1) * k]
+                    .iter()
+                    .zip(&b[c * k..(c + 1) * k])
+                    .map(|(x, y)| x * y)
+                    .sum();
                 diff += (f64::from(g) - w).powi(2);
                 norm += w * w;
             }
