@@ -530,7 +530,7 @@ mod tests {
         let perf = c.get("stress.gemm_f16.8192").unwrap();
         assert!(perf.profiles.contains(&Profile::Perf));
         assert!(matches!(perf.op, Op::GemmF16 { m: 8192, .. }));
-        let short = c.get("stress.gemm_f16.1024").unwrap();
+        let short = c.get("stress.gemm_f16.512").unwrap();
         assert_eq!(short.profiles, [Profile::Health]);
         // Health's short form fits Slurm's 60 s with room for the rest.
         assert!(short.stress.as_ref().unwrap().seconds <= 10.0);
