@@ -108,10 +108,10 @@ fn via_run(backend: &mut dyn Backend, req: &StressRequest) -> Result<StressRepor
         if !req.more_after(intervals.len(), start.elapsed()) {
             break;
         }
-        if intervals.len() == 1 {
-            let per = (ns / u64::from(repeats)).max(1);
-            repeats = (req.interval.as_nanos() as u64 / per).clamp(1, 1000) as u32;
-        }
+        // Sized from the last interval's time per GEMM (the first carries
+        // one-time costs).
+        let per = (ns / u64::from(repeats)).max(1);
+        repeats = (req.interval.as_nanos() as u64 / per).clamp(1, 1000) as u32;
         seed += 1;
     }
     Ok(StressReport { engine, intervals })

@@ -353,6 +353,18 @@ fn dot(seed: u64, i: u64, j: u64, n: u64, k: u64) -> (f64, f64) {
     (sum, mag)
 }
 
+/// Untimed warm-up before the stress intervals, device time.
+const WARM_NS: u64 = 1_000_000_000;
+
+/// GEMMs of `per_ns` each that fill `target`: at least 1, at most 10^6.
+/// An unknown time (NaN, infinite) gives 1.
+fn gemms_for(target: Duration, per_ns: f64) -> u32 {
+    if !per_ns.is_finite() {
+        return 1;
+    }
+    (target.as_nanos() as f64 / per_ns.max(1.0)).clamp(1.0, 1e6) as u32
+}
+
 /// What runs the stress GEMMs: the vendor's, or greta's own `gemm_f16`
 /// (launched by the backend's closure over its loaded kernel).
 pub(crate) enum StressGemm<'b> {
@@ -422,19 +434,26 @@ pub(crate) fn stress<D: Driver>(
         };
         let (mut ha, mut hb) = gemm_inputs(GemmKind::F16Acc32, m, n, k, req.seed);
         upload(a, &ha, &hb)?;
-        // Calibrate on one GEMM, then warm up (about 1 s, not counted).
-        let e0 = a.record(stream)?;
-        one(stream)?;
-        let e1 = a.record(stream)?;
-        wait_event(driver, e1, &what, limit)?;
-        let per = (f64::from(driver.event_elapsed_ms(e0, e1)?.max(0.001)) * 1e6) as u64;
-        let per_interval = (req.interval.as_nanos() as u64 / per.max(1)).clamp(1, 1_000_000) as u32;
-        let warm = (1_000_000_000 / per.max(1)).clamp(1, 100_000);
-        for _ in 0..warm {
-            one(stream)?;
+        // Warm up for about 1 s of device time (not counted), in batches
+        // re-timed as they go: the first GEMM carries the library's
+        // one-time costs (kernel loading, heuristics) and would size the
+        // intervals far too small.
+        let mut per_ns = f64::INFINITY;
+        let mut batch = 1u32;
+        let mut warm_ns = 0u64;
+        while warm_ns < WARM_NS {
+            let b0 = a.record(stream)?;
+            for _ in 0..batch {
+                one(stream)?;
+            }
+            let b1 = a.record(stream)?;
+            wait_event(driver, b1, &what, limit)?;
+            let ns = (f64::from(driver.event_elapsed_ms(b0, b1)?.max(0.0)) * 1e6) as u64;
+            warm_ns = warm_ns.saturating_add(ns.max(1));
+            per_ns = ns.max(1) as f64 / f64::from(batch);
+            batch = gemms_for(Duration::from_millis(100), per_ns);
         }
-        let w = a.record(stream)?;
-        wait_event(driver, w, &what, limit)?;
+        let mut per_interval = gemms_for(req.interval, per_ns);
         let start = Instant::now();
         let mut intervals = Vec::new();
         let mut seed = req.seed;
@@ -457,6 +476,7 @@ pub(crate) fn stress<D: Driver>(
                 device_ns: ns,
                 tiles,
             });
+            per_interval = gemms_for(req.interval, ns.max(1) as f64 / f64::from(per_interval));
             // Keep the event list short over a long run.
             for e in a.events.drain(..) {
                 // SAFETY: every event recorded so far has completed (waited above).
@@ -475,6 +495,16 @@ pub(crate) fn stress<D: Driver>(
 mod tests {
     use super::*;
     use crate::stress::Tile;
+
+    #[test]
+    fn intervals_are_sized_from_the_measured_gemm_time() {
+        let s = Duration::from_secs(1);
+        assert_eq!(gemms_for(s, 1.5e6), 666);
+        assert_eq!(gemms_for(s, 2e9), 1);
+        assert_eq!(gemms_for(s, 0.0), 1_000_000);
+        assert_eq!(gemms_for(s, f64::INFINITY), 1);
+        assert_eq!(gemms_for(s, f64::NAN), 1);
+    }
 
     #[test]
     fn the_vendor_check_catches_a_wrong_entry() {
