@@ -5,7 +5,7 @@
 use super::layout::{self, Buffer};
 use super::{GemmKind, VendorBlas};
 use crate::ceiling::{Ceiling, CeilingError, CeilingUnit};
-use crate::gpu::backend::wait_event;
+use crate::gpu::backend::{wait_event, Dispatch};
 use crate::gpu::driver::{Api, DevPtr, Driver, EventH, GpuDevice, GpuError, StreamH};
 use crate::stress::{
     input_f16, sample_tiles, Operand, StressEngine, StressInterval, StressReport, StressRequest,
@@ -264,12 +264,12 @@ pub(crate) fn gemm_ceiling<D: Driver>(
     (m, n, k): (usize, usize, usize),
     timeout: Duration,
 ) -> Result<Ceiling, CeilingError> {
-    let call = layout::row_major(m, n, k).map_err(|why| CeilingError::Device(why))?;
+    let call = layout::row_major(m, n, k).map_err(CeilingError::Device)?;
     let sizes = gemm_bytes(kind, m, n, k)
         .ok_or_else(|| CeilingError::Device(format!("{m}x{n}x{k}: buffer size overflows")))?;
     let source = blas.blas.source(kind).to_string();
     let library = blas.loaded.path.display().to_string();
-    let seed = 0x22_c1e1_1;
+    let seed = 0x022c_1e11;
     let deadline = Instant::now() + timeout;
     let left = || deadline.saturating_duration_since(Instant::now());
     let flops = 2 * m as u64 * n as u64 * k as u64;
@@ -291,8 +291,7 @@ pub(crate) fn gemm_ceiling<D: Driver>(
         let what = format!("{source} {m}x{n}x{k} on {}", dev.name);
         let ns = time_calls(a, stream, &what, warm_ns(0, flops), deadline, &mut || {
             // SAFETY: the allocations have the sizes `call` implies.
-            unsafe { blas.blas.gemm(kind, &call, first, second, pc) }
-                .map_err(|e| GpuError::Device(e))
+            unsafe { blas.blas.gemm(kind, &call, first, second, pc) }.map_err(GpuError::Device)
         })?;
         let tiles = sample_tiles(m as u32, n as u32, CHECK_SIDE, CHECK_TILES, seed);
         let samples = read_tiles(a, stream, pc, n as u32, &tiles, &what, left())?;
@@ -331,7 +330,8 @@ fn check_samples(samples: &[TileSample], n: usize, k: usize, seed: u64) -> Optio
                 let (i, j) = ((t.row + r) as u64, (t.col + c) as u64);
                 let got = f64::from(s.values[(r * t.cols + c) as usize]);
                 let (want, mag) = dot(seed, i, j, n as u64, k as u64);
-                if !((got - want).abs() <= 1e-3 * mag + 1e-6) {
+                let close = (got - want).abs() <= 1e-3 * mag + 1e-6;
+                if !close {
                     return Some(format!("C[{i}][{j}] = {got}, the CPU gives {want}"));
                 }
             }
@@ -371,7 +371,7 @@ pub(crate) enum StressGemm<'b> {
     Vendor(&'b VendorBlas),
     Own {
         note: String,
-        launch: &'b mut dyn FnMut(StreamH, &[DevPtr]) -> Result<(), GpuError>,
+        launch: &'b mut Dispatch<'b>,
     },
 }
 
@@ -415,8 +415,8 @@ pub(crate) fn stress<D: Driver>(
         let (first, second) = (pick(call.first), pick(call.second));
         let mut one = |s: StreamH| -> Result<(), GpuError> {
             match &mut gemm {
-                // SAFETY: the allocations have the sizes `call` implies.
                 StressGemm::Vendor(b) => {
+                    // SAFETY: the allocations have the sizes `call` implies.
                     unsafe { b.blas.gemm(GemmKind::F16Acc32, &call, first, second, pc) }
                         .map_err(GpuError::Device)
                 }
