@@ -40,6 +40,9 @@ pub struct Ceiling {
     pub library: String,
     /// The library's version as it reports it.
     pub version: String,
+    /// Which rule of the library search took that file (e.g. `the env's
+    /// NVIDIA wheels in /opt/torch/.venv`, `$CUDA_HOME`).
+    pub found_by: String,
 }
 
 /// Why a gate has no ceiling.

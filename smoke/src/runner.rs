@@ -88,6 +88,7 @@ pub fn run_device(
     let mut results: Vec<GateResult> = Vec::with_capacity(ctx.gates.len());
     let mut lost: Option<String> = None;
     let mut lost_in: Option<String> = None;
+    let mut ceiling_notes: Vec<String> = Vec::new();
     // Messages raised while the device was opened count too: they are
     // recorded and fail the device run (see `Report::summarize`).
     let mut validation_messages = backend.validation_messages();
@@ -113,6 +114,11 @@ pub fn run_device(
             };
             if ctx.profile == Profile::Perf && r.lost.is_none() {
                 measure_ceiling(backend, &mut r, gate, ctx);
+            }
+            for n in r.notes.drain(..) {
+                if !ceiling_notes.contains(&n) {
+                    ceiling_notes.push(n);
+                }
             }
             if let Some(reason) = r.lost.take() {
                 lost = Some(reason);
@@ -143,6 +149,7 @@ pub fn run_device(
         results.push(result);
     }
     let mut notes = rt_info.notes.clone();
+    notes.extend(ceiling_notes);
     notes.extend(
         rt_info
             .also_exposed_by
@@ -240,6 +247,8 @@ fn skipped(gate: &Gate, base_seed: u64, reason: String) -> GateResult {
 
 struct GateRun {
     result: GateResult,
+    /// Lines for the device's notes (which library each ceiling came from).
+    notes: Vec<String>,
     /// Set when the device must not be used again.
     lost: Option<String>,
 }
@@ -383,6 +392,7 @@ fn run_gate(
             in_run: Default::default(),
         },
         lost,
+        notes: Vec::new(),
     }
 }
 
@@ -407,6 +417,13 @@ fn measure_ceiling(
             };
             if unit == gate.unit() && c.rate.is_finite() && c.rate > 0.0 {
                 run.result.in_run.ratio = Some(rate / c.rate);
+            }
+            let found = format!(
+                "in-run ceiling {} from {} ({}), version {}",
+                c.source, c.library, c.found_by, c.version
+            );
+            if !run.notes.contains(&found) {
+                run.notes.push(found);
             }
             run.result.in_run.ceiling = Some(crate::results::CeilingRef {
                 rate: c.rate,
@@ -443,6 +460,7 @@ fn run_stress(
             ..skipped(gate, ctx.seed, reason)
         },
         lost,
+        notes: Vec::new(),
     };
     let Some(mut req) = crate::stress::request(gate, cfg, seed, ctx.timeout) else {
         return fail(format!("{}: not a stress op", gate.op), None);
@@ -525,7 +543,11 @@ fn run_stress(
         ..skipped(gate, ctx.seed, String::new())
     };
     result.in_run.stress = Some(summary);
-    GateRun { result, lost: None }
+    GateRun {
+        result,
+        lost: None,
+        notes: Vec::new(),
+    }
 }
 
 /// An injected hang (TEST-ONLY): [`HANG_OP`] runs in place of the gate,
@@ -567,6 +589,7 @@ fn run_hang(
             ..skipped(gate, ctx.seed, reason)
         },
         lost,
+        notes: Vec::new(),
     }
 }
 
@@ -810,6 +833,7 @@ pub(crate) mod tests {
                     .into(),
                     library: "/fake/libfake.so".into(),
                     version: "1.0".into(),
+                    found_by: "the fake's rule".into(),
                 }
             }))
         }
@@ -912,6 +936,19 @@ pub(crate) mod tests {
         let c = copy.in_run.ceiling.as_ref().unwrap();
         assert_eq!((c.rate, c.unit), (1.024, crate::results::RateUnit::GBps));
         assert_eq!(c.source, "memcpy d2d (fake)");
+        // Which file each ceiling came from and why, once per device.
+        let said: Vec<&String> = run
+            .notes
+            .iter()
+            .filter(|n| n.starts_with("in-run ceiling"))
+            .collect();
+        assert_eq!(
+            said,
+            [
+                "in-run ceiling memcpy d2d (fake) from /fake/libfake.so (the fake's rule), version 1.0",
+                "in-run ceiling fakeGemm from /fake/libfake.so (the fake's rule), version 1.0"
+            ]
+        );
         // copy.t runs at 0.512 GB/s (see above): half the ceiling.
         assert_eq!(copy.in_run.ratio, Some(0.5));
         let gemm = &run.gates[1];

@@ -174,6 +174,7 @@ pub(crate) fn copy_ceiling<D: Driver>(
         source: format!("memcpy d2d ({call_name})"),
         library: driver.library().path.display().to_string(),
         version: dev.runtime_version.clone(),
+        found_by: driver.library().why.clone(),
     })
 }
 
@@ -317,6 +318,7 @@ pub(crate) fn gemm_ceiling<D: Driver>(
         source,
         library,
         version: blas.blas.version().to_string(),
+        found_by: blas.loaded.why.clone(),
     })
 }
 
