@@ -221,9 +221,7 @@ pub fn summarize(
     let verdict = match first {
         _ if total == 0 => Err("no interval ran".into()),
         None => Ok(()),
-        Some(f) => Err(format!(
-            "{clean}/{total} clean repeats (intervals); first failure: {f}"
-        )),
+        Some(f) => Err(format!("{clean}/{total} clean repeats; first failure: {f}")),
     };
     let summary = StressSummary {
         engine: report.engine.source.clone(),
@@ -356,9 +354,7 @@ mod tests {
         let (s, v) = summarize(&r, &report, 1e-2);
         let why = v.unwrap_err();
         assert!(
-            why.starts_with(
-                "1/2 clean repeats (intervals); first failure: repeat 2/2 (seed 9: tile"
-            ),
+            why.starts_with("1/2 clean repeats; first failure: repeat 2/2 (seed 9: tile"),
             "{why}"
         );
         assert_eq!(s.intervals, 2);
