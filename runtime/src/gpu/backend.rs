@@ -16,7 +16,7 @@ use super::driver::{
 };
 use super::launch::{self, KernelArg};
 use super::vendor::measure::{self, StressGemm};
-use super::vendor::{GemmKind, VendorBlas};
+use super::vendor::VendorBlas;
 use crate::ceiling::{Ceiling, CeilingError};
 use crate::stress::{StressReport, StressRequest};
 use crate::{
@@ -340,12 +340,8 @@ impl<D: Driver> GpuBackend<D> {
             return Some(Err(CeilingError::Device(format!("device lost: {why}"))));
         }
         let stream = self.stream?;
-        let kind = match *op {
-            Op::Noop => return None,
-            _ if op.is_test_only() => return None,
-            Op::GemmF16 { m, n, k } => (GemmKind::F16Acc32, (m, n, k)),
-            Op::GemmF32 { m, n, k } => (GemmKind::F32, (m, n, k)),
-            _ => {
+        let (kind, shape) = match measure::reference_for(op)? {
+            measure::Reference::Copy => {
                 return Some(measure::copy_ceiling(
                     &self.driver,
                     stream,
@@ -354,6 +350,7 @@ impl<D: Driver> GpuBackend<D> {
                     timeout,
                 ))
             }
+            measure::Reference::Gemm(kind, shape) => (kind, shape),
         };
         self.vendor();
         let blas = match self.vendor.as_ref()? {
@@ -365,8 +362,8 @@ impl<D: Driver> GpuBackend<D> {
             stream,
             &self.dev,
             blas,
-            kind.0,
-            kind.1,
+            kind,
+            shape,
             timeout,
         ))
     }

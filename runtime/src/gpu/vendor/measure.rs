@@ -124,6 +124,29 @@ fn time_calls<'a, D: Driver>(
     Ok(ns[ns.len() / 2])
 }
 
+/// Which vendor work stands as `op`'s ceiling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reference {
+    /// The driver's device-to-device copy over the op's footprint.
+    Copy,
+    /// The vendor BLAS's GEMM of the same kind and (m, n, k).
+    Gemm(GemmKind, (usize, usize, usize)),
+}
+
+/// The ceiling for `op`: a GEMM's is the vendor's GEMM of the same element
+/// types and shape, every other op that moves data has the copy's;
+/// noop (dispatch cost) and the test-only ops have none.
+pub(crate) fn reference_for(op: &Op) -> Option<Reference> {
+    match *op {
+        Op::Noop => None,
+        _ if op.is_test_only() => None,
+        Op::GemmF16 { m, n, k } => Some(Reference::Gemm(GemmKind::F16Acc32, (m, n, k))),
+        Op::GemmF32 { m, n, k } => Some(Reference::Gemm(GemmKind::F32, (m, n, k))),
+        _ if op.bytes_moved() > 0 => Some(Reference::Copy),
+        _ => None,
+    }
+}
+
 /// The gates' warm-up rule (`gpu/backend.rs`): about 1 s before large work.
 fn warm_ns(bytes: u64, flops: u64) -> u64 {
     if bytes >= 64 << 20 || flops >= 8_000_000_000 {
@@ -497,6 +520,24 @@ pub(crate) fn stress<D: Driver>(
 mod tests {
     use super::*;
     use crate::stress::Tile;
+
+    #[test]
+    fn every_op_but_noop_and_the_test_ops_has_its_reference() {
+        for op in Op::catalogue() {
+            let r = reference_for(&op);
+            match op {
+                Op::Noop => assert_eq!(r, None),
+                _ if op.is_test_only() => assert_eq!(r, None, "{op}"),
+                Op::GemmF16 { m, n, k } => {
+                    assert_eq!(r, Some(Reference::Gemm(GemmKind::F16Acc32, (m, n, k))))
+                }
+                Op::GemmF32 { m, n, k } => {
+                    assert_eq!(r, Some(Reference::Gemm(GemmKind::F32, (m, n, k))))
+                }
+                _ => assert_eq!(r, Some(Reference::Copy), "{op}"),
+            }
+        }
+    }
 
     #[test]
     fn intervals_are_sized_from_the_measured_gemm_time() {
