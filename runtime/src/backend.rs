@@ -1,5 +1,7 @@
 //! The interface every backend implements and the smoke gates drive.
 
+use crate::ceiling::{Ceiling, CeilingError};
+use crate::stress::{StressReport, StressRequest};
 use crate::{DeviceInfo, HostBuf, Op, RuntimeError, Tuning};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -116,6 +118,25 @@ pub trait Backend {
     fn tuning_candidates(&self, op: &Op) -> Vec<Tuning> {
         let _ = op;
         vec![Tuning::default()]
+    }
+
+    /// The vendor's rate for `op`'s work on this device, measured now (the
+    /// in-run ceiling of a perf report): `None` where this backend has no
+    /// such reference for the op (noop, test-only ops, the Vulkan backend);
+    /// `Some(Err)` says why it could not be measured (no vendor library:
+    /// what was looked for). A timeout here loses the device as a run's does.
+    fn ceiling(&mut self, op: &Op, timeout: Duration) -> Option<Result<Ceiling, CeilingError>> {
+        let _ = (op, timeout);
+        None
+    }
+
+    /// Runs the matrix-unit stress loop of `req` on the device (the vendor's
+    /// GEMM, else greta's own `gemm_f16`): `None` where the backend has no
+    /// such loop (the smoke runner then drives greta's `gemm_f16` through
+    /// [`Backend::run`]).
+    fn stress(&mut self, req: &StressRequest) -> Option<Result<StressReport, RuntimeError>> {
+        let _ = req;
+        None
     }
 
     /// Validation-layer messages recorded so far (Vulkan with validation on);

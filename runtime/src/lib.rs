@@ -11,16 +11,19 @@
 //! FFI ([`gpu`]).
 
 mod backend;
+pub mod ceiling;
 pub mod cuda;
 mod error;
 pub mod gpu;
 pub mod hip;
 mod info;
+pub mod stress;
 mod tuning;
 pub mod tuning_cache;
 pub mod vulkan;
 
 pub use backend::{Backend, Job, RunOpts, RunStats, TimingSource};
+pub use ceiling::{Ceiling, CeilingError, CeilingUnit};
 pub use error::RuntimeError;
 pub use greta_kernels as kernels;
 pub use greta_kernels::{DType, HostBuf, Op};

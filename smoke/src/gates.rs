@@ -158,6 +158,57 @@ pub struct Gate {
     pub dispatches: Option<u32>,
     #[serde(default)]
     pub test_only: bool,
+    /// Set on the stress gates: the op (a `gemm_f16`) runs back to back
+    /// for this long instead of the profile's repeats.
+    pub stress: Option<StressConfig>,
+}
+
+/// How long a stress gate holds the matrix units, and how it samples.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StressConfig {
+    /// Seconds of GEMMs (after a warm-up of about 1 s).
+    pub seconds: f64,
+    /// Seconds per timed interval; each has fresh inputs and its own rate.
+    #[serde(default = "StressConfig::default_interval")]
+    pub interval_s: f64,
+    /// Output tiles checked per interval.
+    #[serde(default = "StressConfig::default_tiles")]
+    pub tiles: u32,
+    /// Side of a checked tile.
+    #[serde(default = "StressConfig::default_tile")]
+    pub tile: u32,
+}
+
+impl StressConfig {
+    fn default_interval() -> f64 {
+        1.0
+    }
+    fn default_tiles() -> u32 {
+        8
+    }
+    fn default_tile() -> u32 {
+        32
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if !(self.seconds > 0.0 && self.seconds <= 3600.0) {
+            return Err(format!(
+                "stress.seconds {} is not in (0, 3600]",
+                self.seconds
+            ));
+        }
+        if !(self.interval_s > 0.0 && self.interval_s <= self.seconds) {
+            return Err(format!(
+                "stress.interval_s {} is not in (0, seconds]",
+                self.interval_s
+            ));
+        }
+        if self.tiles == 0 || self.tile == 0 || self.tile > 256 {
+            return Err("stress.tiles must be > 0 and stress.tile in 1..=256".into());
+        }
+        Ok(())
+    }
 }
 
 impl Gate {
@@ -244,6 +295,16 @@ impl Catalog {
                     "{path}: gate {}: a test-only gate is in no profile",
                     g.id
                 ));
+            }
+            if let Some(st) = &g.stress {
+                if !matches!(g.op, Op::GemmF16 { .. }) || !g.id.starts_with("stress.") {
+                    return Err(format!(
+                        "{path}: gate {}: a stress gate runs a gemm_f16 op and its id starts with `stress.`",
+                        g.id
+                    ));
+                }
+                st.check()
+                    .map_err(|e| format!("{path}: gate {}: {e}", g.id))?;
             }
             if g.fixed_value && !matches!(g.op, Op::Fill { .. }) {
                 return Err(format!(
@@ -345,6 +406,7 @@ mod tests {
                     fixed_value: false,
                     dispatches: None,
                     test_only: false,
+                    stress: None,
                 };
                 (g.op.name(), g.unit().as_str(), g.precision())
             })
@@ -395,7 +457,9 @@ mod tests {
         for g in &c.gates {
             let prefix = g.id.split('.').next().unwrap();
             assert!(
-                g.op.name() == prefix || (g.test_only && prefix == "test"),
+                g.op.name() == prefix
+                    || (g.test_only && prefix == "test")
+                    || (g.stress.is_some() && prefix == "stress"),
                 "{} runs {}",
                 g.id,
                 g.op.name()
@@ -486,6 +550,30 @@ mod tests {
         assert!(Catalog::parse("g.toml", unknown)
             .unwrap_err()
             .starts_with("g.toml:4:"));
+    }
+
+    #[test]
+    fn stress_gates_are_gemm_f16_with_sane_times() {
+        let c = Catalog::builtin();
+        let perf = c.get("stress.gemm_f16.8192").unwrap();
+        assert!(perf.profiles.contains(&Profile::Perf));
+        assert!(matches!(perf.op, Op::GemmF16 { m: 8192, .. }));
+        let short = c.get("stress.gemm_f16.512").unwrap();
+        assert_eq!(short.profiles, [Profile::Health]);
+        // Health's short form fits Slurm's 60 s with room for the rest.
+        assert!(short.stress.as_ref().unwrap().seconds <= 10.0);
+        let head = "[[gate]]\nid=\"stress.x\"\nabout=\"\"\nprofiles=[]\n";
+        let bad = format!("{head}op={{op=\"copy\", n=4}}\nstress={{seconds=1}}\n");
+        assert!(Catalog::parse("g.toml", &bad)
+            .unwrap_err()
+            .contains("gemm_f16"));
+        let bad = format!("{head}op={{op=\"gemm_f16\", m=4, n=4, k=4}}\nstress={{seconds=0}}\n");
+        assert!(Catalog::parse("g.toml", &bad)
+            .unwrap_err()
+            .contains("stress.seconds 0"));
+        let ok = format!("{head}op={{op=\"gemm_f16\", m=4, n=4, k=4}}\nstress={{seconds=2}}\n");
+        let g = Catalog::parse("g.toml", &ok).unwrap().gates.remove(0);
+        assert_eq!(g.stress.unwrap().interval_s, 1.0);
     }
 
     #[test]

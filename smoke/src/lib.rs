@@ -31,6 +31,7 @@ pub mod results;
 mod runner;
 mod session;
 pub mod spec;
+mod stress;
 pub mod table;
 pub mod tune;
 mod verify;

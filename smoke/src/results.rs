@@ -183,6 +183,67 @@ pub struct GateResult {
     /// `rate / spec.figure`; absent when either is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_fraction: Option<f64>,
+    /// The in-run ceiling and the stress figures (`--profile perf`, the
+    /// stress gate); every field absent when not measured.
+    #[serde(flatten)]
+    pub in_run: InRun,
+}
+
+/// What a run measured beside the gate's own kernel (issue 22): the
+/// vendor's rate for the same work on the same device and the gate's
+/// ratio to it; for the stress gate, its sustained figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InRun {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<CeilingRef>,
+    /// `metrics.rate / ceiling.rate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+    /// Why no ceiling was measured (no vendor library: every place looked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling_unavailable: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stress: Option<StressSummary>,
+}
+
+/// The vendor's rate for a gate's work, measured in the same run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CeilingRef {
+    pub rate: f64,
+    pub unit: RateUnit,
+    /// `cublasGemmEx`, `cublasSgemm`, `rocblas_gemm_ex`, `memcpy d2d (...)`.
+    pub source: String,
+    /// The library file (the driver's for a copy).
+    pub library: String,
+    pub version: String,
+}
+
+/// A stress gate's sustained figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StressSummary {
+    /// What ran the GEMMs: `cublasGemmEx`, `rocblas_gemm_ex`, `greta gemm_f16`.
+    pub engine: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Why greta's own kernel ran instead of the vendor's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Device seconds of GEMMs over all intervals.
+    pub seconds: f64,
+    pub intervals: u32,
+    /// Intervals whose sampled tiles all matched.
+    pub intervals_clean: u32,
+    pub gemms: u64,
+    /// Output tiles checked against the CPU product (all intervals).
+    pub tiles_checked: u32,
+    /// All work over all device time.
+    pub tflops_sustained: Option<f64>,
+    /// Spread of the per-interval rates.
+    pub tflops_min: Option<f64>,
+    pub tflops_median: Option<f64>,
+    pub tflops_max: Option<f64>,
 }
 
 /// A published peak figure a gate's rate is compared with.
@@ -534,6 +595,7 @@ pub(crate) mod tests {
                         peer: None,
                         spec: None,
                         spec_fraction: None,
+                        in_run: InRun::default(),
                     },
                     GateResult {
                         id: "softmax.256x1024".into(),
@@ -554,6 +616,7 @@ pub(crate) mod tests {
                         peer: None,
                         spec: None,
                         spec_fraction: None,
+                        in_run: InRun::default(),
                     },
                     GateResult {
                         id: "gemm_f16.256".into(),
@@ -570,6 +633,7 @@ pub(crate) mod tests {
                         peer: None,
                         spec: None,
                         spec_fraction: None,
+                        in_run: InRun::default(),
                     },
                 ],
             }],
@@ -592,6 +656,79 @@ pub(crate) mod tests {
         assert_eq!(g["tolerance"]["kind"], "exact");
         assert_eq!(v["devices"][0]["gates"][1]["tolerance"]["value"], 1e-5);
         assert!(v["devices"][0]["gates"][1]["metrics"]["rel_err"].is_null());
+    }
+
+    #[test]
+    fn ceiling_ratio_and_stress_fields_are_additive() {
+        let r = sample_report();
+        let before = r.to_json();
+        // Not measured: not one byte of the report changes.
+        assert!(
+            !before.contains("ceiling") && !before.contains("ratio") && !before.contains("stress")
+        );
+        let mut r2 = r.clone();
+        let g = &mut r2.devices[0].gates[0];
+        g.in_run.ceiling = Some(CeilingRef {
+            rate: 25.0,
+            unit: RateUnit::GBps,
+            source: "memcpy d2d (cuMemcpyDtoDAsync)".into(),
+            library: "/usr/lib/x86_64-linux-gnu/libcuda.so.1".into(),
+            version: "CUDA 12.8".into(),
+        });
+        g.in_run.ratio = Some(0.5);
+        let g = &mut r2.devices[0].gates[2];
+        g.in_run.ceiling_unavailable =
+            Some("no cuBLAS (libcublas) found for an in-run ceiling; looked in: a; b".into());
+        g.in_run.stress = Some(StressSummary {
+            engine: "greta gemm_f16".into(),
+            library: None,
+            version: None,
+            note: Some("no vendor BLAS".into()),
+            seconds: 30.0,
+            intervals: 30,
+            intervals_clean: 30,
+            gemms: 900,
+            tiles_checked: 240,
+            tflops_sustained: Some(600.0),
+            tflops_min: Some(590.0),
+            tflops_median: Some(601.0),
+            tflops_max: Some(610.0),
+        });
+        let text = r2.to_json();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let g0 = &v["devices"][0]["gates"][0];
+        assert_eq!(g0["ceiling"]["rate"], 25.0);
+        assert_eq!(g0["ceiling"]["unit"], "GB/s");
+        assert_eq!(g0["ceiling"]["source"], "memcpy d2d (cuMemcpyDtoDAsync)");
+        assert_eq!(
+            g0["ceiling"]["library"],
+            "/usr/lib/x86_64-linux-gnu/libcuda.so.1"
+        );
+        assert_eq!(g0["ceiling"]["version"], "CUDA 12.8");
+        assert_eq!(g0["ratio"], 0.5);
+        let g1 = &v["devices"][0]["gates"][1];
+        assert!(g1.get("ceiling").is_none() && g1.get("ratio").is_none());
+        let g2 = &v["devices"][0]["gates"][2];
+        assert!(g2["ceiling_unavailable"]
+            .as_str()
+            .unwrap()
+            .contains("looked in: a; b"));
+        assert_eq!(g2["stress"]["tflops_sustained"], 600.0);
+        assert_eq!(g2["stress"]["intervals"], 30);
+        assert!(g2["stress"].get("library").is_none());
+        // The gate's other fields are where and what they were: removing
+        // the new keys gives the old gate back byte for byte.
+        let mut stripped = v.clone();
+        for g in stripped["devices"][0]["gates"].as_array_mut().unwrap() {
+            let o = g.as_object_mut().unwrap();
+            for k in ["ceiling", "ratio", "ceiling_unavailable", "stress"] {
+                o.remove(k);
+            }
+        }
+        let old: serde_json::Value = serde_json::from_str(&before).unwrap();
+        assert_eq!(stripped, old);
+        let back: Report = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r2);
     }
 
     #[test]

@@ -88,6 +88,7 @@ pub fn run_device(
     let mut results: Vec<GateResult> = Vec::with_capacity(ctx.gates.len());
     let mut lost: Option<String> = None;
     let mut lost_in: Option<String> = None;
+    let mut ceiling_notes: Vec<String> = Vec::new();
     // Messages raised while the device was opened count too: they are
     // recorded and fail the device run (see `Report::summarize`).
     let mut validation_messages = backend.validation_messages();
@@ -105,7 +106,20 @@ pub fn run_device(
             skip(why)
         } else {
             let first = !results.iter().any(|r| r.metrics.is_some());
-            let mut r = run_gate(backend, gate, ctx, first);
+            let mut r = match &gate.stress {
+                Some(cfg) if !ctx.faults.hangs(rt_info.index, &gate.id, first) => {
+                    run_stress(backend, gate, cfg, ctx)
+                }
+                _ => run_gate(backend, gate, ctx, first),
+            };
+            if ctx.profile == Profile::Perf && r.lost.is_none() {
+                measure_ceiling(backend, &mut r, gate, ctx);
+            }
+            for n in r.notes.drain(..) {
+                if !ceiling_notes.contains(&n) {
+                    ceiling_notes.push(n);
+                }
+            }
             if let Some(reason) = r.lost.take() {
                 lost = Some(reason);
                 lost_in = Some(gate.id.clone());
@@ -135,6 +149,7 @@ pub fn run_device(
         results.push(result);
     }
     let mut notes = rt_info.notes.clone();
+    notes.extend(ceiling_notes);
     notes.extend(
         rt_info
             .also_exposed_by
@@ -230,11 +245,14 @@ fn skipped(gate: &Gate, base_seed: u64, reason: String) -> GateResult {
         peer: None,
         spec: None,
         spec_fraction: None,
+        in_run: Default::default(),
     }
 }
 
 struct GateRun {
     result: GateResult,
+    /// Lines for the device's notes (which library each ceiling came from).
+    notes: Vec<String>,
     /// Set when the device must not be used again.
     lost: Option<String>,
 }
@@ -375,8 +393,164 @@ fn run_gate(
             peer: None,
             spec: None,
             spec_fraction: None,
+            in_run: Default::default(),
         },
         lost,
+        notes: Vec::new(),
+    }
+}
+
+/// The vendor's rate for the gate's work, measured now on the same device
+/// (`--profile perf`), and the gate's ratio to it. A missing vendor
+/// library is recorded, never a failure; a timeout loses the device.
+fn measure_ceiling(
+    backend: &mut dyn Backend,
+    run: &mut GateRun,
+    gate: &Gate,
+    ctx: &DeviceContext<'_>,
+) {
+    let Some(rate) = run.result.metrics.as_ref().and_then(|m| m.rate) else {
+        return;
+    };
+    match backend.ceiling(&gate.op, ctx.timeout) {
+        None => {}
+        Some(Ok(c)) => {
+            let unit = match c.unit {
+                greta_runtime::CeilingUnit::GBps => crate::results::RateUnit::GBps,
+                greta_runtime::CeilingUnit::TFlops => crate::results::RateUnit::TFlops,
+            };
+            if unit == gate.unit() && c.rate.is_finite() && c.rate > 0.0 {
+                run.result.in_run.ratio = Some(rate / c.rate);
+            }
+            let found = format!(
+                "in-run ceiling {} from {} ({}), version {}",
+                c.source, c.library, c.found_by, c.version
+            );
+            if !run.notes.contains(&found) {
+                run.notes.push(found);
+            }
+            run.result.in_run.ceiling = Some(crate::results::CeilingRef {
+                rate: c.rate,
+                unit,
+                source: c.source,
+                library: c.library,
+                version: c.version,
+            });
+        }
+        Some(Err(e)) => {
+            if let greta_runtime::CeilingError::Timeout(why) = &e {
+                run.lost = Some(format!("{} (in-run ceiling): {why}", gate.id));
+            }
+            run.result.in_run.ceiling_unavailable = Some(e.to_string());
+        }
+    }
+}
+
+/// A stress gate: the backend's stress loop (or greta's `gemm_f16` through
+/// `run`) for the configured time; every interval's sampled tiles checked;
+/// the rate is the sustained TFLOP/s, the spread in `stress`.
+fn run_stress(
+    backend: &mut dyn Backend,
+    gate: &Gate,
+    cfg: &crate::gates::StressConfig,
+    ctx: &DeviceContext<'_>,
+) -> GateRun {
+    let started = Instant::now();
+    let seed = gate_seed(ctx.seed, &gate.id);
+    let fail = |reason: String, lost: Option<String>| GateRun {
+        result: GateResult {
+            status: GateStatus::Fail,
+            wall_s: started.elapsed().as_secs_f64(),
+            ..skipped(gate, ctx.seed, reason)
+        },
+        lost,
+        notes: Vec::new(),
+    };
+    let Some(mut req) = crate::stress::request(gate, cfg, seed, ctx.timeout) else {
+        return fail(format!("{}: not a stress op", gate.op), None);
+    };
+    // `--repeat N`: exactly N intervals (each one a repeat with fresh inputs).
+    req.intervals = ctx.repeat.map(|n| n.max(1));
+    let device = backend.info().index;
+    let report = match crate::stress::run(backend, &req) {
+        Ok(r) => r,
+        Err(e) => {
+            let msg = describe(&e);
+            let lost = e
+                .is_fatal_for_device()
+                .then(|| format!("{}: {msg}", gate.id));
+            return fail(msg, lost);
+        }
+    };
+    let tol = match gate.tolerance() {
+        crate::check::Tolerance::RelNorm(t) => t,
+        crate::check::Tolerance::Exact => 0.0,
+    };
+    let mut report = report;
+    // TEST-ONLY faults, as on any gate: a slow device's times, a flipped
+    // bit in the first interval's first sampled tile.
+    for (r, iv) in report.intervals.iter_mut().enumerate() {
+        let mut times = greta_runtime::RunStats {
+            device_ns: vec![iv.device_ns],
+            timing: TimingSource::DeviceTimestamps,
+            wall: Duration::ZERO,
+            kernel: String::new(),
+            tuning: Default::default(),
+            dispatches_per_repeat: 1,
+        };
+        ctx.faults.slow(device, &mut times);
+        iv.device_ns = times.device_ns[0];
+        if let Some(t) = iv.tiles.first_mut() {
+            let mut buf = [greta_kernels::HostBuf::F32(std::mem::take(&mut t.values))];
+            ctx.faults.corrupt(device, &gate.id, r as u32, &mut buf);
+            if let [greta_kernels::HostBuf::F32(v)] = buf {
+                t.values = v;
+            }
+        }
+    }
+    let (summary, verdict) = crate::stress::summarize(&req, &report, tol);
+    let median_ns = {
+        let mut v: Vec<u64> = report
+            .intervals
+            .iter()
+            .filter(|iv| iv.gemms > 0)
+            .map(|iv| iv.device_ns / u64::from(iv.gemms))
+            .collect();
+        v.sort_unstable();
+        v.get(v.len() / 2).map(|&ns| ns as f64)
+    };
+    let metrics = Metrics {
+        rate: summary.tflops_sustained,
+        unit: gate.unit(),
+        rel_err: None,
+        max_abs_err: None,
+        repeats_clean: summary.intervals_clean,
+        repeats_total: summary.intervals,
+        time_median_us: median_ns.map(|ns| ns / 1e3),
+        time_min_us: None,
+        wall_median_us: None,
+        bytes: gate.op.bytes_moved(),
+        flops: gate.op.flops(),
+        timing: Some("device_timestamps".into()),
+        first_call_us: None,
+    };
+    let mut result = GateResult {
+        status: if verdict.is_ok() {
+            GateStatus::Pass
+        } else {
+            GateStatus::Fail
+        },
+        reason: verdict.err(),
+        metrics: Some(metrics),
+        wall_s: started.elapsed().as_secs_f64(),
+        kernel: Some(summary.engine.clone()),
+        ..skipped(gate, ctx.seed, String::new())
+    };
+    result.in_run.stress = Some(summary);
+    GateRun {
+        result,
+        lost: None,
+        notes: Vec::new(),
     }
 }
 
@@ -419,6 +593,7 @@ fn run_hang(
             ..skipped(gate, ctx.seed, reason)
         },
         lost,
+        notes: Vec::new(),
     }
 }
 
@@ -532,6 +707,11 @@ pub(crate) mod tests {
         /// Validation messages so far; `complain_on` adds one per run of that op.
         messages: Vec<String>,
         complain_on: Option<&'static str>,
+        /// What `ceiling` answers for the ops that have one (all but noop):
+        /// the rate is per unit (GB/s for data movement, TFLOP/s for GEMMs).
+        ceiling: Option<Result<f64, greta_runtime::CeilingError>>,
+        /// Adds 100 to the last element of every gemm_f16 output.
+        corrupt_gemm_f16: bool,
     }
 
     pub(crate) fn fake_info(fp16: bool) -> greta_runtime::DeviceInfo {
@@ -562,6 +742,8 @@ pub(crate) mod tests {
                 calls: 0,
                 messages: vec![],
                 complain_on: None,
+                ceiling: None,
+                corrupt_gemm_f16: false,
             }
         }
     }
@@ -608,6 +790,13 @@ pub(crate) mod tests {
                     HostBuf::F16(_) => unreachable!(),
                 }
             }
+            if self.corrupt_gemm_f16 && matches!(op, Op::GemmF16 { .. }) {
+                if let Some(HostBuf::F32(v)) = outputs.first_mut() {
+                    if let Some(x) = v.last_mut() {
+                        *x += 100.0;
+                    }
+                }
+            }
             Ok(RunStats {
                 device_ns: vec![self.ns_per_dispatch; opts.repeats as usize],
                 timing: TimingSource::DeviceTimestamps,
@@ -622,6 +811,35 @@ pub(crate) mod tests {
         }
         fn validation_messages(&self) -> Vec<String> {
             self.messages.clone()
+        }
+        fn ceiling(
+            &mut self,
+            op: &Op,
+            _timeout: Duration,
+        ) -> Option<Result<greta_runtime::Ceiling, greta_runtime::CeilingError>> {
+            if matches!(op, Op::Noop) {
+                return None;
+            }
+            let gemm = matches!(op, Op::GemmF16 { .. } | Op::GemmF32 { .. });
+            Some(self.ceiling.clone()?.map(|rate| {
+                greta_runtime::Ceiling {
+                    rate,
+                    unit: if gemm {
+                        greta_runtime::CeilingUnit::TFlops
+                    } else {
+                        greta_runtime::CeilingUnit::GBps
+                    },
+                    source: if gemm {
+                        "fakeGemm"
+                    } else {
+                        "memcpy d2d (fake)"
+                    }
+                    .into(),
+                    library: "/fake/libfake.so".into(),
+                    version: "1.0".into(),
+                    found_by: "the fake's rule".into(),
+                }
+            }))
         }
     }
 
@@ -705,6 +923,133 @@ pub(crate) mod tests {
             .as_ref()
             .unwrap()
             .contains("no rope kernel"));
+    }
+
+    #[test]
+    fn perf_gates_carry_the_in_run_ceiling_and_their_ratio_to_it() {
+        let mut f = Fixture::new();
+        let mut dev = FakeDevice::new(true);
+        dev.ceiling = Some(Ok(1.024));
+        // Not in perf: no ceiling is measured at all.
+        let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+        assert!(run.gates.iter().all(|g| g.in_run == Default::default()));
+        f.profile = Profile::Perf;
+        let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+        let copy = &run.gates[0];
+        assert_eq!(copy.status, GateStatus::Pass);
+        let c = copy.in_run.ceiling.as_ref().unwrap();
+        assert_eq!((c.rate, c.unit), (1.024, crate::results::RateUnit::GBps));
+        assert_eq!(c.source, "memcpy d2d (fake)");
+        // Which file each ceiling came from and why, once per device.
+        let said: Vec<&String> = run
+            .notes
+            .iter()
+            .filter(|n| n.starts_with("in-run ceiling"))
+            .collect();
+        assert_eq!(
+            said,
+            [
+                "in-run ceiling memcpy d2d (fake) from /fake/libfake.so (the fake's rule), version 1.0",
+                "in-run ceiling fakeGemm from /fake/libfake.so (the fake's rule), version 1.0"
+            ]
+        );
+        // copy.t runs at 0.512 GB/s (see above): half the ceiling.
+        assert_eq!(copy.in_run.ratio, Some(0.5));
+        let gemm = &run.gates[1];
+        let m = gemm.metrics.as_ref().unwrap().rate.unwrap();
+        assert_eq!(
+            gemm.in_run.ceiling.as_ref().unwrap().unit,
+            crate::results::RateUnit::TFlops
+        );
+        assert_eq!(gemm.in_run.ratio, Some(m / 1.024));
+        // A skipped gate measured nothing, so it gets no ceiling either.
+        assert_eq!(run.gates[3].status, GateStatus::Skip);
+        assert_eq!(run.gates[3].in_run, Default::default());
+    }
+
+    #[test]
+    fn a_missing_vendor_library_is_said_and_fails_nothing() {
+        let mut f = Fixture::new();
+        f.profile = Profile::Perf;
+        let mut dev = FakeDevice::new(true);
+        dev.ceiling = Some(Err(greta_runtime::CeilingError::NotFound {
+            what: "cuBLAS (libcublas)".into(),
+            looked: vec!["/env/nvidia/cublas/lib/libcublas.so (the env): not there".into()],
+        }));
+        let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+        assert_eq!(run.status, crate::results::RunStatus::Pass);
+        let g = &run.gates[1];
+        assert_eq!(g.status, GateStatus::Pass);
+        assert!(g.in_run.ceiling.is_none() && g.in_run.ratio.is_none());
+        let why = g.in_run.ceiling_unavailable.as_deref().unwrap();
+        assert!(
+            why.contains("no cuBLAS") && why.contains("/env/nvidia/cublas/lib/libcublas.so"),
+            "{why}"
+        );
+        // A timeout while measuring loses the device like any other.
+        dev.ceiling = Some(Err(greta_runtime::CeilingError::Timeout(
+            "memcpy hung".into(),
+        )));
+        let run = run_device(
+            &mut FakeDevice {
+                ceiling: dev.ceiling.clone(),
+                ..FakeDevice::new(true)
+            },
+            0.1,
+            &f.ctx(None),
+            &Quiet,
+        );
+        assert!(run.lost.as_deref().unwrap().contains("memcpy hung"));
+        assert!(run.gates[1]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("device lost earlier"));
+    }
+
+    fn stress_gates() -> Vec<Gate> {
+        let text = "[[gate]]\nid = \"stress.t\"\nabout = \"\"\nop = { op = \"gemm_f16\", m = 40, n = 24, k = 16 }\nprofiles = [\"health\"]\nstress = { seconds = 0.02, interval_s = 0.01, tiles = 3, tile = 8 }\n";
+        crate::gates::Catalog::parse("t.toml", text)
+            .unwrap()
+            .plan(Profile::Health, &[], false)
+            .unwrap()
+    }
+
+    #[test]
+    fn the_stress_gate_runs_for_its_time_and_checks_sampled_tiles() {
+        let mut f = Fixture::new();
+        f.gates = stress_gates();
+        f.profile = Profile::Health;
+        let mut dev = FakeDevice::new(true);
+        let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+        let g = &run.gates[0];
+        assert_eq!(g.status, GateStatus::Pass, "{:?}", g.reason);
+        let s = g.in_run.stress.as_ref().unwrap();
+        // The fake has no stress loop: greta's gemm_f16 ran through `run`, and it says so.
+        assert_eq!(s.engine, "greta gemm_f16");
+        assert!(
+            s.note.as_deref().unwrap().contains("no vendor BLAS"),
+            "{s:?}"
+        );
+        assert!(
+            s.intervals >= 1 && s.tiles_checked == 3 * s.intervals,
+            "{s:?}"
+        );
+        // 2*40*24*16 flops per 1000 ns dispatch.
+        let want = 2.0 * 40.0 * 24.0 * 16.0 / 1000.0 / 1e3;
+        assert!((s.tflops_sustained.unwrap() - want).abs() < 1e-12, "{s:?}");
+        assert_eq!(g.metrics.as_ref().unwrap().rate, s.tflops_sustained);
+        assert_eq!(s.tflops_min, s.tflops_max);
+        // A device whose GEMM is wrong in one tile fails the gate, naming it.
+        dev.corrupt_gemm_f16 = true;
+        let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+        let g = &run.gates[0];
+        assert_eq!(g.status, GateStatus::Fail);
+        let why = g.reason.as_deref().unwrap();
+        assert!(
+            why.contains("tile 8x8 at (32, 16)") && why.contains("relative error"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -433,6 +433,7 @@ fn unopenable(
                 peer: None,
                 spec: None,
                 spec_fraction: None,
+                in_run: Default::default(),
             })
             .collect(),
         validation_messages: vec![],

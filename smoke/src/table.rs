@@ -169,6 +169,8 @@ const GATE_COLUMNS: &[Column] = &[
     // Filled in by `render` (it knows whether to colour).
     ("vs_floor", |_| String::new()),
     ("of_spec", |g| of_spec(g.spec_fraction)),
+    ("ceiling", |g| ceiling_cell(g)),
+    ("ratio", |g| of_spec(g.in_run.ratio)),
     ("rel_err", |g| {
         num(g.metrics.as_ref().and_then(|m| m.rel_err))
     }),
@@ -186,6 +188,50 @@ const GATE_COLUMNS: &[Column] = &[
     }),
     ("reason", |g| g.reason.clone().unwrap_or_default()),
 ];
+
+/// A gate's in-run ceiling, compactly: `2956 memcpy d2d (cuMemcpyDtoDAsync)`.
+fn ceiling_cell(g: &GateResult) -> String {
+    match &g.in_run.ceiling {
+        Some(c) => format!("{} {}", num(Some(c.rate)), c.source),
+        None => "-".into(),
+    }
+}
+
+/// Lines under a device's table: each stress gate's sustained figures, and
+/// why ceilings are missing (each distinct reason once, with its gates).
+fn in_run_lines(gates: &[GateResult]) -> Vec<String> {
+    let mut out = Vec::new();
+    for g in gates {
+        if let Some(s) = &g.in_run.stress {
+            out.push(format!(
+                "stress {}: {} sustained {} TFLOP/s over {} intervals ({:.1} s; per interval min {} / median {} / max {}), {} tiles checked{}",
+                g.id,
+                s.engine,
+                num(s.tflops_sustained),
+                s.intervals,
+                s.seconds,
+                num(s.tflops_min),
+                num(s.tflops_median),
+                num(s.tflops_max),
+                s.tiles_checked,
+                s.note.as_ref().map(|n| format!("; {n}")).unwrap_or_default()
+            ));
+        }
+    }
+    let mut why: Vec<(&str, Vec<&str>)> = Vec::new();
+    for g in gates {
+        if let Some(r) = g.in_run.ceiling_unavailable.as_deref() {
+            match why.iter_mut().find(|(w, _)| *w == r) {
+                Some((_, ids)) => ids.push(&g.id),
+                None => why.push((r, vec![&g.id])),
+            }
+        }
+    }
+    for (r, ids) in why {
+        out.push(format!("no ceiling for {}: {r}", ids.join(", ")));
+    }
+    out
+}
 
 /// The end-of-run table: one block per device, one line per gate; coloured
 /// as [`Colour::from_env`] says.
@@ -215,24 +261,26 @@ pub fn render_with(report: &Report, colour: Colour) -> String {
         });
         let spec = d.gates.iter().any(|g| g.spec_fraction.is_some());
         let floors = d.gates.iter().any(|g| g.floor.is_some());
+        let ceilings = d.gates.iter().any(|g| g.in_run.ceiling.is_some());
         let shown: Vec<&Column> = GATE_COLUMNS
             .iter()
             .filter(|c| first || c.0 != "first_us")
             .filter(|c| spec || c.0 != "of_spec")
             .filter(|c| floors || c.0 != "vs_floor")
+            .filter(|c| ceilings || !matches!(c.0, "ceiling" | "ratio"))
             .collect();
         let mut rows = vec![shown.iter().map(|c| c.0.to_string()).collect::<Vec<_>>()];
         rows.extend(d.gates.iter().map(|g| {
             shown
                 .iter()
                 .map(|c| match c.0 {
-                    // The in-run ceiling joins the gauge once results carry it.
+                    // The gauge ends at the in-run ceiling where there is one.
                     "vs_floor" => {
                         let m = g.metrics.as_ref();
                         vs_floor(
                             m.and_then(|m| m.rate),
                             g.floor.as_ref().map(|f| f.limit),
-                            None,
+                            g.in_run.ceiling.as_ref().map(|c| c.rate),
                             m.is_none_or(|m| m.unit.higher_is_better()),
                             colour,
                         )
@@ -242,6 +290,9 @@ pub fn render_with(report: &Report, colour: Colour) -> String {
                 .collect()
         }));
         out.push_str(&columns(&rows));
+        for line in in_run_lines(&d.gates) {
+            let _ = writeln!(out, "{line}");
+        }
         for m in &d.validation_messages {
             let _ = writeln!(out, "validation layer: {m}");
         }
@@ -519,6 +570,41 @@ mod tests {
         );
         assert_eq!(d(None, Some("dumb"), true), Colour::Off);
         assert_eq!(d(None, Some("xterm"), false), Colour::Off);
+    }
+
+    #[test]
+    fn ceilings_ratios_and_stress_show_only_when_measured() {
+        let mut r = crate::results::tests::sample_report();
+        let plain = render(&r);
+        assert!(!plain.contains("ceiling") && !plain.contains("ratio"));
+        r.devices[0].gates[0].in_run.ceiling = Some(crate::results::CeilingRef {
+            rate: 2956.0,
+            unit: crate::results::RateUnit::GBps,
+            source: "memcpy d2d (cuMemcpyDtoDAsync)".into(),
+            library: "libcuda.so.1".into(),
+            version: "CUDA 12.8".into(),
+        });
+        r.devices[0].gates[0].in_run.ratio = Some(0.8011);
+        for g in &mut r.devices[0].gates[1..] {
+            g.in_run.ceiling_unavailable = Some("no cuBLAS found; looked in: x".into());
+        }
+        let t = render(&r);
+        let head = t.lines().nth(1).unwrap();
+        assert!(
+            head.contains("  ceiling  ") && head.contains("  ratio  "),
+            "{t}"
+        );
+        let copy = t.lines().find(|l| l.starts_with("copy.bw")).unwrap();
+        assert!(
+            copy.contains("2956.0 memcpy d2d (cuMemcpyDtoDAsync)") && copy.contains("0.80"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "no ceiling for softmax.256x1024, gemm_f16.256: no cuBLAS found; looked in: x"
+            ),
+            "{t}"
+        );
     }
 
     #[test]

@@ -375,6 +375,18 @@ impl Driver for Cuda {
         self.check("cuMemcpyDtoHAsync", r)
     }
 
+    unsafe fn dtod_async(
+        &self,
+        dst: DevPtr,
+        src: DevPtr,
+        n: usize,
+        s: StreamH,
+    ) -> Result<(), GpuError> {
+        // SAFETY: the caller passes live allocations of at least `n` bytes.
+        let r = unsafe { cu::cuMemcpyDtoDAsync_v2(dst.0, src.0, n, s.0 as cu::CUstream) };
+        self.check("cuMemcpyDtoDAsync", r)
+    }
+
     fn stream_create(&self) -> Result<StreamH, GpuError> {
         // SAFETY: out-parameter call; 1 = CU_STREAM_NON_BLOCKING.
         self.created("cuStreamCreate", |s| unsafe { cu::cuStreamCreate(s, 1) })

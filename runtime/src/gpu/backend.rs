@@ -15,6 +15,10 @@ use super::driver::{
     ModuleH, StreamH,
 };
 use super::launch::{self, KernelArg};
+use super::vendor::measure::{self, StressGemm};
+use super::vendor::VendorBlas;
+use crate::ceiling::{Ceiling, CeilingError};
+use crate::stress::{StressReport, StressRequest};
 use crate::{
     Backend, BackendKind, DeviceInfo, DeviceSelect, DeviceType, Job, MemoryHeap, Op, RunStats,
     RuntimeError, TimingSource, Tuning,
@@ -152,6 +156,8 @@ pub struct GpuBackend<D: Driver> {
     functions: HashMap<String, FuncH>,
     stream: Option<StreamH>,
     lost: Option<String>,
+    /// The vendor BLAS, opened on the first ceiling or stress run.
+    vendor: Option<Result<VendorBlas, CeilingError>>,
 }
 
 impl<D: Driver + 'static> GpuBackend<D> {
@@ -223,6 +229,7 @@ impl<D: Driver> GpuBackend<D> {
             functions: HashMap::new(),
             stream: Some(stream),
             lost: None,
+            vendor: None,
         })
     }
 
@@ -305,6 +312,103 @@ impl<D: Driver> GpuBackend<D> {
             &mut hold,
             &mut dispatch,
         )
+    }
+
+    /// The vendor BLAS, opened on first use (from the active greta env,
+    /// then the system's CUDA/ROCm), its handle on this backend's stream.
+    fn vendor(&mut self) -> &Result<VendorBlas, CeilingError> {
+        let (api, stream, ordinal) = (self.dev.api, self.stream, self.dev.ordinal);
+        let driver = &self.driver;
+        self.vendor.get_or_insert_with(|| {
+            let Some(stream) = stream else {
+                return Err(CeilingError::Device("device is lost".into()));
+            };
+            driver
+                .activate(ordinal)
+                .map_err(|e| CeilingError::Device(e.to_string()))?;
+            let env = crate::hip::SearchEnv::live();
+            super::vendor::open(api, &super::vendor::candidates(api, &env.env_roots), stream)
+        })
+    }
+
+    fn ceiling_inner(
+        &mut self,
+        op: &Op,
+        timeout: Duration,
+    ) -> Option<Result<Ceiling, CeilingError>> {
+        if let Some(why) = &self.lost {
+            return Some(Err(CeilingError::Device(format!("device lost: {why}"))));
+        }
+        let stream = self.stream?;
+        let (kind, shape) = match measure::reference_for(op)? {
+            measure::Reference::Copy => {
+                return Some(measure::copy_ceiling(
+                    &self.driver,
+                    stream,
+                    &self.dev,
+                    op,
+                    timeout,
+                ))
+            }
+            measure::Reference::Gemm(kind, shape) => (kind, shape),
+        };
+        self.vendor();
+        let blas = match self.vendor.as_ref()? {
+            Ok(b) => b,
+            Err(e) => return Some(Err(e.clone())),
+        };
+        Some(measure::gemm_ceiling(
+            &self.driver,
+            stream,
+            &self.dev,
+            blas,
+            kind,
+            shape,
+            timeout,
+        ))
+    }
+
+    fn stress_inner(&mut self, req: &StressRequest) -> Result<StressReport, GpuError> {
+        if let Some(why) = &self.lost {
+            return Err(GpuError::Device(format!("device lost: {why}")));
+        }
+        let stream = self
+            .stream
+            .ok_or_else(|| GpuError::Device("device is lost".into()))?;
+        let op = Op::GemmF16 {
+            m: req.m as usize,
+            n: req.n as usize,
+            k: req.k as usize,
+        };
+        let plan = launch::plan(&op, &self.dev);
+        let own = match self.vendor() {
+            Ok(_) => None,
+            Err(e) => Some(format!("greta's own gemm_f16 ran: {e}")),
+        };
+        let function = match own {
+            Some(_) => Some(self.function(&plan.symbol)?),
+            None => None,
+        };
+        let driver = &self.driver;
+        let mut own_launch = |s: StreamH, bufs: &[DevPtr]| -> Result<(), GpuError> {
+            let Some(f) = function else {
+                return Err(GpuError::Invalid("no gemm_f16 kernel".into()));
+            };
+            let args: Vec<KernelArg> = bufs
+                .iter()
+                .map(|&p| KernelArg::Ptr(p))
+                .chain(plan.scalars.iter().copied())
+                .collect();
+            launch_on(driver, f, plan.dims, s, &args)
+        };
+        let gemm = match (own, self.vendor.as_ref()) {
+            (None, Some(Ok(b))) => StressGemm::Vendor(b),
+            (note, _) => StressGemm::Own {
+                note: note.unwrap_or_default(),
+                launch: &mut own_launch,
+            },
+        };
+        measure::stress(driver, stream, &self.dev, gemm, req)
     }
 
     /// Checks what every run checks before touching the device.
@@ -591,6 +695,18 @@ impl<D: Driver> Backend for GpuBackend<D> {
     fn lost(&self) -> Option<&str> {
         self.lost.as_deref()
     }
+
+    fn ceiling(&mut self, op: &Op, timeout: Duration) -> Option<Result<Ceiling, CeilingError>> {
+        let r = self.ceiling_inner(op, timeout);
+        if let Some(Err(CeilingError::Timeout(why))) = &r {
+            self.lost = Some(why.clone());
+        }
+        r
+    }
+
+    fn stress(&mut self, req: &StressRequest) -> Option<Result<StressReport, RuntimeError>> {
+        Some(self.stress_inner(req).map_err(|e| self.fail(e)))
+    }
 }
 
 impl<D: Driver> Drop for GpuBackend<D> {
@@ -598,8 +714,11 @@ impl<D: Driver> Drop for GpuBackend<D> {
         if self.lost.is_some() {
             // Destroying a stream or module with work still queued on a hung
             // GPU blocks; leave them so greta can report and exit.
+            std::mem::forget(self.vendor.take());
             return;
         }
+        // The vendor's handle goes before the stream it is bound to.
+        self.vendor = None;
         if let Some(s) = self.stream.take() {
             // SAFETY: created in open_with, destroyed once (taken out of the
             // Option), no work pending (every run waited for its last event).

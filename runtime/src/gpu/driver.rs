@@ -288,6 +288,17 @@ pub trait Driver {
         n: usize,
         s: StreamH,
     ) -> Result<(), GpuError>;
+    /// Device-to-device copy, the runtime's own (the copy ceiling).
+    ///
+    /// # Safety
+    /// `dst` and `src` are live allocations of at least `n` bytes.
+    unsafe fn dtod_async(
+        &self,
+        dst: DevPtr,
+        src: DevPtr,
+        n: usize,
+        s: StreamH,
+    ) -> Result<(), GpuError>;
     fn stream_create(&self) -> Result<StreamH, GpuError>;
     /// # Safety
     /// A live stream with no work pending, destroyed once.

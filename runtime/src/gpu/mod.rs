@@ -15,6 +15,7 @@ pub(crate) mod driver;
 mod launch;
 pub(crate) mod rtc;
 pub(crate) mod search;
+pub(crate) mod vendor;
 
 pub use backend::GpuBackend;
 pub use compile::{

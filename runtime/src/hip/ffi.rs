@@ -73,6 +73,7 @@ table! {
     hipFree: fn(Ptr) -> HipError;
     hipMemcpyHtoDAsync: fn(Ptr, Ptr, usize, Ptr) -> HipError;
     hipMemcpyDtoHAsync: fn(Ptr, Ptr, usize, Ptr) -> HipError;
+    hipMemcpyDtoDAsync: fn(Ptr, Ptr, usize, Ptr) -> HipError;
     hipStreamCreate: fn(*mut Ptr) -> HipError;
     hipStreamDestroy: fn(Ptr) -> HipError;
     hipEventCreate: fn(*mut Ptr) -> HipError;

@@ -94,11 +94,19 @@ pub fn search_candidates(env: &SearchEnv) -> Vec<Candidate> {
             .map(|f| Candidate::new(f, format!("${}", EnvVars::GRETA_HIP_LIB)))
             .collect();
     }
+    lib_candidates(env, "libamdhip64.so", &LOADER_NAMES)
+}
+
+/// Candidates for the ROCm library `stem` (`libamdhip64.so`,
+/// `librocblas.so`): the env's torch wheels, `ROCM_PATH`, `HIP_PATH`,
+/// `/opt/rocm*`, then the loader's `names`. A folder without the file is
+/// listed as `<folder>/<stem>` so the error names every place looked.
+pub(crate) fn lib_candidates(env: &SearchEnv, stem: &str, names: &[&str]) -> Vec<Candidate> {
     let mut v = Vec::new();
     let mut dir = |d: PathBuf, why: String| {
-        let files = search::lib_files(&d, "libamdhip64.so");
+        let files = search::lib_files(&d, stem);
         if files.is_empty() {
-            v.push(Candidate::new(d.join("libamdhip64.so"), why));
+            v.push(Candidate::new(d.join(stem), why));
         } else {
             v.extend(files.into_iter().map(|f| Candidate::new(f, why.clone())));
         }
@@ -122,8 +130,8 @@ pub fn search_candidates(env: &SearchEnv) -> Vec<Candidate> {
             dir(p.join("lib"), format!("ROCm install {}", p.display()));
         }
     }
-    for n in LOADER_NAMES {
-        v.push(Candidate::new(n, "the dynamic loader's search path"));
+    for n in names {
+        v.push(Candidate::new(*n, "the dynamic loader's search path"));
     }
     v
 }
@@ -520,6 +528,20 @@ impl Driver for Hip {
             (self.t().hipMemcpyDtoHAsync)(dst as ffi::Ptr, src.0 as ffi::Ptr, n, s.0 as ffi::Ptr)
         };
         self.check("hipMemcpyDtoHAsync", r)
+    }
+
+    unsafe fn dtod_async(
+        &self,
+        dst: DevPtr,
+        src: DevPtr,
+        n: usize,
+        s: StreamH,
+    ) -> Result<(), GpuError> {
+        // SAFETY: the caller passes live allocations of at least `n` bytes.
+        let r = unsafe {
+            (self.t().hipMemcpyDtoDAsync)(dst.0 as ffi::Ptr, src.0 as ffi::Ptr, n, s.0 as ffi::Ptr)
+        };
+        self.check("hipMemcpyDtoDAsync", r)
     }
 
     fn stream_create(&self) -> Result<StreamH, GpuError> {

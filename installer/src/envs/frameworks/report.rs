@@ -124,6 +124,7 @@ fn gate_result(j: &super::judge::Judged, seed: u64) -> GateResult {
         peer: None,
         spec: None,
         spec_fraction: None,
+        in_run: Default::default(),
         wall_s: j
             .record
             .as_ref()
