@@ -562,3 +562,58 @@ fn dry_run_plans_for_the_captured_machines_with_the_shipped_lock_set() {
         "{all}"
     );
 }
+
+/// Issue 24 item 4: the doctor reads TheRock's Python ROCm in an env
+/// (`rocm_sdk_core`, `amd_torch_device_*` dist-info) and finds a torch
+/// without this machine's device wheel, the hipErrorInvalidImage case.
+#[test]
+fn doctor_finds_a_therock_torch_without_this_gpus_device_wheel() {
+    let m = machine(&[(110003, "ip discovery")]);
+    let root = m.path().join("m");
+    let sp = root.join("home/ann/.local/share/greta/envs/rocm10.1/lib/python3.12/site-packages");
+    let dist = |dir: &str, name: &str, version: &str| {
+        let d = sp.join(format!("{dir}-{version}.dist-info"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("METADATA"),
+            format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n"),
+        )
+        .unwrap();
+    };
+    dist("torch", "torch", "2.14.0+rocm10.1.0");
+    dist("rocm_sdk_core", "rocm-sdk-core", "10.1.0");
+    dist(
+        "amd_torch_device_gfx942",
+        "amd-torch-device-gfx942",
+        "2.14.0+rocm10.1.0",
+    );
+    let doctor = || {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+            .args(["doctor", "--json", "--sysroot"])
+            .arg(&root)
+            .output()
+            .unwrap();
+        let v: serde_json::Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "framework.device-wheel-missing")
+            .cloned()
+    };
+    let f = doctor().expect("finding framework.device-wheel-missing");
+    assert_eq!(f["severity"], "fail");
+    let ev = f["evidence"].to_string();
+    assert!(
+        ev.contains("device wheels for gfx942 only") && ev.contains("is gfx1103"),
+        "{ev}"
+    );
+    // with this GPU's device wheel installed, no finding
+    dist(
+        "amd_torch_device_gfx1103",
+        "amd-torch-device-gfx1103",
+        "2.14.0+rocm10.1.0",
+    );
+    assert!(doctor().is_none());
+}

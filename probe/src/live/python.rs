@@ -49,6 +49,14 @@ fn is_framework(name: &str) -> bool {
         "flash-attn",
         "xformers",
         "bitsandbytes",
+        // TheRock's Python ROCm (ROCm 7.14+): the runtime torch links
+        // (`_rocm_sdk_core`, `_rocm_sdk_libraries`) and the per-GPU device
+        // wheels, whose names say which gfx targets the env can run.
+        "rocm-sdk-core",
+        "rocm-sdk-libraries",
+        "rocm-sdk-device",
+        "amd-torch-device",
+        "amd-torchvision-device",
     ]
     .iter()
     .any(|f| n == *f || n.starts_with(&format!("{f}-")))

@@ -87,6 +87,7 @@ pub const PREDICATES: &[&dyn Predicate] = &[
     &PYTHON_SCANNED,
     &python::PythonAbsent,
     &python::FrameworkBackendMismatch,
+    &python::TherockDeviceWheelMissing,
 ];
 
 /// "`area` was inspected completely, so what it lacks is a fact": the one
