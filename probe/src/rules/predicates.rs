@@ -78,6 +78,7 @@ pub const PREDICATES: &[&dyn Predicate] = &[
     &vulkan::VulkanOnlyCpuDevices,
     &vulkan::VulkanDuplicateGpu,
     &vulkan::VulkanAmdIcdsBoth,
+    &vulkan::VulkanAmdvlkInstalled,
     &vulkan::VulkanIcdChosenByEnv,
     &vulkan::AmdSwitchableLayerPresent,
     &vulkan::AmdSwitchableLayerDisabled,
