@@ -8,16 +8,25 @@
 
 use crate::lock_support::*;
 use crate::support::server::Server;
-use crate::support::wheel::{build_with_metadata, Wheel};
+use crate::support::wheel::{build_tagged, Wheel};
 use std::path::Path;
 
 const TORCH: &str = "2.14.0+rocm10.1.0";
 const SDK: &str = "10.1.0";
 const TARGETS: [&str; 4] = ["gfx942", "gfx1103", "gfx1150", "gfx1151"];
 
+/// A wheel tagged as AMD tags them: torch and its device wheels for one
+/// CPython (`cp312-cp312-linux_x86_64`), the rocm-sdk wheels for any
+/// (`py3-none-linux_x86_64`); plain `linux_x86_64`, not manylinux.
 fn wheel(project: &str, version: &str, metadata: &str) -> Wheel {
     let module = project.replace('-', "_");
-    build_with_metadata(project, version, &module, &[], 2_000, metadata)
+    let tag = if project.starts_with("rocm-sdk") {
+        "py3-none-linux_x86_64".to_string()
+    } else {
+        let cp = format!("cp{}", py_xy().replace('.', ""));
+        format!("{cp}-{cp}-linux_x86_64")
+    };
+    build_tagged(project, version, &module, &[], 2_000, metadata, &tag)
 }
 
 /// The index as AMD's multi-arch one is laid out: torch is a host wheel
