@@ -32,10 +32,17 @@ fn wheel(project: &str, version: &str, metadata: &str) -> Wheel {
 /// The index as AMD's multi-arch one is laid out: torch is a host wheel
 /// whose `device-gfxN` extras pull `amd-torch-device-gfxN`, which pulls
 /// `rocm-sdk-device-gfxN`; gfx1150 and gfx1151 also share a family wheel
-/// (`amd-torch-device-gfx115x`). The host wheel needs `rocm-sdk-core`.
+/// (`amd-torch-device-gfx115x`). The host wheel needs `rocm[libraries]`,
+/// which, as on AMD's index, is an sdist only (its libraries are the
+/// rocm-sdk-core/-libraries wheels).
 fn amd_like_index() -> Server {
     let s = Server::start();
-    let mut torch_meta = format!("Requires-Dist: rocm-sdk-core=={SDK}\n");
+    s.add_wheel(
+        "rocm",
+        &format!("rocm-{SDK}.tar.gz"),
+        b"an sdist greta never builds".to_vec(),
+    );
+    let mut torch_meta = format!("Requires-Dist: rocm[libraries]=={SDK}\n");
     for g in TARGETS {
         torch_meta.push_str(&format!(
             "Provides-Extra: device-{g}\nRequires-Dist: amd-torch-device-{g}=={TORCH} ; extra == \"device-{g}\"\n"
@@ -44,6 +51,11 @@ fn amd_like_index() -> Server {
     let mut wheels = vec![
         wheel("torch", TORCH, &torch_meta),
         wheel("rocm-sdk-core", SDK, ""),
+        wheel(
+            "rocm-sdk-libraries",
+            SDK,
+            &format!("Requires-Dist: rocm-sdk-core=={SDK}\n"),
+        ),
         wheel("amd-torch-device-gfx115x", TORCH, ""),
     ];
     for g in TARGETS {
@@ -78,6 +90,10 @@ fn py_xy() -> String {
 }
 
 fn matrix(index: &str, status: &str) -> String {
+    matrix_with(index, status, "exclude = [\"rocm\"]\n")
+}
+
+fn matrix_with(index: &str, status: &str, exclude: &str) -> String {
     let py = py_xy();
     let reason = if status == "locked" {
         ""
@@ -107,9 +123,9 @@ serves = ">=6.4.0"
 gfx = ["gfx942", "gfx1103", "gfx1150", "gfx1151"]
 device-extra = "device-{{gfx}}"
 device-requirements = ["torch"]
-python = ["{py}"]
+{exclude}python = ["{py}"]
 indexes = ["{index}"]
-requirements = ["torch=={TORCH}"]
+requirements = ["torch=={TORCH}", "rocm-sdk-core=={SDK}", "rocm-sdk-libraries=={SDK}"]
 lockfile = "pylock.rocm10-1.toml"
 "#
     )
@@ -184,8 +200,17 @@ fn lock_update_records_each_targets_device_wheels_under_its_extra() {
         ],
         "{text}"
     );
-    // host wheels: no marker
+    // host wheels: no marker; the sdist-only `rocm` left out
     assert_eq!(marker(&doc, "torch"), None, "{text}");
+    assert_eq!(marker(&doc, "rocm-sdk-libraries"), None, "{text}");
+    assert!(
+        !doc["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"].as_str() == Some("rocm")),
+        "{text}"
+    );
     assert_eq!(marker(&doc, "rocm-sdk-core"), None, "{text}");
     // each target's own device wheels
     for g in TARGETS {
@@ -234,10 +259,10 @@ fn lock_update_records_each_targets_device_wheels_under_its_extra() {
     assert_eq!(
         sets,
         [
-            format!("{py} device-gfx942 4"),
-            format!("{py} device-gfx1103 4"),
-            format!("{py} device-gfx1150 5"),
-            format!("{py} device-gfx1151 5")
+            format!("{py} device-gfx942 5"),
+            format!("{py} device-gfx1103 5"),
+            format!("{py} device-gfx1150 6"),
+            format!("{py} device-gfx1151 6")
         ],
         "{rep:#}"
     );
@@ -247,6 +272,39 @@ fn lock_update_records_each_targets_device_wheels_under_its_extra() {
             "{p:#}"
         );
     }
+}
+
+/// Without `exclude = ["rocm"]` the sdist-only `rocm` makes uv's
+/// wheels-only resolution fail, and the error says so (what happens
+/// against AMD's index too); the previous lockfile stays.
+#[test]
+fn an_sdist_only_dependency_fails_the_update_unless_excluded() {
+    let idx = amd_like_index();
+    let d = tempfile::tempdir().unwrap();
+    let lock = d.path().join("lock");
+    std::fs::create_dir_all(&lock).unwrap();
+    std::fs::write(
+        lock.join("matrix.toml"),
+        matrix_with(&idx.index_url(), "not-locked", ""),
+    )
+    .unwrap();
+    let uv = which::which("uv").expect("uv must be installed for this test");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+        .args(["lock", "update", "rocm10.1", "--lock-dir"])
+        .arg(&lock)
+        .arg("--uv")
+        .arg(&uv)
+        .env("UV_CACHE_DIR", d.path().join("uv-cache"))
+        .env("UV_NO_CONFIG", "1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("uv could not resolve profile rocm10.1") && e.contains("rocm"),
+        "{e}"
+    );
+    assert!(!lock.join("pylock.rocm10-1.toml").exists());
 }
 
 #[test]
@@ -277,6 +335,7 @@ fn show_gives_host_wheels_plus_exactly_the_chosen_targets() {
             "amd-torch-device-gfx1103",
             "rocm-sdk-core",
             "rocm-sdk-device-gfx1103",
+            "rocm-sdk-libraries",
             "torch"
         ]
     );
@@ -290,6 +349,7 @@ fn show_gives_host_wheels_plus_exactly_the_chosen_targets() {
             "rocm-sdk-core",
             "rocm-sdk-device-gfx1151",
             "rocm-sdk-device-gfx942",
+            "rocm-sdk-libraries",
             "torch"
         ]
     );
@@ -373,6 +433,7 @@ fn real_uv_installs_the_lockfile_for_one_target() {
             "amd-torch-device-gfx115x",
             "rocm-sdk-core",
             "rocm-sdk-device-gfx1151",
+            "rocm-sdk-libraries",
             "torch"
         ],
         "{listed}"
@@ -478,6 +539,7 @@ fn dry_run_for_a_captured_machine_plans_its_own_device_wheels() {
             "amd-torch-device-gfx115x",
             "rocm-sdk-core",
             "rocm-sdk-device-gfx1151",
+            "rocm-sdk-libraries",
             "torch"
         ]
     );
@@ -507,6 +569,7 @@ fn dry_run_for_a_captured_machine_plans_its_own_device_wheels() {
             "rocm-sdk-core",
             "rocm-sdk-device-gfx1103",
             "rocm-sdk-device-gfx942",
+            "rocm-sdk-libraries",
             "torch"
         ]
     );
