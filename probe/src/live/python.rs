@@ -112,6 +112,15 @@ pub fn backend_from_version(version: &str) -> Option<(String, Option<String>)> {
     (local == "cpu").then(|| ("cpu".into(), None))
 }
 
+/// The frameworks installed in one env (a venv greta is building, checked
+/// by its framework gates): what the doctor's rules about an env's
+/// frameworks need (TheRock's device wheels included).
+pub fn env_frameworks(root: &Root, env: &str) -> Vec<Framework> {
+    let mut out = Vec::new();
+    frameworks_in_env(root, env, &mut out);
+    out
+}
+
 fn frameworks_in_env(root: &Root, env: &str, out: &mut Vec<Framework>) {
     for lib in root.list(&format!("{env}/lib")) {
         if !lib.starts_with("python") {
