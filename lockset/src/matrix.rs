@@ -62,6 +62,11 @@ pub struct Profile {
     pub device_extra: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub device_requirements: Vec<String>,
+    /// Projects uv leaves out of the resolution (`--excludes`): AMD's `rocm`
+    /// meta package is published only as an sdist, which greta never builds
+    /// (`--no-build`); what it would pull in is listed as requirements.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
     /// Supported "X.Y" Python versions, oldest first.
     pub python: Vec<String>,
     /// Python versions listed but not lockable, with the reason.
@@ -175,6 +180,7 @@ const PROFILE_KEYS: &[&str] = &[
     "gfx-source",
     "device-extra",
     "device-requirements",
+    "exclude",
     "python",
     "incomplete",
     "indexes",
@@ -334,6 +340,7 @@ fn parse_profile(dir: &LockDir, src: &Source, name: &str, t: &toml_edit::Table) 
     let driver = version_req(&f, "driver")?;
     let gfx = profile_gfx(&f, backend)?;
     let (device_extra, device_requirements) = profile_device(&f, backend)?;
+    let exclude = project_names(&f, "exclude")?;
     let python = profile_python(&f)?;
     let incomplete = profile_incomplete(&f, &python)?;
     let indexes = profile_indexes(&f)?;
@@ -360,6 +367,7 @@ fn parse_profile(dir: &LockDir, src: &Source, name: &str, t: &toml_edit::Table) 
         gfx_source: f.opt_str("gfx-source")?,
         device_extra,
         device_requirements,
+        exclude,
         python,
         incomplete,
         indexes,
@@ -475,6 +483,18 @@ fn profile_device(f: &Fields, backend: Backend) -> Result<(Option<String>, Vec<S
         out.push(super::pylock::normalize_name(&r));
     }
     Ok((extra, out))
+}
+
+/// A list of project names (PEP 503-normalised).
+fn project_names(f: &Fields, key: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for (r, span) in f.str_list(key)? {
+        if r.parse::<uv_normalize::PackageName>().is_err() {
+            return Err(f.err(span, format!("{key}: `{r}` is not a project name")));
+        }
+        out.push(super::pylock::normalize_name(&r));
+    }
+    Ok(out)
 }
 
 /// The Python versions (x.y), oldest first; at least one.

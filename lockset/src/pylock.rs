@@ -332,19 +332,6 @@ mod tests {
         assert_eq!(normalize_name("Not A Name"), "not a name");
     }
 
-    #[test]
-    fn url_filenames_decode() {
-        assert_eq!(
-            url_filename("https://download.pytorch.org/whl/rocm6.3/torch-2.7.1%2Brocm6.3-cp312-cp312-manylinux_2_28_x86_64.whl"),
-            "torch-2.7.1+rocm6.3-cp312-cp312-manylinux_2_28_x86_64.whl"
-        );
-        assert_eq!(
-            url_filename("https://x/a/b-1-py3-none-any.whl#sha256=00"),
-            "b-1-py3-none-any.whl"
-        );
-        assert_eq!(url_filename("https://x/a%2"), "a%2");
-    }
-
     /// Issue 12: the line of each wheel's sha256 is kept, so that a
     /// download that hashes otherwise names it (an entry without one: its
     /// own line).

@@ -470,18 +470,6 @@ mod tests {
     }
 
     #[test]
-    fn parses_compressed_tags() {
-        let w = WheelTags::parse(
-            "triton-3.9.0-cp312-abi3-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
-        )
-        .unwrap();
-        assert_eq!(w.name, "triton");
-        assert_eq!(w.tags.len(), 2);
-        assert!(WheelTags::parse("foo-1.0.tar.gz").is_none());
-        assert!(WheelTags::parse("foo-1.0-py3-none.whl").is_none());
-    }
-
-    #[test]
     fn ranks_follow_packaging_order() {
         let i = Interpreter::synthetic("3.12", Some((2, 36))).unwrap();
         let exact = i

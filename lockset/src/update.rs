@@ -382,6 +382,12 @@ fn compile_for(
         args.push("--exclude-newer".into());
         args.push(d.clone());
     }
+    if !p.exclude.is_empty() {
+        let ex = tmp.join("excludes-matrix.txt");
+        std::fs::write(&ex, p.exclude.join("\n") + "\n")?;
+        args.push("--excludes".into());
+        args.push(ex.display().to_string());
+    }
     let timeout = greta_vocab::number::secs(a.timeout);
     let run = |extra: &[String]| -> Result<DocumentMut> {
         let mut all = args.clone();
@@ -422,6 +428,9 @@ fn compile_for(
     }
     if let Some(d) = &a.exclude_newer {
         shown.push_str(&format!(" --exclude-newer {d}"));
+    }
+    if !p.exclude.is_empty() {
+        shown.push_str(&format!(" --excludes <{}>", p.exclude.join(" ")));
     }
     Ok((doc, shown))
 }

@@ -32,6 +32,7 @@ pub use from::{
     decode, from_files, parse_text, recognise, summarise, FileReport, Format, FromError, FromRun,
 };
 pub use front::{EnvsAt, HipRun, Outcome, Probe, Scope};
+pub use live::python::env_frameworks;
 pub use merge::merge;
 pub use report::{use_color, CheckLine, CheckStatus, Report};
 pub use root::{CmdStatus, NodeState, Root, Unreadable, ENV_ALLOW};

@@ -74,3 +74,33 @@ impl WheelTags {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_filenames_decode() {
+        assert_eq!(
+            url_filename("https://download.pytorch.org/whl/rocm6.3/torch-2.7.1%2Brocm6.3-cp312-cp312-manylinux_2_28_x86_64.whl"),
+            "torch-2.7.1+rocm6.3-cp312-cp312-manylinux_2_28_x86_64.whl"
+        );
+        assert_eq!(
+            url_filename("https://x/a/b-1-py3-none-any.whl#sha256=00"),
+            "b-1-py3-none-any.whl"
+        );
+        assert_eq!(url_filename("https://x/a%2"), "a%2");
+    }
+
+    #[test]
+    fn parses_compressed_tags() {
+        let w = WheelTags::parse(
+            "triton-3.9.0-cp312-abi3-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+        )
+        .unwrap();
+        assert_eq!(w.name, "triton");
+        assert_eq!(w.tags.len(), 2);
+        assert!(WheelTags::parse("foo-1.0.tar.gz").is_none());
+        assert!(WheelTags::parse("foo-1.0-py3-none.whl").is_none());
+    }
+}

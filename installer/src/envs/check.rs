@@ -133,7 +133,17 @@ impl Prestarted {
         };
         p.set(gated, timeout);
         let seed = p.request().seed;
-        let checked = session::finish(p, &fx, session::machine_facts);
+        // The machine, plus what this env holds: a torch on TheRock's ROCm
+        // without this GPU's device wheel gets its own finding.
+        let venv = self.venv.display().to_string();
+        let checked = session::finish(p, &fx, move || {
+            let mut f = session::machine_facts();
+            f.python.frameworks.extend(greta_probe::env_frameworks(
+                &greta_probe::Root::live(),
+                &venv,
+            ));
+            f
+        });
         let findings = checked.judged.findings.clone();
         Ok(CheckReport {
             modules: modules_json(checked.run.as_ref(), &checked.judged, seed, self.gates),

@@ -8,25 +8,41 @@
 
 use crate::lock_support::*;
 use crate::support::server::Server;
-use crate::support::wheel::{build_with_metadata, Wheel};
+use crate::support::wheel::{build_tagged, Wheel};
 use std::path::Path;
 
 const TORCH: &str = "2.14.0+rocm10.1.0";
 const SDK: &str = "10.1.0";
 const TARGETS: [&str; 4] = ["gfx942", "gfx1103", "gfx1150", "gfx1151"];
 
+/// A wheel tagged as AMD tags them: torch and its device wheels for one
+/// CPython (`cp312-cp312-linux_x86_64`), the rocm-sdk wheels for any
+/// (`py3-none-linux_x86_64`); plain `linux_x86_64`, not manylinux.
 fn wheel(project: &str, version: &str, metadata: &str) -> Wheel {
     let module = project.replace('-', "_");
-    build_with_metadata(project, version, &module, &[], 2_000, metadata)
+    let tag = if project.starts_with("rocm-sdk") {
+        "py3-none-linux_x86_64".to_string()
+    } else {
+        let cp = format!("cp{}", py_xy().replace('.', ""));
+        format!("{cp}-{cp}-linux_x86_64")
+    };
+    build_tagged(project, version, &module, &[], 2_000, metadata, &tag)
 }
 
 /// The index as AMD's multi-arch one is laid out: torch is a host wheel
 /// whose `device-gfxN` extras pull `amd-torch-device-gfxN`, which pulls
 /// `rocm-sdk-device-gfxN`; gfx1150 and gfx1151 also share a family wheel
-/// (`amd-torch-device-gfx115x`). The host wheel needs `rocm-sdk-core`.
+/// (`amd-torch-device-gfx115x`). The host wheel needs `rocm[libraries]`,
+/// which, as on AMD's index, is an sdist only (its libraries are the
+/// rocm-sdk-core/-libraries wheels).
 fn amd_like_index() -> Server {
     let s = Server::start();
-    let mut torch_meta = format!("Requires-Dist: rocm-sdk-core=={SDK}\n");
+    s.add_wheel(
+        "rocm",
+        &format!("rocm-{SDK}.tar.gz"),
+        b"an sdist greta never builds".to_vec(),
+    );
+    let mut torch_meta = format!("Requires-Dist: rocm[libraries]=={SDK}\n");
     for g in TARGETS {
         torch_meta.push_str(&format!(
             "Provides-Extra: device-{g}\nRequires-Dist: amd-torch-device-{g}=={TORCH} ; extra == \"device-{g}\"\n"
@@ -35,6 +51,11 @@ fn amd_like_index() -> Server {
     let mut wheels = vec![
         wheel("torch", TORCH, &torch_meta),
         wheel("rocm-sdk-core", SDK, ""),
+        wheel(
+            "rocm-sdk-libraries",
+            SDK,
+            &format!("Requires-Dist: rocm-sdk-core=={SDK}\n"),
+        ),
         wheel("amd-torch-device-gfx115x", TORCH, ""),
     ];
     for g in TARGETS {
@@ -69,6 +90,10 @@ fn py_xy() -> String {
 }
 
 fn matrix(index: &str, status: &str) -> String {
+    matrix_with(index, status, "exclude = [\"rocm\"]\n")
+}
+
+fn matrix_with(index: &str, status: &str, exclude: &str) -> String {
     let py = py_xy();
     let reason = if status == "locked" {
         ""
@@ -98,9 +123,9 @@ serves = ">=6.4.0"
 gfx = ["gfx942", "gfx1103", "gfx1150", "gfx1151"]
 device-extra = "device-{{gfx}}"
 device-requirements = ["torch"]
-python = ["{py}"]
+{exclude}python = ["{py}"]
 indexes = ["{index}"]
-requirements = ["torch=={TORCH}"]
+requirements = ["torch=={TORCH}", "rocm-sdk-core=={SDK}", "rocm-sdk-libraries=={SDK}"]
 lockfile = "pylock.rocm10-1.toml"
 "#
     )
@@ -175,8 +200,17 @@ fn lock_update_records_each_targets_device_wheels_under_its_extra() {
         ],
         "{text}"
     );
-    // host wheels: no marker
+    // host wheels: no marker; the sdist-only `rocm` left out
     assert_eq!(marker(&doc, "torch"), None, "{text}");
+    assert_eq!(marker(&doc, "rocm-sdk-libraries"), None, "{text}");
+    assert!(
+        !doc["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"].as_str() == Some("rocm")),
+        "{text}"
+    );
     assert_eq!(marker(&doc, "rocm-sdk-core"), None, "{text}");
     // each target's own device wheels
     for g in TARGETS {
@@ -225,10 +259,10 @@ fn lock_update_records_each_targets_device_wheels_under_its_extra() {
     assert_eq!(
         sets,
         [
-            format!("{py} device-gfx942 4"),
-            format!("{py} device-gfx1103 4"),
-            format!("{py} device-gfx1150 5"),
-            format!("{py} device-gfx1151 5")
+            format!("{py} device-gfx942 5"),
+            format!("{py} device-gfx1103 5"),
+            format!("{py} device-gfx1150 6"),
+            format!("{py} device-gfx1151 6")
         ],
         "{rep:#}"
     );
@@ -238,6 +272,39 @@ fn lock_update_records_each_targets_device_wheels_under_its_extra() {
             "{p:#}"
         );
     }
+}
+
+/// Without `exclude = ["rocm"]` the sdist-only `rocm` makes uv's
+/// wheels-only resolution fail, and the error says so (what happens
+/// against AMD's index too); the previous lockfile stays.
+#[test]
+fn an_sdist_only_dependency_fails_the_update_unless_excluded() {
+    let idx = amd_like_index();
+    let d = tempfile::tempdir().unwrap();
+    let lock = d.path().join("lock");
+    std::fs::create_dir_all(&lock).unwrap();
+    std::fs::write(
+        lock.join("matrix.toml"),
+        matrix_with(&idx.index_url(), "not-locked", ""),
+    )
+    .unwrap();
+    let uv = which::which("uv").expect("uv must be installed for this test");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+        .args(["lock", "update", "rocm10.1", "--lock-dir"])
+        .arg(&lock)
+        .arg("--uv")
+        .arg(&uv)
+        .env("UV_CACHE_DIR", d.path().join("uv-cache"))
+        .env("UV_NO_CONFIG", "1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("uv could not resolve profile rocm10.1") && e.contains("rocm"),
+        "{e}"
+    );
+    assert!(!lock.join("pylock.rocm10-1.toml").exists());
 }
 
 #[test]
@@ -268,6 +335,7 @@ fn show_gives_host_wheels_plus_exactly_the_chosen_targets() {
             "amd-torch-device-gfx1103",
             "rocm-sdk-core",
             "rocm-sdk-device-gfx1103",
+            "rocm-sdk-libraries",
             "torch"
         ]
     );
@@ -281,6 +349,7 @@ fn show_gives_host_wheels_plus_exactly_the_chosen_targets() {
             "rocm-sdk-core",
             "rocm-sdk-device-gfx1151",
             "rocm-sdk-device-gfx942",
+            "rocm-sdk-libraries",
             "torch"
         ]
     );
@@ -364,6 +433,7 @@ fn real_uv_installs_the_lockfile_for_one_target() {
             "amd-torch-device-gfx115x",
             "rocm-sdk-core",
             "rocm-sdk-device-gfx1151",
+            "rocm-sdk-libraries",
             "torch"
         ],
         "{listed}"
@@ -469,6 +539,7 @@ fn dry_run_for_a_captured_machine_plans_its_own_device_wheels() {
             "amd-torch-device-gfx115x",
             "rocm-sdk-core",
             "rocm-sdk-device-gfx1151",
+            "rocm-sdk-libraries",
             "torch"
         ]
     );
@@ -498,6 +569,7 @@ fn dry_run_for_a_captured_machine_plans_its_own_device_wheels() {
             "rocm-sdk-core",
             "rocm-sdk-device-gfx1103",
             "rocm-sdk-device-gfx942",
+            "rocm-sdk-libraries",
             "torch"
         ]
     );
@@ -561,4 +633,59 @@ fn dry_run_plans_for_the_captured_machines_with_the_shipped_lock_set() {
         all.contains("gfx1100") && all.contains("/dev/kfd does not exist"),
         "{all}"
     );
+}
+
+/// Issue 24 item 4: the doctor reads TheRock's Python ROCm in an env
+/// (`rocm_sdk_core`, `amd_torch_device_*` dist-info) and finds a torch
+/// without this machine's device wheel, the hipErrorInvalidImage case.
+#[test]
+fn doctor_finds_a_therock_torch_without_this_gpus_device_wheel() {
+    let m = machine(&[(110003, "ip discovery")]);
+    let root = m.path().join("m");
+    let sp = root.join("home/ann/.local/share/greta/envs/rocm10.1/lib/python3.12/site-packages");
+    let dist = |dir: &str, name: &str, version: &str| {
+        let d = sp.join(format!("{dir}-{version}.dist-info"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("METADATA"),
+            format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n"),
+        )
+        .unwrap();
+    };
+    dist("torch", "torch", "2.14.0+rocm10.1.0");
+    dist("rocm_sdk_core", "rocm-sdk-core", "10.1.0");
+    dist(
+        "amd_torch_device_gfx942",
+        "amd-torch-device-gfx942",
+        "2.14.0+rocm10.1.0",
+    );
+    let doctor = || {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+            .args(["doctor", "--json", "--sysroot"])
+            .arg(&root)
+            .output()
+            .unwrap();
+        let v: serde_json::Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == "framework.device-wheel-missing")
+            .cloned()
+    };
+    let f = doctor().expect("finding framework.device-wheel-missing");
+    assert_eq!(f["severity"], "fail");
+    let ev = f["evidence"].to_string();
+    assert!(
+        ev.contains("device wheels for gfx942 only") && ev.contains("is gfx1103"),
+        "{ev}"
+    );
+    // with this GPU's device wheel installed, no finding
+    dist(
+        "amd_torch_device_gfx1103",
+        "amd-torch-device-gfx1103",
+        "2.14.0+rocm10.1.0",
+    );
+    assert!(doctor().is_none());
 }

@@ -49,6 +49,14 @@ fn is_framework(name: &str) -> bool {
         "flash-attn",
         "xformers",
         "bitsandbytes",
+        // TheRock's Python ROCm (ROCm 7.14+): the runtime torch links
+        // (`_rocm_sdk_core`, `_rocm_sdk_libraries`) and the per-GPU device
+        // wheels, whose names say which gfx targets the env can run.
+        "rocm-sdk-core",
+        "rocm-sdk-libraries",
+        "rocm-sdk-device",
+        "amd-torch-device",
+        "amd-torchvision-device",
     ]
     .iter()
     .any(|f| n == *f || n.starts_with(&format!("{f}-")))
@@ -102,6 +110,15 @@ pub fn backend_from_version(version: &str) -> Option<(String, Option<String>)> {
         return Some(("cuda".into(), ver));
     }
     (local == "cpu").then(|| ("cpu".into(), None))
+}
+
+/// The frameworks installed in one env (a venv greta is building, checked
+/// by its framework gates): what the doctor's rules about an env's
+/// frameworks need (TheRock's device wheels included).
+pub fn env_frameworks(root: &Root, env: &str) -> Vec<Framework> {
+    let mut out = Vec::new();
+    frameworks_in_env(root, env, &mut out);
+    out
 }
 
 fn frameworks_in_env(root: &Root, env: &str, out: &mut Vec<Framework>) {

@@ -69,11 +69,36 @@ fn install_at(root: &Root, path: &str) -> Option<RocmInstall> {
     if !root.is_dir(path) {
         return None;
     }
-    let version = root
-        .read_trim(&format!("{path}/.info/version"))
-        .or_else(|| root.read_trim(&format!("{path}/.info/version-dev")))
-        .and_then(|v| v.lines().next().map(str::to_string))
-        .filter(|v| !v.is_empty());
+    let read_version = |dir: &str| {
+        root.read_trim(&format!("{dir}/.info/version"))
+            .or_else(|| root.read_trim(&format!("{dir}/.info/version-dev")))
+            .and_then(|v| v.lines().next().map(str::to_string))
+            .filter(|v| !v.is_empty())
+    };
+    // ROCm 10's system install (`amdrocm-*` packages) keeps its core in a
+    // versioned directory, `/opt/rocm/core-10.0`: the version is there (or,
+    // failing that, in the directory's name).
+    let version = read_version(path).or_else(|| {
+        let mut cores: Vec<String> = root
+            .list(path)
+            .into_iter()
+            .filter(|n| {
+                n.strip_prefix("core-").is_some_and(|v| {
+                    !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+                })
+            })
+            .collect();
+        cores.sort_by_key(|n| {
+            n["core-".len()..]
+                .split('.')
+                .map(|p| p.parse::<u32>().unwrap_or(0))
+                .collect::<Vec<_>>()
+        });
+        let newest = cores.pop()?;
+        let dir = format!("{path}/{newest}");
+        root.note_path(&dir);
+        read_version(&dir).or_else(|| Some(newest["core-".len()..].to_string()))
+    });
     Some(RocmInstall {
         path: path.into(),
         version,
@@ -252,6 +277,14 @@ fn active_install(
 /// `LD_LIBRARY_PATH`: the HIP runtime a framework would load.
 fn hip_libraries(root: &Root, f: &mut Facts, installs: &[RocmInstall]) {
     let mut dirs: Vec<String> = installs.iter().map(|i| lib_dir_of(&i.path)).collect();
+    // ROCm 10: the HIP runtime lives in `/opt/rocm/core-10.0/lib`.
+    for i in installs {
+        for n in root.list(&i.path) {
+            if n.starts_with("core-") {
+                dirs.push(format!("{}/{n}/lib", i.path));
+            }
+        }
+    }
     if let Some(ld) = root.env("LD_LIBRARY_PATH") {
         dirs.extend(
             ld.split(':')
@@ -427,6 +460,26 @@ mod tests {
             Some("6.2.41133-dd7f95766")
         );
         assert_eq!(parse_hip_version_file("HIP_VERSION_MAJOR=x\n"), None);
+    }
+
+    /// Issue 24: ROCm 10's system install keeps its core in
+    /// `/opt/rocm/core-10.0`; the version is read there.
+    #[test]
+    fn rocm10_core_directory_gives_the_version() {
+        let tmp = tempfile::tempdir().unwrap();
+        let core = tmp.path().join("opt/rocm/core-10.0");
+        std::fs::create_dir_all(core.join(".info")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("opt/rocm/core-9.9")).unwrap();
+        std::fs::write(core.join(".info/version"), "10.0.0-4\n").unwrap();
+        let root = Root::sysroot(tmp.path()).unwrap();
+        let (installs, _) = find_installs(&root);
+        assert_eq!(installs.len(), 1, "{installs:?}");
+        assert_eq!(installs[0].path, "/opt/rocm");
+        assert_eq!(installs[0].version.as_deref(), Some("10.0.0-4"));
+        // no version file: the directory's name
+        std::fs::remove_file(core.join(".info/version")).unwrap();
+        let (installs, _) = find_installs(&Root::sysroot(tmp.path()).unwrap());
+        assert_eq!(installs[0].version.as_deref(), Some("10.0"));
     }
 
     #[test]

@@ -78,6 +78,7 @@ pub const PREDICATES: &[&dyn Predicate] = &[
     &vulkan::VulkanOnlyCpuDevices,
     &vulkan::VulkanDuplicateGpu,
     &vulkan::VulkanAmdIcdsBoth,
+    &vulkan::VulkanAmdvlkInstalled,
     &vulkan::VulkanIcdChosenByEnv,
     &vulkan::AmdSwitchableLayerPresent,
     &vulkan::AmdSwitchableLayerDisabled,
@@ -87,6 +88,7 @@ pub const PREDICATES: &[&dyn Predicate] = &[
     &PYTHON_SCANNED,
     &python::PythonAbsent,
     &python::FrameworkBackendMismatch,
+    &python::TherockDeviceWheelMissing,
 ];
 
 /// "`area` was inspected completely, so what it lacks is a fact": the one

@@ -626,7 +626,9 @@ fn wrong_fix() -> Fix {
 /// Findings of the doctor's rules that the failure texts raise on this
 /// machine (e.g. `rocm.gfx-unsupported` from `hipErrorNoBinaryForGpu`), and
 /// `rocm.hsa-override` when an override is set (a likely cause of faults and
-/// wrong results). `facts` is the probe's view of the machine.
+/// wrong results), and `framework.device-wheel-missing` when the env's torch
+/// on TheRock's ROCm lacks this GPU's device wheel (hipErrorInvalidImage).
+/// `facts` is the probe's view of the machine, with the env's frameworks.
 pub fn doctor_findings(facts: &greta_probe::Facts, texts: &[(String, String)]) -> Vec<Finding> {
     use greta_probe::diagnose;
     let before: Vec<String> = diagnose(facts).into_iter().map(|f| f.id).collect();
@@ -640,7 +642,13 @@ pub fn doctor_findings(facts: &greta_probe::Facts, texts: &[(String, String)]) -
     }
     diagnose(&f)
         .into_iter()
-        .filter(|d| !before.contains(&d.id) || d.id == "rocm.hsa-override")
+        // The override and a missing device wheel are about this env on this
+        // machine: a likely cause whether or not the texts name one.
+        .filter(|d| {
+            !before.contains(&d.id)
+                || d.id == "rocm.hsa-override"
+                || d.id == "framework.device-wheel-missing"
+        })
         .collect()
 }
 

@@ -40,6 +40,28 @@ pub fn build_with_metadata(
     blob: usize,
     metadata: &str,
 ) -> Wheel {
+    build_tagged(
+        project,
+        version,
+        module,
+        files,
+        blob,
+        metadata,
+        "py3-none-any",
+    )
+}
+
+/// As [`build_with_metadata`], for the wheel tag `tag` (`cp312-cp312-linux_x86_64`,
+/// `py3-none-linux_x86_64`: how AMD tags its ROCm wheels).
+pub fn build_tagged(
+    project: &str,
+    version: &str,
+    module: &str,
+    files: &[(&str, String)],
+    blob: usize,
+    metadata: &str,
+    tag: &str,
+) -> Wheel {
     let dist = project.replace('-', "_");
     let info = format!("{dist}-{version}.dist-info");
     let mut entries: Vec<(String, Vec<u8>)> = files
@@ -55,8 +77,8 @@ pub fn build_with_metadata(
     ));
     entries.push((
         format!("{info}/WHEEL"),
-        b"Wheel-Version: 1.0\nGenerator: greta-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-            .to_vec(),
+        format!("Wheel-Version: 1.0\nGenerator: greta-tests\nRoot-Is-Purelib: true\nTag: {tag}\n")
+            .into_bytes(),
     ));
     let mut record = String::new();
     for (p, b) in &entries {
@@ -78,7 +100,7 @@ pub fn build_with_metadata(
         z.finish().unwrap();
     }
     let bytes = buf.into_inner();
-    let filename = format!("{dist}-{version}-py3-none-any.whl");
+    let filename = format!("{dist}-{version}-{tag}.whl");
     let sha256 = super::sha256_hex(&bytes);
     Wheel {
         project: project.to_string(),

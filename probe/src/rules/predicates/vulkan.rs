@@ -293,6 +293,43 @@ fn vulkan_amd_icds_both() {
     assert!(!holds(&VulkanAmdIcdsBoth, &f));
 }
 
+pub struct VulkanAmdvlkInstalled;
+impl Predicate for VulkanAmdvlkInstalled {
+    about!(
+        "vulkan_amdvlk_installed",
+        "an AMDVLK (or AMDGPU-PRO Vulkan) manifest is installed; AMD discontinued AMDVLK in 2025 and RADV is its Vulkan driver",
+        ["vulkan.icds"]
+    );
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        let left: Vec<String> = v
+            .facts
+            .vulkan
+            .icds
+            .iter()
+            .filter(|i| matches!(i.kind, VkFamily::Amdvlk | VkFamily::AmdgpuPro))
+            .map(|i| format!("ICD {} ({})", i.manifest, i.kind.name()))
+            .collect();
+        when(!left.is_empty(), || left)
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn vulkan_amdvlk_installed() {
+    use super::tests::*;
+    let mut f = crate::facts::Facts::default();
+    f.vulkan.icds = vec![icd("radeon_icd.json", VkFamily::Radv, Some(true))];
+    assert!(!holds(&VulkanAmdvlkInstalled, &f));
+    // left behind: its library may even be gone; the manifest still loads
+    f.vulkan
+        .icds
+        .push(icd("amd_icd64.json", VkFamily::Amdvlk, Some(false)));
+    assert_eq!(
+        eval(&VulkanAmdvlkInstalled, &f).unwrap(),
+        ["ICD amd_icd64.json (amdvlk)"]
+    );
+}
+
 pub struct VulkanIcdChosenByEnv;
 impl Predicate for VulkanIcdChosenByEnv {
     about!(

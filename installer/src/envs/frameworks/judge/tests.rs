@@ -332,3 +332,55 @@ fn runtime_messages_get_the_doctors_finding_ids() {
     // Nothing in the text: nothing added.
     assert!(doctor_findings(&facts, &[("x".into(), "ValueError: shapes".into())]).is_empty());
 }
+
+/// Issue 24: the gates' failure in an env whose torch is on TheRock's ROCm
+/// without this GPU's device wheel (hipErrorInvalidImage) gets its own
+/// finding, naming the env and the missing target.
+#[test]
+fn a_missing_device_wheel_gets_its_own_finding() {
+    use greta_probe::{Facts, Framework, Gpu, Vendor as V};
+    let fw = |name: &str, version: &str| Framework {
+        env: "/e".into(),
+        name: name.into(),
+        version: version.into(),
+        backend: Some("rocm".into()),
+        backend_version: Some("10.1.0".into()),
+    };
+    let mut facts = Facts {
+        gpus: vec![Gpu {
+            vendor: V::Amd,
+            name: "AMD Radeon 780M".into(),
+            gfx: Some("gfx1103".into()),
+            ..Gpu::default()
+        }],
+        ..Facts::default()
+    };
+    facts.python.frameworks = vec![
+        fw("torch", "2.14.0+rocm10.1.0"),
+        fw("rocm-sdk-core", "10.1.0"),
+        fw("amd-torch-device-gfx942", "2.14.0+rocm10.1.0"),
+    ];
+    let texts = vec![(
+        "torch.matmul_f32".to_string(),
+        "RuntimeError: HIP error: device kernel image is invalid".to_string(),
+    )];
+    let f = doctor_findings(&facts, &texts);
+    let mine = f
+        .iter()
+        .find(|f| f.id == "framework.device-wheel-missing")
+        .unwrap_or_else(|| panic!("{f:?}"));
+    assert!(
+        mine.evidence.iter().any(|e| e.contains("gfx1103")),
+        "{mine:?}"
+    );
+    // with the device wheel, only the generic gfx finding remains
+    facts
+        .python
+        .frameworks
+        .push(fw("amd-torch-device-gfx1103", "2.14.0+rocm10.1.0"));
+    let f = doctor_findings(&facts, &texts);
+    assert!(
+        f.iter().all(|f| f.id != "framework.device-wheel-missing"),
+        "{f:?}"
+    );
+}
