@@ -462,6 +462,20 @@ mod tests {
         let a = h.find(&exact(base * 1.1)).unwrap();
         let z = h.find(&exact(base * 1.5)).unwrap();
         assert!(a < z);
+        // Devices that share a UUID within a run (replayed or cloned) stay
+        // apart; one UUID across runs is one device.
+        let mut twins = run_at("2026-11-24T10:00:00Z", "0.2.0", "Mesa 23", 1.0);
+        let u = Some("6d657361-3232-2e33-2e36-000000000000".parse().unwrap());
+        for d in &mut twins.report.devices {
+            d.device.uuid = u;
+        }
+        let mut later = twins.clone();
+        later.report.started_at = "2026-11-25T10:00:00Z".into();
+        let h = render_history(&[twins, later], &[], "/r");
+        assert!(
+            h.contains("1 device") == false && h.contains("2 devices"),
+            "two devices"
+        );
         let empty = render_history(
             &[],
             &[Skipped {
