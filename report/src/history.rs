@@ -235,8 +235,11 @@ pub fn render_history(runs: &[Run], skipped: &[Skipped], source: &str) -> String
             b.push_str("<p class=\"meta\">no rate measured in any run</p>");
             continue;
         }
-        match chart(id, unit, &series, &devices, &changes, (t0, t1)) {
-            Ok(svg) => b.push_str(&svg),
+        match chart(id, unit, &series, &changes, (t0, t1)) {
+            Ok(svg) => {
+                b.push_str(&svg);
+                legend(&mut b, &series, &devices);
+            }
             Err(e) => {
                 let _ = write!(b, "<p class=\"warn\">chart not drawn: {}</p>", esc(&e));
             }
@@ -250,7 +253,6 @@ fn chart(
     id: &str,
     unit: &str,
     series: &[(usize, &Vec<Point>)],
-    devices: &[(DevKey, String)],
     changes: &[Change],
     (t0, t1): (f64, f64),
 ) -> Result<String, String> {
@@ -302,9 +304,7 @@ fn chart(
                 pts.iter().map(|p| (p.t, p.rate)),
                 colour.stroke_width(1),
             ))
-            .map_err(e)?
-            .label(devices[*di].1.clone())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], colour.stroke_width(2)));
+            .map_err(e)?;
             c.draw_series(pts.iter().map(|p| {
                 Circle::new(
                     (p.t, p.rate),
@@ -318,13 +318,6 @@ fn chart(
             }))
             .map_err(e)?;
         }
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(200, 200, 200))
-            .label_font(("sans-serif", 11))
-            .draw()
-            .map_err(e)?;
         root.present().map_err(e)?;
     }
     // plotters writes the SVG element bare: name what it shows for
@@ -338,6 +331,26 @@ fn chart(
         ),
         1,
     ))
+}
+
+/// The chart's legend, as text beside colour swatches (in the page, not
+/// in the drawing: it never covers a point, and it reads as text).
+fn legend(b: &mut String, series: &[(usize, &Vec<Point>)], devices: &[(DevKey, String)]) {
+    b.push_str("<p class=\"legend history-legend\">");
+    for (di, _) in series {
+        let (r, g, bl) = COLOURS[di % COLOURS.len()];
+        let _ = write!(
+            b,
+            "<span><svg width=\"16\" height=\"10\" aria-hidden=\"true\"><rect width=\"16\" height=\"3\" y=\"4\" \
+             fill=\"rgb({r},{g},{bl})\"/></svg> {}</span>",
+            esc(&devices[*di].1)
+        );
+    }
+    let _ = write!(
+        b,
+        "<span><svg width=\"10\" height=\"10\" aria-hidden=\"true\"><circle cx=\"5\" cy=\"5\" r=\"3\" fill=\"{FAIL}\"/></svg> \
+         a run in which the gate failed</span><span>numbered lines: the version changes listed above</span></p>"
+    );
 }
 
 fn numbers_table(
@@ -433,6 +446,12 @@ mod tests {
         let h = render_history(&all, &[], "/results");
         let gates = crate::grid::gate_ids(&runs[0].report);
         assert_eq!(h.matches("<svg class=\"history\"").count(), gates.len());
+        // Each chart's legend is text: every device named under every chart.
+        assert_eq!(
+            h.matches("class=\"legend history-legend\"").count(),
+            gates.len()
+        );
+        assert_eq!(h.matches("</svg> GPU 1 llvmpipe").count(), gates.len());
         assert!(
             h.contains("greta 0.1.0 -&gt; 0.2.0"),
             "the version change is listed"

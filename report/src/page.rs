@@ -18,6 +18,16 @@ pub fn verdict(s: RunStatus) -> &'static str {
     }
 }
 
+/// `2026-11-26T00:13:55.2929Z` as `2026-11-26 00:13:55 UTC` (other text as is).
+pub fn when(rfc3339: &str) -> String {
+    let b = rfc3339.as_bytes();
+    if b.len() >= 19 && b[10] == b'T' && rfc3339.ends_with('Z') && rfc3339.is_char_boundary(19) {
+        format!("{} {} UTC", &rfc3339[..10], &rfc3339[11..19])
+    } else {
+        rfc3339.to_string()
+    }
+}
+
 pub fn badge(s: RunStatus) -> String {
     let (c, t) = match s {
         RunStatus::Pass => ("b-pass", "PASS"),
@@ -55,10 +65,10 @@ pub fn render_runs(runs: &[Run], skipped: &[Skipped]) -> String {
     let mut b = String::new();
     let title = match runs {
         [one] => format!(
-            "greta smoke {} {} {}",
+            "greta smoke {}: {}, {}",
             one.report.profile,
-            verdict(one.report.status),
-            one.report.started_at
+            verdict(one.report.status).to_uppercase(),
+            when(&one.report.started_at)
         ),
         _ => format!("greta smoke: {} runs", runs.len()),
     };
@@ -88,13 +98,14 @@ fn run_section(b: &mut String, run: &Run, anchor: &str) {
     let r: &Report = &run.report;
     let _ = write!(
         b,
-        "<section class=\"run\" data-status=\"{}\"><h2>{} {} on {} device{}, {}</h2>",
+        "<section class=\"run\" data-status=\"{}\" data-started-at=\"{}\"><h2>{} {} on {} device{}, {}</h2>",
         verdict(r.status),
+        esc(&r.started_at),
         badge(r.status),
         esc(&r.profile),
         r.devices.len(),
         if r.devices.len() == 1 { "" } else { "s" },
-        esc(&r.started_at)
+        esc(&when(&r.started_at))
     );
     let count = |s: GateStatus| {
         r.devices

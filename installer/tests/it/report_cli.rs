@@ -114,7 +114,7 @@ fn history_draws_what_reads_and_names_every_file_it_cannot_use() {
     assert_eq!(code, 0, "{err}");
     assert!(std::fs::read_to_string(&last)
         .unwrap()
-        .contains("2026-11-22T10:00:00Z"));
+        .contains("data-started-at=\"2026-11-22T10:00:00Z\""));
     let (code, err, _) = greta(&[
         "report",
         d.join("fifo.json").to_str().unwrap(),
