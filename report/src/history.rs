@@ -48,6 +48,19 @@ fn when(t: f64, with_date: bool) -> String {
     d.format(&f).unwrap_or_else(|_| format!("{t}"))
 }
 
+/// A time on the chart's axis (to the minute).
+fn axis_time(t: f64, with_date: bool) -> String {
+    let Ok(d) = time::OffsetDateTime::from_unix_timestamp(t.floor() as i64) else {
+        return format!("{t}");
+    };
+    let f = if with_date {
+        time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]")
+    } else {
+        time::macros::format_description!("[month]-[day] [hour]:[minute]")
+    };
+    d.format(&f).unwrap_or_else(|_| format!("{t}"))
+}
+
 /// A device across runs: its UUID when the backend gave one, else the
 /// host, index and name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -60,10 +73,51 @@ struct Point {
     failed: bool,
 }
 
-/// A version change between two runs.
+/// A version change between two runs: what changed (`greta`, `driver`),
+/// on whom (`""` for greta itself, else the device), from and to.
 struct Change {
     t: f64,
+    who: String,
     what: String,
+}
+
+/// The changes made at one time (one run), as one marker: the same change
+/// on several devices (a driver update on a node of eight) said once.
+fn merge(changes: Vec<Change>) -> Vec<Change> {
+    let mut out: Vec<Change> = Vec::new();
+    let mut i = 0;
+    while i < changes.len() {
+        let t = changes[i].t;
+        let mut j = i;
+        let mut parts: Vec<(String, Vec<String>)> = Vec::new();
+        while j < changes.len() && changes[j].t == t {
+            let c = &changes[j];
+            match parts.iter_mut().find(|(w, _)| *w == c.what) {
+                Some((_, who)) => who.push(c.who.clone()),
+                None => parts.push((c.what.clone(), vec![c.who.clone()])),
+            }
+            j += 1;
+        }
+        let what = parts
+            .into_iter()
+            .map(|(what, who)| {
+                let who: Vec<String> = who.into_iter().filter(|w| !w.is_empty()).collect();
+                match who.len() {
+                    0 => what,
+                    1 => format!("{}: {what}", who[0]),
+                    n => format!("{n} devices ({}): {what}", who.join(", ")),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        out.push(Change {
+            t,
+            who: String::new(),
+            what,
+        });
+        i = j;
+    }
+    out
 }
 
 /// The history page of `runs` (any order) read from `source`.
@@ -101,6 +155,7 @@ pub fn render_history(runs: &[Run], skipped: &[Skipped], source: &str) -> String
         if let Some(prev) = last_greta.filter(|v| *v != r.greta_version) {
             changes.push(Change {
                 t: *t,
+                who: String::new(),
                 what: format!("greta {prev} -> {}", r.greta_version),
             });
         }
@@ -135,7 +190,8 @@ pub fn render_history(runs: &[Run], skipped: &[Skipped], source: &str) -> String
                 if prev != driver {
                     changes.push(Change {
                         t: *t,
-                        what: format!("{label}: driver {} -> {}", prev.trim(), driver.trim()),
+                        who: label.clone(),
+                        what: format!("driver {} -> {}", prev.trim(), driver.trim()),
                     });
                 }
             }
@@ -192,6 +248,7 @@ pub fn render_history(runs: &[Run], skipped: &[Skipped], source: &str) -> String
     if timed.is_empty() {
         b.push_str("<p class=\"warn\">No greta.smoke/v1 result could be read.</p>");
     }
+    let changes = merge(changes);
     if !changes.is_empty() {
         b.push_str("<h2>Version changes</h2><ol class=\"changes\">");
         for c in &changes {
@@ -277,7 +334,7 @@ fn chart(
         c.configure_mesh()
             .x_labels(6)
             .y_labels(5)
-            .x_label_formatter(&|t| when(*t, with_date))
+            .x_label_formatter(&|t| axis_time(*t, with_date))
             .y_label_formatter(&|v| num(*v))
             .y_desc(unit)
             .light_line_style(RGBColor(240, 240, 240))
@@ -459,9 +516,12 @@ mod tests {
         assert!(h.contains("driver llvmpipe Mesa 22 0.0.1 -&gt; llvmpipe Mesa 23 0.0.1"));
         assert_eq!(
             h.matches("<li data-t=").count(),
-            3,
-            "one greta change, one driver change per device"
+            2,
+            "the greta change; the driver change of both devices, said once"
         );
+        assert!(h.contains(
+            "2 devices (GPU 0 llvmpipe (LLVM 15.0.6, 256 bits), GPU 1 llvmpipe (LLVM 15.0.6, 256 bits)): driver"
+        ));
         assert!(h.contains("yesterday") && h.contains("not an RFC 3339 time"));
         // The numbers: every run's rate of copy.16m on each device, as text.
         let copy = runs[0].report.devices[0]
