@@ -188,14 +188,12 @@ fn device_section(b: &mut String, run: &Run, di: usize, d: &DeviceRun, anchor: &
     }
     let extras: Vec<_> = (0..d.gates.len()).map(|gi| run.extra(di, gi)).collect();
     b.push_str(&bars::svg(d, &extras));
-    let ratios: Vec<Option<f64>> = grid::gate_ids(&run.report)
-        .iter()
-        .map(|id| {
-            let i = run.report.devices.iter().position(|x| std::ptr::eq(x, d))?;
-            grid::ratios(&run.report, id)[i]
-        })
-        .collect();
+    // This device's ratio to the node's median, per gate id.
     let ids = grid::gate_ids(&run.report);
+    let ratios: Vec<Option<f64>> = ids
+        .iter()
+        .map(|id| grid::ratios(&run.report, id)[di])
+        .collect();
     b.push_str(
         "<table class=\"gates\"><thead><tr><th>gate</th><th>status</th><th>rate</th><th>unit</th><th>floor</th>\
          <th>ceiling</th><th>of ceiling</th><th>spec</th><th>of spec</th><th>vs median</th><th>clean</th><th>rel_err</th><th>reason</th></tr></thead><tbody>",
