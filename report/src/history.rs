@@ -29,6 +29,11 @@ const COLOURS: [(u8, u8, u8); 10] = [
     (214, 39, 40),
 ];
 
+/// The largest rate a chart draws (GB/s, TFLOP/s, us/dispatch: real
+/// rates are below 1e7), and the smallest top of its axis.
+const MAX_DRAWN: f64 = 1e12;
+const MIN_DRAWN: f64 = 1e-9;
+
 /// One run's time as Unix seconds, from its RFC 3339 `started_at`.
 fn unix(rfc3339: &str) -> Option<f64> {
     let t = time::OffsetDateTime::parse(rfc3339, &time::format_description::well_known::Rfc3339)
@@ -313,12 +318,27 @@ fn chart(
     changes: &[Change],
     (t0, t1): (f64, f64),
 ) -> Result<String, String> {
-    let ymax = series
+    let top = series
         .iter()
         .flat_map(|(_, p)| p.iter().map(|p| p.rate))
-        .fold(0.0_f64, f64::max)
-        .max(f64::MIN_POSITIVE)
-        * 1.12;
+        .fold(0.0_f64, f64::max);
+    // plotters' tick arithmetic overflows (a panic in a debug build) on
+    // ranges near f64's limits; no rate greta measures comes close, so a
+    // file that has one gets its table and no chart.
+    let drawable = top <= MAX_DRAWN && t0.is_finite() && t1.is_finite();
+    if !drawable {
+        return Err(format!(
+            "a rate over {MAX_DRAWN:e} or a time out of range; the numbers are in the table"
+        ));
+    }
+    let bottom = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|p| p.rate))
+        .fold(0.0_f64, f64::min);
+    if bottom < 0.0 {
+        return Err("a negative rate; the numbers are in the table".into());
+    }
+    let ymax = top.max(MIN_DRAWN) * 1.12;
     let with_date = t1 - t0 > 2.0 * 86_400.0;
     let mut svg = String::new();
     {

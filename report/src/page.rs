@@ -244,6 +244,75 @@ mod tests {
     use super::*;
     use crate::load::tests::sample;
 
+    /// Mutated results (odd numbers where rates and times are, cut files,
+    /// deleted bytes) are read or refused, and whatever reads is drawn:
+    /// never a panic, and the page is always a whole page.
+    #[test]
+    fn mutated_results_are_refused_or_drawn_never_a_panic() {
+        use rand::{Rng, SeedableRng};
+        let var = greta_vocab::EnvVars::GRETA_TEST_SEED;
+        let seed: u64 = std::env::var(var)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| rand::random());
+        eprintln!("seed {seed} ({var}={seed} replays it)");
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let base = sample(3).to_json();
+        let odd = [
+            "0",
+            "-0",
+            "-1",
+            "1e308",
+            "-1e308",
+            "5e-324",
+            "123456789012345678901234567890",
+        ];
+        let (mut read, mut refused) = (0, 0);
+        for _ in 0..300 {
+            let mut t = base.clone();
+            match rng.gen_range(0..3) {
+                0 => {
+                    // Replace numbers (rates, times, indices) with odd ones.
+                    for _ in 0..rng.gen_range(1..20) {
+                        let at = rng.gen_range(0..t.len());
+                        let Some(k) = t[at..].find(|c: char| c.is_ascii_digit()).map(|k| k + at)
+                        else {
+                            continue;
+                        };
+                        let end = t[k..]
+                            .find(|c: char| {
+                                !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-')
+                            })
+                            .map_or(t.len(), |e| e + k);
+                        t.replace_range(k..end, odd[rng.gen_range(0..odd.len())]);
+                    }
+                }
+                1 => t.truncate(rng.gen_range(0..t.len())),
+                _ => {
+                    let at = rng.gen_range(0..t.len());
+                    if t.is_char_boundary(at) && t.is_char_boundary(at + 1) {
+                        t.remove(at);
+                    }
+                }
+            }
+            match Run::parse(t.as_bytes(), None) {
+                Ok(run) => {
+                    read += 1;
+                    let page = render_runs(std::slice::from_ref(&run), &[]);
+                    assert!(page.ends_with("</html>\n"));
+                    let h = crate::render_history(&[run], &[], "/r");
+                    assert!(h.ends_with("</html>\n"));
+                }
+                Err(why) => {
+                    refused += 1;
+                    assert!(!why.is_empty());
+                }
+            }
+        }
+        eprintln!("{read} drawn, {refused} refused");
+        assert!(read > 0 && refused > 0);
+    }
+
     #[test]
     fn one_run_page_holds_every_gate_and_number_as_text() {
         let r = sample(1);
