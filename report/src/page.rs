@@ -254,7 +254,7 @@ mod tests {
         let seed: u64 = std::env::var(var)
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| rand::random());
+            .unwrap_or_else(rand::random);
         eprintln!("seed {seed} ({var}={seed} replays it)");
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let base = sample(3).to_json();
