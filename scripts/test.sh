@@ -4,6 +4,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
+# Headless Chromium opens `greta report`'s page in installer/tests/it/report_page.rs (Debian's
+# `chromium`). Installed here rather than in setup.sh's list so that a mirror without it costs
+# only those checks, which then print a loud SKIPPED; everything else still runs.
+if ! command -v chromium >/dev/null 2>&1; then
+  sudo_=""; [[ $(id -u) -ne 0 ]] && sudo_="sudo"
+  echo "test.sh: installing chromium (report page tests)" >&2
+  { $sudo_ apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >&2; } \
+    || echo "test.sh: WARNING: chromium could not be installed; the report page tests will be SKIPPED" >&2
+fi
 # Disk: the test build, the cpu profile's wheels (unpacked by uv) and the release take about
 # 14 GB under target/ at the peak (docs/performance.md, "Test suite footprint"). Say so up
 # front, so that a full disk reads as that and not as a compiler's "No space left on device".

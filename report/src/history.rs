@@ -29,6 +29,11 @@ const COLOURS: [(u8, u8, u8); 10] = [
     (214, 39, 40),
 ];
 
+/// The largest rate a chart draws (GB/s, TFLOP/s, us/dispatch: real
+/// rates are below 1e7), and the smallest top of its axis.
+const MAX_DRAWN: f64 = 1e12;
+const MIN_DRAWN: f64 = 1e-9;
+
 /// One run's time as Unix seconds, from its RFC 3339 `started_at`.
 fn unix(rfc3339: &str) -> Option<f64> {
     let t = time::OffsetDateTime::parse(rfc3339, &time::format_description::well_known::Rfc3339)
@@ -48,6 +53,19 @@ fn when(t: f64, with_date: bool) -> String {
     d.format(&f).unwrap_or_else(|_| format!("{t}"))
 }
 
+/// A time on the chart's axis (to the minute).
+fn axis_time(t: f64, with_date: bool) -> String {
+    let Ok(d) = time::OffsetDateTime::from_unix_timestamp(t.floor() as i64) else {
+        return format!("{t}");
+    };
+    let f = if with_date {
+        time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]")
+    } else {
+        time::macros::format_description!("[month]-[day] [hour]:[minute]")
+    };
+    d.format(&f).unwrap_or_else(|_| format!("{t}"))
+}
+
 /// A device across runs: its UUID when the backend gave one, else the
 /// host, index and name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -60,10 +78,51 @@ struct Point {
     failed: bool,
 }
 
-/// A version change between two runs.
+/// A version change between two runs: what changed (`greta`, `driver`),
+/// on whom (`""` for greta itself, else the device), from and to.
 struct Change {
     t: f64,
+    who: String,
     what: String,
+}
+
+/// The changes made at one time (one run), as one marker: the same change
+/// on several devices (a driver update on a node of eight) said once.
+fn merge(changes: Vec<Change>) -> Vec<Change> {
+    let mut out: Vec<Change> = Vec::new();
+    let mut i = 0;
+    while i < changes.len() {
+        let t = changes[i].t;
+        let mut j = i;
+        let mut parts: Vec<(String, Vec<String>)> = Vec::new();
+        while j < changes.len() && changes[j].t == t {
+            let c = &changes[j];
+            match parts.iter_mut().find(|(w, _)| *w == c.what) {
+                Some((_, who)) => who.push(c.who.clone()),
+                None => parts.push((c.what.clone(), vec![c.who.clone()])),
+            }
+            j += 1;
+        }
+        let what = parts
+            .into_iter()
+            .map(|(what, who)| {
+                let who: Vec<String> = who.into_iter().filter(|w| !w.is_empty()).collect();
+                match who.len() {
+                    0 => what,
+                    1 => format!("{}: {what}", who[0]),
+                    n => format!("{n} devices ({}): {what}", who.join(", ")),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        out.push(Change {
+            t,
+            who: String::new(),
+            what,
+        });
+        i = j;
+    }
+    out
 }
 
 /// The history page of `runs` (any order) read from `source`.
@@ -101,6 +160,7 @@ pub fn render_history(runs: &[Run], skipped: &[Skipped], source: &str) -> String
         if let Some(prev) = last_greta.filter(|v| *v != r.greta_version) {
             changes.push(Change {
                 t: *t,
+                who: String::new(),
                 what: format!("greta {prev} -> {}", r.greta_version),
             });
         }
@@ -135,7 +195,8 @@ pub fn render_history(runs: &[Run], skipped: &[Skipped], source: &str) -> String
                 if prev != driver {
                     changes.push(Change {
                         t: *t,
-                        what: format!("{label}: driver {} -> {}", prev.trim(), driver.trim()),
+                        who: label.clone(),
+                        what: format!("driver {} -> {}", prev.trim(), driver.trim()),
                     });
                 }
             }
@@ -192,6 +253,7 @@ pub fn render_history(runs: &[Run], skipped: &[Skipped], source: &str) -> String
     if timed.is_empty() {
         b.push_str("<p class=\"warn\">No greta.smoke/v1 result could be read.</p>");
     }
+    let changes = merge(changes);
     if !changes.is_empty() {
         b.push_str("<h2>Version changes</h2><ol class=\"changes\">");
         for c in &changes {
@@ -235,8 +297,11 @@ pub fn render_history(runs: &[Run], skipped: &[Skipped], source: &str) -> String
             b.push_str("<p class=\"meta\">no rate measured in any run</p>");
             continue;
         }
-        match chart(id, unit, &series, &devices, &changes, (t0, t1)) {
-            Ok(svg) => b.push_str(&svg),
+        match chart(id, unit, &series, &changes, (t0, t1)) {
+            Ok(svg) => {
+                b.push_str(&svg);
+                legend(&mut b, &series, &devices);
+            }
             Err(e) => {
                 let _ = write!(b, "<p class=\"warn\">chart not drawn: {}</p>", esc(&e));
             }
@@ -250,16 +315,30 @@ fn chart(
     id: &str,
     unit: &str,
     series: &[(usize, &Vec<Point>)],
-    devices: &[(DevKey, String)],
     changes: &[Change],
     (t0, t1): (f64, f64),
 ) -> Result<String, String> {
-    let ymax = series
+    let top = series
         .iter()
         .flat_map(|(_, p)| p.iter().map(|p| p.rate))
-        .fold(0.0_f64, f64::max)
-        .max(f64::MIN_POSITIVE)
-        * 1.12;
+        .fold(0.0_f64, f64::max);
+    // plotters' tick arithmetic overflows (a panic in a debug build) on
+    // ranges near f64's limits; no rate greta measures comes close, so a
+    // file that has one gets its table and no chart.
+    let drawable = top <= MAX_DRAWN && t0.is_finite() && t1.is_finite();
+    if !drawable {
+        return Err(format!(
+            "a rate over {MAX_DRAWN:e} or a time out of range; the numbers are in the table"
+        ));
+    }
+    let bottom = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|p| p.rate))
+        .fold(0.0_f64, f64::min);
+    if bottom < 0.0 {
+        return Err("a negative rate; the numbers are in the table".into());
+    }
+    let ymax = top.max(MIN_DRAWN) * 1.12;
     let with_date = t1 - t0 > 2.0 * 86_400.0;
     let mut svg = String::new();
     {
@@ -275,7 +354,7 @@ fn chart(
         c.configure_mesh()
             .x_labels(6)
             .y_labels(5)
-            .x_label_formatter(&|t| when(*t, with_date))
+            .x_label_formatter(&|t| axis_time(*t, with_date))
             .y_label_formatter(&|v| num(*v))
             .y_desc(unit)
             .light_line_style(RGBColor(240, 240, 240))
@@ -302,9 +381,7 @@ fn chart(
                 pts.iter().map(|p| (p.t, p.rate)),
                 colour.stroke_width(1),
             ))
-            .map_err(e)?
-            .label(devices[*di].1.clone())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], colour.stroke_width(2)));
+            .map_err(e)?;
             c.draw_series(pts.iter().map(|p| {
                 Circle::new(
                     (p.t, p.rate),
@@ -318,13 +395,6 @@ fn chart(
             }))
             .map_err(e)?;
         }
-        c.configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(200, 200, 200))
-            .label_font(("sans-serif", 11))
-            .draw()
-            .map_err(e)?;
         root.present().map_err(e)?;
     }
     // plotters writes the SVG element bare: name what it shows for
@@ -338,6 +408,26 @@ fn chart(
         ),
         1,
     ))
+}
+
+/// The chart's legend, as text beside colour swatches (in the page, not
+/// in the drawing: it never covers a point, and it reads as text).
+fn legend(b: &mut String, series: &[(usize, &Vec<Point>)], devices: &[(DevKey, String)]) {
+    b.push_str("<p class=\"legend history-legend\">");
+    for (di, _) in series {
+        let (r, g, bl) = COLOURS[di % COLOURS.len()];
+        let _ = write!(
+            b,
+            "<span><svg width=\"16\" height=\"10\" aria-hidden=\"true\"><rect width=\"16\" height=\"3\" y=\"4\" \
+             fill=\"rgb({r},{g},{bl})\"/></svg> {}</span>",
+            esc(&devices[*di].1)
+        );
+    }
+    let _ = write!(
+        b,
+        "<span><svg width=\"10\" height=\"10\" aria-hidden=\"true\"><circle cx=\"5\" cy=\"5\" r=\"3\" fill=\"{FAIL}\"/></svg> \
+         a run in which the gate failed</span><span>numbered lines: the version changes listed above</span></p>"
+    );
 }
 
 fn numbers_table(
@@ -433,6 +523,12 @@ mod tests {
         let h = render_history(&all, &[], "/results");
         let gates = crate::grid::gate_ids(&runs[0].report);
         assert_eq!(h.matches("<svg class=\"history\"").count(), gates.len());
+        // Each chart's legend is text: every device named under every chart.
+        assert_eq!(
+            h.matches("class=\"legend history-legend\"").count(),
+            gates.len()
+        );
+        assert_eq!(h.matches("</svg> GPU 1 llvmpipe").count(), gates.len());
         assert!(
             h.contains("greta 0.1.0 -&gt; 0.2.0"),
             "the version change is listed"
@@ -440,9 +536,12 @@ mod tests {
         assert!(h.contains("driver llvmpipe Mesa 22 0.0.1 -&gt; llvmpipe Mesa 23 0.0.1"));
         assert_eq!(
             h.matches("<li data-t=").count(),
-            3,
-            "one greta change, one driver change per device"
+            2,
+            "the greta change; the driver change of both devices, said once"
         );
+        assert!(h.contains(
+            "2 devices (GPU 0 llvmpipe (LLVM 15.0.6, 256 bits), GPU 1 llvmpipe (LLVM 15.0.6, 256 bits)): driver"
+        ));
         assert!(h.contains("yesterday") && h.contains("not an RFC 3339 time"));
         // The numbers: every run's rate of copy.16m on each device, as text.
         let copy = runs[0].report.devices[0]
@@ -462,6 +561,17 @@ mod tests {
         let a = h.find(&exact(base * 1.1)).unwrap();
         let z = h.find(&exact(base * 1.5)).unwrap();
         assert!(a < z);
+        // Devices that share a UUID within a run (replayed or cloned) stay
+        // apart; one UUID across runs is one device.
+        let mut twins = run_at("2026-11-24T10:00:00Z", "0.2.0", "Mesa 23", 1.0);
+        let u = Some("6d657361-3232-2e33-2e36-000000000000".parse().unwrap());
+        for d in &mut twins.report.devices {
+            d.device.uuid = u;
+        }
+        let mut later = twins.clone();
+        later.report.started_at = "2026-11-25T10:00:00Z".into();
+        let h = render_history(&[twins, later], &[], "/r");
+        assert!(h.contains("2 devices"), "two devices, not one");
         let empty = render_history(
             &[],
             &[Skipped {

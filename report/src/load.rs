@@ -92,19 +92,21 @@ impl Run {
     }
 
     /// Parse `bytes` (the content of `path`) as a `greta.smoke/v1` report.
+    ///
+    /// One pass into the results types, one cheap pass for the extras
+    /// (everything else is skipped unread); only a file that does not
+    /// parse is looked at again, to say why in its own terms (its schema).
     pub fn parse(bytes: &[u8], path: Option<&Path>) -> Result<Run, String> {
-        let v: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
-        match v.get("schema").and_then(|s| s.as_str()) {
-            Some(SCHEMA) => {}
-            Some(other) => return Err(format!("schema {other:?}, not {SCHEMA:?}")),
-            None => return Err(format!("no \"schema\" field: not a {SCHEMA} result")),
+        let report: Report = match serde_json::from_slice(bytes) {
+            Ok(r) => r,
+            Err(e) => return Err(why_not(bytes, e)),
+        };
+        if report.schema != SCHEMA {
+            return Err(format!("schema {:?}, not {SCHEMA:?}", report.schema));
         }
-        let report =
-            Report::deserialize(&v).map_err(|e| format!("not a valid {SCHEMA} result: {e}"))?;
         // The extras never make a file unusable: a shape this greta does
         // not know reads as none.
-        let ex = ExtrasReport::deserialize(&v).unwrap_or_default();
+        let ex: ExtrasReport = serde_json::from_slice(bytes).unwrap_or_default();
         let extras = report
             .devices
             .iter()
@@ -124,6 +126,26 @@ impl Run {
             report,
             extras,
         })
+    }
+}
+
+/// Why `bytes` is not a result: not JSON, another schema, or a
+/// greta.smoke/v1 file that does not fit the results types.
+fn why_not(bytes: &[u8], e: serde_json::Error) -> String {
+    #[derive(Deserialize)]
+    struct Schema {
+        #[serde(default)]
+        schema: Option<serde_json::Value>,
+    }
+    if e.is_syntax() || e.is_eof() {
+        return format!("not JSON: {e}");
+    }
+    match serde_json::from_slice::<Schema>(bytes) {
+        Ok(Schema {
+            schema: Some(serde_json::Value::String(s)),
+        }) if s != SCHEMA => format!("schema {s:?}, not {SCHEMA:?}"),
+        Ok(Schema { schema: None }) => format!("no \"schema\" field: not a {SCHEMA} result"),
+        _ => format!("not a valid {SCHEMA} result: {e}"),
     }
 }
 

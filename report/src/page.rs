@@ -18,6 +18,16 @@ pub fn verdict(s: RunStatus) -> &'static str {
     }
 }
 
+/// `2026-11-26T00:13:55.2929Z` as `2026-11-26 00:13:55 UTC` (other text as is).
+pub fn when(rfc3339: &str) -> String {
+    let b = rfc3339.as_bytes();
+    if b.len() >= 19 && b[10] == b'T' && rfc3339.ends_with('Z') && rfc3339.is_char_boundary(19) {
+        format!("{} {} UTC", &rfc3339[..10], &rfc3339[11..19])
+    } else {
+        rfc3339.to_string()
+    }
+}
+
 pub fn badge(s: RunStatus) -> String {
     let (c, t) = match s {
         RunStatus::Pass => ("b-pass", "PASS"),
@@ -55,10 +65,10 @@ pub fn render_runs(runs: &[Run], skipped: &[Skipped]) -> String {
     let mut b = String::new();
     let title = match runs {
         [one] => format!(
-            "greta smoke {} {} {}",
+            "greta smoke {}: {}, {}",
             one.report.profile,
-            verdict(one.report.status),
-            one.report.started_at
+            verdict(one.report.status).to_uppercase(),
+            when(&one.report.started_at)
         ),
         _ => format!("greta smoke: {} runs", runs.len()),
     };
@@ -88,13 +98,14 @@ fn run_section(b: &mut String, run: &Run, anchor: &str) {
     let r: &Report = &run.report;
     let _ = write!(
         b,
-        "<section class=\"run\" data-status=\"{}\"><h2>{} {} on {} device{}, {}</h2>",
+        "<section class=\"run\" data-status=\"{}\" data-started-at=\"{}\"><h2>{} {} on {} device{}, {}</h2>",
         verdict(r.status),
+        esc(&r.started_at),
         badge(r.status),
         esc(&r.profile),
         r.devices.len(),
         if r.devices.len() == 1 { "" } else { "s" },
-        esc(&r.started_at)
+        esc(&when(&r.started_at))
     );
     let count = |s: GateStatus| {
         r.devices
@@ -177,14 +188,12 @@ fn device_section(b: &mut String, run: &Run, di: usize, d: &DeviceRun, anchor: &
     }
     let extras: Vec<_> = (0..d.gates.len()).map(|gi| run.extra(di, gi)).collect();
     b.push_str(&bars::svg(d, &extras));
-    let ratios: Vec<Option<f64>> = grid::gate_ids(&run.report)
-        .iter()
-        .map(|id| {
-            let i = run.report.devices.iter().position(|x| std::ptr::eq(x, d))?;
-            grid::ratios(&run.report, id)[i]
-        })
-        .collect();
+    // This device's ratio to the node's median, per gate id.
     let ids = grid::gate_ids(&run.report);
+    let ratios: Vec<Option<f64>> = ids
+        .iter()
+        .map(|id| grid::ratios(&run.report, id)[di])
+        .collect();
     b.push_str(
         "<table class=\"gates\"><thead><tr><th>gate</th><th>status</th><th>rate</th><th>unit</th><th>floor</th>\
          <th>ceiling</th><th>of ceiling</th><th>spec</th><th>of spec</th><th>vs median</th><th>clean</th><th>rel_err</th><th>reason</th></tr></thead><tbody>",
@@ -234,6 +243,75 @@ fn device_section(b: &mut String, run: &Run, di: usize, d: &DeviceRun, anchor: &
 mod tests {
     use super::*;
     use crate::load::tests::sample;
+
+    /// Mutated results (odd numbers where rates and times are, cut files,
+    /// deleted bytes) are read or refused, and whatever reads is drawn:
+    /// never a panic, and the page is always a whole page.
+    #[test]
+    fn mutated_results_are_refused_or_drawn_never_a_panic() {
+        use rand::{Rng, SeedableRng};
+        let var = greta_vocab::EnvVars::GRETA_TEST_SEED;
+        let seed: u64 = std::env::var(var)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(rand::random);
+        eprintln!("seed {seed} ({var}={seed} replays it)");
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let base = sample(3).to_json();
+        let odd = [
+            "0",
+            "-0",
+            "-1",
+            "1e308",
+            "-1e308",
+            "5e-324",
+            "123456789012345678901234567890",
+        ];
+        let (mut read, mut refused) = (0, 0);
+        for _ in 0..300 {
+            let mut t = base.clone();
+            match rng.gen_range(0..3) {
+                0 => {
+                    // Replace numbers (rates, times, indices) with odd ones.
+                    for _ in 0..rng.gen_range(1..20) {
+                        let at = rng.gen_range(0..t.len());
+                        let Some(k) = t[at..].find(|c: char| c.is_ascii_digit()).map(|k| k + at)
+                        else {
+                            continue;
+                        };
+                        let end = t[k..]
+                            .find(|c: char| {
+                                !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-')
+                            })
+                            .map_or(t.len(), |e| e + k);
+                        t.replace_range(k..end, odd[rng.gen_range(0..odd.len())]);
+                    }
+                }
+                1 => t.truncate(rng.gen_range(0..t.len())),
+                _ => {
+                    let at = rng.gen_range(0..t.len());
+                    if t.is_char_boundary(at) && t.is_char_boundary(at + 1) {
+                        t.remove(at);
+                    }
+                }
+            }
+            match Run::parse(t.as_bytes(), None) {
+                Ok(run) => {
+                    read += 1;
+                    let page = render_runs(std::slice::from_ref(&run), &[]);
+                    assert!(page.ends_with("</html>\n"));
+                    let h = crate::render_history(&[run], &[], "/r");
+                    assert!(h.ends_with("</html>\n"));
+                }
+                Err(why) => {
+                    refused += 1;
+                    assert!(!why.is_empty());
+                }
+            }
+        }
+        eprintln!("{read} drawn, {refused} refused");
+        assert!(read > 0 && refused > 0);
+    }
 
     #[test]
     fn one_run_page_holds_every_gate_and_number_as_text() {

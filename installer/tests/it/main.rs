@@ -42,6 +42,7 @@ mod lock_select;
 mod lock_show_builtin;
 mod lock_update;
 mod messages;
+mod report_cli;
 mod report_grafana;
 mod report_page;
 mod self_contained;
