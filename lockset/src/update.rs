@@ -18,7 +18,7 @@ use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use toml_edit::{Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table, Value};
 
 /// The platform every profile is resolved for (the torch wheels' floor).
@@ -779,34 +779,31 @@ pub fn combine_markers(
     Ok(out)
 }
 
-/// Run a command with a time limit; stdout on success, an error with the
-/// tail of stderr otherwise.
+/// Run a command with a time limit through the one child runner (its own
+/// process group, killed at the limit or if greta dies); stdout on
+/// success, an error with the tail of stderr otherwise.
 fn run_capture(prog: &Path, args: &[String], timeout: Duration) -> Result<String> {
-    let handle = duct::cmd(prog, args)
+    use greta_vocab::child::{describe, Child};
+    let mut cmd = std::process::Command::new(prog);
+    cmd.args(args)
         .env("UV_PYTHON_DOWNLOADS", "never")
-        .env("UV_NO_CONFIG", "1")
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .start()
+        .env("UV_NO_CONFIG", "1");
+    let out = Child::new(cmd)
+        .own_group()
+        .finish_within(Some(timeout))
         .with_context(|| format!("cannot run {}", prog.display()))?;
-    let deadline = Instant::now() + timeout;
-    let out = loop {
-        if let Some(o) = handle.try_wait()? {
-            break o.clone();
-        }
-        if Instant::now() > deadline {
-            let _ = handle.kill();
-            bail!(
-                "{} did not finish within {} s",
-                prog.display(),
-                timeout.as_secs()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    if out.timed_out {
+        bail!(
+            "{} did not finish within {:.1} s",
+            prog.display(),
+            timeout.as_secs_f64()
+        );
+    }
+    let Some(status) = out.status else {
+        bail!("{} could not be waited for", prog.display());
     };
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
+    if !status.success() {
+        let err = out.stderr.text();
         let tail: Vec<&str> = err
             .lines()
             .rev()
@@ -818,11 +815,11 @@ fn run_capture(prog: &Path, args: &[String], timeout: Duration) -> Result<String
         bail!(
             "{} exited with {}:\n{}",
             prog.display(),
-            out.status,
+            describe(status),
             tail.join("\n")
         );
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(out.stdout.text())
 }
 
 /// Replace `path` with `text` so a reader sees the old or the new file,
@@ -866,6 +863,34 @@ fn name_version(t: &Table) -> (String, String) {
 
 #[cfg(test)]
 mod tests {
+
+    /// uv (here a shell) past its limit is killed with what it started,
+    /// and a failure carries the tail of its stderr and how it ended.
+    #[test]
+    fn run_capture_is_bounded_and_says_how_it_failed() {
+        let sh = Path::new("/bin/sh");
+        let args = |s: &str| vec!["-c".to_string(), s.to_string()];
+        let start = std::time::Instant::now();
+        let e = run_capture(sh, &args("sleep 600 & wait"), Duration::from_millis(300)).unwrap_err();
+        assert!(e.to_string().contains("did not finish within 0.3 s"), "{e}");
+        assert!(start.elapsed() < Duration::from_secs(60));
+        let e = run_capture(
+            sh,
+            &args("echo resolving >&2; echo no solution >&2; exit 2"),
+            Duration::from_secs(60),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("exit status 2") && e.ends_with("resolving\nno solution"),
+            "{e}"
+        );
+        assert_eq!(
+            run_capture(sh, &args("echo ok"), Duration::from_secs(60)).unwrap(),
+            "ok\n"
+        );
+    }
+
     use super::*;
 
     fn m(pairs: &[(&str, Option<&str>)]) -> BTreeMap<String, Option<String>> {
