@@ -8,7 +8,7 @@
 //! outside file), then the wheel is fetched from a loopback server, looked
 //! up, and re-verified.
 
-use greta::fetch::{fetch_all, Cache, FetchOptions, Lookup, PinnedWheel};
+use greta::fuzz_door::{fetch_all, Cache, FetchOptions, Lookup, PinnedWheel};
 use std::ffi::CString;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -91,7 +91,7 @@ pub fn sysroot(scratch: &Scratch, data: &[u8]) {
     let root = greta_probe::Root::sysroot(&base).expect("a directory");
     // As doctor runs it: greta's envs where the installer puts them.
     let facts = greta_probe::Probe::new(&root)
-        .envs_at(greta::envs::EnvRoot::dir_in)
+        .envs_at(greta::fuzz_door::EnvRoot::dir_in)
         .run()
         .facts;
     serde_json::to_string(&facts).expect("facts serialise");
@@ -152,7 +152,7 @@ pub fn data_files(scratch: &Scratch, data: &[u8]) {
             let _ = greta_smoke::ClassFile::parse("floors.toml", text);
         }
         3 => {
-            let _ = serde_json::from_str::<greta::envs::receipt::Receipt>(text);
+            let _ = serde_json::from_str::<greta::fuzz_door::Receipt>(text);
         }
         _ => {
             let path = TuningCache::open(&scratch.device, Some(scratch.path()))

@@ -1,16 +1,27 @@
 //! greta's modules, behind the one binary (`main.rs` parses the command
-//! line and calls [`cmd`]). A library target so that the coverage-guided
-//! fuzz harnesses in `fuzz/` reach the receipt and fetch code the binary
-//! uses (the lock and tools parsers are the `greta-lockset` crate); nothing
-//! else links it.
+//! line and calls [`cmd`]). A library target so that the binary and the
+//! coverage-guided fuzz harnesses (`fuzz-targets/`, `fuzz/`) share one
+//! build; the lock and tools parsers are the `greta-lockset` crate. Only
+//! what `main.rs` calls ([`cmd`], [`exit`]) and the few items the fuzz
+//! targets drive ([`fuzz_door`]) are public: everything else is the
+//! binary's own, so the compiler reports what nothing uses.
 
 #[macro_use]
-pub mod out;
+mod out;
 pub mod cmd;
-pub mod envs;
+mod envs;
 pub mod exit;
-pub mod fetch;
-pub mod install;
-pub mod interrupt;
-pub mod read;
-pub mod rerun;
+mod fetch;
+mod install;
+mod interrupt;
+mod read;
+mod rerun;
+
+/// What the fuzz targets reach: the wheel cache and its fetcher
+/// (`cache_paths`), where envs go (the doctor's `envs_at`), and the
+/// install receipt's parser.
+pub mod fuzz_door {
+    pub use crate::envs::receipt::Receipt;
+    pub use crate::envs::EnvRoot;
+    pub use crate::fetch::{fetch_all, Cache, FetchOptions, Lookup, PinnedWheel};
+}

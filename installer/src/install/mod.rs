@@ -36,10 +36,9 @@ pub mod report;
 pub mod smoke;
 mod swap;
 
-pub use bundle::{bundle, BundleManifest, BUNDLE_MANIFEST, BUNDLE_SCHEMA};
-pub use detect::probe_summary;
-pub use plan::{artifact, explain, human, plan, probe_gfx, Detail, Plan, PlanInput, PythonPlan};
-pub use report::{InstallReport, SmokeReport, SmokeStatus, WheelReport};
+pub use bundle::{bundle, BundleManifest, BUNDLE_MANIFEST};
+pub use plan::{explain, human, plan, probe_gfx, Detail, Plan, PlanInput};
+pub use report::{InstallReport, SmokeStatus};
 
 use anyhow::Result;
 use std::collections::BTreeMap;
