@@ -9,7 +9,6 @@
 //! layout of a few rects, not a chart with axes.
 
 use crate::html::{esc, exact, num, FAIL, PASS, SKIP};
-use crate::load::GateExtra;
 use greta_smoke::results::{DeviceRun, GateResult, GateStatus};
 use std::fmt::Write;
 
@@ -31,12 +30,12 @@ pub struct Marks {
 }
 
 impl Marks {
-    pub fn of(g: &GateResult, x: &GateExtra) -> Marks {
+    pub fn of(g: &GateResult) -> Marks {
         let unit = g.metrics.as_ref().map(|m| m.unit);
         Marks {
             rate: g.metrics.as_ref().and_then(|m| m.rate),
             floor: g.floor.as_ref().map(|f| f.limit),
-            ceiling: x.ceiling.as_ref().and_then(|c| c.rate),
+            ceiling: g.in_run.ceiling.as_ref().map(|c| c.rate),
             spec: g
                 .spec
                 .as_ref()
@@ -70,8 +69,8 @@ pub fn status_colour(s: GateStatus) -> &'static str {
 }
 
 /// The hover text of a gate: rate, verdict, reason, and each mark.
-pub fn describe(g: &GateResult, x: &GateExtra) -> String {
-    let m = Marks::of(g, x);
+pub fn describe(g: &GateResult) -> String {
+    let m = Marks::of(g);
     let unit = g.metrics.as_ref().map_or("", |m| m.unit.as_str());
     let mut t = format!("{}: ", g.id);
     match m.rate {
@@ -87,13 +86,15 @@ pub fn describe(g: &GateResult, x: &GateExtra) -> String {
     if let Some(f) = &g.floor {
         let _ = write!(t, "\nfloor {} {unit} ({})", num(f.limit), f.source);
     }
-    if let Some(c) = &x.ceiling {
-        if let Some(r) = c.rate {
-            let _ = write!(t, "\nceiling {} {unit}", num(r));
-            for s in [&c.library, &c.version, &c.source].into_iter().flatten() {
-                let _ = write!(t, " {s}");
-            }
-        }
+    if let Some(c) = &g.in_run.ceiling {
+        let _ = write!(
+            t,
+            "\nceiling {} {unit} {} {} {}",
+            num(c.rate),
+            c.library,
+            c.version,
+            c.source
+        );
     }
     if let Some(s) = &g.spec {
         let _ = write!(
@@ -109,7 +110,7 @@ pub fn describe(g: &GateResult, x: &GateExtra) -> String {
 }
 
 /// The SVG of one device's bars.
-pub fn svg(d: &DeviceRun, extras: &[GateExtra]) -> String {
+pub fn svg(d: &DeviceRun) -> String {
     let n = d.gates.len() as f64;
     let h = TOP + n * ROW_H + 6.0;
     let w = LABEL_W + BAR_W + TEXT_W;
@@ -135,10 +136,9 @@ pub fn svg(d: &DeviceRun, extras: &[GateExtra]) -> String {
         lx + 416.0, lx + 416.0, lx + 422.0,
     );
     for (i, g) in d.gates.iter().enumerate() {
-        let x = extras.get(i).cloned().unwrap_or_default();
         let y = TOP + i as f64 * ROW_H;
-        let m = Marks::of(g, &x);
-        let title = esc(&describe(g, &x));
+        let m = Marks::of(g);
+        let title = esc(&describe(g));
         let _ = write!(
             o,
             "<g class=\"row\" data-gate=\"{}\"><title>{title}</title>\
@@ -225,7 +225,7 @@ pub fn svg(d: &DeviceRun, extras: &[GateExtra]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::{tests::sample, CeilingRef};
+    use crate::load::tests::sample;
 
     #[test]
     fn bars_carry_rate_verdict_and_marks_in_order_of_goodness() {
@@ -241,14 +241,14 @@ mod tests {
             source: "baseline x.json".into(),
             passed: true,
         });
-        let mut extras = vec![GateExtra::default(); d.gates.len()];
-        extras[gi].ceiling = Some(CeilingRef {
-            rate: Some(rate * 2.0),
-            source: Some("memcpy".into()),
-            library: None,
-            version: None,
+        d.gates[gi].in_run.ceiling = Some(greta_smoke::results::CeilingRef {
+            rate: rate * 2.0,
+            unit: greta_smoke::results::RateUnit::GBps,
+            source: "memcpy d2d".into(),
+            library: "libcuda.so".into(),
+            version: "CUDA 13.0".into(),
         });
-        let s = svg(d, &extras);
+        let s = svg(d);
         assert_eq!(
             s.matches("class=\"bar ").count(),
             d.gates
@@ -281,7 +281,7 @@ mod tests {
         // us/dispatch is drawn as a reciprocal: a floor (a maximum) above
         // the rate sits left of the bar's end.
         let noop = d.gates.iter().find(|g| g.id == "noop.dispatch").unwrap();
-        let mut m = Marks::of(noop, &GateExtra::default());
+        let mut m = Marks::of(noop);
         assert!(!m.higher_is_better);
         m.floor = Some(m.rate.unwrap() * 2.0);
         assert!(m.goodness(m.floor).unwrap() < m.goodness(m.rate).unwrap());

@@ -18,7 +18,5 @@ mod load;
 mod page;
 
 pub use history::render_history;
-pub use load::{
-    newest, read_dir, read_run, CeilingRef, GateExtra, Run, Skipped, DIR_ENTRY_CAP, FILE_CAP,
-};
+pub use load::{newest, read_dir, read_run, Run, Skipped, DIR_ENTRY_CAP, FILE_CAP};
 pub use page::render_runs;

@@ -14,50 +14,12 @@ pub const FILE_CAP: u64 = 16 << 20;
 /// runs a health check every five minutes for a year holds ~105 000).
 pub const DIR_ENTRY_CAP: usize = 200_000;
 
-/// One run and where it came from.
+/// One run and where it came from. Everything drawn is read from the
+/// results types (the in-run ceiling and ratio too: `GateResult::in_run`).
 #[derive(Debug, Clone)]
 pub struct Run {
     pub path: Option<PathBuf>,
     pub report: Report,
-    /// Per device, per gate (same order as `report`): the optional fields
-    /// newer greta versions add to a gate (`ceiling`, `ratio`).
-    pub extras: Vec<Vec<GateExtra>>,
-}
-
-/// Fields of a gate that this greta's results types may not carry yet;
-/// read when present, absent otherwise.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct GateExtra {
-    /// The in-run vendor ceiling (e.g. cuBLAS's rate for the same work).
-    #[serde(default)]
-    pub ceiling: Option<CeilingRef>,
-    /// `rate / ceiling.rate` (as a speed).
-    #[serde(default)]
-    pub ratio: Option<f64>,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct CeilingRef {
-    #[serde(default)]
-    pub rate: Option<f64>,
-    #[serde(default)]
-    pub source: Option<String>,
-    #[serde(default)]
-    pub library: Option<String>,
-    #[serde(default)]
-    pub version: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-struct ExtrasReport {
-    #[serde(default)]
-    devices: Vec<ExtrasDevice>,
-}
-
-#[derive(Deserialize, Default)]
-struct ExtrasDevice {
-    #[serde(default)]
-    gates: Vec<GateExtra>,
 }
 
 /// A file that was not used, and why.
@@ -68,34 +30,14 @@ pub struct Skipped {
 }
 
 impl Run {
-    /// A run in memory (`greta smoke --html`): no extras beyond its types.
+    /// A run in memory (`greta smoke --html`).
     pub fn from_report(report: Report) -> Run {
-        let extras = report
-            .devices
-            .iter()
-            .map(|d| vec![GateExtra::default(); d.gates.len()])
-            .collect();
-        Run {
-            path: None,
-            report,
-            extras,
-        }
+        Run { path: None, report }
     }
 
-    /// The gate's extras (default when the file had none).
-    pub fn extra(&self, device: usize, gate: usize) -> GateExtra {
-        self.extras
-            .get(device)
-            .and_then(|d| d.get(gate))
-            .cloned()
-            .unwrap_or_default()
-    }
-
-    /// Parse `bytes` (the content of `path`) as a `greta.smoke/v1` report.
-    ///
-    /// One pass into the results types, one cheap pass for the extras
-    /// (everything else is skipped unread); only a file that does not
-    /// parse is looked at again, to say why in its own terms (its schema).
+    /// Parse `bytes` (the content of `path`) as a `greta.smoke/v1` report;
+    /// only a file that does not parse is looked at again, to say why in
+    /// its own terms (its schema).
     pub fn parse(bytes: &[u8], path: Option<&Path>) -> Result<Run, String> {
         let report: Report = match serde_json::from_slice(bytes) {
             Ok(r) => r,
@@ -104,27 +46,9 @@ impl Run {
         if report.schema != SCHEMA {
             return Err(format!("schema {:?}, not {SCHEMA:?}", report.schema));
         }
-        // The extras never make a file unusable: a shape this greta does
-        // not know reads as none.
-        let ex: ExtrasReport = serde_json::from_slice(bytes).unwrap_or_default();
-        let extras = report
-            .devices
-            .iter()
-            .enumerate()
-            .map(|(i, d)| {
-                let mut gates = ex
-                    .devices
-                    .get(i)
-                    .map(|d| d.gates.clone())
-                    .unwrap_or_default();
-                gates.resize(d.gates.len(), GateExtra::default());
-                gates
-            })
-            .collect();
         Ok(Run {
             path: path.map(Path::to_path_buf),
             report,
-            extras,
         })
     }
 }
@@ -245,25 +169,22 @@ pub(crate) mod tests {
         assert!(e.contains("not a valid greta.smoke/v1"), "{e}");
     }
 
+    /// A gate's in-run ceiling and ratio (what `--profile perf` writes)
+    /// come through; a file without them (older greta) reads as none.
     #[test]
-    fn ceiling_and_ratio_are_read_when_present_and_odd_shapes_ignored() {
+    fn ceiling_and_ratio_are_read_when_present() {
         let r = sample(1);
         let mut v = serde_json::to_value(&r).unwrap();
         v["devices"][0]["gates"][1]["ceiling"] = serde_json::json!({
-            "rate": 40.5, "source": "cublasSgemm", "library": "cuBLAS", "version": "12.9"});
+            "rate": 40.5, "unit": "TFLOP/s", "source": "cublasSgemm",
+            "library": "libcublas.so.13", "version": "13.1.0"});
         v["devices"][0]["gates"][1]["ratio"] = serde_json::json!(0.8);
         let run = Run::parse(serde_json::to_string(&v).unwrap().as_bytes(), None).unwrap();
-        let x = run.extra(0, 1);
-        assert_eq!(x.ceiling.as_ref().unwrap().rate, Some(40.5));
-        assert_eq!(x.ceiling.unwrap().library.as_deref(), Some("cuBLAS"));
-        assert_eq!(x.ratio, Some(0.8));
-        assert_eq!(run.extra(0, 0), GateExtra::default());
-        // (serde_json's float parse is not always exact: compare by value.)
-        assert_eq!(run.report.devices[0].gates.len(), r.devices[0].gates.len());
-        // A ceiling of a shape this greta does not know: the run still reads.
-        v["devices"][0]["gates"][1]["ceiling"] = serde_json::json!("fast");
-        let run = Run::parse(serde_json::to_string(&v).unwrap().as_bytes(), None).unwrap();
-        assert_eq!(run.extra(0, 1), GateExtra::default());
+        let g = &run.report.devices[0].gates[1].in_run;
+        assert_eq!(g.ceiling.as_ref().unwrap().rate, 40.5);
+        assert_eq!(g.ceiling.as_ref().unwrap().library, "libcublas.so.13");
+        assert_eq!(g.ratio, Some(0.8));
+        assert_eq!(run.report.devices[0].gates[0].in_run.ceiling, None);
     }
 
     fn mkfifo(p: &Path) {

@@ -186,8 +186,7 @@ fn device_section(b: &mut String, run: &Run, di: usize, d: &DeviceRun, anchor: &
     for n in &d.notes {
         let _ = write!(b, "<p class=\"meta\">note: {}</p>", esc(n));
     }
-    let extras: Vec<_> = (0..d.gates.len()).map(|gi| run.extra(di, gi)).collect();
-    b.push_str(&bars::svg(d, &extras));
+    b.push_str(&bars::svg(d));
     // This device's ratio to the node's median, per gate id.
     let ids = grid::gate_ids(&run.report);
     let ratios: Vec<Option<f64>> = ids
@@ -198,12 +197,12 @@ fn device_section(b: &mut String, run: &Run, di: usize, d: &DeviceRun, anchor: &
         "<table class=\"gates\"><thead><tr><th>gate</th><th>status</th><th>rate</th><th>unit</th><th>floor</th>\
          <th>ceiling</th><th>of ceiling</th><th>spec</th><th>of spec</th><th>vs median</th><th>clean</th><th>rel_err</th><th>reason</th></tr></thead><tbody>",
     );
-    for (gi, g) in d.gates.iter().enumerate() {
-        let x = &extras[gi];
+    for g in &d.gates {
         let m = g.metrics.as_ref();
         let rate = m.and_then(|m| m.rate);
-        let ceil = x.ceiling.as_ref().and_then(|c| c.rate);
-        let of_ceiling = x
+        let ceil = g.in_run.ceiling.as_ref().map(|c| c.rate);
+        let of_ceiling = g
+            .in_run
             .ratio
             .or_else(|| Some(rate? / ceil?).filter(|v| v.is_finite()));
         let vs = ids.iter().position(|i| *i == g.id).and_then(|i| ratios[i]);
@@ -217,7 +216,7 @@ fn device_section(b: &mut String, run: &Run, di: usize, d: &DeviceRun, anchor: &
             g.status.as_str(),
             d.index,
             esc(&g.id),
-            esc(&bars::describe(g, x)),
+            esc(&bars::describe(g)),
             esc(&g.id),
             g.status.as_str().to_uppercase(),
             rate.map(|v| format!(" data-rate=\"{}\"", exact(v))).unwrap_or_default(),
