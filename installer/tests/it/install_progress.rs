@@ -5,63 +5,13 @@
 use crate::support;
 use crate::support::{text, Harness};
 use indicatif::HumanBytes;
-use std::io::Read;
-use std::os::fd::OwnedFd;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
-/// Runs `cmd` with stderr on the slave side of a new pseudo-terminal
-/// (200 columns, so no bar line wraps) and stdout on a pipe; returns the
-/// output with `stderr` holding what the terminal received.
-fn run_on_pty(mut cmd: Command) -> Output {
-    use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
-    grantpt(&master).unwrap();
-    unlockpt(&master).unwrap();
-    let name = ptsname(&master, Vec::new()).unwrap();
-    rustix::termios::tcsetwinsize(
-        &master,
-        rustix::termios::Winsize {
-            ws_row: 50,
-            ws_col: 200,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        },
-    )
-    .unwrap();
-    let slave: OwnedFd = rustix::fs::open(
-        name.as_c_str(),
-        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    )
-    .unwrap();
-    cmd.env("TERM", "xterm-256color")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(slave));
-    let child = cmd.spawn().unwrap();
-    // The Command holds our copy of the slave: without dropping it, the
-    // master would never see the end of the output.
-    drop(cmd);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut m = std::fs::File::from(master);
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 8192];
-        loop {
-            match m.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => seen.extend_from_slice(&buf[..n]),
-                // EIO: every slave descriptor is closed (Linux).
-                Err(e) if e.raw_os_error() == Some(libc::EIO) => break,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => panic!("reading the pty: {e}"),
-            }
-        }
-        let _ = tx.send(seen);
-    });
-    let mut o = child.wait_with_output().unwrap();
-    o.stderr = rx
-        .recv_timeout(std::time::Duration::from_secs(120))
-        .expect("the pty was still open 120 s after greta exited");
+/// `cmd` with stderr on a real terminal, stdout on a pipe: the output
+/// with `stderr` holding what the terminal received.
+fn run_on_pty(cmd: Command) -> Output {
+    let (mut o, seen) = support::pty::run_on_pty(cmd, false);
+    o.stderr = seen.into_bytes();
     o
 }
 

@@ -164,51 +164,11 @@ fn an_out_that_is_not_a_regular_file_is_refused_and_left_alone() {
     assert!(took < Duration::from_secs(30));
 }
 
-/// Runs `cmd` with stdout and stderr on one new pseudo-terminal; returns
-/// the exit code and what the terminal received.
-fn run_on_pty(mut cmd: Command) -> (i32, String) {
-    use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
-    use std::io::Read;
-    use std::os::fd::OwnedFd;
-    use std::process::Stdio;
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
-    grantpt(&master).unwrap();
-    unlockpt(&master).unwrap();
-    let name = ptsname(&master, Vec::new()).unwrap();
-    let slave: OwnedFd = rustix::fs::open(
-        name.as_c_str(),
-        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    )
-    .unwrap();
-    cmd.stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave));
-    let mut child = cmd.spawn().unwrap();
-    drop(cmd);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut m = std::fs::File::from(master);
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 8192];
-        loop {
-            match m.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => seen.extend_from_slice(&buf[..n]),
-                Err(e) if e.raw_os_error() == Some(libc::EIO) => break,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => panic!("reading the pty: {e}"),
-            }
-        }
-        let _ = tx.send(seen);
-    });
-    let status = child.wait().unwrap();
-    let seen = rx
-        .recv_timeout(Duration::from_secs(120))
-        .expect("the pty was still open 120 s after greta exited");
-    (
-        status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&seen).into_owned(),
-    )
+/// `cmd` with stdout and stderr on one real terminal: the exit code and
+/// what the terminal received.
+fn run_on_pty(cmd: Command) -> (i32, String) {
+    let (o, seen) = crate::support::pty::run_on_pty(cmd, true);
+    (o.status.code().unwrap_or(-1), seen)
 }
 
 /// On a terminal the end-of-run table's `vs_floor` multiple is coloured;

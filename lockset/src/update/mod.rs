@@ -10,14 +10,19 @@
 //! and everything else is resolved by uv on the remaining indexes; see
 //! docs/profiles.md for what that does and does not prove.
 
+mod io;
+mod markers;
+
 use super::matrix::{parse_xy, Profile};
 use super::pylock::{normalize_name, url_filename, Lockfile};
 use super::resolve::resolve_lock;
 use super::tags::{Interpreter, WheelTags};
 use anyhow::{bail, Context, Result};
+pub use io::write_atomic;
+use io::{run_capture, today};
+pub use markers::combine_markers;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::time::Duration;
 use toml_edit::{Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table, Value};
 
@@ -733,127 +738,6 @@ fn old_package_decor(old: Option<&DocumentMut>) -> BTreeMap<(String, String), St
     out
 }
 
-/// One marker for an entry seen in some of the per-Python resolutions.
-pub fn combine_markers(
-    per: &BTreeMap<String, Option<String>>,
-    all: &[String],
-) -> Result<Option<String>> {
-    let distinct: BTreeSet<&Option<String>> = per.values().collect();
-    let everywhere = all.iter().all(|py| per.contains_key(py));
-    let py_clause = |pys: &[&String]| -> String {
-        let parts: Vec<String> = pys
-            .iter()
-            .map(|py| format!("python_version == '{py}'"))
-            .collect();
-        if parts.len() == 1 {
-            parts[0].clone()
-        } else {
-            format!("({})", parts.join(" or "))
-        }
-    };
-    let out = if distinct.len() == 1 {
-        let m = distinct.into_iter().next().cloned().flatten();
-        if everywhere {
-            m
-        } else {
-            let pys: Vec<&String> = per.keys().collect();
-            Some(match m {
-                Some(m) => format!("({m}) and {}", py_clause(&pys)),
-                None => py_clause(&pys),
-            })
-        }
-    } else {
-        let parts: Vec<String> = per
-            .iter()
-            .map(|(py, m)| match m {
-                Some(m) => format!("(({m}) and python_version == '{py}')"),
-                None => format!("python_version == '{py}'"),
-            })
-            .collect();
-        Some(parts.join(" or "))
-    };
-    if let Some(m) = &out {
-        uv_pep508::MarkerTree::from_str(m)
-            .map_err(|e| anyhow::anyhow!("combined marker {m:?} is invalid: {e}"))?;
-    }
-    Ok(out)
-}
-
-/// Run a command with a time limit through the one child runner (its own
-/// process group, killed at the limit or if greta dies); stdout on
-/// success, an error with the tail of stderr otherwise.
-fn run_capture(prog: &Path, args: &[String], timeout: Duration) -> Result<String> {
-    use greta_vocab::child::{describe, Child};
-    let mut cmd = std::process::Command::new(prog);
-    cmd.args(args)
-        .env("UV_PYTHON_DOWNLOADS", "never")
-        .env("UV_NO_CONFIG", "1");
-    let out = Child::new(cmd)
-        .own_group()
-        .finish_within(Some(timeout))
-        .with_context(|| format!("cannot run {}", prog.display()))?;
-    if out.timed_out {
-        bail!(
-            "{} did not finish within {:.1} s",
-            prog.display(),
-            timeout.as_secs_f64()
-        );
-    }
-    let Some(status) = out.status else {
-        bail!("{} could not be waited for", prog.display());
-    };
-    if !status.success() {
-        let err = out.stderr.text();
-        let tail: Vec<&str> = err
-            .lines()
-            .rev()
-            .take(12)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        bail!(
-            "{} exited with {}:\n{}",
-            prog.display(),
-            describe(status),
-            tail.join("\n")
-        );
-    }
-    Ok(out.stdout.text())
-}
-
-/// Replace `path` with `text` so a reader sees the old or the new file,
-/// never half of one.
-pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    tmp.write_all(text.as_bytes())?;
-    // NamedTempFile is 0600; a lockfile is data everyone may read (keep the old mode if any).
-    let mode = std::fs::metadata(path)
-        .map(|m| m.permissions())
-        .unwrap_or_else(|_| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::Permissions::from_mode(0o644)
-        });
-    tmp.as_file().set_permissions(mode)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .map_err(|e| anyhow::anyhow!("cannot replace {}: {}", path.display(), e.error))?;
-    Ok(())
-}
-
-fn today() -> String {
-    let f = time::macros::format_description!("[year]-[month]-[day]");
-    time::OffsetDateTime::now_utc()
-        .format(&f)
-        .unwrap_or_else(|_| "unknown date".into())
-}
-
 /// A `[[packages]]` table's normalised name and its version (empty where
 /// missing: such an entry matches nothing).
 fn name_version(t: &Table) -> (String, String) {
@@ -862,82 +746,4 @@ fn name_version(t: &Table) -> (String, String) {
 }
 
 #[cfg(test)]
-mod tests {
-
-    /// uv (here a shell) past its limit is killed with what it started,
-    /// and a failure carries the tail of its stderr and how it ended.
-    #[test]
-    fn run_capture_is_bounded_and_says_how_it_failed() {
-        let sh = Path::new("/bin/sh");
-        let args = |s: &str| vec!["-c".to_string(), s.to_string()];
-        let start = std::time::Instant::now();
-        let e = run_capture(sh, &args("sleep 600 & wait"), Duration::from_millis(300)).unwrap_err();
-        assert!(e.to_string().contains("did not finish within 0.3 s"), "{e}");
-        assert!(start.elapsed() < Duration::from_secs(60));
-        let e = run_capture(
-            sh,
-            &args("echo resolving >&2; echo no solution >&2; exit 2"),
-            Duration::from_secs(60),
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("exit status 2") && e.ends_with("resolving\nno solution"),
-            "{e}"
-        );
-        assert_eq!(
-            run_capture(sh, &args("echo ok"), Duration::from_secs(60)).unwrap(),
-            "ok\n"
-        );
-    }
-
-    use super::*;
-
-    fn m(pairs: &[(&str, Option<&str>)]) -> BTreeMap<String, Option<String>> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
-            .collect()
-    }
-
-    #[test]
-    fn markers_combine_by_python() {
-        let all = vec!["3.11".to_string(), "3.12".to_string()];
-        assert_eq!(
-            combine_markers(&m(&[("3.11", None), ("3.12", None)]), &all).unwrap(),
-            None
-        );
-        assert_eq!(
-            combine_markers(&m(&[("3.12", None)]), &all)
-                .unwrap()
-                .as_deref(),
-            Some("python_version == '3.12'")
-        );
-        assert_eq!(
-            combine_markers(&m(&[("3.11", Some("sys_platform == 'linux'"))]), &all)
-                .unwrap()
-                .as_deref(),
-            Some("(sys_platform == 'linux') and python_version == '3.11'")
-        );
-        let both = combine_markers(
-            &m(&[("3.11", Some("sys_platform == 'linux'")), ("3.12", None)]),
-            &all,
-        )
-        .unwrap()
-        .unwrap();
-        assert!(
-            both.contains("python_version == '3.11'") && both.contains("python_version == '3.12'"),
-            "{both}"
-        );
-    }
-
-    #[test]
-    fn atomic_write_replaces() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("f.toml");
-        std::fs::write(&p, "old").unwrap();
-        write_atomic(&p, "new").unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
-        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
-    }
-}
+mod tests;

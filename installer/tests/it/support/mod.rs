@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod pty;
 pub mod server;
 pub mod uvtool;
 pub mod wheel;

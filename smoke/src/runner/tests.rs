@@ -1,0 +1,638 @@
+//! Tests of the device runner.
+use super::*;
+use crate::check::POISON_U32;
+use greta_runtime::{HostBuf, Job, Op, RunStats};
+
+/// A CPU "device" that computes the reference in f32, with faults to
+/// inject: it lets the runner's logic be tested without any GPU.
+struct FakeDevice {
+    info: greta_runtime::DeviceInfo,
+    /// Skip writing this element of every u32 output.
+    skip_element: Option<usize>,
+    /// Time out on this op name.
+    timeout_on: Option<&'static str>,
+    lost: Option<String>,
+    ns_per_dispatch: u64,
+    calls: usize,
+    /// Validation messages so far; `complain_on` adds one per run of that op.
+    messages: Vec<String>,
+    complain_on: Option<&'static str>,
+    /// What `ceiling` answers for the ops that have one (all but noop):
+    /// the rate is per unit (GB/s for data movement, TFLOP/s for GEMMs).
+    ceiling: Option<Result<f64, greta_runtime::CeilingError>>,
+    /// Adds 100 to the last element of every gemm_f16 output.
+    corrupt_gemm_f16: bool,
+}
+
+pub(crate) fn fake_info(fp16: bool) -> greta_runtime::DeviceInfo {
+    serde_json::from_value(serde_json::json!({
+        "backend": "vulkan", "index": 0, "name": "Fake GPU", "vendor_id": 4098,
+        "device_id": 5567, "device_type": "integrated_gpu", "driver_id": "MESA_RADV",
+        "driver_name": "radv", "driver_info": "Mesa 24.2", "driver_version": 1,
+        "driver_version_text": "24.2.0", "api_version": "1.3.289",
+        "uuid": "00112233445566778899aabbccddeeff", "fp16": fp16, "int8": true,
+        "subgroup_size": 64, "min_subgroup_size": 32, "max_subgroup_size": 64,
+        "coop_matrix": [], "memory_heaps": [], "timestamps": true,
+        "timestamp_period_ns": 1.0, "max_storage_buffer_range": 4294967295u64,
+        "max_allocation_size": 4294967295u64, "max_workgroup_count": [65535, 65535, 65535],
+        "max_workgroup_invocations": 1024, "max_shared_memory": 65536,
+        "also_exposed_by": [], "notes": []
+    }))
+    .expect("fake DeviceInfo matches the runtime's schema")
+}
+
+impl FakeDevice {
+    fn new(fp16: bool) -> Self {
+        FakeDevice {
+            info: fake_info(fp16),
+            skip_element: None,
+            timeout_on: None,
+            lost: None,
+            ns_per_dispatch: 1_000,
+            calls: 0,
+            messages: vec![],
+            complain_on: None,
+            ceiling: None,
+            corrupt_gemm_f16: false,
+        }
+    }
+}
+
+impl Backend for FakeDevice {
+    fn info(&self) -> &greta_runtime::DeviceInfo {
+        &self.info
+    }
+    fn supports(&self, op: &Op) -> Result<(), String> {
+        match op {
+            Op::Rope { .. } => Err("no rope kernel on the fake device".into()),
+            _ => Ok(()),
+        }
+    }
+    fn run(&mut self, job: Job<'_>) -> Result<RunStats, RuntimeError> {
+        let (op, inputs, outputs, opts) = (job.op, job.inputs, job.outputs, job.opts);
+        self.calls += 1;
+        if self.complain_on == Some(op.name()) {
+            self.messages
+                .push(format!("VUID-fake: {} misused a buffer", op.name()));
+        }
+        if let Some(l) = &self.lost {
+            return Err(RuntimeError::DeviceLost(l.clone()));
+        }
+        if self.timeout_on == Some(op.name()) {
+            self.lost = Some("timed out".into());
+            return Err(RuntimeError::Timeout {
+                what: format!("{op}"),
+                timeout: opts.timeout,
+                waited: opts.timeout,
+            });
+        }
+        let want = greta_kernels::reference(op, inputs, outputs)
+            .map_err(|e| RuntimeError::BadInput(e.to_string()))?;
+        for (o, w) in outputs.iter_mut().zip(want) {
+            match o {
+                HostBuf::F32(v) => v.iter_mut().zip(&w).for_each(|(x, y)| *x = *y as f32),
+                HostBuf::U32(v) => {
+                    v.iter_mut().zip(&w).for_each(|(x, y)| *x = *y as u32);
+                    if let Some(i) = self.skip_element {
+                        v[i] = POISON_U32;
+                    }
+                }
+                HostBuf::F16(_) => unreachable!(),
+            }
+        }
+        if self.corrupt_gemm_f16 && matches!(op, Op::GemmF16 { .. }) {
+            if let Some(HostBuf::F32(v)) = outputs.first_mut() {
+                if let Some(x) = v.last_mut() {
+                    *x += 100.0;
+                }
+            }
+        }
+        Ok(RunStats {
+            device_ns: vec![self.ns_per_dispatch; opts.repeats as usize],
+            timing: TimingSource::DeviceTimestamps,
+            wall: Duration::from_micros(50),
+            kernel: op.name().to_string(),
+            tuning: Default::default(),
+            dispatches_per_repeat: 1,
+        })
+    }
+    fn lost(&self) -> Option<&str> {
+        self.lost.as_deref()
+    }
+    fn validation_messages(&self) -> Vec<String> {
+        self.messages.clone()
+    }
+    fn ceiling(
+        &mut self,
+        op: &Op,
+        _timeout: Duration,
+    ) -> Option<Result<greta_runtime::Ceiling, greta_runtime::CeilingError>> {
+        if matches!(op, Op::Noop) {
+            return None;
+        }
+        let gemm = matches!(op, Op::GemmF16 { .. } | Op::GemmF32 { .. });
+        Some(self.ceiling.clone()?.map(|rate| {
+            greta_runtime::Ceiling {
+                rate,
+                unit: if gemm {
+                    greta_runtime::CeilingUnit::TFlops
+                } else {
+                    greta_runtime::CeilingUnit::GBps
+                },
+                source: if gemm {
+                    "fakeGemm"
+                } else {
+                    "memcpy d2d (fake)"
+                }
+                .into(),
+                library: "/fake/libfake.so".into(),
+                version: "1.0".into(),
+                found_by: "the fake's rule".into(),
+            }
+        }))
+    }
+}
+
+fn tiny_gates() -> Vec<Gate> {
+    crate::gates::test_gates(&[
+        r#"{ op = "copy", n = 64 }"#,
+        r#"{ op = "gemm_f32", m = 8, n = 8, k = 8 }"#,
+        r#"{ op = "softmax", rows = 2, cols = 16 }"#,
+        r#"{ op = "rope", tokens = 2, heads = 1, head_dim = 4, pos0 = 0, theta = 10000.0 }"#,
+        r#"{ op = "gemm_f16", m = 8, n = 8, k = 8 }"#,
+    ])
+}
+
+struct Fixture {
+    gates: Vec<Gate>,
+    classes: ClassFile,
+    specs: SpecFile,
+    deny: DenyList,
+    faults: Faults,
+    profile: Profile,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        Fixture {
+            gates: tiny_gates(),
+            classes: ClassFile::default(),
+            specs: SpecFile::builtin(),
+            deny: DenyList::default(),
+            faults: Faults::default(),
+            profile: Profile::Default,
+        }
+    }
+    fn ctx<'a>(&'a self, baseline: Option<&'a Baseline>) -> DeviceContext<'a> {
+        DeviceContext {
+            profile: self.profile,
+            gates: &self.gates,
+            repeat: Some(3),
+            timeout: Duration::from_secs(1),
+            seed: 1,
+            floor_fraction: 0.75,
+            baseline,
+            classes: &self.classes,
+            specs: &self.specs,
+            deny: &self.deny,
+            faults: &self.faults,
+        }
+    }
+}
+
+fn status(run: &DeviceRun) -> Vec<(&str, GateStatus)> {
+    run.gates
+        .iter()
+        .map(|g| (g.id.as_str(), g.status))
+        .collect()
+}
+
+#[test]
+fn a_healthy_device_passes_and_reports_rates() {
+    let f = Fixture::new();
+    let mut dev = FakeDevice::new(true);
+    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    assert_eq!(
+        status(&run),
+        [
+            ("copy.t", GateStatus::Pass),
+            ("gemm_f32.t", GateStatus::Pass),
+            ("softmax.t", GateStatus::Pass),
+            ("rope.t", GateStatus::Skip),
+            ("gemm_f16.t", GateStatus::Pass),
+        ]
+    );
+    assert_eq!(run.status, crate::results::RunStatus::Pass);
+    let m = run.gates[0].metrics.as_ref().unwrap();
+    assert_eq!((m.repeats_clean, m.repeats_total), (3, 3));
+    // copy of 64 u32 moves 512 bytes; 1000 ns per dispatch -> 0.512 GB/s.
+    assert_eq!(m.rate, Some(0.512));
+    assert_eq!(m.time_median_us, Some(1.0));
+    assert!(run.gates[3]
+        .reason
+        .as_ref()
+        .unwrap()
+        .contains("no rope kernel"));
+}
+
+#[test]
+fn perf_gates_carry_the_in_run_ceiling_and_their_ratio_to_it() {
+    let mut f = Fixture::new();
+    let mut dev = FakeDevice::new(true);
+    dev.ceiling = Some(Ok(1.024));
+    // Not in perf: no ceiling is measured at all.
+    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    assert!(run.gates.iter().all(|g| g.in_run == Default::default()));
+    f.profile = Profile::Perf;
+    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let copy = &run.gates[0];
+    assert_eq!(copy.status, GateStatus::Pass);
+    let c = copy.in_run.ceiling.as_ref().unwrap();
+    assert_eq!((c.rate, c.unit), (1.024, crate::results::RateUnit::GBps));
+    assert_eq!(c.source, "memcpy d2d (fake)");
+    // Which file each ceiling came from and why, once per device.
+    let said: Vec<&String> = run
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("in-run ceiling"))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "in-run ceiling memcpy d2d (fake) from /fake/libfake.so (the fake's rule), version 1.0",
+            "in-run ceiling fakeGemm from /fake/libfake.so (the fake's rule), version 1.0"
+        ]
+    );
+    // copy.t runs at 0.512 GB/s (see above): half the ceiling.
+    assert_eq!(copy.in_run.ratio, Some(0.5));
+    let gemm = &run.gates[1];
+    let m = gemm.metrics.as_ref().unwrap().rate.unwrap();
+    assert_eq!(
+        gemm.in_run.ceiling.as_ref().unwrap().unit,
+        crate::results::RateUnit::TFlops
+    );
+    assert_eq!(gemm.in_run.ratio, Some(m / 1.024));
+    // A skipped gate measured nothing, so it gets no ceiling either.
+    assert_eq!(run.gates[3].status, GateStatus::Skip);
+    assert_eq!(run.gates[3].in_run, Default::default());
+}
+
+#[test]
+fn a_missing_vendor_library_is_said_and_fails_nothing() {
+    let mut f = Fixture::new();
+    f.profile = Profile::Perf;
+    let mut dev = FakeDevice::new(true);
+    dev.ceiling = Some(Err(greta_runtime::CeilingError::NotFound {
+        what: "cuBLAS (libcublas)".into(),
+        looked: vec!["/env/nvidia/cublas/lib/libcublas.so (the env): not there".into()],
+    }));
+    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    assert_eq!(run.status, crate::results::RunStatus::Pass);
+    let g = &run.gates[1];
+    assert_eq!(g.status, GateStatus::Pass);
+    assert!(g.in_run.ceiling.is_none() && g.in_run.ratio.is_none());
+    let why = g.in_run.ceiling_unavailable.as_deref().unwrap();
+    assert!(
+        why.contains("no cuBLAS") && why.contains("/env/nvidia/cublas/lib/libcublas.so"),
+        "{why}"
+    );
+    // A timeout while measuring loses the device like any other.
+    dev.ceiling = Some(Err(greta_runtime::CeilingError::Timeout(
+        "memcpy hung".into(),
+    )));
+    let run = run_device(
+        &mut FakeDevice {
+            ceiling: dev.ceiling.clone(),
+            ..FakeDevice::new(true)
+        },
+        0.1,
+        &f.ctx(None),
+        &Quiet,
+    );
+    assert!(run.lost.as_deref().unwrap().contains("memcpy hung"));
+    assert!(run.gates[1]
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("device lost earlier"));
+}
+
+fn stress_gates() -> Vec<Gate> {
+    let text = "[[gate]]\nid = \"stress.t\"\nabout = \"\"\nop = { op = \"gemm_f16\", m = 40, n = 24, k = 16 }\nprofiles = [\"health\"]\nstress = { seconds = 0.02, interval_s = 0.01, tiles = 3, tile = 8 }\n";
+    crate::gates::Catalog::parse("t.toml", text)
+        .unwrap()
+        .plan(Profile::Health, &[], false)
+        .unwrap()
+}
+
+#[test]
+fn the_stress_gate_runs_for_its_time_and_checks_sampled_tiles() {
+    let mut f = Fixture::new();
+    f.gates = stress_gates();
+    f.profile = Profile::Health;
+    let mut dev = FakeDevice::new(true);
+    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let g = &run.gates[0];
+    assert_eq!(g.status, GateStatus::Pass, "{:?}", g.reason);
+    let s = g.in_run.stress.as_ref().unwrap();
+    // The fake has no stress loop: greta's gemm_f16 ran through `run`, and it says so.
+    assert_eq!(s.engine, "greta gemm_f16");
+    assert!(
+        s.note.as_deref().unwrap().contains("no vendor BLAS"),
+        "{s:?}"
+    );
+    assert!(
+        s.intervals >= 1 && s.tiles_checked == 3 * s.intervals,
+        "{s:?}"
+    );
+    // 2*40*24*16 flops per 1000 ns dispatch.
+    let want = 2.0 * 40.0 * 24.0 * 16.0 / 1000.0 / 1e3;
+    assert!((s.tflops_sustained.unwrap() - want).abs() < 1e-12, "{s:?}");
+    assert_eq!(g.metrics.as_ref().unwrap().rate, s.tflops_sustained);
+    assert_eq!(s.tflops_min, s.tflops_max);
+    // A device whose GEMM is wrong in one tile fails the gate, naming it.
+    dev.corrupt_gemm_f16 = true;
+    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let g = &run.gates[0];
+    assert_eq!(g.status, GateStatus::Fail);
+    let why = g.reason.as_deref().unwrap();
+    assert!(
+        why.contains("tile 8x8 at (32, 16)") && why.contains("relative error"),
+        "{why}"
+    );
+}
+
+#[test]
+fn an_unwritten_element_fails_the_gate_and_blocks_f16() {
+    let f = Fixture::new();
+    let mut dev = FakeDevice::new(true);
+    dev.skip_element = Some(5);
+    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    assert_eq!(run.gates[0].status, GateStatus::Fail);
+    let why = run.gates[0].reason.clone().unwrap();
+    assert!(
+        why.contains("0/3 clean repeats") && why.contains("never written"),
+        "{why}"
+    );
+    assert_eq!(run.gates[4].status, GateStatus::Skip);
+    assert!(run.gates[4].reason.as_ref().unwrap().contains("copy.t"));
+    assert_eq!(run.status, crate::results::RunStatus::Fail);
+}
+
+#[test]
+fn f16_needs_the_features_and_no_deny_entry() {
+    let mut f = Fixture::new();
+    let run = run_device(&mut FakeDevice::new(false), 0.1, &f.ctx(None), &Quiet);
+    assert_eq!(run.gates[4].status, GateStatus::Skip);
+    assert!(run.gates[4]
+        .reason
+        .as_ref()
+        .unwrap()
+        .contains("shaderFloat16"));
+    f.deny = DenyList::parse(
+        "d.toml",
+        "[[deny]]\nid = \"fake\"\nreason = \"known bad\"\nmatch = { driver_name = \"radv\" }\n",
+    )
+    .unwrap();
+    let run = run_device(&mut FakeDevice::new(true), 0.1, &f.ctx(None), &Quiet);
+    assert_eq!(run.gates[4].status, GateStatus::Skip);
+    assert!(run.gates[4]
+        .reason
+        .as_ref()
+        .unwrap()
+        .contains("fake: known bad"));
+    assert_eq!(run.status, crate::results::RunStatus::Pass);
+}
+
+#[test]
+fn a_timeout_fails_the_gate_and_skips_the_rest_without_touching_the_device() {
+    let f = Fixture::new();
+    let mut dev = FakeDevice::new(true);
+    dev.timeout_on = Some("gemm_f32");
+    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    assert_eq!(run.gates[0].status, GateStatus::Pass);
+    assert_eq!(run.gates[1].status, GateStatus::Fail);
+    assert!(run.gates[1].reason.as_ref().unwrap().contains("timeout"));
+    assert!(run.gates[2..].iter().all(|g| g.status == GateStatus::Skip));
+    assert!(run.gates[2]
+        .reason
+        .as_ref()
+        .unwrap()
+        .contains("device lost"));
+    assert!(run.lost.as_ref().unwrap().contains("gemm_f32.t"));
+    // 3 copy repeats + the one gemm submission that timed out; nothing after.
+    assert_eq!(dev.calls, 4);
+}
+
+#[test]
+fn validation_messages_fail_the_gate_they_came_from_and_the_run() {
+    let f = Fixture::new();
+    let mut dev = FakeDevice::new(true);
+    dev.complain_on = Some("softmax");
+    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    assert_eq!(run.gates[1].status, GateStatus::Pass);
+    assert_eq!(run.gates[2].status, GateStatus::Fail);
+    let why = run.gates[2].reason.as_deref().unwrap();
+    assert!(
+        why.contains("3 validation-layer message(s): VUID-fake"),
+        "{why}"
+    );
+    assert_eq!(run.validation_messages.len(), 3);
+    assert_eq!(run.status, crate::results::RunStatus::Fail);
+
+    // Raised while opening the device: no gate to blame, the run fails.
+    let mut dev = FakeDevice::new(true);
+    dev.messages.push("VUID-open".into());
+    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    assert!(run.gates.iter().all(|g| g.status != GateStatus::Fail));
+    assert_eq!(run.validation_messages, ["VUID-open"]);
+    assert_eq!(run.status, crate::results::RunStatus::Fail);
+}
+
+#[test]
+fn baseline_floors_pass_and_fail() {
+    let f = Fixture::new();
+    let mut dev = FakeDevice::new(true);
+    let first = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let mut report = crate::results::tests::sample_report();
+    report.devices = vec![first];
+    let base = Baseline::parse(std::path::Path::new("b.json"), &report.to_json()).unwrap();
+
+    // Same speed: every measured gate passes its floor.
+    let run = run_device(&mut FakeDevice::new(true), 0.1, &f.ctx(Some(&base)), &Quiet);
+    assert_eq!(run.status, crate::results::RunStatus::Pass);
+    let floor = run.gates[0].floor.as_ref().unwrap();
+    assert!(floor.passed && floor.source.contains("b.json"));
+    assert_eq!(floor.limit, 0.512 * 0.75);
+
+    // Twice as slow: under 0.75 of the baseline.
+    let mut slow = FakeDevice::new(true);
+    slow.ns_per_dispatch = 2_000;
+    let run = run_device(&mut slow, 0.1, &f.ctx(Some(&base)), &Quiet);
+    assert_eq!(run.gates[0].status, GateStatus::Fail);
+    let why = run.gates[0].reason.as_ref().unwrap();
+    assert!(why.contains("under the floor"), "{why}");
+    assert_eq!(run.status, crate::results::RunStatus::Fail);
+}
+
+/// A specs file whose one row claims the fake device by name: 0.5 GB/s,
+/// 0.002 TFLOP/s f32, 0.004 f16 (the fake's copy runs 0.512 GB/s, its
+/// softmax 0.256, its GEMMs 0.001024 TFLOP/s at 1000 ns a dispatch).
+fn fake_specs() -> SpecFile {
+    SpecFile::parse(
+        "fake-specs.toml",
+        r#"
+schema_version = 1
+[[device]]
+model = "Fake GPU 1"
+vendor = "test"
+arch = "none"
+match = ["fake gpu"]
+mem_bw_gbs = 0.5
+fp16_dense_tflops = 0.004
+bf16_dense_tflops = 0.004
+fp32_tflops = 0.002
+confidence = "test"
+source = ["https://example.invalid/fake"]
+figures_from = "test"
+notes = "test"
+"#,
+    )
+    .unwrap()
+}
+
+fn spec_floor_source(g: &GateResult) -> Option<&str> {
+    g.floor
+        .as_ref()
+        .map(|f| f.source.as_str())
+        .filter(|s| s.starts_with("spec "))
+}
+
+/// A device greta knows, in `perf`, with no baseline and no class:
+/// every gate of the four rate classes is held to its spec floor, a 4x
+/// slower device fails them, rope (no rate class) gets none.
+#[test]
+fn spec_floors_apply_where_no_baseline_or_class_does() {
+    let mut f = Fixture::new();
+    f.specs = fake_specs();
+    f.profile = Profile::Perf;
+    let run = run_device(&mut FakeDevice::new(true), 0.1, &f.ctx(None), &Quiet);
+    assert_eq!(
+        run.status,
+        crate::results::RunStatus::Pass,
+        "{:?}",
+        run.gates
+    );
+    let copy = &run.gates[0];
+    let floor = copy.floor.as_ref().unwrap();
+    assert_eq!(
+        (floor.reference, floor.fraction, floor.limit),
+        (0.5, 0.5, 0.25)
+    );
+    assert!(floor
+        .source
+        .contains("Fake GPU 1 mem_bw_gbs (streaming class"));
+    assert_eq!(copy.spec_fraction, Some(0.512 / 0.5));
+    let spec = copy.spec.as_ref().unwrap();
+    assert_eq!((spec.figure, spec.model.as_str()), (0.5, "Fake GPU 1"));
+    assert_eq!(run.gates[2].floor.as_ref().unwrap().fraction, 0.45);
+    assert_eq!(run.gates[4].floor.as_ref().unwrap().limit, 0.004 * 0.15);
+    assert!(run.gates[3].floor.is_none());
+    assert!(
+        run.notes.iter().any(|n| n
+            .contains("spec figures: Fake GPU 1 (fake-specs.toml), matched by name \"fake gpu\"")),
+        "{:?}",
+        run.notes
+    );
+
+    let mut slow = FakeDevice::new(true);
+    slow.ns_per_dispatch = 4_000;
+    let run = run_device(&mut slow, 0.1, &f.ctx(None), &Quiet);
+    for i in [0, 1, 2] {
+        let g = &run.gates[i];
+        assert_eq!(g.status, GateStatus::Fail, "{}", g.id);
+        let why = g.reason.as_deref().unwrap();
+        assert!(
+            why.contains("under the floor") && why.contains("from spec Fake GPU 1"),
+            "{why}"
+        );
+    }
+    // The f16 gate runs only after clean f32 gates.
+    assert_eq!(run.gates[4].status, GateStatus::Skip);
+    assert_eq!(run.status, crate::results::RunStatus::Fail);
+}
+
+/// A baseline or a class floor wins over the spec; outside `perf` the
+/// spec only reports fractions; an unknown device says it has none.
+#[test]
+fn spec_floors_yield_to_baselines_and_classes_and_stay_out_of_other_profiles() {
+    let mut f = Fixture::new();
+    f.specs = fake_specs();
+    // default: fractions of spec, no floors at all.
+    let run = run_device(&mut FakeDevice::new(true), 0.1, &f.ctx(None), &Quiet);
+    assert!(run.gates.iter().all(|g| g.floor.is_none()));
+    assert_eq!(run.gates[1].spec_fraction, Some(0.001024 / 0.002));
+    assert!(run
+        .notes
+        .iter()
+        .any(|n| n.contains("fraction of spec") && !n.contains("spec floors")));
+
+    f.profile = Profile::Perf;
+    f.classes = ClassFile::parse(
+        "c.toml",
+        "[[class]]\nid = \"fakes\"\nmeasured = \"test\"\nmatch = { driver_name = \"radv\" }\nrates = { \"copy.t\" = 0.6 }\n",
+    )
+    .unwrap();
+    let run = run_device(&mut FakeDevice::new(true), 0.1, &f.ctx(None), &Quiet);
+    assert!(run.gates[0]
+        .floor
+        .as_ref()
+        .unwrap()
+        .source
+        .contains("class fakes"));
+    assert!(spec_floor_source(&run.gates[1]).is_some());
+
+    let mut report = crate::results::tests::sample_report();
+    report.devices = vec![run];
+    let base = Baseline::parse(std::path::Path::new("b.json"), &report.to_json()).unwrap();
+    let run = run_device(&mut FakeDevice::new(true), 0.1, &f.ctx(Some(&base)), &Quiet);
+    for g in run.gates.iter().filter(|g| g.metrics.is_some()) {
+        assert!(
+            g.floor.as_ref().unwrap().source.contains("b.json"),
+            "{}",
+            g.id
+        );
+    }
+
+    // Unknown to the built-in specs: no fractions, no spec floor, a note.
+    f.specs = SpecFile::builtin();
+    f.classes = ClassFile::default();
+    let mut dev = FakeDevice::new(true);
+    dev.info.name = "Unlisted GPU".into();
+    dev.info.device_id = 0x1234;
+    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    assert!(run
+        .gates
+        .iter()
+        .all(|g| g.floor.is_none() && g.spec.is_none() && g.spec_fraction.is_none()));
+    assert!(
+        run.notes
+            .iter()
+            .any(|n| n.contains("no spec figures for this device")
+                && n.contains("PCI 1002:1234")
+                && n.contains("no spec floors")),
+        "{:?}",
+        run.notes
+    );
+    // ... said only where spec floors could apply.
+    f.profile = Profile::Default;
+    let mut dev = FakeDevice::new(true);
+    dev.info.name = "Unlisted GPU".into();
+    dev.info.device_id = 0x1234;
+    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    assert!(
+        run.notes.iter().all(|n| !n.contains("spec")),
+        "{:?}",
+        run.notes
+    );
+}
