@@ -244,7 +244,9 @@ pub fn check_u32(out: &[u32], reference: &[u32]) -> CheckOutcome {
 
 /// Compares one output buffer with its f64 reference (as
 /// [`crate::reference()`] computes it): f32 under `tol`, u32 words exactly
-/// (the reference holds integers), f16 refused (no op writes f16).
+/// (the reference holds integers), f16 widened to f32 (exactly: every f16
+/// is an f32) under `tol`, where `Exact` means bit-equal to the reference
+/// rounded to f16. The f16 poison is a NaN, so an unwritten element fails.
 pub fn check_buf(got: &HostBuf, want: &[f64], tol: Tolerance) -> CheckOutcome {
     match got {
         HostBuf::F32(v) => check_f32(v, want, tol),
@@ -252,7 +254,21 @@ pub fn check_buf(got: &HostBuf, want: &[f64], tol: Tolerance) -> CheckOutcome {
             let w32: Vec<u32> = want.iter().map(|&x| x as u32).collect();
             check_u32(v, &w32)
         }
-        HostBuf::F16(_) => CheckOutcome::failed("an f16 output; no op writes f16".into()),
+        HostBuf::F16(v) => {
+            let wide: Vec<f32> = v.iter().map(|h| h.to_f32()).collect();
+            match tol {
+                // Rounded to f16 first: the f32 compare is then bit-exact
+                // on f16 values.
+                Tolerance::Exact => {
+                    let w16: Vec<f64> = want
+                        .iter()
+                        .map(|&w| half::f16::from_f64(w).to_f64())
+                        .collect();
+                    check_f32(&wide, &w16, tol)
+                }
+                Tolerance::RelNorm(_) => check_f32(&wide, want, tol),
+            }
+        }
     }
 }
 

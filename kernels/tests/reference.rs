@@ -213,6 +213,30 @@ fn invalid_shapes_are_errors() {
     assert!(e.to_string().contains("input x"), "{e}");
 }
 
+/// f16 outputs (the transformer block's activations): widened exactly,
+/// `Exact` against the reference rounded to f16, a relative norm as for
+/// f32, and the f16 poison (a NaN) never passes.
+#[test]
+fn f16_outputs_are_checked_like_their_values() {
+    use half::f16;
+    let want = [1.0, 1.0 / 3.0, -2.5e-3];
+    let h = |v: &[f64]| HostBuf::F16(v.iter().map(|&x| f16::from_f64(x)).collect());
+    assert!(check_buf(&h(&want), &want, Tolerance::Exact).pass);
+    let mut off = match h(&want) {
+        HostBuf::F16(v) => v,
+        _ => unreachable!(),
+    };
+    off[1] = f16::from_bits(off[1].to_bits() + 1);
+    let off = HostBuf::F16(off);
+    assert!(
+        !check_buf(&off, &want, Tolerance::Exact).pass,
+        "one ulp off is not exact"
+    );
+    assert!(check_buf(&off, &want, Tolerance::FP16_ACC32).pass);
+    let poisoned = HostBuf::poisoned(DType::F16, 3);
+    assert!(!check_buf(&poisoned, &want, Tolerance::RelNorm(f64::INFINITY)).pass);
+}
+
 #[test]
 fn checker_verdicts() {
     let want = [1.0, 2.0, 3.0];
