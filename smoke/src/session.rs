@@ -9,7 +9,7 @@ use crate::inject::Faults;
 use crate::node::{run_devices, RuntimeOpener};
 use crate::peers::DEFAULT_PEER_FRACTION;
 use crate::progress::Bar;
-use crate::results::{self, DeviceRun, GateStatus, Report, RunStatus, Settings, Written, SCHEMA};
+use crate::results::{self, DeviceRun, Report, RunStatus, Settings, Written, SCHEMA};
 use crate::runner::{device_info, DeviceContext};
 use greta_runtime::{BackendKind, DeviceSelect, RuntimeError};
 use std::path::PathBuf;
@@ -418,23 +418,7 @@ fn unopenable(
         open_s: 0.0,
         gates: plan
             .iter()
-            .map(|g| results::GateResult {
-                id: g.id.clone(),
-                op: g.op.name().to_string(),
-                shape: g.shape(),
-                status: GateStatus::Skip,
-                reason: Some(why.clone()),
-                tolerance: g.tolerance(),
-                seed: crate::inputs::gate_seed(seed, &g.id),
-                metrics: None,
-                floor: None,
-                wall_s: 0.0,
-                kernel: None,
-                peer: None,
-                spec: None,
-                spec_fraction: None,
-                in_run: Default::default(),
-            })
+            .map(|g| crate::runner::skipped(g, seed, why.clone()))
             .collect(),
         validation_messages: vec![],
         notes: vec![],

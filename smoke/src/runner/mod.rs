@@ -229,7 +229,8 @@ fn f16_precondition(
     None
 }
 
-fn skipped(gate: &Gate, base_seed: u64, reason: String) -> GateResult {
+/// A gate that did not run, and why.
+pub(crate) fn skipped(gate: &Gate, base_seed: u64, reason: String) -> GateResult {
     GateResult {
         id: gate.id.clone(),
         op: gate.op.name().to_string(),
