@@ -25,6 +25,12 @@
 //! had prefill and decode disagree on the Wq/Wk/Wv layout, which a shared
 //! reference plus the consistency test below rules out.
 //!
+//! Where the device stores f16 is where its kernels end (issue 23's op
+//! set, `docs/smoke.md`): the normed activations, the fused QKV projection
+//! (then again after RoPE), the attention output, each projection before
+//! its residual add, the residual sums, the MLP's gate and up values and
+//! their SwiGLU product. The model rounds at exactly those points.
+//!
 //! Beside each value it carries the standard deviation of the error a
 //! device makes there when it stores activations in fp16 and computes in
 //! f32 ([`Numerics`], [`DEVICE`]): the gate's tolerance, derived from the
@@ -305,8 +311,10 @@ fn run(
     let mut q = Vec::with_capacity(tokens * d);
     for t in 0..tokens {
         let a = store_all(&m, rmsnorm(&m, &x[t * d..(t + 1) * d], &w.g_attn, s.eps));
-        let mut qt = matvec(&m, wq, &a, d, d);
-        let mut kt = matvec(&m, &w.wk, &a, d, d);
+        // The fused QKV projection stores its f16 result; RoPE reads it
+        // back and stores again (rope_kv_f16).
+        let mut qt = store_all(&m, matvec(&m, wq, &a, d, d));
+        let mut kt = store_all(&m, matvec(&m, &w.wk, &a, d, d));
         let vt = store_all(&m, matvec(&m, &w.wv, &a, d, d));
         rope(&m, s, &mut qt, pos0 + t);
         rope(&m, s, &mut kt, pos0 + t);
@@ -337,7 +345,9 @@ fn run(
             &m,
             attention(&m, s, &q[t * d..(t + 1) * d], &k_seen, &v_seen, visible),
         );
-        let o = matvec(&m, &w.wo, &attn, d, d);
+        // Each projection stores f16 (gemv_f16); the residual add reads it
+        // back (add_rmsnorm_f16 fuses the add with the next norm).
+        let o = store_all(&m, matvec(&m, &w.wo, &attn, d, d));
         let h = store_all(&m, add(&m, &x[t * d..(t + 1) * d], &o));
         let mm = store_all(&m, rmsnorm(&m, &h, &w.g_mlp, s.eps));
         let gate = store_all(&m, matvec(&m, &w.w_gate, &mm, s.ffn, d));
@@ -349,7 +359,7 @@ fn run(
                 .map(|(g, u)| swiglu(&m, *g, *u))
                 .collect(),
         );
-        let down = matvec(&m, &w.w_down, &act, d, s.ffn);
+        let down = store_all(&m, matvec(&m, &w.w_down, &act, d, s.ffn));
         y.extend(store_all(&m, add(&m, &h, &down)));
     }
     let split = |v: Vec<Num>| Expected {
