@@ -18,6 +18,7 @@ use super::launch::{self, KernelArg};
 use super::vendor::measure::{self, StressGemm};
 use super::vendor::VendorBlas;
 use crate::ceiling::{Ceiling, CeilingError};
+use crate::graph::{GraphJob, GraphStats};
 use crate::stress::{StressReport, StressRequest};
 use crate::{
     Backend, BackendKind, DeviceInfo, DeviceSelect, DeviceType, Job, MemoryHeap, Op, RunStats,
@@ -467,9 +468,9 @@ pub fn launch_on<D: Driver>(
 }
 
 /// Device allocations freed on drop, unless leaked after a timeout.
-struct Buffers<'a, D: Driver> {
-    driver: &'a D,
-    ptrs: Vec<DevPtr>,
+pub(super) struct Buffers<'a, D: Driver> {
+    pub(super) driver: &'a D,
+    pub(super) ptrs: Vec<DevPtr>,
 }
 
 impl<D: Driver> Drop for Buffers<'_, D> {
@@ -482,13 +483,13 @@ impl<D: Driver> Drop for Buffers<'_, D> {
 }
 
 /// Events destroyed on drop, unless leaked after a timeout.
-struct Events<'a, D: Driver> {
-    driver: &'a D,
-    list: Vec<EventH>,
+pub(super) struct Events<'a, D: Driver> {
+    pub(super) driver: &'a D,
+    pub(super) list: Vec<EventH>,
 }
 
 impl<D: Driver> Events<'_, D> {
-    fn record(&mut self, stream: StreamH) -> Result<EventH, GpuError> {
+    pub(super) fn record(&mut self, stream: StreamH) -> Result<EventH, GpuError> {
         let e = self.driver.event_create()?;
         self.list.push(e);
         self.driver.event_record(e, stream)?;
@@ -690,6 +691,29 @@ impl<D: Driver> Backend for GpuBackend<D> {
     fn run(&mut self, job: Job<'_>) -> Result<RunStats, RuntimeError> {
         self.preflight(&job)?;
         self.run_inner(job).map_err(|e| self.fail(e))
+    }
+
+    fn run_graph(&mut self, job: GraphJob<'_>) -> Result<GraphStats, RuntimeError> {
+        crate::graph::preflight(self, &job)?;
+        let mut steps = Vec::with_capacity(job.graph.steps.len());
+        for st in &job.graph.steps {
+            let plan = launch::plan(&st.op, &self.dev);
+            if plan.batch > 1 || plan.hold_cycles > 0 {
+                return Err(RuntimeError::Unsupported(format!(
+                    "{} is timed per dispatch; it has no place in a graph",
+                    st.op
+                )));
+            }
+            let function = self.function(&plan.symbol).map_err(|e| self.fail(e))?;
+            steps.push(super::graph::StepLaunch {
+                kernel: plan.symbol.trim_start_matches("greta_").to_string(),
+                function,
+                dims: plan.dims,
+                scalars: plan.scalars,
+            });
+        }
+        super::graph::execute(&self.driver, self.stream, &self.dev, &steps, job)
+            .map_err(|e| self.fail(e))
     }
 
     fn lost(&self) -> Option<&str> {

@@ -125,6 +125,9 @@ pub struct EventH(pub usize);
 pub struct ModuleH(pub usize);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FuncH(pub usize);
+/// An instantiated graph of captured work (`CUgraphExec`, `hipGraphExec_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GraphH(pub usize);
 
 /// A launch's geometry: blocks in the grid, threads in a block, and bytes of
 /// dynamic shared memory (none of the bundled kernels use any).
@@ -326,6 +329,16 @@ pub trait Driver {
         s: StreamH,
         params: *mut *mut c_void,
     ) -> Result<(), GpuError>;
+    /// Starts capturing the work enqueued on `s` (this thread's only) into a
+    /// graph instead of running it; `Err` where the runtime has no graphs.
+    fn capture_begin(&self, s: StreamH) -> Result<(), GpuError>;
+    /// Ends the capture begun on `s` and instantiates what it recorded.
+    fn capture_end(&self, s: StreamH) -> Result<GraphH, GpuError>;
+    /// Enqueues one replay of `g` on `s`.
+    fn graph_launch(&self, g: GraphH, s: StreamH) -> Result<(), GpuError>;
+    /// # Safety
+    /// An instantiated graph none of whose replays still runs, destroyed once.
+    unsafe fn graph_destroy(&self, g: GraphH);
     /// The run-time compiler for this device, and the options that target it.
     fn compiler_for(&self, dev: &GpuDevice) -> Result<CompilerChoice, GpuError>;
     /// Explains an empty device list from what the machine shows.

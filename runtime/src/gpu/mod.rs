@@ -12,6 +12,7 @@ pub(crate) mod backend;
 pub mod child;
 pub(crate) mod compile;
 pub(crate) mod driver;
+mod graph;
 mod launch;
 pub(crate) mod rtc;
 pub(crate) mod search;

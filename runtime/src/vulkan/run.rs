@@ -76,10 +76,10 @@ impl Resources {
 /// The compiled pipeline's handles a run records with; the pipeline itself
 /// stays in the device's cache for the device's lifetime.
 #[derive(Clone, Copy)]
-struct PipelineHandles {
-    raw: vk::Pipeline,
-    layout: vk::PipelineLayout,
-    set_layout: vk::DescriptorSetLayout,
+pub(super) struct PipelineHandles {
+    pub(super) raw: vk::Pipeline,
+    pub(super) layout: vk::PipelineLayout,
+    pub(super) set_layout: vk::DescriptorSetLayout,
 }
 
 pub fn execute(dev: &mut Device, plan: &Plan, job: Job) -> Result<RunStats, RuntimeError> {
@@ -102,7 +102,7 @@ pub fn execute(dev: &mut Device, plan: &Plan, job: Job) -> Result<RunStats, Runt
     }
 }
 
-fn api(call: &str) -> impl Fn(vk::Result) -> RuntimeError + '_ {
+pub(super) fn api(call: &str) -> impl Fn(vk::Result) -> RuntimeError + '_ {
     move |e| match e {
         vk::Result::ERROR_DEVICE_LOST => {
             RuntimeError::DeviceLost(format!("{call}: VK_ERROR_DEVICE_LOST"))
@@ -141,7 +141,8 @@ fn record_and_submit(
     let layouts = vec![pipe.set_layout; plan.dispatches.len()];
     let sets = DescriptorSets::new(&device, &layouts, plan.dispatches.len() as u32 * nbind)
         .map_err(|(call, e)| api(call)(e))?;
-    write_descriptor_sets(&device.raw, plan, nbind, &sets.sets, &res.device_bufs);
+    let raw: Vec<vk::Buffer> = res.device_bufs.iter().map(|b| b.raw).collect();
+    write_descriptor_sets(&device.raw, plan, nbind, &sets.sets, &raw);
     let sets = &*res.descriptors.insert(sets);
     if use_ts {
         let info = vk::QueryPoolCreateInfo::default()
@@ -251,12 +252,16 @@ fn record_and_submit(
     })
 }
 
-const SHADER_RW: vk::AccessFlags = vk::AccessFlags::from_raw(
+pub(super) const SHADER_RW: vk::AccessFlags = vk::AccessFlags::from_raw(
     vk::AccessFlags::SHADER_READ.as_raw() | vk::AccessFlags::SHADER_WRITE.as_raw(),
 );
 
 /// The plan's pipeline, from the device's cache or created through it.
-fn pipeline(dev: &mut Device, plan: &Plan, nbind: u32) -> Result<PipelineHandles, RuntimeError> {
+pub(super) fn pipeline(
+    dev: &mut Device,
+    plan: &Plan,
+    nbind: u32,
+) -> Result<PipelineHandles, RuntimeError> {
     let inner = &mut *dev.inner;
     let p = inner.pipelines.get(
         &inner.device,
@@ -343,12 +348,12 @@ fn upload_buffers(
 
 /// Points binding `b` of each dispatch's set at device buffer `b` (the
 /// dispatch's sub-range of it where the plan splits a buffer).
-fn write_descriptor_sets(
+pub(super) fn write_descriptor_sets(
     d: &ash::Device,
     plan: &Plan,
     nbind: u32,
     sets: &[vk::DescriptorSet],
-    bufs: &[Buffer],
+    bufs: &[vk::Buffer],
 ) {
     for (disp, &set) in plan.dispatches.iter().zip(sets) {
         let infos: Vec<[vk::DescriptorBufferInfo; 1]> = (0..nbind as usize)
@@ -360,7 +365,7 @@ fn write_descriptor_sets(
                     .flatten()
                     .unwrap_or((0, vk::WHOLE_SIZE));
                 [vk::DescriptorBufferInfo {
-                    buffer: bufs[b].raw,
+                    buffer: bufs[b],
                     offset,
                     range,
                 }]
@@ -467,30 +472,30 @@ fn record_pass(
 /// and each handle passed in is a live object of `d` that the run's
 /// `Resources` (or the device's pipeline cache) keep alive until the
 /// submission has completed or been abandoned.
-struct Recorder<'a> {
-    d: &'a ash::Device,
-    cmd: vk::CommandBuffer,
+pub(super) struct Recorder<'a> {
+    pub(super) d: &'a ash::Device,
+    pub(super) cmd: vk::CommandBuffer,
 }
 
 impl Recorder<'_> {
-    fn begin(&self) -> Result<(), RuntimeError> {
+    pub(super) fn begin(&self) -> Result<(), RuntimeError> {
         let info = vk::CommandBufferBeginInfo::default()
             .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
         // SAFETY: a freshly allocated command buffer (initial state).
         unsafe { self.d.begin_command_buffer(self.cmd, &info) }.map_err(api("vkBeginCommandBuffer"))
     }
 
-    fn end(&self) -> Result<(), RuntimeError> {
+    pub(super) fn end(&self) -> Result<(), RuntimeError> {
         // SAFETY: recording (see the type); no query is active.
         unsafe { self.d.end_command_buffer(self.cmd) }.map_err(api("vkEndCommandBuffer"))
     }
 
-    fn reset_queries(&self, pool: vk::QueryPool, count: u32) {
+    pub(super) fn reset_queries(&self, pool: vk::QueryPool, count: u32) {
         // SAFETY: recording (see the type); `count` is the pool's size.
         unsafe { self.d.cmd_reset_query_pool(self.cmd, pool, 0, count) }
     }
 
-    fn timestamp(&self, pool: vk::QueryPool, query: u32) {
+    pub(super) fn timestamp(&self, pool: vk::QueryPool, query: u32) {
         // SAFETY: recording (see the type); `query` < the pool's size, reset
         // at the start of this buffer and written once.
         unsafe {
@@ -504,7 +509,7 @@ impl Recorder<'_> {
     }
 
     /// Copies the first `size` bytes of `src` into `dst`.
-    fn copy(&self, src: &Buffer, dst: &Buffer, size: u64) {
+    pub(super) fn copy(&self, src: &Buffer, dst: &Buffer, size: u64) {
         let region = [vk::BufferCopy {
             src_offset: 0,
             dst_offset: 0,
@@ -517,7 +522,7 @@ impl Recorder<'_> {
 
     /// A global memory barrier: `src` accesses of `src_stage` before it are
     /// visible to `dst` accesses of `dst_stage` after it.
-    fn barrier(
+    pub(super) fn barrier(
         &self,
         src_stage: vk::PipelineStageFlags,
         src: vk::AccessFlags,
@@ -541,7 +546,7 @@ impl Recorder<'_> {
         }
     }
 
-    fn bind_pipeline(&self, pipeline: vk::Pipeline) {
+    pub(super) fn bind_pipeline(&self, pipeline: vk::Pipeline) {
         // SAFETY: recording (see the type); a compute pipeline.
         unsafe {
             self.d
@@ -549,7 +554,7 @@ impl Recorder<'_> {
         }
     }
 
-    fn bind_set(&self, layout: vk::PipelineLayout, set: vk::DescriptorSet) {
+    pub(super) fn bind_set(&self, layout: vk::PipelineLayout, set: vk::DescriptorSet) {
         // SAFETY: recording (see the type); the set was allocated with the
         // layout's set layout and written before recording.
         unsafe {
@@ -564,7 +569,7 @@ impl Recorder<'_> {
         }
     }
 
-    fn push_constants(&self, layout: vk::PipelineLayout, bytes: &[u8]) {
+    pub(super) fn push_constants(&self, layout: vk::PipelineLayout, bytes: &[u8]) {
         // SAFETY: recording (see the type); the layout reserves PUSH_BYTES
         // for compute and plans push at most that many.
         unsafe {
@@ -573,7 +578,7 @@ impl Recorder<'_> {
         }
     }
 
-    fn dispatch(&self, groups: [u32; 3]) {
+    pub(super) fn dispatch(&self, groups: [u32; 3]) {
         // SAFETY: recording (see the type) with a compute pipeline bound;
         // plans keep each group count within the device's limits.
         unsafe {
@@ -585,11 +590,11 @@ impl Recorder<'_> {
 
 /// Submits `cmd` signalling `fence` and waits for it up to the run's
 /// timeout; returns the wall time from submission to completion.
-fn submit_and_wait(
+pub(super) fn submit_and_wait(
     dev: &Device,
     cmd: vk::CommandBuffer,
     fence: vk::Fence,
-    op: &Op,
+    what: &dyn std::fmt::Display,
     opts: &RunOpts,
 ) -> Result<std::time::Duration, RuntimeError> {
     let d = &dev.inner.device.raw;
@@ -605,7 +610,7 @@ fn submit_and_wait(
     match unsafe { d.wait_for_fences(&[fence], true, timeout_ns) } {
         Ok(()) => Ok(start.elapsed()),
         Err(vk::Result::TIMEOUT) => Err(RuntimeError::Timeout {
-            what: format!("{op} x{} on {}", opts.repeats, dev.info.name),
+            what: format!("{what} x{} on {}", opts.repeats, dev.info.name),
             timeout: opts.timeout,
             waited: start.elapsed(),
         }),

@@ -4,6 +4,7 @@
 mod cache;
 mod common;
 mod device;
+mod graph;
 mod hip_device;
 mod hip_kernels;
 mod ops;
