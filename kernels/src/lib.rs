@@ -11,6 +11,7 @@
 
 pub mod block;
 pub mod check;
+pub mod graph;
 pub mod hip_src;
 mod host;
 pub mod matrix_lanes;

@@ -4,102 +4,11 @@
 //! capture the launches into a device graph. Either way the host issues one
 //! submission per replay, not one launch per kernel.
 
-use crate::{DType, HostBuf, Op, RunOpts, RuntimeError, TimingSource};
+pub use greta_kernels::graph::{Graph, Slot, Step};
+
+use crate::{HostBuf, RunOpts, RuntimeError, TimingSource};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
-
-/// One device buffer of a graph.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Slot {
-    /// What it holds (errors and reports name it).
-    pub name: String,
-    pub dtype: DType,
-    pub len: usize,
-}
-
-/// One op of a graph: `bind[i]` is the slot bound to the op's buffer `i`
-/// (its inputs, then its outputs, in the op's binding order).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Step {
-    pub op: Op,
-    pub bind: Vec<usize>,
-}
-
-/// The buffers and the ops, in the order they run (each step sees every
-/// earlier step's writes).
-#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
-pub struct Graph {
-    pub slots: Vec<Slot>,
-    pub steps: Vec<Step>,
-}
-
-impl Graph {
-    /// Adds a slot and returns its index.
-    pub fn slot(&mut self, name: &str, dtype: DType, len: usize) -> usize {
-        self.slots.push(Slot {
-            name: name.to_string(),
-            dtype,
-            len,
-        });
-        self.slots.len() - 1
-    }
-
-    /// Appends a step.
-    pub fn step(&mut self, op: Op, bind: &[usize]) {
-        self.steps.push(Step {
-            op,
-            bind: bind.to_vec(),
-        });
-    }
-
-    /// Checks every step against its op's buffer contract: shape rules, one
-    /// slot per buffer, each slot of the buffer's type and length, and no
-    /// slot bound twice in one step (a kernel that reads what it writes
-    /// elsewhere races; a read-write output is one binding).
-    pub fn validate(&self) -> Result<(), String> {
-        if self.steps.is_empty() {
-            return Err("a graph needs at least one step".into());
-        }
-        for (i, st) in self.steps.iter().enumerate() {
-            let at = |m: String| format!("step {i} ({}): {m}", st.op);
-            st.op.validate().map_err(|e| at(e.to_string()))?;
-            let specs: Vec<_> = st.op.inputs().into_iter().chain(st.op.outputs()).collect();
-            if specs.len() != st.bind.len() {
-                return Err(at(format!(
-                    "binds {} slots, the op has {} buffers",
-                    st.bind.len(),
-                    specs.len()
-                )));
-            }
-            for (k, (spec, &s)) in specs.iter().zip(&st.bind).enumerate() {
-                let slot = self.slots.get(s).ok_or_else(|| {
-                    at(format!(
-                        "buffer {} names slot {s}, which does not exist",
-                        spec.name
-                    ))
-                })?;
-                if slot.dtype != spec.dtype || slot.len != spec.len {
-                    return Err(at(format!(
-                        "buffer {} must be {} x {}, slot {} is {} x {}",
-                        spec.name, spec.len, spec.dtype, slot.name, slot.len, slot.dtype
-                    )));
-                }
-                if st.bind[..k].contains(&s) {
-                    return Err(at(format!("slot {} is bound twice", slot.name)));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Bytes of every slot (what the device must hold).
-    pub fn bytes(&self) -> u64 {
-        self.slots
-            .iter()
-            .map(|s| (s.len as u64).saturating_mul(s.dtype.size() as u64))
-            .fold(0, u64::saturating_add)
-    }
-}
 
 /// One request to replay a graph.
 pub struct GraphJob<'a> {

@@ -1,59 +1,5 @@
 use super::*;
 
-fn two_steps() -> Graph {
-    let mut g = Graph::default();
-    let x = g.slot("x", DType::F32, 10);
-    let y = g.slot("y", DType::F32, 10);
-    let z = g.slot("z", DType::F32, 10);
-    g.step(Op::VecAdd { n: 10 }, &[x, y, z]);
-    g.step(Op::Softmax { rows: 2, cols: 5 }, &[z, x]);
-    g
-}
-
-#[test]
-fn a_well_formed_graph_validates_and_counts_its_bytes() {
-    let g = two_steps();
-    assert_eq!(g.validate(), Ok(()));
-    assert_eq!(g.bytes(), 3 * 10 * 4);
-}
-
-#[test]
-fn each_binding_mistake_names_the_step_and_the_buffer() {
-    let mut g = two_steps();
-    g.steps[0].bind.pop();
-    let e = g.validate().unwrap_err();
-    assert!(
-        e.starts_with("step 0 (vec_add") && e.contains("binds 2 slots, the op has 3"),
-        "{e}"
-    );
-
-    let mut g = two_steps();
-    g.steps[1].bind[1] = 9;
-    let e = g.validate().unwrap_err();
-    assert!(
-        e.starts_with("step 1 (softmax") && e.contains("slot 9, which does not exist"),
-        "{e}"
-    );
-
-    let mut g = two_steps();
-    g.slots[2].len = 11;
-    let e = g.validate().unwrap_err();
-    assert!(e.contains("slot z is 11 x f32"), "{e}");
-
-    assert_eq!(
-        Graph::default().validate(),
-        Err("a graph needs at least one step".to_string())
-    );
-}
-
-#[test]
-fn sizes_of_huge_slots_saturate_instead_of_wrapping() {
-    let mut g = Graph::default();
-    g.slot("a", DType::F32, usize::MAX);
-    g.slot("b", DType::F32, usize::MAX);
-    assert_eq!(g.bytes(), u64::MAX);
-}
-
 #[test]
 fn the_median_of_nothing_is_zero() {
     assert_eq!(median(&[]), 0);
