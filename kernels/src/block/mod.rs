@@ -220,6 +220,62 @@ impl Expected {
     }
 }
 
+impl Expected {
+    /// [`Expected::check`] as a [`crate::check::CheckOutcome`] (what the
+    /// smoke gates record): the relative norm error and the largest error
+    /// beside the verdict; `mismatches` counts the elements outside the bound.
+    pub fn outcome(&self, got: &crate::HostBuf) -> crate::check::CheckOutcome {
+        use crate::check::CheckOutcome;
+        let got = got.to_f64();
+        if got.len() != self.value.len() {
+            return CheckOutcome::failed(format!(
+                "{} values, expected {}",
+                got.len(),
+                self.value.len()
+            ));
+        }
+        let (mut num, mut den, mut max_abs, mut max_at) = (0.0, 0.0, 0.0f64, None);
+        let (mut non_finite, mut mismatches, mut first_bad) = (0, 0, None);
+        for (i, ((g, v), sd)) in got.iter().zip(&self.value).zip(&self.sd).enumerate() {
+            den += v * v;
+            if !g.is_finite() {
+                non_finite += 1;
+                first_bad.get_or_insert(i);
+                continue;
+            }
+            let e = (g - v).abs();
+            num += e * e;
+            if e > max_abs {
+                max_abs = e;
+                max_at = Some(i);
+            }
+            if e > Self::SIGMAS * sd {
+                mismatches += 1;
+                first_bad.get_or_insert(i);
+            }
+        }
+        let reason = self.check(&got).err().map(|e| {
+            format!(
+                "{e}; {mismatches} element(s) outside the fp16 error model, {non_finite} not finite"
+            )
+        });
+        CheckOutcome {
+            pass: reason.is_none(),
+            rel_err: if den > 0.0 {
+                (num / den).sqrt()
+            } else {
+                f64::NAN
+            },
+            max_abs_err: max_abs,
+            non_finite,
+            mismatches,
+            first_bad,
+            reason,
+            max_abs_at: max_at,
+        }
+    }
+}
+
 /// The layer on `tokens = x.len() / hidden` new tokens at positions
 /// `pos0 ..`, with `pos0 = k_cache.len() / hidden` cached positions before
 /// them: the exact values, each with the standard deviation of the error of
