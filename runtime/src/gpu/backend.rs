@@ -277,6 +277,11 @@ impl<D: Driver> GpuBackend<D> {
         } else {
             None
         };
+        let later = plan
+            .then
+            .iter()
+            .map(|(symbol, dims)| Ok((self.function(symbol)?, *dims)))
+            .collect::<Result<Vec<_>, GpuError>>()?;
         let kernel = plan.symbol.trim_start_matches("greta_").to_string();
         let driver = &self.driver;
         let scalars = plan.scalars.clone();
@@ -289,6 +294,10 @@ impl<D: Driver> GpuBackend<D> {
                 .collect();
             for _ in 0..batch {
                 launch_on(driver, function, plan.dims, stream, &args)?;
+                // Later passes, in stream order behind the first.
+                for &(f, dims) in &later {
+                    launch_on(driver, f, dims, stream, &args)?;
+                }
             }
             Ok(())
         };
@@ -588,6 +597,15 @@ fn execute<D: Driver>(
         // A zero-byte allocation may come back null; keep one byte so every
         // buffer is a real pointer.
         bufs.ptrs.push(driver.malloc(b.byte_len().max(1))?);
+    }
+    // The op's scratch, after its outputs: device memory its passes share,
+    // never uploaded nor read back.
+    for s in op.scratch() {
+        let bytes = s
+            .len
+            .checked_mul(s.dtype.size())
+            .ok_or_else(|| GpuError::Invalid(format!("{op}: scratch {} overflows", s.name)))?;
+        bufs.ptrs.push(driver.malloc(bytes.max(1))?);
     }
     let mut events = Events {
         driver,
