@@ -23,6 +23,7 @@ pub mod spirv;
 
 pub use host::{DType, HostBuf};
 pub use ops::{
-    Access, BufferSpec, Facts, Needs, Op, OpError, Precision, RateUnit, Region, Scalar, Tolerance,
+    attn_decode_chunk, Access, BufferSpec, Facts, Needs, Op, OpError, Precision, RateUnit, Region,
+    Scalar, Tolerance,
 };
 pub use reference::{reference, slow_hash, SLOW_SEED};

@@ -278,6 +278,11 @@ impl<D: Driver> GpuBackend<D> {
         } else {
             None
         };
+        let later = plan
+            .then
+            .iter()
+            .map(|(symbol, dims)| Ok((self.function(symbol)?, *dims)))
+            .collect::<Result<Vec<_>, GpuError>>()?;
         let kernel = plan.symbol.trim_start_matches("greta_").to_string();
         let driver = &self.driver;
         let scalars = plan.scalars.clone();
@@ -290,6 +295,10 @@ impl<D: Driver> GpuBackend<D> {
                 .collect();
             for _ in 0..batch {
                 launch_on(driver, function, plan.dims, stream, &args)?;
+                // Later passes, in stream order behind the first.
+                for &(f, dims) in &later {
+                    launch_on(driver, f, dims, stream, &args)?;
+                }
             }
             Ok(())
         };
@@ -590,6 +599,15 @@ fn execute<D: Driver>(
         // buffer is a real pointer.
         bufs.ptrs.push(driver.malloc(b.byte_len().max(1))?);
     }
+    // The op's scratch, after its outputs: device memory its passes share,
+    // never uploaded nor read back.
+    for s in op.scratch() {
+        let bytes = s
+            .len
+            .checked_mul(s.dtype.size())
+            .ok_or_else(|| GpuError::Invalid(format!("{op}: scratch {} overflows", s.name)))?;
+        bufs.ptrs.push(driver.malloc(bytes.max(1))?);
+    }
     let mut events = Events {
         driver,
         list: Vec::new(),
@@ -705,11 +723,23 @@ impl<D: Driver> Backend for GpuBackend<D> {
                 )));
             }
             let function = self.function(&plan.symbol).map_err(|e| self.fail(e))?;
+            let mut then = Vec::with_capacity(plan.then.len());
+            for (symbol, dims) in &plan.then {
+                then.push((self.function(symbol).map_err(|e| self.fail(e))?, *dims));
+            }
+            let mut scratch = Vec::new();
+            for s in st.op.scratch() {
+                scratch.push(s.len.checked_mul(s.dtype.size()).ok_or_else(|| {
+                    RuntimeError::BadInput(format!("{}: scratch {} overflows", st.op, s.name))
+                })?);
+            }
             steps.push(super::graph::StepLaunch {
                 kernel: plan.symbol.trim_start_matches("greta_").to_string(),
                 function,
                 dims: plan.dims,
                 scalars: plan.scalars,
+                then,
+                scratch,
             });
         }
         super::graph::execute(&self.driver, self.stream, &self.dev, &steps, job)

@@ -17,6 +17,10 @@ pub(super) struct StepLaunch {
     pub function: FuncH,
     pub dims: Dims,
     pub scalars: Vec<KernelArg>,
+    /// Later launches with the same arguments (a split reduction's combine).
+    pub then: Vec<(FuncH, Dims)>,
+    /// Bytes of each scratch buffer the op's passes share (after its outputs).
+    pub scratch: Vec<usize>,
 }
 
 /// Passes timed launch by launch, for each step's median time.
@@ -60,6 +64,14 @@ pub(super) fn execute<D: Driver>(
     for b in job.buffers.iter() {
         bufs.ptrs.push(driver.malloc(b.byte_len().max(1))?);
     }
+    // Each step's scratch, after the slots: device memory only its passes use.
+    let mut scratch_at = Vec::with_capacity(steps.len());
+    for l in steps {
+        scratch_at.push(bufs.ptrs.len());
+        for &bytes in &l.scratch {
+            bufs.ptrs.push(driver.malloc(bytes.max(1))?);
+        }
+    }
     let mut events = Events {
         driver,
         list: Vec::new(),
@@ -74,17 +86,30 @@ pub(super) fn execute<D: Driver>(
         .steps
         .iter()
         .zip(steps)
-        .map(|(st, l)| {
+        .zip(&scratch_at)
+        .map(|((st, l), &at)| {
             st.bind
                 .iter()
                 .map(|&s| KernelArg::Ptr(bufs.ptrs[s]))
+                .chain(
+                    bufs.ptrs[at..at + l.scratch.len()]
+                        .iter()
+                        .map(|&p| KernelArg::Ptr(p)),
+                )
                 .chain(l.scalars.iter().copied())
                 .collect()
         })
         .collect();
+    let step = |s: StreamH, l: &StepLaunch, a: &[KernelArg]| -> Result<(), GpuError> {
+        launch_on(driver, l.function, l.dims, s, a)?;
+        for &(f, dims) in &l.then {
+            launch_on(driver, f, dims, s, a)?;
+        }
+        Ok(())
+    };
     let enqueue = |s: StreamH| -> Result<(), GpuError> {
         for (l, a) in steps.iter().zip(&args) {
-            launch_on(driver, l.function, l.dims, s, a)?;
+            step(s, l, a)?;
         }
         Ok(())
     };
@@ -102,7 +127,7 @@ pub(super) fn execute<D: Driver>(
         for _ in 0..STEP_PASSES {
             let mut row = vec![events.record(stream)?];
             for (l, a) in steps.iter().zip(&args) {
-                launch_on(driver, l.function, l.dims, stream, a)?;
+                step(stream, l, a)?;
                 row.push(events.record(stream)?);
             }
             marks.push(row);

@@ -6,7 +6,10 @@
 use super::memory::{self, Buffer};
 use super::owned::{CommandBuffer, DescriptorSets, Owned};
 use super::plan::Plan;
-use super::run::{api, pipeline, submit_and_wait, write_descriptor_sets, Recorder, SHADER_RW};
+use super::run::{
+    api, pipeline, record_pass, submit_and_wait, write_descriptor_sets, PipelineHandles, Recorder,
+    SHADER_RW,
+};
 use super::Device;
 use crate::graph::{median, GraphJob, GraphStats, Replay};
 use crate::{RuntimeError, TimingSource};
@@ -96,10 +99,18 @@ fn record_and_submit(
     let (graph, opts) = (job.graph, job.opts);
     let nsteps = graph.steps.len();
     // Pipelines first: a shader problem is reported before any allocation.
-    let mut pipes = Vec::with_capacity(nsteps);
+    // Per step: its first pass's pipeline, its later passes' (a split
+    // reduction's combine), and how many buffers it binds.
+    let mut pipes: Vec<(PipelineHandles, Vec<PipelineHandles>, u32)> = Vec::with_capacity(nsteps);
     for (st, plan) in graph.steps.iter().zip(plans) {
         let nbind = (st.bind.len() + plan.aux.len()) as u32;
-        pipes.push((pipeline(dev, plan, nbind)?, nbind));
+        let first = pipeline(dev, plan.shader, &plan.spec, nbind)?;
+        let later = plan
+            .then
+            .iter()
+            .map(|p| pipeline(dev, p.shader, &p.spec, nbind))
+            .collect::<Result<Vec<_>, _>>()?;
+        pipes.push((first, later, nbind));
     }
     for (slot, host) in graph.slots.iter().zip(job.buffers.iter()) {
         let (b, s) = device_local(dev, &slot.name, host.as_bytes(), true)?;
@@ -119,9 +130,11 @@ fn record_and_submit(
         res.aux.push(v);
     }
     let device = dev.inner.device.clone();
-    for (i, ((st, plan), (pipe, nbind))) in graph.steps.iter().zip(plans).zip(&pipes).enumerate() {
-        let layouts = vec![pipe.set_layout; plan.dispatches.len()];
-        let sets = DescriptorSets::new(&device, &layouts, plan.dispatches.len() as u32 * nbind)
+    for (i, ((st, plan), (pipe, _, nbind))) in graph.steps.iter().zip(plans).zip(&pipes).enumerate()
+    {
+        let n_sets = plan.all_dispatches().count();
+        let layouts = vec![pipe.set_layout; n_sets];
+        let sets = DescriptorSets::new(&device, &layouts, n_sets as u32 * nbind)
             .map_err(|(call, e)| api(call)(e))?;
         let raw: Vec<vk::Buffer> = st
             .bind
@@ -182,22 +195,11 @@ fn record_and_submit(
     for it in 0..warmup + repeats {
         let timed = query_pool.filter(|_| it >= warmup);
         let r = it.saturating_sub(warmup);
-        for (i, (plan, (pipe, _))) in plans.iter().zip(&pipes).enumerate() {
+        for (i, (plan, (pipe, later, _))) in plans.iter().zip(&pipes).enumerate() {
             if let Some(q) = timed {
                 rec.timestamp(q, per * r + i as u32);
             }
-            rec.bind_pipeline(pipe.raw);
-            for (di, disp) in plan.dispatches.iter().enumerate() {
-                if plan.per_dispatch && di > 0 {
-                    rec.barrier(compute, vk::AccessFlags::SHADER_WRITE, compute, SHADER_RW);
-                }
-                rec.bind_set(pipe.layout, res.descriptors[i].sets[di]);
-                if !disp.push.is_empty() {
-                    let bytes: Vec<u8> = disp.push.iter().flat_map(|w| w.to_le_bytes()).collect();
-                    rec.push_constants(pipe.layout, &bytes);
-                }
-                rec.dispatch(disp.groups);
-            }
+            record_pass(&rec, plan, *pipe, later, &res.descriptors[i].sets, None);
             // The next step (or replay) reads what this one wrote.
             rec.barrier(compute, vk::AccessFlags::SHADER_WRITE, compute, SHADER_RW);
         }

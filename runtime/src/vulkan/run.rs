@@ -135,11 +135,18 @@ fn record_and_submit(
     let repeats = opts.repeats;
 
     // Pipeline first: a shader/tuning problem is reported before any allocation.
-    let pipe = pipeline(dev, plan, nbind)?;
+    let pipe = pipeline(dev, plan.shader, &plan.spec, nbind)?;
+    // Later passes: their pipelines, over the same bindings.
+    let later = plan
+        .then
+        .iter()
+        .map(|p| pipeline(dev, p.shader, &p.spec, nbind))
+        .collect::<Result<Vec<_>, _>>()?;
     upload_buffers(dev, &host, n_in, n_out, res)?;
     let device = dev.inner.device.clone();
-    let layouts = vec![pipe.set_layout; plan.dispatches.len()];
-    let sets = DescriptorSets::new(&device, &layouts, plan.dispatches.len() as u32 * nbind)
+    let n_sets = plan.all_dispatches().count();
+    let layouts = vec![pipe.set_layout; n_sets];
+    let sets = DescriptorSets::new(&device, &layouts, n_sets as u32 * nbind)
         .map_err(|(call, e)| api(call)(e))?;
     let raw: Vec<vk::Buffer> = res.device_bufs.iter().map(|b| b.raw).collect();
     write_descriptor_sets(&device.raw, plan, nbind, &sets.sets, &raw);
@@ -184,13 +191,12 @@ fn record_and_submit(
         vk::PipelineStageFlags::COMPUTE_SHADER,
         SHADER_RW,
     );
-    rec.bind_pipeline(pipe.raw);
     let total = warmup + repeats;
     for it in 0..total {
         // Warm-up passes first, untimed; then the timed repeats.
         let timed = query_pool.filter(|_| it >= warmup);
         let r = it.saturating_sub(warmup);
-        record_pass(&rec, plan, pipe.layout, &sets.sets, timed.map(|q| (q, r)));
+        record_pass(&rec, plan, pipe, &later, &sets.sets, timed.map(|q| (q, r)));
         if it + 1 < total {
             // Each repeat sees the previous one complete: timings do not overlap.
             rec.barrier(
@@ -248,7 +254,7 @@ fn record_and_submit(
         wall,
         kernel: plan.shader.name().to_string(),
         tuning: plan.tuning.clone(),
-        dispatches_per_repeat: plan.dispatches.len() as u32,
+        dispatches_per_repeat: n_sets as u32,
     })
 }
 
@@ -256,20 +262,17 @@ pub(super) const SHADER_RW: vk::AccessFlags = vk::AccessFlags::from_raw(
     vk::AccessFlags::SHADER_READ.as_raw() | vk::AccessFlags::SHADER_WRITE.as_raw(),
 );
 
-/// The plan's pipeline, from the device's cache or created through it.
+/// A pass's pipeline, from the device's cache or created through it.
 pub(super) fn pipeline(
     dev: &mut Device,
-    plan: &Plan,
+    shader: super::plan::Shader,
+    spec: &[u32],
     nbind: u32,
 ) -> Result<PipelineHandles, RuntimeError> {
     let inner = &mut *dev.inner;
-    let p = inner.pipelines.get(
-        &inner.device,
-        &inner.pipeline_cache,
-        plan.shader,
-        &plan.spec,
-        nbind,
-    )?;
+    let p = inner
+        .pipelines
+        .get(&inner.device, &inner.pipeline_cache, shader, spec, nbind)?;
     Ok(PipelineHandles {
         raw: p.raw.raw(),
         layout: p.layout.raw(),
@@ -355,7 +358,7 @@ pub(super) fn write_descriptor_sets(
     sets: &[vk::DescriptorSet],
     bufs: &[vk::Buffer],
 ) {
-    for (disp, &set) in plan.dispatches.iter().zip(sets) {
+    for (disp, &set) in plan.all_dispatches().zip(sets) {
         let infos: Vec<[vk::DescriptorBufferInfo; 1]> = (0..nbind as usize)
             .map(|b| {
                 let (offset, range) = disp
@@ -424,15 +427,19 @@ fn warmup_passes(dev: &Device, op: &Op, plan: &Plan) -> u32 {
     }) as u32
 }
 
-/// One pass of the plan's dispatches; `timed` = the query pool and repeat
-/// index whose two timestamps bracket it.
-fn record_pass(
+/// One repeat of the plan: its dispatches, then those of each later pass
+/// behind a barrier (descriptor sets in [`Plan::all_dispatches`] order);
+/// `timed` = the query pool and repeat index whose two timestamps bracket it.
+pub(super) fn record_pass(
     rec: &Recorder<'_>,
     plan: &Plan,
-    layout: vk::PipelineLayout,
+    pipe: PipelineHandles,
+    later: &[PipelineHandles],
     sets: &[vk::DescriptorSet],
     timed: Option<(vk::QueryPool, u32)>,
 ) {
+    let layout = pipe.layout;
+    rec.bind_pipeline(pipe.raw);
     // BOTTOM_OF_PIPE, not TOP_OF_PIPE: a top-of-pipe timestamp is written
     // as soon as the command is reached, while the previous repeat may
     // still run (the barrier between repeats holds back compute work, not
@@ -460,6 +467,28 @@ fn record_pass(
             rec.push_constants(layout, &bytes);
         }
         rec.dispatch(disp.groups);
+    }
+    let mut set_at = plan.dispatches.len();
+    for (pass, p) in plan.then.iter().zip(later) {
+        // The previous pass's results are what this one reads.
+        rec.barrier(
+            vk::PipelineStageFlags::COMPUTE_SHADER,
+            vk::AccessFlags::SHADER_WRITE,
+            vk::PipelineStageFlags::COMPUTE_SHADER,
+            SHADER_RW,
+        );
+        rec.bind_pipeline(p.raw);
+        for disp in &pass.dispatches {
+            if let Some(&set) = sets.get(set_at) {
+                rec.bind_set(p.layout, set);
+            }
+            set_at += 1;
+            if !disp.push.is_empty() {
+                let bytes: Vec<u8> = disp.push.iter().flat_map(|w| w.to_le_bytes()).collect();
+                rec.push_constants(p.layout, &bytes);
+            }
+            rec.dispatch(disp.groups);
+        }
     }
     if let Some((q, r)) = timed {
         rec.timestamp(q, 2 * r + 1);

@@ -1,6 +1,7 @@
 //! The runtime crate's integration tests: one test binary, one module per area
 //! (`cargo test -p greta-runtime --test it -- MODULE::` runs one).
 
+mod attn_ops;
 mod cache;
 mod common;
 mod device;
