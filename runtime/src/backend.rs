@@ -55,6 +55,10 @@ pub struct RunStats {
     pub tuning: Tuning,
     /// Dispatches per repeat (more than 1 when a buffer exceeds the device's range limit).
     pub dispatches_per_repeat: u32,
+    /// For a composite op (a graph of ops), the median time of each step in
+    /// nanoseconds, in graph order (`kernel` names them); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub step_ns: Vec<u64>,
 }
 
 impl RunStats {

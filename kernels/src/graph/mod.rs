@@ -134,5 +134,85 @@ impl Graph {
     }
 }
 
+/// A composite op's graph and where its buffers live in it: for each of
+/// the op's buffers (inputs, then outputs), the slot and the element offset
+/// of its range there (the cached K/V rows are the first rows of a cache
+/// slot, the new rows the last).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Composite {
+    pub graph: Graph,
+    pub bind: Vec<(usize, usize)>,
+}
+
+impl Composite {
+    /// The slots' initial content: each op input copied into its range,
+    /// everything else poisoned (an element no step writes fails a check).
+    /// `None` when an input does not fit its range.
+    pub fn slot_buffers(&self, inputs: &[HostBuf]) -> Result<Vec<HostBuf>, String> {
+        let mut bufs: Vec<HostBuf> = self
+            .graph
+            .slots
+            .iter()
+            .map(|s| HostBuf::poisoned(s.dtype, s.len))
+            .collect();
+        for (i, (b, &(slot, off))) in inputs.iter().zip(&self.bind).enumerate() {
+            let dst = bufs
+                .get_mut(slot)
+                .ok_or_else(|| format!("buffer {i} names slot {slot}, which does not exist"))?;
+            if dst.dtype() != b.dtype()
+                || off.checked_add(b.len()).is_none_or(|end| end > dst.len())
+            {
+                return Err(format!(
+                    "buffer {i} ({} x {}) does not fit slot {slot} at {off}",
+                    b.len(),
+                    b.dtype()
+                ));
+            }
+            let at = off * b.dtype().size();
+            let src = b.as_bytes();
+            dst.as_bytes_mut()[at..at + src.len()].copy_from_slice(src);
+        }
+        Ok(bufs)
+    }
+
+    /// Copies each op output's range out of the slots (`n_in` inputs come
+    /// before the outputs in [`Composite::bind`]).
+    pub fn take_outputs(
+        &self,
+        n_in: usize,
+        slots: &[HostBuf],
+        outputs: &mut [HostBuf],
+    ) -> Result<(), String> {
+        for (i, (o, &(slot, off))) in outputs
+            .iter_mut()
+            .zip(&self.bind[n_in.min(self.bind.len())..])
+            .enumerate()
+        {
+            let s = slots
+                .get(slot)
+                .ok_or_else(|| format!("output {i}: no slot {slot}"))?;
+            if s.dtype() != o.dtype() || off.checked_add(o.len()).is_none_or(|end| end > s.len()) {
+                return Err(format!("output {i} does not fit slot {slot} at {off}"));
+            }
+            let at = off * o.dtype().size();
+            let len = o.byte_len();
+            o.as_bytes_mut()
+                .copy_from_slice(&s.as_bytes()[at..at + len]);
+        }
+        Ok(())
+    }
+
+    /// The slots the op's outputs live in (what a backend reads back).
+    pub fn output_slots(&self, n_in: usize) -> Vec<usize> {
+        let mut v: Vec<usize> = self.bind[n_in.min(self.bind.len())..]
+            .iter()
+            .map(|&(s, _)| s)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -84,3 +84,50 @@ fn the_reference_runs_each_step_on_what_the_previous_one_stored() {
     let e = g.reference(&mut bufs[..3]).unwrap_err();
     assert!(e.contains("4 slots, 3 buffers"), "{e}");
 }
+
+#[test]
+fn a_composite_places_inputs_in_their_ranges_and_reads_outputs_from_theirs() {
+    let mut g = Graph::default();
+    let cache = g.slot("cache", DType::F32, 5);
+    let x = g.slot("x", DType::F32, 2);
+    let y = g.slot("y", DType::F32, 2);
+    let b = g.slot("b", DType::F32, 2);
+    g.step(Op::VecAdd { n: 2 }, &[x, b, y]);
+    // Inputs: the first 3 cache rows and x; outputs: the cache's last 2 and y.
+    let c = Composite {
+        graph: g,
+        bind: vec![(cache, 0), (x, 0), (cache, 3), (y, 0)],
+    };
+    let ins = [
+        HostBuf::F32(vec![1.0, 2.0, 3.0]),
+        HostBuf::F32(vec![7.0, 8.0]),
+    ];
+    let mut slots = c.slot_buffers(&ins).unwrap();
+    let s = slots[cache].as_f32().unwrap();
+    assert_eq!(&s[..3], &[1.0, 2.0, 3.0]);
+    assert!(
+        s[3].is_nan() && s[4].is_nan(),
+        "the rows no input fills are poisoned"
+    );
+    slots[cache] = HostBuf::F32(vec![1.0, 2.0, 3.0, 4.0, 5.0]);
+    slots[y] = HostBuf::F32(vec![9.0, 9.5]);
+    let mut outs = [
+        HostBuf::poisoned(DType::F32, 2),
+        HostBuf::poisoned(DType::F32, 2),
+    ];
+    c.take_outputs(2, &slots, &mut outs).unwrap();
+    assert_eq!(outs[0], HostBuf::F32(vec![4.0, 5.0]));
+    assert_eq!(outs[1], HostBuf::F32(vec![9.0, 9.5]));
+    assert_eq!(c.output_slots(2), vec![cache, y]);
+    // A buffer that overruns its slot is an error, not a panic.
+    let long = [HostBuf::F32(vec![0.0; 6]), HostBuf::F32(vec![7.0, 8.0])];
+    assert!(c
+        .slot_buffers(&long)
+        .unwrap_err()
+        .contains("does not fit slot 0"));
+    let mut wrong = [
+        HostBuf::poisoned(DType::F16, 2),
+        HostBuf::poisoned(DType::F32, 2),
+    ];
+    assert!(c.take_outputs(2, &slots, &mut wrong).is_err());
+}

@@ -122,6 +122,16 @@ macro_rules! ops {
     (@scratch $m:ident [scratch $($rest:ident)*]; $($a:ident),*) => { $m::scratch($($a),*) };
     (@scratch $m:ident [$other:ident $($rest:ident)*]; $($a:ident),*) => { ops!(@scratch $m [$($rest)*]; $($a),*) };
     (@scratch $m:ident []; $($a:ident),*) => {{ $( let _ = $a; )* Vec::new() }};
+    // An op marked `(composite)` has no kernel of its own: its file's
+    // `composite` is the graph of catalogue ops a device runs for it, and
+    // its `expected` the per-element error model its outputs are checked
+    // against (the transformer block).
+    (@composite $m:ident [composite $($rest:ident)*]; $($a:ident),*) => { Some($m::composite($($a),*)) };
+    (@composite $m:ident [$other:ident $($rest:ident)*]; $($a:ident),*) => { ops!(@composite $m [$($rest)*]; $($a),*) };
+    (@composite $m:ident []; $($a:ident),*) => {{ $( let _ = $a; )* None }};
+    (@expected $m:ident [composite $($rest:ident)*]; $x:ident; $($a:ident),*) => { Some($m::expected($x, $($a),*)) };
+    (@expected $m:ident [$other:ident $($rest:ident)*]; $x:ident; $($a:ident),*) => { ops!(@expected $m [$($rest)*]; $x; $($a),*) };
+    (@expected $m:ident []; $x:ident; $($a:ident),*) => {{ $( let _ = $a; )* let _ = $x; None }};
     ($( $(#[$meta:meta])* $V:ident $({ $($f:ident : $t:ty),* $(,)? })? => $m:ident $(($($flag:ident),+))?, )*) => {
         $( mod $m; )*
 
@@ -185,6 +195,21 @@ macro_rules! ops {
             /// content on entry is irrelevant. Empty for most ops.
             pub fn scratch(&self) -> Vec<BufferSpec> {
                 match *self { $( Op::$V $({ $($f),* })? => ops!(@scratch $m [$($($flag)+)?]; $($($f),*)?), )* }
+            }
+
+            /// For a composite op (no kernel of its own), the graph of
+            /// catalogue ops that computes it and where its buffers live
+            /// there; `None` for every op with a kernel.
+            pub fn composite(&self) -> Option<Result<crate::graph::Composite, String>> {
+                match *self { $( Op::$V $({ $($f),* })? => ops!(@composite $m [$($($flag)+)?]; $($($f),*)?), )* }
+            }
+
+            /// For a composite op, each output's exact values and the
+            /// standard deviation of a device's error there, from the
+            /// inputs (as f64, in binding order); `None` for the others,
+            /// which [`Op::tolerance`] bounds.
+            pub fn expected(&self, inputs: &[Vec<f64>]) -> Option<Result<Vec<crate::block::Expected>, String>> {
+                match *self { $( Op::$V $({ $($f),* })? => ops!(@expected $m [$($($flag)+)?]; inputs; $($($f),*)?), )* }
             }
 
             /// Floating-point operations (a multiply-add counts 2), the numerator

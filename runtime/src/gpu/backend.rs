@@ -671,6 +671,7 @@ fn execute<D: Driver>(
             kernel,
             tuning: Tuning::default(),
             dispatches_per_repeat: batch,
+            step_ns: Vec::new(),
         }),
         Err(e) => {
             if matches!(e, GpuError::Timeout { .. }) {
@@ -691,6 +692,9 @@ impl<D: Driver> Backend for GpuBackend<D> {
 
     fn supports(&self, op: &Op) -> Result<(), String> {
         op.validate().map_err(|e| e.to_string())?;
+        if let Some(r) = crate::graph::composite_supported(self, op) {
+            return r;
+        }
         let bytes: u64 = op
             .inputs()
             .iter()
@@ -708,6 +712,10 @@ impl<D: Driver> Backend for GpuBackend<D> {
 
     fn run(&mut self, job: Job<'_>) -> Result<RunStats, RuntimeError> {
         self.preflight(&job)?;
+        if let Some(c) = job.op.composite() {
+            let c = c.map_err(RuntimeError::BadInput)?;
+            return crate::graph::run_composite(self, job, c);
+        }
         self.run_inner(job).map_err(|e| self.fail(e))
     }
 

@@ -4,9 +4,9 @@
 //! capture the launches into a device graph. Either way the host issues one
 //! submission per replay, not one launch per kernel.
 
-pub use greta_kernels::graph::{Graph, Slot, Step};
+pub use greta_kernels::graph::{Composite, Graph, Slot, Step};
 
-use crate::{HostBuf, RunOpts, RuntimeError, TimingSource};
+use crate::{Backend, HostBuf, Job, Op, RunOpts, RunStats, RuntimeError, TimingSource, Tuning};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -104,6 +104,47 @@ pub(crate) fn preflight(dev: &dyn crate::Backend, job: &GraphJob) -> Result<(), 
         dev.supports(&st.op).map_err(RuntimeError::Unsupported)?;
     }
     Ok(())
+}
+
+/// Whether a device can run a composite op: every step of its graph.
+pub(crate) fn composite_supported(dev: &dyn Backend, op: &Op) -> Option<Result<(), String>> {
+    let c = op.composite()?;
+    Some(c.and_then(|c| {
+        c.graph.steps.iter().try_for_each(|st| {
+            dev.supports(&st.op)
+                .map_err(|e| format!("step {}: {e}", st.op))
+        })
+    }))
+}
+
+/// Runs a composite op's job through [`Backend::run_graph`]: its inputs
+/// placed in their slots, every other slot poisoned, its outputs read back
+/// from theirs. The stats name the graph's kernels in order.
+pub(crate) fn run_composite(
+    dev: &mut dyn Backend,
+    job: Job<'_>,
+    c: Composite,
+) -> Result<RunStats, RuntimeError> {
+    let n_in = job.inputs.len();
+    let mut slots = c.slot_buffers(job.inputs).map_err(RuntimeError::BadInput)?;
+    let read_back = c.output_slots(n_in);
+    let stats = dev.run_graph(GraphJob {
+        graph: &c.graph,
+        buffers: &mut slots,
+        read_back: &read_back,
+        opts: job.opts,
+    })?;
+    c.take_outputs(n_in, &slots, job.outputs)
+        .map_err(RuntimeError::BadInput)?;
+    Ok(RunStats {
+        device_ns: stats.device_ns,
+        timing: stats.timing,
+        wall: stats.wall,
+        kernel: format!("graph:{}", stats.kernels.join("+")),
+        tuning: Tuning::default(),
+        dispatches_per_repeat: c.graph.steps.len() as u32,
+        step_ns: stats.step_ns,
+    })
 }
 
 #[cfg(test)]

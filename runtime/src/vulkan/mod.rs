@@ -522,6 +522,9 @@ impl Backend for Device {
     }
 
     fn supports(&self, op: &Op) -> Result<(), String> {
+        if let Some(r) = crate::graph::composite_supported(self, op) {
+            return r;
+        }
         // Every shader a plan names is built in: `plan::Shader` has no other.
         let plan = plan::plan(op, &Tuning::default(), &self.limits).map_err(|e| e.to_string())?;
         if op.needs().subgroup_arith && !self.limits.subgroup_arith {
@@ -563,6 +566,10 @@ impl Backend for Device {
 
     fn run(&mut self, job: Job<'_>) -> Result<RunStats, RuntimeError> {
         crate::backend::preflight(self, &job)?;
+        if let Some(c) = job.op.composite() {
+            let c = c.map_err(RuntimeError::BadInput)?;
+            return crate::graph::run_composite(self, job, c);
+        }
         let plan = self.plan_for(job.op, job.opts.tuning.as_ref())?;
         let res = run::execute(self, &plan, job);
         self.after_run(res)

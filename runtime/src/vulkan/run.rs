@@ -255,6 +255,7 @@ fn record_and_submit(
         kernel: plan.shader.name().to_string(),
         tuning: plan.tuning.clone(),
         dispatches_per_repeat: n_sets as u32,
+        step_ns: Vec::new(),
     })
 }
 

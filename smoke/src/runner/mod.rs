@@ -498,6 +498,7 @@ fn run_stress(
             kernel: String::new(),
             tuning: Default::default(),
             dispatches_per_repeat: 1,
+            step_ns: Vec::new(),
         };
         ctx.faults.slow(device, &mut times);
         iv.device_ns = times.device_ns[0];
