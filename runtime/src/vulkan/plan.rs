@@ -10,6 +10,7 @@ use crate::{HostBuf, Knob, Op, RuntimeError, Tuning};
 /// plan's shader without a dependency on greta-kernels of their own.
 pub use greta_kernels::spirv::Shader;
 
+mod f16_block;
 mod gemm;
 
 /// Workgroups per dimension every Vulkan device supports.
@@ -174,6 +175,12 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             Ok(simple(Shader::BrokenCopy, wg, vec![d]))
         }
         Op::TestSlow { iters } => test_slow(iters, t),
+        Op::GemvF16 { rows, cols } => f16_block::gemv(op, rows, cols, t, lim),
+        Op::LinearF16 { tokens, rows, cols } => f16_block::linear(op, tokens, rows, cols, t, lim),
+        Op::RmsNormF16 { rows, cols, eps } | Op::AddRmsNormF16 { rows, cols, eps } => {
+            f16_block::row_norm(op, rows, cols, eps, t, lim)
+        }
+        Op::SwigluF16 { rows, cols } => f16_block::swiglu(op, rows, cols, t, lim),
         Op::GemmF32 { m, n, k } | Op::GemmF16 { m, n, k } => gemm::plan(op, m, n, k, t, lim),
         Op::RmsNorm { rows, cols, .. }
         | Op::LayerNorm { rows, cols, .. }
@@ -488,5 +495,10 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
         } => ((layers * n_new * heads * head_dim) as u64).div_ceil(groups(&plan.dispatches[0])),
         Op::GemmF32 { k, .. } | Op::GemmF16 { k, .. } => (k as u64).div_ceil(plan.spec[2] as u64),
         Op::Noop | Op::TestSlow { .. } => 0,
+        Op::GemvF16 { .. }
+        | Op::LinearF16 { .. }
+        | Op::RmsNormF16 { .. }
+        | Op::AddRmsNormF16 { .. }
+        | Op::SwigluF16 { .. } => f16_block::max_loop_trips(op, plan),
     }
 }
