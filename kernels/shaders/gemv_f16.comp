@@ -16,9 +16,12 @@
 // per lane in flight before any is used (x's matching vectors beside them;
 // x is small and stays in cache); the plain variant reads halves.
 //
-// Specialization constants: 0 workgroup size, 1 UNROLL (the _v8 variant).
+// Specialization constants: 0 workgroup size, 1 UNROLL (the _v8 variant),
+// 2 SG_PLANNED (the subgroup size the planner sized the dispatch for; the
+// kernel itself reads gl_SubgroupSize and strides over any rows left).
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint UNROLL = 4;
+layout(constant_id = 2) const uint SG_PLANNED = 32;
 #ifdef V8
 layout(set = 0, binding = 0) readonly buffer X { uvec4 x[]; };
 layout(set = 0, binding = 1) readonly buffer W { uvec4 w[]; };

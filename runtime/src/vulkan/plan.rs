@@ -409,6 +409,11 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
     match op {
         Op::GemmF32 { .. } | Op::GemmF16 { .. } => gemm::candidates(op, lim, &mut push),
         Op::TestSlow { .. } => {}
+        Op::GemvF16 { .. }
+        | Op::LinearF16 { .. }
+        | Op::RmsNormF16 { .. }
+        | Op::AddRmsNormF16 { .. }
+        | Op::SwigluF16 { .. } => f16_block::candidates(op, &mut push),
         Op::RmsNorm { .. } | Op::LayerNorm { .. } | Op::Softmax { .. } => {
             for wg in [64, 128, 256, 512, 1024] {
                 push(Tuning::default().with(Knob::Wg, wg));

@@ -4,6 +4,7 @@
 mod cache;
 mod common;
 mod device;
+mod f16_block_ops;
 mod hip_device;
 mod hip_kernels;
 mod ops;

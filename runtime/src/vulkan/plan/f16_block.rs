@@ -104,6 +104,7 @@ pub fn gemv(
     };
     let mut p = simple(shader, wg, vec![d]);
     p.spec.push(unroll);
+    p.spec.push(sg);
     p.tuning = p
         .tuning
         .with(Knob::Vec4, v8 as u32)
@@ -367,19 +368,78 @@ fn linear_coop(
     })
 }
 
+/// Tunings worth sweeping (pushed through `push`, which keeps the valid ones).
+pub fn candidates(op: &Op, push: &mut dyn FnMut(Tuning)) {
+    let plain = Tuning::default().with(Knob::Vec4, 0);
+    match op {
+        Op::GemvF16 { .. } => {
+            for (wg, unroll) in [(128, 4), (256, 2), (256, 8), (512, 4), (1024, 4), (64, 4)] {
+                push(
+                    Tuning::default()
+                        .with(Knob::Wg, wg)
+                        .with(Knob::Unroll, unroll),
+                );
+            }
+            push(plain);
+        }
+        Op::LinearF16 { .. } => {
+            for (bm, bn, bk, wg, sgn) in [
+                (128, 128, 32, 128, 2),
+                (128, 128, 64, 128, 2),
+                (128, 256, 32, 256, 4),
+                (64, 128, 32, 64, 2),
+                (128, 64, 32, 128, 2),
+            ] {
+                push(Tuning::of(&[
+                    (Knob::Coopmat, 1),
+                    (Knob::Bm, bm),
+                    (Knob::Bn, bn),
+                    (Knob::Bk, bk),
+                    (Knob::Wg, wg),
+                    (Knob::Sgn, sgn),
+                ]));
+            }
+            for (bm, bn, bk, tm, tn) in [
+                (64, 64, 16, 4, 4),
+                (128, 128, 8, 8, 8),
+                (64, 64, 8, 4, 4),
+                (32, 32, 16, 2, 2),
+            ] {
+                push(Tuning::of(&[
+                    (Knob::Coopmat, 0),
+                    (Knob::Bm, bm),
+                    (Knob::Bn, bn),
+                    (Knob::Bk, bk),
+                    (Knob::Tm, tm),
+                    (Knob::Tn, tn),
+                ]));
+            }
+        }
+        _ => {
+            for wg in [64, 128, 512, 1024] {
+                push(Tuning::default().with(Knob::Wg, wg));
+            }
+            push(plain);
+        }
+    }
+}
+
 /// Most loop trips of one invocation (llvmpipe's guard), for the plans above.
 pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
     let wg = u64::from(plan.spec.first().copied().unwrap_or(1));
     let groups = u64::from(plan.dispatches[0].groups[0]).max(1);
     match *op {
         Op::GemvF16 { rows, cols } => {
-            // A subgroup may be a single lane: count every column.
+            // spec[2]: the subgroup size the dispatch was sized for (the
+            // device's, where it has one fixed size, as lavapipe does).
+            let sg = u64::from(plan.spec.get(2).copied().unwrap_or(1)).max(1);
             let per_row = if plan.shader == Shader::GemvF16V8 {
                 cols as u64 / 8
             } else {
                 cols as u64
             };
-            (rows as u64).div_ceil(groups) * (per_row + 1)
+            let rows_per_sg = (rows as u64).div_ceil(groups * (wg / sg).max(1));
+            rows_per_sg * (per_row.div_ceil(sg) + 1)
         }
         Op::RmsNormF16 { rows, cols, .. } | Op::AddRmsNormF16 { rows, cols, .. } => {
             let per_row = if plan.spec.len() > 1 {
