@@ -61,3 +61,43 @@ __device__ inline float greta_block_max(float v, float* scratch) {
 #ifndef GRETA_ROW_VECS
 #define GRETA_ROW_VECS 8
 #endif
+
+// f16 values as raw bits (unsigned short) in both compilers: the block ops
+// (gemv_f16, linear_f16, rmsnorm_f16, add_rmsnorm_f16, swiglu_f16) read
+// them 8 at a time as one 16-byte greta_u4 and store their f16 results
+// rounded once, to nearest even.
+#if defined(GRETA_CUDA)
+__device__ inline unsigned short greta_h_from_f32(float f) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+#else
+__device__ inline unsigned short greta_h_from_f32(float f) { return __builtin_bit_cast(unsigned short, (_Float16)f); }
+#endif
+// The low and high half of a 32-bit word, widened.
+__device__ inline float greta_h_lo(uint32_t w) { return greta_f16_bits_to_f32((unsigned short)(w & 0xffffu)); }
+__device__ inline float greta_h_hi(uint32_t w) { return greta_f16_bits_to_f32((unsigned short)(w >> 16)); }
+// Two f32 values as one word of two halves (a in the low half).
+__device__ inline uint32_t greta_h2_from_f32(float a, float b) {
+    return (uint32_t)greta_h_from_f32(a) | ((uint32_t)greta_h_from_f32(b) << 16);
+}
+// The 8 halves of a 16-byte vector, widened, in memory order.
+__device__ inline void greta_h8_unpack(greta_u4 v, float* f) {
+    f[0] = greta_h_lo(v.x);
+    f[1] = greta_h_hi(v.x);
+    f[2] = greta_h_lo(v.y);
+    f[3] = greta_h_hi(v.y);
+    f[4] = greta_h_lo(v.z);
+    f[5] = greta_h_hi(v.z);
+    f[6] = greta_h_lo(v.w);
+    f[7] = greta_h_hi(v.w);
+}
+__device__ inline greta_u4 greta_h8_pack(const float* f) {
+    greta_u4 v;
+    v.x = greta_h2_from_f32(f[0], f[1]);
+    v.y = greta_h2_from_f32(f[2], f[3]);
+    v.z = greta_h2_from_f32(f[4], f[5]);
+    v.w = greta_h2_from_f32(f[6], f[7]);
+    return v;
+}

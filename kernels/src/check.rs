@@ -255,7 +255,18 @@ pub fn check_buf(got: &HostBuf, want: &[f64], tol: Tolerance) -> CheckOutcome {
             check_u32(v, &w32)
         }
         HostBuf::F16(v) => {
-            let wide: Vec<f32> = v.iter().map(|h| h.to_f32()).collect();
+            // The f16 poison widens to a NaN that is not the f32 poison:
+            // widen it to the f32 poison so the report names it.
+            let wide: Vec<f32> = v
+                .iter()
+                .map(|h| {
+                    if h.to_bits() == crate::host::POISON_F16 {
+                        f32::from_bits(POISON_BITS)
+                    } else {
+                        h.to_f32()
+                    }
+                })
+                .collect();
             match tol {
                 // Rounded to f16 first: the f32 compare is then bit-exact
                 // on f16 values.
@@ -382,6 +393,27 @@ mod tests {
         assert!(check_f32(&f16ish, &r, Tolerance::FP16_ACC32).pass);
         f16ish[0] += (1e-1 * norm) as f32;
         assert!(!check_f32(&f16ish, &r, Tolerance::FP16_ACC32).pass);
+    }
+
+    /// An f16 output element the kernel never wrote (still the f16
+    /// poison) is named as such, as for f32.
+    #[test]
+    fn f16_poison_left_in_output_is_named() {
+        let r = reference(64);
+        let mut v: Vec<half::f16> = r.iter().map(|&x| half::f16::from_f64(x)).collect();
+        v[9] = half::f16::from_bits(crate::host::POISON_F16);
+        for tol in [Tolerance::Exact, Tolerance::RelNorm(1e-3)] {
+            let c = check_buf(&HostBuf::F16(v.clone()), &r, tol);
+            assert!(!c.pass, "{tol:?}");
+            assert_eq!(c.first_bad, Some(9));
+            let why = c.reason.unwrap();
+            assert!(why.contains("never written"), "{why}");
+        }
+        v[9] = half::f16::NAN;
+        let why = check_buf(&HostBuf::F16(v), &r, Tolerance::Exact)
+            .reason
+            .unwrap();
+        assert!(!why.contains("never written"), "{why}");
     }
 
     #[test]

@@ -63,6 +63,11 @@ pub fn verify_with_budget(
         {
             verify_gemm_sampled(p, c, tol, seed, budget_macs)
         }
+        (Op::LinearF16 { tokens, rows, cols }, [HostBuf::F16(y)])
+            if (*tokens as u64) * (*rows as u64) * (*cols as u64) > budget_macs =>
+        {
+            verify_linear_sampled(p, y, tol, seed, budget_macs)
+        }
         _ => verify_with_reference(p, got, tol),
     }
 }
@@ -212,6 +217,113 @@ fn verify_gemm_sampled(
         reason: proj
             .reason
             .map(|r| format!("projection C·v of the whole product (one entry per row): {r}")),
+    }
+}
+
+/// `linear_f16` too large for a full reference (`Y = X W^T`, W `[out][in]`):
+/// as [`verify_gemm_sampled`], every element finite, sampled token rows
+/// against the exact f64 reference, and the projection `Y·v` of the whole
+/// output against `X·(W^T·v)`.
+fn verify_linear_sampled(
+    p: &Prepared,
+    y: &[half::f16],
+    tol: Tolerance,
+    seed: u64,
+    budget_macs: u64,
+) -> CheckOutcome {
+    let Op::LinearF16 { tokens, rows, cols } = p.op else {
+        unreachable!("only linear_f16 is sampled here")
+    };
+    if y.len() != tokens * rows {
+        return CheckOutcome::failed(format!(
+            "output has {} elements, expected {}",
+            y.len(),
+            tokens * rows
+        ));
+    }
+    let c: Vec<f32> = y.iter().map(|h| h.to_f32()).collect();
+    if let Some(i) = c.iter().position(|v| !v.is_finite()) {
+        let count = c.iter().filter(|v| !v.is_finite()).count();
+        let poison = HostBuf::poisoned(greta_kernels::DType::F16, 1);
+        let what = if poison
+            .as_f16()
+            .is_some_and(|p| p[0].to_bits() == y[i].to_bits())
+        {
+            "never written (still the poison value)".to_string()
+        } else {
+            c[i].to_string()
+        };
+        return CheckOutcome {
+            non_finite: count,
+            first_bad: Some(i),
+            ..CheckOutcome::failed(format!(
+                "{count} of {} elements are NaN/inf; first at [{}][{}]: {what}",
+                c.len(),
+                i / rows,
+                i % rows
+            ))
+        };
+    }
+    let x = p.inputs[0].to_f64();
+    let w = p.inputs[1].to_f64();
+    let mut rng = SplitMix64::new(seed ^ 0x5a5a_5a5a);
+    let picks = ((budget_macs / (rows as u64 * cols as u64)) as usize).clamp(1, tokens);
+    let mut picked: Vec<usize> = (0..picks).map(|_| rng.below(tokens)).collect();
+    picked.sort_unstable();
+    picked.dedup();
+    let mut got_rows = Vec::with_capacity(picked.len() * rows);
+    let mut want_rows = Vec::with_capacity(picked.len() * rows);
+    for &t in &picked {
+        got_rows.extend_from_slice(&c[t * rows..(t + 1) * rows]);
+        want_rows.extend(mat_vec(&w, rows, cols, &x[t * cols..(t + 1) * cols]));
+    }
+    let rows_check = check_f32(&got_rows, &want_rows, tol);
+    if !rows_check.pass {
+        let why = rows_check.reason.clone().unwrap_or_default();
+        return CheckOutcome {
+            reason: Some(format!("sampled token rows {picked:?}: {why}")),
+            ..rows_check
+        };
+    }
+    // Three projections: at f16's tolerance one random vector misses a
+    // single wrong element when its weight there is small (a few per cent
+    // of draws); all three miss it with odds of about 1 in 30000.
+    let mut proj = CheckOutcome::passed();
+    for _ in 0..3 {
+        let v: Vec<f64> = (0..rows).map(|_| rng.range_f64(-1.0, 1.0)).collect();
+        // W^T v: the rows of W weighted by v.
+        let mut wtv = vec![0.0f64; cols];
+        for (o, vo) in v.iter().enumerate() {
+            for (acc, wv) in wtv.iter_mut().zip(&w[o * cols..(o + 1) * cols]) {
+                *acc += wv * vo;
+            }
+        }
+        let want_proj = mat_vec(&x, tokens, cols, &wtv);
+        let got_proj: Vec<f32> = mat_vec(&c, tokens, rows, &v)
+            .into_iter()
+            .map(|v| v as f32)
+            .collect();
+        let one = check_f32(&got_proj, &want_proj, tol);
+        if !one.pass || proj.rel_err < one.rel_err {
+            proj = one;
+        }
+        if !proj.pass {
+            break;
+        }
+    }
+    CheckOutcome {
+        pass: proj.pass,
+        rel_err: rows_check.rel_err.max(proj.rel_err),
+        max_abs_err: rows_check.max_abs_err,
+        non_finite: 0,
+        mismatches: rows_check.mismatches,
+        first_bad: proj.first_bad.map(|t| t * rows),
+        max_abs_at: rows_check
+            .max_abs_at
+            .map(|i| picked[i / rows] * rows + i % rows),
+        reason: proj
+            .reason
+            .map(|r| format!("projection Y·v of the whole output (one entry per token): {r}")),
     }
 }
 
@@ -374,5 +486,52 @@ mod tests {
         let c = verify_with_budget(&p, &[HostBuf::F32(hole)], Tolerance::FP32, 9, BUDGET);
         assert!(!c.pass);
         assert!(c.reason.unwrap().contains("never written"));
+    }
+
+    /// linear_f16 over the budget: the f16 output of the exact product
+    /// (rounded once) passes; a wrong element outside the sampled token
+    /// rows, a transposed weight and an unwritten element each fail.
+    #[test]
+    fn sampled_linear_check_catches_errors_outside_the_sampled_rows() {
+        use half::f16;
+        let (tokens, rows, cols) = (96, 80, 64);
+        let op = Op::LinearF16 { tokens, rows, cols };
+        let budget = 2 * (rows * cols) as u64;
+        let p = prepare(&op, false, 6);
+        let exact = greta_kernels::reference(&p.op, &p.inputs, &p.outputs).unwrap();
+        let good: Vec<f16> = exact[0].iter().map(|&v| f16::from_f64(v)).collect();
+        let tol = op.tolerance();
+        let run = |y: &[f16], seed: u64| {
+            verify_with_budget(&p, &[HostBuf::F16(y.to_vec())], tol, seed, budget)
+        };
+        for seed in 0..4 {
+            let c = run(&good, seed);
+            assert!(c.pass, "{c:?}");
+        }
+        let mut one = good.clone();
+        one[77 * rows + 5] = f16::from_f64(exact[0][77 * rows + 5] + 4.0);
+        for seed in 0..8 {
+            let c = run(&one, seed);
+            assert!(!c.pass, "seed {seed}: {c:?}");
+        }
+        // W used as [in][out] (read down a column): the layout mismatch
+        // the seeds' history had.
+        let x = p.inputs[0].to_f64();
+        let w = p.inputs[1].to_f64();
+        let transposed: Vec<f16> = (0..tokens * rows)
+            .map(|e| {
+                let (t, o) = (e / rows, e % rows);
+                let s: f64 = (0..cols)
+                    .map(|i| x[t * cols + i] * w[(i * rows + o) % (rows * cols)])
+                    .sum();
+                f16::from_f64(s)
+            })
+            .collect();
+        assert!(!run(&transposed, 3).pass);
+        let mut hole = good;
+        hole[1234] = f16::from_bits(0x7e5a);
+        let c = run(&hole, 1);
+        assert!(!c.pass);
+        assert!(c.reason.unwrap().contains("never written"), "poison");
     }
 }

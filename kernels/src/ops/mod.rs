@@ -329,12 +329,26 @@ ops! {
     GemmF32 { m: usize, n: usize, k: usize } => gemm_f32,
     /// As [`Op::GemmF32`] with A and B in f16; products accumulated and stored in f32.
     GemmF16 { m: usize, n: usize, k: usize } => gemm_f16,
+    /// `y[o] = sum_i w[o][i] x[i]`: x `cols`, w `rows x cols` (`[out][in]`), y `rows`, all
+    /// f16, f32 accumulation (decode projections; memory-bound).
+    GemvF16 { rows: usize, cols: usize } => gemv_f16,
+    /// `y[t][o] = sum_i x[t][i] w[o][i]` (`X W^T`): x `tokens x cols`, w `rows x cols`,
+    /// y `tokens x rows`, all f16, f32 accumulation (prefill projections; matrix units).
+    LinearF16 { tokens: usize, rows: usize, cols: usize } => linear_f16,
     /// `y[r][c] = x[r][c] / sqrt(mean_c(x[r][c]^2) + eps) * w[c]`; x, y `rows x cols`, w `cols`.
     RmsNorm { rows: usize, cols: usize, eps: f32 } => rmsnorm,
     /// `y[r][c] = (x[r][c] - mean_r) / sqrt(var_r + eps) * w[c] + b[c]` (biased variance).
     LayerNorm { rows: usize, cols: usize, eps: f32 } => layernorm,
     /// Row-wise `y[r][c] = exp(x[r][c] - max_r) / sum_c exp(x[r][c] - max_r)`.
     Softmax { rows: usize, cols: usize } => softmax,
+    /// As [`Op::RmsNorm`] with x, w (here `g`) and y in f16, f32 arithmetic.
+    RmsNormF16 { rows: usize, cols: usize, eps: f32 } => rmsnorm_f16,
+    /// Fused residual + RMSNorm, f16: `h = x + r` (rounded to f16), `y = rmsnorm(h) * g`
+    /// of the rounded h; x, r, h, y `rows x cols`, g `cols`.
+    AddRmsNormF16 { rows: usize, cols: usize, eps: f32 } => add_rmsnorm_f16,
+    /// SwiGLU, f16: row r of gu is `cols` gate then `cols` up values;
+    /// `a[r][c] = silu(gate[c]) * up[c]`, `silu(z) = z / (1 + exp(-z))`.
+    SwigluF16 { rows: usize, cols: usize } => swiglu_f16,
     /// Rotary embedding, "rotate half" (GPT-NeoX / Hugging Face Llama) form.
     /// x, y are `[tokens][heads][head_dim]`; for token t, `p = pos0 + t`, and
     /// `i < head_dim/2`, `f = theta^(-2i/head_dim)`, `a = p*f`:

@@ -186,6 +186,34 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
             [(tokens as u32).div_ceil(ATTN_PREFILL_BQ), heads as u32, 1],
             [ATTN_THREADS, 1, 1],
         ),
+        // gemv_f16.hip: a row per 32 lanes, BLOCK / 32 rows per block.
+        Op::GemvF16 { rows, .. } => {
+            let blocks = rows.div_ceil((BLOCK / 32) as usize).max(1);
+            let cap = (dev.max_grid[0].max(1) as usize).min(1 << 20);
+            launch([blocks.min(cap) as u32, 1, 1], [BLOCK, 1, 1])
+        }
+        // linear_f16.hip: gemm_f16's tiling (m = tokens, n = rows) and block size.
+        Op::LinearF16 { tokens, rows, .. } => {
+            use greta_kernels::matrix_lanes::{BM, BN, HIP_THREADS, MMA_SYNC};
+            let threads = match dev.api {
+                super::driver::Api::Cuda => MMA_SYNC.threads,
+                super::driver::Api::Hip => HIP_THREADS,
+            };
+            launch(
+                [(rows as u32).div_ceil(BN), (tokens as u32).div_ceil(BM), 1],
+                [threads, 1, 1],
+            )
+        }
+        // A block per row (the kernels stride over rows past the grid).
+        Op::RmsNormF16 { rows, .. } | Op::AddRmsNormF16 { rows, .. } => launch(
+            [(rows as u32).min(dev.max_grid[0].max(1)), 1, 1],
+            [BLOCK, 1, 1],
+        ),
+        // 8 outputs per thread where rows are 16-byte aligned.
+        Op::SwigluF16 { rows, cols } => {
+            let per = if cols.is_multiple_of(8) { 8 } else { 1 };
+            linear((rows * cols).div_ceil(per))
+        }
     }
 }
 
@@ -294,6 +322,23 @@ mod tests {
                 pos0: 3,
                 max_seq: 70,
             },
+            Op::GemvF16 { rows: 37, cols: 75 },
+            Op::LinearF16 {
+                tokens: 19,
+                rows: 40,
+                cols: 72,
+            },
+            Op::RmsNormF16 {
+                rows: 3,
+                cols: 75,
+                eps: 1e-5,
+            },
+            Op::AddRmsNormF16 {
+                rows: 3,
+                cols: 75,
+                eps: 1e-5,
+            },
+            Op::SwigluF16 { rows: 3, cols: 75 },
         ];
         for op in ops {
             let p = plan(&op, &dev());

@@ -11,6 +11,7 @@ use greta_kernels::attn_decode_chunk;
 /// plan's shader without a dependency on greta-kernels of their own.
 pub use greta_kernels::spirv::Shader;
 
+mod f16_block;
 mod gemm;
 
 /// Workgroups per dimension every Vulkan device supports.
@@ -206,6 +207,12 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             Ok(simple(Shader::BrokenCopy, wg, vec![d]))
         }
         Op::TestSlow { iters } => test_slow(iters, t),
+        Op::GemvF16 { rows, cols } => f16_block::gemv(op, rows, cols, t, lim),
+        Op::LinearF16 { tokens, rows, cols } => f16_block::linear(op, tokens, rows, cols, t, lim),
+        Op::RmsNormF16 { rows, cols, eps } | Op::AddRmsNormF16 { rows, cols, eps } => {
+            f16_block::row_norm(op, rows, cols, eps, t, lim)
+        }
+        Op::SwigluF16 { rows, cols } => f16_block::swiglu(op, rows, cols, t, lim),
         Op::GemmF32 { m, n, k } | Op::GemmF16 { m, n, k } => gemm::plan(op, m, n, k, t, lim),
         Op::RmsNorm { rows, cols, .. }
         | Op::LayerNorm { rows, cols, .. }
@@ -556,6 +563,11 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
     match op {
         Op::GemmF32 { .. } | Op::GemmF16 { .. } => gemm::candidates(op, lim, &mut push),
         Op::TestSlow { .. } => {}
+        Op::GemvF16 { .. }
+        | Op::LinearF16 { .. }
+        | Op::RmsNormF16 { .. }
+        | Op::AddRmsNormF16 { .. }
+        | Op::SwigluF16 { .. } => f16_block::candidates(op, &mut push),
         Op::RmsNorm { .. } | Op::LayerNorm { .. } | Op::Softmax { .. } => {
             for wg in [64, 128, 256, 512, 1024] {
                 push(Tuning::default().with(Knob::Wg, wg));
@@ -656,5 +668,10 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
             (pos0 as u64 + tokens as u64).div_ceil(ATTN_PREFILL_BQ)
         }
         Op::Noop | Op::TestSlow { .. } => 0,
+        Op::GemvF16 { .. }
+        | Op::LinearF16 { .. }
+        | Op::RmsNormF16 { .. }
+        | Op::AddRmsNormF16 { .. }
+        | Op::SwigluF16 { .. } => f16_block::max_loop_trips(op, plan),
     }
 }

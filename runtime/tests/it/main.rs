@@ -5,6 +5,7 @@ mod attn_ops;
 mod cache;
 mod common;
 mod device;
+mod f16_block_ops;
 mod graph;
 mod hip_device;
 mod hip_kernels;

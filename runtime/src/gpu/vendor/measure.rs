@@ -141,6 +141,11 @@ pub(crate) fn reference_for(op: &Op) -> Option<Reference> {
         Op::Noop => None,
         _ if op.is_test_only() => None,
         Op::GemmF16 { m, n, k } => Some(Reference::Gemm(GemmKind::F16Acc32, (m, n, k))),
+        // Y = X W^T: the vendor's f16 GEMM of the same m, n, k (its layout
+        // and f32 output aside, the same multiply-adds on the matrix units).
+        Op::LinearF16 { tokens, rows, cols } => {
+            Some(Reference::Gemm(GemmKind::F16Acc32, (tokens, rows, cols)))
+        }
         Op::GemmF32 { m, n, k } => Some(Reference::Gemm(GemmKind::F32, (m, n, k))),
         _ if op.bytes_moved() > 0 => Some(Reference::Copy),
         _ => None,
@@ -534,6 +539,10 @@ mod tests {
                 Op::GemmF32 { m, n, k } => {
                     assert_eq!(r, Some(Reference::Gemm(GemmKind::F32, (m, n, k))))
                 }
+                Op::LinearF16 { tokens, rows, cols } => assert_eq!(
+                    r,
+                    Some(Reference::Gemm(GemmKind::F16Acc32, (tokens, rows, cols)))
+                ),
                 _ => assert_eq!(r, Some(Reference::Copy), "{op}"),
             }
         }

@@ -1,0 +1,130 @@
+#version 450
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_shader_subgroup_basic : require
+// y[t][o] = sum_i x[t][i] w[o][i] (Y = X W^T, "NT"): x, w, y f16, f32
+// accumulation, y rounded once; on VK_KHR_cooperative_matrix with 16x16x16
+// tiles, for tokens % BM == 0, rows % BN == 0, cols % BK == 0 and a
+// subgroup size of SG (the planner checks all of it and falls back to the
+// tiled linear_f16 otherwise).
+//
+// gemm_f16_cmreg's scheme (see there) for the NT layout: each subgroup owns
+// a WM x WN block of Y whose accumulators stay in registers for the whole
+// i loop; slices of x (BM x BK) and of w (BN x BK) are both rows read
+// along i, staged in shared memory with 128-bit loads and stores in two
+// stages (the next slice's global loads are in flight during the multiply;
+// one barrier per slice), rows padded by 8 halves. W's slice, stored
+// [n][k], is the B operand in column-major layout, so no transpose
+// happens anywhere. The accumulators are converted to f16 and stored.
+//
+// Specialization constants: 0 BM, 1 BN, 2 BK (multiples of 16), 3
+// workgroup size (a multiple of SG), 4 SGN (subgroups side by side along
+// N; the rest stack along M), 5 SG (the device's subgroup size).
+layout(local_size_x_id = 3) in;
+layout(constant_id = 0) const uint BM = 128;
+layout(constant_id = 1) const uint BN = 128;
+layout(constant_id = 2) const uint BK = 32;
+layout(constant_id = 4) const uint SGN = 2;
+layout(constant_id = 5) const uint SG = 32;
+
+layout(set = 0, binding = 0) readonly buffer X { uvec4 x[]; };
+layout(set = 0, binding = 1) readonly buffer W { uvec4 w[]; };
+layout(set = 0, binding = 2) writeonly buffer Y { float16_t y[]; };
+layout(push_constant) uniform P { uint M; uint N; uint K; } p;
+
+const uint T = 16u;
+const uint WG = gl_WorkGroupSize.x;
+const uint SGM = WG / SG / SGN;
+const uint WM = BM / SGM;
+const uint WN = BN / SGN;
+const uint TM = WM / T;
+const uint TN = WN / T;
+// Row strides of the staged slices in uvec4s (8 halves each), padded.
+const uint ST = BK / 8u + 1u;
+const uint A_STAGE = BM * ST;
+const uint B_STAGE = BN * ST;
+const uint A_PER = BM * BK / 8u / WG;
+const uint B_PER = BN * BK / 8u / WG;
+
+shared uvec4 As[2u * A_STAGE];
+shared uvec4 Bs[2u * B_STAGE];
+
+uvec4 ga[A_PER];
+uvec4 gb[B_PER];
+
+void fetch(uint k0, uint row0, uint col0) {
+    uint kv = p.K / 8u;
+    [[unroll]] for (uint v = 0u; v < A_PER; v++) {
+        uint i = gl_LocalInvocationID.x + v * WG;
+        ga[v] = x[(row0 + i / (BK / 8u)) * kv + k0 / 8u + i % (BK / 8u)];
+    }
+    [[unroll]] for (uint v = 0u; v < B_PER; v++) {
+        uint i = gl_LocalInvocationID.x + v * WG;
+        gb[v] = w[(col0 + i / (BK / 8u)) * kv + k0 / 8u + i % (BK / 8u)];
+    }
+}
+
+void stage(uint s) {
+    [[unroll]] for (uint v = 0u; v < A_PER; v++) {
+        uint i = gl_LocalInvocationID.x + v * WG;
+        As[s * A_STAGE + (i / (BK / 8u)) * ST + i % (BK / 8u)] = ga[v];
+    }
+    [[unroll]] for (uint v = 0u; v < B_PER; v++) {
+        uint i = gl_LocalInvocationID.x + v * WG;
+        Bs[s * B_STAGE + (i / (BK / 8u)) * ST + i % (BK / 8u)] = gb[v];
+    }
+}
+
+void main() {
+    uint sg = gl_SubgroupID;
+    uint wm0 = (sg / SGN) * WM;
+    uint wn0 = (sg % SGN) * WN;
+    uint row0 = gl_WorkGroupID.y * BM;
+    uint col0 = gl_WorkGroupID.x * BN;
+
+    coopmat<float, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator> acc[TM * TN];
+    [[unroll]] for (uint i = 0u; i < TM * TN; i++) {
+        acc[i] = coopmat<float, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator>(0.0);
+    }
+
+    fetch(0u, row0, col0);
+    stage(0u);
+    barrier();
+    uint slices = p.K / BK;
+    for (uint t = 0u; t < slices; t++) {
+        uint s = t & 1u;
+        bool more = t + 1u < slices;
+        if (more) { fetch((t + 1u) * BK, row0, col0); }
+        [[unroll]] for (uint kk = 0u; kk < BK; kk += T) {
+            coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseA> ma[TM];
+            coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseB> mb[TN];
+            [[unroll]] for (uint i = 0u; i < TM; i++) {
+                coopMatLoad(ma[i], As, s * A_STAGE + (wm0 + i * T) * ST + kk / 8u, ST,
+                            gl_CooperativeMatrixLayoutRowMajor);
+            }
+            [[unroll]] for (uint j = 0u; j < TN; j++) {
+                coopMatLoad(mb[j], Bs, s * B_STAGE + (wn0 + j * T) * ST + kk / 8u, ST,
+                            gl_CooperativeMatrixLayoutColumnMajor);
+            }
+            [[unroll]] for (uint i = 0u; i < TM; i++) {
+                [[unroll]] for (uint j = 0u; j < TN; j++) {
+                    acc[i * TN + j] = coopMatMulAdd(ma[i], mb[j], acc[i * TN + j]);
+                }
+            }
+        }
+        if (more) { stage(s ^ 1u); }
+        barrier();
+    }
+
+    [[unroll]] for (uint i = 0u; i < TM; i++) {
+        [[unroll]] for (uint j = 0u; j < TN; j++) {
+            coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator> h =
+                coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator>(acc[i * TN + j]);
+            coopMatStore(h, y, (row0 + wm0 + i * T) * p.N + col0 + wn0 + j * T, p.N,
+                         gl_CooperativeMatrixLayoutRowMajor);
+        }
+    }
+}

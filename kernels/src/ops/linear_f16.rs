@@ -1,0 +1,60 @@
+//! `linear_f16`: `y[t][o] = sum_i x[t][i] w[o][i]` (`Y = X W^T`, "NT"), x and
+//! w f16, f32 accumulation, y rounded once to f16. The prefill projections
+//! of a transformer block (weights `[out][in]`), on the matrix units.
+use super::*;
+
+/// As [`super::gemv_f16`]: one f16 rounding of an f32 result.
+pub const TOLERANCE: Tolerance = super::gemv_f16::F16_OUT;
+pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
+/// f16 operands; compute-bound, on the matrix units where the device has them.
+pub const FACTS: Facts = Facts {
+    precision: Precision::Fp16,
+    rate: RateUnit::TFlops,
+    needs: Needs { subgroup_arith: false, matrix_units: true },
+};
+
+pub fn inputs(tokens: usize, rows: usize, cols: usize) -> Vec<BufferSpec> {
+    vec![
+        spec("x", DType::F16, tokens * cols, Access::Read),
+        spec("w", DType::F16, rows * cols, Access::Read),
+    ]
+}
+pub fn outputs(tokens: usize, rows: usize, _cols: usize) -> Vec<BufferSpec> {
+    vec![spec("y", DType::F16, tokens * rows, Access::Write)]
+}
+pub fn flops(tokens: usize, rows: usize, cols: usize) -> u64 {
+    2 * tokens as u64 * rows as u64 * cols as u64
+}
+pub fn check(tokens: usize, rows: usize, cols: usize) -> Result<(), String> {
+    nonzero("tokens", tokens)?;
+    nonzero("rows", rows)?;
+    nonzero("cols", cols)
+}
+pub fn shape(tokens: usize, rows: usize, cols: usize) -> String {
+    format!("tokens={tokens},rows={rows},cols={cols}")
+}
+pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], tokens: usize, rows: usize, cols: usize) -> Vec<Vec<f64>> {
+    vec![linear(&x[0], &x[1], tokens, rows, cols)]
+}
+pub fn written(_tokens: usize, _rows: usize, _cols: usize) -> Region {
+    Region::Whole
+}
+pub fn shape_class(tokens: usize, rows: usize, cols: usize) -> String {
+    format!("t{},r{},c{}", bucket(tokens), bucket(rows), bucket(cols))
+}
+pub fn example() -> Op {
+    Op::LinearF16 { tokens: 19, rows: 40, cols: 72 }
+}
+
+/// `Y = X W^T` in f64: X `tokens x cols`, W `rows x cols`, Y `tokens x rows`.
+pub fn linear(x: &[f64], w: &[f64], tokens: usize, rows: usize, cols: usize) -> Vec<f64> {
+    let mut y = vec![0.0; tokens * rows];
+    for t in 0..tokens {
+        let xr = &x[t * cols..(t + 1) * cols];
+        for o in 0..rows {
+            let wr = &w[o * cols..(o + 1) * cols];
+            y[t * rows + o] = xr.iter().zip(wr).map(|(a, b)| a * b).sum();
+        }
+    }
+    y
+}
