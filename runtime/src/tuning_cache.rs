@@ -317,6 +317,20 @@ mod tests {
                 pos0: 0,
                 max_seq: 2048,
             },
+            Op::BlockDecode {
+                hidden: 4096,
+                heads: 32,
+                head_dim: 128,
+                ffn: 11008,
+                len: 512,
+            },
+            Op::BlockPrefill {
+                hidden: 4096,
+                heads: 32,
+                head_dim: 128,
+                ffn: 11008,
+                tokens: 2048,
+            },
             Op::TestBrokenCopy { n: 9 },
             Op::TestSlow { iters: 5 },
         ];
@@ -350,6 +364,8 @@ mod tests {
         "rope_kv_f16:t8,h4,d16",
         "attn_decode_f16:h4,d16,len2048",
         "attn_prefill_f16:t64,h2,d16",
+        "block_decode:d64,f96,h2x32,len8",
+        "block_prefill:d64,f96,h2x32,tokens8",
         "test_broken_copy:n64",
         "test_slow:",
         "noop:",
@@ -371,6 +387,8 @@ mod tests {
         "rope_kv_f16:t1,h32,d128",
         "attn_decode_f16:h32,d128,len4096",
         "attn_prefill_f16:t2048,h32,d128",
+        "block_decode:d4096,f11008,h32x128,len512",
+        "block_prefill:d4096,f11008,h32x128,tokens2048",
         "test_broken_copy:n16",
         "test_slow:",
     ];

@@ -40,6 +40,8 @@
 //! wrong RoPE, an off-by-one mask, a transposed weight and a stale cache
 //! row each fail the check.
 
+pub mod composite;
+pub mod graph;
 mod steps;
 
 use steps::{add, attention, matvec, rmsnorm, rope, store_all, swiglu, Fault, Mode, Num};
@@ -429,5 +431,7 @@ fn run(
     })
 }
 
+#[cfg(test)]
+mod composite_tests;
 #[cfg(test)]
 mod tests;

@@ -378,6 +378,17 @@ ops! {
     /// to positions `0..=pos0+t`, scale `1/sqrt(head_dim)`, f32 arithmetic
     /// (online softmax), f16 out.
     AttnPrefillF16 { tokens: usize, heads: usize, head_dim: usize, pos0: u32, max_seq: usize } => attn_prefill_f16,
+    /// One Llama decoder layer on one new token after `len` cached
+    /// positions (f16 weights and activations, f32 arithmetic; eps 1e-5,
+    /// RoPE theta 10000): a composite op, run as the graph of the f16 ops
+    /// above (`crate::block::composite`). Buffers: x, g_attn, wqkv
+    /// (`[wq; wk; wv]`), wo, g_mlp, w_gateup (`[w_gate; w_up]`), w_down,
+    /// k_past, v_past (`[len][heads][head_dim]`); out y, k_new, v_new.
+    BlockDecode { hidden: usize, heads: usize, head_dim: usize, ffn: usize, len: usize } => block_decode(composite),
+    /// The same layer on `tokens` new tokens from an empty cache (causal
+    /// prefill), its projections on the matrix units (`linear_f16`).
+    /// Buffers as [`Op::BlockDecode`] without k_past and v_past.
+    BlockPrefill { hidden: usize, heads: usize, head_dim: usize, ffn: usize, tokens: usize } => block_prefill(composite),
     /// TEST-ONLY: a copy with a wrong index: `y[n/2]` receives `x[(n/2+1) % n]`.
     /// Needs `n >= 2` (and inputs that differ there). Must be caught by comparison.
     TestBrokenCopy { n: usize } => test_broken_copy,

@@ -113,6 +113,9 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
     };
     let linear = |total: usize| launch([blocks_for(total, dev), 1, 1], [BLOCK, 1, 1]);
     match *op {
+        // Composite ops have no kernel: `Backend::run` runs their graph. An
+        // empty grid is refused by `launch_on` should one ever get here.
+        Op::BlockDecode { .. } | Op::BlockPrefill { .. } => launch([0, 0, 0], [0, 0, 0]),
         Op::Noop => Plan {
             batch: NOOP_BATCH,
             hold_cycles: HOLD_CYCLES,

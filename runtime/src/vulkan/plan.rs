@@ -194,6 +194,10 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
     op.validate().map_err(|e| bad(e.to_string()))?;
     let t = tuning;
     match *op {
+        // No kernel of their own: `Backend::run` runs their graph.
+        Op::BlockDecode { .. } | Op::BlockPrefill { .. } => Err(bad(format!(
+            "{op} is a composite op: it runs as a graph of other ops, not one kernel"
+        ))),
         Op::Noop => noop(t, lim),
         Op::Fill { .. } | Op::Copy { .. } | Op::VecAdd { .. } => stream(op, t, lim),
         Op::TestBrokenCopy { n } => {
@@ -612,6 +616,7 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
     let wg = plan.spec.first().copied().unwrap_or(1) as u64;
     let groups = |d: &Dispatch| d.groups[0] as u64 * wg;
     match *op {
+        Op::BlockDecode { .. } | Op::BlockPrefill { .. } => 0,
         Op::RmsNorm { rows, cols, .. }
         | Op::LayerNorm { rows, cols, .. }
         | Op::Softmax { rows, cols } => {

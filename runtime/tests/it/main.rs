@@ -2,6 +2,7 @@
 //! (`cargo test -p greta-runtime --test it -- MODULE::` runs one).
 
 mod attn_ops;
+mod block;
 mod cache;
 mod common;
 mod device;

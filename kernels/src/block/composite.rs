@@ -1,0 +1,131 @@
+//! The layer as a composite op (`block_decode`, `block_prefill`): its
+//! buffers, its f64 reference with the error model, and the graph of
+//! catalogue ops a device replays for it (`super::graph`).
+//!
+//! A composite op has no kernel of its own: a backend runs its graph
+//! (`greta-runtime`'s `Backend::run` hands it to `run_graph`), binding each
+//! of the op's buffers to a range of one slot (`Composite::bind`): the
+//! cached K/V rows are the first rows of the cache slots, the new rows the
+//! last.
+
+use super::{forward, BlockShape, BlockWeights, Expected, DEVICE};
+use crate::graph::Composite;
+use crate::{Access, BufferSpec, DType};
+
+/// The layer's shape from an op's fields: Llama's eps (1e-5) and RoPE
+/// theta (10000) are fixed, as in every Llama-2 layer.
+pub fn shape(hidden: usize, heads: usize, head_dim: usize, ffn: usize) -> BlockShape {
+    BlockShape {
+        hidden,
+        heads,
+        head_dim,
+        ffn,
+        eps: 1e-5,
+        theta: 10000.0,
+    }
+}
+
+fn f16(name: &'static str, len: usize, access: Access) -> BufferSpec {
+    BufferSpec {
+        name,
+        dtype: DType::F16,
+        len,
+        access,
+    }
+}
+
+/// Inputs: the new tokens, the weights (QKV and gate/up fused, `[out][in]`)
+/// and, after `past > 0` cached positions, the cache rows before them.
+pub fn inputs(s: &BlockShape, tokens: usize, past: usize) -> Vec<BufferSpec> {
+    let (d, f) = (s.hidden, s.ffn);
+    let r = Access::Read;
+    let mut v = vec![
+        f16("x", tokens * d, r),
+        f16("g_attn", d, r),
+        f16("wqkv", 3 * d * d, r),
+        f16("wo", d * d, r),
+        f16("g_mlp", d, r),
+        f16("w_gateup", 2 * f * d, r),
+        f16("w_down", d * f, r),
+    ];
+    if past > 0 {
+        v.push(f16("k_past", past * d, r));
+        v.push(f16("v_past", past * d, r));
+    }
+    v
+}
+
+/// Outputs: the layer's output and the K/V rows it appends (K rotated).
+pub fn outputs(s: &BlockShape, tokens: usize) -> Vec<BufferSpec> {
+    let n = tokens * s.hidden;
+    vec![
+        f16("y", n, Access::Write),
+        f16("k_new", n, Access::Write),
+        f16("v_new", n, Access::Write),
+    ]
+}
+
+/// The weights as [`forward`] takes them (the fused ones split by rows).
+fn weights(s: &BlockShape, x: &[Vec<f64>]) -> BlockWeights {
+    let (d, f) = (s.hidden, s.ffn);
+    let wqkv = &x[2];
+    let gu = &x[5];
+    BlockWeights {
+        g_attn: x[1].clone(),
+        wq: wqkv[..d * d].to_vec(),
+        wk: wqkv[d * d..2 * d * d].to_vec(),
+        wv: wqkv[2 * d * d..].to_vec(),
+        wo: x[3].clone(),
+        g_mlp: x[4].clone(),
+        w_gate: gu[..f * d].to_vec(),
+        w_up: gu[f * d..].to_vec(),
+        w_down: x[6].clone(),
+    }
+}
+
+/// The outputs' exact values and the standard deviation of a device's
+/// error in each ([`Expected`]), from inputs as f64 in binding order.
+pub fn expected(s: &BlockShape, x: &[Vec<f64>]) -> Result<[Expected; 3], String> {
+    let empty = Vec::new();
+    let (kp, vp) = if x.len() > 8 {
+        (&x[7], &x[8])
+    } else {
+        (&empty, &empty)
+    };
+    let o = forward(s, &weights(s, x), &x[0], kp, vp, DEVICE)?;
+    Ok([o.y, o.k_new, o.v_new])
+}
+
+/// The reference values (what [`crate::reference()`] returns).
+pub fn reference(s: &BlockShape, x: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    match expected(s, x) {
+        Ok(e) => e.into_iter().map(|e| e.value).collect(),
+        // Shapes were validated and buffers checked against them before.
+        Err(e) => unreachable!("block reference on checked buffers: {e}"),
+    }
+}
+
+/// The composite of `tokens` new tokens after `past` cached positions.
+pub fn composite(s: &BlockShape, tokens: usize, past: usize) -> Result<Composite, String> {
+    let bg = super::graph::build(s, tokens, past)?;
+    let [x, g_attn, wqkv, wo, g_mlp, w_gateup, w_down, k_cache, v_cache, y] = bg.slots;
+    let d = s.hidden;
+    let mut bind = vec![
+        (x, 0),
+        (g_attn, 0),
+        (wqkv, 0),
+        (wo, 0),
+        (g_mlp, 0),
+        (w_gateup, 0),
+        (w_down, 0),
+    ];
+    if past > 0 {
+        bind.push((k_cache, 0));
+        bind.push((v_cache, 0));
+    }
+    bind.extend([(y, 0), (k_cache, past * d), (v_cache, past * d)]);
+    Ok(Composite {
+        graph: bg.graph,
+        bind,
+    })
+}
