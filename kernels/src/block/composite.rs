@@ -96,6 +96,98 @@ pub fn expected(s: &BlockShape, x: &[Vec<f64>]) -> Result<[Expected; 3], String>
     Ok([o.y, o.k_new, o.v_new])
 }
 
+/// Multiply-adds of f64 reference (with its error model) a check spends
+/// before it samples tokens instead: about a second of a release build.
+pub const FULL_REFERENCE_MACS: u64 = 1 << 29;
+
+/// Tokens of a long prefill checked besides the first and the last.
+const SAMPLED_TOKENS: usize = 2;
+
+/// What a run's outputs `got` must match: every element where the f64
+/// reference of the whole call is affordable ([`FULL_REFERENCE_MACS`]);
+/// for a long prefill, sampled tokens (the first, the last and
+/// [`SAMPLED_TOKENS`] drawn from `seed`), each the layer on that one token
+/// at its position with the cache rows before it as the device wrote them
+/// (`got`'s K and V): the same arithmetic as decode at that position.
+pub fn expected_for(
+    s: &BlockShape,
+    x: &[Vec<f64>],
+    got: &[crate::HostBuf],
+    tokens: usize,
+    seed: u64,
+) -> Result<Vec<Expected>, String> {
+    expected_within(s, x, got, tokens, seed, FULL_REFERENCE_MACS)
+}
+
+/// [`expected_for`] with the reference budget as a parameter (tests sample
+/// small layers).
+pub(crate) fn expected_within(
+    s: &BlockShape,
+    x: &[Vec<f64>],
+    got: &[crate::HostBuf],
+    tokens: usize,
+    seed: u64,
+    budget_macs: u64,
+) -> Result<Vec<Expected>, String> {
+    let (d, f) = (s.hidden as u64, s.ffn as u64);
+    let t = tokens as u64;
+    let macs = t
+        .saturating_mul(4 * d * d + 3 * f * d)
+        .saturating_add(t.saturating_mul(t).saturating_mul(d));
+    if macs <= budget_macs || tokens < 3 {
+        return expected(s, x).map(Vec::from);
+    }
+    let [_, k_dev, v_dev] = got else {
+        return Err(format!(
+            "{} outputs, expected y, k_new and v_new",
+            got.len()
+        ));
+    };
+    let (k_dev, v_dev) = (k_dev.to_f64(), v_dev.to_f64());
+    let d = s.hidden;
+    if k_dev.len() < tokens * d || v_dev.len() < tokens * d || x[0].len() < tokens * d {
+        return Err("outputs shorter than the tokens they hold".into());
+    }
+    let mut pick = vec![0, tokens - 1];
+    let mut r = seed | 1;
+    for _ in 0..SAMPLED_TOKENS {
+        // xorshift64: a few positions, reproducible from the gate's seed.
+        r ^= r << 13;
+        r ^= r >> 7;
+        r ^= r << 17;
+        pick.push((r % tokens as u64) as usize);
+    }
+    pick.sort_unstable();
+    pick.dedup();
+    let w = weights(s, x);
+    let mut out: Vec<Expected> = (0..3)
+        .map(|_| Expected {
+            value: Vec::new(),
+            sd: Vec::new(),
+            index: Some(Vec::new()),
+        })
+        .collect();
+    for &t in &pick {
+        let rows = t * d..(t + 1) * d;
+        let o = forward(
+            s,
+            &w,
+            &x[0][rows.clone()],
+            &k_dev[..t * d],
+            &v_dev[..t * d],
+            DEVICE,
+        )?;
+        for (e, part) in out.iter_mut().zip([o.y, o.k_new, o.v_new]) {
+            e.value.extend(part.value);
+            e.sd.extend(part.sd);
+            if let Some(ix) = e.index.as_mut() {
+                ix.extend(rows.clone());
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The reference values (what [`crate::reference()`] returns).
 pub fn reference(s: &BlockShape, x: &[Vec<f64>]) -> Vec<Vec<f64>> {
     match expected(s, x) {

@@ -47,7 +47,7 @@ fn run_graph(op: &Op, ins: &[HostBuf], bind: Option<Vec<(usize, usize)>>) -> Vec
 
 fn outcomes(op: &Op, ins: &[HostBuf], outs: &[HostBuf]) -> Vec<crate::check::CheckOutcome> {
     let x: Vec<Vec<f64>> = ins.iter().map(HostBuf::to_f64).collect();
-    let exp = op.expected(&x).expect("composite").unwrap();
+    let exp = op.expected(&x, outs, 1).expect("composite").unwrap();
     exp.iter().zip(outs).map(|(e, o)| e.outcome(o)).collect()
 }
 
@@ -127,4 +127,46 @@ fn flops_are_the_sum_of_the_steps_and_bytes_the_buffers() {
     let sum: u64 = c.graph.steps.iter().map(|s| s.op.flops()).sum();
     assert_eq!(op.flops(), sum);
     assert!(op.flops() > 2 * (4 * d * d + 3 * f * d));
+}
+
+#[test]
+fn a_long_prefill_is_checked_on_sampled_tokens_with_the_device_cache() {
+    use crate::block::composite::{expected_within, shape};
+    let mut rng = rng();
+    let (hidden, heads, head_dim, ffn, tokens) = (64, 2, 32, 96, 23);
+    let op = Op::BlockPrefill {
+        hidden,
+        heads,
+        head_dim,
+        ffn,
+        tokens,
+    };
+    let s = shape(hidden, heads, head_dim, ffn);
+    let ins = inputs(&op, &mut rng);
+    let x: Vec<Vec<f64>> = ins.iter().map(HostBuf::to_f64).collect();
+    let outs = run_graph(&op, &ins, None);
+    let seed = rng.gen();
+    // A budget of nothing forces sampling.
+    let exp = expected_within(&s, &x, &outs, tokens, seed, 0).unwrap();
+    let ix = exp[0].index.clone().expect("sampled");
+    assert!(
+        ix.contains(&0) && ix.contains(&(tokens * hidden - 1)),
+        "first and last tokens"
+    );
+    assert!(ix.len() < tokens * hidden && ix.len().is_multiple_of(hidden));
+    for (e, o) in exp.iter().zip(&outs) {
+        assert!(e.outcome(o).pass, "{:?}", e.outcome(o));
+    }
+    // The last token's output wrong by a little: caught.
+    let mut bad = outs.clone();
+    if let HostBuf::F16(y) = &mut bad[0] {
+        let i = tokens * hidden - 3;
+        y[i] = half::f16::from_f64(y[i].to_f64() + 0.05);
+    }
+    assert!(!exp[0].outcome(&bad[0]).pass);
+    // Same inputs, same seed: the same sample.
+    assert_eq!(
+        expected_within(&s, &x, &outs, tokens, seed, 0).unwrap()[0].index,
+        Some(ix)
+    );
 }

@@ -160,6 +160,9 @@ pub struct Expected {
     pub value: Vec<f64>,
     /// Standard deviation of `device - value`, per element.
     pub sd: Vec<f64>,
+    /// The output elements `value` describes, when only some are checked
+    /// (sampled tokens of a long prefill); `None`: all of them, in order.
+    pub index: Option<Vec<usize>>,
 }
 
 /// What one call of the layer produces.
@@ -228,7 +231,24 @@ impl Expected {
     /// beside the verdict; `mismatches` counts the elements outside the bound.
     pub fn outcome(&self, got: &crate::HostBuf) -> crate::check::CheckOutcome {
         use crate::check::CheckOutcome;
-        let got = got.to_f64();
+        let all = got.to_f64();
+        let got = match &self.index {
+            None => all,
+            Some(ix) => match ix
+                .iter()
+                .map(|&i| all.get(i).copied())
+                .collect::<Option<Vec<f64>>>()
+            {
+                Some(v) => v,
+                None => {
+                    return CheckOutcome::failed(format!(
+                        "{} values, fewer than the sampled elements need",
+                        all.len()
+                    ))
+                }
+            },
+        };
+        let at = |i: usize| self.index.as_ref().map_or(i, |ix| ix[i]);
         if got.len() != self.value.len() {
             return CheckOutcome::failed(format!(
                 "{} values, expected {}",
@@ -256,11 +276,19 @@ impl Expected {
                 first_bad.get_or_insert(i);
             }
         }
+        let sampled = match &self.index {
+            Some(ix) => format!(
+                " (of {} sampled elements; element numbers are of the sample)",
+                ix.len()
+            ),
+            None => String::new(),
+        };
         let reason = self.check(&got).err().map(|e| {
             format!(
-                "{e}; {mismatches} element(s) outside the fp16 error model, {non_finite} not finite"
+                "{e}; {mismatches} element(s) outside the fp16 error model, {non_finite} not finite{sampled}"
             )
         });
+        let (first_bad, max_at) = (first_bad.map(at), max_at.map(at));
         CheckOutcome {
             pass: reason.is_none(),
             rel_err: if den > 0.0 {
@@ -423,6 +451,7 @@ fn run(
     let split = |v: Vec<Num>| Expected {
         value: v.iter().map(|n| n.v).collect(),
         sd: v.iter().map(|n| n.e).collect(),
+        index: None,
     };
     Ok(BlockOut {
         y: split(y),

@@ -58,8 +58,10 @@ pub fn shape_class(hidden: usize, heads: usize, head_dim: usize, ffn: usize, len
 pub fn composite(hidden: usize, heads: usize, head_dim: usize, ffn: usize, len: usize) -> Result<crate::graph::Composite, String> {
     c::composite(&c::shape(hidden, heads, head_dim, ffn), 1, len)
 }
-/// Its outputs' values with the error model's standard deviations.
-pub fn expected(x: &[Vec<f64>], hidden: usize, heads: usize, head_dim: usize, ffn: usize, _len: usize) -> Result<Vec<crate::block::Expected>, String> {
+/// What its outputs must match (see `Op::expected`).
+// The op's fields one by one, as for every op (ops! macro).
+#[allow(clippy::too_many_arguments)]
+pub fn expected(x: &[Vec<f64>], _got: &[HostBuf], _seed: u64, hidden: usize, heads: usize, head_dim: usize, ffn: usize, _len: usize) -> Result<Vec<crate::block::Expected>, String> {
     c::expected(&c::shape(hidden, heads, head_dim, ffn), x).map(Vec::from)
 }
 pub fn example() -> Op {

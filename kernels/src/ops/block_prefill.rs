@@ -58,9 +58,11 @@ pub fn shape_class(hidden: usize, heads: usize, head_dim: usize, ffn: usize, tok
 pub fn composite(hidden: usize, heads: usize, head_dim: usize, ffn: usize, tokens: usize) -> Result<crate::graph::Composite, String> {
     c::composite(&c::shape(hidden, heads, head_dim, ffn), tokens, 0)
 }
-/// Its outputs' values with the error model's standard deviations.
-pub fn expected(x: &[Vec<f64>], hidden: usize, heads: usize, head_dim: usize, ffn: usize, _tokens: usize) -> Result<Vec<crate::block::Expected>, String> {
-    c::expected(&c::shape(hidden, heads, head_dim, ffn), x).map(Vec::from)
+/// What its outputs must match (see `Op::expected`).
+// The op's fields one by one, as for every op (ops! macro).
+#[allow(clippy::too_many_arguments)]
+pub fn expected(x: &[Vec<f64>], got: &[HostBuf], seed: u64, hidden: usize, heads: usize, head_dim: usize, ffn: usize, tokens: usize) -> Result<Vec<crate::block::Expected>, String> {
+    c::expected_for(&c::shape(hidden, heads, head_dim, ffn), x, got, tokens, seed)
 }
 pub fn example() -> Op {
     Op::BlockPrefill { hidden: 64, heads: 2, head_dim: 32, ffn: 96, tokens: 7 }

@@ -129,9 +129,9 @@ macro_rules! ops {
     (@composite $m:ident [composite $($rest:ident)*]; $($a:ident),*) => { Some($m::composite($($a),*)) };
     (@composite $m:ident [$other:ident $($rest:ident)*]; $($a:ident),*) => { ops!(@composite $m [$($rest)*]; $($a),*) };
     (@composite $m:ident []; $($a:ident),*) => {{ $( let _ = $a; )* None }};
-    (@expected $m:ident [composite $($rest:ident)*]; $x:ident; $($a:ident),*) => { Some($m::expected($x, $($a),*)) };
-    (@expected $m:ident [$other:ident $($rest:ident)*]; $x:ident; $($a:ident),*) => { ops!(@expected $m [$($rest)*]; $x; $($a),*) };
-    (@expected $m:ident []; $x:ident; $($a:ident),*) => {{ $( let _ = $a; )* let _ = $x; None }};
+    (@expected $m:ident [composite $($rest:ident)*]; $x:ident, $g:ident, $s:ident; $($a:ident),*) => { Some($m::expected($x, $g, $s, $($a),*)) };
+    (@expected $m:ident [$other:ident $($rest:ident)*]; $x:ident, $g:ident, $s:ident; $($a:ident),*) => { ops!(@expected $m [$($rest)*]; $x, $g, $s; $($a),*) };
+    (@expected $m:ident []; $x:ident, $g:ident, $s:ident; $($a:ident),*) => {{ $( let _ = $a; )* let _ = ($x, $g, $s); None }};
     ($( $(#[$meta:meta])* $V:ident $({ $($f:ident : $t:ty),* $(,)? })? => $m:ident $(($($flag:ident),+))?, )*) => {
         $( mod $m; )*
 
@@ -204,12 +204,15 @@ macro_rules! ops {
                 match *self { $( Op::$V $({ $($f),* })? => ops!(@composite $m [$($($flag)+)?]; $($($f),*)?), )* }
             }
 
-            /// For a composite op, each output's exact values and the
-            /// standard deviation of a device's error there, from the
-            /// inputs (as f64, in binding order); `None` for the others,
-            /// which [`Op::tolerance`] bounds.
-            pub fn expected(&self, inputs: &[Vec<f64>]) -> Option<Result<Vec<crate::block::Expected>, String>> {
-                match *self { $( Op::$V $({ $($f),* })? => ops!(@expected $m [$($($flag)+)?]; inputs; $($($f),*)?), )* }
+            /// For a composite op, what each output must match: exact
+            /// values with the standard deviation of a device's error
+            /// there, from the inputs (as f64, in binding order), for every
+            /// element or (where the f64 reference is too long) for
+            /// elements sampled with `seed`, some given the device's own
+            /// earlier results `got`; `None` for the ops that
+            /// [`Op::tolerance`] bounds.
+            pub fn expected(&self, inputs: &[Vec<f64>], got: &[HostBuf], seed: u64) -> Option<Result<Vec<crate::block::Expected>, String>> {
+                match *self { $( Op::$V $({ $($f),* })? => ops!(@expected $m [$($($flag)+)?]; inputs, got, seed; $($($f),*)?), )* }
             }
 
             /// Floating-point operations (a multiply-add counts 2), the numerator
