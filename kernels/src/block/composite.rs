@@ -219,5 +219,6 @@ pub fn composite(s: &BlockShape, tokens: usize, past: usize) -> Result<Composite
     Ok(Composite {
         graph: bg.graph,
         bind,
+        tokens,
     })
 }

@@ -231,6 +231,7 @@ impl Expected {
     /// beside the verdict; `mismatches` counts the elements outside the bound.
     pub fn outcome(&self, got: &crate::HostBuf) -> crate::check::CheckOutcome {
         use crate::check::CheckOutcome;
+        let buf = got;
         let all = got.to_f64();
         let got = match &self.index {
             None => all,
@@ -283,12 +284,26 @@ impl Expected {
             ),
             None => String::new(),
         };
+        let (first_bad, max_at) = (first_bad.map(at), max_at.map(at));
+        // Name an element the device never wrote as such (the poison the
+        // caller filled the output with), as `check_buf` does.
+        let poison = first_bad.filter(|&i| match buf {
+            crate::HostBuf::F16(v) => v
+                .get(i)
+                .is_some_and(|h| h.to_bits() == crate::host::POISON_F16),
+            crate::HostBuf::F32(v) => v
+                .get(i)
+                .is_some_and(|f| f.to_bits() == crate::check::POISON_BITS),
+            crate::HostBuf::U32(_) => false,
+        });
         let reason = self.check(&got).err().map(|e| {
+            let unwritten = poison
+                .map(|i| format!("element {i} never written (still the poison value); "))
+                .unwrap_or_default();
             format!(
-                "{e}; {mismatches} element(s) outside the fp16 error model, {non_finite} not finite{sampled}"
+                "{unwritten}{e}; {mismatches} element(s) outside the fp16 error model, {non_finite} not finite{sampled}"
             )
         });
-        let (first_bad, max_at) = (first_bad.map(at), max_at.map(at));
         CheckOutcome {
             pass: reason.is_none(),
             rel_err: if den > 0.0 {

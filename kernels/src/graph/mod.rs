@@ -142,6 +142,9 @@ impl Graph {
 pub struct Composite {
     pub graph: Graph,
     pub bind: Vec<(usize, usize)>,
+    /// Tokens one call processes (a layer's unit of work: what a tokens/s
+    /// estimate counts).
+    pub tokens: usize,
 }
 
 impl Composite {

@@ -97,6 +97,7 @@ fn a_composite_places_inputs_in_their_ranges_and_reads_outputs_from_theirs() {
     let c = Composite {
         graph: g,
         bind: vec![(cache, 0), (x, 0), (cache, 3), (y, 0)],
+        tokens: 1,
     };
     let ins = [
         HostBuf::F32(vec![1.0, 2.0, 3.0]),
