@@ -255,7 +255,18 @@ pub fn check_buf(got: &HostBuf, want: &[f64], tol: Tolerance) -> CheckOutcome {
             check_u32(v, &w32)
         }
         HostBuf::F16(v) => {
-            let wide: Vec<f32> = v.iter().map(|h| h.to_f32()).collect();
+            // The f16 poison widens to a NaN of other bits: widen it to the
+            // f32 poison, so an unwritten element is named as such.
+            let wide: Vec<f32> = v
+                .iter()
+                .map(|h| {
+                    if h.to_bits() == crate::host::POISON_F16 {
+                        f32::from_bits(POISON_BITS)
+                    } else {
+                        h.to_f32()
+                    }
+                })
+                .collect();
             match tol {
                 // Rounded to f16 first: the f32 compare is then bit-exact
                 // on f16 values.
@@ -382,6 +393,28 @@ mod tests {
         assert!(check_f32(&f16ish, &r, Tolerance::FP16_ACC32).pass);
         f16ish[0] += (1e-1 * norm) as f32;
         assert!(!check_f32(&f16ish, &r, Tolerance::FP16_ACC32).pass);
+    }
+
+    /// An f16 output the kernel never wrote is named as such, as an f32
+    /// one is (the f16 poison widens to a NaN of other bits).
+    #[test]
+    fn unwritten_f16_output_is_named_never_written() {
+        let want = [1.0, 1.0, 3.0];
+        let mut v = vec![half::f16::from_f64(1.0); 3];
+        v[2] = half::f16::from_bits(crate::host::POISON_F16);
+        for tol in [Tolerance::Exact, Tolerance::RelNorm(1.0)] {
+            let c = check_buf(&HostBuf::F16(v.clone()), &want, tol);
+            assert!(!c.pass);
+            assert_eq!(c.first_bad, Some(2));
+            let why = c.reason.unwrap();
+            assert!(why.contains("never written"), "{why}");
+        }
+        // Any other NaN is shown as one.
+        v[2] = half::f16::NAN;
+        let why = check_buf(&HostBuf::F16(v), &want, Tolerance::Exact)
+            .reason
+            .unwrap();
+        assert!(!why.contains("never written"), "{why}");
     }
 
     #[test]
