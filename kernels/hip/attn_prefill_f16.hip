@@ -4,8 +4,8 @@
 // per row, the output rescaled by exp(m_old - m_new) when the max grows),
 // f32 softmax and accumulation, the output rounded once to f16.
 //
-// Block (qb, h), GRETA_PRE_THREADS = 128 threads, owns GRETA_PRE_BQ = 64
-// query rows of head h. Two ways to compute it, chosen per target at
+// Block (h, qb), GRETA_PRE_THREADS = 128 threads, owns GRETA_PRE_BQ = 64
+// query rows of head h (query blocks in reverse order: the longest first). Two ways to compute it, chosen per target at
 // compile time and per head_dim at run time:
 //
 // NVIDIA sm_80+, head_dim 64 or 128: tensor cores (mma.sync m16n8k16, f16
@@ -362,7 +362,9 @@ greta_attn_prefill_f16(const greta_f16* __restrict__ q, const greta_f16* __restr
                        uint32_t heads, uint32_t head_dim, uint32_t pos0, uint32_t max_seq) {
     (void)max_seq;
     __shared__ __attribute__((aligned(16))) uint32_t smem[GRETA_PRE_SMEM_WORDS];
-    const uint32_t h = blockIdx.y, q0 = blockIdx.x * GRETA_PRE_BQ;
+    // Grid (heads, query blocks), the last query block first: the causal
+    // blocks with the most keys start first and the short ones fill the tail.
+    const uint32_t h = blockIdx.x, q0 = (gridDim.y - 1 - blockIdx.y) * GRETA_PRE_BQ;
 #if defined(GRETA_PRE_MMA)
     if (head_dim == 128) {
         greta_pre_mma_path<128>((unsigned short*)smem, (const unsigned short*)q, (const unsigned short*)k_cache,

@@ -154,6 +154,9 @@ fn default_profile_passes_on_lavapipe() {
             "softmax.256x1024",
             "rope.64x8x128",
             "kv_update.2x256x8x128",
+            "rope_kv_f16.100x4x64",
+            "attn_decode_f16.4x64.L300",
+            "attn_prefill_f16.4x64.S100P13",
             "gemm_f16.256",
         ],
     );

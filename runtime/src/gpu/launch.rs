@@ -185,8 +185,10 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
                 ..launch([splits, heads as u32, 1], [ATTN_THREADS, 1, 1])
             }
         }
+        // Heads along x, query blocks along y (the kernel walks them
+        // last-first: the causal blocks with the most keys start first).
         Op::AttnPrefillF16 { tokens, heads, .. } => launch(
-            [(tokens as u32).div_ceil(ATTN_PREFILL_BQ), heads as u32, 1],
+            [heads as u32, (tokens as u32).div_ceil(ATTN_PREFILL_BQ), 1],
             [ATTN_THREADS, 1, 1],
         ),
         // gemv_f16.hip: a row per 32 lanes, BLOCK / 32 rows per block.
@@ -358,7 +360,7 @@ mod tests {
             }
         }
         // attn_decode_f16: 2 chunks of 64 positions per head, then a
-        // combine per head; prefill: 2 blocks of 64 query rows per head.
+        // combine per head; prefill: 2 heads x 3 blocks of 64 query rows.
         let d = plan(
             &Op::AttnDecodeF16 {
                 heads: 2,
@@ -373,15 +375,15 @@ mod tests {
         assert_eq!(d.then[0].1, Dims::new([2, 1, 1], [128, 1, 1]));
         let p = plan(
             &Op::AttnPrefillF16 {
-                tokens: 65,
+                tokens: 129,
                 heads: 2,
                 head_dim: 64,
                 pos0: 3,
-                max_seq: 70,
+                max_seq: 140,
             },
             &dev(),
         );
-        assert_eq!(p.dims, Dims::new([2, 2, 1], [128, 1, 1]));
+        assert_eq!(p.dims, Dims::new([2, 3, 1], [128, 1, 1]));
         let g = plan(
             &Op::GemmF32 {
                 m: 300,
