@@ -3,6 +3,7 @@
 
 mod cache;
 mod common;
+mod cuda_kernels;
 mod device;
 mod hip_device;
 mod hip_kernels;
