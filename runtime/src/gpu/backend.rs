@@ -284,12 +284,13 @@ impl<D: Driver> GpuBackend<D> {
     fn run_inner(&mut self, job: Job) -> Result<RunStats, GpuError> {
         // Asked for: exactly that (empty: the built-in launch); else the
         // cached winner of `greta smoke --tune`, if it still plans here.
-        let asked = match &job.opts.tuning {
-            Some(t) => t.clone(),
-            None => super::tune::cached(self.tuned.as_ref(), job.op, &self.dev).unwrap_or_default(),
-        };
-        let (plan, ran) =
-            super::tune::plan(job.op, &self.dev, &asked).map_err(GpuError::Invalid)?;
+        let (plan, ran) = super::tune::launch_for(
+            job.opts.tuning.as_ref(),
+            self.tuned.as_ref(),
+            job.op,
+            &self.dev,
+        )
+        .map_err(GpuError::Invalid)?;
         let function = self.function(&plan.symbol)?;
         // Above the default 48 KiB a kernel must be allowed its dynamic
         // shared memory first (once per kernel and size).

@@ -332,6 +332,22 @@ pub fn cached(cache: Option<&TuningCache>, op: &Op, dev: &GpuDevice) -> Option<T
     }
 }
 
+/// The launch a run makes: the tuning it asks for, exactly (an empty one
+/// is the built-in launch, what `--tune` times first); with none, the
+/// cache's entry for its class when it still plans here ([`cached`]),
+/// else the built-in launch. Also the tuning that runs (the run's stats).
+pub fn launch_for(
+    asked: Option<&Tuning>,
+    cache: Option<&TuningCache>,
+    op: &Op,
+    dev: &GpuDevice,
+) -> Result<(Plan, Tuning), String> {
+    match asked {
+        Some(t) => plan(op, dev, t),
+        None => plan(op, dev, &cached(cache, op, dev).unwrap_or_default()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -542,6 +558,22 @@ mod tests {
         c.save().unwrap();
         let c = TuningCache::open(&info(), Some(tmp.path()));
         assert_eq!(cached(Some(&c), &F16, &dev), Some(win.tuning()));
+        // What the backend launches: the cached variant when the run asks
+        // for nothing; exactly what it asks for otherwise (an empty tuning
+        // is the built-in kernel, whatever the cache holds).
+        let (p, ran) = launch_for(None, Some(&c), &F16, &dev).unwrap();
+        assert_eq!((p.symbol, ran), (win.symbol(), win.tuning()));
+        assert_eq!(p.dims.shared_bytes, win.shared_bytes());
+        let (p, ran) = launch_for(Some(&Tuning::default()), Some(&c), &F16, &dev).unwrap();
+        assert_eq!(
+            (p.symbol.as_str(), ran),
+            ("greta_gemm_f16", Tuning::default())
+        );
+        let other = CUDA_F16_VARIANTS[0];
+        let (p, _) = launch_for(Some(&other.tuning()), Some(&c), &F16, &dev).unwrap();
+        assert_eq!(p.symbol, other.symbol());
+        let (p, _) = launch_for(None, None, &F16, &dev).unwrap();
+        assert_eq!(p.symbol, "greta_gemm_f16");
         // A neighbouring shape of the class gets it too.
         let near = Op::GemmF16 {
             m: 8000,
@@ -564,6 +596,11 @@ mod tests {
             let c = TuningCache::open(&info(), Some(tmp.path()));
             assert!(c.get_in(KeySpace::Gpu, &F16).is_some(), "{bad}: loaded");
             assert_eq!(cached(Some(&c), &F16, &dev), None, "{bad}: used");
+            let (p, ran) = launch_for(None, Some(&c), &F16, &dev).unwrap();
+            assert_eq!(
+                (p.symbol.as_str(), ran),
+                ("greta_gemm_f16", Tuning::default())
+            );
         }
         // A value that is no number: the file does not parse, and nothing
         // from it is used.
