@@ -10,8 +10,9 @@ use greta_runtime::gpu::{
 
 #[test]
 fn nvrtc_compiles_every_kernel_and_every_tune_variant_for_sm_80_and_sm_90() {
-    let Some(lib) = std::env::var_os("GRETA_NVRTC_LIB").filter(|v| !v.is_empty()) else {
-        eprintln!("GRETA_NVRTC_LIB is not set: no NVRTC here, nothing compiled");
+    let var = greta_vocab::EnvVars::GRETA_NVRTC_LIB;
+    let Some(lib) = std::env::var_os(var).filter(|v| !v.is_empty()) else {
+        eprintln!("{var} is not set: no NVRTC here, nothing compiled");
         return;
     };
     if let Some(p) = std::env::var_os("DUMP_TU") {
@@ -25,7 +26,7 @@ fn nvrtc_compiles_every_kernel_and_every_tune_variant_for_sm_80_and_sm_90() {
             library: Loaded {
                 what: "NVRTC".into(),
                 path: lib.clone().into(),
-                why: "$GRETA_NVRTC_LIB".into(),
+                why: format!("${var}"),
             },
             version: "test".into(),
             target: Arch::parse(target),
