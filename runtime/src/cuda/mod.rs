@@ -499,6 +499,20 @@ impl Driver for Cuda {
         unsafe { cu::cuGraphExecDestroy(g.0 as cu::CUgraphExec) };
     }
 
+    fn set_max_dynamic_shared(&self, f: FuncH, bytes: u32) -> Result<(), GpuError> {
+        let value = c_int::try_from(bytes)
+            .map_err(|_| GpuError::Invalid(format!("{bytes} bytes of shared memory")))?;
+        // SAFETY: a function of a loaded module; a plain integer attribute.
+        let r = unsafe {
+            cu::cuFuncSetAttribute(
+                f.0 as cu::CUfunction,
+                cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                value,
+            )
+        };
+        self.check("cuFuncSetAttribute", r)
+    }
+
     unsafe fn launch(
         &self,
         f: FuncH,

@@ -159,6 +159,11 @@ pub struct GpuBackend<D: Driver> {
     lost: Option<String>,
     /// The vendor BLAS, opened on the first ceiling or stress run.
     vendor: Option<Result<VendorBlas, CeilingError>>,
+    /// The device's tuning cache (`greta smoke --tune`), read at open;
+    /// `None` when off (`GRETA_TUNING_CACHE=off`) or empty.
+    tuned: Option<crate::tuning_cache::TuningCache>,
+    /// Kernels whose dynamic shared-memory limit was raised for a launch.
+    shared_raised: HashMap<String, u32>,
 }
 
 impl<D: Driver + 'static> GpuBackend<D> {
@@ -220,6 +225,11 @@ impl<D: Driver> GpuBackend<D> {
             }
         };
         let info = device_info(&driver, &dev, Some(&compiler), Some(&object));
+        let tuned = if crate::tuning_cache::disabled_by_env() {
+            None
+        } else {
+            Some(crate::tuning_cache::TuningCache::open(&info, None)).filter(|c| !c.is_empty())
+        };
         Ok(GpuBackend {
             driver,
             info,
@@ -231,6 +241,8 @@ impl<D: Driver> GpuBackend<D> {
             stream: Some(stream),
             lost: None,
             vendor: None,
+            tuned,
+            shared_raised: HashMap::new(),
         })
     }
 
@@ -271,8 +283,23 @@ impl<D: Driver> GpuBackend<D> {
     }
 
     fn run_inner(&mut self, job: Job) -> Result<RunStats, GpuError> {
-        let plan = launch::plan(job.op, &self.dev);
+        // Asked for: exactly that (empty: the built-in launch); else the
+        // cached winner of `greta smoke --tune`, if it still plans here.
+        let (plan, ran) = super::tune::launch_for(
+            job.opts.tuning.as_ref(),
+            self.tuned.as_ref(),
+            job.op,
+            &self.dev,
+        )
+        .map_err(GpuError::Invalid)?;
         let function = self.function(&plan.symbol)?;
+        // Above the default 48 KiB a kernel must be allowed its dynamic
+        // shared memory first (once per kernel and size).
+        let shared = plan.dims.shared_bytes;
+        if shared > 0 && self.shared_raised.get(&plan.symbol) != Some(&shared) {
+            self.driver.set_max_dynamic_shared(function, shared)?;
+            self.shared_raised.insert(plan.symbol.clone(), shared);
+        }
         let hold_fn = if plan.hold_cycles > 0 {
             Some(self.function(launch::HOLD_SYMBOL)?)
         } else {
@@ -322,6 +349,10 @@ impl<D: Driver> GpuBackend<D> {
             &mut hold,
             &mut dispatch,
         )
+        .map(|stats| RunStats {
+            tuning: ran,
+            ..stats
+        })
     }
 
     /// The vendor BLAS, opened on first use (from the active greta env,
@@ -421,13 +452,12 @@ impl<D: Driver> GpuBackend<D> {
         measure::stress(driver, stream, &self.dev, gemm, req)
     }
 
-    /// Checks what every run checks before touching the device.
+    /// Checks what every run checks before touching the device: a tuning
+    /// asked for must be one of the op's on this device
+    /// ([`super::tune::check`]).
     fn preflight(&self, job: &Job) -> Result<(), RuntimeError> {
-        if let Some(t) = job.opts.tuning.as_ref().filter(|t| !t.0.is_empty()) {
-            return Err(RuntimeError::BadInput(format!(
-                "the {} kernels take no tuning parameters (got {t})",
-                self.dev.api.label(),
-            )));
+        if let Some(t) = job.opts.tuning.as_ref() {
+            super::tune::check(job.op, &self.dev, t).map_err(RuntimeError::BadInput)?;
         }
         crate::backend::preflight(self, job)
     }
@@ -756,6 +786,10 @@ impl<D: Driver> Backend for GpuBackend<D> {
 
     fn lost(&self) -> Option<&str> {
         self.lost.as_deref()
+    }
+
+    fn tuning_candidates(&self, op: &Op) -> Vec<Tuning> {
+        super::tune::candidates(op, &self.dev)
     }
 
     fn ceiling(&mut self, op: &Op, timeout: Duration) -> Option<Result<Ceiling, CeilingError>> {

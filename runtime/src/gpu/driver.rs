@@ -319,6 +319,21 @@ pub trait Driver {
     /// A loaded module none of whose kernels still run, unloaded once.
     unsafe fn module_unload(&self, m: ModuleH);
     fn module_function(&self, m: ModuleH, name: &CStr) -> Result<FuncH, GpuError>;
+    /// Lets `f` launch with `bytes` of dynamic shared memory: above 48 KiB
+    /// NVIDIA GPUs need the kernel's opt-in first
+    /// (`cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)`).
+    /// A driver without the call accepts what needs no opt-in.
+    fn set_max_dynamic_shared(&self, f: FuncH, bytes: u32) -> Result<(), GpuError> {
+        let _ = f;
+        if bytes <= 48 << 10 {
+            Ok(())
+        } else {
+            Err(GpuError::Invalid(format!(
+                "{bytes} bytes of dynamic shared memory: the {} driver here cannot raise a kernel's limit above 48 KiB",
+                self.api().label()
+            )))
+        }
+    }
     /// # Safety
     /// `params` points at one pointer per kernel parameter, each to a value
     /// of that parameter's size, alive across the call.

@@ -5,6 +5,7 @@ mod attn_ops;
 mod block;
 mod cache;
 mod common;
+mod cuda_kernels;
 mod device;
 mod f16_block_ops;
 mod graph;
