@@ -2,7 +2,7 @@
 // f16 KV cache ([max_seq][heads][head_dim]), in two launches (the op's
 // second pass, runtime/src/gpu/launch.rs):
 //
-// greta_attn_decode_f16 (block (s, h), GRETA_DEC_THREADS threads): chunk s
+// greta_attn_decode_f16 (block (h, s), GRETA_DEC_THREADS threads): chunk s
 // of C positions of head h. A row of head_dim halves is read as 16-byte
 // vectors of 8 halves by LP lanes (head_dim/8 rounded up to a power of
 // two; lanes past the row idle), so G = 128/LP rows are read at once, and
@@ -70,7 +70,9 @@ greta_attn_decode_f16(const greta_f16* __restrict__ q, const greta_f16* __restri
     __shared__ float sh[GRETA_DEC_THREADS / 32];
     const uint32_t hd = head_dim, L = hd / 8, LP = greta_dec_lanes(hd), G = GRETA_DEC_THREADS / LP, C = 8 * G;
     const uint32_t t = threadIdx.x, r = t % LP, g = t / LP;
-    const uint32_t s = blockIdx.x, h = blockIdx.y;
+    // Heads along x: the blocks that run at once read every head of their
+    // chunks, i.e. whole 8 KiB cache rows, not one 256-byte slice of each.
+    const uint32_t h = blockIdx.x, s = blockIdx.y;
     const uint32_t splits = (len + C - 1) / C;
     const greta_u64 d = (greta_u64)heads * hd;
     const float scale = 1.0f / sqrtf((float)hd);

@@ -11,9 +11,9 @@
 // NVIDIA sm_80+, head_dim 64 or 128: tensor cores (mma.sync m16n8k16, f16
 // in, f32 accumulate; lane layouts as gemm_f16.hip, matrix_lanes.rs
 // MMA_SYNC). Each warp owns 16 query rows: its Q fragments are loaded once
-// (ldmatrix) and held in registers; per tile of 64 keys, K and V go
-// global -> shared by cp.async in two groups (S = Q K^T runs while V is
-// still in flight), S stays in registers (the C fragment of two n8 tiles
+// (ldmatrix) and held in registers; tiles of 32 keys of K and V go global
+// -> shared by cp.async in two stages (the next tile is in flight while
+// this one is multiplied, gemm_f16.hip's pattern), S stays in registers (the C fragment of two n8 tiles
 // is the A fragment of P for P V, after rounding P to f16), and O
 // (16 x head_dim per warp) stays in registers for the whole walk. Scores
 // are scaled by log2(e)/sqrt(head_dim) so the softmax uses exp2.
@@ -24,10 +24,11 @@
 
 #define GRETA_PRE_THREADS 128
 #define GRETA_PRE_BQ 64
-// Shared memory of either path, in 32-bit words: the tensor-core path's K
-// and V tiles (64 rows of 128 + 8 halves each) are the larger.
+// Shared memory of either path, in 32-bit words: the tensor-core path's two
+// stages of K and V tiles (32 keys of 128 + 8 halves each) are the larger.
 #define GRETA_PRE_PITCH (128 + 8)
-#define GRETA_PRE_SMEM_WORDS (2 * 64 * GRETA_PRE_PITCH / 2)
+#define GRETA_PRE_MMA_BK 32
+#define GRETA_PRE_SMEM_WORDS (2 * 2 * GRETA_PRE_MMA_BK * GRETA_PRE_PITCH / 2)
 
 #if defined(GRETA_CUDA)
 __device__ inline uint32_t greta_pre_pack(float a, float b) {
@@ -208,24 +209,28 @@ __device__ inline void greta_pre_mma_path(unsigned short* smem, const unsigned s
     constexpr int KC = HD / 16; // k16 steps of Q K^T
     constexpr int NT = HD / 8;  // n8 tiles of O
     constexpr int CH = HD / 8;  // 16-byte chunks per row
-    unsigned short(*ks)[P] = (unsigned short(*)[P])smem;
-    unsigned short(*vs)[P] = (unsigned short(*)[P])(smem + 64 * P);
+    constexpr int BK = GRETA_PRE_MMA_BK;  // keys per tile
+    // Two stages of K and V tiles: [stage][key][P]; Q is staged through
+    // the K tiles of both stages (64 rows) before the walk.
+    unsigned short(*ks)[BK][P] = (unsigned short(*)[BK][P])smem;
+    unsigned short(*vs)[BK][P] = (unsigned short(*)[BK][P])(smem + 2 * BK * P);
+    unsigned short(*qs)[P] = (unsigned short(*)[P])smem;
     const uint32_t t = threadIdx.x, lane = t % 32, warp = t / 32;
     const greta_u64 d = (greta_u64)heads * HD;
     const float sl2 = 1.4426950408889634f / sqrtf((float)HD);
 
-    // Q: staged through the K tile, then held as A fragments.
     for (uint32_t i = t; i < 64 * CH; i += GRETA_PRE_THREADS) {
         const uint32_t rr = i / CH, c = (i % CH) * 8;
         const bool in = q0 + rr < tokens;
-        greta_pre_cp16(&ks[rr][c], in ? q + (greta_u64)(q0 + rr) * d + h * HD + c : q, in);
+        greta_pre_cp16(&qs[rr][c], in ? q + (greta_u64)(q0 + rr) * d + h * HD + c : q, in);
     }
     greta_pre_commit();
     greta_pre_wait0();
     __syncthreads();
     uint32_t qf[KC][4];
 #pragma unroll
-    for (int kk = 0; kk < KC; ++kk) greta_pre_ldsm4(qf[kk], &ks[warp * 16 + lane % 16][kk * 16 + (lane / 16) * 8]);
+    for (int kk = 0; kk < KC; ++kk) greta_pre_ldsm4(qf[kk], &qs[warp * 16 + lane % 16][kk * 16 + (lane / 16) * 8]);
+    __syncthreads();  // every warp holds its Q: the stages may be refilled
 
     float acc[NT][4];
 #pragma unroll
@@ -237,105 +242,105 @@ __device__ inline void greta_pre_mma_path(unsigned short* smem, const unsigned s
     const uint32_t qpos[2] = {pos0 + row0, pos0 + row0 + 8};
     const uint32_t last = greta_pre_min(q0 + 64, tokens) - 1;
     const uint32_t nkeys = pos0 + last + 1;
+    const uint32_t steps = (nkeys + BK - 1) / BK;
     // The block's warps see different key ranges; a warp whose rows end
     // before a tile skips its math but still joins the barriers.
     const uint32_t warp_last = pos0 + greta_pre_min(q0 + warp * 16 + 15, tokens - 1);
-
-    for (uint32_t k0 = 0; k0 < nkeys; k0 += 64) {
-        __syncthreads();  // every warp is done with the previous tiles (and Q)
-        for (uint32_t i = t; i < 64 * CH; i += GRETA_PRE_THREADS) {
-            const uint32_t rr = i / CH, c = (i % CH) * 8;
-            const bool in = k0 + rr < nkeys;
-            greta_pre_cp16(&ks[rr][c], in ? k + (greta_u64)(k0 + rr) * d + h * HD + c : k, in);
-        }
-        greta_pre_commit();
-        for (uint32_t i = t; i < 64 * CH; i += GRETA_PRE_THREADS) {
-            const uint32_t rr = i / CH, c = (i % CH) * 8;
-            const bool in = k0 + rr < nkeys;
-            greta_pre_cp16(&vs[rr][c], in ? v + (greta_u64)(k0 + rr) * d + h * HD + c : v, in);
-        }
-        greta_pre_commit();
-        greta_pre_wait1();  // K is here, V may still be in flight
-        __syncthreads();
-        const bool active = k0 <= warp_last;
-        float s[8][4];
-        if (active) {
-#pragma unroll
-            for (int j = 0; j < 8; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) s[j][e] = 0.0f;
-#pragma unroll
-            for (int kk = 0; kk < KC; ++kk) {
-#pragma unroll
-                for (int j = 0; j < 8; j += 2) {
-                    uint32_t r[4];
-                    greta_pre_ldsm4(r, &ks[j * 8 + (lane / 16) * 8 + lane % 8][kk * 16 + ((lane / 8) & 1) * 8]);
-                    greta_pre_mma(s[j], qf[kk], r[0], r[1]);
-                    greta_pre_mma(s[j + 1], qf[kk], r[2], r[3]);
-                }
-            }
-            // Mask, scale (to log2 units), row max over the 4 lanes of a row.
-            float mx[2] = {m[0], m[1]};
-#pragma unroll
-            for (int j = 0; j < 8; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const uint32_t key = k0 + j * 8 + 2 * (lane % 4) + (e & 1);
-                    const int rh = e >> 1;
-                    const float x = (key <= qpos[rh] && key < nkeys) ? s[j][e] * sl2 : -INFINITY;
-                    s[j][e] = x;
-                    mx[rh] = fmaxf(mx[rh], x);
-                }
-#pragma unroll
-            for (int rh = 0; rh < 2; ++rh) {
-                mx[rh] = fmaxf(mx[rh], __shfl_xor_sync(0xffffffffu, mx[rh], 1));
-                mx[rh] = fmaxf(mx[rh], __shfl_xor_sync(0xffffffffu, mx[rh], 2));
-            }
-            float alpha[2];
-#pragma unroll
-            for (int rh = 0; rh < 2; ++rh) {
-                // Every row sees key 0 in the first tile: mx is finite.
-                alpha[rh] = (m[rh] == -INFINITY) ? 0.0f : exp2f(m[rh] - mx[rh]);
-                m[rh] = mx[rh];
-                l[rh] *= alpha[rh];
-            }
-#pragma unroll
-            for (int j = 0; j < 8; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int rh = e >> 1;
-                    const float pe = (s[j][e] == -INFINITY) ? 0.0f : exp2f(s[j][e] - m[rh]);
-                    s[j][e] = pe;
-                    l[rh] += pe;  // this lane's part; the 4 lanes of a row add up at the end
-                }
-#pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                acc[j][0] *= alpha[0];
-                acc[j][1] *= alpha[0];
-                acc[j][2] *= alpha[1];
-                acc[j][3] *= alpha[1];
-            }
-        }
+    // Tile kt (keys kt*BK..) into stage b: K and V rows, zero past nkeys.
+#define GRETA_PRE_ISSUE(kt, b)                                                                     \
+    for (uint32_t i = t; i < BK * CH; i += GRETA_PRE_THREADS) {                                    \
+        const uint32_t rr = i / CH, c = (i % CH) * 8, key = (kt) * BK + rr;                        \
+        const bool in = key < nkeys;                                                               \
+        const greta_u64 at = (greta_u64)key * d + h * HD + c;                                      \
+        greta_pre_cp16(&ks[b][rr][c], in ? k + at : k, in);                                        \
+        greta_pre_cp16(&vs[b][rr][c], in ? v + at : v, in);                                        \
+    }                                                                                              \
+    greta_pre_commit();
+    GRETA_PRE_ISSUE(0, 0)
+    for (uint32_t kt = 0; kt < steps; ++kt) {
+        const uint32_t b = kt & 1, k0 = kt * BK;
         greta_pre_wait0();
-        __syncthreads();  // V is here for every warp
-        if (active) {
+        // Tile kt is in stage b for every thread, and every warp is done
+        // with the other stage (tile kt - 1): refill it with tile kt + 1,
+        // in flight while this one is multiplied (gemm_f16.hip's pattern).
+        __syncthreads();
+        if (kt + 1 < steps) {
+            GRETA_PRE_ISSUE(kt + 1, b ^ 1)
+        }
+        if (k0 > warp_last) continue;  // every key of the tile is in this warp's future
+        float s[BK / 8][4];
 #pragma unroll
-            for (int kk = 0; kk < 4; ++kk) {
-                uint32_t a[4];
-                a[0] = greta_pre_h2(s[2 * kk][0], s[2 * kk][1]);
-                a[1] = greta_pre_h2(s[2 * kk][2], s[2 * kk][3]);
-                a[2] = greta_pre_h2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-                a[3] = greta_pre_h2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+        for (int j = 0; j < BK / 8; ++j)
 #pragma unroll
-                for (int j = 0; j < NT; j += 2) {
-                    uint32_t r[4];
-                    greta_pre_ldsm4_trans(r, &vs[kk * 16 + lane % 16][j * 8 + (lane / 16) * 8]);
-                    greta_pre_mma(acc[j], a, r[0], r[1]);
-                    greta_pre_mma(acc[j + 1], a, r[2], r[3]);
-                }
+            for (int e = 0; e < 4; ++e) s[j][e] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < KC; ++kk) {
+#pragma unroll
+            for (int j = 0; j < BK / 8; j += 2) {
+                uint32_t r[4];
+                greta_pre_ldsm4(r, &ks[b][j * 8 + (lane / 16) * 8 + lane % 8][kk * 16 + ((lane / 8) & 1) * 8]);
+                greta_pre_mma(s[j], qf[kk], r[0], r[1]);
+                greta_pre_mma(s[j + 1], qf[kk], r[2], r[3]);
+            }
+        }
+        // Mask, scale (to log2 units), row max over the 4 lanes of a row.
+        float mx[2] = {m[0], m[1]};
+#pragma unroll
+        for (int j = 0; j < BK / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const uint32_t key = k0 + j * 8 + 2 * (lane % 4) + (e & 1);
+                const int rh = e >> 1;
+                const float x = (key <= qpos[rh] && key < nkeys) ? s[j][e] * sl2 : -INFINITY;
+                s[j][e] = x;
+                mx[rh] = fmaxf(mx[rh], x);
+            }
+#pragma unroll
+        for (int rh = 0; rh < 2; ++rh) {
+            mx[rh] = fmaxf(mx[rh], __shfl_xor_sync(0xffffffffu, mx[rh], 1));
+            mx[rh] = fmaxf(mx[rh], __shfl_xor_sync(0xffffffffu, mx[rh], 2));
+        }
+        float alpha[2];
+#pragma unroll
+        for (int rh = 0; rh < 2; ++rh) {
+            // Every row sees key 0 in the first tile: mx is finite.
+            alpha[rh] = (m[rh] == -INFINITY) ? 0.0f : exp2f(m[rh] - mx[rh]);
+            m[rh] = mx[rh];
+            l[rh] *= alpha[rh];
+        }
+#pragma unroll
+        for (int j = 0; j < BK / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int rh = e >> 1;
+                const float pe = (s[j][e] == -INFINITY) ? 0.0f : exp2f(s[j][e] - m[rh]);
+                s[j][e] = pe;
+                l[rh] += pe;  // this lane's part; the 4 lanes of a row add up at the end
+            }
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            acc[j][0] *= alpha[0];
+            acc[j][1] *= alpha[0];
+            acc[j][2] *= alpha[1];
+            acc[j][3] *= alpha[1];
+        }
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+            uint32_t a[4];
+            a[0] = greta_pre_h2(s[2 * kk][0], s[2 * kk][1]);
+            a[1] = greta_pre_h2(s[2 * kk][2], s[2 * kk][3]);
+            a[2] = greta_pre_h2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+            a[3] = greta_pre_h2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+            for (int j = 0; j < NT; j += 2) {
+                uint32_t r[4];
+                greta_pre_ldsm4_trans(r, &vs[b][kk * 16 + lane % 16][j * 8 + (lane / 16) * 8]);
+                greta_pre_mma(acc[j], a, r[0], r[1]);
+                greta_pre_mma(acc[j + 1], a, r[2], r[3]);
             }
         }
     }
+#undef GRETA_PRE_ISSUE
 #pragma unroll
     for (int rh = 0; rh < 2; ++rh) {
         l[rh] += __shfl_xor_sync(0xffffffffu, l[rh], 1);

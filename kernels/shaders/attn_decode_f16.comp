@@ -4,7 +4,7 @@
 // attn_decode_f16: one token's attention over the first `len` rows of an
 // f16 KV cache ([max_seq][heads][head_dim]), in two dispatches.
 //
-// Split (workgroup (s, h)): chunk s of CHUNK positions of head h. A row of
+// Split (workgroup (h, s)): chunk s of CHUNK positions of head h. A row of
 // head_dim halves is read as uvec4s of 8 halves by LP lanes (head_dim/8
 // rounded up to a power of two; lanes past the row idle), so G = 128/LP
 // rows are read at once and each invocation holds 8 rows of K and V in
@@ -65,7 +65,9 @@ float dot8(vec4 qa, vec4 qb, uvec4 kk) {
 void main() {
     uint hd = p.head_dim, L = hd / 8u, LP = lanes_per_row(), G = WG / LP, C = 8u * G;
     uint t = gl_LocalInvocationID.x, r = t % LP, g = t / LP;
-    uint s = gl_WorkGroupID.x, h = gl_WorkGroupID.y;
+    // Heads along x: the workgroups that run at once read every head of
+    // their chunks, i.e. whole cache rows, not one slice of each.
+    uint h = gl_WorkGroupID.x, s = gl_WorkGroupID.y;
     uint splits = (p.len + C - 1u) / C;
     uint d = p.heads * hd;
     float scale = inversesqrt(float(hd));

@@ -9,6 +9,8 @@
 //! order, with no padding: element `[i][j]` of an `R x C` matrix is at
 //! `i * C + j`.
 
+#[cfg(test)]
+mod attn_mma_model;
 pub mod block;
 pub mod check;
 pub mod graph;

@@ -168,7 +168,8 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
             [(tokens as u32).clamp(1, dev.max_grid[0].max(1)), 1, 1],
             [BLOCK, 1, 1],
         ),
-        // The split (a block per chunk and head), then the combine (a
+        // The split (a block per head and chunk, heads along x: blocks
+        // that run together read whole cache rows), then the combine (a
         // block per head), chunked as the op's scratch.
         Op::AttnDecodeF16 {
             heads,
@@ -182,7 +183,7 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
                     format!("{}_combine", kernel_symbol(op.name())),
                     Dims::new([heads as u32, 1, 1], [ATTN_THREADS, 1, 1]),
                 )],
-                ..launch([splits, heads as u32, 1], [ATTN_THREADS, 1, 1])
+                ..launch([heads as u32, splits, 1], [ATTN_THREADS, 1, 1])
             }
         }
         // Heads along x, query blocks along y (the kernel walks them
@@ -359,20 +360,20 @@ mod tests {
                 assert!(!dims.is_empty(), "{op}: {symbol}");
             }
         }
-        // attn_decode_f16: 2 chunks of 64 positions per head, then a
+        // attn_decode_f16: 3 heads x 2 chunks of 64 positions, then a
         // combine per head; prefill: 2 heads x 3 blocks of 64 query rows.
         let d = plan(
             &Op::AttnDecodeF16 {
-                heads: 2,
+                heads: 3,
                 head_dim: 128,
                 len: 100,
                 max_seq: 120,
             },
             &dev(),
         );
-        assert_eq!(d.dims, Dims::new([2, 2, 1], [128, 1, 1]));
+        assert_eq!(d.dims, Dims::new([3, 2, 1], [128, 1, 1]));
         assert_eq!(d.then.len(), 1);
-        assert_eq!(d.then[0].1, Dims::new([2, 1, 1], [128, 1, 1]));
+        assert_eq!(d.then[0].1, Dims::new([3, 1, 1], [128, 1, 1]));
         let p = plan(
             &Op::AttnPrefillF16 {
                 tokens: 129,

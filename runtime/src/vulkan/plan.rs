@@ -363,7 +363,7 @@ fn attn_decode(
     let push = vec![heads as u32, head_dim as u32, len as u32, max_seq as u32];
     let split = Dispatch {
         push: push.clone(),
-        groups: [splits as u32, heads as u32, 1],
+        groups: [heads as u32, splits as u32, 1],
         ranges: whole(5),
     };
     let combine = Dispatch {
