@@ -88,6 +88,10 @@ class Layer:
         qh, kh, vh = q.transpose(0, 1), keys.transpose(0, 1), vals.transpose(0, 1)
         if t == 1:
             o = F.scaled_dot_product_attention(qh, kh, vh)
+        elif pos0 == 0:
+            # is_causal, not a mask: lets SDPA take its flash kernel (an
+            # explicit mask sends it to a slower one).
+            o = F.scaled_dot_product_attention(qh, kh, vh, is_causal=True)
         else:
             mask = torch.ones(t, pos0 + t, device=x.device, dtype=torch.bool).tril(pos0)
             o = F.scaled_dot_product_attention(qh, kh, vh, attn_mask=mask)
