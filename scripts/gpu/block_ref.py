@@ -9,7 +9,8 @@ layer greta's gate runs (the fused QKV and gate/up weights included):
 
     decode L:  one token against a KV cache of L positions (eager, and
                replayed from a CUDA graph)
-    prefill S: S tokens from an empty cache, causal (eager)
+    prefill S: S tokens from an empty cache, causal (eager, and from a
+               CUDA graph)
 
 It also measures the device-to-device copy rate, so the decode memory
 roofline (bytes of weights + KV read, over the copy rate) comes from the
@@ -145,9 +146,21 @@ def main():
             v_cache = torch.empty_like(k_cache)
             x = ((torch.rand(S, HIDDEN, device=dev) * 2 - 1)).half()
             eager = bench(lambda: layer.forward(x, k_cache, v_cache, 0), warmup=5, reps=30)
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(3):
+                    layer.forward(x, k_cache, v_cache, 0)
+            torch.cuda.current_stream().wait_stream(s)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                layer.forward(x, k_cache, v_cache, 0)
+            graph = bench(g.replay, warmup=5, reps=30)
             flops = 2 * S * (4 * HIDDEN * HIDDEN + 3 * FFN * HIDDEN) + 2 * HEADS * HEAD_DIM * S * (S + 1)
             out["refs"][f"block.prefill.S{S}"] = {
-                "eager_s": eager, "flops": flops, "tflops": flops / eager / 1e12}
+                "eager_s": eager, "graph_s": graph, "flops": flops,
+                "tflops_eager": flops / eager / 1e12, "tflops_graph": flops / graph / 1e12}
+            del g
     json.dump(out, sys.stdout, indent=1)
     print()
 
