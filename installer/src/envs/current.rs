@@ -500,6 +500,7 @@ mod tests {
             name: "env".into(),
             profile: "cpu".into(),
             backend: greta_vocab::Backend::Cpu,
+            backend_version: None,
             python: super::super::receipt::PythonInfo {
                 path: env.join("bin/python").display().to_string(),
                 version: "3.11.7".into(),
@@ -517,8 +518,8 @@ mod tests {
             }],
             installer: "uv 0.13.9".into(),
             env_vars: vars,
-            probe: serde_json::json!({}),
-            checks: serde_json::json!({}),
+            probe: super::super::ProbeSummary::not_probed("test"),
+            checks: Default::default(),
             greta_version: env!("CARGO_PKG_VERSION").into(),
             created: "2026-11-22T00:00:00Z".into(),
             hip: None,
