@@ -46,7 +46,7 @@ mod wheel;
 mod wheel_name;
 
 pub use backend::Backend;
-pub use device_type::{short as device_type_short, DeviceType};
+pub use device_type::{short as device_type_short, vk_name as device_type_vk_name, DeviceType};
 pub use devices::DevicesError;
 pub use env_vars::{markdown as env_vars_markdown, EnvVar, EnvVars, Scope};
 pub use finding::{Finding, Fix, Severity};

@@ -49,7 +49,7 @@ fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
         .iter()
         .find(|d| d.kind == VkFamily::Lavapipe)
         .expect("lavapipe device through ash");
-    assert_eq!(dev.device_type.as_deref(), Some("CPU"));
+    assert_eq!(dev.device_type, Some(greta_vocab::DeviceType::Cpu));
     assert!(dev.name.contains("llvmpipe"), "{}", dev.name);
     assert_eq!(dev.driver_name.as_deref(), Some("llvmpipe"));
     assert!(dev
