@@ -11,12 +11,10 @@ struct Run {
 }
 
 fn greta(args: &[&str], envs: &[(&str, &str)], data: &Path) -> Run {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_greta"));
+    let mut c = crate::support::greta();
     c.args(args)
         .env("XDG_DATA_HOME", data)
-        .env("XDG_CACHE_HOME", data.join("cache"))
-        .env_remove("GRETA_HIP_LIB")
-        .env_remove("VIRTUAL_ENV");
+        .env("XDG_CACHE_HOME", data.join("cache"));
     for (k, v) in envs {
         c.env(k, v);
     }
@@ -166,12 +164,10 @@ fn serve_answers_a_devices_request_as_the_devices_verb_does() {
     let d = tempfile::tempdir().unwrap();
     let flags = greta(&["__gpu", "devices", "--backend", "hip"], &[], d.path());
     let serve = |input: &str| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_greta"));
+        let mut c = crate::support::greta();
         c.args(["__gpu", "serve"])
             .env("XDG_DATA_HOME", d.path())
             .env("XDG_CACHE_HOME", d.path().join("cache"))
-            .env_remove("GRETA_HIP_LIB")
-            .env_remove("VIRTUAL_ENV")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());

@@ -21,14 +21,8 @@ fn mkfifo(p: &Path) {
 }
 
 fn greta() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_greta"));
+    let mut c = crate::support::greta();
     c.env("GRETA_VK_VALIDATION", "1")
-        .env_remove("GRETA_SMOKE_INJECT")
-        .env_remove("GRETA_SMOKE_TEST_GATES")
-        .env_remove("GRETA_VK_WARMUP_MS")
-        .env_remove("GRETA_FROM_WAIT_S")
-        .env_remove("GRETA_HIP_LIB")
-        .env_remove("GRETA_CUDA_LIB")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

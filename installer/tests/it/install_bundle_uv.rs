@@ -59,7 +59,6 @@ fn write_manifest(bundle: &Path, m: &serde_json::Value) {
 fn install_from(node: &Harness, bundle: &Path, extra: &[&str]) -> std::process::Output {
     node.bundle_install_command(bundle, &real_python(), extra)
         .env("PATH", path_without_uv())
-        .env_remove("GRETA_UV")
         .output()
         .unwrap()
 }

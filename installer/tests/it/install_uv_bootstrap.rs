@@ -26,7 +26,6 @@ fn install(h: &Harness, python: &Path, extra: &[&str]) -> std::process::Output {
     args.extend_from_slice(extra);
     h.cmd(&args)
         .env("PATH", path_without_uv())
-        .env_remove("GRETA_UV")
         .output()
         .unwrap()
 }

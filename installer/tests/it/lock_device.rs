@@ -157,14 +157,13 @@ fn locked(idx: &Server, lock: &Path) {
     )
     .unwrap();
     let uv = which::which("uv").expect("uv must be installed for this test");
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+    let o = crate::support::greta()
         .args(["lock", "update", "rocm10.1", "--lock-dir"])
         .arg(lock)
         .arg("--uv")
         .arg(&uv)
         .env("UV_CACHE_DIR", lock.join("../uv-cache"))
         .env("UV_NO_CONFIG", "1")
-        .env_remove("GRETA_LOCK_DIR")
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -289,7 +288,7 @@ fn an_sdist_only_dependency_fails_the_update_unless_excluded() {
     )
     .unwrap();
     let uv = which::which("uv").expect("uv must be installed for this test");
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+    let o = crate::support::greta()
         .args(["lock", "update", "rocm10.1", "--lock-dir"])
         .arg(&lock)
         .arg("--uv")
@@ -493,12 +492,11 @@ fn machine(gpus: &[(u64, &str)]) -> tempfile::TempDir {
 }
 
 fn dry_run(lock: &Path, sysroot: &Path) -> serde_json::Value {
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+    let o = crate::support::greta()
         .args(["install", "--dry-run", "--json", "--lock-dir"])
         .arg(lock)
         .arg("--sysroot")
         .arg(sysroot)
-        .env_remove("GRETA_LOCK_DIR")
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -619,12 +617,11 @@ fn dry_run_plans_for_the_captured_machines_with_the_shipped_lock_set() {
         assert!(plan.get("device_extras").is_none(), "{gfx}: {plan:#}");
     }
     // RX 7900 XTX capture whose /dev/kfd is missing: refused, with the fix
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+    let o = crate::support::greta()
         .args(["install", "--dry-run", "--lock-dir"])
         .arg(&lock)
         .arg("--sysroot")
         .arg(captured("two-rocm-no-kfd"))
-        .env_remove("GRETA_LOCK_DIR")
         .output()
         .unwrap();
     assert_ne!(o.status.code(), Some(0));
@@ -660,7 +657,7 @@ fn doctor_finds_a_therock_torch_without_this_gpus_device_wheel() {
         "2.14.0+rocm10.1.0",
     );
     let doctor = || {
-        let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+        let o = crate::support::greta()
             .args(["doctor", "--json", "--sysroot"])
             .arg(&root)
             .output()

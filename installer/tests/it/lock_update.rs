@@ -191,7 +191,7 @@ fn failing_uv_never_writes() {
 /// request lines.
 /// `greta lock update demo` through the given real uv, with its own uv cache.
 fn update_demo_with_uv(uv: &Path, lock_dir: &Path, uv_cache: &Path) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+    crate::support::greta()
         .args(["lock", "update", "demo", "--uv"])
         .arg(uv)
         .args(["--timeout", "120", "--lock-dir"])

@@ -19,12 +19,10 @@ use std::time::Duration;
 const WINDOW: (u32, u32) = (1200, 1600);
 
 fn greta(args: &[&str], data_home: &Path) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_greta"))
+    let out = crate::support::greta()
         .args(args)
         .env("GRETA_VK_VALIDATION", "1")
         .env("XDG_DATA_HOME", data_home)
-        .env_remove("GRETA_SMOKE_INJECT")
-        .env_remove("GRETA_SMOKE_TEST_GATES")
         .output()
         .expect("greta runs");
     let code = out.status.code().unwrap_or(-1);
