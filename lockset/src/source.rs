@@ -1,6 +1,8 @@
 //! Parsed TOML with positions: every complaint about `matrix.toml` or a
 //! `pylock.*.toml` names `file:line:col`, so a user can jump to the mistake.
 
+use greta_vocab::place::line_col;
+use greta_vocab::Place;
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -19,14 +21,8 @@ pub struct SourceError {
 
 impl fmt::Display for SourceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}",
-            self.file.display(),
-            self.line,
-            self.col,
-            self.message
-        )
+        let at = Place::new(self.file.display(), self.line, self.col);
+        write!(f, "{at}: {}", self.message)
     }
 }
 
@@ -88,23 +84,6 @@ impl Source {
     pub fn line_of(&self, span: Option<Range<usize>>) -> usize {
         line_col(self.text(), span.map(|s| s.start).unwrap_or(0)).0
     }
-}
-
-/// Byte offset to 1-based (line, column in characters).
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = &text[..floor_char_boundary(text, offset)];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
-    let col = before[line_start..].chars().count() + 1;
-    (line, col)
-}
-
-fn floor_char_boundary(s: &str, mut i: usize) -> usize {
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 /// One `key = "value"` of a table of strings, with the value's position.
@@ -244,16 +223,6 @@ impl<'a> Fields<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn line_col_counts_from_one() {
-        let t = "a = 1\nbé = 2\n";
-        assert_eq!(line_col(t, 0), (1, 1));
-        assert_eq!(line_col(t, 6), (2, 1));
-        // after "bé" (3 bytes) the column is 3 characters in
-        assert_eq!(line_col(t, 9), (2, 3));
-        assert_eq!(line_col(t, 999), (3, 1));
-    }
 
     #[test]
     fn syntax_error_has_position() {

@@ -19,6 +19,7 @@
 //! package upgraded or removed behind greta's back. `--reinstall` rebuilds
 //! regardless. Any mismatch is returned as the reason to rebuild.
 
+use greta_vocab::Place;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -356,7 +357,7 @@ fn record_entries(site: &Path, dist_info: &Path) -> Result<Vec<(PathBuf, u64)>, 
     let text = crate::read::text_capped(&record, crate::read::MAX_DATA_FILE)
         .map_err(|e| format!("{e:#}"))?;
     let rows = super::record::parse(&text)
-        .map_err(|(line, why)| format!("{}:{line}: {why}", record.display()))?;
+        .map_err(|(line, why)| format!("{}: {why}", Place::line(record.display(), line)))?;
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         if r.size.is_empty() {
@@ -364,9 +365,8 @@ fn record_entries(site: &Path, dist_info: &Path) -> Result<Vec<(PathBuf, u64)>, 
         }
         let size: u64 = r.size.parse().map_err(|_| {
             format!(
-                "{}:{}: size {:?} is not a number",
-                record.display(),
-                r.line,
+                "{}: size {:?} is not a number",
+                Place::line(record.display(), r.line),
                 r.size
             )
         })?;

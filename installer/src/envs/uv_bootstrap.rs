@@ -235,7 +235,8 @@ fn extract(wheel: &Path, version: &str, dest: &Path) -> Result<()> {
         .read_to_string(&mut record)
         .with_context(|| format!("{}: reading {record_name}", wheel.display()))?;
     let rows = super::record::parse(&record).map_err(|(line, why)| {
-        anyhow::anyhow!("{}: {record_name}:{line}: {why}", wheel.display())
+        let at = greta_vocab::Place::line(&record_name, line);
+        anyhow::anyhow!("{}: {at}: {why}", wheel.display())
     })?;
     let want = rows
         .into_iter()

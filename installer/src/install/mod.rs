@@ -39,7 +39,7 @@ mod swap;
 
 pub use bundle::{bundle, BundleManifest, BUNDLE_MANIFEST};
 pub use output::InstallOutput;
-pub use plan::{explain, human, plan, Detail, Plan, PlanInput};
+pub use plan::{explain, plan, Detail, Plan, PlanInput};
 pub use report::{InstallReport, SmokeStatus};
 
 use anyhow::Result;

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use greta_vocab::size;
+
 use super::detect::probe_facts;
 use crate::envs::{installer, ProbeSummary};
 use crate::fetch::{Cache, PinnedWheel};
@@ -318,20 +320,20 @@ pub fn explain(plan: &Plan, detail: Detail) -> String {
         s.push_str(&format!(
             "{} wheels, {} in all (each wheel and why: --dry-run or -v)\n",
             plan.wheels.len(),
-            human(total)
+            size::bytes(total)
         ));
         return s;
     }
     s.push_str(&format!(
         "{} wheels, {} in all:\n",
         plan.wheels.len(),
-        human(total)
+        size::bytes(total)
     ));
     for w in &plan.wheels {
         let size = w
             .wheel
             .size
-            .map(|b| format!(", {}", human(b)))
+            .map(|b| format!(", {}", size::bytes(b)))
             .unwrap_or_default();
         s.push_str(&format!(
             "  {} {}  {}{size}\n      {}\n",
@@ -339,16 +341,6 @@ pub fn explain(plan: &Plan, detail: Detail) -> String {
         ));
     }
     s
-}
-
-pub fn human(b: u64) -> String {
-    if b >= 1 << 30 {
-        format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
-    } else if b >= 1 << 20 {
-        format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
-    } else {
-        format!("{:.1} KiB", b as f64 / 1024.0)
-    }
 }
 
 #[cfg(test)]
@@ -429,18 +421,11 @@ mod tests {
             s.contains(&format!(
                 "{} wheels, {} in all (each wheel and why: --dry-run or -v)\n",
                 p.wheels.len(),
-                human(p.wheels.iter().filter_map(|w| w.wheel.size).sum())
+                size::bytes(p.wheels.iter().filter_map(|w| w.wheel.size).sum())
             )),
             "{s}"
         );
         assert!(s.lines().count() < 10, "{s}");
         assert!(explain(&p, Detail::Wheels).lines().count() > 2 * p.wheels.len());
-    }
-
-    #[test]
-    fn sizes_are_human() {
-        assert_eq!(human(512), "0.5 KiB");
-        assert_eq!(human(3 << 20), "3.0 MiB");
-        assert_eq!(human(5 << 30), "5.0 GiB");
     }
 }
