@@ -213,37 +213,18 @@ fn no_save_does_not_need_a_results_directory_on_hip() {
     let file = d.path().join("a-file");
     std::fs::write(&file, "x").unwrap();
     let out = file.join("sub");
-    let r = greta(
-        &[
-            "smoke",
-            "--backend",
-            "hip",
-            "--profile",
-            "ultrasafe",
-            "--no-save",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
-        d.path(),
-    );
+    let smoke = |extra: &[&str]| {
+        let mut args = vec!["smoke", "--backend", "hip", "--profile", "ultrasafe"];
+        args.extend_from_slice(extra);
+        args.extend(["--out", out.to_str().unwrap()]);
+        greta(&args, &[], d.path())
+    };
+    let r = smoke(&["--no-save"]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(!r.stderr.contains("not writable"), "{}", r.stderr);
     assert!(r.stderr.contains("no HIP device found"), "{}", r.stderr);
     // Without --no-save the directory is checked first, as on Vulkan.
-    let r = greta(
-        &[
-            "smoke",
-            "--backend",
-            "hip",
-            "--profile",
-            "ultrasafe",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
-        d.path(),
-    );
+    let r = smoke(&[]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(
         r.stderr.contains("bad arguments: results directory") && r.stderr.contains("not writable"),

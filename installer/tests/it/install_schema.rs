@@ -135,16 +135,19 @@ fn stdout(o: &std::process::Output) -> String {
     String::from_utf8(o.stdout.clone()).unwrap()
 }
 
+/// `greta install --profile cpu --python P --no-smoke --json` on the
+/// captured MI300X machine (a probe summary with a GPU in it), with `extra`.
+fn install_json(h: &Harness, extra: &[&str]) -> std::process::Output {
+    let sysroot = mi300x_sysroot();
+    let mut args = vec!["--json", "--sysroot", sysroot.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    h.install_plain(&args)
+}
+
 #[test]
 fn planned_json_is_pinned() {
     let h = Harness::new(1_000);
-    let sysroot = mi300x_sysroot();
-    let o = h.install(&[
-        "--dry-run",
-        "--json",
-        "--sysroot",
-        sysroot.to_str().unwrap(),
-    ]);
+    let o = install_json(&h, &["--dry-run"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_pinned("planned.json", &masked(&h, &stdout(&o)));
 }
@@ -153,16 +156,12 @@ fn planned_json_is_pinned() {
 fn installed_up_to_date_and_receipt_are_pinned() {
     support::require_uv();
     let h = Harness::new(1_000);
-    let sysroot = mi300x_sysroot();
-    let args = ["--installer", "uv", "--json", "--sysroot"];
-    let mut first = args.to_vec();
-    first.push(sysroot.to_str().unwrap());
-    let o = h.install_plain(&first);
+    let o = install_json(&h, &["--installer", "uv"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_pinned("installed.json", &masked(&h, &stdout(&o)));
     let receipt = std::fs::read_to_string(h.env_dir("cpu").join("greta-env.json")).unwrap();
     assert_pinned("receipt.json", &masked(&h, &receipt));
-    let o = h.install_plain(&first);
+    let o = install_json(&h, &["--installer", "uv"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_pinned("up-to-date.json", &masked(&h, &stdout(&o)));
 }
@@ -170,14 +169,8 @@ fn installed_up_to_date_and_receipt_are_pinned() {
 #[test]
 fn failed_json_is_pinned() {
     let h = Harness::new(1_000);
-    let sysroot = mi300x_sysroot();
     // Offline with an empty cache: planned, then nothing to install from.
-    let o = h.install(&[
-        "--offline",
-        "--json",
-        "--sysroot",
-        sysroot.to_str().unwrap(),
-    ]);
+    let o = install_json(&h, &["--offline"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_pinned("failed.json", &masked(&h, &stdout(&o)));
 }

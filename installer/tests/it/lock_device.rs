@@ -10,6 +10,7 @@ use crate::lock_support::*;
 use crate::support::server::Server;
 use crate::support::wheel::{build_tagged, Wheel};
 use std::path::Path;
+use std::process::Output;
 
 const TORCH: &str = "2.14.0+rocm10.1.0";
 const SDK: &str = "10.1.0";
@@ -147,6 +148,21 @@ fn marker(doc: &toml::Value, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// `greta lock update rocm10.1` of `lock` with real uv (its cache at
+/// `uv_cache`, no user config).
+fn update(lock: &Path, uv_cache: &Path) -> Output {
+    let uv = which::which("uv").expect("uv must be installed for this test");
+    crate::support::greta()
+        .args(["lock", "update", "rocm10.1", "--lock-dir"])
+        .arg(lock)
+        .arg("--uv")
+        .arg(&uv)
+        .env("UV_CACHE_DIR", uv_cache)
+        .env("UV_NO_CONFIG", "1")
+        .output()
+        .unwrap()
+}
+
 /// Locks the loopback profile with real uv; the lock dir holds the result.
 fn locked(idx: &Server, lock: &Path) {
     std::fs::create_dir_all(lock).unwrap();
@@ -156,16 +172,7 @@ fn locked(idx: &Server, lock: &Path) {
         matrix(&idx.index_url(), "not-locked"),
     )
     .unwrap();
-    let uv = which::which("uv").expect("uv must be installed for this test");
-    let o = crate::support::greta()
-        .args(["lock", "update", "rocm10.1", "--lock-dir"])
-        .arg(lock)
-        .arg("--uv")
-        .arg(&uv)
-        .env("UV_CACHE_DIR", lock.join("../uv-cache"))
-        .env("UV_NO_CONFIG", "1")
-        .output()
-        .unwrap();
+    let o = update(lock, &lock.join("../uv-cache"));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("still marks rocm10.1 as not locked"),
@@ -287,16 +294,7 @@ fn an_sdist_only_dependency_fails_the_update_unless_excluded() {
         matrix_with(&idx.index_url(), "not-locked", ""),
     )
     .unwrap();
-    let uv = which::which("uv").expect("uv must be installed for this test");
-    let o = crate::support::greta()
-        .args(["lock", "update", "rocm10.1", "--lock-dir"])
-        .arg(&lock)
-        .arg("--uv")
-        .arg(&uv)
-        .env("UV_CACHE_DIR", d.path().join("uv-cache"))
-        .env("UV_NO_CONFIG", "1")
-        .output()
-        .unwrap();
+    let o = update(&lock, &d.path().join("uv-cache"));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
@@ -491,14 +489,20 @@ fn machine(gpus: &[(u64, &str)]) -> tempfile::TempDir {
     tmp
 }
 
-fn dry_run(lock: &Path, sysroot: &Path) -> serde_json::Value {
-    let o = crate::support::greta()
-        .args(["install", "--dry-run", "--json", "--lock-dir"])
+/// `greta install --dry-run --lock-dir LOCK --sysroot SYSROOT ARGS`.
+fn dry_run_output(lock: &Path, sysroot: &Path, args: &[&str]) -> Output {
+    crate::support::greta()
+        .args(["install", "--dry-run", "--lock-dir"])
         .arg(lock)
         .arg("--sysroot")
         .arg(sysroot)
+        .args(args)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+fn dry_run(lock: &Path, sysroot: &Path) -> serde_json::Value {
+    let o = dry_run_output(lock, sysroot, &["--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value =
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
@@ -617,13 +621,7 @@ fn dry_run_plans_for_the_captured_machines_with_the_shipped_lock_set() {
         assert!(plan.get("device_extras").is_none(), "{gfx}: {plan:#}");
     }
     // RX 7900 XTX capture whose /dev/kfd is missing: refused, with the fix
-    let o = crate::support::greta()
-        .args(["install", "--dry-run", "--lock-dir"])
-        .arg(&lock)
-        .arg("--sysroot")
-        .arg(captured("two-rocm-no-kfd"))
-        .output()
-        .unwrap();
+    let o = dry_run_output(&lock, &captured("two-rocm-no-kfd"), &[]);
     assert_ne!(o.status.code(), Some(0));
     let all = format!("{}{}", stdout(&o), stderr(&o));
     assert!(

@@ -297,11 +297,6 @@ with zipfile.ZipFile("{out}", "w") as z:
     std::fs::read(dir.join("greta_lockdemo-1.0.0-py3-none-any.whl")).unwrap()
 }
 
-fn sha256_hex(b: &[u8]) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(b))
-}
-
 fn loopback_matrix(base: &str) -> String {
     format!(
         r#"schema = 1
@@ -325,7 +320,7 @@ fn real_uv_against_a_loopback_index() {
         .expect("uv must be installed for this test (scripts/setup.sh installs it)");
     let d = tempfile::tempdir().unwrap();
     let wheel = build_wheel(d.path());
-    let sha = sha256_hex(&wheel);
+    let sha = crate::support::sha256_hex(&wheel);
     let page = format!(
         "<!DOCTYPE html><html><body><a href=\"/files/greta_lockdemo-1.0.0-py3-none-any.whl#sha256={sha}\" data-requires-python=\"&gt;=3.8\">greta_lockdemo-1.0.0-py3-none-any.whl</a></body></html>"
     );

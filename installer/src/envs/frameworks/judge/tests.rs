@@ -310,18 +310,22 @@ fn nan_results_fail_whatever_the_tolerance() {
     assert_eq!(ids(&j), ["framework.wrong-result"]);
 }
 
+/// A machine with one AMD GPU `name`, a gfx1103.
+fn gfx1103_machine(name: &str) -> greta_probe::Facts {
+    greta_probe::Facts {
+        gpus: vec![greta_probe::Gpu {
+            vendor: greta_probe::Vendor::Amd,
+            name: name.into(),
+            gfx: Some("gfx1103".into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
 #[test]
 fn runtime_messages_get_the_doctors_finding_ids() {
-    use greta_probe::{Facts, Gpu, Vendor as V};
-    let facts = Facts {
-        gpus: vec![Gpu {
-            vendor: V::Amd,
-            name: "AMD Radeon 760M".into(),
-            gfx: Some("gfx1103".into()),
-            ..Gpu::default()
-        }],
-        ..Facts::default()
-    };
+    let facts = gfx1103_machine("AMD Radeon 760M");
     let texts = vec![(
         "torch.matmul_f32".to_string(),
         "RuntimeError: HIP error: invalid device function\nrocBLAS error: Cannot read /e/lib/python3.12/site-packages/torch/lib/rocblas/library/TensileLibrary.dat: No such file or directory for GPU arch : gfx1103".to_string(),
@@ -338,7 +342,7 @@ fn runtime_messages_get_the_doctors_finding_ids() {
 /// finding, naming the env and the missing target.
 #[test]
 fn a_missing_device_wheel_gets_its_own_finding() {
-    use greta_probe::{Facts, Framework, Gpu, Vendor as V};
+    use greta_probe::Framework;
     let fw = |name: &str, version: &str| Framework {
         env: "/e".into(),
         name: name.into(),
@@ -346,15 +350,7 @@ fn a_missing_device_wheel_gets_its_own_finding() {
         backend: Some("rocm".into()),
         backend_version: Some("10.1.0".into()),
     };
-    let mut facts = Facts {
-        gpus: vec![Gpu {
-            vendor: V::Amd,
-            name: "AMD Radeon 780M".into(),
-            gfx: Some("gfx1103".into()),
-            ..Gpu::default()
-        }],
-        ..Facts::default()
-    };
+    let mut facts = gfx1103_machine("AMD Radeon 780M");
     facts.python.frameworks = vec![
         fw("torch", "2.14.0+rocm10.1.0"),
         fw("rocm-sdk-core", "10.1.0"),
