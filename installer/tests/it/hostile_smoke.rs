@@ -83,15 +83,7 @@ fn status_of(prom: &Path) -> (f64, f64) {
 /// An agent of a rocminfo paste, enough for `doctor --from` to find a GPU.
 const ROCMINFO: &str = "*******\nAgent 2\n*******\n  Name:                    gfx1103\n  Device Type:             GPU\n";
 
-const SMOKE: [&str; 7] = [
-    "smoke",
-    "--device",
-    "cpu",
-    "--profile",
-    "ultrasafe",
-    "--no-save",
-    "--no-progress",
-];
+use crate::support::greta::CPU_SMOKE;
 
 /// Item 2: a FIFO (as `/dev/full` or `/dev/stdout` would be) at the
 /// `--prom` path is refused before any gate runs and stays a FIFO; a
@@ -103,7 +95,7 @@ fn prom_refuses_a_node_and_writes_through_a_symlink() {
     mkfifo(&fifo);
     let o = bounded({
         let mut c = greta();
-        c.args(SMOKE).arg("--prom").arg(&fifo);
+        c.args(CPU_SMOKE).arg("--prom").arg(&fifo);
         c
     });
     assert_eq!(o.status.code(), Some(2));
@@ -121,7 +113,7 @@ fn prom_refuses_a_node_and_writes_through_a_symlink() {
     std::os::unix::fs::symlink("real.prom", &link).unwrap();
     let o = bounded({
         let mut c = greta();
-        c.args(SMOKE).arg("--prom").arg(&link);
+        c.args(CPU_SMOKE).arg("--prom").arg(&link);
         c
     });
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -145,7 +137,7 @@ fn a_stop_signal_marks_the_prom_file_undecided() {
                        greta_smoke_last_run_timestamp_seconds{profile=\"health\"} 1000\n";
         std::fs::write(&prom, healthy).unwrap();
         let mut c = greta();
-        c.args(SMOKE)
+        c.args(CPU_SMOKE)
             .args(["--inject", "hang:0", "--timeout", "600", "--prom"])
             .arg(&prom);
         // A background job of a non-interactive shell inherits SIGINT
@@ -312,7 +304,7 @@ fn from_a_fifo_waits_a_bounded_time_for_its_writer() {
 fn numeric_settings_refuse_garbage_and_clamp_huge_values() {
     let o = bounded({
         let mut c = greta();
-        c.args(SMOKE).env("GRETA_VK_WARMUP_MS", "garbage");
+        c.args(CPU_SMOKE).env("GRETA_VK_WARMUP_MS", "garbage");
         c
     });
     assert_eq!(o.status.code(), Some(2));
@@ -324,7 +316,7 @@ fn numeric_settings_refuse_garbage_and_clamp_huge_values() {
     for huge in ["18446744073709551615", "99999999999999999999999999"] {
         let o = bounded({
             let mut c = greta();
-            c.args(SMOKE).env("GRETA_VK_WARMUP_MS", huge);
+            c.args(CPU_SMOKE).env("GRETA_VK_WARMUP_MS", huge);
             c
         });
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -368,7 +360,7 @@ fn a_full_filesystem_under_the_shader_cache_is_a_note_not_sigbus() {
     cmd.args(["--mount", "sh", "-c", script, "sh"])
         .arg(&mnt)
         .arg(env!("CARGO_BIN_EXE_greta"))
-        .args(SMOKE)
+        .args(CPU_SMOKE)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", dir.path())

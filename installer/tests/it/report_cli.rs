@@ -195,19 +195,11 @@ fn the_floor_column_is_coloured_on_a_terminal_unless_no_color() {
         .unwrap();
     let smoke = |env: &[(&str, &str)]| {
         let mut c = crate::support::greta();
-        c.args([
-            "smoke",
-            "--device",
-            "cpu",
-            "--profile",
-            "ultrasafe",
-            "--no-save",
-            "--no-progress",
-        ])
-        .arg("--baseline")
-        .arg(&base)
-        .env("TERM", "xterm-256color")
-        .env("RUST_LOG", "off");
+        c.args(crate::support::greta::CPU_SMOKE)
+            .arg("--baseline")
+            .arg(&base)
+            .env("TERM", "xterm-256color")
+            .env("RUST_LOG", "off");
         for (k, v) in env {
             c.env(k, v);
         }

@@ -16,6 +16,18 @@ const CLEARED: [&str; 4] = [
     "HSA_OVERRIDE_GFX_VERSION",
 ];
 
+/// The quickest real smoke run: the ultrasafe profile on lavapipe (the CPU
+/// Vulkan device every test machine has), no result file, no progress.
+pub const CPU_SMOKE: [&str; 7] = [
+    "smoke",
+    "--device",
+    "cpu",
+    "--profile",
+    "ultrasafe",
+    "--no-save",
+    "--no-progress",
+];
+
 /// Whether a variable of the tests' own environment is kept from greta.
 pub fn cleared(name: &OsStr) -> bool {
     let Some(name) = name.to_str() else {
