@@ -140,6 +140,22 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// `key`'s text, when present, with what `parse` made of it; a text it
+    /// refuses is an error at the value: `<what>: <key> "<text>": <why>`.
+    pub fn opt_parsed<T, E: std::fmt::Display>(
+        &self,
+        key: &str,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> anyhow::Result<Option<(String, T)>> {
+        let Some(text) = self.opt_str(key)? else {
+            return Ok(None);
+        };
+        match parse(&text) {
+            Ok(v) => Ok(Some((text, v))),
+            Err(e) => Err(self.err(self.value_span(key), format!("{key} {text:?}: {e}"))),
+        }
+    }
+
     pub fn str(&self, key: &str) -> anyhow::Result<String> {
         self.opt_str(key)?.ok_or_else(|| self.missing(key))
     }

@@ -495,35 +495,9 @@ mod tests {
             activate::render(&env, "cpu", &vars),
         )
         .unwrap();
-        let receipt = Receipt {
-            schema: super::super::receipt::SCHEMA.into(),
-            name: "env".into(),
-            profile: "cpu".into(),
-            backend: greta_vocab::Backend::Cpu,
-            backend_version: None,
-            python: super::super::receipt::PythonInfo {
-                path: env.join("bin/python").display().to_string(),
-                version: "3.11.7".into(),
-                base: Some(base.display().to_string()),
-            },
-            lockfile: super::super::receipt::LockRef {
-                path: "pylock.cpu.toml".into(),
-                sha256: greta_vocab::Sha256([0xab; 32]),
-            },
-            wheels: vec![super::super::receipt::WheelRef {
-                name: "demo".into(),
-                version: "1.0".into(),
-                filename: "demo-1.0-py3-none-any.whl".into(),
-                sha256: greta_vocab::Sha256([0xcd; 32]),
-            }],
-            installer: "uv 0.13.9".into(),
-            env_vars: vars,
-            probe: super::super::ProbeSummary::not_probed("test"),
-            checks: Default::default(),
-            greta_version: env!("CARGO_PKG_VERSION").into(),
-            created: "2026-11-22T00:00:00Z".into(),
-            hip: None,
-        };
+        let mut receipt = Receipt::sample();
+        receipt.python.path = env.join("bin/python").display().to_string();
+        receipt.python.base = Some(base.display().to_string());
         receipt.write(&env).unwrap();
         (env, receipt)
     }

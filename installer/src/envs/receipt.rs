@@ -108,6 +108,42 @@ impl Receipt {
     }
 }
 
+#[cfg(test)]
+impl Receipt {
+    /// A cpu env `env` of one wheel (`demo 1.0`), not probed, unchecked.
+    pub(crate) fn sample() -> Receipt {
+        Receipt {
+            schema: SCHEMA.into(),
+            name: "env".into(),
+            profile: "cpu".into(),
+            backend: greta_vocab::Backend::Cpu,
+            backend_version: None,
+            python: PythonInfo {
+                path: "/e/bin/python".into(),
+                version: "3.11.7".into(),
+                base: None,
+            },
+            lockfile: LockRef {
+                path: "pylock.cpu.toml".into(),
+                sha256: greta_vocab::Sha256([0xab; 32]),
+            },
+            wheels: vec![WheelRef {
+                name: "demo".into(),
+                version: "1.0".into(),
+                filename: "demo-1.0-py3-none-any.whl".into(),
+                sha256: greta_vocab::Sha256([0xcd; 32]),
+            }],
+            installer: "uv 0.13.9".into(),
+            env_vars: BTreeMap::new(),
+            probe: super::ProbeSummary::not_probed("test"),
+            checks: Default::default(),
+            greta_version: env!("CARGO_PKG_VERSION").into(),
+            created: "2026-11-22T00:00:00Z".into(),
+            hip: None,
+        }
+    }
+}
+
 /// "6.4.1" → "6.4", "3.11.7" → "3.11": torch reports the ROCm/CUDA minor it
 /// was built with, and a venv's site-packages is named for Python's x.y.
 pub fn major_minor(v: &str) -> String {
@@ -125,30 +161,11 @@ mod tests {
     use super::*;
 
     fn rocm(profile: &str, backend_version: Option<&str>) -> Receipt {
-        Receipt {
-            schema: SCHEMA.into(),
-            name: "env".into(),
-            profile: profile.into(),
-            backend: greta_vocab::Backend::Rocm,
-            backend_version: backend_version.map(str::to_string),
-            python: PythonInfo {
-                path: "/e/bin/python".into(),
-                version: "3.12.3".into(),
-                base: None,
-            },
-            lockfile: LockRef {
-                path: "pylock.rocm.toml".into(),
-                sha256: greta_vocab::Sha256([0xab; 32]),
-            },
-            wheels: vec![],
-            installer: "uv 0.9.1".into(),
-            env_vars: BTreeMap::new(),
-            probe: super::super::ProbeSummary::not_probed("test"),
-            checks: Default::default(),
-            greta_version: "0.1.0".into(),
-            created: "2026-11-26T00:00:00Z".into(),
-            hip: None,
-        }
+        let mut r = Receipt::sample();
+        r.profile = profile.into();
+        r.backend = greta_vocab::Backend::Rocm;
+        r.backend_version = backend_version.map(str::to_string);
+        r
     }
 
     /// The framework gates read the recorded backend version, not the
