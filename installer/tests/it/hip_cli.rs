@@ -46,18 +46,25 @@ fn the_binary_links_no_hip_or_cuda_library() {
     }
 }
 
+/// `greta smoke --backend BACKEND --profile ultrasafe` with `envs`, which
+/// must be exit 2 (no such device here).
+fn refused_smoke(backend: &str, envs: &[(&str, &str)]) -> Run {
+    let d = tempfile::tempdir().unwrap();
+    let r = greta(
+        &["smoke", "--backend", backend, "--profile", "ultrasafe"],
+        envs,
+        d.path(),
+    );
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    r
+}
+
 #[test]
 fn smoke_backend_hip_without_a_gpu_says_why_and_which_library() {
     if Path::new("/dev/kfd").exists() {
         return;
     }
-    let d = tempfile::tempdir().unwrap();
-    let r = greta(
-        &["smoke", "--backend", "hip", "--profile", "ultrasafe"],
-        &[],
-        d.path(),
-    );
-    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    let r = refused_smoke("hip", &[]);
     assert!(r.stderr.contains("no HIP device found"), "{}", r.stderr);
     assert!(
         r.stderr
@@ -74,13 +81,7 @@ fn smoke_backend_hip_without_a_gpu_says_why_and_which_library() {
 
 #[test]
 fn a_wrong_greta_hip_lib_names_the_places_looked() {
-    let d = tempfile::tempdir().unwrap();
-    let r = greta(
-        &["smoke", "--backend", "hip", "--profile", "ultrasafe"],
-        &[("GRETA_HIP_LIB", "/nowhere/libamdhip64.so")],
-        d.path(),
-    );
-    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    let r = refused_smoke("hip", &[("GRETA_HIP_LIB", "/nowhere/libamdhip64.so")]);
     assert!(
         r.stderr
             .contains("/nowhere/libamdhip64.so ($GRETA_HIP_LIB): not there"),
@@ -95,13 +96,7 @@ fn smoke_backend_cuda_without_a_driver_is_exit_2_and_clear() {
     if Path::new("/dev/nvidiactl").exists() {
         return;
     }
-    let d = tempfile::tempdir().unwrap();
-    let r = greta(
-        &["smoke", "--backend", "cuda", "--profile", "ultrasafe"],
-        &[],
-        d.path(),
-    );
-    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    let r = refused_smoke("cuda", &[]);
     assert!(
         r.stderr.contains("no CUDA driver library (libcuda) found"),
         "{}",
