@@ -90,6 +90,17 @@ pub struct Gpu {
 }
 
 impl Gpu {
+    /// An AMD GPU on the amdgpu driver as the AMD tool `tool` reports one
+    /// (`amd-smi`, `rocm-smi`); the caller fills in what the tool said.
+    pub fn amdgpu_seen_by(tool: &str) -> Gpu {
+        Gpu {
+            vendor: Vendor::Amd,
+            kernel_driver: Some("amdgpu".into()),
+            seen_by: vec![tool.into()],
+            ..Gpu::default()
+        }
+    }
+
     /// The name (`unnamed()` when there is none) with the gfx target added
     /// unless the name already shows it: "AMD Radeon 760M (gfx1103)". One
     /// spelling for the doctor's summary line, `--from` notes and messages.
