@@ -298,7 +298,7 @@ fn python_problems(
         Ok(i) => i,
         Err(e) => {
             problems.add(
-                format!("{}:{}", p.lockfile.display(), 1),
+                Place::line(p.lockfile.display(), 1).to_string(),
                 format!("python {py}: {e:#}"),
             );
             return None;
