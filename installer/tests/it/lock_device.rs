@@ -163,6 +163,16 @@ fn update(lock: &Path, uv_cache: &Path) -> Output {
         .unwrap()
 }
 
+/// The AMD-like index and a temporary dir whose `lock/` holds its profile,
+/// locked ([`locked`]); the index serves as long as it is kept.
+fn locked_set() -> (Server, tempfile::TempDir, std::path::PathBuf) {
+    let idx = amd_like_index();
+    let d = tempfile::tempdir().unwrap();
+    let lock = d.path().join("lock");
+    locked(&idx, &lock);
+    (idx, d, lock)
+}
+
 /// Locks the loopback profile with real uv; the lock dir holds the result.
 fn locked(idx: &Server, lock: &Path) {
     std::fs::create_dir_all(lock).unwrap();
@@ -184,10 +194,7 @@ fn locked(idx: &Server, lock: &Path) {
 
 #[test]
 fn lock_update_records_each_targets_device_wheels_under_its_extra() {
-    let idx = amd_like_index();
-    let d = tempfile::tempdir().unwrap();
-    let lock = d.path().join("lock");
-    locked(&idx, &lock);
+    let (_idx, _d, lock) = locked_set();
     let text = std::fs::read_to_string(lock.join("pylock.rocm10-1.toml")).unwrap();
     let doc: toml::Value = toml::from_str(&text).unwrap();
     let extras: Vec<&str> = doc["extras"]
@@ -306,10 +313,7 @@ fn an_sdist_only_dependency_fails_the_update_unless_excluded() {
 
 #[test]
 fn show_gives_host_wheels_plus_exactly_the_chosen_targets() {
-    let idx = amd_like_index();
-    let d = tempfile::tempdir().unwrap();
-    let lock = d.path().join("lock");
-    locked(&idx, &lock);
+    let (_idx, _d, lock) = locked_set();
     let py = py_xy();
     let names = |args: &[&str]| -> Vec<String> {
         let mut all = vec!["show", "rocm10.1", "--python", py.as_str(), "--json"];
@@ -368,10 +372,7 @@ fn show_gives_host_wheels_plus_exactly_the_chosen_targets() {
 /// target: the host wheels and that target's device wheels, no other's.
 #[test]
 fn real_uv_installs_the_lockfile_for_one_target() {
-    let idx = amd_like_index();
-    let d = tempfile::tempdir().unwrap();
-    let lock = d.path().join("lock");
-    locked(&idx, &lock);
+    let (_idx, d, lock) = locked_set();
     let uv = which::which("uv").expect("uv must be installed for this test");
     let venv = d.path().join("venv");
     let run = |args: &[&str]| {
@@ -524,10 +525,7 @@ fn wheel_names(plan: &serde_json::Value) -> Vec<String> {
 /// host wheels plus exactly its GPUs' device wheels, and says why.
 #[test]
 fn dry_run_for_a_captured_machine_plans_its_own_device_wheels() {
-    let idx = amd_like_index();
-    let d = tempfile::tempdir().unwrap();
-    let lock = d.path().join("lock");
-    locked(&idx, &lock);
+    let (_idx, _d, lock) = locked_set();
 
     // Strix Halo on kernel 6.17: node name "ip discovery", 110501 = gfx1151
     let halo = machine(&[(110501, "ip discovery")]);

@@ -111,18 +111,20 @@ fn gated() -> Vec<String> {
     vec!["torch".into(), "jax".into(), "triton".into()]
 }
 
+/// A run of a CUDA 13.0 torch on a device of `kind`, with its `gates`, in
+/// an environment with `env` set.
+fn cuda_torch_run(kind: DeviceKind, gates: Vec<GateRecord>, env: &[(&str, &str)]) -> Run {
+    run(vec![torch(None, Some("13.0"), kind, gates)], env)
+}
+
 #[test]
 fn gpu_results_within_tolerance_pass() {
-    let r = run(
-        vec![torch(
-            None,
-            Some("13.0"),
-            DeviceKind::Gpu,
-            vec![
-                gate("torch.matmul_f32", 3e-7, "cuda:0"),
-                gate("torch.matmul_f16", 4e-3, "cuda:0"),
-            ],
-        )],
+    let r = cuda_torch_run(
+        DeviceKind::Gpu,
+        vec![
+            gate("torch.matmul_f32", 3e-7, "cuda:0"),
+            gate("torch.matmul_f16", 4e-3, "cuda:0"),
+        ],
         &[],
     );
     let j = judge(&r, &expect(Some("cuda"), Some(Vendor::Nvidia)), &gated(), T);
@@ -134,13 +136,9 @@ fn gpu_results_within_tolerance_pass() {
 
 #[test]
 fn just_over_the_tolerance_is_a_wrong_result() {
-    let r = run(
-        vec![torch(
-            None,
-            Some("13.0"),
-            DeviceKind::Gpu,
-            vec![gate("torch.matmul_f32", 1.5e-5, "cuda:0")],
-        )],
+    let r = cuda_torch_run(
+        DeviceKind::Gpu,
+        vec![gate("torch.matmul_f32", 1.5e-5, "cuda:0")],
         &[],
     );
     let j = judge(&r, &expect(Some("cuda"), Some(Vendor::Nvidia)), &gated(), T);
@@ -156,13 +154,9 @@ fn just_over_the_tolerance_is_a_wrong_result() {
 
 #[test]
 fn a_gpu_machine_whose_framework_ran_on_the_cpu_fails_and_says_why() {
-    let r = run(
-        vec![torch(
-            None,
-            Some("13.0"),
-            DeviceKind::Cpu,
-            vec![gate("torch.matmul_f32", 3e-7, "cpu")],
-        )],
+    let r = cuda_torch_run(
+        DeviceKind::Cpu,
+        vec![gate("torch.matmul_f32", 3e-7, "cpu")],
         &[("CUDA_VISIBLE_DEVICES", "")],
     );
     let j = judge(&r, &expect(None, Some(Vendor::Nvidia)), &gated(), T);
@@ -202,13 +196,9 @@ fn the_cpu_profile_runs_on_the_cpu_and_skips_triton() {
 #[test]
 fn build_for_another_backend_is_a_mismatch_not_a_fallback() {
     // A CUDA torch on an AMD-only machine runs on the CPU: the cause is the build.
-    let r = run(
-        vec![torch(
-            None,
-            Some("13.0"),
-            DeviceKind::Cpu,
-            vec![gate("torch.matmul_f32", 3e-7, "cpu")],
-        )],
+    let r = cuda_torch_run(
+        DeviceKind::Cpu,
+        vec![gate("torch.matmul_f32", 3e-7, "cpu")],
         &[],
     );
     let j = judge(&r, &expect(None, Some(Vendor::Amd)), &gated(), T);
