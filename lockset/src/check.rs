@@ -5,6 +5,7 @@ use super::matrix::{Matrix, Profile};
 use super::pylock::{normalize_name, Lockfile};
 use super::resolve::resolve_lock;
 use super::tags::Interpreter;
+use greta_vocab::Place;
 use std::str::FromStr;
 
 /// glibc assumed for the per-Python resolution in `check`: the floor of the
@@ -185,15 +186,16 @@ fn wheel_problems(lock: &Lockfile, file: &str, problems: &mut Problems) {
             );
         }
         for w in &pkg.wheels {
-            let at = format!("{file}:{}", w.line);
+            let at = Place::line(file, w.line).to_string();
             match &w.sha256 {
                 None => problems.add(at.clone(), format!("{} has no sha256", w.filename)),
                 Some(h) => match by_hash.get(h.as_str()) {
                     Some((other, line)) if *other != w.filename => problems.add(
                         at.clone(),
                         format!(
-                            "{} has the sha256 of {other} ({file}:{line}): two files, one hash",
-                            w.filename
+                            "{} has the sha256 of {other} ({}): two files, one hash",
+                            w.filename,
+                            Place::line(file, *line)
                         ),
                     ),
                     Some(_) => {}
@@ -296,7 +298,7 @@ fn python_problems(
         Ok(i) => i,
         Err(e) => {
             problems.add(
-                format!("{}:{}", p.lockfile.display(), 1),
+                Place::line(p.lockfile.display(), 1).to_string(),
                 format!("python {py}: {e:#}"),
             );
             return None;

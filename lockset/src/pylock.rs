@@ -152,34 +152,16 @@ fn parse_package(src: &Source, t: &toml_edit::Table) -> Result<Package> {
     let raw_name = f.str("name")?;
     let name = normalize_name(&raw_name);
     let f = Fields::new(src, t, format!("package {raw_name}"));
-    let version = f.opt_str("version")?;
-    if let Some(v) = &version {
-        uv_pep440::Version::from_str(v).map_err(|e| {
-            src.err_at(
-                f.value_span("version"),
-                format!("{}: version {v:?}: {e}", f.what),
-            )
-        })?;
-    }
-    let marker_text = f.opt_str("marker")?;
-    let marker = match &marker_text {
-        None => None,
-        Some(m) => Some(MarkerTree::from_str(m).map_err(|e| {
-            src.err_at(
-                f.value_span("marker"),
-                format!("{}: marker {m:?}: {e}", f.what),
-            )
-        })?),
+    let version = f
+        .opt_parsed("version", uv_pep440::Version::from_str)?
+        .map(|(v, _)| v);
+    let (marker_text, marker) = match f.opt_parsed("marker", MarkerTree::from_str)? {
+        Some((text, m)) => (Some(text), Some(m)),
+        None => (None, None),
     };
-    let requires_python = f.opt_str("requires-python")?;
-    if let Some(rp) = &requires_python {
-        uv_pep440::VersionSpecifiers::from_str(rp).map_err(|e| {
-            src.err_at(
-                f.value_span("requires-python"),
-                format!("{}: requires-python {rp:?}: {e}", f.what),
-            )
-        })?;
-    }
+    let requires_python = f
+        .opt_parsed("requires-python", uv_pep440::VersionSpecifiers::from_str)?
+        .map(|(rp, _)| rp);
     let index = f.opt_str("index")?;
     let mut other_sources = Vec::new();
     for k in ["sdist", "vcs", "directory", "archive"] {

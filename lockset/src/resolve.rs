@@ -164,8 +164,8 @@ pub fn resolve_lock_with(
         let Some(((rank, tag), wheel)) = best else {
             let have: Vec<&str> = pkg.wheels.iter().map(|w| w.filename.as_str()).collect();
             bail!(
-                "{file}:{}: {} {version} applies to this environment ({marker_why}) but none of its wheels fits {}: {}",
-                pkg.line,
+                "{}: {} {version} applies to this environment ({marker_why}) but none of its wheels fits {}: {}",
+                greta_vocab::Place::line(&file, pkg.line),
                 pkg.name,
                 interp.describe(),
                 if have.is_empty() { "it has no wheels (greta never builds an sdist)".to_string() } else { have.join(", ") }

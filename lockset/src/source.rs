@@ -1,6 +1,8 @@
 //! Parsed TOML with positions: every complaint about `matrix.toml` or a
 //! `pylock.*.toml` names `file:line:col`, so a user can jump to the mistake.
 
+use greta_vocab::place::line_col;
+use greta_vocab::Place;
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -19,14 +21,8 @@ pub struct SourceError {
 
 impl fmt::Display for SourceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}",
-            self.file.display(),
-            self.line,
-            self.col,
-            self.message
-        )
+        let at = Place::new(self.file.display(), self.line, self.col);
+        write!(f, "{at}: {}", self.message)
     }
 }
 
@@ -90,23 +86,6 @@ impl Source {
     }
 }
 
-/// Byte offset to 1-based (line, column in characters).
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = &text[..floor_char_boundary(text, offset)];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
-    let col = before[line_start..].chars().count() + 1;
-    (line, col)
-}
-
-fn floor_char_boundary(s: &str, mut i: usize) -> usize {
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
 /// One `key = "value"` of a table of strings, with the value's position.
 pub type MapEntry = (String, String, Option<Range<usize>>);
 
@@ -158,6 +137,22 @@ impl<'a> Fields<'a> {
             None => Ok(None),
             Some(Item::Value(Value::String(s))) => Ok(Some(s.value().clone())),
             Some(_) => Err(self.wrong(key, "a string")),
+        }
+    }
+
+    /// `key`'s text, when present, with what `parse` made of it; a text it
+    /// refuses is an error at the value: `<what>: <key> "<text>": <why>`.
+    pub fn opt_parsed<T, E: std::fmt::Display>(
+        &self,
+        key: &str,
+        parse: impl FnOnce(&str) -> Result<T, E>,
+    ) -> anyhow::Result<Option<(String, T)>> {
+        let Some(text) = self.opt_str(key)? else {
+            return Ok(None);
+        };
+        match parse(&text) {
+            Ok(v) => Ok(Some((text, v))),
+            Err(e) => Err(self.err(self.value_span(key), format!("{key} {text:?}: {e}"))),
         }
     }
 
@@ -244,16 +239,6 @@ impl<'a> Fields<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn line_col_counts_from_one() {
-        let t = "a = 1\nbé = 2\n";
-        assert_eq!(line_col(t, 0), (1, 1));
-        assert_eq!(line_col(t, 6), (2, 1));
-        // after "bé" (3 bytes) the column is 3 characters in
-        assert_eq!(line_col(t, 9), (2, 3));
-        assert_eq!(line_col(t, 999), (3, 1));
-    }
 
     #[test]
     fn syntax_error_has_position() {

@@ -90,6 +90,17 @@ pub struct Gpu {
 }
 
 impl Gpu {
+    /// An AMD GPU on the amdgpu driver as the AMD tool `tool` reports one
+    /// (`amd-smi`, `rocm-smi`); the caller fills in what the tool said.
+    pub fn amdgpu_seen_by(tool: &str) -> Gpu {
+        Gpu {
+            vendor: Vendor::Amd,
+            kernel_driver: Some("amdgpu".into()),
+            seen_by: vec![tool.into()],
+            ..Gpu::default()
+        }
+    }
+
     /// The name (`unnamed()` when there is none) with the gfx target added
     /// unless the name already shows it: "AMD Radeon 760M (gfx1103)". One
     /// spelling for the doctor's summary line, `--from` notes and messages.
@@ -168,8 +179,10 @@ pub struct Icd {
 pub struct VulkanDevice {
     pub name: String,
     pub kind: VkFamily,
-    /// "DISCRETE_GPU", "INTEGRATED_GPU", "CPU", ...
-    pub device_type: Option<String>,
+    /// What the API or the tool said the device is (written as the API's
+    /// name, "DISCRETE_GPU"; None where the source named no type).
+    #[serde(default, with = "greta_vocab::device_type_vk_name")]
+    pub device_type: Option<greta_vocab::DeviceType>,
     pub vendor_id: Option<u32>,
     pub device_id: Option<u32>,
     pub driver_name: Option<String>,
@@ -190,22 +203,14 @@ pub struct VulkanDevice {
 }
 
 impl VulkanDevice {
-    /// The device's type, from its text in any printed form (None where
-    /// the source named none).
-    pub fn type_named(&self) -> Option<greta_vocab::DeviceType> {
-        self.device_type
-            .as_deref()
-            .and_then(greta_vocab::DeviceType::from_text)
-    }
-
     /// A CPU (software) device: lavapipe, or a type that says CPU.
     pub fn is_cpu(&self) -> bool {
-        self.kind == VkFamily::Lavapipe || self.type_named() == Some(greta_vocab::DeviceType::Cpu)
+        self.kind == VkFamily::Lavapipe || self.device_type == Some(greta_vocab::DeviceType::Cpu)
     }
 
     /// Integrated (true) or discrete (false), where the type says.
     pub fn integrated(&self) -> Option<bool> {
-        match self.type_named()? {
+        match self.device_type? {
             greta_vocab::DeviceType::IntegratedGpu => Some(true),
             greta_vocab::DeviceType::DiscreteGpu => Some(false),
             _ => None,

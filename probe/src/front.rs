@@ -377,17 +377,10 @@ fn check_lines(runs: &[CheckRun], findings: &[Finding]) -> Vec<CheckLine> {
 /// and `.status` in a snapshot), so `--sysroot` replays it.
 const HIP_CMD: &str = "greta-hip-worker-devices";
 
-/// One HIP check: how the worker run ended, live or replayed, in the form
-/// a snapshot keeps it.
+/// One HIP check: how the worker run ended, live or replayed.
 struct HipCheck {
     duration: Duration,
-    /// `.status` line: `exit N`, `not-found` (no worker), `error ...` (it
-    /// could not be run or gave no answer in time).
-    status: String,
-    /// The worker's stdout (`greta.hip-devices/v1`), or the error.
-    text: String,
-    /// Its stderr (live only; not needed to judge).
-    stderr: String,
+    run: HipRun,
 }
 
 /// One finished run of the HIP device listing (live or replayed).
@@ -399,49 +392,46 @@ struct DevicesOutput {
 
 impl HipCheck {
     fn from_run((run, duration): (HipRun, Duration)) -> HipCheck {
-        let (status, text, stderr) = match run {
-            HipRun::NotAsked(why) => ("not-found".to_string(), why, String::new()),
-            HipRun::Exited {
-                code,
-                stdout,
-                stderr,
-            } => (format!("exit {code}"), stdout, stderr),
-            HipRun::Failed(why) => (format!("error {why}"), String::new(), String::new()),
-        };
-        HipCheck {
-            duration,
-            status,
-            text,
-            stderr,
-        }
+        HipCheck { duration, run }
     }
 
     /// The HIP check of a snapshot, when it has one (older ones do not).
     fn replay(root: &Root) -> Option<HipCheck> {
         let out = root.run(HIP_CMD, "greta-hip-worker", &["devices"]);
-        let status = match &out.status {
+        let run = match out.status {
             CmdStatus::NotFound if out.text.is_empty() => return None,
-            CmdStatus::NotFound => "not-found".to_string(),
-            CmdStatus::Exited(c) => format!("exit {c}"),
-            CmdStatus::TimedOut => "error no answer in time".to_string(),
-            CmdStatus::Error(e) => format!("error {e}"),
+            CmdStatus::NotFound => HipRun::NotAsked(out.text),
+            CmdStatus::Exited(code) => HipRun::Exited {
+                code,
+                stdout: out.text,
+                // Not kept: not needed to judge.
+                stderr: String::new(),
+            },
+            CmdStatus::TimedOut => HipRun::Failed("no answer in time".into()),
+            CmdStatus::Error(e) => HipRun::Failed(e),
         };
         Some(HipCheck {
             duration: Duration::ZERO,
-            status,
-            text: out.text,
-            stderr: String::new(),
+            run,
         })
     }
 
-    /// Writes it into a snapshot, beside what the probe captured.
+    /// Writes it into a snapshot, beside what the probe captured: the
+    /// worker's stdout (or why it was not asked) as `.txt`, and a `.status`
+    /// line `exit N`, `not-found` (not asked) or `error ...` (it could not
+    /// be run or gave no answer in time), as every captured command has.
     fn record(&self, snapshot: &Path) -> std::io::Result<()> {
+        let (status, text) = match &self.run {
+            HipRun::NotAsked(why) => ("not-found".to_string(), why.as_str()),
+            HipRun::Exited { code, stdout, .. } => (format!("exit {code}"), stdout.as_str()),
+            HipRun::Failed(why) => (format!("error {why}"), ""),
+        };
         let dir = snapshot.join(".greta/cmd");
         std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join(format!("{HIP_CMD}.txt")), &self.text)?;
+        std::fs::write(dir.join(format!("{HIP_CMD}.txt")), text)?;
         std::fs::write(
             dir.join(format!("{HIP_CMD}.status")),
-            format!("{}\n", self.status.replace('\n', " ")),
+            format!("{}\n", status.replace('\n', " ")),
         )
     }
 
@@ -449,20 +439,22 @@ impl HipCheck {
     /// signal, which the rules turn into `rocm.runtime-no-device` only where
     /// an AMD GPU is known.
     fn apply(self, facts: &mut Facts) -> CheckRun {
-        let summary = if self.status == "not-found" {
-            format!("HIP not asked: {}", self.text)
-        } else if let Some(code) = self.status.strip_prefix("exit ") {
-            let out = DevicesOutput {
-                code: code.trim().parse().unwrap_or(2),
-                stdout: self.text,
-                stderr: self.stderr,
-            };
-            let (summary, signal) = judge_devices(out);
-            facts.signals.extend(signal);
-            summary
-        } else {
-            let e = self.status.strip_prefix("error ").unwrap_or(&self.status);
-            format!("HIP device listing: {e}")
+        let summary = match self.run {
+            HipRun::NotAsked(why) => format!("HIP not asked: {why}"),
+            HipRun::Exited {
+                code,
+                stdout,
+                stderr,
+            } => {
+                let (summary, signal) = judge_devices(DevicesOutput {
+                    code,
+                    stdout,
+                    stderr,
+                });
+                facts.signals.extend(signal);
+                summary
+            }
+            HipRun::Failed(why) => format!("HIP device listing: {why}"),
         };
         CheckRun {
             id: "hip-runtime".into(),
@@ -650,6 +642,30 @@ mod tests {
             live.record(snap.path()).unwrap();
             let root = Root::sysroot(snap.path()).unwrap();
             let replayed = HipCheck::replay(&root).expect("recorded");
+            // The snapshot keeps the run as every captured command is kept:
+            // the status line, and the output (or why it was not asked).
+            let status =
+                std::fs::read_to_string(snap.path().join(format!(".greta/cmd/{HIP_CMD}.status")))
+                    .unwrap();
+            match &run {
+                HipRun::Exited { code, stdout, .. } => {
+                    assert_eq!(status, format!("exit {code}\n"));
+                    let back = HipRun::Exited {
+                        code: *code,
+                        stdout: stdout.clone(),
+                        stderr: String::new(),
+                    };
+                    assert_eq!(replayed.run, back);
+                }
+                HipRun::NotAsked(_) => {
+                    assert_eq!(status, "not-found\n");
+                    assert_eq!(replayed.run, run);
+                }
+                HipRun::Failed(why) => {
+                    assert_eq!(status, format!("error {why}\n"));
+                    assert_eq!(replayed.run, run);
+                }
+            }
             let (mut a, mut b) = (Facts::default(), Facts::default());
             let (la, lb) = (live.apply(&mut a), replayed.apply(&mut b));
             assert_eq!(la.summary, summary);

@@ -4,6 +4,8 @@
 //! (`smoke/data/floors.toml`, used by the `perf` profile).
 
 use crate::results::{DeviceInfo, Floor, RateUnit, Report, SCHEMA};
+use greta_vocab::place::line_col;
+use greta_vocab::Place;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -52,14 +54,14 @@ pub enum FloorsError {
     /// A FIFO, device or oversized file (the message names the path).
     #[error("cannot read {0}")]
     Read(#[from] greta_fsread::Error),
-    #[error("{path}:{line}:{column}: not a greta smoke result: {msg}")]
+    #[error("{}: not a greta smoke result: {msg}", Place::new(path.display(), *line, *column))]
     Json {
         path: PathBuf,
         line: usize,
         column: usize,
         msg: String,
     },
-    #[error("{path}:{line}:{column}: {msg}")]
+    #[error("{}: {msg}", Place::new(path, *line, *column))]
     Toml {
         path: String,
         line: usize,
@@ -68,7 +70,7 @@ pub enum FloorsError {
     },
     #[error("{path}: schema is {found:?}, expected {SCHEMA:?} (a `greta smoke` result JSON)")]
     Schema { path: PathBuf, found: String },
-    #[error("{path}:{line}:{column}: {msg}")]
+    #[error("{}: {msg}", Place::new(path, *line, *column))]
     Invalid {
         path: String,
         line: usize,
@@ -173,18 +175,8 @@ impl Baseline {
     }
 }
 
-/// 1-based line and column of the first occurrence of `needle`.
-pub(crate) fn locate(text: &str, needle: &str) -> (usize, usize) {
-    match text.find(needle) {
-        Some(off) => {
-            let before = &text[..off];
-            let line = before.matches('\n').count() + 1;
-            let col = off - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
-            (line, col)
-        }
-        None => (1, 1),
-    }
-}
+/// 1-based line and column of the first occurrence of a needle.
+pub(crate) use greta_vocab::place::find as locate;
 
 /// `smoke/data/floors.toml`: healthy rates per device class.
 pub const BUILTIN_FLOORS: &str = include_str!("../data/floors.toml");
@@ -305,15 +297,7 @@ impl DeviceClass {
 
 /// A toml error as `path:line:col: message`.
 pub(crate) fn toml_error(path: &str, text: &str, e: &toml::de::Error) -> FloorsError {
-    let (line, column) = match e.span() {
-        Some(span) => {
-            let before = &text[..span.start.min(text.len())];
-            let line = before.matches('\n').count() + 1;
-            let col = span.start - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
-            (line, col)
-        }
-        None => (1, 1),
-    };
+    let (line, column) = e.span().map_or((1, 1), |s| line_col(text, s.start));
     FloorsError::Toml {
         path: path.to_string(),
         line,

@@ -87,6 +87,31 @@ pub mod short {
     }
 }
 
+/// Serde for an `Option<DeviceType>` written as its [`DeviceType::vk_name`]
+/// (`DISCRETE_GPU`: how the probe's facts and captures have always carried
+/// a device's type); any printed form reads back, and a text that names no
+/// type reads as none (captures and pastes are read leniently).
+pub mod vk_name {
+    use super::DeviceType;
+
+    pub fn serialize<S: serde::Serializer>(
+        d: &Option<DeviceType>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(d.vk_name()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<DeviceType>, D::Error> {
+        let text = <Option<String> as serde::Deserialize>::deserialize(d)?;
+        Ok(text.as_deref().and_then(DeviceType::from_text))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,5 +154,34 @@ mod tests {
             serde_json::to_string(&DeviceType::DiscreteGpu).unwrap(),
             "\"discrete_gpu\""
         );
+    }
+
+    /// The facts' form: the API's name, every printed form read back, and
+    /// a text naming no type read as none.
+    #[test]
+    fn the_facts_form_is_the_api_name() {
+        #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+        struct Device {
+            #[serde(default, with = "vk_name")]
+            device_type: Option<DeviceType>,
+        }
+        let d = Device {
+            device_type: Some(DeviceType::IntegratedGpu),
+        };
+        let text = serde_json::to_string(&d).unwrap();
+        assert_eq!(text, r#"{"device_type":"INTEGRATED_GPU"}"#);
+        assert_eq!(serde_json::from_str::<Device>(&text).unwrap(), d);
+        for form in ["PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU", "integrated"] {
+            let t = format!(r#"{{"device_type":"{form}"}}"#);
+            assert_eq!(serde_json::from_str::<Device>(&t).unwrap(), d, "{form}");
+        }
+        let none = Device { device_type: None };
+        assert_eq!(
+            serde_json::to_string(&none).unwrap(),
+            r#"{"device_type":null}"#
+        );
+        for t in [r#"{"device_type":null}"#, r#"{"device_type":"gpu?"}"#, "{}"] {
+            assert_eq!(serde_json::from_str::<Device>(t).unwrap(), none, "{t}");
+        }
     }
 }

@@ -47,16 +47,14 @@ impl UvPin {
     /// refuses it in what ships.
     pub fn parse(text: &str, shown: &Path) -> anyhow::Result<UvPin> {
         let f: ToolsFile = toml::from_str(text).map_err(|e| {
-            let at = e
-                .span()
-                .map(|s| {
-                    let before = &text[..s.start.min(text.len())];
-                    let line = before.matches('\n').count() + 1;
-                    let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
-                    format!(":{line}:{col}")
-                })
-                .unwrap_or_default();
-            anyhow::anyhow!("{}{at}: {}", shown.display(), e.message())
+            let shown = shown.display();
+            match e.span() {
+                Some(s) => {
+                    let at = crate::Place::at_offset(shown, text, s.start);
+                    anyhow::anyhow!("{at}: {}", e.message())
+                }
+                None => anyhow::anyhow!("{shown}: {}", e.message()),
+            }
         })?;
         if f.schema != 1 {
             anyhow::bail!(
@@ -130,5 +128,14 @@ mod tests {
             e.to_string().starts_with("t:10:1: unknown field `extra`"),
             "{e}"
         );
+    }
+
+    /// Issue 26: columns count characters, as every other `file:line:col`
+    /// greta prints (this one counted bytes: `ü` made it one further).
+    #[test]
+    fn the_column_counts_characters() {
+        let text = file("x.whl").replace("arch = \"x86_64\"", "arch = \"ü\" x");
+        let e = UvPin::parse(&text, Path::new("t")).unwrap_err();
+        assert!(e.to_string().starts_with("t:5:12: "), "{e}");
     }
 }

@@ -57,6 +57,6 @@ pub struct LockLine {
 
 impl std::fmt::Display for LockLine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.file.display(), self.line)
+        crate::Place::line(self.file.display(), self.line).fmt(f)
     }
 }

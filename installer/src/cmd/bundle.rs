@@ -80,7 +80,7 @@ pub fn run(args: Args) -> Result<Exit> {
                     m.profile,
                     m.python,
                     m.wheels.len(),
-                    crate::install::human(bytes),
+                    greta_vocab::size::bytes(bytes),
                     m.lockfile,
                     crate::install::BUNDLE_MANIFEST,
                     args.output.display()

@@ -4,7 +4,7 @@
 use crate::envs::installer::Choice;
 use crate::exit::Exit;
 use crate::fetch::FetchOptions;
-use crate::install::{Detail, InstallInput, PlanInput};
+use crate::install::{Detail, InstallInput, InstallOutput, PlanInput};
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -90,8 +90,11 @@ pub fn run(args: Args, verbose: u8) -> Result<Exit> {
     let name = args.name.clone().unwrap_or_else(|| plan.profile.clone());
     if args.dry_run {
         if args.json {
-            let v = serde_json::json!({"schema": "greta.install/v1", "result": "planned", "env_name": name, "plan": plan});
-            crate::out::print_json(&v)?;
+            InstallOutput::Planned {
+                env_name: &name,
+                plan: &plan,
+            }
+            .print()?;
         } else {
             eprint!("{}", crate::install::explain(&plan, Detail::Wheels));
             eprintln!("dry run: nothing fetched or written (env would be {name})");
@@ -152,8 +155,10 @@ fn source(args: &Args) -> Result<Option<Source>> {
     let m = crate::install::BundleManifest::load(dir)?;
     if let Err(e) = m.check_arch(dir) {
         if args.json {
-            let v = serde_json::json!({"schema": "greta.install/v1", "result": "failed", "error": format!("{e:#}")});
-            crate::out::print_json(&v)?;
+            InstallOutput::Refused {
+                error: format!("{e:#}"),
+            }
+            .print()?;
         }
         eprintln!("greta install: {e:#}");
         return Ok(None);
@@ -191,8 +196,12 @@ fn say_failed(
     e: &anyhow::Error,
 ) -> Result<Exit> {
     if args.json {
-        let v = serde_json::json!({"schema": "greta.install/v1", "result": "failed", "env_name": name, "plan": plan, "error": format!("{e:#}")});
-        crate::out::print_json(&v)?;
+        InstallOutput::Stopped {
+            env_name: name,
+            plan,
+            error: format!("{e:#}"),
+        }
+        .print()?;
     }
     eprintln!("greta install: {e:#}");
     // A download that cannot succeed as things stand (404, wrong hash), a
@@ -214,24 +223,18 @@ fn say_report(
     report: &crate::install::InstallReport,
 ) -> Result<Exit> {
     if args.json {
-        let v = serde_json::json!({
-            "schema": "greta.install/v1",
-            "result": if report.up_to_date { "up-to-date" } else if report.installed { "installed" } else { "failed" },
-            "env_name": name,
-            "plan": plan,
-            "report": report,
-        });
-        crate::out::print_json(&v)?;
+        InstallOutput::Reported {
+            env_name: name,
+            plan,
+            report,
+        }
+        .print()?;
     } else if report.up_to_date {
         eprintln!(
             "✓ env {name} at {} is up to date ({} wheels, {} files verified); nothing to do (--reinstall rebuilds it)",
             report.env.display(),
             report.wheels.len(),
-            report
-                .verified
-                .as_ref()
-                .and_then(|v| v["files"].as_u64())
-                .unwrap_or(0),
+            report.verified.as_ref().map_or(0, |v| v.files),
         );
     } else {
         for f in &report.findings {

@@ -128,12 +128,8 @@ fn load_facts(facts: Option<PathBuf>, sysroot: Option<PathBuf>) -> Result<greta_
     if let Some(path) = facts {
         let text = crate::read::text_capped(&path, crate::read::MAX_DATA_FILE)?;
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "{}:{}:{}: not JSON: {e}",
-                path.display(),
-                e.line(),
-                e.column()
-            )
+            let at = greta_vocab::Place::new(path.display(), e.line(), e.column());
+            anyhow::anyhow!("{at}: not JSON: {e}")
         })?;
         let obj = v.get("facts").cloned().unwrap_or(v);
         // Facts from other sources (or older greta) may omit fields: the probe fills them with defaults.
@@ -349,7 +345,11 @@ fn show(
                 Err(e) => outln!("  cannot resolve: {e}"),
                 Ok(pins) => {
                     for w in pins {
-                        let size = w.wheel.size.map(human).unwrap_or_else(|| "size ?".into());
+                        let size = w
+                            .wheel
+                            .size
+                            .map(greta_vocab::size::bytes)
+                            .unwrap_or_else(|| "size ?".into());
                         outln!(
                             "  {} {}  {}  [{}]",
                             w.wheel.name,
@@ -367,7 +367,11 @@ fn show(
                     } else {
                         String::new()
                     };
-                    outln!("  {} wheels, {}{extra}", pins.len(), human(known));
+                    outln!(
+                        "  {} wheels, {}{extra}",
+                        pins.len(),
+                        greta_vocab::size::bytes(known)
+                    );
                 }
             }
         }
@@ -425,7 +429,7 @@ fn run_check(m: &Matrix, json: bool) -> Result<Exit> {
                 .map(|(py, n, size)| {
                     format!(
                         "py{py}: {n} wheels {}",
-                        size.map(human)
+                        size.map(greta_vocab::size::bytes)
                             .unwrap_or_else(|| "(some sizes unrecorded)".into())
                     )
                 })
@@ -456,20 +460,4 @@ fn run_check(m: &Matrix, json: bool) -> Result<Exit> {
     } else {
         Exit::Fail
     })
-}
-
-/// Bytes in binary units, for people.
-pub fn human(b: u64) -> String {
-    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i < U.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", U[i])
-    }
 }

@@ -19,7 +19,7 @@ pub use greta_vocab::Finding;
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
     /// Per module: what it reported (version, file, build, device, gates).
-    pub modules: serde_json::Value,
+    pub modules: super::check_results::Checks,
     pub findings: Vec<Finding>,
 }
 
@@ -32,7 +32,7 @@ pub struct Expect {
     pub version: Option<String>,
     /// The probe summary the plan was made from (its GPUs name the device
     /// the gates must run on).
-    pub probe: serde_json::Value,
+    pub probe: super::ProbeSummary,
 }
 
 impl Expect {
@@ -40,20 +40,14 @@ impl Expect {
     /// profile runs on the CPU, whatever the machine has).
     fn gpu(&self) -> Option<judge::GpuWant> {
         let (vendor, key) = match self.backend {
-            greta_vocab::Backend::Rocm => (judge::Vendor::Amd, "amd"),
-            greta_vocab::Backend::Cuda => (judge::Vendor::Nvidia, "nvidia"),
+            greta_vocab::Backend::Rocm => (judge::Vendor::Amd, greta_probe::Vendor::Amd),
+            greta_vocab::Backend::Cuda => (judge::Vendor::Nvidia, greta_probe::Vendor::Nvidia),
             greta_vocab::Backend::Cpu => return None,
         };
-        let names = self.probe["gpus"]
-            .as_array()
-            .map(|g| {
-                g.iter()
-                    .filter(|g| g["vendor"] == key)
-                    .filter_map(|g| g["name"].as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
-        Some(judge::GpuWant { vendor, names })
+        Some(judge::GpuWant {
+            vendor,
+            names: self.probe.gpu_names(key),
+        })
     }
 }
 
@@ -116,7 +110,7 @@ impl Prestarted {
         };
         let Some(started) = self.started.take() else {
             return Ok(CheckReport {
-                modules: serde_json::json!({}),
+                modules: Default::default(),
                 findings: vec![],
             });
         };
@@ -146,70 +140,13 @@ impl Prestarted {
         });
         let findings = checked.judged.findings.clone();
         Ok(CheckReport {
-            modules: modules_json(checked.run.as_ref(), &checked.judged, seed, self.gates),
+            modules: super::check_results::of_run(
+                checked.run.as_ref(),
+                &checked.judged,
+                seed,
+                self.gates,
+            ),
             findings,
         })
     }
-}
-
-/// The receipt's and report's `checks`: per module what it said about
-/// itself and each gate's verdict.
-fn modules_json(
-    run: Option<&frameworks::Run>,
-    judged: &judge::Judgement,
-    seed: u64,
-    gated: bool,
-) -> serde_json::Value {
-    let mut out = serde_json::Map::new();
-    let Some(run) = run else {
-        return serde_json::Value::Object(out);
-    };
-    for m in &run.frameworks {
-        let ok = !matches!(m.status, frameworks::ModuleStatus::Missing) && m.import_s.is_some();
-        let mut v = serde_json::json!({
-            "ok": ok,
-            "version": m.version,
-            "file": m.file,
-            "error": m.error,
-        });
-        if m.module == "torch" {
-            v["hip"] = serde_json::json!(m.info.hip);
-            v["cuda"] = serde_json::json!(m.info.cuda);
-            v["device_count"] = serde_json::json!(m.info.device_count);
-        }
-        if m.module == "jax" && !m.info.devices.is_empty() {
-            v["devices"] = serde_json::json!(m
-                .info
-                .devices
-                .iter()
-                .map(|d| format!("{}:{}", d.platform, d.id.unwrap_or(0)))
-                .collect::<Vec<_>>());
-        }
-        if let Some(d) = &m.info.device {
-            v["device"] = serde_json::json!(d);
-        }
-        if gated {
-            v["seed"] = serde_json::json!(seed);
-        }
-        if let Some(mj) = judged.modules.iter().find(|j| j.module == m.module) {
-            v["gates"] = mj
-                .gates
-                .iter()
-                .map(|g| {
-                    serde_json::json!({
-                        "id": g.id,
-                        "status": g.verdict.as_str(),
-                        "reason": g.reason,
-                        "tolerance": g.tolerance,
-                        "rel_err": g.record.as_ref().and_then(|r| r.rel_err),
-                        "device": g.record.as_ref().and_then(|r| r.device.clone()),
-                        "first_call_us": g.record.as_ref().and_then(|r| r.first_call_us),
-                        "median_us": g.record.as_ref().and_then(|r| r.median_us),
-                    })
-                })
-                .collect();
-        }
-        out.insert(m.module.clone(), v);
-    }
-    serde_json::Value::Object(out)
 }

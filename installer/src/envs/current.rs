@@ -19,6 +19,7 @@
 //! package upgraded or removed behind greta's back. `--reinstall` rebuilds
 //! regardless. Any mismatch is returned as the reason to rebuild.
 
+use greta_vocab::Place;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -356,7 +357,7 @@ fn record_entries(site: &Path, dist_info: &Path) -> Result<Vec<(PathBuf, u64)>, 
     let text = crate::read::text_capped(&record, crate::read::MAX_DATA_FILE)
         .map_err(|e| format!("{e:#}"))?;
     let rows = super::record::parse(&text)
-        .map_err(|(line, why)| format!("{}:{line}: {why}", record.display()))?;
+        .map_err(|(line, why)| format!("{}: {why}", Place::line(record.display(), line)))?;
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         if r.size.is_empty() {
@@ -364,9 +365,8 @@ fn record_entries(site: &Path, dist_info: &Path) -> Result<Vec<(PathBuf, u64)>, 
         }
         let size: u64 = r.size.parse().map_err(|_| {
             format!(
-                "{}:{}: size {:?} is not a number",
-                record.display(),
-                r.line,
+                "{}: size {:?} is not a number",
+                Place::line(record.display(), r.line),
                 r.size
             )
         })?;
@@ -495,34 +495,9 @@ mod tests {
             activate::render(&env, "cpu", &vars),
         )
         .unwrap();
-        let receipt = Receipt {
-            schema: super::super::receipt::SCHEMA.into(),
-            name: "env".into(),
-            profile: "cpu".into(),
-            backend: greta_vocab::Backend::Cpu,
-            python: super::super::receipt::PythonInfo {
-                path: env.join("bin/python").display().to_string(),
-                version: "3.11.7".into(),
-                base: Some(base.display().to_string()),
-            },
-            lockfile: super::super::receipt::LockRef {
-                path: "pylock.cpu.toml".into(),
-                sha256: greta_vocab::Sha256([0xab; 32]),
-            },
-            wheels: vec![super::super::receipt::WheelRef {
-                name: "demo".into(),
-                version: "1.0".into(),
-                filename: "demo-1.0-py3-none-any.whl".into(),
-                sha256: greta_vocab::Sha256([0xcd; 32]),
-            }],
-            installer: "uv 0.13.9".into(),
-            env_vars: vars,
-            probe: serde_json::json!({}),
-            checks: serde_json::json!({}),
-            greta_version: env!("CARGO_PKG_VERSION").into(),
-            created: "2026-11-22T00:00:00Z".into(),
-            hip: None,
-        };
+        let mut receipt = Receipt::sample();
+        receipt.python.path = env.join("bin/python").display().to_string();
+        receipt.python.base = Some(base.display().to_string());
         receipt.write(&env).unwrap();
         (env, receipt)
     }

@@ -17,11 +17,13 @@
 pub mod activate;
 pub mod build;
 pub mod check;
+pub mod check_results;
 pub mod current;
 pub mod frameworks;
 pub mod guard;
 pub mod installed;
 pub mod installer;
+pub mod probe_summary;
 pub mod receipt;
 pub mod record;
 pub mod uv_bootstrap;
@@ -32,6 +34,7 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+pub use probe_summary::ProbeSummary;
 pub use receipt::Receipt;
 
 /// The directory (inside the envs dir, so the final rename stays on one

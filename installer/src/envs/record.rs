@@ -11,7 +11,7 @@ pub struct Entry {
     /// Bytes as text, or empty.
     pub size: String,
     /// 1-based line in the file, for error messages.
-    pub line: u64,
+    pub line: usize,
 }
 
 fn reader(text: &str) -> csv::Reader<&[u8]> {
@@ -23,21 +23,24 @@ fn reader(text: &str) -> csv::Reader<&[u8]> {
 
 /// Every row of `text`; `Err((line, why))` for a row that is not CSV or
 /// has other than three fields.
-pub fn parse(text: &str) -> Result<Vec<Entry>, (u64, String)> {
+pub fn parse(text: &str) -> Result<Vec<Entry>, (usize, String)> {
     let mut out = Vec::new();
     let mut rows = reader(text);
     let mut rec = csv::StringRecord::new();
     loop {
-        let line = rows.position().line();
+        // csv counts lines in a u64; a text this crate reads is capped far
+        // below usize::MAX lines.
+        let line_of = |p: &csv::Position| usize::try_from(p.line()).unwrap_or(usize::MAX);
+        let line = line_of(rows.position());
         match rows.read_record(&mut rec) {
             Ok(false) => return Ok(out),
             Ok(true) => {}
             Err(e) => {
-                let at = e.position().map_or(line, |p| p.line());
+                let at = e.position().map_or(line, line_of);
                 return Err((at, format!("not CSV: {e}")));
             }
         }
-        let line = rec.position().map_or(line, |p| p.line());
+        let line = rec.position().map_or(line, line_of);
         if rec.len() != 3 {
             return Err((line, format!("{} fields, a RECORD row has 3", rec.len())));
         }

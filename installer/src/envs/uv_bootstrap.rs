@@ -18,8 +18,7 @@
 use anyhow::{bail, Context, Result};
 use base64::Engine;
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -235,7 +234,8 @@ fn extract(wheel: &Path, version: &str, dest: &Path) -> Result<()> {
         .read_to_string(&mut record)
         .with_context(|| format!("{}: reading {record_name}", wheel.display()))?;
     let rows = super::record::parse(&record).map_err(|(line, why)| {
-        anyhow::anyhow!("{}: {record_name}:{line}: {why}", wheel.display())
+        let at = greta_vocab::Place::line(&record_name, line);
+        anyhow::anyhow!("{}: {at}: {why}", wheel.display())
     })?;
     let want = rows
         .into_iter()
@@ -251,20 +251,16 @@ fn extract(wheel: &Path, version: &str, dest: &Path) -> Result<()> {
     let mut entry = z
         .by_name(&member)
         .with_context(|| format!("{}: no {member} in the wheel", wheel.display()))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = entry
-            .read(&mut buf)
-            .with_context(|| format!("{}: reading {member}", wheel.display()))?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-        tmp.write_all(&buf[..n])
-            .with_context(|| format!("writing {}", tmp.path().display()))?;
-    }
-    let got = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(h.finalize());
+    std::io::copy(&mut entry, tmp.as_file_mut()).with_context(|| {
+        format!(
+            "{}: copying {member} to {}",
+            wheel.display(),
+            tmp.path().display()
+        )
+    })?;
+    // The copy as written is what is checked (the cache's streaming hash).
+    let got = fetch::cache::sha256_file(tmp.path())?;
+    let got = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(got.0);
     if got != want {
         bail!(
             "{}: {member} hashes to sha256={got}, its RECORD says sha256={want}; the wheel is inconsistent",
@@ -298,32 +294,28 @@ mod tests {
         }
     }
 
-    #[test]
-    fn malformed_tools_toml_names_line_and_column() {
+    /// Why a lock dir holding only a tools.toml of `text` cannot be loaded.
+    fn refusal(text: &str) -> String {
         let t = tempfile::tempdir().unwrap();
-        std::fs::write(
-            t.path().join(TOOLS_FILE),
-            "schema = 1\n[uv]\nversion = \"1\"\nwheels = [{ arch = \"x86_64\", filename = 3 }]\n",
-        )
-        .unwrap();
-        let e = format!(
+        std::fs::write(t.path().join(TOOLS_FILE), text).unwrap();
+        format!(
             "{:#}",
             load(&greta_lockset::LockDir::from_flag(t.path())).unwrap_err()
+        )
+    }
+
+    #[test]
+    fn malformed_tools_toml_names_line_and_column() {
+        let e = refusal(
+            "schema = 1\n[uv]\nversion = \"1\"\nwheels = [{ arch = \"x86_64\", filename = 3 }]\n",
         );
         assert!(e.contains("tools.toml:4:"), "{e}");
     }
 
     #[test]
     fn a_pin_with_a_bad_hash_is_refused() {
-        let t = tempfile::tempdir().unwrap();
-        std::fs::write(
-            t.path().join(TOOLS_FILE),
+        let e = refusal(
             "schema = 1\n[uv]\nversion = \"1\"\n[[uv.wheels]]\narch = \"x86_64\"\nfilename = \"uv-1-py3-none-any.whl\"\nurl = \"https://x/uv-1-py3-none-any.whl\"\nsize = 1\nsha256 = \"abc\"\n",
-        )
-        .unwrap();
-        let e = format!(
-            "{:#}",
-            load(&greta_lockset::LockDir::from_flag(t.path())).unwrap_err()
         );
         assert!(
             e.contains("tools.toml:9:") && e.contains("\"abc\" is not a sha256"),

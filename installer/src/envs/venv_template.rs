@@ -261,12 +261,36 @@ mod tests {
         Template::for_venv(cache, &exe, &exe, target).unwrap()
     }
 
-    #[test]
-    fn round_trip_restores_the_same_tree() {
+    /// A venv tree (`v`), its template in a cache (`c`, not saved yet) and
+    /// where to restore it (`w`), in a temporary directory.
+    struct Setup {
+        _dir: tempfile::TempDir,
+        venv: PathBuf,
+        again: PathBuf,
+        t: Template,
+    }
+
+    fn setup() -> Setup {
         let d = tempfile::tempdir().unwrap();
         let (venv, cache, again) = (d.path().join("v"), d.path().join("c"), d.path().join("w"));
         tree(&venv);
         let t = template(&cache, &venv);
+        Setup {
+            _dir: d,
+            venv,
+            again,
+            t,
+        }
+    }
+
+    #[test]
+    fn round_trip_restores_the_same_tree() {
+        let Setup {
+            _dir: _kept,
+            venv,
+            again,
+            t,
+        } = setup();
         assert!(!t.restore(&again).unwrap(), "no template yet");
         assert!(!again.exists());
         t.save(&venv);
@@ -276,10 +300,12 @@ mod tests {
 
     #[test]
     fn a_changed_template_is_dropped_not_used() {
-        let d = tempfile::tempdir().unwrap();
-        let (venv, cache, again) = (d.path().join("v"), d.path().join("c"), d.path().join("w"));
-        tree(&venv);
-        let t = template(&cache, &venv);
+        let Setup {
+            _dir: _kept,
+            venv,
+            again,
+            t,
+        } = setup();
         t.save(&venv);
         fs::write(t.dir.join("venv/pyvenv.cfg"), b"home = /evil\n").unwrap();
         assert!(!t.restore(&again).unwrap());

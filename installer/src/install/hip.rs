@@ -51,6 +51,6 @@ pub(super) fn hip_step(
         library: lib.path.display().to_string(),
         library_why: lib.why,
         compiler,
-        gfx: super::probe_gfx(&plan.probe),
+        gfx: plan.probe.amd_gfx(),
     })
 }

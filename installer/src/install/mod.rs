@@ -28,6 +28,7 @@ pub mod bundle;
 mod detect;
 mod fetch;
 mod hip;
+mod output;
 pub mod plan;
 mod prepare;
 mod prove;
@@ -37,7 +38,8 @@ pub mod smoke;
 mod swap;
 
 pub use bundle::{bundle, BundleManifest, BUNDLE_MANIFEST};
-pub use plan::{explain, human, plan, probe_gfx, Detail, Plan, PlanInput};
+pub use output::InstallOutput;
+pub use plan::{explain, plan, Detail, Plan, PlanInput};
 pub use report::{InstallReport, SmokeStatus};
 
 use anyhow::Result;
@@ -184,19 +186,4 @@ fn say(verbose: bool, msg: impl AsRef<str>) {
     if verbose {
         eprintln!("greta: {}", msg.as_ref());
     }
-}
-
-/// "6.4.1" → "6.4", "3.11.7" → "3.11": torch reports the ROCm/CUDA minor it
-/// was built with, and a venv's site-packages is named for Python's x.y.
-fn major_minor(v: &str) -> String {
-    v.split('.').take(2).collect::<Vec<_>>().join(".")
-}
-
-#[cfg(test)]
-#[test]
-fn versions_shorten_to_major_minor() {
-    assert_eq!(major_minor("6.4.1"), "6.4");
-    assert_eq!(major_minor("3.11.7"), "3.11");
-    assert_eq!(major_minor("12.6"), "12.6");
-    assert_eq!(major_minor("7"), "7");
 }

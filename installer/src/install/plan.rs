@@ -8,8 +8,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use greta_vocab::size;
+
 use super::detect::probe_facts;
-use crate::envs::installer;
+use crate::envs::{installer, ProbeSummary};
 use crate::fetch::{Cache, PinnedWheel};
 use greta_lockset::{self as lock, Interpreter, LockDir, Matrix, Profile, Selection, WheelPin};
 
@@ -33,7 +35,7 @@ pub struct Plan {
     pub lock_sha256: greta_vocab::Sha256,
     pub wheels: Vec<WheelPin>,
     /// Probe summary (what the profile was chosen from).
-    pub probe: serde_json::Value,
+    pub probe: ProbeSummary,
     /// The interpreter query's answer, stored in the query cache once the
     /// install starts writing (planning writes nothing).
     #[serde(skip)]
@@ -93,7 +95,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan> {
                 .map_err(|_| anyhow::anyhow!("the probe panicked"))??,
             None => (
                 Default::default(),
-                serde_json::json!({"sources": ["not probed: bundle for another node"]}),
+                ProbeSummary::not_probed("not probed: bundle for another node"),
             ),
         };
         let sel: Selection = matrix.select_with(&facts, input.profile)?;
@@ -297,7 +299,7 @@ pub fn explain(plan: &Plan, detail: Detail) -> String {
         &plan.lock_sha256.to_string()[..16]
     ));
     if plan.backend == greta_vocab::Backend::Rocm {
-        let gfx = probe_gfx(&plan.probe);
+        let gfx = plan.probe.amd_gfx();
         s.push_str(&format!(
             "HIP step: no build; greta loads libamdhip64 + hiprtc at run time (the env's own ROCm wheels first), the smoke gate runs with --backend hip{}\n",
             if gfx.is_empty() {
@@ -318,20 +320,20 @@ pub fn explain(plan: &Plan, detail: Detail) -> String {
         s.push_str(&format!(
             "{} wheels, {} in all (each wheel and why: --dry-run or -v)\n",
             plan.wheels.len(),
-            human(total)
+            size::bytes(total)
         ));
         return s;
     }
     s.push_str(&format!(
         "{} wheels, {} in all:\n",
         plan.wheels.len(),
-        human(total)
+        size::bytes(total)
     ));
     for w in &plan.wheels {
         let size = w
             .wheel
             .size
-            .map(|b| format!(", {}", human(b)))
+            .map(|b| format!(", {}", size::bytes(b)))
             .unwrap_or_default();
         s.push_str(&format!(
             "  {} {}  {}{size}\n      {}\n",
@@ -339,30 +341,6 @@ pub fn explain(plan: &Plan, detail: Detail) -> String {
         ));
     }
     s
-}
-
-pub fn human(b: u64) -> String {
-    if b >= 1 << 30 {
-        format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
-    } else if b >= 1 << 20 {
-        format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
-    } else {
-        format!("{:.1} KiB", b as f64 / 1024.0)
-    }
-}
-
-/// AMD gfx targets the probe saw ("gfx942"), for `build-kernels --gfx`.
-pub fn probe_gfx(probe: &serde_json::Value) -> Vec<String> {
-    let mut out: Vec<String> = probe["gpus"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|g| g["vendor"] == "amd")
-        .filter_map(|g| g["gfx"].as_str().map(String::from))
-        .collect();
-    out.sort();
-    out.dedup();
-    out
 }
 
 #[cfg(test)]
@@ -391,7 +369,7 @@ mod tests {
         );
         assert_eq!(p.python.why, "--python 3.12 (no interpreter run)");
         assert!(p.python.path.is_none());
-        assert_eq!(p.probe["sources"][0], "not probed: bundle for another node");
+        assert_eq!(p.probe.sources(), ["not probed: bundle for another node"]);
         assert!(p.lockfile.ends_with("pylock.cpu.toml"), "{:?}", p.lockfile);
         assert!(
             p.wheels.iter().any(|w| w.wheel.name == "torch"),
@@ -443,31 +421,11 @@ mod tests {
             s.contains(&format!(
                 "{} wheels, {} in all (each wheel and why: --dry-run or -v)\n",
                 p.wheels.len(),
-                human(p.wheels.iter().filter_map(|w| w.wheel.size).sum())
+                size::bytes(p.wheels.iter().filter_map(|w| w.wheel.size).sum())
             )),
             "{s}"
         );
         assert!(s.lines().count() < 10, "{s}");
         assert!(explain(&p, Detail::Wheels).lines().count() > 2 * p.wheels.len());
-    }
-
-    #[test]
-    fn sizes_are_human() {
-        assert_eq!(human(512), "0.5 KiB");
-        assert_eq!(human(3 << 20), "3.0 MiB");
-        assert_eq!(human(5 << 30), "5.0 GiB");
-    }
-
-    #[test]
-    fn gfx_targets_are_the_amd_gpus_once_each() {
-        let probe = serde_json::json!({"gpus": [
-            {"vendor": "amd", "gfx": "gfx942"},
-            {"vendor": "nvidia", "gfx": null},
-            {"vendor": "amd", "gfx": "gfx90a"},
-            {"vendor": "amd", "gfx": "gfx942"},
-            {"vendor": "amd", "gfx": null},
-        ]});
-        assert_eq!(probe_gfx(&probe), vec!["gfx90a", "gfx942"]);
-        assert!(probe_gfx(&serde_json::json!({})).is_empty());
     }
 }

@@ -14,7 +14,7 @@ use crate::envs::{check, receipt::HipRef};
 /// What the checks found in the staged env.
 pub(super) struct Proof {
     /// Per module: what the import check reported.
-    pub modules: serde_json::Value,
+    pub modules: crate::envs::check_results::Checks,
     pub verdict: Verdict,
 }
 
@@ -44,7 +44,10 @@ pub(super) fn prove(
     let expect = check::Expect {
         profile: plan.profile.clone(),
         backend: plan.backend,
-        version: plan.backend_version.as_deref().map(super::major_minor),
+        version: plan
+            .backend_version
+            .as_deref()
+            .map(crate::envs::receipt::major_minor),
         probe: plan.probe.clone(),
     };
     let report = prestarted.run(&expect, input.import_timeout)?;

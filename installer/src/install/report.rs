@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::Plan;
-use crate::envs::{self, check};
+use crate::envs::{self, check, check_results::Checks};
 use crate::fetch::{self, Fetched};
 
 #[derive(Debug, Clone, Serialize)]
@@ -71,7 +71,7 @@ pub struct InstallReport {
     pub installer: String,
     pub wheels: Vec<WheelReport>,
     pub recovery: envs::Recovery,
-    pub checks: serde_json::Value,
+    pub checks: Checks,
     pub findings: Vec<check::Finding>,
     pub smoke: SmokeReport,
     /// How the venv was made ("uv venv", "uv venv (restored from its
@@ -87,8 +87,20 @@ pub struct InstallReport {
     pub rebuilt_because: Option<String>,
     /// What the up-to-date check verified (present when `up_to_date`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub verified: Option<serde_json::Value>,
+    pub verified: Option<Verification>,
     pub timings_ms: BTreeMap<String, u128>,
+}
+
+/// What the up-to-date check verified of an env in place (fields in
+/// alphabetical order: this was a JSON object, whose keys serde_json sorts).
+#[derive(Debug, Clone, Serialize)]
+pub struct Verification {
+    /// Distributions whose RECORD was checked.
+    pub distributions: usize,
+    /// Files listed in those RECORDs whose presence and size were checked.
+    pub files: usize,
+    /// When the env's receipt was written.
+    pub receipt_created: String,
 }
 
 pub fn wheel_report(f: &Fetched) -> WheelReport {
@@ -136,11 +148,11 @@ pub fn up_to_date(
         installed: false,
         up_to_date: true,
         rebuilt_because: None,
-        verified: Some(serde_json::json!({
-            "receipt_created": v.receipt.created,
-            "distributions": v.distributions,
-            "files": v.files,
-        })),
+        verified: Some(Verification {
+            distributions: v.distributions,
+            files: v.files,
+            receipt_created: v.receipt.created.clone(),
+        }),
         timings_ms,
     }
 }
@@ -152,7 +164,7 @@ pub struct Attempt {
     pub installer: String,
     pub wheels: Vec<WheelReport>,
     pub recovery: envs::Recovery,
-    pub checks: serde_json::Value,
+    pub checks: Checks,
     pub venv: String,
     pub rebuilt_because: Option<String>,
 }
@@ -221,7 +233,7 @@ mod tests {
                 replaced_corrupt: None,
             }],
             recovery: envs::Recovery::default(),
-            checks: serde_json::json!({"torch": {"version": "2.5.1"}}),
+            checks: Checks::new(),
             venv: "uv venv".into(),
             rebuilt_because: Some("the lockfile changed".into()),
         }

@@ -2,16 +2,10 @@
 //! (probe/tests/fixtures), its JSON contract, exit codes 0/1/2, hostile input
 //! (garbage, binary, empty, huge) and colour rules.
 
-use crate::support::finding_ids;
+use crate::support::{finding_ids, greta};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn greta() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_greta"));
-    c.env_remove("NO_COLOR");
-    c
-}
 
 fn fixture(rel: &str) -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))

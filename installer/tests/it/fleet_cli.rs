@@ -7,7 +7,6 @@
 
 use greta_smoke::results::{GateStatus, Report};
 use std::path::Path;
-use std::process::Command;
 
 struct Run {
     code: i32,
@@ -15,12 +14,10 @@ struct Run {
 }
 
 fn greta(args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_greta"))
+    let out = crate::support::greta()
         .arg("smoke")
         .args(args)
         .env("GRETA_VK_VALIDATION", "1")
-        .env_remove("GRETA_SMOKE_TEST_GATES")
-        .env_remove("GRETA_SMOKE_INJECT")
         .output()
         .expect("greta runs");
     let run = Run {

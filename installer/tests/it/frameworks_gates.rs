@@ -18,13 +18,10 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn greta(home: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_greta"));
+    let mut c = crate::support::greta();
     c.env("HOME", home.join("home"))
         .env("XDG_DATA_HOME", home.join("data"))
         .env("XDG_CACHE_HOME", home.join("cache"))
-        .env_remove("VIRTUAL_ENV")
-        .env_remove("CUDA_VISIBLE_DEVICES")
-        .env_remove("HSA_OVERRIDE_GFX_VERSION")
         .stdin(Stdio::null());
     c
 }

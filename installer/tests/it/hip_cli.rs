@@ -11,12 +11,10 @@ struct Run {
 }
 
 fn greta(args: &[&str], envs: &[(&str, &str)], data: &Path) -> Run {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_greta"));
+    let mut c = crate::support::greta();
     c.args(args)
         .env("XDG_DATA_HOME", data)
-        .env("XDG_CACHE_HOME", data.join("cache"))
-        .env_remove("GRETA_HIP_LIB")
-        .env_remove("VIRTUAL_ENV");
+        .env("XDG_CACHE_HOME", data.join("cache"));
     for (k, v) in envs {
         c.env(k, v);
     }
@@ -48,18 +46,25 @@ fn the_binary_links_no_hip_or_cuda_library() {
     }
 }
 
+/// `greta smoke --backend BACKEND --profile ultrasafe` with `envs`, which
+/// must be exit 2 (no such device here).
+fn refused_smoke(backend: &str, envs: &[(&str, &str)]) -> Run {
+    let d = tempfile::tempdir().unwrap();
+    let r = greta(
+        &["smoke", "--backend", backend, "--profile", "ultrasafe"],
+        envs,
+        d.path(),
+    );
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    r
+}
+
 #[test]
 fn smoke_backend_hip_without_a_gpu_says_why_and_which_library() {
     if Path::new("/dev/kfd").exists() {
         return;
     }
-    let d = tempfile::tempdir().unwrap();
-    let r = greta(
-        &["smoke", "--backend", "hip", "--profile", "ultrasafe"],
-        &[],
-        d.path(),
-    );
-    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    let r = refused_smoke("hip", &[]);
     assert!(r.stderr.contains("no HIP device found"), "{}", r.stderr);
     assert!(
         r.stderr
@@ -76,13 +81,7 @@ fn smoke_backend_hip_without_a_gpu_says_why_and_which_library() {
 
 #[test]
 fn a_wrong_greta_hip_lib_names_the_places_looked() {
-    let d = tempfile::tempdir().unwrap();
-    let r = greta(
-        &["smoke", "--backend", "hip", "--profile", "ultrasafe"],
-        &[("GRETA_HIP_LIB", "/nowhere/libamdhip64.so")],
-        d.path(),
-    );
-    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    let r = refused_smoke("hip", &[("GRETA_HIP_LIB", "/nowhere/libamdhip64.so")]);
     assert!(
         r.stderr
             .contains("/nowhere/libamdhip64.so ($GRETA_HIP_LIB): not there"),
@@ -97,13 +96,7 @@ fn smoke_backend_cuda_without_a_driver_is_exit_2_and_clear() {
     if Path::new("/dev/nvidiactl").exists() {
         return;
     }
-    let d = tempfile::tempdir().unwrap();
-    let r = greta(
-        &["smoke", "--backend", "cuda", "--profile", "ultrasafe"],
-        &[],
-        d.path(),
-    );
-    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    let r = refused_smoke("cuda", &[]);
     assert!(
         r.stderr.contains("no CUDA driver library (libcuda) found"),
         "{}",
@@ -166,12 +159,10 @@ fn serve_answers_a_devices_request_as_the_devices_verb_does() {
     let d = tempfile::tempdir().unwrap();
     let flags = greta(&["__gpu", "devices", "--backend", "hip"], &[], d.path());
     let serve = |input: &str| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_greta"));
+        let mut c = crate::support::greta();
         c.args(["__gpu", "serve"])
             .env("XDG_DATA_HOME", d.path())
             .env("XDG_CACHE_HOME", d.path().join("cache"))
-            .env_remove("GRETA_HIP_LIB")
-            .env_remove("VIRTUAL_ENV")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
@@ -217,37 +208,18 @@ fn no_save_does_not_need_a_results_directory_on_hip() {
     let file = d.path().join("a-file");
     std::fs::write(&file, "x").unwrap();
     let out = file.join("sub");
-    let r = greta(
-        &[
-            "smoke",
-            "--backend",
-            "hip",
-            "--profile",
-            "ultrasafe",
-            "--no-save",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
-        d.path(),
-    );
+    let smoke = |extra: &[&str]| {
+        let mut args = vec!["smoke", "--backend", "hip", "--profile", "ultrasafe"];
+        args.extend_from_slice(extra);
+        args.extend(["--out", out.to_str().unwrap()]);
+        greta(&args, &[], d.path())
+    };
+    let r = smoke(&["--no-save"]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(!r.stderr.contains("not writable"), "{}", r.stderr);
     assert!(r.stderr.contains("no HIP device found"), "{}", r.stderr);
     // Without --no-save the directory is checked first, as on Vulkan.
-    let r = greta(
-        &[
-            "smoke",
-            "--backend",
-            "hip",
-            "--profile",
-            "ultrasafe",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
-        d.path(),
-    );
+    let r = smoke(&[]);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert!(
         r.stderr.contains("bad arguments: results directory") && r.stderr.contains("not writable"),

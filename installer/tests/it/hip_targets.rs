@@ -698,7 +698,7 @@ fn resource_figures_are_refused_when_they_would_not_describe_the_object() {
     let d = tempfile::tempdir().unwrap();
     let cache = d.path().join("kernels");
     let run = || {
-        let o = Command::new(env!("CARGO_BIN_EXE_greta"))
+        let o = crate::support::greta()
             .args([
                 "__gpu",
                 "build-kernels",
@@ -709,8 +709,6 @@ fn resource_figures_are_refused_when_they_would_not_describe_the_object() {
             .arg("--cache-dir")
             .arg(&cache)
             .env("XDG_CACHE_HOME", d.path().join("cache"))
-            .env_remove("GRETA_HIP_LIB")
-            .env_remove("VIRTUAL_ENV")
             .output()
             .unwrap();
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {

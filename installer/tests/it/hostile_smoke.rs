@@ -21,17 +21,40 @@ fn mkfifo(p: &Path) {
 }
 
 fn greta() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_greta"));
+    let mut c = crate::support::greta();
     c.env("GRETA_VK_VALIDATION", "1")
-        .env_remove("GRETA_SMOKE_INJECT")
-        .env_remove("GRETA_SMOKE_TEST_GATES")
-        .env_remove("GRETA_VK_WARMUP_MS")
-        .env_remove("GRETA_FROM_WAIT_S")
-        .env_remove("GRETA_HIP_LIB")
-        .env_remove("GRETA_CUDA_LIB")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    c
+}
+
+/// A temporary path as an argument (they are UTF-8).
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The quick smoke run on `backend` (`hip`, `cuda`), where this machine
+/// has no such device.
+fn on(backend: &str) -> [&str; 7] {
+    [
+        "smoke",
+        "--backend",
+        backend,
+        "--profile",
+        "ultrasafe",
+        "--no-save",
+        "--no-progress",
+    ]
+}
+
+/// `greta ARGS` with `envs` set, not yet run.
+fn greta_with(args: &[&str], envs: &[(&str, &str)]) -> Command {
+    let mut c = greta();
+    c.args(args);
+    for (k, v) in envs {
+        c.env(k, v);
+    }
     c
 }
 
@@ -89,15 +112,7 @@ fn status_of(prom: &Path) -> (f64, f64) {
 /// An agent of a rocminfo paste, enough for `doctor --from` to find a GPU.
 const ROCMINFO: &str = "*******\nAgent 2\n*******\n  Name:                    gfx1103\n  Device Type:             GPU\n";
 
-const SMOKE: [&str; 7] = [
-    "smoke",
-    "--device",
-    "cpu",
-    "--profile",
-    "ultrasafe",
-    "--no-save",
-    "--no-progress",
-];
+use crate::support::greta::CPU_SMOKE;
 
 /// Item 2: a FIFO (as `/dev/full` or `/dev/stdout` would be) at the
 /// `--prom` path is refused before any gate runs and stays a FIFO; a
@@ -107,11 +122,10 @@ fn prom_refuses_a_node_and_writes_through_a_symlink() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("greta.prom");
     mkfifo(&fifo);
-    let o = bounded({
-        let mut c = greta();
-        c.args(SMOKE).arg("--prom").arg(&fifo);
-        c
-    });
+    let o = bounded(greta_with(
+        &[&CPU_SMOKE[..], &["--prom", path(&fifo)]].concat(),
+        &[],
+    ));
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(
@@ -125,11 +139,10 @@ fn prom_refuses_a_node_and_writes_through_a_symlink() {
     let real = dir.path().join("real.prom");
     let link = dir.path().join("link.prom");
     std::os::unix::fs::symlink("real.prom", &link).unwrap();
-    let o = bounded({
-        let mut c = greta();
-        c.args(SMOKE).arg("--prom").arg(&link);
-        c
-    });
+    let o = bounded(greta_with(
+        &[&CPU_SMOKE[..], &["--prom", path(&link)]].concat(),
+        &[],
+    ));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
     assert_eq!(status_of(&real).0, 0.0);
@@ -151,7 +164,7 @@ fn a_stop_signal_marks_the_prom_file_undecided() {
                        greta_smoke_last_run_timestamp_seconds{profile=\"health\"} 1000\n";
         std::fs::write(&prom, healthy).unwrap();
         let mut c = greta();
-        c.args(SMOKE)
+        c.args(CPU_SMOKE)
             .args(["--inject", "hang:0", "--timeout", "600", "--prom"])
             .arg(&prom);
         // A background job of a non-interactive shell inherits SIGINT
@@ -217,23 +230,13 @@ fn vendor_library_variables_naming_a_fifo_or_a_wrong_library_are_refused() {
     let fifo = dir.path().join("libamdhip64.so");
     mkfifo(&fifo);
     for (var, backend) in [("GRETA_HIP_LIB", "hip"), ("GRETA_CUDA_LIB", "cuda")] {
-        let o = bounded({
-            let mut c = greta();
-            c.args(["smoke", "--backend", backend, "--profile", "ultrasafe"])
-                .args(["--no-save", "--no-progress"])
-                .env(var, &fifo);
-            c
-        });
+        let o = bounded(greta_with(&on(backend), &[(var, path(&fifo))]));
         assert_eq!(o.status.code(), Some(2));
         let err = stderr(&o);
         assert!(err.contains(var) && err.contains("is a FIFO"), "{err}");
     }
     // The doctor's HIP check runs the same search (in a child it bounds).
-    let o = bounded({
-        let mut c = greta();
-        c.arg("doctor").env("GRETA_HIP_LIB", &fifo);
-        c
-    });
+    let o = bounded(greta_with(&["doctor"], &[("GRETA_HIP_LIB", path(&fifo))]));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
         out.contains("($GRETA_HIP_LIB): is a FIFO"),
@@ -248,13 +251,7 @@ fn vendor_library_variables_naming_a_fifo_or_a_wrong_library_are_refused() {
     .into_iter()
     .find(|p| Path::new(p).is_file())
     .expect("libz is installed");
-    let o = bounded({
-        let mut c = greta();
-        c.args(["smoke", "--backend", "cuda", "--profile", "ultrasafe"])
-            .args(["--no-save", "--no-progress"])
-            .env("GRETA_CUDA_LIB", not_cuda);
-        c
-    });
+    let o = bounded(greta_with(&on("cuda"), &[("GRETA_CUDA_LIB", not_cuda)]));
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(
@@ -271,13 +268,8 @@ fn from_a_fifo_waits_a_bounded_time_for_its_writer() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("rocminfo.txt");
     mkfifo(&fifo);
-    let o = bounded({
-        let mut c = greta();
-        c.args(["doctor", "--from"])
-            .arg(&fifo)
-            .env("GRETA_FROM_WAIT_S", "1");
-        c
-    });
+    let from = ["doctor", "--from", path(&fifo)];
+    let o = bounded(greta_with(&from, &[("GRETA_FROM_WAIT_S", "1")]));
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(
@@ -291,22 +283,12 @@ fn from_a_fifo_waits_a_bounded_time_for_its_writer() {
         let fifo = fifo.clone();
         std::thread::spawn(move || std::fs::write(&fifo, ROCMINFO))
     };
-    let o = bounded({
-        let mut c = greta();
-        c.args(["doctor", "--from"]).arg(&fifo);
-        c
-    });
+    let o = bounded(greta_with(&from, &[]));
     w.join().unwrap().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("gfx1103"));
 
-    let o = bounded({
-        let mut c = greta();
-        c.args(["doctor", "--from"])
-            .arg(&fifo)
-            .env("GRETA_FROM_WAIT_S", "soon");
-        c
-    });
+    let o = bounded(greta_with(&from, &[("GRETA_FROM_WAIT_S", "soon")]));
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("GRETA_FROM_WAIT_S=\"soon\": not a whole number of seconds"));
 }
@@ -316,11 +298,7 @@ fn from_a_fifo_waits_a_bounded_time_for_its_writer() {
 /// overflow.
 #[test]
 fn numeric_settings_refuse_garbage_and_clamp_huge_values() {
-    let o = bounded({
-        let mut c = greta();
-        c.args(SMOKE).env("GRETA_VK_WARMUP_MS", "garbage");
-        c
-    });
+    let o = bounded(greta_with(&CPU_SMOKE, &[("GRETA_VK_WARMUP_MS", "garbage")]));
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("GRETA_VK_WARMUP_MS=\"garbage\": not a whole number of milliseconds"),
@@ -328,11 +306,7 @@ fn numeric_settings_refuse_garbage_and_clamp_huge_values() {
         stderr(&o)
     );
     for huge in ["18446744073709551615", "99999999999999999999999999"] {
-        let o = bounded({
-            let mut c = greta();
-            c.args(SMOKE).env("GRETA_VK_WARMUP_MS", huge);
-            c
-        });
+        let o = bounded(greta_with(&CPU_SMOKE, &[("GRETA_VK_WARMUP_MS", huge)]));
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     }
     // The --from wait: huge is clamped (never an overflow in poll's
@@ -374,7 +348,7 @@ fn a_full_filesystem_under_the_shader_cache_is_a_note_not_sigbus() {
     cmd.args(["--mount", "sh", "-c", script, "sh"])
         .arg(&mnt)
         .arg(env!("CARGO_BIN_EXE_greta"))
-        .args(SMOKE)
+        .args(CPU_SMOKE)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", dir.path())

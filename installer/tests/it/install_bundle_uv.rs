@@ -6,9 +6,7 @@
 //! architecture is refused, and bundles without uv still install.
 
 use crate::support;
-use crate::support::uvtool::{
-    path_without_uv, real_python, real_uv, uv_wheel, version_of, write_tools,
-};
+use crate::support::uvtool::{path_without_uv, real_python, serving_uv, write_tools, ServedUv};
 use crate::support::{stderr, text, Harness};
 use std::path::{Path, PathBuf};
 
@@ -22,12 +20,12 @@ struct Setup {
 
 /// A harness whose lock pins a served uv wrapper, bundled into `bundle/`.
 fn bundled(blob: usize) -> Setup {
-    let real = real_uv();
-    let version = version_of(&real);
-    let h = Harness::new(blob);
-    let log = h.dir.path().join("uv-calls.log");
-    let uv = uv_wheel(&version, &real, &log);
-    h.server.add_wheel("uv", &uv.filename, uv.bytes.clone());
+    let ServedUv {
+        h,
+        wheel: uv,
+        version,
+        log,
+    } = serving_uv(blob);
     write_tools(&h, &uv, &uv.sha256);
     let bundle = h.dir.path().join("bundle");
     let o = h.bundle_command(&bundle, &[]).output().unwrap();
@@ -59,7 +57,6 @@ fn write_manifest(bundle: &Path, m: &serde_json::Value) {
 fn install_from(node: &Harness, bundle: &Path, extra: &[&str]) -> std::process::Output {
     node.bundle_install_command(bundle, &real_python(), extra)
         .env("PATH", path_without_uv())
-        .env_remove("GRETA_UV")
         .output()
         .unwrap()
 }

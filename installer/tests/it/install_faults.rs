@@ -22,6 +22,23 @@ fn with_previous_env(blob: usize) -> (Harness, Vec<u8>) {
     (h, receipt)
 }
 
+/// Installs over a previous env while `project`'s wheel meets `faults`,
+/// one request each, and must succeed: the requests the server saw for it.
+fn install_through(
+    blob: usize,
+    project: &str,
+    faults: &[Fault],
+) -> (Harness, Vec<support::server::Logged>) {
+    let (h, _) = with_previous_env(blob);
+    let file = h.wheel(project).filename.clone();
+    for f in faults {
+        h.server.fault_once(&file, f.clone());
+    }
+    install_ok(&h);
+    let hits = h.server.hits(&file);
+    (h, hits)
+}
+
 fn assert_previous_intact(h: &Harness, receipt: &[u8]) {
     assert_eq!(
         std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
@@ -72,31 +89,22 @@ fn persistent_server_error_fails_clearly_and_keeps_the_env() {
 
 #[test]
 fn reset_mid_body_resumes_with_range() {
-    let (h, _) = with_previous_env(400_000);
-    let torch = h.wheel("torch").filename.clone();
-    h.server.fault_once(&torch, Fault::ResetAfter(150_000));
-    h.server.fault_once(&torch, Fault::ResetAfter(100_000));
-    install_ok(&h);
-    let hits = h.server.hits(&torch);
+    let resets = [Fault::ResetAfter(150_000), Fault::ResetAfter(100_000)];
+    let (h, hits) = install_through(400_000, "torch", &resets);
     assert_eq!(hits.len(), 3, "{hits:?}");
     assert_eq!(hits[0].range, None);
     // The second and third requests resume where the data stopped.
-    let r1: u64 = hits[1]
-        .range
-        .as_deref()
-        .unwrap()
-        .trim_start_matches("bytes=")
-        .trim_end_matches('-')
-        .parse()
-        .unwrap();
-    let r2: u64 = hits[2]
-        .range
-        .as_deref()
-        .unwrap()
-        .trim_start_matches("bytes=")
-        .trim_end_matches('-')
-        .parse()
-        .unwrap();
+    let from = |i: usize| -> u64 {
+        hits[i]
+            .range
+            .as_deref()
+            .unwrap()
+            .trim_start_matches("bytes=")
+            .trim_end_matches('-')
+            .parse()
+            .unwrap()
+    };
+    let (r1, r2) = (from(1), from(2));
     assert!(r1 > 0 && r1 <= 150_000, "{hits:?}");
     assert!(r2 > r1 && r2 <= r1 + 100_000, "{hits:?}");
     assert!(hits[1].status == 206 && hits[2].status == 206);
@@ -118,11 +126,7 @@ fn reset_without_range_support_restarts_from_zero() {
 
 #[test]
 fn truncated_body_is_detected_and_resumed() {
-    let (h, _) = with_previous_env(200_000);
-    let jax = h.wheel("jax").filename.clone();
-    h.server.fault_once(&jax, Fault::TruncateAfter(10_000));
-    install_ok(&h);
-    let hits = h.server.hits(&jax);
+    let (h, hits) = install_through(200_000, "jax", &[Fault::TruncateAfter(10_000)]);
     assert_eq!(hits.len(), 2, "{hits:?}");
     assert!(hits[1].range.is_some());
     h.import_in_env("cpu");

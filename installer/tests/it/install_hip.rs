@@ -49,7 +49,6 @@ fn rocm_install(
     }
     args.extend_from_slice(extra);
     let mut c = h.cmd(&args);
-    c.env_remove("GRETA_HIP_LIB").env_remove("VIRTUAL_ENV");
     if let Some(l) = hip_lib {
         c.env("GRETA_HIP_LIB", l);
     }

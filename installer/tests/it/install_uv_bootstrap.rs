@@ -7,9 +7,7 @@
 //! through uv, while greta's PATH holds no uv.
 
 use crate::support;
-use crate::support::uvtool::{
-    path_without_uv, real_python, real_uv, uv_wheel, version_of, write_tools,
-};
+use crate::support::uvtool::{path_without_uv, real_python, serving_uv, write_tools, ServedUv};
 use crate::support::{stderr, text, Harness};
 use std::path::Path;
 
@@ -26,19 +24,18 @@ fn install(h: &Harness, python: &Path, extra: &[&str]) -> std::process::Output {
     args.extend_from_slice(extra);
     h.cmd(&args)
         .env("PATH", path_without_uv())
-        .env_remove("GRETA_UV")
         .output()
         .unwrap()
 }
 
 #[test]
 fn no_uv_on_path_bootstraps_the_pinned_uv_and_reuses_it() {
-    let real = real_uv();
-    let version = version_of(&real);
-    let h = Harness::new(64 * 1024);
-    let log = h.dir.path().join("uv-calls.log");
-    let w = uv_wheel(&version, &real, &log);
-    h.server.add_wheel("uv", &w.filename, w.bytes.clone());
+    let ServedUv {
+        h,
+        wheel: w,
+        version,
+        log,
+    } = serving_uv(64 * 1024);
     write_tools(&h, &w, &w.sha256);
     let py = real_python();
 
@@ -88,12 +85,12 @@ fn no_uv_on_path_bootstraps_the_pinned_uv_and_reuses_it() {
 
 #[test]
 fn a_tampered_uv_wheel_is_refused_and_pip_installs_instead() {
-    let real = real_uv();
-    let version = version_of(&real);
-    let h = Harness::new(32 * 1024);
-    let log = h.dir.path().join("uv-calls.log");
-    let w = uv_wheel(&version, &real, &log);
-    h.server.add_wheel("uv", &w.filename, w.bytes.clone());
+    let ServedUv {
+        h,
+        wheel: w,
+        version,
+        log,
+    } = serving_uv(32 * 1024);
     // The pin names other bytes: what the server sends must be refused.
     let mut other = w.bytes.clone();
     let n = other.len();
@@ -136,12 +133,7 @@ fn a_tampered_uv_wheel_is_refused_and_pip_installs_instead() {
 
 #[test]
 fn offline_uses_the_pinned_uv_only_when_cached() {
-    let real = real_uv();
-    let version = version_of(&real);
-    let h = Harness::new(16 * 1024);
-    let log = h.dir.path().join("uv-calls.log");
-    let w = uv_wheel(&version, &real, &log);
-    h.server.add_wheel("uv", &w.filename, w.bytes.clone());
+    let ServedUv { h, wheel: w, .. } = serving_uv(16 * 1024);
     write_tools(&h, &w, &w.sha256);
     let py = real_python();
 

@@ -16,6 +16,11 @@ fn script(path: &Path, body: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// `greta install` with `GRETA_UV` naming `uv`.
+fn install_with_uv(h: &Harness, uv: &std::path::Path) -> std::process::Output {
+    h.install_command(&[]).env("GRETA_UV", uv).output().unwrap()
+}
+
 #[test]
 fn a_greta_uv_script_is_run_not_replaced() {
     let h = Harness::new(1_000);
@@ -30,11 +35,7 @@ fn a_greta_uv_script_is_run_not_replaced() {
             real.display()
         ),
     );
-    let o = h
-        .install_command(&[])
-        .env("GRETA_UV", &wrapper)
-        .output()
-        .unwrap();
+    let o = install_with_uv(&h, &wrapper);
     assert_eq!(o.status.code(), Some(0), "{}", support::text(&o));
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(
@@ -51,11 +52,7 @@ fn a_greta_uv_that_does_nothing_is_caught_before_installed_is_said() {
     // An ELF that exits 0 whatever it is asked (a copy, so its identity is
     // its own and no venv template of another uv applies).
     std::fs::copy("/bin/true", &noop).unwrap();
-    let o = h
-        .install_command(&[])
-        .env("GRETA_UV", &noop)
-        .output()
-        .unwrap();
+    let o = install_with_uv(&h, &noop);
     let err = support::stderr(&o);
     assert_ne!(o.status.code(), Some(0), "{}", support::text(&o));
     assert!(!err.contains("installed 3 wheels"), "{err}");
@@ -77,11 +74,7 @@ fn an_installer_that_installs_nothing_names_the_missing_wheels() {
             real.display()
         ),
     );
-    let o = h
-        .install_command(&[])
-        .env("GRETA_UV", &lazy)
-        .output()
-        .unwrap();
+    let o = install_with_uv(&h, &lazy);
     let err = support::stderr(&o);
     assert_ne!(o.status.code(), Some(0), "{}", support::text(&o));
     assert!(!err.contains("installed 3 wheels"), "{err}");

@@ -139,24 +139,31 @@ fn check_fails_with(edit: impl FnOnce(&std::path::Path), expect: &[&str]) {
     }
 }
 
-fn replace_in(dir: &std::path::Path, file: &str, from: &str, to: &str) {
+/// Rewrites `file` of the lock dir `dir` as `edit` makes its text.
+fn rewrite(dir: &std::path::Path, file: &str, edit: impl FnOnce(&str) -> String) {
     let p = dir.join(file);
     let t = std::fs::read_to_string(&p).unwrap();
-    assert!(t.contains(from), "{from:?} not in {file}");
-    std::fs::write(&p, t.replacen(from, to, 1)).unwrap();
+    std::fs::write(&p, edit(&t)).unwrap();
+}
+
+fn replace_in(dir: &std::path::Path, file: &str, from: &str, to: &str) {
+    rewrite(dir, file, |t| {
+        assert!(t.contains(from), "{from:?} not in {file}");
+        t.replacen(from, to, 1)
+    });
 }
 
 #[test]
 fn missing_sha256_fails() {
     check_fails_with(
         |d| {
-            let p = d.join("pylock.cpu.toml");
-            let t = std::fs::read_to_string(&p).unwrap();
-            // drop the hashes of the typing-extensions wheel
-            let start = t.find("typing_extensions-4.16.0-py3-none-any.whl").unwrap();
-            let h = start + t[start..].find(", hashes = {").unwrap();
-            let end = h + t[h..].find('}').unwrap() + 1;
-            std::fs::write(&p, format!("{}{}", &t[..h], &t[end..])).unwrap();
+            rewrite(d, "pylock.cpu.toml", |t| {
+                // drop the hashes of the typing-extensions wheel
+                let start = t.find("typing_extensions-4.16.0-py3-none-any.whl").unwrap();
+                let h = start + t[start..].find(", hashes = {").unwrap();
+                let end = h + t[h..].find('}').unwrap() + 1;
+                format!("{}{}", &t[..h], &t[end..])
+            })
         },
         &[
             "typing_extensions-4.16.0-py3-none-any.whl has no sha256",
@@ -184,15 +191,15 @@ fn plain_http_url_fails() {
 fn overlapping_entries_fail() {
     check_fails_with(
         |d| {
-            let p = d.join("pylock.cpu.toml");
-            let t = std::fs::read_to_string(&p).unwrap();
-            let start = t.find("[[packages]]\nname = \"filelock\"").unwrap();
-            let end = start + 12 + t[start + 12..].find("[[packages]]").unwrap();
-            let dup = t[start..end].replace(
-                "version = \"4.2.11\"",
-                "version = \"4.2.11\"\nmarker = \"python_version >= '3.12'\"",
-            );
-            std::fs::write(&p, format!("{t}\n{dup}")).unwrap();
+            rewrite(d, "pylock.cpu.toml", |t| {
+                let start = t.find("[[packages]]\nname = \"filelock\"").unwrap();
+                let end = start + 12 + t[start + 12..].find("[[packages]]").unwrap();
+                let dup = t[start..end].replace(
+                    "version = \"4.2.11\"",
+                    "version = \"4.2.11\"\nmarker = \"python_version >= '3.12'\"",
+                );
+                format!("{t}\n{dup}")
+            })
         },
         &["two entries for filelock match this environment"],
     );

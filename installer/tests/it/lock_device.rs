@@ -10,6 +10,7 @@ use crate::lock_support::*;
 use crate::support::server::Server;
 use crate::support::wheel::{build_tagged, Wheel};
 use std::path::Path;
+use std::process::Output;
 
 const TORCH: &str = "2.14.0+rocm10.1.0";
 const SDK: &str = "10.1.0";
@@ -147,6 +148,31 @@ fn marker(doc: &toml::Value, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// `greta lock update rocm10.1` of `lock` with real uv (its cache at
+/// `uv_cache`, no user config).
+fn update(lock: &Path, uv_cache: &Path) -> Output {
+    let uv = which::which("uv").expect("uv must be installed for this test");
+    crate::support::greta()
+        .args(["lock", "update", "rocm10.1", "--lock-dir"])
+        .arg(lock)
+        .arg("--uv")
+        .arg(&uv)
+        .env("UV_CACHE_DIR", uv_cache)
+        .env("UV_NO_CONFIG", "1")
+        .output()
+        .unwrap()
+}
+
+/// The AMD-like index and a temporary dir whose `lock/` holds its profile,
+/// locked ([`locked`]); the index serves as long as it is kept.
+fn locked_set() -> (Server, tempfile::TempDir, std::path::PathBuf) {
+    let idx = amd_like_index();
+    let d = tempfile::tempdir().unwrap();
+    let lock = d.path().join("lock");
+    locked(&idx, &lock);
+    (idx, d, lock)
+}
+
 /// Locks the loopback profile with real uv; the lock dir holds the result.
 fn locked(idx: &Server, lock: &Path) {
     std::fs::create_dir_all(lock).unwrap();
@@ -156,17 +182,7 @@ fn locked(idx: &Server, lock: &Path) {
         matrix(&idx.index_url(), "not-locked"),
     )
     .unwrap();
-    let uv = which::which("uv").expect("uv must be installed for this test");
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
-        .args(["lock", "update", "rocm10.1", "--lock-dir"])
-        .arg(lock)
-        .arg("--uv")
-        .arg(&uv)
-        .env("UV_CACHE_DIR", lock.join("../uv-cache"))
-        .env("UV_NO_CONFIG", "1")
-        .env_remove("GRETA_LOCK_DIR")
-        .output()
-        .unwrap();
+    let o = update(lock, &lock.join("../uv-cache"));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("still marks rocm10.1 as not locked"),
@@ -178,10 +194,7 @@ fn locked(idx: &Server, lock: &Path) {
 
 #[test]
 fn lock_update_records_each_targets_device_wheels_under_its_extra() {
-    let idx = amd_like_index();
-    let d = tempfile::tempdir().unwrap();
-    let lock = d.path().join("lock");
-    locked(&idx, &lock);
+    let (_idx, _d, lock) = locked_set();
     let text = std::fs::read_to_string(lock.join("pylock.rocm10-1.toml")).unwrap();
     let doc: toml::Value = toml::from_str(&text).unwrap();
     let extras: Vec<&str> = doc["extras"]
@@ -288,16 +301,7 @@ fn an_sdist_only_dependency_fails_the_update_unless_excluded() {
         matrix_with(&idx.index_url(), "not-locked", ""),
     )
     .unwrap();
-    let uv = which::which("uv").expect("uv must be installed for this test");
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
-        .args(["lock", "update", "rocm10.1", "--lock-dir"])
-        .arg(&lock)
-        .arg("--uv")
-        .arg(&uv)
-        .env("UV_CACHE_DIR", d.path().join("uv-cache"))
-        .env("UV_NO_CONFIG", "1")
-        .output()
-        .unwrap();
+    let o = update(&lock, &d.path().join("uv-cache"));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
@@ -309,10 +313,7 @@ fn an_sdist_only_dependency_fails_the_update_unless_excluded() {
 
 #[test]
 fn show_gives_host_wheels_plus_exactly_the_chosen_targets() {
-    let idx = amd_like_index();
-    let d = tempfile::tempdir().unwrap();
-    let lock = d.path().join("lock");
-    locked(&idx, &lock);
+    let (_idx, _d, lock) = locked_set();
     let py = py_xy();
     let names = |args: &[&str]| -> Vec<String> {
         let mut all = vec!["show", "rocm10.1", "--python", py.as_str(), "--json"];
@@ -371,10 +372,7 @@ fn show_gives_host_wheels_plus_exactly_the_chosen_targets() {
 /// target: the host wheels and that target's device wheels, no other's.
 #[test]
 fn real_uv_installs_the_lockfile_for_one_target() {
-    let idx = amd_like_index();
-    let d = tempfile::tempdir().unwrap();
-    let lock = d.path().join("lock");
-    locked(&idx, &lock);
+    let (_idx, d, lock) = locked_set();
     let uv = which::which("uv").expect("uv must be installed for this test");
     let venv = d.path().join("venv");
     let run = |args: &[&str]| {
@@ -492,15 +490,20 @@ fn machine(gpus: &[(u64, &str)]) -> tempfile::TempDir {
     tmp
 }
 
-fn dry_run(lock: &Path, sysroot: &Path) -> serde_json::Value {
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
-        .args(["install", "--dry-run", "--json", "--lock-dir"])
+/// `greta install --dry-run --lock-dir LOCK --sysroot SYSROOT ARGS`.
+fn dry_run_output(lock: &Path, sysroot: &Path, args: &[&str]) -> Output {
+    crate::support::greta()
+        .args(["install", "--dry-run", "--lock-dir"])
         .arg(lock)
         .arg("--sysroot")
         .arg(sysroot)
-        .env_remove("GRETA_LOCK_DIR")
+        .args(args)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+fn dry_run(lock: &Path, sysroot: &Path) -> serde_json::Value {
+    let o = dry_run_output(lock, sysroot, &["--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value =
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
@@ -522,10 +525,7 @@ fn wheel_names(plan: &serde_json::Value) -> Vec<String> {
 /// host wheels plus exactly its GPUs' device wheels, and says why.
 #[test]
 fn dry_run_for_a_captured_machine_plans_its_own_device_wheels() {
-    let idx = amd_like_index();
-    let d = tempfile::tempdir().unwrap();
-    let lock = d.path().join("lock");
-    locked(&idx, &lock);
+    let (_idx, _d, lock) = locked_set();
 
     // Strix Halo on kernel 6.17: node name "ip discovery", 110501 = gfx1151
     let halo = machine(&[(110501, "ip discovery")]);
@@ -619,14 +619,7 @@ fn dry_run_plans_for_the_captured_machines_with_the_shipped_lock_set() {
         assert!(plan.get("device_extras").is_none(), "{gfx}: {plan:#}");
     }
     // RX 7900 XTX capture whose /dev/kfd is missing: refused, with the fix
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
-        .args(["install", "--dry-run", "--lock-dir"])
-        .arg(&lock)
-        .arg("--sysroot")
-        .arg(captured("two-rocm-no-kfd"))
-        .env_remove("GRETA_LOCK_DIR")
-        .output()
-        .unwrap();
+    let o = dry_run_output(&lock, &captured("two-rocm-no-kfd"), &[]);
     assert_ne!(o.status.code(), Some(0));
     let all = format!("{}{}", stdout(&o), stderr(&o));
     assert!(
@@ -660,7 +653,7 @@ fn doctor_finds_a_therock_torch_without_this_gpus_device_wheel() {
         "2.14.0+rocm10.1.0",
     );
     let doctor = || {
-        let o = std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+        let o = crate::support::greta()
             .args(["doctor", "--json", "--sysroot"])
             .arg(&root)
             .output()

@@ -191,7 +191,7 @@ fn failing_uv_never_writes() {
 /// request lines.
 /// `greta lock update demo` through the given real uv, with its own uv cache.
 fn update_demo_with_uv(uv: &Path, lock_dir: &Path, uv_cache: &Path) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_greta"))
+    crate::support::greta()
         .args(["lock", "update", "demo", "--uv"])
         .arg(uv)
         .args(["--timeout", "120", "--lock-dir"])
@@ -297,11 +297,6 @@ with zipfile.ZipFile("{out}", "w") as z:
     std::fs::read(dir.join("greta_lockdemo-1.0.0-py3-none-any.whl")).unwrap()
 }
 
-fn sha256_hex(b: &[u8]) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(b))
-}
-
 fn loopback_matrix(base: &str) -> String {
     format!(
         r#"schema = 1
@@ -325,7 +320,7 @@ fn real_uv_against_a_loopback_index() {
         .expect("uv must be installed for this test (scripts/setup.sh installs it)");
     let d = tempfile::tempdir().unwrap();
     let wheel = build_wheel(d.path());
-    let sha = sha256_hex(&wheel);
+    let sha = crate::support::sha256_hex(&wheel);
     let page = format!(
         "<!DOCTYPE html><html><body><a href=\"/files/greta_lockdemo-1.0.0-py3-none-any.whl#sha256={sha}\" data-requires-python=\"&gt;=3.8\">greta_lockdemo-1.0.0-py3-none-any.whl</a></body></html>"
     );

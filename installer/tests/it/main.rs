@@ -28,6 +28,7 @@ mod install_hip;
 mod install_interrupt;
 mod install_kill;
 mod install_progress;
+mod install_schema;
 mod install_uptodate;
 mod install_uv_bootstrap;
 mod install_uv_cache;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 fn greta(args: &[&str]) -> (i32, String, Duration) {
     let t = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_greta"))
+    let out = crate::support::greta()
         .args(args)
         .output()
         .expect("greta runs");
@@ -194,21 +194,12 @@ fn the_floor_column_is_coloured_on_a_terminal_unless_no_color() {
         .find(|p| p.extension().is_some_and(|x| x == "json"))
         .unwrap();
     let smoke = |env: &[(&str, &str)]| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_greta"));
-        c.args([
-            "smoke",
-            "--device",
-            "cpu",
-            "--profile",
-            "ultrasafe",
-            "--no-save",
-            "--no-progress",
-        ])
-        .arg("--baseline")
-        .arg(&base)
-        .env_remove("NO_COLOR")
-        .env("TERM", "xterm-256color")
-        .env("RUST_LOG", "off");
+        let mut c = crate::support::greta();
+        c.args(crate::support::greta::CPU_SMOKE)
+            .arg("--baseline")
+            .arg(&base)
+            .env("TERM", "xterm-256color")
+            .env("RUST_LOG", "off");
         for (k, v) in env {
             c.env(k, v);
         }

@@ -19,12 +19,10 @@ use std::time::Duration;
 const WINDOW: (u32, u32) = (1200, 1600);
 
 fn greta(args: &[&str], data_home: &Path) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_greta"))
+    let out = crate::support::greta()
         .args(args)
         .env("GRETA_VK_VALIDATION", "1")
         .env("XDG_DATA_HOME", data_home)
-        .env_remove("GRETA_SMOKE_INJECT")
-        .env_remove("GRETA_SMOKE_TEST_GATES")
         .output()
         .expect("greta runs");
     let code = out.status.code().unwrap_or(-1);
@@ -334,36 +332,28 @@ fn report_pages_of_a_real_run_and_a_replayed_node_render_in_chromium() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let s = |p: &Path| p.to_str().unwrap().to_string();
+    // A default-profile lavapipe run (3 repeats, seed 5) with its result
+    // in `out`: the exit code, the result file and its report.
+    let smoke = |out: &Path, extra: &[&str]| {
+        let mut args = vec!["smoke", "--device", "cpu", "--profile", "default"];
+        let out_s = s(out);
+        args.extend(["--repeat", "3", "--seed", "5", "--out", out_s.as_str()]);
+        args.extend_from_slice(extra);
+        let (code, _) = greta(&args, d);
+        let json = std::fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|x| x == "json"))
+            .expect("result JSON written");
+        let report: Report =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (code, json, report)
+    };
 
     // The real lavapipe run, drawn by `greta smoke --html`.
     let page = d.join("run.html");
-    let clean_dir = d.join("clean");
-    let (code, _) = greta(
-        &[
-            "smoke",
-            "--device",
-            "cpu",
-            "--profile",
-            "default",
-            "--repeat",
-            "3",
-            "--seed",
-            "5",
-            "--out",
-            &s(&clean_dir),
-            "--html",
-            &s(&page),
-        ],
-        d,
-    );
+    let (code, clean_json, clean) = smoke(&d.join("clean"), &["--html", &s(&page)]);
     assert_eq!(code, 0);
-    let clean_json = std::fs::read_dir(&clean_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "json"))
-        .expect("result JSON written");
-    let clean: Report =
-        serde_json::from_str(&std::fs::read_to_string(&clean_json).unwrap()).unwrap();
     let shot = d.join("run.png");
     let r = render(&bin, &page, Some(&shot));
     assert!(r.console.is_empty(), "console messages: {:#?}", r.console);
@@ -397,34 +387,11 @@ fn report_pages_of_a_real_run_and_a_replayed_node_render_in_chromium() {
     // shared 2-core VM two lavapipe runs differ by up to 3x: 4x slow once
     // passed its floor of 0.75x the clean run) (held to the
     // clean run as --baseline, so its gates fail their floors).
-    let slow_dir = d.join("slow");
-    let (code, _) = greta(
-        &[
-            "smoke",
-            "--device",
-            "cpu",
-            "--profile",
-            "default",
-            "--repeat",
-            "3",
-            "--seed",
-            "5",
-            "--out",
-            &s(&slow_dir),
-            "--baseline",
-            &s(&clean_json),
-            "--inject",
-            "slow:0:50",
-        ],
-        d,
+    let (code, _, slow) = smoke(
+        &d.join("slow"),
+        &["--baseline", &s(&clean_json), "--inject", "slow:0:50"],
     );
     assert_eq!(code, 1, "the slowed run fails its baseline floors");
-    let slow_json = std::fs::read_dir(&slow_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "json"))
-        .unwrap();
-    let slow: Report = serde_json::from_str(&std::fs::read_to_string(&slow_json).unwrap()).unwrap();
     let mut node = clean.clone();
     node.devices = (0..8)
         .map(|i| {

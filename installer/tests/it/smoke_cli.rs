@@ -5,7 +5,7 @@
 
 use greta_smoke::results::{GateStatus, Report, RunStatus, CSV_COLUMNS};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 struct Run {
@@ -16,12 +16,11 @@ struct Run {
 }
 
 fn greta(args: &[&str], envs: &[(&str, &str)], data_home: &Path) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_greta"));
+    let mut cmd = crate::support::greta();
     cmd.arg("smoke")
         .args(args)
         .env("GRETA_VK_VALIDATION", "1")
-        .env("XDG_DATA_HOME", data_home)
-        .env_remove("GRETA_SMOKE_TEST_GATES");
+        .env("XDG_DATA_HOME", data_home);
     for (k, v) in envs {
         cmd.env(k, v);
     }

@@ -4,7 +4,7 @@
 
 use super::amd::{self, find_gfx, parse_id};
 use super::kv;
-use crate::facts::{Facts, Gpu, KernelDriver, Vendor};
+use crate::facts::{Facts, Gpu, KernelDriver};
 
 pub fn recognise(text: &str) -> bool {
     text.contains("AMD-SMI ")
@@ -58,14 +58,11 @@ pub fn parse(text: &str) -> Facts {
                         .map(|mb| mb << 20);
                     let name = name.trim().to_string();
                     f.gpus.push(Gpu {
-                        vendor: Vendor::Amd,
                         vf: amd::is_vf(&name, None, None),
                         name,
                         pci_address: Some(bdf.to_lowercase()),
                         vram_bytes: vram,
-                        kernel_driver: Some("amdgpu".into()),
-                        seen_by: vec!["amd-smi".into()],
-                        ..Gpu::default()
+                        ..Gpu::amdgpu_seen_by("amd-smi")
                     });
                     continue;
                 }
@@ -107,12 +104,7 @@ pub fn parse(text: &str) -> Facts {
                 if let Some(g) = keyed.take() {
                     f.gpus.push(g);
                 }
-                keyed = Some(Gpu {
-                    vendor: Vendor::Amd,
-                    kernel_driver: Some("amdgpu".into()),
-                    seen_by: vec!["amd-smi".into()],
-                    ..Gpu::default()
-                });
+                keyed = Some(Gpu::amdgpu_seen_by("amd-smi"));
             }
             _ => {
                 let Some(g) = keyed.as_mut() else { continue };

@@ -6,7 +6,7 @@
 use super::amd::find_gfx;
 use super::vulkaninfo::{gpu_of, kind_from_driver_id};
 use crate::facts::{Facts, Gpu, Vendor, VulkanDevice};
-use greta_vocab::VkFamily;
+use greta_vocab::{DeviceType, VkFamily};
 
 pub fn recognise(text: &str) -> bool {
     text.lines().any(|l| {
@@ -152,14 +152,11 @@ fn parse_vulkan_line(rest: &str) -> Option<VulkanDevice> {
         let v = v.trim();
         match k.trim() {
             "uma" => {
-                d.device_type = Some(
-                    if v == "1" {
-                        "PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU"
-                    } else {
-                        "PHYSICAL_DEVICE_TYPE_DISCRETE_GPU"
-                    }
-                    .into(),
-                )
+                d.device_type = Some(if v == "1" {
+                    DeviceType::IntegratedGpu
+                } else {
+                    DeviceType::DiscreteGpu
+                })
             }
             "fp16" => d.fp16 = Some(v == "1"),
             "warp size" => d.subgroup_size = v.parse().ok(),
@@ -169,7 +166,7 @@ fn parse_vulkan_line(rest: &str) -> Option<VulkanDevice> {
     }
     if d.name.starts_with("llvmpipe") {
         d.kind = VkFamily::Lavapipe;
-        d.device_type = Some("PHYSICAL_DEVICE_TYPE_CPU".into());
+        d.device_type = Some(DeviceType::Cpu);
     }
     Some(d)
 }

@@ -99,18 +99,18 @@ pub fn parse(text: &str) -> Facts {
             }
             continue;
         }
-        if t.starts_with("ROCk module is loaded") {
+        // Older rocminfo says only whether the module is loaded.
+        let loaded = if t.starts_with("ROCk module is loaded") {
+            Some(true)
+        } else if t.starts_with("ROCk module is NOT loaded") {
+            Some(false)
+        } else {
+            None
+        };
+        if let Some(loaded) = loaded {
             f.drivers.push(KernelDriver {
                 name: "amdgpu".into(),
-                loaded: true,
-                version: None,
-            });
-            continue;
-        }
-        if t.starts_with("ROCk module is NOT loaded") {
-            f.drivers.push(KernelDriver {
-                name: "amdgpu".into(),
-                loaded: false,
+                loaded,
                 version: None,
             });
             continue;

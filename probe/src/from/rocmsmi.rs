@@ -4,7 +4,7 @@
 //! rocm-smi reads sysfs, so a table proves amdgpu is bound, never that HSA works.
 
 use super::amd::{find_gfx, parse_id};
-use crate::facts::{Facts, Gpu, KernelDriver, Vendor};
+use crate::facts::{Facts, Gpu, KernelDriver};
 use std::collections::BTreeMap;
 
 pub fn recognise(text: &str) -> bool {
@@ -44,12 +44,7 @@ fn parse_json_lines(text: &str, f: &mut Facts) {
             if let Some(g) = cur.take() {
                 f.gpus.push(g);
             }
-            cur = Some(Gpu {
-                vendor: Vendor::Amd,
-                kernel_driver: Some("amdgpu".into()),
-                seen_by: vec!["rocm-smi".into()],
-                ..Gpu::default()
-            });
+            cur = Some(Gpu::amdgpu_seen_by("rocm-smi"));
             continue;
         }
         let Some(g) = cur.as_mut() else { continue };
@@ -123,13 +118,10 @@ pub fn parse(text: &str) -> Facts {
             }
             rows += 1;
             f.gpus.push(Gpu {
-                vendor: Vendor::Amd,
                 name,
                 vendor_id: device_id.map(|_| super::amd::AMD),
                 device_id,
-                kernel_driver: Some("amdgpu".into()),
-                seen_by: vec!["rocm-smi".into()],
-                ..Gpu::default()
+                ..Gpu::amdgpu_seen_by("rocm-smi")
             });
         }
         i += 1;
@@ -162,12 +154,9 @@ pub fn parse(text: &str) -> Facts {
             continue;
         };
         let (k, v) = (k.trim().to_lowercase(), v.trim());
-        let g = keyed.entry(idx).or_insert_with(|| Gpu {
-            vendor: Vendor::Amd,
-            kernel_driver: Some("amdgpu".into()),
-            seen_by: vec!["rocm-smi".into()],
-            ..Gpu::default()
-        });
+        let g = keyed
+            .entry(idx)
+            .or_insert_with(|| Gpu::amdgpu_seen_by("rocm-smi"));
         match k.as_str() {
             "card series" | "card model" | "device name" | "market name"
                 if g.name.is_empty() && !v.is_empty() =>

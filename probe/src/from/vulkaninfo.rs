@@ -7,7 +7,7 @@
 
 use super::amd::{self, gfx_from_radv_name, parse_id};
 use crate::facts::{Facts, Gpu, Vendor, VulkanDevice};
-use greta_vocab::{VkDriver, VkFamily};
+use greta_vocab::{DeviceType, VkDriver, VkFamily};
 
 pub fn has_device_blocks(text: &str) -> bool {
     text.lines()
@@ -210,7 +210,7 @@ pub fn parse(text: &str) -> Facts {
         };
         match k {
             "deviceName" if d.name.is_empty() => d.name = v.to_string(),
-            "deviceType" => first(&mut d.device_type),
+            "deviceType" if d.device_type.is_none() => d.device_type = DeviceType::from_text(v),
             "vendorID" if d.vendor_id.is_none() => d.vendor_id = parse_id(v),
             "deviceID" if d.device_id.is_none() => d.device_id = parse_id(v),
             "apiVersion" => first(&mut d.api_version),
@@ -342,11 +342,11 @@ pub fn parse_device_select(text: &str) -> Facts {
             .filter(|s| s.matches(':').count() == 2)
             .map(String::from);
         let device_type = if tail.starts_with("integrated") {
-            Some("PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU".into())
+            Some(DeviceType::IntegratedGpu)
         } else if tail.starts_with("discrete") {
-            Some("PHYSICAL_DEVICE_TYPE_DISCRETE_GPU".into())
+            Some(DeviceType::DiscreteGpu)
         } else if tail.starts_with("cpu") {
-            Some("PHYSICAL_DEVICE_TYPE_CPU".into())
+            Some(DeviceType::Cpu)
         } else {
             None
         };

@@ -36,7 +36,7 @@ fn device_of(d: &greta_vkenum::Description) -> VulkanDevice {
     let mut v = VulkanDevice {
         name: d.name.clone(),
         kind: d.driver.as_ref().map(|x| x.family()).unwrap_or_default(),
-        device_type: Some(d.device_type.vk_name().to_string()),
+        device_type: Some(d.device_type),
         vendor_id: Some(d.vendor_id),
         device_id: Some(d.device_id),
         driver_name: d.driver_name.clone(),
@@ -217,7 +217,9 @@ fn apply(f: &mut Facts, e: Enumeration) -> String {
             format!(
                 "{} [{}]",
                 d.name,
-                d.device_type.as_deref().unwrap_or("?").to_ascii_lowercase()
+                d.device_type
+                    .map_or("?", |t| t.vk_name())
+                    .to_ascii_lowercase()
             )
         })
         .collect();
@@ -279,7 +281,7 @@ mod tests {
         let radv = VulkanDevice {
             name: "AMD Radeon 760M (RADV GFX1103_R1)".into(),
             kind: VkFamily::Radv,
-            device_type: Some("INTEGRATED_GPU".into()),
+            device_type: Some(greta_vocab::DeviceType::IntegratedGpu),
             vendor_id: Some(0x1002),
             device_id: Some(0x15bf),
             ..VulkanDevice::default()
@@ -287,7 +289,7 @@ mod tests {
         let lvp = VulkanDevice {
             name: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
             kind: VkFamily::Lavapipe,
-            device_type: Some("CPU".into()),
+            device_type: Some(greta_vocab::DeviceType::Cpu),
             vendor_id: Some(0x10005),
             ..VulkanDevice::default()
         };

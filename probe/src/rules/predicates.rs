@@ -337,14 +337,6 @@ fn vendor_name(v: Vendor) -> &'static str {
     }
 }
 
-fn gib(b: u64) -> String {
-    if b >= 1 << 30 {
-        format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
-    } else {
-        format!("{} MiB", b >> 20)
-    }
-}
-
 /// Every predicate and every `signal:<id>` that holds for `f`, with its
 /// evidence, and the template variables.
 pub fn evaluate(f: &Facts) -> Eval {
@@ -503,7 +495,7 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
                         format!(
                             "{}: {}",
                             if g.name.is_empty() { "GPU" } else { &g.name },
-                            gib(b)
+                            greta_vocab::size::memory(b)
                         )
                     })
                 })
@@ -520,7 +512,7 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
                         format!(
                             "{}: {}",
                             if g.name.is_empty() { "GPU" } else { &g.name },
-                            gib(b)
+                            greta_vocab::size::memory(b)
                         )
                     })
                 })

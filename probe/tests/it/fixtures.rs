@@ -164,24 +164,21 @@ fn check_case(dir: &Path, key: &str, case: &toml::Value) -> Vec<String> {
         .map(|a| a.iter().map(|x| s(x, "id")).collect())
         .unwrap_or_default();
     if let Some(fnd) = case.get("findings") {
-        for id in fnd
-            .get("must")
-            .and_then(|v| v.as_array())
-            .into_iter()
-            .flatten()
-            .filter_map(|x| x.as_str())
-        {
+        // The ids a list of the case names (`must`, `must_not`).
+        let listed = |key: &str| -> Vec<&str> {
+            fnd.get(key)
+                .and_then(|v| v.as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|x| x.as_str())
+                .collect()
+        };
+        for id in listed("must") {
             if !raised.contains(&id) {
                 errs.push(format!("must raise {id}; raised {raised:?}"));
             }
         }
-        for id in fnd
-            .get("must_not")
-            .and_then(|v| v.as_array())
-            .into_iter()
-            .flatten()
-            .filter_map(|x| x.as_str())
-        {
+        for id in listed("must_not") {
             if raised.contains(&id) {
                 let ev = j["findings"]
                     .as_array()

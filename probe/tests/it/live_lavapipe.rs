@@ -24,21 +24,18 @@ fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
     // Loader and manifests as installed by libvulkan1 + mesa-vulkan-drivers.
     let loader = f.vulkan.loader.as_deref().expect("libvulkan.so.1 found");
     assert!(loader.ends_with("libvulkan.so.1"), "{loader}");
-    let lvp = f
-        .vulkan
-        .icds
-        .iter()
-        .find(|i| i.manifest.ends_with("lvp_icd.x86_64.json"))
-        .expect("lavapipe manifest");
+    let manifest = |file: &str| {
+        f.vulkan
+            .icds
+            .iter()
+            .find(|i| i.manifest.ends_with(file))
+            .unwrap_or_else(|| panic!("{file} found"))
+    };
+    let lvp = manifest("lvp_icd.x86_64.json");
     assert_eq!(lvp.kind, VkFamily::Lavapipe);
     assert_eq!(lvp.library_ok, Some(true), "{lvp:?}");
     assert_eq!(lvp.found_in.as_deref(), Some("/usr/share/vulkan/icd.d"));
-    let radv = f
-        .vulkan
-        .icds
-        .iter()
-        .find(|i| i.manifest.ends_with("radeon_icd.x86_64.json"))
-        .expect("RADV manifest");
+    let radv = manifest("radeon_icd.x86_64.json");
     assert_eq!(radv.kind, VkFamily::Radv);
     assert_eq!(radv.library_ok, Some(true), "{radv:?}");
 
@@ -49,7 +46,7 @@ fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
         .iter()
         .find(|d| d.kind == VkFamily::Lavapipe)
         .expect("lavapipe device through ash");
-    assert_eq!(dev.device_type.as_deref(), Some("CPU"));
+    assert_eq!(dev.device_type, Some(greta_vocab::DeviceType::Cpu));
     assert!(dev.name.contains("llvmpipe"), "{}", dev.name);
     assert_eq!(dev.driver_name.as_deref(), Some("llvmpipe"));
     assert!(dev

@@ -41,7 +41,7 @@ fn vulkan_facts(f: &Facts, m: &mut Machine) {
         return;
     }
     for d in &f.vulkan.devices {
-        if d.device_type.as_deref() == Some("CPU") {
+        if d.device_type == Some(greta_vocab::DeviceType::Cpu) {
             m.vulkan_cpus.push(d.name.clone());
         } else {
             m.vulkan_gpus.push(d.name.clone());

@@ -67,14 +67,6 @@ fn default_target() -> Result<Target, String> {
     })
 }
 
-/// "rocm6.4" -> "6.4": what a ROCm profile's torch must report.
-fn profile_version(profile: &str, backend: Backend) -> Option<String> {
-    (backend == Backend::Rocm)
-        .then(|| profile.strip_prefix("rocm").map(str::to_string))
-        .flatten()
-        .filter(|v| !v.is_empty())
-}
-
 pub fn run(args: &Args) -> anyhow::Result<Exit> {
     let target = match target_of(args)? {
         Ok(t) => t,
@@ -209,7 +201,7 @@ fn expectation(target: &Target, facts: &greta_probe::Facts) -> Expect {
         version: target
             .receipt
             .as_ref()
-            .and_then(|r| profile_version(&r.profile, r.backend)),
+            .and_then(|r| r.backend_major_minor()),
         backend,
         gpu,
         env_root: target.env_root.clone(),

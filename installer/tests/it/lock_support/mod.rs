@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 pub fn shipped_lock_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../lock")
@@ -20,12 +20,11 @@ pub fn support_dir() -> PathBuf {
 
 /// `greta lock ARGS` with `--lock-dir DIR`.
 pub fn greta_lock(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_greta"))
+    crate::support::greta()
         .arg("lock")
         .args(args)
         .arg("--lock-dir")
         .arg(dir)
-        .env_remove("GRETA_LOCK_DIR")
         .output()
         .expect("run greta")
 }

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod greta;
 pub mod pty;
 pub mod server;
 pub mod uvtool;
@@ -13,6 +14,7 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+pub use greta::greta;
 #[allow(unused_imports)]
 pub use server::{Fault, Server};
 pub use wheel::Wheel;
@@ -181,7 +183,7 @@ lockfile = "pylock.rocm6-4.toml"
 
     /// The real binary with private HOME/XDG dirs, short timeouts and backoff.
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_greta"));
+        let mut c = greta();
         c.args(args)
             .env("HOME", self.dir.path().join("home"))
             .env("XDG_CACHE_HOME", self.dir.path().join("cache"))
@@ -191,10 +193,6 @@ lockfile = "pylock.rocm6-4.toml"
             .env("GRETA_FETCH_TIMEOUT_S", "2")
             .env("UV_CACHE_DIR", self.dir.path().join("cache").join("uv"))
             .env("PIP_NO_CACHE_DIR", "1")
-            .env_remove("GRETA_TEST_PAUSE_AT")
-            // It would move every env out of the private XDG dirs.
-            .env_remove("GRETA_HOME")
-            .env_remove("VIRTUAL_ENV")
             .stdin(Stdio::null());
         c
     }

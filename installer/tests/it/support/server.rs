@@ -124,20 +124,17 @@ impl Server {
     }
 
     pub fn fault_once(&self, filename: &str, f: Fault) {
-        let mut s = self.state.lock().unwrap();
-        s.once
-            .entry(format!("/files/{filename}"))
-            .or_default()
-            .push_back(f);
+        self.fault_path_once(format!("/files/{filename}"), f);
     }
 
     /// A fault for the next request of `project`'s simple-index page.
     pub fn fault_page_once(&self, project: &str, f: Fault) {
+        self.fault_path_once(format!("/simple/{project}/"), f);
+    }
+
+    fn fault_path_once(&self, path: String, f: Fault) {
         let mut s = self.state.lock().unwrap();
-        s.once
-            .entry(format!("/simple/{project}/"))
-            .or_default()
-            .push_back(f);
+        s.once.entry(path).or_default().push_back(f);
     }
 
     pub fn fault_always(&self, filename: &str, f: Fault) {

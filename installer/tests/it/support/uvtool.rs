@@ -56,6 +56,32 @@ pub fn uv_wheel(version: &str, real: &Path, log: &Path) -> Wheel {
     )
 }
 
+/// A harness whose server also serves a "uv" wheel of the real uv's
+/// version ([`uv_wheel`], logging to `log`), not pinned yet
+/// ([`write_tools`] pins it).
+pub struct ServedUv {
+    pub h: Harness,
+    pub wheel: Wheel,
+    pub version: String,
+    pub log: PathBuf,
+}
+
+pub fn serving_uv(blob: usize) -> ServedUv {
+    let real = real_uv();
+    let version = version_of(&real);
+    let h = Harness::new(blob);
+    let log = h.dir.path().join("uv-calls.log");
+    let wheel = uv_wheel(&version, &real, &log);
+    h.server
+        .add_wheel("uv", &wheel.filename, wheel.bytes.clone());
+    ServedUv {
+        h,
+        wheel,
+        version,
+        log,
+    }
+}
+
 /// `lock/tools.toml` pinning `w` for this architecture at its loopback URL.
 pub fn write_tools(h: &Harness, w: &Wheel, sha256: &str) {
     std::fs::write(

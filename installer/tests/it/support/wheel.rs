@@ -26,33 +26,14 @@ pub fn build(
     files: &[(&str, String)],
     blob: usize,
 ) -> Wheel {
-    build_with_metadata(project, version, module, files, blob, "")
+    build_tagged(project, version, module, files, blob, "", "py3-none-any")
 }
 
 /// As [`build`], with more `METADATA` lines (`Provides-Extra`,
-/// `Requires-Dist`): what a resolver reads, as AMD's host wheels declare
-/// their per-target device wheels behind extras.
-pub fn build_with_metadata(
-    project: &str,
-    version: &str,
-    module: &str,
-    files: &[(&str, String)],
-    blob: usize,
-    metadata: &str,
-) -> Wheel {
-    build_tagged(
-        project,
-        version,
-        module,
-        files,
-        blob,
-        metadata,
-        "py3-none-any",
-    )
-}
-
-/// As [`build_with_metadata`], for the wheel tag `tag` (`cp312-cp312-linux_x86_64`,
-/// `py3-none-linux_x86_64`: how AMD tags its ROCm wheels).
+/// `Requires-Dist`: what a resolver reads, as AMD's host wheels declare
+/// their per-target device wheels behind extras), for the wheel tag `tag`
+/// (`cp312-cp312-linux_x86_64`, `py3-none-linux_x86_64`: how AMD tags its
+/// ROCm wheels).
 pub fn build_tagged(
     project: &str,
     version: &str,

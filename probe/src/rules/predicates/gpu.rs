@@ -1,6 +1,6 @@
 //! GPUs, their kernel driver and the machine they sit in.
 
-use super::{about, describe, gib, gpu_lines, when, Predicate, View};
+use super::{about, describe, gpu_lines, when, Predicate, View};
 
 pub struct NoGpuKnown;
 impl Predicate for NoGpuKnown {
@@ -275,7 +275,7 @@ impl Predicate for ApuSmallVram {
                 format!(
                     "GPU {}: integrated, dedicated VRAM {}",
                     describe(g),
-                    gib(g.vram_bytes.unwrap_or(0))
+                    greta_vocab::size::memory(g.vram_bytes.unwrap_or(0))
                 )
             })
             .collect();

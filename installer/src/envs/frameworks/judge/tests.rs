@@ -111,18 +111,20 @@ fn gated() -> Vec<String> {
     vec!["torch".into(), "jax".into(), "triton".into()]
 }
 
+/// A run of a CUDA 13.0 torch on a device of `kind`, with its `gates`, in
+/// an environment with `env` set.
+fn cuda_torch_run(kind: DeviceKind, gates: Vec<GateRecord>, env: &[(&str, &str)]) -> Run {
+    run(vec![torch(None, Some("13.0"), kind, gates)], env)
+}
+
 #[test]
 fn gpu_results_within_tolerance_pass() {
-    let r = run(
-        vec![torch(
-            None,
-            Some("13.0"),
-            DeviceKind::Gpu,
-            vec![
-                gate("torch.matmul_f32", 3e-7, "cuda:0"),
-                gate("torch.matmul_f16", 4e-3, "cuda:0"),
-            ],
-        )],
+    let r = cuda_torch_run(
+        DeviceKind::Gpu,
+        vec![
+            gate("torch.matmul_f32", 3e-7, "cuda:0"),
+            gate("torch.matmul_f16", 4e-3, "cuda:0"),
+        ],
         &[],
     );
     let j = judge(&r, &expect(Some("cuda"), Some(Vendor::Nvidia)), &gated(), T);
@@ -134,13 +136,9 @@ fn gpu_results_within_tolerance_pass() {
 
 #[test]
 fn just_over_the_tolerance_is_a_wrong_result() {
-    let r = run(
-        vec![torch(
-            None,
-            Some("13.0"),
-            DeviceKind::Gpu,
-            vec![gate("torch.matmul_f32", 1.5e-5, "cuda:0")],
-        )],
+    let r = cuda_torch_run(
+        DeviceKind::Gpu,
+        vec![gate("torch.matmul_f32", 1.5e-5, "cuda:0")],
         &[],
     );
     let j = judge(&r, &expect(Some("cuda"), Some(Vendor::Nvidia)), &gated(), T);
@@ -156,13 +154,9 @@ fn just_over_the_tolerance_is_a_wrong_result() {
 
 #[test]
 fn a_gpu_machine_whose_framework_ran_on_the_cpu_fails_and_says_why() {
-    let r = run(
-        vec![torch(
-            None,
-            Some("13.0"),
-            DeviceKind::Cpu,
-            vec![gate("torch.matmul_f32", 3e-7, "cpu")],
-        )],
+    let r = cuda_torch_run(
+        DeviceKind::Cpu,
+        vec![gate("torch.matmul_f32", 3e-7, "cpu")],
         &[("CUDA_VISIBLE_DEVICES", "")],
     );
     let j = judge(&r, &expect(None, Some(Vendor::Nvidia)), &gated(), T);
@@ -202,13 +196,9 @@ fn the_cpu_profile_runs_on_the_cpu_and_skips_triton() {
 #[test]
 fn build_for_another_backend_is_a_mismatch_not_a_fallback() {
     // A CUDA torch on an AMD-only machine runs on the CPU: the cause is the build.
-    let r = run(
-        vec![torch(
-            None,
-            Some("13.0"),
-            DeviceKind::Cpu,
-            vec![gate("torch.matmul_f32", 3e-7, "cpu")],
-        )],
+    let r = cuda_torch_run(
+        DeviceKind::Cpu,
+        vec![gate("torch.matmul_f32", 3e-7, "cpu")],
         &[],
     );
     let j = judge(&r, &expect(None, Some(Vendor::Amd)), &gated(), T);
@@ -310,18 +300,22 @@ fn nan_results_fail_whatever_the_tolerance() {
     assert_eq!(ids(&j), ["framework.wrong-result"]);
 }
 
+/// A machine with one AMD GPU `name`, a gfx1103.
+fn gfx1103_machine(name: &str) -> greta_probe::Facts {
+    greta_probe::Facts {
+        gpus: vec![greta_probe::Gpu {
+            vendor: greta_probe::Vendor::Amd,
+            name: name.into(),
+            gfx: Some("gfx1103".into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
 #[test]
 fn runtime_messages_get_the_doctors_finding_ids() {
-    use greta_probe::{Facts, Gpu, Vendor as V};
-    let facts = Facts {
-        gpus: vec![Gpu {
-            vendor: V::Amd,
-            name: "AMD Radeon 760M".into(),
-            gfx: Some("gfx1103".into()),
-            ..Gpu::default()
-        }],
-        ..Facts::default()
-    };
+    let facts = gfx1103_machine("AMD Radeon 760M");
     let texts = vec![(
         "torch.matmul_f32".to_string(),
         "RuntimeError: HIP error: invalid device function\nrocBLAS error: Cannot read /e/lib/python3.12/site-packages/torch/lib/rocblas/library/TensileLibrary.dat: No such file or directory for GPU arch : gfx1103".to_string(),
@@ -338,7 +332,7 @@ fn runtime_messages_get_the_doctors_finding_ids() {
 /// finding, naming the env and the missing target.
 #[test]
 fn a_missing_device_wheel_gets_its_own_finding() {
-    use greta_probe::{Facts, Framework, Gpu, Vendor as V};
+    use greta_probe::Framework;
     let fw = |name: &str, version: &str| Framework {
         env: "/e".into(),
         name: name.into(),
@@ -346,15 +340,7 @@ fn a_missing_device_wheel_gets_its_own_finding() {
         backend: Some("rocm".into()),
         backend_version: Some("10.1.0".into()),
     };
-    let mut facts = Facts {
-        gpus: vec![Gpu {
-            vendor: V::Amd,
-            name: "AMD Radeon 780M".into(),
-            gfx: Some("gfx1103".into()),
-            ..Gpu::default()
-        }],
-        ..Facts::default()
-    };
+    let mut facts = gfx1103_machine("AMD Radeon 780M");
     facts.python.frameworks = vec![
         fw("torch", "2.14.0+rocm10.1.0"),
         fw("rocm-sdk-core", "10.1.0"),
