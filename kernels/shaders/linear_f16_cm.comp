@@ -18,7 +18,8 @@
 // stages (the next slice's global loads are in flight during the multiply;
 // one barrier per slice), rows padded by 8 halves. W's slice, stored
 // [n][k], is the B operand in column-major layout, so no transpose
-// happens anywhere. The accumulators are converted to f16 and stored.
+// happens anywhere. The accumulators leave through a small shared tile per
+// subgroup, rounded to f16 in pairs.
 //
 // Specialization constants: 0 BM, 1 BN, 2 BK (multiples of 16), 3
 // workgroup size (a multiple of SG), 4 SGN (subgroups side by side along
@@ -32,7 +33,8 @@ layout(constant_id = 5) const uint SG = 32;
 
 layout(set = 0, binding = 0) readonly buffer X { uvec4 x[]; };
 layout(set = 0, binding = 1) readonly buffer W { uvec4 w[]; };
-layout(set = 0, binding = 2) writeonly buffer Y { float16_t y[]; };
+// Y as words of two halves: the epilogue writes adjacent pairs.
+layout(set = 0, binding = 2) writeonly buffer Y { uint y[]; };
 layout(push_constant) uniform P { uint M; uint N; uint K; } p;
 
 const uint T = 16u;
@@ -51,6 +53,8 @@ const uint B_PER = BN * BK / 8u / WG;
 
 shared uvec4 As[2u * A_STAGE];
 shared uvec4 Bs[2u * B_STAGE];
+// Per subgroup, one 16 x 16 f32 tile on its way out.
+shared float Cs[(WG / SG) * T * T];
 
 uvec4 ga[A_PER];
 uvec4 gb[B_PER];
@@ -119,12 +123,24 @@ void main() {
         barrier();
     }
 
+    // Out through shared memory: each f32 tile is stored in the subgroup's
+    // slot (only f32 accumulators are needed of the device), and its lanes
+    // round pairs of adjacent columns to f16 and store them as one word
+    // (N is a multiple of BN, so every pair starts on an even element).
+    uint lane = gl_SubgroupInvocationID;
+    uint slot = sg * T * T;
     [[unroll]] for (uint i = 0u; i < TM; i++) {
         [[unroll]] for (uint j = 0u; j < TN; j++) {
-            coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator> h =
-                coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator>(acc[i * TN + j]);
-            coopMatStore(h, y, (row0 + wm0 + i * T) * p.N + col0 + wn0 + j * T, p.N,
-                         gl_CooperativeMatrixLayoutRowMajor);
+            coopMatStore(acc[i * TN + j], Cs, slot, T, gl_CooperativeMatrixLayoutRowMajor);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            for (uint e = 2u * lane; e < T * T; e += 2u * SG) {
+                uint r = row0 + wm0 + i * T + e / T;
+                uint c = col0 + wn0 + j * T + e % T;
+                y[(r * p.N + c) >> 1] = packHalf2x16(vec2(Cs[slot + e], Cs[slot + e + 1u]));
+            }
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
         }
     }
 }
