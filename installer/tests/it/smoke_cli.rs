@@ -155,6 +155,16 @@ fn default_profile_passes_on_lavapipe() {
             "rope.64x8x128",
             "kv_update.2x256x8x128",
             "gemm_f16.256",
+            "gemv_f16.256x1024",
+            "linear_f16.64x256x512",
+            "rmsnorm_f16.64x1024",
+            "add_rmsnorm_f16.64x1024",
+            "swiglu_f16.64x1024",
+            "gemv_f16.100x1001",
+            "linear_f16.67x45x33",
+            "rmsnorm_f16.7x1001",
+            "add_rmsnorm_f16.7x1001",
+            "swiglu_f16.7x1001",
         ],
     );
     for g in &r.devices[0].gates {
