@@ -12,7 +12,8 @@
 //! linear_f16 `bm`, `bn`, `bk`, `tm`, `tn` (the plain tiled kernel, as the
 //! f32 GEMM's) and `coopmat` (0 the tiled kernel, 1 the cooperative-matrix
 //! one, the default where the device has 16x16x16 f16 tiles and a fixed
-//! subgroup size and the shape is aligned to its blocks).
+//! subgroup size and the shape is aligned to its blocks; 2 its `_bt`
+//! variant, W's slice staged transposed, a candidate only: unmeasured).
 
 use super::{
     bad, check_keys, groups_for, simple, wg_of, whole, Dispatch, Limits, Plan, Shader, MAX_GROUPS,
@@ -186,9 +187,10 @@ pub fn linear(
     need_f16(op, lim)?;
     match t.get(Knob::Coopmat) {
         Some(0) => linear_tiled(op, tokens, rows, cols, t, lim),
-        Some(1) => linear_coop(op, tokens, rows, cols, t, lim),
-        Some(v) => Err(bad(format!("coopmat={v}: must be 0 or 1"))),
-        None if t.0.is_empty() => linear_coop(op, tokens, rows, cols, t, lim)
+        Some(1) => linear_coop(op, tokens, rows, cols, t, lim, false),
+        Some(2) => linear_coop(op, tokens, rows, cols, t, lim, true),
+        Some(v) => Err(bad(format!("coopmat={v}: must be 0, 1 or 2"))),
+        None if t.0.is_empty() => linear_coop(op, tokens, rows, cols, t, lim, false)
             .or_else(|_| linear_tiled(op, tokens, rows, cols, t, lim)),
         None => linear_tiled(op, tokens, rows, cols, t, lim),
     }
@@ -278,7 +280,9 @@ fn linear_tiled(
 }
 
 /// `linear_f16_cm`: KHR cooperative matrix, 16x16x16 f16 tiles, a fixed
-/// subgroup size, tokens % bm == 0, rows % bn == 0, cols % bk == 0.
+/// subgroup size, tokens % bm == 0, rows % bn == 0, cols % bk == 0;
+/// `transposed` (`coopmat=2`, a tuning candidate, never the default): the
+/// `_bt` variant, W's slice staged `[k][n]` so B loads row-major.
 fn linear_coop(
     op: &Op,
     tokens: usize,
@@ -286,6 +290,7 @@ fn linear_coop(
     cols: usize,
     t: &Tuning,
     lim: &Limits,
+    transposed: bool,
 ) -> Result<Plan, RuntimeError> {
     check_keys(
         t,
@@ -321,8 +326,14 @@ fn linear_coop(
     let sgm = if tiles_ok { wg / sg / sgn } else { 0 };
     // Two stages of both slices, rows padded by 8 halves (16 bytes), and a
     // 16 x 16 f32 tile per subgroup for the epilogue.
-    let shared = prod(&[2, 16])
-        .saturating_mul(prod(&[bm, bk / 8 + 1]).saturating_add(prod(&[bn, bk / 8 + 1])))
+    // The _bt variant stages W's slice as [k][n + 8] halves instead.
+    let b_stage = if transposed {
+        prod(&[2, 2, bk]).saturating_mul(u64::from(bn) + 8)
+    } else {
+        prod(&[2, 16, bn, bk / 8 + 1])
+    };
+    let shared = prod(&[2, 16, bm, bk / 8 + 1])
+        .saturating_add(b_stage)
         .saturating_add(prod(&[wg / sg.max(1), 16 * 16 * 4]));
     if !tiles_ok
         || sgm == 0
@@ -354,11 +365,15 @@ fn linear_coop(
         ranges: whole(3),
     };
     Ok(Plan {
-        shader: Shader::LinearF16Cm,
+        shader: if transposed {
+            Shader::LinearF16CmBt
+        } else {
+            Shader::LinearF16Cm
+        },
         per_dispatch: false,
         spec: vec![bm, bn, bk, wg, sgn, sg],
         tuning: Tuning::of(&[
-            (Knob::Coopmat, 1),
+            (Knob::Coopmat, 1 + transposed as u32),
             (Knob::Bm, bm),
             (Knob::Bn, bn),
             (Knob::Bk, bk),
@@ -394,6 +409,16 @@ pub fn candidates(op: &Op, push: &mut dyn FnMut(Tuning)) {
             ] {
                 push(Tuning::of(&[
                     (Knob::Coopmat, 1),
+                    (Knob::Bm, bm),
+                    (Knob::Bn, bn),
+                    (Knob::Bk, bk),
+                    (Knob::Wg, wg),
+                    (Knob::Sgn, sgn),
+                ]));
+            }
+            for (bm, bn, bk, wg, sgn) in [(128, 128, 32, 128, 2), (128, 64, 32, 128, 2)] {
+                push(Tuning::of(&[
+                    (Knob::Coopmat, 2),
                     (Knob::Bm, bm),
                     (Knob::Bn, bn),
                     (Knob::Bk, bk),
@@ -674,7 +699,12 @@ mod tests {
         // The matrix-unit candidates appear only where they run.
         let c = super::super::candidates(&linear(2048, 4096, 11008), &nvidia());
         assert!(c.iter().any(|t| t.get(Knob::Coopmat) == Some(1)));
+        let bt = c.iter().find(|t| t.get(Knob::Coopmat) == Some(2)).unwrap();
+        let p = plan(&linear(2048, 4096, 11008), bt, &nvidia()).unwrap();
+        assert_eq!(p.shader, Shader::LinearF16CmBt);
         let c = super::super::candidates(&linear(2048, 4096, 11008), &lavapipe());
-        assert!(c.iter().all(|t| t.get(Knob::Coopmat) != Some(1)));
+        assert!(c
+            .iter()
+            .all(|t| !matches!(t.get(Knob::Coopmat), Some(1 | 2))));
     }
 }
