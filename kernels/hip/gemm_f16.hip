@@ -388,3 +388,150 @@ greta_gemm_f16(const greta_f16* __restrict__ a, const greta_f16* __restrict__ b,
             }
 #endif
 }
+
+#if GRETA_F16_PATH == 1
+// Tune variants of the tensor-core path (NVIDIA sm_80+): `greta smoke
+// --tune` times each against the kernel above and caches the fastest
+// correct one per device and shape class (runtime/src/gpu/tune.rs,
+// CUDA_F16_VARIANTS, lists the same instantiations). What differs from the
+// kernel above: block tiles of BM x BN with one warp per 64 x 64 of C (the
+// same fragments, ldmatrix and mma.sync steps), a STAGES-deep cp.async
+// pipeline in dynamic shared memory (over the static 48 KiB: the runtime
+// raises the kernel's limit before the launch), every fragment of a BK
+// step loaded before its first mma.sync (ldmatrix latency overlaps the
+// tensor work instead of stalling it), and blocks walked in groups of 8
+// block rows so neighbouring blocks share their A and B strips in L2.
+// Rows of A and B must be 16-byte aligned (k, n multiples of 8); the
+// runtime runs the kernel above otherwise.
+extern __shared__ __attribute__((aligned(16))) unsigned short greta_f16_dyn[];
+
+template <int N>
+__device__ inline void greta_cp_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+template <int BM, int BN, int STAGES>
+__device__ __forceinline__ void greta_gemm_f16_tiles(const unsigned short* __restrict__ ab,
+                                                     const unsigned short* __restrict__ bb, float* __restrict__ c,
+                                                     uint32_t m, uint32_t n, uint32_t k) {
+    constexpr int BK = 32;      // F16_BK in tune.rs
+    constexpr int AP = BK + 8;  // A row pitch in halves (F16_PAD)
+    constexpr int BP = BN + 8;  // B row pitch (k-major, as above)
+    constexpr int A_STAGE = BM * AP, B_STAGE = BK * BP;
+    constexpr int WARPS_N = BN / 64;
+    constexpr int THREADS = 32 * (BM / 64) * WARPS_N;
+    constexpr int A_CHUNKS = BM * BK / 8 / THREADS, B_CHUNKS = BK * BN / 8 / THREADS;
+    constexpr int FM = 64 / GRETA_MMA_SYNC_M, FN = 64 / GRETA_MMA_SYNC_N;
+    static_assert(A_CHUNKS * THREADS * 8 == BM * BK && B_CHUNKS * THREADS * 8 == BK * BN, "whole chunks");
+    static_assert(STAGES >= 2 && FN % 2 == 0, "pipeline and B fragment pairs");
+    unsigned short* as = greta_f16_dyn;
+    unsigned short* bs = greta_f16_dyn + STAGES * A_STAGE;
+    const uint32_t t = threadIdx.x, wave = t / 32, lane = t % 32;
+    const uint32_t wr = (wave / WARPS_N) * 64, wc = (wave % WARPS_N) * 64;
+    // Block (bx, by) from the launch order, 8 block rows per group.
+    const uint32_t gx = gridDim.x, gy = gridDim.y;
+    const uint32_t pid = blockIdx.y * gx + blockIdx.x;
+    const uint32_t per_group = 8 * gx;
+    const uint32_t first = (pid / per_group) * 8;
+    const uint32_t rows = (gy - first) < 8u ? (gy - first) : 8u;
+    const uint32_t in_group = pid % per_group;
+    const uint32_t bm0 = (first + in_group % rows) * BM, bn0 = (in_group / rows) * BN;
+
+    float acc[FM][FN][4];
+#pragma unroll
+    for (int i = 0; i < FM; ++i)
+#pragma unroll
+        for (int j = 0; j < FN; ++j)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+
+    const uint32_t steps = (k + BK - 1) / BK;
+    // Tile kt of A and B into stage s; one commit group per call, empty
+    // past the last tile, so wait_group counts the same on every step.
+#define GRETA_F16_TILE(kt, s)                                                                           \
+    if ((kt) < steps) {                                                                                 \
+        _Pragma("unroll") for (int i = 0; i < A_CHUNKS; ++i) {                                          \
+            const uint32_t q = t + i * THREADS, r = q / (BK / 8), cc = (q % (BK / 8)) * 8;              \
+            const uint32_t ar = bm0 + r, ac = (kt) * BK + cc;                                           \
+            const bool in = ar < m && ac < k;                                                           \
+            greta_cp16(as + (s) * A_STAGE + r * AP + cc, in ? ab + (greta_u64)ar * k + ac : ab, in);    \
+        }                                                                                               \
+        _Pragma("unroll") for (int i = 0; i < B_CHUNKS; ++i) {                                          \
+            const uint32_t q = t + i * THREADS, r = q / (BN / 8), cc = (q % (BN / 8)) * 8;              \
+            const uint32_t br = (kt) * BK + r, bc = bn0 + cc;                                           \
+            const bool in = br < k && bc < n;                                                           \
+            greta_cp16(bs + (s) * B_STAGE + r * BP + cc, in ? bb + (greta_u64)br * n + bc : bb, in);    \
+        }                                                                                               \
+    }                                                                                                   \
+    greta_cp_commit();
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        GRETA_F16_TILE((uint32_t)s, s)
+    }
+    for (uint32_t kt = 0; kt < steps; ++kt) {
+        // Tile kt has landed (this thread's copies), then the barrier: every
+        // thread's copies, and every thread is done with step kt - 1's
+        // stage, which the tile STAGES - 1 ahead now refills.
+        greta_cp_wait<STAGES - 2>();
+        __syncthreads();
+        {
+            const uint32_t nk = kt + STAGES - 1;
+            GRETA_F16_TILE(nk, nk % STAGES)
+        }
+        const unsigned short* a_s = as + (kt % STAGES) * A_STAGE;
+        const unsigned short* b_s = bs + (kt % STAGES) * B_STAGE;
+        uint32_t af[BK / 16][FM][4];
+        uint32_t bf[BK / 16][FN][2];
+#pragma unroll
+        for (int h = 0; h < BK / 16; ++h) {
+            const int kk = h * 16;
+#pragma unroll
+            for (int i = 0; i < FM; ++i)
+                greta_ldsm4(af[h][i], a_s + (wr + i * 16 + lane % 16) * AP + kk + (lane / 16) * 8);
+#pragma unroll
+            for (int j = 0; j < FN; j += 2) {
+                uint32_t r4[4];
+                greta_ldsm4_trans(r4, b_s + (kk + lane % 16) * BP + wc + j * 8 + (lane / 16) * 8);
+                bf[h][j][0] = r4[0];
+                bf[h][j][1] = r4[1];
+                bf[h][j + 1][0] = r4[2];
+                bf[h][j + 1][1] = r4[3];
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < BK / 16; ++h)
+#pragma unroll
+            for (int i = 0; i < FM; ++i)
+#pragma unroll
+                for (int j = 0; j < FN; ++j) greta_mx_step(acc[i][j], af[h][i], bf[h][j]);
+    }
+#undef GRETA_F16_TILE
+    greta_cp_wait<0>();
+#pragma unroll
+    for (int i = 0; i < FM; ++i)
+#pragma unroll
+        for (int j = 0; j < FN; ++j)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                const uint32_t row = bm0 + wr + i * GRETA_MMA_SYNC_M + GRETA_MMA_SYNC_C_ROW(lane, r);
+                const uint32_t col = bn0 + wc + j * GRETA_MMA_SYNC_N + GRETA_MMA_SYNC_C_COL(lane, r);
+                if (row < m && col < n) c[(greta_u64)row * n + col] = acc[i][j][r];
+            }
+}
+
+// One kernel per (BM, BN, STAGES): greta_gemm_f16_bm<BM>_bn<BN>_s<STAGES>,
+// the arguments of greta_gemm_f16.
+#define GRETA_F16_VARIANT(BM_, BN_, S_)                                                                  \
+    extern "C" __global__ void __launch_bounds__(32 * (BM_ / 64) * (BN_ / 64))                          \
+        greta_gemm_f16_bm##BM_##_bn##BN_##_s##S_(const greta_f16* __restrict__ a,                        \
+                                                 const greta_f16* __restrict__ b, float* __restrict__ c, \
+                                                 uint32_t m, uint32_t n, uint32_t k) {                   \
+        greta_gemm_f16_tiles<BM_, BN_, S_>((const unsigned short*)a, (const unsigned short*)b, c, m, n, k); \
+    }
+GRETA_F16_VARIANT(128, 128, 3)
+GRETA_F16_VARIANT(128, 128, 4)
+GRETA_F16_VARIANT(128, 256, 3)
+GRETA_F16_VARIANT(256, 128, 3)
+GRETA_F16_VARIANT(128, 256, 4)
+#undef GRETA_F16_VARIANT
+#endif

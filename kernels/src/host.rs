@@ -58,6 +58,16 @@ impl HostBuf {
     }
 
     /// A buffer filled with the poison pattern of its type (NaN for floats).
+    /// `values` stored as `dtype` (rounded to nearest; u32 truncated and
+    /// saturated), as a device stores a result.
+    pub fn from_f64(dtype: DType, values: &[f64]) -> Self {
+        match dtype {
+            DType::F32 => HostBuf::F32(values.iter().map(|&v| v as f32).collect()),
+            DType::F16 => HostBuf::F16(values.iter().map(|&v| f16::from_f64(v)).collect()),
+            DType::U32 => HostBuf::U32(values.iter().map(|&v| v as u32).collect()),
+        }
+    }
+
     pub fn poisoned(dtype: DType, len: usize) -> Self {
         match dtype {
             DType::F32 => HostBuf::F32(vec![f32::from_bits(POISON_F32); len]),

@@ -9,8 +9,11 @@
 //! order, with no padding: element `[i][j]` of an `R x C` matrix is at
 //! `i * C + j`.
 
+#[cfg(test)]
+mod attn_mma_model;
 pub mod block;
 pub mod check;
+pub mod graph;
 pub mod hip_src;
 mod host;
 pub mod matrix_lanes;
@@ -22,6 +25,7 @@ pub mod spirv;
 
 pub use host::{DType, HostBuf};
 pub use ops::{
-    Access, BufferSpec, Facts, Needs, Op, OpError, Precision, RateUnit, Region, Scalar, Tolerance,
+    attn_decode_chunk, Access, BufferSpec, Facts, Needs, Op, OpError, Precision, RateUnit, Region,
+    Scalar, Tolerance,
 };
 pub use reference::{reference, slow_hash, SLOW_SEED};

@@ -15,7 +15,7 @@ use crate::matrix_lanes::{MatrixInstr, BK, BM, BN, HIP_THREADS, INSTRS};
 use half::f16;
 
 /// D = A B + C on one instruction tile; registers are `[lane][elem]`.
-fn instr_model(
+pub(crate) fn instr_model(
     ins: &MatrixInstr,
     a: &[Vec<f32>],
     b: &[Vec<f32>],

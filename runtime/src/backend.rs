@@ -1,6 +1,7 @@
 //! The interface every backend implements and the smoke gates drive.
 
 use crate::ceiling::{Ceiling, CeilingError};
+use crate::graph::{GraphJob, GraphStats};
 use crate::stress::{StressReport, StressRequest};
 use crate::{DeviceInfo, HostBuf, Op, RuntimeError, Tuning};
 use serde::{Deserialize, Serialize};
@@ -54,6 +55,10 @@ pub struct RunStats {
     pub tuning: Tuning,
     /// Dispatches per repeat (more than 1 when a buffer exceeds the device's range limit).
     pub dispatches_per_repeat: u32,
+    /// For a composite op (a graph of ops), the median time of each step in
+    /// nanoseconds, in graph order (`kernel` names them); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub step_ns: Vec<u64>,
 }
 
 impl RunStats {
@@ -110,6 +115,17 @@ pub trait Backend {
     /// [`RuntimeError::Timeout`] the device is lost and every later call
     /// fails fast.
     fn run(&mut self, job: Job<'_>) -> Result<RunStats, RuntimeError>;
+
+    /// Replays the job's graph of ops `opts.repeats` times (recorded once:
+    /// one Vulkan command buffer, a HIP/CUDA graph), after uploading every
+    /// slot as given, and reads the `read_back` slots back. The same
+    /// checks and timeout rules as [`Backend::run`].
+    fn run_graph(&mut self, job: GraphJob<'_>) -> Result<GraphStats, RuntimeError> {
+        let _ = job;
+        Err(RuntimeError::Unsupported(
+            "this backend does not replay graphs of ops".into(),
+        ))
+    }
 
     /// Why the device is unusable, if it is (after a timeout or device loss).
     fn lost(&self) -> Option<&str>;

@@ -12,7 +12,8 @@ use std::fmt;
 use std::str::FromStr;
 
 /// One tuning parameter of the Vulkan kernels (what each kernel family
-/// takes is in [`crate::vulkan`]'s module docs). Declared in the order of
+/// takes is in [`crate::vulkan`]'s module docs) or of the HIP/CUDA kernels
+/// (`crate::gpu::tune`: `wg`, `per_cu`, `bm`, `bn`, `stages`). Declared in the order of
 /// their names, so a [`Tuning`] lists them as it always has (sorted by
 /// name) in cache files, results and messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -33,6 +34,8 @@ pub enum Knob {
     GroupM,
     /// Element-wise ops: most workgroups per dispatch.
     Groups,
+    /// HIP/CUDA streaming ops: most blocks per compute unit of the grid.
+    PerCu,
     /// `gemm_f16_cmreg` diagnostic: 1 runs a variant that computes wrong
     /// results on purpose (to measure one stage alone). Never cached.
     Probe,
@@ -59,7 +62,7 @@ pub enum Knob {
 }
 
 impl Knob {
-    pub const ALL: [Knob; 18] = [
+    pub const ALL: [Knob; 19] = [
         Knob::Bk,
         Knob::Bm,
         Knob::Bn,
@@ -67,6 +70,7 @@ impl Knob {
         Knob::Direct,
         Knob::GroupM,
         Knob::Groups,
+        Knob::PerCu,
         Knob::Probe,
         Knob::Reg,
         Knob::Sgn,
@@ -90,6 +94,7 @@ impl Knob {
             Knob::Direct => "direct",
             Knob::GroupM => "group_m",
             Knob::Groups => "groups",
+            Knob::PerCu => "per_cu",
             Knob::Probe => "probe",
             Knob::Reg => "reg",
             Knob::Sgn => "sgn",

@@ -59,6 +59,31 @@ pub fn shape_class(op: &Op) -> String {
     op.shape_class()
 }
 
+/// Which kernels an entry tunes. Vulkan's entries are keyed by the shape
+/// class itself (the keys pinned in the tests: files on users' machines
+/// hold them); the HIP/CUDA kernels' by [`GPU_PREFIX`] and the class. No
+/// op name contains a `/`, so neither family can ever read the other's
+/// entry, even from a file copied between backends of one GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeySpace {
+    Vulkan,
+    /// The HIP kernels and their CUDA twin (`kernels/hip`).
+    Gpu,
+}
+
+/// Prefix of the HIP/CUDA kernels' keys.
+pub const GPU_PREFIX: &str = "gpu/";
+
+impl KeySpace {
+    /// The key of `op`'s entry in this space.
+    pub fn key(self, op: &Op) -> String {
+        match self {
+            KeySpace::Vulkan => shape_class(op),
+            KeySpace::Gpu => format!("{GPU_PREFIX}{}", shape_class(op)),
+        }
+    }
+}
+
 /// `$GRETA_TUNING_CACHE` when set to a directory (`off` disables the
 /// cache: `None`), else `$XDG_CACHE_HOME/greta/tuning`, else
 /// `$HOME/.cache/greta/tuning`.
@@ -163,13 +188,25 @@ impl TuningCache {
         self.path.as_deref()
     }
 
-    /// The stored tuning for `op`'s shape class.
+    /// The stored tuning of the Vulkan kernels for `op`'s shape class.
     pub fn get(&self, op: &Op) -> Option<&TunedEntry> {
-        self.file.entries.get(&shape_class(op))
+        self.get_in(KeySpace::Vulkan, op)
     }
 
-    /// Stores `entry` for `op`'s class; a diagnostic tuning is never stored.
+    /// The stored tuning of `space`'s kernels for `op`'s shape class.
+    pub fn get_in(&self, space: KeySpace, op: &Op) -> Option<&TunedEntry> {
+        self.file.entries.get(&space.key(op))
+    }
+
+    /// Stores `entry` for `op`'s class (Vulkan kernels); a diagnostic
+    /// tuning is never stored.
     pub fn put(&mut self, op: &Op, entry: TunedEntry) {
+        self.put_in(KeySpace::Vulkan, op, entry)
+    }
+
+    /// Stores `entry` for `op`'s class in `space`; a diagnostic tuning is
+    /// never stored.
+    pub fn put_in(&mut self, space: KeySpace, op: &Op, entry: TunedEntry) {
         if entry.tuning.is_diagnostic() {
             tracing::warn!(
                 "not caching {} for {op}: a diagnostic variant",
@@ -177,7 +214,7 @@ impl TuningCache {
             );
             return;
         }
-        self.file.entries.insert(shape_class(op), entry);
+        self.file.entries.insert(space.key(op), entry);
     }
 
     pub fn len(&self) -> usize {
@@ -296,6 +333,41 @@ mod tests {
                 pos: 100,
                 n_new: 1,
             },
+            Op::RopeKvF16 {
+                tokens: 1,
+                heads: 32,
+                head_dim: 128,
+                pos0: 4095,
+                max_seq: 4096,
+                theta: 1e4,
+            },
+            Op::AttnDecodeF16 {
+                heads: 32,
+                head_dim: 128,
+                len: 4000,
+                max_seq: 4096,
+            },
+            Op::AttnPrefillF16 {
+                tokens: 2048,
+                heads: 32,
+                head_dim: 128,
+                pos0: 0,
+                max_seq: 2048,
+            },
+            Op::BlockDecode {
+                hidden: 4096,
+                heads: 32,
+                head_dim: 128,
+                ffn: 11008,
+                len: 512,
+            },
+            Op::BlockPrefill {
+                hidden: 4096,
+                heads: 32,
+                head_dim: 128,
+                ffn: 11008,
+                tokens: 2048,
+            },
             Op::TestBrokenCopy { n: 9 },
             Op::TestSlow { iters: 5 },
         ];
@@ -326,6 +398,11 @@ mod tests {
         "swiglu_f16:rows4,cols128",
         "rope:t8,h4,d16",
         "kv_update:l2,new4,row16",
+        "rope_kv_f16:t8,h4,d16",
+        "attn_decode_f16:h4,d16,len2048",
+        "attn_prefill_f16:t64,h2,d16",
+        "block_decode:d64,f96,h2x32,len8",
+        "block_prefill:d64,f96,h2x32,tokens8",
         "test_broken_copy:n64",
         "test_slow:",
         "noop:",
@@ -344,9 +421,54 @@ mod tests {
         "swiglu_f16:rows2048,cols16384,a8",
         "rope:t8,h32,d128",
         "kv_update:l32,new1,row4096",
+        "rope_kv_f16:t1,h32,d128",
+        "attn_decode_f16:h32,d128,len4096",
+        "attn_prefill_f16:t2048,h32,d128",
+        "block_decode:d4096,f11008,h32x128,len512",
+        "block_prefill:d4096,f11008,h32x128,tokens2048",
         "test_broken_copy:n16",
         "test_slow:",
     ];
+
+    /// The HIP/CUDA kernels' entries live beside Vulkan's in one file
+    /// without either seeing the other's, and survive a save and load.
+    #[test]
+    fn gpu_entries_have_keys_of_their_own_and_round_trip() {
+        let tmp = tempfile::tempdir().unwrap();
+        let op = Op::GemmF16 {
+            m: 8192,
+            n: 8192,
+            k: 8192,
+        };
+        assert_eq!(KeySpace::Vulkan.key(&op), "gemm_f16:m8192,n8192,k8192");
+        assert_eq!(KeySpace::Gpu.key(&op), "gpu/gemm_f16:m8192,n8192,k8192");
+        // No Vulkan key of any op can be a GPU key.
+        for k in PINNED_KEYS {
+            assert!(!k.starts_with(GPU_PREFIX), "{k}");
+        }
+        let gpu = TunedEntry {
+            tuning: Tuning::of(&[(Knob::Bm, 128), (Knob::Bn, 256), (Knob::Stages, 3)]),
+            kernel: "gemm_f16_bm128_bn256_s3".into(),
+            median_ns: 2_000_000,
+            measured_op: op.to_string(),
+        };
+        let mut c = TuningCache::open(&info(1), Some(tmp.path()));
+        c.put_in(KeySpace::Gpu, &op, gpu.clone());
+        assert!(c.get(&op).is_none(), "a GPU entry answered a Vulkan lookup");
+        c.put(&op, entry(64));
+        c.save().unwrap();
+        let c = TuningCache::open(&info(1), Some(tmp.path()));
+        assert!(c.ignored.is_none(), "{:?}", c.ignored);
+        assert_eq!(c.get_in(KeySpace::Gpu, &op), Some(&gpu));
+        assert_eq!(c.get(&op), Some(&entry(64)));
+        assert_eq!(c.get_in(KeySpace::Vulkan, &op), Some(&entry(64)));
+        let text = std::fs::read_to_string(c.path().unwrap()).unwrap();
+        assert!(
+            text.contains("\"gpu/gemm_f16:m8192,n8192,k8192\"")
+                && text.contains("\"gemm_f16:m8192,n8192,k8192\""),
+            "{text}"
+        );
+    }
 
     #[test]
     fn classes_bucket_neighbouring_shapes() {

@@ -431,6 +431,11 @@ mod tests {
                 ("swiglu_f16", "GB/s", Fp16),
                 ("rope", "GB/s", Fp32),
                 ("kv_update", "GB/s", Fp32),
+                ("rope_kv_f16", "GB/s", Fp16),
+                ("attn_decode_f16", "GB/s", Fp16),
+                ("attn_prefill_f16", "TFLOP/s", Fp16),
+                ("block_decode", "GB/s", Fp16),
+                ("block_prefill", "TFLOP/s", Fp16),
                 ("test_broken_copy", "GB/s", Fp32),
                 ("test_slow", "GB/s", Fp32),
             ]

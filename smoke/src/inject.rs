@@ -272,6 +272,7 @@ mod tests {
             kernel: "k".into(),
             tuning: Default::default(),
             dispatches_per_repeat: 1,
+            step_ns: Vec::new(),
         };
         f.slow(1, &mut s);
         assert_eq!(s.device_ns, [1000, 2000]);

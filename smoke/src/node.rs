@@ -184,6 +184,7 @@ mod tests {
                 kernel: op.name().to_string(),
                 tuning: Default::default(),
                 dispatches_per_repeat: 1,
+                step_ns: Vec::new(),
             })
         }
         fn lost(&self) -> Option<&str> {

@@ -218,6 +218,11 @@ fn in_run_lines(gates: &[GateResult]) -> Vec<String> {
             ));
         }
     }
+    for g in gates {
+        if let Some(b) = &g.in_run.block {
+            out.push(block_line(g, b));
+        }
+    }
     let mut why: Vec<(&str, Vec<&str>)> = Vec::new();
     for g in gates {
         if let Some(r) = g.in_run.ceiling_unavailable.as_deref() {
@@ -231,6 +236,38 @@ fn in_run_lines(gates: &[GateResult]) -> Vec<String> {
         out.push(format!("no ceiling for {}: {r}", ids.join(", ")));
     }
     out
+}
+
+/// A transformer-block gate's line: time per layer, the labelled estimate
+/// for a model of such layers, and the step that took longest.
+fn block_line(g: &GateResult, b: &crate::results::BlockSummary) -> String {
+    let per_layer = g
+        .metrics
+        .as_ref()
+        .and_then(|m| m.time_median_us)
+        .map(|us| format!("{:.3} ms per layer", us / 1e3))
+        .unwrap_or_else(|| "no time".into());
+    let est = b
+        .est_tokens_per_s
+        .map(|t| {
+            format!(
+                "; estimate for {} such layers: {} tokens/s",
+                b.layers,
+                num(Some(t))
+            )
+        })
+        .unwrap_or_default();
+    let slowest = b
+        .steps
+        .iter()
+        .enumerate()
+        .max_by(|x, y| x.1.us.total_cmp(&y.1.us))
+        .map(|(i, s)| format!("; slowest step {} ({}) {:.1} us", i + 1, s.kernel, s.us))
+        .unwrap_or_default();
+    format!(
+        "block {}: {per_layer}, {} token(s){est}{slowest}",
+        g.id, b.tokens
+    )
 }
 
 /// The end-of-run table: one block per device, one line per gate; coloured
@@ -604,6 +641,29 @@ mod tests {
                 "no ceiling for softmax.256x1024, gemm_f16.256: no cuBLAS found; looked in: x"
             ),
             "{t}"
+        );
+    }
+
+    #[test]
+    fn a_block_gate_gets_its_line_with_the_estimate_labelled() {
+        let mut r = crate::results::tests::sample_report();
+        assert!(!render(&r).contains("block "));
+        let g = &mut r.devices[0].gates[0];
+        g.metrics.as_mut().unwrap().time_median_us = Some(250.0);
+        g.in_run.block = Some(crate::results::BlockSummary::new(
+            "graph:rmsnorm_f16+gemv_f16_v8",
+            &[3_000, 120_500],
+            1,
+            Some(250_000.0),
+        ));
+        let t = render(&r);
+        let line = t.lines().find(|l| l.starts_with("block ")).unwrap();
+        assert!(line.contains("0.250 ms per layer, 1 token(s)"), "{line}");
+        // 1 token / (32 x 250 us) = 125 tokens/s.
+        assert!(line.contains("estimate for 32 such layers: 125"), "{line}");
+        assert!(
+            line.contains("slowest step 2 (gemv_f16_v8) 120.5 us"),
+            "{line}"
         );
     }
 

@@ -7,6 +7,13 @@
 //! Later runs on that device and driver use it; a driver update starts an
 //! empty cache.
 //!
+//! The HIP/CUDA backends tune the same way, in the device child (`greta
+//! __gpu serve`, [`crate::gpu_child`]) as their smoke runs do: their
+//! candidates are launch-time knobs and compiled kernel variants
+//! (`greta_runtime::gpu::tune`), their entries are keyed apart from
+//! Vulkan's ([`KeySpace::Gpu`]), and a later `greta smoke --backend
+//! hip|cuda` on that device runs the stored winner.
+//!
 //! One set of fresh random inputs per gate is shared by its candidates (each
 //! gets freshly poisoned outputs); a candidate's check runs on a second
 //! thread while the next candidate runs on the device. An uncounted pilot
@@ -15,12 +22,13 @@
 use crate::check::CheckOutcome;
 use crate::gates::{Catalog, Gate, Profile};
 use crate::inputs::{gate_seed, prepare, Prepared};
+use crate::session::BackendChoice;
 use crate::session::SmokeError;
 use crate::verify::verify;
 use greta_kernels::{HostBuf, Op};
-use greta_runtime::tuning_cache::{shape_class, TunedEntry, TuningCache};
-use greta_runtime::{Backend, DeviceSelect, RunOpts, Tuning};
-use serde::Serialize;
+use greta_runtime::tuning_cache::{shape_class, KeySpace, TunedEntry, TuningCache};
+use greta_runtime::{Backend, BackendKind, DeviceSelect, RunOpts, Tuning};
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -43,10 +51,13 @@ pub struct TuneOptions {
     pub dry_run: bool,
     /// Validation layers on (`None`: `GRETA_VK_VALIDATION`).
     pub validation: Option<bool>,
+    /// Vulkan (also for `auto`: the CLI resolves `auto` first), or HIP /
+    /// CUDA (in the device child).
+    pub backend: BackendChoice,
 }
 
 /// One candidate's outcome.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Candidate {
     /// The tuning asked for (empty: the backend's default).
     pub asked: Tuning,
@@ -61,7 +72,7 @@ pub struct Candidate {
 }
 
 /// One gate's sweep.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GateTune {
     pub gate: String,
     pub shape_class: String,
@@ -74,9 +85,9 @@ pub struct GateTune {
     pub skipped: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TuneReport {
-    pub schema: &'static str,
+    pub schema: String,
     pub device: String,
     pub uuid: Option<greta_vocab::DeviceUuid>,
     pub driver: String,
@@ -87,15 +98,27 @@ pub struct TuneReport {
     pub wall_s: f64,
 }
 
-/// Tune every gate of `opts.profile` on one Vulkan device.
+/// Tune every gate of `opts.profile` on one device: Vulkan here, HIP or
+/// CUDA in the device child.
 pub fn tune(opts: &TuneOptions) -> Result<TuneReport, SmokeError> {
-    let started = Instant::now();
-    let gates = Catalog::builtin()
+    match opts.backend {
+        BackendChoice::Hip | BackendChoice::Cuda => crate::gpu_child::run_tune(opts),
+        BackendChoice::Auto | BackendChoice::Vulkan => tune_vulkan(opts),
+    }
+}
+
+fn plan_gates(opts: &TuneOptions) -> Result<Vec<Gate>, SmokeError> {
+    Catalog::builtin()
         .plan(opts.profile, &opts.gates, false)
-        .map_err(SmokeError::Usage)?;
+        .map_err(SmokeError::Usage)
+}
+
+fn tune_vulkan(opts: &TuneOptions) -> Result<TuneReport, SmokeError> {
+    let started = Instant::now();
+    let gates = plan_gates(opts)?;
     // The sweep itself runs without any cached tuning: each candidate is
     // asked for explicitly, and the default candidate is the built-in one.
-    let mut backend: Box<dyn Backend> = Box::new(
+    let backend: Box<dyn Backend> = Box::new(
         greta_runtime::vulkan::Device::open_with(&greta_runtime::vulkan::OpenOptions {
             select: opts.device.clone(),
             validation: opts.validation,
@@ -104,13 +127,47 @@ pub fn tune(opts: &TuneOptions) -> Result<TuneReport, SmokeError> {
         })
         .map_err(|e| SmokeError::NoDevice(format!("no usable device: {e}")))?,
     );
+    sweep(backend, &gates, opts, KeySpace::Vulkan, started).map(|(r, _)| r)
+}
+
+/// The sweep on a HIP or CUDA device, in this process (the device child
+/// calls it). Every candidate is asked for explicitly (an empty tuning is
+/// the built-in launch), so the cache the backend read at open plays no
+/// part in it. Also says whether the device was lost (a hung GPU: the
+/// child then leaves without the driver's teardown).
+pub fn tune_gpu_here(opts: &TuneOptions) -> Result<(TuneReport, bool), SmokeError> {
+    let started = Instant::now();
+    let kind = match opts.backend {
+        BackendChoice::Hip => BackendKind::Hip,
+        BackendChoice::Cuda => BackendKind::Cuda,
+        other => {
+            return Err(SmokeError::Usage(format!(
+                "the GPU child tunes --backend hip or cuda only, not {}",
+                other.as_str()
+            )))
+        }
+    };
+    let gates = plan_gates(opts)?;
+    let backend = greta_runtime::open(kind, &opts.device)
+        .map_err(|e| SmokeError::NoDevice(format!("no usable device: {e}")))?;
+    sweep(backend, &gates, opts, KeySpace::Gpu, started)
+}
+
+fn sweep(
+    mut backend: Box<dyn Backend>,
+    gates: &[Gate],
+    opts: &TuneOptions,
+    space: KeySpace,
+    started: Instant,
+) -> Result<(TuneReport, bool), SmokeError> {
     let mut cache = TuningCache::open(backend.info(), opts.cache_dir.as_deref());
     let mut out = Vec::new();
-    for gate in &gates {
+    for gate in gates {
         let g = tune_gate(backend.as_mut(), gate, opts);
         if let (Some(b), false) = (g.best, opts.dry_run) {
             let c = &g.candidates[b];
-            cache.put(
+            cache.put_in(
+                space,
                 &gate.op,
                 TunedEntry {
                     tuning: c.ran.clone().unwrap_or_default(),
@@ -143,8 +200,8 @@ pub fn tune(opts: &TuneOptions) -> Result<TuneReport, SmokeError> {
             .map_err(|e| SmokeError::Usage(format!("tuning cache not written: {e}")))?
     };
     let info = backend.info();
-    Ok(TuneReport {
-        schema: SCHEMA,
+    let report = TuneReport {
+        schema: SCHEMA.into(),
         device: info.name.clone(),
         uuid: info.uuid,
         driver: format!("{} {}", info.driver_name, info.driver_info),
@@ -153,7 +210,8 @@ pub fn tune(opts: &TuneOptions) -> Result<TuneReport, SmokeError> {
         cache: path,
         gates: out,
         wall_s: started.elapsed().as_secs_f64(),
-    })
+    };
+    Ok((report, backend.lost().is_some()))
 }
 
 fn skipped(gate: &Gate, why: String) -> GateTune {
@@ -364,6 +422,7 @@ mod tests {
             cache_dir: Some(dir.path().to_path_buf()),
             dry_run: false,
             validation: Some(true),
+            backend: BackendChoice::Vulkan,
         };
         let r = match tune(&opts) {
             Ok(r) => r,

@@ -66,7 +66,7 @@ pub struct Args {
     /// Tune instead of testing: time every tuning candidate of each gate (the profile's, or
     /// --gate), check each against the reference, and store the fastest correct one in the
     /// device's tuning cache ($XDG_CACHE_HOME/greta/tuning, or GRETA_TUNING_CACHE=DIR|off),
-    /// which later runs use. Vulkan only.
+    /// which later runs use. Vulkan, HIP and CUDA (each backend's kernels have their own entries).
     #[arg(long)]
     pub tune: bool,
     /// frameworks profile: the greta env to check (default: the active env, else python3 on PATH).
@@ -279,7 +279,22 @@ fn tune(args: &Args) -> anyhow::Result<Exit> {
             return Ok(Exit::Undecided);
         }
     };
+    // The backend a later run on this device takes (`auto` decides as it
+    // does there), so the run finds what was tuned for it.
+    let backend = match args.backend {
+        BackendChoice::Auto => {
+            let c = greta_smoke::auto::choose_with(&args.device, auto::seen);
+            eprintln!(
+                "greta smoke --tune: backend {}: {}",
+                c.backend.as_str(),
+                c.why
+            );
+            c.run_as()
+        }
+        b => b,
+    };
     let opts = greta_smoke::tune::TuneOptions {
+        backend,
         profile: args.profile,
         gates: args.gates.clone(),
         device,

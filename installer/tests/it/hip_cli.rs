@@ -255,3 +255,41 @@ fn no_save_does_not_need_a_results_directory_on_hip() {
         r.stderr
     );
 }
+
+/// `--tune --backend hip|cuda` goes through the device child like a smoke
+/// run: without the GPU it is exit 2 with the runtime's reason, and no
+/// tuning cache is written.
+#[test]
+fn tune_on_hip_or_cuda_without_a_gpu_is_exit_2_with_the_reason() {
+    if Path::new("/dev/kfd").exists() || Path::new("/dev/nvidiactl").exists() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    for (backend, why) in [
+        ("hip", "no HIP device found"),
+        ("cuda", "no CUDA driver library (libcuda) found"),
+    ] {
+        let r = greta(
+            &[
+                "smoke",
+                "--tune",
+                "--backend",
+                backend,
+                "--gate",
+                "gemm_f16.4096",
+            ],
+            &[],
+            d.path(),
+        );
+        assert_eq!(r.code, 2, "{backend}: {}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains("greta smoke --tune: could not run") && r.stderr.contains(why),
+            "{backend}: {}",
+            r.stderr
+        );
+    }
+    assert!(
+        !d.path().join("cache/greta/tuning").exists(),
+        "a tuning cache was written"
+    );
+}

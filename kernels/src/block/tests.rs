@@ -324,3 +324,45 @@ fn bad_sizes_are_errors_naming_the_buffer() {
     assert!(f(&bad, &w, &x, &[]).contains("hidden"));
     assert!(BlockShape::LLAMA2_7B.check().is_ok());
 }
+
+#[test]
+fn the_outcome_agrees_with_the_check_and_counts_what_is_outside() {
+    let e = Expected {
+        value: vec![1.0, -2.0, 4.0],
+        sd: vec![0.01, 0.01, 0.01],
+        index: None,
+    };
+    let ok = e.outcome(&crate::HostBuf::F32(vec![1.005, -2.0, 4.0]));
+    assert!(ok.pass, "{ok:?}");
+    assert_eq!(ok.mismatches, 0);
+    assert!((ok.max_abs_err - 0.005).abs() < 1e-6);
+    // 0.09 away is 9 sd: outside the bound of 8.
+    let bad = e.outcome(&crate::HostBuf::F32(vec![1.0, -2.09, f32::NAN]));
+    assert!(!bad.pass);
+    assert_eq!(
+        (bad.mismatches, bad.non_finite, bad.first_bad),
+        (1, 1, Some(1))
+    );
+    assert!(bad.reason.unwrap().contains("element 1"));
+    assert!(!e.outcome(&crate::HostBuf::F32(vec![1.0])).pass);
+}
+
+#[test]
+fn a_sampled_expectation_checks_only_its_elements_and_names_them() {
+    let e = Expected {
+        value: vec![4.0, 6.0],
+        sd: vec![0.01, 0.01],
+        index: Some(vec![1, 3]),
+    };
+    // Elements 0 and 2 are not checked: poison there passes.
+    let got = |v: f32| crate::HostBuf::F32(vec![f32::NAN, 4.0, f32::NAN, v]);
+    assert!(e.outcome(&got(6.0)).pass);
+    let bad = e.outcome(&got(6.5));
+    assert!(!bad.pass);
+    assert_eq!(bad.first_bad, Some(3), "named by its place in the output");
+    assert!(bad.reason.unwrap().contains("2 sampled elements"));
+    assert!(
+        !e.outcome(&crate::HostBuf::F32(vec![4.0, 6.0])).pass,
+        "too short for the sample"
+    );
+}

@@ -85,8 +85,9 @@ pub enum Region {
     /// Every element of every output.
     Whole,
     /// Only these element ranges (ascending, disjoint), the same in each
-    /// output, which are all read-write: everything else must keep its
-    /// prior content.
+    /// read-write output: everything else there must keep its prior
+    /// content. A write-only output beside them (rope_kv_f16's `q`) is
+    /// written whole.
     Ranges(Vec<Range<usize>>),
 }
 

@@ -114,9 +114,25 @@ fn nonzero(what: &str, v: usize) -> Result<(), String> {
 macro_rules! ops {
     // An op marked `(own_bytes)` counts its own traffic (it touches part of
     // a buffer); every other op touches each buffer once.
-    (@bytes $m:ident own_bytes; $($a:ident),*) => { $m::bytes_moved($($a),*) };
-    (@bytes $m:ident; $($a:ident),*) => { touched($m::inputs($($a),*), $m::outputs($($a),*)) };
-    ($( $(#[$meta:meta])* $V:ident $({ $($f:ident : $t:ty),* $(,)? })? => $m:ident $(($own:ident))?, )*) => {
+    (@bytes $m:ident [own_bytes $($rest:ident)*]; $($a:ident),*) => { $m::bytes_moved($($a),*) };
+    (@bytes $m:ident [$other:ident $($rest:ident)*]; $($a:ident),*) => { ops!(@bytes $m [$($rest)*]; $($a),*) };
+    (@bytes $m:ident []; $($a:ident),*) => { touched($m::inputs($($a),*), $m::outputs($($a),*)) };
+    // An op marked `(scratch)` declares device memory its kernels use
+    // between their passes (its file's `scratch`); the others use none.
+    (@scratch $m:ident [scratch $($rest:ident)*]; $($a:ident),*) => { $m::scratch($($a),*) };
+    (@scratch $m:ident [$other:ident $($rest:ident)*]; $($a:ident),*) => { ops!(@scratch $m [$($rest)*]; $($a),*) };
+    (@scratch $m:ident []; $($a:ident),*) => {{ $( let _ = $a; )* Vec::new() }};
+    // An op marked `(composite)` has no kernel of its own: its file's
+    // `composite` is the graph of catalogue ops a device runs for it, and
+    // its `expected` the per-element error model its outputs are checked
+    // against (the transformer block).
+    (@composite $m:ident [composite $($rest:ident)*]; $($a:ident),*) => { Some($m::composite($($a),*)) };
+    (@composite $m:ident [$other:ident $($rest:ident)*]; $($a:ident),*) => { ops!(@composite $m [$($rest)*]; $($a),*) };
+    (@composite $m:ident []; $($a:ident),*) => {{ $( let _ = $a; )* None }};
+    (@expected $m:ident [composite $($rest:ident)*]; $x:ident, $g:ident, $s:ident; $($a:ident),*) => { Some($m::expected($x, $g, $s, $($a),*)) };
+    (@expected $m:ident [$other:ident $($rest:ident)*]; $x:ident, $g:ident, $s:ident; $($a:ident),*) => { ops!(@expected $m [$($rest)*]; $x, $g, $s; $($a),*) };
+    (@expected $m:ident []; $x:ident, $g:ident, $s:ident; $($a:ident),*) => {{ $( let _ = $a; )* let _ = ($x, $g, $s); None }};
+    ($( $(#[$meta:meta])* $V:ident $({ $($f:ident : $t:ty),* $(,)? })? => $m:ident $(($($flag:ident),+))?, )*) => {
         $( mod $m; )*
 
         /// What to compute, with its shape. Backends map an `Op` onto a kernel;
@@ -170,7 +186,33 @@ macro_rules! ops {
             /// Bytes the op must read plus write at minimum (each buffer element
             /// touched once), the numerator of a GB/s rate.
             pub fn bytes_moved(&self) -> u64 {
-                match *self { $( Op::$V $({ $($f),* })? => ops!(@bytes $m $($own)?; $($($f),*)?), )* }
+                match *self { $( Op::$V $({ $($f),* })? => ops!(@bytes $m [$($($flag)+)?]; $($($f),*)?), )* }
+            }
+
+            /// Device memory the op's kernels use between their passes
+            /// (partial results of a split reduction), bound after the
+            /// outputs: neither read before nor checked after a run; its
+            /// content on entry is irrelevant. Empty for most ops.
+            pub fn scratch(&self) -> Vec<BufferSpec> {
+                match *self { $( Op::$V $({ $($f),* })? => ops!(@scratch $m [$($($flag)+)?]; $($($f),*)?), )* }
+            }
+
+            /// For a composite op (no kernel of its own), the graph of
+            /// catalogue ops that computes it and where its buffers live
+            /// there; `None` for every op with a kernel.
+            pub fn composite(&self) -> Option<Result<crate::graph::Composite, String>> {
+                match *self { $( Op::$V $({ $($f),* })? => ops!(@composite $m [$($($flag)+)?]; $($($f),*)?), )* }
+            }
+
+            /// For a composite op, what each output must match: exact
+            /// values with the standard deviation of a device's error
+            /// there, from the inputs (as f64, in binding order), for every
+            /// element or (where the f64 reference is too long) for
+            /// elements sampled with `seed`, some given the device's own
+            /// earlier results `got`; `None` for the ops that
+            /// [`Op::tolerance`] bounds.
+            pub fn expected(&self, inputs: &[Vec<f64>], got: &[HostBuf], seed: u64) -> Option<Result<Vec<crate::block::Expected>, String>> {
+                match *self { $( Op::$V $({ $($f),* })? => ops!(@expected $m [$($($flag)+)?]; inputs, got, seed; $($($f),*)?), )* }
             }
 
             /// Floating-point operations (a multiply-add counts 2), the numerator
@@ -322,6 +364,34 @@ ops! {
     /// The caches are read-write: everything outside the written rows must
     /// keep its prior content (callers pass meaningful prior contents).
     KvUpdate { layers: usize, max_seq: usize, heads: usize, head_dim: usize, pos: usize, n_new: usize } => kv_update(own_bytes),
+    /// RoPE of a fused QKV projection into the KV cache, f16: `qkv` is
+    /// `[tokens][3][heads][head_dim]` (per token q, k, v); `q` (rotated,
+    /// `[tokens][heads][head_dim]`) is written whole, and rows
+    /// `pos0..pos0+tokens` of the caches (`[max_seq][heads][head_dim]`) get
+    /// k rotated and v copied; the rest of the caches must survive. The
+    /// rotation is [`Op::Rope`]'s at position `pos0 + t`, in f32.
+    RopeKvF16 { tokens: usize, heads: usize, head_dim: usize, pos0: u32, max_seq: usize, theta: f32 } => rope_kv_f16(own_bytes),
+    /// One token's attention over the first `len` rows of an f16 KV cache:
+    /// per head h, `o_h = sum_{p<len} softmax_p(q_h . k[p][h] / sqrt(head_dim)) v[p][h]`,
+    /// f32 arithmetic, f16 out. Split across the sequence (partial max, sum
+    /// and weighted V per chunk of positions, in its scratch) then combined.
+    AttnDecodeF16 { heads: usize, head_dim: usize, len: usize, max_seq: usize } => attn_decode_f16(own_bytes, scratch),
+    /// Causal attention of `tokens` queries at positions `pos0..pos0+tokens`
+    /// over an f16 KV cache (rows `< pos0 + tokens` valid): token t attends
+    /// to positions `0..=pos0+t`, scale `1/sqrt(head_dim)`, f32 arithmetic
+    /// (online softmax), f16 out.
+    AttnPrefillF16 { tokens: usize, heads: usize, head_dim: usize, pos0: u32, max_seq: usize } => attn_prefill_f16,
+    /// One Llama decoder layer on one new token after `len` cached
+    /// positions (f16 weights and activations, f32 arithmetic; eps 1e-5,
+    /// RoPE theta 10000): a composite op, run as the graph of the f16 ops
+    /// above (`crate::block::composite`). Buffers: x, g_attn, wqkv
+    /// (`[wq; wk; wv]`), wo, g_mlp, w_gateup (`[w_gate; w_up]`), w_down,
+    /// k_past, v_past (`[len][heads][head_dim]`); out y, k_new, v_new.
+    BlockDecode { hidden: usize, heads: usize, head_dim: usize, ffn: usize, len: usize } => block_decode(composite),
+    /// The same layer on `tokens` new tokens from an empty cache (causal
+    /// prefill), its projections on the matrix units (`linear_f16`).
+    /// Buffers as [`Op::BlockDecode`] without k_past and v_past.
+    BlockPrefill { hidden: usize, heads: usize, head_dim: usize, ffn: usize, tokens: usize } => block_prefill(composite),
     /// TEST-ONLY: a copy with a wrong index: `y[n/2]` receives `x[(n/2+1) % n]`.
     /// Needs `n >= 2` (and inputs that differ there). Must be caught by comparison.
     TestBrokenCopy { n: usize } => test_broken_copy,
@@ -333,6 +403,14 @@ ops! {
     /// cuts longer loops short (by design of its infinite-loop guard).
     TestSlow { iters: u32 } => test_slow,
 }
+
+/// Positions per chunk of attn_decode_f16's split at a head_dim (its
+/// scratch holds one partial per head and chunk): the backends plan its
+/// two passes with it.
+pub use attn_decode_f16::chunk as attn_decode_chunk;
+
+#[cfg(test)]
+mod attn_tests;
 
 impl std::fmt::Display for Op {
     /// `name(shape)`, e.g. `gemm_f32(m=64,n=64,k=64)`.
@@ -395,8 +473,14 @@ mod tests {
                 Region::Whole => {}
                 Region::Ranges(r) => {
                     assert!(!r.is_empty(), "{op}: an empty region");
-                    for s in &outputs {
-                        assert_eq!(s.access, Access::ReadWrite, "{op}: {}", s.name);
+                    // The ranges are those of the read-write outputs (the
+                    // caches); a write-only output beside them is whole.
+                    let rw: Vec<_> = outputs
+                        .iter()
+                        .filter(|s| s.access == Access::ReadWrite)
+                        .collect();
+                    assert!(!rw.is_empty(), "{op}: a region without a read-write output");
+                    for s in rw {
                         assert!(r.last().is_some_and(|l| l.end <= s.len), "{op}: {}", s.name);
                     }
                     for w in r.windows(2) {

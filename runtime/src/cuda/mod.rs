@@ -9,7 +9,7 @@ pub(crate) mod nvrtc;
 use crate::gpu::compile::CompilerKind;
 use crate::gpu::driver::{
     Api, Arch, CompilerChoice, DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice,
-    GpuError, Loaded, ModuleH, StreamH,
+    GpuError, GraphH, Loaded, ModuleH, StreamH,
 };
 use crate::gpu::search::{self, Candidate};
 use crate::gpu::GpuBackend;
@@ -458,6 +458,59 @@ impl Driver for Cuda {
             cu::cuModuleGetFunction(f, m.0 as cu::CUmodule, name.as_ptr())
         })
         .map(FuncH)
+    }
+
+    fn capture_begin(&self, s: StreamH) -> Result<(), GpuError> {
+        // SAFETY: a live stream of the current context.
+        let r = unsafe {
+            cu::cuStreamBeginCapture_v2(
+                s.0 as cu::CUstream,
+                cu::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+            )
+        };
+        self.check("cuStreamBeginCapture", r)
+    }
+
+    fn capture_end(&self, s: StreamH) -> Result<GraphH, GpuError> {
+        let mut graph: cu::CUgraph = std::ptr::null_mut();
+        // SAFETY: a stream this thread is capturing; out-parameter.
+        self.check("cuStreamEndCapture", unsafe {
+            cu::cuStreamEndCapture(s.0 as cu::CUstream, &mut graph)
+        })?;
+        let mut exec: cu::CUgraphExec = std::ptr::null_mut();
+        // SAFETY: the graph just captured.
+        let r = unsafe { cu::cuGraphInstantiateWithFlags(&mut exec, graph, 0) };
+        // The template is not needed once instantiated (or if that failed).
+        // SAFETY: created by the capture above, destroyed once.
+        unsafe { cu::cuGraphDestroy(graph) };
+        self.check("cuGraphInstantiateWithFlags", r)?;
+        Ok(GraphH(exec as usize))
+    }
+
+    fn graph_launch(&self, g: GraphH, s: StreamH) -> Result<(), GpuError> {
+        // SAFETY: an instantiated graph and a live stream.
+        self.check("cuGraphLaunch", unsafe {
+            cu::cuGraphLaunch(g.0 as cu::CUgraphExec, s.0 as cu::CUstream)
+        })
+    }
+
+    unsafe fn graph_destroy(&self, g: GraphH) {
+        // SAFETY: the caller's contract (instantiated, idle, once).
+        unsafe { cu::cuGraphExecDestroy(g.0 as cu::CUgraphExec) };
+    }
+
+    fn set_max_dynamic_shared(&self, f: FuncH, bytes: u32) -> Result<(), GpuError> {
+        let value = c_int::try_from(bytes)
+            .map_err(|_| GpuError::Invalid(format!("{bytes} bytes of shared memory")))?;
+        // SAFETY: a function of a loaded module; a plain integer attribute.
+        let r = unsafe {
+            cu::cuFuncSetAttribute(
+                f.0 as cu::CUfunction,
+                cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                value,
+            )
+        };
+        self.check("cuFuncSetAttribute", r)
     }
 
     unsafe fn launch(

@@ -18,6 +18,7 @@ use super::launch::{self, KernelArg};
 use super::vendor::measure::{self, StressGemm};
 use super::vendor::VendorBlas;
 use crate::ceiling::{Ceiling, CeilingError};
+use crate::graph::{GraphJob, GraphStats};
 use crate::stress::{StressReport, StressRequest};
 use crate::{
     Backend, BackendKind, DeviceInfo, DeviceSelect, DeviceType, Job, MemoryHeap, Op, RunStats,
@@ -158,6 +159,11 @@ pub struct GpuBackend<D: Driver> {
     lost: Option<String>,
     /// The vendor BLAS, opened on the first ceiling or stress run.
     vendor: Option<Result<VendorBlas, CeilingError>>,
+    /// The device's tuning cache (`greta smoke --tune`), read at open;
+    /// `None` when off (`GRETA_TUNING_CACHE=off`) or empty.
+    tuned: Option<crate::tuning_cache::TuningCache>,
+    /// Kernels whose dynamic shared-memory limit was raised for a launch.
+    shared_raised: HashMap<String, u32>,
 }
 
 impl<D: Driver + 'static> GpuBackend<D> {
@@ -219,6 +225,11 @@ impl<D: Driver> GpuBackend<D> {
             }
         };
         let info = device_info(&driver, &dev, Some(&compiler), Some(&object));
+        let tuned = if crate::tuning_cache::disabled_by_env() {
+            None
+        } else {
+            Some(crate::tuning_cache::TuningCache::open(&info, None)).filter(|c| !c.is_empty())
+        };
         Ok(GpuBackend {
             driver,
             info,
@@ -230,6 +241,8 @@ impl<D: Driver> GpuBackend<D> {
             stream: Some(stream),
             lost: None,
             vendor: None,
+            tuned,
+            shared_raised: HashMap::new(),
         })
     }
 
@@ -270,13 +283,33 @@ impl<D: Driver> GpuBackend<D> {
     }
 
     fn run_inner(&mut self, job: Job) -> Result<RunStats, GpuError> {
-        let plan = launch::plan(job.op, &self.dev);
+        // Asked for: exactly that (empty: the built-in launch); else the
+        // cached winner of `greta smoke --tune`, if it still plans here.
+        let (plan, ran) = super::tune::launch_for(
+            job.opts.tuning.as_ref(),
+            self.tuned.as_ref(),
+            job.op,
+            &self.dev,
+        )
+        .map_err(GpuError::Invalid)?;
         let function = self.function(&plan.symbol)?;
+        // Above the default 48 KiB a kernel must be allowed its dynamic
+        // shared memory first (once per kernel and size).
+        let shared = plan.dims.shared_bytes;
+        if shared > 0 && self.shared_raised.get(&plan.symbol) != Some(&shared) {
+            self.driver.set_max_dynamic_shared(function, shared)?;
+            self.shared_raised.insert(plan.symbol.clone(), shared);
+        }
         let hold_fn = if plan.hold_cycles > 0 {
             Some(self.function(launch::HOLD_SYMBOL)?)
         } else {
             None
         };
+        let later = plan
+            .then
+            .iter()
+            .map(|(symbol, dims)| Ok((self.function(symbol)?, *dims)))
+            .collect::<Result<Vec<_>, GpuError>>()?;
         let kernel = plan.symbol.trim_start_matches("greta_").to_string();
         let driver = &self.driver;
         let scalars = plan.scalars.clone();
@@ -289,6 +322,10 @@ impl<D: Driver> GpuBackend<D> {
                 .collect();
             for _ in 0..batch {
                 launch_on(driver, function, plan.dims, stream, &args)?;
+                // Later passes, in stream order behind the first.
+                for &(f, dims) in &later {
+                    launch_on(driver, f, dims, stream, &args)?;
+                }
             }
             Ok(())
         };
@@ -312,6 +349,10 @@ impl<D: Driver> GpuBackend<D> {
             &mut hold,
             &mut dispatch,
         )
+        .map(|stats| RunStats {
+            tuning: ran,
+            ..stats
+        })
     }
 
     /// The vendor BLAS, opened on first use (from the active greta env,
@@ -411,13 +452,12 @@ impl<D: Driver> GpuBackend<D> {
         measure::stress(driver, stream, &self.dev, gemm, req)
     }
 
-    /// Checks what every run checks before touching the device.
+    /// Checks what every run checks before touching the device: a tuning
+    /// asked for must be one of the op's on this device
+    /// ([`super::tune::check`]).
     fn preflight(&self, job: &Job) -> Result<(), RuntimeError> {
-        if let Some(t) = job.opts.tuning.as_ref().filter(|t| !t.0.is_empty()) {
-            return Err(RuntimeError::BadInput(format!(
-                "the {} kernels take no tuning parameters (got {t})",
-                self.dev.api.label(),
-            )));
+        if let Some(t) = job.opts.tuning.as_ref() {
+            super::tune::check(job.op, &self.dev, t).map_err(RuntimeError::BadInput)?;
         }
         crate::backend::preflight(self, job)
     }
@@ -467,9 +507,9 @@ pub fn launch_on<D: Driver>(
 }
 
 /// Device allocations freed on drop, unless leaked after a timeout.
-struct Buffers<'a, D: Driver> {
-    driver: &'a D,
-    ptrs: Vec<DevPtr>,
+pub(super) struct Buffers<'a, D: Driver> {
+    pub(super) driver: &'a D,
+    pub(super) ptrs: Vec<DevPtr>,
 }
 
 impl<D: Driver> Drop for Buffers<'_, D> {
@@ -482,13 +522,13 @@ impl<D: Driver> Drop for Buffers<'_, D> {
 }
 
 /// Events destroyed on drop, unless leaked after a timeout.
-struct Events<'a, D: Driver> {
-    driver: &'a D,
-    list: Vec<EventH>,
+pub(super) struct Events<'a, D: Driver> {
+    pub(super) driver: &'a D,
+    pub(super) list: Vec<EventH>,
 }
 
 impl<D: Driver> Events<'_, D> {
-    fn record(&mut self, stream: StreamH) -> Result<EventH, GpuError> {
+    pub(super) fn record(&mut self, stream: StreamH) -> Result<EventH, GpuError> {
         let e = self.driver.event_create()?;
         self.list.push(e);
         self.driver.event_record(e, stream)?;
@@ -589,6 +629,15 @@ fn execute<D: Driver>(
         // buffer is a real pointer.
         bufs.ptrs.push(driver.malloc(b.byte_len().max(1))?);
     }
+    // The op's scratch, after its outputs: device memory its passes share,
+    // never uploaded nor read back.
+    for s in op.scratch() {
+        let bytes = s
+            .len
+            .checked_mul(s.dtype.size())
+            .ok_or_else(|| GpuError::Invalid(format!("{op}: scratch {} overflows", s.name)))?;
+        bufs.ptrs.push(driver.malloc(bytes.max(1))?);
+    }
     let mut events = Events {
         driver,
         list: Vec::new(),
@@ -652,6 +701,7 @@ fn execute<D: Driver>(
             kernel,
             tuning: Tuning::default(),
             dispatches_per_repeat: batch,
+            step_ns: Vec::new(),
         }),
         Err(e) => {
             if matches!(e, GpuError::Timeout { .. }) {
@@ -672,6 +722,9 @@ impl<D: Driver> Backend for GpuBackend<D> {
 
     fn supports(&self, op: &Op) -> Result<(), String> {
         op.validate().map_err(|e| e.to_string())?;
+        if let Some(r) = crate::graph::composite_supported(self, op) {
+            return r;
+        }
         let bytes: u64 = op
             .inputs()
             .iter()
@@ -689,11 +742,54 @@ impl<D: Driver> Backend for GpuBackend<D> {
 
     fn run(&mut self, job: Job<'_>) -> Result<RunStats, RuntimeError> {
         self.preflight(&job)?;
+        if let Some(c) = job.op.composite() {
+            let c = c.map_err(RuntimeError::BadInput)?;
+            return crate::graph::run_composite(self, job, c);
+        }
         self.run_inner(job).map_err(|e| self.fail(e))
+    }
+
+    fn run_graph(&mut self, job: GraphJob<'_>) -> Result<GraphStats, RuntimeError> {
+        crate::graph::preflight(self, &job)?;
+        let mut steps = Vec::with_capacity(job.graph.steps.len());
+        for st in &job.graph.steps {
+            let plan = launch::plan(&st.op, &self.dev);
+            if plan.batch > 1 || plan.hold_cycles > 0 {
+                return Err(RuntimeError::Unsupported(format!(
+                    "{} is timed per dispatch; it has no place in a graph",
+                    st.op
+                )));
+            }
+            let function = self.function(&plan.symbol).map_err(|e| self.fail(e))?;
+            let mut then = Vec::with_capacity(plan.then.len());
+            for (symbol, dims) in &plan.then {
+                then.push((self.function(symbol).map_err(|e| self.fail(e))?, *dims));
+            }
+            let mut scratch = Vec::new();
+            for s in st.op.scratch() {
+                scratch.push(s.len.checked_mul(s.dtype.size()).ok_or_else(|| {
+                    RuntimeError::BadInput(format!("{}: scratch {} overflows", st.op, s.name))
+                })?);
+            }
+            steps.push(super::graph::StepLaunch {
+                kernel: plan.symbol.trim_start_matches("greta_").to_string(),
+                function,
+                dims: plan.dims,
+                scalars: plan.scalars,
+                then,
+                scratch,
+            });
+        }
+        super::graph::execute(&self.driver, self.stream, &self.dev, &steps, job)
+            .map_err(|e| self.fail(e))
     }
 
     fn lost(&self) -> Option<&str> {
         self.lost.as_deref()
+    }
+
+    fn tuning_candidates(&self, op: &Op) -> Vec<Tuning> {
+        super::tune::candidates(op, &self.dev)
     }
 
     fn ceiling(&mut self, op: &Op, timeout: Duration) -> Option<Result<Ceiling, CeilingError>> {

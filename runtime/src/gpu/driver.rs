@@ -125,6 +125,9 @@ pub struct EventH(pub usize);
 pub struct ModuleH(pub usize);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FuncH(pub usize);
+/// An instantiated graph of captured work (`CUgraphExec`, `hipGraphExec_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GraphH(pub usize);
 
 /// A launch's geometry: blocks in the grid, threads in a block, and bytes of
 /// dynamic shared memory (none of the bundled kernels use any).
@@ -316,6 +319,21 @@ pub trait Driver {
     /// A loaded module none of whose kernels still run, unloaded once.
     unsafe fn module_unload(&self, m: ModuleH);
     fn module_function(&self, m: ModuleH, name: &CStr) -> Result<FuncH, GpuError>;
+    /// Lets `f` launch with `bytes` of dynamic shared memory: above 48 KiB
+    /// NVIDIA GPUs need the kernel's opt-in first
+    /// (`cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)`).
+    /// A driver without the call accepts what needs no opt-in.
+    fn set_max_dynamic_shared(&self, f: FuncH, bytes: u32) -> Result<(), GpuError> {
+        let _ = f;
+        if bytes <= 48 << 10 {
+            Ok(())
+        } else {
+            Err(GpuError::Invalid(format!(
+                "{bytes} bytes of dynamic shared memory: the {} driver here cannot raise a kernel's limit above 48 KiB",
+                self.api().label()
+            )))
+        }
+    }
     /// # Safety
     /// `params` points at one pointer per kernel parameter, each to a value
     /// of that parameter's size, alive across the call.
@@ -326,6 +344,16 @@ pub trait Driver {
         s: StreamH,
         params: *mut *mut c_void,
     ) -> Result<(), GpuError>;
+    /// Starts capturing the work enqueued on `s` (this thread's only) into a
+    /// graph instead of running it; `Err` where the runtime has no graphs.
+    fn capture_begin(&self, s: StreamH) -> Result<(), GpuError>;
+    /// Ends the capture begun on `s` and instantiates what it recorded.
+    fn capture_end(&self, s: StreamH) -> Result<GraphH, GpuError>;
+    /// Enqueues one replay of `g` on `s`.
+    fn graph_launch(&self, g: GraphH, s: StreamH) -> Result<(), GpuError>;
+    /// # Safety
+    /// An instantiated graph none of whose replays still runs, destroyed once.
+    unsafe fn graph_destroy(&self, g: GraphH);
     /// The run-time compiler for this device, and the options that target it.
     fn compiler_for(&self, dev: &GpuDevice) -> Result<CompilerChoice, GpuError>;
     /// Explains an empty device list from what the machine shows.

@@ -60,7 +60,18 @@ pub struct Plan {
     pub batch: u32,
     /// GPU cycles of [`HOLD_SYMBOL`] launched before each timed repeat (0: none).
     pub hold_cycles: u32,
+    /// Later launches of each repeat, in order on the same stream (each
+    /// sees the previous one's writes), with the same arguments: the
+    /// combine of a split reduction (attn_decode_f16). The op's scratch
+    /// ([`Op::scratch`]) is allocated after its outputs and passed after
+    /// their pointers, to every launch.
+    pub then: Vec<(String, Dims)>,
 }
+
+/// Threads of the attention kernels' blocks (GRETA_DEC_THREADS,
+/// GRETA_PRE_THREADS) and query rows per prefill block (GRETA_PRE_BQ).
+pub const ATTN_THREADS: u32 = 128;
+pub const ATTN_PREFILL_BQ: u32 = 64;
 
 fn blocks_for(total: usize, dev: &GpuDevice) -> u32 {
     // The kernels stride over the grid, so the grid only needs to fill the GPU.
@@ -98,9 +109,13 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
         scalars: scalars.clone(),
         batch: 1,
         hold_cycles: 0,
+        then: vec![],
     };
     let linear = |total: usize| launch([blocks_for(total, dev), 1, 1], [BLOCK, 1, 1]);
     match *op {
+        // Composite ops have no kernel: `Backend::run` runs their graph. An
+        // empty grid is refused by `launch_on` should one ever get here.
+        Op::BlockDecode { .. } | Op::BlockPrefill { .. } => launch([0, 0, 0], [0, 0, 0]),
         Op::Noop => Plan {
             batch: NOOP_BATCH,
             hold_cycles: HOLD_CYCLES,
@@ -148,6 +163,35 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
             ..
         } => linear(layers * n_new * heads * head_dim),
         Op::TestSlow { .. } => launch([1, 1, 1], [64, 1, 1]),
+        // A block per token (its angles once in shared memory), grid-stride.
+        Op::RopeKvF16 { tokens, .. } => launch(
+            [(tokens as u32).clamp(1, dev.max_grid[0].max(1)), 1, 1],
+            [BLOCK, 1, 1],
+        ),
+        // The split (a block per head and chunk, heads along x: blocks
+        // that run together read whole cache rows), then the combine (a
+        // block per head), chunked as the op's scratch.
+        Op::AttnDecodeF16 {
+            heads,
+            head_dim,
+            len,
+            ..
+        } => {
+            let splits = len.div_ceil(greta_kernels::attn_decode_chunk(head_dim)) as u32;
+            Plan {
+                then: vec![(
+                    format!("{}_combine", kernel_symbol(op.name())),
+                    Dims::new([heads as u32, 1, 1], [ATTN_THREADS, 1, 1]),
+                )],
+                ..launch([heads as u32, splits, 1], [ATTN_THREADS, 1, 1])
+            }
+        }
+        // Heads along x, query blocks along y (the kernel walks them
+        // last-first: the causal blocks with the most keys start first).
+        Op::AttnPrefillF16 { tokens, heads, .. } => launch(
+            [heads as u32, (tokens as u32).div_ceil(ATTN_PREFILL_BQ), 1],
+            [ATTN_THREADS, 1, 1],
+        ),
         // gemv_f16.hip: a row per 32 lanes, BLOCK / 32 rows per block.
         Op::GemvF16 { rows, .. } => {
             let blocks = rows.div_ceil((BLOCK / 32) as usize).max(1);
@@ -263,6 +307,27 @@ mod tests {
             },
             Op::TestBrokenCopy { n: 10 },
             Op::TestSlow { iters: 10 },
+            Op::RopeKvF16 {
+                tokens: 3,
+                heads: 2,
+                head_dim: 8,
+                pos0: 1,
+                max_seq: 9,
+                theta: 1e4,
+            },
+            Op::AttnDecodeF16 {
+                heads: 2,
+                head_dim: 128,
+                len: 100,
+                max_seq: 120,
+            },
+            Op::AttnPrefillF16 {
+                tokens: 65,
+                heads: 2,
+                head_dim: 64,
+                pos0: 3,
+                max_seq: 70,
+            },
             Op::GemvF16 { rows: 37, cols: 75 },
             Op::LinearF16 {
                 tokens: 19,
@@ -283,10 +348,43 @@ mod tests {
         ];
         for op in ops {
             let p = plan(&op, &dev());
-            let buffers = op.inputs().len() + op.outputs().len();
+            let buffers = op.inputs().len() + op.outputs().len() + op.scratch().len();
             assert_eq!(buffers + p.scalars.len(), source_params(&p.symbol), "{op}");
             assert!(!p.dims.is_empty(), "{op}");
+            for (symbol, dims) in &p.then {
+                assert_eq!(
+                    buffers + p.scalars.len(),
+                    source_params(symbol),
+                    "{op}: {symbol}"
+                );
+                assert!(!dims.is_empty(), "{op}: {symbol}");
+            }
         }
+        // attn_decode_f16: 3 heads x 2 chunks of 64 positions, then a
+        // combine per head; prefill: 2 heads x 3 blocks of 64 query rows.
+        let d = plan(
+            &Op::AttnDecodeF16 {
+                heads: 3,
+                head_dim: 128,
+                len: 100,
+                max_seq: 120,
+            },
+            &dev(),
+        );
+        assert_eq!(d.dims, Dims::new([3, 2, 1], [128, 1, 1]));
+        assert_eq!(d.then.len(), 1);
+        assert_eq!(d.then[0].1, Dims::new([3, 1, 1], [128, 1, 1]));
+        let p = plan(
+            &Op::AttnPrefillF16 {
+                tokens: 129,
+                heads: 2,
+                head_dim: 64,
+                pos0: 3,
+                max_seq: 140,
+            },
+            &dev(),
+        );
+        assert_eq!(p.dims, Dims::new([2, 3, 1], [128, 1, 1]));
         let g = plan(
             &Op::GemmF32 {
                 m: 300,

@@ -6,15 +6,18 @@
 //! it; [`compile`] builds the kernels on the node with the vendor's run-time
 //! compiler ([`rtc`]) and caches them; [`child`] runs compiles and device
 //! work in a bounded child process of the same executable; [`search`] finds
-//! vendor libraries and says which one was taken and why.
+//! vendor libraries and says which one was taken and why; [`tune`] holds the
+//! kernels' tuning knobs and candidates.
 
 pub(crate) mod backend;
 pub mod child;
 pub(crate) mod compile;
 pub(crate) mod driver;
+mod graph;
 mod launch;
 pub(crate) mod rtc;
 pub(crate) mod search;
+pub mod tune;
 pub(crate) mod vendor;
 
 pub use backend::GpuBackend;

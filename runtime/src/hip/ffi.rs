@@ -27,20 +27,20 @@ pub mod attr {
 }
 
 macro_rules! table {
-    ($($name:ident : fn($($arg:ty),*) -> $ret:ty;)*) => {
+    ($table:ident { $($name:ident : fn($($arg:ty),*) -> $ret:ty;)* }) => {
         /// Function pointers into the opened library (valid while it is).
         #[allow(non_snake_case)]
-        pub struct Table {
+        pub struct $table {
             $(pub $name: unsafe extern "C" fn($($arg),*) -> $ret,)*
         }
 
-        impl Table {
+        impl $table {
             /// Looks every function up; the first missing one is named.
             ///
             /// # Safety
             /// `lib` must be a HIP runtime: the signatures are trusted.
-            pub unsafe fn load(lib: &libloading::Library) -> Result<Table, String> {
-                Ok(Table {
+            pub unsafe fn load(lib: &libloading::Library) -> Result<$table, String> {
+                Ok($table {
                     $($name: *
                         // SAFETY: the caller vouches that `lib` is a HIP
                         // runtime, whose symbol has this C signature.
@@ -56,7 +56,7 @@ macro_rules! table {
     };
 }
 
-table! {
+table! { Table {
     hipInit: fn(c_uint) -> HipError;
     hipGetDeviceCount: fn(*mut c_int) -> HipError;
     hipSetDevice: fn(c_int) -> HipError;
@@ -85,7 +85,23 @@ table! {
     hipModuleUnload: fn(Ptr) -> HipError;
     hipModuleGetFunction: fn(*mut Ptr, Ptr, *const c_char) -> HipError;
     hipModuleLaunchKernel: fn(Ptr, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Ptr, *mut Ptr, *mut Ptr) -> HipError;
-}
+} }
+
+/// `hipStreamCaptureModeThreadLocal` (the same value as CUDA's): only this
+/// thread's unsafe calls are refused during a capture.
+pub const CAPTURE_THREAD_LOCAL: c_int = 1;
+
+// Stream capture and graphs (ROCm 4.3 and later; the signatures have not
+// changed since). Looked up apart from `Table`: a runtime without them still
+// runs every kernel, launched one by one.
+table! { GraphTable {
+    hipStreamBeginCapture: fn(Ptr, c_int) -> HipError;
+    hipStreamEndCapture: fn(Ptr, *mut Ptr) -> HipError;
+    hipGraphInstantiate: fn(*mut Ptr, Ptr, *mut Ptr, *mut c_char, usize) -> HipError;
+    hipGraphLaunch: fn(Ptr, Ptr) -> HipError;
+    hipGraphExecDestroy: fn(Ptr) -> HipError;
+    hipGraphDestroy: fn(Ptr) -> HipError;
+} }
 
 /// What usually causes the codes users hit, appended to the message.
 pub fn hint(code: HipError) -> &'static str {

@@ -17,7 +17,7 @@ pub(crate) mod rtc;
 use crate::gpu::compile::{CompileError, CompilerKind};
 use crate::gpu::driver::{
     Api, Arch, CompilerChoice, DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice,
-    GpuError, Loaded, ModuleH, StreamH,
+    GpuError, GraphH, Loaded, ModuleH, StreamH,
 };
 use crate::gpu::search::{self, Candidate};
 use crate::gpu::GpuBackend;
@@ -139,6 +139,8 @@ pub(crate) fn lib_candidates(env: &SearchEnv, stem: &str, names: &[&str]) -> Vec
 struct Inner {
     // Field order: the table's pointers die with the library.
     t: ffi::Table,
+    /// Stream capture and graphs, where the runtime has them.
+    graphs: Result<ffi::GraphTable, String>,
     lib: libloading::Library,
     loaded: Loaded,
     runtime_version: i32,
@@ -182,9 +184,12 @@ impl Hip {
         let mut v = 0;
         // SAFETY: out-parameter call.
         unsafe { (t.hipRuntimeGetVersion)(&mut v) };
+        // SAFETY: as for `Table`.
+        let graphs = unsafe { ffi::GraphTable::load(&lib) };
         Ok(Hip {
             inner: Arc::new(Inner {
                 t,
+                graphs,
                 lib,
                 loaded,
                 runtime_version: v,
@@ -194,6 +199,15 @@ impl Hip {
 
     fn t(&self) -> &ffi::Table {
         &self.inner.t
+    }
+
+    fn graphs(&self) -> Result<&ffi::GraphTable, GpuError> {
+        self.inner.graphs.as_ref().map_err(|e| {
+            GpuError::Device(format!(
+                "{} has no stream capture (missing {e})",
+                self.inner.loaded.path.display()
+            ))
+        })
     }
 
     /// Runs `call` with an out-parameter for a new object and returns the
@@ -617,6 +631,51 @@ impl Driver for Hip {
             (self.t().hipModuleGetFunction)(f, m.0 as ffi::Ptr, name.as_ptr())
         })
         .map(FuncH)
+    }
+
+    fn capture_begin(&self, s: StreamH) -> Result<(), GpuError> {
+        let g = self.graphs()?;
+        // SAFETY: a live stream of this runtime.
+        let r = unsafe { (g.hipStreamBeginCapture)(s.0 as ffi::Ptr, ffi::CAPTURE_THREAD_LOCAL) };
+        self.check("hipStreamBeginCapture", r)
+    }
+
+    fn capture_end(&self, s: StreamH) -> Result<GraphH, GpuError> {
+        let g = self.graphs()?;
+        let mut graph: ffi::Ptr = std::ptr::null_mut();
+        // SAFETY: a stream this thread is capturing; out-parameter.
+        let r = unsafe { (g.hipStreamEndCapture)(s.0 as ffi::Ptr, &mut graph) };
+        self.check("hipStreamEndCapture", r)?;
+        let mut exec: ffi::Ptr = std::ptr::null_mut();
+        // SAFETY: the graph just captured; no error-log buffer.
+        let r = unsafe {
+            (g.hipGraphInstantiate)(
+                &mut exec,
+                graph,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        // The template is not needed once instantiated (or if that failed).
+        // SAFETY: created by the capture above, destroyed once.
+        unsafe { (g.hipGraphDestroy)(graph) };
+        self.check("hipGraphInstantiate", r)?;
+        Ok(GraphH(exec as usize))
+    }
+
+    fn graph_launch(&self, e: GraphH, s: StreamH) -> Result<(), GpuError> {
+        let g = self.graphs()?;
+        // SAFETY: an instantiated graph and a live stream of this runtime.
+        let r = unsafe { (g.hipGraphLaunch)(e.0 as ffi::Ptr, s.0 as ffi::Ptr) };
+        self.check("hipGraphLaunch", r)
+    }
+
+    unsafe fn graph_destroy(&self, e: GraphH) {
+        if let Ok(g) = self.graphs() {
+            // SAFETY: the caller's contract (instantiated, idle, once).
+            unsafe { (g.hipGraphExecDestroy)(e.0 as ffi::Ptr) };
+        }
     }
 
     unsafe fn launch(

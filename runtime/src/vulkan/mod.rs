@@ -34,6 +34,7 @@
 
 pub(crate) mod cache;
 use greta_vkenum::coop2;
+mod graph;
 mod instance;
 mod memory;
 pub mod mesa_cache;
@@ -46,6 +47,7 @@ mod run;
 mod select;
 mod validation;
 
+use crate::graph::{GraphJob, GraphStats};
 use crate::{Backend, DeviceInfo, DeviceSelect, Job, Op, RunStats, RuntimeError, Tuning};
 use ash::vk;
 
@@ -468,12 +470,61 @@ impl Device {
     }
 }
 
+impl Device {
+    /// The plan for `op`: the tuning given, else this device's cached one
+    /// (when it still plans), else the default; refused on lavapipe where
+    /// its loops exceed what llvmpipe runs.
+    fn plan_for(&self, op: &Op, tuning: Option<&Tuning>) -> Result<plan::Plan, RuntimeError> {
+        let plan = match tuning {
+            Some(t) => plan::plan(op, t, &self.limits)?,
+            None => match self.tuned.as_ref().and_then(|c| c.get(op)) {
+                // A cached tuning that no longer plans (another greta's
+                // keys, a changed limit) is skipped, never an error.
+                Some(e) => plan::plan(op, &e.tuning, &self.limits).or_else(|err| {
+                    tracing::warn!("cached tuning {} for {op} not usable: {err}", e.tuning);
+                    plan::plan(op, &Tuning::default(), &self.limits)
+                })?,
+                None => plan::plan(op, &Tuning::default(), &self.limits)?,
+            },
+        };
+        if self.info.driver_id == VkDriver::Lavapipe {
+            let trips = plan::max_loop_trips(op, &plan);
+            if trips > LLVMPIPE_LOOP_LIMIT {
+                return Err(RuntimeError::Unsupported(format!(
+                    "{op} with {} needs {trips} loop iterations per invocation; lavapipe stops loops after {LLVMPIPE_LOOP_LIMIT}",
+                    plan.tuning
+                )));
+            }
+        }
+        Ok(plan)
+    }
+
+    /// After a run or a graph: a fatal error loses the device; a success
+    /// that compiled pipelines saves the pipeline cache.
+    fn after_run<T>(&mut self, res: Result<T, RuntimeError>) -> Result<T, RuntimeError> {
+        if let Err(e) = &res {
+            if e.is_fatal_for_device() {
+                self.lost = Some(e.to_string());
+            }
+        }
+        if res.is_ok() && self.inner.pipelines.created > 0 {
+            if let Err(e) = self.save_pipeline_cache() {
+                tracing::warn!("pipeline cache not saved: {e}");
+            }
+        }
+        res
+    }
+}
+
 impl Backend for Device {
     fn info(&self) -> &DeviceInfo {
         &self.info
     }
 
     fn supports(&self, op: &Op) -> Result<(), String> {
+        if let Some(r) = crate::graph::composite_supported(self, op) {
+            return r;
+        }
         // Every shader a plan names is built in: `plan::Shader` has no other.
         let plan = plan::plan(op, &Tuning::default(), &self.limits).map_err(|e| e.to_string())?;
         if op.needs().subgroup_arith && !self.limits.subgroup_arith {
@@ -515,40 +566,25 @@ impl Backend for Device {
 
     fn run(&mut self, job: Job<'_>) -> Result<RunStats, RuntimeError> {
         crate::backend::preflight(self, &job)?;
-        let (op, opts) = (job.op, job.opts);
-        let plan = match &opts.tuning {
-            Some(t) => plan::plan(op, t, &self.limits)?,
-            None => match self.tuned.as_ref().and_then(|c| c.get(op)) {
-                // A cached tuning that no longer plans (another greta's
-                // keys, a changed limit) is skipped, never an error.
-                Some(e) => plan::plan(op, &e.tuning, &self.limits).or_else(|err| {
-                    tracing::warn!("cached tuning {} for {op} not usable: {err}", e.tuning);
-                    plan::plan(op, &Tuning::default(), &self.limits)
-                })?,
-                None => plan::plan(op, &Tuning::default(), &self.limits)?,
-            },
-        };
-        if self.info.driver_id == VkDriver::Lavapipe {
-            let trips = plan::max_loop_trips(op, &plan);
-            if trips > LLVMPIPE_LOOP_LIMIT {
-                return Err(RuntimeError::Unsupported(format!(
-                    "{op} with {} needs {trips} loop iterations per invocation; lavapipe stops loops after {LLVMPIPE_LOOP_LIMIT}",
-                    plan.tuning
-                )));
-            }
+        if let Some(c) = job.op.composite() {
+            let c = c.map_err(RuntimeError::BadInput)?;
+            return crate::graph::run_composite(self, job, c);
         }
+        let plan = self.plan_for(job.op, job.opts.tuning.as_ref())?;
         let res = run::execute(self, &plan, job);
-        if let Err(e) = &res {
-            if e.is_fatal_for_device() {
-                self.lost = Some(e.to_string());
-            }
-        }
-        if res.is_ok() && self.inner.pipelines.created > 0 {
-            if let Err(e) = self.save_pipeline_cache() {
-                tracing::warn!("pipeline cache not saved: {e}");
-            }
-        }
-        res
+        self.after_run(res)
+    }
+
+    fn run_graph(&mut self, job: GraphJob<'_>) -> Result<GraphStats, RuntimeError> {
+        crate::graph::preflight(self, &job)?;
+        let plans = job
+            .graph
+            .steps
+            .iter()
+            .map(|st| self.plan_for(&st.op, None))
+            .collect::<Result<Vec<_>, _>>()?;
+        let res = graph::execute(self, &plans, job);
+        self.after_run(res)
     }
 
     fn lost(&self) -> Option<&str> {

@@ -6,6 +6,7 @@
 //! (the Vulkan minimum) and the kernels loop grid-stride over the rest.
 
 use crate::{HostBuf, Knob, Op, RuntimeError, Tuning};
+use greta_kernels::attn_decode_chunk;
 /// Re-exported so callers of the planner (the fuzz target) can match on a
 /// plan's shader without a dependency on greta-kernels of their own.
 pub use greta_kernels::spirv::Shader;
@@ -66,9 +67,40 @@ pub struct Plan {
     /// Value of specialization constant `i`.
     pub spec: Vec<u32>,
     pub tuning: Tuning,
-    /// Extra read-only buffers bound after the op's outputs (e.g. rope's cos/sin table).
+    /// Extra buffers bound after the op's outputs: the op's scratch first
+    /// ([`Op::scratch`], uploaded as zeros), then read-only tables (e.g.
+    /// rope's cos/sin table).
     pub aux: Vec<HostBuf>,
     pub dispatches: Vec<Dispatch>,
+    /// Later passes, each another shader over the same bindings, run
+    /// after a barrier behind the previous pass (the combine step of a
+    /// split reduction: attn_decode_f16). Empty for one-pass ops.
+    pub then: Vec<Pass>,
+}
+
+/// A pass after a plan's first: its own shader, specialization constants
+/// and dispatches; bindings, push-constant layout and timing are the plan's.
+pub struct Pass {
+    pub shader: Shader,
+    pub spec: Vec<u32>,
+    pub dispatches: Vec<Dispatch>,
+}
+
+impl Plan {
+    /// Dispatches of every pass, in recording order.
+    pub fn all_dispatches(&self) -> impl Iterator<Item = &Dispatch> {
+        self.dispatches
+            .iter()
+            .chain(self.then.iter().flat_map(|p| p.dispatches.iter()))
+    }
+}
+
+/// The op's scratch buffers as the zeros uploaded into them.
+fn scratch_bufs(op: &Op) -> Vec<HostBuf> {
+    op.scratch()
+        .iter()
+        .map(|s| HostBuf::zeros(s.dtype, s.len))
+        .collect()
 }
 
 fn bad(msg: String) -> RuntimeError {
@@ -162,6 +194,10 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
     op.validate().map_err(|e| bad(e.to_string()))?;
     let t = tuning;
     match *op {
+        // No kernel of their own: `Backend::run` runs their graph.
+        Op::BlockDecode { .. } | Op::BlockPrefill { .. } => Err(bad(format!(
+            "{op} is a composite op: it runs as a graph of other ops, not one kernel"
+        ))),
         Op::Noop => noop(t, lim),
         Op::Fill { .. } | Op::Copy { .. } | Op::VecAdd { .. } => stream(op, t, lim),
         Op::TestBrokenCopy { n } => {
@@ -228,7 +264,127 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             };
             Ok(simple(Shader::KvUpdate, wg, vec![d]))
         }
+        Op::RopeKvF16 {
+            tokens,
+            heads,
+            head_dim,
+            pos0,
+            theta,
+            ..
+        } => {
+            check_keys(t, &[Knob::Wg])?;
+            let wg = wg_of(t, 256, lim)?;
+            let items = (tokens * heads * head_dim / 4) as u64;
+            let d = Dispatch {
+                push: vec![tokens as u32, heads as u32, head_dim as u32, pos0],
+                groups: [groups_for(items, wg as u64), 1, 1],
+                ranges: whole(5),
+            };
+            let mut p = simple(Shader::RopeKvF16, wg, vec![d]);
+            p.aux.push(rope_table(tokens, head_dim, pos0, theta));
+            Ok(p)
+        }
+        Op::AttnDecodeF16 {
+            heads,
+            head_dim,
+            len,
+            max_seq,
+        } => attn_decode(op, heads, head_dim, len, max_seq, t, lim),
+        Op::AttnPrefillF16 {
+            tokens,
+            heads,
+            head_dim,
+            pos0,
+            max_seq,
+        } => {
+            check_keys(t, &[])?;
+            let shared = attn_prefill_shared(head_dim);
+            if shared > lim.max_shared as u64 {
+                return Err(bad(format!(
+                    "{op}: needs {shared} bytes of shared memory, the device has {}",
+                    lim.max_shared
+                )));
+            }
+            let d = Dispatch {
+                push: vec![
+                    tokens as u32,
+                    heads as u32,
+                    head_dim as u32,
+                    pos0,
+                    max_seq as u32,
+                ],
+                groups: [groups_for(tokens as u64, ATTN_PREFILL_BQ), heads as u32, 1],
+                ranges: whole(4),
+            };
+            Ok(Plan {
+                shader: Shader::AttnPrefillF16,
+                per_dispatch: false,
+                spec: vec![head_dim as u32],
+                tuning: Tuning::default(),
+                aux: vec![],
+                dispatches: vec![d],
+                then: vec![],
+            })
+        }
     }
+}
+
+/// Query rows per workgroup of attn_prefill_f16.comp (its BQ; its keys
+/// per tile, BK, are the same).
+const ATTN_PREFILL_BQ: u64 = 32;
+
+/// Shared memory of attn_prefill_f16.comp at `head_dim`: Q, K and V tiles
+/// of 32 rows as words of two halves, the 32 x 33 scores, 3 x 32 row floats.
+fn attn_prefill_shared(head_dim: usize) -> u64 {
+    let rows = ATTN_PREFILL_BQ;
+    3 * rows * head_dim as u64 * 2 + (rows * (rows + 1) + 3 * rows) * 4
+}
+
+/// `attn_decode_f16`: the split over chunks of the sequence (a workgroup
+/// per chunk and head), then the combine (a workgroup per head), over the
+/// op's scratch, in chunks of the op's size ([`attn_decode_chunk`]).
+fn attn_decode(
+    op: &Op,
+    heads: usize,
+    head_dim: usize,
+    len: usize,
+    max_seq: usize,
+    t: &Tuning,
+    lim: &Limits,
+) -> Result<Plan, RuntimeError> {
+    check_keys(t, &[])?;
+    let chunk = attn_decode_chunk(head_dim);
+    let splits = len.div_ceil(chunk);
+    if splits > MAX_GROUPS as usize || heads > MAX_GROUPS as usize {
+        return Err(bad(format!(
+            "{op}: {splits} chunks x {heads} heads exceed {MAX_GROUPS} workgroups per dimension"
+        )));
+    }
+    let push = vec![heads as u32, head_dim as u32, len as u32, max_seq as u32];
+    let split = Dispatch {
+        push: push.clone(),
+        groups: [heads as u32, splits as u32, 1],
+        ranges: whole(5),
+    };
+    let combine = Dispatch {
+        push,
+        groups: [heads as u32, 1, 1],
+        ranges: whole(5),
+    };
+    let _ = lim;
+    Ok(Plan {
+        shader: Shader::AttnDecodeF16,
+        per_dispatch: false,
+        spec: vec![],
+        tuning: Tuning::default(),
+        aux: scratch_bufs(op),
+        dispatches: vec![split],
+        then: vec![Pass {
+            shader: Shader::AttnDecodeF16Combine,
+            spec: vec![],
+            dispatches: vec![combine],
+        }],
+    })
 }
 
 /// One shader, one spec constant (its workgroup size), tuned by `wg` alone
@@ -241,6 +397,7 @@ fn simple(shader: Shader, wg: u32, dispatches: Vec<Dispatch>) -> Plan {
         tuning: Tuning::default().with(Knob::Wg, wg),
         aux: vec![],
         dispatches,
+        then: vec![],
     }
 }
 
@@ -312,6 +469,7 @@ fn test_slow(iters: u32, t: &Tuning) -> Result<Plan, RuntimeError> {
         spec: vec![],
         tuning: Tuning::default(),
         aux: vec![],
+        then: vec![],
         dispatches: vec![Dispatch {
             push: vec![iters],
             groups: [groups_for(iters as u64, 1 << 16), 1, 1],
@@ -458,6 +616,7 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
     let wg = plan.spec.first().copied().unwrap_or(1) as u64;
     let groups = |d: &Dispatch| d.groups[0] as u64 * wg;
     match *op {
+        Op::BlockDecode { .. } | Op::BlockPrefill { .. } => 0,
         Op::RmsNorm { rows, cols, .. }
         | Op::LayerNorm { rows, cols, .. }
         | Op::Softmax { rows, cols } => {
@@ -499,6 +658,20 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
             ..
         } => ((layers * n_new * heads * head_dim) as u64).div_ceil(groups(&plan.dispatches[0])),
         Op::GemmF32 { k, .. } | Op::GemmF16 { k, .. } => (k as u64).div_ceil(plan.spec[2] as u64),
+        Op::RopeKvF16 {
+            tokens,
+            heads,
+            head_dim,
+            ..
+        } => ((tokens * heads * head_dim / 4) as u64).div_ceil(groups(&plan.dispatches[0])),
+        // The combine loops over the chunks; the split's loops are short.
+        Op::AttnDecodeF16 { head_dim, len, .. } => {
+            (len as u64).div_ceil(attn_decode_chunk(head_dim) as u64)
+        }
+        // The key tiles a workgroup walks; its loops inside are short.
+        Op::AttnPrefillF16 { tokens, pos0, .. } => {
+            (pos0 as u64 + tokens as u64).div_ceil(ATTN_PREFILL_BQ)
+        }
         Op::Noop | Op::TestSlow { .. } => 0,
         Op::GemvF16 { .. }
         | Op::LinearF16 { .. }

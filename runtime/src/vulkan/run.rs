@@ -76,10 +76,10 @@ impl Resources {
 /// The compiled pipeline's handles a run records with; the pipeline itself
 /// stays in the device's cache for the device's lifetime.
 #[derive(Clone, Copy)]
-struct PipelineHandles {
-    raw: vk::Pipeline,
-    layout: vk::PipelineLayout,
-    set_layout: vk::DescriptorSetLayout,
+pub(super) struct PipelineHandles {
+    pub(super) raw: vk::Pipeline,
+    pub(super) layout: vk::PipelineLayout,
+    pub(super) set_layout: vk::DescriptorSetLayout,
 }
 
 pub fn execute(dev: &mut Device, plan: &Plan, job: Job) -> Result<RunStats, RuntimeError> {
@@ -102,7 +102,7 @@ pub fn execute(dev: &mut Device, plan: &Plan, job: Job) -> Result<RunStats, Runt
     }
 }
 
-fn api(call: &str) -> impl Fn(vk::Result) -> RuntimeError + '_ {
+pub(super) fn api(call: &str) -> impl Fn(vk::Result) -> RuntimeError + '_ {
     move |e| match e {
         vk::Result::ERROR_DEVICE_LOST => {
             RuntimeError::DeviceLost(format!("{call}: VK_ERROR_DEVICE_LOST"))
@@ -135,13 +135,21 @@ fn record_and_submit(
     let repeats = opts.repeats;
 
     // Pipeline first: a shader/tuning problem is reported before any allocation.
-    let pipe = pipeline(dev, plan, nbind)?;
+    let pipe = pipeline(dev, plan.shader, &plan.spec, nbind)?;
+    // Later passes: their pipelines, over the same bindings.
+    let later = plan
+        .then
+        .iter()
+        .map(|p| pipeline(dev, p.shader, &p.spec, nbind))
+        .collect::<Result<Vec<_>, _>>()?;
     upload_buffers(dev, &host, n_in, n_out, res)?;
     let device = dev.inner.device.clone();
-    let layouts = vec![pipe.set_layout; plan.dispatches.len()];
-    let sets = DescriptorSets::new(&device, &layouts, plan.dispatches.len() as u32 * nbind)
+    let n_sets = plan.all_dispatches().count();
+    let layouts = vec![pipe.set_layout; n_sets];
+    let sets = DescriptorSets::new(&device, &layouts, n_sets as u32 * nbind)
         .map_err(|(call, e)| api(call)(e))?;
-    write_descriptor_sets(&device.raw, plan, nbind, &sets.sets, &res.device_bufs);
+    let raw: Vec<vk::Buffer> = res.device_bufs.iter().map(|b| b.raw).collect();
+    write_descriptor_sets(&device.raw, plan, nbind, &sets.sets, &raw);
     let sets = &*res.descriptors.insert(sets);
     if use_ts {
         let info = vk::QueryPoolCreateInfo::default()
@@ -183,13 +191,12 @@ fn record_and_submit(
         vk::PipelineStageFlags::COMPUTE_SHADER,
         SHADER_RW,
     );
-    rec.bind_pipeline(pipe.raw);
     let total = warmup + repeats;
     for it in 0..total {
         // Warm-up passes first, untimed; then the timed repeats.
         let timed = query_pool.filter(|_| it >= warmup);
         let r = it.saturating_sub(warmup);
-        record_pass(&rec, plan, pipe.layout, &sets.sets, timed.map(|q| (q, r)));
+        record_pass(&rec, plan, pipe, &later, &sets.sets, timed.map(|q| (q, r)));
         if it + 1 < total {
             // Each repeat sees the previous one complete: timings do not overlap.
             rec.barrier(
@@ -247,24 +254,26 @@ fn record_and_submit(
         wall,
         kernel: plan.shader.name().to_string(),
         tuning: plan.tuning.clone(),
-        dispatches_per_repeat: plan.dispatches.len() as u32,
+        dispatches_per_repeat: n_sets as u32,
+        step_ns: Vec::new(),
     })
 }
 
-const SHADER_RW: vk::AccessFlags = vk::AccessFlags::from_raw(
+pub(super) const SHADER_RW: vk::AccessFlags = vk::AccessFlags::from_raw(
     vk::AccessFlags::SHADER_READ.as_raw() | vk::AccessFlags::SHADER_WRITE.as_raw(),
 );
 
-/// The plan's pipeline, from the device's cache or created through it.
-fn pipeline(dev: &mut Device, plan: &Plan, nbind: u32) -> Result<PipelineHandles, RuntimeError> {
+/// A pass's pipeline, from the device's cache or created through it.
+pub(super) fn pipeline(
+    dev: &mut Device,
+    shader: super::plan::Shader,
+    spec: &[u32],
+    nbind: u32,
+) -> Result<PipelineHandles, RuntimeError> {
     let inner = &mut *dev.inner;
-    let p = inner.pipelines.get(
-        &inner.device,
-        &inner.pipeline_cache,
-        plan.shader,
-        &plan.spec,
-        nbind,
-    )?;
+    let p = inner
+        .pipelines
+        .get(&inner.device, &inner.pipeline_cache, shader, spec, nbind)?;
     Ok(PipelineHandles {
         raw: p.raw.raw(),
         layout: p.layout.raw(),
@@ -343,14 +352,14 @@ fn upload_buffers(
 
 /// Points binding `b` of each dispatch's set at device buffer `b` (the
 /// dispatch's sub-range of it where the plan splits a buffer).
-fn write_descriptor_sets(
+pub(super) fn write_descriptor_sets(
     d: &ash::Device,
     plan: &Plan,
     nbind: u32,
     sets: &[vk::DescriptorSet],
-    bufs: &[Buffer],
+    bufs: &[vk::Buffer],
 ) {
-    for (disp, &set) in plan.dispatches.iter().zip(sets) {
+    for (disp, &set) in plan.all_dispatches().zip(sets) {
         let infos: Vec<[vk::DescriptorBufferInfo; 1]> = (0..nbind as usize)
             .map(|b| {
                 let (offset, range) = disp
@@ -360,7 +369,7 @@ fn write_descriptor_sets(
                     .flatten()
                     .unwrap_or((0, vk::WHOLE_SIZE));
                 [vk::DescriptorBufferInfo {
-                    buffer: bufs[b].raw,
+                    buffer: bufs[b],
                     offset,
                     range,
                 }]
@@ -419,15 +428,19 @@ fn warmup_passes(dev: &Device, op: &Op, plan: &Plan) -> u32 {
     }) as u32
 }
 
-/// One pass of the plan's dispatches; `timed` = the query pool and repeat
-/// index whose two timestamps bracket it.
-fn record_pass(
+/// One repeat of the plan: its dispatches, then those of each later pass
+/// behind a barrier (descriptor sets in [`Plan::all_dispatches`] order);
+/// `timed` = the query pool and repeat index whose two timestamps bracket it.
+pub(super) fn record_pass(
     rec: &Recorder<'_>,
     plan: &Plan,
-    layout: vk::PipelineLayout,
+    pipe: PipelineHandles,
+    later: &[PipelineHandles],
     sets: &[vk::DescriptorSet],
     timed: Option<(vk::QueryPool, u32)>,
 ) {
+    let layout = pipe.layout;
+    rec.bind_pipeline(pipe.raw);
     // BOTTOM_OF_PIPE, not TOP_OF_PIPE: a top-of-pipe timestamp is written
     // as soon as the command is reached, while the previous repeat may
     // still run (the barrier between repeats holds back compute work, not
@@ -456,6 +469,28 @@ fn record_pass(
         }
         rec.dispatch(disp.groups);
     }
+    let mut set_at = plan.dispatches.len();
+    for (pass, p) in plan.then.iter().zip(later) {
+        // The previous pass's results are what this one reads.
+        rec.barrier(
+            vk::PipelineStageFlags::COMPUTE_SHADER,
+            vk::AccessFlags::SHADER_WRITE,
+            vk::PipelineStageFlags::COMPUTE_SHADER,
+            SHADER_RW,
+        );
+        rec.bind_pipeline(p.raw);
+        for disp in &pass.dispatches {
+            if let Some(&set) = sets.get(set_at) {
+                rec.bind_set(p.layout, set);
+            }
+            set_at += 1;
+            if !disp.push.is_empty() {
+                let bytes: Vec<u8> = disp.push.iter().flat_map(|w| w.to_le_bytes()).collect();
+                rec.push_constants(p.layout, &bytes);
+            }
+            rec.dispatch(disp.groups);
+        }
+    }
     if let Some((q, r)) = timed {
         rec.timestamp(q, 2 * r + 1);
     }
@@ -467,30 +502,30 @@ fn record_pass(
 /// and each handle passed in is a live object of `d` that the run's
 /// `Resources` (or the device's pipeline cache) keep alive until the
 /// submission has completed or been abandoned.
-struct Recorder<'a> {
-    d: &'a ash::Device,
-    cmd: vk::CommandBuffer,
+pub(super) struct Recorder<'a> {
+    pub(super) d: &'a ash::Device,
+    pub(super) cmd: vk::CommandBuffer,
 }
 
 impl Recorder<'_> {
-    fn begin(&self) -> Result<(), RuntimeError> {
+    pub(super) fn begin(&self) -> Result<(), RuntimeError> {
         let info = vk::CommandBufferBeginInfo::default()
             .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
         // SAFETY: a freshly allocated command buffer (initial state).
         unsafe { self.d.begin_command_buffer(self.cmd, &info) }.map_err(api("vkBeginCommandBuffer"))
     }
 
-    fn end(&self) -> Result<(), RuntimeError> {
+    pub(super) fn end(&self) -> Result<(), RuntimeError> {
         // SAFETY: recording (see the type); no query is active.
         unsafe { self.d.end_command_buffer(self.cmd) }.map_err(api("vkEndCommandBuffer"))
     }
 
-    fn reset_queries(&self, pool: vk::QueryPool, count: u32) {
+    pub(super) fn reset_queries(&self, pool: vk::QueryPool, count: u32) {
         // SAFETY: recording (see the type); `count` is the pool's size.
         unsafe { self.d.cmd_reset_query_pool(self.cmd, pool, 0, count) }
     }
 
-    fn timestamp(&self, pool: vk::QueryPool, query: u32) {
+    pub(super) fn timestamp(&self, pool: vk::QueryPool, query: u32) {
         // SAFETY: recording (see the type); `query` < the pool's size, reset
         // at the start of this buffer and written once.
         unsafe {
@@ -504,7 +539,7 @@ impl Recorder<'_> {
     }
 
     /// Copies the first `size` bytes of `src` into `dst`.
-    fn copy(&self, src: &Buffer, dst: &Buffer, size: u64) {
+    pub(super) fn copy(&self, src: &Buffer, dst: &Buffer, size: u64) {
         let region = [vk::BufferCopy {
             src_offset: 0,
             dst_offset: 0,
@@ -517,7 +552,7 @@ impl Recorder<'_> {
 
     /// A global memory barrier: `src` accesses of `src_stage` before it are
     /// visible to `dst` accesses of `dst_stage` after it.
-    fn barrier(
+    pub(super) fn barrier(
         &self,
         src_stage: vk::PipelineStageFlags,
         src: vk::AccessFlags,
@@ -541,7 +576,7 @@ impl Recorder<'_> {
         }
     }
 
-    fn bind_pipeline(&self, pipeline: vk::Pipeline) {
+    pub(super) fn bind_pipeline(&self, pipeline: vk::Pipeline) {
         // SAFETY: recording (see the type); a compute pipeline.
         unsafe {
             self.d
@@ -549,7 +584,7 @@ impl Recorder<'_> {
         }
     }
 
-    fn bind_set(&self, layout: vk::PipelineLayout, set: vk::DescriptorSet) {
+    pub(super) fn bind_set(&self, layout: vk::PipelineLayout, set: vk::DescriptorSet) {
         // SAFETY: recording (see the type); the set was allocated with the
         // layout's set layout and written before recording.
         unsafe {
@@ -564,7 +599,7 @@ impl Recorder<'_> {
         }
     }
 
-    fn push_constants(&self, layout: vk::PipelineLayout, bytes: &[u8]) {
+    pub(super) fn push_constants(&self, layout: vk::PipelineLayout, bytes: &[u8]) {
         // SAFETY: recording (see the type); the layout reserves PUSH_BYTES
         // for compute and plans push at most that many.
         unsafe {
@@ -573,7 +608,7 @@ impl Recorder<'_> {
         }
     }
 
-    fn dispatch(&self, groups: [u32; 3]) {
+    pub(super) fn dispatch(&self, groups: [u32; 3]) {
         // SAFETY: recording (see the type) with a compute pipeline bound;
         // plans keep each group count within the device's limits.
         unsafe {
@@ -585,11 +620,11 @@ impl Recorder<'_> {
 
 /// Submits `cmd` signalling `fence` and waits for it up to the run's
 /// timeout; returns the wall time from submission to completion.
-fn submit_and_wait(
+pub(super) fn submit_and_wait(
     dev: &Device,
     cmd: vk::CommandBuffer,
     fence: vk::Fence,
-    op: &Op,
+    what: &dyn std::fmt::Display,
     opts: &RunOpts,
 ) -> Result<std::time::Duration, RuntimeError> {
     let d = &dev.inner.device.raw;
@@ -605,7 +640,7 @@ fn submit_and_wait(
     match unsafe { d.wait_for_fences(&[fence], true, timeout_ns) } {
         Ok(()) => Ok(start.elapsed()),
         Err(vk::Result::TIMEOUT) => Err(RuntimeError::Timeout {
-            what: format!("{op} x{} on {}", opts.repeats, dev.info.name),
+            what: format!("{what} x{} on {}", opts.repeats, dev.info.name),
             timeout: opts.timeout,
             waited: start.elapsed(),
         }),

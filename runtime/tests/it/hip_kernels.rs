@@ -45,6 +45,21 @@ fn hiprtc_compiles_every_kernel_for_gfx90a_and_gfx1030_and_the_cache_works() {
             Vec::<String>::new(),
             "{target}: kernels missing"
         );
+        // Every kernel a tune candidate launches on this target is in the
+        // object too (today the HIP candidates are launch-time knobs and
+        // the ops' own kernels).
+        let variants = greta_runtime::gpu::tune::variant_symbols_for_target(
+            greta_runtime::gpu::Api::Hip,
+            &choice.target,
+        );
+        let absent: Vec<&String> = variants
+            .iter()
+            .filter(|s| !code.windows(s.len()).any(|w| w == s.as_bytes()))
+            .collect();
+        assert!(
+            absent.is_empty(),
+            "{target}: tune variants missing: {absent:?}"
+        );
         // A second run compiles nothing.
         let again = cache
             .get_or_build(&choice, &sources, greta_runtime::gpu::Api::Hip)

@@ -1,10 +1,14 @@
 //! The runtime crate's integration tests: one test binary, one module per area
 //! (`cargo test -p greta-runtime --test it -- MODULE::` runs one).
 
+mod attn_ops;
+mod block;
 mod cache;
 mod common;
+mod cuda_kernels;
 mod device;
 mod f16_block_ops;
+mod graph;
 mod hip_device;
 mod hip_kernels;
 mod ops;

@@ -5,7 +5,7 @@ use super::{ErrorKind, Reply, Request, SmokeRequest};
 use crate::dispatch::{Finished, Undecided};
 use crate::gates::Catalog;
 use crate::results;
-use crate::session::{check_options, results_dir, DeviceChoice, Options, Outcome};
+use crate::session::{check_options, results_dir, DeviceChoice, Options, Outcome, SmokeError};
 use greta_runtime::gpu::child::{self, ChildOutput};
 use std::time::Duration;
 
@@ -52,6 +52,43 @@ pub fn run_limit(opts: &Options) -> Duration {
     Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX)
 }
 
+/// How long a whole tune child may take: every candidate of every gate at
+/// its limit (at most 12 candidates and a pilot run per gate), plus
+/// start-up. Only a backstop, as [`run_limit`].
+pub fn tune_limit(opts: &crate::tune::TuneOptions) -> Duration {
+    let gates = Catalog::builtin()
+        .plan(opts.profile, &opts.gates, false)
+        .map_or(1, |p| p.len().max(1)) as f64;
+    let s = 300.0 + opts.timeout.as_secs_f64() * gates * 13.0;
+    Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX)
+}
+
+/// `greta smoke --tune` on a HIP/CUDA device, in the child: its report.
+/// The child's stderr passes through.
+pub fn run_tune(opts: &crate::tune::TuneOptions) -> Result<crate::tune::TuneReport, SmokeError> {
+    let backend = opts.backend.as_str();
+    let req = Request::Tune(super::TuneRequest::from_options(opts));
+    let what = format!("the {backend} tune child");
+    let out =
+        ask(&req, &what, tune_limit(opts)).map_err(|e| SmokeError::NoDevice(e.to_string()))?;
+    eprint!("{}", out.stderr);
+    match Reply::parse(&out.stdout) {
+        Ok(Reply::Tune(r)) => Ok(*r),
+        Ok(Reply::Error(e)) => Err(match e.kind {
+            ErrorKind::Usage => SmokeError::Usage(e.message),
+            ErrorKind::Input | ErrorKind::CouldNotRun => SmokeError::NoDevice(e.message),
+        }),
+        Ok(_) => Err(SmokeError::NoDevice(format!(
+            "the {backend} tune child ended with {} and answered no tune report",
+            out.how()
+        ))),
+        Err(why) => Err(SmokeError::NoDevice(format!(
+            "the {backend} tune child ended with {} without a report ({why})",
+            out.how()
+        ))),
+    }
+}
+
 /// `opts` (backend hip or cuda) run in the child: its report, written
 /// here as a Vulkan run's is, and the exit code. The child's stderr
 /// (progress of driver and compiler, its warnings) passes through.
@@ -87,6 +124,12 @@ pub fn run_smoke(opts: &Options) -> Result<Finished, Undecided> {
             return Err(no_report(format!(
                 "its reply is a {} listing",
                 super::DEVICES_SCHEMA
+            )))
+        }
+        Ok(Reply::Tune(_)) => {
+            return Err(no_report(format!(
+                "its reply is a {} report",
+                crate::tune::SCHEMA
             )))
         }
         Err(why) => return Err(no_report(why)),

@@ -18,7 +18,7 @@
 mod ask;
 mod serve;
 
-pub use ask::{ask, run_limit, run_smoke, AskError, Asked};
+pub use ask::{ask, run_limit, run_smoke, run_tune, tune_limit, AskError, Asked};
 pub use serve::{serve, Served};
 
 use crate::gates::Profile;
@@ -40,6 +40,73 @@ pub enum Request {
     Smoke(SmokeRequest),
     /// List the backend's devices; the reply is a [`DevicesAnswer`].
     Devices(DevicesRequest),
+    /// `greta smoke --tune` on a HIP/CUDA device; the reply is a
+    /// `greta.tune/v1` report or an error.
+    Tune(TuneRequest),
+}
+
+/// The part of [`crate::tune::TuneOptions`] that crosses to the child
+/// (the child writes the tuning cache itself: it is the device's file).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuneRequest {
+    pub profile: Profile,
+    /// One device (`auto`, an index, a name fragment).
+    #[serde(with = "device_text")]
+    pub device: DeviceChoice,
+    #[serde(with = "backend_text")]
+    pub backend: BackendChoice,
+    pub gates: Vec<String>,
+    /// Limit for each submission, in seconds.
+    pub timeout_s: f64,
+    pub seed: u64,
+    pub cache_dir: Option<PathBuf>,
+    pub dry_run: bool,
+}
+
+impl TuneRequest {
+    pub fn from_options(o: &crate::tune::TuneOptions) -> TuneRequest {
+        TuneRequest {
+            profile: o.profile,
+            device: DeviceChoice::One(o.device.clone()),
+            backend: o.backend,
+            gates: o.gates.clone(),
+            timeout_s: o.timeout.as_secs_f64(),
+            seed: o.seed,
+            cache_dir: o.cache_dir.clone(),
+            dry_run: o.dry_run,
+        }
+    }
+
+    /// The options the child tunes with; a timeout that is no duration or
+    /// more than one device is a usage error, not a panic.
+    pub fn options(&self) -> Result<crate::tune::TuneOptions, SmokeError> {
+        let timeout = std::time::Duration::try_from_secs_f64(self.timeout_s).map_err(|_| {
+            SmokeError::Usage(format!(
+                "--timeout must be a number of seconds, got {}",
+                self.timeout_s
+            ))
+        })?;
+        let device = match &self.device {
+            DeviceChoice::One(d) => d.clone(),
+            DeviceChoice::All => {
+                return Err(SmokeError::Usage(
+                    "tune one device at a time (--device N)".into(),
+                ))
+            }
+        };
+        Ok(crate::tune::TuneOptions {
+            profile: self.profile,
+            gates: self.gates.clone(),
+            device,
+            timeout,
+            seed: self.seed,
+            cache_dir: self.cache_dir.clone(),
+            dry_run: self.dry_run,
+            validation: None,
+            backend: self.backend,
+        })
+    }
 }
 
 /// The part of [`Options`] that crosses to the child. What stays with the
@@ -169,6 +236,8 @@ pub enum Reply {
     Report(Box<Report>),
     /// `greta.gpu-devices/v1`.
     Devices(DevicesAnswer),
+    /// `greta.tune/v1`: the sweep ran (whatever each candidate did).
+    Tune(Box<crate::tune::TuneReport>),
     /// `greta.gpu-child/v1`: nothing was decided, and why.
     Error(ChildError),
 }
@@ -178,6 +247,7 @@ impl Serialize for Reply {
         match self {
             Reply::Report(r) => r.serialize(s),
             Reply::Devices(d) => d.serialize(s),
+            Reply::Tune(t) => t.serialize(s),
             Reply::Error(e) => e.serialize(s),
         }
     }
@@ -234,6 +304,9 @@ impl Reply {
             Some(DEVICES_SCHEMA) => serde_json::from_value(v)
                 .map(Reply::Devices)
                 .map_err(|e| format!("its {DEVICES_SCHEMA} listing does not parse: {e}")),
+            Some(crate::tune::SCHEMA) => serde_json::from_value(v)
+                .map(|t| Reply::Tune(Box::new(t)))
+                .map_err(|e| format!("its {} report does not parse: {e}", crate::tune::SCHEMA)),
             Some(ERROR_SCHEMA) => serde_json::from_value(v)
                 .map(Reply::Error)
                 .map_err(|e| format!("its {ERROR_SCHEMA} object does not parse: {e}")),

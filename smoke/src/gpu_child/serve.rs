@@ -1,7 +1,9 @@
 //! The child's side: one [`Request`] served in this process.
 
 use super::DEVICES_SCHEMA;
-use super::{ChildError, DevicesAnswer, ErrorKind, GpuBackend, Reply, Request, SmokeRequest};
+use super::{
+    ChildError, DevicesAnswer, ErrorKind, GpuBackend, Reply, Request, SmokeRequest, TuneRequest,
+};
 use crate::session::{run_profile, BackendChoice};
 use greta_runtime::RuntimeError;
 use greta_vocab::DevicesError;
@@ -21,6 +23,30 @@ pub fn serve(req: Request) -> Served {
     match req {
         Request::Devices(d) => devices(d.backend),
         Request::Smoke(s) => smoke(&s),
+        Request::Tune(t) => tune(&t),
+    }
+}
+
+fn tune(req: &TuneRequest) -> Served {
+    let refused = |kind, message: String| Served {
+        reply: Reply::Error(ChildError::new(kind, message)),
+        code: 2,
+        device_lost: false,
+    };
+    if !matches!(req.backend, BackendChoice::Hip | BackendChoice::Cuda) {
+        return refused(
+            ErrorKind::Usage,
+            "the GPU child tunes --backend hip or cuda only".into(),
+        );
+    }
+    match req.options().and_then(|o| crate::tune::tune_gpu_here(&o)) {
+        Ok((r, lost)) => Served {
+            // A lost device leaves with _exit (its teardown may block).
+            device_lost: lost,
+            code: 0,
+            reply: Reply::Tune(Box::new(r)),
+        },
+        Err(e) => refused(ErrorKind::of(&e), e.to_string()),
     }
 }
 

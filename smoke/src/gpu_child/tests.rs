@@ -190,3 +190,106 @@ fn a_request_is_read_whole_and_capped() {
     let e = Request::read(endless).unwrap_err();
     assert!(e.contains("over 1048576 bytes"), "{e}");
 }
+
+fn tune_request() -> TuneRequest {
+    TuneRequest {
+        profile: Profile::Perf,
+        device: "H200".parse().unwrap(),
+        backend: BackendChoice::Cuda,
+        gates: vec!["gemm_f16.8192".into()],
+        timeout_s: 60.0,
+        seed: 7,
+        cache_dir: Some("/tmp/tuning dir".into()),
+        dry_run: true,
+    }
+}
+
+const TUNE_SAMPLE: &str = r#"{"tune":{"profile":"perf","device":"H200","backend":"cuda","gates":["gemm_f16.8192"],"timeout_s":60.0,"seed":7,"cache_dir":"/tmp/tuning dir","dry_run":true}}"#;
+
+/// `--tune --backend hip|cuda` crosses to the child as its own request,
+/// pinned like the others; the options come back as they were sent.
+#[test]
+fn a_tune_request_round_trips_and_gives_back_its_options() {
+    let req = Request::Tune(tune_request());
+    assert_eq!(serde_json::to_string(&req).unwrap(), TUNE_SAMPLE);
+    assert_eq!(Request::read(TUNE_SAMPLE.as_bytes()).unwrap(), req);
+    let o = tune_request().options().unwrap();
+    assert_eq!(
+        (o.backend, o.timeout, o.seed, o.dry_run, o.profile),
+        (
+            BackendChoice::Cuda,
+            Duration::from_secs(60),
+            7,
+            true,
+            Profile::Perf
+        )
+    );
+    assert_eq!(TuneRequest::from_options(&o), tune_request());
+    // One device only; a timeout that is no duration: usage errors.
+    let all = TuneRequest {
+        device: DeviceChoice::All,
+        ..tune_request()
+    };
+    assert!(matches!(all.options(), Err(SmokeError::Usage(m)) if m.contains("one device")));
+    let bad = TuneRequest {
+        timeout_s: f64::NAN,
+        ..tune_request()
+    };
+    assert!(matches!(bad.options(), Err(SmokeError::Usage(m)) if m.contains("--timeout")));
+}
+
+/// The child tunes HIP/CUDA only; with no such device here the reply is
+/// an error of kind no_device (exit 2), never a report or a panic. A tune
+/// report read back is the report.
+#[test]
+fn the_child_serves_a_tune_request() {
+    let served = serve(Request::Tune(TuneRequest {
+        backend: BackendChoice::Vulkan,
+        ..tune_request()
+    }));
+    match (&served.reply, served.code) {
+        (Reply::Error(e), 2) => assert_eq!(e.kind, ErrorKind::Usage, "{e:?}"),
+        other => panic!("{other:?}"),
+    }
+    let served = serve(Request::Tune(TuneRequest {
+        backend: BackendChoice::Hip,
+        ..tune_request()
+    }));
+    match (&served.reply, served.code) {
+        (Reply::Error(e), 2) => assert_eq!(e.kind, ErrorKind::CouldNotRun, "{e:?}"),
+        // A machine with a HIP GPU tunes it (dry run: nothing written).
+        (Reply::Tune(r), 0) => assert!(r.cache.is_none()),
+        other => panic!("{other:?}"),
+    }
+    let report = crate::tune::TuneReport {
+        schema: crate::tune::SCHEMA.into(),
+        device: "NVIDIA H200".into(),
+        uuid: None,
+        driver: "CUDA driver API sm_90".into(),
+        profile: "perf".into(),
+        seed: 7,
+        cache: Some("/tmp/t/cuda-x-1.json".into()),
+        gates: vec![crate::tune::GateTune {
+            gate: "gemm_f16.8192".into(),
+            shape_class: "gemm_f16:m8192,n8192,k8192".into(),
+            candidates: vec![crate::tune::Candidate {
+                asked: Default::default(),
+                ran: Some(Default::default()),
+                kernel: Some("gemm_f16".into()),
+                median_ns: Some(4_000_000),
+                correct: true,
+                rel_err: Some(1e-7),
+                reason: None,
+            }],
+            best: Some(0),
+            speedup: None,
+            skipped: None,
+        }],
+        wall_s: 1.5,
+    };
+    let reply = Reply::Tune(Box::new(report.clone()));
+    let text = serde_json::to_string(&reply).unwrap();
+    assert_eq!(text, serde_json::to_string(&report).unwrap());
+    assert!(text.starts_with("{\"schema\":\"greta.tune/v1\""), "{text}");
+    assert_eq!(Reply::parse(text.as_bytes()).unwrap(), reply);
+}

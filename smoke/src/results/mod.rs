@@ -204,6 +204,66 @@ pub struct InRun {
     pub ceiling_unavailable: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stress: Option<StressSummary>,
+    /// A composite gate's (the transformer block's) step times and model
+    /// estimate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<BlockSummary>,
+}
+
+/// Where a transformer-block gate's time goes, and what it means for a
+/// whole model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BlockSummary {
+    /// Each step of the layer's graph, in order: its kernel and median
+    /// device time when timed step by step (their sum exceeds the replay's
+    /// time by the launch gaps the graph removes). Empty when the device
+    /// has no timestamps.
+    pub steps: Vec<StepTime>,
+    /// Tokens one replay processes.
+    pub tokens: u32,
+    /// Layers of the model the estimate assumes (Llama-2-7B: 32).
+    pub layers: u32,
+    /// An estimate, not a measurement: tokens/s of `layers` such layers
+    /// back to back at the gate's median replay time (no embedding, output
+    /// head, sampling or host work).
+    pub est_tokens_per_s: Option<f64>,
+}
+
+/// One step of a graph and its median device time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepTime {
+    pub kernel: String,
+    pub us: f64,
+}
+
+impl BlockSummary {
+    /// Llama-2-7B's depth, the model the gates' shapes come from.
+    pub const LAYERS: u32 = 32;
+
+    /// From a run's kernel list (`graph:a+b+...`), step times in ns, the
+    /// tokens per replay and the median replay time.
+    pub fn new(
+        kernel: &str,
+        step_ns: &[u64],
+        tokens: usize,
+        median_ns: Option<f64>,
+    ) -> BlockSummary {
+        let names = kernel.strip_prefix("graph:").unwrap_or(kernel).split('+');
+        BlockSummary {
+            steps: names
+                .zip(step_ns)
+                .map(|(k, &ns)| StepTime {
+                    kernel: k.to_string(),
+                    us: ns as f64 / 1e3,
+                })
+                .collect(),
+            tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
+            layers: Self::LAYERS,
+            est_tokens_per_s: median_ns
+                .filter(|ns| ns.is_finite() && *ns > 0.0)
+                .map(|ns| tokens as f64 / (ns * 1e-9 * f64::from(Self::LAYERS))),
+        }
+    }
 }
 
 /// The vendor's rate for a gate's work, measured in the same run.

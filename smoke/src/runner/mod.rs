@@ -287,6 +287,7 @@ fn run_gate(
     let mut errored = false;
     let mut lost = None;
     let mut kernel = None;
+    let mut step_ns: Vec<u64> = Vec::new();
     let mut wall_clock_timing = false;
     for r in 0..repeats {
         let rseed = seed.wrapping_add(r as u64);
@@ -320,6 +321,9 @@ fn run_gate(
                 wall_us.push(stats.wall.as_secs_f64() * 1e6);
                 wall_clock_timing |= stats.timing == TimingSource::WallClock;
                 kernel.get_or_insert(stats.kernel.clone());
+                if !stats.step_ns.is_empty() {
+                    step_ns = stats.step_ns.clone();
+                }
                 let c = verify(&prep, &outs, tol, rseed);
                 worst_rel = merge_max(worst_rel, c.rel_err);
                 worst_abs = merge_max(worst_abs, c.max_abs_err);
@@ -361,6 +365,15 @@ fn run_gate(
         .filter(|_| !device_ns.is_empty()),
         first_call_us: None,
     };
+    let block = match gate.op.composite() {
+        Some(Ok(c)) => Some(crate::results::BlockSummary::new(
+            kernel.as_deref().unwrap_or(""),
+            &step_ns,
+            c.tokens,
+            median_ns,
+        )),
+        _ => None,
+    };
     let pass = first_failure.is_none() && clean == repeats;
     let reason = if pass {
         None
@@ -394,7 +407,10 @@ fn run_gate(
             peer: None,
             spec: None,
             spec_fraction: None,
-            in_run: Default::default(),
+            in_run: crate::results::InRun {
+                block,
+                ..Default::default()
+            },
         },
         lost,
         notes: Vec::new(),
@@ -498,6 +514,7 @@ fn run_stress(
             kernel: String::new(),
             tuning: Default::default(),
             dispatches_per_repeat: 1,
+            step_ns: Vec::new(),
         };
         ctx.faults.slow(device, &mut times);
         iv.device_ns = times.device_ns[0];

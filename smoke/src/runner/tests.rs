@@ -114,6 +114,7 @@ impl Backend for FakeDevice {
             kernel: op.name().to_string(),
             tuning: Default::default(),
             dispatches_per_repeat: 1,
+            step_ns: Vec::new(),
         })
     }
     fn lost(&self) -> Option<&str> {

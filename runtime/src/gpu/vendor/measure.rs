@@ -134,8 +134,8 @@ pub(crate) enum Reference {
 }
 
 /// The ceiling for `op`: a GEMM's is the vendor's GEMM of the same element
-/// types and shape, every other op that moves data has the copy's;
-/// noop (dispatch cost) and the test-only ops have none.
+/// types and shape, every other GB/s op has the copy's; noop (dispatch
+/// cost), the test-only ops and other TFLOP/s ops have none.
 pub(crate) fn reference_for(op: &Op) -> Option<Reference> {
     match *op {
         Op::Noop => None,
@@ -147,7 +147,11 @@ pub(crate) fn reference_for(op: &Op) -> Option<Reference> {
             Some(Reference::Gemm(GemmKind::F16Acc32, (tokens, rows, cols)))
         }
         Op::GemmF32 { m, n, k } => Some(Reference::Gemm(GemmKind::F32, (m, n, k))),
-        _ if op.bytes_moved() > 0 => Some(Reference::Copy),
+        // A copy bounds what moves data; a TFLOP/s op that is no GEMM
+        // (attention) has no vendor call of the same work here.
+        _ if op.rate_unit() == greta_kernels::RateUnit::GBps && op.bytes_moved() > 0 => {
+            Some(Reference::Copy)
+        }
         _ => None,
     }
 }
@@ -543,6 +547,10 @@ mod tests {
                     r,
                     Some(Reference::Gemm(GemmKind::F16Acc32, (tokens, rows, cols)))
                 ),
+                // A copy's GB/s is no ceiling for a TFLOP/s gate (attention).
+                _ if op.rate_unit() == greta_kernels::RateUnit::TFlops => {
+                    assert_eq!(r, None, "{op}")
+                }
                 _ => assert_eq!(r, Some(Reference::Copy), "{op}"),
             }
         }

@@ -276,6 +276,7 @@ fn linear_tiled(
         tuning: eff.with(Knob::Coopmat, 0),
         aux: vec![],
         dispatches: vec![d],
+        then: vec![],
     })
 }
 
@@ -382,6 +383,7 @@ fn linear_coop(
         ]),
         aux: vec![],
         dispatches: vec![d],
+        then: vec![],
     })
 }
 

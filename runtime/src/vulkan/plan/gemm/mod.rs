@@ -114,6 +114,7 @@ fn plan_of(shader: Shader, spec: Vec<u32>, tuning: Tuning, d: Dispatch) -> Plan 
         tuning,
         aux: vec![],
         dispatches: vec![d],
+        then: vec![],
     }
 }
 

@@ -1,0 +1,172 @@
+//! The composite ops against the layer reference: the graph of catalogue
+//! ops, run through each op's own f64 reference with f16 stores between
+//! steps ([`crate::graph::Graph::reference`]), lands within the layer's
+//! error model; a mis-bound buffer does not.
+use crate::{DType, HostBuf, Op};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+
+fn rng() -> StdRng {
+    let s = rand::random();
+    eprintln!("seed {s}");
+    StdRng::seed_from_u64(s)
+}
+
+/// Inputs drawn as the smoke gates draw them: each buffer from its op's
+/// `input_range`, stored as f16.
+fn inputs(op: &Op, rng: &mut StdRng) -> Vec<HostBuf> {
+    op.inputs()
+        .iter()
+        .map(|s| {
+            assert_eq!(s.dtype, DType::F16);
+            let (lo, hi) = op.input_range(s.name);
+            HostBuf::F16(
+                (0..s.len)
+                    .map(|_| half::f16::from_f32(rng.gen_range(lo..hi)))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// Runs the op's graph on the host: the outputs as the device would store them.
+fn run_graph(op: &Op, ins: &[HostBuf], bind: Option<Vec<(usize, usize)>>) -> Vec<HostBuf> {
+    let mut c = op.composite().expect("composite").expect("builds");
+    if let Some(b) = bind {
+        c.bind = b;
+    }
+    let mut slots = c.slot_buffers(ins).unwrap();
+    c.graph.reference(&mut slots).unwrap();
+    let mut outs: Vec<HostBuf> = op
+        .outputs()
+        .iter()
+        .map(|s| HostBuf::poisoned(s.dtype, s.len))
+        .collect();
+    c.take_outputs(ins.len(), &slots, &mut outs).unwrap();
+    outs
+}
+
+fn outcomes(op: &Op, ins: &[HostBuf], outs: &[HostBuf]) -> Vec<crate::check::CheckOutcome> {
+    let x: Vec<Vec<f64>> = ins.iter().map(HostBuf::to_f64).collect();
+    let exp = op.expected(&x, outs, 1).expect("composite").unwrap();
+    exp.iter().zip(outs).map(|(e, o)| e.outcome(o)).collect()
+}
+
+const SHAPES: [(usize, usize, usize, usize); 2] = [(64, 2, 32, 96), (256, 4, 64, 688)];
+
+#[test]
+fn the_graph_of_ops_lands_within_the_layer_error_model() {
+    let mut rng = rng();
+    for (hidden, heads, head_dim, ffn) in SHAPES {
+        for op in [
+            Op::BlockDecode {
+                hidden,
+                heads,
+                head_dim,
+                ffn,
+                len: 37,
+            },
+            Op::BlockPrefill {
+                hidden,
+                heads,
+                head_dim,
+                ffn,
+                tokens: 19,
+            },
+        ] {
+            let ins = inputs(&op, &mut rng);
+            let outs = run_graph(&op, &ins, None);
+            for (o, spec) in outcomes(&op, &ins, &outs).iter().zip(op.outputs()) {
+                assert!(o.pass, "{op} {}: {o:?}", spec.name);
+                assert!(
+                    o.rel_err > 0.0,
+                    "{op} {}: the roundings happened",
+                    spec.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn swapped_cache_bindings_fail_the_check() {
+    let mut rng = rng();
+    let op = Op::BlockDecode {
+        hidden: 64,
+        heads: 2,
+        head_dim: 32,
+        ffn: 96,
+        len: 37,
+    };
+    let ins = inputs(&op, &mut rng);
+    let mut bind = op.composite().unwrap().unwrap().bind;
+    // k_past and v_past (inputs 7 and 8) each placed in the other's cache.
+    bind.swap(7, 8);
+    let outs = run_graph(&op, &ins, Some(bind));
+    let y = &outcomes(&op, &ins, &outs)[0];
+    assert!(!y.pass, "a layer reading V as K must fail: {y:?}");
+}
+
+#[test]
+fn flops_are_the_sum_of_the_steps_and_bytes_the_buffers() {
+    let op = Op::BlockDecode {
+        hidden: 4096,
+        heads: 32,
+        head_dim: 128,
+        ffn: 11008,
+        len: 512,
+    };
+    // Weights (4 d^2 + 3 f d) f16 plus the gains, the 512 cached rows of K
+    // and V, x, and y, k_new, v_new.
+    let (d, f) = (4096u64, 11008u64);
+    let weights = 2 * (4 * d * d + 3 * f * d + 2 * d);
+    assert_eq!(
+        op.bytes_moved(),
+        weights + 2 * 2 * 512 * d + 2 * d + 3 * 2 * d
+    );
+    let c = op.composite().unwrap().unwrap();
+    let sum: u64 = c.graph.steps.iter().map(|s| s.op.flops()).sum();
+    assert_eq!(op.flops(), sum);
+    assert!(op.flops() > 2 * (4 * d * d + 3 * f * d));
+}
+
+#[test]
+fn a_long_prefill_is_checked_on_sampled_tokens_with_the_device_cache() {
+    use crate::block::composite::{expected_within, shape};
+    let mut rng = rng();
+    let (hidden, heads, head_dim, ffn, tokens) = (64, 2, 32, 96, 23);
+    let op = Op::BlockPrefill {
+        hidden,
+        heads,
+        head_dim,
+        ffn,
+        tokens,
+    };
+    let s = shape(hidden, heads, head_dim, ffn);
+    let ins = inputs(&op, &mut rng);
+    let x: Vec<Vec<f64>> = ins.iter().map(HostBuf::to_f64).collect();
+    let outs = run_graph(&op, &ins, None);
+    let seed = rng.gen();
+    // A budget of nothing forces sampling.
+    let exp = expected_within(&s, &x, &outs, tokens, seed, 0).unwrap();
+    let ix = exp[0].index.clone().expect("sampled");
+    assert!(
+        ix.contains(&0) && ix.contains(&(tokens * hidden - 1)),
+        "first and last tokens"
+    );
+    assert!(ix.len() < tokens * hidden && ix.len().is_multiple_of(hidden));
+    for (e, o) in exp.iter().zip(&outs) {
+        assert!(e.outcome(o).pass, "{:?}", e.outcome(o));
+    }
+    // The last token's output wrong by a little: caught.
+    let mut bad = outs.clone();
+    if let HostBuf::F16(y) = &mut bad[0] {
+        let i = tokens * hidden - 3;
+        y[i] = half::f16::from_f64(y[i].to_f64() + 0.05);
+    }
+    assert!(!exp[0].outcome(&bad[0]).pass);
+    // Same inputs, same seed: the same sample.
+    assert_eq!(
+        expected_within(&s, &x, &outs, tokens, seed, 0).unwrap()[0].index,
+        Some(ix)
+    );
+}

@@ -1,0 +1,69 @@
+//! `block_decode`: one Llama decoder layer on one new token after `len`
+//! cached positions, run as a graph of the f16 ops (a composite op:
+//! `crate::block::composite`). Memory-bound: its rate is GB/s of the bytes
+//! it must read (weights, cached K/V) and write, the decode roofline.
+use super::*;
+use crate::block::composite as c;
+
+/// The norm bound applies where no inputs are at hand (`check_buf` alone);
+/// the gate checks each element against the derived error model
+/// (`crate::block::Expected`, 8 standard deviations).
+pub const TOLERANCE: Tolerance = Tolerance::FP16_ACC32;
+/// Weights at `sqrt(3 / fan_in)` of Llama-2-7B's widths, so activations keep
+/// their scale through the layer; gains near 1.
+pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[
+    ("g_attn", (0.5, 1.5)),
+    ("g_mlp", (0.5, 1.5)),
+    ("wqkv", (-0.027, 0.027)),
+    ("wo", (-0.027, 0.027)),
+    ("w_gateup", (-0.027, 0.027)),
+    ("w_down", (-0.0165, 0.0165)),
+];
+/// f16; memory-bound; its norms and GEMVs reduce across subgroups on Vulkan.
+pub const FACTS: Facts = Facts {
+    precision: Precision::Fp16,
+    rate: RateUnit::GBps,
+    needs: Needs { subgroup_arith: true, matrix_units: false },
+};
+
+pub fn inputs(hidden: usize, heads: usize, head_dim: usize, ffn: usize, len: usize) -> Vec<BufferSpec> {
+    c::inputs(&c::shape(hidden, heads, head_dim, ffn), 1, len)
+}
+pub fn outputs(hidden: usize, heads: usize, head_dim: usize, ffn: usize, _len: usize) -> Vec<BufferSpec> {
+    c::outputs(&c::shape(hidden, heads, head_dim, ffn), 1)
+}
+/// The sum of its steps' work.
+pub fn flops(hidden: usize, heads: usize, head_dim: usize, ffn: usize, len: usize) -> u64 {
+    c::composite(&c::shape(hidden, heads, head_dim, ffn), 1, len)
+        .map(|c| c.graph.steps.iter().map(|s| s.op.flops()).sum())
+        .unwrap_or(0)
+}
+pub fn check(hidden: usize, heads: usize, head_dim: usize, ffn: usize, len: usize) -> Result<(), String> {
+    c::shape(hidden, heads, head_dim, ffn).check()?;
+    nonzero("len", len)
+}
+pub fn shape(hidden: usize, heads: usize, head_dim: usize, ffn: usize, len: usize) -> String {
+    format!("hidden={hidden},heads={heads},head_dim={head_dim},ffn={ffn},len={len}")
+}
+pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], hidden: usize, heads: usize, head_dim: usize, ffn: usize, _len: usize) -> Vec<Vec<f64>> {
+    c::reference(&c::shape(hidden, heads, head_dim, ffn), x)
+}
+pub fn written(_hidden: usize, _heads: usize, _head_dim: usize, _ffn: usize, _len: usize) -> Region {
+    Region::Whole
+}
+pub fn shape_class(hidden: usize, heads: usize, head_dim: usize, ffn: usize, len: usize) -> String {
+    format!("d{hidden},f{ffn},h{heads}x{head_dim},len{}", bucket(len))
+}
+/// The graph a device runs for it.
+pub fn composite(hidden: usize, heads: usize, head_dim: usize, ffn: usize, len: usize) -> Result<crate::graph::Composite, String> {
+    c::composite(&c::shape(hidden, heads, head_dim, ffn), 1, len)
+}
+/// What its outputs must match (see `Op::expected`).
+// The op's fields one by one, as for every op (ops! macro).
+#[allow(clippy::too_many_arguments)]
+pub fn expected(x: &[Vec<f64>], _got: &[HostBuf], _seed: u64, hidden: usize, heads: usize, head_dim: usize, ffn: usize, _len: usize) -> Result<Vec<crate::block::Expected>, String> {
+    c::expected(&c::shape(hidden, heads, head_dim, ffn), x).map(Vec::from)
+}
+pub fn example() -> Op {
+    Op::BlockDecode { hidden: 64, heads: 2, head_dim: 32, ffn: 96, len: 5 }
+}

@@ -1,0 +1,217 @@
+//! Replaying a [`crate::Graph`] on HIP or CUDA: the steps' launches are
+//! captured once from the stream into a device graph, then launched once
+//! per replay. A pass timed launch by launch first gives each step's time
+//! (and sizes the warm-up). A runtime without stream capture replays the
+//! launches one by one and says so ([`Replay::Launches`]).
+
+use super::backend::{launch_on, wait_event, Buffers, Events};
+use super::driver::{Dims, Driver, FuncH, GpuDevice, GpuError, GraphH, StreamH};
+use super::launch::KernelArg;
+use crate::graph::{median, GraphJob, GraphStats, Replay};
+use crate::TimingSource;
+use std::time::Instant;
+
+/// One step's launch, resolved against the loaded module.
+pub(super) struct StepLaunch {
+    pub kernel: String,
+    pub function: FuncH,
+    pub dims: Dims,
+    pub scalars: Vec<KernelArg>,
+    /// Later launches with the same arguments (a split reduction's combine).
+    pub then: Vec<(FuncH, Dims)>,
+    /// Bytes of each scratch buffer the op's passes share (after its outputs).
+    pub scratch: Vec<usize>,
+}
+
+/// Passes timed launch by launch, for each step's median time.
+const STEP_PASSES: usize = 5;
+/// GPU time of untimed replays before the timed ones (as on Vulkan).
+const WARMUP_NS: u64 = 300_000_000;
+const WARMUP_MAX_REPLAYS: u64 = 2_000;
+
+/// An instantiated graph, destroyed on drop unless leaked after a timeout.
+struct Owned<'a, D: Driver> {
+    driver: &'a D,
+    graph: Option<GraphH>,
+}
+
+impl<D: Driver> Drop for Owned<'_, D> {
+    fn drop(&mut self) {
+        if let Some(g) = self.graph.take() {
+            // SAFETY: instantiated by capture_end, destroyed once; every
+            // replay was waited for (a timeout leaks this instead).
+            unsafe { self.driver.graph_destroy(g) };
+        }
+    }
+}
+
+pub(super) fn execute<D: Driver>(
+    driver: &D,
+    stream: Option<StreamH>,
+    dev: &GpuDevice,
+    steps: &[StepLaunch],
+    job: GraphJob,
+) -> Result<GraphStats, GpuError> {
+    let start = Instant::now();
+    let deadline = start + job.opts.timeout;
+    let left = || deadline.saturating_duration_since(Instant::now());
+    let stream = stream.ok_or_else(|| GpuError::Device("device is lost".into()))?;
+    driver.activate(dev.ordinal)?;
+    let mut bufs = Buffers {
+        driver,
+        ptrs: Vec::with_capacity(job.buffers.len()),
+    };
+    for b in job.buffers.iter() {
+        bufs.ptrs.push(driver.malloc(b.byte_len().max(1))?);
+    }
+    // Each step's scratch, after the slots: device memory only its passes use.
+    let mut scratch_at = Vec::with_capacity(steps.len());
+    for l in steps {
+        scratch_at.push(bufs.ptrs.len());
+        for &bytes in &l.scratch {
+            bufs.ptrs.push(driver.malloc(bytes.max(1))?);
+        }
+    }
+    let mut events = Events {
+        driver,
+        list: Vec::new(),
+    };
+    let mut owned = Owned {
+        driver,
+        graph: None,
+    };
+    let what = format!("a graph of {} steps on {}", steps.len(), dev.name);
+    let args: Vec<Vec<KernelArg>> = job
+        .graph
+        .steps
+        .iter()
+        .zip(steps)
+        .zip(&scratch_at)
+        .map(|((st, l), &at)| {
+            st.bind
+                .iter()
+                .map(|&s| KernelArg::Ptr(bufs.ptrs[s]))
+                .chain(
+                    bufs.ptrs[at..at + l.scratch.len()]
+                        .iter()
+                        .map(|&p| KernelArg::Ptr(p)),
+                )
+                .chain(l.scalars.iter().copied())
+                .collect()
+        })
+        .collect();
+    let step = |s: StreamH, l: &StepLaunch, a: &[KernelArg]| -> Result<(), GpuError> {
+        launch_on(driver, l.function, l.dims, s, a)?;
+        for &(f, dims) in &l.then {
+            launch_on(driver, f, dims, s, a)?;
+        }
+        Ok(())
+    };
+    let enqueue = |s: StreamH| -> Result<(), GpuError> {
+        for (l, a) in steps.iter().zip(&args) {
+            step(s, l, a)?;
+        }
+        Ok(())
+    };
+    let result = (|| {
+        for (d, h) in bufs.ptrs.iter().zip(job.buffers.iter()) {
+            let bytes = h.as_bytes();
+            // SAFETY: `bytes` stays borrowed until the wait below.
+            unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? };
+        }
+        let up = events.record(stream)?;
+        wait_event(driver, up, "upload to the GPU", left())?;
+
+        // Step by step, timed: each step's time, and one replay's.
+        let mut marks = Vec::with_capacity(STEP_PASSES);
+        for _ in 0..STEP_PASSES {
+            let mut row = vec![events.record(stream)?];
+            for (l, a) in steps.iter().zip(&args) {
+                step(stream, l, a)?;
+                row.push(events.record(stream)?);
+            }
+            marks.push(row);
+        }
+        if let Some(last) = marks.last().and_then(|r| r.last()) {
+            wait_event(driver, *last, &what, left())?;
+        }
+        let ns = |a, b| -> Result<u64, GpuError> {
+            Ok((f64::from(driver.event_elapsed_ms(a, b)?.max(0.0)) * 1e6) as u64)
+        };
+        let mut step_ns = Vec::with_capacity(steps.len());
+        for i in 0..steps.len() {
+            let v = marks
+                .iter()
+                .map(|r| ns(r[i], r[i + 1]))
+                .collect::<Result<Vec<_>, _>>()?;
+            step_ns.push(median(&v));
+        }
+        let pass_ns: u64 = step_ns.iter().sum();
+
+        // Capture once; a runtime without capture launches one by one.
+        let replay = match driver.capture_begin(stream) {
+            Ok(()) => {
+                let captured = enqueue(stream);
+                // End the capture whatever happened, so the stream is usable.
+                let graph = driver.capture_end(stream);
+                captured?;
+                owned.graph = Some(graph?);
+                Replay::DeviceGraph
+            }
+            Err(e) => {
+                tracing::warn!("no device graph ({e}): replaying launch by launch");
+                Replay::Launches
+            }
+        };
+        let replay_once = |s: StreamH| match owned.graph {
+            Some(g) => driver.graph_launch(g, s),
+            None => enqueue(s),
+        };
+        let warm = WARMUP_NS
+            .div_ceil(pass_ns.max(1))
+            .clamp(1, WARMUP_MAX_REPLAYS);
+        for _ in 0..warm {
+            replay_once(stream)?;
+        }
+        let mut pairs = Vec::with_capacity(job.opts.repeats as usize);
+        for _ in 0..job.opts.repeats {
+            let a = events.record(stream)?;
+            replay_once(stream)?;
+            pairs.push((a, events.record(stream)?));
+        }
+        if let Some(&(_, last)) = pairs.last() {
+            wait_event(driver, last, &what, left())?;
+        }
+        let device_ns = pairs
+            .iter()
+            .map(|&(a, b)| ns(a, b))
+            .collect::<Result<Vec<_>, _>>()?;
+        for &s in job.read_back {
+            let out = job.buffers[s].as_bytes_mut();
+            // SAFETY: `out` stays borrowed until the wait below.
+            unsafe { driver.dtoh_async(out.as_mut_ptr(), bufs.ptrs[s], out.len(), stream)? };
+        }
+        let read = events.record(stream)?;
+        wait_event(driver, read, "download from the GPU", left())?;
+        Ok((device_ns, step_ns, replay))
+    })();
+    match result {
+        Ok((device_ns, step_ns, replay)) => Ok(GraphStats {
+            device_ns,
+            step_ns,
+            kernels: steps.iter().map(|l| l.kernel.clone()).collect(),
+            timing: TimingSource::DeviceTimestamps,
+            replay,
+            wall: start.elapsed(),
+        }),
+        Err(e) => {
+            if matches!(e, GpuError::Timeout { .. }) {
+                // The GPU still owns these (see `backend::execute`).
+                std::mem::forget(bufs);
+                std::mem::forget(events);
+                std::mem::forget(owned);
+            }
+            Err(e)
+        }
+    }
+}

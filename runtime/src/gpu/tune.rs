@@ -1,0 +1,641 @@
+//! Tuning of the HIP/CUDA kernels: the knobs each op takes on a device, the
+//! candidates `greta smoke --tune` times, how a tuning changes the launch,
+//! and which stored tuning a run without one uses.
+//!
+//! Two kinds of knob:
+//! - chosen at launch, no recompile: the streaming ops (fill, copy,
+//!   vec_add) take `wg` (threads per block; the kernels stride by
+//!   `blockDim`) and `per_cu` (most blocks per compute unit of the grid;
+//!   the default, [`launch::BLOCKS_PER_CU`], covers the data in one pass);
+//! - chosen at compile time: gemm_f16 on NVIDIA (sm_80+, the `mma.sync`
+//!   path) takes `bm`, `bn` and `stages`, each combination a kernel of its
+//!   own in the one code object ([`F16Variant`]: `greta_gemm_f16_bm128_bn256_s3`
+//!   is the template in `kernels/hip/gemm_f16.hip` instantiated for
+//!   128 x 256 block tiles and a 3-stage `cp.async` pipeline in dynamic
+//!   shared memory), so every candidate is compiled whenever the kernels
+//!   are and a tune never waits on a compiler.
+//!
+//! An empty tuning is the built-in launch ([`launch::plan`]), always the
+//! first candidate. The other ops take no knob on these backends yet.
+
+use super::driver::{Api, Dims, GpuDevice};
+use super::launch::{self, Plan, BLOCKS_PER_CU, VEC_UNROLL};
+use crate::tuning_cache::{KeySpace, TuningCache};
+use crate::{Knob, Op, Tuning};
+
+/// The k depth one pipeline stage of the gemm_f16 variants holds (halves).
+pub const F16_BK: u32 = 32;
+/// Halves of padding per shared-memory row of the variants (A rows of
+/// F16_BK, B rows of bn): rows 16 bytes apart in the banks, so the eight
+/// row addresses of an `ldmatrix` hit distinct banks.
+pub const F16_PAD: u32 = 8;
+/// Rows and columns of C one warp of a variant computes.
+pub const F16_WARP_TILE: u32 = 64;
+
+/// One compiled variant of gemm_f16's tensor-core kernel (CUDA sm_80+).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct F16Variant {
+    pub bm: u32,
+    pub bn: u32,
+    pub stages: u32,
+}
+
+/// Every variant `kernels/hip/gemm_f16.hip` instantiates (a test reads the
+/// source for each symbol).
+pub const CUDA_F16_VARIANTS: &[F16Variant] = &[
+    F16Variant {
+        bm: 128,
+        bn: 128,
+        stages: 3,
+    },
+    F16Variant {
+        bm: 128,
+        bn: 128,
+        stages: 4,
+    },
+    F16Variant {
+        bm: 128,
+        bn: 256,
+        stages: 3,
+    },
+    F16Variant {
+        bm: 256,
+        bn: 128,
+        stages: 3,
+    },
+    F16Variant {
+        bm: 128,
+        bn: 256,
+        stages: 4,
+    },
+];
+
+impl F16Variant {
+    pub fn symbol(&self) -> String {
+        format!(
+            "greta_gemm_f16_bm{}_bn{}_s{}",
+            self.bm, self.bn, self.stages
+        )
+    }
+
+    /// Threads of a block: one warp per 64 x 64 tile of C.
+    pub fn threads(&self) -> u32 {
+        32 * (self.bm / F16_WARP_TILE) * (self.bn / F16_WARP_TILE)
+    }
+
+    /// Dynamic shared memory of a block: per stage an A tile (bm rows of
+    /// F16_BK halves) and a B tile (F16_BK rows of bn halves), padded.
+    pub fn shared_bytes(&self) -> u32 {
+        let per_stage = self.bm * (F16_BK + F16_PAD) + F16_BK * (self.bn + F16_PAD);
+        self.stages * per_stage * 2
+    }
+
+    pub fn tuning(&self) -> Tuning {
+        Tuning::of(&[
+            (Knob::Bm, self.bm),
+            (Knob::Bn, self.bn),
+            (Knob::Stages, self.stages),
+        ])
+    }
+}
+
+/// The compute capability of an NVIDIA target (`sm_90` -> 90, `sm_90a` -> 90).
+fn sm(dev: &GpuDevice) -> Option<u32> {
+    if dev.api != Api::Cuda {
+        return None;
+    }
+    let text = dev.arch.to_string();
+    let digits: String = text
+        .strip_prefix("sm_")?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// Most dynamic shared memory a block may opt in to on this NVIDIA target
+/// (CUDA programming guide, "Compute capabilities", shared memory per
+/// block): 163 KiB on sm_80/87, 99 KiB on sm_86/89, 227 KiB on sm_90 and
+/// newer; `None` below sm_80, where gemm_f16 has no tensor-core path.
+fn optin_shared(sm: u32) -> Option<u32> {
+    match sm {
+        80 | 87 => Some(163 << 10),
+        86 | 88 | 89 => Some(99 << 10),
+        s if s >= 90 => Some(227 << 10),
+        _ => None,
+    }
+}
+
+/// The gemm_f16 variants this device can run.
+fn f16_variants(dev: &GpuDevice) -> Vec<F16Variant> {
+    let Some(limit) = sm(dev).and_then(optin_shared) else {
+        return Vec::new();
+    };
+    CUDA_F16_VARIANTS
+        .iter()
+        .copied()
+        .filter(|v| v.shared_bytes() <= limit && v.threads() <= dev.max_threads_per_block)
+        .collect()
+}
+
+const STREAM_WG: [u32; 3] = [128, 512, 1024];
+const STREAM_PER_CU: [u32; 3] = [4, 8, 32];
+
+fn is_streaming(op: &Op) -> bool {
+    matches!(op, Op::Fill { .. } | Op::Copy { .. } | Op::VecAdd { .. })
+}
+
+/// Tunings worth timing for `op` on `dev`, the built-in launch (empty) first.
+pub fn candidates(op: &Op, dev: &GpuDevice) -> Vec<Tuning> {
+    let mut out = vec![Tuning::default()];
+    if is_streaming(op) {
+        for wg in STREAM_WG {
+            if wg <= dev.max_threads_per_block {
+                out.push(Tuning::of(&[(Knob::Wg, wg), (Knob::PerCu, BLOCKS_PER_CU)]));
+            }
+        }
+        for per_cu in STREAM_PER_CU {
+            out.push(Tuning::of(&[
+                (Knob::Wg, launch::BLOCK),
+                (Knob::PerCu, per_cu),
+            ]));
+        }
+    } else if let Op::GemmF16 { .. } = op {
+        out.extend(f16_variants(dev).iter().map(F16Variant::tuning));
+    }
+    out
+}
+
+/// Every kernel symbol a candidate of any catalogue op launches on `dev`
+/// beyond the ops' own (`greta_<op>`): what a compile for that target must
+/// contain.
+pub fn variant_symbols(dev: &GpuDevice) -> Vec<String> {
+    f16_variants(dev).iter().map(F16Variant::symbol).collect()
+}
+
+/// [`variant_symbols`] of a device of `api` with target `arch` (1024
+/// threads per block): the compile tests check each is in the object.
+pub fn variant_symbols_for_target(api: Api, arch: &super::driver::Arch) -> Vec<String> {
+    let dev = GpuDevice {
+        api,
+        ordinal: 0,
+        name: String::new(),
+        arch: arch.clone(),
+        arch_source: String::new(),
+        compute_units: 1,
+        total_memory_bytes: 0,
+        warp_size: 32,
+        max_shared_memory_per_block: 49152,
+        max_threads_per_block: 1024,
+        max_grid: [1; 3],
+        integrated: false,
+        pci_bus_id: String::new(),
+        pci_vendor_id: 0,
+        pci_device_id: 0,
+        uuid: None,
+        runtime_version: String::new(),
+        driver_version: String::new(),
+        driver_version_raw: 0,
+    };
+    variant_symbols(&dev)
+}
+
+/// Why `t` is no tuning of `op` on `dev`.
+pub fn check(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(), String> {
+    plan(op, dev, t).map(|_| ())
+}
+
+/// The launch of `op` on `dev` with tuning `t`, and the tuning that runs
+/// with its defaults filled in (what a cache stores). An empty tuning is
+/// the built-in launch.
+pub fn plan(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(Plan, Tuning), String> {
+    let base = launch::plan(op, dev);
+    if t.0.is_empty() {
+        return Ok((base, Tuning::default()));
+    }
+    let api = dev.api.label();
+    let unknown = |allowed: &[Knob]| -> Result<(), String> {
+        match t.0.keys().find(|k| !allowed.contains(k)) {
+            Some(k) => Err(format!(
+                "the {api} {} kernel takes no `{k}` (it takes: {})",
+                op.name(),
+                if allowed.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    allowed
+                        .iter()
+                        .map(|k| k.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            )),
+            None => Ok(()),
+        }
+    };
+    match *op {
+        Op::Fill { n, .. } | Op::Copy { n } | Op::VecAdd { n } => {
+            unknown(&[Knob::Wg, Knob::PerCu])?;
+            let wg = t.get(Knob::Wg).unwrap_or(launch::BLOCK);
+            let per_cu = t.get(Knob::PerCu).unwrap_or(BLOCKS_PER_CU);
+            if !(wg == launch::BLOCK || STREAM_WG.contains(&wg)) || wg > dev.max_threads_per_block {
+                return Err(format!(
+                    "wg={wg} is no block size of the {api} streaming kernels (128, 256, 512, 1024; at most {} here)",
+                    dev.max_threads_per_block
+                ));
+            }
+            if !(1..=BLOCKS_PER_CU).contains(&per_cu) {
+                return Err(format!("per_cu={per_cu} is outside 1..={BLOCKS_PER_CU}"));
+            }
+            let per_block = (wg * VEC_UNROLL * 4) as usize;
+            let want = n.div_ceil(per_block).max(1);
+            let full = (dev.compute_units.max(1) as usize).saturating_mul(per_cu as usize);
+            let cap = (dev.max_grid[0].max(1) as usize).min(1 << 20);
+            let blocks = want.min(full).min(cap).max(1) as u32;
+            let ran = Tuning::of(&[(Knob::Wg, wg), (Knob::PerCu, per_cu)]);
+            Ok((
+                Plan {
+                    dims: Dims::new([blocks, 1, 1], [wg, 1, 1]),
+                    ..base
+                },
+                ran,
+            ))
+        }
+        Op::GemmF16 { m, n, k } => {
+            unknown(&[Knob::Bm, Knob::Bn, Knob::Stages])?;
+            let asked = F16Variant {
+                bm: t.get(Knob::Bm).unwrap_or(0),
+                bn: t.get(Knob::Bn).unwrap_or(0),
+                stages: t.get(Knob::Stages).unwrap_or(0),
+            };
+            let known = f16_variants(dev);
+            if !known.contains(&asked) {
+                return Err(format!(
+                    "bm={} bn={} stages={} is no gemm_f16 variant on this {api} device ({})",
+                    asked.bm,
+                    asked.bn,
+                    asked.stages,
+                    if known.is_empty() {
+                        "it has none: they need NVIDIA sm_80 or newer".to_string()
+                    } else {
+                        known
+                            .iter()
+                            .map(|v| v.tuning().to_string())
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    }
+                ));
+            }
+            // The variants move tiles by 16-byte cp.async only: rows of A
+            // and B must be 16-byte aligned. Other shapes of the same
+            // class run the built-in kernel (and say so: `kernel`).
+            if k % 8 != 0 || n % 8 != 0 {
+                return Ok((base, Tuning::default()));
+            }
+            let v = asked;
+            Ok((
+                Plan {
+                    symbol: v.symbol(),
+                    dims: Dims {
+                        shared_bytes: v.shared_bytes(),
+                        ..Dims::new(
+                            [(n as u32).div_ceil(v.bn), (m as u32).div_ceil(v.bm), 1],
+                            [v.threads(), 1, 1],
+                        )
+                    },
+                    ..base
+                },
+                v.tuning(),
+            ))
+        }
+        _ => {
+            unknown(&[])?;
+            Ok((base, Tuning::default()))
+        }
+    }
+}
+
+/// The tuning a run that asks for none uses: the cache's entry for `op`
+/// when it is a tuning of `op` on `dev` (a damaged or foreign entry is
+/// skipped with a warning and the built-in launch runs), else none.
+pub fn cached(cache: Option<&TuningCache>, op: &Op, dev: &GpuDevice) -> Option<Tuning> {
+    let e = cache?.get_in(KeySpace::Gpu, op)?;
+    match check(op, dev, &e.tuning) {
+        Ok(()) => Some(e.tuning.clone()),
+        Err(why) => {
+            tracing::warn!(
+                "cached {} tuning {} for {op} not usable, the built-in launch runs: {why}",
+                dev.api.label(),
+                e.tuning
+            );
+            None
+        }
+    }
+}
+
+/// The launch a run makes: the tuning it asks for, exactly (an empty one
+/// is the built-in launch, what `--tune` times first); with none, the
+/// cache's entry for its class when it still plans here ([`cached`]),
+/// else the built-in launch. Also the tuning that runs (the run's stats).
+pub fn launch_for(
+    asked: Option<&Tuning>,
+    cache: Option<&TuningCache>,
+    op: &Op,
+    dev: &GpuDevice,
+) -> Result<(Plan, Tuning), String> {
+    match asked {
+        Some(t) => plan(op, dev, t),
+        None => plan(op, dev, &cached(cache, op, dev).unwrap_or_default()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::driver::Arch;
+    use crate::tuning_cache::TunedEntry;
+    use crate::DeviceInfo;
+
+    pub(crate) fn cuda_dev(arch: &str) -> GpuDevice {
+        GpuDevice {
+            api: Api::Cuda,
+            ordinal: 0,
+            name: "test nvidia".into(),
+            arch: Arch::parse(arch),
+            arch_source: "test".into(),
+            compute_units: 132,
+            total_memory_bytes: 80 << 30,
+            warp_size: 32,
+            max_shared_memory_per_block: 49152,
+            max_threads_per_block: 1024,
+            max_grid: [i32::MAX as u32, 65535, 65535],
+            integrated: false,
+            pci_bus_id: String::new(),
+            pci_vendor_id: 0x10de,
+            pci_device_id: 0x2330,
+            uuid: None,
+            runtime_version: "13.0".into(),
+            driver_version: "580.159.04".into(),
+            driver_version_raw: 13000,
+        }
+    }
+
+    fn hip_dev() -> GpuDevice {
+        GpuDevice {
+            api: Api::Hip,
+            arch: Arch::parse("gfx942"),
+            compute_units: 304,
+            warp_size: 64,
+            pci_vendor_id: 0x1002,
+            ..cuda_dev("sm_90")
+        }
+    }
+
+    const F16: Op = Op::GemmF16 {
+        m: 8192,
+        n: 8192,
+        k: 8192,
+    };
+
+    #[test]
+    fn candidates_per_device_default_first_each_one_plans() {
+        let h100 = cuda_dev("sm_90");
+        let c = candidates(&F16, &h100);
+        assert_eq!(c[0], Tuning::default());
+        assert_eq!(c.len(), 1 + CUDA_F16_VARIANTS.len(), "{c:?}");
+        // sm_86 opts in to 99 KiB: the 4-stage 128 x 256 variant (106 KiB) is out.
+        let a10 = candidates(&F16, &cuda_dev("sm_86"));
+        assert!(a10.len() < c.len() && a10.len() > 1, "{a10:?}");
+        for t in &a10 {
+            let v = t.get(Knob::Stages).unwrap_or(0) * t.get(Knob::Bn).unwrap_or(0);
+            assert_ne!(v, 4 * 256, "{t}");
+        }
+        // No tensor-core path below sm_80, none on HIP: the built-in kernel alone.
+        assert_eq!(
+            candidates(&F16, &cuda_dev("sm_75")),
+            vec![Tuning::default()]
+        );
+        assert_eq!(candidates(&F16, &hip_dev()), vec![Tuning::default()]);
+        // Streaming ops on both APIs; ops without knobs have one candidate.
+        let copy = Op::Copy { n: 1 << 28 };
+        for dev in [&h100, &hip_dev()] {
+            let c = candidates(&copy, dev);
+            assert_eq!(c.len(), 7, "{c:?}");
+            let mut seen = std::collections::BTreeSet::new();
+            for t in &c {
+                let (p, ran) = plan(&copy, dev, t).unwrap_or_else(|e| panic!("{t}: {e}"));
+                assert!(!p.dims.is_empty());
+                assert!(
+                    seen.insert(format!("{:?}", p.dims)),
+                    "{t}: a duplicate launch"
+                );
+                if !t.0.is_empty() {
+                    assert_eq!(&ran, t);
+                }
+            }
+        }
+        assert_eq!(
+            candidates(
+                &Op::GemmF32 {
+                    m: 64,
+                    n: 64,
+                    k: 64
+                },
+                &h100
+            ),
+            vec![Tuning::default()]
+        );
+        for t in &c {
+            let (p, ran) = plan(&F16, &h100, t).unwrap();
+            if t.0.is_empty() {
+                assert_eq!(p.symbol, "greta_gemm_f16");
+                assert_eq!(p.dims.shared_bytes, 0);
+            } else {
+                assert_eq!(&ran, t);
+                assert!(p.symbol.starts_with("greta_gemm_f16_bm"), "{}", p.symbol);
+                assert!(
+                    p.dims.shared_bytes > 48 << 10,
+                    "{t}: {}",
+                    p.dims.shared_bytes
+                );
+                let bm = t.get(Knob::Bm).unwrap();
+                let bn = t.get(Knob::Bn).unwrap();
+                assert_eq!(p.dims.grid, [8192 / bn, 8192 / bm, 1]);
+                assert_eq!(p.dims.block[0], 32 * (bm / 64) * (bn / 64));
+            }
+        }
+    }
+
+    #[test]
+    fn the_streaming_grid_follows_wg_and_per_cu() {
+        let dev = cuda_dev("sm_90");
+        let copy = Op::Copy { n: 1 << 28 };
+        // The built-in launch and its spelled-out twin are the same launch.
+        let (base, _) = plan(&copy, &dev, &Tuning::default()).unwrap();
+        let (same, _) = plan(
+            &copy,
+            &dev,
+            &Tuning::of(&[(Knob::Wg, 256), (Knob::PerCu, 1024)]),
+        )
+        .unwrap();
+        assert_eq!(base.dims, same.dims);
+        let (p, _) = plan(&copy, &dev, &Tuning::of(&[(Knob::PerCu, 8)])).unwrap();
+        assert_eq!(p.dims, Dims::new([132 * 8, 1, 1], [256, 1, 1]));
+        let (p, _) = plan(&copy, &dev, &Tuning::of(&[(Knob::Wg, 1024)])).unwrap();
+        // 2^28 elements, 1024 threads x 4 vectors x 4 per block: 16384 blocks.
+        assert_eq!(p.dims, Dims::new([16384, 1, 1], [1024, 1, 1]));
+    }
+
+    #[test]
+    fn a_tuning_the_kernel_does_not_take_is_refused_with_why() {
+        let dev = cuda_dev("sm_90");
+        let copy = Op::Copy { n: 1000 };
+        for (t, words) in [
+            (Tuning::of(&[(Knob::Bm, 64)]), "takes no `bm`"),
+            (Tuning::of(&[(Knob::Wg, 96)]), "wg=96"),
+            (Tuning::of(&[(Knob::PerCu, 0)]), "per_cu=0"),
+        ] {
+            let e = check(&copy, &dev, &t).unwrap_err();
+            assert!(e.contains(words), "{t}: {e}");
+        }
+        let e = check(&F16, &dev, &Tuning::of(&[(Knob::Bm, 64), (Knob::Bn, 64)])).unwrap_err();
+        assert!(
+            e.contains("no gemm_f16 variant") && e.contains("bm=128"),
+            "{e}"
+        );
+        let e = check(&F16, &hip_dev(), &CUDA_F16_VARIANTS[0].tuning()).unwrap_err();
+        assert!(e.contains("sm_80"), "{e}");
+        let e = check(
+            &Op::Softmax { rows: 2, cols: 8 },
+            &dev,
+            &Tuning::of(&[(Knob::Wg, 128)]),
+        )
+        .unwrap_err();
+        assert!(e.contains("takes: nothing"), "{e}");
+        // An unaligned shape of a tuned class runs the built-in kernel.
+        let odd = Op::GemmF16 {
+            m: 8192,
+            n: 8191,
+            k: 8192,
+        };
+        let (p, ran) = plan(&odd, &dev, &CUDA_F16_VARIANTS[2].tuning()).unwrap();
+        assert_eq!(
+            (p.symbol.as_str(), ran),
+            ("greta_gemm_f16", Tuning::default())
+        );
+    }
+
+    fn info() -> DeviceInfo {
+        let mut d = DeviceInfo::placeholder();
+        d.backend = crate::BackendKind::Cuda;
+        d.name = "test nvidia".into();
+        d.uuid = Some("00112233445566778899aabbccddeeff".parse().unwrap());
+        d.driver_version = 13000;
+        d
+    }
+
+    /// What a later run without a tuning picks: the stored winner, from a
+    /// real file; a damaged entry (a variant this device has no kernel for,
+    /// a knob the kernel does not take) is skipped, never an error; a
+    /// Vulkan entry for the same class is not the GPU kernels'.
+    #[test]
+    fn a_run_without_a_tuning_takes_the_cached_one_unless_it_is_damaged() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dev = cuda_dev("sm_90");
+        let win = CUDA_F16_VARIANTS[2];
+        let entry = |t: Tuning| TunedEntry {
+            tuning: t,
+            kernel: win.symbol().trim_start_matches("greta_").into(),
+            median_ns: 2_000_000,
+            measured_op: F16.to_string(),
+        };
+        let mut c = TuningCache::open(&info(), Some(tmp.path()));
+        assert_eq!(cached(Some(&c), &F16, &dev), None, "empty cache");
+        assert_eq!(cached(None, &F16, &dev), None, "no cache");
+        // A Vulkan entry for the class does not answer.
+        c.put(&F16, entry(Tuning::of(&[(Knob::Coopmat, 3)])));
+        assert_eq!(cached(Some(&c), &F16, &dev), None);
+        c.put_in(KeySpace::Gpu, &F16, entry(win.tuning()));
+        c.save().unwrap();
+        let c = TuningCache::open(&info(), Some(tmp.path()));
+        assert_eq!(cached(Some(&c), &F16, &dev), Some(win.tuning()));
+        // What the backend launches: the cached variant when the run asks
+        // for nothing; exactly what it asks for otherwise (an empty tuning
+        // is the built-in kernel, whatever the cache holds).
+        let (p, ran) = launch_for(None, Some(&c), &F16, &dev).unwrap();
+        assert_eq!((p.symbol, ran), (win.symbol(), win.tuning()));
+        assert_eq!(p.dims.shared_bytes, win.shared_bytes());
+        let (p, ran) = launch_for(Some(&Tuning::default()), Some(&c), &F16, &dev).unwrap();
+        assert_eq!(
+            (p.symbol.as_str(), ran),
+            ("greta_gemm_f16", Tuning::default())
+        );
+        let other = CUDA_F16_VARIANTS[0];
+        let (p, _) = launch_for(Some(&other.tuning()), Some(&c), &F16, &dev).unwrap();
+        assert_eq!(p.symbol, other.symbol());
+        let (p, _) = launch_for(None, None, &F16, &dev).unwrap();
+        assert_eq!(p.symbol, "greta_gemm_f16");
+        // A neighbouring shape of the class gets it too.
+        let near = Op::GemmF16 {
+            m: 8000,
+            n: 8000,
+            k: 8000,
+        };
+        assert_eq!(cached(Some(&c), &near, &dev), Some(win.tuning()));
+        // The same file on a GPU that has no such variant: skipped.
+        assert_eq!(cached(Some(&c), &F16, &cuda_dev("sm_75")), None);
+        // Damaged entries in the file: a variant that does not exist, a
+        // knob the kernel does not take.
+        let path = c.path().unwrap().to_path_buf();
+        for bad in [
+            Tuning::of(&[(Knob::Bm, 96), (Knob::Bn, 128), (Knob::Stages, 3)]),
+            Tuning::of(&[(Knob::Wg, 128)]),
+        ] {
+            let mut c = TuningCache::open(&info(), Some(tmp.path()));
+            c.put_in(KeySpace::Gpu, &F16, entry(bad.clone()));
+            c.save().unwrap();
+            let c = TuningCache::open(&info(), Some(tmp.path()));
+            assert!(c.get_in(KeySpace::Gpu, &F16).is_some(), "{bad}: loaded");
+            assert_eq!(cached(Some(&c), &F16, &dev), None, "{bad}: used");
+            let (p, ran) = launch_for(None, Some(&c), &F16, &dev).unwrap();
+            assert_eq!(
+                (p.symbol.as_str(), ran),
+                ("greta_gemm_f16", Tuning::default())
+            );
+        }
+        // A value that is no number: the file does not parse, and nothing
+        // from it is used.
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("\"wg\": 128", "\"wg\": \"big\"")).unwrap();
+        let c = TuningCache::open(&info(), Some(tmp.path()));
+        assert!(c.ignored.is_some(), "a damaged file was read");
+        assert_eq!(cached(Some(&c), &F16, &dev), None);
+    }
+
+    #[test]
+    fn every_variant_is_instantiated_in_the_source_and_fits_its_block() {
+        let src = greta_kernels::hip_src::SOURCES
+            .iter()
+            .find(|(n, _)| *n == "gemm_f16.hip")
+            .unwrap()
+            .1;
+        for v in CUDA_F16_VARIANTS {
+            assert!(
+                src.contains(&format!(
+                    "GRETA_F16_VARIANT({}, {}, {})",
+                    v.bm, v.bn, v.stages
+                )),
+                "{} is not instantiated in gemm_f16.hip",
+                v.symbol()
+            );
+            assert!(v.threads() <= 1024 && v.threads() % 32 == 0, "{v:?}");
+            // The loaders: whole chunks of 8 halves per thread.
+            assert_eq!((v.bm * F16_BK / 8) % v.threads(), 0, "{v:?}");
+            assert_eq!((v.bn * F16_BK / 8) % v.threads(), 0, "{v:?}");
+        }
+        assert_eq!(
+            variant_symbols(&cuda_dev("sm_90")).len(),
+            CUDA_F16_VARIANTS.len()
+        );
+        assert!(variant_symbols(&hip_dev()).is_empty());
+    }
+}

@@ -1,0 +1,318 @@
+//! Replaying a [`Graph`] on Vulkan: every step's dispatches recorded into
+//! one command buffer (a barrier between steps), the whole sequence
+//! recorded once per replay, submitted once and waited on with a timeout.
+//! Timestamps at each step boundary give the replay's time and each step's.
+
+use super::memory::{self, Buffer};
+use super::owned::{CommandBuffer, DescriptorSets, Owned};
+use super::plan::Plan;
+use super::run::{
+    api, pipeline, record_pass, submit_and_wait, write_descriptor_sets, PipelineHandles, Recorder,
+    SHADER_RW,
+};
+use super::Device;
+use crate::graph::{median, GraphJob, GraphStats, Replay};
+use crate::{RuntimeError, TimingSource};
+use ash::vk;
+use gpu_allocator::MemoryLocation;
+
+/// Untimed replays before the timed ones on GPUs, when no earlier run of
+/// the same graph on this device says how long one takes.
+const WARMUP_REPLAYS: u64 = 2;
+/// GPU time of warm-up once a replay's time is known: an idle GPU clocks
+/// down (see `run.rs`), and a layer's replays are a fraction of a millisecond.
+const WARMUP_NS: u64 = 300_000_000;
+/// Most warm-up replays (bounds the command buffer).
+const WARMUP_MAX_REPLAYS: u64 = 2_000;
+
+/// What one graph run creates; dropped after a completed submission (or one
+/// never made), leaked after a timeout or a lost device, as in `run.rs`.
+#[derive(Default)]
+struct Resources {
+    slots: Vec<Buffer>,
+    staging: Vec<Buffer>,
+    /// Per step: its plan's extra buffers (device-local, then staging).
+    aux: Vec<Vec<(Buffer, Buffer)>>,
+    descriptors: Vec<DescriptorSets>,
+    query_pool: Option<Owned<vk::QueryPool>>,
+    fence: Option<Owned<vk::Fence>>,
+    cmd: Option<CommandBuffer>,
+}
+
+pub fn execute(
+    dev: &mut Device,
+    plans: &[Plan],
+    job: GraphJob,
+) -> Result<GraphStats, RuntimeError> {
+    let key = graph_key(&job);
+    let mut res = Resources::default();
+    match record_and_submit(dev, plans, job, &mut res) {
+        Ok(stats) => {
+            drop(res);
+            dev.last_ns.insert(key, stats.median_ns());
+            Ok(stats)
+        }
+        Err(e) if e.is_fatal_for_device() => {
+            // The queue may still use them: never destroyed.
+            std::mem::forget(res);
+            Err(e)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The warm-up memory's key: the graph's ops in order.
+fn graph_key(job: &GraphJob) -> String {
+    let ops: Vec<String> = job.graph.steps.iter().map(|s| s.op.to_string()).collect();
+    format!("graph:{}", ops.join(";"))
+}
+
+fn device_local(
+    dev: &Device,
+    name: &str,
+    bytes: &[u8],
+    read_back: bool,
+) -> Result<(Buffer, Buffer), RuntimeError> {
+    let size = (bytes.len() as u64).next_multiple_of(16).max(16);
+    let alloc = &dev.inner.allocator;
+    let usage = vk::BufferUsageFlags::STORAGE_BUFFER
+        | vk::BufferUsageFlags::TRANSFER_DST
+        | vk::BufferUsageFlags::TRANSFER_SRC;
+    let buf = memory::create(alloc, name, size, usage, MemoryLocation::GpuOnly)?;
+    let loc = if read_back {
+        MemoryLocation::GpuToCpu
+    } else {
+        MemoryLocation::CpuToGpu
+    };
+    let staging_usage = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
+    let mut s = memory::create(alloc, &format!("{name} staging"), size, staging_usage, loc)?;
+    s.mapped()?[..bytes.len()].copy_from_slice(bytes);
+    Ok((buf, s))
+}
+
+fn record_and_submit(
+    dev: &mut Device,
+    plans: &[Plan],
+    job: GraphJob,
+    res: &mut Resources,
+) -> Result<GraphStats, RuntimeError> {
+    let (graph, opts) = (job.graph, job.opts);
+    let nsteps = graph.steps.len();
+    // Pipelines first: a shader problem is reported before any allocation.
+    // Per step: its first pass's pipeline, its later passes' (a split
+    // reduction's combine), and how many buffers it binds.
+    let mut pipes: Vec<(PipelineHandles, Vec<PipelineHandles>, u32)> = Vec::with_capacity(nsteps);
+    for (st, plan) in graph.steps.iter().zip(plans) {
+        let nbind = (st.bind.len() + plan.aux.len()) as u32;
+        let first = pipeline(dev, plan.shader, &plan.spec, nbind)?;
+        let later = plan
+            .then
+            .iter()
+            .map(|p| pipeline(dev, p.shader, &p.spec, nbind))
+            .collect::<Result<Vec<_>, _>>()?;
+        pipes.push((first, later, nbind));
+    }
+    for (slot, host) in graph.slots.iter().zip(job.buffers.iter()) {
+        let (b, s) = device_local(dev, &slot.name, host.as_bytes(), true)?;
+        res.slots.push(b);
+        res.staging.push(s);
+    }
+    for (i, plan) in plans.iter().enumerate() {
+        let mut v = Vec::new();
+        for (k, a) in plan.aux.iter().enumerate() {
+            v.push(device_local(
+                dev,
+                &format!("step {i} aux {k}"),
+                a.as_bytes(),
+                false,
+            )?);
+        }
+        res.aux.push(v);
+    }
+    let device = dev.inner.device.clone();
+    for (i, ((st, plan), (pipe, _, nbind))) in graph.steps.iter().zip(plans).zip(&pipes).enumerate()
+    {
+        let n_sets = plan.all_dispatches().count();
+        let layouts = vec![pipe.set_layout; n_sets];
+        let sets = DescriptorSets::new(&device, &layouts, n_sets as u32 * nbind)
+            .map_err(|(call, e)| api(call)(e))?;
+        let raw: Vec<vk::Buffer> = st
+            .bind
+            .iter()
+            .map(|&s| res.slots[s].raw)
+            .chain(res.aux[i].iter().map(|(b, _)| b.raw))
+            .collect();
+        write_descriptor_sets(&device.raw, plan, *nbind, &sets.sets, &raw);
+        res.descriptors.push(sets);
+    }
+    let repeats = opts.repeats;
+    let per = nsteps as u32 + 1;
+    let use_ts = dev.info.timestamps && dev.timestamp_bits > 0;
+    if use_ts {
+        let info = vk::QueryPoolCreateInfo::default()
+            .query_type(vk::QueryType::TIMESTAMP)
+            .query_count(per * repeats);
+        let pool = Owned::create(&device, |d| {
+            // SAFETY: a live device; the create info outlives the call.
+            unsafe { d.create_query_pool(&info, None) }
+        })
+        .map_err(api("vkCreateQueryPool"))?;
+        res.query_pool = Some(pool);
+    }
+    let fence = Owned::create(&device, |d| {
+        // SAFETY: as above.
+        unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }
+    })
+    .map_err(api("vkCreateFence"))?;
+    let fence = res.fence.insert(fence).raw();
+    let cmd = CommandBuffer::allocate(&dev.inner.command_pool)
+        .map_err(api("vkAllocateCommandBuffers"))?;
+    let cmd = res.cmd.insert(cmd).raw();
+    let warmup = warmup_replays(dev, &job);
+
+    let rec = Recorder {
+        d: &device.raw,
+        cmd,
+    };
+    rec.begin()?;
+    let query_pool = res.query_pool.as_ref().map(Owned::raw);
+    if let Some(q) = query_pool {
+        rec.reset_queries(q, per * repeats);
+    }
+    for (b, s) in res.slots.iter().zip(&res.staging) {
+        rec.copy(s, b, b.size);
+    }
+    for (b, s) in res.aux.iter().flatten() {
+        rec.copy(s, b, b.size);
+    }
+    let compute = vk::PipelineStageFlags::COMPUTE_SHADER;
+    rec.barrier(
+        vk::PipelineStageFlags::TRANSFER,
+        vk::AccessFlags::TRANSFER_WRITE,
+        compute,
+        SHADER_RW,
+    );
+    for it in 0..warmup + repeats {
+        let timed = query_pool.filter(|_| it >= warmup);
+        let r = it.saturating_sub(warmup);
+        for (i, (plan, (pipe, later, _))) in plans.iter().zip(&pipes).enumerate() {
+            if let Some(q) = timed {
+                rec.timestamp(q, per * r + i as u32);
+            }
+            record_pass(&rec, plan, *pipe, later, &res.descriptors[i].sets, None);
+            // The next step (or replay) reads what this one wrote.
+            rec.barrier(compute, vk::AccessFlags::SHADER_WRITE, compute, SHADER_RW);
+        }
+        if let Some(q) = timed {
+            rec.timestamp(q, per * r + nsteps as u32);
+        }
+    }
+    rec.barrier(
+        compute,
+        vk::AccessFlags::SHADER_WRITE,
+        vk::PipelineStageFlags::TRANSFER,
+        vk::AccessFlags::TRANSFER_READ,
+    );
+    for &s in job.read_back {
+        rec.copy(&res.slots[s], &res.staging[s], res.slots[s].size);
+    }
+    rec.barrier(
+        vk::PipelineStageFlags::TRANSFER,
+        vk::AccessFlags::TRANSFER_WRITE,
+        vk::PipelineStageFlags::HOST,
+        vk::AccessFlags::HOST_READ,
+    );
+    rec.end()?;
+
+    let what = format!("a graph of {nsteps} steps");
+    let wall = submit_and_wait(dev, cmd, fence, &what, opts)?;
+    for &s in job.read_back {
+        let out = &mut job.buffers[s];
+        let len = out.byte_len();
+        let src = res.staging[s].mapped()?;
+        out.as_bytes_mut().copy_from_slice(&src[..len]);
+    }
+    let (device_ns, step_ns, timing) = match query_pool {
+        Some(q) => {
+            let ts = timestamps(dev, q, per * repeats)?;
+            let rows: Vec<&[u64]> = ts.chunks(per as usize).collect();
+            let device_ns = rows
+                .iter()
+                .map(|r| r[nsteps].saturating_sub(r[0]))
+                .collect();
+            let step_ns = (0..nsteps)
+                .map(|i| {
+                    median(
+                        &rows
+                            .iter()
+                            .map(|r| r[i + 1].saturating_sub(r[i]))
+                            .collect::<Vec<_>>(),
+                    )
+                })
+                .collect();
+            (device_ns, step_ns, TimingSource::DeviceTimestamps)
+        }
+        None => {
+            let per_replay = (wall.as_nanos() / u128::from(warmup + repeats)) as u64;
+            (
+                vec![per_replay; repeats as usize],
+                Vec::new(),
+                TimingSource::WallClock,
+            )
+        }
+    };
+    Ok(GraphStats {
+        device_ns,
+        step_ns,
+        kernels: plans.iter().map(|p| p.shader.name().to_string()).collect(),
+        timing,
+        replay: Replay::CommandBuffer,
+        wall,
+    })
+}
+
+/// Untimed replays first on GPUs (none on a CPU device): about
+/// [`WARMUP_NS`] of them once this graph's replay time is known here.
+fn warmup_replays(dev: &Device, job: &GraphJob) -> u32 {
+    if dev.info.is_cpu() {
+        return 0;
+    }
+    let target = dev.warmup_ns.unwrap_or(WARMUP_NS);
+    dev.last_ns
+        .get(&graph_key(job))
+        .copied()
+        .filter(|&ns| ns > 0)
+        .map_or(WARMUP_REPLAYS, |ns| {
+            target
+                .div_ceil(ns)
+                .clamp(WARMUP_REPLAYS, WARMUP_MAX_REPLAYS)
+        }) as u32
+}
+
+/// Every timestamp of the pool in nanoseconds from the first (masked to the
+/// valid bits, so a counter wrap reads as the right difference).
+fn timestamps(dev: &Device, pool: vk::QueryPool, count: u32) -> Result<Vec<u64>, RuntimeError> {
+    let mut ts = vec![0u64; count as usize];
+    // SAFETY: a live pool of this device with `count` queries, all written
+    // by the completed submission; 64-bit results fit `u64`s.
+    unsafe {
+        dev.inner.device.raw.get_query_pool_results(
+            pool,
+            0,
+            &mut ts,
+            vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+        )
+    }
+    .map_err(api("vkGetQueryPoolResults"))?;
+    let mask = if dev.timestamp_bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << dev.timestamp_bits) - 1
+    };
+    let period = dev.info.timestamp_period_ns;
+    let first = ts.first().copied().unwrap_or(0) & mask;
+    Ok(ts
+        .iter()
+        .map(|&t| ((((t & mask).wrapping_sub(first)) & mask) as f64 * period).round() as u64)
+        .collect())
+}

@@ -1,0 +1,131 @@
+//! The transformer block's attention ops (issue 23) on lavapipe against
+//! their f64 references, validation on: rope_kv_f16, attn_decode_f16 (two
+//! passes over the op's scratch) and attn_prefill_f16, at sizes that are
+//! not multiples of their chunks and tiles.
+
+use crate::common::*;
+use greta_kernels::{attn_decode_chunk, HostBuf, Op};
+use greta_runtime::{Backend, RunOpts};
+
+#[test]
+fn rope_kv_f16_writes_its_rows_and_keeps_the_rest() {
+    let mut dev = device();
+    let s = seed();
+    for (tokens, heads, head_dim, pos0, max_seq) in [
+        (1, 1, 4, 0, 1),
+        (5, 3, 64, 7, 20),
+        (17, 2, 128, 40, 64),
+        (3, 5, 12, 1, 9),
+    ] {
+        let op = Op::RopeKvF16 {
+            tokens,
+            heads,
+            head_dim,
+            pos0,
+            max_seq,
+            theta: 10000.0,
+        };
+        let out = assert_op(&mut dev, &op, s);
+        // Outside rows pos0..pos0+tokens both caches are bit for bit what
+        // was uploaded (assert_op's comparison is a norm).
+        let again = run_checked(&mut dev, &op, s, &RunOpts::default());
+        let d = heads * head_dim;
+        let rows = pos0 as usize * d..(pos0 as usize + tokens) * d;
+        for c in 1..3 {
+            let (HostBuf::F16(a), HostBuf::F16(b)) = (&out.outputs[c], &again.outputs[c]) else {
+                panic!("caches are f16")
+            };
+            for i in (0..max_seq * d).filter(|i| !rows.contains(i)) {
+                assert_eq!(
+                    a[i].to_bits(),
+                    b[i].to_bits(),
+                    "{op}: cache {c} element {i}"
+                );
+            }
+        }
+    }
+    assert_clean(&dev);
+}
+
+#[test]
+fn attn_decode_f16_splits_and_combines() {
+    let mut dev = device();
+    let s = seed();
+    // Chunks of 64 rows at head_dim 128: lengths of one, exactly one chunk,
+    // one past it, several with a partial last; head sizes whose rows take
+    // 1, 3 (of 4), 8 and 32 lanes.
+    for (heads, head_dim, len, max_seq) in [
+        (4, 64, 100, 130),
+        (2, 128, 1, 1),
+        (2, 128, 64, 64),
+        (3, 128, 65, 80),
+        (2, 128, 300, 301),
+        (3, 8, 3, 5),
+        (2, 24, 300, 310),
+        (1, 256, 77, 77),
+    ] {
+        let op = Op::AttnDecodeF16 {
+            heads,
+            head_dim,
+            len,
+            max_seq,
+        };
+        let out = assert_op(&mut dev, &op, s);
+        assert_eq!(
+            out.stats.dispatches_per_repeat, 2,
+            "{op}: split and combine"
+        );
+        assert!(len.div_ceil(attn_decode_chunk(head_dim)) >= 1);
+    }
+    assert_clean(&dev);
+}
+
+#[test]
+fn attn_prefill_f16_is_causal() {
+    let mut dev = device();
+    let s = seed();
+    // Tiles of 32 query rows and 32 keys: partial tiles, a cached prefix
+    // that is not a multiple of a tile, one token, odd head sizes.
+    for (tokens, heads, head_dim, pos0, max_seq) in [
+        (37, 2, 16, 5, 50),
+        (100, 4, 64, 0, 100),
+        (33, 1, 128, 31, 70),
+        (1, 2, 8, 0, 1),
+        (70, 2, 24, 7, 77),
+    ] {
+        assert_op(
+            &mut dev,
+            &Op::AttnPrefillF16 {
+                tokens,
+                heads,
+                head_dim,
+                pos0,
+                max_seq,
+            },
+            s,
+        );
+    }
+    assert_clean(&dev);
+}
+
+/// The planner refuses shapes its kernels cannot take, with the reason.
+#[test]
+fn attention_shapes_outside_the_kernels_are_refused() {
+    let dev = device();
+    let bad = Op::AttnPrefillF16 {
+        tokens: 4,
+        heads: 1,
+        head_dim: 136,
+        pos0: 0,
+        max_seq: 4,
+    };
+    let why = dev.supports(&bad).unwrap_err();
+    assert!(why.contains("head_dim"), "{why}");
+    let bad = Op::AttnDecodeF16 {
+        heads: 1,
+        head_dim: 12,
+        len: 4,
+        max_seq: 4,
+    };
+    assert!(dev.supports(&bad).unwrap_err().contains("multiple of 8"));
+}
