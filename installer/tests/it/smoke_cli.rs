@@ -168,6 +168,8 @@ fn default_profile_passes_on_lavapipe() {
             "rmsnorm_f16.7x1001",
             "add_rmsnorm_f16.7x1001",
             "swiglu_f16.7x1001",
+            "block_decode.small",
+            "block_prefill.small",
         ],
     );
     for g in &r.devices[0].gates {
