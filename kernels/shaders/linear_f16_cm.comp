@@ -5,6 +5,8 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_shader_subgroup_basic : require
+//! variant linear_f16_cm
+//! variant linear_f16_cm_bt BT
 // y[t][o] = sum_i x[t][i] w[o][i] (Y = X W^T, "NT"): x, w, y f16, f32
 // accumulation, y rounded once; on VK_KHR_cooperative_matrix with 16x16x16
 // tiles, for tokens % BM == 0, rows % BN == 0, cols % BK == 0 and a
@@ -18,7 +20,13 @@
 // stages (the next slice's global loads are in flight during the multiply;
 // one barrier per slice), rows padded by 8 halves. W's slice, stored
 // [n][k], is the B operand in column-major layout, so no transpose
-// happens anywhere. The accumulators are converted to f16 and stored.
+// happens anywhere. The accumulators leave through a small shared tile per
+// subgroup, rounded to f16 in pairs.
+//
+// The _bt variant (a tuning candidate, not a default) stages W's slice
+// transposed, [k][n] in halves, so that B is loaded row-major as
+// gemm_f16_cmreg loads it: on NVIDIA's driver the column-major load of the
+// plain variant ran at an eighth of gemm_f16_cmreg's rate (docs/smoke.md).
 //
 // Specialization constants: 0 BM, 1 BN, 2 BK (multiples of 16), 3
 // workgroup size (a multiple of SG), 4 SGN (subgroups side by side along
@@ -32,7 +40,8 @@ layout(constant_id = 5) const uint SG = 32;
 
 layout(set = 0, binding = 0) readonly buffer X { uvec4 x[]; };
 layout(set = 0, binding = 1) readonly buffer W { uvec4 w[]; };
-layout(set = 0, binding = 2) writeonly buffer Y { float16_t y[]; };
+// Y as words of two halves: the epilogue writes adjacent pairs.
+layout(set = 0, binding = 2) writeonly buffer Y { uint y[]; };
 layout(push_constant) uniform P { uint M; uint N; uint K; } p;
 
 const uint T = 16u;
@@ -50,7 +59,16 @@ const uint A_PER = BM * BK / 8u / WG;
 const uint B_PER = BN * BK / 8u / WG;
 
 shared uvec4 As[2u * A_STAGE];
+#ifdef BT
+// W's slice as [k][n] halves, rows padded by 8 halves.
+const uint BTS = BN + 8u;
+const uint BT_STAGE = BK * BTS;
+shared float16_t Bt[2u * BT_STAGE];
+#else
 shared uvec4 Bs[2u * B_STAGE];
+#endif
+// Per subgroup, one 16 x 16 f32 tile on its way out.
+shared float Cs[(WG / SG) * T * T];
 
 uvec4 ga[A_PER];
 uvec4 gb[B_PER];
@@ -74,7 +92,26 @@ void stage(uint s) {
     }
     [[unroll]] for (uint v = 0u; v < B_PER; v++) {
         uint i = gl_LocalInvocationID.x + v * WG;
+#ifdef BT
+        // Row n of W's slice, halves k0..k0+7, written down column n.
+        uint n = i / (BK / 8u);
+        uint k0 = (i % (BK / 8u)) * 8u;
+        uint at = s * BT_STAGE + k0 * BTS + n;
+        vec2 h0 = unpackHalf2x16(gb[v].x);
+        vec2 h1 = unpackHalf2x16(gb[v].y);
+        vec2 h2 = unpackHalf2x16(gb[v].z);
+        vec2 h3 = unpackHalf2x16(gb[v].w);
+        Bt[at] = float16_t(h0.x);
+        Bt[at + BTS] = float16_t(h0.y);
+        Bt[at + 2u * BTS] = float16_t(h1.x);
+        Bt[at + 3u * BTS] = float16_t(h1.y);
+        Bt[at + 4u * BTS] = float16_t(h2.x);
+        Bt[at + 5u * BTS] = float16_t(h2.y);
+        Bt[at + 6u * BTS] = float16_t(h3.x);
+        Bt[at + 7u * BTS] = float16_t(h3.y);
+#else
         Bs[s * B_STAGE + (i / (BK / 8u)) * ST + i % (BK / 8u)] = gb[v];
+#endif
     }
 }
 
@@ -106,8 +143,13 @@ void main() {
                             gl_CooperativeMatrixLayoutRowMajor);
             }
             [[unroll]] for (uint j = 0u; j < TN; j++) {
+#ifdef BT
+                coopMatLoad(mb[j], Bt, s * BT_STAGE + kk * BTS + wn0 + j * T, BTS,
+                            gl_CooperativeMatrixLayoutRowMajor);
+#else
                 coopMatLoad(mb[j], Bs, s * B_STAGE + (wn0 + j * T) * ST + kk / 8u, ST,
                             gl_CooperativeMatrixLayoutColumnMajor);
+#endif
             }
             [[unroll]] for (uint i = 0u; i < TM; i++) {
                 [[unroll]] for (uint j = 0u; j < TN; j++) {
@@ -119,12 +161,24 @@ void main() {
         barrier();
     }
 
+    // Out through shared memory: each f32 tile is stored in the subgroup's
+    // slot (only f32 accumulators are needed of the device), and its lanes
+    // round pairs of adjacent columns to f16 and store them as one word
+    // (N is a multiple of BN, so every pair starts on an even element).
+    uint lane = gl_SubgroupInvocationID;
+    uint slot = sg * T * T;
     [[unroll]] for (uint i = 0u; i < TM; i++) {
         [[unroll]] for (uint j = 0u; j < TN; j++) {
-            coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator> h =
-                coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator>(acc[i * TN + j]);
-            coopMatStore(h, y, (row0 + wm0 + i * T) * p.N + col0 + wn0 + j * T, p.N,
-                         gl_CooperativeMatrixLayoutRowMajor);
+            coopMatStore(acc[i * TN + j], Cs, slot, T, gl_CooperativeMatrixLayoutRowMajor);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            for (uint e = 2u * lane; e < T * T; e += 2u * SG) {
+                uint r = row0 + wm0 + i * T + e / T;
+                uint c = col0 + wn0 + j * T + e % T;
+                y[(r * p.N + c) >> 1] = packHalf2x16(vec2(Cs[slot + e], Cs[slot + e + 1u]));
+            }
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
         }
     }
 }

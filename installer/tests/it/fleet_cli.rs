@@ -187,7 +187,7 @@ fn every_health_gate_catches_every_injected_fault() {
     assert_eq!(clean.code, 0);
     let rep = report(&clean);
     let gates: Vec<String> = rep.devices[0].gates.iter().map(|g| g.id.clone()).collect();
-    assert_eq!(gates.len(), 14, "{gates:?}");
+    assert_eq!(gates.len(), 24, "{gates:?}");
     let baseline = std::fs::read_dir(out)
         .unwrap()
         .map(|e| e.unwrap().path())

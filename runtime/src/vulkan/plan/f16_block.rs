@@ -12,7 +12,8 @@
 //! linear_f16 `bm`, `bn`, `bk`, `tm`, `tn` (the plain tiled kernel, as the
 //! f32 GEMM's) and `coopmat` (0 the tiled kernel, 1 the cooperative-matrix
 //! one, the default where the device has 16x16x16 f16 tiles and a fixed
-//! subgroup size and the shape is aligned to its blocks).
+//! subgroup size and the shape is aligned to its blocks; 2 its `_bt`
+//! variant, W's slice staged transposed, a candidate only: unmeasured).
 
 use super::{
     bad, check_keys, groups_for, simple, wg_of, whole, Dispatch, Limits, Plan, Shader, MAX_GROUPS,
@@ -186,9 +187,10 @@ pub fn linear(
     need_f16(op, lim)?;
     match t.get(Knob::Coopmat) {
         Some(0) => linear_tiled(op, tokens, rows, cols, t, lim),
-        Some(1) => linear_coop(op, tokens, rows, cols, t, lim),
-        Some(v) => Err(bad(format!("coopmat={v}: must be 0 or 1"))),
-        None if t.0.is_empty() => linear_coop(op, tokens, rows, cols, t, lim)
+        Some(1) => linear_coop(op, tokens, rows, cols, t, lim, false),
+        Some(2) => linear_coop(op, tokens, rows, cols, t, lim, true),
+        Some(v) => Err(bad(format!("coopmat={v}: must be 0, 1 or 2"))),
+        None if t.0.is_empty() => linear_coop(op, tokens, rows, cols, t, lim, false)
             .or_else(|_| linear_tiled(op, tokens, rows, cols, t, lim)),
         None => linear_tiled(op, tokens, rows, cols, t, lim),
     }
@@ -279,7 +281,9 @@ fn linear_tiled(
 }
 
 /// `linear_f16_cm`: KHR cooperative matrix, 16x16x16 f16 tiles, a fixed
-/// subgroup size, tokens % bm == 0, rows % bn == 0, cols % bk == 0.
+/// subgroup size, tokens % bm == 0, rows % bn == 0, cols % bk == 0;
+/// `transposed` (`coopmat=2`, a tuning candidate, never the default): the
+/// `_bt` variant, W's slice staged `[k][n]` so B loads row-major.
 fn linear_coop(
     op: &Op,
     tokens: usize,
@@ -287,6 +291,7 @@ fn linear_coop(
     cols: usize,
     t: &Tuning,
     lim: &Limits,
+    transposed: bool,
 ) -> Result<Plan, RuntimeError> {
     check_keys(
         t,
@@ -320,9 +325,17 @@ fn linear_coop(
         && (wg / sg) % sgn == 0
         && wg <= lim.max_invocations;
     let sgm = if tiles_ok { wg / sg / sgn } else { 0 };
-    // Two stages of both slices, rows padded by 8 halves (16 bytes).
-    let shared = prod(&[2, 16])
-        .saturating_mul(prod(&[bm, bk / 8 + 1]).saturating_add(prod(&[bn, bk / 8 + 1])));
+    // Two stages of both slices, rows padded by 8 halves (16 bytes), and a
+    // 16 x 16 f32 tile per subgroup for the epilogue.
+    // The _bt variant stages W's slice as [k][n + 8] halves instead.
+    let b_stage = if transposed {
+        prod(&[2, 2, bk]).saturating_mul(u64::from(bn) + 8)
+    } else {
+        prod(&[2, 16, bn, bk / 8 + 1])
+    };
+    let shared = prod(&[2, 16, bm, bk / 8 + 1])
+        .saturating_add(b_stage)
+        .saturating_add(prod(&[wg / sg.max(1), 16 * 16 * 4]));
     if !tiles_ok
         || sgm == 0
         || u64::from(bm) % prod(&[sgm, 16]) != 0
@@ -353,11 +366,15 @@ fn linear_coop(
         ranges: whole(3),
     };
     Ok(Plan {
-        shader: Shader::LinearF16Cm,
+        shader: if transposed {
+            Shader::LinearF16CmBt
+        } else {
+            Shader::LinearF16Cm
+        },
         per_dispatch: false,
         spec: vec![bm, bn, bk, wg, sgn, sg],
         tuning: Tuning::of(&[
-            (Knob::Coopmat, 1),
+            (Knob::Coopmat, 1 + transposed as u32),
             (Knob::Bm, bm),
             (Knob::Bn, bn),
             (Knob::Bk, bk),
@@ -394,6 +411,16 @@ pub fn candidates(op: &Op, push: &mut dyn FnMut(Tuning)) {
             ] {
                 push(Tuning::of(&[
                     (Knob::Coopmat, 1),
+                    (Knob::Bm, bm),
+                    (Knob::Bn, bn),
+                    (Knob::Bk, bk),
+                    (Knob::Wg, wg),
+                    (Knob::Sgn, sgn),
+                ]));
+            }
+            for (bm, bn, bk, wg, sgn) in [(128, 128, 32, 128, 2), (128, 64, 32, 128, 2)] {
+                push(Tuning::of(&[
+                    (Knob::Coopmat, 2),
                     (Knob::Bm, bm),
                     (Knob::Bn, bn),
                     (Knob::Bk, bk),
@@ -466,5 +493,220 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
             (cols as u64).div_ceil(bk) * (bk + tile * bk / threads + 2)
         }
         _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::plan;
+    use super::*;
+
+    /// An NVIDIA H100/H200 as its Vulkan driver reports it.
+    fn nvidia() -> Limits {
+        Limits {
+            max_range: u32::MAX as u64,
+            offset_align: 16,
+            max_invocations: 1024,
+            max_shared: 49152,
+            subgroup_arith: true,
+            coop_f16: Some((16, 8, 16)),
+            f16_storage: true,
+            coop2: true,
+            coop16: true,
+            subgroup_size: Some(32),
+        }
+    }
+
+    /// lavapipe: no cooperative matrix, subgroups of 8.
+    fn lavapipe() -> Limits {
+        Limits {
+            coop_f16: None,
+            coop2: false,
+            coop16: false,
+            subgroup_size: Some(8),
+            ..nvidia()
+        }
+    }
+
+    fn linear(tokens: usize, rows: usize, cols: usize) -> Op {
+        Op::LinearF16 { tokens, rows, cols }
+    }
+
+    #[test]
+    fn linear_takes_the_matrix_units_where_it_can_and_the_tiled_kernel_elsewhere() {
+        let t = Tuning::default();
+        // The Llama-2-7B prefill shapes on an NVIDIA GPU.
+        for op in [linear(2048, 12288, 4096), linear(2048, 4096, 11008)] {
+            let p = plan(&op, &t, &nvidia()).unwrap();
+            assert_eq!(p.shader, Shader::LinearF16Cm, "{op}");
+            assert_eq!(p.spec, vec![128, 128, 32, 128, 2, 32], "{op}");
+            // y is tokens x rows: x along rows, y along tokens.
+            assert_eq!(p.dispatches[0].groups[1], 2048 / 128, "{op}");
+            assert_eq!(p.tuning.get(Knob::Coopmat), Some(1));
+        }
+        // Unaligned, or no cooperative matrix: the tiled kernel, any shape.
+        for (op, lim) in [
+            (linear(67, 45, 33), nvidia()),
+            (linear(2048, 4096, 4100), nvidia()),
+            (linear(2048, 4096, 4096), lavapipe()),
+        ] {
+            let p = plan(&op, &t, &lim).unwrap();
+            assert_eq!(p.shader, Shader::LinearF16, "{op}");
+            assert_eq!(p.tuning.get(Knob::Coopmat), Some(0), "{op}");
+        }
+        // Asking for the matrix units where they cannot run is an error.
+        let one = Tuning::default().with(Knob::Coopmat, 1);
+        let e = plan(&linear(67, 45, 33), &one, &nvidia()).err().unwrap();
+        assert!(e.to_string().contains("tokens % 128"), "{e}");
+        let e = plan(&linear(128, 128, 32), &one, &lavapipe())
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("cooperative"), "{e}");
+        // Tiles that do not fit are refused, not handed to the driver.
+        let huge = Tuning::of(&[(Knob::Coopmat, 1), (Knob::Bm, 4096), (Knob::Bk, 4096)]);
+        assert!(plan(&linear(4096, 4096, 4096), &huge, &nvidia()).is_err());
+        let huge = Tuning::of(&[(Knob::Coopmat, 0), (Knob::Bm, u32::MAX), (Knob::Tm, 1)]);
+        assert!(plan(&linear(64, 64, 64), &huge, &nvidia()).is_err());
+    }
+
+    #[test]
+    fn gemv_is_sized_by_the_subgroup_and_reads_vectors_where_rows_align() {
+        let t = Tuning::default();
+        let p = plan(
+            &Op::GemvF16 {
+                rows: 22016,
+                cols: 4096,
+            },
+            &t,
+            &nvidia(),
+        )
+        .unwrap();
+        assert_eq!(p.shader, Shader::GemvF16V8);
+        // 256 invocations in subgroups of 32: 8 rows per workgroup.
+        assert_eq!(p.dispatches[0].groups, [22016 / 8, 1, 1]);
+        assert_eq!(p.spec, vec![256, GEMV_UNROLL, 32]);
+        let p = plan(
+            &Op::GemvF16 {
+                rows: 100,
+                cols: 4096,
+            },
+            &t,
+            &lavapipe(),
+        )
+        .unwrap();
+        assert_eq!(p.dispatches[0].groups, [4, 1, 1]);
+        let odd = Op::GemvF16 {
+            rows: 100,
+            cols: 1001,
+        };
+        assert_eq!(plan(&odd, &t, &nvidia()).unwrap().shader, Shader::GemvF16);
+        let wide = Tuning::default().with(Knob::Vec4, 1);
+        assert!(plan(&odd, &wide, &nvidia()).is_err());
+        let bad = Tuning::default().with(Knob::Unroll, 9);
+        assert!(plan(&Op::GemvF16 { rows: 1, cols: 8 }, &bad, &nvidia()).is_err());
+    }
+
+    #[test]
+    fn norms_hold_rows_in_registers_up_to_their_limit() {
+        let t = Tuning::default();
+        let norm = |cols| Op::RmsNormF16 {
+            rows: 2048,
+            cols,
+            eps: 1e-5,
+        };
+        let p = plan(&norm(4096), &t, &nvidia()).unwrap();
+        assert_eq!(
+            (p.shader, p.spec.clone()),
+            (Shader::RmsnormF16V8, vec![256, 2])
+        );
+        let add = Op::AddRmsNormF16 {
+            rows: 2048,
+            cols: 11008,
+            eps: 1e-5,
+        };
+        let p = plan(&add, &t, &nvidia()).unwrap();
+        assert_eq!(
+            (p.shader, p.spec.clone()),
+            (Shader::AddRmsnormF16V8, vec![256, 6])
+        );
+        // Past NORM_MAX_NPT vectors per invocation: the plain kernel.
+        let long = 8 * NORM_MAX_NPT as usize * 256 + 8;
+        assert_eq!(
+            plan(&norm(long), &t, &nvidia()).unwrap().shader,
+            Shader::RmsnormF16
+        );
+        assert!(plan(
+            &norm(long),
+            &Tuning::default().with(Knob::Vec4, 1),
+            &nvidia()
+        )
+        .is_err());
+        let sw = Op::SwigluF16 {
+            rows: 2048,
+            cols: 11008,
+        };
+        let p = plan(&sw, &t, &nvidia()).unwrap();
+        assert_eq!(p.shader, Shader::SwigluF16V8);
+        assert_eq!(p.dispatches[0].groups[0], (2048 * 11008 / 8 / 256) as u32);
+    }
+
+    #[test]
+    fn a_device_without_16_bit_storage_refuses_every_one() {
+        let lim = Limits {
+            f16_storage: false,
+            ..nvidia()
+        };
+        for op in [
+            Op::GemvF16 { rows: 8, cols: 8 },
+            linear(128, 128, 128),
+            Op::RmsNormF16 {
+                rows: 1,
+                cols: 8,
+                eps: 0.0,
+            },
+            Op::AddRmsNormF16 {
+                rows: 1,
+                cols: 8,
+                eps: 0.0,
+            },
+            Op::SwigluF16 { rows: 1, cols: 8 },
+        ] {
+            let e = plan(&op, &Tuning::default(), &lim).err().unwrap();
+            assert!(matches!(e, RuntimeError::Unsupported(_)), "{op}: {e}");
+        }
+    }
+
+    #[test]
+    fn every_candidate_plans_on_both_devices() {
+        for lim in [nvidia(), lavapipe()] {
+            for op in [
+                Op::GemvF16 {
+                    rows: 4096,
+                    cols: 11008,
+                },
+                linear(2048, 4096, 11008),
+                Op::SwigluF16 {
+                    rows: 7,
+                    cols: 1001,
+                },
+            ] {
+                let c = super::super::candidates(&op, &lim);
+                assert!(c.len() > 3, "{op}: {c:?}");
+                for t in &c {
+                    let p = plan(&op, t, &lim).unwrap();
+                    assert!(max_loop_trips(&op, &p) > 0, "{op} {t}");
+                }
+            }
+        }
+        // The matrix-unit candidates appear only where they run.
+        let c = super::super::candidates(&linear(2048, 4096, 11008), &nvidia());
+        assert!(c.iter().any(|t| t.get(Knob::Coopmat) == Some(1)));
+        let bt = c.iter().find(|t| t.get(Knob::Coopmat) == Some(2)).unwrap();
+        let p = plan(&linear(2048, 4096, 11008), bt, &nvidia()).unwrap();
+        assert_eq!(p.shader, Shader::LinearF16CmBt);
+        let c = super::super::candidates(&linear(2048, 4096, 11008), &lavapipe());
+        assert!(c
+            .iter()
+            .all(|t| !matches!(t.get(Knob::Coopmat), Some(1 | 2))));
     }
 }
