@@ -198,13 +198,16 @@ fn parse_notes(text: &str) -> Notes {
     n
 }
 
-/// The kernels greta embeds: `kernels/hip/*.hip` → `greta_<stem>`.
+/// The kernels greta embeds: `kernels/hip/*.hip` → `greta_<stem>`, for
+/// the files that define a kernel (a composite op's file only says that
+/// it runs as a graph of others).
 fn kernel_symbols() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(repo().join("kernels/hip"))
         .unwrap()
         .filter_map(|e| {
             let p = e.ok()?.path();
-            if p.extension()? != "hip" {
+            if p.extension()? != "hip" || !std::fs::read_to_string(&p).ok()?.contains("__global__")
+            {
                 return None;
             }
             Some(format!("greta_{}", p.file_stem()?.to_str()?))
