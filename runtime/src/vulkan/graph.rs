@@ -7,8 +7,8 @@ use super::memory::{self, Buffer};
 use super::owned::{CommandBuffer, DescriptorSets, Owned};
 use super::plan::Plan;
 use super::run::{
-    api, pipeline, record_pass, submit_and_wait, write_descriptor_sets, PipelineHandles, Recorder,
-    SHADER_RW,
+    api, pipeline, record_pass, submission_objects, submit_and_wait, write_descriptor_sets,
+    PipelineHandles, Recorder, SHADER_RW,
 };
 use super::Device;
 use crate::graph::{median, GraphJob, GraphStats, Replay};
@@ -148,25 +148,9 @@ fn record_and_submit(
     let repeats = opts.repeats;
     let per = nsteps as u32 + 1;
     let use_ts = dev.info.timestamps && dev.timestamp_bits > 0;
-    if use_ts {
-        let info = vk::QueryPoolCreateInfo::default()
-            .query_type(vk::QueryType::TIMESTAMP)
-            .query_count(per * repeats);
-        let pool = Owned::create(&device, |d| {
-            // SAFETY: a live device; the create info outlives the call.
-            unsafe { d.create_query_pool(&info, None) }
-        })
-        .map_err(api("vkCreateQueryPool"))?;
-        res.query_pool = Some(pool);
-    }
-    let fence = Owned::create(&device, |d| {
-        // SAFETY: as above.
-        unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }
-    })
-    .map_err(api("vkCreateFence"))?;
+    let (pool, fence, cmd) = submission_objects(dev, use_ts.then_some(per * repeats))?;
+    res.query_pool = pool;
     let fence = res.fence.insert(fence).raw();
-    let cmd = CommandBuffer::allocate(&dev.inner.command_pool)
-        .map_err(api("vkAllocateCommandBuffers"))?;
     let cmd = res.cmd.insert(cmd).raw();
     let warmup = warmup_replays(dev, &job);
 

@@ -151,25 +151,9 @@ fn record_and_submit(
     let raw: Vec<vk::Buffer> = res.device_bufs.iter().map(|b| b.raw).collect();
     write_descriptor_sets(&device.raw, plan, nbind, &sets.sets, &raw);
     let sets = &*res.descriptors.insert(sets);
-    if use_ts {
-        let info = vk::QueryPoolCreateInfo::default()
-            .query_type(vk::QueryType::TIMESTAMP)
-            .query_count(2 * repeats);
-        let pool = Owned::create(&device, |d| {
-            // SAFETY: a live device (`d` is the owner's); the create info outlives the call.
-            unsafe { d.create_query_pool(&info, None) }
-        })
-        .map_err(api("vkCreateQueryPool"))?;
-        res.query_pool = Some(pool);
-    }
-    let fence = Owned::create(&device, |d| {
-        // SAFETY: as above.
-        unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }
-    })
-    .map_err(api("vkCreateFence"))?;
+    let (pool, fence, cmd) = submission_objects(dev, use_ts.then_some(2 * repeats))?;
+    res.query_pool = pool;
     let fence = res.fence.insert(fence).raw();
-    let cmd = CommandBuffer::allocate(&dev.inner.command_pool)
-        .map_err(api("vkAllocateCommandBuffers"))?;
     let cmd = res.cmd.insert(cmd).raw();
 
     let warmup = warmup_passes(dev, op, plan);
@@ -257,6 +241,46 @@ fn record_and_submit(
         dispatches_per_repeat: n_sets as u32,
         step_ns: Vec::new(),
     })
+}
+
+/// What one submission records into and waits on: a timestamp pool of
+/// `queries` (when the device times), an unsignalled fence and a command
+/// buffer. Each destroys itself when dropped (a failure halfway drops what
+/// was made).
+pub(super) type SubmissionObjects = (
+    Option<Owned<vk::QueryPool>>,
+    Owned<vk::Fence>,
+    CommandBuffer,
+);
+
+pub(super) fn submission_objects(
+    dev: &Device,
+    queries: Option<u32>,
+) -> Result<SubmissionObjects, RuntimeError> {
+    let device = &dev.inner.device;
+    let pool = match queries {
+        Some(n) => {
+            let info = vk::QueryPoolCreateInfo::default()
+                .query_type(vk::QueryType::TIMESTAMP)
+                .query_count(n);
+            Some(
+                Owned::create(device, |d| {
+                    // SAFETY: a live device (`d` is the owner's); the create info outlives the call.
+                    unsafe { d.create_query_pool(&info, None) }
+                })
+                .map_err(api("vkCreateQueryPool"))?,
+            )
+        }
+        None => None,
+    };
+    let fence = Owned::create(device, |d| {
+        // SAFETY: as above.
+        unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }
+    })
+    .map_err(api("vkCreateFence"))?;
+    let cmd = CommandBuffer::allocate(&dev.inner.command_pool)
+        .map_err(api("vkAllocateCommandBuffers"))?;
+    Ok((pool, fence, cmd))
 }
 
 pub(super) const SHADER_RW: vk::AccessFlags = vk::AccessFlags::from_raw(
