@@ -176,32 +176,14 @@ fn verify_gemm_sampled(
         ));
     }
     // 1. Every element written and finite.
-    if let Some(i) = c.iter().position(|x| !x.is_finite()) {
-        let count = c.iter().filter(|x| !x.is_finite()).count();
-        let what = if c[i].is_nan() && c[i].to_bits() == POISON_BITS {
-            "never written (still the poison value)".to_string()
-        } else {
-            c[i].to_string()
-        };
-        return CheckOutcome {
-            non_finite: count,
-            first_bad: Some(i),
-            ..CheckOutcome::failed(format!(
-                "{count} of {} elements are NaN/inf; first at [{}][{}]: {what}",
-                c.len(),
-                i / n,
-                i % n
-            ))
-        };
+    if let Some(bad) = non_finite(c, n, |i| c[i].to_bits() == POISON_BITS) {
+        return bad;
     }
     let a = p.inputs[0].to_f64();
     let b = p.inputs[1].to_f64();
     let mut rng = SplitMix64::new(seed ^ 0x5a5a_5a5a);
     // 2. Sampled rows against the exact f64 reference.
-    let rows = ((budget_macs / (n as u64 * k as u64)) as usize).clamp(1, m);
-    let mut picked: Vec<usize> = (0..rows).map(|_| rng.below(m)).collect();
-    picked.sort_unstable();
-    picked.dedup();
+    let picked = sample_rows(&mut rng, budget_macs / (n as u64 * k as u64), m);
     let mut got_rows = Vec::with_capacity(picked.len() * n);
     let mut want_rows = vec![0.0f64; picked.len() * n];
     for (ri, &r) in picked.iter().enumerate() {
@@ -267,35 +249,16 @@ fn verify_linear_sampled(
         ));
     }
     let c: Vec<f32> = y.iter().map(|h| h.to_f32()).collect();
-    if let Some(i) = c.iter().position(|v| !v.is_finite()) {
-        let count = c.iter().filter(|v| !v.is_finite()).count();
-        let poison = HostBuf::poisoned(greta_kernels::DType::F16, 1);
-        let what = if poison
-            .as_f16()
-            .is_some_and(|p| p[0].to_bits() == y[i].to_bits())
-        {
-            "never written (still the poison value)".to_string()
-        } else {
-            c[i].to_string()
-        };
-        return CheckOutcome {
-            non_finite: count,
-            first_bad: Some(i),
-            ..CheckOutcome::failed(format!(
-                "{count} of {} elements are NaN/inf; first at [{}][{}]: {what}",
-                c.len(),
-                i / rows,
-                i % rows
-            ))
-        };
+    let poison = HostBuf::poisoned(greta_kernels::DType::F16, 1)
+        .as_f16()
+        .map(|p| p[0].to_bits());
+    if let Some(bad) = non_finite(&c, rows, |i| Some(y[i].to_bits()) == poison) {
+        return bad;
     }
     let x = p.inputs[0].to_f64();
     let w = p.inputs[1].to_f64();
     let mut rng = SplitMix64::new(seed ^ 0x5a5a_5a5a);
-    let picks = ((budget_macs / (rows as u64 * cols as u64)) as usize).clamp(1, tokens);
-    let mut picked: Vec<usize> = (0..picks).map(|_| rng.below(tokens)).collect();
-    picked.sort_unstable();
-    picked.dedup();
+    let picked = sample_rows(&mut rng, budget_macs / (rows as u64 * cols as u64), tokens);
     let mut got_rows = Vec::with_capacity(picked.len() * rows);
     let mut want_rows = Vec::with_capacity(picked.len() * rows);
     for &t in &picked {
@@ -353,6 +316,39 @@ fn verify_linear_sampled(
 }
 
 /// `mat · v` in f64 for a row-major `rows × cols` matrix.
+/// The failure for a `width`-wide matrix with a NaN/inf element: how many,
+/// and the first one's place, named "never written" when `poisoned` says
+/// it still holds the poison; `None` when every element is finite.
+fn non_finite(c: &[f32], width: usize, poisoned: impl Fn(usize) -> bool) -> Option<CheckOutcome> {
+    let i = c.iter().position(|x| !x.is_finite())?;
+    let count = c.iter().filter(|x| !x.is_finite()).count();
+    let what = if poisoned(i) {
+        "never written (still the poison value)".to_string()
+    } else {
+        c[i].to_string()
+    };
+    Some(CheckOutcome {
+        non_finite: count,
+        first_bad: Some(i),
+        ..CheckOutcome::failed(format!(
+            "{count} of {} elements are NaN/inf; first at [{}][{}]: {what}",
+            c.len(),
+            i / width,
+            i % width
+        ))
+    })
+}
+
+/// Up to `want` (at least one) of `total` rows drawn from `rng`, ascending,
+/// each once.
+fn sample_rows(rng: &mut SplitMix64, want: u64, total: usize) -> Vec<usize> {
+    let want = usize::try_from(want).unwrap_or(usize::MAX).clamp(1, total);
+    let mut picked: Vec<usize> = (0..want).map(|_| rng.below(total)).collect();
+    picked.sort_unstable();
+    picked.dedup();
+    picked
+}
+
 fn mat_vec<T: Copy + Into<f64>>(mat: &[T], rows: usize, cols: usize, v: &[f64]) -> Vec<f64> {
     (0..rows)
         .map(|r| {
