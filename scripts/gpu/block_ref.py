@@ -24,24 +24,15 @@ import sys
 import torch
 import torch.nn.functional as F
 
+import torch_ref  # beside this file: python3 puts the script's folder on sys.path
+
 HIDDEN, HEADS, HEAD_DIM, FFN, EPS, THETA = 4096, 32, 128, 11008, 1e-5, 10000.0
 
 
 def bench(fn, warmup=20, reps=100):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e-3)
-    times.sort()
-    return times[len(times) // 2]
+    # torch_ref.py's timer (CUDA events, median), with more repeats: a
+    # decode layer is a fraction of a millisecond.
+    return torch_ref.bench(fn, warmup=warmup, reps=reps)
 
 
 def rmsnorm(x, g):
