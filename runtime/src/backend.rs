@@ -169,6 +169,17 @@ pub trait Backend {
 /// whether this device can run the op.
 pub(crate) fn preflight(dev: &dyn Backend, job: &Job) -> Result<(), RuntimeError> {
     let (op, inputs, outputs, opts) = (job.op, job.inputs, &*job.outputs, job.opts);
+    device_and_opts(dev, opts)?;
+    op.validate()
+        .map_err(|e| RuntimeError::BadInput(e.to_string()))?;
+    check_buffers(op, inputs, outputs)?;
+    dev.supports(op).map_err(RuntimeError::Unsupported)
+}
+
+/// The checks every submission starts with, one op or a graph: a lost
+/// device, repeats and timeout (a zero timeout would time out at once and
+/// lose the device).
+pub(crate) fn device_and_opts(dev: &dyn Backend, opts: &RunOpts) -> Result<(), RuntimeError> {
     if let Some(why) = dev.lost() {
         return Err(RuntimeError::DeviceLost(why.to_string()));
     }
@@ -178,10 +189,7 @@ pub(crate) fn preflight(dev: &dyn Backend, job: &Job) -> Result<(), RuntimeError
     if opts.timeout.is_zero() {
         return Err(RuntimeError::BadInput("timeout must be more than 0".into()));
     }
-    op.validate()
-        .map_err(|e| RuntimeError::BadInput(e.to_string()))?;
-    check_buffers(op, inputs, outputs)?;
-    dev.supports(op).map_err(RuntimeError::Unsupported)
+    Ok(())
 }
 
 /// Checks that the caller's buffers match `op`'s buffer contract (count,

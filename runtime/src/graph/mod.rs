@@ -65,15 +65,7 @@ pub(crate) fn median(v: &[u64]) -> u64 {
 /// The checks every backend makes before a graph touches the device, in one
 /// order (as [`crate::backend::preflight`] for one op).
 pub(crate) fn preflight(dev: &dyn crate::Backend, job: &GraphJob) -> Result<(), RuntimeError> {
-    if let Some(why) = dev.lost() {
-        return Err(RuntimeError::DeviceLost(why.to_string()));
-    }
-    if job.opts.repeats == 0 {
-        return Err(RuntimeError::BadInput("repeats must be at least 1".into()));
-    }
-    if job.opts.timeout.is_zero() {
-        return Err(RuntimeError::BadInput("timeout must be more than 0".into()));
-    }
+    crate::backend::device_and_opts(dev, job.opts)?;
     let g = job.graph;
     g.validate().map_err(RuntimeError::BadInput)?;
     if job.buffers.len() != g.slots.len() {
