@@ -129,6 +129,9 @@ macro_rules! ops {
     (@composite $m:ident [composite $($rest:ident)*]; $($a:ident),*) => { Some($m::composite($($a),*)) };
     (@composite $m:ident [$other:ident $($rest:ident)*]; $($a:ident),*) => { ops!(@composite $m [$($rest)*]; $($a),*) };
     (@composite $m:ident []; $($a:ident),*) => {{ $( let _ = $a; )* None }};
+    (@is_composite [composite $($rest:ident)*]) => { true };
+    (@is_composite [$other:ident $($rest:ident)*]) => { ops!(@is_composite [$($rest)*]) };
+    (@is_composite []) => { false };
     (@expected $m:ident [composite $($rest:ident)*]; $x:ident, $g:ident, $s:ident; $($a:ident),*) => { Some($m::expected($x, $g, $s, $($a),*)) };
     (@expected $m:ident [$other:ident $($rest:ident)*]; $x:ident, $g:ident, $s:ident; $($a:ident),*) => { ops!(@expected $m [$($rest)*]; $x, $g, $s; $($a),*) };
     (@expected $m:ident []; $x:ident, $g:ident, $s:ident; $($a:ident),*) => {{ $( let _ = $a; )* let _ = ($x, $g, $s); None }};
@@ -195,6 +198,13 @@ macro_rules! ops {
             /// content on entry is irrelevant. Empty for most ops.
             pub fn scratch(&self) -> Vec<BufferSpec> {
                 match *self { $( Op::$V $({ $($f),* })? => ops!(@scratch $m [$($($flag)+)?]; $($($f),*)?), )* }
+            }
+
+            /// True for a composite op (no kernel of its own, marked
+            /// `(composite)` in the list): what [`Op::composite`] answers
+            /// `Some` for, without building the graph.
+            pub fn is_composite(&self) -> bool {
+                match self { $( Op::$V { .. } => ops!(@is_composite [$($($flag)+)?]), )* }
             }
 
             /// For a composite op (no kernel of its own), the graph of
@@ -506,6 +516,17 @@ mod tests {
             n_new: 3,
         };
         assert_eq!(kv.written(), Region::Ranges(vec![80..128, 336..384]));
+    }
+
+    /// The `(composite)` flag answers what building the graph would: the
+    /// two block ops, and no op with a kernel.
+    #[test]
+    fn is_composite_agrees_with_the_graph() {
+        for op in Op::catalogue() {
+            assert_eq!(op.is_composite(), op.composite().is_some(), "{op}");
+        }
+        let composites = Op::catalogue().into_iter().filter(Op::is_composite).count();
+        assert_eq!(composites, 2);
     }
 
     /// The kernels' scalar arguments are the shape's fields in declaration
