@@ -33,9 +33,6 @@ pub fn flops(rows: usize, cols: usize, _eps: f32) -> u64 {
     5 * rows as u64 * cols as u64
 }
 pub use super::rmsnorm::check;
-pub fn shape(rows: usize, cols: usize, eps: f32) -> String {
-    format!("rows={rows},cols={cols},eps={eps}")
-}
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize, eps: f32) -> Vec<Vec<f64>> {
     let h: Vec<f64> = x[0]
         .iter()

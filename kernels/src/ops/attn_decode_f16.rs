@@ -80,9 +80,6 @@ pub(super) fn check_head_dim(head_dim: usize, most: usize) -> Result<(), String>
     }
     Ok(())
 }
-pub fn shape(heads: usize, head_dim: usize, len: usize, max_seq: usize) -> String {
-    format!("heads={heads},head_dim={head_dim},len={len},max_seq={max_seq}")
-}
 /// Attention of one query row (all heads, `q[heads*head_dim]`) over
 /// positions `0..visible` of caches `[pos][heads][head_dim]`, in f64:
 /// the reference of both attention ops (and of the tests' perturbed ones).

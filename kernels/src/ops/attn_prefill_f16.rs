@@ -48,9 +48,6 @@ pub fn check(tokens: usize, heads: usize, head_dim: usize, pos0: u32, max_seq: u
     }
     Ok(())
 }
-pub fn shape(tokens: usize, heads: usize, head_dim: usize, pos0: u32, max_seq: usize) -> String {
-    format!("tokens={tokens},heads={heads},head_dim={head_dim},pos0={pos0},max_seq={max_seq}")
-}
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], tokens: usize, heads: usize, head_dim: usize, pos0: u32, _max_seq: usize) -> Vec<Vec<f64>> {
     let d = heads * head_dim;
     let mut o = vec![0.0; tokens * d];

@@ -42,9 +42,6 @@ pub fn check(hidden: usize, heads: usize, head_dim: usize, ffn: usize, len: usiz
     c::shape(hidden, heads, head_dim, ffn).check()?;
     nonzero("len", len)
 }
-pub fn shape(hidden: usize, heads: usize, head_dim: usize, ffn: usize, len: usize) -> String {
-    format!("hidden={hidden},heads={heads},head_dim={head_dim},ffn={ffn},len={len}")
-}
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], hidden: usize, heads: usize, head_dim: usize, ffn: usize, _len: usize) -> Vec<Vec<f64>> {
     c::reference(&c::shape(hidden, heads, head_dim, ffn), x)
 }

@@ -42,9 +42,6 @@ pub fn check(hidden: usize, heads: usize, head_dim: usize, ffn: usize, tokens: u
     c::shape(hidden, heads, head_dim, ffn).check()?;
     nonzero("tokens", tokens)
 }
-pub fn shape(hidden: usize, heads: usize, head_dim: usize, ffn: usize, tokens: usize) -> String {
-    format!("hidden={hidden},heads={heads},head_dim={head_dim},ffn={ffn},tokens={tokens}")
-}
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], hidden: usize, heads: usize, head_dim: usize, ffn: usize, _tokens: usize) -> Vec<Vec<f64>> {
     c::reference(&c::shape(hidden, heads, head_dim, ffn), x)
 }

@@ -24,9 +24,6 @@ pub fn check(m: usize, n: usize, k: usize) -> Result<(), String> {
     nonzero("n", n)?;
     nonzero("k", k)
 }
-pub fn shape(m: usize, n: usize, k: usize) -> String {
-    format!("m={m},n={n},k={k}")
-}
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], m: usize, n: usize, k: usize) -> Vec<Vec<f64>> {
     vec![gemm(&x[0], &x[1], m, n, k)]
 }

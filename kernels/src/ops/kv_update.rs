@@ -39,9 +39,6 @@ pub fn check(layers: usize, max_seq: usize, heads: usize, head_dim: usize, pos: 
     }
     Ok(())
 }
-pub fn shape(layers: usize, max_seq: usize, heads: usize, head_dim: usize, pos: usize, n_new: usize) -> String {
-    format!("layers={layers},max_seq={max_seq},heads={heads},head_dim={head_dim},pos={pos},n_new={n_new}")
-}
 // The six fields of the op, passed one by one as for every op (ops! macro).
 #[allow(clippy::too_many_arguments)]
 pub fn reference(

@@ -25,8 +25,8 @@ pub fn outputs(rows: usize, cols: usize, _eps: f32) -> Vec<BufferSpec> {
 pub fn flops(rows: usize, cols: usize, _eps: f32) -> u64 {
     7 * rows as u64 * cols as u64
 }
-/// Same shape and limits as rmsnorm.
-pub use super::rmsnorm::{check, shape};
+/// Same limits as rmsnorm.
+pub use super::rmsnorm::check;
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize, eps: f32) -> Vec<Vec<f64>> {
     let mut y = vec![0.0; rows * cols];
     for r in 0..rows {

@@ -30,9 +30,6 @@ pub fn check(tokens: usize, rows: usize, cols: usize) -> Result<(), String> {
     nonzero("rows", rows)?;
     nonzero("cols", cols)
 }
-pub fn shape(tokens: usize, rows: usize, cols: usize) -> String {
-    format!("tokens={tokens},rows={rows},cols={cols}")
-}
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], tokens: usize, rows: usize, cols: usize) -> Vec<Vec<f64>> {
     vec![linear(&x[0], &x[1], tokens, rows, cols)]
 }

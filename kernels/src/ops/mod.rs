@@ -103,6 +103,15 @@ fn touched(inputs: Vec<BufferSpec>, outputs: Vec<BufferSpec>) -> u64 {
         .sum()
 }
 
+/// Each field `name=value`, comma-separated: the shape an op shows
+/// (`Display`) unless it shows its own.
+fn fields(f: &[(&str, &dyn std::fmt::Display)]) -> String {
+    f.iter()
+        .map(|(name, v)| format!("{name}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn nonzero(what: &str, v: usize) -> Result<(), String> {
     if v == 0 {
         Err(format!("{what} must be > 0"))
@@ -117,6 +126,12 @@ macro_rules! ops {
     (@bytes $m:ident [own_bytes $($rest:ident)*]; $($a:ident),*) => { $m::bytes_moved($($a),*) };
     (@bytes $m:ident [$other:ident $($rest:ident)*]; $($a:ident),*) => { ops!(@bytes $m [$($rest)*]; $($a),*) };
     (@bytes $m:ident []; $($a:ident),*) => { touched($m::inputs($($a),*), $m::outputs($($a),*)) };
+    // An op marked `(own_shape)` shows its shape its own way (its file's
+    // `shape`: fill's value in hex); every other op's is each field
+    // `name=value` in declaration order.
+    (@shape $m:ident [own_shape $($rest:ident)*]; $($a:ident),*) => { $m::shape($($a),*) };
+    (@shape $m:ident [$other:ident $($rest:ident)*]; $($a:ident),*) => { ops!(@shape $m [$($rest)*]; $($a),*) };
+    (@shape $m:ident []; $($a:ident),*) => { fields(&[$( (stringify!($a), &$a as &dyn std::fmt::Display) ),*]) };
     // An op marked `(scratch)` declares device memory its kernels use
     // between their passes (its file's `scratch`); the others use none.
     (@scratch $m:ident [scratch $($rest:ident)*]; $($a:ident),*) => { $m::scratch($($a),*) };
@@ -323,7 +338,7 @@ macro_rules! ops {
             }
 
             fn shape(&self) -> String {
-                match *self { $( Op::$V $({ $($f),* })? => $m::shape($($($f),*)?), )* }
+                match *self { $( Op::$V $({ $($f),* })? => ops!(@shape $m [$($($flag)+)?]; $($($f),*)?), )* }
             }
         }
     };
@@ -333,7 +348,7 @@ ops! {
     /// An empty dispatch (one workgroup); no buffers. Measures dispatch overhead.
     Noop => noop,
     /// `y[i] = value` for `i < n` (u32 elements).
-    Fill { n: usize, value: u32 } => fill,
+    Fill { n: usize, value: u32 } => fill(own_shape),
     /// `y[i] = x[i]` for `i < n` (u32 elements).
     Copy { n: usize } => copy,
     /// `c[i] = a[i] + b[i]` (f32).
@@ -527,6 +542,48 @@ mod tests {
         }
         let composites = Op::catalogue().into_iter().filter(Op::is_composite).count();
         assert_eq!(composites, 2);
+    }
+
+    /// An op shows as its name and each field `name=value` in declaration
+    /// order (fill's value in hex); these texts are in gate lists and
+    /// result files.
+    #[test]
+    fn display_is_the_name_and_each_field() {
+        let shown: Vec<String> = Op::catalogue().iter().map(Op::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "noop()",
+                "fill(n=1000,value=0xdeadbeef)",
+                "copy(n=1000)",
+                "vec_add(n=1000)",
+                "gemm_f32(m=33,n=17,k=9)",
+                "gemm_f16(m=32,n=48,k=16)",
+                "gemv_f16(rows=37,cols=75)",
+                "linear_f16(tokens=19,rows=40,cols=72)",
+                "rmsnorm(rows=3,cols=65,eps=0.000001)",
+                "layernorm(rows=3,cols=65,eps=0.00001)",
+                "softmax(rows=4,cols=100)",
+                "rmsnorm_f16(rows=3,cols=75,eps=0.00001)",
+                "add_rmsnorm_f16(rows=3,cols=75,eps=0.00001)",
+                "swiglu_f16(rows=3,cols=75)",
+                "rope(tokens=5,heads=3,head_dim=16,pos0=7,theta=10000)",
+                "kv_update(layers=2,max_seq=16,heads=2,head_dim=8,pos=5,n_new=3)",
+                "rope_kv_f16(tokens=5,heads=3,head_dim=16,pos0=7,max_seq=20,theta=10000)",
+                "attn_decode_f16(heads=3,head_dim=16,len=1029,max_seq=1044)",
+                "attn_prefill_f16(tokens=37,heads=2,head_dim=16,pos0=5,max_seq=50)",
+                "block_decode(hidden=64,heads=2,head_dim=32,ffn=96,len=5)",
+                "block_prefill(hidden=64,heads=2,head_dim=32,ffn=96,tokens=7)",
+                "test_broken_copy(n=64)",
+                "test_slow(iters=1000)",
+            ]
+        );
+        let eps = Op::RmsNorm {
+            rows: 1,
+            cols: 2,
+            eps: 1.5e-7,
+        };
+        assert_eq!(eps.to_string(), "rmsnorm(rows=1,cols=2,eps=0.00000015)");
     }
 
     /// The kernels' scalar arguments are the shape's fields in declaration

@@ -18,9 +18,6 @@ pub fn flops() -> u64 {
 pub fn check() -> Result<(), String> {
     Ok(())
 }
-pub fn shape() -> String {
-    String::new()
-}
 pub fn reference(_x: &[Vec<f64>], _prior: &[HostBuf]) -> Vec<Vec<f64>> {
     vec![]
 }

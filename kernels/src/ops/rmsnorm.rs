@@ -31,9 +31,6 @@ pub fn check(rows: usize, cols: usize, eps: f32) -> Result<(), String> {
     }
     Ok(())
 }
-pub fn shape(rows: usize, cols: usize, eps: f32) -> String {
-    format!("rows={rows},cols={cols},eps={eps}")
-}
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize, eps: f32) -> Vec<Vec<f64>> {
     let mut y = vec![0.0; rows * cols];
     for r in 0..rows {

@@ -26,9 +26,6 @@ pub fn flops(rows: usize, cols: usize, _eps: f32) -> u64 {
     4 * rows as u64 * cols as u64
 }
 pub use super::rmsnorm::check;
-pub fn shape(rows: usize, cols: usize, eps: f32) -> String {
-    format!("rows={rows},cols={cols},eps={eps}")
-}
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize, eps: f32) -> Vec<Vec<f64>> {
     vec![norm(&x[0], &x[1], rows, cols, eps)]
 }

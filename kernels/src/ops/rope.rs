@@ -27,9 +27,6 @@ pub fn check(tokens: usize, heads: usize, head_dim: usize, _pos0: u32, theta: f3
     }
     Ok(())
 }
-pub fn shape(tokens: usize, heads: usize, head_dim: usize, pos0: u32, theta: f32) -> String {
-    format!("tokens={tokens},heads={heads},head_dim={head_dim},pos0={pos0},theta={theta}")
-}
 pub fn reference(
     x: &[Vec<f64>],
     _prior: &[HostBuf],

@@ -51,9 +51,6 @@ pub fn check(tokens: usize, heads: usize, head_dim: usize, pos0: u32, max_seq: u
     }
     Ok(())
 }
-pub fn shape(tokens: usize, heads: usize, head_dim: usize, pos0: u32, max_seq: usize, theta: f32) -> String {
-    format!("tokens={tokens},heads={heads},head_dim={head_dim},pos0={pos0},max_seq={max_seq},theta={theta}")
-}
 /// The rotation of one head's vector `x` at position `p` ("rotate half",
 /// angle `p * theta^(-2i/head_dim)`), in f64: [`reference`] and the tests'
 /// perturbed references share it.

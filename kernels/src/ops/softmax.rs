@@ -24,9 +24,6 @@ pub fn check(rows: usize, cols: usize) -> Result<(), String> {
     nonzero("rows", rows)?;
     nonzero("cols", cols)
 }
-pub fn shape(rows: usize, cols: usize) -> String {
-    format!("rows={rows},cols={cols}")
-}
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize) -> Vec<Vec<f64>> {
     let mut y = vec![0.0; rows * cols];
     for r in 0..rows {

@@ -22,9 +22,6 @@ pub fn check(n: usize) -> Result<(), String> {
     }
     Ok(())
 }
-pub fn shape(n: usize) -> String {
-    format!("n={n}")
-}
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], _n: usize) -> Vec<Vec<f64>> {
     vec![x[0].clone()]
 }

@@ -19,9 +19,6 @@ pub fn flops(_iters: u32) -> u64 {
 pub fn check(_iters: u32) -> Result<(), String> {
     Ok(())
 }
-pub fn shape(iters: u32) -> String {
-    format!("iters={iters}")
-}
 pub fn reference(_x: &[Vec<f64>], _prior: &[HostBuf], iters: u32) -> Vec<Vec<f64>> {
     vec![vec![crate::slow_hash(iters) as f64]]
 }
