@@ -42,9 +42,6 @@ pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize, e
     let y = super::rmsnorm_f16::norm(&h, &x[2], rows, cols, eps);
     vec![h, y]
 }
-pub fn written(_rows: usize, _cols: usize, _eps: f32) -> Region {
-    Region::Whole
-}
 pub fn shape_class(rows: usize, cols: usize, _eps: f32) -> String {
     super::gemv_f16::rows_class8(rows, cols)
 }

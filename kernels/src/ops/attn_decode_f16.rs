@@ -111,9 +111,6 @@ pub(super) fn attend(q: &[f64], k: &[f64], v: &[f64], heads: usize, head_dim: us
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], heads: usize, head_dim: usize, len: usize, _max_seq: usize) -> Vec<Vec<f64>> {
     vec![attend(&x[0], &x[1], &x[2], heads, head_dim, len)]
 }
-pub fn written(_heads: usize, _head_dim: usize, _len: usize, _max_seq: usize) -> Region {
-    Region::Whole
-}
 /// The cache's capacity does not change the work.
 pub fn shape_class(heads: usize, head_dim: usize, len: usize, _max_seq: usize) -> String {
     format!("h{},d{},len{}", bucket(heads), bucket(head_dim), bucket(len))

@@ -68,9 +68,6 @@ pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], tokens: usize, heads: usize
     });
     vec![o]
 }
-pub fn written(_tokens: usize, _heads: usize, _head_dim: usize, _pos0: u32, _max_seq: usize) -> Region {
-    Region::Whole
-}
 /// The position changes the work only through the visible pairs; the
 /// cache's capacity not at all.
 pub fn shape_class(tokens: usize, heads: usize, head_dim: usize, _pos0: u32, _max_seq: usize) -> String {

@@ -45,9 +45,6 @@ pub fn check(hidden: usize, heads: usize, head_dim: usize, ffn: usize, len: usiz
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], hidden: usize, heads: usize, head_dim: usize, ffn: usize, _len: usize) -> Vec<Vec<f64>> {
     c::reference(&c::shape(hidden, heads, head_dim, ffn), x)
 }
-pub fn written(_hidden: usize, _heads: usize, _head_dim: usize, _ffn: usize, _len: usize) -> Region {
-    Region::Whole
-}
 pub fn shape_class(hidden: usize, heads: usize, head_dim: usize, ffn: usize, len: usize) -> String {
     format!("d{hidden},f{ffn},h{heads}x{head_dim},len{}", bucket(len))
 }

@@ -1,6 +1,7 @@
 //! The facts an op file declares about its op beyond its buffers and
 //! maths: its [`Facts`] (`FACTS`: precision, rate unit, what it needs of a
-//! device) and, from its shape, the region it writes (`written`) and its
+//! device) and, from its shape, the region it writes (`written`, for an
+//! op marked `(partial)`: every other op writes its outputs whole) and its
 //! tuning class (`shape_class`). Everything that follows from them (the
 //! f16 gates' preconditions and deny list, a gate's unit, the prior
 //! content of a read-write buffer, the tuning cache's key, a Vulkan

@@ -24,9 +24,6 @@ pub fn shape(n: usize, value: u32) -> String {
 pub fn reference(_x: &[Vec<f64>], _prior: &[HostBuf], n: usize, value: u32) -> Vec<Vec<f64>> {
     vec![vec![value as f64; n]]
 }
-pub fn written(_n: usize, _value: u32) -> Region {
-    Region::Whole
-}
 /// The value does not change the work.
 pub fn shape_class(n: usize, _value: u32) -> String {
     format!("n{}", bucket(n))

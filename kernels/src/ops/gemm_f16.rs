@@ -14,9 +14,9 @@ pub const FACTS: Facts = Facts {
 pub fn inputs(m: usize, n: usize, k: usize) -> Vec<BufferSpec> {
     super::gemm_f32::operands(DType::F16, m, n, k)
 }
-/// Same f32 result, work, limits, region written and tuning class
+/// Same f32 result, work, limits and tuning class
 /// as the f32 GEMM.
-pub use super::gemm_f32::{check, flops, outputs, shape_class, written};
+pub use super::gemm_f32::{check, flops, outputs, shape_class};
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], m: usize, n: usize, k: usize) -> Vec<Vec<f64>> {
     vec![super::gemm_f32::gemm(&x[0], &x[1], m, n, k)]
 }

@@ -33,9 +33,6 @@ pub fn check(tokens: usize, rows: usize, cols: usize) -> Result<(), String> {
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], tokens: usize, rows: usize, cols: usize) -> Vec<Vec<f64>> {
     vec![linear(&x[0], &x[1], tokens, rows, cols)]
 }
-pub fn written(_tokens: usize, _rows: usize, _cols: usize) -> Region {
-    Region::Whole
-}
 pub fn shape_class(tokens: usize, rows: usize, cols: usize) -> String {
     format!("t{},r{},c{}", bucket(tokens), bucket(rows), bucket(cols))
 }

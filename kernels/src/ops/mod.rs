@@ -132,6 +132,12 @@ macro_rules! ops {
     (@shape $m:ident [own_shape $($rest:ident)*]; $($a:ident),*) => { $m::shape($($a),*) };
     (@shape $m:ident [$other:ident $($rest:ident)*]; $($a:ident),*) => { ops!(@shape $m [$($rest)*]; $($a),*) };
     (@shape $m:ident []; $($a:ident),*) => { fields(&[$( (stringify!($a), &$a as &dyn std::fmt::Display) ),*]) };
+    // An op marked `(partial)` writes only part of its read-write outputs
+    // (its file's `written`: the rows of a cache); every other op writes
+    // each output whole.
+    (@written $m:ident [partial $($rest:ident)*]; $($a:ident),*) => { $m::written($($a),*) };
+    (@written $m:ident [$other:ident $($rest:ident)*]; $($a:ident),*) => { ops!(@written $m [$($rest)*]; $($a),*) };
+    (@written $m:ident []; $($a:ident),*) => {{ $( let _ = $a; )* Region::Whole }};
     // An op marked `(scratch)` declares device memory its kernels use
     // between their passes (its file's `scratch`); the others use none.
     (@scratch $m:ident [scratch $($rest:ident)*]; $($a:ident),*) => { $m::scratch($($a),*) };
@@ -280,7 +286,7 @@ macro_rules! ops {
 
             /// The elements it writes of its outputs.
             pub fn written(&self) -> Region {
-                match *self { $( Op::$V $({ $($f),* })? => $m::written($($($f),*)?), )* }
+                match *self { $( Op::$V $({ $($f),* })? => ops!(@written $m [$($($flag)+)?]; $($($f),*)?), )* }
             }
 
             /// The class its tuning is shared across, the tuning cache's
@@ -388,14 +394,14 @@ ops! {
     /// `[layers][max_seq][heads][head_dim]`, new rows `[layers][n_new][heads][head_dim]`.
     /// The caches are read-write: everything outside the written rows must
     /// keep its prior content (callers pass meaningful prior contents).
-    KvUpdate { layers: usize, max_seq: usize, heads: usize, head_dim: usize, pos: usize, n_new: usize } => kv_update(own_bytes),
+    KvUpdate { layers: usize, max_seq: usize, heads: usize, head_dim: usize, pos: usize, n_new: usize } => kv_update(own_bytes, partial),
     /// RoPE of a fused QKV projection into the KV cache, f16: `qkv` is
     /// `[tokens][3][heads][head_dim]` (per token q, k, v); `q` (rotated,
     /// `[tokens][heads][head_dim]`) is written whole, and rows
     /// `pos0..pos0+tokens` of the caches (`[max_seq][heads][head_dim]`) get
     /// k rotated and v copied; the rest of the caches must survive. The
     /// rotation is [`Op::Rope`]'s at position `pos0 + t`, in f32.
-    RopeKvF16 { tokens: usize, heads: usize, head_dim: usize, pos0: u32, max_seq: usize, theta: f32 } => rope_kv_f16(own_bytes),
+    RopeKvF16 { tokens: usize, heads: usize, head_dim: usize, pos0: u32, max_seq: usize, theta: f32 } => rope_kv_f16(own_bytes, partial),
     /// One token's attention over the first `len` rows of an f16 KV cache:
     /// per head h, `o_h = sum_{p<len} softmax_p(q_h . k[p][h] / sqrt(head_dim)) v[p][h]`,
     /// f32 arithmetic, f16 out. Split across the sequence (partial max, sum
@@ -495,7 +501,12 @@ mod tests {
             }
             let outputs = op.outputs();
             match op.written() {
-                Region::Whole => {}
+                // An op that updates a buffer in place is marked
+                // `(partial)` and says which part it writes.
+                Region::Whole => assert!(
+                    outputs.iter().all(|s| s.access != Access::ReadWrite),
+                    "{op}: a read-write output written whole"
+                ),
                 Region::Ranges(r) => {
                     assert!(!r.is_empty(), "{op}: an empty region");
                     // The ranges are those of the read-write outputs (the

@@ -21,9 +21,6 @@ pub fn check() -> Result<(), String> {
 pub fn reference(_x: &[Vec<f64>], _prior: &[HostBuf]) -> Vec<Vec<f64>> {
     vec![]
 }
-pub fn written() -> Region {
-    Region::Whole
-}
 pub fn shape_class() -> String {
     String::new()
 }

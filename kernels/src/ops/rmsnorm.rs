@@ -43,9 +43,6 @@ pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize, e
     }
     vec![y]
 }
-pub fn written(_rows: usize, _cols: usize, _eps: f32) -> Region {
-    Region::Whole
-}
 pub fn shape_class(rows: usize, cols: usize, _eps: f32) -> String {
     rows_class(rows, cols)
 }

@@ -29,9 +29,6 @@ pub use super::rmsnorm::check;
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize, eps: f32) -> Vec<Vec<f64>> {
     vec![norm(&x[0], &x[1], rows, cols, eps)]
 }
-pub fn written(_rows: usize, _cols: usize, _eps: f32) -> Region {
-    Region::Whole
-}
 pub fn shape_class(rows: usize, cols: usize, _eps: f32) -> String {
     super::gemv_f16::rows_class8(rows, cols)
 }

@@ -53,9 +53,6 @@ pub fn reference(
     }
     vec![y]
 }
-pub fn written(_tokens: usize, _heads: usize, _head_dim: usize, _pos0: u32, _theta: f32) -> Region {
-    Region::Whole
-}
 /// Position and base do not change the work.
 pub fn shape_class(tokens: usize, heads: usize, head_dim: usize, _pos0: u32, _theta: f32) -> String {
     format!("t{},h{},d{}", bucket(tokens), bucket(heads), bucket(head_dim))

@@ -36,9 +36,6 @@ pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize) -
     }
     vec![y]
 }
-pub fn written(_rows: usize, _cols: usize) -> Region {
-    Region::Whole
-}
 pub fn shape_class(rows: usize, cols: usize) -> String {
     rows_class(rows, cols)
 }

@@ -36,9 +36,6 @@ pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize) -
     }
     vec![a]
 }
-pub fn written(_rows: usize, _cols: usize) -> Region {
-    Region::Whole
-}
 pub fn shape_class(rows: usize, cols: usize) -> String {
     super::gemv_f16::rows_class8(rows, cols)
 }

@@ -25,9 +25,6 @@ pub fn check(n: usize) -> Result<(), String> {
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], _n: usize) -> Vec<Vec<f64>> {
     vec![x[0].clone()]
 }
-pub fn written(_n: usize) -> Region {
-    Region::Whole
-}
 pub fn shape_class(n: usize) -> String {
     format!("n{}", bucket(n))
 }

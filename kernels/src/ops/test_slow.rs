@@ -22,9 +22,6 @@ pub fn check(_iters: u32) -> Result<(), String> {
 pub fn reference(_x: &[Vec<f64>], _prior: &[HostBuf], iters: u32) -> Vec<Vec<f64>> {
     vec![vec![crate::slow_hash(iters) as f64]]
 }
-pub fn written(_iters: u32) -> Region {
-    Region::Whole
-}
 /// One class: the chain's length is what the gate sets, not a tuning.
 pub fn shape_class(_iters: u32) -> String {
     String::new()

@@ -24,9 +24,6 @@ pub fn check(n: usize) -> Result<(), String> {
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], _n: usize) -> Vec<Vec<f64>> {
     vec![x[0].iter().zip(&x[1]).map(|(a, b)| a + b).collect()]
 }
-pub fn written(_n: usize) -> Region {
-    Region::Whole
-}
 pub fn shape_class(n: usize) -> String {
     format!("n{}", bucket(n))
 }
