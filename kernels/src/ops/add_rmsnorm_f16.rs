@@ -9,12 +9,7 @@ use super::*;
 pub const TOLERANCE: Tolerance = super::gemv_f16::F16_OUT;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] =
     &[("x", (-2.0, 2.0)), ("r", (-2.0, 2.0)), ("g", (0.5, 1.5))];
-/// f16; memory-bound; its Vulkan kernel reduces each row across a subgroup.
-pub const FACTS: Facts = Facts {
-    precision: Precision::Fp16,
-    rate: RateUnit::GBps,
-    needs: Needs { subgroup_arith: true, matrix_units: false },
-};
+pub const FACTS: Facts = Facts::row_reduction(Precision::Fp16);
 
 pub fn inputs(rows: usize, cols: usize, _eps: f32) -> Vec<BufferSpec> {
     vec![
@@ -39,7 +34,7 @@ pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize, e
         .zip(&x[1])
         .map(|(a, b)| half::f16::from_f64(a + b).to_f64())
         .collect();
-    let y = super::rmsnorm_f16::norm(&h, &x[2], rows, cols, eps);
+    let y = super::rmsnorm::norm(&h, &x[2], rows, cols, eps);
     vec![h, y]
 }
 pub fn shape_class(rows: usize, cols: usize, _eps: f32) -> String {

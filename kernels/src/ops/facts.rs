@@ -20,6 +20,21 @@ pub struct Facts {
     pub needs: Needs,
 }
 
+impl Facts {
+    /// A memory-bound op in `precision` whose Vulkan kernel reduces each
+    /// row across a subgroup (the norms, softmax, gemv_f16).
+    pub const fn row_reduction(precision: Precision) -> Facts {
+        Facts {
+            precision,
+            rate: RateUnit::GBps,
+            needs: Needs {
+                subgroup_arith: true,
+                matrix_units: false,
+            },
+        }
+    }
+}
+
 /// Numeric class of an op: f16 ops have extra preconditions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Precision {

@@ -17,13 +17,8 @@ pub(super) const F16_OUT: Tolerance = Tolerance::RelNorm(1e-3);
 
 pub const TOLERANCE: Tolerance = F16_OUT;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
-/// f16 operands; memory-bound (the weights dominate `bytes_moved`); its
-/// Vulkan kernel reduces each row across a subgroup.
-pub const FACTS: Facts = Facts {
-    precision: Precision::Fp16,
-    rate: RateUnit::GBps,
-    needs: Needs { subgroup_arith: true, matrix_units: false },
-};
+/// f16 operands; memory-bound (the weights dominate `bytes_moved`).
+pub const FACTS: Facts = Facts::row_reduction(Precision::Fp16);
 
 pub fn inputs(rows: usize, cols: usize) -> Vec<BufferSpec> {
     vec![
@@ -37,10 +32,7 @@ pub fn outputs(rows: usize, _cols: usize) -> Vec<BufferSpec> {
 pub fn flops(rows: usize, cols: usize) -> u64 {
     2 * rows as u64 * cols as u64
 }
-pub fn check(rows: usize, cols: usize) -> Result<(), String> {
-    nonzero("rows", rows)?;
-    nonzero("cols", cols)
-}
+pub use super::rowwise::check;
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize) -> Vec<Vec<f64>> {
     let y = (0..rows)
         .map(|o| {

@@ -5,12 +5,7 @@ use super::*;
 pub const TOLERANCE: Tolerance = F32;
 /// Weights near 1 so the norm does not collapse; a small bias.
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[("x", (-2.0, 2.0)), ("w", (0.5, 1.5)), ("b", (-0.5, 0.5))];
-/// Memory-bound; its Vulkan kernel reduces each row across a subgroup.
-pub const FACTS: Facts = Facts {
-    precision: Precision::Fp32,
-    rate: RateUnit::GBps,
-    needs: Needs { subgroup_arith: true, matrix_units: false },
-};
+pub const FACTS: Facts = Facts::row_reduction(Precision::Fp32);
 
 pub fn inputs(rows: usize, cols: usize, _eps: f32) -> Vec<BufferSpec> {
     vec![
@@ -28,16 +23,15 @@ pub fn flops(rows: usize, cols: usize, _eps: f32) -> u64 {
 /// Same limits as rmsnorm.
 pub use super::rmsnorm::check;
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize, eps: f32) -> Vec<Vec<f64>> {
-    let mut y = vec![0.0; rows * cols];
-    for r in 0..rows {
-        let row = &x[0][r * cols..(r + 1) * cols];
+    let (w, b) = (&x[1], &x[2]);
+    let y = super::rowwise::map_rows(&x[0], rows, cols, cols, |row, y| {
         let mean = row.iter().sum::<f64>() / cols as f64;
         let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / cols as f64;
         let inv = 1.0 / (var + eps as f64).sqrt();
-        for c in 0..cols {
-            y[r * cols + c] = (row[c] - mean) * inv * x[1][c] + x[2][c];
+        for (c, y) in y.iter_mut().enumerate() {
+            *y = (row[c] - mean) * inv * w[c] + b[c];
         }
-    }
+    });
     vec![y]
 }
 pub fn shape_class(rows: usize, cols: usize, _eps: f32) -> String {

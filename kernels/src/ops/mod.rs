@@ -14,6 +14,7 @@ use crate::host::{DType, HostBuf};
 use serde::{Deserialize, Serialize};
 
 mod facts;
+mod rowwise;
 use facts::{bucket, rows_class};
 pub use facts::{Facts, Needs, Precision, RateUnit, Region};
 

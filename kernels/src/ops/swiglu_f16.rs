@@ -21,19 +21,14 @@ pub fn outputs(rows: usize, cols: usize) -> Vec<BufferSpec> {
 pub fn flops(rows: usize, cols: usize) -> u64 {
     4 * rows as u64 * cols as u64
 }
-pub fn check(rows: usize, cols: usize) -> Result<(), String> {
-    nonzero("rows", rows)?;
-    nonzero("cols", cols)
-}
+pub use super::rowwise::check;
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], rows: usize, cols: usize) -> Vec<Vec<f64>> {
-    let mut a = vec![0.0; rows * cols];
-    for r in 0..rows {
-        let row = &x[0][r * 2 * cols..(r + 1) * 2 * cols];
-        for c in 0..cols {
-            let (g, u) = (row[c], row[cols + c]);
-            a[r * cols + c] = g / (1.0 + (-g).exp()) * u;
+    let a = super::rowwise::map_rows(&x[0], rows, 2 * cols, cols, |row, a| {
+        let (gate, up) = row.split_at(cols);
+        for ((a, g), u) in a.iter_mut().zip(gate).zip(up) {
+            *a = g / (1.0 + (-g).exp()) * u;
         }
-    }
+    });
     vec![a]
 }
 pub fn shape_class(rows: usize, cols: usize) -> String {
