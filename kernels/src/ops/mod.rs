@@ -533,15 +533,10 @@ mod tests {
         let norm = Op::Softmax { rows: 2, cols: 8 };
         assert!(norm.needs().subgroup_arith);
         assert!(!Op::Copy { n: 8 }.needs().subgroup_arith);
-        // kv_update writes rows pos..pos+n_new of each layer.
-        let kv = Op::KvUpdate {
-            layers: 2,
-            max_seq: 16,
-            heads: 2,
-            head_dim: 8,
-            pos: 5,
-            n_new: 3,
-        };
+        // kv_update writes rows pos..pos+n_new of each layer: its example's
+        // rows 5..8 of 16, 16 elements each, in 2 layers (its fields are
+        // pinned in `display_is_the_name_and_each_field`).
+        let kv = super::kv_update::example();
         assert_eq!(kv.written(), Region::Ranges(vec![80..128, 336..384]));
     }
 
