@@ -229,20 +229,41 @@ fn tiny_layer_by_hand() {
     close(&out.k_new.value, &[3.0 / rms, 4.0 / rms]);
 }
 
+/// A [`MEDIUM`] layer on fresh random values (the seed printed): its
+/// weights, K and V caches of `cached` positions, one token `x` to
+/// decode after them and `tokens` to prefill from an empty cache.
+struct Case {
+    w: BlockWeights,
+    kc: Vec<f64>,
+    vc: Vec<f64>,
+    x: Vec<f64>,
+    prefill: Vec<f64>,
+}
+
+fn medium(cached: usize, tokens: usize) -> Case {
+    let mut rng = rng();
+    let w = weights(&MEDIUM, &mut rng);
+    let (kc, vc) = cache(&MEDIUM, &w, &mut rng, cached);
+    let x = random(&mut rng, MEDIUM.hidden, 1.0);
+    let prefill = random(&mut rng, tokens * MEDIUM.hidden, 1.0);
+    Case {
+        w,
+        kc,
+        vc,
+        x,
+        prefill,
+    }
+}
+
 /// The CPU model of the device (f16 stores, f32 sums, f32 angles)
 /// stays within the derived bound, for decode far into a long cache
 /// (large RoPE angles) and for a prefill: the bound is not too tight.
 #[test]
 fn emulated_device_stays_within_the_bound() {
-    let mut rng = rng();
-    let s = MEDIUM;
-    let w = weights(&s, &mut rng);
-    let (kc, vc) = cache(&s, &w, &mut rng, 300);
-    let x = random(&mut rng, s.hidden, 1.0);
-    let prefill = random(&mut rng, 7 * s.hidden, 1.0);
-    for (x, k, v) in [(&x, &kc[..], &vc[..]), (&prefill, &[][..], &[][..])] {
-        let want = forward(&s, &w, x, k, v, DEVICE).unwrap();
-        let [y, kn, vn] = emulate(&s, &w, x, k, v, Fault::None).unwrap();
+    let (s, c) = (MEDIUM, medium(300, 7));
+    for (x, k, v) in [(&c.x, &c.kc[..], &c.vc[..]), (&c.prefill, &[][..], &[][..])] {
+        let want = forward(&s, &c.w, x, k, v, DEVICE).unwrap();
+        let [y, kn, vn] = emulate(&s, &c.w, x, k, v, Fault::None).unwrap();
         for (name, e, got) in [
             ("y", &want.y, &y),
             ("k", &want.k_new, &kn),
@@ -281,12 +302,7 @@ fn rms_z(e: &Expected, got: &[f64]) -> f64 {
 /// the small-cache gates are the ones that catch it.
 #[test]
 fn each_fault_fails_the_check() {
-    let mut rng = rng();
-    let s = MEDIUM;
-    let w = weights(&s, &mut rng);
-    let (kc, vc) = cache(&s, &w, &mut rng, 40);
-    let x = random(&mut rng, s.hidden, 1.0);
-    let prefill = random(&mut rng, 5 * s.hidden, 1.0);
+    let (s, c) = (MEDIUM, medium(40, 5));
     for fault in [
         Fault::RopeSign,
         Fault::MaskOffByOne,
@@ -294,11 +310,11 @@ fn each_fault_fails_the_check() {
         Fault::StaleKv,
     ] {
         for (what, x, k, v) in [
-            ("decode", &x, &kc[..], &vc[..]),
-            ("prefill", &prefill, &[][..], &[][..]),
+            ("decode", &c.x, &c.kc[..], &c.vc[..]),
+            ("prefill", &c.prefill, &[][..], &[][..]),
         ] {
-            let want = forward(&s, &w, x, k, v, DEVICE).unwrap();
-            let [y, kn, _] = emulate(&s, &w, x, k, v, fault).unwrap();
+            let want = forward(&s, &c.w, x, k, v, DEVICE).unwrap();
+            let [y, kn, _] = emulate(&s, &c.w, x, k, v, fault).unwrap();
             assert!(
                 want.y.check(&y).is_err() || want.k_new.check(&kn).is_err(),
                 "{fault:?} on {what} passed the check"
