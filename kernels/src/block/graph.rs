@@ -71,6 +71,13 @@ fn out(g: &Graph, name: &str) -> usize {
     st.bind[i]
 }
 
+/// Adds a projection step `op` (gemv_f16 or linear_f16) of `x` by
+/// weights `w` and returns the slot of its result `y`.
+fn project(g: &mut Graph, op: Op, x: usize, w: usize) -> Result<usize, String> {
+    add(g, op, &[("x", x), ("w", w)])?;
+    Ok(out(g, "y"))
+}
+
 /// The graph of one layer on `tokens` new tokens at positions `pos0..`,
 /// caches of exactly `pos0 + tokens` positions.
 pub fn build(s: &BlockShape, tokens: usize, pos0: usize) -> Result<BlockGraph, String> {
@@ -90,6 +97,12 @@ pub fn build(s: &BlockShape, tokens: usize, pos0: usize) -> Result<BlockGraph, S
     let k_cache = g.slot("k_cache", f16, max_seq * d);
     let v_cache = g.slot("v_cache", f16, max_seq * d);
     let y = g.slot("y", f16, tokens * d);
+    // The residual add and norm that closes each half of the layer.
+    let add_norm = Op::AddRmsNormF16 {
+        rows: tokens,
+        cols: d,
+        eps,
+    };
     let proj = |rows: usize, cols: usize| {
         if tokens == 1 {
             Op::GemvF16 { rows, cols }
@@ -108,8 +121,7 @@ pub fn build(s: &BlockShape, tokens: usize, pos0: usize) -> Result<BlockGraph, S
         &[("x", x), ("g", g_attn)],
     )?;
     let a = out(&g, "y");
-    add(&mut g, proj(3 * d, d), &[("x", a), ("w", wqkv)])?;
-    let qkv = out(&g, "y");
+    let qkv = project(&mut g, proj(3 * d, d), a, wqkv)?;
     let rope = Op::RopeKvF16 {
         tokens,
         heads: s.heads,
@@ -146,20 +158,14 @@ pub fn build(s: &BlockShape, tokens: usize, pos0: usize) -> Result<BlockGraph, S
         &[("q", q), ("k_cache", k_cache), ("v_cache", v_cache)],
     )?;
     let att = out(&g, "o");
-    add(&mut g, proj(d, d), &[("x", att), ("w", wo)])?;
-    let o = out(&g, "y");
+    let o = project(&mut g, proj(d, d), att, wo)?;
     add(
         &mut g,
-        Op::AddRmsNormF16 {
-            rows: tokens,
-            cols: d,
-            eps,
-        },
+        add_norm.clone(),
         &[("x", x), ("r", o), ("g", g_mlp)],
     )?;
     let (h, m) = (out(&g, "h"), out(&g, "y"));
-    add(&mut g, proj(2 * f, d), &[("x", m), ("w", w_gateup)])?;
-    let gu = out(&g, "y");
+    let gu = project(&mut g, proj(2 * f, d), m, w_gateup)?;
     add(
         &mut g,
         Op::SwigluF16 {
@@ -169,15 +175,10 @@ pub fn build(s: &BlockShape, tokens: usize, pos0: usize) -> Result<BlockGraph, S
         &[("gu", gu)],
     )?;
     let act = out(&g, "a");
-    add(&mut g, proj(d, f), &[("x", act), ("w", w_down)])?;
-    let down = out(&g, "y");
+    let down = project(&mut g, proj(d, f), act, w_down)?;
     add(
         &mut g,
-        Op::AddRmsNormF16 {
-            rows: tokens,
-            cols: d,
-            eps,
-        },
+        add_norm,
         &[("x", h), ("r", down), ("g", g_attn), ("h", y)],
     )?;
     g.validate()?;
