@@ -25,6 +25,22 @@ pub fn shape(hidden: usize, heads: usize, head_dim: usize, ffn: usize) -> BlockS
     }
 }
 
+/// The norm bound applies where no inputs are at hand (`check_buf` alone);
+/// the gate checks each element against the derived error model
+/// ([`Expected`], 8 standard deviations).
+pub const TOLERANCE: crate::Tolerance = crate::Tolerance::FP16_ACC32;
+
+/// Weights at `sqrt(3 / fan_in)` of Llama-2-7B's widths, so activations keep
+/// their scale through the layer; gains near 1.
+pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[
+    ("g_attn", (0.5, 1.5)),
+    ("g_mlp", (0.5, 1.5)),
+    ("wqkv", (-0.027, 0.027)),
+    ("wo", (-0.027, 0.027)),
+    ("w_gateup", (-0.027, 0.027)),
+    ("w_down", (-0.0165, 0.0165)),
+];
+
 fn f16(name: &'static str, len: usize, access: Access) -> BufferSpec {
     BufferSpec {
         name,
@@ -195,6 +211,13 @@ pub fn reference(s: &BlockShape, x: &[Vec<f64>]) -> Vec<Vec<f64>> {
         // Shapes were validated and buffers checked against them before.
         Err(e) => unreachable!("block reference on checked buffers: {e}"),
     }
+}
+
+/// The work of the composite's steps, summed (0 for a shape it refuses).
+pub fn flops(s: &BlockShape, tokens: usize, past: usize) -> u64 {
+    composite(s, tokens, past)
+        .map(|c| c.graph.steps.iter().map(|s| s.op.flops()).sum())
+        .unwrap_or(0)
 }
 
 /// The composite of `tokens` new tokens after `past` cached positions.

@@ -5,20 +5,9 @@
 use super::*;
 use crate::block::composite as c;
 
-/// The norm bound applies where no inputs are at hand (`check_buf` alone);
-/// the gate checks each element against the derived error model
-/// (`crate::block::Expected`, 8 standard deviations).
-pub const TOLERANCE: Tolerance = Tolerance::FP16_ACC32;
-/// Weights at `sqrt(3 / fan_in)` of Llama-2-7B's widths, so activations keep
-/// their scale through the layer; gains near 1.
-pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[
-    ("g_attn", (0.5, 1.5)),
-    ("g_mlp", (0.5, 1.5)),
-    ("wqkv", (-0.027, 0.027)),
-    ("wo", (-0.027, 0.027)),
-    ("w_gateup", (-0.027, 0.027)),
-    ("w_down", (-0.0165, 0.0165)),
-];
+/// The layer's bound and input ranges (`crate::block::composite`).
+pub const TOLERANCE: Tolerance = c::TOLERANCE;
+pub const INPUT_RANGES: &[(&str, (f32, f32))] = c::INPUT_RANGES;
 /// f16; compute-bound, on the matrix units; its norms reduce across subgroups.
 pub const FACTS: Facts = Facts {
     precision: Precision::Fp16,
@@ -34,9 +23,7 @@ pub fn outputs(hidden: usize, heads: usize, head_dim: usize, ffn: usize, tokens:
 }
 /// The sum of its steps' work.
 pub fn flops(hidden: usize, heads: usize, head_dim: usize, ffn: usize, tokens: usize) -> u64 {
-    c::composite(&c::shape(hidden, heads, head_dim, ffn), tokens, 0)
-        .map(|c| c.graph.steps.iter().map(|s| s.op.flops()).sum())
-        .unwrap_or(0)
+    c::flops(&c::shape(hidden, heads, head_dim, ffn), tokens, 0)
 }
 pub fn check(hidden: usize, heads: usize, head_dim: usize, ffn: usize, tokens: usize) -> Result<(), String> {
     c::shape(hidden, heads, head_dim, ffn).check()?;
