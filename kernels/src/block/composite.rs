@@ -10,7 +10,7 @@
 
 use super::{forward, BlockShape, BlockWeights, Expected, DEVICE};
 use crate::graph::Composite;
-use crate::{Access, BufferSpec, DType};
+use crate::{Access, BufferSpec, DType, HostBuf, Op};
 
 /// The layer's shape from an op's fields: Llama's eps (1e-5) and RoPE
 /// theta (10000) are fixed, as in every Llama-2 layer.
@@ -40,6 +40,27 @@ pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[
     ("w_gateup", (-0.027, 0.027)),
     ("w_down", (-0.0165, 0.0165)),
 ];
+
+/// Fresh inputs of a composite op (all f16), in binding order: each
+/// value `draw(lo, hi)` within its buffer's range ([`Op::input_range`]),
+/// element by element, rounded to f16. A test draws from its own seeded
+/// generator; an input that is not f16 is an error naming it.
+pub fn draw_inputs(op: &Op, mut draw: impl FnMut(f32, f32) -> f32) -> Result<Vec<HostBuf>, String> {
+    op.inputs()
+        .iter()
+        .map(|s| {
+            if s.dtype != DType::F16 {
+                return Err(format!("{op}: input {} is {:?}, not f16", s.name, s.dtype));
+            }
+            let (lo, hi) = op.input_range(s.name);
+            Ok(HostBuf::F16(
+                (0..s.len)
+                    .map(|_| half::f16::from_f32(draw(lo, hi)))
+                    .collect(),
+            ))
+        })
+        .collect()
+}
 
 fn f16(name: &'static str, len: usize, access: Access) -> BufferSpec {
     BufferSpec {

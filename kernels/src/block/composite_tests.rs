@@ -2,7 +2,7 @@
 //! ops, run through each op's own f64 reference with f16 stores between
 //! steps ([`crate::graph::Graph::reference`]), lands within the layer's
 //! error model; a mis-bound buffer does not.
-use crate::{DType, HostBuf, Op};
+use crate::{HostBuf, Op};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 fn rng() -> StdRng {
@@ -14,18 +14,7 @@ fn rng() -> StdRng {
 /// Inputs drawn as the smoke gates draw them: each buffer from its op's
 /// `input_range`, stored as f16.
 fn inputs(op: &Op, rng: &mut StdRng) -> Vec<HostBuf> {
-    op.inputs()
-        .iter()
-        .map(|s| {
-            assert_eq!(s.dtype, DType::F16);
-            let (lo, hi) = op.input_range(s.name);
-            HostBuf::F16(
-                (0..s.len)
-                    .map(|_| half::f16::from_f32(rng.gen_range(lo..hi)))
-                    .collect(),
-            )
-        })
-        .collect()
+    super::composite::draw_inputs(op, |lo, hi| rng.gen_range(lo..hi)).unwrap()
 }
 
 /// Runs the op's graph on the host: the outputs as the device would store them.
@@ -169,4 +158,34 @@ fn a_long_prefill_is_checked_on_sampled_tokens_with_the_device_cache() {
         expected_within(&s, &x, &outs, tokens, seed, 0).unwrap()[0].index,
         Some(ix)
     );
+}
+
+/// Drawn inputs lie in their buffers' ranges, in binding order; an op
+/// with an input that is not f16 is refused, naming it.
+#[test]
+fn drawn_inputs_follow_the_ranges_and_refuse_other_types() {
+    let op = Op::BlockPrefill {
+        hidden: 64,
+        heads: 2,
+        head_dim: 32,
+        ffn: 96,
+        tokens: 3,
+    };
+    let mut rng = rng();
+    let ins = inputs(&op, &mut rng);
+    for (b, s) in ins.iter().zip(op.inputs()) {
+        let (lo, hi) = op.input_range(s.name);
+        let v = b.to_f64();
+        assert_eq!(v.len(), s.len, "{}", s.name);
+        // f16 rounding may land on the range's ends.
+        let slack = 1e-3 * (hi - lo) as f64;
+        assert!(
+            v.iter()
+                .all(|&x| x >= lo as f64 - slack && x <= hi as f64 + slack),
+            "{}",
+            s.name
+        );
+    }
+    let e = super::composite::draw_inputs(&Op::VecAdd { n: 4 }, |lo, _| lo).unwrap_err();
+    assert!(e.contains("input a is F32, not f16"), "{e}");
 }
