@@ -21,6 +21,18 @@ pub struct Facts {
 }
 
 impl Facts {
+    /// f16 operands (the f16 preconditions and deny list apply);
+    /// compute-bound, on the matrix units where the device has them (the
+    /// f16 GEMMs).
+    pub const MATRIX_F16: Facts = Facts {
+        precision: Precision::Fp16,
+        rate: RateUnit::TFlops,
+        needs: Needs {
+            subgroup_arith: false,
+            matrix_units: true,
+        },
+    };
+
     /// A memory-bound op in `precision` whose Vulkan kernel reduces each
     /// row across a subgroup (the norms, softmax, gemv_f16).
     pub const fn row_reduction(precision: Precision) -> Facts {

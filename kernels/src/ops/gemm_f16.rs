@@ -3,13 +3,7 @@ use super::*;
 
 pub const TOLERANCE: Tolerance = Tolerance::FP16_ACC32;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
-/// f16 operands (the f16 preconditions and deny list apply); compute-bound,
-/// on the matrix units where the device has them.
-pub const FACTS: Facts = Facts {
-    precision: Precision::Fp16,
-    rate: RateUnit::TFlops,
-    needs: Needs { subgroup_arith: false, matrix_units: true },
-};
+pub const FACTS: Facts = Facts::MATRIX_F16;
 
 pub fn inputs(m: usize, n: usize, k: usize) -> Vec<BufferSpec> {
     super::gemm_f32::operands(DType::F16, m, n, k)

@@ -6,12 +6,7 @@ use super::*;
 /// As [`super::gemv_f16`]: one f16 rounding of an f32 result.
 pub const TOLERANCE: Tolerance = super::gemv_f16::F16_OUT;
 pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
-/// f16 operands; compute-bound, on the matrix units where the device has them.
-pub const FACTS: Facts = Facts {
-    precision: Precision::Fp16,
-    rate: RateUnit::TFlops,
-    needs: Needs { subgroup_arith: false, matrix_units: true },
-};
+pub const FACTS: Facts = Facts::MATRIX_F16;
 
 pub fn inputs(tokens: usize, rows: usize, cols: usize) -> Vec<BufferSpec> {
     vec![
