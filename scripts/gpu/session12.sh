@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Session 12's call on the lent NVIDIA machine (issue 26): the refactors of
+# the runtime (one tiled-GEMM planner for Vulkan, shared CUDA/HIP code) and
+# the kernels must not change what runs on the device or how fast. Runs the
+# baseline binary (main before the session) and the new binary side by side,
+# interleaved, on the same warm GPU:
+#   - the default profile on CUDA and Vulkan (every op checked against its
+#     CPU reference);
+#   - perf gates that exercise the touched planners and launch paths.
+# Prepare here:
+#   git stash/checkout the baseline, cargo build --release -p greta,
+#   cp target/release/greta .s12/base-greta; then the same for .s12/greta
+#   scripts/gpu/prepare-loader.sh            (the Vulkan loader debs in .gl)
+# Run with carry [".s12", ".gl"]: bash scripts/gpu/session12.sh [cuda|vulkan|all]
+# (one backend a call keeps each call well inside the 600 s limit).
+# Results in $OUT: s12.log and one JSON per (binary, backend, set).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-s12-out}
+mkdir -p "$out"
+log="$out/s12.log"
+say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$log"; }
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | tee -a "$log"
+perf=(gemm_f16.8192 linear_f16.2048x12288x4096 gemv_f16.12288x4096 attn_prefill_f16.32x128.S2048
+      block_decode.L512 block_prefill.S2048)
+run() {  # run BIN NAME LIMIT_S ARGS...
+  local bin=$1 name=$2 limit=$3; shift 3
+  say "$bin $name: greta smoke $*"
+  GRETA_KERNEL_CACHE=/tmp/k-$bin XDG_DATA_HOME=/tmp/d-$bin XDG_CACHE_HOME=/tmp/c-$bin \
+    timeout "$limit" ".s12/$bin" smoke --json --no-progress --out "/tmp/o-$bin" "$@" \
+    > "$out/$bin-$name.json" 2> "/tmp/$bin-$name.err"
+  say "$bin $name: exit $?"
+  tail -n 25 "/tmp/$bin-$name.err" >> "$log"
+}
+which=${1:-all}
+gates=()
+for g in "${perf[@]}"; do gates+=(--gate "$g"); done
+if [[ $which != vulkan ]]; then
+for b in greta base-greta; do run "$b" cuda-default 60 --backend cuda; done
+for b in base-greta greta; do run "$b" cuda-perf 110 --backend cuda --profile perf --repeat 3 "${gates[@]}"; done
+fi
+[[ $which == cuda ]] && { say done; exit 0; }
+if ! ldconfig -p | grep -q libvulkan.so.1; then for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig; fi
+[[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]] && \
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+for b in greta base-greta; do run "$b" vulkan-default 60 --backend vulkan; done
+for b in base-greta greta; do run "$b" vulkan-perf 110 --backend vulkan --profile perf --repeat 3 "${gates[@]}"; done
+say done
