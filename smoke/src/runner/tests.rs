@@ -41,6 +41,42 @@ pub(crate) fn fake_info(fp16: bool) -> greta_runtime::DeviceInfo {
     .expect("fake DeviceInfo matches the runtime's schema")
 }
 
+/// What a correct device writes: the f64 reference of `op`, rounded to
+/// each output's element type (the fakes here and in `node`).
+pub(crate) fn write_reference(
+    op: &Op,
+    inputs: &[HostBuf],
+    outputs: &mut [HostBuf],
+) -> Result<(), RuntimeError> {
+    let want = greta_kernels::reference(op, inputs, outputs)
+        .map_err(|e| RuntimeError::BadInput(e.to_string()))?;
+    for (o, w) in outputs.iter_mut().zip(want) {
+        match o {
+            HostBuf::F32(v) => v.iter_mut().zip(&w).for_each(|(x, y)| *x = *y as f32),
+            HostBuf::U32(v) => v.iter_mut().zip(&w).for_each(|(x, y)| *x = *y as u32),
+            HostBuf::F16(v) => v
+                .iter_mut()
+                .zip(&w)
+                .for_each(|(x, y)| *x = half::f16::from_f64(*y)),
+        }
+    }
+    Ok(())
+}
+
+/// A fake device's timing of `repeats` dispatches of `op`, each
+/// `ns_per_dispatch` by its (fake) timestamps, over `wall`.
+pub(crate) fn fake_stats(op: &Op, ns_per_dispatch: u64, repeats: u32, wall: Duration) -> RunStats {
+    RunStats {
+        device_ns: vec![ns_per_dispatch; repeats as usize],
+        timing: TimingSource::DeviceTimestamps,
+        wall,
+        kernel: op.name().to_string(),
+        tuning: Default::default(),
+        dispatches_per_repeat: 1,
+        step_ns: Vec::new(),
+    }
+}
+
 impl FakeDevice {
     fn new(fp16: bool) -> Self {
         FakeDevice {
@@ -86,18 +122,12 @@ impl Backend for FakeDevice {
                 waited: opts.timeout,
             });
         }
-        let want = greta_kernels::reference(op, inputs, outputs)
-            .map_err(|e| RuntimeError::BadInput(e.to_string()))?;
-        for (o, w) in outputs.iter_mut().zip(want) {
-            match o {
-                HostBuf::F32(v) => v.iter_mut().zip(&w).for_each(|(x, y)| *x = *y as f32),
-                HostBuf::U32(v) => {
-                    v.iter_mut().zip(&w).for_each(|(x, y)| *x = *y as u32);
-                    if let Some(i) = self.skip_element {
-                        v[i] = POISON_U32;
-                    }
+        write_reference(op, inputs, outputs)?;
+        if let Some(i) = self.skip_element {
+            for o in outputs.iter_mut() {
+                if let HostBuf::U32(v) = o {
+                    v[i] = POISON_U32;
                 }
-                HostBuf::F16(_) => unreachable!(),
             }
         }
         if self.corrupt_gemm_f16 && matches!(op, Op::GemmF16 { .. }) {
@@ -107,15 +137,12 @@ impl Backend for FakeDevice {
                 }
             }
         }
-        Ok(RunStats {
-            device_ns: vec![self.ns_per_dispatch; opts.repeats as usize],
-            timing: TimingSource::DeviceTimestamps,
-            wall: Duration::from_micros(50),
-            kernel: op.name().to_string(),
-            tuning: Default::default(),
-            dispatches_per_repeat: 1,
-            step_ns: Vec::new(),
-        })
+        Ok(fake_stats(
+            op,
+            self.ns_per_dispatch,
+            opts.repeats,
+            Duration::from_micros(50),
+        ))
     }
     fn lost(&self) -> Option<&str> {
         self.lost.as_deref()
