@@ -439,12 +439,6 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "b 2\n");
     }
 
-    fn mkfifo(p: &Path) {
-        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    }
-
     /// A FIFO, a directory or a socket at FILE is refused, by the check
     /// before the run and by the write, and stays what it was: renaming
     /// over it would replace the node (as root, `--prom /dev/full` turned
@@ -454,7 +448,7 @@ mod tests {
         use std::os::unix::fs::FileTypeExt;
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo.prom");
-        mkfifo(&fifo);
+        crate::test_files::mkfifo(&fifo);
         let sub = dir.path().join("dir.prom");
         std::fs::create_dir(&sub).unwrap();
         let sock = dir.path().join("sock.prom");

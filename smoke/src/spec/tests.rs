@@ -290,17 +290,8 @@ fn bad_spec_files_say_where_and_why() {
 /// at once, naming the file (greta exits 2).
 #[test]
 fn spec_files_that_cannot_be_read_are_refused_with_their_path() {
-    use std::os::unix::ffi::OsStrExt;
     let d = tempfile::tempdir().unwrap();
-    let fifo = d.path().join("fifo.toml");
-    let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    let huge = d.path().join("huge.toml");
-    std::fs::File::create(&huge)
-        .unwrap()
-        .set_len(MAX_SPECS + 1)
-        .unwrap();
+    let (fifo, huge) = crate::test_files::fifo_and_huge(d.path(), "toml", MAX_SPECS);
     let missing = d.path().join("missing.toml");
     for p in [&fifo, &huge, &missing] {
         let e = SpecFile::load(p).unwrap_err().to_string();
