@@ -15,22 +15,13 @@ import sys
 import torch
 import torch.nn.functional as F
 
+import torch_ref  # beside this file: python3 puts the script's folder on sys.path
+
 
 def timed(fn, warm=20, iters=100):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3)  # us
-    times.sort()
-    return times[len(times) // 2]
+    # torch_ref.py's timer (CUDA events, median over iters after warm
+    # calls), in microseconds.
+    return torch_ref.bench(fn, warmup=warm, reps=iters) * 1e6
 
 
 def main():

@@ -4,7 +4,7 @@
 # the perf shapes and the small default ones) through CUDA and Vulkan, and
 # torch SDPA at the same shapes. Prepare here (helper folder D = .gpu-d):
 #   cargo build --release -p greta && cp target/release/greta /work/main/.gpu-d/greta
-#   cp scripts/gpu/session11-ops2.{sh,py} /work/main/.gpu-d/
+#   cp scripts/gpu/session11-ops2.{sh,py} scripts/gpu/torch_ref.py /work/main/.gpu-d/
 # and run with carry [".gpu-d", ".gl"]: bash .gpu-d/session11-ops2.sh
 # Results in $OUT: s11d.log, torch.json, cuda.json, vulkan.json.
 set -uo pipefail

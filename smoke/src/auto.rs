@@ -172,6 +172,15 @@ mod tests {
         (name.into(), Some(gfx.into()))
     }
 
+    /// `auto` on `m` picks `backend`, and its reason says each of `because`.
+    fn picks(m: &Machine, backend: BackendChoice, because: &[&str]) {
+        let c = choose(&DeviceChoice::default(), m);
+        assert_eq!(c.backend, backend, "{}", c.why);
+        for said in because {
+            assert!(c.why.contains(said), "{said:?} not in: {}", c.why);
+        }
+    }
+
     #[test]
     fn auto_picks_hip_on_gfx94x_whatever_vulkan_says() {
         let m = Machine {
@@ -179,12 +188,10 @@ mod tests {
             vulkan_gpus: vec!["AMD Instinct MI300X (RADV GFX942)".into()],
             ..Machine::default()
         };
-        let c = choose(&DeviceChoice::default(), &m);
-        assert_eq!(c.backend, BackendChoice::Hip);
-        assert!(
-            c.why.contains("gfx942") && c.why.contains("Vulkan is known to fail"),
-            "{}",
-            c.why
+        picks(
+            &m,
+            BackendChoice::Hip,
+            &["gfx942", "Vulkan is known to fail"],
         );
     }
 
@@ -196,30 +203,24 @@ mod tests {
             rocm: Some("hipcc /usr/bin/hipcc".into()),
             ..Machine::default()
         };
-        let c = choose(&DeviceChoice::default(), &radv);
-        assert_eq!(c.backend, BackendChoice::Vulkan);
-        assert!(c.why.contains("RADV GFX1103"), "{}", c.why);
+        picks(&radv, BackendChoice::Vulkan, &["RADV GFX1103"]);
         // Lavapipe only, no AMD GPU: Vulkan's CPU device, even with ROCm installed.
         let lavapipe = Machine {
             vulkan_cpus: vec!["llvmpipe (LLVM 15.0.6, 256 bits)".into()],
             rocm: Some("hipcc /usr/bin/hipcc".into()),
             ..Machine::default()
         };
-        let c = choose(&DeviceChoice::default(), &lavapipe);
-        assert_eq!(c.backend, BackendChoice::Vulkan);
-        assert!(
-            c.why.contains("only its CPU device") && c.why.contains("no AMD GPU"),
-            "{}",
-            c.why
+        picks(
+            &lavapipe,
+            BackendChoice::Vulkan,
+            &["only its CPU device", "no AMD GPU"],
         );
         // No Vulkan and no ROCm: Vulkan, whose own error then says what is missing.
         let bare = Machine {
             vulkan_error: Some("no Vulkan loader, libvulkan.so.1".into()),
             ..Machine::default()
         };
-        let c = choose(&DeviceChoice::default(), &bare);
-        assert_eq!(c.backend, BackendChoice::Vulkan);
-        assert!(c.why.contains("no ROCm"), "{}", c.why);
+        picks(&bare, BackendChoice::Vulkan, &["no ROCm"]);
         // --device cpu means lavapipe.
         let c = choose(&"cpu".parse().unwrap(), &radv);
         assert_eq!(c.backend, BackendChoice::Vulkan);
@@ -233,12 +234,10 @@ mod tests {
             rocm: Some("libamdhip64 /opt/rocm/lib/libamdhip64.so".into()),
             ..Machine::default()
         };
-        let c = choose(&DeviceChoice::default(), &m);
-        assert_eq!(c.backend, BackendChoice::Hip);
-        assert!(
-            c.why.contains("Vulkan is unusable") && c.why.contains("ROCm is present"),
-            "{}",
-            c.why
+        picks(
+            &m,
+            BackendChoice::Hip,
+            &["Vulkan is unusable", "ROCm is present"],
         );
         // Vulkan has only lavapipe but the AMD GPU is there for HIP.
         let m = Machine {
@@ -246,9 +245,7 @@ mod tests {
             vulkan_error: None,
             ..m
         };
-        let c = choose(&DeviceChoice::default(), &m);
-        assert_eq!(c.backend, BackendChoice::Hip);
-        assert!(c.why.contains("MI210 (gfx90a)"), "{}", c.why);
+        picks(&m, BackendChoice::Hip, &["MI210 (gfx90a)"]);
     }
 
     #[test]
@@ -259,15 +256,8 @@ mod tests {
             cuda: Some("libcuda /usr/lib/libcuda.so.1".into()),
             ..Machine::default()
         };
-        let c = choose(&DeviceChoice::default(), &m);
-        assert_eq!(c.backend, BackendChoice::Cuda);
-        assert!(
-            c.why.contains("NVIDIA H200") && c.why.contains("libcuda"),
-            "{}",
-            c.why
-        );
-        let c = choose(&DeviceChoice::default(), &Machine { cuda: None, ..m });
-        assert_eq!(c.backend, BackendChoice::Vulkan);
+        picks(&m, BackendChoice::Cuda, &["NVIDIA H200", "libcuda"]);
+        picks(&Machine { cuda: None, ..m }, BackendChoice::Vulkan, &[]);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The f16 deny list: devices/drivers whose f16 path is known bad, so the
 //! f16 gates are skipped there (with the reason) rather than trusted.
 
-use crate::floors::{toml_error, DeviceMatch, FloorsError};
+use crate::floors::{locate, toml_error, DeviceMatch, FloorsError};
 use crate::results::DeviceInfo;
 use serde::Deserialize;
 use std::path::Path;
@@ -47,9 +47,8 @@ impl DenyList {
             .iter()
             .find(|e| e.matcher == DeviceMatch::default())
         {
-            let needle = format!("\"{}\"", e.id);
-            let off = text.find(&needle).unwrap_or(0);
-            let line = text[..off].matches('\n').count() + 1;
+            // The entry's line (its id's first mention), at its start.
+            let (line, _) = locate(text, &format!("\"{}\"", e.id));
             return Err(FloorsError::Invalid {
                 path: path.to_string(),
                 line,
@@ -100,19 +99,13 @@ match = { vendor_id = 0x10005, driver_name = "llvmpipe", driver_info_contains = 
 
     #[test]
     fn errors_name_file_and_line() {
-        let e = DenyList::parse(
-            "d.toml",
-            "[[deny]]\nid = \"x\"\nreason = \"r\"\nmatch = { colour = 1 }\n",
-        )
-        .unwrap_err()
-        .to_string();
+        let err = |text: &str| DenyList::parse("d.toml", text).unwrap_err().to_string();
+        let e = err("[[deny]]\nid = \"x\"\nreason = \"r\"\nmatch = { colour = 1 }\n");
         assert!(e.starts_with("d.toml:4:"), "{e}");
-        let e = DenyList::parse(
-            "d.toml",
-            "[[deny]]\nid = \"x\"\nreason = \"r\"\nmatch = {}\n",
-        )
-        .unwrap_err()
-        .to_string();
+        let e = err("[[deny]]\nid = \"x\"\nreason = \"r\"\nmatch = {}\n");
         assert!(e.contains("every device"), "{e}");
+        // The entry named by its id's line, at the line's start.
+        let e = err("[[deny]]\nid = \"a\"\nreason = \"r\"\nmatch = { backend = \"hip\" }\n\n[[deny]]\nreason = \"r\"\n  id = \"b\"\nmatch = {}\n");
+        assert!(e.starts_with("d.toml:8:1: deny entry b:"), "{e}");
     }
 }

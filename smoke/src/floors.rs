@@ -409,17 +409,8 @@ mod tests {
     /// the same for `--deny-list`. Both are refused at once, naming the file.
     #[test]
     fn baselines_and_deny_lists_that_are_fifos_devices_or_huge_are_refused() {
-        use std::os::unix::ffi::OsStrExt;
         let d = tempfile::tempdir().unwrap();
-        let fifo = d.path().join("fifo.json");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        let huge = d.path().join("huge.json");
-        std::fs::File::create(&huge)
-            .unwrap()
-            .set_len(MAX_BASELINE + 1)
-            .unwrap();
+        let (fifo, huge) = crate::test_files::fifo_and_huge(d.path(), "json", MAX_BASELINE);
         for (p, why) in [
             (fifo.as_path(), "is a FIFO"),
             (Path::new("/dev/zero"), "is a character device"),

@@ -33,6 +33,8 @@ mod session;
 pub mod spec;
 mod stress;
 pub mod table;
+#[cfg(test)]
+mod test_files;
 pub mod tune;
 mod verify;
 

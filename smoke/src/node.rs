@@ -93,8 +93,9 @@ mod tests {
     use crate::gates::{Gate, Profile};
     use crate::inject::Faults;
     use crate::results::{GateStatus, RunStatus};
+    use crate::runner::tests::{fake_stats, write_reference};
     use crate::runner::Quiet;
-    use greta_runtime::{HostBuf, Job, Op, RunStats, TimingSource};
+    use greta_runtime::{Job, Op, RunStats};
     use std::sync::{Arc, Condvar, Mutex};
     use std::time::Duration;
 
@@ -165,27 +166,13 @@ mod tests {
                 });
             }
             std::thread::sleep(self.delay);
-            let want = greta_kernels::reference(op, inputs, outputs)
-                .map_err(|e| RuntimeError::BadInput(e.to_string()))?;
-            for (o, w) in outputs.iter_mut().zip(want) {
-                match o {
-                    HostBuf::F32(v) => v.iter_mut().zip(&w).for_each(|(x, y)| *x = *y as f32),
-                    HostBuf::U32(v) => v.iter_mut().zip(&w).for_each(|(x, y)| *x = *y as u32),
-                    HostBuf::F16(v) => v
-                        .iter_mut()
-                        .zip(&w)
-                        .for_each(|(x, y)| *x = half::f16::from_f64(*y)),
-                }
-            }
-            Ok(RunStats {
-                device_ns: vec![self.ns_per_dispatch; opts.repeats as usize],
-                timing: TimingSource::DeviceTimestamps,
-                wall: self.delay,
-                kernel: op.name().to_string(),
-                tuning: Default::default(),
-                dispatches_per_repeat: 1,
-                step_ns: Vec::new(),
-            })
+            write_reference(op, inputs, outputs)?;
+            Ok(fake_stats(
+                op,
+                self.ns_per_dispatch,
+                opts.repeats,
+                self.delay,
+            ))
         }
         fn lost(&self) -> Option<&str> {
             self.lost.as_deref()

@@ -342,6 +342,14 @@ mod tests {
             })
     }
 
+    /// Each `(metric, gate, value)`: the sample's value (`None`: no such
+    /// sample).
+    fn assert_values(s: &prometheus_parse::Scrape, want: &[(&str, Option<&str>, Option<f64>)]) {
+        for &(metric, gate, want) in want {
+            assert_eq!(value(s, metric, gate), want, "{metric} {gate:?}");
+        }
+    }
+
     #[test]
     fn a_report_renders_as_valid_exposition_format() {
         let mut r = sample_report();
@@ -357,41 +365,26 @@ mod tests {
         });
         let text = render(&r);
         let s = parse(&text);
-        assert_eq!(value(&s, "greta_smoke_status", None), Some(1.0));
-        assert_eq!(
-            value(&s, "greta_smoke_run_duration_seconds", None),
-            Some(2.9)
-        );
-        let t = value(&s, "greta_smoke_last_run_timestamp_seconds", None).unwrap();
-        assert_eq!(t, 1_795_301_380.0); // 2026-11-21T22:49:40Z
-        assert_eq!(value(&s, "greta_smoke_device_pass", None), Some(0.0));
-        assert_eq!(
-            value(&s, "greta_smoke_gate_pass", Some("copy.bw")),
-            Some(1.0)
-        );
-        assert_eq!(
-            value(&s, "greta_smoke_gate_pass", Some("softmax.256x1024")),
-            Some(0.0)
-        );
-        assert_eq!(
-            value(&s, "greta_smoke_gate_pass", Some("gemm_f16.256")),
-            None
-        );
-        assert_eq!(
-            value(&s, "greta_smoke_gate_skipped", Some("gemm_f16.256")),
-            Some(1.0)
-        );
-        assert_eq!(
-            value(&s, "greta_smoke_gate_rate", Some("copy.bw")),
-            Some(12.5)
-        );
-        assert_eq!(
-            value(&s, "greta_smoke_gate_floor", Some("copy.bw")),
-            Some(7.5)
-        );
-        assert_eq!(
-            value(&s, "greta_smoke_gate_peer_median", Some("copy.bw")),
-            Some(11.0)
+        assert_values(
+            &s,
+            &[
+                ("greta_smoke_status", None, Some(1.0)),
+                ("greta_smoke_run_duration_seconds", None, Some(2.9)),
+                // 2026-11-21T22:49:40Z
+                (
+                    "greta_smoke_last_run_timestamp_seconds",
+                    None,
+                    Some(1_795_301_380.0),
+                ),
+                ("greta_smoke_device_pass", None, Some(0.0)),
+                ("greta_smoke_gate_pass", Some("copy.bw"), Some(1.0)),
+                ("greta_smoke_gate_pass", Some("softmax.256x1024"), Some(0.0)),
+                ("greta_smoke_gate_pass", Some("gemm_f16.256"), None),
+                ("greta_smoke_gate_skipped", Some("gemm_f16.256"), Some(1.0)),
+                ("greta_smoke_gate_rate", Some("copy.bw"), Some(12.5)),
+                ("greta_smoke_gate_floor", Some("copy.bw"), Some(7.5)),
+                ("greta_smoke_gate_peer_median", Some("copy.bw"), Some(11.0)),
+            ],
         );
         let rate = s
             .samples
@@ -408,11 +401,12 @@ mod tests {
         assert!(s.docs.contains_key("greta_smoke_gate_pass"));
 
         let u = render_undecided("health", 0.25);
-        let s = parse(&u);
-        assert_eq!(value(&s, "greta_smoke_status", None), Some(2.0));
-        assert_eq!(
-            value(&s, "greta_smoke_run_duration_seconds", None),
-            Some(0.25)
+        assert_values(
+            &parse(&u),
+            &[
+                ("greta_smoke_status", None, Some(2.0)),
+                ("greta_smoke_run_duration_seconds", None, Some(0.25)),
+            ],
         );
     }
 
@@ -439,12 +433,6 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "b 2\n");
     }
 
-    fn mkfifo(p: &Path) {
-        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    }
-
     /// A FIFO, a directory or a socket at FILE is refused, by the check
     /// before the run and by the write, and stays what it was: renaming
     /// over it would replace the node (as root, `--prom /dev/full` turned
@@ -454,7 +442,7 @@ mod tests {
         use std::os::unix::fs::FileTypeExt;
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo.prom");
-        mkfifo(&fifo);
+        crate::test_files::mkfifo(&fifo);
         let sub = dir.path().join("dir.prom");
         std::fs::create_dir(&sub).unwrap();
         let sock = dir.path().join("sock.prom");

@@ -168,12 +168,8 @@ fn verify_gemm_sampled(
         Op::GemmF32 { m, n, k } | Op::GemmF16 { m, n, k } => (m, n, k),
         _ => unreachable!("only GEMMs are sampled"),
     };
-    if c.len() != m * n {
-        return CheckOutcome::failed(format!(
-            "output has {} elements, expected {}",
-            c.len(),
-            m * n
-        ));
+    if let Err(bad) = element_count(c.len(), m * n) {
+        return bad;
     }
     // 1. Every element written and finite.
     if let Some(bad) = non_finite(c, n, |i| c[i].to_bits() == POISON_BITS) {
@@ -181,9 +177,8 @@ fn verify_gemm_sampled(
     }
     let a = p.inputs[0].to_f64();
     let b = p.inputs[1].to_f64();
-    let mut rng = SplitMix64::new(seed ^ 0x5a5a_5a5a);
     // 2. Sampled rows against the exact f64 reference.
-    let picked = sample_rows(&mut rng, budget_macs / (n as u64 * k as u64), m);
+    let (mut rng, picked) = sample_rows(seed, budget_macs / (n as u64 * k as u64), m);
     let mut got_rows = Vec::with_capacity(picked.len() * n);
     let mut want_rows = vec![0.0f64; picked.len() * n];
     for (ri, &r) in picked.iter().enumerate() {
@@ -196,14 +191,10 @@ fn verify_gemm_sampled(
             }
         }
     }
-    let rows_check = check_f32(&got_rows, &want_rows, tol);
-    if !rows_check.pass {
-        let why = rows_check.reason.clone().unwrap_or_default();
-        return CheckOutcome {
-            reason: Some(format!("sampled rows {picked:?}: {why}")),
-            ..rows_check
-        };
-    }
+    let rows_check = match check_rows(&got_rows, &want_rows, tol, "sampled rows", &picked) {
+        Ok(c) => c,
+        Err(bad) => return bad,
+    };
     // 3. Projection of the whole product on a random vector. Continuous
     // entries (not ±1, under which a uniform error over an even number of
     // columns can cancel) make an error orthogonal to it improbable.
@@ -212,19 +203,13 @@ fn verify_gemm_sampled(
     let want_proj = mat_vec(&a, m, k, &bv);
     let got_proj: Vec<f32> = mat_vec(c, m, n, &v).into_iter().map(|x| x as f32).collect();
     let proj = check_f32(&got_proj, &want_proj, tol);
-    CheckOutcome {
-        pass: proj.pass,
-        rel_err: rows_check.rel_err.max(proj.rel_err),
-        max_abs_err: rows_check.max_abs_err,
-        non_finite: 0,
-        mismatches: rows_check.mismatches,
-        first_bad: proj.first_bad.map(|r| r * n),
-        // Back from the gathered rows to the element of C.
-        max_abs_at: rows_check.max_abs_at.map(|i| picked[i / n] * n + i % n),
-        reason: proj
-            .reason
-            .map(|r| format!("projection C·v of the whole product (one entry per row): {r}")),
-    }
+    sampled_outcome(
+        rows_check,
+        proj,
+        &picked,
+        n,
+        "projection C·v of the whole product (one entry per row)",
+    )
 }
 
 /// `linear_f16` too large for a full reference (`Y = X W^T`, W `[out][in]`):
@@ -241,12 +226,8 @@ fn verify_linear_sampled(
     let Op::LinearF16 { tokens, rows, cols } = p.op else {
         unreachable!("only linear_f16 is sampled here")
     };
-    if y.len() != tokens * rows {
-        return CheckOutcome::failed(format!(
-            "output has {} elements, expected {}",
-            y.len(),
-            tokens * rows
-        ));
+    if let Err(bad) = element_count(y.len(), tokens * rows) {
+        return bad;
     }
     let c: Vec<f32> = y.iter().map(|h| h.to_f32()).collect();
     let poison = HostBuf::poisoned(greta_kernels::DType::F16, 1)
@@ -257,22 +238,17 @@ fn verify_linear_sampled(
     }
     let x = p.inputs[0].to_f64();
     let w = p.inputs[1].to_f64();
-    let mut rng = SplitMix64::new(seed ^ 0x5a5a_5a5a);
-    let picked = sample_rows(&mut rng, budget_macs / (rows as u64 * cols as u64), tokens);
+    let (mut rng, picked) = sample_rows(seed, budget_macs / (rows as u64 * cols as u64), tokens);
     let mut got_rows = Vec::with_capacity(picked.len() * rows);
     let mut want_rows = Vec::with_capacity(picked.len() * rows);
     for &t in &picked {
         got_rows.extend_from_slice(&c[t * rows..(t + 1) * rows]);
         want_rows.extend(mat_vec(&w, rows, cols, &x[t * cols..(t + 1) * cols]));
     }
-    let rows_check = check_f32(&got_rows, &want_rows, tol);
-    if !rows_check.pass {
-        let why = rows_check.reason.clone().unwrap_or_default();
-        return CheckOutcome {
-            reason: Some(format!("sampled token rows {picked:?}: {why}")),
-            ..rows_check
-        };
-    }
+    let rows_check = match check_rows(&got_rows, &want_rows, tol, "sampled token rows", &picked) {
+        Ok(c) => c,
+        Err(bad) => return bad,
+    };
     // Three projections: at f16's tolerance one random vector misses a
     // single wrong element when its weight there is small (a few per cent
     // of draws); all three miss it with odds of about 1 in 30000.
@@ -299,23 +275,71 @@ fn verify_linear_sampled(
             break;
         }
     }
+    sampled_outcome(
+        rows_check,
+        proj,
+        &picked,
+        rows,
+        "projection Y·v of the whole output (one entry per token)",
+    )
+}
+
+/// A sampled check's output length against the op's: the failure naming
+/// both when they differ.
+fn element_count(len: usize, want: usize) -> Result<(), CheckOutcome> {
+    if len == want {
+        Ok(())
+    } else {
+        Err(CheckOutcome::failed(format!(
+            "output has {len} elements, expected {want}"
+        )))
+    }
+}
+
+/// The gathered `picked` rows against their exact reference; a failure
+/// names the rows (`what`: "sampled rows", "sampled token rows").
+fn check_rows(
+    got: &[f32],
+    want: &[f64],
+    tol: Tolerance,
+    what: &str,
+    picked: &[usize],
+) -> Result<CheckOutcome, CheckOutcome> {
+    let rows_check = check_f32(got, want, tol);
+    if rows_check.pass {
+        return Ok(rows_check);
+    }
+    let why = rows_check.reason.clone().unwrap_or_default();
+    Err(CheckOutcome {
+        reason: Some(format!("{what} {picked:?}: {why}")),
+        ..rows_check
+    })
+}
+
+/// A sampled check's outcome: the projection (`what` names it, one entry
+/// per row of `width` elements) decides, the worst error of either counts,
+/// and the places go back from the gathered rows to the whole output.
+fn sampled_outcome(
+    rows_check: CheckOutcome,
+    proj: CheckOutcome,
+    picked: &[usize],
+    width: usize,
+    what: &str,
+) -> CheckOutcome {
     CheckOutcome {
         pass: proj.pass,
         rel_err: rows_check.rel_err.max(proj.rel_err),
         max_abs_err: rows_check.max_abs_err,
         non_finite: 0,
         mismatches: rows_check.mismatches,
-        first_bad: proj.first_bad.map(|t| t * rows),
+        first_bad: proj.first_bad.map(|r| r * width),
         max_abs_at: rows_check
             .max_abs_at
-            .map(|i| picked[i / rows] * rows + i % rows),
-        reason: proj
-            .reason
-            .map(|r| format!("projection Y·v of the whole output (one entry per token): {r}")),
+            .map(|i| picked[i / width] * width + i % width),
+        reason: proj.reason.map(|r| format!("{what}: {r}")),
     }
 }
 
-/// `mat · v` in f64 for a row-major `rows × cols` matrix.
 /// The failure for a `width`-wide matrix with a NaN/inf element: how many,
 /// and the first one's place, named "never written" when `poisoned` says
 /// it still holds the poison; `None` when every element is finite.
@@ -339,16 +363,19 @@ fn non_finite(c: &[f32], width: usize, poisoned: impl Fn(usize) -> bool) -> Opti
     })
 }
 
-/// Up to `want` (at least one) of `total` rows drawn from `rng`, ascending,
-/// each once.
-fn sample_rows(rng: &mut SplitMix64, want: u64, total: usize) -> Vec<usize> {
+/// Up to `want` (at least one) of `total` rows drawn for `seed`,
+/// ascending, each once; and the generator, which goes on to draw the
+/// projection vectors.
+fn sample_rows(seed: u64, want: u64, total: usize) -> (SplitMix64, Vec<usize>) {
+    let mut rng = SplitMix64::new(seed ^ 0x5a5a_5a5a);
     let want = usize::try_from(want).unwrap_or(usize::MAX).clamp(1, total);
     let mut picked: Vec<usize> = (0..want).map(|_| rng.below(total)).collect();
     picked.sort_unstable();
     picked.dedup();
-    picked
+    (rng, picked)
 }
 
+/// `mat · v` in f64 for a row-major `rows × cols` matrix.
 fn mat_vec<T: Copy + Into<f64>>(mat: &[T], rows: usize, cols: usize, v: &[f64]) -> Vec<f64> {
     (0..rows)
         .map(|r| {
@@ -459,16 +486,28 @@ mod tests {
         (p, c.into_iter().map(|x| x as f32).collect())
     }
 
+    /// An error the sampled check must see whichever rows it samples:
+    /// every one of 8 seeds fails.
+    fn fails_for_every_seed(check: impl Fn(u64) -> CheckOutcome) {
+        for seed in 0..8 {
+            let c = check(seed);
+            assert!(!c.pass, "seed {seed}: {c:?}");
+        }
+    }
+
     #[test]
     fn sampled_gemm_check_catches_errors_outside_the_sampled_rows() {
         let (p, good) = big_gemm();
-        let c = verify_with_budget(
-            &p,
-            &[HostBuf::F32(good.clone())],
-            Tolerance::FP32,
-            9,
-            BUDGET,
-        );
+        let run = |c: &[f32], seed: u64| {
+            verify_with_budget(
+                &p,
+                &[HostBuf::F32(c.to_vec())],
+                Tolerance::FP32,
+                seed,
+                BUDGET,
+            )
+        };
+        let c = run(&good, 9);
         assert!(c.pass, "{c:?}");
         // One 16x16 tile wrong: the projection sees it whichever rows were
         // sampled (every seed, not a lucky one).
@@ -478,33 +517,15 @@ mod tests {
                 bad[r * 256 + j] += 0.5;
             }
         }
-        for seed in 0..8 {
-            let c = verify_with_budget(
-                &p,
-                &[HostBuf::F32(bad.clone())],
-                Tolerance::FP32,
-                seed,
-                BUDGET,
-            );
-            assert!(!c.pass, "{c:?}");
-        }
+        fails_for_every_seed(|seed| run(&bad, seed));
         // A single element wrong, outside the sampled rows (any of 8 seeds).
         let mut one = good.clone();
         one[123 * 256 + 45] += 1.0;
-        for seed in 0..8 {
-            let c = verify_with_budget(
-                &p,
-                &[HostBuf::F32(one.clone())],
-                Tolerance::FP32,
-                seed,
-                BUDGET,
-            );
-            assert!(!c.pass, "{c:?}");
-        }
+        fails_for_every_seed(|seed| run(&one, seed));
         // An unwritten element anywhere.
         let mut hole = good;
         hole[7_777] = f32::from_bits(POISON_BITS);
-        let c = verify_with_budget(&p, &[HostBuf::F32(hole)], Tolerance::FP32, 9, BUDGET);
+        let c = run(&hole, 9);
         assert!(!c.pass);
         assert!(c.reason.unwrap().contains("never written"));
     }
@@ -531,10 +552,7 @@ mod tests {
         }
         let mut one = good.clone();
         one[77 * rows + 5] = f16::from_f64(exact[0][77 * rows + 5] + 4.0);
-        for seed in 0..8 {
-            let c = run(&one, seed);
-            assert!(!c.pass, "seed {seed}: {c:?}");
-        }
+        fails_for_every_seed(|seed| run(&one, seed));
         // W used as [in][out] (read down a column): the layout mismatch
         // the seeds' history had.
         let x = p.inputs[0].to_f64();

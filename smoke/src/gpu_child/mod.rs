@@ -81,12 +81,7 @@ impl TuneRequest {
     /// The options the child tunes with; a timeout that is no duration or
     /// more than one device is a usage error, not a panic.
     pub fn options(&self) -> Result<crate::tune::TuneOptions, SmokeError> {
-        let timeout = std::time::Duration::try_from_secs_f64(self.timeout_s).map_err(|_| {
-            SmokeError::Usage(format!(
-                "--timeout must be a number of seconds, got {}",
-                self.timeout_s
-            ))
-        })?;
+        let timeout = timeout_of(self.timeout_s)?;
         let device = match &self.device {
             DeviceChoice::One(d) => d.clone(),
             DeviceChoice::All => {
@@ -159,12 +154,7 @@ impl SmokeRequest {
     /// timeout that is no duration (negative, NaN, too large) is a usage
     /// error, not a panic.
     pub fn options(&self) -> Result<Options, SmokeError> {
-        let timeout = std::time::Duration::try_from_secs_f64(self.timeout_s).map_err(|_| {
-            SmokeError::Usage(format!(
-                "--timeout must be a number of seconds, got {}",
-                self.timeout_s
-            ))
-        })?;
+        let timeout = timeout_of(self.timeout_s)?;
         Ok(Options {
             profile: self.profile,
             device: self.device.clone(),
@@ -184,6 +174,14 @@ impl SmokeRequest {
             inject: self.inject.clone(),
         })
     }
+}
+
+/// A request's `timeout_s` as a duration; one that is no duration
+/// (negative, NaN, too large) is a usage error, not a panic.
+fn timeout_of(secs: f64) -> Result<std::time::Duration, SmokeError> {
+    std::time::Duration::try_from_secs_f64(secs).map_err(|_| {
+        SmokeError::Usage(format!("--timeout must be a number of seconds, got {secs}"))
+    })
 }
 
 /// `devices`: which backend to list.

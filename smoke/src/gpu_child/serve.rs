@@ -27,17 +27,34 @@ pub fn serve(req: Request) -> Served {
     }
 }
 
-fn tune(req: &TuneRequest) -> Served {
-    let refused = |kind, message: String| Served {
-        reply: Reply::Error(ChildError::new(kind, message)),
-        code: 2,
-        device_lost: false,
-    };
-    if !matches!(req.backend, BackendChoice::Hip | BackendChoice::Cuda) {
-        return refused(
+impl Served {
+    /// A request the child turned down or failed to serve: an error reply,
+    /// exit code 2, no device lost.
+    fn refused(kind: ErrorKind, message: String) -> Served {
+        Served {
+            reply: Reply::Error(ChildError::new(kind, message)),
+            code: 2,
+            device_lost: false,
+        }
+    }
+}
+
+/// The child serves HIP and CUDA only (Vulkan runs in the parent); any
+/// other backend is refused as a usage error saying what the child `does`.
+fn hip_or_cuda(backend: BackendChoice, does: &str) -> Result<(), Served> {
+    if matches!(backend, BackendChoice::Hip | BackendChoice::Cuda) {
+        Ok(())
+    } else {
+        Err(Served::refused(
             ErrorKind::Usage,
-            "the GPU child tunes --backend hip or cuda only".into(),
-        );
+            format!("the GPU child {does} --backend hip or cuda only"),
+        ))
+    }
+}
+
+fn tune(req: &TuneRequest) -> Served {
+    if let Err(refused) = hip_or_cuda(req.backend, "tunes") {
+        return refused;
     }
     match req.options().and_then(|o| crate::tune::tune_gpu_here(&o)) {
         Ok((r, lost)) => Served {
@@ -46,7 +63,7 @@ fn tune(req: &TuneRequest) -> Served {
             code: 0,
             reply: Reply::Tune(Box::new(r)),
         },
-        Err(e) => refused(ErrorKind::of(&e), e.to_string()),
+        Err(e) => Served::refused(ErrorKind::of(&e), e.to_string()),
     }
 }
 
@@ -84,16 +101,8 @@ fn devices(backend: GpuBackend) -> Served {
 }
 
 fn smoke(req: &SmokeRequest) -> Served {
-    let refused = |kind, message: String| Served {
-        reply: Reply::Error(ChildError::new(kind, message)),
-        code: 2,
-        device_lost: false,
-    };
-    if !matches!(req.backend, BackendChoice::Hip | BackendChoice::Cuda) {
-        return refused(
-            ErrorKind::Usage,
-            "the GPU child runs --backend hip or cuda only".into(),
-        );
+    if let Err(refused) = hip_or_cuda(req.backend, "runs") {
+        return refused;
     }
     let outcome = req.options().and_then(|opts| run_profile(&opts));
     match outcome {
@@ -102,6 +111,6 @@ fn smoke(req: &SmokeRequest) -> Served {
             device_lost: outcome.report.devices.iter().any(|d| d.lost.is_some()),
             reply: Reply::Report(Box::new(outcome.report)),
         },
-        Err(e) => refused(ErrorKind::of(&e), e.to_string()),
+        Err(e) => Served::refused(ErrorKind::of(&e), e.to_string()),
     }
 }

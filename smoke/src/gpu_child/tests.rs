@@ -247,8 +247,15 @@ fn the_child_serves_a_tune_request() {
         backend: BackendChoice::Vulkan,
         ..tune_request()
     }));
+    assert!(!served.device_lost);
     match (&served.reply, served.code) {
-        (Reply::Error(e), 2) => assert_eq!(e.kind, ErrorKind::Usage, "{e:?}"),
+        (Reply::Error(e), 2) => assert_eq!(
+            (e.kind, e.message.as_str()),
+            (
+                ErrorKind::Usage,
+                "the GPU child tunes --backend hip or cuda only"
+            )
+        ),
         other => panic!("{other:?}"),
     }
     let served = serve(Request::Tune(TuneRequest {

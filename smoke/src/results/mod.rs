@@ -189,6 +189,39 @@ pub struct GateResult {
     pub in_run: InRun,
 }
 
+impl GateResult {
+    /// A gate's outcome with nothing measured yet: no metrics, floor, peer,
+    /// spec, kernel or in-run figures, no wall time. A skipped gate stays
+    /// so; a run fills in what it measured.
+    pub(crate) fn new(
+        id: String,
+        op: String,
+        shape: String,
+        status: GateStatus,
+        reason: Option<String>,
+        tolerance: Tolerance,
+        seed: u64,
+    ) -> GateResult {
+        GateResult {
+            id,
+            op,
+            shape,
+            status,
+            reason,
+            tolerance,
+            seed,
+            metrics: None,
+            floor: None,
+            wall_s: 0.0,
+            kernel: None,
+            peer: None,
+            spec: None,
+            spec_fraction: None,
+            in_run: InRun::default(),
+        }
+    }
+}
+
 /// What a run measured beside the gate's own kernel (issue 22): the
 /// vendor's rate for the same work on the same device and the gate's
 /// ratio to it; for the stress gate, its sustained figures.

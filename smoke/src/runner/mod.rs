@@ -231,23 +231,25 @@ fn f16_precondition(
 
 /// A gate that did not run, and why.
 pub(crate) fn skipped(gate: &Gate, base_seed: u64, reason: String) -> GateResult {
-    GateResult {
-        id: gate.id.clone(),
-        op: gate.op.name().to_string(),
-        shape: gate.shape(),
-        status: GateStatus::Skip,
-        reason: Some(reason),
-        tolerance: gate.tolerance(),
-        seed: gate_seed(base_seed, &gate.id),
-        metrics: None,
-        floor: None,
-        wall_s: 0.0,
-        kernel: None,
-        peer: None,
-        spec: None,
-        spec_fraction: None,
-        in_run: Default::default(),
-    }
+    gate_result(
+        gate,
+        GateStatus::Skip,
+        Some(reason),
+        gate_seed(base_seed, &gate.id),
+    )
+}
+
+/// The gate's outcome with its identity filled in and nothing measured.
+fn gate_result(gate: &Gate, status: GateStatus, reason: Option<String>, seed: u64) -> GateResult {
+    GateResult::new(
+        gate.id.clone(),
+        gate.op.name().to_string(),
+        gate.shape(),
+        status,
+        reason,
+        gate.tolerance(),
+        seed,
+    )
 }
 
 struct GateRun {
@@ -389,28 +391,23 @@ fn run_gate(
     };
     GateRun {
         result: GateResult {
-            id: gate.id.clone(),
-            op: gate.op.name().to_string(),
-            shape: gate.shape(),
-            status: if pass {
-                GateStatus::Pass
-            } else {
-                GateStatus::Fail
-            },
-            reason,
-            tolerance: tol,
-            seed,
             metrics: Some(metrics),
-            floor: None,
             wall_s: started.elapsed().as_secs_f64(),
             kernel,
-            peer: None,
-            spec: None,
-            spec_fraction: None,
             in_run: crate::results::InRun {
                 block,
                 ..Default::default()
             },
+            ..gate_result(
+                gate,
+                if pass {
+                    GateStatus::Pass
+                } else {
+                    GateStatus::Fail
+                },
+                reason,
+                seed,
+            )
         },
         lost,
         notes: Vec::new(),

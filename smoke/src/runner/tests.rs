@@ -41,6 +41,42 @@ pub(crate) fn fake_info(fp16: bool) -> greta_runtime::DeviceInfo {
     .expect("fake DeviceInfo matches the runtime's schema")
 }
 
+/// What a correct device writes: the f64 reference of `op`, rounded to
+/// each output's element type (the fakes here and in `node`).
+pub(crate) fn write_reference(
+    op: &Op,
+    inputs: &[HostBuf],
+    outputs: &mut [HostBuf],
+) -> Result<(), RuntimeError> {
+    let want = greta_kernels::reference(op, inputs, outputs)
+        .map_err(|e| RuntimeError::BadInput(e.to_string()))?;
+    for (o, w) in outputs.iter_mut().zip(want) {
+        match o {
+            HostBuf::F32(v) => v.iter_mut().zip(&w).for_each(|(x, y)| *x = *y as f32),
+            HostBuf::U32(v) => v.iter_mut().zip(&w).for_each(|(x, y)| *x = *y as u32),
+            HostBuf::F16(v) => v
+                .iter_mut()
+                .zip(&w)
+                .for_each(|(x, y)| *x = half::f16::from_f64(*y)),
+        }
+    }
+    Ok(())
+}
+
+/// A fake device's timing of `repeats` dispatches of `op`, each
+/// `ns_per_dispatch` by its (fake) timestamps, over `wall`.
+pub(crate) fn fake_stats(op: &Op, ns_per_dispatch: u64, repeats: u32, wall: Duration) -> RunStats {
+    RunStats {
+        device_ns: vec![ns_per_dispatch; repeats as usize],
+        timing: TimingSource::DeviceTimestamps,
+        wall,
+        kernel: op.name().to_string(),
+        tuning: Default::default(),
+        dispatches_per_repeat: 1,
+        step_ns: Vec::new(),
+    }
+}
+
 impl FakeDevice {
     fn new(fp16: bool) -> Self {
         FakeDevice {
@@ -86,18 +122,12 @@ impl Backend for FakeDevice {
                 waited: opts.timeout,
             });
         }
-        let want = greta_kernels::reference(op, inputs, outputs)
-            .map_err(|e| RuntimeError::BadInput(e.to_string()))?;
-        for (o, w) in outputs.iter_mut().zip(want) {
-            match o {
-                HostBuf::F32(v) => v.iter_mut().zip(&w).for_each(|(x, y)| *x = *y as f32),
-                HostBuf::U32(v) => {
-                    v.iter_mut().zip(&w).for_each(|(x, y)| *x = *y as u32);
-                    if let Some(i) = self.skip_element {
-                        v[i] = POISON_U32;
-                    }
+        write_reference(op, inputs, outputs)?;
+        if let Some(i) = self.skip_element {
+            for o in outputs.iter_mut() {
+                if let HostBuf::U32(v) = o {
+                    v[i] = POISON_U32;
                 }
-                HostBuf::F16(_) => unreachable!(),
             }
         }
         if self.corrupt_gemm_f16 && matches!(op, Op::GemmF16 { .. }) {
@@ -107,15 +137,12 @@ impl Backend for FakeDevice {
                 }
             }
         }
-        Ok(RunStats {
-            device_ns: vec![self.ns_per_dispatch; opts.repeats as usize],
-            timing: TimingSource::DeviceTimestamps,
-            wall: Duration::from_micros(50),
-            kernel: op.name().to_string(),
-            tuning: Default::default(),
-            dispatches_per_repeat: 1,
-            step_ns: Vec::new(),
-        })
+        Ok(fake_stats(
+            op,
+            self.ns_per_dispatch,
+            opts.repeats,
+            Duration::from_micros(50),
+        ))
     }
     fn lost(&self) -> Option<&str> {
         self.lost.as_deref()
@@ -184,6 +211,10 @@ impl Fixture {
             profile: Profile::Default,
         }
     }
+    /// `dev` run through the fixture's gates, no baseline, quietly.
+    fn run(&self, dev: &mut FakeDevice) -> DeviceRun {
+        run_device(dev, 0.1, &self.ctx(None), &Quiet)
+    }
     fn ctx<'a>(&'a self, baseline: Option<&'a Baseline>) -> DeviceContext<'a> {
         DeviceContext {
             profile: self.profile,
@@ -201,6 +232,14 @@ impl Fixture {
     }
 }
 
+/// Why gate `i` of `run` failed or was skipped.
+fn reason(run: &DeviceRun, i: usize) -> &str {
+    run.gates[i]
+        .reason
+        .as_deref()
+        .expect("the gate has a reason")
+}
+
 fn status(run: &DeviceRun) -> Vec<(&str, GateStatus)> {
     run.gates
         .iter()
@@ -212,7 +251,7 @@ fn status(run: &DeviceRun) -> Vec<(&str, GateStatus)> {
 fn a_healthy_device_passes_and_reports_rates() {
     let f = Fixture::new();
     let mut dev = FakeDevice::new(true);
-    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let run = f.run(&mut dev);
     assert_eq!(
         status(&run),
         [
@@ -229,11 +268,7 @@ fn a_healthy_device_passes_and_reports_rates() {
     // copy of 64 u32 moves 512 bytes; 1000 ns per dispatch -> 0.512 GB/s.
     assert_eq!(m.rate, Some(0.512));
     assert_eq!(m.time_median_us, Some(1.0));
-    assert!(run.gates[3]
-        .reason
-        .as_ref()
-        .unwrap()
-        .contains("no rope kernel"));
+    assert!(reason(&run, 3).contains("no rope kernel"));
 }
 
 #[test]
@@ -242,10 +277,10 @@ fn perf_gates_carry_the_in_run_ceiling_and_their_ratio_to_it() {
     let mut dev = FakeDevice::new(true);
     dev.ceiling = Some(Ok(1.024));
     // Not in perf: no ceiling is measured at all.
-    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let run = f.run(&mut dev);
     assert!(run.gates.iter().all(|g| g.in_run == Default::default()));
     f.profile = Profile::Perf;
-    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let run = f.run(&mut dev);
     let copy = &run.gates[0];
     assert_eq!(copy.status, GateStatus::Pass);
     let c = copy.in_run.ceiling.as_ref().unwrap();
@@ -287,7 +322,7 @@ fn a_missing_vendor_library_is_said_and_fails_nothing() {
         what: "cuBLAS (libcublas)".into(),
         looked: vec!["/env/nvidia/cublas/lib/libcublas.so (the env): not there".into()],
     }));
-    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let run = f.run(&mut dev);
     assert_eq!(run.status, crate::results::RunStatus::Pass);
     let g = &run.gates[1];
     assert_eq!(g.status, GateStatus::Pass);
@@ -311,11 +346,7 @@ fn a_missing_vendor_library_is_said_and_fails_nothing() {
         &Quiet,
     );
     assert!(run.lost.as_deref().unwrap().contains("memcpy hung"));
-    assert!(run.gates[1]
-        .reason
-        .as_deref()
-        .unwrap()
-        .contains("device lost earlier"));
+    assert!(reason(&run, 1).contains("device lost earlier"));
 }
 
 fn stress_gates() -> Vec<Gate> {
@@ -332,7 +363,7 @@ fn the_stress_gate_runs_for_its_time_and_checks_sampled_tiles() {
     f.gates = stress_gates();
     f.profile = Profile::Health;
     let mut dev = FakeDevice::new(true);
-    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let run = f.run(&mut dev);
     let g = &run.gates[0];
     assert_eq!(g.status, GateStatus::Pass, "{:?}", g.reason);
     let s = g.in_run.stress.as_ref().unwrap();
@@ -353,7 +384,7 @@ fn the_stress_gate_runs_for_its_time_and_checks_sampled_tiles() {
     assert_eq!(s.tflops_min, s.tflops_max);
     // A device whose GEMM is wrong in one tile fails the gate, naming it.
     dev.corrupt_gemm_f16 = true;
-    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let run = f.run(&mut dev);
     let g = &run.gates[0];
     assert_eq!(g.status, GateStatus::Fail);
     let why = g.reason.as_deref().unwrap();
@@ -368,15 +399,15 @@ fn an_unwritten_element_fails_the_gate_and_blocks_f16() {
     let f = Fixture::new();
     let mut dev = FakeDevice::new(true);
     dev.skip_element = Some(5);
-    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let run = f.run(&mut dev);
     assert_eq!(run.gates[0].status, GateStatus::Fail);
-    let why = run.gates[0].reason.clone().unwrap();
+    let why = reason(&run, 0).to_string();
     assert!(
         why.contains("0/3 clean repeats") && why.contains("never written"),
         "{why}"
     );
     assert_eq!(run.gates[4].status, GateStatus::Skip);
-    assert!(run.gates[4].reason.as_ref().unwrap().contains("copy.t"));
+    assert!(reason(&run, 4).contains("copy.t"));
     assert_eq!(run.status, crate::results::RunStatus::Fail);
 }
 
@@ -385,11 +416,7 @@ fn f16_needs_the_features_and_no_deny_entry() {
     let mut f = Fixture::new();
     let run = run_device(&mut FakeDevice::new(false), 0.1, &f.ctx(None), &Quiet);
     assert_eq!(run.gates[4].status, GateStatus::Skip);
-    assert!(run.gates[4]
-        .reason
-        .as_ref()
-        .unwrap()
-        .contains("shaderFloat16"));
+    assert!(reason(&run, 4).contains("shaderFloat16"));
     f.deny = DenyList::parse(
         "d.toml",
         "[[deny]]\nid = \"fake\"\nreason = \"known bad\"\nmatch = { driver_name = \"radv\" }\n",
@@ -397,11 +424,7 @@ fn f16_needs_the_features_and_no_deny_entry() {
     .unwrap();
     let run = run_device(&mut FakeDevice::new(true), 0.1, &f.ctx(None), &Quiet);
     assert_eq!(run.gates[4].status, GateStatus::Skip);
-    assert!(run.gates[4]
-        .reason
-        .as_ref()
-        .unwrap()
-        .contains("fake: known bad"));
+    assert!(reason(&run, 4).contains("fake: known bad"));
     assert_eq!(run.status, crate::results::RunStatus::Pass);
 }
 
@@ -410,16 +433,12 @@ fn a_timeout_fails_the_gate_and_skips_the_rest_without_touching_the_device() {
     let f = Fixture::new();
     let mut dev = FakeDevice::new(true);
     dev.timeout_on = Some("gemm_f32");
-    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let run = f.run(&mut dev);
     assert_eq!(run.gates[0].status, GateStatus::Pass);
     assert_eq!(run.gates[1].status, GateStatus::Fail);
-    assert!(run.gates[1].reason.as_ref().unwrap().contains("timeout"));
+    assert!(reason(&run, 1).contains("timeout"));
     assert!(run.gates[2..].iter().all(|g| g.status == GateStatus::Skip));
-    assert!(run.gates[2]
-        .reason
-        .as_ref()
-        .unwrap()
-        .contains("device lost"));
+    assert!(reason(&run, 2).contains("device lost"));
     assert!(run.lost.as_ref().unwrap().contains("gemm_f32.t"));
     // 3 copy repeats + the one gemm submission that timed out; nothing after.
     assert_eq!(dev.calls, 4);
@@ -430,10 +449,10 @@ fn validation_messages_fail_the_gate_they_came_from_and_the_run() {
     let f = Fixture::new();
     let mut dev = FakeDevice::new(true);
     dev.complain_on = Some("softmax");
-    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let run = f.run(&mut dev);
     assert_eq!(run.gates[1].status, GateStatus::Pass);
     assert_eq!(run.gates[2].status, GateStatus::Fail);
-    let why = run.gates[2].reason.as_deref().unwrap();
+    let why = reason(&run, 2);
     assert!(
         why.contains("3 validation-layer message(s): VUID-fake"),
         "{why}"
@@ -444,7 +463,7 @@ fn validation_messages_fail_the_gate_they_came_from_and_the_run() {
     // Raised while opening the device: no gate to blame, the run fails.
     let mut dev = FakeDevice::new(true);
     dev.messages.push("VUID-open".into());
-    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let run = f.run(&mut dev);
     assert!(run.gates.iter().all(|g| g.status != GateStatus::Fail));
     assert_eq!(run.validation_messages, ["VUID-open"]);
     assert_eq!(run.status, crate::results::RunStatus::Fail);
@@ -454,7 +473,7 @@ fn validation_messages_fail_the_gate_they_came_from_and_the_run() {
 fn baseline_floors_pass_and_fail() {
     let f = Fixture::new();
     let mut dev = FakeDevice::new(true);
-    let first = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let first = f.run(&mut dev);
     let mut report = crate::results::tests::sample_report();
     report.devices = vec![first];
     let base = Baseline::parse(std::path::Path::new("b.json"), &report.to_json()).unwrap();
@@ -471,7 +490,7 @@ fn baseline_floors_pass_and_fail() {
     slow.ns_per_dispatch = 2_000;
     let run = run_device(&mut slow, 0.1, &f.ctx(Some(&base)), &Quiet);
     assert_eq!(run.gates[0].status, GateStatus::Fail);
-    let why = run.gates[0].reason.as_ref().unwrap();
+    let why = reason(&run, 0);
     assert!(why.contains("under the floor"), "{why}");
     assert_eq!(run.status, crate::results::RunStatus::Fail);
 }
@@ -611,7 +630,7 @@ fn spec_floors_yield_to_baselines_and_classes_and_stay_out_of_other_profiles() {
     let mut dev = FakeDevice::new(true);
     dev.info.name = "Unlisted GPU".into();
     dev.info.device_id = 0x1234;
-    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let run = f.run(&mut dev);
     assert!(run
         .gates
         .iter()
@@ -630,7 +649,7 @@ fn spec_floors_yield_to_baselines_and_classes_and_stay_out_of_other_profiles() {
     let mut dev = FakeDevice::new(true);
     dev.info.name = "Unlisted GPU".into();
     dev.info.device_id = 0x1234;
-    let run = run_device(&mut dev, 0.1, &f.ctx(None), &Quiet);
+    let run = f.run(&mut dev);
     assert!(
         run.notes.iter().all(|n| !n.contains("spec")),
         "{:?}",

@@ -447,20 +447,14 @@ impl DeviceSpec {
             ("board_bf16_dense_tflops", self.board_bf16_dense_tflops),
             ("board_fp32_tflops", self.board_fp32_tflops),
             ("board_fp32_matrix_tflops", self.board_fp32_matrix_tflops),
+            ("cu_count", self.cu_count.map(f64::from)),
+            ("sm_count", self.sm_count.map(f64::from)),
+            ("devices_per_board", self.devices_per_board.map(f64::from)),
+            ("clock_mhz_assumed", self.clock_mhz_assumed.map(f64::from)),
+            ("board_power_w", self.board_power_w.map(f64::from)),
         ] {
             if let Some(x) = x {
                 v.push((name, x));
-            }
-        }
-        for (name, x) in [
-            ("cu_count", self.cu_count),
-            ("sm_count", self.sm_count),
-            ("devices_per_board", self.devices_per_board),
-            ("clock_mhz_assumed", self.clock_mhz_assumed),
-            ("board_power_w", self.board_power_w),
-        ] {
-            if let Some(x) = x {
-                v.push((name, f64::from(x)));
             }
         }
         v

@@ -120,53 +120,43 @@ fn devices_find_their_rows_by_name_and_pci_id() {
     );
 }
 
+/// One `[[device]]` row of a spec file: `matches` and `source` are the
+/// arrays' insides, `bw` the memory bandwidth, `tflops` every dense figure.
+fn device_row(model: &str, matches: &str, bw: &str, tflops: &str, source: &str) -> String {
+    format!(
+        "[[device]]\nmodel = \"{model}\"\nvendor = \"v\"\narch = \"a\"\nmatch = [{matches}]\nmem_bw_gbs = {bw}\nfp16_dense_tflops = {tflops}\nbf16_dense_tflops = {tflops}\nfp32_tflops = {tflops}\nconfidence = \"c\"\nsource = [{source}]\nfigures_from = \"f\"\nnotes = \"n\"\n"
+    )
+}
+
 /// The longest name wins ("nvidia h200 nvl" over "nvidia h200"); a PCI
 /// id beats a name, and id + revision beats the bare id.
 #[test]
 fn the_strongest_claim_wins() {
-    let text = r#"
-schema_version = 1
-[[device]]
-model = "Short"
-vendor = "v"
-arch = "a"
-match = ["gpu x", "pci:abcd:0001"]
-mem_bw_gbs = 1.0
-fp16_dense_tflops = 1.0
-bf16_dense_tflops = 1.0
-fp32_tflops = 1.0
-confidence = "test"
-source = ["https://example.invalid/short"]
-figures_from = "test"
-notes = "test"
-[[device]]
-model = "Long"
-vendor = "v"
-arch = "a"
-match = ["gpu x pro", "pci:abcd:0002"]
-mem_bw_gbs = 2.0
-fp16_dense_tflops = 2.0
-bf16_dense_tflops = 2.0
-fp32_tflops = 2.0
-confidence = "test"
-source = ["https://example.invalid/long"]
-figures_from = "test"
-notes = "test"
-[[device]]
-model = "Rev"
-vendor = "v"
-arch = "a"
-match = ["pci:abcd:0001:r07"]
-mem_bw_gbs = 3.0
-fp16_dense_tflops = 3.0
-bf16_dense_tflops = 3.0
-fp32_tflops = 3.0
-confidence = "test"
-source = ["https://example.invalid/rev"]
-figures_from = "test"
-notes = "test"
-"#;
-    let f = SpecFile::parse("t.toml", text).unwrap();
+    let text = format!(
+        "schema_version = 1\n{}{}{}",
+        device_row(
+            "Short",
+            "\"gpu x\", \"pci:abcd:0001\"",
+            "1.0",
+            "1.0",
+            "\"https://example.invalid/short\""
+        ),
+        device_row(
+            "Long",
+            "\"gpu x pro\", \"pci:abcd:0002\"",
+            "2.0",
+            "2.0",
+            "\"https://example.invalid/long\""
+        ),
+        device_row(
+            "Rev",
+            "\"pci:abcd:0001:r07\"",
+            "3.0",
+            "3.0",
+            "\"https://example.invalid/rev\""
+        ),
+    );
+    let f = SpecFile::parse("t.toml", &text).unwrap();
     // Either order of rows: the longer name wins.
     assert_eq!(model(&f, &key("GPU X Pro", 1, 1, None)), Some("Long"));
     assert_eq!(model(&f, &key("GPU X", 1, 1, None)), Some("Short"));
@@ -205,7 +195,8 @@ fn bad_spec_files_say_where_and_why() {
     assert!(!good.devices.is_empty());
     let row = |extra: &str, matches: &str, source: &str, bw: &str| {
         format!(
-            "schema_version = 1\n[[device]]\nmodel = \"M\"\nvendor = \"v\"\narch = \"a\"\nmatch = [{matches}]\nmem_bw_gbs = {bw}\nfp16_dense_tflops = 1.0\nbf16_dense_tflops = 1.0\nfp32_tflops = 1.0\nconfidence = \"c\"\nsource = [{source}]\nfigures_from = \"f\"\nnotes = \"n\"\n{extra}"
+            "schema_version = 1\n{}{extra}",
+            device_row("M", matches, bw, "1.0", source)
         )
     };
     let ok = row("", "\"gpu\"", "\"https://e.invalid/\"", "1.0");
@@ -290,17 +281,8 @@ fn bad_spec_files_say_where_and_why() {
 /// at once, naming the file (greta exits 2).
 #[test]
 fn spec_files_that_cannot_be_read_are_refused_with_their_path() {
-    use std::os::unix::ffi::OsStrExt;
     let d = tempfile::tempdir().unwrap();
-    let fifo = d.path().join("fifo.toml");
-    let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    let huge = d.path().join("huge.toml");
-    std::fs::File::create(&huge)
-        .unwrap()
-        .set_len(MAX_SPECS + 1)
-        .unwrap();
+    let (fifo, huge) = crate::test_files::fifo_and_huge(d.path(), "toml", MAX_SPECS);
     let missing = d.path().join("missing.toml");
     for p in [&fifo, &huge, &missing] {
         let e = SpecFile::load(p).unwrap_err().to_string();
