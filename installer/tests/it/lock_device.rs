@@ -8,17 +8,21 @@
 
 use crate::lock_support::*;
 use crate::support::server::Server;
-use crate::support::wheel::{build_tagged, Wheel};
+use crate::support::wheel::{build_tagged, torch_files, Wheel};
 use std::path::Path;
 use std::process::Output;
 
 const TORCH: &str = "2.14.0+rocm10.1.0";
+/// What the stand-in torch reports as `torch.version.hip` (the import
+/// check of `greta install` compares it with the profile's 10.1).
+const HIP: &str = "10.1.25394";
 const SDK: &str = "10.1.0";
-const TARGETS: [&str; 4] = ["gfx942", "gfx1103", "gfx1150", "gfx1151"];
+pub(crate) const TARGETS: [&str; 4] = ["gfx942", "gfx1103", "gfx1150", "gfx1151"];
 
 /// A wheel tagged as AMD tags them: torch and its device wheels for one
 /// CPython (`cp312-cp312-linux_x86_64`), the rocm-sdk wheels for any
-/// (`py3-none-linux_x86_64`); plain `linux_x86_64`, not manylinux.
+/// (`py3-none-linux_x86_64`); plain `linux_x86_64`, not manylinux. torch
+/// is the suite's stand-in (`torch.version.hip` set), so it imports.
 fn wheel(project: &str, version: &str, metadata: &str) -> Wheel {
     let module = project.replace('-', "_");
     let tag = if project.starts_with("rocm-sdk") {
@@ -27,7 +31,11 @@ fn wheel(project: &str, version: &str, metadata: &str) -> Wheel {
         let cp = format!("cp{}", py_xy().replace('.', ""));
         format!("{cp}-{cp}-linux_x86_64")
     };
-    build_tagged(project, version, &module, &[], 2_000, metadata, &tag)
+    let files = match project {
+        "torch" => torch_files(version, Some(HIP), None).to_vec(),
+        _ => Vec::new(),
+    };
+    build_tagged(project, version, &module, &files, 2_000, metadata, &tag)
 }
 
 /// The index as AMD's multi-arch one is laid out: torch is a host wheel
@@ -36,7 +44,7 @@ fn wheel(project: &str, version: &str, metadata: &str) -> Wheel {
 /// (`amd-torch-device-gfx115x`). The host wheel needs `rocm[libraries]`,
 /// which, as on AMD's index, is an sdist only (its libraries are the
 /// rocm-sdk-core/-libraries wheels).
-fn amd_like_index() -> Server {
+pub(crate) fn amd_like_index() -> Server {
     let s = Server::start();
     s.add_wheel(
         "rocm",
@@ -77,7 +85,7 @@ fn amd_like_index() -> Server {
 
 /// "X.Y" of the real interpreter the install tests use: the profile is
 /// locked for it, so real uv installs the file into a venv of it.
-fn py_xy() -> String {
+pub(crate) fn py_xy() -> String {
     let o = std::process::Command::new(crate::support::uvtool::real_python())
         .args([
             "-I",
@@ -165,7 +173,7 @@ fn update(lock: &Path, uv_cache: &Path) -> Output {
 
 /// The AMD-like index and a temporary dir whose `lock/` holds its profile,
 /// locked ([`locked`]); the index serves as long as it is kept.
-fn locked_set() -> (Server, tempfile::TempDir, std::path::PathBuf) {
+pub(crate) fn locked_set() -> (Server, tempfile::TempDir, std::path::PathBuf) {
     let idx = amd_like_index();
     let d = tempfile::tempdir().unwrap();
     let lock = d.path().join("lock");
@@ -174,7 +182,7 @@ fn locked_set() -> (Server, tempfile::TempDir, std::path::PathBuf) {
 }
 
 /// Locks the loopback profile with real uv; the lock dir holds the result.
-fn locked(idx: &Server, lock: &Path) {
+pub(crate) fn locked(idx: &Server, lock: &Path) {
     std::fs::create_dir_all(lock).unwrap();
     // not-locked until reviewed, as a new profile starts out
     std::fs::write(
@@ -442,7 +450,7 @@ fn real_uv_installs_the_lockfile_for_one_target() {
 /// with its KFD GPU nodes replaced by `gpus` (gfx_target_version, name).
 /// Kernel 6.17 names a node `ip discovery`; the target comes from
 /// `gfx_target_version`, whose stepping digit is hex (110501 = gfx1151).
-fn machine(gpus: &[(u64, &str)]) -> tempfile::TempDir {
+pub(crate) fn machine(gpus: &[(u64, &str)]) -> tempfile::TempDir {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../probe/tests/sysroots/phoenix-apu");
     let tmp = tempfile::tempdir().unwrap();
     let m = tmp.path().join("m");

@@ -72,6 +72,14 @@ impl Harness {
         for w in &wheels {
             server.add_wheel(&w.project, &w.filename, w.bytes.clone());
         }
+        let h = Self::serving(server, wheels);
+        h.write_lock();
+        h
+    }
+
+    /// Private HOME/XDG/lock dirs around `server` (already serving
+    /// `wheels`); the lock dir is left empty for the test to fill.
+    pub fn serving(server: Server, wheels: Vec<Wheel>) -> Harness {
         let dir = tempfile::Builder::new()
             .prefix("greta-install-test")
             .tempdir()
@@ -79,13 +87,11 @@ impl Harness {
         for d in ["home", "cache", "data", "lock"] {
             std::fs::create_dir_all(dir.path().join(d)).unwrap();
         }
-        let h = Harness {
+        Harness {
             server,
             dir,
             wheels,
-        };
-        h.write_lock();
-        h
+        }
     }
 
     pub fn lock_dir(&self) -> PathBuf {
