@@ -30,13 +30,7 @@ fn happy_path_with_uv_then_warm_reinstall_from_cache() {
     assert_eq!(r["profile"], "cpu");
     let lock_sha = support::sha256_hex(h.pylock_text().as_bytes());
     assert_eq!(r["lockfile"]["sha256"], lock_sha.as_str());
-    let mut hashes: Vec<String> = r["wheels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["sha256"].as_str().unwrap().to_string())
-        .collect();
-    hashes.sort();
+    let hashes = support::sorted_strings(&r["wheels"], "sha256");
     let mut want: Vec<String> = h.wheels.iter().map(|w| w.sha256.clone()).collect();
     want.sort();
     assert_eq!(hashes, want);

@@ -328,15 +328,7 @@ fn show_gives_host_wheels_plus_exactly_the_chosen_targets() {
         all.extend_from_slice(args);
         let o = greta_lock(&lock, &all);
         assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
-        let v = json(&o);
-        let mut n: Vec<String> = v["sets"][0]["wheels"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|w| w["name"].as_str().unwrap().to_string())
-            .collect();
-        n.sort();
-        n
+        wheel_names(&json(&o)["sets"][0])
     };
     assert_eq!(
         names(&["--device", "gfx1103"]),
@@ -518,15 +510,10 @@ fn dry_run(lock: &Path, sysroot: &Path) -> serde_json::Value {
     v["plan"].clone()
 }
 
-fn wheel_names(plan: &serde_json::Value) -> Vec<String> {
-    let mut n: Vec<String> = plan["wheels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["name"].as_str().unwrap().to_string())
-        .collect();
-    n.sort();
-    n
+/// The names of the wheels of a plan, a `lock show` set or a receipt,
+/// sorted.
+pub(crate) fn wheel_names(holder: &serde_json::Value) -> Vec<String> {
+    crate::support::sorted_strings(&holder["wheels"], "name")
 }
 
 /// `greta install --dry-run --sysroot` plans for a captured machine: the

@@ -362,6 +362,24 @@ pub fn env_names(list: &serde_json::Value) -> Vec<&str> {
         .collect()
 }
 
+/// The `key` string of every object in the array `items`, sorted: a wheel
+/// set's names or sha256s, to compare as a set.
+pub fn sorted_strings(items: &serde_json::Value, key: &str) -> Vec<String> {
+    let mut v: Vec<String> = items
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {items}"))
+        .iter()
+        .map(|o| {
+            o[key]
+                .as_str()
+                .unwrap_or_else(|| panic!("no string {key:?} in {o}"))
+                .to_string()
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 /// The ids of a report's findings, in its order: `doctor --json` itself, or
 /// the `report` of `install --json`.
 pub fn finding_ids(report: &serde_json::Value) -> Vec<&str> {
