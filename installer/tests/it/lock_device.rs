@@ -17,7 +17,18 @@ const TORCH: &str = "2.14.0+rocm10.1.0";
 /// check of `greta install` compares it with the profile's 10.1).
 const HIP: &str = "10.1.25394";
 const SDK: &str = "10.1.0";
-pub(crate) const TARGETS: [&str; 4] = ["gfx942", "gfx1103", "gfx1150", "gfx1151"];
+const TARGETS: [&str; 4] = ["gfx942", "gfx1103", "gfx1150", "gfx1151"];
+
+/// The host wheels plus gfx1151's device wheels (its own and the gfx115x
+/// family wheel): what one Strix Halo target gets, and nothing else.
+pub(crate) const GFX1151_SET: [&str; 6] = [
+    "amd-torch-device-gfx1151",
+    "amd-torch-device-gfx115x",
+    "rocm-sdk-core",
+    "rocm-sdk-device-gfx1151",
+    "rocm-sdk-libraries",
+    "torch",
+];
 
 /// A wheel tagged as AMD tags them: torch and its device wheels for one
 /// CPython (`cp312-cp312-linux_x86_64`), the rocm-sdk wheels for any
@@ -411,31 +422,25 @@ fn real_uv_installs_the_lockfile_for_one_target() {
         "--extra",
         "device-gfx1151",
     ]);
-    let listed = run(&[
-        "pip",
-        "list",
-        "-p",
-        vpy.to_str().unwrap(),
-        "--format",
-        "freeze",
-    ]);
-    let mut got: Vec<&str> = listed
-        .lines()
-        .filter_map(|l| l.split("==").next())
+    assert_eq!(installed(&venv), GFX1151_SET);
+}
+
+/// The distributions installed in `venv` (names of its `*.dist-info`,
+/// normalized to dashes), sorted.
+pub(crate) fn installed(venv: &Path) -> Vec<String> {
+    let site = venv.join(format!("lib/python{}/site-packages", py_xy()));
+    let mut names: Vec<String> = std::fs::read_dir(&site)
+        .unwrap_or_else(|e| panic!("{}: {e}", site.display()))
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let stem = n.strip_suffix(".dist-info")?;
+            let (name, _version) = stem.split_once('-')?;
+            Some(name.to_lowercase().replace('_', "-"))
+        })
         .collect();
-    got.sort();
-    assert_eq!(
-        got,
-        [
-            "amd-torch-device-gfx1151",
-            "amd-torch-device-gfx115x",
-            "rocm-sdk-core",
-            "rocm-sdk-device-gfx1151",
-            "rocm-sdk-libraries",
-            "torch"
-        ],
-        "{listed}"
-    );
+    names.sort();
+    names
 }
 
 /// A captured machine (`greta doctor --capture` layout): the 780M capture
@@ -527,17 +532,7 @@ fn dry_run_for_a_captured_machine_plans_its_own_device_wheels() {
     let plan = dry_run(&lock, &halo.path().join("m"));
     assert_eq!(plan["profile"], "rocm10.1", "{plan:#}");
     assert_eq!(plan["device_extras"], serde_json::json!(["device-gfx1151"]));
-    assert_eq!(
-        wheel_names(&plan),
-        [
-            "amd-torch-device-gfx1151",
-            "amd-torch-device-gfx115x",
-            "rocm-sdk-core",
-            "rocm-sdk-device-gfx1151",
-            "rocm-sdk-libraries",
-            "torch"
-        ]
-    );
+    assert_eq!(wheel_names(&plan), GFX1151_SET);
     let why = plan["reasons"].to_string();
     assert!(why.contains("gfx1151 -> device-gfx1151"), "{why}");
     assert!(plan["env_vars"].as_object().unwrap().is_empty(), "{plan:#}");

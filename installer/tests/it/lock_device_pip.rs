@@ -13,42 +13,14 @@
 //! files (`--no-index --no-deps --only-binary :all:`). That path is tested
 //! end to end for a captured machine.
 
-use crate::lock_device::{amd_like_index, locked, locked_set, machine, py_xy, wheel_names};
+use crate::lock_device::{
+    amd_like_index, installed, locked, locked_set, machine, wheel_names, GFX1151_SET,
+};
 use crate::support::{python, text, Harness};
-use std::path::Path;
 use std::process::Command;
 
 /// The first pip release whose `-r` selects a PEP 751 file's extras.
 const PIP_WITH_PYLOCK_EXTRAS: (u32, u32) = (26, 3);
-
-/// The distributions installed in `venv` (names of its `*.dist-info`,
-/// normalized to dashes), sorted.
-fn installed(venv: &Path) -> Vec<String> {
-    let site = venv.join(format!("lib/python{}/site-packages", py_xy()));
-    let mut names: Vec<String> = std::fs::read_dir(&site)
-        .unwrap_or_else(|e| panic!("{}: {e}", site.display()))
-        .flatten()
-        .filter_map(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            let stem = n.strip_suffix(".dist-info")?;
-            let (name, _version) = stem.split_once('-')?;
-            Some(name.to_lowercase().replace('_', "-"))
-        })
-        .collect();
-    names.sort();
-    names
-}
-
-/// The host wheels plus gfx1151's device wheels (its own and the gfx115x
-/// family wheel): what one Strix Halo target gets, and nothing else.
-const GFX1151_SET: [&str; 6] = [
-    "amd-torch-device-gfx1151",
-    "amd-torch-device-gfx115x",
-    "rocm-sdk-core",
-    "rocm-sdk-device-gfx1151",
-    "rocm-sdk-libraries",
-    "torch",
-];
 
 /// `python3 -m pip` of the tests' interpreter, required to read a PEP 751
 /// file's extras: never silently skipped, as uv is not.
