@@ -5,33 +5,14 @@
 //! injection: every `health` gate catches a corrupted result, a slow device
 //! and a hung kernel.
 
+use crate::support::run::Run;
 use greta_smoke::results::{GateStatus, Report};
 use std::path::Path;
 
-struct Run {
-    code: i32,
-    stdout: String,
-}
-
 fn greta(args: &[&str]) -> Run {
-    let out = crate::support::greta()
-        .arg("smoke")
-        .args(args)
-        .env("GRETA_VK_VALIDATION", "1")
-        .output()
-        .expect("greta runs");
-    let run = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-    };
-    eprintln!(
-        "greta smoke {} -> {}\n--- stdout\n{}--- stderr\n{}",
-        args.join(" "),
-        run.code,
-        run.stdout,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    run
+    let mut cmd = crate::support::greta();
+    cmd.arg("smoke").args(args).env("GRETA_VK_VALIDATION", "1");
+    Run::of(cmd)
 }
 
 fn scrape(p: &Path) -> prometheus_parse::Scrape {

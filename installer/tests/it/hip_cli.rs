@@ -1,16 +1,12 @@
 //! HIP and CUDA through the real `greta` binary on this machine: Debian 12
 //! with ROCm 5.2's libamdhip64.so.5 and hiprtc, no AMD GPU, no NVIDIA driver.
 
+use crate::support::run::Run;
 use std::path::Path;
 use std::process::Command;
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn greta(args: &[&str], envs: &[(&str, &str)], data: &Path) -> Run {
+/// greta with `args`, `envs` and its data and cache under `data`.
+fn command(args: &[&str], envs: &[(&str, &str)], data: &Path) -> Command {
     let mut c = crate::support::greta();
     c.args(args)
         .env("XDG_DATA_HOME", data)
@@ -18,12 +14,11 @@ fn greta(args: &[&str], envs: &[(&str, &str)], data: &Path) -> Run {
     for (k, v) in envs {
         c.env(k, v);
     }
-    let o = c.output().unwrap();
-    Run {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    c
+}
+
+fn greta(args: &[&str], envs: &[(&str, &str)], data: &Path) -> Run {
+    Run::of(command(args, envs, data))
 }
 
 #[test]
@@ -155,30 +150,13 @@ fn hiprtc_builds_every_kernel_through_greta_and_survives_a_compiler_crash() {
 /// send on stdin); a request that is no request is exit 2, said on stderr.
 #[test]
 fn serve_answers_a_devices_request_as_the_devices_verb_does() {
-    use std::io::Write;
     let d = tempfile::tempdir().unwrap();
     let flags = greta(&["__gpu", "devices", "--backend", "hip"], &[], d.path());
     let serve = |input: &str| {
-        let mut c = crate::support::greta();
-        c.args(["__gpu", "serve"])
-            .env("XDG_DATA_HOME", d.path())
-            .env("XDG_CACHE_HOME", d.path().join("cache"))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let o = child.wait_with_output().unwrap();
-        Run {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
+        Run::fed(
+            command(&["__gpu", "serve"], &[], d.path()),
+            Some(input.as_bytes()),
+        )
     };
     let typed = serve(r#"{"devices":{"backend":"hip"}}"#);
     assert_eq!(typed.code, flags.code, "{}", typed.stderr);

@@ -6,6 +6,7 @@
 
 pub mod greta;
 pub mod pty;
+pub mod run;
 pub mod server;
 pub mod uvtool;
 pub mod wheel;
