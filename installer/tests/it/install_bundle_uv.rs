@@ -7,7 +7,8 @@
 
 use crate::support;
 use crate::support::uvtool::{
-    assert_pip_installed_instead, path_without_uv, real_python, serving_uv, write_tools, ServedUv,
+    assert_pip_installed_instead, assert_uv_refusal_keeps_the_env, path_without_uv, real_python,
+    serving_uv, write_tools, ServedUv,
 };
 use crate::support::{stderr, text, Harness};
 use std::path::{Path, PathBuf};
@@ -142,15 +143,9 @@ fn a_tampered_or_missing_bundled_uv_is_never_run_and_pip_installs_instead() {
     node.import_in_env("cpu");
 
     // --installer uv turns the refusal into an error; the env is untouched.
-    let before = node.receipt("cpu");
-    let o = install_from(&node, &s.bundle, &["--reinstall", "--installer", "uv"]);
-    assert!(!o.status.success(), "{}", text(&o));
-    assert!(
-        stderr(&o).contains("pinned uv could not be had"),
-        "{}",
-        text(&o)
-    );
-    assert_eq!(node.receipt("cpu"), before);
+    assert_uv_refusal_keeps_the_env(&node, || {
+        install_from(&node, &s.bundle, &["--reinstall", "--installer", "uv"])
+    });
 
     // The pin in tools.toml edited to the tampered bytes: the manifest
     // still names the original, so the two disagree and uv is refused.

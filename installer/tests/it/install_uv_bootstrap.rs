@@ -8,9 +8,10 @@
 
 use crate::support;
 use crate::support::uvtool::{
-    assert_pip_installed_instead, path_without_uv, real_python, serving_uv, write_tools, ServedUv,
+    assert_pip_installed_instead, assert_uv_refusal_keeps_the_env, path_without_uv, real_python,
+    serving_uv, write_tools, ServedUv,
 };
-use crate::support::{stderr, text, Harness};
+use crate::support::{text, Harness};
 use std::path::Path;
 
 fn install(h: &Harness, python: &Path, extra: &[&str]) -> std::process::Output {
@@ -115,15 +116,7 @@ fn a_tampered_uv_wheel_is_refused_and_pip_installs_instead() {
         .exists());
 
     // --installer uv makes the same refusal an error; nothing is replaced.
-    let before = h.receipt("cpu");
-    let o = install(&h, &py, &["--installer", "uv"]);
-    assert!(!o.status.success(), "{}", text(&o));
-    assert!(
-        stderr(&o).contains("pinned uv could not be had"),
-        "{}",
-        text(&o)
-    );
-    assert_eq!(h.receipt("cpu"), before);
+    assert_uv_refusal_keeps_the_env(&h, || install(&h, &py, &["--installer", "uv"]));
 }
 
 #[test]

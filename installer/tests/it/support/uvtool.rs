@@ -121,3 +121,18 @@ pub fn assert_pip_installed_instead(h: &Harness, o: &Output, why: &[&str]) {
     let r = h.receipt("cpu");
     assert!(r["installer"].as_str().unwrap().starts_with("pip "), "{r}");
 }
+
+/// `--installer uv` where the pinned uv cannot be had: the install that
+/// `install` runs must fail saying so, and leave the `cpu` env of `h` as it
+/// was (its receipt unchanged).
+pub fn assert_uv_refusal_keeps_the_env(h: &Harness, install: impl FnOnce() -> Output) {
+    let before = h.receipt("cpu");
+    let o = install();
+    assert!(!o.status.success(), "{}", super::text(&o));
+    assert!(
+        super::stderr(&o).contains("pinned uv could not be had"),
+        "{}",
+        super::text(&o)
+    );
+    assert_eq!(h.receipt("cpu"), before);
+}
