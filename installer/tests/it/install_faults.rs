@@ -221,11 +221,7 @@ fn tampered_cache_file_is_detected_and_refetched() {
     });
     h.server.clear_log();
     let j = install_ok(&h);
-    let w = j["report"]["wheels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["filename"] == jax.as_str())
+    let w = support::find_by(&j["report"]["wheels"], "filename", &jax)
         .unwrap()
         .clone();
     assert_eq!(w["source"], "network", "{w}");

@@ -274,11 +274,7 @@ fn lock_update_records_each_targets_device_wheels_under_its_extra() {
     // only problem is the loopback index's plain http
     let o = greta_lock(&lock, &["check", "--json"]);
     let v = json(&o);
-    let rep = v["profiles"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["profile"] == "rocm10.1")
+    let rep = crate::support::find_by(&v["profiles"], "profile", "rocm10.1")
         .unwrap()
         .clone();
     let py = py_xy();
@@ -650,12 +646,7 @@ fn doctor_finds_a_therock_torch_without_this_gpus_device_wheel() {
             .unwrap();
         let v: serde_json::Value =
             serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
-        v["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["id"] == "framework.device-wheel-missing")
-            .cloned()
+        crate::support::find_by(&v["findings"], "id", "framework.device-wheel-missing").cloned()
     };
     let f = doctor().expect("finding framework.device-wheel-missing");
     assert_eq!(f["severity"], "fail");

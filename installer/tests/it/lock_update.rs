@@ -115,24 +115,17 @@ fn merges_per_python_output_into_one_valid_lockfile() {
         &["show", "mini", "--python", "3.12", "--json"],
     ));
     let ver = |j: &serde_json::Value, n: &str| {
-        j["sets"][0]["wheels"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|w| w["name"] == n)
+        crate::support::find_by(&j["sets"][0]["wheels"], "name", n)
             .map(|w| w["version"].as_str().unwrap().to_string())
     };
     assert_eq!(ver(&j311, "jax").as_deref(), Some("0.10.2"));
     assert_eq!(ver(&j312, "jax").as_deref(), Some("0.12.0.1"));
-    assert!(j311["sets"][0]["wheels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["name"] == "jaxlib")
-        .unwrap()["filename"]
-        .as_str()
-        .unwrap()
-        .contains("cp311"));
+    assert!(
+        crate::support::find_by(&j311["sets"][0]["wheels"], "name", "jaxlib").unwrap()["filename"]
+            .as_str()
+            .unwrap()
+            .contains("cp311")
+    );
 
     // A second update keeps a comment written above a surviving entry.
     let p = d.path().join("pylock.mini.toml");

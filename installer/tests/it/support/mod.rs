@@ -381,6 +381,19 @@ pub fn sorted_strings(items: &serde_json::Value, key: &str) -> Vec<String> {
     v
 }
 
+/// The object of the array `items` whose `key` is the string `value`.
+pub fn find_by<'a>(
+    items: &'a serde_json::Value,
+    key: &str,
+    value: &str,
+) -> Option<&'a serde_json::Value> {
+    items
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {items}"))
+        .iter()
+        .find(|o| o[key] == value)
+}
+
 /// The ids of a report's findings, in its order: `doctor --json` itself, or
 /// the `report` of `install --json`.
 pub fn finding_ids(report: &serde_json::Value) -> Vec<&str> {
