@@ -3,7 +3,7 @@
 //! (or, when killed between the two renames of the swap, put back).
 
 use crate::support;
-use crate::support::{text, Fault, Harness};
+use crate::support::{text, Harness};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -112,14 +112,7 @@ fn killed_between_the_swap_renames_restores_the_previous_env() {
 fn killed_mid_download_resumes_and_never_caches_a_partial_file() {
     support::require_uv();
     let h = Harness::new(600_000);
-    let torch = h.wheel("torch").filename.clone();
-    h.server.fault_always(
-        &torch,
-        Fault::Throttle {
-            chunk: 16 * 1024,
-            delay: Duration::from_millis(40),
-        },
-    );
+    let torch = h.throttle_torch(16 * 1024, 40);
     let mut c = spawn_paused(&h, "never");
     let partial = h
         .cache_dir()

@@ -112,6 +112,21 @@ impl Harness {
         self.wheels.iter().find(|w| w.project == project).unwrap()
     }
 
+    /// Makes every download of torch's wheel crawl (`chunk` bytes, then a
+    /// pause of `delay_ms`), so a test can act while it is under way;
+    /// returns the wheel's file name.
+    pub fn throttle_torch(&self, chunk: usize, delay_ms: u64) -> String {
+        let torch = self.wheel("torch").filename.clone();
+        self.server.fault_always(
+            &torch,
+            Fault::Throttle {
+                chunk,
+                delay: std::time::Duration::from_millis(delay_ms),
+            },
+        );
+        torch
+    }
+
     /// `lock/matrix.toml` with a `cpu` profile and `lock/pylock.cpu.toml`
     /// pinning every wheel at its loopback URL.
     pub fn write_lock(&self) {
