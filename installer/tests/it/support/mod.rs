@@ -306,11 +306,13 @@ lockfile = "pylock.rocm6-4.toml"
 
     /// The receipt of an env.
     pub fn receipt(&self, name: &str) -> serde_json::Value {
+        serde_json::from_slice(&self.receipt_bytes(name)).unwrap()
+    }
+
+    /// The receipt of an env as it is on disk, to prove it unchanged.
+    pub fn receipt_bytes(&self, name: &str) -> Vec<u8> {
         let p = self.env_dir(name).join("greta-env.json");
-        serde_json::from_str(
-            &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
-        )
-        .unwrap()
+        std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
 
     /// Files under the cache's verified tree.
