@@ -151,7 +151,7 @@ lockfile = "pylock.rocm10-1.toml"
     )
 }
 
-fn package<'a>(doc: &'a toml::Value, name: &str) -> &'a toml::Value {
+pub(crate) fn package<'a>(doc: &'a toml::Value, name: &str) -> &'a toml::Value {
     doc["packages"]
         .as_array()
         .unwrap()

@@ -14,10 +14,11 @@
 //! end to end for a captured machine.
 
 use crate::lock_device::{
-    amd_like_index, installed, locked, locked_set, machine, wheel_names, GFX1151_SET,
+    amd_like_index, installed, locked, locked_set, machine, package, wheel_names, GFX1151_SET,
 };
 use crate::support::{python, text, Harness};
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Output};
 
 /// The first pip release whose `-r` selects a PEP 751 file's extras.
 const PIP_WITH_PYLOCK_EXTRAS: (u32, u32) = (26, 3);
@@ -53,15 +54,17 @@ fn require_pylock_pip() -> Command {
 }
 
 /// Real pip installs the file greta wrote for one chosen target: the host
-/// wheels and that target's device wheels, checked against the file's
-/// sha256, no other target's. Without an extra it installs the host wheels
-/// only: the install that imports and then fails every launch with
-/// hipErrorInvalidImage, which is why the extra is not optional.
+/// wheels and that target's device wheels, no other target's. Without an
+/// extra it installs the host wheels only: the install that imports and
+/// then fails every launch with hipErrorInvalidImage, which is why the
+/// extra is not optional. pip checks each wheel against the file's sha256:
+/// one altered hash and nothing is installed.
 #[test]
 fn real_pip_installs_the_lockfile_for_one_target() {
     let (_idx, d, lock) = locked_set();
     let file = lock.join("pylock.rocm10-1.toml");
-    let install = |venv_name: &str, selection: &str| -> Vec<String> {
+    // pip's `-r FILE[extras]` into a fresh venv of its own, and what it holds
+    let pip_install = |venv_name: &str, file: &Path, selection: &str| -> (Output, Vec<String>) {
         let venv = d.path().join(venv_name);
         let o = Command::new(python())
             .args(["-m", "venv", "--without-pip"])
@@ -85,14 +88,35 @@ fn real_pip_installs_the_lockfile_for_one_target() {
             .arg(format!("{}{selection}", file.display()))
             .output()
             .unwrap();
+        (o, installed(&venv))
+    };
+    let install = |venv_name: &str, selection: &str| -> Vec<String> {
+        let (o, got) = pip_install(venv_name, &file, selection);
         assert!(o.status.success(), "pip -r {selection}: {}", text(&o));
-        installed(&venv)
+        got
     };
     assert_eq!(install("gfx1151", "[device-gfx1151]"), GFX1151_SET);
     assert_eq!(
         install("host-only", ""),
         ["rocm-sdk-core", "rocm-sdk-libraries", "torch"]
     );
+
+    let text_lock = std::fs::read_to_string(&file).unwrap();
+    let doc: toml::Value = toml::from_str(&text_lock).unwrap();
+    let sha = package(&doc, "rocm-sdk-device-gfx1151")["wheels"][0]["hashes"]["sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let tampered = lock.join("pylock.tampered.toml");
+    std::fs::write(&tampered, text_lock.replace(&sha, &"0".repeat(64))).unwrap();
+    let (o, got) = pip_install("tampered", &tampered, "[device-gfx1151]");
+    assert!(!o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("rocm-sdk-device-gfx1151") && err.contains("Expected sha256"),
+        "{err}"
+    );
+    assert!(got.is_empty(), "{got:?}");
 }
 
 /// `greta install --installer pip` for a captured Strix Halo (gfx1151 on
