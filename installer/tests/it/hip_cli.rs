@@ -42,8 +42,8 @@ fn the_binary_links_no_hip_or_cuda_library() {
 }
 
 /// `greta smoke --backend BACKEND --profile ultrasafe` with `envs`, which
-/// must be exit 2 (no such device here).
-fn refused_smoke(backend: &str, envs: &[(&str, &str)]) -> Run {
+/// must be exit 2 (no such device here) with each of `says` on stderr.
+fn refused_smoke(backend: &str, envs: &[(&str, &str)], says: &[&str]) {
     let d = tempfile::tempdir().unwrap();
     let r = greta(
         &["smoke", "--backend", backend, "--profile", "ultrasafe"],
@@ -51,7 +51,9 @@ fn refused_smoke(backend: &str, envs: &[(&str, &str)]) -> Run {
         d.path(),
     );
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    r
+    for s in says {
+        assert!(r.stderr.contains(s), "{s:?} not in: {}", r.stderr);
+    }
 }
 
 #[test]
@@ -59,31 +61,27 @@ fn smoke_backend_hip_without_a_gpu_says_why_and_which_library() {
     if Path::new("/dev/kfd").exists() {
         return;
     }
-    let r = refused_smoke("hip", &[]);
-    assert!(r.stderr.contains("no HIP device found"), "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("/dev/kfd and /sys/class/kfd do not exist"),
-        "{}",
-        r.stderr
-    );
-    assert!(
-        r.stderr.contains("libamdhip64.so.5"),
-        "names the library: {}",
-        r.stderr
+    refused_smoke(
+        "hip",
+        &[],
+        &[
+            "no HIP device found",
+            "/dev/kfd and /sys/class/kfd do not exist",
+            "libamdhip64.so.5",
+        ],
     );
 }
 
 #[test]
 fn a_wrong_greta_hip_lib_names_the_places_looked() {
-    let r = refused_smoke("hip", &[("GRETA_HIP_LIB", "/nowhere/libamdhip64.so")]);
-    assert!(
-        r.stderr
-            .contains("/nowhere/libamdhip64.so ($GRETA_HIP_LIB): not there"),
-        "{}",
-        r.stderr
+    refused_smoke(
+        "hip",
+        &[("GRETA_HIP_LIB", "/nowhere/libamdhip64.so")],
+        &[
+            "/nowhere/libamdhip64.so ($GRETA_HIP_LIB): not there",
+            "greta install",
+        ],
     );
-    assert!(r.stderr.contains("greta install"), "{}", r.stderr);
 }
 
 #[test]
@@ -91,12 +89,7 @@ fn smoke_backend_cuda_without_a_driver_is_exit_2_and_clear() {
     if Path::new("/dev/nvidiactl").exists() {
         return;
     }
-    let r = refused_smoke("cuda", &[]);
-    assert!(
-        r.stderr.contains("no CUDA driver library (libcuda) found"),
-        "{}",
-        r.stderr
-    );
+    refused_smoke("cuda", &[], &["no CUDA driver library (libcuda) found"]);
 }
 
 #[test]
