@@ -33,49 +33,63 @@ pub enum Use {
 /// [`Use::Append`]), creating it exclusively when missing; anything else
 /// at `path` is moved aside first (see the module docs).
 pub fn open(path: &Path, usage: Use) -> Result<File> {
-    // A few rounds: another greta may create or move the entry between our
-    // look and our open; each round either returns or removes one cause.
+    rounds(path, "opened", |seen| match seen {
+        Some(m) if !is_ours(&m, usage) => {
+            move_aside(path, &m)?;
+            Ok(None)
+        }
+        Some(_) => match opts(usage).open(path) {
+            Ok(f) => {
+                // The type is checked on the descriptor: the path may
+                // have been swapped since the look.
+                let m = f
+                    .metadata()
+                    .with_context(|| format!("reading {}", path.display()))?;
+                Ok(is_ours(&m, usage).then_some(f))
+            }
+            // Swapped for a symlink (ELOOP), a socket (ENXIO), a
+            // directory (EISDIR) or gone: look again.
+            Err(e) if retry_after(&e) => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("opening {}", path.display())),
+        },
+        None => created(path, opts(usage).create_new(true).mode(0o644).open(path)),
+    })
+}
+
+/// Looks at `path` (its entry, not following a symlink; None when there is
+/// none) and hands what it saw to `round`, until a round gives a result.
+/// A few rounds at most: another greta may create or move the entry between
+/// the look and the act on it, and each round either finishes or removes
+/// one cause. `done` names the act for the error ("opened", "created").
+fn rounds<T>(
+    path: &Path,
+    done: &str,
+    mut round: impl FnMut(Option<fs::Metadata>) -> Result<Option<T>>,
+) -> Result<T> {
     for _ in 0..8 {
-        match fs::symlink_metadata(path) {
-            Ok(m) if !is_ours(&m, usage) => {
-                move_aside(path, &m)?;
-                continue;
-            }
-            Ok(_) => match opts(usage).open(path) {
-                Ok(f) => {
-                    // The type is checked on the descriptor: the path may
-                    // have been swapped since the look above.
-                    let m = f
-                        .metadata()
-                        .with_context(|| format!("reading {}", path.display()))?;
-                    if is_ours(&m, usage) {
-                        return Ok(f);
-                    }
-                    continue;
-                }
-                // Swapped for a symlink (ELOOP), a socket (ENXIO), a
-                // directory (EISDIR) or gone: look again.
-                Err(e) if retry_after(&e) => continue,
-                Err(e) => {
-                    return Err(e).with_context(|| format!("opening {}", path.display()));
-                }
-            },
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                match opts(usage).create_new(true).mode(0o644).open(path) {
-                    Ok(f) => return Ok(f),
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                    Err(e) => {
-                        return Err(e).with_context(|| format!("creating {}", path.display()));
-                    }
-                }
-            }
+        let seen = match fs::symlink_metadata(path) {
+            Ok(m) => Some(m),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        if let Some(v) = round(seen)? {
+            return Ok(v);
         }
     }
     anyhow::bail!(
-        "{}: kept changing while greta opened it (another process is replacing it)",
+        "{}: kept changing while greta {done} it (another process is replacing it)",
         path.display()
     )
+}
+
+/// A round's exclusive create: made, or (another process was first) look
+/// again.
+fn created<T>(path: &Path, made: io::Result<T>) -> Result<Option<T>> {
+    match made {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("creating {}", path.display())),
+    }
 }
 
 fn opts(usage: Use) -> OpenOptions {
@@ -146,26 +160,15 @@ pub fn move_aside(path: &Path, m: &fs::Metadata) -> Result<PathBuf> {
 /// a symlink there (to a directory outside the cache, whose files greta
 /// would then write and rename), a file or a FIFO is moved aside first.
 pub fn dir(path: &Path) -> Result<()> {
-    for _ in 0..8 {
-        match fs::symlink_metadata(path) {
-            Ok(m) if m.file_type().is_dir() => return Ok(()),
-            Ok(m) => {
-                move_aside(path, &m)?;
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => match fs::create_dir_all(path) {
-                Ok(()) => continue,
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(e).with_context(|| format!("creating {}", path.display()));
-                }
-            },
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    rounds(path, "created", |seen| match seen {
+        Some(m) if m.file_type().is_dir() => Ok(Some(())),
+        Some(m) => {
+            move_aside(path, &m)?;
+            Ok(None)
         }
-    }
-    anyhow::bail!(
-        "{}: kept changing while greta created it (another process is replacing it)",
-        path.display()
-    )
+        // made: look again, to see a directory there
+        None => created(path, fs::create_dir_all(path)).map(|_| None),
+    })
 }
 
 /// Whether `path` is a real directory (not a symlink to one): the sweeps

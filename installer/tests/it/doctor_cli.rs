@@ -97,12 +97,8 @@ fn a_fail_finding_exits_1_with_evidence_and_fix() {
     let o = run(&["--json"], std::slice::from_ref(&f));
     assert_eq!(o.status.code(), Some(1));
     let j = json(&o);
-    let fnd = j["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["id"] == "kfd.permission")
-        .expect("kfd.permission");
+    let fnd =
+        crate::support::find_by(&j["findings"], "id", "kfd.permission").expect("kfd.permission");
     assert_eq!(fnd["severity"], "fail");
     let ev = fnd["evidence"].to_string();
     assert!(

@@ -5,33 +5,14 @@
 //! injection: every `health` gate catches a corrupted result, a slow device
 //! and a hung kernel.
 
+use crate::support::run::Run;
 use greta_smoke::results::{GateStatus, Report};
 use std::path::Path;
 
-struct Run {
-    code: i32,
-    stdout: String,
-}
-
 fn greta(args: &[&str]) -> Run {
-    let out = crate::support::greta()
-        .arg("smoke")
-        .args(args)
-        .env("GRETA_VK_VALIDATION", "1")
-        .output()
-        .expect("greta runs");
-    let run = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-    };
-    eprintln!(
-        "greta smoke {} -> {}\n--- stdout\n{}--- stderr\n{}",
-        args.join(" "),
-        run.code,
-        run.stdout,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    run
+    let mut cmd = crate::support::greta();
+    cmd.arg("smoke").args(args).env("GRETA_VK_VALIDATION", "1");
+    Run::of(cmd)
 }
 
 fn scrape(p: &Path) -> prometheus_parse::Scrape {
@@ -56,6 +37,16 @@ fn one_line(r: &Run) -> &str {
     r.stdout.trim_end()
 }
 
+/// Runs `args` as node-problem-detector runs a plugin: it must exit `code`
+/// with one line on stdout that starts with `start`; the line comes back.
+fn plugin(args: &[&str], code: i32, start: &str) -> String {
+    let r = greta(args);
+    assert_eq!(r.code, code, "{}", r.stderr);
+    let l = one_line(&r).to_string();
+    assert!(l.starts_with(start), "{l}");
+    l
+}
+
 #[test]
 fn npd_exit_codes_one_line_and_the_prometheus_textfile() {
     let dir = tempfile::tempdir().unwrap();
@@ -72,13 +63,7 @@ fn npd_exit_codes_one_line_and_the_prometheus_textfile() {
         p,
     ];
 
-    let ok = greta(&base);
-    assert_eq!(ok.code, 0);
-    assert!(
-        one_line(&ok).starts_with("OK: ultrasafe: 2 gates passed on 1 device in "),
-        "{}",
-        ok.stdout
-    );
+    plugin(&base, 0, "OK: ultrasafe: 2 gates passed on 1 device in ");
     let s = scrape(&prom);
     assert_eq!(gauge(&s, "greta_smoke_status", None), Some(0.0));
     assert_eq!(gauge(&s, "greta_smoke_device_pass", None), Some(1.0));
@@ -104,13 +89,7 @@ fn npd_exit_codes_one_line_and_the_prometheus_textfile() {
 
     let mut bad = base.to_vec();
     bad.extend(["--include-test-gates", "--inject", "corrupt:0:copy.tiny"]);
-    let fail = greta(&bad);
-    assert_eq!(fail.code, 1);
-    let l = one_line(&fail);
-    assert!(
-        l.starts_with("FAIL: ultrasafe on 1 device: device 0 (llvmpipe"),
-        "{l}"
-    );
+    let l = plugin(&bad, 1, "FAIL: ultrasafe on 1 device: device 0 (llvmpipe");
     assert!(
         l.contains("copy.tiny: 1/2 clean repeats")
             && l.ends_with("[TEST faults injected: corrupt:0:copy.tiny]"),
@@ -129,13 +108,7 @@ fn npd_exit_codes_one_line_and_the_prometheus_textfile() {
 
     let mut none = base.to_vec();
     none[1] = "99";
-    let unknown = greta(&none);
-    assert_eq!(unknown.code, 2);
-    assert!(
-        one_line(&unknown).starts_with("UNKNOWN: could not run: no usable device"),
-        "{}",
-        unknown.stdout
-    );
+    plugin(&none, 2, "UNKNOWN: could not run: no usable device");
     let s = scrape(&prom);
     assert_eq!(gauge(&s, "greta_smoke_status", None), Some(2.0));
     assert_eq!(gauge(&s, "greta_smoke_gate_pass", None), None);
@@ -144,13 +117,8 @@ fn npd_exit_codes_one_line_and_the_prometheus_textfile() {
     let nowhere = dir.path().join("missing/greta.prom");
     let mut args = base.to_vec();
     args[7] = nowhere.to_str().unwrap();
-    let r = greta(&args);
-    assert_eq!(r.code, 2);
-    assert!(
-        one_line(&r).starts_with("UNKNOWN: --prom ") && r.stdout.contains("missing"),
-        "{}",
-        r.stdout
-    );
+    let l = plugin(&args, 2, "UNKNOWN: --prom ");
+    assert!(l.contains("missing"), "{l}");
     // Only the textfile is there: no temporaries, no result files.
     let names: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()

@@ -1,16 +1,12 @@
 //! HIP and CUDA through the real `greta` binary on this machine: Debian 12
 //! with ROCm 5.2's libamdhip64.so.5 and hiprtc, no AMD GPU, no NVIDIA driver.
 
+use crate::support::run::Run;
 use std::path::Path;
 use std::process::Command;
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn greta(args: &[&str], envs: &[(&str, &str)], data: &Path) -> Run {
+/// greta with `args`, `envs` and its data and cache under `data`.
+fn command(args: &[&str], envs: &[(&str, &str)], data: &Path) -> Command {
     let mut c = crate::support::greta();
     c.args(args)
         .env("XDG_DATA_HOME", data)
@@ -18,12 +14,11 @@ fn greta(args: &[&str], envs: &[(&str, &str)], data: &Path) -> Run {
     for (k, v) in envs {
         c.env(k, v);
     }
-    let o = c.output().unwrap();
-    Run {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    c
+}
+
+fn greta(args: &[&str], envs: &[(&str, &str)], data: &Path) -> Run {
+    Run::of(command(args, envs, data))
 }
 
 #[test]
@@ -47,8 +42,8 @@ fn the_binary_links_no_hip_or_cuda_library() {
 }
 
 /// `greta smoke --backend BACKEND --profile ultrasafe` with `envs`, which
-/// must be exit 2 (no such device here).
-fn refused_smoke(backend: &str, envs: &[(&str, &str)]) -> Run {
+/// must be exit 2 (no such device here) with each of `says` on stderr.
+fn refused_smoke(backend: &str, envs: &[(&str, &str)], says: &[&str]) {
     let d = tempfile::tempdir().unwrap();
     let r = greta(
         &["smoke", "--backend", backend, "--profile", "ultrasafe"],
@@ -56,7 +51,9 @@ fn refused_smoke(backend: &str, envs: &[(&str, &str)]) -> Run {
         d.path(),
     );
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
-    r
+    for s in says {
+        assert!(r.stderr.contains(s), "{s:?} not in: {}", r.stderr);
+    }
 }
 
 #[test]
@@ -64,31 +61,27 @@ fn smoke_backend_hip_without_a_gpu_says_why_and_which_library() {
     if Path::new("/dev/kfd").exists() {
         return;
     }
-    let r = refused_smoke("hip", &[]);
-    assert!(r.stderr.contains("no HIP device found"), "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("/dev/kfd and /sys/class/kfd do not exist"),
-        "{}",
-        r.stderr
-    );
-    assert!(
-        r.stderr.contains("libamdhip64.so.5"),
-        "names the library: {}",
-        r.stderr
+    refused_smoke(
+        "hip",
+        &[],
+        &[
+            "no HIP device found",
+            "/dev/kfd and /sys/class/kfd do not exist",
+            "libamdhip64.so.5",
+        ],
     );
 }
 
 #[test]
 fn a_wrong_greta_hip_lib_names_the_places_looked() {
-    let r = refused_smoke("hip", &[("GRETA_HIP_LIB", "/nowhere/libamdhip64.so")]);
-    assert!(
-        r.stderr
-            .contains("/nowhere/libamdhip64.so ($GRETA_HIP_LIB): not there"),
-        "{}",
-        r.stderr
+    refused_smoke(
+        "hip",
+        &[("GRETA_HIP_LIB", "/nowhere/libamdhip64.so")],
+        &[
+            "/nowhere/libamdhip64.so ($GRETA_HIP_LIB): not there",
+            "greta install",
+        ],
     );
-    assert!(r.stderr.contains("greta install"), "{}", r.stderr);
 }
 
 #[test]
@@ -96,12 +89,7 @@ fn smoke_backend_cuda_without_a_driver_is_exit_2_and_clear() {
     if Path::new("/dev/nvidiactl").exists() {
         return;
     }
-    let r = refused_smoke("cuda", &[]);
-    assert!(
-        r.stderr.contains("no CUDA driver library (libcuda) found"),
-        "{}",
-        r.stderr
-    );
+    refused_smoke("cuda", &[], &["no CUDA driver library (libcuda) found"]);
 }
 
 #[test]
@@ -155,30 +143,13 @@ fn hiprtc_builds_every_kernel_through_greta_and_survives_a_compiler_crash() {
 /// send on stdin); a request that is no request is exit 2, said on stderr.
 #[test]
 fn serve_answers_a_devices_request_as_the_devices_verb_does() {
-    use std::io::Write;
     let d = tempfile::tempdir().unwrap();
     let flags = greta(&["__gpu", "devices", "--backend", "hip"], &[], d.path());
     let serve = |input: &str| {
-        let mut c = crate::support::greta();
-        c.args(["__gpu", "serve"])
-            .env("XDG_DATA_HOME", d.path())
-            .env("XDG_CACHE_HOME", d.path().join("cache"))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let o = child.wait_with_output().unwrap();
-        Run {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
+        Run::fed(
+            command(&["__gpu", "serve"], &[], d.path()),
+            Some(input.as_bytes()),
+        )
     };
     let typed = serve(r#"{"devices":{"backend":"hip"}}"#);
     assert_eq!(typed.code, flags.code, "{}", typed.stderr);

@@ -194,14 +194,7 @@ fn ctrl_c_says_the_previous_env_is_untouched() {
     use std::io::Read;
     use std::os::unix::process::ExitStatusExt;
     let h = Harness::new(2_000_000);
-    let torch = h.wheel("torch").filename.clone();
-    h.server.fault_always(
-        &torch,
-        support::Fault::Throttle {
-            chunk: 4096,
-            delay: Duration::from_millis(50),
-        },
-    );
+    let torch = h.throttle_torch(4096, 50);
     let c = h.install_command(&["--reinstall"]);
     let mut child = support::spawn_interruptible(c);
     // Wait for the observed state: torch's download has started.

@@ -30,13 +30,7 @@ fn happy_path_with_uv_then_warm_reinstall_from_cache() {
     assert_eq!(r["profile"], "cpu");
     let lock_sha = support::sha256_hex(h.pylock_text().as_bytes());
     assert_eq!(r["lockfile"]["sha256"], lock_sha.as_str());
-    let mut hashes: Vec<String> = r["wheels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["sha256"].as_str().unwrap().to_string())
-        .collect();
-    hashes.sort();
+    let hashes = support::sorted_strings(&r["wheels"], "sha256");
     let mut want: Vec<String> = h.wheels.iter().map(|w| w.sha256.clone()).collect();
     want.sort();
     assert_eq!(hashes, want);
@@ -232,7 +226,7 @@ fn index_url_json_and_lying_index() {
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(h.server.hits(&h.wheel("torch").filename).len(), 1);
     h.server.set_json_index(true);
-    let before = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
+    let before = h.receipt_bytes("cpu");
 
     // The index now lists another hash for jax: refused, env untouched.
     h.server
@@ -245,10 +239,7 @@ fn index_url_json_and_lying_index() {
         e.contains("lists") && e.contains(&"ab".repeat(32)) && e.contains(&h.wheel("jax").sha256),
         "{e}"
     );
-    assert_eq!(
-        std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
-        before
-    );
+    assert_eq!(h.receipt_bytes("cpu"), before);
     h.import_in_env("cpu");
 }
 
@@ -258,7 +249,7 @@ fn framework_mismatch_keeps_the_previous_env() {
     let h = Harness::new(30_000);
     let o = h.install(&["--installer", "uv"]);
     assert!(o.status.success(), "{}", text(&o));
-    let before = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
+    let before = h.receipt_bytes("cpu");
     let py = support::python();
     let rocm_install = |h: &Harness| {
         h.cmd(&[
@@ -290,10 +281,7 @@ fn framework_mismatch_keeps_the_previous_env() {
         f[0]["message"].as_str().unwrap().contains("CPU only"),
         "{j}"
     );
-    assert_eq!(
-        std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
-        before
-    );
+    assert_eq!(h.receipt_bytes("cpu"), before);
     assert_eq!(h.import_in_env("cpu")["torch"], "2.5.1");
     assert_eq!(
         h.envs_entries(),
@@ -312,10 +300,7 @@ fn framework_mismatch_keeps_the_previous_env() {
         "{}",
         text(&o)
     );
-    assert_eq!(
-        std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
-        before
-    );
+    assert_eq!(h.receipt_bytes("cpu"), before);
 
     // The right build passes and replaces the env; the receipt says rocm6.4.
     let rocm64 = support::wheel::torch("2.5.1+rocm6.4", Some("6.4.43484"), None, 30_000);

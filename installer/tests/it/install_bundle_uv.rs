@@ -6,7 +6,10 @@
 //! architecture is refused, and bundles without uv still install.
 
 use crate::support;
-use crate::support::uvtool::{path_without_uv, real_python, serving_uv, write_tools, ServedUv};
+use crate::support::uvtool::{
+    assert_pip_installed_instead, assert_uv_refusal_keeps_the_env, path_without_uv, real_python,
+    serving_uv, write_tools, ServedUv,
+};
 use crate::support::{stderr, text, Harness};
 use std::path::{Path, PathBuf};
 
@@ -134,29 +137,15 @@ fn a_tampered_or_missing_bundled_uv_is_never_run_and_pip_installs_instead() {
 
     let node = Harness::with_wheels(vec![]);
     let o = install_from(&node, &s.bundle, &[]);
-    assert!(o.status.success(), "{}", text(&o));
-    let err = stderr(&o);
-    assert!(err.contains("failed verification"), "{err}");
-    assert!(err.contains("sha256"), "{err}");
-    assert!(err.contains("installer: pip"), "{err}");
-    assert!(node.receipt("cpu")["installer"]
-        .as_str()
-        .unwrap()
-        .starts_with("pip "));
+    assert_pip_installed_instead(&node, &o, &["failed verification", "sha256"]);
     assert!(!s.log.exists(), "the tampered uv ran");
     assert!(!bootstrapped(&node, &s.version).exists());
     node.import_in_env("cpu");
 
     // --installer uv turns the refusal into an error; the env is untouched.
-    let before = node.receipt("cpu");
-    let o = install_from(&node, &s.bundle, &["--reinstall", "--installer", "uv"]);
-    assert!(!o.status.success(), "{}", text(&o));
-    assert!(
-        stderr(&o).contains("pinned uv could not be had"),
-        "{}",
-        text(&o)
-    );
-    assert_eq!(node.receipt("cpu"), before);
+    assert_uv_refusal_keeps_the_env(&node, || {
+        install_from(&node, &s.bundle, &["--reinstall", "--installer", "uv"])
+    });
 
     // The pin in tools.toml edited to the tampered bytes: the manifest
     // still names the original, so the two disagree and uv is refused.
@@ -169,10 +158,7 @@ fn a_tampered_or_missing_bundled_uv_is_never_run_and_pip_installs_instead() {
     .unwrap();
     let fresh = Harness::with_wheels(vec![]);
     let o = install_from(&fresh, &s.bundle, &[]);
-    assert!(o.status.success(), "{}", text(&o));
-    let err = stderr(&o);
-    assert!(err.contains("the bundle was modified"), "{err}");
-    assert!(err.contains("installer: pip"), "{err}");
+    assert_pip_installed_instead(&fresh, &o, &["the bundle was modified"]);
     assert!(!s.log.exists(), "the tampered uv ran");
 
     // The wheel gone (pin restored): named as missing, pip installs.
@@ -180,17 +166,8 @@ fn a_tampered_or_missing_bundled_uv_is_never_run_and_pip_installs_instead() {
     std::fs::remove_file(&carried).unwrap();
     let fresh = Harness::with_wheels(vec![]);
     let o = install_from(&fresh, &s.bundle, &[]);
-    assert!(o.status.success(), "{}", text(&o));
-    let err = stderr(&o);
-    assert!(
-        err.contains(&format!("{} is missing", carried.display())),
-        "{err}"
-    );
-    assert!(err.contains("installer: pip"), "{err}");
-    assert!(fresh.receipt("cpu")["installer"]
-        .as_str()
-        .unwrap()
-        .starts_with("pip "));
+    let missing = format!("{} is missing", carried.display());
+    assert_pip_installed_instead(&fresh, &o, &[&missing]);
 }
 
 #[test]
@@ -232,14 +209,7 @@ fn a_bundle_without_uv_still_installs() {
 
     let node = Harness::with_wheels(vec![]);
     let o = install_from(&node, &s.bundle, &[]);
-    assert!(o.status.success(), "{}", text(&o));
-    let err = stderr(&o);
-    assert!(err.contains("carries no uv"), "{err}");
-    assert!(err.contains("installer: pip"), "{err}");
-    assert!(node.receipt("cpu")["installer"]
-        .as_str()
-        .unwrap()
-        .starts_with("pip "));
+    assert_pip_installed_instead(&node, &o, &["carries no uv"]);
     node.import_in_env("cpu");
 
     // With uv on PATH the old bundle installs through it, as before.

@@ -16,7 +16,7 @@ fn with_previous_env(blob: usize) -> (Harness, Vec<u8>) {
     support::require_uv();
     let h = Harness::new(blob);
     install_ok(&h);
-    let receipt = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
+    let receipt = h.receipt_bytes("cpu");
     std::fs::remove_dir_all(h.cache_dir()).unwrap();
     h.server.clear_log();
     (h, receipt)
@@ -40,11 +40,7 @@ fn install_through(
 }
 
 fn assert_previous_intact(h: &Harness, receipt: &[u8]) {
-    assert_eq!(
-        std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
-        receipt,
-        "previous env changed"
-    );
+    assert_eq!(h.receipt_bytes("cpu"), receipt, "previous env changed");
     assert_eq!(h.import_in_env("cpu")["torch"], "2.5.1");
     assert_eq!(
         h.envs_entries(),
@@ -168,7 +164,7 @@ fn wrong_content_is_refetched_once_then_refused() {
     h.server.fault_once(&torch, Fault::WrongContent);
     install_ok(&h);
     assert_eq!(h.server.hits(&torch).len(), 2);
-    let receipt2 = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
+    let receipt2 = h.receipt_bytes("cpu");
     assert_ne!(receipt2, receipt);
 
     // Always: a clear sha256 error, nothing cached, env untouched.
@@ -221,11 +217,7 @@ fn tampered_cache_file_is_detected_and_refetched() {
     });
     h.server.clear_log();
     let j = install_ok(&h);
-    let w = j["report"]["wheels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["filename"] == jax.as_str())
+    let w = support::find_by(&j["report"]["wheels"], "filename", &jax)
         .unwrap()
         .clone();
     assert_eq!(w["source"], "network", "{w}");
@@ -266,7 +258,7 @@ fn second_concurrent_install_is_refused_by_the_guard() {
     support::require_uv();
     let h = Harness::new(10_000);
     install_ok(&h);
-    let receipt = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
+    let receipt = h.receipt_bytes("cpu");
     let mut first = h
         .install_command(&["--reinstall"])
         .env("GRETA_TEST_PAUSE_AT", "fetched")

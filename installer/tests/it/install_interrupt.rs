@@ -9,7 +9,7 @@
 //! succeeds.
 
 use crate::support;
-use crate::support::{text, wheel, Fault, Harness};
+use crate::support::{text, wheel, Harness};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -287,13 +287,7 @@ fn ctrl_c_mid_download_keeps_the_previous_env_and_the_cache_clean() {
             std::fs::remove_dir_all(p.parent().unwrap()).unwrap();
         }
     }
-    h.server.fault_always(
-        &torch.0,
-        Fault::Throttle {
-            chunk: 16 * 1024,
-            delay: Duration::from_millis(40),
-        },
-    );
+    h.throttle_torch(16 * 1024, 40);
     let partial = h
         .cache_dir()
         .join("partial")

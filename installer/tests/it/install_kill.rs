@@ -3,7 +3,7 @@
 //! (or, when killed between the two renames of the swap, put back).
 
 use crate::support;
-use crate::support::{text, Fault, Harness};
+use crate::support::{text, Harness};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -38,16 +38,12 @@ fn killed_at_each_build_step_previous_env_survives_and_rerun_cleans_up() {
     let h = Harness::new(50_000);
     rerun_ok(&h);
     for step in ["fetched", "venv", "installed", "checked"] {
-        let receipt = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
+        let receipt = h.receipt_bytes("cpu");
         let mut c = spawn_paused(&h, step);
         support::wait_for_line(&mut c, &format!("paused at {step}"));
         sigkill(c);
         // Killed: the old env is exactly as it was; a staging dir may exist.
-        assert_eq!(
-            std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
-            receipt,
-            "{step}"
-        );
+        assert_eq!(h.receipt_bytes("cpu"), receipt, "{step}");
         assert_eq!(h.import_in_env("cpu")["torch"], "2.5.1");
         let staging: Vec<String> = h
             .envs_entries()
@@ -61,11 +57,7 @@ fn killed_at_each_build_step_previous_env_survives_and_rerun_cleans_up() {
         if step != "fetched" {
             assert!(err.contains("removed the unfinished env"), "{step}: {err}");
         }
-        assert_ne!(
-            std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
-            receipt,
-            "{step}: not rebuilt"
-        );
+        assert_ne!(h.receipt_bytes("cpu"), receipt, "{step}: not rebuilt");
     }
 }
 
@@ -74,7 +66,7 @@ fn killed_between_the_swap_renames_restores_the_previous_env() {
     support::require_uv();
     let h = Harness::new(20_000);
     rerun_ok(&h);
-    let receipt = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
+    let receipt = h.receipt_bytes("cpu");
     let mut c = spawn_paused(&h, "swap");
     support::wait_for_line(&mut c, "paused at swap");
     sigkill(c);
@@ -90,7 +82,7 @@ fn killed_between_the_swap_renames_restores_the_previous_env() {
     // Again, but `greta env list` comes first: it puts the previous env
     // back itself (issue 12: it listed no env, and `env remove` said there
     // was none, until the next install).
-    let receipt = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
+    let receipt = h.receipt_bytes("cpu");
     let mut c = spawn_paused(&h, "swap");
     support::wait_for_line(&mut c, "paused at swap");
     sigkill(c);
@@ -99,10 +91,7 @@ fn killed_between_the_swap_renames_restores_the_previous_env() {
     let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let names = support::env_names(&j);
     assert_eq!(names, vec!["cpu"], "{j}");
-    assert_eq!(
-        std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
-        receipt
-    );
+    assert_eq!(h.receipt_bytes("cpu"), receipt);
     assert!(!h.envs_dir().join(".backup-cpu").exists());
     assert_eq!(h.import_in_env("cpu")["torch"], "2.5.1");
     rerun_ok(&h);
@@ -112,14 +101,7 @@ fn killed_between_the_swap_renames_restores_the_previous_env() {
 fn killed_mid_download_resumes_and_never_caches_a_partial_file() {
     support::require_uv();
     let h = Harness::new(600_000);
-    let torch = h.wheel("torch").filename.clone();
-    h.server.fault_always(
-        &torch,
-        Fault::Throttle {
-            chunk: 16 * 1024,
-            delay: Duration::from_millis(40),
-        },
-    );
+    let torch = h.throttle_torch(16 * 1024, 40);
     let mut c = spawn_paused(&h, "never");
     let partial = h
         .cache_dir()

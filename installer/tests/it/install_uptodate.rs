@@ -31,7 +31,7 @@ fn second_install_is_a_verified_no_op_and_reinstall_rebuilds() {
     let h = Harness::new(100_000);
     let first = install_json(&h, &[]);
     assert_eq!(first["result"], "installed");
-    let receipt = std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap();
+    let receipt = h.receipt_bytes("cpu");
 
     h.server.clear_log();
     let j = install_json(&h, &[]);
@@ -50,7 +50,7 @@ fn second_install_is_a_verified_no_op_and_reinstall_rebuilds() {
     }
     assert!(h.server.log().is_empty(), "{:?}", h.server.log());
     assert_eq!(
-        std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
+        h.receipt_bytes("cpu"),
         receipt,
         "an up-to-date env is not touched"
     );
@@ -69,11 +69,7 @@ fn second_install_is_a_verified_no_op_and_reinstall_rebuilds() {
         assert_eq!(j["result"], "installed", "{flag}: {j}");
         assert_eq!(j["report"]["up_to_date"], false);
         assert_eq!(j["report"]["checks"]["torch"]["ok"], true, "{j}");
-        assert_ne!(
-            std::fs::read(h.env_dir("cpu").join("greta-env.json")).unwrap(),
-            receipt,
-            "{flag}: not rebuilt"
-        );
+        assert_ne!(h.receipt_bytes("cpu"), receipt, "{flag}: not rebuilt");
         for w in j["report"]["wheels"].as_array().unwrap() {
             assert_eq!(w["source"], "cache", "{w}");
         }

@@ -7,8 +7,11 @@
 //! through uv, while greta's PATH holds no uv.
 
 use crate::support;
-use crate::support::uvtool::{path_without_uv, real_python, serving_uv, write_tools, ServedUv};
-use crate::support::{stderr, text, Harness};
+use crate::support::uvtool::{
+    assert_pip_installed_instead, assert_uv_refusal_keeps_the_env, path_without_uv, real_python,
+    serving_uv, write_tools, ServedUv,
+};
+use crate::support::{text, Harness};
 use std::path::Path;
 
 fn install(h: &Harness, python: &Path, extra: &[&str]) -> std::process::Output {
@@ -99,14 +102,7 @@ fn a_tampered_uv_wheel_is_refused_and_pip_installs_instead() {
     let py = real_python();
 
     let o = install(&h, &py, &[]);
-    assert!(o.status.success(), "{}", text(&o));
-    let err = stderr(&o);
-    assert!(err.contains("sha256"), "{err}");
-    assert!(err.contains("installer: pip"), "{err}");
-    assert!(h.receipt("cpu")["installer"]
-        .as_str()
-        .unwrap()
-        .starts_with("pip "));
+    assert_pip_installed_instead(&h, &o, &["sha256"]);
     assert!(
         !log.exists(),
         "the tampered uv ran: {:?}",
@@ -120,15 +116,7 @@ fn a_tampered_uv_wheel_is_refused_and_pip_installs_instead() {
         .exists());
 
     // --installer uv makes the same refusal an error; nothing is replaced.
-    let before = h.receipt("cpu");
-    let o = install(&h, &py, &["--installer", "uv"]);
-    assert!(!o.status.success(), "{}", text(&o));
-    assert!(
-        stderr(&o).contains("pinned uv could not be had"),
-        "{}",
-        text(&o)
-    );
-    assert_eq!(h.receipt("cpu"), before);
+    assert_uv_refusal_keeps_the_env(&h, || install(&h, &py, &["--installer", "uv"]));
 }
 
 #[test]
@@ -141,16 +129,7 @@ fn offline_uses_the_pinned_uv_only_when_cached() {
     let o = install(&h, &py, &["--installer", "pip"]);
     assert!(o.status.success(), "{}", text(&o));
     let o = install(&h, &py, &["--offline"]);
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(
-        stderr(&o).contains("--offline: it is not in the cache"),
-        "{}",
-        text(&o)
-    );
-    assert!(h.receipt("cpu")["installer"]
-        .as_str()
-        .unwrap()
-        .starts_with("pip "));
+    assert_pip_installed_instead(&h, &o, &["--offline: it is not in the cache"]);
     assert!(h.server.hits(&w.filename).is_empty());
 
     // Online once (bootstraps), then offline uses the cached tool.

@@ -8,17 +8,32 @@
 
 use crate::lock_support::*;
 use crate::support::server::Server;
-use crate::support::wheel::{build_tagged, Wheel};
+use crate::support::wheel::{build_tagged, torch_files, Wheel};
 use std::path::Path;
 use std::process::Output;
 
 const TORCH: &str = "2.14.0+rocm10.1.0";
+/// What the stand-in torch reports as `torch.version.hip` (the import
+/// check of `greta install` compares it with the profile's 10.1).
+const HIP: &str = "10.1.25394";
 const SDK: &str = "10.1.0";
 const TARGETS: [&str; 4] = ["gfx942", "gfx1103", "gfx1150", "gfx1151"];
 
+/// The host wheels plus gfx1151's device wheels (its own and the gfx115x
+/// family wheel): what one Strix Halo target gets, and nothing else.
+pub(crate) const GFX1151_SET: [&str; 6] = [
+    "amd-torch-device-gfx1151",
+    "amd-torch-device-gfx115x",
+    "rocm-sdk-core",
+    "rocm-sdk-device-gfx1151",
+    "rocm-sdk-libraries",
+    "torch",
+];
+
 /// A wheel tagged as AMD tags them: torch and its device wheels for one
 /// CPython (`cp312-cp312-linux_x86_64`), the rocm-sdk wheels for any
-/// (`py3-none-linux_x86_64`); plain `linux_x86_64`, not manylinux.
+/// (`py3-none-linux_x86_64`); plain `linux_x86_64`, not manylinux. torch
+/// is the suite's stand-in (`torch.version.hip` set), so it imports.
 fn wheel(project: &str, version: &str, metadata: &str) -> Wheel {
     let module = project.replace('-', "_");
     let tag = if project.starts_with("rocm-sdk") {
@@ -27,7 +42,11 @@ fn wheel(project: &str, version: &str, metadata: &str) -> Wheel {
         let cp = format!("cp{}", py_xy().replace('.', ""));
         format!("{cp}-{cp}-linux_x86_64")
     };
-    build_tagged(project, version, &module, &[], 2_000, metadata, &tag)
+    let files = match project {
+        "torch" => torch_files(version, Some(HIP), None).to_vec(),
+        _ => Vec::new(),
+    };
+    build_tagged(project, version, &module, &files, 2_000, metadata, &tag)
 }
 
 /// The index as AMD's multi-arch one is laid out: torch is a host wheel
@@ -36,7 +55,7 @@ fn wheel(project: &str, version: &str, metadata: &str) -> Wheel {
 /// (`amd-torch-device-gfx115x`). The host wheel needs `rocm[libraries]`,
 /// which, as on AMD's index, is an sdist only (its libraries are the
 /// rocm-sdk-core/-libraries wheels).
-fn amd_like_index() -> Server {
+pub(crate) fn amd_like_index() -> Server {
     let s = Server::start();
     s.add_wheel(
         "rocm",
@@ -77,7 +96,7 @@ fn amd_like_index() -> Server {
 
 /// "X.Y" of the real interpreter the install tests use: the profile is
 /// locked for it, so real uv installs the file into a venv of it.
-fn py_xy() -> String {
+pub(crate) fn py_xy() -> String {
     let o = std::process::Command::new(crate::support::uvtool::real_python())
         .args([
             "-I",
@@ -132,7 +151,7 @@ lockfile = "pylock.rocm10-1.toml"
     )
 }
 
-fn package<'a>(doc: &'a toml::Value, name: &str) -> &'a toml::Value {
+pub(crate) fn package<'a>(doc: &'a toml::Value, name: &str) -> &'a toml::Value {
     doc["packages"]
         .as_array()
         .unwrap()
@@ -165,7 +184,7 @@ fn update(lock: &Path, uv_cache: &Path) -> Output {
 
 /// The AMD-like index and a temporary dir whose `lock/` holds its profile,
 /// locked ([`locked`]); the index serves as long as it is kept.
-fn locked_set() -> (Server, tempfile::TempDir, std::path::PathBuf) {
+pub(crate) fn locked_set() -> (Server, tempfile::TempDir, std::path::PathBuf) {
     let idx = amd_like_index();
     let d = tempfile::tempdir().unwrap();
     let lock = d.path().join("lock");
@@ -174,7 +193,7 @@ fn locked_set() -> (Server, tempfile::TempDir, std::path::PathBuf) {
 }
 
 /// Locks the loopback profile with real uv; the lock dir holds the result.
-fn locked(idx: &Server, lock: &Path) {
+pub(crate) fn locked(idx: &Server, lock: &Path) {
     std::fs::create_dir_all(lock).unwrap();
     // not-locked until reviewed, as a new profile starts out
     std::fs::write(
@@ -255,11 +274,7 @@ fn lock_update_records_each_targets_device_wheels_under_its_extra() {
     // only problem is the loopback index's plain http
     let o = greta_lock(&lock, &["check", "--json"]);
     let v = json(&o);
-    let rep = v["profiles"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["profile"] == "rocm10.1")
+    let rep = crate::support::find_by(&v["profiles"], "profile", "rocm10.1")
         .unwrap()
         .clone();
     let py = py_xy();
@@ -320,15 +335,7 @@ fn show_gives_host_wheels_plus_exactly_the_chosen_targets() {
         all.extend_from_slice(args);
         let o = greta_lock(&lock, &all);
         assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
-        let v = json(&o);
-        let mut n: Vec<String> = v["sets"][0]["wheels"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|w| w["name"].as_str().unwrap().to_string())
-            .collect();
-        n.sort();
-        n
+        wheel_names(&json(&o)["sets"][0])
     };
     assert_eq!(
         names(&["--device", "gfx1103"]),
@@ -411,38 +418,32 @@ fn real_uv_installs_the_lockfile_for_one_target() {
         "--extra",
         "device-gfx1151",
     ]);
-    let listed = run(&[
-        "pip",
-        "list",
-        "-p",
-        vpy.to_str().unwrap(),
-        "--format",
-        "freeze",
-    ]);
-    let mut got: Vec<&str> = listed
-        .lines()
-        .filter_map(|l| l.split("==").next())
+    assert_eq!(installed(&venv), GFX1151_SET);
+}
+
+/// The distributions installed in `venv` (names of its `*.dist-info`,
+/// normalized to dashes), sorted.
+pub(crate) fn installed(venv: &Path) -> Vec<String> {
+    let site = venv.join(format!("lib/python{}/site-packages", py_xy()));
+    let mut names: Vec<String> = std::fs::read_dir(&site)
+        .unwrap_or_else(|e| panic!("{}: {e}", site.display()))
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let stem = n.strip_suffix(".dist-info")?;
+            let (name, _version) = stem.split_once('-')?;
+            Some(name.to_lowercase().replace('_', "-"))
+        })
         .collect();
-    got.sort();
-    assert_eq!(
-        got,
-        [
-            "amd-torch-device-gfx1151",
-            "amd-torch-device-gfx115x",
-            "rocm-sdk-core",
-            "rocm-sdk-device-gfx1151",
-            "rocm-sdk-libraries",
-            "torch"
-        ],
-        "{listed}"
-    );
+    names.sort();
+    names
 }
 
 /// A captured machine (`greta doctor --capture` layout): the 780M capture
 /// with its KFD GPU nodes replaced by `gpus` (gfx_target_version, name).
 /// Kernel 6.17 names a node `ip discovery`; the target comes from
 /// `gfx_target_version`, whose stepping digit is hex (110501 = gfx1151).
-fn machine(gpus: &[(u64, &str)]) -> tempfile::TempDir {
+pub(crate) fn machine(gpus: &[(u64, &str)]) -> tempfile::TempDir {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../probe/tests/sysroots/phoenix-apu");
     let tmp = tempfile::tempdir().unwrap();
     let m = tmp.path().join("m");
@@ -510,15 +511,10 @@ fn dry_run(lock: &Path, sysroot: &Path) -> serde_json::Value {
     v["plan"].clone()
 }
 
-fn wheel_names(plan: &serde_json::Value) -> Vec<String> {
-    let mut n: Vec<String> = plan["wheels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["name"].as_str().unwrap().to_string())
-        .collect();
-    n.sort();
-    n
+/// The names of the wheels of a plan, a `lock show` set or a receipt,
+/// sorted.
+pub(crate) fn wheel_names(holder: &serde_json::Value) -> Vec<String> {
+    crate::support::sorted_strings(&holder["wheels"], "name")
 }
 
 /// `greta install --dry-run --sysroot` plans for a captured machine: the
@@ -532,17 +528,7 @@ fn dry_run_for_a_captured_machine_plans_its_own_device_wheels() {
     let plan = dry_run(&lock, &halo.path().join("m"));
     assert_eq!(plan["profile"], "rocm10.1", "{plan:#}");
     assert_eq!(plan["device_extras"], serde_json::json!(["device-gfx1151"]));
-    assert_eq!(
-        wheel_names(&plan),
-        [
-            "amd-torch-device-gfx1151",
-            "amd-torch-device-gfx115x",
-            "rocm-sdk-core",
-            "rocm-sdk-device-gfx1151",
-            "rocm-sdk-libraries",
-            "torch"
-        ]
-    );
+    assert_eq!(wheel_names(&plan), GFX1151_SET);
     let why = plan["reasons"].to_string();
     assert!(why.contains("gfx1151 -> device-gfx1151"), "{why}");
     assert!(plan["env_vars"].as_object().unwrap().is_empty(), "{plan:#}");
@@ -660,12 +646,7 @@ fn doctor_finds_a_therock_torch_without_this_gpus_device_wheel() {
             .unwrap();
         let v: serde_json::Value =
             serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
-        v["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["id"] == "framework.device-wheel-missing")
-            .cloned()
+        crate::support::find_by(&v["findings"], "id", "framework.device-wheel-missing").cloned()
     };
     let f = doctor().expect("finding framework.device-wheel-missing");
     assert_eq!(f["severity"], "fail");

@@ -6,10 +6,7 @@ use crate::lock_support::*;
 /// Break `file` by replacing `from` with `to`, run `args`, and expect an
 /// error on the line of `at` (text inside `to`), at a column within it.
 fn expect_error_at(file: &str, from: &str, to: &str, at: &str, args: &[&str], message: &str) {
-    let d = copy_lock_dir();
-    let p = d.path().join(file);
-    let text = std::fs::read_to_string(&p).unwrap().replacen(from, to, 1);
-    std::fs::write(&p, &text).unwrap();
+    let (d, text) = edited_lock_dir(file, |t| t.replacen(from, to, 1));
     let before = snapshot(d.path());
     let o = greta_lock(d.path(), args);
     let err = stderr(&o);
@@ -192,12 +189,9 @@ fn pylock_not_a_wheel_name() {
 #[test]
 fn check_reports_a_broken_lockfile_as_a_failure() {
     // `check` goes on past a broken lockfile and fails (exit 1) naming it.
-    let d = copy_lock_dir();
-    let p = d.path().join("pylock.rocm6-4.toml");
-    let t = std::fs::read_to_string(&p)
-        .unwrap()
-        .replacen("[[packages]]", "[[packages]\n", 1);
-    std::fs::write(&p, &t).unwrap();
+    let (d, t) = edited_lock_dir("pylock.rocm6-4.toml", |t| {
+        t.replacen("[[packages]]", "[[packages]\n", 1)
+    });
     let o = greta_lock(d.path(), &["check"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let (line, _) = position_of(&t, "[[packages]\n");
@@ -226,10 +220,7 @@ fn pylock_marker_with_a_non_ascii_character() {
         "Unexpected character 'α'",
     );
     // `check` reports a broken lockfile as a failed check (exit 1), at the same place.
-    let d = copy_lock_dir();
-    let p = d.path().join("pylock.rocm7-2.toml");
-    let text = std::fs::read_to_string(&p).unwrap().replacen(from, to, 1);
-    std::fs::write(&p, &text).unwrap();
+    let (d, text) = edited_lock_dir("pylock.rocm7-2.toml", |t| t.replacen(from, to, 1));
     let o = greta_lock(d.path(), &["check"]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));

@@ -166,12 +166,7 @@ fn real_interpreter_resolves() {
     if ["3.11", "3.12", "3.13"].contains(&xy.as_str()) {
         assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
         let tag = format!("cp3{}", xy.split('.').nth(1).unwrap());
-        let torch = set["wheels"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|w| w["name"] == "torch")
-            .unwrap();
+        let torch = crate::support::find_by(&set["wheels"], "name", "torch").unwrap();
         assert!(torch["filename"].as_str().unwrap().contains(&tag));
     } else {
         assert_eq!(o.status.code(), Some(1));

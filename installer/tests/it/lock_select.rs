@@ -41,17 +41,29 @@ fn kfd(exists: bool) -> DeviceNode {
     }
 }
 
+/// The refusal's `key` ("message", "fix") in a `select --json` answer.
+fn refusal<'a>(v: &'a serde_json::Value, key: &str) -> &'a str {
+    v["refusal"][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("no refusal {key} in {v}"))
+}
+
+/// A machine with these AMD GPUs and /dev/kfd, nothing else known.
+fn amd_machine(gpus: Vec<Gpu>) -> Facts {
+    Facts {
+        gpus,
+        device_nodes: vec![kfd(true)],
+        ..Default::default()
+    }
+}
+
 /// fixtures/mi300x-vf-rocm7.2: amd-smi "amdgpu version: 6.16.13  ROCm version: 7.2.4", rocminfo gfx942.
 fn mi300x_rocm72() -> Facts {
-    let mut f = Facts {
-        kernel_driver_version: Some("6.16.13".into()),
-        ..Default::default()
-    };
-    f.gpus.push(Gpu {
+    let mut f = amd_machine(vec![Gpu {
         vf: true,
         ..amd("AMD Instinct MI300X VF", "gfx942")
-    });
-    f.device_nodes.push(kfd(true));
+    }]);
+    f.kernel_driver_version = Some("6.16.13".into());
     f.rocm.version = Some("7.2.4".into());
     f.rocm.installs.push(RocmInstall {
         path: "/opt/rocm-7.2.4".into(),
@@ -137,9 +149,7 @@ fn host_driver_window_decides_not_opt_rocm_alone() {
 
 #[test]
 fn gfx906_goes_to_the_last_profile_that_runs_it() {
-    let mut f = Facts::default();
-    f.gpus.push(amd("AMD Instinct MI50", "gfx906"));
-    f.device_nodes.push(kfd(true));
+    let f = amd_machine(vec![amd("AMD Instinct MI50", "gfx906")]);
     let (code, v) = select(&f, &[]);
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["selection"]["profile"], "rocm6.3");
@@ -166,31 +176,17 @@ fn nvidia_is_cuda() {
     f.drivers[0].version = Some("535.183.01".into());
     let (code, v) = select(&f, &[]);
     assert_eq!(code, Some(1));
-    assert!(
-        v["refusal"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("too old"),
-        "{v}"
-    );
-    assert!(
-        v["refusal"]["fix"]
-            .as_str()
-            .unwrap()
-            .contains("--profile cpu"),
-        "{v}"
-    );
+    assert!(refusal(&v, "message").contains("too old"), "{v}");
+    assert!(refusal(&v, "fix").contains("--profile cpu"), "{v}");
 }
 
 #[test]
 fn gfx1103_uses_the_documented_override_with_its_risk() {
     // fixtures/phoenix-760m-8600g: Radeon 760M, gfx1103, /dev/kfd present
-    let mut f = Facts::default();
-    f.gpus.push(Gpu {
+    let f = amd_machine(vec![Gpu {
         integrated: Some(true),
         ..amd("AMD Radeon 760M Graphics", "gfx1103")
-    });
-    f.device_nodes.push(kfd(true));
+    }]);
     let (code, v) = select(&f, &[]);
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["selection"]["profile"], "rocm7.2");
@@ -208,36 +204,23 @@ fn gfx1103_uses_the_documented_override_with_its_risk() {
 
 #[test]
 fn gfx1103_without_an_override_is_refused_with_the_fix() {
-    let d = copy_lock_dir();
-    let m = d.path().join("matrix.toml");
-    let t = std::fs::read_to_string(&m).unwrap();
-    let cut = t.find("[[gfx-override]]").unwrap();
-    std::fs::write(&m, &t[..cut]).unwrap();
-    let mut f = Facts::default();
-    f.gpus.push(amd("AMD Radeon 760M Graphics", "gfx1103"));
-    f.device_nodes.push(kfd(true));
+    let (d, _) = edited_lock_dir("matrix.toml", |t| {
+        t[..t.find("[[gfx-override]]").unwrap()].to_string()
+    });
+    let f = amd_machine(vec![amd("AMD Radeon 760M Graphics", "gfx1103")]);
     let (code, v) = select_in(d.path(), &f, &[]);
     assert_eq!(code, Some(1), "{v}");
-    assert!(
-        v["refusal"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("gfx1103"),
-        "{v}"
-    );
+    assert!(refusal(&v, "message").contains("gfx1103"), "{v}");
     // Issue 24: rocm10.1 carries gfx1103 natively but is not locked: the
     // fix is the command that locks it, not a torch build.
-    let fix = v["refusal"]["fix"].as_str().unwrap();
+    let fix = refusal(&v, "fix");
     assert!(
         fix.contains("`greta lock update rocm10.1 --lock-dir lock`")
             && fix.contains("https://stable.repo.amd.com/rocm/whl-next/"),
         "{v}"
     );
     assert!(
-        v["refusal"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("rocm10.1: not yet locked"),
+        refusal(&v, "message").contains("rocm10.1: not yet locked"),
         "{v}"
     );
 }
@@ -247,9 +230,7 @@ fn gfx1103_without_an_override_is_refused_with_the_fix() {
 /// was not used, and the command that locks it.
 #[test]
 fn gfx1103_with_an_override_is_told_of_the_native_profile_and_how_to_lock_it() {
-    let mut f = Facts::default();
-    f.gpus.push(amd("AMD Radeon 780M", "gfx1103"));
-    f.device_nodes.push(kfd(true));
+    let f = amd_machine(vec![amd("AMD Radeon 780M", "gfx1103")]);
     let (code, v) = select(&f, &[]);
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["selection"]["profile"], "rocm7.2", "{v}");
@@ -265,19 +246,17 @@ fn gfx1103_with_an_override_is_told_of_the_native_profile_and_how_to_lock_it() {
 /// gfx1103 gets it (no override), with its own device extra.
 #[test]
 fn gfx1103_gets_a_locked_native_device_profile_and_its_device_extra() {
-    let d = copy_lock_dir();
-    let m = d.path().join("matrix.toml");
-    let t = std::fs::read_to_string(&m).unwrap();
-    let t = t.replacen(
-        "status = \"not-locked\"\nnot-locked-reason = \"no public lockfile pins the Linux torch 2.14.0",
-        "status = \"locked\"\n# not-locked-reason = \"no public lockfile pins the Linux torch 2.14.0",
-        1,
-    );
-    std::fs::write(&m, t).unwrap();
-    let mut f = Facts::default();
-    f.gpus.push(amd("AMD Radeon 780M", "gfx1103"));
-    f.gpus.push(amd("AMD Instinct MI300X", "gfx942"));
-    f.device_nodes.push(kfd(true));
+    let (d, _) = edited_lock_dir("matrix.toml", |t| {
+        t.replacen(
+            "status = \"not-locked\"\nnot-locked-reason = \"no public lockfile pins the Linux torch 2.14.0",
+            "status = \"locked\"\n# not-locked-reason = \"no public lockfile pins the Linux torch 2.14.0",
+            1,
+        )
+    });
+    let f = amd_machine(vec![
+        amd("AMD Radeon 780M", "gfx1103"),
+        amd("AMD Instinct MI300X", "gfx942"),
+    ]);
     let (code, v) = select_in(d.path(), &f, &[]);
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["selection"]["profile"], "rocm10.1", "{v}");
@@ -300,16 +279,13 @@ fn gfx1103_gets_a_locked_native_device_profile_and_its_device_extra() {
 fn rocm61_is_refused_as_not_locked() {
     let (code, v) = select(&mi300x_rocm72(), &["--profile", "rocm6.1"]);
     assert_eq!(code, Some(1), "{v}");
-    let msg = v["refusal"]["message"].as_str().unwrap();
+    let msg = refusal(&v, "message");
     assert!(
         msg.contains("rocm6.1") && msg.contains("not yet locked"),
         "{msg}"
     );
     assert!(
-        v["refusal"]["fix"]
-            .as_str()
-            .unwrap()
-            .contains("greta lock update rocm6.1"),
+        refusal(&v, "fix").contains("greta lock update rocm6.1"),
         "{v}"
     );
 }
@@ -320,13 +296,7 @@ fn missing_kfd_is_refused() {
     f.device_nodes = vec![kfd(false)];
     let (code, v) = select(&f, &[]);
     assert_eq!(code, Some(1), "{v}");
-    assert!(
-        v["refusal"]["fix"]
-            .as_str()
-            .unwrap()
-            .contains("--device /dev/kfd"),
-        "{v}"
-    );
+    assert!(refusal(&v, "fix").contains("--device /dev/kfd"), "{v}");
 }
 
 #[test]
@@ -335,13 +305,7 @@ fn forced_profile_without_the_gfx_is_refused() {
     f.gpus.push(amd("AMD Instinct MI50", "gfx906"));
     let (code, v) = select(&f, &["--profile", "rocm7.2"]);
     assert_eq!(code, Some(1), "{v}");
-    assert!(
-        v["refusal"]["fix"]
-            .as_str()
-            .unwrap()
-            .contains("--profile rocm6.3"),
-        "{v}"
-    );
+    assert!(refusal(&v, "fix").contains("--profile rocm6.3"), "{v}");
     // a forced profile on a machine without its GPU installs with a warning
     let (code, v) = select(&Facts::default(), &["--profile", "cuda"]);
     assert_eq!(code, Some(0));
@@ -354,8 +318,5 @@ fn forced_profile_without_the_gfx_is_refused() {
 fn unknown_profile_is_a_refusal() {
     let (code, v) = select(&Facts::default(), &["--profile", "rocm9.9"]);
     assert_eq!(code, Some(1));
-    assert!(
-        v["refusal"]["fix"].as_str().unwrap().contains("rocm7.2"),
-        "{v}"
-    );
+    assert!(refusal(&v, "fix").contains("rocm7.2"), "{v}");
 }

@@ -5,22 +5,39 @@ use crate::lock_support::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-const MATRIX: &str = r#"schema = 1
+/// A matrix with one locked cpu profile `name` for Python 3.11 and 3.12,
+/// resolved from `index`; `requirements` is its TOML array.
+fn one_profile_matrix(name: &str, index: &str, requirements: &str) -> String {
+    format!(
+        r#"schema = 1
 
-[profiles.mini]
+[profiles.{name}]
 backend = "cpu"
 summary = "test profile"
 status = "locked"
 serves = "*"
 python = ["3.11", "3.12"]
-indexes = ["https://pypi.org/simple"]
-requirements = [
+indexes = ["{index}"]
+requirements = {requirements}
+lockfile = "pylock.{name}.toml"
+"#
+    )
+}
+
+const PYPI: &str = "https://pypi.org/simple";
+
+/// The `mini` profile whose real uv output `lock_support/uv-out-*.toml` holds.
+fn mini_matrix(index: &str) -> String {
+    one_profile_matrix(
+        "mini",
+        index,
+        r#"[
   "jax==0.12.0.1 ; python_version >= '3.12'",
   "jax==0.10.2 ; python_version < '3.12'",
   "typing-extensions==4.16.0",
-]
-lockfile = "pylock.mini.toml"
-"#;
+]"#,
+    )
+}
 
 /// A `uv` that copies the captured real output for the requested Python to `-o`.
 fn fake_uv(dir: &Path) -> std::path::PathBuf {
@@ -48,7 +65,7 @@ cp "{}/uv-out-$py.toml" "$out"
 #[test]
 fn merges_per_python_output_into_one_valid_lockfile() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("matrix.toml"), MATRIX).unwrap();
+    std::fs::write(d.path().join("matrix.toml"), mini_matrix(PYPI)).unwrap();
     let uv = fake_uv(d.path());
     let o = greta_lock(d.path(), &["update", "mini", "--uv", uv.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -98,24 +115,17 @@ fn merges_per_python_output_into_one_valid_lockfile() {
         &["show", "mini", "--python", "3.12", "--json"],
     ));
     let ver = |j: &serde_json::Value, n: &str| {
-        j["sets"][0]["wheels"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|w| w["name"] == n)
+        crate::support::find_by(&j["sets"][0]["wheels"], "name", n)
             .map(|w| w["version"].as_str().unwrap().to_string())
     };
     assert_eq!(ver(&j311, "jax").as_deref(), Some("0.10.2"));
     assert_eq!(ver(&j312, "jax").as_deref(), Some("0.12.0.1"));
-    assert!(j311["sets"][0]["wheels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["name"] == "jaxlib")
-        .unwrap()["filename"]
-        .as_str()
-        .unwrap()
-        .contains("cp311"));
+    assert!(
+        crate::support::find_by(&j311["sets"][0]["wheels"], "name", "jaxlib").unwrap()["filename"]
+            .as_str()
+            .unwrap()
+            .contains("cp311")
+    );
 
     // A second update keeps a comment written above a surviving entry.
     let p = d.path().join("pylock.mini.toml");
@@ -147,7 +157,7 @@ fn dead_index_leaves_the_old_file_intact() {
     };
     let d = tempfile::tempdir().unwrap();
     // nothing listens on port 9 of loopback (discard, never bound here)
-    let m = MATRIX.replace("https://pypi.org/simple", "https://127.0.0.1:9/simple");
+    let m = mini_matrix("https://127.0.0.1:9/simple");
     std::fs::write(d.path().join("matrix.toml"), m).unwrap();
     std::fs::write(d.path().join("pylock.mini.toml"), "# old file\n").unwrap();
     let before = snapshot(d.path());
@@ -175,7 +185,7 @@ fn dead_index_leaves_the_old_file_intact() {
 #[test]
 fn failing_uv_never_writes() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("matrix.toml"), MATRIX).unwrap();
+    std::fs::write(d.path().join("matrix.toml"), mini_matrix(PYPI)).unwrap();
     let uv = d.path().join("uv");
     std::fs::write(&uv, "#!/bin/sh\n[ \"$1\" = --version ] && { echo uv; exit 0; }\necho 'error: no solution found' >&2\nexit 1\n").unwrap();
     std::fs::set_permissions(&uv, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -298,19 +308,10 @@ with zipfile.ZipFile("{out}", "w") as z:
 }
 
 fn loopback_matrix(base: &str) -> String {
-    format!(
-        r#"schema = 1
-
-[profiles.demo]
-backend = "cpu"
-summary = "loopback test profile"
-status = "locked"
-serves = "*"
-python = ["3.11", "3.12"]
-indexes = ["{base}/simple"]
-requirements = ["greta-lockdemo==1.0.0"]
-lockfile = "pylock.demo.toml"
-"#
+    one_profile_matrix(
+        "demo",
+        &format!("{base}/simple"),
+        r#"["greta-lockdemo==1.0.0"]"#,
     )
 }
 

@@ -37,6 +37,7 @@ mod installer_result;
 mod leftovers;
 mod lock_check;
 mod lock_device;
+mod lock_device_pip;
 mod lock_errors;
 mod lock_resolve;
 mod lock_select;

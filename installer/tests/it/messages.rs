@@ -6,7 +6,7 @@
 //!   such file or directory (os error 2)").
 //! - `greta bundle` printed nothing on Ctrl-C.
 
-use crate::support::{self, Fault, Harness};
+use crate::support::{self, Harness};
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
@@ -106,14 +106,7 @@ fn ctrl_c_between_the_swap_renames_does_not_say_untouched() {
 #[test]
 fn ctrl_c_during_bundle_says_what_was_kept() {
     let h = Harness::new(2_000_000);
-    let torch = h.wheel("torch").filename.clone();
-    h.server.fault_always(
-        &torch,
-        Fault::Throttle {
-            chunk: 4096,
-            delay: Duration::from_millis(50),
-        },
-    );
+    let torch = h.throttle_torch(4096, 50);
     let out = h.dir.path().join("bundle");
     let c = h.bundle_command(&out, &[]);
     let server = &h.server;

@@ -5,21 +5,17 @@
 //! (nothing readable, an --out that is a directory, an unwritable
 //! `smoke --html` checked before any gate runs).
 
+use crate::support::run::Run;
 use greta_smoke::results::Report;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn greta(args: &[&str]) -> (i32, String, Duration) {
-    let t = Instant::now();
-    let out = crate::support::greta()
-        .args(args)
-        .output()
-        .expect("greta runs");
-    let code = out.status.code().unwrap_or(-1);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    eprintln!("greta {} -> {code}\n--- stderr\n{stderr}", args.join(" "));
-    (code, stderr, t.elapsed())
+    let mut cmd = crate::support::greta();
+    cmd.args(args);
+    let r = Run::of(cmd);
+    (r.code, r.stderr, r.elapsed)
 }
 
 /// A real lavapipe run (report/tests/data), at `time`, of greta `version`.

@@ -10,6 +10,7 @@
 //!
 //! Without Chromium the tests say so loudly and return.
 
+use crate::support::run::Run;
 use greta_smoke::results::{GateStatus, Report};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,16 +20,12 @@ use std::time::Duration;
 const WINDOW: (u32, u32) = (1200, 1600);
 
 fn greta(args: &[&str], data_home: &Path) -> (i32, String) {
-    let out = crate::support::greta()
-        .args(args)
+    let mut cmd = crate::support::greta();
+    cmd.args(args)
         .env("GRETA_VK_VALIDATION", "1")
-        .env("XDG_DATA_HOME", data_home)
-        .output()
-        .expect("greta runs");
-    let code = out.status.code().unwrap_or(-1);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    eprintln!("greta {} -> {code}\n--- stderr\n{stderr}", args.join(" "));
-    (code, stderr)
+        .env("XDG_DATA_HOME", data_home);
+    let r = Run::of(cmd);
+    (r.code, r.stderr)
 }
 
 fn chromium() -> Option<PathBuf> {

@@ -3,17 +3,10 @@
 //! test. Runs the real binary; checks exit codes, the result files and the
 //! JSON on stdout.
 
+use crate::support::run::Run;
 use greta_smoke::results::{GateStatus, Report, RunStatus, CSV_COLUMNS};
 use std::path::{Path, PathBuf};
-use std::process::Output;
-use std::time::{Duration, Instant};
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    elapsed: Duration,
-}
+use std::time::Duration;
 
 fn greta(args: &[&str], envs: &[(&str, &str)], data_home: &Path) -> Run {
     let mut cmd = crate::support::greta();
@@ -24,27 +17,7 @@ fn greta(args: &[&str], envs: &[(&str, &str)], data_home: &Path) -> Run {
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    let t = Instant::now();
-    let Output {
-        status,
-        stdout,
-        stderr,
-    } = cmd.output().expect("greta runs");
-    let run = Run {
-        code: status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
-        elapsed: t.elapsed(),
-    };
-    eprintln!(
-        "greta smoke {} -> {} in {:?}\n--- stdout\n{}--- stderr\n{}",
-        args.join(" "),
-        run.code,
-        run.elapsed,
-        run.stdout,
-        run.stderr
-    );
-    run
+    Run::of(cmd)
 }
 
 /// Run on lavapipe with --json; parse stdout.
@@ -501,15 +474,22 @@ fn list_gates_shows_every_gate_and_profile() {
     assert!(v["gates"].as_array().unwrap().len() > 30);
 }
 
+/// `DIR/deny.toml` (the format of smoke/data/deny.toml) with one entry,
+/// `id` for `reason`, that matches lavapipe (driver llvmpipe).
+fn deny_lavapipe(dir: &Path, id: &str, reason: &str) -> PathBuf {
+    let deny = dir.join("deny.toml");
+    std::fs::write(
+        &deny,
+        format!("[[deny]]\nid = \"{id}\"\nreason = \"{reason}\"\nmatch = {{ driver_name = \"llvmpipe\" }}\n"),
+    )
+    .unwrap();
+    deny
+}
+
 #[test]
 fn deny_list_skips_f16_with_its_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let deny = dir.path().join("deny.toml");
-    std::fs::write(
-        &deny,
-        "[[deny]]\nid = \"ci-lavapipe\"\nreason = \"test entry\"\nmatch = { driver_name = \"llvmpipe\" }\n",
-    )
-    .unwrap();
+    let deny = deny_lavapipe(dir.path(), "ci-lavapipe", "test entry");
     let (run, r) = json_run(
         &[
             "--gate",
@@ -554,12 +534,7 @@ fn deny_list_skips_f16_with_its_reason() {
 #[test]
 fn only_skipped_gates_decide_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let deny = dir.path().join("deny.toml");
-    std::fs::write(
-        &deny,
-        "[[deny]]\nid = \"all-llvmpipe\"\nreason = \"test\"\nmatch = { driver_name = \"llvmpipe\" }\n",
-    )
-    .unwrap();
+    let deny = deny_lavapipe(dir.path(), "all-llvmpipe", "test");
     let (run, r) = json_run(
         &[
             "--gate",

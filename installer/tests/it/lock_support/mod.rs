@@ -56,6 +56,19 @@ pub fn copy_lock_dir() -> tempfile::TempDir {
     d
 }
 
+/// A scratch copy of the shipped lock dir ([`copy_lock_dir`]) whose `file`
+/// is what `edit` makes of it; the new text comes back too.
+pub fn edited_lock_dir(
+    file: &str,
+    edit: impl FnOnce(&str) -> String,
+) -> (tempfile::TempDir, String) {
+    let d = copy_lock_dir();
+    let p = d.path().join(file);
+    let text = edit(&std::fs::read_to_string(&p).unwrap());
+    std::fs::write(&p, &text).unwrap();
+    (d, text)
+}
+
 /// Every plain file of a directory with its bytes, to prove nothing was written.
 pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)

@@ -6,6 +6,7 @@
 
 pub mod greta;
 pub mod pty;
+pub mod run;
 pub mod server;
 pub mod uvtool;
 pub mod wheel;
@@ -72,6 +73,14 @@ impl Harness {
         for w in &wheels {
             server.add_wheel(&w.project, &w.filename, w.bytes.clone());
         }
+        let h = Self::serving(server, wheels);
+        h.write_lock();
+        h
+    }
+
+    /// Private HOME/XDG/lock dirs around `server` (already serving
+    /// `wheels`); the lock dir is left empty for the test to fill.
+    pub fn serving(server: Server, wheels: Vec<Wheel>) -> Harness {
         let dir = tempfile::Builder::new()
             .prefix("greta-install-test")
             .tempdir()
@@ -79,13 +88,11 @@ impl Harness {
         for d in ["home", "cache", "data", "lock"] {
             std::fs::create_dir_all(dir.path().join(d)).unwrap();
         }
-        let h = Harness {
+        Harness {
             server,
             dir,
             wheels,
-        };
-        h.write_lock();
-        h
+        }
     }
 
     pub fn lock_dir(&self) -> PathBuf {
@@ -103,6 +110,21 @@ impl Harness {
 
     pub fn wheel(&self, project: &str) -> &Wheel {
         self.wheels.iter().find(|w| w.project == project).unwrap()
+    }
+
+    /// Makes every download of torch's wheel crawl (`chunk` bytes, then a
+    /// pause of `delay_ms`), so a test can act while it is under way;
+    /// returns the wheel's file name.
+    pub fn throttle_torch(&self, chunk: usize, delay_ms: u64) -> String {
+        let torch = self.wheel("torch").filename.clone();
+        self.server.fault_always(
+            &torch,
+            Fault::Throttle {
+                chunk,
+                delay: std::time::Duration::from_millis(delay_ms),
+            },
+        );
+        torch
     }
 
     /// `lock/matrix.toml` with a `cpu` profile and `lock/pylock.cpu.toml`
@@ -284,11 +306,13 @@ lockfile = "pylock.rocm6-4.toml"
 
     /// The receipt of an env.
     pub fn receipt(&self, name: &str) -> serde_json::Value {
+        serde_json::from_slice(&self.receipt_bytes(name)).unwrap()
+    }
+
+    /// The receipt of an env as it is on disk, to prove it unchanged.
+    pub fn receipt_bytes(&self, name: &str) -> Vec<u8> {
         let p = self.env_dir(name).join("greta-env.json");
-        serde_json::from_str(
-            &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
-        )
-        .unwrap()
+        std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
 
     /// Files under the cache's verified tree.
@@ -354,6 +378,37 @@ pub fn env_names(list: &serde_json::Value) -> Vec<&str> {
         .iter()
         .map(|e| e["name"].as_str().expect("each env has a name"))
         .collect()
+}
+
+/// The `key` string of every object in the array `items`, sorted: a wheel
+/// set's names or sha256s, to compare as a set.
+pub fn sorted_strings(items: &serde_json::Value, key: &str) -> Vec<String> {
+    let mut v: Vec<String> = items
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {items}"))
+        .iter()
+        .map(|o| {
+            o[key]
+                .as_str()
+                .unwrap_or_else(|| panic!("no string {key:?} in {o}"))
+                .to_string()
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The object of the array `items` whose `key` is the string `value`.
+pub fn find_by<'a>(
+    items: &'a serde_json::Value,
+    key: &str,
+    value: &str,
+) -> Option<&'a serde_json::Value> {
+    items
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {items}"))
+        .iter()
+        .find(|o| o[key] == value)
 }
 
 /// The ids of a report's findings, in its order: `doctor --json` itself, or

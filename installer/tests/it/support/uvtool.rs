@@ -4,7 +4,7 @@
 
 use super::{Harness, Wheel};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 /// The real uv binary (behind a pyenv-style shim when there is one).
 pub fn real_uv() -> PathBuf {
@@ -106,4 +106,33 @@ pub fn path_without_uv() -> String {
         "uv is in {p}; this test needs a PATH without it"
     );
     p.to_string()
+}
+
+/// Asserts that the install `o` into `h` succeeded through pip instead of
+/// uv, for the reason whose words `why` its stderr gives: greta says
+/// `installer: pip`, and the receipt of the `cpu` env names pip.
+pub fn assert_pip_installed_instead(h: &Harness, o: &Output, why: &[&str]) {
+    assert!(o.status.success(), "{}", super::text(o));
+    let err = super::stderr(o);
+    for w in why {
+        assert!(err.contains(w), "{w:?} not in: {err}");
+    }
+    assert!(err.contains("installer: pip"), "{err}");
+    let r = h.receipt("cpu");
+    assert!(r["installer"].as_str().unwrap().starts_with("pip "), "{r}");
+}
+
+/// `--installer uv` where the pinned uv cannot be had: the install that
+/// `install` runs must fail saying so, and leave the `cpu` env of `h` as it
+/// was (its receipt unchanged).
+pub fn assert_uv_refusal_keeps_the_env(h: &Harness, install: impl FnOnce() -> Output) {
+    let before = h.receipt("cpu");
+    let o = install();
+    assert!(!o.status.success(), "{}", super::text(&o));
+    assert!(
+        super::stderr(&o).contains("pinned uv could not be had"),
+        "{}",
+        super::text(&o)
+    );
+    assert_eq!(h.receipt("cpu"), before);
 }

@@ -94,20 +94,30 @@ pub fn build_tagged(
 
 /// A stand-in torch: `torch.version.hip/cuda` as given, `torch.cuda.device_count()`.
 pub fn torch(version: &str, hip: Option<&str>, cuda: Option<&str>, blob: usize) -> Wheel {
-    let q = |v: Option<&str>| v.map(|s| format!("{s:?}")).unwrap_or_else(|| "None".into());
     build(
         "torch",
         version,
         "torch",
-        &[
-            (
-                "torch/__init__.py",
-                "from . import version\n__version__ = version.__version__\n\nclass _Cuda:\n    @staticmethod\n    def device_count():\n        return 0\n\ncuda = _Cuda()\n".to_string(),
-            ),
-            ("torch/version.py", format!("__version__ = {version:?}\nhip = {}\ncuda = {}\n", q(hip), q(cuda))),
-        ],
+        &torch_files(version, hip, cuda),
         blob,
     )
+}
+
+/// The files of the stand-in [`torch`], for a torch wheel built otherwise
+/// (with `Requires-Dist` lines, another tag: [`build_tagged`]).
+pub fn torch_files(
+    version: &str,
+    hip: Option<&str>,
+    cuda: Option<&str>,
+) -> [(&'static str, String); 2] {
+    let q = |v: Option<&str>| v.map(|s| format!("{s:?}")).unwrap_or_else(|| "None".into());
+    [
+        (
+            "torch/__init__.py",
+            "from . import version\n__version__ = version.__version__\n\nclass _Cuda:\n    @staticmethod\n    def device_count():\n        return 0\n\ncuda = _Cuda()\n".to_string(),
+        ),
+        ("torch/version.py", format!("__version__ = {version:?}\nhip = {}\ncuda = {}\n", q(hip), q(cuda))),
+    ]
 }
 
 pub fn triton(version: &str, blob: usize) -> Wheel {
