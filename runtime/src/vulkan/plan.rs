@@ -13,6 +13,8 @@ pub use greta_kernels::spirv::Shader;
 
 mod f16_block;
 mod gemm;
+#[cfg(test)]
+mod test_limits;
 
 /// Workgroups per dimension every Vulkan device supports.
 pub const MAX_GROUPS: u32 = 65535;
@@ -212,7 +214,10 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
         }
         Op::TestSlow { iters } => test_slow(iters, t),
         Op::GemvF16 { rows, cols } => f16_block::gemv(op, rows, cols, t, lim),
-        Op::LinearF16 { tokens, rows, cols } => f16_block::linear(op, tokens, rows, cols, t, lim),
+        Op::LinearF16 { tokens, rows, cols } => {
+            f16_block::need_f16(op, lim)?;
+            gemm::linear::plan(op, tokens, rows, cols, t, lim)
+        }
         Op::RmsNormF16 { rows, cols, eps } | Op::AddRmsNormF16 { rows, cols, eps } => {
             f16_block::row_norm(op, rows, cols, eps, t, lim)
         }
@@ -567,8 +572,8 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
     match op {
         Op::GemmF32 { .. } | Op::GemmF16 { .. } => gemm::candidates(op, lim, &mut push),
         Op::TestSlow { .. } => {}
+        Op::LinearF16 { .. } => gemm::linear::candidates(&mut push),
         Op::GemvF16 { .. }
-        | Op::LinearF16 { .. }
         | Op::RmsNormF16 { .. }
         | Op::AddRmsNormF16 { .. }
         | Op::SwigluF16 { .. } => f16_block::candidates(op, &mut push),
@@ -673,8 +678,8 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
             (pos0 as u64 + tokens as u64).div_ceil(ATTN_PREFILL_BQ)
         }
         Op::Noop | Op::TestSlow { .. } => 0,
+        Op::LinearF16 { cols, .. } => gemm::linear::max_loop_trips(cols, plan),
         Op::GemvF16 { .. }
-        | Op::LinearF16 { .. }
         | Op::RmsNormF16 { .. }
         | Op::AddRmsNormF16 { .. }
         | Op::SwigluF16 { .. } => f16_block::max_loop_trips(op, plan),
