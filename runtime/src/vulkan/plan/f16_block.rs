@@ -11,8 +11,8 @@
 //! in flight, 1..=8); the norms `wg`, `vec4`; swiglu_f16 `wg`, `vec4`.
 
 use super::{
-    bad, check_keys, groups_for, simple, wg_of, whole, Dispatch, Limits, Plan, Shader, MAX_GROUPS,
-    NORM_MAX_NPT,
+    bad, check_keys, groups_for, simple, switch, wg_of, whole, Dispatch, Limits, Plan, Shader,
+    MAX_GROUPS, NORM_MAX_NPT,
 };
 use crate::{Knob, Op, RuntimeError, Tuning};
 
@@ -32,16 +32,28 @@ pub(super) fn need_f16(op: &Op, lim: &Limits) -> Result<(), RuntimeError> {
 /// The `vec4` knob for the f16 kernels: the `_v8` kernel (16-byte vectors
 /// of 8 halves) needs cols % 8 == 0; `fits` adds the kernel's own limits.
 fn wide(t: &Tuning, cols: usize, fits: bool) -> Result<bool, RuntimeError> {
-    let ok = cols.is_multiple_of(8) && fits;
-    match t.get(Knob::Vec4) {
-        None => Ok(ok),
-        Some(1) if ok => Ok(true),
-        Some(0) => Ok(false),
-        Some(v) => Err(bad(format!(
+    switch(t, Knob::Vec4, cols.is_multiple_of(8) && fits, |v| {
+        format!(
             "vec4={v}: the 8-half kernel needs cols % 8 == 0 (cols={cols}) and a row that fits \
              its registers, and a value of 0 or 1"
-        ))),
-    }
+        )
+    })
+}
+
+/// What every kernel here starts with: the keys it takes, 16-bit storage,
+/// its workgroup size (`wg`, 256 by default).
+fn f16_wg(op: &Op, t: &Tuning, keys: &[Knob], lim: &Limits) -> Result<u32, RuntimeError> {
+    check_keys(t, keys)?;
+    need_f16(op, lim)?;
+    wg_of(t, 256, lim)
+}
+
+/// A plan of the plain (`pair[0]`) or the `_v8` kernel (`pair[1]`), its
+/// `vec4` key saying which.
+fn v8_plan(pair: [Shader; 2], v8: bool, wg: u32, d: Dispatch) -> Plan {
+    let mut p = simple(pair[v8 as usize], wg, vec![d]);
+    p.tuning = p.tuning.with(Knob::Vec4, v8 as u32);
+    p
 }
 
 fn dim(op: &Op, v: usize) -> Result<u32, RuntimeError> {
@@ -58,9 +70,7 @@ pub fn gemv(
     t: &Tuning,
     lim: &Limits,
 ) -> Result<Plan, RuntimeError> {
-    check_keys(t, &[Knob::Wg, Knob::Vec4, Knob::Unroll])?;
-    need_f16(op, lim)?;
-    let wg = wg_of(t, 256, lim)?;
+    let wg = f16_wg(op, t, &[Knob::Wg, Knob::Vec4, Knob::Unroll], lim)?;
     let v8 = wide(t, cols, true)?;
     let unroll = t.get(Knob::Unroll).unwrap_or(GEMV_UNROLL);
     if !(1..=8).contains(&unroll) {
@@ -72,18 +82,10 @@ pub fn gemv(
         groups: [groups_for(rows as u64, u64::from(wg / sg)), 1, 1],
         ranges: whole(3),
     };
-    let shader = if v8 {
-        Shader::GemvF16V8
-    } else {
-        Shader::GemvF16
-    };
-    let mut p = simple(shader, wg, vec![d]);
+    let mut p = v8_plan([Shader::GemvF16, Shader::GemvF16V8], v8, wg, d);
     p.spec.push(unroll);
     p.spec.push(sg);
-    p.tuning = p
-        .tuning
-        .with(Knob::Vec4, v8 as u32)
-        .with(Knob::Unroll, unroll);
+    p.tuning = p.tuning.with(Knob::Unroll, unroll);
     Ok(p)
 }
 
@@ -98,9 +100,7 @@ pub fn row_norm(
     t: &Tuning,
     lim: &Limits,
 ) -> Result<Plan, RuntimeError> {
-    check_keys(t, &[Knob::Wg, Knob::Vec4])?;
-    need_f16(op, lim)?;
-    let wg = wg_of(t, 256, lim)?;
+    let wg = f16_wg(op, t, &[Knob::Wg, Knob::Vec4], lim)?;
     let npt = (cols as u64).div_ceil(8).div_ceil(u64::from(wg));
     let v8 = wide(t, cols, npt <= u64::from(NORM_MAX_NPT))?;
     let (shaders, nbuf) = match op {
@@ -112,11 +112,10 @@ pub fn row_norm(
         groups: [(rows as u64).clamp(1, u64::from(MAX_GROUPS)) as u32, 1, 1],
         ranges: whole(nbuf),
     };
-    let mut p = simple(shaders[v8 as usize], wg, vec![d]);
+    let mut p = v8_plan(shaders, v8, wg, d);
     if v8 {
         p.spec.push(npt as u32); // <= NORM_MAX_NPT
     }
-    p.tuning = p.tuning.with(Knob::Vec4, v8 as u32);
     Ok(p)
 }
 
@@ -128,9 +127,7 @@ pub fn swiglu(
     t: &Tuning,
     lim: &Limits,
 ) -> Result<Plan, RuntimeError> {
-    check_keys(t, &[Knob::Wg, Knob::Vec4])?;
-    need_f16(op, lim)?;
-    let wg = wg_of(t, 256, lim)?;
+    let wg = f16_wg(op, t, &[Knob::Wg, Knob::Vec4], lim)?;
     let v8 = wide(t, cols, true)?;
     let items = (rows as u64 * cols as u64) / if v8 { 8 } else { 1 };
     let d = Dispatch {
@@ -138,14 +135,7 @@ pub fn swiglu(
         groups: [groups_for(items, u64::from(wg)), 1, 1],
         ranges: whole(2),
     };
-    let shader = if v8 {
-        Shader::SwigluF16V8
-    } else {
-        Shader::SwigluF16
-    };
-    let mut p = simple(shader, wg, vec![d]);
-    p.tuning = p.tuning.with(Knob::Vec4, v8 as u32);
-    Ok(p)
+    Ok(v8_plan([Shader::SwigluF16, Shader::SwigluF16V8], v8, wg, d))
 }
 
 /// Tunings worth sweeping (pushed through `push`, which keeps the valid ones).
