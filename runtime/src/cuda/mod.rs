@@ -583,7 +583,7 @@ impl Driver for Cuda {
 /// Every CUDA device.
 pub fn list_devices() -> Result<Vec<DeviceInfo>, RuntimeError> {
     let cuda = Cuda::open()?;
-    Ok(crate::gpu::backend::list(&cuda)?)
+    Ok(crate::gpu::devices::list(&cuda)?)
 }
 
 /// Opens a CUDA device as a boxed [`Backend`].

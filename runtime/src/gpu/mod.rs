@@ -12,7 +12,9 @@
 pub(crate) mod backend;
 pub mod child;
 pub(crate) mod compile;
+pub(crate) mod devices;
 pub(crate) mod driver;
+pub(crate) mod execute;
 mod graph;
 mod launch;
 pub(crate) mod rtc;
