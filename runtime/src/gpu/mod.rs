@@ -10,6 +10,7 @@
 //! kernels' tuning knobs and candidates.
 
 pub(crate) mod backend;
+pub(crate) mod calls;
 pub mod child;
 pub(crate) mod compile;
 pub(crate) mod devices;

@@ -18,6 +18,7 @@ pub(crate) mod rtc;
 pub(crate) use lib_search::lib_candidates;
 pub use lib_search::{search_candidates, SearchEnv};
 
+use crate::gpu::calls::{self, launch_kernel};
 use crate::gpu::compile::{CompileError, CompilerKind};
 use crate::gpu::driver::{
     Api, Arch, CompilerChoice, DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice,
@@ -25,7 +26,6 @@ use crate::gpu::driver::{
 };
 use crate::gpu::search::{self, Candidate};
 use crate::gpu::GpuBackend;
-use crate::{Backend, DeviceInfo, DeviceSelect, RuntimeError};
 use greta_vocab::EnvVars;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::path::Path;
@@ -115,9 +115,7 @@ impl Hip {
         call: &'static str,
         f: impl FnOnce(&mut ffi::Ptr) -> ffi::HipError,
     ) -> Result<usize, GpuError> {
-        let mut h: ffi::Ptr = std::ptr::null_mut();
-        self.check(call, f(&mut h))?;
-        Ok(h as usize)
+        calls::created(|code| self.check(call, code), f)
     }
 
     fn check(&self, call: &'static str, code: ffi::HipError) -> Result<(), GpuError> {
@@ -308,28 +306,22 @@ impl Driver for Hip {
 
     fn device(&self, ordinal: usize) -> Result<GpuDevice, GpuError> {
         let o = ordinal as c_int;
-        let mut name = [0 as c_char; 256];
-        // SAFETY: the runtime writes at most `len` bytes, NUL included.
-        self.check("hipDeviceGetName", unsafe {
-            (self.t().hipDeviceGetName)(name.as_mut_ptr(), 255, o)
-        })?;
-        // SAFETY: NUL-terminated within the zeroed buffer.
-        let name = unsafe { CStr::from_ptr(name.as_ptr()) }
-            .to_string_lossy()
-            .trim()
-            .to_string();
-        let mut bus = [0 as c_char; 64];
-        // SAFETY: as above.
-        let pci_bus_id = if unsafe { (self.t().hipDeviceGetPCIBusId)(bus.as_mut_ptr(), 63, o) }
-            == ffi::SUCCESS
-        {
-            // SAFETY: NUL-terminated within the buffer.
-            unsafe { CStr::from_ptr(bus.as_ptr()) }
-                .to_string_lossy()
-                .to_lowercase()
-        } else {
-            String::new()
-        };
+        let name = calls::out_text::<256, _>(|p, len| {
+            // SAFETY: the runtime writes at most `len` bytes, NUL included.
+            let r = unsafe { (self.t().hipDeviceGetName)(p, len, o) };
+            self.check("hipDeviceGetName", r)
+        })?
+        .trim()
+        .to_string();
+        let pci_bus_id = calls::out_text::<64, _>(|p, len| {
+            // SAFETY: as above.
+            match unsafe { (self.t().hipDeviceGetPCIBusId)(p, len, o) } {
+                ffi::SUCCESS => Ok(()),
+                _ => Err(()),
+            }
+        })
+        .map(|b| b.to_lowercase())
+        .unwrap_or_default();
         let (arch, arch_source) = match device::gfx_from_kfd(Path::new("/"), &pci_bus_id) {
             Some(g) => (Arch::Gfx(g), format!("the KFD topology node at {pci_bus_id}")),
             None => match self.arch_from_props(ordinal) {
@@ -357,12 +349,6 @@ impl Driver for Hip {
                 self.inner.loaded.path.display()
             )));
         }
-        let sysfs = |f: &str| -> u32 {
-            std::fs::read_to_string(format!("/sys/bus/pci/devices/{pci_bus_id}/{f}"))
-                .ok()
-                .and_then(|t| u32::from_str_radix(t.trim().trim_start_matches("0x"), 16).ok())
-                .unwrap_or(0)
-        };
         let mut dv = 0;
         // SAFETY: out-parameter call.
         unsafe { (self.t().hipDriverGetVersion)(&mut dv) };
@@ -385,8 +371,8 @@ impl Driver for Hip {
             max_threads_per_block: self.attr(ffi::attr::MAX_THREADS_PER_BLOCK, ordinal)? as u32,
             max_grid: [grid(0)?, grid(1)?, grid(2)?],
             integrated: self.attr(ffi::attr::INTEGRATED, ordinal).unwrap_or(0) != 0,
-            pci_vendor_id: sysfs("vendor"),
-            pci_device_id: sysfs("device"),
+            pci_vendor_id: calls::pci_id(&pci_bus_id, "vendor"),
+            pci_device_id: calls::pci_id(&pci_bus_id, "device"),
             pci_bus_id,
             uuid: None,
             runtime_version: device::version_string(self.inner.runtime_version),
@@ -583,26 +569,15 @@ impl Driver for Hip {
         s: StreamH,
         params: *mut *mut c_void,
     ) -> Result<(), GpuError> {
-        let Dims {
-            grid: [gx, gy, gz],
-            block: [bx, by, bz],
-            shared_bytes,
-        } = dims;
         // SAFETY: the caller passes a function of a loaded module and
         // `params` matching its signature, alive until the launch returns.
         let r = unsafe {
-            (self.t().hipModuleLaunchKernel)(
+            launch_kernel!(
+                self.t().hipModuleLaunchKernel,
                 f.0 as ffi::Ptr,
-                gx,
-                gy,
-                gz,
-                bx,
-                by,
-                bz,
-                shared_bytes,
+                dims,
                 s.0 as ffi::Ptr,
-                params,
-                std::ptr::null_mut(),
+                params
             )
         };
         self.check("hipModuleLaunchKernel", r)
@@ -649,18 +624,6 @@ pub fn compiler_for_target(
             ))
         }),
     }
-}
-
-/// Every HIP device.
-pub fn list_devices() -> Result<Vec<DeviceInfo>, RuntimeError> {
-    let hip = Hip::open()?;
-    Ok(crate::gpu::devices::list(&hip)?)
-}
-
-/// Opens a HIP device as a boxed [`Backend`], its kernels compiled (or
-/// taken from the cache) for its gfx target.
-pub fn open(select: &DeviceSelect) -> Result<Box<dyn Backend>, RuntimeError> {
-    HipBackend::open_boxed(Hip::open()?, select)
 }
 
 #[cfg(test)]
