@@ -8,7 +8,7 @@ use super::owned::{CommandBuffer, DescriptorSets, Owned};
 use super::plan::Plan;
 use super::run::{
     api, pipeline, record_pass, submission_objects, submit_and_wait, write_descriptor_sets,
-    PipelineHandles, Recorder, SHADER_RW,
+    PipelineHandles, Recorder, Ticks, SHADER_RW,
 };
 use super::Device;
 use crate::graph::{median, GraphJob, GraphStats, Replay};
@@ -273,30 +273,12 @@ fn warmup_replays(dev: &Device, job: &GraphJob) -> u32 {
         }) as u32
 }
 
-/// Every timestamp of the pool in nanoseconds from the first (masked to the
-/// valid bits, so a counter wrap reads as the right difference).
+/// Every timestamp of the pool in nanoseconds from the first.
 fn timestamps(dev: &Device, pool: vk::QueryPool, count: u32) -> Result<Vec<u64>, RuntimeError> {
-    let mut ts = vec![0u64; count as usize];
-    // SAFETY: a live pool of this device with `count` queries, all written
-    // by the completed submission; 64-bit results fit `u64`s.
-    unsafe {
-        dev.inner.device.raw.get_query_pool_results(
-            pool,
-            0,
-            &mut ts,
-            vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
-        )
-    }
-    .map_err(api("vkGetQueryPoolResults"))?;
-    let mask = if dev.timestamp_bits >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << dev.timestamp_bits) - 1
-    };
-    let period = dev.info.timestamp_period_ns;
-    let first = ts.first().copied().unwrap_or(0) & mask;
-    Ok(ts
+    let t = Ticks::read(dev, pool, count)?;
+    let first = t.ts.first().copied().unwrap_or(0);
+    Ok(t.ts
         .iter()
-        .map(|&t| ((((t & mask).wrapping_sub(first)) & mask) as f64 * period).round() as u64)
+        .map(|&x| t.ns(first, x).round() as u64)
         .collect())
 }

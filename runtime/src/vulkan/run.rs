@@ -672,6 +672,56 @@ pub(super) fn submit_and_wait(
     }
 }
 
+/// A query pool's timestamps as ticks masked to the device's valid bits,
+/// with the period that turns a difference of them into nanoseconds: what
+/// a single run and a graph replay both read back.
+pub(super) struct Ticks {
+    pub(super) ts: Vec<u64>,
+    mask: u64,
+    period: f64,
+}
+
+impl Ticks {
+    /// The first `count` timestamps of `pool`.
+    pub(super) fn read(
+        dev: &Device,
+        pool: vk::QueryPool,
+        count: u32,
+    ) -> Result<Ticks, RuntimeError> {
+        let mut ts = vec![0u64; count as usize];
+        // SAFETY: a live pool of this device with `count` queries, all
+        // written by the completed submission; 64-bit results fit `u64`s.
+        unsafe {
+            dev.inner.device.raw.get_query_pool_results(
+                pool,
+                0,
+                &mut ts,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+        }
+        .map_err(api("vkGetQueryPoolResults"))?;
+        let mask = if dev.timestamp_bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << dev.timestamp_bits) - 1
+        };
+        for t in &mut ts {
+            *t &= mask;
+        }
+        Ok(Ticks {
+            ts,
+            mask,
+            period: dev.info.timestamp_period_ns,
+        })
+    }
+
+    /// Nanoseconds from tick `from` to tick `to` (a counter wrap between
+    /// them reads as the right difference).
+    pub(super) fn ns(&self, from: u64, to: u64) -> f64 {
+        (to.wrapping_sub(from) & self.mask) as f64 * self.period
+    }
+}
+
 /// Nanoseconds per repeat from the pool's timestamp pairs (per dispatch
 /// where the plan times each dispatch of a chain).
 fn timestamps(
@@ -680,32 +730,15 @@ fn timestamps(
     plan: &Plan,
     repeats: u32,
 ) -> Result<Vec<u64>, RuntimeError> {
-    let mut ts = vec![0u64; 2 * repeats as usize];
-    // SAFETY: a live pool of this device with `ts.len()` queries, all
-    // written by the completed submission; 64-bit results fit `u64`s.
-    unsafe {
-        dev.inner.device.raw.get_query_pool_results(
-            pool,
-            0,
-            &mut ts,
-            vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
-        )
-    }
-    .map_err(api("vkGetQueryPoolResults"))?;
-    let mask = if dev.timestamp_bits >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << dev.timestamp_bits) - 1
-    };
-    let period = dev.info.timestamp_period_ns;
+    let t = Ticks::read(dev, pool, 2 * repeats)?;
     let per = if plan.per_dispatch {
         plan.dispatches.len().max(1) as f64
     } else {
         1.0
     };
-    Ok(ts
+    Ok(t.ts
         .chunks(2)
-        .map(|c| ((c[1] & mask).wrapping_sub(c[0] & mask) & mask) as f64 * period / per)
+        .map(|c| t.ns(c[0], c[1]) / per)
         .map(|v| v.round() as u64)
         .collect())
 }
