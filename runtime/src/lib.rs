@@ -37,8 +37,8 @@ pub use tuning::{Knob, Tuning, UnknownKnob};
 pub fn list_devices(kind: BackendKind) -> Result<Vec<DeviceInfo>, RuntimeError> {
     match kind {
         BackendKind::Vulkan => vulkan::list_devices(),
-        BackendKind::Hip => hip::list_devices(),
-        BackendKind::Cuda => cuda::list_devices(),
+        BackendKind::Hip => Ok(gpu::devices::list(&hip::Hip::open()?)?),
+        BackendKind::Cuda => Ok(gpu::devices::list(&cuda::Cuda::open()?)?),
     }
 }
 
@@ -46,7 +46,8 @@ pub fn list_devices(kind: BackendKind) -> Result<Vec<DeviceInfo>, RuntimeError> 
 pub fn open(kind: BackendKind, select: &DeviceSelect) -> Result<Box<dyn Backend>, RuntimeError> {
     match kind {
         BackendKind::Vulkan => Ok(Box::new(vulkan::Device::open(select)?)),
-        BackendKind::Hip => hip::open(select),
-        BackendKind::Cuda => cuda::open(select),
+        // Their kernels compiled (or taken from the cache) for the device's target.
+        BackendKind::Hip => hip::HipBackend::open_boxed(hip::Hip::open()?, select),
+        BackendKind::Cuda => cuda::CudaBackend::open_boxed(cuda::Cuda::open()?, select),
     }
 }

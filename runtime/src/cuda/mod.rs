@@ -6,6 +6,7 @@
 
 pub(crate) mod nvrtc;
 
+use crate::gpu::calls::{self, launch_kernel};
 use crate::gpu::compile::CompilerKind;
 use crate::gpu::driver::{
     Api, Arch, CompilerChoice, DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice,
@@ -13,7 +14,6 @@ use crate::gpu::driver::{
 };
 use crate::gpu::search::{self, Candidate};
 use crate::gpu::GpuBackend;
-use crate::{Backend, DeviceInfo, DeviceSelect, RuntimeError};
 use cudarc::driver::sys::{self as cu, CUdevice_attribute as A, CUresult};
 use greta_vocab::EnvVars;
 use std::collections::HashMap;
@@ -124,9 +124,7 @@ impl Cuda {
         call: &'static str,
         f: impl FnOnce(&mut *mut T) -> CUresult,
     ) -> Result<usize, GpuError> {
-        let mut h: *mut T = std::ptr::null_mut();
-        self.check(call, f(&mut h))?;
-        Ok(h as usize)
+        calls::created(|r| self.check(call, r), f)
     }
 
     fn check(&self, call: &'static str, r: CUresult) -> Result<(), GpuError> {
@@ -228,28 +226,22 @@ impl Driver for Cuda {
 
     fn device(&self, ordinal: usize) -> Result<GpuDevice, GpuError> {
         let o = ordinal as c_int;
-        let mut name = [0 as c_char; 256];
-        // SAFETY: the driver writes at most `len` bytes, NUL included.
-        self.check("cuDeviceGetName", unsafe {
-            cu::cuDeviceGetName(name.as_mut_ptr(), 255, o)
-        })?;
-        // SAFETY: NUL-terminated within the zeroed buffer.
-        let name = unsafe { CStr::from_ptr(name.as_ptr()) }
-            .to_string_lossy()
-            .trim()
-            .to_string();
-        let mut bus = [0 as c_char; 64];
-        // SAFETY: as above.
-        let pci_bus_id = if unsafe { cu::cuDeviceGetPCIBusId(bus.as_mut_ptr(), 63, o) }
-            == CUresult::CUDA_SUCCESS
-        {
-            // SAFETY: NUL-terminated within the buffer.
-            unsafe { CStr::from_ptr(bus.as_ptr()) }
-                .to_string_lossy()
-                .to_lowercase()
-        } else {
-            String::new()
-        };
+        let name = calls::out_text::<256, _>(|p, len| {
+            // SAFETY: the driver writes at most `len` bytes, NUL included.
+            let r = unsafe { cu::cuDeviceGetName(p, len, o) };
+            self.check("cuDeviceGetName", r)
+        })?
+        .trim()
+        .to_string();
+        let pci_bus_id = calls::out_text::<64, _>(|p, len| {
+            // SAFETY: as above.
+            match unsafe { cu::cuDeviceGetPCIBusId(p, len, o) } {
+                CUresult::CUDA_SUCCESS => Ok(()),
+                _ => Err(()),
+            }
+        })
+        .map(|b| b.to_lowercase())
+        .unwrap_or_default();
         let mut total: usize = 0;
         // SAFETY: out-parameter call.
         self.check("cuDeviceTotalMem", unsafe {
@@ -272,12 +264,6 @@ impl Driver for Cuda {
         let mut dv = 0;
         // SAFETY: out-parameter call.
         unsafe { cu::cuDriverGetVersion(&mut dv) };
-        let sysfs = |f: &str| -> u32 {
-            std::fs::read_to_string(format!("/sys/bus/pci/devices/{pci_bus_id}/{f}"))
-                .ok()
-                .and_then(|t| u32::from_str_radix(t.trim().trim_start_matches("0x"), 16).ok())
-                .unwrap_or(0)
-        };
         Ok(GpuDevice {
             api: Api::Cuda,
             ordinal,
@@ -302,8 +288,8 @@ impl Driver for Cuda {
                 .attr(A::CU_DEVICE_ATTRIBUTE_INTEGRATED, ordinal)
                 .unwrap_or(0)
                 != 0,
-            pci_vendor_id: sysfs("vendor"),
-            pci_device_id: sysfs("device"),
+            pci_vendor_id: calls::pci_id(&pci_bus_id, "vendor"),
+            pci_device_id: calls::pci_id(&pci_bus_id, "device"),
             pci_bus_id,
             uuid,
             runtime_version: format!("CUDA {}", version_text(dv)),
@@ -520,26 +506,15 @@ impl Driver for Cuda {
         s: StreamH,
         params: *mut *mut c_void,
     ) -> Result<(), GpuError> {
-        let Dims {
-            grid: [gx, gy, gz],
-            block: [bx, by, bz],
-            shared_bytes,
-        } = dims;
         // SAFETY: the caller passes a function of a loaded module and
         // `params` matching its signature, alive until the launch returns.
         let r = unsafe {
-            cu::cuLaunchKernel(
+            launch_kernel!(
+                cu::cuLaunchKernel,
                 f.0 as cu::CUfunction,
-                gx,
-                gy,
-                gz,
-                bx,
-                by,
-                bz,
-                shared_bytes,
+                dims,
                 s.0 as cu::CUstream,
-                params,
-                std::ptr::null_mut(),
+                params
             )
         };
         self.check("cuLaunchKernel", r)
@@ -578,17 +553,6 @@ impl Driver for Cuda {
             why.join("; ")
         }
     }
-}
-
-/// Every CUDA device.
-pub fn list_devices() -> Result<Vec<DeviceInfo>, RuntimeError> {
-    let cuda = Cuda::open()?;
-    Ok(crate::gpu::backend::list(&cuda)?)
-}
-
-/// Opens a CUDA device as a boxed [`Backend`].
-pub fn open(select: &DeviceSelect) -> Result<Box<dyn Backend>, RuntimeError> {
-    CudaBackend::open_boxed(Cuda::open()?, select)
 }
 
 /// Directories where NVIDIA's pip wheels and toolkits keep their libraries.

@@ -4,8 +4,8 @@
 //! (and sizes the warm-up). A runtime without stream capture replays the
 //! launches one by one and says so ([`Replay::Launches`]).
 
-use super::backend::{launch_on, wait_event, Buffers, Events};
 use super::driver::{Dims, Driver, FuncH, GpuDevice, GpuError, GraphH, StreamH};
+use super::execute::{launch_on, wait_event, Buffers, Events};
 use super::launch::KernelArg;
 use crate::graph::{median, GraphJob, GraphStats, Replay};
 use crate::TimingSource;
@@ -206,7 +206,7 @@ pub(super) fn execute<D: Driver>(
         }),
         Err(e) => {
             if matches!(e, GpuError::Timeout { .. }) {
-                // The GPU still owns these (see `backend::execute`).
+                // The GPU still owns these (see `execute::execute`).
                 std::mem::forget(bufs);
                 std::mem::forget(events);
                 std::mem::forget(owned);

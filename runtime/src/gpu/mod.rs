@@ -10,9 +10,12 @@
 //! kernels' tuning knobs and candidates.
 
 pub(crate) mod backend;
+pub(crate) mod calls;
 pub mod child;
 pub(crate) mod compile;
+pub(crate) mod devices;
 pub(crate) mod driver;
+pub(crate) mod execute;
 mod graph;
 mod launch;
 pub(crate) mod rtc;

@@ -12,8 +12,13 @@
 mod device;
 mod ffi;
 pub(crate) mod hipcc;
+mod lib_search;
 pub(crate) mod rtc;
 
+pub(crate) use lib_search::lib_candidates;
+pub use lib_search::{search_candidates, SearchEnv};
+
+use crate::gpu::calls::{self, launch_kernel};
 use crate::gpu::compile::{CompileError, CompilerKind};
 use crate::gpu::driver::{
     Api, Arch, CompilerChoice, DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice,
@@ -21,120 +26,13 @@ use crate::gpu::driver::{
 };
 use crate::gpu::search::{self, Candidate};
 use crate::gpu::GpuBackend;
-use crate::{Backend, DeviceInfo, DeviceSelect, RuntimeError};
 use greta_vocab::EnvVars;
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 /// The HIP backend over the shared GPU layer.
 pub type HipBackend = GpuBackend<Hip>;
-
-/// What the HIP library search reads, gathered by [`SearchEnv::live`] and
-/// passed in so the order is testable anywhere.
-#[derive(Clone, Debug, Default)]
-pub struct SearchEnv {
-    /// `$GRETA_HIP_LIB`: a file, or a directory holding libamdhip64.
-    pub greta_hip_lib: Option<PathBuf>,
-    /// greta env roots to look in (`$GRETA_ENV`, then `$VIRTUAL_ENV`).
-    pub env_roots: Vec<PathBuf>,
-    pub rocm_path: Option<PathBuf>,
-    pub hip_path: Option<PathBuf>,
-    /// `/opt/rocm`, then `/opt/rocm-*` newest first.
-    pub opt_rocm: Vec<PathBuf>,
-}
-
-impl SearchEnv {
-    pub fn live() -> SearchEnv {
-        let var = |k: &str| {
-            std::env::var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        let mut opt_rocm = vec![PathBuf::from("/opt/rocm")];
-        opt_rocm.extend(search::versioned_dirs(Path::new("/opt"), "rocm-"));
-        SearchEnv {
-            greta_hip_lib: var(EnvVars::GRETA_HIP_LIB),
-            env_roots: [EnvVars::GRETA_ENV, "VIRTUAL_ENV"]
-                .iter()
-                .filter_map(|k| var(k))
-                .collect(),
-            rocm_path: var("ROCM_PATH"),
-            hip_path: var("HIP_PATH"),
-            opt_rocm,
-        }
-    }
-}
-
-const LOADER_NAMES: [&str; 4] = [
-    "libamdhip64.so",
-    "libamdhip64.so.7",
-    "libamdhip64.so.6",
-    "libamdhip64.so.5",
-];
-
-/// Where to look for libamdhip64, in order, each with the rule that put it
-/// there. An explicit `GRETA_HIP_LIB` is the only candidate: a wrong one is
-/// an error, not a fallthrough.
-pub fn search_candidates(env: &SearchEnv) -> Vec<Candidate> {
-    if let Some(p) = &env.greta_hip_lib {
-        let files = if p.is_dir() {
-            search::lib_files(p, "libamdhip64.so")
-        } else {
-            vec![p.clone()]
-        };
-        if files.is_empty() {
-            return vec![Candidate::new(
-                p.join("libamdhip64.so"),
-                format!("${}", EnvVars::GRETA_HIP_LIB),
-            )];
-        }
-        return files
-            .into_iter()
-            .map(|f| Candidate::new(f, format!("${}", EnvVars::GRETA_HIP_LIB)))
-            .collect();
-    }
-    lib_candidates(env, "libamdhip64.so", &LOADER_NAMES)
-}
-
-/// Candidates for the ROCm library `stem` (`libamdhip64.so`,
-/// `librocblas.so`): the env's torch wheels, `ROCM_PATH`, `HIP_PATH`,
-/// `/opt/rocm*`, then the loader's `names`. A folder without the file is
-/// listed as `<folder>/<stem>` so the error names every place looked.
-pub(crate) fn lib_candidates(env: &SearchEnv, stem: &str, names: &[&str]) -> Vec<Candidate> {
-    let mut v = Vec::new();
-    let mut dir = |d: PathBuf, why: String| {
-        let files = search::lib_files(&d, stem);
-        if files.is_empty() {
-            v.push(Candidate::new(d.join(stem), why));
-        } else {
-            v.extend(files.into_iter().map(|f| Candidate::new(f, why.clone())));
-        }
-    };
-    for root in &env.env_roots {
-        for lib in search::site_packages(root, "torch/lib") {
-            dir(
-                lib,
-                format!("the env's own ROCm (torch wheel) in {}", root.display()),
-            );
-        }
-    }
-    if let Some(p) = &env.rocm_path {
-        dir(p.join("lib"), "$ROCM_PATH".into());
-    }
-    if let Some(p) = &env.hip_path {
-        dir(p.join("lib"), "$HIP_PATH".into());
-    }
-    for p in &env.opt_rocm {
-        if p.is_dir() {
-            dir(p.join("lib"), format!("ROCm install {}", p.display()));
-        }
-    }
-    for n in names {
-        v.push(Candidate::new(*n, "the dynamic loader's search path"));
-    }
-    v
-}
 
 struct Inner {
     // Field order: the table's pointers die with the library.
@@ -217,9 +115,7 @@ impl Hip {
         call: &'static str,
         f: impl FnOnce(&mut ffi::Ptr) -> ffi::HipError,
     ) -> Result<usize, GpuError> {
-        let mut h: ffi::Ptr = std::ptr::null_mut();
-        self.check(call, f(&mut h))?;
-        Ok(h as usize)
+        calls::created(|code| self.check(call, code), f)
     }
 
     fn check(&self, call: &'static str, code: ffi::HipError) -> Result<(), GpuError> {
@@ -410,28 +306,22 @@ impl Driver for Hip {
 
     fn device(&self, ordinal: usize) -> Result<GpuDevice, GpuError> {
         let o = ordinal as c_int;
-        let mut name = [0 as c_char; 256];
-        // SAFETY: the runtime writes at most `len` bytes, NUL included.
-        self.check("hipDeviceGetName", unsafe {
-            (self.t().hipDeviceGetName)(name.as_mut_ptr(), 255, o)
-        })?;
-        // SAFETY: NUL-terminated within the zeroed buffer.
-        let name = unsafe { CStr::from_ptr(name.as_ptr()) }
-            .to_string_lossy()
-            .trim()
-            .to_string();
-        let mut bus = [0 as c_char; 64];
-        // SAFETY: as above.
-        let pci_bus_id = if unsafe { (self.t().hipDeviceGetPCIBusId)(bus.as_mut_ptr(), 63, o) }
-            == ffi::SUCCESS
-        {
-            // SAFETY: NUL-terminated within the buffer.
-            unsafe { CStr::from_ptr(bus.as_ptr()) }
-                .to_string_lossy()
-                .to_lowercase()
-        } else {
-            String::new()
-        };
+        let name = calls::out_text::<256, _>(|p, len| {
+            // SAFETY: the runtime writes at most `len` bytes, NUL included.
+            let r = unsafe { (self.t().hipDeviceGetName)(p, len, o) };
+            self.check("hipDeviceGetName", r)
+        })?
+        .trim()
+        .to_string();
+        let pci_bus_id = calls::out_text::<64, _>(|p, len| {
+            // SAFETY: as above.
+            match unsafe { (self.t().hipDeviceGetPCIBusId)(p, len, o) } {
+                ffi::SUCCESS => Ok(()),
+                _ => Err(()),
+            }
+        })
+        .map(|b| b.to_lowercase())
+        .unwrap_or_default();
         let (arch, arch_source) = match device::gfx_from_kfd(Path::new("/"), &pci_bus_id) {
             Some(g) => (Arch::Gfx(g), format!("the KFD topology node at {pci_bus_id}")),
             None => match self.arch_from_props(ordinal) {
@@ -459,12 +349,6 @@ impl Driver for Hip {
                 self.inner.loaded.path.display()
             )));
         }
-        let sysfs = |f: &str| -> u32 {
-            std::fs::read_to_string(format!("/sys/bus/pci/devices/{pci_bus_id}/{f}"))
-                .ok()
-                .and_then(|t| u32::from_str_radix(t.trim().trim_start_matches("0x"), 16).ok())
-                .unwrap_or(0)
-        };
         let mut dv = 0;
         // SAFETY: out-parameter call.
         unsafe { (self.t().hipDriverGetVersion)(&mut dv) };
@@ -487,8 +371,8 @@ impl Driver for Hip {
             max_threads_per_block: self.attr(ffi::attr::MAX_THREADS_PER_BLOCK, ordinal)? as u32,
             max_grid: [grid(0)?, grid(1)?, grid(2)?],
             integrated: self.attr(ffi::attr::INTEGRATED, ordinal).unwrap_or(0) != 0,
-            pci_vendor_id: sysfs("vendor"),
-            pci_device_id: sysfs("device"),
+            pci_vendor_id: calls::pci_id(&pci_bus_id, "vendor"),
+            pci_device_id: calls::pci_id(&pci_bus_id, "device"),
             pci_bus_id,
             uuid: None,
             runtime_version: device::version_string(self.inner.runtime_version),
@@ -685,26 +569,15 @@ impl Driver for Hip {
         s: StreamH,
         params: *mut *mut c_void,
     ) -> Result<(), GpuError> {
-        let Dims {
-            grid: [gx, gy, gz],
-            block: [bx, by, bz],
-            shared_bytes,
-        } = dims;
         // SAFETY: the caller passes a function of a loaded module and
         // `params` matching its signature, alive until the launch returns.
         let r = unsafe {
-            (self.t().hipModuleLaunchKernel)(
+            launch_kernel!(
+                self.t().hipModuleLaunchKernel,
                 f.0 as ffi::Ptr,
-                gx,
-                gy,
-                gz,
-                bx,
-                by,
-                bz,
-                shared_bytes,
+                dims,
                 s.0 as ffi::Ptr,
-                params,
-                std::ptr::null_mut(),
+                params
             )
         };
         self.check("hipModuleLaunchKernel", r)
@@ -753,64 +626,9 @@ pub fn compiler_for_target(
     }
 }
 
-/// Every HIP device.
-pub fn list_devices() -> Result<Vec<DeviceInfo>, RuntimeError> {
-    let hip = Hip::open()?;
-    Ok(crate::gpu::backend::list(&hip)?)
-}
-
-/// Opens a HIP device as a boxed [`Backend`], its kernels compiled (or
-/// taken from the cache) for its gfx target.
-pub fn open(select: &DeviceSelect) -> Result<Box<dyn Backend>, RuntimeError> {
-    HipBackend::open_boxed(Hip::open()?, select)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_search_order_is_the_documented_one() {
-        let t = tempfile::tempdir().unwrap();
-        let venv = t.path().join("env");
-        let torch = venv.join("lib/python3.12/site-packages/torch/lib");
-        std::fs::create_dir_all(&torch).unwrap();
-        std::fs::write(torch.join("libamdhip64.so"), "").unwrap();
-        std::fs::create_dir_all(t.path().join("opt/rocm-6.3.1/lib")).unwrap();
-        let env = SearchEnv {
-            greta_hip_lib: None,
-            env_roots: vec![venv.clone()],
-            rocm_path: Some(t.path().join("rocm")),
-            hip_path: Some(t.path().join("hip")),
-            opt_rocm: vec![t.path().join("opt/rocm-6.3.1")],
-        };
-        let c = search_candidates(&env);
-        let whys: Vec<&str> = c.iter().map(|c| c.why.as_str()).collect();
-        assert!(
-            whys[0].starts_with("the env's own ROCm (torch wheel)"),
-            "{whys:?}"
-        );
-        assert_eq!(c[0].path, torch.join("libamdhip64.so"));
-        assert_eq!(whys[1..3], ["$ROCM_PATH", "$HIP_PATH"]);
-        assert!(whys[3].starts_with("ROCm install"), "{whys:?}");
-        let names: Vec<String> = c[4..]
-            .iter()
-            .map(|c| c.path.display().to_string())
-            .collect();
-        assert_eq!(names, LOADER_NAMES);
-        // An explicit GRETA_HIP_LIB is all there is.
-        let only = search_candidates(&SearchEnv {
-            greta_hip_lib: Some("/nowhere/libamdhip64.so".into()),
-            ..env
-        });
-        assert_eq!(
-            only,
-            [Candidate::new(
-                "/nowhere/libamdhip64.so",
-                format!("${}", EnvVars::GRETA_HIP_LIB)
-            )]
-        );
-    }
 
     #[test]
     fn gcn_arch_names_are_found_in_an_unknown_layout() {

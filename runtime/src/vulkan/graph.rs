@@ -4,11 +4,11 @@
 //! Timestamps at each step boundary give the replay's time and each step's.
 
 use super::memory::{self, Buffer};
-use super::owned::{CommandBuffer, DescriptorSets, Owned};
+use super::owned::DescriptorSets;
 use super::plan::Plan;
 use super::run::{
-    api, pipeline, record_pass, submission_objects, submit_and_wait, write_descriptor_sets,
-    PipelineHandles, Recorder, SHADER_RW,
+    api, pipeline, record_pass, submit_and_wait, write_descriptor_sets, PipelineHandles,
+    Submission, Ticks, SHADER_RW,
 };
 use super::Device;
 use crate::graph::{median, GraphJob, GraphStats, Replay};
@@ -34,9 +34,7 @@ struct Resources {
     /// Per step: its plan's extra buffers (device-local, then staging).
     aux: Vec<Vec<(Buffer, Buffer)>>,
     descriptors: Vec<DescriptorSets>,
-    query_pool: Option<Owned<vk::QueryPool>>,
-    fence: Option<Owned<vk::Fence>>,
-    cmd: Option<CommandBuffer>,
+    sub: Submission,
 }
 
 pub fn execute(
@@ -148,21 +146,10 @@ fn record_and_submit(
     let repeats = opts.repeats;
     let per = nsteps as u32 + 1;
     let use_ts = dev.info.timestamps && dev.timestamp_bits > 0;
-    let (pool, fence, cmd) = submission_objects(dev, use_ts.then_some(per * repeats))?;
-    res.query_pool = pool;
-    let fence = res.fence.insert(fence).raw();
-    let cmd = res.cmd.insert(cmd).raw();
+    let (fence, rec, query_pool) =
+        res.sub
+            .begin(dev, &device.raw, use_ts.then_some(per * repeats))?;
     let warmup = warmup_replays(dev, &job);
-
-    let rec = Recorder {
-        d: &device.raw,
-        cmd,
-    };
-    rec.begin()?;
-    let query_pool = res.query_pool.as_ref().map(Owned::raw);
-    if let Some(q) = query_pool {
-        rec.reset_queries(q, per * repeats);
-    }
     for (b, s) in res.slots.iter().zip(&res.staging) {
         rec.copy(s, b, b.size);
     }
@@ -200,16 +187,10 @@ fn record_and_submit(
     for &s in job.read_back {
         rec.copy(&res.slots[s], &res.staging[s], res.slots[s].size);
     }
-    rec.barrier(
-        vk::PipelineStageFlags::TRANSFER,
-        vk::AccessFlags::TRANSFER_WRITE,
-        vk::PipelineStageFlags::HOST,
-        vk::AccessFlags::HOST_READ,
-    );
-    rec.end()?;
+    rec.end_for_host()?;
 
     let what = format!("a graph of {nsteps} steps");
-    let wall = submit_and_wait(dev, cmd, fence, &what, opts)?;
+    let wall = submit_and_wait(dev, rec.cmd, fence, &what, opts)?;
     for &s in job.read_back {
         let out = &mut job.buffers[s];
         let len = out.byte_len();
@@ -273,30 +254,12 @@ fn warmup_replays(dev: &Device, job: &GraphJob) -> u32 {
         }) as u32
 }
 
-/// Every timestamp of the pool in nanoseconds from the first (masked to the
-/// valid bits, so a counter wrap reads as the right difference).
+/// Every timestamp of the pool in nanoseconds from the first.
 fn timestamps(dev: &Device, pool: vk::QueryPool, count: u32) -> Result<Vec<u64>, RuntimeError> {
-    let mut ts = vec![0u64; count as usize];
-    // SAFETY: a live pool of this device with `count` queries, all written
-    // by the completed submission; 64-bit results fit `u64`s.
-    unsafe {
-        dev.inner.device.raw.get_query_pool_results(
-            pool,
-            0,
-            &mut ts,
-            vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
-        )
-    }
-    .map_err(api("vkGetQueryPoolResults"))?;
-    let mask = if dev.timestamp_bits >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << dev.timestamp_bits) - 1
-    };
-    let period = dev.info.timestamp_period_ns;
-    let first = ts.first().copied().unwrap_or(0) & mask;
-    Ok(ts
+    let t = Ticks::read(dev, pool, count)?;
+    let first = t.ts.first().copied().unwrap_or(0);
+    Ok(t.ts
         .iter()
-        .map(|&t| ((((t & mask).wrapping_sub(first)) & mask) as f64 * period).round() as u64)
+        .map(|&x| t.ns(first, x).round() as u64)
         .collect())
 }

@@ -13,6 +13,8 @@ pub use greta_kernels::spirv::Shader;
 
 mod f16_block;
 mod gemm;
+#[cfg(test)]
+mod test_limits;
 
 /// Workgroups per dimension every Vulkan device supports.
 pub const MAX_GROUPS: u32 = 65535;
@@ -126,6 +128,22 @@ fn check_keys(t: &Tuning, allowed: &[Knob]) -> Result<(), RuntimeError> {
     }
 }
 
+/// A 0/1 knob whose default is `fits`: 1 where it does not fit, or any
+/// other value, is the error `why(value)`.
+fn switch(
+    t: &Tuning,
+    knob: Knob,
+    fits: bool,
+    why: impl FnOnce(u32) -> String,
+) -> Result<bool, RuntimeError> {
+    match t.get(knob) {
+        None => Ok(fits),
+        Some(1) if fits => Ok(true),
+        Some(0) => Ok(false),
+        Some(v) => Err(bad(why(v))),
+    }
+}
+
 fn wg_of(t: &Tuning, default: u32, lim: &Limits) -> Result<u32, RuntimeError> {
     let wg = t.get(Knob::Wg).unwrap_or(default);
     let most = lim.max_invocations.min(MAX_WG);
@@ -201,18 +219,14 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
         Op::Noop => noop(t, lim),
         Op::Fill { .. } | Op::Copy { .. } | Op::VecAdd { .. } => stream(op, t, lim),
         Op::TestBrokenCopy { n } => {
-            check_keys(t, &[Knob::Wg])?;
-            let wg = wg_of(t, 256, lim)?;
-            let d = Dispatch {
-                push: vec![n as u32],
-                groups: [groups_for(n as u64, wg as u64), 1, 1],
-                ranges: whole(2),
-            };
-            Ok(simple(Shader::BrokenCopy, wg, vec![d]))
+            grid_stride(Shader::BrokenCopy, vec![n as u32], n as u64, 2, t, lim)
         }
         Op::TestSlow { iters } => test_slow(iters, t),
         Op::GemvF16 { rows, cols } => f16_block::gemv(op, rows, cols, t, lim),
-        Op::LinearF16 { tokens, rows, cols } => f16_block::linear(op, tokens, rows, cols, t, lim),
+        Op::LinearF16 { tokens, rows, cols } => {
+            f16_block::need_f16(op, lim)?;
+            gemm::linear::plan(op, tokens, rows, cols, t, lim)
+        }
         Op::RmsNormF16 { rows, cols, eps } | Op::AddRmsNormF16 { rows, cols, eps } => {
             f16_block::row_norm(op, rows, cols, eps, t, lim)
         }
@@ -228,15 +242,9 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             pos0,
             theta,
         } => {
-            check_keys(t, &[Knob::Wg])?;
-            let wg = wg_of(t, 256, lim)?;
             let pairs = (tokens * heads * head_dim / 2) as u64;
-            let d = Dispatch {
-                push: vec![tokens as u32, heads as u32, head_dim as u32],
-                groups: [groups_for(pairs, wg as u64), 1, 1],
-                ranges: whole(3),
-            };
-            let mut p = simple(Shader::Rope, wg, vec![d]);
+            let push = vec![tokens as u32, heads as u32, head_dim as u32];
+            let mut p = grid_stride(Shader::Rope, push, pairs, 3, t, lim)?;
             p.aux.push(rope_table(tokens, head_dim, pos0, theta));
             Ok(p)
         }
@@ -248,21 +256,15 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             pos,
             n_new,
         } => {
-            check_keys(t, &[Knob::Wg])?;
-            let wg = wg_of(t, 256, lim)?;
             let total = (layers * n_new * heads * head_dim) as u64;
-            let d = Dispatch {
-                push: vec![
-                    layers as u32,
-                    max_seq as u32,
-                    (heads * head_dim) as u32,
-                    pos as u32,
-                    n_new as u32,
-                ],
-                groups: [groups_for(total, wg as u64), 1, 1],
-                ranges: whole(4),
-            };
-            Ok(simple(Shader::KvUpdate, wg, vec![d]))
+            let push = vec![
+                layers as u32,
+                max_seq as u32,
+                (heads * head_dim) as u32,
+                pos as u32,
+                n_new as u32,
+            ];
+            grid_stride(Shader::KvUpdate, push, total, 4, t, lim)
         }
         Op::RopeKvF16 {
             tokens,
@@ -272,15 +274,9 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             theta,
             ..
         } => {
-            check_keys(t, &[Knob::Wg])?;
-            let wg = wg_of(t, 256, lim)?;
             let items = (tokens * heads * head_dim / 4) as u64;
-            let d = Dispatch {
-                push: vec![tokens as u32, heads as u32, head_dim as u32, pos0],
-                groups: [groups_for(items, wg as u64), 1, 1],
-                ranges: whole(5),
-            };
-            let mut p = simple(Shader::RopeKvF16, wg, vec![d]);
+            let push = vec![tokens as u32, heads as u32, head_dim as u32, pos0];
+            let mut p = grid_stride(Shader::RopeKvF16, push, items, 5, t, lim)?;
             p.aux.push(rope_table(tokens, head_dim, pos0, theta));
             Ok(p)
         }
@@ -401,6 +397,26 @@ fn simple(shader: Shader, wg: u32, dispatches: Vec<Dispatch>) -> Plan {
     }
 }
 
+/// One dispatch of `shader` grid-striding over `items` work items, push
+/// constants `push`, `nbuf` buffers bound whole, tuned by `wg` alone.
+fn grid_stride(
+    shader: Shader,
+    push: Vec<u32>,
+    items: u64,
+    nbuf: usize,
+    t: &Tuning,
+    lim: &Limits,
+) -> Result<Plan, RuntimeError> {
+    check_keys(t, &[Knob::Wg])?;
+    let wg = wg_of(t, 256, lim)?;
+    let d = Dispatch {
+        push,
+        groups: [groups_for(items, wg as u64), 1, 1],
+        ranges: whole(nbuf),
+    };
+    Ok(simple(shader, wg, vec![d]))
+}
+
 /// Every one of `n` buffers bound whole.
 fn whole(n: usize) -> Vec<Option<(u64, u64)>> {
     vec![None; n]
@@ -491,16 +507,9 @@ fn row_norm(
 ) -> Result<Plan, RuntimeError> {
     check_keys(t, &[Knob::Wg, Knob::Vec4, Knob::Reg])?;
     let wg = wg_of(t, 256, lim)?;
-    let vec4 = match t.get(Knob::Vec4) {
-        None => cols.is_multiple_of(4),
-        Some(1) if cols.is_multiple_of(4) => true,
-        Some(0) => false,
-        Some(v) => {
-            return Err(bad(format!(
-                "vec4={v}: needs cols % 4 == 0 and a value of 0 or 1"
-            )))
-        }
-    };
+    let vec4 = switch(t, Knob::Vec4, cols.is_multiple_of(4), |v| {
+        format!("vec4={v}: needs cols % 4 == 0 and a value of 0 or 1")
+    })?;
     let (shader, nbuf, push) = match *op {
         Op::RmsNorm { eps, .. } => (
             [Shader::Rmsnorm, Shader::RmsnormVec4, Shader::RmsnormReg],
@@ -529,17 +538,12 @@ fn row_norm(
     };
     let npt = (cols as u32).div_ceil(4).div_ceil(wg);
     let reg_fits = vec4 && npt <= NORM_MAX_NPT;
-    let reg = match t.get(Knob::Reg) {
-        None => reg_fits,
-        Some(1) if reg_fits => true,
-        Some(0) => false,
-        Some(v) => {
-            return Err(bad(format!(
-                "reg={v}: needs vec4 and cols <= {} for wg={wg}, and a value of 0 or 1",
-                4 * NORM_MAX_NPT * wg
-            )))
-        }
-    };
+    let reg = switch(t, Knob::Reg, reg_fits, |v| {
+        format!(
+            "reg={v}: needs vec4 and cols <= {} for wg={wg}, and a value of 0 or 1",
+            4 * NORM_MAX_NPT * wg
+        )
+    })?;
     let name = if reg {
         shader[2]
     } else {
@@ -567,8 +571,8 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
     match op {
         Op::GemmF32 { .. } | Op::GemmF16 { .. } => gemm::candidates(op, lim, &mut push),
         Op::TestSlow { .. } => {}
+        Op::LinearF16 { .. } => gemm::linear::candidates(&mut push),
         Op::GemvF16 { .. }
-        | Op::LinearF16 { .. }
         | Op::RmsNormF16 { .. }
         | Op::AddRmsNormF16 { .. }
         | Op::SwigluF16 { .. } => f16_block::candidates(op, &mut push),
@@ -673,8 +677,8 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
             (pos0 as u64 + tokens as u64).div_ceil(ATTN_PREFILL_BQ)
         }
         Op::Noop | Op::TestSlow { .. } => 0,
+        Op::LinearF16 { cols, .. } => gemm::linear::max_loop_trips(cols, plan),
         Op::GemvF16 { .. }
-        | Op::LinearF16 { .. }
         | Op::RmsNormF16 { .. }
         | Op::AddRmsNormF16 { .. }
         | Op::SwigluF16 { .. } => f16_block::max_loop_trips(op, plan),

@@ -58,9 +58,7 @@ struct Resources {
     device_bufs: Vec<Buffer>,
     staging: Vec<Buffer>,
     descriptors: Option<DescriptorSets>,
-    query_pool: Option<Owned<vk::QueryPool>>,
-    fence: Option<Owned<vk::Fence>>,
-    cmd: Option<CommandBuffer>,
+    sub: Submission,
 }
 
 impl Resources {
@@ -151,21 +149,10 @@ fn record_and_submit(
     let raw: Vec<vk::Buffer> = res.device_bufs.iter().map(|b| b.raw).collect();
     write_descriptor_sets(&device.raw, plan, nbind, &sets.sets, &raw);
     let sets = &*res.descriptors.insert(sets);
-    let (pool, fence, cmd) = submission_objects(dev, use_ts.then_some(2 * repeats))?;
-    res.query_pool = pool;
-    let fence = res.fence.insert(fence).raw();
-    let cmd = res.cmd.insert(cmd).raw();
-
+    let (fence, rec, query_pool) =
+        res.sub
+            .begin(dev, &device.raw, use_ts.then_some(2 * repeats))?;
     let warmup = warmup_passes(dev, op, plan);
-    let rec = Recorder {
-        d: &device.raw,
-        cmd,
-    };
-    rec.begin()?;
-    let query_pool = res.query_pool.as_ref().map(Owned::raw);
-    if let Some(q) = query_pool {
-        rec.reset_queries(q, 2 * repeats);
-    }
     for (dbuf, sbuf) in res.device_bufs.iter().zip(&res.staging) {
         rec.copy(sbuf, dbuf, dbuf.size);
     }
@@ -204,15 +191,9 @@ fn record_and_submit(
             res.device_bufs[b].size,
         );
     }
-    rec.barrier(
-        vk::PipelineStageFlags::TRANSFER,
-        vk::AccessFlags::TRANSFER_WRITE,
-        vk::PipelineStageFlags::HOST,
-        vk::AccessFlags::HOST_READ,
-    );
-    rec.end()?;
+    rec.end_for_host()?;
 
-    let wall = submit_and_wait(dev, cmd, fence, op, opts)?;
+    let wall = submit_and_wait(dev, rec.cmd, fence, op, opts)?;
     for (k, out) in outputs.iter_mut().enumerate() {
         let len = out.byte_len();
         let src = res.staging[n_in + k].mapped()?;
@@ -243,44 +224,62 @@ fn record_and_submit(
     })
 }
 
-/// What one submission records into and waits on: a timestamp pool of
-/// `queries` (when the device times), an unsignalled fence and a command
-/// buffer. Each destroys itself when dropped (a failure halfway drops what
-/// was made).
-pub(super) type SubmissionObjects = (
-    Option<Owned<vk::QueryPool>>,
-    Owned<vk::Fence>,
-    CommandBuffer,
-);
+/// What one submission records into and waits on: a timestamp pool (when
+/// the device times), a fence and a command buffer, each destroying itself
+/// when dropped. Empty until [`Submission::begin`]; a run's `Resources`
+/// hold it last, so it goes (or is leaked) with them, after their buffers.
+#[derive(Default)]
+pub(super) struct Submission {
+    query_pool: Option<Owned<vk::QueryPool>>,
+    fence: Option<Owned<vk::Fence>>,
+    cmd: Option<CommandBuffer>,
+}
 
-pub(super) fn submission_objects(
-    dev: &Device,
-    queries: Option<u32>,
-) -> Result<SubmissionObjects, RuntimeError> {
-    let device = &dev.inner.device;
-    let pool = match queries {
-        Some(n) => {
-            let info = vk::QueryPoolCreateInfo::default()
-                .query_type(vk::QueryType::TIMESTAMP)
-                .query_count(n);
-            Some(
-                Owned::create(device, |d| {
-                    // SAFETY: a live device (`d` is the owner's); the create info outlives the call.
-                    unsafe { d.create_query_pool(&info, None) }
-                })
-                .map_err(api("vkCreateQueryPool"))?,
-            )
+impl Submission {
+    /// Creates the objects (a pool of `queries` timestamps where given; a
+    /// failure halfway drops what was made), begins recording into the
+    /// command buffer and resets the pool: the fence to wait on, the
+    /// recorder over `device` and the pool.
+    pub(super) fn begin<'a>(
+        &mut self,
+        dev: &Device,
+        device: &'a ash::Device,
+        queries: Option<u32>,
+    ) -> Result<(vk::Fence, Recorder<'a>, Option<vk::QueryPool>), RuntimeError> {
+        let owner = &dev.inner.device;
+        let pool = match queries {
+            Some(n) => {
+                let info = vk::QueryPoolCreateInfo::default()
+                    .query_type(vk::QueryType::TIMESTAMP)
+                    .query_count(n);
+                Some(
+                    Owned::create(owner, |d| {
+                        // SAFETY: a live device (`d` is the owner's); the create info outlives the call.
+                        unsafe { d.create_query_pool(&info, None) }
+                    })
+                    .map_err(api("vkCreateQueryPool"))?,
+                )
+            }
+            None => None,
+        };
+        let fence = Owned::create(owner, |d| {
+            // SAFETY: as above.
+            unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }
+        })
+        .map_err(api("vkCreateFence"))?;
+        let cmd = CommandBuffer::allocate(&dev.inner.command_pool)
+            .map_err(api("vkAllocateCommandBuffers"))?;
+        self.query_pool = pool;
+        let fence = self.fence.insert(fence).raw();
+        let cmd = self.cmd.insert(cmd).raw();
+        let rec = Recorder { d: device, cmd };
+        rec.begin()?;
+        let query_pool = self.query_pool.as_ref().map(Owned::raw);
+        if let (Some(q), Some(n)) = (query_pool, queries) {
+            rec.reset_queries(q, n);
         }
-        None => None,
-    };
-    let fence = Owned::create(device, |d| {
-        // SAFETY: as above.
-        unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }
-    })
-    .map_err(api("vkCreateFence"))?;
-    let cmd = CommandBuffer::allocate(&dev.inner.command_pool)
-        .map_err(api("vkAllocateCommandBuffers"))?;
-    Ok((pool, fence, cmd))
+        Ok((fence, rec, query_pool))
+    }
 }
 
 pub(super) const SHADER_RW: vk::AccessFlags = vk::AccessFlags::from_raw(
@@ -544,6 +543,18 @@ impl Recorder<'_> {
         unsafe { self.d.end_command_buffer(self.cmd) }.map_err(api("vkEndCommandBuffer"))
     }
 
+    /// Makes the copies back to the staging buffers visible to the host,
+    /// then ends recording: how every submission greta waits on finishes.
+    pub(super) fn end_for_host(&self) -> Result<(), RuntimeError> {
+        self.barrier(
+            vk::PipelineStageFlags::TRANSFER,
+            vk::AccessFlags::TRANSFER_WRITE,
+            vk::PipelineStageFlags::HOST,
+            vk::AccessFlags::HOST_READ,
+        );
+        self.end()
+    }
+
     pub(super) fn reset_queries(&self, pool: vk::QueryPool, count: u32) {
         // SAFETY: recording (see the type); `count` is the pool's size.
         unsafe { self.d.cmd_reset_query_pool(self.cmd, pool, 0, count) }
@@ -672,6 +683,56 @@ pub(super) fn submit_and_wait(
     }
 }
 
+/// A query pool's timestamps as ticks masked to the device's valid bits,
+/// with the period that turns a difference of them into nanoseconds: what
+/// a single run and a graph replay both read back.
+pub(super) struct Ticks {
+    pub(super) ts: Vec<u64>,
+    mask: u64,
+    period: f64,
+}
+
+impl Ticks {
+    /// The first `count` timestamps of `pool`.
+    pub(super) fn read(
+        dev: &Device,
+        pool: vk::QueryPool,
+        count: u32,
+    ) -> Result<Ticks, RuntimeError> {
+        let mut ts = vec![0u64; count as usize];
+        // SAFETY: a live pool of this device with `count` queries, all
+        // written by the completed submission; 64-bit results fit `u64`s.
+        unsafe {
+            dev.inner.device.raw.get_query_pool_results(
+                pool,
+                0,
+                &mut ts,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+        }
+        .map_err(api("vkGetQueryPoolResults"))?;
+        let mask = if dev.timestamp_bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << dev.timestamp_bits) - 1
+        };
+        for t in &mut ts {
+            *t &= mask;
+        }
+        Ok(Ticks {
+            ts,
+            mask,
+            period: dev.info.timestamp_period_ns,
+        })
+    }
+
+    /// Nanoseconds from tick `from` to tick `to` (a counter wrap between
+    /// them reads as the right difference).
+    pub(super) fn ns(&self, from: u64, to: u64) -> f64 {
+        (to.wrapping_sub(from) & self.mask) as f64 * self.period
+    }
+}
+
 /// Nanoseconds per repeat from the pool's timestamp pairs (per dispatch
 /// where the plan times each dispatch of a chain).
 fn timestamps(
@@ -680,32 +741,15 @@ fn timestamps(
     plan: &Plan,
     repeats: u32,
 ) -> Result<Vec<u64>, RuntimeError> {
-    let mut ts = vec![0u64; 2 * repeats as usize];
-    // SAFETY: a live pool of this device with `ts.len()` queries, all
-    // written by the completed submission; 64-bit results fit `u64`s.
-    unsafe {
-        dev.inner.device.raw.get_query_pool_results(
-            pool,
-            0,
-            &mut ts,
-            vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
-        )
-    }
-    .map_err(api("vkGetQueryPoolResults"))?;
-    let mask = if dev.timestamp_bits >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << dev.timestamp_bits) - 1
-    };
-    let period = dev.info.timestamp_period_ns;
+    let t = Ticks::read(dev, pool, 2 * repeats)?;
     let per = if plan.per_dispatch {
         plan.dispatches.len().max(1) as f64
     } else {
         1.0
     };
-    Ok(ts
+    Ok(t.ts
         .chunks(2)
-        .map(|c| ((c[1] & mask).wrapping_sub(c[0] & mask) & mask) as f64 * period / per)
+        .map(|c| t.ns(c[0], c[1]) / per)
         .map(|v| v.round() as u64)
         .collect())
 }

@@ -90,12 +90,7 @@ fn linear_and_gemv_read_w_as_out_by_in() {
         let out = run_checked(&mut dev, &op, s, &RunOpts::default());
         assert!(out.passes(), "{op}: {:?}", out.comparisons);
         // The reference of the same inputs with W transposed disagrees.
-        let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(s);
-        let inputs: Vec<HostBuf> = op
-            .inputs()
-            .iter()
-            .map(|b| random(&mut rng, b.dtype, b.len))
-            .collect();
+        let inputs = inputs(&op, s);
         let w = inputs[1].as_f16().unwrap();
         let (rows, cols) = (24, 40);
         let wt: Vec<half::f16> = (0..rows * cols)
@@ -169,12 +164,7 @@ fn add_rmsnorm_f16_norms_the_stored_h() {
         cols,
         eps: 1e-5,
     };
-    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(s);
-    let inputs: Vec<HostBuf> = op
-        .inputs()
-        .iter()
-        .map(|b| random(&mut rng, b.dtype, b.len))
-        .collect();
+    let inputs = inputs(&op, s);
     let mut y = vec![HostBuf::poisoned(greta_kernels::DType::F16, rows * cols)];
     dev.run(greta_runtime::Job::new(
         &norm,
@@ -240,17 +230,7 @@ fn every_f16_block_tuning_candidate_is_correct() {
             cols: 1032,
         },
     ] {
-        let cands = dev.tuning_candidates(&op);
-        assert!(cands.len() > 2, "{op}: {cands:?}");
-        for t in cands {
-            let out = run_checked(&mut dev, &op, s, &with(t.clone()));
-            assert!(
-                out.passes(),
-                "{op} tuning {t} ({}): {:?}",
-                out.stats.kernel,
-                out.comparisons
-            );
-        }
+        assert_every_candidate(&mut dev, &op, s, &with(Tuning::default()));
     }
     assert_clean(&dev);
 }

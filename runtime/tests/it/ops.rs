@@ -149,25 +149,7 @@ fn every_tuning_candidate_is_correct() {
             theta: 10000.0,
         },
     ] {
-        let cands = dev.tuning_candidates(&op);
-        assert!(cands.len() > 2, "{op}: {cands:?}");
-        for t in cands {
-            let out = run_checked(
-                &mut dev,
-                &op,
-                s,
-                &RunOpts {
-                    tuning: Some(t.clone()),
-                    ..RunOpts::default()
-                },
-            );
-            assert!(
-                out.passes(),
-                "{op} tuning {t} ({}): {:?}",
-                out.stats.kernel,
-                out.comparisons
-            );
-        }
+        assert_every_candidate(&mut dev, &op, s, &RunOpts::default());
     }
     assert_clean(&dev);
 }

@@ -5,8 +5,8 @@
 use super::layout::{self, Buffer};
 use super::{GemmKind, VendorBlas};
 use crate::ceiling::{Ceiling, CeilingError, CeilingUnit};
-use crate::gpu::backend::{wait_event, Dispatch};
 use crate::gpu::driver::{Api, DevPtr, Driver, EventH, GpuDevice, GpuError, StreamH};
+use crate::gpu::execute::{wait_event, Dispatch};
 use crate::stress::{
     input_f16, sample_tiles, Operand, StressEngine, StressInterval, StressReport, StressRequest,
     TileSample,

@@ -62,15 +62,45 @@ impl Outcome {
     }
 }
 
+/// Random values for each of `op`'s inputs, in order.
+fn draw_inputs(rng: &mut StdRng, op: &Op) -> Vec<HostBuf> {
+    op.inputs()
+        .iter()
+        .map(|s| random(rng, s.dtype, s.len))
+        .collect()
+}
+
+/// The inputs [`run_checked`] runs `op` on for `seed`: a test that checks
+/// an outcome against something of its own starts from the same values.
+pub fn inputs(op: &Op, seed: u64) -> Vec<HostBuf> {
+    draw_inputs(&mut StdRng::seed_from_u64(seed), op)
+}
+
+/// Every tuning candidate the device offers for `op` (more than two) runs
+/// correctly, each with `base`'s options and its tuning.
+pub fn assert_every_candidate(dev: &mut Device, op: &Op, seed: u64, base: &RunOpts) {
+    let cands = dev.tuning_candidates(op);
+    assert!(cands.len() > 2, "{op}: {cands:?}");
+    for t in cands {
+        let opts = RunOpts {
+            tuning: Some(t.clone()),
+            ..base.clone()
+        };
+        let out = run_checked(dev, op, seed, &opts);
+        assert!(
+            out.passes(),
+            "{op} tuning {t} ({}): {:?}",
+            out.stats.kernel,
+            out.comparisons
+        );
+    }
+}
+
 /// Runs `op` on fresh random inputs (outputs poisoned; read-write outputs
 /// random) and compares every output with the reference.
 pub fn run_checked(dev: &mut Device, op: &Op, seed: u64, opts: &RunOpts) -> Outcome {
     let mut rng = StdRng::seed_from_u64(seed);
-    let inputs: Vec<HostBuf> = op
-        .inputs()
-        .iter()
-        .map(|s| random(&mut rng, s.dtype, s.len))
-        .collect();
+    let inputs = draw_inputs(&mut rng, op);
     let mut outputs: Vec<HostBuf> = op
         .outputs()
         .iter()

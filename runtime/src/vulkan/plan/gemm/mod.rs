@@ -14,45 +14,68 @@
 //! results, so it can only be asked for explicitly, e.g. through a tuning
 //! cache entry; the checks then fail the gate) to measure the multiply
 //! loop's own ceiling (docs/performance.md).
+//!
+//! `linear_f16` ([`linear`]) is the same tiled product with W stored
+//! `[rows][cols]` (B transposed): it plans through the same tile checks,
+//! dispatch sizing and sweeps here, giving only its own kernels and names.
 
 use super::{bad, Dispatch, Limits, Plan, Shader, MAX_GROUPS};
 use crate::{Knob, Op, RuntimeError, Tuning};
 
-/// `gemm_f16_cm2` default block (bm, bn, bk, workgroup size): the fastest
-/// of its sweep on the H200 (2026-11-21, driver 580.159.04).
-const CM2_DEFAULT: (u32, u32, u32, u32) = (128, 256, 32, 256);
+pub mod linear;
+
+/// `gemm_f16_cm2` tile keys and default block (bm, bn, bk, workgroup
+/// size): the fastest of its sweep on the H200 (2026-11-21, driver
+/// 580.159.04).
+const CM2_KEYS: [Knob; 4] = [Knob::Bm, Knob::Bn, Knob::Bk, Knob::Wg];
+const CM2_DEFAULT: [u32; 4] = [128, 256, 32, 256];
 
 /// `gemm_f16_cm2` k slices per unrolled loop trip.
 const CM2_UNROLL_K: u32 = 4;
 
-/// `gemm_f16_cmreg` default (bm, bn, bk, wg, sgn, stages, direct): 2 x 2
-/// subgroups of 32, each with a 64 x 64 block of C (16 accumulator tiles),
-/// 64-deep slices in one stage (36 KiB of shared memory) copied straight to
-/// shared memory. The fastest at 4096 and within 4% of the fastest at 8192
-/// in the H200 sweep (2026-11-22, docs/performance.md); every variant of the
-/// sweep was within 25% of it.
-const CMREG_DEFAULT: (u32, u32, u32, u32, u32, u32, u32) = (128, 128, 64, 128, 2, 1, 1);
+/// Register-accumulator cooperative-matrix tile keys (`gemm_f16_cmreg`,
+/// `linear_f16_cm`): block sides, workgroup size, subgroups along n.
+const CM_KEYS: [Knob; 5] = [Knob::Bm, Knob::Bn, Knob::Bk, Knob::Wg, Knob::Sgn];
 
-/// Scalar tiled kernel defaults: 64x64 blocks, 16-deep k slices, 4x4
-/// outputs per invocation (256 invocations). Good on NVIDIA, RDNA and
-/// lavapipe alike.
-const GEMM_DEFAULT: [(Knob, u32); 5] = [
-    (Knob::Bm, 64),
-    (Knob::Bn, 64),
-    (Knob::Bk, 16),
-    (Knob::Tm, 4),
-    (Knob::Tn, 4),
+/// `gemm_f16_cmreg` keys (`CM_KEYS`, then stages and direct) and defaults:
+/// 2 x 2 subgroups of 32, each with a 64 x 64 block of C (16 accumulator
+/// tiles), 64-deep slices in one stage (36 KiB of shared memory) copied
+/// straight to shared memory. The fastest at 4096 and within 4% of the
+/// fastest at 8192 in the H200 sweep (2026-11-22, docs/performance.md);
+/// every variant of the sweep was within 25% of it.
+const CMREG_KEYS: [Knob; 7] = [
+    Knob::Bm,
+    Knob::Bn,
+    Knob::Bk,
+    Knob::Wg,
+    Knob::Sgn,
+    Knob::Stages,
+    Knob::Direct,
 ];
+const CMREG_DEFAULT: [u32; 7] = [128, 128, 64, 128, 2, 1, 1];
+
+/// FFMA tiled kernel keys (`gemm_f32`, `gemm_f16`, `linear_f16`): block
+/// rows, columns and depth, outputs per invocation along m and n.
+const FFMA_KEYS: [Knob; 5] = [Knob::Bm, Knob::Bn, Knob::Bk, Knob::Tm, Knob::Tn];
+
+/// FFMA kernel defaults: 64x64 blocks, 16-deep k slices, 4x4 outputs per
+/// invocation (256 invocations). Good on NVIDIA, RDNA and lavapipe alike.
+const FFMA_DEFAULT: [u32; 5] = [64, 64, 16, 4, 4];
 
 /// For large products (both sides >= 1024): 128x128 blocks, 8x8 outputs per
 /// invocation, twice the arithmetic per shared-memory load.
-const GEMM_LARGE: [(Knob, u32); 5] = [
-    (Knob::Bm, 128),
-    (Knob::Bn, 128),
-    (Knob::Bk, 8),
-    (Knob::Tm, 8),
-    (Knob::Tn, 8),
+const FFMA_LARGE: [u32; 5] = [128, 128, 8, 8, 8];
+
+/// FFMA tiles worth sweeping, as `FFMA_KEYS`.
+const FFMA_SWEEP: [[u32; 5]; 4] = [
+    [64, 64, 16, 4, 4],
+    [128, 128, 8, 8, 8],
+    [64, 64, 8, 4, 4],
+    [32, 32, 16, 2, 2],
 ];
+
+/// `gemm_f32_v4` tile keys (its outputs per invocation are fixed).
+const V4_KEYS: [Knob; 3] = [Knob::Bm, Knob::Bn, Knob::Bk];
 
 /// Product of tile sizes in u64, saturating: tile sizes come from tuning
 /// caches and flags, so arithmetic on them must never wrap (a wrapped shared
@@ -68,14 +91,19 @@ fn prod(xs: &[u32]) -> u64 {
 /// 2^30-wide accumulator.
 const CM2_MAX_TILE: u32 = 256;
 
-/// One GEMM to plan: the op, its shape, the tuning asked for and the
-/// device's limits. Every kernel family's planner takes it.
+/// One matrix product to plan, `[m][k] x [k][n]` (however the op lays out
+/// its operands): the op, its shape and what its messages call the three
+/// sizes, the tuning asked for and the device's limits. Every kernel
+/// family's planner takes it.
 #[derive(Clone, Copy)]
 struct Req<'a> {
     op: &'a Op,
     m: usize,
     n: usize,
     k: usize,
+    /// The op's names for m, n and k (`gemm`: m, n, k; `linear_f16`:
+    /// tokens, rows, cols).
+    dims: [&'static str; 3],
     t: &'a Tuning,
     lim: &'a Limits,
 }
@@ -84,6 +112,37 @@ fn large(m: usize, n: usize) -> bool {
     m >= 1024 && n >= 1024
 }
 
+/// The tuning's value of each of `keys`, else the default at its place.
+fn tiles<const N: usize>(t: &Tuning, keys: [Knob; N], defaults: [u32; N]) -> [u32; N] {
+    let mut out = defaults;
+    for (v, key) in out.iter_mut().zip(keys) {
+        *v = t.get(key).unwrap_or(*v);
+    }
+    out
+}
+
+/// A tuning of the `family` pairs and each of `keys` with its value.
+fn keyed(family: &[(Knob, u32)], keys: &[Knob], values: &[u32]) -> Tuning {
+    let mut t = Tuning::of(family);
+    t.0.extend(keys.iter().copied().zip(values.iter().copied()));
+    t
+}
+
+/// The knob naming the FFMA kernel within its op's families: `coopmat=0`
+/// where the f16 op has a cooperative-matrix kernel too, `v4=0` for f32,
+/// none for f16 without one.
+fn ffma_family(f16: bool, coop: bool) -> &'static [(Knob, u32)] {
+    if coop {
+        &[(Knob::Coopmat, 0)]
+    } else if !f16 {
+        &[(Knob::V4, 0)]
+    } else {
+        &[]
+    }
+}
+
+/// One dispatch of `bm` x `bn` blocks over the product, push constants
+/// `[m, n, k]`, every buffer bound whole.
 fn one_dispatch(r: &Req, bm: u32, bn: u32) -> Result<Dispatch, RuntimeError> {
     let Req { op, m, n, k, .. } = *r;
     let (gx, gy) = (
@@ -118,6 +177,77 @@ fn plan_of(shader: Shader, spec: Vec<u32>, tuning: Tuning, d: Dispatch) -> Plan 
     }
 }
 
+/// The FFMA kernels' tiles (`FFMA_KEYS`, each from the tuning or
+/// `defaults`) as the effective tuning and values, checked for the
+/// divisions the kernel makes; then its invocations and accumulators
+/// (`kernel` names it in the message).
+fn ffma_tiles(
+    t: &Tuning,
+    kernel: &str,
+    defaults: [u32; 5],
+) -> Result<(Tuning, [u32; 5], u64, u64), RuntimeError> {
+    let v = tiles(t, FFMA_KEYS, defaults);
+    let eff = keyed(&[], &FFMA_KEYS, &v);
+    let [bm, bn, _, tm, tn] = v;
+    if v.contains(&0) || bm % tm != 0 || bn % tn != 0 {
+        return Err(bad(format!(
+            "{kernel} tiles {eff}: need bm % tm == 0, bn % tn == 0, all > 0"
+        )));
+    }
+    Ok((eff, v, prod(&[bm / tm, bn / tn]), prod(&[tm, tn])))
+}
+
+/// The register-accumulator cooperative-matrix kernels' tiles (`CM_KEYS`
+/// values, subgroup size `sg`, `shared` bytes of shared memory): tiles
+/// multiples of 16 split evenly over the subgroups, slices over the
+/// invocations, at most 32 accumulator tiles per subgroup; then the shape
+/// a multiple of the block (`kernel` names it in the messages).
+fn cm_tiles(r: &Req, kernel: &str, v: [u32; 5], sg: u32, shared: u64) -> Result<(), RuntimeError> {
+    let Req {
+        op,
+        m,
+        n,
+        k,
+        dims: [dm, dn, dk],
+        lim,
+        ..
+    } = *r;
+    let [bm, bn, bk, wg, sgn] = v;
+    let tiles_ok = [bm, bn, bk].iter().all(|v| *v > 0 && v % 16 == 0)
+        && sg > 0
+        && wg % sg == 0
+        && sgn > 0
+        && (wg / sg).is_multiple_of(sgn)
+        && wg <= lim.max_invocations;
+    let sgm = if tiles_ok { wg / sg / sgn } else { 0 };
+    // Every divisor below is checked non-zero first (`||` stops at the first failure).
+    if !tiles_ok
+        || sgm == 0
+        || u64::from(bm) % prod(&[sgm, 16]) != 0
+        || u64::from(bn) % prod(&[sgn, 16]) != 0
+        || !(prod(&[bm, bk]) / 8).is_multiple_of(u64::from(wg))
+        || !(prod(&[bk, bn]) / 8).is_multiple_of(u64::from(wg))
+        || prod(&[bm / sgm / 16, bn / sgn / 16]) > 32
+        || shared > u64::from(lim.max_shared)
+    {
+        return Err(bad(format!(
+            "{kernel} tiles bm={bm} bn={bn} bk={bk} wg={wg} sgn={sgn} (subgroup {sg}): \
+             tiles multiples of 16 split evenly over the subgroups, at most 32 accumulator \
+             tiles per subgroup, {shared} bytes of shared memory (max {})",
+            lim.max_shared
+        )));
+    }
+    if !m.is_multiple_of(bm as usize)
+        || !n.is_multiple_of(bn as usize)
+        || !k.is_multiple_of(bk as usize)
+    {
+        return Err(RuntimeError::Unsupported(format!(
+            "{kernel} needs {dm} % {bm}, {dn} % {bn}, {dk} % {bk} == 0 ({op})"
+        )));
+    }
+    Ok(())
+}
+
 pub fn plan(
     op: &Op,
     m: usize,
@@ -131,15 +261,13 @@ pub fn plan(
         m,
         n,
         k,
+        dims: ["m", "n", "k"],
         t,
         lim,
     };
     let f16 = matches!(op, Op::GemmF16 { .. });
     if !f16 {
-        super::check_keys(
-            t,
-            &[Knob::V4, Knob::Bm, Knob::Bn, Knob::Bk, Knob::Tm, Knob::Tn],
-        )?;
+        super::check_keys(t, &[&[Knob::V4][..], &FFMA_KEYS].concat())?;
         return match t.get(Knob::V4) {
             Some(1) => v4(r),
             Some(0) => scalar(r, false),
@@ -192,35 +320,14 @@ fn scalar(r: &Req, tag_coop: bool) -> Result<Plan, RuntimeError> {
     let f16 = matches!(op, Op::GemmF16 { .. });
     // `coopmat` picks among the f16 kernels, `v4` among the f32 ones.
     let family = if f16 { Knob::Coopmat } else { Knob::V4 };
-    super::check_keys(
-        t,
-        &[Knob::Bm, Knob::Bn, Knob::Bk, Knob::Tm, Knob::Tn, family],
-    )?;
+    super::check_keys(t, &[&FFMA_KEYS[..], &[family]].concat())?;
     let use_large = large(m, n) && lim.max_invocations >= 256 && lim.max_shared >= 8192;
     let defaults = if use_large && !t.0.keys().any(|k| *k != family) {
-        GEMM_LARGE
+        FFMA_LARGE
     } else {
-        GEMM_DEFAULT
+        FFMA_DEFAULT
     };
-    let mut eff = Tuning::default();
-    for (key, d) in defaults {
-        eff.0.insert(key, t.get(key).unwrap_or(d));
-    }
-    let g = |key: Knob| eff.get(key).unwrap();
-    let (bm, bn, bk, tm, tn) = (
-        g(Knob::Bm),
-        g(Knob::Bn),
-        g(Knob::Bk),
-        g(Knob::Tm),
-        g(Knob::Tn),
-    );
-    if [bm, bn, bk, tm, tn].contains(&0) || bm % tm != 0 || bn % tn != 0 {
-        return Err(bad(format!(
-            "gemm tiles {eff}: need bm % tm == 0, bn % tn == 0, all > 0"
-        )));
-    }
-    let threads = prod(&[bm / tm, bn / tn]);
-    let accumulators = prod(&[tm, tn]);
+    let (eff, [bm, bn, bk, tm, tn], threads, accumulators) = ffma_tiles(t, "gemm", defaults)?;
     let threads = match u32::try_from(threads) {
         Ok(v) if v <= lim.max_invocations && accumulators <= 64 => v,
         _ => {
@@ -238,13 +345,8 @@ fn scalar(r: &Req, tag_coop: bool) -> Result<Plan, RuntimeError> {
             lim.max_shared
         )));
     }
-    let eff = if tag_coop {
-        eff.with(Knob::Coopmat, 0)
-    } else if !f16 {
-        eff.with(Knob::V4, 0)
-    } else {
-        eff
-    };
+    let mut eff = eff;
+    eff.0.extend(ffma_family(f16, tag_coop).iter().copied());
     let d = one_dispatch(r, bm, bn)?;
     Ok(plan_of(
         if f16 {
@@ -268,12 +370,8 @@ fn v4(r: &Req) -> Result<Plan, RuntimeError> {
             "gemm_f32_v4 has 8x8 outputs per invocation: tm/tn do not apply".into(),
         ));
     }
-    let (dm, dn) = if large(m, n) { (128, 128) } else { (64, 64) };
-    let (bm, bn, bk) = (
-        t.get(Knob::Bm).unwrap_or(dm),
-        t.get(Knob::Bn).unwrap_or(dn),
-        t.get(Knob::Bk).unwrap_or(8),
-    );
+    let d = if large(m, n) { 128 } else { 64 };
+    let [bm, bn, bk] = tiles(t, V4_KEYS, [d, d, 8]);
     if !n.is_multiple_of(4) || !k.is_multiple_of(4) {
         return Err(bad(format!(
             "gemm_f32_v4 needs n and k multiples of 4 (n={n}, k={k})"
@@ -304,39 +402,21 @@ fn v4(r: &Req) -> Result<Plan, RuntimeError> {
     }
     let wg = wg as u32; // <= max_invocations, checked above
     let d = one_dispatch(r, bm, bn)?;
-    let tuning = Tuning::of(&[
-        (Knob::V4, 1),
-        (Knob::Bm, bm),
-        (Knob::Bn, bn),
-        (Knob::Bk, bk),
-    ]);
+    let tuning = keyed(&[(Knob::V4, 1)], &V4_KEYS, &[bm, bn, bk]);
     Ok(plan_of(Shader::GemmF32V4, vec![bm, bn, bk, wg], tuning, d))
 }
 
 /// `gemm_f16_cmreg`: aligned shapes, 16x16x16 f16 tiles, a fixed subgroup size.
 fn cmreg(r: &Req) -> Result<Plan, RuntimeError> {
-    let Req {
-        op,
-        m,
-        n,
-        k,
-        t,
-        lim,
-    } = *r;
+    let Req { t, lim, .. } = *r;
     super::check_keys(
         t,
         &[
-            Knob::Coopmat,
-            Knob::Bm,
-            Knob::Bn,
-            Knob::Bk,
-            Knob::Wg,
-            Knob::Sgn,
-            Knob::Stages,
-            Knob::Direct,
-            Knob::GroupM,
-            Knob::Probe,
-        ],
+            &[Knob::Coopmat][..],
+            &CMREG_KEYS,
+            &[Knob::GroupM, Knob::Probe],
+        ]
+        .concat(),
     )?;
     let sg = lim.subgroup_size.ok_or_else(|| {
         RuntimeError::Unsupported("gemm_f16_cmreg needs a fixed subgroup size".into())
@@ -346,71 +426,21 @@ fn cmreg(r: &Req) -> Result<Plan, RuntimeError> {
             "gemm_f16_cmreg needs a 16x16x16 f16 cooperative-matrix shape".into(),
         ));
     }
-    let g = |key: Knob, d: u32| t.get(key).unwrap_or(d);
-    let (bm, bn, bk, wg, sgn) = (
-        g(Knob::Bm, CMREG_DEFAULT.0),
-        g(Knob::Bn, CMREG_DEFAULT.1),
-        g(Knob::Bk, CMREG_DEFAULT.2),
-        g(Knob::Wg, CMREG_DEFAULT.3),
-        g(Knob::Sgn, CMREG_DEFAULT.4),
-    );
-    let (stages, direct) = (
-        g(Knob::Stages, CMREG_DEFAULT.5),
-        g(Knob::Direct, CMREG_DEFAULT.6),
-    );
-    let group_m = g(Knob::GroupM, 0);
-    let probe = g(Knob::Probe, 0);
+    let v = tiles(t, CMREG_KEYS, CMREG_DEFAULT);
+    let [bm, bn, bk, wg, sgn, stages, direct] = v;
+    let group_m = t.get(Knob::GroupM).unwrap_or(0);
+    let probe = t.get(Knob::Probe).unwrap_or(0);
     if !(1..=2).contains(&stages) || direct > 1 || group_m > 64 || probe > 1 {
         return Err(bad(format!(
             "gemm_f16_cmreg stages={stages} direct={direct} group_m={group_m} probe={probe}: \
              stages 1 or 2, direct 0 or 1, group_m 0..=64, probe 0 or 1"
         )));
     }
-    let tiles_ok = [bm, bn, bk].iter().all(|v| *v > 0 && v % 16 == 0)
-        && sg > 0
-        && wg % sg == 0
-        && sgn > 0
-        && (wg / sg) % sgn == 0
-        && wg <= lim.max_invocations;
-    let sgm = if tiles_ok { wg / sg / sgn } else { 0 };
     let shared = prod(&[stages, 16])
         .saturating_mul(prod(&[bm, bk / 8 + 1]).saturating_add(prod(&[bk, bn / 8 + 1])));
-    // Every divisor below is checked non-zero first (`||` stops at the first failure).
-    if !tiles_ok
-        || sgm == 0
-        || u64::from(bm) % prod(&[sgm, 16]) != 0
-        || u64::from(bn) % prod(&[sgn, 16]) != 0
-        || !(prod(&[bm, bk]) / 8).is_multiple_of(u64::from(wg))
-        || !(prod(&[bk, bn]) / 8).is_multiple_of(u64::from(wg))
-        || prod(&[bm / sgm / 16, bn / sgn / 16]) > 32
-        || shared > u64::from(lim.max_shared)
-    {
-        return Err(bad(format!(
-            "gemm_f16_cmreg tiles bm={bm} bn={bn} bk={bk} wg={wg} sgn={sgn} (subgroup {sg}): \
-             tiles multiples of 16 split evenly over the subgroups, at most 32 accumulator \
-             tiles per subgroup, {shared} bytes of shared memory (max {})",
-            lim.max_shared
-        )));
-    }
-    if !m.is_multiple_of(bm as usize)
-        || !n.is_multiple_of(bn as usize)
-        || !k.is_multiple_of(bk as usize)
-    {
-        return Err(RuntimeError::Unsupported(format!(
-            "gemm_f16_cmreg needs m % {bm}, n % {bn}, k % {bk} == 0 ({op})"
-        )));
-    }
+    cm_tiles(r, "gemm_f16_cmreg", [bm, bn, bk, wg, sgn], sg, shared)?;
     let d = one_dispatch(r, bm, bn)?;
-    let tuning = Tuning::of(&[
-        (Knob::Coopmat, 3),
-        (Knob::Bm, bm),
-        (Knob::Bn, bn),
-        (Knob::Bk, bk),
-        (Knob::Wg, wg),
-        (Knob::Sgn, sgn),
-        (Knob::Stages, stages),
-        (Knob::Direct, direct),
-    ]);
+    let tuning = keyed(&[(Knob::Coopmat, 3)], &CMREG_KEYS, &v);
     // Optional keys only when set: entries written before they existed still match.
     let tuning = [(Knob::GroupM, group_m), (Knob::Probe, probe)]
         .into_iter()
@@ -427,28 +457,13 @@ fn cmreg(r: &Req) -> Result<Plan, RuntimeError> {
 /// `gemm_f16_cm2`: VK_NV_cooperative_matrix2, any shape.
 fn cm2(r: &Req) -> Result<Plan, RuntimeError> {
     let Req { t, lim, .. } = *r;
-    super::check_keys(
-        t,
-        &[
-            Knob::Bm,
-            Knob::Bn,
-            Knob::Bk,
-            Knob::Wg,
-            Knob::Uk,
-            Knob::Coopmat,
-        ],
-    )?;
+    super::check_keys(t, &[&CM2_KEYS[..], &[Knob::Uk, Knob::Coopmat]].concat())?;
     let uk = t.get(Knob::Uk).unwrap_or(CM2_UNROLL_K);
     if !(1..=8).contains(&uk) {
         return Err(bad(format!("uk={uk}: must be 1..=8")));
     }
-    let g = |key: Knob, d: u32| t.get(key).unwrap_or(d);
-    let (bm, bn, bk, wg) = (
-        g(Knob::Bm, CM2_DEFAULT.0),
-        g(Knob::Bn, CM2_DEFAULT.1),
-        g(Knob::Bk, CM2_DEFAULT.2),
-        g(Knob::Wg, CM2_DEFAULT.3),
-    );
+    let v = tiles(t, CM2_KEYS, CM2_DEFAULT);
+    let [bm, bn, bk, wg] = v;
     if [bm, bn, bk]
         .iter()
         .any(|v| *v == 0 || v % 16 != 0 || *v > CM2_MAX_TILE)
@@ -463,14 +478,7 @@ fn cm2(r: &Req) -> Result<Plan, RuntimeError> {
         )));
     }
     let d = one_dispatch(r, bm, bn)?;
-    let tuning = Tuning::of(&[
-        (Knob::Coopmat, 2),
-        (Knob::Uk, uk),
-        (Knob::Bm, bm),
-        (Knob::Bn, bn),
-        (Knob::Bk, bk),
-        (Knob::Wg, wg),
-    ]);
+    let tuning = keyed(&[(Knob::Coopmat, 2), (Knob::Uk, uk)], &CM2_KEYS, &v);
     Ok(plan_of(
         Shader::GemmF16Cm2,
         vec![bm, bn, bk, wg, uk],
@@ -501,95 +509,76 @@ fn coop_shared(r: &Req) -> Result<Plan, RuntimeError> {
     ))
 }
 
+/// Pushes a tuning of `family` and `keys` for each row of `sweep`.
+fn sweep<const N: usize>(
+    push: &mut dyn FnMut(Tuning),
+    family: &[(Knob, u32)],
+    keys: &[Knob],
+    sweep: &[[u32; N]],
+) {
+    for row in sweep {
+        push(keyed(family, keys, row));
+    }
+}
+
 /// Tunings worth sweeping (pushed through `push`, which keeps the valid ones).
 pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
     let f16 = matches!(op, Op::GemmF16 { .. });
     if f16 {
-        // (bm, bn, bk, wg, sgn, stages, direct, group_m)
-        for (bm, bn, bk, wg, sgn, stages, direct, group_m) in [
-            (128, 128, 64, 128, 2, 1, 1, 0),
-            (128, 128, 64, 128, 2, 1, 0, 0),
-            (128, 128, 64, 128, 2, 1, 1, 8),
-            (128, 128, 32, 128, 2, 2, 0, 0),
-            (128, 128, 32, 128, 2, 2, 1, 0),
-            (128, 256, 32, 256, 4, 1, 0, 0),
-            (256, 128, 32, 256, 2, 1, 0, 0),
-            (64, 128, 32, 64, 2, 2, 0, 0),
-            // 64x32 per subgroup: half the accumulators, more workgroups per SM.
-            (128, 64, 32, 128, 2, 2, 0, 0),
-        ] {
-            push(Tuning::of(&[
-                (Knob::Coopmat, 3),
-                (Knob::Bm, bm),
-                (Knob::Bn, bn),
-                (Knob::Bk, bk),
-                (Knob::Wg, wg),
-                (Knob::Sgn, sgn),
-                (Knob::Stages, stages),
-                (Knob::Direct, direct),
-                (Knob::GroupM, group_m),
-            ]));
-        }
+        let keys = [&CMREG_KEYS[..], &[Knob::GroupM]].concat();
+        // bm, bn, bk, wg, sgn, stages, direct, group_m
+        sweep(
+            push,
+            &[(Knob::Coopmat, 3)],
+            &keys,
+            &[
+                [128, 128, 64, 128, 2, 1, 1, 0],
+                [128, 128, 64, 128, 2, 1, 0, 0],
+                [128, 128, 64, 128, 2, 1, 1, 8],
+                [128, 128, 32, 128, 2, 2, 0, 0],
+                [128, 128, 32, 128, 2, 2, 1, 0],
+                [128, 256, 32, 256, 4, 1, 0, 0],
+                [256, 128, 32, 256, 2, 1, 0, 0],
+                [64, 128, 32, 64, 2, 2, 0, 0],
+                // 64x32 per subgroup: half the accumulators, more workgroups per SM.
+                [128, 64, 32, 128, 2, 2, 0, 0],
+            ],
+        );
     }
     if lim.coop2 && f16 {
-        for (bm, bn, bk, wg, uk) in [
-            (128, 256, 32, 256, 1),
-            (128, 256, 32, 256, 2),
-            (128, 256, 32, 256, 4),
-            (128, 128, 32, 256, 4),
-            (256, 128, 32, 256, 4),
-            (64, 128, 32, 128, 4),
-        ] {
-            push(Tuning::of(&[
-                (Knob::Coopmat, 2),
-                (Knob::Bm, bm),
-                (Knob::Bn, bn),
-                (Knob::Bk, bk),
-                (Knob::Wg, wg),
-                (Knob::Uk, uk),
-            ]));
-        }
+        // bm, bn, bk, wg, uk
+        sweep(
+            push,
+            &[(Knob::Coopmat, 2)],
+            &[&CM2_KEYS[..], &[Knob::Uk]].concat(),
+            &[
+                [128, 256, 32, 256, 1],
+                [128, 256, 32, 256, 2],
+                [128, 256, 32, 256, 4],
+                [128, 128, 32, 256, 4],
+                [256, 128, 32, 256, 4],
+                [64, 128, 32, 128, 4],
+            ],
+        );
     }
     if f16 {
         push(Tuning::of(&[(Knob::Coopmat, 1)]));
     } else {
-        for (bm, bn, bk) in [
-            (128, 128, 8),
-            (128, 128, 16),
-            (64, 64, 8),
-            (128, 64, 8),
-            (64, 128, 16),
-        ] {
-            push(Tuning::of(&[
-                (Knob::V4, 1),
-                (Knob::Bm, bm),
-                (Knob::Bn, bn),
-                (Knob::Bk, bk),
-            ]));
-        }
+        sweep(
+            push,
+            &[(Knob::V4, 1)],
+            &V4_KEYS,
+            &[
+                [128, 128, 8],
+                [128, 128, 16],
+                [64, 64, 8],
+                [128, 64, 8],
+                [64, 128, 16],
+            ],
+        );
     }
     let coop = f16 && lim.coop_f16.is_some() && lim.f16_storage;
-    for (bm, bn, bk, tm, tn) in [
-        (64, 64, 16, 4, 4),
-        (128, 128, 8, 8, 8),
-        (64, 64, 8, 4, 4),
-        (32, 32, 16, 2, 2),
-    ] {
-        let t = Tuning::of(&[
-            (Knob::Bm, bm),
-            (Knob::Bn, bn),
-            (Knob::Bk, bk),
-            (Knob::Tm, tm),
-            (Knob::Tn, tn),
-        ]);
-        push(if coop {
-            t.with(Knob::Coopmat, 0)
-        } else if !f16 {
-            t.with(Knob::V4, 0)
-        } else {
-            t
-        });
-    }
+    sweep(push, ffma_family(f16, coop), &FFMA_KEYS, &FFMA_SWEEP);
 }
 
 #[cfg(test)]

@@ -1,21 +1,6 @@
 //! Tests of the GEMM planner.
+use super::super::test_limits::nvidia as h200;
 use super::*;
-
-/// What the H200's driver reports (docs/performance.md, vulkaninfo).
-fn h200() -> Limits {
-    Limits {
-        max_range: u32::MAX as u64,
-        offset_align: 16,
-        max_invocations: 1024,
-        max_shared: 49152,
-        subgroup_arith: true,
-        coop_f16: Some((16, 8, 16)),
-        f16_storage: true,
-        coop2: true,
-        coop16: true,
-        subgroup_size: Some(32),
-    }
-}
 
 fn f16(m: usize, n: usize, k: usize) -> Op {
     Op::GemmF16 { m, n, k }

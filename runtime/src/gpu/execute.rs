@@ -1,0 +1,248 @@
+//! One run of an op on a HIP or CUDA device: the buffers and events it
+//! owns (leaked, not freed, after a timeout), the deadline-bounded wait,
+//! the warm-up and the timed repeats.
+
+use super::driver::{
+    DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, StreamH,
+};
+use super::launch::KernelArg;
+use crate::{Job, RunStats, TimingSource, Tuning};
+use std::ffi::c_void;
+use std::time::{Duration, Instant};
+
+/// Enqueues one repeat of an op on the stream, given the device buffers in
+/// binding order (inputs, then outputs).
+pub type Dispatch<'a> = dyn FnMut(StreamH, &[DevPtr]) -> Result<(), GpuError> + 'a;
+
+/// Launches `f` with `args`, each in its own 8-byte slot.
+pub fn launch_on<D: Driver>(
+    driver: &D,
+    f: FuncH,
+    dims: Dims,
+    stream: StreamH,
+    args: &[KernelArg],
+) -> Result<(), GpuError> {
+    if dims.is_empty() {
+        return Err(GpuError::Invalid(format!(
+            "empty launch grid {:?} block {:?}",
+            dims.grid, dims.block
+        )));
+    }
+    let mut slots: Vec<u64> = args.iter().map(KernelArg::bits).collect();
+    let mut ptrs: Vec<*mut c_void> = slots
+        .iter_mut()
+        .map(|s| s as *mut u64 as *mut c_void)
+        .collect();
+    // SAFETY: `ptrs` points into `slots`, both alive across the call (the
+    // driver copies the arguments before returning).
+    unsafe { driver.launch(f, dims, stream, ptrs.as_mut_ptr()) }
+}
+
+/// Device allocations freed on drop, unless leaked after a timeout.
+pub(super) struct Buffers<'a, D: Driver> {
+    pub(super) driver: &'a D,
+    pub(super) ptrs: Vec<DevPtr>,
+}
+
+impl<D: Driver> Drop for Buffers<'_, D> {
+    fn drop(&mut self) {
+        for p in self.ptrs.drain(..) {
+            // SAFETY: allocated by malloc below, freed once.
+            unsafe { self.driver.free(p) };
+        }
+    }
+}
+
+/// Events destroyed on drop, unless leaked after a timeout.
+pub(super) struct Events<'a, D: Driver> {
+    pub(super) driver: &'a D,
+    pub(super) list: Vec<EventH>,
+}
+
+impl<D: Driver> Events<'_, D> {
+    pub(super) fn record(&mut self, stream: StreamH) -> Result<EventH, GpuError> {
+        let e = self.driver.event_create()?;
+        self.list.push(e);
+        self.driver.event_record(e, stream)?;
+        Ok(e)
+    }
+}
+
+impl<D: Driver> Drop for Events<'_, D> {
+    fn drop(&mut self) {
+        for e in self.list.drain(..) {
+            // SAFETY: created above, destroyed once.
+            unsafe { self.driver.event_destroy(e) };
+        }
+    }
+}
+
+/// Polls `e` until it completes or `limit` passes: a short spin for
+/// microsecond kernels, then sleeps growing to 1 ms.
+pub fn wait_event<D: Driver>(
+    driver: &D,
+    e: EventH,
+    what: &str,
+    limit: Duration,
+) -> Result<(), GpuError> {
+    let start = Instant::now();
+    let mut nap = Duration::from_micros(1);
+    loop {
+        if driver.event_query(e)? == EventState::Done {
+            return Ok(());
+        }
+        let waited = start.elapsed();
+        if waited >= limit {
+            return Err(GpuError::Timeout {
+                what: what.to_string(),
+                limit,
+            });
+        }
+        if waited > Duration::from_micros(200) {
+            std::thread::sleep(nap.min(limit - waited));
+            nap = (nap * 2).min(Duration::from_millis(1));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// What one repeat enqueues: the kernel's name (for the stats) and how many
+/// launches `dispatch` makes (a repeat's time is reported per launch).
+pub(super) struct Launches {
+    pub(super) kernel: String,
+    pub(super) batch: u32,
+}
+
+/// GPU time of untimed passes before the timed repeats: an idle GPU runs at
+/// idle clocks (H200: 345 MHz SM clock at rest) until the driver sees
+/// sustained work. The Vulkan runner's rule (`vulkan/run.rs`): about 1 s
+/// for ops that move at least 64 MiB or do at least 8 GFLOP, 30 ms for the
+/// others, sized from one timed pass; none for the test-only ops.
+const WARMUP_NS: u64 = 30_000_000;
+const WARMUP_NS_LARGE: u64 = 1_000_000_000;
+const WARMUP_MAX_PASSES: u64 = 2_000;
+
+fn warmup_target_ns(op: &crate::Op) -> u64 {
+    if op.is_test_only() {
+        0
+    } else if op.bytes_moved() >= 64 << 20 || op.flops() >= 8_000_000_000 {
+        WARMUP_NS_LARGE
+    } else {
+        WARMUP_NS
+    }
+}
+
+/// Uploads inputs and outputs, warms the GPU up (untimed passes), enqueues
+/// `dispatch` once per repeat between two events, waits for the last with
+/// the run's deadline, then reads the outputs back.
+pub(super) fn execute<D: Driver>(
+    driver: &D,
+    stream: Option<StreamH>,
+    dev: &GpuDevice,
+    job: Job,
+    launches: Launches,
+    hold: &mut dyn FnMut(StreamH) -> Result<(), GpuError>,
+    dispatch: &mut Dispatch<'_>,
+) -> Result<RunStats, GpuError> {
+    let Launches { kernel, batch } = launches;
+    let (op, inputs, outputs, opts) = (job.op, job.inputs, job.outputs, job.opts);
+    let start = Instant::now();
+    let deadline = start + opts.timeout;
+    let left = || deadline.saturating_duration_since(Instant::now());
+    let stream = stream.ok_or_else(|| GpuError::Device("device is lost".into()))?;
+    driver.activate(dev.ordinal)?;
+    let mut bufs = Buffers {
+        driver,
+        ptrs: Vec::with_capacity(inputs.len() + outputs.len()),
+    };
+    for b in inputs.iter().chain(outputs.iter()) {
+        // A zero-byte allocation may come back null; keep one byte so every
+        // buffer is a real pointer.
+        bufs.ptrs.push(driver.malloc(b.byte_len().max(1))?);
+    }
+    // The op's scratch, after its outputs: device memory its passes share,
+    // never uploaded nor read back.
+    for s in op.scratch() {
+        let bytes = s
+            .len
+            .checked_mul(s.dtype.size())
+            .ok_or_else(|| GpuError::Invalid(format!("{op}: scratch {} overflows", s.name)))?;
+        bufs.ptrs.push(driver.malloc(bytes.max(1))?);
+    }
+    let mut events = Events {
+        driver,
+        list: Vec::new(),
+    };
+    let result = (|| {
+        for (d, h) in bufs.ptrs.iter().zip(inputs.iter().chain(outputs.iter())) {
+            let bytes = h.as_bytes();
+            // SAFETY: `bytes` stays borrowed until the stream has passed the
+            // copy (the wait below).
+            unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? };
+        }
+        let uploaded = events.record(stream)?;
+        wait_event(driver, uploaded, "upload to the GPU", left())?;
+        let target = warmup_target_ns(op);
+        if target > 0 {
+            let a = events.record(stream)?;
+            dispatch(stream, &bufs.ptrs)?;
+            let b = events.record(stream)?;
+            wait_event(driver, b, &format!("{op} warm-up on {}", dev.name), left())?;
+            let ns = (f64::from(driver.event_elapsed_ms(a, b)?.max(0.0)) * 1e6) as u64;
+            let passes = target.div_ceil(ns.max(1)).min(WARMUP_MAX_PASSES);
+            for _ in 1..passes {
+                dispatch(stream, &bufs.ptrs)?;
+            }
+        }
+        let mut pairs = Vec::with_capacity(opts.repeats as usize);
+        for _ in 0..opts.repeats {
+            // Untimed: lets the host queue the whole repeat before the GPU
+            // reaches it (noop); a no-op for every other op.
+            hold(stream)?;
+            let before = events.record(stream)?;
+            dispatch(stream, &bufs.ptrs)?;
+            pairs.push((before, events.record(stream)?));
+        }
+        let what = format!("{op} x{} on {}", opts.repeats, dev.name);
+        if let Some(&(_, last)) = pairs.last() {
+            wait_event(driver, last, &what, left())?;
+        }
+        let device_ns = pairs
+            .iter()
+            .map(|&(a, b)| {
+                driver
+                    .event_elapsed_ms(a, b)
+                    .map(|ms| (f64::from(ms.max(0.0)) * 1e6 / f64::from(batch)) as u64)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        for (d, h) in bufs.ptrs[inputs.len()..].iter().zip(outputs.iter_mut()) {
+            let out = h.as_bytes_mut();
+            // SAFETY: `out` stays borrowed until the wait below has passed the copy.
+            unsafe { driver.dtoh_async(out.as_mut_ptr(), *d, out.len(), stream)? };
+        }
+        let read = events.record(stream)?;
+        wait_event(driver, read, "download from the GPU", left())?;
+        Ok(device_ns)
+    })();
+    match result {
+        Ok(device_ns) => Ok(RunStats {
+            device_ns,
+            timing: TimingSource::DeviceTimestamps,
+            wall: start.elapsed(),
+            kernel,
+            tuning: Tuning::default(),
+            dispatches_per_repeat: batch,
+            step_ns: Vec::new(),
+        }),
+        Err(e) => {
+            if matches!(e, GpuError::Timeout { .. }) {
+                // The GPU still owns these: freeing them would block on a
+                // hung device.
+                std::mem::forget(bufs);
+                std::mem::forget(events);
+            }
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! `linear_f16` (y = x W^T, W `[rows][cols]`): the tiled product of the
+//! GEMM planner with W as B transposed. What is its own: its kernels
+//! (`linear_f16`, `linear_f16_cm`, `linear_f16_cm_bt`), their shared-memory
+//! layouts and spec constants, and the names of its sizes (tokens, rows,
+//! cols for m, n, k).
+//!
+//! Tuning keys: `bm`, `bn`, `bk`, `tm`, `tn` (the FFMA tiled kernel, as the
+//! f32 GEMM's) and `coopmat` (0 the tiled kernel, 1 the cooperative-matrix
+//! one, the default where the device has 16x16x16 f16 tiles and a fixed
+//! subgroup size and the shape is aligned to its blocks; 2 its `_bt`
+//! variant, W's slice staged transposed, a candidate only: unmeasured)
+//! with `wg`, `sgn`.
+
+use super::{
+    cm_tiles, ffma_tiles, keyed, one_dispatch, plan_of, prod, sweep, tiles, Req, CM_KEYS,
+    FFMA_DEFAULT, FFMA_KEYS, FFMA_SWEEP,
+};
+use crate::vulkan::plan::{bad, check_keys, Limits, Plan, Shader};
+use crate::{Knob, Op, RuntimeError, Tuning};
+
+/// Cooperative-matrix linear_f16 defaults (`CM_KEYS`): 2 x 2 subgroups of
+/// 32, each a 64 x 64 block of Y in 16 accumulator tiles, as the
+/// `gemm_f16_cmreg` default.
+const LINEAR_CM: [u32; 5] = [128, 128, 32, 128, 2];
+
+/// `linear_f16`: the cooperative-matrix kernel where it applies (unless
+/// `coopmat=0` or tile keys ask for the tiled one), else the tiled kernel.
+/// The caller has checked the device's 16-bit storage.
+pub fn plan(
+    op: &Op,
+    tokens: usize,
+    rows: usize,
+    cols: usize,
+    t: &Tuning,
+    lim: &Limits,
+) -> Result<Plan, RuntimeError> {
+    let r = &Req {
+        op,
+        m: tokens,
+        n: rows,
+        k: cols,
+        dims: ["tokens", "rows", "cols"],
+        t,
+        lim,
+    };
+    match t.get(Knob::Coopmat) {
+        Some(0) => tiled(r),
+        Some(1) => coop(r, false),
+        Some(2) => coop(r, true),
+        Some(v) => Err(bad(format!("coopmat={v}: must be 0, 1 or 2"))),
+        None if t.0.is_empty() => coop(r, false).or_else(|_| tiled(r)),
+        None => tiled(r),
+    }
+}
+
+/// `linear_f16`: the FFMA tiled kernel, any shape.
+fn tiled(r: &Req) -> Result<Plan, RuntimeError> {
+    let Req { t, lim, .. } = *r;
+    check_keys(t, &[&[Knob::Coopmat][..], &FFMA_KEYS].concat())?;
+    let (eff, [bm, bn, bk, tm, tn], threads, accumulators) =
+        ffma_tiles(t, "linear_f16", FFMA_DEFAULT)?;
+    let shared = prod(&[bk, 4]).saturating_mul(u64::from(bm) + u64::from(bn));
+    let threads = match u32::try_from(threads) {
+        Ok(v)
+            if v <= lim.max_invocations
+                && accumulators <= 64
+                && shared <= u64::from(lim.max_shared) =>
+        {
+            v
+        }
+        _ => {
+            return Err(bad(format!(
+                "linear_f16 tiles {eff}: {threads} invocations (max {}), {accumulators} \
+                 accumulators (max 64), {shared} bytes of shared memory (max {})",
+                lim.max_invocations, lim.max_shared
+            )))
+        }
+    };
+    let d = one_dispatch(r, bm, bn)?;
+    Ok(plan_of(
+        Shader::LinearF16,
+        vec![bm, bn, bk, tm, tn, threads],
+        eff.with(Knob::Coopmat, 0),
+        d,
+    ))
+}
+
+/// `linear_f16_cm`: KHR cooperative matrix, 16x16x16 f16 tiles, a fixed
+/// subgroup size, tokens % bm == 0, rows % bn == 0, cols % bk == 0;
+/// `transposed` (`coopmat=2`, a tuning candidate, never the default): the
+/// `_bt` variant, W's slice staged `[k][n]` so B loads row-major.
+fn coop(r: &Req, transposed: bool) -> Result<Plan, RuntimeError> {
+    let Req { t, lim, .. } = *r;
+    check_keys(t, &[&[Knob::Coopmat][..], &CM_KEYS].concat())?;
+    let sg = lim.subgroup_size.filter(|_| lim.coop16).ok_or_else(|| {
+        RuntimeError::Unsupported(
+            "linear_f16_cm needs 16x16x16 f16 cooperative matrices and a fixed subgroup size"
+                .into(),
+        )
+    })?;
+    let v = tiles(t, CM_KEYS, LINEAR_CM);
+    let [bm, bn, bk, wg, sgn] = v;
+    // Two stages of both slices, rows padded by 8 halves (16 bytes), and a
+    // 16 x 16 f32 tile per subgroup for the epilogue.
+    // The _bt variant stages W's slice as [k][n + 8] halves instead.
+    let b_stage = if transposed {
+        prod(&[2, 2, bk]).saturating_mul(u64::from(bn) + 8)
+    } else {
+        prod(&[2, 16, bn, bk / 8 + 1])
+    };
+    let shared = prod(&[2, 16, bm, bk / 8 + 1])
+        .saturating_add(b_stage)
+        .saturating_add(prod(&[wg / sg.max(1), 16 * 16 * 4]));
+    cm_tiles(r, "linear_f16_cm", v, sg, shared)?;
+    let d = one_dispatch(r, bm, bn)?;
+    Ok(plan_of(
+        if transposed {
+            Shader::LinearF16CmBt
+        } else {
+            Shader::LinearF16Cm
+        },
+        vec![bm, bn, bk, wg, sgn, sg],
+        keyed(&[(Knob::Coopmat, 1 + transposed as u32)], &CM_KEYS, &v),
+        d,
+    ))
+}
+
+/// Tunings worth sweeping (pushed through `push`, which keeps the valid ones).
+pub fn candidates(push: &mut dyn FnMut(Tuning)) {
+    let cm = [
+        [128, 128, 32, 128, 2],
+        [128, 128, 64, 128, 2],
+        [128, 256, 32, 256, 4],
+        [64, 128, 32, 64, 2],
+        [128, 64, 32, 128, 2],
+    ];
+    sweep(push, &[(Knob::Coopmat, 1)], &CM_KEYS, &cm);
+    sweep(push, &[(Knob::Coopmat, 2)], &CM_KEYS, &[cm[0], cm[4]]);
+    sweep(push, &[(Knob::Coopmat, 0)], &FFMA_KEYS, &FFMA_SWEEP);
+}
+
+/// Most loop trips of one invocation (llvmpipe's guard): the k slices,
+/// each a load of both tiles' share and the multiply.
+pub fn max_loop_trips(cols: usize, plan: &Plan) -> u64 {
+    let bk = u64::from(plan.spec[2]).max(1);
+    let tile = u64::from(plan.spec[0]) + u64::from(plan.spec[1]);
+    let threads = u64::from(*plan.spec.get(5).unwrap_or(&1)).max(1);
+    (cols as u64).div_ceil(bk) * (bk + tile * bk / threads + 2)
+}
