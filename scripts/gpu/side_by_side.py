@@ -12,7 +12,8 @@ import sys
 def gates(path):
     with open(path) as f:
         doc = json.load(f)
-    return {g["id"]: g for g in doc.get("gates", [])}
+    # greta.smoke/v1: one entry per device, each with its own gates.
+    return {g["id"]: g for d in doc.get("devices", []) for g in d.get("gates", [])}
 
 
 def cell(g):

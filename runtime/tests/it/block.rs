@@ -11,17 +11,8 @@ use rand::{Rng, SeedableRng};
 
 fn inputs(op: &Op, seed: u64) -> Vec<HostBuf> {
     let mut rng = StdRng::seed_from_u64(seed);
-    op.inputs()
-        .iter()
-        .map(|s| {
-            let (lo, hi) = op.input_range(s.name);
-            HostBuf::F16(
-                (0..s.len)
-                    .map(|_| half::f16::from_f32(rng.gen_range(lo..hi)))
-                    .collect(),
-            )
-        })
-        .collect()
+    greta_kernels::block::composite::draw_inputs(op, |lo, hi| rng.gen_range(lo..hi))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn assert_block(dev: &mut greta_runtime::vulkan::Device, op: &Op, seed: u64) {
