@@ -9,6 +9,7 @@
 //! messages are computed here too, from the same [`View`].
 
 mod gpu;
+mod hip;
 mod nodes;
 mod python;
 mod rocm;
@@ -72,6 +73,10 @@ pub const PREDICATES: &[&dyn Predicate] = &[
     &rocm::RocmRuntimeSeesNoGpu,
     &rocm::HsaOverrideSet,
     &rocm::LdLibraryPathRocm,
+    &hip::HipIgpuFirst,
+    &hip::HipSelectionHidesAll,
+    &hip::HipSelectionNamesMissing,
+    &hip::HipFailedOnIgpu,
     &vulkan::VulkanLoaderAbsent,
     &vulkan::VulkanNoIcds,
     &vulkan::VulkanIcdLibraryMissing,
@@ -155,6 +160,8 @@ pub struct View<'f> {
     pub gpus: Vec<&'f Gpu>,
     pub amd: Vec<&'f Gpu>,
     pub nvidia: Vec<&'f Gpu>,
+    /// The HIP device order and what the selection leaves.
+    pub hip: Option<crate::hip_order::HipDevices>,
 }
 
 impl<'f> View<'f> {
@@ -170,6 +177,7 @@ impl<'f> View<'f> {
             amd: of(Vendor::Amd),
             nvidia: of(Vendor::Nvidia),
             gpus,
+            hip: crate::hip_order::hip_devices(facts),
         }
     }
 
@@ -295,6 +303,11 @@ pub const VARS: &[&str] = &[
     "user",
     "override_value",
     "override_note",
+    "hip_igpu",
+    "hip_dgpu",
+    "hip_dgpu_index",
+    "hip_failed",
+    "hip_selection",
 ];
 
 pub fn describe(g: &Gpu) -> String {
@@ -379,11 +392,24 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
     vars.insert("amd_gpus", shorts(&v.amd));
     vars.insert("vf_gpus", shorts(&v.vfs()));
     vars.insert("gfx94x_gpus", shorts(&v.gfx94x()));
-    let gfx: Vec<String> = {
-        let mut x: Vec<String> = v.amd.iter().filter_map(|g| g.gfx.clone()).collect();
-        x.dedup();
-        x
+    // The target of the device a GPU error names, where the HIP order
+    // says which one it is; else every AMD GPU's.
+    let failed = f.rocm.failed_hip_device;
+    let failed_gfx = v
+        .hip
+        .as_ref()
+        .zip(failed)
+        .and_then(|(d, i)| d.device(i as usize))
+        .and_then(|g| g.gfx.clone());
+    let gfx: Vec<String> = match failed_gfx {
+        Some(x) => vec![x],
+        None => {
+            let mut x: Vec<String> = v.amd.iter().filter_map(|g| g.gfx.clone()).collect();
+            x.dedup();
+            x
+        }
     };
+    vars.extend(hip::vars(v.hip.as_ref(), failed));
     vars.insert(
         "gfx",
         if gfx.is_empty() {
