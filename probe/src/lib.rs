@@ -11,6 +11,7 @@
 //! and how a snapshot is written and replayed, stays in here.
 
 mod capture;
+mod clauses;
 mod collect;
 mod facts;
 mod from;

@@ -68,7 +68,7 @@ pub const PREDICATES: &[&dyn Predicate] = &[
     &nodes::KfdNotOpenable,
     &nodes::RenderNodeNotOpenable,
     &ROCM_SCANNED,
-    &rocm::RocmAbsent,
+    &rocm::ROCM_ABSENT,
     &rocm::RocmMultiple,
     &rocm::RocmRuntimeSeesNoGpu,
     &rocm::HsaOverrideSet,
@@ -77,8 +77,8 @@ pub const PREDICATES: &[&dyn Predicate] = &[
     &hip::HipSelectionHidesAll,
     &hip::HipSelectionNamesMissing,
     &hip::HipFailedOnIgpu,
-    &vulkan::VulkanLoaderAbsent,
-    &vulkan::VulkanNoIcds,
+    &vulkan::VULKAN_LOADER_ABSENT,
+    &vulkan::VULKAN_NO_ICDS,
     &vulkan::VulkanIcdLibraryMissing,
     &vulkan::VulkanOnlyCpuDevices,
     &vulkan::VulkanDuplicateGpu,
@@ -91,18 +91,24 @@ pub const PREDICATES: &[&dyn Predicate] = &[
     &gpu::Gfx94xPresent,
     &gpu::ApuSmallVram,
     &PYTHON_SCANNED,
-    &python::PythonAbsent,
+    &python::PYTHON_ABSENT,
     &python::FrameworkBackendMismatch,
     &python::TherockDeviceWheelMissing,
 ];
 
-/// "`area` was inspected completely, so what it lacks is a fact": the one
-/// question behind `pci_scanned`, `rocm_scanned` and `python_scanned`.
+/// "`area` was inspected completely, so what it lacks is a fact", and
+/// (for an absence) "it holds none of what is looked for": the one
+/// question behind `pci_scanned`, `rocm_scanned` and `python_scanned`, and
+/// `rocm_absent`, `vulkan_loader_absent`, `vulkan_no_icds` and
+/// `python_absent` (each a `const` beside its test).
 pub struct Scanned {
     name: &'static str,
     meaning: &'static str,
+    reads: &'static [&'static str],
     /// The `scanned` entry a source records when it read the area whole.
     area: &'static str,
+    /// What must also hold of the facts (`|_| true` for none).
+    and: fn(&Facts) -> bool,
     evidence: &'static str,
 }
 
@@ -114,31 +120,39 @@ impl Predicate for Scanned {
         self.meaning
     }
     fn reads(&self) -> &'static [&'static str] {
-        &["scanned"]
+        self.reads
     }
     fn eval(&self, v: &View) -> Option<Vec<String>> {
-        when(v.scanned(self.area), || vec![self.evidence.into()])
+        when(v.scanned(self.area) && (self.and)(v.facts), || {
+            vec![self.evidence.into()]
+        })
     }
 }
 
 const PCI_SCANNED: Scanned = Scanned {
     name: "pci_scanned",
     meaning: "the PCI bus was read completely (live or sysroot)",
+    reads: &["scanned"],
     area: "pci",
+    and: |_| true,
     evidence: "PCI bus read",
 };
 
 const ROCM_SCANNED: Scanned = Scanned {
     name: "rocm_scanned",
     meaning: "every ROCm install location was inspected",
+    reads: &["scanned"],
     area: "rocm",
+    and: |_| true,
     evidence: "ROCm install locations read",
 };
 
 const PYTHON_SCANNED: Scanned = Scanned {
     name: "python_scanned",
     meaning: "Python interpreters on PATH were looked for",
+    reads: &["scanned"],
     area: "python",
+    and: |_| true,
     evidence: "PATH searched for Python",
 };
 
@@ -379,13 +393,7 @@ pub fn evaluate(f: &Facts) -> Eval {
 /// The template variables ([`VARS`]) for one diagnosis.
 fn vars(v: &View) -> BTreeMap<&'static str, String> {
     let f = v.facts;
-    let join = |l: Vec<String>| {
-        if l.is_empty() {
-            "none".to_string()
-        } else {
-            l.join("; ")
-        }
-    };
+    let join = |l: Vec<String>| listed(&l, "; ", "none");
     let shorts = |l: &[&Gpu]| join(l.iter().map(|g| short(g)).collect());
     let mut vars = BTreeMap::new();
     vars.insert("gpus", shorts(&v.gpus));
@@ -410,14 +418,7 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
         }
     };
     vars.extend(hip::vars(v.hip.as_ref(), failed));
-    vars.insert(
-        "gfx",
-        if gfx.is_empty() {
-            "unknown".into()
-        } else {
-            gfx.join(", ")
-        },
-    );
+    vars.insert("gfx", listed(&gfx, ", ", "unknown"));
     vars.insert(
         "rocm_version",
         f.rocm.version.clone().unwrap_or_else(|| "unknown".into()),
@@ -484,14 +485,9 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
             .and_then(|n| n.group.clone())
             .unwrap_or_else(|| "render".into()),
     );
-    let missing = v.missing_groups();
     vars.insert(
         "missing_groups",
-        if missing.is_empty() {
-            "render,video".into()
-        } else {
-            missing.join(",")
-        },
+        listed(&v.missing_groups(), ",", "render,video"),
     );
     vars.insert(
         "frameworks",
@@ -511,13 +507,13 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
                 .collect(),
         ),
     );
-    vars.insert(
-        "gtt",
+    // "NAME: SIZE" per AMD GPU that reports the memory `bytes` reads.
+    let memory = |bytes: fn(&Gpu) -> Option<u64>| {
         join(
             v.amd
                 .iter()
                 .filter_map(|g| {
-                    g.gtt_bytes.map(|b| {
+                    bytes(g).map(|b| {
                         format!(
                             "{}: {}",
                             if g.name.is_empty() { "GPU" } else { &g.name },
@@ -526,27 +522,21 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
                     })
                 })
                 .collect(),
-        ),
-    );
-    vars.insert(
-        "vram",
-        join(
-            v.amd
-                .iter()
-                .filter_map(|g| {
-                    g.vram_bytes.map(|b| {
-                        format!(
-                            "{}: {}",
-                            if g.name.is_empty() { "GPU" } else { &g.name },
-                            greta_vocab::size::memory(b)
-                        )
-                    })
-                })
-                .collect(),
-        ),
-    );
+        )
+    };
+    vars.insert("gtt", memory(|g| g.gtt_bytes));
+    vars.insert("vram", memory(|g| g.vram_bytes));
     vars.insert("user", "$USER".into());
     vars
+}
+
+/// `l` joined by `sep`, or `empty` when there is nothing to list.
+fn listed(l: &[String], sep: &str, empty: &str) -> String {
+    if l.is_empty() {
+        empty.to_string()
+    } else {
+        l.join(sep)
+    }
 }
 
 /// Stopgap `HSA_OVERRIDE_GFX_VERSION` per GPU family: run as the nearest
