@@ -175,8 +175,16 @@ fn absorb(out: &mut Facts, p: Facts) {
             None => out.drivers.push(d),
         }
     }
+    // Nodes by path, so a capture of many nodes costs one lookup per node,
+    // not a scan of the list (200,000 render nodes took minutes).
+    let mut at: std::collections::HashMap<String, usize> = out
+        .device_nodes
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (x.path.clone(), i))
+        .collect();
     for n in device_nodes {
-        match out.device_nodes.iter_mut().find(|x| x.path == n.path) {
+        match at.get(&n.path).map(|&i| &mut out.device_nodes[i]) {
             Some(x) => {
                 let crate::facts::DeviceNode {
                     path: _,
@@ -194,7 +202,10 @@ fn absorb(out: &mut Facts, p: Facts) {
                 union(&mut x.missing_groups, missing_groups);
                 first(&mut x.open_error, open_error);
             }
-            None => out.device_nodes.push(n),
+            None => {
+                at.insert(n.path.clone(), out.device_nodes.len());
+                out.device_nodes.push(n);
+            }
         }
     }
     let crate::facts::Vulkan {
