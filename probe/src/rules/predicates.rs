@@ -439,7 +439,14 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
             None => "none".into(),
         },
     );
-    let (ovr_value, ovr_note) = override_hint(&gfx);
+    let (ovr_value, mut ovr_note) = override_hint(&gfx);
+    if v.hip.as_ref().is_some_and(|d| d.several_families()) {
+        // HSA_OVERRIDE_GFX_VERSION makes every GPU of the process run as
+        // one target: beside a GPU of another family it breaks that one.
+        ovr_note.push_str(
+            " (an override applies to every GPU of the process: with GPUs of several families, hide the others from HIP first)",
+        );
+    }
     vars.insert("override_value", ovr_value);
     vars.insert("override_note", ovr_note);
     let ovr = f.rocm.hsa_override_gfx_version.as_deref();

@@ -190,6 +190,17 @@ mod tests {
         assert_eq!(e.vars["hip_igpu"], "AMD Radeon 780M (gfx1103)");
     }
 
+    /// An HSA_OVERRIDE_GFX_VERSION suggested for one GPU would also force
+    /// the other family's GPU: the fix says so (gfx-unsupported's note).
+    #[test]
+    fn override_advice_warns_of_the_other_family() {
+        let note = |f: &Facts| super::super::evaluate(f).vars["override_note"].clone();
+        assert!(note(&machine(&[])).contains("applies to every GPU"));
+        let mut same = machine(&[]);
+        same.gpus[0].gfx = Some("gfx1100".into());
+        assert!(!note(&same).contains("applies to every GPU"));
+    }
+
     #[test]
     fn selections_that_hide_everything_or_name_nothing() {
         for (env, hides, missing) in [
