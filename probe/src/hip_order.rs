@@ -122,13 +122,6 @@ pub struct HipDevices {
 /// The HIP device order of the machine `f` describes, with the selection
 /// applied; `None` when no source gives an AMD GPU's HIP order.
 pub fn hip_devices(f: &Facts) -> Option<HipDevices> {
-    let amd = |g: &&Gpu| g.vendor == Vendor::Amd;
-    let mut kfd: Vec<&Gpu> = f
-        .gpus
-        .iter()
-        .filter(amd)
-        .filter(|g| g.kfd_node.is_some())
-        .collect();
     let selection: Vec<(String, String)> = SELECTION_VARS
         .iter()
         .filter_map(|k| {
@@ -140,38 +133,36 @@ pub fn hip_devices(f: &Facts) -> Option<HipDevices> {
                 .cloned()
         })
         .collect();
-    if !kfd.is_empty() {
-        kfd.sort_by_key(|g| g.kfd_node);
-        let gpus: Vec<HipGpu> = kfd.into_iter().map(HipGpu::of).collect();
-        let mut d = HipDevices {
-            visible: (0..gpus.len()).collect(),
-            gpus,
-            from: OrderFrom::Kfd,
-            selection,
-            bad: Vec::new(),
-            undecided: None,
-        };
-        d.apply_selection();
-        return Some(d);
-    }
-    let mut logged: Vec<&Gpu> = f
-        .gpus
-        .iter()
-        .filter(amd)
-        .filter(|g| g.hip_index.is_some())
-        .collect();
-    if logged.is_empty() {
+    // The AMD GPUs that carry `key`, in its order.
+    let ordered = |key: fn(&Gpu) -> Option<u32>| -> Vec<HipGpu> {
+        let mut keyed: Vec<&Gpu> = f
+            .gpus
+            .iter()
+            .filter(|g| g.vendor == Vendor::Amd && key(g).is_some())
+            .collect();
+        keyed.sort_by_key(|g| key(g));
+        keyed.into_iter().map(HipGpu::of).collect()
+    };
+    let (gpus, from) = match ordered(|g| g.kfd_node) {
+        kfd if !kfd.is_empty() => (kfd, OrderFrom::Kfd),
+        _ => (ordered(|g| g.hip_index), OrderFrom::ApplicationLog),
+    };
+    if gpus.is_empty() {
         return None;
     }
-    logged.sort_by_key(|g| g.hip_index);
-    Some(HipDevices {
-        visible: (0..logged.len()).collect(),
-        gpus: logged.into_iter().map(HipGpu::of).collect(),
-        from: OrderFrom::ApplicationLog,
+    let mut d = HipDevices {
+        visible: (0..gpus.len()).collect(),
+        gpus,
+        from,
         selection,
         bad: Vec::new(),
         undecided: None,
-    })
+    };
+    // An application's own list has its selection applied already.
+    if from == OrderFrom::Kfd {
+        d.apply_selection();
+    }
+    Some(d)
 }
 
 impl HipDevices {
