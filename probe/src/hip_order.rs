@@ -313,10 +313,33 @@ impl HipDevices {
 }
 
 /// The doctor's note on HIP devices: for AMD GPUs that differ (which one
-/// is device 0 matters), or any selection variable set.
+/// is device 0 matters), or any selection variable set; where AMD GPUs of
+/// several families are known but not their HIP order, that it is unknown.
 pub fn note(f: &Facts) -> Option<String> {
-    let d = hip_devices(f)?;
+    let Some(d) = hip_devices(f) else {
+        return order_unknown(f);
+    };
     (d.differ() || !d.selection.is_empty()).then(|| d.summary())
+}
+
+/// AMD GPUs of several families with no source of HIP's order (a Vulkan
+/// listing, an SMI table): which one is HIP device 0 is not known.
+fn order_unknown(f: &Facts) -> Option<String> {
+    let amd: Vec<HipGpu> = f
+        .gpus
+        .iter()
+        .filter(|g| g.vendor == Vendor::Amd && g.gfx.is_some())
+        .map(HipGpu::of)
+        .collect();
+    let mut fams: Vec<String> = amd.iter().filter_map(HipGpu::family).collect();
+    fams.sort();
+    fams.dedup();
+    (fams.len() > 1).then(|| {
+        format!(
+            "HIP device order unknown: {} are AMD GPUs of different families, but nothing here (KFD topology, rocminfo, a HIP device list) says which one is HIP device 0; `rocminfo | grep -E 'Node:|Marketing Name'` lists the GPU agents in HIP's order",
+            amd.iter().map(|g| g.name.as_str()).collect::<Vec<_>>().join(", ")
+        )
+    })
 }
 
 #[cfg(test)]
@@ -467,6 +490,21 @@ mod tests {
         assert!(d.several_families());
         assert!(note(&f).unwrap().starts_with("HIP devices as the application listed them: 0 = AMD Radeon RX 9070 (gfx1201), discrete"));
         assert_eq!(hip_devices(&Facts::default()), None);
+    }
+
+    #[test]
+    fn several_families_without_an_order_say_it_is_unknown() {
+        let mut f = machine(&[]);
+        for g in &mut f.gpus {
+            g.kfd_node = None;
+        }
+        assert!(hip_devices(&f).is_none());
+        assert!(note(&f).is_none(), "gfx1100 and gfx1103: one family");
+        f.gpus[0].gfx = Some("gfx1201".into());
+        let n = note(&f).unwrap();
+        assert!(n.starts_with("HIP device order unknown: AMD Radeon RX 7900 XTX (gfx1201), AMD Radeon 760M (gfx1103) are"), "{n}");
+        f.gpus.remove(1);
+        assert!(note(&f).is_none(), "one AMD GPU");
     }
 
     #[test]

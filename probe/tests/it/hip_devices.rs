@@ -132,3 +132,37 @@ fn a_selection_is_applied_and_explained() {
         }
     }
 }
+
+/// The notes on real pastes of two-GPU machines: the llama.cpp log of an
+/// RX 9070 beside a 740M names each HIP index; a Vulkan listing of an
+/// RX 9070 XT beside a Raphael iGPU and a rocm-smi table of an RX 9070 XT
+/// beside a Granite Ridge iGPU cannot say which is HIP device 0, and say so.
+#[test]
+fn real_two_gpu_pastes() {
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let notes = |files: &[&str]| {
+        let paths: Vec<PathBuf> = files.iter().map(|f| fixtures.join(f)).collect();
+        greta_probe::from_files(&paths).unwrap().into_report().notes
+    };
+    let dir = "llamacpp-rocm-rx9070-plus-740m-invalid-device-function-device1";
+    let n = notes(&[
+        &format!("{dir}/llama-cli-version.txt"),
+        &format!("{dir}/llama-server-error.txt"),
+    ]);
+    assert_eq!(
+        n,
+        ["HIP devices as the application listed them: 0 = AMD Radeon RX 9070 (gfx1201), discrete; 1 = AMD Radeon 740M Graphics (gfx1103), integrated"]
+    );
+    for f in [
+        "amdvlk-vs-radv-rx9070xt-raphael/device-select-list-amdvlk-then-radv.txt",
+        "broken-kfd-access/rocm-smi-rx9070xt-rocm7.2.1.txt",
+    ] {
+        let n = notes(&[f]);
+        assert!(
+            n.iter().any(|x| x.starts_with("HIP device order unknown: ")
+                && x.contains("(gfx1201)")
+                && x.contains("(gfx1036)")),
+            "{f}: {n:?}"
+        );
+    }
+}
