@@ -227,19 +227,21 @@ mod tests {
         ]
     }
 
-    /// Sources the script `render` writes for `hip` in a real bash, with a
-    /// stock-looking `bin/activate`, and `env` set; returns its stderr and
-    /// what it exported.
-    fn source(hip: &[HipDeviceSummary], env: &[(&str, &str)]) -> (String, String) {
+    /// Sources the script `render` writes for `hip` in a real `shell` (bash,
+    /// or the system's POSIX sh), with a stock-looking `bin/activate`, and
+    /// `env` set; returns its stderr and what it exported.
+    fn source(shell: &str, hip: &[HipDeviceSummary], env: &[(&str, &str)]) -> (String, String) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("bin")).unwrap();
         std::fs::write(dir.path().join("bin/activate"), "VIRTUAL_ENV=x\n").unwrap();
         let mut vars = BTreeMap::new();
         vars.insert("HSA_OVERRIDE_GFX_VERSION".to_string(), "11.0.0".to_string());
         write(dir.path(), dir.path(), "rocm7.14", &vars, hip).unwrap();
-        let mut cmd = std::process::Command::new("bash");
-        cmd.arg("--norc")
-            .arg("-c")
+        let mut cmd = std::process::Command::new(shell);
+        if shell == "bash" {
+            cmd.arg("--norc");
+        }
+        cmd.arg("-c")
             .arg(r#". "$1" && printf '%s|%s' "$GRETA_PROFILE" "$HSA_OVERRIDE_GFX_VERSION""#)
             .arg("bash")
             .arg(dir.path().join(FILE))
@@ -255,8 +257,14 @@ mod tests {
 
     #[test]
     fn a_sourced_script_says_which_hip_device_the_selection_picks() {
+        for shell in ["bash", "sh"] {
+            says_which_hip_device(shell);
+        }
+    }
+
+    fn says_which_hip_device(shell: &str) {
         let hip = two_gpus();
-        let (err, out) = source(&hip, &[]);
+        let (err, out) = source(shell, &hip, &[]);
         assert_eq!(out, "rocm7.14|11.0.0");
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.starts_with("greta: this env serves GPU 1 = AMD Radeon RX 9070 (gfx1201) (KFD order); no device selection is set: programs see all 2 GPUs and use HIP device 0 = AMD Radeon 760M (gfx1103), integrated, which this env does not serve (export HIP_VISIBLE_DEVICES=1)"), "{err}");
@@ -268,12 +276,12 @@ mod tests {
             (("HIP_VISIBLE_DEVICES", "0,1"), "greta doctor says which GPUs it leaves)\n"),
             (("HIP_VISIBLE_DEVICES", "7"), "greta doctor says which GPUs it leaves)\n"),
         ] {
-            let (err, _) = source(&hip, &[env]);
+            let (err, _) = source(shell, &hip, &[env]);
             assert!(err.ends_with(want), "{env:?}: {err}");
             assert_eq!(err.lines().count(), 1, "{err}");
         }
         // One GPU: silent, and the script is what it was before.
-        let (err, _) = source(&hip[1..], &[]);
+        let (err, _) = source(shell, &hip[1..], &[]);
         assert_eq!(err, "");
         let v = BTreeMap::new();
         assert_eq!(
