@@ -57,10 +57,10 @@ use about;
 /// checks it).
 pub const PREDICATES: &[&dyn Predicate] = &[
     &gpu::NoGpuKnown,
-    &gpu::AmdGpuPresent,
+    &gpu::AMD_GPU_PRESENT,
     &PCI_SCANNED,
     &gpu::PciShowsNoAmdGpu,
-    &gpu::GpuVf,
+    &gpu::GPU_VF,
     &gpu::AmdGpuDriverUnbound,
     &gpu::AmdgpuNotLoaded,
     &gpu::Wsl,
@@ -88,7 +88,7 @@ pub const PREDICATES: &[&dyn Predicate] = &[
     &vulkan::AmdSwitchableLayerPresent,
     &vulkan::AmdSwitchableLayerDisabled,
     &vulkan::VulkanInPlay,
-    &gpu::Gfx94xPresent,
+    &gpu::GFX94X_PRESENT,
     &gpu::ApuSmallVram,
     &PYTHON_SCANNED,
     &python::PYTHON_ABSENT,
