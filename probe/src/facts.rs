@@ -87,6 +87,19 @@ pub struct Gpu {
     pub render_minor: Option<u32>,
     /// Which sources reported this GPU ("pci", "kfd", "rocminfo", "vulkan", ...).
     pub seen_by: Vec<String>,
+    /// Its KFD topology node number (the sysfs node directory, rocminfo's
+    /// `Node:`): ROCr enumerates GPU agents in this order, which is the
+    /// order HIP numbers devices in (see `hip_order`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kfd_node: Option<u32>,
+    /// ROCr's device UUID (`GPU-` and the KFD `unique_id` in hex, as
+    /// rocminfo prints it and `ROCR_VISIBLE_DEVICES` accepts it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rocr_uuid: Option<String>,
+    /// The HIP device index an application printed for it (ggml's
+    /// `Device N:`), after whatever selection that process had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hip_index: Option<u32>,
 }
 
 impl Gpu {
@@ -239,6 +252,15 @@ pub struct Rocm {
     /// `hipconfig` that was run (on PATH or in the active install).
     #[serde(default)]
     pub hipconfig: Option<String>,
+    /// The device selection variables as set (`ROCR_VISIBLE_DEVICES`,
+    /// `HIP_VISIBLE_DEVICES`, `CUDA_VISIBLE_DEVICES`), empty values kept:
+    /// a set but empty variable hides every device.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub visible_devices: Vec<(String, String)>,
+    /// The HIP device index an application log names as the one a GPU
+    /// error happened on (ggml's `current device: N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_hip_device: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

@@ -194,6 +194,7 @@ impl Outcome {
     /// glyph from the worst finding it owns.
     pub fn into_report(self, mut notes: Vec<String>) -> Report {
         let findings = rules::diagnose(&self.facts);
+        notes.extend(crate::hip_order::note(&self.facts));
         let mut checks = check_lines(&self.checks, &findings);
         for u in &self.unreadable {
             notes.push(format!(
@@ -220,7 +221,8 @@ impl FromRun {
     /// The doctor report of pasted tool output: one check line per file.
     pub fn into_report(self) -> Report {
         let findings = rules::diagnose(&self.facts);
-        let (checks, notes) = report::file_checks(&self.files, &findings);
+        let (checks, mut notes) = report::file_checks(&self.files, &findings);
+        notes.extend(crate::hip_order::note(&self.facts));
         Report::new("from", checks, self.facts, findings, notes)
     }
 }

@@ -11,10 +11,12 @@
 //! and how a snapshot is written and replayed, stays in here.
 
 mod capture;
+mod clauses;
 mod collect;
 mod facts;
 mod from;
 mod front;
+mod hip_order;
 mod live;
 mod merge;
 mod report;
@@ -32,6 +34,7 @@ pub use from::{
     decode, from_files, parse_text, recognise, summarise, FileReport, Format, FromError, FromRun,
 };
 pub use front::{EnvsAt, HipRun, Outcome, Probe, Scope};
+pub use hip_order::{hip_devices, BadEntry, HipDevices, HipGpu, OrderFrom, SELECTION_VARS};
 pub use live::python::env_frameworks;
 pub use merge::merge;
 pub use report::{use_color, CheckLine, CheckStatus, Report};

@@ -175,8 +175,16 @@ fn absorb(out: &mut Facts, p: Facts) {
             None => out.drivers.push(d),
         }
     }
+    // Nodes by path, so a capture of many nodes costs one lookup per node,
+    // not a scan of the list (200,000 render nodes took minutes).
+    let mut at: std::collections::HashMap<String, usize> = out
+        .device_nodes
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (x.path.clone(), i))
+        .collect();
     for n in device_nodes {
-        match out.device_nodes.iter_mut().find(|x| x.path == n.path) {
+        match at.get(&n.path).map(|&i| &mut out.device_nodes[i]) {
             Some(x) => {
                 let crate::facts::DeviceNode {
                     path: _,
@@ -194,7 +202,10 @@ fn absorb(out: &mut Facts, p: Facts) {
                 union(&mut x.missing_groups, missing_groups);
                 first(&mut x.open_error, open_error);
             }
-            None => out.device_nodes.push(n),
+            None => {
+                at.insert(n.path.clone(), out.device_nodes.len());
+                out.device_nodes.push(n);
+            }
         }
     }
     let crate::facts::Vulkan {
@@ -226,6 +237,8 @@ fn absorb(out: &mut Facts, p: Facts) {
         agent_gfx,
         hip_libraries,
         hipconfig,
+        visible_devices,
+        failed_hip_device,
     } = rocm;
     for i in installs {
         if !out.rocm.installs.iter().any(|x| x.path == i.path) {
@@ -246,6 +259,12 @@ fn absorb(out: &mut Facts, p: Facts) {
     union(&mut out.rocm.agent_gfx, agent_gfx);
     union(&mut out.rocm.hip_libraries, hip_libraries);
     first(&mut out.rocm.hipconfig, hipconfig);
+    // A later value of a variable replaces an earlier one, as in a shell.
+    for (k, v) in visible_devices {
+        out.rocm.visible_devices.retain(|(x, _)| *x != k);
+        out.rocm.visible_devices.push((k, v));
+    }
+    first(&mut out.rocm.failed_hip_device, failed_hip_device);
     let crate::facts::Python {
         interpreters,
         frameworks,
@@ -382,6 +401,9 @@ fn merge_into(m: &mut Gpu, g: Gpu) {
         kernel_driver,
         render_minor,
         seen_by,
+        kfd_node,
+        rocr_uuid,
+        hip_index,
     } = g;
     if name_rank(&name, &seen_by) > name_rank(&m.name, &m.seen_by) {
         m.name = name;
@@ -408,6 +430,9 @@ fn merge_into(m: &mut Gpu, g: Gpu) {
     first(&mut m.kernel_driver, kernel_driver);
     first(&mut m.render_minor, render_minor);
     union(&mut m.seen_by, seen_by);
+    first(&mut m.kfd_node, kfd_node);
+    first(&mut m.rocr_uuid, rocr_uuid);
+    first(&mut m.hip_index, hip_index);
 }
 
 #[cfg(test)]

@@ -181,10 +181,7 @@ pub fn diagnose_with(rules: &[Rule], facts: &Facts) -> Vec<Finding> {
         if out.iter().any(|f| f.id == r.id) {
             continue;
         }
-        let all = r.all.iter().all(|p| e.holds(p));
-        let any = r.any.is_empty() || r.any.iter().any(|p| e.holds(p));
-        let none = !r.none.iter().any(|p| e.holds(p));
-        if !(all && any && none) {
+        if !crate::clauses::hold(&r.all, &r.any, &r.none, |p| e.holds(p)) {
             continue;
         }
         let mut evidence: Vec<String> = Vec::new();

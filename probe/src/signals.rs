@@ -140,10 +140,7 @@ impl Matcher {
             .iter()
             .zip(&self.ids)
             .find_map(|(s, [all, any, none])| {
-                let ok = all.iter().all(|&i| hit[i])
-                    && (any.is_empty() || any.iter().any(|&i| hit[i]))
-                    && !none.iter().any(|&i| hit[i]);
-                ok.then_some(s)
+                crate::clauses::hold(all, any, none, |&i| hit[i]).then_some(s)
             })
     }
 }
@@ -233,9 +230,7 @@ mod tests {
         let plain = |line: &str| {
             let lc = line.to_lowercase();
             table().iter().find(|s| {
-                s.all.iter().all(|p| lc.contains(p.as_str()))
-                    && (s.any.is_empty() || s.any.iter().any(|p| lc.contains(p.as_str())))
-                    && !s.none.iter().any(|p| lc.contains(p.as_str()))
+                crate::clauses::hold(&s.all, &s.any, &s.none, |p| lc.contains(p.as_str()))
             })
         };
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");

@@ -116,7 +116,12 @@ fn check_against(env: &Path, receipt: &Receipt, want: &Wanted) -> Result<(), Str
         Err(e) => return Err(format!("{}: {e}", env_python.display())),
     }
     let act = env.join(activate::FILE);
-    let expected = activate::render(env, &receipt.profile, &receipt.env_vars);
+    let expected = activate::render(
+        env,
+        &receipt.profile,
+        &receipt.env_vars,
+        receipt.probe.hip_devices(),
+    );
     if crate::read::bytes_capped(&act, 1 << 20).ok().as_deref() != Some(expected.as_bytes()) {
         return Err(format!(
             "{} is missing or not what greta writes",
@@ -492,7 +497,7 @@ mod tests {
         let vars = BTreeMap::new();
         fs::write(
             env.join(activate::FILE),
-            activate::render(&env, "cpu", &vars),
+            activate::render(&env, "cpu", &vars, &[]),
         )
         .unwrap();
         let mut receipt = Receipt::sample();

@@ -22,6 +22,11 @@ pub enum ProbeSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MachineSummary {
     pub gpus: Vec<GpuSummary>,
+    /// The AMD GPUs in HIP's order (KFD topology order, before any
+    /// selection), where there are several: what the activation script
+    /// tells the user each HIP device index is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hip_devices: Vec<HipDeviceSummary>,
     pub hsa_override_gfx_version: Option<String>,
     pub kernel: Option<String>,
     pub kernel_driver_version: Option<String>,
@@ -41,8 +46,38 @@ pub struct GpuSummary {
     pub vf: bool,
 }
 
+/// One AMD GPU as HIP numbers it (its position in `hip_devices` is ROCr's
+/// index), and whether the env's wheels carry its target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HipDeviceSummary {
+    pub gfx: Option<String>,
+    pub integrated: bool,
+    pub name: String,
+    pub pci_address: Option<String>,
+    /// The env's wheels carry kernels for it (set by the plan).
+    #[serde(default)]
+    pub served: bool,
+    pub uuid: Option<String>,
+}
+
 impl ProbeSummary {
     pub fn of(f: &Facts) -> ProbeSummary {
+        let hip_devices = greta_probe::hip_devices(f)
+            .filter(|d| d.from == greta_probe::OrderFrom::Kfd && d.gpus.len() > 1)
+            .map(|d| {
+                d.gpus
+                    .into_iter()
+                    .map(|g| HipDeviceSummary {
+                        gfx: g.gfx,
+                        integrated: g.integrated,
+                        name: g.name,
+                        pci_address: g.pci_address,
+                        served: false,
+                        uuid: g.uuid,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         ProbeSummary::Probed(MachineSummary {
             gpus: f
                 .gpus
@@ -58,6 +93,7 @@ impl ProbeSummary {
                     vf: g.vf,
                 })
                 .collect(),
+            hip_devices,
             hsa_override_gfx_version: f.rocm.hsa_override_gfx_version.clone(),
             kernel: f.kernel_version.clone(),
             kernel_driver_version: f.kernel_driver_version.clone(),
@@ -84,6 +120,23 @@ impl ProbeSummary {
         match self {
             ProbeSummary::Probed(m) => &m.gpus,
             ProbeSummary::NotProbed { .. } => &[],
+        }
+    }
+
+    /// The AMD GPUs in HIP's order (empty for one GPU, or not probed).
+    pub fn hip_devices(&self) -> &[HipDeviceSummary] {
+        match self {
+            ProbeSummary::Probed(m) => &m.hip_devices,
+            ProbeSummary::NotProbed { .. } => &[],
+        }
+    }
+
+    /// Marks the HIP devices whose target `serves` says the env carries.
+    pub fn mark_served(&mut self, serves: impl Fn(&str) -> bool) {
+        if let ProbeSummary::Probed(m) = self {
+            for d in &mut m.hip_devices {
+                d.served = d.gfx.as_deref().is_some_and(&serves);
+            }
         }
     }
 
@@ -127,6 +180,7 @@ mod tests {
     fn probed(gpus: Vec<GpuSummary>) -> ProbeSummary {
         ProbeSummary::Probed(MachineSummary {
             gpus,
+            hip_devices: vec![],
             hsa_override_gfx_version: None,
             kernel: Some("6.8.0".into()),
             kernel_driver_version: None,
@@ -148,6 +202,39 @@ mod tests {
         assert_eq!(p.amd_gfx(), vec!["gfx90a", "gfx942"]);
         assert_eq!(p.gpu_names(Vendor::Nvidia), vec!["Nvidia GPU"]);
         assert!(ProbeSummary::not_probed("x").amd_gfx().is_empty());
+    }
+
+    /// Several AMD GPUs on KFD nodes are kept in HIP's order (node order,
+    /// not the facts' PCI order); one GPU keeps the summary's old bytes.
+    #[test]
+    fn hip_devices_are_kept_in_kfd_order_for_several_gpus_only() {
+        let g = |node, gfx: &str| greta_probe::Gpu {
+            vendor: Vendor::Amd,
+            name: format!("GPU {gfx}"),
+            gfx: Some(gfx.into()),
+            kfd_node: Some(node),
+            ..Default::default()
+        };
+        let mut f = Facts {
+            gpus: vec![g(2, "gfx1201"), g(1, "gfx1103")],
+            ..Facts::default()
+        };
+        let mut p = ProbeSummary::of(&f);
+        let order: Vec<_> = p
+            .hip_devices()
+            .iter()
+            .map(|d| d.gfx.clone().unwrap())
+            .collect();
+        assert_eq!(order, ["gfx1103", "gfx1201"]);
+        assert!(p.hip_devices()[0].integrated);
+        p.mark_served(|x| x == "gfx1201");
+        let served: Vec<_> = p.hip_devices().iter().map(|d| d.served).collect();
+        assert_eq!(served, [false, true]);
+        let back: ProbeSummary = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(back, p);
+        f.gpus.pop();
+        let one = serde_json::to_string(&ProbeSummary::of(&f)).unwrap();
+        assert!(!one.contains("hip_devices"), "{one}");
     }
 
     /// Both forms read back as themselves: a summary of a machine with no

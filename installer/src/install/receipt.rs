@@ -68,6 +68,7 @@ pub(super) fn write(plan: &Plan, staging: &Staging, receipt: &Receipt) -> Result
         &staging.target,
         &plan.profile,
         &plan.env_vars,
+        plan.probe.hip_devices(),
     )?;
     receipt.write(&staging.path)
 }

@@ -135,6 +135,9 @@ fn apply(text: &str, take: impl Fn(&str) -> bool) -> Facts {
                 .filter(|p| p.to_lowercase().contains("rocm"))
                 .map(String::from)
                 .collect();
+        } else if crate::hip_order::SELECTION_VARS.contains(&k) {
+            f.rocm.visible_devices.retain(|(x, _)| x != k);
+            f.rocm.visible_devices.push((k.to_string(), v.to_string()));
         } else if k == "ROCM_PATH" || k == "HIP_PATH" {
             f.rocm
                 .active_reason

@@ -75,6 +75,14 @@ impl KfdNode {
     pub fn is_gpu(&self) -> bool {
         self.get("simd_count").unwrap_or(0) > 0 || self.gfx().is_some()
     }
+    /// ROCr's UUID of a GPU node: `GPU-` and `unique_id` as 16 hex digits
+    /// (rocminfo's `Uuid:`); none where the kernel reports no `unique_id`
+    /// (old kernels, or 0 on GPUs without one).
+    pub fn rocr_uuid(&self) -> Option<String> {
+        self.get("unique_id")
+            .filter(|&u| u != 0)
+            .map(|u| format!("GPU-{u:016x}"))
+    }
     /// Old kernels put an APU's CPU cores and SIMDs on one node.
     pub fn is_combined_apu(&self) -> bool {
         self.get("cpu_cores_count").unwrap_or(0) > 0 && self.get("simd_count").unwrap_or(0) > 0

@@ -98,7 +98,7 @@ pub fn parse(text: &str) -> Facts {
         // A HIP device line names its gfx target: AMD even without the header.
         let backend = cuda_backend.or(hip_device_line(t).map(|_| Vendor::Amd));
         if let (Some(vendor), Some(rest)) = (backend, t.strip_prefix("Device ")) {
-            let Some((_, rest)) = rest.split_once(": ") else {
+            let Some((idx, rest)) = rest.split_once(": ") else {
                 continue;
             };
             let name = rest.split(',').next().unwrap_or("").trim().to_string();
@@ -112,6 +112,7 @@ pub fn parse(text: &str) -> Facts {
                 name,
                 gfx,
                 seen_by: vec!["ggml-hip".into()],
+                hip_index: (vendor == Vendor::Amd).then(|| idx.parse().ok()).flatten(),
                 ..Gpu::default()
             });
             if vendor == Vendor::Amd {

@@ -255,6 +255,7 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     let mut facts = crate::merge::merge(parts);
     facts.signals = crate::signals::scan(text, source);
     refused_gpus(&mut facts, text);
+    facts.rocm.failed_hip_device = failed_hip_device(text);
     bench_devices(&mut facts, text);
     empty_device_list(&mut facts, text, source);
     if formats.contains(&Format::Rocminfo) {
@@ -272,6 +273,17 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
         facts.wsl = Some(true);
     }
     (formats, facts)
+}
+
+/// The device ggml names under a GPU error: `  current device: 1, in
+/// function ggml_cuda_compute_forward at ...` (ggml's CUDA/HIP error
+/// report prints the index `hipGetDevice` returned, a HIP device index).
+fn failed_hip_device(text: &str) -> Option<u32> {
+    text.lines().find_map(|l| {
+        let rest = l.trim_start().strip_prefix("current device: ")?;
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
+    })
 }
 
 /// Every format whose markers `text` carries, most specific first.

@@ -78,6 +78,10 @@ struct Agent {
     isa_gfx: Option<String>,
     coarse_kb: Option<u64>,
     segment: String,
+    /// `Node:`, the KFD topology node (HIP's device order).
+    node: Option<u32>,
+    /// `Uuid:` when it names one (`GPU-XX` is rocminfo's "none").
+    uuid: Option<String>,
 }
 
 pub fn parse(text: &str) -> Facts {
@@ -152,6 +156,10 @@ pub fn parse(text: &str) -> Facts {
                     "Chip ID" => a.chip_id = paren_hex(val).or_else(|| parse_id(val)),
                     "BDFID" => a.bdfid = parse_id(val),
                     "Compute Unit" => a.compute_units = parse_id(val),
+                    "Node" => a.node = parse_id(val),
+                    "Uuid" if val.starts_with("GPU-") && val != "GPU-XX" => {
+                        a.uuid = Some(val.to_string())
+                    }
                     "Segment" => a.segment = val.to_string(),
                     "Size"
                         if indent >= 4
@@ -208,6 +216,8 @@ pub fn parse(text: &str) -> Facts {
             // pool (found by the from_text fuzz target): no size, not a wrap.
             vram_bytes: a.coarse_kb.and_then(|kb| kb.checked_mul(1024)),
             seen_by: vec!["rocminfo".into()],
+            kfd_node: a.node,
+            rocr_uuid: a.uuid.clone(),
             ..Gpu::default()
         });
         if let Some(g) = gfx {

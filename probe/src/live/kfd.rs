@@ -11,9 +11,9 @@ use crate::root::Root;
 
 const NODES: &str = "/sys/class/kfd/kfd/topology/nodes";
 
-/// Merges a KFD GPU node into `gpus`: same render minor, else same
-/// vendor/device id not yet seen by KFD, else a new entry.
-pub fn merge_node(gpus: &mut Vec<Gpu>, node: &KfdNode, source: &str) {
+/// Merges KFD GPU node number `number` into `gpus`: same render minor,
+/// else same vendor/device id not yet seen by KFD, else a new entry.
+pub fn merge_node(gpus: &mut Vec<Gpu>, number: u32, node: &KfdNode, source: &str) {
     let minor = node.render_minor();
     let ids = (node.vendor_id(), node.device_id());
     let pos = gpus
@@ -57,6 +57,10 @@ pub fn merge_node(gpus: &mut Vec<Gpu>, node: &KfdNode, source: &str) {
     if g.render_minor.is_none() {
         g.render_minor = minor;
     }
+    g.kfd_node = Some(number);
+    if g.rocr_uuid.is_none() {
+        g.rocr_uuid = node.rocr_uuid();
+    }
     if node.is_combined_apu() || g.gfx.as_deref().is_some_and(amd::is_apu_target) {
         g.integrated = Some(true);
     } else if g.integrated.is_none() && g.gfx.is_some() {
@@ -85,13 +89,17 @@ pub fn collect(root: &Root, f: &mut Facts) -> String {
         let Ok(text) = root.read(&format!("{NODES}/{n}/properties")) else {
             continue;
         };
+        // A node directory is named by its number; another name is no node.
+        let Ok(number) = n.parse::<u32>() else {
+            continue;
+        };
         for node in parse_kfd_properties(&text) {
             if node.is_gpu() {
                 gpus += 1;
                 if let Some(g) = node.gfx() {
                     gfx.push(g);
                 }
-                merge_node(&mut f.gpus, &node, "kfd");
+                merge_node(&mut f.gpus, number, &node, "kfd");
             } else if node.get("cpu_cores_count").unwrap_or(0) > 0 {
                 cpus += 1;
             }

@@ -344,6 +344,12 @@ fn environment(root: &Root, f: &mut Facts, installs: &[RocmInstall]) {
     f.rocm.hsa_override_gfx_version = root
         .env_nonempty("HSA_OVERRIDE_GFX_VERSION")
         .map(str::to_string);
+    // Set but empty counts: it hides every device.
+    for k in crate::hip_order::SELECTION_VARS {
+        if let Some(v) = root.env(k) {
+            f.rocm.visible_devices.push((k.to_string(), v.to_string()));
+        }
+    }
     let Some(ld) = root.env("LD_LIBRARY_PATH") else {
         return;
     };

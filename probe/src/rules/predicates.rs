@@ -9,6 +9,7 @@
 //! messages are computed here too, from the same [`View`].
 
 mod gpu;
+mod hip;
 mod nodes;
 mod python;
 mod rocm;
@@ -56,10 +57,10 @@ use about;
 /// checks it).
 pub const PREDICATES: &[&dyn Predicate] = &[
     &gpu::NoGpuKnown,
-    &gpu::AmdGpuPresent,
+    &gpu::AMD_GPU_PRESENT,
     &PCI_SCANNED,
     &gpu::PciShowsNoAmdGpu,
-    &gpu::GpuVf,
+    &gpu::GPU_VF,
     &gpu::AmdGpuDriverUnbound,
     &gpu::AmdgpuNotLoaded,
     &gpu::Wsl,
@@ -67,13 +68,17 @@ pub const PREDICATES: &[&dyn Predicate] = &[
     &nodes::KfdNotOpenable,
     &nodes::RenderNodeNotOpenable,
     &ROCM_SCANNED,
-    &rocm::RocmAbsent,
+    &rocm::ROCM_ABSENT,
     &rocm::RocmMultiple,
     &rocm::RocmRuntimeSeesNoGpu,
     &rocm::HsaOverrideSet,
     &rocm::LdLibraryPathRocm,
-    &vulkan::VulkanLoaderAbsent,
-    &vulkan::VulkanNoIcds,
+    &hip::HipIgpuFirst,
+    &hip::HipSelectionHidesAll,
+    &hip::HipSelectionNamesMissing,
+    &hip::HipFailedOnIgpu,
+    &vulkan::VULKAN_LOADER_ABSENT,
+    &vulkan::VULKAN_NO_ICDS,
     &vulkan::VulkanIcdLibraryMissing,
     &vulkan::VulkanOnlyCpuDevices,
     &vulkan::VulkanDuplicateGpu,
@@ -83,21 +88,27 @@ pub const PREDICATES: &[&dyn Predicate] = &[
     &vulkan::AmdSwitchableLayerPresent,
     &vulkan::AmdSwitchableLayerDisabled,
     &vulkan::VulkanInPlay,
-    &gpu::Gfx94xPresent,
+    &gpu::GFX94X_PRESENT,
     &gpu::ApuSmallVram,
     &PYTHON_SCANNED,
-    &python::PythonAbsent,
+    &python::PYTHON_ABSENT,
     &python::FrameworkBackendMismatch,
     &python::TherockDeviceWheelMissing,
 ];
 
-/// "`area` was inspected completely, so what it lacks is a fact": the one
-/// question behind `pci_scanned`, `rocm_scanned` and `python_scanned`.
+/// "`area` was inspected completely, so what it lacks is a fact", and
+/// (for an absence) "it holds none of what is looked for": the one
+/// question behind `pci_scanned`, `rocm_scanned` and `python_scanned`, and
+/// `rocm_absent`, `vulkan_loader_absent`, `vulkan_no_icds` and
+/// `python_absent` (each a `const` beside its test).
 pub struct Scanned {
     name: &'static str,
     meaning: &'static str,
+    reads: &'static [&'static str],
     /// The `scanned` entry a source records when it read the area whole.
     area: &'static str,
+    /// What must also hold of the facts (`|_| true` for none).
+    and: fn(&Facts) -> bool,
     evidence: &'static str,
 }
 
@@ -109,31 +120,39 @@ impl Predicate for Scanned {
         self.meaning
     }
     fn reads(&self) -> &'static [&'static str] {
-        &["scanned"]
+        self.reads
     }
     fn eval(&self, v: &View) -> Option<Vec<String>> {
-        when(v.scanned(self.area), || vec![self.evidence.into()])
+        when(v.scanned(self.area) && (self.and)(v.facts), || {
+            vec![self.evidence.into()]
+        })
     }
 }
 
 const PCI_SCANNED: Scanned = Scanned {
     name: "pci_scanned",
     meaning: "the PCI bus was read completely (live or sysroot)",
+    reads: &["scanned"],
     area: "pci",
+    and: |_| true,
     evidence: "PCI bus read",
 };
 
 const ROCM_SCANNED: Scanned = Scanned {
     name: "rocm_scanned",
     meaning: "every ROCm install location was inspected",
+    reads: &["scanned"],
     area: "rocm",
+    and: |_| true,
     evidence: "ROCm install locations read",
 };
 
 const PYTHON_SCANNED: Scanned = Scanned {
     name: "python_scanned",
     meaning: "Python interpreters on PATH were looked for",
+    reads: &["scanned"],
     area: "python",
+    and: |_| true,
     evidence: "PATH searched for Python",
 };
 
@@ -155,6 +174,8 @@ pub struct View<'f> {
     pub gpus: Vec<&'f Gpu>,
     pub amd: Vec<&'f Gpu>,
     pub nvidia: Vec<&'f Gpu>,
+    /// The HIP device order and what the selection leaves.
+    pub hip: Option<crate::hip_order::HipDevices>,
 }
 
 impl<'f> View<'f> {
@@ -170,6 +191,7 @@ impl<'f> View<'f> {
             amd: of(Vendor::Amd),
             nvidia: of(Vendor::Nvidia),
             gpus,
+            hip: crate::hip_order::hip_devices(facts),
         }
     }
 
@@ -295,6 +317,11 @@ pub const VARS: &[&str] = &[
     "user",
     "override_value",
     "override_note",
+    "hip_igpu",
+    "hip_dgpu",
+    "hip_dgpu_index",
+    "hip_failed",
+    "hip_selection",
 ];
 
 pub fn describe(g: &Gpu) -> String {
@@ -366,32 +393,32 @@ pub fn evaluate(f: &Facts) -> Eval {
 /// The template variables ([`VARS`]) for one diagnosis.
 fn vars(v: &View) -> BTreeMap<&'static str, String> {
     let f = v.facts;
-    let join = |l: Vec<String>| {
-        if l.is_empty() {
-            "none".to_string()
-        } else {
-            l.join("; ")
-        }
-    };
+    let join = |l: Vec<String>| listed(&l, "; ", "none");
     let shorts = |l: &[&Gpu]| join(l.iter().map(|g| short(g)).collect());
     let mut vars = BTreeMap::new();
     vars.insert("gpus", shorts(&v.gpus));
     vars.insert("amd_gpus", shorts(&v.amd));
     vars.insert("vf_gpus", shorts(&v.vfs()));
     vars.insert("gfx94x_gpus", shorts(&v.gfx94x()));
-    let gfx: Vec<String> = {
-        let mut x: Vec<String> = v.amd.iter().filter_map(|g| g.gfx.clone()).collect();
-        x.dedup();
-        x
+    // The target of the device a GPU error names, where the HIP order
+    // says which one it is; else every AMD GPU's.
+    let failed = f.rocm.failed_hip_device;
+    let failed_gfx = v
+        .hip
+        .as_ref()
+        .zip(failed)
+        .and_then(|(d, i)| d.device(i as usize))
+        .and_then(|g| g.gfx.clone());
+    let gfx: Vec<String> = match failed_gfx {
+        Some(x) => vec![x],
+        None => {
+            let mut x: Vec<String> = v.amd.iter().filter_map(|g| g.gfx.clone()).collect();
+            x.dedup();
+            x
+        }
     };
-    vars.insert(
-        "gfx",
-        if gfx.is_empty() {
-            "unknown".into()
-        } else {
-            gfx.join(", ")
-        },
-    );
+    vars.extend(hip::vars(v.hip.as_ref(), failed));
+    vars.insert("gfx", listed(&gfx, ", ", "unknown"));
     vars.insert(
         "rocm_version",
         f.rocm.version.clone().unwrap_or_else(|| "unknown".into()),
@@ -412,7 +439,14 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
             None => "none".into(),
         },
     );
-    let (ovr_value, ovr_note) = override_hint(&gfx);
+    let (ovr_value, mut ovr_note) = override_hint(&gfx);
+    if v.hip.as_ref().is_some_and(|d| d.several_families()) {
+        // HSA_OVERRIDE_GFX_VERSION makes every GPU of the process run as
+        // one target: beside a GPU of another family it breaks that one.
+        ovr_note.push_str(
+            " (an override applies to every GPU of the process: with GPUs of several families, hide the others from HIP first)",
+        );
+    }
     vars.insert("override_value", ovr_value);
     vars.insert("override_note", ovr_note);
     let ovr = f.rocm.hsa_override_gfx_version.as_deref();
@@ -458,14 +492,9 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
             .and_then(|n| n.group.clone())
             .unwrap_or_else(|| "render".into()),
     );
-    let missing = v.missing_groups();
     vars.insert(
         "missing_groups",
-        if missing.is_empty() {
-            "render,video".into()
-        } else {
-            missing.join(",")
-        },
+        listed(&v.missing_groups(), ",", "render,video"),
     );
     vars.insert(
         "frameworks",
@@ -485,13 +514,13 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
                 .collect(),
         ),
     );
-    vars.insert(
-        "gtt",
+    // "NAME: SIZE" per AMD GPU that reports the memory `bytes` reads.
+    let memory = |bytes: fn(&Gpu) -> Option<u64>| {
         join(
             v.amd
                 .iter()
                 .filter_map(|g| {
-                    g.gtt_bytes.map(|b| {
+                    bytes(g).map(|b| {
                         format!(
                             "{}: {}",
                             if g.name.is_empty() { "GPU" } else { &g.name },
@@ -500,27 +529,21 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
                     })
                 })
                 .collect(),
-        ),
-    );
-    vars.insert(
-        "vram",
-        join(
-            v.amd
-                .iter()
-                .filter_map(|g| {
-                    g.vram_bytes.map(|b| {
-                        format!(
-                            "{}: {}",
-                            if g.name.is_empty() { "GPU" } else { &g.name },
-                            greta_vocab::size::memory(b)
-                        )
-                    })
-                })
-                .collect(),
-        ),
-    );
+        )
+    };
+    vars.insert("gtt", memory(|g| g.gtt_bytes));
+    vars.insert("vram", memory(|g| g.vram_bytes));
     vars.insert("user", "$USER".into());
     vars
+}
+
+/// `l` joined by `sep`, or `empty` when there is nothing to list.
+fn listed(l: &[String], sep: &str, empty: &str) -> String {
+    if l.is_empty() {
+        empty.to_string()
+    } else {
+        l.join(sep)
+    }
 }
 
 /// Stopgap `HSA_OVERRIDE_GFX_VERSION` per GPU family: run as the nearest

@@ -7,17 +7,13 @@
 
 use greta_probe::{Probe, Root};
 
+use crate::common::copy_tree;
+
 #[test]
 fn replayed_timeout_status_gives_the_same_signal() {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sysroots/mi300x-vf");
     let tmp = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(format!("{}/.", src.display()))
-        .arg(tmp.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    copy_tree(&src, tmp.path());
     std::fs::write(
         tmp.path().join(".greta/cmd/rocminfo.txt"),
         "ROCk module version 6.16.13 is loaded\n",

@@ -7,6 +7,7 @@ mod fixtures;
 mod from_formats;
 mod from_live_tools;
 mod from_robustness;
+mod hip_devices;
 mod live_lavapipe;
 mod live_rocminfo_timeout;
 mod python_active_env;

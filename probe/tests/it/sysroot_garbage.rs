@@ -159,3 +159,45 @@ fn fifos_and_devices_everywhere_never_hang() {
         }
     }
 }
+
+/// Issue 12: `.greta/dev-nodes` of 40,000 lines took 10 s (a linear search
+/// per node, `/etc/group` re-read per node). The whole doctor run on 200,000
+/// render nodes, each in a group listed in a large `/etc/group`: the
+/// quadratic versions need minutes here (also merging the collectors'
+/// facts scanned the node list once per node: 80,000 nodes took 44 s); the
+/// indexed ones, seconds.
+#[test]
+fn a_huge_dev_nodes_capture_is_diagnosed_in_near_linear_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sysroots/mi300x-vf"),
+        tmp.path(),
+    );
+    let n = 200_000;
+    let mut nodes = String::from("/dev/kfd c 0660 0 109\n");
+    for i in 0..n {
+        nodes.push_str(&format!(
+            "/dev/dri/renderD{i} c 0660 0 {}\n",
+            1000 + i % 5000
+        ));
+    }
+    std::fs::write(tmp.path().join(".greta/dev-nodes"), nodes).unwrap();
+    let mut group = String::new();
+    for g in 0..5000 {
+        group.push_str(&format!("g{g}:x:{}:user{g}\n", 1000 + g));
+    }
+    std::fs::write(tmp.path().join("etc/group"), group).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let root = Root::sysroot(tmp.path()).unwrap();
+        assert_eq!(root.list_nodes("/dev/dri", "renderD").len(), n);
+        let (facts, _) = collect(&root);
+        let _ = tx.send(facts.device_nodes.len());
+    });
+    let got = rx.recv_timeout(std::time::Duration::from_secs(120));
+    assert_eq!(
+        got.ok(),
+        Some(n + 1),
+        "200,000 device nodes took over 120 s"
+    );
+}

@@ -498,21 +498,23 @@ fn layer_disabled_by_its_environment_variable_is_not_reported() {
 
 #[test]
 fn legacy_icd_filenames_and_add_driver_files() {
-    let env = |pairs: &[(&str, &str)]| {
-        pairs
+    // The vk-driver-files machine with HOME=/home/u and `pairs` set: its
+    // facts and the ICD manifests found, in the loader's order.
+    let icds_with = |pairs: &[(&str, &str)]| {
+        let env = [("HOME", "/home/u")]
             .iter()
+            .chain(pairs)
             .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect::<std::collections::BTreeMap<_, _>>()
+            .collect();
+        let root = Root::sysroot(tree("vk-driver-files"))
+            .unwrap()
+            .with_env(env);
+        let (f, _) = collect(&root);
+        let m: Vec<String> = f.vulkan.icds.iter().map(|i| i.manifest.clone()).collect();
+        (f, m)
     };
     // VK_ICD_FILENAMES (older name) with a directory: only that directory.
-    let root = Root::sysroot(tree("vk-driver-files"))
-        .unwrap()
-        .with_env(env(&[
-            ("HOME", "/home/u"),
-            ("VK_ICD_FILENAMES", "/home/u/extra"),
-        ]));
-    let (f, _) = collect(&root);
-    let m: Vec<_> = f.vulkan.icds.iter().map(|i| i.manifest.as_str()).collect();
+    let (f, m) = icds_with(&[("VK_ICD_FILENAMES", "/home/u/extra")]);
     assert_eq!(m, vec!["/home/u/extra/nvidia_icd.json"]);
     assert_eq!(
         f.vulkan.icds[0].found_in.as_deref(),
@@ -525,14 +527,7 @@ fn legacy_icd_filenames_and_add_driver_files() {
         .unwrap()
         .contains("libGLX_nvidia.so.0"));
     // VK_ADD_DRIVER_FILES alone: added before the standard search.
-    let root = Root::sysroot(tree("vk-driver-files"))
-        .unwrap()
-        .with_env(env(&[
-            ("HOME", "/home/u"),
-            ("VK_ADD_DRIVER_FILES", "/home/u/icd/lvp_icd.x86_64.json"),
-        ]));
-    let (f, _) = collect(&root);
-    let m: Vec<_> = f.vulkan.icds.iter().map(|i| i.manifest.as_str()).collect();
+    let (f, m) = icds_with(&[("VK_ADD_DRIVER_FILES", "/home/u/icd/lvp_icd.x86_64.json")]);
     assert_eq!(
         m,
         vec![
@@ -549,9 +544,6 @@ fn legacy_icd_filenames_and_add_driver_files() {
         Some("/usr/share/vulkan/icd.d")
     );
     // XDG_DATA_DIRS replaces /usr/local/share:/usr/share.
-    let root = Root::sysroot(tree("vk-driver-files"))
-        .unwrap()
-        .with_env(env(&[("HOME", "/home/u"), ("XDG_DATA_DIRS", "/opt/none")]));
-    let (f, _) = collect(&root);
+    let (f, _) = icds_with(&[("XDG_DATA_DIRS", "/opt/none")]);
     assert!(f.vulkan.icds.is_empty(), "{:?}", f.vulkan.icds);
 }

@@ -52,6 +52,22 @@ fn report_with(file: &str, how: Spoil) -> Report {
     Probe::new(&root).run().into_report(Vec::new())
 }
 
+/// `report_with(file, how)`, checked for what every unreadable input of
+/// the device-nodes check must give: a note naming the file, and that
+/// check's line a warning whose summary `says` what is unknown.
+fn nodes_unknown_with(file: &str, how: Spoil, says: &str) -> Report {
+    let r = report_with(file, how);
+    assert!(
+        r.notes.iter().any(|n| n.starts_with(&format!("{file}: "))),
+        "{how:?}: no note names the file: {:?}",
+        r.notes
+    );
+    let line = r.checks.iter().find(|c| c.id == "device-nodes").unwrap();
+    assert_eq!(line.status, CheckStatus::Warn, "{how:?}: {line:?}");
+    assert!(line.summary.contains(says), "{how:?}: {line:?}");
+    r
+}
+
 fn ids(r: &Report) -> Vec<&str> {
     r.findings.iter().map(|f| f.id.as_str()).collect()
 }
@@ -75,22 +91,11 @@ fn unreadable_dev_nodes_is_unknown_not_missing() {
         Spoil::DanglingLink,
         Spoil::Garbage,
     ] {
-        let r = report_with(".greta/dev-nodes", how);
+        let r = nodes_unknown_with(".greta/dev-nodes", how, "/dev/kfd unknown");
         assert!(
             !ids(&r).contains(&"kfd.missing"),
             "{how:?}: false kfd.missing: {:?}",
             ids(&r)
-        );
-        assert!(
-            r.notes.iter().any(|n| n.starts_with(".greta/dev-nodes: ")),
-            "{how:?}: no note names the file: {:?}",
-            r.notes
-        );
-        let line = r.checks.iter().find(|c| c.id == "device-nodes").unwrap();
-        assert_eq!(line.status, CheckStatus::Warn, "{how:?}: {line:?}");
-        assert!(
-            line.summary.contains("/dev/kfd unknown"),
-            "{how:?}: {line:?}"
         );
         assert!(!r.facts.scanned.iter().any(|s| s == "device-nodes"));
         // Nothing failed that is known; the run could not decide.
@@ -106,18 +111,7 @@ fn unreadable_id_is_unknown_and_never_a_pass() {
         Spoil::DanglingLink,
         Spoil::Garbage,
     ] {
-        let r = report_with(".greta/id", how);
-        assert!(
-            r.notes.iter().any(|n| n.starts_with(".greta/id: ")),
-            "{how:?}: no note names the file: {:?}",
-            r.notes
-        );
-        let line = r.checks.iter().find(|c| c.id == "device-nodes").unwrap();
-        assert_eq!(line.status, CheckStatus::Warn, "{how:?}: {line:?}");
-        assert!(
-            line.summary.contains("openable unknown"),
-            "{how:?}: {line:?}"
-        );
+        let r = nodes_unknown_with(".greta/id", how, "openable unknown");
         // The permission finding cannot be concluded without the identity,
         // and its absence must not read as a pass.
         assert_ne!(r.summary.exit_code, 0, "{how:?}: {:?}", ids(&r));

@@ -1,6 +1,7 @@
 //! GPUs, their kernel driver and the machine they sit in.
 
 use super::{about, describe, gpu_lines, when, Predicate, View};
+use crate::facts::Gpu;
 
 pub struct NoGpuKnown;
 impl Predicate for NoGpuKnown {
@@ -39,13 +40,36 @@ fn no_gpu_known() {
     ));
 }
 
-pub struct AmdGpuPresent;
-impl Predicate for AmdGpuPresent {
-    about!("amd_gpu_present", "an AMD GPU is known", ["gpus"]);
+/// "some GPU of a kind is known", evidence one line per such GPU: the one
+/// question behind `amd_gpu_present`, `gpu_vf` and `gfx94x_present`.
+pub struct GpusOfKind {
+    name: &'static str,
+    meaning: &'static str,
+    /// The GPUs of the kind.
+    pick: for<'a, 'f> fn(&'a View<'f>) -> Vec<&'f Gpu>,
+}
+
+impl Predicate for GpusOfKind {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn meaning(&self) -> &'static str {
+        self.meaning
+    }
+    fn reads(&self) -> &'static [&'static str] {
+        &["gpus"]
+    }
     fn eval(&self, v: &View) -> Option<Vec<String>> {
-        when(!v.amd.is_empty(), || gpu_lines(&v.amd))
+        let gpus = (self.pick)(v);
+        when(!gpus.is_empty(), || gpu_lines(&gpus))
     }
 }
+
+pub const AMD_GPU_PRESENT: GpusOfKind = GpusOfKind {
+    name: "amd_gpu_present",
+    meaning: "an AMD GPU is known",
+    pick: |v| v.amd.clone(),
+};
 
 #[cfg(test)]
 #[test]
@@ -53,9 +77,9 @@ fn amd_gpu_present() {
     use super::tests::*;
     use crate::facts::Vendor;
     let f = with_gpus(vec![gpu(Vendor::Amd, "MI300X")]);
-    assert_eq!(eval(&AmdGpuPresent, &f).unwrap(), ["GPU MI300X"]);
+    assert_eq!(eval(&AMD_GPU_PRESENT, &f).unwrap(), ["GPU MI300X"]);
     assert!(!holds(
-        &AmdGpuPresent,
+        &AMD_GPU_PRESENT,
         &with_gpus(vec![gpu(Vendor::Nvidia, "H100")])
     ));
 }
@@ -88,14 +112,11 @@ fn pci_shows_no_amd_gpu() {
     assert!(!holds(&PciShowsNoAmdGpu, &f));
 }
 
-pub struct GpuVf;
-impl Predicate for GpuVf {
-    about!("gpu_vf", "a GPU is an SR-IOV virtual function", ["gpus"]);
-    fn eval(&self, v: &View) -> Option<Vec<String>> {
-        let vfs = v.vfs();
-        when(!vfs.is_empty(), || gpu_lines(&vfs))
-    }
-}
+pub const GPU_VF: GpusOfKind = GpusOfKind {
+    name: "gpu_vf",
+    meaning: "a GPU is an SR-IOV virtual function",
+    pick: |v| v.vfs(),
+};
 
 #[cfg(test)]
 #[test]
@@ -103,9 +124,9 @@ fn gpu_vf() {
     use super::tests::*;
     use crate::facts::Vendor;
     let mut f = with_gpus(vec![gpu(Vendor::Amd, "MI300X VF")]);
-    assert!(!holds(&GpuVf, &f));
+    assert!(!holds(&GPU_VF, &f));
     f.gpus[0].vf = true;
-    assert_eq!(eval(&GpuVf, &f).unwrap(), ["GPU MI300X VF"]);
+    assert_eq!(eval(&GPU_VF, &f).unwrap(), ["GPU MI300X VF"]);
 }
 
 pub struct AmdGpuDriverUnbound;
@@ -235,18 +256,11 @@ fn wsl() {
     assert!(!holds(&Wsl, &Facts::default()));
 }
 
-pub struct Gfx94xPresent;
-impl Predicate for Gfx94xPresent {
-    about!(
-        "gfx94x_present",
-        "an MI300-class GPU (gfx94x) is known",
-        ["gpus"]
-    );
-    fn eval(&self, v: &View) -> Option<Vec<String>> {
-        let g94 = v.gfx94x();
-        when(!g94.is_empty(), || gpu_lines(&g94))
-    }
-}
+pub const GFX94X_PRESENT: GpusOfKind = GpusOfKind {
+    name: "gfx94x_present",
+    meaning: "an MI300-class GPU (gfx94x) is known",
+    pick: |v| v.gfx94x(),
+};
 
 #[cfg(test)]
 #[test]
@@ -254,9 +268,9 @@ fn gfx94x_present() {
     use super::tests::*;
     use crate::facts::Vendor;
     let mut f = with_gpus(vec![gpu(Vendor::Amd, "MI300X")]);
-    assert!(!holds(&Gfx94xPresent, &f));
+    assert!(!holds(&GFX94X_PRESENT, &f));
     f.gpus[0].gfx = Some("gfx942".into());
-    assert_eq!(eval(&Gfx94xPresent, &f).unwrap(), ["GPU MI300X [gfx942]"]);
+    assert_eq!(eval(&GFX94X_PRESENT, &f).unwrap(), ["GPU MI300X [gfx942]"]);
 }
 
 pub struct ApuSmallVram;

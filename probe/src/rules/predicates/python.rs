@@ -1,35 +1,29 @@
 //! Python interpreters and the frameworks installed for them.
 
-use super::{about, when, Predicate, View};
+use super::{about, when, Predicate, Scanned, View};
 use crate::facts::Facts;
 use crate::facts::Gpu;
 
-pub struct PythonAbsent;
-impl Predicate for PythonAbsent {
-    about!(
-        "python_absent",
-        "no Python interpreter was found",
-        ["scanned", "python.interpreters"]
-    );
-    fn eval(&self, v: &View) -> Option<Vec<String>> {
-        when(
-            v.scanned("python") && v.facts.python.interpreters.is_empty(),
-            || vec!["no python3 on PATH".into()],
-        )
-    }
-}
+pub const PYTHON_ABSENT: Scanned = Scanned {
+    name: "python_absent",
+    meaning: "no Python interpreter was found",
+    reads: &["scanned", "python.interpreters"],
+    area: "python",
+    and: |f| f.python.interpreters.is_empty(),
+    evidence: "no python3 on PATH",
+};
 
 #[cfg(test)]
 #[test]
 fn python_absent() {
     use super::tests::*;
     let mut f = scanned(&["python"]);
-    assert!(holds(&PythonAbsent, &f));
+    assert!(holds(&PYTHON_ABSENT, &f));
     f.python.interpreters.push(crate::facts::Interpreter {
         path: "/usr/bin/python3".into(),
         version: Some("3.12.3".into()),
     });
-    assert!(!holds(&PythonAbsent, &f));
+    assert!(!holds(&PYTHON_ABSENT, &f));
 }
 
 pub struct FrameworkBackendMismatch;

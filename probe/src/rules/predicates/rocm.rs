@@ -1,21 +1,15 @@
 //! ROCm installs, the HSA runtime and the environment that steers them.
 
-use super::{about, when, Predicate, View};
+use super::{about, when, Predicate, Scanned, View};
 
-pub struct RocmAbsent;
-impl Predicate for RocmAbsent {
-    about!(
-        "rocm_absent",
-        "no ROCm install was found",
-        ["rocm.installs", "scanned"]
-    );
-    fn eval(&self, v: &View) -> Option<Vec<String>> {
-        when(
-            v.facts.rocm.installs.is_empty() && v.scanned("rocm"),
-            || vec!["no /opt/rocm*, ROCM_PATH or HIP_PATH install found".into()],
-        )
-    }
-}
+pub const ROCM_ABSENT: Scanned = Scanned {
+    name: "rocm_absent",
+    meaning: "no ROCm install was found",
+    reads: &["rocm.installs", "scanned"],
+    area: "rocm",
+    and: |f| f.rocm.installs.is_empty(),
+    evidence: "no /opt/rocm*, ROCM_PATH or HIP_PATH install found",
+};
 
 #[cfg(test)]
 fn installs(n: usize) -> crate::facts::Facts {
@@ -34,10 +28,10 @@ fn installs(n: usize) -> crate::facts::Facts {
 #[test]
 fn rocm_absent() {
     use super::tests::*;
-    assert!(holds(&RocmAbsent, &installs(0)));
-    assert!(!holds(&RocmAbsent, &installs(1)));
+    assert!(holds(&ROCM_ABSENT, &installs(0)));
+    assert!(!holds(&ROCM_ABSENT, &installs(1)));
     // Pasted text inspects nothing completely.
-    assert!(!holds(&RocmAbsent, &crate::facts::Facts::default()));
+    assert!(!holds(&ROCM_ABSENT, &crate::facts::Facts::default()));
 }
 
 pub struct RocmMultiple;

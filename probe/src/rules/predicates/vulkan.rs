@@ -1,50 +1,41 @@
 //! The Vulkan loader, its ICDs and layers, and the devices they expose.
 
-use super::{about, when, Predicate, View};
+use super::{about, when, Predicate, Scanned, View};
 use crate::facts::VulkanDevice;
 use greta_vocab::VkFamily;
 use greta_vocab::{same_gpu, GpuIdentity, SameGpu};
 
-pub struct VulkanLoaderAbsent;
-impl Predicate for VulkanLoaderAbsent {
-    about!(
-        "vulkan_loader_absent",
-        "no libvulkan.so.1 was found",
-        ["scanned", "vulkan.loader"]
-    );
-    fn eval(&self, v: &View) -> Option<Vec<String>> {
-        when(
-            v.scanned("vulkan-loader") && v.facts.vulkan.loader.is_none(),
-            || vec!["libvulkan.so.1: not found".into()],
-        )
-    }
-}
+pub const VULKAN_LOADER_ABSENT: Scanned = Scanned {
+    name: "vulkan_loader_absent",
+    meaning: "no libvulkan.so.1 was found",
+    reads: &["scanned", "vulkan.loader"],
+    area: "vulkan-loader",
+    and: |f| f.vulkan.loader.is_none(),
+    evidence: "libvulkan.so.1: not found",
+};
 
 #[cfg(test)]
 #[test]
 fn vulkan_loader_absent() {
     use super::tests::*;
     let mut f = scanned(&["vulkan-loader"]);
-    assert!(holds(&VulkanLoaderAbsent, &f));
+    assert!(holds(&VULKAN_LOADER_ABSENT, &f));
     f.vulkan.loader = Some("/usr/lib/x86_64-linux-gnu/libvulkan.so.1".into());
-    assert!(!holds(&VulkanLoaderAbsent, &f));
-    assert!(!holds(&VulkanLoaderAbsent, &crate::facts::Facts::default()));
+    assert!(!holds(&VULKAN_LOADER_ABSENT, &f));
+    assert!(!holds(
+        &VULKAN_LOADER_ABSENT,
+        &crate::facts::Facts::default()
+    ));
 }
 
-pub struct VulkanNoIcds;
-impl Predicate for VulkanNoIcds {
-    about!(
-        "vulkan_no_icds",
-        "no ICD manifest was found",
-        ["scanned", "vulkan.icds"]
-    );
-    fn eval(&self, v: &View) -> Option<Vec<String>> {
-        when(
-            v.scanned("vulkan-icds") && v.facts.vulkan.icds.is_empty(),
-            || vec!["no ICD manifest in the loader's search path".into()],
-        )
-    }
-}
+pub const VULKAN_NO_ICDS: Scanned = Scanned {
+    name: "vulkan_no_icds",
+    meaning: "no ICD manifest was found",
+    reads: &["scanned", "vulkan.icds"],
+    area: "vulkan-icds",
+    and: |f| f.vulkan.icds.is_empty(),
+    evidence: "no ICD manifest in the loader's search path",
+};
 
 #[cfg(test)]
 fn icd(manifest: &str, kind: VkFamily, ok: Option<bool>) -> crate::facts::Icd {
@@ -62,13 +53,13 @@ fn icd(manifest: &str, kind: VkFamily, ok: Option<bool>) -> crate::facts::Icd {
 fn vulkan_no_icds() {
     use super::tests::*;
     let mut f = scanned(&["vulkan-icds"]);
-    assert!(holds(&VulkanNoIcds, &f));
+    assert!(holds(&VULKAN_NO_ICDS, &f));
     f.vulkan.icds.push(icd(
         "/usr/share/vulkan/icd.d/radeon_icd.json",
         VkFamily::Radv,
         None,
     ));
-    assert!(!holds(&VulkanNoIcds, &f));
+    assert!(!holds(&VULKAN_NO_ICDS, &f));
 }
 
 pub struct VulkanIcdLibraryMissing;
