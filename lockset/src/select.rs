@@ -8,7 +8,7 @@
 //! /opt/rocm's version is used only as evidence of which KMD release was
 //! installed alongside it (amdgpu-install ships both), and said so.
 
-use super::matrix::{loose_version, Backend, LockStatus, Matrix, Profile};
+use super::matrix::{loose_version, Backend, GfxOverride, LockStatus, Matrix, Profile};
 use super::Refusal;
 use anyhow::Result;
 use greta_probe::{Facts, Vendor};
@@ -38,6 +38,9 @@ struct AmdHost {
     hsa_override: Option<String>,
     /// amdgpu module version (DKMS builds report one; in-tree drivers do not).
     driver_version: Option<String>,
+    /// Each AMD GPU's gfx target in ROCr's order (HIP device i with no
+    /// selection set), where the facts give that order (the KFD topology).
+    hip_order: Vec<Option<String>>,
 }
 
 enum KfdState {
@@ -98,6 +101,15 @@ fn amd_host(f: &Facts) -> Option<AmdHost> {
         release,
         hsa_override: f.rocm.hsa_override_gfx_version.clone(),
         driver_version,
+        hip_order: greta_probe::hip_devices(f)
+            .filter(|h| h.from == greta_probe::OrderFrom::Kfd)
+            .map(|h| {
+                h.gpus
+                    .into_iter()
+                    .map(|g| g.gfx.map(|x| x.to_ascii_lowercase()))
+                    .collect()
+            })
+            .unwrap_or_default(),
     })
 }
 
@@ -301,31 +313,45 @@ impl Matrix {
         };
         let mut skipped = Vec::new();
         // First pass: a profile whose wheels carry every target natively;
-        // second: one usable through a documented gfx override.
-        for allow_override in [false, true] {
+        // second: one usable through a documented gfx override, where the
+        // override suits every GPU of the host (HSA_OVERRIDE_GFX_VERSION is
+        // process-wide: it makes every GPU report the override's target);
+        // third, for GPUs of several families: a profile that carries some
+        // of them natively, serving those and saying which are not served.
+        for pass in [Pass::Native, Pass::Override, Pass::Subset] {
+            if pass == Pass::Subset && host.gfx.len() < 2 {
+                break;
+            }
             for p in self.rocm_profiles() {
                 let mut env_vars = Vec::new();
                 let mut gfx_lines = Vec::new();
+                let mut unserved = Vec::new();
                 let mut fits = true;
                 for g in &host.gfx {
                     if p.has_gfx(g) {
                         gfx_lines.push(format!("{g} is in its wheel targets"));
-                    } else if let Some(o) = self
-                        .gfx_override(g)
-                        .filter(|o| allow_override && p.has_gfx(&o.as_gfx))
-                    {
+                    } else if let Some(o) = self.gfx_override(g).filter(|o| {
+                        pass == Pass::Override
+                            && p.has_gfx(&o.as_gfx)
+                            && override_suits_all(o, &host.gfx)
+                    }) {
                         gfx_lines.push(format!(
                             "{g} is not in its wheel targets; running it as {} via {}",
                             o.as_gfx,
                             fmt_env(&o.env)
                         ));
                         env_vars.extend(o.env.iter().cloned());
+                    } else if pass == Pass::Subset {
+                        unserved.push(g.clone());
                     } else {
                         fits = false;
                     }
                 }
+                if unserved.len() == host.gfx.len() {
+                    fits = false;
+                }
                 if !fits {
-                    if !allow_override {
+                    if pass == Pass::Native {
                         skipped.push(format!(
                             "{}: wheels lack {}",
                             p.name,
@@ -385,7 +411,17 @@ impl Matrix {
                         p.name, p.serves
                     ));
                 }
-                if allow_override {
+                if !unserved.is_empty() {
+                    // The env's programs see only the GPUs it serves, where
+                    // HIP's order is known: an unserved GPU as HIP device 0
+                    // fails every launch (hipErrorInvalidImage).
+                    let served = served_hip_devices(p, host);
+                    if !served.is_empty() && served.len() < host.hip_order.len() {
+                        env_vars.push(("HIP_VISIBLE_DEVICES".to_string(), served.join(",")));
+                    }
+                    warnings.push(subset_warning(self, p, host, &unserved, &served));
+                }
+                if pass != Pass::Native {
                     // A profile that carries the target natively exists but
                     // could not be used: say which, why, and how to lock it.
                     for n in self.rocm_profiles() {
@@ -524,4 +560,80 @@ fn fmt_env(env: &[(String, String)]) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The passes of ROCm profile selection, in order.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    Native,
+    Override,
+    Subset,
+}
+
+/// Whether an override's environment suits every GPU of the host: it
+/// makes every GPU of the process report `as_gfx`, so each must be the
+/// overridden target itself or already `as_gfx`.
+fn override_suits_all(o: &GfxOverride, gfx: &[String]) -> bool {
+    gfx.iter().all(|g| *g == o.gfx || *g == o.as_gfx)
+}
+
+/// The HIP device indices (ROCr's order, no selection set) of the GPUs
+/// whose targets `p` carries natively; empty where the order is unknown.
+fn served_hip_devices(p: &Profile, host: &AmdHost) -> Vec<String> {
+    host.hip_order
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.as_deref().is_some_and(|g| p.has_gfx(g)))
+        .map(|(i, _)| i.to_string())
+        .collect()
+}
+
+/// What a plan that serves only some of a host's GPUs says: which are
+/// not served and why no override, and how its programs see the served
+/// ones.
+fn subset_warning(
+    m: &Matrix,
+    p: &Profile,
+    host: &AmdHost,
+    unserved: &[String],
+    served: &[String],
+) -> String {
+    let why = match unserved
+        .iter()
+        .find_map(|g| m.gfx_override(g).map(|o| (g, o)))
+    {
+        Some((g, o)) => format!(
+            "{g}'s override ({}) is process-wide and would also run {} as {}",
+            fmt_env(&o.env),
+            host.gfx
+                .iter()
+                .filter(|x| !unserved.contains(x) && **x != o.as_gfx)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+            o.as_gfx
+        ),
+        None => "no documented override exists for it".to_string(),
+    };
+    let select = if served.is_empty() || served.len() == host.hip_order.len() {
+        "select the served GPU with HIP_VISIBLE_DEVICES (`greta doctor` lists HIP's device order)"
+            .to_string()
+    } else {
+        format!(
+            "the env sets HIP_VISIBLE_DEVICES={} (KFD order), so its programs see only the served GPU",
+            served.join(",")
+        )
+    };
+    format!(
+        "{} not served: {} carries no kernels for {} and {why}; this env serves {}; {select}",
+        unserved.join(", "),
+        p.name,
+        unserved.join(", "),
+        host.gfx
+            .iter()
+            .filter(|g| !unserved.contains(g))
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }

@@ -614,6 +614,61 @@ fn dry_run_plans_for_the_captured_machines_with_the_shipped_lock_set() {
     );
 }
 
+/// Issue 24 item 4: a host with AMD GPUs of two families, the 780M iGPU
+/// (gfx1103, KFD node 1: HIP device 0) and an RX 9070 (gfx1201). The
+/// shipped rocm7.2 carries gfx1201 but not gfx1103, and its override
+/// (HSA_OVERRIDE_GFX_VERSION=11.0.0) is process-wide: it would run the
+/// RX 9070 as a gfx1100 too. So the plan sets no override, serves the
+/// RX 9070 natively, says the iGPU is not served, and sets
+/// HIP_VISIBLE_DEVICES=1 so that the env's programs (and the framework
+/// gates) see only the RX 9070.
+#[test]
+fn a_two_family_host_is_served_natively_without_a_process_wide_override() {
+    let lock = shipped_lock_dir();
+    let m = machine(&[(110003, "ip discovery"), (120001, "ip discovery")]);
+    let plan = dry_run(&lock, &m.path().join("m"));
+    assert_eq!(plan["profile"], "rocm7.2", "{plan:#}");
+    // no process-wide override; the env's programs see only the RX 9070
+    assert_eq!(
+        plan["env_vars"],
+        serde_json::json!({"HIP_VISIBLE_DEVICES": "1"}),
+        "{plan:#}"
+    );
+    let reasons = plan["reasons"].to_string();
+    assert!(
+        reasons.contains("gfx1201 is in its wheel targets"),
+        "{reasons}"
+    );
+    let w = plan["warnings"].to_string();
+    assert!(
+        w.contains("gfx1103") && w.contains("not served") && w.contains("HIP_VISIBLE_DEVICES=1"),
+        "{w}"
+    );
+    assert!(
+        w.contains("HSA_OVERRIDE_GFX_VERSION"),
+        "says why no override: {w}"
+    );
+    // the probe summary (receipt, activation) marks the same GPU served
+    let served: Vec<(String, bool)> = plan["probe"]["hip_devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["gfx"].as_str().unwrap().to_string(),
+                d["served"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        served,
+        [
+            ("gfx1103".to_string(), false),
+            ("gfx1201".to_string(), true)
+        ]
+    );
+}
+
 /// Issue 24 item 4: the doctor reads TheRock's Python ROCm in an env
 /// (`rocm_sdk_core`, `amd_torch_device_*` dist-info) and finds a torch
 /// without this machine's device wheel, the hipErrorInvalidImage case.
