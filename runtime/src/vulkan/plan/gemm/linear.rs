@@ -1,21 +1,20 @@
 //! `linear_f16` (y = x W^T, W `[rows][cols]`): the tiled product of the
 //! GEMM planner with W as B transposed. What is its own: its kernels
 //! (`linear_f16`, `linear_f16_cm` and its `_cs`, `_bt`, `_bt_cs` variants),
-//! their shared-memory
-//! layouts and spec constants, and the names of its sizes (tokens, rows,
-//! cols for m, n, k).
+//! their shared-memory layouts and spec constants, and the names of its
+//! sizes (tokens, rows, cols for m, n, k).
 //!
 //! Tuning keys: `bm`, `bn`, `bk`, `tm`, `tn` (the FFMA tiled kernel, as the
 //! f32 GEMM's) and `coopmat` (0 the tiled kernel, 1 the cooperative-matrix
 //! one, the default where the device has 16x16x16 f16 tiles and a fixed
 //! subgroup size and the shape is aligned to its blocks; 2 its `_bt`
-//! variant, W's slice staged transposed, a candidate only: unmeasured)
-//! with `wg`, `sgn` and `epilogue` (0: the accumulators rounded to f16
+//! variant, W's slice staged transposed, a candidate only: 27% slower on
+//! the H200 in session 12) with `wg`, `sgn` and `epilogue` (0: the accumulators rounded to f16
 //! accumulator tiles and stored straight to Y, the default where the device
 //! has 16x16x16 f16 accumulators; 1: the `_cs` variants, each f32 tile out
 //! through a per-subgroup shared tile, for devices with f32 accumulators
-//! only. On NVIDIA's driver the shared-tile epilogue cost the whole kernel
-//! most of its rate, docs/performance.md "Session 12").
+//! only. On NVIDIA's driver the shared-tile epilogue made the whole kernel
+//! 6.5x slower at every tile tried, docs/performance.md "Session 12").
 
 use super::{
     cm_tiles, ffma_tiles, keyed, one_dispatch, plan_of, prod, sweep, tiles, Req, CM_KEYS,
