@@ -15,12 +15,14 @@
 #   scripts/gpu/prepare-loader.sh            (the Vulkan loader debs in .gl)
 # Run from the repository root with carry [DIR, ".gl"]:
 #   bash DIR/session12-linear.sh             (DIR is this script's folder)
-# Results in $OUT: s12l.log, one JSON per (binary, set), doctor.json and the
-# tune run's stderr.
+# Results in $OUT: s12l.tgz (s12l.log, one JSON and stderr per (binary,
+# set), doctor.json): one archive, as the device tool returns at most 8 files
+# (the first call of session 12 lost five of its 13).
 set -uo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
-out=${OUT:-s12l-out}
-mkdir -p "$out"
+final=${OUT:-s12l-out}
+out=$(mktemp -d)
+mkdir -p "$final"
 log="$out/s12l.log"
 start=$SECONDS
 # The binaries travel xz-compressed (three release binaries exceed the 64 MiB
@@ -63,3 +65,4 @@ if (( left > 30 )); then
   run greta vulkan-tune "$left" --backend vulkan --tune --gate linear_f16.2048x12288x4096
 fi
 say done
+tar -C "$out" -czf "$final/s12l.tgz" .
