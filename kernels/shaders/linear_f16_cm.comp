@@ -6,7 +6,9 @@
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_shader_subgroup_basic : require
 //! variant linear_f16_cm
+//! variant linear_f16_cm_cs CS
 //! variant linear_f16_cm_bt BT
+//! variant linear_f16_cm_bt_cs BT CS
 // y[t][o] = sum_i x[t][i] w[o][i] (Y = X W^T, "NT"): x, w, y f16, f32
 // accumulation, y rounded once; on VK_KHR_cooperative_matrix with 16x16x16
 // tiles, for tokens % BM == 0, rows % BN == 0, cols % BK == 0 and a
@@ -20,13 +22,22 @@
 // stages (the next slice's global loads are in flight during the multiply;
 // one barrier per slice), rows padded by 8 halves. W's slice, stored
 // [n][k], is the B operand in column-major layout, so no transpose
-// happens anywhere. The accumulators leave through a small shared tile per
-// subgroup, rounded to f16 in pairs.
+// happens anywhere. The accumulators are converted to f16 accumulator tiles
+// and stored straight to Y: that needs the device to have f16 accumulators
+// of 16x16x16 (the planner's `coop16_f16` limit).
+//
+// The _cs variants (for devices with only f16 x f16 -> f32 16x16x16 tiles)
+// let each f32 tile leave through a small shared tile per subgroup instead,
+// its lanes rounding pairs to f16. On NVIDIA's driver (580.159.04, H200)
+// that epilogue made the whole kernel 6.5x slower at every tile tried
+// (5847 vs 906 us at 2048x12288x4096; docs/performance.md, session 12), so
+// it is used only where the direct store cannot be.
 //
 // The _bt variant (a tuning candidate, not a default) stages W's slice
 // transposed, [k][n] in halves, so that B is loaded row-major as
-// gemm_f16_cmreg loads it: on NVIDIA's driver the column-major load of the
-// plain variant ran at an eighth of gemm_f16_cmreg's rate (docs/smoke.md).
+// gemm_f16_cmreg loads it. It was written when the shared-tile epilogue's
+// slowness was taken for the column-major B load's; measured in session
+// 12 it is 27% slower than the plain variant on the H200.
 //
 // Specialization constants: 0 BM, 1 BN, 2 BK (multiples of 16), 3
 // workgroup size (a multiple of SG), 4 SGN (subgroups side by side along
@@ -40,8 +51,12 @@ layout(constant_id = 5) const uint SG = 32;
 
 layout(set = 0, binding = 0) readonly buffer X { uvec4 x[]; };
 layout(set = 0, binding = 1) readonly buffer W { uvec4 w[]; };
+#ifdef CS
 // Y as words of two halves: the epilogue writes adjacent pairs.
 layout(set = 0, binding = 2) writeonly buffer Y { uint y[]; };
+#else
+layout(set = 0, binding = 2) writeonly buffer Y { float16_t y[]; };
+#endif
 layout(push_constant) uniform P { uint M; uint N; uint K; } p;
 
 const uint T = 16u;
@@ -67,8 +82,10 @@ shared float16_t Bt[2u * BT_STAGE];
 #else
 shared uvec4 Bs[2u * B_STAGE];
 #endif
+#ifdef CS
 // Per subgroup, one 16 x 16 f32 tile on its way out.
 shared float Cs[(WG / SG) * T * T];
+#endif
 
 uvec4 ga[A_PER];
 uvec4 gb[B_PER];
@@ -161,6 +178,7 @@ void main() {
         barrier();
     }
 
+#ifdef CS
     // Out through shared memory: each f32 tile is stored in the subgroup's
     // slot (only f32 accumulators are needed of the device), and its lanes
     // round pairs of adjacent columns to f16 and store them as one word
@@ -181,4 +199,14 @@ void main() {
             subgroupBarrier();
         }
     }
+#else
+    [[unroll]] for (uint i = 0u; i < TM; i++) {
+        [[unroll]] for (uint j = 0u; j < TN; j++) {
+            coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator> h =
+                coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator>(acc[i * TN + j]);
+            coopMatStore(h, y, (row0 + wm0 + i * T) * p.N + col0 + wn0 + j * T, p.N,
+                         gl_CooperativeMatrixLayoutRowMajor);
+        }
+    }
+#endif
 }

@@ -145,6 +145,14 @@ impl DeviceInfo {
         })
     }
 
+    /// The f16 x f16 -> f16 subgroup cooperative-matrix shapes (f16
+    /// accumulators), in the driver's order.
+    pub fn coop_f16_f16_shapes(&self) -> impl Iterator<Item = &CoopMatShape> {
+        self.coop_matrix.iter().filter(|s| {
+            s.subgroup_scope && s.a == "f16" && s.b == "f16" && s.c == "f16" && s.result == "f16"
+        })
+    }
+
     /// The first f16 x f16 -> f32 subgroup cooperative-matrix shape, if any.
     pub fn coop_f16_f32(&self) -> Option<&CoopMatShape> {
         self.coop_f16_f32_shapes().next()

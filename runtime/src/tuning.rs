@@ -30,6 +30,11 @@ pub enum Knob {
     Coopmat,
     /// `gemm_f16_cmreg`: load tiles straight from global memory (0/1).
     Direct,
+    /// `linear_f16_cm`: how the accumulators reach Y: 0 rounded to f16
+    /// accumulator tiles and stored straight to global memory (needs a
+    /// 16x16x16 f16-accumulator shape), 1 through a per-subgroup f32 shared
+    /// tile, rounded to f16 in pairs (f16 x f16 -> f32 shapes only).
+    Epilogue,
     /// `gemm_f16_cmreg`: rows of blocks walked together (L2 reuse), 0 off.
     GroupM,
     /// Element-wise ops: most workgroups per dispatch.
@@ -62,12 +67,13 @@ pub enum Knob {
 }
 
 impl Knob {
-    pub const ALL: [Knob; 19] = [
+    pub const ALL: [Knob; 20] = [
         Knob::Bk,
         Knob::Bm,
         Knob::Bn,
         Knob::Coopmat,
         Knob::Direct,
+        Knob::Epilogue,
         Knob::GroupM,
         Knob::Groups,
         Knob::PerCu,
@@ -92,6 +98,7 @@ impl Knob {
             Knob::Bn => "bn",
             Knob::Coopmat => "coopmat",
             Knob::Direct => "direct",
+            Knob::Epilogue => "epilogue",
             Knob::GroupM => "group_m",
             Knob::Groups => "groups",
             Knob::PerCu => "per_cu",

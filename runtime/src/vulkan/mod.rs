@@ -296,6 +296,10 @@ fn limits(opts: &OpenOptions, info: &DeviceInfo, p: &select::Physical, coop: Coo
             && info
                 .coop_f16_f32_shapes()
                 .any(|s| (s.m, s.n, s.k) == (16, 16, 16)),
+        coop16_f16: coop.khr
+            && info
+                .coop_f16_f16_shapes()
+                .any(|s| (s.m, s.n, s.k) == (16, 16, 16)),
         subgroup_size: (info.min_subgroup_size == info.max_subgroup_size
             && info.subgroup_size == info.max_subgroup_size)
             .then_some(info.subgroup_size),

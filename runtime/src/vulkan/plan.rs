@@ -44,6 +44,10 @@ pub struct Limits {
     pub coop2: bool,
     /// A 16x16x16 f16 x f16 -> f32 subgroup shape exists (`gemm_f16_cmreg`).
     pub coop16: bool,
+    /// A 16x16x16 f16 x f16 -> f16 subgroup shape exists as well: f16
+    /// accumulator tiles, which `linear_f16_cm` converts its f32
+    /// accumulators to and stores straight to global memory.
+    pub coop16_f16: bool,
     /// The subgroup size every compute dispatch gets, when the device has
     /// only one (min == max); `gemm_f16_cmreg` counts subgroups with it.
     pub subgroup_size: Option<u32>,

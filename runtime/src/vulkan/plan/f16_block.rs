@@ -201,7 +201,7 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::super::plan;
-    use super::super::test_limits::{lavapipe, nvidia};
+    use super::super::test_limits::{f32_acc_only, lavapipe, nvidia};
     use super::*;
 
     fn linear(tokens: usize, rows: usize, cols: usize) -> Op {
@@ -243,6 +243,85 @@ mod tests {
         assert!(plan(&linear(4096, 4096, 4096), &huge, &nvidia()).is_err());
         let huge = Tuning::of(&[(Knob::Coopmat, 0), (Knob::Bm, u32::MAX), (Knob::Tm, 1)]);
         assert!(plan(&linear(64, 64, 64), &huge, &nvidia()).is_err());
+    }
+
+    #[test]
+    fn linear_stores_f16_tiles_directly_where_the_device_has_f16_accumulators() {
+        let op = linear(2048, 12288, 4096);
+        let t = Tuning::default();
+        // NVIDIA (f16 accumulators of 16x16x16): the direct f16 store, as
+        // session 11 ran it, not the shared-tile epilogue that cost the
+        // kernel most of its rate there (docs/performance.md, session 12).
+        let p = plan(&op, &t, &nvidia()).unwrap();
+        assert_eq!(p.shader, Shader::LinearF16Cm);
+        assert_eq!(p.tuning.get(Knob::Epilogue), Some(0));
+        assert_eq!(p.spec, vec![128, 128, 32, 128, 2, 32]);
+        // f16 x f16 -> f32 only: the shared-tile epilogue, same tiles.
+        let p = plan(&op, &t, &f32_acc_only()).unwrap();
+        assert_eq!(p.shader, Shader::LinearF16CmCs);
+        assert_eq!(p.tuning.get(Knob::Epilogue), Some(1));
+        assert_eq!(p.tuning.get(Knob::Coopmat), Some(1));
+        assert_eq!(p.spec, vec![128, 128, 32, 128, 2, 32]);
+        // The key picks either where the device can run it.
+        let cs = Tuning::of(&[(Knob::Coopmat, 1), (Knob::Epilogue, 1)]);
+        assert_eq!(
+            plan(&op, &cs, &nvidia()).unwrap().shader,
+            Shader::LinearF16CmCs
+        );
+        let direct = Tuning::of(&[(Knob::Coopmat, 1), (Knob::Epilogue, 0)]);
+        let e = plan(&op, &direct, &f32_acc_only()).err().unwrap();
+        assert!(matches!(e, RuntimeError::Unsupported(_)), "{e}");
+        assert!(e.to_string().contains("f16-accumulator"), "{e}");
+        let e = plan(
+            &op,
+            &Tuning::of(&[(Knob::Coopmat, 1), (Knob::Epilogue, 2)]),
+            &nvidia(),
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("epilogue=2"), "{e}");
+        // The _bt variant follows the same choice.
+        let bt = Tuning::of(&[(Knob::Coopmat, 2)]);
+        assert_eq!(
+            plan(&op, &bt, &nvidia()).unwrap().shader,
+            Shader::LinearF16CmBt
+        );
+        assert_eq!(
+            plan(&op, &bt, &f32_acc_only()).unwrap().shader,
+            Shader::LinearF16CmBtCs
+        );
+        // Only the shared-tile epilogue counts its tile per subgroup: 16
+        // subgroups' 16 KiB on top of 40 KiB of slices pass 48 KiB.
+        let wide = Tuning::of(&[
+            (Knob::Coopmat, 1),
+            (Knob::Bm, 128),
+            (Knob::Bn, 128),
+            (Knob::Bk, 32),
+            (Knob::Wg, 512),
+            (Knob::Sgn, 4),
+        ]);
+        assert_eq!(
+            plan(&op, &wide, &nvidia()).unwrap().shader,
+            Shader::LinearF16Cm
+        );
+        let e = plan(&op, &wide, &f32_acc_only()).err().unwrap();
+        assert!(e.to_string().contains("57344"), "{e}");
+        // A sweep on NVIDIA times both epilogues; on an f32-only device
+        // every matrix-unit candidate plans to the shared-tile one.
+        let c = super::super::candidates(&op, &nvidia());
+        let shaders: Vec<Shader> = c
+            .iter()
+            .map(|t| plan(&op, t, &nvidia()).unwrap().shader)
+            .collect();
+        assert!(shaders.contains(&Shader::LinearF16Cm), "{c:?}");
+        assert!(shaders.contains(&Shader::LinearF16CmCs), "{c:?}");
+        for t in super::super::candidates(&op, &f32_acc_only()) {
+            let s = plan(&op, &t, &f32_acc_only()).unwrap().shader;
+            assert!(
+                s != Shader::LinearF16Cm && s != Shader::LinearF16CmBt,
+                "{t}"
+            );
+        }
     }
 
     #[test]

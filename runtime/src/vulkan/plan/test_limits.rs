@@ -15,6 +15,7 @@ pub fn nvidia() -> Limits {
         f16_storage: true,
         coop2: true,
         coop16: true,
+        coop16_f16: true,
         subgroup_size: Some(32),
     }
 }
@@ -25,7 +26,17 @@ pub fn lavapipe() -> Limits {
         coop_f16: None,
         coop2: false,
         coop16: false,
+        coop16_f16: false,
         subgroup_size: Some(8),
+        ..nvidia()
+    }
+}
+
+/// A device with 16x16x16 f16 x f16 -> f32 cooperative matrices but no f16
+/// accumulators (what `linear_f16_cm_cs` is for).
+pub fn f32_acc_only() -> Limits {
+    Limits {
+        coop16_f16: false,
         ..nvidia()
     }
 }

@@ -1,15 +1,20 @@
 //! `linear_f16` (y = x W^T, W `[rows][cols]`): the tiled product of the
 //! GEMM planner with W as B transposed. What is its own: its kernels
-//! (`linear_f16`, `linear_f16_cm`, `linear_f16_cm_bt`), their shared-memory
-//! layouts and spec constants, and the names of its sizes (tokens, rows,
-//! cols for m, n, k).
+//! (`linear_f16`, `linear_f16_cm` and its `_cs`, `_bt`, `_bt_cs` variants),
+//! their shared-memory layouts and spec constants, and the names of its
+//! sizes (tokens, rows, cols for m, n, k).
 //!
 //! Tuning keys: `bm`, `bn`, `bk`, `tm`, `tn` (the FFMA tiled kernel, as the
 //! f32 GEMM's) and `coopmat` (0 the tiled kernel, 1 the cooperative-matrix
 //! one, the default where the device has 16x16x16 f16 tiles and a fixed
 //! subgroup size and the shape is aligned to its blocks; 2 its `_bt`
-//! variant, W's slice staged transposed, a candidate only: unmeasured)
-//! with `wg`, `sgn`.
+//! variant, W's slice staged transposed, a candidate only: 27% slower on
+//! the H200 in session 12) with `wg`, `sgn` and `epilogue` (0: the accumulators rounded to f16
+//! accumulator tiles and stored straight to Y, the default where the device
+//! has 16x16x16 f16 accumulators; 1: the `_cs` variants, each f32 tile out
+//! through a per-subgroup shared tile, for devices with f32 accumulators
+//! only. On NVIDIA's driver the shared-tile epilogue made the whole kernel
+//! 6.5x slower at every tile tried, docs/performance.md "Session 12").
 
 use super::{
     cm_tiles, ffma_tiles, keyed, one_dispatch, plan_of, prod, sweep, tiles, Req, CM_KEYS,
@@ -88,20 +93,37 @@ fn tiled(r: &Req) -> Result<Plan, RuntimeError> {
 /// `linear_f16_cm`: KHR cooperative matrix, 16x16x16 f16 tiles, a fixed
 /// subgroup size, tokens % bm == 0, rows % bn == 0, cols % bk == 0;
 /// `transposed` (`coopmat=2`, a tuning candidate, never the default): the
-/// `_bt` variant, W's slice staged `[k][n]` so B loads row-major.
+/// `_bt` variant, W's slice staged `[k][n]` so B loads row-major. The
+/// epilogue (`epilogue` key): the direct f16 store where the device has
+/// f16 accumulators, else the shared-tile `_cs` variant.
 fn coop(r: &Req, transposed: bool) -> Result<Plan, RuntimeError> {
     let Req { t, lim, .. } = *r;
-    check_keys(t, &[&[Knob::Coopmat][..], &CM_KEYS].concat())?;
+    check_keys(
+        t,
+        &[&[Knob::Coopmat, Knob::Epilogue][..], &CM_KEYS].concat(),
+    )?;
     let sg = lim.subgroup_size.filter(|_| lim.coop16).ok_or_else(|| {
         RuntimeError::Unsupported(
             "linear_f16_cm needs 16x16x16 f16 cooperative matrices and a fixed subgroup size"
                 .into(),
         )
     })?;
+    let shared_tile = match t.get(Knob::Epilogue) {
+        None => !lim.coop16_f16,
+        Some(0) if lim.coop16_f16 => false,
+        Some(0) => {
+            return Err(RuntimeError::Unsupported(
+                "linear_f16_cm epilogue=0 needs 16x16x16 f16-accumulator cooperative matrices"
+                    .into(),
+            ))
+        }
+        Some(1) => true,
+        Some(v) => return Err(bad(format!("epilogue={v}: must be 0 or 1"))),
+    };
     let v = tiles(t, CM_KEYS, LINEAR_CM);
     let [bm, bn, bk, wg, sgn] = v;
-    // Two stages of both slices, rows padded by 8 halves (16 bytes), and a
-    // 16 x 16 f32 tile per subgroup for the epilogue.
+    // Two stages of both slices, rows padded by 8 halves (16 bytes), and
+    // for the shared-tile epilogue a 16 x 16 f32 tile per subgroup.
     // The _bt variant stages W's slice as [k][n + 8] halves instead.
     let b_stage = if transposed {
         prod(&[2, 2, bk]).saturating_mul(u64::from(bn) + 8)
@@ -110,17 +132,27 @@ fn coop(r: &Req, transposed: bool) -> Result<Plan, RuntimeError> {
     };
     let shared = prod(&[2, 16, bm, bk / 8 + 1])
         .saturating_add(b_stage)
-        .saturating_add(prod(&[wg / sg.max(1), 16 * 16 * 4]));
+        .saturating_add(if shared_tile {
+            prod(&[wg / sg.max(1), 16 * 16 * 4])
+        } else {
+            0
+        });
     cm_tiles(r, "linear_f16_cm", v, sg, shared)?;
     let d = one_dispatch(r, bm, bn)?;
+    let shader = match (transposed, shared_tile) {
+        (false, false) => Shader::LinearF16Cm,
+        (false, true) => Shader::LinearF16CmCs,
+        (true, false) => Shader::LinearF16CmBt,
+        (true, true) => Shader::LinearF16CmBtCs,
+    };
+    let family = [
+        (Knob::Coopmat, 1 + transposed as u32),
+        (Knob::Epilogue, shared_tile as u32),
+    ];
     Ok(plan_of(
-        if transposed {
-            Shader::LinearF16CmBt
-        } else {
-            Shader::LinearF16Cm
-        },
+        shader,
         vec![bm, bn, bk, wg, sgn, sg],
-        keyed(&[(Knob::Coopmat, 1 + transposed as u32)], &CM_KEYS, &v),
+        keyed(&family, &CM_KEYS, &v),
         d,
     ))
 }
@@ -135,6 +167,11 @@ pub fn candidates(push: &mut dyn FnMut(Tuning)) {
         [128, 64, 32, 128, 2],
     ];
     sweep(push, &[(Knob::Coopmat, 1)], &CM_KEYS, &cm);
+    // The shared-tile epilogue where it is not the default (devices with
+    // f16 accumulators), so a sweep shows what it costs (pushed tunings
+    // that a device cannot run are dropped).
+    let shared_tile = [(Knob::Coopmat, 1), (Knob::Epilogue, 1)];
+    sweep(push, &shared_tile, &CM_KEYS, &[cm[0], cm[3], cm[4]]);
     sweep(push, &[(Knob::Coopmat, 2)], &CM_KEYS, &[cm[0], cm[4]]);
     sweep(push, &[(Knob::Coopmat, 0)], &FFMA_KEYS, &FFMA_SWEEP);
 }

@@ -118,6 +118,7 @@ fn cpu_like() -> Limits {
         coop_f16: None,
         coop2: false,
         coop16: false,
+        coop16_f16: false,
         f16_storage: true,
         max_shared: 32768,
         max_invocations: 1024,
@@ -277,6 +278,7 @@ fn every_candidate_plans_within_the_limits() {
             coop_f16: None,
             coop2: false,
             coop16: false,
+            coop16_f16: false,
             max_shared: 32768,
             max_invocations: 256,
             ..h200()

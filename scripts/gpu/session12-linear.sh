@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Session 12's second Vulkan call (the linear_f16_cm regression): session
+# 11's binary (4fa97b0), main's binary before the fix (base-greta) and the
+# fix (greta), interleaved on the same warm GPU:
+#   - perf gates of linear_f16 (both Llama-2-7B prefill shapes), the
+#     prefill block and the f16 GEMM (which shares the planner);
+#   - the fix's default profile on Vulkan (every op checked against its
+#     CPU reference);
+#   - then, with the time left, the fix's --tune sweep of linear_f16, which
+#     times both epilogues (epilogue=0 direct f16 store, epilogue=1 the
+#     shared tile of bb0ef56) at several tiles in one binary.
+# Prepare here (the folder travels, not this checkout):
+#   cargo build --release -p greta; xz -c target/release/greta > DIR/greta.xz
+#   cp .s12/base-greta.xz .s12/s11-greta.xz DIR/; cp this script DIR/
+#   scripts/gpu/prepare-loader.sh            (the Vulkan loader debs in .gl)
+# Run from the repository root with carry [DIR, ".gl"]:
+#   bash DIR/session12-linear.sh             (DIR is this script's folder)
+# Results in $OUT: s12l.tgz (s12l.log, one JSON and stderr per (binary,
+# set), doctor.json): one archive, as the device tool returns at most 8 files
+# (the first call of session 12 lost five of its 13).
+set -uo pipefail
+dir=$(cd "$(dirname "$0")" && pwd)
+final=${OUT:-s12l-out}
+out=$(mktemp -d)
+mkdir -p "$final"
+log="$out/s12l.log"
+start=$SECONDS
+# The binaries travel xz-compressed (three release binaries exceed the 64 MiB
+# a call may carry).
+for x in "$dir"/*.xz; do
+  b=${x%.xz}
+  [[ -e $b ]] && continue
+  if command -v xz >/dev/null; then xz -dkc "$x" > "$b"
+  else python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$x" "$b"; fi
+  chmod +x "$b"
+done
+say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$log"; }
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | tee -a "$log"
+for v in /opt/torch/.venv; do [[ -d $v ]] && export GRETA_ENV=$v; done
+if ! ldconfig -p | grep -q libvulkan.so.1; then for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig; fi
+[[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]] && \
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+run() {  # run BIN NAME LIMIT_S ARGS...
+  local bin=$1 name=$2 limit=$3; shift 3
+  say "$bin $name: greta smoke $*"
+  GRETA_KERNEL_CACHE=/tmp/k-$bin XDG_DATA_HOME=/tmp/d-$bin XDG_CACHE_HOME=/tmp/c-$bin \
+    timeout "$limit" "$dir/$bin" smoke --json --no-progress --out "/tmp/o-$bin" "$@" \
+    > "$out/$bin-$name.json" 2> "$out/$bin-$name.err"
+  say "$bin $name: exit $?"
+  tail -n 25 "$out/$bin-$name.err" >> "$log"
+}
+# Which cooperative-matrix shapes the driver lists (the fix keys on a
+# 16x16x16 f16 x f16 -> f16 one).
+GRETA_KERNEL_CACHE=/tmp/k-greta XDG_DATA_HOME=/tmp/d-greta XDG_CACHE_HOME=/tmp/c-greta \
+  timeout 60 "$dir/greta" doctor --json > "$out/doctor.json" 2> "$out/doctor.err"
+say "doctor: exit $?"
+gates=(--gate linear_f16.2048x12288x4096 --gate linear_f16.2048x4096x11008
+       --gate block_prefill.S2048 --gate gemm_f16.8192)
+for b in s11-greta base-greta greta; do
+  run "$b" vulkan-perf 110 --backend vulkan --profile perf --repeat 3 "${gates[@]}"
+done
+run greta vulkan-default 60 --backend vulkan
+left=$((400 - (SECONDS - start)))
+if (( left > 30 )); then
+  run greta vulkan-tune "$left" --backend vulkan --tune --gate linear_f16.2048x12288x4096
+fi
+say done
+tar -C "$out" -czf "$final/s12l.tgz" .
