@@ -25,30 +25,11 @@ out=$(mktemp -d)
 mkdir -p "$final"
 log="$out/s12l.log"
 start=$SECONDS
-# The binaries travel xz-compressed (three release binaries exceed the 64 MiB
-# a call may carry).
-for x in "$dir"/*.xz; do
-  b=${x%.xz}
-  [[ -e $b ]] && continue
-  if command -v xz >/dev/null; then xz -dkc "$x" > "$b"
-  else python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$x" "$b"; fi
-  chmod +x "$b"
-done
-say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$log"; }
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | tee -a "$log"
-for v in /opt/torch/.venv; do [[ -d $v ]] && export GRETA_ENV=$v; done
-if ! ldconfig -p | grep -q libvulkan.so.1; then for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig; fi
-[[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]] && \
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-run() {  # run BIN NAME LIMIT_S ARGS...
-  local bin=$1 name=$2 limit=$3; shift 3
-  say "$bin $name: greta smoke $*"
-  GRETA_KERNEL_CACHE=/tmp/k-$bin XDG_DATA_HOME=/tmp/d-$bin XDG_CACHE_HOME=/tmp/c-$bin \
-    timeout "$limit" "$dir/$bin" smoke --json --no-progress --out "/tmp/o-$bin" "$@" \
-    > "$out/$bin-$name.json" 2> "$out/$bin-$name.err"
-  say "$bin $name: exit $?"
-  tail -n 25 "$out/$bin-$name.err" >> "$log"
-}
+. scripts/gpu/lib.sh
+unpack_binaries "$dir"
+gpu_env
+vulkan_env
+run() { smoke_run "$dir" "$1" "$2" "$3" "$out" "${@:4}"; }  # run BIN NAME LIMIT_S ARGS...
 # Which cooperative-matrix shapes the driver lists (the fix keys on a
 # 16x16x16 f16 x f16 -> f16 one).
 GRETA_KERNEL_CACHE=/tmp/k-greta XDG_DATA_HOME=/tmp/d-greta XDG_CACHE_HOME=/tmp/c-greta \

@@ -20,30 +20,12 @@ cd "$(dirname "$0")/../.."
 out=${OUT:-s12-out}
 mkdir -p "$out"
 log="$out/s12.log"
-# The binaries travel xz-compressed (three release binaries exceed the 64 MiB
-# a call may carry).
-for x in .s12/*.xz; do
-  b=${x%.xz}
-  [[ -e $b ]] && continue
-  if command -v xz >/dev/null; then xz -dkc "$x" > "$b"
-  else python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$x" "$b"; fi
-  chmod +x "$b"
-done
-say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$log"; }
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | tee -a "$log"
-# cuBLAS (the in-run ceiling) and NVRTC from the machine's torch env.
-for v in /opt/torch/.venv; do [[ -d $v ]] && export GRETA_ENV=$v; done
+. scripts/gpu/lib.sh
+unpack_binaries .s12
+gpu_env
 perf=(gemm_f16.8192 linear_f16.2048x12288x4096 gemv_f16.12288x4096 attn_prefill_f16.32x128.S2048
       block_decode.L512 block_prefill.S2048)
-run() {  # run BIN NAME LIMIT_S ARGS...
-  local bin=$1 name=$2 limit=$3; shift 3
-  say "$bin $name: greta smoke $*"
-  GRETA_KERNEL_CACHE=/tmp/k-$bin XDG_DATA_HOME=/tmp/d-$bin XDG_CACHE_HOME=/tmp/c-$bin \
-    timeout "$limit" ".s12/$bin" smoke --json --no-progress --out "/tmp/o-$bin" "$@" \
-    > "$out/$bin-$name.json" 2> "/tmp/$bin-$name.err"
-  say "$bin $name: exit $?"
-  tail -n 25 "/tmp/$bin-$name.err" >> "$log"
-}
+run() { smoke_run .s12 "$1" "$2" "$3" "$out" "${@:4}"; }  # run BIN NAME LIMIT_S ARGS...
 which=${1:-all}
 gates=()
 for g in "${perf[@]}"; do gates+=(--gate "$g"); done
@@ -52,9 +34,7 @@ for b in greta base-greta; do run "$b" cuda-default 60 --backend cuda; done
 for b in base-greta greta; do run "$b" cuda-perf 110 --backend cuda --profile perf --repeat 3 "${gates[@]}"; done
 fi
 [[ $which == cuda ]] && { say done; exit 0; }
-if ! ldconfig -p | grep -q libvulkan.so.1; then for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig; fi
-[[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]] && \
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+vulkan_env
 for b in greta base-greta; do run "$b" vulkan-default 60 --backend vulkan; done
 for b in base-greta greta; do run "$b" vulkan-perf 110 --backend vulkan --profile perf --repeat 3 "${gates[@]}"; done
 # Session 11's measured binary (.s12/s11-greta, built before the session's
