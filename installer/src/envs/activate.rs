@@ -45,7 +45,18 @@ pub fn render(
     ));
     s.push_str(&format!("export GRETA_PROFILE={}\n", sh_quote(profile)));
     for (k, v) in env_vars {
-        s.push_str(&format!("export {k}={}\n", sh_quote(v)));
+        if greta_probe::SELECTION_VARS.contains(&k.as_str()) {
+            // A device selection the plan chose (the GPUs this env serves)
+            // is a default: a selection the user already has wins, since
+            // HIP_VISIBLE_DEVICES indexes what ROCR_VISIBLE_DEVICES left,
+            // and both at once could leave no GPU.
+            s.push_str(&format!(
+                "if [ -z \"${{ROCR_VISIBLE_DEVICES+x}}${{HIP_VISIBLE_DEVICES+x}}${{CUDA_VISIBLE_DEVICES+x}}\" ]; then export {k}={}; fi\n",
+                sh_quote(v)
+            ));
+        } else {
+            s.push_str(&format!("export {k}={}\n", sh_quote(v)));
+        }
     }
     if hip.len() > 1 {
         s.push_str(&hip_lines(hip));
@@ -124,11 +135,7 @@ fn say(hip: &[HipDeviceSummary], d: &HipDevices) -> String {
 
 /// The script's lines that say which HIP device the selection picks.
 fn hip_lines(hip: &[HipDeviceSummary]) -> String {
-    const VARS: [&str; 3] = [
-        "ROCR_VISIBLE_DEVICES",
-        "HIP_VISIBLE_DEVICES",
-        "CUDA_VISIBLE_DEVICES",
-    ];
+    const VARS: &[&str] = greta_probe::SELECTION_VARS;
     let answer = |set: Option<(&str, &str)>| {
         greta_probe::hip_devices(&facts(hip, set)).map(|d| say(hip, &d))
     };
@@ -288,6 +295,52 @@ mod tests {
             render(Path::new("/e"), "p", &v, &hip[1..]),
             render(Path::new("/e"), "p", &v, &[])
         );
+    }
+
+    /// The plan's HIP_VISIBLE_DEVICES (the served GPU of a two-family
+    /// host) is exported where no selection is set, and yields to one the
+    /// user has: with ROCR_VISIBLE_DEVICES naming the RX 9070, index 1 would
+    /// name no GPU at all.
+    #[test]
+    fn the_plans_device_selection_yields_to_the_users() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("bin")).unwrap();
+        std::fs::write(dir.path().join("bin/activate"), "VIRTUAL_ENV=x\n").unwrap();
+        let mut vars = BTreeMap::new();
+        vars.insert("HIP_VISIBLE_DEVICES".to_string(), "1".to_string());
+        write(dir.path(), dir.path(), "rocm7.2", &vars, &two_gpus()).unwrap();
+        let run = |env: &[(&str, &str)]| {
+            let mut cmd = std::process::Command::new("sh");
+            cmd.arg("-c")
+                .arg(r#". "$1" && printf '%s|%s' "${HIP_VISIBLE_DEVICES-unset}" "${ROCR_VISIBLE_DEVICES-unset}""#)
+                .arg("sh")
+                .arg(dir.path().join(FILE))
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin");
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+            let out =
+                greta_vocab::child::run(cmd, Some(std::time::Duration::from_secs(20))).unwrap();
+            assert!(out.status.success(), "{out:?}");
+            (out.stdout, out.stderr)
+        };
+        let (out, err) = run(&[]);
+        assert_eq!(out, "1|unset");
+        assert!(
+            err.contains(
+                "HIP_VISIBLE_DEVICES=1 selects HIP device 0 = AMD Radeon RX 9070 (gfx1201)"
+            ),
+            "{err}"
+        );
+        let (out, err) = run(&[("ROCR_VISIBLE_DEVICES", "GPU-0000000000001234")]);
+        assert_eq!(out, "unset|GPU-0000000000001234");
+        assert!(
+            err.contains("selects HIP device 0 = AMD Radeon RX 9070"),
+            "{err}"
+        );
+        let (out, _) = run(&[("HIP_VISIBLE_DEVICES", "0")]);
+        assert_eq!(out, "0|unset");
     }
 
     #[test]

@@ -84,7 +84,7 @@ pub fn prestart(
             timeout: session::DEFAULT_TIMEOUT,
             repeats: 3,
             isolated: true,
-            env: env_vars.clone(),
+            env: gate_env(env_vars, |k| std::env::var_os(k).is_some()),
         };
         frameworks::prestart(&venv.join("bin").join("python"), req)
     });
@@ -93,6 +93,21 @@ pub fn prestart(
         gates,
         started,
     }
+}
+
+/// The plan's variables as the gates get them: as the activation script
+/// exports them, where a device selection the plan chose yields to one
+/// already set (`is_set`), so the gates see the GPUs the env's users will.
+fn gate_env(
+    env_vars: &BTreeMap<String, String>,
+    is_set: impl Fn(&str) -> bool,
+) -> BTreeMap<String, String> {
+    let user_selects = greta_probe::SELECTION_VARS.iter().any(|k| is_set(k));
+    env_vars
+        .iter()
+        .filter(|(k, _)| !(user_selects && greta_probe::SELECTION_VARS.contains(&k.as_str())))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 impl Prestarted {
@@ -148,5 +163,20 @@ impl Prestarted {
             ),
             findings,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn the_gates_get_the_plans_selection_only_where_none_is_set() {
+        let mut plan = BTreeMap::new();
+        plan.insert("HIP_VISIBLE_DEVICES".to_string(), "1".to_string());
+        plan.insert("HSA_ENABLE_SDMA".to_string(), "0".to_string());
+        assert_eq!(super::gate_env(&plan, |_| false), plan);
+        let kept = super::gate_env(&plan, |k| k == "ROCR_VISIBLE_DEVICES");
+        assert_eq!(kept.keys().collect::<Vec<_>>(), ["HSA_ENABLE_SDMA"]);
     }
 }
