@@ -36,6 +36,7 @@ pub fn gemm_plan(data: &[u8]) {
         f16_storage: flags & 4 != 0,
         coop2: flags & 8 != 0,
         coop16: flags & 16 != 0,
+        coop16_f16: flags & 64 != 0,
         subgroup_size: (flags & 32 != 0).then(|| w.u32()),
     };
     let (m, n, k) = (
