@@ -26,6 +26,11 @@ pub struct Selection {
     /// for a profile with per-GPU device wheels: each GPU's own.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub device_extras: Vec<String>,
+    /// The AMD gfx targets the env's wheels run, natively or through an
+    /// override the plan sets (empty for a CUDA or CPU profile): which of
+    /// several GPUs the env serves.
+    #[serde(skip)]
+    pub served: Vec<String>,
 }
 
 /// What greta knows about the AMD side of the host.
@@ -206,6 +211,7 @@ impl Matrix {
             env_vars: vec![],
             warnings: vec![],
             device_extras: vec![],
+            served: vec![],
         })
     }
 
@@ -269,6 +275,7 @@ impl Matrix {
             env_vars: vec![],
             warnings,
             device_extras: vec![],
+            served: vec![],
         })
     }
 
@@ -411,16 +418,7 @@ impl Matrix {
                         p.name, p.serves
                     ));
                 }
-                if !unserved.is_empty() {
-                    // The env's programs see only the GPUs it serves, where
-                    // HIP's order is known: an unserved GPU as HIP device 0
-                    // fails every launch (hipErrorInvalidImage).
-                    let served = served_hip_devices(p, host);
-                    if !served.is_empty() && served.len() < host.hip_order.len() {
-                        env_vars.push(("HIP_VISIBLE_DEVICES".to_string(), served.join(",")));
-                    }
-                    warnings.push(subset_warning(self, p, host, &unserved, &served));
-                }
+                self.serve_subset(p, host, &unserved, &mut env_vars, &mut warnings);
                 if pass != Pass::Native {
                     // A profile that carries the target natively exists but
                     // could not be used: say which, why, and how to lock it.
@@ -446,6 +444,7 @@ impl Matrix {
                     env_vars,
                     warnings,
                     device_extras,
+                    served: served_gfx(host, &unserved),
                 });
             }
         }
@@ -488,6 +487,7 @@ impl Matrix {
         let mut reasons = vec![format!("--profile {} (chosen by the user)", p.name)];
         let mut warnings = Vec::new();
         let mut env_vars = Vec::new();
+        let mut served = Vec::new();
         match p.backend {
             Backend::Cpu => {}
             Backend::Cuda => {
@@ -498,11 +498,13 @@ impl Matrix {
             Backend::Rocm => match amd_host(facts) {
                 None => warnings.push("no AMD GPU found: torch will run on the CPU only".into()),
                 Some(host) => {
+                    let mut unserved = Vec::new();
                     for g in &host.gfx {
                         if p.has_gfx(g) {
                             reasons.push(format!("{g} is in its wheel targets"));
-                        } else if let Some(o) =
-                            self.gfx_override(g).filter(|o| p.has_gfx(&o.as_gfx))
+                        } else if let Some(o) = self
+                            .gfx_override(g)
+                            .filter(|o| p.has_gfx(&o.as_gfx) && override_suits_all(o, &host.gfx))
                         {
                             reasons.push(format!(
                                 "{g} is not in its wheel targets; running it as {} via {}",
@@ -516,6 +518,10 @@ impl Matrix {
                                 o.source
                             ));
                             env_vars.extend(o.env.iter().cloned());
+                        } else if host.gfx.iter().any(|x| p.has_gfx(x)) {
+                            // Another GPU of the host is carried natively:
+                            // serve that one, as the automatic choice does.
+                            unserved.push(g.clone());
                         } else {
                             let with: Vec<&str> = self
                                 .rocm_profiles()
@@ -530,6 +536,8 @@ impl Matrix {
                             .into());
                         }
                     }
+                    self.serve_subset(p, &host, &unserved, &mut env_vars, &mut warnings);
+                    served = served_gfx(&host, &unserved);
                     if let Some((v, at)) = &host.release {
                         if !p.serves.matches(v) {
                             warnings.push(format!(
@@ -551,8 +559,41 @@ impl Matrix {
             env_vars,
             warnings,
             device_extras,
+            served,
         })
     }
+
+    /// Where a plan serves only some of the host's GPUs (`unserved` the
+    /// rest): the env's programs see only the served ones where HIP's order
+    /// is known (an unserved GPU as HIP device 0 fails every launch with
+    /// hipErrorInvalidImage), and a warning says which and why.
+    fn serve_subset(
+        &self,
+        p: &Profile,
+        host: &AmdHost,
+        unserved: &[String],
+        env_vars: &mut Vec<(String, String)>,
+        warnings: &mut Vec<String>,
+    ) {
+        if unserved.is_empty() {
+            return;
+        }
+        let served = served_hip_devices(p, host);
+        if !served.is_empty() && served.len() < host.hip_order.len() {
+            env_vars.push(("HIP_VISIBLE_DEVICES".to_string(), served.join(",")));
+        }
+        warnings.push(subset_warning(self, p, host, unserved, &served));
+    }
+}
+
+/// The host's targets a plan serves: every one but `unserved` (the others
+/// run natively or through the plan's override, or the plan was refused).
+fn served_gfx(host: &AmdHost, unserved: &[String]) -> Vec<String> {
+    host.gfx
+        .iter()
+        .filter(|g| !unserved.contains(g))
+        .cloned()
+        .collect()
 }
 
 fn fmt_env(env: &[(String, String)]) -> String {
@@ -629,11 +670,6 @@ fn subset_warning(
         unserved.join(", "),
         p.name,
         unserved.join(", "),
-        host.gfx
-            .iter()
-            .filter(|g| !unserved.contains(g))
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ")
+        served_gfx(host, unserved).join(", ")
     )
 }

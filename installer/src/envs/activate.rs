@@ -135,7 +135,6 @@ fn say(hip: &[HipDeviceSummary], d: &HipDevices) -> String {
 
 /// The script's lines that say which HIP device the selection picks.
 fn hip_lines(hip: &[HipDeviceSummary]) -> String {
-    const VARS: &[&str] = greta_probe::SELECTION_VARS;
     let answer = |set: Option<(&str, &str)>| {
         greta_probe::hip_devices(&facts(hip, set)).map(|d| say(hip, &d))
     };
@@ -158,7 +157,7 @@ fn hip_lines(hip: &[HipDeviceSummary]) -> String {
     let mut values: Vec<String> = vec![String::new()];
     values.extend((0..hip.len()).map(|i| i.to_string()));
     values.extend(hip.iter().filter_map(|h| h.uuid.clone()));
-    for (at, var) in VARS.iter().enumerate() {
+    for (at, var) in greta_probe::SELECTION_VARS.iter().enumerate() {
         for v in &values {
             let mut key = ["-", "-", "-"];
             key[at] = v;

@@ -101,22 +101,9 @@ pub fn plan(input: &PlanInput) -> Result<Plan> {
         let sel: Selection = matrix.select_with(&facts, input.profile)?;
         let profile = matrix.profile(&sel.profile)?.clone();
         profile.ensure_locked()?;
-        // Which of several AMD GPUs the env's wheels carry kernels for: its
-        // own target; but an HSA_OVERRIDE_GFX_VERSION the plan sets makes
-        // every GPU of the process run as the override's target, so then
-        // only the GPU the override was chosen for is served.
-        let overridden = sel
-            .env_vars
-            .iter()
-            .any(|(k, _)| k == "HSA_OVERRIDE_GFX_VERSION");
-        probe.mark_served(|gfx| {
-            if !overridden {
-                return profile.has_gfx(gfx);
-            }
-            matrix.gfx_override(gfx).is_some_and(|o| {
-                profile.has_gfx(&o.as_gfx) && o.env.iter().all(|e| sel.env_vars.contains(e))
-            })
-        });
+        // Which of several AMD GPUs the env serves: the selection decided
+        // it (natively carried, or run through the override it sets).
+        probe.mark_served(|gfx| sel.served.iter().any(|s| s.eq_ignore_ascii_case(gfx)));
         let (interp, why, queried) = match early {
             Some(h) => h
                 .join()

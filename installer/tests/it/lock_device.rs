@@ -667,6 +667,23 @@ fn a_two_family_host_is_served_natively_without_a_process_wide_override() {
             ("gfx1201".to_string(), true)
         ]
     );
+    // `--profile rocm7.2` chosen by hand plans the same: no override
+    let o = dry_run_output(
+        &lock,
+        &m.path().join("m"),
+        &["--json", "--profile", "rocm7.2"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let forced: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        forced["plan"]["env_vars"],
+        serde_json::json!({"HIP_VISIBLE_DEVICES": "1"}),
+        "{forced:#}"
+    );
+    assert_eq!(
+        forced["plan"]["probe"]["hip_devices"],
+        plan["probe"]["hip_devices"]
+    );
 }
 
 /// Issue 24 item 4: the doctor reads TheRock's Python ROCm in an env
