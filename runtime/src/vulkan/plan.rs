@@ -564,11 +564,21 @@ fn row_norm(
     Ok(p)
 }
 
-/// Tunings worth sweeping for `op` (the default first), all valid on this device.
+/// Tunings worth sweeping for `op` (the default first), all valid on this
+/// device, each a different kernel or launch: two tunings that plan to the
+/// same work (an explicit key equal to what the device's default picks
+/// anyway, e.g. `epilogue=1` on a device with f32 accumulators only) are
+/// timed once.
 pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
     let mut out = vec![Tuning::default()];
+    let mut seen: Vec<WorkKey> = plan(op, &Tuning::default(), lim)
+        .map(|p| vec![WorkKey::of(&p)])
+        .unwrap_or_default();
     let mut push = |t: Tuning| {
-        if plan(op, &t, lim).is_ok() && !out.contains(&t) {
+        let Ok(p) = plan(op, &t, lim) else { return };
+        let key = WorkKey::of(&p);
+        if !out.contains(&t) && !seen.contains(&key) {
+            seen.push(key);
             out.push(t);
         }
     };
@@ -615,6 +625,27 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
         }
     }
     out
+}
+
+/// What a plan runs: its passes' shaders and specialization constants and
+/// every dispatch's push constants, groups and ranges (the tuning label
+/// left out: two labels can name one kernel).
+#[derive(PartialEq)]
+struct WorkKey(Vec<(Shader, Vec<u32>)>, Vec<DispatchKey>);
+
+type DispatchKey = (Vec<u32>, [u32; 3], Vec<Option<(u64, u64)>>);
+
+impl WorkKey {
+    fn of(p: &Plan) -> WorkKey {
+        let passes = std::iter::once((p.shader, p.spec.clone()))
+            .chain(p.then.iter().map(|t| (t.shader, t.spec.clone())))
+            .collect();
+        let dispatches = p
+            .all_dispatches()
+            .map(|d| (d.push.clone(), d.groups, d.ranges.clone()))
+            .collect();
+        WorkKey(passes, dispatches)
+    }
 }
 
 /// Most loop iterations any invocation of `plan` executes inside one

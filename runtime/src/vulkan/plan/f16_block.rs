@@ -315,12 +315,23 @@ mod tests {
             .collect();
         assert!(shaders.contains(&Shader::LinearF16Cm), "{c:?}");
         assert!(shaders.contains(&Shader::LinearF16CmCs), "{c:?}");
+        // ... and each candidate is timed once: no two of them plan to
+        // the same kernel, constants and launch (the epilogue=1 copies of
+        // the default tiles did, session 12).
+        let mut planned: Vec<(Shader, Vec<u32>, Vec<[u32; 3]>)> = Vec::new();
         for t in super::super::candidates(&op, &f32_acc_only()) {
-            let s = plan(&op, &t, &f32_acc_only()).unwrap().shader;
+            let p = plan(&op, &t, &f32_acc_only()).unwrap();
             assert!(
-                s != Shader::LinearF16Cm && s != Shader::LinearF16CmBt,
+                p.shader != Shader::LinearF16Cm && p.shader != Shader::LinearF16CmBt,
                 "{t}"
             );
+            let work = (
+                p.shader,
+                p.spec.clone(),
+                p.all_dispatches().map(|d| d.groups).collect(),
+            );
+            assert!(!planned.contains(&work), "{t} repeats {work:?}");
+            planned.push(work);
         }
     }
 
