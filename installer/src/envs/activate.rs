@@ -169,10 +169,13 @@ fn hip_lines(hip: &[HipDeviceSummary]) -> String {
         .enumerate()
         .map(|(i, h)| format!("{i} = {}", h.name))
         .collect();
+    // Any other selection (an index past the last GPU, a list): the line
+    // names the variables as set now beside the GPUs, so an out-of-range
+    // index shows as such without running the doctor.
     s.push_str(&format!(
-        "  *) printf '%s\\n' {} >&2 ;;\nesac\n",
+        "  *) greta_sel=\"${{ROCR_VISIBLE_DEVICES+ROCR_VISIBLE_DEVICES=$ROCR_VISIBLE_DEVICES }}${{HIP_VISIBLE_DEVICES+HIP_VISIBLE_DEVICES=$HIP_VISIBLE_DEVICES }}${{CUDA_VISIBLE_DEVICES+CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES }}\"\n     printf '%s%s%s\\n' 'greta: ' \"${{greta_sel% }}\" {} >&2\n     unset greta_sel ;;\nesac\n",
         sh_quote(&format!(
-            "greta: this machine's GPUs in KFD order: {}; the device selection set now is not one greta worked out at install time (greta doctor says which GPUs it leaves)",
+            " is not a selection greta worked out at install time; this machine's GPUs in KFD order: {} (greta doctor says which GPUs it leaves)",
             devices.join("; ")
         ))
     ));
@@ -279,8 +282,9 @@ mod tests {
             (("HIP_VISIBLE_DEVICES", "0"), "HIP_VISIBLE_DEVICES=0 selects HIP device 0 = AMD Radeon 760M (gfx1103), integrated, which this env does not serve\n"),
             (("ROCR_VISIBLE_DEVICES", "GPU-0000000000001234"), "ROCR_VISIBLE_DEVICES=GPU-0000000000001234 selects HIP device 0 = AMD Radeon RX 9070 (gfx1201), discrete\n"),
             (("HIP_VISIBLE_DEVICES", ""), "HIP_VISIBLE_DEVICES= leaves no GPU\n"),
-            (("HIP_VISIBLE_DEVICES", "0,1"), "greta doctor says which GPUs it leaves)\n"),
-            (("HIP_VISIBLE_DEVICES", "7"), "greta doctor says which GPUs it leaves)\n"),
+            (("HIP_VISIBLE_DEVICES", "0,1"), "greta: HIP_VISIBLE_DEVICES=0,1 is not a selection greta worked out at install time; this machine's GPUs in KFD order: 0 = AMD Radeon 760M (gfx1103); 1 = AMD Radeon RX 9070 (gfx1201) (greta doctor says which GPUs it leaves)\n"),
+            (("HIP_VISIBLE_DEVICES", "7"), "greta: HIP_VISIBLE_DEVICES=7 is not a selection greta worked out at install time; this machine's GPUs in KFD order: 0 = AMD Radeon 760M (gfx1103); 1 = AMD Radeon RX 9070 (gfx1201) (greta doctor says which GPUs it leaves)\n"),
+            (("CUDA_VISIBLE_DEVICES", "it's"), "greta: CUDA_VISIBLE_DEVICES=it's is not a selection greta worked out at install time; this machine's GPUs in KFD order: 0 = AMD Radeon 760M (gfx1103); 1 = AMD Radeon RX 9070 (gfx1201) (greta doctor says which GPUs it leaves)\n"),
         ] {
             let (err, _) = source(shell, &hip, &[env]);
             assert!(err.ends_with(want), "{env:?}: {err}");
