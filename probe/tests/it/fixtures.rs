@@ -16,6 +16,76 @@ use std::path::{Path, PathBuf};
 /// expectation is believed wrong).
 const KNOWN_WRONG: &[(&str, &str, &str)] = &[
     (
+        "amdgpu-pro-installer-nomodeset-detected-hd8830m",
+        "all",
+        "session 13 (dr-kernel), before the fix: no signal or rule for a kernel booted with nomodeset (driver.nomodeset)",
+    ),
+    (
+        "apt-amdgpu-dkms-6.12.12-build-fails-hwe-kernel-6.14",
+        "all",
+        "session 13 (dr-kernel), before the fix: no signal or rule for a GPU driver's DKMS build failure (driver.dkms-build-failed)",
+    ),
+    (
+        "apt-ru-amdgpu-dkms-5.18.13-mok-signed-build-fails-kernel-6.5",
+        "all",
+        "session 13 (dr-kernel), before the fix: no signal or rule for a GPU driver's DKMS build failure (driver.dkms-build-failed)",
+    ),
+    (
+        "dkms-nvidia-390.157-build-fails-kernel-6.4-zen",
+        "all",
+        "session 13 (dr-kernel), before the fix: no signal or rule for a GPU driver's DKMS build failure (driver.dkms-build-failed)",
+    ),
+    (
+        "dmesg-bazzite-nvrm-api-mismatch-gsp-firmware-missing-rminitadapter",
+        "all",
+        "session 13 (dr-kernel), before the fix: NVRM lines name no GPU and no module version to the dmesg parser; no NVIDIA mismatch/init rules",
+    ),
+    (
+        "dmesg-ethminer-amdgpu-pro-16.60-ih-overflow-gpu-fault-detected-147",
+        "all",
+        "session 13 (dr-kernel), before the fix: the pre-gfx9 fault spelling (GPU fault detected, VM_CONTEXT1_PROTECTION_FAULT) is not a gpu-page-fault signal",
+    ),
+    (
+        "dmesg-nvrm-api-mismatch-client-kwin-595.84-vs-595.80-modinfo",
+        "all",
+        "session 13 (dr-kernel), before the fix: no NVIDIA API-mismatch rule; modinfo nvidia's version is not read",
+    ),
+    (
+        "dmesg-nvrm-l40-fallen-off-the-bus-probe-failed-570.158",
+        "all",
+        "session 13 (dr-kernel), before the fix: NVRM's GPU address and module version (Open Kernel Module for x86_64) are misread; no fallen-off-the-bus rule",
+    ),
+    (
+        "dmesg-nvrm-probe-routine-not-called-nouveau-owns-3-gpus",
+        "all",
+        "session 13 (dr-kernel), before the fix: no rule for the NVIDIA driver not binding its GPUs",
+    ),
+    (
+        "journal-nvrm-api-mismatch-367.44-vs-367.35-nvidia-docker",
+        "all",
+        "session 13 (dr-kernel), before the fix: no NVIDIA API-mismatch rule; the loaded module's version is not read",
+    ),
+    (
+        "journal-polaris-gpu-fault-detected-146-vm-context1-protection-fault",
+        "journal-k8snode231.txt",
+        "session 13 (dr-kernel), before the fix: the pre-gfx9 fault spelling is not a gpu-page-fault signal",
+    ),
+    (
+        "journal-polaris-gpu-fault-detected-146-vm-context1-protection-fault",
+        "journal-k8snode239.txt",
+        "session 13 (dr-kernel), before the fix: the pre-gfx9 fault spelling is not a gpu-page-fault signal",
+    ),
+    (
+        "journal-secure-boot-nvidia-key-rejected-nvidia-smi-failed",
+        "all",
+        "session 13 (dr-kernel), before the fix: no rule for the kernel refusing the GPU driver module (driver.module-rejected)",
+    ),
+    (
+        "lspci-vv-gtx970-nouveau-in-use-nvidia-installed",
+        "all",
+        "session 13 (dr-kernel), before the fix: an NVIDIA GPU bound to nouveau raises nothing (driver.nvidia-not-bound)",
+    ),
+    (
         "jax-cuda12-rtx3090-jax-platforms-gpu-tries-rocm",
         "all",
         "jax.print_environment_info()'s `device info: NVIDIA GeForce RTX 3090-1, 1 local devices` is not read: no recogniser for jax's environment info yet, so the GPU is not listed",
