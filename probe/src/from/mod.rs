@@ -22,6 +22,7 @@ pub mod llama;
 pub mod ls_dev;
 pub mod lspci;
 pub mod nvidia_smi;
+mod nvrm;
 pub mod ollama;
 pub mod packages;
 pub mod rocminfo;
