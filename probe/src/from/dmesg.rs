@@ -537,6 +537,10 @@ mod tests {
             ("[   54.018787] amdgpu 0000:01:00.0:   VM_CONTEXT1_PROTECTION_FAULT_STATUS 0x020C4001", "gpu-page-fault"),
             // a hung job killed without a reset (freebsd/drm-kmod#78's title).
             ("[drm ERROR :amdgpu_job_timedout] ring gfx timeout, but soft recovered", "gpu-ring-timeout"),
+            // KFD of 4.15-4.19 kernels refusing a GPU, in both spellings
+            // (ROCm legacy#558 and #538).
+            ("[    2.705392] amdgpu 0000:02:00.0: kfd not supported on this ASIC", "kfd-unsupported-device"),
+            ("[    1.172206] kfd2kgd: kfd not supported on this ASIC", "kfd-unsupported-device"),
             // NVIDIA: both wrappings of the mismatch, and NVML's spelling.
             ("Aug 26 14:08:07 nyasara-linux kernel: NVRM: API mismatch: the client has the version 367.44, but", "nvidia-api-mismatch"),
             ("[    9.424670] NVRM: API mismatch: the client 'kwin_wayland' (pid 1005)", "nvidia-api-mismatch"),
