@@ -132,9 +132,18 @@ fn is_driver_message(s: &str) -> bool {
         || s.starts_with("[drm] initializing kernel modesetting (")
         || s.starts_with("[drm] Initialized amdgpu")
         || s.starts_with("NVRM")
+        || is_wsl_gpu_message(s)
         || s.starts_with("amdgpu: ")
         || s.strip_prefix("amdgpu ")
             .is_some_and(|r| is_bdf(r.split(": ").next().unwrap_or("")))
+}
+
+/// The WSL2 kernel's GPU paravirtualisation driver (dxgkrnl, `/dev/dxg`):
+/// "hv_vmbus: registering driver dxgkrnl", "misc dxg: dxgk: ...". Only a
+/// WSL2 kernel prints these; there ROCm and CUDA reach the GPU through
+/// /dev/dxg, never /dev/kfd.
+fn is_wsl_gpu_message(s: &str) -> bool {
+    s.starts_with("misc dxg:") || s.starts_with("hv_vmbus: registering driver dxgkrnl")
 }
 
 pub fn recognise(text: &str) -> bool {
@@ -206,6 +215,9 @@ pub fn parse(text: &str) -> Facts {
         let s = strip_stamp(l);
         driver_line(s, &mut f);
         nvidia.line(s);
+        if f.wsl.is_none() && is_wsl_gpu_message(s) {
+            f.wsl = Some(true);
+        }
         if f.kernel_driver_version.is_none() && s.starts_with("NVRM") && s.contains("API mismatch")
         {
             // The loaded module's version, wrapped over the next lines (read
@@ -552,6 +564,13 @@ mod tests {
             ("               NVRM: fallen off the bus and is not responding to commands.", "gpu-fallen-off-bus"),
             ("[   49.261458] NVRM: GPU at 0000:01:00.0 has fallen off the bus.", "gpu-fallen-off-bus"),
             ("NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus", "gpu-fallen-off-bus"),
+            // Other Xids (tinygrad#6947, leptonai/gpud#46, open-gpu-kernel-modules#829).
+            ("[22859.081860] NVRM: Xid (PCI:0000:01:00): 31, pid=14292, name=python, Ch 00000030, intr 00000000. MMU Fault: ENGINE HOST0 HUBCLIENT_ESC faulted @ 0x10_00200000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ", "nvidia-xid"),
+            ("[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction Parameter", "nvidia-xid"),
+            ("[605633.376794] NVRM: Xid (PCI:0000:06:00): 120, GSP task exception: store access page fault (cause:0xf) @ pc:0x13ebd80, partition:2#0, task:3", "nvidia-xid"),
+            // WSL2's dxgkrnl notices are harmless (microsoft/WSL#11293, #40715).
+            ("[    1.272072] misc dxg: dxgk: dxgkio_query_adapter_info: Ioctl failed: -22", "noise-wsl-dxg-ioctl"),
+            ("[    3.897712] misc dxg: dxgk: dxgkio_is_feature_enabled:    Ioctl failed: -22  (EINVAL)", "noise-wsl-dxg-ioctl"),
             // The kernel refusing the module: Secure Boot (acidanthera/bugtracker#2237),
             // lockdown (bottlerocket-os/bottlerocket#4218), a module for
             // another kernel (ROCm legacy#671).
@@ -586,6 +605,9 @@ mod tests {
             // nouveau's own KMS switch.
             "Kernel command line: BOOT_IMAGE=(hd0,msdos1)/nix/store/vbj7khxrkgr410xs6pv4pmpggqf6sia2-linux-4.13.0-kfd-roc-1.8.2/bzImage loglevel=4",
             "Kernel command line: BOOT_IMAGE=/vmlinuz root=/dev/sda1 nouveau.modeset=0",
+            // The module finding no GPU of its own, or already loaded.
+            "modprobe: ERROR: could not insert 'nvidia': No such device",
+            "modprobe: ERROR: could not insert 'amdgpu': File exists",
             // The module loading fine, and a driver in use that is not nouveau.
             "[    6.252567] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  570.148.06  Mon May  5 11:36:21 UTC 2025",
             "\tKernel driver in use: nvidia",
@@ -614,6 +636,21 @@ mod tests {
         let both = parse("[    4.1] amdgpu 0000:03:00.0: amdgpu: VRAM: 8192M 0x0000008000000000\n[    5.2] NVRM: GPU 0000:07:00.0: RmInitAdapter failed! (0x61:0x56:1770)\n");
         let vendors: Vec<Vendor> = both.gpus.iter().map(|g| g.vendor).collect();
         assert_eq!(vendors, [Vendor::Amd, Vendor::Nvidia]);
+    }
+
+    #[test]
+    fn a_wsl2_kernel_log_is_a_dmesg_of_a_wsl_machine() {
+        // microsoft/WSL#11293: only dxgkrnl lines, a working GPU.
+        let t = "[    0.265917] hv_vmbus: registering driver dxgkrnl\n[    1.265648] misc dxg: dxgk: dxgkio_is_feature_enabled: Ioctl failed: -22\n";
+        assert!(recognise(t));
+        assert_eq!(parse(t).wsl, Some(true));
+        // A native kernel's log says nothing about WSL.
+        let native = "[    4.1] amdgpu 0000:03:00.0: amdgpu: VRAM: 8192M 0x0000008000000000\n";
+        assert_eq!(parse(native).wsl, None);
+        // Hyper-V's other vmbus drivers are no GPU message.
+        assert!(!recognise(
+            "[    0.2] hv_vmbus: registering driver hv_netvsc\n"
+        ));
     }
 
     #[test]
