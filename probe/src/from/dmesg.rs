@@ -584,6 +584,8 @@ mod tests {
             ("dpkg: error processing package amdgpu-dkms (--configure):", "gpu-dkms-package-failed"),
             // nomodeset, from the installer, the kernel and a command line.
             ("nomodeset detected in kernel parameters. amdgpu requires KMS", "kernel-nomodeset"),
+            // amdgpu's own spelling before 5.x (M-Bab/linux-kernel-amdgpu-binaries#45).
+            ("[    1.027502] [drm:amdgpu_init [amdgpu]] *ERROR* VGACON disables amdgpu kernel modesetting.", "kernel-nomodeset"),
             ("[    0.000000] Command line: BOOT_IMAGE=/boot/vmlinuz-5.3.18-150300.59.76-default root=LABEL=ROOT nomodeset plymouth.enable=0", "kernel-cmdline-nomodeset"),
             ("BOOT_IMAGE=/boot/vmlinuz-5.3.18-150300.59.76-default root=LABEL=ROOT nomodeset plymouth.enable=0 rd.kiwi.oem.maxdisk=5000G", "kernel-cmdline-nomodeset"),
         ] {
