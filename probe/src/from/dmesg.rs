@@ -581,7 +581,6 @@ mod tests {
             ("Consult /var/lib/dkms/amdgpu/6.12.12-2164967.24.04/build/make.log for more information.", "gpu-dkms-build-failed"),
             ("Consult /var/lib/dkms/nvidia/390.157/build/make.log for more information.", "gpu-dkms-build-failed"),
             ("dkms autoinstall on 6.8.0-44-generic/x86_64 failed for amdgpu(10)", "gpu-dkms-package-failed"),
-            ("dpkg: error processing package amdgpu-dkms (--configure):", "gpu-dkms-package-failed"),
             // nomodeset, from the installer, the kernel and a command line.
             ("nomodeset detected in kernel parameters. amdgpu requires KMS", "kernel-nomodeset"),
             // amdgpu's own spelling before 5.x (M-Bab/linux-kernel-amdgpu-binaries#45).
@@ -603,6 +602,8 @@ mod tests {
             "Consult /var/lib/dkms/vboxhost/7.0.8_OSE/build/make.log for more information.",
             "make -j16 KERNELRELEASE=4.15.0-20-generic -j16 kdir=/lib/modules/4.15.0-20-generic/build -C /lib/modules/4.15.0-20-generic/build M=/var/lib/dkms/amdgpu/2.2-31/build...........",
             "Creating symlink /var/lib/dkms/amdgpu/2.2-31/source ->",
+            // dpkg's own line also precedes "dependency problems" (no build at all).
+            "dpkg: error processing package amdgpu-dkms (--configure):",
             // A command line without nomodeset (nixos-rocm/nixos-rocm#7), and
             // nouveau's own KMS switch.
             "Kernel command line: BOOT_IMAGE=(hd0,msdos1)/nix/store/vbj7khxrkgr410xs6pv4pmpggqf6sia2-linux-4.13.0-kfd-roc-1.8.2/bzImage loglevel=4",
