@@ -3,6 +3,7 @@
 //! `kgd2kfd_probe failed`, ...) are signals.
 
 use super::amd::{self, parse_id};
+use super::nvrm;
 use crate::facts::{Facts, Gpu, KernelDriver, Vendor};
 
 /// The kernel message of one log line, without whatever the tool that
@@ -131,9 +132,18 @@ fn is_driver_message(s: &str) -> bool {
         || s.starts_with("[drm] initializing kernel modesetting (")
         || s.starts_with("[drm] Initialized amdgpu")
         || s.starts_with("NVRM")
+        || is_wsl_gpu_message(s)
         || s.starts_with("amdgpu: ")
         || s.strip_prefix("amdgpu ")
             .is_some_and(|r| is_bdf(r.split(": ").next().unwrap_or("")))
+}
+
+/// The WSL2 kernel's GPU paravirtualisation driver (dxgkrnl, `/dev/dxg`):
+/// "hv_vmbus: registering driver dxgkrnl", "misc dxg: dxgk: ...". Only a
+/// WSL2 kernel prints these; there ROCm and CUDA reach the GPU through
+/// /dev/dxg, never /dev/kfd.
+fn is_wsl_gpu_message(s: &str) -> bool {
+    s.starts_with("misc dxg:") || s.starts_with("hv_vmbus: registering driver dxgkrnl")
 }
 
 pub fn recognise(text: &str) -> bool {
@@ -199,10 +209,24 @@ fn vram_mib(s: &str) -> Option<u64> {
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
     let mut amdgpu = AmdgpuLines::default();
+    let mut nvidia = nvrm::NvidiaGpus::default();
     let mut by_kfd: Vec<Gpu> = Vec::new();
-    for l in text.lines() {
+    for (i, l) in text.lines().enumerate() {
         let s = strip_stamp(l);
         driver_line(s, &mut f);
+        nvidia.line(s);
+        if f.wsl.is_none() && is_wsl_gpu_message(s) {
+            f.wsl = Some(true);
+        }
+        if f.kernel_driver_version.is_none() && s.starts_with("NVRM") && s.contains("API mismatch")
+        {
+            // The loaded module's version, wrapped over the next lines (read
+            // once: every later message says the same).
+            let message = nvrm_message(text, i);
+            if let Some(v) = nvrm::mismatch_module_version(&message) {
+                f.kernel_driver_version.get_or_insert(v);
+            }
+        }
         if let Some(rest) = s.strip_prefix("kfd kfd: ") {
             by_kfd.extend(kfd_device(rest).map(|d| Gpu {
                 vendor: Vendor::Amd,
@@ -222,6 +246,7 @@ pub fn parse(text: &str) -> Facts {
     } else {
         amdgpu.gpus
     };
+    f.gpus.extend(nvidia.gpus);
     for g in &mut f.gpus {
         if g.integrated.is_none() && g.gfx.is_none() && looks_integrated(g) {
             g.integrated = Some(true);
@@ -254,17 +279,34 @@ fn driver_line(s: &str, f: &mut Facts) {
             version: Some(v),
         });
     }
-    if let Some(p) = s.find("Kernel Module") {
-        if s.starts_with("NVRM") {
-            let v = s[p + 13..].split_whitespace().next().map(String::from);
+    if s.starts_with("NVRM") && s.contains("Kernel Module") {
+        let v = nvrm::banner_version(s);
+        if v.is_some() {
             f.kernel_driver_version = v.clone();
-            f.drivers.push(KernelDriver {
-                name: "nvidia".into(),
-                loaded: true,
-                version: v,
-            });
         }
+        f.drivers.push(KernelDriver {
+            name: "nvidia".into(),
+            loaded: true,
+            version: v,
+        });
     }
+}
+
+/// The NVRM message that starts on line `start` with the continuation lines
+/// the log wrapped it over (lines without a prefix of their own that start
+/// with `NVRM:`), joined with spaces.
+fn nvrm_message(text: &str, start: usize) -> String {
+    let mut lines = text.lines().skip(start);
+    let mut out = lines.next().map(strip_stamp).unwrap_or("").to_string();
+    for l in lines.take(6) {
+        let t = l.trim_start();
+        if !t.starts_with("NVRM:") || strip_stamp(l).len() != t.len() {
+            break;
+        }
+        out.push(' ');
+        out.push_str(t);
+    }
+    out
 }
 
 /// The device id a `kfd kfd: ` line names: "DID 7340 is missing in
@@ -491,6 +533,127 @@ mod tests {
         // A discrete card's sizes are not an APU's.
         let d = parse("[drm] amdgpu: 24560M of VRAM memory ready\n[drm] amdgpu: 15999M of GTT memory ready.\n");
         assert_eq!(d.gpus[0].integrated, None);
+    }
+
+    /// The id of the signal `line` raises, if any.
+    fn signal(line: &str) -> Option<&'static str> {
+        crate::signals::classify(line).map(|s| s.id.as_str())
+    }
+
+    #[test]
+    fn kernel_driver_failures_of_every_family_are_signals() {
+        for (line, id) in [
+            // pre-gfx9 amdgpu fault report (Requiem4Eternity/Appstream#91,
+            // Lucretia/vulkan-overlay#31).
+            ("May 29 12:42:58 k8snode231 kernel: amdgpu 0005:01:00.0: GPU fault detected: 146 0x0000480c for process Media1251 pid 19092 thread appstream:cs0 pid 19111", "gpu-page-fault"),
+            ("[   54.018787] amdgpu 0000:01:00.0:   VM_CONTEXT1_PROTECTION_FAULT_STATUS 0x020C4001", "gpu-page-fault"),
+            // a hung job killed without a reset (freebsd/drm-kmod#78's title).
+            ("[drm ERROR :amdgpu_job_timedout] ring gfx timeout, but soft recovered", "gpu-ring-timeout"),
+            // KFD of 4.15-4.19 kernels refusing a GPU, in both spellings
+            // (ROCm legacy#558 and #538).
+            ("[    2.705392] amdgpu 0000:02:00.0: kfd not supported on this ASIC", "kfd-unsupported-device"),
+            ("[    1.172206] kfd2kgd: kfd not supported on this ASIC", "kfd-unsupported-device"),
+            // NVIDIA: both wrappings of the mismatch, and NVML's spelling.
+            ("Aug 26 14:08:07 nyasara-linux kernel: NVRM: API mismatch: the client has the version 367.44, but", "nvidia-api-mismatch"),
+            ("[    9.424670] NVRM: API mismatch: the client 'kwin_wayland' (pid 1005)", "nvidia-api-mismatch"),
+            ("Failed to initialize NVML: Driver/library version mismatch", "nvidia-api-mismatch"),
+            ("[   23.991672] NVRM: GPU 0000:07:00.0: RmInitAdapter failed! (0x61:0x56:1770)", "nvidia-init-failed"),
+            ("[188549.976351] NVRM: The NVIDIA probe routine was not called for 3 device(s).", "nvidia-init-failed"),
+            ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.", "nvidia-init-failed"),
+            ("\tKernel driver in use: nouveau", "nouveau-bound"),
+            ("               NVRM: fallen off the bus and is not responding to commands.", "gpu-fallen-off-bus"),
+            ("[   49.261458] NVRM: GPU at 0000:01:00.0 has fallen off the bus.", "gpu-fallen-off-bus"),
+            ("NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus", "gpu-fallen-off-bus"),
+            // Other Xids (tinygrad#6947, leptonai/gpud#46, open-gpu-kernel-modules#829).
+            ("[22859.081860] NVRM: Xid (PCI:0000:01:00): 31, pid=14292, name=python, Ch 00000030, intr 00000000. MMU Fault: ENGINE HOST0 HUBCLIENT_ESC faulted @ 0x10_00200000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ", "nvidia-xid"),
+            ("[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction Parameter", "nvidia-xid"),
+            ("[605633.376794] NVRM: Xid (PCI:0000:06:00): 120, GSP task exception: store access page fault (cause:0xf) @ pc:0x13ebd80, partition:2#0, task:3", "nvidia-xid"),
+            // WSL2's dxgkrnl notices are harmless (microsoft/WSL#11293, #40715).
+            ("[    1.272072] misc dxg: dxgk: dxgkio_query_adapter_info: Ioctl failed: -22", "noise-wsl-dxg-ioctl"),
+            ("[    3.897712] misc dxg: dxgk: dxgkio_is_feature_enabled:    Ioctl failed: -22  (EINVAL)", "noise-wsl-dxg-ioctl"),
+            // The kernel refusing the module: Secure Boot (acidanthera/bugtracker#2237),
+            // lockdown (bottlerocket-os/bottlerocket#4218), a module for
+            // another kernel (ROCm legacy#671).
+            ("mar 06 15:10:43 CS3003NS gdm3[7055]: modprobe: ERROR: could not insert 'nvidia': Key was rejected by service", "gpu-module-load-refused"),
+            ("[    5.881035] driverdog[2088]: modprobe: ERROR: could not insert 'nvidia_uvm': Operation not permitted", "gpu-module-load-refused"),
+            ("modprobe: ERROR: could not insert 'amdkfd': Exec format error", "gpu-module-load-refused"),
+            // DKMS, AMD's and NVIDIA's, apt's and dkms autoinstall's words.
+            ("Consult /var/lib/dkms/amdgpu/6.12.12-2164967.24.04/build/make.log for more information.", "gpu-dkms-build-failed"),
+            ("Consult /var/lib/dkms/nvidia/390.157/build/make.log for more information.", "gpu-dkms-build-failed"),
+            ("dkms autoinstall on 6.8.0-44-generic/x86_64 failed for amdgpu(10)", "gpu-dkms-package-failed"),
+            // nomodeset, from the installer, the kernel and a command line.
+            ("nomodeset detected in kernel parameters. amdgpu requires KMS", "kernel-nomodeset"),
+            // amdgpu's own spelling before 5.x (M-Bab/linux-kernel-amdgpu-binaries#45).
+            ("[    1.027502] [drm:amdgpu_init [amdgpu]] *ERROR* VGACON disables amdgpu kernel modesetting.", "kernel-nomodeset"),
+            ("[    0.000000] Command line: BOOT_IMAGE=/boot/vmlinuz-5.3.18-150300.59.76-default root=LABEL=ROOT nomodeset plymouth.enable=0", "kernel-cmdline-nomodeset"),
+            ("BOOT_IMAGE=/boot/vmlinuz-5.3.18-150300.59.76-default root=LABEL=ROOT nomodeset plymouth.enable=0 rd.kiwi.oem.maxdisk=5000G", "kernel-cmdline-nomodeset"),
+        ] {
+            assert_eq!(signal(line), Some(id), "{line}");
+        }
+    }
+
+    #[test]
+    fn other_drivers_and_healthy_builds_are_no_gpu_driver_failure() {
+        for line in [
+            // Another module refused (lwfinger/rtl8723au#58, tuxedo-keyboard#186).
+            "modprobe :ERROR :could not insert '8723au': required  key not available",
+            "Aug 04 19:34:09 linux-tuxedo dkms.systemd[1627]: modprobe: ERROR: could not insert 'clevo_acpi': Key was rejected by service",
+            // Another module's dkms failure, and a successful amdgpu build (ROCm legacy#738).
+            "Consult /var/lib/dkms/vboxhost/7.0.8_OSE/build/make.log for more information.",
+            "make -j16 KERNELRELEASE=4.15.0-20-generic -j16 kdir=/lib/modules/4.15.0-20-generic/build -C /lib/modules/4.15.0-20-generic/build M=/var/lib/dkms/amdgpu/2.2-31/build...........",
+            "Creating symlink /var/lib/dkms/amdgpu/2.2-31/source ->",
+            // dpkg's own line also precedes "dependency problems" (no build at all).
+            "dpkg: error processing package amdgpu-dkms (--configure):",
+            // A command line without nomodeset (nixos-rocm/nixos-rocm#7), and
+            // nouveau's own KMS switch.
+            "Kernel command line: BOOT_IMAGE=(hd0,msdos1)/nix/store/vbj7khxrkgr410xs6pv4pmpggqf6sia2-linux-4.13.0-kfd-roc-1.8.2/bzImage loglevel=4",
+            "Kernel command line: BOOT_IMAGE=/vmlinuz root=/dev/sda1 nouveau.modeset=0",
+            // The module finding no GPU of its own, or already loaded.
+            "modprobe: ERROR: could not insert 'nvidia': No such device",
+            "modprobe: ERROR: could not insert 'amdgpu': File exists",
+            // The module loading fine, and a driver in use that is not nouveau.
+            "[    6.252567] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  570.148.06  Mon May  5 11:36:21 UTC 2025",
+            "\tKernel driver in use: nvidia",
+        ] {
+            assert_eq!(signal(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn nvrm_lines_name_the_gpu_and_the_loaded_module() {
+        // NVSentinel#155: the banner's "Open Kernel Module for x86_64" spelling.
+        let f = parse("[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0\n               NVRM: (PCI ID: 10de:26b5) installed in this system has\n               NVRM: fallen off the bus and is not responding to commands.\n[ 1843.439669] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.158.01  Release Build  (dvs-builder@U22-I3-B10-02-5)  Mon Jun  2 13:13:04 UTC 2025\n");
+        assert_eq!(f.kernel_driver_version.as_deref(), Some("570.158.01"));
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].vendor, Vendor::Nvidia);
+        assert_eq!(f.gpus[0].pci_address.as_deref(), Some("0000:b3:00.0"));
+        assert_eq!(f.gpus[0].device_id, Some(0x26b5));
+        // An API mismatch wrapped by journald gives the loaded module's version
+        // (nvidia-docker#182), not the client's.
+        let j = parse("Aug 26 14:08:07 nyasara-linux kernel: NVRM: API mismatch: the client has the version 367.44, but\n                                      NVRM: this kernel module has the version 367.35.  Please\n                                      NVRM: make sure that this kernel module and all NVIDIA driver\n");
+        assert_eq!(j.kernel_driver_version.as_deref(), Some("367.35"));
+        // The next stamped message is not a continuation: no version from it.
+        let k = parse("[   12.014918] NVRM: API mismatch: the client has the version 570.153.02, but\n[   12.014919] NVRM: this kernel module has the version 570.144.  Please\n");
+        assert_eq!(k.kernel_driver_version, None);
+        // AMD and NVIDIA GPUs of one log are both kept.
+        let both = parse("[    4.1] amdgpu 0000:03:00.0: amdgpu: VRAM: 8192M 0x0000008000000000\n[    5.2] NVRM: GPU 0000:07:00.0: RmInitAdapter failed! (0x61:0x56:1770)\n");
+        let vendors: Vec<Vendor> = both.gpus.iter().map(|g| g.vendor).collect();
+        assert_eq!(vendors, [Vendor::Amd, Vendor::Nvidia]);
+    }
+
+    #[test]
+    fn a_wsl2_kernel_log_is_a_dmesg_of_a_wsl_machine() {
+        // microsoft/WSL#11293: only dxgkrnl lines, a working GPU.
+        let t = "[    0.265917] hv_vmbus: registering driver dxgkrnl\n[    1.265648] misc dxg: dxgk: dxgkio_is_feature_enabled: Ioctl failed: -22\n";
+        assert!(recognise(t));
+        assert_eq!(parse(t).wsl, Some(true));
+        // A native kernel's log says nothing about WSL.
+        let native = "[    4.1] amdgpu 0000:03:00.0: amdgpu: VRAM: 8192M 0x0000008000000000\n";
+        assert_eq!(parse(native).wsl, None);
+        // Hyper-V's other vmbus drivers are no GPU message.
+        assert!(!recognise(
+            "[    0.2] hv_vmbus: registering driver hv_netvsc\n"
+        ));
     }
 
     #[test]

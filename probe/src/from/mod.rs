@@ -20,8 +20,10 @@ pub mod icd_json;
 pub mod kfd_props;
 pub mod llama;
 pub mod ls_dev;
+pub mod lshw;
 pub mod lspci;
 pub mod nvidia_smi;
+mod nvrm;
 pub mod ollama;
 pub mod packages;
 pub mod rocminfo;
@@ -67,6 +69,7 @@ pub enum Format {
     DeviceNodeListing,
     EnvDump,
     Lspci,
+    Lshw,
     NvidiaSmi,
     Hipconfig,
     AppLog,
@@ -94,6 +97,7 @@ impl Format {
             Format::DeviceNodeListing => "ls -l of device nodes",
             Format::EnvDump => "environment variables",
             Format::Lspci => "lspci",
+            Format::Lshw => "lshw -C display",
             Format::NvidiaSmi => "nvidia-smi",
             Format::Hipconfig => "hipconfig",
             Format::AppLog => "application log",
@@ -242,6 +246,7 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
             Format::DeviceNodeListing => ls_dev::parse(text),
             Format::EnvDump => env_dump::parse(text),
             Format::Lspci => lspci::parse(text),
+            Format::Lshw => lshw::parse(text),
             Format::NvidiaSmi => nvidia_smi::parse(text),
             Format::Hipconfig => hipconfig::parse(text),
             Format::AppLog => Facts::default(),
@@ -352,6 +357,9 @@ pub fn recognise(text: &str) -> Vec<Format> {
     }
     if lspci::recognise(text) {
         out.push(Format::Lspci);
+    }
+    if lshw::recognise(text) {
+        out.push(Format::Lshw);
     }
     if nvidia_smi::recognise(text) {
         out.push(Format::NvidiaSmi);

@@ -16,8 +16,15 @@ pub fn recognise(text: &str) -> bool {
         let t = l.trim_start();
         package_line(t).is_some()
             || dkms_amdgpu(t).is_some()
-            || (t.starts_with("filename:") && t.contains("/amdgpu.ko"))
+            || (t.starts_with("filename:") && modinfo_gpu_driver(t))
     })
+}
+
+/// `modinfo`'s `filename:` line of a GPU kernel driver whose `version:` is
+/// the driver's: amdgpu, or NVIDIA's `nvidia.ko` (`modinfo nvidia`,
+/// Frogging-Family/nvidia-all#394: `.../updates/dkms/nvidia.ko.zst`).
+fn modinfo_gpu_driver(t: &str) -> bool {
+    t.contains("/amdgpu.ko") || t.contains("/nvidia.ko")
 }
 
 /// (package, version) of one dpkg/rpm/pacman line naming a ROCm package.
@@ -88,7 +95,7 @@ pub fn parse(text: &str) -> Facts {
             }
         }
         if t.starts_with("filename:") {
-            in_modinfo = t.contains("/amdgpu.ko");
+            in_modinfo = modinfo_gpu_driver(t);
         } else if in_modinfo {
             if let Some(v) = t.strip_prefix("version:") {
                 // modinfo says what is installed, not whether it is loaded.
@@ -121,5 +128,17 @@ mod tests {
             Some("6.2.4")
         );
         assert!(!recognise("rocm-core is great\nii  vim 2:9.0 amd64\n"));
+    }
+
+    #[test]
+    fn modinfo_of_amdgpu_or_nvidia_gives_the_driver_version() {
+        let nv = "filename:       /lib/modules/7.0.12-zen1-1-zen/updates/dkms/nvidia.ko.zst\nimport_ns:      DMA_BUF\nversion:        595.80\n";
+        assert!(recognise(nv));
+        assert_eq!(parse(nv).kernel_driver_version.as_deref(), Some("595.80"));
+        let amd = "filename:       /lib/modules/6.8.0-45-generic/updates/dkms/amdgpu.ko.zst\nversion:        6.8.5\n";
+        assert_eq!(parse(amd).kernel_driver_version.as_deref(), Some("6.8.5"));
+        // nvidia_drm's own modinfo has no driver version of interest.
+        let drm = "filename:       /lib/modules/6.5.0/kernel/nvidia-drm.ko\nversion:        1.0\n";
+        assert!(!recognise(drm));
     }
 }
