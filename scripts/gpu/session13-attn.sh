@@ -3,9 +3,12 @@
 # attn_prefill_f16_cm): one binary, the two attention kernels forced in
 # turn through the tuning cache and interleaved on the same warm GPU:
 #   - doctor --json (the cooperative-matrix shapes the driver lists);
-#   - --tune of both Llama-2-7B attention gates: times coopmat=0 (the
-#     f32-FMA kernel) and coopmat=1 (the new one), each checked against the
-#     CPU reference; its tuning file names the device for the next step;
+#   - --tune of both Llama-2-7B attention gates: with the binary measured
+#     (4195a30) it timed coopmat=1 (the new kernel) and coopmat=0 (the
+#     f32-FMA one), each checked against the CPU reference; the sweep has
+#     offered no attention candidate since (docs/performance.md, "Session
+#     13"), and the step still writes the tuning file that names the device
+#     for the next step;
 #   - two tuning caches made from that file, every attention shape class
 #     of the gates (attention and prefill blocks, default and perf sizes)
 #     pinned to coopmat=0 ("old") or coopmat=1 ("new");
