@@ -18,6 +18,9 @@
 //   O += P V: invocation t owns row t/4 and the words t%4 + 4 i of the
 //     row (HD/8 of them), in registers for the whole walk.
 // Specialization constant 0: head_dim (HD; the planner passes the op's).
+// Where the device has 16x16x16 cooperative matrices the planner runs
+// attn_prefill_f16_cm.comp instead (same bindings and push constants;
+// runtime/src/vulkan/plan/attn.rs); this kernel is the fallback (lavapipe).
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const uint HD = 128;
 layout(set = 0, binding = 0) readonly buffer Q { uint q[]; };

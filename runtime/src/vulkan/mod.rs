@@ -21,7 +21,10 @@
 //!   `VK_NV_cooperative_matrix2`; default 2 where the NV extension has the
 //!   features, else 1 where an f16 x f16 -> f32 shape exists); with
 //!   `coopmat=2` the keys are `bm`, `bn`, `bk`, `wg`, `uk` (k slices per
-//!   unrolled trip; default 128/256/32/256/4).
+//!   unrolled trip; default 128/256/32/256/4);
+//! - attn_prefill_f16: `coopmat` (0 the f32-FMA kernel, 1 the
+//!   cooperative-matrix one, the default where the device can run it;
+//!   `plan/attn.rs`).
 //!
 //! [`crate::Backend::tuning_candidates`] lists a sweep for each op;
 //! [`crate::tuning_cache`] stores the winner per device and shape class.

@@ -11,6 +11,7 @@ use greta_kernels::attn_decode_chunk;
 /// plan's shader without a dependency on greta-kernels of their own.
 pub use greta_kernels::spirv::Shader;
 
+mod attn;
 mod f16_block;
 mod gemm;
 #[cfg(test)]
@@ -290,54 +291,8 @@ pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError
             len,
             max_seq,
         } => attn_decode(op, heads, head_dim, len, max_seq, t, lim),
-        Op::AttnPrefillF16 {
-            tokens,
-            heads,
-            head_dim,
-            pos0,
-            max_seq,
-        } => {
-            check_keys(t, &[])?;
-            let shared = attn_prefill_shared(head_dim);
-            if shared > lim.max_shared as u64 {
-                return Err(bad(format!(
-                    "{op}: needs {shared} bytes of shared memory, the device has {}",
-                    lim.max_shared
-                )));
-            }
-            let d = Dispatch {
-                push: vec![
-                    tokens as u32,
-                    heads as u32,
-                    head_dim as u32,
-                    pos0,
-                    max_seq as u32,
-                ],
-                groups: [groups_for(tokens as u64, ATTN_PREFILL_BQ), heads as u32, 1],
-                ranges: whole(4),
-            };
-            Ok(Plan {
-                shader: Shader::AttnPrefillF16,
-                per_dispatch: false,
-                spec: vec![head_dim as u32],
-                tuning: Tuning::default(),
-                aux: vec![],
-                dispatches: vec![d],
-                then: vec![],
-            })
-        }
+        Op::AttnPrefillF16 { .. } => attn::prefill(op, t, lim),
     }
-}
-
-/// Query rows per workgroup of attn_prefill_f16.comp (its BQ; its keys
-/// per tile, BK, are the same).
-const ATTN_PREFILL_BQ: u64 = 32;
-
-/// Shared memory of attn_prefill_f16.comp at `head_dim`: Q, K and V tiles
-/// of 32 rows as words of two halves, the 32 x 33 scores, 3 x 32 row floats.
-fn attn_prefill_shared(head_dim: usize) -> u64 {
-    let rows = ATTN_PREFILL_BQ;
-    3 * rows * head_dim as u64 * 2 + (rows * (rows + 1) + 3 * rows) * 4
 }
 
 /// `attn_decode_f16`: the split over chunks of the sequence (a workgroup
@@ -584,7 +539,8 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
     };
     match op {
         Op::GemmF32 { .. } | Op::GemmF16 { .. } => gemm::candidates(op, lim, &mut push),
-        Op::TestSlow { .. } => {}
+        // attn_prefill_f16: its second kernel is forced, never swept (plan/attn.rs).
+        Op::TestSlow { .. } | Op::AttnPrefillF16 { .. } => {}
         Op::LinearF16 { .. } => gemm::linear::candidates(&mut push),
         Op::GemvF16 { .. }
         | Op::RmsNormF16 { .. }
@@ -708,9 +664,7 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
             (len as u64).div_ceil(attn_decode_chunk(head_dim) as u64)
         }
         // The key tiles a workgroup walks; its loops inside are short.
-        Op::AttnPrefillF16 { tokens, pos0, .. } => {
-            (pos0 as u64 + tokens as u64).div_ceil(ATTN_PREFILL_BQ)
-        }
+        Op::AttnPrefillF16 { tokens, pos0, .. } => attn::max_loop_trips(tokens, pos0),
         Op::Noop | Op::TestSlow { .. } => 0,
         Op::LinearF16 { cols, .. } => gemm::linear::max_loop_trips(cols, plan),
         Op::GemvF16 { .. }

@@ -5,7 +5,7 @@
 
 use crate::common::*;
 use greta_kernels::{attn_decode_chunk, HostBuf, Op};
-use greta_runtime::{Backend, RunOpts};
+use greta_runtime::{Backend, Knob, RunOpts, RuntimeError, Tuning};
 
 #[test]
 fn rope_kv_f16_writes_its_rows_and_keeps_the_rest() {
@@ -93,7 +93,7 @@ fn attn_prefill_f16_is_causal() {
         (1, 2, 8, 0, 1),
         (70, 2, 24, 7, 77),
     ] {
-        assert_op(
+        let out = assert_op(
             &mut dev,
             &Op::AttnPrefillF16 {
                 tokens,
@@ -104,7 +104,60 @@ fn attn_prefill_f16_is_causal() {
             },
             s,
         );
+        // lavapipe has no cooperative matrices: the f32-FMA kernel, named
+        // so that a tuning cache entry pins it.
+        assert_eq!(out.stats.kernel, "attn_prefill_f16");
+        assert_eq!(out.stats.tuning, Tuning::default().with(Knob::Coopmat, 0));
     }
+    assert_clean(&dev);
+}
+
+/// `coopmat` picks the kernel: 0 (the f32-FMA one) runs on lavapipe with
+/// the default's results bit for bit; 1 (cooperative matrices) is refused
+/// there with the reason, before anything runs, and the device stays
+/// usable; the tuning sweep offers only what the device can run.
+#[test]
+fn attn_prefill_f16_kernel_choice_on_a_device_without_matrix_units() {
+    let mut dev = device();
+    let s = seed();
+    let op = Op::AttnPrefillF16 {
+        tokens: 70,
+        heads: 2,
+        head_dim: 32,
+        pos0: 3,
+        max_seq: 80,
+    };
+    let by_default = assert_op(&mut dev, &op, s);
+    let forced = |v| RunOpts {
+        tuning: Some(Tuning::default().with(Knob::Coopmat, v)),
+        ..RunOpts::default()
+    };
+    let scalar = run_checked(&mut dev, &op, s, &forced(0));
+    assert!(scalar.passes(), "{:?}", scalar.comparisons);
+    assert_eq!(scalar.stats.kernel, "attn_prefill_f16");
+    let (HostBuf::F16(a), HostBuf::F16(b)) = (&by_default.outputs[0], &scalar.outputs[0]) else {
+        panic!("o is f16")
+    };
+    assert!(a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()));
+
+    let inputs = inputs(&op, s);
+    let mut outputs = vec![HostBuf::poisoned(greta_kernels::DType::F16, 70 * 2 * 32)];
+    let err = dev
+        .run(greta_runtime::Job::new(
+            &op,
+            &inputs,
+            &mut outputs,
+            &forced(1),
+        ))
+        .unwrap_err();
+    assert!(matches!(err, RuntimeError::Unsupported(_)), "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("attn_prefill_f16_cm (coopmat=1)") && msg.contains("cooperative matrix"),
+        "{msg}"
+    );
+    assert_eq!(dev.tuning_candidates(&op), vec![Tuning::default()]);
+    assert_op(&mut dev, &op, s);
     assert_clean(&dev);
 }
 
