@@ -176,8 +176,9 @@ pub struct Device {
     inner: ManuallyDrop<Inner>,
     lost: Option<String>,
     tuned: Option<crate::tuning_cache::TuningCache>,
-    /// Median time per repeat of the last run of each shape class: sizes
-    /// the warm-up of the next run (see `run`).
+    /// Median time per repeat of the last run of each plan (shape class,
+    /// kernel, tuning; `run::time_key`) or graph: sizes the warm-up of the
+    /// next run of the same plan.
     last_ns: std::collections::HashMap<String, u64>,
     /// `GRETA_VK_WARMUP_MS` in nanoseconds, when set (`run::warmup_from_env`).
     warmup_ns: Option<u64>,

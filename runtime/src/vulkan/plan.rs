@@ -15,7 +15,7 @@ mod attn;
 mod f16_block;
 mod gemm;
 #[cfg(test)]
-mod test_limits;
+pub(crate) mod test_limits;
 
 /// Workgroups per dimension every Vulkan device supports.
 pub const MAX_GROUPS: u32 = 65535;
@@ -539,8 +539,12 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
     };
     match op {
         Op::GemmF32 { .. } | Op::GemmF16 { .. } => gemm::candidates(op, lim, &mut push),
-        // attn_prefill_f16: its second kernel is forced, never swept (plan/attn.rs).
-        Op::TestSlow { .. } | Op::AttnPrefillF16 { .. } => {}
+        Op::TestSlow { .. } => {}
+        Op::AttnPrefillF16 { .. } => {
+            for k in [0, 1] {
+                push(Tuning::default().with(Knob::Coopmat, k));
+            }
+        }
         Op::LinearF16 { .. } => gemm::linear::candidates(&mut push),
         Op::GemvF16 { .. }
         | Op::RmsNormF16 { .. }

@@ -86,8 +86,7 @@ pub fn execute(dev: &mut Device, plan: &Plan, job: Job) -> Result<RunStats, Runt
     match record_and_submit(dev, plan, job, &mut res) {
         Ok(stats) => {
             res.recycle(dev);
-            dev.last_ns
-                .insert(crate::tuning_cache::shape_class(op), stats.median_ns());
+            dev.last_ns.insert(time_key(op, plan), stats.median_ns());
             Ok(stats)
         }
         Err(e) if e.is_fatal_for_device() => {
@@ -422,10 +421,10 @@ fn warmup_passes(dev: &Device, op: &Op, plan: &Plan) -> u32 {
     if dev.info.is_cpu() {
         return 0;
     }
-    // Per repeat, the last time measured for this shape class (any tuning).
+    // Per repeat, the last time measured for this plan.
     let per = dev
         .last_ns
-        .get(&crate::tuning_cache::shape_class(op))
+        .get(&time_key(op, plan))
         .copied()
         .filter(|&ns| ns > 0)
         .map(|ns| {
@@ -449,6 +448,21 @@ fn warmup_passes(dev: &Device, op: &Op, plan: &Plan) -> u32 {
             .div_ceil(ns)
             .clamp(WARMUP_PASSES as u64, WARMUP_MAX_PASSES)
     }) as u32
+}
+
+/// Which earlier run's time sizes a run's warm-up: one of the same shape
+/// class, kernel and tuning. A shape class alone is not enough: in a tune
+/// sweep a candidate 10x slower than the one timed before it (the scalar
+/// prefill attention after the cooperative-matrix one, H200, session 13)
+/// got a warm-up sized from the fast one's time, about 11.5 s of GPU work
+/// in one submission against its 10 s limit, and the device was lost.
+fn time_key(op: &Op, plan: &Plan) -> String {
+    format!(
+        "{}|{}|{}",
+        crate::tuning_cache::shape_class(op),
+        plan.shader.name(),
+        plan.tuning
+    )
 }
 
 /// One repeat of the plan: its dispatches, then those of each later pass
@@ -752,4 +766,39 @@ fn timestamps(
         .map(|c| t.ns(c[0], c[1]) / per)
         .map(|v| v.round() as u64)
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_key;
+    use crate::vulkan::plan::{plan, test_limits};
+    use crate::{Knob, Op, Tuning};
+
+    /// A warm-up is sized from the same plan's last time: the scalar
+    /// attention kernel does not inherit the matrix kernel's (10x shorter)
+    /// time, nor a tile size another's.
+    #[test]
+    fn a_warm_up_is_sized_from_the_same_plans_time_only() {
+        let lim = test_limits::nvidia();
+        let attn = Op::AttnPrefillF16 {
+            tokens: 2048,
+            heads: 32,
+            head_dim: 128,
+            pos0: 0,
+            max_seq: 2048,
+        };
+        let key = |op: &Op, t: Tuning| time_key(op, &plan(op, &t, &lim).unwrap());
+        let matrix = key(&attn, Tuning::default());
+        assert_eq!(matrix, key(&attn, Tuning::default()));
+        assert_ne!(matrix, key(&attn, Tuning::default().with(Knob::Coopmat, 0)));
+        let norm = Op::RmsNorm {
+            rows: 512,
+            cols: 4096,
+            eps: 1e-5,
+        };
+        assert_ne!(
+            key(&norm, Tuning::default().with(Knob::Wg, 64)),
+            key(&norm, Tuning::default().with(Knob::Wg, 256))
+        );
+    }
 }
