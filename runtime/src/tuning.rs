@@ -25,8 +25,11 @@ pub enum Knob {
     Bm,
     /// GEMM block columns.
     Bn,
-    /// f16 GEMM family: 0 tiled, 1 KHR cooperative matrix, 2 NV
-    /// cooperative matrix 2, 3 register-accumulator cooperative matrix.
+    /// Which kernel family (Vulkan). gemm_f16: 0 tiled, 1 KHR cooperative
+    /// matrix, 2 NV cooperative matrix 2, 3 register-accumulator
+    /// cooperative matrix; linear_f16: 0 tiled, 1 cooperative matrix, 2 its
+    /// row-major-B `_bt` variant; attn_prefill_f16: 0 f32 FMAs, 1
+    /// cooperative matrix.
     Coopmat,
     /// `gemm_f16_cmreg`: load tiles straight from global memory (0/1).
     Direct,
