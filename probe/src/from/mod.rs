@@ -35,7 +35,7 @@ use input::read_capped;
 pub use input::{decode, MAX_READ};
 use loose::{
     bench_devices, empty_device_list, refused_gpus, rocm_path_version, rocminfo_crash, shows_wsl,
-    torch_version_hip,
+    torch_version_hip, torch_warned_gpus,
 };
 
 use crate::facts::Facts;
@@ -255,6 +255,7 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     let mut facts = crate::merge::merge(parts);
     facts.signals = crate::signals::scan(text, source);
     refused_gpus(&mut facts, text);
+    torch_warned_gpus(&mut facts, text);
     facts.rocm.failed_hip_device = failed_hip_device(text);
     bench_devices(&mut facts, text);
     empty_device_list(&mut facts, text, source);
@@ -429,3 +430,5 @@ pub(crate) fn kv(line: &str) -> Option<(usize, &str, &str)> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_apps;

@@ -1,0 +1,134 @@
+//! Application logs and tracebacks (session 13): which GPU a framework's
+//! own warning names, and which finding each family of messages raises
+//! once the GPUs' vendor is known. Every input line is a real tool's
+//! spelling (the source is named beside it); the cases are whole pastes
+//! reduced to the lines that decide.
+use super::parse_text;
+use crate::facts::Vendor;
+
+/// One GPU as a paste shows it: vendor, name, gfx target.
+type Shown = (Vendor, String, Option<String>);
+
+/// The finding ids and the GPUs of one paste.
+fn explain(text: &str) -> (Vec<String>, Vec<Shown>) {
+    let (_, facts) = parse_text(text, "pasted.txt");
+    let facts = crate::merge::merge(vec![facts]);
+    let mut ids: Vec<String> = crate::rules::diagnose(&facts)
+        .into_iter()
+        .map(|f| f.id)
+        .collect();
+    ids.dedup();
+    let gpus = facts
+        .gpus
+        .iter()
+        .map(|g| (g.vendor, g.name.clone(), g.gfx.clone()))
+        .collect();
+    (ids, gpus)
+}
+
+#[test]
+fn torch_capability_warnings_name_the_gpu_with_its_vendor() {
+    // Behind a journal prefix (Janrupf/stable-diffusion-webui-nix#9).
+    let (_, gpus) = explain(
+        "Oct 04 13:19:39 llm sd-webui-forge-start[394]: NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch installation.\n",
+    );
+    assert_eq!(
+        gpus,
+        [(Vendor::Nvidia, "NVIDIA GeForce RTX 5090".into(), None)]
+    );
+    // The older spelling, on one line (AUTOMATIC1111/stable-diffusion-webui#3003).
+    let (_, gpus) = explain(
+        "Found GPU0 NVIDIA GTX TITAN Black which is of cuda capability 3.5. PyTorch no longer supports this GPU because it is too old. The minimum cuda capability supported by this library is 3.7.\n",
+    );
+    assert_eq!(
+        gpus,
+        [(Vendor::Nvidia, "NVIDIA GTX TITAN Black".into(), None)]
+    );
+    // Old ROCm builds print it for AMD GPUs (ROCm/legacy-rocm-build#1113):
+    // the vendor comes from the name.
+    let (_, gpus) =
+        explain("    Found GPU0 Vega 10 XT [Radeon RX Vega 64] which is of cuda capability 3.0.\n");
+    assert_eq!(gpus.len(), 1);
+    assert_eq!(gpus[0].0, Vendor::Amd);
+    assert_eq!(gpus[0].1, "Vega 10 XT [Radeon RX Vega 64]");
+    // A name that shows no vendor adds no GPU (constructed input).
+    let (_, gpus) = explain("Found GPU0 Device 687f which is of cuda capability 3.0.\n");
+    assert!(gpus.is_empty());
+}
+
+#[test]
+fn no_code_for_the_gpu_is_a_cuda_build_problem_on_nvidia_only() {
+    let no_image =
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device\n";
+    // NVIDIA (alievk/avatarify-python#58): the wheel lacks the architecture.
+    let (ids, _) = explain(&format!(
+        "    Found GPU0 GeForce GTX 660 Ti which is of cuda capability 3.0.\n    PyTorch no longer supports this GPU because it is too old.\n{no_image}"
+    ));
+    assert_eq!(ids, ["framework.mismatch"]);
+    // The same error beside an AMD GPU stays ROCm's (ggml's HIP device line,
+    // lemonade-sdk/lemonade#2186).
+    let (ids, _) = explain(&format!(
+        "  Device 0: AMD Radeon 860M Graphics, gfx1152 (0x1152), VMM: no, Wave Size: 32\n{no_image}"
+    ));
+    assert_eq!(ids, ["rocm.gfx-unsupported"]);
+    // ROCm torch's old-GPU warning alone is harmless (ROCm/pytorch#627).
+    let (ids, _) = explain(
+        "    Found GPU0 Ellesmere [Radeon RX 470/480/570/570X/580/580X] which is of cuda capability 3.0.\n    PyTorch no longer supports this GPU because it is too old.\ntensor([9], device='cuda:0')\n",
+    );
+    assert!(ids.is_empty(), "{ids:?}");
+    // ggml's "no device code", NVIDIA (LostRuins/koboldcpp#1362).
+    let (ids, _) = explain(
+        "ggml_cuda_init: found 1 CUDA devices:\n  Device 0: Quadro GP100, compute capability 6.0, VMM: yes\n\
+         d:\\a\\koboldcpp\\koboldcpp\\ggml\\src\\ggml-cuda\\mmv.cu:51: ERROR: CUDA kernel mul_mat_vec has no device code compatible with CUDA arch 520. ggml-cuda.cu was compiled for: __CUDA_ARCH_LIST__\n",
+    );
+    assert_eq!(ids, ["framework.mismatch"]);
+}
+
+#[test]
+fn a_compiler_that_does_not_know_the_target() {
+    // Julia's LLVM in AMDGPU.jl (JuliaGPU/AMDGPU.jl#522): the target is the GPU's.
+    let (ids, gpus) =
+        explain("'gfx1100' is not a recognized processor for this target (ignoring processor)\n");
+    assert_eq!(ids, ["rocm.gfx-unsupported"]);
+    assert_eq!(gpus, [(Vendor::Amd, String::new(), Some("gfx1100".into()))]);
+    // Triton's for Blackwell (woct0rdho/triton-windows#93): NVIDIA, no GPU named.
+    let (ids, gpus) =
+        explain("'sm_120' is not a recognized processor for this target (ignoring processor)\n");
+    assert_eq!(ids, ["framework.mismatch"]);
+    assert!(gpus.is_empty());
+}
+
+#[test]
+fn an_nvidia_driver_older_than_the_cuda_runtime() {
+    for line in [
+        // ollama's CUDA 13 backend (ollama/ollama#15400).
+        "ggml_cuda_init: failed to initialize CUDA: CUDA driver version is insufficient for CUDA runtime version",
+        // bladebit (Chia-Network/bladebit#431).
+        " CUDA error: 35 (0x23) cudaErrorInsufficientDriver : CUDA driver version is insufficient for CUDA runtime version",
+        // Lua Torch (ankurhanda/gvnn#19).
+        "THCudaCheck FAIL file=/home/puren/torch/extra/cutorch/lib/THC/THCGeneral.c line=70 error=35 : CUDA driver version is insufficient for CUDA runtime version",
+    ] {
+        let (ids, _) = explain(&format!("{line}\n"));
+        assert_eq!(ids, ["driver.nvidia-too-old"], "{line}");
+    }
+}
+
+#[test]
+fn a_cpu_only_torch_or_an_application_on_the_cpu() {
+    // ComfyUI (AIGODLIKE/ComfyUI-ToonCrafter#15): a +cpu wheel.
+    let (ids, _) = explain("AssertionError: Torch not compiled with CUDA enabled\n");
+    assert_eq!(ids, ["framework.mismatch"]);
+    // An application choosing the CPU counts only when an AMD GPU is known
+    // (here from amd-smi static, as in invoke-ai/launcher#11): InvokeAI's
+    // line and AUTOMATIC1111's own check.
+    let gpu = "GPU: 0\n    ASIC:\n        MARKET_NAME: Navi 22 [Radeon RX 6700/6700 XT/6750 XT / 6800M/6850M XT]\n        VENDOR_ID: 0x1002\n        DEVICE_ID: 0x73df\n";
+    for line in [
+        "[2024-12-19 13:27:10,911]::[InvokeAI]::INFO --> Using torch device: CPU",
+        "RuntimeError: Torch is not able to use GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS variable to disable this check",
+    ] {
+        let (ids, _) = explain(&format!("{gpu}{line}\n"));
+        assert_eq!(ids, ["app.cpu-fallback"], "{line}");
+        let (ids, _) = explain(&format!("{line}\n"));
+        assert!(ids.is_empty(), "{line}: {ids:?}");
+    }
+}
