@@ -132,3 +132,28 @@ fn a_cpu_only_torch_or_an_application_on_the_cpu() {
         assert!(ids.is_empty(), "{line}: {ids:?}");
     }
 }
+
+#[test]
+fn ollama_without_kfd_or_without_its_rocm_libraries() {
+    // "kfd driver not loaded" is a missing /dev/kfd, whatever heading ollama
+    // prints it under (home-assistant/operating-system#3608; the container
+    // spelling is ollama/ollama#6736's).
+    for line in [
+        r#"time=2024-10-02T08:34:23.718Z level=ERROR source=amd_linux.go:364 msg="amdgpu devices detected but permission problems block access" error="kfd driver not loaded""#,
+        r#"time=2024-09-10T21:59:54.408Z level=ERROR source=amd_linux.go:364 msg="amdgpu devices detected but permission problems block access" error="kfd driver not loaded.  If running in a container, remember to include '--device /dev/kfd --device /dev/dri'""#,
+    ] {
+        let (ids, _) = explain(&format!("{line}\n"));
+        assert_eq!(ids, ["kfd.missing"], "{line}");
+    }
+    // The same heading over a real permission error stays kfd.permission
+    // (ollama/ollama#7723).
+    let (ids, _) = explain(
+        "level=ERROR source=amd_linux.go:404 msg=\"amdgpu devices detected but permission problems block access: permissions not set up properly.  Either run ollama as root, or add you user account to the render group. open /dev/kfd: permission denied\"\n",
+    );
+    assert_eq!(ids, ["kfd.permission"]);
+    // ollama without its ROCm runtime (likelovewant/ollama-for-amd#33).
+    let (ids, _) = explain(
+        "time=2024-12-03T15:24:29.436Z level=WARN source=amd_linux.go:440 msg=\"amdgpu detected, but no compatible rocm library found.  Either install rocm v6, or follow manual install instructions at https://github.com/ollama/ollama/blob/main/docs/linux.md#manual-install\"\n",
+    );
+    assert_eq!(ids, ["app.cpu-fallback"]);
+}
