@@ -21,6 +21,7 @@ pub mod kfd_props;
 pub mod llama;
 pub mod ls_dev;
 pub mod lspci;
+pub mod mesa_gl;
 pub mod nvidia_smi;
 pub mod ollama;
 pub mod packages;
@@ -69,6 +70,7 @@ pub enum Format {
     Lspci,
     NvidiaSmi,
     Hipconfig,
+    OpenGlRenderer,
     AppLog,
 }
 
@@ -96,6 +98,7 @@ impl Format {
             Format::Lspci => "lspci",
             Format::NvidiaSmi => "nvidia-smi",
             Format::Hipconfig => "hipconfig",
+            Format::OpenGlRenderer => "OpenGL renderer (glxinfo -B, inxi -G)",
             Format::AppLog => "application log",
         }
     }
@@ -213,7 +216,7 @@ fn implied_gfx(facts: &mut Facts) {
 
 fn known_formats() -> String {
     "rocminfo, vulkaninfo, vulkaninfo --summary, amd-smi, rocm-smi, clinfo, dmesg, collect_env, \
-     ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, lspci, lshw, nvidia-smi, hipconfig, \
+     ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, lspci, lshw, nvidia-smi, hipconfig, glxinfo -B / inxi -G, \
      ollama/llama.cpp logs, dpkg/rpm/pacman/dkms package lines, logs with known errors"
         .to_string()
 }
@@ -244,6 +247,7 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
             Format::Lspci => lspci::parse(text),
             Format::NvidiaSmi => nvidia_smi::parse(text),
             Format::Hipconfig => hipconfig::parse(text),
+            Format::OpenGlRenderer => mesa_gl::parse(text),
             Format::AppLog => Facts::default(),
         };
         parts.push(part);
@@ -359,6 +363,9 @@ pub fn recognise(text: &str) -> Vec<Format> {
     }
     if hipconfig::recognise(text) {
         out.push(Format::Hipconfig);
+    }
+    if mesa_gl::recognise(text) {
+        out.push(Format::OpenGlRenderer);
     }
     if out.is_empty() && text.lines().any(|l| crate::signals::classify(l).is_some()) {
         out.push(Format::AppLog);

@@ -157,3 +157,32 @@ fn ollama_without_kfd_or_without_its_rocm_libraries() {
     );
     assert_eq!(ids, ["app.cpu-fallback"]);
 }
+
+#[test]
+fn ollama_running_a_model_on_the_cpu_beside_an_amd_gpu() {
+    // `ollama ps` (ollama/ollama#16690) with the GPU from Mesa's renderer
+    // string in inxi -G of the same report.
+    let inxi = "  API: OpenGL v: 4.6 compat-v: 4.5 vendor: amd mesa\n    v: 25.2.8-0ubuntu0.24.04.1 renderer: AMD Radeon 890M Graphics (radeonsi\n    gfx1150 LLVM 20.1.2 DRM 3.64 6.17.0-29-generic)\n";
+    let ps = "gemma4:e4b    c6eb396dbd59    9.5 GB    100% CPU     4096       4 minutes from now\n";
+    let (ids, gpus) = explain(&format!("{inxi}{ps}"));
+    assert_eq!(ids, ["app.cpu-fallback"]);
+    assert_eq!(
+        gpus,
+        [(
+            Vendor::Amd,
+            "AMD Radeon 890M Graphics".into(),
+            Some("gfx1150".into())
+        )]
+    );
+    // The same model on the GPU is no finding.
+    let (ids, _) = explain(&format!(
+        "{inxi}gemma4:e4b    c6eb396dbd59    11 GB    100% GPU     32768      4 minutes from now\n"
+    ));
+    assert!(ids.is_empty(), "{ids:?}");
+    // ollama 0.30's iGPU filter, as Crosstalk-Solutions/project-nomad#1074
+    // quotes it: the application refused the GPU.
+    let (ids, _) = explain(
+        r#"msg="dropping integrated GPU; to enable, set OLLAMA_IGPU_ENABLE=1" library=ROCm compute=gfx1100 name=ROCm0 description="AMD Radeon 890M Graphics""#,
+    );
+    assert!(ids.contains(&"app.cpu-fallback".to_string()), "{ids:?}");
+}
