@@ -186,3 +186,16 @@ fn ollama_running_a_model_on_the_cpu_beside_an_amd_gpu() {
     );
     assert!(ids.contains(&"app.cpu-fallback".to_string()), "{ids:?}");
 }
+
+#[test]
+fn a_cpu_only_jax_on_an_nvidia_machine() {
+    for line in [
+        // JeffSHF/ColabDock#28.
+        "An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not installed. Falling back to cpu.",
+        // Behind jax's logger prefix (sashakolpakov/dire-jax#14).
+        "WARNING:2025-05-27 20:22:28,949:jax._src.xla_bridge:791: An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not installed. Falling back to cpu.",
+    ] {
+        let (ids, _) = explain(&format!("{line}\n"));
+        assert_eq!(ids, ["framework.mismatch"], "{line}");
+    }
+}
