@@ -215,6 +215,52 @@ pub(super) fn torch_warned_gpus(facts: &mut Facts, text: &str) {
     }
 }
 
+/// The GPU targets a Stable Diffusion launcher (stable-diffusion-webui-
+/// amdgpu-forge, SD.Next) found through ROCm before it chose a torch:
+/// `ROCm: agents=['gfx1100']` and `ROCm: version=6.2, using agent gfx1100`.
+pub(super) fn launcher_rocm_agents(facts: &mut Facts, text: &str) {
+    let mut found: Vec<String> = Vec::new();
+    for l in text.lines() {
+        let lc = l.to_ascii_lowercase();
+        let listed = lc
+            .find("rocm: agents=[")
+            .map(|p| &lc[p + "rocm: agents=[".len()..])
+            .map(|rest| rest.split(']').next().unwrap_or(""))
+            .map(|inner| {
+                inner
+                    .split(',')
+                    .filter_map(amd::find_gfx)
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        let using = lc
+            .find("using agent gfx")
+            .and_then(|p| amd::find_gfx(&lc[p + "using agent ".len()..]));
+        for g in listed.into_iter().chain(using) {
+            if !found.contains(&g) {
+                found.push(g);
+            }
+        }
+    }
+    for g in found {
+        if facts
+            .gpus
+            .iter()
+            .any(|x| x.gfx.as_deref() == Some(g.as_str()))
+        {
+            continue;
+        }
+        facts.gpus.push(crate::facts::Gpu {
+            vendor: crate::facts::Vendor::Amd,
+            vendor_id: Some(amd::AMD),
+            integrated: amd::is_apu_target(&g).then_some(true),
+            gfx: Some(g),
+            seen_by: vec!["launcher".into()],
+            ..Default::default()
+        });
+    }
+}
+
 /// `torch.version.hip` asked in a Python session (`>>> torch.version.hip`
 /// then `'3.0.19493-36529b1'`, or `print(torch.version.hip)` then the bare
 /// version): the HIP/ROCm build the wheel was made with.

@@ -35,8 +35,8 @@ mod loose;
 use input::read_capped;
 pub use input::{decode, MAX_READ};
 use loose::{
-    bench_devices, empty_device_list, refused_gpus, rocm_path_version, rocminfo_crash, shows_wsl,
-    torch_version_hip, torch_warned_gpus,
+    bench_devices, empty_device_list, launcher_rocm_agents, refused_gpus, rocm_path_version,
+    rocminfo_crash, shows_wsl, torch_version_hip, torch_warned_gpus,
 };
 
 use crate::facts::Facts;
@@ -260,6 +260,7 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     facts.signals = crate::signals::scan(text, source);
     refused_gpus(&mut facts, text);
     torch_warned_gpus(&mut facts, text);
+    launcher_rocm_agents(&mut facts, text);
     facts.rocm.failed_hip_device = failed_hip_device(text);
     bench_devices(&mut facts, text);
     empty_device_list(&mut facts, text, source);

@@ -199,3 +199,16 @@ fn a_cpu_only_jax_on_an_nvidia_machine() {
         assert_eq!(ids, ["framework.mismatch"], "{line}");
     }
 }
+
+#[test]
+fn a_launcher_that_found_the_rocm_agent_then_chose_a_cpu_torch() {
+    // stable-diffusion-webui-amdgpu-forge (lshqqytiger/...-amdgpu-forge#95).
+    let t = "ROCm: agents=['gfx1100']\nROCm: version=6.2, using agent gfx1100\nZLUDA support: experimental\nUsing CPU-only torch\n";
+    let (ids, gpus) = explain(t);
+    assert_eq!(ids, ["app.cpu-fallback"]);
+    assert_eq!(gpus, [(Vendor::Amd, String::new(), Some("gfx1100".into()))]);
+    // SD.Next's line as vladmandic/sdnext#4141 quotes it: the agent alone.
+    let (ids, gpus) = explain("ROCm: version=6.4, using agent gfx1201\n");
+    assert!(ids.is_empty(), "{ids:?}");
+    assert_eq!(gpus, [(Vendor::Amd, String::new(), Some("gfx1201".into()))]);
+}
