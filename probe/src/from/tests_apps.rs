@@ -214,3 +214,18 @@ fn a_launcher_that_found_the_rocm_agent_then_chose_a_cpu_torch() {
     assert!(ids.is_empty(), "{ids:?}");
     assert_eq!(gpus, [(Vendor::Amd, String::new(), Some("gfx1201".into()))]);
 }
+
+#[test]
+fn an_application_that_turns_the_gpu_off_for_want_of_avx() {
+    for line in [
+        // ollama 0.3 (ollama/ollama#6827), and as ollama/ollama#7585's
+        // maintainer quoted it from a full log line.
+        r#"WARN source=gpu.go:222 msg="CPU does not have minimum vector extensions, GPU inference disabled" required=avx detected="no vector extensions""#,
+        r#"time=2024-11-09T18:44:42.976+08:00 level=WARN source=gpu.go:252 msg="CPU does not have minimum vector extensions, GPU inference disabled. Required:avx Detected:no vector extensions""#,
+        // ollama 0.1 (ollama/ollama#5035).
+        r#"level=WARN source=gpu.go:177 msg="CPU does not have AVX or AVX2, disabling GPU support.""#,
+    ] {
+        let (ids, _) = explain(&format!("{line}\n"));
+        assert_eq!(ids, ["app.cpu-fallback"], "{line}");
+    }
+}
