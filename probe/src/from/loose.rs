@@ -104,11 +104,16 @@ pub(super) fn rocminfo_crash(facts: &mut Facts, text: &str, source: &str) {
 
 /// The GPU an application's refusal names, when nothing else in the text
 /// listed it (issue 25 class 3): ollama's `gpu_type=gfx1150` (never its
-/// list of supported types), lemonade's `Unsupported GPU: gfx950`.
+/// list of supported types), lemonade's `Unsupported GPU: gfx950`, and the
+/// target an LLVM too old for the GPU warns about (`'gfx1201' is not a
+/// recognized processor for this target`, Julia's AMDGPU.jl, Triton).
 pub(super) fn refused_gpus(facts: &mut Facts, text: &str) {
     let mut found: Vec<String> = Vec::new();
     for s in &facts.signals {
-        if !matches!(s.id.as_str(), "app-gpu-refused" | "tool-gfx-unsupported") {
+        if !matches!(
+            s.id.as_str(),
+            "app-gpu-refused" | "tool-gfx-unsupported" | "llvm-amd-target-unknown"
+        ) {
             continue;
         }
         // The whole line: a signal keeps only its first 300 characters, and
@@ -118,10 +123,16 @@ pub(super) fn refused_gpus(facts: &mut Facts, text: &str) {
             .and_then(|n| text.lines().nth(n.saturating_sub(1)))
             .unwrap_or(&s.text);
         let lc = line.to_ascii_lowercase();
-        let named = ["gpu_type=", "unsupported gpu: "]
-            .iter()
-            .find_map(|m| lc.find(m).map(|p| &lc[p + m.len()..]))
-            .and_then(|rest| amd::find_gfx(rest.split_whitespace().next().unwrap_or("")));
+        let named = if s.id == "llvm-amd-target-unknown" {
+            // "'gfx1201' is not a recognized processor for this target":
+            // the target LLVM was asked to compile for is the GPU's.
+            lc.split('\'').nth(1).and_then(amd::find_gfx)
+        } else {
+            ["gpu_type=", "unsupported gpu: "]
+                .iter()
+                .find_map(|m| lc.find(m).map(|p| &lc[p + m.len()..]))
+                .and_then(|rest| amd::find_gfx(rest.split_whitespace().next().unwrap_or("")))
+        };
         if let Some(g) = named {
             if !found.contains(&g) {
                 found.push(g);
@@ -142,6 +153,109 @@ pub(super) fn refused_gpus(facts: &mut Facts, text: &str) {
             integrated: amd::is_apu_target(&g).then_some(true),
             gfx: Some(g),
             seen_by: vec!["app".into()],
+            ..Default::default()
+        });
+    }
+}
+
+/// The GPU PyTorch names when it warns that its build has no kernels for
+/// it (torch.cuda's capability check): `NVIDIA GeForce RTX 5090 with CUDA
+/// capability sm_120 is not compatible with the current PyTorch
+/// installation.` (CUDA builds only), and the older `Found GPU0 GeForce GTX
+/// 770 which is of cuda capability 3.0.`, which old ROCm builds print too
+/// (`Found GPU0 Ellesmere [Radeon RX 470/480/570/570X/580/580X] which is of
+/// cuda capability 3.0.`, a hard-coded 3.0): its vendor comes from the
+/// name, and a name that shows none adds no GPU. Also behind a journal or
+/// logger prefix.
+pub(super) fn torch_warned_gpus(facts: &mut Facts, text: &str) {
+    use crate::facts::Vendor;
+    let mut found: Vec<(&str, Vendor)> = Vec::new();
+    for l in text.lines() {
+        let lc = l.to_ascii_lowercase();
+        let (name, vendor) = if let Some(p) = lc.find(" with cuda capability sm_") {
+            // The name follows a prefix's last ": " (journal, logger).
+            let head = &l[..p];
+            (
+                head.rsplit(": ").next().unwrap_or(head).trim(),
+                Vendor::Nvidia,
+            )
+        } else if let Some(p) = lc.find(" which is of cuda capability ") {
+            let Some(q) = lc[..p].find("found gpu") else {
+                continue;
+            };
+            let name = l[q + "found gpu".len()..p]
+                .trim_start_matches(|c: char| c.is_ascii_digit())
+                .trim();
+            (name, super::vulkaninfo::vendor_from_name(name))
+        } else {
+            continue;
+        };
+        if !matches!(vendor, Vendor::Nvidia | Vendor::Amd) || name.is_empty() || name.len() > 80 {
+            continue;
+        }
+        if !found.iter().any(|(n, _)| *n == name) {
+            found.push((name, vendor));
+        }
+    }
+    for (name, vendor) in found {
+        if facts.gpus.iter().any(|g| g.name == name) {
+            continue;
+        }
+        facts.gpus.push(crate::facts::Gpu {
+            vendor,
+            vendor_id: Some(if vendor == Vendor::Amd {
+                amd::AMD
+            } else {
+                amd::NVIDIA
+            }),
+            name: name.to_string(),
+            seen_by: vec!["torch".into()],
+            ..Default::default()
+        });
+    }
+}
+
+/// The GPU targets a Stable Diffusion launcher (stable-diffusion-webui-
+/// amdgpu-forge, SD.Next) found through ROCm before it chose a torch:
+/// `ROCm: agents=['gfx1100']` and `ROCm: version=6.2, using agent gfx1100`.
+pub(super) fn launcher_rocm_agents(facts: &mut Facts, text: &str) {
+    let mut found: Vec<String> = Vec::new();
+    for l in text.lines() {
+        let lc = l.to_ascii_lowercase();
+        let listed = lc
+            .find("rocm: agents=[")
+            .map(|p| &lc[p + "rocm: agents=[".len()..])
+            .map(|rest| rest.split(']').next().unwrap_or(""))
+            .map(|inner| {
+                inner
+                    .split(',')
+                    .filter_map(amd::find_gfx)
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        let using = lc
+            .find("using agent gfx")
+            .and_then(|p| amd::find_gfx(&lc[p + "using agent ".len()..]));
+        for g in listed.into_iter().chain(using) {
+            if !found.contains(&g) {
+                found.push(g);
+            }
+        }
+    }
+    for g in found {
+        if facts
+            .gpus
+            .iter()
+            .any(|x| x.gfx.as_deref() == Some(g.as_str()))
+        {
+            continue;
+        }
+        facts.gpus.push(crate::facts::Gpu {
+            vendor: crate::facts::Vendor::Amd,
+            vendor_id: Some(amd::AMD),
+            integrated: amd::is_apu_target(&g).then_some(true),
+            gfx: Some(g),
+            seen_by: vec!["launcher".into()],
             ..Default::default()
         });
     }

@@ -22,6 +22,7 @@ pub mod llama;
 pub mod ls_dev;
 pub mod lshw;
 pub mod lspci;
+pub mod mesa_gl;
 pub mod nvidia_smi;
 mod nvrm;
 pub mod ollama;
@@ -36,8 +37,8 @@ mod loose;
 use input::read_capped;
 pub use input::{decode, MAX_READ};
 use loose::{
-    bench_devices, empty_device_list, refused_gpus, rocm_path_version, rocminfo_crash, shows_wsl,
-    torch_version_hip,
+    bench_devices, empty_device_list, launcher_rocm_agents, refused_gpus, rocm_path_version,
+    rocminfo_crash, shows_wsl, torch_version_hip, torch_warned_gpus,
 };
 
 use crate::facts::Facts;
@@ -72,6 +73,7 @@ pub enum Format {
     Lshw,
     NvidiaSmi,
     Hipconfig,
+    OpenGlRenderer,
     AppLog,
 }
 
@@ -100,6 +102,7 @@ impl Format {
             Format::Lshw => "lshw -C display",
             Format::NvidiaSmi => "nvidia-smi",
             Format::Hipconfig => "hipconfig",
+            Format::OpenGlRenderer => "OpenGL renderer (glxinfo -B, inxi -G)",
             Format::AppLog => "application log",
         }
     }
@@ -217,7 +220,7 @@ fn implied_gfx(facts: &mut Facts) {
 
 fn known_formats() -> String {
     "rocminfo, vulkaninfo, vulkaninfo --summary, amd-smi, rocm-smi, clinfo, dmesg, collect_env, \
-     ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, lspci, lshw, nvidia-smi, hipconfig, \
+     ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, lspci, lshw, nvidia-smi, hipconfig, glxinfo -B / inxi -G, \
      ollama/llama.cpp logs, dpkg/rpm/pacman/dkms package lines, logs with known errors"
         .to_string()
 }
@@ -249,6 +252,7 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
             Format::Lshw => lshw::parse(text),
             Format::NvidiaSmi => nvidia_smi::parse(text),
             Format::Hipconfig => hipconfig::parse(text),
+            Format::OpenGlRenderer => mesa_gl::parse(text),
             Format::AppLog => Facts::default(),
         };
         parts.push(part);
@@ -260,6 +264,8 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     let mut facts = crate::merge::merge(parts);
     facts.signals = crate::signals::scan(text, source);
     refused_gpus(&mut facts, text);
+    torch_warned_gpus(&mut facts, text);
+    launcher_rocm_agents(&mut facts, text);
     facts.rocm.failed_hip_device = failed_hip_device(text);
     bench_devices(&mut facts, text);
     empty_device_list(&mut facts, text, source);
@@ -367,6 +373,9 @@ pub fn recognise(text: &str) -> Vec<Format> {
     if hipconfig::recognise(text) {
         out.push(Format::Hipconfig);
     }
+    if mesa_gl::recognise(text) {
+        out.push(Format::OpenGlRenderer);
+    }
     if out.is_empty() && text.lines().any(|l| crate::signals::classify(l).is_some()) {
         out.push(Format::AppLog);
     }
@@ -437,3 +446,5 @@ pub(crate) fn kv(line: &str) -> Option<(usize, &str, &str)> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_apps;

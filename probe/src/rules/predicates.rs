@@ -58,6 +58,7 @@ use about;
 pub const PREDICATES: &[&dyn Predicate] = &[
     &gpu::NoGpuKnown,
     &gpu::AMD_GPU_PRESENT,
+    &gpu::NvidiaGpuNoAmd,
     &PCI_SCANNED,
     &gpu::PciShowsNoAmdGpu,
     &gpu::GPU_VF,

@@ -84,6 +84,40 @@ fn amd_gpu_present() {
     ));
 }
 
+/// An NVIDIA GPU and no AMD one: the errors CUDA and HIP share ("no kernel
+/// image is available", "invalid device function", ggml's "no device
+/// code") are then about the CUDA build, never ROCm (a ROCm torch prints
+/// "CUDA error:" too, so the spelling alone cannot tell).
+pub struct NvidiaGpuNoAmd;
+impl Predicate for NvidiaGpuNoAmd {
+    about!(
+        "nvidia_gpu_no_amd",
+        "an NVIDIA GPU is known and no AMD GPU is",
+        ["gpus"]
+    );
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        when(v.amd.is_empty() && !v.nvidia.is_empty(), || {
+            gpu_lines(&v.nvidia)
+        })
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn nvidia_gpu_no_amd() {
+    use super::tests::*;
+    use crate::facts::Vendor;
+    let f = with_gpus(vec![gpu(Vendor::Nvidia, "RTX 5090")]);
+    assert_eq!(eval(&NvidiaGpuNoAmd, &f).unwrap(), ["GPU RTX 5090"]);
+    // An AMD GPU beside it: the shared errors may be ROCm's.
+    let both = with_gpus(vec![
+        gpu(Vendor::Nvidia, "RTX 4070"),
+        gpu(Vendor::Amd, "Radeon 780M"),
+    ]);
+    assert!(!holds(&NvidiaGpuNoAmd, &both));
+    assert!(!holds(&NvidiaGpuNoAmd, &with_gpus(vec![])));
+}
+
 pub struct PciShowsNoAmdGpu;
 impl Predicate for PciShowsNoAmdGpu {
     about!(
