@@ -23,6 +23,16 @@ pub fn recognise(text: &str) -> bool {
     .iter()
     .any(|m| text.contains(m))
         || is_agent_fragment(text)
+        || text.lines().any(is_isa_name)
+}
+
+/// rocminfo's ISA line, `Name: amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`:
+/// what is left of a dump filtered with `rocminfo | grep gfx` (the other
+/// line it keeps is the agent's `Name: gfx90a`). No other tool prints an
+/// ISA name under a `Name:` key.
+fn is_isa_name(line: &str) -> bool {
+    kv(strip_pager(line))
+        .is_some_and(|(_, k, v)| k == "Name" && v.starts_with("amdgcn-amd-amdhsa--gfx"))
 }
 
 /// An excerpt of agent blocks without the headers: an `Agent N` banner, or
@@ -82,6 +92,16 @@ struct Agent {
     node: Option<u32>,
     /// `Uuid:` when it names one (`GPU-XX` is rocminfo's "none").
     uuid: Option<String>,
+}
+
+impl Agent {
+    /// A GPU agent: its `Device Type`, or when a cut or filtered dump lacks
+    /// that line, an agent named by a gfx target alone.
+    fn is_gpu(&self) -> bool {
+        self.device_type.as_deref() == Some("GPU")
+            || (self.device_type.is_none()
+                && find_gfx(&self.name).is_some_and(|g| g == self.name.trim()))
+    }
 }
 
 pub fn parse(text: &str) -> Facts {
@@ -177,10 +197,9 @@ pub fn parse(text: &str) -> Facts {
     if let Some(a) = cur.take() {
         agents.push(a);
     }
+    drop_grep_repeats(&mut agents);
     for a in &agents {
-        let is_gpu = a.device_type.as_deref() == Some("GPU")
-            || (a.device_type.is_none() && find_gfx(&a.name).is_some_and(|g| g == a.name.trim()));
-        if !is_gpu {
+        if !a.is_gpu() {
             continue;
         }
         let gfx = find_gfx(&a.name).or_else(|| a.isa_gfx.clone());
@@ -235,6 +254,36 @@ pub fn parse(text: &str) -> Facts {
     f
 }
 
+/// A session often shows `rocminfo | grep gfx` and then the full dump (or
+/// part of it) of the same machine: the grep's bare agents (a `Name: gfxN`
+/// with nothing but its ISA line) repeat GPUs a full agent block also
+/// describes. Per gfx target, the bare agents beyond the full blocks' count
+/// are GPUs the cut dump does not reach; the others are repeats.
+fn drop_grep_repeats(agents: &mut Vec<Agent>) {
+    let bare = |a: &Agent| a.device_type.is_none() && a.marketing.is_none() && a.vendor.is_none();
+    let full_gfx: Vec<String> = agents
+        .iter()
+        .filter(|a| !bare(a) && a.is_gpu())
+        .filter_map(|a| find_gfx(&a.name).or_else(|| a.isa_gfx.clone()))
+        .collect();
+    let mut unclaimed = full_gfx;
+    agents.retain(|a| {
+        if !bare(a) {
+            return true;
+        }
+        let Some(g) = find_gfx(&a.name) else {
+            return true;
+        };
+        match unclaimed.iter().position(|x| *x == g) {
+            Some(i) => {
+                unclaimed.swap_remove(i);
+                false
+            }
+            None => true,
+        }
+    });
+}
+
 /// "29877(0x74b5)" -> 0x74b5.
 fn paren_hex(v: &str) -> Option<u32> {
     let open = v.find('(')?;
@@ -250,6 +299,64 @@ mod tests {
     fn pager_artifacts_are_stripped() {
         assert_eq!(strip_pager("  Pool Info:      [391/1815]"), "  Pool Info:");
         assert_eq!(strip_pager("  x: [a/b]"), "  x: [a/b]");
+    }
+
+    /// `rocminfo | grep gfx` alone (ROCm/ROCm-docker#93: two MI200 GPUs in
+    /// a container; robertrosenbusch/gfx803_rocm#13: one RX 590).
+    #[test]
+    fn grep_filtered_dump_is_recognised_with_one_gpu_per_agent() {
+        let t = "I have no name!@39764af76254:/$ rocminfo | grep gfx*\n  Name:                    gfx90a\n      Name:                    amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-\n  Name:                    gfx90a\n      Name:                    amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-\n";
+        assert!(recognise(t));
+        let f = parse(t);
+        let gfx: Vec<_> = f.gpus.iter().map(|g| g.gfx.as_deref()).collect();
+        assert_eq!(gfx, [Some("gfx90a"), Some("gfx90a")]);
+        // gfx803's ISA line, with pager-free trailing spaces.
+        assert!(recognise(
+            "      Name:                    amdgcn-amd-amdhsa--gfx803 \n"
+        ));
+        // clinfo names the device, never the ISA under `Name:`.
+        assert!(!recognise(
+            "  Device Name                                     gfx1030\n"
+        ));
+    }
+
+    /// The grep output and then the full dump of the same GPU is one GPU;
+    /// a grep listing more GPUs than a cut dump reaches keeps the rest.
+    #[test]
+    fn grep_output_before_the_full_dump_is_not_a_second_gpu() {
+        let grep = "  Name:                    gfx803\n      Name:                    amdgcn-amd-amdhsa--gfx803\n";
+        let full = "HSA Agents\n  Name:                    gfx803\n  Marketing Name:          Radeon RX 590 Series\n  Vendor Name:             AMD\n  Device Type:             GPU\n";
+        // The dump of gfx803_rocm#13 is cut before `Device Type`.
+        let cut = full.replace("  Device Type:             GPU\n", "");
+        assert_eq!(parse(&format!("{grep}\n{cut}")).gpus.len(), 1);
+        let f = parse(&format!("{grep}\n{full}"));
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].name, "Radeon RX 590 Series");
+        let f = parse(&format!("{grep}{grep}\n{full}"));
+        assert_eq!(f.gpus.len(), 2);
+    }
+
+    /// Old rocminfo printed the HSA status as a number (ROCm/ROCm#415 1.8,
+    /// #739 2.1 Ubuntu, #719 2.1 CentOS): 4104 = HSA_STATUS_ERROR_OUT_OF_RESOURCES.
+    #[test]
+    fn numeric_out_of_resources_status_is_the_named_one() {
+        for line in [
+            "hsa api call failure at line 900, file: /data/jenkins_workspace/compute-rocm-rel-2.1/rocminfo/rocminfo.cc. Call returned 4104",
+            "hsa api call failure at line 900, file: /home/jenkins/jenkins-root/workspace/compute-rocm-rel-1.8/rocminfo/rocminfo.cc. Call returned 4104",
+            "Call returned HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.",
+        ] {
+            let id = crate::signals::classify(line).map(|s| s.id.as_str());
+            assert_eq!(id, Some("hsa-out-of-resources"), "{line}");
+        }
+        assert!(recognise(
+            "hsa api call failure at line 900, file: rocminfo.cc. Call returned 4104"
+        ));
+        // Another status number is not this one.
+        let other = "hsa api call failure at line 900, file: rocminfo.cc. Call returned 4107";
+        assert_ne!(
+            crate::signals::classify(other).map(|s| s.id.as_str()),
+            Some("hsa-out-of-resources")
+        );
     }
 
     #[test]
