@@ -16,6 +16,7 @@ pub mod collect_env;
 pub mod dmesg;
 pub mod env_dump;
 pub mod hipconfig;
+pub mod hipinfo;
 pub mod icd_json;
 pub mod kfd_props;
 pub mod llama;
@@ -30,6 +31,7 @@ pub mod vulkaninfo;
 
 mod input;
 mod loose;
+mod quoted;
 
 use input::read_capped;
 pub use input::{decode, MAX_READ};
@@ -69,6 +71,7 @@ pub enum Format {
     Lspci,
     NvidiaSmi,
     Hipconfig,
+    HipInfo,
     AppLog,
 }
 
@@ -96,6 +99,7 @@ impl Format {
             Format::Lspci => "lspci",
             Format::NvidiaSmi => "nvidia-smi",
             Format::Hipconfig => "hipconfig",
+            Format::HipInfo => "hipInfo",
             Format::AppLog => "application log",
         }
     }
@@ -213,7 +217,7 @@ fn implied_gfx(facts: &mut Facts) {
 
 fn known_formats() -> String {
     "rocminfo, vulkaninfo, vulkaninfo --summary, amd-smi, rocm-smi, clinfo, dmesg, collect_env, \
-     ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, lspci, lshw, nvidia-smi, hipconfig, \
+     ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, lspci, lshw, nvidia-smi, hipconfig, hipInfo, \
      ollama/llama.cpp logs, dpkg/rpm/pacman/dkms package lines, logs with known errors"
         .to_string()
 }
@@ -221,6 +225,7 @@ fn known_formats() -> String {
 /// Recognises `text` and runs every matching parser; `source` names it in
 /// evidence ("rocminfo.txt:2").
 pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
+    let text = &*quoted::unquote(text);
     let formats = recognise(text);
     let mut parts = Vec::new();
     for f in &formats {
@@ -244,6 +249,7 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
             Format::Lspci => lspci::parse(text),
             Format::NvidiaSmi => nvidia_smi::parse(text),
             Format::Hipconfig => hipconfig::parse(text),
+            Format::HipInfo => hipinfo::parse(text),
             Format::AppLog => Facts::default(),
         };
         parts.push(part);
@@ -266,7 +272,8 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
             facts.rocm.version = Some(amd::rocm_release(&v));
             facts.rocm.hip_version = Some(v);
         } else {
-            facts.rocm.version = rocm_path_version(text);
+            facts.rocm.version =
+                rocm_path_version(text).or_else(|| amd::hip_sdk_path_version(text));
         }
     }
     if facts.wsl.is_none() && shows_wsl(text) {
@@ -358,6 +365,9 @@ pub fn recognise(text: &str) -> Vec<Format> {
     }
     if hipconfig::recognise(text) {
         out.push(Format::Hipconfig);
+    }
+    if hipinfo::recognise(text) {
+        out.push(Format::HipInfo);
     }
     if out.is_empty() && text.lines().any(|l| crate::signals::classify(l).is_some()) {
         out.push(Format::AppLog);
