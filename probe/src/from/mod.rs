@@ -9,6 +9,7 @@
 //! Nothing here panics on bad input: binary or empty files and text nobody
 //! recognises become a note; at most [`MAX_READ`] bytes of a file are read.
 
+pub mod agent_enum;
 pub mod amd;
 pub mod amdsmi;
 pub mod clinfo;
@@ -72,6 +73,7 @@ pub enum Format {
     NvidiaSmi,
     Hipconfig,
     HipInfo,
+    AgentEnumerator,
     AppLog,
 }
 
@@ -100,6 +102,7 @@ impl Format {
             Format::NvidiaSmi => "nvidia-smi",
             Format::Hipconfig => "hipconfig",
             Format::HipInfo => "hipInfo",
+            Format::AgentEnumerator => "rocm_agent_enumerator",
             Format::AppLog => "application log",
         }
     }
@@ -217,7 +220,7 @@ fn implied_gfx(facts: &mut Facts) {
 
 fn known_formats() -> String {
     "rocminfo, vulkaninfo, vulkaninfo --summary, amd-smi, rocm-smi, clinfo, dmesg, collect_env, \
-     ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, lspci, lshw, nvidia-smi, hipconfig, hipInfo, \
+     ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, lspci, lshw, nvidia-smi, hipconfig, hipInfo, rocm_agent_enumerator, \
      ollama/llama.cpp logs, dpkg/rpm/pacman/dkms package lines, logs with known errors"
         .to_string()
 }
@@ -250,6 +253,7 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
             Format::NvidiaSmi => nvidia_smi::parse(text),
             Format::Hipconfig => hipconfig::parse(text),
             Format::HipInfo => hipinfo::parse(text),
+            Format::AgentEnumerator => agent_enum::parse(text),
             Format::AppLog => Facts::default(),
         };
         parts.push(part);
@@ -368,6 +372,9 @@ pub fn recognise(text: &str) -> Vec<Format> {
     }
     if hipinfo::recognise(text) {
         out.push(Format::HipInfo);
+    }
+    if agent_enum::recognise(text) {
+        out.push(Format::AgentEnumerator);
     }
     if out.is_empty() && text.lines().any(|l| crate::signals::classify(l).is_some()) {
         out.push(Format::AppLog);
