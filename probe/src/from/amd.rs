@@ -301,6 +301,40 @@ fn chip_in_name(words: &[&str]) -> Option<String> {
     })
 }
 
+/// The `HSA_OVERRIDE_GFX_VERSION` value that makes the runtime report
+/// target `gfx`: gfx1201 -> 12.0.1, gfx90a -> 9.0.10, gfx1030 -> 10.3.0.
+pub fn override_value(gfx: &str) -> Option<String> {
+    let d = gfx.strip_prefix("gfx")?;
+    let (major, rest) = match d.len() {
+        4 => d.split_at(2),
+        3 => d.split_at(1),
+        _ => return None,
+    };
+    let major: u32 = major.parse().ok()?;
+    let mut r = rest.chars().map(|c| c.to_digit(16));
+    let (minor, step) = (r.next()??, r.next()??);
+    Some(format!("{major}.{minor}.{step}"))
+}
+
+/// A ROCm tool's reported target that the GPU's own identity contradicts:
+/// HSA reports whatever `HSA_OVERRIDE_GFX_VERSION` forces (ROCm/ROCm#5696:
+/// a Radeon 8060S reported as gfx1201; #5238: an MI210, chip 0x740f,
+/// reported as gfx1030), while the chip id (KFD's, from the driver) or a
+/// name only one chip carries still says what the GPU is. Returns the real
+/// target and the override value in effect.
+pub fn forced_target(
+    reported: &str,
+    device_id: Option<u16>,
+    name: &str,
+) -> Option<(String, String)> {
+    let real = device_id
+        .and_then(gfx_from_device_id)
+        .or_else(|| gfx_from_marketing_name(name))?;
+    (real != reported)
+        .then(|| override_value(reported).map(|v| (real, v)))
+        .flatten()
+}
+
 /// The release in the Windows HIP SDK's install path a paste shows
 /// (`PS C:\\AMD\\ROCm\\6.2\\bin> hipinfo.exe`, `C:\\Program Files\\AMD\\ROCm\\7.1\\bin`),
 /// when one release only appears.
@@ -508,6 +542,34 @@ mod tests {
         )
         .is_err());
         assert!(parse_supplement("[[device]]\nvendor = 1\ndevice = 2\nname = \"x\"\n").is_err());
+    }
+
+    #[test]
+    fn override_values_and_forced_targets() {
+        for (g, v) in [
+            ("gfx1201", "12.0.1"),
+            ("gfx90a", "9.0.10"),
+            ("gfx1030", "10.3.0"),
+            ("gfx942", "9.4.2"),
+            ("gfx90c", "9.0.12"),
+        ] {
+            assert_eq!(override_value(g).as_deref(), Some(v), "{g}");
+        }
+        assert_eq!(override_value("gfx12"), None);
+        assert_eq!(
+            forced_target("gfx1201", None, "Radeon 8060S Graphics"),
+            Some(("gfx1151".into(), "12.0.1".into()))
+        );
+        assert_eq!(
+            forced_target("gfx1151", None, "Radeon 8060S Graphics"),
+            None
+        );
+        // Nothing the name or id implies: no conclusion.
+        assert_eq!(forced_target("gfx1030", None, "AMD Radeon RX 6800"), None);
+        assert_eq!(
+            forced_target("gfx1030", Some(0x740f), "AMD Instinct MI210"),
+            Some(("gfx90a".into(), "10.3.0".into()))
+        );
     }
 
     /// The HIP SDK's path on Windows (ROCm/ROCm#5105 `C:\\AMD\\ROCm\\6.2\\bin`,

@@ -202,7 +202,7 @@ pub fn parse(text: &str) -> Facts {
         if !a.is_gpu() {
             continue;
         }
-        let gfx = find_gfx(&a.name).or_else(|| a.isa_gfx.clone());
+        let reported = find_gfx(&a.name).or_else(|| a.isa_gfx.clone());
         let vendor = match a.vendor.as_deref() {
             Some("AMD") | None => Vendor::Amd,
             Some(_) => Vendor::Other,
@@ -217,6 +217,19 @@ pub fn parse(text: &str) -> Facts {
             .filter(|&c| c != 0 && c <= 0xffff)
             .map(|c| c as u16);
         let vendor_id = (vendor == Vendor::Amd).then_some(amd::AMD);
+        // HSA reports the target HSA_OVERRIDE_GFX_VERSION forces; the chip id
+        // (from KFD) or a name only one chip carries says what the GPU is.
+        let forced = reported
+            .as_deref()
+            .filter(|_| vendor == Vendor::Amd)
+            .and_then(|r| amd::forced_target(r, device_id, &name));
+        let gfx = match forced {
+            Some((real, value)) => {
+                f.rocm.hsa_override_gfx_version.get_or_insert(value);
+                Some(real)
+            }
+            None => reported.clone(),
+        };
         let integrated = gfx
             .as_deref()
             .filter(|g| amd::is_apu_target(g))
@@ -239,7 +252,8 @@ pub fn parse(text: &str) -> Facts {
             rocr_uuid: a.uuid.clone(),
             ..Gpu::default()
         });
-        if let Some(g) = gfx {
+        // The runtime's own view: the target it loads code for.
+        if let Some(g) = reported {
             if !f.rocm.agent_gfx.contains(&g) {
                 f.rocm.agent_gfx.push(g);
             }
@@ -357,6 +371,20 @@ mod tests {
             crate::signals::classify(other).map(|s| s.id.as_str()),
             Some("hsa-out-of-resources")
         );
+    }
+
+    /// A stale override makes HSA name an MI210 (Chip ID 0x740f, gfx90a)
+    /// gfx1030 (ROCm/ROCm#5238: "set the HSA_OVERRIDE_GFX_VERSION to
+    /// gfx1030 ... and forgot about it").
+    #[test]
+    fn an_agent_target_its_chip_contradicts_is_a_forced_override() {
+        let t = "HSA Agents\n  Name:                    gfx1030\n  Marketing Name:          AMD Instinct MI210\n  Vendor Name:             AMD\n  Device Type:             GPU\n  Chip ID:                 29711(0x740f)\n";
+        let f = parse(t);
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx90a"));
+        assert_eq!(f.rocm.hsa_override_gfx_version.as_deref(), Some("10.3.0"));
+        // The chip's own target is no override.
+        let ok = t.replace("gfx1030", "gfx90a");
+        assert_eq!(parse(&ok).rocm.hsa_override_gfx_version, None);
     }
 
     #[test]
