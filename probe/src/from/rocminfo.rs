@@ -126,7 +126,9 @@ pub fn parse(text: &str) -> Facts {
         // Older rocminfo says only whether the module is loaded.
         let loaded = if t.starts_with("ROCk module is loaded") {
             Some(true)
-        } else if t.starts_with("ROCk module is NOT loaded") {
+        } else if t.starts_with("ROCk module is NOT loaded")
+            || t.starts_with("ROCk module is NOT live")
+        {
             Some(false)
         } else {
             None
@@ -385,6 +387,24 @@ mod tests {
         // The chip's own target is no override.
         let ok = t.replace("gfx1030", "gfx90a");
         assert_eq!(parse(&ok).rocm.hsa_override_gfx_version, None);
+    }
+
+    /// rocminfo of ROCm 6.x checks /sys/module/amdgpu/initstate and says
+    /// "NOT live" where older ones said "NOT loaded" (ROCm/amdgpu#211: an
+    /// MI50 whose amdgpu never finished its SR-IOV handshake; ROCm-docker#107).
+    #[test]
+    fn rock_not_live_is_the_not_loaded_spelling_of_rocm6() {
+        for line in [
+            "ROCk module is NOT live, possibly no GPU devices",
+            "ROCk module is NOT loaded, possibly no GPU devices",
+        ] {
+            let f = parse(line);
+            assert_eq!(f.drivers.len(), 1, "{line}");
+            assert!(!f.drivers[0].loaded, "{line}");
+            let id = crate::signals::classify(line).map(|s| s.id.as_str());
+            assert_eq!(id, Some("rock-not-loaded"), "{line}");
+        }
+        assert!(parse("ROCk module is loaded").drivers[0].loaded);
     }
 
     #[test]
