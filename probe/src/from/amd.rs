@@ -284,6 +284,78 @@ pub fn gfx_from_marketing_name(name: &str) -> Option<String> {
         .iter()
         .find(|n| words.iter().any(|w| w.eq_ignore_ascii_case(&n.name)))
         .map(|n| n.gfx.clone())
+        .or_else(|| chip_in_name(&words))
+}
+
+/// The chip name pci.ids gives a GPU (what `lspci` without `-nn` prints:
+/// "Ellesmere [Radeon RX 470/480]", "Aldebaran", "Navi 21 [...]", "Vega 20
+/// [Radeon VII]"): a word that is a codename, or a codename split from its
+/// number ("Navi" "21" is NAVI21). Only codenames count, never retail names.
+fn chip_in_name(words: &[&str]) -> Option<String> {
+    words.iter().enumerate().find_map(|(i, w)| {
+        let joined = words
+            .get(i + 1)
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| gfx_from_chip(&format!("{w}{n}")));
+        joined.or_else(|| gfx_from_chip(w))
+    })
+}
+
+/// The `HSA_OVERRIDE_GFX_VERSION` value that makes the runtime report
+/// target `gfx`: gfx1201 -> 12.0.1, gfx90a -> 9.0.10, gfx1030 -> 10.3.0.
+pub fn override_value(gfx: &str) -> Option<String> {
+    let d = gfx.strip_prefix("gfx")?;
+    let (major, rest) = match d.len() {
+        4 => d.split_at(2),
+        3 => d.split_at(1),
+        _ => return None,
+    };
+    let major: u32 = major.parse().ok()?;
+    let mut r = rest.chars().map(|c| c.to_digit(16));
+    let (minor, step) = (r.next()??, r.next()??);
+    Some(format!("{major}.{minor}.{step}"))
+}
+
+/// A ROCm tool's reported target that the GPU's own identity contradicts:
+/// HSA reports whatever `HSA_OVERRIDE_GFX_VERSION` forces (ROCm/ROCm#5696:
+/// a Radeon 8060S reported as gfx1201; #5238: an MI210, chip 0x740f,
+/// reported as gfx1030), while the chip id (KFD's, from the driver) or a
+/// name only one chip carries still says what the GPU is. Returns the real
+/// target and the override value in effect.
+pub fn forced_target(
+    reported: &str,
+    device_id: Option<u16>,
+    name: &str,
+) -> Option<(String, String)> {
+    let real = device_id
+        .and_then(gfx_from_device_id)
+        .or_else(|| gfx_from_marketing_name(name))?;
+    (real != reported)
+        .then(|| override_value(reported).map(|v| (real, v)))
+        .flatten()
+}
+
+/// The release in the Windows HIP SDK's install path a paste shows
+/// (`PS C:\\AMD\\ROCm\\6.2\\bin> hipinfo.exe`, `C:\\Program Files\\AMD\\ROCm\\7.1\\bin`),
+/// when one release only appears.
+pub fn hip_sdk_path_version(text: &str) -> Option<String> {
+    let lower = text.to_ascii_lowercase();
+    let mut found: Option<String> = None;
+    for (p, m) in lower.match_indices("\\amd\\rocm\\") {
+        let v: String = lower[p + m.len()..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        let v = v.trim_end_matches('.');
+        if v.split('.').count() < 2 || v.split('.').any(str::is_empty) {
+            continue;
+        }
+        match &found {
+            Some(f) if f != v => return None,
+            _ => found = Some(v.to_string()),
+        }
+    }
+    found
 }
 
 /// A ROCm/HIP version in its build-number form to the release it names:
@@ -473,6 +545,54 @@ mod tests {
     }
 
     #[test]
+    fn override_values_and_forced_targets() {
+        for (g, v) in [
+            ("gfx1201", "12.0.1"),
+            ("gfx90a", "9.0.10"),
+            ("gfx1030", "10.3.0"),
+            ("gfx942", "9.4.2"),
+            ("gfx90c", "9.0.12"),
+        ] {
+            assert_eq!(override_value(g).as_deref(), Some(v), "{g}");
+        }
+        assert_eq!(override_value("gfx12"), None);
+        assert_eq!(
+            forced_target("gfx1201", None, "Radeon 8060S Graphics"),
+            Some(("gfx1151".into(), "12.0.1".into()))
+        );
+        assert_eq!(
+            forced_target("gfx1151", None, "Radeon 8060S Graphics"),
+            None
+        );
+        // Nothing the name or id implies: no conclusion.
+        assert_eq!(forced_target("gfx1030", None, "AMD Radeon RX 6800"), None);
+        assert_eq!(
+            forced_target("gfx1030", Some(0x740f), "AMD Instinct MI210"),
+            Some(("gfx90a".into(), "10.3.0".into()))
+        );
+    }
+
+    /// The HIP SDK's path on Windows (ROCm/ROCm#5105 `C:\\AMD\\ROCm\\6.2\\bin`,
+    /// ROCm/librocdxg#57 `C:\\Program Files\\AMD\\ROCm\\7.1\\bin`).
+    #[test]
+    fn hip_sdk_path_names_the_release() {
+        assert_eq!(
+            hip_sdk_path_version("PS C:\\AMD\\ROCm\\6.2\\bin> hipinfo.exe\n").as_deref(),
+            Some("6.2")
+        );
+        assert_eq!(
+            hip_sdk_path_version("InstalledDir: C:\\Program Files\\AMD\\ROCm\\7.1\\bin\n")
+                .as_deref(),
+            Some("7.1")
+        );
+        assert_eq!(
+            hip_sdk_path_version("C:\\AMD\\ROCm\\6.1\\bin C:\\AMD\\ROCm\\6.2\\bin"),
+            None
+        );
+        assert_eq!(hip_sdk_path_version("C:\\AMD\\ROCm\\bin"), None);
+    }
+
+    #[test]
     fn rocm_release_of_build_numbers() {
         assert_eq!(rocm_release("3.7.20315-077bcfa0"), "3.7");
         assert_eq!(rocm_release("'3.0.19493-36529b1'"), "3.0");
@@ -523,6 +643,32 @@ mod tests {
             Some("gfx1150")
         );
         assert_eq!(gfx_from_marketing_name("AMD Radeon RX 7900 XTX"), None);
+    }
+
+    /// lspci without `-nn` names a GPU by the pci.ids chip name only
+    /// (ROCm/ROCm#415 "Ellesmere [Radeon RX 470/480]", #5480 "Aldebaran",
+    /// #6166 "Navi 48"), and dmesg's `kfd: added device 1002:6fdf` names an
+    /// id outside the Polaris blocks (#739): each implies one target.
+    #[test]
+    fn pci_ids_chip_names_and_stray_ids_imply_a_target() {
+        for (name, gfx) in [
+            ("Advanced Micro Devices, Inc. [AMD/ATI] Ellesmere [Radeon RX 470/480] (rev ef)", "gfx803"),
+            ("Advanced Micro Devices, Inc. [AMD/ATI] Baffin [Radeon RX 460/560D / Pro 450/455/460/555/555X/560/560X]", "gfx803"),
+            ("Advanced Micro Devices, Inc. [AMD/ATI] Aldebaran (rev 02)", "gfx90a"),
+            ("Aldebaran/MI200 [Instinct MI250X/MI250/MI210]", "gfx90a"),
+            ("Advanced Micro Devices, Inc. [AMD/ATI] Navi 21 [Radeon RX 6800/6800 XT / 6900 XT]", "gfx1030"),
+            ("Navi 21 [Radeon RX 6800/6800 XT / 6900 XT]", "gfx1030"),
+            ("Advanced Micro Devices, Inc. [AMD/ATI] Navi 48 [Radeon RX 9070/9070 XT/9070 GRE]", "gfx1201"),
+            ("Vega 20 [Radeon VII]", "gfx906"),
+            ("Fiji [Radeon R9 FURY / NANO Series]", "gfx803"),
+        ] {
+            assert_eq!(gfx_from_marketing_name(name).as_deref(), Some(gfx), "{name}");
+        }
+        // A number after "Vega" that is no chip, and retail names, imply nothing.
+        assert_eq!(gfx_from_marketing_name("AMD Radeon RX Vega 56"), None);
+        assert_eq!(gfx_from_marketing_name("AMD Radeon Vega 8 Graphics"), None);
+        assert_eq!(gfx_from_marketing_name("Radeon RX 590 Series"), None);
+        assert_eq!(gfx_from_device_id(0x6fdf).as_deref(), Some("gfx803"));
     }
 
     #[test]

@@ -41,7 +41,10 @@ pub fn parse(text: &str) -> Facts {
         f.rocm.version = Some(v.to_string());
     }
     let lines: Vec<&str> = text.lines().collect();
-    let mut keyed: Option<Gpu> = None;
+    // Key form: GPUs by their amd-smi index ("GPU: 0"); a paste of `amd-smi
+    // list` then `amd-smi static` names each index twice, for one GPU.
+    let mut keyed: Vec<(&str, Gpu)> = Vec::new();
+    let mut cur: Option<usize> = None;
     // `amd-smi static --driver`: "DRIVER:" then indented "NAME: amdgpu", "VERSION: 6.18.3".
     let mut section = "";
     let mut section_indent = 0;
@@ -101,27 +104,42 @@ pub fn parse(text: &str) -> Facts {
         }
         match k {
             "GPU" if v.bytes().all(|b| b.is_ascii_digit()) && !v.is_empty() => {
-                if let Some(g) = keyed.take() {
-                    f.gpus.push(g);
-                }
-                keyed = Some(Gpu::amdgpu_seen_by("amd-smi"));
+                cur = Some(match keyed.iter().position(|(i, _)| *i == v) {
+                    Some(p) => p,
+                    None => {
+                        keyed.push((v, Gpu::amdgpu_seen_by("amd-smi")));
+                        keyed.len() - 1
+                    }
+                });
+            }
+            // Another kind of device amd-smi lists in the same layout
+            // (`AI_NIC: 0`, `CPU: 0`): it ends the GPU, and its keys
+            // (BDF, PRODUCT_NAME) are not the GPU's.
+            _ if indent == 0
+                && !v.is_empty()
+                && v.bytes().all(|b| b.is_ascii_digit())
+                && k.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') =>
+            {
+                cur = None;
             }
             _ => {
-                let Some(g) = keyed.as_mut() else { continue };
+                let Some(g) = cur.and_then(|c| keyed.get_mut(c)).map(|(_, g)| g) else {
+                    continue;
+                };
                 match k {
-                    "BDF" if is_bdf(v) => g.pci_address = Some(v.to_lowercase()),
+                    "BDF" if is_bdf(v) => {
+                        g.pci_address.get_or_insert_with(|| v.to_lowercase());
+                    }
                     "MARKET_NAME" | "PRODUCT_NAME" if g.name.is_empty() => g.name = v.to_string(),
-                    "DEVICE_ID" => g.device_id = parse_id(v).map(|x| x as u16),
-                    "VENDOR_ID" => g.vendor_id = parse_id(v).map(|x| x as u16),
-                    "TARGET_GRAPHICS_VERSION" => g.gfx = find_gfx(v),
+                    "DEVICE_ID" => g.device_id = g.device_id.or(parse_id(v).map(|x| x as u16)),
+                    "VENDOR_ID" => g.vendor_id = g.vendor_id.or(parse_id(v).map(|x| x as u16)),
+                    "TARGET_GRAPHICS_VERSION" => g.gfx = g.gfx.take().or_else(|| find_gfx(v)),
                     _ => {}
                 }
             }
         }
     }
-    if let Some(g) = keyed.take() {
-        f.gpus.push(g);
-    }
+    f.gpus.extend(keyed.into_iter().map(|(_, g)| g));
     for g in &mut f.gpus {
         g.vf |= amd::is_vf(&g.name, g.vendor_id.or(Some(amd::AMD)), g.device_id);
     }
@@ -145,4 +163,38 @@ fn total_mb(line: &str) -> Option<u64> {
     let p = line.find(" MB")?;
     let before = line[..p].split_whitespace().last()?;
     before.split('/').nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// amd-smi lists AMD's AI NICs beside the GPUs in the same `KEY: value`
+    /// layout (ROCm/rocm-systems#3654: `AI_NIC: 0` with its own BDF and
+    /// PRODUCT_NAME); a NIC is no GPU and its keys belong to no GPU.
+    #[test]
+    fn other_device_blocks_end_the_gpu_and_are_not_gpus() {
+        let t = "GPU: 0\n    BDF: 0000:23:00.0\n    UUID: 67ff740f-0000-1000-80e6-b5bb3c3ce0db\n    KFD_ID: 63484\n\nAI_NIC: 0\n    BDF: 0000:e2:00.0\n    PERMANENT_ADDRESS: 04:90:81:2c:77:b0\n    PRODUCT_NAME: POLLARA 1x400G QSFP112\n    VENDOR_NAME: AMD Pensando Systems, Inc.\n\nGPU: 1\n    BDF: 0000:43:00.0\n";
+        let f = parse(t);
+        let bdfs: Vec<_> = f.gpus.iter().map(|g| g.pci_address.as_deref()).collect();
+        assert_eq!(bdfs, [Some("0000:23:00.0"), Some("0000:43:00.0")]);
+        assert!(f.gpus.iter().all(|g| !g.name.contains("POLLARA")));
+        // A NIC-only listing (`amd-smi list --nic 0`) holds no GPU.
+        let nic = "AI_NIC: 0\n    BDF: 0000:e2:00.0\n    PRODUCT_NAME: POLLARA 1x400G QSFP112\n";
+        assert!(parse(nic).gpus.is_empty());
+    }
+
+    /// `amd-smi list` then `amd-smi static` in one paste (ROCm/rocm-systems#3654)
+    /// describe GPU 0 twice: one GPU with the BDF of the one and the name and
+    /// ids of the other.
+    #[test]
+    fn the_same_gpu_index_in_two_listings_is_one_gpu() {
+        let t = "$ amd-smi list\nGPU: 0\n    BDF: 0000:23:00.0\n    UUID: 67ff740f-0000-1000-80e6-b5bb3c3ce0db\n$ amd-smi static\nGPU: 0\n    ASIC:\n        MARKET_NAME: AMD Instinct MI210\n        VENDOR_ID: 0x1002\n        DEVICE_ID: 0x740f\nGPU: 1\n    ASIC:\n        MARKET_NAME: AMD Instinct MI210\n";
+        let f = parse(t);
+        assert_eq!(f.gpus.len(), 2);
+        assert_eq!(f.gpus[0].pci_address.as_deref(), Some("0000:23:00.0"));
+        assert_eq!(f.gpus[0].name, "AMD Instinct MI210");
+        assert_eq!(f.gpus[0].device_id, Some(0x740f));
+        assert_eq!(f.gpus[1].pci_address, None);
+    }
 }

@@ -2,7 +2,7 @@
 //! one). Only GPU devices on a known platform become GPUs; zero OpenCL
 //! devices is not proof that the machine has none.
 
-use super::amd::find_gfx;
+use super::amd::{self, find_gfx};
 use crate::facts::{Facts, Gpu, Vendor};
 
 pub fn recognise(text: &str) -> bool {
@@ -14,6 +14,21 @@ pub fn recognise(text: &str) -> bool {
     ]
     .iter()
     .any(|m| text.contains(m))
+        || rocm_layout_fragment(text)
+}
+
+/// Device lines of ROCm's own clinfo without its headers (a `grep` of
+/// it): a `Board name:` and a `Name:` that is a gfx target.
+fn rocm_layout_fragment(text: &str) -> bool {
+    let lines = || text.lines().map(str::trim);
+    lines().any(|t| t.starts_with("Board name:"))
+        && lines().any(|t| t.strip_prefix("Name:").is_some_and(|v| is_target(v.trim())))
+}
+
+/// `gfx1201`, `gfx90a:sramecc+:xnack-`: a value that is a target and nothing else.
+fn is_target(v: &str) -> bool {
+    let head = v.split(':').next().unwrap_or(v);
+    find_gfx(head).is_some_and(|g| g == head)
 }
 
 fn field<'a>(t: &'a str, key: &str) -> Option<&'a str> {
@@ -29,9 +44,19 @@ pub fn parse(text: &str) -> Facts {
     let mut platform_vendor = Vendor::Other;
     let mut device_type_gpu: Option<bool> = None;
     let mut pending: Option<Gpu> = None;
+    // ROCm's clinfo prints `Board name:` before the device's `Name:`.
+    let mut board_next: Option<String> = None;
     let flush = |f: &mut Facts, p: &mut Option<Gpu>| {
-        if let Some(g) = p.take() {
+        if let Some(mut g) = p.take() {
             if g.vendor != Vendor::Cpu {
+                let forced = g
+                    .gfx
+                    .as_deref()
+                    .and_then(|r| amd::forced_target(r, g.device_id, &g.name));
+                if let Some((real, value)) = forced {
+                    g.gfx = Some(real);
+                    f.rocm.hsa_override_gfx_version.get_or_insert(value);
+                }
                 f.gpus.push(g);
             }
         }
@@ -54,6 +79,16 @@ pub fn parse(text: &str) -> Facts {
             device_type_gpu = Some(v.contains("GPU"));
             continue;
         }
+        if let Some(v) = t.strip_prefix("Board name:") {
+            board_next = Some(v.trim().to_string()).filter(|v| !v.is_empty());
+            continue;
+        }
+        if let Some(v) = field(t, "Device PCI-e ID (AMD)") {
+            if let Some(g) = pending.as_mut() {
+                g.device_id = amd::parse_id(v).and_then(|x| u16::try_from(x).ok());
+            }
+            continue;
+        }
         if let Some(v) = field(t, "Board name").or_else(|| field(t, "Device Board Name (AMD)")) {
             if let Some(g) = pending.as_mut() {
                 if !v.is_empty() {
@@ -63,11 +98,7 @@ pub fn parse(text: &str) -> Facts {
             continue;
         }
         let name = field(t, "Device Name").or_else(|| {
-            if platform_vendor == Vendor::Amd {
-                field(t, "Name")
-            } else {
-                None
-            }
+            field(t, "Name").filter(|v| platform_vendor == Vendor::Amd || is_target(v))
         });
         if let Some(v) = name {
             flush(&mut f, &mut pending);
@@ -85,7 +116,7 @@ pub fn parse(text: &str) -> Facts {
             }
             pending = Some(Gpu {
                 vendor,
-                name: v.to_string(),
+                name: board_next.take().unwrap_or_else(|| v.to_string()),
                 gfx,
                 seen_by: vec!["clinfo".into()],
                 ..Gpu::default()
@@ -95,4 +126,48 @@ pub fn parse(text: &str) -> Facts {
     }
     flush(&mut f, &mut pending);
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ROCm's own clinfo prints `Board name:` before the device's `Name:`;
+    /// a grep of it keeps no platform line (ROCm/ROCm#5696).
+    #[test]
+    fn rocm_layout_board_name_belongs_to_the_next_device() {
+        let t = "$ /usr/bin/rocm-clinfo|grep -P 'Board|gfx'\n  Board name:\t\t\t\t\t AMD Radeon AI PRO R9700\n  Name:\t\t\t\t\t\t gfx1201\n  Board name:\t\t\t\t\t AMD Radeon RX 7900 XTX\n  Name:\t\t\t\t\t\t gfx1100\n";
+        assert!(recognise(t));
+        let f = parse(t);
+        let got: Vec<_> = f
+            .gpus
+            .iter()
+            .map(|g| (g.name.as_str(), g.gfx.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("AMD Radeon AI PRO R9700", Some("gfx1201")),
+                ("AMD Radeon RX 7900 XTX", Some("gfx1100"))
+            ]
+        );
+        assert_eq!(f.rocm.hsa_override_gfx_version, None);
+    }
+
+    /// The runtime reports the target HSA_OVERRIDE_GFX_VERSION forces: a
+    /// board only gfx1151 carries reported as gfx1201 (ROCm/ROCm#5696, a
+    /// stale `export HSA_OVERRIDE_GFX_VERSION=12.0.1`), or a PCI-e id of
+    /// another chip. The GPU keeps its real target.
+    #[test]
+    fn a_target_the_board_contradicts_is_a_forced_override() {
+        let t = "  Board name:\t\t\t\t\t Radeon 8060S Graphics\n  Name:\t\t\t\t\t\t gfx1201\n";
+        let f = parse(t);
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx1151"));
+        assert_eq!(f.rocm.hsa_override_gfx_version.as_deref(), Some("12.0.1"));
+        let modern = "  Platform Name                                   AMD Accelerated Parallel Processing\n  Device Name                                     gfx1030\n  Device Board Name (AMD)                         AMD Radeon RX 6700 XT\n  Device PCI-e ID (AMD)                           0x73df\n";
+        let f = parse(modern);
+        assert_eq!(f.gpus[0].device_id, Some(0x73df));
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx1031"));
+        assert_eq!(f.rocm.hsa_override_gfx_version.as_deref(), Some("10.3.0"));
+    }
 }

@@ -28,8 +28,7 @@ pub fn parse(text: &str) -> Facts {
     let mut hip_runtime: Option<String> = None;
     let mut cuda_available: Option<bool> = None;
     let mut in_gpus = false;
-    for l in text.lines() {
-        let t = l.trim();
+    for t in text.lines().flat_map(wrapped_segments) {
         if in_gpus {
             // Multi-GPU form: "GPU 0: NVIDIA A100-SXM4-80GB"
             if let Some(rest) = t
@@ -136,6 +135,48 @@ pub fn parse(text: &str) -> Facts {
     f
 }
 
+/// One pasted line as the lines the terminal showed: a wrap copied as a
+/// run of 10 or more spaces before the next `Key: value` (pytorch#145670,
+/// #148167) starts a line of its own. A run before a value (`Architecture:
+/// x86_64`) or before vLLM's `: value` stays inside its line. Trimmed.
+fn wrapped_segments(line: &str) -> Vec<&str> {
+    let b = line.as_bytes();
+    let mut cuts = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b' ' {
+            i += 1;
+            continue;
+        }
+        let run = i;
+        while i < b.len() && b[i] == b' ' {
+            i += 1;
+        }
+        if i - run >= 10 && starts_key(&line[i..]) {
+            cuts.push((run, i));
+        }
+    }
+    if cuts.is_empty() {
+        return vec![line.trim()];
+    }
+    let mut out = Vec::with_capacity(cuts.len() + 1);
+    let mut from = 0;
+    for (run, next) in cuts {
+        out.push(line[from..run].trim());
+        from = next;
+    }
+    out.push(line[from..].trim());
+    out.retain(|s| !s.is_empty());
+    out
+}
+
+/// `HIP runtime version: N/A`: a key (a short name, no column padding) and its colon.
+fn starts_key(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic())
+        && s.split_once(':')
+            .is_some_and(|(k, _)| k.len() <= 60 && !k.contains("  "))
+}
+
 fn push_gpu(f: &mut Facts, v: &str) {
     let gfx = find_gfx(v);
     let name = match v.rfind(" (") {
@@ -160,4 +201,26 @@ fn push_gpu(f: &mut Facts, v: &str) {
         seen_by: vec!["collect_env".into()],
         ..Gpu::default()
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A terminal's wrapped lines copied as one line padded with spaces:
+    /// pytorch#145670 (`Collecting environment information...` then about
+    /// 230 spaces and `PyTorch version: ...`) and pytorch#148167 (`cuDNN
+    /// version: Could not collect`, spaces, `HIP runtime version: N/A`, ...).
+    #[test]
+    fn keys_after_a_wrapped_line_of_spaces_are_read() {
+        let pad = " ".repeat(230);
+        let t = format!("Collecting environment information...{pad}PyTorch version: 2.7.0.dev20250123+rocm6.3\nROCM used to build PyTorch: 6.3.42131-fa1d09cbd\ncuDNN version: Could not collect{pad}HIP runtime version: 6.3.42131{pad}MIOpen runtime version: 3.3.0\n");
+        let f = parse(&t);
+        assert_eq!(f.python.frameworks.len(), 1);
+        assert_eq!(f.python.frameworks[0].version, "2.7.0.dev20250123+rocm6.3");
+        assert_eq!(f.rocm.hip_version.as_deref(), Some("6.3.42131"));
+        // Aligned values and vLLM's `Key     : value` stay one line each.
+        let v = "PyTorch version                      : 2.5.1+rocm6.2\nArchitecture:                       x86_64\n";
+        assert_eq!(parse(v).python.frameworks[0].version, "2.5.1+rocm6.2");
+    }
 }

@@ -9,6 +9,7 @@
 //! Nothing here panics on bad input: binary or empty files and text nobody
 //! recognises become a note; at most [`MAX_READ`] bytes of a file are read.
 
+pub mod agent_enum;
 pub mod amd;
 pub mod amdsmi;
 pub mod clinfo;
@@ -16,6 +17,7 @@ pub mod collect_env;
 pub mod dmesg;
 pub mod env_dump;
 pub mod hipconfig;
+pub mod hipinfo;
 pub mod icd_json;
 pub mod kfd_props;
 pub mod llama;
@@ -33,6 +35,7 @@ pub mod vulkaninfo;
 
 mod input;
 mod loose;
+mod quoted;
 
 use input::read_capped;
 pub use input::{decode, MAX_READ};
@@ -74,6 +77,8 @@ pub enum Format {
     NvidiaSmi,
     Hipconfig,
     OpenGlRenderer,
+    HipInfo,
+    AgentEnumerator,
     AppLog,
 }
 
@@ -103,6 +108,8 @@ impl Format {
             Format::NvidiaSmi => "nvidia-smi",
             Format::Hipconfig => "hipconfig",
             Format::OpenGlRenderer => "OpenGL renderer (glxinfo -B, inxi -G)",
+            Format::HipInfo => "hipInfo",
+            Format::AgentEnumerator => "rocm_agent_enumerator",
             Format::AppLog => "application log",
         }
     }
@@ -220,7 +227,8 @@ fn implied_gfx(facts: &mut Facts) {
 
 fn known_formats() -> String {
     "rocminfo, vulkaninfo, vulkaninfo --summary, amd-smi, rocm-smi, clinfo, dmesg, collect_env, \
-     ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, lspci, lshw, nvidia-smi, hipconfig, glxinfo -B / inxi -G, \
+     ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, lspci, lshw, nvidia-smi, hipconfig, \
+     glxinfo -B / inxi -G, hipInfo, rocm_agent_enumerator, \
      ollama/llama.cpp logs, dpkg/rpm/pacman/dkms package lines, logs with known errors"
         .to_string()
 }
@@ -228,6 +236,7 @@ fn known_formats() -> String {
 /// Recognises `text` and runs every matching parser; `source` names it in
 /// evidence ("rocminfo.txt:2").
 pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
+    let text = &*quoted::unquote(text);
     let formats = recognise(text);
     let mut parts = Vec::new();
     for f in &formats {
@@ -253,6 +262,8 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
             Format::NvidiaSmi => nvidia_smi::parse(text),
             Format::Hipconfig => hipconfig::parse(text),
             Format::OpenGlRenderer => mesa_gl::parse(text),
+            Format::HipInfo => hipinfo::parse(text),
+            Format::AgentEnumerator => agent_enum::parse(text),
             Format::AppLog => Facts::default(),
         };
         parts.push(part);
@@ -277,7 +288,8 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
             facts.rocm.version = Some(amd::rocm_release(&v));
             facts.rocm.hip_version = Some(v);
         } else {
-            facts.rocm.version = rocm_path_version(text);
+            facts.rocm.version =
+                rocm_path_version(text).or_else(|| amd::hip_sdk_path_version(text));
         }
     }
     if facts.wsl.is_none() && shows_wsl(text) {
@@ -375,6 +387,12 @@ pub fn recognise(text: &str) -> Vec<Format> {
     }
     if mesa_gl::recognise(text) {
         out.push(Format::OpenGlRenderer);
+    }
+    if hipinfo::recognise(text) {
+        out.push(Format::HipInfo);
+    }
+    if agent_enum::recognise(text) {
+        out.push(Format::AgentEnumerator);
     }
     if out.is_empty() && text.lines().any(|l| crate::signals::classify(l).is_some()) {
         out.push(Format::AppLog);

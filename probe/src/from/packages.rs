@@ -37,7 +37,19 @@ fn package_line(t: &str) -> Option<(&str, &str)> {
         let ver = w.next()?;
         return ROCM_PACKAGES.contains(&name).then_some((name, ver));
     }
-    // pacman -Q: "rocm-core 6.2.4-1"
+    // pacman -Q: "rocm-core 6.2.4-1"; -Qs/-Ss name the repository:
+    // "local/rocm-core 5.4.3-4", "extra/rocm-core 6.4.1-1 [installed]".
+    let first = match first.split_once('/') {
+        Some((repo, name))
+            if !repo.is_empty()
+                && repo
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') =>
+        {
+            name
+        }
+        _ => first,
+    };
     if ROCM_PACKAGES.contains(&first) {
         let ver = w.next()?;
         return ver
@@ -140,5 +152,23 @@ mod tests {
         // nvidia_drm's own modinfo has no driver version of interest.
         let drm = "filename:       /lib/modules/6.5.0/kernel/nvidia-drm.ko\nversion:        1.0\n";
         assert!(!recognise(drm));
+    }
+
+    /// `pacman -Qs`/`-Ss` name packages with their repository
+    /// (tsl0922/pytorch-gfx803#3: `local/rocm-core 5.4.3-4`; `extra/...`).
+    #[test]
+    fn pacman_repository_prefixes() {
+        let t = "local/comgr 5.4.3-1\nlocal/rocm-core 5.4.3-4\nlocal/rocminfo 5.4.3-1\n";
+        assert!(recognise(t));
+        assert_eq!(parse(t).rocm.version.as_deref(), Some("5.4.3"));
+        assert_eq!(
+            parse("extra/rocm-core 6.4.1-1 [installed]\n")
+                .rocm
+                .version
+                .as_deref(),
+            Some("6.4.1")
+        );
+        // A path is no repository.
+        assert!(!recognise("/opt/rocm-core 6.2\n"));
     }
 }

@@ -23,6 +23,16 @@ pub fn recognise(text: &str) -> bool {
     .iter()
     .any(|m| text.contains(m))
         || is_agent_fragment(text)
+        || text.lines().any(is_isa_name)
+}
+
+/// rocminfo's ISA line, `Name: amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`:
+/// what is left of a dump filtered with `rocminfo | grep gfx` (the other
+/// line it keeps is the agent's `Name: gfx90a`). No other tool prints an
+/// ISA name under a `Name:` key.
+fn is_isa_name(line: &str) -> bool {
+    kv(strip_pager(line))
+        .is_some_and(|(_, k, v)| k == "Name" && v.starts_with("amdgcn-amd-amdhsa--gfx"))
 }
 
 /// An excerpt of agent blocks without the headers: an `Agent N` banner, or
@@ -84,6 +94,16 @@ struct Agent {
     uuid: Option<String>,
 }
 
+impl Agent {
+    /// A GPU agent: its `Device Type`, or when a cut or filtered dump lacks
+    /// that line, an agent named by a gfx target alone.
+    fn is_gpu(&self) -> bool {
+        self.device_type.as_deref() == Some("GPU")
+            || (self.device_type.is_none()
+                && find_gfx(&self.name).is_some_and(|g| g == self.name.trim()))
+    }
+}
+
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
     let mut agents: Vec<Agent> = Vec::new();
@@ -106,7 +126,9 @@ pub fn parse(text: &str) -> Facts {
         // Older rocminfo says only whether the module is loaded.
         let loaded = if t.starts_with("ROCk module is loaded") {
             Some(true)
-        } else if t.starts_with("ROCk module is NOT loaded") {
+        } else if t.starts_with("ROCk module is NOT loaded")
+            || t.starts_with("ROCk module is NOT live")
+        {
             Some(false)
         } else {
             None
@@ -177,13 +199,12 @@ pub fn parse(text: &str) -> Facts {
     if let Some(a) = cur.take() {
         agents.push(a);
     }
+    drop_grep_repeats(&mut agents);
     for a in &agents {
-        let is_gpu = a.device_type.as_deref() == Some("GPU")
-            || (a.device_type.is_none() && find_gfx(&a.name).is_some_and(|g| g == a.name.trim()));
-        if !is_gpu {
+        if !a.is_gpu() {
             continue;
         }
-        let gfx = find_gfx(&a.name).or_else(|| a.isa_gfx.clone());
+        let reported = find_gfx(&a.name).or_else(|| a.isa_gfx.clone());
         let vendor = match a.vendor.as_deref() {
             Some("AMD") | None => Vendor::Amd,
             Some(_) => Vendor::Other,
@@ -198,6 +219,19 @@ pub fn parse(text: &str) -> Facts {
             .filter(|&c| c != 0 && c <= 0xffff)
             .map(|c| c as u16);
         let vendor_id = (vendor == Vendor::Amd).then_some(amd::AMD);
+        // HSA reports the target HSA_OVERRIDE_GFX_VERSION forces; the chip id
+        // (from KFD) or a name only one chip carries says what the GPU is.
+        let forced = reported
+            .as_deref()
+            .filter(|_| vendor == Vendor::Amd)
+            .and_then(|r| amd::forced_target(r, device_id, &name));
+        let gfx = match forced {
+            Some((real, value)) => {
+                f.rocm.hsa_override_gfx_version.get_or_insert(value);
+                Some(real)
+            }
+            None => reported.clone(),
+        };
         let integrated = gfx
             .as_deref()
             .filter(|g| amd::is_apu_target(g))
@@ -220,7 +254,8 @@ pub fn parse(text: &str) -> Facts {
             rocr_uuid: a.uuid.clone(),
             ..Gpu::default()
         });
-        if let Some(g) = gfx {
+        // The runtime's own view: the target it loads code for.
+        if let Some(g) = reported {
             if !f.rocm.agent_gfx.contains(&g) {
                 f.rocm.agent_gfx.push(g);
             }
@@ -233,6 +268,36 @@ pub fn parse(text: &str) -> Facts {
         f.rocm.runtime_sees_gpu = Some(false);
     }
     f
+}
+
+/// A session often shows `rocminfo | grep gfx` and then the full dump (or
+/// part of it) of the same machine: the grep's bare agents (a `Name: gfxN`
+/// with nothing but its ISA line) repeat GPUs a full agent block also
+/// describes. Per gfx target, the bare agents beyond the full blocks' count
+/// are GPUs the cut dump does not reach; the others are repeats.
+fn drop_grep_repeats(agents: &mut Vec<Agent>) {
+    let bare = |a: &Agent| a.device_type.is_none() && a.marketing.is_none() && a.vendor.is_none();
+    let full_gfx: Vec<String> = agents
+        .iter()
+        .filter(|a| !bare(a) && a.is_gpu())
+        .filter_map(|a| find_gfx(&a.name).or_else(|| a.isa_gfx.clone()))
+        .collect();
+    let mut unclaimed = full_gfx;
+    agents.retain(|a| {
+        if !bare(a) {
+            return true;
+        }
+        let Some(g) = find_gfx(&a.name) else {
+            return true;
+        };
+        match unclaimed.iter().position(|x| *x == g) {
+            Some(i) => {
+                unclaimed.swap_remove(i);
+                false
+            }
+            None => true,
+        }
+    });
 }
 
 /// "29877(0x74b5)" -> 0x74b5.
@@ -250,6 +315,96 @@ mod tests {
     fn pager_artifacts_are_stripped() {
         assert_eq!(strip_pager("  Pool Info:      [391/1815]"), "  Pool Info:");
         assert_eq!(strip_pager("  x: [a/b]"), "  x: [a/b]");
+    }
+
+    /// `rocminfo | grep gfx` alone (ROCm/ROCm-docker#93: two MI200 GPUs in
+    /// a container; robertrosenbusch/gfx803_rocm#13: one RX 590).
+    #[test]
+    fn grep_filtered_dump_is_recognised_with_one_gpu_per_agent() {
+        let t = "I have no name!@39764af76254:/$ rocminfo | grep gfx*\n  Name:                    gfx90a\n      Name:                    amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-\n  Name:                    gfx90a\n      Name:                    amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-\n";
+        assert!(recognise(t));
+        let f = parse(t);
+        let gfx: Vec<_> = f.gpus.iter().map(|g| g.gfx.as_deref()).collect();
+        assert_eq!(gfx, [Some("gfx90a"), Some("gfx90a")]);
+        // gfx803's ISA line, with pager-free trailing spaces.
+        assert!(recognise(
+            "      Name:                    amdgcn-amd-amdhsa--gfx803 \n"
+        ));
+        // clinfo names the device, never the ISA under `Name:`.
+        assert!(!recognise(
+            "  Device Name                                     gfx1030\n"
+        ));
+    }
+
+    /// The grep output and then the full dump of the same GPU is one GPU;
+    /// a grep listing more GPUs than a cut dump reaches keeps the rest.
+    #[test]
+    fn grep_output_before_the_full_dump_is_not_a_second_gpu() {
+        let grep = "  Name:                    gfx803\n      Name:                    amdgcn-amd-amdhsa--gfx803\n";
+        let full = "HSA Agents\n  Name:                    gfx803\n  Marketing Name:          Radeon RX 590 Series\n  Vendor Name:             AMD\n  Device Type:             GPU\n";
+        // The dump of gfx803_rocm#13 is cut before `Device Type`.
+        let cut = full.replace("  Device Type:             GPU\n", "");
+        assert_eq!(parse(&format!("{grep}\n{cut}")).gpus.len(), 1);
+        let f = parse(&format!("{grep}\n{full}"));
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].name, "Radeon RX 590 Series");
+        let f = parse(&format!("{grep}{grep}\n{full}"));
+        assert_eq!(f.gpus.len(), 2);
+    }
+
+    /// Old rocminfo printed the HSA status as a number (ROCm/ROCm#415 1.8,
+    /// #739 2.1 Ubuntu, #719 2.1 CentOS): 4104 = HSA_STATUS_ERROR_OUT_OF_RESOURCES.
+    #[test]
+    fn numeric_out_of_resources_status_is_the_named_one() {
+        for line in [
+            "hsa api call failure at line 900, file: /data/jenkins_workspace/compute-rocm-rel-2.1/rocminfo/rocminfo.cc. Call returned 4104",
+            "hsa api call failure at line 900, file: /home/jenkins/jenkins-root/workspace/compute-rocm-rel-1.8/rocminfo/rocminfo.cc. Call returned 4104",
+            "Call returned HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.",
+        ] {
+            let id = crate::signals::classify(line).map(|s| s.id.as_str());
+            assert_eq!(id, Some("hsa-out-of-resources"), "{line}");
+        }
+        assert!(recognise(
+            "hsa api call failure at line 900, file: rocminfo.cc. Call returned 4104"
+        ));
+        // Another status number is not this one.
+        let other = "hsa api call failure at line 900, file: rocminfo.cc. Call returned 4107";
+        assert_ne!(
+            crate::signals::classify(other).map(|s| s.id.as_str()),
+            Some("hsa-out-of-resources")
+        );
+    }
+
+    /// A stale override makes HSA name an MI210 (Chip ID 0x740f, gfx90a)
+    /// gfx1030 (ROCm/ROCm#5238: "set the HSA_OVERRIDE_GFX_VERSION to
+    /// gfx1030 ... and forgot about it").
+    #[test]
+    fn an_agent_target_its_chip_contradicts_is_a_forced_override() {
+        let t = "HSA Agents\n  Name:                    gfx1030\n  Marketing Name:          AMD Instinct MI210\n  Vendor Name:             AMD\n  Device Type:             GPU\n  Chip ID:                 29711(0x740f)\n";
+        let f = parse(t);
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx90a"));
+        assert_eq!(f.rocm.hsa_override_gfx_version.as_deref(), Some("10.3.0"));
+        // The chip's own target is no override.
+        let ok = t.replace("gfx1030", "gfx90a");
+        assert_eq!(parse(&ok).rocm.hsa_override_gfx_version, None);
+    }
+
+    /// rocminfo of ROCm 6.x checks /sys/module/amdgpu/initstate and says
+    /// "NOT live" where older ones said "NOT loaded" (ROCm/amdgpu#211: an
+    /// MI50 whose amdgpu never finished its SR-IOV handshake; ROCm-docker#107).
+    #[test]
+    fn rock_not_live_is_the_not_loaded_spelling_of_rocm6() {
+        for line in [
+            "ROCk module is NOT live, possibly no GPU devices",
+            "ROCk module is NOT loaded, possibly no GPU devices",
+        ] {
+            let f = parse(line);
+            assert_eq!(f.drivers.len(), 1, "{line}");
+            assert!(!f.drivers[0].loaded, "{line}");
+            let id = crate::signals::classify(line).map(|s| s.id.as_str());
+            assert_eq!(id, Some("rock-not-loaded"), "{line}");
+        }
+        assert!(parse("ROCk module is loaded").drivers[0].loaded);
     }
 
     #[test]

@@ -14,7 +14,122 @@ pub fn recognise(text: &str) -> bool {
         || text
             .lines()
             .any(|l| (l.starts_with("GPU[") && l.contains("] ")) || is_id_row(l))
-        || (text.contains("\"card0\"") && text.contains("\"Device ID\""))
+        || (text.contains("\"card0\"")
+            && [
+                "\"Device ID\"",
+                "\"Card Series\"",
+                "\"Card series\"",
+                "\"GFX Version\"",
+            ]
+            .iter()
+            .any(|k| text.contains(k)))
+        || csv_tables(text).next().is_some()
+}
+
+/// `GFX Version` as rocm-smi prints it: the stepping in decimal, so
+/// gfx90a (9.0.10) is `gfx9010` and gfx90c `gfx9012` (no real target has
+/// four digits after a 9); other targets read as they are.
+fn smi_gfx(v: &str) -> Option<String> {
+    let g = find_gfx(v)?;
+    let d = &g[3..];
+    if d.len() == 4 && d.starts_with('9') {
+        let step: u32 = d[2..].parse().ok()?;
+        return (step < 16).then(|| format!("gfx{}{:x}", &d[..2], step));
+    }
+    Some(g)
+}
+
+/// A `Card series`/`Card model` value that is a PCI id (rocm-smi 4.0 had
+/// no name for new chips: ROCm#1351 MI100 `0x738c`, `0xc34`): a device id
+/// when the gfx table knows it as one (else a subsystem id: no name).
+fn product_value(v: &str) -> Result<u16, Option<&str>> {
+    match v
+        .strip_prefix("0x")
+        .and_then(|h| u16::from_str_radix(h, 16).ok())
+    {
+        Some(id) if super::amd::gfx_from_device_id(id).is_some() => Ok(id),
+        Some(_) => Err(None),
+        None => Err(Some(v).filter(|v| !v.is_empty())),
+    }
+}
+
+/// `rocm-smi --csv`: each table is a `device,<columns>` header followed by
+/// `cardN,...` rows (one per GPU) and `cardsystem,...` (system values).
+/// Yields (column names, rows) with the device cell first in each row.
+fn csv_tables(text: &str) -> impl Iterator<Item = (Vec<&str>, Vec<Vec<&str>>)> {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let Some(cols) = lines[i].strip_prefix("device,") else {
+            i += 1;
+            continue;
+        };
+        let cols: Vec<&str> = cols.split(',').map(str::trim).collect();
+        let mut rows = Vec::new();
+        i += 1;
+        while let Some(l) = lines.get(i) {
+            let cells: Vec<&str> = l.split(',').map(str::trim).collect();
+            let dev = cells[0];
+            let card = dev.strip_prefix("card").is_some_and(|n| {
+                n == "system" || (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            });
+            if !card || cells.len() != cols.len() + 1 {
+                break;
+            }
+            rows.push(cells);
+            i += 1;
+        }
+        if !rows.is_empty() {
+            out.push((cols, rows));
+        }
+    }
+    out.into_iter()
+}
+
+fn parse_csv(text: &str, f: &mut Facts) {
+    let mut cards: BTreeMap<u32, Gpu> = BTreeMap::new();
+    for (cols, rows) in csv_tables(text) {
+        for row in rows {
+            let card = row[0]
+                .strip_prefix("card")
+                .and_then(|n| n.parse::<u32>().ok());
+            for (k, v) in cols.iter().zip(&row[1..]) {
+                let k = k.to_lowercase();
+                if k == "driver version" && row[0] == "cardsystem" && !v.is_empty() {
+                    f.kernel_driver_version = Some(v.to_string());
+                    f.drivers.push(KernelDriver {
+                        name: "amdgpu".into(),
+                        loaded: true,
+                        version: Some(v.to_string()),
+                    });
+                }
+                let Some(c) = card else { continue };
+                let g = cards
+                    .entry(c)
+                    .or_insert_with(|| Gpu::amdgpu_seen_by("rocm-smi"));
+                keyed_value(g, &k, v);
+            }
+        }
+    }
+    f.gpus.extend(cards.into_values());
+}
+
+/// One `key: value` of a GPU in the keyed, JSON or CSV forms.
+fn keyed_value(g: &mut Gpu, k: &str, v: &str) {
+    match k {
+        "card series" | "card model" | "device name" | "market name" => match product_value(v) {
+            Ok(id) => {
+                g.device_id.get_or_insert(id);
+            }
+            Err(Some(name)) if g.name.is_empty() => g.name = name.to_string(),
+            Err(_) => {}
+        },
+        "device id" | "gpu id" => g.device_id = parse_id(v).map(|x| x as u16),
+        "gfx version" => g.gfx = smi_gfx(v),
+        "pci bus" => g.pci_address = Some(v.to_lowercase()),
+        _ => {}
+    }
 }
 
 /// A concise-table row with its IDs column, recognisable without the header
@@ -52,15 +167,7 @@ fn parse_json_lines(text: &str, f: &mut Facts) {
             continue;
         };
         let (k, v) = (k.trim_matches('"'), v.trim_matches('"'));
-        match k {
-            "Device Name" | "Card Series" | "Card series" if g.name.is_empty() => {
-                g.name = v.to_string()
-            }
-            "Device ID" | "GPU ID" => g.device_id = parse_id(v).map(|x| x as u16),
-            "PCI Bus" => g.pci_address = Some(v.to_lowercase()),
-            "GFX Version" => g.gfx = find_gfx(v),
-            _ => {}
-        }
+        keyed_value(g, &k.to_lowercase(), v);
     }
     if let Some(g) = cur.take() {
         f.gpus.push(g);
@@ -157,17 +264,7 @@ pub fn parse(text: &str) -> Facts {
         let g = keyed
             .entry(idx)
             .or_insert_with(|| Gpu::amdgpu_seen_by("rocm-smi"));
-        match k.as_str() {
-            "card series" | "card model" | "device name" | "market name"
-                if g.name.is_empty() && !v.is_empty() =>
-            {
-                g.name = v.to_string()
-            }
-            "device id" | "gpu id" => g.device_id = parse_id(v).map(|x| x as u16),
-            "gfx version" => g.gfx = find_gfx(v),
-            "pci bus" => g.pci_address = Some(v.to_lowercase()),
-            _ => {}
-        }
+        keyed_value(g, &k, v);
     }
     if f.gpus.is_empty() {
         f.gpus.extend(keyed.into_values());
@@ -175,5 +272,62 @@ pub fn parse(text: &str) -> Facts {
     if f.gpus.is_empty() {
         parse_json_lines(text, &mut f);
     }
+    if f.gpus.is_empty() {
+        parse_csv(text, &mut f);
+    }
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `rocm-smi --csv` (easybuild-framework#3978: 2x MI100 on RHEL's inbox
+    /// driver): a `device,...` header, one `cardN,...` row per GPU and
+    /// `cardsystem,...` for system-wide values.
+    #[test]
+    fn csv_rows_are_gpus_and_the_system_row_the_driver() {
+        let t = "device,Driver version\ncardsystem,4.18.0-348.12.2.el8_5.x86_64\n\ndevice,Card series,Card model,Card vendor,Card SKU\ncard0,Arcturus GL-XL [AMD Instinct MI100],0x0c34,Advanced Micro Devices Inc. [AMD/ATI],D34316\ncard1,Arcturus GL-XL [AMD Instinct MI100],0x0c34,Advanced Micro Devices Inc. [AMD/ATI],D34316\n";
+        assert!(recognise(t));
+        let f = parse(t);
+        assert_eq!(
+            f.kernel_driver_version.as_deref(),
+            Some("4.18.0-348.12.2.el8_5.x86_64")
+        );
+        let names: Vec<_> = f
+            .gpus
+            .iter()
+            .map(|g| (g.name.as_str(), g.device_id))
+            .collect();
+        assert_eq!(names, [("Arcturus GL-XL [AMD Instinct MI100]", None); 2]);
+        // A CSV of another tool is not rocm-smi's.
+        assert!(!recognise("device,count\ncpu0,4\n"));
+    }
+
+    /// rocm-smi 4.0 printed a chip it had no name for by ids (ROCm#1351: MI100
+    /// `Card series: 0x738c`, `Card model: 0xc34`); newer `--json` puts the
+    /// device id in `Card Model` and the target with a decimal stepping
+    /// (rocm_smi_lib#159: MI250X `"GFX Version": "gfx9010"`, i.e. gfx90a).
+    #[test]
+    fn ids_printed_as_product_names_and_decimal_steppings() {
+        let t = "GPU[0]\t\t: Card series: \t\t0x738c\nGPU[0]\t\t: Card model: \t\t0xc34\nGPU[0]\t\t: Card SKU: \t\tD34314\n";
+        let f = parse(t);
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].device_id, Some(0x738c));
+        assert!(f.gpus[0].name.is_empty());
+        let j = "{\n  \"card0\": {\n    \"Card Series\": \"AMD INSTINCT MI200 (MCM) OAM LC MBA HPE C2\",\n    \"Card Model\": \"0x7408\",\n    \"Subsystem ID\": \"0x0b0c\",\n    \"GFX Version\": \"gfx9010\"\n  }\n}\n";
+        assert!(recognise(j));
+        let f = parse(j);
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].device_id, Some(0x7408));
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx90a"));
+        for (v, g) in [
+            ("gfx9010", "gfx90a"),
+            ("gfx9012", "gfx90c"),
+            ("gfx942", "gfx942"),
+            ("gfx1100", "gfx1100"),
+        ] {
+            assert_eq!(smi_gfx(v).as_deref(), Some(g), "{v}");
+        }
+    }
 }
