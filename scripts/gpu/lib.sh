@@ -1,5 +1,13 @@
-# Shared by the side-by-side GPU scripts (session12.sh, session12-linear.sh);
-# source it from the repository root after setting `log` (the log file).
+# Shared by the GPU scripts (session12*.sh, session13*.sh); source it from
+# the repository root, then call `begin` (or set `log`, the log file).
+#   begin NAME DIR           $dir (DIR, absolute), $final ($OUT, else NAME-out),
+#                            $out (scratch), $log ($final/NAME.log: written where
+#                            the device tool collects it, so it comes back even
+#                            if the call is cut off), $start; DIR's binaries
+#                            unpacked; gpu_env
+#   gate_lines JSON          per device of a smoke JSON: the gates not passed,
+#                            then one line per timed gate (kernel, time, rate,
+#                            rel_err), on stdout and in $log
 #   unpack_binaries DIR      xz-compressed release binaries in DIR -> DIR/NAME
 #   say TEXT...              a timestamped line on stdout and in $log
 #   gpu_env                  nvidia-smi's line; GRETA_ENV = the machine's torch env
@@ -14,6 +22,7 @@ say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$log"; }
 unpack_binaries() {
   local x b
   for x in "$1"/*.xz; do
+    [[ -e $x ]] || continue
     b=${x%.xz}
     [[ -e $b ]] && continue
     if command -v xz >/dev/null; then xz -dkc "$x" > "$b"
@@ -49,4 +58,36 @@ smoke_run() {
     > "$to/$bin-$name.json" 2> "$to/$bin-$name.err"
   say "$bin $name: exit $?"
   tail -n 25 "$to/$bin-$name.err" >> "$log"
+}
+
+begin() {
+  dir=$(cd "$2" && pwd)
+  final=${OUT:-$1-out}
+  out=$(mktemp -d)
+  mkdir -p "$final"
+  log="$final/$1.log"
+  start=$SECONDS
+  unpack_binaries "$dir"
+  gpu_env
+}
+
+gate_lines() {
+  python3 - "$1" <<'PY' | tee -a "$log"
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("  (no result: %s)" % e); sys.exit(0)
+for dev in d.get("devices", []):
+    gates = dev.get("gates", [])
+    bad = [g.get("id") for g in gates if g.get("status") not in ("pass", "skip")]
+    print("  %d gates, not passed: %s" % (len(gates), bad or "none"))
+    for g in gates:
+        m = g.get("metrics") or {}
+        if m.get("time_median_us") is None:
+            continue
+        print("  %-32s %-6s %-28s %10s us %10s %s  rel_err %s" % (
+            g.get("id"), g.get("status"), g.get("kernel"), m.get("time_median_us"),
+            m.get("rate"), m.get("unit"), m.get("rel_err")))
+PY
 }

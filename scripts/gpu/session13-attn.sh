@@ -24,17 +24,8 @@
 # Results in $OUT: s13.tgz (the log, one JSON and stderr per run, the
 # tuning files) and s13.log (the log alone, with a summary line per gate).
 set -uo pipefail
-dir=$(cd "$(dirname "$0")" && pwd)
-final=${OUT:-s13-out}
-out=$(mktemp -d)
-mkdir -p "$final"
-# The log is written where the device tool collects it, so that it comes
-# back even if the call is cut off before the archive is made.
-log="$final/s13.log"
-start=$SECONDS
 . scripts/gpu/lib.sh
-unpack_binaries "$dir"
-gpu_env
+begin s13 "$(dirname "$0")"
 vulkan_env
 bin="$dir/greta"
 
@@ -47,24 +38,7 @@ run() {
     > "$out/$file.json" 2> "$out/$file.err"
   say "$file: exit $?"
   tail -n 12 "$out/$file.err" >> "$log"
-  summary "$out/$file.json"
-}
-
-# One line per gate: status, kernel(s), median time, rate, error.
-summary() {
-  python3 - "$1" <<'EOF' | tee -a "$log"
-import json, sys
-try:
-    d = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("  (no result: %s)" % e); sys.exit(0)
-for dev in d.get("devices", []):
-    for g in dev.get("gates", []):
-        m = g.get("metrics") or {}
-        print("  %-32s %-6s %-28s %10s us %10s %s  rel_err %s" % (
-            g.get("id"), g.get("status"), g.get("kernel"),
-            m.get("time_median_us"), m.get("rate"), m.get("unit"), m.get("rel_err")))
-EOF
+  gate_lines "$out/$file.json"
 }
 
 XDG_CACHE_HOME=/tmp/c-tune XDG_DATA_HOME=/tmp/d-tune timeout 60 "$bin" doctor --json \

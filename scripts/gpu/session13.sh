@@ -12,39 +12,14 @@
 # run from the repository root with carry [".s13", ".gl"]: bash scripts/gpu/session13.sh .s13
 # Results in $OUT: s13.log and s13.tgz (every JSON and stderr).
 set -uo pipefail
-dir=$(cd "$1" && pwd)
-final=${OUT:-s13-out}
-out=$(mktemp -d)
-mkdir -p "$final"
-log="$final/s13.log"
-start=$SECONDS
 . scripts/gpu/lib.sh
-unpack_binaries "$dir"
-gpu_env
+begin s13 "$1"
 vulkan_env
 
-summary() {
-  python3 - "$1" <<'PY' | tee -a "$log"
-import json, sys
-try:
-    d = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("  (no result: %s)" % e); sys.exit(0)
-for dev in d.get("devices", []):
-    gates = dev.get("gates", [])
-    bad = [g.get("id") for g in gates if g.get("status") not in ("pass", "skip")]
-    print("  %s: %d gates, not passed: %s" % (dev.get("name"), len(gates), bad or "none"))
-    for g in gates:
-        m = g.get("metrics") or {}
-        if m.get("time_median_us") is not None and m.get("rate") is not None:
-            print("  %-32s %-6s %-26s %10s us %10s %s" % (g.get("id"), g.get("status"),
-                  g.get("kernel"), m.get("time_median_us"), m.get("rate"), m.get("unit")))
-PY
-}
 run() {
   local name=$1 limit=$2; shift 2
   smoke_run "$dir" greta "$name" "$limit" "$out" "$@"
-  summary "$out/greta-$name.json"
+  gate_lines "$out/greta-$name.json"
 }
 
 attn=(--gate attn_prefill_f16.32x128.S512 --gate attn_prefill_f16.32x128.S2048)
