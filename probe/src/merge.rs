@@ -222,7 +222,14 @@ fn absorb(out: &mut Facts, p: Facts) {
             out.vulkan.icds.push(icd);
         }
     }
-    union(&mut out.vulkan.devices, devices);
+    // A device another source listed already is that one again; one
+    // source's own repeats are what it listed (one GPU shown twice).
+    let earlier = out.vulkan.devices.len();
+    for d in devices {
+        if !out.vulkan.devices[..earlier].contains(&d) {
+            out.vulkan.devices.push(d);
+        }
+    }
     union(&mut out.vulkan.drivers, vk_drivers);
     union(&mut out.vulkan.env, env);
     union(&mut out.vulkan.implicit_layers, implicit_layers);
