@@ -471,6 +471,25 @@ mod tests {
         assert_eq!(l.gpus[0].gfx.as_deref(), Some("gfx942"));
     }
 
+    /// One listing that shows a device twice (wslg#1340: Dozen, one
+    /// deviceUUID) keeps both entries for the duplicate finding; a second
+    /// paste of the same listing adds nothing.
+    #[test]
+    fn vulkan_devices_repeat_within_a_source_not_across() {
+        let d = crate::facts::VulkanDevice {
+            name: "Microsoft Direct3D12 (NVIDIA GeForce RTX 3070 Ti)".into(),
+            ..Default::default()
+        };
+        let part = |n: usize| {
+            let mut f = Facts::default();
+            f.vulkan.devices = vec![d.clone(); n];
+            f
+        };
+        assert_eq!(merge(vec![part(2)]).vulkan.devices.len(), 2);
+        assert_eq!(merge(vec![part(1), part(1)]).vulkan.devices.len(), 1);
+        assert_eq!(merge(vec![part(2), part(2)]).vulkan.devices.len(), 2);
+    }
+
     #[test]
     fn one_source_never_merges_with_itself() {
         let mut l = GpuList::default();
