@@ -10,7 +10,7 @@ use greta_vocab::{DeviceType, VkFamily};
 
 pub fn recognise(text: &str) -> bool {
     text.lines().any(|l| {
-        ggml_vulkan_rest(l).is_some_and(|r| r.contains(" = "))
+        ggml_vulkan_rest(l).is_some_and(|r| r.contains(" = ") || using_line(r).is_some())
             || old_vulkan_line(l).is_some()
             || hip_device_line(l).is_some()
     }) || text.contains("ggml_cuda_init: found")
@@ -22,6 +22,13 @@ pub fn recognise(text: &str) -> bool {
 fn ggml_vulkan_rest(l: &str) -> Option<&str> {
     const TAG: &str = "ggml_vulkan: ";
     l.find(TAG).map(|p| &l[p + TAG.len()..])
+}
+
+/// The first Vulkan builds (early 2024) named only the device they used:
+/// `ggml_vulkan: Using AMD Radeon RX 7900 XTX | fp16: 1 | warp size: 64`,
+/// `ggml_vulkan: Using V3D 7.1.7 | uma: 1 | fp16: 0 | warp size: 16`.
+fn using_line(rest: &str) -> Option<&str> {
+    rest.strip_prefix("Using ").filter(|d| d.contains(" | "))
 }
 
 /// Older builds print `Vulkan0: NAME (driver) | uma: 0 | ...`; `llama-server
@@ -82,6 +89,12 @@ pub fn parse(text: &str) -> Facts {
             f.vulkan.devices.push(d);
         };
         if let Some(rest) = ggml_vulkan_rest(line) {
+            if let Some(desc) = using_line(rest) {
+                if let Some(d) = parse_vulkan_line(&format!("0 = {desc}")) {
+                    push(&mut f, "0", d);
+                }
+                continue;
+            }
             if let Some(d) = parse_vulkan_line(rest) {
                 push(&mut f, rest.split(" = ").next().unwrap_or(""), d);
             }
@@ -204,5 +217,24 @@ mod tests {
         assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx1103"));
         // The found-count and warning lines are no devices.
         assert!(!recognise("ggml_vulkan: Found 1 Vulkan devices:\n"));
+    }
+
+    #[test]
+    fn first_builds_using_line_is_the_device() {
+        // The first Vulkan builds' one `Using` line (llama.cpp#2059, a
+        // Windows RX 7900 XTX; llama.cpp#5237, a Raspberry Pi 5's V3D).
+        let t = "ggml_vulkan: Using AMD Radeon RX 7900 XTX | fp16: 1 | warp size: 64\n";
+        assert!(recognise(t));
+        let f = parse(t);
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].vendor, Vendor::Amd);
+        assert_eq!(f.gpus[0].name, "AMD Radeon RX 7900 XTX");
+        let f = parse("ggml_vulkan: Using V3D 7.1.7 | uma: 1 | fp16: 0 | warp size: 16\n");
+        assert_eq!(f.vulkan.devices.len(), 1);
+        assert_eq!(f.vulkan.devices[0].fp16, Some(false));
+        assert!(parse("ggml_vulkan: Using host memory\n")
+            .vulkan
+            .devices
+            .is_empty());
     }
 }
