@@ -382,6 +382,37 @@ pub fn parse_loader_log(text: &str) -> Facts {
     f
 }
 
+/// One device line of Mesa's device-select list: `GPU 0: 1002:164e "AMD
+/// Radeon Graphics" integrated GPU 0000:19:00.0` (`... "llvmpipe (...)" CPU
+/// 0000:00:00.0`). Vendor id, device id, name, and what follows the name.
+fn device_select_line(line: &str) -> Option<(u32, u32, &str, &str)> {
+    let rest = line.trim().strip_prefix("GPU ")?;
+    let (idx, rest) = rest.split_once(": ")?;
+    if idx.is_empty() || !idx.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (ids, rest) = rest.split_once(' ')?;
+    let (vid, did) = ids.split_once(':')?;
+    let (vid, did) = (
+        u32::from_str_radix(vid, 16).ok()?,
+        u32::from_str_radix(did, 16).ok()?,
+    );
+    let q1 = rest.find('"')?;
+    let q2 = rest[q1 + 1..].find('"')?;
+    Some((
+        vid,
+        did,
+        &rest[q1 + 1..q1 + 1 + q2],
+        rest[q1 + 2 + q2..].trim(),
+    ))
+}
+
+/// Mesa's device-select list pasted without its `selectable devices:`
+/// header (the block under the command, as people copy it).
+pub fn has_device_select_lines(text: &str) -> bool {
+    text.lines().any(|l| device_select_line(l).is_some())
+}
+
 /// `MESA_VK_DEVICE_SELECT=list` output, typically in a terminal session
 /// that switches `VK_ICD_FILENAMES` between runs (which tells whose list it is):
 /// `  GPU 0: 1002:164e "AMD Radeon Graphics" integrated GPU 0000:19:00.0`.
@@ -405,39 +436,21 @@ pub fn parse_device_select(text: &str) -> Facts {
                 .filter(|k| kinds.iter().all(|x| x == k));
             continue;
         }
-        let t = line.trim();
-        let Some(rest) = t.strip_prefix("GPU ") else {
+        let Some((vid, did, name, tail)) = device_select_line(line) else {
             continue;
         };
-        let Some((_, rest)) = rest.split_once(": ") else {
-            continue;
-        };
-        let Some((ids, rest)) = rest.split_once(' ') else {
-            continue;
-        };
-        let Some((vid, did)) = ids.split_once(':') else {
-            continue;
-        };
-        let (Ok(vid), Ok(did)) = (u32::from_str_radix(vid, 16), u32::from_str_radix(did, 16))
-        else {
-            continue;
-        };
-        let Some(q1) = rest.find('"') else { continue };
-        let Some(q2) = rest[q1 + 1..].find('"') else {
-            continue;
-        };
-        let name = rest[q1 + 1..q1 + 1 + q2].to_string();
-        let tail = rest[q1 + 2 + q2..].trim();
+        let name = name.to_string();
+        let lc_tail = tail.to_ascii_lowercase();
         let pci = tail
             .split_whitespace()
             .last()
             .filter(|s| s.matches(':').count() == 2)
             .map(String::from);
-        let device_type = if tail.starts_with("integrated") {
+        let device_type = if lc_tail.starts_with("integrated") {
             Some(DeviceType::IntegratedGpu)
-        } else if tail.starts_with("discrete") {
+        } else if lc_tail.starts_with("discrete") {
             Some(DeviceType::DiscreteGpu)
-        } else if tail.starts_with("cpu") {
+        } else if lc_tail.starts_with("cpu") {
             Some(DeviceType::Cpu)
         } else {
             None
@@ -554,6 +567,29 @@ mod tests {
         let card = "\tdeviceName         = AMD Radeon RX 7900 XTX (RADV NAVI31)\n\tdriverInfo         = Mesa 24.0.5\n";
         let f = parse(&format!("GPU0:\n{card}GPU1:\n{card}"));
         assert_eq!(f.gpus.len(), 2);
+    }
+
+    #[test]
+    fn device_select_list_without_its_header() {
+        // GPU-T#33 (Mesa with LLVM 21): the block under the command, no
+        // `selectable devices:` line; llvmpipe's type is printed `CPU`.
+        let t = "GPU 0: 1002:6900 \"AMD Radeon R5 M465 Series (RADV ICELAND)\" discrete GPU 0000:01:00.0\nGPU 1: 8086:5917 \"Intel(R) UHD Graphics 620 (KBL GT2)\" integrated GPU 0000:00:02.0\nGPU 2: 10005:0 \"llvmpipe (LLVM 21.1.8, 256 bits)\" CPU 0000:00:00.0\n";
+        assert!(has_device_select_lines(t));
+        let f = parse_device_select(t);
+        assert_eq!(f.vulkan.devices.len(), 3);
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx802"));
+        assert_eq!(f.vulkan.devices[2].device_type, Some(DeviceType::Cpu));
+        // AMDVLK#401's form, with the header and a two-space indent.
+        let t = "selectable devices:\n  GPU 0: 1002:7550 \"AMD Radeon Graphics (RADV GFX1201)\" discrete GPU 0000:03:00.0\n";
+        assert_eq!(
+            parse_device_select(t).gpus[0].gfx.as_deref(),
+            Some("gfx1201")
+        );
+        // A ggml or rocm-smi `GPU 0:` line is no device-select line.
+        assert!(!has_device_select_lines("GPU 0: AMD Radeon RX 7900 XTX\n"));
+        assert!(!has_device_select_lines(
+            "GPU[0]\t\t: Card series:\t\tNavi 31\n"
+        ));
     }
 
     #[test]
