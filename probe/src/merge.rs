@@ -222,7 +222,14 @@ fn absorb(out: &mut Facts, p: Facts) {
             out.vulkan.icds.push(icd);
         }
     }
-    union(&mut out.vulkan.devices, devices);
+    // A device another source listed already is that one again; one
+    // source's own repeats are what it listed (one GPU shown twice).
+    let earlier = out.vulkan.devices.len();
+    for d in devices {
+        if !out.vulkan.devices[..earlier].contains(&d) {
+            out.vulkan.devices.push(d);
+        }
+    }
     union(&mut out.vulkan.drivers, vk_drivers);
     union(&mut out.vulkan.env, env);
     union(&mut out.vulkan.implicit_layers, implicit_layers);
@@ -462,6 +469,25 @@ mod tests {
         assert_eq!(l.gpus.len(), 1);
         assert_eq!(l.gpus[0].pci_address.as_deref(), Some("0000:83:00.0"));
         assert_eq!(l.gpus[0].gfx.as_deref(), Some("gfx942"));
+    }
+
+    /// One listing that shows a device twice (wslg#1340: Dozen, one
+    /// deviceUUID) keeps both entries for the duplicate finding; a second
+    /// paste of the same listing adds nothing.
+    #[test]
+    fn vulkan_devices_repeat_within_a_source_not_across() {
+        let d = crate::facts::VulkanDevice {
+            name: "Microsoft Direct3D12 (NVIDIA GeForce RTX 3070 Ti)".into(),
+            ..Default::default()
+        };
+        let part = |n: usize| {
+            let mut f = Facts::default();
+            f.vulkan.devices = vec![d.clone(); n];
+            f
+        };
+        assert_eq!(merge(vec![part(2)]).vulkan.devices.len(), 2);
+        assert_eq!(merge(vec![part(1), part(1)]).vulkan.devices.len(), 1);
+        assert_eq!(merge(vec![part(2), part(2)]).vulkan.devices.len(), 2);
     }
 
     #[test]

@@ -330,6 +330,28 @@ mod tests {
         assert!(!ids(&f).contains(&"rocm.runtime-no-device".to_string()));
     }
 
+    /// "Found no drivers!" after a driver was skipped is that driver
+    /// refusing, even a driver whose skip alone is noise (Dozen, lavapipe):
+    /// it was the only one.
+    #[test]
+    fn found_no_drivers_after_any_skip_is_icd_incompatible() {
+        let ids = |t: &str| {
+            let f = crate::from::parse_text(t, "vulkaninfo.txt").1;
+            diagnose(&f).into_iter().map(|x| x.id).collect::<Vec<_>>()
+        };
+        // NixOS-WSL#963: Dozen forced with VK_DRIVER_FILES.
+        let dzn = "WARNING: [Loader Message] Code 0 : terminator_CreateInstance: Received return code -9 from call to vkCreateInstance in ICD /nix/store/x-mesa-25.3.3/lib/libvulkan_dzn.so. Skipping this driver.\nERROR: [Loader Message] Code 0 : terminator_CreateInstance: Found no drivers!\n";
+        let got = ids(dzn);
+        assert!(
+            got.contains(&"vulkan.icd-incompatible".to_string()),
+            "{got:?}"
+        );
+        assert!(!got.contains(&"vulkan.no-icd".to_string()), "{got:?}");
+        // microsoft/WSL#11649: nothing skipped, nothing installed.
+        let none = "ERROR: [Loader Message] Code 0 : vkCreateInstance: Found no drivers!\nCannot create Vulkan instance.\n";
+        assert!(ids(none).contains(&"vulkan.no-icd".to_string()));
+    }
+
     #[test]
     fn empty_facts_raise_nothing() {
         // Nothing was inspected, so nothing can be concluded.

@@ -10,11 +10,25 @@ use greta_vocab::{DeviceType, VkFamily};
 
 pub fn recognise(text: &str) -> bool {
     text.lines().any(|l| {
-        (l.starts_with("ggml_vulkan: ") && l.contains(" = "))
+        ggml_vulkan_rest(l).is_some_and(|r| r.contains(" = ") || using_line(r).is_some())
             || old_vulkan_line(l).is_some()
             || hip_device_line(l).is_some()
     }) || text.contains("ggml_cuda_init: found")
         || text.contains("ggml_init_cublas: found")
+}
+
+/// The text after `ggml_vulkan: `, also behind a log prefix: ctest's `2: `,
+/// a container's `llama-1  | `, journald's `... ollama[1234]: `.
+fn ggml_vulkan_rest(l: &str) -> Option<&str> {
+    const TAG: &str = "ggml_vulkan: ";
+    l.find(TAG).map(|p| &l[p + TAG.len()..])
+}
+
+/// The first Vulkan builds (early 2024) named only the device they used:
+/// `ggml_vulkan: Using AMD Radeon RX 7900 XTX | fp16: 1 | warp size: 64`,
+/// `ggml_vulkan: Using V3D 7.1.7 | uma: 1 | fp16: 0 | warp size: 16`.
+fn using_line(rest: &str) -> Option<&str> {
+    rest.strip_prefix("Using ").filter(|d| d.contains(" | "))
 }
 
 /// Older builds print `Vulkan0: NAME (driver) | uma: 0 | ...`; `llama-server
@@ -66,10 +80,21 @@ pub fn parse(text: &str) -> Facts {
             if !f.vulkan.drivers.contains(&d.kind) {
                 f.vulkan.drivers.push(d.kind);
             }
-            f.gpus.push(gpu_of(&d));
+            let mut g = gpu_of(&d);
+            // ggml's list is its own source: the same GPU in a vulkaninfo
+            // pasted beside it is one GPU, which two lists under one
+            // source name would keep apart.
+            g.seen_by = vec![format!("ggml-vulkan:{}", d.kind.name())];
+            f.gpus.push(g);
             f.vulkan.devices.push(d);
         };
-        if let Some(rest) = line.strip_prefix("ggml_vulkan: ") {
+        if let Some(rest) = ggml_vulkan_rest(line) {
+            if let Some(desc) = using_line(rest) {
+                if let Some(d) = parse_vulkan_line(&format!("0 = {desc}")) {
+                    push(&mut f, "0", d);
+                }
+                continue;
+            }
             if let Some(d) = parse_vulkan_line(rest) {
                 push(&mut f, rest.split(" = ").next().unwrap_or(""), d);
             }
@@ -170,4 +195,46 @@ fn parse_vulkan_line(rest: &str) -> Option<VulkanDevice> {
         d.device_type = Some(DeviceType::Cpu);
     }
     Some(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_lines_behind_a_log_prefix() {
+        // ctest's per-test prefix (llama.cpp#19846).
+        let t = "2: ggml_vulkan: 0 = llvmpipe (LLVM 20.1.8, 256 bits) (llvmpipe) | uma: 0 | fp16: 0 | bf16: 0 | warp size: 8 | shared memory: 32768 | int dot: 0 | matrix cores: KHR_coopmat\n2: ggml_vulkan: Warning: Device type is CPU. This is probably not the device you want.\n";
+        assert!(recognise(t));
+        let f = parse(t);
+        assert_eq!(f.vulkan.devices.len(), 1);
+        assert!(f.vulkan.devices[0].is_cpu());
+        assert_eq!(f.vulkan.drivers, vec![VkFamily::Lavapipe]);
+        // A container log's service prefix.
+        let t = "llamacpp-1  | ggml_vulkan: 0 = AMD Radeon 780M Graphics (RADV PHOENIX) (radv) | uma: 1 | fp16: 1 | warp size: 64 | shared memory: 65536 | int dot: 1 | matrix cores: KHR_coopmat\n";
+        let f = parse(t);
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx1103"));
+        // The found-count and warning lines are no devices.
+        assert!(!recognise("ggml_vulkan: Found 1 Vulkan devices:\n"));
+    }
+
+    #[test]
+    fn first_builds_using_line_is_the_device() {
+        // The first Vulkan builds' one `Using` line (llama.cpp#2059, a
+        // Windows RX 7900 XTX; llama.cpp#5237, a Raspberry Pi 5's V3D).
+        let t = "ggml_vulkan: Using AMD Radeon RX 7900 XTX | fp16: 1 | warp size: 64\n";
+        assert!(recognise(t));
+        let f = parse(t);
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].vendor, Vendor::Amd);
+        assert_eq!(f.gpus[0].name, "AMD Radeon RX 7900 XTX");
+        let f = parse("ggml_vulkan: Using V3D 7.1.7 | uma: 1 | fp16: 0 | warp size: 16\n");
+        assert_eq!(f.vulkan.devices.len(), 1);
+        assert_eq!(f.vulkan.devices[0].fp16, Some(false));
+        assert!(parse("ggml_vulkan: Using host memory\n")
+            .vulkan
+            .devices
+            .is_empty());
+    }
 }

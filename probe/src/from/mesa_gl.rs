@@ -56,6 +56,12 @@ fn inxi_renderers(text: &str) -> impl Iterator<Item = String> + '_ {
 /// parentheses.
 fn gpu_of(renderer: &str) -> Option<Gpu> {
     let r = renderer.trim();
+    // Mesa's D3D12 driver (WSL2) layers on the Windows driver and names its
+    // GPU inside: "D3D12 (NVIDIA GeForce RTX 3070 Ti Laptop GPU)".
+    let r = r
+        .strip_prefix("D3D12 (")
+        .and_then(|x| x.strip_suffix(')'))
+        .unwrap_or(r);
     let lc = r.to_ascii_lowercase();
     if lc.starts_with("llvmpipe") || lc.starts_with("softpipe") || lc.starts_with("zink") {
         return None;
@@ -115,6 +121,19 @@ pub fn parse(text: &str) -> Facts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn d3d12_renderer_names_the_gpu_inside() {
+        // WSL2 (microsoft/WSL#11649): Mesa's D3D12 driver over the Windows one.
+        let t = "OpenGL vendor string: Microsoft Corporation\nOpenGL renderer string: D3D12 (NVIDIA GeForce RTX 3070 Ti Laptop GPU)\n";
+        let f = parse(t);
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].vendor, Vendor::Nvidia);
+        assert_eq!(f.gpus[0].name, "NVIDIA GeForce RTX 3070 Ti Laptop GPU");
+        let f = parse("OpenGL renderer string: D3D12 (AMD Radeon(TM) Graphics)\n");
+        assert_eq!(f.gpus[0].vendor, Vendor::Amd);
+        assert_eq!(f.gpus[0].name, "AMD Radeon(TM) Graphics");
+    }
 
     #[test]
     fn inxi_wraps_the_renderer_over_continuation_lines() {

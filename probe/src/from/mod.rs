@@ -330,7 +330,7 @@ pub fn recognise(text: &str) -> Vec<Format> {
     {
         out.push(Format::VulkaninfoSummary);
     }
-    if has("selectable devices:") {
+    if has("selectable devices:") || vulkaninfo::has_device_select_lines(text) {
         out.push(Format::VulkanDeviceSelect);
     }
     if !out

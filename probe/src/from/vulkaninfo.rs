@@ -15,6 +15,49 @@ pub fn has_device_blocks(text: &str) -> bool {
         // ... with the keys of a device block, or grepped out of vulkaninfo
         // (`vulkaninfo | grep deviceName`, the command pasted above it).
         && (text.contains("driverID") || text.contains("deviceType") || text.contains("vulkaninfo"))
+        || text.lines().any(|l| gpu_id_line(l.trim()).is_some())
+}
+
+/// vulkaninfo's device list lines outside the device blocks: `GPU id = 0
+/// (NAME)` under each layer of the full dump's Layers section (what
+/// `vulkaninfo | grep "GPU id"` keeps), `GPU id : 0 (NAME):` or `GPU id : 0
+/// (NAME) [VK_KHR_wayland_surface]:` in its Presentable Surfaces section.
+/// The index and the device name.
+fn gpu_id_line(t: &str) -> Option<(u32, &str)> {
+    let rest = t.strip_prefix("GPU id")?.trim_start();
+    let rest = rest
+        .strip_prefix('=')
+        .or_else(|| rest.strip_prefix(':'))?
+        .trim_start();
+    let (idx, rest) = rest.split_once(' ')?;
+    let idx = idx.parse().ok()?;
+    let mut name = rest.trim().trim_end_matches(':').trim_end();
+    if name.ends_with(']') {
+        name = name[..name.rfind(" [")?].trim_end();
+    }
+    let name = name.strip_prefix('(')?.strip_suffix(')')?.trim();
+    (!name.is_empty()).then_some((idx, name))
+}
+
+/// Mesa before 22.2 named a RADV device `AMD RADV CODENAME`, Mesa 20.x with
+/// the shader compiler after it (`AMD RADV NAVY_FLOUNDER (ACO)`, `AMD RADV
+/// POLARIS10 (LLVM 9.0.1)`); later Mesa prints `NAME (RADV CODENAME)`. The
+/// codename of the old form.
+pub fn old_radv_codename(name: &str) -> Option<&str> {
+    let rest = name.trim().strip_prefix("AMD RADV ")?;
+    let code = rest.split([' ', '(']).next()?.trim();
+    (!code.is_empty() && code.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        .then_some(code)
+}
+
+/// A device name as one GPU's identity: Dozen's wrapper and old RADV's
+/// compiler suffix dropped (one GPU under Mesa 20.3 `(ACO)` and Mesa 22.0
+/// without it is one name).
+pub fn identity_name(name: &str) -> String {
+    match old_radv_codename(name) {
+        Some(code) => format!("AMD RADV {code}"),
+        None => unwrap_layered_name(name).to_string(),
+    }
 }
 
 pub fn recognise_loader_log(text: &str) -> bool {
@@ -102,6 +145,7 @@ pub fn gpu_of(d: &VulkanDevice) -> Gpu {
         device_id,
         gfx: if vendor == Vendor::Amd {
             gfx_from_radv_name(&d.name)
+                .or_else(|| old_radv_codename(&d.name).and_then(amd::gfx_from_chip))
         } else {
             None
         },
@@ -143,8 +187,28 @@ fn push_device(f: &mut Facts, d: VulkanDevice) {
     if !f.vulkan.drivers.contains(&d.kind) {
         f.vulkan.drivers.push(d.kind);
     }
-    f.gpus.push(gpu_of(&d));
+    // One listing that shows a device twice shows one GPU twice: the
+    // device stays listed (the duplicate finding reads the devices), the GPU
+    // is counted once.
+    if !f.vulkan.devices.iter().any(|e| one_gpu_listed_twice(e, &d)) {
+        f.gpus.push(gpu_of(&d));
+    }
     f.vulkan.devices.push(d);
+}
+
+/// Two devices of one device list that are one GPU: the same deviceUUID,
+/// or the same name under one driver family from two installs of it
+/// (different driverInfo: each ICD lists every GPU, so two Mesa builds list
+/// each GPU, and llvmpipe, twice). Two cards of one model under one driver
+/// share the driverInfo and stay two.
+pub fn one_gpu_listed_twice(a: &VulkanDevice, b: &VulkanDevice) -> bool {
+    if let (Some(x), Some(y)) = (a.device_uuid, b.device_uuid) {
+        if x == y && a.is_cpu() == b.is_cpu() {
+            return true;
+        }
+    }
+    let two_installs = matches!((&a.driver_info, &b.driver_info), (Some(x), Some(y)) if x != y);
+    two_installs && a.kind == b.kind && identity_name(&a.name) == identity_name(&b.name)
 }
 
 /// Full or summary `vulkaninfo` output.
@@ -152,18 +216,29 @@ pub fn parse(text: &str) -> Facts {
     let mut f = parse_loader_log(text);
     let mut cur: Option<VulkanDevice> = None;
     let mut in_layers = false;
-    let flush = |f: &mut Facts, cur: &mut Option<VulkanDevice>| {
+    let mut listed: Vec<(u32, String)> = Vec::new();
+    // A paste of two runs (`--summary`, then the full dump) lists each
+    // device once per run: a device equal to one of an earlier run is that
+    // one again. Within one run a repeat is a real duplicate listing.
+    let mut run_start = 0;
+    let flush = |f: &mut Facts, cur: &mut Option<VulkanDevice>, run_start: usize| {
         if let Some(mut d) = cur.take() {
             if !d.name.is_empty() {
                 if d.kind == VkFamily::Other {
                     d.kind = guess_kind(&d);
                 }
-                push_device(f, d);
+                if !f.vulkan.devices[..run_start].contains(&d) {
+                    push_device(f, d);
+                }
             }
         }
     };
     for line in text.lines() {
         let t = line.trim();
+        if t == "VULKANINFO" {
+            flush(&mut f, &mut cur, run_start);
+            run_start = f.vulkan.devices.len();
+        }
         if t.starts_with("Layers: count") || t.starts_with("Instance Layers: count") {
             in_layers = true;
         } else if t.starts_with("Devices:")
@@ -180,8 +255,14 @@ pub fn parse(text: &str) -> Facts {
                 f.vulkan.implicit_layers.push(name);
             }
         }
+        if let Some((idx, name)) = gpu_id_line(t) {
+            if !listed.iter().any(|(i, _)| *i == idx) {
+                listed.push((idx, name.to_string()));
+            }
+            continue;
+        }
         if is_gpu_header(t) {
-            flush(&mut f, &mut cur);
+            flush(&mut f, &mut cur, run_start);
             cur = Some(VulkanDevice::default());
             continue;
         }
@@ -190,7 +271,7 @@ pub fn parse(text: &str) -> Facts {
         if t.starts_with("deviceName") && t.contains('=') {
             let named = cur.as_ref().is_some_and(|d| !d.name.is_empty());
             if cur.is_none() || named {
-                flush(&mut f, &mut cur);
+                flush(&mut f, &mut cur, run_start);
                 cur = Some(VulkanDevice::default());
             }
         }
@@ -237,7 +318,18 @@ pub fn parse(text: &str) -> Facts {
             }
         }
     }
-    flush(&mut f, &mut cur);
+    flush(&mut f, &mut cur, run_start);
+    // The `GPU id` lines name the devices when no device block does.
+    if f.vulkan.devices.is_empty() {
+        for (_, name) in listed {
+            let mut d = VulkanDevice {
+                name,
+                ..VulkanDevice::default()
+            };
+            d.kind = guess_kind(&d);
+            push_device(&mut f, d);
+        }
+    }
     f
 }
 
@@ -254,7 +346,7 @@ fn guess_kind(d: &VulkanDevice) -> VkFamily {
             return k;
         }
     }
-    if d.name.contains("(RADV ") {
+    if d.name.contains("(RADV ") || old_radv_codename(&d.name).is_some() {
         VkFamily::Radv
     } else if d.name.starts_with("llvmpipe") {
         VkFamily::Lavapipe
@@ -290,6 +382,37 @@ pub fn parse_loader_log(text: &str) -> Facts {
     f
 }
 
+/// One device line of Mesa's device-select list: `GPU 0: 1002:164e "AMD
+/// Radeon Graphics" integrated GPU 0000:19:00.0` (`... "llvmpipe (...)" CPU
+/// 0000:00:00.0`). Vendor id, device id, name, and what follows the name.
+fn device_select_line(line: &str) -> Option<(u32, u32, &str, &str)> {
+    let rest = line.trim().strip_prefix("GPU ")?;
+    let (idx, rest) = rest.split_once(": ")?;
+    if idx.is_empty() || !idx.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (ids, rest) = rest.split_once(' ')?;
+    let (vid, did) = ids.split_once(':')?;
+    let (vid, did) = (
+        u32::from_str_radix(vid, 16).ok()?,
+        u32::from_str_radix(did, 16).ok()?,
+    );
+    let q1 = rest.find('"')?;
+    let q2 = rest[q1 + 1..].find('"')?;
+    Some((
+        vid,
+        did,
+        &rest[q1 + 1..q1 + 1 + q2],
+        rest[q1 + 2 + q2..].trim(),
+    ))
+}
+
+/// Mesa's device-select list pasted without its `selectable devices:`
+/// header (the block under the command, as people copy it).
+pub fn has_device_select_lines(text: &str) -> bool {
+    text.lines().any(|l| device_select_line(l).is_some())
+}
+
 /// `MESA_VK_DEVICE_SELECT=list` output, typically in a terminal session
 /// that switches `VK_ICD_FILENAMES` between runs (which tells whose list it is):
 /// `  GPU 0: 1002:164e "AMD Radeon Graphics" integrated GPU 0000:19:00.0`.
@@ -313,39 +436,21 @@ pub fn parse_device_select(text: &str) -> Facts {
                 .filter(|k| kinds.iter().all(|x| x == k));
             continue;
         }
-        let t = line.trim();
-        let Some(rest) = t.strip_prefix("GPU ") else {
+        let Some((vid, did, name, tail)) = device_select_line(line) else {
             continue;
         };
-        let Some((_, rest)) = rest.split_once(": ") else {
-            continue;
-        };
-        let Some((ids, rest)) = rest.split_once(' ') else {
-            continue;
-        };
-        let Some((vid, did)) = ids.split_once(':') else {
-            continue;
-        };
-        let (Ok(vid), Ok(did)) = (u32::from_str_radix(vid, 16), u32::from_str_radix(did, 16))
-        else {
-            continue;
-        };
-        let Some(q1) = rest.find('"') else { continue };
-        let Some(q2) = rest[q1 + 1..].find('"') else {
-            continue;
-        };
-        let name = rest[q1 + 1..q1 + 1 + q2].to_string();
-        let tail = rest[q1 + 2 + q2..].trim();
+        let name = name.to_string();
+        let lc_tail = tail.to_ascii_lowercase();
         let pci = tail
             .split_whitespace()
             .last()
             .filter(|s| s.matches(':').count() == 2)
             .map(String::from);
-        let device_type = if tail.starts_with("integrated") {
+        let device_type = if lc_tail.starts_with("integrated") {
             Some(DeviceType::IntegratedGpu)
-        } else if tail.starts_with("discrete") {
+        } else if lc_tail.starts_with("discrete") {
             Some(DeviceType::DiscreteGpu)
-        } else if tail.starts_with("cpu") {
+        } else if lc_tail.starts_with("cpu") {
             Some(DeviceType::Cpu)
         } else {
             None
@@ -393,6 +498,99 @@ mod tests {
         assert_eq!(f.vulkan.devices[0].kind, VkFamily::Radv);
     }
     use super::*;
+
+    #[test]
+    fn gpu_id_lines_name_the_devices() {
+        // Grepped out of vulkaninfo (the stale-hsa-override-12.0.1 fixture).
+        let t = "\t\tGPU id = 0 (AMD Radeon AI PRO R9700 (RADV GFX1201))\n\t\tGPU id = 1 (Radeon 8060S Graphics (RADV GFX1151))\n";
+        assert!(has_device_blocks(t));
+        let f = parse(t);
+        assert_eq!(f.vulkan.devices.len(), 2, "{:?}", f.vulkan.devices);
+        assert_eq!(f.vulkan.drivers, vec![VkFamily::Radv]);
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx1201"));
+        assert_eq!(f.gpus[1].gfx.as_deref(), Some("gfx1151"));
+        // The full dump repeats the list under every layer, then in
+        // Presentable Surfaces (llama.cpp#6155; the surface form as
+        // vulkaninfo prints it on Wayland): two GPUs, not six.
+        let t = "Layers: count = 2\n==================\nVK_LAYER_KHRONOS_profiles (Khronos Profiles layer) Vulkan version 1.3.275, layer version 1:\n\tDevices: count = 2\n\t\tGPU id = 0 (NVIDIA GeForce RTX 3080)\n\t\tGPU id = 1 (NVIDIA GeForce RTX 3090 Ti)\nVK_LAYER_MESA_device_select (Linux device selection layer) Vulkan version 1.3.211, layer version 1:\n\tDevices: count = 2\n\t\tGPU id = 0 (NVIDIA GeForce RTX 3080)\n\t\tGPU id = 1 (NVIDIA GeForce RTX 3090 Ti)\nPresentable Surfaces:\n=====================\nGPU id : 0 (NVIDIA GeForce RTX 3080) [VK_KHR_wayland_surface]:\nGPU id : 1 (NVIDIA GeForce RTX 3090 Ti):\n";
+        let f = parse(t);
+        let names: Vec<_> = f.gpus.iter().map(|g| (g.vendor, g.name.as_str())).collect();
+        assert_eq!(
+            names,
+            vec![
+                (Vendor::Nvidia, "NVIDIA GeForce RTX 3080"),
+                (Vendor::Nvidia, "NVIDIA GeForce RTX 3090 Ti")
+            ]
+        );
+        // Device blocks, when present, are the list (richer than the names).
+        let t = "\t\tGPU id = 0 (llvmpipe (LLVM 19.1.1, 256 bits))\nGPU0:\n\tdeviceType = PHYSICAL_DEVICE_TYPE_CPU\n\tdeviceName = llvmpipe (LLVM 19.1.1, 256 bits)\n\tdriverID = DRIVER_ID_MESA_LLVMPIPE\n";
+        assert_eq!(parse(t).vulkan.devices.len(), 1);
+        // Not a device line.
+        assert!(gpu_id_line("GPU id = zero (x)").is_none());
+        assert!(gpu_id_line("GPU id = 0").is_none());
+    }
+
+    #[test]
+    fn old_mesa_radv_names_are_radv_with_their_chip() {
+        // vkdevicechooser#19 (Mesa 20.3.5 and 22.0.2): `AMD RADV CODENAME`,
+        // with the compiler after it in Mesa 20.x.
+        let t = "$ vulkaninfo --summary | grep -E \"GPU.:|deviceName|driverInfo\"\nGPU0:\n        deviceName         = AMD RADV NAVY_FLOUNDER (ACO)\n        driverInfo         = Mesa 20.3.5 (ACO)\nGPU1:\n        deviceName         = AMD RADV POLARIS10 (LLVM 9.0.1)\n";
+        let f = parse(t);
+        assert_eq!(f.vulkan.drivers, vec![VkFamily::Radv]);
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx1031"));
+        assert_eq!(f.gpus[1].gfx.as_deref(), Some("gfx803"));
+        assert_eq!(old_radv_codename("AMD Radeon RX 6700M (RADV NAVI22)"), None);
+        assert_eq!(
+            identity_name("AMD RADV NAVY_FLOUNDER (ACO)"),
+            identity_name("AMD RADV NAVY_FLOUNDER")
+        );
+    }
+
+    #[test]
+    fn one_gpu_listed_twice_is_one_gpu_and_two_devices() {
+        // vkdevicechooser#19: two Mesa builds list the GPU and llvmpipe twice.
+        let t = "$ vulkaninfo --summary | grep -E \"GPU.:|deviceName|driverInfo\"\nGPU0:\n        deviceName         = AMD RADV NAVY_FLOUNDER (ACO)\n        driverInfo         = Mesa 20.3.5 (ACO)\nGPU1:\n        deviceName         = llvmpipe (LLVM 11.0.1, 256 bits)\n        driverInfo         = Mesa 20.3.5 (LLVM 11.0.1)\nGPU2:\n        deviceName         = NVIDIA GeForce GTX 1650\n        driverInfo         = 470.103.01\nGPU3:\n        deviceName         = llvmpipe (LLVM 11.0.1, 256 bits)\n        driverInfo         = Mesa 22.0.2 (git-f1d9e66a84) (LLVM 11.0.1)\nGPU4:\n        deviceName         = AMD RADV NAVY_FLOUNDER\n        driverInfo         = Mesa 22.0.2 (git-f1d9e66a84)\n";
+        let f = parse(t);
+        assert_eq!(f.vulkan.devices.len(), 5);
+        assert_eq!(f.gpus.len(), 3, "{:?}", f.gpus);
+        // wslg#1340: Dozen lists one GPU twice, with one deviceUUID.
+        let block = "\tvendorID           = 0x10de\n\tdeviceID           = 0x2482\n\tdeviceName         = Microsoft Direct3D12 (NVIDIA GeForce RTX 3070 Ti)\n\tdriverID           = DRIVER_ID_MESA_DOZEN\n\tdeviceUUID         = 733351a2-872e-52d1-9a24-c27af4e0e5b4\n";
+        let t = format!("Devices:\n========\nGPU0:\n{block}GPU1:\n{block}");
+        let f = parse(&t);
+        assert_eq!((f.vulkan.devices.len(), f.gpus.len()), (2, 1));
+        // The same listing pasted twice (two runs) is one listing.
+        let f = parse(&format!(
+            "==========\nVULKANINFO\n==========\n{t}==========\nVULKANINFO\n==========\n{t}"
+        ));
+        assert_eq!((f.vulkan.devices.len(), f.gpus.len()), (2, 1));
+        // Two cards of one model under one driver stay two.
+        let card = "\tdeviceName         = AMD Radeon RX 7900 XTX (RADV NAVI31)\n\tdriverInfo         = Mesa 24.0.5\n";
+        let f = parse(&format!("GPU0:\n{card}GPU1:\n{card}"));
+        assert_eq!(f.gpus.len(), 2);
+    }
+
+    #[test]
+    fn device_select_list_without_its_header() {
+        // GPU-T#33 (Mesa with LLVM 21): the block under the command, no
+        // `selectable devices:` line; llvmpipe's type is printed `CPU`.
+        let t = "GPU 0: 1002:6900 \"AMD Radeon R5 M465 Series (RADV ICELAND)\" discrete GPU 0000:01:00.0\nGPU 1: 8086:5917 \"Intel(R) UHD Graphics 620 (KBL GT2)\" integrated GPU 0000:00:02.0\nGPU 2: 10005:0 \"llvmpipe (LLVM 21.1.8, 256 bits)\" CPU 0000:00:00.0\n";
+        assert!(has_device_select_lines(t));
+        let f = parse_device_select(t);
+        assert_eq!(f.vulkan.devices.len(), 3);
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx802"));
+        assert_eq!(f.vulkan.devices[2].device_type, Some(DeviceType::Cpu));
+        // AMDVLK#401's form, with the header and a two-space indent.
+        let t = "selectable devices:\n  GPU 0: 1002:7550 \"AMD Radeon Graphics (RADV GFX1201)\" discrete GPU 0000:03:00.0\n";
+        assert_eq!(
+            parse_device_select(t).gpus[0].gfx.as_deref(),
+            Some("gfx1201")
+        );
+        // A ggml or rocm-smi `GPU 0:` line is no device-select line.
+        assert!(!has_device_select_lines("GPU 0: AMD Radeon RX 7900 XTX\n"));
+        assert!(!has_device_select_lines(
+            "GPU[0]\t\t: Card series:\t\tNavi 31\n"
+        ));
+    }
 
     #[test]
     fn summary_block_parses() {

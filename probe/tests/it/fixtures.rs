@@ -7,7 +7,7 @@
 //! A case doctor cannot get right yet (or whose expectation we believe is
 //! wrong) goes into `KNOWN_WRONG` with the reason, printed on every run; a
 //! listed case that passes fails the run, so the list never goes stale. It
-//! holds 3 cases today; docs/doctor.md ("The corpus") gives the counts.
+//! holds 2 cases today; docs/doctor.md ("The corpus") gives the counts.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -24,11 +24,6 @@ const KNOWN_WRONG: &[(&str, &str, &str)] = &[
         "vllm-rocm7-ubuntu22-kernel-6.18-collect-env-no-hip-gpus",
         "all",
         "collect_env of a ROCm-built torch with `Is CUDA available: False` outside WSL2 raises nothing: the non-WSL rocm.runtime-no-device rules need an AMD GPU shown elsewhere or the runtime's own 'no device' line, and this paste has neither (vLLM's 'No HIP GPUs are available' is only in the issue title)",
-    ),
-    (
-        "stale-hsa-override-12.0.1-r9700-egpu-plus-8060s-clinfo-radv-rocminfo",
-        "before",
-        "the Vulkan device lines `GPU id = 1 (Radeon 8060S Graphics (RADV GFX1151))` are not read (no Vulkan recogniser knows that line form yet), so vulkan_drivers lacks radv; the GPUs, the real gfx1151 and the forced override come from the rocm-clinfo grep",
     ),
 ];
 

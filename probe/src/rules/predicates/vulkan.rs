@@ -180,6 +180,22 @@ impl Predicate for VulkanDuplicateGpu {
                 // (NAME)", RADV's "NAME (RADV CODENAME)" and AMDVLK's "NAME")
                 // has one bare name.
                 let (na, nb) = (bare_device_name(&a.name), bare_device_name(&b.name));
+                // Two installs of one driver (two Mesa builds) list each
+                // GPU once each: same name and family, two driverInfo.
+                let two_installs = (a.device_uuid.is_none() || b.device_uuid.is_none())
+                    && crate::from::vulkaninfo::one_gpu_listed_twice(a, b)
+                    && a.driver_info != b.driver_info;
+                if two_installs {
+                    dups.push(format!(
+                        "{} and {} are one GPU (two installs of {}: {} and {})",
+                        a.name,
+                        b.name,
+                        a.kind.name(),
+                        a.driver_info.as_deref().unwrap_or(""),
+                        b.driver_info.as_deref().unwrap_or("")
+                    ));
+                    continue;
+                }
                 if let Some(why) = same_gpu(&identity(a, &na), &identity(b, &nb)) {
                     dups.push(format!(
                         "{} ({}) and {} ({}) are one GPU ({})",
@@ -237,6 +253,20 @@ fn vulkan_duplicate_gpu() {
         d.device_uuid = Some("a1b2a1b2-a1b2-a1b2-a1b2-a1b2a1b2a1b2".parse().unwrap());
     }
     assert!(holds(&VulkanDuplicateGpu, &f));
+    // Two installs of one driver (vkdevicechooser#19: Mesa 20.3.5, which
+    // names the GPU `AMD RADV NAVY_FLOUNDER (ACO)`, and Mesa 22.0.2) list
+    // the one GPU once each.
+    let mut a = device("AMD RADV NAVY_FLOUNDER (ACO)", VkFamily::Radv);
+    a.driver_info = Some("Mesa 20.3.5 (ACO)".into());
+    let mut b = device("AMD RADV NAVY_FLOUNDER", VkFamily::Radv);
+    b.driver_info = Some("Mesa 22.0.2 (git-f1d9e66a84)".into());
+    f.vulkan.devices = vec![a, b];
+    let ev = eval(&VulkanDuplicateGpu, &f).unwrap();
+    assert!(ev[0].contains("two installs of radv"), "{ev:?}");
+    // One install: two cards of one model.
+    f.vulkan.devices[1].driver_info = f.vulkan.devices[0].driver_info.clone();
+    f.vulkan.devices[1].name = f.vulkan.devices[0].name.clone();
+    assert!(!holds(&VulkanDuplicateGpu, &f));
 }
 
 pub struct VulkanAmdIcdsBoth;
