@@ -95,3 +95,22 @@ fn a_rocm_torch_that_sees_no_gpu_is_the_runtime_finding_none() {
     let (ids, _) = explain("PyTorch version: 2.7.0+rocm6.3\nROCM used to build PyTorch: 6.3.42131-fa1d09cbd\nIs CUDA available: True\nGPU models and configuration: AMD Instinct MI100 (gfx908:sramecc+:xnack-)\n");
     assert!(ids.is_empty(), "{ids:?}");
 }
+
+#[test]
+fn jax_installed_without_its_gpu_plugin_is_a_framework_mismatch() {
+    for line in [
+        // jax-ml/jax#25856: `pip install jax[rocm]` on jax 0.4.31.
+        "WARNING: jax 0.4.31 does not provide the extra 'rocm'",
+        // The CUDA spellings: jax 0.4.25's `cuda12-pip` (a conda env's
+        // install log) and jax 0.6.2's `cuda13` (an install note).
+        "WARNING: jax 0.4.25 does not provide the extra 'cuda12-pip'",
+        "WARNING: jax 0.6.2 does not provide the extra 'cuda13'",
+    ] {
+        let (ids, _) = explain(&format!("{line}\n"));
+        assert_eq!(ids, ["framework.mismatch"], "{line}");
+    }
+    // Another package's missing extra is not jax's GPU backend (spaCy's
+    // `cuda102`, quoted in a README).
+    let (ids, _) = explain("WARNING: spacy 2.2.4 does not provide the extra 'cuda102'\n");
+    assert!(ids.is_empty(), "{ids:?}");
+}
