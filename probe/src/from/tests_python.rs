@@ -114,3 +114,20 @@ fn jax_installed_without_its_gpu_plugin_is_a_framework_mismatch() {
     let (ids, _) = explain("WARNING: spacy 2.2.4 does not provide the extra 'cuda102'\n");
     assert!(ids.is_empty(), "{ids:?}");
 }
+
+#[test]
+fn a_cuda_build_without_the_cuda_runtime_is_a_framework_mismatch() {
+    for line in [
+        // vLLM's PyPI (CUDA) wheel on a ROCm host (ROCm/legacy-rocm-build#5668).
+        "WARNING 11-20 18:08:11 [_custom_ops.py:20] Failed to import from vllm._C with ImportError('libcudart.so.12: cannot open shared object file: No such file or directory')",
+        // A build for CUDA 11 where CUDA 12 is installed (vllm-project/vllm#1369).
+        "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory",
+    ] {
+        let (ids, _) = explain(&format!("{line}\n"));
+        assert_eq!(ids, ["framework.mismatch"], "{line}");
+    }
+    // vLLM's own extension not built yet (vllm-project/vllm#8004) is no
+    // CUDA build.
+    let (ids, _) = explain("WARNING 08-29 12:39:01 _custom_ops.py:18] Failed to import from vllm._C with ModuleNotFoundError(\"No module named 'vllm._C'\")\n");
+    assert!(ids.is_empty(), "{ids:?}");
+}
