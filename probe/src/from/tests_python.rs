@@ -131,3 +131,18 @@ fn a_cuda_build_without_the_cuda_runtime_is_a_framework_mismatch() {
     let (ids, _) = explain("WARNING 08-29 12:39:01 _custom_ops.py:18] Failed to import from vllm._C with ModuleNotFoundError(\"No module named 'vllm._C'\")\n");
     assert!(ids.is_empty(), "{ids:?}");
 }
+
+#[test]
+fn bitsandbytes_without_a_library_for_torchs_backend_version_is_a_framework_mismatch() {
+    for line in [
+        // Built against the system ROCm, not torch's 6.3 (ROCm/bitsandbytes#82).
+        "Could not find the bitsandbytes ROCm binary at PosixPath('/home/USER/ROCm/Almalinux/bitsandbytes/bitsandbytes/libbitsandbytes_rocm63.so')",
+        // The older naming on a ROCm docker image (ROCm/bitsandbytes#30).
+        "Could not find the bitsandbytes CUDA binary at PosixPath('/opt/conda/envs/diff/lib/python3.10/site-packages/bitsandbytes/libbitsandbytes_hip_nohipblaslt.so')",
+        // The newer loader's wording (ROCm/bitsandbytes#91, rocm80 on ROCm 7.1).
+        "bitsandbytes library load error: Configured ROCm binary not found at /home/jerry/Desktop/bitsandbytes/bitsandbytes/libbitsandbytes_rocm80.so",
+    ] {
+        let (ids, _) = explain(&format!("{line}\n"));
+        assert_eq!(ids, ["framework.mismatch"], "{line}");
+    }
+}
