@@ -2,7 +2,7 @@
 //! CPU) and the GPUs the framework saw, without importing anything.
 
 use super::amd::find_gfx;
-use crate::facts::{Facts, Framework, Gpu, Interpreter, Vendor};
+use crate::facts::{Facts, Framework, Gpu, Interpreter, Signal, Vendor};
 
 pub fn recognise(text: &str) -> bool {
     [
@@ -20,15 +20,20 @@ fn known(v: &str) -> Option<&str> {
     (!v.is_empty() && !matches!(v, "N/A" | "Could not collect" | "None" | "No CUDA")).then_some(v)
 }
 
-pub fn parse(text: &str) -> Facts {
+pub fn parse(text: &str, source: &str) -> Facts {
     let mut f = Facts::default();
     let mut torch: Option<Framework> = None;
     let mut rocm_build: Option<String> = None;
     let mut cuda_build: Option<String> = None;
     let mut hip_runtime: Option<String> = None;
     let mut cuda_available: Option<bool> = None;
+    let mut available_line: Option<(usize, String)> = None;
     let mut in_gpus = false;
-    for t in text.lines().flat_map(wrapped_segments) {
+    for (n, t) in text
+        .lines()
+        .enumerate()
+        .flat_map(|(n, l)| wrapped_segments(l).into_iter().map(move |t| (n, t)))
+    {
         if in_gpus {
             // Multi-GPU form: "GPU 0: NVIDIA A100-SXM4-80GB"
             if let Some(rest) = t
@@ -59,7 +64,11 @@ pub fn parse(text: &str) -> Facts {
             "ROCM used to build PyTorch" => rocm_build = known(v).map(String::from),
             "CUDA used to build PyTorch" => cuda_build = known(v).map(String::from),
             "HIP runtime version" => hip_runtime = known(v).map(String::from),
-            "Is CUDA available" => cuda_available = Some(v == "True"),
+            "Is CUDA available" => {
+                // torch 1.5 and older print Yes/No.
+                cuda_available = Some(matches!(v, "True" | "Yes"));
+                available_line = Some((n + 1, t.to_string()));
+            }
             "Python version" => {
                 if let Some(ver) = known(v).and_then(|v| v.split_whitespace().next()) {
                     f.python.interpreters.push(Interpreter {
@@ -104,17 +113,25 @@ pub fn parse(text: &str) -> Facts {
         }
         f.python.frameworks.push(t);
     }
-    if rocm_build.is_some() {
-        // A GPU named only by its id ("GPU models and configuration: Device
-        // 66a1", old ROCm builds) is an AMD one when torch was built for ROCm.
+    if cuda_build.is_some() && rocm_build.is_none() {
+        // A CUDA build enumerates NVIDIA devices only, whatever their name
+        // says (`GPU 0: TITAN RTX`, pytorch#40682).
         for g in f.gpus.iter_mut().filter(|g| g.vendor == Vendor::Other) {
+            g.vendor = Vendor::Nvidia;
+        }
+    }
+    if rocm_build.is_some() {
+        // A ROCm build enumerates HIP (AMD) devices only: a name without
+        // the brand or only the id (`Device 66a1`, old
+        // ROCm builds, which also gives the PCI id) is an AMD GPU.
+        for g in f.gpus.iter_mut().filter(|g| g.vendor == Vendor::Other) {
+            g.vendor = Vendor::Amd;
             if let Some(id) = g
                 .name
                 .strip_prefix("Device ")
                 .filter(|h| h.len() == 4)
                 .and_then(|h| u16::from_str_radix(h, 16).ok())
             {
-                g.vendor = Vendor::Amd;
                 g.vendor_id = Some(super::amd::AMD);
                 g.device_id = Some(id);
             }
@@ -131,6 +148,17 @@ pub fn parse(text: &str) -> Facts {
         };
         f.rocm.hip_version = hip_runtime;
         f.rocm.runtime_sees_gpu = cuda_available;
+        // A ROCm build that sees no device is torch's HIP runtime saying
+        // what "No HIP GPUs are available" says (vllm#34573): the same
+        // signal, whether or not another paste shows the GPU.
+        if let (Some(false), Some((line, t))) = (cuda_available, available_line) {
+            f.signals.push(Signal {
+                id: "no-rocm-device".into(),
+                source: source.to_string(),
+                line: Some(line),
+                text: format!("{t} (a torch built for ROCm {build}: its HIP runtime found no GPU)"),
+            });
+        }
     }
     f
 }
@@ -215,12 +243,32 @@ mod tests {
     fn keys_after_a_wrapped_line_of_spaces_are_read() {
         let pad = " ".repeat(230);
         let t = format!("Collecting environment information...{pad}PyTorch version: 2.7.0.dev20250123+rocm6.3\nROCM used to build PyTorch: 6.3.42131-fa1d09cbd\ncuDNN version: Could not collect{pad}HIP runtime version: 6.3.42131{pad}MIOpen runtime version: 3.3.0\n");
-        let f = parse(&t);
+        let f = parse(&t, "t");
         assert_eq!(f.python.frameworks.len(), 1);
         assert_eq!(f.python.frameworks[0].version, "2.7.0.dev20250123+rocm6.3");
         assert_eq!(f.rocm.hip_version.as_deref(), Some("6.3.42131"));
         // Aligned values and vLLM's `Key     : value` stay one line each.
         let v = "PyTorch version                      : 2.5.1+rocm6.2\nArchitecture:                       x86_64\n";
-        assert_eq!(parse(v).python.frameworks[0].version, "2.5.1+rocm6.2");
+        assert_eq!(parse(v, "v").python.frameworks[0].version, "2.5.1+rocm6.2");
+    }
+
+    /// A CUDA build lists only NVIDIA devices, whatever their name says:
+    /// torch 1.5 on Windows Server (pytorch#40682) lists `GPU 0: TITAN RTX`,
+    /// and Quadro/Tesla-less names such as `A100-SXM4-80GB` exist too; a
+    /// ROCm build lists only AMD ones (old builds print `Device 66a1`,
+    /// pytorch#44106).
+    #[test]
+    fn the_build_names_the_vendor_of_unbranded_gpu_names() {
+        let cuda = "PyTorch version: 1.5.0+cu101\nIs debug build: No\nCUDA used to build PyTorch: 10.1\nIs CUDA available: Yes\nGPU models and configuration:\nGPU 0: TITAN RTX\nGPU 1: TITAN RTX\n\nNvidia driver version: 442.92\n";
+        let f = parse(cuda, "c");
+        assert_eq!(f.gpus.len(), 2);
+        assert!(
+            f.gpus.iter().all(|g| g.vendor == Vendor::Nvidia),
+            "{:?}",
+            f.gpus
+        );
+        // Without a build line nothing is guessed.
+        let none = "PyTorch version: N/A\nGPU models and configuration: TITAN RTX\n";
+        assert_eq!(parse(none, "n").gpus[0].vendor, Vendor::Other);
     }
 }

@@ -327,3 +327,55 @@ pub(super) fn shows_wsl(text: &str) -> bool {
         HINTS.iter().any(|h| l.contains(h))
     })
 }
+
+/// The GPU ComfyUI's start-up log names (its `model_management` prints the
+/// torch device it picked): `Device: cuda:0 AMD Radeon RX 7900 XTX :
+/// native` or `Device: cuda:0 NVIDIA GeForce RTX 4090 : cudaMallocAsync`,
+/// also behind a `[00:50:45] ` timestamp; on a ROCm torch its `AMD arch:
+/// gfx1100` line gives the target. A name that shows no vendor (a CPU
+/// device, `Device: cpu`) adds nothing.
+pub(super) fn comfyui_devices(facts: &mut Facts, text: &str) {
+    use crate::facts::{Gpu, Vendor};
+    let arch = text.lines().find_map(|l| {
+        let p = l.find("AMD arch: ")?;
+        amd::find_gfx(l[p + "AMD arch: ".len()..].trim())
+    });
+    let mut found: Vec<String> = Vec::new();
+    for l in text.lines() {
+        let Some(p) = l.find("Device: cuda:") else {
+            continue;
+        };
+        let rest = &l[p + "Device: cuda:".len()..];
+        let Some(rest) = rest
+            .trim_start_matches(|c: char| c.is_ascii_digit())
+            .strip_prefix(' ')
+        else {
+            continue;
+        };
+        // The allocator follows the last " : "; ZLUDA builds tag the name.
+        let name = rest.rsplit_once(" : ").map_or(rest, |(n, _)| n);
+        let name = name.trim().trim_end_matches("[ZLUDA]").trim();
+        if name.is_empty() || name.len() > 80 || found.iter().any(|n| n == name) {
+            continue;
+        }
+        found.push(name.to_string());
+    }
+    for name in found {
+        let vendor = super::vulkaninfo::vendor_from_name(&name);
+        if !matches!(vendor, Vendor::Amd | Vendor::Nvidia)
+            || facts.gpus.iter().any(|g| g.name == name)
+        {
+            continue;
+        }
+        let gfx = arch.clone().filter(|_| vendor == Vendor::Amd);
+        facts.gpus.push(Gpu {
+            vendor,
+            vendor_id: (vendor == Vendor::Amd).then_some(amd::AMD),
+            integrated: gfx.as_deref().map(amd::is_apu_target).filter(|x| *x),
+            gfx,
+            name,
+            seen_by: vec!["comfyui".into()],
+            ..Gpu::default()
+        });
+    }
+}

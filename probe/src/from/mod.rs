@@ -19,6 +19,7 @@ pub mod env_dump;
 pub mod hipconfig;
 pub mod hipinfo;
 pub mod icd_json;
+pub mod jax_env;
 pub mod kfd_props;
 pub mod llama;
 pub mod ls_dev;
@@ -40,8 +41,8 @@ mod quoted;
 use input::read_capped;
 pub use input::{decode, MAX_READ};
 use loose::{
-    bench_devices, empty_device_list, launcher_rocm_agents, refused_gpus, rocm_path_version,
-    rocminfo_crash, shows_wsl, torch_version_hip, torch_warned_gpus,
+    bench_devices, comfyui_devices, empty_device_list, launcher_rocm_agents, refused_gpus,
+    rocm_path_version, rocminfo_crash, shows_wsl, torch_version_hip, torch_warned_gpus,
 };
 
 use crate::facts::Facts;
@@ -67,6 +68,7 @@ pub enum Format {
     Clinfo,
     Dmesg,
     CollectEnv,
+    JaxEnv,
     IcdManifest,
     LayerManifest,
     KfdProperties,
@@ -98,6 +100,7 @@ impl Format {
             Format::Clinfo => "clinfo",
             Format::Dmesg => "dmesg",
             Format::CollectEnv => "collect_env (PyTorch/vLLM)",
+            Format::JaxEnv => "jax.print_environment_info()",
             Format::IcdManifest => "Vulkan ICD manifest",
             Format::LayerManifest => "Vulkan layer manifest",
             Format::KfdProperties => "KFD node properties",
@@ -227,6 +230,7 @@ fn implied_gfx(facts: &mut Facts) {
 
 fn known_formats() -> String {
     "rocminfo, vulkaninfo, vulkaninfo --summary, amd-smi, rocm-smi, clinfo, dmesg, collect_env, \
+     jax.print_environment_info(), \
      ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, lspci, lshw, nvidia-smi, hipconfig, \
      glxinfo -B / inxi -G, hipInfo, rocm_agent_enumerator, \
      ollama/llama.cpp logs, dpkg/rpm/pacman/dkms package lines, logs with known errors"
@@ -252,7 +256,8 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
             Format::RocmSmi => rocmsmi::parse(text),
             Format::Clinfo => clinfo::parse(text),
             Format::Dmesg => dmesg::parse(text),
-            Format::CollectEnv => collect_env::parse(text),
+            Format::CollectEnv => collect_env::parse(text, source),
+            Format::JaxEnv => jax_env::parse(text),
             Format::IcdManifest | Format::LayerManifest => icd_json::parse(text, source),
             Format::KfdProperties => kfd_props::parse(text),
             Format::DeviceNodeListing => ls_dev::parse(text),
@@ -273,9 +278,14 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
         parts.push(env_dump::parse_exports(text));
     }
     let mut facts = crate::merge::merge(parts);
+    // A parser's own signals (a state its format states, not a line a
+    // signature matches) follow the scanned lines.
+    let parsed = std::mem::take(&mut facts.signals);
     facts.signals = crate::signals::scan(text, source);
+    facts.signals.extend(parsed);
     refused_gpus(&mut facts, text);
     torch_warned_gpus(&mut facts, text);
+    comfyui_devices(&mut facts, text);
     launcher_rocm_agents(&mut facts, text);
     facts.rocm.failed_hip_device = failed_hip_device(text);
     bench_devices(&mut facts, text);
@@ -363,6 +373,9 @@ pub fn recognise(text: &str) -> Vec<Format> {
     }
     if collect_env::recognise(text) {
         out.push(Format::CollectEnv);
+    }
+    if jax_env::recognise(text) {
+        out.push(Format::JaxEnv);
     }
     if kfd_props::recognise(text) {
         out.push(Format::KfdProperties);
@@ -466,3 +479,5 @@ pub(crate) fn kv(line: &str) -> Option<(usize, &str, &str)> {
 mod tests;
 #[cfg(test)]
 mod tests_apps;
+#[cfg(test)]
+mod tests_python;

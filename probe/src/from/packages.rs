@@ -1,20 +1,29 @@
 //! Package and module listings users paste to say what they installed:
 //! `dpkg -l | grep rocm` (`ii  rocm-core  7.0.0.70000-17~24.04  amd64 ...`),
 //! `rpm -qa` (`rocm-core-6.2.4.60204-139.el9.x86_64`), `pacman -Q`
-//! (`rocm-core 6.2.4-1`), `dkms status` (`amdgpu/6.14.14-2193512.24.04,
+//! (`rocm-core 6.2.4-1`), `apt show` / `dpkg -s` stanzas (`Package: rocm-core`
+//! then `Version: 5.7.0.50700-63~22.04`), `dkms status` (`amdgpu/6.14.14-2193512.24.04,
 //! 6.14.0-29-generic, x86_64: installed`) and `modinfo amdgpu` (`version:`
 //! after a `filename: .../amdgpu.ko` line). `rocm-core` carries the ROCm
 //! release; AMD's dkms package and modinfo carry the kernel driver's.
 
 use crate::facts::Facts;
 
-/// Packages whose version is the ROCm release.
-const ROCM_PACKAGES: &[&str] = &["rocm-core", "rocm-hip-runtime", "rocm-dev", "rocm"];
+/// Packages whose version is the ROCm release (`rocm-libs` is the
+/// meta-package of ROCm 4.x and 5.x).
+const ROCM_PACKAGES: &[&str] = &[
+    "rocm-core",
+    "rocm-hip-runtime",
+    "rocm-dev",
+    "rocm-libs",
+    "rocm",
+];
 
 pub fn recognise(text: &str) -> bool {
     text.lines().any(|l| {
         let t = l.trim_start();
         package_line(t).is_some()
+            || stanza_package(t).is_some()
             || dkms_amdgpu(t).is_some()
             || (t.starts_with("filename:") && modinfo_gpu_driver(t))
     })
@@ -67,6 +76,13 @@ fn package_line(t: &str) -> Option<(&str, &str)> {
     None
 }
 
+/// `Package: rocm-core`, the first line of an `apt show` / `dpkg -s`
+/// stanza naming a ROCm package; its `Version:` follows in the stanza.
+fn stanza_package(t: &str) -> Option<&str> {
+    let name = t.strip_prefix("Package:")?.trim();
+    ROCM_PACKAGES.contains(&name).then_some(name)
+}
+
 /// "amdgpu/6.14.14-2193512.24.04, 6.14.0-29-generic, x86_64: installed" -> 6.14.14
 /// (older dkms: "amdgpu, 6.2.4-1684516.22.04, ...: installed").
 fn dkms_amdgpu(t: &str) -> Option<String> {
@@ -94,8 +110,20 @@ fn release(v: &str) -> Option<String> {
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
     let mut in_modinfo = false;
+    let mut in_stanza = false;
     for l in text.lines() {
         let t = l.trim_start();
+        // A stanza ends at a blank line or the next `Package:`.
+        if t.trim().is_empty() || t.starts_with("Package:") {
+            in_stanza = stanza_package(t).is_some();
+        } else if in_stanza {
+            if let Some(v) = t.strip_prefix("Version:") {
+                if f.rocm.version.is_none() {
+                    f.rocm.version = release(v.trim());
+                }
+                in_stanza = false;
+            }
+        }
         if let Some((_, v)) = package_line(t) {
             if f.rocm.version.is_none() {
                 f.rocm.version = release(v);
@@ -170,5 +198,24 @@ mod tests {
         );
         // A path is no repository.
         assert!(!recognise("/opt/rocm-core 6.2\n"));
+    }
+
+    /// `apt show` / `dpkg -s` print a stanza, `Package:` then `Version:`
+    /// (pytorch#70036: `apt show rocm-libs -a` on ROCm 4.2; a ROCm 5.7
+    /// notebook's `apt show rocm-core -a` with more fields after it).
+    #[test]
+    fn apt_show_stanzas_of_a_rocm_package() {
+        let old = "$apt show rocm-libs -a   \nPackage: rocm-libs\nVersion: 4.2.0.40200-21\n";
+        assert!(recognise(old));
+        assert_eq!(parse(old).rocm.version.as_deref(), Some("4.2.0"));
+        let core = "Package: rocm-core\nVersion: 5.7.0.50700-63~22.04\nPriority: optional\nSection: devel\nMaintainer: ROCm Dev Support <rocm-dev.support@amd.com>\n";
+        assert_eq!(parse(core).rocm.version.as_deref(), Some("5.7.0"));
+        // Another package's stanza says nothing of the ROCm release.
+        let other = "Package: vim\nVersion: 2:9.1.0016-1ubuntu7\n";
+        assert!(!recognise(other));
+        // A Version: of a later stanza is not the ROCm package's.
+        let two =
+            "Package: rocm-core\nStatus: install ok installed\n\nPackage: vim\nVersion: 9.1\n";
+        assert_eq!(parse(two).rocm.version, None);
     }
 }

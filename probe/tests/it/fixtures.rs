@@ -7,25 +7,14 @@
 //! A case doctor cannot get right yet (or whose expectation we believe is
 //! wrong) goes into `KNOWN_WRONG` with the reason, printed on every run; a
 //! listed case that passes fails the run, so the list never goes stale. It
-//! holds 2 cases today; docs/doctor.md ("The corpus") gives the counts.
+//! holds no case today; docs/doctor.md ("The corpus") gives the counts.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// (folder, case key, why doctor is not right on it yet, or why the
 /// expectation is believed wrong).
-const KNOWN_WRONG: &[(&str, &str, &str)] = &[
-    (
-        "jax-cuda12-rtx3090-jax-platforms-gpu-tries-rocm",
-        "all",
-        "jax.print_environment_info()'s `device info: NVIDIA GeForce RTX 3090-1, 1 local devices` is not read: no recogniser for jax's environment info yet, so the GPU is not listed",
-    ),
-    (
-        "vllm-rocm7-ubuntu22-kernel-6.18-collect-env-no-hip-gpus",
-        "all",
-        "collect_env of a ROCm-built torch with `Is CUDA available: False` outside WSL2 raises nothing: the non-WSL rocm.runtime-no-device rules need an AMD GPU shown elsewhere or the runtime's own 'no device' line, and this paste has neither (vLLM's 'No HIP GPUs are available' is only in the issue title)",
-    ),
-];
+const KNOWN_WRONG: &[(&str, &str, &str)] = &[];
 
 fn fixtures_dir() -> PathBuf {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
