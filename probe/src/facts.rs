@@ -60,6 +60,20 @@ pub enum Vendor {
     Other,
 }
 
+impl Vendor {
+    /// The vendor's PCI id (what `vendor_id` holds), for the vendors that
+    /// have one.
+    pub fn pci_id(self) -> Option<u16> {
+        use crate::from::amd::{AMD, INTEL, NVIDIA};
+        match self {
+            Vendor::Amd => Some(AMD),
+            Vendor::Nvidia => Some(NVIDIA),
+            Vendor::Intel => Some(INTEL),
+            Vendor::Cpu | Vendor::Other => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Gpu {
     pub vendor: Vendor,

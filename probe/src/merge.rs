@@ -298,12 +298,7 @@ fn finish(out: &mut Facts) {
     out.vulkan.drivers.retain(|k| *k != VkFamily::Other);
     for g in &mut out.gpus {
         if g.vendor_id.is_none() && g.device_id.is_some() {
-            g.vendor_id = match g.vendor {
-                Vendor::Amd => Some(amd::AMD),
-                Vendor::Nvidia => Some(amd::NVIDIA),
-                Vendor::Intel => Some(amd::INTEL),
-                _ => None,
-            };
+            g.vendor_id = g.vendor.pci_id();
         }
         if g.name.is_empty() {
             if let (Some(v), Some(d)) = (g.vendor_id, g.device_id) {

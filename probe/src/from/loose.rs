@@ -139,23 +139,7 @@ pub(super) fn refused_gpus(facts: &mut Facts, text: &str) {
             }
         }
     }
-    for g in found {
-        if facts
-            .gpus
-            .iter()
-            .any(|x| x.gfx.as_deref() == Some(g.as_str()))
-        {
-            continue;
-        }
-        facts.gpus.push(crate::facts::Gpu {
-            vendor: crate::facts::Vendor::Amd,
-            vendor_id: Some(amd::AMD),
-            integrated: amd::is_apu_target(&g).then_some(true),
-            gfx: Some(g),
-            seen_by: vec!["app".into()],
-            ..Default::default()
-        });
-    }
+    add_amd_targets(facts, found, "app");
 }
 
 /// The GPU PyTorch names when it warns that its build has no kernels for
@@ -203,11 +187,7 @@ pub(super) fn torch_warned_gpus(facts: &mut Facts, text: &str) {
         }
         facts.gpus.push(crate::facts::Gpu {
             vendor,
-            vendor_id: Some(if vendor == Vendor::Amd {
-                amd::AMD
-            } else {
-                amd::NVIDIA
-            }),
+            vendor_id: vendor.pci_id(),
             name: name.to_string(),
             seen_by: vec!["torch".into()],
             ..Default::default()
@@ -242,23 +222,7 @@ pub(super) fn launcher_rocm_agents(facts: &mut Facts, text: &str) {
             }
         }
     }
-    for g in found {
-        if facts
-            .gpus
-            .iter()
-            .any(|x| x.gfx.as_deref() == Some(g.as_str()))
-        {
-            continue;
-        }
-        facts.gpus.push(crate::facts::Gpu {
-            vendor: crate::facts::Vendor::Amd,
-            vendor_id: Some(amd::AMD),
-            integrated: amd::is_apu_target(&g).then_some(true),
-            gfx: Some(g),
-            seen_by: vec!["launcher".into()],
-            ..Default::default()
-        });
-    }
+    add_amd_targets(facts, found, "launcher");
 }
 
 /// `torch.version.hip` asked in a Python session (`>>> torch.version.hip`
@@ -376,6 +340,28 @@ pub(super) fn comfyui_devices(facts: &mut Facts, text: &str) {
             name,
             seen_by: vec!["comfyui".into()],
             ..Gpu::default()
+        });
+    }
+}
+
+/// One AMD GPU per target an application named, unless a GPU of that
+/// target is listed already; `seen_by` names the kind of text.
+fn add_amd_targets(facts: &mut Facts, found: Vec<String>, seen_by: &str) {
+    for g in found {
+        if facts
+            .gpus
+            .iter()
+            .any(|x| x.gfx.as_deref() == Some(g.as_str()))
+        {
+            continue;
+        }
+        facts.gpus.push(crate::facts::Gpu {
+            vendor: crate::facts::Vendor::Amd,
+            vendor_id: Some(amd::AMD),
+            integrated: amd::is_apu_target(&g).then_some(true),
+            gfx: Some(g),
+            seen_by: vec![seen_by.into()],
+            ..Default::default()
         });
     }
 }

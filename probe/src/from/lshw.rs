@@ -6,7 +6,6 @@
 //! `pci@`, the configuration `driver=`, the vendor a GPU vendor's name, and
 //! the product is the field just before the vendor (lshw's fixed order).
 
-use super::amd;
 use crate::facts::{Facts, Gpu, Vendor};
 
 /// A block header: "  *-display", "  *-display:0", "*-display UNCLAIMED".
@@ -74,12 +73,7 @@ pub fn parse(text: &str) -> Facts {
         });
         f.gpus.push(Gpu {
             vendor,
-            vendor_id: match vendor {
-                Vendor::Amd => Some(amd::AMD),
-                Vendor::Nvidia => Some(amd::NVIDIA),
-                Vendor::Intel => Some(amd::INTEL),
-                _ => None,
-            },
+            vendor_id: vendor.pci_id(),
             name: product,
             pci_address: address,
             kernel_driver: driver,

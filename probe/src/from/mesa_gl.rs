@@ -86,11 +86,7 @@ fn gpu_of(renderer: &str) -> Option<Gpu> {
     }
     Some(Gpu {
         vendor,
-        vendor_id: Some(if vendor == Vendor::Amd {
-            amd::AMD
-        } else {
-            amd::NVIDIA
-        }),
+        vendor_id: vendor.pci_id(),
         name: name.to_string(),
         integrated: gfx
             .as_deref()

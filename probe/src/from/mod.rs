@@ -476,6 +476,8 @@ pub(crate) fn kv(line: &str) -> Option<(usize, &str, &str)> {
 }
 
 #[cfg(test)]
+mod explain;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_apps;

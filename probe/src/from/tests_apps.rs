@@ -3,28 +3,8 @@
 //! once the GPUs' vendor is known. Every input line is a real tool's
 //! spelling (the source is named beside it); the cases are whole pastes
 //! reduced to the lines that decide.
-use super::parse_text;
+use super::explain::explain;
 use crate::facts::Vendor;
-
-/// One GPU as a paste shows it: vendor, name, gfx target.
-type Shown = (Vendor, String, Option<String>);
-
-/// The finding ids and the GPUs of one paste.
-fn explain(text: &str) -> (Vec<String>, Vec<Shown>) {
-    let (_, facts) = parse_text(text, "pasted.txt");
-    let facts = crate::merge::merge(vec![facts]);
-    let mut ids: Vec<String> = crate::rules::diagnose(&facts)
-        .into_iter()
-        .map(|f| f.id)
-        .collect();
-    ids.dedup();
-    let gpus = facts
-        .gpus
-        .iter()
-        .map(|g| (g.vendor, g.name.clone(), g.gfx.clone()))
-        .collect();
-    (ids, gpus)
-}
 
 #[test]
 fn torch_capability_warnings_name_the_gpu_with_its_vendor() {

@@ -2,28 +2,8 @@
 //! start-up lines or jax's environment info name, and which finding a
 //! framework's own error raises. Every input line is a real tool's
 //! spelling (the source is named beside it).
-use super::parse_text;
+use super::explain::explain;
 use crate::facts::Vendor;
-
-/// One GPU as a paste shows it: vendor, name, gfx target.
-type Shown = (Vendor, String, Option<String>);
-
-/// The finding ids and the GPUs of one paste.
-fn explain(text: &str) -> (Vec<String>, Vec<Shown>) {
-    let (_, facts) = parse_text(text, "pasted.txt");
-    let facts = crate::merge::merge(vec![facts]);
-    let mut ids: Vec<String> = crate::rules::diagnose(&facts)
-        .into_iter()
-        .map(|f| f.id)
-        .collect();
-    ids.dedup();
-    let gpus = facts
-        .gpus
-        .iter()
-        .map(|g| (g.vendor, g.name.clone(), g.gfx.clone()))
-        .collect();
-    (ids, gpus)
-}
 
 #[test]
 fn comfyui_names_the_device_torch_picked() {
