@@ -11,6 +11,7 @@ pub fn recognise(text: &str) -> bool {
         || text.contains("AMDSMI Tool")
         || (text.contains("GPU-Name") && text.contains("BDF"))
         || text.contains("MARKET_NAME:")
+        || (text.contains("CURRENT_PARTITION:") && text.contains("GPU_ID"))
 }
 
 fn word_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
@@ -140,10 +141,43 @@ pub fn parse(text: &str) -> Facts {
         }
     }
     f.gpus.extend(keyed.into_iter().map(|(_, g)| g));
+    if f.gpus.is_empty() {
+        f.gpus = partition_gpus(&lines);
+    }
     for g in &mut f.gpus {
         g.vf |= amd::is_vf(&g.name, g.vendor_id.or(Some(amd::AMD)), g.device_id);
     }
     f
+}
+
+/// `amd-smi partition`: tables headed "GPU_ID  MEMORY  ACCELERATOR_TYPE ..."
+/// with one row per logical GPU. In CPX/NPS4 modes one physical GPU shows as
+/// several logical ones, each a GPU_ID and each a device of its own to ROCm,
+/// so the distinct GPU_IDs are the GPUs. Used only when the text names the
+/// GPUs no other way (the same GPUs in `amd-smi static` carry names).
+fn partition_gpus(lines: &[&str]) -> Vec<Gpu> {
+    let mut ids: Vec<&str> = Vec::new();
+    let mut in_table = false;
+    for line in lines {
+        let mut words = line.split_whitespace();
+        let Some(first) = words.next() else {
+            in_table = false;
+            continue;
+        };
+        if first == "GPU_ID" {
+            in_table = true;
+        } else if line.starts_with(char::is_whitespace) {
+            // A row whose GPU_ID cell is blank: another profile or resource
+            // of the GPU above (ACCELERATOR_PARTITION_PROFILES), not a GPU.
+        } else if in_table && first.bytes().all(|b| b.is_ascii_digit()) {
+            if !ids.contains(&first) {
+                ids.push(first);
+            }
+        } else {
+            in_table = false;
+        }
+    }
+    ids.iter().map(|_| Gpu::amdgpu_seen_by("amd-smi")).collect()
 }
 
 /// The driver version as amd-smi prints it. With the kernel's own (in-tree)
@@ -196,5 +230,18 @@ mod tests {
         assert_eq!(f.gpus[0].name, "AMD Instinct MI210");
         assert_eq!(f.gpus[0].device_id, Some(0x740f));
         assert_eq!(f.gpus[1].pci_address, None);
+    }
+
+    /// `amd-smi partition` (ROCm/legacy-rocm-build#4477, 4 GPUs in SPX/NPS1):
+    /// one GPU per distinct GPU_ID, counted once across its tables; the
+    /// profile table's indented rows (resources of GPU 0, ROCm/amdsmi#132's
+    /// DPX spelling) are not GPUs.
+    #[test]
+    fn partition_tables_count_each_gpu_id_once() {
+        let text = "CURRENT_PARTITION:\nGPU_ID  MEMORY  ACCELERATOR_TYPE  ACCELERATOR_PROFILE_INDEX  PARTITION_ID\n0       NPS1    SPX               0                          0\n1       NPS1    SPX               0                          0\n\nMEMORY_PARTITION:\nGPU_ID  MEMORY_PARTITION_CAPS  CURRENT_MEMORY_PARTITION\n0       N/A                    NPS1\n1       N/A                    NPS1\n\nACCELERATOR_PARTITION_PROFILES:\nGPU_ID  PROFILE_INDEX  MEMORY_PARTITION_CAPS  ACCELERATOR_TYPE  PARTITION_ID     NUM_PARTITIONS  NUM_RESOURCES  RESOURCE_INDEX  RESOURCE_TYPE  RESOURCE_INSTANCES  RESOURCES_SHARED\n0       0              N/A                    SPX*              0                1               4              0               XCC            6                   1\n                                                                                                                1               DECODER        4                   1\n        1              NPS1                   DPX               N/A              2               4              4               XCC            4                   1\n                                                                                                                5               DECODER        2                   1\n";
+        assert!(recognise(text));
+        let f = parse(text);
+        assert_eq!(f.gpus.len(), 2, "{:?}", f.gpus);
+        assert!(f.gpus.iter().all(|g| g.vendor == crate::facts::Vendor::Amd));
     }
 }

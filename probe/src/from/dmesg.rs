@@ -683,4 +683,32 @@ mod tests {
         let inner = "amdgpu: note kernel: x";
         assert_eq!(strip_stamp(inner), inner);
     }
+
+    /// amdgpu's RAS spellings of an uncorrectable error, from the MI50 of
+    /// ROCm/legacy-rocm-build#1886 and the MI300X node of #4021 (ATHUB),
+    /// and the per-block count spelling amdgpu_ras.c prints; the all-clear,
+    /// MI300's ACA bank dump (#4021; amdgpu_aca.c prints it for correctable
+    /// banks too) and the normal boot lines of an ECC-capable Instinct
+    /// (#4017) are not.
+    #[test]
+    fn ras_uncorrectable_lines_and_their_all_clear() {
+        let id = |l: &str| crate::signals::classify(l).map(|s| s.id.as_str());
+        for l in [
+            "[Sat Jan  7 14:25:56 2023] amdgpu 0000:e3:00.0: amdgpu: uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!",
+            "[126748.505383] amdgpu 0000:e6:00.0: {1}uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!",
+            "amdgpu 0000:0b:00.0: 1048560 uncorrectable hardware errors detected in umc block",
+        ] {
+            assert_eq!(id(l), Some("gpu-ras-uncorrectable"), "{l}");
+        }
+        for l in [
+            "amdgpu 0000:c3:00.0: amdgpu: no uncorrectable hardware errors detected in umc block",
+            "[ 8390.823777] amdgpu 0000:9e:00.0: {1}[Hardware Error]: Accelerator Check Architecture events logged",
+            "[76914.190522] amdgpu 0000:9d:00.0: {1}socket: 6, die: 1, 1533 new correctable hardware errors detected in xgmi_wafl block",
+            "amdgpu 0000:01:00.0: amdgpu: 0 uncorrectable hardware errors detected in umc block",
+            "[    7.276963] amdgpu 0000:c5:00.0: amdgpu: MEM ECC is active.",
+            "[    7.290116] amdgpu 0000:c5:00.0: amdgpu: RAS INFO: ras initialized successfully, hardware ability[7fff] ras_mask[7fff]",
+        ] {
+            assert_ne!(id(l), Some("gpu-ras-uncorrectable"), "{l}");
+        }
+    }
 }

@@ -79,6 +79,11 @@ pub fn parse(text: &str) -> Facts {
     let mut cur: Option<usize> = None;
     let with_k = text.contains("Kernel driver in use:") || text.contains("Kernel modules:");
     for l in text.lines() {
+        // A reporter's elision inside a device block ("..", "...", "…")
+        // leaves the block open: its "Kernel driver in use" line follows.
+        if !l.trim().is_empty() && l.trim().chars().all(|c| c == '.' || c == '…') {
+            continue;
+        }
         if !l.starts_with(char::is_whitespace) {
             cur = None;
             let mut it = l.splitn(2, ' ');
@@ -169,6 +174,25 @@ pub fn parse(text: &str) -> Facts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ROCm/amdgpu#157 pasted the host's `lspci -nnv` with a `..` line
+    /// between the device and its driver line; "..." is the usual spelling.
+    #[test]
+    fn an_elision_line_keeps_the_device_block_open() {
+        for dots in ["..", "...", "…"] {
+            let t = format!("44:00.0 Display controller [0380]: Advanced Micro Devices, Inc. [AMD/ATI] Vega 20 [Radeon Pro VII/Radeon Instinct MI50 32GB] [1002:66a1] (rev 02)\n{dots}\n        Kernel driver in use: vfio-pci\n");
+            let f = parse(&t);
+            assert_eq!(f.gpus.len(), 1);
+            assert_eq!(
+                f.gpus[0].kernel_driver.as_deref(),
+                Some("vfio-pci"),
+                "{dots}"
+            );
+        }
+        // A new device line still ends the block.
+        let t = "03:00.0 VGA compatible controller: Advanced Micro Devices, Inc. [AMD/ATI] Navi 31 [1002:744c]\n04:00.0 Ethernet controller: Intel Corporation I211 [8086:1539]\n\tKernel driver in use: igb\n";
+        assert_eq!(parse(t).gpus[0].kernel_driver, None);
+    }
 
     #[test]
     fn amd_accelerator_without_nn_is_named_from_its_device_word() {

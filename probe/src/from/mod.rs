@@ -26,6 +26,7 @@ pub mod ls_dev;
 pub mod lshw;
 pub mod lspci;
 pub mod mesa_gl;
+pub mod module_version;
 pub mod nvidia_smi;
 mod nvrm;
 pub mod ollama;
@@ -81,6 +82,7 @@ pub enum Format {
     OpenGlRenderer,
     HipInfo,
     AgentEnumerator,
+    ModuleVersion,
     AppLog,
 }
 
@@ -113,6 +115,7 @@ impl Format {
             Format::OpenGlRenderer => "OpenGL renderer (glxinfo -B, inxi -G)",
             Format::HipInfo => "hipInfo",
             Format::AgentEnumerator => "rocm_agent_enumerator",
+            Format::ModuleVersion => "kernel module version (cat /sys/module/*/version, modinfo)",
             Format::AppLog => "application log",
         }
     }
@@ -269,6 +272,7 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
             Format::OpenGlRenderer => mesa_gl::parse(text),
             Format::HipInfo => hipinfo::parse(text),
             Format::AgentEnumerator => agent_enum::parse(text),
+            Format::ModuleVersion => module_version::parse(text),
             Format::AppLog => Facts::default(),
         };
         parts.push(part);
@@ -406,6 +410,9 @@ pub fn recognise(text: &str) -> Vec<Format> {
     }
     if agent_enum::recognise(text) {
         out.push(Format::AgentEnumerator);
+    }
+    if module_version::recognise(text) {
+        out.push(Format::ModuleVersion);
     }
     if out.is_empty() && text.lines().any(|l| crate::signals::classify(l).is_some()) {
         out.push(Format::AppLog);

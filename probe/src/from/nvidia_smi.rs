@@ -6,6 +6,24 @@ use crate::facts::{Facts, Gpu, KernelDriver, Vendor};
 pub fn recognise(text: &str) -> bool {
     text.contains("NVIDIA-SMI ")
         || (text.contains("Product Name") && text.contains("Driver Version"))
+        || text.lines().any(|l| list_entry(l).is_some())
+}
+
+/// One GPU of `nvidia-smi -L` ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)")
+/// or of tools that print the same listing (gpu_burn's "GPU 0: NVIDIA H100
+/// 80GB HBM3 ...", job logs that elide the UUID as "(...)"): (index, name).
+fn list_entry(line: &str) -> Option<(&str, &str)> {
+    let rest = line.trim().strip_prefix("GPU ")?;
+    let (idx, rest) = rest.split_once(": ")?;
+    if idx.is_empty() || !idx.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let rest = rest.strip_prefix("NVIDIA ").map(|_| rest)?;
+    let name = match rest.find(" (") {
+        Some(p) => &rest[..p],
+        None => rest.trim_end_matches('.').trim_end(),
+    };
+    (name.len() > "NVIDIA ".len()).then_some((idx, name))
 }
 
 fn after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
@@ -91,5 +109,63 @@ pub fn parse(text: &str) -> Facts {
         };
         f.gpus.push(gpu(name_words.join(" "), Some(addr)));
     }
+    if !f.gpus.is_empty() {
+        return f;
+    }
+    // List form, one GPU per index.
+    let mut seen: Vec<&str> = Vec::new();
+    for (idx, name) in text.lines().filter_map(list_entry) {
+        if !seen.contains(&idx) {
+            seen.push(idx);
+            f.gpus.push(gpu(name.to_string(), None));
+        }
+    }
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `nvidia-smi -L`'s own spelling and gpu_burn's (wilicc/gpu-burn#92:
+    /// "GPU 6: NVIDIA H100 80GB HBM3 ...") and a job log's "(...)" elision
+    /// (huggingface/huggingface_hub#4134) all name the GPU; an index seen
+    /// twice is one GPU, and non-NVIDIA "GPU 0:" lines are not read.
+    #[test]
+    fn list_lines_name_one_gpu_per_index() {
+        let text = "GPU 0: NVIDIA H100 80GB HBM3 ...\n...\nGPU 6: NVIDIA H100 80GB HBM3 ...\nGPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1b2c)\nGPU 1: NVIDIA H200 (...)\nGPU 2: AMD Radeon RX 7900 XTX\nGPU 3: NVIDIA \n";
+        assert!(recognise(text));
+        let f = parse(text);
+        let names: Vec<&str> = f.gpus.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "NVIDIA H100 80GB HBM3",
+                "NVIDIA H100 80GB HBM3",
+                "NVIDIA H200"
+            ]
+        );
+        assert!(f.gpus.iter().all(|g| g.vendor == Vendor::Nvidia));
+        assert!(!recognise(
+            "GPU 0: AMD Radeon Graphics\nGPU utilisation: 5%\n"
+        ));
+    }
+
+    /// CUDA error 802 in the spellings of gpu_burn (wilicc/gpu-burn#92),
+    /// PyTorch (huggingface/huggingface_hub#4134) and cuda-samples
+    /// (pytorch/pytorch#35710); Fabric Manager's own NV_WARN_NOTHING_TO_DO
+    /// on PCIe cards (NVIDIA/gpu-operator#610) is not it.
+    #[test]
+    fn cuda_802_spellings_are_the_fabric_signal() {
+        let id = |l: &str| crate::signals::classify(l).map(|s| s.id.as_str());
+        for l in [
+            "  what():  Error (gpu_burn-drv.cpp:298): system not yet initialized",
+            "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 802: system not yet initialized",
+            "CUDA error at bandwidthTest.cu:256 code=802(cudaErrorSystemNotReady) \"cudaSetDevice(currentDevice)\" ",
+        ] {
+            assert_eq!(id(l), Some("nvidia-fabric-not-ready"), "{l}");
+        }
+        let fm = "11月 15 14:15:47 leon-NF5468M6 nv-fabricmanager[4177]: request to query NVSwitch device information from NVSwitch driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]";
+        assert_eq!(id(fm), None);
+    }
 }

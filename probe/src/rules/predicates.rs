@@ -63,6 +63,7 @@ pub const PREDICATES: &[&dyn Predicate] = &[
     &gpu::PciShowsNoAmdGpu,
     &gpu::GPU_VF,
     &gpu::AmdGpuDriverUnbound,
+    &gpu::AmdGpuPassedThrough,
     &gpu::AmdgpuNotLoaded,
     &gpu::Wsl,
     &nodes::KfdNodeAbsent,

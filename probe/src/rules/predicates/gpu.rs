@@ -212,6 +212,66 @@ fn amd_gpu_driver_unbound() {
     assert!(!holds(&AmdGpuDriverUnbound, &f));
 }
 
+/// Every AMD GPU that PCI shows off amdgpu is bound to vfio-pci: it is
+/// passed through to a virtual machine on purpose (the KVM/Proxmox host's
+/// view), not a driver that failed to bind.
+pub struct AmdGpuPassedThrough;
+impl Predicate for AmdGpuPassedThrough {
+    about!(
+        "amd_gpu_passed_through",
+        "every AMD GPU that PCI shows off amdgpu is bound to vfio-pci (reserved for a VM)",
+        ["gpus"]
+    );
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        let off: Vec<&&crate::facts::Gpu> = v
+            .amd
+            .iter()
+            .filter(|g| {
+                g.seen_by.iter().any(|s| s == "pci" || s == "lspci-k")
+                    && g.kernel_driver.as_deref() != Some("amdgpu")
+            })
+            .collect();
+        when(
+            !off.is_empty()
+                && off
+                    .iter()
+                    .all(|g| g.kernel_driver.as_deref() == Some("vfio-pci")),
+            || {
+                off.iter()
+                    .map(|g| format!("GPU {}: bound to vfio-pci", describe(g)))
+                    .collect()
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn amd_gpu_passed_through() {
+    use super::tests::*;
+    use crate::facts::Vendor;
+    let mut g = gpu(Vendor::Amd, "MI50");
+    g.seen_by.push("lspci-k".into());
+    g.kernel_driver = Some("vfio-pci".into());
+    let mut f = with_gpus(vec![g.clone()]);
+    assert_eq!(
+        eval(&AmdGpuPassedThrough, &f).unwrap(),
+        ["GPU MI50 (seen by lspci-k): bound to vfio-pci"]
+    );
+    // A second GPU with no driver at all is not passthrough.
+    let mut h = g.clone();
+    h.kernel_driver = None;
+    f.gpus.push(h);
+    assert!(!holds(&AmdGpuPassedThrough, &f));
+    // One on vfio-pci beside one on amdgpu: the host uses the other.
+    f.gpus[1].kernel_driver = Some("amdgpu".into());
+    assert!(holds(&AmdGpuPassedThrough, &f));
+    // rocminfo does not show the bound driver; amdgpu bound is not it.
+    f.gpus = vec![g.clone()];
+    f.gpus[0].kernel_driver = Some("amdgpu".into());
+    assert!(!holds(&AmdGpuPassedThrough, &f));
+}
+
 pub struct AmdgpuNotLoaded;
 impl Predicate for AmdgpuNotLoaded {
     about!(
