@@ -7,14 +7,52 @@
 //! A case doctor cannot get right yet (or whose expectation we believe is
 //! wrong) goes into `KNOWN_WRONG` with the reason, printed on every run; a
 //! listed case that passes fails the run, so the list never goes stale. It
-//! holds no case today; docs/doctor.md ("The corpus") gives the counts.
+//! holds the cases session 13's round 3 measured as wrong (each with the class
+//! of fix it needs); docs/doctor.md ("The corpus") gives the counts.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// (folder, case key, why doctor is not right on it yet, or why the
 /// expectation is believed wrong).
-const KNOWN_WRONG: &[(&str, &str, &str)] = &[];
+const KNOWN_WRONG: &[(&str, &str, &str)] = &[
+    // Session 13 round 3, dr3-apps (NVIDIA, CPU-only and mixed-vendor pastes).
+    (
+        "docker-compose-gpu-hot-could-not-select-driver-nvidia-2x-gtx980-550.163",
+        "all",
+        "container.nvidia-toolkit (proposed) not raised: no rule reads docker's 'could not select device driver \"nvidia\" with capabilities: [[gpu]]' (NVIDIA Container Toolkit missing or not registered); class: new container signal + rule",
+    ),
+    (
+        "docker-snap-nvidia-container-cli-libnvidia-ml-not-found-ubuntu22.04",
+        "all",
+        "container.nvidia-toolkit (proposed) not raised: 'nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1' (the toolkit hook cannot reach the host driver's NVML) is not read; class: same container signal family",
+    ),
+    (
+        "fooocus-ubuntu21.04-rtx3050-laptop-driver-470.86-too-old-found-11040",
+        "all",
+        "driver.nvidia-too-old not raised: PyTorch's spelling 'The NVIDIA driver on your system is too old (found version 11040)' is not in the nvidia-too-old signal (only the CUDA runtime's 'driver version is insufficient' spellings); class: signal spelling",
+    ),
+    (
+        "k3s-lmcache-vllm-rtx5090-sm120-not-compatible-torch-sm50-sm90",
+        "all",
+        "kernel_driver_version null: a bare 'Driver Version: 570.133.07' line (typed from nvidia-smi, outside its table) is not read; class: NVIDIA driver-version parser spelling",
+    ),
+    (
+        "ollama-0.30.7-win-hybrid-rtx5070-laptop-vulkan-dropped-as-integrated-raptorlake-used",
+        "all",
+        "no GPU read: ollama's discovery lines ('dropping integrated GPU ... library=Vulkan ... description=\"NVIDIA GeForce RTX 5070 Laptop GPU\"', 'inference compute library=Vulkan ... description=\"Intel(R) RaptorLake-S ...\"') name GPUs in description=, which the ollama parser does not read; class: ollama device-line parser",
+    ),
+    (
+        "ollama-0.32.0-win-hybrid-iris-xe-dropped-rtx3050-laptop-not-discovered-cpu",
+        "all",
+        "no GPU read (the Intel Iris Xe of a 'dropping integrated GPU' line, as above) and app.cpu-fallback not raised although the only GPU is dropped and total_vram=\"0 B\"; class: ollama device-line parser + CPU-fallback signal",
+    ),
+    (
+        "vllm-docker-rtx5090-no-kernel-image-nvidia-smi-570.133.20",
+        "all",
+        "'CUDA error: no kernel image is available' beside an nvidia-smi table raises rocm.gfx-unsupported (an AMD finding) instead of framework.mismatch; class: vendor context for the no-kernel-image signal",
+    ),
+];
 
 fn fixtures_dir() -> PathBuf {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
