@@ -47,11 +47,6 @@ const KNOWN_WRONG: &[(&str, &str, &str)] = &[
         "all",
         "no GPU read (the Intel Iris Xe of a 'dropping integrated GPU' line, as above) and app.cpu-fallback not raised although the only GPU is dropped and total_vram=\"0 B\"; class: ollama device-line parser + CPU-fallback signal",
     ),
-    (
-        "vllm-docker-rtx5090-no-kernel-image-nvidia-smi-570.133.20",
-        "all",
-        "'CUDA error: no kernel image is available' beside an nvidia-smi table raises rocm.gfx-unsupported (an AMD finding) instead of framework.mismatch; class: vendor context for the no-kernel-image signal",
-    ),
 ];
 
 fn fixtures_dir() -> PathBuf {
