@@ -298,6 +298,21 @@ mod tests {
         assert_eq!(s[0].source, "log.txt");
     }
 
+    /// The NVIDIA driver older than the CUDA runtime, in the CUDA runtime's
+    /// words and in PyTorch's ("The NVIDIA driver on your system is too old
+    /// (found version N)": lllyasviel/Fooocus#1313 as a RuntimeError,
+    /// IEIT-Yuan/Yuan-2.0#65 as a "CUDA initialization" UserWarning).
+    #[test]
+    fn cuda_driver_too_old_spellings() {
+        for l in [
+            "ggml_cuda_init: failed to initialize CUDA: CUDA driver version is insufficient for CUDA runtime version",
+            "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update your GPU driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org to install a PyTorch version that has been compiled with your version of the CUDA driver.",
+            "/usr/local/lib/python3.10/dist-packages/torch/cuda/__init__.py:124: UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 11000). Please update your GPU driver",
+        ] {
+            assert_eq!(classify(l).unwrap().id, "cuda-driver-too-old", "{l}");
+        }
+    }
+
     #[test]
     fn bad_tables_are_rejected() {
         assert!(parse_table("[[signal]]\nid = \"x\"\n").is_err());

@@ -28,11 +28,6 @@ const KNOWN_WRONG: &[(&str, &str, &str)] = &[
         "container.nvidia-toolkit (proposed) not raised: 'nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1' (the toolkit hook cannot reach the host driver's NVML) is not read; class: same container signal family",
     ),
     (
-        "fooocus-ubuntu21.04-rtx3050-laptop-driver-470.86-too-old-found-11040",
-        "all",
-        "driver.nvidia-too-old not raised: PyTorch's spelling 'The NVIDIA driver on your system is too old (found version 11040)' is not in the nvidia-too-old signal (only the CUDA runtime's 'driver version is insufficient' spellings); class: signal spelling",
-    ),
-    (
         "k3s-lmcache-vllm-rtx5090-sm120-not-compatible-torch-sm50-sm90",
         "all",
         "kernel_driver_version null: a bare 'Driver Version: 570.133.07' line (typed from nvidia-smi, outside its table) is not read; class: NVIDIA driver-version parser spelling",
