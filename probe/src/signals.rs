@@ -313,6 +313,26 @@ mod tests {
         }
     }
 
+    /// Docker or the NVIDIA container hook could not hand the GPU to a
+    /// container: docker's own words with the driver name empty, "nvidia"
+    /// or left out (NVIDIA/nvidia-docker#1034, psalias2006/gpu-hot#18,
+    /// NVIDIA/nvidia-docker#1642) and nvidia-container-cli failing to load
+    /// the host driver's NVML (canonical/docker-snap#148). The hook's
+    /// "driver/library version mismatch" stays the driver's mismatch.
+    #[test]
+    fn nvidia_container_toolkit_spellings() {
+        for l in [
+            r#"docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]]."#,
+            r#"Error response from daemon: could not select device driver "nvidia" with capabilities: [[gpu]]"#,
+            "docker: Error response from daemon: could not select device driver with capabilities: [[gpu]].",
+            "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object file: no such file or directory: unknown.",
+        ] {
+            assert_eq!(classify(l).unwrap().id, "nvidia-container-toolkit", "{l}");
+        }
+        let l = "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown.";
+        assert_eq!(classify(l).unwrap().id, "nvidia-api-mismatch");
+    }
+
     #[test]
     fn bad_tables_are_rejected() {
         assert!(parse_table("[[signal]]\nid = \"x\"\n").is_err());

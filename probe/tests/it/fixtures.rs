@@ -18,16 +18,6 @@ use std::path::{Path, PathBuf};
 const KNOWN_WRONG: &[(&str, &str, &str)] = &[
     // Session 13 round 3, dr3-apps (NVIDIA, CPU-only and mixed-vendor pastes).
     (
-        "docker-compose-gpu-hot-could-not-select-driver-nvidia-2x-gtx980-550.163",
-        "all",
-        "container.nvidia-toolkit (proposed) not raised: no rule reads docker's 'could not select device driver \"nvidia\" with capabilities: [[gpu]]' (NVIDIA Container Toolkit missing or not registered); class: new container signal + rule",
-    ),
-    (
-        "docker-snap-nvidia-container-cli-libnvidia-ml-not-found-ubuntu22.04",
-        "all",
-        "container.nvidia-toolkit (proposed) not raised: 'nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1' (the toolkit hook cannot reach the host driver's NVML) is not read; class: same container signal family",
-    ),
-    (
         "k3s-lmcache-vllm-rtx5090-sm120-not-compatible-torch-sm50-sm90",
         "all",
         "kernel_driver_version null: a bare 'Driver Version: 570.133.07' line (typed from nvidia-smi, outside its table) is not read; class: NVIDIA driver-version parser spelling",
