@@ -333,6 +333,21 @@ mod tests {
         assert_eq!(classify(l).unwrap().id, "nvidia-api-mismatch");
     }
 
+    /// ollama counted no GPU memory at all: the whole logfmt line
+    /// (ollama/ollama#17222) and a grep of the field alone (ollama/ollama
+    /// #14927's `grep total_vram`).
+    #[test]
+    fn ollama_no_gpu_memory_spellings() {
+        for l in [
+            r#"level=INFO source=routes.go:2054 msg="vram-based default context" total_vram="0 B" default_num_ctx=4096"#,
+            r#"total_vram="0 B""#,
+        ] {
+            assert_eq!(classify(l).unwrap().id, "ollama-no-gpu-memory", "{l}");
+        }
+        let l = r#"level=INFO source=routes.go:2054 msg="vram-based default context" total_vram="15.9 GiB" default_num_ctx=8192"#;
+        assert!(classify(l).is_none());
+    }
+
     #[test]
     fn bad_tables_are_rejected() {
         assert!(parse_table("[[signal]]\nid = \"x\"\n").is_err());

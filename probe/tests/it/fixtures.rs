@@ -22,11 +22,6 @@ const KNOWN_WRONG: &[(&str, &str, &str)] = &[
         "all",
         "kernel_driver_version null: a bare 'Driver Version: 570.133.07' line (typed from nvidia-smi, outside its table) is not read; class: NVIDIA driver-version parser spelling",
     ),
-    (
-        "ollama-0.32.0-win-hybrid-iris-xe-dropped-rtx3050-laptop-not-discovered-cpu",
-        "all",
-        "app.cpu-fallback not raised although ollama dropped its only GPU (the Intel Iris Xe) and logs total_vram=\"0 B\"; class: CPU-fallback signal for a GPU list left empty",
-    ),
 ];
 
 fn fixtures_dir() -> PathBuf {
