@@ -7,22 +7,14 @@
 //! A case doctor cannot get right yet (or whose expectation we believe is
 //! wrong) goes into `KNOWN_WRONG` with the reason, printed on every run; a
 //! listed case that passes fails the run, so the list never goes stale. It
-//! holds the cases session 13's round 3 measured as wrong (each with the class
-//! of fix it needs); docs/doctor.md ("The corpus") gives the counts.
+//! holds no case today; docs/doctor.md ("The corpus") gives the counts.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// (folder, case key, why doctor is not right on it yet, or why the
 /// expectation is believed wrong).
-const KNOWN_WRONG: &[(&str, &str, &str)] = &[
-    // Session 13 round 3, dr3-apps (NVIDIA, CPU-only and mixed-vendor pastes).
-    (
-        "k3s-lmcache-vllm-rtx5090-sm120-not-compatible-torch-sm50-sm90",
-        "all",
-        "kernel_driver_version null: a bare 'Driver Version: 570.133.07' line (typed from nvidia-smi, outside its table) is not read; class: NVIDIA driver-version parser spelling",
-    ),
-];
+const KNOWN_WRONG: &[(&str, &str, &str)] = &[];
 
 fn fixtures_dir() -> PathBuf {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
