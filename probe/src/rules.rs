@@ -286,6 +286,38 @@ mod tests {
         }
     }
 
+    /// ollama's total_vram="0 B" is a CPU fallback only where the text
+    /// shows a GPU (here the Intel iGPU its discovery dropped); on a
+    /// CPU-only machine the same line is just the truth.
+    #[test]
+    fn ollama_no_gpu_memory_is_a_cpu_fallback_only_beside_a_gpu() {
+        use crate::facts::{Gpu, Signal, Vendor};
+        let line = r#"level=INFO source=routes.go:2054 msg="vram-based default context" total_vram="0 B" default_num_ctx=4096"#;
+        let mut f = Facts {
+            signals: vec![Signal {
+                id: "ollama-no-gpu-memory".into(),
+                source: "server.log".into(),
+                line: Some(3),
+                text: line.into(),
+            }],
+            ..Facts::default()
+        };
+        let fallback = |f: &Facts| diagnose(f).into_iter().find(|x| x.id == "app.cpu-fallback");
+        assert!(fallback(&f).is_none());
+        f.gpus.push(Gpu {
+            vendor: Vendor::Intel,
+            name: "Intel(R) Iris(R) Xe Graphics".into(),
+            ..Gpu::default()
+        });
+        let hit = fallback(&f).expect("app.cpu-fallback");
+        assert!(hit.message.contains("Iris"), "{}", hit.message);
+        assert!(
+            hit.evidence.iter().any(|e| e.contains("total_vram")),
+            "{:?}",
+            hit.evidence
+        );
+    }
+
     /// Doctor's live HIP check raises `hip-no-device` with HIP's reason;
     /// it is a finding only where an AMD GPU is known and KFD itself is fine.
     #[test]

@@ -298,6 +298,56 @@ mod tests {
         assert_eq!(s[0].source, "log.txt");
     }
 
+    /// The NVIDIA driver older than the CUDA runtime, in the CUDA runtime's
+    /// words and in PyTorch's ("The NVIDIA driver on your system is too old
+    /// (found version N)": lllyasviel/Fooocus#1313 as a RuntimeError,
+    /// IEIT-Yuan/Yuan-2.0#65 as a "CUDA initialization" UserWarning).
+    #[test]
+    fn cuda_driver_too_old_spellings() {
+        for l in [
+            "ggml_cuda_init: failed to initialize CUDA: CUDA driver version is insufficient for CUDA runtime version",
+            "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update your GPU driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org to install a PyTorch version that has been compiled with your version of the CUDA driver.",
+            "/usr/local/lib/python3.10/dist-packages/torch/cuda/__init__.py:124: UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 11000). Please update your GPU driver",
+        ] {
+            assert_eq!(classify(l).unwrap().id, "cuda-driver-too-old", "{l}");
+        }
+    }
+
+    /// Docker or the NVIDIA container hook could not hand the GPU to a
+    /// container: docker's own words with the driver name empty, "nvidia"
+    /// or left out (NVIDIA/nvidia-docker#1034, psalias2006/gpu-hot#18,
+    /// NVIDIA/nvidia-docker#1642) and nvidia-container-cli failing to load
+    /// the host driver's NVML (canonical/docker-snap#148). The hook's
+    /// "driver/library version mismatch" stays the driver's mismatch.
+    #[test]
+    fn nvidia_container_toolkit_spellings() {
+        for l in [
+            r#"docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]]."#,
+            r#"Error response from daemon: could not select device driver "nvidia" with capabilities: [[gpu]]"#,
+            "docker: Error response from daemon: could not select device driver with capabilities: [[gpu]].",
+            "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object file: no such file or directory: unknown.",
+        ] {
+            assert_eq!(classify(l).unwrap().id, "nvidia-container-toolkit", "{l}");
+        }
+        let l = "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown.";
+        assert_eq!(classify(l).unwrap().id, "nvidia-api-mismatch");
+    }
+
+    /// ollama counted no GPU memory at all: the whole logfmt line
+    /// (ollama/ollama#17222) and a grep of the field alone (ollama/ollama
+    /// #14927's `grep total_vram`).
+    #[test]
+    fn ollama_no_gpu_memory_spellings() {
+        for l in [
+            r#"level=INFO source=routes.go:2054 msg="vram-based default context" total_vram="0 B" default_num_ctx=4096"#,
+            r#"total_vram="0 B""#,
+        ] {
+            assert_eq!(classify(l).unwrap().id, "ollama-no-gpu-memory", "{l}");
+        }
+        let l = r#"level=INFO source=routes.go:2054 msg="vram-based default context" total_vram="15.9 GiB" default_num_ctx=8192"#;
+        assert!(classify(l).is_none());
+    }
+
     #[test]
     fn bad_tables_are_rejected() {
         assert!(parse_table("[[signal]]\nid = \"x\"\n").is_err());

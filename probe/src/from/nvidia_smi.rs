@@ -7,6 +7,18 @@ pub fn recognise(text: &str) -> bool {
     text.contains("NVIDIA-SMI ")
         || (text.contains("Product Name") && text.contains("Driver Version"))
         || text.lines().any(|l| list_entry(l).is_some())
+        || (header_field(text, "Driver Version") && header_field(text, "CUDA Version"))
+}
+
+/// A line that starts with nvidia-smi's header field `key` followed by ':'
+/// ("Driver Version: 570.133.07" retyped from the table, or `-q`'s
+/// "Driver Version                            : 515.65.01").
+fn header_field(text: &str, key: &str) -> bool {
+    text.lines().any(|l| {
+        l.trim_start()
+            .strip_prefix(key)
+            .is_some_and(|r| r.trim_start().starts_with(':'))
+    })
 }
 
 /// One GPU of `nvidia-smi -L` ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)")
@@ -149,6 +161,28 @@ mod tests {
         assert!(!recognise(
             "GPU 0: AMD Radeon Graphics\nGPU utilisation: 5%\n"
         ));
+    }
+
+    /// nvidia-smi's header fields as people retype them outside the table
+    /// (vllm-project/production-stack#528: "Driver Version: 570.133.07" /
+    /// "CUDA Version: 12.8") and the head of `nvidia-smi -q` cut before its
+    /// GPU section (NVIDIA/nvidia-docker#1674: "Driver Version : 515.65.01"
+    /// / "CUDA Version : 11.7") still give the driver version; either field
+    /// alone, or another tool's "Driver version", does not.
+    #[test]
+    fn header_field_lines_give_the_driver_version() {
+        for (text, want) in [
+            ("Driver Version: 570.133.07\nCUDA Version: 12.8\n", "570.133.07"),
+            (
+                "==============NVSMI LOG==============\n\nTimestamp                                 : Wed Sep  7 15:26:42 2022\nDriver Version                            : 515.65.01\nCUDA Version                              : 11.7\n",
+                "515.65.01",
+            ),
+        ] {
+            assert!(recognise(text), "{text}");
+            assert_eq!(parse(text).kernel_driver_version.as_deref(), Some(want));
+        }
+        assert!(!recognise("Driver Version: 570.133.07\n"));
+        assert!(!recognise("  Driver version                                  3635.0 (HSA1.1,LC)\nCUDA Version: 12.8\n"));
     }
 
     /// CUDA error 802 in the spellings of gpu_burn (wilicc/gpu-burn#92),

@@ -13,9 +13,17 @@ use crate::facts::{Facts, Gpu, Vendor};
 
 pub fn recognise(text: &str) -> bool {
     text.lines().any(|l| {
-        l.contains("level=") && l.contains("msg=") && (l.contains("time=") || l.contains("source="))
+        (l.contains("level=") && l.contains("msg=") && (l.contains("time=") || l.contains("source=")))
+            // Discovery lines pasted with the logfmt prefix trimmed.
+            || l.contains(INFERENCE_COMPUTE)
+            || l.contains(DROPPING_IGPU)
     })
 }
+
+const INFERENCE_COMPUTE: &str = "msg=\"inference compute\"";
+/// ollama 0.30+ drops integrated GPUs unless OLLAMA_IGPU_ENABLE=1 (and on
+/// Windows hybrid laptops has misread the NVIDIA dGPU as integrated).
+const DROPPING_IGPU: &str = "msg=\"dropping integrated GPU";
 
 /// `key=value` pairs of one logfmt line; values may be "quoted" (with `\"`).
 pub fn pairs(line: &str) -> Vec<(&str, String)> {
@@ -109,12 +117,18 @@ pub fn parse(text: &str) -> Facts {
                     }
                 }
             }
-        } else if msg == "inference compute" {
+        } else if msg == "inference compute" || msg.starts_with("dropping integrated GPU") {
             let library = get(&p, "library").unwrap_or("").to_ascii_lowercase();
             if library.is_empty() || library == "cpu" {
                 continue;
             }
-            let id = get(&p, "id").unwrap_or("0").to_string();
+            let kept = msg == "inference compute";
+            // Newer releases print no id= on kept GPUs but a per-library
+            // name= ("Vulkan0", "CUDA0").
+            let id = get(&p, "id")
+                .or_else(|| get(&p, "name"))
+                .unwrap_or("0")
+                .to_string();
             let g = slot(&mut gpus, &id);
             let name = get(&p, "description")
                 .or_else(|| get(&p, "name"))
@@ -127,7 +141,11 @@ pub fn parse(text: &str) -> Facts {
             {
                 g.vendor_id = u16::from_str_radix(v, 16).ok();
                 g.device_id = u16::from_str_radix(d, 16).ok();
-            } else if !name.is_empty() && !name.starts_with("ROCm") && !name.starts_with("CUDA") {
+            } else if !name.is_empty()
+                && !["ROCm", "CUDA", "Vulkan"]
+                    .iter()
+                    .any(|l| name.starts_with(l))
+            {
                 g.name = name.clone();
             }
             g.vendor = match (library.as_str(), g.vendor_id) {
@@ -141,7 +159,9 @@ pub fn parse(text: &str) -> Facts {
                 if let Some(c) = get(&p, "compute").and_then(find_gfx) {
                     g.gfx = Some(c);
                 }
-                f.rocm.runtime_sees_gpu = Some(true);
+                if kept {
+                    f.rocm.runtime_sees_gpu = Some(true);
+                }
             }
             if let Some(pci) = get(&p, "pci_id").filter(|s| s.contains(':')) {
                 g.pci_address = Some(pci.to_lowercase());
@@ -179,6 +199,42 @@ mod tests {
         );
         assert_eq!(f.gpus.len(), 1);
         assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx906"));
+    }
+
+    /// ollama 0.30+ names each device it discovered in `description=`, both
+    /// on the GPUs it keeps ("inference compute") and on those it drops by
+    /// policy ("dropping integrated GPU; to enable, set
+    /// OLLAMA_IGPU_ENABLE=1"). Pasted with the logfmt prefix trimmed
+    /// (ollama/ollama#16667: "runner.go:396 msg=...") or whole
+    /// (ollama/ollama#17222: "level=INFO source=runner.go:405 msg=...").
+    #[test]
+    fn discovery_lines_name_kept_and_dropped_gpus_by_description() {
+        let trimmed = concat!(
+            r#"runner.go:396 msg="dropping integrated GPU; to enable, set OLLAMA_IGPU_ENABLE=1" id=1 library=Vulkan compute=0.0 name=Vulkan1 description="NVIDIA GeForce RTX 5070 Laptop GPU" pci_id="""#,
+            "\n",
+            r#"types.go:32 msg="inference compute" library=Vulkan name=Vulkan0 description="Intel(R) RaptorLake-S Mobile Graphics Controller" type=discrete total="15.9 GiB" available="15.1 GiB""#,
+        );
+        assert!(recognise(trimmed));
+        let f = parse(trimmed);
+        let got: Vec<(Vendor, &str)> = f.gpus.iter().map(|g| (g.vendor, g.name.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (Vendor::Nvidia, "NVIDIA GeForce RTX 5070 Laptop GPU"),
+                (
+                    Vendor::Intel,
+                    "Intel(R) RaptorLake-S Mobile Graphics Controller"
+                ),
+            ]
+        );
+        // A dropped GPU is one the machine has, not one a runtime uses.
+        assert_eq!(f.rocm.runtime_sees_gpu, None);
+        let whole = r#"level=INFO source=runner.go:405 msg="dropping integrated GPU; to enable, set OLLAMA_IGPU_ENABLE=1" id=0 library=Vulkan compute=0.0 name=Vulkan0 description="Intel(R) Iris(R) Xe Graphics" pci_id="""#;
+        assert!(recognise(whole));
+        let f = parse(whole);
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].vendor, Vendor::Intel);
+        assert_eq!(f.gpus[0].name, "Intel(R) Iris(R) Xe Graphics");
     }
 
     #[test]

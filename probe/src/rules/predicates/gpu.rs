@@ -87,17 +87,31 @@ fn amd_gpu_present() {
 /// An NVIDIA GPU and no AMD one: the errors CUDA and HIP share ("no kernel
 /// image is available", "invalid device function", ggml's "no device
 /// code") are then about the CUDA build, never ROCm (a ROCm torch prints
-/// "CUDA error:" too, so the spelling alone cannot tell).
+/// "CUDA error:" too, so the spelling alone cannot tell). A loaded NVIDIA
+/// driver stands in for the GPU when a paste shows nvidia-smi's header but
+/// not its GPU rows, as long as nothing in the text is AMD's.
 pub struct NvidiaGpuNoAmd;
 impl Predicate for NvidiaGpuNoAmd {
     about!(
         "nvidia_gpu_no_amd",
-        "an NVIDIA GPU is known and no AMD GPU is",
-        ["gpus"]
+        "an NVIDIA GPU (or a loaded NVIDIA driver) is known and no AMD GPU, driver or ROCm is",
+        ["gpus", "drivers", "rocm"]
     );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
-        when(v.amd.is_empty() && !v.nvidia.is_empty(), || {
-            gpu_lines(&v.nvidia)
+        if !v.amd.is_empty() {
+            return None;
+        }
+        if !v.nvidia.is_empty() {
+            return Some(gpu_lines(&v.nvidia));
+        }
+        let f = v.facts;
+        let amd_stack = f.rocm.version.is_some() || f.drivers.iter().any(|d| d.name == "amdgpu");
+        let nvidia = f.drivers.iter().find(|d| d.name == "nvidia" && d.loaded)?;
+        when(!amd_stack, || {
+            vec![match &nvidia.version {
+                Some(ver) => format!("NVIDIA driver {ver} loaded"),
+                None => "NVIDIA driver loaded".to_string(),
+            }]
         })
     }
 }
@@ -116,6 +130,39 @@ fn nvidia_gpu_no_amd() {
     ]);
     assert!(!holds(&NvidiaGpuNoAmd, &both));
     assert!(!holds(&NvidiaGpuNoAmd, &with_gpus(vec![])));
+}
+
+/// An nvidia-smi header whose GPU rows were not pasted (vllm-project/vllm
+/// #18995: "NVIDIA-SMI 570.133.20 Driver Version: 570.133.20" and nothing
+/// below) still says the machine runs the NVIDIA driver; with no AMD GPU,
+/// driver or ROCm in the text the shared CUDA/HIP errors are CUDA's.
+#[cfg(test)]
+#[test]
+fn nvidia_driver_without_gpu_rows_is_nvidia_context() {
+    use super::tests::*;
+    use crate::facts::{KernelDriver, Vendor};
+    let driver = |name: &str, v: &str| KernelDriver {
+        name: name.into(),
+        loaded: true,
+        version: Some(v.into()),
+    };
+    let mut f = with_gpus(vec![]);
+    f.drivers.push(driver("nvidia", "570.133.20"));
+    assert_eq!(
+        eval(&NvidiaGpuNoAmd, &f).unwrap(),
+        ["NVIDIA driver 570.133.20 loaded"]
+    );
+    // Any AMD evidence (an amdgpu driver, a ROCm version, an AMD GPU) keeps
+    // the errors ambiguous.
+    let mut amd_driver = f.clone();
+    amd_driver.drivers.push(driver("amdgpu", "6.8.5"));
+    assert!(!holds(&NvidiaGpuNoAmd, &amd_driver));
+    let mut rocm = f.clone();
+    rocm.rocm.version = Some("6.4.1".into());
+    assert!(!holds(&NvidiaGpuNoAmd, &rocm));
+    let mut amd_gpu = with_gpus(vec![gpu(Vendor::Amd, "Radeon RX 7900 XTX")]);
+    amd_gpu.drivers.push(driver("nvidia", "570.133.20"));
+    assert!(!holds(&NvidiaGpuNoAmd, &amd_gpu));
 }
 
 pub struct PciShowsNoAmdGpu;
