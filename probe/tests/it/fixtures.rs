@@ -7,14 +7,47 @@
 //! A case doctor cannot get right yet (or whose expectation we believe is
 //! wrong) goes into `KNOWN_WRONG` with the reason, printed on every run; a
 //! listed case that passes fails the run, so the list never goes stale. It
-//! holds no case today; docs/doctor.md ("The corpus") gives the counts.
+//! holds the cases measured wrong and not fixed yet; docs/doctor.md ("The
+//! corpus") gives the counts.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// (folder, case key, why doctor is not right on it yet, or why the
 /// expectation is believed wrong).
-const KNOWN_WRONG: &[(&str, &str, &str)] = &[];
+const KNOWN_WRONG: &[(&str, &str, &str)] = &[
+    // Session 13 round 3, dr3-amd (AMD machines), measured before any fix.
+    (
+        "amd-smi-static-asic-json-rx7900xtx-masked-ids-and-granite-ridge-igpu-gfx1036",
+        "granite-ridge.json",
+        "no GPU: `amd-smi static --asic --json` (a JSON list of {gpu, asic{market_name, target_graphics_version}}) is not read; class: amd-smi JSON parser",
+    ),
+    (
+        "amd-smi-static-asic-json-rx7900xtx-masked-ids-and-granite-ridge-igpu-gfx1036",
+        "rx7900xtx.json",
+        "no GPU: the same amd-smi static JSON, here hand-masked and not valid JSON; class: amd-smi JSON read line by line (market_name / target_graphics_version keys)",
+    ),
+    (
+        "hipinfo-win-therock-7.14-rx9070xt-gfx1201-lmstudio-survey-fails",
+        "all",
+        "no GPU: hipInfo's `Name:` + `gcnArchName: gfx1201` lines without the `device#` header are not read; class: hipInfo parser needs no header",
+    ),
+    (
+        "llamacpp-gfx1152-krackan-no-compatible-code-objects-segfault-needs-override-11.5.0",
+        "all",
+        "rocm.gfx-unsupported missing: HIP's `No compatible code objects found for: gfx1152` is not a no-kernels signal; class: signal spelling (hip_fatbin)",
+    ),
+    (
+        "llamacpp-turboquant-win-w5500-plus-2x-v620-rocm-kernel-image-invalid",
+        "all",
+        "no GPU: llama.cpp `--list-devices` rows `ROCm0: AMD Radeon Pro W5500 (8176 MiB, 8034 MiB free)` are not read; class: llama.cpp device-list parser",
+    ),
+    (
+        "torch-rocm6.3-fedora-8060s-memory-access-fault-page-not-present",
+        "all",
+        "no GPU: a script's `Device: AMD Radeon 8060S` line (torch.cuda.get_device_name) is not read; class: app line naming the device",
+    ),
+];
 
 fn fixtures_dir() -> PathBuf {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
