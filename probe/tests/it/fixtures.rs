@@ -38,11 +38,6 @@ const KNOWN_WRONG: &[(&str, &str, &str)] = &[
         "rocm.gfx-unsupported missing: HIP's `No compatible code objects found for: gfx1152` is not a no-kernels signal; class: signal spelling (hip_fatbin)",
     ),
     (
-        "llamacpp-turboquant-win-w5500-plus-2x-v620-rocm-kernel-image-invalid",
-        "all",
-        "no GPU: llama.cpp `--list-devices` rows `ROCm0: AMD Radeon Pro W5500 (8176 MiB, 8034 MiB free)` are not read; class: llama.cpp device-list parser",
-    ),
-    (
         "torch-rocm6.3-fedora-8060s-memory-access-fault-page-not-present",
         "all",
         "no GPU: a script's `Device: AMD Radeon 8060S` line (torch.cuda.get_device_name) is not read; class: app line naming the device",
