@@ -33,11 +33,6 @@ const KNOWN_WRONG: &[(&str, &str, &str)] = &[
         "no GPU: hipInfo's `Name:` + `gcnArchName: gfx1201` lines without the `device#` header are not read; class: hipInfo parser needs no header",
     ),
     (
-        "llamacpp-gfx1152-krackan-no-compatible-code-objects-segfault-needs-override-11.5.0",
-        "all",
-        "rocm.gfx-unsupported missing: HIP's `No compatible code objects found for: gfx1152` is not a no-kernels signal; class: signal spelling (hip_fatbin)",
-    ),
-    (
         "torch-rocm6.3-fedora-8060s-memory-access-fault-page-not-present",
         "all",
         "no GPU: a script's `Device: AMD Radeon 8060S` line (torch.cuda.get_device_name) is not read; class: app line naming the device",
