@@ -28,11 +28,6 @@ const KNOWN_WRONG: &[(&str, &str, &str)] = &[
         "no GPU: the same amd-smi static JSON, here hand-masked and not valid JSON; class: amd-smi JSON read line by line (market_name / target_graphics_version keys)",
     ),
     (
-        "hipinfo-win-therock-7.14-rx9070xt-gfx1201-lmstudio-survey-fails",
-        "all",
-        "no GPU: hipInfo's `Name:` + `gcnArchName: gfx1201` lines without the `device#` header are not read; class: hipInfo parser needs no header",
-    ),
-    (
         "torch-rocm6.3-fedora-8060s-memory-access-fault-page-not-present",
         "all",
         "no GPU: a script's `Device: AMD Radeon 8060S` line (torch.cuda.get_device_name) is not read; class: app line naming the device",
