@@ -18,16 +18,6 @@ use std::path::{Path, PathBuf};
 const KNOWN_WRONG: &[(&str, &str, &str)] = &[
     // Session 13 round 3, dr3-amd (AMD machines), measured before any fix.
     (
-        "amd-smi-static-asic-json-rx7900xtx-masked-ids-and-granite-ridge-igpu-gfx1036",
-        "granite-ridge.json",
-        "no GPU: `amd-smi static --asic --json` (a JSON list of {gpu, asic{market_name, target_graphics_version}}) is not read; class: amd-smi JSON parser",
-    ),
-    (
-        "amd-smi-static-asic-json-rx7900xtx-masked-ids-and-granite-ridge-igpu-gfx1036",
-        "rx7900xtx.json",
-        "no GPU: the same amd-smi static JSON, here hand-masked and not valid JSON; class: amd-smi JSON read line by line (market_name / target_graphics_version keys)",
-    ),
-    (
         "torch-rocm6.3-fedora-8060s-memory-access-fault-page-not-present",
         "all",
         "no GPU: a script's `Device: AMD Radeon 8060S` line (torch.cuda.get_device_name) is not read; class: app line naming the device",
