@@ -7,22 +7,14 @@
 //! A case doctor cannot get right yet (or whose expectation we believe is
 //! wrong) goes into `KNOWN_WRONG` with the reason, printed on every run; a
 //! listed case that passes fails the run, so the list never goes stale. It
-//! holds the cases measured wrong and not fixed yet; docs/doctor.md ("The
-//! corpus") gives the counts.
+//! holds no case today; docs/doctor.md ("The corpus") gives the counts.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// (folder, case key, why doctor is not right on it yet, or why the
 /// expectation is believed wrong).
-const KNOWN_WRONG: &[(&str, &str, &str)] = &[
-    // Session 13 round 3, dr3-amd (AMD machines), measured before any fix.
-    (
-        "torch-rocm6.3-fedora-8060s-memory-access-fault-page-not-present",
-        "all",
-        "no GPU: a script's `Device: AMD Radeon 8060S` line (torch.cuda.get_device_name) is not read; class: app line naming the device",
-    ),
-];
+const KNOWN_WRONG: &[(&str, &str, &str)] = &[];
 
 fn fixtures_dir() -> PathBuf {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
