@@ -295,6 +295,19 @@ mod tests {
     }
 
     #[test]
+    fn hip_invalid_image_spellings() {
+        // hipErrorInvalidImage by its message (llama.cpp#23934), and its
+        // sibling hipErrorInvalidKernelFile as hip-tests print it when the
+        // code objects are for another gfx family (rocm-systems#3221).
+        for l in [
+            "ROCm error: device kernel image is invalid",
+            "  Error: invalid kernel file",
+        ] {
+            assert_eq!(classify(l).unwrap().id, "hip-invalid-image", "{l}");
+        }
+    }
+
+    #[test]
     fn only_amd_icds_skipped_count() {
         let other = "WARNING: [Loader Message] Code 0 : terminator_CreateInstance: Received return code -3 from call to vkCreateInstance in ICD /nix/store/x/lib/libvulkan_dzn.so. Skipping this driver.";
         assert!(is_noise(&classify(other).unwrap().id));

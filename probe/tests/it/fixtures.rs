@@ -14,14 +14,7 @@ use std::path::{Path, PathBuf};
 
 /// (folder, case key, why doctor is not right on it yet, or why the
 /// expectation is believed wrong).
-const KNOWN_WRONG: &[(&str, &str, &str)] = &[
-    // Session 13 round 3, dr3-amd (AMD machines), measured before any fix.
-    (
-        "hip-tests-catch2-gfx110x-build-on-gfx1151-invalid-device-function-invalid-kernel-file",
-        "hip-tests-2.txt",
-        "rocm.gfx-unsupported missing: HIP's 'invalid kernel file' (hipErrorInvalidKernelFile) is not a no-kernels signal; class: signal spelling",
-    ),
-];
+const KNOWN_WRONG: &[(&str, &str, &str)] = &[];
 
 fn fixtures_dir() -> PathBuf {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
