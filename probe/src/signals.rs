@@ -281,6 +281,33 @@ mod tests {
     }
 
     #[test]
+    fn hip_no_binary_spellings() {
+        // HIP's own log line when the fat binary has no code object for the
+        // GPU (llama.cpp#19949, a gfx1152 iGPU), and the error name older
+        // runtimes return for it (fixtures/ERRORS.md, legacy-rocm-build#1525).
+        for l in [
+            ":1:hip_fatbin.cpp           :687 : 114369963532 us:  No compatible code objects found for: gfx1152, value of HIP_FORCE_SPIRV_CODEOBJECT: 0",
+            "ERROR：\"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\"",
+            "hip_code_object.cpp:92: guarantee(false && \"hipErrorNoBinaryForGpu: Coudn't find binary for current devices!\")",
+        ] {
+            assert_eq!(classify(l).unwrap().id, "hip-no-binary", "{l}");
+        }
+    }
+
+    #[test]
+    fn hip_invalid_image_spellings() {
+        // hipErrorInvalidImage by its message (llama.cpp#23934), and its
+        // sibling hipErrorInvalidKernelFile as hip-tests print it when the
+        // code objects are for another gfx family (rocm-systems#3221).
+        for l in [
+            "ROCm error: device kernel image is invalid",
+            "  Error: invalid kernel file",
+        ] {
+            assert_eq!(classify(l).unwrap().id, "hip-invalid-image", "{l}");
+        }
+    }
+
+    #[test]
     fn only_amd_icds_skipped_count() {
         let other = "WARNING: [Loader Message] Code 0 : terminator_CreateInstance: Received return code -3 from call to vkCreateInstance in ICD /nix/store/x/lib/libvulkan_dzn.so. Skipping this driver.";
         assert!(is_noise(&classify(other).unwrap().id));

@@ -12,6 +12,40 @@ pub fn recognise(text: &str) -> bool {
         || (text.contains("GPU-Name") && text.contains("BDF"))
         || text.contains("MARKET_NAME:")
         || (text.contains("CURRENT_PARTITION:") && text.contains("GPU_ID"))
+        || is_json(text)
+}
+
+/// `amd-smi static --json`: the key form's keys, lower case and quoted.
+fn is_json(text: &str) -> bool {
+    text.contains("\"market_name\":") || text.contains("\"target_graphics_version\":")
+}
+
+/// The JSON form rewritten line by line into the key form (`"market_name":
+/// "X",` -> `MARKET_NAME: X`), so a hand-edited paste that is no longer
+/// valid JSON (ids masked, a quote lost) still names its GPUs.
+fn json_as_keys(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for l in text.lines() {
+        let t = l.trim_start();
+        let Some((k, v)) = t.strip_prefix('"').and_then(|r| r.split_once("\":")) else {
+            // Brackets, and any text pasted around the JSON (a version line).
+            out.push_str(l);
+            out.push('\n');
+            continue;
+        };
+        let v = v.trim().trim_end_matches(',').trim();
+        let v = if v == "{" || v == "[" {
+            ""
+        } else {
+            v.trim_matches('"')
+        };
+        out.push_str(&l[..l.len() - t.len()]);
+        out.push_str(&k.to_ascii_uppercase());
+        out.push_str(": ");
+        out.push_str(v);
+        out.push('\n');
+    }
+    out
 }
 
 fn word_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
@@ -29,6 +63,13 @@ fn is_bdf(s: &str) -> bool {
 }
 
 pub fn parse(text: &str) -> Facts {
+    if is_json(text) {
+        return parse_keys(&json_as_keys(text));
+    }
+    parse_keys(text)
+}
+
+fn parse_keys(text: &str) -> Facts {
     let mut f = Facts::default();
     if let Some(v) = word_after(text, "amdgpu version:").and_then(driver_version) {
         f.kernel_driver_version = Some(v.to_string());
@@ -243,5 +284,29 @@ mod tests {
         let f = parse(text);
         assert_eq!(f.gpus.len(), 2, "{:?}", f.gpus);
         assert!(f.gpus.iter().all(|g| g.vendor == crate::facts::Vendor::Amd));
+    }
+
+    /// `amd-smi static --asic --json` from two machines (OpenLinkHub#117): a
+    /// Granite Ridge iGPU, and an RX 7900 XTX whose ids the reporter masked,
+    /// dropping a closing quote, so the paste is no longer valid JSON.
+    #[test]
+    fn static_json_is_read_line_by_line() {
+        let igpu = "[\n    {\n        \"gpu\": 0,\n        \"asic\": {\n            \"market_name\": \"Granite Ridge [Radeon Graphics]\",\n            \"vendor_id\": \"0x1002\",\n            \"vendor_name\": \"Advanced Micro Devices Inc. [AMD/ATI]\",\n            \"subvendor_id\": \"0x1458\",\n            \"device_id\": \"0x13c0\",\n            \"subsystem_id\": \"0xd000\",\n            \"rev_id\": \"0xc1\",\n            \"asic_serial\": \"N/A\",\n            \"oam_id\": \"N/A\",\n            \"num_compute_units\": 2,\n            \"target_graphics_version\": \"gfx1036\"\n        }\n    }\n]\n";
+        assert!(recognise(igpu));
+        let f = parse(igpu);
+        assert_eq!(f.gpus.len(), 1);
+        let g = &f.gpus[0];
+        assert_eq!(g.name, "Granite Ridge [Radeon Graphics]");
+        assert_eq!(g.gfx.as_deref(), Some("gfx1036"));
+        assert_eq!(g.device_id, Some(0x13c0));
+        let masked = "[\n    {\n        \"gpu\": 0,\n        \"asic\": {\n            \"market_name\": \"Radeon RX 7900 XTX\",\n            \"vendor_id\": \"0x1002\",\n            \"device_id\": \"0x----\",\n            \"subsystem_id\": \"0x----,\n            \"rev_id\": \"0xc8\",\n            \"target_graphics_version\": \"gfx1100\"\n        }\n    }\n]\n";
+        assert!(recognise(masked));
+        let f = parse(masked);
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].name, "Radeon RX 7900 XTX");
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx1100"));
+        assert_eq!(f.gpus[0].device_id, None);
+        // Other JSON naming a "gpu" is not amd-smi's.
+        assert!(!recognise("{\"gpu\": 0, \"name\": \"x\"}\n"));
     }
 }

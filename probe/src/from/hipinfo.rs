@@ -11,21 +11,31 @@ use crate::facts::{Facts, Gpu, Vendor};
 pub fn recognise(text: &str) -> bool {
     let mut device = false;
     let mut keys = 0;
+    let mut arch = false;
     for l in text.lines() {
         let t = l.trim();
         device |= device_index(t).is_some();
-        if let Some((_, k, _)) = kv(t) {
+        if let Some((_, k, v)) = kv(t) {
             if matches!(
                 k,
-                "totalGlobalMem" | "multiProcessorCount" | "gcnArchName" | "pciBusID"
+                "totalGlobalMem"
+                    | "multiProcessorCount"
+                    | "gcnArchName"
+                    | "pciBusID"
+                    | "memInfo.total"
+                    | "memInfo.free"
             ) {
                 keys += 1;
             }
+            arch |= k == "gcnArchName" && find_gfx(v).is_some();
         }
     }
     // `device#` with its `Name:` is enough (a paste cut after the name);
-    // without the banner, two of hipInfo's own property names.
-    (device && text.contains("Name:")) || keys >= 2
+    // without the banner, two of hipInfo's own property names, or the name
+    // with its `gcnArchName:` target (the two lines people quote; no other
+    // tool prints that key with a colon).
+    let named = text.contains("Name:");
+    (device && named) || keys >= 2 || (arch && named)
 }
 
 /// `device#                           0` -> 0.
@@ -166,6 +176,23 @@ mod tests {
         let f = parse(t);
         assert_eq!(f.gpus.len(), 1);
         assert_eq!(f.gpus[0].name, "AMD Radeon RX 6950 XT");
+    }
+
+    /// The lines people quote from a newer hipInfo, without the `device#`
+    /// banner: name, target and the `memInfo` pair (lmstudio-bug-tracker#2358,
+    /// TheRock 7.14 on Windows); cut to name and target, still one device.
+    #[test]
+    fn quoted_name_and_target_without_the_banner() {
+        let t = "Name:                             AMD Radeon RX 9070 XT\ngcnArchName:                      gfx1201\nmemInfo.total:                    15.92 GB\nmemInfo.free:                     15.77 GB (99%)\n";
+        for t in [t, &t[..t.find("memInfo").unwrap()]] {
+            assert!(recognise(t), "{t}");
+            let f = parse(t);
+            assert_eq!(f.gpus.len(), 1);
+            assert_eq!(f.gpus[0].name, "AMD Radeon RX 9070 XT");
+            assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx1201"));
+        }
+        // An arch line naming no gfx target is not enough.
+        assert!(!recognise("Name: x\ngcnArchName: \n"));
     }
 
     /// rocminfo's `Name:` lines and clinfo's properties are not hipInfo.

@@ -13,6 +13,7 @@ pub fn recognise(text: &str) -> bool {
         ggml_vulkan_rest(l).is_some_and(|r| r.contains(" = ") || using_line(r).is_some())
             || old_vulkan_line(l).is_some()
             || hip_device_line(l).is_some()
+            || rocm_list_row(l).is_some()
     }) || text.contains("ggml_cuda_init: found")
         || text.contains("ggml_init_cublas: found")
 }
@@ -64,11 +65,48 @@ fn hip_device_line(l: &str) -> Option<&str> {
     .then_some(rest)
 }
 
+/// A HIP device as ggml's device list names it: `llama-server
+/// --list-devices` prints `  ROCm0: AMD Radeon Pro V620 (30704 MiB, 30562
+/// MiB free)`, current logs' device_info block `  - ROCm0   : NAME (24560
+/// MiB, 24510 MiB free)`. The index and the name, without the memory group.
+fn rocm_list_row(l: &str) -> Option<(u32, &str)> {
+    let t = l.trim_start();
+    // device_info rows sit behind a log timestamp: `0.00.042.225 I   - `.
+    let t = match t.find("- ROCm") {
+        Some(p) => &t[p + 2..],
+        None => t,
+    };
+    let rest = t.strip_prefix("ROCm")?;
+    let (idx, desc) = rest.split_once(':')?;
+    let idx = idx.trim_end();
+    if idx.is_empty() || !idx.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let d = desc.trim();
+    if !d.ends_with("MiB free)") {
+        return None;
+    }
+    let name = d.rfind(" (").map(|p| d[..p].trim())?;
+    if name.is_empty() {
+        return None;
+    }
+    Some((idx.parse().ok()?, name))
+}
+
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
     let mut cuda_backend: Option<Vendor> = None;
     let mut seen: Vec<(String, String, VkFamily)> = Vec::new();
+    // Device-list rows, kept apart: the same device's `Device N:` line,
+    // which names its gfx, wins over them (added after the loop).
+    let mut listed: Vec<(u32, String)> = Vec::new();
     for line in text.lines() {
+        if let Some((idx, name)) = rocm_list_row(line) {
+            if !listed.iter().any(|(i, _)| *i == idx) {
+                listed.push((idx, name.to_string()));
+            }
+            continue;
+        }
         // A log of several runs repeats the device list: one device per
         // (index, name, driver), so two identical GPUs still count twice.
         let mut push = |f: &mut Facts, idx: &str, d: VulkanDevice| {
@@ -144,6 +182,23 @@ pub fn parse(text: &str) -> Facts {
                 f.rocm.runtime_sees_gpu = Some(true);
             }
         }
+    }
+    for (idx, name) in listed {
+        let known = f
+            .gpus
+            .iter()
+            .any(|g| g.vendor == Vendor::Amd && g.hip_index == Some(idx));
+        if known {
+            continue;
+        }
+        f.gpus.push(Gpu {
+            vendor: Vendor::Amd,
+            name,
+            seen_by: vec!["ggml-hip".into()],
+            hip_index: Some(idx),
+            ..Gpu::default()
+        });
+        f.rocm.runtime_sees_gpu = Some(true);
     }
     f
 }
@@ -236,5 +291,42 @@ mod tests {
             .vulkan
             .devices
             .is_empty());
+    }
+
+    #[test]
+    fn rocm_device_list_rows_are_gpus() {
+        // `llama-server --list-devices` of a Windows fork build
+        // (atomic-llama-cpp-turboquant#81): three Radeon Pro cards.
+        let t = "Available devices:\n  ROCm0: AMD Radeon Pro W5500 (8176 MiB, 8034 MiB free)\n  ROCm1: AMD Radeon Pro V620 (30704 MiB, 30562 MiB free)\n  ROCm2: AMD Radeon Pro V620 (30704 MiB, 30562 MiB free)\n";
+        assert!(recognise(t));
+        let f = parse(t);
+        let names: Vec<&str> = f.gpus.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "AMD Radeon Pro W5500",
+                "AMD Radeon Pro V620",
+                "AMD Radeon Pro V620"
+            ]
+        );
+        assert!(f.gpus.iter().all(|g| g.vendor == Vendor::Amd));
+        assert_eq!(f.gpus[2].hip_index, Some(2));
+        // The same list in a current log's device_info block
+        // (llama.cpp#23934), with padding before the colon.
+        let t = "0.00.042.225 I   - ROCm0   : AMD Radeon RX 7900 XTX (24560 MiB, 24510 MiB free)\n0.00.042.231 I   - CPU     : AMD Ryzen 5 5600X 6-Core Processor (31991 MiB, 31991 MiB free)\n";
+        assert!(recognise(t));
+        let f = parse(t);
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].name, "AMD Radeon RX 7900 XTX");
+        // A log with both the ggml_cuda_init device line and the list row
+        // of the same device: one GPU, the one that names its gfx.
+        let t = "ggml_cuda_init: found 1 ROCm devices:\n  Device 0: AMD Radeon RX 7900 XTX, gfx1100 (0x1100), VMM: no, Wave Size: 32\nAvailable devices:\n  ROCm0: AMD Radeon RX 7900 XTX (24560 MiB, 24510 MiB free)\n";
+        let f = parse(t);
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx1100"));
+        // Not a device row: no memory group, or a CPU row.
+        assert!(!recognise(
+            "ROCm0: out of memory\n  - CPU     : x (1 MiB, 1 MiB free)\n"
+        ));
     }
 }

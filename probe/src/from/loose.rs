@@ -344,6 +344,49 @@ pub(super) fn comfyui_devices(facts: &mut Facts, text: &str) {
     }
 }
 
+/// The device a short torch check script prints after its availability
+/// line: `CUDA available: True` then `Device: AMD Radeon 8060S` (also
+/// `device:`, `CUDA device:`, `GPU:`, `GPU name:`, `Device name:`, padded).
+/// Only with that line in the text, and only a name that states its vendor:
+/// a bare `Device:` line proves nothing.
+pub(super) fn torch_script_devices(facts: &mut Facts, text: &str) {
+    use crate::facts::{Gpu, Vendor};
+    let available = text.lines().any(|l| {
+        let l = l.trim().to_ascii_lowercase();
+        l.contains("cuda available") && l.trim_end_matches('.').ends_with("true")
+    });
+    if !available {
+        return;
+    }
+    for l in text.lines() {
+        let Some((k, v)) = l.trim().split_once(':') else {
+            continue;
+        };
+        let k = k.trim().to_ascii_lowercase();
+        if !matches!(
+            k.as_str(),
+            "device" | "cuda device" | "gpu" | "gpu name" | "device name"
+        ) {
+            continue;
+        }
+        let name = v.trim().trim_end_matches('.').trim();
+        let vendor = super::vulkaninfo::vendor_from_name(name);
+        if name.len() > 80
+            || !matches!(vendor, Vendor::Amd | Vendor::Nvidia)
+            || facts.gpus.iter().any(|g| g.name == name)
+        {
+            continue;
+        }
+        facts.gpus.push(Gpu {
+            vendor,
+            vendor_id: (vendor == Vendor::Amd).then_some(amd::AMD),
+            name: name.to_string(),
+            seen_by: vec!["torch-script".into()],
+            ..Gpu::default()
+        });
+    }
+}
+
 /// One AMD GPU per target an application named, unless a GPU of that
 /// target is listed already; `seen_by` names the kind of text.
 fn add_amd_targets(facts: &mut Facts, found: Vec<String>, seen_by: &str) {

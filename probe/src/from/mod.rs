@@ -43,7 +43,8 @@ use input::read_capped;
 pub use input::{decode, MAX_READ};
 use loose::{
     bench_devices, comfyui_devices, empty_device_list, launcher_rocm_agents, refused_gpus,
-    rocm_path_version, rocminfo_crash, shows_wsl, torch_version_hip, torch_warned_gpus,
+    rocm_path_version, rocminfo_crash, shows_wsl, torch_script_devices, torch_version_hip,
+    torch_warned_gpus,
 };
 
 use crate::facts::Facts;
@@ -290,6 +291,7 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     refused_gpus(&mut facts, text);
     torch_warned_gpus(&mut facts, text);
     comfyui_devices(&mut facts, text);
+    torch_script_devices(&mut facts, text);
     launcher_rocm_agents(&mut facts, text);
     facts.rocm.failed_hip_device = failed_hip_device(text);
     bench_devices(&mut facts, text);
@@ -486,6 +488,8 @@ pub(crate) fn kv(line: &str) -> Option<(usize, &str, &str)> {
 mod explain;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_amd;
 #[cfg(test)]
 mod tests_apps;
 #[cfg(test)]
