@@ -182,16 +182,16 @@ pub(super) fn torch_warned_gpus(facts: &mut Facts, text: &str) {
         }
     }
     for (name, vendor) in found {
-        if facts.gpus.iter().any(|g| g.name == name) {
-            continue;
-        }
-        facts.gpus.push(crate::facts::Gpu {
-            vendor,
-            vendor_id: vendor.pci_id(),
-            name: name.to_string(),
-            seen_by: vec!["torch".into()],
-            ..Default::default()
-        });
+        add_named_gpu(
+            facts,
+            crate::facts::Gpu {
+                vendor,
+                vendor_id: vendor.pci_id(),
+                name: name.to_string(),
+                seen_by: vec!["torch".into()],
+                ..Default::default()
+            },
+        );
     }
 }
 
@@ -326,21 +326,22 @@ pub(super) fn comfyui_devices(facts: &mut Facts, text: &str) {
     }
     for name in found {
         let vendor = super::vulkaninfo::vendor_from_name(&name);
-        if !matches!(vendor, Vendor::Amd | Vendor::Nvidia)
-            || facts.gpus.iter().any(|g| g.name == name)
-        {
+        if !matches!(vendor, Vendor::Amd | Vendor::Nvidia) {
             continue;
         }
         let gfx = arch.clone().filter(|_| vendor == Vendor::Amd);
-        facts.gpus.push(Gpu {
-            vendor,
-            vendor_id: (vendor == Vendor::Amd).then_some(amd::AMD),
-            integrated: gfx.as_deref().map(amd::is_apu_target).filter(|x| *x),
-            gfx,
-            name,
-            seen_by: vec!["comfyui".into()],
-            ..Gpu::default()
-        });
+        add_named_gpu(
+            facts,
+            Gpu {
+                vendor,
+                vendor_id: (vendor == Vendor::Amd).then_some(amd::AMD),
+                integrated: gfx.as_deref().map(amd::is_apu_target).filter(|x| *x),
+                gfx,
+                name,
+                seen_by: vec!["comfyui".into()],
+                ..Gpu::default()
+            },
+        );
     }
 }
 
@@ -371,19 +372,27 @@ pub(super) fn torch_script_devices(facts: &mut Facts, text: &str) {
         }
         let name = v.trim().trim_end_matches('.').trim();
         let vendor = super::vulkaninfo::vendor_from_name(name);
-        if name.len() > 80
-            || !matches!(vendor, Vendor::Amd | Vendor::Nvidia)
-            || facts.gpus.iter().any(|g| g.name == name)
-        {
+        if name.len() > 80 || !matches!(vendor, Vendor::Amd | Vendor::Nvidia) {
             continue;
         }
-        facts.gpus.push(Gpu {
-            vendor,
-            vendor_id: (vendor == Vendor::Amd).then_some(amd::AMD),
-            name: name.to_string(),
-            seen_by: vec!["torch-script".into()],
-            ..Gpu::default()
-        });
+        add_named_gpu(
+            facts,
+            Gpu {
+                vendor,
+                vendor_id: (vendor == Vendor::Amd).then_some(amd::AMD),
+                name: name.to_string(),
+                seen_by: vec!["torch-script".into()],
+                ..Gpu::default()
+            },
+        );
+    }
+}
+
+/// Adds the GPU an application named, unless a GPU of that name is
+/// listed already (by another recogniser, or an earlier line).
+fn add_named_gpu(facts: &mut Facts, gpu: crate::facts::Gpu) {
+    if !facts.gpus.iter().any(|g| g.name == gpu.name) {
+        facts.gpus.push(gpu);
     }
 }
 
