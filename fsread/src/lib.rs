@@ -7,6 +7,12 @@
 //! race with a rename between a `stat` and the `open`), and reads at most
 //! `cap` bytes, refusing more. Shared by probe, runtime and smoke so the rule
 //! has one implementation.
+//!
+//! Writing a file or directory that someone named ([`output`]) meets the
+//! same world from the other side: a link planted in `/tmp`, a FIFO or a
+//! device where a file should go, a stop signal in the middle.
+
+pub mod output;
 
 use std::fs::File;
 use std::io::Read;

@@ -122,8 +122,10 @@ env_vars! {
     Test GRETA_SMOKE_INJECT;
     /// TEST-ONLY: `1` makes the deliberately broken and slow gates selectable.
     Test GRETA_SMOKE_TEST_GATES;
-    /// TEST-ONLY: stop an install at the named step (the kill and
-    /// interrupt tests send their signal at an observed state).
+    /// TEST-ONLY: hold greta at the named step (an install step, or an
+    /// output written but not yet renamed into place: `write-prom`,
+    /// `write-page`, `write-result`), so the kill and interrupt tests send
+    /// their signal at an observed state.
     Test GRETA_TEST_PAUSE_AT;
     /// TEST-ONLY: the python the installer tests build envs with.
     Test GRETA_TEST_PYTHON;

@@ -49,6 +49,8 @@ use std::time::{Duration, Instant};
 
 use crate::envs::{self, installer};
 use crate::fetch::FetchOptions;
+/// Holds the run at a named step when `GRETA_TEST_PAUSE_AT` says so (test hook).
+pub use greta_vocab::pause_at;
 
 /// Everything `greta install` needs beyond the plan.
 pub struct InstallInput {
@@ -168,16 +170,6 @@ impl Timings {
     }
     fn done(self) -> BTreeMap<String, u128> {
         self.ms
-    }
-}
-
-/// Stops here when `GRETA_TEST_PAUSE_AT` names this step (test hook).
-pub fn pause_at(step: &str) {
-    if std::env::var(greta_vocab::EnvVars::GRETA_TEST_PAUSE_AT).is_ok_and(|s| s == step) {
-        eprintln!("greta: paused at {step} (GRETA_TEST_PAUSE_AT)");
-        for _ in 0..3600 {
-            std::thread::sleep(Duration::from_secs(1));
-        }
     }
 }
 
