@@ -39,9 +39,9 @@ use walk::{Dir, Leaf};
 pub enum OutputError {
     #[error(
         "{}: not following the symbolic link {} (owned by {}) in {}, a {dir_kind} directory \
-         where another user could have put it; greta follows a link in a sticky or \
-         world-writable directory only when the caller ({}) or root owns it, the rule of the \
-         kernel's protected_symlinks: remove the link, or name the file it points to",
+         where another user could have put it; greta follows a link there only when it is \
+         owned by root or by the user running greta ({}), as the kernel's protected_symlinks \
+         rule does: remove the link, or name the file it points to",
         named.display(),
         link.display(),
         user(*owner),
@@ -320,7 +320,7 @@ impl Snapshot {
             let empty =
                 meta.is_dir() && std::fs::read_dir(&path).is_ok_and(|mut rd| rd.next().is_none());
             if !empty {
-                return Err(SnapshotError::Exists(path));
+                return Err(SnapshotError::Exists(named.to_path_buf()));
             }
         }
         Ok(Snapshot {
@@ -349,7 +349,7 @@ impl Snapshot {
         match rustix::fs::renameat(&self.dir.fd, tmp.name(), &self.dir.fd, &self.name) {
             Ok(()) => {}
             Err(rustix::io::Errno::NOTEMPTY | rustix::io::Errno::EXIST) => {
-                return Err(SnapshotError::Exists(self.dir.path.join(&self.name)))
+                return Err(SnapshotError::Exists(self.named.clone()))
             }
             Err(e) => return Err(renamed(&self.named, &self.dir, e).into()),
         }
@@ -367,6 +367,7 @@ impl Snapshot {
 /// Why a snapshot could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
+    /// The name is taken by something other than an empty directory.
     #[error("{} already exists and is not an empty directory", .0.display())]
     Exists(PathBuf),
     #[error(transparent)]

@@ -58,6 +58,8 @@ fn main() -> ExitCode {
         Command::Env(a) => cmd::env::run(a),
         Command::Gpu(a) => return ExitCode::from(cmd::gpu::run(a)),
     };
+    // A stop signal being handled ends greta by the signal, not this code.
+    greta::stop::hold_if_stopped();
     match result {
         Ok(code) => code.into(),
         Err(e) => {

@@ -68,6 +68,9 @@ pub fn blocker(e: &anyhow::Error) -> Option<&'static str> {
         if c.downcast_ref::<DiskFull>().is_some() {
             return Some("the full disk");
         }
+        if refused_path(c) {
+            return Some("the path above");
+        }
         if let Some(io) = c.downcast_ref::<std::io::Error>() {
             use std::io::ErrorKind as K;
             match io.kind() {
@@ -79,6 +82,23 @@ pub fn blocker(e: &anyhow::Error) -> Option<&'static str> {
         }
     }
     None
+}
+
+/// `e` is greta refusing a path it was to write (a link another user
+/// planted in a shared directory, a FIFO where a file goes, ...): bad
+/// input, which the user must change (exit 2).
+pub fn refused_path(e: &(dyn std::error::Error + 'static)) -> bool {
+    use greta_fsread::output::OutputError as O;
+    matches!(
+        e.downcast_ref::<O>(),
+        Some(
+            O::ForeignLink { .. }
+                | O::NotRegular { .. }
+                | O::NotDir { .. }
+                | O::Loop { .. }
+                | O::Changed { .. }
+        )
+    )
 }
 
 #[cfg(test)]

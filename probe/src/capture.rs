@@ -6,8 +6,11 @@
 //! outputs, the allow-listed environment (never anything else: no secrets),
 //! `id`, and device-node modes (nodes themselves cannot be copied). The
 //! snapshot is built in a temporary directory beside DIR and renamed into
-//! place, so DIR is either complete or absent.
+//! place, so DIR is either complete or absent
+//! (`greta_fsread::output::Snapshot`, which also refuses a link to DIR that
+//! another user planted in a shared directory).
 
+use greta_fsread::output::{Snapshot, SnapshotError};
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
@@ -26,6 +29,17 @@ pub enum CaptureError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Output(#[from] greta_fsread::output::OutputError),
+}
+
+impl From<SnapshotError> for CaptureError {
+    fn from(e: SnapshotError) -> CaptureError {
+        match e {
+            SnapshotError::Exists(p) => CaptureError::Exists(p),
+            SnapshotError::Output(e) => CaptureError::Output(e),
+        }
+    }
 }
 
 /// What was captured (also written to `.greta/facts.json`).
@@ -46,43 +60,12 @@ pub(crate) fn capture_with(
     dir: &Path,
     collect: impl FnOnce(&Root) -> (Facts, Vec<CheckRun>),
 ) -> Result<Captured, CaptureError> {
-    let dir = dir.to_path_buf();
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| CaptureError::Io { path, source }
-    };
-    if let Ok(mut rd) = std::fs::read_dir(&dir) {
-        if rd.next().is_some() {
-            return Err(CaptureError::Exists(dir));
-        }
-    } else if dir.exists() {
-        return Err(CaptureError::Exists(dir));
-    }
-    let parent = match dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent).map_err(io(&parent))?;
-
+    let snapshot = Snapshot::resolve(dir)?;
     let root = Root::live_recording();
     let (facts, checks) = collect(&root);
     let rec = root.take_record().unwrap_or_default();
-
-    let tmp = tempfile::Builder::new()
-        .prefix(".greta-capture-")
-        .tempdir_in(&parent)
-        .map_err(io(&parent))?;
-    let files = write_tree(tmp.path(), &root, &rec, &facts).map_err(io(tmp.path()))?;
-    // An empty target dir is replaced by the rename; anything else was refused above.
-    let _ = std::fs::remove_dir(&dir);
-    let tmp_path = tmp.keep();
-    if let Err(e) = std::fs::rename(&tmp_path, &dir) {
-        let _ = std::fs::remove_dir_all(&tmp_path);
-        return Err(CaptureError::Io {
-            path: dir,
-            source: e,
-        });
-    }
+    let files = snapshot.build(|tmp| write_tree(tmp, &root, &rec, &facts))?;
+    let dir = dir.to_path_buf();
     Ok(Captured {
         dir,
         facts,

@@ -299,13 +299,8 @@ pub(crate) fn results_dir(opts: &Options) -> Result<Option<PathBuf>, SmokeError>
         (_, false) => None,
     };
     if let Some(dir) = &out_dir {
-        std::fs::create_dir_all(dir)
-            .and_then(|_| {
-                tempfile::Builder::new()
-                    .prefix(".smoke-probe-")
-                    .tempfile_in(dir)
-                    .map(drop)
-            })
+        greta_fsread::output::OutputDir::open(dir, true)
+            .and_then(|d| d.check())
             .map_err(|e| {
                 SmokeError::Usage(format!(
                     "results directory {} is not writable: {e}",

@@ -216,7 +216,7 @@ fn a_link_in_a_sticky_directory_is_followed_only_when_the_caller_or_root_owns_it
         link_text.as_str(),
         "owned by uid 65534",
         "a sticky, world-writable directory",
-        "caller (uid 0",
+        "the user running greta (uid 0",
         "protected_symlinks",
     ] {
         assert!(msg.contains(want), "{want:?} not in: {msg}");

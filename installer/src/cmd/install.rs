@@ -211,6 +211,10 @@ fn say_failed(
         None => eprintln!("greta install: nothing was changed in the env; verified downloads stay cached, rerun to continue"),
         Some(what) => eprintln!("greta install: nothing was changed in the env; verified downloads stay cached; fix {what}, then rerun"),
     }
+    // A path greta refused to write through is bad input: exit 2.
+    if e.chain().any(crate::rerun::refused_path) {
+        return Ok(Exit::Undecided);
+    }
     Ok(Exit::Fail)
 }
 

@@ -4,11 +4,15 @@
 //! Exit 0 when the page was written from at least one result; 2 when no
 //! result could be read or the page could not be written. A file that
 //! cannot be used (unreadable, too large, a FIFO, another schema) is named
-//! on stderr and in the page, never fatal.
+//! on stderr and in the page, never fatal. The page never replaces one of
+//! the results it is drawn from: an `--out` that is one of the inputs (the
+//! same file, however named) or a `.json` name in a results directory read
+//! is refused, exit 2.
 
 use crate::exit::Exit;
+use greta_fsread::output::{self, FileId, Output, Purpose};
 use greta_report::{Run, Skipped};
-use std::io::Write;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
@@ -30,6 +34,15 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<Exit> {
+    crate::stop::on_stop("report", |_| {});
+    // Where the page goes, before anything is read: a bad --out is exit 2 at once.
+    let out = match Output::resolve(&args.out) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("greta report: --out {e}");
+            return Ok(Exit::Undecided);
+        }
+    };
     let default_dir = || {
         greta_smoke::results::default_out_dir().ok_or_else(|| {
             anyhow::anyhow!("no results directory: set XDG_DATA_HOME or HOME, or name one")
@@ -40,6 +53,10 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             Some(d) => d,
             None => default_dir()?,
         };
+        if let Err(why) = not_an_input(&out, &args.out, std::slice::from_ref(&dir)) {
+            eprintln!("greta report: {why}");
+            return Ok(Exit::Undecided);
+        }
         let (runs, skipped) = match greta_report::read_dir(&dir) {
             Ok(x) => x,
             Err(e) => {
@@ -47,6 +64,10 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
                 return Ok(Exit::Undecided);
             }
         };
+        if let Err(why) = not_read(&out, &args.out, &runs) {
+            eprintln!("greta report: {why}");
+            return Ok(Exit::Undecided);
+        }
         let html = greta_report::render_history(&runs, &skipped, &dir.display().to_string());
         (html, runs.len(), skipped)
     } else {
@@ -55,7 +76,15 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         } else {
             args.paths
         };
+        if let Err(why) = not_an_input(&out, &args.out, &paths) {
+            eprintln!("greta report: {why}");
+            return Ok(Exit::Undecided);
+        }
         let (runs, skipped) = read_paths(&paths);
+        if let Err(why) = not_read(&out, &args.out, &runs) {
+            eprintln!("greta report: {why}");
+            return Ok(Exit::Undecided);
+        }
         (
             greta_report::render_runs(&runs, &skipped),
             runs.len(),
@@ -65,8 +94,8 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     for s in &skipped {
         eprintln!("greta report: not used: {}: {}", s.path.display(), s.why);
     }
-    if let Err(e) = write_page(&args.out, &html) {
-        eprintln!("greta report: could not write {}: {e}", args.out.display());
+    if let Err(e) = out.replace(html.as_bytes(), Purpose::Page) {
+        eprintln!("greta report: could not write --out {e}");
         return Ok(Exit::Undecided);
     }
     if used == 0 {
@@ -118,84 +147,78 @@ fn read_paths(paths: &[PathBuf]) -> (Vec<Run>, Vec<Skipped>) {
     (runs, skipped)
 }
 
-/// Write the page through a temporary file in the same directory, renamed
-/// into place: a reader never sees half a page, and on error the previous
-/// page stays. Anything but a regular file (or a free name) at `out` is
-/// refused: the rename would replace it.
-pub fn write_page(out: &Path, html: &str) -> std::io::Result<()> {
-    match std::fs::symlink_metadata(out) {
-        Ok(m) if !m.is_file() => {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!(
-                    "is a {}, not a regular file (the page is renamed into place, which would replace it)",
-                    greta_fsread::kind_of(m.file_type())
-                ),
-            ))
+/// The identity of the file at `p` (links followed), if it is one.
+fn id_of(p: &Path) -> Option<(FileId, bool)> {
+    std::fs::metadata(p)
+        .ok()
+        .map(|m| ((m.dev(), m.ino()), m.is_dir()))
+}
+
+/// `--out` is none of `inputs` (compared as files, by device and inode,
+/// not by spelling), and no `.json` name in an input directory, where the
+/// page would be read as a result by the next `greta report` or history.
+fn not_an_input(out: &Output, named: &Path, inputs: &[PathBuf]) -> Result<(), String> {
+    let json = Path::new(out.file_name())
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let dir = out.dir_id().ok();
+    for p in inputs {
+        match id_of(p) {
+            Some((id, false)) if Some(id) == out.id() => {
+                return Err(format!(
+                    "--out {} is the input {} (the same file): the page would replace the \
+                     result it is drawn from; name another file for the page",
+                    named.display(),
+                    p.display()
+                ))
+            }
+            Some((id, true)) if json && Some(id) == dir => {
+                return Err(format!(
+                    "--out {} is a .json name in the results directory {}, where the page \
+                     would be read as a result; name the page *.html, or put it elsewhere",
+                    named.display(),
+                    p.display()
+                ))
+            }
+            _ => {}
         }
-        _ => {}
     }
-    let dir = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".greta-report-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    tmp.write_all(html.as_bytes())?;
-    tmp.as_file().sync_all()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    tmp.persist(out).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// `--out` is none of the result files read (a directory's results,
+/// which may be links or hard links to it).
+fn not_read(out: &Output, named: &Path, runs: &[Run]) -> Result<(), String> {
+    let Some(out_id) = out.id() else {
+        return Ok(());
+    };
+    match runs
+        .iter()
+        .filter_map(|r| r.path.as_deref())
+        .find(|p| id_of(p).is_some_and(|(id, _)| id == out_id))
+    {
+        Some(p) => Err(format!(
+            "--out {} is the result {} read as an input (the same file): the page would \
+             replace it; name another file for the page",
+            named.display(),
+            p.display()
+        )),
+        None => Ok(()),
+    }
 }
 
 /// `greta smoke --html FILE`: the page of the run just made. A page that
 /// cannot be written is said on stderr; the run's verdict stands.
 pub fn write_run_page(out: &Path, report: &greta_smoke::results::Report) -> bool {
     let html = greta_report::render_runs(&[Run::from_report(report.clone())], &[]);
-    match write_page(out, &html) {
+    match output::write(out, html.as_bytes(), Purpose::Page) {
         Ok(()) => {
             eprintln!("report page: {}", out.display());
             true
         }
         Err(e) => {
-            eprintln!("greta smoke: could not write --html {}: {e}", out.display());
+            eprintln!("greta smoke: could not write --html {e}");
             false
         }
     }
-}
-
-/// Before any gate runs: `--html FILE` must be a regular file or a free
-/// name in a directory that takes files.
-pub fn check_writable(out: &Path) -> Result<(), String> {
-    if let Ok(m) = std::fs::symlink_metadata(out) {
-        if !m.is_file() {
-            return Err(format!(
-                "--html {}: is a {}, not a regular file",
-                out.display(),
-                greta_fsread::kind_of(m.file_type())
-            ));
-        }
-    }
-    let dir = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    tempfile::Builder::new()
-        .prefix(".greta-report-probe-")
-        .tempfile_in(dir)
-        .map(drop)
-        .map_err(|e| {
-            format!(
-                "--html {}: cannot write in {}: {e}",
-                out.display(),
-                dir.display()
-            )
-        })
 }

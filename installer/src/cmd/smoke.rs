@@ -163,6 +163,8 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         return Ok(Exit::Pass);
     }
     if args.profile == Profile::Frameworks {
+        // Its result files are written as any run's; it has no textfile.
+        on_signal::on_stop(None, args.profile, std::time::Instant::now());
         return frameworks::run(&args);
     }
     if args.env.is_some() || args.python.is_some() {
@@ -173,8 +175,8 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         return tune(&args);
     }
     if let Some(h) = &args.html {
-        if let Err(e) = super::report::check_writable(h) {
-            eprintln!("greta smoke: bad arguments: {e}");
+        if let Err(e) = greta_fsread::output::Output::check(h) {
+            eprintln!("greta smoke: bad arguments: --html {e}");
             return Ok(Exit::Undecided);
         }
     }
@@ -182,9 +184,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     // there is a SIGBUS in its cache thread) is decided before any Vulkan.
     greta_smoke::runtime::vulkan::mesa_cache::prepare();
     let started = std::time::Instant::now();
-    if let Some(p) = &args.prom {
-        on_signal::mark_undecided_on_signal(p.clone(), args.profile, started);
-    }
+    on_signal::on_stop(args.prom.clone(), args.profile, started);
     let backend = match args.backend {
         BackendChoice::Auto => {
             let c = greta_smoke::auto::choose_with(&args.device, auto::seen);

@@ -111,8 +111,11 @@ impl EnvRoot {
     }
 
     /// Takes the env's guard (fails at once when another install holds it).
+    /// The envs directory is created as any output directory greta writes
+    /// (`greta_fsread::output`): a link on the way that another user
+    /// planted in a shared directory is refused, not followed.
     pub fn lock(&self, name: &str) -> Result<guard::Guard> {
-        fs::create_dir_all(&self.dir)
+        greta_fsread::output::OutputDir::open(&self.dir, true)
             .with_context(|| format!("creating {}", self.dir.display()))?;
         guard::Guard::try_acquire(&self.lock_path(name))
     }

@@ -19,6 +19,7 @@ mod greta_home;
 mod hip_cli;
 mod hip_targets;
 mod hostile_io;
+mod hostile_outputs;
 mod hostile_settings;
 mod hostile_smoke;
 mod install_basic;

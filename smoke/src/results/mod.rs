@@ -6,7 +6,6 @@
 use crate::check::Tolerance;
 use greta_vocab::DeviceType;
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub const SCHEMA: &str = "greta.smoke/v1";
@@ -515,14 +514,17 @@ pub struct Written {
     pub csv: PathBuf,
 }
 
-/// Write `smoke-<UTC time>-<profile>.json` and `.csv` into `dir`, each
-/// through a temporary file in the same directory renamed into place, so a
-/// reader never sees half a file. An existing file is never replaced: a
-/// second run within the same second gets a `-N` suffix.
+/// Write `smoke-<UTC time>-<profile>.json` and `.csv` into `dir` (created
+/// when missing), each through `greta_fsread::output` (a temporary file in
+/// the same directory renamed into place, so a reader never sees half a
+/// file; a symbolic link planted on the way by another user refused). An
+/// existing file is never replaced: a second run within the same second
+/// gets a `-N` suffix.
 pub fn write_report(report: &Report, dir: &Path) -> anyhow::Result<Written> {
     use anyhow::Context;
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("creating results directory {}", dir.display()))?;
+    use greta_fsread::output::{OutputDir, Purpose};
+    let out = OutputDir::open(dir, true)
+        .with_context(|| format!("results directory {}", dir.display()))?;
     let stamp = file_stamp(&report.started_at);
     let json = report.to_json();
     let csv = report.to_csv();
@@ -533,35 +535,26 @@ pub fn write_report(report: &Report, dir: &Path) -> anyhow::Result<Written> {
             format!("-{n}")
         };
         let base = format!("smoke-{stamp}-{}{suffix}", report.profile);
-        let json_path = dir.join(format!("{base}.json"));
-        let csv_path = dir.join(format!("{base}.csv"));
-        if json_path.exists() || csv_path.exists() {
+        let (json_name, csv_name) = (format!("{base}.json"), format!("{base}.csv"));
+        if out.path().join(&json_name).exists() || out.path().join(&csv_name).exists() {
             continue;
         }
-        match write_new(dir, &json_path, json.as_bytes()) {
+        match out.write_new(&json_name, json.as_bytes(), Purpose::Result) {
             Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("writing {}", json_path.display())),
+            Err(e) if e.is_already_exists() => continue,
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("writing {}", dir.join(&json_name).display()))
+            }
         }
-        write_new(dir, &csv_path, csv.as_bytes())
-            .with_context(|| format!("writing {}", csv_path.display()))?;
+        out.write_new(&csv_name, csv.as_bytes(), Purpose::Result)
+            .with_context(|| format!("writing {}", dir.join(&csv_name).display()))?;
         return Ok(Written {
-            json: json_path,
-            csv: csv_path,
+            json: dir.join(json_name),
+            csv: dir.join(csv_name),
         });
     }
     anyhow::bail!("no free result file name in {}", dir.display())
-}
-
-fn write_new(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".smoke-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist_noclobber(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 /// `2026-11-21T22:49:37.123Z` -> `20261121T224937Z`.

@@ -5,6 +5,7 @@
 //! written.
 
 use crate::exit::Exit;
+use greta_fsread::output::{self, Output, Purpose};
 use greta_smoke::{oneline, prom, Outcome, Profile};
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,10 +21,14 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    /// Before any gate runs: the textfile's directory must take a file.
+    /// Before any gate runs: the textfile must be a regular file or a
+    /// free name (reached by no link another user planted in a shared
+    /// directory), in a directory that takes a file.
     pub fn check(&self) -> Result<(), String> {
         match &self.prom {
-            Some(p) => prom::check_writable(p),
+            Some(p) => Output::check(p)
+                .map(drop)
+                .map_err(|e| format!("--prom {e}")),
             None => Ok(()),
         }
     }
@@ -50,8 +55,8 @@ impl Fleet {
         if let Some(p) = &self.prom {
             let text =
                 prom::render_undecided(self.profile.as_str(), self.started.elapsed().as_secs_f64());
-            if let Err(e) = prom::write_atomic(p, &text) {
-                eprintln!("greta smoke: could not write {}: {e}", p.display());
+            if let Err(e) = output::write(p, text.as_bytes(), Purpose::Textfile) {
+                eprintln!("greta smoke: could not write --prom {e}");
             }
         }
         Exit::Undecided
@@ -62,8 +67,9 @@ impl Fleet {
     /// caller prints as usual).
     pub fn finish(&self, outcome: &Outcome, table: &str) -> Option<Exit> {
         if let Some(p) = &self.prom {
-            if let Err(e) = prom::write_atomic(p, &prom::render(&outcome.report)) {
-                eprintln!("greta smoke: could not write {}: {e}", p.display());
+            let text = prom::render(&outcome.report);
+            if let Err(e) = output::write(p, text.as_bytes(), Purpose::Textfile) {
+                eprintln!("greta smoke: could not write --prom {e}");
                 self.prom_failed.set(true);
             }
         }
