@@ -36,6 +36,7 @@
 //! refused by `supports` instead of returning truncated results.
 
 pub(crate) mod cache;
+mod compile;
 use greta_vkenum::coop2;
 mod graph;
 mod instance;
@@ -65,6 +66,7 @@ use std::sync::Arc;
 #[doc(hidden)]
 pub use cache::store as store_pipeline_cache;
 pub use cache::CacheStatus;
+pub use compile::{count_matrix, Compiled, Executable};
 pub use instance::Instance;
 pub use validation::MessageLog;
 
@@ -108,6 +110,11 @@ pub struct OpenOptions {
     /// = a directory, or `off`). Runs without an explicit tuning use the
     /// cached one for their shape class.
     pub tuning_cache: CacheDir,
+    /// Compile-only ([`Device::compile_only`]): open with
+    /// VK_KHR_pipeline_executable_properties, so that pipelines can be
+    /// created with their statistics and code captured. A device without
+    /// it is refused.
+    pub statistics: bool,
     /// TEST-ONLY: `open_with` fails at this step as if the driver had
     /// refused it, with everything before it already created, so tests can
     /// check that a failed open destroys what it made, children first.
@@ -182,6 +189,8 @@ pub struct Device {
     last_ns: std::collections::HashMap<String, u64>,
     /// `GRETA_VK_WARMUP_MS` in nanoseconds, when set (`run::warmup_from_env`).
     warmup_ns: Option<u64>,
+    /// Opened for compile-only ([`OpenOptions::statistics`]).
+    statistics: bool,
 }
 
 /// The cooperative-matrix paths a device was opened with.
@@ -199,6 +208,7 @@ fn create_logical(
     instance: Arc<Instance>,
     p: &select::Physical,
     info: &DeviceInfo,
+    statistics: bool,
 ) -> Result<(Arc<LogicalDevice>, Coop), RuntimeError> {
     let prio = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default()
@@ -216,6 +226,23 @@ fn create_logical(
         .queue_create_infos(&queues)
         .push_next(&mut f11)
         .push_next(&mut f12);
+    // Subgroup-size control: the planner requires a size per pipeline
+    // wherever the device offers a range (plan::Limits::waves).
+    let mut sizes = vk::PhysicalDeviceSubgroupSizeControlFeatures::default()
+        .subgroup_size_control(true)
+        .compute_full_subgroups(p.waves.is_some_and(|w| w.full));
+    if p.waves.is_some() {
+        if p.waves_by_ext {
+            exts.push(ash::ext::subgroup_size_control::NAME.as_ptr());
+        }
+        dinfo = dinfo.push_next(&mut sizes);
+    }
+    let mut exec_info = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
+        .pipeline_executable_info(true);
+    if statistics {
+        exts.push(ash::khr::pipeline_executable_properties::NAME.as_ptr());
+        dinfo = dinfo.push_next(&mut exec_info);
+    }
     let khr = p.has_coop_ext && p.shader_f16 && info.coop_f16_f32().is_some();
     if khr {
         exts.push(ash::khr::cooperative_matrix::NAME.as_ptr());
@@ -307,6 +334,7 @@ fn limits(opts: &OpenOptions, info: &DeviceInfo, p: &select::Physical, coop: Coo
         subgroup_size: (info.min_subgroup_size == info.max_subgroup_size
             && info.subgroup_size == info.max_subgroup_size)
             .then_some(info.subgroup_size),
+        waves: p.waves,
     }
 }
 
@@ -345,7 +373,14 @@ impl Device {
 
         // From here every object is owned (see [`owned`]): an error return
         // drops what was made so far, the device before its instance.
-        let (device, coop) = create_logical(instance, &p, &info)?;
+        if opts.statistics && !p.executable_info {
+            return Err(RuntimeError::Unsupported(format!(
+                "{} ({}) lacks VK_KHR_pipeline_executable_properties: its pipelines' \
+                 statistics cannot be read",
+                info.name, info.driver_id
+            )));
+        }
+        let (device, coop) = create_logical(instance, &p, &info, opts.statistics)?;
         let queue = device.queue(p.queue_family, 0);
         let pool_info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(p.queue_family)
@@ -419,6 +454,7 @@ impl Device {
             lost: None,
             last_ns: Default::default(),
             warmup_ns,
+            statistics: opts.statistics,
         })
     }
 
