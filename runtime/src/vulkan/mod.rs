@@ -24,7 +24,10 @@
 //!   unrolled trip; default 128/256/32/256/4);
 //! - attn_prefill_f16: `coopmat` (0 the f32-FMA kernel, 1 the
 //!   cooperative-matrix one, the default where the device can run it;
-//!   `plan/attn.rs`).
+//!   `plan/attn.rs`);
+//! - every op: `wave`, the subgroup size the pipeline requires, on a
+//!   device that can require one (`plan::plan`; the kernels that count
+//!   subgroups get 32 by default where the device offers a range).
 //!
 //! [`crate::Backend::tuning_candidates`] lists a sweep for each op;
 //! [`crate::tuning_cache`] stores the winner per device and shape class.
