@@ -307,6 +307,21 @@ fn stored_pipeline_cache(
     (Some(path), data, status)
 }
 
+/// Why a device that compiles cannot run anything, if it is one: RADV's
+/// null device (`RADV_FORCE_FAMILY`, Mesa 25 and older), named "Null
+/// hardware", has no GPU behind it, and Mesa 25.0's crashes in its first
+/// wait or submission (a call through a null pointer).
+fn cannot_execute(info: &DeviceInfo) -> Option<String> {
+    (info.driver_id == VkDriver::Radv && info.name.starts_with("Null hardware")).then(|| {
+        format!(
+            "{} is RADV without a GPU (RADV_FORCE_FAMILY is set): it compiles but cannot run \
+             anything; unset RADV_FORCE_FAMILY to use a real GPU, or see what RADV compiles \
+             with `greta smoke --compile-only`",
+            info.name
+        )
+    })
+}
+
 /// What the planner may use on this device.
 fn limits(opts: &OpenOptions, info: &DeviceInfo, p: &select::Physical, coop: Coop) -> plan::Limits {
     plan::Limits {
@@ -376,6 +391,9 @@ impl Device {
 
         // From here every object is owned (see [`owned`]): an error return
         // drops what was made so far, the device before its instance.
+        if let Some(why) = cannot_execute(&info).filter(|_| !opts.statistics) {
+            return Err(RuntimeError::Unsupported(why));
+        }
         if opts.statistics && !p.executable_info {
             return Err(RuntimeError::Unsupported(format!(
                 "{} ({}) lacks VK_KHR_pipeline_executable_properties: its pipelines' \
@@ -662,5 +680,33 @@ impl Drop for Device {
         // SAFETY: `inner` is dropped once, here, and not used after.
         unsafe { ManuallyDrop::drop(&mut self.inner) };
         let _ = self.phys;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn radvs_null_device_is_refused_for_runs_and_nothing_else() {
+        let info = |name: &str, driver: VkDriver| DeviceInfo {
+            name: name.into(),
+            driver_id: driver,
+            ..DeviceInfo::placeholder()
+        };
+        // As Mesa 25.0 names it with RADV_FORCE_FAMILY=gfx1151.
+        let why = cannot_execute(&info("Null hardware (RADV GFX1151)", VkDriver::Radv)).unwrap();
+        assert!(
+            why.contains("RADV_FORCE_FAMILY") && why.contains("--compile-only"),
+            "{why}"
+        );
+        for (name, driver) in [
+            // Mesa 26 over its amdgpu drm-shim: submissions are accepted.
+            ("AMD Radeon RX 7900 XTX (RADV NAVI31)", VkDriver::Radv),
+            ("Null hardware", VkDriver::Lavapipe),
+            ("llvmpipe (LLVM 15.0.6, 256 bits)", VkDriver::Lavapipe),
+        ] {
+            assert_eq!(cannot_execute(&info(name, driver)), None, "{name}");
+        }
     }
 }

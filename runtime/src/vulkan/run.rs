@@ -686,6 +686,7 @@ pub(super) fn submit_and_wait(
     let cmds = [cmd];
     let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
     let start = Instant::now();
+    dev.inner.device.mark_submitted();
     // SAFETY: `cmd` is fully recorded (executable state) and `fence`
     // unsignalled, both of this device; the queue is used by this thread
     // only (`Device` is borrowed for the run).
