@@ -6,8 +6,14 @@
 # hence a chroot rather than packages on the host. Debian packages only, from the mirror this
 # machine's apt uses. Needs root (CI is root), mmdebstrap (scripts/setup.sh --test), unshare.
 #
-#   scripts/sid-chroot.sh [--cache DIR] build
-#       Builds the chroot once into DIR/root (default target/sid-rocm) and writes DIR/stamp
+# A second profile, `--profile radv` (before the command; cache target/sid-radv), holds sid's
+# Mesa instead: RADV, lavapipe, the Vulkan loader and Mesa's amdgpu drm-shim, which makes RADV
+# believe an AMD GPU is present (LD_PRELOAD=libamdgpu_noop_drm_shim.so AMDGPU_GPU_ID=phoenix):
+# it reports that GPU's properties and compiles with ACO for it, and never executes anything
+# (docs/radeon.md). About 400 MB.
+#
+#   scripts/sid-chroot.sh [--profile rocm|radv] [--cache DIR] build
+#       Builds the chroot once into DIR/root (default target/sid-PROFILE) and writes DIR/stamp
 #       (the package list it was built from) and DIR/versions.txt (what got installed).
 #       A second call with the same package list does nothing; another list rebuilds. The new
 #       tree is built beside (DIR/.building-PID) and renamed into place, the stamp written
@@ -22,18 +28,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cache=target/sid-rocm
+profile=rocm
+if [[ "${1:-}" == "--profile" ]]; then
+  profile=${2:?--profile needs rocm or radv}
+  shift 2
+fi
+cache=target/sid-$profile
 if [[ "${1:-}" == "--cache" ]]; then
   cache=${2:?--cache needs a directory}
   shift 2
 fi
-mkdir -p "$cache"
-cache=$(cd "$cache" && pwd)
 
 # What the chroot holds. Changing this list (or the suite or variant) rebuilds it.
 suite=sid
 variant=essential
-packages=(
+rocm_packages=(
   libamdhip64-6        # the HIP runtime greta opens (6.4.3)
   libhiprtc6           # hiprtc, beside it, what greta compiles with
   libhiprtc-builtins6  # hiprtc's built-in headers
@@ -43,6 +52,18 @@ packages=(
   amd-smi
   llvm-21              # llvm-objdump / llvm-readelf / llvm-mc of the same LLVM as comgr
 )
+radv_packages=(
+  libvulkan1           # the Vulkan loader greta opens
+  mesa-vulkan-drivers  # RADV (and lavapipe) with ACO, Mesa 26.x
+  mesa-drm-shim        # libamdgpu_noop_drm_shim.so: a fake amdgpu device for RADV
+)
+case "$profile" in
+  rocm) packages=("${rocm_packages[@]}") ;;
+  radv) packages=("${radv_packages[@]}") ;;
+  *) echo "sid-chroot: unknown profile '$profile' (rocm or radv)" >&2; exit 2 ;;
+esac
+mkdir -p "$cache"
+cache=$(cd "$cache" && pwd)
 
 die() { echo "sid-chroot: $*" >&2; exit 2; }
 
@@ -84,7 +105,7 @@ build() {
   local want
   want=$(want_stamp)
   if [[ -d "$cache/root" && -f "$cache/stamp" && "$(cat "$cache/stamp")" == "$want" ]]; then
-    echo "sid-chroot: $cache/root is up to date" >&2
+    echo "sid-chroot: $cache/root ($profile) is up to date" >&2
     return 0
   fi
   command -v mmdebstrap >/dev/null || die "mmdebstrap not found (scripts/setup.sh --test installs it)"
@@ -190,6 +211,7 @@ capture() {
 
 case "${1:-}" in
   build) build ;;
+  capture) [[ "$profile" == rocm ]] || die "capture runs the rocm profile's tools" ;;&
   exec) shift; chroot_exec "$@" ;;
   capture) shift; need_root capture; capture "$@" ;;
   *) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;

@@ -49,3 +49,13 @@ tar -C "$portable" -xzf "dist/greta-$version-x86_64-unknown-linux-gnu.tar.gz"
 GRETA_SID_ROCM="$PWD/target/sid-rocm" \
 GRETA_STANDALONE_BIN="$portable/greta-$version-x86_64-unknown-linux-gnu/greta" \
   cargo test -p greta --locked --test it -- hip_targets::
+# Every Vulkan pipeline of every gate through the real RADV compiler (Debian sid's Mesa over its
+# amdgpu drm-shim, nothing executed) for phoenix, navi31, navi33, strix1, gfx1201 and navi21, with
+# the portable release binary; invariants asserted (created, no spills or scratch, LDS in limit,
+# v_wmma in every cooperative-matrix pipeline on RDNA3/4, WMMA kernels planned for the Llama-2-7B
+# prefill) and the live doctor as a Radeon (installer/tests/it/radv_targets.rs, docs/radeon.md).
+# A second sid chroot, built once into target/sid-radv (about 420 MB). Root, no GPU.
+bash scripts/sid-chroot.sh --profile radv build
+GRETA_SID_RADV="$PWD/target/sid-radv" \
+GRETA_STANDALONE_BIN="$portable/greta-$version-x86_64-unknown-linux-gnu/greta" \
+  cargo test -p greta --locked --test it -- radv_targets::

@@ -3,7 +3,7 @@
 //! accepts must fit the device: shared memory and invocations recomputed
 //! here in u128 from the spec constants.
 use crate::Words;
-use greta_runtime::vulkan::plan::{plan, Limits, Shader};
+use greta_runtime::vulkan::plan::{plan, Limits, Shader, Waves};
 use greta_runtime::{Knob, Op, Tuning};
 
 /// Every knob: a new one is fuzzed without being listed here (a byte picks
@@ -38,6 +38,12 @@ pub fn gemm_plan(data: &[u8]) {
         coop16: flags & 16 != 0,
         coop16_f16: flags & 64 != 0,
         subgroup_size: (flags & 32 != 0).then(|| w.u32()),
+        waves: (flags & 128 != 0).then(|| Waves {
+            min: w.u32(),
+            max: w.u32(),
+            full: w.u8() & 1 != 0,
+            max_subgroups: w.u32(),
+        }),
     };
     let (m, n, k) = (
         (w.u32() % (1 << 16)) as usize,
@@ -67,6 +73,15 @@ pub fn gemm_plan(data: &[u8]) {
             p.spec,
             lim.max_shared
         );
+        // A required subgroup size is one the device offers.
+        if let Some(w) = p.wave {
+            assert!(
+                lim.waves
+                    .is_some_and(|r| (r.min..=r.max).contains(&w.size) && w.size.is_power_of_two()),
+                "{op} {t}: requires subgroups of {} outside the device's range",
+                w.size
+            );
+        }
         for d in &p.dispatches {
             assert!(
                 d.groups.iter().all(|g| *g >= 1 && *g <= 65535),

@@ -65,12 +65,16 @@ pub enum Knob {
     V4,
     /// Row ops: vec4 loads (0/1).
     Vec4,
+    /// Vulkan: the subgroup size the pipeline requires
+    /// (`requiredSubgroupSize`), on devices that offer a range (RADV: 32
+    /// or 64). Kernels that count subgroups get one by default.
+    Wave,
     /// Workgroup size.
     Wg,
 }
 
 impl Knob {
-    pub const ALL: [Knob; 20] = [
+    pub const ALL: [Knob; 21] = [
         Knob::Bk,
         Knob::Bm,
         Knob::Bn,
@@ -90,6 +94,7 @@ impl Knob {
         Knob::Unroll,
         Knob::V4,
         Knob::Vec4,
+        Knob::Wave,
         Knob::Wg,
     ];
 
@@ -115,6 +120,7 @@ impl Knob {
             Knob::Unroll => "unroll",
             Knob::V4 => "v4",
             Knob::Vec4 => "vec4",
+            Knob::Wave => "wave",
             Knob::Wg => "wg",
         }
     }

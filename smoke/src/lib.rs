@@ -15,6 +15,7 @@
 // device child's request and reply). Everything else is private.
 pub mod auto;
 mod check;
+pub mod compile;
 mod deny;
 mod dispatch;
 mod floors;

@@ -49,6 +49,20 @@ pub struct Description {
     /// Subgroup size range (Vulkan 1.3 or VK_EXT_subgroup_size_control).
     pub min_subgroup_size: Option<u32>,
     pub max_subgroup_size: Option<u32>,
+    /// A compute pipeline can require a subgroup size in that range
+    /// (`subgroupSizeControl`, compute in `requiredSubgroupSizeStages`;
+    /// Vulkan 1.3 or VK_EXT_subgroup_size_control).
+    pub subgroup_size_control: bool,
+    /// That control is VK_EXT_subgroup_size_control's, to be enabled at
+    /// device creation (device or instance older than Vulkan 1.3).
+    pub subgroup_size_control_ext: bool,
+    /// ... and require full subgroups (`computeFullSubgroups`).
+    pub compute_full_subgroups: bool,
+    /// `maxComputeWorkgroupSubgroups` (0 where unknown).
+    pub max_compute_workgroup_subgroups: u32,
+    /// VK_KHR_pipeline_executable_properties with `pipelineExecutableInfo`:
+    /// a pipeline's compiled code can be asked for its statistics.
+    pub pipeline_executable_info: bool,
     /// Basic and arithmetic subgroup operations in compute shaders.
     pub subgroup_arith: bool,
     /// `shaderFloat16` (Vulkan 1.2 or VK_KHR_shader_float16_int8); `None`
@@ -196,6 +210,11 @@ pub unsafe fn describe(
         subgroup_size: None,
         min_subgroup_size: None,
         max_subgroup_size: None,
+        subgroup_size_control: false,
+        subgroup_size_control_ext: false,
+        compute_full_subgroups: false,
+        max_compute_workgroup_subgroups: 0,
+        pipeline_executable_info: false,
         subgroup_arith: false,
         shader_f16: None,
         shader_int8: false,
@@ -262,7 +281,9 @@ pub unsafe fn describe(
     if have_sizes {
         d.min_subgroup_size = Some(size.min_subgroup_size).filter(|&s| s > 0);
         d.max_subgroup_size = Some(size.max_subgroup_size).filter(|&s| s > 0);
+        d.max_compute_workgroup_subgroups = size.max_compute_workgroup_subgroups;
     }
+    let have_exec_info = has(ash::khr::pipeline_executable_properties::NAME);
     let have_f16 = v12 || has(ash::khr::shader_float16_int8::NAME);
     let mut f16 = vk::PhysicalDeviceShaderFloat16Int8Features::default();
     let mut s16 = vk::PhysicalDevice16BitStorageFeatures::default();
@@ -270,8 +291,16 @@ pub unsafe fn describe(
     let coop2_ext =
         coop_ext && has(crate::coop2::NAME) && v13 && instance_api >= vk::API_VERSION_1_3;
     let mut c2 = crate::coop2::Features::default();
+    let mut sizes = vk::PhysicalDeviceSubgroupSizeControlFeatures::default();
+    let mut exec_info = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
     {
         let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut s16);
+        if have_sizes {
+            f2 = f2.push_next(&mut sizes);
+        }
+        if have_exec_info {
+            f2 = f2.push_next(&mut exec_info);
+        }
         if v12 {
             // 1.2's own structure holds float16/int8 and the memory model.
             f2 = f2.push_next(&mut f12);
@@ -296,6 +325,15 @@ pub unsafe fn describe(
         d.shader_int8 = have_f16 && f16.shader_int8 == vk::TRUE;
     }
     d.coop2 = coop2_ext && c2.usable();
+    d.subgroup_size_control = have_sizes
+        && sizes.subgroup_size_control == vk::TRUE
+        && size
+            .required_subgroup_size_stages
+            .contains(vk::ShaderStageFlags::COMPUTE);
+    d.subgroup_size_control_ext = d.subgroup_size_control
+        && !(api >= vk::API_VERSION_1_3 && instance_api >= vk::API_VERSION_1_3);
+    d.compute_full_subgroups = have_sizes && sizes.compute_full_subgroups == vk::TRUE;
+    d.pipeline_executable_info = have_exec_info && exec_info.pipeline_executable_info == vk::TRUE;
     if coop_ext {
         d.coop_shapes = coop_shapes(entry, instance, pd);
     }

@@ -162,6 +162,11 @@ env_vars! {
     /// cache, e.g. `target/sid-rocm`) the every-target HIP compile test uses; set
     /// (scripts/test.sh sets it), that test is required and fails without it.
     Test GRETA_SID_ROCM;
+    /// TEST-ONLY: the Debian sid chroot with Mesa's RADV and amdgpu drm-shim
+    /// (`scripts/sid-chroot.sh --profile radv`'s cache, e.g. `target/sid-radv`) the
+    /// every-Radeon Vulkan compile test uses; set (scripts/test.sh sets it), that
+    /// test is required and fails without it.
+    Test GRETA_SID_RADV;
 }
 
 /// `docs/env.md`, rendered from the registry.

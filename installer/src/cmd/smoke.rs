@@ -69,6 +69,12 @@ pub struct Args {
     /// which later runs use. Vulkan, HIP and CUDA (each backend's kernels have their own entries).
     #[arg(long)]
     pub tune: bool,
+    /// Compile only (Vulkan): plan every gate of every profile (or --gate) for the device and
+    /// create each pipeline with the driver's statistics captured (VGPRs, SGPRs, spills, scratch,
+    /// LDS, waves per SIMD, code size, matrix instructions); no pipeline cache, no buffers,
+    /// nothing submitted. Exit 1 when a pipeline could not be created. docs/radeon.md.
+    #[arg(long, conflicts_with_all = ["tune", "list_gates"])]
+    pub compile_only: bool,
     /// frameworks profile: the greta env to check (default: the active env, else python3 on PATH).
     #[arg(long, value_name = "NAME", conflicts_with = "python")]
     pub env: Option<String>,
@@ -112,6 +118,44 @@ pub struct Args {
         default_missing_value = "1"
     )]
     pub include_test_gates: bool,
+}
+
+/// `--compile-only`: the report as a table (or JSON with --json); exit 1
+/// when a pipeline could not be created, 2 when nothing could run.
+fn compile_only(args: &Args) -> anyhow::Result<Exit> {
+    if !matches!(args.backend, BackendChoice::Auto | BackendChoice::Vulkan) {
+        eprintln!("greta smoke: bad arguments: --compile-only is for the Vulkan backend");
+        return Ok(Exit::Undecided);
+    }
+    let DeviceChoice::One(select) = &args.device else {
+        eprintln!("greta smoke: bad arguments: --compile-only takes one device, not `all`");
+        return Ok(Exit::Undecided);
+    };
+    greta_smoke::runtime::vulkan::mesa_cache::prepare();
+    let report = match greta_smoke::compile::compile_only(&Catalog::builtin(), select, &args.gates)
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("greta smoke: {e}");
+            return Ok(Exit::Undecided);
+        }
+    };
+    if args.json {
+        crate::out::print_json(&report)?;
+    } else {
+        crate::out::text(format_args!("{}", greta_smoke::compile::render(&report)));
+    }
+    let failed: Vec<&str> = report.failed().map(|g| g.id.as_str()).collect();
+    if failed.is_empty() {
+        Ok(Exit::Pass)
+    } else {
+        eprintln!(
+            "greta smoke: {} gate(s) whose pipelines the driver did not create: {}",
+            failed.len(),
+            failed.join(", ")
+        );
+        Ok(Exit::Fail)
+    }
 }
 
 fn parse_profile(s: &str) -> Result<Profile, String> {
@@ -173,6 +217,9 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     }
     if args.tune {
         return tune(&args);
+    }
+    if args.compile_only {
+        return compile_only(&args);
     }
     if let Some(h) = &args.html {
         if let Err(e) = greta_fsread::output::Output::check(h) {

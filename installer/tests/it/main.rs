@@ -45,6 +45,7 @@ mod lock_select;
 mod lock_show_builtin;
 mod lock_update;
 mod messages;
+mod radv_targets;
 mod report_cli;
 mod report_grafana;
 mod report_page;

@@ -102,11 +102,11 @@ fn record_and_submit(
     let mut pipes: Vec<(PipelineHandles, Vec<PipelineHandles>, u32)> = Vec::with_capacity(nsteps);
     for (st, plan) in graph.steps.iter().zip(plans) {
         let nbind = (st.bind.len() + plan.aux.len()) as u32;
-        let first = pipeline(dev, plan.shader, &plan.spec, nbind)?;
+        let first = pipeline(dev, plan.shader, &plan.spec, nbind, plan.wave)?;
         let later = plan
             .then
             .iter()
-            .map(|p| pipeline(dev, p.shader, &p.spec, nbind))
+            .map(|p| pipeline(dev, p.shader, &p.spec, nbind, plan.wave))
             .collect::<Result<Vec<_>, _>>()?;
         pipes.push((first, later, nbind));
     }

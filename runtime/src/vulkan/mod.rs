@@ -24,7 +24,10 @@
 //!   unrolled trip; default 128/256/32/256/4);
 //! - attn_prefill_f16: `coopmat` (0 the f32-FMA kernel, 1 the
 //!   cooperative-matrix one, the default where the device can run it;
-//!   `plan/attn.rs`).
+//!   `plan/attn.rs`);
+//! - every op: `wave`, the subgroup size the pipeline requires, on a
+//!   device that can require one (`plan::plan`; the kernels that count
+//!   subgroups get 32 by default where the device offers a range).
 //!
 //! [`crate::Backend::tuning_candidates`] lists a sweep for each op;
 //! [`crate::tuning_cache`] stores the winner per device and shape class.
@@ -36,6 +39,7 @@
 //! refused by `supports` instead of returning truncated results.
 
 pub(crate) mod cache;
+mod compile;
 use greta_vkenum::coop2;
 mod graph;
 mod instance;
@@ -65,6 +69,7 @@ use std::sync::Arc;
 #[doc(hidden)]
 pub use cache::store as store_pipeline_cache;
 pub use cache::CacheStatus;
+pub use compile::{count_matrix, Compiled, Executable};
 pub use instance::Instance;
 pub use validation::MessageLog;
 
@@ -108,6 +113,11 @@ pub struct OpenOptions {
     /// = a directory, or `off`). Runs without an explicit tuning use the
     /// cached one for their shape class.
     pub tuning_cache: CacheDir,
+    /// Compile-only ([`Device::compile_only`]): open with
+    /// VK_KHR_pipeline_executable_properties, so that pipelines can be
+    /// created with their statistics and code captured. A device without
+    /// it is refused.
+    pub statistics: bool,
     /// TEST-ONLY: `open_with` fails at this step as if the driver had
     /// refused it, with everything before it already created, so tests can
     /// check that a failed open destroys what it made, children first.
@@ -182,6 +192,8 @@ pub struct Device {
     last_ns: std::collections::HashMap<String, u64>,
     /// `GRETA_VK_WARMUP_MS` in nanoseconds, when set (`run::warmup_from_env`).
     warmup_ns: Option<u64>,
+    /// Opened for compile-only ([`OpenOptions::statistics`]).
+    statistics: bool,
 }
 
 /// The cooperative-matrix paths a device was opened with.
@@ -199,6 +211,7 @@ fn create_logical(
     instance: Arc<Instance>,
     p: &select::Physical,
     info: &DeviceInfo,
+    statistics: bool,
 ) -> Result<(Arc<LogicalDevice>, Coop), RuntimeError> {
     let prio = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default()
@@ -216,6 +229,23 @@ fn create_logical(
         .queue_create_infos(&queues)
         .push_next(&mut f11)
         .push_next(&mut f12);
+    // Subgroup-size control: the planner requires a size per pipeline
+    // wherever the device offers a range (plan::Limits::waves).
+    let mut sizes = vk::PhysicalDeviceSubgroupSizeControlFeatures::default()
+        .subgroup_size_control(true)
+        .compute_full_subgroups(p.waves.is_some_and(|w| w.full));
+    if p.waves.is_some() {
+        if p.waves_by_ext {
+            exts.push(ash::ext::subgroup_size_control::NAME.as_ptr());
+        }
+        dinfo = dinfo.push_next(&mut sizes);
+    }
+    let mut exec_info = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
+        .pipeline_executable_info(true);
+    if statistics {
+        exts.push(ash::khr::pipeline_executable_properties::NAME.as_ptr());
+        dinfo = dinfo.push_next(&mut exec_info);
+    }
     let khr = p.has_coop_ext && p.shader_f16 && info.coop_f16_f32().is_some();
     if khr {
         exts.push(ash::khr::cooperative_matrix::NAME.as_ptr());
@@ -277,6 +307,21 @@ fn stored_pipeline_cache(
     (Some(path), data, status)
 }
 
+/// Why a device that compiles cannot run anything, if it is one: RADV's
+/// null device (`RADV_FORCE_FAMILY`, Mesa 25 and older), named "Null
+/// hardware", has no GPU behind it, and Mesa 25.0's crashes in its first
+/// wait or submission (a call through a null pointer).
+fn cannot_execute(info: &DeviceInfo) -> Option<String> {
+    (info.driver_id == VkDriver::Radv && info.name.starts_with("Null hardware")).then(|| {
+        format!(
+            "{} is RADV without a GPU (RADV_FORCE_FAMILY is set): it compiles but cannot run \
+             anything; unset RADV_FORCE_FAMILY to use a real GPU, or see what RADV compiles \
+             with `greta smoke --compile-only`",
+            info.name
+        )
+    })
+}
+
 /// What the planner may use on this device.
 fn limits(opts: &OpenOptions, info: &DeviceInfo, p: &select::Physical, coop: Coop) -> plan::Limits {
     plan::Limits {
@@ -307,6 +352,7 @@ fn limits(opts: &OpenOptions, info: &DeviceInfo, p: &select::Physical, coop: Coo
         subgroup_size: (info.min_subgroup_size == info.max_subgroup_size
             && info.subgroup_size == info.max_subgroup_size)
             .then_some(info.subgroup_size),
+        waves: p.waves,
     }
 }
 
@@ -345,7 +391,17 @@ impl Device {
 
         // From here every object is owned (see [`owned`]): an error return
         // drops what was made so far, the device before its instance.
-        let (device, coop) = create_logical(instance, &p, &info)?;
+        if let Some(why) = cannot_execute(&info).filter(|_| !opts.statistics) {
+            return Err(RuntimeError::Unsupported(why));
+        }
+        if opts.statistics && !p.executable_info {
+            return Err(RuntimeError::Unsupported(format!(
+                "{} ({}) lacks VK_KHR_pipeline_executable_properties: its pipelines' \
+                 statistics cannot be read",
+                info.name, info.driver_id
+            )));
+        }
+        let (device, coop) = create_logical(instance, &p, &info, opts.statistics)?;
         let queue = device.queue(p.queue_family, 0);
         let pool_info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(p.queue_family)
@@ -419,6 +475,7 @@ impl Device {
             lost: None,
             last_ns: Default::default(),
             warmup_ns,
+            statistics: opts.statistics,
         })
     }
 
@@ -623,5 +680,33 @@ impl Drop for Device {
         // SAFETY: `inner` is dropped once, here, and not used after.
         unsafe { ManuallyDrop::drop(&mut self.inner) };
         let _ = self.phys;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn radvs_null_device_is_refused_for_runs_and_nothing_else() {
+        let info = |name: &str, driver: VkDriver| DeviceInfo {
+            name: name.into(),
+            driver_id: driver,
+            ..DeviceInfo::placeholder()
+        };
+        // As Mesa 25.0 names it with RADV_FORCE_FAMILY=gfx1151.
+        let why = cannot_execute(&info("Null hardware (RADV GFX1151)", VkDriver::Radv)).unwrap();
+        assert!(
+            why.contains("RADV_FORCE_FAMILY") && why.contains("--compile-only"),
+            "{why}"
+        );
+        for (name, driver) in [
+            // Mesa 26 over its amdgpu drm-shim: submissions are accepted.
+            ("AMD Radeon RX 7900 XTX (RADV NAVI31)", VkDriver::Radv),
+            ("Null hardware", VkDriver::Lavapipe),
+            ("llvmpipe (LLVM 15.0.6, 256 bits)", VkDriver::Lavapipe),
+        ] {
+            assert_eq!(cannot_execute(&info(name, driver)), None, "{name}");
+        }
     }
 }

@@ -14,6 +14,7 @@
 use super::instance::Instance;
 use ash::prelude::VkResult;
 use ash::vk;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// The logical device. It holds its instance's `Arc`, so the instance is
@@ -21,6 +22,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 pub struct LogicalDevice {
     pub raw: ash::Device,
     instance: Arc<Instance>,
+    /// Anything was submitted to a queue of it ([`Self::mark_submitted`]).
+    submitted: AtomicBool,
 }
 
 impl LogicalDevice {
@@ -34,7 +37,11 @@ impl LogicalDevice {
         // and its chain live across the call; the caller requests only
         // features the device reported as supported.
         let raw = unsafe { instance.raw.create_device(phys, info, None) }?;
-        Ok(Arc::new(LogicalDevice { raw, instance }))
+        Ok(Arc::new(LogicalDevice {
+            raw,
+            instance,
+            submitted: AtomicBool::new(false),
+        }))
     }
 
     pub fn instance(&self) -> &Instance {
@@ -47,9 +54,20 @@ impl LogicalDevice {
         unsafe { self.raw.get_device_queue(family, index) }
     }
 
-    /// `vkDeviceWaitIdle`; an error (a lost device) is only logged: the
-    /// callers are on the way to destroying objects and cannot do better.
+    /// Called before every queue submission.
+    pub fn mark_submitted(&self) {
+        self.submitted.store(true, Ordering::Relaxed);
+    }
+
+    /// `vkDeviceWaitIdle`, where anything was ever submitted (nothing can
+    /// be pending otherwise: a compile-only device never submits, and on
+    /// Mesa 25.0's RADV without a GPU, `RADV_FORCE_FAMILY`, the call itself
+    /// jumps to a null pointer); an error (a lost device) is only logged:
+    /// the callers are on the way to destroying objects and cannot do better.
     pub fn wait_idle(&self) {
+        if !self.submitted.load(Ordering::Relaxed) {
+            return;
+        }
         // SAFETY: a live device; the queue is used by one thread at a time
         // (the `Device` that owns it is `&mut` here or being dropped).
         if let Err(e) = unsafe { self.raw.device_wait_idle() } {

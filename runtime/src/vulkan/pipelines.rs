@@ -2,7 +2,7 @@
 //! through the device's pipeline cache and kept for the device's lifetime.
 
 use super::owned::{LogicalDevice, Owned};
-use super::plan::Shader;
+use super::plan::{Shader, Wave};
 use crate::RuntimeError;
 use ash::vk;
 use std::collections::HashMap;
@@ -22,14 +22,15 @@ pub struct Pipeline {
 
 #[derive(Default)]
 pub struct Pipelines {
-    map: HashMap<(Shader, Vec<u32>, u32), Pipeline>,
+    map: HashMap<(Shader, Vec<u32>, u32, Option<Wave>), Pipeline>,
     /// Pipelines created since the cache file was last written.
     pub created: usize,
 }
 
 impl Pipelines {
     /// The pipeline for `shader` with specialization constants `spec`
-    /// (constant id i = spec[i]) and `bindings` storage buffers.
+    /// (constant id i = spec[i]), `bindings` storage buffers and the
+    /// subgroup size `wave` requires.
     pub fn get(
         &mut self,
         device: &Arc<LogicalDevice>,
@@ -37,10 +38,18 @@ impl Pipelines {
         shader: Shader,
         spec: &[u32],
         bindings: u32,
+        wave: Option<Wave>,
     ) -> Result<&Pipeline, RuntimeError> {
-        let key = (shader, spec.to_vec(), bindings);
+        let key = (shader, spec.to_vec(), bindings, wave);
         if !self.map.contains_key(&key) {
-            let p = create(device, cache, shader, spec, bindings)?;
+            let how = Build {
+                shader,
+                spec,
+                bindings,
+                wave,
+                capture: false,
+            };
+            let p = create(device, cache.raw(), &how)?;
             self.created += 1;
             self.map.insert(key.clone(), p);
         }
@@ -48,13 +57,31 @@ impl Pipelines {
     }
 }
 
-fn create(
+/// What a pipeline is made of.
+pub struct Build<'a> {
+    pub shader: Shader,
+    pub spec: &'a [u32],
+    pub bindings: u32,
+    pub wave: Option<Wave>,
+    /// Ask the driver to keep its statistics and code
+    /// (VK_KHR_pipeline_executable_properties; the device must have been
+    /// opened with it).
+    pub capture: bool,
+}
+
+/// Creates the pipeline `how` describes through `cache` (null: none).
+pub fn create(
     device: &Arc<LogicalDevice>,
-    cache: &Owned<vk::PipelineCache>,
-    shader: Shader,
-    spec: &[u32],
-    bindings: u32,
+    cache: vk::PipelineCache,
+    how: &Build<'_>,
 ) -> Result<Pipeline, RuntimeError> {
+    let Build {
+        shader,
+        spec,
+        bindings,
+        wave,
+        capture,
+    } = *how;
     let words = shader.words();
     let binds: Vec<vk::DescriptorSetLayoutBinding> = (0..bindings)
         .map(|b| {
@@ -110,19 +137,39 @@ fn create(
     if !spec.is_empty() {
         stage = stage.specialization_info(&spec_info);
     }
+    let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default();
+    if let Some(w) = wave {
+        required = required.required_subgroup_size(w.size);
+        stage = stage.push_next(&mut required);
+        if w.full {
+            stage = stage.flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS);
+        }
+    }
+    let flags = if capture {
+        vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
+            | vk::PipelineCreateFlags::CAPTURE_INTERNAL_REPRESENTATIONS_KHR
+    } else {
+        vk::PipelineCreateFlags::empty()
+    };
     let info = [vk::ComputePipelineCreateInfo::default()
+        .flags(flags)
         .stage(stage)
         .layout(layout.raw())];
     let raw = Owned::create(device, |d| {
-        // SAFETY: as above; module, layout and cache are live objects of
-        // this device, and the cache is used by one thread at a time.
-        unsafe { d.create_compute_pipelines(cache.raw(), &info, None) }
+        // SAFETY: as above; module, layout and cache (or null) are live
+        // objects of this device, and the cache is used by one thread at a
+        // time; a required subgroup size is only chained on a device opened
+        // with subgroup-size control (plan::Limits::waves), within its range.
+        unsafe { d.create_compute_pipelines(cache, &info, None) }
             .map(|p| p[0])
             .map_err(|(_, e)| e)
     })
     .map_err(|e| {
         RuntimeError::api(
-            &format!("vkCreateComputePipelines({shader}, spec {spec:?})"),
+            &format!(
+                "vkCreateComputePipelines({shader}, spec {spec:?}{})",
+                wave.map_or(String::new(), |w| format!(", subgroup size {}", w.size))
+            ),
             e,
         )
     })?;

@@ -16,6 +16,8 @@ mod f16_block;
 mod gemm;
 #[cfg(test)]
 pub(crate) mod test_limits;
+#[cfg(test)]
+mod waves_tests;
 
 /// Workgroups per dimension every Vulkan device supports.
 pub const MAX_GROUPS: u32 = 65535;
@@ -32,6 +34,7 @@ const STREAM_UNROLL: u32 = 4;
 const NORM_MAX_NPT: u32 = 16;
 
 /// What the planner needs to know about the device.
+#[derive(Clone)]
 pub struct Limits {
     pub max_range: u64,
     pub offset_align: u64,
@@ -50,8 +53,72 @@ pub struct Limits {
     /// accumulators to and stores straight to global memory.
     pub coop16_f16: bool,
     /// The subgroup size every compute dispatch gets, when the device has
-    /// only one (min == max); `gemm_f16_cmreg` counts subgroups with it.
+    /// only one (min == max); the kernels that count subgroups
+    /// ([`counts_subgroups`]) are planned with it. [`plan`] sets it, for
+    /// the plan it makes, to the size it requires on a device with a range.
     pub subgroup_size: Option<u32>,
+    /// The subgroup sizes a compute pipeline can require, where the device
+    /// lets it (Vulkan 1.3 / VK_EXT_subgroup_size_control): RADV offers 32
+    /// and 64 and, asked nothing, may pick either, so a kernel that counts
+    /// subgroups must name its size.
+    pub waves: Option<Waves>,
+}
+
+/// The range of subgroup sizes a pipeline can require (`min..=max`, powers
+/// of two) and whether it can require full subgroups too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waves {
+    pub min: u32,
+    pub max: u32,
+    /// `computeFullSubgroups`.
+    pub full: bool,
+    /// `maxComputeWorkgroupSubgroups` (0 where unknown).
+    pub max_subgroups: u32,
+}
+
+impl Waves {
+    /// More than one size to choose from.
+    fn choice(self) -> bool {
+        self.min < self.max
+    }
+
+    /// Every size in the range.
+    fn sizes(self) -> impl Iterator<Item = u32> {
+        (0..32)
+            .map(|i| 1u32 << i)
+            .filter(move |s| (self.min..=self.max).contains(s))
+    }
+}
+
+/// The subgroup size kernels that count subgroups get by default on a
+/// device with a choice: 32, as on NVIDIA, and the size RADV compiles the
+/// cooperative-matrix kernels to without spills (at 64 their accumulators
+/// spill on RDNA3, docs/radeon.md).
+const DEFAULT_WAVE: u32 = 32;
+
+/// What a pipeline requires of its subgroups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Wave {
+    /// `requiredSubgroupSize`.
+    pub size: u32,
+    /// Every subgroup full (`REQUIRE_FULL_SUBGROUPS`): the kernel numbers
+    /// its subgroups' rows and lanes from the size.
+    pub full: bool,
+}
+
+/// The kernels whose code is specialised to a subgroup size (a spec
+/// constant they divide their workgroup by): wrong results if the driver
+/// runs another, so on a device with a choice their size is required.
+pub fn counts_subgroups(s: Shader) -> bool {
+    matches!(
+        s,
+        Shader::GemmF16Cmreg
+            | Shader::LinearF16Cm
+            | Shader::LinearF16CmCs
+            | Shader::LinearF16CmBt
+            | Shader::LinearF16CmBtCs
+            | Shader::AttnPrefillF16Cm
+    )
 }
 
 /// One dispatch: push constants, workgroup counts, and per binding the
@@ -83,6 +150,8 @@ pub struct Plan {
     /// after a barrier behind the previous pass (the combine step of a
     /// split reduction: attn_decode_f16). Empty for one-pass ops.
     pub then: Vec<Pass>,
+    /// The subgroup size every pass requires (`None`: the driver's choice).
+    pub wave: Option<Wave>,
 }
 
 /// A pass after a plan's first: its own shader, specialization constants
@@ -213,9 +282,60 @@ fn rope_table(tokens: usize, head_dim: usize, pos0: u32, theta: f32) -> HostBuf 
     HostBuf::F32(t)
 }
 
+/// The plan for `op` with `tuning` on a device with limits `lim`: the
+/// kernel's own planner, then the subgroup size. `wave` (any op) requires
+/// a size (where the device can require one); without it, a kernel that counts subgroups gets
+/// [`DEFAULT_WAVE`] (or the nearest size the device has) wherever the
+/// device offers a choice, and every other kernel the driver's choice.
 pub fn plan(op: &Op, tuning: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError> {
+    let asked = tuning.get(Knob::Wave);
+    let mut t = tuning.clone();
+    t.0.remove(&Knob::Wave);
+    let choice = lim.waves.filter(|w| w.choice());
+    let size = match (asked, choice) {
+        (Some(w), Some(r)) if w.is_power_of_two() && (r.min..=r.max).contains(&w) => Some(w),
+        (Some(w), _) if lim.subgroup_size == Some(w) => Some(w),
+        (Some(w), Some(r)) => {
+            return Err(bad(format!(
+                "wave={w}: the device's subgroup sizes are {}..={} (powers of two)",
+                r.min, r.max
+            )))
+        }
+        (Some(w), None) => {
+            return Err(bad(format!(
+                "wave={w}: the device runs subgroups of {} only",
+                lim.subgroup_size
+                    .map_or("one size, not known,".to_string(), |s| s.to_string())
+            )))
+        }
+        (None, Some(r)) => Some(DEFAULT_WAVE.clamp(r.min, r.max)),
+        (None, None) => lim.subgroup_size,
+    };
+    let sized = Limits {
+        subgroup_size: size,
+        ..lim.clone()
+    };
+    let mut p = plan_kernel(op, &t, &sized)?;
+    let counts = counts_subgroups(p.shader);
+    // Required where asked (and the device can require one, even its only
+    // size), or where the kernel counts subgroups and the driver could
+    // otherwise pick another size.
+    if let (Some(size), Some(r)) = (size, lim.waves) {
+        if asked.is_some() || (counts && r.choice()) {
+            p.wave = Some(Wave {
+                size,
+                full: counts && r.full,
+            });
+            p.tuning = p.tuning.with(Knob::Wave, size);
+        }
+    }
+    Ok(p)
+}
+
+/// The kernel's own planner (no `wave` key; `lim.subgroup_size` is the
+/// size the plan will run with, if known).
+fn plan_kernel(op: &Op, t: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError> {
     op.validate().map_err(|e| bad(e.to_string()))?;
-    let t = tuning;
     match *op {
         // No kernel of their own: `Backend::run` runs their graph.
         Op::BlockDecode { .. } | Op::BlockPrefill { .. } => Err(bad(format!(
@@ -339,6 +459,7 @@ fn attn_decode(
             spec: vec![],
             dispatches: vec![combine],
         }],
+        wave: None,
     })
 }
 
@@ -353,6 +474,7 @@ fn simple(shader: Shader, wg: u32, dispatches: Vec<Dispatch>) -> Plan {
         aux: vec![],
         dispatches,
         then: vec![],
+        wave: None,
     }
 }
 
@@ -450,6 +572,7 @@ fn test_slow(iters: u32, t: &Tuning) -> Result<Plan, RuntimeError> {
             groups: [groups_for(iters as u64, 1 << 16), 1, 1],
             ranges: whole(1),
         }],
+        wave: None,
     })
 }
 
@@ -529,14 +652,40 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
     let mut seen: Vec<WorkKey> = plan(op, &Tuning::default(), lim)
         .map(|p| vec![WorkKey::of(&p)])
         .unwrap_or_default();
-    let mut push = |t: Tuning| {
-        let Ok(p) = plan(op, &t, lim) else { return };
-        let key = WorkKey::of(&p);
-        if !out.contains(&t) && !seen.contains(&key) {
-            seen.push(key);
-            out.push(t);
+    let mut push = |t: Tuning| offer(op, lim, &mut out, &mut seen, t);
+    kernel_candidates(op, lim, &mut push);
+    // Where the device offers subgroup sizes, each candidate at each one:
+    // the default of a kernel that counts subgroups is one of them (and
+    // planned the same, so not timed twice); every other kernel runs at
+    // the driver's choice by default.
+    if let Some(r) = lim.waves.filter(|w| w.choice()) {
+        for t in out.clone() {
+            for size in r.sizes() {
+                offer(
+                    op,
+                    lim,
+                    &mut out,
+                    &mut seen,
+                    t.clone().with(Knob::Wave, size),
+                );
+            }
         }
-    };
+    }
+    out
+}
+
+/// Adds `t` to `out` when it plans, to work no earlier one plans to.
+fn offer(op: &Op, lim: &Limits, out: &mut Vec<Tuning>, seen: &mut Vec<WorkKey>, t: Tuning) {
+    let Ok(p) = plan(op, &t, lim) else { return };
+    let key = WorkKey::of(&p);
+    if !out.contains(&t) && !seen.contains(&key) {
+        seen.push(key);
+        out.push(t);
+    }
+}
+
+/// Each kernel family's own sweep, through `push`.
+fn kernel_candidates(op: &Op, lim: &Limits, mut push: &mut dyn FnMut(Tuning)) {
     match op {
         Op::GemmF32 { .. } | Op::GemmF16 { .. } => gemm::candidates(op, lim, &mut push),
         Op::TestSlow { .. } => {}
@@ -584,14 +733,13 @@ pub fn candidates(op: &Op, lim: &Limits) -> Vec<Tuning> {
             }
         }
     }
-    out
 }
 
 /// What a plan runs: its passes' shaders and specialization constants and
 /// every dispatch's push constants, groups and ranges (the tuning label
 /// left out: two labels can name one kernel).
 #[derive(PartialEq)]
-struct WorkKey(Vec<(Shader, Vec<u32>)>, Vec<DispatchKey>);
+struct WorkKey(Vec<(Shader, Vec<u32>)>, Vec<DispatchKey>, Option<Wave>);
 
 type DispatchKey = (Vec<u32>, [u32; 3], Vec<Option<(u64, u64)>>);
 
@@ -604,7 +752,7 @@ impl WorkKey {
             .all_dispatches()
             .map(|d| (d.push.clone(), d.groups, d.ranges.clone()))
             .collect();
-        WorkKey(passes, dispatches)
+        WorkKey(passes, dispatches, p.wave)
     }
 }
 

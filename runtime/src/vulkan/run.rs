@@ -132,12 +132,12 @@ fn record_and_submit(
     let repeats = opts.repeats;
 
     // Pipeline first: a shader/tuning problem is reported before any allocation.
-    let pipe = pipeline(dev, plan.shader, &plan.spec, nbind)?;
+    let pipe = pipeline(dev, plan.shader, &plan.spec, nbind, plan.wave)?;
     // Later passes: their pipelines, over the same bindings.
     let later = plan
         .then
         .iter()
-        .map(|p| pipeline(dev, p.shader, &p.spec, nbind))
+        .map(|p| pipeline(dev, p.shader, &p.spec, nbind, plan.wave))
         .collect::<Result<Vec<_>, _>>()?;
     upload_buffers(dev, &host, n_in, n_out, res)?;
     let device = dev.inner.device.clone();
@@ -291,11 +291,17 @@ pub(super) fn pipeline(
     shader: super::plan::Shader,
     spec: &[u32],
     nbind: u32,
+    wave: Option<super::plan::Wave>,
 ) -> Result<PipelineHandles, RuntimeError> {
     let inner = &mut *dev.inner;
-    let p = inner
-        .pipelines
-        .get(&inner.device, &inner.pipeline_cache, shader, spec, nbind)?;
+    let p = inner.pipelines.get(
+        &inner.device,
+        &inner.pipeline_cache,
+        shader,
+        spec,
+        nbind,
+        wave,
+    )?;
     Ok(PipelineHandles {
         raw: p.raw.raw(),
         layout: p.layout.raw(),
@@ -680,6 +686,7 @@ pub(super) fn submit_and_wait(
     let cmds = [cmd];
     let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
     let start = Instant::now();
+    dev.inner.device.mark_submitted();
     // SAFETY: `cmd` is fully recorded (executable state) and `fence`
     // unsignalled, both of this device; the queue is used by this thread
     // only (`Device` is borrowed for the run).

@@ -23,6 +23,12 @@ pub struct Physical {
     /// (and Vulkan 1.3, for its SPIR-V 1.6).
     pub has_coop2: bool,
     pub vulkan_memory_model: bool,
+    /// How a pipeline can fix its subgroup size (see [`super::plan::Waves`]).
+    pub waves: Option<super::plan::Waves>,
+    /// Subgroup-size control comes from VK_EXT_subgroup_size_control (to enable).
+    pub waves_by_ext: bool,
+    /// VK_KHR_pipeline_executable_properties with `pipelineExecutableInfo`.
+    pub executable_info: bool,
 }
 
 /// Every physical device greta can use (Vulkan >= 1.2 and a compute
@@ -134,6 +140,19 @@ fn physical(raw: vk::PhysicalDevice, d: Description) -> Option<Physical> {
         has_coop_ext: d.coop_ext,
         has_coop2: d.coop2,
         vulkan_memory_model: d.vulkan_memory_model,
+        waves: match (d.min_subgroup_size, d.max_subgroup_size) {
+            (Some(min), Some(max)) if d.subgroup_size_control && min <= max => {
+                Some(super::plan::Waves {
+                    min,
+                    max,
+                    full: d.compute_full_subgroups,
+                    max_subgroups: d.max_compute_workgroup_subgroups,
+                })
+            }
+            _ => None,
+        },
+        waves_by_ext: d.subgroup_size_control_ext,
+        executable_info: d.pipeline_executable_info,
     })
 }
 

@@ -12,4 +12,5 @@ mod graph;
 mod hip_device;
 mod hip_kernels;
 mod ops;
+mod subgroups;
 mod timeout;

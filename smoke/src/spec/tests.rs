@@ -22,7 +22,7 @@ fn model<'a>(f: &'a SpecFile, k: &DeviceKey<'_>) -> Option<&'a str> {
 #[test]
 fn builtin_specs_are_sourced_positive_and_unambiguous() {
     let f = SpecFile::builtin();
-    assert_eq!(f.devices.len(), 22);
+    assert_eq!(f.devices.len(), 23);
     for d in &f.devices {
         assert!(!d.source.is_empty(), "{}", d.model);
         assert!(d.source[0].starts_with("https://"), "{}", d.model);
@@ -76,6 +76,28 @@ fn devices_find_their_rows_by_name_and_pci_id() {
             "AMD Radeon 780M (RADV GFX1103_R1)",
             "AMD Radeon 780M (Phoenix / Hawk Point)",
         ),
+        // RADV of Mesa 26.2 over its amdgpu drm-shim (docs/radeon.md), and
+        // with libdrm's marketing names on the iGPUs.
+        (
+            "AMD Radeon RX 7900 XTX (RADV NAVI31)",
+            "AMD Radeon RX 7900 XTX",
+        ),
+        (
+            "AMD Radeon RX 9070 XT (RADV GFX1201)",
+            "AMD Radeon RX 9070 XT",
+        ),
+        (
+            "AMD Radeon 890M Graphics (RADV STRIX1)",
+            "AMD Radeon 890M (Strix Point)",
+        ),
+        (
+            "AMD Radeon 780M Graphics (RADV PHOENIX)",
+            "AMD Radeon 780M (Phoenix / Hawk Point)",
+        ),
+        (
+            "AMD Radeon 8060S Graphics (RADV GFX1151)",
+            "AMD Radeon 8060S (Strix Halo, Ryzen AI Max+ 395 / Max 390)",
+        ),
     ] {
         assert_eq!(
             model(&f, &key(name, 0x1234, 0x5678, None)),
@@ -88,6 +110,9 @@ fn devices_find_their_rows_by_name_and_pci_id() {
     for name in [
         "AMD Radeon RX 7900 XT",
         "AMD Radeon Graphics (RADV GFX1103_R1)",
+        // Compiled for in docs/radeon.md, no spec row: said, not guessed.
+        "AMD Radeon RX 7600 (RADV NAVI33)",
+        "AMD Radeon RX 6800 (RADV NAVI21)",
         "llvmpipe (LLVM 15.0.6, 256 bits)",
     ] {
         assert_eq!(

@@ -97,6 +97,7 @@ fn plan_of(shader: Shader, spec: Vec<u32>, coopmat: u32, d: Dispatch) -> Plan {
         aux: vec![],
         dispatches: vec![d],
         then: vec![],
+        wave: None,
     }
 }
 

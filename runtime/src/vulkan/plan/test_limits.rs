@@ -17,6 +17,26 @@ pub fn nvidia() -> Limits {
         coop16: true,
         coop16_f16: true,
         subgroup_size: Some(32),
+        waves: None,
+    }
+}
+
+/// An RDNA3 Radeon as RADV reports it (Mesa 26, drm-shim phoenix/navi31):
+/// subgroups of 32 or 64 chosen per pipeline, KHR cooperative matrices of
+/// 16x16x16 with f16 and f32 accumulators, 64 KiB of shared memory.
+pub fn radv_rdna3() -> Limits {
+    Limits {
+        max_shared: 65536,
+        coop_f16: Some((16, 16, 16)),
+        coop2: false,
+        subgroup_size: None,
+        waves: Some(super::Waves {
+            min: 32,
+            max: 64,
+            full: true,
+            max_subgroups: 32,
+        }),
+        ..nvidia()
     }
 }
 

@@ -174,6 +174,7 @@ fn plan_of(shader: Shader, spec: Vec<u32>, tuning: Tuning, d: Dispatch) -> Plan 
         aux: vec![],
         dispatches: vec![d],
         then: vec![],
+        wave: None,
     }
 }
 
