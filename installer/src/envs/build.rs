@@ -96,7 +96,7 @@ impl Staging {
                 "\n(on Debian/Ubuntu: apt-get install python3-venv)",
             ));
         }
-        // Exit 0 is not proof (issue 28): a uv that does nothing made no
+        // Exit 0 is not proof: a uv that does nothing made no
         // venv, and everything after would fail for another reason.
         if !super::installed::venv_made(&self.path) {
             bail!(

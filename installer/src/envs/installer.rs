@@ -55,7 +55,7 @@ pub fn failed(o: &Output, text: String, hint: &str) -> anyhow::Error {
 /// directory named `shims`: pyenv, asdf, mise) costs a shell and a lookup
 /// per call; the uv Python package knows its real binary. Only such a shim
 /// is looked behind: any other script is somebody's wrapper, and a uv named
-/// by `GRETA_UV` is never replaced (issue 28: a user's wrapper was silently
+/// by `GRETA_UV` is never replaced (a user's wrapper was once silently
 /// swapped for another uv).
 fn behind_shim(uv: PathBuf, python: Option<&Path>) -> PathBuf {
     let in_shims = uv
@@ -338,7 +338,7 @@ impl Tool {
             let text = format!("{step} failed ({}):\n{}{}", o.status, o.stdout, o.stderr);
             return Err(failed(&o, text, ""));
         }
-        // Exit 0 is not proof (issue 28): every wheel must be in the venv.
+        // Exit 0 is not proof: every wheel must be in the venv.
         let missing = super::installed::missing(venv, wheels);
         if !missing.is_empty() {
             bail!(
@@ -356,7 +356,7 @@ impl Tool {
         Ok(())
     }
 
-    /// Keeps uv's cache bounded (issue 12): uv unpacks a local wheel again
+    /// Keeps uv's cache bounded: uv unpacks a local wheel again
     /// whenever its file times change and keeps the old unpacked copy, so
     /// every rebuild after such a change (a restored cache, a tool that
     /// touches files) added a whole profile (~5.7 GB for cpu) that nothing

@@ -319,7 +319,7 @@ mod dir_in_tests {
             Some(PathBuf::from("/h/.local/share/greta/envs"))
         );
         assert_eq!(at(&[("HOME", "")]), None);
-        // GRETA_HOME wins over both (issue 28: it was documented and
+        // GRETA_HOME wins over both (it was once documented and
         // ignored); a relative one places nothing.
         assert_eq!(
             at(&[

@@ -1,8 +1,10 @@
-//! Issue 28, item 8: a duration setting at the top of its type's range
-//! (`GRETA_FETCH_TIMEOUT_S=18446744073709551615`) panicked with exit 101
-//! ("overflow when adding duration to instant"). Every duration the
-//! installer takes from a variable or a flag is clamped to a documented
-//! ceiling; the install runs as with a long limit.
+//! Settings at the edges of what they take. A duration at the top of its
+//! type's range (`GRETA_FETCH_TIMEOUT_S=18446744073709551615`) panicked
+//! with exit 101 ("overflow when adding duration to instant"): every
+//! duration the installer takes from a variable or a flag is clamped to a
+//! documented ceiling; the install runs as with a long limit. A value
+//! below what a setting allows, or a path that is not UTF-8, is named with
+//! its variable.
 
 use crate::support::{self, Harness};
 
