@@ -4,7 +4,8 @@
 #   scripts/setup.sh --test   also what the test suite needs: validation layers, vulkaninfo,
 #                             Debian's ROCm 5.2 HIP compiler/runtime, uv and pip >= 26.3 (from PyPI), slurm-wlm + munge
 #                             (tests/slurm_healthcheck.rs starts a one-node Slurm), mmdebstrap
-#                             (scripts/sid-chroot.sh builds the Debian sid chroot with ROCm 6.4.3)
+#                             (scripts/sid-chroot.sh builds the Debian sid chroot with ROCm 6.4.3),
+#                             dash and zsh (greta-activate is tested by sourcing it in bash, dash and zsh)
 # Rust (cargo) must already be installed; everything else comes from the distribution and PyPI.
 set -euo pipefail
 want_test=0
@@ -15,7 +16,7 @@ if [[ $(id -u) -ne 0 ]]; then sudo_="sudo"; fi
 
 pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-validationlayers python3-venv python3-pip ca-certificates)
 if [[ $want_test -eq 1 ]]; then
-  pkgs+=(vulkan-tools hipcc libamdhip64-dev rocminfo slurm-wlm munge mmdebstrap)
+  pkgs+=(vulkan-tools hipcc libamdhip64-dev rocminfo slurm-wlm munge mmdebstrap dash zsh)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

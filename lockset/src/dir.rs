@@ -41,14 +41,10 @@ pub struct LockDir {
 impl LockDir {
     /// The set a command uses: the flag, else the variable, else built in.
     pub fn resolve(flag: Option<&Path>) -> LockDir {
-        if let Some(d) = flag {
-            return LockDir::from_flag(d);
-        }
-        // var_os, not Setting::resolve: a lock directory may be any path,
-        // UTF-8 or not.
-        match std::env::var_os(ENV_VAR) {
-            Some(d) if !d.is_empty() => LockDir::at(Path::new(&d), Source::Env { name: ENV_VAR }),
-            _ => LockDir::built_in(),
+        // A lock directory may be any path, UTF-8 or not.
+        match greta_vocab::Setting::path(flag.map(|d| (d, FLAG)), ENV_VAR) {
+            Some(s) => LockDir::at(&s.value, s.source),
+            None => LockDir::built_in(),
         }
     }
 
@@ -126,8 +122,13 @@ impl LockDir {
 
     /// As [`LockDir::read`], but a missing file is an error naming it.
     pub fn read_required(&self, name: &str) -> Result<String> {
-        self.read(name)?.ok_or_else(|| {
-            anyhow::anyhow!("cannot read {}: no such file", self.shown(name).display())
+        self.read(name)?.ok_or_else(|| match self.dir {
+            Some(_) => anyhow::anyhow!(
+                "cannot read {}: no such file (the lock directory, {})",
+                greta_vocab::os_text(self.shown(name).as_os_str()),
+                self.source
+            ),
+            None => anyhow::anyhow!("cannot read {}: no such file", self.shown(name).display()),
         })
     }
 
@@ -135,9 +136,12 @@ impl LockDir {
     pub fn why(&self) -> String {
         match (&self.source, &self.dir) {
             (Source::Flag { name } | Source::Env { name }, Some(d)) => {
-                format!("{} (from {name})", d.display())
+                format!("{} (from {name})", greta_vocab::os_text(d.as_os_str()))
             }
-            (Source::File { .. }, Some(d)) => format!("{} (the bundle's lock files)", d.display()),
+            (Source::File { .. }, Some(d)) => format!(
+                "{} (the bundle's lock files)",
+                greta_vocab::os_text(d.as_os_str())
+            ),
             _ => format!(
                 "built into greta {} ({} files; --lock-dir or {ENV_VAR} to use another)",
                 env!("CARGO_PKG_VERSION"),
@@ -150,7 +154,7 @@ impl LockDir {
 impl fmt::Display for LockDir {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.dir {
-            Some(d) => write!(f, "{}", d.display()),
+            Some(d) => f.write_str(&greta_vocab::os_text(d.as_os_str())),
             None => f.write_str("<built-in>/lock"),
         }
     }
@@ -202,5 +206,30 @@ mod tests {
             e.contains("tools.toml") && e.contains("no such file"),
             "{e}"
         );
+    }
+
+    /// A lock directory that is not UTF-8 is used as the bytes it is, and
+    /// a message shows them escaped beside the variable that set it (it
+    /// was `cannot read /tmp/��bad/matrix.toml: no such file`).
+    #[test]
+    fn a_lock_dir_that_is_not_utf8_is_named_with_its_variable() {
+        use std::os::unix::ffi::OsStrExt;
+        let d = tempfile::tempdir().unwrap();
+        let raw = d.path().join(std::ffi::OsStr::from_bytes(b"\xff\xfebad"));
+        std::fs::create_dir(&raw).unwrap();
+        std::fs::write(raw.join("matrix.toml"), "schema = 1\n").unwrap();
+        let l = LockDir::at(&raw, Source::Env { name: ENV_VAR });
+        assert_eq!(
+            l.read("matrix.toml").unwrap().as_deref(),
+            Some("schema = 1\n")
+        );
+        let e = l.read_required("tools.toml").unwrap_err().to_string();
+        let shown = format!("{}/\\xff\\xfebad", d.path().display());
+        assert_eq!(
+            e,
+            format!("cannot read {shown}/tools.toml: no such file (the lock directory, set by the environment variable GRETA_LOCK_DIR)")
+        );
+        assert_eq!(l.why(), format!("{shown} (from GRETA_LOCK_DIR)"));
+        assert_eq!(l.to_string(), shown);
     }
 }

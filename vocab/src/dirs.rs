@@ -60,11 +60,21 @@ fn absolute(v: Option<OsString>) -> Option<PathBuf> {
 
 /// The base directory on a machine whose environment `env` reads.
 pub fn base_dir(base: Base, env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
-    absolute(env(base.variable())).or_else(|| {
-        let mut home = absolute(env("HOME"))?;
-        home.extend(base.under_home());
-        Some(home)
-    })
+    base_dir_from(base, env).map(|(d, _)| d)
+}
+
+/// [`base_dir`] and the variable it came from (`XDG_DATA_HOME`, `HOME`),
+/// for a message about its value.
+pub fn base_dir_from(
+    base: Base,
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> Option<(PathBuf, &'static str)> {
+    if let Some(d) = absolute(env(base.variable())) {
+        return Some((d, base.variable()));
+    }
+    let mut home = absolute(env("HOME"))?;
+    home.extend(base.under_home());
+    Some((home, "HOME"))
 }
 
 /// `<base>/greta`: greta's own directory under the base.
@@ -138,5 +148,15 @@ mod tests {
             );
         }
         assert_eq!(Base::Data.read_from(), "XDG_DATA_HOME or HOME");
+        let from = |vars: &[(&str, &str)]| base_dir_from(Base::Data, &at(vars)).map(|(_, v)| v);
+        assert_eq!(
+            from(&[("XDG_DATA_HOME", "/d"), ("HOME", "/h")]),
+            Some("XDG_DATA_HOME")
+        );
+        assert_eq!(
+            from(&[("XDG_DATA_HOME", "d"), ("HOME", "/h")]),
+            Some("HOME")
+        );
+        assert_eq!(from(&[]), None);
     }
 }

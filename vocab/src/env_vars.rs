@@ -62,18 +62,23 @@ env_vars! {
     /// wins over it. `greta lock list` says which set is in effect and why.
     User GRETA_LOCK_DIR;
     /// Where greta keeps its envs (`$GRETA_HOME/envs`); else
-    /// `$XDG_DATA_HOME/greta/envs`, else `~/.local/share/greta/envs`.
+    /// `$XDG_DATA_HOME/greta/envs`, else `~/.local/share/greta/envs`. An
+    /// absolute path without control characters (it is written into each
+    /// env's activation script).
     User GRETA_HOME;
     /// The uv binary to install wheels with (instead of uv on PATH or the
-    /// pinned uv greta bootstraps).
+    /// pinned uv greta bootstraps); refused by name unless its `--version`
+    /// answers as uv's does.
     User GRETA_UV;
-    /// Downloads at once (default 4).
+    /// Downloads at once (default 4, at least 1, at most 64).
     User GRETA_FETCH_JOBS;
-    /// Attempts per file that add no byte before a download gives up (default 5).
+    /// Attempts per file that add no byte before a download gives up
+    /// (default 5, at least 1: the first attempt counts).
     User GRETA_FETCH_ATTEMPTS;
     /// First retry delay in milliseconds, doubled per attempt.
     User GRETA_FETCH_BACKOFF_MS;
-    /// Seconds without progress before a download attempt is abandoned.
+    /// Seconds without progress before a download attempt is abandoned
+    /// (at least 1).
     User GRETA_FETCH_TIMEOUT_S;
     /// `1`: re-hash every cached wheel on every use, not only when its
     /// verification stamp no longer matches (bit rot).

@@ -56,7 +56,7 @@ pub use finding::{Finding, Fix, Severity};
 pub use gfx::{Gfx, GfxError};
 pub use pause::pause_at;
 pub use place::Place;
-pub use setting::{Setting, Source};
+pub use setting::{os_text, Setting, Source};
 pub use sha256::{Sha256, Sha256Error};
 pub use verdict::Verdict;
 pub use vk_device::{same_gpu, DeviceUuid, DeviceUuidError, GpuIdentity, SameGpu};

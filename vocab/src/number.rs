@@ -58,15 +58,33 @@ pub fn whole(s: &str) -> Result<u64, String> {
     Ok(s.parse::<u64>().unwrap_or(u64::MAX))
 }
 
-/// [`whole`] clamped into `min..=max`.
+/// [`whole`] at least `min` (a smaller value is refused: it asks for what
+/// the setting cannot do, as `GRETA_FETCH_ATTEMPTS=0`, no attempt at all,
+/// and silently raising it hid that), at most `max` (a larger value is
+/// `max`).
 pub fn whole_in(s: &str, min: u64, max: u64) -> Result<u64, String> {
-    whole(s).map(|n| n.clamp(min, max))
+    match whole(s)? {
+        n if n < min => Err(format!("{n} is less than {min}, the least it allows")),
+        n => Ok(n.min(max)),
+    }
 }
 
 /// A whole number of `unit`s, at most `max` (larger values are `max`).
 pub fn duration(s: &str, unit: Unit, max: Duration) -> Result<Duration, String> {
+    duration_in(s, unit, Duration::ZERO, max)
+}
+
+/// [`duration`] at least `min` (a shorter one is refused, as in
+/// [`whole_in`]).
+pub fn duration_in(s: &str, unit: Unit, min: Duration, max: Duration) -> Result<Duration, String> {
     let n = whole(s).map_err(|e| format!("{e} of {}", unit.name()))?;
-    Ok(unit.duration(n).min(max))
+    match unit.duration(n) {
+        d if d < min => Err(format!(
+            "{n} {} is less than {min:?}, the least it allows",
+            unit.name()
+        )),
+        d => Ok(d.min(max)),
+    }
 }
 
 /// The duration variable `env` (unset or empty: `None`), clamped to `max`;
@@ -76,11 +94,29 @@ pub fn env_duration(
     unit: Unit,
     max: Duration,
 ) -> Result<Option<Duration>, String> {
-    Setting::resolve(None, env, |s| duration(s, unit, max).map(Some), || None).map(|s| s.value)
+    env_duration_in(env, unit, Duration::ZERO, max)
 }
 
-/// The whole-number variable `env` (unset or empty: `None`), clamped into
-/// `min..=max`; garbage is an error that names the variable.
+/// [`env_duration`] at least `min`: a shorter value is an error that names
+/// the variable.
+pub fn env_duration_in(
+    env: &'static str,
+    unit: Unit,
+    min: Duration,
+    max: Duration,
+) -> Result<Option<Duration>, String> {
+    Setting::resolve(
+        None,
+        env,
+        |s| duration_in(s, unit, min, max).map(Some),
+        || None,
+    )
+    .map(|s| s.value)
+}
+
+/// The whole-number variable `env` (unset or empty: `None`), at least
+/// `min` and at most `max` (larger is `max`); garbage or a value below
+/// `min` is an error that names the variable.
 pub fn env_whole(env: &'static str, min: u64, max: u64) -> Result<Option<u64>, String> {
     Setting::resolve(None, env, |s| whole_in(s, min, max).map(Some), || None).map(|s| s.value)
 }
@@ -110,7 +146,11 @@ mod tests {
             let e = whole(bad).unwrap_err();
             assert!(e.contains("not a whole number"), "{bad}: {e}");
         }
-        assert_eq!(whole_in("0", 1, 64), Ok(1));
+        assert_eq!(
+            whole_in("0", 1, 64),
+            Err("0 is less than 1, the least it allows".to_string())
+        );
+        assert_eq!(whole_in("1", 1, 64), Ok(1));
         assert_eq!(whole_in("18446744073709551615", 1, 64), Ok(64));
     }
 
@@ -150,5 +190,25 @@ mod tests {
         );
         assert_eq!(env_whole("GRETA_VOCAB_TEST_NUM_B", 1, 64), Ok(Some(64)));
         assert_eq!(env_whole("GRETA_VOCAB_TEST_NUM_UNSET", 1, 64), Ok(None));
+        // Below the least a setting allows: refused by name, never raised
+        // silently (GRETA_FETCH_ATTEMPTS=0 was read as 1 and the first
+        // failed download ended the install without naming it).
+        std::env::set_var("GRETA_VOCAB_TEST_NUM_C", "0");
+        assert_eq!(
+            env_whole("GRETA_VOCAB_TEST_NUM_C", 1, 64),
+            Err("GRETA_VOCAB_TEST_NUM_C=\"0\": 0 is less than 1, the least it allows".into())
+        );
+        assert_eq!(
+            env_duration_in(
+                "GRETA_VOCAB_TEST_NUM_C",
+                Unit::Secs,
+                Duration::from_secs(1),
+                Duration::from_secs(9)
+            ),
+            Err(
+                "GRETA_VOCAB_TEST_NUM_C=\"0\": 0 seconds is less than 1s, the least it allows"
+                    .into()
+            )
+        );
     }
 }

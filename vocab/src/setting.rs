@@ -2,8 +2,9 @@
 //! value a user can set three ways says which way won, so `-v`, `--json`
 //! and error messages can answer "why is this the value?".
 use serde::Serialize;
+use std::ffi::OsStr;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Where a setting's value came from, in precedence order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -65,13 +66,55 @@ impl<T> Setting<T> {
                 }),
                 Err(e) => Err(format!("{env}={v:?}: {e}")),
             },
-            Err(std::env::VarError::NotUnicode(v)) => Err(format!("{env}={v:?}: not UTF-8")),
+            Err(std::env::VarError::NotUnicode(v)) => {
+                Err(format!("{env}=\"{}\": not UTF-8", os_text(&v)))
+            }
             _ => Ok(Setting {
                 value: default(),
                 source: Source::BuiltIn,
             }),
         }
     }
+}
+
+impl Setting<PathBuf> {
+    /// A path setting: the flag's path, else the variable's, read as bytes
+    /// (a path may be any bytes, UTF-8 or not; empty counts as unset);
+    /// `None` when neither is set.
+    pub fn path(flag: Option<(&Path, &'static str)>, env: &'static str) -> Option<Self> {
+        if let Some((p, name)) = flag {
+            return Some(Setting {
+                value: p.to_path_buf(),
+                source: Source::Flag { name },
+            });
+        }
+        std::env::var_os(env)
+            .filter(|v| !v.is_empty())
+            .map(|v| Setting {
+                value: PathBuf::from(v),
+                source: Source::Env { name: env },
+            })
+    }
+}
+
+/// `s` for a message: its UTF-8 as it is, every other byte as `\xNN` and
+/// every control character escaped (`\n`), so a path or a variable that
+/// is not UTF-8 shows what it holds (not `�`) and none moves a terminal.
+pub fn os_text(s: &OsStr) -> String {
+    let mut out = String::new();
+    for chunk in s.as_encoded_bytes().utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_control() {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -96,6 +139,32 @@ mod tests {
         );
         let s = Setting::resolve(None, "GRETA_VOCAB_TEST_UNSET", parse, || 1).unwrap();
         assert_eq!((s.value, s.source), (1, Source::BuiltIn));
+    }
+
+    #[test]
+    fn a_path_setting_is_any_bytes_and_shows_them_escaped() {
+        use std::os::unix::ffi::OsStrExt;
+        let raw = OsStr::from_bytes(b"/tmp/\xff\xfebad\n\xc3\xa9");
+        std::env::set_var("GRETA_VOCAB_TEST_PATH", raw);
+        let s = Setting::path(None, "GRETA_VOCAB_TEST_PATH").unwrap();
+        assert_eq!(s.value.as_os_str(), raw);
+        assert_eq!(
+            s.source.to_string(),
+            "set by the environment variable GRETA_VOCAB_TEST_PATH"
+        );
+        assert_eq!(os_text(raw), "/tmp/\\xff\\xfebad\\né");
+        let flag = Setting::path(Some((Path::new("/f"), "--dir")), "GRETA_VOCAB_TEST_PATH");
+        assert_eq!(flag.unwrap().value, Path::new("/f"));
+        std::env::set_var("GRETA_VOCAB_TEST_PATH_EMPTY", "");
+        assert!(Setting::path(None, "GRETA_VOCAB_TEST_PATH_EMPTY").is_none());
+        // A string setting that is not UTF-8 says so with the same bytes.
+        std::env::set_var("GRETA_VOCAB_TEST_C", raw);
+        let e =
+            Setting::resolve(None, "GRETA_VOCAB_TEST_C", |s| s.parse::<u32>(), || 1).unwrap_err();
+        assert_eq!(
+            e,
+            "GRETA_VOCAB_TEST_C=\"/tmp/\\xff\\xfebad\\né\": not UTF-8"
+        );
     }
 
     #[test]

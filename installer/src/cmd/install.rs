@@ -64,7 +64,7 @@ pub struct Args {
     /// Seconds allowed for each run of the installer (`uv venv`, `uv pip
     /// install`, `pip install`, `python -m venv`; at most a week): one that
     /// never exits is killed and the install fails, the previous env kept.
-    #[arg(long, default_value_t = 1800, value_name = "SECS")]
+    #[arg(long, default_value_t = crate::envs::installer::DEFAULT_LIMIT_S, value_name = "SECS")]
     pub installer_timeout: u64,
 }
 
@@ -205,11 +205,12 @@ fn say_failed(
     }
     eprintln!("greta install: {e:#}");
     // A download that cannot succeed as things stand (404, wrong hash), a
-    // full disk, a read-only cache or a missing HOME is not fixed by
-    // running again (crate::rerun).
+    // full disk, a read-only cache, a missing HOME or an installer stopped
+    // by its time limit is not fixed by running again (crate::rerun): the
+    // line says what would help.
     match crate::rerun::blocker(e) {
         None => eprintln!("greta install: nothing was changed in the env; verified downloads stay cached, rerun to continue"),
-        Some(what) => eprintln!("greta install: nothing was changed in the env; verified downloads stay cached; fix {what}, then rerun"),
+        Some(help) => eprintln!("greta install: nothing was changed in the env; verified downloads stay cached; {help}, then rerun"),
     }
     // A path greta refused to write through is bad input: exit 2.
     if e.chain().any(crate::rerun::refused_path) {

@@ -83,15 +83,20 @@ impl Staging {
         };
         let o = installer::run_limited(cmd, limit)?;
         if !o.status.success() {
-            bail!(
-                "creating the venv with {} failed ({}): {}{}\n(on Debian/Ubuntu: apt-get install python3-venv)",
+            let text = format!(
+                "creating the venv with {} failed ({}): {}{}",
                 python.display(),
                 o.status,
                 o.stdout,
                 o.stderr
             );
+            return Err(installer::failed(
+                &o,
+                text,
+                "\n(on Debian/Ubuntu: apt-get install python3-venv)",
+            ));
         }
-        // Exit 0 is not proof (issue 28): a uv that does nothing made no
+        // Exit 0 is not proof: a uv that does nothing made no
         // venv, and everything after would fail for another reason.
         if !super::installed::venv_made(&self.path) {
             bail!(

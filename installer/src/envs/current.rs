@@ -121,7 +121,8 @@ fn check_against(env: &Path, receipt: &Receipt, want: &Wanted) -> Result<(), Str
         &receipt.profile,
         &receipt.env_vars,
         receipt.probe.hip_devices(),
-    );
+    )
+    .map_err(|e| e.to_string())?;
     if crate::read::bytes_capped(&act, 1 << 20).ok().as_deref() != Some(expected.as_bytes()) {
         return Err(format!(
             "{} is missing or not what greta writes",
@@ -497,7 +498,7 @@ mod tests {
         let vars = BTreeMap::new();
         fs::write(
             env.join(activate::FILE),
-            activate::render(&env, "cpu", &vars, &[]),
+            activate::render(&env, "cpu", &vars, &[]).unwrap(),
         )
         .unwrap();
         let mut receipt = Receipt::sample();

@@ -13,9 +13,10 @@ use std::time::Duration;
 pub use greta_vocab::child::{run, Output};
 
 /// Runs an installer step (`uv venv`, `uv pip install`, `pip install`,
-/// `python -m venv`) under `--installer-timeout` (issue 28: one that never
-/// exited hung `greta install` with the env lock held). Past the limit it is
-/// killed and the error says which setting bounds it.
+/// `python -m venv`) under `--installer-timeout` (one that never exited
+/// hung `greta install` with the env lock held). Past the limit it is
+/// killed and the error ([`crate::rerun::OverTimeLimit`]) says which
+/// setting bounds it.
 pub fn run_limited(cmd: Command, limit: Duration) -> Result<Output> {
     let program = cmd.get_program().to_string_lossy().into_owned();
     let args: Vec<String> = cmd
@@ -23,22 +24,38 @@ pub fn run_limited(cmd: Command, limit: Duration) -> Result<Output> {
         .take(2)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    let step = format!("{program} {}", args.join(" "));
     match run(cmd, Some(limit)) {
         Ok(o) => Ok(o),
-        Err(greta_vocab::child::ChildError::TimedOut { .. }) => bail!(
-            "{program} {} did not finish within {} s and was killed (the limit is --installer-timeout SECS, default 1800); the previous env is untouched",
-            args.join(" "),
-            limit.as_secs()
-        ),
+        Err(greta_vocab::child::ChildError::TimedOut { .. }) => Err(crate::rerun::OverTimeLimit {
+            step,
+            limit,
+            flag: "--installer-timeout",
+            default: DEFAULT_LIMIT_S,
+        }
+        .into()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// `--installer-timeout`'s default, in seconds.
+pub const DEFAULT_LIMIT_S: u64 = 1800;
+
+/// The error of an installer step that exited unsuccessfully: `text`,
+/// then `hint` unless the child said it ran out of space, which the error
+/// then carries ([`crate::rerun::ChildFailed`]).
+pub fn failed(o: &Output, text: String, hint: &str) -> anyhow::Error {
+    let out_of_space =
+        crate::rerun::out_of_space(&o.stdout) || crate::rerun::out_of_space(&o.stderr);
+    let text = if out_of_space { text } else { text + hint };
+    crate::rerun::ChildFailed { text, out_of_space }.into()
 }
 
 /// A `uv` on PATH that is a version manager's shim (a `#!` script in a
 /// directory named `shims`: pyenv, asdf, mise) costs a shell and a lookup
 /// per call; the uv Python package knows its real binary. Only such a shim
 /// is looked behind: any other script is somebody's wrapper, and a uv named
-/// by `GRETA_UV` is never replaced (issue 28: a user's wrapper was silently
+/// by `GRETA_UV` is never replaced (a user's wrapper was once silently
 /// swapped for another uv).
 fn behind_shim(uv: PathBuf, python: Option<&Path>) -> PathBuf {
     let in_shims = uv
@@ -68,6 +85,56 @@ fn behind_shim(uv: PathBuf, python: Option<&Path>) -> PathBuf {
     }
 }
 
+/// The uv `GRETA_UV` names (unset or empty: `None`), refused by name
+/// unless it answers as uv does: asked before anything is fetched.
+pub fn named_uv() -> Result<Option<PathBuf>> {
+    let Some(v) = std::env::var_os(greta_vocab::EnvVars::GRETA_UV).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let uv = PathBuf::from(v);
+    is_uv(&uv).map_err(crate::rerun::FixFirst)?;
+    Ok(Some(uv))
+}
+
+/// `Err(why)` unless the uv named by `GRETA_UV` answers `--version` as uv
+/// does (`uv X.Y.Z`): a wrong path or another program there failed every
+/// install the same way, under a "rerun to continue".
+fn is_uv(uv: &Path) -> Result<(), String> {
+    let var = greta_vocab::EnvVars::GRETA_UV;
+    let shown = greta_vocab::os_text(uv.as_os_str());
+    let why = |what: String| {
+        format!("{var}=\"{shown}\" {what}: set {var} to a uv binary, or unset it (then uv on PATH, else the pinned uv, is used)")
+    };
+    let mut cmd = Command::new(uv);
+    cmd.arg("--version");
+    match run(cmd, Some(Duration::from_secs(30))) {
+        Ok(o) if o.status.success() && o.stdout.starts_with("uv ") => Ok(()),
+        Ok(o) => {
+            // Its first line says what it is (GNU `false --version`:
+            // "false (GNU coreutils) 9.1").
+            let said = format!("{}{}", o.stdout, o.stderr);
+            let said: String = said
+                .trim()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(200)
+                .collect();
+            Err(why(format!(
+                "is not a working uv: its `--version` ended with {} and printed {}",
+                greta_vocab::child::describe(o.status),
+                if said.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    format!("{said:?}")
+                }
+            )))
+        }
+        Err(e) => Err(why(format!("could not be run: {e}"))),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Tool {
     Uv(PathBuf),
@@ -85,23 +152,24 @@ pub enum Choice {
 }
 
 impl Tool {
+    /// `named`: the uv of `GRETA_UV` ([`named_uv`]), used as it is.
     /// `python` helps find the uv binary behind a pyenv-style shim. With no
     /// uv on PATH (and no GRETA_UV), `bootstrap` is asked for the pinned uv
     /// (see `uv_bootstrap`); when it cannot give one, `auto` falls back to
     /// pip. The second value says how uv was had or why pip is used.
     pub fn choose(
         choice: Choice,
+        named: Option<PathBuf>,
         python: Option<&Path>,
         bootstrap: &dyn Fn() -> Result<PathBuf>,
     ) -> Result<(Tool, Option<String>)> {
         if choice == Choice::Pip {
             return Ok((Tool::Pip, None));
         }
-        let uv = std::env::var_os(greta_vocab::EnvVars::GRETA_UV)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| which::which("uv").ok().map(|p| behind_shim(p, python)));
-        if let Some(p) = uv {
+        if let Some(uv) = named {
+            return Ok((Tool::Uv(uv), None));
+        }
+        if let Some(p) = which::which("uv").ok().map(|p| behind_shim(p, python)) {
             return Ok((Tool::Uv(p), None));
         }
         match (choice, bootstrap()) {
@@ -263,18 +331,14 @@ impl Tool {
         cmd.args(wheels);
         let o = run_limited(cmd, limit)?;
         if !o.status.success() {
-            bail!(
-                "{} failed ({}):\n{}{}",
-                match self {
-                    Tool::Uv(_) => "uv pip install",
-                    Tool::Pip => "pip install",
-                },
-                o.status,
-                o.stdout,
-                o.stderr
-            );
+            let step = match self {
+                Tool::Uv(_) => "uv pip install",
+                Tool::Pip => "pip install",
+            };
+            let text = format!("{step} failed ({}):\n{}{}", o.status, o.stdout, o.stderr);
+            return Err(failed(&o, text, ""));
         }
-        // Exit 0 is not proof (issue 28): every wheel must be in the venv.
+        // Exit 0 is not proof: every wheel must be in the venv.
         let missing = super::installed::missing(venv, wheels);
         if !missing.is_empty() {
             bail!(
@@ -292,7 +356,7 @@ impl Tool {
         Ok(())
     }
 
-    /// Keeps uv's cache bounded (issue 12): uv unpacks a local wheel again
+    /// Keeps uv's cache bounded: uv unpacks a local wheel again
     /// whenever its file times change and keeps the old unpacked copy, so
     /// every rebuild after such a change (a restored cache, a tool that
     /// touches files) added a whole profile (~5.7 GB for cpu) that nothing

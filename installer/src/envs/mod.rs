@@ -71,11 +71,17 @@ impl EnvRoot {
                 .into());
             }
         }
-        let dir = Self::dir_in(&|k| std::env::var_os(k)).ok_or_else(|| {
+        let (dir, from) = Self::dir_from(&|k| std::env::var_os(k)).ok_or_else(|| {
             crate::rerun::FixFirst(format!(
                 "none of {var}, XDG_DATA_HOME or HOME is set: cannot place greta envs"
             ))
         })?;
+        // Each env's activation script holds its path as one quoted shell
+        // word: a directory that cannot be one (a line feed in it would end
+        // the script's line and run what follows) is refused here, before
+        // anything is fetched or built.
+        activate::quote_path(&format!("the envs directory (from {from})"), &dir)
+            .map_err(|e| crate::rerun::FixFirst(format!("{e}; set {from} to another directory")))?;
         Ok(EnvRoot { dir })
     }
 
@@ -86,11 +92,18 @@ impl EnvRoot {
     /// `GRETA_HOME` first (as docs/env.md promises; an absolute path only:
     /// [`EnvRoot::default_root`] refuses another by name).
     pub fn dir_in(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
-        if let Some(g) = env(greta_vocab::EnvVars::GRETA_HOME).filter(|v| !v.is_empty()) {
+        Self::dir_from(env).map(|(d, _)| d)
+    }
+
+    /// [`EnvRoot::dir_in`] and the variable that placed it.
+    fn dir_from(env: &dyn Fn(&str) -> Option<OsString>) -> Option<(PathBuf, &'static str)> {
+        let home = greta_vocab::EnvVars::GRETA_HOME;
+        if let Some(g) = env(home).filter(|v| !v.is_empty()) {
             let g = PathBuf::from(g);
-            return g.is_absolute().then(|| g.join("envs"));
+            return g.is_absolute().then(|| (g.join("envs"), home));
         }
-        greta_vocab::dirs::greta_dir(greta_vocab::dirs::Base::Data, "envs", env)
+        let (base, from) = greta_vocab::dirs::base_dir_from(greta_vocab::dirs::Base::Data, env)?;
+        Some((base.join("greta").join("envs"), from))
     }
 
     pub fn env_path(&self, name: &str) -> PathBuf {
@@ -309,7 +322,7 @@ mod dir_in_tests {
             Some(PathBuf::from("/h/.local/share/greta/envs"))
         );
         assert_eq!(at(&[("HOME", "")]), None);
-        // GRETA_HOME wins over both (issue 28: it was documented and
+        // GRETA_HOME wins over both (it was once documented and
         // ignored); a relative one places nothing.
         assert_eq!(
             at(&[

@@ -66,11 +66,13 @@ impl FetchOptions {
     /// Defaults, overridden by `GRETA_FETCH_{JOBS,ATTEMPTS,BACKOFF_MS,TIMEOUT_S}`
     /// (mirrors with odd limits; the tests use short timeouts). An empty
     /// variable is unset; one that is not a whole number is an error that
-    /// names it, never silently the default. A duration above a week is a
-    /// week (`greta_vocab::number`, the one reading of numeric settings).
+    /// names it, never silently the default, and so is one below what the
+    /// setting allows (`GRETA_FETCH_ATTEMPTS=0`, `GRETA_FETCH_JOBS=0`,
+    /// `GRETA_FETCH_TIMEOUT_S=0`). A duration above a week is a week
+    /// (`greta_vocab::number`, the one reading of numeric settings).
     pub fn from_env() -> Result<Self> {
         let mut o = FetchOptions::default();
-        use greta_vocab::number::{env_duration, env_whole, Unit, MAX_WAIT};
+        use greta_vocab::number::{env_duration_in, env_whole, Unit, MAX_WAIT};
         use greta_vocab::EnvVars;
         let whole = |k: &'static str, min, max| env_whole(k, min, max).map_err(anyhow::Error::msg);
         if let Some(j) = whole(EnvVars::GRETA_FETCH_JOBS, 1, 64)? {
@@ -79,14 +81,21 @@ impl FetchOptions {
         if let Some(a) = whole(EnvVars::GRETA_FETCH_ATTEMPTS, 1, 100)? {
             o.attempts = a as u32;
         }
-        let wait = |k: &'static str, unit: Unit| {
-            env_duration(k, unit, MAX_WAIT).map_err(anyhow::Error::msg)
+        let wait = |k: &'static str, unit: Unit, min| {
+            env_duration_in(k, unit, min, MAX_WAIT).map_err(anyhow::Error::msg)
         };
-        if let Some(b) = wait(EnvVars::GRETA_FETCH_BACKOFF_MS, Unit::Millis)? {
+        if let Some(b) = wait(
+            EnvVars::GRETA_FETCH_BACKOFF_MS,
+            Unit::Millis,
+            Duration::ZERO,
+        )? {
             o.backoff = b;
         }
-        if let Some(t) = wait(EnvVars::GRETA_FETCH_TIMEOUT_S, Unit::Secs)? {
-            let t = t.max(Duration::from_secs(1));
+        if let Some(t) = wait(
+            EnvVars::GRETA_FETCH_TIMEOUT_S,
+            Unit::Secs,
+            Duration::from_secs(1),
+        )? {
             o.connect_timeout = t;
             o.read_timeout = t;
         }

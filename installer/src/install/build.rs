@@ -70,14 +70,19 @@ pub(super) fn build(
         );
         envs::uv_bootstrap::ensure(&pin, cache, &input.fetch)
     };
-    let (tool, tool_how) = installer::Tool::choose(input.installer, Some(&python), &bootstrap)?;
+    let (tool, tool_how) = installer::Tool::choose(
+        input.installer,
+        prepared.named_uv.clone(),
+        Some(&python),
+        &bootstrap,
+    )?;
     if let Some(how) = &tool_how {
         say(input.verbose, format!("installer: {how}"));
     }
     let staging = Staging::create(&prepared.root, &input.name)?;
     let venv_how = staging
         .make_venv(&python, &tool, Some(cache.root()), input.installer_timeout)
-        .map_err(|e| on_full_disk(e, &staging.path))?;
+        .map_err(|e| on_full_disk(e, &prepared.root.dir, &[]))?;
     timings.insert("venv", t);
     super::pause_at("venv");
     let t = Instant::now();
@@ -117,7 +122,7 @@ pub(super) fn build(
     // the plan's files and drop any that is wrong, so the rerun fetches it.
     if let Err(e) = tool
         .install(&staging.path, &files, fresh, input.installer_timeout)
-        .map_err(|e| on_full_disk(e, &staging.path))
+        .map_err(|e| on_full_disk(e, &prepared.root.dir, &files))
     {
         let bad: Vec<String> = fetched
             .wheels
@@ -153,12 +158,30 @@ pub(super) fn build(
     ))
 }
 
-/// An installer step that failed on a full filesystem says so in its own
-/// words only: the filesystem is asked, and the error then carries
-/// [`crate::rerun::DiskFull`] (no "rerun to continue", issue 28).
-fn on_full_disk(e: anyhow::Error, dir: &std::path::Path) -> anyhow::Error {
-    match crate::rerun::full_filesystem(dir) {
+/// An installer step that failed for want of space says so in its own
+/// words only: those words ([`crate::rerun::ChildFailed`]) or a nearly
+/// full filesystem make the error carry [`crate::rerun::DiskFull`], which
+/// says how much to free where (the `wheels`' unpacked size against the
+/// free space), never "rerun to continue".
+fn on_full_disk(e: anyhow::Error, dir: &std::path::Path, wheels: &[PathBuf]) -> anyhow::Error {
+    let needs = (!wheels.is_empty())
+        .then(|| unpacked_size(wheels))
+        .flatten();
+    match crate::rerun::out_of_space_in(&e, dir, needs) {
         Some(full) => e.context(full),
         None => e,
     }
+}
+
+/// What `wheels` unpack to, from their zip directories (no member is
+/// read); `None` when one cannot be read or does not say.
+fn unpacked_size(wheels: &[PathBuf]) -> Option<u64> {
+    let mut total: u64 = 0;
+    for w in wheels {
+        let f = crate::read::open_regular(w).ok()?;
+        let z = zip::ZipArchive::new(std::io::BufReader::new(f)).ok()?;
+        let n = u64::try_from(z.decompressed_size()?).ok()?;
+        total = total.checked_add(n)?;
+    }
+    Some(total)
 }

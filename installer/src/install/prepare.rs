@@ -16,6 +16,8 @@ pub(super) struct Prepared {
     pub root: EnvRoot,
     pub cache: Cache,
     pub recovery: Recovery,
+    /// The uv `GRETA_UV` names, checked (see `installer::named_uv`).
+    pub named_uv: Option<std::path::PathBuf>,
     guard: Guard,
 }
 
@@ -49,6 +51,12 @@ pub(super) fn prepare(plan: &Plan, input: &InstallInput) -> Result<Prepared> {
     envs::validate_name(&input.name)?;
     let root = EnvRoot::default_root()?;
     let cache = Cache::new(Cache::default_root()?);
+    // A GRETA_UV that is no uv fails every install the same way: refused
+    // by name before anything is fetched (unless pip installs).
+    let named_uv = match input.installer {
+        installer::Choice::Pip => None,
+        _ => installer::named_uv()?,
+    };
     let guard = root.lock(&input.name)?;
     let recovery = root.recover(&input.name, &guard)?;
     if let Some(i) = &plan.queried_interpreter {
@@ -78,6 +86,7 @@ pub(super) fn prepare(plan: &Plan, input: &InstallInput) -> Result<Prepared> {
         root,
         cache,
         recovery,
+        named_uv,
         guard,
     })
 }

@@ -1,7 +1,7 @@
-//! Issue 28, item 15: "rerun to continue" where a rerun cannot help. A
-//! read-only cache and a full envs filesystem are real here: greta runs in
-//! its own mount namespace (`unshare -m`, root) over a tmpfs mounted
-//! read-only or 16 KiB small, so nothing outside the test sees the mount.
+//! "rerun to continue" where a rerun cannot help. A read-only cache and a
+//! full envs filesystem are real here: greta runs in its own mount
+//! namespace (`unshare -m`, root) over a tmpfs mounted read-only or small,
+//! so nothing outside the test sees the mount.
 
 use crate::support::{self, Harness};
 use std::path::Path;
@@ -72,4 +72,42 @@ fn a_read_only_cache_or_a_full_envs_disk_is_not_rerun_material() {
     let last = last_line(&o);
     assert!(!last.contains("rerun to continue"), "{}", support::text(&o));
     assert!(last.contains("full"), "{}", support::text(&o));
+}
+
+/// A wheel larger than the envs' filesystem: uv fails with ENOSPC and
+/// removes what it had written, so the filesystem has room again when
+/// greta looks (24 MiB of 40 here, more than the 16 MiB that read as
+/// full), and the install ended "rerun to continue", which fails the same
+/// way. uv's own words name the errno; greta then says how much to free
+/// where, from the wheels' unpacked size and the free space.
+#[test]
+fn a_wheel_larger_than_the_envs_filesystem_says_how_much_to_free() {
+    if !can_mount() {
+        eprintln!(
+            "SKIPPED: cannot mount a tmpfs here (needs root); rerun::tests covers the decision"
+        );
+        return;
+    }
+    support::require_uv();
+    let h = Harness::new(48 << 20);
+    let o = under_mount(
+        &h.install_command(&[]),
+        &h.dir.path().join("data"),
+        "size=40m",
+    );
+    let all = support::text(&o);
+    assert_eq!(o.status.code(), Some(1), "{all}");
+    assert!(all.contains("(os error 28)"), "not uv's ENOSPC: {all}");
+    let last = last_line(&o);
+    assert!(!last.contains("rerun to continue"), "{all}");
+    assert!(last.contains("free at least "), "{all}");
+    let data = h.dir.path().join("data");
+    assert!(
+        last.contains(&format!("on the filesystem of {}", data.display())),
+        "{all}"
+    );
+    assert!(
+        support::stderr(&o).contains("the wheels unpack to"),
+        "{all}"
+    );
 }

@@ -1,6 +1,8 @@
-//! Issue 28, item 12: `GRETA_HOME` was documented ("where greta keeps its
-//! envs: `$GRETA_HOME/envs`") and never read. It is now the first rule of
-//! where envs go, for every command that finds them.
+//! `GRETA_HOME` was documented ("where greta keeps its envs:
+//! `$GRETA_HOME/envs`") and never read. It is now the first rule of where
+//! envs go, for every command that finds them. A directory each env's
+//! activation script cannot hold as one quoted word (a line feed in it
+//! ended the script's comment and ran what followed) is refused by name.
 
 use crate::support::{self, Harness};
 
@@ -51,4 +53,42 @@ fn a_relative_greta_home_is_refused_by_name() {
         err.contains("GRETA_HOME") && err.contains("absolute"),
         "{err}"
     );
+}
+
+/// A line feed in the envs' directory (from `GRETA_HOME` or
+/// `XDG_DATA_HOME`) made the next line of the env's `greta-activate` a
+/// command (`touch PWNED` here, run by every shell that sourced it): the
+/// install refuses the directory by name before anything is fetched or
+/// built, and says what to fix, not to rerun.
+#[test]
+fn an_envs_directory_with_a_control_character_is_refused_before_fetching() {
+    let h = Harness::new(1_000);
+    let bad = h.dir.path().join("x\ntouch PWNED\n#");
+    let cwd = h.dir.path().join("cwd");
+    std::fs::create_dir(&cwd).unwrap();
+    for var in ["GRETA_HOME", "XDG_DATA_HOME"] {
+        let mut c = h.install_command(&[]);
+        c.env(var, &bad).current_dir(&cwd);
+        let o = c.output().unwrap();
+        let err = support::stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{var}: {}", support::text(&o));
+        assert!(
+            err.contains(&format!("the envs directory (from {var})"))
+                && err.contains("holds a control character ('\\n')"),
+            "{var}: {err}"
+        );
+        assert!(
+            err.contains(&format!("set {var} to another directory")),
+            "{err}"
+        );
+        let last = err.lines().last().unwrap_or_default();
+        assert!(last.contains("fix the setting above, then rerun"), "{err}");
+        assert!(
+            h.server.log().is_empty(),
+            "{var}: fetched {:?}",
+            h.server.log()
+        );
+        assert!(!bad.exists(), "{var}: made {}", bad.display());
+        assert!(std::fs::read_dir(&cwd).unwrap().next().is_none());
+    }
 }

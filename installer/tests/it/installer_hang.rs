@@ -1,6 +1,8 @@
-//! Issue 28, item 7 (installer side): an installer that never exits hung
-//! `greta install` for ever with the env lock held (`uv venv` and `uv pip
-//! install` ran with no limit). They run under `--installer-timeout`.
+//! An installer that never exits hung `greta install` for ever with the
+//! env lock held (`uv venv` and `uv pip install` ran with no limit). They
+//! run under `--installer-timeout`; one stopped there is not "rerun to
+//! continue" (a rerun under the same limit stops at the same point): the
+//! last line says to raise the limit.
 
 use crate::support::{self, Harness};
 use std::os::unix::fs::PermissionsExt;
@@ -43,6 +45,12 @@ fn an_installer_that_never_exits_is_stopped_by_the_installer_timeout() {
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains("--installer-timeout"), "{err}");
     assert!(err.contains("3 s"), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(!last.contains("rerun to continue"), "{err}");
+    assert!(
+        last.contains("raise --installer-timeout above 3 s"),
+        "{err}"
+    );
     assert!(!h.env_dir("cpu").exists());
     // The env lock is free: the next install runs (and builds) at once.
     let o = h.install(&[]);

@@ -1,11 +1,15 @@
-//! Issue 28, item 10: the uv greta is told to use is the uv it uses, and
-//! what it did is checked before greta says so.
+//! The uv greta is told to use is the uv it uses, and what it did is
+//! checked before greta says so.
 //!
 //! - `GRETA_UV` naming a `#!` script (a user's wrapper) was taken for a
 //!   pyenv shim and silently replaced by the uv of the interpreter's `uv`
 //!   package: the wrapper never ran.
 //! - A `GRETA_UV` that does nothing and exits 0 made greta print
 //!   "installed 3 wheels" before the import check failed.
+//! - `GRETA_UV=/bin/false` fetched every wheel, failed in `uv venv` and
+//!   said "rerun to continue", which failed the same way: a `GRETA_UV`
+//!   that does not answer `--version` as uv does is refused by name before
+//!   anything is fetched.
 
 use crate::support::{self, uvtool, Harness};
 use std::os::unix::fs::PermissionsExt;
@@ -58,6 +62,37 @@ fn a_greta_uv_that_does_nothing_is_caught_before_installed_is_said() {
     assert!(!err.contains("installed 3 wheels"), "{err}");
     assert!(err.contains(&noop.display().to_string()), "{err}");
     assert!(!h.env_dir("cpu").exists());
+}
+
+/// `GRETA_UV=/bin/false`: refused by name, nothing fetched, and the last
+/// line says what to fix instead of promising a rerun.
+#[test]
+fn a_greta_uv_that_is_no_uv_is_refused_before_anything_is_fetched() {
+    let h = Harness::new(1_000);
+    let o = install_with_uv(&h, Path::new("/bin/false"));
+    let err = support::stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{}", support::text(&o));
+    assert!(
+        err.contains("GRETA_UV=\"/bin/false\" is not a working uv: its `--version` ended with exit status 1 and printed \"false (GNU coreutils"),
+        "{err}"
+    );
+    let last = err.lines().last().unwrap_or_default();
+    assert!(!last.contains("rerun to continue"), "{err}");
+    assert!(last.contains("fix the setting above, then rerun"), "{err}");
+    assert!(h.server.log().is_empty(), "fetched: {:?}", h.server.log());
+    assert!(h.cached_wheels().is_empty());
+    assert!(!h.env_dir("cpu").exists());
+    // With pip installing, GRETA_UV is not asked.
+    let o = h
+        .install_command(&["--installer", "pip"])
+        .env("GRETA_UV", "/bin/false")
+        .output()
+        .unwrap();
+    assert!(
+        !support::stderr(&o).contains("GRETA_UV"),
+        "{}",
+        support::text(&o)
+    );
 }
 
 /// A uv that makes the venv but installs nothing (`pip install` exits 0):
