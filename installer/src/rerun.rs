@@ -179,7 +179,7 @@ pub fn blocker(e: &anyhow::Error) -> Option<String> {
             ));
         }
         if refused_path(c) {
-            return Some("the path above");
+            return fixed("fix the path above");
         }
         if let Some(io) = c.downcast_ref::<std::io::Error>() {
             use std::io::ErrorKind as K;
