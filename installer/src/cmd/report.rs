@@ -40,15 +40,17 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             Some(d) => d,
             None => default_dir()?,
         };
-        let (runs, skipped) = match greta_report::read_dir(&dir) {
-            Ok(x) => x,
+        // Each result is digested as it is read: the history holds a few
+        // numbers per gate, not the results.
+        let history = match greta_report::History::read_dir(&dir) {
+            Ok(h) => h,
             Err(e) => {
                 eprintln!("greta report: cannot list {e}");
                 return Ok(Exit::Undecided);
             }
         };
-        let html = greta_report::render_history(&runs, &skipped, &dir.display().to_string());
-        (html, runs.len(), skipped)
+        let (used, skipped) = (history.len(), history.skipped().to_vec());
+        (history.render(), used, skipped)
     } else {
         let paths = if args.paths.is_empty() {
             vec![default_dir()?]
@@ -92,10 +94,10 @@ fn read_paths(paths: &[PathBuf]) -> (Vec<Run>, Vec<Skipped>) {
     let mut skipped = Vec::new();
     for p in paths {
         if std::fs::metadata(p).is_ok_and(|m| m.is_dir()) {
-            match greta_report::read_dir(p) {
-                Ok((rs, sk)) => {
+            match greta_report::newest_in(p) {
+                Ok((newest, sk)) => {
                     skipped.extend(sk);
-                    match greta_report::newest(rs) {
+                    match newest {
                         Some(r) => runs.push(r),
                         None => skipped.push(Skipped {
                             path: p.clone(),
