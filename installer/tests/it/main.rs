@@ -46,6 +46,7 @@ mod lock_update;
 mod messages;
 mod report_cli;
 mod report_grafana;
+mod report_memory;
 mod report_page;
 mod self_contained;
 mod slurm_healthcheck;
