@@ -51,3 +51,4 @@ mod report_page;
 mod self_contained;
 mod slurm_healthcheck;
 mod smoke_cli;
+mod tuning_cache_cli;

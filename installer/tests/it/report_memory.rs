@@ -41,6 +41,8 @@ fn big_result(mb: usize) -> String {
 
 /// Runs `cmd` and returns its exit code, its stderr and its peak resident
 /// memory in MiB (the kernel's `ru_maxrss` of that one child).
+// The child is waited for by wait4 (std's wait has no rusage).
+#[allow(clippy::zombie_processes)]
 fn peak_mib(mut cmd: Command, stderr: &Path) -> (i32, String, f64) {
     let child = cmd
         .stdin(Stdio::null())
