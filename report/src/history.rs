@@ -30,6 +30,12 @@ const COLOURS: [(u8, u8, u8); 10] = [
     (214, 39, 40),
 ];
 
+/// Most charts a history draws. A profile has a few dozen gates (every
+/// profile together some 60); a chart costs the page some 15 KB however
+/// few its points, so a file naming thousands of gate ids gets tables for
+/// the rest.
+const CHARTS: usize = 256;
+
 /// The largest rate a chart draws (GB/s, TFLOP/s, us/dispatch: real
 /// rates are below 1e7), and the smallest top of its axis.
 const MAX_DRAWN: f64 = 1e12;
@@ -386,7 +392,7 @@ fn render(h: &History) -> String {
         _ => (0.0, 1.0),
     };
     let labels: Vec<&str> = devices.iter().map(String::as_str).collect();
-    for ((id, unit), by_device) in gates.iter().zip(&points) {
+    for (gi, ((id, unit), by_device)) in gates.iter().zip(&points).enumerate() {
         let id = s.get(*id);
         let series: Vec<(usize, &Vec<Point>)> = by_device.iter().map(|(di, p)| (*di, p)).collect();
         let _ = write!(
@@ -405,7 +411,15 @@ fn render(h: &History) -> String {
             b.push_str("<p class=\"meta\">no rate measured in any run</p>");
             continue;
         }
-        match chart(id, unit, &series, &changes, (t0, t1)) {
+        let drawn = if gi < CHARTS {
+            chart(id, unit, &series, &changes, (t0, t1))
+        } else {
+            Err(format!(
+                "the history has {} gate ids and charts the first {CHARTS}; the numbers are in the table",
+                gates.len()
+            ))
+        };
+        match drawn {
             Ok(svg) => {
                 b.push_str(&svg);
                 legend(&mut b, &series, &labels);
@@ -719,6 +733,44 @@ mod tests {
             );
             assert!(page.contains(&format!("smoke-{first_not_read}.json")));
         }
+    }
+
+    /// A chart costs the page the same however few its points: past
+    /// `CHARTS` gate ids (a profile has a few dozen) the rest get their
+    /// tables and a line saying why, so a file naming thousands of gate
+    /// ids cannot make the page thousands of charts long.
+    #[test]
+    fn past_its_chart_cap_a_history_gives_tables() {
+        let mut r = run_at("2026-11-20T10:00:00Z", "0.1.0", "Mesa 22", 1.0);
+        let one = r.report.devices[0]
+            .gates
+            .iter()
+            .find(|g| g.metrics.as_ref().is_some_and(|m| m.rate.is_some()))
+            .unwrap()
+            .clone();
+        r.report.devices.truncate(1);
+        r.report.devices[0].gates = (0..CHARTS + 44)
+            .map(|i| {
+                let mut g = one.clone();
+                g.id = format!("gate-{i}");
+                g
+            })
+            .collect();
+        let h = render_history(&[r], &[], "/r");
+        assert_eq!(h.matches("<svg class=\"history\"").count(), CHARTS);
+        assert_eq!(
+            h.matches(&format!(
+                "{} gate ids and charts the first {CHARTS}",
+                CHARTS + 44
+            ))
+            .count(),
+            44
+        );
+        assert_eq!(
+            h.matches("class=\"history-numbers\"").count(),
+            CHARTS + 44,
+            "every gate keeps its table"
+        );
     }
 
     #[test]
