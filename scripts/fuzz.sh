@@ -17,7 +17,10 @@ cd "$(dirname "$0")/.."
 SECS="${1:-30}"
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(from_text sysroot lock_files data_files gemm_plan cache_paths)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(from_text sysroot lock_files data_files gemm_plan cache_paths report)
+# afl-fuzz limits per target (default -t 5000: 5 s an input). report's bar:
+# no input over 1 s, no allocation over 1 GB (-m: the harness's address space).
+declare -A LIMITS=([report]="-t 1000 -m 1024")
 
 if ! cargo afl --version >/dev/null 2>&1; then
   echo "fuzz.sh: cargo-afl missing: cargo install cargo-afl && cargo afl config --build" >&2
@@ -39,7 +42,8 @@ for t in "${TARGETS[@]}"; do
   rm -rf "$out"
   AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_NO_AFFINITY=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
     AFL_SKIP_CRASHES=1 AFL_QUIET=1 \
-    cargo afl fuzz -V "$SECS" -t 5000 -i "fuzz/corpus/$t" -o "$out" "fuzz/target/release/$t" \
+    # shellcheck disable=SC2086 # the limits are words
+    cargo afl fuzz -V "$SECS" ${LIMITS[$t]:--t 5000} -i "fuzz/corpus/$t" -o "$out" "fuzz/target/release/$t" \
     >"fuzz/out/$t.log" 2>&1 || { echo "fuzz.sh: afl-fuzz failed for $t (fuzz/out/$t.log)" >&2; tail -20 "fuzz/out/$t.log" >&2; status=1; continue; }
   stats="$out/default/fuzzer_stats"
   get() { awk -F' *: *' -v k="$1" '$1 == k { print $2 }' "$stats"; }

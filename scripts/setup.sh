@@ -5,7 +5,8 @@
 #                             Debian's ROCm 5.2 HIP compiler/runtime, uv and pip >= 26.3 (from PyPI), slurm-wlm + munge
 #                             (tests/slurm_healthcheck.rs starts a one-node Slurm), mmdebstrap
 #                             (scripts/sid-chroot.sh builds the Debian sid chroot with ROCm 6.4.3),
-#                             dash and zsh (greta-activate is tested by sourcing it in bash, dash and zsh)
+#                             dash and zsh (greta-activate is tested by sourcing it in bash, dash and zsh),
+#                             promtool (Prometheus' parser of the --prom textfile, out of Debian's prometheus package)
 # Rust (cargo) must already be installed; everything else comes from the distribution and PyPI.
 set -euo pipefail
 want_test=0
@@ -49,5 +50,22 @@ then
   echo "setup: upgrading python3's pip to >= 26.3 (PEP 751 extras)" >&2
   python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore 'pip>=26.3' >&2 \
     || python3 -m pip install -q --disable-pip-version-check --break-system-packages 'pip>=26.3' >&2
+fi
+if [[ $want_test -eq 1 ]] && ! command -v promtool >/dev/null 2>&1; then
+  # smoke/tests/prom_text.rs reads the --prom textfile with Prometheus' own Go
+  # parser (`promtool check metrics`). Debian ships promtool only inside the
+  # `prometheus` package, whose install also sets up (and on a booted system
+  # starts) a Prometheus server: take its one static binary out of the package.
+  echo "setup: installing promtool (from Debian's prometheus package)" >&2
+  tmp=$(mktemp -d)
+  chmod 755 "$tmp"  # apt's download user must be able to write there
+  if ! (cd "$tmp" && apt-get download -qq prometheus >&2); then
+    $sudo_ apt-get update -qq
+    (cd "$tmp" && apt-get download -qq prometheus >&2)
+  fi
+  dpkg-deb --fsys-tarfile "$tmp"/prometheus_*.deb | tar -x -C "$tmp" ./usr/bin/promtool
+  $sudo_ install -m 0755 "$tmp/usr/bin/promtool" /usr/local/bin/promtool
+  rm -rf "$tmp"
+  promtool --version >&2
 fi
 command -v cargo >/dev/null || { echo "setup: cargo not found; install Rust (rustup) first" >&2; exit 2; }

@@ -6,7 +6,8 @@
 //! at once), checks on the opened descriptor that it is a regular file (no
 //! race with a rename between a `stat` and the `open`), and reads at most
 //! `cap` bytes, refusing more. Shared by probe, runtime and smoke so the rule
-//! has one implementation.
+//! has one implementation. The same paths are cleared the same way where
+//! greta writes its own file: [`set_aside`].
 //!
 //! Writing a file or directory that someone named ([`output`]) meets the
 //! same world from the other side: a link planted in `/tmp`, a FIFO or a
@@ -150,6 +151,28 @@ pub fn text_if_exists(path: &Path, cap: u64) -> Result<Option<String>, Error> {
     }
 }
 
+/// Renames whatever is at `path` (never followed, opened or deleted: a
+/// FIFO, a device node, a symlink, a directory) to the first free
+/// `<path>.aside-<pid>-<n>`, so that it stays for its owner to look at and
+/// greta can put its own regular file at `path`. The one way greta's
+/// caches (the wheel cache, the tuning cache) clear a path they own;
+/// callers say so, naming both paths. Returns the new name.
+pub fn set_aside(path: &Path) -> std::io::Result<PathBuf> {
+    for n in 0u32..1000 {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".aside-{}-{n}", std::process::id()));
+        let to = PathBuf::from(name);
+        if std::fs::symlink_metadata(&to).is_ok() {
+            continue;
+        }
+        return std::fs::rename(path, &to).map(|()| to);
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        "no free name to move it aside to",
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,5 +235,32 @@ mod tests {
             bytes(Path::new("/proc/self/status"), 4),
             Err(Error::TooLarge { .. })
         ));
+    }
+
+    /// What is set aside keeps its kind and target (a link is not
+    /// followed), under a name of its own; a second one gets another name.
+    #[test]
+    fn set_aside_renames_without_following_and_never_overwrites() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("target");
+        std::fs::write(&target, "theirs").unwrap();
+        let p = d.path().join("cache.json");
+        std::os::unix::fs::symlink(&target, &p).unwrap();
+        let a = set_aside(&p).unwrap();
+        assert!(std::fs::symlink_metadata(&p).is_err());
+        assert!(std::fs::symlink_metadata(&a)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_link(&a).unwrap(), target);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "theirs");
+        mkfifo(&p);
+        let b = set_aside(&p).unwrap();
+        assert_ne!(a, b);
+        assert!(b
+            .to_string_lossy()
+            .ends_with(&format!(".aside-{}-1", std::process::id())));
+        assert!(std::fs::symlink_metadata(&b).unwrap().file_type().is_fifo());
+        assert!(set_aside(&p).is_err(), "nothing there: an error");
     }
 }

@@ -9,11 +9,13 @@
 
 mod cache;
 mod plan;
+mod report;
 mod seeds;
 mod split;
 mod targets;
 
 pub use cache::cache_paths;
+pub use report::report;
 pub use seeds::seeds;
 pub use split::{parts, Words};
 pub use targets::{data_files, from_text, gemm_plan, lock_files, sysroot, Scratch, SYSROOT_FILES};
@@ -26,6 +28,7 @@ pub const TARGETS: &[&str] = &[
     "data_files",
     "gemm_plan",
     "cache_paths",
+    "report",
 ];
 
 /// Runs target `name` on one input (`scratch` is its working directory).
@@ -38,6 +41,7 @@ pub fn run(name: &str, scratch: &Scratch, data: &[u8]) {
         "data_files" => data_files(scratch, data),
         "gemm_plan" => gemm_plan(data),
         "cache_paths" => cache_paths(scratch, data),
+        "report" => report(data),
         other => panic!("no fuzz target named {other:?}"),
     }
 }

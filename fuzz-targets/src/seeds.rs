@@ -70,6 +70,19 @@ pub fn seeds(target: &str, repo: &Path) -> io::Result<Vec<(String, Vec<u8>)>> {
                 out.push((rel(repo, &f), std::fs::read(&f)?));
             }
         }
+        "report" => {
+            // Real results as files, drawn as the page (tag 0) and the
+            // history (tag 2); then the generator's knobs.
+            let mut real = glob(&repo.join("report/tests/data"), "", ".json")?;
+            real.extend(glob(&repo.join("fuzz/seeds"), "baseline-", ".json")?);
+            for f in &real {
+                out.push(tagged(repo, 0, f)?);
+                out.push(tagged(repo, 2, f)?);
+            }
+            for f in glob(&repo.join("fuzz/seeds"), "report-", ".bin")? {
+                out.push((rel(repo, &f), std::fs::read(&f)?));
+            }
+        }
         "gemm_plan" => {
             for f in glob(&repo.join("fuzz/seeds"), "plan-", ".bin")? {
                 out.push((rel(repo, &f), std::fs::read(&f)?));

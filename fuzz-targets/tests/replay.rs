@@ -17,6 +17,47 @@ use std::time::{Duration, Instant};
 
 /// One input running longer than this is a hang (debug build, busy machine).
 const HANG: Duration = Duration::from_secs(60);
+/// The largest single allocation any target may ask for: a size computed
+/// from an input is the defect class these targets look for. A larger
+/// request fails as an out-of-memory would (the process aborts with
+/// "memory allocation of N bytes failed"); AFL++ runs the same bar with
+/// `-m 1024`.
+const MAX_ALLOC: usize = 1 << 30;
+
+struct Capped;
+
+// SAFETY: every call is passed to the system allocator unchanged, or
+// refused (null) before it reaches it.
+unsafe impl std::alloc::GlobalAlloc for Capped {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        if l.size() > MAX_ALLOC {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: the caller's layout, as GlobalAlloc requires.
+        unsafe { std::alloc::System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        // SAFETY: `p` came from `alloc`/`realloc` above with layout `l`.
+        unsafe { std::alloc::System.dealloc(p, l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: std::alloc::Layout) -> *mut u8 {
+        if l.size() > MAX_ALLOC {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: the caller's layout, as GlobalAlloc requires.
+        unsafe { std::alloc::System.alloc_zeroed(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, new: usize) -> *mut u8 {
+        if new > MAX_ALLOC {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: the caller's pointer and layout, as GlobalAlloc requires.
+        unsafe { std::alloc::System.realloc(p, l, new) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Capped = Capped;
 /// Mutants never grow past this.
 const MAX_INPUT: usize = 1 << 20;
 
@@ -95,10 +136,19 @@ fn watchdog(target: &'static str, watch: Arc<Watch>) {
     });
 }
 
-fn exec(target: &'static str, scratch: &Scratch, watch: &Watch, tag: &str, data: &[u8]) {
-    *watch.state.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), data.to_vec()));
+/// Runs one input; returns how long it took.
+fn exec(
+    target: &'static str,
+    scratch: &Scratch,
+    watch: &Watch,
+    tag: &str,
+    data: &[u8],
+) -> Duration {
+    let start = Instant::now();
+    *watch.state.lock().unwrap_or_else(|e| e.into_inner()) = Some((start, data.to_vec()));
     watch.changed.notify_all();
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(target, scratch, data)));
+    let took = start.elapsed();
     *watch.state.lock().unwrap_or_else(|e| e.into_inner()) = None;
     if r.is_err() {
         let p = save(target, tag, data);
@@ -108,6 +158,7 @@ fn exec(target: &'static str, scratch: &Scratch, watch: &Watch, tag: &str, data:
             p.display()
         );
     }
+    took
 }
 
 /// One to eight stacked byte-level edits of `base`, some borrowing a slice
@@ -187,8 +238,19 @@ fn fuzz(target: &'static str) {
     });
     watchdog(target, watch.clone());
 
+    // The slowest input and its name (debug build: AFL++'s release
+    // harnesses run several times faster).
+    let mut slowest = (Duration::ZERO, String::new());
+    let mut timed = |took: Duration, name: &str| {
+        if took > slowest.0 {
+            slowest = (took, name.to_string());
+        }
+    };
     for (name, data) in &corpus {
-        exec(target, &scratch, &watch, &name.replace('/', "_"), data);
+        timed(
+            exec(target, &scratch, &watch, &name.replace('/', "_"), data),
+            name,
+        );
     }
 
     let seed = rng_seed(target);
@@ -199,20 +261,17 @@ fn fuzz(target: &'static str) {
         let base = &corpus[rng.gen_range(0..corpus.len())].1;
         let other = &corpus[rng.gen_range(0..corpus.len())].1;
         let input = mutate(&mut rng, base, other);
-        exec(
-            target,
-            &scratch,
-            &watch,
-            &format!("seed{seed}-n{n}"),
-            &input,
-        );
+        let tag = format!("seed{seed}-n{n}");
+        timed(exec(target, &scratch, &watch, &tag, &input), &tag);
         n += 1;
     }
     eprintln!(
-        "{target}: {} seeds replayed, {n} mutants in {:.1} s ({}={seed})",
+        "{target}: {} seeds replayed, {n} mutants in {:.1} s ({}={seed}); slowest input {:.3} s ({})",
         corpus.len(),
         start.elapsed().as_secs_f64(),
-        EnvVars::GRETA_FUZZ_SEED
+        EnvVars::GRETA_FUZZ_SEED,
+        slowest.0.as_secs_f64(),
+        slowest.1
     );
 }
 
@@ -244,6 +303,11 @@ fn gemm_plan() {
 #[test]
 fn cache_paths() {
     fuzz("cache_paths");
+}
+
+#[test]
+fn report() {
+    fuzz("report");
 }
 
 /// The driver can fail: a target that panics is caught, reported and its
@@ -284,4 +348,18 @@ fn every_target_has_real_seeds_and_regressions_name_targets() {
             );
         }
     }
+}
+
+/// The allocation cap is in effect for every target run here: a request
+/// past it fails as an out-of-memory would, and one under it is served.
+#[test]
+fn an_allocation_over_one_gib_fails() {
+    let mut v: Vec<u8> = Vec::new();
+    assert!(v.try_reserve_exact(MAX_ALLOC + 1).is_err());
+    assert!(v.try_reserve_exact(1 << 20).is_ok());
+    let mut w: Vec<u8> = vec![0; 1 << 20];
+    assert!(
+        w.try_reserve_exact(MAX_ALLOC).is_err(),
+        "grown past the cap"
+    );
 }

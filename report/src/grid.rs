@@ -7,6 +7,7 @@
 //! text and carries its class, ratio and rate as attributes.
 
 use crate::html::{esc, exact, num, ratio};
+use crate::node::Node;
 use greta_smoke::results::{GateStatus, Report};
 use std::fmt::Write;
 
@@ -47,68 +48,30 @@ pub fn band(ratio: Option<f64>, status: GateStatus, peer_fraction: f64) -> Band 
     }
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
+/// Most cells the grid draws. Every device of a real node runs the same
+/// gates (8 GPUs x 40 gates is 320 cells), but a file whose devices each
+/// name gates of their own would ask for devices x gates cells, most of
+/// them "not run": past this the grid is left out and says why (each
+/// device's table still has its ratio to the median).
+pub const GRID_CELLS: usize = 100_000;
 
-/// Each gate id in order of first appearance over the devices.
-pub fn gate_ids(r: &Report) -> Vec<String> {
-    let mut ids: Vec<String> = Vec::new();
-    for d in &r.devices {
-        for g in &d.gates {
-            if !ids.contains(&g.id) {
-                ids.push(g.id.clone());
-            }
-        }
-    }
-    ids
-}
-
-/// One cell's ratio: greta's own peer comparison when the run made one,
-/// else this rate over the median of the devices' rates (as a speed).
-pub fn ratios(r: &Report, gate: &str) -> Vec<Option<f64>> {
-    let rates: Vec<Option<(f64, bool)>> = r
-        .devices
-        .iter()
-        .map(|d| {
-            let g = d.gates.iter().find(|g| g.id == gate)?;
-            let m = g.metrics.as_ref()?;
-            m.rate
-                .filter(|v| v.is_finite() && *v > 0.0)
-                .map(|v| (v, m.unit.higher_is_better()))
-        })
-        .collect();
-    let med = median(rates.iter().flatten().map(|(v, _)| *v).collect());
-    r.devices
-        .iter()
-        .zip(&rates)
-        .map(|(d, rate)| {
-            let peer = d.gates.iter().find(|g| g.id == gate)?.peer.as_ref();
-            if let Some(p) = peer {
-                return Some(p.ratio);
-            }
-            let (v, hib) = (*rate)?;
-            let med = med.filter(|_| rates.iter().flatten().count() >= 2)?;
-            Some(if hib { v / med } else { med / v })
-        })
-        .collect()
-}
-
-pub fn html(r: &Report, anchor: &str) -> String {
+pub fn html(r: &Report, node: &Node<'_>, anchor: &str) -> String {
     let pf = r
         .settings
         .peer_fraction
         .unwrap_or(greta_smoke::DEFAULT_PEER_FRACTION);
     let mut o = String::new();
+    let cells = node.ids.len().saturating_mul(r.devices.len());
+    if cells > GRID_CELLS {
+        let _ = write!(
+            o,
+            "<p class=\"warn grid-left-out\">The gates x devices grid is left out: {} gate ids on {} devices would be \
+             {cells} cells (more than {GRID_CELLS}); each device's table below has its ratio to the node's median.</p>",
+            node.ids.len(),
+            r.devices.len()
+        );
+        return o;
+    }
     let _ = write!(
         o,
         "<p class=\"legend\">Each cell: the device's rate over the node's median for the gate (as a speed: \
@@ -128,19 +91,22 @@ pub fn html(r: &Report, anchor: &str) -> String {
         );
     }
     o.push_str("</tr></thead><tbody>");
-    for id in gate_ids(r) {
-        let rs = ratios(r, &id);
-        let _ = write!(o, "<tr><th>{}</th>", esc(&id));
-        for (d, ratio_v) in r.devices.iter().zip(rs) {
-            let Some(g) = d.gates.iter().find(|g| g.id == id) else {
+    for (id, row) in node.ids.iter().zip(&node.rows) {
+        let _ = write!(o, "<tr><th>{}</th>", esc(id));
+        // `row` holds the devices that ran the gate, in device order.
+        let mut ran = row.iter().peekable();
+        for (di, d) in r.devices.iter().enumerate() {
+            let Some((_, cell)) = ran.next_if(|(i, _)| *i == di) else {
                 let _ = write!(
                     o,
                     "<td class=\"cell r-none\" data-device=\"{}\" data-gate=\"{}\">not run</td>",
                     d.index,
-                    esc(&id)
+                    esc(id)
                 );
                 continue;
             };
+            let g = &d.gates[cell.gate];
+            let ratio_v = cell.ratio;
             let rate = g.metrics.as_ref().and_then(|m| m.rate);
             let unit = g.metrics.as_ref().map_or("", |m| m.unit.as_str());
             let b = band(ratio_v, g.status, pf);
@@ -165,7 +131,7 @@ pub fn html(r: &Report, anchor: &str) -> String {
                 b.class(),
                 g.status.as_str(),
                 d.index,
-                esc(&id),
+                esc(id),
                 rate.map(|v| format!(" data-rate=\"{}\"", exact(v))).unwrap_or_default(),
                 ratio_v.map(|v| format!(" data-ratio=\"{}\"", exact(v))).unwrap_or_default(),
                 esc(&title),
@@ -200,16 +166,17 @@ mod tests {
                 });
             }
         }
-        for id in gate_ids(&r) {
-            let rs = ratios(&r, &id);
-            assert!((rs[5].unwrap() - 0.25).abs() < 1e-12, "{id} {rs:?}");
-            assert!((rs[0].unwrap() - 1.0).abs() < 1e-12, "{id} {rs:?}");
+        let node = Node::of(&r);
+        for id in &node.ids {
+            let at = |di| node.cell(di, id).unwrap().ratio.unwrap();
+            assert!((at(5) - 0.25).abs() < 1e-12, "{id}");
+            assert!((at(0) - 1.0).abs() < 1e-12, "{id}");
         }
-        let h = html(&r, "");
+        let h = html(&r, &node, "");
         let slow = h
             .matches("class=\"cell r-fail s-pass\" data-device=\"5\"")
             .count();
-        assert_eq!(slow, gate_ids(&r).len(), "{h}");
+        assert_eq!(slow, node.ids.len(), "{h}");
         assert_eq!(
             h.matches("r-fail").count(),
             slow + 1,
@@ -218,6 +185,29 @@ mod tests {
         assert_eq!(band(Some(1.0), GateStatus::Fail, 0.85), Band::Fail);
         assert_eq!(band(Some(0.9), GateStatus::Pass, 0.85), Band::Low);
         assert_eq!(band(None, GateStatus::Skip, 0.85), Band::None);
-        assert_eq!(median(vec![3.0, 1.0, 2.0, 10.0]), Some(2.5));
+    }
+
+    /// A gate only some devices ran is "not run" on the others, in its
+    /// column; the ratios are over the devices that ran it.
+    #[test]
+    fn a_gate_some_devices_did_not_run_is_not_run_in_their_columns() {
+        let mut r = sample(3);
+        let copy = r.devices[0]
+            .gates
+            .iter()
+            .position(|g| g.id == "copy.16m")
+            .unwrap();
+        r.devices[1].gates.remove(copy);
+        let node = Node::of(&r);
+        assert!(node.cell(1, "copy.16m").is_none());
+        assert_eq!(node.cell(2, "copy.16m").unwrap().ratio, Some(1.0));
+        let h = html(&r, &node, "");
+        assert_eq!(
+            h.matches("data-device=\"1\" data-gate=\"copy.16m\">not run<")
+                .count(),
+            1,
+            "{h}"
+        );
+        assert_eq!(h.matches(">not run<").count(), 1);
     }
 }

@@ -3,13 +3,14 @@
 //! Drawn with plotters' SVG backend (axes, time ticks, series, legend);
 //! the numbers of every chart are in a table under it.
 
+use crate::digest::{digest, DeviceDigest, Digest, Kept, Strings, Sym};
 use crate::html::{esc, exact, num, page, FAIL};
-use crate::load::{Run, Skipped};
+use crate::load::{json_files, read_run, Run, Skipped};
 use crate::page::skipped_html;
-use greta_smoke::results::GateStatus;
 use plotters::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
+use std::path::Path;
 
 const W: u32 = 900;
 const H: u32 = 260;
@@ -28,6 +29,12 @@ const COLOURS: [(u8, u8, u8); 10] = [
     (23, 190, 207),
     (214, 39, 40),
 ];
+
+/// Most charts a history draws. A profile has a few dozen gates (every
+/// profile together some 60); a chart costs the page some 15 KB however
+/// few its points, so a file naming thousands of gate ids gets tables for
+/// the rest.
+const CHARTS: usize = 256;
 
 /// The largest rate a chart draws (GB/s, TFLOP/s, us/dispatch: real
 /// rates are below 1e7), and the smallest top of its axis.
@@ -66,10 +73,15 @@ fn axis_time(t: f64, with_date: bool) -> String {
     d.format(&f).unwrap_or_else(|_| format!("{t}"))
 }
 
-/// A device across runs: its UUID when the backend gave one, else the
-/// host, index and name.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct DevKey(String);
+/// A device across runs: its UUID when the backend gave one (with its
+/// index when two devices of one run share it), else the host, index and
+/// name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum DevKey {
+    Uuid([u8; 16]),
+    UuidAt([u8; 16], usize),
+    Host(Sym, usize, Sym),
+}
 
 struct Point {
     t: f64,
@@ -94,21 +106,24 @@ fn merge(changes: Vec<Change>) -> Vec<Change> {
     while i < changes.len() {
         let t = changes[i].t;
         let mut j = i;
-        let mut parts: Vec<(String, Vec<String>)> = Vec::new();
+        // Each distinct change once, in order, with who made it.
+        let mut parts: Vec<(&str, Vec<&str>)> = Vec::new();
+        let mut at: HashMap<&str, usize> = HashMap::new();
         while j < changes.len() && changes[j].t == t {
             let c = &changes[j];
-            match parts.iter_mut().find(|(w, _)| *w == c.what) {
-                Some((_, who)) => who.push(c.who.clone()),
-                None => parts.push((c.what.clone(), vec![c.who.clone()])),
-            }
+            let k = *at.entry(c.what.as_str()).or_insert_with(|| {
+                parts.push((c.what.as_str(), Vec::new()));
+                parts.len() - 1
+            });
+            parts[k].1.push(c.who.as_str());
             j += 1;
         }
         let what = parts
             .into_iter()
             .map(|(what, who)| {
-                let who: Vec<String> = who.into_iter().filter(|w| !w.is_empty()).collect();
+                let who: Vec<&str> = who.into_iter().filter(|w| !w.is_empty()).collect();
                 match who.len() {
-                    0 => what,
+                    0 => what.to_string(),
                     1 => format!("{}: {what}", who[0]),
                     n => format!("{n} devices ({}): {what}", who.join(", ")),
                 }
@@ -125,101 +140,205 @@ fn merge(changes: Vec<Change>) -> Vec<Change> {
     out
 }
 
-/// The history page of `runs` (any order) read from `source`.
-pub fn render_history(runs: &[Run], skipped: &[Skipped], source: &str) -> String {
-    let mut skipped: Vec<Skipped> = skipped.to_vec();
-    let mut timed: Vec<(f64, &Run)> = Vec::with_capacity(runs.len());
-    for r in runs {
-        match unix(&r.report.started_at) {
-            Some(t) => timed.push((t, r)),
-            None => skipped.push(Skipped {
-                path: r.path.clone().unwrap_or_default(),
-                why: format!(
-                    "started_at {:?} is not an RFC 3339 time",
-                    r.report.started_at
-                ),
-            }),
+/// The runs of a history, each kept as a [`Digest`] (a few numbers per
+/// gate) as it is added, and the files that were not used.
+pub struct History {
+    source: String,
+    strings: Strings,
+    kept: Kept,
+    runs: Vec<Digest>,
+    skipped: Vec<Skipped>,
+}
+
+impl History {
+    /// An empty history of `source` (the directory, as the page names it).
+    pub fn new(source: &str) -> History {
+        History {
+            source: source.to_string(),
+            strings: Strings::default(),
+            kept: Kept::default(),
+            runs: Vec::new(),
+            skipped: Vec::new(),
         }
     }
-    timed.sort_by(|a, b| a.0.total_cmp(&b.0));
 
-    let hosts: std::collections::BTreeSet<&str> = timed
-        .iter()
-        .map(|(_, r)| r.report.host.hostname.as_deref().unwrap_or("?"))
-        .collect();
-    let many_hosts = hosts.len() > 1;
-    // Devices, gates (first appearance order), points, version changes.
-    let mut devices: Vec<(DevKey, String)> = Vec::new();
-    let mut gates: Vec<(String, String)> = Vec::new();
-    let mut points: BTreeMap<(usize, usize), Vec<Point>> = BTreeMap::new();
-    let mut changes: Vec<Change> = Vec::new();
-    let mut last_greta: Option<&str> = None;
-    let mut last_driver: BTreeMap<DevKey, String> = BTreeMap::new();
-    for (ri, (t, run)) in timed.iter().enumerate() {
-        let r = &run.report;
-        if let Some(prev) = last_greta.filter(|v| *v != r.greta_version) {
-            changes.push(Change {
-                t: *t,
-                who: String::new(),
-                what: format!("greta {prev} -> {}", r.greta_version),
-            });
-        }
-        last_greta = Some(&r.greta_version);
-        let host = r.host.hostname.as_deref().unwrap_or("?");
-        let mut seen = std::collections::BTreeSet::new();
-        for d in &r.devices {
-            // A UUID twice in one run (replayed or cloned devices, a
-            // driver that gives none useful) cannot tell them apart.
-            let key = DevKey(match d.device.uuid {
-                Some(u) if seen.insert(u.to_string()) => u.to_string(),
-                Some(u) => format!("{u}/{}", d.index),
-                None => format!("{host}/{}/{}", d.index, d.device.name),
-            });
-            let label = if many_hosts {
-                format!("{host} GPU {} {}", d.index, d.device.name)
-            } else {
-                format!("GPU {} {}", d.index, d.device.name)
-            };
-            let di = match devices.iter().position(|(k, _)| *k == key) {
-                Some(i) => i,
-                None => {
-                    devices.push((key.clone(), label.clone()));
-                    devices.len() - 1
+    /// Every `*.json` of `dir`, newest name first (results are named by
+    /// their start time), each digested as it is read and then dropped;
+    /// when the history is full the older files are not read, and one
+    /// entry of [`History::skipped`] says how many and why. Err only when
+    /// `dir` cannot be listed.
+    pub fn read_dir(dir: &Path) -> Result<History, String> {
+        let mut h = History::new(&dir.display().to_string());
+        h.read(dir)?;
+        Ok(h)
+    }
+
+    fn read(&mut self, dir: &Path) -> Result<(), String> {
+        let (names, skipped) = json_files(dir)?;
+        self.skipped.extend(skipped);
+        for (left, (seq, p)) in names.iter().enumerate().rev().enumerate() {
+            let run = match read_run(p) {
+                Ok(r) => r,
+                Err(s) => {
+                    self.skip(s);
+                    continue;
                 }
             };
-            let driver = format!(
-                "{} {} {}",
-                d.device.driver_name, d.device.driver_info, d.device.driver_version
-            );
-            if let Some(prev) = last_driver.insert(key, driver.clone()) {
-                if prev != driver {
+            if let Err(full) = self.add_at(&run, seq) {
+                let older = names.len() - left - 1;
+                let read = self.runs.len();
+                self.skip(Skipped {
+                    path: p.clone(),
+                    why: format!(
+                        "not read, nor the {older} older file{} (by name): {full}; {read} run{} read. \
+                         Report on fewer results (move older ones out of the directory)",
+                        if older == 1 { "" } else { "s" },
+                        if read == 1 { " was" } else { "s were" },
+                    ),
+                });
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds `run`: its digest is kept, the run itself is not. A run whose
+    /// start is not an RFC 3339 time is skipped (named); Err when the
+    /// history is full (nothing of `run` is kept).
+    pub fn add(&mut self, run: &Run) -> Result<(), String> {
+        self.add_at(run, self.runs.len())
+    }
+
+    fn add_at(&mut self, run: &Run, seq: usize) -> Result<(), String> {
+        let Some(t) = unix(&run.report.started_at) else {
+            self.skip(Skipped {
+                path: run.path.clone().unwrap_or_default(),
+                why: format!(
+                    "started_at {:?} is not an RFC 3339 time",
+                    crate::digest::cut(&run.report.started_at)
+                ),
+            });
+            return Ok(());
+        };
+        self.kept.check(run, &self.strings)?;
+        let d = digest(run, t, seq, &mut self.strings, &mut self.kept);
+        self.runs.push(d);
+        Ok(())
+    }
+
+    /// Names a file that was not used.
+    pub fn skip(&mut self, s: Skipped) {
+        self.skipped.push(s);
+    }
+
+    /// How many runs are kept.
+    pub fn len(&self) -> usize {
+        self.runs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// The files that were not used, and why.
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.skipped
+    }
+
+    /// The page.
+    pub fn render(mut self) -> String {
+        self.runs
+            .sort_by(|a, b| a.t.total_cmp(&b.t).then(a.seq.cmp(&b.seq)));
+        render(&self)
+    }
+}
+
+/// The history page of `runs` (any order) read from `source`.
+pub fn render_history(runs: &[Run], skipped: &[Skipped], source: &str) -> String {
+    let mut h = History::new(source);
+    h.skipped = skipped.to_vec();
+    for r in runs {
+        if let Err(full) = h.add(r) {
+            h.skip(Skipped {
+                path: r.path.clone().unwrap_or_default(),
+                why: format!("not drawn: {}", full),
+            });
+        }
+    }
+    h.render()
+}
+
+fn render(h: &History) -> String {
+    let s = &h.strings;
+    let timed = &h.runs;
+    let hosts: std::collections::BTreeSet<Sym> = timed.iter().map(|r| r.host).collect();
+    let many_hosts = hosts.len() > 1;
+    let label = |host: Sym, d: &DeviceDigest| {
+        if many_hosts {
+            format!("{} GPU {} {}", s.get(host), d.index, s.get(d.name))
+        } else {
+            format!("GPU {} {}", d.index, s.get(d.name))
+        }
+    };
+    // Devices and gates in order of first appearance; each gate's points
+    // by device; version changes.
+    // Each device's label, from the run it first appeared in.
+    let mut devices: Vec<String> = Vec::new();
+    let mut device_at: HashMap<DevKey, usize> = HashMap::new();
+    let mut gates: Vec<(Sym, &'static str)> = Vec::new();
+    let mut gate_at: HashMap<Sym, usize> = HashMap::new();
+    let mut points: Vec<BTreeMap<usize, Vec<Point>>> = Vec::new();
+    let mut changes: Vec<Change> = Vec::new();
+    let mut last_greta: Option<Sym> = None;
+    let mut last_driver: HashMap<DevKey, Sym> = HashMap::new();
+    for (ri, r) in timed.iter().enumerate() {
+        let t = r.t;
+        if let Some(prev) = last_greta.filter(|v| *v != r.greta) {
+            changes.push(Change {
+                t,
+                who: String::new(),
+                what: format!("greta {} -> {}", s.get(prev), s.get(r.greta)),
+            });
+        }
+        last_greta = Some(r.greta);
+        // A UUID twice in one run (replayed or cloned devices, a driver
+        // that gives none useful) cannot tell them apart.
+        let mut seen: HashSet<[u8; 16]> = HashSet::new();
+        for d in &r.devices {
+            let key = match d.uuid {
+                Some(u) if seen.insert(u) => DevKey::Uuid(u),
+                Some(u) => DevKey::UuidAt(u, d.index),
+                None => DevKey::Host(r.host, d.index, d.name),
+            };
+            let di = *device_at.entry(key).or_insert_with(|| {
+                devices.push(label(r.host, d));
+                devices.len() - 1
+            });
+            if let Some(prev) = last_driver.insert(key, d.driver) {
+                if prev != d.driver {
                     changes.push(Change {
-                        t: *t,
-                        who: label.clone(),
-                        what: format!("driver {} -> {}", prev.trim(), driver.trim()),
+                        t,
+                        who: label(r.host, d),
+                        what: format!(
+                            "driver {} -> {}",
+                            s.get(prev).trim(),
+                            s.get(d.driver).trim()
+                        ),
                     });
                 }
             }
             for g in &d.gates {
-                let unit = g.metrics.as_ref().map_or("", |m| m.unit.as_str());
-                let gi = match gates.iter().position(|(id, _)| *id == g.id) {
-                    Some(i) => i,
-                    None => {
-                        gates.push((g.id.clone(), unit.to_string()));
-                        gates.len() - 1
-                    }
-                };
-                if let Some(rate) = g
-                    .metrics
-                    .as_ref()
-                    .and_then(|m| m.rate)
-                    .filter(|v| v.is_finite())
-                {
-                    points.entry((gi, di)).or_default().push(Point {
-                        t: *t,
+                let gi = *gate_at.entry(g.id).or_insert_with(|| {
+                    gates.push((g.id, g.unit));
+                    points.push(BTreeMap::new());
+                    gates.len() - 1
+                });
+                if let Some(rate) = g.rate {
+                    points[gi].entry(di).or_default().push(Point {
+                        t,
                         run: ri,
                         rate,
-                        failed: g.status == GateStatus::Fail,
+                        failed: g.failed,
                     });
                 }
             }
@@ -228,20 +347,17 @@ pub fn render_history(runs: &[Run], skipped: &[Skipped], source: &str) -> String
 
     let mut b = String::new();
     let span = match (timed.first(), timed.last()) {
-        (Some(a), Some(z)) => format!("from {} to {} UTC", when(a.0, true), when(z.0, true)),
+        (Some(a), Some(z)) => format!("from {} to {} UTC", when(a.t, true), when(z.t, true)),
         _ => String::new(),
     };
-    let versions: std::collections::BTreeSet<&str> = timed
-        .iter()
-        .map(|(_, r)| r.report.greta_version.as_str())
-        .collect();
+    let versions: std::collections::BTreeSet<&str> = timed.iter().map(|r| s.get(r.greta)).collect();
     let _ = write!(
         b,
         "<h1>greta smoke history</h1><p class=\"meta\">{} run{} in <code>{}</code> {span}; {} device{}, {} gate{}; \
          greta version{} {}. Every chart's numbers are in the table under it.</p>",
         timed.len(),
         if timed.len() == 1 { "" } else { "s" },
-        esc(source),
+        esc(&h.source),
         devices.len(),
         if devices.len() == 1 { "" } else { "s" },
         gates.len(),
@@ -249,7 +365,7 @@ pub fn render_history(runs: &[Run], skipped: &[Skipped], source: &str) -> String
         if versions.len() == 1 { "" } else { "s" },
         esc(&versions.iter().copied().collect::<Vec<_>>().join(", "))
     );
-    b.push_str(&skipped_html(&skipped));
+    b.push_str(&skipped_html(&h.skipped));
     if timed.is_empty() {
         b.push_str("<p class=\"warn\">No greta.smoke/v1 result could be read.</p>");
     }
@@ -268,26 +384,24 @@ pub fn render_history(runs: &[Run], skipped: &[Skipped], source: &str) -> String
         b.push_str("</ol>");
     }
     let (t0, t1) = match (timed.first(), timed.last()) {
-        (Some(a), Some(z)) if z.0 > a.0 => {
-            let pad = (z.0 - a.0) * 0.02;
-            (a.0 - pad, z.0 + pad)
+        (Some(a), Some(z)) if z.t > a.t => {
+            let pad = (z.t - a.t) * 0.02;
+            (a.t - pad, z.t + pad)
         }
-        (Some(a), _) => (a.0 - 3600.0, a.0 + 3600.0),
+        (Some(a), _) => (a.t - 3600.0, a.t + 3600.0),
         _ => (0.0, 1.0),
     };
-    for (gi, (id, unit)) in gates.iter().enumerate() {
-        let series: Vec<(usize, &Vec<Point>)> = devices
-            .iter()
-            .enumerate()
-            .filter_map(|(di, _)| points.get(&(gi, di)).map(|p| (di, p)))
-            .collect();
+    let labels: Vec<&str> = devices.iter().map(String::as_str).collect();
+    for (gi, ((id, unit), by_device)) in gates.iter().zip(&points).enumerate() {
+        let id = s.get(*id);
+        let series: Vec<(usize, &Vec<Point>)> = by_device.iter().map(|(di, p)| (*di, p)).collect();
         let _ = write!(
             b,
             "<h2 data-gate=\"{}\">{} <span class=\"meta\">({}{})</span></h2>",
             esc(id),
             esc(id),
             esc(unit),
-            if unit == "us/dispatch" {
+            if *unit == "us/dispatch" {
                 ", lower is better"
             } else {
                 ""
@@ -297,16 +411,24 @@ pub fn render_history(runs: &[Run], skipped: &[Skipped], source: &str) -> String
             b.push_str("<p class=\"meta\">no rate measured in any run</p>");
             continue;
         }
-        match chart(id, unit, &series, &changes, (t0, t1)) {
+        let drawn = if gi < CHARTS {
+            chart(id, unit, &series, &changes, (t0, t1))
+        } else {
+            Err(format!(
+                "the history has {} gate ids and charts the first {CHARTS}; the numbers are in the table",
+                gates.len()
+            ))
+        };
+        match drawn {
             Ok(svg) => {
                 b.push_str(&svg);
-                legend(&mut b, &series, &devices);
+                legend(&mut b, &series, &labels);
             }
             Err(e) => {
                 let _ = write!(b, "<p class=\"warn\">chart not drawn: {}</p>", esc(&e));
             }
         }
-        numbers_table(&mut b, id, &series, &devices, &timed);
+        numbers_table(&mut b, id, &series, &labels, timed, s);
     }
     page("greta smoke history", &b)
 }
@@ -412,7 +534,7 @@ fn chart(
 
 /// The chart's legend, as text beside colour swatches (in the page, not
 /// in the drawing: it never covers a point, and it reads as text).
-fn legend(b: &mut String, series: &[(usize, &Vec<Point>)], devices: &[(DevKey, String)]) {
+fn legend(b: &mut String, series: &[(usize, &Vec<Point>)], labels: &[&str]) {
     b.push_str("<p class=\"legend history-legend\">");
     for (di, _) in series {
         let (r, g, bl) = COLOURS[di % COLOURS.len()];
@@ -420,7 +542,7 @@ fn legend(b: &mut String, series: &[(usize, &Vec<Point>)], devices: &[(DevKey, S
             b,
             "<span><svg width=\"16\" height=\"10\" aria-hidden=\"true\"><rect width=\"16\" height=\"3\" y=\"4\" \
              fill=\"rgb({r},{g},{bl})\"/></svg> {}</span>",
-            esc(&devices[*di].1)
+            esc(labels[*di])
         );
     }
     let _ = write!(
@@ -430,24 +552,85 @@ fn legend(b: &mut String, series: &[(usize, &Vec<Point>)], devices: &[(DevKey, S
     );
 }
 
+/// Most cells of a gate's table of runs x devices. A history of one node
+/// is a few devices wide; one gathered from many nodes (or whose devices
+/// change UUID every run) would be runs x devices cells, nearly all
+/// empty: past this the table lists one rate per row instead.
+pub const TABLE_CELLS: usize = 100_000;
+
+fn rate_cell(b: &mut String, p: &Point) {
+    let _ = write!(
+        b,
+        "<td class=\"n\" data-rate=\"{}\"{}>{}</td>",
+        exact(p.rate),
+        if p.failed {
+            format!(" style=\"color:{FAIL}\"")
+        } else {
+            String::new()
+        },
+        num(p.rate)
+    );
+}
+
 fn numbers_table(
     b: &mut String,
     id: &str,
     series: &[(usize, &Vec<Point>)],
-    devices: &[(DevKey, String)],
-    timed: &[(f64, &Run)],
+    labels: &[&str],
+    timed: &[Digest],
+    s: &Strings,
 ) {
     let n: usize = series.iter().map(|(_, p)| p.len()).sum();
+    // The runs that measured the gate on any device.
+    let mut runs: Vec<usize> = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|p| p.run))
+        .collect();
+    runs.sort_unstable();
+    runs.dedup();
     let _ = write!(
         b,
-        "<details><summary>{n} rates of {} (table)</summary><table class=\"history-numbers\"><thead><tr><th>time (UTC)</th><th>greta</th>",
+        "<details><summary>{n} rates of {} (table)</summary>",
         esc(id)
     );
+    let row_head = |b: &mut String, run: usize| {
+        let r = &timed[run];
+        let _ = write!(
+            b,
+            "<tr><td>{}</td><td>{}</td>",
+            when(r.t, true),
+            esc(s.get(r.greta))
+        );
+    };
+    if runs.len().saturating_mul(series.len()) > TABLE_CELLS {
+        // One rate per row, in time order.
+        let _ = write!(
+            b,
+            "<p class=\"meta\">{} runs x {} devices would be too wide a table: one rate per row.</p>\
+             <table class=\"history-numbers long\"><thead><tr><th>time (UTC)</th><th>greta</th><th>device</th>\
+             <th>rate</th></tr></thead><tbody>",
+            runs.len(),
+            series.len()
+        );
+        let mut all: Vec<(usize, usize, &Point)> = series
+            .iter()
+            .flat_map(|(di, pts)| pts.iter().map(move |p| (p.run, *di, p)))
+            .collect();
+        all.sort_by_key(|(run, di, _)| (*run, *di));
+        for (run, di, p) in all {
+            row_head(b, run);
+            let _ = write!(b, "<td>{}</td>", esc(labels[di]));
+            rate_cell(b, p);
+            b.push_str("</tr>");
+        }
+        b.push_str("</tbody></table></details>");
+        return;
+    }
+    b.push_str("<table class=\"history-numbers\"><thead><tr><th>time (UTC)</th><th>greta</th>");
     for (di, _) in series {
-        let _ = write!(b, "<th>{}</th>", esc(&devices[*di].1));
+        let _ = write!(b, "<th>{}</th>", esc(labels[*di]));
     }
     b.push_str("</tr></thead><tbody>");
-    // One row per run that measured the gate on any device.
     let mut by_run: BTreeMap<usize, Vec<Option<&Point>>> = BTreeMap::new();
     for (col, (_, pts)) in series.iter().enumerate() {
         for p in pts.iter() {
@@ -457,28 +640,10 @@ fn numbers_table(
         }
     }
     for (run, cells) in by_run {
-        let (t, r) = timed[run];
-        let _ = write!(
-            b,
-            "<tr><td>{}</td><td>{}</td>",
-            when(t, true),
-            esc(&r.report.greta_version)
-        );
+        row_head(b, run);
         for c in cells {
             match c {
-                Some(p) => {
-                    let _ = write!(
-                        b,
-                        "<td class=\"n\" data-rate=\"{}\"{}>{}</td>",
-                        exact(p.rate),
-                        if p.failed {
-                            format!(" style=\"color:{FAIL}\"")
-                        } else {
-                            String::new()
-                        },
-                        num(p.rate)
-                    );
-                }
+                Some(p) => rate_cell(b, p),
                 None => b.push_str("<td class=\"n\">-</td>"),
             }
         }
@@ -508,6 +673,106 @@ mod tests {
         Run::from_report(r)
     }
 
+    /// Past its cap a history reads no more: the newest names were read,
+    /// the first one not read is named with how many older ones were not
+    /// either, the cap, and what to do. Each cap on its own (the real ones
+    /// take hundreds of big files to reach: `report_memory` in the
+    /// installer's tests measures the memory of the real binary).
+    #[test]
+    fn past_its_cap_a_history_reads_the_newest_files_and_names_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        for day in 10..20 {
+            let r = run_at(&format!("2026-11-{day}T10:00:00Z"), "0.2.0", "Mesa 23", 1.0);
+            std::fs::write(
+                dir.path().join(format!("smoke-{day}.json")),
+                r.report.to_json(),
+            )
+            .unwrap();
+        }
+        let per_run = 2 * (1 + sample(1).devices[0].gates.len());
+        for (cap, says) in [
+            ("items", "devices and gate results"),
+            ("names", "bytes of names"),
+        ] {
+            let mut h = History::new("r");
+            match cap {
+                "items" => h.kept.max_items = 4 * per_run,
+                // Room for one run's names as if each were new: the
+                // second run could add as many again.
+                _ => {
+                    let one = run_at("2026-11-10T10:00:00Z", "0.2.0", "Mesa 23", 1.0);
+                    h.kept.max_names = crate::digest::needs(&one).1;
+                }
+            }
+            h.read(dir.path()).unwrap();
+            let kept = h.len();
+            assert!((1..10).contains(&kept), "{cap}: {kept} runs kept of 10");
+            assert_eq!(h.skipped().len(), 1, "{cap}: {:?}", h.skipped());
+            let s = &h.skipped()[0];
+            let first_not_read = 19 - kept;
+            assert!(
+                s.path.ends_with(format!("smoke-{first_not_read}.json")),
+                "{cap}: {s:?}"
+            );
+            let older = first_not_read - 10;
+            assert!(
+                s.why.contains(&format!("nor the {older} older file"))
+                    && s.why.contains(says)
+                    && s.why.contains(&format!("{kept} run"))
+                    && s.why.contains("move older ones out"),
+                "{cap}: {}",
+                s.why
+            );
+            if cap == "items" {
+                assert_eq!(kept, 4);
+            }
+            let page = h.render();
+            assert!(
+                page.contains(&format!("<p class=\"meta\">{kept} run")),
+                "{cap}"
+            );
+            assert!(page.contains(&format!("smoke-{first_not_read}.json")));
+        }
+    }
+
+    /// A chart costs the page the same however few its points: past
+    /// `CHARTS` gate ids (a profile has a few dozen) the rest get their
+    /// tables and a line saying why, so a file naming thousands of gate
+    /// ids cannot make the page thousands of charts long.
+    #[test]
+    fn past_its_chart_cap_a_history_gives_tables() {
+        let mut r = run_at("2026-11-20T10:00:00Z", "0.1.0", "Mesa 22", 1.0);
+        let one = r.report.devices[0]
+            .gates
+            .iter()
+            .find(|g| g.metrics.as_ref().is_some_and(|m| m.rate.is_some()))
+            .unwrap()
+            .clone();
+        r.report.devices.truncate(1);
+        r.report.devices[0].gates = (0..CHARTS + 44)
+            .map(|i| {
+                let mut g = one.clone();
+                g.id = format!("gate-{i}");
+                g
+            })
+            .collect();
+        let h = render_history(&[r], &[], "/r");
+        assert_eq!(h.matches("<svg class=\"history\"").count(), CHARTS);
+        assert_eq!(
+            h.matches(&format!(
+                "{} gate ids and charts the first {CHARTS}",
+                CHARTS + 44
+            ))
+            .count(),
+            44
+        );
+        assert_eq!(
+            h.matches("class=\"history-numbers\"").count(),
+            CHARTS + 44,
+            "every gate keeps its table"
+        );
+    }
+
     #[test]
     fn history_charts_each_gate_marks_version_changes_and_keeps_numbers() {
         let runs = vec![
@@ -521,7 +786,7 @@ mod tests {
         let mut all = runs.clone();
         all.push(bad);
         let h = render_history(&all, &[], "/results");
-        let gates = crate::grid::gate_ids(&runs[0].report);
+        let gates = crate::node::Node::of(&runs[0].report).ids;
         assert_eq!(h.matches("<svg class=\"history\"").count(), gates.len());
         // Each chart's legend is text: every device named under every chart.
         assert_eq!(

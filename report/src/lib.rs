@@ -11,12 +11,15 @@
 
 // Front door: reading runs (one file, a directory), and the two pages.
 mod bars;
+mod digest;
 mod grid;
 mod history;
 mod html;
 mod load;
+mod node;
 mod page;
 
-pub use history::render_history;
-pub use load::{newest, read_dir, read_run, Run, Skipped, DIR_ENTRY_CAP, FILE_CAP};
+pub use digest::{KEPT_CAP, NAMES_CAP};
+pub use history::{render_history, History};
+pub use load::{newest_in, read_run, Run, Skipped, DEVICE_CAP, DIR_ENTRY_CAP, FILE_CAP};
 pub use page::render_runs;

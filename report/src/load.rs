@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 /// Largest result file read (a run of eight devices and every gate is
 /// about 150 KB; a larger file is not one greta wrote).
 pub const FILE_CAP: u64 = 16 << 20;
+/// Most devices one result may hold. A node has at most a few dozen (eight
+/// GPUs, each split into eight partitions, is 64); a file naming more is
+/// not a run of one node, and each device costs the page a section.
+pub const DEVICE_CAP: usize = 1024;
 /// Most directory entries looked at (a results directory of a node that
 /// runs a health check every five minutes for a year holds ~105 000).
 pub const DIR_ENTRY_CAP: usize = 200_000;
@@ -45,6 +49,12 @@ impl Run {
         };
         if report.schema != SCHEMA {
             return Err(format!("schema {:?}, not {SCHEMA:?}", report.schema));
+        }
+        if report.devices.len() > DEVICE_CAP {
+            return Err(format!(
+                "{} devices in one result: a node has a few dozen at most, and greta draws at most {DEVICE_CAP}",
+                report.devices.len()
+            ));
         }
         Ok(Run {
             path: path.map(Path::to_path_buf),
@@ -90,10 +100,9 @@ fn strip_path(msg: &str, path: &Path) -> String {
     msg.strip_prefix(&p).unwrap_or(msg).to_string()
 }
 
-/// Every `*.json` file directly in `dir`, by name: the runs that read, and
-/// the files that did not with why. Err only when `dir` itself cannot be
-/// listed.
-pub fn read_dir(dir: &Path) -> Result<(Vec<Run>, Vec<Skipped>), String> {
+/// The `*.json` files directly in `dir`, sorted by name, and the entries
+/// that could not be listed. Err only when `dir` itself cannot be listed.
+pub(crate) fn json_files(dir: &Path) -> Result<(Vec<PathBuf>, Vec<Skipped>), String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut names = Vec::new();
     let mut skipped = Vec::new();
@@ -119,6 +128,15 @@ pub fn read_dir(dir: &Path) -> Result<(Vec<Run>, Vec<Skipped>), String> {
         }
     }
     names.sort();
+    Ok((names, skipped))
+}
+
+/// Every `*.json` file directly in `dir`, by name: the runs that read, and
+/// the files that did not with why. Err only when `dir` itself cannot be
+/// listed. Holds every run: [`newest_in`] and the history keep less.
+#[cfg(test)]
+pub fn read_dir(dir: &Path) -> Result<(Vec<Run>, Vec<Skipped>), String> {
+    let (names, mut skipped) = json_files(dir)?;
     let mut runs = Vec::new();
     for p in names {
         match read_run(&p) {
@@ -129,10 +147,28 @@ pub fn read_dir(dir: &Path) -> Result<(Vec<Run>, Vec<Skipped>), String> {
     Ok((runs, skipped))
 }
 
-/// The run that started last (RFC 3339 UTC strings order as times).
-pub fn newest(runs: Vec<Run>) -> Option<Run> {
-    runs.into_iter()
-        .max_by(|a, b| a.report.started_at.cmp(&b.report.started_at))
+/// The run of `dir` that started last, and the files that were not used:
+/// each file is read and dropped unless it is the newest so far, so a
+/// directory of many big results costs one or two of them in memory.
+/// Err only when `dir` itself cannot be listed.
+pub fn newest_in(dir: &Path) -> Result<(Option<Run>, Vec<Skipped>), String> {
+    let (names, mut skipped) = json_files(dir)?;
+    let mut newest: Option<Run> = None;
+    for p in names {
+        match read_run(&p) {
+            // Of equal times, the later name wins.
+            Ok(r) => {
+                if newest
+                    .as_ref()
+                    .is_none_or(|n| r.report.started_at >= n.report.started_at)
+                {
+                    newest = Some(r);
+                }
+            }
+            Err(s) => skipped.push(s),
+        }
+    }
+    Ok((newest, skipped))
 }
 
 #[cfg(test)]

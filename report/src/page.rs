@@ -6,6 +6,7 @@ use crate::bars;
 use crate::grid;
 use crate::html::{esc, exact, num, page, ratio};
 use crate::load::{Run, Skipped};
+use crate::node::Node;
 use greta_smoke::results::{DeviceRun, GateStatus, Report, RunStatus};
 use std::fmt::Write;
 
@@ -150,16 +151,22 @@ fn run_section(b: &mut String, run: &Run, anchor: &str) {
             esc(&f.fix.text)
         );
     }
+    // Indexed once for the grid and every device's table.
+    let node = Node::of(r);
     if r.devices.len() >= 2 {
-        let _ = write!(b, "<h3>Node: gates x devices</h3>{}", grid::html(r, anchor));
+        let _ = write!(
+            b,
+            "<h3>Node: gates x devices</h3>{}",
+            grid::html(r, &node, anchor)
+        );
     }
     for (di, d) in r.devices.iter().enumerate() {
-        device_section(b, run, di, d, anchor);
+        device_section(b, &node, di, d, anchor);
     }
     b.push_str("</section>");
 }
 
-fn device_section(b: &mut String, run: &Run, di: usize, d: &DeviceRun, anchor: &str) {
+fn device_section(b: &mut String, node: &Node<'_>, di: usize, d: &DeviceRun, anchor: &str) {
     let info = &d.device;
     let _ = write!(
         b,
@@ -187,12 +194,6 @@ fn device_section(b: &mut String, run: &Run, di: usize, d: &DeviceRun, anchor: &
         let _ = write!(b, "<p class=\"meta\">note: {}</p>", esc(n));
     }
     b.push_str(&bars::svg(d));
-    // This device's ratio to the node's median, per gate id.
-    let ids = grid::gate_ids(&run.report);
-    let ratios: Vec<Option<f64>> = ids
-        .iter()
-        .map(|id| grid::ratios(&run.report, id)[di])
-        .collect();
     b.push_str(
         "<table class=\"gates\"><thead><tr><th>gate</th><th>status</th><th>rate</th><th>unit</th><th>floor</th>\
          <th>ceiling</th><th>of ceiling</th><th>spec</th><th>of spec</th><th>vs median</th><th>clean</th><th>rel_err</th><th>reason</th></tr></thead><tbody>",
@@ -205,7 +206,8 @@ fn device_section(b: &mut String, run: &Run, di: usize, d: &DeviceRun, anchor: &
             .in_run
             .ratio
             .or_else(|| Some(rate? / ceil?).filter(|v| v.is_finite()));
-        let vs = ids.iter().position(|i| *i == g.id).and_then(|i| ratios[i]);
+        // This device's ratio to the node's median for the gate id.
+        let vs = node.cell(di, &g.id).and_then(|c| c.ratio);
         let cell = |v: Option<f64>, f: fn(f64) -> String| v.map(f).unwrap_or_else(|| "-".into());
         let _ = write!(
             b,
@@ -310,6 +312,97 @@ mod tests {
         }
         eprintln!("{read} drawn, {refused} refused");
         assert!(read > 0 && refused > 0);
+    }
+
+    /// CPU seconds of this thread (not wall time: other builds load the
+    /// machine's cores).
+    fn cpu_s() -> f64 {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid timespec for the call to fill.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+        assert_eq!(rc, 0);
+        t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+    }
+
+    /// The page of one result of `n` devices (each running its own gate
+    /// ids when `own_ids`), and the CPU seconds it took.
+    fn draw(n: usize, own_ids: bool) -> (String, f64) {
+        let mut r = sample(n);
+        if own_ids {
+            for (i, d) in r.devices.iter_mut().enumerate() {
+                for g in &mut d.gates {
+                    g.id = format!("{}-{i}", g.id);
+                }
+            }
+        }
+        let run = Run::from_report(r);
+        let t = cpu_s();
+        let page = render_runs(std::slice::from_ref(&run), &[]);
+        (page, cpu_s() - t)
+    }
+
+    /// A result of N devices, then of 3N: the page must cost about three
+    /// times the time and bytes, not 27 times. Each device's table used to
+    /// rescan every device for every gate (cubic: 1,000 devices took
+    /// minutes), and the grid draws gates x devices cells, which a file
+    /// whose every device runs gates of its own makes quadratic: past
+    /// `GRID_CELLS` it is left out, saying so. Run on a thread with a
+    /// deadline, so that the old code fails instead of running for ever.
+    #[test]
+    fn a_result_of_many_devices_is_drawn_in_linear_time() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let n = 300;
+            // The smaller twice, keeping the faster (the first warms up).
+            let small = (0..2)
+                .map(|_| draw(n, false))
+                .fold((String::new(), f64::MAX), |a, b| (b.0, a.1.min(b.1)));
+            let big = draw(3 * n, false);
+            let own = draw(340, true);
+            let own3 = draw(1020, true);
+            let _ = tx.send((small, big, own, own3));
+        });
+        let ((small, small_s), (big, big_s), (own, _), (own3, own3_s)) = rx
+            .recv_timeout(std::time::Duration::from_secs(240))
+            .expect("pages of 300, 900 and 1020 devices took over 240 s: not linear");
+        let (small_len, big_len, own_len, own3_len) =
+            (small.len(), big.len(), own.len(), own3.len());
+        eprintln!(
+            "300 devices {small_s:.3} s {small_len} B; 900 devices {big_s:.3} s {big_len} B; \
+             1020 devices with their own gates {own3_s:.3} s {own3_len} B"
+        );
+        assert!(
+            big_s < 7.0 * small_s.max(0.01),
+            "300 devices {small_s:.3} s, 900 devices {big_s:.3} s: not linear"
+        );
+        assert!(big_len < 4 * small_len, "{small_len} B, then {big_len} B");
+        assert!(own3_len < 4 * own_len, "{own_len} B, then {own3_len} B");
+        assert!(own3_s < 60.0, "{own3_s} s");
+        // 300 devices running the same 11 gates are a grid; 1020 devices
+        // of 11 gates of their own would be 11,220 x 1020 cells: left out,
+        // and the page says why.
+        assert!(small.contains("<table class=\"grid\">"));
+        assert!(!own3.contains("<table class=\"grid\">"));
+        assert!(
+            own3.contains("11220 gate ids on 1020 devices") && own3.contains("left out"),
+            "the page says why the grid is left out"
+        );
+    }
+
+    /// A file of more devices than any node has is refused, with the count.
+    #[test]
+    fn a_result_of_more_devices_than_a_node_has_is_refused() {
+        let r = sample(crate::load::DEVICE_CAP + 1);
+        let e = Run::parse(r.to_json().as_bytes(), None).unwrap_err();
+        assert!(
+            e.contains(&format!("{} devices", crate::load::DEVICE_CAP + 1)) && e.contains("node"),
+            "{e}"
+        );
+        let r = sample(crate::load::DEVICE_CAP);
+        assert!(Run::parse(r.to_json().as_bytes(), None).is_ok());
     }
 
     #[test]

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 pub const SCHEMA: &str = "greta.tuning/v1";
 
@@ -49,6 +50,9 @@ pub struct TuningCache {
     file: TuningFile,
     /// Why an existing file was not used, if it was not.
     pub ignored: Option<String>,
+    /// Entries checked against the tuner's candidates ([`Self::get_vetted`]),
+    /// by key, with the warning said about each (`None`: a candidate).
+    vetted: Mutex<BTreeMap<String, Option<String>>>,
 }
 
 /// The class an op's tuning is shared across, the key of its entry: the
@@ -181,6 +185,7 @@ impl TuningCache {
             path,
             file,
             ignored,
+            vetted: Mutex::default(),
         }
     }
 
@@ -196,6 +201,59 @@ impl TuningCache {
     /// The stored tuning of `space`'s kernels for `op`'s shape class.
     pub fn get_in(&self, space: KeySpace, op: &Op) -> Option<&TunedEntry> {
         self.file.entries.get(&space.key(op))
+    }
+
+    /// The stored tuning of `space`'s kernels for `op`'s class, checked
+    /// once per entry against what `--tune` would time for `op` on this
+    /// device: `candidates` are those tunings, `resolve` the tuning a plan
+    /// runs for a tuning (its defaults filled in, as the tuner stores it;
+    /// `None` when it does not plan, which the caller handles). An entry
+    /// that plans but is none of the candidates was not written by this
+    /// greta's tuner on this device (edited by hand, another version's
+    /// sweep, a limit that changed): it is used all the same (it plans
+    /// within the device's limits, and pinning a tuning by hand is
+    /// legitimate), with a warning that names it, once.
+    pub fn get_vetted(
+        &self,
+        space: KeySpace,
+        op: &Op,
+        resolve: &dyn Fn(&Tuning) -> Option<Tuning>,
+        candidates: &dyn Fn() -> Vec<Tuning>,
+    ) -> Option<&TunedEntry> {
+        let key = space.key(op);
+        let e = self.file.entries.get(&key)?;
+        let mut vetted = self.vetted.lock().unwrap_or_else(|p| p.into_inner());
+        if let std::collections::btree_map::Entry::Vacant(slot) = vetted.entry(key) {
+            let Some(runs) = resolve(&e.tuning) else {
+                return Some(e);
+            };
+            let known = candidates()
+                .iter()
+                .any(|c| resolve(c).as_ref() == Some(&runs));
+            let said = (!known).then(|| {
+                format!(
+                    "tuning cache entry {} ({}) is not one greta smoke --tune tries for {op} on this \
+                     device (edited by hand, or written by another greta): used as written{}",
+                    slot.key(),
+                    e.tuning,
+                    self.path
+                        .as_ref()
+                        .map(|p| format!("; {}", p.display()))
+                        .unwrap_or_default()
+                )
+            });
+            if let Some(w) = &said {
+                tracing::warn!("{w}");
+            }
+            slot.insert(said);
+        }
+        Some(e)
+    }
+
+    /// What [`Self::get_vetted`] warned of so far, one line per entry.
+    pub fn warnings(&self) -> Vec<String> {
+        let vetted = self.vetted.lock().unwrap_or_else(|p| p.into_inner());
+        vetted.values().flatten().cloned().collect()
     }
 
     /// Stores `entry` for `op`'s class (Vulkan kernels); a diagnostic
@@ -225,20 +283,97 @@ impl TuningCache {
         self.file.entries.is_empty()
     }
 
-    /// Writes the file atomically; `Ok(None)` for an in-memory cache.
+    /// Makes sure the cache's directory exists (created when missing):
+    /// `--tune` checks it before it times anything. Errors name the path.
+    pub fn ensure_dir(&self) -> std::io::Result<()> {
+        match self.path.as_deref().and_then(Path::parent) {
+            Some(dir) => make_dir(dir),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes the file atomically (a temporary file in the directory,
+    /// renamed over the cache's name); `Ok(None)` for an in-memory cache.
+    /// The rename would replace whatever sits at the name: a FIFO, a
+    /// device node, a symlink or a directory there is moved aside to
+    /// `NAME.aside-PID-N` with a warning, never followed or deleted (the
+    /// wheel cache's rule: this is greta's own cache, so the next save
+    /// must succeed, and what was there stays for its owner). Errors name
+    /// the path.
     pub fn save(&self) -> std::io::Result<Option<PathBuf>> {
         let Some(path) = &self.path else {
             return Ok(None);
         };
         let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        make_dir(dir)?;
+        let named = |p: &Path, e: std::io::Error| {
+            std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
+        };
+        if let Ok(m) = std::fs::symlink_metadata(path) {
+            if !m.is_file() {
+                let what = greta_fsread::kind_of(m.file_type());
+                let to = greta_fsread::set_aside(path).map_err(|e| {
+                    std::io::Error::new(
+                        e.kind(),
+                        format!(
+                            "{} is a {what}, not a regular file, and cannot be moved aside: {e}",
+                            path.display()
+                        ),
+                    )
+                })?;
+                tracing::warn!(
+                    "the tuning cache {} was a {what}, not a regular file: moved it aside to {} \
+                     (greta never writes through one)",
+                    path.display(),
+                    to.display()
+                );
+            }
+        }
+        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| named(dir, e))?;
         let text = serde_json::to_string_pretty(&self.file).map_err(std::io::Error::other)?;
-        tmp.write_all(text.as_bytes())?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(path).map_err(|e| e.error)?;
+        tmp.write_all(text.as_bytes())
+            .and_then(|()| tmp.as_file().sync_all())
+            .map_err(|e| named(tmp.path(), e))?;
+        tmp.persist(path).map_err(|e| named(path, e.error))?;
         Ok(Some(path.clone()))
     }
+}
+
+/// `dir` as a directory, created with its parents when missing; a file
+/// where it (or a parent) should be is an error naming that path. A
+/// symlink to a directory is followed: a linked cache directory is
+/// legitimate.
+fn make_dir(dir: &Path) -> std::io::Result<()> {
+    if std::fs::metadata(dir).is_ok_and(|m| m.is_dir()) {
+        return Ok(());
+    }
+    // The nearest existing path decides: the directory itself or the
+    // first parent that exists.
+    if let Some((at, m)) = dir
+        .ancestors()
+        .find_map(|a| std::fs::metadata(a).ok().map(|m| (a, m)))
+    {
+        if !m.is_dir() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotADirectory,
+                format!(
+                    "the tuning cache directory {}: {} is a {}, not a directory",
+                    dir.display(),
+                    at.display(),
+                    greta_fsread::kind_of(m.file_type())
+                ),
+            ));
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!(
+                "cannot create the tuning cache directory {}: {e}",
+                dir.display()
+            ),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -637,5 +772,175 @@ mod tests {
         );
         let why = c.ignored.as_deref().unwrap_or_default();
         assert!(why.contains("unreadable") && why.contains("tile"), "{why}");
+    }
+
+    /// What `--tune` renames its file over: before, a FIFO, a symlink (to
+    /// a file outside the cache, or to /dev/null), a character device or a
+    /// directory at the cache's name was replaced (the link's target kept
+    /// its old text, the node was gone). Now each is moved aside, kept as
+    /// it was, and the cache is a regular file holding the entries.
+    #[test]
+    fn save_moves_aside_what_is_not_a_regular_file_and_never_follows_it() {
+        use std::os::unix::fs::FileTypeExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let op = Op::GemmF32 {
+            m: 4000,
+            n: 4000,
+            k: 4000,
+        };
+        let outside = tmp.path().join("outside.json");
+        std::fs::write(&outside, "theirs").unwrap();
+        type Plant<'a> = Box<dyn Fn(&Path) + 'a>;
+        let mut kinds: Vec<(&str, Plant)> = vec![
+            ("FIFO", Box::new(|p: &Path| mkfifo(p))),
+            (
+                "symbolic link",
+                Box::new(|p: &Path| std::os::unix::fs::symlink(&outside, p).unwrap()),
+            ),
+            (
+                "symbolic link",
+                Box::new(|p: &Path| std::os::unix::fs::symlink("/dev/null", p).unwrap()),
+            ),
+            (
+                "directory",
+                Box::new(|p: &Path| std::fs::create_dir(p).unwrap()),
+            ),
+        ];
+        // A real character device needs root (CI runs as root).
+        // SAFETY: no arguments.
+        if unsafe { libc::geteuid() } == 0 {
+            kinds.push((
+                "character device",
+                Box::new(|p: &Path| {
+                    use std::os::unix::ffi::OsStrExt;
+                    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+                    // SAFETY: a valid NUL-terminated path; /dev/null's numbers.
+                    let rc = unsafe {
+                        libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o600, libc::makedev(1, 3))
+                    };
+                    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+                }),
+            ));
+        } else {
+            eprintln!("not root: the character device case is not run (CI runs it)");
+        }
+        for (i, (kind, plant)) in kinds.iter().enumerate() {
+            let dir = tmp.path().join(format!("case{i}"));
+            let mut c = TuningCache::open(&info(1), Some(&dir));
+            let path = c.path().unwrap().to_path_buf();
+            std::fs::create_dir_all(&dir).unwrap();
+            plant(&path);
+            c.put(&op, entry(128));
+            let saved = c.save().unwrap().unwrap();
+            assert_eq!(saved, path);
+            assert!(
+                std::fs::symlink_metadata(&path).unwrap().is_file(),
+                "{kind}: the cache is a regular file"
+            );
+            assert_eq!(
+                TuningCache::open(&info(1), Some(&dir)).get(&op),
+                Some(&entry(128)),
+                "{kind}"
+            );
+            let aside: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.to_string_lossy().contains(".aside-"))
+                .collect();
+            assert_eq!(aside.len(), 1, "{kind}: {aside:?}");
+            let t = std::fs::symlink_metadata(&aside[0]).unwrap().file_type();
+            assert_eq!(greta_fsread::kind_of(t), *kind);
+            assert!(!t.is_char_device() || *kind == "character device");
+        }
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "theirs");
+    }
+
+    /// A tuning directory that is a file (or under one) is an error that
+    /// names it, from `ensure_dir` (checked before a sweep) and `save`;
+    /// before, `save` said only "File exists (os error 17)".
+    #[test]
+    fn a_tuning_directory_that_is_a_file_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("tuning");
+        std::fs::write(&file, "not a directory").unwrap();
+        for dir in [file.clone(), file.join("deeper")] {
+            let mut c = TuningCache::open(&info(1), Some(&dir));
+            c.put(&Op::Noop, entry(64));
+            for e in [c.ensure_dir().unwrap_err(), c.save().unwrap_err()] {
+                let m = e.to_string();
+                assert!(
+                    m.contains(&format!(
+                        "{} is a regular file, not a directory",
+                        file.display()
+                    )),
+                    "{m}"
+                );
+            }
+        }
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a directory");
+    }
+
+    /// An entry that plans on the device but is none of the tunings
+    /// `--tune` times (`wg 1` for a copy: the tuner tries 128 to 1024) is
+    /// used, with one warning naming it; a candidate gets none, and an
+    /// entry that does not plan is left to the caller's fallback.
+    #[test]
+    fn an_entry_outside_the_candidates_is_used_with_one_warning() {
+        use crate::vulkan::plan::{candidates, plan, test_limits::lavapipe};
+        let tmp = tempfile::tempdir().unwrap();
+        let lim = lavapipe();
+        let copy = Op::Copy { n: 1 << 24 };
+        let fill = Op::Fill {
+            n: 1 << 24,
+            value: 1,
+        };
+        let softmax = Op::Softmax {
+            rows: 256,
+            cols: 1024,
+        };
+
+        let odd = Tuning::default().with(Knob::Wg, 1);
+        assert!(plan(&copy, &odd, &lim).is_ok(), "wg 1 plans");
+        let tuned = candidates(&fill, &lim)
+            .into_iter()
+            .find(|t| !t.0.is_empty())
+            .unwrap();
+        let mut c = TuningCache::open(&info(1), Some(tmp.path()));
+        let with = |t: &Tuning, op: &Op| TunedEntry {
+            tuning: t.clone(),
+            kernel: "x".into(),
+            median_ns: 1,
+            measured_op: op.to_string(),
+        };
+        c.put(&copy, with(&odd, &copy));
+        c.put(&fill, with(&tuned, &fill));
+        c.put(
+            &softmax,
+            with(&Tuning::default().with(Knob::Wg, 3), &softmax),
+        );
+        c.save().unwrap();
+        let c = TuningCache::open(&info(1), Some(tmp.path()));
+        for _ in 0..3 {
+            for op in [&copy, &fill, &softmax] {
+                let e = c.get_vetted(
+                    KeySpace::Vulkan,
+                    op,
+                    &|t| plan(op, t, &lim).ok().map(|p| p.tuning),
+                    &|| candidates(op, &lim),
+                );
+                assert!(e.is_some(), "{op}: the entry is used");
+            }
+        }
+        let w = c.warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains(&shape_class(&copy))
+                && w[0].contains(&odd.to_string())
+                && w[0].contains("by hand")
+                && w[0].contains("used as written"),
+            "{}",
+            w[0]
+        );
+        assert!(plan(&softmax, &Tuning::default().with(Knob::Wg, 3), &lim).is_err());
     }
 }

@@ -7,7 +7,7 @@
 #   scripts/gpu/fuzz.sh --pack        # builds fuzz/ with AFL++, writes .fuzzpack/
 # Run there with carry [".fuzzpack"] and the command:
 #   bash scripts/gpu/fuzz.sh SECONDS [TARGET=WORKERS ...]
-# (default: 520 s; sysroot=5 lock_files=4 from_text=4 data_files=1 gemm_plan=1; naming
+# (default: 520 s; sysroot=5 lock_files=4 from_text=3 data_files=1 gemm_plan=1 report=2; naming
 # any TARGET=WORKERS runs only the targets named). More workers than cores is refused.
 # Each target runs WORKERS afl-fuzz instances (one main, the rest
 # secondaries) on tmpfs for SECONDS. Results in $OUT: fuzz.log (a line per
@@ -17,7 +17,10 @@ set -uo pipefail
 shopt -s nullglob
 cd "$(dirname "$0")/../.."
 pack=.fuzzpack
-targets=(from_text sysroot lock_files data_files gemm_plan)
+targets=(from_text sysroot lock_files data_files gemm_plan report)
+# afl-fuzz limits per target (default -t 5000: 5 s an input). report's bar:
+# no input over 1 s, no allocation over 1 GB (-m: the harness's address space).
+declare -A limits=([report]="-t 1000 -m 1024")
 
 if [[ ${1:-} == --pack ]]; then
   set -e
@@ -46,7 +49,7 @@ fi
 
 secs=${1:-520}
 shift || true
-declare -A workers=([sysroot]=5 [lock_files]=4 [from_text]=4 [data_files]=1 [gemm_plan]=1)
+declare -A workers=([sysroot]=5 [lock_files]=4 [from_text]=3 [data_files]=1 [gemm_plan]=1 [report]=2)
 if (($# > 0)); then
   for t in "${!workers[@]}"; do workers[$t]=0; done
 fi
@@ -79,7 +82,8 @@ for t in "${!workers[@]}"; do
   for ((i = 0; i < n; i++)); do
     role=(-S "w$i")
     [[ $i == 0 ]] && role=(-M main)
-    "$pack/bin/afl-fuzz" "${role[@]}" -V "$secs" -t 5000 -i "$pack/corpus/$t" -o "$work/$t" \
+    # shellcheck disable=SC2086 # the limits are words
+    "$pack/bin/afl-fuzz" "${role[@]}" -V "$secs" ${limits[$t]:--t 5000} -i "$pack/corpus/$t" -o "$work/$t" \
       "$pack/bin/$t" >"$work/$t-$i.log" 2>&1 &
     pids+=($!)
   done

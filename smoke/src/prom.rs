@@ -162,7 +162,7 @@ fn run_families(out: &mut String, profile: &str, status: RunStatus, wall_s: f64,
 }
 
 fn family(out: &mut String, name: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {}", help.replace('\\', "\\\\"));
+    let _ = writeln!(out, "# HELP {name} {}", escape(help, false));
     let _ = writeln!(out, "# TYPE {name} gauge");
 }
 
@@ -178,11 +178,38 @@ fn bool01(b: bool) -> f64 {
     }
 }
 
-/// A label value: backslash, double quote and line feed escaped.
+/// A label value: [`escape`]d, double quotes too.
 fn esc(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+    escape(s, true)
+}
+
+/// Text for a label value (`quote`: a double quote is escaped too) or a
+/// HELP line. The format's escapes (backslash, line feed, and a double
+/// quote in a label value) as the format writes them. Every other control
+/// character (CR, VT, FF, ESC, NEL...) and the Unicode line and paragraph
+/// separators are valid there, but a reader that splits lines on them
+/// (Python's `splitlines`, many editors) would cut the sample in two and
+/// lose the file. They are written as text, the way Python and JavaScript
+/// spell them (`\x1b`, `\x85`, `\u2028`; the backslash escaped in the
+/// file), which every reader keeps on one line; no brace or comma, which
+/// naive readers take for the end of a label.
+fn escape(s: &str, quote: bool) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '"' if quote => o.push_str("\\\""),
+            '\u{2028}' | '\u{2029}' => {
+                let _ = write!(o, "\\\\u{:04x}", u32::from(c));
+            }
+            c if c.is_control() => {
+                let _ = write!(o, "\\\\x{:02x}", u32::from(c));
+            }
+            c => o.push(c),
+        }
+    }
+    o
 }
 
 fn unix_time(rfc3339: &str) -> Option<f64> {

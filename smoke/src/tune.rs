@@ -161,6 +161,13 @@ fn sweep(
     started: Instant,
 ) -> Result<(TuneReport, bool), SmokeError> {
     let mut cache = TuningCache::open(backend.info(), opts.cache_dir.as_deref());
+    // Before anything is timed: a sweep of minutes must not end unable to
+    // save for want of its directory.
+    if !opts.dry_run {
+        cache
+            .ensure_dir()
+            .map_err(|e| SmokeError::Usage(format!("tuning cache not writable: {e}")))?;
+    }
     let mut out = Vec::new();
     for gate in gates {
         let g = tune_gate(backend.as_mut(), gate, opts);

@@ -57,19 +57,23 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             eprintln!("greta report: {why}");
             return Ok(Exit::Undecided);
         }
-        let (runs, skipped) = match greta_report::read_dir(&dir) {
-            Ok(x) => x,
+        // Each result is digested as it is read: the history holds a few
+        // numbers per gate, not the results.
+        let history = match greta_report::History::read_dir(&dir) {
+            Ok(h) => h,
             Err(e) => {
                 eprintln!("greta report: cannot list {e}");
                 return Ok(Exit::Undecided);
             }
         };
-        if let Err(why) = not_read(&out, &args.out, &runs) {
+        // The results read are the directory's `*.json` files; none may be
+        // the page (a link or hard link to --out under another name).
+        if let Err(why) = not_read(&out, &args.out, json_files_of(&dir)) {
             eprintln!("greta report: {why}");
             return Ok(Exit::Undecided);
         }
-        let html = greta_report::render_history(&runs, &skipped, &dir.display().to_string());
-        (html, runs.len(), skipped)
+        let (used, skipped) = (history.len(), history.skipped().to_vec());
+        (history.render(), used, skipped)
     } else {
         let paths = if args.paths.is_empty() {
             vec![default_dir()?]
@@ -81,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             return Ok(Exit::Undecided);
         }
         let (runs, skipped) = read_paths(&paths);
-        if let Err(why) = not_read(&out, &args.out, &runs) {
+        if let Err(why) = not_read(&out, &args.out, runs.iter().filter_map(|r| r.path.clone())) {
             eprintln!("greta report: {why}");
             return Ok(Exit::Undecided);
         }
@@ -121,10 +125,10 @@ fn read_paths(paths: &[PathBuf]) -> (Vec<Run>, Vec<Skipped>) {
     let mut skipped = Vec::new();
     for p in paths {
         if std::fs::metadata(p).is_ok_and(|m| m.is_dir()) {
-            match greta_report::read_dir(p) {
-                Ok((rs, sk)) => {
+            match greta_report::newest_in(p) {
+                Ok((newest, sk)) => {
                     skipped.extend(sk);
-                    match greta_report::newest(rs) {
+                    match newest {
                         Some(r) => runs.push(r),
                         None => skipped.push(Skipped {
                             path: p.clone(),
@@ -188,13 +192,16 @@ fn not_an_input(out: &Output, named: &Path, inputs: &[PathBuf]) -> Result<(), St
 
 /// `--out` is none of the result files read (a directory's results,
 /// which may be links or hard links to it).
-fn not_read(out: &Output, named: &Path, runs: &[Run]) -> Result<(), String> {
+fn not_read(
+    out: &Output,
+    named: &Path,
+    read: impl IntoIterator<Item = PathBuf>,
+) -> Result<(), String> {
     let Some(out_id) = out.id() else {
         return Ok(());
     };
-    match runs
-        .iter()
-        .filter_map(|r| r.path.as_deref())
+    match read
+        .into_iter()
         .find(|p| id_of(p).is_some_and(|(id, _)| id == out_id))
     {
         Some(p) => Err(format!(
@@ -205,6 +212,21 @@ fn not_read(out: &Output, named: &Path, runs: &[Run]) -> Result<(), String> {
         )),
         None => Ok(()),
     }
+}
+
+/// The `*.json` names of `dir` that a history reads (as many as it may).
+fn json_files_of(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .take(greta_report::DIR_ENTRY_CAP)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+        })
+        .collect()
 }
 
 /// `greta smoke --html FILE`: the page of the run just made. A page that

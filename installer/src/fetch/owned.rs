@@ -124,36 +124,24 @@ pub fn kind(m: &fs::Metadata) -> &'static str {
     }
 }
 
-/// Renames `path` to `<path>.aside-<pid>-<n>` and says so on stderr: what
-/// was there stays for its owner to look at, and greta writes nothing
-/// through it.
+/// Renames `path` to `<path>.aside-<pid>-<n>` ([`greta_fsread::set_aside`])
+/// and says so on stderr: what was there stays for its owner to look at,
+/// and greta writes nothing through it.
 pub fn move_aside(path: &Path, m: &fs::Metadata) -> Result<PathBuf> {
     let what = kind(m);
-    for n in 0u32..1000 {
-        let mut name = path.as_os_str().to_owned();
-        name.push(format!(".aside-{}-{n}", std::process::id()));
-        let to = PathBuf::from(name);
-        if fs::symlink_metadata(&to).is_ok() {
-            continue;
-        }
-        fs::rename(path, &to).with_context(|| {
-            format!(
-                "{} is a {what}, not a regular file, and cannot be moved aside",
-                path.display()
-            )
-        })?;
-        tracing::warn!("{} was a {what}; moved to {}", path.display(), to.display());
-        eprintln!(
-            "greta: warning: {} was a {what}, not a regular file: moved it aside to {} (greta never writes through one)",
-            path.display(),
-            to.display()
-        );
-        return Ok(to);
-    }
-    anyhow::bail!(
-        "{} is a {what}, not a regular file, and no free name was found to move it aside",
-        path.display()
-    )
+    let to = greta_fsread::set_aside(path).with_context(|| {
+        format!(
+            "{} is a {what}, not a regular file, and cannot be moved aside",
+            path.display()
+        )
+    })?;
+    tracing::warn!("{} was a {what}; moved to {}", path.display(), to.display());
+    eprintln!(
+        "greta: warning: {} was a {what}, not a regular file: moved it aside to {} (greta never writes through one)",
+        path.display(),
+        to.display()
+    );
+    Ok(to)
 }
 
 /// Makes `path` a real directory (created with its parents when missing):

@@ -318,7 +318,12 @@ pub fn plan(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(Plan, Tuning), Stri
 /// when it is a tuning of `op` on `dev` (a damaged or foreign entry is
 /// skipped with a warning and the built-in launch runs), else none.
 pub fn cached(cache: Option<&TuningCache>, op: &Op, dev: &GpuDevice) -> Option<Tuning> {
-    let e = cache?.get_in(KeySpace::Gpu, op)?;
+    let e = cache?.get_vetted(
+        KeySpace::Gpu,
+        op,
+        &|t| plan(op, dev, t).ok().map(|(_, runs)| runs),
+        &|| candidates(op, dev),
+    )?;
     match check(op, dev, &e.tuning) {
         Ok(()) => Some(e.tuning.clone()),
         Err(why) => {

@@ -542,7 +542,14 @@ impl Device {
     fn plan_for(&self, op: &Op, tuning: Option<&Tuning>) -> Result<plan::Plan, RuntimeError> {
         let plan = match tuning {
             Some(t) => plan::plan(op, t, &self.limits)?,
-            None => match self.tuned.as_ref().and_then(|c| c.get(op)) {
+            None => match self.tuned.as_ref().and_then(|c| {
+                c.get_vetted(
+                    crate::tuning_cache::KeySpace::Vulkan,
+                    op,
+                    &|t| plan::plan(op, t, &self.limits).ok().map(|p| p.tuning),
+                    &|| plan::candidates(op, &self.limits),
+                )
+            }) {
                 // A cached tuning that no longer plans (another greta's
                 // keys, a changed limit) is skipped, never an error.
                 Some(e) => plan::plan(op, &e.tuning, &self.limits).or_else(|err| {

@@ -1,0 +1,134 @@
+//! `greta report` over a results directory of many big results: the peak
+//! memory of the real binary (its `ru_maxrss`, from `wait4` on its pid)
+//! must stay near one result's size, not grow with the number of results.
+//! `--history` kept every whole result (400 copies of one 15 MB result
+//! reached 5.7 GB), and so did `greta report DIR` (its newest run) while it
+//! picked the newest.
+
+use greta_smoke::results::Report;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// A real lavapipe run of eight devices, made about `mb` MB big by what a
+/// history never draws: each device's notes and validation messages and
+/// each gate's reason (text a damaged or hostile file can make any size).
+fn big_result(mb: usize) -> String {
+    let p =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../report/tests/data/lavapipe-default.json");
+    let mut r: Report = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+    let one = r.devices[0].clone();
+    r.devices = (0..8)
+        .map(|i| {
+            let mut d = one.clone();
+            d.index = i;
+            d
+        })
+        .collect();
+    let per_device = (mb << 20) / 8;
+    // Text of about `bytes` bytes: `unit` repeated.
+    let fill = |unit: String, bytes: usize| unit.repeat(bytes / unit.len());
+    for (i, d) in r.devices.iter_mut().enumerate() {
+        d.notes.push(fill(format!("note {i} "), per_device / 3));
+        d.validation_messages
+            .push(fill(format!("message {i} "), per_device / 3));
+        let gates = d.gates.len().max(1);
+        for g in &mut d.gates {
+            g.reason = Some(fill(format!("{} ", g.id), per_device / 3 / gates));
+        }
+    }
+    r.to_json()
+}
+
+/// Runs `cmd` and returns its exit code, its stderr and its peak resident
+/// memory in MiB (the kernel's `ru_maxrss` of that one child).
+// The child is waited for by wait4 (std's wait has no rusage).
+#[allow(clippy::zombie_processes)]
+fn peak_mib(mut cmd: Command, stderr: &Path) -> (i32, String, f64) {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: zeroed is a valid rusage for wait4 to fill.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: our own child, waited for once, here (std's handle is never
+    // waited on); valid pointers to fill.
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(rc, pid, "wait4: {}", std::io::Error::last_os_error());
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    (
+        code,
+        std::fs::read_to_string(stderr).unwrap_or_default(),
+        ru.ru_maxrss as f64 / 1024.0,
+    )
+}
+
+#[test]
+fn many_big_results_cost_one_results_memory() {
+    const COPIES: usize = 40;
+    const MB: usize = 12;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("results");
+    std::fs::create_dir(&d).unwrap();
+    let text = big_result(MB);
+    assert!(text.len() > (MB - 1) << 20 && (text.len() as u64) < greta_report::FILE_CAP);
+    // Hard links: forty results on disk for the room of one.
+    let first = d.join("smoke-00.json");
+    std::fs::write(&first, &text).unwrap();
+    for i in 1..COPIES {
+        std::fs::hard_link(&first, d.join(format!("smoke-{i:02}.json"))).unwrap();
+    }
+    let all_mib = (text.len() * COPIES) as f64 / f64::from(1 << 20);
+    // One result read, parsed and dropped at a time: some 3 of them at the
+    // peak, plus the binary and the page. Holding all of them is 480 MB of
+    // text and more in memory.
+    let bound = 160.0;
+
+    let page = dir.path().join("history.html");
+    let mut cmd = crate::support::greta();
+    cmd.args(["report", "--history"])
+        .arg(&d)
+        .arg("--out")
+        .arg(&page);
+    let (code, err, mib) = peak_mib(cmd, &dir.path().join("history.err"));
+    eprintln!(
+        "report --history: {COPIES} results of {MB} MB ({all_mib:.0} MiB): peak {mib:.0} MiB"
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!("{COPIES} runs, 0 files not used")),
+        "{err}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(
+        html.matches("<svg class=\"history\"").count(),
+        11,
+        "a chart per gate"
+    );
+    assert!(!html.contains("note 0 note 0"), "the notes are not drawn");
+    assert!(
+        mib < bound,
+        "report --history peaked at {mib:.0} MiB over {all_mib:.0} MiB of results (bound {bound} MiB)"
+    );
+
+    // A DIR given to `greta report` stands for its newest run: the others
+    // are read and dropped.
+    let newest = dir.path().join("newest.html");
+    let mut cmd = crate::support::greta();
+    cmd.arg("report").arg(&d).arg("--out").arg(&newest);
+    let (code, err, mib) = peak_mib(cmd, &dir.path().join("newest.err"));
+    eprintln!("report DIR: peak {mib:.0} MiB");
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("1 run, 0 files not used"), "{err}");
+    assert!(
+        mib < bound,
+        "report DIR peaked at {mib:.0} MiB over {all_mib:.0} MiB of results (bound {bound} MiB)"
+    );
+}
