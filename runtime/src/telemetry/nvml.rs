@@ -55,6 +55,7 @@ struct Fns {
     count: unsafe extern "C" fn(*mut c_uint) -> Ret,
     by_index: unsafe extern "C" fn(c_uint, *mut Dev) -> Ret,
     error_string: Option<unsafe extern "C" fn(Ret) -> *const c_char>,
+    uuid: Option<unsafe extern "C" fn(Dev, *mut c_char, c_uint) -> Ret>,
     reasons: Option<unsafe extern "C" fn(Dev, *mut u64) -> Ret>,
     power: Option<unsafe extern "C" fn(Dev, *mut c_uint) -> Ret>,
     limit: Option<unsafe extern "C" fn(Dev, *mut c_uint) -> Ret>,
@@ -119,6 +120,7 @@ impl Nvml {
                 by_index: sym(&lib, "nvmlDeviceGetHandleByIndex_v2")
                     .ok_or_else(|| need("nvmlDeviceGetHandleByIndex_v2"))?,
                 error_string: sym(&lib, "nvmlErrorString"),
+                uuid: sym(&lib, "nvmlDeviceGetUUID"),
                 reasons: sym(&lib, "nvmlDeviceGetCurrentClocksEventReasons")
                     .or_else(|| sym(&lib, "nvmlDeviceGetCurrentClocksThrottleReasons")),
                 power: sym(&lib, "nvmlDeviceGetPowerUsage"),
@@ -172,6 +174,24 @@ impl Nvml {
             return Err(self.err(&format!("nvmlDeviceGetHandleByIndex_v2({index})"), ret));
         }
         Ok(h)
+    }
+
+    /// NVML's index of the GPU whose UUID is `uuid` (8-4-4-4-12 hex, as
+    /// CUDA and Vulkan give it; NVML's own form adds a `GPU-` prefix).
+    pub fn index_of_uuid(&self, uuid: &str) -> Option<u32> {
+        let f = self.f.uuid?;
+        (0..self.count().ok()?).find(|&i| {
+            let Ok(h) = self.handle(i) else { return false };
+            // NVML_DEVICE_UUID_V2_BUFFER_SIZE is 96.
+            let mut buf = [0 as c_char; 96];
+            // SAFETY: a handle from NVML and a buffer of the stated length.
+            if unsafe { f(h, buf.as_mut_ptr(), buf.len() as c_uint) } != SUCCESS {
+                return false;
+            }
+            // SAFETY: NVML NUL-terminates within the buffer on success.
+            let got = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy();
+            got.trim_start_matches("GPU-").eq_ignore_ascii_case(uuid)
+        })
     }
 
     /// One value of a `fn(dev, *mut c_uint)` query; `None` when the function
@@ -298,20 +318,32 @@ impl Drop for Nvml {
 /// NVML as a sampler source: every GPU it counts.
 pub struct NvmlSource {
     nvml: Arc<Nvml>,
-    count: u32,
+    indices: Vec<u32>,
 }
 
 impl NvmlSource {
     pub fn new(nvml: Arc<Nvml>) -> Result<NvmlSource, String> {
         let count = nvml.count()?;
-        Ok(NvmlSource { nvml, count })
+        Ok(NvmlSource {
+            nvml,
+            indices: (0..count).collect(),
+        })
+    }
+
+    /// Only the GPU of NVML index `index`.
+    pub fn only(nvml: Arc<Nvml>, index: u32) -> NvmlSource {
+        NvmlSource {
+            nvml,
+            indices: vec![index],
+        }
     }
 }
 
 impl Source for NvmlSource {
     fn sample(&mut self) -> Vec<Reading> {
-        (0..self.count)
-            .filter_map(|i| self.nvml.reading(i).ok())
+        self.indices
+            .iter()
+            .filter_map(|&i| self.nvml.reading(i).ok())
             .collect()
     }
 }

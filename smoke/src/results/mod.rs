@@ -240,6 +240,11 @@ pub struct InRun {
     /// estimate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block: Option<BlockSummary>,
+    /// What the GPU said about itself while the gate ran (stress gates):
+    /// power, temperature, clocks and the share of the time each limit
+    /// held them, one summary per watched device.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub telemetry: Vec<crate::telemetry::Summary>,
 }
 
 /// Where a transformer-block gate's time goes, and what it means for a

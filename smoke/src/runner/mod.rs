@@ -486,6 +486,8 @@ fn run_stress(
     // `--repeat N`: exactly N intervals (each one a repeat with fresh inputs).
     req.intervals = ctx.repeat.map(|n| n.max(1));
     let device = backend.info().index;
+    // The GPU's own telemetry while the loop runs: what held its clocks.
+    let watch = crate::telemetry::watch(backend.info());
     let report = match crate::stress::run(backend, &req) {
         Ok(r) => r,
         Err(e) => {
@@ -524,6 +526,12 @@ fn run_stress(
         }
     }
     let (summary, verdict) = crate::stress::summarize(&req, &report, tol);
+    let (telemetry, notes) = watch.map_or_else(Default::default, |w| {
+        let rate = summary
+            .tflops_sustained
+            .map_or_else(|| "no rate".to_string(), |t| format!("{t:.1} TFLOP/s"));
+        w.finish(&gate.id, &rate)
+    });
     let median_ns = {
         let mut v: Vec<u64> = report
             .intervals
@@ -561,11 +569,18 @@ fn run_stress(
         kernel: Some(summary.engine.clone()),
         ..skipped(gate, ctx.seed, String::new())
     };
+    // A failing stress gate says what held the clocks (or that nothing did).
+    if let Some(reason) = result.reason.as_mut() {
+        for s in &telemetry {
+            reason.push_str(&format!("; {}", crate::telemetry::shortfall_reason(s)));
+        }
+    }
     result.in_run.stress = Some(summary);
+    result.in_run.telemetry = telemetry;
     GateRun {
         result,
         lost: None,
-        notes: Vec::new(),
+        notes,
     }
 }
 
