@@ -331,6 +331,159 @@ impl Watch {
     }
 }
 
+/// What a device's error counters and link are read through, for the
+/// checks before and after a device's run.
+enum Reader {
+    Nvml(std::sync::Arc<greta_runtime::telemetry::nvml::Nvml>, u32),
+    Amd(Vec<greta_runtime::telemetry::amd::Card>),
+}
+
+impl Reader {
+    fn of(info: &greta_runtime::DeviceInfo) -> Option<Reader> {
+        use greta_runtime::telemetry::{amd, nvml};
+        match info.vendor_id {
+            0x10de => {
+                let n = std::sync::Arc::new(nvml::Nvml::open().ok()?);
+                let i = n.index_of_uuid(&info.uuid.as_ref()?.to_string())?;
+                Some(Reader::Nvml(n, i))
+            }
+            0x1002 => {
+                let cards = amd::cards(std::path::Path::new("/"));
+                (!cards.is_empty()).then_some(Reader::Amd(cards))
+            }
+            _ => None,
+        }
+    }
+
+    fn counters(&self) -> (Vec<Counter>, Vec<String>) {
+        match self {
+            Reader::Nvml(n, i) => n.counters(*i),
+            Reader::Amd(cards) => {
+                let (mut c, mut bad) = (Vec::new(), Vec::new());
+                for card in cards {
+                    let (a, b) = card.counters();
+                    c.extend(a);
+                    bad.extend(b);
+                }
+                (c, bad)
+            }
+        }
+    }
+
+    fn links(&self) -> Vec<(String, Link)> {
+        match self {
+            Reader::Nvml(n, i) => n
+                .link(*i)
+                .map(|l| (format!("nvml:{i}"), l))
+                .into_iter()
+                .collect(),
+            Reader::Amd(cards) => cards
+                .iter()
+                .filter_map(|c| Some((c.name.clone(), c.link()?)))
+                .collect(),
+        }
+    }
+}
+
+/// A device's error counters read before its gates, to be compared after.
+pub struct NodeWatch {
+    reader: Reader,
+    before: Vec<Counter>,
+}
+
+impl NodeWatch {
+    /// Reads the counters of the device `info` describes; `None` where there
+    /// is nothing to read (see [`watch`]).
+    pub fn start(info: &greta_runtime::DeviceInfo) -> Option<NodeWatch> {
+        let reader = Reader::of(info)?;
+        let (before, _) = reader.counters();
+        Some(NodeWatch { reader, before })
+    }
+
+    /// The checks after the run: error counters against the start, and
+    /// each link's best state under load (from the gates' `loaded`
+    /// summaries) against its maximum. A link with no reading under load is
+    /// not judged (GPUs train their links down when idle).
+    pub fn finish(self, loaded: &[Summary]) -> Vec<NodeCheck> {
+        let (after, bad) = self.reader.counters();
+        let rose = counters_rose(&self.before, &after, &bad);
+        let mut checks = vec![NodeCheck {
+            check: "error_counters".into(),
+            pass: rose.is_empty(),
+            detail: if rose.is_empty() {
+                format!("{} counters unchanged", self.before.len())
+            } else {
+                rose.join("; ")
+            },
+        }];
+        for (dev, link) in self.reader.links() {
+            let best = loaded
+                .iter()
+                .filter(|s| s.device == dev)
+                .filter_map(|s| s.best_link)
+                .reduce(|a, b| LinkState {
+                    gen: a.gen.max(b.gen),
+                    width: a.width.max(b.width),
+                });
+            let Some(best) = best else { continue };
+            let best = LinkState {
+                gen: best.gen.max(link.current.gen),
+                width: best.width.max(link.current.width),
+            };
+            let r = link_check(&dev, best, &link);
+            checks.push(NodeCheck {
+                check: "pcie_link".into(),
+                pass: r.is_ok(),
+                detail: r.err().unwrap_or_else(|| {
+                    format!(
+                        "{dev}: PCIe Gen{} x{} as the card allows",
+                        link.max.gen, link.max.width
+                    )
+                }),
+            });
+        }
+        checks
+    }
+}
+
+/// The run's GPU count check: `seen` devices of backend `kind` against the
+/// PCI bus, KFD (AMD) and NVML (NVIDIA). `None` for a backend whose
+/// devices are not one per GPU (Vulkan lists a GPU once per driver and
+/// lavapipe besides).
+pub fn census(kind: greta_runtime::BackendKind, seen: usize) -> Option<NodeCheck> {
+    use greta_runtime::telemetry::{bus_gpu_count, kfd_gpu_count, nvml};
+    use greta_runtime::BackendKind;
+    let root = std::path::Path::new("/");
+    let (name, c) = match kind {
+        BackendKind::Hip => (
+            "HIP",
+            Census {
+                bus: bus_gpu_count(root, 0x1002),
+                kfd: kfd_gpu_count(root),
+                nvml: None,
+            },
+        ),
+        BackendKind::Cuda => (
+            "CUDA",
+            Census {
+                bus: bus_gpu_count(root, 0x10de),
+                kfd: None,
+                nvml: nvml::Nvml::open()
+                    .ok()
+                    .and_then(|n| n.count().ok())
+                    .map(|n| n as usize),
+            },
+        ),
+        BackendKind::Vulkan => return None,
+    };
+    let r = census_check(&c, name, seen);
+    Some(NodeCheck {
+        check: "gpu_count".into(),
+        pass: r.is_ok(),
+        detail: r.unwrap_or_else(|e| e),
+    })
+}
+
 /// One node-level check as it goes into the results.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NodeCheck {

@@ -92,6 +92,8 @@ pub fn run_device(
     // Messages raised while the device was opened count too: they are
     // recorded and fail the device run (see `Report::summarize`).
     let mut validation_messages = backend.validation_messages();
+    // Error counters before the gates, for the comparison after them.
+    let node_watch = crate::telemetry::NodeWatch::start(&rt_info);
     let mut validation_seen = validation_messages.len();
     for gate in ctx.gates {
         progress.gate_started(rt_info.index, &gate.id);
@@ -176,6 +178,13 @@ pub fn run_device(
         &ctx.specs.path,
         ctx.profile.uses_class_floors(),
     ));
+    let checks = node_watch.map_or_else(Vec::new, |w| {
+        let loaded: Vec<_> = results
+            .iter()
+            .flat_map(|r| r.in_run.telemetry.iter().cloned())
+            .collect();
+        w.finish(&loaded)
+    });
     let mut run = DeviceRun {
         index: rt_info.index,
         backend: backend_label,
@@ -186,6 +195,7 @@ pub fn run_device(
         gates: results,
         validation_messages,
         notes,
+        checks,
     };
     run.status = Report::summarize(std::slice::from_ref(&run));
     run
