@@ -193,6 +193,20 @@ pub fn shortfall_reason(s: &Summary) -> String {
     format!("{}: {}", s.device, list.join(", "))
 }
 
+/// Appends to a failing gate's reason what its telemetry saw, one clause
+/// per watched device; a passing or unwatched gate is left as it is.
+pub fn attribute(result: &mut crate::results::GateResult) {
+    if result.status != crate::results::GateStatus::Fail {
+        return;
+    }
+    let Some(reason) = result.reason.as_mut() else {
+        return;
+    };
+    for s in &result.in_run.telemetry {
+        reason.push_str(&format!("; {}", shortfall_reason(s)));
+    }
+}
+
 /// Counters that rose between `before` and `after`, and counters read
 /// before that could not be read after: each a sentence naming device,
 /// block and kind. Empty means the run may pass.

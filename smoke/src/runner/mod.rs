@@ -145,6 +145,9 @@ pub fn run_device(
             if r.result.status == GateStatus::Pass {
                 apply_floor(&mut r.result, gate, &device, ctx, class, spec);
             }
+            // A failing gate that was watched (stress verdict or floor) says
+            // what held the clocks, or that nothing did.
+            crate::telemetry::attribute(&mut r.result);
             r.result
         };
         progress.gate_done(rt_info.index, &result);
@@ -579,12 +582,6 @@ fn run_stress(
         kernel: Some(summary.engine.clone()),
         ..skipped(gate, ctx.seed, String::new())
     };
-    // A failing stress gate says what held the clocks (or that nothing did).
-    if let Some(reason) = result.reason.as_mut() {
-        for s in &telemetry {
-            reason.push_str(&format!("; {}", crate::telemetry::shortfall_reason(s)));
-        }
-    }
     result.in_run.stress = Some(summary);
     result.in_run.telemetry = telemetry;
     GateRun {

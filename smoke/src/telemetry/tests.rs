@@ -320,3 +320,40 @@ fn tree_gpu_metrics_throttle_bits_reach_the_summary() {
     );
     assert_eq!(s.best_link, Some(LinkState { gen: 5, width: 16 }));
 }
+
+#[test]
+fn a_failing_watched_gate_names_what_held_the_clocks() {
+    use crate::results::{GateResult, GateStatus};
+    let rs = (0..10)
+        .map(|i| {
+            reading(
+                700.0,
+                700.0,
+                Some(if i < 4 { POWER } else { Limits::default() }),
+            )
+        })
+        .collect();
+    let s = summarize(&timed(rs), "nvml:0").unwrap();
+    let gate = |status, reason: Option<&str>| {
+        let mut g = GateResult::new(
+            "stress".into(),
+            "gemm_f16".into(),
+            "8192".into(),
+            status,
+            reason.map(Into::into),
+            crate::Tolerance::Exact,
+            1,
+        );
+        g.in_run.telemetry = vec![s.clone()];
+        g
+    };
+    let mut g = gate(GateStatus::Fail, Some("612 TFLOP/s under the floor of 700"));
+    attribute(&mut g);
+    assert_eq!(
+        g.reason.as_deref(),
+        Some("612 TFLOP/s under the floor of 700; nvml:0: power-capped 40% of the time at 700 W")
+    );
+    let mut g = gate(GateStatus::Pass, None);
+    attribute(&mut g);
+    assert_eq!(g.reason, None);
+}
