@@ -19,6 +19,7 @@ mod graph;
 pub mod hip;
 mod info;
 pub mod stress;
+pub mod telemetry;
 mod tuning;
 pub mod tuning_cache;
 pub mod vulkan;

@@ -34,6 +34,7 @@ mod session;
 pub mod spec;
 mod stress;
 pub mod table;
+pub mod telemetry;
 #[cfg(test)]
 mod test_files;
 pub mod tune;

@@ -231,7 +231,19 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
     }
     bar.finish();
 
-    let status = Report::summarize(&devices);
+    // Every GPU counted: a backend that lists fewer than the node's own
+    // records is a failed run, never a pass of the ones it saw.
+    // (Vulkan lists a GPU once per driver, and lavapipe: not one per GPU.)
+    let checks: Vec<_> = (kind != BackendKind::Vulkan)
+        .then(|| greta_runtime::list_devices(kind).ok())
+        .flatten()
+        .and_then(|l| crate::telemetry::census(kind, l.iter().filter(|d| !d.is_cpu()).count()))
+        .into_iter()
+        .collect();
+    let mut status = Report::summarize(&devices);
+    if checks.iter().any(|c| !c.pass) {
+        status = RunStatus::Fail;
+    }
     let report = Report {
         schema: SCHEMA.to_string(),
         greta_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -245,6 +257,7 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
         status,
         devices,
         findings: vec![],
+        checks,
     };
     let (written, write_error) = match out_dir.map(|dir| results::write_report(&report, &dir)) {
         Some(Ok(w)) => (Some(w), None),
@@ -417,6 +430,7 @@ fn unopenable(
             .collect(),
         validation_messages: vec![],
         notes: vec![],
+        checks: vec![],
     }
 }
 

@@ -31,6 +31,10 @@ pub struct Report {
     /// `framework.cpu-fallback`); the `frameworks` profile fills it.
     #[serde(default)]
     pub findings: Vec<greta_vocab::Finding>,
+    /// Checks of the whole node (every GPU counted by the backend); a
+    /// failed one fails the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<crate::telemetry::NodeCheck>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,6 +134,11 @@ pub struct DeviceRun {
     /// skipped, no baseline device matched, ...).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Checks of the device's health around its gates (error counters
+    /// before and after, the PCIe link under load); a failed one fails the
+    /// run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<crate::telemetry::NodeCheck>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -240,6 +249,11 @@ pub struct InRun {
     /// estimate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block: Option<BlockSummary>,
+    /// What the GPU said about itself while the gate ran (stress gates):
+    /// power, temperature, clocks and the share of the time each limit
+    /// held them, one summary per watched device.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub telemetry: Vec<crate::telemetry::Summary>,
 }
 
 /// Where a transformer-block gate's time goes, and what it means for a
@@ -430,10 +444,11 @@ impl Report {
                 GateStatus::Skip => {}
             }
         }
-        if devices
-            .iter()
-            .any(|d| d.lost.is_some() || !d.validation_messages.is_empty())
-        {
+        if devices.iter().any(|d| {
+            d.lost.is_some()
+                || !d.validation_messages.is_empty()
+                || d.checks.iter().any(|c| !c.pass)
+        }) {
             return RunStatus::Fail;
         }
         if any_pass {

@@ -64,6 +64,7 @@ pub fn sample_report() -> Report {
             open_s: 0.2,
             validation_messages: vec![],
             notes: vec![],
+            checks: vec![],
             gates: vec![
                 GateResult {
                     metrics: Some(metrics.clone()),
@@ -116,6 +117,7 @@ pub fn sample_report() -> Report {
             ],
         }],
         findings: vec![],
+        checks: vec![],
     }
 }
 
@@ -282,4 +284,33 @@ fn status_summary() {
 fn file_stamp_from_rfc3339() {
     assert_eq!(file_stamp("2026-11-21T22:49:37Z"), "20261121T224937Z");
     assert_eq!(file_stamp("2026-11-21T22:49:37.5Z"), "20261121T224937Z");
+}
+
+#[test]
+fn a_failed_device_check_fails_the_run_and_round_trips() {
+    let mut r = sample_report();
+    r.devices[0].gates.remove(1);
+    assert_eq!(Report::summarize(&r.devices), RunStatus::Pass);
+    r.devices[0].checks.push(crate::telemetry::NodeCheck {
+        check: "error_counters".into(),
+        pass: true,
+        detail: "4 counters unchanged".into(),
+    });
+    assert_eq!(Report::summarize(&r.devices), RunStatus::Pass);
+    r.devices[0].checks.push(crate::telemetry::NodeCheck {
+        check: "pcie_link".into(),
+        pass: false,
+        detail: "PCIe Gen5 x16 card trained at Gen4 x8 (card1)".into(),
+    });
+    assert_eq!(Report::summarize(&r.devices), RunStatus::Fail);
+    let back: Report = serde_json::from_str(&r.to_json()).unwrap();
+    assert_eq!(back.devices[0].checks, r.devices[0].checks);
+    // A report without checks (older greta) still reads.
+    let mut j: serde_json::Value = serde_json::from_str(&sample_report().to_json()).unwrap();
+    assert!(
+        j["devices"][0].get("checks").is_none(),
+        "empty checks are not written"
+    );
+    j["devices"][0]["notes"] = serde_json::json!([]);
+    let _: Report = serde_json::from_value(j).unwrap();
 }

@@ -92,6 +92,8 @@ pub fn run_device(
     // Messages raised while the device was opened count too: they are
     // recorded and fail the device run (see `Report::summarize`).
     let mut validation_messages = backend.validation_messages();
+    // Error counters before the gates, for the comparison after them.
+    let node_watch = crate::telemetry::NodeWatch::start(&rt_info);
     let mut validation_seen = validation_messages.len();
     for gate in ctx.gates {
         progress.gate_started(rt_info.index, &gate.id);
@@ -143,6 +145,9 @@ pub fn run_device(
             if r.result.status == GateStatus::Pass {
                 apply_floor(&mut r.result, gate, &device, ctx, class, spec);
             }
+            // A failing gate that was watched (stress verdict or floor) says
+            // what held the clocks, or that nothing did.
+            crate::telemetry::attribute(&mut r.result);
             r.result
         };
         progress.gate_done(rt_info.index, &result);
@@ -176,6 +181,13 @@ pub fn run_device(
         &ctx.specs.path,
         ctx.profile.uses_class_floors(),
     ));
+    let checks = node_watch.map_or_else(Vec::new, |w| {
+        let loaded: Vec<_> = results
+            .iter()
+            .flat_map(|r| r.in_run.telemetry.iter().cloned())
+            .collect();
+        w.finish(&loaded)
+    });
     let mut run = DeviceRun {
         index: rt_info.index,
         backend: backend_label,
@@ -186,6 +198,7 @@ pub fn run_device(
         gates: results,
         validation_messages,
         notes,
+        checks,
     };
     run.status = Report::summarize(std::slice::from_ref(&run));
     run
@@ -486,6 +499,8 @@ fn run_stress(
     // `--repeat N`: exactly N intervals (each one a repeat with fresh inputs).
     req.intervals = ctx.repeat.map(|n| n.max(1));
     let device = backend.info().index;
+    // The GPU's own telemetry while the loop runs: what held its clocks.
+    let watch = crate::telemetry::watch(backend.info());
     let report = match crate::stress::run(backend, &req) {
         Ok(r) => r,
         Err(e) => {
@@ -524,6 +539,12 @@ fn run_stress(
         }
     }
     let (summary, verdict) = crate::stress::summarize(&req, &report, tol);
+    let (telemetry, notes) = watch.map_or_else(Default::default, |w| {
+        let rate = summary
+            .tflops_sustained
+            .map_or_else(|| "no rate".to_string(), |t| format!("{t:.1} TFLOP/s"));
+        w.finish(&gate.id, &rate)
+    });
     let median_ns = {
         let mut v: Vec<u64> = report
             .intervals
@@ -562,10 +583,11 @@ fn run_stress(
         ..skipped(gate, ctx.seed, String::new())
     };
     result.in_run.stress = Some(summary);
+    result.in_run.telemetry = telemetry;
     GateRun {
         result,
         lost: None,
-        notes: Vec::new(),
+        notes,
     }
 }
 

@@ -201,6 +201,7 @@ fn device_run(
         gates,
         validation_messages: vec![],
         notes,
+        checks: vec![],
     }
 }
 
@@ -253,5 +254,6 @@ pub fn to_report(run: &Run, judged: &Judgement, meta: &RunMeta) -> Report {
         status,
         devices,
         findings: judged.findings.clone(),
+        checks: vec![],
     }
 }

@@ -1,0 +1,521 @@
+//! Verdicts over what the GPUs say about themselves
+//! ([`greta_runtime::telemetry`]): pure functions of injected facts, so
+//! every verdict is tested without the fault it catches.
+//!
+//! - [`summarize`] + [`describe`]: a gate's samples as "sustained 612
+//!   TFLOP/s, power-capped 38% of the time at 700 W"; [`shortfall_reason`]
+//!   names what held the clocks when a gate is under its floor.
+//! - [`counters_rose`]: error counters read before and after a run; a rise
+//!   fails the run and names the block.
+//! - [`link_check`]: a link trained below what the card can do fails
+//!   ("PCIe Gen5 x16 card trained at Gen4 x8").
+//! - [`census_check`]: fewer GPUs in the backend than on the PCI bus, in
+//!   KFD or in NVML fails ("GPU count mismatch: 8 on the bus, 7 in HIP").
+//!
+//! How to call them around a gate, in order:
+//! 1. before: `counters` of every device (amdgpu `Card::counters`, NVML
+//!    `Nvml::counters`), and [`census_check`] once per run;
+//! 2. `Sampler::start(source, SAMPLE_PERIOD)` just before the gate's work;
+//! 3. `Sampler::stop()` after it; [`summarize`] per device; [`describe`]
+//!    into the gate's result, [`shortfall_reason`] into a floor failure;
+//! 4. after: `counters` again, [`counters_rose`]; the best link seen under
+//!    load against the device's maximum: [`link_check`].
+
+use greta_runtime::telemetry::{Counter, Link, LinkState, Timed};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// How often the sampler reads during a gate.
+pub const SAMPLE_PERIOD: Duration = Duration::from_millis(100);
+
+/// Power at or above this fraction of the limit counts as held by the
+/// power cap when the source gives no throttle reasons (amdgpu without the
+/// ASIC-independent bits).
+pub const NEAR_CAP: f64 = 0.97;
+
+/// One device's samples during one gate.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub device: String,
+    pub samples: usize,
+    /// Fractions (0-1) of samples in which each limit held the clocks.
+    pub power_capped: f64,
+    pub thermal: f64,
+    pub current: f64,
+    pub other: f64,
+    /// Whether `power_capped` came from the power reading against the
+    /// limit (no throttle reasons from the source).
+    pub power_inferred: bool,
+    pub mean_power_w: Option<f64>,
+    pub max_power_w: Option<f64>,
+    pub power_limit_w: Option<f64>,
+    pub max_temp_c: Option<f64>,
+    pub mean_sm_mhz: Option<f64>,
+    /// The widest and fastest link seen while the gate ran.
+    pub best_link: Option<LinkState>,
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn max(v: &[f64]) -> Option<f64> {
+    v.iter().copied().reduce(f64::max)
+}
+
+/// The samples of `device` during a gate, summarised; `None` when it was
+/// never read.
+pub fn summarize(samples: &[Timed], device: &str) -> Option<Summary> {
+    let rs: Vec<_> = samples
+        .iter()
+        .flat_map(|t| t.readings.iter())
+        .filter(|r| r.device == device)
+        .collect();
+    if rs.is_empty() {
+        return None;
+    }
+    let n = rs.len() as f64;
+    let frac = |f: &dyn Fn(&greta_runtime::telemetry::Reading) -> bool| {
+        rs.iter().filter(|r| f(r)).count() as f64 / n
+    };
+    let inferred = rs.iter().all(|r| r.limits.is_none());
+    let power_capped = frac(&|r| match r.limits {
+        Some(l) => l.power,
+        None => {
+            matches!((r.power_w, r.power_limit_w), (Some(p), Some(c)) if c > 0.0 && p >= NEAR_CAP * c)
+        }
+    });
+    let lim = |f: fn(&greta_runtime::telemetry::Limits) -> bool| {
+        frac(&|r| r.limits.as_ref().is_some_and(f))
+    };
+    let power: Vec<f64> = rs.iter().filter_map(|r| r.power_w).collect();
+    let temps: Vec<f64> = rs.iter().filter_map(|r| r.temp_c).collect();
+    let clocks: Vec<f64> = rs.iter().filter_map(|r| r.sm_mhz).map(f64::from).collect();
+    let limits: Vec<f64> = rs.iter().filter_map(|r| r.power_limit_w).collect();
+    let best_link = rs.iter().filter_map(|r| r.link).reduce(|a, b| LinkState {
+        gen: a.gen.max(b.gen),
+        width: a.width.max(b.width),
+    });
+    Some(Summary {
+        device: device.to_string(),
+        samples: rs.len(),
+        power_capped,
+        thermal: lim(|l| l.thermal),
+        current: lim(|l| l.current),
+        other: lim(|l| l.other),
+        power_inferred: inferred,
+        mean_power_w: mean(&power),
+        max_power_w: max(&power),
+        power_limit_w: max(&limits),
+        max_temp_c: max(&temps),
+        mean_sm_mhz: mean(&clocks),
+        best_link,
+    })
+}
+
+fn pct(f: f64) -> String {
+    format!("{:.0}%", f * 100.0)
+}
+
+/// The limits that held the clocks at least 1% of the time, worst first,
+/// each as a phrase ("power-capped 38% of the time at 700 W").
+fn limit_phrases(s: &Summary) -> Vec<(f64, String)> {
+    let mut v = Vec::new();
+    if s.power_capped >= 0.01 {
+        let at = s
+            .power_limit_w
+            .map(|w| format!(" at {w:.0} W"))
+            .unwrap_or_default();
+        v.push((
+            s.power_capped,
+            format!("power-capped {} of the time{at}", pct(s.power_capped)),
+        ));
+    }
+    if s.thermal >= 0.01 {
+        let t = s
+            .max_temp_c
+            .map(|t| format!(" (up to {t:.0} °C)"))
+            .unwrap_or_default();
+        v.push((
+            s.thermal,
+            format!("thermally limited {} of the time{t}", pct(s.thermal)),
+        ));
+    }
+    if s.current >= 0.01 {
+        v.push((
+            s.current,
+            format!("current-limited {} of the time", pct(s.current)),
+        ));
+    }
+    if s.other >= 0.01 {
+        v.push((
+            s.other,
+            format!("clocks held by another limit {} of the time", pct(s.other)),
+        ));
+    }
+    v.sort_by(|a, b| b.0.total_cmp(&a.0));
+    v
+}
+
+/// A gate's rate with what held the clocks: "sustained 612 TFLOP/s,
+/// power-capped 38% of the time at 700 W".
+pub fn describe(rate: &str, s: &Summary) -> String {
+    let phrases = limit_phrases(s);
+    if phrases.is_empty() {
+        return format!(
+            "sustained {rate}, no clock limit seen in {} samples",
+            s.samples
+        );
+    }
+    let list: Vec<String> = phrases.into_iter().map(|(_, p)| p).collect();
+    format!("sustained {rate}, {}", list.join(", "))
+}
+
+/// Why a gate under its floor was slow, as far as telemetry says: the
+/// limits seen, or that none was (the shortfall is not the clocks').
+pub fn shortfall_reason(s: &Summary) -> String {
+    let phrases = limit_phrases(s);
+    if phrases.is_empty() {
+        let clock = s
+            .mean_sm_mhz
+            .map(|m| format!(", clocks {m:.0} MHz"))
+            .unwrap_or_default();
+        let power = match (s.mean_power_w, s.power_limit_w) {
+            (Some(p), Some(l)) => format!(", {p:.0} W of {l:.0} W"),
+            _ => String::new(),
+        };
+        return format!(
+            "{}: no throttling seen in {} samples{power}{clock}",
+            s.device, s.samples
+        );
+    }
+    let list: Vec<String> = phrases.into_iter().map(|(_, p)| p).collect();
+    format!("{}: {}", s.device, list.join(", "))
+}
+
+/// Appends to a failing gate's reason what its telemetry saw, one clause
+/// per watched device; a passing or unwatched gate is left as it is.
+pub fn attribute(result: &mut crate::results::GateResult) {
+    if result.status != crate::results::GateStatus::Fail {
+        return;
+    }
+    let Some(reason) = result.reason.as_mut() else {
+        return;
+    };
+    for s in &result.in_run.telemetry {
+        reason.push_str(&format!("; {}", shortfall_reason(s)));
+    }
+}
+
+/// Counters that rose between `before` and `after`, and counters read
+/// before that could not be read after: each a sentence naming device,
+/// block and kind. Empty means the run may pass.
+pub fn counters_rose(
+    before: &[Counter],
+    after: &[Counter],
+    unreadable_after: &[String],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for b in before {
+        let same = |a: &&Counter| a.device == b.device && a.block == b.block && a.kind == b.kind;
+        match after.iter().find(same) {
+            Some(a) if a.value > b.value => out.push(format!(
+                "{} error counter rose on {}: {} {} {} -> {}",
+                b.block, b.device, b.block, b.kind, b.value, a.value
+            )),
+            Some(_) => {}
+            None => out.push(format!(
+                "{} {} on {} could not be read after the run",
+                b.block, b.kind, b.device
+            )),
+        }
+    }
+    out.extend(
+        unreadable_after
+            .iter()
+            .map(|e| format!("error counter unreadable after the run: {e}")),
+    );
+    out
+}
+
+/// The link judged on the best state seen (GPUs lower their link when
+/// idle, so a reading under load, or the best of a gate's samples, is what
+/// counts) against the most the device can train to.
+pub fn link_check(device: &str, best: LinkState, link: &Link) -> Result<(), String> {
+    let max = link.max;
+    if best.gen < max.gen || best.width < max.width {
+        return Err(format!(
+            "PCIe Gen{} x{} card trained at Gen{} x{} ({device})",
+            max.gen, max.width, best.gen, best.width
+        ));
+    }
+    Ok(())
+}
+
+/// GPU counts from the node's own records; `None` where a record is not
+/// there (no KFD on an NVIDIA node, no NVML on an AMD one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Census {
+    pub bus: Option<usize>,
+    pub kfd: Option<usize>,
+    pub nvml: Option<usize>,
+}
+
+/// The backend (`backend` its name, "HIP") must see every GPU the other
+/// records show. Fewer is a failure naming each count, never a pass of the
+/// ones seen. `Ok` says what was compared (or that nothing could be).
+pub fn census_check(c: &Census, backend: &str, seen: usize) -> Result<String, String> {
+    let named = [
+        ("on the bus", c.bus),
+        ("in KFD", c.kfd),
+        ("in NVML", c.nvml),
+    ];
+    let known: Vec<(&str, usize)> = named
+        .iter()
+        .filter_map(|(w, n)| Some((*w, (*n)?)))
+        .collect();
+    if known.is_empty() {
+        return Ok(format!(
+            "{seen} in {backend}; no other record of the GPUs to compare"
+        ));
+    }
+    let parts: Vec<String> = known.iter().map(|(w, n)| format!("{n} {w}")).collect();
+    if known.iter().any(|(_, n)| *n > seen) {
+        return Err(format!(
+            "GPU count mismatch: {}, {seen} in {backend}",
+            parts.join(", ")
+        ));
+    }
+    Ok(format!("{}, {seen} in {backend}", parts.join(", ")))
+}
+
+/// A gate under watch: a sampler over the telemetry of the device it runs
+/// on. Dropped without [`Watch::finish`] (a gate that failed early), the
+/// sampler's thread sees its channel close and ends.
+pub struct Watch {
+    sampler: greta_runtime::telemetry::Sampler,
+    devices: Vec<String>,
+}
+
+/// Starts watching the device `info` describes: NVML for an NVIDIA GPU
+/// (matched by UUID), amdgpu sysfs under `/` for an AMD one (every card:
+/// neither HIP's nor Vulkan's device facts here say which card it is).
+/// `None` where there is nothing to read (lavapipe, no NVML, no amdgpu).
+pub fn watch(info: &greta_runtime::DeviceInfo) -> Option<Watch> {
+    use greta_runtime::telemetry::{amd, nvml, Source};
+    let (source, devices): (Box<dyn Source>, Vec<String>) = match info.vendor_id {
+        0x10de => {
+            let n = std::sync::Arc::new(nvml::Nvml::open().ok()?);
+            let index = n.index_of_uuid(&info.uuid.as_ref()?.to_string())?;
+            (
+                Box::new(nvml::NvmlSource::only(n, index)),
+                vec![format!("nvml:{index}")],
+            )
+        }
+        0x1002 => {
+            let root = std::path::Path::new("/");
+            let names: Vec<String> = amd::cards(root).into_iter().map(|c| c.name).collect();
+            if names.is_empty() {
+                return None;
+            }
+            (Box::new(amd::SysfsSource::new(root)), names)
+        }
+        _ => return None,
+    };
+    let sampler = greta_runtime::telemetry::Sampler::start(source, SAMPLE_PERIOD).ok()?;
+    Some(Watch { sampler, devices })
+}
+
+impl Watch {
+    /// Stops sampling; each watched device's summary, and a line per device
+    /// for the run's notes ("nvml:0 during stress: sustained 612 TFLOP/s,
+    /// power-capped 38% of the time at 700 W").
+    pub fn finish(self, gate: &str, rate: &str) -> (Vec<Summary>, Vec<String>) {
+        let samples = self.sampler.stop();
+        let sums: Vec<Summary> = self
+            .devices
+            .iter()
+            .filter_map(|d| summarize(&samples, d))
+            .collect();
+        let notes = sums
+            .iter()
+            .map(|s| format!("{} during {gate}: {}", s.device, describe(rate, s)))
+            .collect();
+        (sums, notes)
+    }
+}
+
+/// What a device's error counters and link are read through, for the
+/// checks before and after a device's run.
+enum Reader {
+    Nvml(std::sync::Arc<greta_runtime::telemetry::nvml::Nvml>, u32),
+    Amd(Vec<greta_runtime::telemetry::amd::Card>),
+}
+
+impl Reader {
+    fn of(info: &greta_runtime::DeviceInfo) -> Option<Reader> {
+        use greta_runtime::telemetry::{amd, nvml};
+        match info.vendor_id {
+            0x10de => {
+                let n = std::sync::Arc::new(nvml::Nvml::open().ok()?);
+                let i = n.index_of_uuid(&info.uuid.as_ref()?.to_string())?;
+                Some(Reader::Nvml(n, i))
+            }
+            0x1002 => {
+                let cards = amd::cards(std::path::Path::new("/"));
+                (!cards.is_empty()).then_some(Reader::Amd(cards))
+            }
+            _ => None,
+        }
+    }
+
+    fn counters(&self) -> (Vec<Counter>, Vec<String>) {
+        match self {
+            Reader::Nvml(n, i) => n.counters(*i),
+            Reader::Amd(cards) => {
+                let (mut c, mut bad) = (Vec::new(), Vec::new());
+                for card in cards {
+                    let (a, b) = card.counters();
+                    c.extend(a);
+                    bad.extend(b);
+                }
+                (c, bad)
+            }
+        }
+    }
+
+    fn links(&self) -> Vec<(String, Link)> {
+        match self {
+            Reader::Nvml(n, i) => n
+                .link(*i)
+                .map(|l| (format!("nvml:{i}"), l))
+                .into_iter()
+                .collect(),
+            Reader::Amd(cards) => cards
+                .iter()
+                .filter_map(|c| Some((c.name.clone(), c.link()?)))
+                .collect(),
+        }
+    }
+}
+
+/// A device's error counters read before its gates, to be compared after.
+pub struct NodeWatch {
+    reader: Reader,
+    before: Vec<Counter>,
+}
+
+impl NodeWatch {
+    /// Reads the counters of the device `info` describes; `None` where there
+    /// is nothing to read (see [`watch`]).
+    pub fn start(info: &greta_runtime::DeviceInfo) -> Option<NodeWatch> {
+        let reader = Reader::of(info)?;
+        let (before, _) = reader.counters();
+        Some(NodeWatch { reader, before })
+    }
+
+    /// The checks after the run: error counters against the start, and
+    /// each link's best state under load (from the gates' `loaded`
+    /// summaries) against its maximum. A link with no reading under load is
+    /// not judged (GPUs train their links down when idle).
+    pub fn finish(self, loaded: &[Summary]) -> Vec<NodeCheck> {
+        let (after, bad) = self.reader.counters();
+        let rose = counters_rose(&self.before, &after, &bad);
+        let mut checks = vec![NodeCheck {
+            check: "error_counters".into(),
+            pass: rose.is_empty(),
+            detail: if rose.is_empty() {
+                format!("{} counters unchanged", self.before.len())
+            } else {
+                rose.join("; ")
+            },
+        }];
+        for (dev, link) in self.reader.links() {
+            let best = loaded
+                .iter()
+                .filter(|s| s.device == dev)
+                .filter_map(|s| s.best_link)
+                .reduce(|a, b| LinkState {
+                    gen: a.gen.max(b.gen),
+                    width: a.width.max(b.width),
+                });
+            let Some(best) = best else { continue };
+            let best = LinkState {
+                gen: best.gen.max(link.current.gen),
+                width: best.width.max(link.current.width),
+            };
+            let r = link_check(&dev, best, &link);
+            checks.push(NodeCheck {
+                check: "pcie_link".into(),
+                pass: r.is_ok(),
+                detail: r.err().unwrap_or_else(|| {
+                    format!(
+                        "{dev}: PCIe Gen{} x{} as the card allows",
+                        link.max.gen, link.max.width
+                    )
+                }),
+            });
+        }
+        checks
+    }
+}
+
+/// The run's GPU count check: `seen` devices of backend `kind` against the
+/// PCI bus, KFD (AMD) and NVML (NVIDIA). `None` for a backend whose
+/// devices are not one per GPU (Vulkan lists a GPU once per driver and
+/// lavapipe besides).
+pub fn census(kind: greta_runtime::BackendKind, seen: usize) -> Option<NodeCheck> {
+    use greta_runtime::telemetry::{bus_gpu_count, kfd_gpu_count, nvml};
+    use greta_runtime::BackendKind;
+    let root = std::path::Path::new("/");
+    let (name, c) = match kind {
+        BackendKind::Hip => (
+            "HIP",
+            Census {
+                bus: bus_gpu_count(root, 0x1002),
+                kfd: kfd_gpu_count(root),
+                nvml: None,
+            },
+        ),
+        BackendKind::Cuda => (
+            "CUDA",
+            Census {
+                bus: bus_gpu_count(root, 0x10de),
+                kfd: None,
+                nvml: nvml::Nvml::open()
+                    .ok()
+                    .and_then(|n| n.count().ok())
+                    .map(|n| n as usize),
+            },
+        ),
+        BackendKind::Vulkan => return None,
+    };
+    let r = census_check(&c, name, seen);
+    Some(NodeCheck {
+        check: "gpu_count".into(),
+        pass: r.is_ok(),
+        detail: r.unwrap_or_else(|e| e),
+    })
+}
+
+/// One node-level check as it goes into the results.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeCheck {
+    /// "gpu_count", "pcie_link", "error_counters".
+    pub check: String,
+    pub pass: bool,
+    pub detail: String,
+}
+
+/// Telemetry of a run for the results file: per gate, each device's
+/// summary; and the node checks.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunTelemetry {
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub gates: std::collections::BTreeMap<String, Vec<Summary>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<NodeCheck>,
+}
+
+#[cfg(test)]
+mod tests;

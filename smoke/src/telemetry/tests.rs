@@ -1,0 +1,359 @@
+//! Each verdict proven to fail on the fault it is for, from facts injected
+//! directly and from synthetic amdgpu sysfs trees read by the runtime's
+//! reader (the path `--sysroot` replays).
+
+use super::*;
+use greta_runtime::telemetry::{amd, bus_gpu_count, kfd_gpu_count, Limits, Reading};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn reading(power: f64, limit: f64, limits: Option<Limits>) -> Reading {
+    Reading {
+        device: "nvml:0".into(),
+        power_w: Some(power),
+        power_limit_w: Some(limit),
+        temp_c: Some(70.0),
+        sm_mhz: Some(1980),
+        mem_mhz: Some(2619),
+        limits,
+        link: Some(LinkState { gen: 5, width: 16 }),
+    }
+}
+
+fn timed(rs: Vec<Reading>) -> Vec<Timed> {
+    rs.into_iter()
+        .enumerate()
+        .map(|(i, r)| Timed {
+            at: Duration::from_millis(100 * i as u64),
+            readings: vec![r],
+        })
+        .collect()
+}
+
+const POWER: Limits = Limits {
+    power: true,
+    thermal: false,
+    current: false,
+    other: false,
+};
+
+#[test]
+fn power_capped_share_is_reported_with_the_limit() {
+    // 38 of 100 samples held by the power cap at 700 W.
+    let rs = (0..100)
+        .map(|i| {
+            reading(
+                690.0,
+                700.0,
+                Some(if i < 38 { POWER } else { Limits::default() }),
+            )
+        })
+        .collect();
+    let s = summarize(&timed(rs), "nvml:0").unwrap();
+    assert_eq!(s.samples, 100);
+    assert!((s.power_capped - 0.38).abs() < 1e-12);
+    assert!(!s.power_inferred);
+    assert_eq!(
+        describe("612 TFLOP/s", &s),
+        "sustained 612 TFLOP/s, power-capped 38% of the time at 700 W"
+    );
+    assert_eq!(
+        shortfall_reason(&s),
+        "nvml:0: power-capped 38% of the time at 700 W"
+    );
+}
+
+#[test]
+fn no_limit_seen_says_so_and_names_power_and_clocks() {
+    let rs = (0..10)
+        .map(|_| reading(350.0, 700.0, Some(Limits::default())))
+        .collect();
+    let s = summarize(&timed(rs), "nvml:0").unwrap();
+    assert_eq!(
+        describe("400 TFLOP/s", &s),
+        "sustained 400 TFLOP/s, no clock limit seen in 10 samples"
+    );
+    assert_eq!(
+        shortfall_reason(&s),
+        "nvml:0: no throttling seen in 10 samples, 350 W of 700 W, clocks 1980 MHz"
+    );
+    assert_eq!(summarize(&timed(vec![]), "nvml:0"), None);
+}
+
+#[test]
+fn without_reasons_power_at_the_cap_counts_as_capped() {
+    let rs = vec![reading(299.0, 300.0, None), reading(200.0, 300.0, None)];
+    let s = summarize(&timed(rs), "nvml:0").unwrap();
+    assert!(s.power_inferred);
+    assert!((s.power_capped - 0.5).abs() < 1e-12);
+}
+
+fn counter(block: &str, kind: &str, value: u64) -> Counter {
+    Counter {
+        device: "card1".into(),
+        block: block.into(),
+        kind: kind.into(),
+        value,
+    }
+}
+
+#[test]
+fn a_rising_counter_fails_and_names_the_block() {
+    let before = vec![
+        counter("umc", "uncorrectable", 0),
+        counter("gfx", "correctable", 4),
+    ];
+    let same = counters_rose(&before, &before, &[]);
+    assert!(same.is_empty(), "{same:?}");
+    let after = vec![
+        counter("umc", "uncorrectable", 2),
+        counter("gfx", "correctable", 4),
+    ];
+    let v = counters_rose(&before, &after, &[]);
+    assert_eq!(
+        v,
+        vec!["umc error counter rose on card1: umc uncorrectable 0 -> 2"]
+    );
+    // Gone after the run: not a pass.
+    let v = counters_rose(&before, &[counter("umc", "uncorrectable", 0)], &[]);
+    assert_eq!(
+        v,
+        vec!["gfx correctable on card1 could not be read after the run"]
+    );
+    let v = counters_rose(&before, &before, &["ras/umc_err_count: busy".into()]);
+    assert_eq!(
+        v,
+        vec!["error counter unreadable after the run: ras/umc_err_count: busy"]
+    );
+}
+
+#[test]
+fn a_trained_down_link_fails_with_the_sentence() {
+    let link = Link {
+        current: LinkState { gen: 4, width: 8 },
+        max: LinkState { gen: 5, width: 16 },
+    };
+    assert_eq!(
+        link_check("card1", link.current, &link),
+        Err("PCIe Gen5 x16 card trained at Gen4 x8 (card1)".into())
+    );
+    // Width alone, speed alone.
+    assert!(link_check("c", LinkState { gen: 5, width: 8 }, &link).is_err());
+    assert!(link_check("c", LinkState { gen: 3, width: 16 }, &link).is_err());
+    assert_eq!(link_check("c", link.max, &link), Ok(()));
+}
+
+#[test]
+fn a_missing_gpu_is_a_count_mismatch_never_a_pass() {
+    let c = Census {
+        bus: Some(8),
+        kfd: None,
+        nvml: None,
+    };
+    assert_eq!(
+        census_check(&c, "HIP", 7),
+        Err("GPU count mismatch: 8 on the bus, 7 in HIP".into())
+    );
+    let c = Census {
+        bus: Some(8),
+        kfd: Some(8),
+        nvml: None,
+    };
+    assert_eq!(
+        census_check(&c, "HIP", 8),
+        Ok("8 on the bus, 8 in KFD, 8 in HIP".into())
+    );
+    // KFD alone short of the bus still fails the backend that matches KFD.
+    let c = Census {
+        bus: Some(8),
+        kfd: Some(7),
+        nvml: None,
+    };
+    assert!(census_check(&c, "HIP", 7).is_err());
+    assert!(census_check(&Census::default(), "Vulkan", 1)
+        .unwrap()
+        .contains("no other record"));
+}
+
+#[test]
+fn results_type_round_trips_as_json() {
+    let mut t = RunTelemetry::default();
+    assert_eq!(serde_json::to_string(&t).unwrap(), "{}");
+    let rs = vec![reading(690.0, 700.0, Some(POWER))];
+    t.gates.insert(
+        "stress".into(),
+        vec![summarize(&timed(rs), "nvml:0").unwrap()],
+    );
+    t.checks.push(NodeCheck {
+        check: "gpu_count".into(),
+        pass: false,
+        detail: "GPU count mismatch: 8 on the bus, 7 in HIP".into(),
+    });
+    let j = serde_json::to_string(&t).unwrap();
+    let back: RunTelemetry = serde_json::from_str(&j).unwrap();
+    assert_eq!(back, t);
+}
+
+// --- synthetic amdgpu sysfs trees, read through the runtime's reader ---
+
+/// A card of an MI300-class node: PCI device with its link files, KFD node.
+fn mi300_card(root: &Path, n: u32, cur: (&str, u32)) -> PathBuf {
+    let bdf = format!("0000:{:02x}:00.0", 0x10 + n);
+    let pci = root.join("sys/bus/pci/devices").join(&bdf);
+    fs::create_dir_all(pci.join("ras")).unwrap();
+    fs::write(pci.join("vendor"), "0x1002\n").unwrap();
+    fs::write(pci.join("class"), "0x038000\n").unwrap();
+    fs::write(pci.join("current_link_speed"), format!("{} PCIe\n", cur.0)).unwrap();
+    fs::write(pci.join("current_link_width"), format!("{}\n", cur.1)).unwrap();
+    fs::write(pci.join("max_link_speed"), "32.0 GT/s PCIe\n").unwrap();
+    fs::write(pci.join("max_link_width"), "16\n").unwrap();
+    fs::write(pci.join("ras/umc_err_count"), "ue: 0\nce: 0\n").unwrap();
+    let drm = root.join(format!("sys/class/drm/card{n}"));
+    fs::create_dir_all(&drm).unwrap();
+    // As in real sysfs, `device` is a relative link (from
+    // sys/class/drm/cardN up to sys/) to the PCI device.
+    std::os::unix::fs::symlink(
+        format!("../../../bus/pci/devices/{bdf}"),
+        drm.join("device"),
+    )
+    .unwrap();
+    let kfd = root.join(format!("sys/class/kfd/kfd/topology/nodes/{}", n + 1));
+    fs::create_dir_all(&kfd).unwrap();
+    fs::write(kfd.join("gpu_id"), format!("{}\n", 1000 + n)).unwrap();
+    pci
+}
+
+fn tree(cards: u32, cur: (&str, u32)) -> (tempfile::TempDir, Vec<PathBuf>) {
+    let t = tempfile::tempdir().unwrap();
+    let cpu = t.path().join("sys/class/kfd/kfd/topology/nodes/0");
+    fs::create_dir_all(&cpu).unwrap();
+    fs::write(cpu.join("gpu_id"), "0\n").unwrap();
+    let pcis = (0..cards).map(|n| mi300_card(t.path(), n, cur)).collect();
+    (t, pcis)
+}
+
+#[test]
+fn tree_missing_gpu_in_the_backend_fails() {
+    let (t, _) = tree(8, ("32.0 GT/s", 16));
+    let c = Census {
+        bus: bus_gpu_count(t.path(), 0x1002),
+        kfd: kfd_gpu_count(t.path()),
+        nvml: None,
+    };
+    assert_eq!(amd::cards(t.path()).len(), 8, "the device links resolve");
+    assert_eq!(
+        census_check(&c, "HIP", 7),
+        Err("GPU count mismatch: 8 on the bus, 8 in KFD, 7 in HIP".into())
+    );
+    assert!(census_check(&c, "HIP", 8).is_ok());
+}
+
+#[test]
+fn tree_trained_down_link_fails() {
+    let (t, _) = tree(1, ("16.0 GT/s", 8));
+    let card = &amd::cards(t.path())[0];
+    let link = card.link().unwrap();
+    assert_eq!(
+        link_check(&card.name, link.current, &link),
+        Err("PCIe Gen5 x16 card trained at Gen4 x8 (card0)".into())
+    );
+    let (t, _) = tree(1, ("32.0 GT/s", 16));
+    let card = &amd::cards(t.path())[0];
+    let link = card.link().unwrap();
+    assert_eq!(link_check(&card.name, link.current, &link), Ok(()));
+}
+
+#[test]
+fn tree_rising_ras_counter_and_bad_pages_fail() {
+    let (t, pcis) = tree(1, ("32.0 GT/s", 16));
+    let card = &amd::cards(t.path())[0];
+    let (before, bad) = card.counters();
+    assert!(bad.is_empty());
+    fs::write(pcis[0].join("ras/umc_err_count"), "ue: 1\nce: 0\n").unwrap();
+    fs::write(
+        pcis[0].join("ras/gpu_vram_bad_pages"),
+        "0x00000abc : 0x00001000 : R\n",
+    )
+    .unwrap();
+    let (after, bad) = card.counters();
+    let v = counters_rose(&before, &after, &bad);
+    assert_eq!(
+        v,
+        vec!["umc error counter rose on card0: umc uncorrectable 0 -> 1"]
+    );
+    // Bad pages appear as a new counter; read before the run they rise too.
+    let (before2, _) = card.counters();
+    fs::write(
+        pcis[0].join("ras/gpu_vram_bad_pages"),
+        "0x00000abc : 0x00001000 : R\n0x00000abd : 0x00001000 : P\n",
+    )
+    .unwrap();
+    let (after2, _) = card.counters();
+    assert_eq!(
+        counters_rose(&before2, &after2, &[]),
+        vec!["vram error counter rose on card0: vram bad pages 1 -> 2"]
+    );
+}
+
+#[test]
+fn tree_gpu_metrics_throttle_bits_reach_the_summary() {
+    let (t, pcis) = tree(1, ("32.0 GT/s", 16));
+    // A gpu_metrics v1.3 table (layout in the runtime's gpu_metrics.rs),
+    // 0xFF-filled like the kernel's, socket power 300 W and the SPL (power)
+    // bit in indep_throttle_status at offset 112.
+    let mut b = vec![0xFFu8; 120];
+    b[..4].copy_from_slice(&[120, 0, 1, 3]);
+    b[22..24].copy_from_slice(&300u16.to_le_bytes());
+    b[112..120].copy_from_slice(&(1u64 << 4).to_le_bytes());
+    fs::write(pcis[0].join("gpu_metrics"), &b).unwrap();
+    let hw = pcis[0].join("hwmon/hwmon0");
+    fs::create_dir_all(&hw).unwrap();
+    fs::write(hw.join("power1_cap"), "300000000\n").unwrap();
+    let mut src = amd::SysfsSource::new(t.path());
+    use greta_runtime::telemetry::Source;
+    let samples = timed(src.sample());
+    let s = summarize(&samples, "card0").unwrap();
+    assert_eq!(s.power_capped, 1.0);
+    assert_eq!(
+        describe("95 TFLOP/s", &s),
+        "sustained 95 TFLOP/s, power-capped 100% of the time at 300 W"
+    );
+    assert_eq!(s.best_link, Some(LinkState { gen: 5, width: 16 }));
+}
+
+#[test]
+fn a_failing_watched_gate_names_what_held_the_clocks() {
+    use crate::results::{GateResult, GateStatus};
+    let rs = (0..10)
+        .map(|i| {
+            reading(
+                700.0,
+                700.0,
+                Some(if i < 4 { POWER } else { Limits::default() }),
+            )
+        })
+        .collect();
+    let s = summarize(&timed(rs), "nvml:0").unwrap();
+    let gate = |status, reason: Option<&str>| {
+        let mut g = GateResult::new(
+            "stress".into(),
+            "gemm_f16".into(),
+            "8192".into(),
+            status,
+            reason.map(Into::into),
+            crate::Tolerance::Exact,
+            1,
+        );
+        g.in_run.telemetry = vec![s.clone()];
+        g
+    };
+    let mut g = gate(GateStatus::Fail, Some("612 TFLOP/s under the floor of 700"));
+    attribute(&mut g);
+    assert_eq!(
+        g.reason.as_deref(),
+        Some("612 TFLOP/s under the floor of 700; nvml:0: power-capped 40% of the time at 700 W")
+    );
+    let mut g = gate(GateStatus::Pass, None);
+    attribute(&mut g);
+    assert_eq!(g.reason, None);
+}
