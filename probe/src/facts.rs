@@ -46,6 +46,20 @@ pub struct Facts {
     /// reached through `/dev/dxg`: no amdgpu module and no `/dev/kfd` is normal.
     #[serde(default)]
     pub wsl: Option<bool>,
+    /// Facts only the format-agnostic scan of pasted text found (no reader
+    /// of a known format printed them), each with the line it stood on:
+    /// lower confidence than a reader's, never the sole ground of a `fail`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub text_scan: Vec<ScanFact>,
+}
+
+/// One fact the format-agnostic scan read ("gpu", "rocm_version",
+/// "vulkan_driver"), its value and the `file:line: text` it came from.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ScanFact {
+    pub fact: String,
+    pub value: String,
+    pub evidence: String,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, Hash)]

@@ -19,6 +19,7 @@ mod front;
 mod hip_order;
 mod live;
 mod merge;
+mod products;
 mod report;
 mod root;
 mod rules;

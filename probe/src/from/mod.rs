@@ -38,6 +38,7 @@ pub mod vulkaninfo;
 mod input;
 mod loose;
 mod quoted;
+mod scan;
 
 use input::read_capped;
 pub use input::{decode, MAX_READ};
@@ -85,6 +86,9 @@ pub enum Format {
     AgentEnumerator,
     ModuleVersion,
     AppLog,
+    /// Nothing of a known format, but the format-agnostic scan read a GPU,
+    /// a version or a driver from it.
+    TextScan,
 }
 
 impl Format {
@@ -118,6 +122,7 @@ impl Format {
             Format::AgentEnumerator => "rocm_agent_enumerator",
             Format::ModuleVersion => "kernel module version (cat /sys/module/*/version, modinfo)",
             Format::AppLog => "application log",
+            Format::TextScan => "GPU names and versions in unrecognised text",
         }
     }
 }
@@ -225,7 +230,8 @@ fn implied_gfx(facts: &mut Facts) {
             .device_id
             .filter(|_| g.vendor_id.is_none_or(|v| v == amd::AMD))
             .and_then(amd::gfx_from_device_id)
-            .or_else(|| amd::gfx_from_marketing_name(&g.name));
+            .or_else(|| amd::gfx_from_marketing_name(&g.name))
+            .or_else(|| crate::products::in_name(&g.name).and_then(|p| p.gfx.clone()));
         if g.integrated.is_none() && g.gfx.as_deref().is_some_and(amd::is_apu_target) {
             g.integrated = Some(true);
         }
@@ -274,7 +280,7 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
             Format::HipInfo => hipinfo::parse(text),
             Format::AgentEnumerator => agent_enum::parse(text),
             Format::ModuleVersion => module_version::parse(text),
-            Format::AppLog => Facts::default(),
+            Format::AppLog | Format::TextScan => Facts::default(),
         };
         parts.push(part);
     }
@@ -310,6 +316,11 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     }
     if facts.wsl.is_none() && shows_wsl(text) {
         facts.wsl = Some(true);
+    }
+    let mut formats = formats;
+    scan::scan(text, source).apply(&mut facts);
+    if formats.is_empty() && !facts.text_scan.is_empty() {
+        formats.push(Format::TextScan);
     }
     (formats, facts)
 }
