@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::capture::{self, CaptureError, Captured};
-use crate::collect::{self, CheckRun, CHECKS};
+use crate::collect::{self, CheckRun};
 use crate::facts::{Facts, Signal};
 use crate::from::FromRun;
 use crate::live;
@@ -346,14 +346,9 @@ fn device_facts(root: &Root) -> Facts {
 
 /// The worst finding a check owns decides its glyph.
 fn status_of(id: &str, findings: &[Finding]) -> CheckStatus {
-    let prefixes = CHECKS
-        .iter()
-        .find(|c| c.0 == id)
-        .map(|c| c.2)
-        .unwrap_or(&[]);
     let worst = findings
         .iter()
-        .filter(|f| prefixes.iter().any(|p| f.id.starts_with(p)))
+        .filter(|f| crate::rules::check_of(&f.id) == Some(id))
         .map(|f| f.severity)
         .max();
     match worst {

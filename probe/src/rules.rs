@@ -34,6 +34,10 @@ pub struct Rule {
     pub none: Vec<String>,
     pub message: String,
     pub fix: Fix,
+    /// The check of `greta doctor` this rule's finding belongs to (an id of
+    /// [`crate::collect::CHECKS`]): the check line that shows its glyph and
+    /// what `--check ID` keeps.
+    pub check: String,
 }
 
 #[derive(Deserialize)]
@@ -110,6 +114,22 @@ pub fn parse_rules(text: &str) -> Result<Vec<Rule>, String> {
                 }
             }
         }
+        if !crate::collect::CHECKS.iter().any(|(c, _, _)| *c == r.check) {
+            return Err(format!(
+                "rules.toml: rule {}: check {:?} is not a check of doctor",
+                r.id, r.check
+            ));
+        }
+        if let Some(o) = file
+            .rule
+            .iter()
+            .find(|o| o.id == r.id && o.check != r.check)
+        {
+            return Err(format!(
+                "rules.toml: rule {}: checks differ ({} vs {})",
+                r.id, r.check, o.check
+            ));
+        }
         if let Some(o) = file
             .rule
             .iter()
@@ -151,6 +171,14 @@ pub fn rules() -> &'static [Rule] {
 
 /// Distinct finding ids in file order, with the first rule's severity,
 /// title and meaning (for `--list-checks` and docs).
+/// The check a finding id belongs to (`rules.toml`'s `check`).
+pub fn check_of(id: &str) -> Option<&'static str> {
+    rules()
+        .iter()
+        .find(|r| r.id == id)
+        .map(|r| r.check.as_str())
+}
+
 pub fn catalogue() -> Vec<&'static Rule> {
     let mut out: Vec<&Rule> = Vec::new();
     for r in rules() {
@@ -228,6 +256,73 @@ mod tests {
         }
     }
 
+    /// Every finding id and the check it belongs to: a finding of no check
+    /// would keep its check line green and vanish under `--check`.
+    #[test]
+    fn every_finding_belongs_to_its_check() {
+        let want: &[(&str, &str)] = &[
+            ("gpu.none", "pci"),
+            ("gpu.sriov-vf", "pci"),
+            ("driver.amdgpu-not-bound", "pci"),
+            ("gpu.passthrough", "pci"),
+            ("driver.module-rejected", "pci"),
+            ("driver.dkms-build-failed", "pci"),
+            ("driver.nomodeset", "pci"),
+            ("driver.nvidia-mismatch", "pci"),
+            ("driver.nvidia-not-bound", "pci"),
+            ("gpu.fallen-off-bus", "pci"),
+            ("container.nvidia-toolkit", "pci"),
+            ("nvidia.fabric-manager", "pci"),
+            ("gpu.nvidia-xid", "pci"),
+            ("driver.nvidia-too-old", "pci"),
+            ("kfd.missing", "device-nodes"),
+            ("kfd.permission", "device-nodes"),
+            ("kfd.rejected", "device-nodes"),
+            ("rocm.missing", "rocm"),
+            ("rocm.multiple", "rocm"),
+            ("rocm.runtime-no-device", "hip-runtime"),
+            ("rocm.hip-igpu-first", "rocm"),
+            ("rocm.visible-devices-none", "rocm"),
+            ("rocm.visible-devices-missing", "rocm"),
+            ("rocm.hip-failed-on-igpu", "rocm"),
+            ("rocm.hsa-hang", "rocm"),
+            ("rocm.path-invalid", "rocm"),
+            ("rocm.gfx-unsupported", "rocm"),
+            ("rocm.hsa-override", "rocm"),
+            ("rocm.ld-library-path", "rocm"),
+            ("rocm.gpu-fault", "rocm"),
+            ("gpu.ras-uncorrectable", "pci"),
+            ("rocm.hipblaslt-fallback", "rocm"),
+            ("rocm.mixed-versions", "rocm"),
+            ("rocm.hsa-crash", "rocm"),
+            ("framework.cuda-build-on-amd", "python"),
+            ("app.cpu-fallback", "python"),
+            ("vulkan.loader-missing", "vulkan-icds"),
+            ("vulkan.no-icd", "vulkan-icds"),
+            ("vulkan.icd-incompatible", "vulkan-icds"),
+            ("vulkan.no-device", "vulkan-devices"),
+            ("vulkan.cpu-only", "vulkan-devices"),
+            ("vulkan.duplicate-gpu", "vulkan-devices"),
+            ("vulkan.amdvlk-left-behind", "vulkan-icds"),
+            ("vulkan.amd-switchable-layer", "vulkan-icds"),
+            ("vulkan.gfx94x-unsupported", "vulkan-devices"),
+            ("apu.small-vram", "kfd"),
+            ("apu.gttsize-deprecated", "kfd"),
+            ("python.missing", "python"),
+            ("framework.mismatch", "python"),
+            ("framework.device-wheel-missing", "python"),
+        ];
+        let ids: Vec<&str> = catalogue().iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids.len(), want.len(), "{ids:?}");
+        for (id, check) in want {
+            assert_eq!(check_of(id), Some(*check), "{id}");
+        }
+        let bad = RULES_TOML.replace("check = \"vulkan-icds\"", "check = \"vulkan\"");
+        assert!(parse_rules(&bad)
+            .unwrap_err()
+            .contains("not a check of doctor"));
+    }
+
     #[test]
     fn bad_rules_are_rejected() {
         let base = |extra: &str| {
@@ -235,21 +330,21 @@ mod tests {
             s.push_str(extra);
             s
         };
-        let bad_pred = base("[[rule]]\nid='x.y'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['no_such_predicate']\nmessage='m'\nfix={text='t'}\n");
+        let bad_pred = base("[[rule]]\nid='x.y'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['no_such_predicate']\nmessage='m'\nfix={text='t'}\ncheck='pci'\n");
         assert!(parse_rules(&bad_pred)
             .unwrap_err()
             .contains("unknown predicate"));
-        let bad_sig = base("[[rule]]\nid='x.y'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['signal:nope']\nmessage='m'\nfix={text='t'}\n");
+        let bad_sig = base("[[rule]]\nid='x.y'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['signal:nope']\nmessage='m'\nfix={text='t'}\ncheck='pci'\n");
         assert!(parse_rules(&bad_sig).is_err());
-        let bad_var = base("[[rule]]\nid='x.y'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['amd_gpu_present']\nmessage='{nope}'\nfix={text='t'}\n");
+        let bad_var = base("[[rule]]\nid='x.y'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['amd_gpu_present']\nmessage='{nope}'\nfix={text='t'}\ncheck='pci'\n");
         assert!(parse_rules(&bad_var)
             .unwrap_err()
             .contains("template variable"));
-        let bad_sev = base("[[rule]]\nid='gpu.none'\nseverity='fail'\ntitle='t'\nmeaning='m'\nall=['amd_gpu_present']\nmessage='m'\nfix={text='t'}\n");
+        let bad_sev = base("[[rule]]\nid='gpu.none'\nseverity='fail'\ntitle='t'\nmeaning='m'\nall=['amd_gpu_present']\nmessage='m'\nfix={text='t'}\ncheck='pci'\n");
         assert!(parse_rules(&bad_sev)
             .unwrap_err()
             .contains("severities differ"));
-        assert!(parse_rules("[[rule]]\nid='gpu.none'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['amd_gpu_present']\nmessage='m'\nfix={text='t'}\n")
+        assert!(parse_rules("[[rule]]\nid='gpu.none'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['amd_gpu_present']\nmessage='m'\nfix={text='t'}\ncheck='pci'\n")
             .unwrap_err()
             .contains("contract id"));
     }
