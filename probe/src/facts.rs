@@ -334,7 +334,37 @@ pub struct Signal {
     pub text: String,
 }
 
+/// The `seen_by` of a GPU the format-agnostic scan of pasted text named.
+pub const TEXT_SCAN: &str = "text-scan";
+
 impl Facts {
+    /// These facts less what only the format-agnostic scan read (the
+    /// entries of `text_scan`): GPUs no reader saw, a ROCm release and
+    /// Vulkan drivers no reader stated. The rules compare a finding's
+    /// predicates here and on the whole facts to tell a finding that rests
+    /// on a reader's word from one that rests on the scan alone.
+    pub fn readers_only(&self) -> Facts {
+        let scanned = |fact: &str, value: &str| {
+            self.text_scan
+                .iter()
+                .any(|s| s.fact == fact && s.value == value)
+        };
+        let mut f = self.clone();
+        f.text_scan.clear();
+        f.gpus.retain(|g| !g.seen_by.iter().all(|s| s == TEXT_SCAN));
+        if f.rocm
+            .version
+            .as_deref()
+            .is_some_and(|v| scanned("rocm_version", v))
+        {
+            f.rocm.version = None;
+        }
+        f.vulkan
+            .drivers
+            .retain(|k| !scanned("vulkan_driver", &format!("{k:?}").to_lowercase()));
+        f
+    }
+
     /// Facts from JSON written by another source or an older greta, which
     /// may omit fields: every missing field, also inside list elements
     /// (GPUs, ICDs...), takes its default, so only a wrong type fails.

@@ -202,8 +202,19 @@ pub fn diagnose(facts: &Facts) -> Vec<Finding> {
     diagnose_with(rules(), facts)
 }
 
+/// Said in a finding the scan alone supports, after its message.
+pub const SCAN_ONLY_NOTE: &str = "Read from unrecognised text: no tool output doctor knows shows this, so it is a warning, not a failure; paste the tool's own output (rocminfo, lspci -nnk, dmesg) to confirm it.";
+
+/// Predicates that record what was inspected, not a fact of the machine.
+fn bookkeeping(p: &str) -> bool {
+    p.ends_with("_scanned") || p == "vulkan_in_play"
+}
+
 pub fn diagnose_with(rules: &[Rule], facts: &Facts) -> Vec<Finding> {
     let e = predicates::evaluate(facts);
+    // The same questions over the facts a reader of a known format gave
+    // (computed when a failure might rest on the scan alone).
+    let readers: std::cell::OnceCell<predicates::Eval> = std::cell::OnceCell::new();
     let mut out: Vec<Finding> = Vec::new();
     for r in rules {
         if out.iter().any(|f| f.id == r.id) {
@@ -219,7 +230,7 @@ pub fn diagnose_with(rules: &[Rule], facts: &Facts) -> Vec<Finding> {
         let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
         for p in r.all.iter().chain(r.any.iter()) {
             // Bookkeeping predicates ("pci_scanned") add nothing a reader needs.
-            if p.ends_with("_scanned") || p == "vulkan_in_play" {
+            if bookkeeping(p) {
                 continue;
             }
             for x in e.evidence(p) {
@@ -228,11 +239,34 @@ pub fn diagnose_with(rules: &[Rule], facts: &Facts) -> Vec<Finding> {
                 }
             }
         }
+        // A failure whose every matched fact only the format-agnostic scan
+        // read (a name in text no reader knows) is a warning: the scan is
+        // weaker evidence than a tool's own output, never the sole ground
+        // of a failure.
+        let scan_only = r.severity == Severity::Fail && !facts.text_scan.is_empty() && {
+            let re = readers.get_or_init(|| predicates::evaluate(&facts.readers_only()));
+            let matched: Vec<&String> = r
+                .all
+                .iter()
+                .chain(r.any.iter().filter(|p| e.holds(p)))
+                .filter(|p| !bookkeeping(p))
+                .collect();
+            !matched.is_empty() && matched.iter().all(|p| !re.holds(p))
+        };
+        let mut message = render(&r.message, &e);
+        if scan_only {
+            message.push(' ');
+            message.push_str(SCAN_ONLY_NOTE);
+        }
         out.push(Finding {
             id: r.id.clone(),
-            severity: r.severity,
+            severity: if scan_only {
+                Severity::Warn
+            } else {
+                r.severity
+            },
             title: render(&r.title, &e),
-            message: render(&r.message, &e),
+            message,
             evidence,
             fix: Fix {
                 text: render(&r.fix.text, &e),
@@ -477,6 +511,52 @@ mod tests {
         // microsoft/WSL#11649: nothing skipped, nothing installed.
         let none = "ERROR: [Loader Message] Code 0 : vkCreateInstance: Found no drivers!\nCannot create Vulkan instance.\n";
         assert!(ids(none).contains(&"vulkan.no-icd".to_string()));
+    }
+
+    /// A failure resting only on what the format-agnostic scan read is a
+    /// warning that says so; the same failure on a reader's GPU, or on the
+    /// scan's GPU beside an error line a signature matched, stays a failure.
+    #[test]
+    fn a_scan_only_fact_never_fails_alone() {
+        let mut toml = RULES_TOML.to_string();
+        toml.push_str("[[rule]]\nid='x.any-amd'\nseverity='fail'\ntitle='t'\nmeaning='m'\nall=['amd_gpu_present']\nmessage='an AMD GPU'\nfix={text='t'}\ncheck='pci'\n");
+        toml.push_str("[[rule]]\nid='x.amd-and-fault'\nseverity='fail'\ntitle='t'\nmeaning='m'\nall=['amd_gpu_present', 'signal:gpu-memory-fault']\nmessage='a fault'\nfix={text='t'}\ncheck='pci'\n");
+        let rules = parse_rules(&toml).unwrap();
+        let find = |f: &Facts, id: &str| {
+            diagnose_with(&rules, f)
+                .into_iter()
+                .find(|x| x.id == id)
+                .unwrap_or_else(|| panic!("{id} not raised"))
+        };
+        // A name in a game launcher's system information: the scan's only.
+        let scanned =
+            crate::from::parse_text("Video Card: AMD Radeon Pro W7900\n", "sysinfo.txt").1;
+        assert_eq!(scanned.gpus.len(), 1, "{:?}", scanned.gpus);
+        let hit = find(&scanned, "x.any-amd");
+        assert_eq!(hit.severity, Severity::Warn);
+        assert!(
+            hit.message.contains("Read from unrecognised text"),
+            "{}",
+            hit.message
+        );
+        // rocminfo printed the same GPU: a reader's fact.
+        let read = crate::from::parse_text(
+            "*******\nAgent 2\n*******\n  Name:                    gfx1100\n  Marketing Name:          AMD Radeon Pro W7900\n  Device Type:             GPU\n",
+            "rocminfo.txt",
+        )
+        .1;
+        assert!(read.text_scan.is_empty(), "{:?}", read.text_scan);
+        let hit = find(&read, "x.any-amd");
+        assert_eq!(hit.severity, Severity::Fail);
+        assert!(!hit.message.contains("unrecognised"));
+        // The scan's GPU beside a fault a signature matched: not the scan alone.
+        let both = crate::from::parse_text(
+            "Video Card: AMD Radeon Pro W7900\nMemory access fault by GPU node-1 (Agent handle: 0x5) on address 0x7f. Reason: Page not present or supervisor privilege.\n",
+            "log.txt",
+        )
+        .1;
+        assert_eq!(find(&both, "x.amd-and-fault").severity, Severity::Fail);
+        assert_eq!(find(&both, "x.any-amd").severity, Severity::Warn);
     }
 
     #[test]

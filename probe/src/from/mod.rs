@@ -203,7 +203,13 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
         report.micros = started.elapsed().as_micros() as u64;
         files.push(report);
     }
+    let stated = stated_by_readers(&parts);
     let mut facts = crate::merge::merge(parts);
+    // A release or driver one file's scan read and another file's reader
+    // printed is a reader's fact.
+    facts
+        .text_scan
+        .retain(|s| !stated.iter().any(|(f, v)| *f == s.fact && *v == s.value));
     implied_gfx(&mut facts);
     facts.sources = vec![format!(
         "from:{}",
@@ -214,6 +220,31 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
             .join(",")
     )];
     Ok(FromRun { facts, files })
+}
+
+/// The ROCm releases and Vulkan drivers the readers of each file stated
+/// (not its scan): (fact, value) as `text_scan` spells them.
+fn stated_by_readers(parts: &[Facts]) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for p in parts {
+        let scanned = |fact: &str, value: &str| {
+            p.text_scan
+                .iter()
+                .any(|s| s.fact == fact && s.value == value)
+        };
+        if let Some(v) = &p.rocm.version {
+            if !scanned("rocm_version", v) {
+                out.push(("rocm_version", v.clone()));
+            }
+        }
+        for k in &p.vulkan.drivers {
+            let v = format!("{k:?}").to_lowercase();
+            if !scanned("vulkan_driver", &v) {
+                out.push(("vulkan_driver", v));
+            }
+        }
+    }
+    out
 }
 
 /// What the pastes imply when no tool printed an AMD GPU's target (issue 25

@@ -14,7 +14,7 @@
 //! nothing.
 
 use super::amd;
-use crate::facts::{Facts, Gpu, ScanFact, Vendor};
+use crate::facts::{Facts, Gpu, ScanFact, Vendor, TEXT_SCAN};
 use crate::products::{self, Product};
 use greta_vocab::VkFamily;
 
@@ -220,7 +220,7 @@ fn amd_gpu(line: &str, lc: &str, gpu_word: bool, vendor_word: bool) -> Option<(G
             name,
             device_id,
             gfx,
-            seen_by: vec!["text-scan".into()],
+            seen_by: vec![TEXT_SCAN.into()],
             ..Default::default()
         },
         device.is_some(),
@@ -331,7 +331,7 @@ fn nvidia_gpu(line: &str) -> Option<Gpu> {
         } else {
             format!("NVIDIA {name}")
         },
-        seen_by: vec!["text-scan".into()],
+        seen_by: vec![TEXT_SCAN.into()],
         ..Default::default()
     })
 }
@@ -360,7 +360,7 @@ fn intel_gpu(line: &str) -> Option<Gpu> {
         vendor: Vendor::Intel,
         vendor_id: Vendor::Intel.pci_id(),
         name: name.to_string(),
-        seen_by: vec!["text-scan".into()],
+        seen_by: vec![TEXT_SCAN.into()],
         ..Default::default()
     })
 }
