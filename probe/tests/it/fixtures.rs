@@ -1,23 +1,43 @@
-//! Every case of every `probe/tests/fixtures/*/expect.toml`: run the `--from`
-//! engine on the case's files (real text captured from real machines) and
-//! check the doctor's JSON against the expectation: each listed GPU (vendor,
-//! name, gfx, VF) matched one-to-one and no extra GPU, each fact, and every
+//! Every case of every `probe/tests/fixtures/*/expect.toml` and
+//! `probe/tests/unseen-formats/*/expect.toml`: run the `--from` engine on
+//! the case's files (real text captured from real machines) and check the
+//! doctor's JSON against the expectation: each listed GPU (vendor, name,
+//! gfx, VF) matched one-to-one and no extra GPU, each fact, and every
 //! `must` / `must_not` finding id.
 //!
 //! A case doctor cannot get right yet (or whose expectation we believe is
-//! wrong) goes into `KNOWN_WRONG` with the reason, printed on every run; a
-//! listed case that passes fails the run, so the list never goes stale. It
-//! holds no case today; docs/doctor.md ("The corpus") gives the counts.
+//! wrong) goes into its corpus's known-wrong list with the reason, printed
+//! on every run; a listed case that passes fails the run, so the list never
+//! goes stale. docs/doctor.md ("The corpus") gives the counts.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// (folder, case key, why doctor is not right on it yet, or why the
 /// expectation is believed wrong).
-const KNOWN_WRONG: &[(&str, &str, &str)] = &[];
+type KnownWrong = &'static [(&'static str, &'static str, &'static str)];
 
-fn fixtures_dir() -> PathBuf {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+/// The fixture corpus: every case right.
+const KNOWN_WRONG: KnownWrong = &[];
+
+/// Pastes in formats doctor had no reader for (expect.toml written before
+/// greta ran on them).
+const UNSEEN_KNOWN_WRONG: KnownWrong = &[
+    ("issue-table-8060s-gfx1151-rocm7.1.1-dkms-6.16.6-illegal-memory-access", "all", "the amdgpu DKMS version in an issue's environment table is not read"),
+    ("lutris-startup-hd4670-rv730-radeon-driver-no-vulkan", "all", "RADV refusing a render node on the radeon driver, then no valid GPU, reads as an ICD that cannot load, not as no Vulkan device"),
+    ("openstack-guest-lshw-amethyst-xt-r9-380x-unclaimed", "all", "lshw's UNCLAIMED (no driver bound) is not read as an unbound GPU"),
+    ("parsl-frontier-rocr-and-cuda-visible-devices-no-hip-gpus", "all", "a device selection written as command prefixes (ROCR_VISIBLE_DEVICES=1 CUDA_VISIBLE_DEVICES=1 python) is not read"),
+    ("proxmox-host-journal-raphael-igpu-1024m-vram-47g-gtt", "all", "an APU's 1 GiB carve-out beside 47 GiB of GTT raises apu.small-vram"),
+    ("proxmox-lspci-nnk-phoenix3-1900-vfio-pci-host", "all", "the chip name lspci printed (Phoenix3) is replaced by pci.ids' newer one"),
+    ("rocminfo-rocm2.10-intel-nvidia-box-rock-not-loaded-no-amd-gpu", "all", "ROCk module is NOT loaded with no AMD GPU in the text fails driver.amdgpu-not-bound (one id, one severity)"),
+    ("steam-sysinfo-2012-fglrx-hd5700-series", "all", "\"Radeon HD 5700 Series\" is in no product table row"),
+    ("swarmui-rocr-and-hip-visible-devices-1-torch-not-available", "all", "a selection that hides every GPU is not concluded without a GPU in the text"),
+];
+
+fn corpus_dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(name);
     assert!(d.is_dir(), "fixtures not found at {}", d.display());
     d
 }
@@ -187,7 +207,18 @@ fn check_case(dir: &Path, key: &str, case: &toml::Value) -> Vec<String> {
 
 #[test]
 fn every_fixture_case_matches_its_expectation() {
-    let root = fixtures_dir();
+    run_corpus("fixtures", KNOWN_WRONG, 147, 171);
+}
+
+#[test]
+fn every_unseen_format_case_matches_its_expectation() {
+    run_corpus("unseen-formats", UNSEEN_KNOWN_WRONG, 42, 42);
+}
+
+/// Runs every case of `probe/tests/<name>/`; at least `min_folders`
+/// folders and `min_cases` cases must run.
+fn run_corpus(name: &str, known_wrong: KnownWrong, min_folders: usize, min_cases: usize) {
+    let root = corpus_dir(name);
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -209,18 +240,18 @@ fn every_fixture_case_matches_its_expectation() {
         let folder = dir.file_name().unwrap().to_string_lossy().to_string();
         for (key, case) in cases {
             let errs = check_case(dir, key, case);
-            let wrong = KNOWN_WRONG
+            let wrong = known_wrong
                 .iter()
                 .find(|(f, k, _)| *f == folder && k == key);
             match (errs.is_empty(), wrong) {
                 (true, None) => passed += 1,
                 (true, Some(_)) => failed.push(format!(
-                    "{folder} [{key}]: listed in KNOWN_WRONG but passes now: remove it"
+                    "{folder} [{key}]: listed as known wrong but passes now: remove it"
                 )),
                 (false, Some((_, _, why))) => {
                     known += 1;
                     eprintln!(
-                        "KNOWN WRONG EXPECTATION {folder} [{key}]: {why}\n    {}",
+                        "KNOWN WRONG {name}/{folder} [{key}]: {why}\n    {}",
                         errs.join("\n    ")
                     );
                 }
@@ -231,16 +262,16 @@ fn every_fixture_case_matches_its_expectation() {
         }
     }
     eprintln!(
-        "fixtures: {folders} folders, {passed} cases pass, {known} known-wrong, {} fail",
+        "{name}: {folders} folders, {passed} cases pass, {known} known-wrong, {} fail",
         failed.len()
     );
     assert!(
-        folders >= 147 && passed + known + failed.len() >= 171,
-        "too few fixture cases ran ({folders} folders)"
+        folders >= min_folders && passed + known + failed.len() >= min_cases,
+        "too few {name} cases ran ({folders} folders)"
     );
     assert!(
         failed.is_empty(),
-        "{} fixture case(s) fail:\n{}",
+        "{} {name} case(s) fail:\n{}",
         failed.len(),
         failed.join("\n")
     );
