@@ -339,8 +339,8 @@ pub const TEXT_SCAN: &str = "text-scan";
 
 impl Facts {
     /// These facts less what only the format-agnostic scan read (the
-    /// entries of `text_scan`): GPUs no reader saw, a ROCm release and
-    /// Vulkan drivers no reader stated. The rules compare a finding's
+    /// entries of `text_scan`): GPUs no reader saw, a ROCm release, a
+    /// kernel driver version and Vulkan drivers no reader stated. The rules compare a finding's
     /// predicates here and on the whole facts to tell a finding that rests
     /// on a reader's word from one that rests on the scan alone.
     pub fn readers_only(&self) -> Facts {
@@ -358,6 +358,12 @@ impl Facts {
             .is_some_and(|v| scanned("rocm_version", v))
         {
             f.rocm.version = None;
+        }
+        if f.kernel_driver_version
+            .as_deref()
+            .is_some_and(|v| scanned("kernel_driver_version", v))
+        {
+            f.kernel_driver_version = None;
         }
         f.vulkan
             .drivers

@@ -209,6 +209,43 @@ mod tests {
         assert!(in_name("the quick brown fox").is_none());
     }
 
+    /// AMD's series names, as Catalyst/fglrx and Windows print them (Steam's
+    /// 2012 system information: "ATI Radeon HD 5700 Series"; fglrxinfo,
+    /// Ubuntu Forums 2009: "OpenGL renderer string: ATI Radeon HD 4800
+    /// Series"): a product of the table, of no one device; TeraScale has no
+    /// gfx target, and a series of several targets gives none.
+    #[test]
+    fn series_names_are_products_of_no_one_device() {
+        for (name, key) in [
+            ("ATI Radeon HD 5700 Series", "HD5700"),
+            ("ATI Radeon HD 4800 Series", "HD4800"),
+        ] {
+            let p = in_name(name).unwrap_or_else(|| panic!("{name}: no product"));
+            assert_eq!(
+                (p.key.as_str(), p.gfx.as_deref(), p.device),
+                (key, None, None)
+            );
+        }
+        // RX 400: Polaris 10/11 only (gfx803); R9 300 spans Hawaii, Tonga, Fiji.
+        assert_eq!(
+            in_name("Radeon RX 400 Series")
+                .and_then(|p| p.gfx.clone())
+                .as_deref(),
+            Some("gfx803")
+        );
+        assert_eq!(
+            in_name("AMD Radeon R9 300 Series").map(|p| p.gfx.is_none()),
+            Some(true)
+        );
+        // A card's own key is never a series: RX 6700 is a product.
+        assert_eq!(
+            in_name("AMD Radeon RX 6700")
+                .and_then(|p| p.gfx.clone())
+                .as_deref(),
+            Some("gfx1031")
+        );
+    }
+
     #[test]
     fn a_bad_table_is_refused_with_its_line() {
         let e = parse("RX6700XT\tgfx1031\t73df\n").unwrap_err();

@@ -559,6 +559,24 @@ mod tests {
         assert_eq!(find(&both, "x.any-amd").severity, Severity::Warn);
     }
 
+    /// The loader's drivers loaded and none drives a GPU here: lutris#5440
+    /// (an HD 4670 on the radeon driver, RADV refusing its render node) and
+    /// mesa-dist-win#100 (RADV on Windows) print the same loader line.
+    #[test]
+    fn drivers_that_drive_no_gpu_are_no_vulkan_device() {
+        for t in [
+            "ERROR: [../mesa-24.0.5/src/amd/vulkan/radv_physical_device.c:1828] Code 0 : Device '/dev/dri/renderD128' is not using the AMDGPU kernel driver: Invalid argument (VK_ERROR_INCOMPATIBLE_DRIVER)\nERROR: [Loader Message] Code 0 : setup_loader_term_phys_devs:  Failed to detect any valid GPUs in the current config\n",
+            "ERROR: [Loader Message] Code 0 : setup_loader_term_phys_devs:  Failed to detect any valid GPUs in the current config\n",
+        ] {
+            let f = crate::from::parse_text(t, "log.txt").1;
+            let hit = diagnose(&f)
+                .into_iter()
+                .find(|x| x.id == "vulkan.no-device")
+                .expect("vulkan.no-device");
+            assert!(hit.message.contains("radeon driver"), "{}", hit.message);
+        }
+    }
+
     #[test]
     fn empty_facts_raise_nothing() {
         // Nothing was inspected, so nothing can be concluded.

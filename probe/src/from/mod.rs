@@ -222,7 +222,8 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
     Ok(FromRun { facts, files })
 }
 
-/// The ROCm releases and Vulkan drivers the readers of each file stated
+/// The ROCm releases, kernel driver versions and Vulkan drivers the
+/// readers of each file stated
 /// (not its scan): (fact, value) as `text_scan` spells them.
 fn stated_by_readers(parts: &[Facts]) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
@@ -235,6 +236,11 @@ fn stated_by_readers(parts: &[Facts]) -> Vec<(&'static str, String)> {
         if let Some(v) = &p.rocm.version {
             if !scanned("rocm_version", v) {
                 out.push(("rocm_version", v.clone()));
+            }
+        }
+        if let Some(v) = &p.kernel_driver_version {
+            if !scanned("kernel_driver_version", v) {
+                out.push(("kernel_driver_version", v.clone()));
             }
         }
         for k in &p.vulkan.drivers {

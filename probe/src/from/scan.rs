@@ -27,6 +27,7 @@ const MAX_LINE: usize = 2048;
 pub(super) struct Scan {
     gpus: Vec<(Gpu, bool, String)>,
     rocm_version: Option<(String, String)>,
+    driver_version: Option<(String, String)>,
     vulkan: Vec<(VkFamily, String)>,
 }
 
@@ -53,6 +54,11 @@ pub(super) fn scan(text: &str, source: &str) -> Scan {
         if out.rocm_version.is_none() {
             if let Some(v) = rocm_version(line) {
                 out.rocm_version = Some((v, ev()));
+            }
+        }
+        if out.driver_version.is_none() {
+            if let Some(v) = amdgpu_driver_version(line, &lc) {
+                out.driver_version = Some((v, ev()));
             }
         }
         if let Some(k) = vulkan_driver(&lc) {
@@ -156,6 +162,16 @@ impl Scan {
                     evidence: ev,
                 });
                 facts.rocm.version = Some(v);
+            }
+        }
+        if facts.kernel_driver_version.is_none() {
+            if let Some((v, ev)) = self.driver_version {
+                facts.text_scan.push(ScanFact {
+                    fact: "kernel_driver_version".into(),
+                    value: v.clone(),
+                    evidence: ev,
+                });
+                facts.kernel_driver_version = Some(v);
             }
         }
         for (k, ev) in self.vulkan {
@@ -391,6 +407,39 @@ fn rocm_version(line: &str) -> Option<String> {
     ok.then(|| v.to_string())
 }
 
+/// The amdgpu kernel driver's version an environment table or form states
+/// beside its name: `| amdgpu driver | 6.16.6 (DKMS, ...) |`, `| amdgpu-dkms
+/// | 1:6.8.5.60202-2041575.22.04 |` (the package version: epoch, release,
+/// build), `amdgpu-dkms: 6.16.6-2255209.24.04`. A requirement (`>= 6.7.0`)
+/// is no installed version.
+fn amdgpu_driver_version(line: &str, lc: &str) -> Option<String> {
+    let key = [
+        "amdgpu-dkms",
+        "amdgpu dkms",
+        "amdgpu driver version",
+        "amdgpu driver",
+    ]
+    .iter()
+    .find_map(|k| lc.find(k).map(|p| p + k.len()))?;
+    let rest = line[key..]
+        .trim_start_matches([' ', '\t', '|', ':', '=', '`'])
+        .trim_start_matches("version")
+        .trim_start_matches([' ', '\t', '|', ':', '=', '`']);
+    let rest = match rest.split_once(':') {
+        Some((epoch, r)) if !epoch.is_empty() && epoch.bytes().all(|b| b.is_ascii_digit()) => r,
+        _ => rest,
+    };
+    let v: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let parts: Vec<&str> = v.split('.').filter(|p| !p.is_empty()).take(3).collect();
+    let ok = parts.len() >= 2
+        && parts.iter().all(|p| p.len() <= 3)
+        && parts[0].parse::<u32>().is_ok_and(|m| (1..=20).contains(&m));
+    ok.then(|| parts.join("."))
+}
+
 /// The Vulkan driver a line names: RADV (`(RADV NAVI22)`, `radv 26.1.1`),
 /// AMDVLK (`AMD open source driver`, its driverName).
 fn vulkan_driver(lc: &str) -> Option<VkFamily> {
@@ -427,6 +476,15 @@ mod tests {
         assert_eq!(g[0].1.as_deref(), Some("gfx1035"), "{g:?}");
     }
 
+    /// Steam's 2012 system information names the card by its Catalyst
+    /// series name only.
+    #[test]
+    fn a_series_name_is_a_gpu() {
+        let g =
+            gpus("Video Card:\n    Driver:  ATI Technologies Inc. ATI Radeon HD 5700 Series \n");
+        assert_eq!(g, vec![("AMD Radeon HD 5700 Series".into(), None)]);
+    }
+
     #[test]
     fn one_gpu_under_several_spellings_is_one() {
         let t = "Graphics Adapter = AMD Radeon RX 7800 XT\n\
@@ -445,6 +503,34 @@ mod tests {
         ] {
             assert!(gpus(t).is_empty(), "{t}: {:?}", gpus(t));
         }
+    }
+
+    /// Environment tables of issues and notes: legacy-rocm-build#6626, and
+    /// two other real tables (an ollama setup note, a multi-GPU host's
+    /// baseline) spelling the package version.
+    #[test]
+    fn the_amdgpu_driver_version_of_an_environment_table() {
+        let v = |l: &str| amdgpu_driver_version(l, &l.to_ascii_lowercase());
+        assert_eq!(
+            v("| amdgpu driver | 6.16.6 (DKMS, out-of-tree ROCm module) |").as_deref(),
+            Some("6.16.6")
+        );
+        assert_eq!(
+            v("| amdgpu-dkms | 6.16.6-2255209.24.04 |").as_deref(),
+            Some("6.16.6")
+        );
+        assert_eq!(
+            v("| amdgpu-dkms | 1:6.8.5.60202-2041575.22.04 |").as_deref(),
+            Some("6.8.5")
+        );
+        assert_eq!(
+            v("| amdgpu-dkms | `1:6.16.6.30200000-2238411.24.04` (driver release 30.20.0) |")
+                .as_deref(),
+            Some("6.16.6")
+        );
+        // A requirement, prose without a version: none.
+        assert_eq!(v("| AMDGPU-DKMS | >= 6.7.0 | Follow steps below. |"), None);
+        assert_eq!(v("the amdgpu driver crashed again"), None);
     }
 
     #[test]

@@ -23,15 +23,8 @@ const KNOWN_WRONG: KnownWrong = &[];
 /// Pastes in formats doctor had no reader for (expect.toml written before
 /// greta ran on them).
 const UNSEEN_KNOWN_WRONG: KnownWrong = &[
-    ("issue-table-8060s-gfx1151-rocm7.1.1-dkms-6.16.6-illegal-memory-access", "all", "the amdgpu DKMS version in an issue's environment table is not read"),
-    ("lutris-startup-hd4670-rv730-radeon-driver-no-vulkan", "all", "RADV refusing a render node on the radeon driver, then no valid GPU, reads as an ICD that cannot load, not as no Vulkan device"),
-    ("openstack-guest-lshw-amethyst-xt-r9-380x-unclaimed", "all", "lshw's UNCLAIMED (no driver bound) is not read as an unbound GPU"),
-    ("parsl-frontier-rocr-and-cuda-visible-devices-no-hip-gpus", "all", "a device selection written as command prefixes (ROCR_VISIBLE_DEVICES=1 CUDA_VISIBLE_DEVICES=1 python) is not read"),
     ("proxmox-host-journal-raphael-igpu-1024m-vram-47g-gtt", "all", "an APU's 1 GiB carve-out beside 47 GiB of GTT raises apu.small-vram"),
-    ("proxmox-lspci-nnk-phoenix3-1900-vfio-pci-host", "all", "the chip name lspci printed (Phoenix3) is replaced by pci.ids' newer one"),
     ("rocminfo-rocm2.10-intel-nvidia-box-rock-not-loaded-no-amd-gpu", "all", "ROCk module is NOT loaded with no AMD GPU in the text fails driver.amdgpu-not-bound (one id, one severity)"),
-    ("steam-sysinfo-2012-fglrx-hd5700-series", "all", "\"Radeon HD 5700 Series\" is in no product table row"),
-    ("swarmui-rocr-and-hip-visible-devices-1-torch-not-available", "all", "a selection that hides every GPU is not concluded without a GPU in the text"),
 ];
 
 fn corpus_dir(name: &str) -> PathBuf {

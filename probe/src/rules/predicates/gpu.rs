@@ -210,6 +210,14 @@ fn gpu_vf() {
     assert_eq!(eval(&GPU_VF, &f).unwrap(), ["GPU MI300X VF"]);
 }
 
+/// Whether a source that saw `g` shows its bound driver (or that none is):
+/// sysfs, `lspci -k`, an lshw block with `driver=` or UNCLAIMED.
+fn shows_bound_driver(g: &crate::facts::Gpu) -> bool {
+    g.seen_by
+        .iter()
+        .any(|s| s == "pci" || s == "lspci-k" || s == crate::from::lshw::SHOWS_DRIVER)
+}
+
 pub struct AmdGpuDriverUnbound;
 impl Predicate for AmdGpuDriverUnbound {
     about!(
@@ -223,8 +231,7 @@ impl Predicate for AmdGpuDriverUnbound {
             .iter()
             .filter(|g| {
                 // Only sources that show the bound driver: sysfs, or `lspci -k`.
-                g.seen_by.iter().any(|s| s == "pci" || s == "lspci-k")
-                    && g.kernel_driver.as_deref() != Some("amdgpu")
+                shows_bound_driver(g) && g.kernel_driver.as_deref() != Some("amdgpu")
             })
             .map(|g| {
                 format!(
@@ -273,10 +280,7 @@ impl Predicate for AmdGpuPassedThrough {
         let off: Vec<&&crate::facts::Gpu> = v
             .amd
             .iter()
-            .filter(|g| {
-                g.seen_by.iter().any(|s| s == "pci" || s == "lspci-k")
-                    && g.kernel_driver.as_deref() != Some("amdgpu")
-            })
+            .filter(|g| shows_bound_driver(g) && g.kernel_driver.as_deref() != Some("amdgpu"))
             .collect();
         when(
             !off.is_empty()
