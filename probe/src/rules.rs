@@ -130,13 +130,15 @@ pub fn parse_rules(text: &str) -> Result<Vec<Rule>, String> {
                 r.id, r.check, o.check
             ));
         }
+        // One id may carry two severities only where the evidence decides
+        // which: the two rules can never both match.
         if let Some(o) = file
             .rule
             .iter()
-            .find(|o| o.id == r.id && o.severity != r.severity)
+            .find(|o| o.id == r.id && o.severity != r.severity && !exclusive(r, o))
         {
             return Err(format!(
-                "rules.toml: rule {}: severities differ ({:?} vs {:?})",
+                "rules.toml: rule {}: severities differ ({:?} vs {:?}) and their clauses do not exclude each other (a predicate one needs in `all`, or every one of its `any`, in the other's `none`)",
                 r.id, r.severity, o.severity
             ));
         }
@@ -147,6 +149,17 @@ pub fn parse_rules(text: &str) -> Result<Vec<Rule>, String> {
         }
     }
     Ok(file.rule)
+}
+
+/// Whether rules `a` and `b` can never both match: one needs (in `all`)
+/// what the other refuses (in `none`), or every alternative of one's `any`
+/// is refused by the other.
+fn exclusive(a: &Rule, b: &Rule) -> bool {
+    let refuses = |x: &Rule, y: &Rule| {
+        x.all.iter().any(|p| y.none.contains(p))
+            || (!x.any.is_empty() && x.any.iter().all(|p| y.none.contains(p)))
+    };
+    refuses(a, b) || refuses(b, a)
 }
 
 fn placeholders(t: &str) -> Vec<&str> {
@@ -378,6 +391,12 @@ mod tests {
         assert!(parse_rules(&bad_sev)
             .unwrap_err()
             .contains("severities differ"));
+        // Two severities for one id whose clauses exclude each other load.
+        let by_evidence = base("[[rule]]\nid='x.y'\nseverity='fail'\ntitle='t'\nmeaning='m'\nall=['amd_gpu_present', 'signal:gpu-hang']\nmessage='m'\nfix={text='t'}\ncheck='pci'\n[[rule]]\nid='x.y'\nseverity='warn'\ntitle='t'\nmeaning='m'\nany=['signal:gpu-hang']\nnone=['amd_gpu_present']\nmessage='m'\nfix={text='t'}\ncheck='pci'\n");
+        assert!(parse_rules(&by_evidence).is_ok());
+        // ... and not when both could match (the warn no longer refuses the GPU).
+        let both = by_evidence.replace("none=['amd_gpu_present']", "none=['wsl']");
+        assert!(parse_rules(&both).unwrap_err().contains("do not exclude"));
         assert!(parse_rules("[[rule]]\nid='gpu.none'\nseverity='warn'\ntitle='t'\nmeaning='m'\nall=['amd_gpu_present']\nmessage='m'\nfix={text='t'}\ncheck='pci'\n")
             .unwrap_err()
             .contains("contract id"));
@@ -575,6 +594,30 @@ mod tests {
                 .expect("vulkan.no-device");
             assert!(hit.message.contains("radeon driver"), "{}", hit.message);
         }
+    }
+
+    /// "ROCk module is NOT loaded" is an AMD driver failure only beside an
+    /// AMD GPU; alone (deepracer-core#82: an Intel CPU and a GTX 1060) it
+    /// is a warning with both readings.
+    #[test]
+    fn rock_not_loaded_fails_only_beside_an_amd_gpu() {
+        let rock = "ROCk module is NOT loaded, possibly no GPU devices\n";
+        let hit = |t: &str| {
+            let f = crate::from::parse_text(t, "rocminfo.txt").1;
+            diagnose(&f)
+                .into_iter()
+                .find(|x| x.id == "driver.amdgpu-not-bound")
+                .expect("driver.amdgpu-not-bound")
+        };
+        let alone = hit(rock);
+        assert_eq!(alone.severity, Severity::Warn);
+        assert!(
+            alone.message.contains("Either this machine has no AMD GPU"),
+            "{}",
+            alone.message
+        );
+        let with_gpu = hit(&format!("{rock}03:00.0 VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Navi 31 [Radeon RX 7900 XT/7900 XTX] [1002:744c] (rev c8)\n"));
+        assert_eq!(with_gpu.severity, Severity::Fail);
     }
 
     #[test]
