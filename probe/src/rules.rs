@@ -283,7 +283,15 @@ pub fn diagnose_with(rules: &[Rule], facts: &Facts) -> Vec<Finding> {
             evidence,
             fix: Fix {
                 text: render(&r.fix.text, &e),
-                commands: r.fix.commands.iter().map(|c| render(c, &e)).collect(),
+                // A command whose template renders to nothing (an override
+                // where none helps) is left out.
+                commands: r
+                    .fix
+                    .commands
+                    .iter()
+                    .map(|c| render(c, &e))
+                    .filter(|c| !c.trim().is_empty())
+                    .collect(),
             },
         });
     }
@@ -618,6 +626,33 @@ mod tests {
         );
         let with_gpu = hit(&format!("{rock}03:00.0 VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Navi 31 [Radeon RX 7900 XT/7900 XTX] [1002:744c] (rev c8)\n"));
         assert_eq!(with_gpu.severity, Severity::Fail);
+    }
+
+    /// Only lavapipe, RADV installed, no GPU anywhere: installing Mesa's
+    /// drivers again is no fix (the GPU, or its render node, is missing).
+    #[test]
+    fn cpu_only_vulkan_beside_radv_does_not_install_mesa() {
+        use crate::facts::VulkanDevice;
+        use greta_vocab::VkFamily;
+        let mut f = Facts::default();
+        f.vulkan.devices.push(VulkanDevice {
+            name: "llvmpipe (LLVM 19.1.7, 256 bits)".into(),
+            kind: VkFamily::Lavapipe,
+            ..VulkanDevice::default()
+        });
+        f.vulkan.drivers = vec![VkFamily::Lavapipe];
+        let cmds = |f: &Facts| {
+            diagnose(f)
+                .into_iter()
+                .find(|x| x.id == "vulkan.cpu-only")
+                .expect("vulkan.cpu-only")
+                .fix
+                .commands
+                .join(" ")
+        };
+        assert!(cmds(&f).contains("mesa-vulkan-drivers"));
+        f.vulkan.drivers.push(VkFamily::Radv);
+        assert!(!cmds(&f).contains("mesa-vulkan-drivers"), "{}", cmds(&f));
     }
 
     #[test]

@@ -83,6 +83,7 @@ pub const PREDICATES: &[&dyn Predicate] = &[
     &vulkan::VULKAN_NO_ICDS,
     &vulkan::VulkanIcdLibraryMissing,
     &vulkan::VulkanOnlyCpuDevices,
+    &vulkan::VulkanRadvInstalled,
     &vulkan::VulkanDuplicateGpu,
     &vulkan::VulkanAmdIcdsBoth,
     &vulkan::VulkanAmdvlkInstalled,
@@ -319,6 +320,9 @@ pub const VARS: &[&str] = &[
     "user",
     "override_value",
     "override_note",
+    "override_command",
+    "hipblaslt_note",
+    "hipblaslt_command",
     "hip_igpu",
     "hip_dgpu",
     "hip_dgpu_index",
@@ -449,8 +453,36 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
             " (an override applies to every GPU of the process: with GPUs of several families, hide the others from HIP first)",
         );
     }
+    // The override is a command of the fix only where it can help (a
+    // stand-in of the family, not the GPU's own target, a target known).
+    vars.insert(
+        "override_command",
+        if override_helps(&gfx) {
+            format!("export HSA_OVERRIDE_GFX_VERSION={ovr_value}")
+        } else {
+            String::new()
+        },
+    );
     vars.insert("override_value", ovr_value);
     vars.insert("override_note", ovr_note);
+    // hipBLASLt's variable only where hipBLASLt is in the evidence.
+    let hipblaslt = f.signals.iter().any(|s| s.id.starts_with("hipblaslt"));
+    vars.insert(
+        "hipblaslt_note",
+        if hipblaslt {
+            " For the hipBLASLt error set TORCH_BLAS_PREFER_HIPBLASLT=0 (PyTorch then uses hipBLAS).".into()
+        } else {
+            String::new()
+        },
+    );
+    vars.insert(
+        "hipblaslt_command",
+        if hipblaslt {
+            "export TORCH_BLAS_PREFER_HIPBLASLT=0".into()
+        } else {
+            String::new()
+        },
+    );
     let ovr = f.rocm.hsa_override_gfx_version.as_deref();
     vars.insert("hsa_override", ovr.unwrap_or("unset").to_string());
     vars.insert(
@@ -586,6 +618,16 @@ fn override_hint(gfx: &[String]) -> (String, String) {
             format!("no override stand-in is known for {g}: use a stack (or an older one) built for {g}"),
         ),
     }
+}
+
+/// Whether an override stand-in can help the first target of `gfx`: its
+/// family has one and the target is not that stand-in itself.
+fn override_helps(gfx: &[String]) -> bool {
+    gfx.first().is_some_and(|g| {
+        OVERRIDE_FAMILIES.iter().any(|(p, v)| {
+            g.starts_with(p) && amd::gfx_from_override(v).as_deref() != Some(g.as_str())
+        })
+    })
 }
 
 /// The device node `n` as evidence of a node this user cannot open.
@@ -736,5 +778,10 @@ mod tests {
         assert!(override_hint(&["gfx1100".into()]).1.contains("is itself"));
         assert_eq!(override_hint(&[]).0, "<major.minor.stepping>");
         assert!(override_hint(&["gfx942".into()]).1.contains("no override"));
+        // A command only where the note says it helps.
+        assert!(override_helps(&["gfx1031".into()]));
+        for g in [&["gfx1100".to_string()][..], &["gfx942".into()], &[]] {
+            assert!(!override_helps(g), "{g:?}");
+        }
     }
 }

@@ -279,3 +279,95 @@ fn run_corpus(name: &str, known_wrong: KnownWrong, min_folders: usize, min_cases
         failed.join("\n")
     );
 }
+
+/// What in a finding's own fix its text (or the facts beside it) rules
+/// out: an override where the message says one cannot help, a hipBLASLt
+/// variable with no hipBLASLt in sight, installing Mesa's Vulkan drivers on
+/// a machine whose RADV is installed and which shows no GPU to drive.
+fn contradictions(j: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let facts = &j["facts"];
+    let radv = facts["vulkan"]["drivers"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|d| d.as_str() == Some("radv")));
+    let no_gpu = !facts["gpus"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|g| s(g, "vendor") != "cpu"));
+    for f in j["findings"].as_array().into_iter().flatten() {
+        let id = s(f, "id");
+        let said = format!("{} {}", s(f, "message"), s(&f["fix"], "text")).to_lowercase();
+        let evidence = f["evidence"].to_string().to_lowercase();
+        let commands: Vec<&str> = f["fix"]["commands"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        for c in &commands {
+            if c.contains("HSA_OVERRIDE_GFX_VERSION=")
+                && (said.contains("override cannot") || said.contains("no override stand-in"))
+            {
+                out.push(format!("{id}: says no override helps, yet runs `{c}`"));
+            }
+            if c.to_lowercase().contains("hipblaslt")
+                && !s(f, "message").to_lowercase().contains("hipblaslt")
+                && !evidence.contains("hipblaslt")
+            {
+                out.push(format!("{id}: `{c}` with no hipBLASLt in the finding"));
+            }
+            if c.contains("mesa-vulkan-drivers") && radv && no_gpu {
+                out.push(format!(
+                    "{id}: `{c}` although RADV is installed and no GPU is known"
+                ));
+            }
+            if c.trim().is_empty() {
+                out.push(format!("{id}: an empty command"));
+            }
+        }
+    }
+    out
+}
+
+/// Every rule over every case of both corpora: no fix contradicts its
+/// finding's own text or evidence.
+#[test]
+fn no_fix_contradicts_its_finding() {
+    let mut bad = Vec::new();
+    let mut cases = 0;
+    for name in ["fixtures", "unseen-formats"] {
+        let root = corpus_dir(name);
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            let t: toml::Value =
+                toml::from_str(&std::fs::read_to_string(dir.join("expect.toml")).unwrap()).unwrap();
+            for (key, case) in t["case"].as_table().unwrap() {
+                let files: Vec<String> = case["files"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect();
+                cases += 1;
+                for c in contradictions(&doctor_json(&dir, &files)) {
+                    bad.push(format!(
+                        "{}/{} [{key}]: {c}",
+                        name,
+                        dir.file_name().unwrap().to_string_lossy()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(cases >= 213, "only {cases} cases ran");
+    assert!(
+        bad.is_empty(),
+        "{} contradiction(s):\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
