@@ -44,6 +44,15 @@ fn assignment(line: &str) -> Option<(&str, &str)> {
     Some((k, v.trim().trim_matches('"').trim_matches('\'')))
 }
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "env-dump",
+    label: "environment variables",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     if !text.contains('=') {
         return false;

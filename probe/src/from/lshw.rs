@@ -16,6 +16,15 @@ fn display_header(l: &str) -> bool {
 /// The `seen_by` of a block that shows the bound driver (or that none is).
 pub const SHOWS_DRIVER: &str = "lshw-driver";
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "lshw",
+    label: "lshw -C display",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     text.lines().any(display_header) && text.contains("pci@")
 }

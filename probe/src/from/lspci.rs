@@ -69,6 +69,15 @@ fn slot(s: &str) -> bool {
         && tail.chars().filter(|c| c.is_ascii_hexdigit()).count() == 5
 }
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "lspci",
+    label: "lspci",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     text.lines().any(|l| {
         let mut it = l.splitn(2, ' ');

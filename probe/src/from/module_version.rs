@@ -45,6 +45,15 @@ fn readings(text: &str) -> impl Iterator<Item = (&'static str, &str)> {
     })
 }
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "module-version",
+    label: "kernel module version (cat /sys/module/*/version, modinfo)",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     readings(text).next().is_some()
 }
