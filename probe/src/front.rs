@@ -192,8 +192,17 @@ impl<'r> Probe<'r> {
 impl Outcome {
     /// The doctor report: every finding the facts raise, each check's
     /// glyph from the worst finding it owns.
-    pub fn into_report(self, mut notes: Vec<String>) -> Report {
-        let findings = rules::diagnose(&self.facts);
+    pub fn into_report(self, notes: Vec<String>) -> Report {
+        self.into_report_for(notes, &[])
+    }
+
+    /// [`Outcome::into_report`], with the lock profiles a fix may name.
+    pub fn into_report_for(
+        self,
+        mut notes: Vec<String>,
+        profiles: &[rules::ProfileTargets],
+    ) -> Report {
+        let findings = rules::diagnose_for(&self.facts, profiles);
         notes.extend(crate::hip_order::note(&self.facts));
         let mut checks = check_lines(&self.checks, &findings);
         for u in &self.unreadable {
@@ -220,7 +229,12 @@ impl Outcome {
 impl FromRun {
     /// The doctor report of pasted tool output: one check line per file.
     pub fn into_report(self) -> Report {
-        let findings = rules::diagnose(&self.facts);
+        self.into_report_for(&[])
+    }
+
+    /// [`FromRun::into_report`], with the lock profiles a fix may name.
+    pub fn into_report_for(self, profiles: &[rules::ProfileTargets]) -> Report {
+        let findings = rules::diagnose_for(&self.facts, profiles);
         let (checks, mut notes) = report::file_checks(&self.files, &findings);
         notes.extend(crate::hip_order::note(&self.facts));
         Report::new("from", checks, self.facts, findings, notes)

@@ -210,9 +210,29 @@ fn render(t: &str, e: &predicates::Eval) -> String {
     s
 }
 
+/// A lock profile the installer can install and the gfx targets its
+/// wheels carry (lock/matrix.toml): what a fix names when the machine's
+/// target is known. The caller passes them (the probe reads no lock set),
+/// in its order of preference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileTargets {
+    pub name: String,
+    pub gfx: Vec<String>,
+}
+
 /// Every finding the facts raise, fails first then warns then oks.
 pub fn diagnose(facts: &Facts) -> Vec<Finding> {
-    diagnose_with(rules(), facts)
+    diagnose_for(facts, &[])
+}
+
+/// [`diagnose`], with the profiles a fix may name.
+pub fn diagnose_for(facts: &Facts, profiles: &[ProfileTargets]) -> Vec<Finding> {
+    diagnose_in(rules(), facts, profiles)
+}
+
+#[cfg(test)]
+fn diagnose_with(rules: &[Rule], facts: &Facts) -> Vec<Finding> {
+    diagnose_in(rules, facts, &[])
 }
 
 /// Said in a finding the scan alone supports, after its message.
@@ -223,8 +243,8 @@ fn bookkeeping(p: &str) -> bool {
     p.ends_with("_scanned") || p == "vulkan_in_play"
 }
 
-pub fn diagnose_with(rules: &[Rule], facts: &Facts) -> Vec<Finding> {
-    let e = predicates::evaluate(facts);
+fn diagnose_in(rules: &[Rule], facts: &Facts, profiles: &[ProfileTargets]) -> Vec<Finding> {
+    let e = predicates::evaluate_for(facts, profiles);
     // The same questions over the facts a reader of a known format gave
     // (computed when a failure might rest on the scan alone).
     let readers: std::cell::OnceCell<predicates::Eval> = std::cell::OnceCell::new();

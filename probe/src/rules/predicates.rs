@@ -323,6 +323,7 @@ pub const VARS: &[&str] = &[
     "override_command",
     "hipblaslt_note",
     "hipblaslt_command",
+    "install_command",
     "hip_igpu",
     "hip_dgpu",
     "hip_dgpu_index",
@@ -373,6 +374,11 @@ fn vendor_name(v: Vendor) -> &'static str {
 /// Every predicate and every `signal:<id>` that holds for `f`, with its
 /// evidence, and the template variables.
 pub fn evaluate(f: &Facts) -> Eval {
+    evaluate_for(f, &[])
+}
+
+/// [`evaluate`], with the lock profiles a fix may name.
+pub fn evaluate_for(f: &Facts, profiles: &[crate::rules::ProfileTargets]) -> Eval {
     let v = View::new(f);
     let mut e = Eval::default();
     for p in PREDICATES {
@@ -393,7 +399,30 @@ pub fn evaluate(f: &Facts) -> Eval {
             .push(ev);
     }
     e.vars = vars(&v);
+    e.vars
+        .insert("install_command", install_command(&v, profiles));
     e
+}
+
+/// `greta install --profile NAME` when a text shows the GPU's target and
+/// the installed build (a ROCm torch) and a profile carries that target
+/// (the first of `profiles`, the caller's order), else `greta install`
+/// (which picks one from the machine).
+fn install_command(v: &View, profiles: &[crate::rules::ProfileTargets]) -> String {
+    let built_for_rocm = v
+        .facts
+        .python
+        .frameworks
+        .iter()
+        .any(|f| f.backend.as_deref() == Some("rocm"));
+    let gfx = v.amd.iter().find_map(|g| g.gfx.as_deref());
+    let profile = gfx
+        .filter(|_| built_for_rocm)
+        .and_then(|g| profiles.iter().find(|p| p.gfx.iter().any(|x| x == g)));
+    match profile {
+        Some(p) => format!("greta install --profile {}", p.name),
+        None => "greta install".into(),
+    }
 }
 
 /// The template variables ([`VARS`]) for one diagnosis.
@@ -769,6 +798,39 @@ mod tests {
         for k in VARS {
             assert!(e.vars.contains_key(k), "{k}");
         }
+    }
+
+    /// torch 2.0.1+rocm5.4.2 on a gfx1100 (ROCm 5.4's wheels lack it):
+    /// the fix names the profile whose wheels carry gfx1100; without the
+    /// build in the text, or with no profile for the target, plain install.
+    #[test]
+    fn install_names_the_profile_that_carries_the_target() {
+        use crate::facts::Framework;
+        use crate::rules::ProfileTargets;
+        let profiles = [
+            ProfileTargets {
+                name: "rocm6.1".into(),
+                gfx: vec!["gfx90a".into()],
+            },
+            ProfileTargets {
+                name: "rocm6.3".into(),
+                gfx: vec!["gfx1030".into(), "gfx1100".into()],
+            },
+        ];
+        let mut g = gpu(Vendor::Amd, "AMD Radeon RX 7900 XTX");
+        g.gfx = Some("gfx1100".into());
+        let mut f = with_gpus(vec![g]);
+        let cmd = |f: &Facts| evaluate_for(f, &profiles).vars["install_command"].clone();
+        assert_eq!(cmd(&f), "greta install");
+        f.python.frameworks.push(Framework {
+            name: "torch".into(),
+            version: "2.0.1+rocm5.4.2".into(),
+            backend: Some("rocm".into()),
+            ..Framework::default()
+        });
+        assert_eq!(cmd(&f), "greta install --profile rocm6.3");
+        f.gpus[0].gfx = Some("gfx1201".into());
+        assert_eq!(cmd(&f), "greta install");
     }
 
     #[test]
