@@ -153,21 +153,54 @@ pub fn find_where(
     words: &[String],
     ok: impl Fn(&Product) -> bool,
 ) -> Option<(usize, usize, &'static Product)> {
+    let pre = prefixes();
+    // Whether some key (or a retail key typed without its "RX") starts
+    // with `key`: a longer run of words cannot match once none does, so a
+    // line of prose costs one set lookup per word.
+    let may_grow = |key: &str| {
+        pre.contains(key)
+            || (key.as_bytes()[0].is_ascii_digit() && pre.contains(&format!("RX{key}")))
+    };
     for i in 0..words.len() {
-        for n in (1..=MAX_WORDS.min(words.len() - i)).rev() {
-            if n > 1 && words[i].len() == 1 {
-                continue;
+        // A lone letter joins no next word ("X" "1050").
+        let most = if words[i].len() == 1 {
+            1
+        } else {
+            MAX_WORDS.min(words.len() - i)
+        };
+        let mut key = String::new();
+        let mut best = None;
+        for n in 1..=most {
+            key.push_str(&words[i + n - 1]);
+            if !may_grow(&key) {
+                break;
             }
-            let key: String = words[i..i + n].concat();
             if key.len() < 3 || key.bytes().all(|b| b.is_ascii_digit()) {
                 continue;
             }
             if let Some(p) = lookup(&key).filter(|p| ok(p)) {
-                return Some((i, n, p));
+                best = Some((i, n, p));
             }
+        }
+        if best.is_some() {
+            return best;
         }
     }
     None
+}
+
+/// Every prefix of every key of the table.
+fn prefixes() -> &'static std::collections::HashSet<String> {
+    static P: OnceLock<std::collections::HashSet<String>> = OnceLock::new();
+    P.get_or_init(|| {
+        let mut set = std::collections::HashSet::new();
+        for k in table().keys() {
+            for end in 1..=k.len() {
+                set.insert(k[..end].to_string());
+            }
+        }
+        set
+    })
 }
 
 /// The product a GPU's own name carries ("AMD Radeon RX 9070",

@@ -56,7 +56,8 @@ pub(super) fn scan(text: &str, source: &str) -> Scan {
                 out.rocm_version = Some((v, ev()));
             }
         }
-        if out.driver_version.is_none() {
+        let amdgpu = lc.contains("amdgpu");
+        if out.driver_version.is_none() && amdgpu {
             if let Some(v) = amdgpu_driver_version(line, &lc) {
                 out.driver_version = Some((v, ev()));
             }
@@ -73,7 +74,11 @@ pub(super) fn scan(text: &str, source: &str) -> Scan {
                 out.add(g, strong, ev());
             }
         }
-        if let Some(g) = nvidia_gpu(line) {
+        // NVIDIA's brand words, before the line is split into words.
+        let nvidia = ["geforce", "gtx", "rtx", "quadro", "tesla"]
+            .iter()
+            .any(|b| lc.contains(b));
+        if let Some(g) = nvidia.then(|| nvidia_gpu(line)).flatten() {
             out.add(g, false, ev());
         }
         if lc.contains("intel") && (lc.contains("graphics") || lc.contains("iris")) {
