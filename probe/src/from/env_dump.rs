@@ -100,7 +100,8 @@ pub fn parse_exports(text: &str) -> Facts {
 /// on any machine: the one statement such a line proves about the session.
 fn prefixed_selection(text: &str, f: &mut Facts) {
     use crate::hip_order::{hides_every_device, SELECTION_VARS};
-    for line in text.lines() {
+    // Every selection variable ends so: a line without it is no prefix.
+    for line in text.lines().filter(|l| l.contains("_VISIBLE_DEVICES=")) {
         let Some(prefix) = command_prefix(line) else {
             continue;
         };

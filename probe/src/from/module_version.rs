@@ -11,6 +11,11 @@ use crate::facts::{Facts, KernelDriver};
 /// The module a line's command reads the version of, if it is such a command.
 fn command_module(line: &str) -> Option<&'static str> {
     let l = line.trim_end();
+    // Every such command ends with its module's name: most lines end
+    // with neither, and cost no command strings.
+    if !(l.ends_with("amdgpu") || l.ends_with("nvidia") || l.ends_with("/version")) {
+        return None;
+    }
     for m in ["amdgpu", "nvidia"] {
         let sysfs = format!("cat /sys/module/{m}/version");
         let modinfo = [

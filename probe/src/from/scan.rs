@@ -37,11 +37,30 @@ const GPU_WORDS: &[&str] = &[
 ];
 const VENDOR_WORDS: &[&str] = &["amd", "radeon", "ati ", "amdgpu", "[amd"];
 
+/// Every word any check of a line looks for (ASCII case ignored): a line
+/// with none of them is skipped before it is lower-cased, so a long paste
+/// of prose or source code costs one automaton pass per line.
+const TRIGGERS: &[&str] = &[
+    "gpu", "graphics", "radeon", "vga", "display", "video", "card", "amd", "ati ", "device",
+    "1002:", "gfx", "rocm", "radv", "geforce", "gtx", "rtx", "quadro", "tesla", "intel",
+];
+
+fn triggers() -> &'static aho_corasick::AhoCorasick {
+    static T: std::sync::OnceLock<aho_corasick::AhoCorasick> = std::sync::OnceLock::new();
+    T.get_or_init(|| {
+        aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(TRIGGERS)
+            .expect("the scan's trigger words build an automaton")
+    })
+}
+
 pub(super) fn scan(text: &str, source: &str) -> Scan {
     let mut out = Scan::default();
+    let triggers = triggers();
     for (n, raw) in text.lines().enumerate() {
         let line = head(raw);
-        if line.len() < 3 {
+        if line.len() < 3 || !triggers.is_match(line) {
             continue;
         }
         let lc = line.to_ascii_lowercase();
