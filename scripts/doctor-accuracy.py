@@ -136,6 +136,12 @@ def score(report, case):
         items += 1
         if i in raised:
             errs.append(f"must not raise {i} (false alarm)")
+    # Raised, and only as a warning: the evidence allows no failure.
+    for i in fnd.get("warn", []):
+        items += 1
+        sev = [f.get("severity") for f in report.get("findings") or [] if f.get("id") == i]
+        if sev != ["warn"]:
+            errs.append(f"must raise {i} as a warning; raised as {sev}")
     return items, errs
 
 

@@ -46,6 +46,20 @@ pub struct Facts {
     /// reached through `/dev/dxg`: no amdgpu module and no `/dev/kfd` is normal.
     #[serde(default)]
     pub wsl: Option<bool>,
+    /// Facts only the format-agnostic scan of pasted text found (no reader
+    /// of a known format printed them), each with the line it stood on:
+    /// lower confidence than a reader's, never the sole ground of a `fail`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub text_scan: Vec<ScanFact>,
+}
+
+/// One fact the format-agnostic scan read ("gpu", "rocm_version",
+/// "vulkan_driver"), its value and the `file:line: text` it came from.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ScanFact {
+    pub fact: String,
+    pub value: String,
+    pub evidence: String,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, Hash)]
@@ -320,7 +334,43 @@ pub struct Signal {
     pub text: String,
 }
 
+/// The `seen_by` of a GPU the format-agnostic scan of pasted text named.
+pub const TEXT_SCAN: &str = "text-scan";
+
 impl Facts {
+    /// These facts less what only the format-agnostic scan read (the
+    /// entries of `text_scan`): GPUs no reader saw, a ROCm release, a
+    /// kernel driver version and Vulkan drivers no reader stated. The rules compare a finding's
+    /// predicates here and on the whole facts to tell a finding that rests
+    /// on a reader's word from one that rests on the scan alone.
+    pub fn readers_only(&self) -> Facts {
+        let scanned = |fact: &str, value: &str| {
+            self.text_scan
+                .iter()
+                .any(|s| s.fact == fact && s.value == value)
+        };
+        let mut f = self.clone();
+        f.text_scan.clear();
+        f.gpus.retain(|g| !g.seen_by.iter().all(|s| s == TEXT_SCAN));
+        if f.rocm
+            .version
+            .as_deref()
+            .is_some_and(|v| scanned("rocm_version", v))
+        {
+            f.rocm.version = None;
+        }
+        if f.kernel_driver_version
+            .as_deref()
+            .is_some_and(|v| scanned("kernel_driver_version", v))
+        {
+            f.kernel_driver_version = None;
+        }
+        f.vulkan
+            .drivers
+            .retain(|k| !scanned("vulkan_driver", &format!("{k:?}").to_lowercase()));
+        f
+    }
+
     /// Facts from JSON written by another source or an older greta, which
     /// may omit fields: every missing field, also inside list elements
     /// (GPUs, ICDs...), takes its default, so only a wrong type fails.

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::capture::{self, CaptureError, Captured};
-use crate::collect::{self, CheckRun, CHECKS};
+use crate::collect::{self, CheckRun};
 use crate::facts::{Facts, Signal};
 use crate::from::FromRun;
 use crate::live;
@@ -192,8 +192,17 @@ impl<'r> Probe<'r> {
 impl Outcome {
     /// The doctor report: every finding the facts raise, each check's
     /// glyph from the worst finding it owns.
-    pub fn into_report(self, mut notes: Vec<String>) -> Report {
-        let findings = rules::diagnose(&self.facts);
+    pub fn into_report(self, notes: Vec<String>) -> Report {
+        self.into_report_for(notes, &[])
+    }
+
+    /// [`Outcome::into_report`], with the lock profiles a fix may name.
+    pub fn into_report_for(
+        self,
+        mut notes: Vec<String>,
+        profiles: &[rules::ProfileTargets],
+    ) -> Report {
+        let findings = rules::diagnose_for(&self.facts, profiles);
         notes.extend(crate::hip_order::note(&self.facts));
         let mut checks = check_lines(&self.checks, &findings);
         for u in &self.unreadable {
@@ -220,7 +229,12 @@ impl Outcome {
 impl FromRun {
     /// The doctor report of pasted tool output: one check line per file.
     pub fn into_report(self) -> Report {
-        let findings = rules::diagnose(&self.facts);
+        self.into_report_for(&[])
+    }
+
+    /// [`FromRun::into_report`], with the lock profiles a fix may name.
+    pub fn into_report_for(self, profiles: &[rules::ProfileTargets]) -> Report {
+        let findings = rules::diagnose_for(&self.facts, profiles);
         let (checks, mut notes) = report::file_checks(&self.files, &findings);
         notes.extend(crate::hip_order::note(&self.facts));
         Report::new("from", checks, self.facts, findings, notes)
@@ -346,14 +360,9 @@ fn device_facts(root: &Root) -> Facts {
 
 /// The worst finding a check owns decides its glyph.
 fn status_of(id: &str, findings: &[Finding]) -> CheckStatus {
-    let prefixes = CHECKS
-        .iter()
-        .find(|c| c.0 == id)
-        .map(|c| c.2)
-        .unwrap_or(&[]);
     let worst = findings
         .iter()
-        .filter(|f| prefixes.iter().any(|p| f.id.starts_with(p)))
+        .filter(|f| crate::rules::check_of(&f.id) == Some(id))
         .map(|f| f.severity)
         .max();
     match worst {

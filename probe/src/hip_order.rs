@@ -312,6 +312,42 @@ impl HipDevices {
     }
 }
 
+/// Why `selection` leaves HIP no device on every machine, whatever GPUs it
+/// has (`None` when that depends on the machine): a variable set empty or
+/// whose first entry is a negative index, or a HIP index at or past the
+/// number of devices ROCR_VISIBLE_DEVICES keeps (ROCr keeps at most one
+/// device per entry, and HIP numbers what it kept from 0: SwarmUI#565's
+/// `ROCR_VISIBLE_DEVICES=1` with `HIP_VISIBLE_DEVICES=1`).
+pub fn hides_every_device(selection: &[(String, String)]) -> Option<String> {
+    let value = |k: &str| {
+        selection
+            .iter()
+            .rev()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    };
+    let hip_var = ["HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"]
+        .into_iter()
+        .find(|k| value(k).is_some());
+    for var in std::iter::once("ROCR_VISIBLE_DEVICES").chain(hip_var) {
+        let Some(v) = value(var) else { continue };
+        let first = v.split(',').next().unwrap_or("").trim();
+        if first.is_empty() || first.parse::<i64>().is_ok_and(|n| n < 0) {
+            return Some(format!("{var}={v} leaves no device on any machine"));
+        }
+    }
+    let rocr = value("ROCR_VISIBLE_DEVICES")?;
+    let hip_var = hip_var?;
+    let hip = value(hip_var)?;
+    let kept = rocr.split(',').count();
+    let first: usize = hip.split(',').next()?.trim().parse().ok()?;
+    (first >= kept).then(|| {
+        format!(
+            "ROCR_VISIBLE_DEVICES={rocr} keeps at most {kept} device(s), which HIP numbers from 0, so {hip_var}={hip} names none: no GPU is left on any machine"
+        )
+    })
+}
+
 /// The doctor's note on HIP devices: for AMD GPUs that differ (which one
 /// is device 0 matters), or any selection variable set; where AMD GPUs of
 /// several families are known but not their HIP order, that it is unknown.
@@ -344,6 +380,62 @@ fn order_unknown(f: &Facts) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    /// Selections that hide every device whatever the machine; the HIP
+    /// order rules of this module's head give each answer.
+    #[test]
+    fn selections_that_hide_every_device_on_any_machine() {
+        let sel = |l: &[(&str, &str)]| {
+            l.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<Vec<_>>()
+        };
+        for (l, hides) in [
+            // SwarmUI#565 (exports) and Parsl#3858 (command prefixes).
+            (
+                &[("ROCR_VISIBLE_DEVICES", "1"), ("HIP_VISIBLE_DEVICES", "1")][..],
+                true,
+            ),
+            (
+                &[("ROCR_VISIBLE_DEVICES", "1"), ("CUDA_VISIBLE_DEVICES", "1")][..],
+                true,
+            ),
+            (
+                &[("ROCR_VISIBLE_DEVICES", "1"), ("CUDA_VISIBLE_DEVICES", "0")][..],
+                false,
+            ),
+            (
+                &[
+                    ("ROCR_VISIBLE_DEVICES", "2,3"),
+                    ("HIP_VISIBLE_DEVICES", "1"),
+                ][..],
+                false,
+            ),
+            (
+                &[
+                    ("ROCR_VISIBLE_DEVICES", "2,3"),
+                    ("HIP_VISIBLE_DEVICES", "2"),
+                ][..],
+                true,
+            ),
+            // HIP_VISIBLE_DEVICES wins over CUDA_VISIBLE_DEVICES.
+            (
+                &[
+                    ("ROCR_VISIBLE_DEVICES", "0"),
+                    ("HIP_VISIBLE_DEVICES", "0"),
+                    ("CUDA_VISIBLE_DEVICES", "3"),
+                ][..],
+                false,
+            ),
+            (&[("HIP_VISIBLE_DEVICES", "")][..], true),
+            (&[("HIP_VISIBLE_DEVICES", "-1")][..], true),
+            // Without ROCR_VISIBLE_DEVICES the count depends on the machine.
+            (&[("HIP_VISIBLE_DEVICES", "7")][..], false),
+            (&[][..], false),
+        ] {
+            assert_eq!(super::hides_every_device(&sel(l)).is_some(), hides, "{l:?}");
+        }
+    }
+
     use super::*;
 
     fn gpu(node: u32, name: &str, gfx: &str, uuid: Option<&str>) -> Gpu {

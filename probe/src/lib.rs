@@ -19,6 +19,7 @@ mod front;
 mod hip_order;
 mod live;
 mod merge;
+mod products;
 mod report;
 mod root;
 mod rules;
@@ -39,5 +40,7 @@ pub use live::python::env_frameworks;
 pub use merge::merge;
 pub use report::{use_color, CheckLine, CheckStatus, Report};
 pub use root::{CmdStatus, NodeState, Root, Unreadable, ENV_ALLOW};
-pub use rules::{catalogue, diagnose, Finding, Fix, Rule, Severity, CONTRACT_IDS};
+pub use rules::{
+    catalogue, diagnose, diagnose_for, Finding, Fix, ProfileTargets, Rule, Severity, CONTRACT_IDS,
+};
 pub use signals::{is_noise as is_noise_signal, scan as scan_signals};

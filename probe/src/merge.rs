@@ -161,7 +161,9 @@ fn absorb(out: &mut Facts, p: Facts) {
         sources,
         scanned,
         wsl,
+        text_scan,
     } = p;
+    union(&mut out.text_scan, text_scan);
     first(&mut out.kernel_version, kernel_version);
     first(&mut out.kernel_driver_version, kernel_driver_version);
     // Merged by `merge` through its GpuList before this is called.

@@ -101,7 +101,6 @@ impl Report {
     /// Keeps only the check or finding named `id` (`--check ID`); false when
     /// `id` names neither.
     pub fn restrict(&mut self, id: &str) -> bool {
-        let check_prefixes = crate::collect::CHECKS;
         let is_check = self.checks.iter().any(|c| c.id == id);
         let is_finding = crate::rules::catalogue().iter().any(|r| r.id == id);
         if !is_check && !is_finding {
@@ -109,13 +108,8 @@ impl Report {
         }
         if is_check {
             self.checks.retain(|c| c.id == id);
-            let prefixes: Vec<&str> = check_prefixes
-                .iter()
-                .find(|(c, _, _)| *c == id)
-                .map(|(_, _, p)| p.to_vec())
-                .unwrap_or_default();
             self.findings
-                .retain(|f| prefixes.iter().any(|p| f.id.starts_with(p)));
+                .retain(|f| crate::rules::check_of(&f.id) == Some(id));
         } else {
             self.findings.retain(|f| f.id == id);
         }

@@ -38,6 +38,24 @@ pub struct Args {
     check: Option<String>,
 }
 
+/// The installable ROCm profiles of the lock set and the targets their
+/// wheels carry, in the matrix's order: what a doctor fix names when a
+/// paste shows the installed build and the GPU's target. No lock set
+/// readable: none (the fix then says plain `greta install`).
+fn profile_targets() -> Vec<greta_probe::ProfileTargets> {
+    let Ok(m) = greta_lockset::Matrix::load(&greta_lockset::LockDir::resolve(None)) else {
+        return Vec::new();
+    };
+    m.profiles
+        .iter()
+        .filter(|p| p.is_locked() && !p.gfx.is_empty())
+        .map(|p| greta_probe::ProfileTargets {
+            name: p.name.clone(),
+            gfx: p.gfx.clone(),
+        })
+        .collect()
+}
+
 pub fn run(args: Args) -> anyhow::Result<Exit> {
     if args.list_checks {
         list_checks(args.json);
@@ -45,10 +63,11 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     }
     // Each input gives a report: the machine (live, captured or replayed)
     // through the probe's front door, or the `--from` files.
+    let profiles = profile_targets();
     let mut report = if !args.from.is_empty() {
         greta_probe::from_files(&args.from)
             .context("--from")?
-            .into_report()
+            .into_report_for(&profiles)
     } else if let Some(dir) = &args.capture {
         let (outcome, c) = probe(&Root::live()).capture(dir).context("--capture")?;
         let note = format!(
@@ -57,12 +76,14 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             c.dir.display(),
             c.dir.display()
         );
-        outcome.into_report(vec![note])
+        outcome.into_report_for(vec![note], &profiles)
     } else if let Some(dir) = &args.sysroot {
         let root = Root::sysroot(dir).with_context(|| format!("--sysroot {}", dir.display()))?;
-        probe(&root).run().into_report(Vec::new())
+        probe(&root).run().into_report_for(Vec::new(), &profiles)
     } else {
-        probe(&Root::live()).run().into_report(Vec::new())
+        probe(&Root::live())
+            .run()
+            .into_report_for(Vec::new(), &profiles)
     };
     if let Some(id) = &args.check {
         if !report.restrict(id) {

@@ -14,6 +14,15 @@ const COMMAND: &str = "rocm_agent_enumerator";
 /// The output is bare target lines: recognised after the command's prompt
 /// line, or (without it) when the old CPU placeholder `gfx000` opens a run
 /// of target lines.
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "agent-enumerator",
+    label: "rocm_agent_enumerator",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     !agent_lines(text).is_empty()
 }

@@ -71,68 +71,15 @@ pub fn is_apu_target(gfx: &str) -> bool {
     APU_TARGETS.contains(&gfx)
 }
 
-/// Mesa's RADV device-name codenames ("AMD Radeon RX 6600 (RADV NAVI23)") to
-/// gfx targets; chips without a codename print "RADV GFX1201" directly.
-const RADV_CODENAMES: &[(&str, &str)] = &[
-    ("TAHITI", "gfx600"),
-    ("PITCAIRN", "gfx601"),
-    ("VERDE", "gfx601"),
-    ("OLAND", "gfx602"),
-    ("HAINAN", "gfx602"),
-    ("BONAIRE", "gfx704"),
-    ("KAVERI", "gfx700"),
-    ("HAWAII", "gfx701"),
-    ("KABINI", "gfx703"),
-    ("TONGA", "gfx802"),
-    ("ICELAND", "gfx802"),
-    ("CARRIZO", "gfx801"),
-    ("FIJI", "gfx803"),
-    ("POLARIS10", "gfx803"),
-    ("POLARIS11", "gfx803"),
-    ("POLARIS12", "gfx803"),
-    ("VEGAM", "gfx803"),
-    ("STONEY", "gfx810"),
-    ("VEGA10", "gfx900"),
-    ("RAVEN", "gfx902"),
-    ("VEGA12", "gfx904"),
-    ("VEGA20", "gfx906"),
-    ("RAVEN2", "gfx909"),
-    ("RENOIR", "gfx90c"),
-    ("ARCTURUS", "gfx908"),
-    ("ALDEBARAN", "gfx90a"),
-    ("NAVI10", "gfx1010"),
-    ("NAVI12", "gfx1011"),
-    ("NAVI14", "gfx1012"),
-    ("NAVI21", "gfx1030"),
-    ("NAVI22", "gfx1031"),
-    ("NAVI23", "gfx1032"),
-    ("VANGOGH", "gfx1033"),
-    ("NAVI24", "gfx1034"),
-    ("REMBRANDT", "gfx1035"),
-    ("RAPHAEL_MENDOCINO", "gfx1036"),
-    ("NAVI31", "gfx1100"),
-    ("NAVI32", "gfx1101"),
-    ("NAVI33", "gfx1102"),
-    ("PHOENIX", "gfx1103"),
-    ("GFX1150", "gfx1150"),
-    ("STRIX_POINT", "gfx1150"),
-    ("GFX1151", "gfx1151"),
-    ("STRIX_HALO", "gfx1151"),
-    ("GFX1152", "gfx1152"),
-    ("GFX1200", "gfx1200"),
-    ("GFX1201", "gfx1201"),
-    ("GFX940", "gfx940"),
-    ("GFX941", "gfx941"),
-    ("GFX942", "gfx942"),
-];
-
 /// A chip codename as the kernel (`initializing kernel modesetting (POLARIS10 ...`)
-/// or RADV prints it, to its gfx target.
+/// or RADV (`(RADV NAVI23)`) prints it, to its gfx target
+/// (`probe/gfx-targets.toml`'s `[[codename]]`).
 pub fn gfx_from_codename(code: &str) -> Option<String> {
-    RADV_CODENAMES
+    gfx_targets()
+        .codename
         .iter()
-        .find(|(c, _)| c.eq_ignore_ascii_case(code))
-        .map(|(_, g)| g.to_string())
+        .find(|c| c.name.eq_ignore_ascii_case(code))
+        .map(|c| c.gfx.clone())
 }
 
 /// The gfx target table of `probe/gfx-targets.toml` (see its header): what a
@@ -224,13 +171,7 @@ pub fn gfx_from_device_id(device: u16) -> Option<String> {
 
 /// A chip codename in any case (RENOIR, yellow_carp) to its gfx target.
 pub fn gfx_from_chip(code: &str) -> Option<String> {
-    gfx_from_codename(code).or_else(|| {
-        gfx_targets()
-            .codename
-            .iter()
-            .find(|c| c.name.eq_ignore_ascii_case(code))
-            .map(|c| c.gfx.clone())
-    })
+    gfx_from_codename(code)
 }
 
 /// The gfx target a firmware file name implies: `amdgpu/gc_11_0_0_mes.bin`
@@ -252,11 +193,10 @@ pub fn gfx_from_firmware(line: &str) -> Option<String> {
             .find(|i| i.gc == v)
             .map(|i| i.gfx.clone());
     }
-    let names = RADV_CODENAMES
+    gfx_targets()
+        .codename
         .iter()
-        .map(|(c, _)| *c)
-        .chain(gfx_targets().codename.iter().map(|c| c.name.as_str()));
-    names
+        .map(|c| c.name.as_str())
         .filter(|c| file.starts_with(&format!("{}_", c.to_ascii_lowercase())))
         .max_by_key(|c| c.len())
         .and_then(gfx_from_chip)
@@ -378,10 +318,7 @@ pub fn gfx_from_radv_name(name: &str) -> Option<String> {
     let start = name.find("(RADV ")? + 6;
     let rest = &name[start..];
     let code = rest.split(')').next()?.trim();
-    if let Some((_, g)) = RADV_CODENAMES.iter().find(|(c, _)| *c == code) {
-        return Some(g.to_string());
-    }
-    find_gfx(code)
+    gfx_from_codename(code).or_else(|| find_gfx(code))
 }
 
 /// pci.ids name of a device ("Aqua Vanjaram [Instinct MI300X VF]"): the

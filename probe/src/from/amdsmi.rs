@@ -6,6 +6,15 @@ use super::amd::{self, find_gfx, parse_id};
 use super::kv;
 use crate::facts::{Facts, Gpu, KernelDriver};
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "amd-smi",
+    label: "amd-smi",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     text.contains("AMD-SMI ")
         || text.contains("AMDSMI Tool")

@@ -5,6 +5,15 @@
 use super::amd::{self, find_gfx};
 use crate::facts::{Facts, Gpu, Vendor};
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "clinfo",
+    label: "clinfo",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     [
         "Number of platforms",

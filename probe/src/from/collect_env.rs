@@ -4,6 +4,15 @@
 use super::amd::find_gfx;
 use crate::facts::{Facts, Framework, Gpu, Interpreter, Signal, Vendor};
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "collect-env",
+    label: "collect_env (PyTorch/vLLM)",
+    detect: recognise,
+    parse,
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     [
         "Collecting environment information",

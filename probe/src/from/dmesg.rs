@@ -146,6 +146,15 @@ fn is_wsl_gpu_message(s: &str) -> bool {
     s.starts_with("misc dxg:") || s.starts_with("hv_vmbus: registering driver dxgkrnl")
 }
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "dmesg",
+    label: "dmesg",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     text.lines().any(|l| {
         let s = strip_stamp(l);

@@ -44,6 +44,15 @@ fn assignment(line: &str) -> Option<(&str, &str)> {
     Some((k, v.trim().trim_matches('"').trim_matches('\'')))
 }
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "env-dump",
+    label: "environment variables",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     if !text.contains('=') {
         return false;
@@ -80,7 +89,64 @@ pub fn parse_exports(text: &str) -> Facts {
     if f.rocm.hsa_override_gfx_version.is_none() {
         f.rocm.hsa_override_gfx_version = override_mention(text);
     }
+    prefixed_selection(text, &mut f);
     f
+}
+
+/// A device selection written before a command on a session's command line
+/// (`> ROCR_VISIBLE_DEVICES=1 CUDA_VISIBLE_DEVICES=1 python -c ...`,
+/// Parsl#3858): that command's environment only, so it is kept (over the
+/// session's exports) only when, with those exports, it hides every device
+/// on any machine: the one statement such a line proves about the session.
+fn prefixed_selection(text: &str, f: &mut Facts) {
+    use crate::hip_order::{hides_every_device, SELECTION_VARS};
+    // Every selection variable ends so: a line without it is no prefix.
+    for line in text.lines().filter(|l| l.contains("_VISIBLE_DEVICES=")) {
+        let Some(prefix) = command_prefix(line) else {
+            continue;
+        };
+        let mut sel = f.rocm.visible_devices.clone();
+        let mut any = false;
+        for (k, v) in prefix {
+            if SELECTION_VARS.contains(&k) {
+                sel.retain(|(x, _)| x != k);
+                sel.push((k.to_string(), v.to_string()));
+                any = true;
+            }
+        }
+        if any && hides_every_device(&sel).is_some() {
+            f.rocm.visible_devices = sel;
+            return;
+        }
+    }
+}
+
+/// The `NAME=value` words before the command of a command line: after a
+/// prompt (a word ending in `$`, `#`, `>` or `%`) or at the line's start,
+/// followed by a command word.
+fn command_prefix(line: &str) -> Option<Vec<(&str, &str)>> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let first = words.iter().position(|w| word_assignment(w).is_some())?;
+    if first > 0 && !words[first - 1].ends_with(['$', '#', '>', '%']) {
+        return None;
+    }
+    let assigns: Vec<(&str, &str)> = words[first..]
+        .iter()
+        .map_while(|w| word_assignment(w))
+        .collect();
+    // A command must follow (else it is an assignment of the shell's own).
+    words.get(first + assigns.len())?;
+    Some(assigns)
+}
+
+/// One shell word `NAME=value` (value unquoted).
+fn word_assignment(w: &str) -> Option<(&str, &str)> {
+    let (k, v) = w.split_once('=')?;
+    let ok = !k.is_empty()
+        && k.bytes().next().is_some_and(|b| b.is_ascii_uppercase())
+        && k.bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    ok.then(|| (k, v.trim_matches('"').trim_matches('\'')))
 }
 
 /// The last value given to `HSA_OVERRIDE_GFX_VERSION` (or a per-GPU
@@ -150,6 +216,35 @@ fn apply(text: &str, take: impl Fn(&str) -> bool) -> Facts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Parsl#3858's session: four commands, each with its own prefix; the
+    /// second one hides every device (ROCr keeps one, HIP is asked for
+    /// device 1). Its lines without that command keep nothing.
+    #[test]
+    fn a_selection_written_as_a_command_prefix() {
+        let line2 = "> ROCR_VISIBLE_DEVICES=1 CUDA_VISIBLE_DEVICES=1 python -c \"import torch\"";
+        let others = "> CUDA_VISIBLE_DEVICES=1 python -c \"import torch\"\n\
+                      > ROCR_VISIBLE_DEVICES=1 CUDA_VISIBLE_DEVICES=0 python -c \"import torch\"\n\
+                      > ROCR_VISIBLE_DEVICES=1 python -c \"import torch\"\n";
+        let f = parse_exports(&format!("{others}{line2}\n"));
+        assert_eq!(
+            f.rocm.visible_devices,
+            [
+                ("ROCR_VISIBLE_DEVICES".to_string(), "1".to_string()),
+                ("CUDA_VISIBLE_DEVICES".to_string(), "1".to_string())
+            ]
+        );
+        assert!(parse_exports(others).rocm.visible_devices.is_empty());
+        // A prompt with a path, quoted values; prose is no command line.
+        let f = parse_exports("user@host:~$ HIP_VISIBLE_DEVICES=\"-1\" ./bench\n");
+        assert_eq!(f.rocm.visible_devices.len(), 1);
+        for t in [
+            "the docs say ROCR_VISIBLE_DEVICES=1 CUDA_VISIBLE_DEVICES=1 python fails\n",
+            "$ HIP_VISIBLE_DEVICES=-1\n",
+        ] {
+            assert!(parse_exports(t).rocm.visible_devices.is_empty(), "{t}");
+        }
+    }
 
     #[test]
     fn override_is_found_in_every_spelling() {

@@ -2,6 +2,15 @@
 
 use crate::facts::{Facts, RocmInstall};
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "hipconfig",
+    label: "hipconfig",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     text.contains("HIP version")
         && (text.contains("== hipconfig")

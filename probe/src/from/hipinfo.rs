@@ -8,6 +8,15 @@ use super::amd::{self, find_gfx};
 use super::kv;
 use crate::facts::{Facts, Gpu, Vendor};
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "hip-info",
+    label: "hipInfo",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     let mut device = false;
     let mut keys = 0;

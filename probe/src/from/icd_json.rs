@@ -3,20 +3,41 @@
 //! where its library is; whether that library loads is only known live.
 
 use super::vulkaninfo::kind_from_library;
-use super::Format;
 use crate::facts::{Facts, Icd};
 use serde_json::Value;
 
-pub fn recognise(text: &str) -> Option<Format> {
+/// Which manifest a JSON text is: an ICD's (`ICD.library_path`) or a layer's.
+fn manifest(text: &str) -> Option<bool> {
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
     let v: Value = serde_json::from_str(text).ok()?;
     if v.get("ICD").and_then(|i| i.get("library_path")).is_some() {
-        Some(Format::IcdManifest)
+        Some(true)
     } else if v.get("layer").or_else(|| v.get("layers")).is_some() {
-        Some(Format::LayerManifest)
+        Some(false)
     } else {
         None
     }
 }
+
+/// This format's entry in the registry of readers (`super::readers`).
+pub const ICD_READER: super::readers::Fns = super::readers::Fns {
+    name: "icd-manifest",
+    label: "Vulkan ICD manifest",
+    detect: |t| manifest(t) == Some(true),
+    parse,
+    alone: true,
+};
+
+/// This format's entry in the registry of readers (`super::readers`).
+pub const LAYER_READER: super::readers::Fns = super::readers::Fns {
+    name: "layer-manifest",
+    label: "Vulkan layer manifest",
+    detect: |t| manifest(t) == Some(false),
+    parse,
+    alone: true,
+};
 
 pub fn parse(text: &str, source: &str) -> Facts {
     let mut f = Facts::default();

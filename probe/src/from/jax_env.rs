@@ -14,6 +14,15 @@
 use crate::facts::{Facts, Framework, Gpu};
 
 /// `jaxlib:` beside `jax:` or a device line: jax's own layout.
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "jax-env",
+    label: "jax.print_environment_info()",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     let mut jaxlib = false;
     let mut other = false;

@@ -34,6 +34,15 @@ fn pair(l: &str) -> Option<(&str, &str)> {
     Some((k, v))
 }
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "kfd-properties",
+    label: "KFD node properties",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     let mut known = 0;
     let mut other = 0;

@@ -8,6 +8,15 @@ use super::vulkaninfo::{gpu_of, kind_from_driver_id};
 use crate::facts::{Facts, Gpu, Vendor, VulkanDevice};
 use greta_vocab::{DeviceType, VkFamily};
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "llama-cpp",
+    label: "llama.cpp/ggml log",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     text.lines().any(|l| {
         ggml_vulkan_rest(l).is_some_and(|r| r.contains(" = ") || using_line(r).is_some())

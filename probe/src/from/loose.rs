@@ -154,7 +154,8 @@ pub(super) fn refused_gpus(facts: &mut Facts, text: &str) {
 pub(super) fn torch_warned_gpus(facts: &mut Facts, text: &str) {
     use crate::facts::Vendor;
     let mut found: Vec<(&str, Vendor)> = Vec::new();
-    for l in text.lines() {
+    // Both warnings say "... capability": lines without it are not lower-cased.
+    for l in text.lines().filter(|l| l.contains("apability")) {
         let lc = l.to_ascii_lowercase();
         let (name, vendor) = if let Some(p) = lc.find(" with cuda capability sm_") {
             // The name follows a prefix's last ": " (journal, logger).

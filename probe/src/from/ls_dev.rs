@@ -10,6 +10,15 @@ fn is_mode(s: &str) -> bool {
         && s[1..].bytes().all(|b| b"rwxsStT-".contains(&b))
 }
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "device-node-listing",
+    label: "ls -l of device nodes",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     text.lines().any(|l| {
         let t = l.trim();

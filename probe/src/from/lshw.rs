@@ -13,6 +13,18 @@ fn display_header(l: &str) -> bool {
     l.trim_start().starts_with("*-display")
 }
 
+/// The `seen_by` of a block that shows the bound driver (or that none is).
+pub const SHOWS_DRIVER: &str = "lshw-driver";
+
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "lshw",
+    label: "lshw -C display",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     text.lines().any(display_header) && text.contains("pci@")
 }
@@ -51,6 +63,8 @@ pub fn parse(text: &str) -> Facts {
             end += 1;
         }
         let block = &lines[start..end];
+        // lshw marks a device no driver claimed UNCLAIMED on its header.
+        let unclaimed = lines[start - 1].contains("UNCLAIMED");
         i = end;
         let Some(vi) = block.iter().position(|l| vendor_of(value(l)).is_some()) else {
             continue;
@@ -76,8 +90,15 @@ pub fn parse(text: &str) -> Facts {
             vendor_id: vendor.pci_id(),
             name: product,
             pci_address: address,
+            // The bound driver is known where lshw shows it: `driver=`, or
+            // UNCLAIMED (none). A claimed block cut before its
+            // configuration line shows a GPU, not its driver.
+            seen_by: vec![if driver.is_some() || unclaimed {
+                SHOWS_DRIVER.into()
+            } else {
+                "lshw".into()
+            }],
             kernel_driver: driver,
-            seen_by: vec!["lshw".into()],
             ..Gpu::default()
         });
     }
@@ -118,5 +139,27 @@ mod tests {
         assert_eq!(f.gpus[1].vendor, Vendor::Amd);
         assert_eq!(f.gpus[1].kernel_driver, None);
         assert!(!recognise("*-display but no bus\n"));
+    }
+
+    /// UNCLAIMED: no driver bound, which lshw states (ROCm/amdgpu#41, an
+    /// OpenStack guest; an Ubuntu Forums post of 2014-12-02, a Kaveri APU
+    /// with no driver, is the same spelling). A claimed block cut before
+    /// its configuration line does not say which driver is bound.
+    #[test]
+    fn unclaimed_is_a_gpu_with_no_driver() {
+        let kaveri = "  *-display UNCLAIMED     \n       description: VGA compatible controller\n       product: Kaveri\n       vendor: Advanced Micro Devices, Inc. [AMD/ATI]\n       physical id: 1\n       bus info: pci@0000:00:01.0\n       version: 00\n       configuration: latency=0\n";
+        let g = &parse(kaveri).gpus[0];
+        assert_eq!(
+            (g.kernel_driver.as_deref(), g.seen_by.as_slice()),
+            (None, &[SHOWS_DRIVER.to_string()][..])
+        );
+        let t = "   *-display:1 UNCLAIMED\n         description: VGA compatible controller\n         product: Amethyst XT [Radeon R9 M295X Mac Edition / R9 380X]\n         vendor: Advanced Micro Devices, Inc. [AMD/ATI]\n         physical id: 5\n         bus info: pci@0000:00:05.0\n";
+        let g = &parse(t).gpus[0];
+        assert_eq!(g.kernel_driver, None);
+        assert_eq!(g.seen_by, [SHOWS_DRIVER]);
+        let cut = t.replace(" UNCLAIMED", "");
+        assert_eq!(parse(&cut).gpus[0].seen_by, ["lshw"]);
+        let bound = format!("{cut}         configuration: driver=amdgpu latency=0\n");
+        assert_eq!(parse(&bound).gpus[0].seen_by, [SHOWS_DRIVER]);
     }
 }

@@ -30,6 +30,30 @@ fn unnamed_device_id(desc: &str) -> Option<u16> {
     u16::from_str_radix(id, 16).ok()
 }
 
+/// The device name lspci printed after the vendor's pci.ids name,
+/// without its `[vvvv:dddd]` ids and revision ("Phoenix3", where greta's
+/// pci.ids says "HawkPoint1" for 1002:1900); `None` when lspci knew no name
+/// ("Device 74b5", "Device [1002:74b5]") or named the vendor otherwise.
+fn printed_name(desc: &str, vid: Option<u16>) -> Option<String> {
+    let vendor = pci_ids::Vendors::iter()
+        .find(|v| Some(v.id()) == vid)?
+        .name();
+    let mut s = desc.split(" (rev").next().unwrap_or(desc).trim();
+    if let Some(p) = s.rfind(" [").filter(|_| s.ends_with(']')) {
+        let inner = &s[p + 2..s.len() - 1];
+        if inner.len() == 9 && inner.as_bytes()[4] == b':' {
+            s = &s[..p];
+        }
+    }
+    let name = s.strip_prefix(vendor)?.trim();
+    let unnamed = name.is_empty()
+        || name == "Device"
+        || name
+            .strip_prefix("Device ")
+            .is_some_and(|d| d.len() == 4 && d.bytes().all(|b| b.is_ascii_hexdigit()));
+    (!unnamed).then(|| name.to_string())
+}
+
 fn slot(s: &str) -> bool {
     // "03:00.0" or "0000:03:00.0"
     let b = s.as_bytes();
@@ -44,6 +68,15 @@ fn slot(s: &str) -> bool {
         && t[5] == b'.'
         && tail.chars().filter(|c| c.is_ascii_hexdigit()).count() == 5
 }
+
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "lspci",
+    label: "lspci",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
 
 pub fn recognise(text: &str) -> bool {
     text.lines().any(|l| {
@@ -129,8 +162,12 @@ pub fn parse(text: &str) -> Facts {
                     did = vid.map(|_| d);
                 }
             }
-            let name = match (vid, did) {
-                (Some(v), Some(d)) => amd::pci_name(v, d).unwrap_or("").to_string(),
+            // The name lspci printed (its own pci.ids) first: greta's may
+            // be older or newer, and the user reads and searches the one
+            // on their screen.
+            let name = match (printed_name(desc, vid.or(vendor.pci_id())), vid, did) {
+                (Some(n), _, _) => n,
+                (None, Some(v), Some(d)) => amd::pci_name(v, d).unwrap_or("").to_string(),
                 _ => String::new(),
             };
             let name = if name.is_empty() {
@@ -205,6 +242,26 @@ mod tests {
         assert_eq!(g.vendor, Vendor::Amd);
         assert_eq!((g.vendor_id, g.device_id), (Some(0x1002), Some(0x74b5)));
         assert!(g.vf, "0x74b5 is the MI300X VF: {g:?}");
+    }
+
+    /// lspci's own pci.ids names the chip: a Proxmox host's `lspci -nnk`
+    /// (ryzen-gpu-passthrough-proxmox#77) prints "Phoenix3" for 1002:1900,
+    /// which greta's pci.ids calls "HawkPoint1"; an Ubuntu Forums paste of
+    /// 2014 prints a bare "Kaveri". The printed name is kept; a device
+    /// lspci could not name gets greta's.
+    #[test]
+    fn the_name_lspci_printed_is_kept() {
+        let t = "c6:00.0 VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Phoenix3 [1002:1900] (rev c5)\n";
+        let g = &parse(t).gpus[0];
+        assert_eq!((g.name.as_str(), g.device_id), ("Phoenix3", Some(0x1900)));
+        let t =
+            "00:01.0 VGA compatible controller: Advanced Micro Devices, Inc. [AMD/ATI] Kaveri\n";
+        assert_eq!(parse(t).gpus[0].name, "Kaveri");
+        let t = "c6:00.0 VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Device [1002:1900] (rev c5)\n";
+        assert_eq!(
+            parse(t).gpus[0].name,
+            amd::pci_name(0x1002, 0x1900).unwrap()
+        );
     }
 
     #[test]

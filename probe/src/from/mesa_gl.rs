@@ -13,6 +13,15 @@ use crate::facts::{Facts, Gpu, Vendor};
 
 const GLXINFO: &str = "OpenGL renderer string:";
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "open-gl-renderer",
+    label: "OpenGL renderer (glxinfo -B, inxi -G)",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     text.contains(GLXINFO) || inxi_renderers(text).next().is_some()
 }

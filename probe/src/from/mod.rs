@@ -38,89 +38,21 @@ pub mod vulkaninfo;
 mod input;
 mod loose;
 mod quoted;
+pub mod readers;
+mod scan;
 
 use input::read_capped;
 pub use input::{decode, MAX_READ};
 use loose::{
     bench_devices, comfyui_devices, empty_device_list, launcher_rocm_agents, refused_gpus,
-    rocm_path_version, rocminfo_crash, shows_wsl, torch_script_devices, torch_version_hip,
-    torch_warned_gpus,
+    rocm_path_version, shows_wsl, torch_script_devices, torch_version_hip, torch_warned_gpus,
 };
+pub use readers::{recognise, Format, Reader, READERS};
 
 use crate::facts::Facts;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Instant;
-
-/// What a piece of text was recognised as. One file may carry several (a
-/// terminal session with `export` lines and `vulkaninfo` output).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Format {
-    Rocminfo,
-    Vulkaninfo,
-    VulkaninfoSummary,
-    VulkanDeviceSelect,
-    VulkanLoaderLog,
-    LlamaCpp,
-    Ollama,
-    Packages,
-    AmdSmi,
-    RocmSmi,
-    Clinfo,
-    Dmesg,
-    CollectEnv,
-    JaxEnv,
-    IcdManifest,
-    LayerManifest,
-    KfdProperties,
-    DeviceNodeListing,
-    EnvDump,
-    Lspci,
-    Lshw,
-    NvidiaSmi,
-    Hipconfig,
-    OpenGlRenderer,
-    HipInfo,
-    AgentEnumerator,
-    ModuleVersion,
-    AppLog,
-}
-
-impl Format {
-    pub fn label(self) -> &'static str {
-        match self {
-            Format::Rocminfo => "rocminfo",
-            Format::Vulkaninfo => "vulkaninfo",
-            Format::VulkaninfoSummary => "vulkaninfo --summary",
-            Format::VulkanDeviceSelect => "MESA_VK_DEVICE_SELECT=list",
-            Format::VulkanLoaderLog => "Vulkan loader messages",
-            Format::LlamaCpp => "llama.cpp/ggml log",
-            Format::Ollama => "ollama log",
-            Format::Packages => "package list (dpkg/rpm/pacman/dkms)",
-            Format::AmdSmi => "amd-smi",
-            Format::RocmSmi => "rocm-smi",
-            Format::Clinfo => "clinfo",
-            Format::Dmesg => "dmesg",
-            Format::CollectEnv => "collect_env (PyTorch/vLLM)",
-            Format::JaxEnv => "jax.print_environment_info()",
-            Format::IcdManifest => "Vulkan ICD manifest",
-            Format::LayerManifest => "Vulkan layer manifest",
-            Format::KfdProperties => "KFD node properties",
-            Format::DeviceNodeListing => "ls -l of device nodes",
-            Format::EnvDump => "environment variables",
-            Format::Lspci => "lspci",
-            Format::Lshw => "lshw -C display",
-            Format::NvidiaSmi => "nvidia-smi",
-            Format::Hipconfig => "hipconfig",
-            Format::OpenGlRenderer => "OpenGL renderer (glxinfo -B, inxi -G)",
-            Format::HipInfo => "hipInfo",
-            Format::AgentEnumerator => "rocm_agent_enumerator",
-            Format::ModuleVersion => "kernel module version (cat /sys/module/*/version, modinfo)",
-            Format::AppLog => "application log",
-        }
-    }
-}
 
 /// What happened to one `--from` file.
 #[derive(Debug, Clone, Serialize)]
@@ -198,7 +130,13 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
         report.micros = started.elapsed().as_micros() as u64;
         files.push(report);
     }
+    let stated = stated_by_readers(&parts);
     let mut facts = crate::merge::merge(parts);
+    // A release or driver one file's scan read and another file's reader
+    // printed is a reader's fact.
+    facts
+        .text_scan
+        .retain(|s| !stated.iter().any(|(f, v)| *f == s.fact && *v == s.value));
     implied_gfx(&mut facts);
     facts.sources = vec![format!(
         "from:{}",
@@ -209,6 +147,37 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
             .join(",")
     )];
     Ok(FromRun { facts, files })
+}
+
+/// The ROCm releases, kernel driver versions and Vulkan drivers the
+/// readers of each file stated
+/// (not its scan): (fact, value) as `text_scan` spells them.
+fn stated_by_readers(parts: &[Facts]) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for p in parts {
+        let scanned = |fact: &str, value: &str| {
+            p.text_scan
+                .iter()
+                .any(|s| s.fact == fact && s.value == value)
+        };
+        if let Some(v) = &p.rocm.version {
+            if !scanned("rocm_version", v) {
+                out.push(("rocm_version", v.clone()));
+            }
+        }
+        if let Some(v) = &p.kernel_driver_version {
+            if !scanned("kernel_driver_version", v) {
+                out.push(("kernel_driver_version", v.clone()));
+            }
+        }
+        for k in &p.vulkan.drivers {
+            let v = format!("{k:?}").to_lowercase();
+            if !scanned("vulkan_driver", &v) {
+                out.push(("vulkan_driver", v));
+            }
+        }
+    }
+    out
 }
 
 /// What the pastes imply when no tool printed an AMD GPU's target (issue 25
@@ -225,7 +194,8 @@ fn implied_gfx(facts: &mut Facts) {
             .device_id
             .filter(|_| g.vendor_id.is_none_or(|v| v == amd::AMD))
             .and_then(amd::gfx_from_device_id)
-            .or_else(|| amd::gfx_from_marketing_name(&g.name));
+            .or_else(|| amd::gfx_from_marketing_name(&g.name))
+            .or_else(|| crate::products::in_name(&g.name).and_then(|p| p.gfx.clone()));
         if g.integrated.is_none() && g.gfx.as_deref().is_some_and(amd::is_apu_target) {
             g.integrated = Some(true);
         }
@@ -233,12 +203,9 @@ fn implied_gfx(facts: &mut Facts) {
 }
 
 fn known_formats() -> String {
-    "rocminfo, vulkaninfo, vulkaninfo --summary, amd-smi, rocm-smi, clinfo, dmesg, collect_env, \
-     jax.print_environment_info(), \
-     ICD/layer manifest JSON, KFD properties, ls -l /dev/kfd, env dumps, lspci, lshw, nvidia-smi, hipconfig, \
-     glxinfo -B / inxi -G, hipInfo, rocm_agent_enumerator, \
-     ollama/llama.cpp logs, dpkg/rpm/pacman/dkms package lines, logs with known errors"
-        .to_string()
+    let mut l: Vec<&str> = READERS.iter().map(|r| r.label()).collect();
+    l.push("logs with known errors");
+    l.join(", ")
 }
 
 /// Recognises `text` and runs every matching parser; `source` names it in
@@ -246,47 +213,23 @@ fn known_formats() -> String {
 pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     let text = &*quoted::unquote(text);
     let formats = recognise(text);
-    let mut parts = Vec::new();
-    for f in &formats {
-        let part = match f {
-            Format::Rocminfo => rocminfo::parse(text),
-            Format::Vulkaninfo | Format::VulkaninfoSummary => vulkaninfo::parse(text),
-            Format::VulkanDeviceSelect => vulkaninfo::parse_device_select(text),
-            Format::VulkanLoaderLog => vulkaninfo::parse_loader_log(text),
-            Format::LlamaCpp => llama::parse(text),
-            Format::Ollama => ollama::parse(text),
-            Format::Packages => packages::parse(text),
-            Format::AmdSmi => amdsmi::parse(text),
-            Format::RocmSmi => rocmsmi::parse(text),
-            Format::Clinfo => clinfo::parse(text),
-            Format::Dmesg => dmesg::parse(text),
-            Format::CollectEnv => collect_env::parse(text, source),
-            Format::JaxEnv => jax_env::parse(text),
-            Format::IcdManifest | Format::LayerManifest => icd_json::parse(text, source),
-            Format::KfdProperties => kfd_props::parse(text),
-            Format::DeviceNodeListing => ls_dev::parse(text),
-            Format::EnvDump => env_dump::parse(text),
-            Format::Lspci => lspci::parse(text),
-            Format::Lshw => lshw::parse(text),
-            Format::NvidiaSmi => nvidia_smi::parse(text),
-            Format::Hipconfig => hipconfig::parse(text),
-            Format::OpenGlRenderer => mesa_gl::parse(text),
-            Format::HipInfo => hipinfo::parse(text),
-            Format::AgentEnumerator => agent_enum::parse(text),
-            Format::ModuleVersion => module_version::parse(text),
-            Format::AppLog => Facts::default(),
-        };
-        parts.push(part);
-    }
+    let mut parts: Vec<Facts> = formats
+        .iter()
+        .filter_map(|f| readers::reader(*f))
+        .map(|r| r.parse(text, source))
+        .collect();
     // Environment assignments inside terminal sessions count wherever they are.
-    if !formats.contains(&Format::EnvDump) {
+    if !formats.contains(&env_dump::READER.format()) {
         parts.push(env_dump::parse_exports(text));
     }
     let mut facts = crate::merge::merge(parts);
     // A parser's own signals (a state its format states, not a line a
     // signature matches) follow the scanned lines.
-    let parsed = std::mem::take(&mut facts.signals);
+    let mut parsed = std::mem::take(&mut facts.signals);
     facts.signals = crate::signals::scan(text, source);
+    // A state a parser reports that a line's signature already matched
+    // (rocminfo crashing in the HSA runtime) is said once.
+    parsed.retain(|p| !facts.signals.iter().any(|s| s.id == p.id));
     facts.signals.extend(parsed);
     refused_gpus(&mut facts, text);
     torch_warned_gpus(&mut facts, text);
@@ -296,9 +239,6 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     facts.rocm.failed_hip_device = failed_hip_device(text);
     bench_devices(&mut facts, text);
     empty_device_list(&mut facts, text, source);
-    if formats.contains(&Format::Rocminfo) {
-        rocminfo_crash(&mut facts, text, source);
-    }
     if facts.rocm.version.is_none() {
         if let Some(v) = torch_version_hip(text) {
             facts.rocm.version = Some(amd::rocm_release(&v));
@@ -310,6 +250,11 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     }
     if facts.wsl.is_none() && shows_wsl(text) {
         facts.wsl = Some(true);
+    }
+    let mut formats = formats;
+    scan::scan(text, source).apply(&mut facts);
+    if formats.is_empty() && !facts.text_scan.is_empty() {
+        formats.push(Format::TEXT_SCAN);
     }
     (formats, facts)
 }
@@ -323,103 +268,6 @@ fn failed_hip_device(text: &str) -> Option<u32> {
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
         digits.parse().ok()
     })
-}
-
-/// Every format whose markers `text` carries, most specific first.
-pub fn recognise(text: &str) -> Vec<Format> {
-    let mut out = Vec::new();
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') {
-        if let Some(f) = icd_json::recognise(text) {
-            return vec![f];
-        }
-    }
-    let has = |s: &str| text.contains(s);
-    if rocminfo::recognise(text) {
-        out.push(Format::Rocminfo);
-    }
-    if has("Device Properties and Extensions") || has("VkPhysicalDeviceProperties:") {
-        out.push(Format::Vulkaninfo);
-    } else if vulkaninfo::has_device_blocks(text)
-        || has("VULKANINFO")
-        || has("Vulkan Instance Version")
-    {
-        out.push(Format::VulkaninfoSummary);
-    }
-    if has("selectable devices:") || vulkaninfo::has_device_select_lines(text) {
-        out.push(Format::VulkanDeviceSelect);
-    }
-    if !out
-        .iter()
-        .any(|f| matches!(f, Format::Vulkaninfo | Format::VulkaninfoSummary))
-        && vulkaninfo::recognise_loader_log(text)
-    {
-        out.push(Format::VulkanLoaderLog);
-    }
-    if llama::recognise(text) {
-        out.push(Format::LlamaCpp);
-    }
-    if ollama::recognise(text) {
-        out.push(Format::Ollama);
-    }
-    if packages::recognise(text) {
-        out.push(Format::Packages);
-    }
-    if amdsmi::recognise(text) {
-        out.push(Format::AmdSmi);
-    }
-    if rocmsmi::recognise(text) {
-        out.push(Format::RocmSmi);
-    }
-    if clinfo::recognise(text) {
-        out.push(Format::Clinfo);
-    }
-    if dmesg::recognise(text) {
-        out.push(Format::Dmesg);
-    }
-    if collect_env::recognise(text) {
-        out.push(Format::CollectEnv);
-    }
-    if jax_env::recognise(text) {
-        out.push(Format::JaxEnv);
-    }
-    if kfd_props::recognise(text) {
-        out.push(Format::KfdProperties);
-    }
-    if ls_dev::recognise(text) {
-        out.push(Format::DeviceNodeListing);
-    }
-    if env_dump::recognise(text) {
-        out.push(Format::EnvDump);
-    }
-    if lspci::recognise(text) {
-        out.push(Format::Lspci);
-    }
-    if lshw::recognise(text) {
-        out.push(Format::Lshw);
-    }
-    if nvidia_smi::recognise(text) {
-        out.push(Format::NvidiaSmi);
-    }
-    if hipconfig::recognise(text) {
-        out.push(Format::Hipconfig);
-    }
-    if mesa_gl::recognise(text) {
-        out.push(Format::OpenGlRenderer);
-    }
-    if hipinfo::recognise(text) {
-        out.push(Format::HipInfo);
-    }
-    if agent_enum::recognise(text) {
-        out.push(Format::AgentEnumerator);
-    }
-    if module_version::recognise(text) {
-        out.push(Format::ModuleVersion);
-    }
-    if out.is_empty() && text.lines().any(|l| crate::signals::classify(l).is_some()) {
-        out.push(Format::AppLog);
-    }
-    out
 }
 
 /// One line for the check list: what the file showed.

@@ -11,6 +11,11 @@ use crate::facts::{Facts, KernelDriver};
 /// The module a line's command reads the version of, if it is such a command.
 fn command_module(line: &str) -> Option<&'static str> {
     let l = line.trim_end();
+    // Every such command ends with its module's name: most lines end
+    // with neither, and cost no command strings.
+    if !(l.ends_with("amdgpu") || l.ends_with("nvidia") || l.ends_with("/version")) {
+        return None;
+    }
     for m in ["amdgpu", "nvidia"] {
         let sysfs = format!("cat /sys/module/{m}/version");
         let modinfo = [
@@ -44,6 +49,15 @@ fn readings(text: &str) -> impl Iterator<Item = (&'static str, &str)> {
         Some((m, version(lines.get(i + 1)?)?))
     })
 }
+
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "module-version",
+    label: "kernel module version (cat /sys/module/*/version, modinfo)",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
 
 pub fn recognise(text: &str) -> bool {
     readings(text).next().is_some()

@@ -3,6 +3,15 @@
 
 use crate::facts::{Facts, Gpu, KernelDriver, Vendor};
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "nvidia-smi",
+    label: "nvidia-smi",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     text.contains("NVIDIA-SMI ")
         || (text.contains("Product Name") && text.contains("Driver Version"))

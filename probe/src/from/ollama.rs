@@ -11,6 +11,15 @@
 use super::amd::{self, find_gfx};
 use crate::facts::{Facts, Gpu, Vendor};
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "ollama",
+    label: "ollama log",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     text.lines().any(|l| {
         (l.contains("level=") && l.contains("msg=") && (l.contains("time=") || l.contains("source=")))

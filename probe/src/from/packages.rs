@@ -19,6 +19,15 @@ const ROCM_PACKAGES: &[&str] = &[
     "rocm",
 ];
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "packages",
+    label: "package list (dpkg/rpm/pacman/dkms)",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     text.lines().any(|l| {
         let t = l.trim_start();

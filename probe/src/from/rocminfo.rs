@@ -11,6 +11,19 @@ use super::amd::{self, bdf_from_bdfid, find_gfx, parse_id};
 use super::kv;
 use crate::facts::{Facts, Gpu, KernelDriver, Vendor};
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "rocminfo",
+    label: "rocminfo",
+    detect: recognise,
+    parse: |t, s| {
+        let mut f = parse(t);
+        super::loose::rocminfo_crash(&mut f, t, s);
+        f
+    },
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     [
         "HSA System Attributes",

@@ -7,6 +7,15 @@ use super::amd::{find_gfx, parse_id};
 use crate::facts::{Facts, Gpu, KernelDriver};
 use std::collections::BTreeMap;
 
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "rocm-smi",
+    label: "rocm-smi",
+    detect: recognise,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
 pub fn recognise(text: &str) -> bool {
     text.contains("ROCm System Management Interface")
         || text.contains("End of ROCm SMI Log")

@@ -24,8 +24,9 @@ fn a_torch_check_script_names_its_device() {
     );
     let (_, gpus) = explain("FrustraMPNN v1.0.0\nPython: 3.10.12\nPyTorch: 2.1.0\nCUDA available: True\nCUDA device: NVIDIA GeForce RTX 3090\n");
     assert_eq!(gpus.len(), 1);
-    // Without the availability line a `Device:` line is no proof, and a
-    // name with no GPU vendor adds nothing.
-    assert!(explain("Device: AMD Radeon 8060S\n").1.is_empty());
+    // Without the availability line a `Device:` line proves no device torch
+    // uses, but it still names the machine's GPU: the format-agnostic scan
+    // reads it (and a name with no GPU vendor adds nothing).
+    assert_eq!(explain("Device: AMD Radeon 8060S\n").1.len(), 1);
     assert!(explain("CUDA available: True\nDevice: cpu\n").1.is_empty());
 }

@@ -9,6 +9,56 @@ use super::amd::{self, gfx_from_radv_name, parse_id};
 use crate::facts::{Facts, Gpu, Vendor, VulkanDevice};
 use greta_vocab::{DeviceType, VkDriver, VkFamily};
 
+/// The full `vulkaninfo` listing.
+fn detect_full(t: &str) -> bool {
+    t.contains("Device Properties and Extensions") || t.contains("VkPhysicalDeviceProperties:")
+}
+
+/// `vulkaninfo --summary` (or device blocks without the full listing).
+fn detect_summary(t: &str) -> bool {
+    !detect_full(t)
+        && (has_device_blocks(t)
+            || t.contains("VULKANINFO")
+            || t.contains("Vulkan Instance Version"))
+}
+
+/// This format's entry in the registry of readers (`super::readers`).
+pub const READER: super::readers::Fns = super::readers::Fns {
+    name: "vulkaninfo",
+    label: "vulkaninfo",
+    detect: detect_full,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
+/// This format's entry in the registry of readers (`super::readers`).
+pub const SUMMARY_READER: super::readers::Fns = super::readers::Fns {
+    name: "vulkaninfo-summary",
+    label: "vulkaninfo --summary",
+    detect: detect_summary,
+    parse: |t, _| parse(t),
+    alone: false,
+};
+
+/// This format's entry in the registry of readers (`super::readers`).
+pub const DEVICE_SELECT_READER: super::readers::Fns = super::readers::Fns {
+    name: "vulkan-device-select",
+    label: "MESA_VK_DEVICE_SELECT=list",
+    detect: |t| t.contains("selectable devices:") || has_device_select_lines(t),
+    parse: |t, _| parse_device_select(t),
+    alone: false,
+};
+
+/// Loader messages only where no vulkaninfo listing carries them.
+/// This format's entry in the registry of readers (`super::readers`).
+pub const LOADER_LOG_READER: super::readers::Fns = super::readers::Fns {
+    name: "vulkan-loader-log",
+    label: "Vulkan loader messages",
+    detect: |t| !detect_full(t) && !detect_summary(t) && recognise_loader_log(t),
+    parse: |t, _| parse_loader_log(t),
+    alone: false,
+};
+
 pub fn has_device_blocks(text: &str) -> bool {
     text.lines()
         .any(|l| l.trim_start().starts_with("deviceName") && l.contains('='))

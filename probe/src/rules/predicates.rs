@@ -83,6 +83,7 @@ pub const PREDICATES: &[&dyn Predicate] = &[
     &vulkan::VULKAN_NO_ICDS,
     &vulkan::VulkanIcdLibraryMissing,
     &vulkan::VulkanOnlyCpuDevices,
+    &vulkan::VulkanRadvInstalled,
     &vulkan::VulkanDuplicateGpu,
     &vulkan::VulkanAmdIcdsBoth,
     &vulkan::VulkanAmdvlkInstalled,
@@ -319,6 +320,10 @@ pub const VARS: &[&str] = &[
     "user",
     "override_value",
     "override_note",
+    "override_command",
+    "hipblaslt_note",
+    "hipblaslt_command",
+    "install_command",
     "hip_igpu",
     "hip_dgpu",
     "hip_dgpu_index",
@@ -369,6 +374,11 @@ fn vendor_name(v: Vendor) -> &'static str {
 /// Every predicate and every `signal:<id>` that holds for `f`, with its
 /// evidence, and the template variables.
 pub fn evaluate(f: &Facts) -> Eval {
+    evaluate_for(f, &[])
+}
+
+/// [`evaluate`], with the lock profiles a fix may name.
+pub fn evaluate_for(f: &Facts, profiles: &[crate::rules::ProfileTargets]) -> Eval {
     let v = View::new(f);
     let mut e = Eval::default();
     for p in PREDICATES {
@@ -389,7 +399,30 @@ pub fn evaluate(f: &Facts) -> Eval {
             .push(ev);
     }
     e.vars = vars(&v);
+    e.vars
+        .insert("install_command", install_command(&v, profiles));
     e
+}
+
+/// `greta install --profile NAME` when a text shows the GPU's target and
+/// the installed build (a ROCm torch) and a profile carries that target
+/// (the first of `profiles`, the caller's order), else `greta install`
+/// (which picks one from the machine).
+fn install_command(v: &View, profiles: &[crate::rules::ProfileTargets]) -> String {
+    let built_for_rocm = v
+        .facts
+        .python
+        .frameworks
+        .iter()
+        .any(|f| f.backend.as_deref() == Some("rocm"));
+    let gfx = v.amd.iter().find_map(|g| g.gfx.as_deref());
+    let profile = gfx
+        .filter(|_| built_for_rocm)
+        .and_then(|g| profiles.iter().find(|p| p.gfx.iter().any(|x| x == g)));
+    match profile {
+        Some(p) => format!("greta install --profile {}", p.name),
+        None => "greta install".into(),
+    }
 }
 
 /// The template variables ([`VARS`]) for one diagnosis.
@@ -449,8 +482,36 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
             " (an override applies to every GPU of the process: with GPUs of several families, hide the others from HIP first)",
         );
     }
+    // The override is a command of the fix only where it can help (a
+    // stand-in of the family, not the GPU's own target, a target known).
+    vars.insert(
+        "override_command",
+        if override_helps(&gfx) {
+            format!("export HSA_OVERRIDE_GFX_VERSION={ovr_value}")
+        } else {
+            String::new()
+        },
+    );
     vars.insert("override_value", ovr_value);
     vars.insert("override_note", ovr_note);
+    // hipBLASLt's variable only where hipBLASLt is in the evidence.
+    let hipblaslt = f.signals.iter().any(|s| s.id.starts_with("hipblaslt"));
+    vars.insert(
+        "hipblaslt_note",
+        if hipblaslt {
+            " For the hipBLASLt error set TORCH_BLAS_PREFER_HIPBLASLT=0 (PyTorch then uses hipBLAS).".into()
+        } else {
+            String::new()
+        },
+    );
+    vars.insert(
+        "hipblaslt_command",
+        if hipblaslt {
+            "export TORCH_BLAS_PREFER_HIPBLASLT=0".into()
+        } else {
+            String::new()
+        },
+    );
     let ovr = f.rocm.hsa_override_gfx_version.as_deref();
     vars.insert("hsa_override", ovr.unwrap_or("unset").to_string());
     vars.insert(
@@ -586,6 +647,16 @@ fn override_hint(gfx: &[String]) -> (String, String) {
             format!("no override stand-in is known for {g}: use a stack (or an older one) built for {g}"),
         ),
     }
+}
+
+/// Whether an override stand-in can help the first target of `gfx`: its
+/// family has one and the target is not that stand-in itself.
+fn override_helps(gfx: &[String]) -> bool {
+    gfx.first().is_some_and(|g| {
+        OVERRIDE_FAMILIES.iter().any(|(p, v)| {
+            g.starts_with(p) && amd::gfx_from_override(v).as_deref() != Some(g.as_str())
+        })
+    })
 }
 
 /// The device node `n` as evidence of a node this user cannot open.
@@ -729,6 +800,39 @@ mod tests {
         }
     }
 
+    /// torch 2.0.1+rocm5.4.2 on a gfx1100 (ROCm 5.4's wheels lack it):
+    /// the fix names the profile whose wheels carry gfx1100; without the
+    /// build in the text, or with no profile for the target, plain install.
+    #[test]
+    fn install_names_the_profile_that_carries_the_target() {
+        use crate::facts::Framework;
+        use crate::rules::ProfileTargets;
+        let profiles = [
+            ProfileTargets {
+                name: "rocm6.1".into(),
+                gfx: vec!["gfx90a".into()],
+            },
+            ProfileTargets {
+                name: "rocm6.3".into(),
+                gfx: vec!["gfx1030".into(), "gfx1100".into()],
+            },
+        ];
+        let mut g = gpu(Vendor::Amd, "AMD Radeon RX 7900 XTX");
+        g.gfx = Some("gfx1100".into());
+        let mut f = with_gpus(vec![g]);
+        let cmd = |f: &Facts| evaluate_for(f, &profiles).vars["install_command"].clone();
+        assert_eq!(cmd(&f), "greta install");
+        f.python.frameworks.push(Framework {
+            name: "torch".into(),
+            version: "2.0.1+rocm5.4.2".into(),
+            backend: Some("rocm".into()),
+            ..Framework::default()
+        });
+        assert_eq!(cmd(&f), "greta install --profile rocm6.3");
+        f.gpus[0].gfx = Some("gfx1201".into());
+        assert_eq!(cmd(&f), "greta install");
+    }
+
     #[test]
     fn override_hints_by_family() {
         assert_eq!(override_hint(&["gfx1031".into()]).0, "10.3.0");
@@ -736,5 +840,10 @@ mod tests {
         assert!(override_hint(&["gfx1100".into()]).1.contains("is itself"));
         assert_eq!(override_hint(&[]).0, "<major.minor.stepping>");
         assert!(override_hint(&["gfx942".into()]).1.contains("no override"));
+        // A command only where the note says it helps.
+        assert!(override_helps(&["gfx1031".into()]));
+        for g in [&["gfx1100".to_string()][..], &["gfx942".into()], &[]] {
+            assert!(!override_helps(g), "{g:?}");
+        }
     }
 }

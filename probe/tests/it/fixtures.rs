@@ -1,23 +1,33 @@
-//! Every case of every `probe/tests/fixtures/*/expect.toml`: run the `--from`
-//! engine on the case's files (real text captured from real machines) and
-//! check the doctor's JSON against the expectation: each listed GPU (vendor,
-//! name, gfx, VF) matched one-to-one and no extra GPU, each fact, and every
+//! Every case of every `probe/tests/fixtures/*/expect.toml` and
+//! `probe/tests/unseen-formats/*/expect.toml`: run the `--from` engine on
+//! the case's files (real text captured from real machines) and check the
+//! doctor's JSON against the expectation: each listed GPU (vendor, name,
+//! gfx, VF) matched one-to-one and no extra GPU, each fact, and every
 //! `must` / `must_not` finding id.
 //!
 //! A case doctor cannot get right yet (or whose expectation we believe is
-//! wrong) goes into `KNOWN_WRONG` with the reason, printed on every run; a
-//! listed case that passes fails the run, so the list never goes stale. It
-//! holds no case today; docs/doctor.md ("The corpus") gives the counts.
+//! wrong) goes into its corpus's known-wrong list with the reason, printed
+//! on every run; a listed case that passes fails the run, so the list never
+//! goes stale. docs/doctor.md ("The corpus") gives the counts.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// (folder, case key, why doctor is not right on it yet, or why the
 /// expectation is believed wrong).
-const KNOWN_WRONG: &[(&str, &str, &str)] = &[];
+type KnownWrong = &'static [(&'static str, &'static str, &'static str)];
 
-fn fixtures_dir() -> PathBuf {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+/// The fixture corpus: every case right.
+const KNOWN_WRONG: KnownWrong = &[];
+
+/// Pastes in formats doctor had no reader for (expect.toml written before
+/// greta ran on them).
+const UNSEEN_KNOWN_WRONG: KnownWrong = &[];
+
+fn corpus_dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(name);
     assert!(d.is_dir(), "fixtures not found at {}", d.display());
     d
 }
@@ -181,13 +191,37 @@ fn check_case(dir: &Path, key: &str, case: &toml::Value) -> Vec<String> {
                 ));
             }
         }
+        // Raised, and only as a warning: the text proves no failure.
+        for id in listed("warn") {
+            let sev: Vec<&str> = j["findings"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|x| s(x, "id") == id)
+                .map(|x| s(x, "severity"))
+                .collect();
+            if sev != ["warn"] {
+                errs.push(format!("must raise {id} as a warning; raised as {sev:?}"));
+            }
+        }
     }
     errs
 }
 
 #[test]
 fn every_fixture_case_matches_its_expectation() {
-    let root = fixtures_dir();
+    run_corpus("fixtures", KNOWN_WRONG, 147, 171);
+}
+
+#[test]
+fn every_unseen_format_case_matches_its_expectation() {
+    run_corpus("unseen-formats", UNSEEN_KNOWN_WRONG, 42, 42);
+}
+
+/// Runs every case of `probe/tests/<name>/`; at least `min_folders`
+/// folders and `min_cases` cases must run.
+fn run_corpus(name: &str, known_wrong: KnownWrong, min_folders: usize, min_cases: usize) {
+    let root = corpus_dir(name);
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -209,18 +243,18 @@ fn every_fixture_case_matches_its_expectation() {
         let folder = dir.file_name().unwrap().to_string_lossy().to_string();
         for (key, case) in cases {
             let errs = check_case(dir, key, case);
-            let wrong = KNOWN_WRONG
+            let wrong = known_wrong
                 .iter()
                 .find(|(f, k, _)| *f == folder && k == key);
             match (errs.is_empty(), wrong) {
                 (true, None) => passed += 1,
                 (true, Some(_)) => failed.push(format!(
-                    "{folder} [{key}]: listed in KNOWN_WRONG but passes now: remove it"
+                    "{folder} [{key}]: listed as known wrong but passes now: remove it"
                 )),
                 (false, Some((_, _, why))) => {
                     known += 1;
                     eprintln!(
-                        "KNOWN WRONG EXPECTATION {folder} [{key}]: {why}\n    {}",
+                        "KNOWN WRONG {name}/{folder} [{key}]: {why}\n    {}",
                         errs.join("\n    ")
                     );
                 }
@@ -231,17 +265,109 @@ fn every_fixture_case_matches_its_expectation() {
         }
     }
     eprintln!(
-        "fixtures: {folders} folders, {passed} cases pass, {known} known-wrong, {} fail",
+        "{name}: {folders} folders, {passed} cases pass, {known} known-wrong, {} fail",
         failed.len()
     );
     assert!(
-        folders >= 147 && passed + known + failed.len() >= 171,
-        "too few fixture cases ran ({folders} folders)"
+        folders >= min_folders && passed + known + failed.len() >= min_cases,
+        "too few {name} cases ran ({folders} folders)"
     );
     assert!(
         failed.is_empty(),
-        "{} fixture case(s) fail:\n{}",
+        "{} {name} case(s) fail:\n{}",
         failed.len(),
         failed.join("\n")
+    );
+}
+
+/// What in a finding's own fix its text (or the facts beside it) rules
+/// out: an override where the message says one cannot help, a hipBLASLt
+/// variable with no hipBLASLt in sight, installing Mesa's Vulkan drivers on
+/// a machine whose RADV is installed and which shows no GPU to drive.
+fn contradictions(j: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let facts = &j["facts"];
+    let radv = facts["vulkan"]["drivers"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|d| d.as_str() == Some("radv")));
+    let no_gpu = !facts["gpus"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|g| s(g, "vendor") != "cpu"));
+    for f in j["findings"].as_array().into_iter().flatten() {
+        let id = s(f, "id");
+        let said = format!("{} {}", s(f, "message"), s(&f["fix"], "text")).to_lowercase();
+        let evidence = f["evidence"].to_string().to_lowercase();
+        let commands: Vec<&str> = f["fix"]["commands"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        for c in &commands {
+            if c.contains("HSA_OVERRIDE_GFX_VERSION=")
+                && (said.contains("override cannot") || said.contains("no override stand-in"))
+            {
+                out.push(format!("{id}: says no override helps, yet runs `{c}`"));
+            }
+            if c.to_lowercase().contains("hipblaslt")
+                && !s(f, "message").to_lowercase().contains("hipblaslt")
+                && !evidence.contains("hipblaslt")
+            {
+                out.push(format!("{id}: `{c}` with no hipBLASLt in the finding"));
+            }
+            if c.contains("mesa-vulkan-drivers") && radv && no_gpu {
+                out.push(format!(
+                    "{id}: `{c}` although RADV is installed and no GPU is known"
+                ));
+            }
+            if c.trim().is_empty() {
+                out.push(format!("{id}: an empty command"));
+            }
+        }
+    }
+    out
+}
+
+/// Every rule over every case of both corpora: no fix contradicts its
+/// finding's own text or evidence.
+#[test]
+fn no_fix_contradicts_its_finding() {
+    let mut bad = Vec::new();
+    let mut cases = 0;
+    for name in ["fixtures", "unseen-formats"] {
+        let root = corpus_dir(name);
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            let t: toml::Value =
+                toml::from_str(&std::fs::read_to_string(dir.join("expect.toml")).unwrap()).unwrap();
+            for (key, case) in t["case"].as_table().unwrap() {
+                let files: Vec<String> = case["files"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect();
+                cases += 1;
+                for c in contradictions(&doctor_json(&dir, &files)) {
+                    bad.push(format!(
+                        "{}/{} [{key}]: {c}",
+                        name,
+                        dir.file_name().unwrap().to_string_lossy()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(cases >= 213, "only {cases} cases ran");
+    assert!(
+        bad.is_empty(),
+        "{} contradiction(s):\n{}",
+        bad.len(),
+        bad.join("\n")
     );
 }

@@ -14,3 +14,4 @@ mod python_active_env;
 mod sysroot_garbage;
 mod sysroot_machines;
 mod sysroot_unreadable;
+mod text_scan;

@@ -210,6 +210,14 @@ fn gpu_vf() {
     assert_eq!(eval(&GPU_VF, &f).unwrap(), ["GPU MI300X VF"]);
 }
 
+/// Whether a source that saw `g` shows its bound driver (or that none is):
+/// sysfs, `lspci -k`, an lshw block with `driver=` or UNCLAIMED.
+fn shows_bound_driver(g: &crate::facts::Gpu) -> bool {
+    g.seen_by
+        .iter()
+        .any(|s| s == "pci" || s == "lspci-k" || s == crate::from::lshw::SHOWS_DRIVER)
+}
+
 pub struct AmdGpuDriverUnbound;
 impl Predicate for AmdGpuDriverUnbound {
     about!(
@@ -223,8 +231,7 @@ impl Predicate for AmdGpuDriverUnbound {
             .iter()
             .filter(|g| {
                 // Only sources that show the bound driver: sysfs, or `lspci -k`.
-                g.seen_by.iter().any(|s| s == "pci" || s == "lspci-k")
-                    && g.kernel_driver.as_deref() != Some("amdgpu")
+                shows_bound_driver(g) && g.kernel_driver.as_deref() != Some("amdgpu")
             })
             .map(|g| {
                 format!(
@@ -273,10 +280,7 @@ impl Predicate for AmdGpuPassedThrough {
         let off: Vec<&&crate::facts::Gpu> = v
             .amd
             .iter()
-            .filter(|g| {
-                g.seen_by.iter().any(|s| s == "pci" || s == "lspci-k")
-                    && g.kernel_driver.as_deref() != Some("amdgpu")
-            })
+            .filter(|g| shows_bound_driver(g) && g.kernel_driver.as_deref() != Some("amdgpu"))
             .collect();
         when(
             !off.is_empty()
@@ -414,18 +418,29 @@ fn gfx94x_present() {
     assert_eq!(eval(&GFX94X_PRESENT, &f).unwrap(), ["GPU MI300X [gfx942]"]);
 }
 
+/// GTT from which an APU's memory is no longer small: 4 GiB (a 16 GiB
+/// laptop gets 8 GiB by default, half of its RAM).
+const LARGE_GTT: u64 = 4 << 30;
+
 pub struct ApuSmallVram;
 impl Predicate for ApuSmallVram {
     about!(
         "apu_small_vram",
-        "an integrated AMD GPU has 1 GiB or less of dedicated VRAM",
+        "an integrated AMD GPU has 1 GiB or less of dedicated VRAM and no large GTT is known",
         ["gpus"]
     );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
+        // A small carve-out beside a large GTT is not small VRAM: the GPU
+        // maps the GTT, and current ROCm and Vulkan allocate from it.
+        let large_gtt = |g: &&&crate::facts::Gpu| {
+            g.gtt_bytes
+                .is_some_and(|t| t >= LARGE_GTT && t > g.vram_bytes.unwrap_or(0))
+        };
         let small: Vec<String> = v
             .amd
             .iter()
             .filter(|g| g.integrated == Some(true) && g.vram_bytes.is_some_and(|b| b <= 1 << 30))
+            .filter(|g| !large_gtt(g))
             .map(|g| {
                 format!(
                     "GPU {}: integrated, dedicated VRAM {}",
@@ -453,4 +468,14 @@ fn apu_small_vram() {
     );
     f.gpus[0].vram_bytes = Some(4 << 30);
     assert!(!holds(&ApuSmallVram, &f));
+    // 512 MiB beside 12 GiB of GTT (legacy-rocm-build#2774: "By default
+    // the GTT memory is half of the system"), 1 GiB beside 47 GiB: not small.
+    f.gpus[0].vram_bytes = Some(512 << 20);
+    f.gpus[0].gtt_bytes = Some(12 << 30);
+    assert!(!holds(&ApuSmallVram, &f));
+    f.gpus[0].gtt_bytes = Some(1 << 30);
+    assert!(
+        holds(&ApuSmallVram, &f),
+        "a 1 GiB GTT (2016's Carrizo) is small too"
+    );
 }

@@ -35,6 +35,12 @@ impl Predicate for HipSelectionHidesAll {
         ["gpus", "rocm"]
     );
     fn eval(&self, v: &View) -> Option<Vec<String>> {
+        // No GPU order known: only a selection that hides every device on
+        // any machine is concluded.
+        if v.hip.is_none() {
+            let why = crate::hip_order::hides_every_device(&v.facts.rocm.visible_devices)?;
+            return Some(vec![why]);
+        }
         let d = selection_applied(v)?;
         when(d.visible.is_empty() && d.undecided.is_none(), || {
             vec![d.summary()]
@@ -219,6 +225,14 @@ mod tests {
             assert_eq!(holds(&HipSelectionNamesMissing, &f), missing, "{env:?}");
         }
         assert!(!holds(&HipSelectionHidesAll, &machine(&[])));
+        // No GPU in the text: a selection that hides every device on any
+        // machine still holds (SwarmUI#565), one that depends on the
+        // machine does not.
+        let mut none = machine(&[("ROCR_VISIBLE_DEVICES", "1"), ("HIP_VISIBLE_DEVICES", "1")]);
+        none.gpus.clear();
+        assert!(holds(&HipSelectionHidesAll, &none));
+        none.rocm.visible_devices = vec![("HIP_VISIBLE_DEVICES".into(), "3".into())];
+        assert!(!holds(&HipSelectionHidesAll, &none));
     }
 
     #[test]

@@ -314,6 +314,47 @@ fn vulkan_amd_icds_both() {
     assert!(!holds(&VulkanAmdIcdsBoth, &f));
 }
 
+/// RADV, Mesa's AMD Vulkan driver, is installed (its manifest) or seen (a
+/// device it drives, a listing's driver name).
+pub struct VulkanRadvInstalled;
+impl Predicate for VulkanRadvInstalled {
+    about!(
+        "vulkan_radv_installed",
+        "RADV (Mesa's AMD Vulkan driver) is installed or seen",
+        ["vulkan.icds", "vulkan.drivers"]
+    );
+    fn eval(&self, v: &View) -> Option<Vec<String>> {
+        let vk = &v.facts.vulkan;
+        let mut ev: Vec<String> = vk
+            .icds
+            .iter()
+            .filter(|i| i.kind == VkFamily::Radv)
+            .map(|i| format!("ICD {} (radv)", i.manifest))
+            .collect();
+        if ev.is_empty() && vk.drivers.contains(&VkFamily::Radv) {
+            ev.push("Vulkan driver RADV seen".into());
+        }
+        when(!ev.is_empty(), || ev)
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn vulkan_radv_installed() {
+    use super::tests::*;
+    let mut f = crate::facts::Facts::default();
+    assert!(!holds(&VulkanRadvInstalled, &f));
+    f.vulkan.drivers.push(VkFamily::Lavapipe);
+    assert!(!holds(&VulkanRadvInstalled, &f));
+    f.vulkan.drivers.push(VkFamily::Radv);
+    assert!(holds(&VulkanRadvInstalled, &f));
+    f.vulkan.icds = vec![icd("radeon_icd.json", VkFamily::Radv, Some(true))];
+    assert_eq!(
+        eval(&VulkanRadvInstalled, &f).unwrap(),
+        ["ICD radeon_icd.json (radv)"]
+    );
+}
+
 pub struct VulkanAmdvlkInstalled;
 impl Predicate for VulkanAmdvlkInstalled {
     about!(

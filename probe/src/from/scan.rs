@@ -1,0 +1,571 @@
+//! The format-agnostic pass over every line of every pasted file, beside the
+//! format readers: GPU identity (AMD marketing names, retail names and chip
+//! codenames from the product table [`crate::products`], RADV device names,
+//! PCI ids, NVIDIA and Intel product names), the ROCm release and the
+//! Vulkan driver a line names. Game-launcher system information, Windows
+//! device listings, issue forms and hand-written hardware lists say which
+//! GPU a machine has in shapes no reader knows.
+//!
+//! What the scan finds is weaker evidence than a reader's: each fact goes
+//! into `facts.text_scan` with its line, and a GPU it names is added only
+//! when no reader of the file saw a GPU, or when the line gives a PCI id
+//! (a Windows listing beside an application log). A word counts only on a
+//! line that speaks of graphics hardware, so prose and source code raise
+//! nothing.
+
+use super::amd;
+use crate::facts::{Facts, Gpu, ScanFact, Vendor, TEXT_SCAN};
+use crate::products::{self, Product};
+use greta_vocab::VkFamily;
+
+/// A line longer than this is not a device listing; only its head is read
+/// (keeps a 50 MB paste of one-line JSON linear and cheap).
+const MAX_LINE: usize = 2048;
+
+/// What the scan read in one file.
+#[derive(Default)]
+pub(super) struct Scan {
+    gpus: Vec<(Gpu, bool, String)>,
+    rocm_version: Option<(String, String)>,
+    driver_version: Option<(String, String)>,
+    vulkan: Vec<(VkFamily, String)>,
+}
+
+/// Words that make a line speak of graphics hardware.
+const GPU_WORDS: &[&str] = &[
+    "gpu", "graphics", "radeon", "vga", "display", "video", "card",
+];
+const VENDOR_WORDS: &[&str] = &["amd", "radeon", "ati ", "amdgpu", "[amd"];
+
+/// Every word any check of a line looks for (ASCII case ignored): a line
+/// with none of them is skipped before it is lower-cased, so a long paste
+/// of prose or source code costs one automaton pass per line.
+const TRIGGERS: &[&str] = &[
+    "gpu", "graphics", "radeon", "vga", "display", "video", "card", "amd", "ati ", "device",
+    "1002:", "gfx", "rocm", "radv", "geforce", "gtx", "rtx", "quadro", "tesla", "intel",
+];
+
+fn triggers() -> &'static aho_corasick::AhoCorasick {
+    static T: std::sync::OnceLock<aho_corasick::AhoCorasick> = std::sync::OnceLock::new();
+    T.get_or_init(|| {
+        aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(TRIGGERS)
+            .expect("the scan's trigger words build an automaton")
+    })
+}
+
+pub(super) fn scan(text: &str, source: &str) -> Scan {
+    let mut out = Scan::default();
+    let triggers = triggers();
+    for (n, raw) in text.lines().enumerate() {
+        let line = head(raw);
+        if line.len() < 3 || !triggers.is_match(line) {
+            continue;
+        }
+        let lc = line.to_ascii_lowercase();
+        // LLVM's target list ("r600 - AMD GPUs HD2XXX-HD6XXX") names
+        // architectures, not this machine's GPU.
+        if lc.contains("amd gpus") || lc.contains("amd gcn gpus") {
+            continue;
+        }
+        let ev = || format!("{source}:{}: {}", n + 1, line.trim());
+        if out.rocm_version.is_none() {
+            if let Some(v) = rocm_version(line) {
+                out.rocm_version = Some((v, ev()));
+            }
+        }
+        let amdgpu = lc.contains("amdgpu");
+        if out.driver_version.is_none() && amdgpu {
+            if let Some(v) = amdgpu_driver_version(line, &lc) {
+                out.driver_version = Some((v, ev()));
+            }
+        }
+        if let Some(k) = vulkan_driver(&lc) {
+            if !out.vulkan.iter().any(|(x, _)| *x == k) {
+                out.vulkan.push((k, ev()));
+            }
+        }
+        let gpu_word = GPU_WORDS.iter().any(|w| lc.contains(w));
+        let vendor_word = VENDOR_WORDS.iter().any(|w| lc.contains(w));
+        if gpu_word || vendor_word || ["device", "1002:", "gfx"].iter().any(|w| lc.contains(w)) {
+            if let Some((g, strong)) = amd_gpu(line, &lc, gpu_word, vendor_word) {
+                out.add(g, strong, ev());
+            }
+        }
+        // NVIDIA's brand words, before the line is split into words.
+        let nvidia = ["geforce", "gtx", "rtx", "quadro", "tesla"]
+            .iter()
+            .any(|b| lc.contains(b));
+        if let Some(g) = nvidia.then(|| nvidia_gpu(line)).flatten() {
+            out.add(g, false, ev());
+        }
+        if lc.contains("intel") && (lc.contains("graphics") || lc.contains("iris")) {
+            if let Some(g) = intel_gpu(line) {
+                out.add(g, false, ev());
+            }
+        }
+    }
+    out
+}
+
+fn head(s: &str) -> &str {
+    if s.len() <= MAX_LINE {
+        return s;
+    }
+    let mut end = MAX_LINE;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+impl Scan {
+    /// One GPU per product: loose text repeats a GPU under several
+    /// spellings (a name, its codename, its PCI id), so hits of one target,
+    /// one device id or one name are one GPU; one Intel GPU per paste.
+    fn add(&mut self, g: Gpu, strong: bool, ev: String) {
+        let same = |x: &Gpu| {
+            x.vendor == g.vendor
+                && (x.vendor == Vendor::Intel
+                    || (x.gfx.is_some() && x.gfx == g.gfx)
+                    || (x.device_id.is_some() && x.device_id == g.device_id)
+                    || products::key_of(&x.name) == products::key_of(&g.name))
+        };
+        match self.gpus.iter_mut().find(|(x, _, _)| same(x)) {
+            Some((x, s, _)) => {
+                if x.device_id.is_none() {
+                    x.device_id = g.device_id;
+                }
+                if x.gfx.is_none() {
+                    x.gfx = g.gfx;
+                }
+                *s |= strong;
+            }
+            None => self.gpus.push((g, strong, ev)),
+        }
+    }
+
+    /// Folds the scan into the file's facts: GPUs when no reader saw one
+    /// (or the line gave a PCI id), the ROCm release and the Vulkan drivers
+    /// when no reader stated them; each kept in `text_scan` with its line.
+    pub(super) fn apply(self, facts: &mut Facts) {
+        let readers_saw_gpu = !facts.gpus.is_empty();
+        // A bare target is the weakest word: it names no GPU of its own
+        // beside a GPU the scan found by name (an override shows there).
+        let named = self
+            .gpus
+            .iter()
+            .any(|(g, _, _)| !g.name.starts_with("AMD GPU ("));
+        for (g, strong, ev) in self.gpus {
+            if readers_saw_gpu && !strong || named && g.name.starts_with("AMD GPU (") {
+                continue;
+            }
+            // An id-bearing line beside a reader's GPU adds only a GPU no
+            // reader saw (by device id or target).
+            let known = facts.gpus.iter().any(|x| {
+                x.vendor == g.vendor
+                    && ((x.device_id.is_some() && x.device_id == g.device_id)
+                        || (x.gfx.is_some() && x.gfx == g.gfx))
+            });
+            if known {
+                continue;
+            }
+            facts.text_scan.push(ScanFact {
+                fact: "gpu".into(),
+                value: g.label(|| format!("{:?}", g.vendor).to_lowercase()),
+                evidence: ev,
+            });
+            facts.gpus.push(g);
+        }
+        if facts.rocm.version.is_none() {
+            if let Some((v, ev)) = self.rocm_version {
+                facts.text_scan.push(ScanFact {
+                    fact: "rocm_version".into(),
+                    value: v.clone(),
+                    evidence: ev,
+                });
+                facts.rocm.version = Some(v);
+            }
+        }
+        if facts.kernel_driver_version.is_none() {
+            if let Some((v, ev)) = self.driver_version {
+                facts.text_scan.push(ScanFact {
+                    fact: "kernel_driver_version".into(),
+                    value: v.clone(),
+                    evidence: ev,
+                });
+                facts.kernel_driver_version = Some(v);
+            }
+        }
+        for (k, ev) in self.vulkan {
+            if !facts.vulkan.drivers.contains(&k) {
+                facts.text_scan.push(ScanFact {
+                    fact: "vulkan_driver".into(),
+                    value: format!("{k:?}").to_lowercase(),
+                    evidence: ev,
+                });
+                facts.vulkan.drivers.push(k);
+            }
+        }
+    }
+}
+
+/// An AMD GPU a line names: a product of the table, a RADV device name, or
+/// an AMD PCI device id (`1002:731f`, `(0x744C)` beside AMD's name); the
+/// flag says the line gave its PCI id.
+fn amd_gpu(line: &str, lc: &str, gpu_word: bool, vendor_word: bool) -> Option<(Gpu, bool)> {
+    let device = pci_device(lc, vendor_word);
+    let radv = line.find("(RADV ").map(|p| {
+        let name = line[..p].rsplit(':').next().unwrap_or("").trim();
+        (name.to_string(), amd::gfx_from_radv_name(&line[p..]))
+    });
+    let words = products::key_words(line);
+    let product =
+        products::find_where(&words, |p| allowed(p, lc, gpu_word, vendor_word)).map(|(_, _, p)| p);
+    let token = amd::find_gfx(line).filter(|_| names_a_device(lc));
+    if device.is_none() && radv.is_none() && product.is_none() && token.is_none() {
+        return None;
+    }
+    let id_name = device.and_then(|d| amd::pci_name(amd::AMD, d)).map(|n| {
+        if n.contains('[') {
+            n.to_string()
+        } else {
+            format!("AMD Radeon Graphics [{n}]")
+        }
+    });
+    let name = product
+        .map(|p| p.name.clone())
+        .or_else(|| {
+            radv.as_ref()
+                .map(|(n, _)| n.clone())
+                .filter(|n| !n.is_empty())
+        })
+        .or(id_name)
+        .or_else(|| token.as_ref().map(|t| format!("AMD GPU ({t})")))?;
+    let gfx = radv
+        .and_then(|(_, g)| g)
+        .or_else(|| token.clone())
+        .or_else(|| product.and_then(|p| p.gfx.clone()))
+        .or_else(|| device.and_then(amd::gfx_from_device_id));
+    let device_id = device.or_else(|| product.and_then(|p| p.device));
+    Some((
+        Gpu {
+            vendor: Vendor::Amd,
+            vendor_id: Some(amd::AMD),
+            integrated: gfx
+                .as_deref()
+                .filter(|g| amd::is_apu_target(g))
+                .map(|_| true),
+            name,
+            device_id,
+            gfx,
+            seen_by: vec![TEXT_SCAN.into()],
+            ..Default::default()
+        },
+        device.is_some(),
+    ))
+}
+
+/// Whether a product's words stand where they name one: a key that begins
+/// with a digit beside a word of graphics hardware, a codename of letters
+/// only beside the vendor's name.
+fn allowed(p: &Product, lc: &str, gpu_word: bool, vendor_word: bool) -> bool {
+    if p.needs_vendor_word() {
+        return vendor_word;
+    }
+    if p.needs_gpu_word() {
+        return gpu_word || lc.contains("gpu");
+    }
+    gpu_word || vendor_word || lc.contains("device")
+}
+
+/// A bare `gfxNNNN` names a GPU on a line that says what it is (`Name:`,
+/// `GPU arch : gfx1151`, an issue table's `GPU | ... (gfx1151, ...)`).
+fn names_a_device(lc: &str) -> bool {
+    ["gpu", "name", "arch", "device", "agent", "target"]
+        .iter()
+        .any(|w| lc.contains(w))
+}
+
+/// `1002:731f`, or a hex id in parentheses beside AMD's name
+/// (`AMD Radeon Graphics Processor (0x744C)`), when pci.ids calls that
+/// device a GPU (not its audio or USB function).
+fn pci_device(lc: &str, vendor_word: bool) -> Option<u16> {
+    let hex4 = |s: &str| {
+        let h: String = s.chars().take(4).collect();
+        (h.len() == 4
+            && h.bytes().all(|b| b.is_ascii_hexdigit())
+            && !s[4..].starts_with(|c: char| c.is_ascii_hexdigit()))
+        .then(|| u16::from_str_radix(&h, 16).ok())
+        .flatten()
+    };
+    let mut found = lc
+        .match_indices("1002:")
+        .find_map(|(i, _)| hex4(&lc[i + 5..]));
+    if found.is_none() && vendor_word {
+        found = lc
+            .match_indices("(0x")
+            .find_map(|(i, _)| hex4(&lc[i + 3..]));
+    }
+    found.filter(|&d| {
+        amd::pci_name(amd::AMD, d).is_some_and(|n| {
+            let n = n.to_ascii_lowercase();
+            ![
+                "audio",
+                "hdmi",
+                "usb",
+                "bridge",
+                "controller",
+                "psp",
+                "ccp",
+                "iommu",
+            ]
+            .iter()
+            .any(|w| n.contains(w))
+        })
+    })
+}
+
+/// An NVIDIA product line (`NVIDIA GeForce RTX 4060 Laptop GPU`,
+/// `GPU - GTX 1080ti`): a brand word followed by a model with a digit.
+fn nvidia_gpu(line: &str) -> Option<Gpu> {
+    let words: Vec<&str> = line
+        .split(|c: char| c.is_whitespace() || ",;|()[]=\"".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let i = words.iter().position(|w| {
+        ["geforce", "gtx", "rtx", "quadro", "tesla"]
+            .iter()
+            .any(|b| w.eq_ignore_ascii_case(b))
+    })?;
+    let model = words.get(i + 1)?;
+    if !model.chars().any(|c| c.is_ascii_digit()) {
+        // "GeForce RTX 4060": the model is one further on.
+        let next = words.get(i + 2)?;
+        if !(next.chars().any(|c| c.is_ascii_digit())
+            && ["rtx", "gtx"].iter().any(|b| model.eq_ignore_ascii_case(b)))
+        {
+            return None;
+        }
+    }
+    let end = (i + 4).min(words.len());
+    let mut name: Vec<&str> = words[i..end]
+        .iter()
+        .copied()
+        .take_while(|w| !w.starts_with('(') && !w.contains(':'))
+        .collect();
+    if name.len() > 2 && !name[2].chars().any(|c| c.is_ascii_digit()) && name[2] != "Ti" {
+        name.truncate(if name[1].chars().any(|c| c.is_ascii_digit()) {
+            2
+        } else {
+            3
+        });
+    }
+    let name = name.join(" ");
+    Some(Gpu {
+        vendor: Vendor::Nvidia,
+        vendor_id: Vendor::Nvidia.pci_id(),
+        name: if name.to_ascii_lowercase().starts_with("nvidia") {
+            name
+        } else {
+            format!("NVIDIA {name}")
+        },
+        seen_by: vec![TEXT_SCAN.into()],
+        ..Default::default()
+    })
+}
+
+/// An Intel GPU: from `Intel` to `Graphics` and its model number
+/// (`Intel(R) UHD Graphics 770`, `Intel(R) Iris(R) Xe Graphics`).
+fn intel_gpu(line: &str) -> Option<Gpu> {
+    let lc = line.to_ascii_lowercase();
+    let start = lc.find("intel")?;
+    let rel = lc[start..].find("graphics")?;
+    let mut end = start + rel + "graphics".len();
+    let tail = &line[end..];
+    let num: String = tail
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    if num.chars().any(|c| c.is_ascii_digit()) {
+        end += tail.len() - tail.trim_start().len() + num.len();
+    }
+    let name = line[start..end].trim();
+    if name.len() > 60 || name.to_ascii_lowercase().contains("core") {
+        return None;
+    }
+    Some(Gpu {
+        vendor: Vendor::Intel,
+        vendor_id: Vendor::Intel.pci_id(),
+        name: name.to_string(),
+        seen_by: vec![TEXT_SCAN.into()],
+        ..Default::default()
+    })
+}
+
+/// `ROCm 7.14`, `ROCm Version: 6.1.0`, `| ROCm | 7.1.1 (HIP ...) |`: the
+/// word ROCm (as AMD writes it, not a wheel's `+rocm6.2`) and a release.
+fn rocm_version(line: &str) -> Option<String> {
+    let p = line.find("ROCm")?;
+    if line[..p].ends_with(['+', '/', '-', '_', '.']) {
+        return None;
+    }
+    let rest = &line[p + 4..];
+    let rest = rest
+        .trim_start_matches([' ', ':', '|', '\t', '='])
+        .trim_start_matches("Version")
+        .trim_start_matches("version")
+        .trim_start_matches([' ', ':', '|', '\t', '='])
+        .trim_start_matches(['v', 'V']);
+    let v: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let v = v.trim_end_matches('.');
+    let parts: Vec<&str> = v.split('.').collect();
+    let ok = (2..=3).contains(&parts.len())
+        && parts.iter().all(|x| !x.is_empty() && x.len() <= 3)
+        && parts[0].parse::<u32>().is_ok_and(|m| (1..=20).contains(&m));
+    ok.then(|| v.to_string())
+}
+
+/// The amdgpu kernel driver's version an environment table or form states
+/// beside its name: `| amdgpu driver | 6.16.6 (DKMS, ...) |`, `| amdgpu-dkms
+/// | 1:6.8.5.60202-2041575.22.04 |` (the package version: epoch, release,
+/// build), `amdgpu-dkms: 6.16.6-2255209.24.04`. A requirement (`>= 6.7.0`)
+/// is no installed version.
+fn amdgpu_driver_version(line: &str, lc: &str) -> Option<String> {
+    let key = [
+        "amdgpu-dkms",
+        "amdgpu dkms",
+        "amdgpu driver version",
+        "amdgpu driver",
+    ]
+    .iter()
+    .find_map(|k| lc.find(k).map(|p| p + k.len()))?;
+    let rest = line[key..]
+        .trim_start_matches([' ', '\t', '|', ':', '=', '`'])
+        .trim_start_matches("version")
+        .trim_start_matches([' ', '\t', '|', ':', '=', '`']);
+    let rest = match rest.split_once(':') {
+        Some((epoch, r)) if !epoch.is_empty() && epoch.bytes().all(|b| b.is_ascii_digit()) => r,
+        _ => rest,
+    };
+    let v: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let parts: Vec<&str> = v.split('.').filter(|p| !p.is_empty()).take(3).collect();
+    let ok = parts.len() >= 2
+        && parts.iter().all(|p| p.len() <= 3)
+        && parts[0].parse::<u32>().is_ok_and(|m| (1..=20).contains(&m));
+    ok.then(|| parts.join("."))
+}
+
+/// The Vulkan driver a line names: RADV (`(RADV NAVI22)`, `radv 26.1.1`),
+/// AMDVLK (`AMD open source driver`, its driverName).
+fn vulkan_driver(lc: &str) -> Option<VkFamily> {
+    if lc.contains("(radv ") || lc.contains("radv 2") || lc.contains(": radv") {
+        return Some(VkFamily::Radv);
+    }
+    if lc.contains("amd open source driver") || lc.contains("amd open-source driver") {
+        return Some(VkFamily::Amdvlk);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpus(text: &str) -> Vec<(String, Option<String>)> {
+        let mut f = Facts::default();
+        scan(text, "t").apply(&mut f);
+        f.gpus.into_iter().map(|g| (g.name, g.gfx)).collect()
+    }
+
+    #[test]
+    fn a_gpu_name_alone_in_an_unknown_format_gives_the_gpu_and_its_target() {
+        let g = gpus("Vulkan Drivers:  AMD Radeon RX 7800 XT (RADV NAVI32) (1.3.246)\n");
+        assert_eq!(g.len(), 1, "{g:?}");
+        assert_eq!(g[0].1.as_deref(), Some("gfx1101"));
+        let g = gpus("GPU: Radeon Pro W7900\n");
+        assert_eq!(
+            g,
+            vec![("AMD Radeon Pro W7900".into(), Some("gfx1100".into()))]
+        );
+        let g = gpus("iGPU: 680m\n");
+        assert_eq!(g[0].1.as_deref(), Some("gfx1035"), "{g:?}");
+    }
+
+    /// Steam's 2012 system information names the card by its Catalyst
+    /// series name only.
+    #[test]
+    fn a_series_name_is_a_gpu() {
+        let g =
+            gpus("Video Card:\n    Driver:  ATI Technologies Inc. ATI Radeon HD 5700 Series \n");
+        assert_eq!(g, vec![("AMD Radeon HD 5700 Series".into(), None)]);
+    }
+
+    #[test]
+    fn one_gpu_under_several_spellings_is_one() {
+        let t = "Graphics Adapter = AMD Radeon RX 7800 XT\n\
+                 Adapter Type = AMD Radeon Graphics Processor (0x747E)\n\
+                 Description = AMD Radeon RX 7800 XT\n";
+        assert_eq!(gpus(t).len(), 1);
+    }
+
+    #[test]
+    fn prose_and_cpu_names_are_no_gpu() {
+        for t in [
+            "Model: AMD Ryzen 5 5600G with Radeon Graphics\n",
+            "The painter Raphael used 780 colours.\n",
+            "We shipped 580 units in 2023, revision 6700.\n",
+            "let device = 7900; // the RX field\n",
+        ] {
+            assert!(gpus(t).is_empty(), "{t}: {:?}", gpus(t));
+        }
+    }
+
+    /// Environment tables of issues and notes: legacy-rocm-build#6626, and
+    /// two other real tables (an ollama setup note, a multi-GPU host's
+    /// baseline) spelling the package version.
+    #[test]
+    fn the_amdgpu_driver_version_of_an_environment_table() {
+        let v = |l: &str| amdgpu_driver_version(l, &l.to_ascii_lowercase());
+        assert_eq!(
+            v("| amdgpu driver | 6.16.6 (DKMS, out-of-tree ROCm module) |").as_deref(),
+            Some("6.16.6")
+        );
+        assert_eq!(
+            v("| amdgpu-dkms | 6.16.6-2255209.24.04 |").as_deref(),
+            Some("6.16.6")
+        );
+        assert_eq!(
+            v("| amdgpu-dkms | 1:6.8.5.60202-2041575.22.04 |").as_deref(),
+            Some("6.8.5")
+        );
+        assert_eq!(
+            v("| amdgpu-dkms | `1:6.16.6.30200000-2238411.24.04` (driver release 30.20.0) |")
+                .as_deref(),
+            Some("6.16.6")
+        );
+        // A requirement, prose without a version: none.
+        assert_eq!(v("| AMDGPU-DKMS | >= 6.7.0 | Follow steps below. |"), None);
+        assert_eq!(v("the amdgpu driver crashed again"), None);
+    }
+
+    #[test]
+    fn versions_and_drivers() {
+        assert_eq!(rocm_version("ROCm 7.14"), Some("7.14".into()));
+        assert_eq!(
+            rocm_version("| ROCm | 7.1.1 (HIP 7.1.52802) |"),
+            Some("7.1.1".into())
+        );
+        assert_eq!(rocm_version("torch 2.5.1+rocm6.2"), None);
+        assert_eq!(rocm_version("ROCm is great"), None);
+        assert_eq!(vulkan_driver("driver : radv 24.3.1"), Some(VkFamily::Radv));
+    }
+}

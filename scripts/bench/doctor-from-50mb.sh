@@ -1,0 +1,26 @@
+#!/bin/sh
+# How long `greta doctor --from` takes on a 50 MB paste (the target is under
+# 2 s with a release build). The paste is unrelated English and Rust source
+# from this machine (licence texts, the cargo registry) with a few launcher
+# system-information lines mixed in, so every reader and the format-agnostic
+# scan run over every line. (Only the first 16 MiB of a file are read; the
+# rest is counted, not parsed.)
+#
+# usage: scripts/bench/doctor-from-50mb.sh [GRETA_BIN]   (default target/release/greta)
+set -eu
+bin=${1:-target/release/greta}
+[ -x "$bin" ] || { echo "no greta binary at $bin (cargo build --release -p greta)" >&2; exit 2; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+src="$tmp/src.txt"
+cat /usr/share/common-licenses/* > "$src"
+find "${CARGO_HOME:-$HOME/.cargo}/registry/src" -name '*.rs' 2>/dev/null | sort | head -2000 | xargs cat >> "$src" 2>/dev/null || true
+printf 'Vulkan Drivers:  AMD Radeon RX 7800 XT (RADV NAVI32) (1.3.246)\nGPU: Radeon Pro W7900\n' >> "$src"
+paste="$tmp/paste.txt"
+: > "$paste"
+while [ "$(wc -c < "$paste")" -lt 52428800 ]; do cat "$src" >> "$paste"; done
+head -c 52428800 "$paste" > "$tmp/p50" && mv "$tmp/p50" "$paste"
+start=$(date +%s.%N)
+"$bin" doctor --json --from "$paste" > "$tmp/out.json" || true
+end=$(date +%s.%N)
+echo "greta doctor --from of $(wc -c < "$paste") bytes: $(echo "$end - $start" | bc) s"
