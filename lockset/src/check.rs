@@ -313,8 +313,9 @@ fn python_problems(
     };
     let size = pins.iter().map(|w| w.wheel.size).sum::<Option<u64>>();
     let env = interp.marker_env().ok();
+    let markers = super::marker::Budget::per_file();
     for r in &p.requirements {
-        let Ok(req) = r.parse::<uv_pep508::Requirement>() else {
+        let Ok(req) = super::marker::requirement(r, &markers) else {
             continue;
         };
         if env

@@ -217,7 +217,7 @@ fn load_pins(path: &Path, p: &Profile) -> Result<BTreeMap<String, Vec<Pin>>> {
         .requirements
         .iter()
         .filter_map(|r| {
-            let req = r.parse::<uv_pep508::Requirement>().ok()?;
+            let req = crate::marker::requirement(r, &crate::marker::Budget::per_file()).ok()?;
             let spec = match &req.version_or_url {
                 Some(uv_pep508::VersionOrUrl::VersionSpecifier(s)) => s.to_string(),
                 _ => return None,
@@ -311,8 +311,7 @@ fn compile_for(
     // their generic dependencies; the CUDA-only ones are excluded below.
     let mut reqs = Vec::new();
     for r in &p.requirements {
-        let req: uv_pep508::Requirement = r
-            .parse()
+        let req = crate::marker::requirement(r, &crate::marker::Budget::per_file())
             .map_err(|e| anyhow::anyhow!("requirement {r:?}: {e}"))?;
         let name = normalize_name(req.name.as_ref());
         if pins.contains_key(&name) {
