@@ -86,7 +86,8 @@ pub fn parse(text: &str, budget: &Budget) -> Result<MarkerTree, MarkerError> {
     if let Some(c) = p.peek() {
         return Err(MarkerError {
             offset: p.pos,
-            message: format!("unexpected character {c:?}, expected `and`, `or` or the end"),
+            // uv-pep508's words for it.
+            message: format!("Unexpected character '{c}', expected 'and', 'or' or end of input"),
         });
     }
     Ok(tree)

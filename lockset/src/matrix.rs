@@ -7,6 +7,7 @@ use super::marker;
 use super::pylock::Lockfile;
 use super::source::{Fields, Source};
 use anyhow::Result;
+use greta_vocab::url_secrets::redact;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -72,6 +73,8 @@ pub struct Profile {
     pub python: Vec<String>,
     /// Python versions listed but not lockable, with the reason.
     pub incomplete: BTreeMap<String, String>,
+    /// Shown (`lock list/show --json`) with any credentials hidden.
+    #[serde(serialize_with = "greta_vocab::url_secrets::serialize_redacted_list")]
     pub indexes: Vec<String>,
     /// Top-level requirements the lockfile was resolved from (PEP 508).
     pub requirements: Vec<String>,
@@ -110,7 +113,7 @@ impl Profile {
                     fix: format!(
                     "run `greta lock update {}` on a machine that can reach {} and commit lock/{}",
                     self.name,
-                    self.indexes.first().map(String::as_str).unwrap_or("its index"),
+                    self.indexes.first().map_or("its index".into(), |i| redact(i)),
                     self.lockfile_name
                 ),
                 }
@@ -551,7 +554,10 @@ fn profile_indexes(f: &Fields) -> Result<Vec<String>> {
         if !u.starts_with("https://") && !loopback {
             return Err(f.err(
                 span.clone(),
-                format!("indexes[{i}] `{u}` must be an https URL (or http to loopback)"),
+                format!(
+                    "indexes[{i}] `{}` must be an https URL (or http to loopback)",
+                    redact(u)
+                ),
             ));
         }
     }

@@ -15,6 +15,8 @@ use uv_pep508::MarkerTree;
 pub struct Wheel {
     /// The wheel file name (PEP 751 `name`, else the URL's last segment).
     pub filename: String,
+    /// Serialised with any credentials hidden.
+    #[serde(serialize_with = "greta_vocab::url_secrets::serialize_redacted_opt")]
     pub url: Option<String>,
     pub path: Option<String>,
     pub size: Option<u64>,
@@ -38,6 +40,8 @@ pub struct Package {
     #[serde(skip)]
     pub marker: Option<MarkerTree>,
     pub requires_python: Option<String>,
+    /// Serialised with any credentials hidden.
+    #[serde(serialize_with = "greta_vocab::url_secrets::serialize_redacted_opt")]
     pub index: Option<String>,
     pub wheels: Vec<Wheel>,
     /// An sdist/vcs/directory/archive source is present (greta ignores it).
@@ -259,6 +263,21 @@ fn parse_wheel(
             format!("{what}: wheel {filename} has neither `url` nor `path`"),
         ));
     }
+    if let Some(why) = greta_vocab::unsafe_file_name(&filename) {
+        let from = if name.is_some() {
+            ""
+        } else {
+            " (its URL's last segment, percent-decoded)"
+        };
+        return Err(src.err_at(
+            t.get("name")
+                .or(t.get("url"))
+                .or(t.get("path"))
+                .and_then(|v| v.span())
+                .or(span),
+            format!("{what}: wheel file name {filename:?}{from} holds {why}"),
+        ));
+    }
     if !filename.ends_with(".whl") || super::tags::WheelTags::parse(&filename).is_none() {
         return Err(src.err_at(t.get("name").or(t.get("url")).and_then(|v| v.span()).or(span), format!("{what}: `{filename}` is not a wheel file name (name-version-pytag-abitag-platform.whl)")));
     }
@@ -322,6 +341,48 @@ mod tests {
         assert_eq!(normalize_name("jax"), "jax");
         // Not a project name: lowercased, matching nothing normalised.
         assert_eq!(normalize_name("Not A Name"), "not a name");
+    }
+
+    /// A wheel's file name is judged after percent-decoding: `%00`, `%0A`
+    /// and `%2F` in its URL passed as part of a valid-looking name. Refused
+    /// at the entry's `url` (or `name`), saying what it holds.
+    #[test]
+    fn wheel_names_with_decoded_control_characters_or_separators_are_refused() {
+        let h = "ab".repeat(32);
+        for (entry, why) in [
+            (
+                "url = \"https://e/x-1-py3-none-any%00.whl\"",
+                "a control character",
+            ),
+            (
+                "url = \"https://e/x-1-py3-none-any.whl%0A\"",
+                "a control character",
+            ),
+            (
+                "url = \"https://e/..%2Fx-1-py3-none-any.whl\"",
+                "a path separator",
+            ),
+            (
+                "url = \"https://e/x-1-py3-none-any.whl\", name = \"x-1-py3-none-any\\u001b.whl\"",
+                "a control character",
+            ),
+        ] {
+            let text = format!(
+                "lock-version = \"1.0\"\ncreated-by = \"t\"\n\n[[packages]]\nname = \"x\"\nversion = \"1\"\nwheels = [\n  {{ {entry}, hashes = {{ sha256 = \"{h}\" }} }},\n]\n"
+            );
+            let e = Lockfile::parse(Path::new("pylock.t.toml"), text.clone()).unwrap_err();
+            let e = e
+                .downcast_ref::<crate::SourceError>()
+                .expect("a SourceError");
+            let key = if entry.contains("name =") {
+                "name = "
+            } else {
+                "url = "
+            };
+            let col = text.lines().nth(7).unwrap().find(key).unwrap() + key.len() + 1;
+            assert_eq!((e.line, e.col), (8, col), "{e}");
+            assert!(e.message.contains(why), "{e}");
+        }
     }
 
     /// Loading is linear in the packages: each entry's line was counted

@@ -18,6 +18,7 @@ use super::pylock::{normalize_name, url_filename, Lockfile};
 use super::resolve::resolve_lock;
 use super::tags::{Interpreter, WheelTags};
 use anyhow::{bail, Context, Result};
+use greta_vocab::url_secrets::redact;
 pub use io::write_atomic;
 use io::{run_capture, today};
 pub use markers::combine_markers;
@@ -401,7 +402,7 @@ fn compile_for(
             anyhow::anyhow!(
                 "uv could not resolve profile {} for Python {py} against {}: {e:#}\n{} was left unchanged",
                 p.name,
-                indexes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+                indexes.iter().map(|s| redact(s)).collect::<Vec<_>>().join(", "),
                 p.lockfile.display()
             )
         })?;
@@ -415,7 +416,7 @@ fn compile_for(
         Some(d) => format!("<requirements with [{d}]>"),
         None => "<requirements>".to_string(),
     };
-    let mut shown = format!("uv pip compile {reqs_shown} --python-version {py} --python-platform {PYTHON_PLATFORM} --no-build --format pylock.toml --default-index {}", indexes[0]);
+    let mut shown = format!("uv pip compile {reqs_shown} --python-version {py} --python-platform {PYTHON_PLATFORM} --no-build --format pylock.toml --default-index {}", redact(indexes[0]));
     if pins.contains_key("torch") {
         // PyPI's torch is the CUDA build: drop its CUDA-only dependencies
         // (the ROCm build depends on triton-rocm instead, which is pinned).
