@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 SECS="${1:-30}"
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(from_text sysroot lock_files data_files gemm_plan cache_paths)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(from_text sysroot lock_files data_files gemm_plan cache_paths lock_markers)
 
 if ! cargo afl --version >/dev/null 2>&1; then
   echo "fuzz.sh: cargo-afl missing: cargo install cargo-afl && cargo afl config --build" >&2

@@ -8,12 +8,14 @@
 //! assertion about what an accepted input must satisfy, or a hang.
 
 mod cache;
+mod markers;
 mod plan;
 mod seeds;
 mod split;
 mod targets;
 
 pub use cache::cache_paths;
+pub use markers::lock_markers;
 pub use seeds::seeds;
 pub use split::{parts, Words};
 pub use targets::{data_files, from_text, gemm_plan, lock_files, sysroot, Scratch, SYSROOT_FILES};
@@ -26,6 +28,7 @@ pub const TARGETS: &[&str] = &[
     "data_files",
     "gemm_plan",
     "cache_paths",
+    "lock_markers",
 ];
 
 /// Runs target `name` on one input (`scratch` is its working directory).
@@ -38,6 +41,7 @@ pub fn run(name: &str, scratch: &Scratch, data: &[u8]) {
         "data_files" => data_files(scratch, data),
         "gemm_plan" => gemm_plan(data),
         "cache_paths" => cache_paths(scratch, data),
+        "lock_markers" => lock_markers(data),
         other => panic!("no fuzz target named {other:?}"),
     }
 }

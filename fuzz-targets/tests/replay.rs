@@ -246,6 +246,11 @@ fn cache_paths() {
     fuzz("cache_paths");
 }
 
+#[test]
+fn lock_markers() {
+    fuzz("lock_markers");
+}
+
 /// The driver can fail: a target that panics is caught, reported and its
 /// input saved (a fuzz run that could not fail would prove nothing).
 #[test]

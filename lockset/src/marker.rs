@@ -30,15 +30,15 @@ pub const MAX_TERMS: usize = 128;
 /// and `or`s, of the product of the two sides' sizes (see [`size`]),
 /// which bounds the nodes each combination can create. A node costs uv's
 /// interner about 1 KiB (measured: 128 markers of 256 fresh extras each,
-/// 4.2 million units, grew the process by 4.7 GB), so this is some 18 MB.
-/// An `or` of 128 distinct extras costs 8,128; the worst marker of the
-/// shipped lockfiles 128.
-pub const MAX_WORK: u64 = 1 << 14;
-/// The most work the markers of one file may cost together (some 140 MB):
+/// 4.2 million units, grew the process by 4.7 GB), so this is some 9 MB.
+/// An `or` of 128 distinct extras (the term bound) costs 8,128; the worst
+/// marker of the shipped lockfiles 128.
+pub const MAX_WORK: u64 = 1 << 13;
+/// The most work the markers of one file may cost together (some 70 MB):
 /// the algebra's nodes are never freed, so a file of many markers each just
 /// under [`MAX_WORK`] must not add up to gigabytes. The shipped lockfiles
 /// use at most 1,002.
-pub const FILE_WORK: u64 = 1 << 17;
+pub const FILE_WORK: u64 = 1 << 16;
 
 /// Why a marker was refused, and where in its text (a byte offset).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -159,7 +159,7 @@ fn many_costly_markers_in_one_file_are_refused_within_bounded_memory() {
             .contains("the markers of this file together exceed"),
         "{e}"
     );
-    // 131,072 units at 8,128 a marker: the 17th runs out.
-    assert_eq!(e.line, 7 + 6 * 16, "{e}");
-    assert!(peak < 256 << 20, "{peak} bytes");
+    // 65,536 units at 8,128 a marker: the 9th runs out.
+    assert_eq!(e.line, 7 + 6 * 8, "{e}");
+    assert!(peak < 128 << 20, "{peak} bytes");
 }

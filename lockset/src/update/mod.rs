@@ -327,15 +327,7 @@ fn compile_for(
         }
         match device {
             Some(d) if p.device_requirements.contains(&name) => {
-                // `torch==V` -> `torch[device-gfx942]==V` (its other extras kept).
-                let mut req = req;
-                let mut extras = req.extras.to_vec();
-                extras.push(
-                    d.parse()
-                        .map_err(|e| anyhow::anyhow!("device extra {d:?}: {e}"))?,
-                );
-                req.extras = extras.into_boxed_slice();
-                reqs.push(req.to_string());
+                reqs.push(with_device_extra(r, req, d)?);
             }
             _ => reqs.push(r.clone()),
         }
@@ -438,6 +430,27 @@ fn compile_for(
         shown.push_str(&format!(" --excludes <{}>", p.exclude.join(" ")));
     }
     Ok((doc, shown))
+}
+
+/// `torch==V ; M` -> `torch[device-gfx942]==V ; M` (its other extras
+/// kept). The marker stays as written: uv-pep508 prints a marker tree
+/// through its disjunctive normal form, which is exponential in the terms
+/// of some markers the bounds admit (`(a0 or b0) and (a1 or b1) and ...`).
+fn with_device_extra(text: &str, mut req: uv_pep508::Requirement, device: &str) -> Result<String> {
+    let mut extras = req.extras.to_vec();
+    extras.push(
+        device
+            .parse()
+            .map_err(|e| anyhow::anyhow!("device extra {device:?}: {e}"))?,
+    );
+    req.extras = extras.into_boxed_slice();
+    req.marker = uv_pep508::MarkerTree::TRUE;
+    let mut out = req.to_string();
+    if let Some((_, marker)) = text.split_once(';') {
+        out.push_str(" ;");
+        out.push_str(marker);
+    }
+    Ok(out)
 }
 
 fn package_names(doc: &DocumentMut) -> Vec<String> {
