@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 SECS="${1:-30}"
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(from_text sysroot lock_files data_files gemm_plan cache_paths report)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(from_text sysroot lock_files data_files gemm_plan cache_paths report lock_markers)
 # afl-fuzz limits per target (default -t 5000: 5 s an input). report's bar:
 # no input over 1 s, no allocation over 1 GB (-m: the harness's address space).
 declare -A LIMITS=([report]="-t 1000 -m 1024")

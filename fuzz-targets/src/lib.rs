@@ -8,6 +8,7 @@
 //! assertion about what an accepted input must satisfy, or a hang.
 
 mod cache;
+mod markers;
 mod plan;
 mod report;
 mod seeds;
@@ -15,6 +16,7 @@ mod split;
 mod targets;
 
 pub use cache::cache_paths;
+pub use markers::lock_markers;
 pub use report::report;
 pub use seeds::seeds;
 pub use split::{parts, Words};
@@ -29,6 +31,7 @@ pub const TARGETS: &[&str] = &[
     "gemm_plan",
     "cache_paths",
     "report",
+    "lock_markers",
 ];
 
 /// Runs target `name` on one input (`scratch` is its working directory).
@@ -42,6 +45,7 @@ pub fn run(name: &str, scratch: &Scratch, data: &[u8]) {
         "gemm_plan" => gemm_plan(data),
         "cache_paths" => cache_paths(scratch, data),
         "report" => report(data),
+        "lock_markers" => lock_markers(data),
         other => panic!("no fuzz target named {other:?}"),
     }
 }

@@ -83,6 +83,7 @@ pub fn seeds(target: &str, repo: &Path) -> io::Result<Vec<(String, Vec<u8>)>> {
                 out.push((rel(repo, &f), std::fs::read(&f)?));
             }
         }
+        "lock_markers" => out.extend(crate::markers::seeds(repo)?),
         "gemm_plan" => {
             for f in glob(&repo.join("fuzz/seeds"), "plan-", ".bin")? {
                 out.push((rel(repo, &f), std::fs::read(&f)?));

@@ -310,6 +310,11 @@ fn report() {
     fuzz("report");
 }
 
+#[test]
+fn lock_markers() {
+    fuzz("lock_markers");
+}
+
 /// The driver can fail: a target that panics is caught, reported and its
 /// input saved (a fuzz run that could not fail would prove nothing).
 #[test]

@@ -5,6 +5,7 @@ use super::matrix::{Matrix, Profile};
 use super::pylock::{normalize_name, Lockfile};
 use super::resolve::resolve_lock;
 use super::tags::Interpreter;
+use greta_vocab::url_secrets::{self, redact};
 use greta_vocab::Place;
 use std::str::FromStr;
 
@@ -32,26 +33,36 @@ pub struct ProfileReport {
     pub problems: Vec<Problem>,
 }
 
-/// Why a pinned download `url` must not ship, if it must not: it does not
-/// parse as a URL, is not https, has no host (`https:// evil.example/x`
-/// passed a `starts_with("https://")` test), or its last path segment names
-/// another file than the entry's `filename` (another package, version or
-/// an sdist behind a wheel's name).
+/// Why a pinned download `url` must not ship, if it must not: it carries
+/// credentials (a user or password, a token or signature in its query:
+/// the lockfile is shared and its URLs printed), does not parse as a URL,
+/// is not https, has no host (`https:// evil.example/x` passed a
+/// `starts_with("https://")` test), or its last path segment names another
+/// file than the entry's `filename` (another package, version or an sdist
+/// behind a wheel's name). The URL is quoted with its credentials hidden.
 pub fn url_problem(url: &str, filename: &str) -> Option<String> {
+    let shown = redact(url);
+    let secrets = url_secrets::secrets(url);
+    if !secrets.is_empty() {
+        return Some(format!(
+            "{filename}: its URL carries credentials ({}): {shown}; a lockfile is shared and its URLs are printed, so pin the URL without them",
+            secrets.join(", ")
+        ));
+    }
     let u = match url::Url::parse(url) {
         Ok(u) => u,
-        Err(e) => return Some(format!("{filename} has an unparsable URL {url:?}: {e}")),
+        Err(e) => return Some(format!("{filename} has an unparsable URL {shown:?}: {e}")),
     };
     if u.scheme() != "https" {
-        return Some(format!("{filename} has a non-https URL {url}"));
+        return Some(format!("{filename} has a non-https URL {shown}"));
     }
     if u.host_str().is_none_or(str::is_empty) {
-        return Some(format!("{filename} has a URL without a host: {url}"));
+        return Some(format!("{filename} has a URL without a host: {shown}"));
     }
     let named = super::pylock::url_filename(u.path());
     if named != filename {
         return Some(format!(
-            "{filename}: its URL names another file, {named:?} ({url})"
+            "{filename}: its URL names another file, {named:?} ({shown})"
         ));
     }
     None
@@ -172,8 +183,8 @@ impl Problems<'_> {
 }
 
 /// What is wrong with the lockfile's entries themselves: no wheel, no sha256,
-/// one hash for two files, no or a bad URL, a wheel of another package or
-/// version.
+/// one hash for two files, no or a bad URL (credentials in it or in the
+/// package's index URL among them), a wheel of another package or version.
 fn wheel_problems(lock: &Lockfile, file: &str, problems: &mut Problems) {
     // sha256 -> (file name, line) of the first wheel that carries it: two
     // different files cannot share a hash, so a second one is a copy error.
@@ -184,6 +195,20 @@ fn wheel_problems(lock: &Lockfile, file: &str, problems: &mut Problems) {
                 format!("{file}:{}", pkg.line),
                 format!("{} has no wheel (greta never builds sdists)", pkg.name),
             );
+        }
+        if let Some(index) = &pkg.index {
+            let secrets = url_secrets::secrets(index);
+            if !secrets.is_empty() {
+                problems.add(
+                    format!("{file}:{}", pkg.line),
+                    format!(
+                        "{}: its index URL carries credentials ({}): {}",
+                        pkg.name,
+                        secrets.join(", "),
+                        redact(index)
+                    ),
+                );
+            }
         }
         for w in &pkg.wheels {
             let at = Place::line(file, w.line).to_string();
@@ -313,8 +338,9 @@ fn python_problems(
     };
     let size = pins.iter().map(|w| w.wheel.size).sum::<Option<u64>>();
     let env = interp.marker_env().ok();
+    let markers = super::marker::Budget::per_file();
     for r in &p.requirements {
-        let Ok(req) = r.parse::<uv_pep508::Requirement>() else {
+        let Ok(req) = super::marker::requirement(r, &markers) else {
             continue;
         };
         if env
@@ -345,4 +371,91 @@ fn python_problems(
         }
     }
     Some((py.to_string(), pins.len(), size))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const W: &str = "x-1-py3-none-any.whl";
+
+    /// A URL with credentials is a problem, and the problem quotes it with
+    /// the credentials hidden.
+    #[test]
+    fn credentials_in_a_url_are_a_problem_shown_hidden() {
+        for (url, what) in [
+            (
+                "https://user:s3cret@e.example/x-1-py3-none-any.whl",
+                "a user name or password",
+            ),
+            (
+                "https://e.example/x-1-py3-none-any.whl?token=s3cret",
+                "query parameter `token`",
+            ),
+            (
+                "https://e.example/x-1-py3-none-any.whl?X-Amz-Signature=s3cret",
+                "query parameter `X-Amz-Signature`",
+            ),
+            // Before the other checks: a non-https URL with a password too.
+            (
+                "http://u:s3cret@e.example/x-1-py3-none-any.whl",
+                "a user name or password",
+            ),
+        ] {
+            let p = url_problem(url, W).unwrap_or_else(|| panic!("{url} passed"));
+            assert!(p.contains("carries credentials"), "{p}");
+            assert!(p.contains(what), "{p}");
+            assert!(!p.contains("s3cret"), "{p}");
+            assert!(p.contains("***"), "{p}");
+        }
+        assert_eq!(
+            url_problem("https://e.example/x-1-py3-none-any.whl", W),
+            None
+        );
+        // The other problems hide credentials they quote too (an unparsable
+        // URL is checked on its text).
+        let p = url_problem("https://u:s3cret@ho st/x-1-py3-none-any.whl", W).unwrap();
+        assert!(!p.contains("s3cret"), "{p}");
+    }
+
+    /// `lock check` reports them at the wheel's line, and a package's
+    /// index URL with credentials too.
+    #[test]
+    fn lock_check_flags_credentials_at_their_line() {
+        let h = "ab".repeat(32);
+        let text = format!(
+            "lock-version = \"1.0\"\ncreated-by = \"t\"\n\n[[packages]]\nname = \"x\"\nversion = \"1\"\nindex = \"https://tok:en@idx.example/simple\"\nwheels = [\n  {{ url = \"https://u:s3cret@e.example/{W}\", hashes = {{ sha256 = \"{h}\" }} }},\n]\n"
+        );
+        let lock = Lockfile::parse(std::path::Path::new("pylock.t.toml"), text).unwrap();
+        let mut problems = Problems {
+            profile: "t",
+            found: Vec::new(),
+        };
+        wheel_problems(&lock, "pylock.t.toml", &mut problems);
+        let found: Vec<(String, String)> = problems
+            .found
+            .into_iter()
+            .map(|p| (p.at, p.message))
+            .collect();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(found[0].0, "pylock.t.toml:4");
+        assert!(
+            found[0].1.contains("index URL carries credentials"),
+            "{found:?}"
+        );
+        assert!(
+            found[0].1.contains("https://***@idx.example/simple"),
+            "{found:?}"
+        );
+        assert_eq!(found[1].0, "pylock.t.toml:9");
+        assert!(found[1].1.contains("https://***@e.example/"), "{found:?}");
+        // And the lockfile's JSON (`lock show --json` carries the same
+        // types) shows neither.
+        let json = serde_json::to_string(&lock).unwrap();
+        assert!(
+            !json.contains("s3cret") && !json.contains("tok:en"),
+            "{json}"
+        );
+        assert!(json.contains("https://***@e.example/"), "{json}");
+    }
 }

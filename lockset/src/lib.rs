@@ -19,6 +19,7 @@
 //! fetch and install modules imported each other in a circle).
 
 mod dir;
+mod marker;
 mod matrix;
 mod pylock;
 pub mod read;

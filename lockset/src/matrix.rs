@@ -3,9 +3,11 @@
 //! validates it, so adding a profile never needs a code change.
 
 use super::dir::LockDir;
+use super::marker;
 use super::pylock::Lockfile;
 use super::source::{Fields, Source};
 use anyhow::Result;
+use greta_vocab::url_secrets::redact;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -71,6 +73,8 @@ pub struct Profile {
     pub python: Vec<String>,
     /// Python versions listed but not lockable, with the reason.
     pub incomplete: BTreeMap<String, String>,
+    /// Shown (`lock list/show --json`) with any credentials hidden.
+    #[serde(serialize_with = "greta_vocab::url_secrets::serialize_redacted_list")]
     pub indexes: Vec<String>,
     /// Top-level requirements the lockfile was resolved from (PEP 508).
     pub requirements: Vec<String>,
@@ -109,7 +113,7 @@ impl Profile {
                     fix: format!(
                     "run `greta lock update {}` on a machine that can reach {} and commit lock/{}",
                     self.name,
-                    self.indexes.first().map(String::as_str).unwrap_or("its index"),
+                    self.indexes.first().map_or("its index".into(), |i| redact(i)),
                     self.lockfile_name
                 ),
                 }
@@ -231,12 +235,13 @@ impl Matrix {
             }
             None => return Err(src.err_at(None, "no [profiles.NAME] tables")),
         };
+        let markers = marker::Budget::per_file();
         let mut profiles = Vec::new();
         for (name, item) in profiles_tbl.iter() {
             let Item::Table(t) = item else {
                 return Err(src.err_at(item.span(), format!("profiles.{name} must be a table")));
             };
-            profiles.push(parse_profile(dir, src, name, t)?);
+            profiles.push(parse_profile(dir, src, name, t, &markers)?);
         }
         if profiles.is_empty() {
             return Err(src.err_at(profiles_tbl.span(), "no profiles defined"));
@@ -320,7 +325,13 @@ fn check_gfx(f: &Fields, span: Option<Range<usize>>, g: String) -> Result<String
 
 /// One `[profiles.<name>]` table, checked key by key in the order below (a
 /// profile with several faults reports the first).
-fn parse_profile(dir: &LockDir, src: &Source, name: &str, t: &toml_edit::Table) -> Result<Profile> {
+fn parse_profile(
+    dir: &LockDir,
+    src: &Source,
+    name: &str,
+    t: &toml_edit::Table,
+    markers: &marker::Budget,
+) -> Result<Profile> {
     let f = Fields::new(src, t, format!("profiles.{name}"));
     f.deny_unknown(PROFILE_KEYS)?;
     let name_ok = !name.is_empty()
@@ -344,7 +355,7 @@ fn parse_profile(dir: &LockDir, src: &Source, name: &str, t: &toml_edit::Table) 
     let python = profile_python(&f)?;
     let incomplete = profile_incomplete(&f, &python)?;
     let indexes = profile_indexes(&f)?;
-    let requirements = profile_requirements(&f)?;
+    let requirements = profile_requirements(&f, markers)?;
     let lockfile_name = f.str("lockfile")?;
     let expected = lockfile_name_for(name);
     if lockfile_name != expected {
@@ -543,7 +554,10 @@ fn profile_indexes(f: &Fields) -> Result<Vec<String>> {
         if !u.starts_with("https://") && !loopback {
             return Err(f.err(
                 span.clone(),
-                format!("indexes[{i}] `{u}` must be an https URL (or http to loopback)"),
+                format!(
+                    "indexes[{i}] `{}` must be an https URL (or http to loopback)",
+                    redact(u)
+                ),
             ));
         }
     }
@@ -551,11 +565,20 @@ fn profile_indexes(f: &Fields) -> Result<Vec<String>> {
 }
 
 /// The top-level requirements, each PEP 508; at least one.
-fn profile_requirements(f: &Fields) -> Result<Vec<String>> {
+fn profile_requirements(f: &Fields, markers: &marker::Budget) -> Result<Vec<String>> {
     let mut requirements = Vec::new();
     for (r, span) in f.str_list("requirements")? {
-        if let Err(e) = r.parse::<uv_pep508::Requirement>() {
-            return Err(f.err(span, format!("requirement {r:?} is not PEP 508: {e}")));
+        match marker::requirement(&r, markers) {
+            Ok(_) => {}
+            Err(marker::RequirementError::Marker(e)) => {
+                return Err(f.err(
+                    Some(f.src.inside_string(span, &r, e.offset)),
+                    format!("requirement {}: marker: {}", marker::shown(&r), e.message),
+                ))
+            }
+            Err(e) => {
+                return Err(f.err(span, format!("requirement {r:?} is not PEP 508: {e}")));
+            }
         }
         requirements.push(r);
     }
@@ -629,6 +652,34 @@ mod tests {
         );
         assert_eq!(loose_version("7.2"), Some(semver::Version::new(7, 2, 0)));
         assert_eq!(loose_version("abc"), None);
+    }
+
+    /// A requirement's marker is read within the same bounds as a
+    /// lockfile's (uv-pep508's recursive parser overflowed the stack on
+    /// 15,000 parentheses), and refused at its place.
+    #[test]
+    fn a_deeply_nested_requirement_marker_is_refused_at_its_place() {
+        let text = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lock/matrix.toml"),
+        )
+        .unwrap();
+        let from = "\"torch==2.15.0\",";
+        let deep = format!(
+            "\"torch==2.15.0 ; {}python_version >= '3.12'{}\",",
+            "(".repeat(15_000),
+            ")".repeat(15_000)
+        );
+        let line = text[..text.find(from).unwrap()].matches('\n').count() + 1;
+        let e = Matrix::parse(&LockDir::built_in(), text.replacen(from, &deep, 1)).unwrap_err();
+        let e = e
+            .downcast_ref::<crate::SourceError>()
+            .expect("a SourceError");
+        // Column: the indent (2), the quote, "torch==2.15.0 ; " and 32 '('.
+        assert_eq!((e.line, e.col), (line, 2 + 1 + 16 + 32 + 1), "{e}");
+        assert!(
+            e.message.contains("parentheses nested deeper than 32"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ use super::matrix::{loose_version, Backend, GfxOverride, LockStatus, Matrix, Pro
 use super::Refusal;
 use anyhow::Result;
 use greta_probe::{Facts, Vendor};
+use greta_vocab::url_secrets::redact;
 
 /// The chosen profile and the facts that chose it, one line each.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -430,7 +431,7 @@ impl Matrix {
                                     n.name,
                                     host.gfx.join(", "),
                                     n.name,
-                                    n.indexes.first().map(String::as_str).unwrap_or("its index"),
+                                    n.indexes.first().map_or("its index".into(), |i| redact(i)),
                                     n.name
                                 ));
                             }
@@ -473,7 +474,7 @@ impl Matrix {
                     "lock {}: `greta lock update {} --lock-dir lock` on a machine that reaches {}, review the file, set status = \"locked\", then `greta install --lock-dir lock`",
                     n.name,
                     n.name,
-                    n.indexes.first().map(String::as_str).unwrap_or("its index")
+                    n.indexes.first().map_or("its index".into(), |i| redact(i))
                 )
             } else {
                 format!("install an amdgpu kernel driver in the window of {} (see docs/profiles.md), or run `greta lock update` for it", with_gfx.join(" or "))

@@ -1,7 +1,7 @@
 //! Parsed TOML with positions: every complaint about `matrix.toml` or a
 //! `pylock.*.toml` names `file:line:col`, so a user can jump to the mistake.
 
-use greta_vocab::place::line_col;
+use greta_vocab::place::{line_col, LineStarts};
 use greta_vocab::Place;
 use std::fmt;
 use std::ops::Range;
@@ -32,6 +32,9 @@ impl std::error::Error for SourceError {}
 pub struct Source {
     pub path: PathBuf,
     pub doc: ImDocument<String>,
+    /// Found once: each entry's line is asked for (a lockfile of thousands
+    /// of packages), and counting from the start each time was quadratic.
+    lines: LineStarts,
 }
 
 impl Source {
@@ -45,6 +48,7 @@ impl Source {
         match ImDocument::parse(text.clone()) {
             Ok(doc) => Ok(Source {
                 path: path.to_path_buf(),
+                lines: LineStarts::new(doc.raw()),
                 doc,
             }),
             Err(e) => {
@@ -70,7 +74,9 @@ impl Source {
 
     /// An error located at `span` (or at the start of the file when unknown).
     pub fn err_at(&self, span: Option<Range<usize>>, message: impl Into<String>) -> anyhow::Error {
-        let (line, col) = line_col(self.text(), span.map(|s| s.start).unwrap_or(0));
+        let (line, col) = self
+            .lines
+            .line_col(self.text(), span.map(|s| s.start).unwrap_or(0));
         SourceError {
             file: self.path.clone(),
             line,
@@ -80,9 +86,31 @@ impl Source {
         .into()
     }
 
+    /// Where byte `offset` of a string value's text is in the file, when
+    /// the value is written as it reads (no escapes): the string's own
+    /// position otherwise.
+    pub fn inside_string(
+        &self,
+        span: Option<Range<usize>>,
+        value: &str,
+        offset: usize,
+    ) -> Range<usize> {
+        let Some(span) = span else { return 0..0 };
+        let raw = self.text().get(span.clone()).unwrap_or("");
+        let verbatim = raw.len() == value.len() + 2
+            && raw.get(1..raw.len() - 1) == Some(value)
+            && offset <= value.len();
+        let at = if verbatim {
+            span.start + 1 + offset
+        } else {
+            span.start
+        };
+        at..at
+    }
+
     /// 1-based line of a span, for "why" texts that cite the lockfile.
     pub fn line_of(&self, span: Option<Range<usize>>) -> usize {
-        line_col(self.text(), span.map(|s| s.start).unwrap_or(0)).0
+        self.lines.line(span.map(|s| s.start).unwrap_or(0))
     }
 }
 

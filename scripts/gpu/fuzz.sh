@@ -7,8 +7,9 @@
 #   scripts/gpu/fuzz.sh --pack        # builds fuzz/ with AFL++, writes .fuzzpack/
 # Run there with carry [".fuzzpack"] and the command:
 #   bash scripts/gpu/fuzz.sh SECONDS [TARGET=WORKERS ...]
-# (default: 520 s; sysroot=5 lock_files=4 from_text=3 data_files=1 gemm_plan=1 report=2; naming
-# any TARGET=WORKERS runs only the targets named). More workers than cores is refused.
+# (default: 520 s; sysroot=5 lock_files=3 from_text=3 data_files=1 gemm_plan=1 report=2
+# lock_markers=1; naming any TARGET=WORKERS runs only the targets named). More
+# workers than cores is refused.
 # Each target runs WORKERS afl-fuzz instances (one main, the rest
 # secondaries) on tmpfs for SECONDS. Results in $OUT: fuzz.log (a line per
 # target: executions, corpus, crashes, hangs, summed over workers) and
@@ -17,7 +18,7 @@ set -uo pipefail
 shopt -s nullglob
 cd "$(dirname "$0")/../.."
 pack=.fuzzpack
-targets=(from_text sysroot lock_files data_files gemm_plan report)
+targets=(from_text sysroot lock_files data_files gemm_plan report lock_markers)
 # afl-fuzz limits per target (default -t 5000: 5 s an input). report's bar:
 # no input over 1 s, no allocation over 1 GB (-m: the harness's address space).
 declare -A limits=([report]="-t 1000 -m 1024")
@@ -49,7 +50,7 @@ fi
 
 secs=${1:-520}
 shift || true
-declare -A workers=([sysroot]=5 [lock_files]=4 [from_text]=3 [data_files]=1 [gemm_plan]=1 [report]=2)
+declare -A workers=([sysroot]=5 [lock_files]=3 [from_text]=3 [data_files]=1 [gemm_plan]=1 [report]=2 [lock_markers]=1)
 if (($# > 0)); then
   for t in "${!workers[@]}"; do workers[$t]=0; done
 fi

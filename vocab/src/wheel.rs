@@ -15,6 +15,9 @@ pub struct PinnedWheel {
     pub version: String,
     /// The wheel's file name (`torch-2.9.1+cpu-cp312-...whl`).
     pub filename: String,
+    /// Serialised with its credentials hidden (`lock show --json`, the
+    /// install plan, a bundle's manifest): nothing reads it back to fetch.
+    #[serde(serialize_with = "crate::url_secrets::serialize_redacted")]
     pub url: String,
     /// The cache key and the only proof that counts.
     pub sha256: Sha256,
@@ -37,11 +40,12 @@ impl PinnedWheel {
                 self.filename
             );
         }
-        if self.filename.contains('/')
-            || self.filename.contains('\\')
-            || self.filename.starts_with('.')
-        {
-            anyhow::bail!("{}: unsafe wheel file name {:?}", self.name, self.filename);
+        if let Some(why) = crate::unsafe_file_name(&self.filename) {
+            anyhow::bail!(
+                "{}: unsafe wheel file name {:?} ({why})",
+                self.name,
+                self.filename
+            );
         }
         Ok(())
     }

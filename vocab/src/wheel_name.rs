@@ -38,6 +38,23 @@ pub fn url_filename(url: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// What makes `name` unfit to be a file greta writes (in its cache, a
+/// bundle, an env), if anything: a control character (a NUL cuts the path
+/// short, a newline forges a line of any listing), a path separator, or a
+/// leading dot. Checked after percent-decoding: a URL's `%00`, `%0A` and
+/// `%2F` are exactly these.
+pub fn unsafe_file_name(name: &str) -> Option<&'static str> {
+    if name.chars().any(char::is_control) {
+        Some("a control character")
+    } else if name.contains(['/', '\\']) {
+        Some("a path separator")
+    } else if name.starts_with('.') {
+        Some("a leading dot")
+    } else {
+        None
+    }
+}
+
 /// The tag triples a wheel file name declares (compressed sets expanded).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WheelTags {
@@ -90,6 +107,39 @@ mod tests {
             "b-1-py3-none-any.whl"
         );
         assert_eq!(url_filename("https://x/a%2"), "a%2");
+    }
+
+    /// Percent-escapes are decoded before the name is judged: `%00`,
+    /// `%0A` and `%2F` passed a check of the raw URL text.
+    #[test]
+    fn decoded_control_characters_and_separators_are_unsafe() {
+        for (url, why) in [
+            (
+                "https://h/x-1-py3-none-any%00.whl",
+                Some("a control character"),
+            ),
+            (
+                "https://h/x-1-py3-none-any.whl%0A",
+                Some("a control character"),
+            ),
+            (
+                "https://h/x%1B%5B2J-1-py3-none-any.whl",
+                Some("a control character"),
+            ),
+            (
+                "https://h/..%2F..%2Fx-1-py3-none-any.whl",
+                Some("a path separator"),
+            ),
+            (
+                "https://h/x%5C-1-py3-none-any.whl",
+                Some("a path separator"),
+            ),
+            ("https://h/.x-1-py3-none-any.whl", Some("a leading dot")),
+            ("https://h/x-1%2Blocal-py3-none-any.whl", None),
+            ("https://h/x-1-py3-none-any.whl", None),
+        ] {
+            assert_eq!(unsafe_file_name(&url_filename(url)), why, "{url}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use crate::exit::Exit;
 use anyhow::{Context, Result};
 use greta_lockset::{self as lock, check, Interpreter, LockStatus, Lockfile, Matrix};
+use greta_vocab::url_secrets::redact;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -299,7 +300,7 @@ fn show(
             outln!(
                 "fix: run `greta lock update {}` where {} is reachable",
                 p.name,
-                p.indexes.join(", ")
+                shown_indexes(p)
             );
         }
         return Ok(Exit::Fail);
@@ -379,6 +380,12 @@ fn show(
     Ok(if failed { Exit::Fail } else { Exit::Pass })
 }
 
+/// The profile's index URLs as printed: credentials hidden.
+fn shown_indexes(p: &lock::Profile) -> String {
+    let shown: Vec<_> = p.indexes.iter().map(|i| redact(i)).collect();
+    shown.join(", ")
+}
+
 fn print_profile(p: &lock::Profile) {
     outln!("profile {} ({}): {}", p.name, p.backend.as_str(), p.summary);
     if let Some(v) = &p.backend_version {
@@ -397,7 +404,7 @@ fn print_profile(p: &lock::Profile) {
     outln!(
         "  python: {}; indexes: {}",
         p.python.join(", "),
-        p.indexes.join(", ")
+        shown_indexes(p)
     );
     for (py, why) in &p.incomplete {
         outln!("  python {py} not locked: {why}");

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::{FetchOptions, PinnedWheel};
+use greta_vocab::url_secrets::redact;
 
 /// Per-chunk progress callback: bytes added (may be reset with `Reset`).
 pub enum Progress {
@@ -193,7 +194,7 @@ pub fn download(
         }
     }
     Err(Failed {
-        msg: format!("downloading {} from {}: {last}", a.filename, a.url),
+        msg: format!("downloading {} from {}: {last}", a.filename, redact(&a.url)),
         rerun_helps,
         mismatched,
     }
@@ -395,7 +396,11 @@ pub fn describe(e: &reqwest::Error) -> String {
         s.push_str(&format!(": {c}"));
         src = c.source();
     }
-    s
+    // reqwest names the URL with its credentials ("for url (https://u:p@...)").
+    match e.url() {
+        Some(u) => s.replace(u.as_str(), &redact(u.as_str())),
+        None => s,
+    }
 }
 
 fn io_chain(e: &io::Error) -> String {

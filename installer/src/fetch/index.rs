@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use super::{FetchOptions, PinnedWheel};
 use greta_vocab::normalize_name;
+use greta_vocab::url_secrets::redact;
 
 /// Largest project page read (download.pytorch.org's torch page, thousands
 /// of files, is a few MiB).
@@ -49,7 +50,8 @@ pub fn relocate(
     opts: &FetchOptions,
 ) -> Result<()> {
     let base = Url::parse(&format!("{}/", index.trim_end_matches('/')))
-        .with_context(|| format!("--index-url {index:?} is not a URL"))?;
+        .with_context(|| format!("--index-url {:?} is not a URL", redact(index)))?;
+    let shown = redact(base.as_str()).into_owned();
     let mut pages: std::collections::BTreeMap<String, Vec<IndexFile>> = Default::default();
     for a in items.iter_mut() {
         let project = normalize_name(&a.name);
@@ -60,7 +62,7 @@ pub fn relocate(
         let files = &pages[&project];
         let Some(f) = files.iter().find(|f| f.filename == a.filename) else {
             bail!(
-                "index {base} lists no file {} for project {project} ({} files listed)",
+                "index {shown} lists no file {} for project {project} ({} files listed)",
                 a.filename,
                 files.len()
             );
@@ -68,7 +70,7 @@ pub fn relocate(
         if let Some(h) = &f.sha256 {
             if h.parse::<greta_vocab::Sha256>().ok() != Some(a.sha256) {
                 bail!(
-                    "index {base} lists {} with sha256 {h}, but the lock pins {}: the index serves a different file under that name; refusing it",
+                    "index {shown} lists {} with sha256 {h}, but the lock pins {}: the index serves a different file under that name; refusing it",
                     a.filename,
                     a.sha256
                 );
@@ -88,6 +90,7 @@ fn project_page(
     opts: &FetchOptions,
 ) -> Result<Vec<IndexFile>> {
     let url = base.join(&format!("{project}/"))?;
+    let shown = redact(url.as_str()).into_owned();
     let mut last = String::new();
     for attempt in 0..opts.attempts.max(1) {
         if attempt > 0 {
@@ -97,13 +100,13 @@ fn project_page(
         match page_once(client, &url) {
             Ok(files) => return Ok(files),
             Err(Page::Retry(why)) => {
-                tracing::info!("{url}: {why}; retrying");
+                tracing::info!("{shown}: {why}; retrying");
                 last = why;
             }
             Err(Page::Fatal(e)) => return Err(e),
         }
     }
-    bail!("{url}: {last} ({} attempts)", opts.attempts.max(1))
+    bail!("{shown}: {last} ({} attempts)", opts.attempts.max(1))
 }
 
 enum Page {
@@ -113,6 +116,7 @@ enum Page {
 
 fn page_once(client: &Client, url: &Url) -> std::result::Result<Vec<IndexFile>, Page> {
     use std::io::Read;
+    let shown = redact(url.as_str());
     let resp = client
         .get(url.clone())
         .header(ACCEPT, ACCEPT_SIMPLE)
@@ -123,7 +127,7 @@ fn page_once(client: &Client, url: &Url) -> std::result::Result<Vec<IndexFile>, 
         return Err(Page::Retry(format!("HTTP {status}")));
     }
     if !status.is_success() {
-        return Err(Page::Fatal(anyhow::anyhow!("{url}: HTTP {status}")));
+        return Err(Page::Fatal(anyhow::anyhow!("{shown}: HTTP {status}")));
     }
     let ctype = resp
         .headers()
@@ -138,13 +142,13 @@ fn page_once(client: &Client, url: &Url) -> std::result::Result<Vec<IndexFile>, 
         .map_err(|e| Page::Retry(format!("reading the page: {e}")))?;
     if raw.len() as u64 > MAX_PAGE {
         return Err(Page::Fatal(anyhow::anyhow!(
-            "{url}: page larger than {MAX_PAGE} bytes"
+            "{shown}: page larger than {MAX_PAGE} bytes"
         )));
     }
     let text = String::from_utf8_lossy(&raw);
     if ctype.contains("json") {
         parse_json(&text, &final_url)
-            .with_context(|| format!("{url}: bad PEP 691 JSON"))
+            .with_context(|| format!("{shown}: bad PEP 691 JSON"))
             .map_err(Page::Fatal)
     } else {
         Ok(parse_html(&text, &final_url))

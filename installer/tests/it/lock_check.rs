@@ -325,3 +325,62 @@ fn tools_filename_and_url_disagreeing_fails() {
         &["its URL names another file", "uv-0.13.8-py3"],
     );
 }
+
+/// Wheel URLs and index URLs with credentials (`user:pw@`, `?token=`):
+/// `lock check` fails on them, and nothing greta prints of the lock set
+/// (`lock show`, its `--json`, `lock list --json`, check's own report)
+/// carries the secret; the URLs show as `https://***@host/...`.
+#[test]
+fn credentials_in_urls_fail_check_and_never_print() {
+    let d = copy_lock_dir();
+    rewrite(d.path(), "pylock.cpu.toml", |t| {
+        t.replace(
+            "https://files.pythonhosted.org/",
+            "https://user:s3cret@files.pythonhosted.org/",
+        )
+        .replacen(".whl\", upload-time", ".whl?token=s3cret\", upload-time", 1)
+    });
+    replace_in(
+        d.path(),
+        "matrix.toml",
+        "indexes = [\"https://pypi.org/simple\"]",
+        "indexes = [\"https://me:s3cret@pypi.org/simple\"]",
+    );
+    let o = greta_lock(d.path(), &["check"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    assert!(
+        out.contains(
+            "its URL carries credentials (a user name or password, query parameter `token`)"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("https://***@files.pythonhosted.org/"), "{out}");
+    for args in [
+        &["check", "--json"][..],
+        &["show", "cpu"],
+        &["show", "cpu", "--json"],
+        &["list", "--json"],
+        &["list"],
+    ] {
+        let o = greta_lock(d.path(), args);
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(!all.contains("s3cret"), "{args:?}:\n{all}");
+        assert!(!all.contains("panicked"), "{args:?}:\n{all}");
+    }
+    let v = json(&greta_lock(d.path(), &["show", "cpu", "--json"]));
+    let urls: Vec<&str> = v["sets"][0]["wheels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["url"].as_str())
+        .filter(|u| u.contains("files.pythonhosted.org"))
+        .collect();
+    assert!(!urls.is_empty(), "{v}");
+    assert!(
+        urls.iter()
+            .all(|u| u.starts_with("https://***@files.pythonhosted.org/")),
+        "{urls:?}"
+    );
+    assert_eq!(v["profile"]["indexes"][0], "https://***@pypi.org/simple");
+}

@@ -335,3 +335,60 @@ fn matrix_gfx_override_env_holds_strings() {
         "[[gfx-override]]: `env` must be a table of strings",
     );
 }
+
+/// 15,000 nested parentheses in a lockfile marker overflowed the marker
+/// parser's stack and aborted `greta lock show`; now exit 2 at the marker.
+#[test]
+fn pylock_marker_nested_too_deep() {
+    let deep = format!(
+        "marker = \"{}sys_platform == 'linux'{}\"",
+        "(".repeat(15_000),
+        ")".repeat(15_000)
+    );
+    expect_error_at(
+        "pylock.cpu.toml",
+        "marker = \"sys_platform == 'linux'\"",
+        &deep,
+        &deep,
+        &["show", "cpu"],
+        "parentheses nested deeper than 32",
+    );
+}
+
+/// A marker of 5,000 `'device-gfxN' in extras` terms made the marker
+/// algebra allocate gigabytes; now exit 2 at the term past the bound.
+#[test]
+fn pylock_marker_with_too_many_terms() {
+    let terms: Vec<String> = (0..5000)
+        .map(|i| format!("'device-gfx{i}' in extras"))
+        .collect();
+    let to = format!("marker = \"{}\"", terms.join(" or "));
+    expect_error_at(
+        "pylock.cpu.toml",
+        "marker = \"sys_platform == 'linux'\"",
+        &to,
+        "'device-gfx128' in extras",
+        &["show", "cpu"],
+        "more than 128 comparisons",
+    );
+}
+
+/// A wheel URL whose file name decodes to a control character or a path
+/// separator (`%00`, `%0A`, `%2F`) is refused where the URL is.
+#[test]
+fn pylock_wheel_name_with_percent_encoded_control_characters() {
+    for (enc, why) in [
+        ("%00", "a control character"),
+        ("%0A", "a control character"),
+        ("%2F", "a path separator"),
+    ] {
+        let from = "typing_extensions-4.16.0-py3-none-any.whl\"";
+        let to = format!("typing_extensions-4.16.0-py3-none-any{enc}.whl\"");
+        let (_, text) = edited_lock_dir("pylock.cpu.toml", |t| t.replacen(from, &to, 1));
+        // The error points at the start of the URL's value.
+        let line_start = text[..text.find(&to).unwrap()].rfind('\n').unwrap() + 1;
+        let url_at = &text[line_start..][text[line_start..].find("\"https://").unwrap()..];
+        let url_at = &url_at[..url_at.find(".whl\"").unwrap() + 5];
+        expect_error_at("pylock.cpu.toml", from, &to, url_at, &["show", "cpu"], why);
+    }
+}

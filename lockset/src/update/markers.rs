@@ -3,7 +3,6 @@
 
 use anyhow::Result;
 use std::collections::{BTreeMap, BTreeSet};
-use std::str::FromStr;
 
 /// One marker for an entry seen in some of the per-Python resolutions.
 pub fn combine_markers(
@@ -45,8 +44,12 @@ pub fn combine_markers(
         Some(parts.join(" or "))
     };
     if let Some(m) = &out {
-        uv_pep508::MarkerTree::from_str(m)
-            .map_err(|e| anyhow::anyhow!("combined marker {m:?} is invalid: {e}"))?;
+        crate::marker::parse(m, &crate::marker::Budget::per_file()).map_err(|e| {
+            anyhow::anyhow!(
+                "combined marker {} is invalid: {e}",
+                crate::marker::shown(m)
+            )
+        })?;
     }
     Ok(out)
 }

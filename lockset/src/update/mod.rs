@@ -18,6 +18,7 @@ use super::pylock::{normalize_name, url_filename, Lockfile};
 use super::resolve::resolve_lock;
 use super::tags::{Interpreter, WheelTags};
 use anyhow::{bail, Context, Result};
+use greta_vocab::url_secrets::redact;
 pub use io::write_atomic;
 use io::{run_capture, today};
 pub use markers::combine_markers;
@@ -217,7 +218,7 @@ fn load_pins(path: &Path, p: &Profile) -> Result<BTreeMap<String, Vec<Pin>>> {
         .requirements
         .iter()
         .filter_map(|r| {
-            let req = r.parse::<uv_pep508::Requirement>().ok()?;
+            let req = crate::marker::requirement(r, &crate::marker::Budget::per_file()).ok()?;
             let spec = match &req.version_or_url {
                 Some(uv_pep508::VersionOrUrl::VersionSpecifier(s)) => s.to_string(),
                 _ => return None,
@@ -311,8 +312,7 @@ fn compile_for(
     // their generic dependencies; the CUDA-only ones are excluded below.
     let mut reqs = Vec::new();
     for r in &p.requirements {
-        let req: uv_pep508::Requirement = r
-            .parse()
+        let req = crate::marker::requirement(r, &crate::marker::Budget::per_file())
             .map_err(|e| anyhow::anyhow!("requirement {r:?}: {e}"))?;
         let name = normalize_name(req.name.as_ref());
         if pins.contains_key(&name) {
@@ -327,15 +327,7 @@ fn compile_for(
         }
         match device {
             Some(d) if p.device_requirements.contains(&name) => {
-                // `torch==V` -> `torch[device-gfx942]==V` (its other extras kept).
-                let mut req = req;
-                let mut extras = req.extras.to_vec();
-                extras.push(
-                    d.parse()
-                        .map_err(|e| anyhow::anyhow!("device extra {d:?}: {e}"))?,
-                );
-                req.extras = extras.into_boxed_slice();
-                reqs.push(req.to_string());
+                reqs.push(with_device_extra(r, req, d)?);
             }
             _ => reqs.push(r.clone()),
         }
@@ -402,7 +394,7 @@ fn compile_for(
             anyhow::anyhow!(
                 "uv could not resolve profile {} for Python {py} against {}: {e:#}\n{} was left unchanged",
                 p.name,
-                indexes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "),
+                indexes.iter().map(|s| redact(s)).collect::<Vec<_>>().join(", "),
                 p.lockfile.display()
             )
         })?;
@@ -416,7 +408,7 @@ fn compile_for(
         Some(d) => format!("<requirements with [{d}]>"),
         None => "<requirements>".to_string(),
     };
-    let mut shown = format!("uv pip compile {reqs_shown} --python-version {py} --python-platform {PYTHON_PLATFORM} --no-build --format pylock.toml --default-index {}", indexes[0]);
+    let mut shown = format!("uv pip compile {reqs_shown} --python-version {py} --python-platform {PYTHON_PLATFORM} --no-build --format pylock.toml --default-index {}", redact(indexes[0]));
     if pins.contains_key("torch") {
         // PyPI's torch is the CUDA build: drop its CUDA-only dependencies
         // (the ROCm build depends on triton-rocm instead, which is pinned).
@@ -438,6 +430,27 @@ fn compile_for(
         shown.push_str(&format!(" --excludes <{}>", p.exclude.join(" ")));
     }
     Ok((doc, shown))
+}
+
+/// `torch==V ; M` -> `torch[device-gfx942]==V ; M` (its other extras
+/// kept). The marker stays as written: uv-pep508 prints a marker tree
+/// through its disjunctive normal form, which is exponential in the terms
+/// of some markers the bounds admit (`(a0 or b0) and (a1 or b1) and ...`).
+fn with_device_extra(text: &str, mut req: uv_pep508::Requirement, device: &str) -> Result<String> {
+    let mut extras = req.extras.to_vec();
+    extras.push(
+        device
+            .parse()
+            .map_err(|e| anyhow::anyhow!("device extra {device:?}: {e}"))?,
+    );
+    req.extras = extras.into_boxed_slice();
+    req.marker = uv_pep508::MarkerTree::TRUE;
+    let mut out = req.to_string();
+    if let Some((_, marker)) = text.split_once(';') {
+        out.push_str(" ;");
+        out.push_str(marker);
+    }
+    Ok(out)
 }
 
 fn package_names(doc: &DocumentMut) -> Vec<String> {

@@ -75,3 +75,28 @@ fn atomic_write_replaces() {
     assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
     assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
 }
+
+/// A device requirement keeps its marker as written. Printed through
+/// uv-pep508's tree, `(p00a or p00b) and ... (p23a or p23b)` (a small
+/// decision diagram, within the marker bounds) ran past 10 minutes: its
+/// disjunctive normal form has 2^24 terms.
+#[test]
+fn a_device_requirement_keeps_its_marker_as_written() {
+    let r = "torch[cuda]==2.9.0 ; python_version >= '3.12'";
+    let req = crate::marker::requirement(r, &crate::marker::Budget::per_file()).unwrap();
+    assert_eq!(
+        with_device_extra(r, req, "device-gfx942").unwrap(),
+        "torch[cuda,device-gfx942]==2.9.0 ; python_version >= '3.12'"
+    );
+    let pairs: Vec<String> = (0..24)
+        .map(|i| format!("('p{i:02}a' in extras or 'p{i:02}b' in extras)"))
+        .collect();
+    let r = format!("torch==2.9.0 ; {}", pairs.join(" and "));
+    let req = crate::marker::requirement(&r, &crate::marker::Budget::per_file()).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(with_device_extra(&r, req, "device-gfx942").map(|s| s.len()));
+    });
+    let got = rx.recv_timeout(Duration::from_secs(60));
+    assert!(matches!(got, Ok(Ok(n)) if n > 24 * 40), "{got:?}");
+}
