@@ -5,6 +5,7 @@
 
 use crate::check::Tolerance;
 use crate::results::RateUnit;
+use crate::spec::AchievableKind;
 use greta_kernels::Op;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -31,7 +32,8 @@ pub enum Profile {
     /// `greta smoke --profile frameworks`; no kernel gates of this catalogue).
     Frameworks,
     /// For schedulers (Slurm's `HealthCheckProgram` is killed after 60 s):
-    /// every kernel's correctness plus a short bandwidth and GEMM check.
+    /// every kernel's correctness, full-size copy and GEMM stress held to
+    /// the model's achievable rates, memory-test slices.
     Health,
 }
 
@@ -116,7 +118,7 @@ impl Profile {
                 "torch, triton and jax of a Python env compute on the device (--env, --python)"
             }
             Profile::Health => {
-                "for schedulers: every kernel's correctness + short bandwidth/GEMM checks (well under 60 s)"
+                "for schedulers: every kernel's correctness, full-size copy and GEMM stress held to achievable floors, memory-test slices (well under 60 s)"
             }
         }
     }
@@ -161,6 +163,15 @@ pub struct Gate {
     /// Set on the stress gates: the op (a `gemm_f16`) runs back to back
     /// for this long instead of the profile's repeats.
     pub stress: Option<StressConfig>,
+    /// Set on a full-size gate, whose size reaches the device's achievable
+    /// rate: on a device with no baseline and no measured class it is held
+    /// to that fraction of the model's achievable rate of this kind
+    /// (`data/specs.toml`), in every profile that runs it.
+    pub achievable: Option<AchievableKind>,
+    /// Sized for a GPU (a memtest slice of GiBs): skipped on a CPU device,
+    /// where it takes minutes. A gate with `achievable` is full size too.
+    #[serde(default)]
+    pub full_size: bool,
 }
 
 /// How long a stress gate holds the matrix units, and how it samples.
@@ -249,6 +260,11 @@ impl Gate {
         inner.replace(',', " ")
     }
 
+    /// Sized for a GPU: `full_size`, or held to an achievable rate.
+    pub fn is_full_size(&self) -> bool {
+        self.full_size || self.achievable.is_some()
+    }
+
     pub fn dispatches_for(&self, profile: Profile) -> u32 {
         self.dispatches
             .unwrap_or_else(|| profile.dispatches())
@@ -305,6 +321,25 @@ impl Catalog {
                 }
                 st.check()
                     .map_err(|e| format!("{path}: gate {}: {e}", g.id))?;
+            }
+            match g.achievable {
+                None => {}
+                Some(AchievableKind::Copy)
+                    if matches!(g.op, Op::Fill { .. } | Op::Copy { .. } | Op::VecAdd { .. }) => {}
+                Some(AchievableKind::VendorGemmF16) if g.stress.is_some() => {}
+                Some(k) => {
+                    return Err(format!(
+                        "{path}: gate {}: achievable = \"{}\" holds a streaming gate (fill, copy, vec_add) to the copy rate or a stress gate to the vendor's f16 GEMM rate, nothing else",
+                        g.id,
+                        k.as_str()
+                    ))
+                }
+            }
+            if matches!(g.op, Op::Memtest { flip_mask, .. } if flip_mask != 0) {
+                return Err(format!(
+                    "{path}: gate {}: flip_mask injects memory errors; it is for tests, not a gate",
+                    g.id
+                ));
             }
             if g.fixed_value && !matches!(g.op, Op::Fill { .. }) {
                 return Err(format!(
@@ -407,6 +442,8 @@ mod tests {
                     dispatches: None,
                     test_only: false,
                     stress: None,
+                    achievable: None,
+                    full_size: false,
                 };
                 (g.op.name(), g.unit().as_str(), g.precision())
             })
@@ -436,6 +473,7 @@ mod tests {
                 ("attn_prefill_f16", "TFLOP/s", Fp16),
                 ("block_decode", "GB/s", Fp16),
                 ("block_prefill", "TFLOP/s", Fp16),
+                ("memtest", "GB/s", Fp32),
                 ("test_broken_copy", "GB/s", Fp32),
                 ("test_slow", "GB/s", Fp32),
             ]

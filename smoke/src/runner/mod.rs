@@ -98,6 +98,8 @@ pub fn run_device(
         let skip = |reason: String| skipped(gate, ctx.seed, reason);
         let result = if let Some(gate_lost) = lost_in.as_ref() {
             skip(format!("device lost earlier in this run (in gate {gate_lost}); nothing more is submitted to it"))
+        } else if let Some(why) = full_size_on_cpu(gate, &device, spec, &ctx.specs.path) {
+            skip(why)
         } else if let Err(why) = backend.supports(&gate.op) {
             skip(format!("not supported by this device/backend: {why}"))
         } else if let Some(why) =
@@ -189,6 +191,28 @@ pub fn run_device(
     };
     run.status = Report::summarize(std::slice::from_ref(&run));
     run
+}
+
+/// Why a full-size gate must not run here, if it must not: on a CPU
+/// device (lavapipe) it takes minutes and measures nothing a floor holds,
+/// unless a specs file gives that device an achievable rate for it.
+fn full_size_on_cpu(
+    gate: &Gate,
+    device: &DeviceInfo,
+    spec: Option<&DeviceSpec>,
+    specs_path: &str,
+) -> Option<String> {
+    if !gate.is_full_size() || device.device_type != greta_vocab::DeviceType::Cpu {
+        return None;
+    }
+    match gate.achievable {
+        Some(kind) if spec.is_some_and(|s| s.achievable_for(kind, &gate.op).is_some()) => None,
+        Some(kind) => Some(format!(
+            "full-size gate on a CPU device: {specs_path} has no achievable {} rate for it, so it would measure nothing a floor holds (and take long)",
+            kind.as_str()
+        )),
+        None => Some("full-size gate on a CPU device: sized for a GPU, it would take minutes here".into()),
+    }
 }
 
 /// Why an f16 gate must not run here, if it must not.
@@ -656,8 +680,9 @@ fn rate_against_spec(result: &mut GateResult, gate: &Gate, spec: Option<&DeviceS
 }
 
 /// Hold a passing gate to its floor: the baseline's rate for it, else (in
-/// `perf`) the device class's, else (in `perf`) the class fraction of the
-/// device's published peak for the gate's rate class.
+/// `perf`) the device class's, else (a full-size gate, in any profile) the
+/// fraction of its model's achievable rate, else (in `perf`) the class
+/// fraction of the device's published peak for the gate's rate class.
 fn apply_floor(
     result: &mut GateResult,
     gate: &Gate,
@@ -672,6 +697,15 @@ fn apply_floor(
         .filter(|r| r.unit == gate.unit())
         .or_else(|| class.and_then(|c| c.reference(&gate.id, gate.unit())))
         .map(|r| (r, ctx.floor_fraction))
+        .or_else(|| {
+            let kind = gate.achievable?;
+            let vendor_ran = result
+                .in_run
+                .stress
+                .as_ref()
+                .is_some_and(|s| s.library.is_some());
+            spec?.achievable_floor(kind, &gate.op, vendor_ran)
+        })
         .or_else(|| {
             spec.filter(|_| ctx.profile.uses_class_floors())
                 .and_then(|s| s.floor_reference(&gate.op, gate.unit()))

@@ -656,3 +656,88 @@ fn spec_floors_yield_to_baselines_and_classes_and_stay_out_of_other_profiles() {
         run.notes
     );
 }
+
+/// A first-seen device (no baseline, no class) in `health`: a full-size
+/// gate is held to 0.85 of its model's achievable copy rate; a device at
+/// 1/1.3 of its speed fails it, a clean one passes; on a CPU device the
+/// gate runs only where the specs give that device such a rate.
+#[test]
+fn full_size_gates_hold_the_achievable_floor_on_a_first_seen_device() {
+    let mut f = Fixture::new();
+    f.profile = Profile::Health;
+    f.gates = crate::gates::Catalog::parse(
+        "t.toml",
+        "[[gate]]\nid = \"copy.full\"\nabout = \"\"\nop = { op = \"copy\", n = 64 }\nprofiles = [\"health\"]\nachievable = \"copy\"\n\
+         [[gate]]\nid = \"copy.small\"\nabout = \"\"\nop = { op = \"copy\", n = 64 }\nprofiles = [\"health\"]\n",
+    )
+    .unwrap()
+    .plan(Profile::Health, &[], false)
+    .unwrap();
+    // The fake copies 512 bytes in 1000 ns: 0.512 GB/s; 0.85 x 0.55 = 0.4675.
+    let achievable = "[[device.achievable]]\nwhat = \"copy\"\nrate = 0.55\nmeasured = \"2026-11-29\"\nsource = \"test data\"\n";
+    let row = format!(
+        "schema_version = 1\n{}",
+        "[[device]]\nmodel = \"Fake GPU 1\"\nvendor = \"test\"\narch = \"none\"\nmatch = [\"fake gpu\"]\nmem_bw_gbs = 0.5\nfp16_dense_tflops = 0.004\nbf16_dense_tflops = 0.004\nfp32_tflops = 0.002\nconfidence = \"test\"\nsource = [\"https://example.invalid/fake\"]\nfigures_from = \"test\"\nnotes = \"test\"\n"
+    );
+    f.specs = SpecFile::parse("fake-specs.toml", &format!("{row}{achievable}")).unwrap();
+
+    let run = f.run(&mut FakeDevice::new(true));
+    assert_eq!(
+        run.status,
+        crate::results::RunStatus::Pass,
+        "{:?}",
+        run.gates
+    );
+    let floor = run.gates[0].floor.as_ref().unwrap();
+    assert_eq!((floor.reference, floor.fraction), (0.55, 0.85));
+    assert!(
+        floor
+            .source
+            .starts_with("achievable Fake GPU 1 copy (measured 2026-11-29: test data)"),
+        "{}",
+        floor.source
+    );
+    // A gate that is not full size has no floor outside perf.
+    assert!(run.gates[1].floor.is_none());
+
+    f.faults = Faults::parse(&["slow:0:1.3".into()], &f.gates).unwrap();
+    let run = f.run(&mut FakeDevice::new(true));
+    assert_eq!(run.gates[0].status, GateStatus::Fail);
+    let why = reason(&run, 0);
+    assert!(
+        why.contains("under the floor") && why.contains("achievable Fake GPU 1 copy"),
+        "{why}"
+    );
+    assert_eq!(run.gates[1].status, GateStatus::Pass);
+    assert_eq!(run.status, crate::results::RunStatus::Fail);
+    // Not slow enough to matter: 1/1.05 of the speed passes.
+    f.faults = Faults::parse(&["slow:0:1.05".into()], &f.gates).unwrap();
+    assert_eq!(
+        f.run(&mut FakeDevice::new(true)).gates[0].status,
+        GateStatus::Pass
+    );
+    f.faults = Faults::default();
+
+    // A CPU device: the gate runs where the specs give it a rate ...
+    let mut cpu = FakeDevice::new(true);
+    cpu.info.device_type = greta_vocab::DeviceType::Cpu;
+    assert_eq!(f.run(&mut cpu).gates[0].status, GateStatus::Pass);
+    // ... and is skipped, saying why, where they do not.
+    f.specs = SpecFile::parse("fake-specs.toml", &row).unwrap();
+    let mut cpu = FakeDevice::new(true);
+    cpu.info.device_type = greta_vocab::DeviceType::Cpu;
+    let run = f.run(&mut cpu);
+    assert_eq!(run.gates[0].status, GateStatus::Skip);
+    assert!(
+        reason(&run, 0).contains(
+            "full-size gate on a CPU device: fake-specs.toml has no achievable copy rate"
+        ),
+        "{}",
+        reason(&run, 0)
+    );
+    assert_eq!(run.gates[1].status, GateStatus::Pass);
+    // A GPU without a rate runs it, unfloored.
+    let run = f.run(&mut FakeDevice::new(true));
+    assert_eq!(run.gates[0].status, GateStatus::Pass);
+    assert!(run.gates[0].floor.is_none());
+}
