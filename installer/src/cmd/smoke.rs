@@ -182,6 +182,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     // there is a SIGBUS in its cache thread) is decided before any Vulkan.
     greta_smoke::runtime::vulkan::mesa_cache::prepare();
     let started = std::time::Instant::now();
+    // A profile that takes minutes says so before it starts.
+    if let Ok(gates) = greta_smoke::Catalog::builtin().plan(args.profile, &args.gates, false) {
+        if let Some(note) = greta_smoke::duration_note(args.profile, &gates, None) {
+            eprintln!("greta smoke: {note}");
+        }
+    }
     if let Some(p) = &args.prom {
         on_signal::mark_undecided_on_signal(p.clone(), args.profile, started);
     }

@@ -523,25 +523,32 @@ fn memtest_records_nothing_on_sound_memory_and_every_injected_flip() {
             assert!(r.errors.iter().all(|e| e.word == flip_word), "{op}");
         }
     }
-    // A slice over lavapipe's maxStorageBufferRange (128 MiB) runs in
-    // chunks bound at their offsets; a flip in the last word of the second
+    // A slice over maxStorageBufferRange (lowered to 4 KiB here) runs in
+    // chunks bound at their offsets; a flip in the last word of the last
     // chunk is reported at its index in the whole slice.
-    let range = dev.info().max_storage_buffer_range as usize / 4;
-    if range < 64 << 20 {
-        let words = range + 5;
+    let mut small = device_with(greta_runtime::vulkan::OpenOptions {
+        select: greta_runtime::DeviceSelect::Cpu,
+        validation: Some(true),
+        cache: greta_runtime::vulkan::CacheDir::Off,
+        max_storage_range: Some(4096),
+        ..Default::default()
+    });
+    for patterns in [1u32, 0xf] {
+        let words = 3 * 1024 + 5;
         let op = Op::Memtest {
             words,
-            patterns: 1 << 3,
+            patterns,
             seed: 2,
             flip_word: words as u32 - 1,
             flip_mask: 1 << 7,
         };
-        let out = assert_op(&mut dev, &op, s);
+        let out = assert_op(&mut small, &op, s);
         let greta_kernels::HostBuf::U32(r) = &out.outputs[0] else {
             panic!("errors is u32")
         };
         let r = greta_kernels::MemReport::decode(r).expect("a record");
-        assert_eq!((r.count, r.errors[0].word), (2, words as u32 - 1));
+        assert_eq!(r.count, 2 * patterns.count_ones(), "{op}");
+        assert!(r.errors.iter().all(|e| e.word == words as u32 - 1), "{op}");
     }
     // Passes per pattern: the clear, then write / check-and-invert / check.
     let out = assert_op(
@@ -556,4 +563,31 @@ fn memtest_records_nothing_on_sound_memory_and_every_injected_flip() {
         s,
     );
     assert_eq!(out.stats.kernel, Shader::Memtest.name());
+}
+
+/// `keep_scratch`: while on, each run's scratch (a memtest slice) stays
+/// allocated after it, and the next run's is a new allocation (the kept
+/// one is out of the pool); `release_kept` frees them all; while off,
+/// nothing is kept.
+#[test]
+fn kept_scratch_stays_allocated_until_released() {
+    let mut dev = device();
+    let op = Op::Memtest {
+        words: 4096,
+        patterns: 0xf,
+        seed: 1,
+        flip_word: 0,
+        flip_mask: 0,
+    };
+    assert_op(&mut dev, &op, seed());
+    assert_eq!(dev.release_kept(), 0);
+    dev.keep_scratch(true).unwrap();
+    for _ in 0..3 {
+        assert_op(&mut dev, &op, seed());
+    }
+    dev.keep_scratch(false).unwrap();
+    assert_op(&mut dev, &op, seed());
+    assert_eq!(dev.release_kept(), 3 * 4096 * 4);
+    assert_eq!(dev.release_kept(), 0);
+    assert_clean(&dev);
 }

@@ -22,6 +22,11 @@ struct FakeDevice {
     ceiling: Option<Result<f64, greta_runtime::CeilingError>>,
     /// Adds 100 to the last element of every gemm_f16 output.
     corrupt_gemm_f16: bool,
+    /// `Backend::keep_scratch`'s state, the scratch bytes kept, and how
+    /// many bytes of scratch the fake can hold before runs fail to allocate.
+    keep: bool,
+    kept: u64,
+    memory: u64,
 }
 
 pub(crate) fn fake_info(fp16: bool) -> greta_runtime::DeviceInfo {
@@ -90,6 +95,9 @@ impl FakeDevice {
             complain_on: None,
             ceiling: None,
             corrupt_gemm_f16: false,
+            keep: false,
+            kept: 0,
+            memory: u64::MAX,
         }
     }
 }
@@ -122,6 +130,17 @@ impl Backend for FakeDevice {
                 waited: opts.timeout,
             });
         }
+        let scratch: u64 = op
+            .scratch()
+            .iter()
+            .map(|s| (s.len * s.dtype.size()) as u64)
+            .sum();
+        if self.kept + scratch > self.memory {
+            return Err(RuntimeError::OutOfMemory(format!("{op}: fake memory full")));
+        }
+        if self.keep {
+            self.kept += scratch;
+        }
         write_reference(op, inputs, outputs)?;
         if let Some(i) = self.skip_element {
             for o in outputs.iter_mut() {
@@ -146,6 +165,13 @@ impl Backend for FakeDevice {
     }
     fn lost(&self) -> Option<&str> {
         self.lost.as_deref()
+    }
+    fn keep_scratch(&mut self, on: bool) -> Result<(), RuntimeError> {
+        self.keep = on;
+        Ok(())
+    }
+    fn release_kept(&mut self) -> u64 {
+        std::mem::take(&mut self.kept)
     }
     fn validation_messages(&self) -> Vec<String> {
         self.messages.clone()
@@ -740,4 +766,77 @@ fn full_size_gates_hold_the_achievable_floor_on_a_first_seen_device() {
     let run = f.run(&mut FakeDevice::new(true));
     assert_eq!(run.gates[0].status, GateStatus::Pass);
     assert!(run.gates[0].floor.is_none());
+}
+
+/// The whole-memory memtest: slices run until the fraction of the device's
+/// memory is covered, each kept allocated while the next runs, all freed
+/// after; an allocation failure past the first slice ends the sweep (the
+/// coverage is noted), a memory error fails it naming the slice.
+#[test]
+fn a_whole_memory_memtest_sweeps_kept_slices_and_frees_them() {
+    let mut f = Fixture::new();
+    f.profile = Profile::Acceptance;
+    f.gates = crate::gates::Catalog::parse(
+        "t.toml",
+        "[[gate]]\nid = \"memtest.t\"\nabout = \"\"\nop = { op = \"memtest\", words = 1024, patterns = 15, seed = 1, flip_word = 0, flip_mask = 0 }\nprofiles = [\"acceptance\"]\nwhole_memory = 0.5\n",
+    )
+    .unwrap()
+    .plan(Profile::Acceptance, &[], false)
+    .unwrap();
+    let device = || {
+        let mut d = FakeDevice::new(true);
+        d.info.memory_heaps = vec![greta_runtime::MemoryHeap {
+            size: 10 * 4096,
+            device_local: true,
+        }];
+        d
+    };
+    let mut dev = device();
+    let run = f.run(&mut dev);
+    assert_eq!(run.gates[0].status, GateStatus::Pass, "{:?}", run.gates[0]);
+    assert_eq!(dev.calls, 5);
+    assert!(!dev.keep && dev.kept == 0, "kept slices freed");
+    let m = run.gates[0].metrics.as_ref().unwrap();
+    assert_eq!((m.repeats_clean, m.repeats_total), (5, 5));
+    assert!(
+        run.notes.iter().any(|n| n.starts_with(
+            "memtest.t: 0.0 GiB tested in 5 slice(s) of 0.0 GiB (0.50 of 0.0 GiB device memory; 5 planned)"
+        ) && n.contains("0.0 GiB freed after")),
+        "{:?}",
+        run.notes
+    );
+
+    // Memory in use elsewhere: the fourth slice cannot be allocated.
+    let mut dev = device();
+    dev.memory = 3 * 4096;
+    let run = f.run(&mut dev);
+    assert_eq!(run.gates[0].status, GateStatus::Pass);
+    assert!(
+        run.notes.iter().any(|n| n.contains("in 3 slice(s)")
+            && n.contains("5 planned; slice 4 could not be allocated")),
+        "{:?}",
+        run.notes
+    );
+    // None at all: the gate fails.
+    let mut dev = device();
+    dev.memory = 0;
+    let run = f.run(&mut dev);
+    assert_eq!(run.gates[0].status, GateStatus::Fail);
+    assert!(
+        reason(&run, 0).starts_with("slice 1/5: "),
+        "{}",
+        reason(&run, 0)
+    );
+
+    // A memory error (a corrupted record) fails the gate at its slice.
+    f.faults = Faults::parse(&["corrupt:0:memtest.t".into()], &f.gates).unwrap();
+    let mut dev = device();
+    let run = f.run(&mut dev);
+    assert_eq!(run.gates[0].status, GateStatus::Fail);
+    assert!(
+        reason(&run, 0).starts_with("slice 1/5: "),
+        "{}",
+        reason(&run, 0)
+    );
+    assert_eq!((dev.calls, dev.kept), (1, 0));
 }
