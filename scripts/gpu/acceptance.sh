@@ -6,7 +6,7 @@
 #      smoke/data/specs.toml);
 #   2. the acceptance profile once on CUDA (its duration printed up front,
 #      the whole-memory test's coverage in the device notes);
-#   3. memtest bandwidth: memtest.4g on both backends;
+#   3. memtest bandwidth: memtest.1g on both backends;
 #   4. clean health in a row: up to 20 on CUDA and 5 on Vulkan, each must
 #      pass (no flakes), within the time left (the log says how many ran).
 # Prepare here: cargo build --release -p greta; mkdir -p .acc;
@@ -77,7 +77,7 @@ run cuda-acceptance 0 200 --backend cuda --profile acceptance; why cuda-acceptan
 head -n 3 "$out/greta-cuda-acceptance.err" | tee -a "$log"
 
 for b in cuda vulkan; do
-  run "$b-memtest" 0 60 --backend "$b" --profile health --gate memtest.4g --gate memtest.16m
+  run "$b-memtest" 0 60 --backend "$b" --profile health --gate memtest.1g --gate memtest.16m
   gate_lines "$out/greta-$b-memtest.json"
 done
 
