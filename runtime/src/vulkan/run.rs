@@ -94,7 +94,11 @@ pub fn execute(dev: &mut Device, plan: &Plan, job: Job) -> Result<RunStats, Runt
                     .len()
                     .min(res.device_bufs.len().saturating_sub(io));
                 dev.inner.kept.extend(res.device_bufs.drain(io..io + n));
-                res.staging.drain(io..io + n);
+                // Their staging goes back to the pool: the next slice's
+                // upload reuses it (pinning GiBs anew costs seconds).
+                for b in res.staging.drain(io..io + n).collect::<Vec<_>>() {
+                    dev.inner.buffers.put(b);
+                }
             }
             res.recycle(dev);
             dev.last_ns.insert(time_key(op, plan), stats.median_ns());
