@@ -9,10 +9,11 @@
 #   3. memtest bandwidth: memtest.1g on both backends;
 #   4. clean health in a row: up to 20 on CUDA and 5 on Vulkan, each must
 #      pass (no flakes), within the time left (the log says how many ran).
-# Prepare here: cargo build --release -p greta; mkdir -p .acc;
-#   xz -c target/release/greta > .acc/greta.xz; bash scripts/gpu/prepare-loader.sh (once, for .gl)
-# Run from the repository root with carry [".acc", ".gl"]:
-#   bash scripts/gpu/acceptance.sh .acc
+# Prepare here: cargo build --release -p greta; mkdir -p .device/acc;
+#   xz -c target/release/greta > .device/acc/greta.xz;
+#   bash scripts/gpu/prepare-loader.sh (once, for .gl)
+# Run from the repository root with carry [".device/acc", ".gl"] (both git-ignored):
+#   bash scripts/gpu/acceptance.sh .device/acc
 # Results in $OUT: acceptance.log (verdicts, one line each, and the summary)
 # and acceptance.tgz (every JSON and stderr).
 set -uo pipefail
