@@ -25,7 +25,7 @@ pub mod spirv;
 
 pub use host::{DType, HostBuf};
 pub use ops::{
-    attn_decode_chunk, Access, BufferSpec, Facts, Needs, Op, OpError, Precision, RateUnit, Region,
-    Scalar, Tolerance,
+    attn_decode_chunk, memtest_value, Access, BufferSpec, Facts, MemError, MemReport, Needs, Op,
+    OpError, Precision, RateUnit, Region, Scalar, Tolerance, MEMTEST_PATTERNS,
 };
 pub use reference::{reference, slow_hash, SLOW_SEED};

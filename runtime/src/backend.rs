@@ -155,6 +155,23 @@ pub trait Backend {
         None
     }
 
+    /// While `on`, the scratch of each run (a memtest's slice) stays
+    /// allocated after the run, out of reuse, until [`Backend::release_kept`]:
+    /// each run's scratch is then memory no earlier run of the series had,
+    /// and the series covers that much of the device at once. `Err` where
+    /// the backend cannot keep memory.
+    fn keep_scratch(&mut self, on: bool) -> Result<(), RuntimeError> {
+        let _ = on;
+        Err(RuntimeError::Unsupported(
+            "this backend cannot keep a run's scratch allocated".into(),
+        ))
+    }
+
+    /// Frees what [`Backend::keep_scratch`] kept; the bytes freed.
+    fn release_kept(&mut self) -> u64 {
+        0
+    }
+
     /// Validation-layer messages recorded so far (Vulkan with validation on);
     /// tests assert this is empty.
     fn validation_messages(&self) -> Vec<String> {

@@ -503,6 +503,13 @@ mod tests {
                 ffn: 11008,
                 tokens: 2048,
             },
+            Op::Memtest {
+                words: 1 << 30,
+                patterns: 1,
+                seed: 9,
+                flip_word: 3,
+                flip_mask: 1,
+            },
             Op::TestBrokenCopy { n: 9 },
             Op::TestSlow { iters: 5 },
         ];
@@ -538,6 +545,7 @@ mod tests {
         "attn_prefill_f16:t64,h2,d16",
         "block_decode:d64,f96,h2x32,len8",
         "block_prefill:d64,f96,h2x32,tokens8",
+        "memtest:n1024",
         "test_broken_copy:n64",
         "test_slow:",
         "noop:",
@@ -561,6 +569,7 @@ mod tests {
         "attn_prefill_f16:t2048,h32,d128",
         "block_decode:d4096,f11008,h32x128,len512",
         "block_prefill:d4096,f11008,h32x128,tokens2048",
+        "memtest:n1073741824",
         "test_broken_copy:n16",
         "test_slow:",
     ];

@@ -5,6 +5,7 @@
 
 use crate::check::Tolerance;
 use crate::results::RateUnit;
+use crate::spec::AchievableKind;
 use greta_kernels::Op;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -31,12 +32,17 @@ pub enum Profile {
     /// `greta smoke --profile frameworks`; no kernel gates of this catalogue).
     Frameworks,
     /// For schedulers (Slurm's `HealthCheckProgram` is killed after 60 s):
-    /// every kernel's correctness plus a short bandwidth and GEMM check.
+    /// every kernel's correctness, full-size copy and GEMM stress held to
+    /// the model's achievable rates, memory-test slices.
     Health,
+    /// A rented node before a paid run: health's gates, the full-size
+    /// streaming gates, the 30 s stress and a memory test of most of the
+    /// device's memory; floors as `perf`'s. Minutes.
+    Acceptance,
 }
 
 impl Profile {
-    pub const ALL: [Profile; 7] = [
+    pub const ALL: [Profile; 8] = [
         Profile::Ultrasafe,
         Profile::Fill,
         Profile::Default,
@@ -44,6 +50,7 @@ impl Profile {
         Profile::Perf,
         Profile::Frameworks,
         Profile::Health,
+        Profile::Acceptance,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -55,6 +62,7 @@ impl Profile {
             Profile::Perf => "perf",
             Profile::Frameworks => "frameworks",
             Profile::Health => "health",
+            Profile::Acceptance => "acceptance",
         }
     }
 
@@ -62,7 +70,7 @@ impl Profile {
     pub fn repeats(self) -> u32 {
         match self {
             Profile::Ultrasafe => 2,
-            Profile::Fill | Profile::Frameworks | Profile::Health => 3,
+            Profile::Fill | Profile::Frameworks | Profile::Health | Profile::Acceptance => 3,
             Profile::Default | Profile::Standard => 10,
             Profile::Perf => 5,
         }
@@ -73,7 +81,7 @@ impl Profile {
     pub fn dispatches(self) -> u32 {
         match self {
             Profile::Ultrasafe | Profile::Default | Profile::Frameworks => 1,
-            Profile::Fill | Profile::Health => 2,
+            Profile::Fill | Profile::Health | Profile::Acceptance => 2,
             Profile::Standard | Profile::Perf => 5,
         }
     }
@@ -86,7 +94,7 @@ impl Profile {
         match self {
             Profile::Ultrasafe | Profile::Fill | Profile::Default | Profile::Health => 10.0,
             Profile::Standard => 30.0,
-            Profile::Perf => 60.0,
+            Profile::Perf | Profile::Acceptance => 60.0,
             // Per framework: importing torch and the first CUDA/HIP call
             // take seconds; a triton or XLA compile cache miss, more.
             Profile::Frameworks => 300.0,
@@ -102,7 +110,7 @@ impl Profile {
     /// Whether perf floors apply without a baseline: the per-device-class
     /// floors of `data/floors.toml`, else the spec floors of `data/specs.toml`.
     pub fn uses_class_floors(self) -> bool {
-        self == Profile::Perf
+        matches!(self, Profile::Perf | Profile::Acceptance)
     }
 
     pub fn about(self) -> &'static str {
@@ -116,10 +124,70 @@ impl Profile {
                 "torch, triton and jax of a Python env compute on the device (--env, --python)"
             }
             Profile::Health => {
-                "for schedulers: every kernel's correctness + short bandwidth/GEMM checks (well under 60 s)"
+                "for schedulers: every kernel's correctness, full-size copy and GEMM stress held to achievable floors, memory-test slices (well under 60 s)"
+            }
+            Profile::Acceptance => {
+                "a rented node before a paid run: health's gates, full-size streaming, 30 s stress, memory test of most of device memory (minutes)"
             }
         }
     }
+}
+
+/// What `profile` will take, said before it starts (acceptance: minutes
+/// a rented node pays for), from the gates it runs: the stress gates'
+/// time and the whole-memory test's slices at 3 s each at most.
+pub fn duration_note(
+    profile: Profile,
+    gates: &[Gate],
+    device_bytes: Option<u64>,
+) -> Option<String> {
+    if profile != Profile::Acceptance {
+        return None;
+    }
+    let stress: f64 = gates
+        .iter()
+        .filter_map(|g| g.stress.as_ref().map(|s| s.seconds + 1.0))
+        .sum();
+    let sweep = gates.iter().find_map(|g| {
+        let f = g.whole_memory?;
+        let slice =
+            g.op.scratch()
+                .first()
+                .map(|s| (s.len * s.dtype.size()) as u64)?;
+        Some((f, slice))
+    });
+    let mut parts = vec![format!("{stress:.0} s of matrix stress")];
+    let mut total = stress + 60.0;
+    if let Some((f, slice)) = sweep {
+        let gib = |b: f64| b / (1u64 << 30) as f64;
+        match device_bytes {
+            Some(b) => {
+                let slices = (b as f64 * f / slice as f64).floor().max(1.0);
+                total += slices * 3.0;
+                parts.push(format!(
+                    "a memory test of {:.0} GiB ({f} of {:.0} GiB) in {slices:.0} slices of {:.0} GiB, up to 3 s each",
+                    gib(slices * slice as f64),
+                    gib(b as f64),
+                    gib(slice as f64)
+                ));
+            }
+            None => parts.push(format!(
+                "a memory test of {f} of device memory in {:.0} GiB slices, up to 3 s each",
+                gib(slice as f64)
+            )),
+        }
+    }
+    parts.push("about a minute for the other gates".into());
+    Some(format!(
+        "profile acceptance: about {:.0} min on a GPU{}: {}",
+        (total / 60.0).ceil(),
+        if device_bytes.is_none() {
+            " plus the memory test"
+        } else {
+            ""
+        },
+        parts.join(", ")
+    ))
 }
 
 impl fmt::Display for Profile {
@@ -161,6 +229,20 @@ pub struct Gate {
     /// Set on the stress gates: the op (a `gemm_f16`) runs back to back
     /// for this long instead of the profile's repeats.
     pub stress: Option<StressConfig>,
+    /// Set on a full-size gate, whose size reaches the device's achievable
+    /// rate: on a device with no baseline and no measured class it is held
+    /// to that fraction of the model's achievable rate of this kind
+    /// (`data/specs.toml`), in every profile that runs it.
+    pub achievable: Option<AchievableKind>,
+    /// Sized for a GPU (a memtest slice of GiBs): skipped on a CPU device,
+    /// where it takes minutes. A gate with `achievable` is full size too.
+    #[serde(default)]
+    pub full_size: bool,
+    /// A memtest gate that sweeps this fraction of the device's memory:
+    /// its slice run again and again, each one kept allocated while the
+    /// next runs (so each is other memory), until the fraction is covered
+    /// or an allocation fails.
+    pub whole_memory: Option<f64>,
 }
 
 /// How long a stress gate holds the matrix units, and how it samples.
@@ -249,6 +331,11 @@ impl Gate {
         inner.replace(',', " ")
     }
 
+    /// Sized for a GPU: `full_size`, or held to an achievable rate.
+    pub fn is_full_size(&self) -> bool {
+        self.full_size || self.achievable.is_some()
+    }
+
     pub fn dispatches_for(&self, profile: Profile) -> u32 {
         self.dispatches
             .unwrap_or_else(|| profile.dispatches())
@@ -305,6 +392,33 @@ impl Catalog {
                 }
                 st.check()
                     .map_err(|e| format!("{path}: gate {}: {e}", g.id))?;
+            }
+            match g.achievable {
+                None => {}
+                Some(AchievableKind::Copy)
+                    if matches!(g.op, Op::Fill { .. } | Op::Copy { .. } | Op::VecAdd { .. }) => {}
+                Some(AchievableKind::VendorGemmF16) if g.stress.is_some() => {}
+                Some(k) => {
+                    return Err(format!(
+                        "{path}: gate {}: achievable = \"{}\" holds a streaming gate (fill, copy, vec_add) to the copy rate or a stress gate to the vendor's f16 GEMM rate, nothing else",
+                        g.id,
+                        k.as_str()
+                    ))
+                }
+            }
+            if let Some(f) = g.whole_memory {
+                if !(matches!(g.op, Op::Memtest { .. }) && f > 0.0 && f <= 0.95) {
+                    return Err(format!(
+                        "{path}: gate {}: whole_memory is a fraction in (0, 0.95] of a memtest gate",
+                        g.id
+                    ));
+                }
+            }
+            if matches!(g.op, Op::Memtest { flip_mask, .. } if flip_mask != 0) {
+                return Err(format!(
+                    "{path}: gate {}: flip_mask injects memory errors; it is for tests, not a gate",
+                    g.id
+                ));
             }
             if g.fixed_value && !matches!(g.op, Op::Fill { .. }) {
                 return Err(format!(
@@ -407,6 +521,9 @@ mod tests {
                     dispatches: None,
                     test_only: false,
                     stress: None,
+                    achievable: None,
+                    full_size: false,
+                    whole_memory: None,
                 };
                 (g.op.name(), g.unit().as_str(), g.precision())
             })
@@ -436,6 +553,7 @@ mod tests {
                 ("attn_prefill_f16", "TFLOP/s", Fp16),
                 ("block_decode", "GB/s", Fp16),
                 ("block_prefill", "TFLOP/s", Fp16),
+                ("memtest", "GB/s", Fp32),
                 ("test_broken_copy", "GB/s", Fp32),
                 ("test_slow", "GB/s", Fp32),
             ]
@@ -569,7 +687,7 @@ mod tests {
         assert!(perf.profiles.contains(&Profile::Perf));
         assert!(matches!(perf.op, Op::GemmF16 { m: 8192, .. }));
         let short = c.get("stress.gemm_f16.512").unwrap();
-        assert_eq!(short.profiles, [Profile::Health]);
+        assert_eq!(short.profiles, [Profile::Health, Profile::Acceptance]);
         // Health's short form fits Slurm's 60 s with room for the rest.
         assert!(short.stress.as_ref().unwrap().seconds <= 10.0);
         let head = "[[gate]]\nid=\"stress.x\"\nabout=\"\"\nprofiles=[]\n";

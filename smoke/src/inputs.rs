@@ -203,7 +203,8 @@ fn random_buf(rng: &mut SplitMix64, dtype: DType, len: usize, (lo, hi): (f32, f3
 }
 
 /// Build repeat inputs for `op` from `seed`. `fixed_value` keeps a fill's
-/// pattern; otherwise a fill gets a fresh random value.
+/// pattern; otherwise a fill gets a fresh random value. A memtest's random
+/// pattern gets a fresh seed every repeat (recorded as the repeat's seed).
 pub fn prepare(op: &Op, fixed_value: bool, seed: u64) -> Prepared {
     let mut rng = SplitMix64::new(seed);
     let op = match *op {
@@ -213,6 +214,19 @@ pub fn prepare(op: &Op, fixed_value: bool, seed: u64) -> Prepared {
                 let _ = value;
                 fill_value(&mut rng)
             },
+        },
+        Op::Memtest {
+            words,
+            patterns,
+            flip_word,
+            flip_mask,
+            ..
+        } => Op::Memtest {
+            words,
+            patterns,
+            seed: rng.next_u64() as u32,
+            flip_word,
+            flip_mask,
         },
         ref other => other.clone(),
     };

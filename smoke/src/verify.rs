@@ -59,6 +59,7 @@ pub fn verify_with_budget(
             "test-only slow kernel finished before the timeout; its {iters}-step reference is not computed"
         )),
         (Op::Fill { n, value }, [HostBuf::U32(y)]) => check_u32_with(y, *n, |_| *value),
+        (Op::Memtest { .. }, [HostBuf::U32(record)]) => verify_memtest(p, record),
         (Op::Copy { .. } | Op::TestBrokenCopy { .. }, [HostBuf::U32(y)]) => match &p.inputs[..] {
             [HostBuf::U32(x)] => check_u32(y, x),
             _ => CheckOutcome::failed("copy input is not u32".into()),
@@ -81,6 +82,59 @@ pub fn verify_with_budget(
         }
         _ => verify_with_reference(p, got, tol),
     }
+}
+
+/// A memtest's error record against the reference's (zeros for a sound
+/// slice; the injected flip where one was): a difference is reported as
+/// the memory errors the device recorded, each with its word, bits and
+/// pattern, or as a record no kernel writes.
+fn verify_memtest(p: &Prepared, got: &[u32]) -> CheckOutcome {
+    let want: Vec<u32> = match greta_kernels::reference(&p.op, &p.inputs, &p.outputs) {
+        Ok(w) => w[0].iter().map(|&v| v as u32).collect(),
+        Err(e) => return CheckOutcome::failed(format!("CPU reference: {e}")),
+    };
+    if got == want.as_slice() {
+        return CheckOutcome::passed();
+    }
+    let mut c = check_u32(got, &want);
+    let describe = |r: &greta_kernels::MemReport| {
+        let shown: Vec<String> = r.errors.iter().map(|e| e.to_string()).collect();
+        format!(
+            "{} read(s) wrong, bits {:#010x} wrong in any: {}{}",
+            r.count,
+            r.bits,
+            shown.join("; "),
+            if (r.count as usize) > shown.len() {
+                format!(" (the first {} shown)", shown.len())
+            } else {
+                String::new()
+            }
+        )
+    };
+    let (Some(got_r), Some(want_r)) = (
+        greta_kernels::MemReport::decode(got),
+        greta_kernels::MemReport::decode(&want),
+    ) else {
+        c.reason = Some(format!(
+            "memtest: the error record is not one the kernel writes ({})",
+            c.reason.unwrap_or_default()
+        ));
+        return c;
+    };
+    c.reason = Some(if want_r.count == 0 {
+        format!("memtest: memory errors: {}", describe(&got_r))
+    } else {
+        format!(
+            "memtest: the injected flip was not reported as injected: expected {}; the device recorded {}",
+            describe(&want_r),
+            if got_r.count == 0 {
+                "nothing".to_string()
+            } else {
+                describe(&got_r)
+            }
+        )
+    });
+    c
 }
 
 fn check_u32_with(out: &[u32], n: usize, want: impl Fn(usize) -> u32) -> CheckOutcome {
@@ -572,5 +626,50 @@ mod tests {
         let c = run(&hole, 1);
         assert!(!c.pass);
         assert!(c.reason.unwrap().contains("never written"), "poison");
+    }
+
+    /// A memtest's record is read as memory errors: a sound record passes;
+    /// one the device filled names the word, bit and pattern; a record
+    /// the kernel cannot have written, or an injected flip reported wrong,
+    /// says so.
+    #[test]
+    fn memtest_records_read_as_memory_errors() {
+        let op = |flip_mask| Op::Memtest {
+            words: 64,
+            patterns: 1,
+            seed: 1,
+            flip_word: 3,
+            flip_mask,
+        };
+        let p = prepare(&op(0), false, 5);
+        let tol = p.op.tolerance();
+        assert!(verify(&p, &perfect(&p), tol, 1).pass);
+        // What the device of a flipped bit 3 of word 3 records.
+        let faulty = prepare(&op(1 << 3), false, 5);
+        let got = perfect(&faulty);
+        let c = verify(&p, &got, tol, 1);
+        let why = c.reason.unwrap();
+        assert!(!c.pass);
+        assert!(
+            why.starts_with("memtest: memory errors: 2 read(s) wrong, bits 0x00000008 wrong in any: word 0x3 (byte 0xc of the slice): bit 3 wrong, expected 0x00000008 read 0x00000000 (walking_ones, check after write); word 0x3"),
+            "{why}"
+        );
+        // The injected flip reported as nothing.
+        let c = verify(&faulty, &perfect(&p), tol, 1);
+        assert!(c
+            .reason
+            .unwrap()
+            .contains("the injected flip was not reported as injected: expected 2 read(s) wrong"),);
+        // Garbage (poison) in the record.
+        let c = verify(
+            &p,
+            &[HostBuf::poisoned(greta_kernels::DType::U32, 36)],
+            tol,
+            1,
+        );
+        assert!(c
+            .reason
+            .unwrap()
+            .starts_with("memtest: the error record is not one the kernel writes"),);
     }
 }

@@ -231,6 +231,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     // there is a SIGBUS in its cache thread) is decided before any Vulkan.
     greta_smoke::runtime::vulkan::mesa_cache::prepare();
     let started = std::time::Instant::now();
+    // A profile that takes minutes says so before it starts.
+    if let Ok(gates) = greta_smoke::Catalog::builtin().plan(args.profile, &args.gates, false) {
+        if let Some(note) = greta_smoke::duration_note(args.profile, &gates, None) {
+            eprintln!("greta smoke: {note}");
+        }
+    }
     on_signal::on_stop(args.prom.clone(), args.profile, started);
     let backend = match args.backend {
         BackendChoice::Auto => {

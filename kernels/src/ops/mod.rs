@@ -424,6 +424,13 @@ ops! {
     /// prefill), its projections on the matrix units (`linear_f16`).
     /// Buffers as [`Op::BlockDecode`] without k_past and v_past.
     BlockPrefill { hidden: usize, heads: usize, head_dim: usize, ffn: usize, tokens: usize } => block_prefill(composite),
+    /// A memory test of a slice of `words` u32 of device memory (its
+    /// scratch): every pattern of the `patterns` mask (bits: walking ones,
+    /// own address, checkerboard, random from `seed`) written, checked and
+    /// inverted, checked again; the `errors` output records what read
+    /// wrong (see [`MemReport`]). `flip_mask` != 0 injects a flipped word
+    /// at `flip_word` (tests only).
+    Memtest { words: usize, patterns: u32, seed: u32, flip_word: u32, flip_mask: u32 } => memtest(own_bytes, scratch),
     /// TEST-ONLY: a copy with a wrong index: `y[n/2]` receives `x[(n/2+1) % n]`.
     /// Needs `n >= 2` (and inputs that differ there). Must be caught by comparison.
     TestBrokenCopy { n: usize } => test_broken_copy,
@@ -440,6 +447,8 @@ ops! {
 /// scratch holds one partial per head and chunk): the backends plan its
 /// two passes with it.
 pub use attn_decode_f16::chunk as attn_decode_chunk;
+/// A memtest's error record, decoded, and what its patterns write.
+pub use memtest::{value as memtest_value, MemError, MemReport, PATTERNS as MEMTEST_PATTERNS};
 
 #[cfg(test)]
 mod attn_tests;
@@ -581,6 +590,7 @@ mod tests {
                 "attn_prefill_f16(tokens=37,heads=2,head_dim=16,pos0=5,max_seq=50)",
                 "block_decode(hidden=64,heads=2,head_dim=32,ffn=96,len=5)",
                 "block_prefill(hidden=64,heads=2,head_dim=32,ffn=96,tokens=7)",
+                "memtest(words=1000,patterns=15,seed=7,flip_word=0,flip_mask=0)",
                 "test_broken_copy(n=64)",
                 "test_slow(iters=1000)",
             ]

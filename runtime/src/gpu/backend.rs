@@ -74,6 +74,10 @@ pub struct GpuBackend<D: Driver> {
     tuned: Option<crate::tuning_cache::TuningCache>,
     /// Kernels whose dynamic shared-memory limit was raised for a launch.
     shared_raised: HashMap<String, u32>,
+    /// Set by [`Backend::keep_scratch`]: a run's scratch goes to `kept`.
+    keep_scratch: bool,
+    /// Scratch kept allocated (a memtest's tested slices), with its bytes.
+    kept: Vec<(super::driver::DevPtr, usize)>,
 }
 
 impl<D: Driver + 'static> GpuBackend<D> {
@@ -153,6 +157,8 @@ impl<D: Driver> GpuBackend<D> {
             vendor: None,
             tuned,
             shared_raised: HashMap::new(),
+            keep_scratch: false,
+            kept: Vec::new(),
         })
     }
 
@@ -255,7 +261,11 @@ impl<D: Driver> GpuBackend<D> {
             self.stream,
             &self.dev,
             job,
-            Launches { kernel, batch },
+            Launches {
+                kernel,
+                batch,
+                kept: self.keep_scratch.then_some(&mut self.kept),
+            },
             &mut hold,
             &mut dispatch,
         )
@@ -465,6 +475,22 @@ impl<D: Driver> Backend for GpuBackend<D> {
         self.lost.as_deref()
     }
 
+    fn keep_scratch(&mut self, on: bool) -> Result<(), RuntimeError> {
+        self.keep_scratch = on;
+        Ok(())
+    }
+
+    fn release_kept(&mut self) -> u64 {
+        let mut freed = 0u64;
+        for (p, bytes) in self.kept.drain(..) {
+            // SAFETY: allocated by a completed run (its last event waited
+            // for), kept once, freed once.
+            unsafe { self.driver.free(p) };
+            freed += bytes as u64;
+        }
+        freed
+    }
+
     fn tuning_candidates(&self, op: &Op) -> Vec<Tuning> {
         super::tune::candidates(op, &self.dev)
     }
@@ -490,6 +516,7 @@ impl<D: Driver> Drop for GpuBackend<D> {
             std::mem::forget(self.vendor.take());
             return;
         }
+        self.release_kept();
         // The vendor's handle goes before the stream it is bound to.
         self.vendor = None;
         if let Some(s) = self.stream.take() {

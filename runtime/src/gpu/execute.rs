@@ -109,9 +109,12 @@ pub fn wait_event<D: Driver>(
 
 /// What one repeat enqueues: the kernel's name (for the stats) and how many
 /// launches `dispatch` makes (a repeat's time is reported per launch).
-pub(super) struct Launches {
+pub(super) struct Launches<'k> {
     pub(super) kernel: String,
     pub(super) batch: u32,
+    /// Where the run's scratch goes after a success instead of being
+    /// freed (`Backend::keep_scratch`); `None`: freed with the rest.
+    pub(super) kept: Option<&'k mut Vec<(DevPtr, usize)>>,
 }
 
 /// GPU time of untimed passes before the timed repeats: an idle GPU runs at
@@ -141,11 +144,15 @@ pub(super) fn execute<D: Driver>(
     stream: Option<StreamH>,
     dev: &GpuDevice,
     job: Job,
-    launches: Launches,
+    launches: Launches<'_>,
     hold: &mut dyn FnMut(StreamH) -> Result<(), GpuError>,
     dispatch: &mut Dispatch<'_>,
 ) -> Result<RunStats, GpuError> {
-    let Launches { kernel, batch } = launches;
+    let Launches {
+        kernel,
+        batch,
+        kept,
+    } = launches;
     let (op, inputs, outputs, opts) = (job.op, job.inputs, job.outputs, job.opts);
     let start = Instant::now();
     let deadline = start + opts.timeout;
@@ -163,12 +170,14 @@ pub(super) fn execute<D: Driver>(
     }
     // The op's scratch, after its outputs: device memory its passes share,
     // never uploaded nor read back.
+    let mut scratch_bytes = Vec::new();
     for s in op.scratch() {
         let bytes = s
             .len
             .checked_mul(s.dtype.size())
             .ok_or_else(|| GpuError::Invalid(format!("{op}: scratch {} overflows", s.name)))?;
         bufs.ptrs.push(driver.malloc(bytes.max(1))?);
+        scratch_bytes.push(bytes.max(1));
     }
     let mut events = Events {
         driver,
@@ -225,6 +234,11 @@ pub(super) fn execute<D: Driver>(
         wait_event(driver, read, "download from the GPU", left())?;
         Ok(device_ns)
     })();
+    if let (Ok(_), Some(kept)) = (&result, kept) {
+        // Kept allocated (`Backend::keep_scratch`): freed by the backend.
+        let io = inputs.len() + outputs.len();
+        kept.extend(bufs.ptrs.drain(io..).zip(scratch_bytes));
+    }
     match result {
         Ok(device_ns) => Ok(RunStats {
             device_ns,

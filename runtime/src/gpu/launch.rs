@@ -163,6 +163,23 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
             ..
         } => linear(layers * n_new * heads * head_dim),
         Op::TestSlow { .. } => launch([1, 1, 1], [64, 1, 1]),
+        // memtest.hip: the clear (one block), then each selected pattern's
+        // write, check-and-invert and check, each its own launch (a check
+        // reads through memory what the launch before wrote), grid-stride.
+        Op::Memtest {
+            words, patterns, ..
+        } => {
+            let dims = linear(words).dims;
+            let then = (0..greta_kernels::MEMTEST_PATTERNS.len() as u32)
+                .filter(|p| patterns >> p & 1 == 1)
+                .flat_map(|p| (1..=3).map(move |phase| (p, phase)))
+                .map(|(p, phase)| (format!("{}_p{p}_{phase}", kernel_symbol(op.name())), dims))
+                .collect();
+            Plan {
+                then,
+                ..launch([1, 1, 1], [BLOCK, 1, 1])
+            }
+        }
         // A block per token (its angles once in shared memory), grid-stride.
         Op::RopeKvF16 { tokens, .. } => launch(
             [(tokens as u32).clamp(1, dev.max_grid[0].max(1)), 1, 1],
@@ -345,6 +362,13 @@ mod tests {
                 eps: 1e-5,
             },
             Op::SwigluF16 { rows: 3, cols: 75 },
+            Op::Memtest {
+                words: 1000,
+                patterns: 0xf,
+                seed: 3,
+                flip_word: 0,
+                flip_mask: 0,
+            },
         ];
         for op in ops {
             let p = plan(&op, &dev());
@@ -360,6 +384,30 @@ mod tests {
                 assert!(!dims.is_empty(), "{op}: {symbol}");
             }
         }
+        // memtest: the clear, then three passes of each selected pattern.
+        let m = plan(
+            &Op::Memtest {
+                words: 1000,
+                patterns: 0b1001,
+                seed: 3,
+                flip_word: 0,
+                flip_mask: 0,
+            },
+            &dev(),
+        );
+        assert_eq!(m.symbol, "greta_memtest");
+        let then: Vec<&str> = m.then.iter().map(|(s, _)| s.as_str()).collect();
+        assert_eq!(
+            then,
+            [
+                "greta_memtest_p0_1",
+                "greta_memtest_p0_2",
+                "greta_memtest_p0_3",
+                "greta_memtest_p3_1",
+                "greta_memtest_p3_2",
+                "greta_memtest_p3_3"
+            ]
+        );
         // attn_decode_f16: 3 heads x 2 chunks of 64 positions, then a
         // combine per head; prefill: 2 heads x 3 blocks of 64 query rows.
         let d = plan(

@@ -156,6 +156,9 @@ struct Inner {
     pipelines: pipelines::Pipelines,
     /// Buffers of the last run, reused by the next one of the same sizes.
     buffers: memory::Pool,
+    /// Scratch kept allocated by [`Backend::keep_scratch`] (a memtest's
+    /// tested slices), out of reuse until released.
+    kept: Vec<memory::Buffer>,
     pipeline_cache: Owned<vk::PipelineCache>,
     command_pool: Arc<Owned<vk::CommandPool>>,
     allocator: Arc<Allocator>,
@@ -185,6 +188,9 @@ pub struct Device {
     /// that timed out may still be using any of its objects.
     inner: ManuallyDrop<Inner>,
     lost: Option<String>,
+    /// Set by [`Backend::keep_scratch`]: a run's scratch goes to
+    /// `inner.kept`, not back to the pool.
+    keep_scratch: bool,
     tuned: Option<crate::tuning_cache::TuningCache>,
     /// Median time per repeat of the last run of each plan (shape class,
     /// kernel, tuning; `run::time_key`) or graph: sizes the warm-up of the
@@ -458,6 +464,7 @@ impl Device {
             inner: ManuallyDrop::new(Inner {
                 pipelines: Default::default(),
                 buffers: memory::Pool::default(),
+                kept: Vec::new(),
                 pipeline_cache,
                 command_pool: Arc::new(command_pool),
                 allocator,
@@ -473,6 +480,7 @@ impl Device {
             .filter(|c| !c.is_empty()),
             info,
             lost: None,
+            keep_scratch: false,
             last_ns: Default::default(),
             warmup_ns,
             statistics: opts.statistics,
@@ -669,6 +677,15 @@ impl Backend for Device {
 
     fn validation_messages(&self) -> Vec<String> {
         self.inner.device.instance().messages()
+    }
+
+    fn keep_scratch(&mut self, on: bool) -> Result<(), RuntimeError> {
+        self.keep_scratch = on;
+        Ok(())
+    }
+
+    fn release_kept(&mut self) -> u64 {
+        self.inner.kept.drain(..).map(|b| b.size).sum()
     }
 }
 

@@ -412,7 +412,82 @@ fn plan_kernel(op: &Op, t: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError> 
             max_seq,
         } => attn_decode(op, heads, head_dim, len, max_seq, t, lim),
         Op::AttnPrefillF16 { .. } => attn::prefill(op, t, lim),
+        Op::Memtest {
+            words,
+            patterns,
+            seed,
+            flip_word,
+            flip_mask,
+        } => memtest(op, words, patterns, [seed, flip_word, flip_mask], t, lim),
     }
+}
+
+/// `memtest`: the clear of the error record, then each selected pattern's
+/// write, check-and-invert and check, each a pass of the same shader behind
+/// a barrier (a check must read what an earlier pass wrote, through
+/// memory). A pass grid-strides over the slice in chunks of at most
+/// `maxStorageBufferRange` (one dispatch each, bound at the chunk's offset;
+/// `base`, the chunk's first word, keeps the patterns' word indices those
+/// of the whole slice).
+fn memtest(
+    op: &Op,
+    words: usize,
+    patterns: u32,
+    [seed, flip_word, flip_mask]: [u32; 3],
+    t: &Tuning,
+    lim: &Limits,
+) -> Result<Plan, RuntimeError> {
+    check_keys(t, &[Knob::Wg])?;
+    let wg = wg_of(t, 256, lim)?;
+    let align = lim.offset_align.max(16);
+    let chunk = ((lim.max_range / align * align).max(align) / 4) as usize;
+    let push = |n: usize, pattern: u32, phase: u32, base: usize| {
+        vec![
+            n as u32,
+            seed,
+            flip_word,
+            flip_mask,
+            pattern,
+            phase,
+            base as u32,
+        ]
+    };
+    let pass = |pattern: u32, phase: u32| -> Vec<Dispatch> {
+        (0..words)
+            .step_by(chunk)
+            .map(|base| {
+                let n = chunk.min(words - base);
+                let range = (n < words).then_some((base as u64 * 4, n as u64 * 4));
+                Dispatch {
+                    push: push(n, pattern, phase, base),
+                    groups: [groups_for(n as u64, wg as u64), 1, 1],
+                    ranges: vec![None, range],
+                }
+            })
+            .collect()
+    };
+    let then = (0..greta_kernels::MEMTEST_PATTERNS.len() as u32)
+        .filter(|p| patterns >> p & 1 == 1)
+        .flat_map(|p| (1..=3).map(move |phase| (p, phase)))
+        .map(|(p, phase)| Pass {
+            shader: Shader::Memtest,
+            spec: vec![wg],
+            dispatches: pass(p, phase),
+        })
+        .collect();
+    // The clear touches only the record; the slice is bound as the first
+    // chunk (a binding over maxStorageBufferRange is invalid even unused).
+    let first = chunk.min(words);
+    let clear = Dispatch {
+        push: push(0, 0, 0, 0),
+        groups: [1, 1, 1],
+        ranges: vec![None, (first < words).then_some((0, first as u64 * 4))],
+    };
+    Ok(Plan {
+        then,
+        aux: scratch_bufs(op),
+        ..simple(Shader::Memtest, wg, vec![clear])
+    })
 }
 
 /// `attn_decode_f16`: the split over chunks of the sequence (a workgroup
@@ -818,6 +893,11 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
         // The key tiles a workgroup walks; its loops inside are short.
         Op::AttnPrefillF16 { tokens, pos0, .. } => attn::max_loop_trips(tokens, pos0),
         Op::Noop | Op::TestSlow { .. } => 0,
+        Op::Memtest { .. } => plan
+            .all_dispatches()
+            .map(|d| (d.push[0] as u64).div_ceil(groups(d)))
+            .max()
+            .unwrap_or(0),
         Op::LinearF16 { cols, .. } => gemm::linear::max_loop_trips(cols, plan),
         Op::GemvF16 { .. }
         | Op::RmsNormF16 { .. }

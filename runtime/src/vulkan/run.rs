@@ -83,8 +83,23 @@ pub(super) struct PipelineHandles {
 pub fn execute(dev: &mut Device, plan: &Plan, job: Job) -> Result<RunStats, RuntimeError> {
     let op = job.op;
     let mut res = Resources::default();
+    let io = job.inputs.len() + job.outputs.len();
     match record_and_submit(dev, plan, job, &mut res) {
         Ok(stats) => {
+            if dev.keep_scratch {
+                // The scratch follows the inputs and outputs (`Plan::aux`):
+                // kept allocated, so the next run's is other memory.
+                let n = op
+                    .scratch()
+                    .len()
+                    .min(res.device_bufs.len().saturating_sub(io));
+                dev.inner.kept.extend(res.device_bufs.drain(io..io + n));
+                // Their staging goes back to the pool: the next slice's
+                // upload reuses it (pinning GiBs anew costs seconds).
+                for b in res.staging.drain(io..io + n).collect::<Vec<_>>() {
+                    dev.inner.buffers.put(b);
+                }
+            }
             res.recycle(dev);
             dev.last_ns.insert(time_key(op, plan), stats.median_ns());
             Ok(stats)

@@ -45,6 +45,16 @@ fn hiprtc_compiles_every_kernel_for_gfx90a_and_gfx1030_and_the_cache_works() {
             Vec::<String>::new(),
             "{target}: kernels missing"
         );
+        // The memtest's passes are kernels of their own (the launch plan
+        // names them greta_memtest_pP_PHASE), each in the object.
+        let passes: Vec<String> = (0..greta_kernels::MEMTEST_PATTERNS.len())
+            .flat_map(|p| (1..=3).map(move |ph| format!("greta_memtest_p{p}_{ph}")))
+            .filter(|s| !code.windows(s.len()).any(|w| w == s.as_bytes()))
+            .collect();
+        assert!(
+            passes.is_empty(),
+            "{target}: memtest passes missing: {passes:?}"
+        );
         // Every kernel a tune candidate launches on this target is in the
         // object too (today the HIP candidates are launch-time knobs and
         // the ops' own kernels).

@@ -476,3 +476,118 @@ fn rates() {
         );
     }
 }
+
+/// The memory test on a sound slice records nothing; with a word written
+/// wrong (one bit, the top bit, several bits; at the first, a middle and
+/// the last word) each pattern alone, and all four together, record it
+/// exactly as the reference predicts: the word, expected and read values,
+/// the pattern and the check. A kernel that did not check, or checked the
+/// wrong value, fails here. Slices not a multiple of the workgroup, and
+/// one several grid-strides long.
+#[test]
+fn memtest_records_nothing_on_sound_memory_and_every_injected_flip() {
+    let mut dev = device();
+    let s = seed();
+    for words in [1usize, 1000, 4099, 300_001] {
+        for patterns in [1u32, 2, 4, 8, 0xf] {
+            assert_op(
+                &mut dev,
+                &Op::Memtest {
+                    words,
+                    patterns,
+                    seed: 5,
+                    flip_word: 0,
+                    flip_mask: 0,
+                },
+                s,
+            );
+        }
+    }
+    let words = 4099;
+    for patterns in [1u32, 2, 4, 8, 0xf] {
+        for (flip_word, flip_mask) in [(0, 1), (2048, 1 << 31), (words - 1, 0x0f0f_0000)] {
+            let op = Op::Memtest {
+                words: words as usize,
+                patterns,
+                seed: 11,
+                flip_word,
+                flip_mask,
+            };
+            let out = assert_op(&mut dev, &op, s);
+            let greta_kernels::HostBuf::U32(r) = &out.outputs[0] else {
+                panic!("errors is u32")
+            };
+            let r = greta_kernels::MemReport::decode(r).expect("a record");
+            assert_eq!(r.count, 2 * patterns.count_ones(), "{op}");
+            assert_eq!(r.bits, flip_mask, "{op}");
+            assert!(r.errors.iter().all(|e| e.word == flip_word), "{op}");
+        }
+    }
+    // A slice over maxStorageBufferRange (lowered to 4 KiB here) runs in
+    // chunks bound at their offsets; a flip in the last word of the last
+    // chunk is reported at its index in the whole slice.
+    let mut small = device_with(greta_runtime::vulkan::OpenOptions {
+        select: greta_runtime::DeviceSelect::Cpu,
+        validation: Some(true),
+        cache: greta_runtime::vulkan::CacheDir::Off,
+        max_storage_range: Some(4096),
+        ..Default::default()
+    });
+    for patterns in [1u32, 0xf] {
+        let words = 3 * 1024 + 5;
+        let op = Op::Memtest {
+            words,
+            patterns,
+            seed: 2,
+            flip_word: words as u32 - 1,
+            flip_mask: 1 << 7,
+        };
+        let out = assert_op(&mut small, &op, s);
+        let greta_kernels::HostBuf::U32(r) = &out.outputs[0] else {
+            panic!("errors is u32")
+        };
+        let r = greta_kernels::MemReport::decode(r).expect("a record");
+        assert_eq!(r.count, 2 * patterns.count_ones(), "{op}");
+        assert!(r.errors.iter().all(|e| e.word == words as u32 - 1), "{op}");
+    }
+    // Passes per pattern: the clear, then write / check-and-invert / check.
+    let out = assert_op(
+        &mut dev,
+        &Op::Memtest {
+            words: 64,
+            patterns: 0b1010,
+            seed: 1,
+            flip_word: 0,
+            flip_mask: 0,
+        },
+        s,
+    );
+    assert_eq!(out.stats.kernel, Shader::Memtest.name());
+}
+
+/// `keep_scratch`: while on, each run's scratch (a memtest slice) stays
+/// allocated after it, and the next run's is a new allocation (the kept
+/// one is out of the pool); `release_kept` frees them all; while off,
+/// nothing is kept.
+#[test]
+fn kept_scratch_stays_allocated_until_released() {
+    let mut dev = device();
+    let op = Op::Memtest {
+        words: 4096,
+        patterns: 0xf,
+        seed: 1,
+        flip_word: 0,
+        flip_mask: 0,
+    };
+    assert_op(&mut dev, &op, seed());
+    assert_eq!(dev.release_kept(), 0);
+    dev.keep_scratch(true).unwrap();
+    for _ in 0..3 {
+        assert_op(&mut dev, &op, seed());
+    }
+    dev.keep_scratch(false).unwrap();
+    assert_op(&mut dev, &op, seed());
+    assert_eq!(dev.release_kept(), 3 * 4096 * 4);
+    assert_eq!(dev.release_kept(), 0);
+    assert_clean(&dev);
+}

@@ -100,6 +100,8 @@ pub fn run_device(
         let skip = |reason: String| skipped(gate, ctx.seed, reason);
         let result = if let Some(gate_lost) = lost_in.as_ref() {
             skip(format!("device lost earlier in this run (in gate {gate_lost}); nothing more is submitted to it"))
+        } else if let Some(why) = full_size_on_cpu(gate, &device, spec, &ctx.specs.path) {
+            skip(why)
         } else if let Err(why) = backend.supports(&gate.op) {
             skip(format!("not supported by this device/backend: {why}"))
         } else if let Some(why) =
@@ -108,10 +110,11 @@ pub fn run_device(
             skip(why)
         } else {
             let first = !results.iter().any(|r| r.metrics.is_some());
-            let mut r = match &gate.stress {
-                Some(cfg) if !ctx.faults.hangs(rt_info.index, &gate.id, first) => {
+            let mut r = match (&gate.stress, gate.whole_memory) {
+                (Some(cfg), _) if !ctx.faults.hangs(rt_info.index, &gate.id, first) => {
                     run_stress(backend, gate, cfg, ctx)
                 }
+                (_, Some(fraction)) => run_sweep(backend, gate, fraction, ctx, first),
                 _ => run_gate(backend, gate, ctx, first),
             };
             if ctx.profile == Profile::Perf && r.lost.is_none() {
@@ -204,6 +207,28 @@ pub fn run_device(
     run
 }
 
+/// Why a full-size gate must not run here, if it must not: on a CPU
+/// device (lavapipe) it takes minutes and measures nothing a floor holds,
+/// unless a specs file gives that device an achievable rate for it.
+fn full_size_on_cpu(
+    gate: &Gate,
+    device: &DeviceInfo,
+    spec: Option<&DeviceSpec>,
+    specs_path: &str,
+) -> Option<String> {
+    if !gate.is_full_size() || device.device_type != greta_vocab::DeviceType::Cpu {
+        return None;
+    }
+    match gate.achievable {
+        Some(kind) if spec.is_some_and(|s| s.achievable_for(kind, &gate.op).is_some()) => None,
+        Some(kind) => Some(format!(
+            "full-size gate on a CPU device: {specs_path} has no achievable {} rate for it, so it would measure nothing a floor holds (and take long)",
+            kind.as_str()
+        )),
+        None => Some("full-size gate on a CPU device: sized for a GPU, it would take minutes here".into()),
+    }
+}
+
 /// Why an f16 gate must not run here, if it must not.
 fn f16_precondition(
     gate: &Gate,
@@ -271,6 +296,8 @@ struct GateRun {
     notes: Vec<String>,
     /// Set when the device must not be used again.
     lost: Option<String>,
+    /// The run failed to allocate its buffers (a whole-memory sweep's end).
+    out_of_memory: bool,
 }
 
 fn run_gate(
@@ -304,6 +331,7 @@ fn run_gate(
     let mut kernel = None;
     let mut step_ns: Vec<u64> = Vec::new();
     let mut wall_clock_timing = false;
+    let mut out_of_memory = false;
     for r in 0..repeats {
         let rseed = seed.wrapping_add(r as u64);
         let mut prep = prepare(&gate.op, gate.fixed_value, rseed);
@@ -316,6 +344,7 @@ fn run_gate(
             &opts,
         )) {
             Err(e) => {
+                out_of_memory = matches!(e, RuntimeError::OutOfMemory(_));
                 let fatal = e.is_fatal_for_device();
                 let msg = describe(&e);
                 first_failure.get_or_insert_with(|| format!("repeat {}/{repeats}: {msg}", r + 1));
@@ -424,7 +453,119 @@ fn run_gate(
         },
         lost,
         notes: Vec::new(),
+        out_of_memory,
     }
+}
+
+/// A whole-memory memtest: the gate's slice run once after another, each
+/// kept allocated while the next runs (`Backend::keep_scratch`), so each
+/// slice is memory no earlier one had, until `fraction` of the device's
+/// memory is covered or an allocation fails (memory in use elsewhere);
+/// then everything kept is freed. A memory error, a failed first slice or
+/// a lost device fails the gate; the coverage goes to the device's notes.
+fn run_sweep(
+    backend: &mut dyn Backend,
+    gate: &Gate,
+    fraction: f64,
+    ctx: &DeviceContext<'_>,
+    first_gate_run: bool,
+) -> GateRun {
+    let started = Instant::now();
+    let slice = gate
+        .op
+        .scratch()
+        .first()
+        .map_or(0, |s| (s.len * s.dtype.size()) as u64)
+        .max(1);
+    let device = backend
+        .info()
+        .memory_heaps
+        .iter()
+        .filter(|h| h.device_local)
+        .map(|h| h.size)
+        .max()
+        .unwrap_or(0);
+    let planned = ((device as f64 * fraction) / slice as f64).floor().max(1.0) as u64;
+    let fail = |reason: String| GateRun {
+        result: GateResult {
+            status: GateStatus::Fail,
+            wall_s: started.elapsed().as_secs_f64(),
+            ..skipped(gate, ctx.seed, reason)
+        },
+        lost: None,
+        notes: Vec::new(),
+        out_of_memory: false,
+    };
+    if let Err(e) = backend.keep_scratch(true) {
+        return fail(format!("cannot keep the tested slices allocated: {e}"));
+    }
+    let mut runs: Vec<GateRun> = Vec::new();
+    let mut ended = None;
+    for k in 0..planned {
+        // One clean pass per slice, a fresh seed for each.
+        let one = DeviceContext {
+            repeat: Some(1),
+            seed: ctx.seed.wrapping_add(k),
+            ..*ctx
+        };
+        let r = run_gate(backend, gate, &one, first_gate_run && k == 0);
+        if r.out_of_memory && k > 0 {
+            ended = Some(format!("slice {} could not be allocated", k + 1));
+            break;
+        }
+        let stop = r.lost.is_some() || r.result.status != GateStatus::Pass;
+        runs.push(r);
+        if stop {
+            break;
+        }
+    }
+    let _ = backend.keep_scratch(false);
+    let kept = backend.release_kept();
+    let tested = runs
+        .iter()
+        .filter(|r| r.result.status == GateStatus::Pass)
+        .count() as u64;
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let note = format!(
+        "{}: {:.1} GiB tested in {tested} slice(s) of {:.1} GiB ({:.2} of {:.1} GiB device memory; {planned} planned{}), each kept allocated while the next ran; {:.1} GiB freed after",
+        gate.id,
+        gib(tested * slice),
+        gib(slice),
+        if device > 0 { (tested * slice) as f64 / device as f64 } else { 0.0 },
+        gib(device),
+        ended.map(|e| format!("; {e}")).unwrap_or_default(),
+        gib(kept)
+    );
+    let n = runs.len();
+    let Some(mut last) = runs.pop() else {
+        return fail("no slice ran".into());
+    };
+    let mut rates: Vec<f64> = runs
+        .iter()
+        .chain(std::iter::once(&last))
+        .filter_map(|r| r.result.metrics.as_ref().and_then(|m| m.rate))
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    let (clean, total) = runs
+        .iter()
+        .chain(std::iter::once(&last))
+        .fold((0, 0), |(c, t), r| {
+            r.result
+                .metrics
+                .as_ref()
+                .map_or((c, t), |m| (c + m.repeats_clean, t + m.repeats_total))
+        });
+    if let Some(m) = last.result.metrics.as_mut() {
+        m.rate = rates.get(rates.len() / 2).copied();
+        m.repeats_clean = clean;
+        m.repeats_total = total;
+    }
+    if let Some(why) = last.result.reason.take() {
+        last.result.reason = Some(format!("slice {n}/{planned}: {why}"));
+    }
+    last.result.wall_s = started.elapsed().as_secs_f64();
+    last.notes.push(note);
+    last
 }
 
 /// The vendor's rate for the gate's work, measured now on the same device
@@ -492,6 +633,7 @@ fn run_stress(
         },
         lost,
         notes: Vec::new(),
+        out_of_memory: false,
     };
     let Some(mut req) = crate::stress::request(gate, cfg, seed, ctx.timeout) else {
         return fail(format!("{}: not a stress op", gate.op), None);
@@ -588,6 +730,7 @@ fn run_stress(
         result,
         lost: None,
         notes,
+        out_of_memory: false,
     }
 }
 
@@ -631,6 +774,7 @@ fn run_hang(
         },
         lost,
         notes: Vec::new(),
+        out_of_memory: false,
     }
 }
 
@@ -678,8 +822,9 @@ fn rate_against_spec(result: &mut GateResult, gate: &Gate, spec: Option<&DeviceS
 }
 
 /// Hold a passing gate to its floor: the baseline's rate for it, else (in
-/// `perf`) the device class's, else (in `perf`) the class fraction of the
-/// device's published peak for the gate's rate class.
+/// `perf`) the device class's, else (a full-size gate, in any profile) the
+/// fraction of its model's achievable rate, else (in `perf`) the class
+/// fraction of the device's published peak for the gate's rate class.
 fn apply_floor(
     result: &mut GateResult,
     gate: &Gate,
@@ -694,6 +839,15 @@ fn apply_floor(
         .filter(|r| r.unit == gate.unit())
         .or_else(|| class.and_then(|c| c.reference(&gate.id, gate.unit())))
         .map(|r| (r, ctx.floor_fraction))
+        .or_else(|| {
+            let kind = gate.achievable?;
+            let vendor_ran = result
+                .in_run
+                .stress
+                .as_ref()
+                .is_some_and(|s| s.library.is_some());
+            spec?.achievable_floor(kind, &gate.op, vendor_ran)
+        })
         .or_else(|| {
             spec.filter(|_| ctx.profile.uses_class_floors())
                 .and_then(|s| s.floor_reference(&gate.op, gate.unit()))

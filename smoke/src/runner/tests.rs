@@ -22,6 +22,11 @@ struct FakeDevice {
     ceiling: Option<Result<f64, greta_runtime::CeilingError>>,
     /// Adds 100 to the last element of every gemm_f16 output.
     corrupt_gemm_f16: bool,
+    /// `Backend::keep_scratch`'s state, the scratch bytes kept, and how
+    /// many bytes of scratch the fake can hold before runs fail to allocate.
+    keep: bool,
+    kept: u64,
+    memory: u64,
 }
 
 pub(crate) fn fake_info(fp16: bool) -> greta_runtime::DeviceInfo {
@@ -90,6 +95,9 @@ impl FakeDevice {
             complain_on: None,
             ceiling: None,
             corrupt_gemm_f16: false,
+            keep: false,
+            kept: 0,
+            memory: u64::MAX,
         }
     }
 }
@@ -122,6 +130,17 @@ impl Backend for FakeDevice {
                 waited: opts.timeout,
             });
         }
+        let scratch: u64 = op
+            .scratch()
+            .iter()
+            .map(|s| (s.len * s.dtype.size()) as u64)
+            .sum();
+        if self.kept + scratch > self.memory {
+            return Err(RuntimeError::OutOfMemory(format!("{op}: fake memory full")));
+        }
+        if self.keep {
+            self.kept += scratch;
+        }
         write_reference(op, inputs, outputs)?;
         if let Some(i) = self.skip_element {
             for o in outputs.iter_mut() {
@@ -146,6 +165,13 @@ impl Backend for FakeDevice {
     }
     fn lost(&self) -> Option<&str> {
         self.lost.as_deref()
+    }
+    fn keep_scratch(&mut self, on: bool) -> Result<(), RuntimeError> {
+        self.keep = on;
+        Ok(())
+    }
+    fn release_kept(&mut self) -> u64 {
+        std::mem::take(&mut self.kept)
     }
     fn validation_messages(&self) -> Vec<String> {
         self.messages.clone()
@@ -655,4 +681,162 @@ fn spec_floors_yield_to_baselines_and_classes_and_stay_out_of_other_profiles() {
         "{:?}",
         run.notes
     );
+}
+
+/// A first-seen device (no baseline, no class) in `health`: a full-size
+/// gate is held to 0.85 of its model's achievable copy rate; a device at
+/// 1/1.3 of its speed fails it, a clean one passes; on a CPU device the
+/// gate runs only where the specs give that device such a rate.
+#[test]
+fn full_size_gates_hold_the_achievable_floor_on_a_first_seen_device() {
+    let mut f = Fixture::new();
+    f.profile = Profile::Health;
+    f.gates = crate::gates::Catalog::parse(
+        "t.toml",
+        "[[gate]]\nid = \"copy.full\"\nabout = \"\"\nop = { op = \"copy\", n = 64 }\nprofiles = [\"health\"]\nachievable = \"copy\"\n\
+         [[gate]]\nid = \"copy.small\"\nabout = \"\"\nop = { op = \"copy\", n = 64 }\nprofiles = [\"health\"]\n",
+    )
+    .unwrap()
+    .plan(Profile::Health, &[], false)
+    .unwrap();
+    // The fake copies 512 bytes in 1000 ns: 0.512 GB/s; 0.85 x 0.55 = 0.4675.
+    let achievable = "[[device.achievable]]\nwhat = \"copy\"\nrate = 0.55\nmeasured = \"2026-11-29\"\nsource = \"test data\"\n";
+    let row = format!(
+        "schema_version = 1\n{}",
+        "[[device]]\nmodel = \"Fake GPU 1\"\nvendor = \"test\"\narch = \"none\"\nmatch = [\"fake gpu\"]\nmem_bw_gbs = 0.5\nfp16_dense_tflops = 0.004\nbf16_dense_tflops = 0.004\nfp32_tflops = 0.002\nconfidence = \"test\"\nsource = [\"https://example.invalid/fake\"]\nfigures_from = \"test\"\nnotes = \"test\"\n"
+    );
+    f.specs = SpecFile::parse("fake-specs.toml", &format!("{row}{achievable}")).unwrap();
+
+    let run = f.run(&mut FakeDevice::new(true));
+    assert_eq!(
+        run.status,
+        crate::results::RunStatus::Pass,
+        "{:?}",
+        run.gates
+    );
+    let floor = run.gates[0].floor.as_ref().unwrap();
+    assert_eq!((floor.reference, floor.fraction), (0.55, 0.85));
+    assert!(
+        floor
+            .source
+            .starts_with("achievable Fake GPU 1 copy (measured 2026-11-29: test data)"),
+        "{}",
+        floor.source
+    );
+    // A gate that is not full size has no floor outside perf.
+    assert!(run.gates[1].floor.is_none());
+
+    f.faults = Faults::parse(&["slow:0:1.3".into()], &f.gates).unwrap();
+    let run = f.run(&mut FakeDevice::new(true));
+    assert_eq!(run.gates[0].status, GateStatus::Fail);
+    let why = reason(&run, 0);
+    assert!(
+        why.contains("under the floor") && why.contains("achievable Fake GPU 1 copy"),
+        "{why}"
+    );
+    assert_eq!(run.gates[1].status, GateStatus::Pass);
+    assert_eq!(run.status, crate::results::RunStatus::Fail);
+    // Not slow enough to matter: 1/1.05 of the speed passes.
+    f.faults = Faults::parse(&["slow:0:1.05".into()], &f.gates).unwrap();
+    assert_eq!(
+        f.run(&mut FakeDevice::new(true)).gates[0].status,
+        GateStatus::Pass
+    );
+    f.faults = Faults::default();
+
+    // A CPU device: the gate runs where the specs give it a rate ...
+    let mut cpu = FakeDevice::new(true);
+    cpu.info.device_type = greta_vocab::DeviceType::Cpu;
+    assert_eq!(f.run(&mut cpu).gates[0].status, GateStatus::Pass);
+    // ... and is skipped, saying why, where they do not.
+    f.specs = SpecFile::parse("fake-specs.toml", &row).unwrap();
+    let mut cpu = FakeDevice::new(true);
+    cpu.info.device_type = greta_vocab::DeviceType::Cpu;
+    let run = f.run(&mut cpu);
+    assert_eq!(run.gates[0].status, GateStatus::Skip);
+    assert!(
+        reason(&run, 0).contains(
+            "full-size gate on a CPU device: fake-specs.toml has no achievable copy rate"
+        ),
+        "{}",
+        reason(&run, 0)
+    );
+    assert_eq!(run.gates[1].status, GateStatus::Pass);
+    // A GPU without a rate runs it, unfloored.
+    let run = f.run(&mut FakeDevice::new(true));
+    assert_eq!(run.gates[0].status, GateStatus::Pass);
+    assert!(run.gates[0].floor.is_none());
+}
+
+/// The whole-memory memtest: slices run until the fraction of the device's
+/// memory is covered, each kept allocated while the next runs, all freed
+/// after; an allocation failure past the first slice ends the sweep (the
+/// coverage is noted), a memory error fails it naming the slice.
+#[test]
+fn a_whole_memory_memtest_sweeps_kept_slices_and_frees_them() {
+    let mut f = Fixture::new();
+    f.profile = Profile::Acceptance;
+    f.gates = crate::gates::Catalog::parse(
+        "t.toml",
+        "[[gate]]\nid = \"memtest.t\"\nabout = \"\"\nop = { op = \"memtest\", words = 1024, patterns = 15, seed = 1, flip_word = 0, flip_mask = 0 }\nprofiles = [\"acceptance\"]\nwhole_memory = 0.5\n",
+    )
+    .unwrap()
+    .plan(Profile::Acceptance, &[], false)
+    .unwrap();
+    let device = || {
+        let mut d = FakeDevice::new(true);
+        d.info.memory_heaps = vec![greta_runtime::MemoryHeap {
+            size: 10 * 4096,
+            device_local: true,
+        }];
+        d
+    };
+    let mut dev = device();
+    let run = f.run(&mut dev);
+    assert_eq!(run.gates[0].status, GateStatus::Pass, "{:?}", run.gates[0]);
+    assert_eq!(dev.calls, 5);
+    assert!(!dev.keep && dev.kept == 0, "kept slices freed");
+    let m = run.gates[0].metrics.as_ref().unwrap();
+    assert_eq!((m.repeats_clean, m.repeats_total), (5, 5));
+    assert!(
+        run.notes.iter().any(|n| n.starts_with(
+            "memtest.t: 0.0 GiB tested in 5 slice(s) of 0.0 GiB (0.50 of 0.0 GiB device memory; 5 planned)"
+        ) && n.contains("0.0 GiB freed after")),
+        "{:?}",
+        run.notes
+    );
+
+    // Memory in use elsewhere: the fourth slice cannot be allocated.
+    let mut dev = device();
+    dev.memory = 3 * 4096;
+    let run = f.run(&mut dev);
+    assert_eq!(run.gates[0].status, GateStatus::Pass);
+    assert!(
+        run.notes.iter().any(|n| n.contains("in 3 slice(s)")
+            && n.contains("5 planned; slice 4 could not be allocated")),
+        "{:?}",
+        run.notes
+    );
+    // None at all: the gate fails.
+    let mut dev = device();
+    dev.memory = 0;
+    let run = f.run(&mut dev);
+    assert_eq!(run.gates[0].status, GateStatus::Fail);
+    assert!(
+        reason(&run, 0).starts_with("slice 1/5: "),
+        "{}",
+        reason(&run, 0)
+    );
+
+    // A memory error (a corrupted record) fails the gate at its slice.
+    f.faults = Faults::parse(&["corrupt:0:memtest.t".into()], &f.gates).unwrap();
+    let mut dev = device();
+    let run = f.run(&mut dev);
+    assert_eq!(run.gates[0].status, GateStatus::Fail);
+    assert!(
+        reason(&run, 0).starts_with("slice 1/5: "),
+        "{}",
+        reason(&run, 0)
+    );
+    assert_eq!((dev.calls, dev.kept), (1, 0));
 }

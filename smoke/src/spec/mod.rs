@@ -71,6 +71,77 @@ pub struct DeviceSpec {
     pub source: Vec<String>,
     pub figures_from: String,
     pub notes: String,
+    /// Rates measured on healthy devices of this model (not peaks): the
+    /// first-seen floors of full-size gates (`[[device.achievable]]`).
+    #[serde(default)]
+    pub achievable: Vec<Achievable>,
+}
+
+/// A rate a healthy device of the row's model was measured to reach, with
+/// when and how: a full-size gate ([`crate::gates::Gate::achievable`]) is
+/// held to [`AchievableKind::fraction`] of it on a device that has no
+/// baseline and no measured class, so that a GPU at 1/1.3 of its speed
+/// fails the first time greta sees it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Achievable {
+    pub what: AchievableKind,
+    /// The GEMM's side (m = n = k); none for copy.
+    pub size: Option<u32>,
+    /// GB/s for copy (bytes read + written), TFLOP/s for the GEMMs.
+    pub rate: f64,
+    /// The day it was measured, `YYYY-MM-DD`.
+    pub measured: String,
+    /// What ran on what, and where the figure is published.
+    pub source: String,
+}
+
+/// What an achievable rate measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AchievableKind {
+    /// A device-to-device copy of at least 1 GiB: the streaming gates'.
+    Copy,
+    /// The vendor BLAS's square f16-in, f32-accumulate GEMM: the stress
+    /// gate's when the vendor library ran it.
+    VendorGemmF16,
+    /// The vendor BLAS's square f32 GEMM (TF32 off): recorded beside the
+    /// others; no gate is held to it yet.
+    VendorGemmF32,
+}
+
+impl AchievableKind {
+    /// The fraction of the achievable rate a full-size gate must reach:
+    /// 0.85 for streaming, 0.8 for the vendor's GEMM. Both sit above
+    /// 1/1.3 = 0.77 (a GPU at 1/1.3 of its speed fails) and below the
+    /// lowest rate a healthy H200 reached against these figures (copy.1g
+    /// 0.97 of 4210 GB/s, the cuBLAS stress 0.995 of 646 TFLOP/s:
+    /// docs/performance.md), so a clean device passes with room.
+    pub fn fraction(self) -> f64 {
+        match self {
+            AchievableKind::Copy => 0.85,
+            AchievableKind::VendorGemmF16 | AchievableKind::VendorGemmF32 => 0.8,
+        }
+    }
+
+    pub fn unit(self) -> RateUnit {
+        match self {
+            AchievableKind::Copy => RateUnit::GBps,
+            _ => RateUnit::TFlops,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AchievableKind::Copy => "copy",
+            AchievableKind::VendorGemmF16 => "vendor_gemm_f16",
+            AchievableKind::VendorGemmF32 => "vendor_gemm_f32",
+        }
+    }
+
+    fn is_gemm(self) -> bool {
+        self != AchievableKind::Copy
+    }
 }
 
 /// How a row claims a device: `pci:VVVV:DDDD[:rRR]` or a lowercase
@@ -317,6 +388,53 @@ impl DeviceSpec {
     }
 }
 
+impl DeviceSpec {
+    /// The achievable rate of `kind` for work `op` (a GEMM's row must be
+    /// of its size), if the row has one.
+    pub fn achievable_for(&self, kind: AchievableKind, op: &Op) -> Option<&Achievable> {
+        let size = match *op {
+            Op::GemmF16 { m, n, k } | Op::GemmF32 { m, n, k } if m == n && n == k => {
+                u32::try_from(m).ok()
+            }
+            _ => None,
+        };
+        self.achievable
+            .iter()
+            .find(|a| a.what == kind && (!kind.is_gemm() || a.size == size))
+    }
+
+    /// The first-seen floor of a full-size gate of `op` held to `kind`:
+    /// the achievable rate and its fraction. `vendor_ran` says whether the
+    /// vendor's library did the gate's work (a stress gate on greta's own
+    /// GEMM is not held to the vendor's rate).
+    pub fn achievable_floor(
+        &self,
+        kind: AchievableKind,
+        op: &Op,
+        vendor_ran: bool,
+    ) -> Option<(Reference, f64)> {
+        if kind.is_gemm() && !vendor_ran {
+            return None;
+        }
+        let a = self.achievable_for(kind, op)?;
+        Some((
+            Reference {
+                rate: a.rate,
+                unit: kind.unit(),
+                source: format!(
+                    "achievable {} {}{} (measured {}: {})",
+                    self.model,
+                    kind.as_str(),
+                    a.size.map(|s| format!(" {s}")).unwrap_or_default(),
+                    a.measured,
+                    a.source
+                ),
+            },
+            kind.fraction(),
+        ))
+    }
+}
+
 impl SpecFile {
     pub fn builtin() -> SpecFile {
         Self::parse("smoke/data/specs.toml", BUILTIN_SPECS).expect("built-in specs.toml is valid")
@@ -388,6 +506,7 @@ impl SpecFile {
             if d.matches.is_empty() {
                 return Err(row("match is empty: the row would claim no device".into()));
             }
+            check_achievable(&d.achievable).map_err(row)?;
             for m in &d.matches {
                 if let Some(other) = claimed.insert(m, &d.model) {
                     return Err(row(format!("match entry {m} is also claimed by {other:?}")));
@@ -459,6 +578,50 @@ impl DeviceSpec {
         }
         v
     }
+}
+
+/// An achievable row must be traceable and unambiguous: a positive rate,
+/// a date, a source, a size exactly for the GEMMs, one row per kind and
+/// size.
+fn check_achievable(rows: &[Achievable]) -> Result<(), String> {
+    for (i, a) in rows.iter().enumerate() {
+        let what = a.what.as_str();
+        if !(a.rate.is_finite() && a.rate > 0.0) {
+            return Err(format!(
+                "achievable {what}: rate must be a positive number, got {}",
+                a.rate
+            ));
+        }
+        let date = a.measured.as_bytes();
+        let is_date = date.len() == 10
+            && date.iter().enumerate().all(|(j, b)| match j {
+                4 | 7 => *b == b'-',
+                _ => b.is_ascii_digit(),
+            });
+        if !is_date {
+            return Err(format!(
+                "achievable {what}: measured must be the day of the measurement, YYYY-MM-DD, got {:?}",
+                a.measured
+            ));
+        }
+        if a.source.trim().is_empty() {
+            return Err(format!(
+                "achievable {what}: source must say what ran and where the figure is published"
+            ));
+        }
+        if a.what.is_gemm() != a.size.is_some_and(|s| s > 0) {
+            return Err(format!(
+                "achievable {what}: a GEMM rate needs its size (m = n = k > 0), a copy rate has none"
+            ));
+        }
+        if rows[..i]
+            .iter()
+            .any(|b| b.what == a.what && b.size == a.size)
+        {
+            return Err(format!("achievable {what}: given twice for one size"));
+        }
+    }
+    Ok(())
 }
 
 /// The spec table of docs/smoke.md, from the data (a test keeps the page

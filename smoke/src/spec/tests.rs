@@ -423,3 +423,99 @@ fn measured_h100_and_h200_rates_against_the_spec_floors() {
     assert!(!passes(h100.fp32_tflops, GemmF32, 8.0));
     assert!(!passes(h100.fp16_dense_tflops, GemmF16, 8.2));
 }
+
+/// The first-seen floors of the built-in H200 row against what healthy
+/// H200s reached (docs/performance.md): every healthy rate passes with
+/// room, the same rate at 1/1.3 fails. Vulkan's stress gate runs greta's
+/// own GEMM and is not held to the vendor's rate.
+#[test]
+fn achievable_floors_of_the_h200_fail_a_gpu_at_1_over_1_3_and_pass_a_healthy_one() {
+    let specs = SpecFile::builtin();
+    let k = key("NVIDIA H200", 0x10de, 0x2335, None);
+    let SpecMatch::Found { spec, .. } = specs.lookup(&k) else {
+        panic!("no H200 row")
+    };
+    let cat = crate::gates::Catalog::builtin();
+    for (gate, healthy, measured) in [
+        ("copy.1g", 4109.0, "Vulkan, run 13, 2026-11-22"),
+        ("copy.1g", 4112.0, "Vulkan, 2026-11-26"),
+        ("copy.1g", 4184.0, "CUDA, 2026-11-26"),
+        ("copy.1g", 4170.0, "CUDA, 2026-11-26"),
+        ("fill.1g", 4352.0, "Vulkan, run 13"),
+        ("fill.1g", 4609.0, "CUDA, 2026-11-26"),
+        ("vec_add.256m", 4336.1, "Vulkan, floors.toml class"),
+        ("vec_add.256m", 4364.0, "CUDA, 2026-11-26"),
+        ("stress.gemm_f16.8192", 643.1, "cuBLAS, 30 s, 2026-11-26"),
+        ("stress.gemm_f16.8192", 647.5, "cuBLAS, 30 s, 2026-11-26"),
+        ("stress.gemm_f16.8192.short", 643.1, "the same work"),
+    ] {
+        let g = cat.get(gate).unwrap();
+        let kind = g.achievable.expect("a full-size gate");
+        let (r, fraction) = spec.achievable_floor(kind, &g.op, true).unwrap();
+        assert_eq!(r.unit, g.unit(), "{gate}");
+        assert!(
+            r.source.contains("NVIDIA H200 SXM 141GB") && r.source.contains("measured 2026-11-2"),
+            "{}",
+            r.source
+        );
+        let clean = crate::floors::apply(Some(healthy), &r, fraction);
+        assert!(clean.passed, "{gate} {healthy} ({measured}): {clean:?}");
+        assert!(
+            healthy / clean.limit >= 1.1,
+            "{gate} {healthy}: too little room"
+        );
+        let slow = crate::floors::apply(Some(healthy / 1.3), &r, fraction);
+        assert!(!slow.passed, "{gate} {healthy} / 1.3 ({measured}) passed");
+        if kind == AchievableKind::VendorGemmF16 {
+            assert!(spec.achievable_floor(kind, &g.op, false).is_none());
+        }
+    }
+    // The GEMM rates are per size: a 512 stress is not held to 8192's.
+    let short = cat.get("stress.gemm_f16.512").unwrap();
+    assert!(short.achievable.is_none());
+    assert!(spec
+        .achievable_for(AchievableKind::VendorGemmF16, &short.op)
+        .is_none());
+    // No row for the H200 NVL: its rates were never measured.
+    let nvl = key("NVIDIA H200 NVL", 0x10de, 0x233b, None);
+    let SpecMatch::Found { spec, .. } = specs.lookup(&nvl) else {
+        panic!("no H200 NVL row")
+    };
+    assert!(spec.achievable.is_empty());
+}
+
+/// Achievable rows must be traceable: a date, a source, a positive rate,
+/// a size exactly for the GEMMs, one row per kind and size.
+#[test]
+fn bad_achievable_rows_are_refused() {
+    let head = format!(
+        "schema_version = 1\n{}",
+        device_row("M", "\"gpu\"", "1.0", "1.0", "\"https://e.invalid/\"")
+    );
+    let good = "[[device.achievable]]\nwhat = \"copy\"\nrate = 3.0\nmeasured = \"2026-11-29\"\nsource = \"s\"\n";
+    let f = SpecFile::parse("s.toml", &format!("{head}{good}")).unwrap();
+    assert_eq!(f.devices[0].achievable[0].rate, 3.0);
+    for (bad, want) in [
+        (
+            good.replace("3.0", "-3.0"),
+            "rate must be a positive number",
+        ),
+        (good.replace("2026-11-29", "last week"), "YYYY-MM-DD"),
+        (good.replace("\"s\"", "\" \""), "source must say"),
+        (
+            good.replace("\"copy\"", "\"vendor_gemm_f16\""),
+            "needs its size",
+        ),
+        (
+            good.replace("rate", "size = 4\nrate"),
+            "a copy rate has none",
+        ),
+        (format!("{good}{good}"), "given twice"),
+        (good.replace("\"copy\"", "\"mem\""), "unknown variant"),
+    ] {
+        let e = SpecFile::parse("s.toml", &format!("{head}{bad}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want) && e.starts_with("s.toml:"), "{want}: {e}");
+    }
+}
