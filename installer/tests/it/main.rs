@@ -50,3 +50,4 @@ mod report_page;
 mod self_contained;
 mod slurm_healthcheck;
 mod smoke_cli;
+mod terminal_text;
