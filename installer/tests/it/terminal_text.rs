@@ -51,7 +51,7 @@ fn nothing_acts(what: &str, o: &Output) {
     );
 }
 
-fn text(o: &Output) -> String {
+fn text_of(o: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
@@ -96,7 +96,7 @@ fn doctor_sysroot_shows_a_hostile_device_name_and_json_keeps_it() {
         .output()
         .unwrap();
     nothing_acts("doctor --sysroot", &o);
-    let t = text(&o);
+    let t = text_of(&o);
     // Shown where the device is named: the Vulkan check's summary, the
     // duplicate-GPU finding, the summary line.
     assert!(t.matches(SHOWN).count() >= 3, "{t}");
@@ -137,7 +137,7 @@ fn lock_show_and_check_show_a_hostile_package_name() {
     let d = hostile_lock_dir();
     let o = greta_lock(d.path(), &["show", "cpu", "--python", "3.12"]);
     nothing_acts("lock show", &o);
-    assert!(text(&o).contains(PACKAGE_SHOWN), "{}", text(&o));
+    assert!(text_of(&o).contains(PACKAGE_SHOWN), "{}", text_of(&o));
 
     let o = greta_lock(d.path(), &["show", "cpu", "--python", "3.12", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -153,7 +153,7 @@ fn lock_show_and_check_show_a_hostile_package_name() {
     // and quotes it.
     let o = greta_lock(d.path(), &["check"]);
     nothing_acts("lock check", &o);
-    assert!(text(&o).contains(PACKAGE_SHOWN), "{}", text(&o));
+    assert!(text_of(&o).contains(PACKAGE_SHOWN), "{}", text_of(&o));
     assert_eq!(o.status.code(), Some(1));
 }
 
@@ -166,6 +166,60 @@ fn install_dry_run_shows_a_hostile_package_name() {
         .output()
         .unwrap();
     nothing_acts("install --dry-run", &o);
-    assert!(text(&o).contains(PACKAGE_SHOWN), "{}", text(&o));
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(text_of(&o).contains(PACKAGE_SHOWN), "{}", text_of(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", text_of(&o));
+}
+
+/// A pasted `vulkaninfo --summary` (a real one, probe/tests/fixtures)
+/// whose device name carries an OSC, a CSI, a C1 CSI, bidi controls and a
+/// CR: the control sequences go before any reader sees the text (the
+/// name is read whole), the bidi controls stay in the facts and are shown
+/// escaped wherever the name is printed.
+#[test]
+fn doctor_from_strips_control_sequences_and_shows_the_rest() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../probe/tests/fixtures/vulkaninfo-summary-grep-two-mesa-radv-navy-flounder-plus-gtx1650/vulkaninfo-summary-grep.txt",
+    );
+    let text = std::fs::read_to_string(&fixture).unwrap();
+    let name = "AMD RADV NAVY_FLOUNDER (ACO)";
+    assert!(text.contains(name));
+    let hostile = text.replacen(
+        name,
+        "AMD RADV NAVY_FLOUNDER \u{1b}]0;owned\u{7}(ACO)\u{202e}SSAP\u{2066}\u{1b}[2J\u{9b}1m",
+        1,
+    ) + "driverInfo = FAIL\rPASS\n";
+    let tmp = tempfile::tempdir().unwrap();
+    let paste = tmp.path().join("paste.txt");
+    std::fs::write(&paste, hostile).unwrap();
+
+    let o = greta()
+        .arg("doctor")
+        .arg("--from")
+        .arg(&paste)
+        .output()
+        .unwrap();
+    nothing_acts("doctor --from", &o);
+    let t = text_of(&o);
+    assert!(
+        t.contains("AMD RADV NAVY_FLOUNDER (ACO)\\u{202e}SSAP\\u{2066}"),
+        "{t}"
+    );
+    assert!(!t.contains("owned") && !t.contains("[2J"), "{t}");
+
+    let o = greta()
+        .args(["doctor", "--json", "--from"])
+        .arg(&paste)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = v["facts"]["vulkan"]["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"AMD RADV NAVY_FLOUNDER (ACO)\u{202e}SSAP\u{2066}"),
+        "{names:?}"
+    );
 }
