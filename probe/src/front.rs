@@ -197,6 +197,10 @@ impl Outcome {
     pub fn into_report(self, mut notes: Vec<String>) -> Report {
         let findings = rules::diagnose(&self.facts);
         notes.extend(crate::hip_order::note(&self.facts));
+        notes.extend(crate::from::cut_note(
+            &self.facts,
+            "a captured command output",
+        ));
         let mut checks = check_lines(&self.checks, &findings);
         let mut said = std::collections::HashSet::new();
         let mut unsaid = 0usize;

@@ -161,6 +161,7 @@ fn absorb(out: &mut Facts, p: Facts) {
         sources,
         scanned,
         wsl,
+        cut,
     } = p;
     first(&mut out.kernel_version, kernel_version);
     first(&mut out.kernel_driver_version, kernel_driver_version);
@@ -283,6 +284,11 @@ fn absorb(out: &mut Facts, p: Facts) {
     union(&mut out.sources, sources);
     union(&mut out.scanned, scanned);
     out.wsl = out.wsl.or(wsl);
+    // Two readers of one paste claim the same GPUs: the longest claim.
+    for (what, n) in cut {
+        let at = out.cut.entry(what).or_insert(n);
+        *at = (*at).max(n);
+    }
 }
 
 /// After all parts: derived driver kinds, pci.ids names, VF flags.

@@ -71,15 +71,18 @@ pub fn parse(text: &str) -> Facts {
             let p = l.find("driver=")? + 7;
             l[p..].split_whitespace().next().map(String::from)
         });
-        f.gpus.push(Gpu {
-            vendor,
-            vendor_id: vendor.pci_id(),
-            name: product,
-            pci_address: address,
-            kernel_driver: driver,
-            seen_by: vec!["lshw".into()],
-            ..Gpu::default()
-        });
+        super::limits::push_gpu(
+            &mut f,
+            Gpu {
+                vendor,
+                vendor_id: vendor.pci_id(),
+                name: product,
+                pci_address: address,
+                kernel_driver: driver,
+                seen_by: vec!["lshw".into()],
+                ..Gpu::default()
+            },
+        );
     }
     f
 }

@@ -36,11 +36,14 @@ pub mod rocmsmi;
 pub mod vulkaninfo;
 
 mod input;
+mod limits;
 mod loose;
 mod quoted;
 
 use input::read_capped;
 pub use input::{decode, MAX_READ};
+pub(crate) use limits::cut_note;
+pub use limits::MAX_LISTED;
 use loose::{
     bench_devices, comfyui_devices, empty_device_list, launcher_rocm_agents, refused_gpus,
     rocm_path_version, rocminfo_crash, shows_wsl, torch_script_devices, torch_version_hip,
@@ -184,6 +187,12 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
                 } else {
                     report.summary = summarise(&facts);
                 }
+                if let Some(n) = cut_note(&facts, "this paste") {
+                    report.note = Some(match report.note.take() {
+                        Some(x) => format!("{x}; {n}"),
+                        None => n,
+                    });
+                }
                 report.formats = formats;
                 parts.push(facts);
             }
@@ -276,11 +285,15 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
             Format::ModuleVersion => module_version::parse(text),
             Format::AppLog => Facts::default(),
         };
+        let mut part = part;
+        limits::cap_lists(&mut part);
         parts.push(part);
     }
     // Environment assignments inside terminal sessions count wherever they are.
     if !formats.contains(&Format::EnvDump) {
-        parts.push(env_dump::parse_exports(text));
+        let mut exports = env_dump::parse_exports(text);
+        limits::cap_lists(&mut exports);
+        parts.push(exports);
     }
     let mut facts = crate::merge::merge(parts);
     // A parser's own signals (a state its format states, not a line a
@@ -311,6 +324,8 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     if facts.wsl.is_none() && shows_wsl(text) {
         facts.wsl = Some(true);
     }
+    // The recognisers above add to the merged facts.
+    limits::cap_lists(&mut facts);
     (formats, facts)
 }
 
