@@ -58,7 +58,7 @@ pub use place::Place;
 pub use setting::{Setting, Source};
 pub use sha256::{Sha256, Sha256Error};
 pub use verdict::Verdict;
-pub use visible::{is_hidden, visible, Visible};
+pub use visible::{is_hidden, visible, Visible, VisibleLines};
 pub use vk_device::{same_gpu, DeviceUuid, DeviceUuidError, GpuIdentity, SameGpu};
 pub use vk_driver::{VkDriver, VkFamily};
 pub use wheel::{LockLine, PinnedWheel};

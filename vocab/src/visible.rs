@@ -76,6 +76,24 @@ impl fmt::Display for Visible<'_> {
     }
 }
 
+/// [`Visible`] for text whose line breaks are its own (a tool's stderr, a
+/// multi-line message): each line shown escaped, the `\n` between lines
+/// kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VisibleLines<'a>(pub &'a str);
+
+impl fmt::Display for VisibleLines<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, line) in self.0.split('\n').enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write_escaped(f, line)?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +152,15 @@ mod tests {
         ] {
             assert!(!is_hidden(c), "{c:?}");
         }
+    }
+
+    #[test]
+    fn lines_keep_their_breaks_and_nothing_else() {
+        assert_eq!(
+            VisibleLines("a\u{1b}[2J\r\nb\u{202e}\n").to_string(),
+            "a\\u{1b}[2J\\r\nb\\u{202e}\n"
+        );
+        assert_eq!(VisibleLines("plain\ntext").to_string(), "plain\ntext");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::exit::Exit;
 use crate::fetch::FetchOptions;
 use crate::install::{Detail, InstallInput, InstallOutput, PlanInput};
 use anyhow::Result;
-use greta_vocab::Visible;
+use greta_vocab::{Visible, VisibleLines};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -249,9 +249,7 @@ fn say_report(
                 Visible(&f.message)
             );
             for e in &f.evidence {
-                for line in e.split('\n') {
-                    eprintln!("    {}", Visible(line));
-                }
+                eprintln!("    {}", VisibleLines(&e.replace('\n', "\n    ")));
             }
             eprintln!("    fix: {}", Visible(&f.fix.text));
             for c in &f.fix.commands {
