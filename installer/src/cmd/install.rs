@@ -161,7 +161,7 @@ fn source(args: &Args) -> Result<Option<Source>> {
             }
             .print()?;
         }
-        eprintln!("greta install: {e:#}");
+        eprintln!("greta install: {}", VisibleLines(&format!("{e:#}")));
         return Ok(None);
     }
     Ok(Some(Source {
@@ -204,7 +204,7 @@ fn say_failed(
         }
         .print()?;
     }
-    eprintln!("greta install: {e:#}");
+    eprintln!("greta install: {}", VisibleLines(&format!("{e:#}")));
     // A download that cannot succeed as things stand (404, wrong hash), a
     // full disk, a read-only cache or a missing HOME is not fixed by
     // running again (crate::rerun).
