@@ -63,7 +63,11 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code.into(),
         Err(e) => {
-            eprintln!("greta: error: {e:#}");
+            // An error may quote a path, a file's value or a tool's output.
+            eprintln!(
+                "greta: error: {}",
+                greta_vocab::VisibleLines(&format!("{e:#}"))
+            );
             exit::Exit::Undecided.into()
         }
     }

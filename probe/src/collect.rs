@@ -118,26 +118,28 @@ pub fn collect_with(root: &Root, parsers: Parsers, env_dirs: &[String]) -> (Fact
         ..Facts::default()
     };
     let mut runs = vec![
-        timed("pci", &mut f, |f| live::pci::collect(root, f)),
-        timed("kfd", &mut f, |f| live::kfd::collect(root, f)),
-        timed("device-nodes", &mut f, |f| live::nodes::collect(root, f)),
+        timed(root, "pci", &mut f, |f| live::pci::collect(root, f)),
+        timed(root, "kfd", &mut f, |f| live::kfd::collect(root, f)),
+        timed(root, "device-nodes", &mut f, |f| {
+            live::nodes::collect(root, f)
+        }),
     ];
     // Python only writes its own part of the facts, so it runs beside the
     // Vulkan and ROCm checks (its `--version` runs dominate otherwise).
     let mut py = Facts::default();
     let py_run = std::thread::scope(|s| {
         let h = s.spawn(|| {
-            timed("python", &mut py, |f| {
+            timed(root, "python", &mut py, |f| {
                 live::python::collect(root, f, env_dirs)
             })
         });
-        runs.push(timed("vulkan-icds", &mut f, |f| {
+        runs.push(timed(root, "vulkan-icds", &mut f, |f| {
             live::icd::collect(root, f)
         }));
-        runs.push(timed("vulkan-devices", &mut f, |f| {
+        runs.push(timed(root, "vulkan-devices", &mut f, |f| {
             live::vkdev::collect(root, f, parsers.vulkaninfo)
         }));
-        runs.push(timed("rocm", &mut f, |f| {
+        runs.push(timed(root, "rocm", &mut f, |f| {
             live::rocm::collect(root, f, parsers.rocminfo)
         }));
         h.join()
@@ -169,9 +171,45 @@ fn title_of(id: &str) -> &'static str {
         .unwrap_or("check")
 }
 
-fn timed(id: &str, f: &mut Facts, run: impl FnOnce(&mut Facts) -> String) -> CheckRun {
+/// The areas of [`Facts::scanned`] each check may mark read whole.
+fn areas(check: &str) -> &'static [&'static str] {
+    match check {
+        "vulkan-icds" => &["vulkan-loader", "vulkan-icds"],
+        "pci" => &["pci"],
+        "kfd" => &["kfd"],
+        "device-nodes" => &["device-nodes"],
+        "vulkan-devices" => &["vulkan-devices"],
+        "rocm" => &["rocm"],
+        "python" => &["python"],
+        _ => &[],
+    }
+}
+
+/// Runs check `id`, timed; what it finds unreadable in a sysroot is
+/// charged to it (`root::reading_for`). A check that met something it
+/// could not read did not read its area whole, whatever it concluded: an
+/// absence there is no fact (a spoiled `etc/vulkan/icd.d` is not "no
+/// ICD"). Nor did one whose search paths come from an environment that
+/// could not be read.
+fn timed(
+    root: &Root,
+    id: &'static str,
+    f: &mut Facts,
+    run: impl FnOnce(&mut Facts) -> String,
+) -> CheckRun {
+    let charged = || {
+        root.unreadable()
+            .iter()
+            .filter(|u| u.check == Some(id))
+            .count()
+    };
+    let before = charged();
     let t0 = Instant::now();
-    let summary = run(f);
+    let summary = crate::root::reading_for(Some(id), || run(f));
+    let env_guides = matches!(id, "vulkan-icds" | "rocm" | "python");
+    if charged() > before || (env_guides && root.env_unknown()) {
+        f.scanned.retain(|a| !areas(id).contains(&a.as_str()));
+    }
     CheckRun {
         id: id.to_string(),
         title: title_of(id).to_string(),

@@ -46,6 +46,12 @@ pub struct Facts {
     /// reached through `/dev/dxg`: no amdgpu module and no `/dev/kfd` is normal.
     #[serde(default)]
     pub wsl: Option<bool>,
+    /// Lists a source claimed longer than greta keeps (a paste of a
+    /// million `Name: gfx942` lines), each with the length it claimed:
+    /// the list holds the first [`crate::from::MAX_LISTED`]. Said in a
+    /// note, never serialised.
+    #[serde(skip)]
+    pub cut: std::collections::BTreeMap<&'static str, usize>,
     /// Facts only the format-agnostic scan of pasted text found (no reader
     /// of a known format printed them), each with the line it stood on:
     /// lower confidence than a reader's, never the sole ground of a `fail`.

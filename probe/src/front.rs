@@ -143,7 +143,9 @@ impl<'r> Probe<'r> {
         if self.scope == Scope::Full {
             let hip = match self.hip {
                 Some(run) if self.root.is_live() => Some(HipCheck::from_run(run())),
-                Some(_) => HipCheck::replay(self.root),
+                Some(_) => {
+                    crate::root::reading_for(Some("hip-runtime"), || HipCheck::replay(self.root))
+                }
                 None => None,
             };
             if let Some(hip) = hip {
@@ -204,18 +206,37 @@ impl Outcome {
     ) -> Report {
         let findings = rules::diagnose_for(&self.facts, profiles);
         notes.extend(crate::hip_order::note(&self.facts));
+        notes.extend(crate::from::cut_note(
+            &self.facts,
+            "a captured command output",
+        ));
         let mut checks = check_lines(&self.checks, &findings);
+        let mut said = std::collections::HashSet::new();
+        let mut unsaid = 0usize;
         for u in &self.unreadable {
-            notes.push(format!(
-                "{u}; what it holds is unknown, so doctor concludes nothing from it"
-            ));
+            // One note per path and reason, however many checks met it,
+            // and a bounded number of them.
+            if !said.insert((&u.file, &u.why)) {
+                // Said already.
+            } else if said.len() <= MAX_UNREADABLE_NOTES {
+                notes.push(format!(
+                    "{u}; what it holds is unknown, so doctor concludes nothing from it"
+                ));
+            } else {
+                unsaid += 1;
+            }
             // The check that reads it cannot pass on what it could not read.
-            let id = check_reading(&u.file);
+            let id = u.check.unwrap_or_else(|| check_reading(&u.file));
             for c in checks.iter_mut().filter(|c| c.id == id) {
                 if c.status == CheckStatus::Pass {
                     c.status = CheckStatus::Warn;
                 }
             }
+        }
+        if unsaid > 0 {
+            notes.push(format!(
+                "{unsaid} more paths of the sysroot could not be read (not listed)"
+            ));
         }
         let report = Report::new(self.mode, checks, self.facts, findings, notes);
         if self.unreadable.is_empty() {
@@ -241,7 +262,12 @@ impl FromRun {
     }
 }
 
-/// The check that reads a capture file (`.greta/...`).
+/// Notes naming unreadable sysroot paths, at most (a tree spoiled in
+/// thousands of places is said in one more line).
+const MAX_UNREADABLE_NOTES: usize = 32;
+
+/// The check that reads a capture file (`.greta/...`), for paths met
+/// outside any check.
 fn check_reading(file: &str) -> &'static str {
     match file {
         ".greta/id" | ".greta/dev-nodes" => "device-nodes",
@@ -419,7 +445,7 @@ impl HipCheck {
                 stderr: String::new(),
             },
             CmdStatus::TimedOut => HipRun::Failed("no answer in time".into()),
-            CmdStatus::Error(e) => HipRun::Failed(e),
+            CmdStatus::Error(e) | CmdStatus::Unknown(e) => HipRun::Failed(e),
         };
         Some(HipCheck {
             duration: Duration::ZERO,

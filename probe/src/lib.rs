@@ -33,6 +33,7 @@ pub use facts::{
 };
 pub use from::{
     decode, from_files, parse_text, recognise, summarise, FileReport, Format, FromError, FromRun,
+    MAX_LISTED,
 };
 pub use front::{EnvsAt, HipRun, Outcome, Probe, Scope};
 pub use hip_order::{hip_devices, BadEntry, HipDevices, HipGpu, OrderFrom, SELECTION_VARS};

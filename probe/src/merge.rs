@@ -162,6 +162,7 @@ fn absorb(out: &mut Facts, p: Facts) {
         scanned,
         wsl,
         text_scan,
+        cut,
     } = p;
     union(&mut out.text_scan, text_scan);
     first(&mut out.kernel_version, kernel_version);
@@ -285,6 +286,11 @@ fn absorb(out: &mut Facts, p: Facts) {
     union(&mut out.sources, sources);
     union(&mut out.scanned, scanned);
     out.wsl = out.wsl.or(wsl);
+    // Two readers of one paste claim the same GPUs: the longest claim.
+    for (what, n) in cut {
+        let at = out.cut.entry(what).or_insert(n);
+        *at = (*at).max(n);
+    }
 }
 
 /// After all parts: derived driver kinds, pci.ids names, VF flags.

@@ -4,6 +4,7 @@
 
 use crate::facts::{Facts, Vendor};
 use crate::rules::{Finding, Severity};
+use greta_vocab::{visible, Visible};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
@@ -131,6 +132,11 @@ impl Report {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
     }
 
+    /// The report for people. Every string in it may hold text from the
+    /// machine or the paste (a device name, a path, an evidence line), so
+    /// each is printed through [`Visible`]: control and bidi characters
+    /// are shown as escapes, never acted on by the terminal. The JSON
+    /// keeps the exact values.
     pub fn render(&self, color: bool) -> String {
         let p = Paint(color);
         let mut o = String::new();
@@ -138,7 +144,7 @@ impl Report {
         let w = self
             .checks
             .iter()
-            .map(|c| c.title.chars().count())
+            .map(|c| visible(&c.title).chars().count())
             .max()
             .unwrap_or(0)
             .min(48);
@@ -151,13 +157,13 @@ impl Report {
             let _ = writeln!(
                 o,
                 "  {glyph} {:<w$}  {:>8}  {}",
-                c.title,
+                Visible(&c.title),
                 p.dim(&fmt_ms(c.duration_ms)),
-                c.summary
+                Visible(&c.summary)
             );
         }
         for n in &self.notes {
-            let _ = writeln!(o, "  {} {n}", p.yellow("note:"));
+            let _ = writeln!(o, "  {} {}", p.yellow("note:"), Visible(n));
         }
         if !self.findings.is_empty() {
             let _ = writeln!(o, "\n{}", p.bold("Findings"));
@@ -168,10 +174,15 @@ impl Report {
                 Severity::Warn => (p.yellow("!"), p.yellow("warn")),
                 Severity::Ok => (p.green("✓"), p.green("ok")),
             };
-            let _ = writeln!(o, "  {glyph} {sev} {}  {}", p.bold(&f.id), f.title);
-            let _ = writeln!(o, "      {}", f.message);
+            let _ = writeln!(
+                o,
+                "  {glyph} {sev} {}  {}",
+                p.bold(&visible(&f.id)),
+                Visible(&f.title)
+            );
+            let _ = writeln!(o, "      {}", Visible(&f.message));
             for e in f.evidence.iter().take(8) {
-                let _ = writeln!(o, "      {} {e}", p.dim("evidence:"));
+                let _ = writeln!(o, "      {} {}", p.dim("evidence:"), Visible(e));
             }
             if f.evidence.len() > 8 {
                 let _ = writeln!(
@@ -181,9 +192,9 @@ impl Report {
                     f.evidence.len() - 8
                 );
             }
-            let _ = writeln!(o, "      {} {}", p.bold("fix:"), f.fix.text);
+            let _ = writeln!(o, "      {} {}", p.bold("fix:"), Visible(&f.fix.text));
             for c in &f.fix.commands {
-                let _ = writeln!(o, "        $ {c}");
+                let _ = writeln!(o, "        $ {}", Visible(c));
             }
         }
         let gpus: Vec<String> = self
@@ -191,7 +202,7 @@ impl Report {
             .gpus
             .iter()
             .filter(|g| g.vendor != Vendor::Cpu)
-            .map(|g| g.label(|| "unnamed GPU".to_string()))
+            .map(|g| visible(&g.label(|| "unnamed GPU".to_string())).into_owned())
             .collect();
         let s = &self.summary;
         // Say what each number counts: "0 fail, 2 warn, 0 ok" alone read as

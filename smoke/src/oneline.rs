@@ -5,6 +5,7 @@
 //! `FAIL` or `UNKNOWN` and names the first failure with its device.
 
 use crate::results::{GateStatus, Report, RunStatus};
+use greta_vocab::Visible;
 
 /// Longest line printed; node-problem-detector's default
 /// `max_output_length` is 80, so the head of the line carries the verdict
@@ -90,12 +91,16 @@ pub fn unknown(why: &str) -> String {
     clip(&format!("UNKNOWN: {why}"), MAX_LINE)
 }
 
-/// One line, at most `max` characters.
+/// One line, at most `max` characters. A multi-line reason is read as one
+/// line (line breaks and tabs become spaces); every other control or bidi
+/// character, which device names and driver errors may hold, is shown
+/// through [`Visible`], never acted on by the reader's terminal.
 fn clip(s: &str, max: usize) -> String {
     let flat: String = s
         .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| if matches!(c, '\n' | '\t') { ' ' } else { c })
         .collect();
+    let flat = Visible(&flat).to_string();
     if flat.chars().count() <= max {
         return flat;
     }
@@ -132,6 +137,22 @@ mod tests {
         );
         r.settings.inject = vec!["corrupt:0".into()];
         assert!(line(&r).ends_with("[TEST faults injected: corrupt:0]"));
+    }
+
+    /// A device name from the driver holding ESC/OSC, CR and bidi
+    /// overrides: the line a scheduler shows carries them as escapes.
+    #[test]
+    fn device_names_are_shown_never_acted_on() {
+        let mut r = sample_report();
+        r.devices[0].device.name = "gpu \u{1b}]0;owned\u{7} FAIL\rPASS \u{202e}SSAP\u{2069}".into();
+        let l = line(&r);
+        for c in ['\u{1b}', '\u{7}', '\r', '\u{202e}', '\u{2069}'] {
+            assert!(!l.contains(c), "{c:?} in {l:?}");
+        }
+        assert!(
+            l.contains("device 0 (gpu \\u{1b}]0;owned\\u{7} FAIL\\rPASS \\u{202e}SSAP\\u{2069})"),
+            "{l}"
+        );
     }
 
     #[test]

@@ -27,9 +27,10 @@ impl Bar {
         Bar { bar: Some(bar) }
     }
 
+    /// The device's name as its driver gives it: shown, never acted on.
     pub fn set_device(&self, name: &str) {
         if let Some(b) = &self.bar {
-            b.set_prefix(name.to_string());
+            b.set_prefix(greta_vocab::visible(name).into_owned());
         }
     }
 
@@ -53,7 +54,7 @@ impl Progress for Bar {
                 b.println(format!(
                     "FAIL {}: {}",
                     r.id,
-                    r.reason.as_deref().unwrap_or("")
+                    greta_vocab::Visible(r.reason.as_deref().unwrap_or(""))
                 ));
             }
             b.inc(1);

@@ -3,6 +3,7 @@
 
 use crate::gates::{Catalog, Profile};
 use crate::results::{GateResult, GateStatus, Report, RunStatus};
+use greta_vocab::{visible, Visible};
 use std::fmt::Write;
 
 /// Characters a cell takes on screen: its colour codes take none.
@@ -186,13 +187,16 @@ const GATE_COLUMNS: &[Column] = &[
     ("first_us", |g| {
         num(g.metrics.as_ref().and_then(|m| m.first_call_us))
     }),
-    ("reason", |g| g.reason.clone().unwrap_or_default()),
+    // A reason may quote the driver or the device child's error.
+    ("reason", |g| {
+        visible(g.reason.as_deref().unwrap_or_default()).into_owned()
+    }),
 ];
 
 /// A gate's in-run ceiling, compactly: `2956 memcpy d2d (cuMemcpyDtoDAsync)`.
 fn ceiling_cell(g: &GateResult) -> String {
     match &g.in_run.ceiling {
-        Some(c) => format!("{} {}", num(Some(c.rate)), c.source),
+        Some(c) => format!("{} {}", num(Some(c.rate)), Visible(&c.source)),
         None => "-".into(),
     }
 }
@@ -214,7 +218,10 @@ fn in_run_lines(gates: &[GateResult]) -> Vec<String> {
                 num(s.tflops_median),
                 num(s.tflops_max),
                 s.tiles_checked,
-                s.note.as_ref().map(|n| format!("; {n}")).unwrap_or_default()
+                s.note
+                    .as_ref()
+                    .map(|n| format!("; {}", Visible(n)))
+                    .unwrap_or_default()
             ));
         }
     }
@@ -233,7 +240,7 @@ fn in_run_lines(gates: &[GateResult]) -> Vec<String> {
         }
     }
     for (r, ids) in why {
-        out.push(format!("no ceiling for {}: {r}", ids.join(", ")));
+        out.push(format!("no ceiling for {}: {}", ids.join(", "), Visible(r)));
     }
     out
 }
@@ -271,7 +278,10 @@ fn block_line(g: &GateResult, b: &crate::results::BlockSummary) -> String {
 }
 
 /// The end-of-run table: one block per device, one line per gate; coloured
-/// as [`Colour::from_env`] says.
+/// as [`Colour::from_env`] says. What the driver, the device or the
+/// validation layer said (a device name, a driver's info string, an error)
+/// is printed through [`Visible`]: a name holding ESC or U+202E is shown,
+/// never acted on. The JSON keeps the exact values.
 pub fn render(report: &Report) -> String {
     render_with(report, Colour::from_env())
 }
@@ -284,10 +294,10 @@ pub fn render_with(report: &Report, colour: Colour) -> String {
             out,
             "device {}: {} ({}, {} {}, {})",
             d.index,
-            d.device.name,
+            Visible(&d.device.name),
             d.backend,
-            d.device.driver_name,
-            d.device.driver_info,
+            Visible(&d.device.driver_name),
+            Visible(&d.device.driver_info),
             d.device.device_type.short_name()
         );
         // Framework gates also time their first call (compile, library load).
@@ -331,25 +341,31 @@ pub fn render_with(report: &Report, colour: Colour) -> String {
             let _ = writeln!(out, "{line}");
         }
         for m in &d.validation_messages {
-            let _ = writeln!(out, "validation layer: {m}");
+            let _ = writeln!(out, "validation layer: {}", Visible(m));
         }
         for n in &d.notes {
-            let _ = writeln!(out, "note: {n}");
+            let _ = writeln!(out, "note: {}", Visible(n));
         }
         if let Some(l) = &d.lost {
-            let _ = writeln!(out, "device {} lost: {l}", d.index);
+            let _ = writeln!(out, "device {} lost: {}", d.index, Visible(l));
         }
         out.push('\n');
     }
     for f in &report.findings {
-        let _ = writeln!(out, "finding {} [{}] {}", f.severity, f.id, f.title);
-        let _ = writeln!(out, "    {}", f.message);
+        let _ = writeln!(
+            out,
+            "finding {} [{}] {}",
+            f.severity,
+            Visible(&f.id),
+            Visible(&f.title)
+        );
+        let _ = writeln!(out, "    {}", Visible(&f.message));
         for e in &f.evidence {
-            let _ = writeln!(out, "    evidence: {e}");
+            let _ = writeln!(out, "    evidence: {}", Visible(e));
         }
-        let _ = writeln!(out, "    fix: {}", f.fix.text);
+        let _ = writeln!(out, "    fix: {}", Visible(&f.fix.text));
         for c in &f.fix.commands {
-            let _ = writeln!(out, "      $ {c}");
+            let _ = writeln!(out, "      $ {}", Visible(c));
         }
     }
     if !report.findings.is_empty() {
@@ -467,6 +483,48 @@ pub fn list_gates_json(catalog: &Catalog, include_test: bool) -> serde_json::Val
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a driver or a replayed capture can put in a device name: an
+    /// OSC that retitles the terminal, a CSI that clears it, a CR that
+    /// overwrites "FAIL" with "PASS", bidi controls, a C1 CSI.
+    const HOSTILE: &str =
+        "llvmpipe \u{1b}]0;owned\u{7}\u{1b}[2J FAIL\rPASS \u{202e}SSAP\u{2066} \u{9b}1m";
+
+    /// The characters of [`HOSTILE`] that act on a terminal.
+    const ACTING: [char; 6] = ['\u{1b}', '\u{7}', '\r', '\u{202e}', '\u{2066}', '\u{9b}'];
+
+    #[test]
+    fn outside_strings_are_shown_never_acted_on() {
+        let mut r = crate::results::tests::sample_report();
+        let d = &mut r.devices[0];
+        d.device.name = HOSTILE.into();
+        d.device.driver_name = HOSTILE.into();
+        d.device.driver_info = HOSTILE.into();
+        d.gates[1].reason = Some(HOSTILE.into());
+        d.validation_messages = vec![HOSTILE.into()];
+        d.notes = vec![HOSTILE.into()];
+        d.lost = Some(HOSTILE.into());
+        let t = render_with(&r, Colour::Off);
+        for c in ACTING {
+            assert!(!t.contains(c), "{c:?} reached the table:\n{t}");
+        }
+        // Shown, not dropped: each of the seven places, escaped.
+        let shown =
+            "llvmpipe \\u{1b}]0;owned\\u{7}\\u{1b}[2J FAIL\\rPASS \\u{202e}SSAP\\u{2066} \\u{9b}1m";
+        assert_eq!(t.matches(shown).count(), 7, "{t}");
+        // With colour, every ESC left is greta's own SGR sequence.
+        let t = render_with(&r, Colour::On);
+        for (i, _) in t.match_indices('\u{1b}') {
+            let sgr = t[i + 1..].strip_prefix('[').and_then(|x| {
+                let end = x.find(|c: char| !c.is_ascii_digit() && c != ';')?;
+                (x.as_bytes()[end] == b'm').then_some(())
+            });
+            assert!(sgr.is_some(), "not an SGR at {i}: {:?}", &t[i..]);
+        }
+        // The JSON keeps the exact value.
+        let back: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(back["devices"][0]["device"]["name"], HOSTILE);
+    }
 
     #[test]
     fn table_has_a_line_per_gate_and_a_verdict() {

@@ -77,11 +77,11 @@ pub fn run(args: Args) -> Result<Exit> {
                 };
                 eprintln!(
                     "✓ bundle {} for Python {}: {} wheels ({}){uv}, {}, manifest {}; install with: greta install --bundle {}",
-                    m.profile,
-                    m.python,
+                    greta_vocab::Visible(&m.profile),
+                    greta_vocab::Visible(&m.python.to_string()),
                     m.wheels.len(),
                     greta_vocab::size::bytes(bytes),
-                    m.lockfile,
+                    greta_vocab::Visible(&m.lockfile.to_string()),
                     crate::install::BUNDLE_MANIFEST,
                     args.output.display()
                 );
@@ -89,7 +89,10 @@ pub fn run(args: Args) -> Result<Exit> {
             Ok(Exit::Pass)
         }
         Err(e) => {
-            eprintln!("greta bundle: {e:#}");
+            eprintln!(
+                "greta bundle: {}",
+                greta_vocab::VisibleLines(&format!("{e:#}"))
+            );
             Ok(Exit::Fail)
         }
     }

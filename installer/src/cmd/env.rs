@@ -3,6 +3,7 @@
 use crate::envs::EnvRoot;
 use crate::exit::Exit;
 use anyhow::Result;
+use greta_vocab::Visible;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -46,18 +47,23 @@ pub fn run(args: Args) -> Result<Exit> {
             } else {
                 for (name, path, r) in &envs {
                     match r {
+                        // Names, paths and receipts are files on disk: shown,
+                        // never acted on by the terminal.
                         Ok(r) => crate::outln!(
-                            "{name:<16} {:<10} python {:<8} {} wheels  {}  {}",
-                            r.profile,
-                            r.python.version,
+                            "{:<16} {:<10} python {:<8} {} wheels  {}  {}",
+                            Visible(name),
+                            Visible(&r.profile),
+                            Visible(&r.python.version.to_string()),
                             r.wheels.len(),
-                            r.created,
-                            path.display()
+                            Visible(&r.created.to_string()),
+                            Visible(&path.display().to_string())
                         ),
                         Err(e) => {
                             crate::outln!(
-                                "{name:<16} (no valid receipt: {e:#})  {}",
-                                path.display()
+                                "{:<16} (no valid receipt: {})  {}",
+                                Visible(name),
+                                Visible(&format!("{e:#}")),
+                                Visible(&path.display().to_string())
                             )
                         }
                     }

@@ -6,6 +6,7 @@ use crate::exit::Exit;
 use crate::fetch::FetchOptions;
 use crate::install::{Detail, InstallInput, InstallOutput, PlanInput};
 use anyhow::Result;
+use greta_vocab::{Visible, VisibleLines};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -160,7 +161,7 @@ fn source(args: &Args) -> Result<Option<Source>> {
             }
             .print()?;
         }
-        eprintln!("greta install: {e:#}");
+        eprintln!("greta install: {}", VisibleLines(&format!("{e:#}")));
         return Ok(None);
     }
     Ok(Some(Source {
@@ -203,7 +204,7 @@ fn say_failed(
         }
         .print()?;
     }
-    eprintln!("greta install: {e:#}");
+    eprintln!("greta install: {}", VisibleLines(&format!("{e:#}")));
     // A download that cannot succeed as things stand (404, wrong hash), a
     // full disk, a read-only cache, a missing HOME or an installer stopped
     // by its time limit is not fixed by running again (crate::rerun): the
@@ -242,18 +243,30 @@ fn say_report(
             report.verified.as_ref().map_or(0, |v| v.files),
         );
     } else {
+        // Evidence quotes what the env's Python and its tools printed:
+        // each of its lines is shown, never acted on by the terminal.
         for f in &report.findings {
-            eprintln!("✗ {} [{}] {}\n    {}", f.severity, f.id, f.title, f.message);
+            eprintln!(
+                "✗ {} [{}] {}\n    {}",
+                f.severity,
+                Visible(&f.id),
+                Visible(&f.title),
+                Visible(&f.message)
+            );
             for e in &f.evidence {
-                eprintln!("    {}", e.replace('\n', "\n    "));
+                eprintln!("    {}", VisibleLines(&e.replace('\n', "\n    ")));
             }
-            eprintln!("    fix: {}", f.fix.text);
+            eprintln!("    fix: {}", Visible(&f.fix.text));
             for c in &f.fix.commands {
-                eprintln!("      $ {c}");
+                eprintln!("      $ {}", Visible(c));
             }
         }
         if report.smoke.status != crate::install::SmokeStatus::Skipped || !args.no_smoke {
-            eprintln!("smoke: {} ({})", report.smoke.status, report.smoke.note);
+            eprintln!(
+                "smoke: {} ({})",
+                report.smoke.status,
+                Visible(&report.smoke.note)
+            );
         }
         if report.installed {
             eprintln!(

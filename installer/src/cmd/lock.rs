@@ -5,6 +5,7 @@ use crate::exit::Exit;
 use anyhow::{Context, Result};
 use greta_lockset::{self as lock, check, Interpreter, LockStatus, Lockfile, Matrix};
 use greta_vocab::url_secrets::redact;
+use greta_vocab::Visible;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -114,13 +115,13 @@ fn update(dir: &lock::LockDir, a: lock::UpdateArgs) -> Result<Exit> {
     let lock = Lockfile::load(&p.lockfile)?;
     eprintln!(
         "wrote {} ({} packages, {} wheels, sha256 {})",
-        p.lockfile.display(),
+        Visible(&p.lockfile.display().to_string()),
         lock.packages.len(),
         lock.wheel_count(),
         lock.sha256
     );
     if !p.is_locked() {
-        eprintln!("note: matrix.toml still marks {} as not locked; set status = \"locked\" after reviewing the file", p.name);
+        eprintln!("note: matrix.toml still marks {} as not locked; set status = \"locked\" after reviewing the file", Visible(&p.name));
     }
     Ok(Exit::Pass)
 }
@@ -162,15 +163,15 @@ fn select(
                 let v = serde_json::json!({ "schema": "greta.lock-select/v1", "ok": true, "selection": sel });
                 outln!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                outln!("profile: {}", sel.profile);
+                outln!("profile: {}", Visible(&sel.profile));
                 for r in &sel.reasons {
-                    outln!("  because: {r}");
+                    outln!("  because: {}", Visible(r));
                 }
                 for (k, v) in &sel.env_vars {
-                    outln!("  sets: {k}={v}");
+                    outln!("  sets: {}={}", Visible(k), Visible(v));
                 }
                 for w in &sel.warnings {
-                    outln!("  warning: {w}");
+                    outln!("  warning: {}", Visible(w));
                 }
             }
             Ok(Exit::Pass)
@@ -181,8 +182,8 @@ fn select(
                     let v = serde_json::json!({ "schema": "greta.lock-select/v1", "ok": false, "refusal": { "message": r.message, "fix": r.fix } });
                     outln!("{}", serde_json::to_string_pretty(&v)?);
                 } else {
-                    outln!("refused: {}", r.message);
-                    outln!("  fix: {}", r.fix);
+                    outln!("refused: {}", Visible(&r.message));
+                    outln!("  fix: {}", Visible(&r.fix));
                 }
                 Ok(Exit::Fail)
             }
@@ -206,7 +207,7 @@ fn list(m: &Matrix, json: bool, verbose: u8) -> Result<Exit> {
         crate::out::print_json(&v)?;
         return Ok(Exit::Pass);
     }
-    outln!("lock set: {}", m.dir.why());
+    outln!("lock set: {}", Visible(&m.dir.why()));
     if verbose > 0 {
         // What exactly is in effect: each file with its digest, so two
         // machines can compare their sets.
@@ -217,11 +218,14 @@ fn list(m: &Matrix, json: bool, verbose: u8) -> Result<Exit> {
             match m.dir.read(&n)? {
                 Some(t) => outln!(
                     "  {:<36} {:>8} bytes  sha256 {}",
-                    m.dir.shown(&n).display().to_string(),
+                    Visible(&m.dir.shown(&n).display().to_string()),
                     t.len(),
                     hex::encode(<sha2::Sha256 as sha2::Digest>::digest(t.as_bytes()))
                 ),
-                None => outln!("  {:<36} (absent)", m.dir.shown(&n).display().to_string()),
+                None => outln!(
+                    "  {:<36} (absent)",
+                    Visible(&m.dir.shown(&n).display().to_string())
+                ),
             }
         }
     }
@@ -240,16 +244,19 @@ fn list(m: &Matrix, json: bool, verbose: u8) -> Result<Exit> {
         };
         outln!(
             "{:<9} {:<7} {:<11} {:<12} {:<24} {}",
-            p.name,
+            Visible(&p.name),
             p.backend.as_str(),
             status,
-            p.python.join(","),
-            p.lockfile_name,
-            p.summary
+            Visible(&p.python.join(",")),
+            Visible(&p.lockfile_name),
+            Visible(&p.summary)
         );
         if p.device_extra.is_some() {
             // Which GPUs it serves is the point of such a profile.
-            outln!("          device wheels per target: {}", p.gfx.join(" "));
+            outln!(
+                "          device wheels per target: {}",
+                Visible(&p.gfx.join(" "))
+            );
         }
     }
     Ok(Exit::Pass)
@@ -296,11 +303,11 @@ fn show(
             outln!("{}", serde_json::to_string_pretty(&v)?);
         } else {
             print_profile(p);
-            outln!("NOT LOCKED: {reason}");
+            outln!("NOT LOCKED: {}", Visible(reason));
             outln!(
                 "fix: run `greta lock update {}` where {} is reachable",
-                p.name,
-                shown_indexes(p)
+                Visible(&p.name),
+                Visible(&shown_indexes(p))
             );
         }
         return Ok(Exit::Fail);
@@ -336,14 +343,14 @@ fn show(
         print_profile(p);
         outln!(
             "lockfile: {} (sha256 {})",
-            lockfile.path.display(),
+            Visible(&lockfile.path.display().to_string()),
             lockfile.sha256
         );
         for (i, r) in &sets {
             outln!();
-            outln!("{}:", i.describe());
+            outln!("{}:", Visible(&i.describe()));
             match r {
-                Err(e) => outln!("  cannot resolve: {e}"),
+                Err(e) => outln!("  cannot resolve: {}", Visible(e)),
                 Ok(pins) => {
                     for w in pins {
                         let size = w
@@ -353,13 +360,13 @@ fn show(
                             .unwrap_or_else(|| "size ?".into());
                         outln!(
                             "  {} {}  {}  [{}]",
-                            w.wheel.name,
-                            w.wheel.version,
-                            w.wheel.filename,
+                            Visible(&w.wheel.name),
+                            Visible(&w.wheel.version.to_string()),
+                            Visible(&w.wheel.filename),
                             size
                         );
                         outln!("      sha256 {}  line {}", w.wheel.sha256, w.line);
-                        outln!("      why: {}", w.why);
+                        outln!("      why: {}", Visible(&w.why));
                     }
                     let known: u64 = pins.iter().filter_map(|w| w.wheel.size).sum();
                     let unknown = pins.iter().filter(|w| w.wheel.size.is_none()).count();
@@ -387,31 +394,41 @@ fn shown_indexes(p: &lock::Profile) -> String {
 }
 
 fn print_profile(p: &lock::Profile) {
-    outln!("profile {} ({}): {}", p.name, p.backend.as_str(), p.summary);
+    outln!(
+        "profile {} ({}): {}",
+        Visible(&p.name),
+        p.backend.as_str(),
+        Visible(&p.summary)
+    );
     if let Some(v) = &p.backend_version {
         outln!(
-            "  built against {} {v}; serves host {}",
+            "  built against {} {}; serves host {}",
             p.backend.as_str(),
-            p.serves
+            Visible(&v.to_string()),
+            Visible(&p.serves.to_string())
         );
     }
     if let Some(d) = &p.driver {
-        outln!("  kernel driver {d}");
+        outln!("  kernel driver {}", Visible(&d.to_string()));
     }
     if !p.gfx.is_empty() {
-        outln!("  gfx targets: {}", p.gfx.join(" "));
+        outln!("  gfx targets: {}", Visible(&p.gfx.join(" ")));
     }
     outln!(
         "  python: {}; indexes: {}",
-        p.python.join(", "),
-        shown_indexes(p)
+        Visible(&p.python.join(", ")),
+        Visible(&shown_indexes(p))
     );
     for (py, why) in &p.incomplete {
-        outln!("  python {py} not locked: {why}");
+        outln!(
+            "  python {} not locked: {}",
+            Visible(&py.to_string()),
+            Visible(&why.to_string())
+        );
     }
-    outln!("  requirements: {}", p.requirements.join("; "));
+    outln!("  requirements: {}", Visible(&p.requirements.join("; ")));
     for n in &p.notes {
-        outln!("  note: {n}");
+        outln!("  note: {}", Visible(n));
     }
 }
 
@@ -443,12 +460,16 @@ fn run_check(m: &Matrix, json: bool) -> Result<Exit> {
                 .collect();
             outln!(
                 "{glyph} {:<9} {:<40} {}",
-                r.profile,
-                r.status,
-                sets.join(", ")
+                Visible(&r.profile),
+                Visible(&r.status),
+                Visible(&sets.join(", "))
             );
             for pr in &r.problems {
-                outln!("    {}: {}", pr.at, pr.message);
+                outln!(
+                    "    {}: {}",
+                    Visible(&pr.at.to_string()),
+                    Visible(&pr.message)
+                );
             }
         }
         outln!(

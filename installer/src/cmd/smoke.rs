@@ -241,7 +241,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let backend = match args.backend {
         BackendChoice::Auto => {
             let c = greta_smoke::auto::choose_with(&args.device, auto::seen);
-            eprintln!("greta smoke: backend {}: {}", c.backend.as_str(), c.why);
+            // The reason names the GPUs the drivers report.
+            eprintln!(
+                "greta smoke: backend {}: {}",
+                c.backend.as_str(),
+                greta_vocab::Visible(&c.why)
+            );
             c.run_as()
         }
         b => b,

@@ -55,8 +55,10 @@ impl Bars {
                     .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> "),
             );
-            b.set_prefix(a.name.chars().take(10).collect::<String>());
-            b.set_message(a.filename.clone());
+            // Names from the lockfile: shown, never acted on.
+            let name = greta_vocab::visible(&a.name);
+            b.set_prefix(name.chars().take(10).collect::<String>());
+            b.set_message(greta_vocab::visible(&a.filename).into_owned());
             b
         });
         FileBar {

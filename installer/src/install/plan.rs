@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use greta_vocab::size;
+use greta_vocab::{size, Visible};
 
 use super::detect::probe_facts;
 use crate::envs::{installer, ProbeSummary};
@@ -280,25 +280,33 @@ pub enum Detail {
     Wheels,
 }
 
+///
+/// The lock set, the probed machine and the interpreter are outside
+/// greta: every string of theirs is printed through [`Visible`].
 pub fn explain(plan: &Plan, detail: Detail) -> String {
-    let mut s = format!("profile {} ({}):\n", plan.profile, plan.backend);
+    let mut s = format!("profile {} ({}):\n", Visible(&plan.profile), plan.backend);
     for r in &plan.reasons {
-        s.push_str(&format!("  - {r}\n"));
+        s.push_str(&format!("  - {}\n", Visible(r)));
     }
     for w in &plan.warnings {
-        s.push_str(&format!("  ! {w}\n"));
+        s.push_str(&format!("  ! {}\n", Visible(w)));
     }
     for (k, v) in &plan.env_vars {
-        s.push_str(&format!("  env: {k}={v} (set by greta-activate)\n"));
+        s.push_str(&format!(
+            "  env: {}={} (set by greta-activate)\n",
+            Visible(k),
+            Visible(v)
+        ));
     }
     s.push_str(&format!(
         "python {}: {}\n",
-        plan.python.version, plan.python.why
+        Visible(&plan.python.version.to_string()),
+        Visible(&plan.python.why)
     ));
-    s.push_str(&format!("lock set: {}\n", plan.lock_dir.why()));
+    s.push_str(&format!("lock set: {}\n", Visible(&plan.lock_dir.why())));
     s.push_str(&format!(
         "lockfile {} (sha256 {})\n",
-        plan.lockfile.display(),
+        Visible(&plan.lockfile.display().to_string()),
         &plan.lock_sha256.to_string()[..16]
     ));
     if plan.backend == greta_vocab::Backend::Rocm {
@@ -308,7 +316,10 @@ pub fn explain(plan: &Plan, detail: Detail) -> String {
             if gfx.is_empty() {
                 String::new()
             } else {
-                format!(" (kernels compiled by hiprtc for {})", gfx.join(", "))
+                format!(
+                    " (kernels compiled by hiprtc for {})",
+                    Visible(&gfx.join(", "))
+                )
             }
         ));
     }
@@ -316,7 +327,7 @@ pub fn explain(plan: &Plan, detail: Detail) -> String {
     if !plan.device_extras.is_empty() {
         s.push_str(&format!(
             "device wheels: {} (this machine's GPU targets; the host wheels are shared)\n",
-            plan.device_extras.join(", ")
+            Visible(&plan.device_extras.join(", "))
         ));
     }
     if detail == Detail::Summary {
@@ -340,7 +351,10 @@ pub fn explain(plan: &Plan, detail: Detail) -> String {
             .unwrap_or_default();
         s.push_str(&format!(
             "  {} {}  {}{size}\n      {}\n",
-            w.wheel.name, w.wheel.version, w.wheel.filename, w.why
+            Visible(&w.wheel.name),
+            Visible(&w.wheel.version.to_string()),
+            Visible(&w.wheel.filename),
+            Visible(&w.why)
         ));
     }
     s

@@ -519,3 +519,52 @@ fn sysroot_with_an_unreadable_capture_file_is_undecided() {
     assert_eq!(o.status.code(), Some(2), "{v}");
     assert!(v["notes"].to_string().contains(".greta/id"), "{v}");
 }
+
+/// A 4 MiB paste of `Name: gfx942` lines (280,000 GPU agents) once gave as
+/// many GPUs: 70 MB of memory per MiB pasted and 40 MB of JSON per MiB.
+/// Now the report keeps the first `greta_probe::MAX_LISTED` (128), says
+/// how many the paste claims, and memory and output stay small. The
+/// child's peak memory is read from the kernel (`wait4`).
+#[test]
+fn a_paste_claiming_hundreds_of_thousands_of_gpus_stays_small() {
+    use std::os::unix::process::ExitStatusExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let paste = tmp.path().join("rocminfo.txt");
+    let n = (4 << 20) / "  Name: gfx942\n".len();
+    std::fs::write(
+        &paste,
+        format!("HSA Agents\n{}", "  Name: gfx942\n".repeat(n)),
+    )
+    .unwrap();
+    let out = tmp.path().join("out.json");
+    // Reaped below by wait4, which also gives its peak memory.
+    #[allow(clippy::zombie_processes)]
+    let child = greta()
+        .args(["doctor", "--json", "--from"])
+        .arg(&paste)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, valid out-pointers.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    let status = std::process::ExitStatus::from_raw(status);
+    assert!(status.code().is_some(), "{status:?}");
+    let json_len = std::fs::metadata(&out).unwrap().len();
+    assert!(json_len < 1 << 20, "{json_len} bytes of JSON");
+    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(v["facts"]["gpus"].as_array().unwrap().len(), 128);
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains(&format!(
+            "this paste claims {n} GPUs; greta read the first 128"
+        )),
+        "{notes}"
+    );
+    // ru_maxrss is in KiB: the paste is 4 MiB, held a few times over.
+    let peak_mib = usage.ru_maxrss / 1024;
+    assert!(peak_mib < 150, "peak memory {peak_mib} MiB");
+}

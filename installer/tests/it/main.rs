@@ -53,4 +53,5 @@ mod report_page;
 mod self_contained;
 mod slurm_healthcheck;
 mod smoke_cli;
+mod terminal_text;
 mod tuning_cache_cli;

@@ -24,7 +24,7 @@ pub const READER: super::readers::Fns = super::readers::Fns {
 };
 
 pub fn recognise(text: &str) -> bool {
-    !agent_lines(text).is_empty()
+    !agent_lines(text).kept.is_empty()
 }
 
 /// The target line of one agent: `gfx942`, `gfx90a:sramecc+:xnack-`.
@@ -34,34 +34,65 @@ fn target(line: &str) -> Option<&str> {
     (!t.contains(char::is_whitespace) && find_gfx(name).as_deref() == Some(name)).then_some(name)
 }
 
-/// The target of every agent line of the enumerator's output(s) in `text`,
-/// `gfx000` included.
-fn agent_lines(text: &str) -> Vec<&str> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let opens = lines[i].contains(COMMAND) || target(lines[i]) == Some("gfx000");
-        if !opens {
-            i += 1;
+/// The agent lines of the enumerator's output(s) in a text.
+struct AgentLines<'a> {
+    /// The first targets, `gfx000` included (at most
+    /// [`super::MAX_LISTED`] GPUs' worth).
+    kept: Vec<&'a str>,
+    /// GPU targets (not `gfx000`) in all, kept or not.
+    gpus: usize,
+}
+
+/// The target of every agent line of the enumerator's output(s) in `text`.
+fn agent_lines(text: &str) -> AgentLines<'_> {
+    let mut out = AgentLines {
+        kept: Vec::new(),
+        gpus: 0,
+    };
+    let mut lines = text.lines().peekable();
+    while let Some(l) = lines.next() {
+        let starts_run = target(l) == Some("gfx000");
+        if !l.contains(COMMAND) && !starts_run {
             continue;
         }
         // The run of target lines that follows (or starts at `gfx000`);
-        // `-name`'s generic targets sit among them and are skipped.
-        let mut j = if lines[i].contains(COMMAND) { i + 1 } else { i };
-        let mut run = Vec::new();
-        while let Some(l) = lines.get(j) {
-            if let Some(g) = target(l) {
+        // `-name`'s generic targets sit among them and are skipped. The
+        // line that ends a run may open the next.
+        let mut run: Vec<&str> = Vec::new();
+        if starts_run && !l.contains(COMMAND) {
+            run.push("gfx000");
+        }
+        while let Some(&n) = lines.peek() {
+            if let Some(g) = target(n) {
                 run.push(g);
-            } else if !is_generic(l) {
+            } else if !is_generic(n) {
                 break;
             }
-            j += 1;
+            lines.next();
+            // Counted as they come: a run of a million lines is not kept.
+            if run.len() > 2 * super::MAX_LISTED {
+                out.add(run.drain(..));
+            }
         }
-        out.extend(run);
-        i = j.max(i + 1);
+        out.add(run.drain(..));
     }
     out
+}
+
+impl<'a> AgentLines<'a> {
+    fn add(&mut self, targets: impl Iterator<Item = &'a str>) {
+        for g in targets {
+            if g != "gfx000" {
+                self.gpus += 1;
+                if self.gpus > super::MAX_LISTED {
+                    continue;
+                }
+            }
+            if self.kept.len() < 2 * super::MAX_LISTED {
+                self.kept.push(g);
+            }
+        }
+    }
 }
 
 /// `gfx9-4-generic:sramecc+:xnack-`, `gfx11-generic`.
@@ -72,15 +103,22 @@ fn is_generic(line: &str) -> bool {
 
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
-    let agents = agent_lines(text);
+    let lines = agent_lines(text);
+    if lines.gpus > super::MAX_LISTED {
+        f.cut.insert("GPUs", lines.gpus);
+    }
+    let agents = lines.kept;
     for g in agents.iter().filter(|g| **g != "gfx000") {
-        f.gpus.push(Gpu {
-            gfx: Some(g.to_string()),
-            name: g.to_string(),
-            vendor_id: Some(amd::AMD),
-            integrated: amd::is_apu_target(g).then_some(true),
-            ..Gpu::amdgpu_seen_by(COMMAND)
-        });
+        super::limits::push_gpu(
+            &mut f,
+            Gpu {
+                gfx: Some(g.to_string()),
+                name: g.to_string(),
+                vendor_id: Some(amd::AMD),
+                integrated: amd::is_apu_target(g).then_some(true),
+                ..Gpu::amdgpu_seen_by(COMMAND)
+            },
+        );
         if !f.rocm.agent_gfx.iter().any(|x| x == g) {
             f.rocm.agent_gfx.push(g.to_string());
         }

@@ -4,6 +4,7 @@
 
 use super::amd::{self, find_gfx, parse_id};
 use super::kv;
+use super::limits::Keyed;
 use crate::facts::{Facts, Gpu, KernelDriver};
 
 /// This format's entry in the registry of readers (`super::readers`).
@@ -94,8 +95,8 @@ fn parse_keys(text: &str) -> Facts {
     let lines: Vec<&str> = text.lines().collect();
     // Key form: GPUs by their amd-smi index ("GPU: 0"); a paste of `amd-smi
     // list` then `amd-smi static` names each index twice, for one GPU.
-    let mut keyed: Vec<(&str, Gpu)> = Vec::new();
-    let mut cur: Option<usize> = None;
+    let mut keyed: Keyed<&str, Gpu> = Keyed::default();
+    let mut cur: Option<&str> = None;
     // `amd-smi static --driver`: "DRIVER:" then indented "NAME: amdgpu", "VERSION: 6.18.3".
     let mut section = "";
     let mut section_indent = 0;
@@ -111,13 +112,16 @@ fn parse_keys(text: &str) -> Facts {
                         .and_then(|n| total_mb(n))
                         .map(|mb| mb << 20);
                     let name = name.trim().to_string();
-                    f.gpus.push(Gpu {
-                        vf: amd::is_vf(&name, None, None),
-                        name,
-                        pci_address: Some(bdf.to_lowercase()),
-                        vram_bytes: vram,
-                        ..Gpu::amdgpu_seen_by("amd-smi")
-                    });
+                    super::limits::push_gpu(
+                        &mut f,
+                        Gpu {
+                            vf: amd::is_vf(&name, None, None),
+                            name,
+                            pci_address: Some(bdf.to_lowercase()),
+                            vram_bytes: vram,
+                            ..Gpu::amdgpu_seen_by("amd-smi")
+                        },
+                    );
                     continue;
                 }
             }
@@ -155,13 +159,8 @@ fn parse_keys(text: &str) -> Facts {
         }
         match k {
             "GPU" if v.bytes().all(|b| b.is_ascii_digit()) && !v.is_empty() => {
-                cur = Some(match keyed.iter().position(|(i, _)| *i == v) {
-                    Some(p) => p,
-                    None => {
-                        keyed.push((v, Gpu::amdgpu_seen_by("amd-smi")));
-                        keyed.len() - 1
-                    }
-                });
+                keyed.entry(v, || Gpu::amdgpu_seen_by("amd-smi"));
+                cur = Some(v);
             }
             // Another kind of device amd-smi lists in the same layout
             // (`AI_NIC: 0`, `CPU: 0`): it ends the GPU, and its keys
@@ -174,9 +173,10 @@ fn parse_keys(text: &str) -> Facts {
                 cur = None;
             }
             _ => {
-                let Some(g) = cur.and_then(|c| keyed.get_mut(c)).map(|(_, g)| g) else {
+                let Some(c) = cur else {
                     continue;
                 };
+                let g = keyed.entry(c, || Gpu::amdgpu_seen_by("amd-smi"));
                 match k {
                     "BDF" if is_bdf(v) => {
                         g.pci_address.get_or_insert_with(|| v.to_lowercase());
@@ -190,9 +190,10 @@ fn parse_keys(text: &str) -> Facts {
             }
         }
     }
-    f.gpus.extend(keyed.into_iter().map(|(_, g)| g));
+    let keyed = keyed.finish("GPUs", &mut f.cut);
+    f.gpus.extend(keyed);
     if f.gpus.is_empty() {
-        f.gpus = partition_gpus(&lines);
+        f.gpus = partition_gpus(&lines, &mut f.cut);
     }
     for g in &mut f.gpus {
         g.vf |= amd::is_vf(&g.name, g.vendor_id.or(Some(amd::AMD)), g.device_id);
@@ -205,8 +206,11 @@ fn parse_keys(text: &str) -> Facts {
 /// several logical ones, each a GPU_ID and each a device of its own to ROCm,
 /// so the distinct GPU_IDs are the GPUs. Used only when the text names the
 /// GPUs no other way (the same GPUs in `amd-smi static` carry names).
-fn partition_gpus(lines: &[&str]) -> Vec<Gpu> {
-    let mut ids: Vec<&str> = Vec::new();
+fn partition_gpus(
+    lines: &[&str],
+    cut: &mut std::collections::BTreeMap<&'static str, usize>,
+) -> Vec<Gpu> {
+    let mut ids: Keyed<&str, ()> = Keyed::default();
     let mut in_table = false;
     for line in lines {
         let mut words = line.split_whitespace();
@@ -220,14 +224,15 @@ fn partition_gpus(lines: &[&str]) -> Vec<Gpu> {
             // A row whose GPU_ID cell is blank: another profile or resource
             // of the GPU above (ACCELERATOR_PARTITION_PROFILES), not a GPU.
         } else if in_table && first.bytes().all(|b| b.is_ascii_digit()) {
-            if !ids.contains(&first) {
-                ids.push(first);
-            }
+            ids.entry(first, || ());
         } else {
             in_table = false;
         }
     }
-    ids.iter().map(|_| Gpu::amdgpu_seen_by("amd-smi")).collect()
+    ids.finish("GPUs", cut)
+        .iter()
+        .map(|_| Gpu::amdgpu_seen_by("amd-smi"))
+        .collect()
 }
 
 /// The driver version as amd-smi prints it. With the kernel's own (in-tree)

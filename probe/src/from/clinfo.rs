@@ -66,7 +66,7 @@ pub fn parse(text: &str) -> Facts {
                     g.gfx = Some(real);
                     f.rocm.hsa_override_gfx_version.get_or_insert(value);
                 }
-                f.gpus.push(g);
+                super::limits::push_gpu(f, g);
             }
         }
     };

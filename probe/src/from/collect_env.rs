@@ -231,13 +231,16 @@ fn push_gpu(f: &mut Facts, v: &str) {
     } else {
         Vendor::Other
     };
-    f.gpus.push(Gpu {
-        vendor,
-        name,
-        gfx,
-        seen_by: vec!["collect_env".into()],
-        ..Gpu::default()
-    });
+    super::limits::push_gpu(
+        f,
+        Gpu {
+            vendor,
+            name,
+            gfx,
+            seen_by: vec!["collect_env".into()],
+            ..Gpu::default()
+        },
+    );
 }
 
 #[cfg(test)]

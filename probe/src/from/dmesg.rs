@@ -250,12 +250,22 @@ pub fn parse(text: &str) -> Facts {
     }
     // KFD lines name device ids without addresses; when amdgpu lines give the
     // addresses they describe the same GPUs, so only one list is kept.
-    f.gpus = if amdgpu.gpus.is_empty() {
+    let (amd_gpus, amd_named) = amdgpu.finish();
+    let (nv_gpus, nv_named) = nvidia.finish();
+    let named = if amd_gpus.is_empty() {
+        by_kfd.len()
+    } else {
+        amd_named
+    } + nv_named;
+    f.gpus = if amd_gpus.is_empty() {
         by_kfd
     } else {
-        amdgpu.gpus
+        amd_gpus
     };
-    f.gpus.extend(nvidia.gpus);
+    f.gpus.extend(nv_gpus);
+    if named > super::MAX_LISTED {
+        f.cut.insert("GPUs", named);
+    }
     for g in &mut f.gpus {
         if g.integrated.is_none() && g.gfx.is_none() && looks_integrated(g) {
             g.integrated = Some(true);
@@ -393,13 +403,22 @@ fn looks_integrated(g: &Gpu) -> bool {
     matches!((g.vram_bytes, g.gtt_bytes), (Some(v), Some(t)) if v <= 512 << 20 && t >= 4 << 30)
 }
 
-/// The GPUs amdgpu's own lines describe, in the order they appear.
+/// The GPUs amdgpu's own lines describe, in the order they appear: at
+/// most [`super::MAX_LISTED`]; what lines name beyond goes to one spill
+/// slot (dropped at the end) and is counted.
 #[derive(Default)]
 struct AmdgpuLines {
     gpus: Vec<Gpu>,
     /// The GPU the last line that named one belongs to: an address-less
     /// line (VRAM size, a modesetting line) continues it.
     last: Option<usize>,
+    /// Each address's GPU, and the GPUs no address has named yet in
+    /// order: a log naming many GPUs stays linear.
+    at: std::collections::HashMap<String, usize>,
+    unaddressed: std::collections::BTreeSet<usize>,
+    /// Addresses beyond the limit, and address-less GPUs beyond it.
+    beyond: std::collections::HashSet<String>,
+    beyond_unaddressed: usize,
 }
 
 impl AmdgpuLines {
@@ -491,16 +510,13 @@ impl AmdgpuLines {
     /// The GPU at `bdf`: the one already there, else one an earlier
     /// address-less modesetting line named, else a new one.
     fn at_address(&mut self, bdf: &str) -> usize {
-        if let Some(i) = self
-            .gpus
-            .iter()
-            .position(|g| g.pci_address.as_deref() == Some(bdf))
-        {
+        if let Some(&i) = self.at.get(bdf) {
             return i;
         }
-        match self.gpus.iter().position(|g| g.pci_address.is_none()) {
+        match self.unaddressed.pop_first() {
             Some(i) => {
                 self.gpus[i].pci_address = Some(bdf.to_string());
+                self.at.insert(bdf.to_string(), i);
                 i
             }
             None => self.push(Some(bdf.to_string())),
@@ -508,6 +524,29 @@ impl AmdgpuLines {
     }
 
     fn push(&mut self, pci_address: Option<String>) -> usize {
+        let i = self.gpus.len();
+        if i >= super::MAX_LISTED {
+            match pci_address {
+                Some(a) => {
+                    self.beyond.insert(a);
+                }
+                None => self.beyond_unaddressed += 1,
+            }
+            // The spill slot: what the lines say of GPUs beyond the limit
+            // lands here and goes at the end.
+            if i == super::MAX_LISTED {
+                self.gpus.push(Gpu::default());
+            }
+            return super::MAX_LISTED;
+        }
+        match &pci_address {
+            Some(a) => {
+                self.at.insert(a.clone(), i);
+            }
+            None => {
+                self.unaddressed.insert(i);
+            }
+        }
         self.gpus.push(Gpu {
             vendor: Vendor::Amd,
             vendor_id: Some(amd::AMD),
@@ -516,7 +555,14 @@ impl AmdgpuLines {
             seen_by: vec!["dmesg".into()],
             ..Gpu::default()
         });
-        self.gpus.len() - 1
+        i
+    }
+
+    /// The GPUs, and how many the lines named in all.
+    fn finish(mut self) -> (Vec<Gpu>, usize) {
+        self.gpus.truncate(super::MAX_LISTED);
+        let named = self.gpus.len() + self.beyond.len() + self.beyond_unaddressed;
+        (self.gpus, named)
     }
 }
 

@@ -114,17 +114,20 @@ pub fn parse(text: &str) -> Facts {
             _ => None,
         };
         let is_amd = vendor == Vendor::Amd;
-        f.gpus.push(Gpu {
-            vendor,
-            vendor_id: is_amd.then_some(amd::AMD),
-            name: d.name,
-            gfx: d.arch,
-            pci_address,
-            vram_bytes: d.mem_bytes,
-            compute_units: d.cus.filter(|_| is_amd),
-            seen_by: vec!["hipinfo".into()],
-            ..Gpu::default()
-        });
+        super::limits::push_gpu(
+            &mut f,
+            Gpu {
+                vendor,
+                vendor_id: is_amd.then_some(amd::AMD),
+                name: d.name,
+                gfx: d.arch,
+                pci_address,
+                vram_bytes: d.mem_bytes,
+                compute_units: d.cus.filter(|_| is_amd),
+                seen_by: vec!["hipinfo".into()],
+                ..Gpu::default()
+            },
+        );
     }
     if f.gpus.iter().any(|g| g.vendor == Vendor::Amd) {
         f.rocm.runtime_sees_gpu = Some(true);

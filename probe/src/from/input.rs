@@ -3,6 +3,7 @@
 //! codes included).
 
 use super::FromError;
+use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
 
@@ -131,7 +132,9 @@ pub(super) fn read_waiting(
 }
 
 /// Bytes to text: binary and empty input are refused with a reason; bad
-/// UTF-8 is replaced; ANSI colour codes (rocminfo prints them) and CRs go.
+/// UTF-8 is replaced; terminal control sequences go (colour codes, which
+/// rocminfo prints, window titles, every other escape sequence: see
+/// [`strip_control_sequences`]); CRLF and lone CR line ends become LF.
 pub fn decode(raw: &[u8]) -> Result<String, String> {
     // PowerShell's `>` writes UTF-16 with a byte-order mark.
     let utf16 = |be: bool| {
@@ -165,35 +168,123 @@ pub fn decode(raw: &[u8]) -> Result<String, String> {
         return Err("binary data, not text: give the tool's text output".into());
     }
     let text = String::from_utf8_lossy(raw);
-    let text = if text.contains('\u{1b}') {
-        strip_ansi(&text)
-    } else {
-        text.into_owned()
-    };
-    Ok(if text.contains('\r') {
-        text.replace('\r', "")
-    } else {
-        text
-    })
+    Ok(line_ends(&strip_control_sequences(&text)).into_owned())
 }
 
-pub(super) fn strip_ansi(s: &str) -> String {
+/// Every line end as `\n`: CRLF (Windows), a lone CR (old Mac files, some
+/// terminals' pastes, progress lines that return to their start) and LF,
+/// mixed in any way. A paste whose lines end in CR alone otherwise reads
+/// as one line.
+pub(super) fn line_ends(s: &str) -> Cow<'_, str> {
+    if !s.contains('\r') {
+        return Cow::Borrowed(s);
+    }
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            if chars.peek() == Some(&'[') {
+        if c == '\r' {
+            if chars.peek() == Some(&'\n') {
                 chars.next();
-                // CSI: parameters then one final byte in @..~
-                for n in chars.by_ref() {
+            }
+            out.push('\n');
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The text without its terminal control sequences (ECMA-48), which a
+/// paste of a terminal session carries and which would split or hide
+/// what a reader looks for: CSI (`ESC [` ... final byte: colours, cursor
+/// moves; rocminfo prints them), the string sequences OSC (`ESC ]`, a
+/// window title or a hyperlink), DCS (`ESC P`), SOS, PM and APC up to
+/// their terminator (ST, or BEL for OSC; a line end also ends one, so an
+/// unterminated sequence never swallows the rest of a paste), the other
+/// escape sequences (`ESC` intermediates final: `ESC ( B`, `ESC 7`), and
+/// their 8-bit C1 forms (U+009B CSI, U+009D OSC, ...). Other control
+/// characters stay (they are shown escaped wherever text is printed).
+pub(super) fn strip_control_sequences(s: &str) -> Cow<'_, str> {
+    if !s
+        .chars()
+        .any(|c| c == '\u{1b}' || ('\u{80}'..='\u{9f}').contains(&c))
+    {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        // The introducer, as its 7-bit final character.
+        let kind = match c {
+            '\u{1b}' => match chars.peek() {
+                Some(&k) if (' '..='~').contains(&k) => {
+                    chars.next();
+                    k
+                }
+                // An ESC before a line end, a control or the end stands
+                // alone and goes.
+                _ => continue,
+            },
+            '\u{9b}' => '[',
+            '\u{9d}' => ']',
+            '\u{90}' => 'P',
+            '\u{98}' => 'X',
+            '\u{9e}' => '^',
+            '\u{9f}' => '_',
+            // Any other C1 control is a sequence of its own.
+            '\u{80}'..='\u{9f}' => continue,
+            c => {
+                out.push(c);
+                continue;
+            }
+        };
+        match kind {
+            // CSI: parameter and intermediate bytes, then one final byte.
+            '[' => {
+                while let Some(&n) = chars.peek() {
+                    if matches!(n, '\n' | '\r') {
+                        break;
+                    }
+                    chars.next();
                     if ('@'..='~').contains(&n) {
                         break;
                     }
                 }
             }
-            continue;
+            // Strings: up to ST (ESC \ or U+009C), BEL (OSC's other end)
+            // or the line's end.
+            ']' | 'P' | 'X' | '^' | '_' => {
+                while let Some(&n) = chars.peek() {
+                    if matches!(n, '\n' | '\r') {
+                        break;
+                    }
+                    chars.next();
+                    if n == '\u{7}' || n == '\u{9c}' {
+                        break;
+                    }
+                    if n == '\u{1b}' {
+                        if chars.peek() == Some(&'\\') {
+                            chars.next();
+                        }
+                        break;
+                    }
+                }
+            }
+            // `ESC` intermediates (0x20-0x2F), then one final byte.
+            k if (' '..='/').contains(&k) => {
+                while let Some(&n) = chars.peek() {
+                    if matches!(n, '\n' | '\r') {
+                        break;
+                    }
+                    chars.next();
+                    if !(' '..='/').contains(&n) {
+                        break;
+                    }
+                }
+            }
+            // `ESC` and one final byte (`ESC 7`, `ESC c`).
+            _ => {}
         }
-        out.push(c);
     }
-    out
+    Cow::Owned(out)
 }

@@ -49,12 +49,15 @@ pub fn parse(text: &str) -> Facts {
                 let vendor = super::vulkaninfo::vendor_from_name(name);
                 // The default backend's devices: `cpu-1` is jax on the CPU.
                 if !name.eq_ignore_ascii_case("cpu") {
-                    f.gpus.push(Gpu {
-                        vendor,
-                        name: name.to_string(),
-                        seen_by: vec!["jax".into()],
-                        ..Gpu::default()
-                    });
+                    super::limits::push_gpu(
+                        &mut f,
+                        Gpu {
+                            vendor,
+                            name: name.to_string(),
+                            seen_by: vec!["jax".into()],
+                            ..Gpu::default()
+                        },
+                    );
                 }
             }
         } else if let Some(p) = t.strip_prefix("platform: uname_result(") {

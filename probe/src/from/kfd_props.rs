@@ -178,18 +178,21 @@ pub fn parse(text: &str) -> Facts {
             (Some(v), Some(d)) => amd::pci_name(v, d).unwrap_or("").to_string(),
             _ => String::new(),
         };
-        f.gpus.push(Gpu {
-            vendor,
-            vf: amd::is_vf(&name, vendor_id, device_id),
-            name,
-            vendor_id,
-            device_id,
-            gfx,
-            integrated,
-            render_minor: n.render_minor(),
-            seen_by: vec!["kfd".into()],
-            ..Gpu::default()
-        });
+        super::limits::push_gpu(
+            &mut f,
+            Gpu {
+                vendor,
+                vf: amd::is_vf(&name, vendor_id, device_id),
+                name,
+                vendor_id,
+                device_id,
+                gfx,
+                integrated,
+                render_minor: n.render_minor(),
+                seen_by: vec!["kfd".into()],
+                ..Gpu::default()
+            },
+        );
     }
     f
 }

@@ -4,6 +4,7 @@
 //! `  Device 0: AMD Radeon Graphics, gfx1103 (0x1103), VMM: no, Wave Size: 32`.
 
 use super::amd::find_gfx;
+use super::limits::Keyed;
 use super::vulkaninfo::{gpu_of, kind_from_driver_id};
 use crate::facts::{Facts, Gpu, Vendor, VulkanDevice};
 use greta_vocab::{DeviceType, VkFamily};
@@ -105,25 +106,22 @@ fn rocm_list_row(l: &str) -> Option<(u32, &str)> {
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
     let mut cuda_backend: Option<Vendor> = None;
-    let mut seen: Vec<(String, String, VkFamily)> = Vec::new();
+    let mut seen: std::collections::HashSet<(String, String, VkFamily)> = Default::default();
     // Device-list rows, kept apart: the same device's `Device N:` line,
     // which names its gfx, wins over them (added after the loop).
-    let mut listed: Vec<(u32, String)> = Vec::new();
+    let mut listed: Keyed<u32, (u32, String)> = Keyed::default();
     for line in text.lines() {
         if let Some((idx, name)) = rocm_list_row(line) {
-            if !listed.iter().any(|(i, _)| *i == idx) {
-                listed.push((idx, name.to_string()));
-            }
+            listed.entry(idx, || (idx, name.to_string()));
             continue;
         }
         // A log of several runs repeats the device list: one device per
         // (index, name, driver), so two identical GPUs still count twice.
         let mut push = |f: &mut Facts, idx: &str, d: VulkanDevice| {
             let key = (idx.to_string(), d.name.clone(), d.kind);
-            if seen.contains(&key) {
+            if !seen.insert(key) {
                 return;
             }
-            seen.push(key);
             if !f.vulkan.drivers.contains(&d.kind) {
                 f.vulkan.drivers.push(d.kind);
             }
@@ -132,7 +130,7 @@ pub fn parse(text: &str) -> Facts {
             // pasted beside it is one GPU, which two lists under one
             // source name would keep apart.
             g.seen_by = vec![format!("ggml-vulkan:{}", d.kind.name())];
-            f.gpus.push(g);
+            super::limits::push_gpu(f, g);
             f.vulkan.devices.push(d);
         };
         if let Some(rest) = ggml_vulkan_rest(line) {
@@ -179,19 +177,23 @@ pub fn parse(text: &str) -> Facts {
             } else {
                 None
             };
-            f.gpus.push(Gpu {
-                vendor,
-                name,
-                gfx,
-                seen_by: vec!["ggml-hip".into()],
-                hip_index: (vendor == Vendor::Amd).then(|| idx.parse().ok()).flatten(),
-                ..Gpu::default()
-            });
+            super::limits::push_gpu(
+                &mut f,
+                Gpu {
+                    vendor,
+                    name,
+                    gfx,
+                    seen_by: vec!["ggml-hip".into()],
+                    hip_index: (vendor == Vendor::Amd).then(|| idx.parse().ok()).flatten(),
+                    ..Gpu::default()
+                },
+            );
             if vendor == Vendor::Amd {
                 f.rocm.runtime_sees_gpu = Some(true);
             }
         }
     }
+    let listed = listed.finish("GPUs", &mut f.cut);
     for (idx, name) in listed {
         let known = f
             .gpus
@@ -200,13 +202,16 @@ pub fn parse(text: &str) -> Facts {
         if known {
             continue;
         }
-        f.gpus.push(Gpu {
-            vendor: Vendor::Amd,
-            name,
-            seen_by: vec!["ggml-hip".into()],
-            hip_index: Some(idx),
-            ..Gpu::default()
-        });
+        super::limits::push_gpu(
+            &mut f,
+            Gpu {
+                vendor: Vendor::Amd,
+                name,
+                seen_by: vec!["ggml-hip".into()],
+                hip_index: Some(idx),
+                ..Gpu::default()
+            },
+        );
         f.rocm.runtime_sees_gpu = Some(true);
     }
     f

@@ -8,7 +8,7 @@ use crate::facts::Facts;
 /// The device line of ROCm's benchmark clients (rocblas-bench,
 /// hipblaslt-bench, ...): `Device ID 0 : AMD Radeon VII gfx906:sramecc+:xnack-`.
 pub(super) fn bench_devices(facts: &mut Facts, text: &str) {
-    let mut seen: Vec<&str> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for l in text.lines() {
         let Some(rest) = l.trim().strip_prefix("Device ID ") else {
             continue;
@@ -28,19 +28,21 @@ pub(super) fn bench_devices(facts: &mut Facts, text: &str) {
         };
         let name = desc[..pos].trim().to_string();
         // A log of several runs repeats the line: one GPU per device index.
-        if seen.contains(&idx) {
+        if !seen.insert(idx) {
             continue;
         }
-        seen.push(idx);
-        facts.gpus.push(crate::facts::Gpu {
-            vendor: crate::facts::Vendor::Amd,
-            vendor_id: Some(amd::AMD),
-            name,
-            integrated: amd::is_apu_target(&gfx).then_some(true),
-            gfx: Some(gfx),
-            seen_by: vec!["rocm-bench".into()],
-            ..Default::default()
-        });
+        super::limits::push_gpu(
+            facts,
+            crate::facts::Gpu {
+                vendor: crate::facts::Vendor::Amd,
+                vendor_id: Some(amd::AMD),
+                name,
+                integrated: amd::is_apu_target(&gfx).then_some(true),
+                gfx: Some(gfx),
+                seen_by: vec!["rocm-bench".into()],
+                ..Default::default()
+            },
+        );
     }
 }
 
@@ -393,7 +395,7 @@ pub(super) fn torch_script_devices(facts: &mut Facts, text: &str) {
 /// listed already (by another recogniser, or an earlier line).
 fn add_named_gpu(facts: &mut Facts, gpu: crate::facts::Gpu) {
     if !facts.gpus.iter().any(|g| g.name == gpu.name) {
-        facts.gpus.push(gpu);
+        super::limits::push_gpu(facts, gpu);
     }
 }
 
@@ -408,13 +410,16 @@ fn add_amd_targets(facts: &mut Facts, found: Vec<String>, seen_by: &str) {
         {
             continue;
         }
-        facts.gpus.push(crate::facts::Gpu {
-            vendor: crate::facts::Vendor::Amd,
-            vendor_id: Some(amd::AMD),
-            integrated: amd::is_apu_target(&g).then_some(true),
-            gfx: Some(g),
-            seen_by: vec![seen_by.into()],
-            ..Default::default()
-        });
+        super::limits::push_gpu(
+            facts,
+            crate::facts::Gpu {
+                vendor: crate::facts::Vendor::Amd,
+                vendor_id: Some(amd::AMD),
+                integrated: amd::is_apu_target(&g).then_some(true),
+                gfx: Some(g),
+                seen_by: vec![seen_by.into()],
+                ..Default::default()
+            },
+        );
     }
 }

@@ -85,22 +85,25 @@ pub fn parse(text: &str) -> Facts {
             let p = l.find("driver=")? + 7;
             l[p..].split_whitespace().next().map(String::from)
         });
-        f.gpus.push(Gpu {
-            vendor,
-            vendor_id: vendor.pci_id(),
-            name: product,
-            pci_address: address,
-            // The bound driver is known where lshw shows it: `driver=`, or
-            // UNCLAIMED (none). A claimed block cut before its
-            // configuration line shows a GPU, not its driver.
-            seen_by: vec![if driver.is_some() || unclaimed {
-                SHOWS_DRIVER.into()
-            } else {
-                "lshw".into()
-            }],
-            kernel_driver: driver,
-            ..Gpu::default()
-        });
+        super::limits::push_gpu(
+            &mut f,
+            Gpu {
+                vendor,
+                vendor_id: vendor.pci_id(),
+                name: product,
+                pci_address: address,
+                // The bound driver is known where lshw shows it: `driver=`, or
+                // UNCLAIMED (none). A claimed block cut before its
+                // configuration line shows a GPU, not its driver.
+                seen_by: vec![if driver.is_some() || unclaimed {
+                    SHOWS_DRIVER.into()
+                } else {
+                    "lshw".into()
+                }],
+                kernel_driver: driver,
+                ..Gpu::default()
+            },
+        );
     }
     f
 }

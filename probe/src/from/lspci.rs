@@ -184,20 +184,23 @@ pub fn parse(text: &str) -> Facts {
             } else {
                 s.to_string()
             };
-            f.gpus.push(Gpu {
-                vendor,
-                vf: amd::is_vf(&name, vid, did),
-                name,
-                pci_address: Some(addr.to_lowercase()),
-                vendor_id: vid,
-                device_id: did,
-                seen_by: vec![if with_k {
-                    "lspci-k".into()
-                } else {
-                    "lspci".into()
-                }],
-                ..Gpu::default()
-            });
+            super::limits::push_gpu(
+                &mut f,
+                Gpu {
+                    vendor,
+                    vf: amd::is_vf(&name, vid, did),
+                    name,
+                    pci_address: Some(addr.to_lowercase()),
+                    vendor_id: vid,
+                    device_id: did,
+                    seen_by: vec![if with_k {
+                        "lspci-k".into()
+                    } else {
+                        "lspci".into()
+                    }],
+                    ..Gpu::default()
+                },
+            );
             cur = Some(f.gpus.len() - 1);
             continue;
         }

@@ -116,7 +116,7 @@ pub fn parse(text: &str) -> Facts {
     for r in glx.chain(inxi_renderers(text)) {
         if let Some(g) = gpu_of(&r) {
             if !f.gpus.iter().any(|x| x.name == g.name) {
-                f.gpus.push(g);
+                super::limits::push_gpu(&mut f, g);
             }
         }
     }

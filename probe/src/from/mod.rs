@@ -36,6 +36,7 @@ pub mod rocmsmi;
 pub mod vulkaninfo;
 
 mod input;
+mod limits;
 mod loose;
 mod quoted;
 pub mod readers;
@@ -43,6 +44,8 @@ mod scan;
 
 use input::read_capped;
 pub use input::{decode, MAX_READ};
+pub(crate) use limits::cut_note;
+pub use limits::MAX_LISTED;
 use loose::{
     bench_devices, comfyui_devices, empty_device_list, launcher_rocm_agents, refused_gpus,
     rocm_path_version, shows_wsl, torch_script_devices, torch_version_hip, torch_warned_gpus,
@@ -115,6 +118,12 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
                     ));
                 } else {
                     report.summary = summarise(&facts);
+                }
+                if let Some(n) = cut_note(&facts, "this paste") {
+                    report.note = Some(match report.note.take() {
+                        Some(x) => format!("{x}; {n}"),
+                        None => n,
+                    });
                 }
                 report.formats = formats;
                 parts.push(facts);
@@ -216,11 +225,17 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     let mut parts: Vec<Facts> = formats
         .iter()
         .filter_map(|f| readers::reader(*f))
-        .map(|r| r.parse(text, source))
+        .map(|r| {
+            let mut part = r.parse(text, source);
+            limits::cap_lists(&mut part);
+            part
+        })
         .collect();
     // Environment assignments inside terminal sessions count wherever they are.
     if !formats.contains(&env_dump::READER.format()) {
-        parts.push(env_dump::parse_exports(text));
+        let mut exports = env_dump::parse_exports(text);
+        limits::cap_lists(&mut exports);
+        parts.push(exports);
     }
     let mut facts = crate::merge::merge(parts);
     // A parser's own signals (a state its format states, not a line a
@@ -256,6 +271,8 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     if formats.is_empty() && !facts.text_scan.is_empty() {
         formats.push(Format::TEXT_SCAN);
     }
+    // The recognisers and the scan above add to the merged facts.
+    limits::cap_lists(&mut facts);
     (formats, facts)
 }
 

@@ -91,7 +91,7 @@ pub fn parse(text: &str) -> Facts {
         let t = l.trim();
         if let Some(v) = t.strip_prefix("Product Name") {
             if let Some(g) = pending.take() {
-                f.gpus.push(g);
+                super::limits::push_gpu(&mut f, g);
             }
             pending = Some(gpu(
                 v.trim_start_matches([' ', ':']).trim().to_string(),
@@ -102,7 +102,7 @@ pub fn parse(text: &str) -> Facts {
         }
     }
     if let Some(g) = pending.take() {
-        f.gpus.push(g);
+        super::limits::push_gpu(&mut f, g);
     }
     if !f.gpus.is_empty() {
         return f;
@@ -128,17 +128,16 @@ pub fn parse(text: &str) -> Facts {
             Some(&("Off" | "On" | "WDDM" | "TCC")) => &rest[..rest.len() - 1],
             _ => &rest[..],
         };
-        f.gpus.push(gpu(name_words.join(" "), Some(addr)));
+        super::limits::push_gpu(&mut f, gpu(name_words.join(" "), Some(addr)));
     }
     if !f.gpus.is_empty() {
         return f;
     }
     // List form, one GPU per index.
-    let mut seen: Vec<&str> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for (idx, name) in text.lines().filter_map(list_entry) {
-        if !seen.contains(&idx) {
-            seen.push(idx);
-            f.gpus.push(gpu(name.to_string(), None));
+        if seen.insert(idx) {
+            super::limits::push_gpu(&mut f, gpu(name.to_string(), None));
         }
     }
     f

@@ -65,11 +65,14 @@ fn address(w: &str) -> Option<String> {
     None
 }
 
-/// The NVIDIA GPUs a kernel log names, by PCI address, in order.
+/// The NVIDIA GPUs a kernel log names, by PCI address, in order: at most
+/// [`super::MAX_LISTED`], the addresses beyond counted.
 #[derive(Default)]
 pub(super) struct NvidiaGpus {
     pub gpus: Vec<Gpu>,
     last: Option<usize>,
+    at: std::collections::HashMap<String, usize>,
+    beyond: std::collections::HashSet<String>,
 }
 
 impl NvidiaGpus {
@@ -85,13 +88,15 @@ impl NvidiaGpus {
             return;
         };
         if let Some(a) = words.iter().find_map(|w| address(w)) {
-            let i = match self
-                .gpus
-                .iter()
-                .position(|g| g.pci_address.as_deref() == Some(a.as_str()))
-            {
-                Some(i) => i,
+            self.last = match self.at.get(&a) {
+                Some(&i) => Some(i),
+                None if self.gpus.len() >= super::MAX_LISTED => {
+                    // Counted, not kept; its continuation lines go nowhere.
+                    self.beyond.insert(a);
+                    None
+                }
                 None => {
+                    self.at.insert(a.clone(), self.gpus.len());
                     self.gpus.push(Gpu {
                         vendor: Vendor::Nvidia,
                         vendor_id: Some(amd::NVIDIA),
@@ -99,10 +104,9 @@ impl NvidiaGpus {
                         seen_by: vec!["dmesg".into()],
                         ..Gpu::default()
                     });
-                    self.gpus.len() - 1
+                    Some(self.gpus.len() - 1)
                 }
             };
-            self.last = Some(i);
         }
         // "NVRM: (PCI ID: 10de:26b5) installed in this system has": the
         // continuation of the message that named the GPU just before.
@@ -121,6 +125,12 @@ impl NvidiaGpus {
                 }
             }
         }
+    }
+
+    /// The GPUs, and how many the log named in all.
+    pub fn finish(self) -> (Vec<Gpu>, usize) {
+        let named = self.gpus.len() + self.beyond.len();
+        (self.gpus, named)
     }
 }
 

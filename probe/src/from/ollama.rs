@@ -9,6 +9,7 @@
 //! ollama prints is read by [`super::env_dump::override_mention`].
 
 use super::amd::{self, find_gfx};
+use super::limits::Keyed;
 use crate::facts::{Facts, Gpu, Vendor};
 
 /// This format's entry in the registry of readers (`super::readers`).
@@ -81,24 +82,17 @@ fn get<'a>(p: &'a [(&str, String)], k: &str) -> Option<&'a str> {
 }
 
 /// Finds the GPU ollama calls `id` (its own index or UUID), or adds it.
-fn slot<'a>(gpus: &'a mut Vec<(String, Gpu)>, id: &str) -> &'a mut Gpu {
-    if let Some(i) = gpus.iter().position(|(k, _)| k == id) {
-        return &mut gpus[i].1;
-    }
-    gpus.push((
-        id.to_string(),
-        Gpu {
-            vendor: Vendor::Amd,
-            seen_by: vec!["ollama".into()],
-            ..Gpu::default()
-        },
-    ));
-    &mut gpus.last_mut().expect("just pushed").1
+fn slot<'a>(gpus: &'a mut Keyed<String, Gpu>, id: &str) -> &'a mut Gpu {
+    gpus.entry(id.to_string(), || Gpu {
+        vendor: Vendor::Amd,
+        seen_by: vec!["ollama".into()],
+        ..Gpu::default()
+    })
 }
 
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
-    let mut gpus: Vec<(String, Gpu)> = Vec::new();
+    let mut gpus: Keyed<String, Gpu> = Keyed::default();
     for line in text.lines() {
         if !line.contains("msg=") {
             continue;
@@ -177,7 +171,7 @@ pub fn parse(text: &str) -> Facts {
             }
         }
     }
-    f.gpus = gpus.into_iter().map(|(_, g)| g).collect();
+    f.gpus = gpus.finish("GPUs", &mut f.cut);
     for g in &mut f.gpus {
         g.vf = amd::is_vf(&g.name, g.vendor_id, g.device_id);
     }

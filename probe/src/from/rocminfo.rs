@@ -117,11 +117,24 @@ impl Agent {
     }
 }
 
+/// Agents kept from one dump: a real node lists its GPUs and one or two
+/// CPUs, a dump filtered with grep each agent twice; what a paste claims
+/// beyond is counted (the GPU agents), not kept (see `limits`).
+const MAX_AGENTS: usize = 4 * super::MAX_LISTED;
+
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
     let mut agents: Vec<Agent> = Vec::new();
     let mut cur: Option<Agent> = None;
     let mut done = false;
+    let mut gpus_beyond = 0usize;
+    let mut keep = |a: Agent, agents: &mut Vec<Agent>| {
+        if agents.len() < MAX_AGENTS {
+            agents.push(a);
+        } else if a.is_gpu() {
+            gpus_beyond += 1;
+        }
+    };
     for raw in text.lines() {
         let line = strip_pager(raw);
         let t = line.trim();
@@ -168,7 +181,7 @@ pub fn parse(text: &str) -> Facts {
         match key {
             "Name" if indent <= 2 => {
                 if let Some(a) = cur.take() {
-                    agents.push(a);
+                    keep(a, &mut agents);
                 }
                 cur = Some(Agent {
                     name: val.to_string(),
@@ -210,7 +223,7 @@ pub fn parse(text: &str) -> Facts {
         }
     }
     if let Some(a) = cur.take() {
-        agents.push(a);
+        keep(a, &mut agents);
     }
     drop_grep_repeats(&mut agents);
     for a in &agents {
@@ -273,6 +286,9 @@ pub fn parse(text: &str) -> Facts {
                 f.rocm.agent_gfx.push(g);
             }
         }
+    }
+    if gpus_beyond > 0 {
+        f.cut.insert("GPUs", f.gpus.len() + gpus_beyond);
     }
     if !f.gpus.is_empty() {
         f.rocm.runtime_sees_gpu = Some(true);

@@ -166,7 +166,7 @@ fn parse_json_lines(text: &str, f: &mut Facts) {
         let t = l.trim().trim_end_matches(',');
         if t.starts_with("\"card") && t.ends_with('{') {
             if let Some(g) = cur.take() {
-                f.gpus.push(g);
+                super::limits::push_gpu(f, g);
             }
             cur = Some(Gpu::amdgpu_seen_by("rocm-smi"));
             continue;
@@ -179,7 +179,7 @@ fn parse_json_lines(text: &str, f: &mut Facts) {
         keyed_value(g, &k.to_lowercase(), v);
     }
     if let Some(g) = cur.take() {
-        f.gpus.push(g);
+        super::limits::push_gpu(f, g);
     }
 }
 
@@ -233,12 +233,15 @@ pub fn parse(text: &str) -> Facts {
                 }
             }
             rows += 1;
-            f.gpus.push(Gpu {
-                name,
-                vendor_id: device_id.map(|_| super::amd::AMD),
-                device_id,
-                ..Gpu::amdgpu_seen_by("rocm-smi")
-            });
+            super::limits::push_gpu(
+                &mut f,
+                Gpu {
+                    name,
+                    vendor_id: device_id.map(|_| super::amd::AMD),
+                    device_id,
+                    ..Gpu::amdgpu_seen_by("rocm-smi")
+                },
+            );
         }
         i += 1;
     }

@@ -133,3 +133,63 @@ fn unrelated_text_is_not_recognised() {
     assert!(recognise("hello world\nthis is a shopping list\n").is_empty());
     assert!(recognise("{\"not\": \"a manifest\"}").is_empty());
 }
+
+/// Every kind of terminal control sequence a pasted terminal session can
+/// carry goes before any reader sees the text, each checked against the
+/// text written by hand without it.
+#[test]
+fn terminal_control_sequences_are_stripped() {
+    let cases: [(&str, &str); 12] = [
+        ("\u{1b}[1;31mred\u{1b}[0m\n", "red\n"),
+        // OSC window title, ended by BEL and by ST.
+        ("\u{1b}]0;owned\u{7}deviceName = X\n", "deviceName = X\n"),
+        (
+            "a\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\b\n",
+            "alinkb\n",
+        ),
+        // DCS, SOS, PM, APC up to ST.
+        ("a\u{1b}P1$r0m\u{1b}\\b\n", "ab\n"),
+        (
+            "a\u{1b}Xsos\u{1b}\\b\u{1b}^pm\u{1b}\\c\u{1b}_apc\u{1b}\\d\n",
+            "abcd\n",
+        ),
+        // Single escape sequences: charset, save cursor, reset, keypad.
+        ("\u{1b}(Bgfx\u{1b}7942\u{1b}8\u{1b}c\u{1b}=\n", "gfx942\n"),
+        // 8-bit C1 forms.
+        (
+            "\u{9b}31mred\u{9b}0m \u{9d}0;t\u{9c}x\u{90}q\u{9c}y\u{85}\n",
+            "red xy\n",
+        ),
+        // An unterminated OSC ends at its line; the next line is read.
+        ("\u{1b}]0;never ended\nName: gfx90a\n", "\nName: gfx90a\n"),
+        // A lone ESC, an ESC before a line end or before another ESC.
+        ("a\u{1b}\nb\u{1b}\u{1b}[2Jc\u{1b}", "a\nbc"),
+        // Other controls stay (shown escaped wherever printed).
+        ("a\u{8}b\tc\n", "a\u{8}b\tc\n"),
+        // A bidi override is no control sequence: it stays in the text.
+        ("\u{202e}SSAP\n", "\u{202e}SSAP\n"),
+        ("plain text\n", "plain text\n"),
+    ];
+    for (raw, want) in cases {
+        assert_eq!(input::strip_control_sequences(raw), want, "{raw:?}");
+    }
+    // Through decode: no ESC or C1 control is left.
+    let t = decode("\u{1b}]0;x\u{7}\u{1b}[2J\u{1b}(0deviceName = A\u{9b}1m\n".as_bytes()).unwrap();
+    assert_eq!(t, "deviceName = A\n");
+}
+
+/// CR, LF and CRLF line ends, mixed, all end lines.
+#[test]
+fn every_line_end_ends_a_line() {
+    for (raw, want) in [
+        ("a\rb\rc\r", "a\nb\nc\n"),
+        ("a\r\nb\r\n", "a\nb\n"),
+        ("a\nb\rc\r\nd", "a\nb\nc\nd"),
+        ("a\r\r\nb", "a\n\nb"),
+        ("\r", "\n"),
+    ] {
+        // decode refuses text of whitespace alone; the line ends directly.
+        assert_eq!(input::line_ends(raw), want, "{raw:?}");
+    }
+    assert_eq!(decode(b"x\ry\r").unwrap(), "x\ny\n");
+}

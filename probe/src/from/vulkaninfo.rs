@@ -234,6 +234,12 @@ pub fn unwrap_layered_name(name: &str) -> &str {
 }
 
 fn push_device(f: &mut Facts, d: VulkanDevice) {
+    // Each device is compared with those before it: a listing of more
+    // than a real node has is counted beyond the limit, not kept.
+    if f.vulkan.devices.len() >= super::MAX_LISTED {
+        *f.cut.entry("Vulkan devices").or_insert(super::MAX_LISTED) += 1;
+        return;
+    }
     if !f.vulkan.drivers.contains(&d.kind) {
         f.vulkan.drivers.push(d.kind);
     }
@@ -241,7 +247,7 @@ fn push_device(f: &mut Facts, d: VulkanDevice) {
     // device stays listed (the duplicate finding reads the devices), the GPU
     // is counted once.
     if !f.vulkan.devices.iter().any(|e| one_gpu_listed_twice(e, &d)) {
-        f.gpus.push(gpu_of(&d));
+        super::limits::push_gpu(f, gpu_of(&d));
     }
     f.vulkan.devices.push(d);
 }

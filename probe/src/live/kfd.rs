@@ -7,7 +7,7 @@ use super::{scanned, seen};
 use crate::facts::{Facts, Gpu, Vendor};
 use crate::from::amd;
 use crate::from::kfd_props::{parse_kfd_properties, KfdNode};
-use crate::root::Root;
+use crate::root::{Listing, Root};
 
 const NODES: &str = "/sys/class/kfd/kfd/topology/nodes";
 
@@ -75,11 +75,14 @@ pub fn merge_node(gpus: &mut Vec<Gpu>, number: u32, node: &KfdNode, source: &str
 }
 
 pub fn collect(root: &Root, f: &mut Facts) -> String {
-    if !root.is_dir(NODES) {
-        return "no KFD topology (amdgpu/KFD not loaded or no AMD compute GPU)".into();
-    }
+    let mut names = match root.list_dir(NODES) {
+        Listing::Entries(names) => names,
+        Listing::Absent => {
+            return "no KFD topology (amdgpu/KFD not loaded or no AMD compute GPU)".into()
+        }
+        Listing::Unknown => return "KFD topology unknown: it cannot be read".into(),
+    };
     scanned(f, "kfd");
-    let mut names = root.list(NODES);
     // Numeric order: node 10 after node 9.
     names.sort_by_key(|n| n.parse::<u64>().unwrap_or(u64::MAX));
     let mut gpus = 0;

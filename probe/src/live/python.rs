@@ -387,12 +387,15 @@ pub fn collect(root: &Root, f: &mut Facts, env_dirs: &[String]) -> String {
         scanned(f, "python");
     }
     // In parallel: a pyenv shim alone takes ~0.3 s to answer.
+    let check = crate::root::current_check();
     let versions: Vec<(String, Option<String>, bool)> = std::thread::scope(|s| {
         let handles: Vec<_> = candidates
             .iter()
             .map(|(p, run)| {
                 s.spawn(move || {
-                    let out = root.run(&version_cmd_name(run), run, &["--version"]);
+                    let out = crate::root::reading_for(check, || {
+                        root.run(&version_cmd_name(run), run, &["--version"])
+                    });
                     let version = match (&out.status, out.text()) {
                         (CmdStatus::Exited(0), Some(t)) => t
                             .lines()

@@ -407,7 +407,7 @@ fn rocminfo(
             "rocminfo timed out".to_string()
         }
         CmdStatus::NotFound => "rocminfo not found".into(),
-        CmdStatus::Error(e) => format!("rocminfo: {e}"),
+        CmdStatus::Error(e) | CmdStatus::Unknown(e) => format!("rocminfo: {e}"),
         CmdStatus::Exited(code) => format!("rocminfo exit {code}"),
     };
     if let (Some(text), Some(parse)) = (out.text(), parse) {

@@ -172,6 +172,11 @@ pub fn collect(root: &Root, f: &mut Facts, text_parser: Option<TextParser>) -> S
         }
     } else {
         let cap = root.run(DEVICES_CMD, DEVICES_CMD, &[]);
+        // Captured but unreadable: the devices are unknown (a note says
+        // why), not an enumeration that failed.
+        if let CmdStatus::Unknown(why) = &cap.status {
+            return why.clone();
+        }
         match cap.text().map(serde_json::from_str::<Enumeration>) {
             Some(Ok(e)) => e,
             Some(Err(e)) => Enumeration {
@@ -236,6 +241,9 @@ fn apply(f: &mut Facts, e: Enumeration) -> String {
 fn replay_vulkaninfo(root: &Root, f: &mut Facts, parser: Option<TextParser>) -> String {
     for name in ["vulkaninfo-summary", "vulkaninfo"] {
         let out = root.run(name, "vulkaninfo", &[]);
+        if let CmdStatus::Unknown(why) = &out.status {
+            return format!("{name}: {why}");
+        }
         let Some(text) = out.text() else { continue };
         let Some(parse) = parser else {
             return format!("captured {name} present, no parser for it in this build");

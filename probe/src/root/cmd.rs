@@ -13,6 +13,10 @@ pub enum CmdStatus {
     NotFound,
     /// Could not be started or read.
     Error(String),
+    /// Replayed: the capture holds this command's answer, but it could not
+    /// be read (a FIFO, a directory, `.greta/cmd` no directory). What it
+    /// said is unknown: neither "not installed" nor a failure of its own.
+    Unknown(String),
 }
 
 impl CmdStatus {
@@ -21,7 +25,9 @@ impl CmdStatus {
             CmdStatus::Exited(c) => format!("exit {c}"),
             CmdStatus::TimedOut => "timeout".into(),
             CmdStatus::NotFound => "not-found".into(),
-            CmdStatus::Error(e) => format!("error {}", e.replace('\n', " ")),
+            CmdStatus::Error(e) | CmdStatus::Unknown(e) => {
+                format!("error {}", e.replace('\n', " "))
+            }
         }
     }
     pub(super) fn from_line(line: &str) -> CmdStatus {
@@ -55,7 +61,7 @@ impl CmdOutput {
     /// timeout: a failing rocminfo's message is the most useful evidence).
     pub fn text(&self) -> Option<&str> {
         match self.status {
-            CmdStatus::NotFound => None,
+            CmdStatus::NotFound | CmdStatus::Unknown(_) => None,
             _ => Some(&self.text),
         }
     }
@@ -89,37 +95,33 @@ impl Root {
     }
 
     fn replay(&self, name: &str) -> CmdOutput {
-        let dir = self.base.join(".greta/cmd");
-        let txt = dir.join(format!("{name}.txt"));
-        match read_capped(&txt) {
-            // Captured but unreadable: the command's answer is unknown,
-            // which is not "the command is not installed".
-            Err(e) if txt.symlink_metadata().is_ok() => {
-                let why = why_unreadable(&txt, e);
-                self.add_unreadable(Unreadable {
-                    file: format!(".greta/cmd/{name}.txt"),
-                    why: why.clone(),
-                });
-                CmdOutput {
-                    name: name.into(),
-                    status: CmdStatus::Error(format!("captured output unreadable: {why}")),
-                    text: String::new(),
-                }
+        let check = READING_FOR.with(Cell::get);
+        let out = |status, text| CmdOutput {
+            name: name.into(),
+            status,
+            text,
+        };
+        match capture_file(&self.base, &format!(".greta/cmd/{name}.txt"), check) {
+            // Captured but unreadable (or `.greta/cmd` is no directory):
+            // the command's answer is unknown, which is not "the command
+            // is not installed".
+            Err(u) => {
+                let status = CmdStatus::Unknown(format!("captured output unreadable: {u}"));
+                self.add_unreadable(u);
+                out(status, String::new())
             }
-            Err(_) => CmdOutput {
-                name: name.into(),
-                status: CmdStatus::NotFound,
-                text: String::new(),
-            },
-            Ok(text) => {
-                let status = read_capped(&dir.join(format!("{name}.status")))
-                    .map(|s| CmdStatus::from_line(&s))
-                    .unwrap_or(CmdStatus::Exited(0));
-                CmdOutput {
-                    name: name.into(),
-                    status,
-                    text,
-                }
+            Ok(None) => out(CmdStatus::NotFound, String::new()),
+            Ok(Some(text)) => {
+                let status =
+                    match capture_file(&self.base, &format!(".greta/cmd/{name}.status"), check) {
+                        Ok(s) => s.map_or(CmdStatus::Exited(0), |s| CmdStatus::from_line(&s)),
+                        Err(u) => {
+                            let s = CmdStatus::Unknown(format!("captured status unreadable: {u}"));
+                            self.add_unreadable(u);
+                            s
+                        }
+                    };
+                out(status, text)
             }
         }
     }

@@ -28,9 +28,13 @@ use identity::live_identity;
 pub use identity::{GroupEntry, Identity};
 pub(crate) use nodes::node_line;
 pub use nodes::{NodeMeta, NodeState};
-pub(crate) use reads::resolve_in;
-use reads::{capture_file, clip, is_executable, parse_env, read_capped, why_unreadable};
+use reads::{
+    capture_file, clip, is_executable, loop_at, parse_env, read_capped, try_resolve_in,
+    unknown_why, Target,
+};
+pub(crate) use reads::{resolve_in, Listing};
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::io::Read;
@@ -126,19 +130,64 @@ pub struct Root {
     /// Why the whole `dev-nodes` table is unknown (it exists but could not
     /// be read); every node is then unknown, never absent.
     nodes_unreadable: Option<String>,
+    /// `.greta/env` exists but could not be read: the variables that say
+    /// where Vulkan, ROCm and Python are looked for are unknown.
+    env_unknown: bool,
     /// Capture files that exist but could not be used (issue 28: a FIFO at
     /// `.greta/dev-nodes` became "/dev/kfd does not exist"). Filled while
     /// the root is read (replays add theirs), reported as notes.
-    unreadable: Mutex<Vec<Unreadable>>,
+    unreadable: Mutex<Met>,
 }
 
-/// A capture file that exists but could not be used, and why: the facts it
-/// holds are unknown, which is never the same as absent.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Unreadable paths in the order met, each once (a set beside the list:
+/// a tree of 100,000 spoiled directories stays linear).
+#[derive(Default)]
+struct Met {
+    list: Vec<Unreadable>,
+    seen: std::collections::HashSet<Unreadable>,
+}
+
+impl Met {
+    fn add(&mut self, u: Unreadable) {
+        if self.seen.insert(u.clone()) {
+            self.list.push(u);
+        }
+    }
+}
+
+/// A file or directory of a sysroot that is there but could not be used,
+/// and why: the facts it holds are unknown, which is never the same as
+/// absent.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Unreadable {
-    /// The file, relative to the sysroot (`.greta/dev-nodes`).
+    /// The path, relative to the sysroot (`.greta/dev-nodes`, `etc`,
+    /// `sys/bus/pci/devices/0000:c5:00.0`).
     pub file: String,
     pub why: String,
+    /// The check that needed it (the one reading the root when it was
+    /// met), when known: that check cannot pass.
+    pub check: Option<&'static str>,
+}
+
+thread_local! {
+    /// The check reading the root on this thread ([`reading_for`]).
+    static READING_FOR: Cell<Option<&'static str>> = const { Cell::new(None) };
+}
+
+/// Runs `f` as check `check`: what it finds unreadable is charged to that
+/// check (the collectors run on several threads, so the check is per
+/// thread: a collector that starts threads of its own passes
+/// [`current_check`] on to them).
+pub(crate) fn reading_for<T>(check: Option<&'static str>, f: impl FnOnce() -> T) -> T {
+    let before = READING_FOR.with(|c| c.replace(check));
+    let out = f();
+    READING_FOR.with(|c| c.set(before));
+    out
+}
+
+/// The check reading the root on this thread.
+pub(crate) fn current_check() -> Option<&'static str> {
+    READING_FOR.with(Cell::get)
 }
 
 impl std::fmt::Display for Unreadable {
@@ -165,7 +214,8 @@ impl Root {
             groups: Default::default(),
             nodes_unknown: BTreeMap::new(),
             nodes_unreadable: None,
-            unreadable: Mutex::new(Vec::new()),
+            env_unknown: false,
+            unreadable: Mutex::default(),
         }
     }
 
@@ -188,26 +238,45 @@ impl Root {
             ));
         }
         std::fs::read_dir(&base)?;
-        let greta = base.join(".greta");
         let mut unreadable = Vec::new();
-        let env = capture_file(&greta, "env", &mut unreadable)
-            .map(|t| parse_env(&t))
-            .unwrap_or_default();
-        let identity = capture_file(&greta, "id", &mut unreadable).and_then(|t| {
+        // The environment decides where the Vulkan, ROCm and Python checks
+        // look: each of them is charged with an unknown one.
+        let env_read = capture_file(&base, ".greta/env", None);
+        let env_unknown = env_read.is_err();
+        let env = match env_read {
+            Ok(t) => t.map(|t| parse_env(&t)).unwrap_or_default(),
+            Err(u) => {
+                for check in ["vulkan-icds", "rocm", "python"] {
+                    unreadable.push(Unreadable {
+                        check: Some(check),
+                        ..u.clone()
+                    });
+                }
+                BTreeMap::new()
+            }
+        };
+        let id_text = capture_file(&base, ".greta/id", Some("device-nodes")).unwrap_or_else(|u| {
+            unreadable.push(u);
+            None
+        });
+        let dev_nodes = capture_file(&base, ".greta/dev-nodes", Some("device-nodes"));
+        let identity = id_text.and_then(|t| {
             let id = Identity::parse_id(&t);
             if id.is_none() {
                 unreadable.push(Unreadable {
                     file: ".greta/id".into(),
                     why: "not the output of `id` (no uid=N): who runs doctor, and so which device nodes open, is unknown".into(),
+                    check: Some("device-nodes"),
                 });
             }
             id
         });
         let mut nodes = BTreeMap::new();
         let mut nodes_unknown = BTreeMap::new();
-        let nodes_unreadable = if greta.join("dev-nodes").symlink_metadata().is_ok() {
-            match read_capped(&greta.join("dev-nodes")) {
-                Ok(t) => {
+        let nodes_unreadable = {
+            match dev_nodes {
+                Ok(None) => None,
+                Ok(Some(t)) => {
                     for (i, line) in t.lines().enumerate() {
                         match NodeMeta::from_line(line) {
                             // The first line for a path wins, as a linear search did.
@@ -229,23 +298,19 @@ impl Root {
                                 unreadable.push(Unreadable {
                                     file: ".greta/dev-nodes".into(),
                                     why,
+                                    check: Some("device-nodes"),
                                 });
                             }
                         }
                     }
                     None
                 }
-                Err(e) => {
-                    let why = why_unreadable(&greta.join("dev-nodes"), e);
-                    unreadable.push(Unreadable {
-                        file: ".greta/dev-nodes".into(),
-                        why: why.clone(),
-                    });
+                Err(u) => {
+                    let why = u.to_string();
+                    unreadable.push(u);
                     Some(why)
                 }
             }
-        } else {
-            None
         };
         // A parsed line for a path outranks a malformed one.
         nodes_unknown.retain(|p, _| !nodes.contains_key(p));
@@ -260,7 +325,12 @@ impl Root {
             groups: Default::default(),
             nodes_unknown,
             nodes_unreadable,
-            unreadable: Mutex::new(unreadable),
+            env_unknown,
+            unreadable: Mutex::new({
+                let mut met = Met::default();
+                unreadable.into_iter().for_each(|u| met.add(u));
+                met
+            }),
         })
     }
 
@@ -270,22 +340,63 @@ impl Root {
         self.unreadable
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+            .list
             .clone()
     }
 
     fn add_unreadable(&self, u: Unreadable) {
-        let mut v = self.unreadable.lock().unwrap_or_else(|e| e.into_inner());
-        if !v.contains(&u) {
-            v.push(u);
+        self.unreadable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .add(u);
+    }
+
+    /// Records that a sysroot directory is there but could not be read
+    /// (`e`, reading `host` as `target`), charged to the check reading the
+    /// root; nothing when it is simply absent, or on a live machine.
+    fn unknown_on(&self, host: &Path, e: &std::io::Error, target: Target) {
+        if self.mode != Mode::Sysroot {
+            return;
+        }
+        if target == Target::File && e.raw_os_error() != Some(libc::ENOTDIR) {
+            return;
+        }
+        if let Some((file, why)) = unknown_why(&self.base, host, e) {
+            self.add_unreadable(Unreadable {
+                file,
+                why,
+                check: READING_FOR.with(Cell::get),
+            });
         }
     }
 
-    /// Whether `.greta/id` exists but says nobody (so "can this user open
-    /// it" is unknown, not "yes").
+    /// The host path of `abs` for a read; in a sysroot, a link that loops
+    /// fails the read (`ELOOP`) and, when it stands for a directory (one
+    /// on the way, or the one to list), is recorded as unknown.
+    fn host_path_known(&self, abs: &str, target: Target) -> std::io::Result<PathBuf> {
+        match self.mode {
+            Mode::Live => Ok(PathBuf::from(abs)),
+            Mode::Sysroot => try_resolve_in(&self.base, abs, true).map_err(|link| {
+                let last = try_resolve_in(&self.base, abs, false).is_ok_and(|p| p == link);
+                if target == Target::Dir || !last {
+                    self.add_unreadable(loop_at(&self.base, &link, READING_FOR.with(Cell::get)));
+                }
+                std::io::Error::from_raw_os_error(libc::ELOOP)
+            }),
+        }
+    }
+
+    /// Whether `.greta/env` exists but could not be read.
+    pub fn env_unknown(&self) -> bool {
+        self.env_unknown
+    }
+
+    /// Whether `.greta/id` exists but says nobody, or `.greta` itself
+    /// cannot be read (so "can this user open it" is unknown, not "yes").
     pub fn identity_unknown(&self) -> Option<Unreadable> {
         self.unreadable()
             .into_iter()
-            .find(|u| u.file == ".greta/id")
+            .find(|u| u.file == ".greta/id" || u.file == ".greta")
     }
 
     /// Same root with another limit for commands.

@@ -5,13 +5,20 @@
 use super::*;
 
 impl Root {
-    /// Reads a whole text file (lossy UTF-8, capped at [`MAX_READ`]).
+    /// Reads a whole text file (lossy UTF-8, capped at [`MAX_READ`]). In a
+    /// sysroot, a directory on the way that is there but is none (a FIFO
+    /// or a file where it should be, a loop of links) is recorded as
+    /// unknown ([`Root::unreadable`]): what lies beneath it is not known
+    /// to be absent. (The file itself being a directory or a FIFO is what
+    /// the captured machine had, and the caller's error to judge.)
     pub fn read(&self, abs: &str) -> std::io::Result<String> {
-        let r = read_capped(&self.host_path(abs));
-        if let Ok(text) = &r {
-            self.note(|rec| {
+        let host = self.host_path_known(abs, Target::File)?;
+        let r = read_capped(&host);
+        match &r {
+            Ok(text) => self.note(|rec| {
                 rec.files.insert(abs.to_string(), text.clone());
-            });
+            }),
+            Err(e) => self.unknown_on(&host, e, Target::File),
         }
         r
     }
@@ -23,7 +30,10 @@ impl Root {
 
     /// The first `n` bytes of a file (e.g. an ELF header).
     pub fn read_prefix(&self, abs: &str, n: usize) -> std::io::Result<Vec<u8>> {
-        let f = greta_fsread::open_regular(&self.host_path(abs)).map_err(|e| e.into_io())?;
+        let host = self.host_path_known(abs, Target::File)?;
+        let f = greta_fsread::open_regular(&host)
+            .map_err(|e| e.into_io())
+            .inspect_err(|e| self.unknown_on(&host, e, Target::File))?;
         let mut buf = Vec::with_capacity(n);
         f.take(n as u64).read_to_end(&mut buf)?;
         self.note(|rec| {
@@ -64,10 +74,32 @@ impl Root {
         t
     }
 
-    /// Sorted entry names of a directory; empty when missing or unreadable.
+    /// Sorted entry names of a directory; empty when missing or
+    /// unreadable. In a sysroot, a directory that is there but cannot be
+    /// listed (a FIFO or a file where it should be, a loop of links, one
+    /// above it that is no directory) is recorded as unknown
+    /// ([`Root::unreadable`]): its entries are not known to be none.
     pub fn list(&self, abs: &str) -> Vec<String> {
-        let Ok(rd) = std::fs::read_dir(self.host_path(abs)) else {
-            return Vec::new();
+        match self.list_dir(abs) {
+            Listing::Entries(v) => v,
+            Listing::Absent | Listing::Unknown => Vec::new(),
+        }
+    }
+
+    /// [`Root::list`], saying whether an empty answer means "no such
+    /// directory" or "something is there that cannot be listed" (then
+    /// recorded as unknown, in a sysroot).
+    pub(crate) fn list_dir(&self, abs: &str) -> Listing {
+        let Ok(host) = self.host_path_known(abs, Target::Dir) else {
+            return Listing::Unknown;
+        };
+        let rd = match std::fs::read_dir(&host) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Listing::Absent,
+            Err(e) => {
+                self.unknown_on(&host, &e, Target::Dir);
+                return Listing::Unknown;
+            }
         };
         self.note(|rec| {
             rec.dirs.insert(abs.to_string());
@@ -77,7 +109,7 @@ impl Root {
             .filter_map(|e| e.file_name().into_string().ok())
             .collect();
         v.sort();
-        v
+        Listing::Entries(v)
     }
 
     /// Records that a path mattered (capture keeps it, even if
@@ -112,10 +144,45 @@ impl Root {
     }
 }
 
+/// What a sysroot read was after: a file, or a directory to list. Any
+/// directory that is there but cannot be listed is unknown; for a file,
+/// only a directory on its way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Target {
+    File,
+    Dir,
+}
+
+/// What listing a directory gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Listing {
+    /// Its entry names, sorted.
+    Entries(Vec<String>),
+    /// Nothing is there.
+    Absent,
+    /// Something is there that cannot be listed (recorded in a sysroot).
+    Unknown,
+}
+
 /// Host path of machine path `abs` inside the tree at `base`, resolving
 /// symlinks inside the tree (absolute targets restart at `base`, `..`
-/// never climbs above it).
+/// never climbs above it). A loop, or a link that cannot be read, gives a
+/// path that does not exist ([`try_resolve_in`] says which link it was).
 pub(crate) fn resolve_in(base: &Path, abs: &str, follow_last: bool) -> PathBuf {
+    try_resolve_in(base, abs, follow_last).unwrap_or_else(|_| base.join(UNRESOLVABLE))
+}
+
+/// Where [`resolve_in`] points a path it cannot resolve: inside the tree,
+/// and never there.
+const UNRESOLVABLE: &str = ".greta/unresolvable-symlink";
+
+/// [`resolve_in`], or Err(the host path of the link) when a link on the way
+/// loops (more than 40 hops) or cannot be read.
+pub(super) fn try_resolve_in(
+    base: &Path,
+    abs: &str,
+    follow_last: bool,
+) -> Result<PathBuf, PathBuf> {
     {
         // `done` is a path inside the tree, as components below base.
         let mut done: Vec<OsString> = Vec::new();
@@ -144,7 +211,7 @@ pub(crate) fn resolve_in(base: &Path, abs: &str, follow_last: bool) -> PathBuf {
             // open(), which would follow an absolute target out of the tree.
             let target = match std::fs::read_link(&here) {
                 Ok(t) if hops <= 40 => t,
-                _ => return base.join(".greta/unresolvable-symlink"),
+                _ => return Err(here),
             };
             done.pop();
             if target.is_absolute() {
@@ -154,8 +221,52 @@ pub(crate) fn resolve_in(base: &Path, abs: &str, follow_last: bool) -> PathBuf {
             t.reverse();
             todo.extend(t);
         }
-        base.join(done.iter().collect::<PathBuf>())
+        Ok(base.join(done.iter().collect::<PathBuf>()))
     }
+}
+
+/// What a failed read of `host` (a path inside the tree at `base`) means:
+/// None when nothing is there, which is an answer (no such file); else the
+/// path, relative to the tree, that is there but not what it should be,
+/// and why. "Not a directory" names the first path on the way that is
+/// there but no directory (`etc` a FIFO, a PCI device's directory a file).
+pub(super) fn unknown_why(
+    base: &Path,
+    host: &Path,
+    e: &std::io::Error,
+) -> Option<(String, String)> {
+    let rel = |p: &Path| {
+        p.strip_prefix(base)
+            .map(|r| r.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| p.display().to_string())
+    };
+    if e.kind() == std::io::ErrorKind::NotFound {
+        return None;
+    }
+    if e.raw_os_error() == Some(libc::ENOTDIR) {
+        let mut at = base.to_path_buf();
+        for c in host
+            .strip_prefix(base)
+            .into_iter()
+            .flat_map(|r| r.components())
+        {
+            at.push(c);
+            match std::fs::metadata(&at) {
+                Ok(m) if m.is_dir() => continue,
+                Ok(m) => {
+                    let kind = greta_fsread::kind_of(m.file_type());
+                    let a = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                        "an"
+                    } else {
+                        "a"
+                    };
+                    return Some((rel(&at), format!("{a} {kind} where a directory should be")));
+                }
+                Err(_) => break,
+            }
+        }
+    }
+    Some((rel(host), why_unreadable(host, e)))
 }
 
 /// Components of a path without the root and `.`.
@@ -200,32 +311,52 @@ pub(super) fn read_capped(p: &Path) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
-/// A capture metadata file (`.greta/NAME`): its text, or None when it is
-/// absent; when it exists but cannot be read, None and a line in
-/// `unreadable` saying why.
+/// A capture file (`.greta/env`, `.greta/cmd/rocminfo.txt`; `rel` from
+/// the tree's top): its text, Ok(None) when it is absent, or Err saying
+/// what is there but cannot be read, charged to `check`. Links are
+/// resolved inside the tree (a capture's link never reads the host's
+/// files); a link to nothing where greta wrote a file, or `.greta` itself
+/// being no directory, is unknown, not absent.
 pub(super) fn capture_file(
-    greta: &Path,
-    name: &str,
-    unreadable: &mut Vec<Unreadable>,
-) -> Option<String> {
-    let p = greta.join(name);
-    match read_capped(&p) {
-        Ok(t) => Some(t),
+    base: &Path,
+    rel: &str,
+    check: Option<&'static str>,
+) -> Result<Option<String>, Unreadable> {
+    let host = try_resolve_in(base, rel, true).map_err(|link| loop_at(base, &link, check))?;
+    match read_capped(&host) {
+        Ok(t) => Ok(Some(t)),
         Err(e) => {
-            if p.symlink_metadata().is_ok() {
-                unreadable.push(Unreadable {
-                    file: format!(".greta/{name}"),
-                    why: why_unreadable(&p, e),
-                });
+            let asked = resolve_in(base, rel, false);
+            let dangling =
+                e.kind() == std::io::ErrorKind::NotFound && asked.symlink_metadata().is_ok();
+            let why = if dangling {
+                Some((rel.to_string(), "a link to nothing".to_string()))
+            } else {
+                unknown_why(base, &host, &e)
+            };
+            match why {
+                None => Ok(None),
+                Some((file, why)) => Err(Unreadable { file, why, check }),
             }
-            None
         }
+    }
+}
+
+/// A link of the tree that loops (or cannot be read), as unknown.
+pub(super) fn loop_at(base: &Path, link: &Path, check: Option<&'static str>) -> Unreadable {
+    Unreadable {
+        file: link
+            .strip_prefix(base)
+            .map(|r| r.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| link.display().to_string()),
+        why: "a loop of symbolic links (or a link that cannot be read)".into(),
+        check,
     }
 }
 
 /// Why a file that exists could not be read, without its host path (the
 /// note names the capture file itself).
-pub(super) fn why_unreadable(p: &Path, e: std::io::Error) -> String {
+pub(super) fn why_unreadable(p: &Path, e: &std::io::Error) -> String {
     let msg = e.to_string();
     let host = format!("{}: ", p.display());
     let msg = msg.strip_prefix(&host).unwrap_or(&msg).to_string();

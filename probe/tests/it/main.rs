@@ -5,6 +5,8 @@ mod capture_roundtrip;
 mod common;
 mod fixtures;
 mod from_formats;
+mod from_limits;
+mod from_line_ends;
 mod from_live_tools;
 mod from_robustness;
 mod hip_devices;

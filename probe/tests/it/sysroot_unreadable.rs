@@ -158,3 +158,134 @@ fn one_malformed_line_leaves_the_other_nodes_known() {
     assert!(ids(&r).contains(&"kfd.permission"), "{:?}", ids(&r));
     assert_eq!(r.summary.exit_code, 1);
 }
+
+/// The ways a directory of a capture can be there and still not be
+/// listable, whoever runs the test (root reads through `chmod 000`).
+#[derive(Debug, Clone, Copy)]
+enum SpoilDir {
+    Fifo,
+    /// A regular file where the directory should be.
+    File,
+    /// A link to itself: a loop.
+    Loop,
+}
+
+fn spoil_dir(p: &Path, how: SpoilDir) {
+    std::fs::remove_dir_all(p).unwrap();
+    match how {
+        SpoilDir::Fifo => mkfifo(p),
+        SpoilDir::File => std::fs::write(p, "not a directory\n").unwrap(),
+        SpoilDir::Loop => {
+            std::os::unix::fs::symlink(p.file_name().unwrap(), p).unwrap();
+        }
+    }
+}
+
+/// The directory case of "unknown is not absence": a capture directory
+/// that is there but cannot be listed (`.greta` a FIFO gave a false
+/// "/dev/kfd missing"; `sys/bus/pci/devices`, a PCI device's directory,
+/// `etc` or `etc/vulkan/icd.d` dropped their findings) gets a note naming
+/// it, the check that needed it is not a pass, and a run with no `fail`
+/// left exits 2, not 0.
+#[test]
+fn unreadable_directories_are_unknown_with_a_note() {
+    // (directory, the check that reads beneath it)
+    let cases = [
+        (".greta", "device-nodes"),
+        (".greta/cmd", "vulkan-devices"),
+        ("sys/bus/pci/devices", "pci"),
+        ("sys/bus/pci/devices/0000:c5:00.0", "pci"),
+        ("sys/class/kfd/kfd/topology/nodes", "kfd"),
+        ("etc", "vulkan-icds"),
+        ("etc/vulkan/icd.d", "vulkan-icds"),
+    ];
+    for (dir, check) in cases {
+        for how in [SpoilDir::Fifo, SpoilDir::File, SpoilDir::Loop] {
+            let tmp = tempfile::tempdir().unwrap();
+            copy_tree(&tree("phoenix-apu"), tmp.path());
+            spoil_dir(&tmp.path().join(dir), how);
+            let root = Root::sysroot(tmp.path()).unwrap();
+            let r = Probe::new(&root).run().into_report(Vec::new());
+            let what = format!("{dir} as {how:?}");
+            assert!(
+                r.notes.iter().any(|n| n.starts_with(&format!("{dir}: "))),
+                "{what}: no note names it: {:?}",
+                r.notes
+            );
+            let line = r.checks.iter().find(|c| c.id == check).unwrap();
+            assert_ne!(line.status, CheckStatus::Pass, "{what}: {line:?}");
+            assert!(
+                !ids(&r).contains(&"kfd.missing"),
+                "{what}: false kfd.missing: {:?}",
+                ids(&r)
+            );
+            assert_ne!(r.summary.exit_code, 0, "{what}: {:?}", ids(&r));
+            if r.summary.fail == 0 {
+                assert_eq!(r.summary.exit_code, 2, "{what}");
+            }
+        }
+    }
+}
+
+/// `.greta` unreadable: every device node is unknown (never absent), and
+/// with nothing failing the run is undecided.
+#[test]
+fn an_unreadable_greta_directory_leaves_the_nodes_unknown() {
+    for how in [SpoilDir::Fifo, SpoilDir::File, SpoilDir::Loop] {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_tree(&tree("phoenix-apu"), tmp.path());
+        spoil_dir(&tmp.path().join(".greta"), how);
+        let root = Root::sysroot(tmp.path()).unwrap();
+        let r = Probe::new(&root).run().into_report(Vec::new());
+        let line = r.checks.iter().find(|c| c.id == "device-nodes").unwrap();
+        assert!(
+            line.summary.contains("/dev/kfd unknown"),
+            "{how:?}: {line:?}"
+        );
+        assert!(!r.facts.scanned.iter().any(|s| s == "device-nodes"));
+        // phoenix-apu's one fail is kfd.permission, drawn from the nodes.
+        assert_eq!(r.summary.fail, 0, "{how:?}: {:?}", ids(&r));
+        assert_eq!(r.summary.exit_code, 2, "{how:?}");
+    }
+}
+
+/// A directory that is simply absent is an answer, not a note.
+#[test]
+fn an_absent_directory_is_no_note() {
+    for dir in ["etc/vulkan/icd.d", "sys/class/kfd"] {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_tree(&tree("phoenix-apu"), tmp.path());
+        std::fs::remove_dir_all(tmp.path().join(dir)).unwrap();
+        let root = Root::sysroot(tmp.path()).unwrap();
+        let r = Probe::new(&root).run().into_report(Vec::new());
+        assert!(r.notes.is_empty(), "{dir}: {:?}", r.notes);
+    }
+}
+
+/// A tree spoiled in thousands of places: one note per place up to a
+/// bound, then one line counting the rest.
+#[test]
+fn thousands_of_unreadable_pci_devices_give_bounded_notes() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_tree(&tree("phoenix-apu"), tmp.path());
+    let devices = tmp.path().join("sys/bus/pci/devices");
+    for i in 0..2000 {
+        std::fs::write(
+            devices.join(format!("0000:{:02x}:{:02x}.0", i / 256, i % 256)),
+            "x",
+        )
+        .unwrap();
+    }
+    let root = Root::sysroot(tmp.path()).unwrap();
+    let r = Probe::new(&root).run().into_report(Vec::new());
+    assert!(r.notes.len() <= 40, "{}", r.notes.len());
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("more paths of the sysroot could not be read")),
+        "{:?}",
+        r.notes
+    );
+    let line = r.checks.iter().find(|c| c.id == "pci").unwrap();
+    assert_ne!(line.status, CheckStatus::Pass, "{line:?}");
+}

@@ -241,15 +241,26 @@ fn request(args: &Args, target: &Target, expect: &Expect) -> Request {
 
 /// No result at all: nothing was decided about the frameworks; say why.
 fn say_undecided(checked: &session::Checked, python: &std::path::Path) {
+    use greta_vocab::{Visible, VisibleLines};
+    // Evidence and the stderr tail quote what the env's Python printed.
     for f in &checked.judged.findings {
-        eprintln!("✗ {} [{}] {}", f.severity, f.id, f.title);
+        eprintln!(
+            "✗ {} [{}] {}",
+            f.severity,
+            Visible(&f.id),
+            Visible(&f.title)
+        );
         for e in &f.evidence {
-            eprintln!("    {e}");
+            eprintln!("    {}", VisibleLines(e));
         }
     }
     let tail = frameworks::tail(&checked.stderr, 2000);
     if !tail.is_empty() {
-        eprintln!("stderr of {}:\n{tail}", python.display());
+        eprintln!(
+            "stderr of {}:\n{}",
+            Visible(&python.display().to_string()),
+            VisibleLines(tail)
+        );
     }
     eprintln!("greta smoke: could not run the framework gates");
 }
