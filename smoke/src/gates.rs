@@ -109,8 +109,14 @@ impl Profile {
 
     /// Whether perf floors apply without a baseline: the per-device-class
     /// floors of `data/floors.toml`, else the spec floors of `data/specs.toml`.
+    /// Only `perf`, whose gates are sized for the hardware's limit: the small
+    /// gates `acceptance` shares with `health` (gemm_f32.1024, softmax.256x1024)
+    /// cannot reach a fraction of spec on a healthy H200 (2026-11-29: gemm_f32.1024
+    /// 18.9 TFLOP/s against a 0.35-of-spec floor of 23.4), so holding them to it
+    /// failed a sound node. `acceptance`'s full-size gates keep their
+    /// achievable-rate floors, which apply in every profile.
     pub fn uses_class_floors(self) -> bool {
-        matches!(self, Profile::Perf | Profile::Acceptance)
+        matches!(self, Profile::Perf)
     }
 
     pub fn about(self) -> &'static str {
