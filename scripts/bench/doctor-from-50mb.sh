@@ -6,7 +6,7 @@
 # scan run over every line. (Only the first 16 MiB of a file are read; the
 # rest is counted, not parsed.)
 #
-# usage: scripts/bench/doctor-from-50mb.sh [GRETA_BIN]   (default target/release/greta)
+# usage: scripts/bench/doctor-from-50mb.sh [DOCTOR_BIN]   (default target/release/greta)
 set -eu
 bin=${1:-target/release/greta}
 [ -x "$bin" ] || { echo "no greta binary at $bin (cargo build --release -p greta)" >&2; exit 2; }

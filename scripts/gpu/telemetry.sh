@@ -12,7 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-telemetry-out}
 mkdir -p "$out"
-bin=${GRETA_TELEMETRY_BIN:-target/telemetry-example}
+bin=${TELEMETRY_BIN:-target/telemetry-example}
 echo "== greta telemetry ($bin) ==" | tee "$out/greta.txt"
 "$bin" 2>&1 | tee -a "$out/greta.txt"
 echo "== nvidia-smi -q ==" | tee "$out/nvidia-smi.txt"

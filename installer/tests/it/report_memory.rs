@@ -43,30 +43,43 @@ fn big_result(mb: usize) -> String {
 /// memory in MiB (the kernel's `ru_maxrss` of that one child).
 // The child is waited for by wait4 (std's wait has no rusage).
 #[allow(clippy::zombie_processes)]
-fn peak_mib(mut cmd: Command, stderr: &Path) -> (i32, String, f64) {
-    let child = cmd
+fn peak_mib(cmd: Command, stderr: &Path) -> (i32, String, f64) {
+    // The peak is taken by a small Python parent, not by this test process:
+    // a child's ru_maxrss keeps the high-water mark of the memory it had
+    // before exec, which for a child spawned from here (vfork) is this whole
+    // test process's, hundreds of MiB while other tests run beside it.
+    const PARENT: &str = "import resource, subprocess, sys\n\
+        r = subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)\n\
+        print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n\
+        sys.exit(r.returncode if r.returncode >= 0 else 128 - r.returncode)\n";
+    let mut parent = Command::new("python3");
+    parent
+        .arg("-c")
+        .arg(PARENT)
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => parent.env(k, v),
+            None => parent.env_remove(k),
+        };
+    }
+    if let Some(d) = cmd.get_current_dir() {
+        parent.current_dir(d);
+    }
+    let out = parent
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
         .stderr(std::fs::File::create(stderr).unwrap())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: zeroed is a valid rusage for wait4 to fill.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: our own child, waited for once, here (std's handle is never
-    // waited on); valid pointers to fill.
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    assert_eq!(rc, pid, "wait4: {}", std::io::Error::last_os_error());
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
-    };
+        .output()
+        .expect("python3 (the test's measuring parent) runs");
+    let kib: f64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("python3 printed no peak ({e}): {:?}", out.stdout));
     (
-        code,
+        out.status.code().unwrap_or(-1),
         std::fs::read_to_string(stderr).unwrap_or_default(),
-        ru.ru_maxrss as f64 / 1024.0,
+        kib / 1024.0,
     )
 }
 
