@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Doctor accuracy over a corpus of real pastes (issue 25).
+"""Doctor accuracy over a corpus of real pastes.
 
 Runs `greta doctor --json --from FILES...` for every case of every folder
 under the given corpus directories and scores it against the folder's

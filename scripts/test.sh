@@ -28,7 +28,7 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked --no-fail-fast
 # The framework gates on the real cpu profile (~3 GB of wheels from PyPI, cached under
-# target/test-cache): greta install builds it and torch and jax must compute (issue 14).
+# target/test-cache): greta install builds it and torch and jax must compute.
 GRETA_TEST_CPU_PROFILE=1 cargo test -p greta --locked --test it -- frameworks_gates::
 # The HIP path is always built: runtime/tests/it/hip_*.rs and installer/tests/it/hip_cli.rs run
 # against Debian's ROCm 5.2 (libamdhip64.so.5, hiprtc inside it) with no AMD GPU.

@@ -1,4 +1,4 @@
-//! The `cache_paths` target (issue 28, items 1 and 4): whatever sits at the
+//! The `cache_paths` target: whatever sits at the
 //! wheel cache's own paths — the partial download, its lock, the cached
 //! wheel, its `.verified` stamp and the stamp's temporary file — is never
 //! written through, never blocks, never becomes a verified wheel, and never

@@ -1,5 +1,5 @@
-//! `gemm_plan`: the op planner given arbitrary tunings and device limits (issue 12,
-//! defect 2: wrapped tile arithmetic crashed the driver). Every plan it
+//! `gemm_plan`: the op planner given arbitrary tunings and device limits (wrapped
+//! tile arithmetic once crashed the driver). Every plan it
 //! accepts must fit the device: shared memory and invocations recomputed
 //! here in u128 from the spec constants.
 use crate::Words;

@@ -6,7 +6,7 @@
 //! signal at its default action: the exit status stays "killed by SIGINT",
 //! as shells and tests expect.
 //!
-//! What is true depends on where the signal lands (issue 28: the line said
+//! What is true depends on where the signal lands (the line said
 //! "the previous env is untouched" while the previous env sat aside between
 //! the swap's two renames), so the install tells this module when it
 //! starts and ends the swap, and the handler picks the line by that phase

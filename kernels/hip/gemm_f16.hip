@@ -24,7 +24,7 @@
 // result layout is mma.sync's fragment layout by definition; B is staged
 // k-major for ldmatrix.trans), tiles move global -> shared by cp.async in
 // two stages when rows are 16-byte aligned, and a block is 4 warps of
-// 64 x 64: measured on an H100 (docs/performance.md, session 9), the
+// 64 x 64: measured on an H100 (docs/performance.md, 2026-11-25), the
 // per-element gather left the kernel bound on shared-memory instructions.
 #include "common.h"
 

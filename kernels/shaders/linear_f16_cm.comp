@@ -30,14 +30,14 @@
 // let each f32 tile leave through a small shared tile per subgroup instead,
 // its lanes rounding pairs to f16. On NVIDIA's driver (580.159.04, H200)
 // that epilogue made the whole kernel 6.5x slower at every tile tried
-// (5847 vs 906 us at 2048x12288x4096; docs/performance.md, session 12), so
+// (5847 vs 906 us at 2048x12288x4096; docs/performance.md, 2026-11-26), so
 // it is used only where the direct store cannot be.
 //
 // The _bt variant (a tuning candidate, not a default) stages W's slice
 // transposed, [k][n] in halves, so that B is loaded row-major as
 // gemm_f16_cmreg loads it. It was written when the shared-tile epilogue's
-// slowness was taken for the column-major B load's; measured in session
-// 12 it is 27% slower than the plain variant on the H200.
+// slowness was taken for the column-major B load's; measured on
+// 2026-11-26 it is 27% slower than the plain variant on the H200.
 //
 // Specialization constants: 0 BM, 1 BN, 2 BK (multiples of 16), 3
 // workgroup size (a multiple of SG), 4 SGN (subgroups side by side along

@@ -15,7 +15,7 @@
 //! Every parse error is a [`SourceError`] (`file:line:col: message`); every
 //! "this machine cannot use that" is a [`Refusal`] carrying the fix.
 //!
-//! It depends on no installer module (issue 24: the installer's lock, envs,
+//! It depends on no installer module (the installer's lock, envs,
 //! fetch and install modules imported each other in a circle).
 
 mod dir;

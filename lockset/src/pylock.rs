@@ -423,7 +423,7 @@ mod tests {
         );
     }
 
-    /// Issue 12: the line of each wheel's sha256 is kept, so that a
+    /// The line of each wheel's sha256 is kept, so that a
     /// download that hashes otherwise names it (an entry without one: its
     /// own line).
     #[test]

@@ -60,7 +60,7 @@ pub fn identity(p: &Path) -> Option<String> {
 /// The read error as a chain that says each thing once: fsread's `Io`
 /// variant prints "PATH: OS error" *and* carries the OS error as its
 /// source, so `{:#}` said it twice ("Not a directory (os error 20): Not a
-/// directory (os error 20)", issue 28). The OS error stays in the chain
+/// directory (os error 20)"). The OS error stays in the chain
 /// (code that asks whether the disk is full finds it), under the path.
 fn once(e: greta_fsread::Error) -> anyhow::Error {
     match e {
@@ -97,7 +97,7 @@ mod tests {
         assert!(e.contains("directory"), "{e}");
     }
 
-    /// Issue 28: "PATH: Not a directory (os error 20): Not a directory (os
+    /// It said "PATH: Not a directory (os error 20): Not a directory (os
     /// error 20)".
     #[test]
     fn an_os_error_is_said_once_and_stays_in_the_chain() {

@@ -1,5 +1,5 @@
 //! Benchmark (not a test): `doctor --from` and `doctor --sysroot` on one
-//! rocminfo dump listing N GPU agents (issue 28 item 6: both were quadratic
+//! rocminfo dump listing N GPU agents (both were quadratic
 //! in N). Writes the dump, then times the same calls doctor makes: the
 //! `--from` report and a sysroot replay with the dump as its captured
 //! rocminfo. Run through scripts/bench/doctor-agents.sh.

@@ -716,7 +716,7 @@ mod tests {
         assert!(HipCheck::replay(&root).is_none());
     }
 
-    /// Issue 16: the signal follows the listing's typed `error_kind`, not
+    /// The signal follows the listing's typed `error_kind`, not
     /// the words of its message.
     #[test]
     fn the_error_kind_decides_the_no_device_signal() {

@@ -32,7 +32,7 @@ pub fn merge(parts: Vec<Facts>) -> Facts {
 /// sources that saw them. A GPU merges only into one that none of its own
 /// sources saw, so a whole group is skipped at once: one rocminfo of N
 /// agents (N GPUs all seen by `rocminfo`) costs N steps, not the N²/2
-/// comparisons of a scan of every GPU per GPU (issue 28: 95,000 agents
+/// comparisons of a scan of every GPU per GPU (95,000 agents
 /// took two minutes).
 #[derive(Default)]
 struct GpuList {

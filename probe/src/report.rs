@@ -206,7 +206,7 @@ impl Report {
             .collect();
         let s = &self.summary;
         // Say what each number counts: "0 fail, 2 warn, 0 ok" alone read as
-        // if no check had passed (issue 25).
+        // if no check had passed.
         let by = |st: CheckStatus| self.checks.iter().filter(|c| c.status == st).count();
         let unit = if self.mode == "from" { "file" } else { "check" };
         let n = self.checks.len();

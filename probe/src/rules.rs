@@ -70,13 +70,13 @@ pub const CONTRACT_IDS: &[&str] = &[
     "apu.small-vram",
     "python.missing",
     "framework.mismatch",
-    // Issue 25 class 8: problems that had no id.
+    // Problems that had no id.
     "rocm.mixed-versions",
     "rocm.hsa-crash",
     "framework.cuda-build-on-amd",
     "vulkan.no-device",
     "app.cpu-fallback",
-    // Issue 25 class 9.
+    // APU memory.
     "apu.gttsize-deprecated",
 ];
 
@@ -259,7 +259,7 @@ fn diagnose_in(rules: &[Rule], facts: &Facts, profiles: &[ProfileTargets]) -> Ve
         let mut evidence: Vec<String> = Vec::new();
         // Lines already taken, so a predicate citing every GPU of a large
         // machine (one line each) costs one lookup per line, not a scan of
-        // the list (issue 28: 95,000 rocminfo agents took minutes).
+        // the list (95,000 rocminfo agents took minutes).
         let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
         for p in r.all.iter().chain(r.any.iter()) {
             // Bookkeeping predicates ("pci_scanned") add nothing a reader needs.

@@ -1,6 +1,6 @@
 //! In-run ceilings: the vendor's own rate for the same work as a gate,
 //! measured on the same device in the same run, so that a perf report
-//! carries the number it should be read against (issue 22, part 2).
+//! carries the number it should be read against.
 //!
 //! A ceiling is only ever a reference: greta's own kernels stay the
 //! gates' subject, and a missing vendor library fails nothing (the gate

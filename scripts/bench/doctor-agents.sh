@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Doctor benchmark (not a test): `greta doctor --from` and `--sysroot` on one
-# rocminfo dump of N GPU agents (issue 28 item 6: quadratic before). Builds
+# rocminfo dump of N GPU agents (both took time quadratic in N before). Builds
 # the probe's bench_agents example in release mode and prints, per N, the
 # dump size and the seconds each path took (the doctor's own calls: the
 # --from report, and a sysroot replay with the dump as captured rocminfo).

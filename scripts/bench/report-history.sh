@@ -3,7 +3,7 @@
 # of N greta.smoke/v1 results of mixed greta and driver versions (a node of
 # 8 GPUs checked again and again), plus a few files it must name and skip
 # (another schema, a truncated file). Target: under 1 s for N=500 on the
-# 2-core development VM (issue 27); docs/performance.md has the figures.
+# 2-core development VM; docs/performance.md has the figures.
 # The results are copies of a real lavapipe run (report/tests/data), given
 # 8 devices, a time, a greta version, a driver and rates that move.
 # usage: scripts/bench/report-history.sh [N] [GRETA]   (default 500, a release build)

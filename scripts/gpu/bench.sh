@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs ON the lent NVIDIA GPU machine (builds nothing there): optionally `greta smoke --tune`,
+# Runs ON an NVIDIA GPU machine through the device tool (builds nothing there): optionally `greta smoke --tune`,
 # then greta's smoke profiles and the PyTorch/cuBLAS references in one call, then prints the
 # ratio table (docs/performance.md).
 # Prepare here first:  scripts/gpu/prepare-loader.sh && cargo build --release -p greta

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The transformer-block gate's reference in PyTorch (issue 23), timed in the
+"""The transformer-block gate's reference in PyTorch, timed in the
 same call as `greta smoke --profile perf --gates block.*`.
 
 One Llama-2-7B decoder layer (hidden 4096, 32 heads x 128, MLP 11008 SwiGLU,

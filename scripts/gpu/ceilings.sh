@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Issue 22 part 2 (in-run ceilings + stress gate): one call on the lent NVIDIA GPU.
-# Put a release greta at .gpu-a/greta and this script at .gpu-a/run.sh; carry [".gpu-a"], run: bash .gpu-a/run.sh
+# The in-run ceilings (cuBLAS found through the machine's torch env) and the stress gate, in one
+# call on an NVIDIA GPU, beside torch's HGEMM/SGEMM. Put a release greta at
+# .device/ceilings/greta; carry [".device/ceilings"], run: bash scripts/gpu/ceilings.sh
 set -uo pipefail
-cd "$(dirname "$0")/.."
-out=${OUT:-/tmp/gpu-a-out}
+cd "$(dirname "$0")/../.."
+out=${OUT:-/tmp/ceilings-out}
 mkdir -p "$out"
 log="$out/run.log"
 T0=$(date +%s)
 say() { echo "== $(date -u +%H:%M:%S) (+$(( $(date +%s) - T0 )) s) $*" | tee -a "$log"; }
 left() { echo $(( 290 - ($(date +%s) - T0) )); }
 export GRETA_KERNEL_CACHE=/tmp/k XDG_DATA_HOME=/tmp/d XDG_CACHE_HOME=/tmp/c
-G=.gpu-a/greta
+G=.device/ceilings/greta
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv >> "$log" 2>&1
 say "ldd $G"; ldd "$G" >> "$log" 2>&1
 SP=$(python3 -c "import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))" 2>>"$log")

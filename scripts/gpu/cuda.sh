@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs ON the lent NVIDIA GPU machine: greta's HIP backend code through its CUDA twin.
+# Runs ON an NVIDIA GPU machine through the device tool: greta's HIP backend code through its CUDA twin.
 # Carry a folder holding this script and a release `greta` (built here:
 # cargo build --release -p greta), then: bash <folder>/cuda.sh
 # Proves: `greta smoke --backend cuda --profile default` and `--profile perf` against the CPU

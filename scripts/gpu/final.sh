@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs ON the lent NVIDIA GPU machine with the portable release binary (the one
+# Runs ON an NVIDIA GPU machine through the device tool with the portable release binary (the one
 # scripts/release.sh puts in dist/, glibc 2.28, zig-linked): one batched check of the
 # merged tree. Carry ["dist"] and run: bash scripts/gpu/final.sh
 #   1. the tarball's greta, unpacked alone: doctor --json, lock list

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs ON a lent machine with two or more NVIDIA GPUs (kind nvidia-h200-x2), builds nothing there.
+# Runs ON a machine with two or more NVIDIA GPUs (kind nvidia-h200-x2), builds nothing there.
 # Prepare here:  scripts/gpu/prepare-loader.sh && cargo build --release -p greta
 # Run with carry [".gl", "target/release/greta"] and the command:  bash scripts/gpu/fleet.sh
 # Or, with no Vulkan loader to carry: BACKEND=cuda GRETA=<a greta binary> bash scripts/gpu/fleet.sh

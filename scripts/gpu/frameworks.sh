@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs ON the lent NVIDIA GPU machine: the framework gates against the torch, triton and jax
+# Runs ON an NVIDIA GPU machine through the device tool: the framework gates against the torch, triton and jax
 # installed there, once as the machine is and once with CUDA_VISIBLE_DEVICES= (every gate must
 # then fail, saying the frameworks ran on the CPU). Builds nothing there.
 # Prepare here:  cargo build --release -p greta

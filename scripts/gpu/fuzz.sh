@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Long coverage-guided fuzz runs on a lent machine's CPUs (16 cores there,
+# Long coverage-guided fuzz runs on the device machine's CPUs (16 cores there,
 # 2 here); builds nothing there. The GPU is not used: the machine is where
 # the cores are.
 #
@@ -26,7 +26,7 @@ declare -A limits=([report]="-t 1000 -m 1024")
 if [[ ${1:-} == --pack ]]; then
   set -e
   # cargo-afl compiles for `-C target-cpu=native`: instructions of this
-  # machine's CPU that the lent one may lack (the first runs here saw every
+  # machine's CPU that the device machine may lack (the first runs here saw every
   # lock_files "crash" be a SIGILL that did not reproduce on the build
   # machine). RUSTFLAGS come after cargo-afl's own, so this wins; its own
   # target dir keeps the native build of scripts/fuzz.sh.
@@ -36,7 +36,7 @@ if [[ ${1:-} == --pack ]]; then
   afl=$(dirname "$(find ~/.local/share/afl.rs -name afl-fuzz -type f | head -1)")
   cp "$afl/afl-fuzz" "$pack/bin/"
   # cargo-afl's AFL++ links the libpython it was built with (its Python
-  # mutator hook); carry that library, the lent machine has another Python.
+  # mutator hook); carry that library, the device machine has another Python.
   mkdir -p "$pack/lib"
   for l in $(ldd "$pack/bin/afl-fuzz" | awk '/libpython/ { print $3 }'); do cp -L "$l" "$pack/lib/"; done
   for t in "${targets[@]}"; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs ON the lent NVIDIA GPU machine (builds nothing there): measures the
+# Runs ON an NVIDIA GPU machine through the device tool (builds nothing there): measures the
 # ceiling of gemm_f16_cmreg's multiply loop with the `probe=1` diagnostic
 # (no loads after the first k slice: the output is wrong and the gate fails
 # by design; only its time matters), next to the same tiles with loads.

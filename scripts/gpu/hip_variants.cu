@@ -1,4 +1,4 @@
-// Measurement harness for greta's HIP kernels through nvcc, on the lent
+// Measurement harness for greta's HIP kernels through nvcc, on an
 // NVIDIA GPU: includes the same translation unit greta compiles with NVRTC
 // (tu.cu: prelude_cuda.h, common.h, matrix_lanes.h, kernels/hip/*.hip,
 // assembled by scripts/gpu/hip_variants.sh) and times one kernel family

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Assembles greta's CUDA translation unit and, on the lent NVIDIA machine,
+# Assembles greta's CUDA translation unit and, on an NVIDIA GPU machine,
 # builds scripts/gpu/hip_variants.cu once per variant (compile-time knobs
 # given with -D) and times each kernel family. Two steps:
 #   here:  bash scripts/gpu/hip_variants.sh tu DIR   (writes DIR/tu.cu; needs a

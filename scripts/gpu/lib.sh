@@ -1,4 +1,5 @@
-# Shared by the GPU scripts (session12*.sh, session13*.sh); source it from
+# Shared by the side-by-side GPU scripts (perf-side-by-side.sh,
+# linear-f16-epilogues.sh, attn-coopmat.sh); source it from
 # the repository root, then call `begin` (or set `log`, the log file).
 #   begin NAME DIR           $dir (DIR, absolute), $final ($OUT, else NAME-out),
 #                            $out (scratch), $log ($final/NAME.log: written where

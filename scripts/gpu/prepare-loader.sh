@@ -2,7 +2,7 @@
 # Run HERE (the CPU machine), once: downloads the Vulkan loader and the GL vendor-neutral
 # libraries that NVIDIA's Vulkan ICD (libGLX_nvidia.so.0) needs into .gl/ (git-ignored).
 # Without libglvnd/libGLX the loader reports "Could not get 'vkCreateInstance' ... for ICD
-# libGLX_nvidia.so.0" and "Found no drivers" (seen on the lent H200, 2026-11-21).
+# libGLX_nvidia.so.0" and "Found no drivers" (seen on an NVIDIA H200, 2026-11-21).
 # On the GPU machine, scripts/gpu/bench.sh unpacks them.
 set -euo pipefail
 top=$(git rev-parse --show-toplevel)

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Joins greta smoke results (greta.smoke/v1 JSON) with torch_ref.py's figures
 from the same run and prints the ratio table against the targets of the
-device's backend: issue 6's for Vulkan, issue 22's for the HIP sources (run
-as their CUDA twin with --backend cuda, or on AMD with --backend hip).
+device's backend: the Vulkan kernels' and the HIP sources' (run as their
+CUDA twin with --backend cuda, or on AMD with --backend hip).
 
 usage: ratio.py TORCH_REF.json GRETA_RESULT.json [GRETA_RESULT.json ...]
 Each greta gate is matched to its in-run reference by op and shape:
@@ -19,7 +19,7 @@ import json
 import re
 import sys
 
-# Per backend: Vulkan's (issue 6) and the HIP/CUDA kernels' (issue 22).
+# Per backend: the Vulkan kernels' and the HIP/CUDA kernels' (docs/performance.md).
 TARGETS = {
     "vulkan": {"fill": 0.95, "copy": 0.95, "vec_add": 0.95, "gemm_f32": 0.80,
                "gemm_f16": 0.70, "rmsnorm": 0.90, "layernorm": 0.90, "softmax": 0.90},

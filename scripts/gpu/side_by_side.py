@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prints two greta smoke results (greta.smoke/v1 JSON) side by side, gate by
 gate: status, kernel median time and rate, and new/base time ratio. Used for
-before/after checks of a refactor on one warm GPU (scripts/gpu/session12.sh).
+before/after checks of a refactor on one warm GPU (scripts/gpu/perf-side-by-side.sh).
 
 usage: side_by_side.py BASE.json NEW.json
 """

@@ -409,7 +409,7 @@ mod tests {
         assert!(e.to_string().contains("/nonexistent/base.json"));
     }
 
-    /// Issue 12: `--baseline /dev/zero` grew to 5 GB in 2 s and a FIFO hung;
+    /// `--baseline /dev/zero` grew to 5 GB in 2 s and a FIFO hung;
     /// the same for `--deny-list`. Both are refused at once, naming the file.
     #[test]
     fn baselines_and_deny_lists_that_are_fifos_devices_or_huge_are_refused() {

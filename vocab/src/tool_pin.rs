@@ -130,7 +130,7 @@ mod tests {
         );
     }
 
-    /// Issue 26: columns count characters, as every other `file:line:col`
+    /// Columns count characters, as every other `file:line:col`
     /// greta prints (this one counted bytes: `ü` made it one further).
     #[test]
     fn the_column_counts_characters() {

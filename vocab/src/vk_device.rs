@@ -8,7 +8,7 @@ use std::str::FromStr;
 /// `VkPhysicalDeviceIDProperties::deviceUUID`. Printed in the 8-4-4-4-12
 /// form vulkaninfo and nvidia-smi print (so a user can match it by eye);
 /// read from that form or from 32 bare hex digits (greta's smoke results
-/// and tuning caches before session 6).
+/// and tuning caches before 2026-11-23).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DeviceUuid(pub [u8; 16]);
 

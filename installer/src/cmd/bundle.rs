@@ -34,7 +34,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<Exit> {
-    // Ctrl-C printed nothing (issue 28); it now says what was kept.
+    // Ctrl-C printed nothing; it now says what was kept.
     crate::interrupt::on_bundle_interrupt();
     let lock_dir = greta_lockset::LockDir::resolve(args.lock_dir.as_deref());
     let plan = crate::install::plan(&PlanInput {

@@ -312,7 +312,7 @@ fn show(
         }
         return Ok(Exit::Fail);
     }
-    // From the lock set, which may be the one built into greta (issue 28).
+    // From the lock set, which may be the one built into greta.
     let lockfile = p.load_lockfile()?;
     let mut sets = Vec::new();
     let mut failed = false;

@@ -16,7 +16,7 @@ impl Guard {
     /// Takes the lock or fails at once, naming the holder's pid.
     pub fn try_acquire(path: &Path) -> Result<Guard> {
         // Never through a symlink or into a FIFO; anything but a regular
-        // file is moved aside (issue 28, as the cache's lock files).
+        // file is moved aside, as for the cache's lock files.
         let mut file = crate::fetch::owned::open(path, crate::fetch::owned::Use::Lock)
             .with_context(|| format!("opening lock file {}", path.display()))?;
         // SAFETY: flock on a file descriptor we own.

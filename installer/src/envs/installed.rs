@@ -1,6 +1,6 @@
 //! What an installer really did: a tool that exits 0 is not proof (a
 //! `GRETA_UV` that does nothing made greta print "installed 35 wheels"
-//! before the import check failed, issue 28). After `uv venv` the venv must
+//! before the import check failed). After `uv venv` the venv must
 //! have its interpreter; after `uv pip install` / `pip install` every
 //! wheel's distribution must have its `.dist-info` with a `RECORD` in the
 //! venv's site-packages.

@@ -454,7 +454,7 @@ mod tests {
         v
     }
 
-    /// Issue 12: a wrong `size` in the lock deleted a cached wheel whose
+    /// A wrong `size` in the lock deleted a cached wheel whose
     /// sha256 was right.
     #[test]
     fn a_wrong_size_in_the_lock_keeps_a_file_whose_hash_is_right() {

@@ -1,4 +1,4 @@
-//! Issue 28, items 1 and 4: whatever sits at a cache path greta writes or
+//! Whatever sits at a cache path greta writes or
 //! reads (a symlink out of the cache, a symlink to a device, a FIFO, a
 //! directory) is never written through, never blocks, never gets a
 //! verified stamp, and never fails every later install: it is moved aside

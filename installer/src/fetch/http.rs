@@ -210,7 +210,7 @@ fn one_attempt(
 ) -> std::result::Result<File, Attempt> {
     let io_err =
         |what: &str, e: io::Error| Attempt::fatal(format!("{what} {}: {e}", partial.display()));
-    // No-follow, non-blocking, a regular file of its own (issue 28).
+    // No-follow, non-blocking, a regular file of its own.
     let mut file = super::owned::open(partial, super::owned::Use::Append)
         .map_err(|e| Attempt::fatal(format!("{e:#}")))?;
     let mut have = file.metadata().map_err(|e| io_err("reading", e))?.len();

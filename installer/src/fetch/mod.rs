@@ -370,7 +370,7 @@ fn fetch_one(
 ) -> Result<PathBuf> {
     let partial = cache.partial_path(a);
     let lock_path = partial.with_extension("lock");
-    // Never through a symlink or into a FIFO (issue 28): see `owned`.
+    // Never through a symlink or into a FIFO: see `owned`.
     let lock = owned::open(&lock_path, owned::Use::Lock)?;
     owned::flock_exclusive(&lock).with_context(|| format!("locking {}", lock_path.display()))?;
     // Another process may have finished it while we waited for the lock.
@@ -491,7 +491,7 @@ mod sweep_tests {
     use super::*;
     use std::fs::File;
 
-    /// Issue 12: `partial/` downloads were never cleaned.
+    /// `partial/` downloads were never cleaned.
     #[test]
     fn stale_partials_go_and_fresh_or_locked_ones_stay() {
         use std::os::fd::AsRawFd;
@@ -532,7 +532,7 @@ mod mismatch_tests {
         super::hostile_tests::serve(body.to_vec())
     }
 
-    /// Issue 12: a changed hash is traced to the lockfile line that pins it,
+    /// A changed hash is traced to the lockfile line that pins it,
     /// and code decides on the typed failure, not on its words.
     #[test]
     fn a_wrong_hash_is_a_typed_failure_naming_the_lock_line() {

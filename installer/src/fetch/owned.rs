@@ -188,7 +188,7 @@ pub fn create_new(path: &Path) -> io::Result<File> {
 
 /// Blocks until the exclusive lock on `f` is ours (cache entries: waiting
 /// for the other process is the right thing). Here, not in `envs::guard`,
-/// so that fetch imports nothing of envs (issue 24: no module circle).
+/// so that fetch imports nothing of envs (no module circle).
 pub fn flock_exclusive(f: &File) -> std::io::Result<()> {
     loop {
         // SAFETY: flock on a descriptor borrowed for the call.

@@ -60,8 +60,8 @@ fn dead(pid: libc::pid_t) -> bool {
     rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
 }
 
-/// Beside a bundle directory `out`, what dead `greta bundle` runs left
-/// (issue 28): the previous bundle set aside by a swap killed between its
+/// Beside a bundle directory `out`, what dead `greta bundle` runs left:
+/// the previous bundle set aside by a swap killed between its
 /// renames (`.NAME.old-PID`) is put back when `out` is missing, else
 /// removed; a half-written bundle (`.NAME.partial-PID`) is removed. A live
 /// PID's entries are another run's and stay. Called by `greta bundle` and
@@ -302,7 +302,7 @@ pub(super) fn import_bundle(dir: &Path, cache: &Cache, items: &[PinnedWheel]) ->
         let src = dir.join("wheels").join(&a.filename);
         if !src.is_file() {
             // The manifest promises it: the bundle lost it, whatever the
-            // Python (issue 28: a half-deleted bundle was blamed on it).
+            // Python (a half-deleted bundle was blamed on it).
             if m.wheels.iter().any(|w| w.filename == a.filename) {
                 damaged.push(a.filename.clone());
             } else {

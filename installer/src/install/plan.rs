@@ -426,7 +426,7 @@ mod tests {
         assert!(s.contains("no marker; tag "), "{s}");
     }
 
-    /// Issue 24: the default install says which profile and why in a few
+    /// The default install says which profile and why in a few
     /// lines; the per-wheel reasoning (two lines a wheel) only on request.
     #[test]
     fn the_summary_leaves_out_the_per_wheel_reasoning() {

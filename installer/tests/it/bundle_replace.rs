@@ -1,4 +1,4 @@
-//! Issue 28, item 11: replacing a bundle was not atomic (`greta bundle -o
+//! Replacing a bundle was not atomic (`greta bundle -o
 //! DIR` killed while deleting the previous bundle left DIR with its
 //! manifest and some wheels gone, or nothing), a damaged bundle was blamed
 //! on the Python version, and each killed bundle run left its

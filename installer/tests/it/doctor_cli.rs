@@ -466,7 +466,7 @@ fn every_corpus_file_gives_a_json_report_and_exit_0_or_1() {
     assert!(exits[0] > 0 && exits[1] > 0, "exit codes {exits:?}");
 }
 
-/// Issue 28 item 5: a `--sysroot` capture whose `.greta/dev-nodes` is a
+/// A `--sysroot` capture whose `.greta/dev-nodes` is a
 /// FIFO said "/dev/kfd does not exist" (`kfd.missing`, exit 1), and one
 /// whose `.greta/id` is garbage dropped `kfd.permission` and exited 0. An
 /// unreadable capture file is unknown: a note names it, no finding comes

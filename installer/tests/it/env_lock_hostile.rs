@@ -1,5 +1,5 @@
 //! The env lock (`envs/.<name>.lock`) is opened as the cache's lock files
-//! are (issue 28, item 1's rule): a symlink there to a file outside greta's
+//! are: a symlink there to a file outside greta's
 //! dirs was truncated and got greta's pid written into it; a FIFO there
 //! failed the install. Both are moved aside with a warning.
 

@@ -1,4 +1,4 @@
-//! Issue 12, items 1, 4 and 5 end to end: a FIFO, a device node or a huge
+//! Hostile files end to end: a FIFO, a device node or a huge
 //! file wherever greta reads one is a clear error (or, for a cache, ignored)
 //! and never a hang or an unbounded read; a closed stdout ends greta quietly
 //! (exit 0, no panic) for every command that prints results.
@@ -187,7 +187,7 @@ fn a_bundle_manifest_that_is_a_device_is_refused() {
     assert!(err.contains("character device"), "{err}");
 }
 
-/// Issue 12: Ctrl-C printed nothing (progress bars left frozen). greta now
+/// Ctrl-C printed nothing (progress bars left frozen). greta now
 /// says what was kept, and still dies of SIGINT (the status shells expect).
 #[test]
 fn ctrl_c_says_the_previous_env_is_untouched() {
@@ -223,7 +223,7 @@ fn ctrl_c_says_the_previous_env_is_untouched() {
     );
 }
 
-/// Issue 12: killed between the swap's two renames, the previous env was
+/// Killed between the swap's two renames, the previous env was
 /// only `.backup-<name>`: `env list` showed nothing and `env remove` said
 /// there was no such env, until the next install.
 #[test]

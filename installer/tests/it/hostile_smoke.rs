@@ -1,4 +1,4 @@
-//! Issue 28 (hostile inputs, round 2), the smoke/runtime side, end to end
+//! Hostile inputs (the fault campaign of 2026-11-25), the smoke/runtime side, end to end
 //! with the real binary (Mesa lavapipe for the Vulkan runs): each test
 //! names the item of the issue it covers and failed on the code before
 //! its fix.

@@ -114,7 +114,7 @@ fn happy_path_with_pip_and_offline_reinstall() {
 
     let o = h.install(&["--installer", "pip", "--name", "pip-env"]);
     assert!(o.status.success(), "{}", text(&o));
-    // Issue 24: the default run says which profile and why, then one line
+    // The default run says which profile and why, then one line
     // for the wheels; the per-wheel marker/tag reasoning is for -v.
     let e = support::stderr(&o);
     assert!(e.contains("profile cpu (cpu):"), "{e}");
@@ -417,7 +417,7 @@ fn smoke_gate_runs_after_the_import_check() {
     assert!(!h.env_dir("cpu").exists());
 }
 
-/// Issue 12: `greta bundle` hard-linked cached wheels into the bundle,
+/// `greta bundle` hard-linked cached wheels into the bundle,
 /// changing their ctime (uv then re-unpacked the whole profile into its own
 /// cache on every rebuild), and a killed run left `.OUT.partial-PID` beside
 /// the output for ever.

@@ -128,7 +128,7 @@ fn truncated_body_is_detected_and_resumed() {
     h.import_in_env("cpu");
 }
 
-/// Issue 12: a wheel whose bytes differ from the lock is traced to the
+/// A wheel whose bytes differ from the lock is traced to the
 /// lockfile line that pins its sha256 (the file to look at when a wheel
 /// was republished), and nothing is built.
 #[test]
@@ -312,7 +312,7 @@ fn import_that_hangs_is_killed_after_the_timeout_and_keeps_the_env() {
     assert_previous_intact(&h, &receipt);
 }
 
-/// Issue 12: "N download(s) failed" counted the siblings cancelled by the
+/// "N download(s) failed" counted the siblings cancelled by the
 /// one real failure, and the footer said "rerun to continue" after a 404,
 /// which no rerun fixes.
 #[test]
@@ -349,7 +349,7 @@ fn one_failure_is_counted_once_and_a_404_does_not_promise_a_rerun() {
     assert!(e.contains("resumed on the next run"), "{e}");
 }
 
-/// Issue 12: five attempts in all, even while every attempt made progress:
+/// Five attempts in all, even while every attempt made progress:
 /// a server cutting every response short failed a wheel that was almost
 /// all on disk. Only attempts that add no byte count now.
 #[test]
@@ -364,7 +364,7 @@ fn a_server_that_cuts_every_response_still_delivers_the_file() {
     h.import_in_env("cpu");
 }
 
-/// Issue 12: a corrupt cached wheel that its verification stamp still
+/// A corrupt cached wheel that its verification stamp still
 /// vouched for (here the stamp is rewritten to match the damaged file, as
 /// bit rot or a tool that restores times would leave it) failed every
 /// rerun inside uv until GRETA_VERIFY_CACHE=1. greta now re-hashes the
@@ -410,7 +410,7 @@ fn a_corrupt_wheel_the_stamp_vouches_for_is_dropped_when_the_installer_fails() {
     h.import_in_env("cpu");
 }
 
-/// Issue 12: `--index-url` project pages were not retried: one 500 ended
+/// `--index-url` project pages were not retried: one 500 ended
 /// the run. They are retried like files now.
 #[test]
 fn index_pages_are_retried_after_server_errors() {

@@ -80,7 +80,7 @@ fn killed_between_the_swap_renames_restores_the_previous_env() {
     let err = rerun_ok(&h);
     assert!(err.contains("restored the previous env"), "{err}");
     // Again, but `greta env list` comes first: it puts the previous env
-    // back itself (issue 12: it listed no env, and `env remove` said there
+    // back itself (it listed no env, and `env remove` said there
     // was none, until the next install).
     let receipt = h.receipt_bytes("cpu");
     let mut c = spawn_paused(&h, "swap");

@@ -2,7 +2,7 @@
 //! `--json` planned (`--dry-run`), installed, up to date, failed after the
 //! plan and refused before it, and the env's `greta-env.json`. The pinned
 //! texts (`install_schema/*.json`) were captured from greta before these
-//! outputs were given types (issue 26), so a type that changed a key, its
+//! outputs were given types, so a type that changed a key, its
 //! order or a value's form fails here. Only what differs from run to run is
 //! masked (temporary paths, the Python, hashes of random wheel bytes, times).
 

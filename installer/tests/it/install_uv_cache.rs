@@ -1,4 +1,4 @@
-//! Issue 12: uv's cache stays bounded. uv unpacks a local wheel again
+//! uv's cache stays bounded. uv unpacks a local wheel again
 //! whenever the file's times change and keeps the old copy; before greta
 //! pruned after each install, every such rebuild left another unpacked copy
 //! of the whole profile in uv's cache, for ever.

@@ -1,4 +1,4 @@
-//! Issue 28, item 14: what dead runs leave is collected. Partial downloads
+//! What dead runs leave is collected. Partial downloads
 //! a later run does not need stayed for ever (315 MB after a killed cold
 //! install and two "up to date" runs), and each killed install left its
 //! framework-gate scratch directory (`$TMPDIR/greta-gates-XXXXXX/`).

@@ -231,7 +231,7 @@ fn matrix_and_lockfile_disagreeing_fails() {
     );
 }
 
-/// Issue 12: a wheel whose `url` names another file than its `name`
+/// A wheel whose `url` names another file than its `name`
 /// (another package, another version, an sdist) passed `lock check`.
 #[test]
 fn a_url_naming_another_file_fails() {

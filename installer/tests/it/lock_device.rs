@@ -1,4 +1,4 @@
-//! Issue 24: profiles whose torch is a host wheel plus one device wheel per
+//! Profiles whose torch is a host wheel plus one device wheel per
 //! GPU target, chosen with an extra (`torch[device-gfx942]`), as AMD's
 //! multi-arch indexes publish ROCm 7.14 and 10.x. `greta lock update` runs
 //! real uv against the suite's loopback index serving such wheels; the
@@ -561,7 +561,7 @@ fn dry_run_for_a_captured_machine_plans_its_own_device_wheels() {
     );
 }
 
-/// Issue 24: "what would greta install on that node?" for the captured
+/// "what would greta install on that node?" for the captured
 /// machines, with the lock set that ships: the 780M (gfx1103) gets rocm7.2
 /// through the override and is told of the native, not-locked rocm10.1 and
 /// the command that locks it; MI300X (VF capture, and bare metal as a KFD
@@ -614,7 +614,7 @@ fn dry_run_plans_for_the_captured_machines_with_the_shipped_lock_set() {
     );
 }
 
-/// Issue 24 item 4: a host with AMD GPUs of two families, the 780M iGPU
+/// A host with AMD GPUs of two families, the 780M iGPU
 /// (gfx1103, KFD node 1: HIP device 0) and an RX 9070 (gfx1201). The
 /// shipped rocm7.2 carries gfx1201 but not gfx1103, and its override
 /// (HSA_OVERRIDE_GFX_VERSION=11.0.0) is process-wide: it would run the
@@ -686,7 +686,7 @@ fn a_two_family_host_is_served_natively_without_a_process_wide_override() {
     );
 }
 
-/// Issue 24 item 4: the doctor reads TheRock's Python ROCm in an env
+/// The doctor reads TheRock's Python ROCm in an env
 /// (`rocm_sdk_core`, `amd_torch_device_*` dist-info) and finds a torch
 /// without this machine's device wheel, the hipErrorInvalidImage case.
 #[test]

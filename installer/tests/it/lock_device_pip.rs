@@ -1,4 +1,4 @@
-//! Issue 24: the PEP 751 file of a device-extras profile installed with
+//! The PEP 751 file of a device-extras profile installed with
 //! pip for one chosen target, against the loopback index of `lock_device`
 //! (extras-split wheels as AMD's multi-arch index serves them).
 //!

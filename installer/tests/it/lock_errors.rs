@@ -202,7 +202,7 @@ fn check_reports_a_broken_lockfile_as_a_failure() {
     );
 }
 
-/// Issue 12: pep508_rs 0.9.2 panicked ("end byte index 25 is not a char
+/// pep508_rs 0.9.2 panicked ("end byte index 25 is not a char
 /// boundary") on a non-ASCII character after a complete marker. uv's parser
 /// reports it; greta points at the marker.
 #[test]
@@ -232,7 +232,7 @@ fn pylock_marker_with_a_non_ascii_character() {
     assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
 }
 
-/// Issue 12: an extra ending in `.` panicked pep508_rs ("`ExtraName`
+/// An extra ending in `.` panicked pep508_rs ("`ExtraName`
 /// validation should match PEP 508 parsing") in `lock check` and `lock show`.
 #[test]
 fn matrix_requirement_with_an_extra_ending_in_a_dot() {

@@ -211,7 +211,7 @@ fn gfx1103_without_an_override_is_refused_with_the_fix() {
     let (code, v) = select_in(d.path(), &f, &[]);
     assert_eq!(code, Some(1), "{v}");
     assert!(refusal(&v, "message").contains("gfx1103"), "{v}");
-    // Issue 24: rocm10.1 carries gfx1103 natively but is not locked: the
+    // rocm10.1 carries gfx1103 natively but is not locked: the
     // fix is the command that locks it, not a torch build.
     let fix = refusal(&v, "fix");
     assert!(
@@ -225,7 +225,7 @@ fn gfx1103_without_an_override_is_refused_with_the_fix() {
     );
 }
 
-/// Issue 24: a gfx1103 machine gets the override profile only while no
+/// A gfx1103 machine gets the override profile only while no
 /// native one is locked, and is told which native profile exists, why it
 /// was not used, and the command that locks it.
 #[test]
@@ -242,7 +242,7 @@ fn gfx1103_with_an_override_is_told_of_the_native_profile_and_how_to_lock_it() {
     );
 }
 
-/// Issue 24: once a native profile with per-GPU device wheels is locked,
+/// Once a native profile with per-GPU device wheels is locked,
 /// gfx1103 gets it (no override), with its own device extra.
 #[test]
 fn gfx1103_gets_a_locked_native_device_profile_and_its_device_extra() {

@@ -1,4 +1,4 @@
-//! Issue 28, item 13: `greta lock show PROFILE` failed for every profile
+//! `greta lock show PROFILE` failed for every profile
 //! with the lock set built into greta: it read the pseudo-path
 //! `<built-in>/lock/pylock.*.toml` from disk ("No such file or directory").
 

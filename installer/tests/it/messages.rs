@@ -1,4 +1,4 @@
-//! Issue 28, item 15 (installer side): what greta says must be true.
+//! What greta says must be true (the installer's side):
 //! - "rerun to continue" where a rerun cannot help (HOME unset).
 //! - Ctrl-C between the swap's renames said "the previous env is
 //!   untouched" while it sat aside as `.backup-<name>`.

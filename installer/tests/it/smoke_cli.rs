@@ -550,7 +550,7 @@ fn only_skipped_gates_decide_nothing() {
     assert_eq!(r.status, RunStatus::Undecided);
 }
 
-/// Issue 12: a FIFO where the pipeline cache lives hung `greta smoke`, and
+/// A FIFO where the pipeline cache lives hung `greta smoke`, and
 /// warnings carried ANSI colour codes into a captured stderr. The cache is
 /// now ignored with a plain-text warning and the gates run.
 #[test]
@@ -609,7 +609,7 @@ fn lavapipe_specs(dir: &Path, clean: &Report) -> PathBuf {
     p
 }
 
-/// Issue 22, part 3: a device seen for the first time (no `--baseline`, no
+/// A device seen for the first time (no `--baseline`, no
 /// measured class) gets floors from its spec sheet in `perf`. Lavapipe is
 /// unknown to the built-in specs (the run says so and holds no spec floor);
 /// given a row through GRETA_SPECS it is held to the spec floors and passes

@@ -1,4 +1,4 @@
-//! The layer as a graph of the catalogue's f16 ops (issue 23): the steps a
+//! The layer as a graph of the catalogue's f16 ops: the steps a
 //! device replays, over the layer's buffers. Decode (one token) projects
 //! with `gemv_f16`, prefill with `linear_f16` on the matrix units; both
 //! share every other step, so the layouts cannot drift apart between them.

@@ -1,4 +1,4 @@
-//! The f64 reference of one Llama decoder layer (issue 23's transformer-block
+//! The f64 reference of one Llama decoder layer (the transformer-block
 //! gate): what the device's layer must reproduce, written from the maths and
 //! independent of every kernel.
 //!
@@ -25,7 +25,7 @@
 //! had prefill and decode disagree on the Wq/Wk/Wv layout, which a shared
 //! reference plus the consistency test below rules out.
 //!
-//! Where the device stores f16 is where its kernels end (issue 23's op
+//! Where the device stores f16 is where its kernels end (the op
 //! set, `docs/smoke.md`): the normed activations, the fused QKV projection
 //! (then again after RoPE), the attention output, each projection before
 //! its residual add, the residual sums, the MLP's gate and up values and

@@ -294,7 +294,7 @@ fn rms_z(e: &Expected, got: &[f64]) -> f64 {
     (z2.sum::<f64>() / got.len() as f64).sqrt()
 }
 
-/// Each mistake a kernel makes (issue 23's list) fails the check on
+/// Each mistake a kernel makes (a wrong RoPE angle, a mask off by one, ...) fails the check on
 /// the emulated device: the model is not so loose that it hides them.
 /// Measured rms errors in sd: 40-80 (decode over 40 cached positions:
 /// a mask or cache slot off by one moves 1/41 of the attention) to

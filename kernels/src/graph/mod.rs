@@ -1,5 +1,5 @@
 //! A fixed sequence of ops over shared buffers (a "graph"): what a
-//! transformer layer is to the device (issue 23). The backends record it
+//! transformer layer is to the device. The backends record it
 //! once and replay it (`greta-runtime`'s `Backend::run_graph`);
 //! [`Graph::reference`] runs the same steps through each op's f64 reference
 //! on the host, storing each result in its slot's element type as a device

@@ -1,5 +1,5 @@
 //! The tolerances of rope_kv_f16 and the attention ops hold what a correct
-//! f16 kernel makes and refuse the mistakes issue 23 names: a wrong RoPE
+//! f16 kernel makes and refuse the typical mistakes: a wrong RoPE
 //! angle and a causal mask off by one. Each mistake is a perturbed f64
 //! reference; each correct device is the reference rounded to f16 (to
 //! nearest, and toward zero, the two roundings a driver may use).

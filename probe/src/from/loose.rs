@@ -85,8 +85,8 @@ pub(super) fn empty_device_list(facts: &mut Facts, text: &str, source: &str) {
 }
 
 /// rocminfo calls nothing but the HSA runtime: its output ending in the
-/// shell's `Segmentation fault` (or an abort) is the runtime crashing
-/// (issue 25 class 8), recorded as the `hsa-runtime-crash` signal.
+/// shell's `Segmentation fault` (or an abort) is the runtime crashing,
+/// recorded as the `hsa-runtime-crash` signal.
 pub(super) fn rocminfo_crash(facts: &mut Facts, text: &str, source: &str) {
     let crash = text.lines().enumerate().find(|(_, l)| {
         let t = l.trim();
@@ -105,7 +105,7 @@ pub(super) fn rocminfo_crash(facts: &mut Facts, text: &str, source: &str) {
 }
 
 /// The GPU an application's refusal names, when nothing else in the text
-/// listed it (issue 25 class 3): ollama's `gpu_type=gfx1150` (never its
+/// listed it: ollama's `gpu_type=gfx1150` (never its
 /// list of supported types), lemonade's `Unsupported GPU: gfx950`, and the
 /// target an LLVM too old for the GPU warns about (`'gfx1201' is not a
 /// recognized processor for this target`, Julia's AMDGPU.jl, Triton).
@@ -276,7 +276,7 @@ pub(super) fn rocm_path_version(text: &str) -> Option<String> {
     found
 }
 
-/// What WSL2 leaves in any paste (issue 25 class 4): its kernel's name
+/// What WSL2 leaves in any paste: its kernel's name
 /// (`5.15.167.4-microsoft-standard-WSL2` in uname, a log or a path), the
 /// paravirtual GPU device `/dev/dxg`, ROCm's WSL bridge `librocdxg`, and
 /// rocminfo's own notice. There is no KFD there, by design.

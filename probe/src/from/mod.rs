@@ -189,8 +189,8 @@ fn stated_by_readers(parts: &[Facts]) -> Vec<(&'static str, String)> {
     out
 }
 
-/// What the pastes imply when no tool printed an AMD GPU's target (issue 25
-/// class 6): its PCI device id, else a marketing name only one chip
+/// What the pastes imply when no tool printed an AMD GPU's target (class 6 of
+/// the corpus, docs/doctor.md): its PCI device id, else a marketing name only one chip
 /// carries (probe/gfx-targets.toml). Pasted text only, after every file is
 /// merged (so a printed target always wins): on a live machine or a
 /// capture the target comes from KFD, never from a table.

@@ -1,4 +1,4 @@
-//! AMD machine pastes (session 13, round 3): the GPU a short torch check
+//! AMD machine pastes (the third blind round, docs/doctor.md): the GPU a short torch check
 //! script names. Every input line is a real tool's spelling (the source is
 //! named beside it).
 use super::explain::explain;

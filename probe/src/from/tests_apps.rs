@@ -1,4 +1,4 @@
-//! Application logs and tracebacks (session 13): which GPU a framework's
+//! Application logs and tracebacks (the first blind round, docs/doctor.md): which GPU a framework's
 //! own warning names, and which finding each family of messages raises
 //! once the GPUs' vendor is known. Every input line is a real tool's
 //! spelling (the source is named beside it); the cases are whole pastes

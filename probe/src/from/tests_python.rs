@@ -1,4 +1,4 @@
-//! Python framework pastes (session 13, round 2): the GPU an application's
+//! Python framework pastes (the second blind round, docs/doctor.md): the GPU an application's
 //! start-up lines or jax's environment info name, and which finding a
 //! framework's own error raises. Every input line is a real tool's
 //! spelling (the source is named beside it).

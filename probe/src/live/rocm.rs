@@ -468,7 +468,7 @@ mod tests {
         assert_eq!(parse_hip_version_file("HIP_VERSION_MAJOR=x\n"), None);
     }
 
-    /// Issue 24: ROCm 10's system install keeps its core in
+    /// ROCm 10's system install keeps its core in
     /// `/opt/rocm/core-10.0`; the version is read there.
     #[test]
     fn rocm10_core_directory_gives_the_version() {

@@ -133,7 +133,7 @@ pub struct Root {
     /// `.greta/env` exists but could not be read: the variables that say
     /// where Vulkan, ROCm and Python are looked for are unknown.
     env_unknown: bool,
-    /// Capture files that exist but could not be used (issue 28: a FIFO at
+    /// Capture files that exist but could not be used (a FIFO at
     /// `.greta/dev-nodes` became "/dev/kfd does not exist"). Filled while
     /// the root is read (replays add theirs), reported as notes.
     unreadable: Mutex<Met>,

@@ -181,7 +181,7 @@ fn clinfo_nvidia_and_cpu_devices() {
 fn hip_runtime_errors_map_to_their_causes() {
     for (line, id) in [
         ("hipErrorNoBinaryForGpu: Unable to find code object for all current devices!", "rocm.gfx-unsupported"),
-        // ollama then runs on the CPU: the application-level finding too (issue 25 class 3).
+        // ollama then runs on the CPU: the application-level finding too.
         ("amdgpu [0] gfx1103 is not supported by /tmp/ollama2145067703/rocm [gfx1030 gfx1100]", "rocm.gfx-unsupported app.cpu-fallback"),
         ("rocBLAS error: Could not initialize Tensile host: No devices found", "rocm.runtime-no-device"),
         ("Memory access fault by GPU node-1 (Agent handle: 0x1f829860) on address 0x7a8a4be00000. Reason: Page not present or supervisor privilege.", "rocm.gpu-fault"),

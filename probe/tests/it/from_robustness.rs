@@ -205,7 +205,7 @@ fn doctor_seconds(n: usize) -> (f64, f64) {
     (from, sysroot)
 }
 
-/// Issue 28 item 6: one rocminfo of N GPU agents took time quadratic in N
+/// One rocminfo of N GPU agents took time quadratic in N
 /// (each agent's GPU compared with every GPU before it in the merge, each
 /// evidence line with every line before it in the report: 40,000 agents
 /// 25 s, 95,000 over two minutes, release build). Eight times the agents

@@ -72,7 +72,7 @@ fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
         .gpus
         .iter()
         .any(|g| g.vendor == Vendor::Cpu && g.name.contains("llvmpipe")));
-    // The CI machine has no GPU at all (the lent GPU machines do).
+    // The CI machine has no GPU at all (the GPU machines scripts/gpu runs on do).
     let gpu_less = f.gpus.iter().all(|g| g.vendor == Vendor::Cpu);
     if gpu_less {
         assert!(f

@@ -131,7 +131,7 @@ fn collect_within(root: Root, limit: std::time::Duration) -> Option<usize> {
     rx.recv_timeout(limit).ok()
 }
 
-/// Issue 12: a FIFO at any path doctor reads (`.greta/env`, `dev-nodes`,
+/// A FIFO at any path doctor reads (`.greta/env`, `dev-nodes`,
 /// captured command output, every sysfs/proc/etc file) hung `doctor
 /// --sysroot` for ever. Every regular file of every synthetic machine
 /// becomes a FIFO with no writer, then a link to /dev/zero.
@@ -160,7 +160,7 @@ fn fifos_and_devices_everywhere_never_hang() {
     }
 }
 
-/// Issue 12: `.greta/dev-nodes` of 40,000 lines took 10 s (a linear search
+/// `.greta/dev-nodes` of 40,000 lines took 10 s (a linear search
 /// per node, `/etc/group` re-read per node). The whole doctor run on 200,000
 /// render nodes, each in a group listed in a large `/etc/group`: the
 /// quadratic versions need minutes here (also merging the collectors'

@@ -391,7 +391,7 @@ fn broken_manifests_and_garbage_never_panic_and_explain() {
         .expect("the one valid dev-nodes line");
     assert_eq!(rd.openable, None, "garbage id: unknown, not a guess");
     // Its dev-nodes line is malformed (mode 06x0): unknown, so no fact
-    // at all, never "absent" (issue 28).
+    // at all, never "absent".
     assert!(
         f.device_nodes.iter().all(|n| n.path != "/dev/kfd"),
         "{:#?}",

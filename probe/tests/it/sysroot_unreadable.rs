@@ -1,4 +1,4 @@
-//! Issue 28 item 5: a capture file that exists but cannot be read (a FIFO,
+//! A capture file that exists but cannot be read (a FIFO,
 //! a directory, unreadable bytes, a line that is not the format) is
 //! *unknown*, never absence: it raises no finding of its own, a note names
 //! the file and why, its check line is `!`, and with no `fail` standing the

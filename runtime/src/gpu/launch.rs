@@ -16,7 +16,7 @@ pub const VEC_UNROLL: u32 = 4;
 /// data in one pass (each thread moves VEC_UNROLL vectors) up to this cap,
 /// then strides: on an H100 a one-pass grid moved 1 GiB at the driver's
 /// memcpy rate (2965-3000 GB/s), while a persistent grid of 4, 8, 16 or 64
-/// blocks per SM stayed at 2800-2890 GB/s (session 9, nvcc harness).
+/// blocks per SM stayed at 2800-2890 GB/s (2026-11-25, scripts/gpu/hip_variants.cu).
 pub const BLOCKS_PER_CU: u32 = 1024;
 /// Block tile of C and threads of the f32 GEMM (GEMM32_BM/BN/THREADS in gemm_f32.hip).
 pub const GEMM32_TILE: u32 = 128;

@@ -1,5 +1,5 @@
 //! A fixed sequence of ops over shared device buffers, recorded once and
-//! replayed: what a transformer layer is to the device (issue 23). The
+//! replayed: what a transformer layer is to the device. The
 //! Vulkan backend records every step into one command buffer; HIP and CUDA
 //! capture the launches into a device graph. Either way the host issues one
 //! submission per replay, not one launch per kernel.

@@ -6,10 +6,9 @@
 use super::memory::{self, Buffer};
 use super::owned::DescriptorSets;
 use super::plan::Plan;
-use super::run::{
-    api, pipeline, record_pass, submit_and_wait, write_descriptor_sets, PipelineHandles,
-    Submission, Ticks, SHADER_RW,
-};
+use super::record::{record_pass, SHADER_RW};
+use super::run::{pipeline, write_descriptor_sets, PipelineHandles};
+use super::submit::{api, submit_and_wait, Submission, Ticks};
 use super::Device;
 use crate::graph::{median, GraphJob, GraphStats, Replay};
 use crate::{RuntimeError, TimingSource};

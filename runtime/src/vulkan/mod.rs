@@ -50,9 +50,12 @@ mod pipelines;
 /// Public for the fuzz harnesses (fuzz/src/bin/gemm_plan.rs); not part of the runtime's front door.
 #[doc(hidden)]
 pub mod plan;
+mod record;
 mod run;
 mod select;
+mod submit;
 mod validation;
+mod warmup;
 
 use crate::graph::{GraphJob, GraphStats};
 use crate::{Backend, DeviceInfo, DeviceSelect, Job, Op, RunStats, RuntimeError, Tuning};
@@ -193,10 +196,10 @@ pub struct Device {
     keep_scratch: bool,
     tuned: Option<crate::tuning_cache::TuningCache>,
     /// Median time per repeat of the last run of each plan (shape class,
-    /// kernel, tuning; `run::time_key`) or graph: sizes the warm-up of the
+    /// kernel, tuning; `warmup::time_key`) or graph: sizes the warm-up of the
     /// next run of the same plan.
     last_ns: std::collections::HashMap<String, u64>,
-    /// `GRETA_VK_WARMUP_MS` in nanoseconds, when set (`run::warmup_from_env`).
+    /// `GRETA_VK_WARMUP_MS` in nanoseconds, when set (`warmup::warmup_from_env`).
     warmup_ns: Option<u64>,
     /// Opened for compile-only ([`OpenOptions::statistics`]).
     statistics: bool,
@@ -373,7 +376,7 @@ impl Device {
 
     pub fn open_with(opts: &OpenOptions) -> Result<Self, RuntimeError> {
         // Settings first: a bad one is refused before any device work.
-        let warmup_ns = run::warmup_from_env()?;
+        let warmup_ns = warmup::warmup_from_env()?;
         let validation = opts.validation.unwrap_or_else(validation::requested_by_env);
         let instance = Arc::new(Instance::with_log(
             validation,

@@ -1,4 +1,4 @@
-//! The transformer block's attention ops (issue 23) on lavapipe against
+//! The transformer block's attention ops on lavapipe against
 //! their f64 references, validation on: rope_kv_f16, attn_decode_f16 (two
 //! passes over the op's scratch) and attn_prefill_f16, at sizes that are
 //! not multiples of their chunks and tiles.

@@ -1,7 +1,7 @@
 //! The kernels through NVRTC for NVIDIA targets, where an NVRTC library is
 //! at hand (`GRETA_NVRTC_LIB`, e.g. the `nvidia-cuda-nvrtc-cu12` wheel's
 //! `libnvrtc.so.12`; NVRTC needs no GPU). Without one the test says so and
-//! checks nothing: CI has no CUDA; the lent GPU compiles the same way.
+//! checks nothing: CI has no CUDA; the GPU machine (scripts/gpu/cuda.sh) compiles the same way.
 
 use greta_runtime::gpu::tune::variant_symbols_for_target;
 use greta_runtime::gpu::{

@@ -171,7 +171,7 @@ fn duplicate_icd_counted_once() {
 }
 
 /// An open that fails part-way destroys what it created, children before
-/// parents (issue 16: a failed pipeline-cache creation used to destroy the
+/// parents (a failed pipeline-cache creation used to destroy the
 /// instance while its device and command pool lived). The validation
 /// layer's object tracker reports a `vkDestroyInstance` with a live
 /// `VkDevice` (UNASSIGNED-ObjectTracker-ObjectLeak,

@@ -230,7 +230,7 @@ impl GateResult {
     }
 }
 
-/// What a run measured beside the gate's own kernel (issue 22): the
+/// What a run measured beside the gate's own kernel: the
 /// vendor's rate for the same work on the same device and the gate's
 /// ratio to it; for the stress gate, its sustained figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

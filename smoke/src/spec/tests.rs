@@ -389,7 +389,7 @@ fn measured_h100_and_h200_rates_against_the_spec_floors() {
     let (h100, h200) = (row("NVIDIA H100 SXM5 80GB"), row("NVIDIA H200 SXM 141GB"));
     let passes = |spec: f64, class: RateClass, rate: f64| rate >= spec * class.fraction();
     use RateClass::*;
-    // Vulkan, docs/performance.md (H100 session 8; H200 floors.toml class).
+    // Vulkan, docs/performance.md (H100, 2026-11-25; H200 floors.toml class).
     for (d, class, rate) in [
         (&h100, Streaming, 2985.0), // 1.01 x torch copy 2956
         (&h100, Norms, 2838.0),     // 0.96 x 2956
@@ -399,7 +399,7 @@ fn measured_h100_and_h200_rates_against_the_spec_floors() {
         (&h200, Norms, 3774.5),
         (&h200, GemmF32, 43.0),
         (&h200, GemmF16, 264.3),
-        // torch / cuBLAS on the H100 (issue 22).
+        // torch / cuBLAS on the H100.
         (&h100, Streaming, 2956.0),
         (&h100, GemmF32, 51.5),
         (&h100, GemmF16, 750.0),
@@ -418,7 +418,7 @@ fn measured_h100_and_h200_rates_against_the_spec_floors() {
             d.model
         );
     }
-    // The first HIP kernels through the CUDA twin (issue 22's table).
+    // The first HIP kernels through the CUDA twin (docs/performance.md, 2026-11-25).
     assert!(passes(h100.mem_bw_gbs, Streaming, 1696.0));
     assert!(!passes(h100.fp32_tflops, GemmF32, 8.0));
     assert!(!passes(h100.fp16_dense_tflops, GemmF16, 8.2));

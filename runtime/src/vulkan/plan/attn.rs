@@ -17,7 +17,7 @@
 //!
 //! `--tune` times both kernels where both can run ([`super::candidates`]):
 //! the scalar one is 10-11x slower on the H200 (docs/performance.md
-//! "Session 13"), but no RDNA device has run the matrix one yet. Each
+//! "Vulkan prefill attention on cooperative matrices"), but no RDNA device has run the matrix one yet. Each
 //! run's warm-up is sized from the last time of the same plan (not of the
 //! shape class: the scalar kernel's warm-up sized from the matrix kernel's
 //! time overran the 10 s submission limit at 2048 tokens, see

@@ -1,5 +1,5 @@
-//! Planning the f16 kernels of the transformer block (issue 23's "ops set
-//! 1"): `gemv_f16`, `rmsnorm_f16`, `add_rmsnorm_f16`, `swiglu_f16`
+//! Planning the f16 kernels of the transformer block ("ops set
+//! 1", docs/smoke.md): `gemv_f16`, `rmsnorm_f16`, `add_rmsnorm_f16`, `swiglu_f16`
 //! (`linear_f16` is the GEMM planner's: `gemm::linear`). Each has a plain kernel (halves, any shape) and, where rows
 //! are 16-byte aligned (cols % 8 == 0), a `_v8` one that moves 16-byte
 //! vectors of 8 halves; `vec4` picks between them (0 plain, 1 wide; the
@@ -250,8 +250,8 @@ mod tests {
         let op = linear(2048, 12288, 4096);
         let t = Tuning::default();
         // NVIDIA (f16 accumulators of 16x16x16): the direct f16 store, as
-        // session 11 ran it, not the shared-tile epilogue that cost the
-        // kernel most of its rate there (docs/performance.md, session 12).
+        // the binary of 4fa97b0 ran it, not the shared-tile epilogue that cost
+        // the kernel most of its rate there (docs/performance.md, 2026-11-26).
         let p = plan(&op, &t, &nvidia()).unwrap();
         assert_eq!(p.shader, Shader::LinearF16Cm);
         assert_eq!(p.tuning.get(Knob::Epilogue), Some(0));
@@ -317,7 +317,7 @@ mod tests {
         assert!(shaders.contains(&Shader::LinearF16CmCs), "{c:?}");
         // ... and each candidate is timed once: no two of them plan to
         // the same kernel, constants and launch (the epilogue=1 copies of
-        // the default tiles did, session 12).
+        // the default tiles did, 2026-11-26).
         let mut planned: Vec<(Shader, Vec<u32>, Vec<[u32; 3]>)> = Vec::new();
         for t in super::super::candidates(&op, &f32_acc_only()) {
             let p = plan(&op, &t, &f32_acc_only()).unwrap();

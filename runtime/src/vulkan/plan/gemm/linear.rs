@@ -9,12 +9,13 @@
 //! one, the default where the device has 16x16x16 f16 tiles and a fixed
 //! subgroup size and the shape is aligned to its blocks; 2 its `_bt`
 //! variant, W's slice staged transposed, a candidate only: 27% slower on
-//! the H200 in session 12) with `wg`, `sgn` and `epilogue` (0: the accumulators rounded to f16
+//! the H200 on 2026-11-26) with `wg`, `sgn` and `epilogue` (0: the accumulators rounded to f16
 //! accumulator tiles and stored straight to Y, the default where the device
 //! has 16x16x16 f16 accumulators; 1: the `_cs` variants, each f32 tile out
 //! through a per-subgroup shared tile, for devices with f32 accumulators
 //! only. On NVIDIA's driver the shared-tile epilogue made the whole kernel
-//! 6.5x slower at every tile tried, docs/performance.md "Session 12").
+//! 6.5x slower at every tile tried, docs/performance.md "Vulkan linear_f16
+//! back at the rate of 4fa97b0").
 
 use super::{
     cm_tiles, ffma_tiles, keyed, one_dispatch, plan_of, prod, sweep, tiles, Req, CM_KEYS,

@@ -129,7 +129,7 @@ fn cpu_like() -> Limits {
 
 #[test]
 fn tunings_that_wrapped_u32_arithmetic_are_refused() {
-    // Issue 12's entries: each once passed the checks through a wrapped
+    // Each once passed the checks through a wrapped
     // product (SIGSEGV in the driver, a remainder by zero, unbounded memory).
     let f32_op = |s| Op::GemmF32 { m: s, n: s, k: s };
     let cases = [

@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
-# Session 11, issue 23 "ops set 1" (gemv_f16, linear_f16, rmsnorm_f16, add_rmsnorm_f16,
-# swiglu_f16): one call on the lent NVIDIA machine. Their perf gates (Llama-2-7B shapes) with
+# The transformer block's f16 projection, norm and SwiGLU ops (gemv_f16, linear_f16,
+# rmsnorm_f16, add_rmsnorm_f16, swiglu_f16) in one call on an NVIDIA GPU. Their perf gates (Llama-2-7B shapes) with
 # the in-run ceilings (copy for the GB/s gates, cuBLAS f16 GEMM for linear_f16) beside copy.1g,
 # and their small and odd default gates (correctness of every kernel path), first through
 # `--backend cuda`, then `--backend vulkan`, then a Vulkan `--tune` of one GEMV and one linear.
-# Prepare here (in the worktree; the call sends /work/main's tree):
-#   cargo build --release -p greta && mkdir -p /work/main/.gpu-c
-#   cp target/release/greta /work/main/.gpu-c/greta
-#   cp scripts/gpu/session11-ops1.sh /work/main/.gpu-c/run.sh
-# Run from the repository root with carry [".gpu-c", ".gl"]: bash .gpu-c/run.sh
-# Results in $OUT: ops1.log (tables, errors), {cuda,vulkan}-{perf,default}.json, tune.txt.
+# Prepare here:
+#   cargo build --release -p greta && mkdir -p .device/f16-ops
+#   cp target/release/greta .device/f16-ops/greta
+#   scripts/gpu/prepare-loader.sh            (the Vulkan loader debs in .gl)
+# Run from the repository root with carry [".device/f16-ops", ".gl"]: bash scripts/gpu/f16-ops.sh
+# Results in $OUT: f16-ops.log (tables, errors), {cuda,vulkan}-{perf,default}.json, tune.txt.
 set -uo pipefail
-out=${OUT:-ops1-out}
+out=${OUT:-f16-ops-out}
 mkdir -p "$out"
-log="$out/ops1.log"
-bin=${GRETA:-.gpu-c/greta}
+log="$out/f16-ops.log"
+bin=${GRETA:-.device/f16-ops/greta}
 export GRETA_KERNEL_CACHE=/tmp/greta-kernels XDG_DATA_HOME=/tmp/greta-data XDG_CACHE_HOME=/tmp/greta-cache
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$log"; }
 perf_gates="copy.1g gemv_f16.12288x4096 gemv_f16.22016x4096 gemv_f16.4096x11008

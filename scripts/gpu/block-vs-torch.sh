@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
-# Session 11's closing call on the lent NVIDIA machine (issue 23): the
-# transformer-block gates (Llama-2-7B decode L512/L4096, prefill
+# The transformer-block gates beside the same layer in PyTorch, in one call on
+# an NVIDIA GPU: the block gates (Llama-2-7B decode L512/L4096, prefill
 # S128/S512/S2048, and the small layers) through CUDA and Vulkan, the f16
 # ops they are made of, and the same layer in PyTorch (scripts/gpu/block_ref.py:
 # eager and CUDA graph, with the in-run copy rate for the roofline).
 # Prepare here:
-#   cargo build --release -p greta && mkdir -p .s11 && cp target/release/greta .s11/greta
+#   cargo build --release -p greta && mkdir -p .device/block && cp target/release/greta .device/block/greta
 #   scripts/gpu/prepare-loader.sh            (the Vulkan loader debs in .gl)
-# Run with carry [".s11", ".gl"]: bash scripts/gpu/session11.sh
-# Results in $OUT: s11.log, block_ref.json, cuda-block.json, cuda-ops.json, vulkan-block.json.
+# Run with carry [".device/block", ".gl"]: bash scripts/gpu/block-vs-torch.sh
+# Results in $OUT: block-vs-torch.log, block_ref.json, cuda-block.json, cuda-ops.json, vulkan-block.json.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-out=${OUT:-s11-out}
+out=${OUT:-block-vs-torch-out}
 mkdir -p "$out"
-log="$out/s11.log"
-greta=${GRETA:-.s11/greta}
+log="$out/block-vs-torch.log"
+greta=${GRETA:-.device/block/greta}
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$log"; }
 export GRETA_KERNEL_CACHE=/tmp/greta-kernels XDG_DATA_HOME=/tmp/greta-data XDG_CACHE_HOME=/tmp/greta-cache
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | tee -a "$log"

@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# Session 11 (issue 23, ops set 2): one call on the lent NVIDIA machine runs
-# greta's attention gates (rope_kv_f16, attn_decode_f16, attn_prefill_f16:
+# The transformer block's attention ops beside torch, in one call on an NVIDIA
+# GPU: greta's attention gates (rope_kv_f16, attn_decode_f16, attn_prefill_f16:
 # the perf shapes and the small default ones) through CUDA and Vulkan, and
-# torch SDPA at the same shapes. Prepare here (helper folder D = .gpu-d):
-#   cargo build --release -p greta && cp target/release/greta /work/main/.gpu-d/greta
-#   cp scripts/gpu/session11-ops2.{sh,py} scripts/gpu/torch_ref.py /work/main/.gpu-d/
-# and run with carry [".gpu-d", ".gl"]: bash .gpu-d/session11-ops2.sh
-# Results in $OUT: s11d.log, torch.json, cuda.json, vulkan.json.
+# torch SDPA at the same shapes (attn_ref.py). Prepare here (the folder travels):
+#   mkdir -p .device/attn && cargo build --release -p greta && cp target/release/greta .device/attn/greta
+#   cp scripts/gpu/attn-vs-torch.sh scripts/gpu/attn_ref.py scripts/gpu/torch_ref.py .device/attn/
+#   scripts/gpu/prepare-loader.sh            (the Vulkan loader debs in .gl)
+# and run with carry [".device/attn", ".gl"]: bash .device/attn/attn-vs-torch.sh
+# Results in $OUT: attn-vs-torch.log, torch.json, cuda.json, vulkan.json.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-cd "$here/.."
-out=${OUT:-s11d-out}
+cd "$here/../.."
+out=${OUT:-attn-vs-torch-out}
 mkdir -p "$out"
-log="$out/s11d.log"
+log="$out/attn-vs-torch.log"
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$log"; }
 export GRETA_KERNEL_CACHE=/tmp/greta-kernels XDG_DATA_HOME=/tmp/greta-data XDG_CACHE_HOME=/tmp/greta-cache
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | tee -a "$log"
@@ -31,7 +32,7 @@ run() {  # run NAME LIMIT_S ARGS...
   tail -n 30 "/tmp/$name.err" >> "$log"
 }
 say "torch SDPA"
-PYTHONUNBUFFERED=1 timeout 45 python3 "$here/session11-ops2.py" > "$out/torch.json" 2>> "$log" || say "torch: exit $?"
+PYTHONUNBUFFERED=1 timeout 45 python3 "$here/attn_ref.py" > "$out/torch.json" 2>> "$log" || say "torch: exit $?"
 run cuda 100 --backend cuda
 if ! ldconfig -p | grep -q libvulkan.so.1; then for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig; fi
 [[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]] && \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Session 12's second Vulkan call (the linear_f16_cm regression): session
-# 11's binary (4fa97b0), main's binary before the fix (base-greta) and the
-# fix (greta), interleaved on the same warm GPU:
+# The Vulkan linear_f16 on the matrix units (linear_f16_cm) across a fix: an
+# older measured binary (older-greta; 4fa97b0 when first run), the binary
+# before the fix (base-greta) and the fix (greta), interleaved on the same
+# warm GPU:
 #   - perf gates of linear_f16 (both Llama-2-7B prefill shapes), the
 #     prefill block and the f16 GEMM (which shares the planner);
 #   - the fix's default profile on Vulkan (every op checked against its
@@ -11,19 +12,19 @@
 #     shared tile of bb0ef56) at several tiles in one binary.
 # Prepare here (the folder travels, not this checkout):
 #   cargo build --release -p greta; xz -c target/release/greta > DIR/greta.xz
-#   cp .s12/base-greta.xz .s12/s11-greta.xz DIR/; cp this script DIR/
+#   cp base-greta.xz older-greta.xz DIR/; cp scripts/gpu/linear-f16-epilogues.sh DIR/
 #   scripts/gpu/prepare-loader.sh            (the Vulkan loader debs in .gl)
 # Run from the repository root with carry [DIR, ".gl"]:
-#   bash DIR/session12-linear.sh             (DIR is this script's folder)
-# Results in $OUT: s12l.tgz (s12l.log, one JSON and stderr per (binary,
-# set), doctor.json): one archive, as the device tool returns at most 8 files
-# (the first call of session 12 lost five of its 13).
+#   bash DIR/linear-f16-epilogues.sh         (DIR is this script's folder)
+# Results in $OUT: linear-f16.tgz (linear-f16.log, one JSON and stderr per
+# (binary, set), doctor.json): one archive, as the device tool returns at
+# most 8 files (a call that wrote 13 lost five of them).
 set -uo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
-final=${OUT:-s12l-out}
+final=${OUT:-linear-f16-out}
 out=$(mktemp -d)
 mkdir -p "$final"
-log="$out/s12l.log"
+log="$out/linear-f16.log"
 start=$SECONDS
 . scripts/gpu/lib.sh
 unpack_binaries "$dir"
@@ -37,7 +38,7 @@ GRETA_KERNEL_CACHE=/tmp/k-greta XDG_DATA_HOME=/tmp/d-greta XDG_CACHE_HOME=/tmp/c
 say "doctor: exit $?"
 gates=(--gate linear_f16.2048x12288x4096 --gate linear_f16.2048x4096x11008
        --gate block_prefill.S2048 --gate gemm_f16.8192)
-for b in s11-greta base-greta greta; do
+for b in older-greta base-greta greta; do
   run "$b" vulkan-perf 110 --backend vulkan --profile perf --repeat 3 "${gates[@]}"
 done
 run greta vulkan-default 60 --backend vulkan
@@ -46,4 +47,4 @@ if (( left > 30 )); then
   run greta vulkan-tune "$left" --backend vulkan --tune --gate linear_f16.2048x12288x4096
 fi
 say done
-tar -C "$out" -czf "$final/s12l.tgz" .
+tar -C "$out" -czf "$final/linear-f16.tgz" .

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Session 11 (issue 23, ops set 2): torch's F.scaled_dot_product_attention
+"""torch's F.scaled_dot_product_attention
 at the shapes of greta's attention gates, fp16, timed with CUDA events, so
 greta's figures have a ratio on the same GPU in the same call.
 

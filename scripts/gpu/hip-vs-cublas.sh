@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Session 9 (issue 22 part 1): one call on the lent NVIDIA machine measures greta's
-# HIP kernels through the CUDA twin beside torch/cuBLAS. Prepare here:
-#   cargo build --release -p greta && mkdir -p .s9 && cp target/release/greta .s9/greta
-#   (optionally the previous binary as .s9/greta-base)
-#   bash scripts/gpu/hip_variants.sh tu .s9
+# greta's HIP kernels through their CUDA twin beside torch/cuBLAS, in one call on an NVIDIA
+# GPU: torch's reference rates, the perf profile on --backend cuda, the kernels' compile-time
+# variants built with nvcc (hip_variants.sh), ncu on the GEMM kernels, and optionally a
+# baseline binary and the Vulkan backend. Prepare here:
+#   cargo build --release -p greta && mkdir -p .device/hip-vs-cublas && cp target/release/greta .device/hip-vs-cublas/greta
+#   (optionally the previous binary as .device/hip-vs-cublas/greta-base)
+#   bash scripts/gpu/hip_variants.sh tu .device/hip-vs-cublas
 #   scripts/gpu/prepare-loader.sh        (only for STEPS containing vulkan)
-# and run with carry [".s9"] (plus ".gl" for vulkan):
-#   STEPS="torch cuda variants base ncu vulkan" bash scripts/gpu/session9.sh
-# Everything lands in $OUT (at most 8 files): s9.log, torch_ref.json, cuda-perf.json,
+# and run with carry [".device/hip-vs-cublas"] (plus ".gl" for vulkan):
+#   STEPS="torch cuda variants base ncu vulkan" bash scripts/gpu/hip-vs-cublas.sh
+# Everything lands in $OUT (at most 8 files): hip-vs-cublas.log, torch_ref.json, cuda-perf.json,
 # base-perf.json, vulkan-perf.json, variants.log, ncu.txt, ratio.txt.
 set -uo pipefail
+dir=.device/hip-vs-cublas
 cd "$(dirname "$0")/../.."
-out=${OUT:-s9-out}
+out=${OUT:-hip-vs-cublas-out}
 mkdir -p "$out"
-log="$out/s9.log"
+log="$out/hip-vs-cublas.log"
 steps=" ${STEPS:-torch cuda variants ncu base} "
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$log"; }
 has() { [[ "$steps" == *" $1 "* ]]; }
@@ -34,28 +37,28 @@ if has torch; then
   say "torch_ref.py"
   PYTHONUNBUFFERED=1 timeout 150 python3 scripts/gpu/torch_ref.py > "$out/torch_ref.json" 2>> "$log" || say "torch_ref failed"
 fi
-has cuda && perf cuda-perf .s9/greta --backend cuda
+has cuda && perf cuda-perf $dir/greta --backend cuda
 if has variants; then
   say "variants (nvcc, same sources)"
-  OUT="$out" timeout 240 bash scripts/gpu/hip_variants.sh run .s9 > /dev/null 2>&1 || say "variants: exit $?"
+  OUT="$out" timeout 240 bash scripts/gpu/hip_variants.sh run $dir > /dev/null 2>&1 || say "variants: exit $?"
 fi
-if has ncu && [[ -x .s9/bin/v1 ]]; then
+if has ncu && [[ -x $dir/bin/v1 ]]; then
   say "ncu: gemm_f16 / gemm_f32 4096 (one launch each)"
-  g16=$(awk '$2=="gemm16"{print $1; exit}' .s9/bin/list); g32=$(awk '$2=="gemm32"{print $1; exit}' .s9/bin/list)
+  g16=$(awk '$2=="gemm16"{print $1; exit}' $dir/bin/list); g32=$(awk '$2=="gemm32"{print $1; exit}' $dir/bin/list)
   for v in "$g16 gemm16 greta_gemm_f16" "$g32 gemm32 greta_gemm_f32"; do
     set -- $v
     [[ $# -eq 3 ]] || continue
     timeout 120 ncu --clock-control none -k "$3" -c 1 -s 3 --section SpeedOfLight --section ComputeWorkloadAnalysis \
       --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats \
-      .s9/bin/v$1 $2 >> "$out/ncu.txt" 2>&1 || say "ncu $3: exit $?"
+      $dir/bin/v$1 $2 >> "$out/ncu.txt" 2>&1 || say "ncu $3: exit $?"
   done
 fi
-has base && [[ -x .s9/greta-base ]] && perf base-perf .s9/greta-base --backend cuda
+has base && [[ -x $dir/greta-base ]] && perf base-perf $dir/greta-base --backend cuda
 if has vulkan; then
   if ! ldconfig -p | grep -q libvulkan.so.1; then for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig; fi
   [[ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]] && \
     export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-  GRETA_TUNING_CACHE=/tmp/greta-tuning perf vulkan-perf .s9/greta --backend vulkan
+  GRETA_TUNING_CACHE=/tmp/greta-tuning perf vulkan-perf $dir/greta --backend vulkan
 fi
 files=()
 for f in cuda-perf base-perf vulkan-perf; do [[ -s "$out/$f.json" ]] && files+=("$out/$f.json"); done

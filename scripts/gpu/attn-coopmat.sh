@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Session 13's Vulkan call (the cooperative-matrix prefill attention,
-# attn_prefill_f16_cm): one binary, the two attention kernels forced in
+# The Vulkan prefill attention on the matrix units (attn_prefill_f16_cm)
+# against the f32-FMA one (attn_prefill_f16): one binary, the two attention kernels forced in
 # turn through the tuning cache and interleaved on the same warm GPU:
 #   - doctor --json (the cooperative-matrix shapes the driver lists);
 #   - --tune of both Llama-2-7B attention gates: with the binary measured
 #     (4195a30) it timed coopmat=1 (the new kernel) and coopmat=0 (the
 #     f32-FMA one), each checked against the CPU reference; the sweep has
-#     offered no attention candidate since (docs/performance.md, "Session
-#     13"), and the step still writes the tuning file that names the device
+#     offered no attention candidate since (docs/performance.md, "Vulkan
+#     prefill attention on cooperative matrices"), and the step still writes the tuning file that names the device
 #     for the next step;
 #   - two tuning caches made from that file, every attention shape class
 #     of the gates (attention and prefill blocks, default and perf sizes)
@@ -17,15 +17,15 @@
 #     with the old kernel pinned (every op checked against its reference).
 # Prepare here (the folder travels, not this checkout):
 #   cargo build --release -p greta; xz -c target/release/greta > DIR/greta.xz
-#   cp scripts/gpu/session13-attn.sh DIR/
+#   cp scripts/gpu/attn-coopmat.sh DIR/
 #   scripts/gpu/prepare-loader.sh            (the Vulkan loader debs in .gl)
 # Run from the repository root with carry [DIR, ".gl"]:
-#   bash DIR/session13-attn.sh
-# Results in $OUT: s13.tgz (the log, one JSON and stderr per run, the
-# tuning files) and s13.log (the log alone, with a summary line per gate).
+#   bash DIR/attn-coopmat.sh
+# Results in $OUT: attn-coopmat.tgz (the log, one JSON and stderr per run,
+# the tuning files) and attn-coopmat.log (the log alone, with a summary line per gate).
 set -uo pipefail
 . scripts/gpu/lib.sh
-begin s13 "$(dirname "$0")"
+begin attn-coopmat "$(dirname "$0")"
 vulkan_env
 bin="$dir/greta"
 
@@ -68,7 +68,7 @@ for f in files:
         for c in classes:
             d["entries"][c] = {"tuning": {"coopmat": v},
                                "kernel": "attn_prefill_f16_cm" if v else "attn_prefill_f16",
-                               "median_ns": 1, "measured_op": "pinned by session13-attn.sh"}
+                               "median_ns": 1, "measured_op": "pinned by attn-coopmat.sh"}
         dst = "/tmp/c-%s/greta/tuning" % name
         os.makedirs(dst, exist_ok=True)
         json.dump(d, open(os.path.join(dst, os.path.basename(f)), "w"), indent=1)
@@ -91,4 +91,4 @@ run_left old old-perf2 80 "${perf[@]}"
 run_left new new-perf2 80 "${perf[@]}"
 run_left old old-default 45 --backend vulkan
 say "done after $((SECONDS - start)) s"
-tar -C "$out" -czf "$final/s13.tgz" .
+tar -C "$out" -czf "$final/attn-coopmat.tgz" .

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# Session 11's one call on the lent NVIDIA machine (issue 22: `greta smoke --tune` for the
-# HIP/CUDA kernels, gemm_f16's tensor-core variants, ncu on the final kernel). Prepare here:
-#   cargo build --release -p greta && cp target/release/greta /work/main/.gpu-b/greta
-#   cp scripts/gpu/session11-tune.sh /work/main/.gpu-b/run.sh
-# Run with carry [".gpu-b"]: bash .gpu-b/run.sh   (timeout 300 s; every step has its own limit)
+# `greta smoke --tune` of the HIP/CUDA GEMM kernels (gemm_f16's tensor-core variants) in one
+# call on an NVIDIA GPU, and ncu on the winning kernel. Prepare here:
+#   cargo build --release -p greta && mkdir -p .device/tune-f16 && cp target/release/greta .device/tune-f16/greta
+# Run with carry [".device/tune-f16"]: bash scripts/gpu/tune-f16.sh   (timeout 300 s; every step has its own limit)
 # Steps: 1. the GEMM perf gates with the built-in kernels (empty tuning cache);
 #        2. `greta smoke --tune` of the gemm_f16 gates, a gemm_f32 gate and copy.1g;
 #        3. the same gates without --tune: the cached winners run (`kernel` in the JSON);
@@ -11,14 +10,13 @@
 #           WarpStateStats, LaunchStats, tensor-pipe and stall metrics).
 # Results in $OUT: run.log, before.json, tune.json, tune.txt, after.json, tuning-cache.json, ncu.txt
 set -uo pipefail
-cd "$(dirname "$0")/.."
-[[ -x .gpu-b/greta ]] || cd ..
+cd "$(dirname "$0")/../.."
 out=${OUT:-bench-out}
 mkdir -p "$out"
-greta=${GRETA:-.gpu-b/greta}
+greta=${GRETA:-.device/tune-f16/greta}
 export GRETA_KERNEL_CACHE=/tmp/greta-kernels XDG_CACHE_HOME=/tmp/greta-cache XDG_DATA_HOME=/tmp/greta-data
 export GRETA_TUNING_CACHE=/tmp/greta-tuning
-# cuBLAS for the in-run ceilings from torch's wheels, as in session 10.
+# cuBLAS for the in-run ceilings from torch's wheels (the machine's torch env).
 [[ -d /opt/torch/.venv ]] && export VIRTUAL_ENV=/opt/torch/.venv
 command -v ncu > /dev/null || export PATH="$PATH:/usr/local/cuda/bin"
 log="$out/run.log"
