@@ -14,6 +14,7 @@
 //! Without the chroot (or not as root) the test says why and passes; with
 //! `GRETA_SID_ROCM` set (scripts/test.sh sets it) it is required and fails.
 
+use greta_smoke::runtime::kernels::matrix_lanes;
 use greta_vocab::EnvVars;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -48,10 +49,35 @@ struct IsaRow {
     required: bool,
 }
 
+/// One `waves` row: the compiler's occupancy bound for the kernel on the
+/// target at least `min` waves per SIMD, with no scratch and no spills.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct WavesRow {
+    target: String,
+    kernel: String,
+    min: u64,
+    required: bool,
+}
+
+/// One `count` row: the kernel's code holds exactly as many instructions
+/// matching `text` as one BK step of `instr`'s tiling issues per wave
+/// (`MatrixInstr::instrs_per_step`, from the tile constants of
+/// kernels/src/matrix_lanes.rs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CountRow {
+    target: String,
+    kernel: String,
+    text: String,
+    instr: String,
+    want: u32,
+}
+
 #[derive(Debug, Default)]
 struct Claims {
     targets: Vec<String>,
     isa: Vec<IsaRow>,
+    waves: Vec<WavesRow>,
+    counts: Vec<CountRow>,
 }
 
 fn parse_claims(text: &str) -> Result<Claims, String> {
@@ -64,18 +90,53 @@ fn parse_claims(text: &str) -> Result<Claims, String> {
             .split_whitespace()
             .collect();
         let at = || format!("hip_targets.txt:{}: {line:?}", i + 1);
+        let state = |s: &str| match s {
+            "required" => Ok(true),
+            "pending" => Ok(false),
+            _ => Err(format!("{}: state is required or pending", at())),
+        };
+        let known = |t: &str| {
+            if c.targets.iter().any(|x| x == t) {
+                Ok(())
+            } else {
+                Err(format!("{}: {t} is not a `target` above", at()))
+            }
+        };
         match words.as_slice() {
             [] => {}
             ["target", t] if t.starts_with("gfx") => c.targets.push(t.to_string()),
-            ["isa", t, k, m, state] => {
-                let required = match *state {
-                    "required" => true,
-                    "pending" => false,
-                    _ => return Err(format!("{}: state is required or pending", at())),
-                };
-                if !c.targets.iter().any(|x| x == t) {
-                    return Err(format!("{}: {t} is not a `target` above", at()));
-                }
+            ["waves", t, k, min, st] => {
+                known(t)?;
+                let min = min
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|m| (1..=16).contains(m))
+                    .ok_or_else(|| format!("{}: waves per SIMD is 1 to 16", at()))?;
+                let required = state(st)?;
+                c.waves.push(WavesRow {
+                    target: t.to_string(),
+                    kernel: k.to_string(),
+                    min,
+                    required,
+                });
+            }
+            ["count", t, k, m, ins] => {
+                known(t)?;
+                let instr = matrix_lanes::INSTRS
+                    .iter()
+                    .find(|i| i.name == *ins)
+                    .ok_or_else(|| format!("{}: {ins} is not an instruction of matrix_lanes.rs", at()))?;
+                c.counts.push(CountRow {
+                    target: t.to_string(),
+                    kernel: k.to_string(),
+                    text: m.to_string(),
+                    instr: ins.to_string(),
+                    want: instr.instrs_per_step(),
+                });
+            }
+            ["isa", t, k, m, st] => {
+                let required = state(st)?;
+                known(t)?;
                 c.isa.push(IsaRow {
                     target: t.to_string(),
                     kernel: k.to_string(),
@@ -85,7 +146,8 @@ fn parse_claims(text: &str) -> Result<Claims, String> {
             }
             _ => {
                 return Err(format!(
-                    "{}: not `target GFX` or `isa TARGET KERNEL TEXT STATE`",
+                    "{}: not `target GFX`, `isa TARGET KERNEL TEXT STATE`, `waves TARGET KERNEL MIN STATE` \
+                     or `count TARGET KERNEL TEXT INSTR`",
                     at()
                 ))
             }
@@ -410,8 +472,34 @@ fn the_claims_table_reads() {
         "isa gfx942 gemm_f16 v_mfma maybe",
         "isa gfx942 gemm_f16 v_mfma required", // no `target gfx942` line before it
         "isa gfx942 gemm_f16",
+        "target gfx942\nwaves gfx942 gemm_f16 0 required",
+        "target gfx942\nwaves gfx942 gemm_f16 two required",
+        "target gfx942\nwaves gfx942 gemm_f16 2 maybe",
+        "waves gfx942 gemm_f16 2 required",
+        "target gfx942\ncount gfx942 gemm_f16 v_mfma MFMA32",
+        "count gfx942 gemm_f16 v_mfma MFMA16",
     ] {
         assert!(parse_claims(bad).is_err(), "{bad}");
+    }
+    // Each CDNA target's matrix kernels: at least two waves per SIMD, and
+    // the MFMA count of the tiling (32 per k step of 32, from the tiles).
+    for t in ["gfx90a", "gfx942", "gfx950"] {
+        for k in ["gemm_f16", "linear_f16"] {
+            assert!(
+                c.waves
+                    .iter()
+                    .any(|w| w.target == t && w.kernel == k && w.min >= 2 && w.required),
+                "{t} {k}: {:?}",
+                c.waves
+            );
+            assert!(
+                c.counts
+                    .iter()
+                    .any(|r| r.target == t && r.kernel == k && r.text == "v_mfma" && r.want == 32),
+                "{t} {k}: {:?}",
+                c.counts
+            );
+        }
     }
 }
 
@@ -673,6 +761,69 @@ fn every_claimed_target_compiles_and_its_code_is_what_we_claim() {
             (true, false) => failures.push(format!("{line}: MISSING")),
             (false, true) => failures.push(format!(
                 "{line}: present, so flip the row to `required` in installer/tests/it/hip_targets.txt"
+            )),
+            _ => {}
+        }
+        report.push(line);
+    }
+    // The matrix instructions the tiling issues: a count other than one
+    // BK step's means the k loop was unrolled or split differently, or the
+    // tiles are not what matrix_lanes.rs says.
+    for row in &claims.counts {
+        let Some(r) = results
+            .iter()
+            .find(|r| r.target == row.target && r.error.is_none())
+        else {
+            continue;
+        };
+        let (_, n, first) = find(r, &row.kernel, &row.text);
+        let line = format!(
+            "{} greta_{} `{}`: {n} × {first}, the {} tiling issues {}",
+            row.target, row.kernel, row.text, row.instr, row.want
+        );
+        if n != row.want as usize {
+            failures.push(format!("{line}: WRONG COUNT"));
+        }
+        report.push(line);
+    }
+    // Occupancy, scratch and spills, as the compiler accounts for them.
+    for row in &claims.waves {
+        let Some(r) = results
+            .iter()
+            .find(|r| r.target == row.target && r.error.is_none())
+        else {
+            continue;
+        };
+        let name = format!("greta_{}", row.kernel);
+        let Some(k) = r.resources.iter().find(|k| k["name"] == name.as_str()) else {
+            failures.push(format!("{} {name}: no resource figures", row.target));
+            continue;
+        };
+        let field = |f: &str| k[f].as_u64();
+        let waves = field("occupancy_waves_per_simd");
+        let clean = field("scratch_bytes_per_lane") == Some(0)
+            && field("sgpr_spills") == Some(0)
+            && field("vgpr_spills") == Some(0)
+            && k["dynamic_stack"] != serde_json::Value::Bool(true);
+        let met = clean && waves.is_some_and(|w| w >= row.min);
+        let state = if row.required { "required" } else { "pending" };
+        let line = format!(
+            "{} {name} >= {} waves/SIMD, no scratch, no spills ({state}): {} waves/SIMD, LDS {} B/block, \
+             {} VGPR + {} AGPR, scratch {} B/lane, spills {}/{}",
+            row.target,
+            row.min,
+            num(k, "occupancy_waves_per_simd"),
+            num(k, "lds_bytes_per_block"),
+            num(k, "vgprs"),
+            num(k, "agprs"),
+            num(k, "scratch_bytes_per_lane"),
+            num(k, "sgpr_spills"),
+            num(k, "vgpr_spills"),
+        );
+        match (row.required, met) {
+            (true, false) => failures.push(format!("{line}: NOT MET")),
+            (false, true) => failures.push(format!(
+                "{line}: met, so flip the row to `required` in installer/tests/it/hip_targets.txt"
             )),
             _ => {}
         }
