@@ -4,8 +4,9 @@
 //
 // One kernel, one tiling: a block of GRETA_F16_THREADS threads computes a
 // GRETA_F16_BM x GRETA_F16_BN tile of C, stepping over k GRETA_F16_BK at a
-// time through double-buffered shared memory (A row-major, B transposed, so
-// both are read along k; rows GRETA_F16_PITCH halves apart). Each wave owns
+// time through shared memory (A row-major, B transposed, so both are read
+// along k; rows GRETA_F16_PITCH halves apart), double-buffered except on
+// CDNA, where one stage lets three blocks share a compute unit's LDS. Each wave owns
 // a wave tile of C made of the matrix instruction's tiles. Which instruction
 // is chosen here, at compile time, per target:
 //   NVIDIA sm_80+          mma.sync m16n8k16 (inline PTX)
@@ -45,6 +46,19 @@
 #define GRETA_MX(x) GRETA_WMMA12_##x
 #else
 #define GRETA_F16_PATH 0
+#endif
+
+// Shared-memory stages of the A and B tiles: the instruction's (matrix_lanes.rs
+// `stages`: one on CDNA, where two would leave one block per compute unit),
+// two for the scalar fallback. With one stage the register-prefetch loop
+// below takes a second barrier per k step before it stores the next tile.
+#if GRETA_F16_PATH == 0
+#define GRETA_F16_STAGES 2
+#else
+#define GRETA_F16_STAGES GRETA_MX(STAGES)
+#endif
+#if GRETA_F16_PATH == 1 && GRETA_F16_STAGES != 2
+#error "gemm_f16: the cp.async pipeline is written for two stages"
 #endif
 
 #if GRETA_F16_PATH == 1
@@ -198,13 +212,13 @@ __device__ inline greta_u4 greta_f16_load8(const unsigned short* __restrict__ p,
 extern "C" __global__ void __launch_bounds__(GRETA_F16_THREADS)
 greta_gemm_f16(const greta_f16* __restrict__ a, const greta_f16* __restrict__ b, float* __restrict__ c, uint32_t m,
                uint32_t n, uint32_t k) {
-    __shared__ __attribute__((aligned(16))) unsigned short as[2][GRETA_F16_BM][GRETA_F16_PITCH];
+    __shared__ __attribute__((aligned(16))) unsigned short as[GRETA_F16_STAGES][GRETA_F16_BM][GRETA_F16_PITCH];
 #if GRETA_F16_PATH == 1
     // B k-major (rows of n, 8 halves of padding): 16-byte stores, and
     // ldmatrix.trans reads mma.sync's column-major B fragments from it.
     __shared__ __attribute__((aligned(16))) unsigned short bs[2][GRETA_F16_BK][GRETA_F16_BN + 8];
 #else
-    __shared__ __attribute__((aligned(16))) unsigned short bs[2][GRETA_F16_BN][GRETA_F16_PITCH];
+    __shared__ __attribute__((aligned(16))) unsigned short bs[GRETA_F16_STAGES][GRETA_F16_BN][GRETA_F16_PITCH];
 #endif
     const unsigned short* ab = (const unsigned short*)a;
     const unsigned short* bb = (const unsigned short*)b;
@@ -357,9 +371,14 @@ greta_gemm_f16(const greta_f16* __restrict__ a, const greta_f16* __restrict__ b,
                 for (int j = 0; j < GRETA_MX(FRAGS_N); ++j) greta_mx_step(acc[i][j], af[i], bf[j]);
         }
 #endif
+#if GRETA_F16_STAGES == 1
+        // One stage: the next step stores into it, after every wave's reads.
+        __syncthreads();
+#else
         // The other buffer is written next: every thread passed this
         // step's barrier after its last read of it.
         buf ^= 1;
+#endif
     }
     }
 #undef GRETA_F16_LOAD

@@ -7,8 +7,8 @@
 // layouts and tile sizes of matrix_lanes.h, generated from
 // kernels/src/matrix_lanes.rs): as there, a block computes a GRETA_F16_BM x
 // GRETA_F16_BN tile of Y (tokens x out features), stepping over i
-// GRETA_F16_BK at a time through double-buffered shared memory with rows
-// GRETA_F16_PITCH halves apart. What differs is the layout: W is [out][in],
+// GRETA_F16_BK at a time through shared memory with rows GRETA_F16_PITCH
+// halves apart, double-buffered except on CDNA (one stage, as there). What differs is the layout: W is [out][in],
 // which is exactly the "col" (k-contiguous) B operand the instructions
 // want, so both tiles are staged the same way, straight copies of 16-byte
 // row pieces with no transpose; on NVIDIA both come to the registers by
@@ -40,6 +40,19 @@
 #define GRETA_LX(x) GRETA_WMMA12_##x
 #else
 #define GRETA_LIN_PATH 0
+#endif
+
+// Shared-memory stages of the A and B tiles: the instruction's (matrix_lanes.rs
+// `stages`: one on CDNA, where two would leave one block per compute unit),
+// two for the scalar fallback. With one stage the register-prefetch loop
+// below takes a second barrier per k step before it stores the next tile.
+#if GRETA_LIN_PATH == 0
+#define GRETA_LIN_STAGES 2
+#else
+#define GRETA_LIN_STAGES GRETA_LX(STAGES)
+#endif
+#if GRETA_LIN_PATH == 1 && GRETA_LIN_STAGES != 2
+#error "linear_f16: the cp.async pipeline is written for two stages"
 #endif
 
 #if GRETA_LIN_PATH == 1
@@ -184,8 +197,8 @@ greta_linear_f16(const greta_f16* __restrict__ x, const greta_f16* __restrict__ 
                  uint32_t tokens, uint32_t rows, uint32_t cols) {
     // Y (tokens x rows) = X (tokens x cols) W^T: m = tokens, n = rows, k = cols.
     const uint32_t m = tokens, n = rows, k = cols;
-    __shared__ __attribute__((aligned(16))) unsigned short as[2][GRETA_F16_BM][GRETA_F16_PITCH];
-    __shared__ __attribute__((aligned(16))) unsigned short bs[2][GRETA_F16_BN][GRETA_F16_PITCH];
+    __shared__ __attribute__((aligned(16))) unsigned short as[GRETA_LIN_STAGES][GRETA_F16_BM][GRETA_F16_PITCH];
+    __shared__ __attribute__((aligned(16))) unsigned short bs[GRETA_LIN_STAGES][GRETA_F16_BN][GRETA_F16_PITCH];
     const unsigned short* ab = (const unsigned short*)x;
     const unsigned short* bb = (const unsigned short*)w;
     unsigned short* yb = (unsigned short*)y;
@@ -305,9 +318,14 @@ greta_linear_f16(const greta_f16* __restrict__ x, const greta_f16* __restrict__ 
                     for (int j = 0; j < GRETA_LX(FRAGS_N); ++j) greta_lin_mx_step(acc[i][j], af[i], bf[j]);
             }
 #endif
+#if GRETA_LIN_STAGES == 1
+            // One stage: the next step stores into it, after every wave's reads.
+            __syncthreads();
+#else
             // The other buffer is written next: every thread passed this
             // step's barrier after its last read of it.
             buf ^= 1;
+#endif
         }
 #undef GRETA_LIN_LOAD
     }

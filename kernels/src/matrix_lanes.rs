@@ -159,6 +159,12 @@ pub struct MatrixInstr {
     pub threads: u32,
     pub waves_m: u32,
     pub waves_n: u32,
+    /// Shared-memory stages of the A and B tiles: 2 lets the next k step
+    /// be stored while this one is read (one barrier per step); 1 halves
+    /// the block's shared memory and needs a second barrier per step, after
+    /// the reads, before the next store ([`crate::matrix_model`] checks
+    /// either schedule for races).
+    pub stages: u32,
 }
 
 /// Threads per block of gemm_f16 on HIP (every AMD path and the scalar
@@ -197,6 +203,8 @@ pub const MMA_SYNC: MatrixInstr = MatrixInstr {
     threads: 128,
     waves_m: 2,
     waves_n: 2,
+    // The cp.async pipeline is written for two stages.
+    stages: 2,
 };
 
 /// CDNA `v_mfma_f32_16x16x16f16` (wave64).
@@ -220,6 +228,11 @@ pub const MFMA16: MatrixInstr = MatrixInstr {
     threads: HIP_THREADS,
     waves_m: 2,
     waves_n: 2,
+    // One stage: 20 KiB of LDS per block instead of 40, so that three
+    // blocks (the registers allow three waves per SIMD) share a CDNA 2/3
+    // compute unit's 64 KiB, where two stages left one block, one wave per
+    // SIMD, with nothing to hide a barrier or an LDS read behind.
+    stages: 1,
 };
 
 /// RDNA3 `v_wmma_f32_16x16x16_f16` (wave32).
@@ -243,6 +256,7 @@ pub const WMMA11: MatrixInstr = MatrixInstr {
     threads: HIP_THREADS,
     waves_m: 2,
     waves_n: 4,
+    stages: 2,
 };
 
 /// RDNA4 `v_wmma_f32_16x16x16_f16` (wave32, the gfx12 encoding and layout).
@@ -266,6 +280,7 @@ pub const WMMA12: MatrixInstr = MatrixInstr {
     threads: HIP_THREADS,
     waves_m: 2,
     waves_n: 4,
+    stages: 2,
 };
 
 /// Every instruction gemm_f16 can step with.
@@ -288,6 +303,13 @@ impl MatrixInstr {
     pub fn wave_origin(&self, w: u32) -> (u32, u32) {
         let (wm, wn) = self.wave_tile();
         ((w / self.waves_n) * wm, (w % self.waves_n) * wn)
+    }
+
+    /// Matrix instructions one wave issues per BK step: the count of them
+    /// in the kernel's code, whose k loop is one BK step unrolled.
+    pub fn instrs_per_step(&self) -> u32 {
+        let (fm, fnn) = self.frags();
+        fm * fnn * (BK / self.k)
     }
 }
 
@@ -325,6 +347,7 @@ pub fn header() -> String {
         guarded(&mut s, &format!("{p}_THREADS"), i.threads);
         guarded(&mut s, &format!("{p}_WAVES_M"), i.waves_m);
         guarded(&mut s, &format!("{p}_WAVES_N"), i.waves_n);
+        guarded(&mut s, &format!("{p}_STAGES"), i.stages);
         s.push_str(&format!(
             "#define {p}_WAVE_TILE_M (GRETA_F16_BM / {p}_WAVES_M)\n\
              #define {p}_WAVE_TILE_N (GRETA_F16_BN / {p}_WAVES_N)\n\

@@ -403,6 +403,10 @@ fn the_header_defines_each_layout_macro() {
             );
         }
     }
+    for ins in INSTRS {
+        let stages = format!("#define GRETA_{}_STAGES {}\n", ins.name, ins.stages);
+        assert!(h.contains(&stages), "{stages}");
+    }
     assert!(
         h.contains("#define GRETA_MFMA16_A_K(l, e) (((l) / 16u) * 4u + (e))"),
         "{h}"
@@ -410,4 +414,128 @@ fn the_header_defines_each_layout_macro() {
     let src = crate::hip_src::SOURCES;
     assert_eq!(src[1].0, "matrix_lanes.h");
     assert_eq!(src[1].1, h);
+}
+
+/// One thing a wave does to the shared tiles in gemm_f16.hip's and
+/// linear_f16.hip's register-prefetch loop (every HIP matrix path, and the
+/// NVIDIA path where rows are not 16-byte aligned).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Event {
+    /// The registers holding k step `tile` are stored into stage `slot`.
+    Store { slot: u32, tile: u32 },
+    /// `__syncthreads()`.
+    Barrier,
+    /// The matrix instructions of k step `tile` read stage `slot`.
+    Read { slot: u32, tile: u32 },
+}
+
+/// What every wave of a block does over `steps` k steps with `stages`
+/// shared-memory stages, as the kernels write the loop: store this step's
+/// tile, barrier, read it (the next step's global loads are in registers
+/// meanwhile); then, with one stage, a second barrier before the next
+/// store (`trailing_barrier`), with two, the other stage next.
+fn loop_schedule(stages: u32, steps: u32, trailing_barrier: bool) -> Vec<Event> {
+    let mut out = Vec::new();
+    let mut slot = 0;
+    for tile in 0..steps {
+        out.push(Event::Store { slot, tile });
+        out.push(Event::Barrier);
+        out.push(Event::Read { slot, tile });
+        if trailing_barrier {
+            out.push(Event::Barrier);
+        }
+        slot = (slot + 1) % stages;
+    }
+    out
+}
+
+/// Checks a schedule run by every wave of a block, waves free to run at any
+/// speed between barriers: within one barrier interval no stage may be both
+/// stored and read (some wave could store before another's read, or after
+/// it), and every read must find the tile it wants, stored in an earlier
+/// interval and not overwritten since.
+fn check_schedule(events: &[Event]) -> Result<(), String> {
+    let mut held: std::collections::HashMap<u32, u32> = Default::default();
+    for (interval, part) in events.split(|e| *e == Event::Barrier).enumerate() {
+        let stored: Vec<(u32, u32)> = part
+            .iter()
+            .filter_map(|e| match *e {
+                Event::Store { slot, tile } => Some((slot, tile)),
+                _ => None,
+            })
+            .collect();
+        for e in part {
+            if let Event::Read { slot, tile } = *e {
+                if stored.iter().any(|&(s, _)| s == slot) {
+                    return Err(format!(
+                        "interval {interval}: stage {slot} is stored while k step {tile} is read from it"
+                    ));
+                }
+                if held.get(&slot) != Some(&tile) {
+                    return Err(format!(
+                        "interval {interval}: k step {tile} read from stage {slot}, which holds {:?}",
+                        held.get(&slot)
+                    ));
+                }
+            }
+        }
+        for (slot, tile) in stored {
+            held.insert(slot, tile);
+        }
+    }
+    Ok(())
+}
+
+/// Every instruction's stage count is a race-free schedule as the kernels
+/// run it (a second barrier exactly when there is one stage), over 1 to 5 k
+/// steps; and the model is not blind: one stage without the second barrier
+/// is a race, as is a schedule reading a stage it never stored.
+#[test]
+fn the_shared_memory_stages_of_each_path_are_race_free() {
+    for ins in INSTRS {
+        assert!(
+            (1..=2).contains(&ins.stages),
+            "{}: the kernels are written for 1 or 2 stages",
+            ins.name
+        );
+        for steps in 1..=5 {
+            let s = loop_schedule(ins.stages, steps, ins.stages == 1);
+            check_schedule(&s).unwrap_or_else(|e| panic!("{} over {steps} steps: {e}", ins.name));
+        }
+    }
+    // The NVIDIA cp.async pipeline is written for two stages.
+    assert_eq!(crate::matrix_lanes::MMA_SYNC.stages, 2);
+    let e = check_schedule(&loop_schedule(1, 2, false)).unwrap_err();
+    assert!(e.contains("stored while k step 0 is read"), "{e}");
+    assert!(check_schedule(&loop_schedule(2, 3, false)).is_ok());
+    let wrong = [
+        Event::Store { slot: 0, tile: 0 },
+        Event::Barrier,
+        Event::Read { slot: 1, tile: 0 },
+    ];
+    assert!(check_schedule(&wrong).unwrap_err().contains("holds None"));
+}
+
+/// The tiling's matrix-instruction count per BK step, which the every-target
+/// compile checks against the code (installer/tests/it/hip_targets.rs): the
+/// wave tile in instruction tiles times the k sub-steps of a BK step.
+#[test]
+fn instructions_per_step_follow_from_the_tiles() {
+    use crate::matrix_lanes::{MFMA16, MMA_SYNC, WMMA11, WMMA12};
+    // 64 x 64 wave tiles of 16 x 16 (x 16 of k), BK 32: 4 x 4 x 2.
+    assert_eq!(MFMA16.instrs_per_step(), 32);
+    // 64 x 32 of 16 x 16: 4 x 2 x 2.
+    assert_eq!(WMMA11.instrs_per_step(), 16);
+    assert_eq!(WMMA12.instrs_per_step(), 16);
+    // 64 x 64 of 16 x 8: 4 x 8 x 2.
+    assert_eq!(MMA_SYNC.instrs_per_step(), 64);
+    for ins in INSTRS {
+        let (wm, wn) = ins.wave_tile();
+        assert_eq!(
+            ins.instrs_per_step() * ins.m * ins.n * ins.k,
+            wm * wn * BK,
+            "{}",
+            ins.name
+        );
+    }
 }

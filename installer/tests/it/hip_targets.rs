@@ -14,6 +14,7 @@
 //! Without the chroot (or not as root) the test says why and passes; with
 //! `GRETA_SID_ROCM` set (scripts/test.sh sets it) it is required and fails.
 
+use greta_smoke::runtime::kernels::matrix_lanes;
 use greta_vocab::EnvVars;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -48,10 +49,35 @@ struct IsaRow {
     required: bool,
 }
 
+/// One `waves` row: the compiler's occupancy bound for the kernel on the
+/// target at least `min` waves per SIMD, with no scratch and no spills.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct WavesRow {
+    target: String,
+    kernel: String,
+    min: u64,
+    required: bool,
+}
+
+/// One `count` row: the kernel's code holds exactly as many instructions
+/// matching `text` as one BK step of `instr`'s tiling issues per wave
+/// (`MatrixInstr::instrs_per_step`, from the tile constants of
+/// kernels/src/matrix_lanes.rs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CountRow {
+    target: String,
+    kernel: String,
+    text: String,
+    instr: String,
+    want: u32,
+}
+
 #[derive(Debug, Default)]
 struct Claims {
     targets: Vec<String>,
     isa: Vec<IsaRow>,
+    waves: Vec<WavesRow>,
+    counts: Vec<CountRow>,
 }
 
 fn parse_claims(text: &str) -> Result<Claims, String> {
@@ -64,18 +90,53 @@ fn parse_claims(text: &str) -> Result<Claims, String> {
             .split_whitespace()
             .collect();
         let at = || format!("hip_targets.txt:{}: {line:?}", i + 1);
+        let state = |s: &str| match s {
+            "required" => Ok(true),
+            "pending" => Ok(false),
+            _ => Err(format!("{}: state is required or pending", at())),
+        };
+        let known = |t: &str| {
+            if c.targets.iter().any(|x| x == t) {
+                Ok(())
+            } else {
+                Err(format!("{}: {t} is not a `target` above", at()))
+            }
+        };
         match words.as_slice() {
             [] => {}
             ["target", t] if t.starts_with("gfx") => c.targets.push(t.to_string()),
-            ["isa", t, k, m, state] => {
-                let required = match *state {
-                    "required" => true,
-                    "pending" => false,
-                    _ => return Err(format!("{}: state is required or pending", at())),
-                };
-                if !c.targets.iter().any(|x| x == t) {
-                    return Err(format!("{}: {t} is not a `target` above", at()));
-                }
+            ["waves", t, k, min, st] => {
+                known(t)?;
+                let min = min
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|m| (1..=16).contains(m))
+                    .ok_or_else(|| format!("{}: waves per SIMD is 1 to 16", at()))?;
+                let required = state(st)?;
+                c.waves.push(WavesRow {
+                    target: t.to_string(),
+                    kernel: k.to_string(),
+                    min,
+                    required,
+                });
+            }
+            ["count", t, k, m, ins] => {
+                known(t)?;
+                let instr = matrix_lanes::INSTRS
+                    .iter()
+                    .find(|i| i.name == *ins)
+                    .ok_or_else(|| format!("{}: {ins} is not an instruction of matrix_lanes.rs", at()))?;
+                c.counts.push(CountRow {
+                    target: t.to_string(),
+                    kernel: k.to_string(),
+                    text: m.to_string(),
+                    instr: ins.to_string(),
+                    want: instr.instrs_per_step(),
+                });
+            }
+            ["isa", t, k, m, st] => {
+                let required = state(st)?;
+                known(t)?;
                 c.isa.push(IsaRow {
                     target: t.to_string(),
                     kernel: k.to_string(),
@@ -85,7 +146,8 @@ fn parse_claims(text: &str) -> Result<Claims, String> {
             }
             _ => {
                 return Err(format!(
-                    "{}: not `target GFX` or `isa TARGET KERNEL TEXT STATE`",
+                    "{}: not `target GFX`, `isa TARGET KERNEL TEXT STATE`, `waves TARGET KERNEL MIN STATE` \
+                     or `count TARGET KERNEL TEXT INSTR`",
                     at()
                 ))
             }
@@ -400,6 +462,76 @@ fn check_docs(want: &str, versions: &str) -> Result<(), String> {
     ))
 }
 
+/// The `count` and `waves` rows against what the targets' builds gave:
+/// `(report lines, problems)`.
+fn check_counts_and_waves(claims: &Claims, results: &[TargetResult]) -> (Vec<String>, Vec<String>) {
+    let (mut lines, mut problems) = (Vec::new(), Vec::new());
+    // The matrix instructions the tiling issues: a count other than one
+    // BK step's means the k loop was unrolled or split differently, or the
+    // tiles are not what matrix_lanes.rs says.
+    for row in &claims.counts {
+        let Some(r) = results
+            .iter()
+            .find(|r| r.target == row.target && r.error.is_none())
+        else {
+            continue;
+        };
+        let (_, n, first) = find(r, &row.kernel, &row.text);
+        let line = format!(
+            "{} greta_{} `{}`: {n} × {first}, the {} tiling issues {}",
+            row.target, row.kernel, row.text, row.instr, row.want
+        );
+        if n != row.want as usize {
+            problems.push(format!("{line}: WRONG COUNT"));
+        }
+        lines.push(line);
+    }
+    // Occupancy, scratch and spills, as the compiler accounts for them.
+    for row in &claims.waves {
+        let Some(r) = results
+            .iter()
+            .find(|r| r.target == row.target && r.error.is_none())
+        else {
+            continue;
+        };
+        let name = format!("greta_{}", row.kernel);
+        let Some(k) = r.resources.iter().find(|k| k["name"] == name.as_str()) else {
+            problems.push(format!("{} {name}: no resource figures", row.target));
+            continue;
+        };
+        let field = |f: &str| k[f].as_u64();
+        let waves = field("occupancy_waves_per_simd");
+        let clean = field("scratch_bytes_per_lane") == Some(0)
+            && field("sgpr_spills") == Some(0)
+            && field("vgpr_spills") == Some(0)
+            && k["dynamic_stack"] != serde_json::Value::Bool(true);
+        let met = clean && waves.is_some_and(|w| w >= row.min);
+        let state = if row.required { "required" } else { "pending" };
+        let line = format!(
+            "{} {name} >= {} waves/SIMD, no scratch, no spills ({state}): {} waves/SIMD, LDS {} B/block, \
+             {} VGPR + {} AGPR, scratch {} B/lane, spills {}/{}",
+            row.target,
+            row.min,
+            num(k, "occupancy_waves_per_simd"),
+            num(k, "lds_bytes_per_block"),
+            num(k, "vgprs"),
+            num(k, "agprs"),
+            num(k, "scratch_bytes_per_lane"),
+            num(k, "sgpr_spills"),
+            num(k, "vgpr_spills"),
+        );
+        match (row.required, met) {
+            (true, false) => problems.push(format!("{line}: NOT MET")),
+            (false, true) => problems.push(format!(
+                "{line}: met, so flip the row to `required` in installer/tests/it/hip_targets.txt"
+            )),
+            _ => {}
+        }
+        lines.push(line);
+    }
+    (lines, problems)
+}
+
 #[test]
 fn the_claims_table_reads() {
     let c = parse_claims(CLAIMS).unwrap();
@@ -410,8 +542,34 @@ fn the_claims_table_reads() {
         "isa gfx942 gemm_f16 v_mfma maybe",
         "isa gfx942 gemm_f16 v_mfma required", // no `target gfx942` line before it
         "isa gfx942 gemm_f16",
+        "target gfx942\nwaves gfx942 gemm_f16 0 required",
+        "target gfx942\nwaves gfx942 gemm_f16 two required",
+        "target gfx942\nwaves gfx942 gemm_f16 2 maybe",
+        "waves gfx942 gemm_f16 2 required",
+        "target gfx942\ncount gfx942 gemm_f16 v_mfma MFMA32",
+        "count gfx942 gemm_f16 v_mfma MFMA16",
     ] {
         assert!(parse_claims(bad).is_err(), "{bad}");
+    }
+    // Each CDNA target's matrix kernels: at least two waves per SIMD, and
+    // the MFMA count of the tiling (32 per k step of 32, from the tiles).
+    for t in ["gfx90a", "gfx942", "gfx950"] {
+        for k in ["gemm_f16", "linear_f16"] {
+            assert!(
+                c.waves
+                    .iter()
+                    .any(|w| w.target == t && w.kernel == k && w.min >= 2 && w.required),
+                "{t} {k}: {:?}",
+                c.waves
+            );
+            assert!(
+                c.counts
+                    .iter()
+                    .any(|r| r.target == t && r.kernel == k && r.text == "v_mfma" && r.want == 32),
+                "{t} {k}: {:?}",
+                c.counts
+            );
+        }
     }
 }
 
@@ -433,6 +591,81 @@ fn the_readers_take_llvm_output_apart() {
     assert_eq!(n.kernels["greta_noop"][".vgpr_count"], "3");
     assert_eq!(n.kernels["greta_fill"][".agpr_count"], "4");
     assert!(!n.kernels["greta_noop"].contains_key(".offset"), "{n:?}");
+}
+
+/// The `count` and `waves` checks fail where they should, on builds made up
+/// here: one MFMA short of the tiling; one wave per SIMD; two waves but a
+/// scratch byte or a spilled register; and a `pending` row that is met.
+#[test]
+fn the_count_and_waves_checks_fail_where_they_should() {
+    let c = parse_claims(
+        "target gfx942\ncount gfx942 gemm_f16 v_mfma MFMA16\n\
+         waves gfx942 gemm_f16 2 required\nwaves gfx942 attn_prefill_f16 2 pending\n",
+    )
+    .unwrap();
+    let build = |mfmas: usize, gemm: serde_json::Value, attn_waves: u64| {
+        let mut code = vec!["s_load_dword".to_string()];
+        code.extend(std::iter::repeat_n(
+            "v_mfma_f32_16x16x16_f16".to_string(),
+            mfmas,
+        ));
+        let clean = |name: &str, waves: u64| {
+            serde_json::json!({"name": name, "occupancy_waves_per_simd": waves,
+                "scratch_bytes_per_lane": 0, "sgpr_spills": 0, "vgpr_spills": 0, "dynamic_stack": false})
+        };
+        let mut gemm_res = clean("greta_gemm_f16", 3);
+        for (k, v) in gemm.as_object().unwrap() {
+            gemm_res[k] = v.clone();
+        }
+        vec![TargetResult {
+            target: "gfx942".into(),
+            kernels: BTreeMap::from([("greta_gemm_f16".to_string(), code)]),
+            resources: vec![gemm_res, clean("greta_attn_prefill_f16", attn_waves)],
+            ..TargetResult::default()
+        }]
+    };
+    let (lines, problems) = check_counts_and_waves(&c, &build(32, serde_json::json!({}), 1));
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    for (mfmas, gemm, attn, want) in [
+        (
+            31,
+            serde_json::json!({}),
+            1,
+            "31 × v_mfma_f32_16x16x16_f16, the MFMA16 tiling issues 32: WRONG COUNT",
+        ),
+        (
+            32,
+            serde_json::json!({"occupancy_waves_per_simd": 1}),
+            1,
+            "(required): 1 waves/SIMD",
+        ),
+        (
+            32,
+            serde_json::json!({"scratch_bytes_per_lane": 16}),
+            1,
+            "scratch 16 B/lane, spills 0/0: NOT MET",
+        ),
+        (
+            32,
+            serde_json::json!({"vgpr_spills": 2}),
+            1,
+            "spills 0/2: NOT MET",
+        ),
+        (32, serde_json::json!({"dynamic_stack": true}), 1, "NOT MET"),
+        (
+            32,
+            serde_json::json!({}),
+            2,
+            "met, so flip the row to `required`",
+        ),
+    ] {
+        let (_, problems) = check_counts_and_waves(&c, &build(mfmas, gemm.clone(), attn));
+        assert!(
+            problems.len() == 1 && problems[0].contains(want),
+            "{mfmas} {gemm} {attn}: {problems:?}"
+        );
+    }
 }
 
 /// The instruction check finds a matrix instruction where there is one:
@@ -678,6 +911,9 @@ fn every_claimed_target_compiles_and_its_code_is_what_we_claim() {
         }
         report.push(line);
     }
+    let (lines, problems) = check_counts_and_waves(&claims, &results);
+    report.extend(lines);
+    failures.extend(problems);
     eprintln!("hip_targets: instruction rows:\n  {}", report.join("\n  "));
     let section = docs_section(&claims, &results, &versions);
     if let Err(e) = check_docs(&section, &versions) {

@@ -17,6 +17,7 @@ mod frameworks_gates;
 mod full_disk;
 mod greta_home;
 mod hip_cli;
+mod hip_roofline;
 mod hip_targets;
 mod hostile_io;
 mod hostile_outputs;
