@@ -256,7 +256,20 @@ impl FromRun {
     /// [`FromRun::into_report`], with the lock profiles a fix may name.
     pub fn into_report_for(self, profiles: &[rules::ProfileTargets]) -> Report {
         let findings = rules::diagnose_for(&self.facts, profiles);
-        let (checks, mut notes) = report::file_checks(&self.files, &findings);
+        let per_file = &self.per_file;
+        let raised_by = |i: usize| -> Vec<String> {
+            per_file
+                .get(i)
+                .and_then(Option::as_ref)
+                .map(|f| {
+                    rules::diagnose_for(f, profiles)
+                        .into_iter()
+                        .map(|x| x.id)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let (checks, mut notes) = report::file_checks(&self.files, &findings, &raised_by);
         notes.extend(crate::hip_order::note(&self.facts));
         Report::new("from", checks, self.facts, findings, notes)
     }

@@ -297,20 +297,54 @@ pub fn use_color(is_tty: bool) -> bool {
 }
 
 /// `--from` mode: one check line per file; its glyph is the worst finding
-/// whose evidence cites a line of that file (`!` when nothing was recognised).
+/// that belongs to the file (`!` when nothing was recognised). A finding
+/// belongs to the files its evidence cites (`path:line`); one whose
+/// evidence cites no line of any file (a fact, "Vulkan device llvmpipe")
+/// belongs to the files whose own facts raise it (`raised_by`: file index ->
+/// finding ids), or, raised only by files together, to every file that
+/// said something. Either way a finding is counted on some file: a warning
+/// beside a ✓ and "0 with warnings" would contradict itself.
 pub fn file_checks(
     files: &[crate::from::FileReport],
     findings: &[Finding],
+    raised_by: &dyn Fn(usize) -> Vec<String>,
 ) -> (Vec<CheckLine>, Vec<String>) {
+    let cites = |x: &Finding, path: &str| {
+        let cite = format!("{path}:");
+        x.evidence.iter().any(|e| e.starts_with(&cite))
+    };
+    let mut owners: Vec<Vec<usize>> = findings
+        .iter()
+        .map(|x| {
+            (0..files.len())
+                .filter(|&i| cites(x, &files[i].path))
+                .collect()
+        })
+        .collect();
+    if owners.iter().any(Vec::is_empty) {
+        let alone: Vec<Vec<String>> = (0..files.len()).map(raised_by).collect();
+        for (x, o) in findings.iter().zip(owners.iter_mut()) {
+            if o.is_empty() {
+                *o = (0..files.len())
+                    .filter(|&i| alone[i].contains(&x.id))
+                    .collect();
+            }
+            if o.is_empty() {
+                *o = (0..files.len())
+                    .filter(|&i| !files[i].formats.is_empty())
+                    .collect();
+            }
+        }
+    }
     let mut checks = Vec::new();
     let mut notes = Vec::new();
     for (i, f) in files.iter().enumerate() {
         let kinds: Vec<&str> = f.formats.iter().map(|x| x.label()).collect();
-        let cite = format!("{}:", f.path);
         let worst = findings
             .iter()
-            .filter(|x| x.evidence.iter().any(|e| e.starts_with(&cite)))
-            .map(|x| x.severity)
+            .zip(&owners)
+            .filter(|(_, o)| o.contains(&i))
+            .map(|(x, _)| x.severity)
             .max();
         let status = match (worst, &f.note) {
             (Some(Severity::Fail), _) => CheckStatus::Fail,
