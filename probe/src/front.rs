@@ -139,18 +139,35 @@ impl<'r> Probe<'r> {
         } else {
             "sysroot"
         };
-        let (mut facts, mut checks) = collect_scope(self.root, self.scope, self.envs_at);
-        if self.scope == Scope::Full {
-            let hip = match self.hip {
-                Some(run) if self.root.is_live() => Some(HipCheck::from_run(run())),
-                Some(_) => {
-                    crate::root::reading_for(Some("hip-runtime"), || HipCheck::replay(self.root))
+        let full = self.scope == Scope::Full;
+        let (root, scope, envs_at) = (self.root, self.scope, self.envs_at);
+        let replay_hip = full && self.hip.is_some() && !root.is_live();
+        // The live HIP check is a child process that needs nothing the
+        // other checks find: it runs beside them, and its line and facts
+        // are applied last, as before.
+        let (mut facts, mut checks, hip) = std::thread::scope(|s| {
+            let live_hip = match self.hip {
+                Some(run) if full && root.is_live() => Some(s.spawn(run)),
+                _ => None,
+            };
+            let (facts, checks) = collect_scope(root, scope, envs_at);
+            let hip = match live_hip {
+                Some(h) => Some(match h.join() {
+                    Ok(r) => HipCheck::from_run(r),
+                    Err(_) => HipCheck::from_run((
+                        HipRun::Failed("the HIP check's thread panicked".into()),
+                        Duration::ZERO,
+                    )),
+                }),
+                None if replay_hip => {
+                    crate::root::reading_for(Some("hip-runtime"), || HipCheck::replay(root))
                 }
                 None => None,
             };
-            if let Some(hip) = hip {
-                checks.push(hip.apply(&mut facts));
-            }
+            (facts, checks, hip)
+        });
+        if let Some(hip) = hip {
+            checks.push(hip.apply(&mut facts));
         }
         Outcome {
             facts,
