@@ -138,6 +138,12 @@ impl Report {
     /// are shown as escapes, never acted on by the terminal. The JSON
     /// keeps the exact values.
     pub fn render(&self, color: bool) -> String {
+        self.render_detailed(color, false)
+    }
+
+    /// [`Report::render`]; `verbose` (`greta doctor -v`) adds under each
+    /// check what it read (`crate::detail`) and every evidence line.
+    pub fn render_detailed(&self, color: bool, verbose: bool) -> String {
         let p = Paint(color);
         let mut o = String::new();
         let _ = writeln!(o, "{}", p.bold(&format!("greta doctor ({})", self.mode)));
@@ -161,6 +167,11 @@ impl Report {
                 p.dim(&fmt_ms(c.duration_ms)),
                 Visible(&c.summary)
             );
+            if verbose {
+                for l in crate::detail::lines(&c.id, &c.title, &self.facts) {
+                    let _ = writeln!(o, "      {} {}", p.dim("·"), Visible(&l));
+                }
+            }
         }
         for n in &self.notes {
             let _ = writeln!(o, "  {} {}", p.yellow("note:"), Visible(n));
@@ -181,15 +192,16 @@ impl Report {
                 Visible(&f.title)
             );
             let _ = writeln!(o, "      {}", Visible(&f.message));
-            for e in f.evidence.iter().take(8) {
+            let shown = if verbose { usize::MAX } else { 8 };
+            for e in f.evidence.iter().take(shown) {
                 let _ = writeln!(o, "      {} {}", p.dim("evidence:"), Visible(e));
             }
-            if f.evidence.len() > 8 {
+            if f.evidence.len() > shown {
                 let _ = writeln!(
                     o,
                     "      {} … {} more",
                     p.dim("evidence:"),
-                    f.evidence.len() - 8
+                    f.evidence.len() - shown
                 );
             }
             let _ = writeln!(o, "      {} {}", p.bold("fix:"), Visible(&f.fix.text));

@@ -56,7 +56,8 @@ fn profile_targets() -> Vec<greta_probe::ProfileTargets> {
         .collect()
 }
 
-pub fn run(args: Args) -> anyhow::Result<Exit> {
+/// `verbose` (`-v`): each check's detail under its line, every evidence line.
+pub fn run(args: Args, verbose: u8) -> anyhow::Result<Exit> {
     if args.list_checks {
         list_checks(args.json);
         return Ok(Exit::Pass);
@@ -97,7 +98,10 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     } else {
         crate::out::text(format_args!(
             "{}",
-            report.render(greta_probe::use_color(std::io::stdout().is_terminal()))
+            report.render_detailed(
+                greta_probe::use_color(std::io::stdout().is_terminal()),
+                verbose > 0
+            )
         ));
     }
     Ok(match report.summary.exit_code {

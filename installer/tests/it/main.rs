@@ -11,6 +11,7 @@ mod support;
 
 mod bundle_replace;
 mod doctor_cli;
+mod doctor_detail;
 mod env_lock_hostile;
 mod fleet_cli;
 mod frameworks_gates;
