@@ -290,7 +290,7 @@ mod tests {
             ))
             .is_empty());
         // An unknown variable must get its row.
-        let odd = finding("x", "m", &[], &["export GRETA_NEVER=1"]);
+        let odd = finding("x", "m", &[], &["export SOME_UNLISTED_VAR=1"]);
         assert!(r.contradictions(&report(Facts::default(), vec![odd]))[0].contains("no row"));
         // Mesa again on a machine whose RADV loads, beside gpu.none.
         let mut radv = Facts::default();
