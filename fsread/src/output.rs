@@ -132,6 +132,10 @@ pub enum Purpose {
     Result,
     /// A snapshot directory (`doctor --capture`): 0700 while built.
     Snapshot,
+    /// A system file `doctor --fix` writes (`/etc/group`, a modprobe.d or
+    /// udev file, a shell profile, an env's activation script): 0644, as
+    /// those are read by other users and services.
+    Config,
 }
 
 impl Purpose {
@@ -141,11 +145,12 @@ impl Purpose {
             Purpose::Page => "page",
             Purpose::Result => "result",
             Purpose::Snapshot => "capture",
+            Purpose::Config => "fix",
         }
     }
     fn mode(self) -> u32 {
         match self {
-            Purpose::Textfile | Purpose::Page => 0o644,
+            Purpose::Textfile | Purpose::Page | Purpose::Config => 0o644,
             Purpose::Result => 0o600,
             Purpose::Snapshot => 0o700,
         }
@@ -156,6 +161,7 @@ impl Purpose {
             Purpose::Page => "write-page",
             Purpose::Result => "write-result",
             Purpose::Snapshot => "write-capture",
+            Purpose::Config => "write-fix",
         }
     }
 }

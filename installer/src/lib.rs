@@ -12,6 +12,7 @@ pub mod cmd;
 mod envs;
 pub mod exit;
 mod fetch;
+mod fix;
 mod install;
 mod interrupt;
 mod read;

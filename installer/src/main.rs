@@ -49,7 +49,7 @@ fn main() -> ExitCode {
     // Compiles and device work run in children of this same binary.
     cmd::gpu::register_helper();
     let result = match cli.command {
-        Command::Doctor(a) => cmd::doctor::run(a),
+        Command::Doctor(a) => cmd::doctor::run(a, cli.verbose),
         Command::Install(a) => cmd::install::run(a, cli.verbose),
         Command::Smoke(a) => cmd::smoke::run(a),
         Command::Report(a) => cmd::report::run(a),

@@ -1,5 +1,6 @@
-//! Runs every live/sysroot collector in order, timing each, and returns the
-//! facts plus one [`CheckRun`] per check (doctor prints one line for each).
+//! Runs every live/sysroot collector, timing each, and returns the facts
+//! plus one [`CheckRun`] per check (doctor prints one line for each), in
+//! the order of [`CHECKS`] whatever ran beside what.
 
 use std::time::{Duration, Instant};
 
@@ -117,32 +118,49 @@ pub fn collect_with(root: &Root, parsers: Parsers, env_dirs: &[String]) -> (Fact
         sources: vec![root.source_label()],
         ..Facts::default()
     };
-    let mut runs = vec![
-        timed(root, "pci", &mut f, |f| live::pci::collect(root, f)),
-        timed(root, "kfd", &mut f, |f| live::kfd::collect(root, f)),
-        timed(root, "device-nodes", &mut f, |f| {
-            live::nodes::collect(root, f)
-        }),
-    ];
-    // Python only writes its own part of the facts, so it runs beside the
-    // Vulkan and ROCm checks (its `--version` runs dominate otherwise).
+    // The slow parts that depend on no other check start first and run
+    // beside the rest: Python (its `--version` runs) writes only its own
+    // part of the facts, and a live Vulkan enumeration (loading every
+    // driver) needs nothing but the loader. Their results are applied in
+    // the fixed order below, so the facts and the check list are the same
+    // as one after another.
     let mut py = Facts::default();
-    let py_run = std::thread::scope(|s| {
-        let h = s.spawn(|| {
+    let (mut runs, py_run) = std::thread::scope(|s| {
+        let py_thread = s.spawn(|| {
             timed(root, "python", &mut py, |f| {
                 live::python::collect(root, f, env_dirs)
             })
         });
-        runs.push(timed(root, "vulkan-icds", &mut f, |f| {
-            live::icd::collect(root, f)
-        }));
-        runs.push(timed(root, "vulkan-devices", &mut f, |f| {
-            live::vkdev::collect(root, f, parsers.vulkaninfo)
-        }));
+        let vk_thread = root.is_live().then(|| {
+            s.spawn(|| {
+                let t0 = Instant::now();
+                let e = live::vkdev::enumerate_with_timeout(live::vkdev::ENUMERATION_TIMEOUT);
+                (e, t0.elapsed())
+            })
+        });
+        let mut runs = vec![
+            timed(root, "pci", &mut f, |f| live::pci::collect(root, f)),
+            timed(root, "kfd", &mut f, |f| live::kfd::collect(root, f)),
+            timed(root, "device-nodes", &mut f, |f| {
+                live::nodes::collect(root, f)
+            }),
+            timed(root, "vulkan-icds", &mut f, |f| live::icd::collect(root, f)),
+        ];
+        // A panicked enumeration thread is enumerated again here.
+        let (early, spent) = match vk_thread.map(|h| h.join()) {
+            Some(Ok((e, d))) => (Some(e), d),
+            _ => (None, Duration::ZERO),
+        };
+        let mut vk = timed(root, "vulkan-devices", &mut f, |f| {
+            live::vkdev::collect_enumerated(root, f, parsers.vulkaninfo, early)
+        });
+        // Its time is the enumeration's own, wherever it ran.
+        vk.duration += spent;
+        runs.push(vk);
         runs.push(timed(root, "rocm", &mut f, |f| {
             live::rocm::collect(root, f, parsers.rocminfo)
         }));
-        h.join()
+        (runs, py_thread.join())
     });
     match py_run {
         Ok(run) => {

@@ -139,18 +139,35 @@ impl<'r> Probe<'r> {
         } else {
             "sysroot"
         };
-        let (mut facts, mut checks) = collect_scope(self.root, self.scope, self.envs_at);
-        if self.scope == Scope::Full {
-            let hip = match self.hip {
-                Some(run) if self.root.is_live() => Some(HipCheck::from_run(run())),
-                Some(_) => {
-                    crate::root::reading_for(Some("hip-runtime"), || HipCheck::replay(self.root))
+        let full = self.scope == Scope::Full;
+        let (root, scope, envs_at) = (self.root, self.scope, self.envs_at);
+        let replay_hip = full && self.hip.is_some() && !root.is_live();
+        // The live HIP check is a child process that needs nothing the
+        // other checks find: it runs beside them, and its line and facts
+        // are applied last, as before.
+        let (mut facts, mut checks, hip) = std::thread::scope(|s| {
+            let live_hip = match self.hip {
+                Some(run) if full && root.is_live() => Some(s.spawn(run)),
+                _ => None,
+            };
+            let (facts, checks) = collect_scope(root, scope, envs_at);
+            let hip = match live_hip {
+                Some(h) => Some(match h.join() {
+                    Ok(r) => HipCheck::from_run(r),
+                    Err(_) => HipCheck::from_run((
+                        HipRun::Failed("the HIP check's thread panicked".into()),
+                        Duration::ZERO,
+                    )),
+                }),
+                None if replay_hip => {
+                    crate::root::reading_for(Some("hip-runtime"), || HipCheck::replay(root))
                 }
                 None => None,
             };
-            if let Some(hip) = hip {
-                checks.push(hip.apply(&mut facts));
-            }
+            (facts, checks, hip)
+        });
+        if let Some(hip) = hip {
+            checks.push(hip.apply(&mut facts));
         }
         Outcome {
             facts,
@@ -256,7 +273,20 @@ impl FromRun {
     /// [`FromRun::into_report`], with the lock profiles a fix may name.
     pub fn into_report_for(self, profiles: &[rules::ProfileTargets]) -> Report {
         let findings = rules::diagnose_for(&self.facts, profiles);
-        let (checks, mut notes) = report::file_checks(&self.files, &findings);
+        let per_file = &self.per_file;
+        let raised_by = |i: usize| -> Vec<String> {
+            per_file
+                .get(i)
+                .and_then(Option::as_ref)
+                .map(|f| {
+                    rules::diagnose_for(f, profiles)
+                        .into_iter()
+                        .map(|x| x.id)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let (checks, mut notes) = report::file_checks(&self.files, &findings, &raised_by);
         notes.extend(crate::hip_order::note(&self.facts));
         Report::new("from", checks, self.facts, findings, notes)
     }

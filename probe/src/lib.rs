@@ -13,6 +13,7 @@
 mod capture;
 mod clauses;
 mod collect;
+mod detail;
 mod facts;
 mod from;
 mod front;

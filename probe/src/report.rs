@@ -138,6 +138,12 @@ impl Report {
     /// are shown as escapes, never acted on by the terminal. The JSON
     /// keeps the exact values.
     pub fn render(&self, color: bool) -> String {
+        self.render_detailed(color, false)
+    }
+
+    /// [`Report::render`]; `verbose` (`greta doctor -v`) adds under each
+    /// check what it read (`crate::detail`) and every evidence line.
+    pub fn render_detailed(&self, color: bool, verbose: bool) -> String {
         let p = Paint(color);
         let mut o = String::new();
         let _ = writeln!(o, "{}", p.bold(&format!("greta doctor ({})", self.mode)));
@@ -161,6 +167,11 @@ impl Report {
                 p.dim(&fmt_ms(c.duration_ms)),
                 Visible(&c.summary)
             );
+            if verbose {
+                for l in crate::detail::lines(&c.id, &c.title, &self.facts) {
+                    let _ = writeln!(o, "      {} {}", p.dim("·"), Visible(&l));
+                }
+            }
         }
         for n in &self.notes {
             let _ = writeln!(o, "  {} {}", p.yellow("note:"), Visible(n));
@@ -181,15 +192,16 @@ impl Report {
                 Visible(&f.title)
             );
             let _ = writeln!(o, "      {}", Visible(&f.message));
-            for e in f.evidence.iter().take(8) {
+            let shown = if verbose { usize::MAX } else { 8 };
+            for e in f.evidence.iter().take(shown) {
                 let _ = writeln!(o, "      {} {}", p.dim("evidence:"), Visible(e));
             }
-            if f.evidence.len() > 8 {
+            if f.evidence.len() > shown {
                 let _ = writeln!(
                     o,
                     "      {} … {} more",
                     p.dim("evidence:"),
-                    f.evidence.len() - 8
+                    f.evidence.len() - shown
                 );
             }
             let _ = writeln!(o, "      {} {}", p.bold("fix:"), Visible(&f.fix.text));
@@ -297,20 +309,54 @@ pub fn use_color(is_tty: bool) -> bool {
 }
 
 /// `--from` mode: one check line per file; its glyph is the worst finding
-/// whose evidence cites a line of that file (`!` when nothing was recognised).
+/// that belongs to the file (`!` when nothing was recognised). A finding
+/// belongs to the files its evidence cites (`path:line`); one whose
+/// evidence cites no line of any file (a fact, "Vulkan device llvmpipe")
+/// belongs to the files whose own facts raise it (`raised_by`: file index ->
+/// finding ids), or, raised only by files together, to every file that
+/// said something. Either way a finding is counted on some file: a warning
+/// beside a ✓ and "0 with warnings" would contradict itself.
 pub fn file_checks(
     files: &[crate::from::FileReport],
     findings: &[Finding],
+    raised_by: &dyn Fn(usize) -> Vec<String>,
 ) -> (Vec<CheckLine>, Vec<String>) {
+    let cites = |x: &Finding, path: &str| {
+        let cite = format!("{path}:");
+        x.evidence.iter().any(|e| e.starts_with(&cite))
+    };
+    let mut owners: Vec<Vec<usize>> = findings
+        .iter()
+        .map(|x| {
+            (0..files.len())
+                .filter(|&i| cites(x, &files[i].path))
+                .collect()
+        })
+        .collect();
+    if owners.iter().any(Vec::is_empty) {
+        let alone: Vec<Vec<String>> = (0..files.len()).map(raised_by).collect();
+        for (x, o) in findings.iter().zip(owners.iter_mut()) {
+            if o.is_empty() {
+                *o = (0..files.len())
+                    .filter(|&i| alone[i].contains(&x.id))
+                    .collect();
+            }
+            if o.is_empty() {
+                *o = (0..files.len())
+                    .filter(|&i| !files[i].formats.is_empty())
+                    .collect();
+            }
+        }
+    }
     let mut checks = Vec::new();
     let mut notes = Vec::new();
     for (i, f) in files.iter().enumerate() {
         let kinds: Vec<&str> = f.formats.iter().map(|x| x.label()).collect();
-        let cite = format!("{}:", f.path);
         let worst = findings
             .iter()
-            .filter(|x| x.evidence.iter().any(|e| e.starts_with(&cite)))
-            .map(|x| x.severity)
+            .zip(&owners)
+            .filter(|(_, o)| o.contains(&i))
+            .map(|(x, _)| x.severity)
             .max();
         let status = match (worst, &f.note) {
             (Some(Severity::Fail), _) => CheckStatus::Fail,

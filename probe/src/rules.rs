@@ -6,13 +6,15 @@
 //! Several rules may share one finding id (different causes with different
 //! fixes): the first that matches raises the finding.
 
+#[cfg(test)]
+mod contradicts;
 pub mod predicates;
 
 use crate::facts::Facts;
 use serde::Deserialize;
 use std::sync::OnceLock;
 
-const RULES_TOML: &str = include_str!("../rules.toml");
+pub(crate) const RULES_TOML: &str = include_str!("../rules.toml");
 
 // A finding, its severity and its fix are the vocabulary's: `doctor`,
 // `install` and the framework gates report the one type.
@@ -243,7 +245,11 @@ fn bookkeeping(p: &str) -> bool {
     p.ends_with("_scanned") || p == "vulkan_in_play"
 }
 
-fn diagnose_in(rules: &[Rule], facts: &Facts, profiles: &[ProfileTargets]) -> Vec<Finding> {
+pub(crate) fn diagnose_in(
+    rules: &[Rule],
+    facts: &Facts,
+    profiles: &[ProfileTargets],
+) -> Vec<Finding> {
     let e = predicates::evaluate_for(facts, profiles);
     // The same questions over the facts a reader of a known format gave
     // (computed when a failure might rest on the scan alone).

@@ -129,7 +129,7 @@ env_vars! {
     Test GRETA_SMOKE_TEST_GATES;
     /// TEST-ONLY: hold greta at the named step (an install step, or an
     /// output written but not yet renamed into place: `write-prom`,
-    /// `write-page`, `write-result`, `write-capture`), so the kill and
+    /// `write-page`, `write-result`, `write-capture`, `write-fix`), so the kill and
     /// interrupt tests send their signal at an observed state.
     Test GRETA_TEST_PAUSE_AT;
     /// TEST-ONLY: the python the installer tests build envs with.

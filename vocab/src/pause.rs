@@ -3,7 +3,7 @@
 //! has observed (the line this prints on stderr), never after a sleep.
 //! Steps: the install's (`fetched`, `venv`, `installed`, `checked`,
 //! `bundle-swap`, `bundle-written`) and the output writer's (`write-prom`,
-//! `write-page`, `write-result`, `write-capture`: the temporary file or
+//! `write-page`, `write-result`, `write-capture`, `write-fix`: the temporary file or
 //! directory is written and synced, not yet renamed into place).
 
 use std::sync::atomic::{AtomicBool, Ordering};

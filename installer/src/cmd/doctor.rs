@@ -36,6 +36,20 @@ pub struct Args {
     /// Only this check (e.g. `rocm`) or finding id (e.g. `kfd.permission`).
     #[arg(long, value_name = "ID")]
     check: Option<String>,
+    /// Change the machine (or the --sysroot tree) to clear the findings whose
+    /// fix is safe and reversible: shows each change, asks once, writes an
+    /// undo record, then runs doctor again (see docs/doctor.md).
+    #[arg(long, conflicts_with_all = ["from", "capture", "check"])]
+    fix: bool,
+    /// With --fix: apply without asking.
+    #[arg(long, requires = "fix")]
+    yes: bool,
+    /// With --fix: show the changes, change nothing.
+    #[arg(long, requires = "fix", conflicts_with = "yes")]
+    dry_run: bool,
+    /// With --fix: put back every file the last fix changed.
+    #[arg(long, requires = "fix", conflicts_with_all = ["yes", "dry_run"])]
+    undo: bool,
 }
 
 /// The installable ROCm profiles of the lock set and the targets their
@@ -56,7 +70,8 @@ fn profile_targets() -> Vec<greta_probe::ProfileTargets> {
         .collect()
 }
 
-pub fn run(args: Args) -> anyhow::Result<Exit> {
+/// `verbose` (`-v`): each check's detail under its line, every evidence line.
+pub fn run(args: Args, verbose: u8) -> anyhow::Result<Exit> {
     if args.list_checks {
         list_checks(args.json);
         return Ok(Exit::Pass);
@@ -64,6 +79,9 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     // Each input gives a report: the machine (live, captured or replayed)
     // through the probe's front door, or the `--from` files.
     let profiles = profile_targets();
+    if args.fix {
+        return fix(&args, &profiles);
+    }
     let mut report = if !args.from.is_empty() {
         greta_probe::from_files(&args.from)
             .context("--from")?
@@ -97,7 +115,10 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     } else {
         crate::out::text(format_args!(
             "{}",
-            report.render(greta_probe::use_color(std::io::stdout().is_terminal()))
+            report.render_detailed(
+                greta_probe::use_color(std::io::stdout().is_terminal()),
+                verbose > 0
+            )
         ));
     }
     Ok(match report.summary.exit_code {
@@ -105,6 +126,41 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         1 => Exit::Fail,
         _ => Exit::Undecided,
     })
+}
+
+/// `--fix`: the remedies for this machine's (or the sysroot's) findings.
+fn fix(args: &Args, profiles: &[greta_probe::ProfileTargets]) -> anyhow::Result<Exit> {
+    let dir = args.sysroot.clone().unwrap_or_else(|| PathBuf::from("/"));
+    let out = if args.undo {
+        crate::fix::run_undo(&dir)?
+    } else {
+        let open = || -> anyhow::Result<Root> {
+            Ok(match &args.sysroot {
+                Some(d) => {
+                    Root::sysroot(d).with_context(|| format!("--sysroot {}", d.display()))?
+                }
+                None => Root::live(),
+            })
+        };
+        let root = open()?;
+        let report = probe(&root).run().into_report_for(Vec::new(), profiles);
+        let again = || -> anyhow::Result<greta_probe::Report> {
+            let root = open()?;
+            Ok(probe(&root).run().into_report_for(Vec::new(), profiles))
+        };
+        let consent = match (args.yes, args.dry_run) {
+            (true, _) => crate::fix::Consent::Given,
+            (_, true) => crate::fix::Consent::DryRun,
+            _ => crate::fix::Consent::Ask,
+        };
+        crate::fix::run(&dir, &root, &report, consent, &again)?
+    };
+    if args.json {
+        crate::outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    } else {
+        crate::out::text(format_args!("{}", out.render()));
+    }
+    Ok(if out.failed() { Exit::Fail } else { Exit::Pass })
 }
 
 /// The probe as doctor runs it: every check, greta's envs where the

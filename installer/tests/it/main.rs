@@ -11,6 +11,8 @@ mod support;
 
 mod bundle_replace;
 mod doctor_cli;
+mod doctor_detail;
+mod doctor_fix;
 mod env_lock_hostile;
 mod fleet_cli;
 mod frameworks_gates;

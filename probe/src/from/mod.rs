@@ -77,6 +77,10 @@ pub struct FileReport {
 pub struct FromRun {
     pub facts: Facts,
     pub files: Vec<FileReport>,
+    /// What each file alone said (index of `files`; `None` for a file
+    /// that could not be decoded): a finding whose evidence cites no line is
+    /// put on the files whose own facts raise it.
+    pub per_file: Vec<Option<Facts>>,
 }
 
 /// Doctor cannot run at all (exit 2): a named file is missing or unreadable.
@@ -94,6 +98,7 @@ pub enum FromError {
 pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
     let mut parts = Vec::new();
     let mut files = Vec::new();
+    let mut per_file = Vec::new();
     for p in paths {
         let started = Instant::now();
         let name = p.display().to_string();
@@ -107,6 +112,7 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
             summary: String::new(),
             micros: 0,
         };
+        let mut own = None;
         match decode(&raw) {
             Err(why) => report.note = Some(why),
             Ok(text) => {
@@ -126,6 +132,7 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
                     });
                 }
                 report.formats = formats;
+                own = Some(facts.clone());
                 parts.push(facts);
             }
         }
@@ -137,6 +144,7 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
             });
         }
         report.micros = started.elapsed().as_micros() as u64;
+        per_file.push(own);
         files.push(report);
     }
     let stated = stated_by_readers(&parts);
@@ -155,7 +163,11 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
             .collect::<Vec<_>>()
             .join(",")
     )];
-    Ok(FromRun { facts, files })
+    Ok(FromRun {
+        facts,
+        files,
+        per_file,
+    })
 }
 
 /// The ROCm releases, kernel driver versions and Vulkan drivers the

@@ -161,6 +161,18 @@ pub fn merge_device(gpus: &mut Vec<Gpu>, d: &VulkanDevice) {
 }
 
 pub fn collect(root: &Root, f: &mut Facts, text_parser: Option<TextParser>) -> String {
+    collect_enumerated(root, f, text_parser, None)
+}
+
+/// [`collect`], given a live enumeration already run (doctor starts it
+/// beside the other checks, since loading the drivers is the slow part);
+/// `None` enumerates here.
+pub fn collect_enumerated(
+    root: &Root,
+    f: &mut Facts,
+    text_parser: Option<TextParser>,
+    enumerated: Option<Enumeration>,
+) -> String {
     let enumeration = if root.is_live() {
         if f.vulkan.loader.is_none() {
             Enumeration {
@@ -168,7 +180,7 @@ pub fn collect(root: &Root, f: &mut Facts, text_parser: Option<TextParser>) -> S
                 ..Enumeration::default()
             }
         } else {
-            enumerate_with_timeout(ENUMERATION_TIMEOUT)
+            enumerated.unwrap_or_else(|| enumerate_with_timeout(ENUMERATION_TIMEOUT))
         }
     } else {
         let cap = root.run(DEVICES_CMD, DEVICES_CMD, &[]);

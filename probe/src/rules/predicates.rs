@@ -17,6 +17,7 @@ mod vulkan;
 
 use crate::facts::{DeviceNode, Facts, Gpu, Vendor};
 use crate::from::amd;
+use greta_vocab::VkFamily;
 use std::collections::BTreeMap;
 
 /// One named question about the facts.
@@ -329,6 +330,10 @@ pub const VARS: &[&str] = &[
     "hip_dgpu_index",
     "hip_failed",
     "hip_selection",
+    "mesa_install_command",
+    "amd_vulkan_icd_command",
+    "vk_driver_files_command",
+    "selection_unset_command",
 ];
 
 pub fn describe(g: &Gpu) -> String {
@@ -594,10 +599,79 @@ fn vars(v: &View) -> BTreeMap<&'static str, String> {
                 .collect(),
         )
     };
+    vars.extend(vulkan_commands(v));
+    // Unset the device selection variables that are set, not every name.
+    let set: Vec<&str> = crate::hip_order::SELECTION_VARS
+        .iter()
+        .copied()
+        .filter(|k| f.rocm.visible_devices.iter().any(|(n, _)| n == k))
+        .collect();
+    vars.insert(
+        "selection_unset_command",
+        if set.is_empty() {
+            String::new()
+        } else {
+            format!("unset {}", set.join(" "))
+        },
+    );
     vars.insert("gtt", memory(|g| g.gtt_bytes));
     vars.insert("vram", memory(|g| g.vram_bytes));
     vars.insert("user", "$USER".into());
     vars
+}
+
+/// The Vulkan driver commands of a fix, each only where the facts call for
+/// it (empty otherwise, and the engine leaves an empty command out):
+/// - `mesa_install_command`: Mesa's drivers, unless RADV (from the same
+///   package) is installed and loads; on a machine whose PCI bus shows no
+///   GPU, only for lavapipe (the CPU device) and only where lavapipe is
+///   missing, and the command says so;
+/// - `amd_vulkan_icd_command`: `AMD_VULKAN_ICD=RADV`, which only AMD's
+///   own driver packages read, where AMDVLK/AMDGPU-PRO is known beside a
+///   GPU;
+/// - `vk_driver_files_command`: `VK_DRIVER_FILES` naming the RADV manifest
+///   the facts hold (never a guessed path), beside a GPU.
+fn vulkan_commands(v: &View) -> [(&'static str, String); 3] {
+    let vk = &v.facts.vulkan;
+    let loads = |k: VkFamily| -> Option<&str> {
+        vk.icds
+            .iter()
+            .find(|i| i.kind == k && i.library_ok != Some(false) && i.error.is_none())
+            .map(|i| i.manifest.as_str())
+    };
+    let drives = |k: VkFamily| vk.devices.iter().any(|d| d.kind == k);
+    let radv = loads(VkFamily::Radv).is_some() || drives(VkFamily::Radv);
+    let lavapipe = loads(VkFamily::Lavapipe).is_some() || drives(VkFamily::Lavapipe);
+    let no_gpu = v.gpus.is_empty();
+    let bus_without_gpu = no_gpu && v.scanned("pci");
+    let mesa = if radv || (bus_without_gpu && lavapipe) {
+        String::new()
+    } else if bus_without_gpu {
+        "sudo apt install mesa-vulkan-drivers  # lavapipe: the CPU Vulkan device greta uses without a GPU".into()
+    } else {
+        "sudo apt install mesa-vulkan-drivers".into()
+    };
+    let amd_pkg = vk
+        .drivers
+        .iter()
+        .chain(vk.icds.iter().map(|i| &i.kind))
+        .any(|k| matches!(k, VkFamily::Amdvlk | VkFamily::AmdgpuPro))
+        || drives(VkFamily::Amdvlk)
+        || drives(VkFamily::AmdgpuPro);
+    let amd_icd = if amd_pkg && !no_gpu {
+        "export AMD_VULKAN_ICD=RADV".into()
+    } else {
+        String::new()
+    };
+    let files = match loads(VkFamily::Radv) {
+        Some(m) if !no_gpu => format!("export VK_DRIVER_FILES={m}"),
+        _ => String::new(),
+    };
+    [
+        ("mesa_install_command", mesa),
+        ("amd_vulkan_icd_command", amd_icd),
+        ("vk_driver_files_command", files),
+    ]
 }
 
 /// `l` joined by `sep`, or `empty` when there is nothing to list.

@@ -116,3 +116,47 @@ fn live_run_finds_lavapipe_through_ash_and_mesa_manifests() {
         ]
     );
 }
+
+/// The live checks run beside each other, and the check list keeps its
+/// order. The HIP check (a child of greta, here a stand-in that notes when
+/// it was started) must start before the checks of this thread are done:
+/// run one after another it would start only after all of them, at least
+/// their summed time after the run began. The facts are those of a run
+/// with no HIP check at all (the stand-in says nothing).
+#[test]
+fn live_checks_run_beside_each_other_in_a_fixed_order() {
+    use greta_probe::{HipRun, CHECKS};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+    let root = Root::live();
+    let started: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let mark = started.clone();
+    let t0 = Instant::now();
+    let run = Probe::new(&root)
+        .hip_check(move || {
+            *mark.lock().unwrap() = Some(Instant::now());
+            std::thread::sleep(Duration::from_millis(300));
+            (HipRun::NotAsked("test stand-in".into()), Duration::ZERO)
+        })
+        .run();
+    let hip_start = started.lock().unwrap().expect("HIP check ran") - t0;
+    let ids: Vec<&str> = run.checks.iter().map(|c| c.id.as_str()).collect();
+    let want: Vec<&str> = CHECKS.iter().map(|c| c.0).collect();
+    assert_eq!(ids, want, "checks in the order of CHECKS");
+    // Checks run one after another on the calling thread before HIP would
+    // start (Python ran beside them already before).
+    let serial: Duration = run
+        .checks
+        .iter()
+        .filter(|c| !matches!(c.id.as_str(), "python" | "hip-runtime"))
+        .map(|c| c.duration)
+        .sum();
+    assert!(
+        serial > Duration::from_millis(5),
+        "the checks took {serial:?}: too little to tell"
+    );
+    assert!(
+        hip_start < serial,
+        "HIP started {hip_start:?} into the run, after the {serial:?} of the other checks"
+    );
+}

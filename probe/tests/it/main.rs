@@ -3,6 +3,7 @@
 
 mod capture_roundtrip;
 mod common;
+mod file_glyphs;
 mod fixtures;
 mod from_formats;
 mod from_limits;

@@ -9,6 +9,10 @@ here, with values taken from the fixtures' SOURCE.md notes.
 
 Run from anywhere: python3 probe/tests/sysroots/make.py  (idempotent; it
 rewrites the trees from scratch).
+
+Not made here: lavapipe-radv-no-gpu, a `greta doctor --capture` of a
+Debian 12 CI container (Mesa lavapipe + RADV manifests, no GPU, Debian's
+ROCm 5.2 HIP in /usr), kept as captured.
 """
 import os, shutil, struct, pathlib
 
