@@ -18,6 +18,7 @@ pub mod gpu;
 mod graph;
 pub mod hip;
 mod info;
+mod library;
 pub mod stress;
 pub mod telemetry;
 mod tuning;
@@ -31,6 +32,7 @@ pub use graph::{Graph, GraphJob, GraphStats, Replay, Slot, Step};
 pub use greta_kernels as kernels;
 pub use greta_kernels::{DType, HostBuf, Op};
 pub use info::{BackendKind, CoopMatShape, DeviceInfo, DeviceSelect, DeviceType, MemoryHeap};
+pub use library::{runtime_library, RuntimeLibrary};
 pub use tuning::{Knob, Tuning, UnknownKnob};
 
 /// Devices of `kind`, as greta numbers them (duplicates of one GPU behind
