@@ -19,8 +19,13 @@ const LOADER_SOURCE: &str = r#"
 __attribute__((constructor)) static void loaded(void) {
     const char *f = getenv("FAKE_RUNTIME_LOG");
     if (!f) return;
+    char args[4096] = {0};
+    FILE *c = fopen("/proc/self/cmdline", "r");
+    size_t n = c ? fread(args, 1, sizeof args - 1, c) : 0;
+    if (c) fclose(c);
+    for (size_t i = 0; i < n; i++) if (args[i] == 0) args[i] = ' ';
     FILE *o = fopen(f, "a");
-    if (o) { fprintf(o, "%d\n", (int)getpid()); fclose(o); }
+    if (o) { fprintf(o, "%d %s\n", (int)getpid(), args); fclose(o); }
 }
 "#;
 
@@ -40,18 +45,35 @@ fn fake_runtime(dir: &Path) -> PathBuf {
     lib
 }
 
-/// The pids that loaded the fake runtime.
-fn loaders(log: &Path) -> Vec<u32> {
+/// Each process that loaded the fake runtime: its pid and command line.
+fn loaders(log: &Path) -> Vec<(u32, String)> {
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
-        .map(|l| l.trim().parse().unwrap())
+        .map(|l| {
+            let (pid, args) = l.split_once(' ').unwrap_or((l, ""));
+            (pid.parse().unwrap(), args.trim().to_string())
+        })
         .collect()
+}
+
+/// `c` run with the fake runtime: it was loaded, only ever by greta's
+/// device child (`greta __gpu serve`), never by the process started.
+fn loaded_only_by_the_child(c: Command) {
+    let d = tempfile::tempdir().unwrap();
+    let (pid, loaders, said) = run_with_fake(c, d.path());
+    assert!(!loaders.is_empty(), "no process loaded the runtime: {said}");
+    for (p, args) in &loaders {
+        assert!(
+            *p != pid && args.contains(" __gpu serve"),
+            "{args:?} ({p}; greta is {pid}) loaded the HIP runtime, not the device child: {said}"
+        );
+    }
 }
 
 /// Runs `c` with the fake runtime as GRETA_HIP_LIB and GRETA_CUDA_LIB;
 /// greta's pid and the loaders' pids.
-fn run_with_fake(mut c: Command, dir: &Path) -> (u32, Vec<u32>, String) {
+fn run_with_fake(mut c: Command, dir: &Path) -> (u32, Vec<(u32, String)>, String) {
     let lib = fake_runtime(dir);
     let log = dir.join("loaded-by");
     c.env("GRETA_HIP_LIB", &lib)
@@ -70,48 +92,42 @@ fn run_with_fake(mut c: Command, dir: &Path) -> (u32, Vec<u32>, String) {
     (pid, loaders(&log), said)
 }
 
+/// greta with `args`, its data and cache under `dir`.
+fn greta_in(dir: &Path, args: &[&str]) -> Command {
+    let mut c = crate::support::greta();
+    c.args(args)
+        .env("XDG_DATA_HOME", dir)
+        .env("XDG_CACHE_HOME", dir.join("cache"));
+    c
+}
+
 #[test]
 fn backend_auto_asks_the_child_which_hip_runtime_there_is() {
     let d = tempfile::tempdir().unwrap();
-    let mut c = crate::support::greta();
-    c.args([
-        "smoke",
-        "--backend",
-        "auto",
-        "--profile",
-        "ultrasafe",
-        "--json",
-    ])
-    .env("XDG_DATA_HOME", d.path())
-    .env("XDG_CACHE_HOME", d.path().join("cache"));
-    let (pid, loaders, said) = run_with_fake(c, d.path());
-    assert!(!loaders.is_empty(), "no process loaded the runtime: {said}");
-    assert!(
-        !loaders.contains(&pid),
-        "greta ({pid}) loaded the HIP runtime itself (loaders {loaders:?}): {said}"
-    );
+    loaded_only_by_the_child(greta_in(
+        d.path(),
+        &[
+            "smoke",
+            "--backend",
+            "auto",
+            "--profile",
+            "ultrasafe",
+            "--json",
+        ],
+    ));
 }
 
 #[test]
 fn the_doctor_asks_the_child_too() {
     let d = tempfile::tempdir().unwrap();
-    let mut c = crate::support::greta();
-    c.args(["doctor", "--json"])
-        .env("XDG_DATA_HOME", d.path())
-        .env("XDG_CACHE_HOME", d.path().join("cache"));
-    let (pid, loaders, said) = run_with_fake(c, d.path());
-    assert!(!loaders.is_empty(), "no process loaded the runtime: {said}");
-    assert!(
-        !loaders.contains(&pid),
-        "greta ({pid}) loaded it: {loaders:?}"
-    );
+    loaded_only_by_the_child(greta_in(d.path(), &["doctor", "--json"]));
 }
 
 #[test]
 fn the_install_hip_step_asks_the_child_for_the_runtime() {
     let h = crate::install_hip::rocm_harness();
     let py = crate::support::python();
-    let c = h.cmd(&[
+    loaded_only_by_the_child(h.cmd(&[
         "install",
         "--reinstall",
         "--profile",
@@ -123,17 +139,5 @@ fn the_install_hip_step_asks_the_child_for_the_runtime() {
         // The stand-in torch cannot compute: imports only, then the HIP step.
         "--framework-check",
         "imports",
-    ]);
-    let d = tempfile::tempdir().unwrap();
-    let (pid, loaders, said) = run_with_fake(c, d.path());
-    // The fake is no HIP runtime: the step refuses it, having looked.
-    assert!(
-        said.contains("hip.runtime-missing") || said.contains("not a usable HIP runtime"),
-        "{said}"
-    );
-    assert!(!loaders.is_empty(), "no process loaded the runtime: {said}");
-    assert!(
-        !loaders.contains(&pid),
-        "greta install ({pid}) loaded the HIP runtime itself (loaders {loaders:?}): {said}"
-    );
+    ]));
 }
