@@ -14,7 +14,7 @@
 //! too. Time and memory are the drivers' to bound (AFL++'s `-t`, the
 //! harness's allocator, the replay test's hang limit).
 use crate::Words;
-use greta_lockset::{Lockfile, SourceError};
+use greta_lockset::Lockfile;
 use std::io;
 use std::path::Path;
 use std::str::FromStr;
@@ -55,7 +55,7 @@ pub fn lock_markers(data: &[u8]) {
         }
         Err(e) => {
             let se = e
-                .downcast_ref::<SourceError>()
+                .source_error()
                 .unwrap_or_else(|| panic!("a refusal without file:line:col: {e:#}"));
             assert!(
                 (1..=text.lines().count() + 1).contains(&se.line) && se.col >= 1,

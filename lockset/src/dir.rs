@@ -110,9 +110,12 @@ impl LockDir {
     }
 
     /// The text of one file of the set; `Ok(None)` when the set has none.
-    pub fn read(&self, name: &str) -> Result<Option<String>> {
+    pub fn read(&self, name: &str) -> crate::Result<Option<String>> {
         match &self.dir {
-            Some(d) => crate::read::text_if_exists(&d.join(name), crate::read::MAX_DATA_FILE),
+            Some(d) => Ok(crate::read::text_if_exists(
+                &d.join(name),
+                crate::read::MAX_DATA_FILE,
+            )?),
             None => Ok(builtin::FILES
                 .iter()
                 .find(|(n, _)| *n == name)
@@ -121,14 +124,18 @@ impl LockDir {
     }
 
     /// As [`LockDir::read`], but a missing file is an error naming it.
-    pub fn read_required(&self, name: &str) -> Result<String> {
-        self.read(name)?.ok_or_else(|| match self.dir {
-            Some(_) => anyhow::anyhow!(
-                "cannot read {}: no such file (the lock directory, {})",
-                greta_vocab::os_text(self.shown(name).as_os_str()),
-                self.source
-            ),
-            None => anyhow::anyhow!("cannot read {}: no such file", self.shown(name).display()),
+    pub fn read_required(&self, name: &str) -> crate::Result<String> {
+        self.read(name)?.ok_or_else(|| {
+            crate::Error::Failed(match self.dir {
+                Some(_) => anyhow::anyhow!(
+                    "cannot read {}: no such file (the lock directory, {})",
+                    greta_vocab::os_text(self.shown(name).as_os_str()),
+                    self.source
+                ),
+                None => {
+                    anyhow::anyhow!("cannot read {}: no such file", self.shown(name).display())
+                }
+            })
         })
     }
 

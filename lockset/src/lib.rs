@@ -6,19 +6,24 @@
 //! The front door, used by `greta install`/`bundle`/`lock`:
 //! - [`LockDir`] says which lock set is in effect and why; [`Matrix::load`]
 //!   reads its `matrix.toml`; [`Matrix::select`] / [`Matrix::select_with`]
-//!   choose a profile from probe facts.
+//!   choose a profile for a [`Host`], the small summary of the machine its
+//!   caller builds from its own probe (this crate reads no machine).
 //! - [`Lockfile::load`] reads a `pylock.*.toml`; [`load_tools`] the tool pins.
 //! - [`Interpreter::inspect`] asks a Python for its version and tags.
 //! - [`resolve`] gives the exact wheel set, each with the reason it matched.
 //! - [`check`] verifies a lock set; [`update`] re-resolves a profile with uv.
 //!
-//! Every parse error is a [`SourceError`] (`file:line:col: message`); every
-//! "this machine cannot use that" is a [`Refusal`] carrying the fix.
+//! Every error is an [`Error`]: a parse error is [`Error::Source`] (a
+//! [`SourceError`], `file:line:col: message`); every "this machine cannot
+//! use that" is [`Error::Refused`] (a [`Refusal`] carrying the fix).
 //!
-//! It depends on no installer module (the installer's lock, envs,
-//! fetch and install modules imported each other in a circle).
+//! It depends on no installer module (the installer's lock, envs, fetch
+//! and install modules once imported each other in a circle), and neither
+//! on the probe nor on clap.
 
 mod dir;
+mod error;
+mod host;
 mod marker;
 mod matrix;
 mod pylock;
@@ -34,6 +39,8 @@ mod update;
 pub mod check;
 
 pub use dir::{LockDir, BUNDLE_MANIFEST, ENV_VAR as LOCK_DIR_ENV_VAR};
+pub use error::{Error, Result};
+pub use host::{Amd, Host, Kfd, Nvidia, RocmRelease};
 pub use matrix::{Backend, GfxOverride, LockStatus, Matrix, Profile, MATRIX_FILE};
 pub use pylock::{Lockfile, Package, Wheel};
 pub use read::identity as file_identity;
@@ -42,7 +49,7 @@ pub use select::Selection;
 pub use source::SourceError;
 pub use tags::{host_glibc, Interpreter};
 pub use tools::load as load_tools;
-pub use update::{build as update, write_atomic, Args as UpdateArgs};
+pub use update::{build as update, write_atomic, Options as UpdateOptions};
 
 /// A clear "no" with what to do about it (an unlocked profile, a GPU the
 /// wheels do not cover, an unsupported Python).

@@ -94,7 +94,7 @@ pub struct Profile {
 
 impl Profile {
     /// Read and parse this profile's lockfile from its lock set.
-    pub fn load_lockfile(&self) -> Result<Lockfile> {
+    pub fn load_lockfile(&self) -> crate::Result<Lockfile> {
         let text = self.lock_dir.read_required(&self.lockfile_name)?;
         Lockfile::parse(&self.lockfile, text)
     }
@@ -104,7 +104,7 @@ impl Profile {
     }
 
     /// `Err` with the fix when this profile cannot be installed yet.
-    pub fn ensure_locked(&self) -> Result<()> {
+    pub fn ensure_locked(&self) -> crate::Result<()> {
         match &self.status {
             LockStatus::Locked => Ok(()),
             LockStatus::NotLocked { reason } => {
@@ -195,20 +195,19 @@ const PROFILE_KEYS: &[&str] = &[
 
 impl Matrix {
     /// Load the lock set's `matrix.toml`.
-    pub fn load(dir: &LockDir) -> Result<Matrix> {
+    pub fn load(dir: &LockDir) -> crate::Result<Matrix> {
         let text = dir.read_required(MATRIX_FILE)?;
-        let src = Source::parse(&dir.shown(MATRIX_FILE), text)?;
-        Self::from_source(dir, &src)
+        Self::parse(dir, text)
     }
 
     /// Parse matrix text as if it were the set's `matrix.toml` (tests, `update`).
-    pub fn parse(dir: &LockDir, text: String) -> Result<Matrix> {
+    pub fn parse(dir: &LockDir, text: String) -> crate::Result<Matrix> {
         let src = Source::parse(&dir.shown(MATRIX_FILE), text)?;
-        Self::from_source(dir, &src)
+        Ok(Self::from_source(dir, &src)?)
     }
 
     /// The parsed lockfile of one of this matrix's profiles.
-    pub fn lockfile(&self, p: &Profile) -> Result<Lockfile> {
+    pub fn lockfile(&self, p: &Profile) -> crate::Result<Lockfile> {
         p.load_lockfile()
     }
 
@@ -294,7 +293,7 @@ impl Matrix {
         })
     }
 
-    pub fn profile(&self, name: &str) -> Result<&Profile> {
+    pub fn profile(&self, name: &str) -> crate::Result<&Profile> {
         self.profiles
             .iter()
             .find(|p| p.name == name)
@@ -671,9 +670,7 @@ mod tests {
         );
         let line = text[..text.find(from).unwrap()].matches('\n').count() + 1;
         let e = Matrix::parse(&LockDir::built_in(), text.replacen(from, &deep, 1)).unwrap_err();
-        let e = e
-            .downcast_ref::<crate::SourceError>()
-            .expect("a SourceError");
+        let e = e.source_error().expect("a SourceError");
         // Column: the indent (2), the quote, "torch==2.15.0 ; " and 32 '('.
         assert_eq!((e.line, e.col), (line, 2 + 1 + 16 + 32 + 1), "{e}");
         assert!(

@@ -72,14 +72,14 @@ pub struct Lockfile {
 pub use greta_vocab::{normalize_name, url_filename};
 
 impl Lockfile {
-    pub fn load(path: &Path) -> Result<Lockfile> {
+    pub fn load(path: &Path) -> crate::Result<Lockfile> {
         let src = Source::load(path)?;
-        Self::from_source(&src)
+        Ok(Self::from_source(&src)?)
     }
 
-    pub fn parse(path: &Path, text: String) -> Result<Lockfile> {
+    pub fn parse(path: &Path, text: String) -> crate::Result<Lockfile> {
         let src = Source::parse(path, text)?;
-        Self::from_source(&src)
+        Ok(Self::from_source(&src)?)
     }
 
     fn from_source(src: &Source) -> Result<Lockfile> {
@@ -371,9 +371,7 @@ mod tests {
                 "lock-version = \"1.0\"\ncreated-by = \"t\"\n\n[[packages]]\nname = \"x\"\nversion = \"1\"\nwheels = [\n  {{ {entry}, hashes = {{ sha256 = \"{h}\" }} }},\n]\n"
             );
             let e = Lockfile::parse(Path::new("pylock.t.toml"), text.clone()).unwrap_err();
-            let e = e
-                .downcast_ref::<crate::SourceError>()
-                .expect("a SourceError");
+            let e = e.source_error().expect("a SourceError");
             let key = if entry.contains("name =") {
                 "name = "
             } else {

@@ -36,7 +36,7 @@ pub fn resolve(
     lock: &Lockfile,
     interp: &Interpreter,
     extras: &[String],
-) -> Result<Vec<WheelPin>> {
+) -> crate::Result<Vec<WheelPin>> {
     profile.ensure_locked()?;
     let offered = profile.device_extras();
     if let Some(e) = extras.iter().find(|e| !offered.contains(e)) {
@@ -101,12 +101,12 @@ pub fn resolve(
         }
         .into());
     }
-    resolve_lock_with(lock, interp, extras)
+    Ok(resolve_lock_with(lock, interp, extras)?)
 }
 
 /// [`resolve`] without the profile checks (used by `lock check`).
-pub fn resolve_lock(lock: &Lockfile, interp: &Interpreter) -> Result<Vec<WheelPin>> {
-    resolve_lock_with(lock, interp, &[])
+pub fn resolve_lock(lock: &Lockfile, interp: &Interpreter) -> crate::Result<Vec<WheelPin>> {
+    Ok(resolve_lock_with(lock, interp, &[])?)
 }
 
 /// [`resolve_lock`] with PEP 751 extras in effect (markers such as

@@ -53,7 +53,11 @@ if any(os.path.isfile(os.path.join(x, "pyvenv.cfg")) for x in (d, os.path.dirnam
 impl Interpreter {
     /// Ask a real interpreter (one run, 20 s limit) for its version,
     /// implementation, machine and glibc; compute the tags from that.
-    pub fn inspect(python: &Path) -> Result<Interpreter> {
+    pub fn inspect(python: &Path) -> crate::Result<Interpreter> {
+        Ok(Self::ask(python)?)
+    }
+
+    fn ask(python: &Path) -> Result<Interpreter> {
         let mut cmd = std::process::Command::new(python);
         cmd.args(["-I", "-S", "-c", PROBE]);
         let out = greta_vocab::child::run(cmd, Some(Duration::from_secs(20)))
@@ -95,8 +99,11 @@ impl Interpreter {
     /// whose answer depends on the environment) are always asked. This only
     /// reads the cache (planning writes nothing); [`remember`](Self::remember)
     /// stores an answer. The flag says the answer came from the cache.
-    pub fn inspect_cached(python: &Path, cache_dir: Option<&Path>) -> Result<(Interpreter, bool)> {
-        Self::cached_with(python, cache_dir, Interpreter::inspect)
+    pub fn inspect_cached(
+        python: &Path,
+        cache_dir: Option<&Path>,
+    ) -> crate::Result<(Interpreter, bool)> {
+        Ok(Self::cached_with(python, cache_dir, Interpreter::ask)?)
     }
 
     fn cached_with(
@@ -140,13 +147,18 @@ impl Interpreter {
 
     /// An interpreter described rather than run: `version` "3.12" or
     /// "3.12.4", CPython on x86_64 Linux with the given glibc.
-    pub fn synthetic(version: &str, glibc: Option<(u32, u32)>) -> Result<Interpreter> {
+    pub fn synthetic(version: &str, glibc: Option<(u32, u32)>) -> crate::Result<Interpreter> {
         let full = if version.matches('.').count() == 1 {
             format!("{version}.0")
         } else {
             version.to_string()
         };
-        Interpreter::new(&full, "cpython", std::env::consts::ARCH, glibc)
+        Ok(Interpreter::new(
+            &full,
+            "cpython",
+            std::env::consts::ARCH,
+            glibc,
+        )?)
     }
 
     fn new(

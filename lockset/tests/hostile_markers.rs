@@ -70,7 +70,7 @@ static ONE: Mutex<()> = Mutex::new(());
 
 /// What reading `text` as a lockfile allocated at its peak, beyond what was
 /// live before, and its result.
-fn parse_measured(text: String) -> (usize, anyhow::Result<Lockfile>) {
+fn parse_measured(text: String) -> (usize, greta_lockset::Result<Lockfile>) {
     let before = LIVE.load(SeqCst);
     PEAK.store(before, SeqCst);
     let r = Lockfile::parse(Path::new("pylock.hostile.toml"), text);
@@ -91,9 +91,9 @@ fn lockfile(markers: &[String]) -> String {
     t
 }
 
-fn source_error(r: anyhow::Result<Lockfile>) -> SourceError {
+fn source_error(r: greta_lockset::Result<Lockfile>) -> SourceError {
     let e = r.expect_err("refused");
-    e.downcast_ref::<SourceError>()
+    e.source_error()
         .unwrap_or_else(|| panic!("not a SourceError: {e:#}"))
         .clone()
 }

@@ -1,106 +1,11 @@
 //! The interface every backend implements and the smoke gates drive.
 
 use crate::ceiling::{Ceiling, CeilingError};
-use crate::graph::{GraphJob, GraphStats};
+use crate::graph::{Composite, GraphJob, GraphStats};
+use crate::job::{Job, RunOpts, RunStats};
 use crate::stress::{StressReport, StressRequest};
 use crate::{DeviceInfo, HostBuf, Op, RuntimeError, Tuning};
-use serde::{Deserialize, Serialize};
 use std::time::Duration;
-
-/// How one `run` is executed.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunOpts {
-    /// Dispatches recorded back to back in one command buffer (a barrier
-    /// between them), each timed. At least 1.
-    pub repeats: u32,
-    /// Limit for the whole submission (upload, every repeat, readback).
-    pub timeout: Duration,
-    /// Overrides of the kernel's default tuning.
-    pub tuning: Option<Tuning>,
-}
-
-impl Default for RunOpts {
-    fn default() -> Self {
-        RunOpts {
-            repeats: 1,
-            timeout: Duration::from_secs(10),
-            tuning: None,
-        }
-    }
-}
-
-/// Where the per-dispatch times come from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TimingSource {
-    /// Device timestamps around each dispatch.
-    DeviceTimestamps,
-    /// No usable timestamps: the submission's wall time divided evenly.
-    WallClock,
-}
-
-/// Measurements of one `run`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunStats {
-    /// Kernel time of each repeat, in nanoseconds (all chunks of a split
-    /// dispatch included); for ops timed per dispatch (noop: a batch of
-    /// dependent dispatches per repeat) the batch time over its dispatches.
-    pub device_ns: Vec<u64>,
-    pub timing: TimingSource,
-    /// Wall time of the submission and wait (upload and readback included).
-    pub wall: Duration,
-    /// The kernel variant that ran, e.g. `gemm_f16_coopmat` or `gemm_f32`.
-    pub kernel: String,
-    /// The tuning the kernel ran with (defaults filled in).
-    pub tuning: Tuning,
-    /// Dispatches per repeat (more than 1 when a buffer exceeds the device's range limit).
-    pub dispatches_per_repeat: u32,
-    /// For a composite op (a graph of ops), the median time of each step in
-    /// nanoseconds, in graph order (`kernel` names them); empty otherwise.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub step_ns: Vec<u64>,
-}
-
-impl RunStats {
-    /// Median device time per repeat.
-    pub fn median_ns(&self) -> u64 {
-        let mut v = self.device_ns.clone();
-        v.sort_unstable();
-        v.get(v.len() / 2).copied().unwrap_or(0)
-    }
-    pub fn min_ns(&self) -> u64 {
-        self.device_ns.iter().copied().min().unwrap_or(0)
-    }
-}
-
-/// One request to a backend: the op, its inputs, the outputs to fill and
-/// how to run it. The four travel together through every layer of a
-/// backend (checks, planning, recording, readback).
-pub struct Job<'a> {
-    pub op: &'a Op,
-    pub inputs: &'a [HostBuf],
-    /// Uploaded as given and read back after the run: callers poison them
-    /// (e.g. with [`HostBuf::poisoned`]) so unwritten elements fail checks;
-    /// read-write outputs carry their prior content.
-    pub outputs: &'a mut [HostBuf],
-    pub opts: &'a RunOpts,
-}
-
-impl<'a> Job<'a> {
-    pub fn new(
-        op: &'a Op,
-        inputs: &'a [HostBuf],
-        outputs: &'a mut [HostBuf],
-        opts: &'a RunOpts,
-    ) -> Self {
-        Job {
-            op,
-            inputs,
-            outputs,
-            opts,
-        }
-    }
-}
 
 /// A device that can run [`Op`]s.
 pub trait Backend {
@@ -237,4 +142,81 @@ fn check_buffers(op: &Op, inputs: &[HostBuf], outputs: &[HostBuf]) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// The checks every backend makes before a graph touches the device, in one
+/// order (as [`preflight`] for one op).
+pub(crate) fn graph_preflight(dev: &dyn Backend, job: &GraphJob) -> Result<(), RuntimeError> {
+    device_and_opts(dev, job.opts)?;
+    let g = job.graph;
+    g.validate().map_err(RuntimeError::BadInput)?;
+    if job.buffers.len() != g.slots.len() {
+        return Err(RuntimeError::BadInput(format!(
+            "the graph has {} slots, {} buffers were given",
+            g.slots.len(),
+            job.buffers.len()
+        )));
+    }
+    for (s, b) in g.slots.iter().zip(job.buffers.iter()) {
+        if s.dtype != b.dtype() || s.len != b.len() {
+            return Err(RuntimeError::BadInput(format!(
+                "slot {} must be {} x {}, its buffer is {} x {}",
+                s.name,
+                s.len,
+                s.dtype,
+                b.len(),
+                b.dtype()
+            )));
+        }
+    }
+    if let Some(&r) = job.read_back.iter().find(|&&r| r >= g.slots.len()) {
+        return Err(RuntimeError::BadInput(format!(
+            "read-back slot {r} does not exist"
+        )));
+    }
+    for st in &g.steps {
+        dev.supports(&st.op).map_err(RuntimeError::Unsupported)?;
+    }
+    Ok(())
+}
+
+/// Whether a device can run a composite op: every step of its graph.
+pub(crate) fn composite_supported(dev: &dyn Backend, op: &Op) -> Option<Result<(), String>> {
+    let c = op.composite()?;
+    Some(c.and_then(|c| {
+        c.graph.steps.iter().try_for_each(|st| {
+            dev.supports(&st.op)
+                .map_err(|e| format!("step {}: {e}", st.op))
+        })
+    }))
+}
+
+/// Runs a composite op's job through [`Backend::run_graph`]: its inputs
+/// placed in their slots, every other slot poisoned, its outputs read back
+/// from theirs. The stats name the graph's kernels in order.
+pub(crate) fn run_composite(
+    dev: &mut dyn Backend,
+    job: Job<'_>,
+    c: Composite,
+) -> Result<RunStats, RuntimeError> {
+    let n_in = job.inputs.len();
+    let mut slots = c.slot_buffers(job.inputs).map_err(RuntimeError::BadInput)?;
+    let read_back = c.output_slots(n_in);
+    let stats = dev.run_graph(GraphJob {
+        graph: &c.graph,
+        buffers: &mut slots,
+        read_back: &read_back,
+        opts: job.opts,
+    })?;
+    c.take_outputs(n_in, &slots, job.outputs)
+        .map_err(RuntimeError::BadInput)?;
+    Ok(RunStats {
+        device_ns: stats.device_ns,
+        timing: stats.timing,
+        wall: stats.wall,
+        kernel: format!("graph:{}", stats.kernels.join("+")),
+        tuning: Tuning::default(),
+        dispatches_per_repeat: c.graph.steps.len() as u32,
+        step_ns: stats.step_ns,
+    })
 }

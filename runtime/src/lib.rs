@@ -18,19 +18,23 @@ pub mod gpu;
 mod graph;
 pub mod hip;
 mod info;
+mod job;
+mod library;
 pub mod stress;
 pub mod telemetry;
 mod tuning;
 pub mod tuning_cache;
 pub mod vulkan;
 
-pub use backend::{Backend, Job, RunOpts, RunStats, TimingSource};
+pub use backend::Backend;
 pub use ceiling::{Ceiling, CeilingError, CeilingUnit};
 pub use error::RuntimeError;
 pub use graph::{Graph, GraphJob, GraphStats, Replay, Slot, Step};
 pub use greta_kernels as kernels;
 pub use greta_kernels::{DType, HostBuf, Op};
 pub use info::{BackendKind, CoopMatShape, DeviceInfo, DeviceSelect, DeviceType, MemoryHeap};
+pub use job::{Job, RunOpts, RunStats, TimingSource};
+pub use library::{runtime_library, RuntimeLibrary};
 pub use tuning::{Knob, Tuning, UnknownKnob};
 
 /// Devices of `kind`, as greta numbers them (duplicates of one GPU behind

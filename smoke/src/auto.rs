@@ -134,16 +134,20 @@ impl Machine {
     }
 
     /// Fills in which HIP runtime (always) and CUDA driver (when there is
-    /// an NVIDIA GPU) this crate would load.
+    /// an NVIDIA GPU) the device child would load. The child is asked:
+    /// opening a runtime runs its initialisers, and one that crashes or
+    /// hangs must not take this process with it.
     pub fn find_runtimes(&mut self) {
-        use greta_runtime::gpu::Driver;
-        self.rocm = greta_runtime::hip::Hip::open()
-            .ok()
-            .map(|h| Driver::library(&h).to_string());
-        if !self.nvidia_gpus.is_empty() {
-            self.cuda = greta_runtime::cuda::Cuda::open()
+        use crate::gpu_child::{runtime, GpuBackend};
+        let shown = |b| {
+            runtime(b, &[])
                 .ok()
-                .map(|c| Driver::library(&c).to_string());
+                .and_then(|a| a.runtime)
+                .map(|r| r.library.to_string())
+        };
+        self.rocm = shown(GpuBackend::Hip);
+        if !self.nvidia_gpus.is_empty() {
+            self.cuda = shown(GpuBackend::Cuda);
         }
     }
 }

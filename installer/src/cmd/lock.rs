@@ -60,7 +60,31 @@ enum Command {
         json: bool,
     },
     /// Re-resolve a profile with uv against its index and rewrite its lockfile.
-    Update(lock::UpdateArgs),
+    Update(UpdateArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
+struct UpdateArgs {
+    /// Profile to re-resolve (see `greta lock list`).
+    profile: String,
+    /// uv binary [default: `uv` on PATH].
+    #[arg(long, env = greta_vocab::EnvVars::GRETA_UV)]
+    uv: Option<PathBuf>,
+    /// Take wheels recorded in this pins file (TOML [[pin]] with profile,
+    /// name, version, filename, url, sha256) for packages whose index is
+    /// unreachable; uv resolves the rest.
+    #[arg(long)]
+    seed_pins: Option<PathBuf>,
+    /// Only consider distributions uploaded before this date (RFC 3339), for
+    /// reproducible re-runs.
+    #[arg(long)]
+    exclude_newer: Option<String>,
+    /// Print the new lockfile instead of writing it.
+    #[arg(long)]
+    dry_run: bool,
+    /// Limit for each uv run, seconds (at most a week).
+    #[arg(long, default_value_t = 900)]
+    timeout: u64,
 }
 
 pub fn run(args: Args, verbose: u8) -> Result<Exit> {
@@ -92,7 +116,7 @@ pub fn run(args: Args, verbose: u8) -> Result<Exit> {
     }
 }
 
-fn update(dir: &lock::LockDir, a: lock::UpdateArgs) -> Result<Exit> {
+fn update(dir: &lock::LockDir, a: UpdateArgs) -> Result<Exit> {
     if dir.on_disk().is_none() {
         anyhow::bail!(
             "greta lock update rewrites a lockfile: pass --lock-dir DIR (a checkout's lock/) or set {}; the lock set built into greta cannot be changed",
@@ -106,7 +130,12 @@ fn update(dir: &lock::LockDir, a: lock::UpdateArgs) -> Result<Exit> {
         None => which::which("uv")
             .context("uv not found on PATH (install it: `pip install uv`), or pass --uv PATH")?,
     };
-    let text = lock::update(p, &uv, &a)?;
+    let options = lock::UpdateOptions {
+        seed_pins: a.seed_pins,
+        exclude_newer: a.exclude_newer,
+        timeout: a.timeout,
+    };
+    let text = lock::update(p, &uv, &options)?;
     if a.dry_run {
         crate::out::text(format_args!("{text}"));
         return Ok(Exit::Pass);
@@ -156,8 +185,8 @@ fn select(
     profile: Option<String>,
     json: bool,
 ) -> Result<Exit> {
-    let facts = load_facts(facts, sysroot)?;
-    match m.select_with(&facts, profile.as_deref()) {
+    let host = crate::install::host::of(&load_facts(facts, sysroot)?);
+    match m.select_with(&host, profile.as_deref()) {
         Ok(sel) => {
             if json {
                 let v = serde_json::json!({ "schema": "greta.lock-select/v1", "ok": true, "selection": sel });
@@ -176,19 +205,17 @@ fn select(
             }
             Ok(Exit::Pass)
         }
-        Err(e) => match e.downcast_ref::<lock::Refusal>() {
-            Some(r) => {
-                if json {
-                    let v = serde_json::json!({ "schema": "greta.lock-select/v1", "ok": false, "refusal": { "message": r.message, "fix": r.fix } });
-                    outln!("{}", serde_json::to_string_pretty(&v)?);
-                } else {
-                    outln!("refused: {}", Visible(&r.message));
-                    outln!("  fix: {}", Visible(&r.fix));
-                }
-                Ok(Exit::Fail)
+        Err(lock::Error::Refused(r)) => {
+            if json {
+                let v = serde_json::json!({ "schema": "greta.lock-select/v1", "ok": false, "refusal": { "message": r.message, "fix": r.fix } });
+                outln!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                outln!("refused: {}", Visible(&r.message));
+                outln!("  fix: {}", Visible(&r.fix));
             }
-            None => Err(e),
-        },
+            Ok(Exit::Fail)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -295,7 +322,7 @@ fn show(
             .iter()
             .filter(|v| p.supports_python(v))
             .map(|v| Interpreter::synthetic(v, lock::host_glibc().or(Some(check::CHECK_GLIBC))))
-            .collect::<Result<_>>()?,
+            .collect::<lock::Result<_>>()?,
     };
     if let LockStatus::NotLocked { reason } = &p.status {
         if json {

@@ -15,17 +15,20 @@ pub(super) fn hip_step(
     staging: &Staging,
     verbose: bool,
 ) -> std::result::Result<envs::receipt::HipRef, Box<check::Finding>> {
-    use greta_smoke::runtime::gpu::Driver;
-    use greta_smoke::runtime::hip::{search_candidates, Hip, SearchEnv};
-    let mut env = SearchEnv::live();
-    env.env_roots.insert(0, staging.path.clone());
-    let hip = Hip::open_from(&search_candidates(&env)).map_err(|e| {
+    // Asked of the device child: opening libamdhip64 runs its
+    // initialisers, which must not run (and cannot crash) greta itself.
+    let found = greta_smoke::gpu_child::runtime(
+        greta_smoke::gpu_child::GpuBackend::Hip,
+        std::slice::from_ref(&staging.path),
+    )
+    .and_then(|a| a.runtime.ok_or(a.error.unwrap_or_default()));
+    let found = found.map_err(|e| {
         Box::new(check::Finding {
             id: "hip.runtime-missing".into(),
             severity: greta_vocab::Severity::Fail,
             title: "No HIP runtime for this rocm profile".into(),
             message: "No HIP runtime (libamdhip64) was found in the staged env or on this machine, so the profile's HIP step cannot run.".into(),
-            evidence: vec![e.to_string()],
+            evidence: vec![e],
             fix: greta_vocab::Fix {
                 text: "The profile's torch wheels should carry libamdhip64 in torch/lib: check the lockfile; or install ROCm \
                        (or set GRETA_HIP_LIB) and rerun `greta install`; `--profile cpu` installs without HIP."
@@ -34,12 +37,9 @@ pub(super) fn hip_step(
             },
         })
     })?;
-    let lib = hip.library().clone();
-    // hiprtc beside the runtime, else hipcc (the target is a placeholder:
-    // only which compiler would be used is recorded here).
-    let compiler = greta_smoke::runtime::hip::compiler_for_target(&hip, "gfx")
-        .ok()
-        .map(|c| c.library.to_string());
+    let lib = found.library;
+    // hiprtc beside the runtime, else hipcc.
+    let compiler = found.compiler;
     say(
         verbose,
         format!(

@@ -28,6 +28,7 @@ pub mod bundle;
 mod detect;
 mod fetch;
 mod hip;
+pub mod host;
 mod output;
 pub mod plan;
 mod prepare;

@@ -98,7 +98,7 @@ pub fn plan(input: &PlanInput) -> Result<Plan> {
                 ProbeSummary::not_probed("not probed: bundle for another node"),
             ),
         };
-        let sel: Selection = matrix.select_with(&facts, input.profile)?;
+        let sel: Selection = matrix.select_with(&super::host::of(&facts), input.profile)?;
         let profile = matrix.profile(&sel.profile)?.clone();
         profile.ensure_locked()?;
         // Which of several AMD GPUs the env serves: the selection decided

@@ -17,7 +17,7 @@ fn mi300x_sysroot() -> PathBuf {
 }
 
 /// A harness whose `rocm6.4` profile pins a ROCm 6.4 torch (version.hip set).
-fn rocm_harness() -> Harness {
+pub(crate) fn rocm_harness() -> Harness {
     support::require_uv();
     let h = Harness::new(20_000);
     let torch = support::wheel::torch("2.5.1+rocm6.4", Some("6.4.43484"), None, 20_000);

@@ -53,6 +53,7 @@ mod report_cli;
 mod report_grafana;
 mod report_memory;
 mod report_page;
+mod runtime_in_child;
 mod self_contained;
 mod slurm_healthcheck;
 mod smoke_cli;

@@ -50,7 +50,11 @@ pub(super) fn run_capture(prog: &Path, args: &[String], timeout: Duration) -> Re
 
 /// Replace `path` with `text` so a reader sees the old or the new file,
 /// never half of one.
-pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
+pub fn write_atomic(path: &Path, text: &str) -> crate::Result<()> {
+    Ok(replace(path, text)?)
+}
+
+fn replace(path: &Path, text: &str) -> Result<()> {
     use std::io::Write;
     let dir = path
         .parent()

@@ -30,32 +30,26 @@ use toml_edit::{Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table, Val
 /// The platform every profile is resolved for (the torch wheels' floor).
 pub const PYTHON_PLATFORM: &str = "x86_64-manylinux_2_28";
 
-#[derive(clap::Args, Debug, Clone)]
-pub struct Args {
-    /// Profile to re-resolve (see `greta lock list`).
-    pub profile: String,
-    /// uv binary [default: `uv` on PATH].
-    #[arg(long, env = greta_vocab::EnvVars::GRETA_UV)]
-    pub uv: Option<PathBuf>,
+/// How `greta lock update` resolves (the command line's options, less the
+/// profile and the uv binary, which the caller has already found).
+#[derive(Debug, Clone)]
+pub struct Options {
     /// Take wheels recorded in this pins file (TOML [[pin]] with profile,
     /// name, version, filename, url, sha256) for packages whose index is
     /// unreachable; uv resolves the rest.
-    #[arg(long)]
     pub seed_pins: Option<PathBuf>,
-    /// Only consider distributions uploaded before this date (RFC 3339), for
-    /// reproducible re-runs.
-    #[arg(long)]
+    /// Only consider distributions uploaded before this date (RFC 3339).
     pub exclude_newer: Option<String>,
-    /// Print the new lockfile instead of writing it.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Limit for each uv run, seconds (at most a week).
-    #[arg(long, default_value_t = 900)]
+    /// Limit for each uv run, seconds (capped at a week where used).
     pub timeout: u64,
 }
 
 /// Resolve and merge; returns the new lockfile text (validated, not written).
-pub fn build(p: &Profile, uv: &Path, a: &Args) -> Result<String> {
+pub fn build(p: &Profile, uv: &Path, a: &Options) -> crate::Result<String> {
+    Ok(resolve_merged(p, uv, a)?)
+}
+
+fn resolve_merged(p: &Profile, uv: &Path, a: &Options) -> Result<String> {
     let pins = match &a.seed_pins {
         Some(f) => load_pins(f, p)?,
         None => BTreeMap::new(),
@@ -301,7 +295,7 @@ fn load_pins(path: &Path, p: &Profile) -> Result<BTreeMap<String, Vec<Pin>>> {
 fn compile_for(
     p: &Profile,
     uv: &Path,
-    a: &Args,
+    a: &Options,
     py: &str,
     device: Option<&String>,
     pins: &BTreeMap<String, Vec<Pin>>,

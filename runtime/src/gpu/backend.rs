@@ -409,7 +409,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
 
     fn supports(&self, op: &Op) -> Result<(), String> {
         op.validate().map_err(|e| e.to_string())?;
-        if let Some(r) = crate::graph::composite_supported(self, op) {
+        if let Some(r) = crate::backend::composite_supported(self, op) {
             return r;
         }
         let bytes: u64 = op
@@ -431,13 +431,13 @@ impl<D: Driver> Backend for GpuBackend<D> {
         self.preflight(&job)?;
         if let Some(c) = job.op.composite() {
             let c = c.map_err(RuntimeError::BadInput)?;
-            return crate::graph::run_composite(self, job, c);
+            return crate::backend::run_composite(self, job, c);
         }
         self.run_inner(job).map_err(|e| self.fail(e))
     }
 
     fn run_graph(&mut self, job: GraphJob<'_>) -> Result<GraphStats, RuntimeError> {
-        crate::graph::preflight(self, &job)?;
+        crate::backend::graph_preflight(self, &job)?;
         let mut steps = Vec::with_capacity(job.graph.steps.len());
         for st in &job.graph.steps {
             let plan = launch::plan(&st.op, &self.dev);

@@ -605,7 +605,7 @@ impl Backend for Device {
     }
 
     fn supports(&self, op: &Op) -> Result<(), String> {
-        if let Some(r) = crate::graph::composite_supported(self, op) {
+        if let Some(r) = crate::backend::composite_supported(self, op) {
             return r;
         }
         // Every shader a plan names is built in: `plan::Shader` has no other.
@@ -651,7 +651,7 @@ impl Backend for Device {
         crate::backend::preflight(self, &job)?;
         if let Some(c) = job.op.composite() {
             let c = c.map_err(RuntimeError::BadInput)?;
-            return crate::graph::run_composite(self, job, c);
+            return crate::backend::run_composite(self, job, c);
         }
         let plan = self.plan_for(job.op, job.opts.tuning.as_ref())?;
         let res = run::execute(self, &plan, job);
@@ -659,7 +659,7 @@ impl Backend for Device {
     }
 
     fn run_graph(&mut self, job: GraphJob<'_>) -> Result<GraphStats, RuntimeError> {
-        crate::graph::preflight(self, &job)?;
+        crate::backend::graph_preflight(self, &job)?;
         let plans = job
             .graph
             .steps

@@ -34,6 +34,31 @@ pub fn ask(req: &Request, what: &str, limit: Duration) -> Result<Asked, AskError
     Ok(child::run(helper.command("serve"), what, &input, limit)?)
 }
 
+/// Longest a runtime query may take: opening a library and finding its
+/// compiler (hipcc's start-up included), never a device.
+const RUNTIME_LIMIT: Duration = Duration::from_secs(120);
+
+/// Which runtime library `backend` would load (looking in `env_roots`
+/// first), asked of the child: opening one runs its initialisers, which
+/// must not run in greta's parent. `Err` says why there is no answer.
+pub fn runtime(
+    backend: super::GpuBackend,
+    env_roots: &[std::path::PathBuf],
+) -> Result<super::RuntimeAnswer, String> {
+    let req = Request::Runtime(super::RuntimeRequest {
+        backend,
+        env_roots: env_roots.to_vec(),
+    });
+    let what = format!("the {} runtime query", backend.as_str());
+    let out = ask(&req, &what, RUNTIME_LIMIT).map_err(|e| e.to_string())?;
+    match Reply::parse(&out.stdout) {
+        Ok(Reply::Runtime(a)) => Ok(*a),
+        Ok(Reply::Error(e)) => Err(e.message),
+        Ok(_) => Err(format!("{what} answered with another kind of reply")),
+        Err(e) => Err(format!("{what} ({}) gave no answer: {e}", out.how())),
+    }
+}
+
 /// How long a whole smoke child may take: every submission at its limit,
 /// plus start-up (driver init, kernel compile on first use). Only a
 /// backstop against a child that hangs outside a submission (the child
@@ -130,6 +155,12 @@ pub fn run_smoke(opts: &Options) -> Result<Finished, Undecided> {
             return Err(no_report(format!(
                 "its reply is a {} report",
                 crate::tune::SCHEMA
+            )))
+        }
+        Ok(Reply::Runtime(_)) => {
+            return Err(no_report(format!(
+                "its reply is a {} answer",
+                super::RUNTIME_SCHEMA
             )))
         }
         Err(why) => return Err(no_report(why)),

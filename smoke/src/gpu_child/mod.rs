@@ -18,7 +18,7 @@
 mod ask;
 mod serve;
 
-pub use ask::{ask, run_limit, run_smoke, run_tune, tune_limit, AskError, Asked};
+pub use ask::{ask, run_limit, run_smoke, run_tune, runtime, tune_limit, AskError, Asked};
 pub use serve::{serve, Served};
 
 use crate::gates::Profile;
@@ -43,6 +43,34 @@ pub enum Request {
     /// `greta smoke --tune` on a HIP/CUDA device; the reply is a
     /// `greta.tune/v1` report or an error.
     Tune(TuneRequest),
+    /// Which runtime library (and compiler) the backend would load; the
+    /// reply is a [`RuntimeAnswer`]. Opening one runs its initialisers, so
+    /// the parent asks here rather than open it itself.
+    Runtime(RuntimeRequest),
+}
+
+/// `runtime`: which backend, and greta envs to look in first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeRequest {
+    pub backend: GpuBackend,
+    /// Env roots searched before the usual places (a staged env, whose
+    /// ROCm wheels carry libamdhip64).
+    #[serde(default)]
+    pub env_roots: Vec<PathBuf>,
+}
+
+/// Schema of a runtime answer.
+pub const RUNTIME_SCHEMA: &str = "greta.gpu-runtime/v1";
+
+/// The runtime library a backend loads, or why there is none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuntimeAnswer {
+    pub schema: String,
+    pub backend: String,
+    /// `None` when no library could be opened (`error` says why).
+    pub runtime: Option<greta_runtime::RuntimeLibrary>,
+    pub error: Option<String>,
 }
 
 /// The part of [`crate::tune::TuneOptions`] that crosses to the child
@@ -236,6 +264,8 @@ pub enum Reply {
     Devices(DevicesAnswer),
     /// `greta.tune/v1`: the sweep ran (whatever each candidate did).
     Tune(Box<crate::tune::TuneReport>),
+    /// `greta.gpu-runtime/v1`.
+    Runtime(Box<RuntimeAnswer>),
     /// `greta.gpu-child/v1`: nothing was decided, and why.
     Error(ChildError),
 }
@@ -246,6 +276,7 @@ impl Serialize for Reply {
             Reply::Report(r) => r.serialize(s),
             Reply::Devices(d) => d.serialize(s),
             Reply::Tune(t) => t.serialize(s),
+            Reply::Runtime(r) => r.serialize(s),
             Reply::Error(e) => e.serialize(s),
         }
     }
@@ -305,6 +336,9 @@ impl Reply {
             Some(crate::tune::SCHEMA) => serde_json::from_value(v)
                 .map(|t| Reply::Tune(Box::new(t)))
                 .map_err(|e| format!("its {} report does not parse: {e}", crate::tune::SCHEMA)),
+            Some(RUNTIME_SCHEMA) => serde_json::from_value(v)
+                .map(|r| Reply::Runtime(Box::new(r)))
+                .map_err(|e| format!("its {RUNTIME_SCHEMA} answer does not parse: {e}")),
             Some(ERROR_SCHEMA) => serde_json::from_value(v)
                 .map(Reply::Error)
                 .map_err(|e| format!("its {ERROR_SCHEMA} object does not parse: {e}")),

@@ -2,7 +2,8 @@
 
 use super::DEVICES_SCHEMA;
 use super::{
-    ChildError, DevicesAnswer, ErrorKind, GpuBackend, Reply, Request, SmokeRequest, TuneRequest,
+    ChildError, DevicesAnswer, ErrorKind, GpuBackend, Reply, Request, RuntimeAnswer,
+    RuntimeRequest, SmokeRequest, TuneRequest, RUNTIME_SCHEMA,
 };
 use crate::session::{run_profile, BackendChoice};
 use greta_runtime::RuntimeError;
@@ -24,6 +25,26 @@ pub fn serve(req: Request) -> Served {
         Request::Devices(d) => devices(d.backend),
         Request::Smoke(s) => smoke(&s),
         Request::Tune(t) => tune(&t),
+        Request::Runtime(r) => runtime(&r),
+    }
+}
+
+/// Opens the backend's runtime library here, in the child, and says which.
+fn runtime(req: &RuntimeRequest) -> Served {
+    let (runtime, error) = match greta_runtime::runtime_library(req.backend.kind(), &req.env_roots)
+    {
+        Ok(r) => (Some(r), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    Served {
+        code: if runtime.is_some() { 0 } else { 2 },
+        reply: Reply::Runtime(Box::new(RuntimeAnswer {
+            schema: RUNTIME_SCHEMA.into(),
+            backend: req.backend.as_str().into(),
+            runtime,
+            error,
+        })),
+        device_lost: false,
     }
 }
 

@@ -300,3 +300,35 @@ fn the_child_serves_a_tune_request() {
     assert!(text.starts_with("{\"schema\":\"greta.tune/v1\""), "{text}");
     assert_eq!(Reply::parse(text.as_bytes()).unwrap(), reply);
 }
+
+/// The runtime query's wire forms are pinned like the others.
+const RUNTIME_REQUEST_SAMPLE: &str =
+    r#"{"runtime":{"backend":"hip","env_roots":["/staging/env"]}}"#;
+const RUNTIME_SAMPLE: &str = r#"{"schema":"greta.gpu-runtime/v1","backend":"hip","runtime":{"library":{"what":"libamdhip64","path":"/opt/rocm/lib/libamdhip64.so","why":"/opt/rocm"},"compiler":"hiprtc /opt/rocm/lib/libhiprtc.so (beside the runtime)"},"error":null}"#;
+
+#[test]
+fn the_runtime_query_round_trips_as_its_own_schema() {
+    let req = Request::Runtime(RuntimeRequest {
+        backend: GpuBackend::Hip,
+        env_roots: vec!["/staging/env".into()],
+    });
+    assert_eq!(serde_json::to_string(&req).unwrap(), RUNTIME_REQUEST_SAMPLE);
+    assert_eq!(
+        serde_json::from_str::<Request>(RUNTIME_REQUEST_SAMPLE).unwrap(),
+        req
+    );
+    let r = Reply::parse(RUNTIME_SAMPLE.as_bytes()).unwrap();
+    match &r {
+        Reply::Runtime(a) => {
+            let rt = a.runtime.as_ref().unwrap();
+            assert_eq!(
+                rt.library.path,
+                std::path::Path::new("/opt/rocm/lib/libamdhip64.so")
+            );
+            assert_eq!(rt.library.why, "/opt/rocm");
+            assert!(a.error.is_none());
+        }
+        other => panic!("not a runtime answer: {other:?}"),
+    }
+    assert_eq!(serde_json::to_string(&r).unwrap(), RUNTIME_SAMPLE);
+}
