@@ -53,5 +53,6 @@ mod report_page;
 mod self_contained;
 mod slurm_healthcheck;
 mod smoke_cli;
+mod telemetry_faults;
 mod terminal_text;
 mod tuning_cache_cli;
