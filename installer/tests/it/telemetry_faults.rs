@@ -89,6 +89,45 @@ fn a_downtrained_link_fails_the_run_with_the_sentence() {
     let c = check(&r, "pcie_link");
     assert!(!c.pass);
     assert_eq!(c.detail, "PCIe Gen5 x16 card trained at Gen3 x8 (inject:0)");
+
+    // The one line a scheduler shows names the check, and the textfile
+    // carries it as a failed check.
+    let dir = tempfile::tempdir().unwrap();
+    let prom = dir.path().join("greta.prom");
+    let mut cmd = crate::support::greta();
+    cmd.args([
+        "smoke",
+        "--device",
+        "cpu",
+        "--profile",
+        "health",
+        "--oneline",
+        "--no-save",
+    ])
+    .args(STRESS)
+    .args(["--inject", "link:0:3x8", "--prom"])
+    .arg(&prom)
+    .env("XDG_DATA_HOME", dir.path());
+    let run = Run::of(cmd);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let line = run.stdout.trim_end();
+    assert!(
+        line.starts_with("FAIL: health on 1 device: device 0 (llvmpipe")
+            && line.contains(": pcie_link: PCIe Gen5 x16 card trained at Gen3 x8 (inject:0)"),
+        "{line}"
+    );
+    assert!(
+        run.stderr
+            .contains("check pcie_link: FAIL: PCIe Gen5 x16 card trained at Gen3 x8 (inject:0)"),
+        "the table names it: {}",
+        run.stderr
+    );
+    let text = std::fs::read_to_string(&prom).unwrap();
+    let failed = text
+        .lines()
+        .find(|l| l.starts_with("greta_smoke_check_pass{") && l.contains("check=\"pcie_link\""))
+        .unwrap_or_else(|| panic!("no pcie_link check in\n{text}"));
+    assert!(failed.ends_with("} 0"), "{failed}");
 }
 
 #[test]
