@@ -75,6 +75,7 @@ table.grid td.cell small{display:block;color:#333;font-size:11px}
 svg text{font-family:"DejaVu Sans",sans-serif}
 .reason{color:#a00}
 details{margin:4px 0 10px}
+table.health{margin:8px 0}table.health caption{text-align:left;font-weight:600;padding:2px 0}
 "#;
 
 /// Minimal script: "failing only" filters; `data-ready` says it ran.

@@ -13,6 +13,7 @@
 mod bars;
 mod digest;
 mod grid;
+mod health;
 mod history;
 mod html;
 mod load;

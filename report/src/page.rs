@@ -151,6 +151,7 @@ fn run_section(b: &mut String, run: &Run, anchor: &str) {
             esc(&f.fix.text)
         );
     }
+    b.push_str(&crate::health::checks("node checks of the run", &r.checks));
     // Indexed once for the grid and every device's table.
     let node = Node::of(r);
     if r.devices.len() >= 2 {
@@ -238,6 +239,7 @@ fn device_section(b: &mut String, node: &Node<'_>, di: usize, d: &DeviceRun, anc
         );
     }
     b.push_str("</tbody></table>");
+    b.push_str(&crate::health::device(d));
 }
 
 #[cfg(test)]

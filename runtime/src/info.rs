@@ -72,6 +72,10 @@ pub struct DeviceInfo {
     /// deviceUUID (Vulkan; CUDA's device UUID), None where the API has
     /// none (HIP). Serialised in vulkaninfo's 8-4-4-4-12 form.
     pub uuid: Option<greta_vocab::DeviceUuid>,
+    /// The PCI address, `0000:c1:00.0` (lower-case hex), where the API
+    /// gives it: what matches the device to its sysfs card for telemetry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus_id: Option<String>,
     /// f16 arithmetic and 16-bit storage both available.
     pub fp16: bool,
     pub int8: bool,
@@ -113,6 +117,7 @@ impl DeviceInfo {
             driver_version_text: String::new(),
             api_version: String::new(),
             uuid: None,
+            pci_bus_id: None,
             fp16: false,
             int8: false,
             subgroup_size: 0,

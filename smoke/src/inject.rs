@@ -9,6 +9,16 @@
 //! | `corrupt:D[:GATE]` | flips one bit of the middle element of the first output of repeat 1 of every gate (or of GATE) on device D: the highest clear exponent bit of a float (the value grows by 2^64 or more), bit 30 of a u32 |
 //! | `slow:D[:F]` | multiplies every time measured on device D by F (default 2) |
 //! | `hang:D[:GATE]` | runs a kernel that never finishes in time in place of GATE (default: the first gate that runs) on device D |
+//! | `throttle:D[:LIMIT]` | every telemetry reading of device D says LIMIT (`thermal` by default, `power`, `current`, `other`) held its clocks |
+//! | `link:D[:GxW]` | device D's PCIe link reads trained at generation G, W lanes (default `1x1`) |
+//! | `ecc:D[:BLOCK]` | device D's uncorrectable error count of BLOCK (default `umc`) reads one higher after the run than before |
+//! | `vanish:D[:GATE]` | device D falls off the bus at GATE (default: the first gate that runs): that gate loses the device, and the backend lists it no more |
+//!
+//! The telemetry faults (`throttle`, `link`, `ecc`) act where the readings
+//! come from: the sampler's source and the counter and link reader of
+//! [`crate::telemetry`] are wrapped, so every verdict downstream is the
+//! one a real card's readings meet. A device with no telemetry of its own
+//! (lavapipe) gets a source named `inject:D` carrying only the fault.
 //!
 //! D is the device's index in the backend's list (`--device N`). A report
 //! of a run with faults lists them in `settings.inject`.
@@ -24,6 +34,54 @@ pub enum Fault {
     Slow { device: usize, factor: f64 },
     /// A kernel that does not complete within the timeout.
     Hang { device: usize, gate: Option<String> },
+    /// Every telemetry reading says `limit` held the clocks.
+    Throttle { device: usize, limit: Limit },
+    /// The PCIe link reads trained at `link`.
+    Link {
+        device: usize,
+        link: greta_runtime::telemetry::LinkState,
+    },
+    /// An uncorrectable error count of `block` rises during the run.
+    Ecc { device: usize, block: String },
+    /// The device is gone from `gate` on (`None`: the first gate run).
+    Vanish { device: usize, gate: Option<String> },
+}
+
+/// Which limit a `throttle` fault reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    Power,
+    Thermal,
+    Current,
+    Other,
+}
+
+impl Limit {
+    /// The limit set in a reading's `limits`.
+    pub fn set(self, l: &mut greta_runtime::telemetry::Limits) {
+        match self {
+            Limit::Power => l.power = true,
+            Limit::Thermal => l.thermal = true,
+            Limit::Current => l.current = true,
+            Limit::Other => l.other = true,
+        }
+    }
+}
+
+/// The telemetry faults of one device, for [`crate::telemetry`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TelemetryFaults {
+    /// The device's index, for the name of a source made up for it.
+    pub device: usize,
+    pub throttle: Option<Limit>,
+    pub link: Option<greta_runtime::telemetry::LinkState>,
+    pub ecc: Option<String>,
+}
+
+impl TelemetryFaults {
+    pub fn any(&self) -> bool {
+        self.throttle.is_some() || self.link.is_some() || self.ecc.is_some()
+    }
 }
 
 /// The bit a corruption flips in a u32 word.
@@ -92,6 +150,53 @@ impl Faults {
         })
     }
 
+    /// Whether `device` vanishes at `gate` (see [`Faults::hangs`] for `first_gate_run`).
+    pub fn vanishes(&self, device: usize, gate: &str, first_gate_run: bool) -> bool {
+        self.faults.iter().any(|f| match f {
+            Fault::Vanish { device: d, gate: g } => {
+                *d == device
+                    && match g {
+                        Some(g) => g == gate,
+                        None => first_gate_run,
+                    }
+            }
+            _ => false,
+        })
+    }
+
+    /// The devices that vanish during the run: the backend lists them no
+    /// more after it.
+    pub fn vanished(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self
+            .faults
+            .iter()
+            .filter_map(|f| match f {
+                Fault::Vanish { device, .. } => Some(*device),
+                _ => None,
+            })
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// The telemetry faults of `device` (none: [`TelemetryFaults::any`] is false).
+    pub fn telemetry(&self, device: usize) -> TelemetryFaults {
+        let mut t = TelemetryFaults {
+            device,
+            ..Default::default()
+        };
+        for f in &self.faults {
+            match f {
+                Fault::Throttle { device: d, limit } if *d == device => t.throttle = Some(*limit),
+                Fault::Link { device: d, link } if *d == device => t.link = Some(*link),
+                Fault::Ecc { device: d, block } if *d == device => t.ecc = Some(block.clone()),
+                _ => {}
+            }
+        }
+        t
+    }
+
     /// Corrupt `outputs` if a fault says so for this device, gate and repeat
     /// (0-based); returns whether a bit was flipped.
     pub fn corrupt(&self, device: usize, gate: &str, repeat: u32, outputs: &mut [HostBuf]) -> bool {
@@ -139,7 +244,9 @@ fn parse_one(spec: &str, gates: &[crate::gates::Gate]) -> Result<Fault, String> 
     let kind = parts.next().unwrap_or_default();
     let device: usize = parts
         .next()
-        .ok_or("expected KIND:DEVICE[:ARG], e.g. corrupt:0, slow:1:2.5, hang:0:copy.16m")?
+        .ok_or(
+            "expected KIND:DEVICE[:ARG], e.g. corrupt:0, slow:1:2.5, hang:0:copy.16m, link:0:3x8",
+        )?
         .parse()
         .map_err(|_| "DEVICE must be a device index (as --device N)".to_string())?;
     let arg = parts.next().filter(|a| !a.is_empty());
@@ -172,8 +279,53 @@ fn parse_one(spec: &str, gates: &[crate::gates::Gate]) -> Result<Fault, String> 
             };
             Ok(Fault::Slow { device, factor })
         }
+        "vanish" => Ok(Fault::Vanish {
+            device,
+            gate: gate(arg)?,
+        }),
+        "throttle" => {
+            let limit = match arg.unwrap_or("thermal") {
+                "thermal" => Limit::Thermal,
+                "power" => Limit::Power,
+                "current" => Limit::Current,
+                "other" => Limit::Other,
+                a => {
+                    return Err(format!(
+                        "throttle limit must be thermal, power, current or other, got {a:?}"
+                    ))
+                }
+            };
+            Ok(Fault::Throttle { device, limit })
+        }
+        "link" => {
+            let a = arg.unwrap_or("1x1");
+            let link = {
+                let bad =
+                    || format!("link must be GENxWIDTH (Gen 1-6, 1-32 lanes), e.g. 3x8, got {a:?}");
+                let (g, w) = a.split_once(['x', 'X']).ok_or_else(bad)?;
+                let gen: u32 = g.parse().map_err(|_| bad())?;
+                let width: u32 = w.parse().map_err(|_| bad())?;
+                if !(1..=6).contains(&gen) || !(1..=32).contains(&width) {
+                    return Err(bad());
+                }
+                greta_runtime::telemetry::LinkState { gen, width }
+            };
+            Ok(Fault::Link { device, link })
+        }
+        "ecc" => {
+            let block = arg.unwrap_or("umc");
+            if !block.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(format!(
+                    "ecc block must be a RAS block name such as umc or gfx, got {block:?}"
+                ));
+            }
+            Ok(Fault::Ecc {
+                device,
+                block: block.to_string(),
+            })
+        }
         _ => Err(format!(
-            "unknown fault {kind:?}; one of: corrupt, slow, hang"
+            "unknown fault {kind:?}; one of: corrupt, slow, hang, throttle, link, ecc, vanish"
         )),
     }
 }
@@ -232,10 +384,55 @@ mod tests {
             ("hang:0:fill.1g", "not among this run's gates"),
             ("slow:0:-1", "slow factor"),
             ("slow:0:nan", "slow factor"),
+            ("throttle:0:hot", "throttle limit"),
+            ("link:0:3", "GENxWIDTH"),
+            ("link:0:7x16", "GENxWIDTH"),
+            ("link:0:3x0", "GENxWIDTH"),
+            ("ecc:0:u/mc", "RAS block"),
+            ("vanish:0:fill.1g", "not among this run's gates"),
         ] {
             let e = Faults::parse(&[spec.into()], &plan()).unwrap_err();
             assert!(e.contains(why) && e.contains(spec), "{spec}: {e}");
         }
+    }
+
+    #[test]
+    fn telemetry_faults_are_per_device() {
+        let f = Faults::parse(
+            &[
+                "throttle:0".into(),
+                "link:0:3x8".into(),
+                "ecc:1:gfx".into(),
+                "link:1".into(),
+                "throttle:2:power".into(),
+                "vanish:2:copy.16m".into(),
+                "vanish:1".into(),
+            ],
+            &plan(),
+        )
+        .unwrap();
+        let t0 = f.telemetry(0);
+        assert_eq!(t0.throttle, Some(Limit::Thermal));
+        assert_eq!(
+            t0.link,
+            Some(greta_runtime::telemetry::LinkState { gen: 3, width: 8 })
+        );
+        assert_eq!(t0.ecc, None);
+        let t1 = f.telemetry(1);
+        assert_eq!(
+            (t1.throttle, t1.link, t1.ecc.as_deref()),
+            (
+                None,
+                Some(greta_runtime::telemetry::LinkState { gen: 1, width: 1 }),
+                Some("gfx")
+            )
+        );
+        assert_eq!(f.telemetry(2).throttle, Some(Limit::Power));
+        assert!(!f.telemetry(3).any() && t0.any());
+        assert!(f.vanishes(2, "copy.16m", false) && !f.vanishes(2, "fill.16m", true));
+        assert!(f.vanishes(1, "fill.16m", true) && !f.vanishes(1, "copy.16m", false));
+        assert!(!f.vanishes(0, "fill.16m", true));
+        assert_eq!(f.vanished(), [1, 2]);
     }
 
     #[test]

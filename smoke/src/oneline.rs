@@ -58,6 +58,14 @@ pub fn line(r: &Report) -> String {
                 if let Some(m) = d.validation_messages.first() {
                     failures.push(format!("{who}: validation message: {m}"));
                 }
+                // A node check (error counters, PCIe link) fails the run
+                // with every gate passed: the line must still say why.
+                for c in d.checks.iter().filter(|c| !c.pass) {
+                    failures.push(format!("{who}: {}: {}", c.check, c.detail));
+                }
+            }
+            for c in r.checks.iter().filter(|c| !c.pass) {
+                failures.push(format!("{}: {}", c.check, c.detail));
             }
             let more = match failures.len() {
                 0 | 1 => String::new(),
@@ -137,6 +145,33 @@ mod tests {
         );
         r.settings.inject = vec!["corrupt:0".into()];
         assert!(line(&r).ends_with("[TEST faults injected: corrupt:0]"));
+    }
+
+    /// Every gate passed and a node check failed: the line names the check
+    /// (it used to end at "FAIL: health on 1 device: " with nothing after).
+    #[test]
+    fn a_failed_node_check_is_named() {
+        let mut r = sample_report();
+        r.devices[0].gates.remove(1);
+        r.devices[0].checks.push(crate::telemetry::NodeCheck {
+            check: "pcie_link".into(),
+            pass: false,
+            detail: "PCIe Gen5 x16 card trained at Gen3 x8 (card1)".into(),
+        });
+        r.status = Report::summarize(&r.devices);
+        let l = line(&r);
+        assert!(
+            l.starts_with("FAIL: default on 1 device: device 0 (llvmpipe")
+                && l.ends_with(": pcie_link: PCIe Gen5 x16 card trained at Gen3 x8 (card1)"),
+            "{l}"
+        );
+        r.devices[0].checks.clear();
+        r.checks.push(crate::telemetry::recount("vulkan", 1, 0));
+        r.status = RunStatus::Fail;
+        assert_eq!(
+            line(&r),
+            "FAIL: default on 1 device: gpu_count_stable: GPU count fell during the run: 1 vulkan device(s) before, 0 after: 1 vanished"
+        );
     }
 
     /// A device name from the driver holding ESC/OSC, CR and bidi

@@ -114,7 +114,90 @@ pub fn render(r: &Report) -> String {
             }
         }
     }
+    health_families(&mut out, &profile, &r.checks, &devs);
     out
+}
+
+/// The node's health: each check (error counters, PCIe link, GPU count)
+/// as pass/fail, and per watched gate what the GPU said of itself while it
+/// ran (share of the time each limit held the clocks, power, temperature,
+/// clock).
+fn health_families(
+    out: &mut String,
+    profile: &str,
+    run_checks: &[crate::telemetry::NodeCheck],
+    devs: &[(DevLabels, &crate::results::DeviceRun)],
+) {
+    family(
+        out,
+        "greta_smoke_check_pass",
+        "1 when a node check passed, 0 when it failed: error_counters (none rose), pcie_link (trained as the card allows), gpu_count (the backend sees every GPU), gpu_count_stable (none vanished during the run).",
+    );
+    // The run's own checks (GPU counts) carry no device.
+    for c in run_checks {
+        let labels = format!("{profile},check=\"{}\"", esc(&c.check));
+        sample(out, "greta_smoke_check_pass", &labels, bool01(c.pass));
+    }
+    for (l, d) in devs {
+        for c in &d.checks {
+            let labels = format!("{},check=\"{}\"", l.0, esc(&c.check));
+            sample(out, "greta_smoke_check_pass", &labels, bool01(c.pass));
+        }
+    }
+    type Pick = fn(&crate::telemetry::Summary) -> Vec<(Option<&'static str>, Option<f64>)>;
+    let per_summary: [(&str, &str, Pick); 4] = [
+        (
+            "greta_smoke_gate_throttle_ratio",
+            "Share (0-1) of a watched gate's telemetry samples in which the limit held the clocks (power, thermal, current, other).",
+            |s| {
+                vec![
+                    (Some("power"), Some(s.power_capped)),
+                    (Some("thermal"), Some(s.thermal)),
+                    (Some("current"), Some(s.current)),
+                    (Some("other"), Some(s.other)),
+                ]
+            },
+        ),
+        (
+            "greta_smoke_gate_power_watts",
+            "Mean board power over a watched gate.",
+            |s| vec![(None, s.mean_power_w)],
+        ),
+        (
+            "greta_smoke_gate_temperature_max_celsius",
+            "Hottest temperature read during a watched gate.",
+            |s| vec![(None, s.max_temp_c)],
+        ),
+        (
+            "greta_smoke_gate_clock_mhz",
+            "Mean shader (SM, gfx) clock over a watched gate.",
+            |s| vec![(None, s.mean_sm_mhz)],
+        ),
+    ];
+    for (name, help, pick) in per_summary {
+        family(out, name, help);
+        for (l, d) in devs {
+            for g in &d.gates {
+                for t in &g.in_run.telemetry {
+                    for (limit, v) in pick(t) {
+                        let Some(v) = v.filter(|v| v.is_finite()) else {
+                            continue;
+                        };
+                        let mut labels = format!(
+                            "{},gate=\"{}\",telemetry=\"{}\"",
+                            l.0,
+                            esc(&g.id),
+                            esc(&t.device)
+                        );
+                        if let Some(limit) = limit {
+                            let _ = write!(labels, ",limit=\"{limit}\"");
+                        }
+                        sample(out, name, &labels, v);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The textfile for a run that decided nothing before any device ran
@@ -315,6 +398,78 @@ mod tests {
             assert_eq!(text.matches(&format!("# TYPE {fam} gauge\n")).count(), 1);
         }
         assert!(s.docs.contains_key("greta_smoke_gate_pass"));
+
+        // The node's health: checks and what a watched gate's GPU said.
+        let mut r = sample_report();
+        r.checks.push(crate::telemetry::recount("cuda", 2, 1));
+        r.devices[0].checks.push(crate::telemetry::NodeCheck {
+            check: "pcie_link".into(),
+            pass: true,
+            detail: "card1: PCIe Gen5 x16 as the card allows".into(),
+        });
+        r.devices[0].gates[0]
+            .in_run
+            .telemetry
+            .push(crate::telemetry::Summary {
+                device: "card1".into(),
+                samples: 20,
+                power_capped: 0.25,
+                thermal: 0.5,
+                mean_power_w: Some(690.5),
+                max_temp_c: Some(91.0),
+                mean_sm_mhz: None,
+                ..Default::default()
+            });
+        let text = render(&r);
+        let s = parse(&text);
+        let find = |metric: &str, key: &str, val: &str| {
+            let hits: Vec<f64> = s
+                .samples
+                .iter()
+                .filter(|x| x.metric == metric && x.labels.get(key) == Some(val))
+                .map(|x| match x.value {
+                    prometheus_parse::Value::Gauge(v) => v,
+                    ref other => panic!("{metric} is not a gauge: {other:?}"),
+                })
+                .collect();
+            assert_eq!(hits.len(), 1, "{metric} {key}={val} in\n{text}");
+            hits[0]
+        };
+        assert_eq!(
+            find("greta_smoke_check_pass", "check", "gpu_count_stable"),
+            0.0
+        );
+        assert_eq!(find("greta_smoke_check_pass", "check", "pcie_link"), 1.0);
+        assert_eq!(
+            find("greta_smoke_gate_throttle_ratio", "limit", "thermal"),
+            0.5
+        );
+        assert_eq!(
+            find("greta_smoke_gate_throttle_ratio", "limit", "power"),
+            0.25
+        );
+        assert_eq!(
+            find("greta_smoke_gate_throttle_ratio", "limit", "current"),
+            0.0
+        );
+        assert_eq!(
+            find("greta_smoke_gate_power_watts", "telemetry", "card1"),
+            690.5
+        );
+        assert_eq!(
+            find(
+                "greta_smoke_gate_temperature_max_celsius",
+                "gate",
+                "copy.bw"
+            ),
+            91.0
+        );
+        // No clock read: no sample, never a zero.
+        assert_eq!(value(&s, "greta_smoke_gate_clock_mhz", None), None);
+        assert!(s.docs.contains_key("greta_smoke_gate_throttle_ratio"));
+        // Without telemetry or checks the families are announced, empty.
+        let bare = parse(&render(&sample_report()));
+        assert_eq!(value(&bare, "greta_smoke_check_pass", None), None);
 
         let u = render_undecided("health", 0.25);
         assert_values(

@@ -192,6 +192,9 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
 
     let kind = resolve_backend(opts.backend)?;
     let selects = device_selects(opts, kind)?;
+    // The backend's devices now, to be counted again after the run: one
+    // that falls off the bus meanwhile fails the run by name.
+    let listed_before = greta_runtime::list_devices(kind).ok().map(|l| l.len());
 
     let ctx = DeviceContext {
         profile: opts.profile,
@@ -234,12 +237,27 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
     // Every GPU counted: a backend that lists fewer than the node's own
     // records is a failed run, never a pass of the ones it saw.
     // (Vulkan lists a GPU once per driver, and lavapipe: not one per GPU.)
-    let checks: Vec<_> = (kind != BackendKind::Vulkan)
-        .then(|| greta_runtime::list_devices(kind).ok())
+    // TEST-ONLY: a device injected to vanish is listed no more.
+    let vanished = faults.vanished();
+    let listed_after: Option<Vec<greta_runtime::DeviceInfo>> =
+        greta_runtime::list_devices(kind).ok().map(|l| {
+            l.into_iter()
+                .filter(|d| !vanished.contains(&d.index))
+                .collect()
+        });
+    let mut checks: Vec<_> = (kind != BackendKind::Vulkan)
+        .then_some(listed_after.as_ref())
         .flatten()
         .and_then(|l| crate::telemetry::census(kind, l.iter().filter(|d| !d.is_cpu()).count()))
         .into_iter()
         .collect();
+    if let (Some(before), Some(after)) = (listed_before, listed_after.as_ref()) {
+        checks.push(crate::telemetry::recount(
+            kind.as_str(),
+            before,
+            after.len(),
+        ));
+    }
     let mut status = Report::summarize(&devices);
     if checks.iter().any(|c| !c.pass) {
         status = RunStatus::Fail;

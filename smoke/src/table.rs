@@ -282,6 +282,17 @@ fn block_line(g: &GateResult, b: &crate::results::BlockSummary) -> String {
 /// validation layer said (a device name, a driver's info string, an error)
 /// is printed through [`Visible`]: a name holding ESC or U+202E is shown,
 /// never acted on. The JSON keeps the exact values.
+/// A node check as a line of the table's footer: `check pcie_link: FAIL:
+/// PCIe Gen5 x16 card trained at Gen3 x8 (card1)`.
+fn check_line(c: &crate::telemetry::NodeCheck) -> String {
+    format!(
+        "check {}: {}: {}",
+        Visible(&c.check),
+        if c.pass { "pass" } else { "FAIL" },
+        Visible(&c.detail)
+    )
+}
+
 pub fn render(report: &Report) -> String {
     render_with(report, Colour::from_env())
 }
@@ -349,7 +360,13 @@ pub fn render_with(report: &Report, colour: Colour) -> String {
         if let Some(l) = &d.lost {
             let _ = writeln!(out, "device {} lost: {}", d.index, Visible(l));
         }
+        for c in &d.checks {
+            let _ = writeln!(out, "{}", check_line(c));
+        }
         out.push('\n');
+    }
+    for c in &report.checks {
+        let _ = writeln!(out, "{}", check_line(c));
     }
     for f in &report.findings {
         let _ = writeln!(
@@ -540,6 +557,28 @@ mod tests {
                 .last()
                 .unwrap()
                 .contains("FAIL: 1 passed, 1 failed, 1 skipped"),
+            "{t}"
+        );
+    }
+
+    /// The node checks are in the table: a run that failed on one alone
+    /// says which (the table had no line for them).
+    #[test]
+    fn node_checks_are_listed() {
+        let mut r = crate::results::tests::sample_report();
+        r.devices[0].checks.push(crate::telemetry::NodeCheck {
+            check: "error_counters".into(),
+            pass: false,
+            detail: "umc error counter rose on card1: umc uncorrectable 0 -> 2".into(),
+        });
+        r.checks.push(crate::telemetry::recount("cuda", 8, 8));
+        let t = render_with(&r, Colour::Off);
+        assert!(
+            t.contains("check error_counters: FAIL: umc error counter rose on card1: umc uncorrectable 0 -> 2\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("check gpu_count_stable: pass: 8 cuda device(s) before the run, 8 after\n"),
             "{t}"
         );
     }

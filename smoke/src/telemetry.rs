@@ -21,6 +21,7 @@
 //! 4. after: `counters` again, [`counters_rose`]; the best link seen under
 //!    load against the device's maximum: [`link_check`].
 
+use crate::inject::TelemetryFaults;
 use greta_runtime::telemetry::{Counter, Link, LinkState, Timed};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -193,6 +194,31 @@ pub fn shortfall_reason(s: &Summary) -> String {
     format!("{}: {}", s.device, list.join(", "))
 }
 
+/// The share of a gate's samples in which thermal limits may hold the
+/// clocks before the gate fails. A power cap under full load is the card
+/// doing its job; heat holding the clocks is a cooling fault (DCGM and
+/// RVS fail a node for it too). 10% lets one stray sample of a short gate
+/// through.
+pub const THERMAL_FAIL: f64 = 0.10;
+
+/// A watched gate's verdict on throttling: `Err` names the devices whose
+/// clocks heat held for [`THERMAL_FAIL`] of the gate or more.
+pub fn throttle_check(sums: &[Summary]) -> Result<(), String> {
+    let hot: Vec<&str> = sums
+        .iter()
+        .filter(|s| s.thermal >= THERMAL_FAIL)
+        .map(|s| s.device.as_str())
+        .collect();
+    if hot.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "thermal throttling on {} for {} or more of the gate",
+        hot.join(", "),
+        pct(THERMAL_FAIL)
+    ))
+}
+
 /// Appends to a failing gate's reason what its telemetry saw, one clause
 /// per watched device; a passing or unwatched gate is left as it is.
 pub fn attribute(result: &mut crate::results::GateResult) {
@@ -298,29 +324,39 @@ pub struct Watch {
 }
 
 /// Starts watching the device `info` describes: NVML for an NVIDIA GPU
-/// (matched by UUID), amdgpu sysfs under `/` for an AMD one (every card:
-/// neither HIP's nor Vulkan's device facts here say which card it is).
-/// `None` where there is nothing to read (lavapipe, no NVML, no amdgpu).
-pub fn watch(info: &greta_runtime::DeviceInfo) -> Option<Watch> {
+/// (matched by UUID), amdgpu sysfs under `/` for an AMD one (the card at
+/// the device's PCI address; every card where the address is not known).
+/// `None` where there is nothing to read (lavapipe, no NVML, no amdgpu)
+/// and no telemetry fault is injected (`faults`, TEST-ONLY).
+pub fn watch(info: &greta_runtime::DeviceInfo, faults: &TelemetryFaults) -> Option<Watch> {
     use greta_runtime::telemetry::{amd, nvml, Source};
-    let (source, devices): (Box<dyn Source>, Vec<String>) = match info.vendor_id {
-        0x10de => {
+    let real: Option<(Box<dyn Source>, Vec<String>)> = match info.vendor_id {
+        0x10de => (|| {
             let n = std::sync::Arc::new(nvml::Nvml::open().ok()?);
             let index = n.index_of_uuid(&info.uuid.as_ref()?.to_string())?;
-            (
-                Box::new(nvml::NvmlSource::only(n, index)),
-                vec![format!("nvml:{index}")],
-            )
-        }
+            let b: Box<dyn Source> = Box::new(nvml::NvmlSource::only(n, index));
+            Some((b, vec![format!("nvml:{index}")]))
+        })(),
         0x1002 => {
-            let root = std::path::Path::new("/");
-            let names: Vec<String> = amd::cards(root).into_iter().map(|c| c.name).collect();
-            if names.is_empty() {
-                return None;
-            }
-            (Box::new(amd::SysfsSource::new(root)), names)
+            let cards = amd::cards_of(std::path::Path::new("/"), info.pci_bus_id.as_deref());
+            let names: Vec<String> = cards.iter().map(|c| c.name.clone()).collect();
+            let b: Box<dyn Source> = Box::new(amd::SysfsSource::of(cards));
+            (!names.is_empty()).then_some((b, names))
         }
-        _ => return None,
+        _ => None,
+    };
+    let (source, devices) = if faults.any() {
+        let (inner, devices) = match real {
+            Some((s, d)) => (Some(s), d),
+            None => (None, vec![injected::name(faults.device)]),
+        };
+        let s: Box<dyn Source> = Box::new(injected::InjectedSource {
+            inner,
+            faults: faults.clone(),
+        });
+        (s, devices)
+    } else {
+        real?
     };
     let sampler = greta_runtime::telemetry::Sampler::start(source, SAMPLE_PERIOD).ok()?;
     Some(Watch { sampler, devices })
@@ -350,6 +386,12 @@ impl Watch {
 enum Reader {
     Nvml(std::sync::Arc<greta_runtime::telemetry::nvml::Nvml>, u32),
     Amd(Vec<greta_runtime::telemetry::amd::Card>),
+    /// TEST-ONLY: faults over a real reader, or over none.
+    Injected {
+        inner: Option<Box<Reader>>,
+        faults: TelemetryFaults,
+        reads: std::cell::Cell<u32>,
+    },
 }
 
 impl Reader {
@@ -362,15 +404,39 @@ impl Reader {
                 Some(Reader::Nvml(n, i))
             }
             0x1002 => {
-                let cards = amd::cards(std::path::Path::new("/"));
+                let cards = amd::cards_of(std::path::Path::new("/"), info.pci_bus_id.as_deref());
                 (!cards.is_empty()).then_some(Reader::Amd(cards))
             }
             _ => None,
         }
     }
 
+    fn with_faults(real: Option<Reader>, faults: &TelemetryFaults) -> Option<Reader> {
+        if !faults.any() {
+            return real;
+        }
+        Some(Reader::Injected {
+            inner: real.map(Box::new),
+            faults: faults.clone(),
+            reads: std::cell::Cell::new(0),
+        })
+    }
+
     fn counters(&self) -> (Vec<Counter>, Vec<String>) {
         match self {
+            Reader::Injected {
+                inner,
+                faults,
+                reads,
+            } => {
+                let (c, bad) = inner.as_ref().map(|r| r.counters()).unwrap_or_default();
+                let name = inner
+                    .as_ref()
+                    .and_then(|r| r.links().into_iter().next().map(|(d, _)| d))
+                    .or_else(|| c.first().map(|c| c.device.clone()))
+                    .unwrap_or_else(|| injected::name(faults.device));
+                (injected::counters(faults, reads, c, &name), bad)
+            }
             Reader::Nvml(n, i) => n.counters(*i),
             Reader::Amd(cards) => {
                 let (mut c, mut bad) = (Vec::new(), Vec::new());
@@ -386,6 +452,10 @@ impl Reader {
 
     fn links(&self) -> Vec<(String, Link)> {
         match self {
+            Reader::Injected { inner, faults, .. } => injected::links(
+                faults,
+                inner.as_ref().map(|r| r.links()).unwrap_or_default(),
+            ),
             Reader::Nvml(n, i) => n
                 .link(*i)
                 .map(|l| (format!("nvml:{i}"), l))
@@ -408,8 +478,8 @@ pub struct NodeWatch {
 impl NodeWatch {
     /// Reads the counters of the device `info` describes; `None` where there
     /// is nothing to read (see [`watch`]).
-    pub fn start(info: &greta_runtime::DeviceInfo) -> Option<NodeWatch> {
-        let reader = Reader::of(info)?;
+    pub fn start(info: &greta_runtime::DeviceInfo, faults: &TelemetryFaults) -> Option<NodeWatch> {
+        let reader = Reader::with_faults(Reader::of(info), faults)?;
         let (before, _) = reader.counters();
         Some(NodeWatch { reader, before })
     }
@@ -498,10 +568,29 @@ pub fn census(kind: greta_runtime::BackendKind, seen: usize) -> Option<NodeCheck
     })
 }
 
+/// The backend's devices counted before and after the run: one that fell
+/// off the bus meanwhile (an NVIDIA "fell off the bus", an amdgpu reset
+/// that did not come back) fails the run, whatever its gates said.
+pub fn recount(backend: &str, before: usize, after: usize) -> NodeCheck {
+    let pass = after >= before;
+    NodeCheck {
+        check: "gpu_count_stable".into(),
+        pass,
+        detail: if pass {
+            format!("{before} {backend} device(s) before the run, {after} after")
+        } else {
+            format!(
+                "GPU count fell during the run: {before} {backend} device(s) before, {after} after: {} vanished",
+                before - after
+            )
+        },
+    }
+}
+
 /// One node-level check as it goes into the results.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NodeCheck {
-    /// "gpu_count", "pcie_link", "error_counters".
+    /// "gpu_count", "gpu_count_stable", "pcie_link", "error_counters".
     pub check: String,
     pub pass: bool,
     pub detail: String,
@@ -516,6 +605,8 @@ pub struct RunTelemetry {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<NodeCheck>,
 }
+
+mod injected;
 
 #[cfg(test)]
 mod tests;

@@ -44,6 +44,9 @@ pub struct Description {
     pub api_version: u32,
     /// deviceUUID (Vulkan 1.1).
     pub uuid: Option<DeviceUuid>,
+    /// The PCI address (`0000:c1:00.0`) from VK_EXT_pci_bus_info, where the
+    /// driver offers it (RADV, AMDVLK, NVIDIA; not lavapipe).
+    pub pci_bus: Option<String>,
     pub pipeline_cache_uuid: [u8; 16],
     pub subgroup_size: Option<u32>,
     /// Subgroup size range (Vulkan 1.3 or VK_EXT_subgroup_size_control).
@@ -206,6 +209,7 @@ pub unsafe fn describe(
         driver_version: props.driver_version,
         api_version: api,
         uuid: None,
+        pci_bus: None,
         pipeline_cache_uuid: props.pipeline_cache_uuid,
         subgroup_size: None,
         min_subgroup_size: None,
@@ -250,6 +254,8 @@ pub unsafe fn describe(
     let mut maint3 = vk::PhysicalDeviceMaintenance3Properties::default();
     let mut drv = vk::PhysicalDeviceDriverProperties::default();
     let mut size = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
+    let have_pci = has(ash::ext::pci_bus_info::NAME);
+    let mut pci = vk::PhysicalDevicePCIBusInfoPropertiesEXT::default();
     {
         let mut p2 = vk::PhysicalDeviceProperties2::default()
             .push_next(&mut id)
@@ -261,12 +267,21 @@ pub unsafe fn describe(
         if have_sizes {
             p2 = p2.push_next(&mut size);
         }
+        if have_pci {
+            p2 = p2.push_next(&mut pci);
+        }
         // SAFETY: as above; the instance is at least 1.1 (`v11`), and the
         // driver and subgroup-size structures are chained only where 1.2/1.3
         // or their extension define them.
         unsafe { instance.get_physical_device_properties2(pd, &mut p2) };
     }
     d.uuid = Some(DeviceUuid(id.device_uuid));
+    if have_pci {
+        d.pci_bus = Some(format!(
+            "{:04x}:{:02x}:{:02x}.{:x}",
+            pci.pci_domain, pci.pci_bus, pci.pci_device, pci.pci_function
+        ));
+    }
     d.subgroup_size = Some(sub.subgroup_size).filter(|&s| s > 0);
     d.subgroup_arith = sub.supported_stages.contains(vk::ShaderStageFlags::COMPUTE)
         && sub

@@ -57,5 +57,6 @@ mod runtime_in_child;
 mod self_contained;
 mod slurm_healthcheck;
 mod smoke_cli;
+mod telemetry_faults;
 mod terminal_text;
 mod tuning_cache_cli;

@@ -45,6 +45,30 @@ fn emitted() -> BTreeMap<String, BTreeSet<String>> {
     });
     gates[2].status = GateStatus::Skip;
     gates[2].metrics = None;
+    // A watched gate's telemetry with every figure read, and the checks
+    // of a device and of the run.
+    gates[0]
+        .in_run
+        .telemetry
+        .push(greta_smoke::telemetry::Summary {
+            device: "card1".into(),
+            samples: 20,
+            power_capped: 0.25,
+            thermal: 0.0,
+            mean_power_w: Some(690.0),
+            max_power_w: Some(700.0),
+            power_limit_w: Some(700.0),
+            max_temp_c: Some(81.0),
+            mean_sm_mhz: Some(1980.0),
+            ..Default::default()
+        });
+    r.devices[0].checks.push(greta_smoke::telemetry::NodeCheck {
+        check: "pcie_link".into(),
+        pass: true,
+        detail: "card1: PCIe Gen5 x16 as the card allows".into(),
+    });
+    r.checks
+        .push(greta_smoke::telemetry::recount("vulkan", 1, 1));
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for t in [
         greta_smoke::prom::render(&r),
@@ -266,6 +290,10 @@ fn every_dashboard_query_names_metrics_and_labels_greta_writes() {
         "greta_smoke_gate_rate",
         "greta_smoke_gate_floor",
         "greta_smoke_last_run_timestamp_seconds",
+        "greta_smoke_check_pass",
+        "greta_smoke_gate_throttle_ratio",
+        "greta_smoke_gate_power_watts",
+        "greta_smoke_gate_temperature_max_celsius",
     ] {
         assert!(used.contains(m), "no panel shows {m}");
     }

@@ -67,6 +67,7 @@ pub fn device_info<D: Driver>(
         driver_version_text: d.driver_version.clone(),
         api_version: d.runtime_version.clone(),
         uuid: d.uuid,
+        pci_bus_id: Some(d.pci_bus_id.trim().to_ascii_lowercase()).filter(|b| !b.is_empty()),
         // Every GPU HIP or CUDA 11+ runs on has f16 arithmetic and storage.
         fp16: true,
         int8: true,

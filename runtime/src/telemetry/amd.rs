@@ -46,6 +46,27 @@ pub fn cards(root: &Path) -> Vec<Card> {
     out.into_iter().map(|(_, c)| c).collect()
 }
 
+/// The cards that are the device at PCI address `bus` (`0000:c1:00.0`, as
+/// HIP, CUDA and VK_EXT_pci_bus_info give it): the one card there. Every
+/// card when `bus` is not known or no card is there, since then nothing
+/// says which card the device is.
+pub fn cards_of(root: &Path, bus: Option<&str>) -> Vec<Card> {
+    let all = cards(root);
+    let Some(bus) = bus.map(|b| b.trim().to_ascii_lowercase()) else {
+        return all;
+    };
+    let mine: Vec<Card> = all
+        .iter()
+        .filter(|c| c.bus_id().as_deref() == Some(bus.as_str()))
+        .cloned()
+        .collect();
+    if mine.is_empty() {
+        all
+    } else {
+        mine
+    }
+}
+
 /// The current level of a `pp_dpm_*` table ("1: 2100Mhz *"), in MHz.
 fn dpm_current(text: &str) -> Option<u32> {
     let line = text.lines().find(|l| l.trim_end().ends_with('*'))?;
@@ -73,6 +94,25 @@ fn ras_counts(text: &str) -> Option<(u64, u64)> {
 }
 
 impl Card {
+    /// The card's PCI address: the name its `device` link leads to (a PCI
+    /// device directory is named by its address), else `PCI_SLOT_NAME` in
+    /// the device's `uevent`.
+    pub fn bus_id(&self) -> Option<String> {
+        let from_link = std::fs::read_link(&self.device)
+            .ok()
+            .and_then(|t| Some(t.file_name()?.to_string_lossy().into_owned()))
+            .filter(|n| n.matches(':').count() == 2 && n.contains('.'));
+        from_link
+            .or_else(|| {
+                let uevent = attr(&self.device.join("uevent"))?;
+                uevent
+                    .lines()
+                    .find_map(|l| l.strip_prefix("PCI_SLOT_NAME="))
+                    .map(|s| s.trim().to_string())
+            })
+            .map(|s| s.to_ascii_lowercase())
+    }
+
     fn hwmon(&self) -> Option<PathBuf> {
         let mut v: Vec<PathBuf> = std::fs::read_dir(self.device.join("hwmon"))
             .ok()?
@@ -197,6 +237,11 @@ impl SysfsSource {
     pub fn new(root: &Path) -> SysfsSource {
         SysfsSource { cards: cards(root) }
     }
+
+    /// A source over the given cards only ([`cards_of`]).
+    pub fn of(cards: Vec<Card>) -> SysfsSource {
+        SysfsSource { cards }
+    }
 }
 
 impl Source for SysfsSource {
@@ -272,6 +317,20 @@ mod tests {
         assert_eq!(get("umc", "correctable"), 3);
         assert_eq!(get("gfx", "uncorrectable"), 1);
         assert_eq!(get("vram", "bad pages"), 2);
+    }
+
+    #[test]
+    fn a_card_without_a_device_link_names_its_bus_from_uevent() {
+        let t = tempfile::tempdir().unwrap();
+        let d = card(t.path(), 2);
+        assert_eq!(cards(t.path())[0].bus_id(), None);
+        fs::write(
+            d.join("uevent"),
+            "DRIVER=amdgpu\nPCI_CLASS=30000\nPCI_SLOT_NAME=0000:0C:00.0\n",
+        )
+        .unwrap();
+        assert_eq!(cards(t.path())[0].bus_id().as_deref(), Some("0000:0c:00.0"));
+        assert_eq!(cards_of(t.path(), Some("0000:0c:00.0")).len(), 1);
     }
 
     #[test]

@@ -90,6 +90,7 @@ fn physical(raw: vk::PhysicalDevice, d: Description) -> Option<Physical> {
         driver_version_text: d.driver_version_text(),
         api_version: d.api_version_text(),
         uuid: d.uuid,
+        pci_bus_id: d.pci_bus.clone(),
         fp16: shader_f16 && d.storage16,
         int8: d.shader_int8,
         subgroup_size: sg,

@@ -96,7 +96,8 @@ pub fn run_device(
     // recorded and fail the device run (see `Report::summarize`).
     let mut validation_messages = backend.validation_messages();
     // Error counters before the gates, for the comparison after them.
-    let node_watch = crate::telemetry::NodeWatch::start(&rt_info);
+    let node_watch =
+        crate::telemetry::NodeWatch::start(&rt_info, &ctx.faults.telemetry(rt_info.index));
     let mut validation_seen = validation_messages.len();
     for gate in ctx.gates {
         progress.gate_started(rt_info.index, &gate.id);
@@ -113,13 +114,31 @@ pub fn run_device(
             skip(why)
         } else {
             let first = !results.iter().any(|r| r.metrics.is_some());
+            // The memory test is watched as the stress gate is (which
+            // watches itself): what held the clocks while every word was
+            // written and read back.
+            let watch = matches!(gate.op, greta_runtime::Op::Memtest { .. })
+                .then(|| crate::telemetry::watch(&rt_info, &ctx.faults.telemetry(rt_info.index)))
+                .flatten();
             let mut r = match (&gate.stress, gate.whole_memory) {
+                _ if ctx.faults.vanishes(rt_info.index, &gate.id, first) => vanish(gate, ctx),
                 (Some(cfg), _) if !ctx.faults.hangs(rt_info.index, &gate.id, first) => {
                     run_stress(backend, gate, cfg, ctx)
                 }
                 (_, Some(fraction)) => run_sweep(backend, gate, fraction, ctx, first),
                 _ => run_gate(backend, gate, ctx, first),
             };
+            if let Some(w) = watch {
+                let rate = r
+                    .result
+                    .metrics
+                    .as_ref()
+                    .and_then(|m| m.rate)
+                    .map_or_else(|| "no rate".to_string(), |v| format!("{v:.1} GB/s"));
+                let (telemetry, notes) = w.finish(&gate.id, &rate);
+                watched(&mut r.result, telemetry);
+                r.notes.extend(notes);
+            }
             if ctx.profile == Profile::Perf && r.lost.is_none() {
                 measure_ceiling(backend, &mut r, gate, ctx);
             }
@@ -614,6 +633,35 @@ fn measure_ceiling(
             }
             run.result.in_run.ceiling_unavailable = Some(e.to_string());
         }
+    }
+}
+
+/// A watched gate's telemetry into its result; heat that held the clocks
+/// fails a gate that passed ([`crate::telemetry::throttle_check`]).
+pub(super) fn watched(result: &mut GateResult, telemetry: Vec<crate::telemetry::Summary>) {
+    if result.status == GateStatus::Pass {
+        if let Err(why) = crate::telemetry::throttle_check(&telemetry) {
+            result.status = GateStatus::Fail;
+            result.reason = Some(why);
+        }
+    }
+    result.in_run.telemetry = telemetry;
+}
+
+/// An injected vanish (TEST-ONLY): the device fell off the bus as the gate
+/// began; the gate fails as any call on a lost device does, and nothing
+/// more is submitted to it.
+fn vanish(gate: &Gate, ctx: &DeviceContext<'_>) -> GateRun {
+    let e = RuntimeError::DeviceLost("the GPU is gone from the bus (injected vanish)".into());
+    let msg = describe(&e);
+    GateRun {
+        result: GateResult {
+            status: GateStatus::Fail,
+            ..skipped(gate, ctx.seed, msg.clone())
+        },
+        lost: Some(format!("{}: {msg}", gate.id)),
+        notes: Vec::new(),
+        out_of_memory: false,
     }
 }
 

@@ -36,7 +36,7 @@ pub(super) fn run_stress(
     req.intervals = ctx.repeat.map(|n| n.max(1));
     let device = backend.info().index;
     // The GPU's own telemetry while the loop runs: what held its clocks.
-    let watch = crate::telemetry::watch(backend.info());
+    let watch = crate::telemetry::watch(backend.info(), &ctx.faults.telemetry(device));
     let report = match crate::stress::run(backend, &req) {
         Ok(r) => r,
         Err(e) => {
@@ -119,7 +119,7 @@ pub(super) fn run_stress(
         ..skipped(gate, ctx.seed, String::new())
     };
     result.in_run.stress = Some(summary);
-    result.in_run.telemetry = telemetry;
+    super::watched(&mut result, telemetry);
     GateRun {
         result,
         lost: None,

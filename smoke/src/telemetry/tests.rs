@@ -357,3 +357,176 @@ fn a_failing_watched_gate_names_what_held_the_clocks() {
     attribute(&mut g);
     assert_eq!(g.reason, None);
 }
+
+// --- the throttle verdict, the recount, and the injected faults ---
+
+fn summary_of(rs: Vec<Reading>) -> Summary {
+    let d = rs[0].device.clone();
+    summarize(&timed(rs), &d).unwrap()
+}
+
+#[test]
+fn heat_holding_the_clocks_fails_a_gate_and_a_power_cap_does_not() {
+    let hot = Limits {
+        thermal: true,
+        ..Limits::default()
+    };
+    // 2 of 10 samples thermally limited: at or over THERMAL_FAIL.
+    let mut rs: Vec<Reading> = (0..8).map(|_| reading(690.0, 700.0, Some(POWER))).collect();
+    rs.extend((0..2).map(|_| reading(690.0, 700.0, Some(hot))));
+    let s = summary_of(rs);
+    assert_eq!(
+        throttle_check(std::slice::from_ref(&s)),
+        Err("thermal throttling on nvml:0 for 10% or more of the gate".into())
+    );
+    // One stray sample in 20 passes; power-capped all the time passes.
+    let mut rs: Vec<Reading> = (0..19)
+        .map(|_| reading(690.0, 700.0, Some(POWER)))
+        .collect();
+    rs.push(reading(690.0, 700.0, Some(hot)));
+    assert_eq!(throttle_check(&[summary_of(rs)]), Ok(()));
+    assert_eq!(throttle_check(&[]), Ok(()));
+}
+
+#[test]
+fn a_device_that_vanished_during_the_run_fails_the_recount() {
+    let c = recount("vulkan", 2, 1);
+    assert!(!c.pass);
+    assert_eq!(c.check, "gpu_count_stable");
+    assert_eq!(
+        c.detail,
+        "GPU count fell during the run: 2 vulkan device(s) before, 1 after: 1 vanished"
+    );
+    assert!(recount("cuda", 8, 8).pass);
+    // A device that appears (hot-plug) is no fault of the node's.
+    assert!(recount("cuda", 7, 8).pass);
+}
+
+fn faults(specs: &[&str]) -> crate::inject::TelemetryFaults {
+    let plan = crate::gates::Catalog::builtin()
+        .plan(crate::gates::Profile::Default, &[], false)
+        .unwrap();
+    let specs: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+    crate::inject::Faults::parse(&specs, &plan)
+        .unwrap()
+        .telemetry(0)
+}
+
+#[test]
+fn injected_faults_on_a_device_without_telemetry_fail_each_verdict() {
+    use greta_runtime::telemetry::Source;
+    // Nothing to read and nothing injected: nothing watched.
+    assert!(Reader::with_faults(None, &faults(&[])).is_none());
+    let f = faults(&["throttle:0", "link:0:3x8", "ecc:0"]);
+    let mut src = injected::InjectedSource {
+        inner: None,
+        faults: f.clone(),
+    };
+    let samples: Vec<Timed> = (0..3)
+        .map(|i| Timed {
+            at: Duration::from_millis(100 * i),
+            readings: src.sample(),
+        })
+        .collect();
+    let s = summarize(&samples, "inject:0").unwrap();
+    assert_eq!((s.samples, s.thermal), (3, 1.0));
+    assert!(throttle_check(std::slice::from_ref(&s)).is_err());
+    let reader = Reader::with_faults(None, &f).unwrap();
+    let (before, _) = reader.counters();
+    let (after, bad) = reader.counters();
+    assert_eq!(
+        counters_rose(&before, &after, &bad),
+        vec!["umc error counter rose on inject:0: umc uncorrectable 0 -> 1"]
+    );
+    let links = reader.links();
+    assert_eq!(links.len(), 1);
+    let (dev, link) = &links[0];
+    assert_eq!(
+        link_check(dev, s.best_link.unwrap(), link),
+        Err("PCIe Gen5 x16 card trained at Gen3 x8 (inject:0)".into())
+    );
+    // A power cap alone is attributed, not failed.
+    let mut src = injected::InjectedSource {
+        inner: None,
+        faults: faults(&["throttle:0:power"]),
+    };
+    let s = summarize(&timed(src.sample()), "inject:0").unwrap();
+    assert_eq!(s.power_capped, 1.0);
+    assert_eq!(throttle_check(&[s]), Ok(()));
+}
+
+#[test]
+fn injected_faults_lay_over_a_real_cards_readings() {
+    use greta_runtime::telemetry::Source;
+    let (t, _) = tree(2, ("32.0 GT/s", 16));
+    let cards = amd::cards(t.path());
+    let f = faults(&["throttle:0:thermal", "link:0:4x16", "ecc:0:umc"]);
+    let mut src = injected::InjectedSource {
+        inner: Some(Box::new(amd::SysfsSource::new(t.path()))),
+        faults: f.clone(),
+    };
+    let rs = src.sample();
+    let names: Vec<&str> = rs.iter().map(|r| r.device.as_str()).collect();
+    assert_eq!(names, ["card0", "card1"], "the cards' own names");
+    assert!(rs.iter().all(|r| r.limits.unwrap().thermal));
+    assert!(rs
+        .iter()
+        .all(|r| r.link == Some(LinkState { gen: 4, width: 16 })));
+    let reader = Reader::with_faults(Some(Reader::Amd(cards.clone())), &f).unwrap();
+    let (before, _) = reader.counters();
+    assert_eq!(
+        before.len(),
+        4,
+        "both cards' umc counts, unchanged on the first read"
+    );
+    let (after, bad) = reader.counters();
+    let rose = counters_rose(&before, &after, &bad);
+    assert_eq!(
+        rose,
+        vec![
+            "umc error counter rose on card0: umc uncorrectable 0 -> 1",
+            "umc error counter rose on card1: umc uncorrectable 0 -> 1",
+        ]
+    );
+    for (dev, link) in reader.links() {
+        assert_eq!(
+            link.max,
+            LinkState { gen: 5, width: 16 },
+            "the card's own maximum"
+        );
+        assert!(link_check(&dev, link.current, &link).is_err());
+    }
+    // The same reader without faults: counters unchanged, links as trained.
+    let clean = Reader::Amd(cards);
+    let (b, _) = clean.counters();
+    let (a, bad) = clean.counters();
+    assert!(counters_rose(&b, &a, &bad).is_empty());
+}
+
+#[test]
+fn an_amd_device_is_matched_to_its_card_by_pci_address() {
+    let (t, _) = tree(3, ("32.0 GT/s", 16));
+    let names = |bus: Option<&str>| -> Vec<String> {
+        amd::cards_of(t.path(), bus)
+            .into_iter()
+            .map(|c| c.name)
+            .collect()
+    };
+    let cards = amd::cards(t.path());
+    assert_eq!(cards[1].bus_id().as_deref(), Some("0000:11:00.0"));
+    assert_eq!(names(Some("0000:11:00.0")), ["card1"]);
+    assert_eq!(names(Some("0000:12:00.0")), ["card2"]);
+    assert_eq!(
+        names(Some(" 0000:1A:00.0 ")),
+        ["card0", "card1", "card2"],
+        "no card there: all"
+    );
+    assert_eq!(names(None), ["card0", "card1", "card2"]);
+    // Only the matched card's counters and link are read.
+    let reader = Reader::Amd(amd::cards_of(t.path(), Some("0000:10:00.0")));
+    let (c, _) = reader.counters();
+    assert!(c.iter().all(|c| c.device == "card0") && !c.is_empty());
+    let links = reader.links();
+    assert_eq!(links.len(), 1);
+    assert_eq!(links[0].0, "card0");
+}
