@@ -292,7 +292,7 @@ pub(crate) fn check_options(opts: &Options) -> Result<(), SmokeError> {
     }
     if !opts.profile.runs_kernels() && opts.gates.is_empty() {
         // Python frameworks, not kernels: `greta smoke` runs them in the
-        // env's interpreter (installer/src/envs/frameworks).
+        // env's interpreter (the greta-frameworks crate).
         return Err(SmokeError::Usage(
             "profile frameworks has no kernel gates: it runs through `greta smoke --profile frameworks`"
                 .into(),

@@ -2,7 +2,7 @@
 //! and the sweep of those that dead runs left.
 //!
 //! A killed install never reached the `TempDir`'s drop, so its directory
-//! stayed for ever (68 of them after a fault campaign, issue 28). The
+//! stayed for ever (68 of them after a fault campaign). The
 //! directory's name carries the pid of the greta that made it; each new
 //! one first removes the directories, owned by this user, whose greta is
 //! gone (`.staging` is swept the same way). Directories of the older
