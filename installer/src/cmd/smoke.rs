@@ -131,7 +131,7 @@ fn compile_only(args: &Args) -> anyhow::Result<Exit> {
         eprintln!("greta smoke: bad arguments: --compile-only takes one device, not `all`");
         return Ok(Exit::Undecided);
     };
-    greta_smoke::runtime::vulkan::mesa_cache::prepare();
+    greta_runtime::vulkan::mesa_cache::prepare();
     let report = match greta_smoke::compile::compile_only(&Catalog::builtin(), select, &args.gates)
     {
         Ok(r) => r,
@@ -233,7 +233,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     }
     // While only this thread runs: where Mesa caches shaders (a full disk
     // there is a SIGBUS in its cache thread) is decided before any Vulkan.
-    greta_smoke::runtime::vulkan::mesa_cache::prepare();
+    greta_runtime::vulkan::mesa_cache::prepare();
     // A profile that takes minutes says so before it starts.
     if let Ok(gates) = greta_smoke::Catalog::builtin().plan(args.profile, &args.gates, false) {
         if let Some(note) = greta_smoke::duration_note(args.profile, &gates, None) {

@@ -15,8 +15,8 @@ pub(super) fn hip_step(
     staging: &Staging,
     verbose: bool,
 ) -> std::result::Result<envs::receipt::HipRef, Box<check::Finding>> {
-    use greta_smoke::runtime::gpu::Driver;
-    use greta_smoke::runtime::hip::{search_candidates, Hip, SearchEnv};
+    use greta_runtime::gpu::Driver;
+    use greta_runtime::hip::{search_candidates, Hip, SearchEnv};
     let mut env = SearchEnv::live();
     env.env_roots.insert(0, staging.path.clone());
     let hip = Hip::open_from(&search_candidates(&env)).map_err(|e| {
@@ -37,7 +37,7 @@ pub(super) fn hip_step(
     let lib = hip.library().clone();
     // hiprtc beside the runtime, else hipcc (the target is a placeholder:
     // only which compiler would be used is recorded here).
-    let compiler = greta_smoke::runtime::hip::compiler_for_target(&hip, "gfx")
+    let compiler = greta_runtime::hip::compiler_for_target(&hip, "gfx")
         .ok()
         .map(|c| c.library.to_string());
     say(

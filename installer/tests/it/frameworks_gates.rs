@@ -385,19 +385,24 @@ fn files_in(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// Every output flag is honoured by the frameworks profile as by the
-/// kernel profiles: `--no-save` writes no result files, `--html` draws the
-/// page, `--prom` writes the textfile, `--oneline` prints one line.
-#[test]
-fn the_frameworks_profile_honours_every_output_flag() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (py, sp) = venv(&support::python(), &tmp.path().join("broken"));
+/// A venv under `tmp` whose torch raises on import: a run there decides
+/// (exit 1) and has a report to write, draw and summarise.
+fn torch_that_fails(tmp: &Path) -> PathBuf {
+    let (py, sp) = venv(&support::python(), &tmp.join("broken"));
     write(
         &sp.join("torch/__init__.py"),
         "raise ImportError('libamdhip64.so: cannot open shared object file')\n",
     );
+    py
+}
 
-    // Without a flag the result files are written (the control).
+/// Each output flag is honoured by the frameworks profile as by the kernel
+/// profiles (one test per flag). Without a flag the result files are
+/// written (the control); `--no-save` writes none.
+#[test]
+fn frameworks_no_save_writes_no_result_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let py = torch_that_fails(tmp.path());
     let home = tmp.path().join("plain");
     let o = failing_frameworks_run(&home, &py, &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
@@ -408,22 +413,28 @@ fn the_frameworks_profile_honours_every_output_flag() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(files_in(&home.join("out")), Vec::<PathBuf>::new());
     assert!(!String::from_utf8_lossy(&o.stderr).contains("results:"));
+}
 
-    let home = tmp.path().join("html");
-    std::fs::create_dir_all(&home).unwrap();
-    let page = home.join("page.html");
-    let o = failing_frameworks_run(&home, &py, &["--html", &page.to_string_lossy()]);
+#[test]
+fn frameworks_html_draws_the_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    let py = torch_that_fails(tmp.path());
+    let page = tmp.path().join("page.html");
+    let o = failing_frameworks_run(tmp.path(), &py, &["--html", &page.to_string_lossy()]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let html = std::fs::read_to_string(&page).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
     assert!(
         html.contains("<html") && html.contains("torch.import"),
         "{html}"
     );
+}
 
-    let home = tmp.path().join("prom");
-    std::fs::create_dir_all(&home).unwrap();
-    let prom = home.join("greta.prom");
-    let o = failing_frameworks_run(&home, &py, &["--prom", &prom.to_string_lossy()]);
+#[test]
+fn frameworks_prom_writes_the_textfile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let py = torch_that_fails(tmp.path());
+    let prom = tmp.path().join("greta.prom");
+    let o = failing_frameworks_run(tmp.path(), &py, &["--prom", &prom.to_string_lossy()]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let textfile = std::fs::read_to_string(&prom).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
     let status: Vec<&str> = textfile
@@ -433,9 +444,13 @@ fn the_frameworks_profile_honours_every_output_flag() {
     assert_eq!(status.len(), 1, "{textfile}");
     assert!(status[0].ends_with(" 1"), "{textfile}");
     assert!(textfile.contains("profile=\"frameworks\""), "{textfile}");
+}
 
-    let home = tmp.path().join("oneline");
-    let o = failing_frameworks_run(&home, &py, &["--oneline"]);
+#[test]
+fn frameworks_oneline_prints_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let py = torch_that_fails(tmp.path());
+    let o = failing_frameworks_run(tmp.path(), &py, &["--oneline"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(out.lines().count(), 1, "{}", text(&o));
