@@ -15,6 +15,7 @@ use crate::cmd::smoke::Args as SmokeArgs;
 use greta_runtime::build_kernels::BuildRequest;
 use greta_runtime::gpu::child;
 use greta_smoke::gpu_child::{self, DevicesRequest, GpuBackend, Request, SmokeRequest};
+use greta_smoke::BackendChoice;
 use serde::Serialize;
 use std::io::Write;
 
@@ -80,7 +81,7 @@ pub fn run(args: Args) -> u8 {
             greta_runtime::gpu::serve_compile(std::io::stdin().lock(), &mut out)
         }
         Command::Serve => match Request::read(std::io::stdin().lock()) {
-            Ok(req) => answer(req),
+            Ok(req) => answer(decide_auto(req)),
             Err(e) => {
                 eprintln!("greta __gpu serve: {e}");
                 2
@@ -107,6 +108,25 @@ pub fn run(args: Args) -> u8 {
             print(&answer);
             code
         }
+    }
+}
+
+/// A smoke request for `--backend auto` decided here, in the child, as
+/// `greta smoke` decides it (and says why on stderr): a parent that asks
+/// for `auto` (`greta install`'s proof step) loads no GPU library itself.
+fn decide_auto(req: Request) -> Request {
+    match req {
+        Request::Smoke(mut s) if s.backend == BackendChoice::Auto => {
+            let c = greta_smoke::auto::choose_with(&s.device, crate::cmd::smoke::auto::seen);
+            eprintln!(
+                "greta smoke: backend {}: {}",
+                c.backend.as_str(),
+                greta_vocab::Visible(&c.why)
+            );
+            s.backend = c.run_as();
+            Request::Smoke(s)
+        }
+        req => req,
     }
 }
 

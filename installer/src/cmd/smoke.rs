@@ -2,7 +2,7 @@
 //! 1 a gate failed, 2 could not run. All the work is in greta-smoke; this
 //! is flags, output and exit codes.
 
-mod auto;
+pub(crate) mod auto;
 mod fleet;
 mod frameworks;
 mod on_signal;

@@ -27,11 +27,24 @@ pub type Asked = ChildOutput;
 /// stdin, killing its process group after `limit`. `what` names the child
 /// in errors ("the hip smoke child").
 pub fn ask(req: &Request, what: &str, limit: Duration) -> Result<Asked, AskError> {
+    ask_with_env(req, what, limit, &[])
+}
+
+/// [`ask`], with `env` set in the child's environment (`GRETA_ENV`: the
+/// staged env whose HIP runtime the child must load).
+pub fn ask_with_env(
+    req: &Request,
+    what: &str,
+    limit: Duration,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Result<Asked, AskError> {
     let helper = child::helper().ok_or(AskError::NoHelper)?;
     // A request is plain data (strings, numbers, paths as text): it always
     // serialises; an empty stdin would be refused by the child, not hang it.
     let input = serde_json::to_vec(req).unwrap_or_default();
-    Ok(child::run(helper.command("serve"), what, &input, limit)?)
+    let mut cmd = helper.command("serve");
+    cmd.envs(env.iter().copied());
+    Ok(child::run(cmd, what, &input, limit)?)
 }
 
 /// How long a whole smoke child may take: every submission at its limit,
@@ -89,10 +102,19 @@ pub fn run_tune(opts: &crate::tune::TuneOptions) -> Result<crate::tune::TuneRepo
     }
 }
 
-/// `opts` (backend hip or cuda) run in the child: its report, written
-/// here as a Vulkan run's is, and the exit code. The child's stderr
-/// (progress of driver and compiler, its warnings) passes through.
+/// `opts` run in the child (`greta smoke` sends HIP and CUDA runs there;
+/// `greta install` any backend): its report, written here as an in-process
+/// run's is, and the exit code. The child's stderr (progress of driver and
+/// compiler, its warnings) passes through.
 pub fn run_smoke(opts: &Options) -> Result<Finished, Undecided> {
+    run_smoke_with_env(opts, &[])
+}
+
+/// [`run_smoke`], with `env` set in the child (see [`ask_with_env`]).
+pub fn run_smoke_with_env(
+    opts: &Options,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Result<Finished, Undecided> {
     // The checks a Vulkan run makes first, before the child starts: bad
     // options or an unwritable results directory are exit 2 in a moment.
     check_options(opts)?;
@@ -100,7 +122,7 @@ pub fn run_smoke(opts: &Options) -> Result<Finished, Undecided> {
     let backend = opts.backend.as_str();
     let req = Request::Smoke(SmokeRequest::from_options(opts));
     let what = format!("the {backend} smoke child");
-    let out = ask(&req, &what, run_limit(opts)).map_err(|e| Undecided {
+    let out = ask_with_env(&req, &what, run_limit(opts), env).map_err(|e| Undecided {
         kind: ErrorKind::CouldNotRun,
         message: e.to_string(),
     })?;

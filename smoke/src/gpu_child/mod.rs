@@ -1,4 +1,6 @@
-//! The HIP/CUDA device child: one typed request in, one typed reply out.
+//! The device child: one typed request in, one typed reply out. `greta
+//! smoke` sends its HIP and CUDA runs here (Vulkan runs in its own
+//! process); `greta install`'s proof step sends any backend, Vulkan too.
 //!
 //! Why a child: a hung GPU can block a driver call forever, and a run-time
 //! compiler can abort its process (ROCm 5.2's hiprtc on gfx942). So device
@@ -18,7 +20,10 @@
 mod ask;
 mod serve;
 
-pub use ask::{ask, run_limit, run_smoke, run_tune, tune_limit, AskError, Asked};
+pub use ask::{
+    ask, ask_with_env, run_limit, run_smoke, run_smoke_with_env, run_tune, tune_limit, AskError,
+    Asked,
+};
 pub use serve::{serve, Served};
 
 use crate::gates::Profile;
@@ -113,7 +118,8 @@ pub struct SmokeRequest {
     pub profile: Profile,
     #[serde(with = "device_text")]
     pub device: DeviceChoice,
-    /// `hip` or `cuda`; anything else is refused as a usage error.
+    /// Any backend; `auto` is decided by the `greta` binary's child before
+    /// it serves the request.
     #[serde(with = "backend_text")]
     pub backend: BackendChoice,
     pub gates: Vec<String>,
