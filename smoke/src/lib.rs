@@ -46,4 +46,6 @@ pub use dispatch::{run, Finished, Undecided};
 pub use floors::{Baseline, ClassFile, DEFAULT_FLOOR_FRACTION};
 pub use gates::{duration_note, Catalog, Profile};
 pub use peers::DEFAULT_PEER_FRACTION;
-pub use session::{run_profile, BackendChoice, DeviceChoice, Options, Outcome, SmokeError};
+pub use session::{
+    run_profile, BackendChoice, DeviceChoice, Options, Outcome, SmokeError, SmokeRequest,
+};

@@ -14,7 +14,7 @@
 use crate::cmd::smoke::Args as SmokeArgs;
 use greta_runtime::build_kernels::BuildRequest;
 use greta_runtime::gpu::child;
-use greta_smoke::gpu_child::{self, DevicesRequest, GpuBackend, Request, SmokeRequest};
+use greta_smoke::gpu_child::{self, DevicesRequest, GpuBackend, Request};
 use greta_smoke::BackendChoice;
 use serde::Serialize;
 use std::io::Write;
@@ -94,7 +94,7 @@ pub fn run(args: Args) -> u8 {
                 2
             }
         },
-        Command::Smoke(a) => answer(Request::Smoke(smoke_request(a))),
+        Command::Smoke(a) => answer(Request::Smoke(crate::cmd::smoke::request(&a))),
         Command::BuildKernels {
             target,
             cache_dir,
@@ -142,31 +142,4 @@ fn answer(req: Request) -> u8 {
         unsafe { libc::_exit(i32::from(served.code)) };
     }
     served.code
-}
-
-/// `__gpu smoke`'s flags as the request greta's parents send. Faults come
-/// from GRETA_SMOKE_INJECT, as the child always read them.
-fn smoke_request(a: SmokeArgs) -> SmokeRequest {
-    SmokeRequest {
-        profile: a.profile,
-        device: a.device,
-        backend: a.backend,
-        gates: a.gates,
-        repeat: a.repeat,
-        timeout_s: a.timeout.unwrap_or_else(|| a.profile.default_timeout_s()),
-        floor_fraction: a.floor_fraction,
-        peer_fraction: a.peer_fraction,
-        baseline: a.baseline,
-        deny_list: a.deny_list,
-        seed: a.seed,
-        include_test_gates: a.include_test_gates,
-        inject: std::env::var(greta_vocab::EnvVars::GRETA_SMOKE_INJECT)
-            .map(|v| {
-                v.split(',')
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default(),
-    }
 }

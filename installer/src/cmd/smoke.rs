@@ -8,11 +8,10 @@ mod frameworks;
 mod on_signal;
 
 use crate::exit::Exit;
-use greta_smoke::gpu_child::ErrorKind;
+use greta_smoke::gpu_child::{ErrorKind, TuneRequest};
 use greta_smoke::Catalog;
-use greta_smoke::{BackendChoice, DeviceChoice, Options, Outcome, Profile};
+use greta_smoke::{BackendChoice, DeviceChoice, Options, Outcome, Profile, SmokeRequest};
 use std::path::PathBuf;
-use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 #[command(
@@ -255,25 +254,13 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         b => b,
     };
     let opts = Options {
-        profile: args.profile,
-        device: args.device.clone(),
-        backend,
-        gates: args.gates.clone(),
-        repeat: args.repeat,
-        timeout: Duration::from_secs_f64(
-            args.timeout
-                .unwrap_or_else(|| args.profile.default_timeout_s()),
-        ),
+        request: SmokeRequest {
+            backend,
+            ..request(&args)
+        },
         out_dir: args.out.clone(),
         write_results: !args.no_save,
-        baseline: args.baseline.clone(),
-        floor_fraction: args.floor_fraction,
-        deny_list: args.deny_list.clone(),
-        include_test_gates: args.include_test_gates,
-        seed: args.seed,
         progress: !args.no_progress,
-        peer_fraction: args.peer_fraction,
-        inject: args.inject.clone(),
     };
     // Vulkan here, HIP/CUDA in the device child: the same report either way.
     let finished = match greta_smoke::run(&opts) {
@@ -294,6 +281,34 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         }
     };
     present(&args, &fleet, &finished.outcome, finished.exit_code)
+}
+
+/// The flags as the request every smoke run is made of (`greta smoke`,
+/// `greta __gpu smoke`): the one place a flag becomes a setting; what is
+/// not given keeps [`SmokeRequest::new`]'s default.
+pub(crate) fn request(args: &Args) -> SmokeRequest {
+    let defaults = SmokeRequest::new(args.profile);
+    SmokeRequest {
+        profile: args.profile,
+        device: args.device.clone(),
+        backend: args.backend,
+        gates: args.gates.clone(),
+        repeat: args.repeat,
+        timeout_s: args.timeout.unwrap_or(defaults.timeout_s),
+        floor_fraction: args.floor_fraction,
+        peer_fraction: args.peer_fraction,
+        baseline: args.baseline.clone(),
+        deny_list: args.deny_list.clone(),
+        seed: args.seed,
+        include_test_gates: args.include_test_gates,
+        // GRETA_SMOKE_INJECT=a,,b: the empty items are no faults.
+        inject: args
+            .inject
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect(),
+    }
 }
 
 /// Before anything runs: the files `--html` and `--prom` name must be
@@ -368,23 +383,21 @@ fn tune(args: &Args) -> anyhow::Result<Exit> {
         }
         b => b,
     };
-    let opts = greta_smoke::tune::TuneOptions {
+    let defaults = TuneRequest::new(args.profile);
+    let request = TuneRequest {
+        device: DeviceChoice::One(device),
         backend,
-        profile: args.profile,
         gates: args.gates.clone(),
-        device,
-        timeout: Duration::from_secs_f64(
-            args.timeout
-                .unwrap_or_else(|| args.profile.default_timeout_s()),
-        ),
-        seed: args.seed.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        }),
-        cache_dir: None,
-        dry_run: false,
-        validation: None,
+        timeout_s: args.timeout.unwrap_or(defaults.timeout_s),
+        seed: args.seed.unwrap_or(defaults.seed),
+        ..defaults
+    };
+    let opts = match request.options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("greta smoke --tune: bad arguments: {e}");
+            return Ok(Exit::Undecided);
+        }
     };
     match greta_smoke::tune::tune(&opts) {
         Ok(r) => {

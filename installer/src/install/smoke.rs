@@ -12,23 +12,22 @@
 use std::path::Path;
 
 use greta_smoke::results::{Report, RunStatus};
-use greta_smoke::{BackendChoice, Finished, Options, Profile, Undecided};
+use greta_smoke::{BackendChoice, Finished, Options, Profile, SmokeRequest, Undecided};
 
 use super::report::{SmokeReport, SmokeStatus};
 
 /// Runs the gate; with `hip` (the staged env), `--backend hip` on that env's
 /// HIP runtime, else the backend `greta smoke` would choose here.
 pub(super) fn run_smoke(hip: Option<&Path>) -> SmokeReport {
-    let opts = Options {
-        profile: Profile::Ultrasafe,
+    let mut opts = Options::new(SmokeRequest {
         backend: if hip.is_some() {
             BackendChoice::Hip
         } else {
             BackendChoice::Auto
         },
-        progress: false,
-        ..Options::default()
-    };
+        ..SmokeRequest::new(Profile::Ultrasafe)
+    });
+    opts.progress = false;
     let env: Vec<(&str, &std::ffi::OsStr)> = hip
         .map(|env| (greta_vocab::EnvVars::GRETA_ENV, env.as_os_str()))
         .into_iter()

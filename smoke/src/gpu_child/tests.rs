@@ -46,10 +46,10 @@ fn requests_round_trip_and_match_the_pinned_sample() {
         devices
     );
     // Defaults round trip too (no optional field is lost or invented).
-    let plain = Request::Smoke(SmokeRequest::from_options(&Options {
+    let plain = Request::Smoke(SmokeRequest {
         backend: BackendChoice::Hip,
-        ..Options::default()
-    }));
+        ..SmokeRequest::new(Profile::Default)
+    });
     let text = serde_json::to_string(&plain).unwrap();
     assert_eq!(serde_json::from_str::<Request>(&text).unwrap(), plain);
 }
@@ -160,8 +160,28 @@ fn a_timeout_that_is_no_duration_is_a_usage_error() {
         }
     }
     let o = full_request().options().unwrap();
-    assert_eq!(o.timeout, Duration::from_secs_f64(12.5));
+    assert_eq!(o.request.timeout().unwrap(), Duration::from_secs_f64(12.5));
+    assert_eq!(o.request, full_request());
     assert!(!o.write_results && !o.progress && o.out_dir.is_none());
+}
+
+/// Every default is set in one place: a request for a profile carries
+/// that profile's own submission limit, and the options of `greta smoke`
+/// with no flags are the default profile's request.
+#[test]
+fn a_new_request_has_its_profiles_defaults() {
+    for p in [Profile::Ultrasafe, Profile::Standard, Profile::Perf] {
+        let r = SmokeRequest::new(p);
+        assert_eq!(r.timeout_s, p.default_timeout_s(), "{p:?}");
+        assert_eq!(r.device, DeviceChoice::default());
+        assert_eq!(r.backend, BackendChoice::Auto);
+        assert_eq!(r.floor_fraction, crate::DEFAULT_FLOOR_FRACTION);
+        assert_eq!(r.peer_fraction, crate::DEFAULT_PEER_FRACTION);
+    }
+    assert_eq!(SmokeRequest::new(Profile::Perf).timeout_s, 60.0);
+    let o = Options::default();
+    assert_eq!(o.request, SmokeRequest::new(Profile::Default));
+    assert!(o.write_results && o.progress && o.out_dir.is_none());
 }
 
 #[test]
@@ -229,7 +249,13 @@ fn a_tune_request_round_trips_and_gives_back_its_options() {
     assert_eq!(Request::read(TUNE_SAMPLE.as_bytes()).unwrap(), req);
     let o = tune_request().options().unwrap();
     assert_eq!(
-        (o.backend, o.timeout, o.seed, o.dry_run, o.profile),
+        (
+            o.request.backend,
+            o.timeout,
+            o.request.seed,
+            o.request.dry_run,
+            o.request.profile
+        ),
         (
             BackendChoice::Cuda,
             Duration::from_secs(60),
@@ -238,7 +264,8 @@ fn a_tune_request_round_trips_and_gives_back_its_options() {
             Profile::Perf
         )
     );
-    assert_eq!(TuneRequest::from_options(&o), tune_request());
+    assert_eq!(o.request, tune_request());
+    assert_eq!(o.device, "H200".parse().unwrap());
     // One device only; a timeout that is no duration: usage errors.
     let all = TuneRequest {
         device: DeviceChoice::All,
