@@ -469,6 +469,8 @@ fn the_frameworks_profile_refuses_the_kernel_gates_flags() {
         (&["--backend", "vulkan"], "--backend"),
         (&["--baseline", "/nonexistent.json"], "--baseline"),
         (&["--deny-list", "/nonexistent.toml"], "--deny-list"),
+        (&["--floor-fraction", "0.5"], "--floor-fraction"),
+        (&["--peer-fraction", "0.5"], "--peer-fraction"),
         (&["--tune"], "--tune"),
         (&["--gate", "ultrasafe.fill"], "--gate"),
     ] {

@@ -131,6 +131,12 @@ fn refused_flags(args: &Args) -> Vec<&'static str> {
     if args.baseline.is_some() {
         out.push("--baseline (the framework gates have no rate floors)");
     }
+    if args.floor_fraction != greta_smoke::DEFAULT_FLOOR_FRACTION {
+        out.push("--floor-fraction (the framework gates have no rate floors)");
+    }
+    if args.peer_fraction != greta_smoke::DEFAULT_PEER_FRACTION {
+        out.push("--peer-fraction (the frameworks run on one device)");
+    }
     if args.deny_list.is_some() {
         out.push("--deny-list (it lists kernel gates)");
     }
