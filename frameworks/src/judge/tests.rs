@@ -327,7 +327,7 @@ fn runtime_messages_get_the_doctors_finding_ids() {
     assert!(doctor_findings(&facts, &[("x".into(), "ValueError: shapes".into())]).is_empty());
 }
 
-/// Issue 24: the gates' failure in an env whose torch is on TheRock's ROCm
+/// The gates' failure in an env whose torch is on TheRock's ROCm
 /// without this GPU's device wheel (hipErrorInvalidImage) gets its own
 /// finding, naming the env and the missing target.
 #[test]
