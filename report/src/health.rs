@@ -111,7 +111,7 @@ mod tests {
                 max_power_w: Some(700.0),
                 power_limit_w: Some(700.0),
                 max_temp_c: Some(91.0),
-                best_link: Some(greta_smoke::runtime::telemetry::LinkState { gen: 3, width: 8 }),
+                best_link: Some(greta_smoke::telemetry::LinkState { gen: 3, width: 8 }),
                 ..Default::default()
             });
         let h = device(d);

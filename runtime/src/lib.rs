@@ -11,6 +11,7 @@
 //! FFI ([`gpu`]).
 
 mod backend;
+pub mod build_kernels;
 pub mod ceiling;
 pub mod cuda;
 mod error;

@@ -35,7 +35,7 @@ impl From<SmokeError> for Undecided {
 /// have registered itself as the helper), anything else here (`auto` here
 /// means Vulkan: the machine's choice is [`crate::auto`]'s, made before).
 pub fn run(opts: &Options) -> Result<Finished, Undecided> {
-    match opts.backend {
+    match opts.request.backend {
         BackendChoice::Hip | BackendChoice::Cuda => gpu_child::run_smoke(opts),
         BackendChoice::Auto | BackendChoice::Vulkan => {
             let outcome = run_profile(opts)?;

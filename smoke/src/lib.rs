@@ -45,6 +45,7 @@ pub use deny::DenyList;
 pub use dispatch::{run, Finished, Undecided};
 pub use floors::{Baseline, ClassFile, DEFAULT_FLOOR_FRACTION};
 pub use gates::{duration_note, Catalog, Profile};
-pub use greta_runtime as runtime;
 pub use peers::DEFAULT_PEER_FRACTION;
-pub use session::{run_profile, BackendChoice, DeviceChoice, Options, Outcome, SmokeError};
+pub use session::{
+    run_profile, BackendChoice, DeviceChoice, Options, Outcome, SmokeError, SmokeRequest,
+};

@@ -3,17 +3,17 @@
 //! point the `greta` binary (and `greta install`) call.
 
 use crate::deny::DenyList;
-use crate::floors::{Baseline, ClassFile, FloorsError, DEFAULT_FLOOR_FRACTION};
+use crate::floors::{Baseline, ClassFile, FloorsError};
 use crate::gates::{Catalog, Profile};
+pub use crate::gpu_child::SmokeRequest;
 use crate::inject::Faults;
 use crate::node::{run_devices, RuntimeOpener};
-use crate::peers::DEFAULT_PEER_FRACTION;
 use crate::progress::Bar;
 use crate::results::{self, DeviceRun, Report, RunStatus, Settings, Written, SCHEMA};
 use crate::runner::{device_info, DeviceContext};
 use greta_runtime::{BackendKind, DeviceSelect, RuntimeError};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Which backend runs the gates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -79,63 +79,39 @@ impl std::str::FromStr for DeviceChoice {
     }
 }
 
-/// Everything `greta smoke` can be asked.
+/// Everything `greta smoke` can be asked: the [`SmokeRequest`] (what the
+/// gates run with, all that crosses to the device child, its defaults in
+/// [`SmokeRequest::new`]) and what stays with the process that asked
+/// (where results go, the progress bar).
 #[derive(Debug, Clone)]
 pub struct Options {
-    pub profile: Profile,
-    pub device: DeviceChoice,
-    pub backend: BackendChoice,
-    /// Run only these gate ids (any profile's); empty: the whole profile.
-    pub gates: Vec<String>,
-    /// Clean repeats per gate (default: the profile's).
-    pub repeat: Option<u32>,
-    /// Limit for each submission.
-    pub timeout: Duration,
+    pub request: SmokeRequest,
     /// Results directory; `None`: the XDG default.
     pub out_dir: Option<PathBuf>,
     /// Write the JSON and CSV files (off only for embedding callers).
     pub write_results: bool,
-    pub baseline: Option<PathBuf>,
-    pub floor_fraction: f64,
-    /// Extra deny-list file, on top of the built-in one.
-    pub deny_list: Option<PathBuf>,
-    /// Make the test-only gates selectable (tests only).
-    pub include_test_gates: bool,
-    /// Base seed; `None`: derived from the clock (and recorded).
-    pub seed: Option<u64>,
     /// Progress bar on stderr (shown only when stderr is a terminal).
     pub progress: bool,
-    /// With several devices, the fraction of the node's median rate each
-    /// gate must reach (see [`crate::peers`]).
-    pub peer_fraction: f64,
-    /// TEST-ONLY fault specs (see [`crate::inject`]); empty in real runs.
-    pub inject: Vec<String>,
 }
 
-impl Default for Options {
-    fn default() -> Self {
+impl Options {
+    /// `request`, its results written to the default place, with a
+    /// progress bar on a terminal.
+    pub fn new(request: SmokeRequest) -> Options {
         Options {
-            profile: Profile::Default,
-            device: DeviceChoice::default(),
-            backend: BackendChoice::Auto,
-            gates: Vec::new(),
-            repeat: None,
-            timeout: Duration::from_secs(DEFAULT_TIMEOUT_S),
+            request,
             out_dir: None,
             write_results: true,
-            baseline: None,
-            floor_fraction: DEFAULT_FLOOR_FRACTION,
-            deny_list: None,
-            include_test_gates: false,
-            seed: None,
             progress: true,
-            peer_fraction: DEFAULT_PEER_FRACTION,
-            inject: Vec::new(),
         }
     }
 }
 
-pub const DEFAULT_TIMEOUT_S: u64 = 10;
+impl Default for Options {
+    fn default() -> Self {
+        Options::new(SmokeRequest::new(Profile::Default))
+    }
+}
 
 /// Why a run could not decide anything (exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -169,40 +145,49 @@ impl Outcome {
     }
 }
 
-/// Run `opts.profile` (or the selected gates) on the chosen device(s).
+/// Run `opts.request.profile` (or the selected gates) on the chosen device(s).
 pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
     let started = Instant::now();
     let started_at = results::now_rfc3339();
     check_options(opts)?;
     let catalog = Catalog::builtin();
     let plan = catalog
-        .plan(opts.profile, &opts.gates, opts.include_test_gates)
+        .plan(
+            opts.request.profile,
+            &opts.request.gates,
+            opts.request.include_test_gates,
+        )
         .map_err(SmokeError::Usage)?;
-    let faults = Faults::parse(&opts.inject, &plan).map_err(SmokeError::Usage)?;
+    let faults = Faults::parse(&opts.request.inject, &plan).map_err(SmokeError::Usage)?;
     // Read every input before touching a device: a bad file is exit 2, fast.
-    let baseline = opts.baseline.as_deref().map(Baseline::load).transpose()?;
+    let baseline = opts
+        .request
+        .baseline
+        .as_deref()
+        .map(Baseline::load)
+        .transpose()?;
     let mut deny = DenyList::builtin();
-    if let Some(p) = &opts.deny_list {
+    if let Some(p) = &opts.request.deny_list {
         deny.extend(DenyList::load(p)?);
     }
     let classes = ClassFile::builtin();
     let specs = crate::spec::SpecFile::for_run()?;
     let out_dir = results_dir(opts)?;
-    let seed = opts.seed.unwrap_or_else(clock_seed);
+    let seed = opts.request.seed.unwrap_or_else(clock_seed);
 
-    let kind = resolve_backend(opts.backend)?;
+    let kind = resolve_backend(opts.request.backend)?;
     let selects = device_selects(opts, kind)?;
     // The backend's devices now, to be counted again after the run: one
     // that falls off the bus meanwhile fails the run by name.
     let listed_before = greta_runtime::list_devices(kind).ok().map(|l| l.len());
 
     let ctx = DeviceContext {
-        profile: opts.profile,
+        profile: opts.request.profile,
         gates: &plan,
-        repeat: opts.repeat,
-        timeout: opts.timeout,
+        repeat: opts.request.repeat,
+        timeout: opts.request.timeout()?,
         seed,
-        floor_fraction: opts.floor_fraction,
+        floor_fraction: opts.request.floor_fraction,
         baseline: baseline.as_ref(),
         classes: &classes,
         specs: &specs,
@@ -230,7 +215,7 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
         }
     }
     if devices.len() >= 2 {
-        crate::peers::compare(&mut devices, opts.peer_fraction);
+        crate::peers::compare(&mut devices, opts.request.peer_fraction);
     }
     bar.finish();
 
@@ -269,8 +254,8 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
         finished_at: results::now_rfc3339(),
         wall_s: started.elapsed().as_secs_f64(),
         host: results::host_info(),
-        profile: opts.profile.as_str().to_string(),
-        backend_requested: opts.backend.as_str().to_string(),
+        profile: opts.request.profile.as_str().to_string(),
+        backend_requested: opts.request.backend.as_str().to_string(),
         settings: settings(opts, seed, &faults),
         status,
         devices,
@@ -291,26 +276,26 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
 
 /// The options' own limits, before anything is read or opened (exit 2).
 pub(crate) fn check_options(opts: &Options) -> Result<(), SmokeError> {
-    if !(opts.floor_fraction > 0.0 && opts.floor_fraction <= 1.0) {
+    if !(opts.request.floor_fraction > 0.0 && opts.request.floor_fraction <= 1.0) {
         return Err(SmokeError::Usage(format!(
             "--floor-fraction must be in (0, 1], got {}",
-            opts.floor_fraction
+            opts.request.floor_fraction
         )));
     }
-    if !(opts.peer_fraction > 0.0 && opts.peer_fraction <= 1.0) {
+    if !(opts.request.peer_fraction > 0.0 && opts.request.peer_fraction <= 1.0) {
         return Err(SmokeError::Usage(format!(
             "--peer-fraction must be in (0, 1], got {}",
-            opts.peer_fraction
+            opts.request.peer_fraction
         )));
     }
-    if opts.timeout.is_zero() {
+    if opts.request.timeout()?.is_zero() {
         return Err(SmokeError::Usage(
             "--timeout must be more than 0 seconds".into(),
         ));
     }
-    if !opts.profile.runs_kernels() && opts.gates.is_empty() {
+    if !opts.request.profile.runs_kernels() && opts.request.gates.is_empty() {
         // Python frameworks, not kernels: `greta smoke` runs them in the
-        // env's interpreter (installer/src/envs/frameworks).
+        // env's interpreter (the greta-frameworks crate).
         return Err(SmokeError::Usage(
             "profile frameworks has no kernel gates: it runs through `greta smoke --profile frameworks`"
                 .into(),
@@ -346,14 +331,14 @@ pub(crate) fn results_dir(opts: &Options) -> Result<Option<PathBuf>, SmokeError>
 /// device of the backend, CPU implementations (lavapipe) only when nothing
 /// else exists (as for `auto`; `--device cpu` or an index still picks them).
 fn device_selects(opts: &Options, kind: BackendKind) -> Result<Vec<DeviceSelect>, SmokeError> {
-    Ok(match &opts.device {
+    Ok(match &opts.request.device {
         DeviceChoice::One(s) => vec![s.clone()],
         DeviceChoice::All => {
             let list = greta_runtime::list_devices(kind).map_err(no_device)?;
             if list.is_empty() {
                 return Err(SmokeError::NoDevice(format!(
                     "no {} device found",
-                    opts.backend.as_str()
+                    opts.request.backend.as_str()
                 )));
             }
             let gpus: Vec<usize> = list
@@ -373,14 +358,18 @@ fn device_selects(opts: &Options, kind: BackendKind) -> Result<Vec<DeviceSelect>
 /// The settings the report records.
 fn settings(opts: &Options, seed: u64, faults: &Faults) -> Settings {
     Settings {
-        repeat: opts.repeat,
-        timeout_s: opts.timeout.as_secs_f64(),
-        floor_fraction: opts.floor_fraction,
-        baseline: opts.baseline.as_ref().map(|p| p.display().to_string()),
-        gates: opts.gates.clone(),
+        repeat: opts.request.repeat,
+        timeout_s: opts.request.timeout_s,
+        floor_fraction: opts.request.floor_fraction,
+        baseline: opts
+            .request
+            .baseline
+            .as_ref()
+            .map(|p| p.display().to_string()),
+        gates: opts.request.gates.clone(),
         seed,
-        include_test_gates: opts.include_test_gates,
-        peer_fraction: Some(opts.peer_fraction),
+        include_test_gates: opts.request.include_test_gates,
+        peer_fraction: Some(opts.request.peer_fraction),
         inject: faults.specs.clone(),
     }
 }
@@ -452,7 +441,7 @@ fn unopenable(
     }
 }
 
-fn clock_seed() -> u64 {
+pub(crate) fn clock_seed() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -488,24 +477,18 @@ mod tests {
 
     #[test]
     fn bad_options_are_usage_errors_before_any_device() {
-        let o = Options {
-            floor_fraction: 1.5,
-            write_results: false,
-            ..Options::default()
-        };
+        let mut o = Options::default();
+        o.request.floor_fraction = 1.5;
+        o.write_results = false;
         assert!(matches!(run_profile(&o), Err(SmokeError::Usage(_))));
-        let o = Options {
-            gates: vec!["nope".into()],
-            write_results: false,
-            ..Options::default()
-        };
+        let mut o = Options::default();
+        o.request.gates = vec!["nope".into()];
+        o.write_results = false;
         let e = run_profile(&o).unwrap_err();
         assert!(e.to_string().contains("unknown gate"), "{e}");
-        let o = Options {
-            baseline: Some("/nonexistent/b.json".into()),
-            write_results: false,
-            ..Options::default()
-        };
+        let mut o = Options::default();
+        o.request.baseline = Some("/nonexistent/b.json".into());
+        o.write_results = false;
         assert!(matches!(run_profile(&o), Err(SmokeError::Input(_))));
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("file");

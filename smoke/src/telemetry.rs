@@ -22,7 +22,9 @@
 //!    load against the device's maximum: [`link_check`].
 
 use crate::inject::TelemetryFaults;
-use greta_runtime::telemetry::{Counter, Link, LinkState, Timed};
+use greta_runtime::telemetry::{Counter, Link, Timed};
+// Part of a gate's telemetry summary (`best_link`), so of the results schema.
+pub use greta_runtime::telemetry::LinkState;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

@@ -20,7 +20,8 @@
 //! run first lets the backend size its warm-up (GPU clocks) for the shape.
 
 use crate::check::CheckOutcome;
-use crate::gates::{Catalog, Gate, Profile};
+use crate::gates::{Catalog, Gate};
+use crate::gpu_child::TuneRequest;
 use crate::inputs::{gate_seed, prepare, Prepared};
 use crate::session::BackendChoice;
 use crate::session::SmokeError;
@@ -34,26 +35,18 @@ use std::time::{Duration, Instant};
 
 pub const SCHEMA: &str = "greta.tune/v1";
 
-/// What to tune.
+/// What to tune: the [`TuneRequest`] (all that crosses to the device
+/// child, its defaults in [`TuneRequest::new`]) and its settings checked
+/// once ([`TuneRequest::options`]).
 #[derive(Debug, Clone)]
 pub struct TuneOptions {
-    pub profile: Profile,
-    /// Only these gate ids (empty: every gate of the profile).
-    pub gates: Vec<String>,
+    pub request: TuneRequest,
+    /// The request's one device.
     pub device: DeviceSelect,
-    /// Submission timeout per candidate.
+    /// The request's submission timeout per candidate.
     pub timeout: Duration,
-    /// Base seed of the random inputs.
-    pub seed: u64,
-    /// Tuning cache directory (`None`: the default under the XDG cache dir).
-    pub cache_dir: Option<PathBuf>,
-    /// Do not write the cache (report only).
-    pub dry_run: bool,
     /// Validation layers on (`None`: `GRETA_VK_VALIDATION`).
     pub validation: Option<bool>,
-    /// Vulkan (also for `auto`: the CLI resolves `auto` first), or HIP /
-    /// CUDA (in the device child).
-    pub backend: BackendChoice,
 }
 
 /// One candidate's outcome.
@@ -98,10 +91,10 @@ pub struct TuneReport {
     pub wall_s: f64,
 }
 
-/// Tune every gate of `opts.profile` on one device: Vulkan here, HIP or
+/// Tune every gate of `opts.request.profile` on one device: Vulkan here, HIP or
 /// CUDA in the device child.
 pub fn tune(opts: &TuneOptions) -> Result<TuneReport, SmokeError> {
-    match opts.backend {
+    match opts.request.backend {
         BackendChoice::Hip | BackendChoice::Cuda => crate::gpu_child::run_tune(opts),
         BackendChoice::Auto | BackendChoice::Vulkan => tune_vulkan(opts),
     }
@@ -109,7 +102,7 @@ pub fn tune(opts: &TuneOptions) -> Result<TuneReport, SmokeError> {
 
 fn plan_gates(opts: &TuneOptions) -> Result<Vec<Gate>, SmokeError> {
     Catalog::builtin()
-        .plan(opts.profile, &opts.gates, false)
+        .plan(opts.request.profile, &opts.request.gates, false)
         .map_err(SmokeError::Usage)
 }
 
@@ -137,7 +130,7 @@ fn tune_vulkan(opts: &TuneOptions) -> Result<TuneReport, SmokeError> {
 /// child then leaves without the driver's teardown).
 pub fn tune_gpu_here(opts: &TuneOptions) -> Result<(TuneReport, bool), SmokeError> {
     let started = Instant::now();
-    let kind = match opts.backend {
+    let kind = match opts.request.backend {
         BackendChoice::Hip => BackendKind::Hip,
         BackendChoice::Cuda => BackendKind::Cuda,
         other => {
@@ -160,10 +153,10 @@ fn sweep(
     space: KeySpace,
     started: Instant,
 ) -> Result<(TuneReport, bool), SmokeError> {
-    let mut cache = TuningCache::open(backend.info(), opts.cache_dir.as_deref());
+    let mut cache = TuningCache::open(backend.info(), opts.request.cache_dir.as_deref());
     // Before anything is timed: a sweep of minutes must not end unable to
     // save for want of its directory.
-    if !opts.dry_run {
+    if !opts.request.dry_run {
         cache
             .ensure_dir()
             .map_err(|e| SmokeError::Usage(format!("tuning cache not writable: {e}")))?;
@@ -171,7 +164,7 @@ fn sweep(
     let mut out = Vec::new();
     for gate in gates {
         let g = tune_gate(backend.as_mut(), gate, opts);
-        if let (Some(b), false) = (g.best, opts.dry_run) {
+        if let (Some(b), false) = (g.best, opts.request.dry_run) {
             let c = &g.candidates[b];
             cache.put_in(
                 space,
@@ -199,7 +192,7 @@ fn sweep(
             )));
         }
     }
-    let path = if opts.dry_run {
+    let path = if opts.request.dry_run {
         None
     } else {
         cache
@@ -212,8 +205,8 @@ fn sweep(
         device: info.name.clone(),
         uuid: info.uuid,
         driver: format!("{} {}", info.driver_name, info.driver_info),
-        profile: opts.profile.as_str().to_string(),
-        seed: opts.seed,
+        profile: opts.request.profile.as_str().to_string(),
+        seed: opts.request.seed,
         cache: path,
         gates: out,
         wall_s: started.elapsed().as_secs_f64(),
@@ -243,10 +236,10 @@ fn tune_gate(backend: &mut dyn Backend, gate: &Gate, opts: &TuneOptions) -> Gate
     if tunings.len() < 2 {
         return skipped(gate, "the backend proposes no alternatives".into());
     }
-    let seed = gate_seed(opts.seed, &gate.id);
+    let seed = gate_seed(opts.request.seed, &gate.id);
     let prep = prepare(&gate.op, gate.fixed_value, seed);
     let run_opts = |t: &Tuning| RunOpts {
-        repeats: gate.dispatches_for(opts.profile).clamp(3, 20),
+        repeats: gate.dispatches_for(opts.request.profile).clamp(3, 20),
         timeout: opts.timeout,
         tuning: Some(t.clone()),
     };
@@ -409,6 +402,8 @@ pub fn render(r: &TuneReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gates::Profile;
+    use crate::session::DeviceChoice;
 
     /// On lavapipe with validation on: every candidate of a few gates runs,
     /// is checked, and the winner lands in the cache; a later device open
@@ -416,21 +411,22 @@ mod tests {
     #[test]
     fn tune_on_lavapipe_writes_a_cache_later_runs_use() {
         let dir = tempfile::tempdir().unwrap();
-        let opts = TuneOptions {
-            profile: Profile::Default,
+        let mut opts = TuneRequest {
             gates: vec![
                 "copy.16m".into(),
                 "softmax.256x1024".into(),
                 "gemm_f32.256".into(),
             ],
-            device: DeviceSelect::Cpu,
-            timeout: Duration::from_secs(60),
+            device: DeviceChoice::One(DeviceSelect::Cpu),
+            timeout_s: 60.0,
             seed: 7,
             cache_dir: Some(dir.path().to_path_buf()),
-            dry_run: false,
-            validation: Some(true),
             backend: BackendChoice::Vulkan,
-        };
+            ..TuneRequest::new(Profile::Default)
+        }
+        .options()
+        .unwrap();
+        opts.validation = Some(true);
         let r = match tune(&opts) {
             Ok(r) => r,
             Err(SmokeError::NoDevice(e)) => {

@@ -12,9 +12,11 @@
 //! `smoke` / `devices` (the same requests from flags, for a person).
 
 use crate::cmd::smoke::Args as SmokeArgs;
-use greta_smoke::gpu_child::{self, DevicesRequest, GpuBackend, Request, SmokeRequest};
-use greta_smoke::runtime::gpu::child;
-use serde::{Deserialize, Serialize};
+use greta_runtime::build_kernels::BuildRequest;
+use greta_runtime::gpu::child;
+use greta_smoke::gpu_child::{self, DevicesRequest, GpuBackend, Request};
+use greta_smoke::BackendChoice;
+use serde::Serialize;
 use std::io::Write;
 
 #[derive(clap::Args, Debug)]
@@ -49,32 +51,10 @@ pub enum Command {
         #[arg(long)]
         cache_dir: Option<std::path::PathBuf>,
         /// Also report the compiler's registers, LDS and occupancy per
-        /// kernel (cmd/gpu_resources.rs).
+        /// kernel (greta_runtime::build_kernels::resources).
         #[arg(long)]
         resource_usage: bool,
     },
-}
-
-/// `greta __gpu build-kernels` output, one entry per target.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct KernelsAnswer {
-    pub schema: String,
-    pub runtime: Option<String>,
-    pub built: Vec<BuiltTarget>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct BuiltTarget {
-    pub target: String,
-    pub compiler: Option<String>,
-    pub object: Option<greta_smoke::runtime::gpu::CachedObject>,
-    pub error: Option<String>,
-    /// With `--resource-usage`: the compiler's figures per kernel, or why
-    /// there are none.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resources: Vec<crate::cmd::gpu_resources::KernelResources>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resources_error: Option<String>,
 }
 
 /// The helper every compile and device child is started through.
@@ -98,10 +78,10 @@ pub fn run(args: Args) -> u8 {
     match args.command {
         Command::Compile => {
             let mut out = std::io::stdout().lock();
-            greta_smoke::runtime::gpu::serve_compile(std::io::stdin().lock(), &mut out)
+            greta_runtime::gpu::serve_compile(std::io::stdin().lock(), &mut out)
         }
         Command::Serve => match Request::read(std::io::stdin().lock()) {
-            Ok(req) => answer(req),
+            Ok(req) => answer(decide_auto(req)),
             Err(e) => {
                 eprintln!("greta __gpu serve: {e}");
                 2
@@ -114,91 +94,39 @@ pub fn run(args: Args) -> u8 {
                 2
             }
         },
-        Command::Smoke(a) => answer(Request::Smoke(smoke_request(a))),
+        Command::Smoke(a) => answer(Request::Smoke(crate::cmd::smoke::request(&a))),
         Command::BuildKernels {
             target,
             cache_dir,
             resource_usage,
-        } => build_kernels(&target, cache_dir, resource_usage),
+        } => {
+            let (answer, code) = greta_runtime::build_kernels::build(&BuildRequest {
+                targets: target,
+                cache_dir,
+                resource_usage,
+            });
+            print(&answer);
+            code
+        }
     }
 }
 
-fn build_kernels(
-    targets: &[String],
-    cache_dir: Option<std::path::PathBuf>,
-    resource_usage: bool,
-) -> u8 {
-    use greta_smoke::runtime::gpu::{Api, Driver};
-    use greta_smoke::runtime::gpu::{KernelCache, KernelSources};
-    use greta_smoke::runtime::hip::{compiler_for_target, Hip};
-    let hip = match Hip::open() {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("greta: {e}");
-            print(&KernelsAnswer {
-                schema: "greta.gpu-kernels/v1".into(),
-                runtime: None,
-                built: vec![],
-            });
-            return 2;
+/// A smoke request for `--backend auto` decided here, in the child, as
+/// `greta smoke` decides it (and says why on stderr): a parent that asks
+/// for `auto` (`greta install`'s proof step) loads no GPU library itself.
+fn decide_auto(req: Request) -> Request {
+    match req {
+        Request::Smoke(mut s) if s.backend == BackendChoice::Auto => {
+            let c = greta_smoke::auto::choose_with(&s.device, crate::cmd::smoke::auto::seen);
+            eprintln!(
+                "greta smoke: backend {}: {}",
+                c.backend.as_str(),
+                greta_vocab::Visible(&c.why)
+            );
+            s.backend = c.run_as();
+            Request::Smoke(s)
         }
-    };
-    let cache = KernelCache::new(cache_dir.unwrap_or_else(KernelCache::default_dir));
-    let sources = KernelSources::bundled();
-    let mut built = Vec::new();
-    for t in targets {
-        let r = compiler_for_target(&hip, t).and_then(|c| {
-            let o = cache.get_or_build(&c, &sources, Api::Hip)?;
-            Ok((c, o))
-        });
-        built.push(match r {
-            Ok((c, o)) => {
-                let (resources, resources_error) = if resource_usage {
-                    let unit = sources.translation_unit(Api::Hip);
-                    match crate::cmd::gpu_resources::measure(&c, &unit, &o.path) {
-                        Ok(r) => (r, None),
-                        Err(e) => {
-                            eprintln!("greta: {t}: resource usage: {e}");
-                            (vec![], Some(e))
-                        }
-                    }
-                } else {
-                    (vec![], None)
-                };
-                BuiltTarget {
-                    target: t.clone(),
-                    compiler: Some(c.library.to_string()),
-                    object: Some(o),
-                    error: None,
-                    resources,
-                    resources_error,
-                }
-            }
-            Err(e) => {
-                eprintln!("greta: {t}: {e}");
-                BuiltTarget {
-                    target: t.clone(),
-                    compiler: None,
-                    object: None,
-                    error: Some(e.to_string()),
-                    resources: vec![],
-                    resources_error: None,
-                }
-            }
-        });
-    }
-    let ok = built
-        .iter()
-        .all(|b| b.error.is_none() && b.resources_error.is_none());
-    print(&KernelsAnswer {
-        schema: "greta.gpu-kernels/v1".into(),
-        runtime: Some(hip.library().to_string()),
-        built,
-    });
-    if ok {
-        0
-    } else {
-        1
+        req => req,
     }
 }
 
@@ -214,31 +142,4 @@ fn answer(req: Request) -> u8 {
         unsafe { libc::_exit(i32::from(served.code)) };
     }
     served.code
-}
-
-/// `__gpu smoke`'s flags as the request greta's parents send. Faults come
-/// from GRETA_SMOKE_INJECT, as the child always read them.
-fn smoke_request(a: SmokeArgs) -> SmokeRequest {
-    SmokeRequest {
-        profile: a.profile,
-        device: a.device,
-        backend: a.backend,
-        gates: a.gates,
-        repeat: a.repeat,
-        timeout_s: a.timeout.unwrap_or_else(|| a.profile.default_timeout_s()),
-        floor_fraction: a.floor_fraction,
-        peer_fraction: a.peer_fraction,
-        baseline: a.baseline,
-        deny_list: a.deny_list,
-        seed: a.seed,
-        include_test_gates: a.include_test_gates,
-        inject: std::env::var(greta_vocab::EnvVars::GRETA_SMOKE_INJECT)
-            .map(|v| {
-                v.split(',')
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default(),
-    }
 }

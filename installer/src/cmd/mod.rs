@@ -4,7 +4,6 @@ pub mod bundle;
 pub mod doctor;
 pub mod env;
 pub mod gpu;
-pub mod gpu_resources;
 pub mod install;
 pub mod lock;
 pub mod report;

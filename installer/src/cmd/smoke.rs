@@ -2,17 +2,16 @@
 //! 1 a gate failed, 2 could not run. All the work is in greta-smoke; this
 //! is flags, output and exit codes.
 
-mod auto;
+pub(crate) mod auto;
 mod fleet;
 mod frameworks;
 mod on_signal;
 
 use crate::exit::Exit;
-use greta_smoke::gpu_child::ErrorKind;
+use greta_smoke::gpu_child::{ErrorKind, TuneRequest};
 use greta_smoke::Catalog;
-use greta_smoke::{BackendChoice, DeviceChoice, Options, Profile};
+use greta_smoke::{BackendChoice, DeviceChoice, Options, Outcome, Profile, SmokeRequest};
 use std::path::PathBuf;
-use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 #[command(
@@ -131,7 +130,7 @@ fn compile_only(args: &Args) -> anyhow::Result<Exit> {
         eprintln!("greta smoke: bad arguments: --compile-only takes one device, not `all`");
         return Ok(Exit::Undecided);
     };
-    greta_smoke::runtime::vulkan::mesa_cache::prepare();
+    greta_runtime::vulkan::mesa_cache::prepare();
     let report = match greta_smoke::compile::compile_only(&Catalog::builtin(), select, &args.gates)
     {
         Ok(r) => r,
@@ -206,10 +205,17 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         }
         return Ok(Exit::Pass);
     }
+    let started = std::time::Instant::now();
+    let fleet = fleet::Fleet {
+        oneline: args.oneline,
+        prom: args.prom.clone(),
+        profile: args.profile,
+        started,
+        prom_failed: Default::default(),
+    };
     if args.profile == Profile::Frameworks {
-        // Its result files are written as any run's; it has no textfile.
-        on_signal::on_stop(None, args.profile, std::time::Instant::now());
-        return frameworks::run(&args);
+        on_signal::on_stop(args.prom.clone(), args.profile, started);
+        return frameworks::run(&args, &fleet);
     }
     if args.env.is_some() || args.python.is_some() {
         eprintln!("greta smoke: bad arguments: --env and --python go with --profile frameworks");
@@ -221,16 +227,12 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     if args.compile_only {
         return compile_only(&args);
     }
-    if let Some(h) = &args.html {
-        if let Err(e) = greta_fsread::output::Output::check(h) {
-            eprintln!("greta smoke: bad arguments: --html {e}");
-            return Ok(Exit::Undecided);
-        }
+    if let Err(exit) = check_outputs(&args, &fleet) {
+        return Ok(exit);
     }
     // While only this thread runs: where Mesa caches shaders (a full disk
     // there is a SIGBUS in its cache thread) is decided before any Vulkan.
-    greta_smoke::runtime::vulkan::mesa_cache::prepare();
-    let started = std::time::Instant::now();
+    greta_runtime::vulkan::mesa_cache::prepare();
     // A profile that takes minutes says so before it starts.
     if let Ok(gates) = greta_smoke::Catalog::builtin().plan(args.profile, &args.gates, false) {
         if let Some(note) = greta_smoke::duration_note(args.profile, &gates, None) {
@@ -251,36 +253,14 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         }
         b => b,
     };
-    let fleet = fleet::Fleet {
-        oneline: args.oneline,
-        prom: args.prom.clone(),
-        profile: args.profile,
-        started,
-        prom_failed: Default::default(),
-    };
-    if let Err(e) = fleet.check() {
-        return Ok(fleet.refused(&e));
-    }
     let opts = Options {
-        profile: args.profile,
-        device: args.device,
-        backend,
-        gates: args.gates,
-        repeat: args.repeat,
-        timeout: Duration::from_secs_f64(
-            args.timeout
-                .unwrap_or_else(|| args.profile.default_timeout_s()),
-        ),
-        out_dir: args.out,
+        request: SmokeRequest {
+            backend,
+            ..request(&args)
+        },
+        out_dir: args.out.clone(),
         write_results: !args.no_save,
-        baseline: args.baseline,
-        floor_fraction: args.floor_fraction,
-        deny_list: args.deny_list,
-        include_test_gates: args.include_test_gates,
-        seed: args.seed,
         progress: !args.no_progress,
-        peer_fraction: args.peer_fraction,
-        inject: args.inject,
     };
     // Vulkan here, HIP/CUDA in the device child: the same report either way.
     let finished = match greta_smoke::run(&opts) {
@@ -300,7 +280,59 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             return Ok(fleet.undecided(&why));
         }
     };
-    let outcome = &finished.outcome;
+    present(&args, &fleet, &finished.outcome, finished.exit_code)
+}
+
+/// The flags as the request every smoke run is made of (`greta smoke`,
+/// `greta __gpu smoke`): the one place a flag becomes a setting; what is
+/// not given keeps [`SmokeRequest::new`]'s default.
+pub(crate) fn request(args: &Args) -> SmokeRequest {
+    let defaults = SmokeRequest::new(args.profile);
+    SmokeRequest {
+        profile: args.profile,
+        device: args.device.clone(),
+        backend: args.backend,
+        gates: args.gates.clone(),
+        repeat: args.repeat,
+        timeout_s: args.timeout.unwrap_or(defaults.timeout_s),
+        floor_fraction: args.floor_fraction,
+        peer_fraction: args.peer_fraction,
+        baseline: args.baseline.clone(),
+        deny_list: args.deny_list.clone(),
+        seed: args.seed,
+        include_test_gates: args.include_test_gates,
+        // GRETA_SMOKE_INJECT=a,,b: the empty items are no faults.
+        inject: args
+            .inject
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect(),
+    }
+}
+
+/// Before anything runs: the files `--html` and `--prom` name must be
+/// writable places (a regular file or a free name, reached by no planted
+/// link). The error is the exit already said.
+fn check_outputs(args: &Args, fleet: &fleet::Fleet) -> Result<(), Exit> {
+    if let Some(h) = &args.html {
+        if let Err(e) = greta_fsread::output::Output::check(h) {
+            eprintln!("greta smoke: bad arguments: --html {e}");
+            return Err(Exit::Undecided);
+        }
+    }
+    fleet.check().map_err(|e| fleet.refused(&e))
+}
+
+/// A run's outcome as every profile shows it: the page (`--html`), the
+/// textfile (`--prom`), one line (`--oneline`) or the table (and `--json`),
+/// where the result files went; `exit_code` is the run's (0, 1, 2).
+fn present(
+    args: &Args,
+    fleet: &fleet::Fleet,
+    outcome: &Outcome,
+    exit_code: u8,
+) -> anyhow::Result<Exit> {
     let table = greta_smoke::table::render(&outcome.report);
     if let Some(h) = &args.html {
         super::report::write_run_page(h, &outcome.report);
@@ -320,7 +352,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     if let Some(e) = &outcome.write_error {
         eprintln!("greta smoke: could not write results: {e}");
     }
-    Ok(fleet.exit(match finished.exit_code {
+    Ok(fleet.exit(match exit_code {
         0 => Exit::Pass,
         1 => Exit::Fail,
         _ => Exit::Undecided,
@@ -351,23 +383,21 @@ fn tune(args: &Args) -> anyhow::Result<Exit> {
         }
         b => b,
     };
-    let opts = greta_smoke::tune::TuneOptions {
+    let defaults = TuneRequest::new(args.profile);
+    let request = TuneRequest {
+        device: DeviceChoice::One(device),
         backend,
-        profile: args.profile,
         gates: args.gates.clone(),
-        device,
-        timeout: Duration::from_secs_f64(
-            args.timeout
-                .unwrap_or_else(|| args.profile.default_timeout_s()),
-        ),
-        seed: args.seed.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        }),
-        cache_dir: None,
-        dry_run: false,
-        validation: None,
+        timeout_s: args.timeout.unwrap_or(defaults.timeout_s),
+        seed: args.seed.unwrap_or(defaults.seed),
+        ..defaults
+    };
+    let opts = match request.options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("greta smoke --tune: bad arguments: {e}");
+            return Ok(Exit::Undecided);
+        }
     };
     match greta_smoke::tune::tune(&opts) {
         Ok(r) => {

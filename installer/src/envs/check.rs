@@ -1,12 +1,12 @@
-//! The post-install check: the framework gates (`envs/frameworks`) in the
+//! The post-install check: the framework gates (`greta-frameworks`) in the
 //! staged env, before the swap. torch, triton and jax are imported in the
 //! env's own interpreter (`-I`, a process group with a time limit) and,
 //! unless `--no-smoke`, compute on the device against float64 references;
 //! what torch says it was built for is compared with the profile.
 //! Any failure is a finding and the previous env stays.
 
-use super::frameworks::{self, judge, session, Request};
 use anyhow::Result;
+use greta_frameworks::{self as frameworks, judge, Request};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -58,9 +58,7 @@ pub fn modules_for(wheel_names: &[String]) -> Vec<String> {
 
 /// The check's interpreter, started and waiting for [`Prestarted::run`].
 pub struct Prestarted {
-    venv: std::path::PathBuf,
-    gates: bool,
-    started: Option<Result<frameworks::Prestarted>>,
+    started: Option<Result<frameworks::Started>>,
 }
 
 /// Starts the env's interpreter on the gate script for `modules`; it waits
@@ -76,23 +74,16 @@ pub fn prestart(
     gates: bool,
 ) -> Prestarted {
     let started = (!modules.is_empty()).then(|| {
-        let seed = frameworks::clock_seed();
-        let req = Request {
-            modules: modules.to_vec(),
-            gated: vec![],
-            seed,
-            timeout: session::DEFAULT_TIMEOUT,
-            repeats: 3,
-            isolated: true,
-            env: gate_env(env_vars, |k| std::env::var_os(k).is_some()),
-        };
-        frameworks::prestart(&venv.join("bin").join("python"), req)
+        let mut req = Request::new(venv.join("bin").join("python"));
+        req.modules = modules.to_vec();
+        req.gates = gates;
+        req.isolated = true;
+        req.env = gate_env(env_vars, |k| std::env::var_os(k).is_some());
+        req.expect.env_root = Some(venv.to_path_buf());
+        req.expect.require_all = true;
+        frameworks::start(req)
     });
-    Prestarted {
-        venv: venv.to_path_buf(),
-        gates,
-        started,
-    }
+    Prestarted { started }
 }
 
 /// The plan's variables as the gates get them: as the activation script
@@ -112,17 +103,8 @@ fn gate_env(
 
 impl Prestarted {
     /// Lets the interpreter import (and gate) the modules, each within
-    /// `timeout`, and judges what they report.
+    /// `timeout`, and judges what they report against the profile.
     pub fn run(mut self, expect: &Expect, timeout: Duration) -> Result<CheckReport> {
-        let gpu = expect.gpu();
-        let fx = judge::Expect {
-            label: format!("profile {}", expect.profile),
-            backend: Some(expect.backend),
-            version: expect.version.clone(),
-            gpu,
-            env_root: Some(self.venv.clone()),
-            require_all: true,
-        };
         let Some(started) = self.started.take() else {
             return Ok(CheckReport {
                 modules: Default::default(),
@@ -130,38 +112,21 @@ impl Prestarted {
             });
         };
         let mut p = started?;
-        let gated: Vec<String> = if self.gates {
-            p.request()
-                .modules
-                .iter()
-                .filter(|m| *m != "triton" || fx.triton_runs())
-                .cloned()
-                .collect()
-        } else {
-            vec![]
-        };
-        p.set(gated, timeout);
-        let seed = p.request().seed;
-        // The machine, plus what this env holds: a torch on TheRock's ROCm
-        // without this GPU's device wheel gets its own finding.
-        let venv = self.venv.display().to_string();
-        let checked = session::finish(p, &fx, move || {
-            let mut f = session::machine_facts();
-            f.python.frameworks.extend(greta_probe::env_frameworks(
-                &greta_probe::Root::live(),
-                &venv,
-            ));
-            f
-        });
-        let findings = checked.judged.findings.clone();
+        let req = p.request_mut();
+        req.timeout = timeout;
+        req.expect.label = format!("profile {}", expect.profile);
+        req.expect.backend = Some(expect.backend);
+        req.expect.version = expect.version.clone();
+        req.expect.gpu = expect.gpu();
+        let checked = p.run();
         Ok(CheckReport {
             modules: super::check_results::of_run(
                 checked.run.as_ref(),
                 &checked.judged,
-                seed,
-                self.gates,
+                checked.request.seed,
+                checked.request.gates,
             ),
-            findings,
+            findings: checked.judged.findings,
         })
     }
 }

@@ -6,7 +6,7 @@
 //! keys serde_json sorts) and the receipt and `greta install --json` keep
 //! their bytes (`tests/it/install_schema.rs`).
 
-use super::frameworks::{self, judge, DeviceSeen};
+use greta_frameworks::{self as frameworks, judge, DeviceSeen};
 use greta_smoke::results::GateStatus;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;

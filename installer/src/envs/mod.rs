@@ -19,7 +19,6 @@ pub mod build;
 pub mod check;
 pub mod check_results;
 pub mod current;
-pub mod frameworks;
 pub mod guard;
 pub mod installed;
 pub mod installer;

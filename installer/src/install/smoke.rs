@@ -1,102 +1,60 @@
-//! Step 5c, the ultrasafe smoke gate on this machine's device, run as a
-//! child (`greta smoke --profile ultrasafe --json`) so that a driver crash
-//! or hang costs the child, not the install.
+//! Step 5c, the ultrasafe smoke gate on this machine's device, run in the
+//! device child (`greta __gpu serve`) so that a driver crash or hang costs
+//! the child, not the install.
 //!
-//! The child's result travels as its typed report: with `--json` it prints
-//! exactly one `greta.smoke/v1` report on stdout (its table and progress go
-//! to stderr), which is deserialized into [`Report`] here. The verdict comes
-//! from the report and the exit code, never from words on stderr; stderr is
-//! only quoted as evidence when there is no report (the run could not
-//! start, e.g. no device).
+//! Two processes and typed messages: the request is a
+//! [`greta_smoke::gpu_child::Request`], the reply its `greta.smoke/v1`
+//! report or a typed error ([`greta_smoke::gpu_child::run_smoke`]). The
+//! child decides `--backend auto` itself (this process loads no GPU
+//! library for it). The verdict comes from the report and the child's exit
+//! code, never from words on its stderr.
 
 use std::path::Path;
-use std::time::Duration;
 
-use greta_smoke::results::{Report, RunStatus, SCHEMA};
+use greta_smoke::results::{Report, RunStatus};
+use greta_smoke::{BackendChoice, Finished, Options, Profile, SmokeRequest, Undecided};
 
 use super::report::{SmokeReport, SmokeStatus};
-use crate::envs::installer;
 
 /// Runs the gate; with `hip` (the staged env), `--backend hip` on that env's
-/// HIP runtime.
+/// HIP runtime, else the backend `greta smoke` would choose here.
 pub(super) fn run_smoke(hip: Option<&Path>) -> SmokeReport {
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => {
-            return SmokeReport {
-                status: SmokeStatus::Undecided,
-                note: format!("cannot find greta itself: {e}"),
-            }
-        }
-    };
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args(["smoke", "--profile", "ultrasafe", "--json"]);
-    if let Some(env) = hip {
-        cmd.args(["--backend", "hip"])
-            .env(greta_vocab::EnvVars::GRETA_ENV, env);
-    }
-    match installer::run(cmd, Some(Duration::from_secs(300))) {
-        Err(e) => SmokeReport {
-            status: SmokeStatus::Undecided,
-            note: format!("{e:#}"),
+    let mut opts = Options::new(SmokeRequest {
+        backend: if hip.is_some() {
+            BackendChoice::Hip
+        } else {
+            BackendChoice::Auto
         },
-        Ok(o) => read(o.status.code(), &o.stdout, &o.stderr),
-    }
+        ..SmokeRequest::new(Profile::Ultrasafe)
+    });
+    opts.progress = false;
+    let env: Vec<(&str, &std::ffi::OsStr)> = hip
+        .map(|env| (greta_vocab::EnvVars::GRETA_ENV, env.as_os_str()))
+        .into_iter()
+        .collect();
+    verdict(greta_smoke::gpu_child::run_smoke_with_env(&opts, &env))
 }
 
-/// Why the child's stdout is not a report.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum NoReport {
-    #[error("no report on stdout")]
-    Empty,
-    #[error("stdout is not a {SCHEMA} report: {0}")]
-    Unreadable(String),
-    #[error("stdout is a {found:?} report, not {SCHEMA}")]
-    OtherSchema { found: String },
-}
-
-/// The child's stdout as its typed report.
-pub fn parse_report(stdout: &str) -> Result<Report, NoReport> {
-    let text = stdout.trim();
-    if text.is_empty() {
-        return Err(NoReport::Empty);
-    }
-    let report: Report =
-        serde_json::from_str(text).map_err(|e| NoReport::Unreadable(e.to_string()))?;
-    if report.schema != SCHEMA {
-        return Err(NoReport::OtherSchema {
-            found: report.schema,
-        });
-    }
-    Ok(report)
-}
-
-/// The verdict from the exit code (0 pass, 1 a gate failed, else could not
-/// run; `greta smoke`'s contract) and the report, which must agree: a
-/// report that says otherwise, or none at all, leaves it undecided.
-pub fn read(code: Option<i32>, stdout: &str, stderr: &str) -> SmokeReport {
-    match parse_report(stdout) {
-        Ok(r) => {
-            let status = match (code, r.status) {
-                (Some(0), RunStatus::Pass) => SmokeStatus::Pass,
-                (Some(1), RunStatus::Fail) => SmokeStatus::Fail,
+/// The verdict from the child's exit code (0 pass, 1 a gate failed, else
+/// could not run; `greta smoke`'s contract) and its report, which must
+/// agree: a report that says otherwise, or none at all, leaves it
+/// undecided, with the child's reason.
+pub fn verdict(asked: Result<Finished, Undecided>) -> SmokeReport {
+    match asked {
+        Ok(f) => {
+            let status = match (f.exit_code, f.outcome.report.status) {
+                (0, RunStatus::Pass) => SmokeStatus::Pass,
+                (1, RunStatus::Fail) => SmokeStatus::Fail,
                 _ => SmokeStatus::Undecided,
             };
             SmokeReport {
                 status,
-                note: summary(&r),
+                note: summary(&f.outcome.report),
             }
         }
-        Err(why) => SmokeReport {
+        Err(u) => SmokeReport {
             status: SmokeStatus::Undecided,
-            // What the child said last (e.g. "no HIP device found: ..."),
-            // else why its stdout was no report.
-            note: stderr
-                .lines()
-                .rev()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .map_or_else(|| why.to_string(), str::to_string),
+            note: u.message,
         },
     }
 }
@@ -115,10 +73,12 @@ fn summary(r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use greta_smoke::gpu_child::ErrorKind;
+    use greta_smoke::Outcome;
 
-    fn report(status: &str) -> String {
-        serde_json::json!({
-            "schema": SCHEMA,
+    fn report(status: &str) -> Report {
+        serde_json::from_value(serde_json::json!({
+            "schema": greta_smoke::results::SCHEMA,
             "greta_version": "0.1.0",
             "started_at": "2026-11-21T22:49:37Z",
             "finished_at": "2026-11-21T22:49:40Z",
@@ -132,17 +92,24 @@ mod tests {
             },
             "status": status,
             "devices": []
+        }))
+        .unwrap()
+    }
+
+    fn finished(code: u8, status: &str) -> Result<Finished, Undecided> {
+        Ok(Finished {
+            outcome: Outcome {
+                report: report(status),
+                written: None,
+                write_error: None,
+            },
+            exit_code: code,
         })
-        .to_string()
     }
 
     #[test]
     fn a_passing_report_is_a_pass_with_its_summary_line() {
-        let s = read(
-            Some(0),
-            &report("pass"),
-            "progress\nsmoke ultrasafe: PASS\n",
-        );
+        let s = verdict(finished(0, "pass"));
         assert_eq!(s.status, SmokeStatus::Pass);
         assert_eq!(
             s.note,
@@ -152,7 +119,7 @@ mod tests {
 
     #[test]
     fn a_failing_report_is_a_fail() {
-        let s = read(Some(1), &report("fail"), "");
+        let s = verdict(finished(1, "fail"));
         assert_eq!(s.status, SmokeStatus::Fail);
         assert!(s.note.starts_with("smoke ultrasafe: FAIL:"), "{}", s.note);
     }
@@ -160,58 +127,21 @@ mod tests {
     #[test]
     fn report_and_exit_code_must_agree() {
         // Exit 2 with a passing report: the results could not be written.
+        assert_eq!(verdict(finished(2, "pass")).status, SmokeStatus::Undecided);
         assert_eq!(
-            read(Some(2), &report("pass"), "").status,
+            verdict(finished(0, "undecided")).status,
             SmokeStatus::Undecided
         );
-        assert_eq!(
-            read(Some(0), &report("undecided"), "").status,
-            SmokeStatus::Undecided
-        );
-        // Killed by a signal.
-        assert_eq!(
-            read(None, &report("pass"), "").status,
-            SmokeStatus::Undecided
-        );
+        assert_eq!(verdict(finished(1, "pass")).status, SmokeStatus::Undecided);
     }
 
     #[test]
-    fn no_report_is_undecided_with_the_last_words_on_stderr() {
-        let s = read(
-            Some(2),
-            "",
-            "greta smoke: backend hip: asked\ngreta smoke: could not run: no HIP device found: x\n\n",
-        );
+    fn no_report_is_undecided_with_the_childs_reason() {
+        let s = verdict(Err(Undecided {
+            kind: ErrorKind::CouldNotRun,
+            message: "no HIP device found: x".into(),
+        }));
         assert_eq!(s.status, SmokeStatus::Undecided);
-        assert_eq!(s.note, "greta smoke: could not run: no HIP device found: x");
-        // Even exit 0 decides nothing without a report.
-        let s = read(Some(0), "not json", "");
-        assert_eq!(s.status, SmokeStatus::Undecided);
-        assert!(
-            s.note.starts_with("stdout is not a greta.smoke/v1 report"),
-            "{}",
-            s.note
-        );
-    }
-
-    #[test]
-    fn parse_errors_are_typed() {
-        assert_eq!(parse_report("  \n"), Err(NoReport::Empty));
-        let other = report("pass").replace(SCHEMA, "greta.smoke/v9");
-        assert_eq!(
-            parse_report(&other),
-            Err(NoReport::OtherSchema {
-                found: "greta.smoke/v9".into()
-            })
-        );
-        assert!(matches!(
-            parse_report("{\"schema\": 1}"),
-            Err(NoReport::Unreadable(_))
-        ));
-        let r = parse_report(&report("fail")).unwrap();
-        assert_eq!(
-            (r.profile.as_str(), r.status),
-            ("ultrasafe", RunStatus::Fail)
-        );
+        assert_eq!(s.note, "no HIP device found: x");
     }
 }

@@ -364,3 +364,166 @@ fn cpu_profile_env_passes_torch_and_jax_and_a_sabotaged_matmul_fails() {
     assert_eq!(gate(&r, "torch.matmul_f16")["status"], "pass");
     assert_eq!(finding_ids(&r), ["framework.wrong-result"]);
 }
+
+/// `greta smoke --profile frameworks` with `args` on a venv whose torch
+/// raises on import (a decided run: exit 1, with a report), result files
+/// under `<home>/out`.
+fn failing_frameworks_run(home: &Path, py: &Path, args: &[&str]) -> Output {
+    greta(home)
+        .args(["smoke", "--profile", "frameworks", "--python"])
+        .arg(py)
+        .args(["--timeout", "30", "--out"])
+        .arg(home.join("out"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+/// A venv under `tmp` whose torch raises on import: a run there decides
+/// (exit 1) and has a report to write, draw and summarise.
+fn torch_that_fails(tmp: &Path) -> PathBuf {
+    let (py, sp) = venv(&support::python(), &tmp.join("broken"));
+    write(
+        &sp.join("torch/__init__.py"),
+        "raise ImportError('libamdhip64.so: cannot open shared object file')\n",
+    );
+    py
+}
+
+/// Each output flag is honoured by the frameworks profile as by the kernel
+/// profiles (one test per flag). Without a flag the result files are
+/// written (the control); `--no-save` writes none.
+#[test]
+fn frameworks_no_save_writes_no_result_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let py = torch_that_fails(tmp.path());
+    let home = tmp.path().join("plain");
+    let o = failing_frameworks_run(&home, &py, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(files_in(&home.join("out")).len(), 2, "{}", text(&o));
+
+    let home = tmp.path().join("no-save");
+    let o = failing_frameworks_run(&home, &py, &["--no-save"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(files_in(&home.join("out")), Vec::<PathBuf>::new());
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("results:"));
+}
+
+#[test]
+fn frameworks_html_draws_the_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    let py = torch_that_fails(tmp.path());
+    let page = tmp.path().join("page.html");
+    let o = failing_frameworks_run(tmp.path(), &py, &["--html", &page.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let html = std::fs::read_to_string(&page).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    assert!(
+        html.contains("<html") && html.contains("torch.import"),
+        "{html}"
+    );
+}
+
+#[test]
+fn frameworks_prom_writes_the_textfile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let py = torch_that_fails(tmp.path());
+    let prom = tmp.path().join("greta.prom");
+    let o = failing_frameworks_run(tmp.path(), &py, &["--prom", &prom.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let textfile = std::fs::read_to_string(&prom).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    let status: Vec<&str> = textfile
+        .lines()
+        .filter(|l| l.starts_with("greta_smoke_status"))
+        .collect();
+    assert_eq!(status.len(), 1, "{textfile}");
+    assert!(status[0].ends_with(" 1"), "{textfile}");
+    assert!(textfile.contains("profile=\"frameworks\""), "{textfile}");
+}
+
+#[test]
+fn frameworks_oneline_prints_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let py = torch_that_fails(tmp.path());
+    let o = failing_frameworks_run(tmp.path(), &py, &["--oneline"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.lines().count(), 1, "{}", text(&o));
+    assert!(out.starts_with("FAIL: frameworks"), "{out}");
+    // The table went to stderr.
+    assert!(String::from_utf8_lossy(&o.stderr).contains("torch.import"));
+}
+
+/// The kernel gates' flags mean nothing to the frameworks profile: each is
+/// refused with exit 2 before an interpreter starts, never ignored.
+#[test]
+fn the_frameworks_profile_refuses_the_kernel_gates_flags() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (flag, says) in [
+        (&["--device", "0"][..], "--device"),
+        (&["--backend", "vulkan"], "--backend"),
+        (&["--baseline", "/nonexistent.json"], "--baseline"),
+        (&["--deny-list", "/nonexistent.toml"], "--deny-list"),
+        (&["--floor-fraction", "0.5"], "--floor-fraction"),
+        (&["--peer-fraction", "0.5"], "--peer-fraction"),
+        (&["--tune"], "--tune"),
+        (&["--gate", "ultrasafe.fill"], "--gate"),
+    ] {
+        let o = greta(tmp.path())
+            .args([
+                "smoke",
+                "--profile",
+                "frameworks",
+                "--python",
+                "/nonexistent/python3",
+            ])
+            .args(flag)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{flag:?}: {}", text(&o));
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            e.contains("--profile frameworks does not take") && e.contains(says),
+            "{flag:?}: {e}"
+        );
+    }
+}
+
+/// With no env active, no `--env` and no `--python`: several greta envs
+/// are named and none is guessed (exit 2); the only one is used.
+#[test]
+fn with_no_env_active_the_greta_envs_are_named_or_the_only_one_is_used() {
+    let tmp = tempfile::tempdir().unwrap();
+    let envs = tmp.path().join("data/greta/envs");
+    for name in ["cpu", "rocm"] {
+        std::fs::create_dir_all(envs.join(name)).unwrap();
+    }
+    let o = greta(tmp.path())
+        .args(["smoke", "--profile", "frameworks"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("2 greta envs (cpu, rocm)") && e.contains("--env NAME"),
+        "{e}"
+    );
+    // With one left, that one is checked (its receipt is missing here, so
+    // the run stops at it, naming it).
+    std::fs::remove_dir(envs.join("rocm")).unwrap();
+    let o = greta(tmp.path())
+        .args(["smoke", "--profile", "frameworks"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("greta's only env, cpu") && e.contains("--env cpu: no greta env at"),
+        "{e}"
+    );
+}

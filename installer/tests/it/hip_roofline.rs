@@ -6,7 +6,7 @@
 //! docs/performance.md, where the run is described). The table is computed
 //! here and compared with the docs; `GRETA_UPDATE_DOCS=1` rewrites it.
 
-use greta_smoke::runtime::kernels::{Op, RateUnit};
+use greta_runtime::kernels::{Op, RateUnit};
 use greta_smoke::spec::{DeviceSpec, SpecFile};
 use greta_smoke::Catalog;
 use greta_vocab::EnvVars;

@@ -14,7 +14,7 @@
 //! Without the chroot (or not as root) the test says why and passes; with
 //! `GRETA_SID_ROCM` set (scripts/test.sh sets it) it is required and fails.
 
-use greta_smoke::runtime::kernels::matrix_lanes;
+use greta_runtime::kernels::matrix_lanes;
 use greta_vocab::EnvVars;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

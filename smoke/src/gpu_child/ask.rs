@@ -1,7 +1,7 @@
 //! The parent's side: start the child, hand it a [`Request`], read its
 //! [`Reply`].
 
-use super::{ErrorKind, Reply, Request, SmokeRequest};
+use super::{ErrorKind, Reply, Request};
 use crate::dispatch::{Finished, Undecided};
 use crate::gates::Catalog;
 use crate::results;
@@ -27,11 +27,24 @@ pub type Asked = ChildOutput;
 /// stdin, killing its process group after `limit`. `what` names the child
 /// in errors ("the hip smoke child").
 pub fn ask(req: &Request, what: &str, limit: Duration) -> Result<Asked, AskError> {
+    ask_with_env(req, what, limit, &[])
+}
+
+/// [`ask`], with `env` set in the child's environment (`GRETA_ENV`: the
+/// staged env whose HIP runtime the child must load).
+pub fn ask_with_env(
+    req: &Request,
+    what: &str,
+    limit: Duration,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Result<Asked, AskError> {
     let helper = child::helper().ok_or(AskError::NoHelper)?;
     // A request is plain data (strings, numbers, paths as text): it always
     // serialises; an empty stdin would be refused by the child, not hang it.
     let input = serde_json::to_vec(req).unwrap_or_default();
-    Ok(child::run(helper.command("serve"), what, &input, limit)?)
+    let mut cmd = helper.command("serve");
+    cmd.envs(env.iter().copied());
+    Ok(child::run(cmd, what, &input, limit)?)
 }
 
 /// Longest a runtime query may take: opening a library and finding its
@@ -65,15 +78,22 @@ pub fn runtime(
 /// enforces each submission's limit itself).
 pub fn run_limit(opts: &Options) -> Duration {
     let gates = Catalog::builtin()
-        .plan(opts.profile, &opts.gates, opts.include_test_gates)
+        .plan(
+            opts.request.profile,
+            &opts.request.gates,
+            opts.request.include_test_gates,
+        )
         .map_or(1, |p| p.len().max(1)) as f64;
-    let repeats = opts.repeat.unwrap_or_else(|| opts.profile.repeats()) as f64;
-    let devices = if matches!(opts.device, DeviceChoice::All) {
+    let repeats = opts
+        .request
+        .repeat
+        .unwrap_or_else(|| opts.request.profile.repeats()) as f64;
+    let devices = if matches!(opts.request.device, DeviceChoice::All) {
         8.0
     } else {
         1.0
     };
-    let s = 300.0 + opts.timeout.as_secs_f64() * gates * (repeats + 2.0) * devices;
+    let s = 300.0 + opts.request.timeout_s * gates * (repeats + 2.0) * devices;
     Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX)
 }
 
@@ -82,7 +102,7 @@ pub fn run_limit(opts: &Options) -> Duration {
 /// start-up. Only a backstop, as [`run_limit`].
 pub fn tune_limit(opts: &crate::tune::TuneOptions) -> Duration {
     let gates = Catalog::builtin()
-        .plan(opts.profile, &opts.gates, false)
+        .plan(opts.request.profile, &opts.request.gates, false)
         .map_or(1, |p| p.len().max(1)) as f64;
     let s = 300.0 + opts.timeout.as_secs_f64() * gates * 13.0;
     Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX)
@@ -91,8 +111,8 @@ pub fn tune_limit(opts: &crate::tune::TuneOptions) -> Duration {
 /// `greta smoke --tune` on a HIP/CUDA device, in the child: its report.
 /// The child's stderr passes through.
 pub fn run_tune(opts: &crate::tune::TuneOptions) -> Result<crate::tune::TuneReport, SmokeError> {
-    let backend = opts.backend.as_str();
-    let req = Request::Tune(super::TuneRequest::from_options(opts));
+    let backend = opts.request.backend.as_str();
+    let req = Request::Tune(opts.request.clone());
     let what = format!("the {backend} tune child");
     let out =
         ask(&req, &what, tune_limit(opts)).map_err(|e| SmokeError::NoDevice(e.to_string()))?;
@@ -114,18 +134,27 @@ pub fn run_tune(opts: &crate::tune::TuneOptions) -> Result<crate::tune::TuneRepo
     }
 }
 
-/// `opts` (backend hip or cuda) run in the child: its report, written
-/// here as a Vulkan run's is, and the exit code. The child's stderr
-/// (progress of driver and compiler, its warnings) passes through.
+/// `opts` run in the child (`greta smoke` sends HIP and CUDA runs there;
+/// `greta install` any backend): its report, written here as an in-process
+/// run's is, and the exit code. The child's stderr (progress of driver and
+/// compiler, its warnings) passes through.
 pub fn run_smoke(opts: &Options) -> Result<Finished, Undecided> {
+    run_smoke_with_env(opts, &[])
+}
+
+/// [`run_smoke`], with `env` set in the child (see [`ask_with_env`]).
+pub fn run_smoke_with_env(
+    opts: &Options,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Result<Finished, Undecided> {
     // The checks a Vulkan run makes first, before the child starts: bad
     // options or an unwritable results directory are exit 2 in a moment.
     check_options(opts)?;
     let dir = results_dir(opts)?;
-    let backend = opts.backend.as_str();
-    let req = Request::Smoke(SmokeRequest::from_options(opts));
+    let backend = opts.request.backend.as_str();
+    let req = Request::Smoke(opts.request.clone());
     let what = format!("the {backend} smoke child");
-    let out = ask(&req, &what, run_limit(opts)).map_err(|e| Undecided {
+    let out = ask_with_env(&req, &what, run_limit(opts), env).map_err(|e| Undecided {
         kind: ErrorKind::CouldNotRun,
         message: e.to_string(),
     })?;

@@ -1,4 +1,6 @@
-//! The HIP/CUDA device child: one typed request in, one typed reply out.
+//! The device child: one typed request in, one typed reply out. `greta
+//! smoke` sends its HIP and CUDA runs here (Vulkan runs in its own
+//! process); `greta install`'s proof step sends any backend, Vulkan too.
 //!
 //! Why a child: a hung GPU can block a driver call forever, and a run-time
 //! compiler can abort its process (ROCm 5.2's hiprtc on gfx942). So device
@@ -18,7 +20,10 @@
 mod ask;
 mod serve;
 
-pub use ask::{ask, run_limit, run_smoke, run_tune, runtime, tune_limit, AskError, Asked};
+pub use ask::{
+    ask, ask_with_env, run_limit, run_smoke, run_smoke_with_env, run_tune, runtime, tune_limit,
+    AskError, Asked,
+};
 pub use serve::{serve, Served};
 
 use crate::gates::Profile;
@@ -73,8 +78,9 @@ pub struct RuntimeAnswer {
     pub error: Option<String>,
 }
 
-/// The part of [`crate::tune::TuneOptions`] that crosses to the child
-/// (the child writes the tuning cache itself: it is the device's file).
+/// What a tune asks: the serialisable core of [`crate::tune::TuneOptions`],
+/// all of it crossing to the child for HIP and CUDA (the child writes the
+/// tuning cache itself: it is the device's file).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TuneRequest {
@@ -93,21 +99,25 @@ pub struct TuneRequest {
 }
 
 impl TuneRequest {
-    pub fn from_options(o: &crate::tune::TuneOptions) -> TuneRequest {
+    /// `profile` with every default, the only place they are set: the
+    /// machine's device and backend, the profile's gates and submission
+    /// limit, a seed from the clock, the default cache, written.
+    pub fn new(profile: Profile) -> TuneRequest {
         TuneRequest {
-            profile: o.profile,
-            device: DeviceChoice::One(o.device.clone()),
-            backend: o.backend,
-            gates: o.gates.clone(),
-            timeout_s: o.timeout.as_secs_f64(),
-            seed: o.seed,
-            cache_dir: o.cache_dir.clone(),
-            dry_run: o.dry_run,
+            profile,
+            device: DeviceChoice::default(),
+            backend: BackendChoice::Auto,
+            gates: Vec::new(),
+            timeout_s: profile.default_timeout_s(),
+            seed: crate::session::clock_seed(),
+            cache_dir: None,
+            dry_run: false,
         }
     }
 
-    /// The options the child tunes with; a timeout that is no duration or
-    /// more than one device is a usage error, not a panic.
+    /// The options a tune runs with (here or in the child), checked once: a
+    /// timeout that is no duration or more than one device is a usage
+    /// error, not a panic.
     pub fn options(&self) -> Result<crate::tune::TuneOptions, SmokeError> {
         let timeout = timeout_of(self.timeout_s)?;
         let device = match &self.device {
@@ -119,29 +129,26 @@ impl TuneRequest {
             }
         };
         Ok(crate::tune::TuneOptions {
-            profile: self.profile,
-            gates: self.gates.clone(),
+            request: self.clone(),
             device,
             timeout,
-            seed: self.seed,
-            cache_dir: self.cache_dir.clone(),
-            dry_run: self.dry_run,
             validation: None,
-            backend: self.backend,
         })
     }
 }
 
-/// The part of [`Options`] that crosses to the child. What stays with the
-/// parent (where results go, the progress bar) is not here: the child
-/// writes no files and draws nothing.
+/// What a smoke run asks: the serialisable core of [`Options`], and all of
+/// it that crosses to the child. What stays with the parent (where results
+/// go, the progress bar) is not here: the child writes no files and draws
+/// nothing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SmokeRequest {
     pub profile: Profile,
     #[serde(with = "device_text")]
     pub device: DeviceChoice,
-    /// `hip` or `cuda`; anything else is refused as a usage error.
+    /// Any backend; `auto` is decided by the `greta` binary's child before
+    /// it serves the request.
     #[serde(with = "backend_text")]
     pub backend: BackendChoice,
     pub gates: Vec<String>,
@@ -159,47 +166,42 @@ pub struct SmokeRequest {
 }
 
 impl SmokeRequest {
-    /// What `opts` asks of the child.
-    pub fn from_options(opts: &Options) -> SmokeRequest {
+    /// `profile` with every default, the only place they are set: the
+    /// machine's device and backend, the profile's gates, repeats and
+    /// submission limit ([`Profile::default_timeout_s`]), the default floor
+    /// and peer fractions, a seed from the clock, no extra files.
+    pub fn new(profile: Profile) -> SmokeRequest {
         SmokeRequest {
-            profile: opts.profile,
-            device: opts.device.clone(),
-            backend: opts.backend,
-            gates: opts.gates.clone(),
-            repeat: opts.repeat,
-            timeout_s: opts.timeout.as_secs_f64(),
-            floor_fraction: opts.floor_fraction,
-            peer_fraction: opts.peer_fraction,
-            baseline: opts.baseline.clone(),
-            deny_list: opts.deny_list.clone(),
-            seed: opts.seed,
-            include_test_gates: opts.include_test_gates,
-            inject: opts.inject.clone(),
+            profile,
+            device: DeviceChoice::default(),
+            backend: BackendChoice::Auto,
+            gates: Vec::new(),
+            repeat: None,
+            timeout_s: profile.default_timeout_s(),
+            floor_fraction: crate::DEFAULT_FLOOR_FRACTION,
+            peer_fraction: crate::DEFAULT_PEER_FRACTION,
+            baseline: None,
+            deny_list: None,
+            seed: None,
+            include_test_gates: false,
+            inject: Vec::new(),
         }
     }
 
-    /// The options the child runs with: no files, no progress bar. A
-    /// timeout that is no duration (negative, NaN, too large) is a usage
-    /// error, not a panic.
+    /// The limit for each submission; one that is no duration (negative,
+    /// NaN, too large) is a usage error, not a panic.
+    pub fn timeout(&self) -> Result<std::time::Duration, SmokeError> {
+        timeout_of(self.timeout_s)
+    }
+
+    /// The options the child runs with: no files, no progress bar.
     pub fn options(&self) -> Result<Options, SmokeError> {
-        let timeout = timeout_of(self.timeout_s)?;
+        self.timeout()?;
         Ok(Options {
-            profile: self.profile,
-            device: self.device.clone(),
-            backend: self.backend,
-            gates: self.gates.clone(),
-            repeat: self.repeat,
-            timeout,
+            request: self.clone(),
             out_dir: None,
             write_results: false,
-            baseline: self.baseline.clone(),
-            floor_fraction: self.floor_fraction,
-            deny_list: self.deny_list.clone(),
-            include_test_gates: self.include_test_gates,
-            seed: self.seed,
             progress: false,
-            peer_fraction: self.peer_fraction,
-            inject: self.inject.clone(),
         })
     }
 }

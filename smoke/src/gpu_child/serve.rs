@@ -60,8 +60,9 @@ impl Served {
     }
 }
 
-/// The child serves HIP and CUDA only (Vulkan runs in the parent); any
-/// other backend is refused as a usage error saying what the child `does`.
+/// The child tunes on HIP and CUDA only (`greta smoke --tune` on Vulkan
+/// runs in the parent); any other backend is refused as a usage error
+/// saying what the child `does`.
 fn hip_or_cuda(backend: BackendChoice, does: &str) -> Result<(), Served> {
     if matches!(backend, BackendChoice::Hip | BackendChoice::Cuda) {
         Ok(())
@@ -121,10 +122,11 @@ fn devices(backend: GpuBackend) -> Served {
     }
 }
 
+/// Every backend's gates run here: HIP and CUDA for `greta smoke`, any of
+/// them (Vulkan too) for `greta install`'s proof step, which asks the child
+/// directly. `auto` here is Vulkan, as in [`run_profile`]: the machine's
+/// choice is made before the request (the `greta` binary makes it).
 fn smoke(req: &SmokeRequest) -> Served {
-    if let Err(refused) = hip_or_cuda(req.backend, "runs") {
-        return refused;
-    }
     let outcome = req.options().and_then(|opts| run_profile(&opts));
     match outcome {
         Ok(outcome) => Served {

@@ -46,10 +46,10 @@ fn requests_round_trip_and_match_the_pinned_sample() {
         devices
     );
     // Defaults round trip too (no optional field is lost or invented).
-    let plain = Request::Smoke(SmokeRequest::from_options(&Options {
+    let plain = Request::Smoke(SmokeRequest {
         backend: BackendChoice::Hip,
-        ..Options::default()
-    }));
+        ..SmokeRequest::new(Profile::Default)
+    });
     let text = serde_json::to_string(&plain).unwrap();
     assert_eq!(serde_json::from_str::<Request>(&text).unwrap(), plain);
 }
@@ -83,25 +83,39 @@ fn replies_print_as_their_own_schema_and_read_back_by_it() {
     }
 }
 
+/// The child serves Vulkan too (install's proof step asks it directly): an
+/// ultrasafe request on lavapipe is answered with its report.
+#[test]
+fn the_child_serves_a_vulkan_smoke_request_with_its_report() {
+    let served = serve(Request::Smoke(SmokeRequest {
+        profile: Profile::Ultrasafe,
+        device: "cpu".parse().unwrap(),
+        backend: BackendChoice::Vulkan,
+        gates: vec![],
+        repeat: None,
+        timeout_s: 30.0,
+        floor_fraction: crate::DEFAULT_FLOOR_FRACTION,
+        peer_fraction: crate::DEFAULT_PEER_FRACTION,
+        baseline: None,
+        deny_list: None,
+        seed: Some(7),
+        include_test_gates: false,
+        inject: vec![],
+    }));
+    assert!(!served.device_lost);
+    let report = match served.reply {
+        Reply::Report(r) => r,
+        other => panic!("no report: {other:?}"),
+    };
+    assert_eq!(served.code, 0, "{:?}", report.status);
+    assert_eq!(report.profile, "ultrasafe");
+    assert_eq!(report.settings.seed, 7);
+    assert_eq!(report.devices.len(), 1);
+    assert!(!report.devices[0].gates.is_empty());
+}
+
 #[test]
 fn a_report_reply_is_the_report_itself() {
-    let served = serve(Request::Smoke(SmokeRequest {
-        backend: BackendChoice::Vulkan,
-        ..full_request()
-    }));
-    // Not a report: the child refuses anything but hip and cuda.
-    assert_eq!(served.code, 2);
-    assert!(!served.device_lost);
-    match served.reply {
-        Reply::Error(e) => assert_eq!(
-            (e.kind, e.message.as_str()),
-            (
-                ErrorKind::Usage,
-                "the GPU child runs --backend hip or cuda only"
-            )
-        ),
-        other => panic!("{other:?}"),
-    }
     // A report's reply is its greta.smoke/v1 JSON, no wrapper.
     let report = crate::results::tests::sample_report();
     let reply = Reply::Report(Box::new(report.clone()));
@@ -146,8 +160,28 @@ fn a_timeout_that_is_no_duration_is_a_usage_error() {
         }
     }
     let o = full_request().options().unwrap();
-    assert_eq!(o.timeout, Duration::from_secs_f64(12.5));
+    assert_eq!(o.request.timeout().unwrap(), Duration::from_secs_f64(12.5));
+    assert_eq!(o.request, full_request());
     assert!(!o.write_results && !o.progress && o.out_dir.is_none());
+}
+
+/// Every default is set in one place: a request for a profile carries
+/// that profile's own submission limit, and the options of `greta smoke`
+/// with no flags are the default profile's request.
+#[test]
+fn a_new_request_has_its_profiles_defaults() {
+    for p in [Profile::Ultrasafe, Profile::Standard, Profile::Perf] {
+        let r = SmokeRequest::new(p);
+        assert_eq!(r.timeout_s, p.default_timeout_s(), "{p:?}");
+        assert_eq!(r.device, DeviceChoice::default());
+        assert_eq!(r.backend, BackendChoice::Auto);
+        assert_eq!(r.floor_fraction, crate::DEFAULT_FLOOR_FRACTION);
+        assert_eq!(r.peer_fraction, crate::DEFAULT_PEER_FRACTION);
+    }
+    assert_eq!(SmokeRequest::new(Profile::Perf).timeout_s, 60.0);
+    let o = Options::default();
+    assert_eq!(o.request, SmokeRequest::new(Profile::Default));
+    assert!(o.write_results && o.progress && o.out_dir.is_none());
 }
 
 #[test]
@@ -215,7 +249,13 @@ fn a_tune_request_round_trips_and_gives_back_its_options() {
     assert_eq!(Request::read(TUNE_SAMPLE.as_bytes()).unwrap(), req);
     let o = tune_request().options().unwrap();
     assert_eq!(
-        (o.backend, o.timeout, o.seed, o.dry_run, o.profile),
+        (
+            o.request.backend,
+            o.timeout,
+            o.request.seed,
+            o.request.dry_run,
+            o.request.profile
+        ),
         (
             BackendChoice::Cuda,
             Duration::from_secs(60),
@@ -224,7 +264,8 @@ fn a_tune_request_round_trips_and_gives_back_its_options() {
             Profile::Perf
         )
     );
-    assert_eq!(TuneRequest::from_options(&o), tune_request());
+    assert_eq!(o.request, tune_request());
+    assert_eq!(o.device, "H200".parse().unwrap());
     // One device only; a timeout that is no duration: usage errors.
     let all = TuneRequest {
         device: DeviceChoice::All,

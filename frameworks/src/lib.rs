@@ -1,8 +1,9 @@
 //! Framework gates: torch, triton and jax of a Python env compute on the
 //! device, each checked against a float64 NumPy reference on fresh random
-//! inputs. `greta install` runs them in the staged env before the swap
-//! (through [`super::check`]); `greta smoke --profile frameworks` runs them
-//! on any env or interpreter.
+//! inputs. `greta install` runs them in the staged env before the swap;
+//! `greta smoke --profile frameworks` runs them on any env or interpreter.
+//! Both call [`run`] (install through [`start`], so that the interpreter
+//! starts while its wheels are still being installed).
 //!
 //! The work happens in the env's own interpreter, running `gates.py`
 //! (embedded here), in its own process group with a time limit
@@ -16,11 +17,14 @@ pub mod report;
 mod scratch;
 pub mod session;
 
+pub use judge::Expect;
+pub use session::Checked;
+
 use anyhow::{bail, Context, Result};
 use greta_vocab::child::{Child, Finished, Running};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -217,13 +221,18 @@ fn yes() -> bool {
     true
 }
 
-/// What one run asks for.
+/// What one run asks for: the interpreter, what it imports and gates with
+/// which limits, and what the result must show. Built with [`Request::new`],
+/// whose defaults are the only ones.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// The interpreter (the env's `bin/python`, or any Python).
+    pub python: PathBuf,
     /// Modules to import and inspect (in [`MODULES`] order).
     pub modules: Vec<String>,
-    /// Of those, the ones whose gates run (the others are only imported).
-    pub gated: Vec<String>,
+    /// Run the compute gates; off, the modules are only imported and
+    /// inspected (`greta install --no-smoke`).
+    pub gates: bool,
     pub seed: u64,
     /// Limit per module (they run side by side, so also for the whole run).
     pub timeout: Duration,
@@ -233,6 +242,49 @@ pub struct Request {
     pub isolated: bool,
     /// Extra environment (the env's activation variables).
     pub env: BTreeMap<String, String>,
+    /// What the env promises and the machine needs.
+    pub expect: Expect,
+}
+
+/// Clean repeats of each gate, each with fresh inputs.
+pub const DEFAULT_REPEATS: u32 = 3;
+
+impl Request {
+    /// Every framework of [`MODULES`] on `python`, gated, with the default
+    /// limits, a seed from the clock, and nothing expected of it.
+    pub fn new(python: PathBuf) -> Request {
+        Request {
+            expect: Expect {
+                label: format!("python {}", python.display()),
+                backend: None,
+                version: None,
+                gpu: None,
+                env_root: None,
+                require_all: false,
+            },
+            python,
+            modules: MODULES.iter().map(|m| m.to_string()).collect(),
+            gates: true,
+            seed: clock_seed(),
+            timeout: session::DEFAULT_TIMEOUT,
+            repeats: DEFAULT_REPEATS,
+            isolated: false,
+            env: BTreeMap::new(),
+        }
+    }
+
+    /// The modules whose gates run: none without [`Request::gates`], and
+    /// triton only where it has a GPU to compile for.
+    pub fn gated(&self) -> Vec<String> {
+        if !self.gates {
+            return vec![];
+        }
+        self.modules
+            .iter()
+            .filter(|m| *m != "triton" || self.expect.triton_runs())
+            .cloned()
+            .collect()
+    }
 }
 
 /// A [`Request::seed`] from the clock, for runs given none: 53 bits, so it
@@ -244,18 +296,28 @@ pub fn clock_seed() -> u64 {
         & ((1 << 53) - 1)
 }
 
-/// The interpreter started and waiting for "go" (see [`prestart`]).
-pub struct Prestarted {
+/// Runs the gates `request` asks for and judges them: [`start`], then
+/// [`Started::run`]. The error is an interpreter that could not be started.
+pub fn run(request: &Request) -> Result<Checked> {
+    Ok(start(request.clone())?.run())
+}
+
+/// The interpreter started and waiting for "go" (see [`start`]).
+pub struct Started {
     running: Running,
     request: Request,
     /// Holds `gates.py` for as long as the interpreter may read it.
     _dir: tempfile::TempDir,
 }
 
-/// Starts `python` on the gate script; it waits for [`Prestarted::run`]
-/// before importing anything, so it can be started while wheels are still
-/// being installed (its start-up is then off the critical path).
-pub fn prestart(python: &Path, request: Request) -> Result<Prestarted> {
+/// Starts `request.python` on the gate script; it waits for
+/// [`Started::run`] before importing anything, so it can be started while
+/// wheels are still being installed (its start-up is then off the critical
+/// path). The interpreter, its flags, seed, repeats, modules and
+/// environment are fixed here; what is gated, the limit and the
+/// expectation may still change ([`Started::request_mut`]).
+pub fn start(request: Request) -> Result<Started> {
+    let python = &request.python;
     let dir = scratch::create_in(&std::env::temp_dir())?;
     let script = dir.path().join("greta_gates.py");
     std::fs::write(&script, SCRIPT).with_context(|| format!("writing {}", script.display()))?;
@@ -279,43 +341,50 @@ pub fn prestart(python: &Path, request: Request) -> Result<Prestarted> {
         .cap(MAX_OUTPUT)
         .start()
         .with_context(|| format!("starting {}", python.display()))?;
-    Ok(Prestarted {
+    Ok(Started {
         running,
         request,
         _dir: dir,
     })
 }
 
-impl Prestarted {
+impl Started {
+    pub fn request(&self) -> &Request {
+        &self.request
+    }
+
+    /// What is decided after the start: [`Request::gates`],
+    /// [`Request::timeout`] and [`Request::expect`] (they go with "go").
+    /// The other fields were used at the start; changing them here changes
+    /// nothing but what is reported.
+    pub fn request_mut(&mut self) -> &mut Request {
+        &mut self.request
+    }
+
+    /// Lets the interpreter go, waits for its result and judges it
+    /// ([`session::finish`]).
+    pub fn run(self) -> Checked {
+        session::finish(self)
+    }
+
     /// Lets the interpreter go and waits for its result, also giving what
     /// it printed on stderr (framework and runtime messages such as
     /// `hipErrorNoBinaryForGpu` or `Memory access fault` are printed there,
     /// not raised). The script enforces the per-module limit itself (and
     /// names what timed out); this limit, a little longer, is for an
     /// interpreter that never gets that far.
-    pub fn run(mut self) -> (Result<Run>, String) {
+    fn wait(mut self) -> (Request, Result<Run>, String) {
         // A child that died at start-up cannot read "go"; `finish` says why.
         let go = format!(
             "go gates={} timeout={}\n",
-            self.request.gated.join(","),
+            self.request.gated().join(","),
             self.request.timeout.as_secs_f64()
         );
         let _ = self.running.send_and_close(go.as_bytes());
         let limit = self.request.timeout.saturating_add(Duration::from_secs(30));
         let f = self.running.finish(Some(limit));
         let parsed = parse(&f, &self.request, limit);
-        (parsed, f.stderr.text())
-    }
-
-    pub fn request(&self) -> &Request {
-        &self.request
-    }
-
-    /// Which modules are gated and their limit, decided after the start
-    /// (they go with "go").
-    pub fn set(&mut self, gated: Vec<String>, timeout: Duration) {
-        self.request.gated = gated;
-        self.request.timeout = timeout;
+        (self.request, parsed, f.stderr.text())
     }
 }
 

@@ -2,7 +2,7 @@
 # the greta binary, written to a private temporary directory for each run:
 # triton compiles kernels from their source file, so this must be a file).
 #
-# Protocol (installer/src/envs/frameworks/mod.rs holds the Rust side):
+# Protocol (frameworks/src/lib.rs, the greta-frameworks crate, holds the Rust side):
 #   argv: gates=M1,M2 seed=N timeout=SECONDS repeats=N MODULE...
 #         (every MODULE is imported and inspected; those in `gates` are
 #         also gated)

@@ -12,7 +12,7 @@
 //! code object must be byte-identical to the one in the cache, or the figures
 //! are refused, since they would describe other code.
 
-use greta_smoke::runtime::gpu::{compile_with_log, CompilerChoice};
+use crate::gpu::{compile_with_log, CompilerChoice};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

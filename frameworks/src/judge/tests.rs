@@ -1,5 +1,5 @@
 use super::*;
-use crate::envs::frameworks::{DeviceSeen, Info, PythonSeen};
+use crate::{DeviceSeen, Info, PythonSeen};
 
 fn run(mods: Vec<ModuleRun>, env: &[(&str, &str)]) -> Run {
     Run {

@@ -4,8 +4,8 @@
 //! their errors, rates and first-call / steady-state times.
 
 use super::judge::Judgement;
+use super::judge::ModuleJudged;
 use super::{DeviceKind, ModuleRun, Run};
-use crate::envs::frameworks::judge::ModuleJudged;
 use greta_smoke::results::{
     self, DeviceInfo, DeviceRun, GateResult, GateStatus, Metrics, RateUnit, Report, RunStatus,
     Settings,

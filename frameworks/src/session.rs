@@ -1,8 +1,8 @@
 //! One gate session from start to judgement, shared by `greta install`
 //! (its post-install check) and `greta smoke --profile frameworks`.
 
-use super::judge::{self, Expect, GpuWant, Judgement, Vendor};
-use super::{Prestarted, Run};
+use super::judge::{self, GpuWant, Judgement, Vendor};
+use super::{Request, Run, Started};
 use greta_probe::Facts;
 use greta_vocab::{Finding, Fix, Severity};
 use std::time::Duration;
@@ -10,6 +10,8 @@ use std::time::Duration;
 /// A finished session: the run (or why there is none), what the
 /// interpreter printed on stderr, and the judgement with every finding.
 pub struct Checked {
+    /// What was asked (its seed, limits and expectation are reported).
+    pub request: Request,
     pub run: Option<Run>,
     pub stderr: String,
     pub judged: Judgement,
@@ -75,15 +77,18 @@ fn nvidia_proc_gpus(dir: &std::path::Path) -> Vec<String> {
     out
 }
 
-/// Lets the prestarted interpreter run, judges what it reports, and, when
+/// Lets the started interpreter run, judges what it reports, and, when
 /// something failed, adds the doctor's findings that the failure texts
-/// raise on this machine (`facts` is asked for only then).
-pub fn finish(p: Prestarted, expect: &Expect, facts: impl FnOnce() -> Facts) -> Checked {
-    let request = p.request().clone();
-    let (run, stderr) = p.run();
+/// raise on this machine (probed only then; for a greta env, with the
+/// framework packages it holds, so that a torch on TheRock's ROCm without
+/// this GPU's device wheel gets its own finding).
+pub(crate) fn finish(started: Started) -> Checked {
+    let (request, run, stderr) = started.wait();
+    let expect = &request.expect;
+    let gated = request.gated();
     let (run, mut judged) = match run {
         Ok(r) => {
-            let j = judge::judge(&r, expect, &request.gated, request.timeout);
+            let j = judge::judge(&r, expect, &gated, request.timeout);
             (Some(r), j)
         }
         Err(e) => {
@@ -112,7 +117,14 @@ pub fn finish(p: Prestarted, expect: &Expect, facts: impl FnOnce() -> Facts) -> 
     if run.is_none() || judged.failed() {
         let mut texts = judged.failure_texts.clone();
         texts.push(("stderr".into(), stderr.clone()));
-        let extra = judge::doctor_findings(&facts(), &texts);
+        let mut facts = machine_facts();
+        if let Some(root) = &expect.env_root {
+            facts.python.frameworks.extend(greta_probe::env_frameworks(
+                &greta_probe::Root::live(),
+                &root.display().to_string(),
+            ));
+        }
+        let extra = judge::doctor_findings(&facts, &texts);
         for f in extra {
             if !judged.findings.iter().any(|x| x.id == f.id) {
                 judged.findings.push(f);
@@ -120,6 +132,7 @@ pub fn finish(p: Prestarted, expect: &Expect, facts: impl FnOnce() -> Facts) -> 
         }
     }
     Checked {
+        request,
         run,
         stderr,
         judged,

@@ -1,0 +1,123 @@
+//! `greta __gpu build-kernels`: the bundled kernels compiled with this
+//! machine's hiprtc for each `--target` (no GPU needed), through the kernel
+//! cache and the compile child the device path uses, optionally with the
+//! compiler's resource figures per kernel ([`resources`]). The answer is
+//! `greta.gpu-kernels/v1`; the `greta` binary only prints it.
+
+pub mod resources;
+
+use crate::gpu::{Api, Driver, KernelCache, KernelSources};
+use crate::hip::{compiler_for_target, Hip};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Schema of [`KernelsAnswer`].
+pub const SCHEMA: &str = "greta.gpu-kernels/v1";
+
+/// What was built, one entry per target.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KernelsAnswer {
+    pub schema: String,
+    pub runtime: Option<String>,
+    pub built: Vec<BuiltTarget>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BuiltTarget {
+    pub target: String,
+    pub compiler: Option<String>,
+    pub object: Option<crate::gpu::CachedObject>,
+    pub error: Option<String>,
+    /// With `resource_usage`: the compiler's figures per kernel, or why
+    /// there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<resources::KernelResources>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources_error: Option<String>,
+}
+
+/// What a build asks for.
+#[derive(Debug, Clone, Default)]
+pub struct BuildRequest {
+    /// gfx targets, e.g. `gfx942`.
+    pub targets: Vec<String>,
+    /// The kernel cache (default: [`KernelCache::default_dir`]).
+    pub cache_dir: Option<PathBuf>,
+    /// Also measure each kernel's registers, LDS and occupancy.
+    pub resource_usage: bool,
+}
+
+/// Builds every target; the code is 0 when each built (and, asked for,
+/// gave its figures), 1 when one did not, 2 when there is no HIP runtime.
+/// Each failure is also said on stderr, with its target.
+pub fn build(req: &BuildRequest) -> (KernelsAnswer, u8) {
+    let hip = match Hip::open() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("greta: {e}");
+            let answer = KernelsAnswer {
+                schema: SCHEMA.into(),
+                runtime: None,
+                built: vec![],
+            };
+            return (answer, 2);
+        }
+    };
+    let cache = KernelCache::new(
+        req.cache_dir
+            .clone()
+            .unwrap_or_else(KernelCache::default_dir),
+    );
+    let sources = KernelSources::bundled();
+    let mut built = Vec::new();
+    for t in &req.targets {
+        let r = compiler_for_target(&hip, t).and_then(|c| {
+            let o = cache.get_or_build(&c, &sources, Api::Hip)?;
+            Ok((c, o))
+        });
+        built.push(match r {
+            Ok((c, o)) => {
+                let (resources, resources_error) = if req.resource_usage {
+                    let unit = sources.translation_unit(Api::Hip);
+                    match resources::measure(&c, &unit, &o.path) {
+                        Ok(r) => (r, None),
+                        Err(e) => {
+                            eprintln!("greta: {t}: resource usage: {e}");
+                            (vec![], Some(e))
+                        }
+                    }
+                } else {
+                    (vec![], None)
+                };
+                BuiltTarget {
+                    target: t.clone(),
+                    compiler: Some(c.library.to_string()),
+                    object: Some(o),
+                    error: None,
+                    resources,
+                    resources_error,
+                }
+            }
+            Err(e) => {
+                eprintln!("greta: {t}: {e}");
+                BuiltTarget {
+                    target: t.clone(),
+                    compiler: None,
+                    object: None,
+                    error: Some(e.to_string()),
+                    resources: vec![],
+                    resources_error: None,
+                }
+            }
+        });
+    }
+    let ok = built
+        .iter()
+        .all(|b| b.error.is_none() && b.resources_error.is_none());
+    let answer = KernelsAnswer {
+        schema: SCHEMA.into(),
+        runtime: Some(hip.library().to_string()),
+        built,
+    };
+    (answer, if ok { 0 } else { 1 })
+}
