@@ -22,7 +22,93 @@ const KNOWN_WRONG: KnownWrong = &[];
 
 /// Pastes in formats doctor had no reader for (expect.toml written before
 /// greta ran on them).
-const UNSEEN_KNOWN_WRONG: KnownWrong = &[];
+const UNSEEN_KNOWN_WRONG: KnownWrong = &[
+    (
+        "collect-env-quoted-win-two-titan-rtx-cu101-driver-442",
+        "all",
+        "TITAN names no NVIDIA GPU to the scan or the collect_env reader",
+    ),
+    (
+        "issue-bullets-2500u-rx560x-vega8-dkms-lsmod-quoted",
+        "all",
+        "the scan reads one product per line",
+    ),
+    (
+        "journal-ollama-0.5.7-runners-cpu-only-no-dynamic-runners",
+        "all",
+        "an ollama build with only the CPU runner is not read as a CPU fallback",
+    ),
+    (
+        "jupyter-traceback-and-benchmark-rx6800m-invalid-device-function",
+        "all",
+        "\"ROCM HIP version: 6.1.40093\" is not read as the ROCm release",
+    ),
+    (
+        "lemonade-log-gfx1151-vllm-hip-out-of-memory-127gib",
+        "all",
+        "a lone gfx token in a hardware line names no GPU",
+    ),
+    (
+        "lspci-vv-unindented-vega-m-gl-polaris22-intel-nuc",
+        "all",
+        "a device block cut by the paste end is read as no driver bound",
+    ),
+    (
+        "nvidia-smi-list-and-xml-gtx1660ti-driver-430",
+        "all",
+        "XML tags glue to the words: one GPU read twice",
+    ),
+    (
+        "ollama-debug-runner-env-rocr-uuid-and-hip-index-1-hide-all",
+        "all",
+        "the runner environment ollama logs is not read as a device selection",
+    ),
+    (
+        "opencl-course-three-platforms-rtx4070ti-gfx1036-cpu",
+        "all",
+        "a bare target is dropped beside a named NVIDIA GPU",
+    ),
+    (
+        "prose-radv-polaris11-deviceid-decimal-26607",
+        "all",
+        "RADV named without parentheses is not read as RADV",
+    ),
+    (
+        "rocalution-program-output-c-source-gfx1031-invalid-device-function",
+        "all",
+        "\"my gfx1031 card\" names no GPU to the scan",
+    ),
+    (
+        "rocm-smi-legacy-table-and-showhw-raphael-igpu-7900xtx",
+        "all",
+        "the DID column of rocm-smi --show-hw is not read",
+    ),
+    (
+        "rocm-smi-t-intel-onboard-and-r9-390x-gpu-index-lines",
+        "all",
+        "the prose names of a rocm-smi paste do not name its nameless GPUs",
+    ),
+    (
+        "rocm2.9-rocminfo-oor-thread-3550h-vega8-rx560x",
+        "all",
+        "\"RX560X\" glued, and the release in rocminfo's build path, are not read",
+    ),
+    (
+        "rocminfo-oor-after-model-reloads-7900xtx-7800xt-form-lines",
+        "all",
+        "two glued names on one line: one read",
+    ),
+    (
+        "vmware-guest-lspci-lshw-svga-no-amd-gpu",
+        "all",
+        "lspci and lshw with no GPU do not say no GPU",
+    ),
+    (
+        "vulkaninfo-amdvlk-unknown-amd-gpu-0x9851-radv-mullins",
+        "all",
+        "the Mullins device id gives no target",
+    ),
+];
 
 fn corpus_dir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -215,7 +301,7 @@ fn every_fixture_case_matches_its_expectation() {
 
 #[test]
 fn every_unseen_format_case_matches_its_expectation() {
-    run_corpus("unseen-formats", UNSEEN_KNOWN_WRONG, 42, 42);
+    run_corpus("unseen-formats", UNSEEN_KNOWN_WRONG, 98, 98);
 }
 
 /// Runs every case of `probe/tests/<name>/`; at least `min_folders`
@@ -363,7 +449,7 @@ fn no_fix_contradicts_its_finding() {
             }
         }
     }
-    assert!(cases >= 213, "only {cases} cases ran");
+    assert!(cases >= 269, "only {cases} cases ran");
     assert!(
         bad.is_empty(),
         "{} contradiction(s):\n{}",
