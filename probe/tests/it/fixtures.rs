@@ -39,24 +39,9 @@ const UNSEEN_KNOWN_WRONG: KnownWrong = &[
         "\"RX 480\" after \"(TM)\" is not read as the product",
     ),
     (
-        "issue-bullets-2500u-rx560x-vega8-dkms-lsmod-quoted",
-        "all",
-        "the scan reads one product per line",
-    ),
-    (
         "journal-ollama-0.5.7-runners-cpu-only-no-dynamic-runners",
         "all",
         "an ollama build with only the CPU runner is not read as a CPU fallback",
-    ),
-    (
-        "jupyter-traceback-and-benchmark-rx6800m-invalid-device-function",
-        "all",
-        "\"ROCM HIP version: 6.1.40093\" is not read as the ROCm release",
-    ),
-    (
-        "lemonade-log-gfx1151-vllm-hip-out-of-memory-127gib",
-        "all",
-        "a lone gfx token in a hardware line names no GPU",
     ),
     (
         "lspci-vv-unindented-vega-m-gl-polaris22-intel-nuc",
@@ -64,24 +49,9 @@ const UNSEEN_KNOWN_WRONG: KnownWrong = &[
         "a device block cut by the paste end is read as no driver bound",
     ),
     (
-        "nvidia-smi-list-and-xml-gtx1660ti-driver-430",
-        "all",
-        "XML tags glue to the words: one GPU read twice",
-    ),
-    (
         "ollama-debug-runner-env-rocr-uuid-and-hip-index-1-hide-all",
         "all",
         "the runner environment ollama logs is not read as a device selection",
-    ),
-    (
-        "opencl-course-three-platforms-rtx4070ti-gfx1036-cpu",
-        "all",
-        "a bare target is dropped beside a named NVIDIA GPU",
-    ),
-    (
-        "prose-radv-polaris11-deviceid-decimal-26607",
-        "all",
-        "RADV named without parentheses is not read as RADV",
     ),
     (
         "rocm-smi-legacy-table-and-showhw-raphael-igpu-7900xtx",
@@ -92,16 +62,6 @@ const UNSEEN_KNOWN_WRONG: KnownWrong = &[
         "rocm-smi-t-intel-onboard-and-r9-390x-gpu-index-lines",
         "all",
         "the prose names of a rocm-smi paste do not name its nameless GPUs",
-    ),
-    (
-        "rocm2.9-rocminfo-oor-thread-3550h-vega8-rx560x",
-        "all",
-        "\"RX560X\" glued, and the release in rocminfo's build path, are not read",
-    ),
-    (
-        "rocminfo-oor-after-model-reloads-7900xtx-7800xt-form-lines",
-        "all",
-        "two glued names on one line: one read",
     ),
     (
         "vmware-guest-lspci-lshw-svga-no-amd-gpu",
