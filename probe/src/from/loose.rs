@@ -3,13 +3,14 @@
 //! refused, versions named in passing, WSL.
 
 use super::amd;
+use super::shared_lines::lines_of;
 use crate::facts::Facts;
 
 /// The device line of ROCm's benchmark clients (rocblas-bench,
 /// hipblaslt-bench, ...): `Device ID 0 : AMD Radeon VII gfx906:sramecc+:xnack-`.
 pub(super) fn bench_devices(facts: &mut Facts, text: &str) {
     let mut seen = std::collections::HashSet::new();
-    for l in text.lines() {
+    for l in lines_of(text) {
         let Some(rest) = l.trim().strip_prefix("Device ID ") else {
             continue;
         };
@@ -55,7 +56,7 @@ pub(super) fn empty_device_list(facts: &mut Facts, text: &str, source: &str) {
     if !text.to_ascii_lowercase().contains("vulkan") {
         return;
     }
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = lines_of(text).collect();
     for (i, l) in lines.iter().enumerate() {
         if l.trim() != "Available devices:" {
             continue;
@@ -88,7 +89,7 @@ pub(super) fn empty_device_list(facts: &mut Facts, text: &str, source: &str) {
 /// shell's `Segmentation fault` (or an abort) is the runtime crashing
 /// (issue 25 class 8), recorded as the `hsa-runtime-crash` signal.
 pub(super) fn rocminfo_crash(facts: &mut Facts, text: &str, source: &str) {
-    let crash = text.lines().enumerate().find(|(_, l)| {
+    let crash = lines_of(text).enumerate().find(|(_, l)| {
         let t = l.trim();
         t.starts_with("Segmentation fault") || t.starts_with("Aborted (core dumped)")
     });
@@ -122,7 +123,7 @@ pub(super) fn refused_gpus(facts: &mut Facts, text: &str) {
         // a log pasted as one line has the GPU far beyond them.
         let line = s
             .line
-            .and_then(|n| text.lines().nth(n.saturating_sub(1)))
+            .and_then(|n| lines_of(text).nth(n.saturating_sub(1)))
             .unwrap_or(&s.text);
         let lc = line.to_ascii_lowercase();
         let named = if s.id == "llvm-amd-target-unknown" {
@@ -157,7 +158,7 @@ pub(super) fn torch_warned_gpus(facts: &mut Facts, text: &str) {
     use crate::facts::Vendor;
     let mut found: Vec<(&str, Vendor)> = Vec::new();
     // Both warnings say "... capability": lines without it are not lower-cased.
-    for l in text.lines().filter(|l| l.contains("apability")) {
+    for l in lines_of(text).filter(|l| l.contains("apability")) {
         let lc = l.to_ascii_lowercase();
         let (name, vendor) = if let Some(p) = lc.find(" with cuda capability sm_") {
             // The name follows a prefix's last ": " (journal, logger).
@@ -203,7 +204,7 @@ pub(super) fn torch_warned_gpus(facts: &mut Facts, text: &str) {
 /// `ROCm: agents=['gfx1100']` and `ROCm: version=6.2, using agent gfx1100`.
 pub(super) fn launcher_rocm_agents(facts: &mut Facts, text: &str) {
     let mut found: Vec<String> = Vec::new();
-    for l in text.lines() {
+    for l in lines_of(text) {
         let lc = l.to_ascii_lowercase();
         let listed = lc
             .find("rocm: agents=[")
@@ -232,7 +233,7 @@ pub(super) fn launcher_rocm_agents(facts: &mut Facts, text: &str) {
 /// then `'3.0.19493-36529b1'`, or `print(torch.version.hip)` then the bare
 /// version): the HIP/ROCm build the wheel was made with.
 pub(super) fn torch_version_hip(text: &str) -> Option<String> {
-    let mut lines = text.lines();
+    let mut lines = lines_of(text);
     while let Some(l) = lines.next() {
         if !l.contains("torch.version.hip") {
             continue;
@@ -289,7 +290,7 @@ pub(super) fn shows_wsl(text: &str) -> bool {
         "libdxcore.so",
         "/usr/lib/wsl/lib",
     ];
-    text.lines().any(|l| {
+    lines_of(text).any(|l| {
         let l = l.to_ascii_lowercase();
         HINTS.iter().any(|h| l.contains(h))
     })
@@ -303,12 +304,12 @@ pub(super) fn shows_wsl(text: &str) -> bool {
 /// device, `Device: cpu`) adds nothing.
 pub(super) fn comfyui_devices(facts: &mut Facts, text: &str) {
     use crate::facts::{Gpu, Vendor};
-    let arch = text.lines().find_map(|l| {
+    let arch = lines_of(text).find_map(|l| {
         let p = l.find("AMD arch: ")?;
         amd::find_gfx(l[p + "AMD arch: ".len()..].trim())
     });
     let mut found: Vec<String> = Vec::new();
-    for l in text.lines() {
+    for l in lines_of(text) {
         let Some(p) = l.find("Device: cuda:") else {
             continue;
         };
@@ -355,14 +356,14 @@ pub(super) fn comfyui_devices(facts: &mut Facts, text: &str) {
 /// a bare `Device:` line proves nothing.
 pub(super) fn torch_script_devices(facts: &mut Facts, text: &str) {
     use crate::facts::{Gpu, Vendor};
-    let available = text.lines().any(|l| {
+    let available = lines_of(text).any(|l| {
         let l = l.trim().to_ascii_lowercase();
         l.contains("cuda available") && l.trim_end_matches('.').ends_with("true")
     });
     if !available {
         return;
     }
-    for l in text.lines() {
+    for l in lines_of(text) {
         let Some((k, v)) = l.trim().split_once(':') else {
             continue;
         };

@@ -10,6 +10,7 @@
 
 use super::amd::{self, find_gfx};
 use super::limits::Keyed;
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, Vendor};
 
 /// This format's entry in the registry of readers (`super::readers`).
@@ -19,10 +20,11 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&["level=", INFERENCE_COMPUTE, DROPPING_IGPU]],
 };
 
 pub fn recognise(text: &str) -> bool {
-    text.lines().any(|l| {
+    lines_of(text).any(|l| {
         (l.contains("level=") && l.contains("msg=") && (l.contains("time=") || l.contains("source=")))
             // Discovery lines pasted with the logfmt prefix trimmed.
             || l.contains(INFERENCE_COMPUTE)
@@ -93,7 +95,7 @@ fn slot<'a>(gpus: &'a mut Keyed<String, Gpu>, id: &str) -> &'a mut Gpu {
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
     let mut gpus: Keyed<String, Gpu> = Keyed::default();
-    for line in text.lines() {
+    for line in lines_of(text) {
         if !line.contains("msg=") {
             continue;
         }

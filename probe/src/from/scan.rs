@@ -14,6 +14,7 @@
 //! nothing.
 
 use super::amd;
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, ScanFact, Vendor, TEXT_SCAN};
 use crate::products::{self, Product};
 use greta_vocab::VkFamily;
@@ -77,7 +78,7 @@ fn triggers() -> &'static aho_corasick::AhoCorasick {
 pub(super) fn scan(text: &str, source: &str) -> Scan {
     let mut out = Scan::default();
     let triggers = triggers();
-    for (n, raw) in text.lines().enumerate() {
+    for (n, raw) in lines_of(text).enumerate() {
         let line = head(raw);
         if line.len() < 3 || !triggers.is_match(line) {
             continue;

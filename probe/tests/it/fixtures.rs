@@ -34,29 +34,9 @@ const UNSEEN_KNOWN_WRONG: KnownWrong = &[
         "access() on a render node refused with EPERM is not read as a blocked device node",
     ),
     (
-        "prose-glxinfo-renderer-rx480-screenfetch",
-        "all",
-        "\"RX 480\" after \"(TM)\" is not read as the product",
-    ),
-    (
-        "journal-ollama-0.5.7-runners-cpu-only-no-dynamic-runners",
-        "all",
-        "an ollama build with only the CPU runner is not read as a CPU fallback",
-    ),
-    (
-        "lspci-vv-unindented-vega-m-gl-polaris22-intel-nuc",
-        "all",
-        "a device block cut by the paste end is read as no driver bound",
-    ),
-    (
         "ollama-debug-runner-env-rocr-uuid-and-hip-index-1-hide-all",
         "all",
         "the runner environment ollama logs is not read as a device selection",
-    ),
-    (
-        "rocm-smi-legacy-table-and-showhw-raphael-igpu-7900xtx",
-        "all",
-        "the DID column of rocm-smi --show-hw is not read",
     ),
     (
         "rocm-smi-t-intel-onboard-and-r9-390x-gpu-index-lines",
@@ -67,11 +47,6 @@ const UNSEEN_KNOWN_WRONG: KnownWrong = &[
         "vmware-guest-lspci-lshw-svga-no-amd-gpu",
         "all",
         "lspci and lshw with no GPU do not say no GPU",
-    ),
-    (
-        "vulkaninfo-amdvlk-unknown-amd-gpu-0x9851-radv-mullins",
-        "all",
-        "the Mullins device id gives no target",
     ),
 ];
 
