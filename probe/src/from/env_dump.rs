@@ -102,6 +102,9 @@ pub fn parse_exports(text: &str) -> Facts {
 fn prefixed_selection(text: &str, f: &mut Facts) {
     use crate::hip_order::{hides_every_device, SELECTION_VARS};
     // Every selection variable ends so: a line without it is no prefix.
+    if !text.contains("_VISIBLE_DEVICES=") {
+        return;
+    }
     for line in lines_of(text).filter(|l| l.contains("_VISIBLE_DEVICES=")) {
         let Some(prefix) = command_prefix(line) else {
             continue;
@@ -156,6 +159,9 @@ fn word_assignment(w: &str) -> Option<(&str, &str)> {
 /// `HSA_OVERRIDE_GFX_VERSION:` in its config map) is no value.
 pub fn override_mention(text: &str) -> Option<String> {
     const KEY: &str = "HSA_OVERRIDE_GFX_VERSION";
+    if !text.contains(KEY) {
+        return None;
+    }
     let mut found = None;
     for line in lines_of(text) {
         let mut rest = line;

@@ -18,6 +18,19 @@ type Bounds = Rc<[(usize, usize)]>;
 thread_local! {
     /// The shared text's address and length, and its lines' bounds.
     static SHARED: RefCell<Option<(usize, usize, Bounds)>> = const { RefCell::new(None) };
+    /// Counts the texts shared so far: what is derived from one shared
+    /// text is valid while the count stays.
+    static GENERATION: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The number of the text now shared, when `text` is it.
+pub(super) fn shared_generation(text: &str) -> Option<u64> {
+    let shared = SHARED.with(|s| {
+        s.borrow()
+            .as_ref()
+            .is_some_and(|(p, n, _)| *p == text.as_ptr() as usize && *n == text.len())
+    });
+    shared.then(|| GENERATION.with(std::cell::Cell::get))
 }
 
 /// While it lives, [`lines_of`] of `text` reads the bounds split here.
@@ -41,6 +54,7 @@ pub(super) fn share(text: &str) -> Shared {
         })
         .collect();
     SHARED.with(|s| *s.borrow_mut() = Some((base, text.len(), bounds)));
+    GENERATION.with(|g| g.set(g.get() + 1));
     Shared(())
 }
 

@@ -34,19 +34,14 @@ const UNSEEN_KNOWN_WRONG: KnownWrong = &[
         "access() on a render node refused with EPERM is not read as a blocked device node",
     ),
     (
-        "ollama-debug-runner-env-rocr-uuid-and-hip-index-1-hide-all",
-        "all",
-        "the runner environment ollama logs is not read as a device selection",
-    ),
-    (
         "rocm-smi-t-intel-onboard-and-r9-390x-gpu-index-lines",
         "all",
-        "the prose names of a rocm-smi paste do not name its nameless GPUs",
+        "the prose names (radeon r9 390x, an Intel on-board card) do not name the nameless GPU rows of the rocm-smi paste",
     ),
     (
         "vmware-guest-lspci-lshw-svga-no-amd-gpu",
         "all",
-        "lspci and lshw with no GPU do not say no GPU",
+        "a pasted lspci is never taken as the whole bus (pastes inspect nothing completely), so no GPU is not concluded; the SVGA adapter is rightly no GPU",
     ),
 ];
 
