@@ -248,6 +248,26 @@ fn truncate(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
 
+    /// A traced call on a render node refused with EPERM (the device
+    /// plugin's cgroup, ROCm/k8s-device-plugin#65), in strace's two usual
+    /// calls; the same call refused for another reason is not it.
+    #[test]
+    fn a_render_node_refused_with_eperm() {
+        let id = |l: &str| classify(l).map(|s| s.id.as_str());
+        for l in [
+            r#"access("/dev/dri/renderD128", F_OK)     = -1 EPERM (Operation not permitted)"#,
+            r#"openat(AT_FDCWD, "/dev/dri/renderD129", O_RDWR|O_CLOEXEC) = -1 EPERM (Operation not permitted)"#,
+        ] {
+            assert_eq!(id(l), Some("device-node-eperm"), "{l}");
+        }
+        assert_ne!(
+            id(
+                r#"openat(AT_FDCWD, "/dev/dri/renderD128", O_RDWR) = -1 ENOENT (No such file or directory)"#
+            ),
+            Some("device-node-eperm")
+        );
+    }
+
     /// The search that skips lines without a pattern finds exactly the
     /// lines, numbers and signatures a walk over every line finds: on every
     /// file of both paste corpora, and on line ends of every kind.

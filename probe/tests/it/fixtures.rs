@@ -29,11 +29,6 @@ const UNSEEN_KNOWN_WRONG: KnownWrong = &[
         "the chip name of a PCI id and the card's series name are read as two GPUs",
     ),
     (
-        "k8s-torch-amdgpu-get-auth-failed-strace-access-eperm-render-node",
-        "all",
-        "access() on a render node refused with EPERM is not read as a blocked device node",
-    ),
-    (
         "rocm-smi-t-intel-onboard-and-r9-390x-gpu-index-lines",
         "all",
         "the prose names (radeon r9 390x, an Intel on-board card) do not name the nameless GPU rows of the rocm-smi paste",
