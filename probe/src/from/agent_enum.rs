@@ -7,6 +7,7 @@
 //! is no second GPU.
 
 use super::amd::{self, find_gfx};
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu};
 
 const COMMAND: &str = "rocm_agent_enumerator";
@@ -21,6 +22,7 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&[COMMAND, "gfx000"]],
 };
 
 pub fn recognise(text: &str) -> bool {
@@ -49,7 +51,7 @@ fn agent_lines(text: &str) -> AgentLines<'_> {
         kept: Vec::new(),
         gpus: 0,
     };
-    let mut lines = text.lines().peekable();
+    let mut lines = lines_of(text).peekable();
     while let Some(l) = lines.next() {
         let starts_run = target(l) == Some("gfx000");
         if !l.contains(COMMAND) && !starts_run {

@@ -279,6 +279,9 @@ pub fn forced_target(
 /// (`PS C:\\AMD\\ROCm\\6.2\\bin> hipinfo.exe`, `C:\\Program Files\\AMD\\ROCm\\7.1\\bin`),
 /// when one release only appears.
 pub fn hip_sdk_path_version(text: &str) -> Option<String> {
+    if !super::loose::mentions(text, &["\\amd\\rocm\\"]) {
+        return None;
+    }
     let lower = text.to_ascii_lowercase();
     let mut found: Option<String> = None;
     for (p, m) in lower.match_indices("\\amd\\rocm\\") {

@@ -5,6 +5,7 @@
 use super::amd::{self, find_gfx, parse_id};
 use super::kv;
 use super::limits::Keyed;
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, KernelDriver};
 
 /// This format's entry in the registry of readers (`super::readers`).
@@ -14,6 +15,15 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&[
+        "AMD-SMI ",
+        "AMDSMI Tool",
+        "GPU-Name",
+        "MARKET_NAME:",
+        "CURRENT_PARTITION:",
+        "\"market_name\":",
+        "\"target_graphics_version\":",
+    ]],
 };
 
 pub fn recognise(text: &str) -> bool {
@@ -35,7 +45,7 @@ fn is_json(text: &str) -> bool {
 /// valid JSON (ids masked, a quote lost) still names its GPUs.
 fn json_as_keys(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for l in text.lines() {
+    for l in lines_of(text) {
         let t = l.trim_start();
         let Some((k, v)) = t.strip_prefix('"').and_then(|r| r.split_once("\":")) else {
             // Brackets, and any text pasted around the JSON (a version line).
@@ -92,7 +102,7 @@ fn parse_keys(text: &str) -> Facts {
     if let Some(v) = word_after(text, "ROCm version:") {
         f.rocm.version = Some(v.to_string());
     }
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = lines_of(text).collect();
     // Key form: GPUs by their amd-smi index ("GPU: 0"); a paste of `amd-smi
     // list` then `amd-smi static` names each index twice, for one GPU.
     let mut keyed: Keyed<&str, Gpu> = Keyed::default();

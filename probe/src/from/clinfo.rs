@@ -3,6 +3,7 @@
 //! devices is not proof that the machine has none.
 
 use super::amd::{self, find_gfx};
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, Vendor};
 
 /// This format's entry in the registry of readers (`super::readers`).
@@ -12,6 +13,13 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&[
+        "Number of platforms",
+        "ICD loader Name",
+        "Platform Name",
+        "Number of devices",
+        "Board name:",
+    ]],
 };
 
 pub fn recognise(text: &str) -> bool {
@@ -29,7 +37,7 @@ pub fn recognise(text: &str) -> bool {
 /// Device lines of ROCm's own clinfo without its headers (a `grep` of
 /// it): a `Board name:` and a `Name:` that is a gfx target.
 fn rocm_layout_fragment(text: &str) -> bool {
-    let lines = || text.lines().map(str::trim);
+    let lines = || lines_of(text).map(str::trim);
     lines().any(|t| t.starts_with("Board name:"))
         && lines().any(|t| t.strip_prefix("Name:").is_some_and(|v| is_target(v.trim())))
 }
@@ -70,7 +78,7 @@ pub fn parse(text: &str) -> Facts {
             }
         }
     };
-    for l in text.lines() {
+    for l in lines_of(text) {
         let t = l.trim();
         if let Some(v) = field(t, "Platform Name").or_else(|| field(t, "Platform Vendor")) {
             platform_vendor = if v.contains("AMD") || v.contains("Advanced Micro Devices") {

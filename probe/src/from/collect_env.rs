@@ -2,6 +2,7 @@
 //! CPU) and the GPUs the framework saw, without importing anything.
 
 use super::amd::find_gfx;
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Framework, Gpu, Interpreter, Signal, Vendor};
 
 /// This format's entry in the registry of readers (`super::readers`).
@@ -11,6 +12,12 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse,
     alone: false,
+    markers: &[&[
+        "Collecting environment information",
+        "PyTorch version:",
+        "ROCM used to build PyTorch",
+        "Is CUDA available:",
+    ]],
 };
 
 pub fn recognise(text: &str) -> bool {
@@ -38,8 +45,7 @@ pub fn parse(text: &str, source: &str) -> Facts {
     let mut cuda_available: Option<bool> = None;
     let mut available_line: Option<(usize, String)> = None;
     let mut in_gpus = false;
-    for (n, t) in text
-        .lines()
+    for (n, t) in lines_of(text)
         .enumerate()
         .flat_map(|(n, l)| wrapped_segments(l).into_iter().map(move |t| (n, t)))
     {

@@ -4,6 +4,7 @@
 
 use super::amd::{self, parse_id};
 use super::nvrm;
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, KernelDriver, Vendor};
 
 /// The kernel message of one log line, without whatever the tool that
@@ -153,10 +154,19 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&[
+        "kfd kfd",
+        "[drm",
+        "NVRM",
+        "amdgpu",
+        "misc dxg:",
+        "hv_vmbus: registering driver dxgkrnl",
+        "Linux version",
+    ]],
 };
 
 pub fn recognise(text: &str) -> bool {
-    text.lines().any(|l| {
+    lines_of(text).any(|l| {
         let s = strip_stamp(l);
         is_driver_message(s)
             || ((s.len() != l.trim_start().len())
@@ -220,7 +230,7 @@ pub fn parse(text: &str) -> Facts {
     let mut amdgpu = AmdgpuLines::default();
     let mut nvidia = nvrm::NvidiaGpus::default();
     let mut by_kfd: Vec<Gpu> = Vec::new();
-    for (i, l) in text.lines().enumerate() {
+    for (i, l) in lines_of(text).enumerate() {
         let s = strip_stamp(l);
         driver_line(s, &mut f);
         nvidia.line(s);
@@ -315,7 +325,7 @@ fn driver_line(s: &str, f: &mut Facts) {
 /// the log wrapped it over (lines without a prefix of their own that start
 /// with `NVRM:`), joined with spaces.
 fn nvrm_message(text: &str, start: usize) -> String {
-    let mut lines = text.lines().skip(start);
+    let mut lines = lines_of(text).skip(start);
     let mut out = lines.next().map(strip_stamp).unwrap_or("").to_string();
     for l in lines.take(6) {
         let t = l.trim_start();

@@ -2,6 +2,7 @@
 //! and `export X=...` typed in a pasted terminal session): only the
 //! variables doctor's rules read are kept.
 
+use super::shared_lines::lines_of;
 use crate::facts::Facts;
 
 /// Variables that change what the GPU stack does.
@@ -51,14 +52,14 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[KEYS, &["HSA_OVERRIDE_GFX_VERSION"]],
 };
 
 pub fn recognise(text: &str) -> bool {
     if !text.contains('=') {
         return false;
     }
-    let lines: Vec<&str> = text
-        .lines()
+    let lines: Vec<&str> = lines_of(text)
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
@@ -101,7 +102,10 @@ pub fn parse_exports(text: &str) -> Facts {
 fn prefixed_selection(text: &str, f: &mut Facts) {
     use crate::hip_order::{hides_every_device, SELECTION_VARS};
     // Every selection variable ends so: a line without it is no prefix.
-    for line in text.lines().filter(|l| l.contains("_VISIBLE_DEVICES=")) {
+    if !text.contains("_VISIBLE_DEVICES=") {
+        return;
+    }
+    for line in lines_of(text).filter(|l| l.contains("_VISIBLE_DEVICES=")) {
         let Some(prefix) = command_prefix(line) else {
             continue;
         };
@@ -155,8 +159,11 @@ fn word_assignment(w: &str) -> Option<(&str, &str)> {
 /// `HSA_OVERRIDE_GFX_VERSION:` in its config map) is no value.
 pub fn override_mention(text: &str) -> Option<String> {
     const KEY: &str = "HSA_OVERRIDE_GFX_VERSION";
+    if !text.contains(KEY) {
+        return None;
+    }
     let mut found = None;
-    for line in text.lines() {
+    for line in lines_of(text) {
         let mut rest = line;
         while let Some(p) = rest.find(KEY) {
             let mut after = &rest[p + KEY.len()..];
@@ -183,7 +190,7 @@ pub fn override_mention(text: &str) -> Option<String> {
 
 fn apply(text: &str, take: impl Fn(&str) -> bool) -> Facts {
     let mut f = Facts::default();
-    for l in text.lines().filter(|l| take(l)) {
+    for l in lines_of(text).filter(|l| take(l)) {
         let Some((k, v)) = assignment(l) else {
             continue;
         };

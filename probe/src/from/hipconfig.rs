@@ -1,5 +1,6 @@
 //! `hipconfig` / `hipconfig --full` output: HIP version and ROCm path.
 
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, RocmInstall};
 
 /// This format's entry in the registry of readers (`super::readers`).
@@ -9,6 +10,7 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&["HIP version"]],
 };
 
 pub fn recognise(text: &str) -> bool {
@@ -20,7 +22,7 @@ pub fn recognise(text: &str) -> bool {
 
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
-    for l in text.lines() {
+    for l in lines_of(text) {
         let Some((k, v)) = l.split_once(':') else {
             continue;
         };

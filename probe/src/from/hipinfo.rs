@@ -6,6 +6,7 @@
 
 use super::amd::{self, find_gfx};
 use super::kv;
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, Vendor};
 
 /// This format's entry in the registry of readers (`super::readers`).
@@ -15,13 +16,22 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&[
+        "Name:",
+        "totalGlobalMem",
+        "multiProcessorCount",
+        "gcnArchName",
+        "pciBusID",
+        "memInfo.total",
+        "memInfo.free",
+    ]],
 };
 
 pub fn recognise(text: &str) -> bool {
     let mut device = false;
     let mut keys = 0;
     let mut arch = false;
-    for l in text.lines() {
+    for l in lines_of(text) {
         let t = l.trim();
         device |= device_index(t).is_some();
         if let Some((_, k, v)) = kv(t) {
@@ -69,7 +79,7 @@ struct Device {
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
     let mut devices: Vec<Device> = Vec::new();
-    for l in text.lines() {
+    for l in lines_of(text) {
         let t = l.trim();
         if device_index(t).is_some() {
             devices.push(Device::default());

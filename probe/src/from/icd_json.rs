@@ -28,6 +28,7 @@ pub const ICD_READER: super::readers::Fns = super::readers::Fns {
     detect: |t| manifest(t) == Some(true),
     parse,
     alone: true,
+    markers: &[],
 };
 
 /// This format's entry in the registry of readers (`super::readers`).
@@ -37,6 +38,7 @@ pub const LAYER_READER: super::readers::Fns = super::readers::Fns {
     detect: |t| manifest(t) == Some(false),
     parse,
     alone: true,
+    markers: &[],
 };
 
 pub fn parse(text: &str, source: &str) -> Facts {

@@ -11,6 +11,7 @@
 //! Older jax prints `jax.devices (1 total, 1 local): [CpuDevice(id=0)]`
 //! instead of `device info:`, which names no GPU model.
 
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Framework, Gpu};
 
 /// `jaxlib:` beside `jax:` or a device line: jax's own layout.
@@ -21,12 +22,13 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&["jaxlib:"]],
 };
 
 pub fn recognise(text: &str) -> bool {
     let mut jaxlib = false;
     let mut other = false;
-    for l in text.lines() {
+    for l in lines_of(text) {
         let t = l.trim_start();
         jaxlib |= t.starts_with("jaxlib:");
         other |= t.starts_with("jax:")
@@ -38,7 +40,7 @@ pub fn recognise(text: &str) -> bool {
 
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
-    for l in text.lines() {
+    for l in lines_of(text) {
         let t = l.trim();
         if let Some(v) = t.strip_prefix("jax:").map(str::trim) {
             push_framework(&mut f, "jax", v);

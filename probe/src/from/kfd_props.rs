@@ -4,6 +4,7 @@
 //! A node with SIMDs is a GPU; one with CPU cores as well is an APU.
 
 use super::amd::{self, gfx_from_target_version};
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, Vendor};
 use std::collections::BTreeMap;
 
@@ -41,13 +42,13 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[KEYS, &["gfx_target_version"]],
 };
 
 pub fn recognise(text: &str) -> bool {
     let mut known = 0;
     let mut other = 0;
-    for l in text
-        .lines()
+    for l in lines_of(text)
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('$'))
     {
@@ -58,9 +59,7 @@ pub fn recognise(text: &str) -> bool {
         }
     }
     (known >= 3
-        || text
-            .lines()
-            .any(|l| pair(l.trim()).is_some_and(|(k, _)| k == "gfx_target_version")))
+        || lines_of(text).any(|l| pair(l.trim()).is_some_and(|(k, _)| k == "gfx_target_version")))
         && other <= known
 }
 
@@ -126,7 +125,7 @@ impl KfdNode {
 pub fn parse_kfd_properties(text: &str) -> Vec<KfdNode> {
     let mut nodes = Vec::new();
     let mut cur = KfdNode::default();
-    for line in text.lines() {
+    for line in lines_of(text) {
         let mut w = line.split_whitespace();
         let (Some(key), Some(val), None) = (w.next(), w.next(), w.next()) else {
             continue;

@@ -5,6 +5,7 @@
 
 use super::amd::find_gfx;
 use super::limits::Keyed;
+use super::shared_lines::lines_of;
 use super::vulkaninfo::{gpu_of, kind_from_driver_id};
 use crate::facts::{Facts, Gpu, Vendor, VulkanDevice};
 use greta_vocab::{DeviceType, VkFamily};
@@ -16,10 +17,18 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&[
+        "ggml_vulkan: ",
+        "Vulkan",
+        "VMM:",
+        "MiB free)",
+        "ggml_cuda_init: found",
+        "ggml_init_cublas: found",
+    ]],
 };
 
 pub fn recognise(text: &str) -> bool {
-    text.lines().any(|l| {
+    lines_of(text).any(|l| {
         ggml_vulkan_rest(l).is_some_and(|r| r.contains(" = ") || using_line(r).is_some())
             || old_vulkan_line(l).is_some()
             || hip_device_line(l).is_some()
@@ -110,7 +119,7 @@ pub fn parse(text: &str) -> Facts {
     // Device-list rows, kept apart: the same device's `Device N:` line,
     // which names its gfx, wins over them (added after the loop).
     let mut listed: Keyed<u32, (u32, String)> = Keyed::default();
-    for line in text.lines() {
+    for line in lines_of(text) {
         if let Some((idx, name)) = rocm_list_row(line) {
             listed.entry(idx, || (idx, name.to_string()));
             continue;

@@ -3,13 +3,17 @@
 //! refused, versions named in passing, WSL.
 
 use super::amd;
+use super::shared_lines::lines_of;
 use crate::facts::Facts;
 
 /// The device line of ROCm's benchmark clients (rocblas-bench,
 /// hipblaslt-bench, ...): `Device ID 0 : AMD Radeon VII gfx906:sramecc+:xnack-`.
 pub(super) fn bench_devices(facts: &mut Facts, text: &str) {
+    if !text.contains("Device ID ") {
+        return;
+    }
     let mut seen = std::collections::HashSet::new();
-    for l in text.lines() {
+    for l in lines_of(text) {
         let Some(rest) = l.trim().strip_prefix("Device ID ") else {
             continue;
         };
@@ -52,10 +56,10 @@ pub(super) fn bench_devices(facts: &mut Facts, text: &str) {
 /// for a Vulkan build (the paste names Vulkan), as llama.cpp's own "No
 /// devices found" line would be.
 pub(super) fn empty_device_list(facts: &mut Facts, text: &str, source: &str) {
-    if !text.to_ascii_lowercase().contains("vulkan") {
+    if !text.contains("Available devices:") || !mentions(text, &["vulkan"]) {
         return;
     }
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = lines_of(text).collect();
     for (i, l) in lines.iter().enumerate() {
         if l.trim() != "Available devices:" {
             continue;
@@ -88,7 +92,7 @@ pub(super) fn empty_device_list(facts: &mut Facts, text: &str, source: &str) {
 /// shell's `Segmentation fault` (or an abort) is the runtime crashing,
 /// recorded as the `hsa-runtime-crash` signal.
 pub(super) fn rocminfo_crash(facts: &mut Facts, text: &str, source: &str) {
-    let crash = text.lines().enumerate().find(|(_, l)| {
+    let crash = lines_of(text).enumerate().find(|(_, l)| {
         let t = l.trim();
         t.starts_with("Segmentation fault") || t.starts_with("Aborted (core dumped)")
     });
@@ -122,7 +126,7 @@ pub(super) fn refused_gpus(facts: &mut Facts, text: &str) {
         // a log pasted as one line has the GPU far beyond them.
         let line = s
             .line
-            .and_then(|n| text.lines().nth(n.saturating_sub(1)))
+            .and_then(|n| lines_of(text).nth(n.saturating_sub(1)))
             .unwrap_or(&s.text);
         let lc = line.to_ascii_lowercase();
         let named = if s.id == "llvm-amd-target-unknown" {
@@ -155,9 +159,12 @@ pub(super) fn refused_gpus(facts: &mut Facts, text: &str) {
 /// logger prefix.
 pub(super) fn torch_warned_gpus(facts: &mut Facts, text: &str) {
     use crate::facts::Vendor;
+    if !text.contains("apability") {
+        return;
+    }
     let mut found: Vec<(&str, Vendor)> = Vec::new();
     // Both warnings say "... capability": lines without it are not lower-cased.
-    for l in text.lines().filter(|l| l.contains("apability")) {
+    for l in lines_of(text).filter(|l| l.contains("apability")) {
         let lc = l.to_ascii_lowercase();
         let (name, vendor) = if let Some(p) = lc.find(" with cuda capability sm_") {
             // The name follows a prefix's last ": " (journal, logger).
@@ -202,8 +209,11 @@ pub(super) fn torch_warned_gpus(facts: &mut Facts, text: &str) {
 /// amdgpu-forge, SD.Next) found through ROCm before it chose a torch:
 /// `ROCm: agents=['gfx1100']` and `ROCm: version=6.2, using agent gfx1100`.
 pub(super) fn launcher_rocm_agents(facts: &mut Facts, text: &str) {
+    if !mentions(text, &["rocm: agents=[", "using agent gfx"]) {
+        return;
+    }
     let mut found: Vec<String> = Vec::new();
-    for l in text.lines() {
+    for l in lines_of(text) {
         let lc = l.to_ascii_lowercase();
         let listed = lc
             .find("rocm: agents=[")
@@ -232,7 +242,10 @@ pub(super) fn launcher_rocm_agents(facts: &mut Facts, text: &str) {
 /// then `'3.0.19493-36529b1'`, or `print(torch.version.hip)` then the bare
 /// version): the HIP/ROCm build the wheel was made with.
 pub(super) fn torch_version_hip(text: &str) -> Option<String> {
-    let mut lines = text.lines();
+    if !text.contains("torch.version.hip") {
+        return None;
+    }
+    let mut lines = lines_of(text);
     while let Some(l) = lines.next() {
         if !l.contains("torch.version.hip") {
             continue;
@@ -289,10 +302,7 @@ pub(super) fn shows_wsl(text: &str) -> bool {
         "libdxcore.so",
         "/usr/lib/wsl/lib",
     ];
-    text.lines().any(|l| {
-        let l = l.to_ascii_lowercase();
-        HINTS.iter().any(|h| l.contains(h))
-    })
+    mentions(text, HINTS)
 }
 
 /// The GPU ComfyUI's start-up log names (its `model_management` prints the
@@ -303,12 +313,15 @@ pub(super) fn shows_wsl(text: &str) -> bool {
 /// device, `Device: cpu`) adds nothing.
 pub(super) fn comfyui_devices(facts: &mut Facts, text: &str) {
     use crate::facts::{Gpu, Vendor};
-    let arch = text.lines().find_map(|l| {
+    if !text.contains("Device: cuda:") {
+        return;
+    }
+    let arch = lines_of(text).find_map(|l| {
         let p = l.find("AMD arch: ")?;
         amd::find_gfx(l[p + "AMD arch: ".len()..].trim())
     });
     let mut found: Vec<String> = Vec::new();
-    for l in text.lines() {
+    for l in lines_of(text) {
         let Some(p) = l.find("Device: cuda:") else {
             continue;
         };
@@ -355,14 +368,17 @@ pub(super) fn comfyui_devices(facts: &mut Facts, text: &str) {
 /// a bare `Device:` line proves nothing.
 pub(super) fn torch_script_devices(facts: &mut Facts, text: &str) {
     use crate::facts::{Gpu, Vendor};
-    let available = text.lines().any(|l| {
+    if !mentions(text, &["cuda available"]) {
+        return;
+    }
+    let available = lines_of(text).any(|l| {
         let l = l.trim().to_ascii_lowercase();
         l.contains("cuda available") && l.trim_end_matches('.').ends_with("true")
     });
     if !available {
         return;
     }
-    for l in text.lines() {
+    for l in lines_of(text) {
         let Some((k, v)) = l.trim().split_once(':') else {
             continue;
         };
@@ -393,6 +409,69 @@ pub(super) fn torch_script_devices(facts: &mut Facts, text: &str) {
 
 /// Adds the GPU an application named, unless a GPU of that name is
 /// listed already (by another recogniser, or an earlier line).
+/// Every string the readings of this module and `amd::hip_sdk_path_version`
+/// look for in a whole paste: one search of the paste `parse_text` reads
+/// answers for all of them.
+const NEEDLES: &[&str] = &[
+    "vulkan",
+    "rocm: agents=[",
+    "using agent gfx",
+    "microsoft-standard-wsl",
+    "wsl environment detected",
+    "/dev/dxg",
+    "librocdxg",
+    "libdxcore.so",
+    "/usr/lib/wsl/lib",
+    "cuda available",
+    "\\amd\\rocm\\",
+];
+
+thread_local! {
+    /// Which of [`NEEDLES`] the shared paste (of that generation) contains.
+    static FOUND: std::cell::RefCell<Option<(u64, Vec<bool>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn automaton(needles: &[&str]) -> Option<aho_corasick::AhoCorasick> {
+    aho_corasick::AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(needles)
+        .ok()
+}
+
+/// Whether `text` contains one of `needles`, ASCII case ignored: one search
+/// of the whole paste where the reading would lower-case every line (for
+/// the paste being parsed, one search for every needle of [`NEEDLES`]).
+/// An automaton that cannot be built decides nothing: the reading runs.
+pub(super) fn mentions(text: &str, needles: &[&str]) -> bool {
+    let known: Option<Vec<usize>> = needles
+        .iter()
+        .map(|n| NEEDLES.iter().position(|x| x == n))
+        .collect();
+    if let (Some(idx), Some(generation)) = (known, super::shared_lines::shared_generation(text)) {
+        let found = FOUND.with(|f| {
+            let mut f = f.borrow_mut();
+            if f.as_ref().is_none_or(|(g, _)| *g != generation) {
+                let mut seen = vec![false; NEEDLES.len()];
+                match automaton(NEEDLES) {
+                    Some(ac) => {
+                        for m in ac.find_overlapping_iter(text) {
+                            seen[m.pattern().as_usize()] = true;
+                        }
+                    }
+                    None => seen.fill(true),
+                }
+                *f = Some((generation, seen));
+            }
+            f.as_ref().map(|(_, s)| idx.iter().any(|&i| s[i]))
+        });
+        if let Some(found) = found {
+            return found;
+        }
+    }
+    automaton(needles).is_none_or(|ac| ac.is_match(text))
+}
+
 fn add_named_gpu(facts: &mut Facts, gpu: crate::facts::Gpu) {
     if !facts.gpus.iter().any(|g| g.name == gpu.name) {
         super::limits::push_gpu(facts, gpu);
@@ -421,5 +500,31 @@ fn add_amd_targets(facts: &mut Facts, found: Vec<String>, seen_by: &str) {
                 ..Default::default()
             },
         );
+    }
+}
+
+#[cfg(test)]
+mod mention_tests {
+    use super::*;
+
+    /// One search answers for every needle of the paste being parsed,
+    /// exactly as a search for the needle alone does (case ignored), and
+    /// a second paste is searched afresh.
+    #[test]
+    fn one_search_answers_for_every_needle() {
+        for text in [
+            "Linux 5.15.167.4-microsoft-standard-WSL2\nVULKAN devices\n",
+            "C:\\Program Files\\AMD\\ROCm\\6.2\\bin\nCUDA available: True\n",
+            "nothing of note\n",
+        ] {
+            let alone: Vec<bool> = NEEDLES
+                .iter()
+                .map(|n| automaton(&[n]).unwrap().is_match(text))
+                .collect();
+            let _g = super::super::shared_lines::share(text);
+            let shared: Vec<bool> = NEEDLES.iter().map(|n| mentions(text, &[n])).collect();
+            assert_eq!(shared, alone, "{text}");
+            assert!(!mentions(text, &["a needle of no list"]));
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! `ls -l /dev/kfd /dev/dri/*` output: whether the nodes exist, their mode
 //! and owning group (which group a user must be in).
 
+use super::shared_lines::lines_of;
 use crate::facts::{DeviceNode, Facts};
 
 fn is_mode(s: &str) -> bool {
@@ -17,10 +18,11 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&["/dev/kfd", "renderD", "/dev/dri", "ls: cannot access"]],
 };
 
 pub fn recognise(text: &str) -> bool {
-    text.lines().any(|l| {
+    lines_of(text).any(|l| {
         let t = l.trim();
         (t.split_whitespace().next().is_some_and(is_mode)
             && (t.contains("/dev/kfd") || t.contains("renderD") || t.contains("/dev/dri")))
@@ -31,7 +33,7 @@ pub fn recognise(text: &str) -> bool {
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
     let mut dir = String::new();
-    for l in text.lines() {
+    for l in lines_of(text) {
         let t = l.trim();
         if t.starts_with("/dev/") && t.ends_with(':') {
             dir = t.trim_end_matches(':').to_string();

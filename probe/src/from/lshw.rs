@@ -6,6 +6,7 @@
 //! `pci@`, the configuration `driver=`, the vendor a GPU vendor's name, and
 //! the product is the field just before the vendor (lshw's fixed order).
 
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, Vendor};
 
 /// A block header: "  *-display", "  *-display:0", "*-display UNCLAIMED".
@@ -23,10 +24,11 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&["*-display"]],
 };
 
 pub fn recognise(text: &str) -> bool {
-    text.lines().any(display_header) && text.contains("pci@")
+    lines_of(text).any(display_header) && text.contains("pci@")
 }
 
 /// The value of a `key: value` field line.
@@ -49,7 +51,7 @@ fn vendor_of(v: &str) -> Option<Vendor> {
 
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = lines_of(text).collect();
     let mut i = 0;
     while i < lines.len() {
         if !display_header(lines[i]) {

@@ -5,6 +5,7 @@
 //! (or nvidia) is bound.
 
 use super::amd;
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, Vendor};
 
 const CLASSES: &[&str] = &[
@@ -76,10 +77,11 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[CLASSES],
 };
 
 pub fn recognise(text: &str) -> bool {
-    text.lines().any(|l| {
+    lines_of(text).any(|l| {
         let mut it = l.splitn(2, ' ');
         it.next().is_some_and(slot)
             && it
@@ -111,14 +113,26 @@ pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
     let mut cur: Option<usize> = None;
     let with_k = text.contains("Kernel driver in use:") || text.contains("Kernel modules:");
-    for l in text.lines() {
+    // Whether the open block showed its `-k` lines: a block the paste's end
+    // cuts before them says nothing of its driver.
+    let mut k_lines = false;
+    for l in lines_of(text) {
         // A reporter's elision inside a device block ("..", "...", "…")
         // leaves the block open: its "Kernel driver in use" line follows.
         if !l.trim().is_empty() && l.trim().chars().all(|c| c == '.' || c == '…') {
             continue;
         }
+        // `-v` fields pasted without their indent still belong to the block.
+        if cur.is_some() && FIELDS.iter().any(|f| l.starts_with(f)) {
+            if let Some(d) = l.strip_prefix("Kernel driver in use:") {
+                f.gpus[cur.unwrap_or_default()].kernel_driver = Some(d.trim().to_string());
+            }
+            k_lines |= l.starts_with("Kernel ");
+            continue;
+        }
         if !l.starts_with(char::is_whitespace) {
             cur = None;
+            k_lines = false;
             let mut it = l.splitn(2, ' ');
             let (Some(s), Some(rest)) = (it.next(), it.next()) else {
                 continue;
@@ -207,13 +221,60 @@ pub fn parse(text: &str) -> Facts {
         if let (Some(i), Some(d)) = (cur, l.trim().strip_prefix("Kernel driver in use:")) {
             f.gpus[i].kernel_driver = Some(d.trim().to_string());
         }
+        k_lines |= l.trim_start().starts_with("Kernel ");
+        if l.trim().is_empty() {
+            cur = None;
+        }
+    }
+    // The paste ends inside a GPU's block, before its `-k` lines.
+    if let Some(i) = cur.filter(|_| with_k && !k_lines) {
+        f.gpus[i].seen_by = vec!["lspci".into()];
     }
     f
 }
 
+/// The fields `lspci -v` prints under a device (indented by lspci; some
+/// pastes lose the indent).
+const FIELDS: &[&str] = &[
+    "Subsystem:",
+    "Control:",
+    "Status:",
+    "Latency:",
+    "Interrupt:",
+    "Region ",
+    "Expansion ROM",
+    "Capabilities:",
+    "Flags:",
+    "Memory at",
+    "I/O ports",
+    "Kernel driver in use:",
+    "Kernel modules:",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// legacy-rocm-build#651 pasted `lspci -vv` with its indent lost and
+    /// cut inside the GPU's block: the Ethernet device's driver line says
+    /// nothing of the GPU's driver. A block that shows its `-k` lines says.
+    #[test]
+    fn a_block_cut_by_the_paste_end_says_nothing_of_its_driver() {
+        let cut = "00:1f.6 Ethernet controller: Intel Corporation Ethernet Connection (2) I219-LM (rev 31)\nSubsystem: Intel Corporation Ethernet Connection (2) I219-LM\nKernel driver in use: e1000e\nKernel modules: e1000e\n\n01:00.0 VGA compatible controller: Advanced Micro Devices, Inc. [AMD/ATI] Polaris 22 [Radeon RX Vega M GL] (rev c0) (prog-if 00 [VGA controller])\nSubsystem: Intel Corporation Device 2073\nLatency: 0, Cache Line Size: 64 bytes\nInterrupt: pin A routed to I\n";
+        let g = &parse(cut).gpus;
+        assert_eq!(g.len(), 1);
+        assert_eq!(g[0].seen_by, ["lspci"], "driver unknown, not unbound");
+        let whole = format!("{cut}Kernel driver in use: amdgpu\nKernel modules: amdgpu\n");
+        let g = &parse(&whole).gpus;
+        assert_eq!(g[0].kernel_driver.as_deref(), Some("amdgpu"));
+        assert_eq!(g[0].seen_by, ["lspci-k"]);
+        let unbound = format!("{cut}Kernel modules: amdgpu\n");
+        let g = &parse(&unbound).gpus;
+        assert_eq!(
+            (g[0].kernel_driver.as_deref(), g[0].seen_by[0].as_str()),
+            (None, "lspci-k")
+        );
+    }
 
     /// ROCm/amdgpu#157 pasted the host's `lspci -nnv` with a `..` line
     /// between the device and its driver line; "..." is the usual spelling.

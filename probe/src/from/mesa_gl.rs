@@ -9,6 +9,7 @@
 //! GPU of their own.
 
 use super::amd;
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, Vendor};
 
 const GLXINFO: &str = "OpenGL renderer string:";
@@ -20,6 +21,7 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&[GLXINFO, "API: OpenGL"]],
 };
 
 pub fn recognise(text: &str) -> bool {
@@ -30,7 +32,7 @@ pub fn recognise(text: &str) -> bool {
 /// Graphics section, its continuation lines joined (inxi indents them
 /// deeper than the `API:` line).
 fn inxi_renderers(text: &str) -> impl Iterator<Item = String> + '_ {
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = lines_of(text).collect();
     let mut out = Vec::new();
     let mut i = 0;
     while i < lines.len() {
@@ -75,7 +77,14 @@ fn gpu_of(renderer: &str) -> Option<Gpu> {
     if lc.starts_with("llvmpipe") || lc.starts_with("softpipe") || lc.starts_with("zink") {
         return None;
     }
-    let (name, inside) = match r.find(" (") {
+    // A trademark mark is part of the name, not its details: "AMD Radeon
+    // (TM) RX 480 Graphics" (screenFetch#413).
+    let details = r.match_indices(" (").map(|(p, _)| p).find(|&p| {
+        !["TM)", "tm)", "R)"]
+            .iter()
+            .any(|m| r[p + 2..].starts_with(m))
+    });
+    let (name, inside) = match details {
         Some(p) => (r[..p].trim(), r[p + 2..].trim_end_matches(')')),
         // NVIDIA's own: "NVIDIA GeForce RTX 3060/PCIe/SSE2".
         None => (r.split('/').next().unwrap_or(r).trim(), ""),
@@ -109,7 +118,7 @@ fn gpu_of(renderer: &str) -> Option<Gpu> {
 
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
-    let glx = text.lines().filter_map(|l| {
+    let glx = lines_of(text).filter_map(|l| {
         let p = l.find(GLXINFO)?;
         Some(l[p + GLXINFO.len()..].to_string())
     });
@@ -126,6 +135,15 @@ pub fn parse(text: &str) -> Facts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_trademark_mark_is_part_of_the_name() {
+        let g = gpu_of("AMD Radeon (TM) RX 480 Graphics").unwrap();
+        assert_eq!(g.name, "AMD Radeon (TM) RX 480 Graphics");
+        let g = gpu_of("AMD Radeon(TM) Graphics (radeonsi, gfx1036, LLVM 17.0.6, DRM 3.57, 6.8.0)")
+            .unwrap();
+        assert_eq!(g.gfx.as_deref(), Some("gfx1036"));
+    }
 
     #[test]
     fn d3d12_renderer_names_the_gpu_inside() {

@@ -41,6 +41,7 @@ mod loose;
 mod quoted;
 pub mod readers;
 mod scan;
+mod shared_lines;
 
 use input::read_capped;
 pub use input::{decode, MAX_READ};
@@ -51,6 +52,7 @@ use loose::{
     rocm_path_version, shows_wsl, torch_script_devices, torch_version_hip, torch_warned_gpus,
 };
 pub use readers::{recognise, Format, Reader, READERS};
+use shared_lines::lines_of;
 
 use crate::facts::Facts;
 use serde::Serialize;
@@ -233,7 +235,9 @@ fn known_formats() -> String {
 /// evidence ("rocminfo.txt:2").
 pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     let text = &*quoted::unquote(text);
-    let formats = recognise(text);
+    // Every reader below walks the same lines: split them once.
+    let _shared = shared_lines::share(text);
+    let mut formats = readers::recognise_readers(text);
     let mut parts: Vec<Facts> = formats
         .iter()
         .filter_map(|f| readers::reader(*f))
@@ -254,6 +258,10 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     // signature matches) follow the scanned lines.
     let mut parsed = std::mem::take(&mut facts.signals);
     facts.signals = crate::signals::scan(text, source);
+    // Nothing of a known format, but a line with a known error signature.
+    if formats.is_empty() && !facts.signals.is_empty() {
+        formats.push(Format::APP_LOG);
+    }
     // A state a parser reports that a line's signature already matched
     // (rocminfo crashing in the HSA runtime) is said once.
     parsed.retain(|p| !facts.signals.iter().any(|s| s.id == p.id));
@@ -278,7 +286,6 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
     if facts.wsl.is_none() && shows_wsl(text) {
         facts.wsl = Some(true);
     }
-    let mut formats = formats;
     scan::scan(text, source).apply(&mut facts);
     if formats.is_empty() && !facts.text_scan.is_empty() {
         formats.push(Format::TEXT_SCAN);
@@ -292,7 +299,7 @@ pub fn parse_text(text: &str, source: &str) -> (Vec<Format>, Facts) {
 /// function ggml_cuda_compute_forward at ...` (ggml's CUDA/HIP error
 /// report prints the index `hipGetDevice` returned, a HIP device index).
 fn failed_hip_device(text: &str) -> Option<u32> {
-    text.lines().find_map(|l| {
+    lines_of(text).find_map(|l| {
         let rest = l.trim_start().strip_prefix("current device: ")?;
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
         digits.parse().ok()

@@ -6,6 +6,7 @@
 //! The in-tree amdgpu has no `version` file: `cat: ...: No such file or
 //! directory` on the next line is no version.
 
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, KernelDriver};
 
 /// The module a line's command reads the version of, if it is such a command.
@@ -43,7 +44,7 @@ fn version(line: &str) -> Option<&str> {
 
 /// (module, version) for each command whose next line is a version.
 fn readings(text: &str) -> impl Iterator<Item = (&'static str, &str)> {
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = lines_of(text).collect();
     (0..lines.len()).filter_map(move |i| {
         let m = command_module(lines[i])?;
         Some((m, version(lines.get(i + 1)?)?))
@@ -57,6 +58,7 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&["/sys/module/", "modinfo"]],
 };
 
 pub fn recognise(text: &str) -> bool {

@@ -1,6 +1,7 @@
 //! `nvidia-smi` (the default table) and `nvidia-smi -q`: driver version and
 //! GPUs by PCI address, for the NVIDIA half of mixed or contrast machines.
 
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, KernelDriver, Vendor};
 
 /// This format's entry in the registry of readers (`super::readers`).
@@ -10,12 +11,13 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&["NVIDIA-SMI ", "Driver Version", "NVIDIA "]],
 };
 
 pub fn recognise(text: &str) -> bool {
     text.contains("NVIDIA-SMI ")
         || (text.contains("Product Name") && text.contains("Driver Version"))
-        || text.lines().any(|l| list_entry(l).is_some())
+        || lines_of(text).any(|l| list_entry(l).is_some())
         || (header_field(text, "Driver Version") && header_field(text, "CUDA Version"))
 }
 
@@ -23,7 +25,7 @@ pub fn recognise(text: &str) -> bool {
 /// ("Driver Version: 570.133.07" retyped from the table, or `-q`'s
 /// "Driver Version                            : 515.65.01").
 fn header_field(text: &str, key: &str) -> bool {
-    text.lines().any(|l| {
+    lines_of(text).any(|l| {
         l.trim_start()
             .strip_prefix(key)
             .is_some_and(|r| r.trim_start().starts_with(':'))
@@ -87,7 +89,7 @@ pub fn parse(text: &str) -> Facts {
     };
     // -q form: "Product Name : NVIDIA A100-SXM4-80GB" ... "Bus Id : 00000000:07:00.0"
     let mut pending: Option<Gpu> = None;
-    for l in text.lines() {
+    for l in lines_of(text) {
         let t = l.trim();
         if let Some(v) = t.strip_prefix("Product Name") {
             if let Some(g) = pending.take() {
@@ -108,7 +110,7 @@ pub fn parse(text: &str) -> Facts {
         return f;
     }
     // Table form: "|   0  NVIDIA GeForce RTX 3090     Off |   00000000:01:00.0  On |"
-    for l in text.lines() {
+    for l in lines_of(text) {
         let cells: Vec<&str> = l.split('|').collect();
         if cells.len() < 4 {
             continue;
@@ -135,7 +137,7 @@ pub fn parse(text: &str) -> Facts {
     }
     // List form, one GPU per index.
     let mut seen = std::collections::HashSet::new();
-    for (idx, name) in text.lines().filter_map(list_entry) {
+    for (idx, name) in lines_of(text).filter_map(list_entry) {
         if seen.insert(idx) {
             super::limits::push_gpu(&mut f, gpu(name.to_string(), None));
         }

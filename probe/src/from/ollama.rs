@@ -10,6 +10,7 @@
 
 use super::amd::{self, find_gfx};
 use super::limits::Keyed;
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, Vendor};
 
 /// This format's entry in the registry of readers (`super::readers`).
@@ -19,10 +20,11 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&["level=", INFERENCE_COMPUTE, DROPPING_IGPU]],
 };
 
 pub fn recognise(text: &str) -> bool {
-    text.lines().any(|l| {
+    lines_of(text).any(|l| {
         (l.contains("level=") && l.contains("msg=") && (l.contains("time=") || l.contains("source=")))
             // Discovery lines pasted with the logfmt prefix trimmed.
             || l.contains(INFERENCE_COMPUTE)
@@ -90,15 +92,44 @@ fn slot<'a>(gpus: &'a mut Keyed<String, Gpu>, id: &str) -> &'a mut Gpu {
     })
 }
 
+/// The device selection ollama gives its runner, which its DEBUG log
+/// prints: `msg=subprocess environment="[PATH=... HIP_VISIBLE_DEVICES=1
+/// ROCR_VISIBLE_DEVICES=GPU-7685bd29c5086f3d ...]"` (ollama#10421). The
+/// runner is the process that opens the GPU, so its variables are the
+/// selection in force. (The server's `env="map[...]"` lists its own, most
+/// of them unset.)
+fn runner_selection(line: &str, f: &mut Facts) {
+    let Some(p) = line.find("environment=\"[") else {
+        return;
+    };
+    let list = line[p + "environment=\"[".len()..]
+        .split(']')
+        .next()
+        .unwrap_or("");
+    for entry in list.split_whitespace() {
+        let Some((k, v)) = entry.split_once('=') else {
+            continue;
+        };
+        if crate::hip_order::SELECTION_VARS.contains(&k)
+            && !f.rocm.visible_devices.iter().any(|(x, _)| x == k)
+        {
+            f.rocm.visible_devices.push((k.to_string(), v.to_string()));
+        }
+    }
+}
+
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
     let mut gpus: Keyed<String, Gpu> = Keyed::default();
-    for line in text.lines() {
+    for line in lines_of(text) {
         if !line.contains("msg=") {
             continue;
         }
         let p = pairs(line);
         let msg = get(&p, "msg").unwrap_or("");
+        if msg == "subprocess" {
+            runner_selection(line, &mut f);
+        }
         if msg.starts_with("amdgpu is not supported") {
             let id = get(&p, "gpu").unwrap_or("0").to_string();
             if let Some(g) = get(&p, "gpu_type").and_then(find_gfx) {
@@ -181,6 +212,31 @@ pub fn parse(text: &str) -> Facts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ollama#10421: the runner's ROCR selection keeps one GPU (by UUID),
+    /// which HIP numbers 0, and its HIP_VISIBLE_DEVICES=1 names none.
+    #[test]
+    fn the_runner_environment_is_the_selection_in_force() {
+        let l = r#"time=2025-04-26T15:49:32.368Z level=DEBUG source=server.go:423 msg=subprocess environment="[PATH=/usr/bin LD_LIBRARY_PATH=/usr/lib/ollama/rocm HIP_VISIBLE_DEVICES=1 ROCR_VISIBLE_DEVICES=GPU-7685bd29c5086f3d ROCM_VISIBLE_DEVICES=1 HSA_OVERRIDE_GFX_VERSION=10.3.0]""#;
+        let f = parse(&format!("{l}\n"));
+        assert_eq!(
+            f.rocm.visible_devices,
+            [
+                ("HIP_VISIBLE_DEVICES".to_string(), "1".to_string()),
+                (
+                    "ROCR_VISIBLE_DEVICES".to_string(),
+                    "GPU-7685bd29c5086f3d".to_string()
+                )
+            ]
+        );
+        assert!(crate::hip_order::hides_every_device(&f.rocm.visible_devices).is_some());
+        // The server's own map of (mostly unset) variables is no selection.
+        let server = r#"time=2025-01-30T20:47:41.671Z level=INFO source=routes.go:1187 msg="server config" env="map[CUDA_VISIBLE_DEVICES: HIP_VISIBLE_DEVICES: ROCR_VISIBLE_DEVICES:]""#;
+        assert!(parse(&format!("{server}\n"))
+            .rocm
+            .visible_devices
+            .is_empty());
+    }
 
     #[test]
     fn logfmt_pairs_keep_quoted_values() {

@@ -7,6 +7,7 @@
 //! after a `filename: .../amdgpu.ko` line). `rocm-core` carries the ROCm
 //! release; AMD's dkms package and modinfo carry the kernel driver's.
 
+use super::shared_lines::lines_of;
 use crate::facts::Facts;
 
 /// Packages whose version is the ROCm release (`rocm-libs` is the
@@ -26,10 +27,11 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[ROCM_PACKAGES, &["amdgpu/", "amdgpu, ", "filename:"]],
 };
 
 pub fn recognise(text: &str) -> bool {
-    text.lines().any(|l| {
+    lines_of(text).any(|l| {
         let t = l.trim_start();
         package_line(t).is_some()
             || stanza_package(t).is_some()
@@ -120,7 +122,7 @@ pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
     let mut in_modinfo = false;
     let mut in_stanza = false;
-    for l in text.lines() {
+    for l in lines_of(text) {
         let t = l.trim_start();
         // A stanza ends at a blank line or the next `Package:`.
         if t.trim().is_empty() || t.starts_with("Package:") {

@@ -9,6 +9,7 @@
 
 use super::amd::{self, bdf_from_bdfid, find_gfx, parse_id};
 use super::kv;
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, KernelDriver, Vendor};
 
 /// This format's entry in the registry of readers (`super::readers`).
@@ -22,6 +23,20 @@ pub const READER: super::readers::Fns = super::readers::Fns {
         f
     },
     alone: false,
+    markers: &[&[
+        "HSA System Attributes",
+        "HSA Agents",
+        "ROCk module",
+        "hsa api call failure",
+        "Unable to open /dev/kfd",
+        "WSL environment detected",
+        "Uuid",
+        "Marketing Name",
+        "Vendor Name",
+        "Compute Unit",
+        "Device Type",
+        "amdgcn-amd-amdhsa--gfx",
+    ]],
 };
 
 pub fn recognise(text: &str) -> bool {
@@ -36,7 +51,7 @@ pub fn recognise(text: &str) -> bool {
     .iter()
     .any(|m| text.contains(m))
         || is_agent_fragment(text)
-        || text.lines().any(is_isa_name)
+        || lines_of(text).any(is_isa_name)
 }
 
 /// rocminfo's ISA line, `Name: amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`:
@@ -53,7 +68,7 @@ fn is_isa_name(line: &str) -> bool {
 fn is_agent_fragment(text: &str) -> bool {
     let mut banner = false;
     let mut keys = 0;
-    for l in text.lines() {
+    for l in lines_of(text) {
         let t = strip_pager(l).trim();
         if let Some(n) = t.strip_prefix("Agent ") {
             banner |= !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
@@ -135,7 +150,7 @@ pub fn parse(text: &str) -> Facts {
             gpus_beyond += 1;
         }
     };
-    for raw in text.lines() {
+    for raw in lines_of(text) {
         let line = strip_pager(raw);
         let t = line.trim();
         if let Some(rest) = t.strip_prefix("ROCk module version ") {

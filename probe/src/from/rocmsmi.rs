@@ -4,6 +4,7 @@
 //! rocm-smi reads sysfs, so a table proves amdgpu is bound, never that HSA works.
 
 use super::amd::{find_gfx, parse_id};
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, KernelDriver};
 use std::collections::BTreeMap;
 
@@ -14,15 +15,22 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: recognise,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&[
+        "ROCm System Management Interface",
+        "End of ROCm SMI Log",
+        "Driver not initialized (amdgpu not found in modules)",
+        "GPU[",
+        "0x",
+        "\"card0\"",
+        "device,",
+    ]],
 };
 
 pub fn recognise(text: &str) -> bool {
     text.contains("ROCm System Management Interface")
         || text.contains("End of ROCm SMI Log")
         || text.contains("Driver not initialized (amdgpu not found in modules)")
-        || text
-            .lines()
-            .any(|l| (l.starts_with("GPU[") && l.contains("] ")) || is_id_row(l))
+        || lines_of(text).any(|l| (l.starts_with("GPU[") && l.contains("] ")) || is_id_row(l))
         || (text.contains("\"card0\"")
             && [
                 "\"Device ID\"",
@@ -66,7 +74,7 @@ fn product_value(v: &str) -> Result<u16, Option<&str>> {
 /// `cardN,...` rows (one per GPU) and `cardsystem,...` (system values).
 /// Yields (column names, rows) with the device cell first in each row.
 fn csv_tables(text: &str) -> impl Iterator<Item = (Vec<&str>, Vec<Vec<&str>>)> {
-    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let lines: Vec<&str> = lines_of(text).map(str::trim).collect();
     let mut out = Vec::new();
     let mut i = 0;
     while i < lines.len() {
@@ -162,7 +170,7 @@ fn is_id_row(l: &str) -> bool {
 /// `"Device ID"`, `"PCI Bus"`, `"GFX Version"`, read line by line.
 fn parse_json_lines(text: &str, f: &mut Facts) {
     let mut cur: Option<Gpu> = None;
-    for l in text.lines() {
+    for l in lines_of(text) {
         let t = l.trim().trim_end_matches(',');
         if t.starts_with("\"card") && t.ends_with('{') {
             if let Some(g) = cur.take() {
@@ -183,6 +191,42 @@ fn parse_json_lines(text: &str, f: &mut Facts) {
     }
 }
 
+/// One row of `--showhw` (ROC-smi#100): `1    744c  N/A ... 0000:03:00.0`:
+/// the device id and bus address of GPU `1`, added to the GPU of that index
+/// a concise table listed, else a GPU of its own.
+fn hw_row(f: &mut Facts, t: &str) {
+    let mut w = t.split_whitespace();
+    let Some(idx) = w.next().and_then(|x| x.parse::<usize>().ok()) else {
+        return;
+    };
+    let Some(did) = w
+        .next()
+        .filter(|d| d.len() == 4)
+        .and_then(|d| u16::from_str_radix(d, 16).ok())
+    else {
+        return;
+    };
+    let bus = t
+        .split_whitespace()
+        .find(|x| x.len() == 12 && x.as_bytes()[4] == b':' && x.as_bytes()[10] == b'.')
+        .map(str::to_lowercase);
+    let g = match f.gpus.get_mut(idx) {
+        Some(g) => g,
+        None => {
+            super::limits::push_gpu(f, Gpu::amdgpu_seen_by("rocm-smi"));
+            match f.gpus.last_mut() {
+                Some(g) => g,
+                None => return,
+            }
+        }
+    };
+    g.vendor_id = Some(super::amd::AMD);
+    g.device_id = Some(did);
+    if g.pci_address.is_none() {
+        g.pci_address = bus;
+    }
+}
+
 pub fn parse(text: &str) -> Facts {
     let mut f = Facts::default();
     if text.contains("amdgpu not found in modules") {
@@ -192,16 +236,25 @@ pub fn parse(text: &str) -> Facts {
             version: None,
         });
     }
-    let lines: Vec<&str> = text.lines().collect();
+    let lines: Vec<&str> = lines_of(text).collect();
     let mut rows = 0;
     let mut in_table = false;
     let mut names_follow = false;
+    // `--showhw`'s table: `GPU  DID  GFX RAS ... VBIOS  BUS`, its rows
+    // naming the device id of the GPU of their index.
+    let mut hw_table = false;
     let mut i = 0;
     while i < lines.len() {
         let l = lines[i];
         let t = l.trim();
         let first = t.split_whitespace().next().unwrap_or("");
-        if (first == "Device" || first == "GPU") && t.contains("Temp") {
+        if first == "GPU" && t.split_whitespace().nth(1) == Some("DID") {
+            hw_table = true;
+        } else if hw_table && !first.is_empty() && first.bytes().all(|b| b.is_ascii_digit()) {
+            hw_row(&mut f, t);
+        } else if hw_table && t.starts_with("====") {
+            hw_table = false;
+        } else if (first == "Device" || first == "GPU") && t.contains("Temp") {
             // Rows follow, after a "====" rule in newer layouts, directly in old ones.
             in_table = true;
             rows = 0;
@@ -293,6 +346,26 @@ pub fn parse(text: &str) -> Facts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ROC-smi#100: the old concise table, then `--show-hw` naming each
+    /// GPU's device id (a Raphael iGPU and a Navi 31).
+    #[test]
+    fn show_hw_names_the_device_of_each_row() {
+        let t = "GPU  Temp   AvgPwr  SCLK    MCLK     Fan    Perf  PwrCap  VRAM%  GPU%  \n0    42.0c  39.02W  600Mhz  2700Mhz  None%  auto  N/A       5%   0%    \n1    50.0c  89.0W   27Mhz   1249Mhz  29.8%  auto  315.0W    3%   3%    \n================================================================================\n==============================End of ROCm SMI Log ==============================\n\n========================ROCm System Management Interface========================\n================================================================================\nGPU  DID   GFX RAS  SDMA RAS  UMC RAS  VBIOS            BUS           \n0    164e  N/A      N/A       N/A      102-RAPHAEL-008  0000:12:00.0  \n1    744c  N/A      N/A       N/A      115-D702BS0-101  0000:03:00.0  \n";
+        let f = parse(t);
+        let ids: Vec<_> = f
+            .gpus
+            .iter()
+            .map(|g| (g.device_id, g.pci_address.clone()))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                (Some(0x164e), Some("0000:12:00.0".into())),
+                (Some(0x744c), Some("0000:03:00.0".into()))
+            ]
+        );
+    }
 
     /// `rocm-smi --csv` (easybuild-framework#3978: 2x MI100 on RHEL's inbox
     /// driver): a `device,...` header, one `cardN,...` row per GPU and

@@ -14,6 +14,7 @@
 //! nothing.
 
 use super::amd;
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, ScanFact, Vendor, TEXT_SCAN};
 use crate::products::{self, Product};
 use greta_vocab::VkFamily;
@@ -41,8 +42,27 @@ const VENDOR_WORDS: &[&str] = &["amd", "radeon", "ati ", "amdgpu", "[amd"];
 /// with none of them is skipped before it is lower-cased, so a long paste
 /// of prose or source code costs one automaton pass per line.
 const TRIGGERS: &[&str] = &[
-    "gpu", "graphics", "radeon", "vga", "display", "video", "card", "amd", "ati ", "device",
-    "1002:", "gfx", "rocm", "radv", "geforce", "gtx", "rtx", "quadro", "tesla", "intel",
+    "gpu",
+    "graphics",
+    "radeon",
+    "vga",
+    "display",
+    "video",
+    "card",
+    "amd",
+    "ati ",
+    "device",
+    "1002:",
+    "gfx",
+    "rocm",
+    "radv",
+    "geforce",
+    "gtx",
+    "rtx",
+    "quadro",
+    "tesla",
+    "intel",
+    "hip version",
 ];
 
 fn triggers() -> &'static aho_corasick::AhoCorasick {
@@ -58,7 +78,7 @@ fn triggers() -> &'static aho_corasick::AhoCorasick {
 pub(super) fn scan(text: &str, source: &str) -> Scan {
     let mut out = Scan::default();
     let triggers = triggers();
-    for (n, raw) in text.lines().enumerate() {
+    for (n, raw) in lines_of(text).enumerate() {
         let line = head(raw);
         if line.len() < 3 || !triggers.is_match(line) {
             continue;
@@ -71,7 +91,10 @@ pub(super) fn scan(text: &str, source: &str) -> Scan {
         }
         let ev = || format!("{source}:{}: {}", n + 1, line.trim());
         if out.rocm_version.is_none() {
-            if let Some(v) = rocm_version(line) {
+            if let Some(v) = rocm_version(line)
+                .or_else(|| hip_release(line, &lc))
+                .or_else(|| build_path_release(&lc))
+            {
                 out.rocm_version = Some((v, ev()));
             }
         }
@@ -89,7 +112,7 @@ pub(super) fn scan(text: &str, source: &str) -> Scan {
         let gpu_word = GPU_WORDS.iter().any(|w| lc.contains(w));
         let vendor_word = VENDOR_WORDS.iter().any(|w| lc.contains(w));
         if gpu_word || vendor_word || ["device", "1002:", "gfx"].iter().any(|w| lc.contains(w)) {
-            if let Some((g, strong)) = amd_gpu(line, &lc, gpu_word, vendor_word) {
+            for (g, strong) in amd_gpus(line, &lc, gpu_word, vendor_word) {
                 out.add(g, strong, ev());
             }
         }
@@ -156,7 +179,7 @@ impl Scan {
         let named = self
             .gpus
             .iter()
-            .any(|(g, _, _)| !g.name.starts_with("AMD GPU ("));
+            .any(|(g, _, _)| g.vendor == Vendor::Amd && !g.name.starts_with("AMD GPU ("));
         for (g, strong, ev) in self.gpus {
             if readers_saw_gpu && !strong || named && g.name.starts_with("AMD GPU (") {
                 continue;
@@ -211,6 +234,58 @@ impl Scan {
     }
 }
 
+/// Most products one line may name: a hardware list names a few GPUs
+/// ("GPUs: Radeon RX 560X (PCI 0), Radeon Vega 8 (PCI 4)"), a longer run
+/// is a support matrix, not a machine.
+const MAX_PER_LINE: usize = 3;
+
+/// The AMD GPUs a line names: the first as [`amd_gpu`] reads it, then, on a
+/// line that speaks of GPUs, every further product of the table it names
+/// ("GPU: 7900xtx, 7800xt"); none when it names more than
+/// [`MAX_PER_LINE`].
+fn amd_gpus(line: &str, lc: &str, gpu_word: bool, vendor_word: bool) -> Vec<(Gpu, bool)> {
+    let Some(first) = amd_gpu(line, lc, gpu_word, vendor_word) else {
+        return Vec::new();
+    };
+    let mut out = vec![first];
+    if !gpu_word {
+        return out;
+    }
+    // One product per item of the list: "Picasso/Raven 2 [Radeon Vega
+    // Series / ...]" is one chip under two names.
+    let ok = |p: &Product| allowed(p, lc, gpu_word, vendor_word);
+    let found: Vec<&Product> = lc
+        .split([',', ';', '&', '+'])
+        .flat_map(|item| item.split(" and "))
+        .filter_map(|item| products::find_where(&products::key_words(item), ok).map(|(_, _, p)| p))
+        .collect();
+    if found.len() > MAX_PER_LINE {
+        return out;
+    }
+    for p in found.into_iter().skip(1) {
+        out.push((product_gpu(p), false));
+    }
+    out
+}
+
+/// A GPU of the product table's row alone.
+fn product_gpu(p: &Product) -> Gpu {
+    Gpu {
+        vendor: Vendor::Amd,
+        vendor_id: Some(amd::AMD),
+        integrated: p
+            .gfx
+            .as_deref()
+            .filter(|g| amd::is_apu_target(g))
+            .map(|_| true),
+        name: p.name.clone(),
+        device_id: p.device,
+        gfx: p.gfx.clone(),
+        seen_by: vec![TEXT_SCAN.into()],
+        ..Default::default()
+    }
+}
+
 /// An AMD GPU a line names: a product of the table, a RADV device name, or
 /// an AMD PCI device id (`1002:731f`, `(0x744C)` beside AMD's name); the
 /// flag says the line gave its PCI id.
@@ -223,7 +298,7 @@ fn amd_gpu(line: &str, lc: &str, gpu_word: bool, vendor_word: bool) -> Option<(G
     let words = products::key_words(line);
     let product =
         products::find_where(&words, |p| allowed(p, lc, gpu_word, vendor_word)).map(|(_, _, p)| p);
-    let token = amd::find_gfx(line).filter(|_| names_a_device(lc));
+    let token = amd::find_gfx(line).filter(|_| names_a_device(lc) || lone_target(line, lc));
     if device.is_none() && radv.is_none() && product.is_none() && token.is_none() {
         return None;
     }
@@ -283,7 +358,22 @@ fn allowed(p: &Product, lc: &str, gpu_word: bool, vendor_word: bool) -> bool {
 /// A bare `gfxNNNN` names a GPU on a line that says what it is (`Name:`,
 /// `GPU arch : gfx1151`, an issue table's `GPU | ... (gfx1151, ...)`).
 fn names_a_device(lc: &str) -> bool {
-    ["gpu", "name", "arch", "device", "agent", "target"]
+    ["gpu", "name", "arch", "device", "agent", "target", "card"]
+        .iter()
+        .any(|w| lc.contains(w))
+}
+
+/// A line that describes the machine (its OS, kernel or ROCm) with one
+/// target in it names that target's GPU: "Lemonade 10.4.0, Ubuntu 26.04,
+/// Linux 7.0.0-15, gfx1151". A build's target list names several, an
+/// assignment (`AMDGPU_TARGETS=gfx1100`) chooses one.
+fn lone_target(line: &str, lc: &str) -> bool {
+    lc.matches("gfx").count() == 1
+        && !line.contains('=')
+        && !lc.contains("support")
+        && [
+            "linux", "ubuntu", "debian", "fedora", "windows", "kernel", "rocm",
+        ]
         .iter()
         .any(|w| lc.contains(w))
 }
@@ -331,7 +421,7 @@ fn pci_device(lc: &str, vendor_word: bool) -> Option<u16> {
 /// `GPU - GTX 1080ti`): a brand word followed by a model with a digit.
 fn nvidia_gpu(line: &str) -> Option<Gpu> {
     let words: Vec<&str> = line
-        .split(|c: char| c.is_whitespace() || ",;|()[]=\"".contains(c))
+        .split(|c: char| c.is_whitespace() || ",;|()[]=\"<>".contains(c))
         .filter(|w| !w.is_empty())
         .collect();
     let i = words.iter().position(|w| {
@@ -431,6 +521,35 @@ fn rocm_version(line: &str) -> Option<String> {
     ok.then(|| v.to_string())
 }
 
+/// The ROCm release of a HIP version a script prints beside its name
+/// (`ROCM HIP version: 6.1.40093-f61212abc`, `HIP version: 5.7.31921`): a
+/// HIP build number (major.minor.build) is its ROCm release's.
+fn hip_release(line: &str, lc: &str) -> Option<String> {
+    let p = lc.find("hip version")? + "hip version".len();
+    let rest = line[p..].trim_start_matches([' ', ':', '\t', '=']);
+    let v: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let parts: Vec<&str> = v.split('.').collect();
+    let build = parts.len() == 3 && parts[2].len() >= 4 && parts.iter().all(|x| !x.is_empty());
+    build.then(|| amd::rocm_release(&v))
+}
+
+/// The release in the path of AMD's release builds, which rocminfo and HIP
+/// print in their errors (`/data/jenkins_workspace/compute-rocm-rel-2.9/...`).
+fn build_path_release(lc: &str) -> Option<String> {
+    let p = lc.find("compute-rocm-rel-")? + "compute-rocm-rel-".len();
+    let v: String = lc[p..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let v = v.trim_end_matches('.');
+    let parts: Vec<&str> = v.split('.').collect();
+    ((2..=3).contains(&parts.len()) && parts.iter().all(|x| !x.is_empty() && x.len() <= 2))
+        .then(|| v.to_string())
+}
+
 /// The amdgpu kernel driver's version an environment table or form states
 /// beside its name: `| amdgpu driver | 6.16.6 (DKMS, ...) |`, `| amdgpu-dkms
 /// | 1:6.8.5.60202-2041575.22.04 |` (the package version: epoch, release,
@@ -467,7 +586,11 @@ fn amdgpu_driver_version(line: &str, lc: &str) -> Option<String> {
 /// The Vulkan driver a line names: RADV (`(RADV NAVI22)`, `radv 26.1.1`),
 /// AMDVLK (`AMD open source driver`, its driverName).
 fn vulkan_driver(lc: &str) -> Option<VkFamily> {
-    if lc.contains("(radv ") || lc.contains("radv 2") || lc.contains(": radv") {
+    if lc.contains("(radv ")
+        || lc.contains("radv 2")
+        || lc.contains(": radv")
+        || lc.contains("amd radv ")
+    {
         return Some(VkFamily::Radv);
     }
     if lc.contains("amd open source driver") || lc.contains("amd open-source driver") {
@@ -555,6 +678,50 @@ mod tests {
         // A requirement, prose without a version: none.
         assert_eq!(v("| AMDGPU-DKMS | >= 6.7.0 | Follow steps below. |"), None);
         assert_eq!(v("the amdgpu driver crashed again"), None);
+    }
+
+    /// Real lines: a benchmark script (rocm_sdk_builder#185), rocminfo's
+    /// error under ROCm 2.9 (legacy-rocm-build#930), two GPUs glued on one
+    /// form line (legacy-rocm-build#4382), a hardware list line
+    /// (legacy-rocm-build#669), a job log line (vllm-rocm#5).
+    #[test]
+    fn releases_and_several_gpus_wherever_they_stand() {
+        let v = |l: &str| hip_release(l, &l.to_ascii_lowercase());
+        assert_eq!(
+            v("ROCM HIP version: 6.1.40093-f61212abc").as_deref(),
+            Some("6.1")
+        );
+        assert_eq!(v("HIP version 6.2"), None, "no build number: no release");
+        assert_eq!(
+            build_path_release("hsa api call failure at: /data/jenkins_workspace/compute-rocm-rel-2.9/rocminfo/rocminfo.cc:1102")
+                .as_deref(),
+            Some("2.9")
+        );
+        let g = gpus("GPU: 7900xtx, 7800xt\n");
+        let mut t: Vec<&str> = g.iter().map(|(_, t)| t.as_deref().unwrap_or("")).collect();
+        t.sort();
+        assert_eq!(t, ["gfx1100", "gfx1101"], "{g:?}");
+        assert_eq!(
+            gpus("- GPUs  : Radeon RX 560X (PCI 0), Radeon Vega 8 (PCI 4)\n").len(),
+            2
+        );
+        // A support list is no machine.
+        assert!(
+            gpus("Supported GPUs: RX 7900 XTX, RX 7900 XT, RX 7800 XT, RX 7700 XT, W7900\n").len()
+                <= 1
+        );
+        assert_eq!(
+            gpus("Lemonade 10.4.0, Ubuntu 26.04, Linux 7.0.0-15, gfx1151... Freshly rebooted\n"),
+            vec![("AMD GPU (gfx1151)".into(), Some("gfx1151".into()))]
+        );
+        // A build's target list names no GPU of this machine.
+        assert!(gpus("Built for gfx900, gfx906 on Ubuntu 22.04\n").is_empty());
+        // One chip under two names is one GPU.
+        assert_eq!(
+            gpus("GPU: AMD Picasso/Raven 2 [Radeon Vega Series / Radeon Vega Mobile Series]\n")
+                .len(),
+            1
+        );
     }
 
     #[test]

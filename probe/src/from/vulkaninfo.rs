@@ -6,6 +6,7 @@
 //! value of each key wins (the full dump repeats some keys in later structs).
 
 use super::amd::{self, gfx_from_radv_name, parse_id};
+use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, Vendor, VulkanDevice};
 use greta_vocab::{DeviceType, VkDriver, VkFamily};
 
@@ -29,6 +30,10 @@ pub const READER: super::readers::Fns = super::readers::Fns {
     detect: detect_full,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&[
+        "Device Properties and Extensions",
+        "VkPhysicalDeviceProperties:",
+    ]],
 };
 
 /// This format's entry in the registry of readers (`super::readers`).
@@ -38,6 +43,12 @@ pub const SUMMARY_READER: super::readers::Fns = super::readers::Fns {
     detect: detect_summary,
     parse: |t, _| parse(t),
     alone: false,
+    markers: &[&[
+        "deviceName",
+        "GPU id",
+        "VULKANINFO",
+        "Vulkan Instance Version",
+    ]],
 };
 
 /// This format's entry in the registry of readers (`super::readers`).
@@ -47,6 +58,7 @@ pub const DEVICE_SELECT_READER: super::readers::Fns = super::readers::Fns {
     detect: |t| t.contains("selectable devices:") || has_device_select_lines(t),
     parse: |t, _| parse_device_select(t),
     alone: false,
+    markers: &[&["selectable devices:", "GPU "]],
 };
 
 /// Loader messages only where no vulkaninfo listing carries them.
@@ -57,15 +69,21 @@ pub const LOADER_LOG_READER: super::readers::Fns = super::readers::Fns {
     detect: |t| !detect_full(t) && !detect_summary(t) && recognise_loader_log(t),
     parse: |t, _| parse_loader_log(t),
     alone: false,
+    markers: &[&[
+        "[Loader Message]",
+        "Cannot create Vulkan instance",
+        "is not a conformant Vulkan implementation",
+        "vulkaninfo",
+    ]],
 };
 
 pub fn has_device_blocks(text: &str) -> bool {
-    text.lines()
+    lines_of(text)
         .any(|l| l.trim_start().starts_with("deviceName") && l.contains('='))
         // ... with the keys of a device block, or grepped out of vulkaninfo
         // (`vulkaninfo | grep deviceName`, the command pasted above it).
         && (text.contains("driverID") || text.contains("deviceType") || text.contains("vulkaninfo"))
-        || text.lines().any(|l| gpu_id_line(l.trim()).is_some())
+        || lines_of(text).any(|l| gpu_id_line(l.trim()).is_some())
 }
 
 /// vulkaninfo's device list lines outside the device blocks: `GPU id = 0
@@ -289,7 +307,7 @@ pub fn parse(text: &str) -> Facts {
             }
         }
     };
-    for line in text.lines() {
+    for line in lines_of(text) {
         let t = line.trim();
         if t == "VULKANINFO" {
             flush(&mut f, &mut cur, run_start);
@@ -330,6 +348,16 @@ pub fn parse(text: &str) -> Facts {
                 flush(&mut f, &mut cur, run_start);
                 cur = Some(VulkanDevice::default());
             }
+        }
+        // A block pasted without its `GPUn:` header and with its ids above
+        // its name (AMDVLK#30: `vendorID`, `deviceID`, `deviceType`, then
+        // `deviceName`) starts at its first device key.
+        if cur.is_none()
+            && ["vendorID", "deviceID", "deviceType"]
+                .iter()
+                .any(|k| t.starts_with(k) && t.contains('='))
+        {
+            cur = Some(VulkanDevice::default());
         }
         let Some(d) = cur.as_mut() else { continue };
         if t.starts_with("VK_KHR_cooperative_matrix") || t.starts_with("VK_NV_cooperative_matrix") {
@@ -416,7 +444,7 @@ fn guess_kind(d: &VulkanDevice) -> VkFamily {
 /// created a device (RADV prints it per device on GCN1/2 and new chips).
 pub fn parse_loader_log(text: &str) -> Facts {
     let mut f = Facts::default();
-    for line in text.lines() {
+    for line in lines_of(text) {
         let t = line.trim();
         if let Some(v) = t.strip_prefix("Vulkan Instance Version:") {
             f.vulkan.loader = Some(format!("libvulkan.so.1 (instance {})", v.trim()));
@@ -466,7 +494,7 @@ fn device_select_line(line: &str) -> Option<(u32, u32, &str, &str)> {
 /// Mesa's device-select list pasted without its `selectable devices:`
 /// header (the block under the command, as people copy it).
 pub fn has_device_select_lines(text: &str) -> bool {
-    text.lines().any(|l| device_select_line(l).is_some())
+    lines_of(text).any(|l| device_select_line(l).is_some())
 }
 
 /// `MESA_VK_DEVICE_SELECT=list` output, typically in a terminal session
@@ -475,7 +503,7 @@ pub fn has_device_select_lines(text: &str) -> bool {
 pub fn parse_device_select(text: &str) -> Facts {
     let mut f = parse_loader_log(text);
     let mut icd_kind: Option<VkFamily> = None;
-    for line in text.lines() {
+    for line in lines_of(text) {
         if let Some(p) = line
             .find("VK_ICD_FILENAMES=")
             .or_else(|| line.find("VK_DRIVER_FILES="))
@@ -554,6 +582,17 @@ mod tests {
         assert_eq!(f.vulkan.devices[0].kind, VkFamily::Radv);
     }
     use super::*;
+
+    /// AMDVLK#30: a device block without its header, its ids above its
+    /// name: the ids belong to the device.
+    #[test]
+    fn ids_above_the_name_of_a_headerless_block_are_its_own() {
+        let t = "\tapiVersion     = 0x401046  (1.1.70)\n\tdriverVersion  = 8388637 (0x80001d)\n\tvendorID       = 0x1002\n\tdeviceID       = 0x9851\n\tdeviceType     = INTEGRATED_GPU\n\tdeviceName     = Unknown AMD GPU\n";
+        let f = parse(t);
+        assert_eq!(f.vulkan.devices.len(), 1, "{:?}", f.vulkan.devices);
+        assert_eq!(f.vulkan.devices[0].device_id, Some(0x9851));
+        assert_eq!(f.vulkan.devices[0].name, "Unknown AMD GPU");
+    }
 
     #[test]
     fn gpu_id_lines_name_the_devices() {

@@ -41,6 +41,38 @@ fn ls_cannot_access_dev_kfd_is_kfd_missing() {
     assert_eq!(ids, vec!["kfd.missing"]);
 }
 
+/// A missing /dev/kfd is a failure beside an AMD GPU, and a warning with
+/// both readings (no AMD GPU here, or its node not passed in) when nothing
+/// shows one: a machine without an AMD GPU has no /dev/kfd either.
+#[test]
+fn kfd_missing_severity_follows_the_evidence() {
+    let severity = |text: &str| {
+        let (_, facts, _) = explain(text);
+        let f: Vec<_> = greta_probe::diagnose(&facts)
+            .into_iter()
+            .filter(|f| f.id == "kfd.missing")
+            .collect();
+        assert_eq!(
+            f.len(),
+            1,
+            "{text}: {:?}",
+            f.iter().map(|f| &f.title).collect::<Vec<_>>()
+        );
+        (f[0].severity, f[0].message.clone())
+    };
+    let alone = "ls: cannot access '/dev/kfd': No such file or directory\n";
+    let (sev, msg) = severity(alone);
+    assert_eq!(sev, Severity::Warn);
+    assert!(msg.contains("no AMD GPU"), "{msg}");
+    let beside_gpu = format!(
+        "{alone}03:00.0 VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Navi 31 [Radeon RX 7900 XT/7900 XTX] [1002:744c] (rev c8)\n"
+    );
+    assert_eq!(severity(&beside_gpu).0, Severity::Fail);
+    // ollama's "kfd driver not loaded" comes with its own "amdgpu devices detected".
+    let ollama = r#"time=2024-10-02T08:34:23.718Z level=ERROR source=amd_linux.go:364 msg="amdgpu devices detected but permission problems block access" error="kfd driver not loaded""#;
+    assert_eq!(severity(&format!("{ollama}\n")).0, Severity::Fail);
+}
+
 #[test]
 fn env_dump_with_override_and_rocm_ld_path() {
     let t = "HOME=/home/ann\nHSA_OVERRIDE_GFX_VERSION=11.0.0\nLD_LIBRARY_PATH=/opt/rocm-6.1.0/lib:/usr/local/lib\nSHELL=/bin/bash\n";
