@@ -80,23 +80,12 @@ pub enum Colour {
 }
 
 impl Colour {
+    /// greta's one colour decision (`--color`, NO_COLOR, TERM=dumb), for a
+    /// table whose lines reach stdout or stderr: both must be terminals.
     pub fn from_env() -> Colour {
         use std::io::IsTerminal;
-        Colour::decide(
-            std::env::var_os("NO_COLOR").as_deref(),
-            std::env::var_os("TERM").as_deref(),
-            std::io::stdout().is_terminal() && std::io::stderr().is_terminal(),
-        )
-    }
-
-    fn decide(
-        no_color: Option<&std::ffi::OsStr>,
-        term: Option<&std::ffi::OsStr>,
-        terminals: bool,
-    ) -> Colour {
-        let no = no_color.is_some_and(|v| !v.is_empty());
-        let dumb = term.is_some_and(|t| t == "dumb");
-        if terminals && !no && !dumb {
+        let terminals = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+        if greta_vocab::colour::use_color(terminals) {
             Colour::On
         } else {
             Colour::Off
@@ -646,25 +635,6 @@ mod tests {
         assert!(coloured.contains("\x1b[32m1.67x\x1b[0m"));
         let strip = coloured.replace("\x1b[32m", "").replace("\x1b[0m", "");
         assert_eq!(strip, plain, "colour codes take no width");
-    }
-
-    /// NO_COLOR (any non-empty value), TERM=dumb and output that is not a
-    /// terminal each turn colour off.
-    #[test]
-    fn no_color_is_respected() {
-        use std::ffi::OsStr;
-        let d = |n: Option<&str>, t: Option<&str>, tty| {
-            Colour::decide(n.map(OsStr::new), t.map(OsStr::new), tty)
-        };
-        assert_eq!(d(None, Some("xterm"), true), Colour::On);
-        assert_eq!(d(Some("1"), Some("xterm"), true), Colour::Off);
-        assert_eq!(
-            d(Some(""), Some("xterm"), true),
-            Colour::On,
-            "an empty NO_COLOR is unset (no-color.org)"
-        );
-        assert_eq!(d(None, Some("dumb"), true), Colour::Off);
-        assert_eq!(d(None, Some("xterm"), false), Colour::Off);
     }
 
     #[test]

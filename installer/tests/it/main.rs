@@ -10,6 +10,7 @@ mod lock_support;
 mod support;
 
 mod bundle_replace;
+mod cli_shell;
 mod doctor_cli;
 mod env_lock_hostile;
 mod fleet_cli;
