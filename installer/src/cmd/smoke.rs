@@ -215,6 +215,16 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         eprintln!("greta smoke: bad arguments: --env and --python go with --profile frameworks");
         return Ok(Exit::Undecided);
     }
+    // Every value is checked before any device is probed: a typo costs no
+    // driver load and says so at once.
+    let planned = match Catalog::builtin().plan(args.profile, &args.gates, args.include_test_gates)
+    {
+        Ok(gates) => gates,
+        Err(e) => {
+            eprintln!("greta smoke: bad arguments: {e}");
+            return Ok(Exit::Undecided);
+        }
+    };
     if args.tune {
         return tune(&args);
     }
@@ -232,10 +242,8 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     greta_smoke::runtime::vulkan::mesa_cache::prepare();
     let started = std::time::Instant::now();
     // A profile that takes minutes says so before it starts.
-    if let Ok(gates) = greta_smoke::Catalog::builtin().plan(args.profile, &args.gates, false) {
-        if let Some(note) = greta_smoke::duration_note(args.profile, &gates, None) {
-            eprintln!("greta smoke: {note}");
-        }
+    if let Some(note) = greta_smoke::duration_note(args.profile, &planned, None) {
+        eprintln!("greta smoke: {note}");
     }
     on_signal::on_stop(args.prom.clone(), args.profile, started);
     let backend = match args.backend {

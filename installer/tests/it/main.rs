@@ -11,6 +11,7 @@ mod support;
 
 mod bundle_replace;
 mod cli_shell;
+mod did_you_mean;
 mod doctor_cli;
 mod env_lock_hostile;
 mod fleet_cli;
