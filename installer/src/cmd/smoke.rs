@@ -279,7 +279,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             args.timeout
                 .unwrap_or_else(|| args.profile.default_timeout_s()),
         ),
-        out_dir: args.out,
+        out_dir: args.out.clone(),
         write_results: !args.no_save,
         baseline: args.baseline,
         floor_fraction: args.floor_fraction,
@@ -324,6 +324,19 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     }
     if let Some(w) = &outcome.written {
         eprintln!("results: {} (csv: {})", w.json.display(), w.csv.display());
+        // The last line: how to see the run as a page. Without --out the
+        // report finds the newest result itself, so no path is said twice.
+        let from = match &args.out {
+            None => String::new(),
+            Some(d) => match crate::envs::activate::quote_path("--out", d) {
+                Ok(q) => format!(" {q}"),
+                Err(_) => String::from(" DIR"),
+            },
+        };
+        eprintln!(
+            "page: greta report{from} (writes ./{})",
+            super::report::DEFAULT_PAGE
+        );
     }
     if let Some(e) = &outcome.write_error {
         eprintln!("greta smoke: could not write results: {e}");
