@@ -164,7 +164,7 @@ fn select(
                     ok: true,
                     refusal: None,
                     schema: SELECT_SCHEMA,
-                    selection: Some(&sel),
+                    selection: Some(sorted(&sel)?),
                 })?;
             } else {
                 outln!("profile: {}", Visible(&sel.profile));
@@ -213,8 +213,17 @@ struct SelectOutput<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     refusal: Option<RefusalOutput<'a>>,
     schema: &'static str,
+    /// The selection's fields in sorted order, as the output has always
+    /// had them (see [`sorted`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    selection: Option<&'a lock::Selection>,
+    selection: Option<serde_json::Value>,
+}
+
+/// A value with every object's keys in sorted order: the order these
+/// outputs have had since they were first written, which scripts and the
+/// schema pins compare byte for byte.
+fn sorted<T: serde::Serialize>(v: &T) -> Result<serde_json::Value> {
+    Ok(serde_json::to_value(v)?)
 }
 
 #[derive(serde::Serialize)]
@@ -229,7 +238,8 @@ struct RefusalOutput<'a> {
 struct ListOutput<'a> {
     lock_set: LockSetOutput<'a>,
     matrix: &'a std::path::Path,
-    profiles: &'a [lock::Profile],
+    /// Sorted keys, see [`sorted`].
+    profiles: serde_json::Value,
     schema: &'static str,
 }
 
@@ -257,7 +267,7 @@ fn list(m: &Matrix, json: bool, verbose: u8) -> Result<Exit> {
                 why: m.dir.why(),
             },
             matrix: &m.path,
-            profiles: &m.profiles,
+            profiles: sorted(&m.profiles)?,
             schema: "greta.lock-list/v1",
         })?;
         return Ok(Exit::Pass);

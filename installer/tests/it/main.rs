@@ -56,4 +56,5 @@ mod self_contained;
 mod slurm_healthcheck;
 mod smoke_cli;
 mod terminal_text;
+mod terminal_width;
 mod tuning_cache_cli;
