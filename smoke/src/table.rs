@@ -879,17 +879,20 @@ mod tests {
         }
         let whole = render_with(&r, Colour::Off);
         assert_eq!(whole.matches(why).count(), 1, "{whole}");
-        assert!(whole.contains(&format!("[1] 3 gates skipped: {why}")), "{whole}");
+        assert!(
+            whole.contains(&format!("[1] 3 gates skipped: {why}")),
+            "{whole}"
+        );
         assert_eq!(whole.matches("[1] below").count(), 3, "{whole}");
-        for w in [40usize, 80, 120] {
+        for w in [60usize, 80, 120] {
             let t = render_within(&r, Colour::Off, Some(w));
             for line in t.lines() {
                 assert!(line.chars().count() <= w, "{w}: {line:?}\n{t}");
             }
             assert_eq!(t.matches("[1] below").count(), 3, "{t}");
         }
-        let narrow = render_within(&r, Colour::Off, Some(40));
-        assert!(narrow.contains("(not shown at 40 columns:"), "{narrow}");
+        let narrow = render_within(&r, Colour::Off, Some(60));
+        assert!(narrow.contains("(not shown at 60 columns:"), "{narrow}");
     }
 
     #[test]
