@@ -360,7 +360,7 @@ fn lock_list_aligns_its_columns_and_marks_this_machines_profile() {
         );
         let summary = r[lockfile..].find("  ").map(|i| i + lockfile);
         assert!(
-            summary.is_some_and(|s| r[s..].trim_start().len() > 0),
+            summary.is_some_and(|s| !r[s..].trim_start().is_empty()),
             "{r}"
         );
     }
