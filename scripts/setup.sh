@@ -6,6 +6,8 @@
 #                             (tests/slurm_healthcheck.rs starts a one-node Slurm), mmdebstrap
 #                             (scripts/sid-chroot.sh builds the Debian sid chroot with ROCm 6.4.3),
 #                             dash and zsh (greta-activate is tested by sourcing it in bash, dash and zsh),
+#                             fish, man-db and groff-base (the completion scripts load in bash, zsh and fish;
+#                             the manual page renders with man -l),
 #                             promtool (Prometheus' parser of the --prom textfile, out of Debian's prometheus package)
 # Rust (cargo) must already be installed; everything else comes from the distribution and PyPI.
 set -euo pipefail
@@ -17,7 +19,7 @@ if [[ $(id -u) -ne 0 ]]; then sudo_="sudo"; fi
 
 pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-validationlayers python3-venv python3-pip ca-certificates)
 if [[ $want_test -eq 1 ]]; then
-  pkgs+=(vulkan-tools hipcc libamdhip64-dev rocminfo slurm-wlm munge mmdebstrap dash zsh)
+  pkgs+=(vulkan-tools hipcc libamdhip64-dev rocminfo slurm-wlm munge mmdebstrap dash zsh fish man-db groff-base)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -19,6 +19,12 @@ mod read;
 mod rerun;
 pub mod stop;
 
+/// Text on stdout for `main.rs`'s own commands (completions, the manual):
+/// a reader that goes away ends greta quietly, as for every other output.
+pub fn out_text(s: &str) {
+    out::text(format_args!("{s}"));
+}
+
 /// What the fuzz targets reach: the wheel cache and its fetcher
 /// (`cache_paths`), where envs go (the doctor's `envs_at`), and the
 /// install receipt's parser.

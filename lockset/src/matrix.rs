@@ -300,7 +300,11 @@ impl Matrix {
             .ok_or_else(|| {
                 let names: Vec<&str> = self.profiles.iter().map(|p| p.name.as_str()).collect();
                 super::Refusal {
-                    message: format!("no profile named `{name}` in {}", self.path.display()),
+                    message: format!(
+                        "no profile named `{name}` in {}{}",
+                        self.path.display(),
+                        greta_vocab::suggest::did_you_mean(name, names.iter().copied(), 1)
+                    ),
                     fix: format!("choose one of: {}", names.join(", ")),
                 }
                 .into()

@@ -302,10 +302,10 @@ impl Paint {
     }
 }
 
-/// Colour only on a terminal, and never when NO_COLOR is set (any value
-/// but empty, per no-color.org).
+/// greta's one colour decision (`--color`, NO_COLOR, TERM=dumb) for a
+/// stream that `is_tty` says is or is not a terminal.
 pub fn use_color(is_tty: bool) -> bool {
-    is_tty && !matches!(std::env::var_os("NO_COLOR"), Some(v) if !v.is_empty())
+    greta_vocab::colour::use_color(is_tty)
 }
 
 /// `--from` mode: one check line per file; its glyph is the worst finding

@@ -15,6 +15,7 @@ mod digest;
 mod grid;
 mod health;
 mod history;
+mod home;
 mod html;
 mod load;
 mod node;
@@ -22,5 +23,6 @@ mod page;
 
 pub use digest::{KEPT_CAP, NAMES_CAP};
 pub use history::{render_history, History};
+pub use home::without_home;
 pub use load::{newest_in, read_run, Run, Skipped, DEVICE_CAP, DIR_ENTRY_CAP, FILE_CAP};
 pub use page::render_runs;

@@ -210,7 +210,8 @@ impl FromStr for Profile {
             .find(|p| p.as_str() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown profile {s:?}; one of: {}",
+                    "unknown profile {s:?}{}; one of: {}",
+                    greta_vocab::suggest::did_you_mean(s, Profile::ALL.map(|p| p.as_str()), 1),
                     Profile::ALL.map(|p| p.as_str()).join(", ")
                 )
             })
@@ -462,15 +463,14 @@ impl Catalog {
                 match self.get(id) {
                     Some(g) if visible(&g) => {}
                     _ => {
-                        let known: Vec<&str> = self
-                            .gates
-                            .iter()
-                            .filter(visible)
-                            .map(|g| g.id.as_str())
-                            .collect();
+                        // The few nearest ids, not all of them on one line.
+                        let near = greta_vocab::suggest::did_you_mean(
+                            id,
+                            self.gates.iter().filter(visible).map(|g| g.id.as_str()),
+                            3,
+                        );
                         return Err(format!(
-                            "unknown gate {id:?}; known gates: {} (see --list-gates)",
-                            known.join(", ")
+                            "unknown gate {id:?}{near}; every gate: greta smoke --list-gates"
                         ));
                     }
                 }
@@ -510,6 +510,14 @@ pub(crate) fn test_gates(ops: &[&str]) -> Vec<Gate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mistyped_profile_names_the_nearest() {
+        let e = "defualt".parse::<Profile>().unwrap_err();
+        assert!(e.contains("did you mean `default`?"), "{e}");
+        let e = "framework".parse::<Profile>().unwrap_err();
+        assert!(e.contains("did you mean `frameworks`?"), "{e}");
+    }
 
     /// Each op's rate unit and precision as gates have always had them
     /// (the results' `unit`, the f16 preconditions and deny list follow).
@@ -632,9 +640,16 @@ mod tests {
             .plan(Profile::Default, &["nope".into()], false)
             .unwrap_err();
         assert!(
-            e.contains("unknown gate \"nope\"") && e.contains("fill.tiny"),
+            e.contains("unknown gate \"nope\"") && e.contains("--list-gates"),
             "{e}"
         );
+        // A near miss names the few nearest gates, never the whole catalogue.
+        let e = c
+            .plan(Profile::Default, &["gemm_f16.25".into()], false)
+            .unwrap_err();
+        assert!(e.contains("did you mean `gemm_f16.256`"), "{e}");
+        assert!(e.matches('`').count() <= 6, "at most 3 named: {e}");
+        assert!(!e.contains("fill.tiny"), "{e}");
         assert!(!e.contains("test.slow"));
         assert!(c
             .plan(Profile::Default, &["test.slow".into()], false)

@@ -36,8 +36,18 @@ impl std::str::FromStr for BackendChoice {
             "vulkan" => Ok(BackendChoice::Vulkan),
             "hip" => Ok(BackendChoice::Hip),
             "cuda" => Ok(BackendChoice::Cuda),
+            // Names people reach for: ROCm's device API is HIP, NVIDIA's is CUDA.
+            "rocm" | "amd" | "hsa" => Err(format!(
+                "unknown backend {s:?}: ROCm's device API is HIP, so use --backend hip \
+                 (one of: auto, vulkan, hip, cuda)"
+            )),
+            "nvidia" | "nv" => Err(format!(
+                "unknown backend {s:?}: NVIDIA GPUs run through CUDA, so use --backend cuda \
+                 (one of: auto, vulkan, hip, cuda)"
+            )),
             _ => Err(format!(
-                "unknown backend {s:?}; one of: auto, vulkan, hip, cuda"
+                "unknown backend {s:?}{}; one of: auto, vulkan, hip, cuda",
+                greta_vocab::suggest::did_you_mean(s, ["auto", "vulkan", "hip", "cuda"], 1)
             )),
         }
     }
@@ -451,6 +461,20 @@ pub(crate) fn clock_seed() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The names people type for a backend greta calls otherwise are
+    /// answered with the one it means; a typo with the nearest.
+    #[test]
+    fn a_backend_by_another_name_says_which_it_means() {
+        let e = "rocm".parse::<BackendChoice>().unwrap_err();
+        assert!(e.contains("--backend hip"), "{e}");
+        let e = "nvidia".parse::<BackendChoice>().unwrap_err();
+        assert!(e.contains("--backend cuda"), "{e}");
+        let e = "vulkna".parse::<BackendChoice>().unwrap_err();
+        assert!(e.contains("did you mean `vulkan`?"), "{e}");
+        let e = "opencl".parse::<BackendChoice>().unwrap_err();
+        assert!(!e.contains("did you mean"), "{e}");
+    }
 
     #[test]
     fn choices_parse() {

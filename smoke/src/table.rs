@@ -23,6 +23,13 @@ fn visible_width(s: &str) -> usize {
 
 /// Render rows as left-aligned columns separated by two spaces.
 fn columns(rows: &[Vec<String>]) -> String {
+    columns_within(rows, None)
+}
+
+/// [`columns`] no wider than `width`: the last column (the free text) is
+/// wrapped with a hanging indent under its own start, or, when the fixed
+/// columns leave it too little room, on the lines below indented by four.
+fn columns_within(rows: &[Vec<String>], width: Option<usize>) -> String {
     let n = rows.iter().map(|r| r.len()).max().unwrap_or(0);
     let widths: Vec<usize> = (0..n)
         .map(|c| {
@@ -37,17 +44,164 @@ fn columns(rows: &[Vec<String>]) -> String {
         let mut line = String::new();
         for (c, cell) in r.iter().enumerate() {
             if c + 1 == r.len() {
-                line.push_str(cell);
+                let start = visible_width(&line);
+                match width {
+                    Some(w) if !cell.is_empty() && start + visible_width(cell) > w => {
+                        line.push_str(&hanging(cell, start, w));
+                    }
+                    _ => line.push_str(cell),
+                }
             } else {
                 line.push_str(cell);
                 let pad = widths[c] - visible_width(cell) + 2;
                 line.extend(std::iter::repeat_n(' ', pad));
             }
         }
-        out.push_str(line.trim_end());
-        out.push('\n');
+        for l in line.lines() {
+            out.push_str(l.trim_end());
+            out.push('\n');
+        }
+        if line.is_empty() {
+            out.push('\n');
+        }
     }
     out
+}
+
+/// The columns a narrow terminal loses first, in order; gate, status, rate
+/// and the floor gauge always stay.
+const DROP_FIRST: [&str; 9] = [
+    "first_us",
+    "ratio",
+    "ceiling",
+    "median_us",
+    "rel_err",
+    "of_spec",
+    "clean",
+    "floor",
+    "unit",
+];
+
+/// Makes the table (header row first, free text last) fit `width`: a
+/// column with nothing in it (every cell `-` or empty) goes first, then
+/// the columns of [`DROP_FIRST`] in turn, until the fixed columns leave the
+/// last one room. Returns the names of the columns dropped that had
+/// something to say.
+fn fit(rows: &mut [Vec<String>], width: usize) -> Vec<String> {
+    let Some(head) = rows.first().cloned() else {
+        return Vec::new();
+    };
+    let empty = |rows: &[Vec<String>], c: usize| {
+        rows.iter()
+            .skip(1)
+            .all(|r| r.get(c).is_none_or(|s| s.is_empty() || s == "-"))
+    };
+    let mut dropped = Vec::new();
+    let remove = |rows: &mut [Vec<String>], c: usize| {
+        for r in rows.iter_mut() {
+            if c < r.len() {
+                r.remove(c);
+            }
+        }
+    };
+    // The widest fixed part, and whether the last column holds any text.
+    let need = |rows: &[Vec<String>]| {
+        let n = rows[0].len();
+        let fixed: usize = (0..n.saturating_sub(1))
+            .map(|c| {
+                rows.iter()
+                    .map(|r| r.get(c).map_or(0, |s| visible_width(s)))
+                    .max()
+                    .unwrap_or(0)
+                    + 2
+            })
+            .sum();
+        let last = rows
+            .iter()
+            .map(|r| r.last().map_or(0, |s| visible_width(s)))
+            .max()
+            .unwrap_or(0);
+        // Free text wraps into MIN_TEXT columns; a number column does not.
+        let text = rows[0].last().is_some_and(|h| h == "reason");
+        fixed + if text { last.min(MIN_TEXT) } else { last }
+    };
+    if need(rows) <= width {
+        return dropped;
+    }
+    for name in head.iter().rev() {
+        let Some(c) = rows[0].iter().position(|h| h == name) else {
+            continue;
+        };
+        if empty(rows, c) && c > 0 {
+            remove(rows, c);
+        }
+    }
+    for name in DROP_FIRST {
+        if need(rows) <= width {
+            break;
+        }
+        if let Some(c) = rows[0].iter().position(|h| h == name) {
+            remove(rows, c);
+            dropped.push(name.to_string());
+        }
+    }
+    dropped
+}
+
+/// The narrowest room worth wrapping text into beside other columns.
+const MIN_TEXT: usize = 24;
+
+/// `text` (the last cell, starting at column `start`) wrapped to `width`:
+/// beside the columns when at least [`MIN_TEXT`] remain, each further line
+/// indented to `start`; else from the next line on, indented by four.
+fn hanging(text: &str, start: usize, width: usize) -> String {
+    if width >= start + MIN_TEXT {
+        let opts = textwrap::Options::new(width - start)
+            .subsequent_indent("")
+            .break_words(true);
+        let pad = " ".repeat(start);
+        textwrap::wrap(text, opts).join(&format!("\n{pad}"))
+    } else {
+        let opts = textwrap::Options::new(width.max(MIN_TEXT + 4))
+            .initial_indent("    ")
+            .subsequent_indent("    ")
+            .break_words(true);
+        format!("\n{}", textwrap::wrap(text, opts).join("\n"))
+    }
+}
+
+/// A line of free text (a header, a note, a finding) no wider than `width`,
+/// its continuation lines indented by `indent` more than its own indent.
+fn wrap_line(line: &str, width: Option<usize>, indent: usize) -> String {
+    let Some(w) = width else {
+        return line.to_string();
+    };
+    if visible_width(line) <= w {
+        return line.to_string();
+    }
+    let own = line.len() - line.trim_start().len();
+    let pad = " ".repeat(own + indent);
+    let opts = textwrap::Options::new(w)
+        .subsequent_indent(&pad)
+        .break_words(true);
+    textwrap::wrap(line, opts).join("\n")
+}
+
+/// The width of the terminal the table goes to (stdout, else stderr, where
+/// it goes with --json), or none when neither is a terminal: a log file or
+/// a pipe gets every line whole.
+pub fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    let of =
+        |t: Option<(terminal_size::Width, terminal_size::Height)>| t.map(|(w, _)| w.0 as usize);
+    if std::io::stdout().is_terminal() {
+        of(terminal_size::terminal_size_of(std::io::stdout()))
+    } else if std::io::stderr().is_terminal() {
+        of(terminal_size::terminal_size_of(std::io::stderr()))
+    } else {
+        None
+    }
+    .filter(|w| *w >= 20)
 }
 
 fn num(x: Option<f64>) -> String {
@@ -80,23 +234,12 @@ pub enum Colour {
 }
 
 impl Colour {
+    /// greta's one colour decision (`--color`, NO_COLOR, TERM=dumb), for a
+    /// table whose lines reach stdout or stderr: both must be terminals.
     pub fn from_env() -> Colour {
         use std::io::IsTerminal;
-        Colour::decide(
-            std::env::var_os("NO_COLOR").as_deref(),
-            std::env::var_os("TERM").as_deref(),
-            std::io::stdout().is_terminal() && std::io::stderr().is_terminal(),
-        )
-    }
-
-    fn decide(
-        no_color: Option<&std::ffi::OsStr>,
-        term: Option<&std::ffi::OsStr>,
-        terminals: bool,
-    ) -> Colour {
-        let no = no_color.is_some_and(|v| !v.is_empty());
-        let dumb = term.is_some_and(|t| t == "dumb");
-        if terminals && !no && !dumb {
+        let terminals = std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+        if greta_vocab::colour::use_color(terminals) {
             Colour::On
         } else {
             Colour::Off
@@ -294,15 +437,20 @@ fn check_line(c: &crate::telemetry::NodeCheck) -> String {
 }
 
 pub fn render(report: &Report) -> String {
-    render_with(report, Colour::from_env())
+    render_within(report, Colour::from_env(), terminal_width())
 }
 
-/// [`render`] with colour decided by the caller.
+/// [`render`] with colour decided by the caller, lines whole.
 pub fn render_with(report: &Report, colour: Colour) -> String {
+    render_within(report, colour, None)
+}
+
+/// [`render_with`] no wider than `width` columns (none: lines whole).
+/// Skip reasons shared by several gates are said once, under the table.
+pub fn render_within(report: &Report, colour: Colour, width: Option<usize>) -> String {
     let mut out = String::new();
     for d in &report.devices {
-        let _ = writeln!(
-            out,
+        let head = format!(
             "device {}: {} ({}, {} {}, {})",
             d.index,
             Visible(&d.device.name),
@@ -311,6 +459,23 @@ pub fn render_with(report: &Report, colour: Colour) -> String {
             Visible(&d.device.driver_info),
             d.device.device_type.short_name()
         );
+        let _ = writeln!(out, "{}", wrap_line(&head, width, 4));
+        // A reason several skipped gates share: numbered once, the cells
+        // point at it.
+        let mut shared: Vec<String> = Vec::new();
+        for g in &d.gates {
+            let Some(r) = g.reason.as_deref().filter(|_| g.status == GateStatus::Skip) else {
+                continue;
+            };
+            let n = d
+                .gates
+                .iter()
+                .filter(|o| o.status == GateStatus::Skip && o.reason.as_deref() == Some(r))
+                .count();
+            if n > 1 && !shared.iter().any(|s| s == r) {
+                shared.push(r.to_string());
+            }
+        }
         // Framework gates also time their first call (compile, library load).
         let first = d.gates.iter().any(|g| {
             g.metrics
@@ -343,22 +508,58 @@ pub fn render_with(report: &Report, colour: Colour) -> String {
                             colour,
                         )
                     }
+                    "reason" => match g.reason.as_deref() {
+                        Some(r) if g.status == GateStatus::Skip => {
+                            match shared.iter().position(|s| s == r) {
+                                Some(i) => format!("[{}] below", i + 1),
+                                None => (c.1)(g),
+                            }
+                        }
+                        _ => (c.1)(g),
+                    },
                     _ => (c.1)(g),
                 })
                 .collect()
         }));
-        out.push_str(&columns(&rows));
+        let dropped = match width {
+            Some(w) => fit(&mut rows, w),
+            None => Vec::new(),
+        };
+        out.push_str(&columns_within(&rows, width));
+        if !dropped.is_empty() {
+            let line = format!(
+                "(not shown at {} columns: {}; --json has every column)",
+                width.unwrap_or_default(),
+                dropped.join(", ")
+            );
+            let _ = writeln!(out, "{}", wrap_line(&line, width, 4));
+        }
+        for (i, r) in shared.iter().enumerate() {
+            let n = d
+                .gates
+                .iter()
+                .filter(|g| g.status == GateStatus::Skip && g.reason.as_deref() == Some(r))
+                .count();
+            let line = format!("[{}] {n} gates skipped: {}", i + 1, visible(r));
+            let _ = writeln!(out, "{}", wrap_line(&line, width, 4));
+        }
         for line in in_run_lines(&d.gates) {
-            let _ = writeln!(out, "{line}");
+            let _ = writeln!(out, "{}", wrap_line(&line, width, 4));
         }
         for m in &d.validation_messages {
-            let _ = writeln!(out, "validation layer: {}", Visible(m));
+            let line = format!("validation layer: {}", Visible(m));
+            let _ = writeln!(out, "{}", wrap_line(&line, width, 4));
         }
         for n in &d.notes {
-            let _ = writeln!(out, "note: {}", Visible(n));
+            let _ = writeln!(
+                out,
+                "{}",
+                wrap_line(&format!("note: {}", Visible(n)), width, 4)
+            );
         }
         if let Some(l) = &d.lost {
-            let _ = writeln!(out, "device {} lost: {}", d.index, Visible(l));
+            let line = format!("device {} lost: {}", d.index, Visible(l));
+            let _ = writeln!(out, "{}", wrap_line(&line, width, 4));
         }
         for c in &d.checks {
             let _ = writeln!(out, "{}", check_line(c));
@@ -369,19 +570,32 @@ pub fn render_with(report: &Report, colour: Colour) -> String {
         let _ = writeln!(out, "{}", check_line(c));
     }
     for f in &report.findings {
+        let lines = [
+            format!(
+                "finding {} [{}] {}",
+                f.severity,
+                Visible(&f.id),
+                Visible(&f.title)
+            ),
+            format!("    {}", Visible(&f.message)),
+        ];
+        for l in lines {
+            let _ = writeln!(out, "{}", wrap_line(&l, width, 4));
+        }
+        for e in &f.evidence {
+            let _ = writeln!(
+                out,
+                "{}",
+                wrap_line(&format!("    evidence: {}", Visible(e)), width, 4)
+            );
+        }
         let _ = writeln!(
             out,
-            "finding {} [{}] {}",
-            f.severity,
-            Visible(&f.id),
-            Visible(&f.title)
+            "{}",
+            wrap_line(&format!("    fix: {}", Visible(&f.fix.text)), width, 4)
         );
-        let _ = writeln!(out, "    {}", Visible(&f.message));
-        for e in &f.evidence {
-            let _ = writeln!(out, "    evidence: {}", Visible(e));
-        }
-        let _ = writeln!(out, "    fix: {}", Visible(&f.fix.text));
         for c in &f.fix.commands {
+            // A command stays one line: it is copied whole.
             let _ = writeln!(out, "      $ {}", Visible(c));
         }
     }
@@ -401,8 +615,7 @@ pub fn render_with(report: &Report, colour: Colour) -> String {
         RunStatus::Fail => "FAIL",
         RunStatus::Undecided => "UNDECIDED",
     };
-    let _ = writeln!(
-        out,
+    let line = format!(
         "smoke {}: {verdict}: {} passed, {} failed, {} skipped in {:.1} s (seed {})",
         report.profile,
         count(GateStatus::Pass),
@@ -411,6 +624,7 @@ pub fn render_with(report: &Report, colour: Colour) -> String {
         report.wall_s,
         report.settings.seed
     );
+    let _ = writeln!(out, "{}", wrap_line(&line, width, 4));
     out
 }
 
@@ -687,23 +901,37 @@ mod tests {
         assert_eq!(strip, plain, "colour codes take no width");
     }
 
-    /// NO_COLOR (any non-empty value), TERM=dumb and output that is not a
-    /// terminal each turn colour off.
+    /// Skip reasons several gates share are said once under the table;
+    /// at a given width no line is wider, and the columns that had to go
+    /// are named.
     #[test]
-    fn no_color_is_respected() {
-        use std::ffi::OsStr;
-        let d = |n: Option<&str>, t: Option<&str>, tty| {
-            Colour::decide(n.map(OsStr::new), t.map(OsStr::new), tty)
-        };
-        assert_eq!(d(None, Some("xterm"), true), Colour::On);
-        assert_eq!(d(Some("1"), Some("xterm"), true), Colour::Off);
-        assert_eq!(
-            d(Some(""), Some("xterm"), true),
-            Colour::On,
-            "an empty NO_COLOR is unset (no-color.org)"
+    fn shared_skip_reasons_are_said_once_and_lines_fit_the_width() {
+        let mut r = crate::results::tests::sample_report();
+        let why = "f16 is on the deny list for this driver: a reason long enough to need wrapping on any narrow terminal";
+        let mut g = r.devices[0].gates[0].clone();
+        for id in ["gemm_f16.a", "gemm_f16.b", "gemm_f16.c"] {
+            g.id = id.into();
+            g.status = GateStatus::Skip;
+            g.reason = Some(why.into());
+            g.metrics = None;
+            r.devices[0].gates.push(g.clone());
+        }
+        let whole = render_with(&r, Colour::Off);
+        assert_eq!(whole.matches(why).count(), 1, "{whole}");
+        assert!(
+            whole.contains(&format!("[1] 3 gates skipped: {why}")),
+            "{whole}"
         );
-        assert_eq!(d(None, Some("dumb"), true), Colour::Off);
-        assert_eq!(d(None, Some("xterm"), false), Colour::Off);
+        assert_eq!(whole.matches("[1] below").count(), 3, "{whole}");
+        for w in [60usize, 80, 120] {
+            let t = render_within(&r, Colour::Off, Some(w));
+            for line in t.lines() {
+                assert!(line.chars().count() <= w, "{w}: {line:?}\n{t}");
+            }
+            assert_eq!(t.matches("[1] below").count(), 3, "{t}");
+        }
+        let narrow = render_within(&r, Colour::Off, Some(60));
+        assert!(narrow.contains("(not shown at 60 columns:"), "{narrow}");
     }
 
     #[test]

@@ -29,6 +29,7 @@ macro_rules! serde_as_text {
 
 mod backend;
 pub mod child;
+pub mod colour;
 mod device_type;
 mod devices;
 pub mod dirs;
@@ -41,6 +42,7 @@ pub mod place;
 mod setting;
 mod sha256;
 pub mod size;
+pub mod suggest;
 pub mod tool_pin;
 pub mod url_secrets;
 mod verdict;

@@ -76,6 +76,13 @@ pub fn run(args: Args, verbose: u8) -> anyhow::Result<Exit> {
         list_checks(args.json);
         return Ok(Exit::Pass);
     }
+    // A check or finding id is known before anything is probed (with
+    // --from the files' checks are known only after reading them).
+    if let (Some(id), true) = (&args.check, args.from.is_empty()) {
+        if !known_check(id) {
+            anyhow::bail!("{}", unknown_check(id));
+        }
+    }
     // Each input gives a report: the machine (live, captured or replayed)
     // through the probe's front door, or the `--from` files.
     let profiles = profile_targets();
@@ -105,9 +112,7 @@ pub fn run(args: Args, verbose: u8) -> anyhow::Result<Exit> {
     };
     if let Some(id) = &args.check {
         if !report.restrict(id) {
-            anyhow::bail!(
-                "--check {id}: no such check or finding id (see greta doctor --list-checks)"
-            );
+            anyhow::bail!("{}", unknown_check(id));
         }
     }
     if args.json {
@@ -198,6 +203,25 @@ fn hip_live() -> (HipRun, Duration) {
         },
     };
     (run, started.elapsed())
+}
+
+/// Every check id and finding id `--check` takes on the live machine or a sysroot.
+fn check_ids() -> impl Iterator<Item = &'static str> {
+    let checks = greta_probe::CHECKS.iter().map(|(id, _, _)| *id);
+    let findings = greta_probe::catalogue().into_iter().map(|r| r.id.as_str());
+    checks.chain(findings)
+}
+
+fn known_check(id: &str) -> bool {
+    check_ids().any(|k| k == id)
+}
+
+/// The refusal of an unknown `--check`, with the nearest ids.
+fn unknown_check(id: &str) -> String {
+    format!(
+        "--check {id}: no such check or finding id{} (every id: greta doctor --list-checks)",
+        greta_vocab::suggest::did_you_mean(id, check_ids(), 3)
+    )
 }
 
 fn list_checks(json: bool) {

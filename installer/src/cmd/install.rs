@@ -97,8 +97,12 @@ pub fn run(args: Args, verbose: u8) -> Result<Exit> {
             }
             .print()?;
         } else {
-            eprint!("{}", crate::install::explain(&plan, Detail::Wheels));
-            eprintln!("dry run: nothing fetched or written (env would be {name})");
+            // The plan is the result of a dry run: stdout; logs stay on stderr.
+            crate::out::text(format_args!(
+                "{}",
+                crate::install::explain(&plan, Detail::Wheels)
+            ));
+            crate::outln!("dry run: nothing fetched or written (env would be {name})");
         }
         return Ok(Exit::Pass);
     }
@@ -110,7 +114,8 @@ pub fn run(args: Args, verbose: u8) -> Result<Exit> {
         } else {
             Detail::Summary
         };
-        eprint!("{}", crate::install::explain(&plan, detail));
+        // The plan on stdout, the progress and logs on stderr.
+        crate::out::text(format_args!("{}", crate::install::explain(&plan, detail)));
     }
     let mut fetch = FetchOptions::from_env()?;
     fetch.offline = offline;
@@ -237,10 +242,10 @@ fn say_report(
         .print()?;
     } else if report.up_to_date {
         eprintln!(
-            "✓ env {name} at {} is up to date ({} wheels, {} files verified); nothing to do (--reinstall rebuilds it)",
-            report.env.display(),
+            "✓ env {name} is up to date ({} wheels, {} files verified); nothing to do (--reinstall rebuilds it)\n  activate with: . {}/greta-activate",
             report.wheels.len(),
             report.verified.as_ref().map_or(0, |v| v.files),
+            report.env.display(),
         );
     } else {
         // Evidence quotes what the env's Python and its tools printed:
@@ -270,8 +275,7 @@ fn say_report(
         }
         if report.installed {
             eprintln!(
-                "✓ env {name} ready at {} ({} wheels, {}); activate with: . {}/greta-activate",
-                report.env.display(),
+                "✓ env {name} ready ({} wheels, {})\n  activate with: . {}/greta-activate",
                 report.wheels.len(),
                 report.installer,
                 report.env.display()

@@ -189,8 +189,12 @@ fn select(
     match m.select_with(&host, profile.as_deref()) {
         Ok(sel) => {
             if json {
-                let v = serde_json::json!({ "schema": "greta.lock-select/v1", "ok": true, "selection": sel });
-                outln!("{}", serde_json::to_string_pretty(&v)?);
+                crate::out::print_json(&SelectOutput {
+                    ok: true,
+                    refusal: None,
+                    schema: SELECT_SCHEMA,
+                    selection: Some(sorted(&sel)?),
+                })?;
             } else {
                 outln!("profile: {}", Visible(&sel.profile));
                 for r in &sel.reasons {
@@ -207,8 +211,15 @@ fn select(
         }
         Err(lock::Error::Refused(r)) => {
             if json {
-                let v = serde_json::json!({ "schema": "greta.lock-select/v1", "ok": false, "refusal": { "message": r.message, "fix": r.fix } });
-                outln!("{}", serde_json::to_string_pretty(&v)?);
+                crate::out::print_json(&SelectOutput {
+                    ok: false,
+                    refusal: Some(RefusalOutput {
+                        fix: &r.fix,
+                        message: &r.message,
+                    }),
+                    schema: SELECT_SCHEMA,
+                    selection: None,
+                })?;
             } else {
                 outln!("refused: {}", Visible(&r.message));
                 outln!("  fix: {}", Visible(&r.fix));
@@ -219,19 +230,73 @@ fn select(
     }
 }
 
-/// Which lock set is in effect and why, as JSON (`lock list --json`).
-fn lock_set_json(d: &lock::LockDir) -> serde_json::Value {
-    serde_json::json!({
-        "origin": d.origin_name(),
-        "dir": d.on_disk(),
-        "why": d.why(),
-    })
+const SELECT_SCHEMA: &str = "greta.lock-select/v1";
+
+/// `lock select --json` (schema greta.lock-select/v1): fields in the order
+/// the output has always had (alphabetical), absent ones left out.
+#[derive(serde::Serialize)]
+struct SelectOutput<'a> {
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refusal: Option<RefusalOutput<'a>>,
+    schema: &'static str,
+    /// The selection's fields in sorted order, as the output has always
+    /// had them (see [`sorted`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    selection: Option<serde_json::Value>,
+}
+
+/// A value with every object's keys in sorted order: the order these
+/// outputs have had since they were first written, which scripts and the
+/// schema pins compare byte for byte.
+fn sorted<T: serde::Serialize>(v: &T) -> Result<serde_json::Value> {
+    Ok(serde_json::to_value(v)?)
+}
+
+#[derive(serde::Serialize)]
+struct RefusalOutput<'a> {
+    fix: &'a str,
+    message: &'a str,
+}
+
+/// `lock list --json` (schema greta.lock-list/v1), fields alphabetical as
+/// the output has always had them.
+#[derive(serde::Serialize)]
+struct ListOutput<'a> {
+    lock_set: LockSetOutput<'a>,
+    matrix: &'a std::path::Path,
+    /// Sorted keys, see [`sorted`].
+    profiles: serde_json::Value,
+    schema: &'static str,
+}
+
+/// Which lock set is in effect and why.
+#[derive(serde::Serialize)]
+struct LockSetOutput<'a> {
+    dir: Option<&'a std::path::Path>,
+    origin: &'a str,
+    why: String,
+}
+
+/// The profile this machine would get, for `lock list` to mark (the same
+/// selection `greta lock select` explains); none when it refuses.
+fn this_machines_profile(m: &Matrix) -> Option<String> {
+    let host = crate::install::host::of(&load_facts(None, None).ok()?);
+    m.select_with(&host, None).ok().map(|s| s.profile)
 }
 
 fn list(m: &Matrix, json: bool, verbose: u8) -> Result<Exit> {
     if json {
-        let v = serde_json::json!({ "schema": "greta.lock-list/v1", "lock_set": lock_set_json(&m.dir), "matrix": m.path, "profiles": m.profiles });
-        crate::out::print_json(&v)?;
+        crate::out::print_json(&ListOutput {
+            lock_set: LockSetOutput {
+                dir: m.dir.on_disk(),
+                origin: m.dir.origin_name(),
+                why: m.dir.why(),
+            },
+            matrix: &m.path,
+            profiles: sorted(&m.profiles)?,
+            schema: "greta.lock-list/v1",
+        })?;
         return Ok(Exit::Pass);
     }
     outln!("lock set: {}", Visible(&m.dir.why()));
@@ -256,35 +321,61 @@ fn list(m: &Matrix, json: bool, verbose: u8) -> Result<Exit> {
             }
         }
     }
-    outln!(
-        "{:<9} {:<7} {:<11} {:<12} {:<24} summary",
-        "profile",
-        "backend",
-        "status",
-        "python",
-        "lockfile"
-    );
-    for p in &m.profiles {
-        let status = match &p.status {
-            LockStatus::Locked => "locked",
-            LockStatus::NotLocked { .. } => "NOT LOCKED",
+    // Columns as wide as their widest cell; `*` marks this machine's profile.
+    let mine = this_machines_profile(m);
+    let head = ["profile", "backend", "status", "python", "lockfile"];
+    let rows: Vec<[String; 5]> = m
+        .profiles
+        .iter()
+        .map(|p| {
+            let status = match &p.status {
+                LockStatus::Locked => "locked",
+                LockStatus::NotLocked { .. } => "NOT LOCKED",
+            };
+            [
+                Visible(&p.name).to_string(),
+                p.backend.as_str().to_string(),
+                status.to_string(),
+                Visible(&p.python.join(",")).to_string(),
+                Visible(&p.lockfile_name).to_string(),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..5)
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([head[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let cells = |r: &[String]| -> String {
+        r.iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c}{}  ", " ".repeat(w - c.chars().count())))
+            .collect()
+    };
+    let indent = "  ";
+    outln!("{indent}{}summary", cells(&head.map(String::from)));
+    for (p, row) in m.profiles.iter().zip(&rows) {
+        let mark = if mine.as_deref() == Some(p.name.as_str()) {
+            "* "
+        } else {
+            indent
         };
-        outln!(
-            "{:<9} {:<7} {:<11} {:<12} {:<24} {}",
-            Visible(&p.name),
-            p.backend.as_str(),
-            status,
-            Visible(&p.python.join(",")),
-            Visible(&p.lockfile_name),
-            Visible(&p.summary)
-        );
+        outln!("{mark}{}{}", cells(row), Visible(&p.summary));
         if p.device_extra.is_some() {
             // Which GPUs it serves is the point of such a profile.
             outln!(
-                "          device wheels per target: {}",
+                "{indent}  device wheels per target: {}",
                 Visible(&p.gfx.join(" "))
             );
         }
+    }
+    match &mine {
+        Some(_) => outln!("* this machine's profile (greta lock select says why)"),
+        None => outln!("no profile fits this machine as it is (greta lock select says why)"),
     }
     Ok(Exit::Pass)
 }

@@ -25,13 +25,17 @@ pub struct Args {
     #[arg(value_name = "FILES|DIR")]
     pub paths: Vec<PathBuf>,
     /// The HTML file to write (replaced atomically).
-    #[arg(long, value_name = "FILE.html")]
+    #[arg(long, value_name = "FILE.html", default_value = DEFAULT_PAGE)]
     pub out: PathBuf,
     /// Each gate's rate over time per device, from every result in DIR
     /// (default: the results directory greta smoke writes to).
     #[arg(long, value_name = "DIR", num_args = 0..=1, conflicts_with = "paths")]
     pub history: Option<Option<PathBuf>>,
 }
+
+/// Where the page goes without `--out`: the current directory, where the
+/// user who asked for it looks first.
+pub const DEFAULT_PAGE: &str = "greta-report.html";
 
 pub fn run(args: Args) -> anyhow::Result<Exit> {
     crate::stop::on_stop("report", |_| {});
@@ -98,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     for s in &skipped {
         eprintln!("greta report: not used: {}: {}", s.path.display(), s.why);
     }
+    let html = private(&html);
     if let Err(e) = out.replace(html.as_bytes(), Purpose::Page) {
         eprintln!("greta report: could not write --out {e}");
         return Ok(Exit::Undecided);
@@ -231,8 +236,15 @@ fn json_files_of(dir: &Path) -> Vec<PathBuf> {
 
 /// `greta smoke --html FILE`: the page of the run just made. A page that
 /// cannot be written is said on stderr; the run's verdict stands.
+/// The page as it may leave the machine: no path under the user's home.
+fn private(html: &str) -> String {
+    let home = greta_vocab::dirs::process_env("HOME").map(PathBuf::from);
+    greta_report::without_home(html, home.as_deref())
+}
+
 pub fn write_run_page(out: &Path, report: &greta_smoke::results::Report) -> bool {
     let html = greta_report::render_runs(&[Run::from_report(report.clone())], &[]);
+    let html = private(&html);
     match output::write(out, html.as_bytes(), Purpose::Page) {
         Ok(()) => {
             eprintln!("report page: {}", out.display());

@@ -221,6 +221,16 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         eprintln!("greta smoke: bad arguments: --env and --python go with --profile frameworks");
         return Ok(Exit::Undecided);
     }
+    // Every value is checked before any device is probed: a typo costs no
+    // driver load and says so at once.
+    let planned = match Catalog::builtin().plan(args.profile, &args.gates, args.include_test_gates)
+    {
+        Ok(gates) => gates,
+        Err(e) => {
+            eprintln!("greta smoke: bad arguments: {e}");
+            return Ok(Exit::Undecided);
+        }
+    };
     if args.tune {
         return tune(&args);
     }
@@ -234,10 +244,8 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     // there is a SIGBUS in its cache thread) is decided before any Vulkan.
     greta_runtime::vulkan::mesa_cache::prepare();
     // A profile that takes minutes says so before it starts.
-    if let Ok(gates) = greta_smoke::Catalog::builtin().plan(args.profile, &args.gates, false) {
-        if let Some(note) = greta_smoke::duration_note(args.profile, &gates, None) {
-            eprintln!("greta smoke: {note}");
-        }
+    if let Some(note) = greta_smoke::duration_note(args.profile, &planned, None) {
+        eprintln!("greta smoke: {note}");
     }
     on_signal::on_stop(args.prom.clone(), args.profile, started);
     let backend = match args.backend {
@@ -348,6 +356,19 @@ fn present(
     }
     if let Some(w) = &outcome.written {
         eprintln!("results: {} (csv: {})", w.json.display(), w.csv.display());
+        // The last line: how to see the run as a page. Without --out the
+        // report finds the newest result itself, so no path is said twice.
+        let from = match &args.out {
+            None => String::new(),
+            Some(d) => match crate::envs::activate::quote_path("--out", d) {
+                Ok(q) => format!(" {q}"),
+                Err(_) => String::from(" DIR"),
+            },
+        };
+        eprintln!(
+            "page: greta report{from} (writes ./{})",
+            super::report::DEFAULT_PAGE
+        );
     }
     if let Some(e) = &outcome.write_error {
         eprintln!("greta smoke: could not write results: {e}");

@@ -323,7 +323,7 @@ pub fn explain(plan: &Plan, detail: Detail) -> String {
             }
         ));
     }
-    let total: u64 = plan.wheels.iter().filter_map(|w| w.wheel.size).sum();
+    let total = total_size(plan);
     if !plan.device_extras.is_empty() {
         s.push_str(&format!(
             "device wheels: {} (this machine's GPU targets; the host wheels are shared)\n",
@@ -332,23 +332,17 @@ pub fn explain(plan: &Plan, detail: Detail) -> String {
     }
     if detail == Detail::Summary {
         s.push_str(&format!(
-            "{} wheels, {} in all (each wheel and why: --dry-run or -v)\n",
+            "{} wheels, {total} (each wheel and why: --dry-run or -v)\n",
             plan.wheels.len(),
-            size::bytes(total)
         ));
         return s;
     }
-    s.push_str(&format!(
-        "{} wheels, {} in all:\n",
-        plan.wheels.len(),
-        size::bytes(total)
-    ));
+    s.push_str(&format!("{} wheels, {total}:\n", plan.wheels.len()));
     for w in &plan.wheels {
-        let size = w
-            .wheel
-            .size
-            .map(|b| format!(", {}", size::bytes(b)))
-            .unwrap_or_default();
+        let size = w.wheel.size.map_or_else(
+            || ", size not recorded".to_string(),
+            |b| format!(", {}", size::bytes(b)),
+        );
         s.push_str(&format!(
             "  {} {}  {}{size}\n      {}\n",
             Visible(&w.wheel.name),
@@ -360,9 +354,68 @@ pub fn explain(plan: &Plan, detail: Detail) -> String {
     s
 }
 
+/// The download as the lockfile records it: `2.9 GiB in all`, or, when
+/// some wheels have no recorded size, what is known and which are not
+/// counted (a plan holding torch is not "295.8 MiB").
+fn total_size(plan: &Plan) -> String {
+    let known: u64 = plan.wheels.iter().filter_map(|w| w.wheel.size).sum();
+    let unknown: Vec<&str> = plan
+        .wheels
+        .iter()
+        .filter(|w| w.wheel.size.is_none())
+        .map(|w| w.wheel.name.as_str())
+        .collect();
+    match unknown.as_slice() {
+        [] => format!("{} in all", size::bytes(known)),
+        names => {
+            const SHOWN: usize = 3;
+            let mut list = names
+                .iter()
+                .take(SHOWN)
+                .map(|n| Visible(n).to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            if names.len() > SHOWN {
+                list += &format!(" and {} more", names.len() - SHOWN);
+            }
+            format!(
+                "{} recorded plus {} whose size the lockfile does not record ({list})",
+                size::bytes(known),
+                names.len()
+            )
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A wheel without a recorded size is never counted as nothing: the
+    /// total says how many are missing and names them.
+    #[test]
+    fn an_unrecorded_size_is_said_not_summed_as_zero() {
+        let mut p = plan_for("cpu", "3.12").unwrap();
+        let all = p.wheels.len();
+        let whole = explain(&p, Detail::Summary);
+        assert!(whole.contains(" in all "), "{whole}");
+        let torch = p
+            .wheels
+            .iter_mut()
+            .find(|w| w.wheel.name.as_str() == "torch")
+            .unwrap();
+        let torch_size = torch.wheel.size.take().unwrap();
+        assert!(torch_size > 0);
+        let s = explain(&p, Detail::Summary);
+        assert!(!s.contains(" in all"), "{s}");
+        assert!(
+            s.contains(&format!("{all} wheels, "))
+                && s.contains("plus 1 whose size the lockfile does not record (torch)"),
+            "{s}"
+        );
+        let d = explain(&p, Detail::Wheels);
+        assert!(d.contains("size not recorded"), "{d}");
+    }
 
     /// A plan for another node: no probe, no interpreter run, the built-in
     /// lock set. Nothing here touches the network or a GPU.

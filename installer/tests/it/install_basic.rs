@@ -114,15 +114,21 @@ fn happy_path_with_pip_and_offline_reinstall() {
 
     let o = h.install(&["--installer", "pip", "--name", "pip-env"]);
     assert!(o.status.success(), "{}", text(&o));
-    // The default run says which profile and why, then one line
-    // for the wheels; the per-wheel marker/tag reasoning is for -v.
-    let e = support::stderr(&o);
+    // The default run says which profile and why, then one line for the
+    // wheels; the per-wheel marker/tag reasoning is for -v. The plan is on
+    // stdout, the logs on stderr.
+    let e = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(e.contains("profile cpu (cpu):"), "{e}");
     assert!(
         e.contains("3 wheels, ") && e.contains("(each wheel and why: --dry-run or -v)"),
         "{e}"
     );
     assert!(!e.contains("no marker") && !e.contains("(rank "), "{e}");
+    assert!(
+        !support::stderr(&o).contains("profile cpu (cpu):"),
+        "{}",
+        text(&o)
+    );
     let got = h.import_in_env("pip-env");
     assert_eq!(got["jax"], "0.4.35");
     assert!(h.receipt("pip-env")["installer"]
@@ -136,7 +142,7 @@ fn happy_path_with_pip_and_offline_reinstall() {
     let o = h.install(&["--installer", "pip", "--name", "pip-env", "--offline", "-v"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(h.server.log().is_empty());
-    let e = support::stderr(&o);
+    let e = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(e.contains("3 wheels, ") && e.contains("(rank "), "{e}");
     h.import_in_env("pip-env");
 }
@@ -326,6 +332,44 @@ fn env_list_and_remove() {
     let names = support::env_names(&j);
     assert_eq!(names, vec!["a", "b"]);
     assert_eq!(j["envs"][0]["profile"], "cpu");
+    // The listing for people: the directory once, a header, aligned columns,
+    // the date to the minute and the env the shell has active marked.
+    let o = h
+        .cmd(&["env", "list"])
+        .env("VIRTUAL_ENV", h.env_dir("b"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    assert_eq!(
+        lines[0],
+        format!("greta envs in {}:", h.envs_dir().display())
+    );
+    assert!(
+        lines[1].starts_with("NAME") && lines[1].contains("CREATED (UTC)"),
+        "{out}"
+    );
+    assert_eq!(
+        out.matches(h.envs_dir().to_str().unwrap()).count(),
+        1,
+        "{out}"
+    );
+    let col = |l: &str, w: &str| l.find(w).unwrap_or_else(|| panic!("{w:?} in {l:?}"));
+    assert_eq!(col(lines[1], "PROFILE"), col(lines[2], "cpu"), "{out}");
+    assert_eq!(col(lines[1], "PROFILE"), col(lines[3], "cpu"), "{out}");
+    assert!(
+        lines[3].starts_with("b ") && lines[3].ends_with("(active)"),
+        "{out}"
+    );
+    assert!(!lines[2].contains("(active)"), "{out}");
+    let created = j["envs"][0]["created"].as_str().unwrap();
+    let minute = format!("{} {}", &created[..10], &created[11..16]);
+    assert!(
+        lines[2].contains(&minute) && !lines[2].contains(created),
+        "{out}"
+    );
     let o = h.cmd(&["env", "remove", "a"]).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     assert!(!h.env_dir("a").exists());

@@ -62,6 +62,9 @@ fn second_install_is_a_verified_no_op_and_reinstall_rebuilds() {
         err.contains("is up to date") && err.contains("--reinstall"),
         "{err}"
     );
+    // ... and how to use it, as after an install.
+    let activate = format!(". {}/greta-activate", h.env_dir("cpu").display());
+    assert!(err.contains(&format!("activate with: {activate}")), "{err}");
 
     // --reinstall (alias --force) rebuilds from the cache, import check included.
     for flag in ["--reinstall", "--force"] {

@@ -320,3 +320,60 @@ fn unknown_profile_is_a_refusal() {
     assert_eq!(code, Some(1));
     assert!(refusal(&v, "fix").contains("rocm7.2"), "{v}");
 }
+
+/// `lock list` for people: every column starts where its header does, and
+/// the profile `lock select` picks for this machine (asked independently,
+/// as JSON) is the one line marked `*`.
+#[test]
+fn lock_list_aligns_its_columns_and_marks_this_machines_profile() {
+    let dir = shipped_lock_dir();
+    let o = greta_lock(&dir, &["select", "--json"]);
+    let mine = json(&o)["selection"]["profile"]
+        .as_str()
+        .map(str::to_string);
+    let o = greta_lock(&dir, &["list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("profile "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let col = |w: &str| lines[head].find(w).unwrap();
+    let rows: Vec<&str> = lines[head + 1..]
+        .iter()
+        .copied()
+        .filter(|l| l.contains("pylock."))
+        .collect();
+    assert!(rows.len() >= 5, "{out}");
+    for r in &rows {
+        let lockfile = r.find("pylock.").unwrap();
+        assert_eq!(lockfile, col("lockfile"), "lockfile column:\n{out}");
+        assert!(
+            r[col("python")..].starts_with("3."),
+            "python column:\n{out}"
+        );
+        let status = &r[col("status")..];
+        assert!(
+            status.starts_with("locked ") || status.starts_with("NOT LOCKED "),
+            "status column:\n{out}"
+        );
+        let summary = r[lockfile..].find("  ").map(|i| i + lockfile);
+        assert!(
+            summary.is_some_and(|s| !r[s..].trim_start().is_empty()),
+            "{r}"
+        );
+    }
+    let marked: Vec<&&str> = rows.iter().filter(|r| r.starts_with("* ")).collect();
+    match mine {
+        Some(p) => {
+            assert_eq!(marked.len(), 1, "{out}");
+            assert!(marked[0][2..].starts_with(&format!("{p} ")), "{p}: {out}");
+            assert!(out.contains("* this machine's profile"), "{out}");
+        }
+        None => {
+            assert!(marked.is_empty(), "{out}");
+            assert!(out.contains("no profile fits this machine"), "{out}");
+        }
+    }
+}

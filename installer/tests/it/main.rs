@@ -10,6 +10,8 @@ mod lock_support;
 mod support;
 
 mod bundle_replace;
+mod cli_shell;
+mod did_you_mean;
 mod doctor_cli;
 mod doctor_detail;
 mod doctor_fix;
@@ -59,4 +61,5 @@ mod slurm_healthcheck;
 mod smoke_cli;
 mod telemetry_faults;
 mod terminal_text;
+mod terminal_width;
 mod tuning_cache_cli;

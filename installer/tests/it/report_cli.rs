@@ -215,3 +215,41 @@ fn the_floor_column_is_coloured_on_a_terminal_unless_no_color() {
         assert!(!plain.contains('\x1b'), "{env:?}: {plain:?}");
     }
 }
+
+/// A page is copied off the machine: with no `--out` it is written to
+/// ./greta-report.html, and the results under HOME (the default results
+/// directory, a skipped file's name) are shown as `~/...`, never with the
+/// home directory's absolute path.
+#[test]
+fn the_default_page_lands_here_and_names_no_home_path() {
+    let home = tempfile::tempdir().unwrap();
+    let results = home.path().join(".local/share/greta/smoke");
+    std::fs::create_dir_all(&results).unwrap();
+    std::fs::write(
+        results.join("smoke-1.json"),
+        run_at("2026-11-20T10:00:00Z", "0.1.0").to_json(),
+    )
+    .unwrap();
+    std::fs::write(results.join("smoke-0.json"), "{ cut").unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let home_s = home.path().to_str().unwrap();
+    for args in [
+        vec!["report", results.to_str().unwrap()],
+        vec!["report", "--history"],
+    ] {
+        let o = crate::support::greta()
+            .args(&args)
+            .env("HOME", home.path())
+            .current_dir(cwd.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {o:?}");
+        let page = std::fs::read_to_string(cwd.path().join("greta-report.html")).unwrap();
+        assert!(
+            !page.contains(home_s),
+            "{args:?}: the home path is in the page"
+        );
+        assert!(page.contains("~/.local/share/greta/smoke"), "{args:?}");
+        std::fs::remove_file(cwd.path().join("greta-report.html")).unwrap();
+    }
+}

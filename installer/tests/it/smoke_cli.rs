@@ -106,6 +106,28 @@ fn ultrasafe_passes_on_lavapipe_and_writes_json_and_csv() {
         run.stderr.contains("smoke ultrasafe: PASS"),
         "table on stderr with --json"
     );
+    // The run ends with how to draw its page; the command works as printed.
+    let last = run.stderr.lines().last().unwrap_or_default();
+    let cmd = last
+        .strip_prefix("page: greta report")
+        .unwrap_or_else(|| panic!("last line: {last:?}"));
+    let args: Vec<String> = cmd
+        .split(" (writes")
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .map(|w| w.trim_matches('\'').to_string())
+        .collect();
+    let cwd = tempfile::tempdir().unwrap();
+    let o = crate::support::greta()
+        .arg("report")
+        .args(&args)
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let page = std::fs::read_to_string(cwd.path().join("greta-report.html")).unwrap();
+    assert!(page.contains("fill.tiny"), "the run is drawn");
 }
 
 #[test]

@@ -11,7 +11,12 @@ use std::time::Duration;
 /// side of a new 200-column pseudo-terminal (no bar line wraps), any other
 /// stdout on a pipe. Returns the output (`stderr` empty) and what the
 /// terminal received, read until every slave descriptor is closed.
-pub fn run_on_pty(mut cmd: Command, stdout_too: bool) -> (Output, String) {
+pub fn run_on_pty(cmd: Command, stdout_too: bool) -> (Output, String) {
+    run_on_pty_cols(cmd, stdout_too, 200)
+}
+
+/// A new pseudo-terminal of `cols` columns: its master and slave.
+fn open_pty(cols: u16) -> (OwnedFd, OwnedFd) {
     let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
     grantpt(&master).unwrap();
     unlockpt(&master).unwrap();
@@ -20,7 +25,7 @@ pub fn run_on_pty(mut cmd: Command, stdout_too: bool) -> (Output, String) {
         &master,
         rustix::termios::Winsize {
             ws_row: 50,
-            ws_col: 200,
+            ws_col: cols,
             ws_xpixel: 0,
             ws_ypixel: 0,
         },
@@ -32,6 +37,12 @@ pub fn run_on_pty(mut cmd: Command, stdout_too: bool) -> (Output, String) {
         rustix::fs::Mode::empty(),
     )
     .unwrap();
+    (master, slave)
+}
+
+/// [`run_on_pty`] on a terminal `cols` columns wide.
+pub fn run_on_pty_cols(mut cmd: Command, stdout_too: bool, cols: u16) -> (Output, String) {
+    let (master, slave) = open_pty(cols);
     if stdout_too {
         cmd.stdout(Stdio::from(slave.try_clone().unwrap()));
     } else {
@@ -64,4 +75,66 @@ pub fn run_on_pty(mut cmd: Command, stdout_too: bool) -> (Output, String) {
         .recv_timeout(Duration::from_secs(120))
         .expect("the pty was still open 120 s after greta exited");
     (o, String::from_utf8_lossy(&seen).into_owned())
+}
+
+/// An interactive program (a shell) with a new 80-column pseudo-terminal
+/// as its stdin, stdout and stderr: each of `typed` is written to it once
+/// the program has been quiet for a moment, then the terminal is read
+/// until `until` shows or `timeout` passes, and the program is killed.
+/// Returns everything the terminal showed.
+pub fn converse(mut cmd: Command, typed: &[&str], until: &str, timeout: Duration) -> String {
+    use std::io::Write;
+    let (master, slave) = open_pty(80);
+    cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave));
+    let mut child = cmd.spawn().unwrap();
+    drop(cmd);
+    let mut writer = std::fs::File::from(master.try_clone().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut m = std::fs::File::from(master);
+        let mut buf = [0u8; 8192];
+        loop {
+            match m.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    if tx.send(buf[..n].to_vec()).is_err() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    // Reads until nothing came for `quiet` (or `stop` says it has what it needs).
+    let mut read_until =
+        |quiet: Duration, deadline: std::time::Instant, stop: &dyn Fn(&[u8]) -> bool| {
+            while std::time::Instant::now() < deadline {
+                match rx.recv_timeout(quiet) {
+                    Ok(chunk) => {
+                        seen.extend_from_slice(&chunk);
+                        if stop(&seen) {
+                            return;
+                        }
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return,
+                    Err(_) => return,
+                }
+            }
+        };
+    let deadline = std::time::Instant::now() + timeout;
+    for t in typed {
+        read_until(Duration::from_millis(500), deadline, &|_| false);
+        writer.write_all(t.as_bytes()).unwrap();
+    }
+    let want = until.as_bytes().to_vec();
+    read_until(timeout, deadline, &|s: &[u8]| {
+        s.windows(want.len()).any(|w| w == want.as_slice())
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    String::from_utf8_lossy(&seen).into_owned()
 }
