@@ -57,7 +57,10 @@ fn bars_are_drawn_on_a_terminal_and_only_there() {
             "{m:?} was not drawn on the terminal:\n{tty}"
         );
     }
-    assert!(o.stdout.is_empty(), "{}", text(&o));
+    // stdout holds the plan only: no bar is drawn there.
+    let plan = String::from_utf8_lossy(&o.stdout);
+    assert!(plan.contains("3 wheels, "), "{}", text(&o));
+    assert_no_bar(&plan, &h, "stdout on a terminal");
     assert!(tty.contains("✓ env cpu ready"), "{tty}");
     h.import_in_env("cpu");
 
@@ -75,7 +78,9 @@ fn bars_are_drawn_on_a_terminal_and_only_there() {
     assert_no_bar(&err, &h, "stderr on a pipe");
     assert!(err.contains("3 wheels verified (3 downloaded"), "{err}");
     assert!(!err.contains('\x1b'), "escape codes on a pipe:\n{err}");
-    assert!(o.stdout.is_empty(), "{}", text(&o));
+    let plan = String::from_utf8_lossy(&o.stdout);
+    assert!(plan.contains("3 wheels, "), "{}", text(&o));
+    assert!(!plan.contains('\x1b'), "escape codes on a pipe:\n{plan}");
 
     // --json on a terminal: no bars anywhere, stdout is just the JSON.
     std::fs::remove_dir_all(h.cache_dir().join("wheels")).unwrap();
