@@ -145,20 +145,28 @@ fn head(s: &str) -> &str {
 
 impl Scan {
     /// One GPU per product: loose text repeats a GPU under several
-    /// spellings (a name, its codename, its PCI id), so hits of one target,
-    /// one device id or one name are one GPU; one Intel GPU per paste.
+    /// spellings (a name, its codename, its PCI id, the series of its
+    /// card), so hits of one target, one device id, one name or a series
+    /// and a device id of that series are one GPU; one Intel GPU per paste.
     fn add(&mut self, g: Gpu, strong: bool, ev: String) {
         let same = |x: &Gpu| {
             x.vendor == g.vendor
                 && (x.vendor == Vendor::Intel
                     || (x.gfx.is_some() && x.gfx == g.gfx)
                     || (x.device_id.is_some() && x.device_id == g.device_id)
-                    || products::key_of(&x.name) == products::key_of(&g.name))
+                    || products::key_of(&x.name) == products::key_of(&g.name)
+                    || in_series(x, &g)
+                    || in_series(&g, x))
         };
         match self.gpus.iter_mut().find(|(x, _, _)| same(x)) {
             Some((x, s, _)) => {
-                if x.device_id.is_none() {
-                    x.device_id = g.device_id;
+                if x.device_id.is_none() || in_series(x, &g) {
+                    x.device_id = g.device_id.or(x.device_id);
+                }
+                // A name the paste printed says more to its reader than
+                // the pci.ids name of an id it printed.
+                if id_named(x) && !id_named(&g) {
+                    x.name = g.name;
                 }
                 if x.gfx.is_none() {
                     x.gfx = g.gfx;
@@ -232,6 +240,26 @@ impl Scan {
             }
         }
     }
+}
+
+/// Whether `series` is named by a series of cards ("AMD Radeon HD 5700
+/// Series") that the PCI device id of `card` belongs to (0x68b8, the HD
+/// 5770): DirectX and Catalyst print both of one card, on two lines.
+fn in_series(series: &Gpu, card: &Gpu) -> bool {
+    let (Some(s), Some(d)) = (products::in_name(&series.name), card.device_id) else {
+        return false;
+    };
+    series.device_id.is_none_or(|x| x == s.device.unwrap_or(x))
+        && s.device != Some(d)
+        && products::of_device(d).any(|m| products::series_covers(s, m))
+}
+
+/// A name the scan took from pci.ids for a printed device id, not from the
+/// paste's words.
+fn id_named(g: &Gpu) -> bool {
+    g.device_id
+        .and_then(|d| amd::pci_name(amd::AMD, d))
+        .is_some_and(|n| g.name == n || g.name == format!("AMD Radeon Graphics [{n}]"))
 }
 
 /// Most products one line may name: a hardware list names a few GPUs
@@ -630,6 +658,31 @@ mod tests {
         let g =
             gpus("Video Card:\n    Driver:  ATI Technologies Inc. ATI Radeon HD 5700 Series \n");
         assert_eq!(g, vec![("AMD Radeon HD 5700 Series".into(), None)]);
+    }
+
+    /// A browser's GPU page of a Windows machine (brave/browser-laptop
+    /// #2579): DirectX's chip type carries the PCI id (0x68B8, pci.ids'
+    /// "Juniper XT [Radeon HD 5770]"), its description the card's series.
+    /// One card; the name is the one the paste printed.
+    #[test]
+    fn a_series_name_and_a_device_id_of_that_series_are_one_gpu() {
+        let t = "> szChipType\tAMD Radeon Graphics Processor (0x68B8)\n\
+                 > szDescription\tAMD Radeon HD 5700 Series\n\
+                 > szDeviceId\t0x68B8\n";
+        let mut f = Facts::default();
+        scan(t, "t").apply(&mut f);
+        assert_eq!(f.gpus.len(), 1, "{:?}", f.gpus);
+        assert_eq!(f.gpus[0].name, "AMD Radeon HD 5700 Series");
+        assert_eq!(f.gpus[0].device_id, Some(0x68b8));
+        // Either order of the two lines.
+        let t = "Card name: AMD Radeon HD 5700 Series\n\
+                 Chip type: AMD Radeon Graphics Processor (0x68B8)\n";
+        assert_eq!(gpus(t).len(), 1, "{:?}", gpus(t));
+        // A card of another series stays a GPU of its own: an HD 6870
+        // (0x6738) beside an HD 5700 Series.
+        let t = "Card name: AMD Radeon HD 5700 Series\n\
+                 Chip type: AMD Radeon Graphics Processor (0x6738)\n";
+        assert_eq!(gpus(t).len(), 2, "{:?}", gpus(t));
     }
 
     #[test]

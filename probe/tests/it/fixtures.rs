@@ -24,11 +24,6 @@ const KNOWN_WRONG: KnownWrong = &[];
 /// greta ran on them).
 const UNSEEN_KNOWN_WRONG: KnownWrong = &[
     (
-        "chrome-gpu-page-quoted-tab-separated-hd5700-0x68b8",
-        "all",
-        "the chip name of a PCI id and the card's series name are read as two GPUs",
-    ),
-    (
         "rocm-smi-t-intel-onboard-and-r9-390x-gpu-index-lines",
         "all",
         "the prose names (radeon r9 390x, an Intel on-board card) do not name the nameless GPU rows of the rocm-smi paste",
