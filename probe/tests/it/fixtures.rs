@@ -24,11 +24,6 @@ const KNOWN_WRONG: KnownWrong = &[];
 /// greta ran on them).
 const UNSEEN_KNOWN_WRONG: KnownWrong = &[
     (
-        "rocm-smi-t-intel-onboard-and-r9-390x-gpu-index-lines",
-        "all",
-        "the prose names (radeon r9 390x, an Intel on-board card) do not name the nameless GPU rows of the rocm-smi paste",
-    ),
-    (
         "vmware-guest-lspci-lshw-svga-no-amd-gpu",
         "all",
         "a pasted lspci is never taken as the whole bus (pastes inspect nothing completely), so no GPU is not concluded; the SVGA adapter is rightly no GPU",
