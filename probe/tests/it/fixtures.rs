@@ -22,13 +22,7 @@ const KNOWN_WRONG: KnownWrong = &[];
 
 /// Pastes in formats doctor had no reader for (expect.toml written before
 /// greta ran on them).
-const UNSEEN_KNOWN_WRONG: KnownWrong = &[
-    (
-        "vmware-guest-lspci-lshw-svga-no-amd-gpu",
-        "all",
-        "a pasted lspci is never taken as the whole bus (pastes inspect nothing completely), so no GPU is not concluded; the SVGA adapter is rightly no GPU",
-    ),
-];
+const UNSEEN_KNOWN_WRONG: KnownWrong = &[];
 
 fn corpus_dir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_MANIFEST_DIR"))
