@@ -269,6 +269,10 @@ impl Scan {
 /// Series") that the PCI device id of `card` belongs to (0x68b8, the HD
 /// 5770): DirectX and Catalyst print both of one card, on two lines.
 fn in_series(series: &Gpu, card: &Gpu) -> bool {
+    // The cheap test first: the scan compares every hit with every GPU.
+    if card.device_id.is_none() || !series.name.ends_with(" Series") {
+        return false;
+    }
     let (Some(s), Some(d)) = (products::in_name(&series.name), card.device_id) else {
         return false;
     };
