@@ -38,7 +38,10 @@ pub struct Facts {
     /// "vulkan-loader", "vulkan-icds" (the loader's whole search path),
     /// "vulkan-devices" (a full enumeration), "python" (interpreters on PATH),
     /// "device-nodes" (/dev/kfd and /dev/dri). Pasted text inspects nothing
-    /// completely, so "no ROCm found" is never concluded from a rocminfo paste.
+    /// completely, so "no ROCm found" is never concluded from a rocminfo
+    /// paste; one exception, where the paste shows the command and the end
+    /// of its output: a whole `lshw -c video` run in a terminal session
+    /// listing only virtual or BMC adapters is "pci" (`from::lshw`).
     #[serde(default)]
     pub scanned: Vec<String>,
     /// Windows Subsystem for Linux 2, as a tool said so ("WSL environment

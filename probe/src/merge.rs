@@ -367,13 +367,16 @@ fn score(a: &Gpu, b: &Gpu) -> u32 {
     if na.len() >= 6 && nb.len() >= 6 && (na.contains(&nb) || nb.contains(&na)) {
         s += 5;
     }
-    let bare = |g: &Gpu| {
-        g.pci_address.is_none() && g.device_id.is_none() && g.gfx.is_none() && g.name.is_empty()
-    };
     if s == 0 && a.vendor == b.vendor && a.vendor != Vendor::Other && (bare(a) || bare(b)) {
         s = 1;
     }
     s
+}
+
+/// A GPU a source listed with nothing that tells which it is (no
+/// address, id, target or name): old rocm-smi's `GPU[1] : Temperature: 74.0c`.
+pub(crate) fn bare(g: &Gpu) -> bool {
+    g.pci_address.is_none() && g.device_id.is_none() && g.gfx.is_none() && g.name.is_empty()
 }
 
 fn name_rank(name: &str, seen_by: &[String]) -> u32 {
@@ -392,7 +395,7 @@ fn name_rank(name: &str, seen_by: &[String]) -> u32 {
 }
 
 /// Folds `g` into `m`, the GPU it was matched with.
-fn merge_into(m: &mut Gpu, g: Gpu) {
+pub(crate) fn merge_into(m: &mut Gpu, g: Gpu) {
     let Gpu {
         vendor,
         name,

@@ -209,6 +209,38 @@ pub fn in_name(name: &str) -> Option<&'static Product> {
     find(&key_words(name)).map(|(_, _, p)| p)
 }
 
+/// A series name ("AMD Radeon HD 5700 Series": the model number with its
+/// last digits zero) and the products of its range it covers: Windows and
+/// Catalyst print the series where pci.ids names the one card ("Juniper XT
+/// [Radeon HD 5770]", device 0x68b8).
+pub fn series_covers(series: &Product, member: &Product) -> bool {
+    if !series.name.to_ascii_lowercase().ends_with(" series") || series.key == member.key {
+        return false;
+    }
+    // Letters, model number, suffix: "HD", "5700", "" / "HD", "7600", "M".
+    fn split(k: &str) -> (&str, &str, &str) {
+        let a = k.find(|c: char| c.is_ascii_digit()).unwrap_or(k.len());
+        let d = k[a..]
+            .find(|c: char| !c.is_ascii_digit())
+            .map_or(k.len(), |e| a + e);
+        (&k[..a], &k[a..d], &k[d..])
+    }
+    let (sp, sd, ss) = split(&series.key);
+    let (mp, md, ms) = split(&member.key);
+    let stem = sd.trim_end_matches('0');
+    !stem.is_empty()
+        && stem.len() < sd.len()
+        && sp == mp
+        && sd.len() == md.len()
+        && md.starts_with(stem)
+        && ms == ss
+}
+
+/// The products pci.ids and libdrm name for PCI device `device`.
+pub fn of_device(device: u16) -> impl Iterator<Item = &'static Product> {
+    table().values().filter(move |p| p.device == Some(device))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,6 +309,21 @@ mod tests {
                 .as_deref(),
             Some("gfx1031")
         );
+    }
+
+    /// pci.ids and AMD's spec pages: the HD 5770 and 5750 are HD 5700
+    /// Series cards, the HD 5870 and a mobile HD 7670M are not.
+    #[test]
+    fn a_series_covers_the_cards_of_its_range() {
+        let p = |k: &str| lookup(k).unwrap_or_else(|| panic!("{k}"));
+        assert!(series_covers(p("HD5700"), p("HD5770")));
+        assert!(series_covers(p("HD5700"), p("HD5750")));
+        assert!(!series_covers(p("HD5700"), p("HD5870")));
+        assert!(series_covers(p("HD7600M"), p("HD7670M")));
+        assert!(!series_covers(p("HD7600"), p("HD7670M")));
+        // A card is no series of itself nor of another card.
+        assert!(!series_covers(p("HD5770"), p("HD5770")));
+        assert!(!series_covers(p("HD5770"), p("HD5750")));
     }
 
     #[test]

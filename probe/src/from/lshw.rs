@@ -107,7 +107,100 @@ pub fn parse(text: &str) -> Facts {
             },
         );
     }
+    // A terminal session shows what it asked and where the answer ended:
+    // lshw's list of every display device, ended by the next prompt,
+    // inspected all of them. Only virtual or BMC adapters there: no GPU.
+    if f.gpus.is_empty() && whole_listing_without_gpu(&lines) {
+        f.scanned.push("pci".into());
+    }
     f
+}
+
+/// The command after a shell prompt: `zwl@ubuntu:~$ sudo lshw -c video`,
+/// `[me@box ~]$ lshw`, `root@host:/# lshw`, `$ lshw`.
+fn command_at_prompt(line: &str) -> Option<&str> {
+    let t = line.trim_start();
+    let i = t.find(['$', '#'])?;
+    let (prompt, rest) = (&t[..i], &t[i + 1..]);
+    if !(rest.is_empty() || rest.starts_with(' ')) {
+        return None;
+    }
+    let host = prompt.contains('@') || prompt.contains(':') || prompt.contains('~');
+    let ok = prompt.is_empty()
+        || (!prompt.contains(' ') && host)
+        || (prompt.starts_with('[') && prompt.ends_with(']') && prompt.contains('@'));
+    ok.then(|| rest.trim())
+}
+
+/// `lshw`, `lshw -c video`, `sudo lshw -C display`, `lshw -class display`:
+/// every display device, with nothing (a pipe, a redirect) that could drop
+/// one.
+fn lists_every_display(cmd: &str) -> bool {
+    if cmd.contains(['|', '>', '<', ';', '&']) {
+        return false;
+    }
+    let mut w = cmd.split_whitespace().peekable();
+    if w.peek() == Some(&"sudo") {
+        w.next();
+    }
+    if w.next() != Some("lshw") {
+        return false;
+    }
+    while let Some(a) = w.next() {
+        match a {
+            "-c" | "-C" | "-class" | "--class" => {
+                let class = w.next().unwrap_or("");
+                if !["video", "display"].contains(&class.to_ascii_lowercase().as_str()) {
+                    return false;
+                }
+            }
+            "-numeric" | "-sanitize" | "-quiet" | "-notime" => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// A display adapter that is no GPU: a hypervisor's emulated one (VMware
+/// SVGA, VirtualBox, QEMU's QXL/Bochs/Cirrus/virtio, Hyper-V) or a server
+/// BMC's.
+fn no_gpu_adapter(block: &[&str]) -> bool {
+    const VIRTUAL: &[&str] = &[
+        "VMware",
+        "VirtualBox",
+        "InnoTek",
+        "Red Hat",
+        "QEMU",
+        "Bochs",
+        "Cirrus",
+        "Hyper-V",
+        "Parallels",
+    ];
+    block.iter().any(|l| {
+        let v = value(l);
+        VIRTUAL.iter().any(|w| v.contains(w)) || super::amd::is_bmc_display(None, v)
+    })
+}
+
+/// Whether the paste holds a run of an lshw command that lists every
+/// display device ([`lists_every_display`]), its output ended by the next
+/// prompt (pasted whole), with at least one `*-display` block and every
+/// block a [`no_gpu_adapter`].
+fn whole_listing_without_gpu(lines: &[&str]) -> bool {
+    let prompts: Vec<usize> = (0..lines.len())
+        .filter(|&i| command_at_prompt(lines[i]).is_some())
+        .collect();
+    prompts.windows(2).any(|w| {
+        let cmd = command_at_prompt(lines[w[0]]).unwrap_or("");
+        let out = &lines[w[0] + 1..w[1]];
+        let heads: Vec<usize> = (0..out.len()).filter(|&i| display_header(out[i])).collect();
+        lists_every_display(cmd)
+            && !heads.is_empty()
+            && heads.iter().enumerate().all(|(n, &h)| {
+                let end = heads.get(n + 1).copied().unwrap_or(out.len());
+                no_gpu_adapter(&out[h + 1..end])
+            })
+    })
 }
 
 #[cfg(test)]
@@ -144,6 +237,44 @@ mod tests {
         assert_eq!(f.gpus[1].vendor, Vendor::Amd);
         assert_eq!(f.gpus[1].kernel_driver, None);
         assert!(!recognise("*-display but no bus\n"));
+    }
+
+    /// ROCm/legacy-rocm-build#1505: a VMware guest's session. `lshw -c
+    /// video` ran and the next prompt ends its output: every display device
+    /// is the SVGA adapter, so the bus holds no GPU. Cut before the next
+    /// prompt, piped, or listing a real GPU, it proves nothing of the kind.
+    #[test]
+    fn a_whole_listing_of_only_a_virtual_adapter_inspected_the_bus() {
+        let block = "  *-display                 \n       description: VGA compatible controller\n       product: SVGA II Adapter\n       vendor: VMware\n       physical id: f\n       bus info: pci@0000:00:0f.0\n       configuration: driver=vmwgfx latency=64\n";
+        let session = format!(
+            "zwl@ubuntu:~$ sudo lshw -c video\n[sudo] password for zwl: \n{block}zwl@ubuntu:~$ lspci | grep AMD/ATI\n"
+        );
+        let f = parse(&session);
+        assert!(f.gpus.is_empty());
+        assert_eq!(f.scanned, ["pci"]);
+        // Cut: no prompt after the output.
+        assert!(parse(&format!("zwl@ubuntu:~$ sudo lshw -c video\n{block}"))
+            .scanned
+            .is_empty());
+        // A pipe may have dropped a device; a block alone asked nothing.
+        let piped = session.replace("lshw -c video", "lshw -c video | head -8");
+        assert!(parse(&piped).scanned.is_empty());
+        assert!(parse(block).scanned.is_empty());
+        // An adapter of a vendor greta does not know is not taken as none.
+        let other = session.replace("vendor: VMware", "vendor: Moore Threads");
+        assert!(parse(&other).scanned.is_empty());
+        // A GPU in the listing: it is a GPU, and the bus is not "read".
+        let amd = session.replace(
+            "vendor: VMware",
+            "vendor: Advanced Micro Devices, Inc. [AMD/ATI]",
+        );
+        let f = parse(&amd);
+        assert_eq!((f.gpus.len(), f.scanned.len()), (1, 0));
+        assert_eq!(
+            command_at_prompt("[me@box ~]$ lshw -C display"),
+            Some("lshw -C display")
+        );
+        assert_eq!(command_at_prompt("The $ price"), None);
     }
 
     /// UNCLAIMED: no driver bound, which lshw states (ROCm/amdgpu#41, an

@@ -16,6 +16,7 @@
 use super::amd;
 use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, ScanFact, Vendor, TEXT_SCAN};
+use crate::merge;
 use crate::products::{self, Product};
 use greta_vocab::VkFamily;
 
@@ -123,8 +124,13 @@ pub(super) fn scan(text: &str, source: &str) -> Scan {
         if let Some(g) = nvidia.then(|| nvidia_gpu(line)).flatten() {
             out.add(g, false, ev());
         }
-        if lc.contains("intel") && (lc.contains("graphics") || lc.contains("iris")) {
-            if let Some(g) = intel_gpu(line) {
+        if lc.contains("intel") {
+            let g = if lc.contains("graphics") || lc.contains("iris") {
+                intel_gpu(line)
+            } else {
+                None
+            };
+            if let Some(g) = g.or_else(|| intel_onboard(line)) {
                 out.add(g, false, ev());
             }
         }
@@ -145,20 +151,28 @@ fn head(s: &str) -> &str {
 
 impl Scan {
     /// One GPU per product: loose text repeats a GPU under several
-    /// spellings (a name, its codename, its PCI id), so hits of one target,
-    /// one device id or one name are one GPU; one Intel GPU per paste.
+    /// spellings (a name, its codename, its PCI id, the series of its
+    /// card), so hits of one target, one device id, one name or a series
+    /// and a device id of that series are one GPU; one Intel GPU per paste.
     fn add(&mut self, g: Gpu, strong: bool, ev: String) {
         let same = |x: &Gpu| {
             x.vendor == g.vendor
                 && (x.vendor == Vendor::Intel
                     || (x.gfx.is_some() && x.gfx == g.gfx)
                     || (x.device_id.is_some() && x.device_id == g.device_id)
-                    || products::key_of(&x.name) == products::key_of(&g.name))
+                    || products::key_of(&x.name) == products::key_of(&g.name)
+                    || in_series(x, &g)
+                    || in_series(&g, x))
         };
         match self.gpus.iter_mut().find(|(x, _, _)| same(x)) {
             Some((x, s, _)) => {
-                if x.device_id.is_none() {
-                    x.device_id = g.device_id;
+                if x.device_id.is_none() || in_series(x, &g) {
+                    x.device_id = g.device_id.or(x.device_id);
+                }
+                // A name the paste printed says more to its reader than
+                // the pci.ids name of an id it printed.
+                if id_named(x) && !id_named(&g) {
+                    x.name = g.name;
                 }
                 if x.gfx.is_none() {
                     x.gfx = g.gfx;
@@ -173,13 +187,18 @@ impl Scan {
     /// (or the line gave a PCI id), the ROCm release and the Vulkan drivers
     /// when no reader stated them; each kept in `text_scan` with its line.
     pub(super) fn apply(self, facts: &mut Facts) {
-        let readers_saw_gpu = !facts.gpus.is_empty();
+        // A row no reader could tell apart from any other (no name, id,
+        // target or address) says a GPU is there, not which: the paste's
+        // own words may name it.
+        let readers_saw_gpu = facts.gpus.iter().any(|g| !merge::bare(g));
         // A bare target is the weakest word: it names no GPU of its own
         // beside a GPU the scan found by name (an override shows there).
         let named = self
             .gpus
             .iter()
             .any(|(g, _, _)| g.vendor == Vendor::Amd && !g.name.starts_with("AMD GPU ("));
+        let vendors: Vec<Vendor> = self.gpus.iter().map(|(g, _, _)| g.vendor).collect();
+        let per_vendor = |v: Vendor| vendors.iter().filter(|&&x| x == v).count();
         for (g, strong, ev) in self.gpus {
             if readers_saw_gpu && !strong || named && g.name.starts_with("AMD GPU (") {
                 continue;
@@ -194,12 +213,24 @@ impl Scan {
             if known {
                 continue;
             }
-            facts.text_scan.push(ScanFact {
+            // A nameless row of this vendor takes the one GPU of its vendor
+            // the paste names, when it is the only such row; with several
+            // rows or several names which is which is unknown, and the rows
+            // stay as the reader gave them.
+            let rows: Vec<usize> = (0..facts.gpus.len())
+                .filter(|&i| facts.gpus[i].vendor == g.vendor && merge::bare(&facts.gpus[i]))
+                .collect();
+            let fact = ScanFact {
                 fact: "gpu".into(),
                 value: g.label(|| format!("{:?}", g.vendor).to_lowercase()),
                 evidence: ev,
-            });
-            facts.gpus.push(g);
+            };
+            match rows[..] {
+                [] => facts.gpus.push(g),
+                [i] if per_vendor(g.vendor) == 1 => merge::merge_into(&mut facts.gpus[i], g),
+                _ => continue,
+            }
+            facts.text_scan.push(fact);
         }
         if facts.rocm.version.is_none() {
             if let Some((v, ev)) = self.rocm_version {
@@ -232,6 +263,30 @@ impl Scan {
             }
         }
     }
+}
+
+/// Whether `series` is named by a series of cards ("AMD Radeon HD 5700
+/// Series") that the PCI device id of `card` belongs to (0x68b8, the HD
+/// 5770): DirectX and Catalyst print both of one card, on two lines.
+fn in_series(series: &Gpu, card: &Gpu) -> bool {
+    // The cheap test first: the scan compares every hit with every GPU.
+    if card.device_id.is_none() || !series.name.ends_with(" Series") {
+        return false;
+    }
+    let (Some(s), Some(d)) = (products::in_name(&series.name), card.device_id) else {
+        return false;
+    };
+    series.device_id.is_none_or(|x| x == s.device.unwrap_or(x))
+        && s.device != Some(d)
+        && products::of_device(d).any(|m| products::series_covers(s, m))
+}
+
+/// A name the scan took from pci.ids for a printed device id, not from the
+/// paste's words.
+fn id_named(g: &Gpu) -> bool {
+    g.device_id
+        .and_then(|d| amd::pci_name(amd::AMD, d))
+        .is_some_and(|n| g.name == n || g.name == format!("AMD Radeon Graphics [{n}]"))
 }
 
 /// Most products one line may name: a hardware list names a few GPUs
@@ -495,6 +550,35 @@ fn intel_gpu(line: &str) -> Option<Gpu> {
     })
 }
 
+/// An Intel GPU people name by where it sits, not by its model: "intel
+/// on-board card", "Intel onboard GPU", "intel integrated video", "Intel
+/// iGPU". The word after the place must be a graphics word: "Intel onboard
+/// LAN card" or "Intel integrated sound" names no GPU.
+fn intel_onboard(line: &str) -> Option<Gpu> {
+    const PLACE: &[&str] = &["on-board", "onboard", "integrated", "built-in", "internal"];
+    const KIND: &[&str] = &["card", "gpu", "graphics", "video", "vga", "display"];
+    let words: Vec<&str> = line
+        .split(|c: char| c.is_whitespace() || ",;:|()[]\"".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let is = |w: &str, set: &[&str]| set.iter().any(|s| w.eq_ignore_ascii_case(s));
+    let i = words
+        .iter()
+        .position(|w| w.eq_ignore_ascii_case("intel") || w.eq_ignore_ascii_case("intel(r)"))?;
+    let n = match (words.get(i + 1), words.get(i + 2)) {
+        (Some(w), _) if w.eq_ignore_ascii_case("igpu") => 2,
+        (Some(p), Some(k)) if is(p, PLACE) && is(k, KIND) => 3,
+        _ => return None,
+    };
+    Some(Gpu {
+        vendor: Vendor::Intel,
+        vendor_id: Vendor::Intel.pci_id(),
+        name: words[i..i + n].join(" "),
+        seen_by: vec![TEXT_SCAN.into()],
+        ..Default::default()
+    })
+}
+
 /// `ROCm 7.14`, `ROCm Version: 6.1.0`, `| ROCm | 7.1.1 (HIP ...) |`: the
 /// word ROCm (as AMD writes it, not a wheel's `+rocm6.2`) and a release.
 fn rocm_version(line: &str) -> Option<String> {
@@ -630,6 +714,100 @@ mod tests {
         let g =
             gpus("Video Card:\n    Driver:  ATI Technologies Inc. ATI Radeon HD 5700 Series \n");
         assert_eq!(g, vec![("AMD Radeon HD 5700 Series".into(), None)]);
+    }
+
+    /// A browser's GPU page of a Windows machine (brave/browser-laptop
+    /// #2579): DirectX's chip type carries the PCI id (0x68B8, pci.ids'
+    /// "Juniper XT [Radeon HD 5770]"), its description the card's series.
+    /// One card; the name is the one the paste printed.
+    #[test]
+    fn a_series_name_and_a_device_id_of_that_series_are_one_gpu() {
+        let t = "> szChipType\tAMD Radeon Graphics Processor (0x68B8)\n\
+                 > szDescription\tAMD Radeon HD 5700 Series\n\
+                 > szDeviceId\t0x68B8\n";
+        let mut f = Facts::default();
+        scan(t, "t").apply(&mut f);
+        assert_eq!(f.gpus.len(), 1, "{:?}", f.gpus);
+        assert_eq!(f.gpus[0].name, "AMD Radeon HD 5700 Series");
+        assert_eq!(f.gpus[0].device_id, Some(0x68b8));
+        // Either order of the two lines.
+        let t = "Card name: AMD Radeon HD 5700 Series\n\
+                 Chip type: AMD Radeon Graphics Processor (0x68B8)\n";
+        assert_eq!(gpus(t).len(), 1, "{:?}", gpus(t));
+        // A card of another series stays a GPU of its own: an HD 6870
+        // (0x6738) beside an HD 5700 Series.
+        let t = "Card name: AMD Radeon HD 5700 Series\n\
+                 Chip type: AMD Radeon Graphics Processor (0x6738)\n";
+        assert_eq!(gpus(t).len(), 2, "{:?}", gpus(t));
+    }
+
+    /// ROC-smi#26: the prose names the cards, old rocm-smi lists a row
+    /// per DRM card with no name (`GPU[1] : Temperature: 74.0c`; the Intel
+    /// card's `GPU[0]` row carries no key). The one AMD row is the one AMD
+    /// card the paste names; the Intel card is a GPU of its own.
+    #[test]
+    fn the_one_nameless_row_takes_the_one_name_of_its_vendor() {
+        let t = "hi i have, intel on-board card and radeon r9 390x, i get command: \n\
+                 GPU[0] \t\t: Unable to display temperature\n\
+                 GPU[1] \t\t: Temperature: 74.0c\n";
+        let mut f = super::super::rocmsmi::parse(t);
+        assert_eq!(f.gpus.len(), 1, "{:?}", f.gpus);
+        scan(t, "t").apply(&mut f);
+        let mut got: Vec<(Vendor, String, Option<String>)> = f
+            .gpus
+            .iter()
+            .map(|g| (g.vendor, g.name.clone(), g.gfx.clone()))
+            .collect();
+        got.sort_by_key(|g| g.1.clone());
+        assert_eq!(
+            got,
+            [
+                (Vendor::Amd, "AMD Radeon 390X".into(), Some("gfx701".into())),
+                (Vendor::Intel, "intel on-board card".into(), None),
+            ]
+        );
+        assert!(
+            f.gpus[0].seen_by.iter().any(|s| s == "rocm-smi"),
+            "{:?}",
+            f.gpus
+        );
+        // Two nameless rows and one name: which row it names is unknown.
+        let t2 = "my radeon r9 390x card\n\
+                  GPU[0] \t\t: Temperature: 40.0c\n\
+                  GPU[1] \t\t: Temperature: 74.0c\n";
+        let mut f = super::super::rocmsmi::parse(t2);
+        scan(t2, "t").apply(&mut f);
+        assert_eq!(f.gpus.len(), 2, "{:?}", f.gpus);
+        assert!(f.gpus.iter().all(|g| g.name.is_empty()), "{:?}", f.gpus);
+    }
+
+    #[test]
+    fn intel_named_by_where_it_sits() {
+        let names = |t: &str| -> Vec<String> {
+            let mut f = Facts::default();
+            scan(t, "t").apply(&mut f);
+            f.gpus.into_iter().map(|g| g.name).collect()
+        };
+        assert_eq!(
+            names("hi i have, intel on-board card and a GPU\n"),
+            ["intel on-board card"]
+        );
+        assert_eq!(
+            names("Display: Intel iGPU (disabled in BIOS)\n"),
+            ["Intel iGPU"]
+        );
+        for t in [
+            "NIC: Intel onboard LAN card\n",
+            "Intel integrated sound card works\n",
+            "CPU: Intel Core i7 with a radeon card\n",
+        ] {
+            assert!(
+                !names(t)
+                    .iter()
+                    .any(|n| n.to_lowercase().starts_with("intel")),
+                "{t}"
+            );
+        }
     }
 
     #[test]

@@ -22,23 +22,7 @@ const KNOWN_WRONG: KnownWrong = &[];
 
 /// Pastes in formats doctor had no reader for (expect.toml written before
 /// greta ran on them).
-const UNSEEN_KNOWN_WRONG: KnownWrong = &[
-    (
-        "chrome-gpu-page-quoted-tab-separated-hd5700-0x68b8",
-        "all",
-        "the chip name of a PCI id and the card's series name are read as two GPUs",
-    ),
-    (
-        "rocm-smi-t-intel-onboard-and-r9-390x-gpu-index-lines",
-        "all",
-        "the prose names (radeon r9 390x, an Intel on-board card) do not name the nameless GPU rows of the rocm-smi paste",
-    ),
-    (
-        "vmware-guest-lspci-lshw-svga-no-amd-gpu",
-        "all",
-        "a pasted lspci is never taken as the whole bus (pastes inspect nothing completely), so no GPU is not concluded; the SVGA adapter is rightly no GPU",
-    ),
-];
+const UNSEEN_KNOWN_WRONG: KnownWrong = &[];
 
 fn corpus_dir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_MANIFEST_DIR"))
