@@ -6,10 +6,10 @@
 //! docs/performance.md, where the run is described). The table is computed
 //! here and compared with the docs; `GRETA_UPDATE_DOCS=1` rewrites it.
 
+use crate::support::docs_part::{self, DocsPart};
 use greta_runtime::kernels::{Op, RateUnit};
 use greta_smoke::spec::{DeviceSpec, SpecFile};
 use greta_smoke::Catalog;
-use greta_vocab::EnvVars;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -243,22 +243,13 @@ fn the_mi300x_table_is_computed_from_the_specs_and_the_h200_runs() {
         }
     }
     let want = table(&measured, &SpecFile::builtin(), &Catalog::builtin()).unwrap();
-    let path = repo().join("docs/hip.md");
-    let text = std::fs::read_to_string(&path).unwrap();
-    match (text.find(DOCS_BEGIN), text.find(DOCS_END)) {
-        (Some(b), Some(e)) if text[b..e + DOCS_END.len()] == want => {}
-        (Some(b), Some(e)) if std::env::var_os(EnvVars::GRETA_UPDATE_DOCS).is_some() => {
-            let new = format!("{}{want}{}", &text[..b], &text[e + DOCS_END.len()..]);
-            std::fs::write(&path, new).unwrap();
-            eprintln!("hip_roofline: rewrote docs/hip.md's MI300X table");
-        }
-        (Some(_), Some(_)) => problems.push(format!(
+    match docs_part::compare(&repo().join("docs/hip.md"), DOCS_BEGIN, DOCS_END, &want) {
+        Ok(DocsPart::Same | DocsPart::Rewritten) => {}
+        Ok(DocsPart::Differs(_)) => problems.push(format!(
             "docs/hip.md's MI300X table differs from what the specs and hip_roofline.toml give; \
              regenerate: GRETA_UPDATE_DOCS=1 cargo test -p greta --test it -- hip_roofline::\n{want}"
         )),
-        _ => problems.push(format!(
-            "docs/hip.md lacks the markers {DOCS_BEGIN:?} … {DOCS_END:?}"
-        )),
+        Err(e) => problems.push(e),
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

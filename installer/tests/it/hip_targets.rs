@@ -14,6 +14,7 @@
 //! Without the chroot (or not as root) the test says why and passes; with
 //! `GRETA_SID_ROCM` set (scripts/test.sh sets it) it is required and fails.
 
+use crate::support::docs_part::{self, DocsPart};
 use greta_runtime::kernels::matrix_lanes;
 use greta_vocab::EnvVars;
 use std::collections::BTreeMap;
@@ -425,23 +426,10 @@ fn docs_section(claims: &Claims, results: &[TargetResult], versions: &str) -> St
 /// `GRETA_UPDATE_DOCS`). A table made by another compiler is not compared:
 /// sid moves, and its figures are then stale, not wrong; that is said.
 fn check_docs(want: &str, versions: &str) -> Result<(), String> {
-    let path = repo().join("docs/hip.md");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (Some(b), Some(e)) = (text.find(DOCS_BEGIN), text.find(DOCS_END)) else {
-        return Err(format!(
-            "docs/hip.md lacks the markers {DOCS_BEGIN:?} … {DOCS_END:?}"
-        ));
+    let have = match docs_part::compare(&repo().join("docs/hip.md"), DOCS_BEGIN, DOCS_END, want)? {
+        DocsPart::Same | DocsPart::Rewritten => return Ok(()),
+        DocsPart::Differs(have) => have,
     };
-    let have = &text[b..e + DOCS_END.len()];
-    if have == want {
-        return Ok(());
-    }
-    if std::env::var_os(EnvVars::GRETA_UPDATE_DOCS).is_some() {
-        let new = format!("{}{want}{}", &text[..b], &text[e + DOCS_END.len()..]);
-        std::fs::write(&path, new).map_err(|e| format!("{}: {e}", path.display()))?;
-        eprintln!("hip_targets: rewrote docs/hip.md's target tables");
-        return Ok(());
-    }
     if !have.contains("Compiled by greta's own hiprtc path") {
         return Err(
             "docs/hip.md's target tables were never generated; run the test with GRETA_UPDATE_DOCS=1".into(),

@@ -18,6 +18,7 @@
 //! Without the chroot (or not as root) the test says why and passes; with
 //! `GRETA_SID_RADV` set (scripts/test.sh sets it) it is required and fails.
 
+use crate::support::docs_part::{self, DocsPart};
 use greta_smoke::compile::{CompileReport, CompiledGate};
 use greta_vocab::EnvVars;
 use std::path::{Path, PathBuf};
@@ -393,23 +394,11 @@ fn docs_section(all: &[Compiled], mesa: &str) -> String {
 /// with `GRETA_UPDATE_DOCS`). A table made by another Mesa is not compared
 /// (sid moves; its figures are then stale, not wrong); that is said.
 fn check_docs(want: &str, mesa: &str) -> Result<(), String> {
-    let path = repo().join("docs/radeon.md");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (Some(b), Some(e)) = (text.find(DOCS_BEGIN), text.find(DOCS_END)) else {
-        return Err(format!(
-            "docs/radeon.md lacks the markers {DOCS_BEGIN:?} … {DOCS_END:?}"
-        ));
+    let have = match docs_part::compare(&repo().join("docs/radeon.md"), DOCS_BEGIN, DOCS_END, want)?
+    {
+        DocsPart::Same | DocsPart::Rewritten => return Ok(()),
+        DocsPart::Differs(have) => have,
     };
-    let have = &text[b..e + DOCS_END.len()];
-    if have == want {
-        return Ok(());
-    }
-    if std::env::var_os(EnvVars::GRETA_UPDATE_DOCS).is_some() {
-        let new = format!("{}{want}{}", &text[..b], &text[e + DOCS_END.len()..]);
-        std::fs::write(&path, new).map_err(|e| format!("{}: {e}", path.display()))?;
-        eprintln!("radv_targets: rewrote docs/radeon.md's tables");
-        return Ok(());
-    }
     if !have.contains(&format!("Mesa {mesa} ")) {
         eprintln!(
             "radv_targets: NOTE: docs/radeon.md's tables come from another Mesa than this chroot's ({mesa}); \
