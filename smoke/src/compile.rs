@@ -6,7 +6,7 @@
 //! (docs/radeon.md).
 
 use crate::gates::{Catalog, Profile};
-use greta_runtime::vulkan::{self, CacheDir, Compiled, OpenOptions};
+use greta_runtime::vulkan::{self, CacheDir, Compiled, Executable, OpenOptions};
 use greta_runtime::{Backend, DeviceSelect, RuntimeError};
 use serde::{Deserialize, Serialize};
 
@@ -125,6 +125,26 @@ fn num(v: Option<u64>) -> String {
     v.map_or("-".into(), |v| v.to_string())
 }
 
+/// One executable's statistics as table cells joined by ` | `: wave (`*`
+/// when the driver chose it), VGPRs, SGPRs, spills, scratch, LDS,
+/// waves/SIMD, code bytes, matrix instructions. The text table here and
+/// docs/radeon.md's rows are both made of it.
+pub fn statistics_cells(p: &Compiled, e: &Executable) -> String {
+    format!(
+        "{}{} | {} | {} | {} | {} | {} | {} | {} | {}",
+        e.subgroup_size,
+        if p.required_wave.is_some() { "" } else { "*" },
+        num(e.vgprs),
+        num(e.sgprs),
+        num(e.spills()),
+        num(e.scratch_bytes),
+        num(e.lds_bytes),
+        num(e.waves_per_simd),
+        num(e.code_bytes),
+        e.matrix_instructions.map_or("-".into(), |m| m.to_string()),
+    )
+}
+
 /// The report as a text table: a row per pipeline.
 pub fn render(r: &CompileReport) -> String {
     let d = &r.device;
@@ -150,21 +170,7 @@ pub fn render(r: &CompileReport) -> String {
         }
         for p in &g.pipelines {
             for e in &p.executables {
-                s += &format!(
-                    "{} | {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {}\n",
-                    g.id,
-                    p.kernel,
-                    e.subgroup_size,
-                    if p.required_wave.is_some() { "" } else { "*" },
-                    num(e.vgprs),
-                    num(e.sgprs),
-                    num(e.spills()),
-                    num(e.scratch_bytes),
-                    num(e.lds_bytes),
-                    num(e.waves_per_simd),
-                    num(e.code_bytes),
-                    e.matrix_instructions.map_or("-".into(), |m| m.to_string()),
-                );
+                s += &format!("{} | {} | {}\n", g.id, p.kernel, statistics_cells(p, e));
             }
         }
     }

@@ -19,7 +19,7 @@
 //! `GRETA_SID_RADV` set (scripts/test.sh sets it) it is required and fails.
 
 use crate::support::docs_part::{self, DocsPart};
-use greta_smoke::compile::{CompileReport, CompiledGate};
+use greta_smoke::compile::{statistics_cells, CompileReport, CompiledGate};
 use greta_vocab::EnvVars;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -292,10 +292,6 @@ fn kernels_of(g: &CompiledGate) -> String {
     k.join(", ")
 }
 
-fn num(v: Option<u64>) -> String {
-    v.map_or("-".into(), |v| v.to_string())
-}
-
 /// docs/radeon.md's generated part.
 fn docs_section(all: &[Compiled], mesa: &str) -> String {
     let mut s = format!(
@@ -370,18 +366,9 @@ fn docs_section(all: &[Compiled], mesa: &str) -> String {
                 .max_by_key(|(_, e)| e.vgprs.unwrap_or(0));
             if let Some((p, e)) = worst {
                 s.push_str(&format!(
-                    "| {k} | {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                    "| {k} | {} | {} |\n",
                     c.target.shim,
-                    e.subgroup_size,
-                    if p.required_wave.is_some() { "" } else { "*" },
-                    num(e.vgprs),
-                    num(e.sgprs),
-                    num(e.spills()),
-                    num(e.scratch_bytes),
-                    num(e.lds_bytes),
-                    num(e.waves_per_simd),
-                    num(e.code_bytes),
-                    e.matrix_instructions.map_or("-".into(), |m| m.to_string()),
+                    statistics_cells(p, e)
                 ));
             }
         }
