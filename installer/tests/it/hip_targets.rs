@@ -15,6 +15,7 @@
 //! `GRETA_SID_ROCM` set (scripts/test.sh sets it) it is required and fails.
 
 use crate::support::docs_part::{self, DocsPart};
+use crate::support::sid_chroot::{self, SidChroot};
 use greta_runtime::kernels::matrix_lanes;
 use greta_vocab::EnvVars;
 use std::collections::BTreeMap;
@@ -160,36 +161,16 @@ fn parse_claims(text: &str) -> Result<Claims, String> {
 /// The chroot's cache directory, or `None` (said on stderr) when this run
 /// cannot use it and is not required to.
 fn chroot() -> Option<PathBuf> {
-    let set = std::env::var_os(EnvVars::GRETA_SID_ROCM).filter(|v| !v.is_empty());
-    let dir = set
-        .clone()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target/sid-rocm"));
-    // SAFETY: geteuid has no preconditions.
-    let why_not = if unsafe { libc::geteuid() } != 0 {
-        Some("it needs root (chroot, mount namespaces)".to_string())
-    } else if !dir.join("stamp").is_file() || !dir.join("root").is_dir() {
-        Some(format!(
-            "no sid chroot in {} (bash scripts/sid-chroot.sh build makes it)",
-            dir.display()
-        ))
-    } else {
-        None
-    };
-    match (why_not, set) {
-        (None, _) => Some(dir),
-        (Some(w), Some(_)) => panic!(
-            "{} is set, so the every-target compile is required, but {w}",
-            EnvVars::GRETA_SID_ROCM
-        ),
-        (Some(w), None) => {
-            eprintln!(
-                "hip_targets: SKIPPED, {w}; scripts/test.sh builds the chroot and requires this check ({})",
-                EnvVars::GRETA_SID_ROCM
-            );
-            None
-        }
-    }
+    sid_chroot::find(
+        &SidChroot {
+            var: EnvVars::GRETA_SID_ROCM,
+            default_dir: "target/sid-rocm",
+            build: "bash scripts/sid-chroot.sh build",
+            test: "hip_targets",
+            check: "the every-target compile",
+        },
+        &repo(),
+    )
 }
 
 /// Runs `cmd` inside the chroot with `host` at /mnt/host; its output.

@@ -19,6 +19,7 @@
 //! `GRETA_SID_RADV` set (scripts/test.sh sets it) it is required and fails.
 
 use crate::support::docs_part::{self, DocsPart};
+use crate::support::sid_chroot::{self, SidChroot};
 use greta_smoke::compile::{statistics_cells, CompileReport, CompiledGate};
 use greta_vocab::EnvVars;
 use std::path::{Path, PathBuf};
@@ -116,38 +117,16 @@ fn repo() -> PathBuf {
 /// The chroot's cache directory, or `None` (said on stderr) when this run
 /// cannot use it and is not required to.
 fn chroot() -> Option<PathBuf> {
-    let set = std::env::var_os(EnvVars::GRETA_SID_RADV).filter(|v| !v.is_empty());
-    // A relative path is the repository's (tests run in installer/).
-    let dir = repo().join(
-        set.clone()
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from("target/sid-radv")),
-    );
-    // SAFETY: geteuid has no preconditions.
-    let why_not = if unsafe { libc::geteuid() } != 0 {
-        Some("it needs root (chroot, mount namespaces)".to_string())
-    } else if !dir.join("stamp").is_file() || !dir.join("root").is_dir() {
-        Some(format!(
-            "no sid chroot in {} (bash scripts/sid-chroot.sh --profile radv build makes it)",
-            dir.display()
-        ))
-    } else {
-        None
-    };
-    match (why_not, set) {
-        (None, _) => Some(dir),
-        (Some(w), Some(_)) => panic!(
-            "{} is set, so the RADV compile check is required, but {w}",
-            EnvVars::GRETA_SID_RADV
-        ),
-        (Some(w), None) => {
-            eprintln!(
-                "radv_targets: SKIPPED, {w}; scripts/test.sh builds the chroot and requires this check ({})",
-                EnvVars::GRETA_SID_RADV
-            );
-            None
-        }
-    }
+    sid_chroot::find(
+        &SidChroot {
+            var: EnvVars::GRETA_SID_RADV,
+            default_dir: "target/sid-radv",
+            build: "bash scripts/sid-chroot.sh --profile radv build",
+            test: "radv_targets",
+            check: "the RADV compile check",
+        },
+        &repo(),
+    )
 }
 
 /// The greta binary the chroot runs: the portable release when

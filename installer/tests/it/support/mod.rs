@@ -9,6 +9,7 @@ pub mod greta;
 pub mod pty;
 pub mod run;
 pub mod server;
+pub mod sid_chroot;
 pub mod uvtool;
 pub mod wheel;
 
