@@ -328,10 +328,9 @@ fn finish(out: &mut Facts) {
 /// "0000:83:00.0" and "83:00.0" name the same function (rocminfo's BDFID
 /// carries no PCI domain).
 fn norm_bdf(s: &str) -> String {
-    let s = s.trim().to_lowercase();
-    match s.matches(':').count() {
-        2 => s.split_once(':').map(|x| x.1.to_string()).unwrap_or(s),
-        _ => s,
+    match s.parse::<greta_vocab::PciAddress>() {
+        Ok(a) => greta_vocab::PciAddress { domain: None, ..a }.to_string(),
+        Err(_) => s.trim().to_lowercase(),
     }
 }
 

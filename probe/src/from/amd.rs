@@ -412,16 +412,16 @@ pub const NVIDIA: u16 = 0x10de;
 pub const INTEL: u16 = 0x8086;
 
 /// rocminfo's `BDFID` (bus<<8 | dev<<3 | fn) as "bb:dd.f".
+/// A PCI address in any printed form, as sysfs prints it; text that is not
+/// one is no address.
+pub fn pci_address(text: &str) -> Option<String> {
+    text.parse::<greta_vocab::PciAddress>()
+        .ok()
+        .map(|a| a.to_string())
+}
+
 pub fn bdf_from_bdfid(id: u32) -> Option<String> {
-    if id == 0 || id > 0xffff {
-        return None;
-    }
-    Some(format!(
-        "{:02x}:{:02x}.{:x}",
-        id >> 8,
-        (id >> 3) & 0x1f,
-        id & 7
-    ))
+    greta_vocab::PciAddress::from_bdfid(id).map(|a| a.to_string())
 }
 
 /// Parses "0x74a1", "74a1" or "29857" as the hex/decimal it is written in.

@@ -73,13 +73,12 @@ fn word_after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     text[p..].split_whitespace().next()
 }
 
-fn is_bdf(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 12
-        && b[4] == b':'
-        && b[7] == b':'
-        && b[10] == b'.'
-        && s.chars().filter(|c| c.is_ascii_hexdigit()).count() == 9
+/// amd-smi always prints the domain.
+fn bdf(s: &str) -> Option<String> {
+    s.parse::<greta_vocab::PciAddress>()
+        .ok()
+        .filter(|a| a.domain.is_some())
+        .map(|a| a.to_string())
 }
 
 pub fn parse(text: &str) -> Facts {
@@ -116,7 +115,7 @@ fn parse_keys(text: &str) -> Facts {
         if cells.len() >= 3 {
             let c = cells[1].trim();
             if let Some((bdf, name)) = c.split_once(' ') {
-                if is_bdf(bdf) {
+                if let Some(bdf) = self::bdf(bdf) {
                     let vram = lines
                         .get(i + 1)
                         .and_then(|n| total_mb(n))
@@ -127,7 +126,7 @@ fn parse_keys(text: &str) -> Facts {
                         Gpu {
                             vf: amd::is_vf(&name, None, None),
                             name,
-                            pci_address: Some(bdf.to_lowercase()),
+                            pci_address: Some(bdf),
                             vram_bytes: vram,
                             ..Gpu::amdgpu_seen_by("amd-smi")
                         },
@@ -188,8 +187,10 @@ fn parse_keys(text: &str) -> Facts {
                 };
                 let g = keyed.entry(c, || Gpu::amdgpu_seen_by("amd-smi"));
                 match k {
-                    "BDF" if is_bdf(v) => {
-                        g.pci_address.get_or_insert_with(|| v.to_lowercase());
+                    "BDF" => {
+                        if let Some(a) = bdf(v) {
+                            g.pci_address.get_or_insert(a);
+                        }
                     }
                     "MARKET_NAME" | "PRODUCT_NAME" if g.name.is_empty() => g.name = v.to_string(),
                     "DEVICE_ID" => g.device_id = g.device_id.or(parse_id(v).map(|x| x as u16)),

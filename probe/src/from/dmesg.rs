@@ -175,8 +175,8 @@ pub fn recognise(text: &str) -> bool {
 }
 
 fn is_bdf(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 12 && b[4] == b':' && b[7] == b':' && b[10] == b'.'
+    s.parse::<greta_vocab::PciAddress>()
+        .is_ok_and(|a| a.domain.is_some())
 }
 
 /// What one `initializing kernel modesetting (...)` line says about a GPU.

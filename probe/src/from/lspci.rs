@@ -55,21 +55,6 @@ fn printed_name(desc: &str, vid: Option<u16>) -> Option<String> {
     (!unnamed).then(|| name.to_string())
 }
 
-fn slot(s: &str) -> bool {
-    // "03:00.0" or "0000:03:00.0"
-    let b = s.as_bytes();
-    let tail = if b.len() == 12 && b[4] == b':' {
-        &s[5..]
-    } else {
-        s
-    };
-    let t = tail.as_bytes();
-    t.len() == 7
-        && t[2] == b':'
-        && t[5] == b'.'
-        && tail.chars().filter(|c| c.is_ascii_hexdigit()).count() == 5
-}
-
 /// This format's entry in the registry of readers (`super::readers`).
 pub const READER: super::readers::Fns = super::readers::Fns {
     name: "lspci",
@@ -83,7 +68,8 @@ pub const READER: super::readers::Fns = super::readers::Fns {
 pub fn recognise(text: &str) -> bool {
     lines_of(text).any(|l| {
         let mut it = l.splitn(2, ' ');
-        it.next().is_some_and(slot)
+        it.next()
+            .is_some_and(|s| s.parse::<greta_vocab::PciAddress>().is_ok())
             && it
                 .next()
                 .is_some_and(|r| CLASSES.iter().any(|c| r.starts_with(c)))
@@ -137,9 +123,11 @@ pub fn parse(text: &str) -> Facts {
             let (Some(s), Some(rest)) = (it.next(), it.next()) else {
                 continue;
             };
-            if !slot(s) {
+            // "03:00.0" or "0000:03:00.0"; lspci without -D names domain 0.
+            let Ok(mut addr) = s.parse::<greta_vocab::PciAddress>() else {
                 continue;
-            }
+            };
+            addr.domain.get_or_insert(0);
             let Some(class) = CLASSES.iter().find(|c| rest.starts_with(**c)) else {
                 continue;
             };
@@ -193,18 +181,13 @@ pub fn parse(text: &str) -> Facts {
             } else {
                 name
             };
-            let addr = if s.len() == 7 {
-                format!("0000:{s}")
-            } else {
-                s.to_string()
-            };
             super::limits::push_gpu(
                 &mut f,
                 Gpu {
                     vendor,
                     vf: amd::is_vf(&name, vid, did),
                     name,
-                    pci_address: Some(addr.to_lowercase()),
+                    pci_address: Some(addr.to_string()),
                     vendor_id: vid,
                     device_id: did,
                     seen_by: vec![if with_k {

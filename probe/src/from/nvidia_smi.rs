@@ -3,6 +3,7 @@
 
 use super::shared_lines::lines_of;
 use crate::facts::{Facts, Gpu, KernelDriver, Vendor};
+use greta_vocab::PciAddress;
 
 /// This format's entry in the registry of readers (`super::readers`).
 pub const READER: super::readers::Fns = super::readers::Fns {
@@ -57,15 +58,12 @@ fn after<'a>(text: &'a str, key: &str) -> Option<&'a str> {
         .next()
 }
 
-/// "00000000:01:00.0" -> "0000:01:00.0".
+/// "00000000:01:00.0" -> "0000:01:00.0"; anything else is no address.
 fn bdf(s: &str) -> Option<String> {
-    let s = s.trim().to_lowercase();
-    let parts: Vec<&str> = s.split(':').collect();
-    (parts.len() == 3 && parts[2].len() == 4).then(|| {
-        let dom = parts[0];
-        let dom = &dom[dom.len().saturating_sub(4)..];
-        format!("{dom}:{}:{}", parts[1], parts[2])
-    })
+    s.parse::<PciAddress>()
+        .ok()
+        .filter(|a| a.domain.is_some())
+        .map(|a| a.to_string())
 }
 
 pub fn parse(text: &str) -> Facts {

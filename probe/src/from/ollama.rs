@@ -197,8 +197,8 @@ pub fn parse(text: &str) -> Facts {
                     f.rocm.runtime_sees_gpu = Some(true);
                 }
             }
-            if let Some(pci) = get(&p, "pci_id").filter(|s| s.contains(':')) {
-                g.pci_address = Some(pci.to_lowercase());
+            if let Some(pci) = get(&p, "pci_id").and_then(super::amd::pci_address) {
+                g.pci_address = Some(pci);
             }
         }
     }

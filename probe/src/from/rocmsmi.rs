@@ -144,7 +144,7 @@ fn keyed_value(g: &mut Gpu, k: &str, v: &str) {
         },
         "device id" | "gpu id" => g.device_id = parse_id(v).map(|x| x as u16),
         "gfx version" => g.gfx = smi_gfx(v),
-        "pci bus" => g.pci_address = Some(v.to_lowercase()),
+        "pci bus" => g.pci_address = super::amd::pci_address(v),
         _ => {}
     }
 }

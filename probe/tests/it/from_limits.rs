@@ -42,8 +42,8 @@ fn shapes(n: usize) -> Vec<(&'static str, String, String)> {
             lines("", &|i| {
                 format!(
                     "[    1.000000] amdgpu 0000:{:02x}:{:02x}.{}: amdgpu: SE 6, SH per SE 2\n",
-                    i / 2048,
-                    i / 8 % 256,
+                    i / 256,
+                    i / 8 % 32,
                     i % 8
                 )
             }),
