@@ -37,7 +37,7 @@ impl PciAddress {
     /// rocminfo's `BDFID` (bus<<8 | device<<3 | function); 0 and values
     /// past 16 bits are no address.
     pub fn from_bdfid(id: u32) -> Option<PciAddress> {
-        (id != 0 && id <= 0xffff).then(|| PciAddress {
+        (id != 0 && id <= 0xffff).then_some(PciAddress {
             domain: None,
             bus: (id >> 8) as u8,
             device: ((id >> 3) & 0x1f) as u8,
