@@ -18,17 +18,54 @@
 // (16 x head_dim per warp) stays in registers for the whole walk. Scores
 // are scaled by log2(e)/sqrt(head_dim) so the softmax uses exp2.
 //
+// CDNA (gfx90a, gfx94x, gfx950), head_dim 64 or 128: v_mfma_f32_16x16x16f16
+// (matrix_lanes.rs MFMA16's layouts, ATTN_MFMA16's tiling). The block's two
+// waves of 64 own 32 query rows each; the queries run along n of both
+// products: S^T = K Q^T (A = K from shared memory, B = Q^T held in
+// registers for the whole walk), then O^T = V^T P^T, whose B operand
+// (P^T: key k, query j in lane 16 floor(k/4) + j, element k % 4) is the
+// accumulator layout of S^T element for element, so P goes from the
+// softmax to the next MFMA in registers, and each lane's query is one
+// column of both accumulators (its running max, sum and rescale are its
+// own, shared with the three lanes 16 apart). One shared stage of 32 keys
+// (K key-major, V transposed so V^T's A operand is one 8-byte read), the
+// next tile loaded into registers while this one is multiplied and a
+// second barrier before the next store (gemm_f16.hip's CDNA schedule):
+// 17,664 bytes at head_dim 128 where two stages of the tensor-core tiles
+// took 34,816 and left one block, one wave per SIMD, on a 64 KiB compute
+// unit. attn_mfma_model.rs runs this path on the CPU against the op's
+// reference and checks its barrier schedule for races.
+//
 // Everywhere else: f32 FMAs over shared tiles, the GLSL twin's algorithm
 // (attn_prefill_f16.comp) on 32 rows at a time, twice per block.
 #include "common.h"
 
 #define GRETA_PRE_THREADS 128
 #define GRETA_PRE_BQ 64
+#if defined(GRETA_HIP) && (defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || \
+                           defined(__gfx942__) || defined(__gfx950__))
+#define GRETA_PRE_MFMA 1
+#endif
+#if defined(GRETA_PRE_MFMA)
+// Shared memory, in 32-bit words, the larger of the MFMA path's tiles and
+// the f32 FMA path's (16 keys per tile here), both at head_dim 128: under
+// 21,845 bytes, three blocks (two waves per SIMD) per 64 KiB compute unit.
+#define GRETA_PRE_FBK 16
+#define GRETA_PRE_MF_KP(hd) ((hd) + 4)                 // K row pitch, halves
+#define GRETA_PRE_MF_VP (GRETA_ATTN_MFMA16_KEYS + 4)  // V^T row pitch, halves
+#define GRETA_PRE_MF_WORDS(hd) ((GRETA_ATTN_MFMA16_KEYS * GRETA_PRE_MF_KP(hd) + (hd) * GRETA_PRE_MF_VP) / 2)
+#define GRETA_PRE_FMA_WORDS(hd) \
+    ((32 + 2 * GRETA_PRE_FBK) * (hd) / 2 + 32 * (GRETA_PRE_FBK + 1) + 3 * 32)
+#define GRETA_PRE_SMEM_WORDS \
+    (GRETA_PRE_MF_WORDS(128) > GRETA_PRE_FMA_WORDS(128) ? GRETA_PRE_MF_WORDS(128) : GRETA_PRE_FMA_WORDS(128))
+#else
 // Shared memory of either path, in 32-bit words: the tensor-core path's two
 // stages of K and V tiles (32 keys of 128 + 8 halves each) are the larger.
 #define GRETA_PRE_PITCH (128 + 8)
 #define GRETA_PRE_MMA_BK 32
 #define GRETA_PRE_SMEM_WORDS (2 * 2 * GRETA_PRE_MMA_BK * GRETA_PRE_PITCH / 2)
+#define GRETA_PRE_FBK 32
+#endif
 
 #if defined(GRETA_CUDA)
 __device__ inline uint32_t greta_pre_pack(float a, float b) {
@@ -49,7 +86,9 @@ __device__ inline float greta_pre_hi(uint32_t w) { return greta_f16_bits_to_f32(
 
 // ---- f32 FMA path (32 query rows per call) -------------------------------
 #define GRETA_PRE_FBQ 32
-#define GRETA_PRE_FBK 32
+// Keys per tile: GRETA_PRE_FBK (above); each thread scores 2 rows x
+// GRETA_PRE_FSJ keys, 8 apart.
+#define GRETA_PRE_FSJ (GRETA_PRE_FBK / 8)
 #define GRETA_PRE_MAX_NW 16  // head_dim <= 128: words per thread in P V
 
 __device__ inline void greta_pre_fma(uint32_t* smem, const uint32_t* __restrict__ q, const uint32_t* __restrict__ k,
@@ -92,16 +131,16 @@ __device__ inline void greta_pre_fma(uint32_t* smem, const uint32_t* __restrict_
             vs[i] = in ? v[at] : 0u;
         }
         __syncthreads();
-        float s[2][4];
+        float s[2][GRETA_PRE_FSJ];
 #pragma unroll
         for (int a = 0; a < 2; ++a)
 #pragma unroll
-            for (int j = 0; j < 4; ++j) s[a][j] = 0.0f;
+            for (int j = 0; j < GRETA_PRE_FSJ; ++j) s[a][j] = 0.0f;
         for (uint32_t w = 0; w < HW; ++w) {
             const uint32_t qa = qs[sr * HW + w], qc = qs[(sr + 1) * HW + w];
             const float qa0 = greta_pre_lo(qa), qa1 = greta_pre_hi(qa), qc0 = greta_pre_lo(qc), qc1 = greta_pre_hi(qc);
 #pragma unroll
-            for (int j = 0; j < 4; ++j) {
+            for (int j = 0; j < GRETA_PRE_FSJ; ++j) {
                 const uint32_t kw = ks[(sk + 8 * j) * HW + w];
                 const float k0f = greta_pre_lo(kw), k1f = greta_pre_hi(kw);
                 s[0][j] = fmaf(qa0, k0f, fmaf(qa1, k1f, s[0][j]));
@@ -111,7 +150,7 @@ __device__ inline void greta_pre_fma(uint32_t* smem, const uint32_t* __restrict_
 #pragma unroll
         for (int a = 0; a < 2; ++a)
 #pragma unroll
-            for (int j = 0; j < 4; ++j) ss[(sr + a) * (GRETA_PRE_FBK + 1) + sk + 8 * j] = s[a][j] * scale;
+            for (int j = 0; j < GRETA_PRE_FSJ; ++j) ss[(sr + a) * (GRETA_PRE_FBK + 1) + sk + 8 * j] = s[a][j] * scale;
         __syncthreads();
         if (t < GRETA_PRE_FBQ) {
             const uint32_t qpos = pos0 + q0 + t;
@@ -361,7 +400,216 @@ __device__ inline void greta_pre_mma_path(unsigned short* smem, const unsigned s
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(GRETA_PRE_THREADS)
+// ---- MFMA path (CDNA) -----------------------------------------------------
+#if defined(GRETA_PRE_MFMA)
+#define GRETA_PRE_MX(x) GRETA_MFMA16_##x
+#if GRETA_ATTN_MFMA16_THREADS != GRETA_PRE_THREADS || \
+    GRETA_ATTN_MFMA16_QUERIES * GRETA_PRE_THREADS / GRETA_MFMA16_WAVE != GRETA_PRE_BQ
+#error "attn_prefill_f16: ATTN_MFMA16's waves must cover the block's query rows"
+#endif
+typedef _Float16 greta_pre_h4 __attribute__((ext_vector_type(4)));
+typedef unsigned int greta_pre_w2 __attribute__((ext_vector_type(2)));
+typedef float greta_pre_acc __attribute__((ext_vector_type(4)));
+// d + a b on one 16 x 16 x 16 tile; a, b: two registers of two halves.
+__device__ inline greta_pre_acc greta_pre_mfma(const uint32_t* a, const uint32_t* b, greta_pre_acc d) {
+    greta_pre_w2 wa, wb;
+    wa.x = a[0];
+    wa.y = a[1];
+    wb.x = b[0];
+    wb.y = b[1];
+    return __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(greta_pre_h4, wa), __builtin_bit_cast(greta_pre_h4, wb),
+                                                 d, 0, 0, 0);
+}
+
+template <int HD>
+__device__ inline void greta_pre_mfma_path(uint32_t* smem, const uint32_t* __restrict__ q, const uint32_t* __restrict__ k,
+                                           const uint32_t* __restrict__ v, uint32_t* __restrict__ o, uint32_t tokens,
+                                           uint32_t heads, uint32_t pos0, uint32_t q0, uint32_t h) {
+    constexpr int BK = GRETA_ATTN_MFMA16_KEYS;    // keys per tile
+    constexpr int QW = GRETA_ATTN_MFMA16_QUERIES;  // query rows per wave
+    constexpr int QT = QW / GRETA_PRE_MX(N);       // their n tiles
+    constexpr int KT = BK / GRETA_PRE_MX(M);       // m tiles of keys in S^T, k steps in O^T
+    constexpr int DT = HD / GRETA_PRE_MX(K);       // k steps of S^T, m tiles of dims in O^T
+    constexpr int KP = GRETA_PRE_MF_KP(HD), VP = GRETA_PRE_MF_VP;
+    constexpr int CH = HD / 8;  // 16-byte chunks per row
+    constexpr int LOADS = BK * CH / GRETA_PRE_THREADS;
+    static_assert(LOADS * GRETA_PRE_THREADS == BK * CH, "whole chunks of K and V per thread");
+    static_assert(GRETA_PRE_MF_WORDS(HD) <= GRETA_PRE_SMEM_WORDS, "the tiles fit the block's shared memory");
+    static_assert(GRETA_PRE_MX(M) == GRETA_PRE_MX(K) && HD % GRETA_PRE_MX(K) == 0, "square tiles along head_dim");
+    unsigned short* ks = (unsigned short*)smem;  // [BK][KP]
+    unsigned short* vt = ks + BK * KP;           // [HD][VP]: V transposed
+    const uint32_t t = threadIdx.x, lane = t % GRETA_PRE_MX(WAVE), wave = t / GRETA_PRE_MX(WAVE);
+    const uint32_t HW = HD / 2;
+    const greta_u64 d2 = (greta_u64)heads * HW;  // 32-bit words per token of q, k, v, o
+    const float sl2 = 1.4426950408889634f / sqrtf((float)HD);
+    const uint32_t wq0 = q0 + wave * QW;  // this wave's first query row
+
+    // Q^T as B operands for the whole walk (query rows past the end zero).
+    uint32_t qf[QT][DT][2];
+#pragma unroll
+    for (int qt = 0; qt < QT; ++qt)
+#pragma unroll
+        for (int kk = 0; kk < DT; ++kk)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const uint32_t row = wq0 + qt * GRETA_PRE_MX(N) + GRETA_PRE_MX(B_COL)(lane, 2 * e);
+                const uint32_t dim = kk * GRETA_PRE_MX(K) + GRETA_PRE_MX(B_K)(lane, 2 * e);
+                qf[qt][kk][e] = row < tokens ? q[(greta_u64)row * d2 + h * HW + dim / 2] : 0u;
+            }
+    greta_pre_acc acc[QT][DT];
+#pragma unroll
+    for (int qt = 0; qt < QT; ++qt)
+#pragma unroll
+        for (int j = 0; j < DT; ++j)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) acc[qt][j][r] = 0.0f;
+    float m[QT], l[QT];
+    uint32_t qpos[QT];  // each lane's query position in n tile qt (one column of S^T and O^T)
+#pragma unroll
+    for (int qt = 0; qt < QT; ++qt) {
+        m[qt] = -INFINITY;
+        l[qt] = 0.0f;
+        qpos[qt] = pos0 + wq0 + qt * GRETA_PRE_MX(N) + GRETA_PRE_MX(C_COL)(lane, 0);
+    }
+    const uint32_t last = greta_pre_min(q0 + GRETA_PRE_BQ, tokens) - 1;
+    const uint32_t nkeys = pos0 + last + 1;
+    const uint32_t steps = (nkeys + BK - 1) / BK;
+    // A wave whose rows end before a tile skips its math but joins the barriers.
+    const uint32_t wave_last = pos0 + greta_pre_min(wq0 + QW - 1, tokens - 1);
+
+    // Chunk i of tile kt into registers: K row-major (consecutive lanes
+    // along a row), V with consecutive lanes on consecutive keys, so that
+    // the transposed 16-bit stores of a wave hit consecutive halves.
+    greta_u4 rk[LOADS], rv[LOADS];
+#define GRETA_PRE_MF_LOAD(kt)                                                                  \
+    _Pragma("unroll") for (int i = 0; i < LOADS; ++i) {                                        \
+        const uint32_t c = t + i * GRETA_PRE_THREADS;                                          \
+        const uint32_t kr = (kt) * BK + c / CH, vr = (kt) * BK + c % BK;                       \
+        const greta_u4 zero = {0u, 0u, 0u, 0u};                                                \
+        rk[i] = kr < nkeys ? *(const greta_u4*)(k + (greta_u64)kr * d2 + h * HW + (c % CH) * 4) : zero; \
+        rv[i] = vr < nkeys ? *(const greta_u4*)(v + (greta_u64)vr * d2 + h * HW + (c / BK) * 4) : zero; \
+    }
+    GRETA_PRE_MF_LOAD(0)
+    for (uint32_t kt = 0; kt < steps; ++kt) {
+        const uint32_t k0 = kt * BK;
+#pragma unroll
+        for (int i = 0; i < LOADS; ++i) {
+            const uint32_t c = t + i * GRETA_PRE_THREADS;
+            greta_pre_w2* kd = (greta_pre_w2*)(ks + (c / CH) * KP + (c % CH) * 8);
+            kd[0] = greta_pre_w2{rk[i].x, rk[i].y};
+            kd[1] = greta_pre_w2{rk[i].z, rk[i].w};
+            const uint32_t key = c % BK, dim = (c / BK) * 8;
+            const uint32_t w[4] = {rv[i].x, rv[i].y, rv[i].z, rv[i].w};
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                vt[(dim + 2 * j) * VP + key] = (unsigned short)(w[j] & 0xffffu);
+                vt[(dim + 2 * j + 1) * VP + key] = (unsigned short)(w[j] >> 16);
+            }
+        }
+        __syncthreads();  // tile kt is in shared memory for every wave
+        if (kt + 1 < steps) {
+            GRETA_PRE_MF_LOAD(kt + 1)  // in flight while tile kt is multiplied
+        }
+        if (k0 <= wave_last) {
+            // S^T = K Q^T: KT x QT tiles of 16 keys x 16 queries.
+            greta_pre_acc s[KT][QT];
+#pragma unroll
+            for (int j = 0; j < KT; ++j)
+#pragma unroll
+                for (int qt = 0; qt < QT; ++qt)
+#pragma unroll
+                    for (int r = 0; r < 4; ++r) s[j][qt][r] = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < DT; ++kk)
+#pragma unroll
+                for (int j = 0; j < KT; ++j) {
+                    uint32_t a[2];
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        a[e] = *(const uint32_t*)&ks[(j * GRETA_PRE_MX(M) + GRETA_PRE_MX(A_ROW)(lane, 2 * e)) * KP +
+                                                     kk * GRETA_PRE_MX(K) + GRETA_PRE_MX(A_K)(lane, 2 * e)];
+#pragma unroll
+                    for (int qt = 0; qt < QT; ++qt) s[j][qt] = greta_pre_mfma(a, qf[qt][kk], s[j][qt]);
+                }
+            // Mask, scale (to log2 units), online softmax per query column.
+            uint32_t p[KT][QT][2];
+#pragma unroll
+            for (int qt = 0; qt < QT; ++qt) {
+                float mx = m[qt];
+#pragma unroll
+                for (int j = 0; j < KT; ++j)
+#pragma unroll
+                    for (int r = 0; r < 4; ++r) {
+                        const uint32_t key = k0 + j * GRETA_PRE_MX(M) + GRETA_PRE_MX(C_ROW)(lane, r);
+                        const float x = (key <= qpos[qt] && key < nkeys) ? s[j][qt][r] * sl2 : -INFINITY;
+                        s[j][qt][r] = x;
+                        mx = fmaxf(mx, x);
+                    }
+                // The column's other keys are in the lanes 16 and 32 apart.
+                mx = fmaxf(mx, greta_shfl_xor(mx, 16));
+                mx = fmaxf(mx, greta_shfl_xor(mx, 32));
+                // Every row sees key 0 in the first tile: mx is finite.
+                const float alpha = (m[qt] == -INFINITY) ? 0.0f : exp2f(m[qt] - mx);
+                m[qt] = mx;
+                l[qt] *= alpha;
+#pragma unroll
+                for (int j = 0; j < KT; ++j) {
+                    float pe[4];
+#pragma unroll
+                    for (int r = 0; r < 4; ++r) {
+                        pe[r] = (s[j][qt][r] == -INFINITY) ? 0.0f : exp2f(s[j][qt][r] - mx);
+                        l[qt] += pe[r];  // this lane's part; the column's 4 lanes add up at the end
+                    }
+                    // S^T's accumulator element r is P^T's B element r.
+                    p[j][qt][0] = greta_pre_pack(pe[0], pe[1]);
+                    p[j][qt][1] = greta_pre_pack(pe[2], pe[3]);
+                }
+#pragma unroll
+                for (int j = 0; j < DT; ++j) acc[qt][j] *= alpha;
+            }
+            // O^T += V^T P^T: DT x QT tiles of 16 dims x 16 queries, KT k steps.
+#pragma unroll
+            for (int kk = 0; kk < KT; ++kk)
+#pragma unroll
+                for (int j = 0; j < DT; ++j) {
+                    uint32_t a[2];
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        a[e] = *(const uint32_t*)&vt[(j * GRETA_PRE_MX(M) + GRETA_PRE_MX(A_ROW)(lane, 2 * e)) * VP +
+                                                     kk * GRETA_PRE_MX(K) + GRETA_PRE_MX(A_K)(lane, 2 * e)];
+#pragma unroll
+                    for (int qt = 0; qt < QT; ++qt) acc[qt][j] = greta_pre_mfma(a, p[kk][qt], acc[qt][j]);
+                }
+        }
+        __syncthreads();  // every wave is done with tile kt: the next store may begin
+    }
+#undef GRETA_PRE_MF_LOAD
+#pragma unroll
+    for (int qt = 0; qt < QT; ++qt) {
+        l[qt] += greta_shfl_xor(l[qt], 16);
+        l[qt] += greta_shfl_xor(l[qt], 32);
+        const uint32_t row = wq0 + qt * GRETA_PRE_MX(N) + GRETA_PRE_MX(C_COL)(lane, 0);
+        if (row < tokens) {
+            const float inv = 1.0f / l[qt];
+#pragma unroll
+            for (int j = 0; j < DT; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const uint32_t dim = j * GRETA_PRE_MX(M) + GRETA_PRE_MX(C_ROW)(lane, 2 * e);
+                    o[(greta_u64)row * d2 + h * HW + dim / 2] =
+                        greta_pre_pack(acc[qt][j][2 * e] * inv, acc[qt][j][2 * e + 1] * inv);
+                }
+        }
+    }
+}
+#endif
+
+#if defined(GRETA_PRE_MFMA)
+#define GRETA_PRE_OCCUPANCY __attribute__((amdgpu_waves_per_eu(2)))
+#else
+#define GRETA_PRE_OCCUPANCY
+#endif
+extern "C" __global__ void __launch_bounds__(GRETA_PRE_THREADS) GRETA_PRE_OCCUPANCY
 greta_attn_prefill_f16(const greta_f16* __restrict__ q, const greta_f16* __restrict__ k_cache,
                        const greta_f16* __restrict__ v_cache, greta_f16* __restrict__ o, uint32_t tokens,
                        uint32_t heads, uint32_t head_dim, uint32_t pos0, uint32_t max_seq) {
@@ -379,6 +627,18 @@ greta_attn_prefill_f16(const greta_f16* __restrict__ q, const greta_f16* __restr
     if (head_dim == 64) {
         greta_pre_mma_path<64>((unsigned short*)smem, (const unsigned short*)q, (const unsigned short*)k_cache,
                                (const unsigned short*)v_cache, (uint32_t*)o, tokens, heads, pos0, q0, h);
+        return;
+    }
+#endif
+#if defined(GRETA_PRE_MFMA)
+    if (head_dim == 128) {
+        greta_pre_mfma_path<128>(smem, (const uint32_t*)q, (const uint32_t*)k_cache, (const uint32_t*)v_cache,
+                                 (uint32_t*)o, tokens, heads, pos0, q0, h);
+        return;
+    }
+    if (head_dim == 64) {
+        greta_pre_mfma_path<64>(smem, (const uint32_t*)q, (const uint32_t*)k_cache, (const uint32_t*)v_cache,
+                                (uint32_t*)o, tokens, heads, pos0, q0, h);
         return;
     }
 #endif

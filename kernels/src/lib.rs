@@ -10,6 +10,8 @@
 //! `i * C + j`.
 
 #[cfg(test)]
+mod attn_mfma_model;
+#[cfg(test)]
 mod attn_mma_model;
 pub mod block;
 pub mod check;

@@ -286,6 +286,81 @@ pub const WMMA12: MatrixInstr = MatrixInstr {
 /// Every instruction gemm_f16 can step with.
 pub const INSTRS: &[MatrixInstr] = &[MMA_SYNC, MFMA16, WMMA11, WMMA12];
 
+/// attn_prefill_f16's matrix-unit path on AMD around one of the
+/// instructions above (kernels/hip/attn_prefill_f16.hip, the CPU model in
+/// `attn_mfma_model.rs`): each wave owns `queries` query rows, the block
+/// stages `keys` keys of K (key-major) and of V (transposed, dim-major) in
+/// one shared-memory stage, and both products run with the queries along
+/// n: S^T = K Q^T, then O^T = V^T P^T, where the accumulator of S^T is the
+/// B operand of P^T lane for lane, so P never leaves registers.
+#[derive(Clone, Copy, Debug)]
+pub struct AttnTiling {
+    /// Macro prefix in `matrix_lanes.h` (`GRETA_<NAME>_...`).
+    pub name: &'static str,
+    pub instr: MatrixInstr,
+    /// Threads of a block (GRETA_PRE_THREADS, ATTN_THREADS of the launch).
+    pub threads: u32,
+    /// Keys per shared-memory tile.
+    pub keys: u32,
+    /// Query rows per wave.
+    pub queries: u32,
+    /// The head dimensions the path serves (one instantiation each); the
+    /// others take the f32 FMA path.
+    pub head_dims: &'static [u32],
+}
+
+/// CDNA: MFMA16, two waves of 64 per block, 32 query rows each (the
+/// block's 64), 32 keys per tile.
+pub const ATTN_MFMA16: AttnTiling = AttnTiling {
+    name: "ATTN_MFMA16",
+    instr: MFMA16,
+    threads: 128,
+    keys: 32,
+    queries: 32,
+    head_dims: &[64, 128],
+};
+
+/// Every attention tiling.
+pub const ATTN_TILINGS: &[AttnTiling] = &[ATTN_MFMA16];
+
+impl AttnTiling {
+    /// Matrix instructions one wave issues per key tile at `head_dim`:
+    /// S^T (keys x queries, head_dim deep) and O^T (head_dim x queries,
+    /// keys deep).
+    pub fn instrs_per_tile(&self, head_dim: u32) -> u32 {
+        let i = &self.instr;
+        let s = (self.keys / i.m) * (self.queries / i.n) * (head_dim / i.k);
+        let o = (head_dim / i.m) * (self.queries / i.n) * (self.keys / i.k);
+        s + o
+    }
+
+    /// Matrix instructions in the kernel's code: one key tile per head_dim
+    /// instantiation (the key loop is not unrolled: its trip count is the
+    /// causal length).
+    pub fn instrs_in_code(&self) -> u32 {
+        self.head_dims
+            .iter()
+            .map(|&hd| self.instrs_per_tile(hd))
+            .sum()
+    }
+}
+
+/// How many `name`'s instructions a kernel's code holds: one BK step of
+/// gemm_f16's tiling for an instruction of [`INSTRS`], every key tile's
+/// instructions for an attention tiling of [`ATTN_TILINGS`].
+pub fn instrs_in_code(name: &str) -> Option<u32> {
+    INSTRS
+        .iter()
+        .find(|i| i.name == name)
+        .map(MatrixInstr::instrs_per_step)
+        .or_else(|| {
+            ATTN_TILINGS
+                .iter()
+                .find(|a| a.name == name)
+                .map(AttnTiling::instrs_in_code)
+        })
+}
+
 impl MatrixInstr {
     /// Rows (m) and columns (n) of C one wave computes.
     pub fn wave_tile(&self) -> (u32, u32) {
@@ -369,6 +444,20 @@ pub fn header() -> String {
             "#define {p}_WAVE_ROW(w) (((w) / {p}_WAVES_N) * {p}_WAVE_TILE_M)\n\
              #define {p}_WAVE_COL(w) (((w) % {p}_WAVES_N) * {p}_WAVE_TILE_N)\n"
         ));
+    }
+    for a in ATTN_TILINGS {
+        let p = format!("GRETA_{}", a.name);
+        s.push_str(&format!(
+            "// attn_prefill_f16 on {}: the layouts of GRETA_{}\n",
+            a.instr.targets, a.instr.name
+        ));
+        for (name, v) in [
+            ("THREADS", a.threads),
+            ("KEYS", a.keys),
+            ("QUERIES", a.queries),
+        ] {
+            s.push_str(&format!("#define {p}_{name} {v}\n"));
+        }
     }
     s
 }

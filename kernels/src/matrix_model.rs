@@ -189,14 +189,14 @@ fn kernel_model_on(
 
 /// Fresh inputs per run from a printed seed (rand's seeded generator, as
 /// smoke's inputs are drawn), each value an f16 in -1..1 held as f32.
-struct Rng(rand::rngs::StdRng);
+pub(crate) struct Rng(rand::rngs::StdRng);
 impl Rng {
-    fn fresh() -> (Rng, u64) {
+    pub(crate) fn fresh() -> (Rng, u64) {
         use rand::SeedableRng;
         let seed: u64 = rand::random();
         (Rng(rand::rngs::StdRng::seed_from_u64(seed)), seed)
     }
-    fn f16_value(&mut self) -> f32 {
+    pub(crate) fn f16_value(&mut self) -> f32 {
         use rand::Rng as _;
         f16::from_f32(self.0.gen_range(-1.0f32..1.0)).to_f32()
     }
@@ -420,7 +420,7 @@ fn the_header_defines_each_layout_macro() {
 /// linear_f16.hip's register-prefetch loop (every HIP matrix path, and the
 /// NVIDIA path where rows are not 16-byte aligned).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Event {
+pub(crate) enum Event {
     /// The registers holding k step `tile` are stored into stage `slot`.
     Store { slot: u32, tile: u32 },
     /// `__syncthreads()`.
@@ -455,16 +455,36 @@ fn loop_schedule(stages: u32, steps: u32, trailing_barrier: bool) -> Vec<Event> 
 /// it), and every read must find the tile it wants, stored in an earlier
 /// interval and not overwritten since.
 fn check_schedule(events: &[Event]) -> Result<(), String> {
+    check_wave_schedules(&[events.to_vec()])
+}
+
+/// [`check_schedule`] over waves that do different things between the same
+/// barriers (attn_prefill_f16's waves skip the tiles past their last
+/// query): every wave must pass as many barriers, and a stage stored by
+/// any wave in an interval may be read by none in it.
+pub(crate) fn check_wave_schedules(waves: &[Vec<Event>]) -> Result<(), String> {
+    let parts: Vec<Vec<&[Event]>> = waves
+        .iter()
+        .map(|w| w.split(|e| *e == Event::Barrier).collect())
+        .collect();
+    let intervals = parts.first().map_or(0, Vec::len);
+    if let Some(w) = parts.iter().position(|p| p.len() != intervals) {
+        return Err(format!(
+            "wave {w} passes {} barriers, wave 0 {}: the block deadlocks",
+            parts[w].len().saturating_sub(1),
+            intervals.saturating_sub(1)
+        ));
+    }
     let mut held: std::collections::HashMap<u32, u32> = Default::default();
-    for (interval, part) in events.split(|e| *e == Event::Barrier).enumerate() {
-        let stored: Vec<(u32, u32)> = part
-            .iter()
+    for interval in 0..intervals {
+        let all = || parts.iter().flat_map(|p| p[interval].iter());
+        let stored: Vec<(u32, u32)> = all()
             .filter_map(|e| match *e {
                 Event::Store { slot, tile } => Some((slot, tile)),
                 _ => None,
             })
             .collect();
-        for e in part {
+        for e in all() {
             if let Event::Read { slot, tile } = *e {
                 if stored.iter().any(|&(s, _)| s == slot) {
                     return Err(format!(
@@ -479,7 +499,12 @@ fn check_schedule(events: &[Event]) -> Result<(), String> {
                 }
             }
         }
-        for (slot, tile) in stored {
+        for &(slot, tile) in &stored {
+            if let Some(&(_, other)) = stored.iter().find(|&&(s, t)| s == slot && t != tile) {
+                return Err(format!(
+                    "interval {interval}: stage {slot} is stored with k steps {tile} and {other} at once"
+                ));
+            }
             held.insert(slot, tile);
         }
     }

@@ -62,9 +62,10 @@ struct WavesRow {
 }
 
 /// One `count` row: the kernel's code holds exactly as many instructions
-/// matching `text` as one BK step of `instr`'s tiling issues per wave
-/// (`MatrixInstr::instrs_per_step`, from the tile constants of
-/// kernels/src/matrix_lanes.rs).
+/// matching `text` as `instr`'s tiling puts there (`matrix_lanes::instrs_in_code`,
+/// from the tile constants of kernels/src/matrix_lanes.rs): one BK step of
+/// gemm_f16's tiling per wave for an instruction, one key tile per head
+/// size for attn_prefill_f16's `ATTN_MFMA16`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct CountRow {
     target: String,
@@ -124,16 +125,15 @@ fn parse_claims(text: &str) -> Result<Claims, String> {
             }
             ["count", t, k, m, ins] => {
                 known(t)?;
-                let instr = matrix_lanes::INSTRS
-                    .iter()
-                    .find(|i| i.name == *ins)
-                    .ok_or_else(|| format!("{}: {ins} is not an instruction of matrix_lanes.rs", at()))?;
+                let want = matrix_lanes::instrs_in_code(ins).ok_or_else(|| {
+                    format!("{}: {ins} is neither an instruction nor an attention tiling of matrix_lanes.rs", at())
+                })?;
                 c.counts.push(CountRow {
                     target: t.to_string(),
                     kernel: k.to_string(),
                     text: m.to_string(),
                     instr: ins.to_string(),
-                    want: instr.instrs_per_step(),
+                    want,
                 });
             }
             ["isa", t, k, m, st] => {
@@ -539,6 +539,23 @@ fn the_claims_table_reads() {
                 c.counts
             );
         }
+        // attn_prefill_f16's MFMA path: two waves, and S^T and O^T of one
+        // key tile per head size (64 MFMAs at 128, 32 at 64).
+        let k = "attn_prefill_f16";
+        assert!(
+            c.waves
+                .iter()
+                .any(|w| w.target == t && w.kernel == k && w.min >= 2 && w.required),
+            "{t} {k}: {:?}",
+            c.waves
+        );
+        assert!(
+            c.counts
+                .iter()
+                .any(|r| r.target == t && r.kernel == k && r.text == "v_mfma" && r.want == 96),
+            "{t} {k}: {:?}",
+            c.counts
+        );
     }
 }
 
