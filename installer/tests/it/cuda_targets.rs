@@ -662,3 +662,59 @@ fn every_claimed_architecture_compiles_within_its_limits() {
         failures.join("\n  ")
     );
 }
+
+/// Without NVRTC, `--backend cuda` is exit 2 with where it looked; with it,
+/// an architecture NVRTC does not know is that target's error (exit 1), and
+/// no libcuda is needed for either.
+#[test]
+fn no_nvrtc_is_exit_2_and_an_unknown_architecture_is_named() {
+    let d = tempfile::tempdir().unwrap();
+    let run = |lib: &Path, target: &str| {
+        let o = crate::support::greta()
+            .args([
+                "__gpu",
+                "build-kernels",
+                "--backend",
+                "cuda",
+                "--target",
+                target,
+            ])
+            .arg("--cache-dir")
+            .arg(d.path().join("kernels"))
+            .env(EnvVars::GRETA_NVRTC_LIB, lib)
+            .env(EnvVars::GRETA_CUDA_LIB, d.path().join("no-libcuda.so.1"))
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{e}: {}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            )
+        });
+        (
+            o.status.code(),
+            v,
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    let missing = d.path().join("libnvrtc.so.12");
+    let (code, v, stderr) = run(&missing, "sm_90");
+    assert_eq!(code, Some(2), "{v} {stderr}");
+    assert_eq!(v["runtime"], serde_json::Value::Null, "{v}");
+    assert!(
+        stderr.contains("no NVRTC") && stderr.contains(missing.to_str().unwrap()),
+        "{stderr}"
+    );
+    let Some(dir) = nvrtc() else {
+        return;
+    };
+    let (code, v, stderr) = run(&dir.join(LIBNVRTC), "sm_99");
+    assert_eq!(code, Some(1), "{v} {stderr}");
+    let e = v["built"][0]["error"].as_str().unwrap_or("");
+    assert!(
+        e.starts_with("NVRTC 12.4 (") && e.contains("cannot compile for sm_99"),
+        "{v}"
+    );
+    assert!(stderr.contains("sm_99"), "{stderr}");
+}
