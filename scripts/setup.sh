@@ -5,6 +5,8 @@
 #                             Debian's ROCm 5.2 HIP compiler/runtime, uv and pip >= 26.3 (from PyPI), slurm-wlm + munge
 #                             (tests/slurm_healthcheck.rs starts a one-node Slurm), mmdebstrap
 #                             (scripts/sid-chroot.sh builds the Debian sid chroot with ROCm 6.4.3),
+#                             curl, gpgv, xz-utils and debian-archive-keyring (scripts/sid-nvrtc.sh
+#                             fetches Debian sid's NVRTC and checks its signature),
 #                             dash and zsh (greta-activate is tested by sourcing it in bash, dash and zsh),
 #                             fish, man-db and groff-base (the completion scripts load in bash, zsh and fish;
 #                             the manual page renders with man -l),
@@ -19,7 +21,8 @@ if [[ $(id -u) -ne 0 ]]; then sudo_="sudo"; fi
 
 pkgs=(libvulkan1 mesa-vulkan-drivers vulkan-validationlayers python3-venv python3-pip ca-certificates)
 if [[ $want_test -eq 1 ]]; then
-  pkgs+=(vulkan-tools hipcc libamdhip64-dev rocminfo slurm-wlm munge mmdebstrap dash zsh fish man-db groff-base)
+  pkgs+=(vulkan-tools hipcc libamdhip64-dev rocminfo slurm-wlm munge mmdebstrap curl gpgv xz-utils debian-archive-keyring
+         dash zsh fish man-db groff-base)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -71,20 +71,8 @@ need_root() {
   [[ $(id -u) -eq 0 ]] || die "$1 needs root (mmdebstrap's root mode, chroot, mount namespaces); run it as root, as CI does"
 }
 
-# The Debian mirror this machine's apt uses: the first http(s) URI of a Debian archive
-# (".../debian", not -security) in /etc/apt/sources.list or sources.list.d, one-line or deb822.
-apt_mirror() {
-  local f uri
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
-    [[ -r "$f" ]] || continue
-    uri=$(sed -n -E \
-      -e 's/^[[:space:]]*deb[[:space:]]+(\[[^]]*\][[:space:]]+)?(https?:\/\/[^[:space:]]+\/debian)\/?[[:space:]].*/\2/p' \
-      -e 's/^[[:space:]]*URIs:[[:space:]]*(https?:\/\/[^[:space:]]+\/debian)\/?([[:space:]].*)?$/\1/p' \
-      "$f" | head -1)
-    if [[ -n "$uri" ]]; then echo "$uri"; return; fi
-  done
-  echo "http://deb.debian.org/debian"
-}
+# apt_mirror: the Debian mirror this machine's apt uses.
+source scripts/debian-mirror.sh
 
 want_stamp() {
   printf 'suite=%s\nvariant=%s\n' "$suite" "$variant"

@@ -49,6 +49,16 @@ tar -C "$portable" -xzf "dist/greta-$version-x86_64-unknown-linux-gnu.tar.gz"
 GRETA_SID_ROCM="$PWD/target/sid-rocm" \
 GRETA_STANDALONE_BIN="$portable/greta-$version-x86_64-unknown-linux-gnu/greta" \
   cargo test -p greta --locked --test it -- hip_targets::
+# Every NVIDIA architecture greta claims (sm_75 to sm_90a), compiled by Debian sid's NVRTC 12.4
+# (libnvrtc12 from the non-free archive, signature and checksums checked, unpacked once under
+# target/sid-nvrtc: no chroot, no root) with the portable release binary; registers, shared
+# memory and spills per kernel checked (installer/tests/it/cuda_targets.rs, docs/hip.md "Every
+# CUDA architecture, compiled"). No GPU, no driver. The workspace run above fetched it already
+# unless the mirror could not be reached; here it is required.
+bash scripts/sid-nvrtc.sh fetch
+GRETA_SID_NVRTC="$PWD/target/sid-nvrtc" \
+GRETA_STANDALONE_BIN="$portable/greta-$version-x86_64-unknown-linux-gnu/greta" \
+  cargo test -p greta --locked --test it -- cuda_targets::
 # Every Vulkan pipeline of every gate through the real RADV compiler (Debian sid's Mesa over its
 # amdgpu drm-shim, nothing executed) for phoenix, navi31, navi33, strix1, gfx1201 and navi21, with
 # the portable release binary; invariants asserted (created, no spills or scratch, LDS in limit,

@@ -156,7 +156,8 @@ env_vars! {
     /// TEST-ONLY: rounds of the probe's `--from` robustness test.
     Test GRETA_FUZZ_ROUNDS;
     /// TEST-ONLY: `1` rewrites the generated docs: `docs/env.md` from this
-    /// registry, and docs/hip.md's target tables (installer's hip_targets test).
+    /// registry, and docs/hip.md's target tables (installer's hip_targets and
+    /// cuda_targets tests).
     Test GRETA_UPDATE_DOCS;
     /// A published-peak file for `greta smoke` to use instead of the built-in
     /// `smoke/data/specs.toml` (same format): fractions of spec and the
@@ -172,6 +173,12 @@ env_vars! {
     /// every-Radeon Vulkan compile test uses; set (scripts/test.sh sets it), that
     /// test is required and fails without it.
     Test GRETA_SID_RADV;
+    /// TEST-ONLY: where Debian sid's NVRTC is unpacked (`scripts/sid-nvrtc.sh`'s
+    /// cache, e.g. `target/sid-nvrtc`) for the every-architecture CUDA compile
+    /// test, which fetches it itself when missing and skips only when the
+    /// Debian mirror cannot be reached; set (scripts/test.sh sets it), that
+    /// test is required and fails then too.
+    Test GRETA_SID_NVRTC;
 }
 
 /// `docs/env.md`, rendered from the registry.

@@ -13,7 +13,7 @@
 
 use crate::cmd::smoke::Args as SmokeArgs;
 use greta_runtime::build_kernels::BuildRequest;
-use greta_runtime::gpu::child;
+use greta_runtime::gpu::{child, Api};
 use greta_smoke::gpu_child::{self, DevicesRequest, GpuBackend, Request};
 use greta_smoke::BackendChoice;
 use serde::Serialize;
@@ -42,10 +42,13 @@ pub enum Command {
         #[arg(long)]
         backend: String,
     },
-    /// Compile the bundled kernels with this machine's hiprtc for --target
-    /// (no GPU needed), through the cache and compile child the device path
-    /// uses; prints greta.gpu-kernels/v1.
+    /// Compile the bundled kernels with this machine's hiprtc (--backend
+    /// hip, gfx targets) or NVRTC (--backend cuda, sm_XX targets) for
+    /// --target (no GPU and no driver needed), through the cache and compile
+    /// child the device path uses; prints greta.gpu-kernels/v1.
     BuildKernels {
+        #[arg(long, value_enum, default_value = "hip")]
+        backend: KernelBackend,
         #[arg(long)]
         target: Vec<String>,
         #[arg(long)]
@@ -55,6 +58,13 @@ pub enum Command {
         #[arg(long)]
         resource_usage: bool,
     },
+}
+
+/// Whose compiler `build-kernels` uses.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum KernelBackend {
+    Hip,
+    Cuda,
 }
 
 /// The helper every compile and device child is started through.
@@ -96,11 +106,16 @@ pub fn run(args: Args) -> u8 {
         },
         Command::Smoke(a) => answer(Request::Smoke(crate::cmd::smoke::request(&a))),
         Command::BuildKernels {
+            backend,
             target,
             cache_dir,
             resource_usage,
         } => {
             let (answer, code) = greta_runtime::build_kernels::build(&BuildRequest {
+                api: match backend {
+                    KernelBackend::Hip => Api::Hip,
+                    KernelBackend::Cuda => Api::Cuda,
+                },
                 targets: target,
                 cache_dir,
                 resource_usage,

@@ -11,6 +11,7 @@ mod support;
 
 mod bundle_replace;
 mod cli_shell;
+mod cuda_targets;
 mod did_you_mean;
 mod doctor_cli;
 mod doctor_detail;

@@ -1,16 +1,19 @@
 //! `greta __gpu build-kernels`: the bundled kernels compiled with this
-//! machine's hiprtc for each `--target` (no GPU needed), through the kernel
-//! cache and the compile child the device path uses, optionally with the
-//! compiler's resource figures per kernel ([`resources`]). The answer is
-//! `greta.gpu-kernels/v1`; the `greta` binary only prints it.
+//! machine's run-time compiler for each `--target` (no GPU needed) — hiprtc
+//! for HIP's gfx targets, NVRTC for CUDA's `sm_XX` (`--backend cuda`: no
+//! libcuda either) — through the kernel cache and the compile child the
+//! device path uses, optionally with the compiler's resource figures per
+//! kernel ([`resources`]). The answer is `greta.gpu-kernels/v1`; the `greta`
+//! binary only prints it.
 
+mod cubin;
 pub mod resources;
 
-use crate::gpu::{Api, Driver, KernelCache, KernelSources};
+use crate::gpu::compile::CompileError;
+use crate::gpu::{Api, CompilerChoice, Driver, KernelCache, KernelSources, Loaded};
 use crate::hip::{compiler_for_target, Hip};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-
 /// Schema of [`KernelsAnswer`].
 pub const SCHEMA: &str = "greta.gpu-kernels/v1";
 
@@ -37,9 +40,11 @@ pub struct BuiltTarget {
 }
 
 /// What a build asks for.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct BuildRequest {
-    /// gfx targets, e.g. `gfx942`.
+    /// Whose compiler: hiprtc (HIP) or NVRTC (CUDA).
+    pub api: Api,
+    /// gfx targets, e.g. `gfx942` (HIP); `sm_90`, `sm_90a` (CUDA).
     pub targets: Vec<String>,
     /// The kernel cache (default: [`KernelCache::default_dir`]).
     pub cache_dir: Option<PathBuf>,
@@ -47,12 +52,55 @@ pub struct BuildRequest {
     pub resource_usage: bool,
 }
 
+impl Default for BuildRequest {
+    fn default() -> BuildRequest {
+        BuildRequest {
+            api: Api::Hip,
+            targets: Vec::new(),
+            cache_dir: None,
+            resource_usage: false,
+        }
+    }
+}
+
+/// The compiler of one API, opened once for every target.
+enum Compiler {
+    Hip(Hip),
+    Nvrtc(Loaded),
+}
+
+impl Compiler {
+    fn open(api: Api) -> Result<Compiler, String> {
+        match api {
+            Api::Hip => Hip::open().map(Compiler::Hip).map_err(|e| e.to_string()),
+            Api::Cuda => crate::cuda::nvrtc::locate_live()
+                .map(Compiler::Nvrtc)
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// The library the answer names as the runtime.
+    fn library(&self) -> String {
+        match self {
+            Compiler::Hip(h) => h.library().to_string(),
+            Compiler::Nvrtc(l) => l.to_string(),
+        }
+    }
+
+    fn for_target(&self, t: &str) -> Result<CompilerChoice, CompileError> {
+        match self {
+            Compiler::Hip(h) => compiler_for_target(h, t),
+            Compiler::Nvrtc(l) => Ok(crate::cuda::nvrtc::choice_for_target(l.clone(), t.into())),
+        }
+    }
+}
+
 /// Builds every target; the code is 0 when each built (and, asked for,
-/// gave its figures), 1 when one did not, 2 when there is no HIP runtime.
-/// Each failure is also said on stderr, with its target.
+/// gave its figures), 1 when one did not, 2 when there is no compiler (HIP
+/// runtime, NVRTC). Each failure is also said on stderr, with its target.
 pub fn build(req: &BuildRequest) -> (KernelsAnswer, u8) {
-    let hip = match Hip::open() {
-        Ok(h) => h,
+    let compiler = match Compiler::open(req.api) {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("greta: {e}");
             let answer = KernelsAnswer {
@@ -71,14 +119,14 @@ pub fn build(req: &BuildRequest) -> (KernelsAnswer, u8) {
     let sources = KernelSources::bundled();
     let mut built = Vec::new();
     for t in &req.targets {
-        let r = compiler_for_target(&hip, t).and_then(|c| {
-            let o = cache.get_or_build(&c, &sources, Api::Hip)?;
+        let r = compiler.for_target(t).and_then(|c| {
+            let o = cache.get_or_build(&c, &sources, req.api)?;
             Ok((c, o))
         });
         built.push(match r {
             Ok((c, o)) => {
                 let (resources, resources_error) = if req.resource_usage {
-                    let unit = sources.translation_unit(Api::Hip);
+                    let unit = sources.translation_unit(req.api);
                     match resources::measure(&c, &unit, &o.path) {
                         Ok(r) => (r, None),
                         Err(e) => {
@@ -116,7 +164,7 @@ pub fn build(req: &BuildRequest) -> (KernelsAnswer, u8) {
         .all(|b| b.error.is_none() && b.resources_error.is_none());
     let answer = KernelsAnswer {
         schema: SCHEMA.into(),
-        runtime: Some(hip.library().to_string()),
+        runtime: Some(compiler.library()),
         built,
     };
     (answer, if ok { 0 } else { 1 })

@@ -7,7 +7,6 @@
 pub(crate) mod nvrtc;
 
 use crate::gpu::calls::{self, launch_kernel};
-use crate::gpu::compile::CompilerKind;
 use crate::gpu::driver::{
     Api, Arch, CompilerChoice, DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice,
     GpuError, GraphH, Loaded, ModuleH, StreamH,
@@ -521,20 +520,16 @@ impl Driver for Cuda {
     }
 
     fn compiler_for(&self, dev: &GpuDevice) -> Result<CompilerChoice, GpuError> {
-        let library = nvrtc::locate(&nvrtc::candidates(&crate::hip::SearchEnv::live().env_roots))
-            .map_err(GpuError::Compile)?;
-        // SAFETY: opening the library locate() just validated.
-        let version = unsafe { libloading::Library::new(&library.path) }
-            .ok()
-            .and_then(|l| crate::gpu::rtc::version(&l, &crate::gpu::rtc::NVRTC))
-            .unwrap_or_else(|| "?".into());
-        Ok(CompilerChoice {
-            kind: CompilerKind::Nvrtc,
-            library,
-            version,
-            target: dev.arch.clone(),
-            options: vec![format!("--gpu-architecture={}", dev.arch)],
-        })
+        let mut choices = self.compilers_for(dev)?;
+        Ok(choices.remove(0))
+    }
+
+    fn compilers_for(&self, dev: &GpuDevice) -> Result<Vec<CompilerChoice>, GpuError> {
+        let library = nvrtc::locate_live().map_err(GpuError::Compile)?;
+        Ok(device_targets(&dev.arch)
+            .into_iter()
+            .map(|t| nvrtc::choice_for_target(library.clone(), t))
+            .collect())
     }
 
     fn why_no_device(&self) -> String {
@@ -552,6 +547,18 @@ impl Driver for Cuda {
         } else {
             why.join("; ")
         }
+    }
+}
+
+/// The architectures to compile for on a device of `arch`, best first: on
+/// compute capability 9.0 (H100, H200) `sm_90a`, whose cubin may use the
+/// instructions only that architecture has (wgmma, setmaxnreg), then
+/// `sm_90` should this NVRTC not build it; elsewhere the device's own.
+pub fn device_targets(arch: &Arch) -> Vec<Arch> {
+    if arch.to_string() == "sm_90" {
+        vec![Arch::parse("sm_90a"), arch.clone()]
+    } else {
+        vec![arch.clone()]
     }
 }
 
@@ -598,4 +605,28 @@ pub(crate) fn lib_candidates(
         v.push(Candidate::new(*n, "the dynamic loader's search path"));
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Compute capability 9.0 compiles for sm_90a first, then sm_90; every
+    /// other device for its own architecture only (sm_100 included: the
+    /// `a` code of a later architecture is not chosen here).
+    #[test]
+    fn a_9_0_device_compiles_for_sm_90a_then_sm_90() {
+        let targets = |a: &str| -> Vec<String> {
+            device_targets(&Arch::parse(a))
+                .iter()
+                .map(Arch::to_string)
+                .collect()
+        };
+        assert_eq!(targets("sm_90"), ["sm_90a", "sm_90"]);
+        for a in [
+            "sm_75", "sm_80", "sm_86", "sm_89", "sm_100", "sm_120", "sm_90a", "sm_9",
+        ] {
+            assert_eq!(targets(a), [a], "{a}");
+        }
+    }
 }

@@ -1,8 +1,8 @@
 //! NVRTC, CUDA's run-time compiler: found by path and used through the
 //! shared [`crate::gpu::rtc`] (the same code as hiprtc).
 
-use crate::gpu::compile::CompileError;
-use crate::gpu::driver::{CompilerChoice, Loaded};
+use crate::gpu::compile::{CompileError, CompilerKind};
+use crate::gpu::driver::{Arch, CompilerChoice, Loaded};
 use crate::gpu::search::{self, Candidate};
 use greta_vocab::EnvVars;
 use std::path::PathBuf;
@@ -54,7 +54,50 @@ pub fn locate(cands: &[Candidate]) -> Result<Loaded, CompileError> {
     )))
 }
 
-/// Compiles `unit` into a CUBIN for `choice.target`.
-pub fn compile(choice: &CompilerChoice, unit: &str) -> Result<Vec<u8>, CompileError> {
-    crate::gpu::rtc::compile(&crate::gpu::rtc::NVRTC, choice, unit)
+/// NVRTC on the loader's path, or where [`candidates`] finds it.
+pub fn locate_live() -> Result<Loaded, CompileError> {
+    locate(&candidates(&crate::hip::SearchEnv::live().env_roots))
+}
+
+/// NVRTC (`library`) for `target` (`sm_90`, `sm_90a`): a CUBIN for that
+/// architecture (an `a` architecture's code runs only on exactly that one).
+pub fn choice_for_target(library: Loaded, target: Arch) -> CompilerChoice {
+    // SAFETY: opening a library locate() validated.
+    let version = unsafe { libloading::Library::new(&library.path) }
+        .ok()
+        .and_then(|l| crate::gpu::rtc::version(&l, &crate::gpu::rtc::NVRTC))
+        .unwrap_or_else(|| "?".into());
+    CompilerChoice {
+        kind: CompilerKind::Nvrtc,
+        library,
+        version,
+        options: vec![format!("--gpu-architecture={target}")],
+        target,
+    }
+}
+
+/// Compiles `unit` into a CUBIN for `choice.target`; returns it with
+/// NVRTC's log (ptxas's statistics when `--ptxas-options=-v` was given).
+pub fn compile(choice: &CompilerChoice, unit: &str) -> Result<(Vec<u8>, String), CompileError> {
+    let _builtins = builtins_beside(choice);
+    crate::gpu::rtc::compile_logged(&crate::gpu::rtc::NVRTC, choice, unit)
+}
+
+/// NVRTC opens `libnvrtc-builtins.so.MAJOR.MINOR` by name at compile time,
+/// so a libnvrtc outside the loader's path (an unpacked Debian package or
+/// toolkit named by `$GRETA_NVRTC_LIB`) fails with "failed to open
+/// libnvrtc-builtins" although the file lies beside it. Loaded first from
+/// there, the loader finds it by its soname. Empty where there is none
+/// (NVIDIA's wheels and toolkits also find theirs through their RUNPATH).
+fn builtins_beside(choice: &CompilerChoice) -> Vec<libloading::Library> {
+    let Some(dir) = choice.library.path.parent() else {
+        return Vec::new();
+    };
+    search::lib_files(dir, "libnvrtc-builtins.so")
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e != "so") && search::loadable(f).is_ok())
+        // SAFETY: loading NVIDIA's builtins library runs its initialisers,
+        // as NVRTC's own dlopen of it would.
+        .filter_map(|f| unsafe { libloading::Library::new(&f) }.ok())
+        .collect()
 }

@@ -126,8 +126,10 @@ impl<D: Driver> GpuBackend<D> {
             why: format!("{n} {} device(s) exist", api.label()),
         })?;
         driver.activate(dev.ordinal)?;
-        let compiler = driver.compiler_for(&dev)?;
-        let object = cache.get_or_build(&compiler, sources, api)?;
+        let (compiler, object) =
+            super::compile::first_that_builds(driver.compilers_for(&dev)?, |c| {
+                cache.get_or_build(c, sources, api)
+            })?;
         let image = read_capped(&object.path)?;
         let module = driver.module_load(&image)?;
         let stream = match driver.stream_create() {

@@ -250,6 +250,44 @@ impl KernelCache {
     }
 }
 
+/// Builds with the first of `choices` that compiles (`Driver::compilers_for`:
+/// NVRTC's `sm_90a`, then `sm_90`). A choice the compiler cannot build for
+/// (an unknown target, a failed compile, a crash) hands over to the next,
+/// and says so in the log; any other error (no compiler, a full disk, a
+/// timeout) ends the search, since the next choice would meet it too.
+pub fn first_that_builds<T>(
+    choices: Vec<CompilerChoice>,
+    mut build: impl FnMut(&CompilerChoice) -> Result<T, CompileError>,
+) -> Result<(CompilerChoice, T), CompileError> {
+    let mut choices = choices.into_iter().peekable();
+    let mut failed = None;
+    while let Some(c) = choices.next() {
+        match build(&c) {
+            Ok(t) => return Ok((c, t)),
+            Err(
+                e @ (CompileError::UnsupportedTarget { .. }
+                | CompileError::Failed { .. }
+                | CompileError::Crashed { .. }),
+            ) => {
+                if let Some(next) = choices.peek() {
+                    tracing::warn!(
+                        "{} could not build greta's kernels for {}; falling back to {}: {}",
+                        c.kind.as_str(),
+                        c.target,
+                        next.target,
+                        e.to_string().lines().next().unwrap_or("")
+                    );
+                }
+                failed = Some(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(failed.unwrap_or_else(|| {
+        CompileError::Unavailable("no compiler was chosen for this device".into())
+    }))
+}
+
 /// What a compile child is asked (JSON on its stdin).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CompileRequest {
@@ -332,9 +370,9 @@ pub fn compile(choice: &CompilerChoice, unit: &str, out: &Path) -> Result<(), Co
 }
 
 /// [`compile`], returning the compiler's log of the successful compile
-/// (hiprtc's; empty for the others). `greta __gpu build-kernels
-/// --resource-usage` reads the compiler's own register and occupancy
-/// figures from it.
+/// (hiprtc's and NVRTC's; empty for hipcc). `greta __gpu build-kernels
+/// --resource-usage` reads the compiler's own register, occupancy and
+/// spill figures from it.
 pub fn compile_with_log(
     choice: &CompilerChoice,
     unit: &str,
@@ -354,7 +392,7 @@ pub fn compile_here(
 ) -> Result<String, CompileError> {
     let (code, log) = match choice.kind {
         CompilerKind::Hiprtc => crate::hip::rtc::compile(choice, unit)?,
-        CompilerKind::Nvrtc => (crate::cuda::nvrtc::compile(choice, unit)?, String::new()),
+        CompilerKind::Nvrtc => crate::cuda::nvrtc::compile(choice, unit)?,
         CompilerKind::Hipcc => (crate::hip::hipcc::compile(choice, unit)?, String::new()),
     };
     if code.is_empty() {
@@ -507,6 +545,133 @@ mod tests {
         let back: CompileAnswer =
             serde_json::from_str(&serde_json::to_string(&remarks).unwrap()).unwrap();
         assert_eq!(back.log, remarks.log);
+    }
+
+    /// The warnings `f` logs, as text.
+    fn warnings_of<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
+        use std::sync::{Arc, Mutex};
+        struct Collect(Arc<Mutex<Vec<String>>>);
+        struct Message<'a>(&'a mut String);
+        impl tracing::field::Visit for Message<'_> {
+            fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+                if f.name() == "message" {
+                    *self.0 = format!("{v:?}");
+                }
+            }
+        }
+        impl tracing::Subscriber for Collect {
+            fn enabled(&self, m: &tracing::Metadata<'_>) -> bool {
+                *m.level() == tracing::Level::WARN
+            }
+            fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+                tracing::span::Id::from_u64(1)
+            }
+            fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+            fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+            fn event(&self, e: &tracing::Event<'_>) {
+                let mut s = String::new();
+                e.record(&mut Message(&mut s));
+                self.0.lock().unwrap().push(s);
+            }
+            fn enter(&self, _: &tracing::span::Id) {}
+            fn exit(&self, _: &tracing::span::Id) {}
+        }
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let t = tracing::subscriber::with_default(Collect(log.clone()), f);
+        let lines = log.lock().unwrap().clone();
+        (t, lines)
+    }
+
+    fn nvrtc_for(target: &str) -> CompilerChoice {
+        CompilerChoice {
+            kind: CompilerKind::Nvrtc,
+            library: crate::gpu::driver::Loaded {
+                what: "NVRTC".into(),
+                path: "/x/libnvrtc.so.12".into(),
+                why: "test".into(),
+            },
+            version: "12.4".into(),
+            target: target.into(),
+            options: vec![format!("--gpu-architecture={target}")],
+        }
+    }
+
+    /// sm_90a first; when NVRTC cannot build it, sm_90, and the log says
+    /// which failed and what was taken instead. Errors no other target can
+    /// mend end the search at once.
+    #[test]
+    fn a_target_that_does_not_build_falls_back_to_the_next_and_says_so() {
+        let choices = || vec![nvrtc_for("sm_90a"), nvrtc_for("sm_90")];
+        // The first builds: taken, nothing logged, the second never tried.
+        let mut tried = Vec::new();
+        let ((c, n), log) = warnings_of(|| {
+            first_that_builds(choices(), |c| {
+                tried.push(c.target.to_string());
+                Ok::<_, CompileError>(7)
+            })
+            .unwrap()
+        });
+        assert_eq!((c.target.to_string(), n), ("sm_90a".to_string(), 7));
+        assert_eq!(tried, ["sm_90a"]);
+        assert!(log.is_empty(), "{log:?}");
+        // sm_90a unknown to this NVRTC: sm_90, said in the log.
+        for fail in [
+            CompileError::UnsupportedTarget {
+                target: "sm_90a".into(),
+                compiler: "NVRTC 11.7".into(),
+                detail: "nvrtc error: invalid value 'sm_90a' for option -arch".into(),
+            },
+            CompileError::Failed {
+                target: "sm_90a".into(),
+                compiler: "NVRTC 12.4".into(),
+                log: "gemm_f16.hip:3:1: error: something".into(),
+            },
+        ] {
+            let mut fail = Some(fail);
+            let (r, log) = warnings_of(|| {
+                first_that_builds(choices(), |c| match c.target.to_string().as_str() {
+                    "sm_90a" => Err(fail.take().unwrap()),
+                    _ => Ok(c.options.clone()),
+                })
+            });
+            let (c, opts) = r.unwrap();
+            assert_eq!(c.target.to_string(), "sm_90");
+            assert_eq!(opts, ["--gpu-architecture=sm_90"]);
+            assert_eq!(log.len(), 1, "{log:?}");
+            assert!(
+                log[0].starts_with(
+                    "NVRTC could not build greta's kernels for sm_90a; falling back to sm_90: "
+                ),
+                "{log:?}"
+            );
+        }
+        // Both fail: the last error, one warning (nothing after sm_90).
+        let (r, log) = warnings_of(|| {
+            first_that_builds(choices(), |c| {
+                Err::<(), _>(CompileError::Failed {
+                    target: c.target.to_string(),
+                    compiler: "NVRTC".into(),
+                    log: "broken".into(),
+                })
+            })
+        });
+        assert!(
+            matches!(r, Err(CompileError::Failed { ref target, .. }) if target == "sm_90"),
+            "{r:?}"
+        );
+        assert_eq!(log.len(), 1, "{log:?}");
+        // An error no other target mends: no second try.
+        let mut tried = 0;
+        let r = first_that_builds(choices(), |_| {
+            tried += 1;
+            Err::<(), _>(CompileError::Unavailable("no NVRTC".into()))
+        });
+        assert!(matches!(r, Err(CompileError::Unavailable(_))), "{r:?}");
+        assert_eq!(tried, 1);
+        assert!(matches!(
+            first_that_builds(vec![], |_| Ok(())),
+            Err(CompileError::Unavailable(_))
+        ));
     }
 
     #[test]

@@ -356,6 +356,12 @@ pub trait Driver {
     unsafe fn graph_destroy(&self, g: GraphH);
     /// The run-time compiler for this device, and the options that target it.
     fn compiler_for(&self, dev: &GpuDevice) -> Result<CompilerChoice, GpuError>;
+    /// The compilers to try for this device, best first: each after the
+    /// first is the fallback should the one before fail to build
+    /// (`super::compile::first_that_builds`). Never empty.
+    fn compilers_for(&self, dev: &GpuDevice) -> Result<Vec<CompilerChoice>, GpuError> {
+        Ok(vec![self.compiler_for(dev)?])
+    }
     /// Explains an empty device list from what the machine shows.
     fn why_no_device(&self) -> String;
 }

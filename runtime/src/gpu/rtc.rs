@@ -80,7 +80,7 @@ pub fn version(lib: &libloading::Library, names: &RtcNames) -> Option<String> {
 
 /// A compiler library's entry points, typed. The symbols are copied out
 /// of `libloading::Symbol`s: valid while the `Library` they came from is
-/// loaded, which [`compile`] keeps alive across every call.
+/// loaded, which [`compile_logged`] keeps alive across every call.
 struct Entry {
     create: CreateFn,
     compile: CompileFn,
@@ -161,17 +161,9 @@ impl Entry {
 }
 
 /// Compiles `source` with the compiler library `choice` names; returns the
-/// code (an AMD code object, or a CUBIN).
-pub fn compile(
-    names: &RtcNames,
-    choice: &CompilerChoice,
-    source: &str,
-) -> Result<Vec<u8>, CompileError> {
-    compile_logged(names, choice, source).map(|(code, _)| code)
-}
-
-/// [`compile`], also returning the compiler's log of a successful compile
-/// (its warnings and remarks, e.g. `-Rpass-analysis=kernel-resource-usage`).
+/// code (an AMD code object, or a CUBIN) and the compiler's log of the
+/// successful compile (its warnings and remarks, e.g.
+/// `-Rpass-analysis=kernel-resource-usage`, or ptxas's statistics).
 pub fn compile_logged(
     names: &RtcNames,
     choice: &CompilerChoice,
@@ -267,6 +259,7 @@ pub fn classify_failure(target: &str, compiler: &str, log: &str) -> CompileError
             || l.contains("unsupported offload arch")
             || l.contains("is not a recognized processor")
             || l.contains("invalid value 'sm_")
+            || l.contains("invalid value for --gpu-architecture")
             || l.contains("cannot find rocm device library for")
         {
             return CompileError::UnsupportedTarget {
@@ -310,6 +303,13 @@ mod tests {
             "sm_90",
             "NVRTC 11.0",
             "nvrtc error: invalid value 'sm_90' for option -arch",
+        );
+        assert!(matches!(e, CompileError::UnsupportedTarget { .. }), "{e}");
+        // NVRTC 12.4's words for an architecture it does not know.
+        let e = classify_failure(
+            "sm_99",
+            "NVRTC 12.4",
+            "NVRTC_ERROR_INVALID_OPTION (5)\nnvrtc: error: invalid value for --gpu-architecture (-arch)",
         );
         assert!(matches!(e, CompileError::UnsupportedTarget { .. }), "{e}");
         let e = classify_failure(
