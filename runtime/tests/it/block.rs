@@ -172,3 +172,42 @@ fn decode_and_prefill_layers_match_the_reference_within_the_error_model() {
         assert_block(&mut dev, &op, s);
     }
 }
+
+/// The Vulkan in-run copy ceiling: `vkCmdCopyBuffer` of half the decode
+/// layer's footprint (the size the HIP/CUDA ceiling copies with the
+/// driver's memcpy), timed by the device, its copy checked; a GB/s rate
+/// the decode gate's ratio is read against. A TFLOP/s op and the noop
+/// have none.
+#[test]
+fn vulkan_has_a_copy_ceiling_of_the_same_footprint() {
+    let mut dev = device();
+    let op = Op::BlockDecode {
+        hidden: 128,
+        heads: 4,
+        head_dim: 32,
+        ffn: 344,
+        len: 301,
+    };
+    let c = dev
+        .ceiling(&op, std::time::Duration::from_secs(30))
+        .expect("a memory-bound op has a copy ceiling")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.unit, greta_runtime::CeilingUnit::GBps);
+    assert!(c.rate.is_finite() && c.rate > 0.0, "{c:?}");
+    assert_eq!(
+        c.source,
+        format!("vkCmdCopyBuffer of {} bytes", op.bytes_moved() / 2)
+    );
+    let gemm = Op::GemmF16 {
+        m: 64,
+        n: 64,
+        k: 64,
+    };
+    assert!(dev
+        .ceiling(&gemm, std::time::Duration::from_secs(5))
+        .is_none());
+    assert!(dev
+        .ceiling(&Op::Noop, std::time::Duration::from_secs(5))
+        .is_none());
+    assert_clean(&dev);
+}
