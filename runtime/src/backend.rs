@@ -45,7 +45,8 @@ pub trait Backend {
 
     /// The vendor's rate for `op`'s work on this device, measured now (the
     /// in-run ceiling of a perf report): `None` where this backend has no
-    /// such reference for the op (noop, test-only ops, the Vulkan backend);
+    /// such reference for the op (noop, test-only ops; on Vulkan, which has
+    /// only its own copy, every TFLOP/s op);
     /// `Some(Err)` says why it could not be measured (no vendor library:
     /// what was looked for). A timeout here loses the device as a run's does.
     fn ceiling(&mut self, op: &Op, timeout: Duration) -> Option<Result<Ceiling, CeilingError>> {
