@@ -101,3 +101,85 @@ __device__ inline greta_u4 greta_h8_pack(const float* f) {
     v.w = greta_h2_from_f32(f[6], f[7]);
     return v;
 }
+
+// The decode projections with the transformer block's small steps fused
+// in (gemv_add_f16, rms_gemv_swiglu_f16, rms_gemv_rope_kv_f16): gemv_f16's
+// loop (a group of 32 lanes per unit of work, 16-byte vectors with
+// GRETA_FGEMV_UNROLL in flight where cols % 8 == 0, halves otherwise) over
+// one row w0 or two rows w0, w1 that share the input's loads. With NORM the
+// input is x scaled by g as it is loaded, and ss gets sum x^2 beside the dot
+// products: the caller multiplies the sums by the inverse RMS, since
+// W (x r g) = r W (x g). s[0], s[1]: the dot products; s[2]: sum x^2. Every
+// lane gets the sums folded over its 32.
+#ifndef GRETA_FGEMV_UNROLL
+#define GRETA_FGEMV_UNROLL 4
+#endif
+template <bool NORM, bool PAIR>
+__device__ inline void greta_fgemv_sums(const unsigned short* __restrict__ xs, const unsigned short* __restrict__ gs,
+                                        const unsigned short* __restrict__ w0, const unsigned short* __restrict__ w1,
+                                        uint32_t cols, uint32_t lane, float* s) {
+    float a0 = 0.0f, a1 = 0.0f, ss = 0.0f;
+    if (cols % 8u == 0u) {
+        const greta_u4* wv0 = (const greta_u4*)w0;
+        const greta_u4* wv1 = (const greta_u4*)w1;
+        const greta_u4* xv = (const greta_u4*)xs;
+        const greta_u4* gv = (const greta_u4*)gs;
+        const uint32_t n8 = cols / 8u;
+        uint32_t i = lane;
+        for (; i < n8; i += 32u * GRETA_FGEMV_UNROLL) {
+            greta_u4 wa[GRETA_FGEMV_UNROLL], wb[GRETA_FGEMV_UNROLL], xx[GRETA_FGEMV_UNROLL], gg[GRETA_FGEMV_UNROLL];
+#pragma unroll
+            for (int u = 0; u < GRETA_FGEMV_UNROLL; ++u) {
+                const uint32_t k = i + 32u * u;
+                if (k < n8) {
+                    wa[u] = wv0[k];
+                    if (PAIR) wb[u] = wv1[k];
+                    xx[u] = xv[k];
+                    if (NORM) gg[u] = gv[k];
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < GRETA_FGEMV_UNROLL; ++u) {
+                if (i + 32u * u >= n8) break;
+                float xf[8], wf[8];
+                greta_h8_unpack(xx[u], xf);
+                if (NORM) {
+                    float gf[8];
+                    greta_h8_unpack(gg[u], gf);
+#pragma unroll
+                    for (int e = 0; e < 8; ++e) {
+                        ss = fmaf(xf[e], xf[e], ss);
+                        xf[e] *= gf[e];
+                    }
+                }
+                greta_h8_unpack(wa[u], wf);
+#pragma unroll
+                for (int e = 0; e < 8; ++e) a0 = fmaf(wf[e], xf[e], a0);
+                if (PAIR) {
+                    greta_h8_unpack(wb[u], wf);
+#pragma unroll
+                    for (int e = 0; e < 8; ++e) a1 = fmaf(wf[e], xf[e], a1);
+                }
+            }
+        }
+    } else {
+        for (uint32_t c = lane; c < cols; c += 32u) {
+            float xf = greta_f16_bits_to_f32(xs[c]);
+            if (NORM) {
+                ss = fmaf(xf, xf, ss);
+                xf *= greta_f16_bits_to_f32(gs[c]);
+            }
+            a0 = fmaf(greta_f16_bits_to_f32(w0[c]), xf, a0);
+            if (PAIR) a1 = fmaf(greta_f16_bits_to_f32(w1[c]), xf, a1);
+        }
+    }
+#pragma unroll
+    for (int m = 16; m > 0; m >>= 1) {
+        a0 += greta_shfl_xor(a0, m);
+        if (PAIR) a1 += greta_shfl_xor(a1, m);
+        if (NORM) ss += greta_shfl_xor(ss, m);
+    }
+    s[0] = a0;
+    s[1] = a1;
+    s[2] = ss;
+}

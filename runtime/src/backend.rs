@@ -1,10 +1,12 @@
 //! The interface every backend implements and the smoke gates drive.
 
 use crate::ceiling::{Ceiling, CeilingError};
-use crate::graph::{Composite, GraphJob, GraphStats};
+use crate::graph::{GraphJob, GraphStats};
 use crate::job::{Job, RunOpts, RunStats};
+use crate::kernels::block::graph::Fusion;
 use crate::stress::{StressReport, StressRequest};
-use crate::{DeviceInfo, HostBuf, Op, RuntimeError, Tuning};
+use crate::tuning_cache::{KeySpace, TuningCache};
+use crate::{DeviceInfo, HostBuf, Knob, Op, RuntimeError, Tuning};
 use std::time::Duration;
 
 /// A device that can run [`Op`]s.
@@ -43,7 +45,8 @@ pub trait Backend {
 
     /// The vendor's rate for `op`'s work on this device, measured now (the
     /// in-run ceiling of a perf report): `None` where this backend has no
-    /// such reference for the op (noop, test-only ops, the Vulkan backend);
+    /// such reference for the op (noop, test-only ops; on Vulkan, which has
+    /// only its own copy, every TFLOP/s op);
     /// `Some(Err)` says why it could not be measured (no vendor library:
     /// what was looked for). A timeout here loses the device as a run's does.
     fn ceiling(&mut self, op: &Op, timeout: Duration) -> Option<Result<Ceiling, CeilingError>> {
@@ -191,14 +194,81 @@ pub(crate) fn composite_supported(dev: &dyn Backend, op: &Op) -> Option<Result<(
     }))
 }
 
-/// Runs a composite op's job through [`Backend::run_graph`]: its inputs
+/// The tunings of a composite op (what `--tune` times for it): for
+/// `block_decode` the fused graph (`fuse=1`, the default) and the unfused
+/// one (`fuse=0`); one default for the others.
+pub(crate) fn composite_candidates(op: &Op) -> Vec<Tuning> {
+    match op {
+        Op::BlockDecode { .. } => vec![
+            Tuning::of(&[(Knob::Fuse, 1)]),
+            Tuning::of(&[(Knob::Fuse, 0)]),
+        ],
+        _ => vec![Tuning::default()],
+    }
+}
+
+/// The graph a composite op's tuning asks for and that tuning as it runs
+/// (defaults filled in): `fuse` (0 or 1, default 1) is `block_decode`'s
+/// only key; the other composite ops take none.
+pub(crate) fn composite_plan(op: &Op, t: Option<&Tuning>) -> Result<(Fusion, Tuning), String> {
+    let empty = Tuning::default();
+    let t = t.unwrap_or(&empty);
+    let fusable = matches!(op, Op::BlockDecode { .. });
+    if let Some(k) = t.0.keys().find(|&&k| !(fusable && k == Knob::Fuse)) {
+        return Err(format!(
+            "tuning key {k} does not apply to {op} (allowed: {})",
+            if fusable { "fuse" } else { "none" }
+        ));
+    }
+    if !fusable {
+        return Ok((Fusion::default(), Tuning::default()));
+    }
+    let fusion = match t.get(Knob::Fuse) {
+        None | Some(1) => Fusion::Fused,
+        Some(0) => Fusion::Separate,
+        Some(v) => return Err(format!("fuse={v}: must be 0 or 1")),
+    };
+    let fuse = u32::from(fusion == Fusion::Fused);
+    Ok((fusion, Tuning::of(&[(Knob::Fuse, fuse)])))
+}
+
+/// The tuning a composite op runs with when the caller asks for none: its
+/// entry in the device's tuning cache (`--tune`'s winner), if one plans.
+pub(crate) fn cached_composite_tuning(
+    cache: Option<&TuningCache>,
+    space: KeySpace,
+    op: &Op,
+) -> Option<Tuning> {
+    let e = cache?.get_vetted(
+        space,
+        op,
+        &|t| composite_plan(op, Some(t)).ok().map(|(_, t)| t),
+        &|| composite_candidates(op),
+    )?;
+    composite_plan(op, Some(&e.tuning)).ok().map(|(_, t)| t)
+}
+
+/// Runs a composite op's job through [`Backend::run_graph`]: the graph its
+/// tuning asks for (the job's, else `cached`, else the default), its inputs
 /// placed in their slots, every other slot poisoned, its outputs read back
-/// from theirs. The stats name the graph's kernels in order.
+/// from theirs. The stats name the graph's kernels in order and the tuning
+/// it ran with.
 pub(crate) fn run_composite(
     dev: &mut dyn Backend,
     job: Job<'_>,
-    c: Composite,
+    cached: Option<Tuning>,
 ) -> Result<RunStats, RuntimeError> {
+    let asked = job.opts.tuning.as_ref().or(cached.as_ref());
+    let (fusion, tuning) = composite_plan(job.op, asked).map_err(RuntimeError::BadInput)?;
+    let c = match job.op.composite_as(fusion) {
+        Some(c) => c.map_err(RuntimeError::BadInput)?,
+        None => {
+            return Err(RuntimeError::BadInput(format!(
+                "{} is not a composite op",
+                job.op
+            )))
+        }
+    };
     let n_in = job.inputs.len();
     let mut slots = c.slot_buffers(job.inputs).map_err(RuntimeError::BadInput)?;
     let read_back = c.output_slots(n_in);
@@ -215,7 +285,7 @@ pub(crate) fn run_composite(
         timing: stats.timing,
         wall: stats.wall,
         kernel: format!("graph:{}", stats.kernels.join("+")),
-        tuning: Tuning::default(),
+        tuning,
         dispatches_per_repeat: c.graph.steps.len() as u32,
         step_ns: stats.step_ns,
     })

@@ -6,7 +6,22 @@
 //! gates' subject, and a missing vendor library fails nothing (the gate
 //! says what was looked for).
 
+use crate::Op;
 use serde::{Deserialize, Serialize};
+
+/// Bytes the copy ceiling of `op` copies: half the op's footprint (a copy
+/// reads and writes each byte, as the copy gate counts), for a memory-bound
+/// op (GB/s) that moves data; `None` for the others (a TFLOP/s op, noop,
+/// the test-only ops). The one rule both the HIP/CUDA ceiling (the driver's
+/// device-to-device copy) and the Vulkan one (`vkCmdCopyBuffer`) follow, so
+/// a decode ratio means the same on each.
+pub(crate) fn copy_bytes(op: &Op) -> Option<u64> {
+    if matches!(op, Op::Noop) || op.is_test_only() {
+        return None;
+    }
+    (op.rate_unit() == greta_kernels::RateUnit::GBps && op.bytes_moved() > 0)
+        .then(|| (op.bytes_moved() / 2).max(4))
+}
 
 /// What a ceiling's rate counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

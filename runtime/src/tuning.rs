@@ -38,6 +38,11 @@ pub enum Knob {
     /// 16x16x16 f16-accumulator shape), 1 through a per-subgroup f32 shared
     /// tile, rounded to f16 in pairs (f16 x f16 -> f32 shapes only).
     Epilogue,
+    /// `block_decode` (a composite op): 1 (the default) runs the fused decode
+    /// graph (the norms in the projections' prologues; RoPE, the KV write,
+    /// SwiGLU and the residual adds in their epilogues), 0 every step as a
+    /// kernel of its own.
+    Fuse,
     /// `gemm_f16_cmreg`: rows of blocks walked together (L2 reuse), 0 off.
     GroupM,
     /// Element-wise ops: most workgroups per dispatch.
@@ -74,13 +79,14 @@ pub enum Knob {
 }
 
 impl Knob {
-    pub const ALL: [Knob; 21] = [
+    pub const ALL: [Knob; 22] = [
         Knob::Bk,
         Knob::Bm,
         Knob::Bn,
         Knob::Coopmat,
         Knob::Direct,
         Knob::Epilogue,
+        Knob::Fuse,
         Knob::GroupM,
         Knob::Groups,
         Knob::PerCu,
@@ -107,6 +113,7 @@ impl Knob {
             Knob::Coopmat => "coopmat",
             Knob::Direct => "direct",
             Knob::Epilogue => "epilogue",
+            Knob::Fuse => "fuse",
             Knob::GroupM => "group_m",
             Knob::Groups => "groups",
             Knob::PerCu => "per_cu",

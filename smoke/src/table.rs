@@ -412,7 +412,20 @@ fn block_line(g: &GateResult, b: &crate::results::BlockSummary) -> String {
         .iter()
         .enumerate()
         .max_by(|x, y| x.1.us.total_cmp(&y.1.us))
-        .map(|(i, s)| format!("; slowest step {} ({}) {:.1} us", i + 1, s.kernel, s.us))
+        .map(|(i, s)| {
+            // A fused step names the unfused steps it does.
+            let parts = if s.parts.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", s.parts.join(" + "))
+            };
+            format!(
+                "; slowest step {} ({}{parts}) {:.1} us",
+                i + 1,
+                s.kernel,
+                s.us
+            )
+        })
         .unwrap_or_default();
     format!(
         "block {}: {per_layer}, {} token(s){est}{slowest}",
@@ -978,6 +991,7 @@ mod tests {
         g.in_run.block = Some(crate::results::BlockSummary::new(
             "graph:rmsnorm_f16+gemv_f16_v8",
             &[3_000, 120_500],
+            &[],
             1,
             Some(250_000.0),
         ));
@@ -988,6 +1002,29 @@ mod tests {
         assert!(line.contains("estimate for 32 such layers: 125"), "{line}");
         assert!(
             line.contains("slowest step 2 (gemv_f16_v8) 120.5 us"),
+            "{line}"
+        );
+        // A fused step reports as one step with its parts named.
+        let fused = greta_kernels::Op::RmsGemvSwigluF16 {
+            rows: 11008,
+            cols: 4096,
+            eps: 1e-5,
+        };
+        let b = crate::results::BlockSummary::new(
+            "graph:gemv_add_f16_v8+rms_gemv_swiglu_f16_v8",
+            &[3_000, 60_000],
+            &[greta_kernels::Op::GemvAddF16 { rows: 8, cols: 8 }, fused],
+            1,
+            Some(70_000.0),
+        );
+        assert_eq!(b.steps[0].parts, ["gemv_f16", "residual add"]);
+        r.devices[0].gates[0].in_run.block = Some(b);
+        let t = render(&r);
+        let line = t.lines().find(|l| l.starts_with("block ")).unwrap();
+        assert!(
+            line.contains(
+                "slowest step 2 (rms_gemv_swiglu_f16_v8: rmsnorm_f16 + gemv_f16 (gate, up) + swiglu_f16) 60.0 us"
+            ),
             "{line}"
         );
     }

@@ -8,6 +8,7 @@
 //! cached K/V rows are the first rows of the cache slots, the new rows the
 //! last.
 
+use super::graph::Fusion;
 use super::{forward, BlockShape, BlockWeights, Expected, DEVICE};
 use crate::graph::Composite;
 use crate::{Access, BufferSpec, DType, HostBuf, Op};
@@ -234,16 +235,24 @@ pub fn reference(s: &BlockShape, x: &[Vec<f64>]) -> Vec<Vec<f64>> {
     }
 }
 
-/// The work of the composite's steps, summed (0 for a shape it refuses).
+/// The work of the composite's steps, summed (0 for a shape it refuses):
+/// those of the unfused graph, so that the layer's work does not depend on
+/// how a plan fuses its steps.
 pub fn flops(s: &BlockShape, tokens: usize, past: usize) -> u64 {
-    composite(s, tokens, past)
+    composite(s, tokens, past, Fusion::Separate)
         .map(|c| c.graph.steps.iter().map(|s| s.op.flops()).sum())
         .unwrap_or(0)
 }
 
-/// The composite of `tokens` new tokens after `past` cached positions.
-pub fn composite(s: &BlockShape, tokens: usize, past: usize) -> Result<Composite, String> {
-    let bg = super::graph::build(s, tokens, past)?;
+/// The composite of `tokens` new tokens after `past` cached positions, its
+/// steps fused as `fusion` says.
+pub fn composite(
+    s: &BlockShape,
+    tokens: usize,
+    past: usize,
+    fusion: Fusion,
+) -> Result<Composite, String> {
+    let bg = super::graph::build(s, tokens, past, fusion)?;
     let [x, g_attn, wqkv, wo, g_mlp, w_gateup, w_down, k_cache, v_cache, y] = bg.slots;
     let d = s.hidden;
     let mut bind = vec![

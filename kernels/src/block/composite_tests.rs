@@ -2,7 +2,8 @@
 //! ops, run through each op's own f64 reference with f16 stores between
 //! steps ([`crate::graph::Graph::reference`]), lands within the layer's
 //! error model; a mis-bound buffer does not.
-use crate::{HostBuf, Op};
+use super::graph::Fusion;
+use crate::{DType, HostBuf, Op};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 fn rng() -> StdRng {
@@ -19,11 +20,31 @@ fn inputs(op: &Op, rng: &mut StdRng) -> Vec<HostBuf> {
 
 /// Runs the op's graph on the host: the outputs as the device would store them.
 fn run_graph(op: &Op, ins: &[HostBuf], bind: Option<Vec<(usize, usize)>>) -> Vec<HostBuf> {
-    let mut c = op.composite().expect("composite").expect("builds");
+    run_graph_as(op, ins, bind, Fusion::default(), |_| {})
+}
+
+/// [`run_graph`] of the graph fused as `fusion`, after `edit` (a fault
+/// injected into the graph) had its way with it.
+fn run_graph_as(
+    op: &Op,
+    ins: &[HostBuf],
+    bind: Option<Vec<(usize, usize)>>,
+    fusion: Fusion,
+    edit: impl FnOnce(&mut crate::graph::Composite),
+) -> Vec<HostBuf> {
+    let mut c = op.composite_as(fusion).expect("composite").expect("builds");
     if let Some(b) = bind {
         c.bind = b;
     }
+    edit(&mut c);
     let mut slots = c.slot_buffers(ins).unwrap();
+    // A slot no op input fills and no step writes first (an injected
+    // constant) holds ones.
+    for (i, s) in c.graph.slots.iter().enumerate() {
+        if s.name.starts_with("ones") {
+            slots[i] = HostBuf::from_f64(DType::F16, &vec![1.0; s.len]);
+        }
+    }
     c.graph.reference(&mut slots).unwrap();
     let mut outs: Vec<HostBuf> = op
         .outputs()
@@ -63,14 +84,16 @@ fn the_graph_of_ops_lands_within_the_layer_error_model() {
             },
         ] {
             let ins = inputs(&op, &mut rng);
-            let outs = run_graph(&op, &ins, None);
-            for (o, spec) in outcomes(&op, &ins, &outs).iter().zip(op.outputs()) {
-                assert!(o.pass, "{op} {}: {o:?}", spec.name);
-                assert!(
-                    o.rel_err > 0.0,
-                    "{op} {}: the roundings happened",
-                    spec.name
-                );
+            for fusion in [Fusion::Fused, Fusion::Separate] {
+                let outs = run_graph_as(&op, &ins, None, fusion, |_| {});
+                for (o, spec) in outcomes(&op, &ins, &outs).iter().zip(op.outputs()) {
+                    assert!(o.pass, "{op} {fusion:?} {}: {o:?}", spec.name);
+                    assert!(
+                        o.rel_err > 0.0,
+                        "{op} {fusion:?} {}: the roundings happened",
+                        spec.name
+                    );
+                }
             }
         }
     }
@@ -112,10 +135,78 @@ fn flops_are_the_sum_of_the_steps_and_bytes_the_buffers() {
         op.bytes_moved(),
         weights + 2 * 2 * 512 * d + 2 * d + 3 * 2 * d
     );
-    let c = op.composite().unwrap().unwrap();
-    let sum: u64 = c.graph.steps.iter().map(|s| s.op.flops()).sum();
-    assert_eq!(op.flops(), sum);
+    // The layer's work is the unfused graph's, whatever a plan fuses; the
+    // fused graph does the same multiply-adds (its norms and adds aside).
+    let flops = |fusion| -> u64 {
+        let c = op.composite_as(fusion).unwrap().unwrap();
+        c.graph.steps.iter().map(|s| s.op.flops()).sum()
+    };
+    assert_eq!(op.flops(), flops(Fusion::Separate));
     assert!(op.flops() > 2 * (4 * d * d + 3 * f * d));
+    let fused = flops(Fusion::Fused) as f64;
+    assert!((fused / op.flops() as f64 - 1.0).abs() < 1e-3, "{fused}");
+    // Five kernels where the unfused graph has ten.
+    let steps = |fusion| op.composite_as(fusion).unwrap().unwrap().graph.steps.len();
+    assert_eq!((steps(Fusion::Fused), steps(Fusion::Separate)), (5, 10));
+}
+
+/// A fused step that is fast but wrong fails the layer's check: a norm
+/// prologue that drops its gain (scales by the inverse RMS alone), or
+/// scales by the other norm's gain, moves the output far outside the
+/// error model, as does an epilogue that adds the wrong residual.
+#[test]
+fn a_fault_in_a_fused_prologue_or_epilogue_fails_the_check() {
+    let mut rng = rng();
+    let op = Op::BlockDecode {
+        hidden: 256,
+        heads: 4,
+        head_dim: 64,
+        ffn: 688,
+        len: 37,
+    };
+    let ins = inputs(&op, &mut rng);
+    // Rebinds input `name` of the fused step running `which` to `to` (a
+    // slot of the graph, or a fresh slot of ones).
+    fn rebind(c: &mut crate::graph::Composite, which: &str, name: &str, to: Option<&str>) {
+        let g = &mut c.graph;
+        let i = g.steps.iter().position(|s| s.op.name() == which).unwrap();
+        let k = g.steps[i]
+            .op
+            .inputs()
+            .iter()
+            .position(|s| s.name == name)
+            .unwrap();
+        let len = g.steps[i].op.inputs()[k].len;
+        let slot = match to {
+            Some(n) => g.slots.iter().position(|s| s.name == n).unwrap(),
+            None => g.slot("ones", DType::F16, len),
+        };
+        g.steps[i].bind[k] = slot;
+    }
+    let faults: [(&str, &str, Option<&str>); 4] = [
+        ("rms_gemv_rope_kv_f16", "g", None),
+        ("rms_gemv_swiglu_f16", "g", None),
+        ("rms_gemv_swiglu_f16", "g", Some("g_attn")),
+        ("gemv_add_f16", "r", Some("x")),
+    ];
+    for (which, name, to) in faults {
+        let outs = run_graph_as(&op, &ins, None, Fusion::Fused, |c| {
+            // The last gemv_add_f16 adds h; point it at x instead.
+            if which == "gemv_add_f16" {
+                let g = &mut c.graph;
+                let i = g.steps.iter().rposition(|s| s.op.name() == which).unwrap();
+                let x = g.slots.iter().position(|s| s.name == "x").unwrap();
+                g.steps[i].bind[2] = x;
+            } else {
+                rebind(c, which, name, to);
+            }
+        });
+        let y = &outcomes(&op, &ins, &outs)[0];
+        assert!(!y.pass, "{which} {name} -> {to:?} must fail: {y:?}");
+    }
+    // And unfaulted, the same inputs pass.
+    let outs = run_graph_as(&op, &ins, None, Fusion::Fused, |_| {});
+    assert!(outcomes(&op, &ins, &outs)[0].pass);
 }
 
 #[test]

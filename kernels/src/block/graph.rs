@@ -16,10 +16,40 @@
 //! y, nxt = add_rmsnorm_f16(h, down, g_attn) y = h + down; nxt is the next
 //!                                           layer's normed input (unchecked)
 //! ```
+//!
+//! Decode fused ([`Fusion::Fused`], the default), five kernels where the
+//! graph above has ten: the small steps ride in the projections' prologues
+//! and epilogues, so no activation makes a round trip through memory
+//! between them.
+//!
+//! ```text
+//! q, K, V <- rms_gemv_rope_kv_f16(x, g_attn, wqkv)   norm, QKV, RoPE, cache rows
+//! attn   = attn_decode_f16(q, K, V)
+//! h      = gemv_add_f16(attn, wo, x)                 h = x + Wo attn
+//! act    = rms_gemv_swiglu_f16(h, g_mlp, w_gateup)   norm, gate/up, SwiGLU
+//! y      = gemv_add_f16(act, w_down, h)              y = h + Wdown act
+//! ```
+//!
+//! (The next layer's norm is its own QKV step's prologue, so the fused
+//! graph has no `nxt`.) Prefill has nothing to fuse yet: its projections
+//! are `linear_f16` on the matrix units, without prologues.
 
 use super::BlockShape;
 use crate::graph::Graph;
 use crate::{DType, Op};
+
+/// Whether a decode graph runs its small steps inside the projections
+/// (norms in prologues; RoPE, the KV write, SwiGLU and the residual adds
+/// in epilogues) or each as a kernel of its own. A plan's choice: both
+/// compute the same layer, and the unfused one stays runnable so that the
+/// two can be compared on a device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fusion {
+    #[default]
+    Fused,
+    Separate,
+}
 
 /// The layer's own buffers (what the composite op binds), by name, in the
 /// op's binding order: inputs, then the caches (read-write), then `y`.
@@ -79,8 +109,14 @@ fn project(g: &mut Graph, op: Op, x: usize, w: usize) -> Result<usize, String> {
 }
 
 /// The graph of one layer on `tokens` new tokens at positions `pos0..`,
-/// caches of exactly `pos0 + tokens` positions.
-pub fn build(s: &BlockShape, tokens: usize, pos0: usize) -> Result<BlockGraph, String> {
+/// caches of exactly `pos0 + tokens` positions; a decode graph (one token)
+/// fused as `fusion` says.
+pub fn build(
+    s: &BlockShape,
+    tokens: usize,
+    pos0: usize,
+    fusion: Fusion,
+) -> Result<BlockGraph, String> {
     s.check()?;
     let (d, f) = (s.hidden, s.ffn);
     let max_seq = pos0 + tokens;
@@ -103,6 +139,12 @@ pub fn build(s: &BlockShape, tokens: usize, pos0: usize) -> Result<BlockGraph, S
         cols: d,
         eps,
     };
+    if tokens == 1 && fusion == Fusion::Fused {
+        let bufs = [
+            x, g_attn, wqkv, wo, g_mlp, w_gateup, w_down, k_cache, v_cache, y,
+        ];
+        return fused_decode(g, s, pos0, bufs);
+    }
     let proj = |rows: usize, cols: usize| {
         if tokens == 1 {
             Op::GemvF16 { rows, cols }
@@ -187,5 +229,75 @@ pub fn build(s: &BlockShape, tokens: usize, pos0: usize) -> Result<BlockGraph, S
         slots: [
             x, g_attn, wqkv, wo, g_mlp, w_gateup, w_down, k_cache, v_cache, y,
         ],
+    })
+}
+
+/// The fused decode graph (see the module docs) over the layer's buffers
+/// `bufs` ([`BUFFERS`] order), already slots of `g`.
+fn fused_decode(
+    mut g: Graph,
+    s: &BlockShape,
+    pos0: usize,
+    bufs: [usize; 10],
+) -> Result<BlockGraph, String> {
+    let [x, g_attn, wqkv, wo, g_mlp, w_gateup, w_down, k_cache, v_cache, y] = bufs;
+    let (d, f) = (s.hidden, s.ffn);
+    let max_seq = pos0 + 1;
+    let eps = s.eps as f32;
+    add(
+        &mut g,
+        Op::RmsGemvRopeKvF16 {
+            heads: s.heads,
+            head_dim: s.head_dim,
+            pos0: pos0 as u32,
+            max_seq,
+            theta: s.theta as f32,
+            eps,
+        },
+        &[
+            ("x", x),
+            ("g", g_attn),
+            ("w", wqkv),
+            ("k_cache", k_cache),
+            ("v_cache", v_cache),
+        ],
+    )?;
+    let q = out(&g, "q");
+    add(
+        &mut g,
+        Op::AttnDecodeF16 {
+            heads: s.heads,
+            head_dim: s.head_dim,
+            len: max_seq,
+            max_seq,
+        },
+        &[("q", q), ("k_cache", k_cache), ("v_cache", v_cache)],
+    )?;
+    let att = out(&g, "o");
+    add(
+        &mut g,
+        Op::GemvAddF16 { rows: d, cols: d },
+        &[("x", att), ("w", wo), ("r", x)],
+    )?;
+    let h = out(&g, "y");
+    add(
+        &mut g,
+        Op::RmsGemvSwigluF16 {
+            rows: f,
+            cols: d,
+            eps,
+        },
+        &[("x", h), ("g", g_mlp), ("w", w_gateup)],
+    )?;
+    let act = out(&g, "a");
+    add(
+        &mut g,
+        Op::GemvAddF16 { rows: d, cols: f },
+        &[("x", act), ("w", w_down), ("r", h), ("y", y)],
+    )?;
+    g.validate()?;
+    Ok(BlockGraph {
+        graph: g,
+        slots: bufs,
     })
 }

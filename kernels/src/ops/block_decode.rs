@@ -36,8 +36,8 @@ pub fn shape_class(hidden: usize, heads: usize, head_dim: usize, ffn: usize, len
     format!("d{hidden},f{ffn},h{heads}x{head_dim},len{}", bucket(len))
 }
 /// The graph a device runs for it.
-pub fn composite(hidden: usize, heads: usize, head_dim: usize, ffn: usize, len: usize) -> Result<crate::graph::Composite, String> {
-    c::composite(&c::shape(hidden, heads, head_dim, ffn), 1, len)
+pub fn composite(fusion: crate::block::graph::Fusion, hidden: usize, heads: usize, head_dim: usize, ffn: usize, len: usize) -> Result<crate::graph::Composite, String> {
+    c::composite(&c::shape(hidden, heads, head_dim, ffn), 1, len, fusion)
 }
 /// What its outputs must match (see `Op::expected`).
 // The op's fields one by one, as for every op (ops! macro).

@@ -36,8 +36,8 @@ pub fn shape_class(hidden: usize, heads: usize, head_dim: usize, ffn: usize, tok
     format!("d{hidden},f{ffn},h{heads}x{head_dim},tokens{}", bucket(tokens))
 }
 /// The graph a device runs for it.
-pub fn composite(hidden: usize, heads: usize, head_dim: usize, ffn: usize, tokens: usize) -> Result<crate::graph::Composite, String> {
-    c::composite(&c::shape(hidden, heads, head_dim, ffn), tokens, 0)
+pub fn composite(fusion: crate::block::graph::Fusion, hidden: usize, heads: usize, head_dim: usize, ffn: usize, tokens: usize) -> Result<crate::graph::Composite, String> {
+    c::composite(&c::shape(hidden, heads, head_dim, ffn), tokens, 0, fusion)
 }
 /// What its outputs must match (see `Op::expected`).
 // The op's fields one by one, as for every op (ops! macro).

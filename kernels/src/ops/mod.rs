@@ -148,9 +148,15 @@ macro_rules! ops {
     // `composite` is the graph of catalogue ops a device runs for it, and
     // its `expected` the per-element error model its outputs are checked
     // against (the transformer block).
-    (@composite $m:ident [composite $($rest:ident)*]; $($a:ident),*) => { Some($m::composite($($a),*)) };
-    (@composite $m:ident [$other:ident $($rest:ident)*]; $($a:ident),*) => { ops!(@composite $m [$($rest)*]; $($a),*) };
-    (@composite $m:ident []; $($a:ident),*) => {{ $( let _ = $a; )* None }};
+    (@composite $m:ident [composite $($rest:ident)*]; $fu:ident; $($a:ident),*) => { Some($m::composite($fu, $($a),*)) };
+    (@composite $m:ident [$other:ident $($rest:ident)*]; $fu:ident; $($a:ident),*) => { ops!(@composite $m [$($rest)*]; $fu; $($a),*) };
+    (@composite $m:ident []; $fu:ident; $($a:ident),*) => {{ $( let _ = $a; )* let _ = $fu; None }};
+    // An op marked `(fused)` does in one kernel what several steps of the
+    // unfused block graph do: its file's `PARTS` names them (a fused
+    // step's time is reported under those names).
+    (@parts $m:ident [fused $($rest:ident)*]) => { $m::PARTS };
+    (@parts $m:ident [$other:ident $($rest:ident)*]) => { ops!(@parts $m [$($rest)*]) };
+    (@parts $m:ident []) => { &[] };
     (@is_composite [composite $($rest:ident)*]) => { true };
     (@is_composite [$other:ident $($rest:ident)*]) => { ops!(@is_composite [$($rest)*]) };
     (@is_composite []) => { false };
@@ -231,9 +237,25 @@ macro_rules! ops {
 
             /// For a composite op (no kernel of its own), the graph of
             /// catalogue ops that computes it and where its buffers live
-            /// there; `None` for every op with a kernel.
+            /// there, its steps fused as
+            /// [`crate::block::graph::Fusion::default`] says; `None`
+            /// for every op with a kernel.
             pub fn composite(&self) -> Option<Result<crate::graph::Composite, String>> {
-                match *self { $( Op::$V $({ $($f),* })? => ops!(@composite $m [$($($flag)+)?]; $($($f),*)?), )* }
+                self.composite_as(crate::block::graph::Fusion::default())
+            }
+
+            /// [`Op::composite`] with the steps fused or not as `fusion`
+            /// says (a plan's choice: the unfused graph stays runnable, to
+            /// be compared with the fused one on a device).
+            pub fn composite_as(&self, fusion: crate::block::graph::Fusion) -> Option<Result<crate::graph::Composite, String>> {
+                match *self { $( Op::$V $({ $($f),* })? => ops!(@composite $m [$($($flag)+)?]; fusion; $($($f),*)?), )* }
+            }
+
+            /// For an op marked `(fused)`, the steps of the unfused block
+            /// graph its one kernel does (`rmsnorm_f16`, `gemv_f16 (qkv)`,
+            /// ...); empty for every other op.
+            pub fn parts(&self) -> &'static [&'static str] {
+                match self { $( Op::$V { .. } => ops!(@parts $m [$($($flag)+)?]), )* }
             }
 
             /// For a composite op, what each output must match: exact
@@ -370,6 +392,19 @@ ops! {
     /// `y[t][o] = sum_i x[t][i] w[o][i]` (`X W^T`): x `tokens x cols`, w `rows x cols`,
     /// y `tokens x rows`, all f16, f32 accumulation (prefill projections; matrix units).
     LinearF16 { tokens: usize, rows: usize, cols: usize } => linear_f16,
+    /// `y[o] = r[o] + sum_i w[o][i] x[i]`: [`Op::GemvF16`] with a residual `r` (`rows`) added
+    /// in its epilogue, y rounded once (the decode graph's output and down projections).
+    GemvAddF16 { rows: usize, cols: usize } => gemv_add_f16(fused),
+    /// RMSNorm in the prologue, SwiGLU in the epilogue of the gate/up projection at decode:
+    /// `n = rmsnorm(x) * g`, `a[j] = silu(W[j] n) * W[rows + j] n`; x, g `cols`, w
+    /// `2 rows x cols` (`[w_gate; w_up]`), a `rows`, all f16, f32 arithmetic.
+    RmsGemvSwigluF16 { rows: usize, cols: usize, eps: f32 } => rms_gemv_swiglu_f16(fused),
+    /// RMSNorm in the prologue, RoPE and the KV-cache write in the epilogue of the QKV
+    /// projection of one decode token: `[q; k; v] = W (rmsnorm(x) * g)`, q and k rotated at
+    /// `pos0` as [`Op::RopeKvF16`]; q out, k and v into row `pos0` of the caches
+    /// (`[max_seq][heads][head_dim]`), whose other rows survive. x, g `heads x head_dim`,
+    /// w `3 d x d`, all f16, f32 arithmetic.
+    RmsGemvRopeKvF16 { heads: usize, head_dim: usize, pos0: u32, max_seq: usize, theta: f32, eps: f32 } => rms_gemv_rope_kv_f16(own_bytes, partial, fused),
     /// `y[r][c] = x[r][c] / sqrt(mean_c(x[r][c]^2) + eps) * w[c]`; x, y `rows x cols`, w `cols`.
     RmsNorm { rows: usize, cols: usize, eps: f32 } => rmsnorm,
     /// `y[r][c] = (x[r][c] - mean_r) / sqrt(var_r + eps) * w[c] + b[c]` (biased variance).
@@ -577,6 +612,9 @@ mod tests {
                 "gemm_f16(m=32,n=48,k=16)",
                 "gemv_f16(rows=37,cols=75)",
                 "linear_f16(tokens=19,rows=40,cols=72)",
+                "gemv_add_f16(rows=37,cols=75)",
+                "rms_gemv_swiglu_f16(rows=37,cols=75,eps=0.00001)",
+                "rms_gemv_rope_kv_f16(heads=3,head_dim=10,pos0=7,max_seq=12,theta=10000,eps=0.00001)",
                 "rmsnorm(rows=3,cols=65,eps=0.000001)",
                 "layernorm(rows=3,cols=65,eps=0.00001)",
                 "softmax(rows=4,cols=100)",

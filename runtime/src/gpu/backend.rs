@@ -431,9 +431,13 @@ impl<D: Driver> Backend for GpuBackend<D> {
 
     fn run(&mut self, job: Job<'_>) -> Result<RunStats, RuntimeError> {
         self.preflight(&job)?;
-        if let Some(c) = job.op.composite() {
-            let c = c.map_err(RuntimeError::BadInput)?;
-            return crate::backend::run_composite(self, job, c);
+        if job.op.is_composite() {
+            let cached = crate::backend::cached_composite_tuning(
+                self.tuned.as_ref(),
+                crate::tuning_cache::KeySpace::Gpu,
+                job.op,
+            );
+            return crate::backend::run_composite(self, job, cached);
         }
         self.run_inner(job).map_err(|e| self.fail(e))
     }
@@ -494,6 +498,9 @@ impl<D: Driver> Backend for GpuBackend<D> {
     }
 
     fn tuning_candidates(&self, op: &Op) -> Vec<Tuning> {
+        if op.is_composite() {
+            return crate::backend::composite_candidates(op);
+        }
         super::tune::candidates(op, &self.dev)
     }
 

@@ -112,6 +112,12 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
         then: vec![],
     };
     let linear = |total: usize| launch([blocks_for(total, dev), 1, 1], [BLOCK, 1, 1]);
+    // A unit of work per 32 lanes, BLOCK / 32 per block, grid-stride past the cap.
+    let per_warp = |units: usize| {
+        let blocks = units.div_ceil((BLOCK / 32) as usize).max(1);
+        let cap = (dev.max_grid[0].max(1) as usize).min(1 << 20);
+        launch([blocks.min(cap) as u32, 1, 1], [BLOCK, 1, 1])
+    };
     match *op {
         // Composite ops have no kernel: `Backend::run` runs their graph. An
         // empty grid is refused by `launch_on` should one ever get here.
@@ -210,11 +216,14 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
             [ATTN_THREADS, 1, 1],
         ),
         // gemv_f16.hip: a row per 32 lanes, BLOCK / 32 rows per block.
-        Op::GemvF16 { rows, .. } => {
-            let blocks = rows.div_ceil((BLOCK / 32) as usize).max(1);
-            let cap = (dev.max_grid[0].max(1) as usize).min(1 << 20);
-            launch([blocks.min(cap) as u32, 1, 1], [BLOCK, 1, 1])
-        }
+        Op::GemvF16 { rows, .. } => per_warp(rows),
+        // The fused decode projections (common.h's greta_fgemv_sums): as
+        // gemv_f16, a unit of work per 32 lanes; a unit is a row, a gate
+        // and up row, or the pair of rows RoPE mixes.
+        Op::GemvAddF16 { rows, .. } | Op::RmsGemvSwigluF16 { rows, .. } => per_warp(rows),
+        Op::RmsGemvRopeKvF16 {
+            heads, head_dim, ..
+        } => per_warp(3 * heads * head_dim / 2),
         // linear_f16.hip: gemm_f16's tiling (m = tokens, n = rows) and block size.
         Op::LinearF16 { tokens, rows, .. } => {
             use greta_kernels::matrix_lanes::{BM, BN, HIP_THREADS, MMA_SYNC};
@@ -370,7 +379,9 @@ mod tests {
                 flip_mask: 0,
             },
         ];
-        for op in ops {
+        // And every kernel of the catalogue (the ops added since the list).
+        let every = Op::catalogue().into_iter().filter(|o| !o.is_composite());
+        for op in ops.into_iter().chain(every) {
             let p = plan(&op, &dev());
             let buffers = op.inputs().len() + op.outputs().len() + op.scratch().len();
             assert_eq!(buffers + p.scalars.len(), source_params(&p.symbol), "{op}");

@@ -4,7 +4,7 @@
 //! capture the launches into a device graph. Either way the host issues one
 //! submission per replay, not one launch per kernel.
 
-pub use greta_kernels::graph::{Composite, Graph, Slot, Step};
+pub use greta_kernels::graph::{Graph, Slot, Step};
 
 use crate::job::{RunOpts, TimingSource};
 use crate::HostBuf;

@@ -39,6 +39,7 @@
 //! refused by `supports` instead of returning truncated results.
 
 pub(crate) mod cache;
+mod ceiling;
 mod compile;
 use greta_vkenum::coop2;
 mod graph;
@@ -649,9 +650,13 @@ impl Backend for Device {
 
     fn run(&mut self, job: Job<'_>) -> Result<RunStats, RuntimeError> {
         crate::backend::preflight(self, &job)?;
-        if let Some(c) = job.op.composite() {
-            let c = c.map_err(RuntimeError::BadInput)?;
-            return crate::backend::run_composite(self, job, c);
+        if job.op.is_composite() {
+            let cached = crate::backend::cached_composite_tuning(
+                self.tuned.as_ref(),
+                crate::tuning_cache::KeySpace::Vulkan,
+                job.op,
+            );
+            return crate::backend::run_composite(self, job, cached);
         }
         let plan = self.plan_for(job.op, job.opts.tuning.as_ref())?;
         let res = run::execute(self, &plan, job);
@@ -675,7 +680,21 @@ impl Backend for Device {
     }
 
     fn tuning_candidates(&self, op: &Op) -> Vec<Tuning> {
+        if op.is_composite() {
+            return crate::backend::composite_candidates(op);
+        }
         plan::candidates(op, &self.limits)
+    }
+
+    /// The device's own copy rate for a memory-bound op's footprint
+    /// (`vkCmdCopyBuffer`, [`ceiling`]): what its ratio is read against, as
+    /// the driver's memcpy is on HIP and CUDA.
+    fn ceiling(
+        &mut self,
+        op: &Op,
+        timeout: std::time::Duration,
+    ) -> Option<Result<crate::Ceiling, crate::CeilingError>> {
+        ceiling::copy_ceiling(self, op, timeout)
     }
 
     fn validation_messages(&self) -> Vec<String> {

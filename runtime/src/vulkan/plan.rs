@@ -353,6 +353,9 @@ fn plan_kernel(op: &Op, t: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError> 
         }
         Op::TestSlow { iters } => test_slow(iters, t),
         Op::GemvF16 { rows, cols } => f16_block::gemv(op, rows, cols, t, lim),
+        Op::GemvAddF16 { .. } | Op::RmsGemvSwigluF16 { .. } | Op::RmsGemvRopeKvF16 { .. } => {
+            f16_block::fused_gemv(op, t, lim)
+        }
         Op::LinearF16 { tokens, rows, cols } => {
             f16_block::need_f16(op, lim)?;
             gemm::linear::plan(op, tokens, rows, cols, t, lim)

@@ -146,6 +146,28 @@ impl Recorder<'_> {
         unsafe { self.d.cmd_copy_buffer(self.cmd, src.raw, dst.raw, &region) }
     }
 
+    /// Copies `size` bytes of `src` from `src_at` into `dst` at `dst_at`.
+    pub(super) fn copy_at(&self, src: &Buffer, src_at: u64, dst: &Buffer, dst_at: u64, size: u64) {
+        let region = [vk::BufferCopy {
+            src_offset: src_at,
+            dst_offset: dst_at,
+            size,
+        }];
+        // SAFETY: recording (see the type); the caller keeps both ranges
+        // inside their buffers, which have TRANSFER_SRC/DST usage.
+        unsafe { self.d.cmd_copy_buffer(self.cmd, src.raw, dst.raw, &region) }
+    }
+
+    /// Fills the whole of `dst` with the 32-bit word `value`.
+    pub(super) fn fill(&self, dst: &Buffer, value: u32) {
+        // SAFETY: recording (see the type); `dst` has TRANSFER_DST usage and
+        // WHOLE_SIZE covers it from offset 0.
+        unsafe {
+            self.d
+                .cmd_fill_buffer(self.cmd, dst.raw, 0, vk::WHOLE_SIZE, value)
+        }
+    }
+
     /// A global memory barrier: `src` accesses of `src_stage` before it are
     /// visible to `dst` accesses of `dst_stage` after it.
     pub(super) fn barrier(

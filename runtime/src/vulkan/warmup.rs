@@ -66,13 +66,7 @@ pub(super) fn warmup_passes(dev: &Device, op: &Op, plan: &Plan) -> u32 {
         });
     // GRETA_VK_WARMUP_MS overrides the warm-up time (measurements); read
     // and checked once, at open (`warmup_from_env`).
-    let target = dev.warmup_ns.unwrap_or(
-        if op.bytes_moved() >= LARGE_BYTES || op.flops() >= LARGE_FLOPS {
-            WARMUP_NS_LARGE
-        } else {
-            WARMUP_NS
-        },
-    );
+    let target = warmup_target_ns(dev, op.bytes_moved(), op.flops());
     per.map_or(WARMUP_PASSES as u64, |ns| {
         target
             .div_ceil(ns)
@@ -86,6 +80,18 @@ pub(super) fn warmup_passes(dev: &Device, op: &Op, plan: &Plan) -> u32 {
 /// prefill attention after the cooperative-matrix one, H200, 2026-11-26)
 /// got a warm-up sized from the fast one's time, about 11.5 s of GPU work
 /// in one submission against its 10 s limit, and the device was lost.
+/// Nanoseconds of warm-up before work of `bytes` and `flops` is timed:
+/// `GRETA_VK_WARMUP_MS` where set, else about a second before large work
+/// (GPU clocks ramp), 30 ms before small.
+pub(super) fn warmup_target_ns(dev: &Device, bytes: u64, flops: u64) -> u64 {
+    dev.warmup_ns
+        .unwrap_or(if bytes >= LARGE_BYTES || flops >= LARGE_FLOPS {
+            WARMUP_NS_LARGE
+        } else {
+            WARMUP_NS
+        })
+}
+
 pub(super) fn time_key(op: &Op, plan: &Plan) -> String {
     format!(
         "{}|{}|{}",

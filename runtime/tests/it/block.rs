@@ -4,8 +4,9 @@
 //! inputs drawn from the op's ranges.
 
 use crate::common::*;
+use greta_kernels::block::graph::Fusion;
 use greta_kernels::{HostBuf, Op};
-use greta_runtime::{Backend, Job, RunOpts, TimingSource};
+use greta_runtime::{Backend, Job, Knob, RunOpts, TimingSource, Tuning};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -15,7 +16,14 @@ fn inputs(op: &Op, seed: u64) -> Vec<HostBuf> {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn assert_block(dev: &mut greta_runtime::vulkan::Device, op: &Op, seed: u64) {
+/// Runs `op` (with `tuning`, if any) and checks every output against the
+/// layer's error model; returns the stats.
+fn assert_block_with(
+    dev: &mut greta_runtime::vulkan::Device,
+    op: &Op,
+    seed: u64,
+    tuning: Option<Tuning>,
+) -> greta_runtime::RunStats {
     let ins = inputs(op, seed);
     let mut outs: Vec<HostBuf> = op
         .outputs()
@@ -24,6 +32,7 @@ fn assert_block(dev: &mut greta_runtime::vulkan::Device, op: &Op, seed: u64) {
         .collect();
     let opts = RunOpts {
         repeats: 2,
+        tuning,
         ..RunOpts::default()
     };
     let stats = dev
@@ -42,7 +51,11 @@ fn assert_block(dev: &mut greta_runtime::vulkan::Device, op: &Op, seed: u64) {
         );
         assert!(c.pass, "{op} {}: {c:?}", spec.name);
     }
-    let steps = op.composite().unwrap().unwrap().graph.steps.len();
+    let fusion = match stats.tuning.get(Knob::Fuse) {
+        Some(0) => Fusion::Separate,
+        _ => Fusion::Fused,
+    };
+    let steps = op.composite_as(fusion).unwrap().unwrap().graph.steps.len();
     assert_eq!(stats.device_ns.len(), 2);
     assert!(stats.kernel.starts_with("graph:"), "{}", stats.kernel);
     assert_eq!(stats.kernel.matches('+').count() + 1, steps);
@@ -50,6 +63,75 @@ fn assert_block(dev: &mut greta_runtime::vulkan::Device, op: &Op, seed: u64) {
         assert_eq!(stats.step_ns.len(), steps);
     }
     assert_clean(dev);
+    stats
+}
+
+fn assert_block(dev: &mut greta_runtime::vulkan::Device, op: &Op, seed: u64) {
+    assert_block_with(dev, op, seed, None);
+}
+
+/// The decode layer runs fused by default (five kernels: the norms in the
+/// projections' prologues, RoPE, the cache write, SwiGLU and the residual
+/// adds in their epilogues) and unfused when the plan asks (`fuse=0`, ten
+/// kernels); both within the error model, on fresh inputs. A key the
+/// composite does not take, or a bad value, is refused.
+#[test]
+fn decode_runs_fused_by_default_and_unfused_when_asked() {
+    let mut dev = device();
+    let s = seed();
+    let op = Op::BlockDecode {
+        hidden: 128,
+        heads: 4,
+        head_dim: 32,
+        ffn: 344,
+        len: 37,
+    };
+    let fused = assert_block_with(&mut dev, &op, s, None);
+    assert_eq!(fused.tuning, Tuning::of(&[(Knob::Fuse, 1)]));
+    assert_eq!(
+        fused.kernel,
+        [
+            "rms_gemv_rope_kv_f16_v8",
+            "attn_decode_f16",
+            "gemv_add_f16_v8",
+            "rms_gemv_swiglu_f16_v8",
+            "gemv_add_f16_v8"
+        ]
+        .map(|k| k.to_string())
+        .join("+")
+        .replace("rms_gemv_rope", "graph:rms_gemv_rope"),
+    );
+    let separate = assert_block_with(&mut dev, &op, s, Some(Tuning::of(&[(Knob::Fuse, 0)])));
+    assert_eq!(separate.tuning, Tuning::of(&[(Knob::Fuse, 0)]));
+    assert_eq!(separate.dispatches_per_repeat, 10, "{}", separate.kernel);
+    assert_eq!(fused.dispatches_per_repeat, 5, "{}", fused.kernel);
+    for bad in [
+        Tuning::of(&[(Knob::Fuse, 2)]),
+        Tuning::of(&[(Knob::Wg, 64)]),
+    ] {
+        let ins = inputs(&op, s);
+        let mut outs: Vec<HostBuf> = op
+            .outputs()
+            .iter()
+            .map(|s| HostBuf::poisoned(s.dtype, s.len))
+            .collect();
+        let opts = RunOpts {
+            tuning: Some(bad.clone()),
+            ..RunOpts::default()
+        };
+        let e = dev.run(Job::new(&op, &ins, &mut outs, &opts)).unwrap_err();
+        assert!(
+            matches!(e, greta_runtime::RuntimeError::BadInput(_)),
+            "{bad}: {e}"
+        );
+    }
+    assert_eq!(
+        dev.tuning_candidates(&op),
+        vec![
+            Tuning::of(&[(Knob::Fuse, 1)]),
+            Tuning::of(&[(Knob::Fuse, 0)])
+        ]
+    );
 }
 
 #[test]
@@ -89,4 +171,43 @@ fn decode_and_prefill_layers_match_the_reference_within_the_error_model() {
     ] {
         assert_block(&mut dev, &op, s);
     }
+}
+
+/// The Vulkan in-run copy ceiling: `vkCmdCopyBuffer` of half the decode
+/// layer's footprint (the size the HIP/CUDA ceiling copies with the
+/// driver's memcpy), timed by the device, its copy checked; a GB/s rate
+/// the decode gate's ratio is read against. A TFLOP/s op and the noop
+/// have none.
+#[test]
+fn vulkan_has_a_copy_ceiling_of_the_same_footprint() {
+    let mut dev = device();
+    let op = Op::BlockDecode {
+        hidden: 128,
+        heads: 4,
+        head_dim: 32,
+        ffn: 344,
+        len: 301,
+    };
+    let c = dev
+        .ceiling(&op, std::time::Duration::from_secs(30))
+        .expect("a memory-bound op has a copy ceiling")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.unit, greta_runtime::CeilingUnit::GBps);
+    assert!(c.rate.is_finite() && c.rate > 0.0, "{c:?}");
+    assert_eq!(
+        c.source,
+        format!("vkCmdCopyBuffer of {} bytes", op.bytes_moved() / 2)
+    );
+    let gemm = Op::GemmF16 {
+        m: 64,
+        n: 64,
+        k: 64,
+    };
+    assert!(dev
+        .ceiling(&gemm, std::time::Duration::from_secs(5))
+        .is_none());
+    assert!(dev
+        .ceiling(&Op::Noop, std::time::Duration::from_secs(5))
+        .is_none());
+    assert_clean(&dev);
 }

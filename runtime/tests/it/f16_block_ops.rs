@@ -234,3 +234,88 @@ fn every_f16_block_tuning_candidate_is_correct() {
     }
     assert_clean(&dev);
 }
+
+/// The decode projections with the block's small steps fused in
+/// (gemv_add_f16, rms_gemv_swiglu_f16, rms_gemv_rope_kv_f16) against their
+/// f64 references (fresh random inputs; caches with meaningful prior rows
+/// that must survive): both kernels of each, widths off every vector and
+/// lane count, the Llama head size, and every tuning candidate of one.
+#[test]
+fn fused_decode_projections_both_kernels() {
+    let mut dev = device();
+    let s = seed();
+    let mut ops = Vec::new();
+    for (rows, cols) in [(1, 1), (37, 75), (3, 8), (64, 1024), (33, 4104), (9, 1000)] {
+        ops.push(Op::GemvAddF16 { rows, cols });
+        ops.push(Op::RmsGemvSwigluF16 {
+            rows,
+            cols,
+            eps: 1e-5,
+        });
+    }
+    for (heads, head_dim, pos0, max_seq) in [
+        (1, 2, 0, 1),
+        (3, 10, 7, 12),
+        (2, 8, 5, 9),
+        (4, 32, 300, 301),
+        (2, 128, 40, 64),
+    ] {
+        ops.push(Op::RmsGemvRopeKvF16 {
+            heads,
+            head_dim,
+            pos0,
+            max_seq,
+            theta: 10000.0,
+            eps: 1e-5,
+        });
+    }
+    for op in &ops {
+        let (plain, wide) = match op {
+            Op::GemvAddF16 { .. } => (Shader::GemvAddF16, Shader::GemvAddF16V8),
+            Op::RmsGemvSwigluF16 { .. } => (Shader::RmsGemvSwigluF16, Shader::RmsGemvSwigluF16V8),
+            _ => (Shader::RmsGemvRopeKvF16, Shader::RmsGemvRopeKvF16V8),
+        };
+        check(
+            &mut dev,
+            op,
+            Tuning::default().with(Knob::Vec4, 0),
+            plain,
+            s,
+        );
+        let cols = match *op {
+            Op::GemvAddF16 { cols, .. } | Op::RmsGemvSwigluF16 { cols, .. } => cols,
+            Op::RmsGemvRopeKvF16 {
+                heads, head_dim, ..
+            } => heads * head_dim,
+            _ => unreachable!(),
+        };
+        let out = assert_op(&mut dev, op, s);
+        if cols % 8 == 0 {
+            assert_eq!(out.stats.kernel, wide.name(), "{op}");
+            for unroll in [1, 3, 8] {
+                let t = Tuning::default().with(Knob::Unroll, unroll);
+                check(&mut dev, op, t, wide, s);
+            }
+        } else {
+            assert_eq!(out.stats.kernel, plain.name(), "{op}");
+        }
+    }
+    let base = RunOpts {
+        repeats: 1,
+        ..RunOpts::default()
+    };
+    assert_every_candidate(
+        &mut dev,
+        &Op::RmsGemvRopeKvF16 {
+            heads: 4,
+            head_dim: 32,
+            pos0: 3,
+            max_seq: 9,
+            theta: 10000.0,
+            eps: 1e-5,
+        },
+        s,
+        &base,
+    );
+    assert_clean(&dev);
+}

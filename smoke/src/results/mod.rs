@@ -280,6 +280,11 @@ pub struct BlockSummary {
 pub struct StepTime {
     pub kernel: String,
     pub us: f64,
+    /// For a fused step (one kernel doing what several steps of the
+    /// unfused graph do), those steps by name (`rmsnorm_f16`, `gemv_f16
+    /// (qkv)`, ...): its time is theirs together. Empty for a plain step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<String>,
 }
 
 impl BlockSummary {
@@ -287,10 +292,13 @@ impl BlockSummary {
     pub const LAYERS: u32 = 32;
 
     /// From a run's kernel list (`graph:a+b+...`), step times in ns, the
-    /// tokens per replay and the median replay time.
+    /// ops of the graph that ran (each fused step's parts come from its
+    /// op: [`greta_kernels::Op::parts`]), the tokens per replay and the
+    /// median replay time.
     pub fn new(
         kernel: &str,
         step_ns: &[u64],
+        ops: &[greta_kernels::Op],
         tokens: usize,
         median_ns: Option<f64>,
     ) -> BlockSummary {
@@ -298,9 +306,14 @@ impl BlockSummary {
         BlockSummary {
             steps: names
                 .zip(step_ns)
-                .map(|(k, &ns)| StepTime {
+                .enumerate()
+                .map(|(i, (k, &ns))| StepTime {
                     kernel: k.to_string(),
                     us: ns as f64 / 1e3,
+                    parts: ops
+                        .get(i)
+                        .map(|o| o.parts().iter().map(|p| p.to_string()).collect())
+                        .unwrap_or_default(),
                 })
                 .collect(),
             tokens: u32::try_from(tokens).unwrap_or(u32::MAX),

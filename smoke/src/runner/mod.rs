@@ -351,6 +351,7 @@ fn run_gate(
     let mut errored = false;
     let mut lost = None;
     let mut kernel = None;
+    let mut ran_tuning: Option<greta_runtime::Tuning> = None;
     let mut step_ns: Vec<u64> = Vec::new();
     let mut wall_clock_timing = false;
     let mut out_of_memory = false;
@@ -387,6 +388,7 @@ fn run_gate(
                 wall_us.push(stats.wall.as_secs_f64() * 1e6);
                 wall_clock_timing |= stats.timing == TimingSource::WallClock;
                 kernel.get_or_insert(stats.kernel.clone());
+                ran_tuning.get_or_insert(stats.tuning.clone());
                 if !stats.step_ns.is_empty() {
                     step_ns = stats.step_ns.clone();
                 }
@@ -431,13 +433,25 @@ fn run_gate(
         .filter(|_| !device_ns.is_empty()),
         first_call_us: None,
     };
-    let block = match gate.op.composite() {
-        Some(Ok(c)) => Some(crate::results::BlockSummary::new(
-            kernel.as_deref().unwrap_or(""),
-            &step_ns,
-            c.tokens,
-            median_ns,
-        )),
+    // The graph that ran: fused or not as the run's tuning says.
+    let fusion = match ran_tuning
+        .as_ref()
+        .and_then(|t| t.get(greta_runtime::Knob::Fuse))
+    {
+        Some(0) => greta_kernels::block::graph::Fusion::Separate,
+        _ => greta_kernels::block::graph::Fusion::Fused,
+    };
+    let block = match gate.op.composite_as(fusion) {
+        Some(Ok(c)) => {
+            let ops: Vec<greta_kernels::Op> = c.graph.steps.iter().map(|s| s.op.clone()).collect();
+            Some(crate::results::BlockSummary::new(
+                kernel.as_deref().unwrap_or(""),
+                &step_ns,
+                &ops,
+                c.tokens,
+                median_ns,
+            ))
+        }
         _ => None,
     };
     let pass = first_failure.is_none() && clean == repeats;

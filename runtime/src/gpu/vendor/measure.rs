@@ -149,9 +149,7 @@ pub(crate) fn reference_for(op: &Op) -> Option<Reference> {
         Op::GemmF32 { m, n, k } => Some(Reference::Gemm(GemmKind::F32, (m, n, k))),
         // A copy bounds what moves data; a TFLOP/s op that is no GEMM
         // (attention) has no vendor call of the same work here.
-        _ if op.rate_unit() == greta_kernels::RateUnit::GBps && op.bytes_moved() > 0 => {
-            Some(Reference::Copy)
-        }
+        _ if crate::ceiling::copy_bytes(op).is_some() => Some(Reference::Copy),
         _ => None,
     }
 }
@@ -174,9 +172,9 @@ pub(crate) fn copy_ceiling<D: Driver>(
     op: &Op,
     timeout: Duration,
 ) -> Result<Ceiling, CeilingError> {
-    let bytes = usize::try_from(op.bytes_moved() / 2)
-        .map_err(|_| CeilingError::Device(format!("{op}: footprint too large")))?
-        .max(4);
+    let bytes = crate::ceiling::copy_bytes(op)
+        .and_then(|b| usize::try_from(b).ok())
+        .ok_or_else(|| CeilingError::Device(format!("{op}: no copy footprint that fits")))?;
     let call_name = match driver.api() {
         Api::Cuda => "cuMemcpyDtoDAsync",
         Api::Hip => "hipMemcpyDtoDAsync",

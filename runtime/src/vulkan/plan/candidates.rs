@@ -59,6 +59,9 @@ fn kernel_candidates(op: &Op, lim: &Limits, mut push: &mut dyn FnMut(Tuning)) {
         }
         Op::LinearF16 { .. } => gemm::linear::candidates(&mut push),
         Op::GemvF16 { .. }
+        | Op::GemvAddF16 { .. }
+        | Op::RmsGemvSwigluF16 { .. }
+        | Op::RmsGemvRopeKvF16 { .. }
         | Op::RmsNormF16 { .. }
         | Op::AddRmsNormF16 { .. }
         | Op::SwigluF16 { .. } => f16_block::candidates(op, &mut push),

@@ -89,6 +89,70 @@ pub fn gemv(
     Ok(p)
 }
 
+/// The decode projections with the block's small steps fused in
+/// (`gemv_add_f16`, `rms_gemv_swiglu_f16`, `rms_gemv_rope_kv_f16`: one
+/// shader source, `gemv_fused_f16.comp`): gemv_f16's plan over their units
+/// of work (a row; a gate and up row; a pair of rows RoPE mixes), the same
+/// keys. `rms_gemv_rope_kv_f16` binds its cos/sin table after its outputs.
+pub fn fused_gemv(op: &Op, t: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError> {
+    let wg = f16_wg(op, t, &[Knob::Wg, Knob::Vec4, Knob::Unroll], lim)?;
+    let (cols, units, push, shaders, nbuf) = match *op {
+        Op::GemvAddF16 { rows, cols } => (
+            cols,
+            rows,
+            vec![dim(op, rows)?, dim(op, cols)?],
+            [Shader::GemvAddF16, Shader::GemvAddF16V8],
+            4,
+        ),
+        Op::RmsGemvSwigluF16 { rows, cols, eps } => (
+            cols,
+            rows,
+            vec![dim(op, rows)?, dim(op, cols)?, eps.to_bits()],
+            [Shader::RmsGemvSwigluF16, Shader::RmsGemvSwigluF16V8],
+            4,
+        ),
+        Op::RmsGemvRopeKvF16 {
+            heads,
+            head_dim,
+            pos0,
+            eps,
+            ..
+        } => (
+            heads * head_dim,
+            3 * heads * head_dim / 2,
+            vec![dim(op, heads)?, dim(op, head_dim)?, pos0, eps.to_bits()],
+            [Shader::RmsGemvRopeKvF16, Shader::RmsGemvRopeKvF16V8],
+            7,
+        ),
+        _ => return Err(bad(format!("{op}: not a fused projection"))),
+    };
+    let v8 = wide(t, cols, true)?;
+    let unroll = t.get(Knob::Unroll).unwrap_or(GEMV_UNROLL);
+    if !(1..=8).contains(&unroll) {
+        return Err(bad(format!("unroll={unroll}: must be 1..=8")));
+    }
+    let sg = lim.subgroup_size.unwrap_or(32).clamp(1, wg);
+    let d = Dispatch {
+        push,
+        groups: [groups_for(units as u64, u64::from(wg / sg)), 1, 1],
+        ranges: whole(nbuf),
+    };
+    let mut p = v8_plan(shaders, v8, wg, d);
+    p.spec.push(unroll);
+    p.spec.push(sg);
+    p.tuning = p.tuning.with(Knob::Unroll, unroll);
+    if let Op::RmsGemvRopeKvF16 {
+        head_dim,
+        pos0,
+        theta,
+        ..
+    } = *op
+    {
+        p.aux.push(super::rope_table(1, head_dim, pos0, theta));
+    }
+    Ok(p)
+}
+
 /// `rmsnorm_f16`, `add_rmsnorm_f16`: a workgroup per row; the `_v8` kernel
 /// holds the row in registers, NPT vectors per invocation (at most
 /// NORM_MAX_NPT).
@@ -142,7 +206,10 @@ pub fn swiglu(
 pub fn candidates(op: &Op, push: &mut dyn FnMut(Tuning)) {
     let plain = Tuning::default().with(Knob::Vec4, 0);
     match op {
-        Op::GemvF16 { .. } => {
+        Op::GemvF16 { .. }
+        | Op::GemvAddF16 { .. }
+        | Op::RmsGemvSwigluF16 { .. }
+        | Op::RmsGemvRopeKvF16 { .. } => {
             for (wg, unroll) in [(128, 4), (256, 2), (256, 8), (512, 4), (1024, 4), (64, 4)] {
                 push(
                     Tuning::default()
@@ -177,6 +244,22 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
             };
             let rows_per_sg = (rows as u64).div_ceil(groups * (wg / sg).max(1));
             rows_per_sg * (per_row.div_ceil(sg) + 1)
+        }
+        Op::GemvAddF16 { .. } | Op::RmsGemvSwigluF16 { .. } | Op::RmsGemvRopeKvF16 { .. } => {
+            let (units, cols) = match *op {
+                Op::GemvAddF16 { rows, cols } | Op::RmsGemvSwigluF16 { rows, cols, .. } => {
+                    (rows, cols)
+                }
+                Op::RmsGemvRopeKvF16 {
+                    heads, head_dim, ..
+                } => (3 * heads * head_dim / 2, heads * head_dim),
+                _ => (0, 0),
+            };
+            let sg = u64::from(plan.spec.get(2).copied().unwrap_or(1)).max(1);
+            let v8 = plan.tuning.get(Knob::Vec4) == Some(1);
+            let per_row = if v8 { cols as u64 / 8 } else { cols as u64 };
+            let per_sg = (units as u64).div_ceil(groups * (wg / sg).max(1));
+            per_sg * (per_row.div_ceil(sg) + 1)
         }
         Op::RmsNormF16 { rows, cols, .. } | Op::AddRmsNormF16 { rows, cols, .. } => {
             let per_row = if plan.spec.len() > 1 {

@@ -75,6 +75,9 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
             .unwrap_or(0),
         Op::LinearF16 { cols, .. } => gemm::linear::max_loop_trips(cols, plan),
         Op::GemvF16 { .. }
+        | Op::GemvAddF16 { .. }
+        | Op::RmsGemvSwigluF16 { .. }
+        | Op::RmsGemvRopeKvF16 { .. }
         | Op::RmsNormF16 { .. }
         | Op::AddRmsNormF16 { .. }
         | Op::SwigluF16 { .. } => f16_block::max_loop_trips(op, plan),
