@@ -6,6 +6,7 @@ pub(crate) mod auto;
 mod fleet;
 mod frameworks;
 mod on_signal;
+mod refused;
 
 use crate::exit::Exit;
 use greta_smoke::gpu_child::{ErrorKind, TuneRequest};
@@ -91,7 +92,8 @@ pub struct Args {
     /// Also write the run as a Prometheus textfile (node_exporter textfile collector), atomically.
     #[arg(long, value_name = "FILE")]
     pub prom: Option<PathBuf>,
-    /// Do not write the dated JSON/CSV result files (health checks that run every few minutes).
+    /// Do not write the dated JSON/CSV result files (health checks that run every few minutes);
+    /// with --tune, do not store the winners in the tuning cache.
     #[arg(long)]
     pub no_save: bool,
     /// Also draw the run as one self-contained HTML page (as `greta report` does).
@@ -122,6 +124,10 @@ pub struct Args {
 /// `--compile-only`: the report as a table (or JSON with --json); exit 1
 /// when a pipeline could not be created, 2 when nothing could run.
 fn compile_only(args: &Args) -> anyhow::Result<Exit> {
+    if let Some(refused) = refused::refused(args, refused::Mode::CompileOnly) {
+        eprintln!("greta smoke: bad arguments: {refused}");
+        return Ok(Exit::Undecided);
+    }
     if !matches!(args.backend, BackendChoice::Auto | BackendChoice::Vulkan) {
         eprintln!("greta smoke: bad arguments: --compile-only is for the Vulkan backend");
         return Ok(Exit::Undecided);
@@ -383,6 +389,10 @@ fn present(
 /// `--tune`: the sweep is greta_smoke::tune; this prints it (table, or
 /// JSON schema greta.tune/v1 with --json) and maps errors to exit 2.
 fn tune(args: &Args) -> anyhow::Result<Exit> {
+    if let Some(refused) = refused::refused(args, refused::Mode::Tune) {
+        eprintln!("greta smoke: bad arguments: {refused}");
+        return Ok(Exit::Undecided);
+    }
     let device = match &args.device {
         DeviceChoice::One(s) => s.clone(),
         DeviceChoice::All => {
@@ -411,6 +421,8 @@ fn tune(args: &Args) -> anyhow::Result<Exit> {
         gates: args.gates.clone(),
         timeout_s: args.timeout.unwrap_or(defaults.timeout_s),
         seed: args.seed.unwrap_or(defaults.seed),
+        // --no-save: the sweep is shown, the tuning cache left as it is.
+        dry_run: args.no_save,
         ..defaults
     };
     let opts = match request.options() {

@@ -59,6 +59,7 @@ mod runtime_in_child;
 mod self_contained;
 mod slurm_healthcheck;
 mod smoke_cli;
+mod smoke_modes;
 mod telemetry_faults;
 mod terminal_text;
 mod terminal_width;

@@ -8,7 +8,7 @@ use super::{fleet::Fleet, Args};
 use crate::envs::{EnvRoot, Receipt};
 use crate::exit::Exit;
 use greta_frameworks::{self as frameworks, judge::GpuWant, judge::Vendor, report, session};
-use greta_smoke::{BackendChoice, DeviceChoice, Outcome};
+use greta_smoke::Outcome;
 use greta_vocab::Backend;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -113,52 +113,9 @@ fn default_target() -> anyhow::Result<Result<Target, String>> {
     })
 }
 
-/// Kernel-gate flags this profile has no use for: given, they are refused
-/// (exit 2), never silently ignored.
-fn refused_flags(args: &Args) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    if !args.gates.is_empty() {
-        out.push(
-            "--gate (it selects kernel gates; the frameworks profile runs every framework gate)",
-        );
-    }
-    if args.device != DeviceChoice::default() {
-        out.push("--device (the frameworks choose their own device)");
-    }
-    if args.backend != BackendChoice::Auto {
-        out.push("--backend (each framework runs on its own runtime)");
-    }
-    if args.baseline.is_some() {
-        out.push("--baseline (the framework gates have no rate floors)");
-    }
-    if args.floor_fraction != greta_smoke::DEFAULT_FLOOR_FRACTION {
-        out.push("--floor-fraction (the framework gates have no rate floors)");
-    }
-    if args.peer_fraction != greta_smoke::DEFAULT_PEER_FRACTION {
-        out.push("--peer-fraction (the frameworks run on one device)");
-    }
-    if args.deny_list.is_some() {
-        out.push("--deny-list (it lists kernel gates)");
-    }
-    if args.tune {
-        out.push("--tune (it tunes greta's own kernels)");
-    }
-    if args.compile_only {
-        out.push("--compile-only (it compiles greta's own kernels)");
-    }
-    if !args.inject.is_empty() {
-        out.push("--inject (its faults are the kernel gates')");
-    }
-    out
-}
-
 pub fn run(args: &Args, fleet: &Fleet) -> anyhow::Result<Exit> {
-    let refused = refused_flags(args);
-    if !refused.is_empty() {
-        return Ok(usage(
-            fleet,
-            format!("--profile frameworks does not take {}", refused.join(", ")),
-        ));
+    if let Some(refused) = super::refused::refused(args, super::refused::Mode::Frameworks) {
+        return Ok(usage(fleet, refused));
     }
     if let Err(e) = super::check_outputs(args, fleet) {
         return Ok(e);
