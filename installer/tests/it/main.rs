@@ -33,6 +33,7 @@ mod install_faults;
 mod install_hip;
 mod install_interrupt;
 mod install_kill;
+mod install_plan;
 mod install_progress;
 mod install_schema;
 mod install_uptodate;
