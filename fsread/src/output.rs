@@ -133,8 +133,10 @@ pub enum Purpose {
     /// A snapshot directory (`doctor --capture`): 0700 while built.
     Snapshot,
     /// A system file `doctor --fix` writes (`/etc/group`, a modprobe.d or
-    /// udev file, a shell profile, an env's activation script): 0644, as
-    /// those are read by other users and services.
+    /// udev file, a shell profile, an env's activation script): a new one
+    /// 0644, as those are read by other users and services; one rewritten
+    /// keeps its mode (a 0600 profile stays 0600) and, where the writer
+    /// may give it, its owner.
     Config,
 }
 
@@ -214,7 +216,32 @@ impl Output {
 
     /// Writes `bytes` as this output, atomically (see the module).
     pub fn replace(&self, bytes: &[u8], purpose: Purpose) -> Result<(), OutputError> {
-        let tmp = fill(&self.named, &self.dir, bytes, purpose)?;
+        // A config file rewritten keeps its mode and owner: the new bytes
+        // are never readable by more users than the old ones were, not
+        // even between the rename and a chmod.
+        let keep = match purpose {
+            Purpose::Config => rustix::fs::statat(
+                &self.dir.fd,
+                self.name.as_os_str(),
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .ok()
+            .filter(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file()),
+            _ => None,
+        };
+        let mode = keep.map_or(purpose.mode(), |st| st.st_mode & 0o7777);
+        let tmp = fill(&self.named, &self.dir, bytes, purpose, mode)?;
+        if let Some(st) = keep {
+            // Only a privileged writer can give a file away; anyone else's
+            // file it could not have replaced in the first place.
+            let _ = rustix::fs::chownat(
+                &self.dir.fd,
+                tmp.name(),
+                Some(rustix::fs::Uid::from_raw(st.st_uid)),
+                Some(rustix::fs::Gid::from_raw(st.st_gid)),
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            );
+        }
         rustix::fs::renameat(&self.dir.fd, tmp.name(), &self.dir.fd, &self.name)
             .map_err(|e| renamed(&self.named, &self.dir, e))?;
         tmp.settled();
@@ -276,7 +303,7 @@ impl OutputDir {
     /// Writes `bytes` as the new file `name` in it, atomically, never
     /// replacing one that is there ([`OutputError::is_already_exists`]).
     pub fn write_new(&self, name: &str, bytes: &[u8], purpose: Purpose) -> Result<(), OutputError> {
-        let tmp = fill(&self.named, &self.dir, bytes, purpose)?;
+        let tmp = fill(&self.named, &self.dir, bytes, purpose, purpose.mode())?;
         let fd = &self.dir.fd;
         match rustix::fs::renameat_with(fd, tmp.name(), fd, name, RenameFlags::NOREPLACE) {
             Ok(()) => {}
@@ -380,13 +407,14 @@ pub enum SnapshotError {
     Output(#[from] OutputError),
 }
 
-/// A temporary file in `dir` holding `bytes`, synced, with the purpose's
-/// mode; the directory swept of dead processes' temporaries first.
+/// A temporary file in `dir` holding `bytes`, synced, with `mode`; the
+/// directory swept of dead processes' temporaries first.
 fn fill<'d>(
     named: &Path,
     dir: &'d Dir,
     bytes: &[u8],
     purpose: Purpose,
+    mode: u32,
 ) -> Result<Temp<'d>, OutputError> {
     let io = |what, source| OutputError::Io {
         named: named.to_path_buf(),
@@ -398,9 +426,7 @@ fn fill<'d>(
     let (tmp, mut f) =
         Temp::file(dir, purpose.tag()).map_err(|e| io("cannot create a file in", e))?;
     f.write_all(bytes)
-        .and_then(|()| {
-            rustix::fs::fchmod(&f, Mode::from_raw_mode(purpose.mode())).map_err(io::Error::from)
-        })
+        .and_then(|()| rustix::fs::fchmod(&f, Mode::from_raw_mode(mode)).map_err(io::Error::from))
         .and_then(|()| f.sync_all())
         .map_err(|e| io("cannot write in", e))?;
     greta_vocab::pause_at(purpose.step());

@@ -8,6 +8,7 @@
 
 #[macro_use]
 mod out;
+mod ask;
 pub mod cmd;
 mod envs;
 pub mod exit;

@@ -46,3 +46,18 @@ macro_rules! outln {
     () => { $crate::out::line(format_args!("")) };
     ($($t:tt)*) => { $crate::out::line(format_args!($($t)*)) };
 }
+
+/// One line of progress or error on stderr, wrapped to the terminal's
+/// width there with a hanging indent (whole to a pipe or a file).
+pub fn err_line(s: std::fmt::Arguments<'_>) {
+    let text = s.to_string();
+    let width = greta_vocab::width::stderr_width();
+    eprintln!("{}", greta_vocab::width::wrap_lines(&text, width, 4));
+}
+
+/// `eprintln!` for the lines people read on a terminal: `errln!("{x}")`,
+/// wrapped to its width ([`err_line`]).
+#[macro_export]
+macro_rules! errln {
+    ($($t:tt)*) => { $crate::out::err_line(format_args!($($t)*)) };
+}

@@ -144,22 +144,52 @@ impl Report {
     /// [`Report::render`]; `verbose` (`greta doctor -v`) adds under each
     /// check what it read (`crate::detail`) and every evidence line.
     pub fn render_detailed(&self, color: bool, verbose: bool) -> String {
-        let p = Paint(color);
+        self.render_within(color, verbose, None)
+    }
+
+    /// [`Report::render_detailed`] no wider than `width` columns (the
+    /// terminal's; `None`: every line whole): a long line goes on under
+    /// itself with a hanging indent, a check's summary under its own
+    /// column where there is room for it.
+    pub fn render_within(&self, color: bool, verbose: bool, width: Option<usize>) -> String {
+        let lines = self.render_lines(color, verbose);
+        // "  ✓ TITLE  12.3 ms  summary": the summary's column.
+        let summary_at = 2 + 2 + self.title_width() + 2 + 8 + 2;
         let mut o = String::new();
-        let _ = writeln!(o, "{}", p.bold(&format!("greta doctor ({})", self.mode)));
-        let w = self
-            .checks
+        for (line, hang) in &lines.lines {
+            // A check's summary hangs under its own column where there is
+            // room for it; any other line four columns in from its text.
+            let indent = match (hang, width) {
+                (Hang::Summary, Some(cols)) if summary_at + SUMMARY_ROOM <= cols => summary_at - 2,
+                _ => 4,
+            };
+            let _ = writeln!(o, "{}", greta_vocab::width::wrap_line(line, width, indent));
+        }
+        o
+    }
+
+    /// The checks' title column: as wide as the longest, at most 48.
+    fn title_width(&self) -> usize {
+        self.checks
             .iter()
             .map(|c| visible(&c.title).chars().count())
             .max()
             .unwrap_or(0)
-            .min(48);
+            .min(48)
+    }
+
+    fn render_lines(&self, color: bool, verbose: bool) -> Lines {
+        let p = Paint(color);
+        let mut o = Lines::default();
+        let _ = writeln!(o, "{}", p.bold(&format!("greta doctor ({})", self.mode)));
+        let w = self.title_width();
         for c in &self.checks {
             let glyph = match c.status {
                 CheckStatus::Pass => p.green("✓"),
                 CheckStatus::Warn => p.yellow("!"),
                 CheckStatus::Fail => p.red("✗"),
             };
+            o.hang = Hang::Summary;
             let _ = writeln!(
                 o,
                 "  {glyph} {:<w$}  {:>8}  {}",
@@ -167,6 +197,7 @@ impl Report {
                 p.dim(&fmt_ms(c.duration_ms)),
                 Visible(&c.summary)
             );
+            o.hang = Hang::Text;
             if verbose {
                 for l in crate::detail::lines(&c.id, &c.title, &self.facts) {
                     let _ = writeln!(o, "      {} {}", p.dim("·"), Visible(&l));
@@ -176,6 +207,13 @@ impl Report {
         for n in &self.notes {
             let _ = writeln!(o, "  {} {}", p.yellow("note:"), Visible(n));
         }
+        // One pasted file: its path is said on its check's line, and each
+        // evidence line from it says only `line N`.
+        let one_file = match self.checks.as_slice() {
+            [only] if self.mode == "from" => Some(format!("{}:", only.title)),
+            _ => None,
+        };
+        let one_file = one_file.as_deref();
         if !self.findings.is_empty() {
             let _ = writeln!(o, "\n{}", p.bold("Findings"));
         }
@@ -193,15 +231,30 @@ impl Report {
             );
             let _ = writeln!(o, "      {}", Visible(&f.message));
             let shown = if verbose { usize::MAX } else { 8 };
-            for e in f.evidence.iter().take(shown) {
-                let _ = writeln!(o, "      {} {}", p.dim("evidence:"), Visible(e));
+            // Each line once: two rules or two sources can give one
+            // finding the same line.
+            let mut seen = std::collections::HashSet::new();
+            let evidence: Vec<&String> = f
+                .evidence
+                .iter()
+                .filter(|e| seen.insert(e.as_str()))
+                .collect();
+            for e in evidence.iter().take(shown) {
+                let at = one_file
+                    .and_then(|p| e.strip_prefix(p))
+                    .filter(|at| at.starts_with(|c: char| c.is_ascii_digit()));
+                let e = match at {
+                    Some(at) => format!("line {at}"),
+                    None => e.to_string(),
+                };
+                let _ = writeln!(o, "      {} {}", p.dim("evidence:"), Visible(&e));
             }
-            if f.evidence.len() > shown {
+            if evidence.len() > shown {
                 let _ = writeln!(
                     o,
                     "      {} … {} more",
                     p.dim("evidence:"),
-                    f.evidence.len() - shown
+                    evidence.len() - shown
                 );
             }
             let _ = writeln!(o, "      {} {}", p.bold("fix:"), Visible(&f.fix.text));
@@ -249,6 +302,45 @@ impl Report {
         };
         let _ = writeln!(o, "\n{} {line}", p.bold("Summary:"));
         o
+    }
+}
+
+/// The narrowest summary column worth hanging a check's summary under;
+/// with less room (80 columns beside long titles) it goes on four columns
+/// in, as every other line does.
+const SUMMARY_ROOM: usize = 40;
+
+/// How a line of the report goes on when it is wider than the terminal.
+#[derive(Clone, Copy, Default)]
+enum Hang {
+    /// Four columns in from its own text.
+    #[default]
+    Text,
+    /// Under the check's summary column.
+    Summary,
+}
+
+/// The report's lines as they are written, each with its [`Hang`].
+#[derive(Default)]
+struct Lines {
+    lines: Vec<(String, Hang)>,
+    cur: String,
+    hang: Hang,
+}
+
+impl std::fmt::Write for Lines {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        for piece in s.split_inclusive('\n') {
+            match piece.strip_suffix('\n') {
+                Some(end) => {
+                    self.cur.push_str(end);
+                    let line = std::mem::take(&mut self.cur);
+                    self.lines.push((line, self.hang));
+                }
+                None => self.cur.push_str(piece),
+            }
+        }
+        Ok(())
     }
 }
 

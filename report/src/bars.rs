@@ -60,6 +60,16 @@ impl Marks {
     }
 }
 
+/// A gate with a rate and nothing to hold it against: no floor, in-run
+/// ceiling or spec figure.
+pub fn alone(g: &GateResult) -> bool {
+    let m = Marks::of(g);
+    m.goodness(m.rate).is_some()
+        && [m.floor, m.ceiling, m.spec]
+            .iter()
+            .all(|v| m.goodness(*v).is_none())
+}
+
 pub fn status_colour(s: GateStatus) -> &'static str {
     match s {
         GateStatus::Pass => PASS,
@@ -155,11 +165,9 @@ pub fn svg(d: &DeviceRun) -> String {
         let pos =
             |v: Option<f64>| -> Option<f64> { Some(LABEL_W + m.goodness(v)? / scale? * BAR_W) };
         // A rate with nothing to hold it against fills its row on its
-        // own scale: drawn pale, and said, so a full bar is not read as
-        // "at the ceiling".
-        let alone = [m.floor, m.ceiling, m.spec]
-            .iter()
-            .all(|v| m.goodness(*v).is_none());
+        // own scale: drawn pale (the page says so once), so a full bar is
+        // not read as "at the ceiling".
+        let alone = alone(g);
         if let Some(end) = pos(m.rate) {
             let rate = m.rate.unwrap_or_default();
             let _ = write!(
@@ -196,11 +204,6 @@ pub fn svg(d: &DeviceRun) -> String {
         }
         let unit = g.metrics.as_ref().map_or("", |m| m.unit.as_str());
         let label = match (m.rate, g.status) {
-            (Some(r), s) if alone => format!(
-                "{} {unit}  {}  (no floor, ceiling or spec)",
-                num(r),
-                s.as_str().to_uppercase()
-            ),
             (Some(r), s) => format!("{} {unit}  {}", num(r), s.as_str().to_uppercase()),
             (None, GateStatus::Skip) => "skipped".to_string(),
             (None, s) => format!("no rate  {}", s.as_str().to_uppercase()),

@@ -153,6 +153,7 @@ pub fn needs(run: &Run) -> (usize, usize) {
             .map(|d| {
                 let i = &d.device;
                 text(&i.name)
+                    + interpreter(r, d).map_or(0, |p| text(p) + 3)
                     + (i.driver_name.len() + i.driver_info.len() + i.driver_version.len())
                         .min(3 * (TEXT_CAP + 3) + 2)
                     + d.gates.iter().map(|g| text(&g.id)).sum::<usize>()
@@ -169,10 +170,17 @@ pub fn digest(run: &Run, t: f64, seq: usize, strings: &mut Strings, kept: &mut K
         .iter()
         .map(|d| {
             let i = &d.device;
+            // A framework run's device is a framework in one interpreter:
+            // a run against another interpreter is another series (its
+            // torch is another torch), never a driver change of this one.
+            let python = interpreter(r, d);
             DeviceDigest {
                 index: d.index,
-                uuid: i.uuid.map(|u| u.0),
-                name: strings.sym(&i.name),
+                uuid: i.uuid.map(|u| u.0).filter(|_| python.is_none()),
+                name: match python {
+                    Some(p) => strings.sym(&format!("{} ({p})", i.name)),
+                    None => strings.sym(&i.name),
+                },
                 driver: strings.sym(&driver_text(
                     &i.driver_name,
                     &i.driver_info,
@@ -203,6 +211,19 @@ pub fn digest(run: &Run, t: f64, seq: usize, strings: &mut Strings, kept: &mut K
         host: strings.sym(r.host.hostname.as_deref().unwrap_or("?")),
         devices,
     }
+}
+
+/// The interpreter a framework run's device ran in, as the frameworks
+/// profile records it: the device's first note, `python EXE (VERSION)`.
+fn interpreter<'a>(
+    r: &greta_smoke::results::Report,
+    d: &'a greta_smoke::results::DeviceRun,
+) -> Option<&'a str> {
+    (r.backend_requested == "frameworks")
+        .then(|| d.notes.first())
+        .flatten()
+        .map(String::as_str)
+        .filter(|n| n.starts_with("python "))
 }
 
 /// A device's driver as the version changes name it: its name, info and

@@ -81,6 +81,20 @@ pub fn render_runs(runs: &[Run], skipped: &[Skipped]) -> String {
         env!("CARGO_PKG_VERSION")
     );
     b.push_str(&skipped_html(skipped));
+    // Said once for the page, not on every bar of every run.
+    let alone = runs
+        .iter()
+        .flat_map(|r| &r.report.devices)
+        .flat_map(|d| &d.gates)
+        .filter(|g| bars::alone(g))
+        .count();
+    if alone > 0 {
+        let _ = write!(
+            b,
+            "<p class=\"meta\" id=\"alone\">Pale bars: nothing to compare against ({alone} gate result{} with no floor, ceiling or spec); each is drawn on its own scale, so a full bar is not \"at the ceiling\".</p>",
+            if alone == 1 { "" } else { "s" }
+        );
+    }
     if runs.is_empty() {
         b.push_str("<p class=\"warn\">No greta.smoke/v1 result could be read.</p>");
     }
@@ -405,6 +419,47 @@ mod tests {
         );
         let r = sample(crate::load::DEVICE_CAP);
         assert!(Run::parse(r.to_json().as_bytes(), None).is_ok());
+    }
+
+    #[test]
+    fn nothing_to_compare_against_is_said_once_per_page() {
+        // Three runs of two devices, no floor, ceiling or spec anywhere.
+        let runs: Vec<Run> = (0..3)
+            .map(|_| {
+                let mut r = sample(2);
+                for g in r.devices.iter_mut().flat_map(|d| &mut d.gates) {
+                    g.floor = None;
+                    g.spec = None;
+                    g.in_run = Default::default();
+                }
+                Run::from_report(r)
+            })
+            .collect();
+        let rated = runs
+            .iter()
+            .flat_map(|r| &r.report.devices)
+            .flat_map(|d| &d.gates)
+            .filter(|g| g.metrics.as_ref().and_then(|m| m.rate).is_some())
+            .count();
+        assert!(rated > 10, "{rated}");
+        let h = render_runs(&runs, &[]);
+        assert_eq!(h.matches("nothing to compare against").count(), 1, "{h}");
+        assert!(h.contains(&format!("({rated} gate results with no floor")));
+        assert!(!h.contains("(no floor, ceiling or spec)"), "said per bar");
+        // A run where every rate has a mark says nothing of the kind.
+        let mut r = sample(1);
+        for g in &mut r.devices[0].gates {
+            let rate = g.metrics.as_ref().and_then(|m| m.rate);
+            g.spec = rate.map(|v| greta_smoke::results::SpecRef {
+                figure: v * 2.0,
+                unit: g.metrics.as_ref().unwrap().unit,
+                model: "m".into(),
+                field: "f".into(),
+                source: "s".into(),
+            });
+        }
+        let h = render_runs(&[Run::from_report(r)], &[]);
+        assert!(!h.contains("nothing to compare against"));
     }
 
     #[test]

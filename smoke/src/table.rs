@@ -3,23 +3,9 @@
 
 use crate::gates::{Catalog, Profile};
 use crate::results::{GateResult, GateStatus, Report, RunStatus};
+use greta_vocab::width::{hanging, terminal_width, visible_width, wrap_line, MIN_TEXT};
 use greta_vocab::{visible, Visible};
 use std::fmt::Write;
-
-/// Characters a cell takes on screen: its colour codes take none.
-fn visible_width(s: &str) -> usize {
-    let mut n = 0;
-    let mut in_escape = false;
-    for c in s.chars() {
-        match (in_escape, c) {
-            (false, '\x1b') => in_escape = true,
-            (false, _) => n += 1,
-            (true, 'm') => in_escape = false,
-            (true, _) => {}
-        }
-    }
-    n
-}
 
 /// Render rows as left-aligned columns separated by two spaces.
 fn columns(rows: &[Vec<String>]) -> String {
@@ -146,62 +132,6 @@ fn fit(rows: &mut [Vec<String>], width: usize) -> Vec<String> {
         }
     }
     dropped
-}
-
-/// The narrowest room worth wrapping text into beside other columns.
-const MIN_TEXT: usize = 24;
-
-/// `text` (the last cell, starting at column `start`) wrapped to `width`:
-/// beside the columns when at least [`MIN_TEXT`] remain, each further line
-/// indented to `start`; else from the next line on, indented by four.
-fn hanging(text: &str, start: usize, width: usize) -> String {
-    if width >= start + MIN_TEXT {
-        let opts = textwrap::Options::new(width - start)
-            .subsequent_indent("")
-            .break_words(true);
-        let pad = " ".repeat(start);
-        textwrap::wrap(text, opts).join(&format!("\n{pad}"))
-    } else {
-        let opts = textwrap::Options::new(width.max(MIN_TEXT + 4))
-            .initial_indent("    ")
-            .subsequent_indent("    ")
-            .break_words(true);
-        format!("\n{}", textwrap::wrap(text, opts).join("\n"))
-    }
-}
-
-/// A line of free text (a header, a note, a finding) no wider than `width`,
-/// its continuation lines indented by `indent` more than its own indent.
-fn wrap_line(line: &str, width: Option<usize>, indent: usize) -> String {
-    let Some(w) = width else {
-        return line.to_string();
-    };
-    if visible_width(line) <= w {
-        return line.to_string();
-    }
-    let own = line.len() - line.trim_start().len();
-    let pad = " ".repeat(own + indent);
-    let opts = textwrap::Options::new(w)
-        .subsequent_indent(&pad)
-        .break_words(true);
-    textwrap::wrap(line, opts).join("\n")
-}
-
-/// The width of the terminal the table goes to (stdout, else stderr, where
-/// it goes with --json), or none when neither is a terminal: a log file or
-/// a pipe gets every line whole.
-pub fn terminal_width() -> Option<usize> {
-    use std::io::IsTerminal;
-    let of =
-        |t: Option<(terminal_size::Width, terminal_size::Height)>| t.map(|(w, _)| w.0 as usize);
-    if std::io::stdout().is_terminal() {
-        of(terminal_size::terminal_size_of(std::io::stdout()))
-    } else if std::io::stderr().is_terminal() {
-        of(terminal_size::terminal_size_of(std::io::stderr()))
-    } else {
-        None
-    }
-    .filter(|w| *w >= 20)
 }
 
 fn num(x: Option<f64>) -> String {

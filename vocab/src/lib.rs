@@ -52,6 +52,7 @@ mod vk_device;
 mod vk_driver;
 mod wheel;
 mod wheel_name;
+pub mod width;
 
 pub use backend::Backend;
 pub use device_type::{short as device_type_short, vk_name as device_type_vk_name, DeviceType};

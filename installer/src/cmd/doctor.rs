@@ -120,9 +120,10 @@ pub fn run(args: Args, verbose: u8) -> anyhow::Result<Exit> {
     } else {
         crate::out::text(format_args!(
             "{}",
-            report.render_detailed(
+            report.render_within(
                 greta_probe::use_color(std::io::stdout().is_terminal()),
-                verbose > 0
+                verbose > 0,
+                greta_vocab::width::terminal_width()
             )
         ));
     }

@@ -58,6 +58,10 @@ pub struct Args {
     /// wheels, interpreter and profile, verified in place).
     #[arg(long, alias = "force")]
     pub reinstall: bool,
+    /// Install a ROCm profile and run its device gates on a machine where no AMD GPU is seen,
+    /// without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
     /// Seconds allowed for importing torch/triton/jax in the new env (at
     /// most a week).
     #[arg(long, default_value_t = 300, value_name = "SECS")]
@@ -89,6 +93,7 @@ pub fn run(args: Args, verbose: u8) -> Result<Exit> {
         probe: true,
     })?;
     let name = args.name.clone().unwrap_or_else(|| plan.profile.clone());
+    let no_gpu = gpu_missing(&plan);
     if args.dry_run {
         if args.json {
             InstallOutput::Planned {
@@ -97,14 +102,37 @@ pub fn run(args: Args, verbose: u8) -> Result<Exit> {
             }
             .print()?;
         } else {
-            // The plan is the result of a dry run: stdout; logs stay on stderr.
-            crate::out::text(format_args!(
-                "{}",
-                crate::install::explain(&plan, Detail::Wheels)
-            ));
-            crate::outln!("dry run: nothing fetched or written (env would be {name})");
+            dry_run(&args, &name, &plan, no_gpu.as_deref())?;
         }
         return Ok(Exit::Pass);
+    }
+    // Only where the device gates would run: --framework-check imports and
+    // --no-smoke already say the env is for another machine.
+    let gates = !args.no_smoke && args.framework_check == FrameworkCheck::Gates;
+    if let (Some(why), true) = (no_gpu, gates) {
+        if !args.yes {
+            let asked = crate::ask::yes_no(&format!(
+                "greta install: {why}. Install it and run them anyway?"
+            ))?;
+            match asked {
+                Some(true) => {}
+                Some(false) => {
+                    eprintln!("greta install: nothing was changed");
+                    return Ok(Exit::Undecided);
+                }
+                None => {
+                    let error = format!("{why}; standard input is not a terminal to ask: give --yes to install it and run them anyway");
+                    if args.json {
+                        InstallOutput::Refused {
+                            error: error.clone(),
+                        }
+                        .print()?;
+                    }
+                    eprintln!("greta install: {error}");
+                    return Ok(Exit::Undecided);
+                }
+            }
+        }
     }
     if !args.json {
         // The per-wheel marker/tag reasoning only on request (-v): by
@@ -138,6 +166,63 @@ pub fn run(args: Args, verbose: u8) -> Result<Exit> {
         Ok(report) => say_report(&args, &name, &plan, &report),
         Err(e) => say_failed(&args, &name, &plan, &e),
     }
+}
+
+/// A ROCm profile on a machine where the probe sees no AMD GPU: what its
+/// device gates cannot do there (`None`: nothing to say).
+fn gpu_missing(plan: &crate::install::Plan) -> Option<String> {
+    use crate::envs::ProbeSummary;
+    let probed = matches!(plan.probe, ProbeSummary::Probed(_));
+    let amd = plan.probe.gpu_names(greta_probe::Vendor::Amd);
+    (plan.backend == greta_vocab::Backend::Rocm && probed && amd.is_empty()).then(|| {
+        format!(
+            "profile {} is for AMD GPUs and this machine has none that the probe sees: its device gates (the frameworks on the GPU, the HIP smoke gate) cannot pass here; for an env meant for another machine, --framework-check imports or --no-smoke",
+            Visible(&plan.profile)
+        )
+    })
+}
+
+/// `--dry-run` as text: the plan on stdout (logs stay on stderr), and
+/// what an install would do with the env that is there.
+fn dry_run(
+    args: &Args,
+    name: &str,
+    plan: &crate::install::Plan,
+    no_gpu: Option<&str>,
+) -> Result<()> {
+    use crate::install::Existing;
+    let existing = if args.reinstall {
+        Existing::Stale("--reinstall".into())
+    } else {
+        crate::install::existing(plan, name, args.installer)?
+    };
+    let detail = match existing {
+        Existing::UpToDate(_) => Detail::Choice,
+        _ => Detail::Wheels,
+    };
+    crate::out::text(format_args!("{}", crate::install::explain(plan, detail)));
+    if let Some(why) = no_gpu {
+        crate::outln!("! {why} (an install that runs the device gates asks first; --yes answers)");
+    }
+    match existing {
+        Existing::UpToDate(v) => {
+            let env = crate::envs::EnvRoot::default_root()?.env_path(name);
+            crate::outln!(
+                "dry run: env {name} is up to date ({} wheels, {} files verified): nothing to fetch or build (--reinstall rebuilds it)\n  activate with: . {}/greta-activate",
+                v.receipt.wheels.len(),
+                v.files,
+                env.display()
+            );
+        }
+        Existing::Stale(why) => crate::outln!(
+            "dry run: nothing fetched or written (env {name} would be rebuilt: {})",
+            Visible(&why)
+        ),
+        Existing::Absent => {
+            crate::outln!("dry run: nothing fetched or written (env would be {name})")
+        }
+    }
+    Ok(())
 }
 
 /// Where the install's lock comes from: a bundle (offline, its profile

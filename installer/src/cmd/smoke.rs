@@ -6,6 +6,7 @@ pub(crate) mod auto;
 mod fleet;
 mod frameworks;
 mod on_signal;
+mod refused;
 
 use crate::exit::Exit;
 use greta_smoke::gpu_child::{ErrorKind, TuneRequest};
@@ -91,7 +92,8 @@ pub struct Args {
     /// Also write the run as a Prometheus textfile (node_exporter textfile collector), atomically.
     #[arg(long, value_name = "FILE")]
     pub prom: Option<PathBuf>,
-    /// Do not write the dated JSON/CSV result files (health checks that run every few minutes).
+    /// Do not write the dated JSON/CSV result files (health checks that run every few minutes);
+    /// with --tune, do not store the winners in the tuning cache.
     #[arg(long)]
     pub no_save: bool,
     /// Also draw the run as one self-contained HTML page (as `greta report` does).
@@ -122,12 +124,16 @@ pub struct Args {
 /// `--compile-only`: the report as a table (or JSON with --json); exit 1
 /// when a pipeline could not be created, 2 when nothing could run.
 fn compile_only(args: &Args) -> anyhow::Result<Exit> {
+    if let Some(refused) = refused::refused(args, refused::Mode::CompileOnly) {
+        crate::errln!("greta smoke: bad arguments: {refused}");
+        return Ok(Exit::Undecided);
+    }
     if !matches!(args.backend, BackendChoice::Auto | BackendChoice::Vulkan) {
-        eprintln!("greta smoke: bad arguments: --compile-only is for the Vulkan backend");
+        crate::errln!("greta smoke: bad arguments: --compile-only is for the Vulkan backend");
         return Ok(Exit::Undecided);
     }
     let DeviceChoice::One(select) = &args.device else {
-        eprintln!("greta smoke: bad arguments: --compile-only takes one device, not `all`");
+        crate::errln!("greta smoke: bad arguments: --compile-only takes one device, not `all`");
         return Ok(Exit::Undecided);
     };
     greta_runtime::vulkan::mesa_cache::prepare();
@@ -135,7 +141,7 @@ fn compile_only(args: &Args) -> anyhow::Result<Exit> {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("greta smoke: {e}");
+            crate::errln!("greta smoke: {e}");
             return Ok(Exit::Undecided);
         }
     };
@@ -148,7 +154,7 @@ fn compile_only(args: &Args) -> anyhow::Result<Exit> {
     if failed.is_empty() {
         Ok(Exit::Pass)
     } else {
-        eprintln!(
+        crate::errln!(
             "greta smoke: {} gate(s) whose pipelines the driver did not create: {}",
             failed.len(),
             failed.join(", ")
@@ -218,7 +224,9 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         return frameworks::run(&args, &fleet);
     }
     if args.env.is_some() || args.python.is_some() {
-        eprintln!("greta smoke: bad arguments: --env and --python go with --profile frameworks");
+        crate::errln!(
+            "greta smoke: bad arguments: --env and --python go with --profile frameworks"
+        );
         return Ok(Exit::Undecided);
     }
     // Every value is checked before any device is probed: a typo costs no
@@ -227,7 +235,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     {
         Ok(gates) => gates,
         Err(e) => {
-            eprintln!("greta smoke: bad arguments: {e}");
+            crate::errln!("greta smoke: bad arguments: {e}");
             return Ok(Exit::Undecided);
         }
     };
@@ -245,14 +253,14 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     greta_runtime::vulkan::mesa_cache::prepare();
     // A profile that takes minutes says so before it starts.
     if let Some(note) = greta_smoke::duration_note(args.profile, &planned, None) {
-        eprintln!("greta smoke: {note}");
+        crate::errln!("greta smoke: {note}");
     }
     on_signal::on_stop(args.prom.clone(), args.profile, started);
     let backend = match args.backend {
         BackendChoice::Auto => {
             let c = greta_smoke::auto::choose_with(&args.device, auto::seen);
             // The reason names the GPUs the drivers report.
-            eprintln!(
+            crate::errln!(
                 "greta smoke: backend {}: {}",
                 c.backend.as_str(),
                 greta_vocab::Visible(&c.why)
@@ -283,7 +291,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             // --oneline prints UNKNOWN on stdout, --prom alone says it on
             // stderr itself: the reason is printed once.
             if fleet.oneline || fleet.prom.is_none() {
-                eprintln!("greta smoke: {why}");
+                crate::errln!("greta smoke: {why}");
             }
             return Ok(fleet.undecided(&why));
         }
@@ -325,7 +333,7 @@ pub(crate) fn request(args: &Args) -> SmokeRequest {
 fn check_outputs(args: &Args, fleet: &fleet::Fleet) -> Result<(), Exit> {
     if let Some(h) = &args.html {
         if let Err(e) = greta_fsread::output::Output::check(h) {
-            eprintln!("greta smoke: bad arguments: --html {e}");
+            crate::errln!("greta smoke: bad arguments: --html {e}");
             return Err(Exit::Undecided);
         }
     }
@@ -355,7 +363,7 @@ fn present(
         crate::out::text(format_args!("{table}"));
     }
     if let Some(w) = &outcome.written {
-        eprintln!("results: {} (csv: {})", w.json.display(), w.csv.display());
+        crate::errln!("results: {} (csv: {})", w.json.display(), w.csv.display());
         // The last line: how to see the run as a page. Without --out the
         // report finds the newest result itself, so no path is said twice.
         let from = match &args.out {
@@ -365,13 +373,13 @@ fn present(
                 Err(_) => String::from(" DIR"),
             },
         };
-        eprintln!(
+        crate::errln!(
             "page: greta report{from} (writes ./{})",
             super::report::DEFAULT_PAGE
         );
     }
     if let Some(e) = &outcome.write_error {
-        eprintln!("greta smoke: could not write results: {e}");
+        crate::errln!("greta smoke: could not write results: {e}");
     }
     Ok(fleet.exit(match exit_code {
         0 => Exit::Pass,
@@ -383,10 +391,16 @@ fn present(
 /// `--tune`: the sweep is greta_smoke::tune; this prints it (table, or
 /// JSON schema greta.tune/v1 with --json) and maps errors to exit 2.
 fn tune(args: &Args) -> anyhow::Result<Exit> {
+    if let Some(refused) = refused::refused(args, refused::Mode::Tune) {
+        crate::errln!("greta smoke: bad arguments: {refused}");
+        return Ok(Exit::Undecided);
+    }
     let device = match &args.device {
         DeviceChoice::One(s) => s.clone(),
         DeviceChoice::All => {
-            eprintln!("greta smoke --tune: bad arguments: tune one device at a time (--device N)");
+            crate::errln!(
+                "greta smoke --tune: bad arguments: tune one device at a time (--device N)"
+            );
             return Ok(Exit::Undecided);
         }
     };
@@ -395,7 +409,7 @@ fn tune(args: &Args) -> anyhow::Result<Exit> {
     let backend = match args.backend {
         BackendChoice::Auto => {
             let c = greta_smoke::auto::choose_with(&args.device, auto::seen);
-            eprintln!(
+            crate::errln!(
                 "greta smoke --tune: backend {}: {}",
                 c.backend.as_str(),
                 c.why
@@ -411,12 +425,14 @@ fn tune(args: &Args) -> anyhow::Result<Exit> {
         gates: args.gates.clone(),
         timeout_s: args.timeout.unwrap_or(defaults.timeout_s),
         seed: args.seed.unwrap_or(defaults.seed),
+        // --no-save: the sweep is shown, the tuning cache left as it is.
+        dry_run: args.no_save,
         ..defaults
     };
     let opts = match request.options() {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("greta smoke --tune: bad arguments: {e}");
+            crate::errln!("greta smoke --tune: bad arguments: {e}");
             return Ok(Exit::Undecided);
         }
     };
@@ -432,7 +448,7 @@ fn tune(args: &Args) -> anyhow::Result<Exit> {
             Ok(Exit::Pass)
         }
         Err(e) => {
-            eprintln!("greta smoke --tune: could not run: {e}");
+            crate::errln!("greta smoke --tune: could not run: {e}");
             Ok(Exit::Undecided)
         }
     }

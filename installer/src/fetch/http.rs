@@ -355,6 +355,14 @@ fn classify(e: &reqwest::Error) -> Attempt {
     Attempt::retry(msg)
 }
 
+/// A request that got no answer, as a download's attempt judges it: what
+/// happened, and whether another try can help (a refused certificate will
+/// be refused again; its message says what to do).
+pub(super) fn transport_failure(e: &reqwest::Error) -> (String, bool) {
+    let a = classify(e);
+    (a.msg, a.retry)
+}
+
 /// Whether rustls refused the server's certificate somewhere in `e`'s
 /// causes. It travels inside an `io::Error` (itself inside another one),
 /// whose `source()` skips the wrapped error, so each `io::Error` is opened

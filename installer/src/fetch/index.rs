@@ -92,6 +92,7 @@ fn project_page(
     let url = base.join(&format!("{project}/"))?;
     let shown = redact(url.as_str()).into_owned();
     let mut last = String::new();
+    let mut unreachable = false;
     for attempt in 0..opts.attempts.max(1) {
         if attempt > 0 {
             let back = opts.backoff.saturating_mul(1 << (attempt - 1).min(6));
@@ -102,15 +103,30 @@ fn project_page(
             Err(Page::Retry(why)) => {
                 tracing::info!("{shown}: {why}; retrying");
                 last = why;
+                unreachable = false;
+            }
+            Err(Page::Unreachable(why)) => {
+                tracing::info!("{shown}: {why}; retrying");
+                last = why;
+                unreachable = true;
             }
             Err(Page::Fatal(e)) => return Err(e),
         }
+    }
+    if unreachable {
+        bail!(
+            "{shown}: {last} ({} attempts): the index cannot be reached and nothing was downloaded; check the URL, or {}",
+            opts.attempts.max(1),
+            super::reach::BUNDLE
+        )
     }
     bail!("{shown}: {last} ({} attempts)", opts.attempts.max(1))
 }
 
 enum Page {
     Retry(String),
+    /// No answer at all (refused, no route, DNS, timeout).
+    Unreachable(String),
     Fatal(anyhow::Error),
 }
 
@@ -121,7 +137,7 @@ fn page_once(client: &Client, url: &Url) -> std::result::Result<Vec<IndexFile>, 
         .get(url.clone())
         .header(ACCEPT, ACCEPT_SIMPLE)
         .send()
-        .map_err(|e| Page::Retry(super::http::describe(&e)))?;
+        .map_err(|e| Page::Unreachable(super::http::describe(&e)))?;
     let status = resp.status();
     if status.is_server_error() || status.as_u16() == 429 {
         return Err(Page::Retry(format!("HTTP {status}")));

@@ -7,6 +7,7 @@ pub mod http;
 pub mod index;
 pub(crate) mod owned;
 mod progress;
+mod reach;
 
 #[cfg(test)]
 mod hostile_tests;
@@ -146,6 +147,10 @@ pub fn fetch_all(
     if opts.offline {
         return Err(offline_error(cache, items, &todo));
     }
+    // Every server the missing wheels come from answers before the first
+    // byte is fetched from any of them.
+    let missing: Vec<&PinnedWheel> = todo.iter().map(|&i| &items[i]).collect();
+    reach::check(&http::client(opts)?, &missing, opts)?;
     let partial_dir = cache.root().join("partial");
     owned::dir(&partial_dir)?;
     sweep_stale_partials(&partial_dir, STALE_PARTIAL);

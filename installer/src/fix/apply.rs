@@ -18,6 +18,10 @@ pub const SCHEMA: &str = "greta.doctor-fix-undo/v1";
 pub struct UndoRecord {
     pub schema: String,
     pub changes: Vec<Recorded>,
+    /// The directories the fix created for its files, parents first:
+    /// `--undo` removes each one that is empty again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub created_dirs: Vec<String>,
 }
 
 /// One change as recorded (the plan's [`Change`], owned and readable).
@@ -105,6 +109,39 @@ fn back(dir: &Path, c: &Recorded) -> Result<()> {
     }
 }
 
+/// The directories missing under `dir` for the files `rec` writes or
+/// moves to, parents first, once each (paths as on the machine).
+fn missing_dirs(dir: &Path, rec: &[Recorded]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in rec {
+        let target = match c {
+            Recorded::Write { path, .. } => path,
+            Recorded::Move { to, .. } => to,
+        };
+        let mut chain: Vec<&Path> = Path::new(target.as_str())
+            .ancestors()
+            .skip(1)
+            .filter(|a| a.parent().is_some())
+            .collect();
+        chain.reverse();
+        for a in chain {
+            let a = a.to_string_lossy().into_owned();
+            if !host(dir, &a).exists() && !out.contains(&a) {
+                out.push(a);
+            }
+        }
+    }
+    out
+}
+
+/// Removes the `created` directories that are empty, deepest first; one
+/// that holds something now stays (it is not the fix's any more).
+fn remove_created(dir: &Path, created: &[String]) {
+    for d in created.iter().rev() {
+        let _ = std::fs::remove_dir(host(dir, d));
+    }
+}
+
 fn records_dir(dir: &Path) -> PathBuf {
     host(dir, &format!("{ASIDE}/undo"))
 }
@@ -137,9 +174,11 @@ pub fn apply(dir: &Path, changes: &[Change]) -> Result<PathBuf> {
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     let path = rdir.join(format!("undo-{stamp:024}.json"));
+    let created = missing_dirs(dir, &rec);
     let record = UndoRecord {
         schema: SCHEMA.into(),
         changes: rec.clone(),
+        created_dirs: created.clone(),
     };
     let text = serde_json::to_string_pretty(&record)?;
     output::write(&path, text.as_bytes(), Purpose::Config)
@@ -153,6 +192,7 @@ pub fn apply(dir: &Path, changes: &[Change]) -> Result<PathBuf> {
                 }
             }
             if left.is_empty() {
+                remove_created(dir, &created);
                 let _ = std::fs::remove_file(&path);
                 return Err(e.context("the changes made before it were put back"));
             }
@@ -198,11 +238,19 @@ pub fn undo(dir: &Path) -> Result<(PathBuf, Vec<Recorded>)> {
     for c in &record.changes {
         match c {
             Recorded::Write { path: p, after, .. } => {
-                expect(dir, p, Some(after), "since the fix wrote it")?
+                if current(dir, p)?.as_deref() != Some(after.as_str()) {
+                    bail!(
+                        "{p} was changed since the fix wrote it: undoing would overwrite that change, so nothing was undone; put back by hand what you want of {} (the record of the fix, kept)",
+                        path.display()
+                    );
+                }
             }
             Recorded::Move { from, to } => {
                 if !host(dir, to).is_file() || host(dir, from).exists() {
-                    bail!("{from} or {to} changed since the fix moved it; nothing was changed");
+                    bail!(
+                        "{from} or {to} changed since the fix moved it; nothing was undone (the record of the fix, kept: {})",
+                        path.display()
+                    );
                 }
             }
         }
@@ -210,6 +258,7 @@ pub fn undo(dir: &Path) -> Result<(PathBuf, Vec<Recorded>)> {
     for c in record.changes.iter().rev() {
         back(dir, c)?;
     }
+    remove_created(dir, &record.created_dirs);
     let done = rdir.join(name.replace(".json", ".undone"));
     std::fs::rename(&path, &done).with_context(|| path.display().to_string())?;
     Ok((done, record.changes))

@@ -4,7 +4,6 @@ use super::{apply, plan, show, undo, Recorded, Remedy, Takes};
 use anyhow::{bail, Result};
 use greta_probe::{Report, Root};
 use serde::Serialize;
-use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
 pub const SCHEMA: &str = "greta.doctor-fix/v1";
@@ -133,17 +132,11 @@ impl FixOutput {
 }
 
 fn ask(n: usize) -> Result<bool> {
-    if !std::io::stdin().is_terminal() {
-        bail!("--fix asks before it changes anything, and standard input is not a terminal: give --yes to apply, or --dry-run to see the changes");
+    let question = format!("Apply these {n} change{}?", if n == 1 { "" } else { "s" });
+    match crate::ask::yes_no(&question)? {
+        Some(yes) => Ok(yes),
+        None => bail!("--fix asks before it changes anything, and standard input is not a terminal: give --yes to apply, or --dry-run to see the changes"),
     }
-    eprint!(
-        "Apply these {n} change{}? [y/N] ",
-        if n == 1 { "" } else { "s" }
-    );
-    std::io::stderr().flush()?;
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
-    Ok(matches!(line.trim(), "y" | "Y" | "yes" | "Yes"))
 }
 
 /// Plans the remedies for `report` on the machine at `dir` (read through

@@ -148,6 +148,30 @@ pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
     Ok(attempt.installed(env, smoke, timings.done()))
 }
 
+/// What an install of `plan` as the env `name` would find there, for
+/// `--dry-run`: read only (no lock taken, nothing written), with the same
+/// verification the install makes before it decides to rebuild.
+pub enum Existing {
+    /// No env of that name: it would be built.
+    Absent,
+    /// The env is already exactly this plan: nothing would be fetched.
+    UpToDate(Box<envs::current::Verified>),
+    /// The env would be rebuilt, for this reason.
+    Stale(String),
+}
+
+pub fn existing(plan: &Plan, name: &str, tool: installer::Choice) -> Result<Existing> {
+    envs::validate_name(name)?;
+    let env = envs::EnvRoot::default_root()?.env_path(name);
+    if !env.exists() {
+        return Ok(Existing::Absent);
+    }
+    Ok(match prepare::up_to_date(plan, name, tool, &env, None) {
+        Ok(v) => Existing::UpToDate(Box::new(v)),
+        Err(stale) => Existing::Stale(stale.reason),
+    })
+}
+
 /// Milliseconds per step, under the keys the `--json` report has always
 /// used ("fetch" and "total" count from the start, the others per step).
 struct Timings {

@@ -276,6 +276,9 @@ fn behind_shim(mut i: Interpreter) -> Interpreter {
 /// (`--dry-run`, `-v`, `greta bundle`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Detail {
+    /// The profile, why, and the lock: no word of the wheels (an env that
+    /// is already up to date fetches none).
+    Choice,
     Summary,
     Wheels,
 }
@@ -329,6 +332,9 @@ pub fn explain(plan: &Plan, detail: Detail) -> String {
             "device wheels: {} (this machine's GPU targets; the host wheels are shared)\n",
             Visible(&plan.device_extras.join(", "))
         ));
+    }
+    if detail == Detail::Choice {
+        return s;
     }
     if detail == Detail::Summary {
         s.push_str(&format!(

@@ -104,7 +104,7 @@ pub(super) fn current(
         return Current::Build(Rebuild::default());
     }
     let t = Instant::now();
-    let verdict = up_to_date(plan, input, &env_path, early);
+    let verdict = up_to_date(plan, &input.name, input.installer, &env_path, early);
     timings.insert("verify", t);
     match verdict {
         Ok(v) => Current::UpToDate(Box::new(v)),
@@ -123,9 +123,10 @@ pub(super) fn current(
 
 /// Whether the env at `env` is what this plan would build (see
 /// `envs::current`); `Err` says what differs.
-fn up_to_date(
+pub(super) fn up_to_date(
     plan: &Plan,
-    input: &InstallInput,
+    name: &str,
+    tool: installer::Choice,
     env: &Path,
     early: Option<envs::current::Contents>,
 ) -> std::result::Result<envs::current::Verified, envs::current::Stale> {
@@ -138,7 +139,7 @@ fn up_to_date(
             changed_in_place: None,
         })?;
     let want = envs::current::Wanted {
-        name: &input.name,
+        name,
         profile: &plan.profile,
         lock_sha256: plan.lock_sha256,
         wheels: plan
@@ -156,7 +157,7 @@ fn up_to_date(
         env_vars: &plan.env_vars,
         python,
         python_version: &plan.python.version,
-        installer: match input.installer {
+        installer: match tool {
             installer::Choice::Auto => None,
             installer::Choice::Uv => Some("uv"),
             installer::Choice::Pip => Some("pip"),

@@ -177,6 +177,110 @@ fn a_small_carveout_apu_gets_a_ttm_limit_in_modprobe_d() {
     assert_eq!(status_of(&v, "apu.small-vram"), "pending", "{v}");
     fix(&m, &["--undo"]);
     assert!(!m.join("etc/modprobe.d/greta-ttm.conf").exists());
+    // The directory the fix made for it goes too (the tree had none).
+    assert!(!m.join("etc/modprobe.d").exists());
+}
+
+/// `--undo` removes the directories its fix created only while they are
+/// empty: a file someone put there since keeps its directory.
+#[test]
+fn undo_removes_the_directories_the_fix_made_unless_something_else_is_there() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_t, m) = machine();
+    let nodes = "/dev/kfd c 0600 0 0\n/dev/dri/renderD128 c 0660 0 44\n";
+    std::fs::write(m.join(".greta/dev-nodes"), nodes).unwrap();
+    let (code, _, err) = fix(&m, &["--yes"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(m.join("etc/udev/rules.d/70-greta-gpu.rules").is_file());
+    let (code, _, err) = fix(&m, &["--undo"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        !m.join("etc/udev").exists(),
+        "etc/udev and its rules.d stay"
+    );
+
+    std::fs::write(m.join(".greta/dev-nodes"), nodes).unwrap();
+    let (code, _, err) = fix(&m, &["--yes"]);
+    assert_eq!(code, Some(0), "{err}");
+    let theirs = m.join("etc/udev/rules.d/99-theirs.rules");
+    std::fs::write(&theirs, "# someone else's\n").unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (code, _, err) = fix(&m, &["--undo"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!m.join("etc/udev/rules.d/70-greta-gpu.rules").exists());
+    assert_eq!(
+        std::fs::read_to_string(&theirs).unwrap(),
+        "# someone else's\n"
+    );
+}
+
+/// A file the fix rewrites keeps its mode: a 0600 shell profile stays
+/// 0600 (written 0644 it would be readable by every user), and so does
+/// the undo's rewrite.
+#[test]
+fn a_0600_file_rewritten_by_the_fix_stays_0600() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_t, m) = machine();
+    let bashrc = m.join("home/ann/.bashrc");
+    std::fs::write(&bashrc, "export HSA_OVERRIDE_GFX_VERSION=11.0.0\n").unwrap();
+    std::fs::set_permissions(&bashrc, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    let (code, _, err) = fix(&m, &["--yes"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(std::fs::read_to_string(&bashrc)
+        .unwrap()
+        .starts_with("# greta doctor --fix: "));
+    assert_eq!(mode(&bashrc), 0o600);
+    let (code, _, err) = fix(&m, &["--undo"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&bashrc).unwrap(),
+        "export HSA_OVERRIDE_GFX_VERSION=11.0.0\n"
+    );
+    assert_eq!(mode(&bashrc), 0o600);
+    // /etc/group, 0644 in the tree, stays 0644 (read by every user).
+    assert_eq!(mode(&m.join("etc/group")), 0o644);
+}
+
+/// A file changed by its user after the fix: `--undo` refuses (exit 2),
+/// says which file and that the record is kept, and changes nothing: the
+/// user's edit stays, and an undo after they put it back still works.
+#[test]
+fn undo_after_the_user_changed_the_file_refuses_and_keeps_their_change() {
+    let (_t, m) = machine();
+    let bashrc = m.join("home/ann/.bashrc");
+    std::fs::write(&bashrc, "export HSA_OVERRIDE_GFX_VERSION=11.0.0\n").unwrap();
+    let (code, _, err) = fix(&m, &["--yes"]);
+    assert_eq!(code, Some(0), "{err}");
+    let fixed = std::fs::read_to_string(&bashrc).unwrap();
+    let theirs = format!("{fixed}alias ll='ls -l'\n");
+    std::fs::write(&bashrc, &theirs).unwrap();
+    let group = std::fs::read(m.join("etc/group")).unwrap();
+
+    let (code, _, err) = fix(&m, &["--undo"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("/home/ann/.bashrc was changed since the fix wrote it")
+            && err.contains("nothing was undone")
+            && err.contains("kept"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), theirs);
+    assert_eq!(std::fs::read(m.join("etc/group")).unwrap(), group);
+
+    // Put back as the fix left it: the undo goes through.
+    std::fs::write(&bashrc, &fixed).unwrap();
+    let (code, v, err) = fix(&m, &["--undo"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(v["outcome"], "undone");
+    assert_eq!(
+        std::fs::read_to_string(&bashrc).unwrap(),
+        "export HSA_OVERRIDE_GFX_VERSION=11.0.0\n"
+    );
+    assert_eq!(
+        std::fs::read(m.join("etc/group")).unwrap(),
+        std::fs::read(phoenix().join("etc/group")).unwrap()
+    );
 }
 
 #[test]

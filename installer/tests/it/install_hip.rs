@@ -37,6 +37,7 @@ fn rocm_install(
     let mut args = vec![
         "install",
         "--reinstall",
+        "--yes",
         "--profile",
         "rocm6.4",
         "--name",

@@ -191,3 +191,47 @@ fn history_charts_each_gate_marks_version_changes_and_keeps_numbers() {
     );
     assert!(empty.contains("No greta.smoke/v1 result") && empty.contains("x.json"));
 }
+
+/// A frameworks run (its devices torch and jax in one interpreter) at `t`
+/// with `python` and torch `version`.
+fn frameworks_run_at(t: &str, python: &str, version: &str) -> Run {
+    let mut r = sample(2);
+    r.started_at = t.into();
+    r.backend_requested = "frameworks".into();
+    for d in &mut r.devices {
+        d.device.uuid = None;
+        d.device.driver_name = "cpu".into();
+        d.device.driver_info = format!("torch {version}");
+        d.device.driver_version = version.into();
+        d.notes = vec![format!("python {python} (3.11.2)")];
+    }
+    Run::from_report(r)
+}
+
+/// Runs of the frameworks profile against two interpreters (each with its
+/// own torch) are two series, not a driver change; a torch upgrade in one
+/// interpreter is one.
+#[test]
+fn frameworks_runs_against_another_interpreter_are_no_driver_change() {
+    let runs = vec![
+        frameworks_run_at("2026-11-20T10:00:00Z", "/usr/bin/python3", "2.4.0"),
+        frameworks_run_at("2026-11-21T10:00:00Z", "/envs/cpu/bin/python", "2.5.1"),
+        frameworks_run_at("2026-11-22T10:00:00Z", "/usr/bin/python3", "2.4.0"),
+    ];
+    let h = render_history(&runs, &[], "/results");
+    assert!(!h.contains("driver cpu"), "{h}");
+    assert!(h.contains("(python /usr/bin/python3 (3.11.2))"), "{h}");
+    assert!(h.contains("(python /envs/cpu/bin/python (3.11.2))"), "{h}");
+
+    let mut upgraded = runs.clone();
+    upgraded.push(frameworks_run_at(
+        "2026-11-23T10:00:00Z",
+        "/envs/cpu/bin/python",
+        "2.6.0",
+    ));
+    let h = render_history(&upgraded, &[], "/results");
+    assert!(
+        h.contains("driver cpu torch 2.5.1 2.5.1 -&gt; cpu torch 2.6.0 2.6.0"),
+        "{h}"
+    );
+}

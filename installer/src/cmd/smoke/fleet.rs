@@ -44,7 +44,7 @@ impl Fleet {
         if self.oneline {
             println!("{}", oneline::unknown(why));
         } else if self.prom.is_some() {
-            eprintln!("greta smoke: {why}");
+            crate::errln!("greta smoke: {why}");
         }
     }
 
@@ -56,7 +56,7 @@ impl Fleet {
             let text =
                 prom::render_undecided(self.profile.as_str(), self.started.elapsed().as_secs_f64());
             if let Err(e) = output::write(p, text.as_bytes(), Purpose::Textfile) {
-                eprintln!("greta smoke: could not write --prom {e}");
+                crate::errln!("greta smoke: could not write --prom {e}");
             }
         }
         Exit::Undecided
@@ -69,7 +69,7 @@ impl Fleet {
         if let Some(p) = &self.prom {
             let text = prom::render(&outcome.report);
             if let Err(e) = output::write(p, text.as_bytes(), Purpose::Textfile) {
-                eprintln!("greta smoke: could not write --prom {e}");
+                crate::errln!("greta smoke: could not write --prom {e}");
                 self.prom_failed.set(true);
             }
         }
@@ -84,10 +84,10 @@ impl Fleet {
         });
         eprint!("{table}");
         if let Some(w) = &outcome.written {
-            eprintln!("results: {} (csv: {})", w.json.display(), w.csv.display());
+            crate::errln!("results: {} (csv: {})", w.json.display(), w.csv.display());
         }
         if let Some(e) = &outcome.write_error {
-            eprintln!("greta smoke: could not write results: {e}");
+            crate::errln!("greta smoke: could not write results: {e}");
         }
         let line = match (prom_failed, &outcome.write_error) {
             (true, _) => oneline::unknown("could not write the --prom textfile"),

@@ -8,7 +8,7 @@ use super::{fleet::Fleet, Args};
 use crate::envs::{EnvRoot, Receipt};
 use crate::exit::Exit;
 use greta_frameworks::{self as frameworks, judge::GpuWant, judge::Vendor, report, session};
-use greta_smoke::{BackendChoice, DeviceChoice, Outcome};
+use greta_smoke::Outcome;
 use greta_vocab::Backend;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -88,7 +88,7 @@ fn default_target() -> anyhow::Result<Result<Target, String>> {
             })
         }
         DefaultTarget::OnlyEnv(name) => {
-            eprintln!("greta smoke: frameworks: no env is active; checking greta's only env, {name} (--env NAME or --python PATH to choose)");
+            crate::errln!("greta smoke: frameworks: no env is active; checking greta's only env, {name} (--env NAME or --python PATH to choose)");
             greta_env(&root, &name)
         }
         DefaultTarget::Choose(names) => Err(format!(
@@ -98,7 +98,7 @@ fn default_target() -> anyhow::Result<Result<Target, String>> {
         )),
         DefaultTarget::Python3 => match which::which("python3") {
             Ok(p) => {
-                eprintln!("greta smoke: frameworks: no env is active and greta has made none; checking {} (`greta install` makes an env; --python PATH picks another interpreter)", p.display());
+                crate::errln!("greta smoke: frameworks: no env is active and greta has made none; checking {} (`greta install` makes an env; --python PATH picks another interpreter)", p.display());
                 Ok(Target {
                     label: format!("python {}", p.display()),
                     python: p,
@@ -113,52 +113,9 @@ fn default_target() -> anyhow::Result<Result<Target, String>> {
     })
 }
 
-/// Kernel-gate flags this profile has no use for: given, they are refused
-/// (exit 2), never silently ignored.
-fn refused_flags(args: &Args) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    if !args.gates.is_empty() {
-        out.push(
-            "--gate (it selects kernel gates; the frameworks profile runs every framework gate)",
-        );
-    }
-    if args.device != DeviceChoice::default() {
-        out.push("--device (the frameworks choose their own device)");
-    }
-    if args.backend != BackendChoice::Auto {
-        out.push("--backend (each framework runs on its own runtime)");
-    }
-    if args.baseline.is_some() {
-        out.push("--baseline (the framework gates have no rate floors)");
-    }
-    if args.floor_fraction != greta_smoke::DEFAULT_FLOOR_FRACTION {
-        out.push("--floor-fraction (the framework gates have no rate floors)");
-    }
-    if args.peer_fraction != greta_smoke::DEFAULT_PEER_FRACTION {
-        out.push("--peer-fraction (the frameworks run on one device)");
-    }
-    if args.deny_list.is_some() {
-        out.push("--deny-list (it lists kernel gates)");
-    }
-    if args.tune {
-        out.push("--tune (it tunes greta's own kernels)");
-    }
-    if args.compile_only {
-        out.push("--compile-only (it compiles greta's own kernels)");
-    }
-    if !args.inject.is_empty() {
-        out.push("--inject (its faults are the kernel gates')");
-    }
-    out
-}
-
 pub fn run(args: &Args, fleet: &Fleet) -> anyhow::Result<Exit> {
-    let refused = refused_flags(args);
-    if !refused.is_empty() {
-        return Ok(usage(
-            fleet,
-            format!("--profile frameworks does not take {}", refused.join(", ")),
-        ));
+    if let Some(refused) = super::refused::refused(args, super::refused::Mode::Frameworks) {
+        return Ok(usage(fleet, refused));
     }
     if let Err(e) = super::check_outputs(args, fleet) {
         return Ok(e);
@@ -174,7 +131,7 @@ pub fn run(args: &Args, fleet: &Fleet) -> anyhow::Result<Exit> {
     let started = Instant::now();
     let started_at = greta_smoke::results::now_rfc3339();
     let request = request(args, &target, python.clone());
-    eprintln!(
+    crate::errln!(
         "greta smoke: frameworks: {} ({}); a GPU is {}",
         python.display(),
         request.expect.label,
@@ -188,7 +145,7 @@ pub fn run(args: &Args, fleet: &Fleet) -> anyhow::Result<Exit> {
         Ok(c) => c,
         Err(e) => {
             let why = format!("could not run: {e:#}");
-            eprintln!("greta smoke: {why}");
+            crate::errln!("greta smoke: {why}");
             return Ok(fleet.undecided(&why));
         }
     };
@@ -217,7 +174,9 @@ pub fn run(args: &Args, fleet: &Fleet) -> anyhow::Result<Exit> {
                 Err(e) => (None, Some(format!("{e:#}"))),
             },
             None => {
-                eprintln!("greta smoke: no HOME or XDG_DATA_HOME: results not written (use --out)");
+                crate::errln!(
+                    "greta smoke: no HOME or XDG_DATA_HOME: results not written (use --out)"
+                );
                 (None, None)
             }
         }
@@ -238,7 +197,7 @@ fn usage(fleet: &Fleet, msg: impl std::fmt::Display) -> Exit {
     // --oneline prints UNKNOWN on stdout, --prom alone says it on stderr
     // itself: the reason is printed once.
     if fleet.oneline || fleet.prom.is_none() {
-        eprintln!("greta smoke: {why}");
+        crate::errln!("greta smoke: {why}");
     }
     fleet.undecided(&why)
 }
@@ -327,25 +286,25 @@ fn say_undecided(checked: &frameworks::Checked, python: &Path) {
     use greta_vocab::{Visible, VisibleLines};
     // Evidence and the stderr tail quote what the env's Python printed.
     for f in &checked.judged.findings {
-        eprintln!(
+        crate::errln!(
             "✗ {} [{}] {}",
             f.severity,
             Visible(&f.id),
             Visible(&f.title)
         );
         for e in &f.evidence {
-            eprintln!("    {}", VisibleLines(e));
+            crate::errln!("    {}", VisibleLines(e));
         }
     }
     let tail = frameworks::tail(&checked.stderr, 2000);
     if !tail.is_empty() {
-        eprintln!(
+        crate::errln!(
             "stderr of {}:\n{}",
             Visible(&python.display().to_string()),
             VisibleLines(tail)
         );
     }
-    eprintln!("greta smoke: could not run the framework gates");
+    crate::errln!("greta smoke: could not run the framework gates");
 }
 
 #[cfg(test)]

@@ -1,0 +1,173 @@
+//! What `greta install` says before it fetches anything, against the real
+//! loopback server: `--dry-run` on an env that is already up to date says
+//! so and lists nothing to fetch; a ROCm profile on a machine with no AMD
+//! GPU asks before its device gates are run (and needs `--yes` when
+//! nobody can answer); a server that cannot be reached fails the install
+//! before a single wheel is fetched from the others, and says what to do.
+
+use crate::support;
+use crate::support::{stderr, text, Harness};
+
+#[test]
+fn dry_run_on_an_up_to_date_env_says_so_and_lists_nothing_to_fetch() {
+    support::require_uv();
+    let h = Harness::new(20_000);
+    // No env yet: the wheels to fetch, each named.
+    let o = h.install_plain(&["--installer", "uv", "--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(&h.wheel("torch").filename), "{out}");
+    assert!(out.contains("(env would be cpu)"), "{out}");
+
+    let o = h.install_plain(&["--installer", "uv"]);
+    assert!(o.status.success(), "{}", text(&o));
+    h.server.clear_log();
+    let o = h.install_plain(&["--installer", "uv", "--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("dry run: env cpu is up to date (3 wheels, ")
+            && out.contains("nothing to fetch or build (--reinstall rebuilds it)"),
+        "{out}"
+    );
+    let activate = format!(
+        "activate with: . {}/greta-activate",
+        h.env_dir("cpu").display()
+    );
+    assert!(out.contains(&activate), "{out}");
+    for w in &h.wheels {
+        assert!(!out.contains(&w.filename), "{} listed: {out}", w.filename);
+    }
+    assert!(!out.contains("KiB"), "a download size: {out}");
+    assert!(h.server.log().is_empty(), "{:?}", h.server.log());
+
+    // A lockfile that changed under the env: it would be rebuilt, and why.
+    let torch2 = support::wheel::torch("2.5.2", None, None, 20_000);
+    h.server
+        .add_wheel("torch", &torch2.filename, torch2.bytes.clone());
+    std::fs::write(
+        h.lock_dir().join("pylock.cpu.toml"),
+        h.pylock_for(&[&torch2, h.wheel("triton"), h.wheel("jax")]),
+    )
+    .unwrap();
+    let o = h.install_plain(&["--installer", "uv", "--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("(env cpu would be rebuilt: "), "{out}");
+    assert!(out.contains(&torch2.filename), "{out}");
+}
+
+/// `greta install --profile rocm6.4` here (no AMD GPU), the device gates on.
+fn rocm_install(h: &Harness, extra: &[&str]) -> std::process::Output {
+    let py = support::python();
+    let mut args = vec![
+        "install",
+        "--reinstall",
+        "--profile",
+        "rocm6.4",
+        "--name",
+        "rocm",
+        "--python",
+        py.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    h.cmd(&args).output().unwrap()
+}
+
+#[test]
+fn a_rocm_profile_without_an_amd_gpu_needs_yes_when_nobody_can_answer() {
+    let h = crate::install_hip::rocm_harness();
+    // A wheel of the rocm6.4 lock, served by the loopback server.
+    let triton = h.wheel("triton").filename.clone();
+    // stdin is not a terminal: exit 2 before anything is fetched, saying
+    // why and which flag answers.
+    for extra in [&[][..], &["--json"]] {
+        let o = rocm_install(&h, extra);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("profile rocm6.4 is for AMD GPUs and this machine has none")
+                && e.contains("cannot pass here")
+                && e.contains("give --yes"),
+            "{e}"
+        );
+        assert!(h.server.hits(&triton).is_empty(), "fetched: {e}");
+        assert!(!h.env_dir("rocm").exists());
+        if !extra.is_empty() {
+            let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert!(
+                j["error"].as_str().unwrap_or("").contains("give --yes"),
+                "{j}"
+            );
+        }
+    }
+    // The dry run says it too, and asks nothing.
+    let o = rocm_install(&h, &["--dry-run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("! profile rocm6.4 is for AMD GPUs"),
+        "{}",
+        text(&o)
+    );
+    // Without the device gates there is nothing to ask: the env is for
+    // another machine (the install goes on to fetch).
+    let o = rocm_install(&h, &["--no-smoke", "--json"]);
+    assert!(!stderr(&o).contains("give --yes"), "{}", text(&o));
+    assert!(!h.server.hits(&triton).is_empty(), "{}", text(&o));
+}
+
+/// The lock's torch lives on a server that refuses connections, the rest
+/// on the live one: the install fails before any wheel is fetched from
+/// the live one, names the dead server and suggests `--index-url` and a
+/// bundle; nothing is left in the cache.
+#[test]
+fn an_unreachable_server_fails_before_any_wheel_is_fetched() {
+    let h = Harness::new(20_000);
+    // A port nothing listens on: bound, then closed.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let torch = h.wheel("torch");
+    let live = h.server.file_url(&torch.filename);
+    let lock = h
+        .pylock_text()
+        .replace(&live, &live.replace(&h.server.base(), &dead));
+    assert_ne!(lock, h.pylock_text());
+    std::fs::write(h.lock_dir().join("pylock.cpu.toml"), lock).unwrap();
+    let o = h.install(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&format!("{dead} cannot be reached"))
+            && e.contains("1 wheel to fetch comes from it")
+            && e.contains("--index-url URL")
+            && e.contains("greta bundle")
+            && e.contains("--bundle DIR"),
+        "{e}"
+    );
+    for w in &h.wheels {
+        assert!(
+            h.server.hits(&w.filename).is_empty(),
+            "{} fetched",
+            w.filename
+        );
+    }
+    assert!(h.cached_wheels().is_empty(), "{:?}", h.cached_wheels());
+
+    // A dead --index-url fails as early, and says what to do.
+    let o = h.install(&["--index-url", &format!("{dead}/simple")]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("the index cannot be reached") && e.contains("greta bundle"),
+        "{e}"
+    );
+    for w in &h.wheels {
+        assert!(
+            h.server.hits(&w.filename).is_empty(),
+            "{} fetched",
+            w.filename
+        );
+    }
+}
