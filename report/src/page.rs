@@ -4,7 +4,7 @@
 
 use crate::bars;
 use crate::grid;
-use crate::html::{esc, exact, num, page, ratio};
+use crate::html::{cut, esc, exact, label, num, page, ratio};
 use crate::load::{Run, Skipped};
 use crate::node::Node;
 use greta_smoke::results::{DeviceRun, GateStatus, Report, RunStatus};
@@ -73,6 +73,7 @@ pub fn render_runs(runs: &[Run], skipped: &[Skipped]) -> String {
         ),
         _ => format!("greta smoke: {} runs", runs.len()),
     };
+    let title = cut(&title).into_owned();
     let _ = write!(
         b,
         "<h1>{}</h1><p class=\"meta\">greta report {}: every number in the drawings is also in the tables below them. \
@@ -101,12 +102,12 @@ fn run_section(b: &mut String, run: &Run, anchor: &str) {
         b,
         "<section class=\"run\" data-status=\"{}\" data-started-at=\"{}\"><h2>{} {} on {} device{}, {}</h2>",
         verdict(r.status),
-        esc(&r.started_at),
+        label(&r.started_at),
         badge(r.status),
-        esc(&r.profile),
+        label(&r.profile),
         r.devices.len(),
         if r.devices.len() == 1 { "" } else { "s" },
-        esc(&when(&r.started_at))
+        label(&when(&r.started_at))
     );
     let count = |s: GateStatus| {
         r.devices
@@ -123,10 +124,10 @@ fn run_section(b: &mut String, run: &Run, anchor: &str) {
         count(GateStatus::Fail),
         count(GateStatus::Skip),
         r.wall_s,
-        esc(&r.greta_version),
-        esc(r.host.hostname.as_deref().unwrap_or("?")),
-        esc(r.host.os.as_deref().unwrap_or("?")),
-        esc(&r.backend_requested),
+        label(&r.greta_version),
+        label(r.host.hostname.as_deref().unwrap_or("?")),
+        label(r.host.os.as_deref().unwrap_or("?")),
+        label(&r.backend_requested),
         r.settings.seed,
         run.path
             .as_ref()
@@ -176,12 +177,12 @@ fn device_section(b: &mut String, node: &Node<'_>, di: usize, d: &DeviceRun, anc
         d.index,
         badge(d.status),
         d.index,
-        esc(&info.name),
-        esc(&d.backend),
-        esc(&info.driver_name),
-        esc(&info.driver_info),
-        esc(&info.driver_version),
-        esc(&info.api_version),
+        label(&info.name),
+        label(&d.backend),
+        label(&info.driver_name),
+        label(&info.driver_info),
+        label(&info.driver_version),
+        label(&info.api_version),
         esc(info.device_type.short_name()),
         info.uuid.map(|u| format!(", uuid {u}")).unwrap_or_default()
     );
@@ -218,9 +219,9 @@ fn device_section(b: &mut String, node: &Node<'_>, di: usize, d: &DeviceRun, anc
              <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"reason\">{}</td></tr>",
             g.status.as_str(),
             d.index,
-            esc(&g.id),
+            label(&g.id),
             esc(&bars::describe(g)),
-            esc(&g.id),
+            label(&g.id),
             g.status.as_str().to_uppercase(),
             rate.map(|v| format!(" data-rate=\"{}\"", exact(v))).unwrap_or_default(),
             cell(rate, num),
@@ -392,6 +393,33 @@ mod tests {
             own3.contains("11220 gate ids on 1020 devices") && own3.contains("left out"),
             "the page says why the grid is left out"
         );
+    }
+
+    /// Text of a result drawn where it repeats (a gate id in every cell
+    /// of its grid row, a device name, a reason in each of a gate's hover
+    /// texts) is cut; text drawn once (the reason's table cell) is whole.
+    /// The grid used to write a gate id into each other device's "not run"
+    /// cell: a 6 MB id on one of 250 devices asked for a 1.5 GB page.
+    #[test]
+    fn a_huge_name_is_drawn_whole_once_at_most() {
+        use crate::html::label;
+        let mut r = sample(200);
+        let huge = "<x'&".repeat(1 << 16);
+        r.devices[11].gates[0].id = huge.clone();
+        r.devices[3].device.name = huge.clone();
+        r.devices[5].gates[1].reason = Some(huge.clone());
+        let json = r.to_json();
+        let run = Run::parse(json.as_bytes(), None).unwrap();
+        let page = render_runs(&[run], &[]);
+        assert!(
+            page.len() < 8 * json.len(),
+            "{} bytes of page from {} bytes of result",
+            page.len(),
+            json.len()
+        );
+        assert_eq!(page.matches(&esc(&huge)).count(), 1, "the reason, once");
+        assert!(page.contains(&label(&huge)) && label(&huge).len() < 2048);
+        assert!(page.ends_with("</html>\n"));
     }
 
     /// A file of more devices than any node has is refused, with the count.
