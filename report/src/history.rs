@@ -430,7 +430,7 @@ fn render(h: &History) -> String {
         }
         numbers_table(&mut b, id, &series, &labels, timed, s);
     }
-    page("greta smoke history", &b)
+    page("greta smoke history", &[&b])
 }
 
 fn chart(

@@ -126,19 +126,25 @@ const JS: &str = r#"
 })();
 "#;
 
-/// The page around `body`.
-pub fn page(title: &str, body: &str) -> String {
-    let mut o = String::with_capacity(body.len() + 4096);
+/// The page around `body`, whose parts are written in order (a page of
+/// many runs is not copied whole to be wrapped).
+pub fn page(title: &str, body: &[&str]) -> String {
+    let len: usize = body.iter().map(|p| p.len()).sum();
+    let mut o = String::with_capacity(len + CSS.len() + JS.len() + 1024);
     let css = CSS.replace("FAILC", FAIL).replace("PASSC", PASS);
     let _ = write!(
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
          <meta name=\"generator\" content=\"greta report {}\">\
-         <title>{}</title><style>{css}</style></head>\n<body>\n{body}\n<script>{JS}</script>\n</body></html>\n",
+         <title>{}</title><style>{css}</style></head>\n<body>\n",
         env!("CARGO_PKG_VERSION"),
         esc(title)
     );
+    for p in body {
+        o.push_str(p);
+    }
+    let _ = write!(o, "\n<script>{JS}</script>\n</body></html>\n");
     o
 }
 
