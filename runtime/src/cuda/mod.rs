@@ -60,9 +60,9 @@ pub struct Cuda {
 impl Cuda {
     /// Opens libcuda: `$GRETA_CUDA_LIB` (a file), else the loader's names.
     pub fn open() -> Result<Cuda, GpuError> {
-        let explicit = std::env::var_os(EnvVars::GRETA_CUDA_LIB)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from);
+        let explicit = greta_vocab::Setting::text_path(EnvVars::GRETA_CUDA_LIB)
+            .map_err(GpuError::LibraryMissing)?
+            .map(|s| s.value);
         let mut why = "the dynamic loader's search path".to_string();
         if let Some(p) = &explicit {
             preload(p).map_err(|e| {
@@ -521,7 +521,8 @@ impl Driver for Cuda {
     }
 
     fn compiler_for(&self, dev: &GpuDevice) -> Result<CompilerChoice, GpuError> {
-        let library = nvrtc::locate(&nvrtc::candidates(&crate::hip::SearchEnv::live().env_roots))
+        let library = nvrtc::candidates(&crate::hip::SearchEnv::live().env_roots)
+            .and_then(|c| nvrtc::locate(&c))
             .map_err(GpuError::Compile)?;
         // SAFETY: opening the library locate() just validated.
         let version = unsafe { libloading::Library::new(&library.path) }
