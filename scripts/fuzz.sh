@@ -40,9 +40,11 @@ for t in "${TARGETS[@]}"; do
   out="fuzz/out/$t"
   mkdir -p fuzz/out
   rm -rf "$out"
+  # (No comment may sit inside this command: after a line continuation it
+  # ends the command there, and the AFL_* settings never reached afl-fuzz.)
+  # shellcheck disable=SC2086 # the limits are words
   AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_NO_AFFINITY=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
     AFL_SKIP_CRASHES=1 AFL_QUIET=1 \
-    # shellcheck disable=SC2086 # the limits are words
     cargo afl fuzz -V "$SECS" ${LIMITS[$t]:--t 5000} -i "fuzz/corpus/$t" -o "$out" "fuzz/target/release/$t" \
     >"fuzz/out/$t.log" 2>&1 || { echo "fuzz.sh: afl-fuzz failed for $t (fuzz/out/$t.log)" >&2; tail -20 "fuzz/out/$t.log" >&2; status=1; continue; }
   stats="$out/default/fuzzer_stats"

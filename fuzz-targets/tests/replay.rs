@@ -2,15 +2,18 @@
 //! seed corpus (the repository's real fixtures and every saved regression
 //! input), then runs blind mutations of those seeds for a fixed time
 //! (`GRETA_FUZZ_SECS`, default 15 s per target). The mutator is seeded:
-//! the seed is printed, and `GRETA_FUZZ_SEED=N` replays a run. A panic or an
-//! input that runs past the hang limit fails the test and leaves the input
-//! in `target/tmp/fuzz-failures/`, to be added to `fuzz/regressions/TARGET/`
-//! beside the fix. Coverage-guided runs (AFL++, `scripts/fuzz.sh`) use the
+//! the seed is printed, and `GRETA_FUZZ_SEED=N` replays a run. A panic, an
+//! input that runs past the hang limit, or one that asks for more than
+//! 1 GiB at once fails the test (the last two end the process) and leaves
+//! the input in `target/tmp/fuzz-failures/`, named on stderr, to be added
+//! to `fuzz/regressions/TARGET/` beside the fix. Coverage-guided runs (AFL++, `scripts/fuzz.sh`) use the
 //! same target functions; docs/reliability.md has both.
 use greta_fuzz_targets::{run, seeds, Scratch};
 use greta_vocab::EnvVars;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use std::cell::Cell;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -31,6 +34,7 @@ struct Capped;
 unsafe impl std::alloc::GlobalAlloc for Capped {
     unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
         if l.size() > MAX_ALLOC {
+            over_cap(l.size());
             return std::ptr::null_mut();
         }
         // SAFETY: the caller's layout, as GlobalAlloc requires.
@@ -42,6 +46,7 @@ unsafe impl std::alloc::GlobalAlloc for Capped {
     }
     unsafe fn alloc_zeroed(&self, l: std::alloc::Layout) -> *mut u8 {
         if l.size() > MAX_ALLOC {
+            over_cap(l.size());
             return std::ptr::null_mut();
         }
         // SAFETY: the caller's layout, as GlobalAlloc requires.
@@ -49,6 +54,7 @@ unsafe impl std::alloc::GlobalAlloc for Capped {
     }
     unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, new: usize) -> *mut u8 {
         if new > MAX_ALLOC {
+            over_cap(new);
             return std::ptr::null_mut();
         }
         // SAFETY: the caller's pointer and layout, as GlobalAlloc requires.
@@ -58,6 +64,54 @@ unsafe impl std::alloc::GlobalAlloc for Capped {
 
 #[global_allocator]
 static ALLOC: Capped = Capped;
+
+/// Every target's watch, for the allocator: a refused request usually ends
+/// the process ("memory allocation of N bytes failed", then an abort that
+/// no test can catch), so the input that asked is saved first.
+static WATCHES: Mutex<Vec<Arc<Watch>>> = Mutex::new(Vec::new());
+
+thread_local! {
+    /// The watch of the target this thread drives; null on every other
+    /// thread (a target's own worker threads among them). A raw pointer in
+    /// a `Cell`: no destructor, no allocation, so the allocator may read it.
+    static DRIVING: Cell<*const Watch> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Called by the allocator when a request of `size` bytes is refused:
+/// saves the input that asked and says so on the real stderr (the test
+/// harness's capture is lost when the process aborts). A request from a
+/// thread that drives no target (a target's worker thread) saves every
+/// input running at that moment. Saving allocates a little, under the cap.
+fn over_cap(size: usize) {
+    // One report at a time (another thread's waits); none from inside one.
+    static REPORTING: Mutex<()> = Mutex::new(());
+    thread_local! {
+        static INSIDE: Cell<bool> = const { Cell::new(false) };
+    }
+    if INSIDE.try_with(|i| i.replace(true)).unwrap_or(true) {
+        return;
+    }
+    let _one = REPORTING.lock().unwrap_or_else(|e| e.into_inner());
+    let mine = DRIVING.try_with(Cell::get).unwrap_or(std::ptr::null());
+    let mut err = std::io::stderr();
+    if mine.is_null() {
+        let all: Vec<Arc<Watch>> = WATCHES.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let _ = writeln!(
+            err,
+            "a thread that drives no target asked for {size} bytes (over the {MAX_ALLOC}-byte \
+             cap); saving every input running now"
+        );
+        for w in &all {
+            w.save_running("alloc", size);
+        }
+    } else {
+        // SAFETY: `exec` sets the pointer from a live `&Watch` for the
+        // length of one run on this thread and clears it after.
+        unsafe { &*mine }.save_running("alloc", size);
+    }
+    let _ = INSIDE.try_with(|i| i.set(false));
+}
+
 /// Mutants never grow past this.
 const MAX_INPUT: usize = 1 << 20;
 
@@ -95,36 +149,92 @@ fn rng_seed(target: &str) -> u64 {
 }
 
 /// Saves a failing input and returns where.
-fn save(target: &str, tag: &str, data: &[u8]) -> PathBuf {
+fn save(target: &str, tag: &str, data: &[u8]) -> std::io::Result<PathBuf> {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures");
-    std::fs::create_dir_all(&dir).expect("failure directory");
+    std::fs::create_dir_all(&dir)?;
     let p = dir.join(format!("{target}-{tag}"));
-    std::fs::write(&p, data).expect("failure file");
-    p
+    std::fs::write(&p, data)?;
+    Ok(p)
 }
 
-/// The input now running and since when, watched by a thread that aborts
-/// the process (after saving the input) when one runs past [`HANG`]: a
-/// hung target cannot be stopped from inside.
+/// How to replay a saved input.
+fn replay_hint(target: &str) -> String {
+    format!(
+        "Replay: add it to fuzz/regressions/{target}/ and run `cargo test -p greta-fuzz-targets`"
+    )
+}
+
+/// The input a target runs now: its name and since when.
+struct Running {
+    since: Instant,
+    tag: String,
+    data: Vec<u8>,
+}
+
+/// One target's input now running, watched by a thread that aborts the
+/// process (after saving the input) when one runs past [`HANG`] (a hung
+/// target cannot be stopped from inside), and by the allocator, which
+/// saves it when it asks for more than [`MAX_ALLOC`].
 struct Watch {
-    state: Mutex<Option<(Instant, Vec<u8>)>>,
+    target: &'static str,
+    state: Mutex<Option<Running>>,
     changed: Condvar,
 }
 
-fn watchdog(target: &'static str, watch: Arc<Watch>) {
+impl Watch {
+    /// A watch the allocator can find (see [`over_cap`]).
+    fn new(target: &'static str) -> Arc<Watch> {
+        let w = Arc::new(Watch {
+            target,
+            state: Mutex::new(None),
+            changed: Condvar::new(),
+        });
+        WATCHES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(w.clone());
+        w
+    }
+
+    /// Saves the input now running, if any, as `TAG-why`, and says so on
+    /// the real stderr: what follows (an abort) ends the process and
+    /// everything the test harness captured. Never panics (the allocator
+    /// calls it).
+    fn save_running(&self, why: &str, size: usize) {
+        let g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(r) = &*g else {
+            return;
+        };
+        Self::report(self.target, r, why, size);
+    }
+
+    fn report(target: &str, r: &Running, why: &str, size: usize) {
+        let what = match why {
+            "hang" => format!("ran past {HANG:?}"),
+            _ => format!("asked for {size} bytes at once (the cap is {MAX_ALLOC})"),
+        };
+        let saved = match save(target, &format!("{}-{why}", r.tag), &r.data) {
+            Ok(p) => format!("saved as {}. {}", p.display(), replay_hint(target)),
+            Err(e) => format!("could not be saved ({e}); its tag replays it"),
+        };
+        let _ = writeln!(
+            std::io::stderr(),
+            "{target}: input {} {what}; {saved}",
+            r.tag
+        );
+    }
+}
+
+fn watchdog(watch: Arc<Watch>) {
     std::thread::spawn(move || {
         let mut g = watch.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             let wait = match &*g {
-                Some((t, data)) if t.elapsed() >= HANG => {
-                    let p = save(target, "hang", data);
-                    eprintln!(
-                        "{target}: an input ran past {HANG:?}; saved as {}",
-                        p.display()
-                    );
+                Some(r) if r.since.elapsed() >= HANG => {
+                    Watch::report(watch.target, r, "hang", 0);
                     std::process::abort();
                 }
-                Some((t, _)) => HANG - t.elapsed(),
+                Some(r) => HANG - r.since.elapsed(),
                 None => HANG,
             };
             g = watch
@@ -136,26 +246,27 @@ fn watchdog(target: &'static str, watch: Arc<Watch>) {
     });
 }
 
-/// Runs one input; returns how long it took.
-fn exec(
-    target: &'static str,
-    scratch: &Scratch,
-    watch: &Watch,
-    tag: &str,
-    data: &[u8],
-) -> Duration {
+/// Runs one input of `watch`'s target; returns how long it took.
+fn exec(watch: &Watch, scratch: &Scratch, tag: &str, data: &[u8]) -> Duration {
+    let target = watch.target;
     let start = Instant::now();
-    *watch.state.lock().unwrap_or_else(|e| e.into_inner()) = Some((start, data.to_vec()));
+    *watch.state.lock().unwrap_or_else(|e| e.into_inner()) = Some(Running {
+        since: start,
+        tag: tag.to_string(),
+        data: data.to_vec(),
+    });
     watch.changed.notify_all();
+    DRIVING.with(|d| d.set(watch));
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(target, scratch, data)));
+    DRIVING.with(|d| d.set(std::ptr::null()));
     let took = start.elapsed();
     *watch.state.lock().unwrap_or_else(|e| e.into_inner()) = None;
     if r.is_err() {
-        let p = save(target, tag, data);
+        let p = save(target, tag, data).expect("failure file");
         panic!(
-            "{target}: input {tag} panicked (message above); saved as {}. Replay: add it to \
-             fuzz/regressions/{target}/ and run `cargo test -p greta-fuzz-targets`",
-            p.display()
+            "{target}: input {tag} panicked (message above); saved as {}. {}",
+            p.display(),
+            replay_hint(target)
         );
     }
     took
@@ -232,11 +343,8 @@ fn fuzz(target: &'static str) {
     let corpus = seeds(target, &repo()).expect("seed corpus");
     assert!(!corpus.is_empty(), "{target}: the seed corpus is empty");
     let scratch = Scratch::new().expect("scratch directory");
-    let watch = Arc::new(Watch {
-        state: Mutex::new(None),
-        changed: Condvar::new(),
-    });
-    watchdog(target, watch.clone());
+    let watch = Watch::new(target);
+    watchdog(watch.clone());
 
     // The slowest input and its name (debug build: AFL++'s release
     // harnesses run several times faster).
@@ -247,10 +355,7 @@ fn fuzz(target: &'static str) {
         }
     };
     for (name, data) in &corpus {
-        timed(
-            exec(target, &scratch, &watch, &name.replace('/', "_"), data),
-            name,
-        );
+        timed(exec(&watch, &scratch, &name.replace('/', "_"), data), name);
     }
 
     let seed = rng_seed(target);
@@ -262,7 +367,7 @@ fn fuzz(target: &'static str) {
         let other = &corpus[rng.gen_range(0..corpus.len())].1;
         let input = mutate(&mut rng, base, other);
         let tag = format!("seed{seed}-n{n}");
-        timed(exec(target, &scratch, &watch, &tag, &input), &tag);
+        timed(exec(&watch, &scratch, &tag, &input), &tag);
         n += 1;
     }
     eprintln!(
@@ -320,18 +425,106 @@ fn lock_markers() {
 #[test]
 fn a_panicking_input_is_caught_and_saved() {
     let scratch = Scratch::new().expect("scratch directory");
-    let watch = Watch {
-        state: Mutex::new(None),
-        changed: Condvar::new(),
-    };
+    let watch = Watch::new("no_such_target");
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        exec("no_such_target", &scratch, &watch, "probe", b"x")
+        exec(&watch, &scratch, "probe", b"x")
     }));
     let msg = r.expect_err("an unknown target panics");
     let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(msg.contains("saved as"), "{msg}");
-    let saved = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures/no_such_target-probe");
+    let saved = failures().join("no_such_target-probe");
     assert_eq!(std::fs::read(saved).expect("saved input"), b"x");
+}
+
+fn failures() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz-failures")
+}
+
+/// `watch` runs `data` as `tag` on this thread until the guard drops, as
+/// `exec` sets it (without a target to run).
+fn running<'a>(watch: &'a Watch, tag: &str, data: &[u8]) -> impl Drop + 'a {
+    struct Done<'a>(&'a Watch);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            DRIVING.with(|d| d.set(std::ptr::null()));
+            *self.0.state.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+    }
+    *watch.state.lock().unwrap_or_else(|e| e.into_inner()) = Some(Running {
+        since: Instant::now(),
+        tag: tag.to_string(),
+        data: data.to_vec(),
+    });
+    DRIVING.with(|d| d.set(watch));
+    Done(watch)
+}
+
+/// A request over the cap saves the input that made it, from the thread
+/// that drives it or from a worker thread of the target.
+#[test]
+fn an_input_over_the_allocation_cap_is_saved() {
+    let watch = Watch::new("alloc_cap_probe");
+    let saved = failures().join("alloc_cap_probe-probe-alloc");
+    let _ = std::fs::remove_file(&saved);
+    let _run = running(&watch, "probe", b"asks for too much");
+    let mut v: Vec<u8> = Vec::new();
+    assert!(v.try_reserve_exact(MAX_ALLOC + 1).is_err());
+    assert_eq!(
+        std::fs::read(&saved).expect("saved input"),
+        b"asks for too much"
+    );
+    std::fs::remove_file(&saved).expect("saved input");
+    std::thread::spawn(|| {
+        let mut v: Vec<u8> = Vec::new();
+        assert!(v.try_reserve_exact(MAX_ALLOC + 1).is_err());
+    })
+    .join()
+    .expect("worker thread");
+    assert_eq!(
+        std::fs::read(&saved).expect("saved from a worker thread"),
+        b"asks for too much"
+    );
+}
+
+/// The child of [`an_abort_at_the_allocation_cap_leaves_the_input`]: an
+/// input whose request over the cap ends the process, as an unchecked
+/// `Vec::with_capacity` from an input's number does.
+#[test]
+#[ignore = "run as a child process by an_abort_at_the_allocation_cap_leaves_the_input"]
+fn child_aborting_at_the_allocation_cap() {
+    let watch = Watch::new("alloc_abort_probe");
+    let _run = running(&watch, "probe", b"ends the process");
+    let v: Vec<u8> = Vec::with_capacity(std::hint::black_box(MAX_ALLOC + 1));
+    drop(v);
+}
+
+/// The abort itself (the default out-of-memory handler) cannot be caught:
+/// a child process runs it, and its input is on disk, named on stderr.
+#[test]
+fn an_abort_at_the_allocation_cap_leaves_the_input() {
+    let saved = failures().join("alloc_abort_probe-probe-alloc");
+    let _ = std::fs::remove_file(&saved);
+    let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--ignored",
+            "--exact",
+            "child_aborting_at_the_allocation_cap",
+            "--nocapture",
+        ])
+        .output()
+        .expect("child test process");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the child did not abort: {err}");
+    assert!(
+        err.contains("alloc_abort_probe: input probe asked for 1073741825 bytes")
+            && err.contains(&saved.display().to_string())
+            && err.contains("memory allocation of 1073741825 bytes failed"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&saved).expect("saved input"),
+        b"ends the process"
+    );
 }
 
 /// Every target has seeds from the repository's real data, and every saved
@@ -359,6 +552,9 @@ fn every_target_has_real_seeds_and_regressions_name_targets() {
 /// past it fails as an out-of-memory would, and one under it is served.
 #[test]
 fn an_allocation_over_one_gib_fails() {
+    // Driving a target with no input running: nothing to save.
+    let idle = Watch::new("idle");
+    DRIVING.with(|d| d.set(&*idle));
     let mut v: Vec<u8> = Vec::new();
     assert!(v.try_reserve_exact(MAX_ALLOC + 1).is_err());
     assert!(v.try_reserve_exact(1 << 20).is_ok());
@@ -367,4 +563,5 @@ fn an_allocation_over_one_gib_fails() {
         w.try_reserve_exact(MAX_ALLOC).is_err(),
         "grown past the cap"
     );
+    DRIVING.with(|d| d.set(std::ptr::null()));
 }

@@ -252,7 +252,7 @@ impl Outcome {
         }
         if unsaid > 0 {
             notes.push(format!(
-                "{unsaid} more paths of the sysroot could not be read (not listed)"
+                "{unsaid} more paths could not be read (not listed)"
             ));
         }
         let report = Report::new(self.mode, checks, self.facts, findings, notes);

@@ -8,7 +8,7 @@
 //! cannot attach; and every row has its own unit and scale, which is a
 //! layout of a few rects, not a chart with axes.
 
-use crate::html::{esc, exact, num, FAIL, PASS, SKIP};
+use crate::html::{cut, cut_to, esc, exact, label, num, FAIL, HOVER_CAP, PASS, SKIP};
 use greta_smoke::results::{DeviceRun, GateResult, GateStatus};
 use std::fmt::Write;
 
@@ -78,11 +78,13 @@ pub fn status_colour(s: GateStatus) -> &'static str {
     }
 }
 
-/// The hover text of a gate: rate, verdict, reason, and each mark.
+/// The hover text of a gate: rate, verdict, reason, and each mark. Drawn
+/// in each of the gate's drawings, so each piece from the file is cut.
 pub fn describe(g: &GateResult) -> String {
     let m = Marks::of(g);
     let unit = g.metrics.as_ref().map_or("", |m| m.unit.as_str());
-    let mut t = format!("{}: ", g.id);
+    let long = |s: &str| cut_to(s, HOVER_CAP).into_owned();
+    let mut t = format!("{}: ", cut(&g.id));
     match m.rate {
         Some(r) => {
             let _ = write!(t, "{} {unit}", num(r));
@@ -91,19 +93,19 @@ pub fn describe(g: &GateResult) -> String {
     }
     let _ = write!(t, ", {}", g.status.as_str().to_uppercase());
     if let Some(r) = &g.reason {
-        let _ = write!(t, ": {r}");
+        let _ = write!(t, ": {}", long(r));
     }
     if let Some(f) = &g.floor {
-        let _ = write!(t, "\nfloor {} {unit} ({})", num(f.limit), f.source);
+        let _ = write!(t, "\nfloor {} {unit} ({})", num(f.limit), long(&f.source));
     }
     if let Some(c) = &g.in_run.ceiling {
         let _ = write!(
             t,
             "\nceiling {} {unit} {} {} {}",
             num(c.rate),
-            c.library,
-            c.version,
-            c.source
+            cut(&c.library),
+            cut(&c.version),
+            long(&c.source)
         );
     }
     if let Some(s) = &g.spec {
@@ -112,8 +114,8 @@ pub fn describe(g: &GateResult) -> String {
             "\nspec {} {} ({} {})",
             num(s.figure),
             s.unit.as_str(),
-            s.model,
-            s.field
+            cut(&s.model),
+            cut(&s.field)
         );
     }
     t
@@ -154,10 +156,10 @@ pub fn svg(d: &DeviceRun) -> String {
             "<g class=\"row\" data-gate=\"{}\"><title>{title}</title>\
              <text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\
              <rect x=\"{LABEL_W}\" y=\"{}\" width=\"{BAR_W}\" height=\"{}\" fill=\"#f3f3f3\"/>",
-            esc(&g.id),
+            label(&g.id),
             LABEL_W - 8.0,
             y + 15.0,
-            esc(&g.id),
+            label(&g.id),
             y + 3.0,
             ROW_H - 6.0
         );
@@ -176,7 +178,7 @@ pub fn svg(d: &DeviceRun) -> String {
                  width=\"{:.1}\" height=\"{}\" fill=\"{}\"{}><title>{title}</title></rect>",
                 g.status.as_str(),
                 d.index,
-                esc(&g.id),
+                label(&g.id),
                 exact(rate),
                 y + 3.0,
                 end - LABEL_W,
@@ -203,7 +205,7 @@ pub fn svg(d: &DeviceRun) -> String {
             }
         }
         let unit = g.metrics.as_ref().map_or("", |m| m.unit.as_str());
-        let label = match (m.rate, g.status) {
+        let text = match (m.rate, g.status) {
             (Some(r), s) => format!("{} {unit}  {}", num(r), s.as_str().to_uppercase()),
             (None, GateStatus::Skip) => "skipped".to_string(),
             (None, s) => format!("no rate  {}", s.as_str().to_uppercase()),
@@ -218,7 +220,7 @@ pub fn svg(d: &DeviceRun) -> String {
             } else {
                 "#222"
             },
-            esc(&label)
+            esc(&text)
         );
     }
     o.push_str("</svg>");

@@ -10,12 +10,10 @@
 //! capped ([`KEPT_CAP`] devices and gate results, [`NAMES_CAP`] bytes of
 //! names); a run that does not fit is not kept, and the reader says so.
 
+use crate::html::{cut, TEXT_CAP};
 use crate::load::Run;
 use std::collections::HashMap;
 
-/// Longest kept name, version or gate id, in bytes (a real one is under
-/// 100): longer text is cut, marked with an ellipsis.
-pub const TEXT_CAP: usize = 256;
 /// Most devices and gate results a history keeps: some 40 days of a
 /// health check every five minutes on an 8-GPU node, more points than a
 /// chart can show. About 32 bytes each.
@@ -54,18 +52,6 @@ impl Strings {
     pub fn get(&self, k: Sym) -> &str {
         &self.all[k.0 as usize]
     }
-}
-
-/// `s`, or its first [`TEXT_CAP`] bytes (at a character boundary) and `…`.
-pub fn cut(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.len() <= TEXT_CAP {
-        return s.into();
-    }
-    let mut end = TEXT_CAP;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end]).into()
 }
 
 pub struct Digest {

@@ -6,7 +6,7 @@
 //! HTML table cells rather than a chart: every cell holds its numbers as
 //! text and carries its class, ratio and rate as attributes.
 
-use crate::html::{esc, exact, num, ratio};
+use crate::html::{cut, cut_to, esc, exact, label, num, ratio, HOVER_CAP};
 use crate::node::Node;
 use greta_smoke::results::{GateStatus, Report};
 use std::fmt::Write;
@@ -85,14 +85,14 @@ pub fn html(r: &Report, node: &Node<'_>, anchor: &str) -> String {
         let _ = write!(
             o,
             "<th title=\"{}\"><a href=\"#{anchor}dev-{}\">GPU {}</a></th>",
-            esc(&d.device.name),
+            label(&d.device.name),
             d.index,
             d.index
         );
     }
     o.push_str("</tr></thead><tbody>");
     for (id, row) in node.ids.iter().zip(&node.rows) {
-        let _ = write!(o, "<tr><th>{}</th>", esc(id));
+        let _ = write!(o, "<tr><th>{}</th>", label(id));
         // `row` holds the devices that ran the gate, in device order.
         let mut ran = row.iter().peekable();
         for (di, d) in r.devices.iter().enumerate() {
@@ -101,7 +101,7 @@ pub fn html(r: &Report, node: &Node<'_>, anchor: &str) -> String {
                     o,
                     "<td class=\"cell r-none\" data-device=\"{}\" data-gate=\"{}\">not run</td>",
                     d.index,
-                    esc(id)
+                    label(id)
                 );
                 continue;
             };
@@ -113,7 +113,7 @@ pub fn html(r: &Report, node: &Node<'_>, anchor: &str) -> String {
             let mut title = format!(
                 "GPU {} {}: {}",
                 d.index,
-                id,
+                cut(id),
                 g.status.as_str().to_uppercase()
             );
             if let Some(v) = rate {
@@ -123,7 +123,7 @@ pub fn html(r: &Report, node: &Node<'_>, anchor: &str) -> String {
                 let _ = write!(title, ", {}x the node's median", ratio(v));
             }
             if let Some(why) = &g.reason {
-                let _ = write!(title, "\n{why}");
+                let _ = write!(title, "\n{}", cut_to(why, HOVER_CAP));
             }
             let _ = write!(
                 o,
@@ -131,7 +131,7 @@ pub fn html(r: &Report, node: &Node<'_>, anchor: &str) -> String {
                 b.class(),
                 g.status.as_str(),
                 d.index,
-                esc(id),
+                label(id),
                 rate.map(|v| format!(" data-rate=\"{}\"", exact(v))).unwrap_or_default(),
                 ratio_v.map(|v| format!(" data-ratio=\"{}\"", exact(v))).unwrap_or_default(),
                 esc(&title),

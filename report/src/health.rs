@@ -4,7 +4,7 @@
 //! temperature, clock, and the share of the time each limit held the
 //! clocks). Every figure is text in the table.
 
-use crate::html::{esc, num};
+use crate::html::{esc, label, num};
 use greta_smoke::results::DeviceRun;
 use greta_smoke::telemetry::NodeCheck;
 use std::fmt::Write;
@@ -27,8 +27,8 @@ pub fn checks(title: &str, cs: &[NodeCheck]) -> String {
         let _ = write!(
             o,
             "<tr class=\"g-{class}\" data-check=\"{}\"><td>{}</td><td>{word}</td><td class=\"reason\">{}</td></tr>",
-            esc(&c.check),
-            esc(&c.check),
+            label(&c.check),
+            label(&c.check),
             esc(&c.detail)
         );
     }
@@ -60,10 +60,10 @@ pub fn device(d: &DeviceRun) -> String {
             "<tr data-gate=\"{}\" data-telemetry=\"{}\"><td>{}</td><td>{}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{} / {} / {}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{}{}</td><td class=\"n thermal\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
-            esc(&g.id),
-            esc(&t.device),
-            esc(&g.id),
-            esc(&t.device),
+            label(&g.id),
+            label(&t.device),
+            label(&g.id),
+            label(&t.device),
             t.samples,
             opt(t.mean_power_w),
             opt(t.max_power_w),

@@ -215,7 +215,7 @@ impl History {
                 path: run.path.clone().unwrap_or_default(),
                 why: format!(
                     "started_at {:?} is not an RFC 3339 time",
-                    crate::digest::cut(&run.report.started_at)
+                    crate::html::cut(&run.report.started_at)
                 ),
             });
             return Ok(());
@@ -430,7 +430,7 @@ fn render(h: &History) -> String {
         }
         numbers_table(&mut b, id, &series, &labels, timed, s);
     }
-    page("greta smoke history", &b)
+    page("greta smoke history", &[&b])
 }
 
 fn chart(

@@ -3,6 +3,42 @@
 
 use std::fmt::Write;
 
+/// Longest text of a result drawn where it may repeat (a gate id, a
+/// device name, a hover title) and kept by a history, in bytes: a real one
+/// is under 100. Longer text is cut, marked with an ellipsis, so that a
+/// megabyte name drawn in every cell of a row, or in each of a gate's
+/// drawings, cannot make a page grow faster than its file.
+pub const TEXT_CAP: usize = 256;
+
+/// Longest piece of a hover text (a gate's reason, where a floor or
+/// ceiling came from): prose, longer than a label, but drawn in each of a
+/// gate's drawings. The reason is whole in its table cell.
+pub const HOVER_CAP: usize = 1024;
+
+/// `s`, or its first [`TEXT_CAP`] bytes (at a character boundary) and `…`.
+pub fn cut(s: &str) -> std::borrow::Cow<'_, str> {
+    cut_to(s, TEXT_CAP)
+}
+
+/// `s`, or its first `cap` bytes (at a character boundary) and `…`.
+pub fn cut_to(s: &str, cap: usize) -> std::borrow::Cow<'_, str> {
+    if s.len() <= cap {
+        return s.into();
+    }
+    let mut end = cap;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end]).into()
+}
+
+/// A label: text of a result drawn where it may repeat, cut to
+/// [`TEXT_CAP`] and escaped. Text drawn once (a reason in its table cell,
+/// a note) is drawn whole with [`esc`].
+pub fn label(s: &str) -> String {
+    esc(&cut(s))
+}
+
 /// Text or an attribute value, escaped.
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -90,19 +126,25 @@ const JS: &str = r#"
 })();
 "#;
 
-/// The page around `body`.
-pub fn page(title: &str, body: &str) -> String {
-    let mut o = String::with_capacity(body.len() + 4096);
+/// The page around `body`, whose parts are written in order (a page of
+/// many runs is not copied whole to be wrapped).
+pub fn page(title: &str, body: &[&str]) -> String {
+    let len: usize = body.iter().map(|p| p.len()).sum();
+    let mut o = String::with_capacity(len + CSS.len() + JS.len() + 1024);
     let css = CSS.replace("FAILC", FAIL).replace("PASSC", PASS);
     let _ = write!(
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
          <meta name=\"generator\" content=\"greta report {}\">\
-         <title>{}</title><style>{css}</style></head>\n<body>\n{body}\n<script>{JS}</script>\n</body></html>\n",
+         <title>{}</title><style>{css}</style></head>\n<body>\n",
         env!("CARGO_PKG_VERSION"),
         esc(title)
     );
+    for p in body {
+        o.push_str(p);
+    }
+    let _ = write!(o, "\n<script>{JS}</script>\n</body></html>\n");
     o
 }
 

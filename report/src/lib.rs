@@ -25,4 +25,4 @@ pub use digest::{KEPT_CAP, NAMES_CAP};
 pub use history::{render_history, History};
 pub use home::without_home;
 pub use load::{newest_in, read_run, Run, Skipped, DEVICE_CAP, DIR_ENTRY_CAP, FILE_CAP};
-pub use page::render_runs;
+pub use page::{render_runs, Page, PAGE_BYTES, PAGE_RUNS};

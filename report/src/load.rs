@@ -24,6 +24,9 @@ pub const DIR_ENTRY_CAP: usize = 200_000;
 pub struct Run {
     pub path: Option<PathBuf>,
     pub report: Report,
+    /// Bytes of the file it was read from (0 for a run made in memory):
+    /// what a page of many runs counts against its cap.
+    pub size: u64,
 }
 
 /// A file that was not used, and why.
@@ -36,7 +39,11 @@ pub struct Skipped {
 impl Run {
     /// A run in memory (`greta smoke --html`).
     pub fn from_report(report: Report) -> Run {
-        Run { path: None, report }
+        Run {
+            path: None,
+            report,
+            size: 0,
+        }
     }
 
     /// Parse `bytes` (the content of `path`) as a `greta.smoke/v1` report;
@@ -59,6 +66,7 @@ impl Run {
         Ok(Run {
             path: path.map(Path::to_path_buf),
             report,
+            size: bytes.len() as u64,
         })
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::bars;
 use crate::grid;
-use crate::html::{esc, exact, num, page, ratio};
+use crate::html::{cut, esc, exact, label, num, page, ratio};
 use crate::load::{Run, Skipped};
 use crate::node::Node;
 use greta_smoke::results::{DeviceRun, GateStatus, Report, RunStatus};
@@ -62,51 +62,184 @@ pub fn skipped_html(skipped: &[Skipped]) -> String {
 }
 
 /// The page for `runs` (each its own section), naming the `skipped` files.
+/// Holds every run: `greta report FILES` draws through a [`Page`].
 pub fn render_runs(runs: &[Run], skipped: &[Skipped]) -> String {
-    let mut b = String::new();
+    let mut sections = String::new();
+    for (i, run) in runs.iter().enumerate() {
+        run_section(&mut sections, run, &anchor(runs.len(), i));
+    }
     let title = match runs {
-        [one] => format!(
-            "greta smoke {}: {}, {}",
-            one.report.profile,
-            verdict(one.report.status).to_uppercase(),
-            when(&one.report.started_at)
-        ),
-        _ => format!("greta smoke: {} runs", runs.len()),
+        [one] => title_of(one),
+        _ => title_of_many(runs.len()),
     };
-    let _ = write!(
-        b,
-        "<h1>{}</h1><p class=\"meta\">greta report {}: every number in the drawings is also in the tables below them. \
-         <label><input type=\"checkbox\" id=\"failonly\"> failing gates only</label></p>",
-        esc(&title),
-        env!("CARGO_PKG_VERSION")
-    );
-    b.push_str(&skipped_html(skipped));
-    // Said once for the page, not on every bar of every run.
-    let alone = runs
+    let alone = runs.iter().map(alone_in).sum();
+    assemble(&title, runs.is_empty(), alone, skipped, &sections)
+}
+
+/// Most runs one page draws: a page sets runs side by side; many runs
+/// over time are a history (`--history`), which keeps a few numbers of each.
+pub const PAGE_RUNS: usize = 100;
+/// Most bytes of result files one page draws: two results at the file
+/// cap, or some 200 runs of an eight-GPU node (150 KB each). A page is at
+/// most some 20 times the results it draws (typically 3).
+pub const PAGE_BYTES: u64 = 32 << 20;
+
+/// A page of runs drawn as each is added, for many files: a run's section
+/// is drawn and the run dropped, so the page holds at most two runs at
+/// once (the first waits for a second: a page of one run names its
+/// devices without a run prefix) and the page of at most [`PAGE_RUNS`]
+/// runs and [`PAGE_BYTES`] of results. A run past either cap is not
+/// drawn; it is among the files not used, with why.
+#[derive(Default)]
+pub struct Page {
+    first: Option<Run>,
+    title: String,
+    runs: usize,
+    bytes: u64,
+    /// Gate results drawn with nothing to compare against.
+    alone: usize,
+    sections: String,
+    skipped: Vec<Skipped>,
+    read: Vec<std::path::PathBuf>,
+}
+
+impl Page {
+    /// Draws `run`, or names it not used when the page is full.
+    pub fn add(&mut self, run: Run) {
+        let why = if self.runs >= PAGE_RUNS {
+            Some(format!(
+                "the page draws at most {PAGE_RUNS} runs, and has them; draw more with \
+                 --history DIR, or name fewer files"
+            ))
+        } else if self.bytes.saturating_add(run.size) > PAGE_BYTES {
+            Some(format!(
+                "the page draws at most {} MiB of results, and this file of {} bytes would \
+                 pass it ({} bytes drawn); draw more with --history DIR, or name fewer files",
+                PAGE_BYTES >> 20,
+                run.size,
+                self.bytes
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            self.skipped.push(Skipped {
+                path: run.path.unwrap_or_else(|| "(a run in memory)".into()),
+                why,
+            });
+            return;
+        }
+        self.runs += 1;
+        self.bytes += run.size;
+        self.alone += alone_in(&run);
+        self.read.extend(run.path.clone());
+        if self.runs == 1 {
+            self.title = title_of(&run);
+            self.first = Some(run);
+            return;
+        }
+        if let Some(first) = self.first.take() {
+            run_section(&mut self.sections, &first, &anchor(2, 0));
+        }
+        run_section(&mut self.sections, &run, &anchor(2, self.runs - 1));
+    }
+
+    /// Names a file that was not used.
+    pub fn skip(&mut self, s: Skipped) {
+        self.skipped.push(s);
+    }
+
+    /// How many runs are drawn.
+    pub fn runs(&self) -> usize {
+        self.runs
+    }
+
+    /// The files not used, with why.
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.skipped
+    }
+
+    /// The files of the runs drawn.
+    pub fn read(&self) -> &[std::path::PathBuf] {
+        &self.read
+    }
+
+    /// The whole page.
+    pub fn finish(mut self) -> String {
+        if let Some(first) = self.first.take() {
+            run_section(&mut self.sections, &first, &anchor(1, 0));
+        }
+        let title = if self.runs == 1 {
+            std::mem::take(&mut self.title)
+        } else {
+            title_of_many(self.runs)
+        };
+        assemble(
+            &title,
+            self.runs == 0,
+            self.alone,
+            &self.skipped,
+            &self.sections,
+        )
+    }
+}
+
+/// The gate results of `run` drawn with no floor, ceiling or spec.
+fn alone_in(run: &Run) -> usize {
+    run.report
+        .devices
         .iter()
-        .flat_map(|r| &r.report.devices)
         .flat_map(|d| &d.gates)
         .filter(|g| bars::alone(g))
-        .count();
+        .count()
+}
+
+/// The prefix of a run's anchors: none on a page of one run.
+fn anchor(runs: usize, i: usize) -> String {
+    if runs == 1 {
+        String::new()
+    } else {
+        format!("run{i}-")
+    }
+}
+
+fn title_of(one: &Run) -> String {
+    let t = format!(
+        "greta smoke {}: {}, {}",
+        one.report.profile,
+        verdict(one.report.status).to_uppercase(),
+        when(&one.report.started_at)
+    );
+    cut(&t).into_owned()
+}
+
+fn title_of_many(n: usize) -> String {
+    format!("greta smoke: {n} runs")
+}
+
+/// The page around the runs' `sections`.
+fn assemble(title: &str, none: bool, alone: usize, skipped: &[Skipped], sections: &str) -> String {
+    let mut head = String::new();
+    let _ = write!(
+        head,
+        "<h1>{}</h1><p class=\"meta\">greta report {}: every number in the drawings is also in the tables below them. \
+         <label><input type=\"checkbox\" id=\"failonly\"> failing gates only</label></p>",
+        esc(title),
+        env!("CARGO_PKG_VERSION")
+    );
+    head.push_str(&skipped_html(skipped));
+    // Said once for the page, not on every bar of every run.
     if alone > 0 {
         let _ = write!(
-            b,
+            head,
             "<p class=\"meta\" id=\"alone\">Pale bars: nothing to compare against ({alone} gate result{} with no floor, ceiling or spec); each is drawn on its own scale, so a full bar is not \"at the ceiling\".</p>",
             if alone == 1 { "" } else { "s" }
         );
     }
-    if runs.is_empty() {
-        b.push_str("<p class=\"warn\">No greta.smoke/v1 result could be read.</p>");
+    if none {
+        head.push_str("<p class=\"warn\">No greta.smoke/v1 result could be read.</p>");
     }
-    for (i, run) in runs.iter().enumerate() {
-        let anchor = if runs.len() == 1 {
-            String::new()
-        } else {
-            format!("run{i}-")
-        };
-        run_section(&mut b, run, &anchor);
-    }
-    page(&title, &b)
+    page(title, &[&head, sections])
 }
 
 fn run_section(b: &mut String, run: &Run, anchor: &str) {
@@ -115,12 +248,12 @@ fn run_section(b: &mut String, run: &Run, anchor: &str) {
         b,
         "<section class=\"run\" data-status=\"{}\" data-started-at=\"{}\"><h2>{} {} on {} device{}, {}</h2>",
         verdict(r.status),
-        esc(&r.started_at),
+        label(&r.started_at),
         badge(r.status),
-        esc(&r.profile),
+        label(&r.profile),
         r.devices.len(),
         if r.devices.len() == 1 { "" } else { "s" },
-        esc(&when(&r.started_at))
+        label(&when(&r.started_at))
     );
     let count = |s: GateStatus| {
         r.devices
@@ -137,10 +270,10 @@ fn run_section(b: &mut String, run: &Run, anchor: &str) {
         count(GateStatus::Fail),
         count(GateStatus::Skip),
         r.wall_s,
-        esc(&r.greta_version),
-        esc(r.host.hostname.as_deref().unwrap_or("?")),
-        esc(r.host.os.as_deref().unwrap_or("?")),
-        esc(&r.backend_requested),
+        label(&r.greta_version),
+        label(r.host.hostname.as_deref().unwrap_or("?")),
+        label(r.host.os.as_deref().unwrap_or("?")),
+        label(&r.backend_requested),
         r.settings.seed,
         run.path
             .as_ref()
@@ -190,12 +323,12 @@ fn device_section(b: &mut String, node: &Node<'_>, di: usize, d: &DeviceRun, anc
         d.index,
         badge(d.status),
         d.index,
-        esc(&info.name),
-        esc(&d.backend),
-        esc(&info.driver_name),
-        esc(&info.driver_info),
-        esc(&info.driver_version),
-        esc(&info.api_version),
+        label(&info.name),
+        label(&d.backend),
+        label(&info.driver_name),
+        label(&info.driver_info),
+        label(&info.driver_version),
+        label(&info.api_version),
         esc(info.device_type.short_name()),
         info.uuid.map(|u| format!(", uuid {u}")).unwrap_or_default()
     );
@@ -232,9 +365,9 @@ fn device_section(b: &mut String, node: &Node<'_>, di: usize, d: &DeviceRun, anc
              <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"reason\">{}</td></tr>",
             g.status.as_str(),
             d.index,
-            esc(&g.id),
+            label(&g.id),
             esc(&bars::describe(g)),
-            esc(&g.id),
+            label(&g.id),
             g.status.as_str().to_uppercase(),
             rate.map(|v| format!(" data-rate=\"{}\"", exact(v))).unwrap_or_default(),
             cell(rate, num),
@@ -260,6 +393,7 @@ fn device_section(b: &mut String, node: &Node<'_>, di: usize, d: &DeviceRun, anc
 mod tests {
     use super::*;
     use crate::load::tests::sample;
+    use std::path::Path;
 
     /// Mutated results (odd numbers where rates and times are, cut files,
     /// deleted bytes) are read or refused, and whatever reads is drawn:
@@ -405,6 +539,109 @@ mod tests {
         assert!(
             own3.contains("11220 gate ids on 1020 devices") && own3.contains("left out"),
             "the page says why the grid is left out"
+        );
+    }
+
+    /// Text of a result drawn where it repeats (a gate id in every cell
+    /// of its grid row, a device name, a reason in each of a gate's hover
+    /// texts) is cut; text drawn once (the reason's table cell) is whole.
+    /// The grid used to write a gate id into each other device's "not run"
+    /// cell: a 6 MB id on one of 250 devices asked for a 1.5 GB page.
+    #[test]
+    fn a_huge_name_is_drawn_whole_once_at_most() {
+        use crate::html::label;
+        let mut r = sample(200);
+        let huge = "<x'&".repeat(1 << 16);
+        r.devices[11].gates[0].id = huge.clone();
+        r.devices[3].device.name = huge.clone();
+        r.devices[5].gates[1].reason = Some(huge.clone());
+        let json = r.to_json();
+        let run = Run::parse(json.as_bytes(), None).unwrap();
+        let page = render_runs(&[run], &[]);
+        assert!(
+            page.len() < 8 * json.len(),
+            "{} bytes of page from {} bytes of result",
+            page.len(),
+            json.len()
+        );
+        assert_eq!(page.matches(&esc(&huge)).count(), 1, "the reason, once");
+        assert!(page.contains(&label(&huge)) && label(&huge).len() < 2048);
+        assert!(page.ends_with("</html>\n"));
+    }
+
+    /// A page drawn run by run is the page of the same runs drawn at
+    /// once, for one run (no anchor prefix) and for several.
+    #[test]
+    fn a_page_drawn_run_by_run_is_the_page_of_all_runs() {
+        let runs: Vec<Run> = (1..4)
+            .map(|n| Run::parse(sample(n).to_json().as_bytes(), Some(Path::new("r.json"))).unwrap())
+            .collect();
+        let skipped = Skipped {
+            path: "bad.json".into(),
+            why: "not JSON".into(),
+        };
+        for k in [1, 3] {
+            let mut p = Page::default();
+            for r in &runs[..k] {
+                p.add(r.clone());
+            }
+            p.skip(skipped.clone());
+            assert_eq!(p.runs(), k);
+            assert_eq!(p.read().len(), k);
+            assert_eq!(
+                p.finish(),
+                render_runs(&runs[..k], std::slice::from_ref(&skipped)),
+                "{k} runs"
+            );
+        }
+        assert!(render_runs(&runs[..1], &[]).contains("id=\"dev-0\""));
+        assert!(render_runs(&runs, &[]).contains("id=\"run2-dev-0\""));
+    }
+
+    /// A page draws at most PAGE_RUNS runs and PAGE_BYTES of results: the
+    /// rest are files not used, each named with why.
+    #[test]
+    fn a_page_past_its_caps_names_the_runs_it_does_not_draw() {
+        let one = Run::parse(sample(1).to_json().as_bytes(), None).unwrap();
+        let mut p = Page::default();
+        for i in 0..PAGE_RUNS + 3 {
+            let mut r = one.clone();
+            r.path = Some(format!("r{i}.json").into());
+            p.add(r);
+        }
+        assert_eq!(p.runs(), PAGE_RUNS);
+        assert_eq!(p.skipped().len(), 3);
+        assert_eq!(
+            p.skipped()[0].path,
+            Path::new(&format!("r{PAGE_RUNS}.json"))
+        );
+        assert!(
+            p.skipped()[0].why.contains("at most 100 runs"),
+            "{:?}",
+            p.skipped()
+        );
+        let page = p.finish();
+        assert!(
+            page.contains(&format!("r{}.json", PAGE_RUNS + 2)) && page.contains("3 files not used")
+        );
+
+        let mut p = Page::default();
+        for (i, size) in [PAGE_BYTES / 2, PAGE_BYTES / 2 + 1, PAGE_BYTES / 2]
+            .into_iter()
+            .enumerate()
+        {
+            let mut r = one.clone();
+            r.path = Some(format!("big{i}.json").into());
+            r.size = size;
+            p.add(r);
+        }
+        assert_eq!(p.runs(), 2);
+        assert_eq!(p.skipped().len(), 1);
+        assert_eq!(p.skipped()[0].path, Path::new("big1.json"));
+        assert!(
+            p.skipped()[0].why.contains("at most 32 MiB"),
+            "{:?}",
+            p.skipped()
         );
     }
 

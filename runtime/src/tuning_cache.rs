@@ -90,14 +90,19 @@ impl KeySpace {
 
 /// `$GRETA_TUNING_CACHE` when set to a directory (`off` disables the
 /// cache: `None`), else `$XDG_CACHE_HOME/greta/tuning`, else
-/// `$HOME/.cache/greta/tuning`.
-pub fn default_dir() -> Option<PathBuf> {
-    match std::env::var_os(EnvVars::GRETA_TUNING_CACHE) {
-        Some(v) if v == "off" => None,
-        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
-        _ => {
+/// `$HOME/.cache/greta/tuning`. Err: the variable is not UTF-8 or holds
+/// a control character (the path is named in results and messages).
+pub fn default_dir() -> Result<Option<PathBuf>, String> {
+    match greta_vocab::Setting::text_path(EnvVars::GRETA_TUNING_CACHE)? {
+        Some(s) if s.value == Path::new("off") => Ok(None),
+        Some(s) => Ok(Some(s.value)),
+        None => {
             use greta_vocab::dirs;
-            dirs::greta_dir(dirs::Base::Cache, "tuning", &dirs::process_env)
+            Ok(dirs::greta_dir(
+                dirs::Base::Cache,
+                "tuning",
+                &dirs::process_env,
+            ))
         }
     }
 }
@@ -111,7 +116,13 @@ impl TuningCache {
     /// The cache of `info` in `dir` (`None`: [`default_dir`]; no directory
     /// at all: an in-memory cache that is never saved).
     pub fn open(info: &DeviceInfo, dir: Option<&Path>) -> Self {
-        let dir = dir.map(Path::to_path_buf).or_else(default_dir);
+        let (dir, refused) = match dir {
+            Some(d) => (Some(d.to_path_buf()), None),
+            None => match default_dir() {
+                Ok(d) => (d, None),
+                Err(e) => (None, Some(e)),
+            },
+        };
         let backend = info.backend.as_str();
         let path = dir.map(|d| {
             d.join(format!(
@@ -128,7 +139,11 @@ impl TuningCache {
             driver_version: info.driver_version,
             entries: BTreeMap::new(),
         };
-        let mut ignored = None;
+        // A refused variable: kept in memory, never saved, and said.
+        let mut ignored = refused.map(|e| format!("{e}: tuning is kept in memory, not saved"));
+        if let Some(why) = &ignored {
+            tracing::warn!("tuning cache: {why}");
+        }
         // Non-blocking and capped: a FIFO or /dev/zero put where the cache
         // lives is ignored with a warning, never waited on or read for ever.
         let read = path

@@ -93,15 +93,20 @@ env_vars! {
     /// close it, before it gives up on that file (default 60, at most 3600).
     User GRETA_FROM_WAIT_S;
     /// The tuning cache directory, or `off` (default `$XDG_CACHE_HOME/greta/tuning`).
+    /// A path in UTF-8 without control characters: another is refused,
+    /// named, and the run's tuning kept in memory.
     User GRETA_TUNING_CACHE;
     /// The compiled-kernel cache of the HIP/CUDA backends (default
-    /// `$XDG_CACHE_HOME/greta/gpu-kernels`).
+    /// `$XDG_CACHE_HOME/greta/gpu-kernels`). A path in UTF-8 without
+    /// control characters: another is refused, named (exit 2).
     User GRETA_KERNEL_CACHE;
     /// The HIP runtime library to load (a file), before greta's search.
     User GRETA_HIP_LIB;
     /// The CUDA driver library to load (a file), before the loader's names.
+    /// A path in UTF-8 without control characters: another is refused, named.
     User GRETA_CUDA_LIB;
-    /// The NVRTC library to load (a file), before greta's search.
+    /// The NVRTC library to load (a file), before greta's search. A path
+    /// in UTF-8 without control characters: another is refused, named.
     User GRETA_NVRTC_LIB;
     /// The greta env in use: exported by its `bin/activate`; the HIP search
     /// looks in its ROCm wheels first.

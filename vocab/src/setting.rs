@@ -95,6 +95,26 @@ impl Setting<PathBuf> {
                 source: Source::Env { name: env },
             })
     }
+
+    /// A path from the variable `env` that greta hands on as text (a
+    /// library to open and name in messages, a cache directory named in
+    /// results): empty counts as unset, and a value that is not UTF-8 or
+    /// holds a control character is refused with an error that names the
+    /// variable and shows its bytes escaped ([`os_text`]).
+    pub fn text_path(env: &'static str) -> Result<Option<Self>, String> {
+        let Some(s) = Setting::path(None, env) else {
+            return Ok(None);
+        };
+        let shown = || format!("{env}=\"{}\"", os_text(s.value.as_os_str()));
+        match s.value.to_str() {
+            None => Err(format!("{}: not UTF-8; name a path in UTF-8", shown())),
+            Some(t) if t.chars().any(char::is_control) => Err(format!(
+                "{}: holds a control character; name a path without one",
+                shown()
+            )),
+            Some(_) => Ok(Some(s)),
+        }
+    }
 }
 
 /// `s` for a message: its UTF-8 as it is, every other byte as `\xNN` and
@@ -165,6 +185,33 @@ mod tests {
             e,
             "GRETA_VOCAB_TEST_C=\"/tmp/\\xff\\xfebad\\né\": not UTF-8"
         );
+    }
+
+    /// A path handed on as text: refused when not UTF-8 or holding a
+    /// control character, the value shown escaped; a plain one is kept.
+    #[test]
+    fn a_text_path_refuses_bytes_and_control_characters_naming_the_variable() {
+        use std::os::unix::ffi::OsStrExt;
+        std::env::set_var("GRETA_VOCAB_TEST_TP1", OsStr::from_bytes(b"/lib/\xffx.so"));
+        assert_eq!(
+            Setting::text_path("GRETA_VOCAB_TEST_TP1").unwrap_err(),
+            "GRETA_VOCAB_TEST_TP1=\"/lib/\\xffx.so\": not UTF-8; name a path in UTF-8"
+        );
+        std::env::set_var("GRETA_VOCAB_TEST_TP2", "/c\n\u{1b}[2Jd");
+        assert_eq!(
+            Setting::text_path("GRETA_VOCAB_TEST_TP2").unwrap_err(),
+            "GRETA_VOCAB_TEST_TP2=\"/c\\n\\u{1b}[2Jd\": holds a control character; name a path without one"
+        );
+        std::env::set_var("GRETA_VOCAB_TEST_TP3", "/opt/é cache");
+        let s = Setting::text_path("GRETA_VOCAB_TEST_TP3").unwrap().unwrap();
+        assert_eq!(s.value, Path::new("/opt/é cache"));
+        assert_eq!(
+            s.source,
+            Source::Env {
+                name: "GRETA_VOCAB_TEST_TP3"
+            }
+        );
+        assert_eq!(Setting::text_path("GRETA_VOCAB_TEST_TP_UNSET"), Ok(None));
     }
 
     #[test]

@@ -11,7 +11,7 @@
 
 use crate::exit::Exit;
 use greta_fsread::output::{self, FileId, Output, Purpose};
-use greta_report::{Run, Skipped};
+use greta_report::{Page, Run, Skipped};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -88,16 +88,16 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             eprintln!("greta report: {why}");
             return Ok(Exit::Undecided);
         }
-        let (runs, skipped) = read_paths(&paths);
-        if let Err(why) = not_read(&out, &args.out, runs.iter().filter_map(|r| r.path.clone())) {
+        // Each run is drawn as it is read and dropped: the page holds one
+        // or two results at once, and draws at most PAGE_RUNS runs and
+        // PAGE_BYTES of results (the rest are named as not used).
+        let page = read_paths(&paths);
+        if let Err(why) = not_read(&out, &args.out, page.read().iter().cloned()) {
             eprintln!("greta report: {why}");
             return Ok(Exit::Undecided);
         }
-        (
-            greta_report::render_runs(&runs, &skipped),
-            runs.len(),
-            skipped,
-        )
+        let (used, skipped) = (page.runs(), page.skipped().to_vec());
+        (page.finish(), used, skipped)
     };
     for s in &skipped {
         eprintln!("greta report: not used: {}: {}", s.path.display(), s.why);
@@ -124,24 +124,24 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     Ok(Exit::Pass)
 }
 
-/// Files as given; a directory stands for its newest result.
-fn read_paths(paths: &[PathBuf]) -> (Vec<Run>, Vec<Skipped>) {
-    let mut runs = Vec::new();
-    let mut skipped = Vec::new();
+/// Files as given, drawn as each is read; a directory stands for its
+/// newest result.
+fn read_paths(paths: &[PathBuf]) -> Page {
+    let mut page = Page::default();
     for p in paths {
         if std::fs::metadata(p).is_ok_and(|m| m.is_dir()) {
             match greta_report::newest_in(p) {
                 Ok((newest, sk)) => {
-                    skipped.extend(sk);
+                    sk.into_iter().for_each(|s| page.skip(s));
                     match newest {
-                        Some(r) => runs.push(r),
-                        None => skipped.push(Skipped {
+                        Some(r) => page.add(r),
+                        None => page.skip(Skipped {
                             path: p.clone(),
                             why: "no greta.smoke/v1 result in this directory".into(),
                         }),
                     }
                 }
-                Err(e) => skipped.push(Skipped {
+                Err(e) => page.skip(Skipped {
                     path: p.clone(),
                     why: format!("cannot list: {e}"),
                 }),
@@ -149,11 +149,11 @@ fn read_paths(paths: &[PathBuf]) -> (Vec<Run>, Vec<Skipped>) {
             continue;
         }
         match greta_report::read_run(p) {
-            Ok(r) => runs.push(r),
-            Err(s) => skipped.push(s),
+            Ok(r) => page.add(r),
+            Err(s) => page.skip(s),
         }
     }
-    (runs, skipped)
+    page
 }
 
 /// The identity of the file at `p` (links followed), if it is one.

@@ -16,6 +16,7 @@ mod did_you_mean;
 mod doctor_cli;
 mod doctor_detail;
 mod doctor_fix;
+mod doctor_live_unreadable;
 mod env_lock_hostile;
 mod fleet_cli;
 mod frameworks_gates;

@@ -145,3 +145,94 @@ fn many_big_results_cost_one_results_memory() {
         "report DIR peaked at {mib:.0} MiB over {all_mib:.0} MiB of results (bound {bound} MiB)"
     );
 }
+
+/// `greta report F1 F2 …` draws each file as it reads it and drops the
+/// run: 40 results of 12 MB cost about two of them, not forty (it held
+/// every run, then drew them). A page draws at most `PAGE_BYTES` of
+/// results: the files past it are named, each with why.
+#[test]
+fn many_named_results_are_drawn_within_the_page_caps() {
+    const COPIES: usize = 40;
+    const MB: usize = 12;
+    let dir = tempfile::tempdir().unwrap();
+    let text = big_result(MB);
+    let first = dir.path().join("smoke-00.json");
+    std::fs::write(&first, &text).unwrap();
+    let mut files = vec![first.clone()];
+    for i in 1..COPIES {
+        let p = dir.path().join(format!("smoke-{i:02}.json"));
+        std::fs::hard_link(&first, &p).unwrap();
+        files.push(p);
+    }
+    let all_mib = (text.len() * COPIES) as f64 / f64::from(1 << 20);
+    let fit = (greta_report::PAGE_BYTES / text.len() as u64) as usize;
+    assert_eq!(fit, 2, "the test is built for two results on the page");
+    let page = dir.path().join("page.html");
+    let mut cmd = crate::support::greta();
+    cmd.arg("report").args(&files).arg("--out").arg(&page);
+    let (code, err, mib) = peak_mib(cmd, &dir.path().join("page.err"));
+    eprintln!("report of {COPIES} files of {MB} MB ({all_mib:.0} MiB): peak {mib:.0} MiB");
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!("{fit} runs, {} files not used", COPIES - fit)),
+        "{err}"
+    );
+    // Each file past the cap is named, with the cap.
+    let third = files[fit].display().to_string();
+    assert!(
+        err.lines()
+            .any(|l| l.contains(&third) && l.contains("at most 32 MiB of results")),
+        "{err}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("<section class=\"run\"").count(), fit);
+    // Two results held at most, and the page of two: holding all forty
+    // is 480 MB of text and more in memory.
+    let bound = 220.0;
+    assert!(
+        mib < bound,
+        "report of {COPIES} files peaked at {mib:.0} MiB over {all_mib:.0} MiB of results (bound {bound} MiB)"
+    );
+}
+
+/// Many small results: a page draws at most `PAGE_RUNS` of them and names
+/// the others.
+#[test]
+fn a_page_of_more_runs_than_its_cap_names_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let p =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../report/tests/data/lavapipe-default.json");
+    let n = greta_report::PAGE_RUNS + 5;
+    let files: Vec<_> = (0..n)
+        .map(|i| {
+            let f = dir.path().join(format!("r{i:03}.json"));
+            std::fs::copy(&p, &f).unwrap();
+            f
+        })
+        .collect();
+    let page = dir.path().join("page.html");
+    let out = crate::support::greta()
+        .arg("report")
+        .args(&files)
+        .arg("--out")
+        .arg(&page)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{} runs, 5 files not used",
+            greta_report::PAGE_RUNS
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "{}: the page draws at most {} runs",
+            files[n - 1].display(),
+            greta_report::PAGE_RUNS
+        )),
+        "{err}"
+    );
+}

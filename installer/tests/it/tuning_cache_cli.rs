@@ -145,3 +145,27 @@ fn a_tuning_directory_that_is_a_file_is_named_before_any_gate() {
     assert!(r.stdout.is_empty(), "nothing was timed: {}", r.stdout);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "a file");
 }
+
+/// A `GRETA_TUNING_CACHE` holding a control character or bytes that are
+/// not UTF-8 is refused, named with its value escaped: the run's tuning is
+/// kept in memory, and no directory of that name is made (one holding a
+/// line feed was made and named in the results).
+#[test]
+fn a_tuning_cache_variable_with_a_control_character_or_bad_bytes_is_refused() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path();
+    for (raw, shown, why) in [
+        (&b"/a\nb"[..], "/a\\nb", "holds a control character"),
+        (&b"/a\xffb"[..], "/a\\xffb", "not UTF-8"),
+    ] {
+        let mut bad = home.as_os_str().as_bytes().to_vec();
+        bad.extend_from_slice(raw);
+        let bad = Path::new(std::ffi::OsStr::from_bytes(&bad));
+        let r = tune(bad, home);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let said = format!("GRETA_TUNING_CACHE=\"{}{shown}\": {why}", home.display());
+        assert!(r.stderr.contains(&said), "{said}\n{}", r.stderr);
+        assert!(!bad.exists(), "{} was made", bad.display());
+    }
+}

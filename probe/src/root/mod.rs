@@ -30,7 +30,7 @@ pub(crate) use nodes::node_line;
 pub use nodes::{NodeMeta, NodeState};
 use reads::{
     capture_file, clip, is_executable, loop_at, parse_env, read_capped, try_resolve_in,
-    unknown_why, Target,
+    unknown_why, why_unreadable, Target,
 };
 pub(crate) use reads::{resolve_in, Listing};
 
@@ -156,12 +156,13 @@ impl Met {
 }
 
 /// A file or directory of a sysroot that is there but could not be used,
-/// and why: the facts it holds are unknown, which is never the same as
-/// absent.
+/// or a directory of a live machine that this user cannot list, and why:
+/// the facts it holds are unknown, which is never the same as absent.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Unreadable {
     /// The path, relative to the sysroot (`.greta/dev-nodes`, `etc`,
-    /// `sys/bus/pci/devices/0000:c5:00.0`).
+    /// `sys/bus/pci/devices/0000:c5:00.0`); on a live machine, absolute
+    /// (`/etc/vulkan/icd.d`).
     pub file: String,
     pub why: String,
     /// The check that needed it (the one reading the root when it was
@@ -351,11 +352,30 @@ impl Root {
             .add(u);
     }
 
-    /// Records that a sysroot directory is there but could not be read
-    /// (`e`, reading `host` as `target`), charged to the check reading the
-    /// root; nothing when it is simply absent, or on a live machine.
+    /// Records that a directory is there but could not be read (`e`,
+    /// reading `host` as `target`), charged to the check reading the root;
+    /// nothing when it is simply absent. On a live machine, only a
+    /// directory this user may not list (permission denied: a hardened
+    /// `/sys`, `/dev/dri` or `/etc/vulkan`) or that cannot be listed (a
+    /// loop of links): what it holds is unknown to doctor. A file there in
+    /// its place is what the machine has, as the Vulkan loader or ROCm
+    /// see it too: absent.
     fn unknown_on(&self, host: &Path, e: &std::io::Error, target: Target) {
-        if self.mode != Mode::Sysroot {
+        if self.mode == Mode::Live {
+            let absent =
+                e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR);
+            if target == Target::Dir && !absent {
+                let who = match &self.identity {
+                    Some(Identity { user: Some(u), .. }) => format!(" by {u}"),
+                    Some(i) => format!(" by uid {}", i.uid),
+                    None => String::new(),
+                };
+                self.add_unreadable(Unreadable {
+                    file: host.display().to_string(),
+                    why: format!("cannot be listed{who}: {}", why_unreadable(host, e)),
+                    check: READING_FOR.with(Cell::get),
+                });
+            }
             return;
         }
         if target == Target::File && e.raw_os_error() != Some(libc::ENOTDIR) {

@@ -13,6 +13,7 @@ mod from_robustness;
 mod hip_devices;
 mod live_lavapipe;
 mod live_rocminfo_timeout;
+mod live_unreadable;
 mod python_active_env;
 mod sysroot_garbage;
 mod sysroot_machines;

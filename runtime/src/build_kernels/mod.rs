@@ -111,11 +111,23 @@ pub fn build(req: &BuildRequest) -> (KernelsAnswer, u8) {
             return (answer, 2);
         }
     };
-    let cache = KernelCache::new(
-        req.cache_dir
-            .clone()
-            .unwrap_or_else(KernelCache::default_dir),
-    );
+    let dir = match req
+        .cache_dir
+        .clone()
+        .map_or_else(KernelCache::default_dir, Ok)
+    {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("greta: {e}");
+            let answer = KernelsAnswer {
+                schema: SCHEMA.into(),
+                runtime: None,
+                built: vec![],
+            };
+            return (answer, 2);
+        }
+    };
+    let cache = KernelCache::new(dir);
     let sources = KernelSources::bundled();
     let mut built = Vec::new();
     for t in &req.targets {

@@ -59,9 +59,9 @@ pub struct Cuda {
 impl Cuda {
     /// Opens libcuda: `$GRETA_CUDA_LIB` (a file), else the loader's names.
     pub fn open() -> Result<Cuda, GpuError> {
-        let explicit = std::env::var_os(EnvVars::GRETA_CUDA_LIB)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from);
+        let explicit = greta_vocab::Setting::text_path(EnvVars::GRETA_CUDA_LIB)
+            .map_err(GpuError::LibraryMissing)?
+            .map(|s| s.value);
         let mut why = "the dynamic loader's search path".to_string();
         if let Some(p) = &explicit {
             preload(p).map_err(|e| {

@@ -8,12 +8,18 @@ use greta_vocab::EnvVars;
 use std::path::PathBuf;
 
 /// Where to look: `$GRETA_NVRTC_LIB`, the env's NVIDIA wheels, `CUDA_PATH`
-/// / `CUDA_HOME`, `/usr/local/cuda*`, then the loader's names.
-pub fn candidates(env_roots: &[PathBuf]) -> Vec<Candidate> {
-    if let Some(p) = std::env::var_os(EnvVars::GRETA_NVRTC_LIB).filter(|v| !v.is_empty()) {
-        return vec![Candidate::new(p, format!("${}", EnvVars::GRETA_NVRTC_LIB))];
+/// / `CUDA_HOME`, `/usr/local/cuda*`, then the loader's names. Err: the
+/// variable is not UTF-8 or holds a control character.
+pub fn candidates(env_roots: &[PathBuf]) -> Result<Vec<Candidate>, CompileError> {
+    if let Some(s) = greta_vocab::Setting::text_path(EnvVars::GRETA_NVRTC_LIB)
+        .map_err(CompileError::Unavailable)?
+    {
+        return Ok(vec![Candidate::new(
+            s.value,
+            format!("${}", EnvVars::GRETA_NVRTC_LIB),
+        )]);
     }
-    super::lib_candidates(
+    Ok(super::lib_candidates(
         env_roots,
         &["nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib"],
         "libnvrtc.so",
@@ -23,7 +29,7 @@ pub fn candidates(env_roots: &[PathBuf]) -> Vec<Candidate> {
             "libnvrtc.so.11.2",
             "libnvrtc.so",
         ],
-    )
+    ))
 }
 
 /// The first candidate that opens and has NVRTC's entry points.
@@ -56,7 +62,7 @@ pub fn locate(cands: &[Candidate]) -> Result<Loaded, CompileError> {
 
 /// NVRTC on the loader's path, or where [`candidates`] finds it.
 pub fn locate_live() -> Result<Loaded, CompileError> {
-    locate(&candidates(&crate::hip::SearchEnv::live().env_roots))
+    candidates(&crate::hip::SearchEnv::live().env_roots).and_then(|c| locate(&c))
 }
 
 /// NVRTC (`library`) for `target` (`sm_90`, `sm_90a`): a CUBIN for that

@@ -85,7 +85,7 @@ impl<D: Driver + 'static> GpuBackend<D> {
     /// from the default kernel cache (compiled for the device where missing):
     /// what `--backend hip` and `--backend cuda` open.
     pub fn open_boxed(driver: D, select: &DeviceSelect) -> Result<Box<dyn Backend>, RuntimeError> {
-        let cache = KernelCache::new(KernelCache::default_dir());
+        let cache = KernelCache::new(KernelCache::default_dir().map_err(RuntimeError::BadInput)?);
         let backend = Self::open_with(driver, select, &cache, &KernelSources::bundled())?;
         Ok(Box::new(backend))
     }

@@ -184,16 +184,19 @@ impl KernelCache {
     }
 
     /// `$GRETA_KERNEL_CACHE`, else `$XDG_CACHE_HOME/greta/gpu-kernels`
-    /// (default `~/.cache/greta/gpu-kernels`; `greta_vocab::dirs`).
-    pub fn default_dir() -> PathBuf {
-        if let Some(d) = std::env::var_os(EnvVars::GRETA_KERNEL_CACHE).filter(|d| !d.is_empty()) {
-            return PathBuf::from(d);
+    /// (default `~/.cache/greta/gpu-kernels`; `greta_vocab::dirs`). Err:
+    /// the variable is not UTF-8 or holds a control character.
+    pub fn default_dir() -> Result<PathBuf, String> {
+        if let Some(d) = greta_vocab::Setting::text_path(EnvVars::GRETA_KERNEL_CACHE)? {
+            return Ok(d.value);
         }
         // With no HOME at all (a bare service account), a directory of its
         // own under the temporary directory: compiles still get cached.
         use greta_vocab::dirs;
-        dirs::greta_dir(dirs::Base::Cache, "gpu-kernels", &dirs::process_env)
-            .unwrap_or_else(|| std::env::temp_dir().join("greta").join("gpu-kernels"))
+        Ok(
+            dirs::greta_dir(dirs::Base::Cache, "gpu-kernels", &dirs::process_env)
+                .unwrap_or_else(|| std::env::temp_dir().join("greta").join("gpu-kernels")),
+        )
     }
 
     pub fn dir(&self) -> &Path {
