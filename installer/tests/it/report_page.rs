@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-const WINDOW: (u32, u32) = (1200, 1600);
+/// Tall enough that the node grid of every default gate on 8 devices is on
+/// screen (each gate is a row; the default profile grows).
+const WINDOW: (u32, u32) = (1200, 2400);
 
 fn greta(args: &[&str], data_home: &Path) -> (i32, String) {
     let mut cmd = crate::support::greta();
