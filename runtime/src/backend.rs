@@ -1,10 +1,13 @@
 //! The interface every backend implements and the smoke gates drive.
 
 use crate::ceiling::{Ceiling, CeilingError};
+use crate::error::RuntimeError;
 use crate::graph::{Composite, GraphJob, GraphStats};
+use crate::info::DeviceInfo;
 use crate::job::{Job, RunOpts, RunStats};
 use crate::stress::{StressReport, StressRequest};
-use crate::{DeviceInfo, HostBuf, Op, RuntimeError, Tuning};
+use crate::tuning::Tuning;
+use greta_kernels::{HostBuf, Op};
 use std::time::Duration;
 
 /// A device that can run [`Op`]s.

@@ -13,6 +13,7 @@
 mod backend;
 pub mod build_kernels;
 pub mod ceiling;
+mod compilers;
 pub mod cuda;
 mod error;
 pub mod gpu;
@@ -29,6 +30,7 @@ pub mod vulkan;
 
 pub use backend::Backend;
 pub use ceiling::{Ceiling, CeilingError, CeilingUnit};
+pub use compilers::serve_compile;
 pub use error::RuntimeError;
 pub use graph::{Graph, GraphJob, GraphStats, Replay, Slot, Step};
 pub use greta_kernels as kernels;

@@ -78,7 +78,7 @@ pub fn run(args: Args) -> u8 {
     match args.command {
         Command::Compile => {
             let mut out = std::io::stdout().lock();
-            greta_runtime::gpu::serve_compile(std::io::stdin().lock(), &mut out)
+            greta_runtime::serve_compile(std::io::stdin().lock(), &mut out)
         }
         Command::Serve => match Request::read(std::io::stdin().lock()) {
             Ok(req) => answer(decide_auto(req)),

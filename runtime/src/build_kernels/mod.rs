@@ -72,14 +72,14 @@ pub fn build(req: &BuildRequest) -> (KernelsAnswer, u8) {
     let mut built = Vec::new();
     for t in &req.targets {
         let r = compiler_for_target(&hip, t).and_then(|c| {
-            let o = cache.get_or_build(&c, &sources, Api::Hip)?;
+            let o = cache.get_or_build(&*c, &sources, Api::Hip)?;
             Ok((c, o))
         });
         built.push(match r {
             Ok((c, o)) => {
                 let (resources, resources_error) = if req.resource_usage {
                     let unit = sources.translation_unit(Api::Hip);
-                    match resources::measure(&c, &unit, &o.path) {
+                    match resources::measure(c.choice(), &unit, &o.path) {
                         Ok(r) => (r, None),
                         Err(e) => {
                             eprintln!("greta: {t}: resource usage: {e}");
@@ -91,7 +91,7 @@ pub fn build(req: &BuildRequest) -> (KernelsAnswer, u8) {
                 };
                 BuiltTarget {
                     target: t.clone(),
-                    compiler: Some(c.library.to_string()),
+                    compiler: Some(c.choice().library.to_string()),
                     object: Some(o),
                     error: None,
                     resources,

@@ -12,6 +12,7 @@
 //! code object must be byte-identical to the one in the cache, or the figures
 //! are refused, since they would describe other code.
 
+use crate::compilers;
 use crate::gpu::{compile_with_log, CompilerChoice};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -105,7 +106,8 @@ pub fn measure(
         .prefix(".resource-usage-")
         .tempfile_in(dir)
         .map_err(|e| format!("creating a file in {}: {e}", dir.display()))?;
-    let log = compile_with_log(&with_remarks, unit, scratch.path()).map_err(|e| e.to_string())?;
+    let with_remarks = compilers::of(with_remarks);
+    let log = compile_with_log(&*with_remarks, unit, scratch.path()).map_err(|e| e.to_string())?;
     let read = |p: &Path| {
         greta_fsread::bytes(p, OBJECT_CAP).map_err(|e| format!("reading {}: {e}", p.display()))
     };

@@ -1,9 +1,8 @@
 //! NVRTC, CUDA's run-time compiler: found by path and used through the
 //! shared [`crate::gpu::rtc`] (the same code as hiprtc).
 
-use crate::gpu::compile::CompileError;
-use crate::gpu::driver::{CompilerChoice, Loaded};
-use crate::gpu::search::{self, Candidate};
+use crate::gpu::compiler::{CompileError, Compiler, CompilerChoice};
+use crate::gpu::search::{self, Candidate, Loaded};
 use greta_vocab::EnvVars;
 use std::path::PathBuf;
 
@@ -54,7 +53,18 @@ pub fn locate(cands: &[Candidate]) -> Result<Loaded, CompileError> {
     )))
 }
 
-/// Compiles `unit` into a CUBIN for `choice.target`.
-pub fn compile(choice: &CompilerChoice, unit: &str) -> Result<Vec<u8>, CompileError> {
-    crate::gpu::rtc::compile(&crate::gpu::rtc::NVRTC, choice, unit)
+/// NVRTC, set for one target.
+pub(crate) struct Nvrtc(pub(crate) CompilerChoice);
+
+impl Compiler for Nvrtc {
+    fn choice(&self) -> &CompilerChoice {
+        &self.0
+    }
+
+    /// A CUBIN for the choice's target; NVRTC's log of a successful compile
+    /// is not kept.
+    fn compile(&self, unit: &str) -> Result<(Vec<u8>, String), CompileError> {
+        let code = crate::gpu::rtc::compile(&crate::gpu::rtc::NVRTC, &self.0, unit)?;
+        Ok((code, String::new()))
+    }
 }

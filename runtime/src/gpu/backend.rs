@@ -12,18 +12,22 @@
 //! [`super::execute`]'s.
 
 use super::compile::{CachedObject, KernelCache, KernelSources};
+use super::compiler::{Compiler, CompilerChoice};
 use super::devices::device_info;
-use super::driver::{
-    CompilerChoice, DevPtr, Dims, Driver, FuncH, GpuDevice, GpuError, ModuleH, StreamH,
-};
+use super::driver::{DevPtr, Dims, Driver, FuncH, GpuDevice, GpuError, ModuleH, StreamH};
 use super::execute::{execute, launch_on, Launches};
 use super::launch::{self, KernelArg};
 use super::vendor::measure::{self, StressGemm};
 use super::vendor::VendorBlas;
+use crate::backend::Backend;
 use crate::ceiling::{Ceiling, CeilingError};
+use crate::error::RuntimeError;
 use crate::graph::{GraphJob, GraphStats};
+use crate::info::{DeviceInfo, DeviceSelect};
+use crate::job::{Job, RunStats};
 use crate::stress::{StressReport, StressRequest};
-use crate::{Backend, DeviceInfo, DeviceSelect, Job, Op, RunStats, RuntimeError, Tuning};
+use crate::tuning::Tuning;
+use greta_kernels::Op;
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::time::Duration;
@@ -61,7 +65,7 @@ pub struct GpuBackend<D: Driver> {
     driver: D,
     info: DeviceInfo,
     dev: GpuDevice,
-    compiler: CompilerChoice,
+    compiler: Box<dyn Compiler>,
     object: CachedObject,
     module: Option<ModuleH>,
     functions: HashMap<String, FuncH>,
@@ -127,7 +131,7 @@ impl<D: Driver> GpuBackend<D> {
         })?;
         driver.activate(dev.ordinal)?;
         let compiler = driver.compiler_for(&dev)?;
-        let object = cache.get_or_build(&compiler, sources, api)?;
+        let object = cache.get_or_build(&*compiler, sources, api)?;
         let image = read_capped(&object.path)?;
         let module = driver.module_load(&image)?;
         let stream = match driver.stream_create() {
@@ -138,7 +142,7 @@ impl<D: Driver> GpuBackend<D> {
                 return Err(e);
             }
         };
-        let info = device_info(&driver, &dev, Some(&compiler), Some(&object));
+        let info = device_info(&driver, &dev, Some(compiler.choice()), Some(&object));
         let tuned = if crate::tuning_cache::disabled_by_env() {
             None
         } else {
@@ -172,7 +176,7 @@ impl<D: Driver> GpuBackend<D> {
 
     /// The compiler the kernels were built with.
     pub fn compiler(&self) -> &CompilerChoice {
-        &self.compiler
+        self.compiler.choice()
     }
 
     /// The code object the kernels were loaded from (and whether this open built it).
@@ -287,8 +291,7 @@ impl<D: Driver> GpuBackend<D> {
             driver
                 .activate(ordinal)
                 .map_err(|e| CeilingError::Device(e.to_string()))?;
-            let env = crate::hip::SearchEnv::live();
-            super::vendor::open(api, &super::vendor::candidates(api, &env.env_roots), stream)
+            super::vendor::open(api, &driver.blas_candidates(), stream)
         })
     }
 

@@ -13,81 +13,15 @@
 //! a child and a crash becomes a [`CompileError::Crashed`] that says so.
 
 use super::child;
-use super::driver::{Api, CompilerChoice};
+use super::compiler::{
+    compiler_label, io, CompileError, Compiler, CompilerChoice, CompilerKind, COMPILE_LIMIT,
+};
+use super::driver::Api;
 use greta_vocab::EnvVars;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-/// How long one compile may take before greta gives up on it.
-pub const COMPILE_LIMIT: Duration = Duration::from_secs(600);
-
-/// Which compiler.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CompilerKind {
-    Hiprtc,
-    Nvrtc,
-    Hipcc,
-}
-
-impl CompilerKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CompilerKind::Hiprtc => "hiprtc",
-            CompilerKind::Nvrtc => "NVRTC",
-            CompilerKind::Hipcc => "hipcc",
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum CompileError {
-    /// No compiler: every place looked.
-    #[error("{0}")]
-    Unavailable(String),
-    #[error("{compiler} cannot compile for {target}: {detail}")]
-    UnsupportedTarget {
-        target: String,
-        compiler: String,
-        detail: String,
-    },
-    #[error("{compiler} could not compile greta's kernels for {target}:\n{log}")]
-    Failed {
-        target: String,
-        compiler: String,
-        log: String,
-    },
-    /// The compiler took its (child) process down.
-    #[error(
-        "{compiler} crashed while compiling greta's kernels for {target} ({how}){stderr}; it ran in a child process, \
-         so greta itself is fine. A run-time compiler that crashes on one target most often does not know it (ROCm 5.2's \
-         hiprtc aborts this way on gfx942): use a ROCm release that supports {target}"
-    )]
-    Crashed {
-        target: String,
-        compiler: String,
-        how: String,
-        stderr: String,
-    },
-    #[error("{compiler} ran longer than {} s compiling for {target}; killed", COMPILE_LIMIT.as_secs())]
-    TimedOut { target: String, compiler: String },
-    /// The helper child could not be run or answered nonsense.
-    #[error("compiling in a child process: {0}")]
-    Child(String),
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
-}
-
-pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> CompileError {
-    let what = what.into();
-    move |source| CompileError::Io { what, source }
-}
 
 /// The kernel sources to compile: `(file name, text)` pairs, `common.h`
 /// first, and the per-API preludes.
@@ -210,14 +144,15 @@ impl KernelCache {
             .join(format!("{}-{}.{ext}", choice.target, &key[..24]))
     }
 
-    /// The code object for `choice`'s target, compiled only when the cache
-    /// has none for these exact sources, compiler, target and options.
+    /// The code object for `compiler`'s target, compiled only when the
+    /// cache has none for these exact sources, compiler, target and options.
     pub fn get_or_build(
         &self,
-        choice: &CompilerChoice,
+        compiler: &dyn Compiler,
         sources: &KernelSources,
         api: Api,
     ) -> Result<CachedObject, CompileError> {
+        let choice = compiler.choice();
         let unit = sources.translation_unit(api);
         let key = cache_key(choice, &unit);
         let path = self.path_for(choice, &key);
@@ -237,7 +172,7 @@ impl KernelCache {
             .prefix(".building-")
             .tempfile_in(&self.dir)
             .map_err(io(format!("creating a file in {}", self.dir.display())))?;
-        compile(choice, &unit, staging.path())?;
+        compile(compiler, &unit, staging.path())?;
         staging.persist(&path).map_err(|e| CompileError::Io {
             what: format!("renaming into {}", path.display()),
             source: e.error,
@@ -315,20 +250,10 @@ impl CompileFailure {
     }
 }
 
-/// `hiprtc 9.0 (/usr/lib/x86_64-linux-gnu/libamdhip64.so.5)`.
-pub fn compiler_label(choice: &CompilerChoice) -> String {
-    format!(
-        "{} {} ({})",
-        choice.kind.as_str(),
-        choice.version,
-        choice.library.path.display()
-    )
-}
-
-/// Compiles `unit` with `choice` into `out`: in a helper child when one is
-/// registered, else in this process.
-pub fn compile(choice: &CompilerChoice, unit: &str, out: &Path) -> Result<(), CompileError> {
-    compile_with_log(choice, unit, out).map(|_| ())
+/// Compiles `unit` with `compiler` into `out`: in a helper child when one
+/// is registered, else in this process.
+pub fn compile(compiler: &dyn Compiler, unit: &str, out: &Path) -> Result<(), CompileError> {
+    compile_with_log(compiler, unit, out).map(|_| ())
 }
 
 /// [`compile`], returning the compiler's log of the successful compile
@@ -336,27 +261,20 @@ pub fn compile(choice: &CompilerChoice, unit: &str, out: &Path) -> Result<(), Co
 /// --resource-usage` reads the compiler's own register and occupancy
 /// figures from it.
 pub fn compile_with_log(
-    choice: &CompilerChoice,
+    compiler: &dyn Compiler,
     unit: &str,
     out: &Path,
 ) -> Result<String, CompileError> {
     match child::helper() {
-        Some(h) => compile_in_child(h, choice, unit, out),
-        None => compile_here(choice, unit, out),
+        Some(h) => compile_in_child(h, compiler.choice(), unit, out),
+        None => compile_here(compiler, unit, out),
     }
 }
 
 /// Compiles in this process (what the child does); returns the compiler's log.
-pub fn compile_here(
-    choice: &CompilerChoice,
-    unit: &str,
-    out: &Path,
-) -> Result<String, CompileError> {
-    let (code, log) = match choice.kind {
-        CompilerKind::Hiprtc => crate::hip::rtc::compile(choice, unit)?,
-        CompilerKind::Nvrtc => (crate::cuda::nvrtc::compile(choice, unit)?, String::new()),
-        CompilerKind::Hipcc => (crate::hip::hipcc::compile(choice, unit)?, String::new()),
-    };
+fn compile_here(compiler: &dyn Compiler, unit: &str, out: &Path) -> Result<String, CompileError> {
+    let choice = compiler.choice();
+    let (code, log) = compiler.compile(unit)?;
     if code.is_empty() {
         return Err(CompileError::Failed {
             target: choice.target.to_string(),
@@ -423,8 +341,13 @@ fn compile_in_child(
 }
 
 /// The child's side: reads a [`CompileRequest`] from `input` (at most 64
-/// MiB), compiles in this process, prints a [`CompileAnswer`]; 0 on success.
-pub fn serve_compile(input: impl Read, output: &mut dyn std::io::Write) -> u8 {
+/// MiB), compiles in this process with the compiler `compiler_of` makes of
+/// the request's choice, prints a [`CompileAnswer`]; 0 on success.
+pub fn serve_compile(
+    input: impl Read,
+    output: &mut dyn std::io::Write,
+    compiler_of: &dyn Fn(CompilerChoice) -> Box<dyn Compiler>,
+) -> u8 {
     let mut text = Vec::new();
     let answer = match input.take(64 << 20).read_to_end(&mut text) {
         Err(e) => CompileAnswer {
@@ -442,7 +365,7 @@ pub fn serve_compile(input: impl Read, output: &mut dyn std::io::Write) -> u8 {
                 }),
                 log: String::new(),
             },
-            Ok(req) => match compile_here(&req.compiler, &req.source, &req.out) {
+            Ok(req) => match compile_here(&*compiler_of(req.compiler), &req.source, &req.out) {
                 Ok(log) => CompileAnswer {
                     bytes: std::fs::metadata(&req.out).map(|m| m.len()).unwrap_or(0),
                     error: None,
@@ -513,7 +436,7 @@ mod tests {
     fn the_key_follows_sources_compiler_target_and_options() {
         let c = CompilerChoice {
             kind: CompilerKind::Hiprtc,
-            library: crate::gpu::driver::Loaded {
+            library: crate::gpu::search::Loaded {
                 what: "hiprtc".into(),
                 path: "/x".into(),
                 why: "test".into(),

@@ -1,7 +1,7 @@
 //! Loading libvulkan at run time and creating the instance.
 
 use super::validation::{self, MessageLog};
-use crate::RuntimeError;
+use crate::error::RuntimeError;
 use ash::vk;
 use greta_vocab::EnvVars;
 
