@@ -12,8 +12,7 @@
 //! `smoke` / `devices` (the same requests from flags, for a person).
 
 use crate::cmd::smoke::Args as SmokeArgs;
-use greta_runtime::build_kernels::BuildRequest;
-use greta_runtime::gpu::child;
+use greta_runtime::{child, BuildRequest};
 use greta_smoke::gpu_child::{self, DevicesRequest, GpuBackend, Request};
 use greta_smoke::BackendChoice;
 use serde::Serialize;
@@ -51,7 +50,7 @@ pub enum Command {
         #[arg(long)]
         cache_dir: Option<std::path::PathBuf>,
         /// Also report the compiler's registers, LDS and occupancy per
-        /// kernel (greta_runtime::build_kernels::resources).
+        /// kernel (the runtime's build_kernels::resources).
         #[arg(long)]
         resource_usage: bool,
     },
@@ -100,7 +99,7 @@ pub fn run(args: Args) -> u8 {
             cache_dir,
             resource_usage,
         } => {
-            let (answer, code) = greta_runtime::build_kernels::build(&BuildRequest {
+            let (answer, code) = greta_runtime::build_kernels(&BuildRequest {
                 targets: target,
                 cache_dir,
                 resource_usage,

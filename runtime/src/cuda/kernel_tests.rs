@@ -4,8 +4,9 @@
 //! checks nothing: CI has no CUDA; the GPU machine (scripts/gpu/cuda.sh) compiles the same way.
 
 use crate::cuda::nvrtc::Nvrtc;
+use crate::gpu::arch::Arch;
 use crate::gpu::tune::variant_symbols_for_target;
-use crate::gpu::{Api, Arch, CompilerChoice, CompilerKind, KernelCache, KernelSources, Loaded};
+use crate::gpu::{Api, CompilerChoice, CompilerKind, KernelCache, KernelSources, Loaded};
 
 #[test]
 fn nvrtc_compiles_every_kernel_and_every_tune_variant_for_sm_80_and_sm_90() {

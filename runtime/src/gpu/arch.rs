@@ -27,14 +27,6 @@ impl Arch {
             _ => Arch::Other(text.to_string()),
         }
     }
-
-    /// The AMD target, if this is one.
-    pub fn gfx(&self) -> Option<Gfx> {
-        match self {
-            Arch::Gfx(g) => Some(*g),
-            Arch::Other(_) => None,
-        }
-    }
 }
 
 impl std::fmt::Display for Arch {
@@ -99,8 +91,11 @@ mod tests {
             assert_eq!(json, format!("\"{text}\""));
             assert_eq!(serde_json::from_str::<Arch>(&json).unwrap(), a);
         }
-        assert_eq!(Arch::parse("gfx942").gfx(), Some(Gfx::new(9, 4, 2)));
+        assert_eq!(Arch::parse("gfx942"), Arch::Gfx(Gfx::new(9, 4, 2)));
         assert_eq!(Arch::parse("sm_90"), Arch::Other("sm_90".into()));
-        assert_eq!(Arch::parse("gfx90a:xnack-").gfx(), None);
+        assert_eq!(
+            Arch::parse("gfx90a:xnack-"),
+            Arch::Other("gfx90a:xnack-".into())
+        );
     }
 }

@@ -11,8 +11,7 @@
 //! [`super::devices`]'s, one run's buffers, events and waits
 //! [`super::execute`]'s.
 
-use super::compile::{CachedObject, KernelCache, KernelSources};
-use super::compiler::{Compiler, CompilerChoice};
+use super::compile::{KernelCache, KernelSources};
 use super::devices::device_info;
 use super::driver::{DevPtr, Dims, Driver, FuncH, GpuDevice, GpuError, ModuleH, StreamH};
 use super::execute::{execute, launch_on, Launches};
@@ -65,8 +64,6 @@ pub struct GpuBackend<D: Driver> {
     driver: D,
     info: DeviceInfo,
     dev: GpuDevice,
-    compiler: Box<dyn Compiler>,
-    object: CachedObject,
     module: Option<ModuleH>,
     functions: HashMap<String, FuncH>,
     stream: Option<StreamH>,
@@ -152,8 +149,6 @@ impl<D: Driver> GpuBackend<D> {
             driver,
             info,
             dev,
-            compiler,
-            object,
             module: Some(module),
             functions: HashMap::new(),
             stream: Some(stream),
@@ -164,24 +159,6 @@ impl<D: Driver> GpuBackend<D> {
             keep_scratch: false,
             kept: Vec::new(),
         })
-    }
-
-    pub fn gpu(&self) -> &GpuDevice {
-        &self.dev
-    }
-
-    pub fn driver(&self) -> &D {
-        &self.driver
-    }
-
-    /// The compiler the kernels were built with.
-    pub fn compiler(&self) -> &CompilerChoice {
-        self.compiler.choice()
-    }
-
-    /// The code object the kernels were loaded from (and whether this open built it).
-    pub fn code_object(&self) -> &CachedObject {
-        &self.object
     }
 
     fn function(&mut self, name: &str) -> Result<FuncH, GpuError> {

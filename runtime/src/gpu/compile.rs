@@ -9,14 +9,14 @@
 //! rename), so a crash or a concurrent greta never leaves half an object.
 //!
 //! A compiler can crash its process (ROCm 5.2's hiprtc aborts on gfx942), so
-//! when the binary registered a helper ([`super::child`]) the compile runs in
+//! when the binary registered a helper ([`crate::child`]) the compile runs in
 //! a child and a crash becomes a [`CompileError::Crashed`] that says so.
 
-use super::child;
 use super::compiler::{
     compiler_label, io, CompileError, Compiler, CompilerChoice, CompilerKind, COMPILE_LIMIT,
 };
 use super::driver::Api;
+use crate::child;
 use greta_vocab::EnvVars;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -51,6 +51,7 @@ impl KernelSources {
         )
     }
 
+    #[cfg(test)]
     pub fn files(&self) -> &[(String, String)] {
         &self.files
     }
@@ -128,10 +129,6 @@ impl KernelCache {
         use greta_vocab::dirs;
         dirs::greta_dir(dirs::Base::Cache, "gpu-kernels", &dirs::process_env)
             .unwrap_or_else(|| std::env::temp_dir().join("greta").join("gpu-kernels"))
-    }
-
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     fn path_for(&self, choice: &CompilerChoice, key: &str) -> PathBuf {
@@ -454,7 +451,7 @@ mod tests {
         );
         assert_eq!(
             c.target,
-            crate::gpu::Arch::Gfx(greta_vocab::Gfx::new(9, 0, 10))
+            crate::gpu::arch::Arch::Gfx(greta_vocab::Gfx::new(9, 0, 10))
         );
         assert_eq!(k, cache_key(&c.clone(), "src"));
         assert_ne!(k, cache_key(&c, "src2"));

@@ -2,17 +2,18 @@
 //!
 //! [`driver::Driver`] is the small driver API both vendors offer (device
 //! facts, memory, async copies, streams, events, modules, launch);
-//! [`backend::GpuBackend`] implements greta's [`crate::backend::Backend`] once over
-//! it; [`compile`] builds the kernels on the node with the vendor's run-time
-//! compiler ([`rtc`]) and caches them; [`child`] runs compiles and device
-//! work in a bounded child process of the same executable; [`search`] finds
-//! vendor libraries and says which one was taken and why; [`tune`] holds the
-//! kernels' tuning knobs and candidates.
+//! [`backend::GpuBackend`] implements greta's [`crate::backend::Backend`]
+//! once over it; [`compile`] builds the kernels on the node with the
+//! vendor's run-time compiler, which each driver hands over as a
+//! [`compiler::Compiler`] ([`rtc`] is hiprtc's and NVRTC's shared code),
+//! caches them, and compiles in a bounded child process of the same
+//! executable ([`crate::child`]); [`search`] finds vendor libraries and says
+//! which one was taken and why; [`tune`] holds the kernels' tuning knobs and
+//! candidates.
 
 pub(crate) mod arch;
 pub(crate) mod backend;
 pub(crate) mod calls;
-pub mod child;
 pub(crate) mod compile;
 pub(crate) mod compiler;
 pub(crate) mod devices;
@@ -25,9 +26,8 @@ pub(crate) mod search;
 pub mod tune;
 pub(crate) mod vendor;
 
-pub use arch::Arch;
 pub use backend::GpuBackend;
 pub use compile::{compile_with_log, CachedObject, KernelCache, KernelSources};
-pub use compiler::{CompileError, Compiler, CompilerChoice, CompilerKind};
-pub use driver::{Api, Driver, GpuDevice, GpuError};
-pub use search::{Candidate, Loaded};
+pub use compiler::{Compiler, CompilerChoice, CompilerKind};
+pub use driver::{Api, Driver};
+pub use search::Loaded;

@@ -170,12 +170,14 @@ pub fn candidates(op: &Op, dev: &GpuDevice) -> Vec<Tuning> {
 /// Every kernel symbol a candidate of any catalogue op launches on `dev`
 /// beyond the ops' own (`greta_<op>`): what a compile for that target must
 /// contain.
+#[cfg(test)]
 pub fn variant_symbols(dev: &GpuDevice) -> Vec<String> {
     f16_variants(dev).iter().map(F16Variant::symbol).collect()
 }
 
 /// [`variant_symbols`] of a device of `api` with target `arch` (1024
 /// threads per block): the compile tests check each is in the object.
+#[cfg(test)]
 pub fn variant_symbols_for_target(api: Api, arch: &super::arch::Arch) -> Vec<String> {
     let dev = GpuDevice {
         api,

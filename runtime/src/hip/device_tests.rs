@@ -1,7 +1,8 @@
 //! HIP and CUDA on this machine: Debian's ROCm 5.2 runtime, no AMD GPU, no
 //! NVIDIA driver. Each answer must say what happened and where greta looked.
 
-use crate::gpu::{Candidate, Driver, GpuError};
+use crate::gpu::driver::{Driver, GpuError};
+use crate::gpu::search::Candidate;
 use crate::hip::Hip;
 use greta_vocab::EnvVars;
 

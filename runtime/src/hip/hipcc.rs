@@ -1,8 +1,8 @@
 //! hipcc, the fallback where no hiprtc exists: found on `HIP_PATH`,
 //! `ROCM_PATH`, `PATH` or `/opt/rocm`, and run in its own bounded child.
 
+use crate::child;
 use crate::gpu::arch::Arch;
-use crate::gpu::child;
 use crate::gpu::compiler::{
     compiler_label, io, CompileError, Compiler, CompilerChoice, CompilerKind, COMPILE_LIMIT,
 };

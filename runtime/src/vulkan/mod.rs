@@ -77,7 +77,7 @@ use std::sync::Arc;
 #[doc(hidden)]
 pub use cache::store as store_pipeline_cache;
 pub use cache::CacheStatus;
-pub use compile::{count_matrix, Compiled, Executable};
+pub use compile::{Compiled, Executable};
 pub use instance::Instance;
 pub use validation::MessageLog;
 

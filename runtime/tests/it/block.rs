@@ -15,7 +15,7 @@ fn inputs(op: &Op, seed: u64) -> Vec<HostBuf> {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn assert_block(dev: &mut greta_runtime::vulkan::Device, op: &Op, seed: u64) {
+fn assert_block(dev: &mut greta_runtime::VulkanDevice, op: &Op, seed: u64) {
     let ins = inputs(op, seed);
     let mut outs: Vec<HostBuf> = op
         .outputs()
