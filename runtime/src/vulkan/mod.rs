@@ -698,7 +698,7 @@ impl Backend for Device {
         &mut self,
         op: &Op,
         timeout: std::time::Duration,
-    ) -> Option<Result<crate::Ceiling, crate::CeilingError>> {
+    ) -> Option<Result<crate::ceiling::Ceiling, crate::ceiling::CeilingError>> {
         ceiling::copy_ceiling(self, op, timeout)
     }
 
