@@ -3,8 +3,7 @@
 //! accepts must fit the device: shared memory and invocations recomputed
 //! here in u128 from the spec constants.
 use crate::Words;
-use greta_runtime::vulkan::plan::{plan, Limits, Shader, Waves};
-use greta_runtime::{Knob, Op, Tuning};
+use greta_runtime::{plan_vulkan as plan, Knob, Op, Shader, Tuning, VulkanLimits as Limits, Waves};
 
 /// Every knob: a new one is fuzzed without being listed here (a byte picks
 /// an index, so seeds written before a knob was added pick other knobs now;

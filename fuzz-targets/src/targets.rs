@@ -1,8 +1,7 @@
 //! One function per target. Each returns quietly on input its parser
 //! refuses; it panics only on a defect.
 use greta_lockset::{LockDir, Lockfile, Matrix};
-use greta_runtime::tuning_cache::TuningCache;
-use greta_runtime::{DeviceInfo, Op};
+use greta_runtime::{DeviceInfo, Op, TuningCache};
 use std::path::Path;
 
 pub use crate::plan::gemm_plan;

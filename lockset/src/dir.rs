@@ -112,10 +112,7 @@ impl LockDir {
     /// The text of one file of the set; `Ok(None)` when the set has none.
     pub fn read(&self, name: &str) -> crate::Result<Option<String>> {
         match &self.dir {
-            Some(d) => Ok(crate::read::text_if_exists(
-                &d.join(name),
-                crate::read::MAX_DATA_FILE,
-            )?),
+            Some(d) => crate::read::text_if_exists(&d.join(name), crate::read::MAX_DATA_FILE),
             None => Ok(builtin::FILES
                 .iter()
                 .find(|(n, _)| *n == name)

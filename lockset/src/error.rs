@@ -2,6 +2,7 @@
 //! kind (a refusal to print with its fix, a file:line:col to point at)
 //! instead of searching an error chain for one.
 
+use crate::read::ReadError;
 use crate::{Refusal, SourceError};
 
 /// The lock set's error.
@@ -14,6 +15,10 @@ pub enum Error {
     /// A lock file is wrong at a place: `file:line:col: message`.
     #[error(transparent)]
     Source(#[from] SourceError),
+    /// A file could not be read (missing, too large, a FIFO or a device,
+    /// not UTF-8): the path is the message, an OS error its source.
+    #[error(transparent)]
+    Read(#[from] ReadError),
     /// Anything else (a file that cannot be read, a tool such as uv or
     /// Python that failed), with its context chain kept for the message.
     #[error(transparent)]
@@ -28,6 +33,11 @@ impl From<anyhow::Error> for Error {
     /// a source error they raise keeps its kind here, at the crate's door,
     /// the one place the chain is looked into.
     fn from(e: anyhow::Error) -> Self {
+        // A read error that reached anyhow may carry a caller's context,
+        // which taking the inner error back out would drop.
+        if let Some(Error::Read(_)) = e.downcast_ref::<Error>() {
+            return Error::Failed(e);
+        }
         let e = match e.downcast::<Error>() {
             Ok(inner) => return inner,
             Err(e) => e,
@@ -113,6 +123,26 @@ mod tests {
         assert_eq!(
             format!("{outer:#}"),
             "cannot read lock/matrix.toml: disk on fire"
+        );
+    }
+
+    /// A read error a module wrapped in context keeps that context at the
+    /// door (taking the typed error back out would drop it).
+    #[test]
+    fn a_read_error_with_context_keeps_it() {
+        let d = tempfile::tempdir().unwrap();
+        let missing = d.path().join("matrix.toml");
+        let e: Error = crate::read::text_capped(&missing, 10)
+            .context("reading the lock set")
+            .unwrap_err()
+            .into();
+        assert!(matches!(e, Error::Failed(_)), "{e:?}");
+        assert_eq!(
+            format!("{e:#}"),
+            format!(
+                "reading the lock set: {}: No such file or directory (os error 2)",
+                missing.display()
+            )
         );
     }
 }

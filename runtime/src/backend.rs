@@ -1,12 +1,15 @@
 //! The interface every backend implements and the smoke gates drive.
 
 use crate::ceiling::{Ceiling, CeilingError};
+use crate::error::RuntimeError;
 use crate::graph::{GraphJob, GraphStats};
+use crate::info::DeviceInfo;
 use crate::job::{Job, RunOpts, RunStats};
-use crate::kernels::block::graph::Fusion;
 use crate::stress::{StressReport, StressRequest};
+use crate::tuning::{Knob, Tuning};
 use crate::tuning_cache::{KeySpace, TuningCache};
-use crate::{DeviceInfo, HostBuf, Knob, Op, RuntimeError, Tuning};
+use greta_kernels::block::graph::Fusion;
+use greta_kernels::{HostBuf, Op};
 use std::time::Duration;
 
 /// A device that can run [`Op`]s.

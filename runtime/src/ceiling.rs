@@ -6,7 +6,7 @@
 //! gates' subject, and a missing vendor library fails nothing (the gate
 //! says what was looked for).
 
-use crate::Op;
+use greta_kernels::Op;
 use serde::{Deserialize, Serialize};
 
 /// Bytes the copy ceiling of `op` copies: half the op's footprint (a copy

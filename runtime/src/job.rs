@@ -1,8 +1,9 @@
 //! One submission's data: the op and its buffers ([`Job`]), how to run
 //! it ([`RunOpts`]) and what it measured ([`RunStats`]). Below both the
-//! [`crate::Backend`] trait and the graph types, which speak of them.
+//! [`crate::backend::Backend`] trait and the graph types, which speak of them.
 
-use crate::{HostBuf, Op, Tuning};
+use crate::tuning::Tuning;
+use greta_kernels::{HostBuf, Op};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

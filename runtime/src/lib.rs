@@ -2,30 +2,38 @@
 //! checks nothing itself (that is `greta-smoke`'s job) but moves the data,
 //! times each dispatch and never hangs: every wait has a timeout.
 //!
-//! The entry points are backend-agnostic: [`Backend`] is what the smoke
-//! gates drive, [`list_devices`] / [`open`] pick a device. Vulkan (ash +
-//! gpu-allocator, libvulkan loaded at run time), HIP (libamdhip64 and
-//! hiprtc loaded at run time) and its CUDA twin (the CUDA driver API and
-//! NVRTC loaded at run time) are always built in: nothing of ROCm or CUDA is
-//! needed to build or start greta. HIP and CUDA share everything above the
-//! FFI ([`gpu`]).
+//! This file is the crate's whole door. The entry points are
+//! backend-agnostic: [`Backend`] is what the smoke gates drive,
+//! [`list_devices`] / [`open`] pick a device, a [`Graph`] is replayed on
+//! it, and [`TuningCache`] keeps the fastest correct tuning per device.
+//! Vulkan (ash + gpu-allocator, libvulkan loaded at run time), HIP
+//! (libamdhip64 and hiprtc loaded at run time) and its CUDA twin (the CUDA
+//! driver API and NVRTC loaded at run time) are always built in and all
+//! private: nothing of ROCm or CUDA is needed to build or start greta, and
+//! no caller outside reaches a driver. HIP and CUDA share everything above
+//! the FFI (the private `gpu` module). Beside the door stand the
+//! [`child`] runner (bounded child processes of the same executable, where
+//! compiles and device work run) and [`telemetry`] (what a GPU says about
+//! itself while it works).
 
 mod backend;
-pub mod build_kernels;
-pub mod ceiling;
-pub mod cuda;
+mod build_kernels;
+mod ceiling;
+pub mod child;
+mod compilers;
+mod cuda;
 mod error;
-pub mod gpu;
+mod gpu;
 mod graph;
-pub mod hip;
+mod hip;
 mod info;
 mod job;
 mod library;
-pub mod stress;
+mod stress;
 pub mod telemetry;
 mod tuning;
-pub mod tuning_cache;
-pub mod vulkan;
+mod tuning_cache;
+mod vulkan;
 
 pub use backend::Backend;
 pub use ceiling::{Ceiling, CeilingError, CeilingUnit};
@@ -35,8 +43,50 @@ pub use greta_kernels as kernels;
 pub use greta_kernels::{DType, HostBuf, Op};
 pub use info::{BackendKind, CoopMatShape, DeviceInfo, DeviceSelect, DeviceType, MemoryHeap};
 pub use job::{Job, RunOpts, RunStats, TimingSource};
-pub use library::{runtime_library, RuntimeLibrary};
 pub use tuning::{Knob, Tuning, UnknownKnob};
+
+/// The matrix-unit stress gate's request and report, and the inputs both
+/// sides derive from a seed (the checker recomputes sampled tiles).
+pub use stress::{
+    input_f16, sample_tiles, Operand, StressEngine, StressInterval, StressReport, StressRequest,
+    Tile, TileSample,
+};
+
+/// The tuning store: per device, the fastest correct tuning of each op
+/// shape (`greta.tuning/v1`).
+pub use tuning_cache::{shape_class, KeySpace, TunedEntry, TuningCache};
+
+/// Which vendor runtime a backend would load (asked in the device child).
+pub use library::{runtime_library, RuntimeLibrary};
+
+/// The compile child's side (`greta __gpu compile`).
+pub use compilers::serve_compile;
+
+/// `greta __gpu build-kernels`: the bundled kernels built for HIP's gfx
+/// targets with hiprtc or for CUDA's `sm_XX` with NVRTC (which [`Api`]).
+pub use build_kernels::{
+    build as build_kernels, resources::KernelResources, BuildRequest, BuiltTarget, KernelsAnswer,
+};
+pub use gpu::driver::Api;
+
+/// CUDA's gemm_f16 tensor-core variants (each kernel's symbol and dynamic
+/// shared memory) and those a compile for an `sm_XX` must contain: what the
+/// every-architecture compile test checks each CUBIN against.
+pub use gpu::tune::{cuda_variant_symbols, F16Variant, CUDA_F16_VARIANTS};
+
+/// The Vulkan device where a caller needs more than [`Backend`]: its
+/// caches, validation messages and compile-only pipelines with the
+/// driver's statistics (`greta smoke --compile-only`, `greta tune`), and
+/// Mesa's shader cache decided before the loader opens.
+pub use vulkan::mesa_cache::prepare as prepare_mesa_cache;
+pub use vulkan::{
+    store_pipeline_cache, CacheDir, CacheStatus, Compiled, Device as VulkanDevice, Executable,
+    MessageLog, OpenOptions as VulkanOptions, OpenStep,
+};
+
+/// The Vulkan op planner, pure (an op, a tuning and device limits in, the
+/// dispatch out): what the planner's fuzz target drives.
+pub use vulkan::plan::{plan as plan_vulkan, Limits as VulkanLimits, Shader, Waves};
 
 /// Devices of `kind`, as greta numbers them (duplicates of one GPU behind
 /// two drivers listed once; see [`DeviceInfo::also_exposed_by`]).

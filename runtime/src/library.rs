@@ -3,8 +3,9 @@
 //! broken one can crash or hang its process), so greta's parent never
 //! does: it asks the device child, which calls [`runtime_library`].
 
+use crate::error::RuntimeError;
 use crate::gpu::{Driver, Loaded};
-use crate::{BackendKind, RuntimeError};
+use crate::info::BackendKind;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -37,7 +38,7 @@ pub fn runtime_library(
             // used is asked here.
             let compiler = compiler_for_target(&hip, "gfx")
                 .ok()
-                .map(|c| c.library.to_string());
+                .map(|c| c.choice().library.to_string());
             Ok(RuntimeLibrary {
                 library: hip.library().clone(),
                 compiler,

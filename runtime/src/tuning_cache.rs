@@ -9,7 +9,9 @@
 //! ignored (and replaced on the next save); writes are atomic (temporary
 //! file + rename).
 
-use crate::{DeviceInfo, Op, Tuning};
+use crate::info::DeviceInfo;
+use crate::tuning::Tuning;
+use greta_kernels::Op;
 use greta_vocab::EnvVars;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -6,8 +6,10 @@
 //! (docs/radeon.md).
 
 use crate::gates::{Catalog, Profile};
-use greta_runtime::vulkan::{self, CacheDir, Compiled, Executable, OpenOptions};
-use greta_runtime::{Backend, DeviceSelect, RuntimeError};
+use greta_runtime::{
+    Backend, CacheDir, Compiled, DeviceSelect, Executable, RuntimeError, VulkanDevice,
+    VulkanOptions,
+};
 use serde::{Deserialize, Serialize};
 
 /// The result's schema name.
@@ -63,12 +65,12 @@ pub fn compile_only(
     selected: &[String],
 ) -> Result<CompileReport, RuntimeError> {
     let gates = gates(catalog, selected).map_err(RuntimeError::BadInput)?;
-    let mut dev = vulkan::Device::open_with(&OpenOptions {
+    let mut dev = VulkanDevice::open_with(&VulkanOptions {
         select: select.clone(),
         cache: CacheDir::Off,
         tuning_cache: CacheDir::Off,
         statistics: true,
-        ..OpenOptions::default()
+        ..VulkanOptions::default()
     })?;
     let info = dev.info().clone();
     let mut out = Vec::with_capacity(gates.len());

@@ -7,7 +7,7 @@
 use crate::gates::{Gate, StressConfig};
 use crate::results::StressSummary;
 use greta_kernels::{HostBuf, Op};
-use greta_runtime::stress::{
+use greta_runtime::{
     input_f16, sample_tiles, Operand, StressEngine, StressInterval, StressReport, StressRequest,
     TileSample,
 };
@@ -119,7 +119,7 @@ fn via_run(backend: &mut dyn Backend, req: &StressRequest) -> Result<StressRepor
 
 /// The tile's rows of A and columns of B for `seed`'s inputs, in f64
 /// (each element made once, not once per product).
-fn operands(seed: u64, t: &greta_runtime::stress::Tile, n: u64, k: u64) -> (Vec<f64>, Vec<f64>) {
+fn operands(seed: u64, t: &greta_runtime::Tile, n: u64, k: u64) -> (Vec<f64>, Vec<f64>) {
     let a = (0..u64::from(t.rows))
         .flat_map(|r| (0..k).map(move |p| (u64::from(t.row) + r) * k + p))
         .map(|i| f64::from(input_f16(seed, Operand::A, i).to_f32()))

@@ -1,10 +1,12 @@
 //! The human summary printed at the end of a run, and the `--list-gates`
 //! listing.
 
+use crate::check::Tolerance;
 use crate::gates::{Catalog, Profile};
-use crate::results::{GateResult, GateStatus, Report, RunStatus};
+use crate::results::{GateResult, GateStatus, RateUnit, Report, RunStatus};
 use greta_vocab::width::{hanging, terminal_width, visible_width, wrap_line, MIN_TEXT};
 use greta_vocab::{visible, Visible};
+use serde::Serialize;
 use std::fmt::Write;
 
 /// Render rows as left-aligned columns separated by two spaces.
@@ -616,42 +618,78 @@ pub fn list_gates(catalog: &Catalog, include_test: bool) -> String {
     out
 }
 
+/// `--list-gates --json`: the catalogue (`greta.smoke-gates/v1`). Every
+/// object's fields stand in the order they have always been printed in
+/// (alphabetical: the listing was a JSON map before it was a type).
+#[derive(Debug, Clone, Serialize)]
+pub struct GateList {
+    pub gates: Vec<ListedGate>,
+    pub profiles: Vec<ListedProfile>,
+    pub schema: &'static str,
+}
+
+/// One gate of [`GateList`].
+#[derive(Debug, Clone, Serialize)]
+pub struct ListedGate {
+    pub about: String,
+    /// Bytes the op moves, and its floating-point operations.
+    pub bytes: u64,
+    pub flops: u64,
+    pub id: String,
+    pub op: &'static str,
+    pub profiles: Vec<Profile>,
+    pub shape: String,
+    pub test_only: bool,
+    /// `None` for an op without outputs (nothing is checked).
+    pub tolerance: Option<Tolerance>,
+    pub unit: RateUnit,
+}
+
+/// One profile of [`GateList`]: the gates it runs, in order.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListedProfile {
+    pub about: &'static str,
+    pub gates: Vec<String>,
+    pub name: &'static str,
+    pub repeats: u32,
+}
+
 /// `--list-gates --json`: the catalogue as `greta.smoke-gates/v1`.
-pub fn list_gates_json(catalog: &Catalog, include_test: bool) -> serde_json::Value {
-    let gates: Vec<serde_json::Value> = catalog
+pub fn list_gates_json(catalog: &Catalog, include_test: bool) -> GateList {
+    let gates = catalog
         .gates
         .iter()
         .filter(|g| include_test || !g.test_only)
-        .map(|g| {
-            serde_json::json!({
-                "id": g.id,
-                "op": g.op.name(),
-                "shape": g.shape(),
-                "profiles": g.profiles,
-                "tolerance": if g.op.outputs().is_empty() { None } else { Some(g.tolerance()) },
-                "unit": g.unit(),
-                "bytes": g.op.bytes_moved(),
-                "flops": g.op.flops(),
-                "test_only": g.test_only,
-                "about": g.about,
-            })
+        .map(|g| ListedGate {
+            about: g.about.clone(),
+            bytes: g.op.bytes_moved(),
+            flops: g.op.flops(),
+            id: g.id.clone(),
+            op: g.op.name(),
+            profiles: g.profiles.clone(),
+            shape: g.shape(),
+            test_only: g.test_only,
+            tolerance: (!g.op.outputs().is_empty()).then(|| g.tolerance()),
+            unit: g.unit(),
         })
         .collect();
-    let profiles: Vec<serde_json::Value> = Profile::ALL
+    let profiles = Profile::ALL
         .iter()
-        .map(|p| {
-            serde_json::json!({
-                "name": p.as_str(),
-                "repeats": p.repeats(),
-                "about": p.about(),
-                "gates": catalog
-                    .plan(*p, &[], false)
-                    .map(|v| v.into_iter().map(|g| g.id).collect::<Vec<_>>())
-                    .unwrap_or_default(),
-            })
+        .map(|p| ListedProfile {
+            about: p.about(),
+            gates: catalog
+                .plan(*p, &[], false)
+                .map(|v| v.into_iter().map(|g| g.id).collect())
+                .unwrap_or_default(),
+            name: p.as_str(),
+            repeats: p.repeats(),
         })
         .collect();
-    serde_json::json!({ "schema": "greta.smoke-gates/v1", "gates": gates, "profiles": profiles })
+    GateList {
+        gates,
+        profiles,
+        schema: "greta.smoke-gates/v1",
+    }
 }
 
 #[cfg(test)]
@@ -962,7 +1000,7 @@ mod tests {
     #[test]
     fn listing_as_json() {
         let c = Catalog::builtin();
-        let v = list_gates_json(&c, false);
+        let v = serde_json::to_value(list_gates_json(&c, false)).unwrap();
         assert_eq!(v["schema"], "greta.smoke-gates/v1");
         let gates = v["gates"].as_array().unwrap();
         assert_eq!(gates.len(), c.gates.iter().filter(|g| !g.test_only).count());

@@ -2,7 +2,7 @@
 //! backend proposes ([`Backend::tuning_candidates`]), check each one's
 //! output against the f64 reference (a fast but wrong variant never wins),
 //! and store the fastest correct one in the device's tuning cache
-//! ([`greta_runtime::tuning_cache`]: one file per device UUID and driver
+//! ([`greta_runtime::TuningCache`]: one file per device UUID and driver
 //! version under `$XDG_CACHE_HOME/greta/tuning`, keyed by shape class).
 //! Later runs on that device and driver use it; a driver update starts an
 //! empty cache.
@@ -10,7 +10,7 @@
 //! The HIP/CUDA backends tune the same way, in the device child (`greta
 //! __gpu serve`, [`crate::gpu_child`]) as their smoke runs do: their
 //! candidates are launch-time knobs and compiled kernel variants
-//! (`greta_runtime::gpu::tune`), their entries are keyed apart from
+//! (the runtime's `gpu::tune`), their entries are keyed apart from
 //! Vulkan's ([`KeySpace::Gpu`]), and a later `greta smoke --backend
 //! hip|cuda` on that device runs the stored winner.
 //!
@@ -27,7 +27,7 @@ use crate::session::BackendChoice;
 use crate::session::SmokeError;
 use crate::verify::verify;
 use greta_kernels::{HostBuf, Op};
-use greta_runtime::tuning_cache::{shape_class, KeySpace, TunedEntry, TuningCache};
+use greta_runtime::{shape_class, KeySpace, TunedEntry, TuningCache};
 use greta_runtime::{Backend, BackendKind, DeviceSelect, RunOpts, Tuning};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -112,10 +112,10 @@ fn tune_vulkan(opts: &TuneOptions) -> Result<TuneReport, SmokeError> {
     // The sweep itself runs without any cached tuning: each candidate is
     // asked for explicitly, and the default candidate is the built-in one.
     let backend: Box<dyn Backend> = Box::new(
-        greta_runtime::vulkan::Device::open_with(&greta_runtime::vulkan::OpenOptions {
+        greta_runtime::VulkanDevice::open_with(&greta_runtime::VulkanOptions {
             select: opts.device.clone(),
             validation: opts.validation,
-            tuning_cache: greta_runtime::vulkan::CacheDir::Off,
+            tuning_cache: greta_runtime::CacheDir::Off,
             ..Default::default()
         })
         .map_err(|e| SmokeError::NoDevice(format!("no usable device: {e}")))?,
@@ -464,15 +464,14 @@ mod tests {
             .find(|g| g.gate == "softmax.256x1024")
             .unwrap();
         let want = g.candidates[g.best.unwrap()].ran.clone().unwrap();
-        let mut dev =
-            greta_runtime::vulkan::Device::open_with(&greta_runtime::vulkan::OpenOptions {
-                select: DeviceSelect::Cpu,
-                validation: Some(true),
-                cache: greta_runtime::vulkan::CacheDir::Off,
-                tuning_cache: greta_runtime::vulkan::CacheDir::Dir(dir.path().to_path_buf()),
-                ..Default::default()
-            })
-            .unwrap();
+        let mut dev = greta_runtime::VulkanDevice::open_with(&greta_runtime::VulkanOptions {
+            select: DeviceSelect::Cpu,
+            validation: Some(true),
+            cache: greta_runtime::CacheDir::Off,
+            tuning_cache: greta_runtime::CacheDir::Dir(dir.path().to_path_buf()),
+            ..Default::default()
+        })
+        .unwrap();
         let gate = Catalog::builtin()
             .plan(Profile::Default, &["softmax.256x1024".into()], false)
             .unwrap()

@@ -225,15 +225,60 @@ fn unknown_check(id: &str) -> String {
     )
 }
 
+/// `greta doctor --list-checks --json` (`greta.doctor.checks/v1`). Every
+/// object's fields stand in the order they have always been printed in
+/// (alphabetical: the listing was a JSON map before it was a type).
+#[derive(serde::Serialize)]
+struct CheckList<'a> {
+    checks: Vec<ListedCheck<'a>>,
+    findings: Vec<ListedFinding<'a>>,
+    schema: &'static str,
+}
+
+/// One check: the finding-id prefixes it owns.
+#[derive(serde::Serialize)]
+struct ListedCheck<'a> {
+    findings: &'a [&'a str],
+    id: &'a str,
+    title: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct ListedFinding<'a> {
+    id: &'a str,
+    meaning: &'a str,
+    severity: greta_probe::Severity,
+    title: &'a str,
+}
+
+fn check_list<'a>(cat: &[&'a greta_probe::Rule]) -> CheckList<'a> {
+    CheckList {
+        checks: greta_probe::CHECKS
+            .iter()
+            .map(|&(id, title, findings)| ListedCheck {
+                findings,
+                id,
+                title,
+            })
+            .collect(),
+        findings: cat
+            .iter()
+            .map(|r| ListedFinding {
+                id: &r.id,
+                meaning: &r.meaning,
+                severity: r.severity,
+                title: &r.title,
+            })
+            .collect(),
+        schema: "greta.doctor.checks/v1",
+    }
+}
+
 fn list_checks(json: bool) {
     let cat = greta_probe::catalogue();
     if json {
-        let v = serde_json::json!({
-            "schema": "greta.doctor.checks/v1",
-            "checks": greta_probe::CHECKS.iter().map(|(id, title, owns)| serde_json::json!({"id": id, "title": title, "findings": owns})).collect::<Vec<_>>(),
-            "findings": cat.iter().map(|r| serde_json::json!({"id": r.id, "severity": r.severity, "title": r.title, "meaning": r.meaning})).collect::<Vec<_>>(),
-        });
-        crate::outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        let text = serde_json::to_string_pretty(&check_list(&cat)).unwrap_or_default();
+        crate::outln!("{text}");
         return;
     }
     crate::outln!("Checks (live and --sysroot; with --from each file is one check):");

@@ -12,8 +12,7 @@
 //! `smoke` / `devices` (the same requests from flags, for a person).
 
 use crate::cmd::smoke::Args as SmokeArgs;
-use greta_runtime::build_kernels::BuildRequest;
-use greta_runtime::gpu::{child, Api};
+use greta_runtime::{child, Api, BuildRequest};
 use greta_smoke::gpu_child::{self, DevicesRequest, GpuBackend, Request};
 use greta_smoke::BackendChoice;
 use serde::Serialize;
@@ -54,7 +53,7 @@ pub enum Command {
         #[arg(long)]
         cache_dir: Option<std::path::PathBuf>,
         /// Also report the compiler's registers, LDS and occupancy per
-        /// kernel (greta_runtime::build_kernels::resources).
+        /// kernel (the runtime's build_kernels::resources).
         #[arg(long)]
         resource_usage: bool,
     },
@@ -88,7 +87,7 @@ pub fn run(args: Args) -> u8 {
     match args.command {
         Command::Compile => {
             let mut out = std::io::stdout().lock();
-            greta_runtime::gpu::serve_compile(std::io::stdin().lock(), &mut out)
+            greta_runtime::serve_compile(std::io::stdin().lock(), &mut out)
         }
         Command::Serve => match Request::read(std::io::stdin().lock()) {
             Ok(req) => answer(decide_auto(req)),
@@ -111,7 +110,7 @@ pub fn run(args: Args) -> u8 {
             cache_dir,
             resource_usage,
         } => {
-            let (answer, code) = greta_runtime::build_kernels::build(&BuildRequest {
+            let (answer, code) = greta_runtime::build_kernels(&BuildRequest {
                 api: match backend {
                     KernelBackend::Hip => Api::Hip,
                     KernelBackend::Cuda => Api::Cuda,

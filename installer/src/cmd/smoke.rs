@@ -136,7 +136,7 @@ fn compile_only(args: &Args) -> anyhow::Result<Exit> {
         crate::errln!("greta smoke: bad arguments: --compile-only takes one device, not `all`");
         return Ok(Exit::Undecided);
     };
-    greta_runtime::vulkan::mesa_cache::prepare();
+    greta_runtime::prepare_mesa_cache();
     let report = match greta_smoke::compile::compile_only(&Catalog::builtin(), select, &args.gates)
     {
         Ok(r) => r,
@@ -250,7 +250,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     }
     // While only this thread runs: where Mesa caches shaders (a full disk
     // there is a SIGBUS in its cache thread) is decided before any Vulkan.
-    greta_runtime::vulkan::mesa_cache::prepare();
+    greta_runtime::prepare_mesa_cache();
     // A profile that takes minutes says so before it starts.
     if let Some(note) = greta_smoke::duration_note(args.profile, &planned, None) {
         crate::errln!("greta smoke: {note}");

@@ -70,7 +70,7 @@ pub fn verify(env: &Path, want: &Wanted, early: Option<Contents>) -> Result<Veri
     };
     let text =
         crate::read::bytes_capped(&env.join(super::receipt::FILE), crate::read::MAX_DATA_FILE)
-            .map_err(|e| stale(format!("{e:#}")))?;
+            .map_err(|e| stale(format!("{:#}", anyhow::Error::new(e))))?;
     let receipt = Receipt::load(env).map_err(|e| stale(format!("{e:#}")))?;
     check_against(env, &receipt, want).map_err(stale)?;
     // The files: checked already (beside the plan) when that check saw
@@ -335,8 +335,10 @@ fn dist_infos(site: &Path) -> Result<Vec<DistInfo>, String> {
             continue;
         };
         let meta = e.path().join("METADATA");
-        let text = crate::read::text_capped(&meta, crate::read::MAX_DATA_FILE)
-            .map_err(|err| format!("{err:#} (a damaged install of {stem})"))?;
+        let text = crate::read::text_capped(&meta, crate::read::MAX_DATA_FILE).map_err(|err| {
+            let err = anyhow::Error::new(err);
+            format!("{err:#} (a damaged install of {stem})")
+        })?;
         let header = |k: &str| {
             text.lines().take_while(|l| !l.is_empty()).find_map(|l| {
                 let (key, v) = l.split_once(':')?;
@@ -361,7 +363,7 @@ fn dist_infos(site: &Path) -> Result<Vec<DistInfo>, String> {
 fn record_entries(site: &Path, dist_info: &Path) -> Result<Vec<(PathBuf, u64)>, String> {
     let record = dist_info.join("RECORD");
     let text = crate::read::text_capped(&record, crate::read::MAX_DATA_FILE)
-        .map_err(|e| format!("{e:#}"))?;
+        .map_err(|e| format!("{:#}", anyhow::Error::new(e)))?;
     let rows = super::record::parse(&text)
         .map_err(|(line, why)| format!("{}: {why}", Place::line(record.display(), line)))?;
     let mut out = Vec::with_capacity(rows.len());

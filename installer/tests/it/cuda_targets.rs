@@ -18,8 +18,7 @@
 //! (scripts/test.sh sets it) not even then.
 
 use crate::support::docs_part::{self, DocsPart};
-use greta_runtime::gpu::tune::{variant_symbols_for_target, CUDA_F16_VARIANTS};
-use greta_runtime::gpu::{Api, Arch};
+use greta_runtime::{cuda_variant_symbols, CUDA_F16_VARIANTS};
 use greta_vocab::EnvVars;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -160,7 +159,7 @@ fn nvrtc() -> Option<PathBuf> {
 fn kernel_symbols(arch: &str) -> Vec<String> {
     let mut v: Vec<String> = greta_runtime::kernels::hip_src::kernel_files()
         .map(|(n, _)| format!("greta_{}", n.trim_end_matches(".hip")))
-        .chain(variant_symbols_for_target(Api::Cuda, &Arch::parse(arch)))
+        .chain(cuda_variant_symbols(arch))
         .collect();
     v.sort();
     v

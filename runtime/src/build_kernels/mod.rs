@@ -9,11 +9,14 @@
 mod cubin;
 pub mod resources;
 
-use crate::gpu::compile::CompileError;
-use crate::gpu::{Api, CompilerChoice, Driver, KernelCache, KernelSources, Loaded};
+use crate::gpu::compile::{CachedObject, KernelCache, KernelSources};
+use crate::gpu::compiler::{CompileError, Compiler};
+use crate::gpu::driver::{Api, Driver};
+use crate::gpu::search::Loaded;
 use crate::hip::{compiler_for_target, Hip};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+
 /// Schema of [`KernelsAnswer`].
 pub const SCHEMA: &str = "greta.gpu-kernels/v1";
 
@@ -29,7 +32,7 @@ pub struct KernelsAnswer {
 pub struct BuiltTarget {
     pub target: String,
     pub compiler: Option<String>,
-    pub object: Option<crate::gpu::CachedObject>,
+    pub object: Option<CachedObject>,
     pub error: Option<String>,
     /// With `resource_usage`: the compiler's figures per kernel, or why
     /// there are none.
@@ -63,18 +66,18 @@ impl Default for BuildRequest {
     }
 }
 
-/// The compiler of one API, opened once for every target.
-enum Compiler {
+/// The compiler library of one API, opened once for every target.
+enum Toolchain {
     Hip(Hip),
     Nvrtc(Loaded),
 }
 
-impl Compiler {
-    fn open(api: Api) -> Result<Compiler, String> {
+impl Toolchain {
+    fn open(api: Api) -> Result<Toolchain, String> {
         match api {
-            Api::Hip => Hip::open().map(Compiler::Hip).map_err(|e| e.to_string()),
+            Api::Hip => Hip::open().map(Toolchain::Hip).map_err(|e| e.to_string()),
             Api::Cuda => crate::cuda::nvrtc::locate_live()
-                .map(Compiler::Nvrtc)
+                .map(Toolchain::Nvrtc)
                 .map_err(|e| e.to_string()),
         }
     }
@@ -82,15 +85,18 @@ impl Compiler {
     /// The library the answer names as the runtime.
     fn library(&self) -> String {
         match self {
-            Compiler::Hip(h) => h.library().to_string(),
-            Compiler::Nvrtc(l) => l.to_string(),
+            Toolchain::Hip(h) => h.library().to_string(),
+            Toolchain::Nvrtc(l) => l.to_string(),
         }
     }
 
-    fn for_target(&self, t: &str) -> Result<CompilerChoice, CompileError> {
+    /// Its compiler, set for `t`.
+    fn for_target(&self, t: &str) -> Result<Box<dyn Compiler>, CompileError> {
         match self {
-            Compiler::Hip(h) => compiler_for_target(h, t),
-            Compiler::Nvrtc(l) => Ok(crate::cuda::nvrtc::choice_for_target(l.clone(), t.into())),
+            Toolchain::Hip(h) => compiler_for_target(h, t),
+            Toolchain::Nvrtc(l) => Ok(Box::new(crate::cuda::nvrtc::Nvrtc(
+                crate::cuda::nvrtc::choice_for_target(l.clone(), t.into()),
+            ))),
         }
     }
 }
@@ -99,7 +105,7 @@ impl Compiler {
 /// gave its figures), 1 when one did not, 2 when there is no compiler (HIP
 /// runtime, NVRTC). Each failure is also said on stderr, with its target.
 pub fn build(req: &BuildRequest) -> (KernelsAnswer, u8) {
-    let compiler = match Compiler::open(req.api) {
+    let toolchain = match Toolchain::open(req.api) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("greta: {e}");
@@ -131,15 +137,15 @@ pub fn build(req: &BuildRequest) -> (KernelsAnswer, u8) {
     let sources = KernelSources::bundled();
     let mut built = Vec::new();
     for t in &req.targets {
-        let r = compiler.for_target(t).and_then(|c| {
-            let o = cache.get_or_build(&c, &sources, req.api)?;
+        let r = toolchain.for_target(t).and_then(|c| {
+            let o = cache.get_or_build(&*c, &sources, req.api)?;
             Ok((c, o))
         });
         built.push(match r {
             Ok((c, o)) => {
                 let (resources, resources_error) = if req.resource_usage {
                     let unit = sources.translation_unit(req.api);
-                    match resources::measure(&c, &unit, &o.path) {
+                    match resources::measure(c.choice(), &unit, &o.path) {
                         Ok(r) => (r, None),
                         Err(e) => {
                             eprintln!("greta: {t}: resource usage: {e}");
@@ -151,7 +157,7 @@ pub fn build(req: &BuildRequest) -> (KernelsAnswer, u8) {
                 };
                 BuiltTarget {
                     target: t.clone(),
-                    compiler: Some(c.library.to_string()),
+                    compiler: Some(c.choice().library.to_string()),
                     object: Some(o),
                     error: None,
                     resources,
@@ -176,7 +182,7 @@ pub fn build(req: &BuildRequest) -> (KernelsAnswer, u8) {
         .all(|b| b.error.is_none() && b.resources_error.is_none());
     let answer = KernelsAnswer {
         schema: SCHEMA.into(),
-        runtime: Some(compiler.library()),
+        runtime: Some(toolchain.library()),
         built,
     };
     (answer, if ok { 0 } else { 1 })

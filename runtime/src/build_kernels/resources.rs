@@ -18,7 +18,9 @@
 //! cache, or the figures are refused, since they would describe other code.
 
 use super::cubin;
-use crate::gpu::{compile_with_log, CompilerChoice, CompilerKind};
+use crate::compilers;
+use crate::gpu::compile::compile_with_log;
+use crate::gpu::compiler::{CompilerChoice, CompilerKind};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -193,7 +195,8 @@ fn log_of_the_same_code(
         .prefix(".resource-usage-")
         .tempfile_in(dir)
         .map_err(|e| format!("creating a file in {}: {e}", dir.display()))?;
-    let log = compile_with_log(&with_option, unit, scratch.path()).map_err(|e| e.to_string())?;
+    let with_option = compilers::of(with_option);
+    let log = compile_with_log(&*with_option, unit, scratch.path()).map_err(|e| e.to_string())?;
     let read = |p: &Path| {
         greta_fsread::bytes(p, OBJECT_CAP).map_err(|e| format!("reading {}: {e}", p.display()))
     };

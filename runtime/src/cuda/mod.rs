@@ -6,12 +6,14 @@
 
 pub(crate) mod nvrtc;
 
+use crate::gpu::arch::Arch;
 use crate::gpu::calls::{self, launch_kernel};
+use crate::gpu::compiler::Compiler;
 use crate::gpu::driver::{
-    Api, Arch, CompilerChoice, DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice,
-    GpuError, GraphH, Loaded, ModuleH, StreamH,
+    Api, DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, GraphH, ModuleH,
+    StreamH,
 };
-use crate::gpu::search::{self, Candidate};
+use crate::gpu::search::{self, Candidate, Loaded};
 use crate::gpu::GpuBackend;
 use cudarc::driver::sys::{self as cu, CUdevice_attribute as A, CUresult};
 use greta_vocab::EnvVars;
@@ -519,17 +521,27 @@ impl Driver for Cuda {
         self.check("cuLaunchKernel", r)
     }
 
-    fn compiler_for(&self, dev: &GpuDevice) -> Result<CompilerChoice, GpuError> {
-        let mut choices = self.compilers_for(dev)?;
-        Ok(choices.remove(0))
+    fn compiler_for(&self, dev: &GpuDevice) -> Result<Box<dyn Compiler>, GpuError> {
+        let mut compilers = self.compilers_for(dev)?;
+        Ok(compilers.remove(0))
     }
 
-    fn compilers_for(&self, dev: &GpuDevice) -> Result<Vec<CompilerChoice>, GpuError> {
+    /// NVRTC for each of [`device_targets`]: `sm_90a`, then `sm_90`, on a
+    /// 9.0 device.
+    fn compilers_for(&self, dev: &GpuDevice) -> Result<Vec<Box<dyn Compiler>>, GpuError> {
         let library = nvrtc::locate_live().map_err(GpuError::Compile)?;
         Ok(device_targets(&dev.arch)
             .into_iter()
-            .map(|t| nvrtc::choice_for_target(library.clone(), t))
+            .map(|t| -> Box<dyn Compiler> {
+                Box::new(nvrtc::Nvrtc(nvrtc::choice_for_target(library.clone(), t)))
+            })
             .collect())
+    }
+
+    /// CUDA torch's `nvidia/cublas/lib` or `nvidia/cu13/lib` in the env,
+    /// then the system's CUDA.
+    fn blas_candidates(&self) -> Vec<Candidate> {
+        blas_candidates(&crate::hip::SearchEnv::live().env_roots)
     }
 
     fn why_no_device(&self) -> String {
@@ -589,6 +601,23 @@ pub(crate) fn nvidia_lib_dirs(
 }
 
 /// Candidates for `stem` (`libnvrtc.so`) in [`nvidia_lib_dirs`], then `names`.
+/// Where to look for cuBLAS: CUDA torch's `nvidia/cublas/lib` or
+/// `nvidia/cu13/lib` in `env_roots`, then the system's CUDA, then the
+/// loader's names.
+pub(crate) fn blas_candidates(env_roots: &[PathBuf]) -> Vec<Candidate> {
+    lib_candidates(
+        env_roots,
+        &["nvidia/cublas/lib", "nvidia/cu13/lib"],
+        "libcublas.so",
+        &[
+            "libcublas.so.13",
+            "libcublas.so.12",
+            "libcublas.so.11",
+            "libcublas.so",
+        ],
+    )
+}
+
 pub(crate) fn lib_candidates(
     env_roots: &[PathBuf],
     wheel_dirs: &[&str],
@@ -608,8 +637,66 @@ pub(crate) fn lib_candidates(
 }
 
 #[cfg(test)]
+mod kernel_tests;
+#[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ceiling::CeilingError;
+    use crate::gpu::driver::StreamH;
+    use crate::gpu::vendor;
+
+    fn fake_env(rel: &str, file: &str, content: &[u8]) -> (tempfile::TempDir, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("lib/python3.11/site-packages").join(rel);
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join(file);
+        std::fs::write(&f, content).unwrap();
+        (t, f)
+    }
+
+    #[test]
+    fn the_env_comes_first_and_a_non_library_is_named_with_why() {
+        let (t, f) = fake_env(
+            "nvidia/cublas/lib",
+            "libcublas.so.12",
+            "not a shared library, only text that a download left behind\n"
+                .repeat(8)
+                .as_bytes(),
+        );
+        let c = blas_candidates(&[t.path().to_path_buf()]);
+        assert_eq!(c[0].path, f, "{c:?}");
+        assert!(c[0].why.contains("env's NVIDIA wheels"), "{:?}", c[0]);
+        // Only the fake env and names that cannot exist: what this machine
+        // has installed plays no part.
+        let mut only = vec![c[0].clone()];
+        only.push(Candidate::new(
+            "libgreta-no-cublas.so.12",
+            "the dynamic loader's search path",
+        ));
+        let e = vendor::open(Api::Cuda, &only, StreamH(0)).err().unwrap();
+        let CeilingError::NotFound { what, looked } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(what, "cuBLAS (libcublas)");
+        assert_eq!(looked.len(), 2, "{looked:?}");
+        assert!(
+            looked[0].starts_with(&f.display().to_string()),
+            "{looked:?}"
+        );
+        assert!(
+            looked[0].contains("env's NVIDIA wheels") && looked[0].contains("ELF"),
+            "{looked:?}"
+        );
+        assert!(
+            looked[1].starts_with("libgreta-no-cublas.so.12"),
+            "{looked:?}"
+        );
+        let text = e.to_string();
+        assert!(
+            text.starts_with("no cuBLAS (libcublas) found for an in-run ceiling; looked in: "),
+            "{text}"
+        );
+    }
 
     /// Compute capability 9.0 compiles for sm_90a first, then sm_90; every
     /// other device for its own architecture only (sm_100 included: the

@@ -1,9 +1,9 @@
 //! NVRTC, CUDA's run-time compiler: found by path and used through the
 //! shared [`crate::gpu::rtc`] (the same code as hiprtc).
 
-use crate::gpu::compile::{CompileError, CompilerKind};
-use crate::gpu::driver::{Arch, CompilerChoice, Loaded};
-use crate::gpu::search::{self, Candidate};
+use crate::gpu::arch::Arch;
+use crate::gpu::compiler::{CompileError, Compiler, CompilerChoice, CompilerKind};
+use crate::gpu::search::{self, Candidate, Loaded};
 use greta_vocab::EnvVars;
 use std::path::PathBuf;
 
@@ -82,11 +82,20 @@ pub fn choice_for_target(library: Loaded, target: Arch) -> CompilerChoice {
     }
 }
 
-/// Compiles `unit` into a CUBIN for `choice.target`; returns it with
-/// NVRTC's log (ptxas's statistics when `--ptxas-options=-v` was given).
-pub fn compile(choice: &CompilerChoice, unit: &str) -> Result<(Vec<u8>, String), CompileError> {
-    let _builtins = builtins_beside(choice);
-    crate::gpu::rtc::compile_logged(&crate::gpu::rtc::NVRTC, choice, unit)
+/// NVRTC, set for one target.
+pub(crate) struct Nvrtc(pub(crate) CompilerChoice);
+
+impl Compiler for Nvrtc {
+    fn choice(&self) -> &CompilerChoice {
+        &self.0
+    }
+
+    /// A CUBIN for the choice's target, with NVRTC's log (ptxas's
+    /// statistics when `--ptxas-options=-v` was given).
+    fn compile(&self, unit: &str) -> Result<(Vec<u8>, String), CompileError> {
+        let _builtins = builtins_beside(&self.0);
+        crate::gpu::rtc::compile_logged(&crate::gpu::rtc::NVRTC, &self.0, unit)
+    }
 }
 
 /// NVRTC opens `libnvrtc-builtins.so.MAJOR.MINOR` by name at compile time,

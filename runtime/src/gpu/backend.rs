@@ -11,19 +11,22 @@
 //! [`super::devices`]'s, one run's buffers, events and waits
 //! [`super::execute`]'s.
 
-use super::compile::{CachedObject, KernelCache, KernelSources};
+use super::compile::{KernelCache, KernelSources};
 use super::devices::device_info;
-use super::driver::{
-    CompilerChoice, DevPtr, Dims, Driver, FuncH, GpuDevice, GpuError, ModuleH, StreamH,
-};
+use super::driver::{DevPtr, Dims, Driver, FuncH, GpuDevice, GpuError, ModuleH, StreamH};
 use super::execute::{execute, launch_on, Launches};
 use super::launch::{self, KernelArg};
 use super::vendor::measure::{self, StressGemm};
 use super::vendor::VendorBlas;
+use crate::backend::Backend;
 use crate::ceiling::{Ceiling, CeilingError};
+use crate::error::RuntimeError;
 use crate::graph::{GraphJob, GraphStats};
+use crate::info::{DeviceInfo, DeviceSelect};
+use crate::job::{Job, RunStats};
 use crate::stress::{StressReport, StressRequest};
-use crate::{Backend, DeviceInfo, DeviceSelect, Job, Op, RunStats, RuntimeError, Tuning};
+use crate::tuning::Tuning;
+use greta_kernels::Op;
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::time::Duration;
@@ -61,8 +64,6 @@ pub struct GpuBackend<D: Driver> {
     driver: D,
     info: DeviceInfo,
     dev: GpuDevice,
-    compiler: CompilerChoice,
-    object: CachedObject,
     module: Option<ModuleH>,
     functions: HashMap<String, FuncH>,
     stream: Option<StreamH>,
@@ -140,7 +141,7 @@ impl<D: Driver> GpuBackend<D> {
                 return Err(e);
             }
         };
-        let info = device_info(&driver, &dev, Some(&compiler), Some(&object));
+        let info = device_info(&driver, &dev, Some(compiler.choice()), Some(&object));
         let tuned = if crate::tuning_cache::disabled_by_env() {
             None
         } else {
@@ -150,8 +151,6 @@ impl<D: Driver> GpuBackend<D> {
             driver,
             info,
             dev,
-            compiler,
-            object,
             module: Some(module),
             functions: HashMap::new(),
             stream: Some(stream),
@@ -162,24 +161,6 @@ impl<D: Driver> GpuBackend<D> {
             keep_scratch: false,
             kept: Vec::new(),
         })
-    }
-
-    pub fn gpu(&self) -> &GpuDevice {
-        &self.dev
-    }
-
-    pub fn driver(&self) -> &D {
-        &self.driver
-    }
-
-    /// The compiler the kernels were built with.
-    pub fn compiler(&self) -> &CompilerChoice {
-        &self.compiler
-    }
-
-    /// The code object the kernels were loaded from (and whether this open built it).
-    pub fn code_object(&self) -> &CachedObject {
-        &self.object
     }
 
     fn function(&mut self, name: &str) -> Result<FuncH, GpuError> {
@@ -289,8 +270,7 @@ impl<D: Driver> GpuBackend<D> {
             driver
                 .activate(ordinal)
                 .map_err(|e| CeilingError::Device(e.to_string()))?;
-            let env = crate::hip::SearchEnv::live();
-            super::vendor::open(api, &super::vendor::candidates(api, &env.env_roots), stream)
+            super::vendor::open(api, &driver.blas_candidates(), stream)
         })
     }
 

@@ -9,85 +9,19 @@
 //! rename), so a crash or a concurrent greta never leaves half an object.
 //!
 //! A compiler can crash its process (ROCm 5.2's hiprtc aborts on gfx942), so
-//! when the binary registered a helper ([`super::child`]) the compile runs in
+//! when the binary registered a helper ([`crate::child`]) the compile runs in
 //! a child and a crash becomes a [`CompileError::Crashed`] that says so.
 
-use super::child;
-use super::driver::{Api, CompilerChoice};
+use super::compiler::{
+    compiler_label, io, CompileError, Compiler, CompilerChoice, CompilerKind, COMPILE_LIMIT,
+};
+use super::driver::Api;
+use crate::child;
 use greta_vocab::EnvVars;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-/// How long one compile may take before greta gives up on it.
-pub const COMPILE_LIMIT: Duration = Duration::from_secs(600);
-
-/// Which compiler.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CompilerKind {
-    Hiprtc,
-    Nvrtc,
-    Hipcc,
-}
-
-impl CompilerKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CompilerKind::Hiprtc => "hiprtc",
-            CompilerKind::Nvrtc => "NVRTC",
-            CompilerKind::Hipcc => "hipcc",
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum CompileError {
-    /// No compiler: every place looked.
-    #[error("{0}")]
-    Unavailable(String),
-    #[error("{compiler} cannot compile for {target}: {detail}")]
-    UnsupportedTarget {
-        target: String,
-        compiler: String,
-        detail: String,
-    },
-    #[error("{compiler} could not compile greta's kernels for {target}:\n{log}")]
-    Failed {
-        target: String,
-        compiler: String,
-        log: String,
-    },
-    /// The compiler took its (child) process down.
-    #[error(
-        "{compiler} crashed while compiling greta's kernels for {target} ({how}){stderr}; it ran in a child process, \
-         so greta itself is fine. A run-time compiler that crashes on one target most often does not know it (ROCm 5.2's \
-         hiprtc aborts this way on gfx942): use a ROCm release that supports {target}"
-    )]
-    Crashed {
-        target: String,
-        compiler: String,
-        how: String,
-        stderr: String,
-    },
-    #[error("{compiler} ran longer than {} s compiling for {target}; killed", COMPILE_LIMIT.as_secs())]
-    TimedOut { target: String, compiler: String },
-    /// The helper child could not be run or answered nonsense.
-    #[error("compiling in a child process: {0}")]
-    Child(String),
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
-}
-
-pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> CompileError {
-    let what = what.into();
-    move |source| CompileError::Io { what, source }
-}
 
 /// The kernel sources to compile: `(file name, text)` pairs, `common.h`
 /// first, and the per-API preludes.
@@ -117,6 +51,7 @@ impl KernelSources {
         )
     }
 
+    #[cfg(test)]
     pub fn files(&self) -> &[(String, String)] {
         &self.files
     }
@@ -199,10 +134,6 @@ impl KernelCache {
         )
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     fn path_for(&self, choice: &CompilerChoice, key: &str) -> PathBuf {
         let ext = if choice.kind == CompilerKind::Nvrtc {
             "cubin"
@@ -213,14 +144,15 @@ impl KernelCache {
             .join(format!("{}-{}.{ext}", choice.target, &key[..24]))
     }
 
-    /// The code object for `choice`'s target, compiled only when the cache
-    /// has none for these exact sources, compiler, target and options.
+    /// The code object for `compiler`'s target, compiled only when the
+    /// cache has none for these exact sources, compiler, target and options.
     pub fn get_or_build(
         &self,
-        choice: &CompilerChoice,
+        compiler: &dyn Compiler,
         sources: &KernelSources,
         api: Api,
     ) -> Result<CachedObject, CompileError> {
+        let choice = compiler.choice();
         let unit = sources.translation_unit(api);
         let key = cache_key(choice, &unit);
         let path = self.path_for(choice, &key);
@@ -240,7 +172,7 @@ impl KernelCache {
             .prefix(".building-")
             .tempfile_in(&self.dir)
             .map_err(io(format!("creating a file in {}", self.dir.display())))?;
-        compile(choice, &unit, staging.path())?;
+        compile(compiler, &unit, staging.path())?;
         staging.persist(&path).map_err(|e| CompileError::Io {
             what: format!("renaming into {}", path.display()),
             source: e.error,
@@ -253,31 +185,32 @@ impl KernelCache {
     }
 }
 
-/// Builds with the first of `choices` that compiles (`Driver::compilers_for`:
-/// NVRTC's `sm_90a`, then `sm_90`). A choice the compiler cannot build for
-/// (an unknown target, a failed compile, a crash) hands over to the next,
-/// and says so in the log; any other error (no compiler, a full disk, a
-/// timeout) ends the search, since the next choice would meet it too.
+/// Builds with the first of `compilers` that compiles
+/// (`Driver::compilers_for`: NVRTC's `sm_90a`, then `sm_90`). A compiler
+/// that cannot build for its target (an unknown target, a failed compile, a
+/// crash) hands over to the next, and says so in the log; any other error
+/// (no compiler, a full disk, a timeout) ends the search, since the next
+/// compiler would meet it too.
 pub fn first_that_builds<T>(
-    choices: Vec<CompilerChoice>,
-    mut build: impl FnMut(&CompilerChoice) -> Result<T, CompileError>,
-) -> Result<(CompilerChoice, T), CompileError> {
-    let mut choices = choices.into_iter().peekable();
+    compilers: Vec<Box<dyn Compiler>>,
+    mut build: impl FnMut(&dyn Compiler) -> Result<T, CompileError>,
+) -> Result<(Box<dyn Compiler>, T), CompileError> {
+    let mut compilers = compilers.into_iter().peekable();
     let mut failed = None;
-    while let Some(c) = choices.next() {
-        match build(&c) {
+    while let Some(c) = compilers.next() {
+        match build(&*c) {
             Ok(t) => return Ok((c, t)),
             Err(
                 e @ (CompileError::UnsupportedTarget { .. }
                 | CompileError::Failed { .. }
                 | CompileError::Crashed { .. }),
             ) => {
-                if let Some(next) = choices.peek() {
+                if let Some(next) = compilers.peek() {
                     tracing::warn!(
                         "{} could not build greta's kernels for {}; falling back to {}: {}",
-                        c.kind.as_str(),
-                        c.target,
-                        next.target,
+                        c.choice().kind.as_str(),
+                        c.choice().target,
+                        next.choice().target,
                         e.to_string().lines().next().unwrap_or("")
                     );
                 }
@@ -356,20 +289,10 @@ impl CompileFailure {
     }
 }
 
-/// `hiprtc 9.0 (/usr/lib/x86_64-linux-gnu/libamdhip64.so.5)`.
-pub fn compiler_label(choice: &CompilerChoice) -> String {
-    format!(
-        "{} {} ({})",
-        choice.kind.as_str(),
-        choice.version,
-        choice.library.path.display()
-    )
-}
-
-/// Compiles `unit` with `choice` into `out`: in a helper child when one is
-/// registered, else in this process.
-pub fn compile(choice: &CompilerChoice, unit: &str, out: &Path) -> Result<(), CompileError> {
-    compile_with_log(choice, unit, out).map(|_| ())
+/// Compiles `unit` with `compiler` into `out`: in a helper child when one
+/// is registered, else in this process.
+pub fn compile(compiler: &dyn Compiler, unit: &str, out: &Path) -> Result<(), CompileError> {
+    compile_with_log(compiler, unit, out).map(|_| ())
 }
 
 /// [`compile`], returning the compiler's log of the successful compile
@@ -377,27 +300,20 @@ pub fn compile(choice: &CompilerChoice, unit: &str, out: &Path) -> Result<(), Co
 /// --resource-usage` reads the compiler's own register, occupancy and
 /// spill figures from it.
 pub fn compile_with_log(
-    choice: &CompilerChoice,
+    compiler: &dyn Compiler,
     unit: &str,
     out: &Path,
 ) -> Result<String, CompileError> {
     match child::helper() {
-        Some(h) => compile_in_child(h, choice, unit, out),
-        None => compile_here(choice, unit, out),
+        Some(h) => compile_in_child(h, compiler.choice(), unit, out),
+        None => compile_here(compiler, unit, out),
     }
 }
 
 /// Compiles in this process (what the child does); returns the compiler's log.
-pub fn compile_here(
-    choice: &CompilerChoice,
-    unit: &str,
-    out: &Path,
-) -> Result<String, CompileError> {
-    let (code, log) = match choice.kind {
-        CompilerKind::Hiprtc => crate::hip::rtc::compile(choice, unit)?,
-        CompilerKind::Nvrtc => crate::cuda::nvrtc::compile(choice, unit)?,
-        CompilerKind::Hipcc => (crate::hip::hipcc::compile(choice, unit)?, String::new()),
-    };
+fn compile_here(compiler: &dyn Compiler, unit: &str, out: &Path) -> Result<String, CompileError> {
+    let choice = compiler.choice();
+    let (code, log) = compiler.compile(unit)?;
     if code.is_empty() {
         return Err(CompileError::Failed {
             target: choice.target.to_string(),
@@ -464,8 +380,13 @@ fn compile_in_child(
 }
 
 /// The child's side: reads a [`CompileRequest`] from `input` (at most 64
-/// MiB), compiles in this process, prints a [`CompileAnswer`]; 0 on success.
-pub fn serve_compile(input: impl Read, output: &mut dyn std::io::Write) -> u8 {
+/// MiB), compiles in this process with the compiler `compiler_of` makes of
+/// the request's choice, prints a [`CompileAnswer`]; 0 on success.
+pub fn serve_compile(
+    input: impl Read,
+    output: &mut dyn std::io::Write,
+    compiler_of: &dyn Fn(CompilerChoice) -> Box<dyn Compiler>,
+) -> u8 {
     let mut text = Vec::new();
     let answer = match input.take(64 << 20).read_to_end(&mut text) {
         Err(e) => CompileAnswer {
@@ -483,7 +404,7 @@ pub fn serve_compile(input: impl Read, output: &mut dyn std::io::Write) -> u8 {
                 }),
                 log: String::new(),
             },
-            Ok(req) => match compile_here(&req.compiler, &req.source, &req.out) {
+            Ok(req) => match compile_here(&*compiler_of(req.compiler), &req.source, &req.out) {
                 Ok(log) => CompileAnswer {
                     bytes: std::fs::metadata(&req.out).map(|m| m.len()).unwrap_or(0),
                     error: None,
@@ -585,10 +506,26 @@ mod tests {
         (t, lines)
     }
 
-    fn nvrtc_for(target: &str) -> CompilerChoice {
-        CompilerChoice {
+    /// A compiler that only names itself: what `first_that_builds` is
+    /// handed, never asked to compile here.
+    struct Named(CompilerChoice);
+
+    impl Compiler for Named {
+        fn choice(&self) -> &CompilerChoice {
+            &self.0
+        }
+
+        fn compile(&self, _: &str) -> Result<(Vec<u8>, String), CompileError> {
+            Err(CompileError::Unavailable(
+                "a test compiler compiles nothing".into(),
+            ))
+        }
+    }
+
+    fn nvrtc_for(target: &str) -> Box<dyn Compiler> {
+        Box::new(Named(CompilerChoice {
             kind: CompilerKind::Nvrtc,
-            library: crate::gpu::driver::Loaded {
+            library: crate::gpu::search::Loaded {
                 what: "NVRTC".into(),
                 path: "/x/libnvrtc.so.12".into(),
                 why: "test".into(),
@@ -596,7 +533,7 @@ mod tests {
             version: "12.4".into(),
             target: target.into(),
             options: vec![format!("--gpu-architecture={target}")],
-        }
+        }))
     }
 
     /// sm_90a first; when NVRTC cannot build it, sm_90, and the log says
@@ -609,12 +546,15 @@ mod tests {
         let mut tried = Vec::new();
         let ((c, n), log) = warnings_of(|| {
             first_that_builds(choices(), |c| {
-                tried.push(c.target.to_string());
+                tried.push(c.choice().target.to_string());
                 Ok::<_, CompileError>(7)
             })
             .unwrap()
         });
-        assert_eq!((c.target.to_string(), n), ("sm_90a".to_string(), 7));
+        assert_eq!(
+            (c.choice().target.to_string(), n),
+            ("sm_90a".to_string(), 7)
+        );
         assert_eq!(tried, ["sm_90a"]);
         assert!(log.is_empty(), "{log:?}");
         // sm_90a unknown to this NVRTC: sm_90, said in the log.
@@ -632,13 +572,15 @@ mod tests {
         ] {
             let mut fail = Some(fail);
             let (r, log) = warnings_of(|| {
-                first_that_builds(choices(), |c| match c.target.to_string().as_str() {
-                    "sm_90a" => Err(fail.take().unwrap()),
-                    _ => Ok(c.options.clone()),
+                first_that_builds(choices(), |c| {
+                    match c.choice().target.to_string().as_str() {
+                        "sm_90a" => Err(fail.take().unwrap()),
+                        _ => Ok(c.choice().options.clone()),
+                    }
                 })
             });
             let (c, opts) = r.unwrap();
-            assert_eq!(c.target.to_string(), "sm_90");
+            assert_eq!(c.choice().target.to_string(), "sm_90");
             assert_eq!(opts, ["--gpu-architecture=sm_90"]);
             assert_eq!(log.len(), 1, "{log:?}");
             assert!(
@@ -652,7 +594,7 @@ mod tests {
         let (r, log) = warnings_of(|| {
             first_that_builds(choices(), |c| {
                 Err::<(), _>(CompileError::Failed {
-                    target: c.target.to_string(),
+                    target: c.choice().target.to_string(),
                     compiler: "NVRTC".into(),
                     log: "broken".into(),
                 })
@@ -660,7 +602,8 @@ mod tests {
         });
         assert!(
             matches!(r, Err(CompileError::Failed { ref target, .. }) if target == "sm_90"),
-            "{r:?}"
+            "{:?}",
+            r.map(|(c, _)| c.choice().clone())
         );
         assert_eq!(log.len(), 1, "{log:?}");
         // An error no other target mends: no second try.
@@ -669,7 +612,11 @@ mod tests {
             tried += 1;
             Err::<(), _>(CompileError::Unavailable("no NVRTC".into()))
         });
-        assert!(matches!(r, Err(CompileError::Unavailable(_))), "{r:?}");
+        assert!(
+            matches!(r, Err(CompileError::Unavailable(_))),
+            "{:?}",
+            r.map(|(c, _)| c.choice().clone())
+        );
         assert_eq!(tried, 1);
         assert!(matches!(
             first_that_builds(vec![], |_| Ok(())),
@@ -681,7 +628,7 @@ mod tests {
     fn the_key_follows_sources_compiler_target_and_options() {
         let c = CompilerChoice {
             kind: CompilerKind::Hiprtc,
-            library: crate::gpu::driver::Loaded {
+            library: crate::gpu::search::Loaded {
                 what: "hiprtc".into(),
                 path: "/x".into(),
                 why: "test".into(),
@@ -699,7 +646,7 @@ mod tests {
         );
         assert_eq!(
             c.target,
-            crate::gpu::Arch::Gfx(greta_vocab::Gfx::new(9, 0, 10))
+            crate::gpu::arch::Arch::Gfx(greta_vocab::Gfx::new(9, 0, 10))
         );
         assert_eq!(k, cache_key(&c.clone(), "src"));
         assert_ne!(k, cache_key(&c, "src2"));

@@ -2,8 +2,9 @@
 //! `greta smoke --list` and `DeviceInfo` carry, from the driver's answers.
 
 use super::compile::CachedObject;
-use super::driver::{Api, CompilerChoice, Driver, GpuDevice, GpuError};
-use crate::{BackendKind, DeviceInfo, DeviceType, MemoryHeap};
+use super::compiler::CompilerChoice;
+use super::driver::{Api, Driver, GpuDevice, GpuError};
+use crate::info::{BackendKind, DeviceInfo, DeviceType, MemoryHeap};
 
 /// Every device of `driver`, as greta numbers them (the driver's ordinals).
 pub fn list<D: Driver>(driver: &D) -> Result<Vec<DeviceInfo>, GpuError> {

@@ -6,11 +6,11 @@
 //! call to its library (libamdhip64, or the CUDA driver API) and turns the
 //! library's status code into a [`GpuError`] naming the call.
 
-use super::compile::CompileError;
-use greta_vocab::Gfx;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use super::arch::Arch;
+use super::compiler::{CompileError, Compiler};
+use super::search::{Candidate, Loaded};
+use serde::{Deserialize, Serialize};
 use std::ffi::{c_void, CStr};
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// Which vendor API a driver speaks.
@@ -34,81 +34,6 @@ impl Api {
             Api::Hip => "HIP",
             Api::Cuda => "CUDA",
         }
-    }
-}
-
-/// What kernels are compiled for. An AMD target is a [`Gfx`], so HIP code
-/// compares families as numbers, not text; everything else (NVIDIA's
-/// `sm_90`, or a target name greta cannot parse, handed to the compiler
-/// untouched) stays text. It prints, serialises and enters the kernel
-/// cache key as exactly the text it was made from.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Arch {
-    /// An AMD GPU target (HIP): `gfx90a`, `gfx942`, `gfx1103`.
-    Gfx(Gfx),
-    /// Any other target name: `sm_90` (CUDA), or text that is not a
-    /// canonical gfx name.
-    Other(String),
-}
-
-impl Arch {
-    /// `Gfx` when `text` is a gfx name that prints back as itself (so no
-    /// text is ever rewritten), `Other` otherwise.
-    pub fn parse(text: &str) -> Arch {
-        match text.parse::<Gfx>() {
-            Ok(g) if g.to_string() == text => Arch::Gfx(g),
-            _ => Arch::Other(text.to_string()),
-        }
-    }
-
-    /// The AMD target, if this is one.
-    pub fn gfx(&self) -> Option<Gfx> {
-        match self {
-            Arch::Gfx(g) => Some(*g),
-            Arch::Other(_) => None,
-        }
-    }
-}
-
-impl std::fmt::Display for Arch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Arch::Gfx(g) => g.fmt(f),
-            Arch::Other(s) => f.write_str(s),
-        }
-    }
-}
-
-impl From<Gfx> for Arch {
-    fn from(g: Gfx) -> Arch {
-        Arch::Gfx(g)
-    }
-}
-
-/// Text from a flag or a test (`greta __gpu build-kernels --target`).
-impl From<&str> for Arch {
-    fn from(s: &str) -> Arch {
-        Arch::parse(s)
-    }
-}
-
-impl From<&String> for Arch {
-    fn from(s: &String) -> Arch {
-        Arch::parse(s)
-    }
-}
-
-/// As the text it prints: the GPU child's answer and any JSON keep the
-/// strings they always carried.
-impl Serialize for Arch {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for Arch {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(Arch::parse(&String::deserialize(d)?))
     }
 }
 
@@ -150,23 +75,6 @@ impl Dims {
     /// Whether any dimension is zero: such a launch runs nothing.
     pub fn is_empty(&self) -> bool {
         self.grid.contains(&0) || self.block.contains(&0)
-    }
-}
-
-/// A shared library greta opened, and why that one.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Loaded {
-    /// What it is, e.g. `libamdhip64`, `hiprtc`, `libcuda`, `NVRTC`.
-    pub what: String,
-    /// The file (or loader name) that was opened.
-    pub path: PathBuf,
-    /// Which rule of the search order found it (e.g. `$GRETA_HIP_LIB`).
-    pub why: String,
-}
-
-impl std::fmt::Display for Loaded {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {} ({})", self.what, self.path.display(), self.why)
     }
 }
 
@@ -354,55 +262,19 @@ pub trait Driver {
     /// # Safety
     /// An instantiated graph none of whose replays still runs, destroyed once.
     unsafe fn graph_destroy(&self, g: GraphH);
-    /// The run-time compiler for this device, and the options that target it.
-    fn compiler_for(&self, dev: &GpuDevice) -> Result<CompilerChoice, GpuError>;
+    /// The run-time compiler for this device, set with the options that
+    /// target it: the shared layer builds the kernels through it and knows
+    /// no vendor's compiler by name.
+    fn compiler_for(&self, dev: &GpuDevice) -> Result<Box<dyn Compiler>, GpuError>;
     /// The compilers to try for this device, best first: each after the
     /// first is the fallback should the one before fail to build
     /// (`super::compile::first_that_builds`). Never empty.
-    fn compilers_for(&self, dev: &GpuDevice) -> Result<Vec<CompilerChoice>, GpuError> {
+    fn compilers_for(&self, dev: &GpuDevice) -> Result<Vec<Box<dyn Compiler>>, GpuError> {
         Ok(vec![self.compiler_for(dev)?])
     }
+    /// Where to look for the vendor BLAS (rocBLAS, cuBLAS): the active
+    /// greta env first, then the system's ROCm/CUDA, then the loader's names.
+    fn blas_candidates(&self) -> Vec<Candidate>;
     /// Explains an empty device list from what the machine shows.
     fn why_no_device(&self) -> String;
-}
-
-/// The compiler a backend uses for a device, and how to call it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CompilerChoice {
-    pub kind: super::compile::CompilerKind,
-    /// The compiler library (or hipcc executable) and why it was chosen.
-    pub library: Loaded,
-    /// Its version as it reports it: part of the cache key.
-    pub version: String,
-    /// The target, e.g. `gfx90a` or `sm_90`: part of the cache key (as
-    /// its text, so typed targets found the entries text ones wrote).
-    pub target: Arch,
-    /// Options passed to the compiler (the target included): part of the key.
-    pub options: Vec<String>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_arch_keeps_the_text_it_was_made_from() {
-        for text in [
-            "gfx90a",
-            "gfx942",
-            "gfx1103",
-            "sm_90",
-            "gfx",
-            "gfx90a:xnack-",
-        ] {
-            let a = Arch::parse(text);
-            assert_eq!(a.to_string(), text);
-            let json = serde_json::to_string(&a).unwrap();
-            assert_eq!(json, format!("\"{text}\""));
-            assert_eq!(serde_json::from_str::<Arch>(&json).unwrap(), a);
-        }
-        assert_eq!(Arch::parse("gfx942").gfx(), Some(Gfx::new(9, 4, 2)));
-        assert_eq!(Arch::parse("sm_90"), Arch::Other("sm_90".into()));
-        assert_eq!(Arch::parse("gfx90a:xnack-").gfx(), None);
-    }
 }

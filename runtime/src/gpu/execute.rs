@@ -6,7 +6,8 @@ use super::driver::{
     DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, StreamH,
 };
 use super::launch::KernelArg;
-use crate::{Job, RunStats, TimingSource, Tuning};
+use crate::job::{Job, RunStats, TimingSource};
+use crate::tuning::Tuning;
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
@@ -126,7 +127,7 @@ const WARMUP_NS: u64 = 30_000_000;
 const WARMUP_NS_LARGE: u64 = 1_000_000_000;
 const WARMUP_MAX_PASSES: u64 = 2_000;
 
-fn warmup_target_ns(op: &crate::Op) -> u64 {
+fn warmup_target_ns(op: &greta_kernels::Op) -> u64 {
     if op.is_test_only() {
         0
     } else if op.bytes_moved() >= 64 << 20 || op.flops() >= 8_000_000_000 {

@@ -1,4 +1,4 @@
-//! Replaying a [`crate::Graph`] on HIP or CUDA: the steps' launches are
+//! Replaying a [`crate::graph::Graph`] on HIP or CUDA: the steps' launches are
 //! captured once from the stream into a device graph, then launched once
 //! per replay. A pass timed launch by launch first gives each step's time
 //! (and sizes the warm-up). A runtime without stream capture replays the
@@ -8,7 +8,7 @@ use super::driver::{Dims, Driver, FuncH, GpuDevice, GpuError, GraphH, StreamH};
 use super::execute::{launch_on, wait_event, Buffers, Events};
 use super::launch::KernelArg;
 use crate::graph::{median, GraphJob, GraphStats, Replay};
-use crate::TimingSource;
+use crate::job::TimingSource;
 use std::time::Instant;
 
 /// One step's launch, resolved against the loaded module.

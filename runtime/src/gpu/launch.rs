@@ -3,8 +3,8 @@
 //! in [`Op::inputs`]/[`Op::outputs`] order — the same contract as GLSL).
 
 use super::driver::{DevPtr, Dims, GpuDevice};
-use crate::Op;
 use greta_kernels::hip_src::kernel_symbol;
+use greta_kernels::Op;
 use greta_kernels::Scalar;
 
 /// Threads per block of the element-wise and row kernels (GRETA_BLOCK in common.h).

@@ -2,8 +2,7 @@
 //! same shape (create a program from source, compile with options, read the
 //! log and the code, destroy), with a different prefix and code getter.
 
-use super::compile::{compiler_label, CompileError};
-use super::driver::CompilerChoice;
+use super::compiler::{compiler_label, CompileError, CompilerChoice};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 
 /// The symbol names of one run-time compiler library (NUL-terminated).

@@ -5,8 +5,25 @@
 //! directories, the loader's names); the first that opens wins, and when
 //! none does the error names every place looked and what happened there.
 
-use super::driver::Loaded;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+
+/// A shared library greta opened, and why that one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Loaded {
+    /// What it is, e.g. `libamdhip64`, `hiprtc`, `libcuda`, `NVRTC`.
+    pub what: String,
+    /// The file (or loader name) that was opened.
+    pub path: PathBuf,
+    /// Which rule of the search order found it (e.g. `$GRETA_HIP_LIB`).
+    pub why: String,
+}
+
+impl std::fmt::Display for Loaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} ({})", self.what, self.path.display(), self.why)
+    }
+}
 
 /// One place to try: a file path, or a bare name for the dynamic loader.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -20,8 +20,9 @@
 
 use super::driver::{Api, Dims, GpuDevice};
 use super::launch::{self, Plan, BLOCKS_PER_CU, VEC_UNROLL};
+use crate::tuning::{Knob, Tuning};
 use crate::tuning_cache::{KeySpace, TuningCache};
-use crate::{Knob, Op, Tuning};
+use greta_kernels::Op;
 
 /// The k depth one pipeline stage of the gemm_f16 variants holds (halves).
 pub const F16_BK: u32 = 32;
@@ -175,7 +176,7 @@ pub fn variant_symbols(dev: &GpuDevice) -> Vec<String> {
 
 /// [`variant_symbols`] of a device of `api` with target `arch` (1024
 /// threads per block): the compile tests check each is in the object.
-pub fn variant_symbols_for_target(api: Api, arch: &super::driver::Arch) -> Vec<String> {
+pub fn variant_symbols_for_target(api: Api, arch: &super::arch::Arch) -> Vec<String> {
     let dev = GpuDevice {
         api,
         ordinal: 0,
@@ -198,6 +199,13 @@ pub fn variant_symbols_for_target(api: Api, arch: &super::driver::Arch) -> Vec<S
         driver_version_raw: 0,
     };
     variant_symbols(&dev)
+}
+
+/// [`variant_symbols_for_target`] of an NVIDIA architecture named as
+/// text (`sm_90a`): what the every-architecture compile test checks each
+/// CUBIN for.
+pub fn cuda_variant_symbols(arch: &str) -> Vec<String> {
+    variant_symbols_for_target(Api::Cuda, &super::arch::Arch::parse(arch))
 }
 
 /// Why `t` is no tuning of `op` on `dev`.
@@ -356,9 +364,9 @@ pub fn launch_for(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::driver::Arch;
+    use crate::gpu::arch::Arch;
+    use crate::info::DeviceInfo;
     use crate::tuning_cache::TunedEntry;
-    use crate::DeviceInfo;
 
     pub(crate) fn cuda_dev(arch: &str) -> GpuDevice {
         GpuDevice {
@@ -531,7 +539,7 @@ mod tests {
 
     fn info() -> DeviceInfo {
         let mut d = DeviceInfo::placeholder();
-        d.backend = crate::BackendKind::Cuda;
+        d.backend = crate::info::BackendKind::Cuda;
         d.name = "test nvidia".into();
         d.uuid = Some("00112233445566778899aabbccddeeff".parse().unwrap());
         d.driver_version = 13000;

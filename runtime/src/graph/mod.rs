@@ -7,7 +7,7 @@
 pub use greta_kernels::graph::{Graph, Slot, Step};
 
 use crate::job::{RunOpts, TimingSource};
-use crate::HostBuf;
+use greta_kernels::HostBuf;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

@@ -1,9 +1,12 @@
 //! hipcc, the fallback where no hiprtc exists: found on `HIP_PATH`,
 //! `ROCM_PATH`, `PATH` or `/opt/rocm`, and run in its own bounded child.
 
-use crate::gpu::child;
-use crate::gpu::compile::{compiler_label, io, CompileError, CompilerKind, COMPILE_LIMIT};
-use crate::gpu::driver::{Arch, CompilerChoice, Loaded};
+use crate::child;
+use crate::gpu::arch::Arch;
+use crate::gpu::compiler::{
+    compiler_label, io, CompileError, Compiler, CompilerChoice, CompilerKind, COMPILE_LIMIT,
+};
+use crate::gpu::search::Loaded;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -98,8 +101,22 @@ fn which_hipcc() -> Result<PathBuf, ()> {
         .ok_or(())
 }
 
+/// hipcc, set for one target.
+pub(crate) struct Hipcc(pub(crate) CompilerChoice);
+
+impl Compiler for Hipcc {
+    fn choice(&self) -> &CompilerChoice {
+        &self.0
+    }
+
+    /// A code object; hipcc's own output is not kept as a log.
+    fn compile(&self, unit: &str) -> Result<(Vec<u8>, String), CompileError> {
+        Ok((compile(&self.0, unit)?, String::new()))
+    }
+}
+
 /// Compiles `unit` with hipcc into a code object.
-pub fn compile(choice: &CompilerChoice, unit: &str) -> Result<Vec<u8>, CompileError> {
+fn compile(choice: &CompilerChoice, unit: &str) -> Result<Vec<u8>, CompileError> {
     let dir = tempfile::tempdir().map_err(io("creating a directory for hipcc"))?;
     let src = dir.path().join("greta_kernels.hip");
     let out = dir.path().join("greta_kernels.co");

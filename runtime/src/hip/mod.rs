@@ -18,13 +18,14 @@ pub(crate) mod rtc;
 pub(crate) use lib_search::lib_candidates;
 pub use lib_search::{search_candidates, SearchEnv};
 
+use crate::gpu::arch::Arch;
 use crate::gpu::calls::{self, launch_kernel};
-use crate::gpu::compile::{CompileError, CompilerKind};
+use crate::gpu::compiler::{CompileError, Compiler, CompilerChoice, CompilerKind};
 use crate::gpu::driver::{
-    Api, Arch, CompilerChoice, DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice,
-    GpuError, GraphH, Loaded, ModuleH, StreamH,
+    Api, DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, GraphH, ModuleH,
+    StreamH,
 };
-use crate::gpu::search::{self, Candidate};
+use crate::gpu::search::{self, Candidate, Loaded};
 use crate::gpu::GpuBackend;
 use greta_vocab::EnvVars;
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -583,13 +584,32 @@ impl Driver for Hip {
         self.check("hipModuleLaunchKernel", r)
     }
 
-    fn compiler_for(&self, dev: &GpuDevice) -> Result<CompilerChoice, GpuError> {
+    fn compiler_for(&self, dev: &GpuDevice) -> Result<Box<dyn Compiler>, GpuError> {
         compiler_for_target(self, dev.arch.clone()).map_err(GpuError::Compile)
+    }
+
+    fn blas_candidates(&self) -> Vec<Candidate> {
+        blas_candidates(&SearchEnv::live())
     }
 
     fn why_no_device(&self) -> String {
         device::diagnose_no_device(Path::new("/"), &device::env_snapshot())
     }
+}
+
+/// Where to look for rocBLAS: ROCm torch's `torch/lib` in the env, then
+/// the system's ROCm, then the loader's names.
+pub(crate) fn blas_candidates(env: &SearchEnv) -> Vec<Candidate> {
+    lib_candidates(
+        env,
+        "librocblas.so",
+        &[
+            "librocblas.so.5",
+            "librocblas.so.4",
+            "librocblas.so.0",
+            "librocblas.so",
+        ],
+    )
 }
 
 /// hiprtc for `target` (`gfx90a`), or hipcc where hiprtc is missing.
@@ -599,7 +619,7 @@ impl Driver for Hip {
 pub fn compiler_for_target(
     hip: &Hip,
     target: impl Into<Arch>,
-) -> Result<CompilerChoice, CompileError> {
+) -> Result<Box<dyn Compiler>, CompileError> {
     let target: Arch = target.into();
     let runtime = device::version_string(hip.inner.runtime_version);
     match hip.hiprtc() {
@@ -609,26 +629,33 @@ pub fn compiler_for_target(
                 .ok()
                 .and_then(|l| crate::gpu::rtc::version(&l, &crate::gpu::rtc::HIPRTC))
                 .unwrap_or_else(|| "?".into());
-            Ok(CompilerChoice {
+            Ok(Box::new(rtc::Hiprtc(CompilerChoice {
                 kind: CompilerKind::Hiprtc,
                 library,
                 version: format!("{version} (HIP runtime {runtime})"),
                 options: vec![format!("--offload-arch={target}"), "-O3".into()],
                 target,
-            })
+            })))
         }
-        Err(looked) => hipcc::choice(target).map_err(|e| {
-            CompileError::Unavailable(format!(
+        Err(looked) => match hipcc::choice(target) {
+            Ok(choice) => Ok(Box::new(hipcc::Hipcc(choice))),
+            Err(e) => Err(CompileError::Unavailable(format!(
                 "no hiprtc ({}), and no hipcc to fall back on: {e}",
                 looked.join("; ")
-            ))
-        }),
+            ))),
+        },
     }
 }
 
 #[cfg(test)]
+mod device_tests;
+#[cfg(test)]
+mod kernel_tests;
+#[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ceiling::CeilingError;
+    use crate::gpu::vendor;
 
     #[test]
     fn gcn_arch_names_are_found_in_an_unknown_layout() {
@@ -641,5 +668,46 @@ mod tests {
         let mut b2 = vec![0u8; 64];
         b2[..9].copy_from_slice(b"xxgfx90a\0");
         assert_eq!(find_gfx(&b2), None);
+    }
+
+    #[test]
+    fn a_fifo_or_missing_lib_is_listed_and_nothing_blocks() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("lib/python3.12/site-packages/torch/lib");
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("librocblas.so");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: plain mkfifo on a path in our temp dir.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let env = SearchEnv {
+            env_roots: vec![t.path().to_path_buf()],
+            ..SearchEnv::live()
+        };
+        let cands = blas_candidates(&env);
+        assert_eq!(cands[0].path, fifo, "{cands:?}");
+        let e = vendor::open(Api::Hip, &cands[..1], StreamH(0))
+            .err()
+            .unwrap();
+        let CeilingError::NotFound { looked, .. } = e else {
+            panic!()
+        };
+        assert!(
+            looked[0].contains("is a FIFO, not a library file"),
+            "{looked:?}"
+        );
+        // An env without the library: its folder is still named as looked at.
+        std::fs::remove_file(&fifo).unwrap();
+        let cands = blas_candidates(&env);
+        let e = vendor::open(Api::Hip, &cands[..1], StreamH(0))
+            .err()
+            .unwrap();
+        let CeilingError::NotFound { looked, .. } = e else {
+            panic!()
+        };
+        assert!(
+            looked[0].starts_with(&fifo.display().to_string()),
+            "{looked:?}"
+        );
+        assert!(looked[0].ends_with("not there"), "{looked:?}");
     }
 }

@@ -3,7 +3,7 @@
 //! directory, a symlink).
 
 use super::*;
-use crate::Knob;
+use crate::tuning::Knob;
 use greta_kernels::spirv::Shader;
 
 fn info(driver_version: u32) -> DeviceInfo {

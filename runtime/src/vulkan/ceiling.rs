@@ -16,9 +16,11 @@ use super::record::Recorder;
 use super::submit::{submit_and_wait, Submission, Ticks};
 use super::Device;
 use crate::ceiling::{Ceiling, CeilingError, CeilingUnit};
-use crate::{Op, RunOpts, RuntimeError};
+use crate::error::RuntimeError;
+use crate::job::RunOpts;
 use ash::vk;
 use gpu_allocator::MemoryLocation;
+use greta_kernels::Op;
 use std::time::{Duration, Instant};
 
 /// What the Vulkan ceiling's copies are named in reports.

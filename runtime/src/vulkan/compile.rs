@@ -8,8 +8,10 @@
 use super::pipelines::{self, Build};
 use super::plan::{Plan, Shader};
 use super::Device;
-use crate::{Op, RuntimeError, Tuning};
+use crate::error::RuntimeError;
+use crate::tuning::Tuning;
 use ash::vk;
+use greta_kernels::Op;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -10,8 +10,9 @@ use super::record::{record_pass, SHADER_RW};
 use super::run::{pipeline, write_descriptor_sets, PipelineHandles};
 use super::submit::{api, submit_and_wait, Submission, Ticks};
 use super::Device;
+use crate::error::RuntimeError;
 use crate::graph::{median, GraphJob, GraphStats, Replay};
-use crate::{RuntimeError, TimingSource};
+use crate::job::TimingSource;
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 

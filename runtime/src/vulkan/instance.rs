@@ -1,7 +1,7 @@
 //! Loading libvulkan at run time and creating the instance.
 
 use super::validation::{self, MessageLog};
-use crate::RuntimeError;
+use crate::error::RuntimeError;
 use ash::vk;
 use greta_vocab::EnvVars;
 
@@ -13,7 +13,6 @@ pub struct Instance {
     pub raw: ash::Instance,
     debug: Option<Messenger>,
     pub messages: MessageLog,
-    pub validation: bool,
     /// The API version the instance was created for: 1.3 where the loader
     /// has it (SPIR-V 1.6 kernels need it), else 1.2.
     pub api_version: u32,
@@ -119,7 +118,6 @@ impl Instance {
             raw,
             debug: None,
             messages,
-            validation,
             api_version,
         };
         if validation {

@@ -1,7 +1,7 @@
 //! Buffers backed by gpu-allocator: device-local storage, host-visible staging.
 
 use super::owned::Allocator;
-use crate::RuntimeError;
+use crate::error::RuntimeError;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::MemoryLocation;

@@ -6,7 +6,7 @@
 //! [`cache`] (pipeline cache file), `pipelines`, `plan` (op -> kernel),
 //! `run` (recording, submission with timeout, timestamps).
 //!
-//! Tuning knobs ([`crate::Knob`] in a [`crate::Tuning`], all optional; a knob
+//! Tuning knobs ([`crate::tuning::Knob`] in a [`crate::tuning::Tuning`], all optional; a knob
 //! the kernel family does not take is an error):
 //! - rope, kv_update, noop: `wg` (workgroup size, power of two);
 //! - fill, copy, vec_add: `wg` (default 256), `unroll` (vec4s per invocation
@@ -29,7 +29,7 @@
 //!   device that can require one (`plan::plan`; the kernels that count
 //!   subgroups get 32 by default where the device offers a range).
 //!
-//! [`crate::Backend::tuning_candidates`] lists a sweep for each op;
+//! [`crate::backend::Backend::tuning_candidates`] lists a sweep for each op;
 //! [`crate::tuning_cache`] stores the winner per device and shape class.
 //!
 //! Limits handled: buffers of element-wise ops larger than
@@ -58,9 +58,14 @@ mod submit;
 mod validation;
 mod warmup;
 
+use crate::backend::Backend;
+use crate::error::RuntimeError;
 use crate::graph::{GraphJob, GraphStats};
-use crate::{Backend, DeviceInfo, DeviceSelect, Job, Op, RunStats, RuntimeError, Tuning};
+use crate::info::{DeviceInfo, DeviceSelect};
+use crate::job::{Job, RunStats};
+use crate::tuning::Tuning;
 use ash::vk;
+use greta_kernels::Op;
 
 use greta_vocab::VkDriver;
 use owned::{Allocator, LogicalDevice, Owned};
@@ -73,7 +78,7 @@ use std::sync::Arc;
 #[doc(hidden)]
 pub use cache::store as store_pipeline_cache;
 pub use cache::CacheStatus;
-pub use compile::{count_matrix, Compiled, Executable};
+pub use compile::{Compiled, Executable};
 pub use instance::Instance;
 pub use validation::MessageLog;
 
@@ -693,7 +698,7 @@ impl Backend for Device {
         &mut self,
         op: &Op,
         timeout: std::time::Duration,
-    ) -> Option<Result<crate::Ceiling, crate::CeilingError>> {
+    ) -> Option<Result<crate::ceiling::Ceiling, crate::ceiling::CeilingError>> {
         ceiling::copy_ceiling(self, op, timeout)
     }
 

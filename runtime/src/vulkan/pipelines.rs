@@ -3,7 +3,7 @@
 
 use super::owned::{LogicalDevice, Owned};
 use super::plan::{Shader, Wave};
-use crate::RuntimeError;
+use crate::error::RuntimeError;
 use ash::vk;
 use std::collections::HashMap;
 use std::sync::Arc;

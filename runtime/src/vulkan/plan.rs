@@ -5,11 +5,13 @@
 //! over aligned sub-ranges; workgroup counts stay <= 65535 per dimension
 //! (the Vulkan minimum) and the kernels loop grid-stride over the rest.
 
-use crate::{HostBuf, Knob, Op, RuntimeError, Tuning};
+use crate::error::RuntimeError;
+use crate::tuning::{Knob, Tuning};
 use greta_kernels::attn_decode_chunk;
 /// Re-exported so callers of the planner (the fuzz target) can match on a
 /// plan's shader without a dependency on greta-kernels of their own.
 pub use greta_kernels::spirv::Shader;
+use greta_kernels::{HostBuf, Op};
 
 pub use candidates::candidates;
 pub use loop_trips::max_loop_trips;

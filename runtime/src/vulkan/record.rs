@@ -5,7 +5,7 @@ use super::memory::Buffer;
 use super::plan::Plan;
 use super::run::PipelineHandles;
 use super::submit::api;
-use crate::RuntimeError;
+use crate::error::RuntimeError;
 use ash::vk;
 
 pub(super) const SHADER_RW: vk::AccessFlags = vk::AccessFlags::from_raw(

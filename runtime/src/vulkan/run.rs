@@ -10,9 +10,11 @@ use super::record::{record_pass, SHADER_RW};
 use super::submit::{api, submit_and_wait, Submission, Ticks};
 use super::warmup::{time_key, warmup_passes};
 use super::Device;
-use crate::{HostBuf, Job, RunStats, RuntimeError, TimingSource};
+use crate::error::RuntimeError;
+use crate::job::{Job, RunStats, TimingSource};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
+use greta_kernels::HostBuf;
 
 /// Per-run objects, each destroying itself on drop (see [`super::owned`]).
 /// Dropped after a completed submission (or one never made); leaked with

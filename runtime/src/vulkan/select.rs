@@ -1,7 +1,8 @@
 //! Enumerating physical devices into [`DeviceInfo`]s and choosing one.
 
 use super::instance::Instance;
-use crate::{BackendKind, CoopMatShape, DeviceInfo, DeviceSelect, MemoryHeap, RuntimeError};
+use crate::error::RuntimeError;
+use crate::info::{BackendKind, CoopMatShape, DeviceInfo, DeviceSelect, MemoryHeap};
 use ash::vk;
 use greta_vkenum::Description;
 use greta_vocab::VkDriver;

@@ -6,7 +6,8 @@
 use super::owned::{CommandBuffer, Owned};
 use super::record::Recorder;
 use super::Device;
-use crate::{RunOpts, RuntimeError};
+use crate::error::RuntimeError;
+use crate::job::RunOpts;
 use ash::vk;
 use std::time::Instant;
 

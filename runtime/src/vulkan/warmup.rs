@@ -4,7 +4,8 @@
 
 use super::plan::Plan;
 use super::Device;
-use crate::{Op, RuntimeError};
+use crate::error::RuntimeError;
+use greta_kernels::Op;
 use greta_vocab::EnvVars;
 
 /// Untimed passes before the timed repeats (GPUs only): at least this
@@ -104,8 +105,9 @@ pub(super) fn time_key(op: &Op, plan: &Plan) -> String {
 #[cfg(test)]
 mod tests {
     use super::time_key;
+    use crate::tuning::{Knob, Tuning};
     use crate::vulkan::plan::{plan, test_limits};
-    use crate::{Knob, Op, Tuning};
+    use greta_kernels::Op;
 
     /// A warm-up is sized from the same plan's last time: the scalar
     /// attention kernel does not inherit the matrix kernel's (10x shorter)

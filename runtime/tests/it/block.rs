@@ -19,7 +19,7 @@ fn inputs(op: &Op, seed: u64) -> Vec<HostBuf> {
 /// Runs `op` (with `tuning`, if any) and checks every output against the
 /// layer's error model; returns the stats.
 fn assert_block_with(
-    dev: &mut greta_runtime::vulkan::Device,
+    dev: &mut greta_runtime::VulkanDevice,
     op: &Op,
     seed: u64,
     tuning: Option<Tuning>,
@@ -66,7 +66,7 @@ fn assert_block_with(
     stats
 }
 
-fn assert_block(dev: &mut greta_runtime::vulkan::Device, op: &Op, seed: u64) {
+fn assert_block(dev: &mut greta_runtime::VulkanDevice, op: &Op, seed: u64) {
     assert_block_with(dev, op, seed, None);
 }
 

@@ -2,9 +2,9 @@
 
 use crate::common::*;
 use greta_kernels::Op;
-use greta_runtime::vulkan::CacheStatus;
-use greta_runtime::vulkan::{CacheDir, OpenOptions};
+use greta_runtime::CacheStatus;
 use greta_runtime::DeviceSelect;
+use greta_runtime::{CacheDir, VulkanOptions as OpenOptions};
 use std::path::PathBuf;
 
 fn opts(dir: &std::path::Path) -> OpenOptions {
@@ -112,7 +112,7 @@ fn foreign_cache_is_ignored() {
     let path = cache_file(tmp.path());
     let mut payload = std::fs::read(&path).unwrap()[56..].to_vec();
     payload[16] ^= 0x55; // pipelineCacheUUID
-    greta_runtime::vulkan::store_pipeline_cache(&path, &payload).unwrap();
+    greta_runtime::store_pipeline_cache(&path, &payload).unwrap();
     let dev = device_with(opts(tmp.path()));
     match dev.cache_status() {
         CacheStatus::Ignored { reason, .. } => {

@@ -1,8 +1,8 @@
 //! Device discovery, selection, validation messenger and failure modes.
 
 use crate::common::*;
-use greta_runtime::vulkan::{CacheDir, Device, OpenOptions};
 use greta_runtime::{Backend, BackendKind, DeviceSelect, RuntimeError};
+use greta_runtime::{CacheDir, VulkanDevice as Device, VulkanOptions as OpenOptions};
 use greta_vocab::{EnvVars, VkDriver};
 
 #[test]
@@ -180,13 +180,13 @@ fn duplicate_icd_counted_once() {
 /// instance is gone, so those are seen.
 #[test]
 fn failed_open_destroys_what_it_created() {
-    use greta_runtime::vulkan::OpenStep;
+    use greta_runtime::OpenStep;
     for step in [
         OpenStep::PipelineCache,
         OpenStep::Allocator,
         OpenStep::CommandPool,
     ] {
-        let log = greta_runtime::vulkan::MessageLog::default();
+        let log = greta_runtime::MessageLog::default();
         let err = Device::open_with(&OpenOptions {
             select: DeviceSelect::Cpu,
             validation: Some(true),
@@ -209,7 +209,7 @@ fn failed_open_destroys_what_it_created() {
 /// what the layer said, also once the device is dropped.
 #[test]
 fn message_log_outlives_the_device() {
-    let log = greta_runtime::vulkan::MessageLog::default();
+    let log = greta_runtime::MessageLog::default();
     let dev = device_with(OpenOptions {
         select: DeviceSelect::Cpu,
         validation: Some(true),
@@ -230,7 +230,7 @@ fn message_log_outlives_the_device() {
 #[test]
 fn dropped_device_leaves_nothing_behind() {
     use greta_kernels::{DType, HostBuf, Op};
-    let log = greta_runtime::vulkan::MessageLog::default();
+    let log = greta_runtime::MessageLog::default();
     let mut dev = device_with(OpenOptions {
         select: DeviceSelect::Cpu,
         validation: Some(true),

@@ -18,7 +18,7 @@ fn with(t: Tuning) -> RunOpts {
 }
 
 /// Runs `op` with `t` and asserts every output passes and `shader` ran.
-fn check(dev: &mut greta_runtime::vulkan::Device, op: &Op, t: Tuning, shader: Shader, s: u64) {
+fn check(dev: &mut greta_runtime::VulkanDevice, op: &Op, t: Tuning, shader: Shader, s: u64) {
     let out = run_checked(dev, op, s, &with(t.clone()));
     assert!(out.passes(), "{op} {t}: {:?}", out.comparisons);
     assert_eq!(out.stats.kernel, shader.name(), "{op} {t}");

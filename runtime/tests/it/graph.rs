@@ -127,7 +127,7 @@ fn bad_graphs_are_refused_before_the_device_runs_anything() {
     let mut dev = device();
     let g = chain(2, 64);
     let run =
-        |dev: &mut greta_runtime::vulkan::Device, g: &Graph, bufs: &mut [HostBuf], rb: &[usize]| {
+        |dev: &mut greta_runtime::VulkanDevice, g: &Graph, bufs: &mut [HostBuf], rb: &[usize]| {
             dev.run_graph(GraphJob {
                 graph: g,
                 buffers: bufs,

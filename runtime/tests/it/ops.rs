@@ -241,10 +241,10 @@ fn kv_update() {
 /// dispatches per repeat; the result must still be exact.
 #[test]
 fn elementwise_split_over_range_limit() {
-    let mut dev = device_with(greta_runtime::vulkan::OpenOptions {
+    let mut dev = device_with(greta_runtime::VulkanOptions {
         select: greta_runtime::DeviceSelect::Cpu,
         validation: Some(true),
-        cache: greta_runtime::vulkan::CacheDir::Off,
+        cache: greta_runtime::CacheDir::Off,
         max_storage_range: Some(4096),
         ..Default::default()
     });
@@ -383,7 +383,7 @@ fn contract_mismatch_is_bad_input() {
 /// Without timestamps the per-dispatch time falls back to wall clock.
 #[test]
 fn wall_clock_fallback() {
-    let mut dev = device_with(greta_runtime::vulkan::OpenOptions {
+    let mut dev = device_with(greta_runtime::VulkanOptions {
         select: greta_runtime::DeviceSelect::Cpu,
         validation: Some(true),
         timestamps: Some(false),
@@ -410,7 +410,7 @@ fn wall_clock_fallback() {
 #[test]
 fn device_is_send() {
     fn assert_send<T: Send>() {}
-    assert_send::<greta_runtime::vulkan::Device>();
+    assert_send::<greta_runtime::VulkanDevice>();
 }
 
 /// Rates on this machine's lavapipe, for the performance notes:
@@ -418,7 +418,7 @@ fn device_is_send() {
 #[test]
 #[ignore = "measurement, not a check"]
 fn rates() {
-    let mut dev = device_with(greta_runtime::vulkan::OpenOptions {
+    let mut dev = device_with(greta_runtime::VulkanOptions {
         select: greta_runtime::DeviceSelect::Cpu,
         validation: Some(false),
         ..Default::default()
@@ -526,10 +526,10 @@ fn memtest_records_nothing_on_sound_memory_and_every_injected_flip() {
     // A slice over maxStorageBufferRange (lowered to 4 KiB here) runs in
     // chunks bound at their offsets; a flip in the last word of the last
     // chunk is reported at its index in the whole slice.
-    let mut small = device_with(greta_runtime::vulkan::OpenOptions {
+    let mut small = device_with(greta_runtime::VulkanOptions {
         select: greta_runtime::DeviceSelect::Cpu,
         validation: Some(true),
-        cache: greta_runtime::vulkan::CacheDir::Off,
+        cache: greta_runtime::CacheDir::Off,
         max_storage_range: Some(4096),
         ..Default::default()
     });

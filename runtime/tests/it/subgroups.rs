@@ -7,7 +7,7 @@
 
 use crate::common::{assert_clean, device, run_checked, seed};
 use greta_kernels::Op;
-use greta_runtime::vulkan::{CacheDir, Device, OpenOptions};
+use greta_runtime::{CacheDir, VulkanDevice as Device, VulkanOptions as OpenOptions};
 use greta_runtime::{DeviceSelect, Knob, RunOpts, RuntimeError, Tuning};
 
 fn wave(w: u32) -> RunOpts {

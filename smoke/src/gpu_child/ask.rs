@@ -6,7 +6,7 @@ use crate::dispatch::{Finished, Undecided};
 use crate::gates::Catalog;
 use crate::results;
 use crate::session::{check_options, results_dir, DeviceChoice, Options, Outcome, SmokeError};
-use greta_runtime::gpu::child::{self, ChildOutput};
+use greta_runtime::child::{self, ChildOutput};
 use std::time::Duration;
 
 /// Why the child gave no answer at all.

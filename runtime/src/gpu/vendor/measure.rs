@@ -11,7 +11,7 @@ use crate::stress::{
     input_f16, sample_tiles, Operand, StressEngine, StressInterval, StressReport, StressRequest,
     TileSample,
 };
-use crate::Op;
+use greta_kernels::Op;
 use std::time::{Duration, Instant};
 
 /// Timed repeats of a ceiling, and calls per repeat (as a perf gate's 5 x 5).

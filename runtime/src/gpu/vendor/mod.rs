@@ -11,11 +11,10 @@ pub(crate) mod layout;
 pub(crate) mod measure;
 mod rocblas;
 
-use super::driver::{Api, DevPtr, Loaded, StreamH};
-use super::search::{self, Candidate};
+use super::driver::{Api, DevPtr, StreamH};
+use super::search::{self, Candidate, Loaded};
 use crate::ceiling::CeilingError;
 use layout::ColMajorGemm;
-use std::path::PathBuf;
 
 /// The element types of a GEMM, as the gates define them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,41 +50,6 @@ pub(crate) trait Blas {
 pub(crate) struct VendorBlas {
     pub loaded: Loaded,
     pub blas: Box<dyn Blas>,
-}
-
-/// Where to look for `api`'s BLAS: the active greta env first (CUDA torch's
-/// `nvidia/cublas/lib` or `nvidia/cu13/lib`; ROCm torch's `torch/lib`),
-/// then the system's CUDA/ROCm, then the loader's names.
-pub(crate) fn candidates(api: Api, env_roots: &[PathBuf]) -> Vec<Candidate> {
-    match api {
-        Api::Cuda => crate::cuda::lib_candidates(
-            env_roots,
-            &["nvidia/cublas/lib", "nvidia/cu13/lib"],
-            "libcublas.so",
-            &[
-                "libcublas.so.13",
-                "libcublas.so.12",
-                "libcublas.so.11",
-                "libcublas.so",
-            ],
-        ),
-        Api::Hip => {
-            let env = crate::hip::SearchEnv {
-                env_roots: env_roots.to_vec(),
-                ..crate::hip::SearchEnv::live()
-            };
-            crate::hip::lib_candidates(
-                &env,
-                "librocblas.so",
-                &[
-                    "librocblas.so.5",
-                    "librocblas.so.4",
-                    "librocblas.so.0",
-                    "librocblas.so",
-                ],
-            )
-        }
-    }
 }
 
 /// What the library is called in messages.
@@ -202,93 +166,7 @@ pub(crate) unsafe fn sym<T: Copy>(lib: &libloading::Library, name: &str) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fake_env(rel: &str, file: &str, content: &[u8]) -> (tempfile::TempDir, PathBuf) {
-        let t = tempfile::tempdir().unwrap();
-        let dir = t.path().join("lib/python3.11/site-packages").join(rel);
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join(file);
-        std::fs::write(&f, content).unwrap();
-        (t, f)
-    }
-
-    #[test]
-    fn the_env_comes_first_and_a_non_library_is_named_with_why() {
-        let (t, f) = fake_env(
-            "nvidia/cublas/lib",
-            "libcublas.so.12",
-            "not a shared library, only text that a download left behind\n"
-                .repeat(8)
-                .as_bytes(),
-        );
-        let c = candidates(Api::Cuda, &[t.path().to_path_buf()]);
-        assert_eq!(c[0].path, f, "{c:?}");
-        assert!(c[0].why.contains("env's NVIDIA wheels"), "{:?}", c[0]);
-        // Only the fake env and names that cannot exist: what this machine
-        // has installed plays no part.
-        let mut only = vec![c[0].clone()];
-        only.push(Candidate::new(
-            "libgreta-no-cublas.so.12",
-            "the dynamic loader's search path",
-        ));
-        let e = open(Api::Cuda, &only, StreamH(0)).err().unwrap();
-        let CeilingError::NotFound { what, looked } = &e else {
-            panic!("{e:?}")
-        };
-        assert_eq!(what, "cuBLAS (libcublas)");
-        assert_eq!(looked.len(), 2, "{looked:?}");
-        assert!(
-            looked[0].starts_with(&f.display().to_string()),
-            "{looked:?}"
-        );
-        assert!(
-            looked[0].contains("env's NVIDIA wheels") && looked[0].contains("ELF"),
-            "{looked:?}"
-        );
-        assert!(
-            looked[1].starts_with("libgreta-no-cublas.so.12"),
-            "{looked:?}"
-        );
-        let text = e.to_string();
-        assert!(
-            text.starts_with("no cuBLAS (libcublas) found for an in-run ceiling; looked in: "),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn a_fifo_or_missing_lib_is_listed_and_nothing_blocks() {
-        let t = tempfile::tempdir().unwrap();
-        let dir = t.path().join("lib/python3.12/site-packages/torch/lib");
-        std::fs::create_dir_all(&dir).unwrap();
-        let fifo = dir.join("librocblas.so");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: plain mkfifo on a path in our temp dir.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
-        let env = [t.path().to_path_buf()];
-        let cands = candidates(Api::Hip, &env);
-        assert_eq!(cands[0].path, fifo, "{cands:?}");
-        let e = open(Api::Hip, &cands[..1], StreamH(0)).err().unwrap();
-        let CeilingError::NotFound { looked, .. } = e else {
-            panic!()
-        };
-        assert!(
-            looked[0].contains("is a FIFO, not a library file"),
-            "{looked:?}"
-        );
-        // An env without the library: its folder is still named as looked at.
-        std::fs::remove_file(&fifo).unwrap();
-        let cands = candidates(Api::Hip, &env);
-        let e = open(Api::Hip, &cands[..1], StreamH(0)).err().unwrap();
-        let CeilingError::NotFound { looked, .. } = e else {
-            panic!()
-        };
-        assert!(
-            looked[0].starts_with(&fifo.display().to_string()),
-            "{looked:?}"
-        );
-        assert!(looked[0].ends_with("not there"), "{looked:?}");
-    }
+    use std::path::PathBuf;
 
     #[test]
     fn a_real_library_without_the_blas_symbols_is_passed_over() {

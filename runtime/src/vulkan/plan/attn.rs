@@ -24,7 +24,9 @@
 //! `vulkan/run.rs` `time_key`).
 
 use super::{bad, check_keys, groups_for, whole, Dispatch, Limits, Plan, Shader, MAX_GROUPS};
-use crate::{Knob, Op, RuntimeError, Tuning};
+use crate::error::RuntimeError;
+use crate::tuning::{Knob, Tuning};
+use greta_kernels::Op;
 
 /// Query rows per workgroup of attn_prefill_f16.comp (its BQ; its keys
 /// per tile, BK, are the same).

@@ -3,7 +3,8 @@
 //! plan to the same work.
 
 use super::{f16_block, gemm, plan, Limits, Plan, Shader, Wave};
-use crate::{Knob, Op, Tuning};
+use crate::tuning::{Knob, Tuning};
+use greta_kernels::Op;
 
 /// Tunings worth sweeping for `op` (the default first), all valid on this
 /// device, each a different kernel or launch: two tunings that plan to the

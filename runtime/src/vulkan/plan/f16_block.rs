@@ -14,7 +14,9 @@ use super::{
     bad, check_keys, groups_for, simple, switch, wg_of, whole, Dispatch, Limits, Plan, Shader,
     MAX_GROUPS, NORM_MAX_NPT,
 };
-use crate::{Knob, Op, RuntimeError, Tuning};
+use crate::error::RuntimeError;
+use crate::tuning::{Knob, Tuning};
+use greta_kernels::Op;
 
 /// 16-byte vectors each lane of gemv_f16 has in flight per loop trip.
 const GEMV_UNROLL: u32 = 4;

@@ -3,8 +3,8 @@
 //! truncated results, so such shapes are refused there instead.
 
 use super::{attn, f16_block, gemm, Dispatch, Plan, Shader};
-use crate::Op;
 use greta_kernels::attn_decode_chunk;
+use greta_kernels::Op;
 
 /// Most loop iterations any invocation of `plan` executes inside one
 /// outermost loop (the unit llvmpipe's infinite-loop guard counts), for the

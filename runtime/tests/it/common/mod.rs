@@ -4,8 +4,8 @@
 
 use greta_kernels::check::{check_buf, CheckOutcome};
 use greta_kernels::{reference, Access, DType, HostBuf, Op};
-use greta_runtime::vulkan::{CacheDir, Device, OpenOptions};
 use greta_runtime::{Backend, DeviceSelect, RunOpts};
+use greta_runtime::{CacheDir, VulkanDevice as Device, VulkanOptions as OpenOptions};
 use greta_vocab::EnvVars;
 use half::f16;
 use rand::rngs::StdRng;

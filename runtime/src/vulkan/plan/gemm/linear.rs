@@ -21,8 +21,10 @@ use super::{
     cm_tiles, ffma_tiles, keyed, one_dispatch, plan_of, prod, sweep, tiles, Req, CM_KEYS,
     FFMA_DEFAULT, FFMA_KEYS, FFMA_SWEEP,
 };
+use crate::error::RuntimeError;
+use crate::tuning::{Knob, Tuning};
 use crate::vulkan::plan::{bad, check_keys, Limits, Plan, Shader};
-use crate::{Knob, Op, RuntimeError, Tuning};
+use greta_kernels::Op;
 
 /// Cooperative-matrix linear_f16 defaults (`CM_KEYS`): 2 x 2 subgroups of
 /// 32, each a 64 x 64 block of Y in 16 accumulator tiles, as the

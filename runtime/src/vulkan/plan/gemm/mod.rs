@@ -20,7 +20,9 @@
 //! dispatch sizing and sweeps here, giving only its own kernels and names.
 
 use super::{bad, Dispatch, Limits, Plan, Shader, MAX_GROUPS};
-use crate::{Knob, Op, RuntimeError, Tuning};
+use crate::error::RuntimeError;
+use crate::tuning::{Knob, Tuning};
+use greta_kernels::Op;
 
 pub mod linear;
 

@@ -3,10 +3,12 @@
 //! `libnvrtc.so.12`; NVRTC needs no GPU). Without one the test says so and
 //! checks nothing: CI has no CUDA; the GPU machine (scripts/gpu/cuda.sh) compiles the same way.
 
-use greta_runtime::gpu::tune::variant_symbols_for_target;
-use greta_runtime::gpu::{
-    Api, Arch, CompilerChoice, CompilerKind, KernelCache, KernelSources, Loaded,
-};
+use crate::cuda::nvrtc::Nvrtc;
+use crate::gpu::arch::Arch;
+use crate::gpu::compile::{KernelCache, KernelSources};
+use crate::gpu::driver::Api;
+use crate::gpu::tune::variant_symbols_for_target;
+use crate::gpu::{CompilerChoice, CompilerKind, Loaded};
 
 #[test]
 fn nvrtc_compiles_every_kernel_and_every_tune_variant_for_sm_80_and_sm_90() {
@@ -21,7 +23,7 @@ fn nvrtc_compiles_every_kernel_and_every_tune_variant_for_sm_80_and_sm_90() {
     let cache_dir = tempfile::tempdir().unwrap();
     let cache = KernelCache::new(cache_dir.path());
     for target in ["sm_80", "sm_90"] {
-        let choice = CompilerChoice {
+        let compiler = Nvrtc(CompilerChoice {
             kind: CompilerKind::Nvrtc,
             library: Loaded {
                 what: "NVRTC".into(),
@@ -31,9 +33,9 @@ fn nvrtc_compiles_every_kernel_and_every_tune_variant_for_sm_80_and_sm_90() {
             version: "test".into(),
             target: Arch::parse(target),
             options: vec![format!("--gpu-architecture={target}")],
-        };
+        });
         let built = cache
-            .get_or_build(&choice, &KernelSources::bundled(), Api::Cuda)
+            .get_or_build(&compiler, &KernelSources::bundled(), Api::Cuda)
             .unwrap_or_else(|e| panic!("{target}: {e}"));
         let code = std::fs::read(&built.path).unwrap();
         let variants = variant_symbols_for_target(Api::Cuda, &Arch::parse(target));

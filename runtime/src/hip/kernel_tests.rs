@@ -3,9 +3,11 @@
 //! and compile code the node uses (in this process: library tests register
 //! no helper child; the `greta` binary's tests cover the child).
 
-use greta_runtime::gpu::Driver;
-use greta_runtime::gpu::{CompilerKind, KernelCache, KernelSources};
-use greta_runtime::hip::{self, Hip};
+use crate::gpu::compile::{KernelCache, KernelSources};
+use crate::gpu::driver::Api;
+use crate::gpu::tune::variant_symbols_for_target;
+use crate::gpu::{CompilerKind, Driver};
+use crate::hip::{self, Hip};
 
 fn hip() -> Hip {
     Hip::open().unwrap_or_else(|e| panic!("Debian's libamdhip64.so.5 must open here: {e}"))
@@ -25,14 +27,15 @@ fn hiprtc_compiles_every_kernel_for_gfx90a_and_gfx1030_and_the_cache_works() {
     let cache = KernelCache::new(cache_dir.path());
     let sources = KernelSources::bundled();
     for target in ["gfx90a", "gfx1030"] {
-        let choice = hip::compiler_for_target(&hip, target).unwrap();
+        let compiler = hip::compiler_for_target(&hip, target).unwrap();
+        let choice = compiler.choice();
         assert_eq!(choice.kind, CompilerKind::Hiprtc, "{choice:?}");
         assert_eq!(
             choice.library.why, "inside libamdhip64 (ROCm 5)",
             "{choice:?}"
         );
         let built = cache
-            .get_or_build(&choice, &sources, greta_runtime::gpu::Api::Hip)
+            .get_or_build(&*compiler, &sources, Api::Hip)
             .unwrap_or_else(|e| panic!("{target}: {e}"));
         assert!(built.compiled, "{target}: first build must compile");
         let code = std::fs::read(&built.path).unwrap();
@@ -58,10 +61,7 @@ fn hiprtc_compiles_every_kernel_for_gfx90a_and_gfx1030_and_the_cache_works() {
         // Every kernel a tune candidate launches on this target is in the
         // object too (today the HIP candidates are launch-time knobs and
         // the ops' own kernels).
-        let variants = greta_runtime::gpu::tune::variant_symbols_for_target(
-            greta_runtime::gpu::Api::Hip,
-            &choice.target,
-        );
+        let variants = variant_symbols_for_target(Api::Hip, &choice.target);
         let absent: Vec<&String> = variants
             .iter()
             .filter(|s| !code.windows(s.len()).any(|w| w == s.as_bytes()))
@@ -71,13 +71,11 @@ fn hiprtc_compiles_every_kernel_for_gfx90a_and_gfx1030_and_the_cache_works() {
             "{target}: tune variants missing: {absent:?}"
         );
         // A second run compiles nothing.
-        let again = cache
-            .get_or_build(&choice, &sources, greta_runtime::gpu::Api::Hip)
-            .unwrap();
+        let again = cache.get_or_build(&*compiler, &sources, Api::Hip).unwrap();
         assert!(!again.compiled && again.path == built.path, "{again:?}");
     }
     // A changed source recompiles, into a new entry.
-    let choice = hip::compiler_for_target(&hip, "gfx90a").unwrap();
+    let compiler = hip::compiler_for_target(&hip, "gfx90a").unwrap();
     let mut files = sources.files().to_vec();
     files
         .iter_mut()
@@ -86,11 +84,7 @@ fn hiprtc_compiles_every_kernel_for_gfx90a_and_gfx1030_and_the_cache_works() {
         .1
         .push_str("\n// changed\n");
     let changed = cache
-        .get_or_build(
-            &choice,
-            &KernelSources::new(files),
-            greta_runtime::gpu::Api::Hip,
-        )
+        .get_or_build(&*compiler, &KernelSources::new(files), Api::Hip)
         .unwrap();
     assert!(changed.compiled, "{changed:?}");
     let entries = std::fs::read_dir(cache_dir.path()).unwrap().count();
@@ -101,13 +95,13 @@ fn hiprtc_compiles_every_kernel_for_gfx90a_and_gfx1030_and_the_cache_works() {
 fn a_compile_error_names_the_file_and_line() {
     let hip = hip();
     let cache_dir = tempfile::tempdir().unwrap();
-    let choice = hip::compiler_for_target(&hip, "gfx90a").unwrap();
+    let compiler = hip::compiler_for_target(&hip, "gfx90a").unwrap();
     let broken = KernelSources::new(vec![(
         "broken.hip".into(),
         "extern \"C\" __global__ void greta_broken(flot* y) { y[0] = 1; }\n".into(),
     )]);
     let e = KernelCache::new(cache_dir.path())
-        .get_or_build(&choice, &broken, greta_runtime::gpu::Api::Hip)
+        .get_or_build(&*compiler, &broken, Api::Hip)
         .unwrap_err()
         .to_string();
     assert!(

@@ -1,9 +1,9 @@
 //! HIP and CUDA on this machine: Debian's ROCm 5.2 runtime, no AMD GPU, no
 //! NVIDIA driver. Each answer must say what happened and where greta looked.
 
-use greta_runtime::gpu::Candidate;
-use greta_runtime::gpu::{Driver, GpuError};
-use greta_runtime::hip::Hip;
+use crate::gpu::driver::{Driver, GpuError};
+use crate::gpu::search::Candidate;
+use crate::hip::Hip;
 use greta_vocab::EnvVars;
 
 #[test]
@@ -62,7 +62,7 @@ fn no_cuda_driver_is_a_clear_error() {
     if std::path::Path::new("/dev/nvidiactl").exists() {
         return;
     }
-    let e = greta_runtime::cuda::Cuda::open().err().unwrap();
+    let e = crate::cuda::Cuda::open().err().unwrap();
     let msg = e.to_string();
     assert!(e.is_no_device(), "{msg}");
     assert!(
