@@ -171,7 +171,7 @@ fn device_section(b: &mut String, node: &Node<'_>, di: usize, d: &DeviceRun, anc
     let info = &d.device;
     let _ = write!(
         b,
-        "<h3 id=\"{anchor}dev-{}\" class=\"device\" data-device=\"{}\">{} GPU {}: {} <span class=\"meta\">({}, {} {}, driver {}, API {}, {}{})</span></h3>",
+        "<h3 id=\"{anchor}dev-{}\" class=\"device\" data-device=\"{}\">{} GPU {}: {} <span class=\"meta\">({}, {} {}, driver {}, API {}, {}{}{})</span></h3>",
         d.index,
         d.index,
         badge(d.status),
@@ -183,7 +183,11 @@ fn device_section(b: &mut String, node: &Node<'_>, di: usize, d: &DeviceRun, anc
         esc(&info.driver_version),
         esc(&info.api_version),
         esc(info.device_type.short_name()),
-        info.uuid.map(|u| format!(", uuid {u}")).unwrap_or_default()
+        info.uuid.map(|u| format!(", uuid {u}")).unwrap_or_default(),
+        info.pci_bus_id
+            .as_deref()
+            .map(|b| format!(", PCI {}", esc(b)))
+            .unwrap_or_default()
     );
     if let Some(l) = &d.lost {
         let _ = write!(b, "<p class=\"warn\">device lost: {}</p>", esc(l));
@@ -441,5 +445,24 @@ mod tests {
         );
         assert!(two.contains("Node: gates x devices"));
         assert!(two.contains("&lt;bad&gt;") && !two.contains("<bad>"));
+    }
+
+    /// The device heading names its PCI address where the result has one,
+    /// escaped like every string from a file.
+    #[test]
+    fn the_device_heading_names_its_pci_address_escaped() {
+        let mut r = sample(1);
+        let page =
+            |r: &greta_smoke::results::Report| render_runs(&[Run::from_report(r.clone())], &[]);
+        assert!(!page(&r).contains(", PCI "), "none in the file, none shown");
+        r.devices[0].device.pci_bus_id = Some("0000:c1:00.0".into());
+        assert!(page(&r).contains(", PCI 0000:c1:00.0)</span></h3>"));
+        r.devices[0].device.pci_bus_id = Some("<script>x</script>".into());
+        let h = page(&r);
+        assert!(
+            h.contains(", PCI &lt;script&gt;x&lt;/script&gt;)"),
+            "escaped"
+        );
+        assert!(!h.contains("<script>x"));
     }
 }

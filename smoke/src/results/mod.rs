@@ -91,6 +91,13 @@ pub struct DeviceInfo {
     /// Device UUID, hex with dashes (vulkaninfo's form), when the backend
     /// has one. Files that wrote 32 bare hex digits still read.
     pub uuid: Option<greta_vocab::DeviceUuid>,
+    /// The PCI address, `0000:c1:00.0` (lower-case hex), where the backend
+    /// gives one (VK_EXT_pci_bus_info, hipDeviceGetPCIBusId,
+    /// cuDeviceGetPCIBusId): what ties a result to a slot of the machine,
+    /// and to its sysfs card and NVML device. Absent in older files and
+    /// where the backend has none (lavapipe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus_id: Option<String>,
     /// shaderFloat16 + 16-bit storage (or the HIP equivalent).
     pub fp16: bool,
 }
@@ -109,6 +116,7 @@ impl DeviceInfo {
             driver_version: String::new(),
             api_version: String::new(),
             uuid: None,
+            pci_bus_id: None,
             fp16: false,
         }
     }

@@ -60,6 +60,7 @@ pub fn device_info(d: &greta_runtime::DeviceInfo) -> DeviceInfo {
         driver_version: d.driver_version_text.clone(),
         api_version: d.api_version.clone(),
         uuid: d.uuid,
+        pci_bus_id: d.pci_bus_id.clone(),
         fp16: d.fp16,
     }
 }
