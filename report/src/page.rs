@@ -84,18 +84,20 @@ pub fn render_runs(runs: &[Run], skipped: &[Skipped]) -> String {
     if runs.is_empty() {
         b.push_str("<p class=\"warn\">No greta.smoke/v1 result could be read.</p>");
     }
+    // Telemetry charts drawn so far count against one budget per page.
+    let mut charts_left = crate::trace::CHARTS_PER_PAGE;
     for (i, run) in runs.iter().enumerate() {
         let anchor = if runs.len() == 1 {
             String::new()
         } else {
             format!("run{i}-")
         };
-        run_section(&mut b, run, &anchor);
+        run_section(&mut b, run, &anchor, &mut charts_left);
     }
     page(&title, &b)
 }
 
-fn run_section(b: &mut String, run: &Run, anchor: &str) {
+fn run_section(b: &mut String, run: &Run, anchor: &str, charts_left: &mut usize) {
     let r: &Report = &run.report;
     let _ = write!(
         b,
@@ -162,12 +164,19 @@ fn run_section(b: &mut String, run: &Run, anchor: &str) {
         );
     }
     for (di, d) in r.devices.iter().enumerate() {
-        device_section(b, &node, di, d, anchor);
+        device_section(b, &node, di, d, anchor, charts_left);
     }
     b.push_str("</section>");
 }
 
-fn device_section(b: &mut String, node: &Node<'_>, di: usize, d: &DeviceRun, anchor: &str) {
+fn device_section(
+    b: &mut String,
+    node: &Node<'_>,
+    di: usize,
+    d: &DeviceRun,
+    anchor: &str,
+    charts_left: &mut usize,
+) {
     let info = &d.device;
     let _ = write!(
         b,
@@ -243,7 +252,7 @@ fn device_section(b: &mut String, node: &Node<'_>, di: usize, d: &DeviceRun, anc
         );
     }
     b.push_str("</tbody></table>");
-    b.push_str(&crate::health::device(d));
+    b.push_str(&crate::health::device(d, charts_left));
 }
 
 #[cfg(test)]

@@ -199,6 +199,15 @@ fn the_memory_test_is_watched_and_fails_on_heat() {
         g.reason
     );
     assert_eq!(g.in_run.telemetry[0].thermal, 1.0);
+    // The readings over the gate are kept: a point per sample (a short
+    // gate), in time order, each naming the injected limit.
+    let t = &g.in_run.telemetry[0];
+    assert_eq!(t.series.len(), t.samples, "{:?}", t.series);
+    assert!(t.series.windows(2).all(|w| w[0].t_s <= w[1].t_s));
+    assert!(t
+        .series
+        .iter()
+        .all(|p| p.held == [greta_smoke::telemetry::Held::Thermal]));
     assert!(
         r.devices[0]
             .notes
