@@ -374,6 +374,32 @@ pub fn link_check(device: &str, best: LinkState, link: &Link) -> Result<(), Stri
     Ok(())
 }
 
+/// The most a PCIe link carries each way, GB/s, from its generation and
+/// lanes: the line rate after line coding (8b/10b for Gen1-2, 128b/130b
+/// for Gen3-5; Gen6's 64 GT/s PAM4 FLITs carry 242 payload bytes of 256),
+/// before packet framing. `None` for a generation greta does not know.
+pub fn link_gbps(l: LinkState) -> Option<f64> {
+    let lane = match l.gen {
+        1 => 2.5 * 0.8 / 8.0,
+        2 => 5.0 * 0.8 / 8.0,
+        3 => 8.0 * 128.0 / 130.0 / 8.0,
+        4 => 16.0 * 128.0 / 130.0 / 8.0,
+        5 => 32.0 * 128.0 / 130.0 / 8.0,
+        6 => 64.0 * 242.0 / 256.0 / 8.0,
+        _ => return None,
+    };
+    (l.width > 0).then(|| lane * f64::from(l.width))
+}
+
+/// The share of the link's rate ([`link_gbps`], of the most the card can
+/// train to) a pinned host↔device copy must reach each way. Packet framing
+/// alone (a 256-byte payload carries some 24 bytes of header, sequence
+/// number and CRC, plus flow-control packets) keeps a copy under about 0.9
+/// of the line rate; 0.6 leaves room below that for an IOMMU or a GPU on
+/// the other socket's root port, and still fails a link that trained at
+/// half its lanes or one generation down (at most 0.5 of the rate).
+pub const HOST_LINK_FLOOR: f64 = 0.6;
+
 /// GPU counts from the node's own records; `None` where a record is not
 /// there (no KFD on an NVIDIA node, no NVML on an AMD one).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -565,7 +591,8 @@ impl Reader {
     }
 }
 
-/// A device's error counters read before its gates, to be compared after.
+/// A device's error counters read before its gates, to be compared after;
+/// its links, for the host-copy gate's floor.
 pub struct NodeWatch {
     reader: Reader,
     before: Vec<Counter>,
@@ -578,6 +605,12 @@ impl NodeWatch {
         let reader = Reader::with_faults(Reader::of(info), faults)?;
         let (before, _) = reader.counters();
         Some(NodeWatch { reader, before })
+    }
+
+    /// The device's PCIe links as read now (each with the most it can
+    /// train to), named by their telemetry device.
+    pub fn links(&self) -> Vec<(String, Link)> {
+        self.reader.links()
     }
 
     /// The checks after the run: error counters against the start, and

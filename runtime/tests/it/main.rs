@@ -11,6 +11,7 @@ mod f16_block_ops;
 mod graph;
 mod hip_device;
 mod hip_kernels;
+mod host_copy;
 mod ops;
 mod subgroups;
 mod timeout;

@@ -12,9 +12,11 @@ use crate::results::{DeviceInfo, DeviceRun, GateResult, GateStatus, Metrics, Rep
 use crate::spec::{DeviceKey, DeviceSpec, SpecFile, SpecMatch};
 use crate::verify::verify;
 use greta_runtime::{Backend, RunOpts, RuntimeError, TimingSource};
+use host_copy_gate::run_host_copy;
 use std::time::{Duration, Instant};
 use stress_gate::run_stress;
 
+mod host_copy_gate;
 mod stress_gate;
 
 /// Everything a device run needs besides the backend.
@@ -100,6 +102,11 @@ pub fn run_device(
     let node_watch =
         crate::telemetry::NodeWatch::start(&rt_info, &ctx.faults.telemetry(rt_info.index));
     let mut validation_seen = validation_messages.len();
+    // The device's PCIe links, for the host-copy gate's floor.
+    let links = node_watch
+        .as_ref()
+        .map(crate::telemetry::NodeWatch::links)
+        .unwrap_or_default();
     for gate in ctx.gates {
         progress.gate_started(rt_info.index, &gate.id);
         let skip = |reason: String| skipped(gate, ctx.seed, reason);
@@ -123,6 +130,7 @@ pub fn run_device(
                 .flatten();
             let mut r = match (&gate.stress, gate.whole_memory) {
                 _ if ctx.faults.vanishes(rt_info.index, &gate.id, first) => vanish(gate, ctx),
+                _ if gate.host_link => run_host_copy(backend, gate, ctx, &links),
                 (Some(cfg), _) if !ctx.faults.hangs(rt_info.index, &gate.id, first) => {
                     run_stress(backend, gate, cfg, ctx)
                 }
@@ -140,7 +148,7 @@ pub fn run_device(
                 watched(&mut r.result, telemetry);
                 r.notes.extend(notes);
             }
-            if ctx.profile == Profile::Perf && r.lost.is_none() {
+            if ctx.profile == Profile::Perf && r.lost.is_none() && !gate.host_link {
                 measure_ceiling(backend, &mut r, gate, ctx);
             }
             for n in r.notes.drain(..) {
@@ -167,9 +175,13 @@ pub fn run_device(
                     ));
                 }
             }
-            rate_against_spec(&mut r.result, gate, spec);
-            if r.result.status == GateStatus::Pass {
-                apply_floor(&mut r.result, gate, &device, ctx, class, spec);
+            // The host-copy gate is held to its link, not to the device's
+            // memory figures.
+            if !gate.host_link {
+                rate_against_spec(&mut r.result, gate, spec);
+                if r.result.status == GateStatus::Pass {
+                    apply_floor(&mut r.result, gate, &device, ctx, class, spec);
+                }
             }
             // A failing gate that was watched (stress verdict or floor) says
             // what held the clocks, or that nothing did.
