@@ -7,7 +7,7 @@ use crate::deny::DenyList;
 use crate::floors::{self, Baseline, ClassFile};
 use crate::gates::{Gate, Precision, Profile};
 use crate::inject::{Faults, HANG_DISPATCHES, HANG_OP};
-use crate::inputs::{gate_seed, prepare};
+use crate::inputs::{gate_seed, prepare, prepare_in};
 use crate::results::{DeviceInfo, DeviceRun, GateResult, GateStatus, Metrics, Report};
 use crate::spec::{DeviceKey, DeviceSpec, SpecFile, SpecMatch};
 use crate::verify::verify;
@@ -367,9 +367,12 @@ fn run_gate(
     let mut step_ns: Vec<u64> = Vec::new();
     let mut wall_clock_timing = false;
     let mut out_of_memory = false;
+    // The last repeat's buffers, refilled by the next (see `prepare_in`).
+    let mut spare: (Vec<greta_runtime::HostBuf>, Vec<greta_runtime::HostBuf>) = Default::default();
     for r in 0..repeats {
         let rseed = seed.wrapping_add(r as u64);
-        let mut prep = prepare(&gate.op, gate.fixed_value, rseed);
+        let (spare_in, spare_out) = std::mem::take(&mut spare);
+        let mut prep = prepare_in(&gate.op, gate.fixed_value, rseed, spare_in, spare_out);
         let mut outs = prep.take_outputs();
         total += 1;
         match backend.run(greta_runtime::Job::new(
@@ -404,6 +407,7 @@ fn run_gate(
                     step_ns = stats.step_ns.clone();
                 }
                 let c = verify(&prep, &outs, tol, rseed);
+                spare = (std::mem::take(&mut prep.inputs), outs);
                 worst_rel = merge_max(worst_rel, c.rel_err);
                 worst_abs = merge_max(worst_abs, c.max_abs_err);
                 if c.pass {
