@@ -72,6 +72,8 @@ fn device_info(m: &ModuleRun) -> DeviceInfo {
         uuid: seen
             .and_then(|d| d.uuid.as_deref())
             .and_then(|u| u.trim_start_matches("GPU-").parse().ok()),
+        // torch's PCI domain, bus and device, where it printed them.
+        pci_bus_id: seen.and_then(|d| d.pci_address()),
         fp16: false,
     }
 }

@@ -36,8 +36,10 @@ pub fn checks(title: &str, cs: &[NodeCheck]) -> String {
     o
 }
 
-/// A device's health: its checks, and its watched gates' telemetry.
-pub fn device(d: &DeviceRun) -> String {
+/// A device's health: its checks, its watched gates' telemetry, and each
+/// one's readings over the gate as a chart ([`crate::trace`]; the page's
+/// remaining chart budget in `charts_left`).
+pub fn device(d: &DeviceRun, charts_left: &mut usize) -> String {
     let mut o = checks("node checks", &d.checks);
     let watched: Vec<_> = d
         .gates
@@ -54,7 +56,7 @@ pub fn device(d: &DeviceRun) -> String {
     );
     let opt = |v: Option<f64>| v.map(num).unwrap_or_else(|| "-".into());
     let pct = |f: f64| format!("{:.0}%", f * 100.0);
-    for (g, t) in watched {
+    for &(g, t) in &watched {
         let _ = write!(
             o,
             "<tr data-gate=\"{}\" data-telemetry=\"{}\"><td>{}</td><td>{}</td><td class=\"n\">{}</td>\
@@ -81,6 +83,9 @@ pub fn device(d: &DeviceRun) -> String {
         );
     }
     o.push_str("</tbody></table>");
+    for (g, t) in watched {
+        o.push_str(&crate::trace::html(&g.id, t, charts_left));
+    }
     o
 }
 
@@ -93,7 +98,7 @@ mod tests {
     fn checks_and_telemetry_are_drawn_as_text() {
         let mut r = sample(1);
         let d = &mut r.devices[0];
-        assert_eq!(device(d), "", "nothing watched, nothing drawn");
+        assert_eq!(device(d, &mut 1), "", "nothing watched, nothing drawn");
         d.checks.push(NodeCheck {
             check: "pcie_link".into(),
             pass: false,
@@ -114,7 +119,7 @@ mod tests {
                 best_link: Some(greta_smoke::telemetry::LinkState { gen: 3, width: 8 }),
                 ..Default::default()
             });
-        let h = device(d);
+        let h = device(d, &mut 1);
         assert!(
             h.contains(
                 "<tr class=\"g-fail\" data-check=\"pcie_link\"><td>pcie_link</td><td>FAIL</td>"

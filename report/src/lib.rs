@@ -20,6 +20,7 @@ mod html;
 mod load;
 mod node;
 mod page;
+mod trace;
 
 pub use digest::{KEPT_CAP, NAMES_CAP};
 pub use history::{render_history, History};

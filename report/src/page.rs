@@ -65,8 +65,10 @@ pub fn skipped_html(skipped: &[Skipped]) -> String {
 /// Holds every run: `greta report FILES` draws through a [`Page`].
 pub fn render_runs(runs: &[Run], skipped: &[Skipped]) -> String {
     let mut sections = String::new();
+    // Telemetry charts drawn so far count against one budget per page.
+    let mut charts_left = crate::trace::CHARTS_PER_PAGE;
     for (i, run) in runs.iter().enumerate() {
-        run_section(&mut sections, run, &anchor(runs.len(), i));
+        run_section(&mut sections, run, &anchor(runs.len(), i), &mut charts_left);
     }
     let title = match runs {
         [one] => title_of(one),
@@ -90,7 +92,6 @@ pub const PAGE_BYTES: u64 = 32 << 20;
 /// devices without a run prefix) and the page of at most [`PAGE_RUNS`]
 /// runs and [`PAGE_BYTES`] of results. A run past either cap is not
 /// drawn; it is among the files not used, with why.
-#[derive(Default)]
 pub struct Page {
     first: Option<Run>,
     title: String,
@@ -98,9 +99,27 @@ pub struct Page {
     bytes: u64,
     /// Gate results drawn with nothing to compare against.
     alone: usize,
+    /// Telemetry charts the page may still draw.
+    charts_left: usize,
     sections: String,
     skipped: Vec<Skipped>,
     read: Vec<std::path::PathBuf>,
+}
+
+impl Default for Page {
+    fn default() -> Page {
+        Page {
+            first: None,
+            title: String::new(),
+            runs: 0,
+            bytes: 0,
+            alone: 0,
+            charts_left: crate::trace::CHARTS_PER_PAGE,
+            sections: String::new(),
+            skipped: Vec::new(),
+            read: Vec::new(),
+        }
+    }
 }
 
 impl Page {
@@ -139,9 +158,19 @@ impl Page {
             return;
         }
         if let Some(first) = self.first.take() {
-            run_section(&mut self.sections, &first, &anchor(2, 0));
+            run_section(
+                &mut self.sections,
+                &first,
+                &anchor(2, 0),
+                &mut self.charts_left,
+            );
         }
-        run_section(&mut self.sections, &run, &anchor(2, self.runs - 1));
+        run_section(
+            &mut self.sections,
+            &run,
+            &anchor(2, self.runs - 1),
+            &mut self.charts_left,
+        );
     }
 
     /// Names a file that was not used.
@@ -167,7 +196,12 @@ impl Page {
     /// The whole page.
     pub fn finish(mut self) -> String {
         if let Some(first) = self.first.take() {
-            run_section(&mut self.sections, &first, &anchor(1, 0));
+            run_section(
+                &mut self.sections,
+                &first,
+                &anchor(1, 0),
+                &mut self.charts_left,
+            );
         }
         let title = if self.runs == 1 {
             std::mem::take(&mut self.title)
@@ -242,7 +276,7 @@ fn assemble(title: &str, none: bool, alone: usize, skipped: &[Skipped], sections
     page(title, &[&head, sections])
 }
 
-fn run_section(b: &mut String, run: &Run, anchor: &str) {
+fn run_section(b: &mut String, run: &Run, anchor: &str, charts_left: &mut usize) {
     let r: &Report = &run.report;
     let _ = write!(
         b,
@@ -309,16 +343,23 @@ fn run_section(b: &mut String, run: &Run, anchor: &str) {
         );
     }
     for (di, d) in r.devices.iter().enumerate() {
-        device_section(b, &node, di, d, anchor);
+        device_section(b, &node, di, d, anchor, charts_left);
     }
     b.push_str("</section>");
 }
 
-fn device_section(b: &mut String, node: &Node<'_>, di: usize, d: &DeviceRun, anchor: &str) {
+fn device_section(
+    b: &mut String,
+    node: &Node<'_>,
+    di: usize,
+    d: &DeviceRun,
+    anchor: &str,
+    charts_left: &mut usize,
+) {
     let info = &d.device;
     let _ = write!(
         b,
-        "<h3 id=\"{anchor}dev-{}\" class=\"device\" data-device=\"{}\">{} GPU {}: {} <span class=\"meta\">({}, {} {}, driver {}, API {}, {}{})</span></h3>",
+        "<h3 id=\"{anchor}dev-{}\" class=\"device\" data-device=\"{}\">{} GPU {}: {} <span class=\"meta\">({}, {} {}, driver {}, API {}, {}{}{})</span></h3>",
         d.index,
         d.index,
         badge(d.status),
@@ -330,7 +371,11 @@ fn device_section(b: &mut String, node: &Node<'_>, di: usize, d: &DeviceRun, anc
         label(&info.driver_version),
         label(&info.api_version),
         esc(info.device_type.short_name()),
-        info.uuid.map(|u| format!(", uuid {u}")).unwrap_or_default()
+        info.uuid.map(|u| format!(", uuid {u}")).unwrap_or_default(),
+        info.pci_bus_id
+            .as_deref()
+            .map(|b| format!(", PCI {}", esc(b)))
+            .unwrap_or_default()
     );
     if let Some(l) = &d.lost {
         let _ = write!(b, "<p class=\"warn\">device lost: {}</p>", esc(l));
@@ -386,7 +431,7 @@ fn device_section(b: &mut String, node: &Node<'_>, di: usize, d: &DeviceRun, anc
         );
     }
     b.push_str("</tbody></table>");
-    b.push_str(&crate::health::device(d));
+    b.push_str(&crate::health::device(d, charts_left));
 }
 
 #[cfg(test)]
@@ -733,5 +778,24 @@ mod tests {
         );
         assert!(two.contains("Node: gates x devices"));
         assert!(two.contains("&lt;bad&gt;") && !two.contains("<bad>"));
+    }
+
+    /// The device heading names its PCI address where the result has one,
+    /// escaped like every string from a file.
+    #[test]
+    fn the_device_heading_names_its_pci_address_escaped() {
+        let mut r = sample(1);
+        let page =
+            |r: &greta_smoke::results::Report| render_runs(&[Run::from_report(r.clone())], &[]);
+        assert!(!page(&r).contains(", PCI "), "none in the file, none shown");
+        r.devices[0].device.pci_bus_id = Some("0000:c1:00.0".into());
+        assert!(page(&r).contains(", PCI 0000:c1:00.0)</span></h3>"));
+        r.devices[0].device.pci_bus_id = Some("<script>x</script>".into());
+        let h = page(&r);
+        assert!(
+            h.contains(", PCI &lt;script&gt;x&lt;/script&gt;)"),
+            "escaped"
+        );
+        assert!(!h.contains("<script>x"));
     }
 }

@@ -3,6 +3,7 @@
 use crate::ceiling::{Ceiling, CeilingError};
 use crate::error::RuntimeError;
 use crate::graph::{GraphJob, GraphStats};
+use crate::host_copy::{HostCopyJob, HostCopyStats};
 use crate::info::DeviceInfo;
 use crate::job::{Job, RunOpts, RunStats};
 use crate::stress::{StressReport, StressRequest};
@@ -63,6 +64,16 @@ pub trait Backend {
     /// [`Backend::run`]).
     fn stress(&mut self, req: &StressRequest) -> Option<Result<StressReport, RuntimeError>> {
         let _ = req;
+        None
+    }
+
+    /// Copies `job.bytes` from pinned host memory to the device and back
+    /// into other pinned host memory, `job.rounds` times, each copy timed
+    /// on the device: the host-to-device link both ways. `None` where the
+    /// backend has no pinned host memory. A timeout loses the device as a
+    /// run's does.
+    fn host_copy(&mut self, job: HostCopyJob<'_>) -> Option<Result<HostCopyStats, RuntimeError>> {
+        let _ = job;
         None
     }
 

@@ -250,6 +250,11 @@ pub struct Gate {
     /// next runs (so each is other memory), until the fraction is covered
     /// or an allocation fails.
     pub whole_memory: Option<f64>,
+    /// A copy gate over the host link instead of device memory: the op's
+    /// bytes from pinned host memory to the device and back, each way
+    /// timed, held to a share of the PCIe link's rate.
+    #[serde(default)]
+    pub host_link: bool,
 }
 
 /// How long a stress gate holds the matrix units, and how it samples.
@@ -413,6 +418,17 @@ impl Catalog {
                     ))
                 }
             }
+            if g.host_link
+                && !(matches!(g.op, Op::Copy { .. })
+                    && g.stress.is_none()
+                    && g.achievable.is_none()
+                    && g.whole_memory.is_none())
+            {
+                return Err(format!(
+                    "{path}: gate {}: host_link is a copy gate's, with no stress, achievable or whole_memory",
+                    g.id
+                ));
+            }
             if let Some(f) = g.whole_memory {
                 if !(matches!(g.op, Op::Memtest { .. }) && f > 0.0 && f <= 0.95) {
                     return Err(format!(
@@ -538,6 +554,7 @@ mod tests {
                     achievable: None,
                     full_size: false,
                     whole_memory: None,
+                    host_link: false,
                 };
                 (g.op.name(), g.unit().as_str(), g.precision())
             })

@@ -156,6 +156,54 @@ fn fill_par<T: Send>(
     rng.0 = s0.wrapping_add(GAMMA.wrapping_mul(v.len() as u64));
 }
 
+/// [`random_buf`] written into `spare` when it is a buffer of that type
+/// and length (an earlier repeat's, whose pages are already mapped: a
+/// fresh GiB buffer costs its page faults again every repeat), else
+/// allocated. The values are the same either way.
+fn random_buf_in(
+    rng: &mut SplitMix64,
+    dtype: DType,
+    len: usize,
+    (lo, hi): (f32, f32),
+    spare: Option<HostBuf>,
+) -> HostBuf {
+    match spare {
+        Some(HostBuf::U32(mut v)) if dtype == DType::U32 && v.len() == len => {
+            fill_par(rng, &mut v, |r| r.next_u32().max(1));
+            HostBuf::U32(v)
+        }
+        Some(HostBuf::F32(mut v)) if dtype == DType::F32 && v.len() == len => {
+            fill_par(rng, &mut v, |r| r.range_f32(lo, hi));
+            HostBuf::F32(v)
+        }
+        Some(HostBuf::F16(mut v)) if dtype == DType::F16 && v.len() == len => {
+            fill_par(rng, &mut v, |r| f16::from_f32(r.range_f32(lo, hi)));
+            HostBuf::F16(v)
+        }
+        _ => random_buf(rng, dtype, len, (lo, hi)),
+    }
+}
+
+/// [`HostBuf::poisoned`] written into `spare` where it fits, as [`random_buf_in`].
+fn poisoned_in(dtype: DType, len: usize, spare: Option<HostBuf>) -> HostBuf {
+    let poison = HostBuf::poisoned(dtype, 1);
+    match (spare, &poison) {
+        (Some(HostBuf::U32(mut v)), HostBuf::U32(p)) if v.len() == len => {
+            v.fill(p[0]);
+            HostBuf::U32(v)
+        }
+        (Some(HostBuf::F32(mut v)), HostBuf::F32(p)) if v.len() == len => {
+            v.fill(p[0]);
+            HostBuf::F32(v)
+        }
+        (Some(HostBuf::F16(mut v)), HostBuf::F16(p)) if v.len() == len => {
+            v.fill(p[0]);
+            HostBuf::F16(v)
+        }
+        _ => HostBuf::poisoned(dtype, len),
+    }
+}
+
 fn random_buf(rng: &mut SplitMix64, dtype: DType, len: usize, (lo, hi): (f32, f32)) -> HostBuf {
     if len >= PARALLEL_FROM {
         return match dtype {
@@ -206,6 +254,20 @@ fn random_buf(rng: &mut SplitMix64, dtype: DType, len: usize, (lo, hi): (f32, f3
 /// pattern; otherwise a fill gets a fresh random value. A memtest's random
 /// pattern gets a fresh seed every repeat (recorded as the repeat's seed).
 pub fn prepare(op: &Op, fixed_value: bool, seed: u64) -> Prepared {
+    prepare_in(op, fixed_value, seed, Vec::new(), Vec::new())
+}
+
+/// [`prepare`], writing into an earlier repeat's buffers (`inputs`, then
+/// `outputs` as the backend gave them back) where each fits: the same
+/// values, without allocating and faulting in every buffer again (on a
+/// 256 MiB copy gate the page faults cost more host time than the fills).
+pub fn prepare_in(
+    op: &Op,
+    fixed_value: bool,
+    seed: u64,
+    inputs: Vec<HostBuf>,
+    outputs: Vec<HostBuf>,
+) -> Prepared {
     let mut rng = SplitMix64::new(seed);
     let op = match *op {
         Op::Fill { n, value } if !fixed_value => Op::Fill {
@@ -230,17 +292,27 @@ pub fn prepare(op: &Op, fixed_value: bool, seed: u64) -> Prepared {
         },
         ref other => other.clone(),
     };
+    let mut spare_in = inputs.into_iter();
     let inputs = op
         .inputs()
         .iter()
-        .map(|s| random_buf(&mut rng, s.dtype, s.len, range(&op, s.name)))
+        .map(|s| {
+            random_buf_in(
+                &mut rng,
+                s.dtype,
+                s.len,
+                range(&op, s.name),
+                spare_in.next(),
+            )
+        })
         .collect();
+    let mut spare_out = outputs.into_iter();
     let outputs = op
         .outputs()
         .iter()
         .map(|s| match s.access {
-            Access::ReadWrite => prior_content(&op, &mut rng, s.dtype, s.len),
-            Access::Write | Access::Read => HostBuf::poisoned(s.dtype, s.len),
+            Access::ReadWrite => prior_content(&op, &mut rng, s.dtype, s.len, spare_out.next()),
+            Access::Write | Access::Read => poisoned_in(s.dtype, s.len, spare_out.next()),
         })
         .collect();
     Prepared {
@@ -253,8 +325,14 @@ pub fn prepare(op: &Op, fixed_value: bool, seed: u64) -> Prepared {
 /// A read-write buffer's prior content: random everywhere (what the op
 /// does not write must survive), poisoned over the region it writes (its
 /// `written` fact: that must be written).
-fn prior_content(op: &Op, rng: &mut SplitMix64, dtype: DType, len: usize) -> HostBuf {
-    let mut buf = random_buf(rng, dtype, len, (-1.0, 1.0));
+fn prior_content(
+    op: &Op,
+    rng: &mut SplitMix64,
+    dtype: DType,
+    len: usize,
+    spare: Option<HostBuf>,
+) -> HostBuf {
+    let mut buf = random_buf_in(rng, dtype, len, (-1.0, 1.0), spare);
     let ranges = match op.written() {
         Region::Whole => std::iter::once(0..len).collect(),
         Region::Ranges(r) => r,
@@ -277,6 +355,58 @@ fn prior_content(op: &Op, rng: &mut SplitMix64, dtype: DType, len: usize) -> Hos
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A repeat prepared into the last repeat's buffers holds exactly what
+    /// a fresh one would (every op, small and threaded lengths, buffers of
+    /// another seed or of the wrong size given), and a buffer that fits is
+    /// the same allocation, not a new one.
+    #[test]
+    fn preparing_into_spare_buffers_gives_the_fresh_values_in_the_same_memory() {
+        let mut ops = Op::catalogue();
+        ops.push(Op::Copy {
+            n: PARALLEL_FROM + 3,
+        });
+        ops.push(Op::Fill { n: 77, value: 5 });
+        for op in ops {
+            for fixed in [false, true] {
+                let fresh = prepare(&op, fixed, 42);
+                let mut old = prepare(&op, fixed, 7);
+                let old_out = old.take_outputs();
+                let ptrs: Vec<*const u8> = old
+                    .inputs
+                    .iter()
+                    .chain(&old_out)
+                    .map(|b| b.as_bytes().as_ptr())
+                    .collect();
+                let mut again = prepare_in(&op, fixed, 42, old.inputs, old_out);
+                let again_out = again.take_outputs();
+                // Bytes, not values: the f32 and f16 poisons are NaNs.
+                let bytes = |v: &[HostBuf]| -> Vec<Vec<u8>> {
+                    v.iter().map(|b| b.as_bytes().to_vec()).collect()
+                };
+                assert_eq!(again.op, fresh.op, "{op}");
+                assert_eq!(bytes(&again.inputs), bytes(&fresh.inputs), "{op}");
+                let mut fresh2 = fresh.clone();
+                assert_eq!(bytes(&again_out), bytes(&fresh2.take_outputs()), "{op}");
+                let now: Vec<*const u8> = again
+                    .inputs
+                    .iter()
+                    .chain(&again_out)
+                    .map(|b| b.as_bytes().as_ptr())
+                    .collect();
+                // (Read-write outputs are handed out as copies: the
+                // reference keeps their prior content.)
+                let rw = op.outputs().iter().any(|s| s.access == Access::ReadWrite);
+                let n = if rw { op.inputs().len() } else { now.len() };
+                assert_eq!(now[..n], ptrs[..n], "{op}: the same buffers");
+                // Spare buffers that do not fit are left for new ones.
+                let wrong = vec![HostBuf::U32(vec![1; 3]), HostBuf::F16(vec![f16::ONE; 2])];
+                let p = prepare_in(&op, fixed, 42, wrong.clone(), wrong);
+                assert_eq!(bytes(&p.inputs), bytes(&fresh.inputs), "{op}");
+                assert_eq!(bytes(&p.outputs), bytes(&fresh.outputs), "{op}");
+            }
+        }
+    }
 
     #[test]
     fn threaded_fill_draws_exactly_the_serial_stream() {

@@ -305,6 +305,11 @@ fn in_run_lines(gates: &[GateResult]) -> Vec<String> {
             out.push(block_line(g, b));
         }
     }
+    for g in gates {
+        if let Some(h) = &g.in_run.host_copy {
+            out.push(host_copy_line(g, h));
+        }
+    }
     let mut why: Vec<(&str, Vec<&str>)> = Vec::new();
     for g in gates {
         if let Some(r) = g.in_run.ceiling_unavailable.as_deref() {
@@ -318,6 +323,30 @@ fn in_run_lines(gates: &[GateResult]) -> Vec<String> {
         out.push(format!("no ceiling for {}: {}", ids.join(", "), Visible(r)));
     }
     out
+}
+
+/// A host-copy gate's line: each direction's rate, the rounds that came
+/// back right, and the link floor or why none applied.
+fn host_copy_line(g: &GateResult, h: &crate::results::HostCopySummary) -> String {
+    let floor = match (&g.floor, &h.no_floor) {
+        (Some(f), _) => format!(
+            "floor {} GB/s each way ({} x {})",
+            num(Some(f.limit)),
+            f.fraction,
+            Visible(&f.source)
+        ),
+        (None, Some(why)) => Visible(why).to_string(),
+        (None, None) => "no floor".into(),
+    };
+    format!(
+        "host copy {}: host to device {} GB/s, device to host {} GB/s, {}/{} rounds clean ({}); {floor}",
+        g.id,
+        num(h.up_gbps),
+        num(h.down_gbps),
+        h.rounds_clean,
+        h.rounds,
+        Visible(&h.how)
+    )
 }
 
 /// A transformer-block gate's line: time per layer, the labelled estimate

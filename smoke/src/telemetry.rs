@@ -56,6 +56,48 @@ pub struct Summary {
     pub mean_sm_mhz: Option<f64>,
     /// The widest and fastest link seen while the gate ran.
     pub best_link: Option<LinkState>,
+    /// The readings over the gate's time, at most [`SERIES_CAP`] points
+    /// ([`series`] says how samples merge into a point): what the report
+    /// page draws under the figures above. Empty in files written before it
+    /// was kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<Point>,
+}
+
+/// At most this many points of one device's telemetry per gate go into
+/// the results: a minute at [`SAMPLE_PERIOD`] point for point, a longer
+/// gate (the whole-memory test) in stretches of several samples, so a
+/// 15-minute gate on 8 GPUs adds some 2 MB, not 30, to the file.
+pub const SERIES_CAP: usize = 600;
+
+/// A limit that held the clocks down, as a point of a series names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Held {
+    Power,
+    Thermal,
+    Current,
+    Other,
+}
+
+/// One stretch of a gate's telemetry: the samples from `t_s` on, merged.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// Seconds from the start of the gate's sampling to the stretch's first sample.
+    pub t_s: f64,
+    /// Mean shader clock of the stretch, MHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_mhz: Option<f64>,
+    /// Mean power, W.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f64>,
+    /// Hottest reading, °C (heat matters at its peak).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temp_c: Option<f64>,
+    /// The limits that held the clocks in any sample of the stretch (a
+    /// short cap is not averaged away), in [`Held`]'s order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<Held>,
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -82,12 +124,7 @@ pub fn summarize(samples: &[Timed], device: &str) -> Option<Summary> {
         rs.iter().filter(|r| f(r)).count() as f64 / n
     };
     let inferred = rs.iter().all(|r| r.limits.is_none());
-    let power_capped = frac(&|r| match r.limits {
-        Some(l) => l.power,
-        None => {
-            matches!((r.power_w, r.power_limit_w), (Some(p), Some(c)) if c > 0.0 && p >= NEAR_CAP * c)
-        }
-    });
+    let power_capped = frac(&power_held);
     let lim = |f: fn(&greta_runtime::telemetry::Limits) -> bool| {
         frac(&|r| r.limits.as_ref().is_some_and(f))
     };
@@ -113,7 +150,64 @@ pub fn summarize(samples: &[Timed], device: &str) -> Option<Summary> {
         max_temp_c: max(&temps),
         mean_sm_mhz: mean(&clocks),
         best_link,
+        series: series(samples, device, SERIES_CAP),
     })
+}
+
+/// Whether the power cap held the clocks in `r`: its throttle reasons
+/// say so, or, from a source with none, power at [`NEAR_CAP`] of the limit.
+fn power_held(r: &greta_runtime::telemetry::Reading) -> bool {
+    match r.limits {
+        Some(l) => l.power,
+        None => {
+            matches!((r.power_w, r.power_limit_w), (Some(p), Some(c)) if c > 0.0 && p >= NEAR_CAP * c)
+        }
+    }
+}
+
+/// `device`'s readings in `samples` as at most `cap` points: every sample
+/// its own point while they fit, else runs of `ceil(n / cap)` consecutive
+/// samples merged (clock and power their mean, temperature its maximum,
+/// the limits any sample saw).
+pub fn series(samples: &[Timed], device: &str, cap: usize) -> Vec<Point> {
+    let rs: Vec<(Duration, &greta_runtime::telemetry::Reading)> = samples
+        .iter()
+        .flat_map(|t| t.readings.iter().map(move |r| (t.at, r)))
+        .filter(|(_, r)| r.device == device)
+        .collect();
+    if rs.is_empty() || cap == 0 {
+        return Vec::new();
+    }
+    let per = rs.len().div_ceil(cap);
+    rs.chunks(per)
+        .map(|run| {
+            let vals = |f: &dyn Fn(&greta_runtime::telemetry::Reading) -> Option<f64>| -> Vec<f64> {
+                run.iter().filter_map(|(_, r)| f(r)).collect()
+            };
+            let any = |f: &dyn Fn(&greta_runtime::telemetry::Reading) -> bool| {
+                run.iter().any(|(_, r)| f(r))
+            };
+            let lim = |f: fn(&greta_runtime::telemetry::Limits) -> bool| {
+                any(&|r| r.limits.as_ref().is_some_and(f))
+            };
+            let held = [
+                (any(&power_held), Held::Power),
+                (lim(|l| l.thermal), Held::Thermal),
+                (lim(|l| l.current), Held::Current),
+                (lim(|l| l.other), Held::Other),
+            ]
+            .into_iter()
+            .filter_map(|(on, h)| on.then_some(h))
+            .collect();
+            Point {
+                t_s: run[0].0.as_secs_f64(),
+                sm_mhz: mean(&vals(&|r| r.sm_mhz.map(f64::from))),
+                power_w: mean(&vals(&|r| r.power_w)),
+                temp_c: max(&vals(&|r| r.temp_c)),
+                held,
+            }
+        })
+        .collect()
 }
 
 fn pct(f: f64) -> String {
@@ -279,6 +373,32 @@ pub fn link_check(device: &str, best: LinkState, link: &Link) -> Result<(), Stri
     }
     Ok(())
 }
+
+/// The most a PCIe link carries each way, GB/s, from its generation and
+/// lanes: the line rate after line coding (8b/10b for Gen1-2, 128b/130b
+/// for Gen3-5; Gen6's 64 GT/s PAM4 FLITs carry 242 payload bytes of 256),
+/// before packet framing. `None` for a generation greta does not know.
+pub fn link_gbps(l: LinkState) -> Option<f64> {
+    let lane = match l.gen {
+        1 => 2.5 * 0.8 / 8.0,
+        2 => 5.0 * 0.8 / 8.0,
+        3 => 8.0 * 128.0 / 130.0 / 8.0,
+        4 => 16.0 * 128.0 / 130.0 / 8.0,
+        5 => 32.0 * 128.0 / 130.0 / 8.0,
+        6 => 64.0 * 242.0 / 256.0 / 8.0,
+        _ => return None,
+    };
+    (l.width > 0).then(|| lane * f64::from(l.width))
+}
+
+/// The share of the link's rate ([`link_gbps`], of the most the card can
+/// train to) a pinned host↔device copy must reach each way. Packet framing
+/// alone (a 256-byte payload carries some 24 bytes of header, sequence
+/// number and CRC, plus flow-control packets) keeps a copy under about 0.9
+/// of the line rate; 0.6 leaves room below that for an IOMMU or a GPU on
+/// the other socket's root port, and still fails a link that trained at
+/// half its lanes or one generation down (at most 0.5 of the rate).
+pub const HOST_LINK_FLOOR: f64 = 0.6;
 
 /// GPU counts from the node's own records; `None` where a record is not
 /// there (no KFD on an NVIDIA node, no NVML on an AMD one).
@@ -471,7 +591,8 @@ impl Reader {
     }
 }
 
-/// A device's error counters read before its gates, to be compared after.
+/// A device's error counters read before its gates, to be compared after;
+/// its links, for the host-copy gate's floor.
 pub struct NodeWatch {
     reader: Reader,
     before: Vec<Counter>,
@@ -484,6 +605,12 @@ impl NodeWatch {
         let reader = Reader::with_faults(Reader::of(info), faults)?;
         let (before, _) = reader.counters();
         Some(NodeWatch { reader, before })
+    }
+
+    /// The device's PCIe links as read now (each with the most it can
+    /// train to), named by their telemetry device.
+    pub fn links(&self) -> Vec<(String, Link)> {
+        self.reader.links()
     }
 
     /// The checks after the run: error counters against the start, and

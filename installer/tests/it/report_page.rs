@@ -528,3 +528,94 @@ fn a_script_error_in_a_page_is_seen_on_the_console() {
         r.console
     );
 }
+
+/// A watched gate's telemetry over time, in Chromium: a real lavapipe
+/// memory test with thermal throttling injected (`--inject throttle:0`:
+/// every reading says heat held the clocks, with no clock, power or
+/// temperature of its own) draws the clock panel with its held stretches;
+/// the same result with readings put into its series (as a card's sampler
+/// writes them) draws all three panels. Each page logs nothing, its script
+/// runs, and the chart and the table of points are in the DOM.
+#[test]
+fn the_health_panel_charts_a_watched_gates_telemetry_in_chromium() {
+    let Some(bin) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let out = d.join("out");
+    let page = d.join("hot.html");
+    let (code, err) = greta(
+        &[
+            "smoke",
+            "--device",
+            "cpu",
+            "--profile",
+            "health",
+            "--gate",
+            "memtest.16m",
+            "--repeat",
+            "1",
+            "--inject",
+            "throttle:0",
+            "--out",
+            &s(&out),
+            "--html",
+            &s(&page),
+        ],
+        d,
+    );
+    assert_eq!(code, 1, "heat fails the gate: {err}");
+    let json = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("result JSON written");
+    let mut report: Report =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let charts = |page: &Path| -> Vec<(String, String)> {
+        let r = render(&bin, page, None);
+        assert!(r.console.is_empty(), "console messages: {:#?}", r.console);
+        let els = elements(&r.dom);
+        assert_eq!(
+            els.iter()
+                .find(|e| e.tag == "html")
+                .and_then(|e| e.attr("data-ready")),
+            Some("1"),
+            "the page's script ran"
+        );
+        assert!(
+            r.dom.contains("<table class=\"trace-points\">"),
+            "the points as text"
+        );
+        els.iter()
+            .filter(|e| e.tag == "svg" && e.has_class("trace-chart"))
+            .map(|e| {
+                (
+                    e.attr("data-gate").unwrap().to_string(),
+                    e.attr("data-panels").unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        charts(&page),
+        [("memtest.16m".to_string(), "1".to_string())]
+    );
+
+    let t = &mut report.devices[0].gates[0].in_run.telemetry[0];
+    assert!(!t.series.is_empty());
+    for (i, p) in t.series.iter_mut().enumerate() {
+        p.sm_mhz = Some(2100.0 - 10.0 * i as f64);
+        p.power_w = Some(300.0 + i as f64);
+        p.temp_c = Some(80.0 + i as f64);
+    }
+    let filled = d.join("filled.json");
+    std::fs::write(&filled, report.to_json()).unwrap();
+    let page2 = d.join("filled.html");
+    let (code, err) = greta(&["report", &s(&filled), "--out", &s(&page2)], d);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        charts(&page2),
+        [("memtest.16m".to_string(), "3".to_string())]
+    );
+}

@@ -199,6 +199,15 @@ fn the_memory_test_is_watched_and_fails_on_heat() {
         g.reason
     );
     assert_eq!(g.in_run.telemetry[0].thermal, 1.0);
+    // The readings over the gate are kept: a point per sample (a short
+    // gate), in time order, each naming the injected limit.
+    let t = &g.in_run.telemetry[0];
+    assert_eq!(t.series.len(), t.samples, "{:?}", t.series);
+    assert!(t.series.windows(2).all(|w| w[0].t_s <= w[1].t_s));
+    assert!(t
+        .series
+        .iter()
+        .all(|p| p.held == [greta_smoke::telemetry::Held::Thermal]));
     assert!(
         r.devices[0]
             .notes
@@ -207,5 +216,56 @@ fn the_memory_test_is_watched_and_fails_on_heat() {
                 && n.contains(" GB/s, thermally limited 100% of the time")),
         "{:?}",
         r.devices[0].notes
+    );
+}
+
+/// The host-copy gate on lavapipe (validation layers on): 256 MiB of fresh
+/// random bytes to the device and back through host-visible memory, each
+/// way's rate reported; no link floor on a CPU device, and the table says
+/// so. A flipped bit in what came back (`--inject corrupt:0`) fails it with
+/// the round and byte.
+#[test]
+fn the_host_copy_gate_runs_on_lavapipe_and_catches_a_wrong_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str], json: bool| {
+        let mut cmd = crate::support::greta();
+        cmd.args(["smoke", "--device", "cpu", "--profile", "acceptance"])
+            .args(["--gate", "copy.host.256m", "--repeat", "2", "--out"])
+            .arg(dir.path().join("out"))
+            .args(extra)
+            .env("GRETA_VK_VALIDATION", "1")
+            .env("XDG_DATA_HOME", dir.path());
+        if json {
+            cmd.arg("--json");
+        }
+        Run::of(cmd)
+    };
+    let table = run(&[], false);
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    assert!(
+        table.stdout.contains("host copy copy.host.256m: host to device ")
+            && table.stdout.contains(", 2/2 rounds clean (vkCmdCopyBuffer of 268435456 bytes")
+            && table.stdout.contains("; no floor: a CPU device's host copies are memcpy within host memory, over no link"),
+        "{}",
+        table.stdout
+    );
+    let clean = run(&[], true);
+    let r: Report = serde_json::from_str(&clean.stdout).unwrap();
+    let g = &r.devices[0].gates[0];
+    assert_eq!(g.status, GateStatus::Pass, "{:?}", g.reason);
+    assert!(r.devices[0].validation_messages.is_empty());
+    let h = g.in_run.host_copy.as_ref().unwrap();
+    assert_eq!((h.bytes, h.rounds, h.rounds_clean), (256 << 20, 2, 2));
+    assert!(h.up_gbps.is_some_and(|v| v > 0.0) && h.down_gbps.is_some_and(|v| v > 0.0));
+    assert!(g.floor.is_none() && g.spec.is_none());
+    let bad = run(&["--inject", "corrupt:0"], true);
+    assert_eq!(bad.code, 1, "{}", bad.stderr);
+    let r: Report = serde_json::from_str(&bad.stdout).unwrap();
+    let why = r.devices[0].gates[0].reason.as_deref().unwrap();
+    assert!(
+        why.starts_with(
+            "1 of 2 rounds came back wrong: first in round 0 at byte 134217731: sent 0x"
+        ),
+        "{why}"
     );
 }

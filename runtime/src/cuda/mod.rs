@@ -335,6 +335,21 @@ impl Driver for Cuda {
         unsafe { cu::cuMemFree_v2(p.0) };
     }
 
+    fn host_alloc(&self, bytes: usize) -> Result<*mut u8, GpuError> {
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: out-parameter call in the current context; 0 = default
+        // flags (page-locked, this context only).
+        self.check("cuMemHostAlloc", unsafe {
+            cu::cuMemHostAlloc(&mut p, bytes, 0)
+        })?;
+        Ok(p as *mut u8)
+    }
+
+    unsafe fn host_free(&self, p: *mut u8) {
+        // SAFETY: the caller passes a pointer from `host_alloc`, idle, freed once.
+        unsafe { cu::cuMemFreeHost(p as *mut c_void) };
+    }
+
     unsafe fn htod_async(
         &self,
         dst: DevPtr,

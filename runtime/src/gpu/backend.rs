@@ -495,6 +495,23 @@ impl<D: Driver> Backend for GpuBackend<D> {
     fn stress(&mut self, req: &StressRequest) -> Option<Result<StressReport, RuntimeError>> {
         Some(self.stress_inner(req).map_err(|e| self.fail(e)))
     }
+
+    fn host_copy(
+        &mut self,
+        job: crate::HostCopyJob<'_>,
+    ) -> Option<Result<crate::HostCopyStats, RuntimeError>> {
+        if let Err(e) = crate::host_copy::preflight(&job) {
+            return Some(Err(e));
+        }
+        if let Some(why) = &self.lost {
+            return Some(Err(RuntimeError::DeviceLost(why.clone())));
+        }
+        let Some(stream) = self.stream else {
+            return Some(Err(RuntimeError::DeviceLost("device is lost".into())));
+        };
+        let r = super::host_copy::run(&self.driver, stream, &self.dev, job);
+        Some(r.map_err(|e| self.fail(e)))
+    }
 }
 
 impl<D: Driver> Drop for GpuBackend<D> {

@@ -181,6 +181,14 @@ pub trait Driver {
     /// # Safety
     /// `p` came from [`Driver::malloc`] and is freed once.
     unsafe fn free(&self, p: DevPtr);
+    /// Page-locked host memory of `bytes` (`cuMemHostAlloc`,
+    /// `hipHostMalloc`): what the device's DMA engines copy from and to at
+    /// the link's rate, where pageable memory goes through a bounce buffer.
+    fn host_alloc(&self, bytes: usize) -> Result<*mut u8, GpuError>;
+    /// # Safety
+    /// `p` came from [`Driver::host_alloc`], no copy uses it any more, and
+    /// it is freed once.
+    unsafe fn host_free(&self, p: *mut u8);
     /// # Safety
     /// `src` holds `n` bytes until the stream has passed this copy.
     unsafe fn htod_async(

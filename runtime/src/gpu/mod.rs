@@ -20,6 +20,7 @@ pub(crate) mod devices;
 pub(crate) mod driver;
 pub(crate) mod execute;
 mod graph;
+mod host_copy;
 mod launch;
 pub(crate) mod rtc;
 pub(crate) mod search;

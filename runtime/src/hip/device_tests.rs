@@ -28,6 +28,10 @@ fn debians_libamdhip64_opens_and_explains_the_missing_gpu() {
         msg.contains("/dev/kfd and /sys/class/kfd do not exist"),
         "says why: {msg}"
     );
+    // Pinned host memory is looked up in ROCm 5.2 and called: with no GPU
+    // the runtime itself refuses, naming the call.
+    let e = hip.host_alloc(4096).unwrap_err().to_string();
+    assert!(e.starts_with("hipHostMalloc failed: "), "{e}");
 }
 
 #[test]

@@ -103,6 +103,18 @@ table! { GraphTable {
     hipGraphDestroy: fn(Ptr) -> HipError;
 } }
 
+// Pinned host memory (every ROCm release; ROCm 6 marks hipHostMalloc
+// deprecated in favour of hipExtHostAlloc but still exports it). Looked up
+// apart from `Table`: a runtime without them still runs every kernel, and
+// only the host-copy gate says it cannot.
+table! { HostTable {
+    hipHostMalloc: fn(*mut Ptr, usize, c_uint) -> HipError;
+    hipHostFree: fn(Ptr) -> HipError;
+} }
+
+/// `hipHostMallocDefault`: page-locked, portable flags off.
+pub const HOST_MALLOC_DEFAULT: c_uint = 0;
+
 /// What usually causes the codes users hit, appended to the message.
 pub fn hint(code: HipError) -> &'static str {
     match code {

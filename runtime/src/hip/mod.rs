@@ -40,6 +40,8 @@ struct Inner {
     t: ffi::Table,
     /// Stream capture and graphs, where the runtime has them.
     graphs: Result<ffi::GraphTable, String>,
+    /// Pinned host memory, where the runtime has it.
+    host: Result<ffi::HostTable, String>,
     lib: libloading::Library,
     loaded: Loaded,
     runtime_version: i32,
@@ -85,10 +87,13 @@ impl Hip {
         unsafe { (t.hipRuntimeGetVersion)(&mut v) };
         // SAFETY: as for `Table`.
         let graphs = unsafe { ffi::GraphTable::load(&lib) };
+        // SAFETY: as for `Table`.
+        let host = unsafe { ffi::HostTable::load(&lib) };
         Ok(Hip {
             inner: Arc::new(Inner {
                 t,
                 graphs,
+                host,
                 lib,
                 loaded,
                 runtime_version: v,
@@ -104,6 +109,15 @@ impl Hip {
         self.inner.graphs.as_ref().map_err(|e| {
             GpuError::Device(format!(
                 "{} has no stream capture (missing {e})",
+                self.inner.loaded.path.display()
+            ))
+        })
+    }
+
+    fn host(&self) -> Result<&ffi::HostTable, GpuError> {
+        self.inner.host.as_ref().map_err(|e| {
+            GpuError::Device(format!(
+                "{} has no pinned host memory (missing {e})",
                 self.inner.loaded.path.display()
             ))
         })
@@ -399,6 +413,23 @@ impl Driver for Hip {
     unsafe fn free(&self, p: DevPtr) {
         // SAFETY: the caller passes a pointer from `malloc`, freed once.
         unsafe { (self.t().hipFree)(p.0 as ffi::Ptr) };
+    }
+
+    fn host_alloc(&self, bytes: usize) -> Result<*mut u8, GpuError> {
+        let h = self.host()?;
+        let mut p: ffi::Ptr = std::ptr::null_mut();
+        // SAFETY: out-parameter call.
+        self.check("hipHostMalloc", unsafe {
+            (h.hipHostMalloc)(&mut p, bytes, ffi::HOST_MALLOC_DEFAULT)
+        })?;
+        Ok(p as *mut u8)
+    }
+
+    unsafe fn host_free(&self, p: *mut u8) {
+        if let Ok(h) = self.host() {
+            // SAFETY: the caller passes a pointer from `host_alloc`, idle, freed once.
+            unsafe { (h.hipHostFree)(p as ffi::Ptr) };
+        }
     }
 
     unsafe fn htod_async(

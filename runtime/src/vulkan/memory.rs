@@ -155,6 +155,11 @@ pub fn create(
 }
 
 impl Buffer {
+    /// The property flags of the memory type the buffer got.
+    pub fn memory_properties(&self) -> Option<vk::MemoryPropertyFlags> {
+        self.alloc.as_ref().map(|a| a.memory_properties())
+    }
+
     /// The mapped bytes of a host-visible buffer.
     pub fn mapped(&mut self) -> Result<&mut [u8], RuntimeError> {
         self.alloc

@@ -43,6 +43,7 @@ mod ceiling;
 mod compile;
 use greta_vkenum::coop2;
 mod graph;
+mod host_copy;
 mod instance;
 mod memory;
 pub mod mesa_cache;
@@ -682,6 +683,20 @@ impl Backend for Device {
 
     fn lost(&self) -> Option<&str> {
         self.lost.as_deref()
+    }
+
+    fn host_copy(
+        &mut self,
+        job: crate::HostCopyJob<'_>,
+    ) -> Option<Result<crate::HostCopyStats, RuntimeError>> {
+        if let Err(e) = crate::host_copy::preflight(&job) {
+            return Some(Err(e));
+        }
+        if let Some(why) = &self.lost {
+            return Some(Err(RuntimeError::DeviceLost(why.clone())));
+        }
+        let res = host_copy::execute(self, job);
+        Some(self.after_run(res))
     }
 
     fn tuning_candidates(&self, op: &Op) -> Vec<Tuning> {

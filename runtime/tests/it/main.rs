@@ -8,6 +8,7 @@ mod common;
 mod device;
 mod f16_block_ops;
 mod graph;
+mod host_copy;
 mod ops;
 mod subgroups;
 mod timeout;

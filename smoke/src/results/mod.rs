@@ -91,6 +91,13 @@ pub struct DeviceInfo {
     /// Device UUID, hex with dashes (vulkaninfo's form), when the backend
     /// has one. Files that wrote 32 bare hex digits still read.
     pub uuid: Option<greta_vocab::DeviceUuid>,
+    /// The PCI address, `0000:c1:00.0` (lower-case hex), where the backend
+    /// gives one (VK_EXT_pci_bus_info, hipDeviceGetPCIBusId,
+    /// cuDeviceGetPCIBusId): what ties a result to a slot of the machine,
+    /// and to its sysfs card and NVML device. Absent in older files and
+    /// where the backend has none (lavapipe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus_id: Option<String>,
     /// shaderFloat16 + 16-bit storage (or the HIP equivalent).
     pub fp16: bool,
 }
@@ -109,6 +116,7 @@ impl DeviceInfo {
             driver_version: String::new(),
             api_version: String::new(),
             uuid: None,
+            pci_bus_id: None,
             fp16: false,
         }
     }
@@ -249,6 +257,9 @@ pub struct InRun {
     /// estimate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block: Option<BlockSummary>,
+    /// The host-copy gate's figures: each direction's rate and the link's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_copy: Option<HostCopySummary>,
     /// What the GPU said about itself while the gate ran (stress gates):
     /// power, temperature, clocks and the share of the time each limit
     /// held them, one summary per watched device.
@@ -335,6 +346,30 @@ pub struct CeilingRef {
     /// The library file (the driver's for a copy).
     pub library: String,
     pub version: String,
+}
+
+/// A host-copy gate's figures: pinned host memory to the device and back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostCopySummary {
+    /// Bytes of each copy, each way.
+    pub bytes: u64,
+    pub rounds: u32,
+    /// Rounds whose bytes came back as they were sent.
+    pub rounds_clean: u32,
+    /// Median rate of the rounds, host to device and device to host, GB/s.
+    pub up_gbps: Option<f64>,
+    pub down_gbps: Option<f64>,
+    /// How the host memory was pinned and the copies made.
+    pub how: String,
+    /// The link the floor was taken from (the most the card can train to)
+    /// and its rate each way ([`crate::telemetry::link_gbps`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<crate::telemetry::LinkState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_gbps: Option<f64>,
+    /// Why no link floor applied (a CPU device; no link known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_floor: Option<String>,
 }
 
 /// A stress gate's sustained figures.

@@ -12,6 +12,7 @@ pub fn sample_report() -> Report {
         driver_version: "0.0.1".into(),
         api_version: "1.3.230".into(),
         uuid: Some("6d657361-3232-2e33-2e36-000000000000".parse().unwrap()),
+        pci_bus_id: None,
         fp16: true,
     };
     let metrics = Metrics {
@@ -313,4 +314,34 @@ fn a_failed_device_check_fails_the_run_and_round_trips() {
     );
     j["devices"][0]["notes"] = serde_json::json!([]);
     let _: Report = serde_json::from_value(j).unwrap();
+}
+
+/// The device's PCI address is written where the backend gave one, and
+/// left out where it gave none, so a file without it (older greta,
+/// lavapipe) reads as before and one with it round-trips.
+#[test]
+fn the_pci_address_is_written_where_known_and_older_files_still_read() {
+    let r = sample_report();
+    let text = r.to_json();
+    assert!(!text.contains("pci_bus_id"), "none known, none written");
+    let mut r2 = r.clone();
+    r2.devices[0].device.pci_bus_id = Some("0000:c1:00.0".into());
+    let text2 = r2.to_json();
+    let v: serde_json::Value = serde_json::from_str(&text2).unwrap();
+    assert_eq!(v["devices"][0]["device"]["pci_bus_id"], "0000:c1:00.0");
+    let back: Report = serde_json::from_str(&text2).unwrap();
+    assert_eq!(back, r2);
+    let old: Report = serde_json::from_str(&text).unwrap();
+    assert_eq!(old.devices[0].device.pci_bus_id, None);
+}
+
+/// The results' device record carries the runtime's PCI address.
+#[test]
+fn the_runtime_pci_address_reaches_the_results() {
+    let mut d = greta_runtime::DeviceInfo::placeholder();
+    d.pci_bus_id = Some("0000:41:00.0".into());
+    assert_eq!(
+        crate::runner::device_info(&d).pci_bus_id.as_deref(),
+        Some("0000:41:00.0")
+    );
 }

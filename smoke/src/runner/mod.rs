@@ -7,14 +7,16 @@ use crate::deny::DenyList;
 use crate::floors::{self, Baseline, ClassFile};
 use crate::gates::{Gate, Precision, Profile};
 use crate::inject::{Faults, HANG_DISPATCHES, HANG_OP};
-use crate::inputs::{gate_seed, prepare};
+use crate::inputs::{gate_seed, prepare, prepare_in};
 use crate::results::{DeviceInfo, DeviceRun, GateResult, GateStatus, Metrics, Report};
 use crate::spec::{DeviceKey, DeviceSpec, SpecFile, SpecMatch};
 use crate::verify::verify;
 use greta_runtime::{Backend, RunOpts, RuntimeError, TimingSource};
+use host_copy_gate::run_host_copy;
 use std::time::{Duration, Instant};
 use stress_gate::run_stress;
 
+mod host_copy_gate;
 mod stress_gate;
 
 /// Everything a device run needs besides the backend.
@@ -60,6 +62,7 @@ pub fn device_info(d: &greta_runtime::DeviceInfo) -> DeviceInfo {
         driver_version: d.driver_version_text.clone(),
         api_version: d.api_version.clone(),
         uuid: d.uuid,
+        pci_bus_id: d.pci_bus_id.clone(),
         fp16: d.fp16,
     }
 }
@@ -99,6 +102,11 @@ pub fn run_device(
     let node_watch =
         crate::telemetry::NodeWatch::start(&rt_info, &ctx.faults.telemetry(rt_info.index));
     let mut validation_seen = validation_messages.len();
+    // The device's PCIe links, for the host-copy gate's floor.
+    let links = node_watch
+        .as_ref()
+        .map(crate::telemetry::NodeWatch::links)
+        .unwrap_or_default();
     for gate in ctx.gates {
         progress.gate_started(rt_info.index, &gate.id);
         let skip = |reason: String| skipped(gate, ctx.seed, reason);
@@ -122,6 +130,7 @@ pub fn run_device(
                 .flatten();
             let mut r = match (&gate.stress, gate.whole_memory) {
                 _ if ctx.faults.vanishes(rt_info.index, &gate.id, first) => vanish(gate, ctx),
+                _ if gate.host_link => run_host_copy(backend, gate, ctx, &links),
                 (Some(cfg), _) if !ctx.faults.hangs(rt_info.index, &gate.id, first) => {
                     run_stress(backend, gate, cfg, ctx)
                 }
@@ -139,7 +148,7 @@ pub fn run_device(
                 watched(&mut r.result, telemetry);
                 r.notes.extend(notes);
             }
-            if ctx.profile == Profile::Perf && r.lost.is_none() {
+            if ctx.profile == Profile::Perf && r.lost.is_none() && !gate.host_link {
                 measure_ceiling(backend, &mut r, gate, ctx);
             }
             for n in r.notes.drain(..) {
@@ -166,9 +175,13 @@ pub fn run_device(
                     ));
                 }
             }
-            rate_against_spec(&mut r.result, gate, spec);
-            if r.result.status == GateStatus::Pass {
-                apply_floor(&mut r.result, gate, &device, ctx, class, spec);
+            // The host-copy gate is held to its link, not to the device's
+            // memory figures.
+            if !gate.host_link {
+                rate_against_spec(&mut r.result, gate, spec);
+                if r.result.status == GateStatus::Pass {
+                    apply_floor(&mut r.result, gate, &device, ctx, class, spec);
+                }
             }
             // A failing gate that was watched (stress verdict or floor) says
             // what held the clocks, or that nothing did.
@@ -355,9 +368,12 @@ fn run_gate(
     let mut step_ns: Vec<u64> = Vec::new();
     let mut wall_clock_timing = false;
     let mut out_of_memory = false;
+    // The last repeat's buffers, refilled by the next (see `prepare_in`).
+    let mut spare: (Vec<greta_runtime::HostBuf>, Vec<greta_runtime::HostBuf>) = Default::default();
     for r in 0..repeats {
         let rseed = seed.wrapping_add(r as u64);
-        let mut prep = prepare(&gate.op, gate.fixed_value, rseed);
+        let (spare_in, spare_out) = std::mem::take(&mut spare);
+        let mut prep = prepare_in(&gate.op, gate.fixed_value, rseed, spare_in, spare_out);
         let mut outs = prep.take_outputs();
         total += 1;
         match backend.run(greta_runtime::Job::new(
@@ -393,6 +409,7 @@ fn run_gate(
                     step_ns = stats.step_ns.clone();
                 }
                 let c = verify(&prep, &outs, tol, rseed);
+                spare = (std::mem::take(&mut prep.inputs), outs);
                 worst_rel = merge_max(worst_rel, c.rel_err);
                 worst_abs = merge_max(worst_abs, c.max_abs_err);
                 if c.pass {

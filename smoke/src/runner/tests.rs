@@ -4,6 +4,7 @@ use crate::check::POISON_U32;
 use greta_runtime::{HostBuf, Job, Op, RunStats};
 
 mod floors;
+mod host_copy;
 
 /// A CPU "device" that computes the reference in f32, with faults to
 /// inject: it lets the runner's logic be tested without any GPU.

@@ -530,3 +530,159 @@ fn an_amd_device_is_matched_to_its_card_by_pci_address() {
     assert_eq!(links.len(), 1);
     assert_eq!(links[0].0, "card0");
 }
+
+// --- the readings over time kept in the results ---
+
+/// A gate under a minute keeps every sample as its own point, in order,
+/// with the clock, power and temperature read and the limits named.
+#[test]
+fn a_short_gate_keeps_every_sample_as_a_point() {
+    let rs: Vec<Reading> = (0..10)
+        .map(|i| {
+            let mut r = reading(
+                600.0 + f64::from(i),
+                700.0,
+                Some(if i == 3 { POWER } else { Limits::default() }),
+            );
+            r.temp_c = Some(60.0 + f64::from(i));
+            r
+        })
+        .collect();
+    let s = summarize(&timed(rs), "nvml:0").unwrap();
+    assert_eq!(s.series.len(), 10);
+    let p = &s.series[3];
+    assert_eq!(
+        (p.t_s, p.sm_mhz, p.power_w, p.temp_c),
+        (0.3, Some(1980.0), Some(603.0), Some(63.0))
+    );
+    assert_eq!(p.held, vec![Held::Power]);
+    assert!(s
+        .series
+        .iter()
+        .enumerate()
+        .all(|(i, p)| i == 3 || p.held.is_empty()));
+    // Another device's readings are not this one's.
+    assert_eq!(series(&timed(vec![]), "nvml:0", SERIES_CAP), vec![]);
+}
+
+/// The sampler's most (an hour at 100 ms) comes down to the cap: runs of
+/// samples merged, clock and power their mean, temperature its peak, and a
+/// single thermal sample in a run still marks its point.
+#[test]
+fn a_long_gate_is_merged_down_to_the_cap_without_losing_a_short_limit() {
+    let n = greta_runtime::telemetry::MAX_SAMPLES;
+    let rs: Vec<Reading> = (0..n)
+        .map(|i| {
+            let mut r = reading(
+                if i % 2 == 0 { 600.0 } else { 700.0 },
+                700.0,
+                Some(Limits {
+                    thermal: i == 12_345,
+                    ..Limits::default()
+                }),
+            );
+            r.temp_c = Some(if i == 12_346 { 95.0 } else { 70.0 });
+            r.sm_mhz = Some(if i < n / 2 { 2000 } else { 1000 });
+            r
+        })
+        .collect();
+    let s = summarize(&timed(rs), "nvml:0").unwrap();
+    assert_eq!(s.samples, n);
+    assert_eq!(s.series.len(), SERIES_CAP, "36 000 samples in runs of 60");
+    let per = n / SERIES_CAP;
+    let hot = 12_345 / per;
+    for (k, p) in s.series.iter().enumerate() {
+        assert!(
+            (p.t_s - (k * per) as f64 * 0.1).abs() < 1e-6,
+            "{k}: {}",
+            p.t_s
+        );
+        assert_eq!(p.power_w, Some(650.0), "{k}: the mean of 600 and 700");
+        assert_eq!(
+            p.sm_mhz,
+            Some(if k < SERIES_CAP / 2 { 2000.0 } else { 1000.0 })
+        );
+        let (temp, held) = if k == hot {
+            (95.0, vec![Held::Thermal])
+        } else {
+            (70.0, vec![])
+        };
+        // The source gives reasons (none of them power): 700 W of 700 W is
+        // not taken for the cap.
+        assert_eq!((p.temp_c, &p.held), (Some(temp), &held), "{k}");
+    }
+    // A cap that does not divide the count still holds.
+    let few = series(
+        &timed((0..7).map(|_| reading(1.0, 2.0, None)).collect()),
+        "nvml:0",
+        3,
+    );
+    assert_eq!(few.len(), 3);
+    assert!(few.iter().all(|p| p.held.is_empty()));
+}
+
+/// Read over time from an amdgpu sysfs tree whose `gpu_metrics` changes
+/// between samples (the runtime's reader, the path `--sysroot` replays):
+/// the series follows the card, the SPL bit marks the capped samples.
+#[test]
+fn tree_readings_over_time_become_the_series() {
+    use greta_runtime::telemetry::Source;
+    let (t, pcis) = tree(1, ("32.0 GT/s", 16));
+    let blob = |temp: u16, power: u16, clock: u16, spl: bool| {
+        let mut b = vec![0xFFu8; 120];
+        b[..4].copy_from_slice(&[120, 0, 1, 3]);
+        b[6..8].copy_from_slice(&temp.to_le_bytes());
+        b[22..24].copy_from_slice(&power.to_le_bytes());
+        b[54..56].copy_from_slice(&clock.to_le_bytes());
+        b[112..120].copy_from_slice(&(u64::from(spl) << 4).to_le_bytes());
+        b
+    };
+    let mut src = amd::SysfsSource::new(t.path());
+    let mut samples = Vec::new();
+    for i in 0..5u16 {
+        fs::write(
+            pcis[0].join("gpu_metrics"),
+            blob(60 + i, 200 + 10 * i, 2100 - 100 * i, i >= 3),
+        )
+        .unwrap();
+        samples.push(Timed {
+            at: Duration::from_millis(100 * u64::from(i)),
+            readings: src.sample(),
+        });
+    }
+    let s = summarize(&samples, "card0").unwrap();
+    type Row = (Option<f64>, Option<f64>, Option<f64>, bool);
+    let got: Vec<Row> = s
+        .series
+        .iter()
+        .map(|p| (p.temp_c, p.power_w, p.sm_mhz, p.held.contains(&Held::Power)))
+        .collect();
+    let want: Vec<_> = (0..5u16)
+        .map(|i| {
+            (
+                Some(f64::from(60 + i)),
+                Some(f64::from(200 + 10 * i)),
+                Some(f64::from(2100 - 100 * i)),
+                i >= 3,
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// The series is part of the results: written, read back the same, and
+/// absent from files of gates with no series (older greta).
+#[test]
+fn the_series_round_trips_and_older_summaries_still_read() {
+    let s = summary_of((0..3).map(|_| reading(1.0, 2.0, Some(POWER))).collect());
+    let text = serde_json::to_string(&s).unwrap();
+    assert!(text.contains("\"series\":[{\"t_s\":0.0,\"sm_mhz\":1980.0,\"power_w\":1.0,\"temp_c\":70.0,\"held\":[\"power\"]}"), "{text}");
+    assert_eq!(serde_json::from_str::<Summary>(&text).unwrap(), s);
+    let old = Summary {
+        series: vec![],
+        ..s
+    };
+    let text = serde_json::to_string(&old).unwrap();
+    assert!(!text.contains("series"));
+    assert_eq!(serde_json::from_str::<Summary>(&text).unwrap(), old);
+}

@@ -275,3 +275,82 @@ fn full_size_gates_hold_the_achievable_floor_on_a_first_seen_device() {
     assert_eq!(run.gates[0].status, GateStatus::Pass);
     assert!(run.gates[0].floor.is_none());
 }
+
+/// The built-in data holds an H100 SXM and an H200 seen for the first
+/// time on CUDA to floors a GPU at 1/1.3 of its speed misses: in every
+/// profile the full-size copy and the vendor stress gate against the
+/// model's achievable rates (specs.toml), and in `perf` every gate with a
+/// measured CUDA class rate (floors.toml) at the default fraction. The
+/// healthy rates themselves, and 0.9 of them (a slow day), pass.
+#[test]
+fn a_first_seen_h100_or_h200_on_cuda_at_1_over_1_3_fails_its_floors() {
+    use crate::spec::{DeviceKey, SpecMatch};
+    let specs = SpecFile::builtin();
+    let classes = ClassFile::builtin();
+    let catalog = crate::gates::Catalog::builtin();
+    for (name, pci, class_id) in [
+        ("NVIDIA H100 80GB HBM3", 0x2330, "nvidia-h100-sxm-cuda"),
+        ("NVIDIA H200", 0x2335, "nvidia-h200-cuda"),
+    ] {
+        let mut dev = crate::results::tests::sample_report().devices[0]
+            .device
+            .clone();
+        dev.name = name.into();
+        dev.vendor_id = 0x10de;
+        dev.device_id = pci;
+        dev.device_type = greta_vocab::DeviceType::DiscreteGpu;
+        let SpecMatch::Found { spec, .. } = specs.lookup(&DeviceKey::of(&dev)) else {
+            panic!("{name}: no spec row");
+        };
+        let holds = |reference: &crate::floors::Reference, fraction: f64, what: &str| {
+            let r = reference.rate;
+            let at = |speed: f64| {
+                let rate = if reference.unit.higher_is_better() {
+                    r * speed
+                } else {
+                    r / speed
+                };
+                crate::floors::apply(Some(rate), reference, fraction).passed
+            };
+            assert!(at(1.0) && at(0.9), "{name} {what}: a healthy rate passes");
+            assert!(
+                !at(1.0 / 1.3),
+                "{name} {what}: 1/1.3 of it fails ({fraction} x {r})"
+            );
+        };
+        for gate in [
+            "copy.1g",
+            "stress.gemm_f16.8192.short",
+            "stress.gemm_f16.8192",
+        ] {
+            let g = catalog.get(gate).unwrap();
+            let kind = g.achievable.unwrap();
+            let (reference, fraction) = spec
+                .achievable_floor(kind, &g.op, true)
+                .unwrap_or_else(|| panic!("{name} {gate}: no achievable rate"));
+            assert!(
+                reference.source.contains("measured 2026-11-2"),
+                "{}",
+                reference.source
+            );
+            holds(&reference, fraction, gate);
+        }
+        let class = classes
+            .class_for(&dev, "cuda")
+            .unwrap_or_else(|| panic!("{name}: no CUDA class"));
+        assert_eq!(class.id, class_id);
+        assert!(classes
+            .class_for(&dev, "vulkan")
+            .is_none_or(|c| c.id != class_id));
+        let perf = catalog.plan(Profile::Perf, &[], false).unwrap();
+        let mut held = 0;
+        for g in &perf {
+            let Some(reference) = class.reference(&g.id, g.unit()) else {
+                continue;
+            };
+            holds(&reference, crate::DEFAULT_FLOOR_FRACTION, &g.id);
+            held += 1;
+        }
+        assert!(held >= 11, "{name}: {held} perf gates with class rates");
+    }
+}
