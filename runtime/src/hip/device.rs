@@ -85,8 +85,9 @@ pub fn diagnose_no_device(root: &Path, env: &[(String, String)]) -> String {
 /// (`0000:c1:00.0`), under `root` (`/` live). KFD's `location_id` is
 /// `bus << 8 | device << 3 | function`, beside a `domain` line.
 pub fn gfx_from_kfd(root: &Path, pci_bus_id: &str) -> Option<Gfx> {
-    let (domain, bus, dev, func) = parse_bus_id(pci_bus_id)?;
-    let want = (bus << 8) | (dev << 3) | func;
+    let at: greta_vocab::PciAddress = pci_bus_id.parse().ok()?;
+    let want = (u32::from(at.bus) << 8) | (u32::from(at.device) << 3) | u32::from(at.function);
+    let domain = at.domain.unwrap_or(0);
     let nodes = root.join("sys/class/kfd/kfd/topology/nodes");
     std::fs::read_dir(nodes)
         .ok()?
@@ -105,15 +106,6 @@ pub fn gfx_from_kfd(root: &Path, pci_bus_id: &str) -> Option<Gfx> {
                 None
             }
         })
-}
-
-/// `0000:c1:00.0` → (domain, bus, device, function).
-pub fn parse_bus_id(id: &str) -> Option<(u32, u32, u32, u32)> {
-    let mut parts = id.trim().split(':');
-    let (d, b, rest) = (parts.next()?, parts.next()?, parts.next()?);
-    let (dev, func) = rest.split_once('.')?;
-    let hex = |s: &str| u32::from_str_radix(s, 16).ok();
-    Some((hex(d)?, hex(b)?, hex(dev)?, hex(func)?))
 }
 
 /// `gfx_target_version 90010` → `gfx90a`; CPU nodes (0) → None, and so
@@ -202,7 +194,6 @@ mod tests {
         );
         assert_eq!(gfx_from_kfd(root.path(), "0001:c1:00.0"), None);
         assert_eq!(gfx_from_kfd(root.path(), "garbage"), None);
-        assert_eq!(parse_bus_id("0000:c1:1f.7"), Some((0, 0xc1, 0x1f, 7)));
     }
 
     #[test]
