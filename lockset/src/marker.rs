@@ -39,6 +39,14 @@ pub const MAX_WORK: u64 = 1 << 13;
 /// under [`MAX_WORK`] must not add up to gigabytes. The shipped lockfiles
 /// use at most 1,002.
 pub const FILE_WORK: u64 = 1 << 16;
+/// The most work all the markers one process reads may cost together (some
+/// 560 MB, eight files at [`FILE_WORK`]): the nodes outlive each file, so a
+/// process reading file after file (a long run over hostile lockfiles)
+/// stays bounded too. greta reads its shipped lockfiles for some thousands.
+pub const PROCESS_WORK: u64 = 1 << 19;
+
+/// What is left of [`PROCESS_WORK`].
+static PROCESS_LEFT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(PROCESS_WORK);
 
 /// Why a marker was refused, and where in its text (a byte offset).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -343,13 +351,17 @@ impl Parser<'_> {
         and: bool,
         at: usize,
     ) -> Result<MarkerTree, MarkerError> {
+        use std::sync::atomic::Ordering::Relaxed;
         let file_left = self.budget.0.get();
-        let left = (MAX_WORK - self.work).min(file_left);
+        let process_left = PROCESS_LEFT.load(Relaxed);
+        let left = (MAX_WORK - self.work).min(file_left).min(process_left);
         let sb = size(b, left);
         let sa = size(a, left / sb);
         let cost = sa.saturating_mul(sb);
         if cost > left {
-            let whose = if file_left < MAX_WORK - self.work {
+            let whose = if process_left < file_left.min(MAX_WORK - self.work) {
+                format!("the markers this process has read together exceed {PROCESS_WORK}")
+            } else if file_left < MAX_WORK - self.work {
                 format!("the markers of this file together exceed {FILE_WORK}")
             } else {
                 format!("its terms combine beyond {MAX_WORK}")
@@ -363,6 +375,7 @@ impl Parser<'_> {
         }
         self.work += cost;
         self.budget.0.set(file_left - cost);
+        let _ = PROCESS_LEFT.fetch_update(Relaxed, Relaxed, |l| Some(l.saturating_sub(cost)));
         Ok(if and { a.and(b) } else { a.or(b) })
     }
 }
