@@ -85,14 +85,8 @@ struct Claims {
 
 fn parse_claims(text: &str) -> Result<Claims, String> {
     let mut c = Claims::default();
-    for (i, line) in text.lines().enumerate() {
-        let words: Vec<&str> = line
-            .split('#')
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .collect();
-        let at = || format!("hip_targets.txt:{}: {line:?}", i + 1);
+    for (n, line, words) in crate::support::claims::rows(text) {
+        let at = || format!("hip_targets.txt:{n}: {line:?}");
         let state = |s: &str| match s {
             "required" => Ok(true),
             "pending" => Ok(false),

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod claims;
 pub mod docs_part;
 pub mod greta;
 pub mod pty;
