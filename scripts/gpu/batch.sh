@@ -7,7 +7,7 @@
 # it wrote comes back packed as NAME.tgz (a call returns at most 8 files).
 # An entry that the time left cannot fit (under 30 s) is skipped and said
 # so; one that overruns is killed at the deadline, and the rest still get
-# their log lines.
+# their log lines. NAME is the entry's number and script, e.g. 2-host-copy.
 # usage: [BUDGET_S=560] bash scripts/gpu/batch.sh 'decode-fusion.sh' 'host-copy.sh .device/hc' ...
 # Results in $OUT: batch.log (each entry's limit, exit status, wall seconds
 # and the last lines it printed) and one NAME.tgz per entry that ran.
@@ -19,9 +19,12 @@ log="$final/batch.log"
 start=$SECONDS
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$log"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | tee -a "$log"
+i=0
 for entry in "$@"; do
+  i=$(( i + 1 ))
   name=${entry%% *}
-  name=${name%.sh}
+  # The entry's number keeps two runs of one script (one per backend) apart.
+  name="$i-${name%.sh}"
   left=$(( budget - (SECONDS - start) ))
   if (( left < 30 )); then
     say "$entry: skipped, ${left} s of the budget left"
