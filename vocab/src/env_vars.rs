@@ -113,7 +113,7 @@ env_vars! {
     /// `sm_90`). It must be one of them: `sm_90` on an H100 or H200 builds
     /// without the sm_90a kernels (the Hopper GEMMs of gemm_f16 and
     /// linear_f16), so every gate runs the `mma.sync` kernels; another
-    /// value is refused, named (exit 2).
+    /// value is refused, named, and the device is not opened.
     User GRETA_CUDA_ARCH;
     /// The greta env in use: exported by its `bin/activate`; the HIP search
     /// looks in its ROCm wheels first.

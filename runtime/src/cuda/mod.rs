@@ -361,6 +361,7 @@ impl Driver for Cuda {
             driver_version: version_text(dv),
             driver_version_raw: dv as u32,
             kernels_for: None,
+            hopper_kernels: false,
         })
     }
 

@@ -13,7 +13,7 @@
 
 use super::compile::{KernelCache, KernelSources};
 use super::devices::device_info;
-use super::driver::{DevPtr, Dims, Driver, FuncH, GpuDevice, GpuError, ModuleH, StreamH};
+use super::driver::{Api, DevPtr, Dims, Driver, FuncH, GpuDevice, GpuError, ModuleH, StreamH};
 use super::execute::{execute, launch_on, Launches};
 use super::launch::{self, KernelArg};
 use super::vendor::measure::{self, StressGemm};
@@ -131,10 +131,24 @@ impl<D: Driver> GpuBackend<D> {
             super::compile::first_that_builds(driver.compilers_for(&dev)?, |c| {
                 cache.get_or_build(c, sources, api)
             })?;
-        // What the plans key on where targets differ (the sm_90a GEMMs).
-        dev.kernels_for = Some(compiler.choice().target.clone());
         let image = read_capped(&object.path)?;
         let module = driver.module_load(&image)?;
+        // What the plans key on where targets differ: the sm_90a build's
+        // Hopper GEMMs, used only when every one of them is in the module
+        // (an NVRTC that defined no __CUDA_ARCH_FEAT_SM90_ALL would build
+        // sm_90a code without them).
+        let target = compiler.choice().target.clone();
+        dev.hopper_kernels = api == Api::Cuda
+            && target.to_string() == "sm_90a"
+            && super::hopper::all_symbols().iter().all(|s| {
+                CString::new(s.as_str()).is_ok_and(|c| driver.module_function(module, &c).is_ok())
+            });
+        if api == Api::Cuda && target.to_string() == "sm_90a" && !dev.hopper_kernels {
+            tracing::warn!(
+                "the sm_90a build lacks the Hopper GEMM kernels; gemm_f16 and linear_f16 run their mma.sync kernels"
+            );
+        }
+        dev.kernels_for = Some(target);
         let stream = match driver.stream_create() {
             Ok(s) => s,
             Err(e) => {

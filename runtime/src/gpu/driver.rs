@@ -106,22 +106,20 @@ pub struct GpuDevice {
     pub driver_version: String,
     pub driver_version_raw: u32,
     /// The target the loaded kernels were compiled for, once they are
-    /// (`sm_90a` on an H100 or H200 whose NVRTC built it; `None` before):
-    /// where the code of one target has kernels another lacks (the
-    /// Hopper GEMMs), the launch plans key on this, not on `arch`.
+    /// (`sm_90a` on an H100 or H200 whose NVRTC built it; `None` before).
     #[serde(default)]
     pub kernels_for: Option<Arch>,
+    /// Whether the loaded code holds the Hopper GEMMs (built for `sm_90a`,
+    /// and each of their kernels found in the module): what the launch
+    /// plans of gemm_f16 and linear_f16 key on, not `arch`.
+    #[serde(default)]
+    pub hopper_kernels: bool,
 }
 
 impl GpuDevice {
-    /// Whether the loaded kernels include the sm_90a ones (wgmma, TMA):
-    /// NVIDIA compute capability 9.0 with code built for `sm_90a`.
+    /// Whether gemm_f16 and linear_f16 may launch the Hopper kernels here.
     pub fn has_hopper_kernels(&self) -> bool {
-        self.api == Api::Cuda
-            && self
-                .kernels_for
-                .as_ref()
-                .is_some_and(|a| a.to_string() == "sm_90a")
+        self.api == Api::Cuda && self.hopper_kernels
     }
 }
 

@@ -147,15 +147,21 @@ pub fn plan(op: &Op, v: HopperVariant, base: Plan) -> Plan {
     }
 }
 
-/// Every Hopper kernel symbol the code built for `dev` holds.
-pub fn symbols(dev: &GpuDevice) -> Vec<String> {
-    if !dev.has_hopper_kernels() {
-        return Vec::new();
-    }
+/// Every Hopper kernel symbol: what an sm_90a build holds.
+pub fn all_symbols() -> Vec<String> {
     ["gemm_f16", "linear_f16"]
         .iter()
         .flat_map(|op| VARIANTS.iter().map(move |v| v.symbol(op)))
         .collect()
+}
+
+/// The Hopper kernel symbols `dev`'s code holds.
+pub fn symbols(dev: &GpuDevice) -> Vec<String> {
+    if dev.has_hopper_kernels() {
+        all_symbols()
+    } else {
+        Vec::new()
+    }
 }
 
 #[cfg(test)]
@@ -243,6 +249,7 @@ mod tests {
         }
         let unbuilt = GpuDevice {
             kernels_for: None,
+            hopper_kernels: false,
             ..h200.clone()
         };
         assert_eq!(default_for(&big, &unbuilt), None);

@@ -344,6 +344,7 @@ mod tests {
             driver_version: "6.3.42134".into(),
             driver_version_raw: 0,
             kernels_for: None,
+            hopper_kernels: false,
         }
     }
 

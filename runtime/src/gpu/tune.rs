@@ -246,6 +246,7 @@ pub fn variant_symbols_for_target(api: Api, arch: &super::arch::Arch) -> Vec<Str
         driver_version: String::new(),
         driver_version_raw: 0,
         kernels_for: Some(arch.clone()),
+        hopper_kernels: api == Api::Cuda && arch.to_string() == "sm_90a",
     };
     variant_symbols(&dev)
 }
@@ -520,6 +521,7 @@ pub(crate) mod tests {
             driver_version: "580.159.04".into(),
             driver_version_raw: 13000,
             kernels_for: Some(Arch::parse(arch)),
+            hopper_kernels: arch == "sm_90a",
         }
     }
 

@@ -394,6 +394,7 @@ impl Driver for Hip {
             driver_version: device::version_string(dv),
             driver_version_raw: dv as u32,
             kernels_for: None,
+            hopper_kernels: false,
         })
     }
 
