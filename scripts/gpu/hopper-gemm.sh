@@ -42,10 +42,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 "$greta" --version 2>&1 | tee -a "$log"
 
 say "1. kernel builds (CPU, background): sm_90a with resource figures, sm_90"
-timeout 300 "$greta" __gpu build-kernels --backend cuda --target sm_90a --resource-usage \
+timeout 200 "$greta" __gpu build-kernels --backend cuda --target sm_90a --resource-usage \
   --cache-dir "$GRETA_KERNEL_CACHE" > "$work/build-sm_90a.json" 2> "$work/build-sm_90a.err" &
 b1=$!
-timeout 300 "$greta" __gpu build-kernels --backend cuda --target sm_90 \
+timeout 200 "$greta" __gpu build-kernels --backend cuda --target sm_90 \
   --cache-dir "$GRETA_KERNEL_CACHE" > "$work/build-sm_90.json" 2> "$work/build-sm_90.err" &
 b2=$!
 say "1. torch_ref.py (HGEMM, F.linear at the prefill shapes)"
