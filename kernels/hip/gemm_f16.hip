@@ -554,3 +554,21 @@ GRETA_F16_VARIANT(256, 128, 3)
 GRETA_F16_VARIANT(128, 256, 4)
 #undef GRETA_F16_VARIANT
 #endif
+
+#if defined(GRETA_HOPPER)
+// The Hopper kernels (hopper_gemm.h; compiled for sm_90a only): B is [k][n],
+// read N-major by wgmma. One kernel per (BN, STAGES):
+// greta_gemm_f16_wgmma_bn<BN>_s<STAGES>, the arguments of greta_gemm_f16
+// with the tensor maps of A and B (built by the runtime from a and b)
+// before the shape. tune.rs (HOPPER_VARIANTS) lists the same.
+#define GRETA_HOP_F16_VARIANT(BN_, S_)                                                                          \
+    extern "C" __global__ void __launch_bounds__(GRETA_HOP_THREADS, 1) greta_gemm_f16_wgmma_bn##BN_##_s##S_(  \
+        const greta_f16* __restrict__ a, const greta_f16* __restrict__ b, float* __restrict__ c,                \
+        const __grid_constant__ greta_tmap ta, const __grid_constant__ greta_tmap tb, uint32_t m, uint32_t n,   \
+        uint32_t k) {                                                                                           \
+        greta_hop_gemm<BN_, S_, true, false>(&ta, &tb, c, m, n, k);                                             \
+    }
+GRETA_HOP_F16_VARIANT(256, 4)
+GRETA_HOP_F16_VARIANT(128, 6)
+#undef GRETA_HOP_F16_VARIANT
+#endif

@@ -373,3 +373,20 @@ greta_linear_f16(const greta_f16* __restrict__ x, const greta_f16* __restrict__ 
             }
 #endif
 }
+
+#if defined(GRETA_HOPPER)
+// The Hopper kernels (hopper_gemm.h; compiled for sm_90a only): W is
+// [out][in], K-major as wgmma's B wants it, like X. One kernel per (BN,
+// STAGES): greta_linear_f16_wgmma_bn<BN>_s<STAGES>, the arguments of
+// greta_linear_f16 with the tensor maps of x and w before the shape.
+#define GRETA_HOP_LIN_VARIANT(BN_, S_)                                                                           \
+    extern "C" __global__ void __launch_bounds__(GRETA_HOP_THREADS, 1) greta_linear_f16_wgmma_bn##BN_##_s##S_( \
+        const greta_f16* __restrict__ x, const greta_f16* __restrict__ w, greta_f16* __restrict__ y,             \
+        const __grid_constant__ greta_tmap tx, const __grid_constant__ greta_tmap tw, uint32_t tokens,           \
+        uint32_t rows, uint32_t cols) {                                                                          \
+        greta_hop_gemm<BN_, S_, false, true>(&tx, &tw, y, tokens, rows, cols);                                   \
+    }
+GRETA_HOP_LIN_VARIANT(256, 4)
+GRETA_HOP_LIN_VARIANT(128, 6)
+#undef GRETA_HOP_LIN_VARIANT
+#endif

@@ -24,6 +24,8 @@ mod matrix_model;
 mod ops;
 mod reference;
 pub mod spirv;
+#[cfg(test)]
+mod wgmma_model;
 
 pub use host::{DType, HostBuf};
 pub use ops::{

@@ -200,6 +200,11 @@ impl Rng {
         use rand::Rng as _;
         f16::from_f32(self.0.gen_range(-1.0f32..1.0)).to_f32()
     }
+    /// A uniform index below `n` (> 0).
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        use rand::Rng as _;
+        self.0.gen_range(0..n)
+    }
 }
 
 /// The catalogue's own f64 reference of `gemm_f32` (the one every GEMM gate

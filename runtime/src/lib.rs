@@ -71,10 +71,12 @@ pub use build_kernels::{
 };
 pub use gpu::driver::Api;
 
-/// CUDA's gemm_f16 tensor-core variants (each kernel's symbol and dynamic
-/// shared memory) and those a compile for an `sm_XX` must contain: what the
+/// CUDA's gemm_f16 tensor-core variants and Hopper kernels (each kernel's
+/// symbol and dynamic shared memory), those a compile for an `sm_XX` must
+/// contain, and the PTX NVRTC makes of the bundled kernels: what the
 /// every-architecture compile test checks each CUBIN against.
-pub use gpu::tune::{cuda_variant_symbols, F16Variant, CUDA_F16_VARIANTS};
+pub use cuda::bundled_ptx as cuda_ptx;
+pub use gpu::tune::{cuda_variant_symbols, variant_shared_bytes, F16Variant, CUDA_F16_VARIANTS};
 
 /// The Vulkan device where a caller needs more than [`Backend`]: its
 /// caches, validation messages and compile-only pipelines with the

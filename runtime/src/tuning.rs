@@ -13,7 +13,7 @@ use std::str::FromStr;
 
 /// One tuning parameter of the Vulkan kernels (what each kernel family
 /// takes is in [`crate::vulkan`]'s module docs) or of the HIP/CUDA kernels
-/// (`crate::gpu::tune`: `wg`, `per_cu`, `bm`, `bn`, `stages`). Declared in the order of
+/// (`crate::gpu::tune`: `wg`, `per_cu`, `bm`, `bn`, `stages`, `wgmma`). Declared in the order of
 /// their names, so a [`Tuning`] lists them as it always has (sorted by
 /// name) in cache files, results and messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -76,10 +76,14 @@ pub enum Knob {
     Wave,
     /// Workgroup size.
     Wg,
+    /// CUDA gemm_f16 and linear_f16 on compute capability 9.0 with the
+    /// kernels built for sm_90a: 1 the Hopper kernel (wgmma fed by TMA;
+    /// its tile `bn` and `stages`), 0 the `mma.sync` kernels.
+    Wgmma,
 }
 
 impl Knob {
-    pub const ALL: [Knob; 22] = [
+    pub const ALL: [Knob; 23] = [
         Knob::Bk,
         Knob::Bm,
         Knob::Bn,
@@ -102,6 +106,7 @@ impl Knob {
         Knob::Vec4,
         Knob::Wave,
         Knob::Wg,
+        Knob::Wgmma,
     ];
 
     /// The knob's name, as files and messages carry it (`group_m`).
@@ -129,6 +134,7 @@ impl Knob {
             Knob::Vec4 => "vec4",
             Knob::Wave => "wave",
             Knob::Wg => "wg",
+            Knob::Wgmma => "wgmma",
         }
     }
 

@@ -5,6 +5,9 @@ Prints one JSON object: for each reference, the median time over timed
 repeats (CUDA events, after warm-up, fresh random inputs, never zeros) and the
 rate computed from the bytes/flops the operation must move, counted the same
 way greta counts them (docs/performance.md).
+
+`--gemm`: only the f16 matrix products (HGEMM at 4096 and 8192, and
+F.linear at the Llama-2-7B prefill projections' shapes, greta's linear_f16).
 """
 import json
 import sys
@@ -31,11 +34,41 @@ def bench(fn, warmup=5, reps=30):
     return times[len(times) // 2]
 
 
+# Y = X W^T (tokens, rows, cols) as greta's linear_f16 gates and the
+# prefill layer's projections: QKV, the output projection, gate/up (one
+# matrix and apart), down.
+LINEAR_SHAPES = ((2048, 12288, 4096), (2048, 4096, 4096), (2048, 22016, 4096),
+                 (2048, 11008, 4096), (2048, 4096, 11008))
+
+
+def f16_products(dev, refs):
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    for s in (4096, 8192):
+        a16 = torch.randn(s, s, device=dev, dtype=torch.half)
+        b16 = torch.randn(s, s, device=dev, dtype=torch.half)
+        c16 = torch.empty(s, s, device=dev, dtype=torch.half)
+        t = bench(lambda: torch.matmul(a16, b16, out=c16), reps=10)
+        refs[f"hgemm_{s}"] = {"flops": 2 * s**3, "s": t, "tflops": 2 * s**3 / t / 1e12}
+        del a16, b16, c16
+    for tokens, rows, cols in LINEAR_SHAPES:
+        x = torch.randn(tokens, cols, device=dev, dtype=torch.half)
+        w = torch.randn(rows, cols, device=dev, dtype=torch.half)
+        t = bench(lambda: torch.nn.functional.linear(x, w), reps=20)
+        flops = 2 * tokens * rows * cols
+        refs[f"linear_f16_{tokens}x{rows}x{cols}"] = {"flops": flops, "s": t, "tflops": flops / t / 1e12}
+        del x, w
+
+
 def main():
     dev = torch.device("cuda")
     out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
            "cuda": torch.version.cuda, "refs": {}}
     refs = out["refs"]
+    if "--gemm" in sys.argv[1:]:
+        f16_products(dev, refs)
+        json.dump(out, sys.stdout, indent=1)
+        print()
+        return
 
     n = GIB // 4  # 1 GiB of f32
     x = torch.rand(n, device=dev)

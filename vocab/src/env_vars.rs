@@ -108,6 +108,13 @@ env_vars! {
     /// The NVRTC library to load (a file), before greta's search. A path
     /// in UTF-8 without control characters: another is refused, named.
     User GRETA_NVRTC_LIB;
+    /// The one architecture greta's CUDA kernels are compiled for, in place
+    /// of the device's list (on compute capability 9.0: `sm_90a`, then
+    /// `sm_90`). It must be one of them: `sm_90` on an H100 or H200 builds
+    /// without the sm_90a kernels (the Hopper GEMMs of gemm_f16 and
+    /// linear_f16), so every gate runs the `mma.sync` kernels; another
+    /// value is refused, named, and the device is not opened.
+    User GRETA_CUDA_ARCH;
     /// The greta env in use: exported by its `bin/activate`; the HIP search
     /// looks in its ROCm wheels first.
     Exported GRETA_ENV;

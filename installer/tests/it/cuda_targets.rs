@@ -18,7 +18,7 @@
 //! (scripts/test.sh sets it) not even then.
 
 use crate::support::docs_part::{self, DocsPart};
-use greta_runtime::{cuda_variant_symbols, CUDA_F16_VARIANTS};
+use greta_runtime::{cuda_variant_symbols, variant_shared_bytes, CUDA_F16_VARIANTS};
 use greta_vocab::EnvVars;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -228,11 +228,9 @@ fn check(claims: &Claims, results: &[TargetResult]) -> (Vec<String>, Vec<String>
                     t.arch
                 ));
             }
-            // The tune variants' dynamic shared memory comes on top.
-            let dynamic = CUDA_F16_VARIANTS
-                .iter()
-                .find(|v| v.symbol() == k)
-                .map_or(0, |v| u64::from(v.shared_bytes()));
+            // The variants' dynamic shared memory (gemm_f16's tune
+            // variants, the Hopper kernels) comes on top.
+            let dynamic = variant_shared_bytes(&k).map_or(0, u64::from);
             let shared = num(res, "lds_bytes_per_block").map(|s| s + dynamic);
             if shared.is_none_or(|s| s > t.shared) {
                 problems.push(format!(
@@ -654,6 +652,73 @@ fn every_claimed_architecture_compiles_within_its_limits() {
         failures.len(),
         failures.join("\n  ")
     );
+}
+
+/// The PTX of `entry` in `ptx`: from its `.entry` line to the next one.
+fn entry_body<'a>(ptx: &'a str, entry: &str) -> Option<&'a str> {
+    let at = ptx.find(&format!(".entry {entry}("))?;
+    let rest = &ptx[at + 1..];
+    Some(&rest[..rest.find(".entry ").unwrap_or(rest.len())])
+}
+
+/// The Hopper kernels are what they claim to be in the instructions NVRTC
+/// makes of them for sm_90a: wgmma of their tile's width over shared-memory
+/// descriptors, fed by TMA bulk tensor copies completing on mbarriers, the
+/// producer's registers handed to the consumers; and the sm_90 build (an
+/// H200 whose NVRTC cannot build sm_90a, or `GRETA_CUDA_ARCH=sm_90`) has
+/// neither them nor a wgmma anywhere, while gemm_f16's own kernel stays on
+/// mma.sync in both.
+#[test]
+fn the_sm_90a_kernels_are_wgmma_and_tma_and_sm_90_has_none() {
+    let Some(dir) = nvrtc() else {
+        return;
+    };
+    let lib = dir.join(LIBNVRTC);
+    let ptx_90a = greta_runtime::cuda_ptx(&lib, "sm_90a").unwrap_or_else(|e| panic!("sm_90a: {e}"));
+    let ptx_90 = greta_runtime::cuda_ptx(&lib, "sm_90").unwrap_or_else(|e| panic!("sm_90: {e}"));
+    let hopper: Vec<String> = cuda_variant_symbols("sm_90a")
+        .into_iter()
+        .filter(|s| s.contains("_wgmma_"))
+        .collect();
+    assert_eq!(hopper.len(), 4, "{hopper:?}");
+    for k in &hopper {
+        let body = entry_body(&ptx_90a, k).unwrap_or_else(|| panic!("sm_90a PTX has no entry {k}"));
+        let bn = if k.contains("_bn256_") { 256 } else { 128 };
+        for want in [
+            format!("wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.f16.f16"),
+            "wgmma.fence.sync.aligned".into(),
+            "wgmma.commit_group.sync.aligned".into(),
+            "wgmma.wait_group.sync.aligned".into(),
+            "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes".into(),
+            "mbarrier.try_wait.parity.shared::cta.b64".into(),
+            "mbarrier.arrive.expect_tx.shared::cta.b64".into(),
+            "setmaxnreg.inc.sync.aligned.u32 232".into(),
+            "setmaxnreg.dec.sync.aligned.u32 40".into(),
+        ] {
+            assert!(body.contains(&want), "{k}: no `{want}` in its sm_90a PTX");
+        }
+        assert!(
+            !body.contains("mma.sync"),
+            "{k}: mma.sync in a wgmma kernel"
+        );
+        // gemm_f16 reads B N-major (transposed), linear_f16 W K-major.
+        let tb = if k.starts_with("greta_gemm_f16") {
+            1
+        } else {
+            0
+        };
+        assert!(
+            body.contains(&format!(", p, 1, 1, 0, {tb};")),
+            "{k}: wgmma's transpose flags are not A K-major, B {}",
+            if tb == 1 { "N-major" } else { "K-major" }
+        );
+        assert!(entry_body(&ptx_90, k).is_none(), "{k} is in the sm_90 PTX");
+    }
+    assert!(!ptx_90.contains("wgmma"), "a wgmma in the sm_90 PTX");
+    for ptx in [&ptx_90a, &ptx_90] {
+        let own = entry_body(ptx, "greta_gemm_f16").expect("greta_gemm_f16");
+        assert!(own.contains("mma.sync.aligned.m16n8k16") && !own.contains("wgmma"));
+    }
 }
 
 /// Without NVRTC, `--backend cuda` is exit 2 with where it looked; with it,

@@ -11,7 +11,7 @@ use crate::gpu::tune::variant_symbols_for_target;
 use crate::gpu::{CompilerChoice, CompilerKind, Loaded};
 
 #[test]
-fn nvrtc_compiles_every_kernel_and_every_tune_variant_for_sm_80_and_sm_90() {
+fn nvrtc_compiles_every_kernel_and_every_tune_variant_for_sm_80_sm_90_and_sm_90a() {
     let var = greta_vocab::EnvVars::GRETA_NVRTC_LIB;
     let Some(lib) = std::env::var_os(var).filter(|v| !v.is_empty()) else {
         eprintln!("{var} is not set: no NVRTC here, nothing compiled");
@@ -22,7 +22,7 @@ fn nvrtc_compiles_every_kernel_and_every_tune_variant_for_sm_80_and_sm_90() {
     }
     let cache_dir = tempfile::tempdir().unwrap();
     let cache = KernelCache::new(cache_dir.path());
-    for target in ["sm_80", "sm_90"] {
+    for target in ["sm_80", "sm_90", "sm_90a"] {
         let compiler = Nvrtc(CompilerChoice {
             kind: CompilerKind::Nvrtc,
             library: Loaded {

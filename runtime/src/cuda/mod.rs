@@ -11,7 +11,7 @@ use crate::gpu::calls::{self, launch_kernel};
 use crate::gpu::compiler::Compiler;
 use crate::gpu::driver::{
     Api, DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, GraphH, ModuleH,
-    StreamH,
+    StreamH, TensorMap, TileMapSpec,
 };
 use crate::gpu::search::{self, Candidate, Loaded};
 use crate::gpu::GpuBackend;
@@ -197,6 +197,70 @@ fn old_symbols() -> Option<&'static OldSymbols> {
     .as_ref()
 }
 
+/// `cuTensorMapEncodeTiled` (CUDA 12.0 and later drivers), looked up in
+/// the libcuda cudarc opened; `None` where the driver lacks it.
+type EncodeTiled = unsafe extern "C" fn(
+    *mut c_void,
+    cu::CUtensorMapDataType,
+    u32,
+    *mut c_void,
+    *const u64,
+    *const u64,
+    *const u32,
+    *const u32,
+    cu::CUtensorMapInterleave,
+    cu::CUtensorMapSwizzle,
+    cu::CUtensorMapL2promotion,
+    cu::CUtensorMapFloatOOBfill,
+) -> CUresult;
+
+fn encode_tiled() -> Option<EncodeTiled> {
+    static F: std::sync::OnceLock<Option<EncodeTiled>> = std::sync::OnceLock::new();
+    *F.get_or_init(|| {
+        // SAFETY: only called after Cuda::open found the library; the
+        // signature is cuda.h's.
+        unsafe { cu::culib().get::<EncodeTiled>(b"cuTensorMapEncodeTiled\0") }
+            .ok()
+            .map(|f| *f)
+    })
+}
+
+/// Why `spec` at `base` is no tensor map the Hopper kernels can use: the
+/// copy engine's limits (cuda.h, cuTensorMapEncodeTiled) for a 2-D f16
+/// tensor in 128-byte swizzled boxes.
+pub(crate) fn tensor_map_refusal(base: DevPtr, spec: &TileMapSpec) -> Option<String> {
+    let Some(row_bytes) = spec.cols.checked_mul(2) else {
+        return Some(format!("rows of {} halves overflow", spec.cols));
+    };
+    if !base.0.is_multiple_of(16) {
+        Some(format!(
+            "the tensor at {:#x} is not 16-byte aligned",
+            base.0
+        ))
+    } else if spec.cols == 0
+        || spec.rows == 0
+        || spec.cols > u32::MAX as u64
+        || spec.rows > u32::MAX as u64
+    {
+        Some(format!(
+            "a {} x {} tensor: each dimension is 1 to 2^32 - 1",
+            spec.rows, spec.cols
+        ))
+    } else if !row_bytes.is_multiple_of(16) || row_bytes >= 1 << 40 {
+        Some(format!(
+            "rows of {} halves: a row stride is a multiple of 16 bytes under 2^40",
+            spec.cols
+        ))
+    } else if spec.box_cols * 2 != 128 || !(1..=256).contains(&spec.box_rows) {
+        Some(format!(
+            "a box of {} x {} halves: 64 halves (the 128-byte swizzle) by 1 to 256 rows",
+            spec.box_rows, spec.box_cols
+        ))
+    } else {
+        None
+    }
+}
+
 fn version_text(v: i32) -> String {
     format!("{}.{}", v / 1000, (v % 1000) / 10)
 }
@@ -296,6 +360,8 @@ impl Driver for Cuda {
             runtime_version: format!("CUDA {}", version_text(dv)),
             driver_version: version_text(dv),
             driver_version_raw: dv as u32,
+            kernels_for: None,
+            hopper_kernels: false,
         })
     }
 
@@ -515,6 +581,43 @@ impl Driver for Cuda {
         self.check("cuFuncSetAttribute", r)
     }
 
+    fn tensor_map(&self, base: DevPtr, spec: &TileMapSpec) -> Result<TensorMap, GpuError> {
+        if let Some(why) = tensor_map_refusal(base, spec) {
+            return Err(GpuError::Invalid(format!("no tensor map: {why}")));
+        }
+        let encode = encode_tiled().ok_or_else(|| {
+            GpuError::Device(
+                "this libcuda lacks cuTensorMapEncodeTiled (a driver for CUDA 12.0 or later has it)".into(),
+            )
+        })?;
+        let mut map = TensorMap([0; 16]);
+        let dims = [spec.cols, spec.rows];
+        let strides = [spec.cols * 2];
+        let boxes = [spec.box_cols, spec.box_rows];
+        let steps = [1u32, 1];
+        // SAFETY: `map` is 128 bytes, 64-byte aligned (a CUtensorMap); the
+        // arrays hold rank (2) entries, the strides rank - 1; the driver
+        // only encodes, reading no device memory.
+        let r = unsafe {
+            encode(
+                &mut map as *mut TensorMap as *mut c_void,
+                cu::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                2,
+                base.0 as *mut c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                boxes.as_ptr(),
+                steps.as_ptr(),
+                cu::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                cu::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+                cu::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                cu::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        };
+        self.check("cuTensorMapEncodeTiled", r)?;
+        Ok(map)
+    }
+
     unsafe fn launch(
         &self,
         f: FuncH,
@@ -542,10 +645,19 @@ impl Driver for Cuda {
     }
 
     /// NVRTC for each of [`device_targets`]: `sm_90a`, then `sm_90`, on a
-    /// 9.0 device.
+    /// 9.0 device; for the one `$GRETA_CUDA_ARCH` names where it is set.
     fn compilers_for(&self, dev: &GpuDevice) -> Result<Vec<Box<dyn Compiler>>, GpuError> {
+        let asked = greta_vocab::Setting::resolve(
+            None,
+            EnvVars::GRETA_CUDA_ARCH,
+            |v| Ok::<_, String>(Some(v.to_string())),
+            || None,
+        )
+        .map_err(GpuError::Invalid)?
+        .value;
+        let targets = chosen_targets(&dev.arch, asked.as_deref()).map_err(GpuError::Invalid)?;
         let library = nvrtc::locate_live().map_err(GpuError::Compile)?;
-        Ok(device_targets(&dev.arch)
+        Ok(targets
             .into_iter()
             .map(|t| -> Box<dyn Compiler> {
                 Box::new(nvrtc::Nvrtc(nvrtc::choice_for_target(library.clone(), t)))
@@ -587,6 +699,48 @@ pub fn device_targets(arch: &Arch) -> Vec<Arch> {
     } else {
         vec![arch.clone()]
     }
+}
+
+/// [`device_targets`], or only `asked` (`$GRETA_CUDA_ARCH`) when it is one
+/// of them: `sm_90` on an H100 or H200 builds without the sm_90a kernels
+/// (the Hopper GEMMs off). Anything else is refused, saying what may be
+/// asked: code for another architecture would not load on this device.
+pub fn chosen_targets(arch: &Arch, asked: Option<&str>) -> Result<Vec<Arch>, String> {
+    let all = device_targets(arch);
+    let Some(asked) = asked else {
+        return Ok(all);
+    };
+    match all.iter().find(|a| a.to_string() == asked) {
+        Some(a) => Ok(vec![a.clone()]),
+        None => Err(format!(
+            "{}={asked:?} is no target for this {arch} device (it may be: {})",
+            EnvVars::GRETA_CUDA_ARCH,
+            all.iter()
+                .map(Arch::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// The PTX NVRTC (the library at `nvrtc`) makes of greta's bundled
+/// kernels for `target` (`sm_90a`), in this process: what the compile
+/// tests read a target's instructions from (wgmma in sm_90a's, none in
+/// sm_90's). No GPU and no driver needed.
+pub fn bundled_ptx(nvrtc: &Path, target: &str) -> Result<String, String> {
+    let library = Loaded {
+        what: "NVRTC".into(),
+        path: nvrtc.to_path_buf(),
+        why: "asked for".into(),
+    };
+    let choice = nvrtc::choice_for_target(library, Arch::parse(target));
+    let unit = crate::gpu::compile::KernelSources::bundled().translation_unit(Api::Cuda);
+    let _builtins = nvrtc::builtins_beside(&choice);
+    let (ptx, _) = crate::gpu::rtc::compile_logged(&crate::gpu::rtc::NVRTC_PTX, &choice, &unit)
+        .map_err(|e| e.to_string())?;
+    String::from_utf8(ptx)
+        .map(|t| t.trim_end_matches('\0').to_string())
+        .map_err(|e| format!("NVRTC's PTX for {target} is not UTF-8: {e}"))
 }
 
 /// Directories where NVIDIA's pip wheels and toolkits keep their libraries.
@@ -730,5 +884,89 @@ mod tests {
         ] {
             assert_eq!(targets(a), [a], "{a}");
         }
+    }
+
+    /// The copy engine's limits on a tensor map, said before the driver is
+    /// asked: the Hopper kernels' own maps pass, each broken one names why.
+    #[test]
+    fn a_tensor_map_the_copy_engine_cannot_take_is_refused_with_why() {
+        let ok = TileMapSpec {
+            cols: 4096,
+            rows: 2048,
+            box_cols: 64,
+            box_rows: 128,
+        };
+        assert_eq!(tensor_map_refusal(DevPtr(0x7f00_0000_0000), &ok), None);
+        for (base, spec, words) in [
+            (0x7f00_0000_0008, ok, "not 16-byte aligned"),
+            (
+                0x1000,
+                TileMapSpec { cols: 0, ..ok },
+                "each dimension is 1 to 2^32 - 1",
+            ),
+            (
+                0x1000,
+                TileMapSpec {
+                    rows: 1 << 32,
+                    ..ok
+                },
+                "each dimension",
+            ),
+            (
+                0x1000,
+                TileMapSpec { cols: 4100, ..ok },
+                "a multiple of 16 bytes",
+            ),
+            (
+                0x1000,
+                TileMapSpec {
+                    cols: u64::MAX,
+                    ..ok
+                },
+                "overflow",
+            ),
+            (
+                0x1000,
+                TileMapSpec { box_cols: 32, ..ok },
+                "64 halves (the 128-byte swizzle)",
+            ),
+            (
+                0x1000,
+                TileMapSpec {
+                    box_rows: 257,
+                    ..ok
+                },
+                "by 1 to 256 rows",
+            ),
+        ] {
+            let why = tensor_map_refusal(DevPtr(base), &spec).unwrap_or_default();
+            assert!(why.contains(words), "{spec:?}: {why:?}");
+        }
+    }
+
+    /// `$GRETA_CUDA_ARCH` picks one of the device's targets (sm_90 turns the
+    /// sm_90a kernels off on an H200) and nothing else.
+    #[test]
+    fn an_asked_architecture_is_one_of_the_devices_targets() {
+        let chosen = |a: &str, asked: Option<&str>| {
+            chosen_targets(&Arch::parse(a), asked)
+                .map(|v| v.iter().map(Arch::to_string).collect::<Vec<_>>())
+        };
+        assert_eq!(chosen("sm_90", None).unwrap(), ["sm_90a", "sm_90"]);
+        assert_eq!(chosen("sm_90", Some("sm_90")).unwrap(), ["sm_90"]);
+        assert_eq!(chosen("sm_90", Some("sm_90a")).unwrap(), ["sm_90a"]);
+        assert_eq!(chosen("sm_80", Some("sm_80")).unwrap(), ["sm_80"]);
+        for (a, asked) in [("sm_90", "sm_80"), ("sm_80", "sm_90a"), ("sm_90", "sm_90 ")] {
+            let e = chosen(a, Some(asked)).unwrap_err();
+            assert!(
+                e.starts_with(&format!(
+                    "GRETA_CUDA_ARCH={asked:?} is no target for this {a} device"
+                )),
+                "{e}"
+            );
+        }
+        assert!(chosen("sm_90", Some("sm_100"))
+            .unwrap_err()
+            .ends_with("(it may be: sm_90a, sm_90)"));
     }
 }

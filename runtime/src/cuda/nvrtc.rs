@@ -104,7 +104,7 @@ impl Compiler for Nvrtc {
 /// libnvrtc-builtins" although the file lies beside it. Loaded first from
 /// there, the loader finds it by its soname. Empty where there is none
 /// (NVIDIA's wheels and toolkits also find theirs through their RUNPATH).
-fn builtins_beside(choice: &CompilerChoice) -> Vec<libloading::Library> {
+pub(crate) fn builtins_beside(choice: &CompilerChoice) -> Vec<libloading::Library> {
     let Some(dir) = choice.library.path.parent() else {
         return Vec::new();
     };

@@ -13,7 +13,7 @@
 
 use super::compile::{KernelCache, KernelSources};
 use super::devices::device_info;
-use super::driver::{DevPtr, Dims, Driver, FuncH, GpuDevice, GpuError, ModuleH, StreamH};
+use super::driver::{Api, DevPtr, Dims, Driver, FuncH, GpuDevice, GpuError, ModuleH, StreamH};
 use super::execute::{execute, launch_on, Launches};
 use super::launch::{self, KernelArg};
 use super::vendor::measure::{self, StressGemm};
@@ -103,7 +103,7 @@ impl<D: Driver> GpuBackend<D> {
         let api = driver.api();
         let n = driver.device_count()?;
         let devices: Vec<GpuDevice> = (0..n).map(|i| driver.device(i)).collect::<Result<_, _>>()?;
-        let dev = match select {
+        let mut dev = match select {
             DeviceSelect::Auto => devices.into_iter().next(),
             DeviceSelect::Index(i) => devices.into_iter().nth(*i),
             DeviceSelect::Cpu => {
@@ -133,6 +133,22 @@ impl<D: Driver> GpuBackend<D> {
             })?;
         let image = read_capped(&object.path)?;
         let module = driver.module_load(&image)?;
+        // What the plans key on where targets differ: the sm_90a build's
+        // Hopper GEMMs, used only when every one of them is in the module
+        // (an NVRTC that defined no __CUDA_ARCH_FEAT_SM90_ALL would build
+        // sm_90a code without them).
+        let target = compiler.choice().target.clone();
+        dev.hopper_kernels = api == Api::Cuda
+            && target.to_string() == "sm_90a"
+            && super::hopper::all_symbols().iter().all(|s| {
+                CString::new(s.as_str()).is_ok_and(|c| driver.module_function(module, &c).is_ok())
+            });
+        if api == Api::Cuda && target.to_string() == "sm_90a" && !dev.hopper_kernels {
+            tracing::warn!(
+                "the sm_90a build lacks the Hopper GEMM kernels; gemm_f16 and linear_f16 run their mma.sync kernels"
+            );
+        }
+        dev.kernels_for = Some(target);
         let stream = match driver.stream_create() {
             Ok(s) => s,
             Err(e) => {
@@ -181,6 +197,16 @@ impl<D: Driver> GpuBackend<D> {
         Ok(f)
     }
 
+    /// Above the default 48 KiB a kernel must be allowed its dynamic shared
+    /// memory first (once per kernel and size).
+    fn raise_shared(&mut self, symbol: &str, f: FuncH, bytes: u32) -> Result<(), GpuError> {
+        if bytes > 0 && self.shared_raised.get(symbol) != Some(&bytes) {
+            self.driver.set_max_dynamic_shared(f, bytes)?;
+            self.shared_raised.insert(symbol.to_string(), bytes);
+        }
+        Ok(())
+    }
+
     fn run_inner(&mut self, job: Job) -> Result<RunStats, GpuError> {
         // Asked for: exactly that (empty: the built-in launch); else the
         // cached winner of `greta smoke --tune`, if it still plans here.
@@ -192,13 +218,7 @@ impl<D: Driver> GpuBackend<D> {
         )
         .map_err(GpuError::Invalid)?;
         let function = self.function(&plan.symbol)?;
-        // Above the default 48 KiB a kernel must be allowed its dynamic
-        // shared memory first (once per kernel and size).
-        let shared = plan.dims.shared_bytes;
-        if shared > 0 && self.shared_raised.get(&plan.symbol) != Some(&shared) {
-            self.driver.set_max_dynamic_shared(function, shared)?;
-            self.shared_raised.insert(plan.symbol.clone(), shared);
-        }
+        self.raise_shared(&plan.symbol, function, plan.dims.shared_bytes)?;
         let hold_fn = if plan.hold_cycles > 0 {
             Some(self.function(launch::HOLD_SYMBOL)?)
         } else {
@@ -212,13 +232,10 @@ impl<D: Driver> GpuBackend<D> {
         let kernel = plan.symbol.trim_start_matches("greta_").to_string();
         let driver = &self.driver;
         let scalars = plan.scalars.clone();
+        let maps = plan.maps.clone();
         let batch = plan.batch.max(1);
         let mut dispatch = |stream: StreamH, bufs: &[DevPtr]| {
-            let args: Vec<KernelArg> = bufs
-                .iter()
-                .map(|&p| KernelArg::Ptr(p))
-                .chain(scalars.iter().copied())
-                .collect();
+            let args = launch::arguments(driver, bufs, &maps, &scalars)?;
             for _ in 0..batch {
                 launch_on(driver, function, plan.dims, stream, &args)?;
                 // Later passes, in stream order behind the first.
@@ -329,7 +346,11 @@ impl<D: Driver> GpuBackend<D> {
             Err(e) => Some(format!("greta's own gemm_f16 ran: {e}")),
         };
         let function = match own {
-            Some(_) => Some(self.function(&plan.symbol)?),
+            Some(_) => {
+                let f = self.function(&plan.symbol)?;
+                self.raise_shared(&plan.symbol, f, plan.dims.shared_bytes)?;
+                Some(f)
+            }
             None => None,
         };
         let driver = &self.driver;
@@ -337,11 +358,7 @@ impl<D: Driver> GpuBackend<D> {
             let Some(f) = function else {
                 return Err(GpuError::Invalid("no gemm_f16 kernel".into()));
             };
-            let args: Vec<KernelArg> = bufs
-                .iter()
-                .map(|&p| KernelArg::Ptr(p))
-                .chain(plan.scalars.iter().copied())
-                .collect();
+            let args = launch::arguments(driver, bufs, &plan.maps, &plan.scalars)?;
             launch_on(driver, f, plan.dims, s, &args)
         };
         let gemm = match (own, self.vendor.as_ref()) {
@@ -434,6 +451,8 @@ impl<D: Driver> Backend for GpuBackend<D> {
                 )));
             }
             let function = self.function(&plan.symbol).map_err(|e| self.fail(e))?;
+            self.raise_shared(&plan.symbol, function, plan.dims.shared_bytes)
+                .map_err(|e| self.fail(e))?;
             let mut then = Vec::with_capacity(plan.then.len());
             for (symbol, dims) in &plan.then {
                 then.push((self.function(symbol).map_err(|e| self.fail(e))?, *dims));
@@ -449,6 +468,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
                 function,
                 dims: plan.dims,
                 scalars: plan.scalars,
+                maps: plan.maps,
                 then,
                 scratch,
             });

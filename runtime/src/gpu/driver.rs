@@ -105,6 +105,47 @@ pub struct GpuDevice {
     pub runtime_version: String,
     pub driver_version: String,
     pub driver_version_raw: u32,
+    /// The target the loaded kernels were compiled for, once they are
+    /// (`sm_90a` on an H100 or H200 whose NVRTC built it; `None` before).
+    #[serde(default)]
+    pub kernels_for: Option<Arch>,
+    /// Whether the loaded code holds the Hopper GEMMs (built for `sm_90a`,
+    /// and each of their kernels found in the module): what the launch
+    /// plans of gemm_f16 and linear_f16 key on, not `arch`.
+    #[serde(default)]
+    pub hopper_kernels: bool,
+}
+
+impl GpuDevice {
+    /// Whether gemm_f16 and linear_f16 may launch the Hopper kernels here.
+    pub fn has_hopper_kernels(&self) -> bool {
+        self.api == Api::Cuda && self.hopper_kernels
+    }
+}
+
+/// A 2-D f16 tensor in device memory as a tensor map describes it to the
+/// copy engine (TMA): `cols` contiguous halves a row, `rows` rows, moved
+/// in boxes of `box_cols` x `box_rows` that land in shared memory with the
+/// 128-byte swizzle (so `box_cols` is 64: 128 bytes). Elements outside the
+/// tensor land as zeros.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TileMapSpec {
+    pub cols: u64,
+    pub rows: u64,
+    pub box_cols: u32,
+    pub box_rows: u32,
+}
+
+/// An encoded tensor map (CUDA's `CUtensorMap`: 128 opaque bytes, 64-byte
+/// aligned), passed to a kernel by value.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub struct TensorMap(pub [u64; 16]);
+
+impl std::fmt::Debug for TensorMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TensorMap({:#x}..)", self.0[0])
+    }
 }
 
 /// Every way a call into a GPU driver can fail, with what and where.
@@ -249,6 +290,16 @@ pub trait Driver {
                 self.api().label()
             )))
         }
+    }
+    /// The tensor map of the f16 tensor at `base` that `spec` describes
+    /// (`cuTensorMapEncodeTiled`): what a kernel's bulk tensor copies read
+    /// through. Host-side only, no GPU work. A driver without them refuses.
+    fn tensor_map(&self, base: DevPtr, spec: &TileMapSpec) -> Result<TensorMap, GpuError> {
+        let _ = (base, spec);
+        Err(GpuError::Invalid(format!(
+            "the {} driver here encodes no tensor maps (they are CUDA's, for compute capability 9.0)",
+            self.api().label()
+        )))
     }
     /// # Safety
     /// `params` points at one pointer per kernel parameter, each to a value

@@ -5,7 +5,7 @@
 use super::driver::{
     DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, StreamH,
 };
-use super::launch::KernelArg;
+use super::launch::{ArgSlot, KernelArg};
 use crate::job::{Job, RunStats, TimingSource};
 use crate::tuning::Tuning;
 use std::ffi::c_void;
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 /// binding order (inputs, then outputs).
 pub type Dispatch<'a> = dyn FnMut(StreamH, &[DevPtr]) -> Result<(), GpuError> + 'a;
 
-/// Launches `f` with `args`, each in its own 8-byte slot.
+/// Launches `f` with `args`, each in a slot of its own.
 pub fn launch_on<D: Driver>(
     driver: &D,
     f: FuncH,
@@ -29,10 +29,10 @@ pub fn launch_on<D: Driver>(
             dims.grid, dims.block
         )));
     }
-    let mut slots: Vec<u64> = args.iter().map(KernelArg::bits).collect();
+    let mut slots: Vec<ArgSlot> = args.iter().map(KernelArg::slot).collect();
     let mut ptrs: Vec<*mut c_void> = slots
         .iter_mut()
-        .map(|s| s as *mut u64 as *mut c_void)
+        .map(|s| s as *mut ArgSlot as *mut c_void)
         .collect();
     // SAFETY: `ptrs` points into `slots`, both alive across the call (the
     // driver copies the arguments before returning).

@@ -6,7 +6,7 @@
 
 use super::driver::{Dims, Driver, FuncH, GpuDevice, GpuError, GraphH, StreamH};
 use super::execute::{launch_on, wait_event, Buffers, Events};
-use super::launch::KernelArg;
+use super::launch::{self, KernelArg, MapArg};
 use crate::graph::{median, GraphJob, GraphStats, Replay};
 use crate::job::TimingSource;
 use std::time::Instant;
@@ -17,6 +17,8 @@ pub(super) struct StepLaunch {
     pub function: FuncH,
     pub dims: Dims,
     pub scalars: Vec<KernelArg>,
+    /// Tensor maps passed after the buffers ([`launch::arguments`]).
+    pub maps: Vec<MapArg>,
     /// Later launches with the same arguments (a split reduction's combine).
     pub then: Vec<(FuncH, Dims)>,
     /// Bytes of each scratch buffer the op's passes share (after its outputs).
@@ -88,18 +90,15 @@ pub(super) fn execute<D: Driver>(
         .zip(steps)
         .zip(&scratch_at)
         .map(|((st, l), &at)| {
-            st.bind
+            let ptrs: Vec<_> = st
+                .bind
                 .iter()
-                .map(|&s| KernelArg::Ptr(bufs.ptrs[s]))
-                .chain(
-                    bufs.ptrs[at..at + l.scratch.len()]
-                        .iter()
-                        .map(|&p| KernelArg::Ptr(p)),
-                )
-                .chain(l.scalars.iter().copied())
-                .collect()
+                .map(|&s| bufs.ptrs[s])
+                .chain(bufs.ptrs[at..at + l.scratch.len()].iter().copied())
+                .collect();
+            launch::arguments(driver, &ptrs, &l.maps, &l.scalars)
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     let step = |s: StreamH, l: &StepLaunch, a: &[KernelArg]| -> Result<(), GpuError> {
         launch_on(driver, l.function, l.dims, s, a)?;
         for &(f, dims) in &l.then {

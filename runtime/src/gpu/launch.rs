@@ -2,7 +2,7 @@
 //! scalar arguments that follow the buffer pointers (inputs, then outputs,
 //! in [`Op::inputs`]/[`Op::outputs`] order — the same contract as GLSL).
 
-use super::driver::{DevPtr, Dims, GpuDevice};
+use super::driver::{DevPtr, Dims, Driver, GpuDevice, GpuError, TensorMap, TileMapSpec};
 use greta_kernels::hip_src::kernel_symbol;
 use greta_kernels::Op;
 use greta_kernels::Scalar;
@@ -30,25 +30,78 @@ pub const NOOP_BATCH: u32 = 64;
 pub const HOLD_SYMBOL: &str = "greta_noop_hold";
 pub const HOLD_CYCLES: u32 = 1_000_000;
 
-/// A kernel argument by value: device pointers and 32-bit scalars are all
-/// the kernels take.
+/// A kernel argument by value: device pointers, 32-bit scalars and the
+/// tensor maps of the Hopper GEMMs are all the kernels take.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum KernelArg {
     Ptr(DevPtr),
     U32(u32),
     F32(f32),
+    Map(TensorMap),
 }
 
+/// Where one argument's bytes wait for the driver, which reads
+/// `sizeof(parameter)` bytes from its address: room and alignment for the
+/// largest, a tensor map (128 bytes, 64-byte aligned).
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub struct ArgSlot(pub [u64; 16]);
+
 impl KernelArg {
-    /// The argument's bytes in an 8-byte little-endian slot; the driver
-    /// reads `sizeof(parameter)` bytes from the slot's address.
-    pub fn bits(&self) -> u64 {
+    /// The argument in a slot, little-endian from its first byte.
+    pub fn slot(&self) -> ArgSlot {
+        let mut s = ArgSlot([0; 16]);
         match *self {
-            KernelArg::Ptr(p) => p.0,
-            KernelArg::U32(v) => v as u64,
-            KernelArg::F32(v) => v.to_bits() as u64,
+            KernelArg::Ptr(p) => s.0[0] = p.0,
+            KernelArg::U32(v) => s.0[0] = v as u64,
+            KernelArg::F32(v) => s.0[0] = v.to_bits() as u64,
+            KernelArg::Map(m) => s.0 = m.0,
         }
+        s
     }
+}
+
+/// A tensor map a launch passes after the op's buffer pointers, encoded
+/// when the launch is made from the op's buffer `buffer` (its position
+/// among the inputs, outputs and scratch, in binding order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapArg {
+    pub buffer: usize,
+    pub spec: TileMapSpec,
+}
+
+/// The arguments of a launch, in the kernels' order: the op's buffers
+/// (`bufs`, binding order), the tensor maps `maps` names (encoded by
+/// `driver` from those buffers), then `scalars`.
+pub fn arguments<D: Driver>(
+    driver: &D,
+    bufs: &[DevPtr],
+    maps: &[MapArg],
+    scalars: &[KernelArg],
+) -> Result<Vec<KernelArg>, GpuError> {
+    arguments_with(bufs, maps, scalars, |p, spec| driver.tensor_map(p, spec))
+}
+
+/// [`arguments`] with the tensor maps from `encode`.
+fn arguments_with(
+    bufs: &[DevPtr],
+    maps: &[MapArg],
+    scalars: &[KernelArg],
+    mut encode: impl FnMut(DevPtr, &TileMapSpec) -> Result<TensorMap, GpuError>,
+) -> Result<Vec<KernelArg>, GpuError> {
+    let mut args: Vec<KernelArg> = bufs.iter().map(|&p| KernelArg::Ptr(p)).collect();
+    for m in maps {
+        let base = bufs.get(m.buffer).ok_or_else(|| {
+            GpuError::Invalid(format!(
+                "a tensor map of buffer {} of a launch with {} buffers",
+                m.buffer,
+                bufs.len()
+            ))
+        })?;
+        args.push(KernelArg::Map(encode(*base, &m.spec)?));
+    }
+    args.extend(scalars.iter().copied());
+    Ok(args)
 }
 
 #[derive(Debug, Clone)]
@@ -66,6 +119,8 @@ pub struct Plan {
     /// ([`Op::scratch`]) is allocated after its outputs and passed after
     /// their pointers, to every launch.
     pub then: Vec<(String, Dims)>,
+    /// Tensor maps passed after the buffer pointers ([`arguments`]).
+    pub maps: Vec<MapArg>,
 }
 
 /// Threads of the attention kernels' blocks (GRETA_DEC_THREADS,
@@ -91,10 +146,21 @@ fn stream_blocks(n: usize, dev: &GpuDevice) -> u32 {
     want.min(full).min(cap).max(1) as u32
 }
 
-/// The launch of `op` on `dev`. Sizes were validated to fit 32 bits. The
-/// scalars are the op's shape as it declares it ([`Op::shape_scalars`]);
-/// what differs per op is only the grid.
+/// The launch of `op` on `dev`: gemm_f16 and linear_f16 on the Hopper
+/// kernels where the loaded code has them and the shape fits their tiles
+/// ([`super::hopper`]), every other launch [`builtin`]'s.
 pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
+    match super::hopper::default_for(op, dev) {
+        Some(v) => super::hopper::plan(op, v, builtin(op, dev)),
+        None => builtin(op, dev),
+    }
+}
+
+/// The launch of `op` on `dev` on the kernel of its own file
+/// (`greta_<op>`). Sizes were validated to fit 32 bits. The scalars are
+/// the op's shape as it declares it ([`Op::shape_scalars`]); what differs
+/// per op is only the grid.
+pub fn builtin(op: &Op, dev: &GpuDevice) -> Plan {
     let scalars: Vec<KernelArg> = op
         .shape_scalars()
         .into_iter()
@@ -110,6 +176,7 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
         batch: 1,
         hold_cycles: 0,
         then: vec![],
+        maps: vec![],
     };
     let linear = |total: usize| launch([blocks_for(total, dev), 1, 1], [BLOCK, 1, 1]);
     // A unit of work per 32 lanes, BLOCK / 32 per block, grid-stride past the cap.
@@ -276,6 +343,8 @@ mod tests {
             runtime_version: "6.3.42134".into(),
             driver_version: "6.3.42134".into(),
             driver_version_raw: 0,
+            kernels_for: None,
+            hopper_kernels: false,
         }
     }
 
@@ -486,13 +555,73 @@ mod tests {
         );
     }
 
+    /// Buffers, then each tensor map encoded from the buffer it names, then
+    /// the scalars; a map of a buffer the launch does not have is an error.
+    #[test]
+    fn a_launch_passes_buffers_then_tensor_maps_then_the_shape() {
+        let bufs = [DevPtr(0x1000), DevPtr(0x2000), DevPtr(0x3000)];
+        let spec = TileMapSpec {
+            cols: 64,
+            rows: 128,
+            box_cols: 64,
+            box_rows: 128,
+        };
+        let maps = [MapArg { buffer: 1, spec }, MapArg { buffer: 0, spec }];
+        let scalars = [KernelArg::U32(7), KernelArg::U32(9)];
+        let encode = |p: DevPtr, s: &TileMapSpec| -> Result<TensorMap, GpuError> {
+            let mut m = TensorMap([0; 16]);
+            m.0[0] = p.0;
+            m.0[1] = s.rows;
+            Ok(m)
+        };
+        let args = arguments_with(&bufs, &maps, &scalars, encode).unwrap();
+        let mut m1 = TensorMap([0; 16]);
+        m1.0[..2].copy_from_slice(&[0x2000, 128]);
+        let mut m0 = TensorMap([0; 16]);
+        m0.0[..2].copy_from_slice(&[0x1000, 128]);
+        assert_eq!(
+            args,
+            vec![
+                KernelArg::Ptr(bufs[0]),
+                KernelArg::Ptr(bufs[1]),
+                KernelArg::Ptr(bufs[2]),
+                KernelArg::Map(m1),
+                KernelArg::Map(m0),
+                scalars[0],
+                scalars[1],
+            ]
+        );
+        let far = [MapArg { buffer: 3, spec }];
+        let e = arguments_with(&bufs, &far, &scalars, encode).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("buffer 3 of a launch with 3 buffers"),
+            "{e}"
+        );
+        // The encoder's refusal reaches the caller.
+        let refuse = |_: DevPtr, _: &TileMapSpec| -> Result<TensorMap, GpuError> {
+            Err(GpuError::Invalid("no tensor maps here".into()))
+        };
+        let e = arguments_with(&bufs, &maps, &scalars, refuse).unwrap_err();
+        assert!(e.to_string().contains("no tensor maps here"), "{e}");
+    }
+
     #[test]
     fn arguments_are_laid_out_little_endian_in_their_slots() {
-        assert_eq!(KernelArg::U32(7).bits(), 7);
-        assert_eq!(KernelArg::F32(1.5).bits(), 1.5f32.to_bits() as u64);
+        let first = |a: KernelArg| {
+            let s = a.slot();
+            assert!(s.0[1..].iter().all(|&w| w == 0), "{a:?}");
+            s.0[0]
+        };
+        assert_eq!(first(KernelArg::U32(7)), 7);
+        assert_eq!(first(KernelArg::F32(1.5)), 1.5f32.to_bits() as u64);
         assert_eq!(
-            KernelArg::Ptr(DevPtr(0x1234_5678_9abc)).bits(),
+            first(KernelArg::Ptr(DevPtr(0x1234_5678_9abc))),
             0x1234_5678_9abc
         );
+        let map = TensorMap(std::array::from_fn(|i| i as u64 * 3 + 1));
+        assert_eq!(KernelArg::Map(map).slot().0, map.0);
+        assert_eq!(std::mem::align_of::<ArgSlot>(), 64);
+        assert_eq!(std::mem::size_of::<ArgSlot>(), 128);
     }
 }

@@ -9,7 +9,7 @@
 //! caches them, and compiles in a bounded child process of the same
 //! executable ([`crate::child`]); [`search`] finds vendor libraries and says
 //! which one was taken and why; [`tune`] holds the kernels' tuning knobs and
-//! candidates.
+//! candidates, [`hopper`] the plans of the sm_90a GEMMs.
 
 pub(crate) mod arch;
 pub(crate) mod backend;
@@ -20,6 +20,7 @@ pub(crate) mod devices;
 pub(crate) mod driver;
 pub(crate) mod execute;
 mod graph;
+pub(crate) mod hopper;
 mod host_copy;
 mod launch;
 pub(crate) mod rtc;

@@ -45,6 +45,15 @@ pub const NVRTC: RtcNames = RtcNames {
     version: b"nvrtcVersion\0",
 };
 
+/// NVRTC with PTX as the output: what a compile test reads the
+/// instructions of a target from (NVRTC keeps the PTX of a compile for a
+/// real architecture beside its CUBIN).
+pub const NVRTC_PTX: RtcNames = RtcNames {
+    code_size: b"nvrtcGetPTXSize\0",
+    code: b"nvrtcGetPTX\0",
+    ..NVRTC
+};
+
 type Prog = *mut c_void;
 type CreateFn = unsafe extern "C" fn(
     *mut Prog,

@@ -19,6 +19,7 @@
 //! first candidate. The other ops take no knob on these backends yet.
 
 use super::driver::{Api, Dims, GpuDevice};
+use super::hopper::{self, HopperVariant};
 use super::launch::{self, Plan, BLOCKS_PER_CU, VEC_UNROLL};
 use crate::tuning::{Knob, Tuning};
 use crate::tuning_cache::{KeySpace, TuningCache};
@@ -161,8 +162,31 @@ pub fn candidates(op: &Op, dev: &GpuDevice) -> Vec<Tuning> {
                 (Knob::PerCu, per_cu),
             ]));
         }
-    } else if let Op::GemmF16 { .. } = op {
-        out.extend(f16_variants(dev).iter().map(F16Variant::tuning));
+    } else if let Op::GemmF16 { .. } | Op::LinearF16 { .. } = op {
+        out.extend(hopper_candidates(op, dev));
+        if let Op::GemmF16 { .. } = op {
+            out.extend(f16_variants(dev).iter().map(F16Variant::tuning));
+        }
+    }
+    out
+}
+
+/// On a device whose code has the Hopper kernels: where the built-in
+/// launch is one, the op's own `mma.sync` kernel (`wgmma=0`), and every
+/// other variant that fits the shape.
+fn hopper_candidates(op: &Op, dev: &GpuDevice) -> Vec<Tuning> {
+    let default = hopper::default_for(op, dev);
+    let mut out = Vec::new();
+    if default.is_some() {
+        out.push(Tuning::of(&[(Knob::Wgmma, 0)]));
+    }
+    if dev.has_hopper_kernels() {
+        out.extend(
+            hopper::VARIANTS
+                .iter()
+                .filter(|v| Some(**v) != default && v.fits(op, dev))
+                .map(HopperVariant::tuning),
+        );
     }
     out
 }
@@ -171,7 +195,31 @@ pub fn candidates(op: &Op, dev: &GpuDevice) -> Vec<Tuning> {
 /// beyond the ops' own (`greta_<op>`): what a compile for that target must
 /// contain.
 pub fn variant_symbols(dev: &GpuDevice) -> Vec<String> {
-    f16_variants(dev).iter().map(F16Variant::symbol).collect()
+    f16_variants(dev)
+        .iter()
+        .map(F16Variant::symbol)
+        .chain(hopper::symbols(dev))
+        .collect()
+}
+
+/// The dynamic shared memory a launch of the variant kernel `symbol` takes
+/// (a gemm_f16 `mma.sync` variant or a Hopper kernel); `None` for any other
+/// kernel (they take none).
+pub fn variant_shared_bytes(symbol: &str) -> Option<u32> {
+    CUDA_F16_VARIANTS
+        .iter()
+        .find(|v| v.symbol() == symbol)
+        .map(F16Variant::shared_bytes)
+        .or_else(|| {
+            hopper::VARIANTS
+                .iter()
+                .find(|v| {
+                    ["gemm_f16", "linear_f16"]
+                        .iter()
+                        .any(|op| v.symbol(op) == symbol)
+                })
+                .map(HopperVariant::shared_bytes)
+        })
 }
 
 /// [`variant_symbols`] of a device of `api` with target `arch` (1024
@@ -197,6 +245,8 @@ pub fn variant_symbols_for_target(api: Api, arch: &super::arch::Arch) -> Vec<Str
         runtime_version: String::new(),
         driver_version: String::new(),
         driver_version_raw: 0,
+        kernels_for: Some(arch.clone()),
+        hopper_kernels: api == Api::Cuda && arch.to_string() == "sm_90a",
     };
     variant_symbols(&dev)
 }
@@ -217,10 +267,11 @@ pub fn check(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(), String> {
 /// with its defaults filled in (what a cache stores). An empty tuning is
 /// the built-in launch.
 pub fn plan(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(Plan, Tuning), String> {
-    let base = launch::plan(op, dev);
     if t.0.is_empty() {
-        return Ok((base, Tuning::default()));
+        return Ok((launch::plan(op, dev), Tuning::default()));
     }
+    // The launch on the op's own kernel: what the variants change.
+    let base = launch::builtin(op, dev);
     let api = dev.api.label();
     let unknown = |allowed: &[Knob]| -> Result<(), String> {
         match t.0.keys().find(|k| !allowed.contains(k)) {
@@ -268,8 +319,21 @@ pub fn plan(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(Plan, Tuning), Stri
                 ran,
             ))
         }
+        Op::GemmF16 { .. } | Op::LinearF16 { .. }
+            if dev.api == Api::Cuda && t.get(Knob::Wgmma).is_some() =>
+        {
+            wgmma_plan(op, dev, t, base)
+        }
+        Op::LinearF16 { .. } if dev.api == Api::Cuda => {
+            unknown(&[Knob::Wgmma])?;
+            Ok((base, Tuning::default()))
+        }
         Op::GemmF16 { m, n, k } => {
-            unknown(&[Knob::Bm, Knob::Bn, Knob::Stages])?;
+            if dev.api == Api::Cuda {
+                unknown(&[Knob::Bm, Knob::Bn, Knob::Stages, Knob::Wgmma])?;
+            } else {
+                unknown(&[Knob::Bm, Knob::Bn, Knob::Stages])?;
+            }
             let asked = F16Variant {
                 bm: t.get(Knob::Bm).unwrap_or(0),
                 bn: t.get(Knob::Bn).unwrap_or(0),
@@ -322,6 +386,71 @@ pub fn plan(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(Plan, Tuning), Stri
     }
 }
 
+/// A tuning with `wgmma` of gemm_f16 or linear_f16 on CUDA: 0 the op's own
+/// (`mma.sync`) kernel, alone; 1 a Hopper kernel (`bn` and `stages` name
+/// the variant, the op's default without them), which needs code built for
+/// sm_90a. A shape the variant's tiles do not divide runs the op's own
+/// kernel, as the tuning a cache keeps for a class of shapes may meet one.
+fn wgmma_plan(op: &Op, dev: &GpuDevice, t: &Tuning, base: Plan) -> Result<(Plan, Tuning), String> {
+    let name = op.name();
+    match t.get(Knob::Wgmma) {
+        Some(0) => {
+            if let Some(k) = t.0.keys().find(|k| **k != Knob::Wgmma) {
+                return Err(format!(
+                    "wgmma=0 (the {name} mma.sync kernel) takes no `{k}`; gemm_f16's mma.sync variants are bm, bn and stages without wgmma"
+                ));
+            }
+            Ok((base, Tuning::of(&[(Knob::Wgmma, 0)])))
+        }
+        Some(1) => {
+            if let Some(k) =
+                t.0.keys()
+                    .find(|k| ![Knob::Wgmma, Knob::Bn, Knob::Stages].contains(k))
+            {
+                return Err(format!(
+                    "wgmma=1 (the {name} Hopper kernel) takes no `{k}` (it takes: bn, stages)"
+                ));
+            }
+            if !dev.has_hopper_kernels() {
+                return Err(format!(
+                    "wgmma=1: the Hopper kernels need NVIDIA compute capability 9.0 with code built for sm_90a; this device's code is for {}",
+                    dev.kernels_for
+                        .as_ref()
+                        .map_or_else(|| dev.arch.to_string(), |a| a.to_string())
+                ));
+            }
+            let v = match (t.get(Knob::Bn), t.get(Knob::Stages)) {
+                (None, None) => hopper::default_for(op, dev),
+                (bn, stages) => {
+                    let v = hopper::VARIANTS
+                        .iter()
+                        .copied()
+                        .find(|v| Some(v.bn) == bn && Some(v.stages) == stages)
+                        .ok_or_else(|| {
+                            format!(
+                                "bn={} stages={} is no Hopper variant of {name} (they are: {})",
+                                bn.map_or("-".into(), |b| b.to_string()),
+                                stages.map_or("-".into(), |s| s.to_string()),
+                                hopper::VARIANTS
+                                    .iter()
+                                    .map(|v| format!("bn={} stages={}", v.bn, v.stages))
+                                    .collect::<Vec<_>>()
+                                    .join("; ")
+                            )
+                        })?;
+                    v.fits(op, dev).then_some(v)
+                }
+            };
+            Ok(match v {
+                Some(v) => (hopper::plan(op, v, base), v.tuning()),
+                None => (base, Tuning::default()),
+            })
+        }
+        Some(w) => Err(format!("wgmma={w} is neither 0 nor 1")),
+        None => Ok((base, Tuning::default())),
+    }
+}
+
 /// The tuning a run that asks for none uses: the cache's entry for `op`
 /// when it is a tuning of `op` on `dev` (a damaged or foreign entry is
 /// skipped with a warning and the built-in launch runs), else none.
@@ -362,12 +491,14 @@ pub fn launch_for(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::gpu::arch::Arch;
     use crate::info::DeviceInfo;
     use crate::tuning_cache::TunedEntry;
 
+    /// An H100-class device whose loaded code is for `arch` (`sm_90a`:
+    /// with the Hopper kernels).
     pub(crate) fn cuda_dev(arch: &str) -> GpuDevice {
         GpuDevice {
             api: Api::Cuda,
@@ -389,6 +520,8 @@ mod tests {
             runtime_version: "13.0".into(),
             driver_version: "580.159.04".into(),
             driver_version_raw: 13000,
+            kernels_for: Some(Arch::parse(arch)),
+            hopper_kernels: arch == "sm_90a",
         }
     }
 
@@ -476,6 +609,168 @@ mod tests {
                 assert_eq!(p.dims.block[0], 32 * (bm / 64) * (bn / 64));
             }
         }
+    }
+
+    /// Code built for sm_90a: the Hopper kernel is the built-in launch where
+    /// the shape is whole tiles; `--tune` times it, the op's own kernel
+    /// (`wgmma=0`), the other Hopper variant and (gemm_f16) the mma.sync
+    /// variants, each a launch of its own that plans as asked.
+    #[test]
+    fn on_sm_90a_the_hopper_kernel_is_built_in_and_wgmma_picks_the_family() {
+        let h200 = cuda_dev("sm_90a");
+        let (p, ran) = plan(&F16, &h200, &Tuning::default()).unwrap();
+        assert_eq!(
+            (p.symbol.as_str(), ran),
+            ("greta_gemm_f16_wgmma_bn256_s4", Tuning::default())
+        );
+        assert_eq!(p.maps.len(), 2);
+        let c = candidates(&F16, &h200);
+        assert_eq!(c.len(), 1 + 1 + 1 + CUDA_F16_VARIANTS.len(), "{c:?}");
+        assert_eq!(c[1], Tuning::of(&[(Knob::Wgmma, 0)]));
+        assert_eq!(c[2], hopper::VARIANTS[1].tuning());
+        let mut symbols = std::collections::BTreeSet::new();
+        for t in &c {
+            let (p, ran) = plan(&F16, &h200, t).unwrap_or_else(|e| panic!("{t}: {e}"));
+            if !t.0.is_empty() {
+                assert_eq!(&ran, t);
+            }
+            assert_eq!(p.maps.is_empty(), !p.symbol.contains("wgmma"), "{t}");
+            assert!(symbols.insert(p.symbol.clone()), "{t}: {} twice", p.symbol);
+        }
+        let (p, _) = plan(&F16, &h200, &Tuning::of(&[(Knob::Wgmma, 0)])).unwrap();
+        assert_eq!(
+            (p.symbol.as_str(), p.dims.shared_bytes),
+            ("greta_gemm_f16", 0)
+        );
+        // wgmma=1 alone: the op's default variant.
+        let (p, ran) = plan(&F16, &h200, &Tuning::of(&[(Knob::Wgmma, 1)])).unwrap();
+        assert_eq!(p.symbol, "greta_gemm_f16_wgmma_bn256_s4");
+        assert_eq!(ran, hopper::VARIANTS[0].tuning());
+        // linear_f16: the built-in Hopper launch, wgmma=0, the other tile.
+        let lin = Op::LinearF16 {
+            tokens: 2048,
+            rows: 12288,
+            cols: 4096,
+        };
+        let c = candidates(&lin, &h200);
+        assert_eq!(
+            c,
+            vec![
+                Tuning::default(),
+                Tuning::of(&[(Knob::Wgmma, 0)]),
+                hopper::VARIANTS[1].tuning()
+            ]
+        );
+        let symbols: Vec<String> = c
+            .iter()
+            .map(|t| plan(&lin, &h200, t).unwrap().0.symbol)
+            .collect();
+        assert_eq!(
+            symbols,
+            [
+                "greta_linear_f16_wgmma_bn256_s4",
+                "greta_linear_f16",
+                "greta_linear_f16_wgmma_bn128_s6"
+            ]
+        );
+        // A shape the tiles do not divide: no Hopper candidate, and a
+        // cached Hopper tuning of its class runs the op's own kernel.
+        let odd = Op::GemmF16 {
+            m: 8000,
+            n: 8000,
+            k: 8000,
+        };
+        let c = candidates(&odd, &h200);
+        assert_eq!(c.len(), 1 + CUDA_F16_VARIANTS.len(), "{c:?}");
+        let (p, ran) = plan(&odd, &h200, &hopper::VARIANTS[0].tuning()).unwrap();
+        assert_eq!(
+            (p.symbol.as_str(), ran),
+            ("greta_gemm_f16", Tuning::default())
+        );
+        // On sm_90 code (no sm_90a build): the old candidates only.
+        assert_eq!(
+            candidates(&lin, &cuda_dev("sm_90")),
+            vec![Tuning::default()]
+        );
+    }
+
+    #[test]
+    fn a_wgmma_tuning_that_cannot_run_is_refused_with_why() {
+        let h200 = cuda_dev("sm_90a");
+        let lin = Op::LinearF16 {
+            tokens: 2048,
+            rows: 4096,
+            cols: 4096,
+        };
+        for (op, dev, t, words) in [
+            (
+                F16,
+                cuda_dev("sm_90"),
+                Tuning::of(&[(Knob::Wgmma, 1)]),
+                "code built for sm_90a; this device's code is for sm_90",
+            ),
+            (F16, h200.clone(), Tuning::of(&[(Knob::Wgmma, 2)]), "wgmma=2 is neither 0 nor 1"),
+            (
+                F16,
+                h200.clone(),
+                Tuning::of(&[(Knob::Wgmma, 0), (Knob::Bm, 128)]),
+                "wgmma=0 (the gemm_f16 mma.sync kernel) takes no `bm`",
+            ),
+            (
+                F16,
+                h200.clone(),
+                Tuning::of(&[(Knob::Wgmma, 1), (Knob::Bm, 128)]),
+                "takes no `bm` (it takes: bn, stages)",
+            ),
+            (
+                lin.clone(),
+                h200.clone(),
+                Tuning::of(&[(Knob::Wgmma, 1), (Knob::Bn, 192), (Knob::Stages, 4)]),
+                "bn=192 stages=4 is no Hopper variant of linear_f16 (they are: bn=256 stages=4; bn=128 stages=6)",
+            ),
+            (
+                lin,
+                h200.clone(),
+                Tuning::of(&[(Knob::Bn, 256)]),
+                "the CUDA linear_f16 kernel takes no `bn` (it takes: wgmma)",
+            ),
+            (
+                F16,
+                hip_dev(),
+                Tuning::of(&[(Knob::Wgmma, 1)]),
+                "the HIP gemm_f16 kernel takes no `wgmma`",
+            ),
+        ] {
+            let e = check(&op, &dev, &t).unwrap_err();
+            assert!(e.contains(words), "{t}: {e}");
+        }
+    }
+
+    /// A Hopper winner cached on an sm_90a build is skipped, not an error,
+    /// where the code is sm_90's (`GRETA_CUDA_ARCH=sm_90`, or an NVRTC that
+    /// cannot build sm_90a): the mma.sync kernel runs.
+    #[test]
+    fn a_cached_hopper_tuning_on_sm_90_code_runs_the_old_kernel() {
+        let tmp = tempfile::tempdir().unwrap();
+        let win = hopper::VARIANTS[1];
+        let mut c = TuningCache::open(&info(), Some(tmp.path()));
+        c.put_in(
+            KeySpace::Gpu,
+            &F16,
+            TunedEntry {
+                tuning: win.tuning(),
+                kernel: win.symbol("gemm_f16").trim_start_matches("greta_").into(),
+                median_ns: 1_800_000,
+                measured_op: F16.to_string(),
+            },
+        );
+        c.save().unwrap();
+        let c = TuningCache::open(&info(), Some(tmp.path()));
+        let (p, ran) = launch_for(None, Some(&c), &F16, &cuda_dev("sm_90a")).unwrap();
+        assert_eq!((p.symbol, ran), (win.symbol("gemm_f16"), win.tuning()));
+        assert_eq!(cached(Some(&c), &F16, &cuda_dev("sm_90")), None);
+        let (p, _) = launch_for(None, Some(&c), &F16, &cuda_dev("sm_90")).unwrap();
+        assert_eq!(p.symbol, "greta_gemm_f16");
     }
 
     #[test]
@@ -649,6 +944,19 @@ mod tests {
             variant_symbols(&cuda_dev("sm_90")).len(),
             CUDA_F16_VARIANTS.len()
         );
+        assert_eq!(
+            variant_symbols(&cuda_dev("sm_90a")).len(),
+            CUDA_F16_VARIANTS.len() + 2 * hopper::VARIANTS.len()
+        );
         assert!(variant_symbols(&hip_dev()).is_empty());
+        for v in CUDA_F16_VARIANTS {
+            assert_eq!(variant_shared_bytes(&v.symbol()), Some(v.shared_bytes()));
+        }
+        for v in hopper::VARIANTS {
+            for op in ["gemm_f16", "linear_f16"] {
+                assert_eq!(variant_shared_bytes(&v.symbol(op)), Some(v.shared_bytes()));
+            }
+        }
+        assert_eq!(variant_shared_bytes("greta_gemm_f16"), None);
     }
 }

@@ -393,6 +393,8 @@ impl Driver for Hip {
             runtime_version: device::version_string(self.inner.runtime_version),
             driver_version: device::version_string(dv),
             driver_version_raw: dv as u32,
+            kernels_for: None,
+            hopper_kernels: false,
         })
     }
 
