@@ -24,109 +24,14 @@ const KNOWN_WRONG: KnownWrong = &[];
 /// greta ran on them).
 const UNSEEN_KNOWN_WRONG: KnownWrong = &[
     (
-        "a1111-form-4700g-apu-and-tesla-p40-torch-not-able",
-        "all",
-        "an AMD APU named by its CPU model (\"AMD APU (Ryzen 4700g)\") is no GPU to the scan",
-    ),
-    (
         "a1111-win-form-amd-rx6000-torch-not-able-to-use-gpu",
         "all",
-        "a GPU named only by its family (\"AMD GPUs (RX 6000 above)\") is no GPU to the scan, so the CPU fallback is not raised",
-    ),
-    (
-        "amdvlk-issue-prose-8060s-gfx1151-driverid-lines-both-drivers",
-        "all",
-        "vulkaninfo's `driverID = DRIVER_ID_MESA_RADV` / `driverName = radv` outside a vulkaninfo block name no driver",
-    ),
-    (
-        "bazzite-journal-raphael-igpu-164e-and-dcn32-card-reg-wait",
-        "all",
-        "KFD's `Topology: Add GPU node [0x1002:0x164e]` gives no device id to its GPU",
-    ),
-    (
-        "clinfo-app-sdk-a10-7850k-r7-graphics-two-devices",
-        "all",
-        "a clinfo device block cut before its `Name:` gives no device",
-    ),
-    (
-        "clinfo-rocm1.6-fiji-board-name-r9-fury-nano",
-        "all",
-        "the board name clinfo printed is replaced by a product name",
-    ),
-    (
-        "clinfo-rocm1.6-mi25-board-device-6860-four-devices",
-        "all",
-        "a clinfo device block cut before its `Name:` gives no device",
-    ),
-    (
-        "cosmic-fetch-list-dmesg-5700xt-ring-reset-failed-baco",
-        "all",
-        "a kernel log's GPU known only by its address does not take the one GPU the paste names",
-    ),
-    (
-        "fastfetch-json-unindented-raphael-and-rx7600",
-        "all",
-        "a codename whose vendor stands on another line of its record (JSON `\"vendor\": \"AMD\"`) is no GPU",
-    ),
-    (
-        "inxi-pinxi-Gay1-cedar-hd5000-series-radeon-driver-terascale",
-        "all",
-        "a codename and the PCI id of a card of that chip are two GPUs",
-    ),
-    (
-        "k8s-node-labels-mi300x-vf-74b5-eight-gpus-driver-6.8.5",
-        "all",
-        "AMD's Kubernetes node labels are a format no reader knows (eight GPUs as a count, the driver version)",
-    ),
-    (
-        "koboldcpp-rocm-fork-set-hsa-override-10.3.0-banner",
-        "all",
-        "an override an application sets and prints (`Set AMD HSA_OVERRIDE_GFX_VERSION to 10.3.0`) is not read",
-    ),
-    (
-        "koboldcpp-rocm-win-radeon-vii-gfx906-hip-5.7.1-unable-to-detect-vram",
-        "all",
-        "the GPU's name on a hardware line is lost to its bare target",
-    ),
-    (
-        "lmstudio-rocmlibs-win-gfx1031-unsupported-engine-node-missing",
-        "all",
-        "a target inside a URL (`ROCmLibs-for-gfx1103-AMD780M-APU`) is taken for a GPU",
+        "a GPU named only by its family (the issue form's \"AMD GPUs (RX 6000 above)\") is no GPU to the scan: a family name is as often a support list as a machine, so the CPU fallback is not raised",
     ),
     (
         "mcxcl-prose-rx480-r9-nano-dpkg-amdgpu-pro-lshw-cut",
         "all",
-        "a line with \"AMD GPUs\" is skipped as LLVM's target list; two cards of one target would be one GPU",
-    ),
-    (
-        "proxmox-pr-quoted-lspci-nn-rembrandt-680m-1681",
-        "all",
-        "lspci's printed name loses its bracketed product (\"Rembrandt [Radeon 680M]\")",
-    ),
-    (
-        "radeontop-pr-lspci-line-navi23-6650xt-73ef",
-        "all",
-        "lspci's printed name loses its bracketed product (\"Navi 23 [Radeon RX 6650 XT]\")",
-    ),
-    (
-        "rocblas-issue-rocminfo-agent9-7900xtx-node8",
-        "all",
-        "a rocminfo agent cut before its Device Type keeps no Marketing Name",
-    ),
-    (
-        "sdwebui-amdgpu-win10-amd6500xt-glued-torch-not-able",
-        "all",
-        "a model glued to the vendor name (\"AMD6500XT\") is no GPU",
-    ),
-    (
-        "vkd3d-kde-sysinfo-9070xt-relative-dmesg-ring-timeout",
-        "all",
-        "a kernel log's GPU known only by its address does not take the GPUs the paste names; an APU named by its CPU is no GPU",
-    ),
-    (
-        "wmic-videocontroller-key-value-intel-hd-5500",
-        "all",
-        "an Intel name (\"Intel(R) HD Graphics 5500\") is read as AMD's HD 5500 Series",
+        "both cards are read (gfx803 each), but the R9 Nano is named as pci.ids spells it (\"AMD Radeon NANO Series\"), not as the paste does",
     ),
 ];
 
