@@ -789,10 +789,12 @@ fn apu_processor(line: &str) -> Option<String> {
         return None;
     }
     let r = words.iter().position(|w| w.eq_ignore_ascii_case("ryzen"))?;
+    // "Ryzen 4700g", "Ryzen 7 7840U": the model runs to the last word
+    // with a digit of the next two.
     let model = words[r + 1..]
         .iter()
         .take(2)
-        .position(|w| w.contains(|c: char| c.is_ascii_digit()))?;
+        .rposition(|w| w.contains(|c: char| c.is_ascii_digit()))?;
     Some(format!("AMD {}", words[r..=r + 1 + model].join(" ")))
 }
 
@@ -1509,6 +1511,10 @@ mod tests {
             (
                 "machine with with an AMD APU (Ryzen 4700g) and a Nvidea GPU (tesla P40).\n",
                 "AMD Ryzen 4700g",
+            ),
+            (
+                "my laptop's AMD Ryzen 7 7840U APU with 32 GB\n",
+                "AMD Ryzen 7 7840U",
             ),
         ] {
             let g = named(t);
