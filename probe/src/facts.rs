@@ -63,7 +63,8 @@ pub struct Facts {
 }
 
 /// One fact the format-agnostic scan read ("gpu", "rocm_version",
-/// "vulkan_driver"), its value and the `file:line: text` it came from.
+/// "vulkan_driver", and [`GPU_GFX`]: the target it gave a GPU a reader saw
+/// without one), its value and the `file:line: text` it came from.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ScanFact {
     pub fact: String,
@@ -346,6 +347,11 @@ pub struct Signal {
 /// The `seen_by` of a GPU the format-agnostic scan of pasted text named.
 pub const TEXT_SCAN: &str = "text-scan";
 
+/// The `text_scan` fact of a gfx target the scan gave to a GPU a reader
+/// saw without one (a kernel log's GPU at an address, named in the
+/// paste's prose): the GPU is a reader's, its target is not.
+pub const GPU_GFX: &str = "gpu_gfx";
+
 impl Facts {
     /// These facts less what only the format-agnostic scan read (the
     /// entries of `text_scan`): GPUs no reader saw, a ROCm release, a
@@ -361,6 +367,15 @@ impl Facts {
         let mut f = self.clone();
         f.text_scan.clear();
         f.gpus.retain(|g| !g.seen_by.iter().all(|s| s == TEXT_SCAN));
+        // A reader's GPU that only the scan named keeps no target a reader
+        // did not give.
+        for g in &mut f.gpus {
+            if g.seen_by.iter().any(|s| s == TEXT_SCAN)
+                && g.gfx.as_deref().is_some_and(|t| scanned(GPU_GFX, t))
+            {
+                g.gfx = None;
+            }
+        }
         if f.rocm
             .version
             .as_deref()

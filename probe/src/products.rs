@@ -107,11 +107,56 @@ fn table() -> &'static HashMap<String, Product> {
 /// The words of `s` that can make up a key: letters and digits, upper case,
 /// without the noise words.
 pub fn key_words(s: &str) -> Vec<String> {
-    s.split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_ascii_uppercase)
-        .filter(|w| !NOISE.contains(&w.as_str()))
-        .collect()
+    key_word_spans(s).into_iter().map(|w| w.word).collect()
+}
+
+/// One word of [`key_word_spans`]: where it stands in the text (byte
+/// offsets) and its upper-case form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyWord {
+    pub start: usize,
+    pub end: usize,
+    pub word: String,
+}
+
+/// Vendor names people glue to a model ("AMD6500XT", "RadeonRX6600"): the
+/// rest of the word is the model when it starts as one does.
+const GLUED: &[&str] = &["AMD", "RADEON"];
+
+/// [`key_words`] with where each word stands, so a reader of the text can
+/// tell what stands around a product (a bracket after a chip name, another
+/// vendor's name before it).
+pub fn key_word_spans(s: &str) -> Vec<KeyWord> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in s.char_indices().chain(std::iter::once((s.len(), ' '))) {
+        match (c.is_ascii_alphanumeric(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(b)) => {
+                start = None;
+                let mut word = s[b..i].to_ascii_uppercase();
+                let mut from = b;
+                if let Some(g) = GLUED.iter().find(|g| {
+                    word.len() > g.len()
+                        && word.starts_with(*g)
+                        && (word.as_bytes()[g.len()].is_ascii_digit()
+                            || word[g.len()..].starts_with("RX"))
+                }) {
+                    word.drain(..g.len());
+                    from += g.len();
+                }
+                if !NOISE.contains(&word.as_str()) {
+                    out.push(KeyWord {
+                        start: from,
+                        end: i,
+                        word,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// A name's key, as the generator builds it.
@@ -324,6 +369,39 @@ mod tests {
         // A card is no series of itself nor of another card.
         assert!(!series_covers(p("HD5770"), p("HD5770")));
         assert!(!series_covers(p("HD5770"), p("HD5750")));
+    }
+
+    /// A model glued to the vendor's name, as people type it in issue
+    /// forms ("Windows10 + AMD6500XT", stable-diffusion-webui-amdgpu#416;
+    /// "RadeonRX6600"): the model is read; "amdgpu" or "AMDVLK" stay words.
+    #[test]
+    fn a_model_glued_to_the_vendor_name_is_the_model() {
+        let gfx = |t: &str| find(&key_words(t)).and_then(|(_, _, p)| p.gfx.clone());
+        assert_eq!(gfx("at Windows10 + AMD6500XT").as_deref(), Some("gfx1034"));
+        assert_eq!(gfx("GPU: RadeonRX6600").as_deref(), Some("gfx1032"));
+        assert_eq!(gfx("GPU: AMDRX580").as_deref(), Some("gfx803"));
+        assert_eq!(key_words("amdgpu AMDVLK"), ["AMDGPU", "AMDVLK"]);
+        let w = key_word_spans("x AMD6500XT [y]");
+        assert_eq!(
+            w,
+            [
+                KeyWord {
+                    start: 0,
+                    end: 1,
+                    word: "X".into()
+                },
+                KeyWord {
+                    start: 5,
+                    end: 11,
+                    word: "6500XT".into()
+                },
+                KeyWord {
+                    start: 13,
+                    end: 14,
+                    word: "Y".into()
+                },
+            ]
+        );
     }
 
     #[test]

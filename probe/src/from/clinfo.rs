@@ -63,6 +63,10 @@ pub fn parse(text: &str) -> Facts {
     let mut pending: Option<Gpu> = None;
     // ROCm's clinfo prints `Board name:` before the device's `Name:`.
     let mut board_next: Option<String> = None;
+    // The device block's own `Vendor ID:` and `Device Topology:` (AMD's
+    // layout), which come before its `Name:`.
+    let mut block_amd = false;
+    let mut topology_next: Option<String> = None;
     let flush = |f: &mut Facts, p: &mut Option<Gpu>| {
         if let Some(mut g) = p.take() {
             if g.vendor != Vendor::Cpu {
@@ -93,7 +97,27 @@ pub fn parse(text: &str) -> Facts {
             continue;
         }
         if let Some(v) = field(t, "Device Type") {
+            // A block whose `Name:` never came (a paste cut inside it) is
+            // still the device its board name says.
+            if let Some(g) = cut_block(&mut board_next, device_type_gpu, block_amd, platform_vendor)
+            {
+                flush(&mut f, &mut pending);
+                pending = Some(Gpu {
+                    pci_address: topology_next.take(),
+                    ..g
+                });
+            }
             device_type_gpu = Some(v.contains("GPU"));
+            block_amd = false;
+            topology_next = None;
+            continue;
+        }
+        if let Some(v) = field(t, "Vendor ID") {
+            block_amd = v.eq_ignore_ascii_case("1002h") || v.eq_ignore_ascii_case("0x1002");
+            continue;
+        }
+        if let Some(v) = field(t, "Device Topology") {
+            topology_next = amd_topology(v);
             continue;
         }
         if let Some(v) = t.strip_prefix("Board name:") {
@@ -131,23 +155,114 @@ pub fn parse(text: &str) -> Facts {
             if vendor == Vendor::Other && device_type_gpu != Some(true) {
                 continue;
             }
+            let (name, device_id) = match board_next.take() {
+                Some(b) => {
+                    let id = unnamed_device(&b);
+                    (b, id)
+                }
+                None => (v.to_string(), None),
+            };
             pending = Some(Gpu {
                 vendor,
-                name: board_next.take().unwrap_or_else(|| v.to_string()),
+                name,
+                device_id,
                 gfx,
+                pci_address: topology_next.take(),
                 seen_by: vec!["clinfo".into()],
                 ..Gpu::default()
             });
             device_type_gpu = None;
         }
     }
+    if let Some(g) = cut_block(&mut board_next, device_type_gpu, block_amd, platform_vendor) {
+        flush(&mut f, &mut pending);
+        pending = Some(Gpu {
+            pci_address: topology_next.take(),
+            ..g
+        });
+    }
     flush(&mut f, &mut pending);
     f
+}
+
+/// The GPU of a device block cut before its `Name:` (a paste's end, or a
+/// paste that starts inside a platform's device list): a GPU device of
+/// AMD's platform or vendor id with a board name.
+fn cut_block(
+    board: &mut Option<String>,
+    device_type_gpu: Option<bool>,
+    block_amd: bool,
+    platform_vendor: Vendor,
+) -> Option<Gpu> {
+    if device_type_gpu != Some(true) || !(block_amd || platform_vendor == Vendor::Amd) {
+        return None;
+    }
+    let name = board.take()?;
+    let device_id = unnamed_device(&name);
+    Some(Gpu {
+        vendor: Vendor::Amd,
+        vendor_id: Some(amd::AMD),
+        name: device_id
+            .and_then(|d| amd::pci_name(amd::AMD, d))
+            .map_or(name, str::to_string),
+        device_id,
+        seen_by: vec!["clinfo".into()],
+        ..Gpu::default()
+    })
+}
+
+/// The id of a board name that is no name: `Device 6860`, as pci.ids-less
+/// tools print a device they cannot name.
+fn unnamed_device(board: &str) -> Option<u16> {
+    let hex = board.strip_prefix("Device ")?;
+    (hex.len() == 4)
+        .then(|| u16::from_str_radix(hex, 16).ok())
+        .flatten()
+}
+
+/// AMD's `PCI[ B#6, D#0, F#0 ]` (decimal bus, device, function) as a PCI
+/// address.
+fn amd_topology(v: &str) -> Option<String> {
+    let inner = v.strip_prefix("PCI[")?.strip_suffix(']')?;
+    let mut n = [0u32; 3];
+    for (slot, (part, tag)) in n.iter_mut().zip(inner.split(',').zip(["B#", "D#", "F#"])) {
+        *slot = part.trim().strip_prefix(tag)?.parse().ok()?;
+    }
+    let [b, d, fun] = n;
+    (b <= 0xff && d <= 0x1f && fun <= 7).then(|| format!("0000:{b:02x}:{d:02x}.{fun}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// AMD's clinfo layout cut before the device's `Name:` (ROCm 1.6 on an
+    /// MI25, legacy-rocm-build#216; the APP SDK on an A10-7850K,
+    /// OpenCL-caffe#37, whose paste starts at the device list): the board
+    /// name, its id when the board is `Device XXXX`, and the topology's
+    /// address.
+    #[test]
+    fn a_device_block_cut_before_its_name_is_its_board() {
+        let mi25 = "Number of devices:\t\t\t\t 4\n  Device Type:\t\t\t\t\t CL_DEVICE_TYPE_GPU\n  Vendor ID:\t\t\t\t\t 1002h\n  Board name:\t\t\t\t\t Device 6860\n  Device Topology:\t\t\t\t PCI[ B#6, D#0, F#0 ]\n  Max compute units:\t\t\t\t 64\n";
+        let f = parse(mi25);
+        assert_eq!(f.gpus.len(), 1, "{:?}", f.gpus);
+        assert_eq!(f.gpus[0].device_id, Some(0x6860));
+        assert_eq!(f.gpus[0].pci_address.as_deref(), Some("0000:06:00.0"));
+        assert!(f.gpus[0].name.contains("Vega 10"), "{}", f.gpus[0].name);
+        let apu = "  Platform Name:                                 AMD Accelerated Parallel Processing\nNumber of devices:                               2\n  Device Type:                                   CL_DEVICE_TYPE_GPU\n  Vendor ID:                                     1002h\n  Board name:                                    AMD Radeon(TM) R7 Graphics  \n  Device Topology:                               PCI[ B#0, D#1, F#0 ]\n  Max compute units:                             8\n";
+        let f = parse(apu);
+        assert_eq!(f.gpus.len(), 1, "{:?}", f.gpus);
+        assert_eq!(f.gpus[0].name, "AMD Radeon(TM) R7 Graphics");
+        assert_eq!(f.gpus[0].pci_address.as_deref(), Some("0000:00:01.0"));
+        // The CPU device of the same list is none, named or cut.
+        let cpu = "  Platform Name:     AMD Accelerated Parallel Processing\n  Device Type:   CL_DEVICE_TYPE_CPU\n  Vendor ID:   1002h\n  Board name:\n  Max compute units:  10\n";
+        assert!(parse(cpu).gpus.is_empty());
+        assert_eq!(
+            amd_topology("PCI[ B#131, D#0, F#0 ]").as_deref(),
+            Some("0000:83:00.0")
+        );
+        assert_eq!(amd_topology("PCI[ B#x, D#0, F#0 ]"), None);
+    }
 
     /// ROCm's own clinfo prints `Board name:` before the device's `Name:`;
     /// a grep of it keeps no platform line (ROCm/ROCm#5696).

@@ -338,6 +338,26 @@ fn nvrm_message(text: &str, start: usize) -> String {
     out
 }
 
+/// The AMD device id of KFD's topology line: `Topology: Add GPU node
+/// [0x1002:0x164e]` (vendor first, as kernels of 2025 print it) or `Add dGPU
+/// node [0x73ff:0x1002]` (device first, as earlier ones did); a CPU's `Add
+/// APU node [0x0:0x0]` names none.
+fn kfd_topology_device(s: &str) -> Option<u16> {
+    let p = s.find("Topology: Add ")?;
+    let rest = &s[p..];
+    let ids = rest[rest.find(" node [")? + " node [".len()..]
+        .split_once(']')?
+        .0;
+    let (a, b) = ids.split_once(':')?;
+    let hex = |x: &str| u16::from_str_radix(x.trim().trim_start_matches("0x"), 16).ok();
+    let (a, b) = (hex(a)?, hex(b)?);
+    match (a == amd::AMD, b == amd::AMD) {
+        (true, false) => Some(b),
+        (false, true) => Some(a),
+        _ => None,
+    }
+}
+
 /// The device id a `kfd kfd: ` line names: "DID 7340 is missing in
 /// supported_devices", "added device 1002:74b5", "skipped device 1002:67c4,
 /// PCI rejects atomics".
@@ -466,6 +486,21 @@ impl AmdgpuLines {
             self.last = Some(i);
             return;
         }
+        // KFD adding the GPU to its topology names its id, not its address:
+        // the GPU whose bring-up lines stand around it ("amdgpu: Topology:
+        // Add GPU node [0x1002:0x164e]").
+        if let Some(d) = kfd_topology_device(s) {
+            let i = match cur.or(self.last) {
+                Some(i) if self.gpus[i].device_id.is_none() => i,
+                // A GPU a modesetting line already named.
+                _ if self.gpus.iter().any(|g| g.device_id == Some(d)) => return,
+                _ => self.push(None),
+            };
+            self.gpus[i].device_id = Some(d);
+            self.gpus[i].vendor_id = Some(amd::AMD);
+            self.last = Some(i);
+            return;
+        }
         // A bring-up failure names a GPU even when no line gave its address
         // ("amdgpu: get invalid ip discovery binary signature").
         if self.gpus.is_empty() && s.starts_with("amdgpu") && fails_bring_up(s) {
@@ -586,6 +621,42 @@ mod tests {
         assert_eq!(strip_priority("<123\u{e9}> x"), "<123\u{e9}> x");
         assert_eq!(strip_priority("<6>amdgpu: x"), "amdgpu: x");
         assert_eq!(strip_priority("<12>\u{e9}"), "\u{e9}");
+    }
+
+    /// KFD's topology line gives the id of the GPU whose bring-up lines
+    /// stand around it (a Bazzite journal, ublue-os/bazzite#5729: the
+    /// Raphael iGPU at 12:00.0 beside a card at 03:00.0), in either order
+    /// of its ids, and never a second GPU for one a modesetting line named.
+    #[test]
+    fn the_kfd_topology_line_names_its_gpu() {
+        let t = "Sep 03 23:07:26 bazzite kernel: amdgpu 0000:12:00.0: kiq ring mec 2 pipe 1 q 0\n\
+                 Sep 03 23:07:26 bazzite kernel: amdgpu: Virtual CRAT table created for GPU\n\
+                 Sep 03 23:07:26 bazzite kernel: amdgpu: Topology: Add GPU node [0x1002:0x164e]\n\
+                 Sep 04 14:42:30 HOSTNAME kernel: amdgpu 0000:03:00.0: [drm] REG_WAIT timeout 1us * 100 tries - dcn32_program_compbuf_size line:147\n";
+        let f = parse(t);
+        let got: Vec<_> = f
+            .gpus
+            .iter()
+            .map(|g| (g.pci_address.as_deref(), g.device_id))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Some("0000:12:00.0"), Some(0x164e)),
+                (Some("0000:03:00.0"), None)
+            ]
+        );
+        assert_eq!(
+            kfd_topology_device("amdgpu: Topology: Add dGPU node [0x73ff:0x1002]"),
+            Some(0x73ff)
+        );
+        assert_eq!(
+            kfd_topology_device("amdgpu: Topology: Add APU node [0x0:0x0]"),
+            None
+        );
+        let named = "[    2.1] amdgpu 0000:28:00.0: amdgpu: initializing kernel modesetting (NAVI10 0x1002:0x731F 0x1DA2:0xE411 0xC1).\n\
+                     [    2.9] amdgpu: Topology: Add dGPU node [0x731f:0x1002]\n";
+        assert_eq!(parse(named).gpus.len(), 1);
     }
 
     #[test]

@@ -172,7 +172,11 @@ pub fn override_mention(text: &str) -> Option<String> {
                 after = r.trim_start_matches(|c: char| c.is_ascii_digit());
             }
             rest = after;
-            let Some(v) = after.strip_prefix('=').or_else(|| after.strip_prefix(':')) else {
+            let Some(v) = after
+                .strip_prefix('=')
+                .or_else(|| after.strip_prefix(':'))
+                .or_else(|| set_to(line, after))
+            else {
                 continue;
             };
             let v = v.trim_start_matches(['"', '\'', '\\']);
@@ -186,6 +190,25 @@ pub fn override_mention(text: &str) -> Option<String> {
         }
     }
     found
+}
+
+/// An application saying it set the variable itself, in words: KoboldCpp's
+/// `Set AMD HSA_OVERRIDE_GFX_VERSION to 10.3.0` (a statement of what is in
+/// effect, not advice: the line starts with the verb and the value is a
+/// version).
+fn set_to<'a>(line: &str, after: &'a str) -> Option<&'a str> {
+    let lead = line.trim_start().to_ascii_lowercase();
+    if !(lead.starts_with("set ") || lead.starts_with("setting ")) {
+        return None;
+    }
+    let v = after.strip_prefix(" to ")?.trim_start();
+    let version = v.split(|c: char| c.is_whitespace() || c == ',').next()?;
+    let parts: Vec<&str> = version.trim_end_matches('.').split('.').collect();
+    (parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
+    .then_some(v)
 }
 
 fn apply(text: &str, take: impl Fn(&str) -> bool) -> Facts {
@@ -285,5 +308,29 @@ mod tests {
         ] {
             assert_eq!(override_mention(line).as_deref(), want, "{line}");
         }
+    }
+
+    /// KoboldCpp-ROCm sets the override itself and says so in its banner
+    /// (LostRuins/koboldcpp#936); advice to set it, or ollama's empty map
+    /// entry, is no value in effect.
+    #[test]
+    fn an_override_an_application_says_it_set() {
+        assert_eq!(
+            override_mention("Welcome to KoboldCpp - Version 1.68.yr0-ROCm\nSet AMD HSA_OVERRIDE_GFX_VERSION to 10.3.0\n")
+                .as_deref(),
+            Some("10.3.0")
+        );
+        assert_eq!(
+            override_mention("you can set HSA_OVERRIDE_GFX_VERSION to 10.3.0 and retry\n"),
+            None
+        );
+        assert_eq!(
+            override_mention("Set HSA_OVERRIDE_GFX_VERSION to your card's version\n"),
+            None
+        );
+        assert_eq!(
+            override_mention("env=\"map[HSA_OVERRIDE_GFX_VERSION: HTTPS_PROXY: HTTP_PROXY:]\"\n"),
+            None
+        );
     }
 }

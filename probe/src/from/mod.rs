@@ -20,6 +20,7 @@ pub mod hipconfig;
 pub mod hipinfo;
 pub mod icd_json;
 pub mod jax_env;
+pub mod k8s_labels;
 pub mod kfd_props;
 pub mod llama;
 pub mod ls_dev;
@@ -54,7 +55,7 @@ use loose::{
 pub use readers::{recognise, Format, Reader, READERS};
 use shared_lines::lines_of;
 
-use crate::facts::Facts;
+use crate::facts::{Facts, ScanFact, GPU_GFX, TEXT_SCAN};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -156,6 +157,7 @@ pub fn from_files(paths: &[PathBuf]) -> Result<FromRun, FromError> {
     facts
         .text_scan
         .retain(|s| !stated.iter().any(|(f, v)| *f == s.fact && *v == s.value));
+    scanned_targets(&mut facts, &stated);
     implied_gfx(&mut facts);
     facts.sources = vec![format!(
         "from:{}",
@@ -199,8 +201,51 @@ fn stated_by_readers(parts: &[Facts]) -> Vec<(&'static str, String)> {
                 out.push(("vulkan_driver", v));
             }
         }
+        for g in &p.gpus {
+            let by_reader = g.seen_by.iter().any(|s| s != TEXT_SCAN);
+            if let Some(t) = g.gfx.as_ref().filter(|t| by_reader && !scanned(GPU_GFX, t)) {
+                out.push((GPU_GFX, t.clone()));
+            }
+        }
     }
     out
+}
+
+/// A GPU one file's reader saw and another file's scan named: its target
+/// is the scan's word when no reader of any file gave it, and is recorded
+/// as such (`facts.text_scan`, see [`Facts::readers_only`]).
+fn scanned_targets(facts: &mut Facts, stated: &[(&'static str, String)]) {
+    let mut found = Vec::new();
+    for g in &facts.gpus {
+        let both =
+            g.seen_by.iter().any(|s| s == TEXT_SCAN) && g.seen_by.iter().any(|s| s != TEXT_SCAN);
+        let Some(t) = g.gfx.as_ref().filter(|_| both) else {
+            continue;
+        };
+        // A target a reader's device id implies is no scan's word.
+        let known = stated.iter().any(|(f, v)| *f == GPU_GFX && v == t)
+            || facts
+                .text_scan
+                .iter()
+                .any(|s| s.fact == GPU_GFX && s.value == *t)
+            || g.device_id.and_then(amd::gfx_from_device_id).as_ref() == Some(t);
+        if known {
+            continue;
+        }
+        let evidence = facts
+            .text_scan
+            .iter()
+            .find(|s| s.fact == "gpu" && s.value.contains(t.as_str()))
+            .map(|s| s.evidence.clone());
+        if let Some(evidence) = evidence {
+            found.push(ScanFact {
+                fact: GPU_GFX.into(),
+                value: t.clone(),
+                evidence,
+            });
+        }
+    }
+    facts.text_scan.extend(found);
 }
 
 /// What the pastes imply when no tool printed an AMD GPU's target (class 6 of

@@ -127,6 +127,7 @@ pub const READERS: &[&dyn Reader] = &[
     &hipinfo::READER,
     &agent_enum::READER,
     &module_version::READER,
+    &k8s_labels::READER,
 ];
 
 /// Every format whose markers `text` carries, in [`READERS`] order; a
@@ -310,6 +311,7 @@ mod tests {
             ("hip-info", "device#                           0\nName:                             AMD Radeon RX 7900 XTX\ntotalGlobalMem:                   23.98 GB\nmultiProcessorCount:              48\ngcnArchName:                      gfx1100\n"),
             ("agent-enumerator", "$ rocm_agent_enumerator\ngfx000\ngfx1100\n"),
             ("module-version", "$ cat /sys/module/amdgpu/version\n6.8.5\n"),
+            ("kubernetes-node-labels", "    amd.com/gpu.device-id: 74b5\n    amd.com/gpu.driver-version: 6.8.5\n    beta.amd.com/gpu.device-id.74b5: \"8\"\n"),
         ];
         assert_eq!(samples.len(), READERS.len());
         for r in READERS {

@@ -215,7 +215,8 @@ pub fn parse(text: &str) -> Facts {
                 match key {
                     "Marketing Name" => a.marketing = Some(val.to_string()),
                     "Vendor Name" => a.vendor = Some(val.to_string()),
-                    "Device Type" => a.device_type = Some(val.to_string()),
+                    // A dump cut right after the key gives no type.
+                    "Device Type" if !val.is_empty() => a.device_type = Some(val.to_string()),
                     "Chip ID" => a.chip_id = paren_hex(val).or_else(|| parse_id(val)),
                     "BDFID" => a.bdfid = parse_id(val),
                     "Compute Unit" => a.compute_units = parse_id(val),
@@ -459,5 +460,17 @@ mod tests {
         assert_eq!(f.rocm.runtime_sees_gpu, Some(false));
         let cut = t.replace("*** Done ***\n", "");
         assert_eq!(parse(&cut).rocm.runtime_sees_gpu, None);
+    }
+
+    /// A dump cut right after `Device Type:` (rocBLAS#1380, agent 9 of a
+    /// multi-GPU host): the agent is still the GPU its name says, with its
+    /// marketing name.
+    #[test]
+    fn an_agent_cut_at_its_device_type_is_a_gpu() {
+        let t = "*******                  \nAgent 9                  \n*******                  \n  Name:                    gfx1100                            \n  Uuid:                    GPU-b85e402c0fb3757f               \n  Marketing Name:          Radeon RX 7900 XTX                 \n  Vendor Name:             AMD                                \n  Node:                    8                                  \n  Device Type:";
+        let f = parse(t);
+        assert_eq!(f.gpus.len(), 1);
+        assert_eq!(f.gpus[0].name, "Radeon RX 7900 XTX");
+        assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx1100"));
     }
 }

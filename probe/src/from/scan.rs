@@ -15,7 +15,7 @@
 
 use super::amd;
 use super::shared_lines::lines_of;
-use crate::facts::{Facts, Gpu, ScanFact, Vendor, TEXT_SCAN};
+use crate::facts::{Facts, Gpu, ScanFact, Vendor, GPU_GFX, TEXT_SCAN};
 use crate::merge;
 use crate::products::{self, Product};
 use greta_vocab::VkFamily;
@@ -38,6 +38,16 @@ const GPU_WORDS: &[&str] = &[
     "gpu", "graphics", "radeon", "vga", "display", "video", "card",
 ];
 const VENDOR_WORDS: &[&str] = &["amd", "radeon", "ati ", "amdgpu", "[amd"];
+
+/// lspci's classes of a card's functions that are not its GPU.
+const OTHER_FUNCTIONS: &[&str] = &[
+    "audio device",
+    "audio controller",
+    "usb controller",
+    "serial bus controller",
+    "encryption controller",
+    "signal processing controller",
+];
 
 /// Every word any check of a line looks for (ASCII case ignored): a line
 /// with none of them is skipped before it is lower-cased, so a long paste
@@ -79,15 +89,28 @@ fn triggers() -> &'static aho_corasick::AhoCorasick {
 pub(super) fn scan(text: &str, source: &str) -> Scan {
     let mut out = Scan::default();
     let triggers = triggers();
-    for (n, raw) in lines_of(text).enumerate() {
+    // A record's member may need its neighbours (a JSON object's `"vendor"`
+    // beside its `"name"`): the lines are kept, not only walked.
+    let lines: Vec<&str> = lines_of(text).collect();
+    for (n, raw) in lines.iter().enumerate() {
         let line = head(raw);
         if line.len() < 3 || !triggers.is_match(line) {
             continue;
         }
+        // A link names what its page is about, not this machine's GPU
+        // (`.../ROCmLibs-for-gfx1103-AMD780M-APU/wiki/...`).
+        let linkless;
+        let line = if line.contains("://") {
+            linkless = without_links(line);
+            linkless.as_str()
+        } else {
+            line
+        };
         let lc = line.to_ascii_lowercase();
-        // LLVM's target list ("r600 - AMD GPUs HD2XXX-HD6XXX") names
-        // architectures, not this machine's GPU.
-        if lc.contains("amd gpus") || lc.contains("amd gcn gpus") {
+        // LLVM's target list (`r600       - AMD GPUs HD2XXX-HD6XXX`,
+        // `amdgcn     - AMD GCN GPUs`) names architectures, not this
+        // machine's GPU; "AMD GPUs (RX480 and R9 Nano)" in prose does.
+        if lc.contains("- amd gpus") || lc.contains("- amd gcn gpus") {
             continue;
         }
         let ev = || format!("{source}:{}: {}", n + 1, line.trim());
@@ -105,16 +128,38 @@ pub(super) fn scan(text: &str, source: &str) -> Scan {
                 out.driver_version = Some((v, ev()));
             }
         }
-        if let Some(k) = vulkan_driver(&lc) {
+        if let Some(k) = vulkan_driver(line, &lc) {
             if !out.vulkan.iter().any(|(x, _)| *x == k) {
                 out.vulkan.push((k, ev()));
             }
         }
+        // lspci's line of a card's other function names the card's chip
+        // ("Audio device [0403]: ... [Rembrandt/Strix] [1002:1640]"), not
+        // a GPU of its own.
+        if OTHER_FUNCTIONS.iter().any(|w| lc.contains(w)) {
+            continue;
+        }
         let gpu_word = GPU_WORDS.iter().any(|w| lc.contains(w));
         let vendor_word = VENDOR_WORDS.iter().any(|w| lc.contains(w));
         if gpu_word || vendor_word || ["device", "1002:", "gfx"].iter().any(|w| lc.contains(w)) {
-            for (g, strong) in amd_gpus(line, &lc, gpu_word, vendor_word) {
+            let mut found = amd_gpus(line, &lc, gpu_word, vendor_word);
+            if found.is_empty() {
+                found.extend(cpu_named_apu(line).or_else(|| generic_radeon(line, &lc)));
+            }
+            for (g, strong) in found {
                 out.add(g, strong, ev());
+            }
+        }
+        // A record's vendor member (`"vendor": "AMD"`) vouches for the
+        // chip its name member gives (`"name": "Raphael"`, a codename
+        // that is a product only beside AMD's name).
+        if vendor_word && vendor_member(line) {
+            for (m, name) in record_names(&lines, n) {
+                let nlc = name.to_ascii_lowercase();
+                for (g, _) in amd_gpus(name, &nlc, true, true) {
+                    let line = head(lines[m]);
+                    out.add(g, false, format!("{source}:{}: {}", m + 1, line.trim()));
+                }
             }
         }
         // NVIDIA's brand words, before the line is split into words.
@@ -158,9 +203,11 @@ impl Scan {
         let same = |x: &Gpu| {
             x.vendor == g.vendor
                 && (x.vendor == Vendor::Intel
-                    || (x.gfx.is_some() && x.gfx == g.gfx)
+                    || (x.gfx.is_some() && x.gfx == g.gfx && !two_cards(x, &g))
                     || (x.device_id.is_some() && x.device_id == g.device_id)
                     || products::key_of(&x.name) == products::key_of(&g.name)
+                    || of_chip(x, &g)
+                    || of_chip(&g, x)
                     || in_series(x, &g)
                     || in_series(&g, x))
         };
@@ -170,8 +217,11 @@ impl Scan {
                     x.device_id = g.device_id.or(x.device_id);
                 }
                 // A name the paste printed says more to its reader than
-                // the pci.ids name of an id it printed.
-                if id_named(x) && !id_named(&g) {
+                // the pci.ids name of an id it printed, and any name more
+                // than a bare target.
+                if id_named(x) && !id_named(&g) && !x.name.contains(&g.name)
+                    || target_named(x) && !target_named(&g)
+                {
                     x.name = g.name;
                 }
                 if x.gfx.is_none() {
@@ -190,23 +240,25 @@ impl Scan {
         // A row no reader could tell apart from any other (no name, id,
         // target or address) says a GPU is there, not which: the paste's
         // own words may name it.
-        let readers_saw_gpu = facts.gpus.iter().any(|g| !merge::bare(g));
+        let readers_saw_gpu = facts.gpus.iter().any(|g| !anonymous(g));
         // A bare target is the weakest word: it names no GPU of its own
         // beside a GPU the scan found by name (an override shows there).
         let named = self
             .gpus
             .iter()
-            .any(|(g, _, _)| g.vendor == Vendor::Amd && !g.name.starts_with("AMD GPU ("));
+            .any(|(g, _, _)| g.vendor == Vendor::Amd && !target_named(g));
         let vendors: Vec<Vendor> = self.gpus.iter().map(|(g, _, _)| g.vendor).collect();
         let per_vendor = |v: Vendor| vendors.iter().filter(|&&x| x == v).count();
         for (g, strong, ev) in self.gpus {
-            if readers_saw_gpu && !strong || named && g.name.starts_with("AMD GPU (") {
+            if readers_saw_gpu && !strong || named && target_named(&g) {
                 continue;
             }
             // An id-bearing line beside a reader's GPU adds only a GPU no
             // reader saw (by device id or target).
+            // (The scan's own GPUs were told apart in `add`.)
             let known = facts.gpus.iter().any(|x| {
-                x.vendor == g.vendor
+                !x.seen_by.iter().all(|s| s == TEXT_SCAN)
+                    && x.vendor == g.vendor
                     && ((x.device_id.is_some() && x.device_id == g.device_id)
                         || (x.gfx.is_some() && x.gfx == g.gfx))
             });
@@ -218,7 +270,7 @@ impl Scan {
             // rows or several names which is which is unknown, and the rows
             // stay as the reader gave them.
             let rows: Vec<usize> = (0..facts.gpus.len())
-                .filter(|&i| facts.gpus[i].vendor == g.vendor && merge::bare(&facts.gpus[i]))
+                .filter(|&i| facts.gpus[i].vendor == g.vendor && anonymous(&facts.gpus[i]))
                 .collect();
             let fact = ScanFact {
                 fact: "gpu".into(),
@@ -227,7 +279,30 @@ impl Scan {
             };
             match rows[..] {
                 [] => facts.gpus.push(g),
-                [i] if per_vendor(g.vendor) == 1 => merge::merge_into(&mut facts.gpus[i], g),
+                // More GPUs named than rows: the rows are some of them,
+                // which ones is unknown, and the named GPUs are the
+                // machine's (a kernel log's faulting card beside a system
+                // list naming the card and the processor's iGPU).
+                _ if per_vendor(g.vendor) > rows.len()
+                    && rows.iter().all(|&i| placeless(&facts.gpus[i])) =>
+                {
+                    for &i in rows.iter().rev() {
+                        facts.gpus.remove(i);
+                    }
+                    facts.gpus.push(g);
+                }
+                [i] if per_vendor(g.vendor) == 1 => {
+                    // The row's target is then the scan's word, not its
+                    // reader's: rules that rest on it must know.
+                    if let (None, Some(t)) = (&facts.gpus[i].gfx, &g.gfx) {
+                        facts.text_scan.push(ScanFact {
+                            fact: GPU_GFX.into(),
+                            value: t.clone(),
+                            evidence: fact.evidence.clone(),
+                        });
+                    }
+                    merge::merge_into(&mut facts.gpus[i], g)
+                }
                 _ => continue,
             }
             facts.text_scan.push(fact);
@@ -281,6 +356,52 @@ fn in_series(series: &Gpu, card: &Gpu) -> bool {
         && products::of_device(d).any(|m| products::series_covers(s, m))
 }
 
+/// A reader's row that says a GPU is there but not which: no name, device
+/// id or target (a kernel log's `amdgpu 0000:28:00.0: ring gfx_0.0.0
+/// timeout`, old rocm-smi's `GPU[1] : Temperature: 74.0c`). Its address
+/// tells it from another GPU of the same log, not what it is.
+fn anonymous(g: &Gpu) -> bool {
+    g.device_id.is_none() && g.gfx.is_none() && g.name.is_empty()
+}
+
+/// A row no runtime numbered (no KFD node, HIP index or ROCr UUID): what
+/// it says of the machine is only that a GPU is there.
+fn placeless(g: &Gpu) -> bool {
+    g.kfd_node.is_none() && g.hip_index.is_none() && g.rocr_uuid.is_none()
+}
+
+/// The name the scan gives a GPU known only by a bare target ("AMD GPU
+/// (gfx1151)"): any other name says more.
+fn target_named(g: &Gpu) -> bool {
+    g.name.starts_with("AMD GPU (")
+}
+
+/// Whether two names of one target are two cards: each names its own
+/// product of its own PCI device ("RX480 and R9 Nano", both gfx803). A card
+/// and its chip's codename (no one device), or two names of one device,
+/// stay one GPU.
+fn two_cards(a: &Gpu, b: &Gpu) -> bool {
+    let (Some(p), Some(q)) = (products::in_name(&a.name), products::in_name(&b.name)) else {
+        return false;
+    };
+    p.key != q.key && p.device.is_some() && q.device.is_some() && p.device != q.device
+}
+
+/// Whether `chip` is named by the chip of `card`'s PCI device: inxi's
+/// `Device-1: AMD Cedar [...]` and its `chip-ID: 1002:68f9` (pci.ids:
+/// "Cedar [Radeon HD 5000/6000/7350/8350 Series]") are one card.
+fn of_chip(chip: &Gpu, card: &Gpu) -> bool {
+    let Some(d) = card.device_id else {
+        return false;
+    };
+    let Some(named) = products::in_name(&chip.name) else {
+        return false;
+    };
+    amd::pci_name(amd::AMD, d)
+        .and_then(products::in_name)
+        .is_some_and(|p| p.key == named.key && !p.name.starts_with("AMD "))
+}
+
 /// A name the scan took from pci.ids for a printed device id, not from the
 /// paste's words.
 fn id_named(g: &Gpu) -> bool {
@@ -309,10 +430,10 @@ fn amd_gpus(line: &str, lc: &str, gpu_word: bool, vendor_word: bool) -> Vec<(Gpu
     // One product per item of the list: "Picasso/Raven 2 [Radeon Vega
     // Series / ...]" is one chip under two names.
     let ok = |p: &Product| allowed(p, lc, gpu_word, vendor_word);
-    let found: Vec<&Product> = lc
+    let found: Vec<&Product> = line
         .split([',', ';', '&', '+'])
         .flat_map(|item| item.split(" and "))
-        .filter_map(|item| products::find_where(&products::key_words(item), ok).map(|(_, _, p)| p))
+        .filter_map(|item| own_product(&products::key_word_spans(item), ok).map(|(_, _, p)| p))
         .collect();
     if found.len() > MAX_PER_LINE {
         return out;
@@ -323,7 +444,51 @@ fn amd_gpus(line: &str, lc: &str, gpu_word: bool, vendor_word: bool) -> Vec<(Gpu
     out
 }
 
-/// A GPU of the product table's row alone.
+/// Names of another vendor's products: an AMD key right after one is that
+/// vendor's ("Intel(R) HD Graphics 5500" is no Radeon HD 5500).
+const FOREIGN: &[&str] = &["INTEL", "NVIDIA", "GEFORCE", "QUADRO", "MATROX", "ASPEED"];
+
+/// The first product of the table `words` name that is AMD's: a key right
+/// after another vendor's name is skipped and the search goes on.
+fn own_product(
+    words: &[products::KeyWord],
+    ok: impl Fn(&Product) -> bool,
+) -> Option<(usize, usize, &'static Product)> {
+    let keys: Vec<String> = words.iter().map(|w| w.word.clone()).collect();
+    let mut from = 0;
+    while from < keys.len() {
+        let (i, n, p) = products::find_where(&keys[from..], &ok)?;
+        let i = from + i;
+        if i > 0 && FOREIGN.contains(&keys[i - 1].as_str()) {
+            from = i + 1;
+            continue;
+        }
+        return Some((i, n, p));
+    }
+    None
+}
+
+/// A chip's codename followed by its products in brackets, as pci.ids
+/// spells a device and lspci, clinfo and inxi print it ("Navi 23 [Radeon RX
+/// 6650 XT]", "Rembrandt [Radeon 680M]"): the printed whole is the GPU's
+/// name, not the codename alone.
+fn printed_chip_name(
+    line: &str,
+    words: &[products::KeyWord],
+    (i, n, p): (usize, usize, &Product),
+) -> Option<String> {
+    if p.name.starts_with("AMD ") || p.name.starts_with("ATI ") {
+        return None;
+    }
+    let end = words[i + n - 1].end;
+    let rest = &line[end..];
+    let t = rest.trim_start();
+    let close = t.strip_prefix('[')?.find(']')? + 1;
+    let stop = end + (rest.len() - t.len()) + close + 1;
+    Some(line[words[i].start..stop].trim().to_string())
+}
+
+/// A product of the table's row alone.
 fn product_gpu(p: &Product) -> Gpu {
     Gpu {
         vendor: Vendor::Amd,
@@ -350,10 +515,11 @@ fn amd_gpu(line: &str, lc: &str, gpu_word: bool, vendor_word: bool) -> Option<(G
         let name = line[..p].rsplit(':').next().unwrap_or("").trim();
         (name.to_string(), amd::gfx_from_radv_name(&line[p..]))
     });
-    let words = products::key_words(line);
-    let product =
-        products::find_where(&words, |p| allowed(p, lc, gpu_word, vendor_word)).map(|(_, _, p)| p);
-    let token = amd::find_gfx(line).filter(|_| names_a_device(lc) || lone_target(line, lc));
+    let words = products::key_word_spans(line);
+    let hit = own_product(&words, |p| allowed(p, lc, gpu_word, vendor_word));
+    let product = hit.map(|(_, _, p)| p);
+    let token = amd::find_gfx(line)
+        .filter(|_| (names_a_device(lc) || lone_target(line, lc)) && !build_targets(lc));
     if device.is_none() && radv.is_none() && product.is_none() && token.is_none() {
         return None;
     }
@@ -364,8 +530,9 @@ fn amd_gpu(line: &str, lc: &str, gpu_word: bool, vendor_word: bool) -> Option<(G
             format!("AMD Radeon Graphics [{n}]")
         }
     });
-    let name = product
-        .map(|p| p.name.clone())
+    let name = hit
+        .and_then(|h| printed_chip_name(line, &words, h))
+        .or_else(|| product.map(|p| p.name.clone()))
         .or_else(|| {
             radv.as_ref()
                 .map(|(n, _)| n.clone())
@@ -433,6 +600,241 @@ fn lone_target(line: &str, lc: &str) -> bool {
         .any(|w| lc.contains(w))
 }
 
+/// A line whose gfx target is a build's list, not a GPU of this machine:
+/// an assignment to a key of targets or architectures
+/// (`AMDGPU_TARGETS=gfx1100`, `make GPU_TARGETS=gfx1201`,
+/// `PYTORCH_ROCM_ARCH="gfx1030;gfx1100"`) or a compiler's target flag
+/// (`--offload-arch=gfx90a`, `--offload-arch gfx942`).
+fn build_targets(lc: &str) -> bool {
+    let Some(p) = lc.find("gfx") else {
+        return false;
+    };
+    let word_start = lc[..p].rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    let word = &lc[word_start..p];
+    if let Some((key, _)) = word.split_once(['=', ':']) {
+        if key.contains("target") || key.contains("arch") {
+            return true;
+        }
+    }
+    let before = lc[..word_start].trim_end();
+    let flag = before.rsplit(char::is_whitespace).next().unwrap_or("");
+    flag.contains("offload-arch") || flag.contains("amdgpu-target") || flag == "-mcpu"
+}
+
+/// `line` without its links (`http://...`, `https://...`, up to the next
+/// space, quote or closing bracket).
+fn without_links(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(p) = rest.find("://") {
+        let start = rest[..p]
+            .rfind(|c: char| !c.is_ascii_alphabetic())
+            .map_or(0, |i| i + 1);
+        let end = rest[p..]
+            .find(|c: char| c.is_whitespace() || "\"'<>)]".contains(c))
+            .map_or(rest.len(), |e| p + e);
+        out.push_str(&rest[..start]);
+        out.push(' ');
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A member of a record: `"key": value` (JSON), `key: value`, `key =
+/// value`, `Key=Value` (a list item's `- ` or `* ` dropped). The key is
+/// short and of words; the value has its quotes and trailing comma
+/// dropped.
+fn member(line: &str) -> Option<(String, &str)> {
+    let t = line
+        .trim()
+        .trim_start_matches(['-', '*', '>', ' ', '`'])
+        .trim_start();
+    let (key, value) = if let Some(r) = t.strip_prefix('"') {
+        let (k, v) = r.split_once('"')?;
+        (k, v.trim_start().strip_prefix(':')?)
+    } else {
+        let p = t.find([':', '='])?;
+        (&t[..p], &t[p + 1..])
+    };
+    let key = key.trim();
+    if key.is_empty()
+        || key.len() > 40
+        || !key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || " _-.#()".contains(c))
+    {
+        return None;
+    }
+    let value = value
+        .trim()
+        .trim_end_matches(',')
+        .trim_matches(['"', '\'', '`'])
+        .trim();
+    Some((key.to_ascii_lowercase(), value))
+}
+
+/// A record's member naming its vendor as AMD (`"vendor": "AMD"`, `Card
+/// vendor: Advanced Micro Devices, Inc.`, WMI's `AdapterCompatibility`).
+fn vendor_member(line: &str) -> bool {
+    const KEYS: &[&str] = &[
+        "vendor",
+        "vendor name",
+        "vendorname",
+        "card vendor",
+        "gpu vendor",
+        "device vendor",
+        "manufacturer",
+        "adaptercompatibility",
+    ];
+    member(line).is_some_and(|(k, v)| {
+        let v = v.to_ascii_lowercase();
+        KEYS.contains(&k.as_str())
+            && (v == "amd" || v.starts_with("amd ") || v.contains("advanced micro devices"))
+    })
+}
+
+/// The name members of the record around line `at` (its lines up to a
+/// blank line or a brace, at most 8 either way): (line, value).
+fn record_names<'a>(lines: &[&'a str], at: usize) -> Vec<(usize, &'a str)> {
+    const KEYS: &[&str] = &[
+        "name",
+        "device name",
+        "devicename",
+        "product",
+        "product name",
+        "model",
+        "card name",
+        "marketing name",
+        "board name",
+    ];
+    let mut out = Vec::new();
+    let mut look = |m: usize| -> bool {
+        let l = lines[m];
+        let t = l.trim();
+        if t.is_empty() {
+            return false;
+        }
+        if let Some((k, v)) = member(l) {
+            if KEYS.contains(&k.as_str()) && !v.is_empty() {
+                out.push((m, v));
+            }
+        }
+        !(t.contains('{') || t.contains('}'))
+    };
+    for m in (at.saturating_sub(8)..at).rev() {
+        if !look(m) {
+            break;
+        }
+    }
+    for m in at + 1..lines.len().min(at + 9) {
+        if !look(m) {
+            break;
+        }
+    }
+    out
+}
+
+/// A GPU line that names an APU by its processor, the way KDE's system
+/// information and fetch tools do (`Graphics Processor 2: AMD Ryzen 5 9600X
+/// 6-Core Processor`, `GPU: AMD Ryzen 7 5700G with Radeon Graphics`): the
+/// processor's integrated GPU, its model unknown. A processor on any other
+/// key (`CPU:`, `Model:`) is no GPU.
+fn cpu_named_apu(line: &str) -> Option<(Gpu, bool)> {
+    let on_gpu_key = member(line).and_then(|(key, value)| {
+        let key = key.trim_end_matches(|c: char| c.is_ascii_digit() || c == ' ' || c == '#');
+        [
+            "gpu",
+            "igpu",
+            "graphics",
+            "graphics processor",
+            "video card",
+            "display adapter",
+        ]
+        .contains(&key)
+        .then_some(value)
+    });
+    let name = match on_gpu_key {
+        Some(value) => {
+            let cpu = value.strip_prefix("AMD ").unwrap_or(value);
+            (cpu.starts_with("Ryzen ") && cpu.contains(|c: char| c.is_ascii_digit()))
+                .then(|| value.to_string())?
+        }
+        // "an AMD APU (Ryzen 4700g)", "my Ryzen 5 5600G APU": the word APU
+        // beside a processor model.
+        None => apu_processor(line)?,
+    };
+    Some((
+        Gpu {
+            vendor: Vendor::Amd,
+            vendor_id: Some(amd::AMD),
+            integrated: Some(true),
+            name,
+            seen_by: vec![TEXT_SCAN.into()],
+            ..Default::default()
+        },
+        false,
+    ))
+}
+
+/// The processor of a line that calls it an APU: "APU" as a word, and a
+/// "Ryzen" model (a word with a digit within the next two) on the line;
+/// "AMD APUs" in general name none.
+fn apu_processor(line: &str) -> Option<String> {
+    let words: Vec<&str> = line
+        .split(|c: char| c.is_whitespace() || "(),;:[]".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    if !words.contains(&"APU") {
+        return None;
+    }
+    let r = words.iter().position(|w| w.eq_ignore_ascii_case("ryzen"))?;
+    // "Ryzen 4700g", "Ryzen 7 7840U": the model runs to the last word
+    // with a digit of the next two.
+    let model = words[r + 1..]
+        .iter()
+        .take(2)
+        .rposition(|w| w.contains(|c: char| c.is_ascii_digit()))?;
+    Some(format!("AMD {}", words[r..=r + 1 + model].join(" ")))
+}
+
+/// amdgpu.ids' generic name ("AMD Radeon Graphics", many APUs' and new
+/// cards' name) printed as a device's name: quoted by the tool that printed
+/// it (KoboldCpp's `[('AMD Radeon Graphics', '16304')]`) or a name or GPU
+/// member's whole value. An AMD GPU, its model unknown; a processor's name
+/// "... with Radeon Graphics" names none.
+fn generic_radeon(line: &str, lc: &str) -> Option<(Gpu, bool)> {
+    const NAMES: &[&str] = &["amd radeon graphics", "amd radeon(tm) graphics"];
+    let quoted = NAMES.iter().any(|n| {
+        lc.match_indices(n)
+            .any(|(p, _)| p > 0 && matches!(lc.as_bytes()[p - 1], b'\'' | b'"'))
+    });
+    let valued = member(line).is_some_and(|(k, v)| {
+        [
+            "name",
+            "device name",
+            "gpu",
+            "marketing name",
+            "card name",
+            "product",
+        ]
+        .contains(&k.as_str())
+            && NAMES.contains(&v.to_ascii_lowercase().as_str())
+    });
+    (quoted || valued).then(|| {
+        (
+            Gpu {
+                vendor: Vendor::Amd,
+                vendor_id: Some(amd::AMD),
+                name: "AMD Radeon Graphics".into(),
+                seen_by: vec![TEXT_SCAN.into()],
+                ..Default::default()
+            },
+            false,
+        )
+    })
+}
+
 /// `1002:731f`, or a hex id in parentheses beside AMD's name
 /// (`AMD Radeon Graphics Processor (0x744C)`), when pci.ids calls that
 /// device a GPU (not its audio or USB function).
@@ -445,9 +847,11 @@ fn pci_device(lc: &str, vendor_word: bool) -> Option<u16> {
         .then(|| u16::from_str_radix(&h, 16).ok())
         .flatten()
     };
-    let mut found = lc
-        .match_indices("1002:")
-        .find_map(|(i, _)| hex4(&lc[i + 5..]));
+    // Also KFD's and the modesetting line's `0x1002:0x164e`.
+    let mut found = lc.match_indices("1002:").find_map(|(i, _)| {
+        let rest = &lc[i + 5..];
+        hex4(rest.strip_prefix("0x").unwrap_or(rest))
+    });
     if found.is_none() && vendor_word {
         found = lc
             .match_indices("(0x")
@@ -565,15 +969,18 @@ fn intel_onboard(line: &str) -> Option<Gpu> {
     let i = words
         .iter()
         .position(|w| w.eq_ignore_ascii_case("intel") || w.eq_ignore_ascii_case("intel(r)"))?;
-    let n = match (words.get(i + 1), words.get(i + 2)) {
-        (Some(w), _) if w.eq_ignore_ascii_case("igpu") => 2,
-        (Some(p), Some(k)) if is(p, PLACE) && is(k, KIND) => 3,
+    match (words.get(i + 1), words.get(i + 2)) {
+        (Some(w), _) if w.eq_ignore_ascii_case("igpu") => {}
+        (Some(p), Some(k)) if is(p, PLACE) && is(k, KIND) => {}
         _ => return None,
-    };
+    }
+    // Where it sits says it is the processor's GPU, not which one: the
+    // paste's words ("intel on-board card") are no model name.
     Some(Gpu {
         vendor: Vendor::Intel,
         vendor_id: Vendor::Intel.pci_id(),
-        name: words[i..i + n].join(" "),
+        name: "Intel integrated GPU".into(),
+        integrated: Some(true),
         seen_by: vec![TEXT_SCAN.into()],
         ..Default::default()
     })
@@ -668,8 +1075,19 @@ fn amdgpu_driver_version(line: &str, lc: &str) -> Option<String> {
 }
 
 /// The Vulkan driver a line names: RADV (`(RADV NAVI22)`, `radv 26.1.1`),
-/// AMDVLK (`AMD open source driver`, its driverName).
-fn vulkan_driver(lc: &str) -> Option<VkFamily> {
+/// AMDVLK (`AMD open source driver`, its driverName), or vulkaninfo's own
+/// fields quoted outside its output (`driverID = DRIVER_ID_MESA_RADV`,
+/// `driverName = radv`), read as the vulkaninfo reader reads them.
+fn vulkan_driver(line: &str, lc: &str) -> Option<VkFamily> {
+    if lc.contains("driverid") || lc.contains("drivername") {
+        let field = member(line).filter(|(k, _)| k == "driverid" || k == "drivername");
+        if let Some((_, v)) = field {
+            let k = super::vulkaninfo::kind_from_driver_id(v);
+            if k != VkFamily::Other {
+                return Some(k);
+            }
+        }
+    }
     if lc.contains("(radv ")
         || lc.contains("radv 2")
         || lc.contains(": radv")
@@ -763,7 +1181,7 @@ mod tests {
             got,
             [
                 (Vendor::Amd, "AMD Radeon 390X".into(), Some("gfx701".into())),
-                (Vendor::Intel, "intel on-board card".into(), None),
+                (Vendor::Intel, "Intel integrated GPU".into(), None),
             ]
         );
         assert!(
@@ -788,13 +1206,14 @@ mod tests {
             scan(t, "t").apply(&mut f);
             f.gpus.into_iter().map(|g| g.name).collect()
         };
+        // Where it sits is no model: the GPU is named for what is known.
         assert_eq!(
             names("hi i have, intel on-board card and a GPU\n"),
-            ["intel on-board card"]
+            ["Intel integrated GPU"]
         );
         assert_eq!(
             names("Display: Intel iGPU (disabled in BIOS)\n"),
-            ["Intel iGPU"]
+            ["Intel integrated GPU"]
         );
         for t in [
             "NIC: Intel onboard LAN card\n",
@@ -911,6 +1330,277 @@ mod tests {
         );
         assert_eq!(rocm_version("torch 2.5.1+rocm6.2"), None);
         assert_eq!(rocm_version("ROCm is great"), None);
-        assert_eq!(vulkan_driver("driver : radv 24.3.1"), Some(VkFamily::Radv));
+        let d = |l: &str| vulkan_driver(l, &l.to_ascii_lowercase());
+        assert_eq!(d("driver : radv 24.3.1"), Some(VkFamily::Radv));
+    }
+
+    fn named(text: &str) -> Vec<(Vendor, String, Option<String>)> {
+        let mut f = Facts::default();
+        scan(text, "t").apply(&mut f);
+        f.gpus
+            .into_iter()
+            .map(|g| (g.vendor, g.name, g.gfx))
+            .collect()
+    }
+
+    /// A link's words name its page, not the machine
+    /// (ROCmLibs-for-gfx1103-AMD780M-APU#11: a gfx1031 card, the guide's
+    /// URL naming gfx1103).
+    #[test]
+    fn a_link_names_no_gpu() {
+        let t = "Tried following the wiki\nhttps://github.com/likelovewant/ROCmLibs-for-gfx1103-AMD780M-APU/wiki/Unlock-LM-Studio-on-Any-AMD-GPU-with-ROCm-Guide#using-amd-graphics-cards-with-lm-studio\n\nCopied the files, restarted LMS. The GPU (gfx1031) is still showing up as unsupported\n";
+        assert_eq!(
+            named(t),
+            [(
+                Vendor::Amd,
+                "AMD GPU (gfx1031)".into(),
+                Some("gfx1031".into())
+            )]
+        );
+        assert_eq!(
+            without_links("see <https://x.org/a_gfx90a> now"),
+            "see < > now"
+        );
+    }
+
+    /// LLVM's target list names architectures; "AMD GPUs" in a sentence
+    /// that names two cards of one target is two GPUs (fangq/mcxcl#23).
+    #[test]
+    fn two_cards_of_one_target_are_two_gpus() {
+        assert!(
+            named("    r600       - AMD GPUs HD2XXX-HD6XXX\n    amdgcn     - AMD GCN GPUs\n")
+                .is_empty()
+        );
+        let g = named("on my 16.04 box with AMD GPUs (RX480 and R9 Nano), mcxcl does work well\n");
+        assert_eq!(g.len(), 2, "{g:?}");
+        assert!(
+            g.iter().all(|(_, _, t)| t.as_deref() == Some("gfx803")),
+            "{g:?}"
+        );
+        // A card and its chip's codename stay one GPU.
+        assert_eq!(
+            named("GPU: AMD Radeon RX 7800 XT (Navi 32)\nchip: Navi 32\n").len(),
+            1
+        );
+    }
+
+    /// WMI's `Caption=Intel(R) HD Graphics 5500` (zhimingshenjun/DD_Monitor#44)
+    /// is Intel's GPU, not AMD's HD 5500 Series.
+    #[test]
+    fn another_vendors_product_is_not_amds() {
+        let g =
+            named("AdapterCompatibility=Intel Corporation\nCaption=Intel(R) HD Graphics 5500\n");
+        assert_eq!(g.len(), 1, "{g:?}");
+        assert_eq!(g[0].0, Vendor::Intel);
+        // An AMD card after another vendor's is still AMD's.
+        let g = named("GPUs: NVIDIA GeForce GTX 1080, AMD Radeon RX 580\n");
+        assert!(g.iter().any(|x| x.2.as_deref() == Some("gfx803")), "{g:?}");
+    }
+
+    /// pci.ids spells a device as its chip and its products in brackets,
+    /// and lspci, clinfo and inxi print it so: the printed whole is the
+    /// name (clbr/radeontop#144, isc30/ryzen-gpu-passthrough-proxmox#119
+    /// with the card's audio function on the next line, smxi/inxi#284 with
+    /// the chip id further down).
+    #[test]
+    fn a_chip_and_its_bracketed_products_are_named_as_printed() {
+        let g = named("This adds recognition for `VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Navi 23 [Radeon RX 6650 XT] [1002:73ef] (rev c1)`.\n");
+        assert_eq!(
+            g,
+            [(
+                Vendor::Amd,
+                "Navi 23 [Radeon RX 6650 XT]".into(),
+                Some("gfx1032".into())
+            )]
+        );
+        let t = "Tested in BeeLink Ser6 Pro with PVE 8.4.0 Win11\n\n> 74:00.0 VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Rembrandt [Radeon 680M] [1002:1681] (rev c8)\n> 74:00.1 Audio device [0403]: Advanced Micro Devices, Inc. [AMD/ATI] Radeon High Definition Audio Controller [Rembrandt/Strix] [1002:1640]\n";
+        assert_eq!(
+            named(t),
+            [(
+                Vendor::Amd,
+                "Rembrandt [Radeon 680M]".into(),
+                Some("gfx1035".into())
+            )]
+        );
+        let t = "  Device-1: AMD Cedar [Radeon HD 5000/6000/7350/8350 Series]\n    vendor: XFX Pine\n    bus-ID: 0a:00.0\n    chip-ID: 1002:68f9\n";
+        let g = named(t);
+        assert_eq!(g.len(), 1, "{g:?}");
+        assert!(g[0].1.starts_with("Cedar"), "{g:?}");
+    }
+
+    /// A kernel log's GPU known by its address only takes the one GPU the
+    /// paste names (pop-os/cosmic-epoch#3764); the target it gets is the
+    /// scan's word, which rules resting on readers alone do not see.
+    #[test]
+    fn a_row_known_by_its_address_takes_the_one_name() {
+        let t = "GPU: AMD ATI Radeon RX 5700 XT\n\nDmesg\n[  312.522692] amdgpu 0000:28:00.0: ring gfx_0.0.0 timeout, signaled seq=57638, emitted seq=57641\n";
+        let mut f = super::super::dmesg::parse(t);
+        assert_eq!(f.gpus.len(), 1);
+        scan(t, "t").apply(&mut f);
+        assert_eq!(f.gpus.len(), 1, "{:?}", f.gpus);
+        let g = &f.gpus[0];
+        assert_eq!(g.pci_address.as_deref(), Some("0000:28:00.0"));
+        assert_eq!(g.gfx.as_deref(), Some("gfx1010"));
+        assert!(g.name.contains("5700 XT"), "{}", g.name);
+        let r = f.readers_only();
+        assert_eq!(r.gpus.len(), 1);
+        assert_eq!(r.gpus[0].gfx, None, "the target is the scan's");
+    }
+
+    /// More GPUs named than the log's nameless rows: the rows are among
+    /// them and the named GPUs are the machine's (KDE's system information
+    /// and a kernel log, HansKristian-Work/vkd3d-proton#3073).
+    #[test]
+    fn more_names_than_rows_are_the_machines_gpus() {
+        let t = "- Graphics Processor 1: AMD Radeon RX 9070 XT\n- Graphics Processor 2: AMD Ryzen 5 9600X 6-Core Processor\n[  +0.000001] amdgpu 0000:03:00.0: ring gfx_0.0.0 timeout, signaled seq=13147780, emitted seq=13147783\n";
+        let mut f = super::super::dmesg::parse(t);
+        scan(t, "t").apply(&mut f);
+        let mut got: Vec<(String, Option<String>, Option<bool>)> = f
+            .gpus
+            .iter()
+            .map(|g| (g.name.clone(), g.gfx.clone(), g.integrated))
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("AMD Radeon RX 9070 XT".into(), Some("gfx1201".into()), None),
+                (
+                    "AMD Ryzen 5 9600X 6-Core Processor".into(),
+                    None,
+                    Some(true)
+                ),
+            ]
+        );
+    }
+
+    /// fastfetch's JSON without its indentation (fastfetch-cli/fastfetch#670):
+    /// the chip codename "Raphael" is a product beside AMD's name, which
+    /// stands on the record's `"vendor"` member.
+    #[test]
+    fn a_records_vendor_vouches_for_its_name() {
+        let t = "},\n\"driver\": \"amdgpu\",\n\"name\": \"Raphael\",\n\"temperature\": null,\n\"type\": \"Unknown\",\n\"vendor\": \"AMD\"\n},\n{\n\"driver\": \"amdgpu\",\n\"name\": \"Radeon RX 7600\",\n\"vendor\": \"AMD\"\n}\n";
+        let mut g: Vec<(String, Option<String>)> =
+            named(t).into_iter().map(|(_, n, t)| (n, t)).collect();
+        g.sort();
+        assert_eq!(
+            g,
+            [
+                ("AMD Radeon RX 7600".into(), Some("gfx1102".into())),
+                ("Raphael".into(), Some("gfx1036".into())),
+            ]
+        );
+        // A record of another vendor vouches for nothing.
+        assert!(named("\"name\": \"Raphael\",\n\"vendor\": \"Intel\"\n").is_empty());
+    }
+
+    /// An APU named by its processor: on a GPU line (KDE, fetch tools) or
+    /// called an APU (stable-diffusion-webui#15217: "an AMD APU (Ryzen
+    /// 4700g)"); a processor on any other line, or APUs in general, none.
+    #[test]
+    fn an_apu_named_by_its_processor() {
+        for (t, name) in [
+            (
+                "- Graphics Processor 2: AMD Ryzen 5 9600X 6-Core Processor\n",
+                "AMD Ryzen 5 9600X 6-Core Processor",
+            ),
+            (
+                "GPU: AMD Ryzen 7 5700G with Radeon Graphics\n",
+                "AMD Ryzen 7 5700G with Radeon Graphics",
+            ),
+            (
+                "machine with with an AMD APU (Ryzen 4700g) and a Nvidea GPU (tesla P40).\n",
+                "AMD Ryzen 4700g",
+            ),
+            (
+                "my laptop's AMD Ryzen 7 7840U APU with 32 GB\n",
+                "AMD Ryzen 7 7840U",
+            ),
+        ] {
+            let g = named(t);
+            assert_eq!(
+                g.iter().filter(|x| x.0 == Vendor::Amd).count(),
+                1,
+                "{t}: {g:?}"
+            );
+            assert!(g.iter().any(|x| x.1 == name), "{t}: {g:?}");
+        }
+        for t in [
+            "CPU: AMD Ryzen 5 9600X 6-Core Processor\n",
+            "Model: AMD Ryzen 5 5600G with Radeon Graphics\n",
+            "ROCm does not support AMD APUs on Windows\n",
+        ] {
+            assert!(named(t).is_empty(), "{t}: {:?}", named(t));
+        }
+    }
+
+    /// A build's target list chooses what to compile for; it names no GPU
+    /// of this machine (ROCm/hip#3465's `AMDGPU_TARGETS=gfx1030`,
+    /// LostRuins/koboldcpp#1798's `make ... GPU_TARGETS=gfx1201`). ollama's
+    /// `gpu_type=gfx1150` does name one.
+    #[test]
+    fn a_build_target_list_names_no_gpu() {
+        for t in [
+            "AMDGPU_TARGETS=gfx1030\n",
+            "`make LLAMA_HIPBLAS=1 GPU_TARGETS=gfx1201 -j$(nproc)`\n",
+            "PYTORCH_ROCM_ARCH=gfx1030\n",
+            "HCC_AMDGPU_TARGET=gfx1030\n",
+            "cmake -DAMDGPU_TARGETS=gfx1100 -DGPU_TARGETS=gfx1100 ..\n",
+            "hipcc --offload-arch=gfx90a kernel.cpp\n",
+            "hipcc --offload-arch gfx942 -O3 device.hip\n",
+        ] {
+            assert!(named(t).is_empty(), "{t}: {:?}", named(t));
+        }
+        assert_eq!(
+            named("msg=\"amdgpu is not supported\" gpu_type=gfx1150 gpu=0\n")[0]
+                .2
+                .as_deref(),
+            Some("gfx1150")
+        );
+    }
+
+    /// amdgpu.ids' generic name as a device's name (KoboldCpp's
+    /// `Detected AMD GPU VRAM from rocminfo: [('AMD Radeon Graphics',
+    /// '16304')] MB`, koboldcpp#1798): an AMD GPU of unknown model.
+    #[test]
+    fn the_generic_radeon_name_of_a_device_is_an_amd_gpu() {
+        let g =
+            named("Detected AMD GPU VRAM from rocminfo: [('AMD Radeon Graphics', '16304')] MB\n");
+        assert_eq!(g, [(Vendor::Amd, "AMD Radeon Graphics".into(), None)]);
+        assert_eq!(named("Marketing Name: AMD Radeon Graphics\n").len(), 1);
+        assert!(named("the AMD Radeon Graphics driver page\n").is_empty());
+    }
+
+    /// vulkaninfo's fields quoted outside its output
+    /// (GPUOpen-Drivers/AMDVLK#420) name the drivers as vulkaninfo does.
+    #[test]
+    fn vulkaninfo_fields_quoted_in_prose_name_their_driver() {
+        let d = |l: &str| vulkan_driver(l, &l.to_ascii_lowercase());
+        assert_eq!(
+            d("  - `driverID = DRIVER_ID_MESA_RADV`"),
+            Some(VkFamily::Radv)
+        );
+        assert_eq!(d("  - `driverName = radv`"), Some(VkFamily::Radv));
+        assert_eq!(
+            d("  - `driverID = DRIVER_ID_AMD_OPEN_SOURCE`"),
+            Some(VkFamily::Amdvlk)
+        );
+        assert_eq!(d("driverName: NVIDIA"), Some(VkFamily::Nvidia));
+    }
+
+    /// A cut rocminfo names the agent by its target first, then its
+    /// marketing name: the name is the product's.
+    #[test]
+    fn a_name_replaces_a_bare_target() {
+        let t =
+            "  Name:                    gfx1100\n  Marketing Name:          Radeon RX 7900 XTX\n";
+        assert_eq!(
+            named(t),
+            [(
+                Vendor::Amd,
+                "AMD Radeon RX 7900 XTX".into(),
+                Some("gfx1100".into())
+            )]
+        );
     }
 }

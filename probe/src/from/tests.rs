@@ -193,3 +193,64 @@ fn every_line_end_ends_a_line() {
     }
     assert_eq!(decode(b"x\ry\r").unwrap(), "x\ny\n");
 }
+
+/// A GPU one file's reader saw (a kernel log's card at an address) that
+/// the scan of the same paste named: its target is the scan's word, and
+/// the facts say so for the rules that rest on readers alone; a target a
+/// reader of another file printed is the reader's.
+#[test]
+fn a_target_only_the_scan_gave_is_kept_apart_from_the_readers() {
+    use crate::facts::{Gpu, Vendor, GPU_GFX, TEXT_SCAN};
+    let merged = || {
+        let mut f = Facts::default();
+        f.gpus.push(Gpu {
+            vendor: Vendor::Amd,
+            pci_address: Some("0000:28:00.0".into()),
+            gfx: Some("gfx1010".into()),
+            seen_by: vec!["dmesg".into(), TEXT_SCAN.into()],
+            ..Gpu::default()
+        });
+        f.text_scan.push(ScanFact {
+            fact: "gpu".into(),
+            value: "AMD Radeon RX 5700 XT (gfx1010)".into(),
+            evidence: "b.txt:1: GPU: AMD ATI Radeon RX 5700 XT".into(),
+        });
+        f
+    };
+    let mut f = merged();
+    scanned_targets(&mut f, &[]);
+    assert!(f
+        .text_scan
+        .iter()
+        .any(|s| s.fact == GPU_GFX && s.value == "gfx1010"));
+    assert_eq!(f.gpus[0].gfx.as_deref(), Some("gfx1010"));
+    assert_eq!(f.readers_only().gpus[0].gfx, None);
+    // Another file's reader printed it: the reader's word.
+    let mut f = merged();
+    scanned_targets(&mut f, &[(GPU_GFX, "gfx1010".into())]);
+    assert!(!f.text_scan.iter().any(|s| s.fact == GPU_GFX));
+    assert_eq!(f.readers_only().gpus[0].gfx.as_deref(), Some("gfx1010"));
+    // What each file's readers stated: a reader's target, not one the
+    // file's scan gave.
+    let mut part = Facts::default();
+    part.gpus.push(Gpu {
+        vendor: Vendor::Amd,
+        gfx: Some("gfx1100".into()),
+        seen_by: vec!["rocminfo".into()],
+        ..Gpu::default()
+    });
+    part.gpus.push(Gpu {
+        vendor: Vendor::Amd,
+        gfx: Some("gfx1010".into()),
+        seen_by: vec!["dmesg".into(), TEXT_SCAN.into()],
+        ..Gpu::default()
+    });
+    part.text_scan.push(ScanFact {
+        fact: GPU_GFX.into(),
+        value: "gfx1010".into(),
+        evidence: "a.txt:1: x".into(),
+    });
+    let stated = stated_by_readers(&[part]);
+    assert!(stated.contains(&(GPU_GFX, "gfx1100".into())));
+    assert!(!stated.contains(&(GPU_GFX, "gfx1010".into())));
+}
