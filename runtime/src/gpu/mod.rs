@@ -7,9 +7,9 @@
 //! vendor's run-time compiler, which each driver hands over as a
 //! [`compiler::Compiler`] ([`rtc`] is hiprtc's and NVRTC's shared code),
 //! caches them, and compiles in a bounded child process of the same
-//! executable ([`crate::child`]); [`search`] finds vendor libraries and says
-//! which one was taken and why; [`tune`] holds the kernels' tuning knobs and
-//! candidates.
+//! executable ([`greta_vocab::child::Helper`]); [`tune`] holds the kernels'
+//! tuning knobs and candidates. The vendor libraries themselves are found
+//! and opened by [`crate::locate`].
 
 pub(crate) mod arch;
 pub(crate) mod backend;
@@ -23,11 +23,9 @@ mod graph;
 mod host_copy;
 mod launch;
 pub(crate) mod rtc;
-pub(crate) mod search;
 pub mod tune;
 pub(crate) mod vendor;
 
 pub use backend::GpuBackend;
 pub use compiler::{Compiler, CompilerChoice, CompilerKind};
 pub use driver::Driver;
-pub use search::Loaded;
