@@ -19,7 +19,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use crate::matrix_lanes::{AttnTiling, ATTN_MFMA16};
-use crate::matrix_model::{check_wave_schedules, instr_model, Event, Rng};
+use crate::matrix_model::{check_wave_schedules, h, instr_model, Event, Prefill, Rng};
 use crate::{HostBuf, Op};
 use half::f16;
 
@@ -95,10 +95,6 @@ impl Lds {
         };
         Ok((get(at)?, get(at + 1)?))
     }
-}
-
-fn h(x: f32) -> f32 {
-    f16::from_f32(x).to_f32()
 }
 
 /// One (head, query block) through the path: writes its rows of `o`,
@@ -356,21 +352,14 @@ fn model(
     x: &[HostBuf],
     variant: Variant,
 ) -> Result<(Vec<f32>, Result<(), String>), String> {
-    let Op::AttnPrefillF16 {
+    let Prefill {
         tokens,
         heads,
         head_dim,
         pos0,
-        ..
-    } = *op
-    else {
-        unreachable!("a prefill op")
-    };
-    let f: Vec<Vec<f32>> = x
-        .iter()
-        .map(|b| b.to_f64().iter().map(|&v| v as f32).collect())
-        .collect();
-    let mut o = vec![f32::NAN; tokens * heads * head_dim];
+        qkv: f,
+        out: mut o,
+    } = Prefill::of(op, x);
     let mut schedule = Ok(());
     for hh in 0..heads {
         for q0 in (0..tokens).step_by(BQ) {

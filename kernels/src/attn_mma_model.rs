@@ -14,7 +14,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use crate::matrix_lanes::MMA_SYNC;
-use crate::matrix_model::instr_model;
+use crate::matrix_model::{h, instr_model, Prefill};
 use crate::{HostBuf, Op};
 use half::f16;
 
@@ -62,10 +62,6 @@ fn mma(d: &mut [[f32; 4]], a: &Regs, b: &Regs, bi: usize) {
     for (dl, ol) in d.iter_mut().zip(out) {
         dl.copy_from_slice(&ol);
     }
-}
-
-fn h(x: f32) -> f32 {
-    f16::from_f32(x).to_f32()
 }
 
 /// Where the kernel's K fragment address could go wrong (the model of a
@@ -236,21 +232,14 @@ fn block(
 
 /// The whole op through the model: every head and query block.
 fn model(op: &Op, x: &[HostBuf], variant: Variant) -> Vec<f32> {
-    let Op::AttnPrefillF16 {
+    let Prefill {
         tokens,
         heads,
         head_dim,
         pos0,
-        ..
-    } = *op
-    else {
-        unreachable!("a prefill op")
-    };
-    let f: Vec<Vec<f32>> = x
-        .iter()
-        .map(|b| b.to_f64().iter().map(|&v| v as f32).collect())
-        .collect();
-    let mut o = vec![f32::NAN; tokens * heads * head_dim];
+        qkv: f,
+        out: mut o,
+    } = Prefill::of(op, x);
     for hh in 0..heads {
         for q0 in (0..tokens).step_by(BQ) {
             block(
