@@ -73,20 +73,10 @@ enum Variant {
 }
 
 /// The kernel's output for one (head, query block), `o[tokens][d]`.
-#[allow(clippy::too_many_arguments)]
-fn block(
-    hd: usize,
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-    o: &mut [f32],
-    tokens: usize,
-    heads: usize,
-    pos0: usize,
-    q0: usize,
-    hh: usize,
-    variant: Variant,
-) {
+fn block(p: &mut Prefill, q0: usize, hh: usize, variant: Variant) {
+    let (hd, tokens, heads, pos0) = (p.head_dim, p.tokens, p.heads, p.pos0 as usize);
+    let [q, k, v] = [&p.qkv[0], &p.qkv[1], &p.qkv[2]];
+    let o = &mut p.out;
     let d = heads * hd;
     let (kc, nt) = (hd / 16, hd / 8);
     let row_of = |src: &[f32], r: usize, valid: bool| -> Vec<f32> {
@@ -232,32 +222,11 @@ fn block(
 
 /// The whole op through the model: every head and query block.
 fn model(op: &Op, x: &[HostBuf], variant: Variant) -> Vec<f32> {
-    let Prefill {
-        tokens,
-        heads,
-        head_dim,
-        pos0,
-        qkv: f,
-        out: mut o,
-    } = Prefill::of(op, x);
-    for hh in 0..heads {
-        for q0 in (0..tokens).step_by(BQ) {
-            block(
-                head_dim,
-                &f[0],
-                &f[1],
-                &f[2],
-                &mut o,
-                tokens,
-                heads,
-                pos0 as usize,
-                q0,
-                hh,
-                variant,
-            );
-        }
+    let mut p = Prefill::of(op, x);
+    for (hh, q0) in p.blocks(BQ) {
+        block(&mut p, q0, hh, variant);
     }
-    o
+    p.out
 }
 
 fn inputs(op: &Op, seed: u64) -> Vec<HostBuf> {

@@ -56,6 +56,14 @@ impl Prefill {
             out: vec![f32::NAN; tokens * heads * head_dim],
         }
     }
+
+    /// Every (head, first query row) block of `bq` rows, in the order a
+    /// model runs them.
+    pub(crate) fn blocks(&self, bq: usize) -> Vec<(usize, usize)> {
+        (0..self.heads)
+            .flat_map(|hh| (0..self.tokens).step_by(bq).map(move |q0| (hh, q0)))
+            .collect()
+    }
 }
 
 /// D = A B + C on one instruction tile; registers are `[lane][elem]`.
