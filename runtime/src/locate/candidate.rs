@@ -140,6 +140,20 @@ impl Candidate {
         }
     }
 
+    /// Whether `path` is this candidate's file, by another name too (with
+    /// `/lib` a link to `usr/lib`, `/lib/x86_64-linux-gnu/libvulkan.so.1`
+    /// and `/usr/lib/x86_64-linux-gnu/libvulkan.so.1` are one file).
+    pub(crate) fn is_at(&self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        if self.path == path {
+            return true;
+        }
+        match (std::fs::metadata(&self.path), std::fs::metadata(path)) {
+            (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+            _ => false,
+        }
+    }
+
     /// The rule that put it here, as text (what a loaded library keeps as
     /// its `why`).
     pub fn why(&self) -> String {

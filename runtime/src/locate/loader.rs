@@ -67,7 +67,7 @@ impl LoaderPlaces {
     pub(crate) fn resolve(&self, name: &str, env: &SearchEnv) -> Vec<Candidate> {
         let mut out: Vec<Candidate> = Vec::new();
         let mut add = |path: PathBuf, via: Via, even_missing: bool| {
-            if out.iter().any(|c| c.path == path) {
+            if out.iter().any(|c| c.is_at(&path)) {
                 return;
             }
             let rule = Rule::Loader {

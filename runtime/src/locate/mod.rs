@@ -317,12 +317,12 @@ pub(crate) fn by_names(env: &SearchEnv, names: &[&str]) -> Vec<Candidate> {
     v
 }
 
-/// Adds the candidates of `more` whose path `v` does not hold yet (a file
+/// Adds the candidates of `more` whose file `v` does not hold yet (a file
 /// a folder rule found is not listed again when the loader would find it
-/// too).
+/// too, nor one file under two names).
 fn extend_new(v: &mut Vec<Candidate>, more: Vec<Candidate>) {
     for c in more {
-        if !v.iter().any(|x| x.path == c.path) {
+        if !v.iter().any(|x| x.is_at(&c.path)) {
             v.push(c);
         }
     }

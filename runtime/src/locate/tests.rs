@@ -459,3 +459,23 @@ fn the_search_maps_no_gpu_library() {
     );
     drop(lib);
 }
+
+/// With `/lib64` a link to `usr/lib64` (a merged /usr), the file the cache
+/// names and the one a standard directory holds are one file: listed once.
+#[test]
+fn one_file_under_two_names_is_listed_once() {
+    let p = Planted::new();
+    p.file("/usr/lib64/libvulkan.so.1");
+    p.link("/lib64", "usr/lib64");
+    let cache = greta_vocab::ld_so::cache_with(&[("libvulkan.so.1", "/lib64/libvulkan.so.1")]);
+    fs::create_dir_all(p.at("/etc")).unwrap();
+    fs::write(p.at("/etc/ld.so.cache"), cache).unwrap();
+    assert_eq!(
+        rows(&p, &find_library(VendorLibrary::Vulkan, &p.env()).unwrap()),
+        [row(
+            "/lib64/libvulkan.so.1",
+            "the dynamic loader's search path (ld.so.cache)",
+            "found, not loaded"
+        )]
+    );
+}
