@@ -18,8 +18,8 @@
 // Lane and element indices are written as the kernel writes them.
 #![allow(clippy::needless_range_loop)]
 
-use crate::matrix_lanes::{AttnTiling, ATTN_MFMA16};
-use crate::matrix_model::{check_wave_schedules, instr_model, Event, Rng};
+use crate::matrix_lanes::{AttnTiling, MatrixInstr, ATTN_MFMA16};
+use crate::matrix_model::{check_wave_schedules, h, instr_model, Event, Prefill, Rng};
 use crate::{HostBuf, Op};
 use half::f16;
 
@@ -97,26 +97,40 @@ impl Lds {
     }
 }
 
-fn h(x: f32) -> f32 {
-    f16::from_f32(x).to_f32()
+/// Each lane's A registers of instruction tile (row tile `j`, k step
+/// `kk`), read in pairs from `lds` (row pitch `pitch`, stage of tile `kt`)
+/// as the kernel reads them: the K tile for S, the transposed V tile for O.
+fn a_operand(
+    ins: &MatrixInstr,
+    lds: &Lds,
+    pitch: usize,
+    (j, kk): (usize, usize),
+    kt: usize,
+) -> Result<Vec<Vec<f32>>, String> {
+    let (im, ik) = (ins.m as usize, ins.k as usize);
+    let mut a = vec![vec![0f32; ins.a_elems as usize]; ins.wave as usize];
+    for (l, al) in a.iter_mut().enumerate() {
+        for e in 0..ins.a_elems as usize / 2 {
+            let row = j * im + ins.a_row.eval(l as u32, 2 * e as u32) as usize;
+            let col = kk * ik + ins.a_k.eval(l as u32, 2 * e as u32) as usize;
+            (al[2 * e], al[2 * e + 1]) = lds.word(row * pitch + col, kt)?;
+        }
+    }
+    Ok(a)
 }
 
 /// One (head, query block) through the path: writes its rows of `o`,
 /// returns each wave's shared-memory events.
-#[allow(clippy::too_many_arguments)]
 fn block(
     at: &AttnTiling,
-    hd: usize,
-    x: [&[f32]; 3],
-    o: &mut [f32],
-    tokens: usize,
-    heads: usize,
-    pos0: usize,
+    p: &mut Prefill,
     q0: usize,
     hh: usize,
     variant: Variant,
 ) -> Result<Vec<Vec<Event>>, String> {
-    let [q, k, v] = x;
+    let (hd, tokens, heads, pos0) = (p.head_dim, p.tokens, p.heads, p.pos0 as usize);
+    let [q, k, v] = [&p.qkv[0], &p.qkv[1], &p.qkv[2]];
+    let o = &mut p.out;
     let ins = &at.instr;
     let (im, inn, ik) = (ins.m as usize, ins.n as usize, ins.k as usize);
     let wave = ins.wave as usize;
@@ -223,14 +237,7 @@ fn block(
             let mut s = vec![vec![zero.clone(); qtn]; ktn];
             for kk in 0..dtn {
                 for j in 0..ktn {
-                    let mut a = vec![vec![0f32; ins.a_elems as usize]; wave];
-                    for l in 0..wave {
-                        for e in 0..ins.a_elems as usize / 2 {
-                            let row = j * im + ins.a_row.eval(lane_u(l), 2 * e as u32) as usize;
-                            let col = kk * ik + ins.a_k.eval(lane_u(l), 2 * e as u32) as usize;
-                            (a[l][2 * e], a[l][2 * e + 1]) = ks.word(row * kp + col, kt)?;
-                        }
-                    }
+                    let a = a_operand(ins, &ks, kp, (j, kk), kt)?;
                     for qt in 0..qtn {
                         s[j][qt] = instr_model(ins, &a, &qf[w][qt][kk], &s[j][qt])?;
                     }
@@ -303,14 +310,7 @@ fn block(
             // O^T += V^T P^T.
             for kk in 0..ktn {
                 for j in 0..dtn {
-                    let mut a = vec![vec![0f32; ins.a_elems as usize]; wave];
-                    for l in 0..wave {
-                        for e in 0..ins.a_elems as usize / 2 {
-                            let row = j * im + ins.a_row.eval(lane_u(l), 2 * e as u32) as usize;
-                            let col = kk * ik + ins.a_k.eval(lane_u(l), 2 * e as u32) as usize;
-                            (a[l][2 * e], a[l][2 * e + 1]) = vt.word(row * vp + col, kt)?;
-                        }
-                    }
+                    let a = a_operand(ins, &vt, vp, (j, kk), kt)?;
                     for qt in 0..qtn {
                         acc[w][qt][j] = instr_model(ins, &a, &p[kk][qt], &acc[w][qt][j])?;
                     }
@@ -356,43 +356,16 @@ fn model(
     x: &[HostBuf],
     variant: Variant,
 ) -> Result<(Vec<f32>, Result<(), String>), String> {
-    let Op::AttnPrefillF16 {
-        tokens,
-        heads,
-        head_dim,
-        pos0,
-        ..
-    } = *op
-    else {
-        unreachable!("a prefill op")
-    };
-    let f: Vec<Vec<f32>> = x
-        .iter()
-        .map(|b| b.to_f64().iter().map(|&v| v as f32).collect())
-        .collect();
-    let mut o = vec![f32::NAN; tokens * heads * head_dim];
+    let mut p = Prefill::of(op, x);
     let mut schedule = Ok(());
-    for hh in 0..heads {
-        for q0 in (0..tokens).step_by(BQ) {
-            let ev = block(
-                &ATTN_MFMA16,
-                head_dim,
-                [&f[0], &f[1], &f[2]],
-                &mut o,
-                tokens,
-                heads,
-                pos0 as usize,
-                q0,
-                hh,
-                variant,
-            )?;
-            if schedule.is_ok() {
-                schedule = check_wave_schedules(&ev)
-                    .map_err(|e| format!("head {hh}, query block {q0}: {e}"));
-            }
+    for (hh, q0) in p.blocks(BQ) {
+        let ev = block(&ATTN_MFMA16, &mut p, q0, hh, variant)?;
+        if schedule.is_ok() {
+            schedule =
+                check_wave_schedules(&ev).map_err(|e| format!("head {hh}, query block {q0}: {e}"));
         }
     }
-    Ok((o, schedule))
+    Ok((p.out, schedule))
 }
 
 /// Fresh f16 inputs of `op` in -1..1.

@@ -14,7 +14,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use crate::matrix_lanes::MMA_SYNC;
-use crate::matrix_model::instr_model;
+use crate::matrix_model::{h, instr_model, Prefill};
 use crate::{HostBuf, Op};
 use half::f16;
 
@@ -64,10 +64,6 @@ fn mma(d: &mut [[f32; 4]], a: &Regs, b: &Regs, bi: usize) {
     }
 }
 
-fn h(x: f32) -> f32 {
-    f16::from_f32(x).to_f32()
-}
-
 /// Where the kernel's K fragment address could go wrong (the model of a
 /// broken kernel, which must fail).
 #[derive(Clone, Copy, PartialEq)]
@@ -77,20 +73,10 @@ enum Variant {
 }
 
 /// The kernel's output for one (head, query block), `o[tokens][d]`.
-#[allow(clippy::too_many_arguments)]
-fn block(
-    hd: usize,
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-    o: &mut [f32],
-    tokens: usize,
-    heads: usize,
-    pos0: usize,
-    q0: usize,
-    hh: usize,
-    variant: Variant,
-) {
+fn block(p: &mut Prefill, q0: usize, hh: usize, variant: Variant) {
+    let (hd, tokens, heads, pos0) = (p.head_dim, p.tokens, p.heads, p.pos0 as usize);
+    let [q, k, v] = [&p.qkv[0], &p.qkv[1], &p.qkv[2]];
+    let o = &mut p.out;
     let d = heads * hd;
     let (kc, nt) = (hd / 16, hd / 8);
     let row_of = |src: &[f32], r: usize, valid: bool| -> Vec<f32> {
@@ -236,39 +222,11 @@ fn block(
 
 /// The whole op through the model: every head and query block.
 fn model(op: &Op, x: &[HostBuf], variant: Variant) -> Vec<f32> {
-    let Op::AttnPrefillF16 {
-        tokens,
-        heads,
-        head_dim,
-        pos0,
-        ..
-    } = *op
-    else {
-        unreachable!("a prefill op")
-    };
-    let f: Vec<Vec<f32>> = x
-        .iter()
-        .map(|b| b.to_f64().iter().map(|&v| v as f32).collect())
-        .collect();
-    let mut o = vec![f32::NAN; tokens * heads * head_dim];
-    for hh in 0..heads {
-        for q0 in (0..tokens).step_by(BQ) {
-            block(
-                head_dim,
-                &f[0],
-                &f[1],
-                &f[2],
-                &mut o,
-                tokens,
-                heads,
-                pos0 as usize,
-                q0,
-                hh,
-                variant,
-            );
-        }
+    let mut p = Prefill::of(op, x);
+    for (hh, q0) in p.blocks(BQ) {
+        block(&mut p, q0, hh, variant);
     }
-    o
+    p.out
 }
 
 fn inputs(op: &Op, seed: u64) -> Vec<HostBuf> {

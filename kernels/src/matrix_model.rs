@@ -12,7 +12,59 @@
 //! offset changes the product and fails the comparison.
 
 use crate::matrix_lanes::{MatrixInstr, BK, BM, BN, HIP_THREADS, INSTRS};
+use crate::{HostBuf, Op};
 use half::f16;
+
+/// `x` as a kernel stores it: rounded to f16.
+pub(crate) fn h(x: f32) -> f32 {
+    f16::from_f32(x).to_f32()
+}
+
+/// Where each model of an attn_prefill_f16 kernel path starts: the op's
+/// shape, its q, k and v as f32, and an output of NaN for the model to
+/// fill (a row it never writes stays NaN and fails the comparison).
+pub(crate) struct Prefill {
+    pub tokens: usize,
+    pub heads: usize,
+    pub head_dim: usize,
+    pub pos0: u32,
+    pub qkv: Vec<Vec<f32>>,
+    pub out: Vec<f32>,
+}
+
+impl Prefill {
+    pub(crate) fn of(op: &Op, x: &[HostBuf]) -> Prefill {
+        let Op::AttnPrefillF16 {
+            tokens,
+            heads,
+            head_dim,
+            pos0,
+            ..
+        } = *op
+        else {
+            unreachable!("a prefill op")
+        };
+        Prefill {
+            tokens,
+            heads,
+            head_dim,
+            pos0,
+            qkv: x
+                .iter()
+                .map(|b| b.to_f64().iter().map(|&v| v as f32).collect())
+                .collect(),
+            out: vec![f32::NAN; tokens * heads * head_dim],
+        }
+    }
+
+    /// Every (head, first query row) block of `bq` rows, in the order a
+    /// model runs them.
+    pub(crate) fn blocks(&self, bq: usize) -> Vec<(usize, usize)> {
+        (0..self.heads)
+            .flat_map(|hh| (0..self.tokens).step_by(bq).map(move |q0| (hh, q0)))
+            .collect()
+    }
+}
 
 /// D = A B + C on one instruction tile; registers are `[lane][elem]`.
 pub(crate) fn instr_model(

@@ -3,7 +3,9 @@
 //! argument), for comparison with the vendor tools (`nvidia-smi -q`,
 //! `amd-smi`): scripts/gpu/telemetry.sh runs both in one call.
 
-use greta_runtime::telemetry::{amd, bus_gpu_count, kfd_gpu_count, nvml, Sampler};
+use greta_runtime::{
+    amd_cards, bus_gpu_count, kfd_gpu_count, AmdSysfsSource, Nvml, NvmlSource, Sampler,
+};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +22,7 @@ fn main() {
         bus_gpu_count(&root, 0x10de),
         kfd_gpu_count(&root)
     );
-    match nvml::Nvml::open() {
+    match Nvml::open() {
         Err(e) => println!("NVML: {e}"),
         Ok(n) => {
             println!("NVML: {} ({})", n.loaded.path.display(), n.loaded.why);
@@ -38,13 +40,13 @@ fn main() {
                     println!("GPU {i} counter unreadable: {b}");
                 }
             }
-            match nvml::NvmlSource::new(n.clone()) {
+            match NvmlSource::new(n.clone()) {
                 Ok(src) => sample(Box::new(src)),
                 Err(e) => println!("NVML sampler: {e}"),
             }
         }
     }
-    let cards = amd::cards(&root);
+    let cards = amd_cards(&root);
     println!("amdgpu cards: {}", cards.len());
     for c in &cards {
         println!("{}: gpu_metrics {:?}", c.name, c.metrics());
@@ -53,11 +55,11 @@ fn main() {
         println!("{}: counters {:?}", c.name, c.counters());
     }
     if !cards.is_empty() {
-        sample(Box::new(amd::SysfsSource::new(&root)));
+        sample(Box::new(AmdSysfsSource::new(&root)));
     }
 }
 
-fn sample(src: Box<dyn greta_runtime::telemetry::Source>) {
+fn sample(src: Box<dyn greta_runtime::TelemetrySource>) {
     match Sampler::start(src, Duration::from_millis(100)) {
         Err(e) => println!("sampler: {e}"),
         Ok(s) => {

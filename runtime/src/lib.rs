@@ -5,21 +5,21 @@
 //! This file is the crate's whole door. The entry points are
 //! backend-agnostic: [`Backend`] is what the smoke gates drive,
 //! [`list_devices`] / [`open`] pick a device, a [`Graph`] is replayed on
-//! it, and [`TuningCache`] keeps the fastest correct tuning per device.
+//! it, [`TuningCache`] keeps the fastest correct tuning per device, and
+//! [`find_library`] says where a vendor library would be loaded from
+//! without loading it.
 //! Vulkan (ash + gpu-allocator, libvulkan loaded at run time), HIP
 //! (libamdhip64 and hiprtc loaded at run time) and its CUDA twin (the CUDA
 //! driver API and NVRTC loaded at run time) are always built in and all
 //! private: nothing of ROCm or CUDA is needed to build or start greta, and
 //! no caller outside reaches a driver. HIP and CUDA share everything above
-//! the FFI (the private `gpu` module). Beside the door stand the
-//! [`child`] runner (bounded child processes of the same executable, where
-//! compiles and device work run) and [`telemetry`] (what a GPU says about
-//! itself while it works).
+//! the FFI (the private `gpu` module). Telemetry (what a GPU says about
+//! itself while it works) is private too: its readers and types are named
+//! below.
 
 mod backend;
 mod build_kernels;
 mod ceiling;
-pub mod child;
 mod compilers;
 mod cuda;
 mod error;
@@ -30,8 +30,9 @@ mod host_copy;
 mod info;
 mod job;
 mod library;
+mod locate;
 mod stress;
-pub mod telemetry;
+mod telemetry;
 mod tuning;
 mod tuning_cache;
 mod vulkan;
@@ -60,6 +61,15 @@ pub use tuning_cache::{shape_class, KeySpace, TunedEntry, TuningCache};
 
 /// Which vendor runtime a backend would load (asked in the device child).
 pub use library::{runtime_library, RuntimeLibrary};
+
+/// Where libamdhip64, libcuda, libnvrtc and libvulkan would be loaded from,
+/// found without loading anything (safe in greta's own process): every
+/// place in the backend's order with the rule that put it there and what
+/// is there now; and a library a backend did open, with why that one.
+pub use locate::{
+    find_library, Candidate as LibraryCandidate, Loaded, Rule as SearchRule, SearchEnv,
+    State as CandidateState, VendorLibrary, Via as LoaderVia,
+};
 
 /// The compile child's side (`greta __gpu compile`).
 pub use compilers::serve_compile;
@@ -91,6 +101,20 @@ pub use vulkan::{
 /// The Vulkan op planner, pure (an op, a tuning and device limits in, the
 /// dispatch out): what the planner's fuzz target drives.
 pub use vulkan::plan::{plan as plan_vulkan, Limits as VulkanLimits, Shader, Waves};
+
+/// What a GPU says about itself while it works: readings sampled during a
+/// gate (power, temperature, clocks and what holds them down), error
+/// counters read around a run, the PCIe link now and at most, and how many
+/// GPUs the node's own records show. NVIDIA through NVML (opened at run
+/// time), AMD from amdgpu's sysfs under a root (a captured tree replays).
+pub use telemetry::amd::{
+    cards as amd_cards, cards_of as amd_cards_of, Card as AmdCard, SysfsSource as AmdSysfsSource,
+};
+pub use telemetry::nvml::{Nvml, NvmlSource};
+pub use telemetry::{
+    bus_gpu_count, kfd_gpu_count, Counter, Limits as ClockLimits, Link, LinkState, Reading,
+    Sampler, Source as TelemetrySource, Timed,
+};
 
 /// Devices of `kind`, as greta numbers them (duplicates of one GPU behind
 /// two drivers listed once; see [`DeviceInfo::also_exposed_by`]).

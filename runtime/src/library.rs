@@ -4,8 +4,9 @@
 //! does: it asks the device child, which calls [`runtime_library`].
 
 use crate::error::RuntimeError;
-use crate::gpu::{Driver, Loaded};
+use crate::gpu::Driver;
 use crate::info::BackendKind;
+use crate::locate::Loaded;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -30,10 +31,13 @@ pub fn runtime_library(
 ) -> Result<RuntimeLibrary, RuntimeError> {
     match kind {
         BackendKind::Hip => {
-            use crate::hip::{compiler_for_target, search_candidates, Hip, SearchEnv};
+            use crate::hip::{compiler_for_target, Hip};
+            use crate::locate::{find_library, SearchEnv, VendorLibrary};
             let mut env = SearchEnv::live();
             env.env_roots.splice(0..0, env_roots.iter().cloned());
-            let hip = Hip::open_from(&search_candidates(&env))?;
+            let found = find_library(VendorLibrary::Hip, &env)
+                .map_err(crate::gpu::driver::GpuError::LibraryMissing)?;
+            let hip = Hip::open_from(&found)?;
             // The target is a placeholder: only which compiler would be
             // used is asked here.
             let compiler = compiler_for_target(&hip, "gfx")

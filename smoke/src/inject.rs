@@ -39,7 +39,7 @@ pub enum Fault {
     /// The PCIe link reads trained at `link`.
     Link {
         device: usize,
-        link: greta_runtime::telemetry::LinkState,
+        link: greta_runtime::LinkState,
     },
     /// An uncorrectable error count of `block` rises during the run.
     Ecc { device: usize, block: String },
@@ -58,7 +58,7 @@ pub enum Limit {
 
 impl Limit {
     /// The limit set in a reading's `limits`.
-    pub fn set(self, l: &mut greta_runtime::telemetry::Limits) {
+    pub fn set(self, l: &mut greta_runtime::ClockLimits) {
         match self {
             Limit::Power => l.power = true,
             Limit::Thermal => l.thermal = true,
@@ -74,7 +74,7 @@ pub struct TelemetryFaults {
     /// The device's index, for the name of a source made up for it.
     pub device: usize,
     pub throttle: Option<Limit>,
-    pub link: Option<greta_runtime::telemetry::LinkState>,
+    pub link: Option<greta_runtime::LinkState>,
     pub ecc: Option<String>,
 }
 
@@ -308,7 +308,7 @@ fn parse_one(spec: &str, gates: &[crate::gates::Gate]) -> Result<Fault, String> 
                 if !(1..=6).contains(&gen) || !(1..=32).contains(&width) {
                     return Err(bad());
                 }
-                greta_runtime::telemetry::LinkState { gen, width }
+                greta_runtime::LinkState { gen, width }
             };
             Ok(Fault::Link { device, link })
         }
@@ -413,17 +413,14 @@ mod tests {
         .unwrap();
         let t0 = f.telemetry(0);
         assert_eq!(t0.throttle, Some(Limit::Thermal));
-        assert_eq!(
-            t0.link,
-            Some(greta_runtime::telemetry::LinkState { gen: 3, width: 8 })
-        );
+        assert_eq!(t0.link, Some(greta_runtime::LinkState { gen: 3, width: 8 }));
         assert_eq!(t0.ecc, None);
         let t1 = f.telemetry(1);
         assert_eq!(
             (t1.throttle, t1.link, t1.ecc.as_deref()),
             (
                 None,
-                Some(greta_runtime::telemetry::LinkState { gen: 1, width: 1 }),
+                Some(greta_runtime::LinkState { gen: 1, width: 1 }),
                 Some("gfx")
             )
         );

@@ -1,5 +1,5 @@
 //! Verdicts over what the GPUs say about themselves
-//! ([`greta_runtime::telemetry`]): pure functions of injected facts, so
+//! (`greta_runtime`'s telemetry readers): pure functions of injected facts, so
 //! every verdict is tested without the fault it catches.
 //!
 //! - [`summarize`] + [`describe`]: a gate's samples as "sustained 612
@@ -22,9 +22,9 @@
 //!    load against the device's maximum: [`link_check`].
 
 use crate::inject::TelemetryFaults;
-use greta_runtime::telemetry::{Counter, Link, Timed};
+use greta_runtime::{Counter, Link, Timed};
 // Part of a gate's telemetry summary (`best_link`), so of the results schema.
-pub use greta_runtime::telemetry::LinkState;
+pub use greta_runtime::LinkState;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -120,14 +120,12 @@ pub fn summarize(samples: &[Timed], device: &str) -> Option<Summary> {
         return None;
     }
     let n = rs.len() as f64;
-    let frac = |f: &dyn Fn(&greta_runtime::telemetry::Reading) -> bool| {
-        rs.iter().filter(|r| f(r)).count() as f64 / n
-    };
+    let frac =
+        |f: &dyn Fn(&greta_runtime::Reading) -> bool| rs.iter().filter(|r| f(r)).count() as f64 / n;
     let inferred = rs.iter().all(|r| r.limits.is_none());
     let power_capped = frac(&power_held);
-    let lim = |f: fn(&greta_runtime::telemetry::Limits) -> bool| {
-        frac(&|r| r.limits.as_ref().is_some_and(f))
-    };
+    let lim =
+        |f: fn(&greta_runtime::ClockLimits) -> bool| frac(&|r| r.limits.as_ref().is_some_and(f));
     let power: Vec<f64> = rs.iter().filter_map(|r| r.power_w).collect();
     let temps: Vec<f64> = rs.iter().filter_map(|r| r.temp_c).collect();
     let clocks: Vec<f64> = rs.iter().filter_map(|r| r.sm_mhz).map(f64::from).collect();
@@ -156,7 +154,7 @@ pub fn summarize(samples: &[Timed], device: &str) -> Option<Summary> {
 
 /// Whether the power cap held the clocks in `r`: its throttle reasons
 /// say so, or, from a source with none, power at [`NEAR_CAP`] of the limit.
-fn power_held(r: &greta_runtime::telemetry::Reading) -> bool {
+fn power_held(r: &greta_runtime::Reading) -> bool {
     match r.limits {
         Some(l) => l.power,
         None => {
@@ -170,7 +168,7 @@ fn power_held(r: &greta_runtime::telemetry::Reading) -> bool {
 /// samples merged (clock and power their mean, temperature its maximum,
 /// the limits any sample saw).
 pub fn series(samples: &[Timed], device: &str, cap: usize) -> Vec<Point> {
-    let rs: Vec<(Duration, &greta_runtime::telemetry::Reading)> = samples
+    let rs: Vec<(Duration, &greta_runtime::Reading)> = samples
         .iter()
         .flat_map(|t| t.readings.iter().map(move |r| (t.at, r)))
         .filter(|(_, r)| r.device == device)
@@ -181,13 +179,11 @@ pub fn series(samples: &[Timed], device: &str, cap: usize) -> Vec<Point> {
     let per = rs.len().div_ceil(cap);
     rs.chunks(per)
         .map(|run| {
-            let vals = |f: &dyn Fn(&greta_runtime::telemetry::Reading) -> Option<f64>| -> Vec<f64> {
+            let vals = |f: &dyn Fn(&greta_runtime::Reading) -> Option<f64>| -> Vec<f64> {
                 run.iter().filter_map(|(_, r)| f(r)).collect()
             };
-            let any = |f: &dyn Fn(&greta_runtime::telemetry::Reading) -> bool| {
-                run.iter().any(|(_, r)| f(r))
-            };
-            let lim = |f: fn(&greta_runtime::telemetry::Limits) -> bool| {
+            let any = |f: &dyn Fn(&greta_runtime::Reading) -> bool| run.iter().any(|(_, r)| f(r));
+            let lim = |f: fn(&greta_runtime::ClockLimits) -> bool| {
                 any(&|r| r.limits.as_ref().is_some_and(f))
             };
             let held = [
@@ -441,7 +437,7 @@ pub fn census_check(c: &Census, backend: &str, seen: usize) -> Result<String, St
 /// on. Dropped without [`Watch::finish`] (a gate that failed early), the
 /// sampler's thread sees its channel close and ends.
 pub struct Watch {
-    sampler: greta_runtime::telemetry::Sampler,
+    sampler: greta_runtime::Sampler,
     devices: Vec<String>,
 }
 
@@ -451,18 +447,20 @@ pub struct Watch {
 /// `None` where there is nothing to read (lavapipe, no NVML, no amdgpu)
 /// and no telemetry fault is injected (`faults`, TEST-ONLY).
 pub fn watch(info: &greta_runtime::DeviceInfo, faults: &TelemetryFaults) -> Option<Watch> {
-    use greta_runtime::telemetry::{amd, nvml, Source};
+    use greta_runtime::{
+        amd_cards_of, AmdSysfsSource, Nvml, NvmlSource, TelemetrySource as Source,
+    };
     let real: Option<(Box<dyn Source>, Vec<String>)> = match info.vendor_id {
         0x10de => (|| {
-            let n = std::sync::Arc::new(nvml::Nvml::open().ok()?);
+            let n = std::sync::Arc::new(Nvml::open().ok()?);
             let index = n.index_of_uuid(&info.uuid.as_ref()?.to_string())?;
-            let b: Box<dyn Source> = Box::new(nvml::NvmlSource::only(n, index));
+            let b: Box<dyn Source> = Box::new(NvmlSource::only(n, index));
             Some((b, vec![format!("nvml:{index}")]))
         })(),
         0x1002 => {
-            let cards = amd::cards_of(std::path::Path::new("/"), info.pci_bus_id.as_deref());
+            let cards = amd_cards_of(std::path::Path::new("/"), info.pci_bus_id.as_deref());
             let names: Vec<String> = cards.iter().map(|c| c.name.clone()).collect();
-            let b: Box<dyn Source> = Box::new(amd::SysfsSource::of(cards));
+            let b: Box<dyn Source> = Box::new(AmdSysfsSource::of(cards));
             (!names.is_empty()).then_some((b, names))
         }
         _ => None,
@@ -480,7 +478,7 @@ pub fn watch(info: &greta_runtime::DeviceInfo, faults: &TelemetryFaults) -> Opti
     } else {
         real?
     };
-    let sampler = greta_runtime::telemetry::Sampler::start(source, SAMPLE_PERIOD).ok()?;
+    let sampler = greta_runtime::Sampler::start(source, SAMPLE_PERIOD).ok()?;
     Some(Watch { sampler, devices })
 }
 
@@ -506,8 +504,8 @@ impl Watch {
 /// What a device's error counters and link are read through, for the
 /// checks before and after a device's run.
 enum Reader {
-    Nvml(std::sync::Arc<greta_runtime::telemetry::nvml::Nvml>, u32),
-    Amd(Vec<greta_runtime::telemetry::amd::Card>),
+    Nvml(std::sync::Arc<greta_runtime::Nvml>, u32),
+    Amd(Vec<greta_runtime::AmdCard>),
     /// TEST-ONLY: faults over a real reader, or over none.
     Injected {
         inner: Option<Box<Reader>>,
@@ -518,15 +516,15 @@ enum Reader {
 
 impl Reader {
     fn of(info: &greta_runtime::DeviceInfo) -> Option<Reader> {
-        use greta_runtime::telemetry::{amd, nvml};
+        use greta_runtime::{amd_cards_of, Nvml};
         match info.vendor_id {
             0x10de => {
-                let n = std::sync::Arc::new(nvml::Nvml::open().ok()?);
+                let n = std::sync::Arc::new(Nvml::open().ok()?);
                 let i = n.index_of_uuid(&info.uuid.as_ref()?.to_string())?;
                 Some(Reader::Nvml(n, i))
             }
             0x1002 => {
-                let cards = amd::cards_of(std::path::Path::new("/"), info.pci_bus_id.as_deref());
+                let cards = amd_cards_of(std::path::Path::new("/"), info.pci_bus_id.as_deref());
                 (!cards.is_empty()).then_some(Reader::Amd(cards))
             }
             _ => None,
@@ -664,8 +662,8 @@ impl NodeWatch {
 /// devices are not one per GPU (Vulkan lists a GPU once per driver and
 /// lavapipe besides).
 pub fn census(kind: greta_runtime::BackendKind, seen: usize) -> Option<NodeCheck> {
-    use greta_runtime::telemetry::{bus_gpu_count, kfd_gpu_count, nvml};
     use greta_runtime::BackendKind;
+    use greta_runtime::{bus_gpu_count, kfd_gpu_count, Nvml};
     let root = std::path::Path::new("/");
     let (name, c) = match kind {
         BackendKind::Hip => (
@@ -681,7 +679,7 @@ pub fn census(kind: greta_runtime::BackendKind, seen: usize) -> Option<NodeCheck
             Census {
                 bus: bus_gpu_count(root, 0x10de),
                 kfd: None,
-                nvml: nvml::Nvml::open()
+                nvml: Nvml::open()
                     .ok()
                     .and_then(|n| n.count().ok())
                     .map(|n| n as usize),

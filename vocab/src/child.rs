@@ -15,6 +15,12 @@
 //!   bytes each (the rest is read and dropped, and [`Captured::cut`] says
 //!   so); stdin bytes are written by a thread, so neither a chatty child nor
 //!   one that never reads its input can block the time limit.
+//!
+//! Where greta runs itself as the child (a kernel compile, device work:
+//! `greta __gpu ...`), the binary registers how to start itself once
+//! ([`set_helper`]), and every layer below asks [`helper`] for it; the
+//! typed requests and replies those children speak are their callers'
+//! (the runtime's compile request, smoke's device-child protocol).
 use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitStatus, Stdio};
@@ -59,7 +65,26 @@ pub struct Finished {
     pub wall: Duration,
 }
 
-/// What a finished child printed, and how it ended (see [`run`]).
+/// How a child that ran to its end (not killed at its limit) ended, and
+/// what it printed (see [`Child::output`]).
+#[derive(Debug)]
+pub struct Exited {
+    pub status: ExitStatus,
+    /// As written (a reply may be any bytes), at most the cap.
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    /// From the start to the end of the child.
+    pub wall: Duration,
+}
+
+impl Exited {
+    /// `exit status 2`, or `killed by signal 6 (SIGABRT)`.
+    pub fn how(&self) -> String {
+        describe(self.status)
+    }
+}
+
+/// What a finished child printed, as text, and how it ended (see [`run`]).
 #[derive(Debug)]
 pub struct Output {
     pub status: ExitStatus,
@@ -122,6 +147,7 @@ pub struct Child {
     merge: bool,
     cap: usize,
     input: Input,
+    name: Option<String>,
 }
 
 impl Child {
@@ -132,7 +158,15 @@ impl Child {
             merge: false,
             cap: DEFAULT_CAP,
             input: Input::Null,
+            name: None,
         }
+    }
+
+    /// What errors call the child ("the hip smoke child", "hipcc"), in
+    /// place of its command line.
+    pub fn named(mut self, what: impl Into<String>) -> Child {
+        self.name = Some(what.into());
+        self
     }
 
     /// Runs the child as the leader of its own process group, killed as a
@@ -171,7 +205,7 @@ impl Child {
 
     /// Starts it; its output is being collected from now on.
     pub fn start(mut self) -> Result<Running, ChildError> {
-        let shown = format!("{:?}", self.cmd);
+        let shown = self.shown();
         self.cmd.stdin(match self.input {
             Input::Null => Stdio::null(),
             _ => Stdio::piped(),
@@ -239,6 +273,37 @@ impl Child {
     /// Starts it and waits at most `limit` (`None`: no limit).
     pub fn finish_within(self, limit: Option<Duration>) -> Result<Finished, ChildError> {
         Ok(self.start()?.finish(limit))
+    }
+
+    /// Runs it to its end within `limit` (`None`: no limit): how it exited
+    /// and what it printed, or an error naming it when it could not start,
+    /// was killed at the limit, or could not be reaped.
+    pub fn output(self, limit: Option<Duration>) -> Result<Exited, ChildError> {
+        let shown = self.shown();
+        let f = self.finish_within(limit)?;
+        if f.timed_out {
+            return Err(ChildError::TimedOut {
+                shown,
+                limit: limit.unwrap_or_default(),
+            });
+        }
+        let status = f.status.ok_or_else(|| ChildError::Wait {
+            shown,
+            source: std::io::Error::other("the child could not be reaped"),
+        })?;
+        Ok(Exited {
+            status,
+            stderr: f.stderr.text(),
+            stdout: f.stdout.bytes,
+            wall: f.wall,
+        })
+    }
+
+    /// Its name, else its command line.
+    fn shown(&self) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("{:?}", self.cmd))
     }
 }
 
@@ -357,22 +422,11 @@ impl Drop for Running {
 /// Runs `cmd` to completion (or kills it after `timeout`), capturing its
 /// output as text: the way greta runs python, uv and pip.
 pub fn run(cmd: Command, timeout: Option<Duration>) -> Result<Output, ChildError> {
-    let shown = format!("{cmd:?}");
-    let f = Child::new(cmd).finish_within(timeout)?;
-    if f.timed_out {
-        return Err(ChildError::TimedOut {
-            shown,
-            limit: timeout.unwrap_or_default(),
-        });
-    }
-    let status = f.status.ok_or_else(|| ChildError::Wait {
-        shown,
-        source: std::io::Error::other("the child could not be reaped"),
-    })?;
+    let e = Child::new(cmd).output(timeout)?;
     Ok(Output {
-        status,
-        stdout: f.stdout.text(),
-        stderr: f.stderr.text(),
+        status: e.status,
+        stdout: String::from_utf8_lossy(&e.stdout).into_owned(),
+        stderr: e.stderr,
     })
 }
 
@@ -405,6 +459,9 @@ fn exit_signal(pid: u32) -> Receiver<()> {
     });
     rx
 }
+
+mod helper;
+pub use helper::{helper, set_helper, Helper, HELPER_CAP};
 
 #[cfg(test)]
 mod tests;

@@ -36,6 +36,7 @@ pub mod dirs;
 mod env_vars;
 mod finding;
 mod gfx;
+pub mod ld_so;
 pub mod number;
 mod pause;
 mod pci_address;

@@ -12,9 +12,10 @@
 //! `smoke` / `devices` (the same requests from flags, for a person).
 
 use crate::cmd::smoke::Args as SmokeArgs;
-use greta_runtime::{child, Api, BuildRequest};
+use greta_runtime::{Api, BuildRequest};
 use greta_smoke::gpu_child::{self, DevicesRequest, GpuBackend, Request};
 use greta_smoke::BackendChoice;
+use greta_vocab::child;
 use serde::Serialize;
 use std::io::Write;
 

@@ -320,26 +320,16 @@ fn a_failure_half_way_leaves_the_machine_as_it_was() {
     assert_eq!(left, 0, "an undo record of a fix that did not happen");
 }
 
-/// The Phoenix APU with a discrete gfx1201 added as KFD node 2 (node 1's
-/// properties with that GPU's target and ids): HIP device 0 is the iGPU.
+/// The Phoenix APU with a discrete gfx1201 added as KFD node 2
+/// (`dgpu-gfx1201-kfd-node.properties`: node 1's properties with that
+/// GPU's target and ids): HIP device 0 is the iGPU.
 #[test]
 fn hip_device_selection_goes_into_the_env_activation() {
     let (_t, m) = machine();
     let nodes = m.join("sys/class/kfd/kfd/topology/nodes");
-    let igpu = std::fs::read_to_string(nodes.join("1/properties")).unwrap();
-    let dgpu: String = igpu
-        .lines()
-        .map(|l| match l.split_whitespace().next() {
-            Some("gfx_target_version") => "gfx_target_version 120001".to_string(),
-            Some("device_id") => "device_id 30032".to_string(),
-            Some("drm_render_minor") => "drm_render_minor 129".to_string(),
-            Some("unique_id") => "unique_id 4660".to_string(),
-            _ => l.to_string(),
-        })
-        .map(|l| l + "\n")
-        .collect();
     std::fs::create_dir_all(nodes.join("2")).unwrap();
-    std::fs::write(nodes.join("2/properties"), dgpu).unwrap();
+    let dgpu = phoenix().join("../dgpu-gfx1201-kfd-node.properties");
+    std::fs::copy(dgpu, nodes.join("2/properties")).unwrap();
     let act = m.join("home/ann/.local/share/greta/envs/rocm6.2/greta-activate");
     std::fs::write(&act, "export GRETA_PROFILE='rocm6.2'\n").unwrap();
     let (code, v, err) = fix(&m, &["--yes"]);

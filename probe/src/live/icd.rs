@@ -9,13 +9,6 @@ use crate::facts::{Facts, Icd};
 use crate::root::{CmdOutput, CmdStatus, Root};
 use greta_vocab::VkFamily;
 
-/// Multiarch directory of this build's target (Debian layout).
-const MULTIARCH: &str = if cfg!(target_arch = "aarch64") {
-    "aarch64-linux-gnu"
-} else {
-    "x86_64-linux-gnu"
-};
-
 /// ELF `e_machine` of this build's target.
 const HOST_MACHINE: u16 = if cfg!(target_arch = "aarch64") {
     183
@@ -24,58 +17,14 @@ const HOST_MACHINE: u16 = if cfg!(target_arch = "aarch64") {
 };
 
 /// Directories the dynamic linker searches, in order: LD_LIBRARY_PATH,
-/// `/etc/ld.so.conf` (with its includes), then the built-in defaults.
+/// `/etc/ld.so.conf` (with its includes), then the built-in defaults
+/// (`greta_vocab::ld_so`, read through the root).
 pub fn lib_dirs(root: &Root) -> Vec<String> {
-    let mut dirs: Vec<String> = Vec::new();
-    let push = |d: &str, dirs: &mut Vec<String>| {
-        let d = d.trim().trim_end_matches('/');
-        if d.starts_with('/') && !dirs.iter().any(|x| x == d) {
-            dirs.push(d.to_string());
-        }
-    };
-    if let Some(ld) = root.env("LD_LIBRARY_PATH") {
-        for d in ld.split([':', ';']) {
-            push(d, &mut dirs);
-        }
-    }
-    let mut conf = Vec::new();
-    ld_so_conf(root, "/etc/ld.so.conf", &mut conf, 0);
-    for d in conf {
-        push(&d, &mut dirs);
-    }
-    for d in [
-        format!("/lib/{MULTIARCH}"),
-        format!("/usr/lib/{MULTIARCH}"),
-        "/lib64".into(),
-        "/usr/lib64".into(),
-        "/lib".into(),
-        "/usr/lib".into(),
-    ] {
-        push(&d, &mut dirs);
-    }
-    dirs
-}
-
-fn ld_so_conf(root: &Root, file: &str, out: &mut Vec<String>, depth: u32) {
-    if depth > 4 {
-        return;
-    }
-    let Ok(text) = root.read(file) else { return };
-    for line in text.lines() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        if let Some(pat) = line.strip_prefix("include").map(str::trim) {
-            // Only the `dir/*.suffix` form is used in practice.
-            let (dir, glob) = pat.rsplit_once('/').unwrap_or(("/etc", pat));
-            let suffix = glob.trim_start_matches('*');
-            for name in root.list(dir) {
-                if glob.starts_with('*') && name.ends_with(suffix) || name == glob {
-                    ld_so_conf(root, &format!("{dir}/{name}"), out, depth + 1);
-                }
-            }
-        } else if line.starts_with('/') {
-            out.push(line.to_string());
-        }
-    }
+    greta_vocab::ld_so::search_dirs(
+        root.env("LD_LIBRARY_PATH"),
+        &|file| root.read(file).ok(),
+        &|dir| root.list(dir),
+    )
 }
 
 /// Finds a bare library name (`libGLX_nvidia.so.0`) the way dlopen would.

@@ -1,7 +1,8 @@
 //! Which GPU each HIP device index is, on a replayed two-GPU machine: the
 //! captured Phoenix APU (gfx1103, KFD node 1) with a second KFD node for a
-//! discrete gfx1201 added (node 2: its properties are node 1's, with that
-//! card's target, device id, render minor and unique id), so the KFD
+//! discrete gfx1201 added (node 2: `dgpu-gfx1201-kfd-node.properties`, node
+//! 1's properties with that card's target, device id (30032), render minor
+//! (129) and unique id (4660)), so the KFD
 //! collector, the HIP order and the doctor's rules run as on a live box.
 
 use std::path::{Path, PathBuf};
@@ -19,20 +20,9 @@ fn phoenix() -> PathBuf {
 fn two_gpus(dir: &Path, env: &[&str]) {
     copy_tree(&phoenix(), dir);
     let nodes = dir.join("sys/class/kfd/kfd/topology/nodes");
-    let igpu = std::fs::read_to_string(nodes.join("1/properties")).unwrap();
-    let dgpu: String = igpu
-        .lines()
-        .map(|l| match l.split_whitespace().next() {
-            Some("gfx_target_version") => "gfx_target_version 120001".to_string(),
-            Some("device_id") => "device_id 30032".to_string(),
-            Some("drm_render_minor") => "drm_render_minor 129".to_string(),
-            Some("unique_id") => "unique_id 4660".to_string(),
-            _ => l.to_string(),
-        })
-        .map(|l| l + "\n")
-        .collect();
     std::fs::create_dir_all(nodes.join("2")).unwrap();
-    std::fs::write(nodes.join("2/properties"), dgpu).unwrap();
+    let dgpu = phoenix().join("../dgpu-gfx1201-kfd-node.properties");
+    std::fs::copy(dgpu, nodes.join("2/properties")).unwrap();
     let mut e = std::fs::read_to_string(dir.join(".greta/env")).unwrap();
     for l in env {
         e.push_str(l);

@@ -12,8 +12,8 @@ pub mod resources;
 use crate::gpu::compile::{CachedObject, KernelCache, KernelSources};
 use crate::gpu::compiler::{CompileError, Compiler};
 use crate::gpu::driver::{Api, Driver};
-use crate::gpu::search::Loaded;
 use crate::hip::{compiler_for_target, Hip};
+use crate::locate::Loaded;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 

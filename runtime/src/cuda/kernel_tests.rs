@@ -8,7 +8,8 @@ use crate::gpu::arch::Arch;
 use crate::gpu::compile::{KernelCache, KernelSources};
 use crate::gpu::driver::Api;
 use crate::gpu::tune::variant_symbols_for_target;
-use crate::gpu::{CompilerChoice, CompilerKind, Loaded};
+use crate::gpu::{CompilerChoice, CompilerKind};
+use crate::locate::Loaded;
 
 #[test]
 fn nvrtc_compiles_every_kernel_and_every_tune_variant_for_sm_80_sm_90_and_sm_90a() {

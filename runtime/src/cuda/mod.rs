@@ -13,8 +13,8 @@ use crate::gpu::driver::{
     Api, DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, GraphH, ModuleH,
     StreamH, TensorMap, TileMapSpec,
 };
-use crate::gpu::search::{self, Candidate, Loaded};
 use crate::gpu::GpuBackend;
+use crate::locate::{self, Candidate, Loaded, Rule, SearchEnv, State, VendorLibrary};
 use cudarc::driver::sys::{self as cu, CUdevice_attribute as A, CUresult};
 use greta_vocab::EnvVars;
 use std::collections::HashMap;
@@ -31,7 +31,7 @@ pub type CudaBackend = GpuBackend<Cuda>;
 /// only a library that defines `cuInit` is kept: anything else would leave
 /// cudarc to load some other libcuda (or none) and blame that.
 pub(crate) fn preload(path: &Path) -> Result<(), String> {
-    search::loadable(path)?;
+    locate::loadable(path)?;
     // SAFETY: loading a vendor library runs its initialisers; that is what
     // using it means.
     let lib = unsafe {
@@ -59,27 +59,49 @@ pub struct Cuda {
 }
 
 impl Cuda {
-    /// Opens libcuda: `$GRETA_CUDA_LIB` (a file), else the loader's names.
+    /// Opens libcuda where the library search finds it: `$GRETA_CUDA_LIB`
+    /// (a file, and then only it), else the files the loader's places hold
+    /// for the names the CUDA bindings ask for, in their order. The file
+    /// taken is kept loaded, so the bindings' own `dlopen` by name gets
+    /// this very library (a file already loaded is not loaded again).
     pub fn open() -> Result<Cuda, GpuError> {
-        let explicit = greta_vocab::Setting::text_path(EnvVars::GRETA_CUDA_LIB)
-            .map_err(GpuError::LibraryMissing)?
-            .map(|s| s.value);
-        let mut why = "the dynamic loader's search path".to_string();
-        if let Some(p) = &explicit {
-            preload(p).map_err(|e| {
-                GpuError::LibraryMissing(format!(
-                    "{}={} cannot be used: {e}",
-                    EnvVars::GRETA_CUDA_LIB,
-                    p.display()
-                ))
-            })?;
-            why = format!("${}", EnvVars::GRETA_CUDA_LIB);
+        let found = locate::find_library(VendorLibrary::Cuda, &SearchEnv::live())
+            .map_err(GpuError::LibraryMissing)?;
+        let mut looked = Vec::new();
+        let mut why = None;
+        for c in &found {
+            let tried = match &c.state {
+                // Names no place holds: the bindings ask the loader below.
+                State::ByName => continue,
+                State::Found => preload(&c.path),
+                other => Err(other.to_string()),
+            };
+            match tried {
+                Ok(()) => {
+                    why = Some(c.why());
+                    break;
+                }
+                Err(e) if matches!(c.rule, Rule::Override { .. }) => {
+                    return Err(GpuError::LibraryMissing(format!(
+                        "{}={} cannot be used: {e}",
+                        EnvVars::GRETA_CUDA_LIB,
+                        c.path.display()
+                    )))
+                }
+                Err(e) => looked.push(format!("{} ({}): {e}", c.path.display(), c.rule)),
+            }
         }
+        let why = why.unwrap_or_else(|| "the dynamic loader's search path".to_string());
         // SAFETY: only tries to dlopen the candidate names.
         if !unsafe { cu::is_culib_present() } {
+            let passed_over = if looked.is_empty() {
+                String::new()
+            } else {
+                format!(" (passed over: {})", looked.join("; "))
+            };
             return Err(GpuError::LibraryMissing(format!(
-                "no CUDA driver library (libcuda) found; the loader was asked for {}. Install the NVIDIA driver \
-                 (it ships libcuda.so.1), or point {} at libcuda.so.1",
+                "no CUDA driver library (libcuda) found; the loader was asked for {}{passed_over}. Install the NVIDIA \
+                 driver (it ships libcuda.so.1), or point {} at libcuda.so.1",
                 cudarc::get_lib_name_candidates("cuda").join(", "),
                 EnvVars::GRETA_CUDA_LIB
             )));
@@ -90,7 +112,7 @@ impl Cuda {
             .ok()
             .map(|s| *s);
         let path = cu_init
-            .and_then(super::gpu::search::loaded_from)
+            .and_then(locate::loaded_from)
             .unwrap_or_else(|| PathBuf::from("libcuda.so.1"));
         // SAFETY: plain call.
         let r = unsafe { cu::cuInit(0) };
@@ -668,7 +690,7 @@ impl Driver for Cuda {
     /// CUDA torch's `nvidia/cublas/lib` or `nvidia/cu13/lib` in the env,
     /// then the system's CUDA.
     fn blas_candidates(&self) -> Vec<Candidate> {
-        blas_candidates(&crate::hip::SearchEnv::live().env_roots)
+        blas_candidates(&SearchEnv::live())
     }
 
     fn why_no_device(&self) -> String {
@@ -743,39 +765,12 @@ pub fn bundled_ptx(nvrtc: &Path, target: &str) -> Result<String, String> {
         .map_err(|e| format!("NVRTC's PTX for {target} is not UTF-8: {e}"))
 }
 
-/// Directories where NVIDIA's pip wheels and toolkits keep their libraries.
-pub(crate) fn nvidia_lib_dirs(
-    env_roots: &[PathBuf],
-    wheel_dirs: &[&str],
-) -> Vec<(PathBuf, String)> {
-    let mut v = Vec::new();
-    for root in env_roots {
-        for rel in wheel_dirs {
-            for d in search::site_packages(root, rel) {
-                v.push((d, format!("the env's NVIDIA wheels in {}", root.display())));
-            }
-        }
-    }
-    for k in ["CUDA_PATH", "CUDA_HOME"] {
-        if let Some(p) = std::env::var_os(k).filter(|v| !v.is_empty()) {
-            v.push((PathBuf::from(p).join("lib64"), format!("${k}")));
-        }
-    }
-    v.push(("/usr/local/cuda/lib64".into(), "/usr/local/cuda".into()));
-    for d in search::versioned_dirs(Path::new("/usr/local"), "cuda-") {
-        let why = format!("CUDA toolkit {}", d.display());
-        v.push((d.join("lib64"), why));
-    }
-    v
-}
-
-/// Candidates for `stem` (`libnvrtc.so`) in [`nvidia_lib_dirs`], then `names`.
 /// Where to look for cuBLAS: CUDA torch's `nvidia/cublas/lib` or
-/// `nvidia/cu13/lib` in `env_roots`, then the system's CUDA, then the
-/// loader's names.
-pub(crate) fn blas_candidates(env_roots: &[PathBuf]) -> Vec<Candidate> {
-    lib_candidates(
-        env_roots,
+/// `nvidia/cu13/lib` in the env, then the system's CUDA, then the loader's
+/// places.
+pub(crate) fn blas_candidates(env: &SearchEnv) -> Vec<Candidate> {
+    locate::nvidia_candidates(
+        env,
         &["nvidia/cublas/lib", "nvidia/cu13/lib"],
         "libcublas.so",
         &[
@@ -785,24 +780,6 @@ pub(crate) fn blas_candidates(env_roots: &[PathBuf]) -> Vec<Candidate> {
             "libcublas.so",
         ],
     )
-}
-
-pub(crate) fn lib_candidates(
-    env_roots: &[PathBuf],
-    wheel_dirs: &[&str],
-    stem: &str,
-    names: &[&str],
-) -> Vec<Candidate> {
-    let mut v = Vec::new();
-    for (dir, why) in nvidia_lib_dirs(env_roots, wheel_dirs) {
-        for f in search::lib_files(&dir, stem) {
-            v.push(Candidate::new(f, why.clone()));
-        }
-    }
-    for n in names {
-        v.push(Candidate::new(*n, "the dynamic loader's search path"));
-    }
-    v
 }
 
 #[cfg(test)]
@@ -832,16 +809,16 @@ mod tests {
                 .repeat(8)
                 .as_bytes(),
         );
-        let c = blas_candidates(&[t.path().to_path_buf()]);
+        let c = blas_candidates(&SearchEnv {
+            env_roots: vec![t.path().to_path_buf()],
+            ..SearchEnv::under_root("/")
+        });
         assert_eq!(c[0].path, f, "{c:?}");
-        assert!(c[0].why.contains("env's NVIDIA wheels"), "{:?}", c[0]);
+        assert!(c[0].why().contains("env's NVIDIA wheels"), "{:?}", c[0]);
         // Only the fake env and names that cannot exist: what this machine
         // has installed plays no part.
         let mut only = vec![c[0].clone()];
-        only.push(Candidate::new(
-            "libgreta-no-cublas.so.12",
-            "the dynamic loader's search path",
-        ));
+        only.push(Candidate::by_name("libgreta-no-cublas.so.12"));
         let e = vendor::open(Api::Cuda, &only, StreamH(0)).err().unwrap();
         let CeilingError::NotFound { what, looked } = &e else {
             panic!("{e:?}")

@@ -3,41 +3,17 @@
 
 use crate::gpu::arch::Arch;
 use crate::gpu::compiler::{CompileError, Compiler, CompilerChoice, CompilerKind};
-use crate::gpu::search::{self, Candidate, Loaded};
+use crate::locate::{
+    find_library, lib_files, loadable, open_first, Candidate, Loaded, SearchEnv, VendorLibrary,
+};
 use greta_vocab::EnvVars;
-use std::path::PathBuf;
-
-/// Where to look: `$GRETA_NVRTC_LIB`, the env's NVIDIA wheels, `CUDA_PATH`
-/// / `CUDA_HOME`, `/usr/local/cuda*`, then the loader's names. Err: the
-/// variable is not UTF-8 or holds a control character.
-pub fn candidates(env_roots: &[PathBuf]) -> Result<Vec<Candidate>, CompileError> {
-    if let Some(s) = greta_vocab::Setting::text_path(EnvVars::GRETA_NVRTC_LIB)
-        .map_err(CompileError::Unavailable)?
-    {
-        return Ok(vec![Candidate::new(
-            s.value,
-            format!("${}", EnvVars::GRETA_NVRTC_LIB),
-        )]);
-    }
-    Ok(super::lib_candidates(
-        env_roots,
-        &["nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib"],
-        "libnvrtc.so",
-        &[
-            "libnvrtc.so.13",
-            "libnvrtc.so.12",
-            "libnvrtc.so.11.2",
-            "libnvrtc.so",
-        ],
-    ))
-}
 
 /// The first candidate that opens and has NVRTC's entry points.
 pub fn locate(cands: &[Candidate]) -> Result<Loaded, CompileError> {
     let mut rest = cands;
     let mut looked = Vec::new();
     while !rest.is_empty() {
-        match search::open_first("NVRTC", rest) {
+        match open_first("NVRTC", rest) {
             Ok((lib, loaded)) => {
                 if crate::gpu::rtc::has_compiler(&lib, &crate::gpu::rtc::NVRTC) {
                     return Ok(loaded);
@@ -60,9 +36,14 @@ pub fn locate(cands: &[Candidate]) -> Result<Loaded, CompileError> {
     )))
 }
 
-/// NVRTC on the loader's path, or where [`candidates`] finds it.
+/// NVRTC where the library search finds it on the live machine
+/// (`$GRETA_NVRTC_LIB`, the env's NVIDIA wheels, `CUDA_PATH` / `CUDA_HOME`,
+/// `/usr/local/cuda*`, the loader's places). Err also where the variable
+/// is not UTF-8 or holds a control character.
 pub fn locate_live() -> Result<Loaded, CompileError> {
-    candidates(&crate::hip::SearchEnv::live().env_roots).and_then(|c| locate(&c))
+    let found = find_library(VendorLibrary::Nvrtc, &SearchEnv::live())
+        .map_err(CompileError::Unavailable)?;
+    locate(&found)
 }
 
 /// NVRTC (`library`) for `target` (`sm_90`, `sm_90a`): a CUBIN for that
@@ -108,9 +89,9 @@ pub(crate) fn builtins_beside(choice: &CompilerChoice) -> Vec<libloading::Librar
     let Some(dir) = choice.library.path.parent() else {
         return Vec::new();
     };
-    search::lib_files(dir, "libnvrtc-builtins.so")
+    lib_files(dir, "libnvrtc-builtins.so")
         .into_iter()
-        .filter(|f| f.extension().is_some_and(|e| e != "so") && search::loadable(f).is_ok())
+        .filter(|f| f.extension().is_some_and(|e| e != "so") && loadable(f).is_ok())
         // SAFETY: loading NVIDIA's builtins library runs its initialisers,
         // as NVRTC's own dlopen of it would.
         .filter_map(|f| unsafe { libloading::Library::new(&f) }.ok())

@@ -34,7 +34,23 @@ pub(crate) fn out_text<const N: usize, E>(
 /// A hexadecimal id (`vendor`, `device`) of the PCI device at `bus` from
 /// sysfs; 0 where there is none.
 pub(crate) fn pci_id(bus: &str, file: &str) -> u32 {
-    std::fs::read_to_string(format!("/sys/bus/pci/devices/{bus}/{file}"))
+    pci_id_under(std::path::Path::new("/"), bus, file)
+}
+
+/// [`pci_id`] under `root`. The address is read by the one PCI address
+/// parser and named as sysfs names its directories (CUDA gives upper-case
+/// hex, `0000:C1:00.0`, which no sysfs directory is called), and an
+/// attribute file is read within a small cap.
+fn pci_id_under(root: &std::path::Path, bus: &str, file: &str) -> u32 {
+    let Ok(at) = bus.parse::<greta_vocab::PciAddress>() else {
+        return 0;
+    };
+    let at = greta_vocab::PciAddress {
+        domain: Some(at.domain.unwrap_or(0)),
+        ..at
+    };
+    let path = root.join(format!("sys/bus/pci/devices/{at}/{file}"));
+    greta_fsread::text(&path, 4096)
         .ok()
         .and_then(|t| u32::from_str_radix(t.trim().trim_start_matches("0x"), 16).ok())
         .unwrap_or(0)
@@ -93,6 +109,30 @@ mod tests {
         });
         assert_eq!(full, Ok("xxx".to_string()));
         assert_eq!(out_text::<8, &str>(|_, _| Err("failed")), Err("failed"));
+    }
+
+    /// The driver's spelling of an address (CUDA's upper case, an
+    /// eight-digit domain, none) finds the sysfs directory; text that is no
+    /// address, or a path out of sysfs, reads nothing.
+    #[test]
+    fn pci_ids_are_found_for_every_spelling_of_the_address() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().join("sys/bus/pci/devices/0000:c1:00.0");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("vendor"), "0x10de\n").unwrap();
+        std::fs::write(d.join("device"), "0x2335\n").unwrap();
+        for bus in [
+            "0000:c1:00.0",
+            "0000:C1:00.0",
+            "00000000:C1:00.0",
+            "c1:00.0",
+        ] {
+            assert_eq!(pci_id_under(t.path(), bus, "vendor"), 0x10de, "{bus}");
+            assert_eq!(pci_id_under(t.path(), bus, "device"), 0x2335, "{bus}");
+        }
+        for bus in ["", "garbage", "0000:c1:00.0/../../../..", "0000:c2:00.0"] {
+            assert_eq!(pci_id_under(t.path(), bus, "vendor"), 0, "{bus}");
+        }
     }
 
     #[test]

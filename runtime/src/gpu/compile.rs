@@ -9,14 +9,15 @@
 //! rename), so a crash or a concurrent greta never leaves half an object.
 //!
 //! A compiler can crash its process (ROCm 5.2's hiprtc aborts on gfx942), so
-//! when the binary registered a helper ([`crate::child`]) the compile runs in
+//! when the binary registered a helper ([`greta_vocab::child::helper`]) the
+//! compile runs in
 //! a child and a crash becomes a [`CompileError::Crashed`] that says so.
 
 use super::compiler::{
     compiler_label, io, CompileError, Compiler, CompilerChoice, CompilerKind, COMPILE_LIMIT,
 };
 use super::driver::Api;
-use crate::child;
+use greta_vocab::child;
 use greta_vocab::EnvVars;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -338,7 +339,10 @@ fn compile_in_child(
     };
     let input = serde_json::to_vec(&req).map_err(|e| CompileError::Child(e.to_string()))?;
     let what = format!("{} compiling for {}", choice.kind.as_str(), choice.target);
-    let res = child::run(h.command("compile"), &what, &input, COMPILE_LIMIT);
+    let res = h
+        .child("compile", &what, &[])
+        .stdin_bytes(input)
+        .output(Some(COMPILE_LIMIT));
     let o = match res {
         Ok(o) => o,
         Err(child::ChildError::TimedOut { .. }) => {
@@ -525,7 +529,7 @@ mod tests {
     fn nvrtc_for(target: &str) -> Box<dyn Compiler> {
         Box::new(Named(CompilerChoice {
             kind: CompilerKind::Nvrtc,
-            library: crate::gpu::search::Loaded {
+            library: crate::locate::Loaded {
                 what: "NVRTC".into(),
                 path: "/x/libnvrtc.so.12".into(),
                 why: "test".into(),
@@ -628,7 +632,7 @@ mod tests {
     fn the_key_follows_sources_compiler_target_and_options() {
         let c = CompilerChoice {
             kind: CompilerKind::Hiprtc,
-            library: crate::gpu::search::Loaded {
+            library: crate::locate::Loaded {
                 what: "hiprtc".into(),
                 path: "/x".into(),
                 why: "test".into(),

@@ -5,7 +5,7 @@
 //! handed), and how a compile fails ([`CompileError`]).
 
 use super::arch::Arch;
-use super::search::Loaded;
+use crate::locate::Loaded;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

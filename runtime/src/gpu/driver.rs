@@ -8,7 +8,7 @@
 
 use super::arch::Arch;
 use super::compiler::{CompileError, Compiler};
-use super::search::{Candidate, Loaded};
+use crate::locate::{Candidate, Loaded};
 use serde::{Deserialize, Serialize};
 use std::ffi::{c_void, CStr};
 use std::time::Duration;

@@ -7,9 +7,10 @@
 //! vendor's run-time compiler, which each driver hands over as a
 //! [`compiler::Compiler`] ([`rtc`] is hiprtc's and NVRTC's shared code),
 //! caches them, and compiles in a bounded child process of the same
-//! executable ([`crate::child`]); [`search`] finds vendor libraries and says
-//! which one was taken and why; [`tune`] holds the kernels' tuning knobs and
-//! candidates, [`hopper`] the plans of the sm_90a GEMMs.
+//! executable ([`greta_vocab::child::Helper`]); [`tune`] holds the kernels'
+//! tuning knobs and candidates, [`hopper`] the plans of the sm_90a GEMMs.
+//! The vendor libraries themselves are found and opened by
+//! [`crate::locate`].
 
 pub(crate) mod arch;
 pub(crate) mod backend;
@@ -24,11 +25,9 @@ pub(crate) mod hopper;
 mod host_copy;
 mod launch;
 pub(crate) mod rtc;
-pub(crate) mod search;
 pub mod tune;
 pub(crate) mod vendor;
 
 pub use backend::GpuBackend;
 pub use compiler::{Compiler, CompilerChoice, CompilerKind};
 pub use driver::Driver;
-pub use search::Loaded;

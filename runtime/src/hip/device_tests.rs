@@ -2,20 +2,23 @@
 //! NVIDIA driver. Each answer must say what happened and where greta looked.
 
 use crate::gpu::driver::{Driver, GpuError};
-use crate::gpu::search::Candidate;
 use crate::hip::Hip;
+use crate::locate::{Candidate, Rule};
 use greta_vocab::EnvVars;
 
 #[test]
 fn debians_libamdhip64_opens_and_explains_the_missing_gpu() {
-    let hip = Hip::open_from(&[Candidate::new("libamdhip64.so.5", "test: loader name")])
-        .unwrap_or_else(|e| panic!("{e}"));
+    let hip =
+        Hip::open_from(&[Candidate::by_name("libamdhip64.so.5")]).unwrap_or_else(|e| panic!("{e}"));
     let lib = hip.library();
     assert!(
         lib.path.is_absolute() && lib.path.to_string_lossy().contains("libamdhip64.so.5"),
         "{lib:?}"
     );
-    assert!(lib.why.contains("test: loader name"), "{lib:?}");
+    assert!(
+        lib.why.contains("the dynamic loader's search path"),
+        "{lib:?}"
+    );
     if std::path::Path::new("/dev/kfd").exists() {
         return; // a machine with an AMD GPU: nothing to explain
     }
@@ -37,14 +40,13 @@ fn debians_libamdhip64_opens_and_explains_the_missing_gpu() {
 #[test]
 fn a_wrong_library_path_names_every_place_looked() {
     let e = Hip::open_from(&[
-        Candidate::new(
+        Candidate::at(
             "/nowhere/libamdhip64.so",
-            format!("${}", EnvVars::GRETA_HIP_LIB),
+            Rule::Override {
+                var: EnvVars::GRETA_HIP_LIB,
+            },
         ),
-        Candidate::new(
-            "libgreta-not-a-hip.so.5",
-            "the dynamic loader's search path",
-        ),
+        Candidate::by_name("libgreta-not-a-hip.so.5"),
     ])
     .err()
     .unwrap();

@@ -1,12 +1,12 @@
 //! hipcc, the fallback where no hiprtc exists: found on `HIP_PATH`,
 //! `ROCM_PATH`, `PATH` or `/opt/rocm`, and run in its own bounded child.
 
-use crate::child;
 use crate::gpu::arch::Arch;
 use crate::gpu::compiler::{
     compiler_label, io, CompileError, Compiler, CompilerChoice, CompilerKind, COMPILE_LIMIT,
 };
-use crate::gpu::search::Loaded;
+use crate::locate::Loaded;
+use greta_vocab::child::Child;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -57,7 +57,10 @@ fn pick(
         ask.arg("--version");
         // hipcc is a Perl/clang wrapper: a broken ROCm can hang it, and
         // finding a compiler must not.
-        let out = child::run(ask, "hipcc --version", b"", limit);
+        let out = Child::new(ask)
+            .named("hipcc --version")
+            .own_group()
+            .output(Some(limit));
         let version = match out {
             Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
                 .lines()
@@ -128,13 +131,17 @@ fn compile(choice: &CompilerChoice, unit: &str) -> Result<Vec<u8>, CompileError>
         .arg("-o")
         .arg(&out);
     let limit: Duration = COMPILE_LIMIT;
-    let o = child::run(cmd, "hipcc", b"", limit).map_err(|e| match e {
-        child::ChildError::TimedOut { .. } => CompileError::TimedOut {
-            target: choice.target.to_string(),
-            compiler: compiler_label(choice),
-        },
-        other => CompileError::Child(other.to_string()),
-    })?;
+    let o = Child::new(cmd)
+        .named("hipcc")
+        .own_group()
+        .output(Some(limit))
+        .map_err(|e| match e {
+            greta_vocab::child::ChildError::TimedOut { .. } => CompileError::TimedOut {
+                target: choice.target.to_string(),
+                compiler: compiler_label(choice),
+            },
+            other => CompileError::Child(other.to_string()),
+        })?;
     if !o.status.success() {
         return Err(crate::gpu::rtc::classify_failure(
             &choice.target.to_string(),
@@ -193,7 +200,7 @@ mod tests {
             Duration::from_millis(300),
         )
         .unwrap_err();
-        assert!(e.contains("no answer within"), "{e}");
+        assert!(e.contains("did not finish within 300ms"), "{e}");
         assert!(e.contains("ended with exit status 3"), "{e}");
     }
 }

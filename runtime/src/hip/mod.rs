@@ -2,9 +2,10 @@
 //!
 //! Why HIP beside Vulkan: on MI300X-class GPUs (gfx94x) Vulkan is known to
 //! fail, and ROCm is what those machines run. Nothing of ROCm is needed to
-//! build or start greta: the runtime library is found at run time
-//! ([`search_candidates`]: `GRETA_HIP_LIB`, the greta env's own ROCm wheels,
-//! `ROCM_PATH`/`HIP_PATH`, `/opt/rocm*`, the loader's names), the kernels
+//! build or start greta: the runtime library is found at run time by the
+//! one library search ([`crate::locate`]: `GRETA_HIP_LIB`, the greta env's
+//! own ROCm wheels, `ROCM_PATH`/`HIP_PATH`, `/opt/rocm*`, the loader's
+//! places), the kernels
 //! are compiled on the node by hiprtc for the device's gfx target
 //! (`rtc`; hipcc only where hiprtc is missing), and everything above the
 //! FFI is the shared [`crate::gpu`] layer that the CUDA twin also uses.
@@ -12,11 +13,7 @@
 mod device;
 mod ffi;
 pub(crate) mod hipcc;
-mod lib_search;
 pub(crate) mod rtc;
-
-pub(crate) use lib_search::lib_candidates;
-pub use lib_search::{search_candidates, SearchEnv};
 
 use crate::gpu::arch::Arch;
 use crate::gpu::calls::{self, launch_kernel};
@@ -25,8 +22,8 @@ use crate::gpu::driver::{
     Api, DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, GraphH, ModuleH,
     StreamH,
 };
-use crate::gpu::search::{self, Candidate, Loaded};
 use crate::gpu::GpuBackend;
+use crate::locate::{self, Candidate, Loaded, SearchEnv, VendorLibrary};
 use greta_vocab::EnvVars;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::path::Path;
@@ -54,14 +51,17 @@ pub struct Hip {
 }
 
 impl Hip {
-    /// Opens the first libamdhip64 of [`search_candidates`] on the live
-    /// machine; no library: [`GpuError::LibraryMissing`] naming every place.
+    /// Opens the first libamdhip64 the library search finds on the live
+    /// machine; no library (or a refused `GRETA_HIP_LIB`):
+    /// [`GpuError::LibraryMissing`] naming every place.
     pub fn open() -> Result<Hip, GpuError> {
-        Self::open_from(&search_candidates(&SearchEnv::live()))
+        let found = locate::find_library(VendorLibrary::Hip, &SearchEnv::live())
+            .map_err(GpuError::LibraryMissing)?;
+        Self::open_from(&found)
     }
 
     pub fn open_from(candidates: &[Candidate]) -> Result<Hip, GpuError> {
-        let (lib, mut loaded) = search::open_first("libamdhip64", candidates).map_err(|looked| {
+        let (lib, mut loaded) = locate::open_first("libamdhip64", candidates).map_err(|looked| {
             GpuError::LibraryMissing(format!(
                 "no HIP runtime (libamdhip64) found; looked in: {}. Install a ROCm profile with `greta install` \
                  (its torch wheels carry libamdhip64 and hiprtc), install ROCm, or point {} at libamdhip64.so",
@@ -76,7 +76,7 @@ impl Hip {
                 loaded.path.display()
             ))
         })?;
-        if let Some(p) = super::gpu::search::loaded_from(t.hipInit as *const c_void) {
+        if let Some(p) = locate::loaded_from(t.hipInit as *const c_void) {
             if p != loaded.path {
                 loaded.why = format!("{}, as {}", loaded.why, loaded.path.display());
                 loaded.path = p;
@@ -194,8 +194,8 @@ impl Hip {
         let here = self.inner.loaded.path.parent().map(Path::to_path_buf);
         let mut looked = Vec::new();
         if let Some(dir) = &here {
-            for f in search::lib_files(dir, "libhiprtc.so") {
-                if let Err(why) = search::loadable(&f) {
+            for f in locate::lib_files(dir, "libhiprtc.so") {
+                if let Err(why) = locate::loadable(&f) {
                     looked.push(format!("{}: {why}", f.display()));
                     continue;
                 }
@@ -633,7 +633,7 @@ impl Driver for Hip {
 /// Where to look for rocBLAS: ROCm torch's `torch/lib` in the env, then
 /// the system's ROCm, then the loader's names.
 pub(crate) fn blas_candidates(env: &SearchEnv) -> Vec<Candidate> {
-    lib_candidates(
+    locate::rocm_candidates(
         env,
         "librocblas.so",
         &[

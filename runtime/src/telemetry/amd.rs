@@ -9,6 +9,7 @@
 use super::gpu_metrics::{self, GpuMetrics};
 use super::pci::{attr, link_of};
 use super::{Counter, Link, LinkState, Reading, Source};
+use greta_vocab::PciAddress;
 use std::path::{Path, PathBuf};
 
 /// `gpu_metrics` is a few hundred bytes to a few KiB.
@@ -47,17 +48,18 @@ pub fn cards(root: &Path) -> Vec<Card> {
 }
 
 /// The cards that are the device at PCI address `bus` (`0000:c1:00.0`, as
-/// HIP, CUDA and VK_EXT_pci_bus_info give it): the one card there. Every
-/// card when `bus` is not known or no card is there, since then nothing
-/// says which card the device is.
+/// HIP, CUDA and VK_EXT_pci_bus_info give it; nvidia-smi's eight-digit
+/// domain and upper-case hex read alike): the one card there. Every card
+/// when `bus` is not known, is not an address, or no card is there, since
+/// then nothing says which card the device is.
 pub fn cards_of(root: &Path, bus: Option<&str>) -> Vec<Card> {
     let all = cards(root);
-    let Some(bus) = bus.map(|b| b.trim().to_ascii_lowercase()) else {
+    let Some(bus) = bus.and_then(|b| b.parse::<PciAddress>().ok()) else {
         return all;
     };
     let mine: Vec<Card> = all
         .iter()
-        .filter(|c| c.bus_id().as_deref() == Some(bus.as_str()))
+        .filter(|c| c.bus_id().is_some_and(|at| at.same_function(&bus)))
         .cloned()
         .collect();
     if mine.is_empty() {
@@ -96,21 +98,20 @@ fn ras_counts(text: &str) -> Option<(u64, u64)> {
 impl Card {
     /// The card's PCI address: the name its `device` link leads to (a PCI
     /// device directory is named by its address), else `PCI_SLOT_NAME` in
-    /// the device's `uevent`.
-    pub fn bus_id(&self) -> Option<String> {
+    /// the device's `uevent`; read by the one PCI address parser, so text
+    /// that is not an address is none.
+    pub fn bus_id(&self) -> Option<PciAddress> {
         let from_link = std::fs::read_link(&self.device)
             .ok()
-            .and_then(|t| Some(t.file_name()?.to_string_lossy().into_owned()))
-            .filter(|n| n.matches(':').count() == 2 && n.contains('.'));
-        from_link
-            .or_else(|| {
-                let uevent = attr(&self.device.join("uevent"))?;
-                uevent
-                    .lines()
-                    .find_map(|l| l.strip_prefix("PCI_SLOT_NAME="))
-                    .map(|s| s.trim().to_string())
-            })
-            .map(|s| s.to_ascii_lowercase())
+            .and_then(|t| t.file_name()?.to_str()?.parse().ok());
+        from_link.or_else(|| {
+            let uevent = attr(&self.device.join("uevent"))?;
+            uevent
+                .lines()
+                .find_map(|l| l.strip_prefix("PCI_SLOT_NAME="))?
+                .parse()
+                .ok()
+        })
     }
 
     fn hwmon(&self) -> Option<PathBuf> {
@@ -329,8 +330,62 @@ mod tests {
             "DRIVER=amdgpu\nPCI_CLASS=30000\nPCI_SLOT_NAME=0000:0C:00.0\n",
         )
         .unwrap();
-        assert_eq!(cards(t.path())[0].bus_id().as_deref(), Some("0000:0c:00.0"));
+        let at = cards(t.path())[0].bus_id().unwrap();
+        assert_eq!(at.to_string(), "0000:0c:00.0");
         assert_eq!(cards_of(t.path(), Some("0000:0c:00.0")).len(), 1);
+    }
+
+    /// Two cards, each under its PCI directory: the device at an address
+    /// is the one card there however a tool spells the address
+    /// (nvidia-smi's eight-digit domain, upper case, no domain), and text
+    /// that is no address names no card (all are watched, as when the
+    /// address is unknown).
+    #[test]
+    fn the_card_at_an_address_is_found_in_every_spelling() {
+        let t = tempfile::tempdir().unwrap();
+        for (n, bus) in [(0, "0000:0c:00.0"), (1, "0000:c1:00.0")] {
+            let pci = t.path().join("sys/devices/pci0000:00").join(bus);
+            fs::create_dir_all(&pci).unwrap();
+            fs::write(pci.join("vendor"), "0x1002\n").unwrap();
+            let drm = t.path().join(format!("sys/class/drm/card{n}"));
+            fs::create_dir_all(&drm).unwrap();
+            std::os::unix::fs::symlink(&pci, drm.join("device")).unwrap();
+        }
+        let names = |bus: Option<&str>| -> Vec<String> {
+            cards_of(t.path(), bus)
+                .into_iter()
+                .map(|c| c.name)
+                .collect()
+        };
+        for spelling in [
+            "0000:c1:00.0",
+            "00000000:C1:00.0",
+            "c1:00.0",
+            " 0000:C1:00.0\n",
+        ] {
+            assert_eq!(names(Some(spelling)), ["card1"], "{spelling:?}");
+        }
+        assert_eq!(names(Some("0000:0c:00.0")), ["card0"]);
+        for unknown in [None, Some("garbage"), Some("0000:0d:00.0")] {
+            assert_eq!(names(unknown), ["card0", "card1"], "{unknown:?}");
+        }
+        assert_eq!(
+            cards(t.path())[1]
+                .bus_id()
+                .map(|a| a.to_string())
+                .as_deref(),
+            Some("0000:c1:00.0")
+        );
+    }
+
+    /// A `PCI_SLOT_NAME` that is not an address is no address (it was
+    /// taken as one, and matched a caller's garbage of the same text).
+    #[test]
+    fn a_slot_name_that_is_no_address_is_none() {
+        let t = tempfile::tempdir().unwrap();
+        let d = card(t.path(), 0);
+        fs::write(d.join("uevent"), "PCI_SLOT_NAME=not-an-address\n").unwrap();
+        assert_eq!(cards(t.path())[0].bus_id(), None);
     }
 
     #[test]

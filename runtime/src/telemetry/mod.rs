@@ -15,9 +15,8 @@ pub mod nvml;
 mod pci;
 mod sampler;
 
-pub use gpu_metrics::{decode as decode_gpu_metrics, GpuMetrics, MetricsError};
 pub use pci::{bus_gpu_count, gen_of_speed, kfd_gpu_count};
-pub use sampler::{Sampler, Source, Timed, MAX_SAMPLES};
+pub use sampler::{Sampler, Source, Timed};
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,5 @@
 //! NVIDIA's management library (libnvidia-ml), opened at run time through
-//! the same search as libcuda and cuBLAS ([`crate::gpu::search`]), never
+//! the same search as libcuda and cuBLAS ([`crate::locate`]), never
 //! linked: greta starts on machines without it. Only functions of the
 //! stable NVML C API are called, each looked up by name; one a driver does
 //! not export leaves its fact `None` rather than failing the rest.
@@ -7,8 +7,7 @@
 //! its older name `nvmlDeviceGetCurrentClocksThrottleReasons`.
 
 use super::{Counter, Limits, Link, LinkState, Reading, Source};
-use crate::gpu::search::{self, Candidate};
-use crate::gpu::Loaded;
+use crate::locate::{self, open_first, Loaded, SearchEnv};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::Arc;
 
@@ -98,11 +97,11 @@ unsafe fn sym<T: Copy>(lib: &libloading::Library, name: &str) -> Option<T> {
 impl Nvml {
     /// Opens libnvidia-ml (the loader's names) and calls `nvmlInit_v2`.
     pub fn open() -> Result<Nvml, String> {
-        let candidates = [
-            Candidate::new("libnvidia-ml.so.1", "the dynamic loader's search path"),
-            Candidate::new("libnvidia-ml.so", "the dynamic loader's search path"),
-        ];
-        let (lib, loaded) = search::open_first("NVML", &candidates)
+        let candidates = locate::by_names(
+            &SearchEnv::live(),
+            &["libnvidia-ml.so.1", "libnvidia-ml.so"],
+        );
+        let (lib, loaded) = open_first("NVML", &candidates)
             .map_err(|looked| format!("NVML not found: {}", looked.join("; ")))?;
         // SAFETY: each type below is the NVML C signature of that name.
         let f = unsafe {

@@ -19,10 +19,6 @@ pub struct Timed {
     pub readings: Vec<Reading>,
 }
 
-/// At most this many sample times are kept (an hour at 100 ms); later ones
-/// are dropped, so a long gate cannot grow memory without bound.
-pub const MAX_SAMPLES: usize = 36_000;
-
 /// A running sampler; [`Sampler::stop`] ends it and hands the samples back.
 pub struct Sampler {
     stop: mpsc::Sender<()>,
@@ -30,6 +26,10 @@ pub struct Sampler {
 }
 
 impl Sampler {
+    /// At most this many sample times are kept (an hour at 100 ms); later
+    /// ones are dropped, so a long gate cannot grow memory without bound.
+    pub const MAX_SAMPLES: usize = 36_000;
+
     /// Starts sampling `source` now and then every `period`.
     pub fn start(mut source: Box<dyn Source>, period: Duration) -> std::io::Result<Sampler> {
         let (stop, rx) = mpsc::channel::<()>();
@@ -39,7 +39,7 @@ impl Sampler {
                 let t0 = Instant::now();
                 let mut out = Vec::new();
                 loop {
-                    if out.len() < MAX_SAMPLES {
+                    if out.len() < Sampler::MAX_SAMPLES {
                         let readings = source.sample();
                         out.push(Timed {
                             at: t0.elapsed(),

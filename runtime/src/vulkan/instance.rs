@@ -2,6 +2,7 @@
 
 use super::validation::{self, MessageLog};
 use crate::error::RuntimeError;
+use crate::locate::{find_library, open_first, SearchEnv, VendorLibrary};
 use ash::vk;
 use greta_vocab::EnvVars;
 
@@ -24,6 +25,28 @@ struct Messenger {
     raw: vk::DebugUtilsMessengerEXT,
 }
 
+/// The Vulkan loader, from the first place the library search names that
+/// loads (`LD_LIBRARY_PATH`, ld.so.cache, the standard directories, as the
+/// dynamic loader would take `libvulkan.so.1`).
+fn load_entry() -> Result<ash::Entry, RuntimeError> {
+    let missing = |why: String| {
+        RuntimeError::LoaderMissing(format!(
+            "Vulkan loader (libvulkan.so.1) not found: {why}; install it (Debian/Ubuntu: apt-get install libvulkan1)"
+        ))
+    };
+    // The Vulkan search has no override variable to refuse.
+    let found = find_library(VendorLibrary::Vulkan, &SearchEnv::live()).map_err(&missing)?;
+    let (lib, loaded) =
+        open_first("libvulkan", &found).map_err(|looked| missing(looked.join("; ")))?;
+    // SAFETY: loading the Vulkan loader open_first just opened (ash takes
+    // its own handle on the same file); its initialisation has no
+    // preconditions.
+    let entry = unsafe { ash::Entry::load_from(&loaded.path) }
+        .map_err(|e| missing(format!("{}: {e}", loaded.path.display())))?;
+    drop(lib);
+    Ok(entry)
+}
+
 impl Instance {
     /// `validation`: enable `VK_LAYER_KHRONOS_validation` and record its
     /// messages; an error if the layer is not installed.
@@ -36,12 +59,7 @@ impl Instance {
     pub fn with_log(validation: bool, messages: MessageLog) -> Result<Self, RuntimeError> {
         // Before the loader (and the driver behind it) reads the environment.
         super::mesa_cache::prepare();
-        // SAFETY: loading the system Vulkan loader; its initialisation has no preconditions.
-        let entry = unsafe { ash::Entry::load() }.map_err(|e| {
-            RuntimeError::LoaderMissing(format!(
-                "Vulkan loader (libvulkan.so.1) not found: {e}; install it (Debian/Ubuntu: apt-get install libvulkan1)"
-            ))
-        })?;
+        let entry = load_entry()?;
         let mut layers = Vec::new();
         let mut exts = Vec::new();
         if validation {

@@ -6,7 +6,7 @@ use crate::dispatch::{Finished, Undecided};
 use crate::gates::Catalog;
 use crate::results;
 use crate::session::{check_options, results_dir, DeviceChoice, Options, Outcome, SmokeError};
-use greta_runtime::child::{self, ChildOutput};
+use greta_vocab::child::{self, Exited};
 use std::time::Duration;
 
 /// Why the child gave no answer at all.
@@ -21,7 +21,7 @@ pub enum AskError {
 }
 
 /// What the child did with a request: how it ended and what it printed.
-pub type Asked = ChildOutput;
+pub type Asked = Exited;
 
 /// Runs the registered helper (`greta __gpu serve`) with `req` on its
 /// stdin, killing its process group after `limit`. `what` names the child
@@ -42,9 +42,10 @@ pub fn ask_with_env(
     // A request is plain data (strings, numbers, paths as text): it always
     // serialises; an empty stdin would be refused by the child, not hang it.
     let input = serde_json::to_vec(req).unwrap_or_default();
-    let mut cmd = helper.command("serve");
-    cmd.envs(env.iter().copied());
-    Ok(child::run(cmd, what, &input, limit)?)
+    Ok(helper
+        .child("serve", what, env)
+        .stdin_bytes(input)
+        .output(Some(limit))?)
 }
 
 /// Longest a runtime query may take: opening a library and finding its

@@ -6,7 +6,7 @@
 //! compiler can abort its process (ROCm 5.2's hiprtc on gfx942). So device
 //! work on HIP and its CUDA twin runs in a child of the same executable
 //! (`greta __gpu serve`, registered with
-//! [`greta_runtime::child::set_helper`]): the parent ([`ask`]) bounds
+//! [`greta_vocab::child::set_helper`]): the parent ([`ask`]) bounds
 //! its time and kills its process group; the child ([`serve`]) enforces
 //! each submission's limit itself, and after a hang its caller leaves with
 //! `_exit` so driver teardown cannot block it.

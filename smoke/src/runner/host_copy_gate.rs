@@ -10,7 +10,7 @@ use crate::inputs::{gate_seed, SplitMix64};
 use crate::results::{Floor, GateResult, GateStatus, HostCopySummary, Metrics};
 use crate::telemetry::{link_gbps, LinkState, HOST_LINK_FLOOR};
 use greta_kernels::{HostBuf, RateUnit};
-use greta_runtime::telemetry::Link;
+use greta_runtime::Link;
 use greta_runtime::{Backend, HostCopyData, HostCopyJob, RunStats, TimingSource};
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! meets them as it would a real card's.
 
 use crate::inject::TelemetryFaults;
-use greta_runtime::telemetry::{Counter, Link, LinkState, Reading, Source};
+use greta_runtime::{Counter, Link, LinkState, Reading, TelemetrySource as Source};
 use std::cell::Cell;
 
 /// The most a device without a link of its own can train to.

@@ -3,7 +3,10 @@
 //! reader (the path `--sysroot` replays).
 
 use super::*;
-use greta_runtime::telemetry::{amd, bus_gpu_count, kfd_gpu_count, Limits, Reading};
+use greta_runtime::{
+    amd_cards, amd_cards_of, bus_gpu_count, kfd_gpu_count, AmdSysfsSource, ClockLimits as Limits,
+    Reading,
+};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -240,7 +243,7 @@ fn tree_missing_gpu_in_the_backend_fails() {
         kfd: kfd_gpu_count(t.path()),
         nvml: None,
     };
-    assert_eq!(amd::cards(t.path()).len(), 8, "the device links resolve");
+    assert_eq!(amd_cards(t.path()).len(), 8, "the device links resolve");
     assert_eq!(
         census_check(&c, "HIP", 7),
         Err("GPU count mismatch: 8 on the bus, 8 in KFD, 7 in HIP".into())
@@ -251,14 +254,14 @@ fn tree_missing_gpu_in_the_backend_fails() {
 #[test]
 fn tree_trained_down_link_fails() {
     let (t, _) = tree(1, ("16.0 GT/s", 8));
-    let card = &amd::cards(t.path())[0];
+    let card = &amd_cards(t.path())[0];
     let link = card.link().unwrap();
     assert_eq!(
         link_check(&card.name, link.current, &link),
         Err("PCIe Gen5 x16 card trained at Gen4 x8 (card0)".into())
     );
     let (t, _) = tree(1, ("32.0 GT/s", 16));
-    let card = &amd::cards(t.path())[0];
+    let card = &amd_cards(t.path())[0];
     let link = card.link().unwrap();
     assert_eq!(link_check(&card.name, link.current, &link), Ok(()));
 }
@@ -266,7 +269,7 @@ fn tree_trained_down_link_fails() {
 #[test]
 fn tree_rising_ras_counter_and_bad_pages_fail() {
     let (t, pcis) = tree(1, ("32.0 GT/s", 16));
-    let card = &amd::cards(t.path())[0];
+    let card = &amd_cards(t.path())[0];
     let (before, bad) = card.counters();
     assert!(bad.is_empty());
     fs::write(pcis[0].join("ras/umc_err_count"), "ue: 1\nce: 0\n").unwrap();
@@ -309,8 +312,8 @@ fn tree_gpu_metrics_throttle_bits_reach_the_summary() {
     let hw = pcis[0].join("hwmon/hwmon0");
     fs::create_dir_all(&hw).unwrap();
     fs::write(hw.join("power1_cap"), "300000000\n").unwrap();
-    let mut src = amd::SysfsSource::new(t.path());
-    use greta_runtime::telemetry::Source;
+    let mut src = AmdSysfsSource::new(t.path());
+    use greta_runtime::TelemetrySource as Source;
     let samples = timed(src.sample());
     let s = summarize(&samples, "card0").unwrap();
     assert_eq!(s.power_capped, 1.0);
@@ -414,7 +417,7 @@ fn faults(specs: &[&str]) -> crate::inject::TelemetryFaults {
 
 #[test]
 fn injected_faults_on_a_device_without_telemetry_fail_each_verdict() {
-    use greta_runtime::telemetry::Source;
+    use greta_runtime::TelemetrySource as Source;
     // Nothing to read and nothing injected: nothing watched.
     assert!(Reader::with_faults(None, &faults(&[])).is_none());
     let f = faults(&["throttle:0", "link:0:3x8", "ecc:0"]);
@@ -457,12 +460,12 @@ fn injected_faults_on_a_device_without_telemetry_fail_each_verdict() {
 
 #[test]
 fn injected_faults_lay_over_a_real_cards_readings() {
-    use greta_runtime::telemetry::Source;
+    use greta_runtime::TelemetrySource as Source;
     let (t, _) = tree(2, ("32.0 GT/s", 16));
-    let cards = amd::cards(t.path());
+    let cards = amd_cards(t.path());
     let f = faults(&["throttle:0:thermal", "link:0:4x16", "ecc:0:umc"]);
     let mut src = injected::InjectedSource {
-        inner: Some(Box::new(amd::SysfsSource::new(t.path()))),
+        inner: Some(Box::new(AmdSysfsSource::new(t.path()))),
         faults: f.clone(),
     };
     let rs = src.sample();
@@ -507,13 +510,16 @@ fn injected_faults_lay_over_a_real_cards_readings() {
 fn an_amd_device_is_matched_to_its_card_by_pci_address() {
     let (t, _) = tree(3, ("32.0 GT/s", 16));
     let names = |bus: Option<&str>| -> Vec<String> {
-        amd::cards_of(t.path(), bus)
+        amd_cards_of(t.path(), bus)
             .into_iter()
             .map(|c| c.name)
             .collect()
     };
-    let cards = amd::cards(t.path());
-    assert_eq!(cards[1].bus_id().as_deref(), Some("0000:11:00.0"));
+    let cards = amd_cards(t.path());
+    assert_eq!(
+        cards[1].bus_id().map(|a| a.to_string()).as_deref(),
+        Some("0000:11:00.0")
+    );
     assert_eq!(names(Some("0000:11:00.0")), ["card1"]);
     assert_eq!(names(Some("0000:12:00.0")), ["card2"]);
     assert_eq!(
@@ -523,7 +529,7 @@ fn an_amd_device_is_matched_to_its_card_by_pci_address() {
     );
     assert_eq!(names(None), ["card0", "card1", "card2"]);
     // Only the matched card's counters and link are read.
-    let reader = Reader::Amd(amd::cards_of(t.path(), Some("0000:10:00.0")));
+    let reader = Reader::Amd(amd_cards_of(t.path(), Some("0000:10:00.0")));
     let (c, _) = reader.counters();
     assert!(c.iter().all(|c| c.device == "card0") && !c.is_empty());
     let links = reader.links();
@@ -570,7 +576,7 @@ fn a_short_gate_keeps_every_sample_as_a_point() {
 /// single thermal sample in a run still marks its point.
 #[test]
 fn a_long_gate_is_merged_down_to_the_cap_without_losing_a_short_limit() {
-    let n = greta_runtime::telemetry::MAX_SAMPLES;
+    let n = greta_runtime::Sampler::MAX_SAMPLES;
     let rs: Vec<Reading> = (0..n)
         .map(|i| {
             let mut r = reading(
@@ -626,7 +632,7 @@ fn a_long_gate_is_merged_down_to_the_cap_without_losing_a_short_limit() {
 /// the series follows the card, the SPL bit marks the capped samples.
 #[test]
 fn tree_readings_over_time_become_the_series() {
-    use greta_runtime::telemetry::Source;
+    use greta_runtime::TelemetrySource as Source;
     let (t, pcis) = tree(1, ("32.0 GT/s", 16));
     let blob = |temp: u16, power: u16, clock: u16, spl: bool| {
         let mut b = vec![0xFFu8; 120];
@@ -637,7 +643,7 @@ fn tree_readings_over_time_become_the_series() {
         b[112..120].copy_from_slice(&(u64::from(spl) << 4).to_le_bytes());
         b
     };
-    let mut src = amd::SysfsSource::new(t.path());
+    let mut src = AmdSysfsSource::new(t.path());
     let mut samples = Vec::new();
     for i in 0..5u16 {
         fs::write(

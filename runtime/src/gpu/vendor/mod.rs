@@ -12,8 +12,8 @@ pub(crate) mod measure;
 mod rocblas;
 
 use super::driver::{Api, DevPtr, StreamH};
-use super::search::{self, Candidate, Loaded};
 use crate::ceiling::CeilingError;
+use crate::locate::{self, Candidate, Loaded};
 use layout::ColMajorGemm;
 
 /// The element types of a GEMM, as the gates define them.
@@ -115,7 +115,7 @@ fn open_one(
         if api == Api::Cuda && c.path.is_absolute() {
             preload_cublaslt(c);
         }
-        match search::open_first(library_name(api), std::slice::from_ref(c)) {
+        match locate::open_first(library_name(api), std::slice::from_ref(c)) {
             Ok(x) => return Ok(x),
             Err(l) => looked.extend(l),
         }
@@ -127,10 +127,10 @@ fn open_one(
 /// life of the process (cuBLAS refers to it).
 fn preload_cublaslt(c: &Candidate) {
     let Some(dir) = c.path.parent() else { return };
-    let Some(lt) = search::lib_files(dir, "libcublasLt.so").into_iter().next() else {
+    let Some(lt) = locate::lib_files(dir, "libcublasLt.so").into_iter().next() else {
         return;
     };
-    if search::loadable(&lt).is_err() {
+    if locate::loadable(&lt).is_err() {
         return;
     }
     // SAFETY: cuBLAS's own companion library; loading it runs its
@@ -185,9 +185,16 @@ mod tests {
             eprintln!("skipped: no libc.so.6 at the usual paths");
             return;
         };
-        let e = open(Api::Cuda, &[Candidate::new(&libc_path, "test")], StreamH(0))
-            .err()
-            .unwrap();
+        let e = open(
+            Api::Cuda,
+            &[Candidate::at(
+                &libc_path,
+                crate::locate::Rule::Variable { var: "TEST" },
+            )],
+            StreamH(0),
+        )
+        .err()
+        .unwrap();
         let CeilingError::NotFound { looked, .. } = e else {
             panic!()
         };
