@@ -238,6 +238,9 @@ fn dry_run(
         };
         crate::wrapln!("! {why} ({asks})");
     }
+    if args.offline && args.bundle.is_none() && !up_to_date {
+        say_offline(plan)?;
+    }
     match existing {
         Existing::UpToDate(v) => {
             let env = crate::envs::EnvRoot::default_root()?.env_path(name);
@@ -255,6 +258,36 @@ fn dry_run(
         Existing::Absent => {
             crate::wrapln!("dry run: nothing fetched or written (env would be {name})")
         }
+    }
+    Ok(())
+}
+
+/// `--dry-run --offline`: whether the install could run from the cache
+/// alone, read only (a wheel's file there is verified when the install
+/// reads it, not now): every wheel not there is named.
+fn say_offline(plan: &crate::install::Plan) -> Result<()> {
+    let cache = crate::fetch::Cache::new(crate::fetch::Cache::default_root()?);
+    let missing: Vec<_> = plan
+        .wheels
+        .iter()
+        .map(crate::install::plan::artifact)
+        .filter(|a| !cache.wheel_path(a).is_file())
+        .collect();
+    if missing.is_empty() {
+        crate::wrapln!(
+            "--offline: every wheel is in the cache ({}); each is verified when the install reads it",
+            cache.root().display()
+        );
+        return Ok(());
+    }
+    crate::wrapln!(
+        "--offline: {} of {} wheels are not in the cache ({}): the install would stop before building anything",
+        missing.len(),
+        plan.wheels.len(),
+        cache.root().display()
+    );
+    for a in &missing {
+        crate::wrapln!("  {}", Visible(&a.filename));
     }
     Ok(())
 }

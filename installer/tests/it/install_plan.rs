@@ -57,6 +57,47 @@ fn dry_run_on_an_up_to_date_env_says_so_and_lists_nothing_to_fetch() {
     assert!(out.contains(&torch2.filename), "{out}");
 }
 
+/// `--dry-run --offline` says whether the install could run from the
+/// cache alone (the flag was once accepted by the dry run and ignored),
+/// naming what is not there, and writes nothing.
+#[test]
+fn dry_run_offline_says_what_the_cache_lacks() {
+    support::require_uv();
+    let h = Harness::new(20_000);
+    let o = h.install_plain(&["--dry-run", "--offline"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let said = out
+        .split_once("--offline: 3 of 3 wheels are not in the cache")
+        .unwrap_or_else(|| panic!("{out}"))
+        .1;
+    for w in &h.wheels {
+        assert!(
+            said.contains(&w.filename),
+            "{} not named: {out}",
+            w.filename
+        );
+    }
+    assert!(h.cached_wheels().is_empty(), "{:?}", h.cached_wheels());
+    assert!(h.server.log().is_empty(), "{:?}", h.server.log());
+
+    let o = h.install_plain(&[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let cached = h.cached_wheels();
+    h.server.clear_log();
+    // Another env of the same wheels: everything is in the cache.
+    let o = h.install_plain(&["--dry-run", "--offline", "--name", "other"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("--offline: every wheel is in the cache"),
+        "{out}"
+    );
+    assert_eq!(h.cached_wheels(), cached);
+    assert!(!h.env_dir("other").exists());
+    assert!(h.server.log().is_empty(), "{:?}", h.server.log());
+}
+
 /// `greta install --reinstall --profile rocm6.4` here (no AMD GPU), the
 /// device gates on.
 fn rocm_install(h: &Harness, extra: &[&str]) -> std::process::Output {
