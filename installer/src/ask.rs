@@ -12,7 +12,7 @@ pub fn yes_no(question: &str) -> Result<Option<bool>> {
     if !std::io::stdin().is_terminal() {
         return Ok(None);
     }
-    eprint!("{question} [y/N] ");
+    crate::out::err_text(format_args!("{question} [y/N] "));
     std::io::stderr().flush()?;
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line)?;

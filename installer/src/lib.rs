@@ -2,7 +2,7 @@
 //! line and calls [`cmd`]). A library target so that the binary and the
 //! coverage-guided fuzz harnesses (`fuzz-targets/`, `fuzz/`) share one
 //! build; the lock and tools parsers are the `greta-lockset` crate. Only
-//! what `main.rs` calls ([`cmd`], [`exit`], [`stop`]) and the few items the fuzz
+//! what `main.rs` calls ([`cmd`], [`exit`], [`stop`], [`log_event`]) and the few items the fuzz
 //! targets drive ([`fuzz_door`]) are public: everything else is the
 //! binary's own, so the compiler reports what nothing uses.
 
@@ -25,6 +25,10 @@ pub mod stop;
 pub fn out_text(s: &str) {
     out::text(format_args!("{s}"));
 }
+
+/// The writer `main.rs` gives tracing: each log event wrapped to the
+/// terminal's width on stderr, whole to a pipe or a file.
+pub use out::log_event;
 
 /// What the fuzz targets reach: the wheel cache and its fetcher
 /// (`cache_paths`), where envs go (the doctor's `envs_at`), and the

@@ -112,10 +112,10 @@ fn main() -> ExitCode {
         Ok(code) => code.into(),
         Err(e) => {
             // An error may quote a path, a file's value or a tool's output.
-            eprintln!(
-                "greta: error: {}",
+            greta_vocab::stderr::print(&format!(
+                "greta: error: {}\n",
                 greta_vocab::VisibleLines(&format!("{e:#}"))
-            );
+            ));
             exit::Exit::Undecided.into()
         }
     }
@@ -163,7 +163,8 @@ fn init_tracing(verbose: u8) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        // Each event wrapped to the terminal's width (whole to a pipe or a file).
+        .with_writer(greta::log_event)
         // Colour codes only on a terminal: a log file or CI capture gets plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();

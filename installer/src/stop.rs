@@ -42,7 +42,7 @@ pub fn on_stop(what: &'static str, last: impl FnOnce(&'static str) + Send + 'sta
     let mut fds = [-1; 2];
     // SAFETY: a two-int array for pipe2; close-on-exec so no child keeps it.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        eprintln!(
+        crate::errln!(
             "greta {what}: warning: {}: a stop signal will leave temporary files behind",
             std::io::Error::last_os_error()
         );

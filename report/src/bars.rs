@@ -12,7 +12,13 @@ use crate::html::{cut, cut_to, esc, exact, label, num, FAIL, HOVER_CAP, PASS, SK
 use greta_smoke::results::{DeviceRun, GateResult, GateStatus};
 use std::fmt::Write;
 
-const LABEL_W: f64 = 200.0;
+/// The gate names' column: at least this wide.
+const MIN_LABEL_W: f64 = 200.0;
+/// Pixels a character of a gate's name may take at the SVG's 12 px DejaVu
+/// Sans (its digits and most lowercase letters: 7.6).
+const CHAR_W: f64 = 7.6;
+/// Characters of a gate's name drawn; a longer one is cut with a `…`.
+const LABEL_CHARS: usize = 48;
 const BAR_W: f64 = 420.0;
 const TEXT_W: f64 = 330.0;
 const ROW_H: f64 = 22.0;
@@ -121,11 +127,30 @@ pub fn describe(g: &GateResult) -> String {
     t
 }
 
+/// A gate's name as its row shows it (cut at [`LABEL_CHARS`]), escaped.
+fn row_label(id: &str) -> String {
+    esc(&cut_to(id, LABEL_CHARS))
+}
+
+/// The width of the names' column: room for the longest name drawn (the
+/// fused gates' names, 30 characters, ran past the SVG's left edge in a
+/// fixed 200 px column).
+fn label_width(d: &DeviceRun) -> f64 {
+    let longest = d
+        .gates
+        .iter()
+        .map(|g| cut_to(&g.id, LABEL_CHARS).chars().count())
+        .max()
+        .unwrap_or(0);
+    (8.0 + CHAR_W * longest as f64 + 4.0).max(MIN_LABEL_W)
+}
+
 /// The SVG of one device's bars.
 pub fn svg(d: &DeviceRun) -> String {
     let n = d.gates.len() as f64;
     let h = TOP + n * ROW_H + 6.0;
-    let w = LABEL_W + BAR_W + TEXT_W;
+    let label_w = label_width(d);
+    let w = label_w + BAR_W + TEXT_W;
     let mut o = String::new();
     let _ = write!(
         o,
@@ -134,7 +159,7 @@ pub fn svg(d: &DeviceRun) -> String {
         d.index
     );
     // Legend: what the marks mean.
-    let lx = LABEL_W;
+    let lx = label_w;
     let _ = write!(
         o,
         "<g class=\"legend\" font-size=\"11\"><rect x=\"{lx}\" y=\"6\" width=\"14\" height=\"10\" fill=\"{PASS}\"/>\
@@ -155,17 +180,17 @@ pub fn svg(d: &DeviceRun) -> String {
             o,
             "<g class=\"row\" data-gate=\"{}\"><title>{title}</title>\
              <text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\
-             <rect x=\"{LABEL_W}\" y=\"{}\" width=\"{BAR_W}\" height=\"{}\" fill=\"#f3f3f3\"/>",
+             <rect x=\"{label_w}\" y=\"{}\" width=\"{BAR_W}\" height=\"{}\" fill=\"#f3f3f3\"/>",
             label(&g.id),
-            LABEL_W - 8.0,
+            label_w - 8.0,
             y + 15.0,
-            label(&g.id),
+            row_label(&g.id),
             y + 3.0,
             ROW_H - 6.0
         );
         let scale = m.scale();
         let pos =
-            |v: Option<f64>| -> Option<f64> { Some(LABEL_W + m.goodness(v)? / scale? * BAR_W) };
+            |v: Option<f64>| -> Option<f64> { Some(label_w + m.goodness(v)? / scale? * BAR_W) };
         // A rate with nothing to hold it against fills its row on its
         // own scale: drawn pale (the page says so once), so a full bar is
         // not read as "at the ceiling".
@@ -174,14 +199,14 @@ pub fn svg(d: &DeviceRun) -> String {
             let rate = m.rate.unwrap_or_default();
             let _ = write!(
                 o,
-                "<rect class=\"bar {}\" data-device=\"{}\" data-gate=\"{}\" data-rate=\"{}\" x=\"{LABEL_W}\" y=\"{}\" \
+                "<rect class=\"bar {}\" data-device=\"{}\" data-gate=\"{}\" data-rate=\"{}\" x=\"{label_w}\" y=\"{}\" \
                  width=\"{:.1}\" height=\"{}\" fill=\"{}\"{}><title>{title}</title></rect>",
                 g.status.as_str(),
                 d.index,
                 label(&g.id),
                 exact(rate),
                 y + 3.0,
-                end - LABEL_W,
+                end - label_w,
                 ROW_H - 6.0,
                 status_colour(g.status),
                 if alone { " fill-opacity=\"0.35\"" } else { "" }
@@ -213,7 +238,7 @@ pub fn svg(d: &DeviceRun) -> String {
         let _ = write!(
             o,
             "<text x=\"{}\" y=\"{}\" fill=\"{}\">{}</text></g>",
-            LABEL_W + BAR_W + 8.0,
+            label_w + BAR_W + 8.0,
             y + 15.0,
             if g.status == GateStatus::Fail {
                 FAIL
@@ -277,9 +302,9 @@ mod tests {
         };
         let ceil = x("ceiling");
         let floor = x("floor");
-        assert!((ceil - (LABEL_W + BAR_W / 1.08)).abs() < 0.1, "{ceil}");
+        assert!((ceil - (MIN_LABEL_W + BAR_W / 1.08)).abs() < 0.1, "{ceil}");
         assert!(
-            (floor - (LABEL_W + BAR_W / 1.08 / 4.0)).abs() < 0.1,
+            (floor - (MIN_LABEL_W + BAR_W / 1.08 / 4.0)).abs() < 0.1,
             "{floor}"
         );
         assert!(s.contains("ceiling ") && s.contains("memcpy"));

@@ -109,7 +109,7 @@ table.grid td.cell small{display:block;color:#333;font-size:11px}
 .legend span{display:inline-block;padding:1px 8px;margin-right:4px;font-size:12px}
 .warn{background:#fff3cd;border:1px solid #e0c060;padding:4px 8px}
 svg text{font-family:"DejaVu Sans",sans-serif}
-.reason{color:#a00}
+.reason{color:#a00}tr.g-pass .reason{color:inherit}
 details{margin:4px 0 10px}
 table.health{margin:8px 0}table.health caption{text-align:left;font-weight:600;padding:2px 0}
 "#;

@@ -4,7 +4,7 @@
 use crate::check::Tolerance;
 use crate::gates::{Catalog, Profile};
 use crate::results::{GateResult, GateStatus, RateUnit, Report, RunStatus};
-use greta_vocab::width::{hanging, terminal_width, visible_width, wrap_line, MIN_TEXT};
+use greta_vocab::width::{hanging, stderr_width, stdout_width, visible_width, wrap_line, MIN_TEXT};
 use greta_vocab::{visible, Visible};
 use serde::Serialize;
 use std::fmt::Write;
@@ -394,11 +394,6 @@ fn block_line(g: &GateResult, b: &crate::results::BlockSummary) -> String {
     )
 }
 
-/// The end-of-run table: one block per device, one line per gate; coloured
-/// as [`Colour::from_env`] says. What the driver, the device or the
-/// validation layer said (a device name, a driver's info string, an error)
-/// is printed through [`Visible`]: a name holding ESC or U+202E is shown,
-/// never acted on. The JSON keeps the exact values.
 /// A node check as a line of the table's footer: `check pcie_link: FAIL:
 /// PCIe Gen5 x16 card trained at Gen3 x8 (card1)`.
 fn check_line(c: &crate::telemetry::NodeCheck) -> String {
@@ -410,8 +405,20 @@ fn check_line(c: &crate::telemetry::NodeCheck) -> String {
     )
 }
 
-pub fn render(report: &Report) -> String {
-    render_within(report, Colour::from_env(), terminal_width())
+/// The end-of-run table: one block per device, one line per gate; coloured
+/// as [`Colour::from_env`] says. What the driver, the device or the
+/// validation layer said (a device name, a driver's info string, an error)
+/// is printed through [`Visible`]: a name holding ESC or U+202E is shown,
+/// never acted on. The JSON keeps the exact values. Wrapped to the
+/// terminal of the stream it is printed on (`to_stderr`: with `--json` or
+/// `--oneline`; else stdout), lines whole to a pipe or a file.
+pub fn render(report: &Report, to_stderr: bool) -> String {
+    let width = if to_stderr {
+        stderr_width()
+    } else {
+        stdout_width()
+    };
+    render_within(report, Colour::from_env(), width)
 }
 
 /// [`render`] with colour decided by the caller, lines whole.
@@ -947,7 +954,7 @@ mod tests {
     #[test]
     fn ceilings_ratios_and_stress_show_only_when_measured() {
         let mut r = crate::results::tests::sample_report();
-        let plain = render(&r);
+        let plain = render(&r, false);
         assert!(!plain.contains("ceiling") && !plain.contains("ratio"));
         r.devices[0].gates[0].in_run.ceiling = Some(crate::results::CeilingRef {
             rate: 2956.0,
@@ -960,7 +967,7 @@ mod tests {
         for g in &mut r.devices[0].gates[1..] {
             g.in_run.ceiling_unavailable = Some("no cuBLAS found; looked in: x".into());
         }
-        let t = render(&r);
+        let t = render(&r, false);
         let head = t.lines().nth(1).unwrap();
         assert!(
             head.contains("  ceiling  ") && head.contains("  ratio  "),
@@ -982,7 +989,7 @@ mod tests {
     #[test]
     fn a_block_gate_gets_its_line_with_the_estimate_labelled() {
         let mut r = crate::results::tests::sample_report();
-        assert!(!render(&r).contains("block "));
+        assert!(!render(&r, false).contains("block "));
         let g = &mut r.devices[0].gates[0];
         g.metrics.as_mut().unwrap().time_median_us = Some(250.0);
         g.in_run.block = Some(crate::results::BlockSummary::new(
@@ -992,7 +999,7 @@ mod tests {
             1,
             Some(250_000.0),
         ));
-        let t = render(&r);
+        let t = render(&r, false);
         let line = t.lines().find(|l| l.starts_with("block ")).unwrap();
         assert!(line.contains("0.250 ms per layer, 1 token(s)"), "{line}");
         // 1 token / (32 x 250 us) = 125 tokens/s.
@@ -1016,7 +1023,7 @@ mod tests {
         );
         assert_eq!(b.steps[0].parts, ["gemv_f16", "residual add"]);
         r.devices[0].gates[0].in_run.block = Some(b);
-        let t = render(&r);
+        let t = render(&r, false);
         let line = t.lines().find(|l| l.starts_with("block ")).unwrap();
         assert!(
             line.contains(

@@ -44,6 +44,7 @@ pub mod place;
 mod setting;
 mod sha256;
 pub mod size;
+pub mod stderr;
 pub mod suggest;
 pub mod tool_pin;
 pub mod url_secrets;

@@ -46,10 +46,10 @@ pub fn run(args: Args) -> Result<Exit> {
         probe: false,
     })?;
     if !args.json {
-        eprint!(
+        crate::out::err_text(format_args!(
             "{}",
             crate::install::explain(&plan, crate::install::Detail::Wheels)
-        );
+        ));
     }
     let mut fopts = FetchOptions::from_env()?;
     fopts.offline = args.offline;
@@ -75,7 +75,7 @@ pub fn run(args: Args) -> Result<Exit> {
                     Some(u) => format!(", uv {} for {}", u.version, u.arch),
                     None => ", no uv".into(),
                 };
-                eprintln!(
+                crate::errln!(
                     "✓ bundle {} for Python {}: {} wheels ({}){uv}, {}, manifest {}; install with: greta install --bundle {}",
                     greta_vocab::Visible(&m.profile),
                     greta_vocab::Visible(&m.python.to_string()),
@@ -89,7 +89,7 @@ pub fn run(args: Args) -> Result<Exit> {
             Ok(Exit::Pass)
         }
         Err(e) => {
-            eprintln!(
+            crate::errln!(
                 "greta bundle: {}",
                 greta_vocab::VisibleLines(&format!("{e:#}"))
             );

@@ -123,7 +123,7 @@ pub fn run(args: Args, verbose: u8) -> anyhow::Result<Exit> {
             report.render_within(
                 greta_probe::use_color(std::io::stdout().is_terminal()),
                 verbose > 0,
-                greta_vocab::width::terminal_width()
+                greta_vocab::width::stdout_width()
             )
         ));
     }

@@ -182,7 +182,7 @@ pub fn run(args: Args) -> Result<Exit> {
         }
         Command::Remove { name } => {
             let p = root.remove(&name)?;
-            eprintln!("removed {}", p.display());
+            crate::errln!("removed {}", p.display());
             Ok(Exit::Pass)
         }
     }

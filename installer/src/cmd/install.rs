@@ -4,7 +4,7 @@
 use crate::envs::installer::Choice;
 use crate::exit::Exit;
 use crate::fetch::FetchOptions;
-use crate::install::{Detail, InstallInput, InstallOutput, PlanInput};
+use crate::install::{Begun, Detail, InstallInput, InstallOutput, PlanInput};
 use anyhow::Result;
 use greta_vocab::{Visible, VisibleLines};
 use std::path::PathBuf;
@@ -73,6 +73,15 @@ pub struct Args {
     pub installer_timeout: u64,
 }
 
+impl Args {
+    /// Whether the install runs device gates after it builds: not with
+    /// `--framework-check imports` or `--no-smoke`, which say the env is
+    /// for another machine.
+    fn device_gates(&self) -> bool {
+        !self.no_smoke && self.framework_check == FrameworkCheck::Gates
+    }
+}
+
 pub fn run(args: Args, verbose: u8) -> Result<Exit> {
     crate::interrupt::on_install_interrupt();
     let Some(Source {
@@ -106,34 +115,6 @@ pub fn run(args: Args, verbose: u8) -> Result<Exit> {
         }
         return Ok(Exit::Pass);
     }
-    // Only where the device gates would run: --framework-check imports and
-    // --no-smoke already say the env is for another machine.
-    let gates = !args.no_smoke && args.framework_check == FrameworkCheck::Gates;
-    if let (Some(why), true) = (no_gpu, gates) {
-        if !args.yes {
-            let asked = crate::ask::yes_no(&format!(
-                "greta install: {why}. Install it and run them anyway?"
-            ))?;
-            match asked {
-                Some(true) => {}
-                Some(false) => {
-                    eprintln!("greta install: nothing was changed");
-                    return Ok(Exit::Undecided);
-                }
-                None => {
-                    let error = format!("{why}; standard input is not a terminal to ask: give --yes to install it and run them anyway");
-                    if args.json {
-                        InstallOutput::Refused {
-                            error: error.clone(),
-                        }
-                        .print()?;
-                    }
-                    eprintln!("greta install: {error}");
-                    return Ok(Exit::Undecided);
-                }
-            }
-        }
-    }
     if !args.json {
         // The per-wheel marker/tag reasoning only on request (-v): by
         // default a few lines say which profile and why, then progress.
@@ -143,7 +124,7 @@ pub fn run(args: Args, verbose: u8) -> Result<Exit> {
             Detail::Summary
         };
         // The plan on stdout, the progress and logs on stderr.
-        crate::out::text(format_args!("{}", crate::install::explain(&plan, detail)));
+        print_plan(&plan, detail);
     }
     let mut fetch = FetchOptions::from_env()?;
     fetch.offline = offline;
@@ -155,16 +136,61 @@ pub fn run(args: Args, verbose: u8) -> Result<Exit> {
         bundle: args.bundle.clone(),
         installer: args.installer,
         smoke: !args.no_smoke,
-        gates: !args.no_smoke && args.framework_check == FrameworkCheck::Gates,
+        gates: args.device_gates(),
         import_timeout: greta_vocab::number::secs(args.import_timeout.max(1)),
         installer_timeout: greta_vocab::number::secs(args.installer_timeout.max(1)),
         reinstall: args.reinstall,
         early_contents,
         verbose: !args.json,
     };
-    match crate::install::install(&plan, input) {
+    let to_build = match crate::install::begin(&plan, input) {
+        Ok(Begun::UpToDate(report)) => return say_report(&args, &name, &plan, &report),
+        Ok(Begun::Build(b)) => b,
+        Err(e) => return say_failed(&args, &name, &plan, &e),
+    };
+    // Asked only now that an env is to be built: one that is up to date
+    // needs no answer (and dropping `to_build` lets go of the env's lock).
+    if let Some(exit) = ask_without_gpu(&args, no_gpu.as_deref())? {
+        return Ok(exit);
+    }
+    match to_build.finish() {
         Ok(report) => say_report(&args, &name, &plan, &report),
         Err(e) => say_failed(&args, &name, &plan, &e),
+    }
+}
+
+/// The plan's text on stdout, wrapped to the terminal there with a hanging
+/// indent (whole to a pipe or a file).
+fn print_plan(plan: &crate::install::Plan, detail: Detail) {
+    crate::out::wrapped(format_args!("{}", crate::install::explain(plan, detail)));
+}
+
+/// A ROCm profile's env about to be built where no AMD GPU is seen (`why`),
+/// its device gates on: the question, unless `--yes` answered it. `Some`:
+/// the install stops with that exit (nothing fetched or changed).
+fn ask_without_gpu(args: &Args, why: Option<&str>) -> Result<Option<Exit>> {
+    let Some(why) = why.filter(|_| args.device_gates() && !args.yes) else {
+        return Ok(None);
+    };
+    match crate::ask::yes_no(&format!(
+        "greta install: {why}. Install it and run them anyway?"
+    ))? {
+        Some(true) => Ok(None),
+        Some(false) => {
+            crate::errln!("greta install: nothing was changed");
+            Ok(Some(Exit::Undecided))
+        }
+        None => {
+            let error = format!("{why}; standard input is not a terminal to ask: give --yes to install it and run them anyway");
+            if args.json {
+                InstallOutput::Refused {
+                    error: error.clone(),
+                }
+                .print()?;
+            }
+            crate::errln!("greta install: {error}");
+            Ok(Some(Exit::Undecided))
+        }
     }
 }
 
@@ -200,27 +226,68 @@ fn dry_run(
         Existing::UpToDate(_) => Detail::Choice,
         _ => Detail::Wheels,
     };
-    crate::out::text(format_args!("{}", crate::install::explain(plan, detail)));
-    if let Some(why) = no_gpu {
-        crate::outln!("! {why} (an install that runs the device gates asks first; --yes answers)");
+    print_plan(plan, detail);
+    // Said where the install would ask: an env that is up to date is not
+    // built again, and without the device gates there is nothing to ask.
+    let up_to_date = matches!(existing, Existing::UpToDate(_));
+    if let (Some(why), true, false) = (no_gpu, args.device_gates(), up_to_date) {
+        let asks = if args.yes {
+            "--yes: the install will not ask"
+        } else {
+            "the install asks first; --yes answers"
+        };
+        crate::wrapln!("! {why} ({asks})");
+    }
+    if args.offline && args.bundle.is_none() && !up_to_date {
+        say_offline(plan)?;
     }
     match existing {
         Existing::UpToDate(v) => {
             let env = crate::envs::EnvRoot::default_root()?.env_path(name);
-            crate::outln!(
+            crate::wrapln!(
                 "dry run: env {name} is up to date ({} wheels, {} files verified): nothing to fetch or build (--reinstall rebuilds it)\n  activate with: . {}/greta-activate",
                 v.receipt.wheels.len(),
                 v.files,
                 env.display()
             );
         }
-        Existing::Stale(why) => crate::outln!(
+        Existing::Stale(why) => crate::wrapln!(
             "dry run: nothing fetched or written (env {name} would be rebuilt: {})",
             Visible(&why)
         ),
         Existing::Absent => {
-            crate::outln!("dry run: nothing fetched or written (env would be {name})")
+            crate::wrapln!("dry run: nothing fetched or written (env would be {name})")
         }
+    }
+    Ok(())
+}
+
+/// `--dry-run --offline`: whether the install could run from the cache
+/// alone, read only (a wheel's file there is verified when the install
+/// reads it, not now): every wheel not there is named.
+fn say_offline(plan: &crate::install::Plan) -> Result<()> {
+    let cache = crate::fetch::Cache::new(crate::fetch::Cache::default_root()?);
+    let missing: Vec<_> = plan
+        .wheels
+        .iter()
+        .map(crate::install::plan::artifact)
+        .filter(|a| !cache.wheel_path(a).is_file())
+        .collect();
+    if missing.is_empty() {
+        crate::wrapln!(
+            "--offline: every wheel is in the cache ({}); each is verified when the install reads it",
+            cache.root().display()
+        );
+        return Ok(());
+    }
+    crate::wrapln!(
+        "--offline: {} of {} wheels are not in the cache ({}): the install would stop before building anything",
+        missing.len(),
+        plan.wheels.len(),
+        cache.root().display()
+    );
+    for a in &missing {
+        crate::wrapln!("  {}", Visible(&a.filename));
     }
     Ok(())
 }
@@ -251,7 +318,7 @@ fn source(args: &Args) -> Result<Option<Source>> {
             }
             .print()?;
         }
-        eprintln!("greta install: {}", VisibleLines(&format!("{e:#}")));
+        crate::errln!("greta install: {}", VisibleLines(&format!("{e:#}")));
         return Ok(None);
     }
     Ok(Some(Source {
@@ -294,14 +361,14 @@ fn say_failed(
         }
         .print()?;
     }
-    eprintln!("greta install: {}", VisibleLines(&format!("{e:#}")));
+    crate::errln!("greta install: {}", VisibleLines(&format!("{e:#}")));
     // A download that cannot succeed as things stand (404, wrong hash), a
     // full disk, a read-only cache, a missing HOME or an installer stopped
     // by its time limit is not fixed by running again (crate::rerun): the
     // line says what would help.
     match crate::rerun::blocker(e) {
-        None => eprintln!("greta install: nothing was changed in the env; verified downloads stay cached, rerun to continue"),
-        Some(help) => eprintln!("greta install: nothing was changed in the env; verified downloads stay cached; {help}, then rerun"),
+        None => crate::errln!("greta install: nothing was changed in the env; verified downloads stay cached, rerun to continue"),
+        Some(help) => crate::errln!("greta install: nothing was changed in the env; verified downloads stay cached; {help}, then rerun"),
     }
     // A path greta refused to write through is bad input: exit 2.
     if e.chain().any(crate::rerun::refused_path) {
@@ -326,7 +393,7 @@ fn say_report(
         }
         .print()?;
     } else if report.up_to_date {
-        eprintln!(
+        crate::errln!(
             "✓ env {name} is up to date ({} wheels, {} files verified); nothing to do (--reinstall rebuilds it)\n  activate with: . {}/greta-activate",
             report.wheels.len(),
             report.verified.as_ref().map_or(0, |v| v.files),
@@ -336,7 +403,7 @@ fn say_report(
         // Evidence quotes what the env's Python and its tools printed:
         // each of its lines is shown, never acted on by the terminal.
         for f in &report.findings {
-            eprintln!(
+            crate::errln!(
                 "✗ {} [{}] {}\n    {}",
                 f.severity,
                 Visible(&f.id),
@@ -344,29 +411,29 @@ fn say_report(
                 Visible(&f.message)
             );
             for e in &f.evidence {
-                eprintln!("    {}", VisibleLines(&e.replace('\n', "\n    ")));
+                crate::errln!("    {}", VisibleLines(&e.replace('\n', "\n    ")));
             }
-            eprintln!("    fix: {}", Visible(&f.fix.text));
+            crate::errln!("    fix: {}", Visible(&f.fix.text));
             for c in &f.fix.commands {
-                eprintln!("      $ {}", Visible(c));
+                crate::errln!("      $ {}", Visible(c));
             }
         }
         if report.smoke.status != crate::install::SmokeStatus::Skipped || !args.no_smoke {
-            eprintln!(
+            crate::errln!(
                 "smoke: {} ({})",
                 report.smoke.status,
                 Visible(&report.smoke.note)
             );
         }
         if report.installed {
-            eprintln!(
+            crate::errln!(
                 "✓ env {name} ready ({} wheels, {})\n  activate with: . {}/greta-activate",
                 report.wheels.len(),
                 report.installer,
                 report.env.display()
             );
         } else {
-            eprintln!("✗ install failed its checks; the previous env (if any) is untouched");
+            crate::errln!("✗ install failed its checks; the previous env (if any) is untouched");
         }
     }
     Ok(if report.installed || report.up_to_date {

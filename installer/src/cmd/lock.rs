@@ -142,7 +142,7 @@ fn update(dir: &lock::LockDir, a: UpdateArgs) -> Result<Exit> {
     }
     lock::write_atomic(&p.lockfile, &text)?;
     let lock = Lockfile::load(&p.lockfile)?;
-    eprintln!(
+    crate::errln!(
         "wrote {} ({} packages, {} wheels, sha256 {})",
         Visible(&p.lockfile.display().to_string()),
         lock.packages.len(),
@@ -150,7 +150,7 @@ fn update(dir: &lock::LockDir, a: UpdateArgs) -> Result<Exit> {
         lock.sha256
     );
     if !p.is_locked() {
-        eprintln!("note: matrix.toml still marks {} as not locked; set status = \"locked\" after reviewing the file", Visible(&p.name));
+        crate::errln!("note: matrix.toml still marks {} as not locked; set status = \"locked\" after reviewing the file", Visible(&p.name));
     }
     Ok(Exit::Pass)
 }

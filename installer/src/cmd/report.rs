@@ -43,7 +43,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
     let out = match Output::resolve(&args.out) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("greta report: --out {e}");
+            crate::errln!("greta report: --out {e}");
             return Ok(Exit::Undecided);
         }
     };
@@ -58,7 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             None => default_dir()?,
         };
         if let Err(why) = not_an_input(&out, &args.out, std::slice::from_ref(&dir)) {
-            eprintln!("greta report: {why}");
+            crate::errln!("greta report: {why}");
             return Ok(Exit::Undecided);
         }
         // Each result is digested as it is read: the history holds a few
@@ -66,14 +66,14 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         let history = match greta_report::History::read_dir(&dir) {
             Ok(h) => h,
             Err(e) => {
-                eprintln!("greta report: cannot list {e}");
+                crate::errln!("greta report: cannot list {e}");
                 return Ok(Exit::Undecided);
             }
         };
         // The results read are the directory's `*.json` files; none may be
         // the page (a link or hard link to --out under another name).
         if let Err(why) = not_read(&out, &args.out, json_files_of(&dir)) {
-            eprintln!("greta report: {why}");
+            crate::errln!("greta report: {why}");
             return Ok(Exit::Undecided);
         }
         let (used, skipped) = (history.len(), history.skipped().to_vec());
@@ -85,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
             args.paths
         };
         if let Err(why) = not_an_input(&out, &args.out, &paths) {
-            eprintln!("greta report: {why}");
+            crate::errln!("greta report: {why}");
             return Ok(Exit::Undecided);
         }
         // Each run is drawn as it is read and dropped: the page holds one
@@ -93,28 +93,28 @@ pub fn run(args: Args) -> anyhow::Result<Exit> {
         // PAGE_BYTES of results (the rest are named as not used).
         let page = read_paths(&paths);
         if let Err(why) = not_read(&out, &args.out, page.read().iter().cloned()) {
-            eprintln!("greta report: {why}");
+            crate::errln!("greta report: {why}");
             return Ok(Exit::Undecided);
         }
         let (used, skipped) = (page.runs(), page.skipped().to_vec());
         (page.finish(), used, skipped)
     };
     for s in &skipped {
-        eprintln!("greta report: not used: {}: {}", s.path.display(), s.why);
+        crate::errln!("greta report: not used: {}: {}", s.path.display(), s.why);
     }
     let html = private(&html);
     if let Err(e) = out.replace(html.as_bytes(), Purpose::Page) {
-        eprintln!("greta report: could not write --out {e}");
+        crate::errln!("greta report: could not write --out {e}");
         return Ok(Exit::Undecided);
     }
     if used == 0 {
-        eprintln!(
+        crate::errln!(
             "greta report: no greta.smoke/v1 result could be read; {} says so",
             args.out.display()
         );
         return Ok(Exit::Undecided);
     }
-    eprintln!(
+    crate::errln!(
         "greta report: wrote {} ({used} run{}, {} file{} not used)",
         args.out.display(),
         if used == 1 { "" } else { "s" },
@@ -247,11 +247,11 @@ pub fn write_run_page(out: &Path, report: &greta_smoke::results::Report) -> bool
     let html = private(&html);
     match output::write(out, html.as_bytes(), Purpose::Page) {
         Ok(()) => {
-            eprintln!("report page: {}", out.display());
+            crate::errln!("report page: {}", out.display());
             true
         }
         Err(e) => {
-            eprintln!("greta smoke: could not write --html {e}");
+            crate::errln!("greta smoke: could not write --html {e}");
             false
         }
     }

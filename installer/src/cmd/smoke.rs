@@ -349,7 +349,8 @@ fn present(
     outcome: &Outcome,
     exit_code: u8,
 ) -> anyhow::Result<Exit> {
-    let table = greta_smoke::table::render(&outcome.report);
+    // With --json or --oneline the table goes to stderr.
+    let table = greta_smoke::table::render(&outcome.report, args.json || fleet.oneline);
     if let Some(h) = &args.html {
         super::report::write_run_page(h, &outcome.report);
     }

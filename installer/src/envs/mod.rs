@@ -202,13 +202,13 @@ impl EnvRoot {
             let Ok(g) = self.lock(name) else { continue };
             match self.recover(name, &g) {
                 Ok(r) if r.restored_backup => {
-                    eprintln!(
+                    crate::errln!(
                         "greta: restored env {name} from {} (an install was killed mid-swap)",
                         e.path().display()
                     )
                 }
                 Ok(_) => {}
-                Err(err) => eprintln!("greta: cannot restore env {name}: {err:#}"),
+                Err(err) => crate::errln!("greta: cannot restore env {name}: {err:#}"),
             }
         }
     }

@@ -209,7 +209,7 @@ fn cache_pass(cache: &Cache, items: &[PinnedWheel], jobs: usize) -> Result<Cache
                     "cached {} failed verification ({reason}); fetching it again",
                     path.display()
                 );
-                eprintln!(
+                crate::errln!(
                     "greta: cached {} failed verification ({reason}); removed, fetching it again",
                     a.filename
                 );

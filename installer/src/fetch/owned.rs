@@ -136,7 +136,7 @@ pub fn move_aside(path: &Path, m: &fs::Metadata) -> Result<PathBuf> {
         )
     })?;
     tracing::warn!("{} was a {what}; moved to {}", path.display(), to.display());
-    eprintln!(
+    crate::errln!(
         "greta: warning: {} was a {what}, not a regular file: moved it aside to {} (greta never writes through one)",
         path.display(),
         to.display()

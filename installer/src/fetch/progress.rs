@@ -2,10 +2,22 @@
 //! and a "fetched FILE (SIZE)" line above them as each file completes.
 //! Only drawn on a terminal (stderr), so logs and `--json` stay clean
 //! (`tests/install_progress.rs` runs greta under a pseudo-terminal to check
-//! both sides).
+//! both sides). Every line fits the terminal's width: the overall bar
+//! takes what its counts leave (`{wide_bar}`), a file's name is cut to
+//! the room its bar leaves (`{wide_msg}`), a "fetched" line is wrapped.
 
+use greta_vocab::width::{elide, stderr_width, wrap_line};
 use indicatif::{HumanBytes, MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
+
+/// A file's bar: its package, the bar, the bytes, then its file name.
+const FILE_BAR: &str = "{prefix:>10} [{bar:20}] {bytes}/{total_bytes} {wide_msg}";
+/// The columns of a package name on its bar.
+const PREFIX_COLS: usize = 10;
+/// The columns [`FILE_BAR`] takes before the file name at most: the
+/// package, the bar, two sizes of up to ten columns ("1023.99 KiB") and
+/// the spaces between.
+const FILE_BAR_FIXED: usize = PREFIX_COLS + 1 + 22 + 1 + 10 + 1 + 10 + 1;
 
 use super::http::Progress;
 use super::PinnedWheel;
@@ -13,6 +25,9 @@ use super::PinnedWheel;
 pub struct Bars {
     multi: Option<MultiProgress>,
     overall: Option<ProgressBar>,
+    /// While the bars are drawn, greta's other lines on stderr (a warning,
+    /// a retry) go above them.
+    drawn: std::sync::Mutex<Option<greta_vocab::stderr::BarsDrawn>>,
 }
 
 pub struct FileBar {
@@ -21,6 +36,8 @@ pub struct FileBar {
     overall: Option<ProgressBar>,
     /// Bytes this file has added to the overall bar, so a reset can undo them.
     counted: std::cell::Cell<u64>,
+    /// The file's name whole, for the line left when it is fetched.
+    filename: String,
 }
 
 impl Bars {
@@ -29,21 +46,28 @@ impl Bars {
             return Bars {
                 multi: None,
                 overall: None,
+                drawn: Default::default(),
             };
         }
         let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
         let overall = multi.add(ProgressBar::new(total_bytes));
         overall.set_style(
             ProgressStyle::with_template(
-                "{prefix:>10} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
+                "{prefix:>10} [{wide_bar}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
         );
-        overall.set_prefix(format!("{files} files"));
+        overall.set_prefix(match files {
+            1 => "1 file".to_string(),
+            n => format!("{n} files"),
+        });
+        let around = multi.clone();
+        let drawn = greta_vocab::stderr::bars_drawn(move |print| around.suspend(print));
         Bars {
             multi: Some(multi),
             overall: Some(overall),
+            drawn: std::sync::Mutex::new(Some(drawn)),
         }
     }
 
@@ -51,14 +75,18 @@ impl Bars {
         let bar = self.multi.as_ref().map(|m| {
             let b = m.add(ProgressBar::new(a.size.unwrap_or(0)));
             b.set_style(
-                ProgressStyle::with_template("{prefix:>10} [{bar:30}] {bytes}/{total_bytes} {msg}")
+                ProgressStyle::with_template(FILE_BAR)
                     .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> "),
             );
-            // Names from the lockfile: shown, never acted on.
+            // Names from the lockfile: shown, never acted on, cut by their
+            // columns (indicatif's `{wide_msg}` cuts by bytes: a wide or
+            // accented character would be split or overflow the line).
             let name = greta_vocab::visible(&a.name);
-            b.set_prefix(name.chars().take(10).collect::<String>());
-            b.set_message(greta_vocab::visible(&a.filename).into_owned());
+            b.set_prefix(elide(&name, PREFIX_COLS).into_owned());
+            let file = greta_vocab::visible(&a.filename);
+            let room = stderr_width().map_or(usize::MAX, |w| w.saturating_sub(FILE_BAR_FIXED));
+            b.set_message(elide(&file, room).into_owned());
             b
         });
         FileBar {
@@ -66,6 +94,7 @@ impl Bars {
             bar,
             overall: self.overall.clone(),
             counted: std::cell::Cell::new(0),
+            filename: a.filename.clone(),
         }
     }
 
@@ -76,6 +105,7 @@ impl Bars {
         if let Some(m) = &self.multi {
             let _ = m.clear();
         }
+        self.drawn.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 }
 
@@ -115,12 +145,13 @@ impl FileBar {
                 if let Some(o) = &self.overall {
                     o.tick();
                 }
-                let _ = m.println(format!(
+                let line = format!(
                     "{:>10} {} ({})",
                     "fetched",
-                    b.message(),
+                    greta_vocab::visible(&self.filename),
                     HumanBytes(b.position())
-                ));
+                );
+                let _ = m.println(wrap_line(&line, stderr_width(), 4));
             }
             b.finish_and_clear();
         }

@@ -160,10 +160,10 @@ pub fn run(
             // What will change is shown before the question.
             let shown = FixOutput::new("dry-run", remedies.clone(), not_fixable.clone());
             let text = shown.render();
-            eprint!(
+            crate::out::err_text(format_args!(
                 "{}",
                 text.trim_end_matches("Dry run: nothing was changed.\n")
-            );
+            ));
             if !ask(n)? {
                 return Ok(FixOutput::new("declined", remedies, not_fixable));
             }

@@ -106,7 +106,7 @@ fn recover_beside(out: &Path) {
     }
     for (_, p) in old {
         if std::fs::symlink_metadata(out).is_err() && std::fs::rename(&p, out).is_ok() {
-            eprintln!(
+            crate::errln!(
                 "greta: restored the previous bundle {} (a `greta bundle` replacing it was killed)",
                 out.display()
             );
@@ -374,12 +374,12 @@ pub fn bundle(
                 envs::uv_bootstrap::artifact(&pin, w),
             )),
             Err(e) => {
-                eprintln!("greta: the bundle carries no uv: {e:#}");
+                crate::errln!("greta: the bundle carries no uv: {e:#}");
                 None
             }
         },
         None => {
-            eprintln!(
+            crate::errln!(
                 "greta: the bundle carries no uv: {} has no {}",
                 lock_dir,
                 envs::uv_bootstrap::TOOLS_FILE

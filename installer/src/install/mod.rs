@@ -1,14 +1,16 @@
 //! The steps of `greta install` (and the shared front half of `greta
 //! bundle`), one file each; every step takes typed input and returns a
-//! typed report, so that [`install`] reads as the sequence it is and each
-//! step can be tested on its own:
+//! typed report, so that [`begin`] and [`ToBuild::finish`] read as the
+//! sequence they are and each step can be tested on its own:
 //!
 //! 1. [`plan`](plan::plan): [`detect`] the machine, choose the profile
 //!    (explained), the interpreter, the lockfile's wheel set. Everything
 //!    that can be wrong with the inputs fails here, before a single file is
 //!    written.
-//! 2. [`prepare`]: the env's lock, the recovery of a killed install, and
-//!    whether the env is already exactly this plan (then nothing else runs).
+//! 2. [`prepare`] ([`begin`]): the env's lock, the recovery of a killed
+//!    install, and whether the env is already exactly this plan (then
+//!    nothing else runs). The caller may ask its question here, before
+//!    anything is fetched; [`ToBuild::finish`] runs the rest.
 //! 3. [`fetch`]: every wheel verified into the cache (or from a bundle).
 //! 4. [`build`]: venv in a staging dir, wheels installed from the verified
 //!    local files only.
@@ -76,76 +78,123 @@ pub struct InstallInput {
     pub verbose: bool,
 }
 
-/// Steps 2-7. `Ok` with `installed == false` means a check failed (the
-/// previous env is untouched) or the env was already up to date; `Err`
-/// means a step could not be done.
-pub fn install(plan: &Plan, input: InstallInput) -> Result<InstallReport> {
+/// Step 2, [`prepare`]: the env's lock, recovery, and whether the env is
+/// already exactly this plan. Nothing is fetched or built yet: a question
+/// that only matters for a build (`greta install` of a ROCm profile where
+/// no AMD GPU is seen) is asked between this and [`ToBuild::finish`], so
+/// an env that is up to date is never asked about. `Err` means a step
+/// could not be done.
+pub fn begin(plan: &Plan, input: InstallInput) -> Result<Begun<'_>> {
     let mut input = input;
     let early = input.early_contents.take().and_then(|h| h.join().ok());
-    let input = &input;
     let mut timings = Timings::start();
 
-    let prepared = prepare::prepare(plan, input)?;
+    let prepared = prepare::prepare(plan, &input)?;
     timings.since_start("prepare");
     // What dead or other runs left in partial/ and this plan will not
     // resume goes, also when the env turns out to be up to date.
     let needed: Vec<_> = plan.wheels.iter().map(plan::artifact).collect();
     crate::fetch::sweep_unneeded_partials(&prepared.cache, &needed);
     bundle::sweep_recorded_partials(&prepared.cache);
-    let rebuild = match prepare::current(plan, input, &prepared, early, &mut timings) {
+    match prepare::current(plan, &input, &prepared, early, &mut timings) {
         prepare::Current::UpToDate(v) => {
             timings.since_start("total");
             let env = prepared.root.env_path(&input.name);
             let recovery = prepared.release();
-            return Ok(report::up_to_date(plan, env, recovery, &v, timings.done()));
+            Ok(Begun::UpToDate(report::up_to_date(
+                plan,
+                env,
+                recovery,
+                &v,
+                timings.done(),
+            )))
         }
-        prepare::Current::Build(r) => r,
-    };
+        prepare::Current::Build(rebuild) => Ok(Begun::Build(ToBuild {
+            plan,
+            input,
+            prepared,
+            rebuild,
+            timings,
+        })),
+    }
+}
 
-    let fetched = fetch::fetch(plan, input, &prepared.cache)?;
-    timings.since_start("fetch");
-    pause_at("fetched");
+/// What [`begin`] found.
+pub enum Begun<'a> {
+    /// The env was already exactly this plan: its report, nothing to do.
+    UpToDate(InstallReport),
+    /// An env is to be built.
+    Build(ToBuild<'a>),
+}
 
-    let (built, prestarted) =
-        build::build(plan, input, &prepared, &fetched, &rebuild, &mut timings)?;
-    pause_at("installed");
+/// An install that will build its env: the env's lock is held (until
+/// [`ToBuild::finish`] ends or this is dropped), nothing fetched yet.
+pub struct ToBuild<'a> {
+    plan: &'a Plan,
+    input: InstallInput,
+    prepared: prepare::Prepared,
+    rebuild: prepare::Rebuild,
+    timings: Timings,
+}
 
-    let proof = prove::prove(plan, input, &built, prestarted, &mut timings)?;
-    let attempt = report::Attempt {
-        env: prepared.root.env_path(&input.name),
-        installer: built.installer.clone(),
-        wheels: fetched.wheels.iter().map(report::wheel_report).collect(),
-        recovery: prepared.recovery.clone(),
-        checks: proof.modules.clone(),
-        venv: built.venv.to_string(),
-        rebuilt_because: rebuild.because.clone(),
-    };
-    let (hip, smoke) = match proof.verdict {
-        prove::Verdict::Stopped { findings, smoke } => {
-            return Ok(attempt.stopped(findings, smoke, timings.done()));
-        }
-        prove::Verdict::Proven { hip, smoke } => (hip, smoke),
-    };
-    pause_at("checked");
+impl ToBuild<'_> {
+    /// Steps 3-7. `Ok` with `installed == false` means a check failed (the
+    /// previous env is untouched); `Err` means a step could not be done.
+    pub fn finish(self) -> Result<InstallReport> {
+        let ToBuild {
+            plan,
+            input,
+            prepared,
+            rebuild,
+            mut timings,
+        } = self;
+        let input = &input;
 
-    let t = Instant::now();
-    let r = receipt::assemble(
-        plan,
-        &input.name,
-        &built,
-        &fetched.wheels,
-        &proof.modules,
-        hip,
-    );
-    receipt::write(plan, &built.staging, &r)?;
-    timings.insert("receipt", t);
+        let fetched = fetch::fetch(plan, input, &prepared.cache)?;
+        timings.since_start("fetch");
+        pause_at("fetched");
 
-    let t = Instant::now();
-    let env = swap::swap(built.staging, &prepared.root, &input.name)?;
-    timings.insert("swap", t);
-    timings.since_start("total");
-    prepared.release();
-    Ok(attempt.installed(env, smoke, timings.done()))
+        let (built, prestarted) =
+            build::build(plan, input, &prepared, &fetched, &rebuild, &mut timings)?;
+        pause_at("installed");
+
+        let proof = prove::prove(plan, input, &built, prestarted, &mut timings)?;
+        let attempt = report::Attempt {
+            env: prepared.root.env_path(&input.name),
+            installer: built.installer.clone(),
+            wheels: fetched.wheels.iter().map(report::wheel_report).collect(),
+            recovery: prepared.recovery.clone(),
+            checks: proof.modules.clone(),
+            venv: built.venv.to_string(),
+            rebuilt_because: rebuild.because.clone(),
+        };
+        let (hip, smoke) = match proof.verdict {
+            prove::Verdict::Stopped { findings, smoke } => {
+                return Ok(attempt.stopped(findings, smoke, timings.done()));
+            }
+            prove::Verdict::Proven { hip, smoke } => (hip, smoke),
+        };
+        pause_at("checked");
+
+        let t = Instant::now();
+        let r = receipt::assemble(
+            plan,
+            &input.name,
+            &built,
+            &fetched.wheels,
+            &proof.modules,
+            hip,
+        );
+        receipt::write(plan, &built.staging, &r)?;
+        timings.insert("receipt", t);
+
+        let t = Instant::now();
+        let env = swap::swap(built.staging, &prepared.root, &input.name)?;
+        timings.insert("swap", t);
+        timings.since_start("total");
+        prepared.release();
+        Ok(attempt.installed(env, smoke, timings.done()))
+    }
 }
 
 /// What an install of `plan` as the env `name` would find there, for
@@ -201,6 +250,6 @@ impl Timings {
 /// A progress line on stderr, with `--verbose`-style output on.
 fn say(verbose: bool, msg: impl AsRef<str>) {
     if verbose {
-        eprintln!("greta: {}", msg.as_ref());
+        crate::errln!("greta: {}", msg.as_ref());
     }
 }

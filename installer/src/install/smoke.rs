@@ -60,9 +60,10 @@ pub fn verdict(asked: Result<Finished, Undecided>) -> SmokeReport {
 }
 
 /// The report's one-line summary ("smoke ultrasafe: PASS: 2 passed, ..."),
-/// as `greta smoke` renders it under its table.
+/// as `greta smoke` renders it under its table: its lines whole (wrapped
+/// to a terminal, the last line would be the summary's tail alone).
 fn summary(r: &Report) -> String {
-    greta_smoke::table::render(r)
+    greta_smoke::table::render_with(r, greta_smoke::table::Colour::Off)
         .lines()
         .next_back()
         .unwrap_or_default()

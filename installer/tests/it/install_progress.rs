@@ -128,3 +128,86 @@ fn bundle_draws_bars_on_a_terminal_and_none_with_json() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(v["result"], "bundled");
 }
+
+/// `s` with every run of whitespace one space: a wrapped line read whole.
+fn flat(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `greta install` on terminals 80 and 120 columns wide, with a cached
+/// wheel that fails verification (a tracing warning and greta's own line
+/// about it), the bars of its new download, the smoke step's summary and
+/// the activation line of an env under a long path: every line fits; the
+/// smoke step's summary is said whole (wrapped to a terminal, only its
+/// last piece once reached the line). To a pipe each is one line.
+#[test]
+fn install_on_a_terminal_fits_80_and_120_columns() {
+    support::require_uv();
+    let h = Harness::new(48 * 1024);
+    let data = h
+        .dir
+        .path()
+        .join("a-data-directory-whose-name-is-long-enough")
+        .join("to-push-the-activation-line-past-eighty-columns");
+    let install = || {
+        let mut c = h.install_with(
+            &support::python(),
+            &["--reinstall", "--framework-check", "imports"],
+        );
+        c.env("XDG_DATA_HOME", &data);
+        c
+    };
+    // torch's cached file one byte longer than the lock says: it fails
+    // verification and is fetched again.
+    let spoil = || {
+        let cached = h.cached_wheel("torch").expect("torch is cached");
+        let mut bytes = std::fs::read(&cached).unwrap();
+        bytes.push(0);
+        std::fs::write(&cached, bytes).unwrap();
+    };
+    let o = install().output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    for width in [80u16, 120] {
+        spoil();
+        let (o, seen) = support::pty::run_on_pty_cols(install(), true, width);
+        assert!(o.status.success(), "{seen}");
+        support::pty::assert_fits(&seen, width);
+        let whole = flat(&seen);
+        assert!(
+            whole.contains("WARN") && whole.contains("failed verification"),
+            "no warning shown:\n{seen}"
+        );
+        assert!(whole.contains("fetched torch-"), "no bar drawn:\n{seen}");
+        assert!(
+            whole.contains("smoke: pass (smoke ultrasafe: PASS: "),
+            "the smoke step's summary is not whole:\n{seen}"
+        );
+        // The activation line's path is longer than a line here: cut where
+        // the line ends, its start on the line after "activate with: .".
+        assert!(whole.contains("activate with: . /"), "{seen}");
+    }
+    spoil();
+    let o = install().output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    for (what, found) in [
+        (
+            "the warning",
+            err.lines()
+                .any(|l| l.contains("WARN") && l.contains("failed verification")),
+        ),
+        (
+            "the smoke summary",
+            err.lines()
+                .any(|l| l.starts_with("smoke: pass (smoke ultrasafe: PASS: ")),
+        ),
+        (
+            "the activation line",
+            err.lines().any(|l| {
+                l.starts_with("  activate with: . ") && l.ends_with("/cpu/greta-activate")
+            }),
+        ),
+    ] {
+        assert!(found, "{what} is not one line on a pipe:\n{err}");
+    }
+}

@@ -18,6 +18,7 @@ mod doctor_detail;
 mod doctor_fix;
 mod doctor_live_unreadable;
 mod env_lock_hostile;
+mod first_hour;
 mod fleet_cli;
 mod frameworks_gates;
 mod full_disk;

@@ -313,12 +313,22 @@ fn boxes(dom: &str, tag: &str) -> Boxes {
 }
 
 /// A copy of `page` whose extra script writes each grid cell's and bar's
-/// box into an attribute of <html> (no layout change), for the pixel checks.
+/// box into an attribute of <html> (no layout change), for the pixel checks;
+/// also each bar row's name (tag `label`: in place of x, the pixels it
+/// runs past its SVG's left edge, 0 when it is inside), and
+/// the colour of each passing check's detail (tag `pass-detail`: red,
+/// green, blue in place of x, y, w).
 fn with_boxes(page: &Path) -> PathBuf {
     let html = std::fs::read_to_string(page).unwrap();
     let probe = "<script>(function(){var o=[];var c=document.querySelectorAll('td.cell, rect.bar');\
         for(var i=0;i<c.length;i++){var r=c[i].getBoundingClientRect();o.push([c[i].tagName.toLowerCase(),c[i].dataset.device,\
         c[i].dataset.gate,Math.round(r.left),Math.round(r.top),Math.round(r.width),Math.round(r.height)].join(','));}\
+        var t=document.querySelectorAll('svg.bars g.row > text[text-anchor=end]');\
+        for(var i=0;i<t.length;i++){var r=t[i].getBoundingClientRect();var s=t[i].closest('svg').getBoundingClientRect();\
+        o.push(['label','',t[i].parentNode.dataset.gate,Math.max(0,Math.round(s.left-r.left)),Math.round(r.top),Math.round(r.width),Math.round(r.height)].join(','));}\
+        var p=document.querySelectorAll('tr.g-pass td.reason');\
+        for(var i=0;i<p.length;i++){var m=getComputedStyle(p[i]).color.match(/\\d+/g);\
+        o.push(['pass-detail','',p[i].parentNode.dataset.check||'',m[0],m[1],m[2],0].join(','));}\
         document.documentElement.setAttribute('data-boxes',o.join(';'));})();</script></body>";
     let out = page.with_extension("boxes.html");
     std::fs::write(&out, html.replacen("</body>", probe, 1)).unwrap();
@@ -378,6 +388,26 @@ fn report_pages_of_a_real_run_and_a_replayed_node_render_in_chromium() {
         assert!(
             close(px, PALE_PASS_RGB),
             "{k:?}: pixel {px:?}, pale pass colour {PALE_PASS_RGB:?}"
+        );
+    }
+    // Every gate's name is inside its picture (the fused gates' longer
+    // names once ran past the left edge), and a passing check's detail is
+    // not drawn in the failing red.
+    let probed = render(&bin, &with_boxes(&page), None).dom;
+    let labels = boxes(&probed, "label");
+    assert_eq!(labels.len(), clean.devices[0].gates.len(), "{labels:?}");
+    for (k, (past, ..)) in &labels {
+        assert_eq!(
+            *past, 0,
+            "{k:?}: the name runs {past} px past its picture's left edge"
+        );
+    }
+    let details = boxes(&probed, "pass-detail");
+    assert!(!details.is_empty(), "no passing check drawn");
+    for (k, (r, g, b, _)) in &details {
+        assert!(
+            !(*r > 120 && *g < 60 && *b < 60),
+            "{k:?}: a passing check's detail in red ({r}, {g}, {b})"
         );
     }
 

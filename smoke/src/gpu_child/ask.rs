@@ -117,7 +117,7 @@ pub fn run_tune(opts: &crate::tune::TuneOptions) -> Result<crate::tune::TuneRepo
     let what = format!("the {backend} tune child");
     let out =
         ask(&req, &what, tune_limit(opts)).map_err(|e| SmokeError::NoDevice(e.to_string()))?;
-    eprint!("{}", out.stderr);
+    pass_stderr(&out.stderr);
     match Reply::parse(&out.stdout) {
         Ok(Reply::Tune(r)) => Ok(*r),
         Ok(Reply::Error(e)) => Err(match e.kind {
@@ -159,7 +159,7 @@ pub fn run_smoke_with_env(
         kind: ErrorKind::CouldNotRun,
         message: e.to_string(),
     })?;
-    eprint!("{}", out.stderr);
+    pass_stderr(&out.stderr);
     let no_report = |why: String| Undecided {
         kind: ErrorKind::CouldNotRun,
         message: format!(
@@ -216,4 +216,11 @@ pub fn run_smoke_with_env(
         },
         exit_code,
     })
+}
+
+/// The child's stderr (its warnings, its driver's and compiler's lines) on
+/// ours: the child wrote to a pipe, so its lines are whole; on a terminal
+/// they are wrapped to its width here, as greta's own are.
+fn pass_stderr(text: &str) {
+    greta_vocab::stderr::print(text);
 }

@@ -23,11 +23,11 @@ pub fn on_stop(prom: Option<PathBuf>, profile: Profile, started: Instant) {
         };
         let text = prom::render_undecided(profile.as_str(), started.elapsed().as_secs_f64());
         match greta_fsread::output::write(&path, text.as_bytes(), Purpose::Textfile) {
-            Ok(()) => eprintln!(
+            Ok(()) => crate::errln!(
                 "greta smoke: stopped by {name}; {} now says undecided (greta_smoke_status 2)",
                 path.display()
             ),
-            Err(e) => eprintln!(
+            Err(e) => crate::errln!(
                 "greta smoke: stopped by {name}; could not mark {} undecided: {e}",
                 path.display()
             ),

@@ -138,3 +138,97 @@ pub fn converse(mut cmd: Command, typed: &[&str], until: &str, timeout: Duration
     let _ = child.wait();
     String::from_utf8_lossy(&seen).into_owned()
 }
+
+/// The lines of `seen` (what a terminal `width` columns wide received)
+/// that ran past its last column, as the terminal met them: the cursor's
+/// column is followed through carriage returns, newlines, tabs,
+/// backspaces and the cursor moves of CSI sequences (`G`, `C`, `D`;
+/// colour and erase codes take no columns), so a bar redrawn in place is
+/// one line each time, and a line that ends exactly at the last column
+/// (indicatif fills its last bar line so) is no overflow until something
+/// more is printed on it. Every character is taken as one column: greta's
+/// own glyphs (✓ ✗ · … █ ░ ⠋) are, and so is what the tests print.
+pub fn overflowing_lines(seen: &str, width: usize) -> Vec<String> {
+    let mut over = Vec::new();
+    let mut col = 0usize;
+    let mut line = String::new();
+    let mut chars = seen.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => {
+                if chars.peek() == Some(&'[') {
+                    chars.next();
+                    let mut param = String::new();
+                    for f in chars.by_ref() {
+                        if ('\x40'..='\x7e').contains(&f) {
+                            let n = param
+                                .trim_start_matches('?')
+                                .split(';')
+                                .next()
+                                .and_then(|p| p.parse::<usize>().ok())
+                                .unwrap_or(1);
+                            match f {
+                                'G' => col = n.saturating_sub(1),
+                                'C' => col = (col + n).min(width),
+                                'D' => col = col.saturating_sub(n),
+                                _ => {}
+                            }
+                            break;
+                        }
+                        param.push(f);
+                    }
+                } else {
+                    // Another escape: its one following character.
+                    chars.next();
+                }
+            }
+            '\r' => col = 0,
+            '\n' => {
+                col = 0;
+                line.clear();
+            }
+            '\t' => col = (col / 8 + 1) * 8,
+            '\x08' => col = col.saturating_sub(1),
+            c if c.is_control() => {}
+            c => {
+                if col >= width {
+                    over.push(format!("{line}{c}"));
+                    col = 0;
+                }
+                col += 1;
+                line.push(c);
+            }
+        }
+    }
+    over
+}
+
+/// Every line of `seen` fits a terminal `width` columns wide
+/// ([`overflowing_lines`] finds none).
+#[track_caller]
+pub fn assert_fits(seen: &str, width: u16) {
+    let over = overflowing_lines(seen, width as usize);
+    assert!(
+        over.is_empty(),
+        "{} line(s) ran past column {width}, the first: {:?}\n{seen}",
+        over.len(),
+        over[0]
+    );
+}
+
+#[test]
+fn overflow_is_found_where_the_terminal_would_wrap() {
+    // 80 columns exactly, then a newline: fits.
+    assert!(overflowing_lines(&format!("{}\n", "a".repeat(80)), 80).is_empty());
+    // 81: the 81st character wraps.
+    assert_eq!(overflowing_lines(&"a".repeat(81), 80).len(), 1);
+    // A bar redrawn in place with \r and an erase code: each draw alone.
+    let bar = format!("\r\x1b[2K{}", "=".repeat(70)).repeat(5);
+    assert!(overflowing_lines(&bar, 80).is_empty());
+    // Colour codes take no columns; a cursor move does.
+    let coloured = format!("\x1b[1;32m{}\x1b[0m\n", "b".repeat(80));
+    assert!(overflowing_lines(&coloured, 80).is_empty());
+    assert_eq!(overflowing_lines("\x1b[75Gabcdefg", 80).len(), 1);
+    // A line at the last column, then a carriage return: no wrap.
+    assert!(overflowing_lines(&format!("{}\r{}", "c".repeat(80), "d".repeat(3)), 80).is_empty());
+}
