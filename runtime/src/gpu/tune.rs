@@ -208,8 +208,13 @@ pub fn cuda_variant_symbols(arch: &str) -> Vec<String> {
     variant_symbols_for_target(Api::Cuda, &super::arch::Arch::parse(arch))
 }
 
-/// Why `t` is no tuning of `op` on `dev`.
+/// Why `t` is no tuning of `op` on `dev`. A composite op (`block_decode`)
+/// has no kernel of its own: its keys (`fuse`) are the graph's, checked by
+/// the one rule every backend runs it by ([`crate::backend::composite_plan`]).
 pub fn check(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(), String> {
+    if op.is_composite() {
+        return crate::backend::composite_plan(op, Some(t)).map(|_| ());
+    }
     plan(op, dev, t).map(|_| ())
 }
 
@@ -535,6 +540,30 @@ mod tests {
             (p.symbol.as_str(), ran),
             ("greta_gemm_f16", Tuning::default())
         );
+    }
+
+    /// `block_decode`'s `fuse` (fused or unfused graph, what `--tune` times
+    /// for it) is a tuning of the composite op on HIP and CUDA as on Vulkan:
+    /// the check the GPU backends run before anything else takes both values
+    /// and refuses the rest with the composite rule's words.
+    #[test]
+    fn a_composite_op_takes_its_graph_keys_on_hip_and_cuda() {
+        let op = Op::BlockDecode {
+            hidden: 128,
+            heads: 4,
+            head_dim: 32,
+            ffn: 344,
+            len: 301,
+        };
+        for dev in [cuda_dev("sm_90"), hip_dev()] {
+            for t in crate::backend::composite_candidates(&op) {
+                check(&op, &dev, &t).unwrap_or_else(|e| panic!("{t}: {e}"));
+            }
+            let e = check(&op, &dev, &Tuning::of(&[(Knob::Fuse, 2)])).unwrap_err();
+            assert!(e.contains("fuse=2"), "{e}");
+            let e = check(&op, &dev, &Tuning::of(&[(Knob::Wg, 128)])).unwrap_err();
+            assert!(e.contains("does not apply") && e.contains("fuse"), "{e}");
+        }
     }
 
     fn info() -> DeviceInfo {

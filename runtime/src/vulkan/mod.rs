@@ -706,9 +706,10 @@ impl Backend for Device {
         plan::candidates(op, &self.limits)
     }
 
-    /// The device's own copy rate for a memory-bound op's footprint
-    /// (`vkCmdCopyBuffer`, [`ceiling`]): what its ratio is read against, as
-    /// the driver's memcpy is on HIP and CUDA.
+    /// The device's own copy rate for a memory-bound op's footprint (the
+    /// faster of `vkCmdCopyBuffer` and greta's copy shader, [`ceiling`]):
+    /// what its ratio is read against, as the driver's memcpy is on HIP and
+    /// CUDA.
     fn ceiling(
         &mut self,
         op: &Op,
