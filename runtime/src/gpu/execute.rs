@@ -170,7 +170,7 @@ pub(super) fn execute<D: Driver>(
         bufs.ptrs.push(driver.malloc(b.byte_len().max(1))?);
     }
     // The op's scratch, after its outputs: device memory its passes share,
-    // never uploaded nor read back.
+    // zeroed before the first launch (as Vulkan's), never read back.
     let mut scratch_bytes = Vec::new();
     for s in op.scratch() {
         let bytes = s
@@ -190,6 +190,12 @@ pub(super) fn execute<D: Driver>(
             // SAFETY: `bytes` stays borrowed until the stream has passed the
             // copy (the wait below).
             unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? };
+        }
+        let zeros = vec![0u8; scratch_bytes.iter().copied().max().unwrap_or(0)];
+        let io = inputs.len() + outputs.len();
+        for (d, &n) in bufs.ptrs[io..].iter().zip(&scratch_bytes) {
+            // SAFETY: `zeros` (at least `n` bytes) outlives the wait below.
+            unsafe { driver.htod_async(*d, zeros.as_ptr(), n, stream)? };
         }
         let uploaded = events.record(stream)?;
         wait_event(driver, uploaded, "upload to the GPU", left())?;

@@ -62,9 +62,9 @@ pub struct Plan {
     pub hold_cycles: u32,
     /// Later launches of each repeat, in order on the same stream (each
     /// sees the previous one's writes), with the same arguments: the
-    /// combine of a split reduction (attn_decode_f16). The op's scratch
-    /// ([`Op::scratch`]) is allocated after its outputs and passed after
-    /// their pointers, to every launch.
+    /// passes of a memory test (memtest). The op's scratch
+    /// ([`Op::scratch`]) is allocated after its outputs, zeroed before the
+    /// first launch, and passed after their pointers, to every launch.
     pub then: Vec<(String, Dims)>,
 }
 
@@ -72,6 +72,34 @@ pub struct Plan {
 /// GRETA_PRE_THREADS) and query rows per prefill block (GRETA_PRE_BQ).
 pub const ATTN_THREADS: u32 = 128;
 pub const ATTN_PREFILL_BQ: u32 = 64;
+
+/// Blocks per compute unit the attn_decode_f16 planner aims for (128
+/// threads each, about 100 registers a thread: four fit an SM of an H200
+/// or a CU of an MI300X at once): the chunks each block walks are the
+/// fewest that still give this many blocks ([`greta_kernels::attn_decode_chunks_per_group`]).
+pub const ATTN_DECODE_GROUPS_PER_CU: usize = 4;
+
+/// attn_decode_f16's launch from `base` (its symbol and shape scalars):
+/// a block per head and split, heads along x (blocks that run together
+/// read whole cache rows), each walking `per_group` chunks of the
+/// sequence, which follows the shape scalars. The last block of each head
+/// combines its partials: one launch, no second pass.
+pub fn attn_decode(
+    base: Plan,
+    heads: usize,
+    head_dim: usize,
+    len: usize,
+    per_group: usize,
+) -> Plan {
+    let splits = greta_kernels::attn_decode_splits(head_dim, len, per_group) as u32;
+    let mut scalars = base.scalars.clone();
+    scalars.push(KernelArg::U32(per_group as u32));
+    Plan {
+        dims: Dims::new([heads as u32, splits, 1], [ATTN_THREADS, 1, 1]),
+        scalars,
+        ..base
+    }
+}
 
 fn blocks_for(total: usize, dev: &GpuDevice) -> u32 {
     // The kernels stride over the grid, so the grid only needs to fill the GPU.
@@ -191,24 +219,23 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
             [(tokens as u32).clamp(1, dev.max_grid[0].max(1)), 1, 1],
             [BLOCK, 1, 1],
         ),
-        // The split (a block per head and chunk, heads along x: blocks
-        // that run together read whole cache rows), then the combine (a
-        // block per head), chunked as the op's scratch.
         Op::AttnDecodeF16 {
             heads,
             head_dim,
             len,
             ..
-        } => {
-            let splits = len.div_ceil(greta_kernels::attn_decode_chunk(head_dim)) as u32;
-            Plan {
-                then: vec![(
-                    format!("{}_combine", kernel_symbol(op.name())),
-                    Dims::new([heads as u32, 1, 1], [ATTN_THREADS, 1, 1]),
-                )],
-                ..launch([heads as u32, splits, 1], [ATTN_THREADS, 1, 1])
-            }
-        }
+        } => attn_decode(
+            launch([1, 1, 1], [ATTN_THREADS, 1, 1]),
+            heads,
+            head_dim,
+            len,
+            greta_kernels::attn_decode_chunks_per_group(
+                heads,
+                head_dim,
+                len,
+                (dev.compute_units.max(1) as usize).saturating_mul(ATTN_DECODE_GROUPS_PER_CU),
+            ),
+        ),
         // Heads along x, query blocks along y (the kernel walks them
         // last-first: the causal blocks with the most keys start first).
         Op::AttnPrefillF16 { tokens, heads, .. } => launch(
@@ -419,20 +446,37 @@ mod tests {
                 "greta_memtest_p3_3"
             ]
         );
-        // attn_decode_f16: 3 heads x 2 chunks of 64 positions, then a
-        // combine per head; prefill: 2 heads x 3 blocks of 64 query rows.
-        let d = plan(
-            &Op::AttnDecodeF16 {
-                heads: 3,
-                head_dim: 128,
-                len: 100,
-                max_seq: 120,
-            },
-            &dev(),
-        );
+        // attn_decode_f16: 3 heads x 2 chunks of 64 positions, a block
+        // each (304 CUs want far more blocks than that), the combine in the
+        // same launch; at len 4096 on 304 CUs, 32 heads x 64 chunks: 2
+        // chunks a block (1024 blocks, the fewest chunks that still give
+        // 1216), on 2 CUs every chunk of a head in one block.
+        // Prefill: 2 heads x 3 blocks of 64 query rows.
+        let decode = |len: usize, heads: usize, dev: &GpuDevice| {
+            plan(
+                &Op::AttnDecodeF16 {
+                    heads,
+                    head_dim: 128,
+                    len,
+                    max_seq: len + 20,
+                },
+                dev,
+            )
+        };
+        let d = decode(100, 3, &dev());
         assert_eq!(d.dims, Dims::new([3, 2, 1], [128, 1, 1]));
-        assert_eq!(d.then.len(), 1);
-        assert_eq!(d.then[0].1, Dims::new([3, 1, 1], [128, 1, 1]));
+        assert!(d.then.is_empty());
+        assert_eq!(d.scalars.last(), Some(&KernelArg::U32(1)));
+        let d = decode(4096, 32, &dev());
+        assert_eq!(d.dims, Dims::new([32, 32, 1], [128, 1, 1]));
+        assert_eq!(d.scalars.last(), Some(&KernelArg::U32(2)));
+        let tiny = GpuDevice {
+            compute_units: 2,
+            ..dev()
+        };
+        let d = decode(4096, 32, &tiny);
+        assert_eq!(d.dims, Dims::new([32, 1, 1], [128, 1, 1]));
+        assert_eq!(d.scalars.last(), Some(&KernelArg::U32(64)));
         let p = plan(
             &Op::AttnPrefillF16 {
                 tokens: 129,

@@ -15,6 +15,9 @@
 //!   shared memory), so every candidate is compiled whenever the kernels
 //!   are and a tune never waits on a compiler.
 //!
+//! - chosen at launch: attn_decode_f16 takes `chunks` (chunks of the KV
+//!   sequence each block walks; the planner's choice fills the device).
+//!
 //! An empty tuning is the built-in launch ([`launch::plan`]), always the
 //! first candidate. The other ops take no knob on these backends yet.
 
@@ -163,9 +166,24 @@ pub fn candidates(op: &Op, dev: &GpuDevice) -> Vec<Tuning> {
         }
     } else if let Op::GemmF16 { .. } = op {
         out.extend(f16_variants(dev).iter().map(F16Variant::tuning));
+    } else if let Op::AttnDecodeF16 { head_dim, len, .. } = *op {
+        // Chunks per block from one (the most blocks) up to a head's whole
+        // sequence in a few blocks, each a different number of blocks.
+        let chunks = len.div_ceil(greta_kernels::attn_decode_chunk(head_dim));
+        let mut seen = std::collections::BTreeSet::new();
+        for per in ATTN_CHUNKS {
+            let per = per.min(chunks.max(1));
+            if seen.insert(greta_kernels::attn_decode_splits(head_dim, len, per)) {
+                out.push(Tuning::of(&[(Knob::Chunks, per as u32)]));
+            }
+        }
     }
     out
 }
+
+/// The chunks per block `--tune` tries for attn_decode_f16 (the built-in
+/// launch first: the planner's choice for the device).
+const ATTN_CHUNKS: [usize; 5] = [1, 2, 4, 8, 16];
 
 /// Every kernel symbol a candidate of any catalogue op launches on `dev`
 /// beyond the ops' own (`greta_<op>`): what a compile for that target must
@@ -319,6 +337,26 @@ pub fn plan(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(Plan, Tuning), Stri
                 },
                 v.tuning(),
             ))
+        }
+        Op::AttnDecodeF16 {
+            heads,
+            head_dim,
+            len,
+            ..
+        } => {
+            unknown(&[Knob::Chunks])?;
+            let per_group = t.get(Knob::Chunks).unwrap_or(0) as usize;
+            if !(1..=greta_kernels::ATTN_DECODE_MAX_CHUNKS).contains(&per_group) {
+                return Err(format!(
+                    "chunks={per_group}: the chunks each block walks must be 1..={}",
+                    greta_kernels::ATTN_DECODE_MAX_CHUNKS
+                ));
+            }
+            // More than the head has walks them all: the same launch.
+            let chunks = len.div_ceil(greta_kernels::attn_decode_chunk(head_dim));
+            let per_group = per_group.min(chunks.max(1));
+            let plan = launch::attn_decode(base, heads, head_dim, len, per_group);
+            Ok((plan, Tuning::of(&[(Knob::Chunks, per_group as u32)])))
         }
         _ => {
             unknown(&[])?;
