@@ -39,6 +39,7 @@ shared float part_dot[8u * WG];
 shared float scores[8u * WG];
 shared float red[8u * WG];
 shared float tree[WG];
+shared float tree2[16];
 shared uint last;
 
 uint lanes_per_row() {
@@ -46,18 +47,26 @@ uint lanes_per_row() {
     return l <= 1u ? 1u : (1u << (findMSB(l - 1u) + 1u));
 }
 
+// Max or sum over the workgroup, in two barriers: 16 invocations fold 8
+// values each, then every invocation folds their 16. (A later call writes
+// `tree` only after every invocation has left this one's second barrier,
+// and `tree2` only after its own first.)
 float block_reduce(float x, bool is_max) {
     uint t = gl_LocalInvocationID.x;
     tree[t] = x;
     barrier();
-    for (uint s = WG / 2u; s > 0u; s >>= 1u) {
-        if (t < s) {
-            tree[t] = is_max ? max(tree[t], tree[t + s]) : tree[t] + tree[t + s];
+    if (t < 16u) {
+        float r = tree[t * 8u];
+        for (uint i = 1u; i < 8u; ++i) {
+            r = is_max ? max(r, tree[t * 8u + i]) : r + tree[t * 8u + i];
         }
-        barrier();
+        tree2[t] = r;
     }
-    float r = tree[0];
     barrier();
+    float r = tree2[0];
+    for (uint i = 1u; i < 16u; ++i) {
+        r = is_max ? max(r, tree2[i]) : r + tree2[i];
+    }
     return r;
 }
 

@@ -488,6 +488,8 @@ pub use attn_decode_f16::{
 };
 /// A memtest's error record, decoded, and what its patterns write.
 pub use memtest::{value as memtest_value, MemError, MemReport, PATTERNS as MEMTEST_PATTERNS};
+/// RoPE's cos/sin table, computed on the host in f64.
+pub use rope::table as rope_table;
 
 #[cfg(test)]
 mod attn_tests;

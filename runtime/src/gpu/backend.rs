@@ -248,6 +248,7 @@ impl<D: Driver> GpuBackend<D> {
                 kernel,
                 batch,
                 kept: self.keep_scratch.then_some(&mut self.kept),
+                aux: &plan.aux,
             },
             &mut hold,
             &mut dispatch,
@@ -425,8 +426,15 @@ impl<D: Driver> Backend for GpuBackend<D> {
     fn run_graph(&mut self, job: GraphJob<'_>) -> Result<GraphStats, RuntimeError> {
         crate::backend::graph_preflight(self, &job)?;
         let mut steps = Vec::with_capacity(job.graph.steps.len());
-        for st in &job.graph.steps {
-            let plan = launch::plan(&st.op, &self.dev);
+        for (i, st) in job.graph.steps.iter().enumerate() {
+            let plan = match job.tuning(i) {
+                Some(t) => {
+                    super::tune::plan(&st.op, &self.dev, t)
+                        .map_err(RuntimeError::BadInput)?
+                        .0
+                }
+                None => launch::plan(&st.op, &self.dev),
+            };
             if plan.batch > 1 || plan.hold_cycles > 0 {
                 return Err(RuntimeError::Unsupported(format!(
                     "{} is timed per dispatch; it has no place in a graph",
@@ -451,6 +459,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
                 scalars: plan.scalars,
                 then,
                 scratch,
+                aux: plan.aux,
             });
         }
         super::graph::execute(&self.driver, self.stream, &self.dev, &steps, job)

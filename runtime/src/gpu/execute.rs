@@ -116,6 +116,8 @@ pub(super) struct Launches<'k> {
     /// Where the run's scratch goes after a success instead of being
     /// freed (`Backend::keep_scratch`); `None`: freed with the rest.
     pub(super) kept: Option<&'k mut Vec<(DevPtr, usize)>>,
+    /// Host-made tables the kernels read after the scratch ([`super::launch::Plan::aux`]).
+    pub(super) aux: &'k [greta_kernels::HostBuf],
 }
 
 /// GPU time of untimed passes before the timed repeats: an idle GPU runs at
@@ -153,6 +155,7 @@ pub(super) fn execute<D: Driver>(
         kernel,
         batch,
         kept,
+        aux,
     } = launches;
     let (op, inputs, outputs, opts) = (job.op, job.inputs, job.outputs, job.opts);
     let start = Instant::now();
@@ -180,6 +183,9 @@ pub(super) fn execute<D: Driver>(
         bufs.ptrs.push(driver.malloc(bytes.max(1))?);
         scratch_bytes.push(bytes.max(1));
     }
+    for a in aux {
+        bufs.ptrs.push(driver.malloc(a.byte_len().max(1))?);
+    }
     let mut events = Events {
         driver,
         list: Vec::new(),
@@ -196,6 +202,11 @@ pub(super) fn execute<D: Driver>(
         for (d, &n) in bufs.ptrs[io..].iter().zip(&scratch_bytes) {
             // SAFETY: `zeros` (at least `n` bytes) outlives the wait below.
             unsafe { driver.htod_async(*d, zeros.as_ptr(), n, stream)? };
+        }
+        for (d, a) in bufs.ptrs[io + scratch_bytes.len()..].iter().zip(aux) {
+            let bytes = a.as_bytes();
+            // SAFETY: `aux` is borrowed for the whole call.
+            unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? };
         }
         let uploaded = events.record(stream)?;
         wait_event(driver, uploaded, "upload to the GPU", left())?;
@@ -244,7 +255,8 @@ pub(super) fn execute<D: Driver>(
     if let (Ok(_), Some(kept)) = (&result, kept) {
         // Kept allocated (`Backend::keep_scratch`): freed by the backend.
         let io = inputs.len() + outputs.len();
-        kept.extend(bufs.ptrs.drain(io..).zip(scratch_bytes));
+        let n = scratch_bytes.len();
+        kept.extend(bufs.ptrs.drain(io..io + n).zip(scratch_bytes));
     }
     match result {
         Ok(device_ns) => Ok(RunStats {

@@ -21,6 +21,8 @@ pub(super) struct StepLaunch {
     pub then: Vec<(FuncH, Dims)>,
     /// Bytes of each scratch buffer the op's passes share (after its outputs).
     pub scratch: Vec<usize>,
+    /// Host-made tables bound after the scratch, uploaded once.
+    pub aux: Vec<greta_kernels::HostBuf>,
 }
 
 /// Passes timed launch by launch, for each step's median time.
@@ -71,6 +73,9 @@ pub(super) fn execute<D: Driver>(
         for &bytes in &l.scratch {
             bufs.ptrs.push(driver.malloc(bytes.max(1))?);
         }
+        for a in &l.aux {
+            bufs.ptrs.push(driver.malloc(a.byte_len().max(1))?);
+        }
     }
     let mut events = Events {
         driver,
@@ -92,7 +97,7 @@ pub(super) fn execute<D: Driver>(
                 .iter()
                 .map(|&s| KernelArg::Ptr(bufs.ptrs[s]))
                 .chain(
-                    bufs.ptrs[at..at + l.scratch.len()]
+                    bufs.ptrs[at..at + l.scratch.len() + l.aux.len()]
                         .iter()
                         .map(|&p| KernelArg::Ptr(p)),
                 )
@@ -127,6 +132,12 @@ pub(super) fn execute<D: Driver>(
             for (d, &n) in bufs.ptrs[at..at + l.scratch.len()].iter().zip(&l.scratch) {
                 // SAFETY: `zeros` (at least `n.max(1)` bytes) outlives the wait below.
                 unsafe { driver.htod_async(*d, zeros.as_ptr(), n.max(1), stream)? };
+            }
+            let tables = at + l.scratch.len();
+            for (d, a) in bufs.ptrs[tables..tables + l.aux.len()].iter().zip(&l.aux) {
+                let bytes = a.as_bytes();
+                // SAFETY: `steps` (and so `a`) outlive the wait below.
+                unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? };
             }
         }
         let up = events.record(stream)?;

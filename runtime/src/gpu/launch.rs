@@ -1,11 +1,12 @@
 //! How each [`Op`] maps onto its kernel (the same for HIP and CUDA): symbol, grid, block and the
 //! scalar arguments that follow the buffer pointers (inputs, then outputs,
-//! in [`Op::inputs`]/[`Op::outputs`] order — the same contract as GLSL).
+//! in [`Op::inputs`]/[`Op::outputs`] order — the same contract as GLSL —
+//! then the op's scratch and any host-made tables).
 
 use super::driver::{DevPtr, Dims, GpuDevice};
 use greta_kernels::hip_src::kernel_symbol;
-use greta_kernels::Op;
 use greta_kernels::Scalar;
+use greta_kernels::{HostBuf, Op};
 
 /// Threads per block of the element-wise and row kernels (GRETA_BLOCK in common.h).
 pub const BLOCK: u32 = 256;
@@ -66,6 +67,10 @@ pub struct Plan {
     /// ([`Op::scratch`]) is allocated after its outputs, zeroed before the
     /// first launch, and passed after their pointers, to every launch.
     pub then: Vec<(String, Dims)>,
+    /// Read-only tables computed on the host (rms_gemv_rope_kv_f16's
+    /// cos/sin table, [`greta_kernels::rope_table`]), uploaded with the
+    /// inputs and passed after the scratch, before the scalars.
+    pub aux: Vec<HostBuf>,
 }
 
 /// Threads of the attention kernels' blocks (GRETA_DEC_THREADS,
@@ -138,6 +143,7 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
         batch: 1,
         hold_cycles: 0,
         then: vec![],
+        aux: vec![],
     };
     let linear = |total: usize| launch([blocks_for(total, dev), 1, 1], [BLOCK, 1, 1]);
     // A unit of work per 32 lanes, BLOCK / 32 per block, grid-stride past the cap.
@@ -248,9 +254,21 @@ pub fn plan(op: &Op, dev: &GpuDevice) -> Plan {
         // gemv_f16, a unit of work per 32 lanes; a unit is a row, a gate
         // and up row, or the pair of rows RoPE mixes.
         Op::GemvAddF16 { rows, .. } | Op::RmsGemvSwigluF16 { rows, .. } => per_warp(rows),
+        // Its RoPE angles come from a cos/sin table of pos0 made on the
+        // host in f64, bound after the outputs: no f64 pow/sincos on the
+        // device (on gfx942 they held the kernel to 2 waves per SIMD).
         Op::RmsGemvRopeKvF16 {
-            heads, head_dim, ..
-        } => per_warp(3 * heads * head_dim / 2),
+            heads,
+            head_dim,
+            pos0,
+            theta,
+            ..
+        } => Plan {
+            aux: vec![HostBuf::F32(greta_kernels::rope_table(
+                1, head_dim, pos0, theta,
+            ))],
+            ..per_warp(3 * heads * head_dim / 2)
+        },
         // linear_f16.hip: gemm_f16's tiling (m = tokens, n = rows) and block size.
         Op::LinearF16 { tokens, rows, .. } => {
             use greta_kernels::matrix_lanes::{BM, BN, HIP_THREADS, MMA_SYNC};
@@ -410,7 +428,7 @@ mod tests {
         let every = Op::catalogue().into_iter().filter(|o| !o.is_composite());
         for op in ops.into_iter().chain(every) {
             let p = plan(&op, &dev());
-            let buffers = op.inputs().len() + op.outputs().len() + op.scratch().len();
+            let buffers = op.inputs().len() + op.outputs().len() + op.scratch().len() + p.aux.len();
             assert_eq!(buffers + p.scalars.len(), source_params(&p.symbol), "{op}");
             assert!(!p.dims.is_empty(), "{op}");
             for (symbol, dims) in &p.then {

@@ -168,9 +168,17 @@ pub fn candidates(op: &Op, dev: &GpuDevice) -> Vec<Tuning> {
         out.extend(f16_variants(dev).iter().map(F16Variant::tuning));
     } else if let Op::AttnDecodeF16 { head_dim, len, .. } = *op {
         // Chunks per block from one (the most blocks) up to a head's whole
-        // sequence in a few blocks, each a different number of blocks.
+        // sequence in a few blocks.
+        // Each a different number of blocks, the built-in launch's too.
         let chunks = len.div_ceil(greta_kernels::attn_decode_chunk(head_dim));
         let mut seen = std::collections::BTreeSet::new();
+        if let Some(&launch::KernelArg::U32(per)) = launch::plan(op, dev).scalars.last() {
+            seen.insert(greta_kernels::attn_decode_splits(
+                head_dim,
+                len,
+                per as usize,
+            ));
+        }
         for per in ATTN_CHUNKS {
             let per = per.min(chunks.max(1));
             if seen.insert(greta_kernels::attn_decode_splits(head_dim, len, per)) {
@@ -185,12 +193,20 @@ pub fn candidates(op: &Op, dev: &GpuDevice) -> Vec<Tuning> {
 /// launch first: the planner's choice for the device).
 const ATTN_CHUNKS: [usize; 5] = [1, 2, 4, 8, 16];
 
-/// Every kernel symbol a candidate of any catalogue op launches on `dev`
-/// beyond the ops' own (`greta_<op>`): what a compile for that target must
-/// contain.
+/// Every kernel symbol a candidate of any catalogue op (or a diagnostic
+/// run: the prologue probe) launches on `dev` beyond the ops' own
+/// (`greta_<op>`): what a compile for that target must contain.
 pub fn variant_symbols(dev: &GpuDevice) -> Vec<String> {
-    f16_variants(dev).iter().map(F16Variant::symbol).collect()
+    f16_variants(dev)
+        .iter()
+        .map(F16Variant::symbol)
+        .chain(std::iter::once(PROBE_ROPE_SYMBOL.to_string()))
+        .collect()
 }
+
+/// rms_gemv_rope_kv_f16's diagnostic variant (`probe=1`): its norm
+/// prologue leaves one lane out, wrong on purpose (`--inject prologue`).
+pub const PROBE_ROPE_SYMBOL: &str = "greta_rms_gemv_rope_kv_f16_probe";
 
 /// [`variant_symbols`] of a device of `api` with target `arch` (1024
 /// threads per block): the compile tests check each is in the object.
@@ -242,7 +258,15 @@ pub fn check(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(), String> {
 pub fn plan(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(Plan, Tuning), String> {
     let base = launch::plan(op, dev);
     if t.0.is_empty() {
-        return Ok((base, Tuning::default()));
+        // attn_decode_f16 says which split its planner chose (as Vulkan's
+        // plans do): the chunks each block walks, its last scalar.
+        let ran = match (op, base.scalars.last()) {
+            (Op::AttnDecodeF16 { .. }, Some(&launch::KernelArg::U32(per))) => {
+                Tuning::of(&[(Knob::Chunks, per)])
+            }
+            _ => Tuning::default(),
+        };
+        return Ok((base, ran));
     }
     let api = dev.api.label();
     let unknown = |allowed: &[Knob]| -> Result<(), String> {
@@ -337,6 +361,20 @@ pub fn plan(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(Plan, Tuning), Stri
                 },
                 v.tuning(),
             ))
+        }
+        Op::RmsGemvRopeKvF16 { .. } => {
+            unknown(&[Knob::Probe])?;
+            match t.get(Knob::Probe) {
+                Some(0) => Ok((base, Tuning::default())),
+                Some(1) => Ok((
+                    Plan {
+                        symbol: PROBE_ROPE_SYMBOL.to_string(),
+                        ..base
+                    },
+                    Tuning::of(&[(Knob::Probe, 1)]),
+                )),
+                v => Err(format!("probe={v:?}: must be 0 or 1")),
+            }
         }
         Op::AttnDecodeF16 {
             heads,
@@ -518,6 +556,52 @@ mod tests {
                 assert_eq!(p.dims.grid, [8192 / bn, 8192 / bm, 1]);
                 assert_eq!(p.dims.block[0], 32 * (bm / 64) * (bn / 64));
             }
+        }
+    }
+
+    /// attn_decode_f16's split: the built-in launch names the planner's
+    /// chunks per block; `--tune` offers other splits, each a different
+    /// number of blocks; `chunks` plans that many (more than the head has:
+    /// all of them), and 0 or over 64 is refused.
+    #[test]
+    fn the_decode_attention_split_is_the_planners_or_the_one_asked() {
+        let dev = cuda_dev("sm_90");
+        let op = |len: usize| Op::AttnDecodeF16 {
+            heads: 32,
+            head_dim: 128,
+            len,
+            max_seq: len,
+        };
+        // 132 SMs x 4 blocks: 17 splits wanted; L512 has 8 chunks (1
+        // each), L4096 64 (4 each: 16 splits).
+        for (len, per, splits) in [(512, 1, 8), (4096, 4, 16)] {
+            let (p, ran) = plan(&op(len), &dev, &Tuning::default()).unwrap();
+            assert_eq!(ran, Tuning::of(&[(Knob::Chunks, per)]), "L{len}");
+            assert_eq!(p.dims.grid, [32, splits, 1], "L{len}");
+            let c = candidates(&op(len), &dev);
+            let mut grids: Vec<u32> = c
+                .iter()
+                .map(|t| plan(&op(len), &dev, t).unwrap().0.dims.grid[1])
+                .collect();
+            let n = grids.len();
+            grids.sort_unstable();
+            grids.dedup();
+            assert_eq!(grids.len(), n, "L{len}: {c:?}");
+            assert!(n > 2 || len == 512, "L{len}: {c:?}");
+        }
+        let (p, ran) = plan(&op(4096), &dev, &Tuning::of(&[(Knob::Chunks, 64)])).unwrap();
+        assert_eq!(
+            (p.dims.grid, ran),
+            ([32, 1, 1], Tuning::of(&[(Knob::Chunks, 64)]))
+        );
+        let (p, ran) = plan(&op(100), &dev, &Tuning::of(&[(Knob::Chunks, 8)])).unwrap();
+        assert_eq!(
+            (p.dims.grid, ran),
+            ([32, 1, 1], Tuning::of(&[(Knob::Chunks, 2)]))
+        );
+        for bad in [0, 65] {
+            let e = check(&op(512), &dev, &Tuning::of(&[(Knob::Chunks, bad)])).unwrap_err();
+            assert!(e.contains("1..=64"), "{e}");
         }
     }
 
@@ -712,10 +796,31 @@ mod tests {
             assert_eq!((v.bm * F16_BK / 8) % v.threads(), 0, "{v:?}");
             assert_eq!((v.bn * F16_BK / 8) % v.threads(), 0, "{v:?}");
         }
+        // The GEMM variants on NVIDIA sm_80+, and everywhere the prologue
+        // probe (`--inject prologue`).
         assert_eq!(
             variant_symbols(&cuda_dev("sm_90")).len(),
-            CUDA_F16_VARIANTS.len()
+            CUDA_F16_VARIANTS.len() + 1
         );
-        assert!(variant_symbols(&hip_dev()).is_empty());
+        assert_eq!(variant_symbols(&hip_dev()), [PROBE_ROPE_SYMBOL]);
+        let rope = Op::RmsGemvRopeKvF16 {
+            heads: 4,
+            head_dim: 32,
+            pos0: 7,
+            max_seq: 9,
+            theta: 1e4,
+            eps: 1e-5,
+        };
+        let (p, ran) = plan(&rope, &hip_dev(), &Tuning::of(&[(Knob::Probe, 1)])).unwrap();
+        assert_eq!(
+            (p.symbol.as_str(), ran),
+            (PROBE_ROPE_SYMBOL, Tuning::of(&[(Knob::Probe, 1)]))
+        );
+        assert_eq!(p.aux, launch::plan(&rope, &hip_dev()).aux, "the same table");
+        let (p, _) = plan(&rope, &hip_dev(), &Tuning::of(&[(Knob::Probe, 0)])).unwrap();
+        assert_eq!(p.symbol, "greta_rms_gemv_rope_kv_f16");
+        assert!(check(&rope, &hip_dev(), &Tuning::of(&[(Knob::Probe, 2)])).is_err());
+        // The probe is never a candidate.
+        assert_eq!(candidates(&rope, &hip_dev()), vec![Tuning::default()]);
     }
 }

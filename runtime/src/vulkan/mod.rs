@@ -676,7 +676,8 @@ impl Backend for Device {
             .graph
             .steps
             .iter()
-            .map(|st| self.plan_for(&st.op, None))
+            .enumerate()
+            .map(|(i, st)| self.plan_for(&st.op, job.tuning(i)))
             .collect::<Result<Vec<_>, _>>()?;
         let res = graph::execute(self, &plans, job);
         self.after_run(res)

@@ -274,21 +274,10 @@ fn elementwise(n: usize, nbuf: usize, wg: u32, lim: &Limits, extra_push: &[u32])
 }
 
 /// Host-side cos/sin table for rope, `[tokens][head_dim/2]` pairs, computed
-/// in f64 and rounded once: the kernel's error is then that of f32 rounding,
-/// not of the GPU's trig approximations.
+/// in f64 and rounded once ([`greta_kernels::rope_table`], the one table every
+/// backend's RoPE kernels read).
 fn rope_table(tokens: usize, head_dim: usize, pos0: u32, theta: f32) -> HostBuf {
-    let half = head_dim / 2;
-    let mut t = Vec::with_capacity(tokens * half * 2);
-    for tok in 0..tokens {
-        let p = (pos0 as u64 + tok as u64) as f64;
-        for i in 0..half {
-            let f = (theta as f64).powf(-2.0 * i as f64 / head_dim as f64);
-            let (s, c) = (p * f).sin_cos();
-            t.push(c as f32);
-            t.push(s as f32);
-        }
-    }
-    HostBuf::F32(t)
+    HostBuf::F32(greta_kernels::rope_table(tokens, head_dim, pos0, theta))
 }
 
 /// The plan for `op` with `tuning` on a device with limits `lim`: the
