@@ -394,6 +394,12 @@ pub fn plan(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(Plan, Tuning), Stri
             let chunks = len.div_ceil(greta_kernels::attn_decode_chunk(head_dim));
             let per_group = per_group.min(chunks.max(1));
             let plan = launch::attn_decode(base, heads, head_dim, len, per_group);
+            if plan.dims.grid[1] > dev.max_grid[1] {
+                return Err(format!(
+                    "chunks={per_group}: {} blocks per head exceed the device's grid ({})",
+                    plan.dims.grid[1], dev.max_grid[1]
+                ));
+            }
             Ok((plan, Tuning::of(&[(Knob::Chunks, per_group as u32)])))
         }
         _ => {
@@ -603,6 +609,9 @@ mod tests {
             let e = check(&op(512), &dev, &Tuning::of(&[(Knob::Chunks, bad)])).unwrap_err();
             assert!(e.contains("1..=64"), "{e}");
         }
+        // One chunk per block of a cache longer than the grid's y reach.
+        let e = check(&op(65536 * 64 + 1), &dev, &Tuning::of(&[(Knob::Chunks, 1)])).unwrap_err();
+        assert!(e.contains("exceed the device's grid (65535)"), "{e}");
     }
 
     #[test]
