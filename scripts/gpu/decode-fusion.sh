@@ -85,12 +85,14 @@ steps = []
 for b in ["cuda", "vulkan"]:
     for d in (load(f"{b}-perf.json") or {}).get("devices", []):
         for g in d.get("gates", []):
-            m, inr = g.get("metrics") or {}, g.get("in_run") or {}
+            # The in-run fields (ceiling, ratio, block) sit on the gate itself.
+            m, inr = g.get("metrics") or {}, g
             c = inr.get("ceiling") or {}
             ratio = inr.get("ratio")
-            t = m.get("time_median_us")
+            t, rate, crate = m.get("time_median_us"), m.get("rate"), c.get("rate")
+            f1 = lambda v, unit="": "-" if v is None else f"{v:.1f}{unit}"
             print(f"{g['id']} | {b} | {g['status']}{' (' + g['reason'] + ')' if g.get('reason') else ''} | "
-                  f"{t if t is None else f'{t:.1f} us'} | {m.get('rate') or '-'} | {c.get('rate') or '-'} | "
+                  f"{f1(t, ' us')} | {f1(rate)} | {f1(crate)} | "
                   f"{'-' if ratio is None else f'{ratio:.3f}'} | {'-' if ratio is None else ('yes' if ratio >= TARGET else 'NO')}")
             if c: print(f"    ceiling source: {c.get('source')}")
             if inr.get("ceiling_unavailable"): print(f"    no ceiling: {inr['ceiling_unavailable']}")
