@@ -427,14 +427,13 @@ impl<D: Driver> Backend for GpuBackend<D> {
         crate::backend::graph_preflight(self, &job)?;
         let mut steps = Vec::with_capacity(job.graph.steps.len());
         for (i, st) in job.graph.steps.iter().enumerate() {
-            let plan = match job.tuning(i) {
-                Some(t) => {
-                    super::tune::plan(&st.op, &self.dev, t)
-                        .map_err(RuntimeError::BadInput)?
-                        .0
-                }
-                None => launch::plan(&st.op, &self.dev),
-            };
+            // What a run of the step's op gets: the tuning asked for, else
+            // the tuning cache's winner for its class, else the built-in
+            // launch (as Vulkan's graph plans its steps).
+            let plan =
+                super::tune::launch_for(job.tuning(i), self.tuned.as_ref(), &st.op, &self.dev)
+                    .map_err(RuntimeError::BadInput)?
+                    .0;
             if plan.batch > 1 || plan.hold_cycles > 0 {
                 return Err(RuntimeError::Unsupported(format!(
                     "{} is timed per dispatch; it has no place in a graph",

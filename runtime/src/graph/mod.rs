@@ -23,8 +23,9 @@ pub struct GraphJob<'a> {
     pub opts: &'a RunOpts,
     /// The tuning each step runs with, as a run's [`RunOpts::tuning`]:
     /// exactly that where given (a diagnostic variant too: the decode
-    /// layer's `--inject prologue`); empty, or `None` for a step, its
-    /// default plan.
+    /// layer's `--inject prologue`); empty, or `None` for a step, what a
+    /// run of its op without one gets (the tuning cache's entry for its
+    /// class, else the built-in plan).
     pub tunings: &'a [Option<Tuning>],
 }
 
