@@ -111,7 +111,10 @@ void main() {
                 dp = dot8(qa, qb, k[at]);
                 vv[j] = v[at];
             }
-            part_dot[j * WG + t] = dp;
+            // Row i = g + G j's LP partial dots, rotated by i within the
+            // row's slots: the invocation that sums a row then reads a
+            // different bank from its neighbours (not 16 to a bank).
+            part_dot[j * WG + g * LP + ((r + g + G * j) & (LP - 1u))] = dp;
         }
         barrier();
         // Score of chunk row i = g + G j: the sum of its LP lanes' dots.
@@ -119,7 +122,7 @@ void main() {
         for (uint i = t; i < C; i += WG) {
             uint gg = i % G, j = i / G;
             float sc = 0.0;
-            for (uint rr = 0u; rr < LP; ++rr) sc += part_dot[j * WG + gg * LP + rr];
+            for (uint rr = 0u; rr < LP; ++rr) sc += part_dot[j * WG + gg * LP + ((rr + i) & (LP - 1u))];
             sc = (c * C + i < p.len) ? sc : NEG_INF;
             scores[i] = sc;
             m = max(m, sc);
