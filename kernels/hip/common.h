@@ -110,11 +110,14 @@ __device__ inline greta_u4 greta_h8_pack(const float* f) {
 // input is x scaled by g as it is loaded, and ss gets sum x^2 beside the dot
 // products: the caller multiplies the sums by the inverse RMS, since
 // W (x r g) = r W (x g). s[0], s[1]: the dot products; s[2]: sum x^2. Every
-// lane gets the sums folded over its 32.
+// lane gets the sums folded over its 32. PROBE (a diagnostic variant, wrong
+// on purpose: `--inject prologue`) leaves the last lane that has columns
+// (lane 31 of a long row) out of sum x^2, as a prologue that lost one lane
+// of its norm would: 1/32 of a long row, more of a short one.
 #ifndef GRETA_FGEMV_UNROLL
 #define GRETA_FGEMV_UNROLL 4
 #endif
-template <bool NORM, bool PAIR>
+template <bool NORM, bool PAIR, bool PROBE = false>
 __device__ inline void greta_fgemv_sums(const unsigned short* __restrict__ xs, const unsigned short* __restrict__ gs,
                                         const unsigned short* __restrict__ w0, const unsigned short* __restrict__ w1,
                                         uint32_t cols, uint32_t lane, float* s) {
@@ -125,6 +128,7 @@ __device__ inline void greta_fgemv_sums(const unsigned short* __restrict__ xs, c
         const greta_u4* xv = (const greta_u4*)xs;
         const greta_u4* gv = (const greta_u4*)gs;
         const uint32_t n8 = cols / 8u;
+        const uint32_t drop = (n8 < 32u ? n8 : 32u) - 1u;
         uint32_t i = lane;
         for (; i < n8; i += 32u * GRETA_FGEMV_UNROLL) {
             greta_u4 wa[GRETA_FGEMV_UNROLL], wb[GRETA_FGEMV_UNROLL], xx[GRETA_FGEMV_UNROLL], gg[GRETA_FGEMV_UNROLL];
@@ -148,7 +152,7 @@ __device__ inline void greta_fgemv_sums(const unsigned short* __restrict__ xs, c
                     greta_h8_unpack(gg[u], gf);
 #pragma unroll
                     for (int e = 0; e < 8; ++e) {
-                        ss = fmaf(xf[e], xf[e], ss);
+                        if (!PROBE || lane != drop) ss = fmaf(xf[e], xf[e], ss);
                         xf[e] *= gf[e];
                     }
                 }
@@ -163,10 +167,11 @@ __device__ inline void greta_fgemv_sums(const unsigned short* __restrict__ xs, c
             }
         }
     } else {
+        const uint32_t drop = (cols < 32u ? cols : 32u) - 1u;
         for (uint32_t c = lane; c < cols; c += 32u) {
             float xf = greta_f16_bits_to_f32(xs[c]);
             if (NORM) {
-                ss = fmaf(xf, xf, ss);
+                if (!PROBE || lane != drop) ss = fmaf(xf, xf, ss);
                 xf *= greta_f16_bits_to_f32(gs[c]);
             }
             a0 = fmaf(greta_f16_bits_to_f32(w0[c]), xf, a0);

@@ -30,10 +30,15 @@
 //
 // Specialization constants: 0 workgroup size, 1 UNROLL (the _v8 variants),
 // 2 SG_PLANNED (the subgroup size the planner sized the dispatch for; the
-// kernel reads gl_SubgroupSize and strides over any units left).
+// kernel reads gl_SubgroupSize and strides over any units left), 3 PROBE
+// (NORM only; 1 is a diagnostic variant, wrong on purpose: the norm's sum
+// of x^2 leaves out the last lane that has columns, as a prologue that lost
+// a lane would; `--inject prologue` runs it to show the layer's check
+// catches it).
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint UNROLL = 4;
 layout(constant_id = 2) const uint SG_PLANNED = 32;
+layout(constant_id = 3) const uint PROBE = 0;
 
 #if defined(SWIGLU) || defined(ROPE)
 #define NORM 1
@@ -77,11 +82,12 @@ float acc0, acc1, ss;
 vec4 lo4(uvec4 v) { return vec4(unpackHalf2x16(v.x), unpackHalf2x16(v.y)); }
 vec4 hi4(uvec4 v) { return vec4(unpackHalf2x16(v.z), unpackHalf2x16(v.w)); }
 
-// One 8-half step: wa (and wb) against x (scaled by gg under NORM).
-void step8(uvec4 wa, uvec4 wb, uvec4 xv, uvec4 gg) {
+// One 8-half step: wa (and wb) against x (scaled by gg under NORM; its
+// squares summed where `sq`).
+void step8(uvec4 wa, uvec4 wb, uvec4 xv, uvec4 gg, bool sq) {
     vec4 x0 = lo4(xv), x1 = hi4(xv);
 #ifdef NORM
-    ss += dot(x0, x0) + dot(x1, x1);
+    ss += sq ? dot(x0, x0) + dot(x1, x1) : 0.0;
     x0 *= lo4(gg);
     x1 *= hi4(gg);
 #endif
@@ -97,6 +103,12 @@ void sums(uint r0, uint r1, uint cols, uint lane, uint sgs) {
     acc0 = 0.0;
     acc1 = 0.0;
     ss = 0.0;
+#ifdef V8
+    uint have = cols >> 3;
+#else
+    uint have = cols;
+#endif
+    bool sq = PROBE == 0u || lane != min(sgs, have) - 1u;
 #ifdef V8
     uint n8 = cols >> 3;
     uint b0 = r0 * n8, b1 = r1 * n8;
@@ -114,7 +126,7 @@ void sums(uint r0, uint r1, uint cols, uint lane, uint sgs) {
 #ifdef NORM
         [[unroll]] for (uint u = 0u; u < UNROLL; u++) { gg[u] = g[i + u * sgs]; }
 #endif
-        [[unroll]] for (uint u = 0u; u < UNROLL; u++) { step8(wa[u], wb[u], xv[u], gg[u]); }
+        [[unroll]] for (uint u = 0u; u < UNROLL; u++) { step8(wa[u], wb[u], xv[u], gg[u], sq); }
     }
     for (; i < n8; i += sgs) {
         uvec4 wb = uvec4(0u), gg = uvec4(0u);
@@ -124,14 +136,14 @@ void sums(uint r0, uint r1, uint cols, uint lane, uint sgs) {
 #ifdef NORM
         gg = g[i];
 #endif
-        step8(w[b0 + i], wb, x[i], gg);
+        step8(w[b0 + i], wb, x[i], gg, sq);
     }
 #else
     uint b0 = r0 * cols, b1 = r1 * cols;
     for (uint c = lane; c < cols; c += sgs) {
         float xv = float(x[c]);
 #ifdef NORM
-        ss += xv * xv;
+        ss += sq ? xv * xv : 0.0;
         xv *= float(g[c]);
 #endif
         acc0 += float(w[b0 + c]) * xv;

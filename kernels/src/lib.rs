@@ -29,7 +29,8 @@ mod wgmma_model;
 
 pub use host::{DType, HostBuf};
 pub use ops::{
-    attn_decode_chunk, memtest_value, Access, BufferSpec, Facts, MemError, MemReport, Needs, Op,
-    OpError, Precision, RateUnit, Region, Scalar, Tolerance, MEMTEST_PATTERNS,
+    attn_decode_chunk, attn_decode_chunks_per_group, attn_decode_splits, memtest_value, rope_table,
+    Access, BufferSpec, Facts, MemError, MemReport, Needs, Op, OpError, Precision, RateUnit,
+    Region, Scalar, Tolerance, ATTN_DECODE_MAX_CHUNKS, MEMTEST_PATTERNS,
 };
 pub use reference::{reference, slow_hash, SLOW_SEED};

@@ -186,6 +186,13 @@ pub(crate) fn graph_preflight(dev: &dyn Backend, job: &GraphJob) -> Result<(), R
             )));
         }
     }
+    if !job.tunings.is_empty() && job.tunings.len() != g.steps.len() {
+        return Err(RuntimeError::BadInput(format!(
+            "the graph has {} steps, {} step tunings were given",
+            g.steps.len(),
+            job.tunings.len()
+        )));
+    }
     if let Some(&r) = job.read_back.iter().find(|&&r| r >= g.slots.len()) {
         return Err(RuntimeError::BadInput(format!(
             "read-back slot {r} does not exist"
@@ -222,16 +229,21 @@ pub(crate) fn composite_candidates(op: &Op) -> Vec<Tuning> {
 }
 
 /// The graph a composite op's tuning asks for and that tuning as it runs
-/// (defaults filled in): `fuse` (0 or 1, default 1) is `block_decode`'s
-/// only key; the other composite ops take none.
+/// (defaults filled in): `block_decode` takes `fuse` (0 or 1, default 1)
+/// and the diagnostic `probe` (1: the fused graph with a QKV step whose
+/// norm prologue is wrong on purpose, what `--inject prologue` runs; never
+/// a candidate, never cached); the other composite ops take none.
 pub(crate) fn composite_plan(op: &Op, t: Option<&Tuning>) -> Result<(Fusion, Tuning), String> {
     let empty = Tuning::default();
     let t = t.unwrap_or(&empty);
     let fusable = matches!(op, Op::BlockDecode { .. });
-    if let Some(k) = t.0.keys().find(|&&k| !(fusable && k == Knob::Fuse)) {
+    if let Some(k) =
+        t.0.keys()
+            .find(|&&k| !(fusable && matches!(k, Knob::Fuse | Knob::Probe)))
+    {
         return Err(format!(
             "tuning key {k} does not apply to {op} (allowed: {})",
-            if fusable { "fuse" } else { "none" }
+            if fusable { "fuse, probe" } else { "none" }
         ));
     }
     if !fusable {
@@ -242,8 +254,38 @@ pub(crate) fn composite_plan(op: &Op, t: Option<&Tuning>) -> Result<(Fusion, Tun
         Some(0) => Fusion::Separate,
         Some(v) => return Err(format!("fuse={v}: must be 0 or 1")),
     };
+    let probe = match t.get(Knob::Probe) {
+        None | Some(0) => false,
+        Some(1) => true,
+        Some(v) => return Err(format!("probe={v}: must be 0 or 1")),
+    };
+    if probe && fusion != Fusion::Fused {
+        return Err(
+            "probe=1 (a wrong fused prologue) needs the fused graph: fuse=0 has no prologue".into(),
+        );
+    }
     let fuse = u32::from(fusion == Fusion::Fused);
-    Ok((fusion, Tuning::of(&[(Knob::Fuse, fuse)])))
+    let mut ran = Tuning::of(&[(Knob::Fuse, fuse)]);
+    if probe {
+        ran = ran.with(Knob::Probe, 1);
+    }
+    Ok((fusion, ran))
+}
+
+/// Each step's tuning in a composite op's graph as its tuning `t` asks:
+/// with `probe=1`, the fused QKV step (`rms_gemv_rope_kv_f16`) runs its
+/// diagnostic variant, whose norm prologue leaves one lane out; every
+/// other step (and every step otherwise) its default plan.
+fn step_tunings(graph: &crate::graph::Graph, t: &Tuning) -> Vec<Option<Tuning>> {
+    let probe = t.get(Knob::Probe) == Some(1);
+    graph
+        .steps
+        .iter()
+        .map(|st| {
+            (probe && matches!(st.op, Op::RmsGemvRopeKvF16 { .. }))
+                .then(|| Tuning::of(&[(Knob::Probe, 1)]))
+        })
+        .collect()
 }
 
 /// The tuning a composite op runs with when the caller asks for none: its
@@ -286,11 +328,13 @@ pub(crate) fn run_composite(
     let n_in = job.inputs.len();
     let mut slots = c.slot_buffers(job.inputs).map_err(RuntimeError::BadInput)?;
     let read_back = c.output_slots(n_in);
+    let tunings = step_tunings(&c.graph, &tuning);
     let stats = dev.run_graph(GraphJob {
         graph: &c.graph,
         buffers: &mut slots,
         read_back: &read_back,
         opts: job.opts,
+        tunings: &tunings,
     })?;
     c.take_outputs(n_in, &slots, job.outputs)
         .map_err(RuntimeError::BadInput)?;

@@ -25,6 +25,11 @@ pub enum Knob {
     Bm,
     /// GEMM block columns.
     Bn,
+    /// `attn_decode_f16`: chunks of the KV sequence each workgroup walks
+    /// before its partial goes to the head's combine (1 = one workgroup
+    /// per chunk, the most workgroups); the planner's choice fills the
+    /// device ([`greta_kernels::attn_decode_chunks_per_group`]).
+    Chunks,
     /// Which kernel family (Vulkan). gemm_f16: 0 tiled, 1 KHR cooperative
     /// matrix, 2 NV cooperative matrix 2, 3 register-accumulator
     /// cooperative matrix; linear_f16: 0 tiled, 1 cooperative matrix, 2 its
@@ -83,10 +88,11 @@ pub enum Knob {
 }
 
 impl Knob {
-    pub const ALL: [Knob; 23] = [
+    pub const ALL: [Knob; 24] = [
         Knob::Bk,
         Knob::Bm,
         Knob::Bn,
+        Knob::Chunks,
         Knob::Coopmat,
         Knob::Direct,
         Knob::Epilogue,
@@ -115,6 +121,7 @@ impl Knob {
             Knob::Bk => "bk",
             Knob::Bm => "bm",
             Knob::Bn => "bn",
+            Knob::Chunks => "chunks",
             Knob::Coopmat => "coopmat",
             Knob::Direct => "direct",
             Knob::Epilogue => "epilogue",

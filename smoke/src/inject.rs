@@ -13,6 +13,7 @@
 //! | `link:D[:GxW]` | device D's PCIe link reads trained at generation G, W lanes (default `1x1`) |
 //! | `ecc:D[:BLOCK]` | device D's uncorrectable error count of BLOCK (default `umc`) reads one higher after the run than before |
 //! | `vanish:D[:GATE]` | device D falls off the bus at GATE (default: the first gate that runs): that gate loses the device, and the backend lists it no more |
+//! | `prologue:D[:GATE]` | the decode layer (every `block_decode` gate, or GATE, one of them) on device D runs its fused QKV step's diagnostic variant, whose RMSNorm prologue leaves one lane of each group out of the sum of squares (tuning `probe=1`): a fused kernel that is faster and wrong, on the device itself, which the layer's check must fail |
 //!
 //! The telemetry faults (`throttle`, `link`, `ecc`) act where the readings
 //! come from: the sampler's source and the counter and link reader of
@@ -45,6 +46,9 @@ pub enum Fault {
     Ecc { device: usize, block: String },
     /// The device is gone from `gate` on (`None`: the first gate run).
     Vanish { device: usize, gate: Option<String> },
+    /// The decode layer's fused QKV prologue is wrong on the device, in
+    /// `gate` (`None`: every `block_decode` gate of the run).
+    Prologue { device: usize, gate: Option<String> },
 }
 
 /// Which limit a `throttle` fault reports.
@@ -224,6 +228,25 @@ impl Faults {
         true
     }
 
+    /// The tuning a gate's run asks for: the diagnostic `probe=1` of the
+    /// decode layer (its fused QKV step with a wrong norm prologue) where a
+    /// `prologue` fault names this device and gate, or every `block_decode`
+    /// gate of the device; `None` (the gate's own plan) otherwise.
+    pub fn tuning(
+        &self,
+        device: usize,
+        gate: &crate::gates::Gate,
+    ) -> Option<greta_runtime::Tuning> {
+        let hit = matches!(gate.op, greta_kernels::Op::BlockDecode { .. })
+            && self.faults.iter().any(|f| match f {
+                Fault::Prologue { device: d, gate: g } => {
+                    *d == device && g.as_deref().is_none_or(|g| g == gate.id)
+                }
+                _ => false,
+            });
+        hit.then(|| greta_runtime::Tuning::of(&[(greta_runtime::Knob::Probe, 1)]))
+    }
+
     /// Scale the times of `stats` when `device` is to look slow.
     pub fn slow(&self, device: usize, stats: &mut RunStats) {
         for f in &self.faults {
@@ -283,6 +306,24 @@ fn parse_one(spec: &str, gates: &[crate::gates::Gate]) -> Result<Fault, String> 
             device,
             gate: gate(arg)?,
         }),
+        "prologue" => {
+            let decode = |g: &crate::gates::Gate| matches!(g.op, greta_kernels::Op::BlockDecode { .. });
+            let gate = gate(arg)?;
+            match &gate {
+                Some(g) if !gates.iter().any(|x| x.id == *g && decode(x)) => {
+                    return Err(format!(
+                        "gate {g:?} is no decode layer (block_decode): a prologue fault corrupts the fused QKV step of one"
+                    ))
+                }
+                None if !gates.iter().any(decode) => {
+                    return Err(
+                        "this run has no decode layer gate (block_decode) whose prologue could go wrong".into(),
+                    )
+                }
+                _ => {}
+            }
+            Ok(Fault::Prologue { device, gate })
+        }
         "throttle" => {
             let limit = match arg.unwrap_or("thermal") {
                 "thermal" => Limit::Thermal,
@@ -325,7 +366,7 @@ fn parse_one(spec: &str, gates: &[crate::gates::Gate]) -> Result<Fault, String> 
             })
         }
         _ => Err(format!(
-            "unknown fault {kind:?}; one of: corrupt, slow, hang, throttle, link, ecc, vanish"
+            "unknown fault {kind:?}; one of: corrupt, slow, hang, throttle, link, ecc, vanish, prologue"
         )),
     }
 }
@@ -454,6 +495,43 @@ mod tests {
         assert_eq!(o[1], fresh()[1]);
         // No output (noop): nothing to corrupt.
         assert!(!f.corrupt(1, "vec_add.1m", 0, &mut []));
+    }
+
+    /// `prologue` asks the decode gates of its device for the diagnostic
+    /// `probe=1` (every one, or the one named) and nothing of any other
+    /// gate or device; a gate that is no decode layer, or a run without
+    /// one, is refused with why.
+    #[test]
+    fn a_prologue_fault_asks_the_decode_layer_for_its_wrong_prologue() {
+        let cat = Catalog::builtin();
+        let perf = cat.plan(Profile::Perf, &[], false).unwrap();
+        let by = |id: &str| perf.iter().find(|g| g.id == id).unwrap().clone();
+        let (l512, l4096, copy) = (
+            by("block_decode.L512"),
+            by("block_decode.L4096"),
+            by("copy.1g"),
+        );
+        let probe = Some(greta_runtime::Tuning::of(&[(
+            greta_runtime::Knob::Probe,
+            1,
+        )]));
+        let f = Faults::parse(&["prologue:1".into()], &perf).unwrap();
+        assert_eq!(f.tuning(1, &l512), probe);
+        assert_eq!(f.tuning(1, &l4096), probe);
+        assert_eq!(f.tuning(1, &copy), None, "not a decode layer");
+        assert_eq!(f.tuning(0, &l512), None, "another device");
+        let f = Faults::parse(&["prologue:0:block_decode.L4096".into()], &perf).unwrap();
+        assert_eq!((f.tuning(0, &l512), f.tuning(0, &l4096)), (None, probe));
+        let copies = cat
+            .plan(Profile::Default, &["copy.16m".into()], false)
+            .unwrap();
+        for (spec, gates, why) in [
+            ("prologue:0:copy.1g", &perf, "no decode layer"),
+            ("prologue:0", &copies, "no decode layer gate"),
+        ] {
+            let e = Faults::parse(&[spec.into()], gates).unwrap_err();
+            assert!(e.contains(why) && e.contains(spec), "{spec}: {e}");
+        }
     }
 
     #[test]

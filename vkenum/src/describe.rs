@@ -74,6 +74,9 @@ pub struct Description {
     pub shader_int8: bool,
     pub storage16: bool,
     pub vulkan_memory_model: bool,
+    /// `vulkanMemoryModelDeviceScope`: Device-scope barriers and atomics
+    /// under the memory model (required by Vulkan 1.3 beside it).
+    pub vulkan_memory_model_device_scope: bool,
     /// VK_KHR_cooperative_matrix is present, with its shapes.
     pub coop_ext: bool,
     pub coop_shapes: Vec<CoopShape>,
@@ -224,6 +227,7 @@ pub unsafe fn describe(
         shader_int8: false,
         storage16: false,
         vulkan_memory_model: false,
+        vulkan_memory_model_device_scope: false,
         coop_ext,
         coop_shapes: Vec::new(),
         coop2: false,
@@ -335,6 +339,7 @@ pub unsafe fn describe(
         d.shader_f16 = Some(f12.shader_float16 == vk::TRUE);
         d.shader_int8 = f12.shader_int8 == vk::TRUE;
         d.vulkan_memory_model = f12.vulkan_memory_model == vk::TRUE;
+        d.vulkan_memory_model_device_scope = f12.vulkan_memory_model_device_scope == vk::TRUE;
     } else {
         d.shader_f16 = Some(have_f16 && f16.shader_float16 == vk::TRUE);
         d.shader_int8 = have_f16 && f16.shader_int8 == vk::TRUE;

@@ -263,6 +263,54 @@ fn broken_kernel_is_caught() {
     assert_eq!(bad.metrics.as_ref().unwrap().repeats_clean, 0);
 }
 
+/// `--inject prologue:0`: the decode layer runs its fused QKV step's
+/// diagnostic variant (an RMSNorm prologue that leaves one lane out of the
+/// sum of squares) on the device; the gate fails every repeat against the
+/// f64 layer (exit 1) and the report names the fault, while the same gate
+/// on the same seed passes without it. A gate that is no decode layer is
+/// refused (exit 2).
+#[test]
+fn a_wrong_fused_prologue_fails_the_decode_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = [
+        "--gate",
+        "block_decode.small",
+        "--repeat",
+        "2",
+        "--seed",
+        "7",
+    ];
+    let (run, r) = json_run(&gate, &[], dir.path());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(r.devices[0].gates[0].status, GateStatus::Pass);
+    let faulty = [&gate[..], &["--inject", "prologue:0"]].concat();
+    let (run, r) = json_run(&faulty, &[], dir.path());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(r.settings.inject, ["prologue:0"]);
+    assert_no_validation_messages(&r);
+    let g = &r.devices[0].gates[0];
+    assert_eq!(g.status, GateStatus::Fail);
+    let why = g.reason.as_deref().unwrap();
+    assert!(
+        why.contains("0/2 clean repeats") && why.contains("outside the fp16 error model"),
+        "{why}"
+    );
+    let run = greta(
+        &[
+            "--device",
+            "cpu",
+            "--gate",
+            "copy.tiny",
+            "--inject",
+            "prologue:0:copy.tiny",
+        ],
+        &[],
+        dir.path(),
+    );
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("no decode layer"), "{}", run.stderr);
+}
+
 #[test]
 fn test_gates_are_hidden_without_the_test_switch() {
     let dir = tempfile::tempdir().unwrap();

@@ -18,16 +18,39 @@ pub const INPUT_RANGES: &[(&str, (f32, f32))] = &[];
 /// Memory-bound: measured in the K and V rows it reads.
 pub const FACTS: Facts = Facts { precision: Precision::Fp16, rate: RateUnit::GBps, needs: Needs::NOTHING };
 
-/// Positions per chunk of the split at `head_dim`: one workgroup (block)
-/// per head and chunk writes a partial max, sum and weighted V to the
-/// scratch; the combining pass reads `len / chunk` partials per head. Both
-/// backends' kernels are 128 invocations that read a row of head_dim
-/// halves as 16-byte vectors with the next power of two >= head_dim/8
-/// lanes and hold 8 rows each: at head_dim 128, 64 rows (K and V, 256
-/// bytes each) give every thread 16 loads in flight, and 2048 groups at
-/// len 4096.
+/// Positions per chunk of the split at `head_dim`: a workgroup (block) per
+/// head walks one or more chunks ([`chunks_per_group`]) and writes a
+/// partial max, sum and weighted V to the scratch; the last workgroup of a
+/// head to finish combines the head's partials. Both backends' kernels are
+/// 128 invocations that read a row of head_dim halves as 16-byte vectors
+/// with the next power of two >= head_dim/8 lanes and hold 8 rows each: at
+/// head_dim 128, 64 rows (K and V, 256 bytes each) give every thread 16
+/// loads in flight.
 pub fn chunk(head_dim: usize) -> usize {
     8 * (128 / (head_dim / 8).max(1).next_power_of_two())
+}
+
+/// Most chunks one workgroup walks (the `chunks` tuning key's range).
+pub const MAX_CHUNKS_PER_GROUP: usize = 64;
+
+/// Chunks each workgroup walks, the planners' rule on both backends: as
+/// few as still give `groups` workgroups in all (a device's worth: a few
+/// per compute unit), so that short caches spread over the whole device
+/// (at len 512, 8 chunks per head, one each) and long ones do not end in
+/// hundreds of partials per head for the last workgroup to combine (at
+/// len 4096 on 132 compute units: 4 chunks each, 16 partials per head).
+/// At least 1, at most [`MAX_CHUNKS_PER_GROUP`] and the head's chunks.
+pub fn chunks_per_group(heads: usize, head_dim: usize, len: usize, groups: usize) -> usize {
+    let chunks = len.div_ceil(chunk(head_dim)).max(1);
+    let splits = groups.div_ceil(heads.max(1)).max(1);
+    chunks
+        .div_ceil(splits)
+        .clamp(1, MAX_CHUNKS_PER_GROUP.min(chunks))
+}
+
+/// Workgroups per head when each walks `per_group` chunks.
+pub fn splits(head_dim: usize, len: usize, per_group: usize) -> usize {
+    len.div_ceil(chunk(head_dim)).max(1).div_ceil(per_group.max(1))
 }
 
 /// Most head_dim the kernels hold in registers (16-byte loads of 8 halves).
@@ -44,11 +67,17 @@ pub fn inputs(heads: usize, head_dim: usize, _len: usize, max_seq: usize) -> Vec
 pub fn outputs(heads: usize, head_dim: usize, _len: usize, _max_seq: usize) -> Vec<BufferSpec> {
     vec![spec("o", DType::F16, heads * head_dim, Access::Write)]
 }
-/// The partials of the split, f32: per head and chunk ([`chunk`]), `head_dim` weighted
-/// V sums, then (after all of those) per head and chunk its max and sum.
+/// The split's scratch, f32, sized for one chunk per workgroup (the most
+/// workgroups any plan makes): per head and workgroup `head_dim` weighted
+/// V sums, then per head and workgroup its max and sum, then one counter
+/// per head (a u32 in an f32's place: how many of the head's workgroups
+/// have written their partial). The kernels index it by the splits they
+/// run with ([`splits`]); the counters stay where the largest plan puts
+/// them. Zeroed before the first launch; the combining workgroup sets its
+/// head's counter back to 0, so every launch finds them zero.
 pub fn scratch(heads: usize, head_dim: usize, len: usize, _max_seq: usize) -> Vec<BufferSpec> {
     let splits = len.div_ceil(chunk(head_dim));
-    vec![spec("partials", DType::F32, heads * splits * (head_dim + 2), Access::ReadWrite)]
+    vec![spec("partials", DType::F32, heads * splits * (head_dim + 2) + heads, Access::ReadWrite)]
 }
 /// q and o once, and the first `len` rows of K and V (the rest of the
 /// caches is not read).

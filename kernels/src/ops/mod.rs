@@ -443,7 +443,8 @@ ops! {
     /// One token's attention over the first `len` rows of an f16 KV cache:
     /// per head h, `o_h = sum_{p<len} softmax_p(q_h . k[p][h] / sqrt(head_dim)) v[p][h]`,
     /// f32 arithmetic, f16 out. Split across the sequence (partial max, sum
-    /// and weighted V per chunk of positions, in its scratch) then combined.
+    /// and weighted V per workgroup, in its scratch), the last workgroup of
+    /// each head combining them, in one launch.
     AttnDecodeF16 { heads: usize, head_dim: usize, len: usize, max_seq: usize } => attn_decode_f16(own_bytes, scratch),
     /// Causal attention of `tokens` queries at positions `pos0..pos0+tokens`
     /// over an f16 KV cache (rows `< pos0 + tokens` valid): token t attends
@@ -480,12 +481,17 @@ ops! {
     TestSlow { iters: u32 } => test_slow,
 }
 
-/// Positions per chunk of attn_decode_f16's split at a head_dim (its
-/// scratch holds one partial per head and chunk): the backends plan its
-/// two passes with it.
-pub use attn_decode_f16::chunk as attn_decode_chunk;
+/// Positions per chunk of attn_decode_f16's split at a head_dim, and how
+/// many chunks each workgroup walks (its scratch holds at most one partial
+/// per head and chunk): the backends plan its launch with them.
+pub use attn_decode_f16::{
+    chunk as attn_decode_chunk, chunks_per_group as attn_decode_chunks_per_group,
+    splits as attn_decode_splits, MAX_CHUNKS_PER_GROUP as ATTN_DECODE_MAX_CHUNKS,
+};
 /// A memtest's error record, decoded, and what its patterns write.
 pub use memtest::{value as memtest_value, MemError, MemReport, PATTERNS as MEMTEST_PATTERNS};
+/// RoPE's cos/sin table, computed on the host in f64.
+pub use rope::table as rope_table;
 
 #[cfg(test)]
 mod attn_tests;

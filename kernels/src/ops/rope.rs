@@ -53,6 +53,26 @@ pub fn reference(
     }
     vec![y]
 }
+/// The rotation's cos/sin table for `tokens` positions from `pos0`,
+/// `[tokens][head_dim/2]` pairs (cos, sin) of `(pos0 + t) * theta^(-2i/head_dim)`,
+/// computed in f64 and rounded once to f32: the kernels that take it
+/// (rope and rope_kv_f16 on Vulkan, rms_gemv_rope_kv_f16 on every backend)
+/// then err by f32 rounding alone, not by a GPU's trigonometry on angles
+/// of thousands of radians, and need no f64 on the device.
+pub fn table(tokens: usize, head_dim: usize, pos0: u32, theta: f32) -> Vec<f32> {
+    let half = head_dim / 2;
+    let mut t = Vec::with_capacity(tokens * half * 2);
+    for tok in 0..tokens {
+        let p = (pos0 as u64 + tok as u64) as f64;
+        for i in 0..half {
+            let f = (theta as f64).powf(-2.0 * i as f64 / head_dim as f64);
+            let (s, c) = (p * f).sin_cos();
+            t.push(c as f32);
+            t.push(s as f32);
+        }
+    }
+    t
+}
 /// Position and base do not change the work.
 pub fn shape_class(tokens: usize, heads: usize, head_dim: usize, _pos0: u32, _theta: f32) -> String {
     format!("t{},h{},d{}", bucket(tokens), bucket(heads), bucket(head_dim))

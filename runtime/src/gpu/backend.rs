@@ -265,6 +265,7 @@ impl<D: Driver> GpuBackend<D> {
                 kernel,
                 batch,
                 kept: self.keep_scratch.then_some(&mut self.kept),
+                aux: &plan.aux,
             },
             &mut hold,
             &mut dispatch,
@@ -442,8 +443,14 @@ impl<D: Driver> Backend for GpuBackend<D> {
     fn run_graph(&mut self, job: GraphJob<'_>) -> Result<GraphStats, RuntimeError> {
         crate::backend::graph_preflight(self, &job)?;
         let mut steps = Vec::with_capacity(job.graph.steps.len());
-        for st in &job.graph.steps {
-            let plan = launch::plan(&st.op, &self.dev);
+        for (i, st) in job.graph.steps.iter().enumerate() {
+            // What a run of the step's op gets: the tuning asked for, else
+            // the tuning cache's winner for its class, else the built-in
+            // launch (as Vulkan's graph plans its steps).
+            let plan =
+                super::tune::launch_for(job.tuning(i), self.tuned.as_ref(), &st.op, &self.dev)
+                    .map_err(RuntimeError::BadInput)?
+                    .0;
             if plan.batch > 1 || plan.hold_cycles > 0 {
                 return Err(RuntimeError::Unsupported(format!(
                     "{} is timed per dispatch; it has no place in a graph",
@@ -471,6 +478,7 @@ impl<D: Driver> Backend for GpuBackend<D> {
                 maps: plan.maps,
                 then,
                 scratch,
+                aux: plan.aux,
             });
         }
         super::graph::execute(&self.driver, self.stream, &self.dev, &steps, job)

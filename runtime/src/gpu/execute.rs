@@ -116,6 +116,8 @@ pub(super) struct Launches<'k> {
     /// Where the run's scratch goes after a success instead of being
     /// freed (`Backend::keep_scratch`); `None`: freed with the rest.
     pub(super) kept: Option<&'k mut Vec<(DevPtr, usize)>>,
+    /// Host-made tables the kernels read after the scratch ([`super::launch::Plan::aux`]).
+    pub(super) aux: &'k [greta_kernels::HostBuf],
 }
 
 /// GPU time of untimed passes before the timed repeats: an idle GPU runs at
@@ -153,6 +155,7 @@ pub(super) fn execute<D: Driver>(
         kernel,
         batch,
         kept,
+        aux,
     } = launches;
     let (op, inputs, outputs, opts) = (job.op, job.inputs, job.outputs, job.opts);
     let start = Instant::now();
@@ -170,7 +173,7 @@ pub(super) fn execute<D: Driver>(
         bufs.ptrs.push(driver.malloc(b.byte_len().max(1))?);
     }
     // The op's scratch, after its outputs: device memory its passes share,
-    // never uploaded nor read back.
+    // zeroed before the first launch (as Vulkan's), never read back.
     let mut scratch_bytes = Vec::new();
     for s in op.scratch() {
         let bytes = s
@@ -179,6 +182,9 @@ pub(super) fn execute<D: Driver>(
             .ok_or_else(|| GpuError::Invalid(format!("{op}: scratch {} overflows", s.name)))?;
         bufs.ptrs.push(driver.malloc(bytes.max(1))?);
         scratch_bytes.push(bytes.max(1));
+    }
+    for a in aux {
+        bufs.ptrs.push(driver.malloc(a.byte_len().max(1))?);
     }
     let mut events = Events {
         driver,
@@ -189,6 +195,17 @@ pub(super) fn execute<D: Driver>(
             let bytes = h.as_bytes();
             // SAFETY: `bytes` stays borrowed until the stream has passed the
             // copy (the wait below).
+            unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? };
+        }
+        let zeros = vec![0u8; scratch_bytes.iter().copied().max().unwrap_or(0)];
+        let io = inputs.len() + outputs.len();
+        for (d, &n) in bufs.ptrs[io..].iter().zip(&scratch_bytes) {
+            // SAFETY: `zeros` (at least `n` bytes) outlives the wait below.
+            unsafe { driver.htod_async(*d, zeros.as_ptr(), n, stream)? };
+        }
+        for (d, a) in bufs.ptrs[io + scratch_bytes.len()..].iter().zip(aux) {
+            let bytes = a.as_bytes();
+            // SAFETY: `aux` is borrowed for the whole call.
             unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? };
         }
         let uploaded = events.record(stream)?;
@@ -238,7 +255,8 @@ pub(super) fn execute<D: Driver>(
     if let (Ok(_), Some(kept)) = (&result, kept) {
         // Kept allocated (`Backend::keep_scratch`): freed by the backend.
         let io = inputs.len() + outputs.len();
-        kept.extend(bufs.ptrs.drain(io..).zip(scratch_bytes));
+        let n = scratch_bytes.len();
+        kept.extend(bufs.ptrs.drain(io..io + n).zip(scratch_bytes));
     }
     match result {
         Ok(device_ns) => Ok(RunStats {

@@ -23,6 +23,8 @@ pub(super) struct StepLaunch {
     pub then: Vec<(FuncH, Dims)>,
     /// Bytes of each scratch buffer the op's passes share (after its outputs).
     pub scratch: Vec<usize>,
+    /// Host-made tables bound after the scratch, uploaded once.
+    pub aux: Vec<greta_kernels::HostBuf>,
 }
 
 /// Passes timed launch by launch, for each step's median time.
@@ -73,6 +75,9 @@ pub(super) fn execute<D: Driver>(
         for &bytes in &l.scratch {
             bufs.ptrs.push(driver.malloc(bytes.max(1))?);
         }
+        for a in &l.aux {
+            bufs.ptrs.push(driver.malloc(a.byte_len().max(1))?);
+        }
     }
     let mut events = Events {
         driver,
@@ -94,7 +99,7 @@ pub(super) fn execute<D: Driver>(
                 .bind
                 .iter()
                 .map(|&s| bufs.ptrs[s])
-                .chain(bufs.ptrs[at..at + l.scratch.len()].iter().copied())
+                .chain(bufs.ptrs[at..at + l.scratch.len() + l.aux.len()].iter().copied())
                 .collect();
             launch::arguments(driver, &ptrs, &l.maps, &l.scalars)
         })
@@ -118,35 +123,28 @@ pub(super) fn execute<D: Driver>(
             // SAFETY: `bytes` stays borrowed until the wait below.
             unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? };
         }
+        // Every step's scratch starts zeroed (as on Vulkan): attn_decode_f16
+        // counts its blocks there.
+        let most = steps.iter().flat_map(|l| l.scratch.iter().copied()).max();
+        let zeros = vec![0u8; most.unwrap_or(0).max(1)];
+        for (l, &at) in steps.iter().zip(&scratch_at) {
+            for (d, &n) in bufs.ptrs[at..at + l.scratch.len()].iter().zip(&l.scratch) {
+                // SAFETY: `zeros` (at least `n.max(1)` bytes) outlives the wait below.
+                unsafe { driver.htod_async(*d, zeros.as_ptr(), n.max(1), stream)? };
+            }
+            let tables = at + l.scratch.len();
+            for (d, a) in bufs.ptrs[tables..tables + l.aux.len()].iter().zip(&l.aux) {
+                let bytes = a.as_bytes();
+                // SAFETY: `steps` (and so `a`) outlive the wait below.
+                unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? };
+            }
+        }
         let up = events.record(stream)?;
         wait_event(driver, up, "upload to the GPU", left())?;
 
-        // Step by step, timed: each step's time, and one replay's.
-        let mut marks = Vec::with_capacity(STEP_PASSES);
-        for _ in 0..STEP_PASSES {
-            let mut row = vec![events.record(stream)?];
-            for (l, a) in steps.iter().zip(&args) {
-                step(stream, l, a)?;
-                row.push(events.record(stream)?);
-            }
-            marks.push(row);
-        }
-        if let Some(last) = marks.last().and_then(|r| r.last()) {
-            wait_event(driver, *last, &what, left())?;
-        }
         let ns = |a, b| -> Result<u64, GpuError> {
             Ok((f64::from(driver.event_elapsed_ms(a, b)?.max(0.0)) * 1e6) as u64)
         };
-        let mut step_ns = Vec::with_capacity(steps.len());
-        for i in 0..steps.len() {
-            let v = marks
-                .iter()
-                .map(|r| ns(r[i], r[i + 1]))
-                .collect::<Result<Vec<_>, _>>()?;
-            step_ns.push(median(&v));
-        }
-        let pass_ns: u64 = step_ns.iter().sum();
-
         // Capture once; a runtime without capture launches one by one.
         let replay = match driver.capture_begin(stream) {
             Ok(()) => {
@@ -166,11 +164,42 @@ pub(super) fn execute<D: Driver>(
             Some(g) => driver.graph_launch(g, s),
             None => enqueue(s),
         };
+        // One replay timed sizes the warm-up; then every step and replay
+        // is timed at working clocks (an idle GPU starts at a fraction of
+        // them: H200, 345 MHz).
+        let a = events.record(stream)?;
+        replay_once(stream)?;
+        let b = events.record(stream)?;
+        wait_event(driver, b, &what, left())?;
+        let pass_ns = ns(a, b)?;
         let warm = WARMUP_NS
             .div_ceil(pass_ns.max(1))
             .clamp(1, WARMUP_MAX_REPLAYS);
         for _ in 0..warm {
             replay_once(stream)?;
+        }
+        // Step by step, timed: each step's time (its launches on their own,
+        // between events: the replay is shorter than their sum by the gaps
+        // the device graph removes).
+        let mut marks = Vec::with_capacity(STEP_PASSES);
+        for _ in 0..STEP_PASSES {
+            let mut row = vec![events.record(stream)?];
+            for (l, a) in steps.iter().zip(&args) {
+                step(stream, l, a)?;
+                row.push(events.record(stream)?);
+            }
+            marks.push(row);
+        }
+        if let Some(last) = marks.last().and_then(|r| r.last()) {
+            wait_event(driver, *last, &what, left())?;
+        }
+        let mut step_ns = Vec::with_capacity(steps.len());
+        for i in 0..steps.len() {
+            let v = marks
+                .iter()
+                .map(|r| ns(r[i], r[i + 1]))
+                .collect::<Result<Vec<_>, _>>()?;
+            step_ns.push(median(&v));
         }
         let mut pairs = Vec::with_capacity(job.opts.repeats as usize);
         for _ in 0..job.opts.repeats {

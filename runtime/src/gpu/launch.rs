@@ -1,11 +1,12 @@
 //! How each [`Op`] maps onto its kernel (the same for HIP and CUDA): symbol, grid, block and the
 //! scalar arguments that follow the buffer pointers (inputs, then outputs,
-//! in [`Op::inputs`]/[`Op::outputs`] order — the same contract as GLSL).
+//! in [`Op::inputs`]/[`Op::outputs`] order — the same contract as GLSL —
+//! then the op's scratch and any host-made tables).
 
 use super::driver::{DevPtr, Dims, Driver, GpuDevice, GpuError, TensorMap, TileMapSpec};
 use greta_kernels::hip_src::kernel_symbol;
-use greta_kernels::Op;
 use greta_kernels::Scalar;
+use greta_kernels::{HostBuf, Op};
 
 /// Threads per block of the element-wise and row kernels (GRETA_BLOCK in common.h).
 pub const BLOCK: u32 = 256;
@@ -115,18 +116,51 @@ pub struct Plan {
     pub hold_cycles: u32,
     /// Later launches of each repeat, in order on the same stream (each
     /// sees the previous one's writes), with the same arguments: the
-    /// combine of a split reduction (attn_decode_f16). The op's scratch
-    /// ([`Op::scratch`]) is allocated after its outputs and passed after
-    /// their pointers, to every launch.
+    /// passes of a memory test (memtest). The op's scratch
+    /// ([`Op::scratch`]) is allocated after its outputs, zeroed before the
+    /// first launch, and passed after their pointers, to every launch.
     pub then: Vec<(String, Dims)>,
     /// Tensor maps passed after the buffer pointers ([`arguments`]).
     pub maps: Vec<MapArg>,
+    /// Read-only tables computed on the host (rms_gemv_rope_kv_f16's
+    /// cos/sin table, [`greta_kernels::rope_table`]), uploaded with the
+    /// inputs and passed after the scratch, before any tensor maps and the
+    /// scalars.
+    pub aux: Vec<HostBuf>,
 }
 
 /// Threads of the attention kernels' blocks (GRETA_DEC_THREADS,
 /// GRETA_PRE_THREADS) and query rows per prefill block (GRETA_PRE_BQ).
 pub const ATTN_THREADS: u32 = 128;
 pub const ATTN_PREFILL_BQ: u32 = 64;
+
+/// Blocks per compute unit the attn_decode_f16 planner aims for (128
+/// threads each, about 100 registers a thread: four fit an SM of an H200
+/// or a CU of an MI300X at once): the chunks each block walks are the
+/// fewest that still give this many blocks ([`greta_kernels::attn_decode_chunks_per_group`]).
+pub const ATTN_DECODE_GROUPS_PER_CU: usize = 4;
+
+/// attn_decode_f16's launch from `base` (its symbol and shape scalars):
+/// a block per head and split, heads along x (blocks that run together
+/// read whole cache rows), each walking `per_group` chunks of the
+/// sequence, which follows the shape scalars. The last block of each head
+/// combines its partials: one launch, no second pass.
+pub fn attn_decode(
+    base: Plan,
+    heads: usize,
+    head_dim: usize,
+    len: usize,
+    per_group: usize,
+) -> Plan {
+    let splits = greta_kernels::attn_decode_splits(head_dim, len, per_group) as u32;
+    let mut scalars = base.scalars.clone();
+    scalars.push(KernelArg::U32(per_group as u32));
+    Plan {
+        dims: Dims::new([heads as u32, splits, 1], [ATTN_THREADS, 1, 1]),
+        scalars,
+        ..base
+    }
+}
 
 fn blocks_for(total: usize, dev: &GpuDevice) -> u32 {
     // The kernels stride over the grid, so the grid only needs to fill the GPU.
@@ -177,6 +211,7 @@ pub fn builtin(op: &Op, dev: &GpuDevice) -> Plan {
         hold_cycles: 0,
         then: vec![],
         maps: vec![],
+        aux: vec![],
     };
     let linear = |total: usize| launch([blocks_for(total, dev), 1, 1], [BLOCK, 1, 1]);
     // A unit of work per 32 lanes, BLOCK / 32 per block, grid-stride past the cap.
@@ -258,24 +293,23 @@ pub fn builtin(op: &Op, dev: &GpuDevice) -> Plan {
             [(tokens as u32).clamp(1, dev.max_grid[0].max(1)), 1, 1],
             [BLOCK, 1, 1],
         ),
-        // The split (a block per head and chunk, heads along x: blocks
-        // that run together read whole cache rows), then the combine (a
-        // block per head), chunked as the op's scratch.
         Op::AttnDecodeF16 {
             heads,
             head_dim,
             len,
             ..
-        } => {
-            let splits = len.div_ceil(greta_kernels::attn_decode_chunk(head_dim)) as u32;
-            Plan {
-                then: vec![(
-                    format!("{}_combine", kernel_symbol(op.name())),
-                    Dims::new([heads as u32, 1, 1], [ATTN_THREADS, 1, 1]),
-                )],
-                ..launch([heads as u32, splits, 1], [ATTN_THREADS, 1, 1])
-            }
-        }
+        } => attn_decode(
+            launch([1, 1, 1], [ATTN_THREADS, 1, 1]),
+            heads,
+            head_dim,
+            len,
+            greta_kernels::attn_decode_chunks_per_group(
+                heads,
+                head_dim,
+                len,
+                (dev.compute_units.max(1) as usize).saturating_mul(ATTN_DECODE_GROUPS_PER_CU),
+            ),
+        ),
         // Heads along x, query blocks along y (the kernel walks them
         // last-first: the causal blocks with the most keys start first).
         Op::AttnPrefillF16 { tokens, heads, .. } => launch(
@@ -288,9 +322,21 @@ pub fn builtin(op: &Op, dev: &GpuDevice) -> Plan {
         // gemv_f16, a unit of work per 32 lanes; a unit is a row, a gate
         // and up row, or the pair of rows RoPE mixes.
         Op::GemvAddF16 { rows, .. } | Op::RmsGemvSwigluF16 { rows, .. } => per_warp(rows),
+        // Its RoPE angles come from a cos/sin table of pos0 made on the
+        // host in f64, bound after the outputs: no f64 pow/sincos on the
+        // device (on gfx942 they held the kernel to 2 waves per SIMD).
         Op::RmsGemvRopeKvF16 {
-            heads, head_dim, ..
-        } => per_warp(3 * heads * head_dim / 2),
+            heads,
+            head_dim,
+            pos0,
+            theta,
+            ..
+        } => Plan {
+            aux: vec![HostBuf::F32(greta_kernels::rope_table(
+                1, head_dim, pos0, theta,
+            ))],
+            ..per_warp(3 * heads * head_dim / 2)
+        },
         // linear_f16.hip: gemm_f16's tiling (m = tokens, n = rows) and block size.
         Op::LinearF16 { tokens, rows, .. } => {
             use greta_kernels::matrix_lanes::{BM, BN, HIP_THREADS, MMA_SYNC};
@@ -452,7 +498,7 @@ mod tests {
         let every = Op::catalogue().into_iter().filter(|o| !o.is_composite());
         for op in ops.into_iter().chain(every) {
             let p = plan(&op, &dev());
-            let buffers = op.inputs().len() + op.outputs().len() + op.scratch().len();
+            let buffers = op.inputs().len() + op.outputs().len() + op.scratch().len() + p.aux.len();
             assert_eq!(buffers + p.scalars.len(), source_params(&p.symbol), "{op}");
             assert!(!p.dims.is_empty(), "{op}");
             for (symbol, dims) in &p.then {
@@ -488,20 +534,37 @@ mod tests {
                 "greta_memtest_p3_3"
             ]
         );
-        // attn_decode_f16: 3 heads x 2 chunks of 64 positions, then a
-        // combine per head; prefill: 2 heads x 3 blocks of 64 query rows.
-        let d = plan(
-            &Op::AttnDecodeF16 {
-                heads: 3,
-                head_dim: 128,
-                len: 100,
-                max_seq: 120,
-            },
-            &dev(),
-        );
+        // attn_decode_f16: 3 heads x 2 chunks of 64 positions, a block
+        // each (304 CUs want far more blocks than that), the combine in the
+        // same launch; at len 4096 on 304 CUs, 32 heads x 64 chunks: 2
+        // chunks a block (1024 blocks, the fewest chunks that still give
+        // 1216), on 2 CUs every chunk of a head in one block.
+        // Prefill: 2 heads x 3 blocks of 64 query rows.
+        let decode = |len: usize, heads: usize, dev: &GpuDevice| {
+            plan(
+                &Op::AttnDecodeF16 {
+                    heads,
+                    head_dim: 128,
+                    len,
+                    max_seq: len + 20,
+                },
+                dev,
+            )
+        };
+        let d = decode(100, 3, &dev());
         assert_eq!(d.dims, Dims::new([3, 2, 1], [128, 1, 1]));
-        assert_eq!(d.then.len(), 1);
-        assert_eq!(d.then[0].1, Dims::new([3, 1, 1], [128, 1, 1]));
+        assert!(d.then.is_empty());
+        assert_eq!(d.scalars.last(), Some(&KernelArg::U32(1)));
+        let d = decode(4096, 32, &dev());
+        assert_eq!(d.dims, Dims::new([32, 32, 1], [128, 1, 1]));
+        assert_eq!(d.scalars.last(), Some(&KernelArg::U32(2)));
+        let tiny = GpuDevice {
+            compute_units: 2,
+            ..dev()
+        };
+        let d = decode(4096, 32, &tiny);
+        assert_eq!(d.dims, Dims::new([32, 1, 1], [128, 1, 1]));
+        assert_eq!(d.scalars.last(), Some(&KernelArg::U32(64)));
         let p = plan(
             &Op::AttnPrefillF16 {
                 tokens: 129,

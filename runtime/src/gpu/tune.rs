@@ -15,6 +15,9 @@
 //!   shared memory), so every candidate is compiled whenever the kernels
 //!   are and a tune never waits on a compiler.
 //!
+//! - chosen at launch: attn_decode_f16 takes `chunks` (chunks of the KV
+//!   sequence each block walks; the planner's choice fills the device).
+//!
 //! An empty tuning is the built-in launch ([`launch::plan`]), always the
 //! first candidate. The other ops take no knob on these backends yet.
 
@@ -167,6 +170,25 @@ pub fn candidates(op: &Op, dev: &GpuDevice) -> Vec<Tuning> {
         if let Op::GemmF16 { .. } = op {
             out.extend(f16_variants(dev).iter().map(F16Variant::tuning));
         }
+    } else if let Op::AttnDecodeF16 { head_dim, len, .. } = *op {
+        // Chunks per block from one (the most blocks) up to a head's whole
+        // sequence in a few blocks.
+        // Each a different number of blocks, the built-in launch's too.
+        let chunks = len.div_ceil(greta_kernels::attn_decode_chunk(head_dim));
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(&launch::KernelArg::U32(per)) = launch::plan(op, dev).scalars.last() {
+            seen.insert(greta_kernels::attn_decode_splits(
+                head_dim,
+                len,
+                per as usize,
+            ));
+        }
+        for per in ATTN_CHUNKS {
+            let per = per.min(chunks.max(1));
+            if seen.insert(greta_kernels::attn_decode_splits(head_dim, len, per)) {
+                out.push(Tuning::of(&[(Knob::Chunks, per as u32)]));
+            }
+        }
     }
     out
 }
@@ -191,14 +213,19 @@ fn hopper_candidates(op: &Op, dev: &GpuDevice) -> Vec<Tuning> {
     out
 }
 
-/// Every kernel symbol a candidate of any catalogue op launches on `dev`
-/// beyond the ops' own (`greta_<op>`): what a compile for that target must
-/// contain.
+/// The chunks per block `--tune` tries for attn_decode_f16 (the built-in
+/// launch first: the planner's choice for the device).
+const ATTN_CHUNKS: [usize; 5] = [1, 2, 4, 8, 16];
+
+/// Every kernel symbol a candidate of any catalogue op (or a diagnostic
+/// run: the prologue probe) launches on `dev` beyond the ops' own
+/// (`greta_<op>`): what a compile for that target must contain.
 pub fn variant_symbols(dev: &GpuDevice) -> Vec<String> {
     f16_variants(dev)
         .iter()
         .map(F16Variant::symbol)
         .chain(hopper::symbols(dev))
+        .chain(std::iter::once(PROBE_ROPE_SYMBOL.to_string()))
         .collect()
 }
 
@@ -221,6 +248,10 @@ pub fn variant_shared_bytes(symbol: &str) -> Option<u32> {
                 .map(HopperVariant::shared_bytes)
         })
 }
+
+/// rms_gemv_rope_kv_f16's diagnostic variant (`probe=1`): its norm
+/// prologue leaves one lane out, wrong on purpose (`--inject prologue`).
+pub const PROBE_ROPE_SYMBOL: &str = "greta_rms_gemv_rope_kv_f16_probe";
 
 /// [`variant_symbols`] of a device of `api` with target `arch` (1024
 /// threads per block): the compile tests check each is in the object.
@@ -258,8 +289,13 @@ pub fn cuda_variant_symbols(arch: &str) -> Vec<String> {
     variant_symbols_for_target(Api::Cuda, &super::arch::Arch::parse(arch))
 }
 
-/// Why `t` is no tuning of `op` on `dev`.
+/// Why `t` is no tuning of `op` on `dev`. A composite op (`block_decode`)
+/// has no kernel of its own: its keys (`fuse`) are the graph's, checked by
+/// the one rule every backend runs it by ([`crate::backend::composite_plan`]).
 pub fn check(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(), String> {
+    if op.is_composite() {
+        return crate::backend::composite_plan(op, Some(t)).map(|_| ());
+    }
     plan(op, dev, t).map(|_| ())
 }
 
@@ -268,7 +304,16 @@ pub fn check(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(), String> {
 /// the built-in launch.
 pub fn plan(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(Plan, Tuning), String> {
     if t.0.is_empty() {
-        return Ok((launch::plan(op, dev), Tuning::default()));
+        // attn_decode_f16 says which split its planner chose (as Vulkan's
+        // plans do): the chunks each block walks, its last scalar.
+        let base = launch::plan(op, dev);
+        let ran = match (op, base.scalars.last()) {
+            (Op::AttnDecodeF16 { .. }, Some(&launch::KernelArg::U32(per))) => {
+                Tuning::of(&[(Knob::Chunks, per)])
+            }
+            _ => Tuning::default(),
+        };
+        return Ok((base, ran));
     }
     // The launch on the op's own kernel: what the variants change.
     let base = launch::builtin(op, dev);
@@ -378,6 +423,46 @@ pub fn plan(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(Plan, Tuning), Stri
                 },
                 v.tuning(),
             ))
+        }
+        Op::RmsGemvRopeKvF16 { .. } => {
+            unknown(&[Knob::Probe])?;
+            match t.get(Knob::Probe) {
+                Some(0) => Ok((base, Tuning::default())),
+                Some(1) => Ok((
+                    Plan {
+                        symbol: PROBE_ROPE_SYMBOL.to_string(),
+                        ..base
+                    },
+                    Tuning::of(&[(Knob::Probe, 1)]),
+                )),
+                v => Err(format!("probe={v:?}: must be 0 or 1")),
+            }
+        }
+        Op::AttnDecodeF16 {
+            heads,
+            head_dim,
+            len,
+            ..
+        } => {
+            unknown(&[Knob::Chunks])?;
+            let per_group = t.get(Knob::Chunks).unwrap_or(0) as usize;
+            if !(1..=greta_kernels::ATTN_DECODE_MAX_CHUNKS).contains(&per_group) {
+                return Err(format!(
+                    "chunks={per_group}: the chunks each block walks must be 1..={}",
+                    greta_kernels::ATTN_DECODE_MAX_CHUNKS
+                ));
+            }
+            // More than the head has walks them all: the same launch.
+            let chunks = len.div_ceil(greta_kernels::attn_decode_chunk(head_dim));
+            let per_group = per_group.min(chunks.max(1));
+            let plan = launch::attn_decode(base, heads, head_dim, len, per_group);
+            if plan.dims.grid[1] > dev.max_grid[1] {
+                return Err(format!(
+                    "chunks={per_group}: {} blocks per head exceed the device's grid ({})",
+                    plan.dims.grid[1], dev.max_grid[1]
+                ));
+            }
+            Ok((plan, Tuning::of(&[(Knob::Chunks, per_group as u32)])))
         }
         _ => {
             unknown(&[])?;
@@ -773,6 +858,55 @@ pub(crate) mod tests {
         assert_eq!(p.symbol, "greta_gemm_f16");
     }
 
+    /// attn_decode_f16's split: the built-in launch names the planner's
+    /// chunks per block; `--tune` offers other splits, each a different
+    /// number of blocks; `chunks` plans that many (more than the head has:
+    /// all of them), and 0 or over 64 is refused.
+    #[test]
+    fn the_decode_attention_split_is_the_planners_or_the_one_asked() {
+        let dev = cuda_dev("sm_90");
+        let op = |len: usize| Op::AttnDecodeF16 {
+            heads: 32,
+            head_dim: 128,
+            len,
+            max_seq: len,
+        };
+        // 132 SMs x 4 blocks: 17 splits wanted; L512 has 8 chunks (1
+        // each), L4096 64 (4 each: 16 splits).
+        for (len, per, splits) in [(512, 1, 8), (4096, 4, 16)] {
+            let (p, ran) = plan(&op(len), &dev, &Tuning::default()).unwrap();
+            assert_eq!(ran, Tuning::of(&[(Knob::Chunks, per)]), "L{len}");
+            assert_eq!(p.dims.grid, [32, splits, 1], "L{len}");
+            let c = candidates(&op(len), &dev);
+            let mut grids: Vec<u32> = c
+                .iter()
+                .map(|t| plan(&op(len), &dev, t).unwrap().0.dims.grid[1])
+                .collect();
+            let n = grids.len();
+            grids.sort_unstable();
+            grids.dedup();
+            assert_eq!(grids.len(), n, "L{len}: {c:?}");
+            assert!(n > 2 || len == 512, "L{len}: {c:?}");
+        }
+        let (p, ran) = plan(&op(4096), &dev, &Tuning::of(&[(Knob::Chunks, 64)])).unwrap();
+        assert_eq!(
+            (p.dims.grid, ran),
+            ([32, 1, 1], Tuning::of(&[(Knob::Chunks, 64)]))
+        );
+        let (p, ran) = plan(&op(100), &dev, &Tuning::of(&[(Knob::Chunks, 8)])).unwrap();
+        assert_eq!(
+            (p.dims.grid, ran),
+            ([32, 1, 1], Tuning::of(&[(Knob::Chunks, 2)]))
+        );
+        for bad in [0, 65] {
+            let e = check(&op(512), &dev, &Tuning::of(&[(Knob::Chunks, bad)])).unwrap_err();
+            assert!(e.contains("1..=64"), "{e}");
+        }
+        // One chunk per block of a cache longer than the grid's y reach.
+        let e = check(&op(65536 * 64 + 1), &dev, &Tuning::of(&[(Knob::Chunks, 1)])).unwrap_err();
+        assert!(e.contains("exceed the device's grid (65535)"), "{e}");
+    }
+
     #[test]
     fn the_streaming_grid_follows_wg_and_per_cu() {
         let dev = cuda_dev("sm_90");
@@ -830,6 +964,30 @@ pub(crate) mod tests {
             (p.symbol.as_str(), ran),
             ("greta_gemm_f16", Tuning::default())
         );
+    }
+
+    /// `block_decode`'s `fuse` (fused or unfused graph, what `--tune` times
+    /// for it) is a tuning of the composite op on HIP and CUDA as on Vulkan:
+    /// the check the GPU backends run before anything else takes both values
+    /// and refuses the rest with the composite rule's words.
+    #[test]
+    fn a_composite_op_takes_its_graph_keys_on_hip_and_cuda() {
+        let op = Op::BlockDecode {
+            hidden: 128,
+            heads: 4,
+            head_dim: 32,
+            ffn: 344,
+            len: 301,
+        };
+        for dev in [cuda_dev("sm_90"), hip_dev()] {
+            for t in crate::backend::composite_candidates(&op) {
+                check(&op, &dev, &t).unwrap_or_else(|e| panic!("{t}: {e}"));
+            }
+            let e = check(&op, &dev, &Tuning::of(&[(Knob::Fuse, 2)])).unwrap_err();
+            assert!(e.contains("fuse=2"), "{e}");
+            let e = check(&op, &dev, &Tuning::of(&[(Knob::Wg, 128)])).unwrap_err();
+            assert!(e.contains("does not apply") && e.contains("fuse"), "{e}");
+        }
     }
 
     fn info() -> DeviceInfo {
@@ -940,15 +1098,17 @@ pub(crate) mod tests {
             assert_eq!((v.bm * F16_BK / 8) % v.threads(), 0, "{v:?}");
             assert_eq!((v.bn * F16_BK / 8) % v.threads(), 0, "{v:?}");
         }
+        // The GEMM variants on NVIDIA sm_80+, and everywhere the prologue
+        // probe (`--inject prologue`).
         assert_eq!(
             variant_symbols(&cuda_dev("sm_90")).len(),
-            CUDA_F16_VARIANTS.len()
+            CUDA_F16_VARIANTS.len() + 1
         );
+        assert_eq!(variant_symbols(&hip_dev()), [PROBE_ROPE_SYMBOL]);
         assert_eq!(
             variant_symbols(&cuda_dev("sm_90a")).len(),
-            CUDA_F16_VARIANTS.len() + 2 * hopper::VARIANTS.len()
+            CUDA_F16_VARIANTS.len() + 2 * hopper::VARIANTS.len() + 1
         );
-        assert!(variant_symbols(&hip_dev()).is_empty());
         for v in CUDA_F16_VARIANTS {
             assert_eq!(variant_shared_bytes(&v.symbol()), Some(v.shared_bytes()));
         }
@@ -958,5 +1118,24 @@ pub(crate) mod tests {
             }
         }
         assert_eq!(variant_shared_bytes("greta_gemm_f16"), None);
+        let rope = Op::RmsGemvRopeKvF16 {
+            heads: 4,
+            head_dim: 32,
+            pos0: 7,
+            max_seq: 9,
+            theta: 1e4,
+            eps: 1e-5,
+        };
+        let (p, ran) = plan(&rope, &hip_dev(), &Tuning::of(&[(Knob::Probe, 1)])).unwrap();
+        assert_eq!(
+            (p.symbol.as_str(), ran),
+            (PROBE_ROPE_SYMBOL, Tuning::of(&[(Knob::Probe, 1)]))
+        );
+        assert_eq!(p.aux, launch::plan(&rope, &hip_dev()).aux, "the same table");
+        let (p, _) = plan(&rope, &hip_dev(), &Tuning::of(&[(Knob::Probe, 0)])).unwrap();
+        assert_eq!(p.symbol, "greta_rms_gemv_rope_kv_f16");
+        assert!(check(&rope, &hip_dev(), &Tuning::of(&[(Knob::Probe, 2)])).is_err());
+        // The probe is never a candidate.
+        assert_eq!(candidates(&rope, &hip_dev()), vec![Tuning::default()]);
     }
 }

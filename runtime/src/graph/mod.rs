@@ -7,6 +7,7 @@
 pub use greta_kernels::graph::{Graph, Slot, Step};
 
 use crate::job::{RunOpts, TimingSource};
+use crate::tuning::Tuning;
 use greta_kernels::HostBuf;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -20,6 +21,19 @@ pub struct GraphJob<'a> {
     pub read_back: &'a [usize],
     /// Replays timed (`repeats`) and the limit for the whole submission.
     pub opts: &'a RunOpts,
+    /// The tuning each step runs with, as a run's [`RunOpts::tuning`]:
+    /// exactly that where given (a diagnostic variant too: the decode
+    /// layer's `--inject prologue`); empty, or `None` for a step, what a
+    /// run of its op without one gets (the tuning cache's entry for its
+    /// class, else the built-in plan).
+    pub tunings: &'a [Option<Tuning>],
+}
+
+impl GraphJob<'_> {
+    /// What step `i` asks for (`None`: its default plan).
+    pub fn tuning(&self, i: usize) -> Option<&Tuning> {
+        self.tunings.get(i).and_then(Option::as_ref)
+    }
 }
 
 /// How the replays reached the device.

@@ -238,7 +238,8 @@ fn create_logical(
         vk::PhysicalDeviceVulkan11Features::default().storage_buffer16_bit_access(p.storage16);
     let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
         .shader_float16(p.shader_f16)
-        .vulkan_memory_model(p.vulkan_memory_model);
+        .vulkan_memory_model(p.vulkan_memory_model)
+        .vulkan_memory_model_device_scope(p.vulkan_memory_model);
     let mut coop =
         vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default().cooperative_matrix(true);
     let mut dinfo = vk::DeviceCreateInfo::default()
@@ -675,7 +676,8 @@ impl Backend for Device {
             .graph
             .steps
             .iter()
-            .map(|st| self.plan_for(&st.op, None))
+            .enumerate()
+            .map(|(i, st)| self.plan_for(&st.op, job.tuning(i)))
             .collect::<Result<Vec<_>, _>>()?;
         let res = graph::execute(self, &plans, job);
         self.after_run(res)
@@ -706,9 +708,10 @@ impl Backend for Device {
         plan::candidates(op, &self.limits)
     }
 
-    /// The device's own copy rate for a memory-bound op's footprint
-    /// (`vkCmdCopyBuffer`, [`ceiling`]): what its ratio is read against, as
-    /// the driver's memcpy is on HIP and CUDA.
+    /// The device's own copy rate for a memory-bound op's footprint (the
+    /// faster of `vkCmdCopyBuffer` and greta's copy shader, [`ceiling`]):
+    /// what its ratio is read against, as the driver's memcpy is on HIP and
+    /// CUDA.
     fn ceiling(
         &mut self,
         op: &Op,
@@ -774,5 +777,73 @@ mod tests {
         ] {
             assert_eq!(cannot_execute(&info(name, driver)), None, "{name}");
         }
+    }
+
+    /// attn_decode_f16's last workgroup per head sets the head's counter
+    /// back to 0: after three launches in one run, the scratch that run
+    /// kept holds its partials and zero counters (a kernel that left them
+    /// counted would combine nothing on the next launch).
+    #[test]
+    fn attn_decode_leaves_its_counters_at_zero_for_the_next_launch() {
+        let mut dev = Device::open_with(&OpenOptions {
+            select: crate::info::DeviceSelect::Cpu,
+            validation: Some(true),
+            cache: CacheDir::Off,
+            tuning_cache: CacheDir::Off,
+            ..Default::default()
+        })
+        .unwrap_or_else(|e| panic!("opening lavapipe failed: {e}"));
+        let (heads, head_dim, len) = (3, 32, 1000);
+        let op = Op::AttnDecodeF16 {
+            heads,
+            head_dim,
+            len,
+            max_seq: len,
+        };
+        let halves = |n: usize, k: usize| {
+            greta_kernels::HostBuf::F16(
+                (0..n)
+                    .map(|i| half::f16::from_f32(((i * k) % 17) as f32 / 17.0 - 0.5))
+                    .collect(),
+            )
+        };
+        let d = heads * head_dim;
+        let inputs = [halves(d, 3), halves(len * d, 5), halves(len * d, 7)];
+        let mut out = [greta_kernels::HostBuf::poisoned(
+            greta_kernels::DType::F16,
+            d,
+        )];
+        dev.keep_scratch(true).unwrap();
+        let opts = crate::job::RunOpts {
+            repeats: 3,
+            tuning: Some(Tuning::default().with(crate::tuning::Knob::Chunks, 1)),
+            ..Default::default()
+        };
+        dev.run(Job::new(&op, &inputs, &mut out, &opts))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let chunks = len.div_ceil(greta_kernels::attn_decode_chunk(head_dim));
+        assert!(chunks >= 3, "several workgroups per head");
+        let kept = dev
+            .inner
+            .kept
+            .last_mut()
+            .expect("the run's scratch was kept");
+        let words: Vec<u32> = kept.mapped().expect("lavapipe maps its memory")
+            [..4 * (heads * chunks * (head_dim + 2) + heads)]
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect();
+        let (partials, counters) = words.split_at(heads * chunks * (head_dim + 2));
+        assert_eq!(
+            counters,
+            vec![0; heads],
+            "the counters after three launches"
+        );
+        assert!(
+            partials.iter().any(|&w| w != 0),
+            "the partials were written"
+        );
+        assert!(dev.release_kept() > 0);
+        assert_eq!(dev.validation_messages(), Vec::<String>::new());
     }
 }

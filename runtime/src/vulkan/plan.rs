@@ -7,10 +7,12 @@
 
 use crate::error::RuntimeError;
 use crate::tuning::{Knob, Tuning};
-use greta_kernels::attn_decode_chunk;
 /// Re-exported so callers of the planner (the fuzz target) can match on a
 /// plan's shader without a dependency on greta-kernels of their own.
 pub use greta_kernels::spirv::Shader;
+use greta_kernels::{
+    attn_decode_chunk, attn_decode_chunks_per_group, attn_decode_splits, ATTN_DECODE_MAX_CHUNKS,
+};
 use greta_kernels::{HostBuf, Op};
 
 pub use candidates::candidates;
@@ -272,21 +274,10 @@ fn elementwise(n: usize, nbuf: usize, wg: u32, lim: &Limits, extra_push: &[u32])
 }
 
 /// Host-side cos/sin table for rope, `[tokens][head_dim/2]` pairs, computed
-/// in f64 and rounded once: the kernel's error is then that of f32 rounding,
-/// not of the GPU's trig approximations.
+/// in f64 and rounded once ([`greta_kernels::rope_table`], the one table every
+/// backend's RoPE kernels read).
 fn rope_table(tokens: usize, head_dim: usize, pos0: u32, theta: f32) -> HostBuf {
-    let half = head_dim / 2;
-    let mut t = Vec::with_capacity(tokens * half * 2);
-    for tok in 0..tokens {
-        let p = (pos0 as u64 + tok as u64) as f64;
-        for i in 0..half {
-            let f = (theta as f64).powf(-2.0 * i as f64 / head_dim as f64);
-            let (s, c) = (p * f).sin_cos();
-            t.push(c as f32);
-            t.push(s as f32);
-        }
-    }
-    HostBuf::F32(t)
+    HostBuf::F32(greta_kernels::rope_table(tokens, head_dim, pos0, theta))
 }
 
 /// The plan for `op` with `tuning` on a device with limits `lim`: the
@@ -500,9 +491,18 @@ fn memtest(
     })
 }
 
-/// `attn_decode_f16`: the split over chunks of the sequence (a workgroup
-/// per chunk and head), then the combine (a workgroup per head), over the
-/// op's scratch, in chunks of the op's size ([`attn_decode_chunk`]).
+/// Workgroups the attn_decode_f16 planner aims for on Vulkan, which does not
+/// tell how many compute units a device has: about 4 of 128 invocations
+/// per compute unit of a 256-unit GPU, and as many blocks as the HIP/CUDA
+/// planner makes for an H200 (132 SMs x 4) within a factor of two. The
+/// chunks each workgroup walks are the fewest that still give this many
+/// ([`greta_kernels::attn_decode_chunks_per_group`]); `chunks` overrides.
+pub const ATTN_DECODE_GROUPS: usize = 1024;
+
+/// `attn_decode_f16`: one dispatch, a workgroup per head and split (each
+/// walking `chunks` chunks of the sequence), the last workgroup of each
+/// head combining its partials in the op's scratch (uploaded as zeros:
+/// the per-head counters start at 0).
 fn attn_decode(
     op: &Op,
     heads: usize,
@@ -512,23 +512,35 @@ fn attn_decode(
     t: &Tuning,
     lim: &Limits,
 ) -> Result<Plan, RuntimeError> {
-    check_keys(t, &[])?;
-    let chunk = attn_decode_chunk(head_dim);
-    let splits = len.div_ceil(chunk);
+    check_keys(t, &[Knob::Chunks])?;
+    let per_group = match t.get(Knob::Chunks) {
+        None => attn_decode_chunks_per_group(heads, head_dim, len, ATTN_DECODE_GROUPS),
+        // More than the head has walks them all: the same dispatch.
+        Some(v) if (1..=ATTN_DECODE_MAX_CHUNKS).contains(&(v as usize)) => {
+            (v as usize).min(len.div_ceil(attn_decode_chunk(head_dim)).max(1))
+        }
+        Some(v) => {
+            return Err(bad(format!(
+                "chunks={v}: the chunks each workgroup walks must be 1..={ATTN_DECODE_MAX_CHUNKS}"
+            )))
+        }
+    };
+    let splits = attn_decode_splits(head_dim, len, per_group);
     if splits > MAX_GROUPS as usize || heads > MAX_GROUPS as usize {
         return Err(bad(format!(
-            "{op}: {splits} chunks x {heads} heads exceed {MAX_GROUPS} workgroups per dimension"
+            "{op}: {splits} splits x {heads} heads exceed {MAX_GROUPS} workgroups per dimension"
         )));
     }
-    let push = vec![heads as u32, head_dim as u32, len as u32, max_seq as u32];
+    let push = vec![
+        heads as u32,
+        head_dim as u32,
+        len as u32,
+        max_seq as u32,
+        per_group as u32,
+    ];
     let split = Dispatch {
-        push: push.clone(),
-        groups: [heads as u32, splits as u32, 1],
-        ranges: whole(5),
-    };
-    let combine = Dispatch {
         push,
-        groups: [heads as u32, 1, 1],
+        groups: [heads as u32, splits as u32, 1],
         ranges: whole(5),
     };
     let _ = lim;
@@ -536,14 +548,10 @@ fn attn_decode(
         shader: Shader::AttnDecodeF16,
         per_dispatch: false,
         spec: vec![],
-        tuning: Tuning::default(),
+        tuning: Tuning::default().with(Knob::Chunks, per_group as u32),
         aux: scratch_bufs(op),
         dispatches: vec![split],
-        then: vec![Pass {
-            shader: Shader::AttnDecodeF16Combine,
-            spec: vec![],
-            dispatches: vec![combine],
-        }],
+        then: vec![],
         wave: None,
     })
 }

@@ -23,6 +23,7 @@ pub struct Physical {
     /// VK_NV_cooperative_matrix2 with the features `gemm_f16_cm2` needs
     /// (and Vulkan 1.3, for its SPIR-V 1.6).
     pub has_coop2: bool,
+    /// The memory model with device scope (both enabled, or neither).
     pub vulkan_memory_model: bool,
     /// How a pipeline can fix its subgroup size (see [`super::plan::Waves`]).
     pub waves: Option<super::plan::Waves>,
@@ -141,7 +142,11 @@ fn physical(raw: vk::PhysicalDevice, d: Description) -> Option<Physical> {
         shader_f16,
         has_coop_ext: d.coop_ext,
         has_coop2: d.coop2,
-        vulkan_memory_model: d.vulkan_memory_model,
+        // With the memory model on, a shader may use Device scope (GLSL's
+        // memoryBarrierBuffer and atomics: attn_decode_f16's count of its
+        // workgroups) only where device scope is on too; a device with the
+        // model but not that (Vulkan 1.3 requires both) gets neither.
+        vulkan_memory_model: d.vulkan_memory_model && d.vulkan_memory_model_device_scope,
         waves: match (d.min_subgroup_size, d.max_subgroup_size) {
             (Some(min), Some(max)) if d.subgroup_size_control && min <= max => {
                 Some(super::plan::Waves {

@@ -1,7 +1,8 @@
 //! The transformer block's attention ops on lavapipe against
-//! their f64 references, validation on: rope_kv_f16, attn_decode_f16 (two
-//! passes over the op's scratch) and attn_prefill_f16, at sizes that are
-//! not multiples of their chunks and tiles.
+//! their f64 references, validation on: rope_kv_f16, attn_decode_f16 (a
+//! split whose last workgroup per head combines, over the op's scratch)
+//! and attn_prefill_f16, at sizes that are not multiples of their chunks
+//! and tiles.
 
 use crate::common::*;
 use greta_kernels::{attn_decode_chunk, HostBuf, Op};
@@ -51,18 +52,23 @@ fn rope_kv_f16_writes_its_rows_and_keeps_the_rest() {
 fn attn_decode_f16_splits_and_combines() {
     let mut dev = device();
     let s = seed();
-    // Chunks of 64 rows at head_dim 128: lengths of one, exactly one chunk,
-    // one past it, several with a partial last; head sizes whose rows take
-    // 1, 3 (of 4), 8 and 32 lanes.
+    // Chunks of 64 rows at head_dim 128: lengths of one, a few, exactly one
+    // chunk, one past it, several with a partial last (300), one past a
+    // power of two (4097); head sizes whose rows take 1, 3 (of 4), 8 and 32
+    // lanes; one head and many.
     for (heads, head_dim, len, max_seq) in [
         (4, 64, 100, 130),
         (2, 128, 1, 1),
+        (1, 128, 7, 9),
         (2, 128, 64, 64),
         (3, 128, 65, 80),
         (2, 128, 300, 301),
+        (32, 128, 300, 300),
+        (3, 128, 4097, 4100),
         (3, 8, 3, 5),
         (2, 24, 300, 310),
         (1, 256, 77, 77),
+        (5, 256, 4097, 4097),
     ] {
         let op = Op::AttnDecodeF16 {
             heads,
@@ -72,10 +78,101 @@ fn attn_decode_f16_splits_and_combines() {
         };
         let out = assert_op(&mut dev, &op, s);
         assert_eq!(
-            out.stats.dispatches_per_repeat, 2,
-            "{op}: split and combine"
+            out.stats.dispatches_per_repeat, 1,
+            "{op}: the split and its combine are one dispatch"
         );
-        assert!(len.div_ceil(attn_decode_chunk(head_dim)) >= 1);
+        // The planner's chunks per workgroup, and that many workgroups.
+        let per = out.stats.tuning.get(Knob::Chunks).expect("chunks is named") as usize;
+        let splits = len.div_ceil(attn_decode_chunk(head_dim)).div_ceil(per);
+        assert!(
+            heads * splits >= 1024 || per == 1,
+            "{op}: {per} chunks each, {splits} splits"
+        );
+    }
+    assert_clean(&dev);
+}
+
+/// Every head count from 1 to 32 at a length of a few chunks, the last
+/// partial: each head's last workgroup combines that head alone.
+#[test]
+fn attn_decode_f16_combines_each_head_of_any_count() {
+    let mut dev = device();
+    let s = seed();
+    for heads in 1..=32 {
+        assert_op(
+            &mut dev,
+            &Op::AttnDecodeF16 {
+                heads,
+                head_dim: 32,
+                len: 300,
+                max_seq: 301,
+            },
+            s ^ heads as u64,
+        );
+    }
+    assert_clean(&dev);
+}
+
+/// Each chunks-per-workgroup `--tune` offers, from one workgroup per chunk
+/// to a whole head in one, gives the reference's answer, and a value out
+/// of range is refused with the range.
+#[test]
+fn attn_decode_f16_every_split_is_right() {
+    let mut dev = device();
+    let s = seed();
+    for (heads, len) in [(3, 4097), (2, 300), (4, 7)] {
+        let op = Op::AttnDecodeF16 {
+            heads,
+            head_dim: 128,
+            len,
+            max_seq: len + 3,
+        };
+        let cands = dev.tuning_candidates(&op);
+        let mut splits: Vec<usize> = cands
+            .iter()
+            .filter_map(|t| t.get(Knob::Chunks))
+            .map(|per| len.div_ceil(attn_decode_chunk(128)).div_ceil(per as usize))
+            .collect();
+        splits.sort_unstable();
+        splits.dedup();
+        assert_eq!(splits.len(), cands.len() - 1, "{op}: {cands:?}");
+        for t in cands {
+            let out = run_checked(
+                &mut dev,
+                &op,
+                s,
+                &RunOpts {
+                    repeats: 2,
+                    tuning: Some(t.clone()),
+                    ..RunOpts::default()
+                },
+            );
+            assert!(out.passes(), "{op} {t}: {:?}", out.comparisons);
+        }
+    }
+    let op = Op::AttnDecodeF16 {
+        heads: 2,
+        head_dim: 128,
+        len: 300,
+        max_seq: 300,
+    };
+    for v in [0, 65] {
+        let t = Tuning::default().with(Knob::Chunks, v);
+        let e = dev
+            .run(greta_runtime::Job::new(
+                &op,
+                &inputs(&op, s),
+                &mut [HostBuf::poisoned(greta_kernels::DType::F16, 256)],
+                &RunOpts {
+                    tuning: Some(t),
+                    ..RunOpts::default()
+                },
+            ))
+            .unwrap_err();
+        assert!(
+            matches!(e, RuntimeError::BadInput(_)) && e.to_string().contains("must be 1..=64"),
+            "{e}"
+        );
     }
     assert_clean(&dev);
 }

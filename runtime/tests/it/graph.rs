@@ -69,6 +69,7 @@ fn each_step_matches_its_reference_and_replays_are_timed() {
             buffers: &mut bufs,
             read_back: &all,
             opts: &opts,
+            tunings: &[],
         })
         .unwrap_or_else(|e| panic!("graph: {e}"));
     for (i, st) in g.steps.iter().enumerate() {
@@ -104,6 +105,7 @@ fn only_the_slots_asked_for_are_read_back() {
         buffers: &mut bufs,
         read_back: &[5],
         opts: &RunOpts::default(),
+        tunings: &[],
     })
     .unwrap_or_else(|e| panic!("graph: {e}"));
     // Bytes, not values: the poisoned slots hold NaNs.
@@ -133,6 +135,7 @@ fn bad_graphs_are_refused_before_the_device_runs_anything() {
                 buffers: bufs,
                 read_back: rb,
                 opts: &RunOpts::default(),
+                tunings: &[],
             })
         };
     let mut bufs = buffers(&g, 1);

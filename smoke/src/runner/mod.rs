@@ -351,7 +351,8 @@ fn run_gate(
     let opts = RunOpts {
         repeats: gate.dispatches_for(ctx.profile),
         timeout: ctx.timeout,
-        tuning: None,
+        // TEST-ONLY `--inject prologue`: the decode layer's wrong prologue.
+        tuning: ctx.faults.tuning(device, gate),
     };
     let tol = gate.tolerance();
     let mut device_ns: Vec<u64> = Vec::new();

@@ -59,6 +59,13 @@ fn kernel_candidates(op: &Op, lim: &Limits, mut push: &mut dyn FnMut(Tuning)) {
             }
         }
         Op::LinearF16 { .. } => gemm::linear::candidates(&mut push),
+        // Chunks per workgroup: the same work in more or fewer workgroups
+        // (a plan that makes the same dispatch as an earlier one is dropped).
+        Op::AttnDecodeF16 { .. } => {
+            for per in [1, 2, 4, 8, 16] {
+                push(Tuning::default().with(Knob::Chunks, per));
+            }
+        }
         Op::GemvF16 { .. }
         | Op::GemvAddF16 { .. }
         | Op::RmsGemvSwigluF16 { .. }

@@ -97,7 +97,20 @@ pub fn gemv(
 /// of work (a row; a gate and up row; a pair of rows RoPE mixes), the same
 /// keys. `rms_gemv_rope_kv_f16` binds its cos/sin table after its outputs.
 pub fn fused_gemv(op: &Op, t: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError> {
-    let wg = f16_wg(op, t, &[Knob::Wg, Knob::Vec4, Knob::Unroll], lim)?;
+    // The QKV kernel's diagnostic `probe` (a norm prologue that leaves the
+    // subgroup's last lane out, spec constant 3): `--inject prologue` only.
+    let rope = matches!(op, Op::RmsGemvRopeKvF16 { .. });
+    let keys: &[Knob] = if rope {
+        &[Knob::Wg, Knob::Vec4, Knob::Unroll, Knob::Probe]
+    } else {
+        &[Knob::Wg, Knob::Vec4, Knob::Unroll]
+    };
+    let wg = f16_wg(op, t, keys, lim)?;
+    let probe = match t.get(Knob::Probe) {
+        None | Some(0) => false,
+        Some(1) => true,
+        Some(v) => return Err(bad(format!("probe={v}: must be 0 or 1"))),
+    };
     let (cols, units, push, shaders, nbuf) = match *op {
         Op::GemvAddF16 { rows, cols } => (
             cols,
@@ -143,6 +156,10 @@ pub fn fused_gemv(op: &Op, t: &Tuning, lim: &Limits) -> Result<Plan, RuntimeErro
     p.spec.push(unroll);
     p.spec.push(sg);
     p.tuning = p.tuning.with(Knob::Unroll, unroll);
+    if probe {
+        p.spec.push(1);
+        p.tuning = p.tuning.with(Knob::Probe, 1);
+    }
     if let Op::RmsGemvRopeKvF16 {
         head_dim,
         pos0,

@@ -3,7 +3,7 @@
 //! truncated results, so such shapes are refused there instead.
 
 use super::{attn, f16_block, gemm, Dispatch, Plan, Shader};
-use greta_kernels::attn_decode_chunk;
+use greta_kernels::attn_decode_splits;
 use greta_kernels::Op;
 
 /// Most loop iterations any invocation of `plan` executes inside one
@@ -61,9 +61,14 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
             head_dim,
             ..
         } => ((tokens * heads * head_dim / 4) as u64).div_ceil(groups(&plan.dispatches[0])),
-        // The combine loops over the chunks; the split's loops are short.
+        // A workgroup walks its chunks (push constant 4); the combining
+        // one loops over the head's splits, 128 at a time for the max and
+        // sum, and per group of head_dim/4 invocations for the weighted V.
         Op::AttnDecodeF16 { head_dim, len, .. } => {
-            (len as u64).div_ceil(attn_decode_chunk(head_dim) as u64)
+            let per = plan.dispatches[0].push[4].max(1) as usize;
+            let splits = attn_decode_splits(head_dim, len, per) as u64;
+            let groups_of_v = (128 / (head_dim / 4).max(1)).max(1) as u64;
+            (per as u64).max(splits.div_ceil(groups_of_v))
         }
         // The key tiles a workgroup walks; its loops inside are short.
         Op::AttnPrefillF16 { tokens, pos0, .. } => attn::max_loop_trips(tokens, pos0),
