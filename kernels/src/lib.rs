@@ -22,10 +22,12 @@ pub mod matrix_lanes;
 #[cfg(test)]
 mod matrix_model;
 mod ops;
+#[cfg(test)]
+mod par_tests;
 mod reference;
 pub mod spirv;
 
-pub use host::{DType, HostBuf};
+pub use host::{DType, HostBuf, PAR_MIN};
 pub use ops::{
     attn_decode_chunk, memtest_value, Access, BufferSpec, Facts, MemError, MemReport, Needs, Op,
     OpError, Precision, RateUnit, Region, Scalar, Tolerance, MEMTEST_PATTERNS,

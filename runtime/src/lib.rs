@@ -35,6 +35,7 @@ pub mod telemetry;
 mod tuning;
 mod tuning_cache;
 mod vulkan;
+mod warmth;
 
 pub use backend::Backend;
 pub use ceiling::{Ceiling, CeilingError, CeilingUnit};

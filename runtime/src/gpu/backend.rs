@@ -79,6 +79,8 @@ pub struct GpuBackend<D: Driver> {
     keep_scratch: bool,
     /// Scratch kept allocated (a memtest's tested slices), with its bytes.
     kept: Vec<(super::driver::DevPtr, usize)>,
+    /// The work the GPU has just done: what warm-up a run still owes.
+    warmth: crate::warmth::Warmth,
 }
 
 impl<D: Driver + 'static> GpuBackend<D> {
@@ -160,6 +162,7 @@ impl<D: Driver> GpuBackend<D> {
             shared_raised: HashMap::new(),
             keep_scratch: false,
             kept: Vec::new(),
+            warmth: Default::default(),
         })
     }
 
@@ -243,6 +246,7 @@ impl<D: Driver> GpuBackend<D> {
             &self.driver,
             self.stream,
             &self.dev,
+            &mut self.warmth,
             job,
             Launches {
                 kernel,
@@ -289,6 +293,7 @@ impl<D: Driver> GpuBackend<D> {
                     &self.driver,
                     stream,
                     &self.dev,
+                    &mut self.warmth,
                     op,
                     timeout,
                 ))
@@ -304,6 +309,7 @@ impl<D: Driver> GpuBackend<D> {
             &self.driver,
             stream,
             &self.dev,
+            &mut self.warmth,
             blas,
             kind,
             shape,
@@ -351,7 +357,7 @@ impl<D: Driver> GpuBackend<D> {
                 launch: &mut own_launch,
             },
         };
-        measure::stress(driver, stream, &self.dev, gemm, req)
+        measure::stress(driver, stream, &self.dev, &mut self.warmth, gemm, req)
     }
 
     /// Checks what every run checks before touching the device: a tuning
@@ -453,8 +459,15 @@ impl<D: Driver> Backend for GpuBackend<D> {
                 scratch,
             });
         }
-        super::graph::execute(&self.driver, self.stream, &self.dev, &steps, job)
-            .map_err(|e| self.fail(e))
+        super::graph::execute(
+            &self.driver,
+            self.stream,
+            &self.dev,
+            &mut self.warmth,
+            &steps,
+            job,
+        )
+        .map_err(|e| self.fail(e))
     }
 
     fn lost(&self) -> Option<&str> {

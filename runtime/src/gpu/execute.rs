@@ -8,6 +8,7 @@ use super::driver::{
 use super::launch::KernelArg;
 use crate::job::{Job, RunStats, TimingSource};
 use crate::tuning::Tuning;
+use crate::warmth::Warmth;
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
@@ -122,7 +123,8 @@ pub(super) struct Launches<'k> {
 /// idle clocks (H200: 345 MHz SM clock at rest) until the driver sees
 /// sustained work. The Vulkan runner's rule (`vulkan/run.rs`): about 1 s
 /// for ops that move at least 64 MiB or do at least 8 GFLOP, 30 ms for the
-/// others, sized from one timed pass; none for the test-only ops.
+/// others, sized from one timed pass; none for the test-only ops; less by
+/// the work the GPU has just done ([`Warmth`]).
 const WARMUP_NS: u64 = 30_000_000;
 const WARMUP_NS_LARGE: u64 = 1_000_000_000;
 const WARMUP_MAX_PASSES: u64 = 2_000;
@@ -137,13 +139,17 @@ fn warmup_target_ns(op: &greta_kernels::Op) -> u64 {
     }
 }
 
-/// Uploads inputs and outputs, warms the GPU up (untimed passes), enqueues
-/// `dispatch` once per repeat between two events, waits for the last with
-/// the run's deadline, then reads the outputs back.
+/// Uploads inputs and outputs, warms the GPU up (untimed passes, what
+/// `warmth` says is still owed), enqueues `dispatch` once per repeat
+/// between two events, waits for the last with the run's deadline, then
+/// reads the outputs back.
+// The device's handles and the run's parts, each its own argument.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn execute<D: Driver>(
     driver: &D,
     stream: Option<StreamH>,
     dev: &GpuDevice,
+    warmth: &mut Warmth,
     job: Job,
     launches: Launches<'_>,
     hold: &mut dyn FnMut(StreamH) -> Result<(), GpuError>,
@@ -193,7 +199,8 @@ pub(super) fn execute<D: Driver>(
         }
         let uploaded = events.record(stream)?;
         wait_event(driver, uploaded, "upload to the GPU", left())?;
-        let target = warmup_target_ns(op);
+        let began = Instant::now();
+        let target = warmth.owed(warmup_target_ns(op));
         if target > 0 {
             let a = events.record(stream)?;
             dispatch(stream, &bufs.ptrs)?;
@@ -218,6 +225,7 @@ pub(super) fn execute<D: Driver>(
         if let Some(&(_, last)) = pairs.last() {
             wait_event(driver, last, &what, left())?;
         }
+        warmth.worked(began, Instant::now());
         let device_ns = pairs
             .iter()
             .map(|&(a, b)| {

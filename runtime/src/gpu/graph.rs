@@ -49,6 +49,7 @@ pub(super) fn execute<D: Driver>(
     driver: &D,
     stream: Option<StreamH>,
     dev: &GpuDevice,
+    warmth: &mut crate::warmth::Warmth,
     steps: &[StepLaunch],
     job: GraphJob,
 ) -> Result<GraphStats, GpuError> {
@@ -121,6 +122,7 @@ pub(super) fn execute<D: Driver>(
         }
         let up = events.record(stream)?;
         wait_event(driver, up, "upload to the GPU", left())?;
+        let began = Instant::now();
 
         // Step by step, timed: each step's time, and one replay's.
         let mut marks = Vec::with_capacity(STEP_PASSES);
@@ -135,6 +137,7 @@ pub(super) fn execute<D: Driver>(
         if let Some(last) = marks.last().and_then(|r| r.last()) {
             wait_event(driver, *last, &what, left())?;
         }
+        warmth.worked(began, Instant::now());
         let ns = |a, b| -> Result<u64, GpuError> {
             Ok((f64::from(driver.event_elapsed_ms(a, b)?.max(0.0)) * 1e6) as u64)
         };
@@ -167,9 +170,15 @@ pub(super) fn execute<D: Driver>(
             Some(g) => driver.graph_launch(g, s),
             None => enqueue(s),
         };
-        let warm = WARMUP_NS
-            .div_ceil(pass_ns.max(1))
-            .clamp(1, WARMUP_MAX_REPLAYS);
+        // What the warm-up still owes after the work just done (the step
+        // passes above among it): none when the GPU is warm.
+        let owed = warmth.owed(WARMUP_NS);
+        let began = Instant::now();
+        let warm = if owed == 0 {
+            0
+        } else {
+            owed.div_ceil(pass_ns.max(1)).clamp(1, WARMUP_MAX_REPLAYS)
+        };
         for _ in 0..warm {
             replay_once(stream)?;
         }
@@ -182,6 +191,7 @@ pub(super) fn execute<D: Driver>(
         if let Some(&(_, last)) = pairs.last() {
             wait_event(driver, last, &what, left())?;
         }
+        warmth.worked(began, Instant::now());
         let device_ns = pairs
             .iter()
             .map(|&(a, b)| ns(a, b))
