@@ -103,44 +103,105 @@ pub fn check_f32(out: &[f32], reference: &[f64], tol: Tolerance) -> CheckOutcome
     check_f32_by(out, |i| reference[i], tol)
 }
 
+/// Elements of one piece of a comparison: pieces are compared on every
+/// core and their sums added in piece order, so the outcome is the same
+/// for any number of threads (and, for a buffer of one piece, exactly the
+/// serial loop's).
+pub const CHECK_PIECE: usize = 1 << 16;
+
+/// What one piece of a comparison found, combined in piece order.
+#[derive(Clone, Copy, Default)]
+struct Piece {
+    err_sq: f64,
+    ref_sq: f64,
+    max_abs: f64,
+    max_abs_at: Option<usize>,
+    non_finite: usize,
+    mismatches: usize,
+    first_bad: Option<usize>,
+}
+
+impl Piece {
+    /// `self` (the earlier elements) followed by `later`: the first place
+    /// and the earliest of equal maxima win, as in one loop over both.
+    fn then(self, later: Piece) -> Piece {
+        let later_max = later.max_abs > self.max_abs;
+        Piece {
+            err_sq: self.err_sq + later.err_sq,
+            ref_sq: self.ref_sq + later.ref_sq,
+            max_abs: if later_max {
+                later.max_abs
+            } else {
+                self.max_abs
+            },
+            max_abs_at: if later_max {
+                later.max_abs_at
+            } else {
+                self.max_abs_at
+            },
+            non_finite: self.non_finite + later.non_finite,
+            mismatches: self.mismatches + later.mismatches,
+            first_bad: self.first_bad.or(later.first_bad),
+        }
+    }
+}
+
 /// [`check_f32`] with the reference computed element by element, for
-/// buffers too large to hold an f64 copy of (streaming checks).
-pub fn check_f32_by(out: &[f32], reference: impl Fn(usize) -> f64, tol: Tolerance) -> CheckOutcome {
-    if let Some(i) = (0..out.len()).find(|&i| !reference(i).is_finite()) {
+/// buffers too large to hold an f64 copy of (streaming checks). Pieces of
+/// [`CHECK_PIECE`] elements are compared on every core.
+pub fn check_f32_by(
+    out: &[f32],
+    reference: impl Fn(usize) -> f64 + Sync,
+    tol: Tolerance,
+) -> CheckOutcome {
+    use rayon::prelude::*;
+    if let Some(i) = (0..out.len())
+        .into_par_iter()
+        .with_min_len(CHECK_PIECE)
+        .find_first(|&i| !reference(i).is_finite())
+    {
         // A reference bug, never the device's: still fail so it gets fixed.
         return CheckOutcome {
             first_bad: Some(i),
             ..CheckOutcome::failed(format!("CPU reference is not finite at element {i}"))
         };
     }
-    let mut err_sq = 0.0f64;
-    let mut ref_sq = 0.0f64;
-    let mut max_abs = 0.0f64;
-    let mut max_abs_at = None;
-    let mut non_finite = 0usize;
-    let mut mismatches = 0usize;
-    let mut first_bad: Option<usize> = None;
-    for (i, &o) in out.iter().enumerate() {
-        let r = reference(i);
-        ref_sq += r * r;
-        if !o.is_finite() {
-            non_finite += 1;
-            first_bad.get_or_insert(i);
-            continue;
-        }
-        let d = (o as f64 - r).abs();
-        err_sq += d * d;
-        if d > max_abs {
-            max_abs = d;
-            max_abs_at = Some(i);
-        }
-        if o != r as f32 {
-            mismatches += 1;
-            if tol == Tolerance::Exact {
-                first_bad.get_or_insert(i);
+    let piece = |(n, part): (usize, &[f32])| {
+        let mut p = Piece::default();
+        for (j, &o) in part.iter().enumerate() {
+            let i = n * CHECK_PIECE + j;
+            let r = reference(i);
+            p.ref_sq += r * r;
+            if !o.is_finite() {
+                p.non_finite += 1;
+                p.first_bad.get_or_insert(i);
+                continue;
+            }
+            let d = (o as f64 - r).abs();
+            p.err_sq += d * d;
+            if d > p.max_abs {
+                p.max_abs = d;
+                p.max_abs_at = Some(i);
+            }
+            if o != r as f32 {
+                p.mismatches += 1;
+                if tol == Tolerance::Exact {
+                    p.first_bad.get_or_insert(i);
+                }
             }
         }
-    }
+        p
+    };
+    let pieces: Vec<Piece> = out.par_chunks(CHECK_PIECE).enumerate().map(piece).collect();
+    let Piece {
+        err_sq,
+        ref_sq,
+        max_abs,
+        max_abs_at,
+        non_finite,
+        mismatches,
+        first_bad,
+    } = pieces.into_iter().fold(Piece::default(), Piece::then);
     let rel_err = if ref_sq > 0.0 {
         (err_sq / ref_sq).sqrt()
     } else {
@@ -203,9 +264,14 @@ pub fn check_u32(out: &[u32], reference: &[u32]) -> CheckOutcome {
             reference.len()
         ));
     }
-    // Equal slices (the usual case) compare at memcmp speed; the loop
-    // below only runs to describe a difference.
-    if out == reference {
+    // Equal slices (the usual case) compare at memcmp speed, on every
+    // core; the loop below only runs to describe a difference.
+    use rayon::prelude::*;
+    if out
+        .par_chunks(CHECK_PIECE)
+        .zip(reference.par_chunks(CHECK_PIECE))
+        .all(|(a, b)| a == b)
+    {
         return CheckOutcome::passed();
     }
     check_u32_described(out, reference)
@@ -257,17 +323,24 @@ fn check_u32_described(out: &[u32], reference: &[u32]) -> CheckOutcome {
 /// is an f32) under `tol`, where `Exact` means bit-equal to the reference
 /// rounded to f16. The f16 poison is a NaN, so an unwritten element fails.
 pub fn check_buf(got: &HostBuf, want: &[f64], tol: Tolerance) -> CheckOutcome {
+    use crate::host::PAR_MIN;
+    use rayon::prelude::*;
     match got {
         HostBuf::F32(v) => check_f32(v, want, tol),
         HostBuf::U32(v) => {
-            let w32: Vec<u32> = want.iter().map(|&x| x as u32).collect();
+            let w32: Vec<u32> = want
+                .par_iter()
+                .with_min_len(PAR_MIN)
+                .map(|&x| x as u32)
+                .collect();
             check_u32(v, &w32)
         }
         HostBuf::F16(v) => {
             // The f16 poison widens to a NaN that is not the f32 poison:
             // widen it to the f32 poison so the report names it.
             let wide: Vec<f32> = v
-                .iter()
+                .par_iter()
+                .with_min_len(PAR_MIN)
                 .map(|h| {
                     if h.to_bits() == crate::host::POISON_F16 {
                         f32::from_bits(POISON_BITS)
@@ -281,7 +354,8 @@ pub fn check_buf(got: &HostBuf, want: &[f64], tol: Tolerance) -> CheckOutcome {
                 // on f16 values.
                 Tolerance::Exact => {
                     let w16: Vec<f64> = want
-                        .iter()
+                        .par_iter()
+                        .with_min_len(PAR_MIN)
                         .map(|&w| half::f16::from_f64(w).to_f64())
                         .collect();
                     check_f32(&wide, &w16, tol)

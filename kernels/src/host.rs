@@ -1,7 +1,12 @@
 //! Host-side buffers in the element types the kernels use.
 
 use half::f16;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+
+/// Elements per task where host buffers are converted or filled on every
+/// core: below this a task costs more to hand out than to do.
+pub const PAR_MIN: usize = 1 << 14;
 
 /// Element type of a device buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -52,7 +57,15 @@ impl HostBuf {
     pub fn zeros(dtype: DType, len: usize) -> Self {
         match dtype {
             DType::F32 => HostBuf::F32(vec![0.0; len]),
-            DType::F16 => HostBuf::F16(vec![f16::ZERO; len]),
+            // Not a zeroed allocation (f16 is no primitive): written on
+            // every core, so a GiB buffer's pages are touched there too.
+            DType::F16 => HostBuf::F16(
+                (0..len)
+                    .into_par_iter()
+                    .with_min_len(PAR_MIN)
+                    .map(|_| f16::ZERO)
+                    .collect(),
+            ),
             DType::U32 => HostBuf::U32(vec![0; len]),
         }
     }
@@ -69,10 +82,42 @@ impl HostBuf {
     }
 
     pub fn poisoned(dtype: DType, len: usize) -> Self {
+        // On every core: a GiB output is poisoned before each repeat.
+        fn fill<T: Copy + Send + Sync>(len: usize, v: T) -> Vec<T> {
+            (0..len)
+                .into_par_iter()
+                .with_min_len(PAR_MIN)
+                .map(|_| v)
+                .collect()
+        }
         match dtype {
-            DType::F32 => HostBuf::F32(vec![f32::from_bits(POISON_F32); len]),
-            DType::F16 => HostBuf::F16(vec![f16::from_bits(POISON_F16); len]),
-            DType::U32 => HostBuf::U32(vec![POISON_U32; len]),
+            DType::F32 => HostBuf::F32(fill(len, f32::from_bits(POISON_F32))),
+            DType::F16 => HostBuf::F16(fill(len, f16::from_bits(POISON_F16))),
+            DType::U32 => HostBuf::U32(fill(len, POISON_U32)),
+        }
+    }
+
+    /// Every element set to the poison of its type, in place (on every core).
+    pub fn poison(&mut self) {
+        fn fill<T: Copy + Send + Sync>(v: &mut [T], p: T) {
+            v.par_chunks_mut(PAR_MIN).for_each(|c| c.fill(p));
+        }
+        match self {
+            HostBuf::F32(v) => fill(v, f32::from_bits(POISON_F32)),
+            HostBuf::F16(v) => fill(v, f16::from_bits(POISON_F16)),
+            HostBuf::U32(v) => fill(v, POISON_U32),
+        }
+    }
+
+    /// A copy made on every core (a GiB KV cache is copied once per repeat).
+    pub fn par_clone(&self) -> Self {
+        fn copy<T: Copy + Send + Sync>(v: &[T]) -> Vec<T> {
+            v.par_iter().with_min_len(PAR_MIN).copied().collect()
+        }
+        match self {
+            HostBuf::F32(v) => HostBuf::F32(copy(v)),
+            HostBuf::F16(v) => HostBuf::F16(copy(v)),
+            HostBuf::U32(v) => HostBuf::U32(copy(v)),
         }
     }
 
@@ -125,9 +170,26 @@ impl HostBuf {
         }
     }
 
-    /// Every element widened to f64.
+    /// Every element widened to f64 (exact; on every core, as the
+    /// references of GiB buffers start with it).
     pub fn to_f64(&self) -> Vec<f64> {
-        (0..self.len()).map(|i| self.get_f64(i)).collect()
+        match self {
+            HostBuf::F32(v) => v
+                .par_iter()
+                .with_min_len(PAR_MIN)
+                .map(|&x| x as f64)
+                .collect(),
+            HostBuf::F16(v) => v
+                .par_iter()
+                .with_min_len(PAR_MIN)
+                .map(|x| x.to_f64())
+                .collect(),
+            HostBuf::U32(v) => v
+                .par_iter()
+                .with_min_len(PAR_MIN)
+                .map(|&x| x as f64)
+                .collect(),
+        }
     }
 
     pub fn as_f32(&self) -> Option<&[f32]> {

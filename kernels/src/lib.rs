@@ -22,12 +22,14 @@ pub mod matrix_lanes;
 #[cfg(test)]
 mod matrix_model;
 mod ops;
+#[cfg(test)]
+mod par_tests;
 mod reference;
 pub mod spirv;
 #[cfg(test)]
 mod wgmma_model;
 
-pub use host::{DType, HostBuf};
+pub use host::{DType, HostBuf, PAR_MIN};
 pub use ops::{
     attn_decode_chunk, attn_decode_chunks_per_group, attn_decode_splits, memtest_value, rope_table,
     Access, BufferSpec, Facts, MemError, MemReport, Needs, Op, OpError, Precision, RateUnit,

@@ -36,6 +36,7 @@ mod telemetry;
 mod tuning;
 mod tuning_cache;
 mod vulkan;
+mod warmth;
 
 pub use backend::Backend;
 pub use ceiling::{Ceiling, CeilingError, CeilingUnit};

@@ -323,6 +323,20 @@ mod tests {
         }
     }
 
+    /// The floors file's header states `--floor-fraction`'s default: the
+    /// one the code uses (it said 0.75 while the default was 0.8).
+    #[test]
+    fn the_floors_header_states_the_default_fraction() {
+        let stated: Vec<f64> = BUILTIN_FLOORS
+            .lines()
+            .take_while(|l| l.starts_with('#'))
+            .flat_map(|l| l.split("(default ").skip(1))
+            .filter_map(|rest| rest.split([':', ')']).next())
+            .map(|n| n.trim().parse().expect("a number after `(default`"))
+            .collect();
+        assert_eq!(stated, [DEFAULT_FLOOR_FRACTION]);
+    }
+
     #[test]
     fn floor_is_a_fraction_of_the_reference() {
         let r = reference(100.0, RateUnit::GBps);

@@ -150,10 +150,13 @@ pub fn duration_note(
     if profile != Profile::Acceptance {
         return None;
     }
-    let stress: f64 = gates
+    // Each stress gate's time and its warm-up; none selected (`--gate`):
+    // no stress part at all (an empty f64 sum is -0.0, once shown as "-0 s").
+    let stress_gates: Vec<f64> = gates
         .iter()
         .filter_map(|g| g.stress.as_ref().map(|s| s.seconds + 1.0))
-        .sum();
+        .collect();
+    let stress: f64 = stress_gates.iter().fold(0.0, |a, s| a + s);
     let sweep = gates.iter().find_map(|g| {
         let f = g.whole_memory?;
         let slice =
@@ -162,7 +165,10 @@ pub fn duration_note(
                 .map(|s| (s.len * s.dtype.size()) as u64)?;
         Some((f, slice))
     });
-    let mut parts = vec![format!("{stress:.0} s of matrix stress")];
+    let mut parts = Vec::new();
+    if !stress_gates.is_empty() {
+        parts.push(format!("{stress:.0} s of matrix stress"));
+    }
     let mut total = stress + 60.0;
     if let Some((f, slice)) = sweep {
         let gib = |b: f64| b / (1u64 << 30) as f64;
@@ -743,6 +749,43 @@ mod tests {
         let ok = format!("{head}op={{op=\"gemm_f16\", m=4, n=4, k=4}}\nstress={{seconds=2}}\n");
         let g = Catalog::parse("g.toml", &ok).unwrap().gates.remove(0);
         assert_eq!(g.stress.unwrap().interval_s, 1.0);
+    }
+
+    /// The acceptance note says what the selected gates take: the whole
+    /// profile its stress, memory test and the rest; gates selected with
+    /// `--gate` and no stress gate among them no stress part at all (it
+    /// said "-0 s of matrix stress"); other profiles say nothing.
+    #[test]
+    fn the_acceptance_note_names_only_what_runs() {
+        let c = Catalog::builtin();
+        let all = c.plan(Profile::Acceptance, &[], false).unwrap();
+        let note = duration_note(Profile::Acceptance, &all, Some(140 << 30)).unwrap();
+        assert!(note.contains("34 s of matrix stress"), "{note}");
+        assert!(note.contains("in 31 slices of 4 GiB"), "{note}");
+        for gates in [
+            vec!["memtest.16m".to_string()],
+            vec!["copy.16m".into(), "memtest.all".into()],
+        ] {
+            let plan = c.plan(Profile::Acceptance, &gates, false).unwrap();
+            for bytes in [None, Some(80 << 30)] {
+                let note = duration_note(Profile::Acceptance, &plan, bytes).unwrap();
+                assert!(!note.contains("matrix stress"), "{note}");
+                assert!(!note.contains("-0"), "{note}");
+                assert!(
+                    note.contains("about a minute for the other gates"),
+                    "{note}"
+                );
+            }
+        }
+        let one = c
+            .plan(Profile::Acceptance, &["stress.gemm_f16.512".into()], false)
+            .unwrap();
+        let note = duration_note(Profile::Acceptance, &one, None).unwrap();
+        assert!(
+            note.contains(": 3 s of matrix stress, about a minute"),
+            "{note}"
+        );
+        assert_eq!(duration_note(Profile::Health, &all, None), None);
     }
 
     #[test]

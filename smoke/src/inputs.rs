@@ -16,6 +16,12 @@ impl SplitMix64 {
         SplitMix64(seed)
     }
 
+    /// The generator of `seed` after `n` draws (it is a counter), so a
+    /// buffer's pieces can be drawn apart with the serial stream's values.
+    pub fn after(seed: u64, n: usize) -> Self {
+        SplitMix64(seed.wrapping_add(GAMMA.wrapping_mul(n as u64)))
+    }
+
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -88,7 +94,7 @@ impl Prepared {
             .iter()
             .any(|s| s.access == Access::ReadWrite);
         if read_write {
-            self.outputs.clone()
+            self.outputs.iter().map(HostBuf::par_clone).collect()
         } else {
             std::mem::take(&mut self.outputs)
         }
@@ -119,47 +125,44 @@ fn range(op: &Op, buffer: &str) -> (f32, f32) {
 
 /// SplitMix64's state step: the generator is a counter, so element `i` of a
 /// buffer is drawn from state `s0 + (i + 1) * GAMMA`, and a buffer can be
-/// filled in chunks on several threads with exactly the serial stream.
+/// filled in pieces on several threads with exactly the serial stream.
 const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// Buffers at least this long are filled on several threads.
-const PARALLEL_FROM: usize = 1 << 22;
+/// Elements per piece of a fill. Piece `c` starts at the generator's state
+/// for its first element, so the values are the serial loop's whatever the
+/// number of threads (and a recorded seed gives what it always gave).
+pub(crate) const PIECE: usize = 1 << 16;
 
-/// `v[i] = draw(rng at element i)`, one `next_u64` per element, on as many
-/// threads as the machine has for long buffers; `rng` ends where the serial
-/// loop would have left it.
+/// `v[i] = draw(rng at element i)`, one `next_u64` per element, in pieces
+/// on every core; `rng` ends where the serial loop would have left it.
 fn fill_par<T: Send>(
     rng: &mut SplitMix64,
     v: &mut [T],
     draw: impl Fn(&mut SplitMix64) -> T + Sync,
 ) {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    use rayon::prelude::*;
     let s0 = rng.0;
-    if v.len() < PARALLEL_FROM || threads < 2 {
+    if v.len() <= PIECE {
         for x in v.iter_mut() {
             *x = draw(rng);
         }
         return;
     }
-    let chunk = v.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        for (c, part) in v.chunks_mut(chunk).enumerate() {
-            let draw = &draw;
-            s.spawn(move || {
-                let mut r = SplitMix64(s0.wrapping_add(GAMMA.wrapping_mul((c * chunk) as u64)));
-                for x in part.iter_mut() {
-                    *x = draw(&mut r);
-                }
-            });
+    v.par_chunks_mut(PIECE).enumerate().for_each(|(c, part)| {
+        let mut r = SplitMix64::after(s0, c * PIECE);
+        for x in part.iter_mut() {
+            *x = draw(&mut r);
         }
     });
-    rng.0 = s0.wrapping_add(GAMMA.wrapping_mul(v.len() as u64));
+    *rng = SplitMix64::after(s0, v.len());
 }
 
-/// [`random_buf`] written into `spare` when it is a buffer of that type
-/// and length (an earlier repeat's, whose pages are already mapped: a
-/// fresh GiB buffer costs its page faults again every repeat), else
-/// allocated. The values are the same either way.
+/// A buffer of `dtype` and `len` from the generator: u32 never zero (a
+/// zero word is what fresh memory often holds), floats uniform in
+/// `[lo, hi)` (f16 rounded from f32), written into `spare` when it is a
+/// buffer of that type and length (an earlier repeat's, whose pages are
+/// already mapped: a fresh GiB buffer costs its page faults again every
+/// repeat), else allocated. The values are the same either way.
 fn random_buf_in(
     rng: &mut SplitMix64,
     dtype: DType,
@@ -167,87 +170,32 @@ fn random_buf_in(
     (lo, hi): (f32, f32),
     spare: Option<HostBuf>,
 ) -> HostBuf {
-    match spare {
-        Some(HostBuf::U32(mut v)) if dtype == DType::U32 && v.len() == len => {
-            fill_par(rng, &mut v, |r| r.next_u32().max(1));
-            HostBuf::U32(v)
-        }
-        Some(HostBuf::F32(mut v)) if dtype == DType::F32 && v.len() == len => {
-            fill_par(rng, &mut v, |r| r.range_f32(lo, hi));
-            HostBuf::F32(v)
-        }
-        Some(HostBuf::F16(mut v)) if dtype == DType::F16 && v.len() == len => {
-            fill_par(rng, &mut v, |r| f16::from_f32(r.range_f32(lo, hi)));
-            HostBuf::F16(v)
-        }
-        _ => random_buf(rng, dtype, len, (lo, hi)),
+    let mut buf = match spare {
+        Some(b) if b.dtype() == dtype && b.len() == len => b,
+        _ => HostBuf::zeros(dtype, len),
+    };
+    match &mut buf {
+        HostBuf::U32(v) => fill_par(rng, v, |r| r.next_u32().max(1)),
+        HostBuf::F32(v) => fill_par(rng, v, |r| r.range_f32(lo, hi)),
+        HostBuf::F16(v) => fill_par(rng, v, |r| f16::from_f32(r.range_f32(lo, hi))),
     }
+    buf
 }
 
 /// [`HostBuf::poisoned`] written into `spare` where it fits, as [`random_buf_in`].
 fn poisoned_in(dtype: DType, len: usize, spare: Option<HostBuf>) -> HostBuf {
-    let poison = HostBuf::poisoned(dtype, 1);
-    match (spare, &poison) {
-        (Some(HostBuf::U32(mut v)), HostBuf::U32(p)) if v.len() == len => {
-            v.fill(p[0]);
-            HostBuf::U32(v)
-        }
-        (Some(HostBuf::F32(mut v)), HostBuf::F32(p)) if v.len() == len => {
-            v.fill(p[0]);
-            HostBuf::F32(v)
-        }
-        (Some(HostBuf::F16(mut v)), HostBuf::F16(p)) if v.len() == len => {
-            v.fill(p[0]);
-            HostBuf::F16(v)
+    match spare {
+        Some(mut b) if b.dtype() == dtype && b.len() == len => {
+            b.poison();
+            b
         }
         _ => HostBuf::poisoned(dtype, len),
     }
 }
 
-fn random_buf(rng: &mut SplitMix64, dtype: DType, len: usize, (lo, hi): (f32, f32)) -> HostBuf {
-    if len >= PARALLEL_FROM {
-        return match dtype {
-            DType::U32 => {
-                let mut v = vec![0u32; len];
-                fill_par(rng, &mut v, |r| r.next_u32().max(1));
-                HostBuf::U32(v)
-            }
-            DType::F32 => {
-                let mut v = vec![0f32; len];
-                fill_par(rng, &mut v, |r| r.range_f32(lo, hi));
-                HostBuf::F32(v)
-            }
-            DType::F16 => {
-                let mut v = vec![f16::ZERO; len];
-                fill_par(rng, &mut v, |r| f16::from_f32(r.range_f32(lo, hi)));
-                HostBuf::F16(v)
-            }
-        };
-    }
-    match dtype {
-        DType::U32 => {
-            let mut v = Vec::with_capacity(len);
-            for _ in 0..len {
-                // Never zero: a zero word is what fresh memory often holds.
-                v.push(rng.next_u32().max(1));
-            }
-            HostBuf::U32(v)
-        }
-        DType::F32 => {
-            let mut v = Vec::with_capacity(len);
-            for _ in 0..len {
-                v.push(rng.range_f32(lo, hi));
-            }
-            HostBuf::F32(v)
-        }
-        DType::F16 => {
-            let mut v = Vec::with_capacity(len);
-            for _ in 0..len {
-                v.push(f16::from_f32(rng.range_f32(lo, hi)));
-            }
-            HostBuf::F16(v)
-        }
-    }
+#[cfg(test)]
+fn random_buf(rng: &mut SplitMix64, dtype: DType, len: usize, range: (f32, f32)) -> HostBuf {
+    random_buf_in(rng, dtype, len, range, None)
 }
 
 /// Build repeat inputs for `op` from `seed`. `fixed_value` keeps a fill's
@@ -363,9 +311,7 @@ mod tests {
     #[test]
     fn preparing_into_spare_buffers_gives_the_fresh_values_in_the_same_memory() {
         let mut ops = Op::catalogue();
-        ops.push(Op::Copy {
-            n: PARALLEL_FROM + 3,
-        });
+        ops.push(Op::Copy { n: 3 * PIECE + 3 });
         ops.push(Op::Fill { n: 77, value: 5 });
         for op in ops {
             for fixed in [false, true] {
@@ -408,12 +354,23 @@ mod tests {
         }
     }
 
+    /// `f` run on a pool of `threads` threads (rayon's work in it too).
+    fn on_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(f)
+    }
+
+    /// A buffer filled in pieces on 1, 2, 3 or 8 threads holds exactly the
+    /// serial stream, element by element (so a recorded seed gives the
+    /// inputs it always gave), and the generator goes on where the serial
+    /// loop would.
     #[test]
-    fn threaded_fill_draws_exactly_the_serial_stream() {
-        let len = PARALLEL_FROM + 12_345;
+    fn threaded_fill_draws_exactly_the_serial_stream_for_any_thread_count() {
+        let len = 3 * PIECE + 12_345;
         for dtype in [DType::U32, DType::F32, DType::F16] {
-            let mut a = SplitMix64::new(99);
-            let par = random_buf(&mut a, dtype, len, (-1.0, 1.0));
             // The serial definition, element by element.
             let mut b = SplitMix64::new(99);
             let ser = match dtype {
@@ -425,9 +382,56 @@ mod tests {
                         .collect(),
                 ),
             };
-            assert!(par.as_bytes() == ser.as_bytes(), "{dtype:?}");
-            // The generator continues where the serial loop would.
-            assert_eq!(a.next_u64(), b.next_u64(), "{dtype:?}");
+            let next = b.next_u64();
+            for threads in [1, 2, 3, 8] {
+                let (par, after) = on_threads(threads, || {
+                    let mut a = SplitMix64::new(99);
+                    let buf = random_buf(&mut a, dtype, len, (-1.0, 1.0));
+                    (buf, a.next_u64())
+                });
+                assert!(
+                    par.as_bytes() == ser.as_bytes(),
+                    "{dtype:?}, {threads} threads"
+                );
+                assert_eq!(after, next, "{dtype:?}, {threads} threads");
+            }
+        }
+    }
+
+    /// Whole repeats of gates with several buffers over many pieces (the
+    /// copy, the KV cache's random prior with its poisoned rows, the f16
+    /// GEMM) are the same bytes on 1, 2, 3 and 8 threads.
+    #[test]
+    fn prepared_repeats_are_the_same_for_any_thread_count() {
+        let ops = [
+            Op::Copy { n: 5 * PIECE + 7 },
+            Op::KvUpdate {
+                layers: 3,
+                max_seq: 700,
+                heads: 4,
+                head_dim: 32,
+                pos: 300,
+                n_new: 9,
+            },
+            Op::GemmF16 {
+                m: 300,
+                n: 400,
+                k: 500,
+            },
+        ];
+        let bytes = |p: &Prepared| -> Vec<Vec<u8>> {
+            p.inputs
+                .iter()
+                .chain(&p.outputs)
+                .map(|b| b.as_bytes().to_vec())
+                .collect()
+        };
+        for op in ops {
+            let one = on_threads(1, || bytes(&prepare(&op, false, 1234)));
+            for threads in [2, 3, 8] {
+                let many = on_threads(threads, || bytes(&prepare(&op, false, 1234)));
+                assert!(one == many, "{op}: {threads} threads");
+            }
         }
     }
 

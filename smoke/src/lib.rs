@@ -31,6 +31,7 @@ pub mod prom;
 pub mod results;
 mod runner;
 mod session;
+mod shared_refs;
 pub mod spec;
 mod stress;
 pub mod table;

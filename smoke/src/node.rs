@@ -244,6 +244,8 @@ mod tests {
 
     fn run(node: &FakeNode, faults: &Faults) -> Vec<Result<DeviceRun, RuntimeError>> {
         let (gates, classes, deny) = (gates(), ClassFile::default(), DenyList::default());
+        // The devices share their references, as in a real run.
+        let shared = crate::shared_refs::SharedRefs::new(node.selects().len());
         let ctx = DeviceContext {
             profile: Profile::Default,
             gates: &gates,
@@ -256,6 +258,7 @@ mod tests {
             specs: &crate::spec::SpecFile::builtin(),
             deny: &deny,
             faults,
+            shared: Some(&shared),
         };
         run_devices(node, &node.selects(), &ctx, &Quiet)
     }

@@ -190,6 +190,8 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
     // The backend's devices now, to be counted again after the run: one
     // that falls off the bus meanwhile fails the run by name.
     let listed_before = greta_runtime::list_devices(kind).ok().map(|l| l.len());
+    // Two or more devices run the same inputs: their references are shared.
+    let shared = (selects.len() >= 2).then(|| crate::shared_refs::SharedRefs::new(selects.len()));
 
     let ctx = DeviceContext {
         profile: opts.request.profile,
@@ -203,6 +205,7 @@ pub fn run_profile(opts: &Options) -> Result<Outcome, SmokeError> {
         specs: &specs,
         deny: &deny,
         faults: &faults,
+        shared: shared.as_ref(),
     };
     let bar = Bar::new(opts.progress, plan.len() * selects.len());
     bar.set_device(&match selects.len() {

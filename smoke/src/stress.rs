@@ -12,6 +12,7 @@ use greta_runtime::{
     TileSample,
 };
 use greta_runtime::{Backend, Job, RunOpts, RuntimeError};
+use rayon::prelude::*;
 use std::time::{Duration, Instant};
 
 /// The request a stress gate makes of the backend.
@@ -66,15 +67,18 @@ fn via_run(backend: &mut dyn Backend, req: &StressRequest) -> Result<StressRepor
     let mut repeats = 1u32;
     let mut seed = req.seed;
     loop {
+        // Each element on its own (a counter-based hash): on every core.
         let inputs = [
             HostBuf::F16(
-                (0..(m * k) as u64)
-                    .map(|i| input_f16(seed, Operand::A, i))
+                (0..m * k)
+                    .into_par_iter()
+                    .map(|i| input_f16(seed, Operand::A, i as u64))
                     .collect(),
             ),
             HostBuf::F16(
-                (0..(k * n) as u64)
-                    .map(|i| input_f16(seed, Operand::B, i))
+                (0..k * n)
+                    .into_par_iter()
+                    .map(|i| input_f16(seed, Operand::B, i as u64))
                     .collect(),
             ),
         ];
@@ -144,7 +148,8 @@ pub fn check_interval(req: &StressRequest, iv: &StressInterval, tol: f64) -> Res
             iv.seed
         ));
     }
-    for s in &iv.tiles {
+    // The tiles on every core; the first failing one (in order) is named.
+    let tile = |s: &TileSample| -> Result<(), String> {
         let t = s.tile;
         if s.values.len() != (t.rows * t.cols) as usize {
             return Err(format!(
@@ -182,7 +187,14 @@ pub fn check_interval(req: &StressRequest, iv: &StressInterval, tol: f64) -> Res
                 iv.seed, t.rows, t.cols, t.row, t.col
             ));
         }
-    }
+        Ok(())
+    };
+    iv.tiles
+        .par_iter()
+        .map(tile)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect::<Result<(), String>>()?;
     Ok(iv.tiles.len() as u32)
 }
 
@@ -207,8 +219,14 @@ pub fn summarize(
     let mut clean = 0u32;
     let mut first: Option<String> = None;
     let total = report.intervals.len();
-    for (i, iv) in report.intervals.iter().enumerate() {
-        match check_interval(req, iv, tol) {
+    // The intervals checked on every core, their verdicts taken in order.
+    let verdicts: Vec<Result<u32, String>> = report
+        .intervals
+        .par_iter()
+        .map(|iv| check_interval(req, iv, tol))
+        .collect();
+    for (i, v) in verdicts.into_iter().enumerate() {
+        match v {
             Ok(n) => {
                 checked += n;
                 clean += 1;

@@ -9,7 +9,9 @@ use crate::check::{
     check_buf, check_f32, check_f32_by, check_u32, CheckOutcome, Tolerance, POISON_BITS,
 };
 use crate::inputs::{Prepared, SplitMix64};
-use greta_kernels::{HostBuf, Op};
+use crate::shared_refs::SharedRefs;
+use greta_kernels::{HostBuf, Op, PAR_MIN};
+use rayon::prelude::*;
 
 /// Multiply-adds of CPU reference a GEMM check may spend per repeat before
 /// it samples instead (≈ 0.1 s in a release build).
@@ -18,20 +20,44 @@ pub const GEMM_FULL_REFERENCE_MACS: u64 = 1 << 27;
 /// Longest xorshift chain of the test-only slow kernel checked on the CPU.
 pub const MAX_SLOW_REFERENCE_ITERS: u32 = 1 << 26;
 
-/// Check the outputs read back after running `p`. `seed` drives the GEMM
-/// row sampling.
+/// Check the outputs read back after running `p`. `seed` (the repeat's,
+/// which made `p`'s inputs) drives the GEMM row sampling.
 pub fn verify(p: &Prepared, got: &[HostBuf], tol: Tolerance, seed: u64) -> CheckOutcome {
-    verify_with_budget(p, got, tol, seed, GEMM_FULL_REFERENCE_MACS)
+    verify_shared(p, got, tol, seed, None)
+}
+
+/// [`verify`], the f64 reference taken from (or computed for) the run's
+/// other devices where it depends on the inputs alone ([`SharedRefs`]).
+pub fn verify_shared(
+    p: &Prepared,
+    got: &[HostBuf],
+    tol: Tolerance,
+    seed: u64,
+    shared: Option<&SharedRefs>,
+) -> CheckOutcome {
+    verify_inner(p, got, tol, seed, GEMM_FULL_REFERENCE_MACS, shared)
 }
 
 /// [`verify`] with the GEMM reference budget as a parameter (tests use a
 /// small one to exercise sampling on small matrices).
+#[cfg(test)]
 pub fn verify_with_budget(
     p: &Prepared,
     got: &[HostBuf],
     tol: Tolerance,
     seed: u64,
     budget_macs: u64,
+) -> CheckOutcome {
+    verify_inner(p, got, tol, seed, budget_macs, None)
+}
+
+fn verify_inner(
+    p: &Prepared,
+    got: &[HostBuf],
+    tol: Tolerance,
+    seed: u64,
+    budget_macs: u64,
+    shared: Option<&SharedRefs>,
 ) -> CheckOutcome {
     let expected = p.op.outputs().len();
     if got.len() != expected {
@@ -80,7 +106,7 @@ pub fn verify_with_budget(
         {
             verify_linear_sampled(p, y, tol, seed, budget_macs)
         }
-        _ => verify_with_reference(p, got, tol),
+        _ => verify_with_reference(p, got, tol, seed, shared),
     }
 }
 
@@ -137,19 +163,22 @@ fn verify_memtest(p: &Prepared, got: &[u32]) -> CheckOutcome {
     c
 }
 
-fn check_u32_with(out: &[u32], n: usize, want: impl Fn(usize) -> u32) -> CheckOutcome {
+fn check_u32_with(out: &[u32], n: usize, want: impl Fn(usize) -> u32 + Sync) -> CheckOutcome {
     if out.len() != n {
         return CheckOutcome::failed(format!("output has {} words, expected {n}", out.len()));
     }
-    match out.iter().enumerate().position(|(i, &o)| o != want(i)) {
-        None => CheckOutcome::passed(),
-        Some(i) => {
-            // Only now build the comparison that names and counts every miss.
-            let reference: Vec<u32> = (0..n).map(&want).collect();
-            let _ = i;
-            check_u32(out, &reference)
-        }
+    // On every core; only a miss builds the comparison that names and
+    // counts every one.
+    let missed = out
+        .par_iter()
+        .with_min_len(PAR_MIN)
+        .enumerate()
+        .any(|(i, &o)| o != want(i));
+    if !missed {
+        return CheckOutcome::passed();
     }
+    let reference: Vec<u32> = (0..n).map(&want).collect();
+    check_u32(out, &reference)
 }
 
 /// Each output within its per-element error model; the worst decides.
@@ -166,16 +195,32 @@ fn verify_expected(
     worst
 }
 
-/// The general path: the full f64 reference, every output compared; the
-/// worst output decides.
-fn verify_with_reference(p: &Prepared, got: &[HostBuf], tol: Tolerance) -> CheckOutcome {
-    let want = match greta_kernels::reference(&p.op, &p.inputs, &p.outputs) {
+/// The general path: the full f64 reference (from the inputs alone, so
+/// shared by a run's devices), every output compared; the worst output
+/// decides.
+fn verify_with_reference(
+    p: &Prepared,
+    got: &[HostBuf],
+    tol: Tolerance,
+    seed: u64,
+    shared: Option<&SharedRefs>,
+) -> CheckOutcome {
+    let compute =
+        || greta_kernels::reference(&p.op, &p.inputs, &p.outputs).map_err(|e| e.to_string());
+    let want = match shared {
+        Some(s) => {
+            let bufs: Vec<&HostBuf> = p.inputs.iter().chain(&p.outputs).collect();
+            s.get(crate::shared_refs::key(&p.op, seed, &bufs), compute)
+        }
+        None => std::sync::Arc::new(compute()),
+    };
+    let want = match &*want {
         Ok(w) => w,
         Err(e) => return CheckOutcome::failed(format!("CPU reference: {e}")),
     };
     let specs = p.op.outputs();
     let mut worst = CheckOutcome::passed();
-    for ((g, w), spec) in got.iter().zip(&want).zip(&specs) {
+    for ((g, w), spec) in got.iter().zip(want).zip(&specs) {
         let c = check_buf(g, w, tol);
         worst = merge(worst, c, spec.name, specs.len() > 1);
     }
@@ -231,20 +276,25 @@ fn verify_gemm_sampled(
     }
     let a = p.inputs[0].to_f64();
     let b = p.inputs[1].to_f64();
-    // 2. Sampled rows against the exact f64 reference.
+    // 2. Sampled rows against the exact f64 reference (the rows on every
+    // core, each summed as serially).
     let (mut rng, picked) = sample_rows(seed, budget_macs / (n as u64 * k as u64), m);
     let mut got_rows = Vec::with_capacity(picked.len() * n);
-    let mut want_rows = vec![0.0f64; picked.len() * n];
-    for (ri, &r) in picked.iter().enumerate() {
+    for &r in &picked {
         got_rows.extend_from_slice(&c[r * n..(r + 1) * n]);
-        let out = &mut want_rows[ri * n..(ri + 1) * n];
-        for p_ in 0..k {
-            let av = a[r * k + p_];
-            for (o, bv) in out.iter_mut().zip(&b[p_ * n..(p_ + 1) * n]) {
-                *o += av * bv;
-            }
-        }
     }
+    let mut want_rows = vec![0.0f64; picked.len() * n];
+    want_rows
+        .par_chunks_mut(n)
+        .zip(picked.par_iter())
+        .for_each(|(out, &r)| {
+            for p_ in 0..k {
+                let av = a[r * k + p_];
+                for (o, bv) in out.iter_mut().zip(&b[p_ * n..(p_ + 1) * n]) {
+                    *o += av * bv;
+                }
+            }
+        });
     let rows_check = match check_rows(&got_rows, &want_rows, tol, "sampled rows", &picked) {
         Ok(c) => c,
         Err(bad) => return bad,
@@ -283,7 +333,11 @@ fn verify_linear_sampled(
     if let Err(bad) = element_count(y.len(), tokens * rows) {
         return bad;
     }
-    let c: Vec<f32> = y.iter().map(|h| h.to_f32()).collect();
+    let c: Vec<f32> = y
+        .par_iter()
+        .with_min_len(PAR_MIN)
+        .map(|h| h.to_f32())
+        .collect();
     let poison = HostBuf::poisoned(greta_kernels::DType::F16, 1)
         .as_f16()
         .map(|p| p[0].to_bits());
@@ -309,13 +363,22 @@ fn verify_linear_sampled(
     let mut proj = CheckOutcome::passed();
     for _ in 0..3 {
         let v: Vec<f64> = (0..rows).map(|_| rng.range_f64(-1.0, 1.0)).collect();
-        // W^T v: the rows of W weighted by v.
+        // W^T v: the rows of W weighted by v, a band of columns per task
+        // on every core (each column summed over the rows in order, as
+        // serially).
         let mut wtv = vec![0.0f64; cols];
-        for (o, vo) in v.iter().enumerate() {
-            for (acc, wv) in wtv.iter_mut().zip(&w[o * cols..(o + 1) * cols]) {
-                *acc += wv * vo;
-            }
-        }
+        const BAND: usize = 256;
+        wtv.par_chunks_mut(BAND)
+            .enumerate()
+            .for_each(|(band, acc)| {
+                let c0 = band * BAND;
+                for (o, vo) in v.iter().enumerate() {
+                    let row = &w[o * cols + c0..o * cols + c0 + acc.len()];
+                    for (a, wv) in acc.iter_mut().zip(row) {
+                        *a += wv * vo;
+                    }
+                }
+            });
         let want_proj = mat_vec(&x, tokens, cols, &wtv);
         let got_proj: Vec<f32> = mat_vec(&c, tokens, rows, &v)
             .into_iter()
@@ -398,7 +461,10 @@ fn sampled_outcome(
 /// and the first one's place, named "never written" when `poisoned` says
 /// it still holds the poison; `None` when every element is finite.
 fn non_finite(c: &[f32], width: usize, poisoned: impl Fn(usize) -> bool) -> Option<CheckOutcome> {
-    let i = c.iter().position(|x| !x.is_finite())?;
+    let i = c
+        .par_iter()
+        .with_min_len(PAR_MIN)
+        .position_first(|x| !x.is_finite())?;
     let count = c.iter().filter(|x| !x.is_finite()).count();
     let what = if poisoned(i) {
         "never written (still the poison value)".to_string()
@@ -429,9 +495,12 @@ fn sample_rows(seed: u64, want: u64, total: usize) -> (SplitMix64, Vec<usize>) {
     (rng, picked)
 }
 
-/// `mat · v` in f64 for a row-major `rows × cols` matrix.
-fn mat_vec<T: Copy + Into<f64>>(mat: &[T], rows: usize, cols: usize, v: &[f64]) -> Vec<f64> {
+/// `mat · v` in f64 for a row-major `rows × cols` matrix; the rows on
+/// every core, each summed as serially.
+fn mat_vec<T: Copy + Into<f64> + Sync>(mat: &[T], rows: usize, cols: usize, v: &[f64]) -> Vec<f64> {
     (0..rows)
+        .into_par_iter()
+        .with_min_len((PAR_MIN / cols.max(1)).max(1))
         .map(|r| {
             mat[r * cols..(r + 1) * cols]
                 .iter()

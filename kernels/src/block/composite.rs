@@ -9,7 +9,7 @@
 //! last.
 
 use super::graph::Fusion;
-use super::{forward, BlockShape, BlockWeights, Expected, DEVICE};
+use super::{forward, BlockOut, BlockShape, BlockWeights, Expected, DEVICE};
 use crate::graph::Composite;
 use crate::{Access, BufferSpec, DType, HostBuf, Op};
 
@@ -103,21 +103,25 @@ pub fn outputs(s: &BlockShape, tokens: usize) -> Vec<BufferSpec> {
     ]
 }
 
-/// The weights as [`forward`] takes them (the fused ones split by rows).
+/// The weights as [`forward`] takes them (the fused ones split by rows),
+/// copied on every core (Llama-2-7B's layer is 1.6 GB of f64).
 fn weights(s: &BlockShape, x: &[Vec<f64>]) -> BlockWeights {
+    use rayon::prelude::*;
     let (d, f) = (s.hidden, s.ffn);
     let wqkv = &x[2];
     let gu = &x[5];
+    let copy =
+        |v: &[f64]| -> Vec<f64> { v.par_iter().with_min_len(crate::PAR_MIN).copied().collect() };
     BlockWeights {
-        g_attn: x[1].clone(),
-        wq: wqkv[..d * d].to_vec(),
-        wk: wqkv[d * d..2 * d * d].to_vec(),
-        wv: wqkv[2 * d * d..].to_vec(),
-        wo: x[3].clone(),
-        g_mlp: x[4].clone(),
-        w_gate: gu[..f * d].to_vec(),
-        w_up: gu[f * d..].to_vec(),
-        w_down: x[6].clone(),
+        g_attn: copy(&x[1]),
+        wq: copy(&wqkv[..d * d]),
+        wk: copy(&wqkv[d * d..2 * d * d]),
+        wv: copy(&wqkv[2 * d * d..]),
+        wo: copy(&x[3]),
+        g_mlp: copy(&x[4]),
+        w_gate: copy(&gu[..f * d]),
+        w_up: copy(&gu[f * d..]),
+        w_down: copy(&x[6]),
     }
 }
 
@@ -205,16 +209,23 @@ pub(crate) fn expected_within(
             index: Some(Vec::new()),
         })
         .collect();
-    for &t in &pick {
+    // The sampled tokens on every core (each the layer on its own).
+    use rayon::prelude::*;
+    let each: Vec<BlockOut> = pick
+        .par_iter()
+        .map(|&t| {
+            forward(
+                s,
+                &w,
+                &x[0][t * d..(t + 1) * d],
+                &k_dev[..t * d],
+                &v_dev[..t * d],
+                DEVICE,
+            )
+        })
+        .collect::<Result<_, String>>()?;
+    for (&t, o) in pick.iter().zip(each) {
         let rows = t * d..(t + 1) * d;
-        let o = forward(
-            s,
-            &w,
-            &x[0][rows.clone()],
-            &k_dev[..t * d],
-            &v_dev[..t * d],
-            DEVICE,
-        )?;
         for (e, part) in out.iter_mut().zip([o.y, o.k_new, o.v_new]) {
             e.value.extend(part.value);
             e.sd.extend(part.sd);

@@ -407,62 +407,77 @@ fn run(
         &w.wq
     };
 
+    // Each token on its own (and within a token the rows and heads), on
+    // every core: every value is computed as serially, so the reference is
+    // the same to the bit however many threads run it.
+    use rayon::prelude::*;
     let mut k_all = exact(k_cache);
     let mut v_all = exact(v_cache);
+    let qkv: Vec<[Vec<Num>; 3]> = (0..tokens)
+        .into_par_iter()
+        .map(|t| {
+            let a = store_all(&m, rmsnorm(&m, &x[t * d..(t + 1) * d], &w.g_attn, s.eps));
+            // The fused QKV projection stores its f16 result; RoPE reads it
+            // back and stores again (rope_kv_f16).
+            let mut qt = store_all(&m, matvec(&m, wq, &a, d, d));
+            let mut kt = store_all(&m, matvec(&m, &w.wk, &a, d, d));
+            let vt = store_all(&m, matvec(&m, &w.wv, &a, d, d));
+            rope(&m, s, &mut qt, pos0 + t);
+            rope(&m, s, &mut kt, pos0 + t);
+            [store_all(&m, qt), store_all(&m, kt), vt]
+        })
+        .collect();
     let mut q = Vec::with_capacity(tokens * d);
-    for t in 0..tokens {
-        let a = store_all(&m, rmsnorm(&m, &x[t * d..(t + 1) * d], &w.g_attn, s.eps));
-        // The fused QKV projection stores its f16 result; RoPE reads it
-        // back and stores again (rope_kv_f16).
-        let mut qt = store_all(&m, matvec(&m, wq, &a, d, d));
-        let mut kt = store_all(&m, matvec(&m, &w.wk, &a, d, d));
-        let vt = store_all(&m, matvec(&m, &w.wv, &a, d, d));
-        rope(&m, s, &mut qt, pos0 + t);
-        rope(&m, s, &mut kt, pos0 + t);
-        q.extend(store_all(&m, qt));
-        k_all.extend(store_all(&m, kt));
+    for [qt, kt, vt] in qkv {
+        q.extend(qt);
+        k_all.extend(kt);
         v_all.extend(vt);
     }
 
-    let mut y = Vec::with_capacity(tokens * d);
-    for t in 0..tokens {
-        let p = pos0 + t;
-        let (k_seen, v_seen) = if m.fault == Fault::StaleKv && p > 0 {
-            // The row this token wrote is read back as the one before it.
-            let mut k = k_all[..(p + 1) * d].to_vec();
-            let mut v = v_all[..(p + 1) * d].to_vec();
-            k.copy_within((p - 1) * d..p * d, p * d);
-            v.copy_within((p - 1) * d..p * d, p * d);
-            (k, v)
-        } else {
-            (k_all.clone(), v_all.clone())
-        };
-        let visible = if m.fault == Fault::MaskOffByOne && p > 0 {
-            p
-        } else {
-            p + 1
-        };
-        let attn = store_all(
-            &m,
-            attention(&m, s, &q[t * d..(t + 1) * d], &k_seen, &v_seen, visible),
-        );
-        // Each projection stores f16 (gemv_f16); the residual add reads it
-        // back (add_rmsnorm_f16 fuses the add with the next norm).
-        let o = store_all(&m, matvec(&m, &w.wo, &attn, d, d));
-        let h = store_all(&m, add(&m, &x[t * d..(t + 1) * d], &o));
-        let mm = store_all(&m, rmsnorm(&m, &h, &w.g_mlp, s.eps));
-        let gate = store_all(&m, matvec(&m, &w.w_gate, &mm, s.ffn, d));
-        let up = store_all(&m, matvec(&m, &w.w_up, &mm, s.ffn, d));
-        let act = store_all(
-            &m,
-            gate.iter()
-                .zip(&up)
-                .map(|(g, u)| swiglu(&m, *g, *u))
-                .collect(),
-        );
-        let down = store_all(&m, matvec(&m, &w.w_down, &act, d, s.ffn));
-        y.extend(store_all(&m, add(&m, &h, &down)));
-    }
+    let rows: Vec<Vec<Num>> = (0..tokens)
+        .into_par_iter()
+        .map(|t| {
+            let p = pos0 + t;
+            let stale;
+            let (k_seen, v_seen): (&[Num], &[Num]) = if m.fault == Fault::StaleKv && p > 0 {
+                // The row this token wrote is read back as the one before it.
+                let mut k = k_all[..(p + 1) * d].to_vec();
+                let mut v = v_all[..(p + 1) * d].to_vec();
+                k.copy_within((p - 1) * d..p * d, p * d);
+                v.copy_within((p - 1) * d..p * d, p * d);
+                stale = (k, v);
+                (&stale.0, &stale.1)
+            } else {
+                (&k_all, &v_all)
+            };
+            let visible = if m.fault == Fault::MaskOffByOne && p > 0 {
+                p
+            } else {
+                p + 1
+            };
+            let attn = store_all(
+                &m,
+                attention(&m, s, &q[t * d..(t + 1) * d], k_seen, v_seen, visible),
+            );
+            // Each projection stores f16 (gemv_f16); the residual add reads it
+            // back (add_rmsnorm_f16 fuses the add with the next norm).
+            let o = store_all(&m, matvec(&m, &w.wo, &attn, d, d));
+            let h = store_all(&m, add(&m, &x[t * d..(t + 1) * d], &o));
+            let mm = store_all(&m, rmsnorm(&m, &h, &w.g_mlp, s.eps));
+            let gate = store_all(&m, matvec(&m, &w.w_gate, &mm, s.ffn, d));
+            let up = store_all(&m, matvec(&m, &w.w_up, &mm, s.ffn, d));
+            let act = store_all(
+                &m,
+                gate.iter()
+                    .zip(&up)
+                    .map(|(g, u)| swiglu(&m, *g, *u))
+                    .collect(),
+            );
+            let down = store_all(&m, matvec(&m, &w.w_down, &act, d, s.ffn));
+            store_all(&m, add(&m, &h, &down))
+        })
+        .collect();
+    let y = rows.concat();
     let split = |v: Vec<Num>| Expected {
         value: v.iter().map(|n| n.v).collect(),
         sd: v.iter().map(|n| n.e).collect(),

@@ -125,9 +125,13 @@ pub(super) fn rmsnorm(m: &Mode, x: &[Num], g: &[f64], eps: f64) -> Vec<Num> {
         .collect()
 }
 
-/// `W a` for `W` `[rows][cols]` (exact weights).
+/// `W a` for `W` `[rows][cols]` (exact weights); the rows on every core,
+/// each as serially.
 pub(super) fn matvec(m: &Mode, w: &[f64], a: &[Num], rows: usize, cols: usize) -> Vec<Num> {
+    use rayon::prelude::*;
     (0..rows)
+        .into_par_iter()
+        .with_min_len((crate::PAR_MIN / cols.max(1)).max(1))
         .map(|r| {
             let row = &w[r * cols..(r + 1) * cols];
             let (v, acc_sd) = sum(m, row.iter().zip(a).map(|(w, a)| w * a.v));
@@ -177,7 +181,8 @@ pub(super) fn rope(m: &Mode, s: &BlockShape, x: &mut [Num], p: usize) {
 }
 
 /// Softmax attention of one token's query (all heads) over the first
-/// `visible` positions of K and V (scale `1/sqrt(head_dim)`).
+/// `visible` positions of K and V (scale `1/sqrt(head_dim)`); the heads on
+/// every core, each as serially.
 pub(super) fn attention(
     m: &Mode,
     s: &BlockShape,
@@ -186,62 +191,67 @@ pub(super) fn attention(
     v: &[Num],
     visible: usize,
 ) -> Vec<Num> {
+    use rayon::prelude::*;
     let (hd, d) = (s.head_dim, s.hidden);
     let scale = 1.0 / (hd as f64).sqrt();
     let u = m.n.u_arith;
-    let mut out = Vec::with_capacity(d);
-    for h in 0..s.heads {
-        let qh = &q[h * hd..(h + 1) * hd];
-        let scores: Vec<Num> = (0..visible)
-            .map(|j| {
-                let kj = &k[j * d + h * hd..j * d + (h + 1) * hd];
-                let (dot, acc) = sum(m, qh.iter().zip(kj).map(|(a, b)| a.v * b.v));
-                let prop: f64 = qh
-                    .iter()
-                    .zip(kj)
-                    .map(|(a, b)| a.v * a.v * b.e * b.e + b.v * b.v * a.e * a.e)
-                    .sum();
-                let v = m.arith(dot * scale);
-                Num {
-                    v,
-                    e: ((prop + acc * acc) * scale * scale + rounding(u, v)).sqrt(),
-                }
-            })
-            .collect();
-        let max = scores.iter().map(|s| s.v).fold(f64::NEG_INFINITY, f64::max);
-        let e: Vec<f64> = scores
-            .iter()
-            .map(|x| m.arith(m.arith(x.v - max).exp()))
-            .collect();
-        let (total, total_sd) = sum(m, e.iter().copied());
-        let p: Vec<f64> = e.iter().map(|e| m.arith(e / total)).collect();
-        // d p_j = p_j (d s_j - sum_k p_k d s_k), plus the subtraction, exp,
-        // the sum and the division in arithmetic precision.
-        let mean_var: f64 = p.iter().zip(&scores).map(|(p, s)| p * p * s.e * s.e).sum();
-        let var_p: Vec<f64> = p
-            .iter()
-            .zip(&scores)
-            .map(|(p, s)| {
-                let own = rounding(u, s.v - max) + 2.0 * rounding(u, 1.0);
-                p * p * (s.e * s.e + mean_var + own + (total_sd / total).powi(2))
-            })
-            .collect();
-        for c in 0..hd {
-            let terms = (0..visible).map(|j| p[j] * v[j * d + h * hd + c].v);
-            let (val, acc) = sum(m, terms);
-            let prop: f64 = (0..visible)
+    let heads: Vec<Vec<Num>> = (0..s.heads)
+        .into_par_iter()
+        .map(|h| {
+            let mut out = Vec::with_capacity(hd);
+            let qh = &q[h * hd..(h + 1) * hd];
+            let scores: Vec<Num> = (0..visible)
                 .map(|j| {
-                    let vj = v[j * d + h * hd + c];
-                    var_p[j] * vj.v * vj.v + p[j] * p[j] * vj.e * vj.e
+                    let kj = &k[j * d + h * hd..j * d + (h + 1) * hd];
+                    let (dot, acc) = sum(m, qh.iter().zip(kj).map(|(a, b)| a.v * b.v));
+                    let prop: f64 = qh
+                        .iter()
+                        .zip(kj)
+                        .map(|(a, b)| a.v * a.v * b.e * b.e + b.v * b.v * a.e * a.e)
+                        .sum();
+                    let v = m.arith(dot * scale);
+                    Num {
+                        v,
+                        e: ((prop + acc * acc) * scale * scale + rounding(u, v)).sqrt(),
+                    }
                 })
-                .sum();
-            out.push(Num {
-                v: val,
-                e: (prop + acc * acc).sqrt(),
-            });
-        }
-    }
-    out
+                .collect();
+            let max = scores.iter().map(|s| s.v).fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = scores
+                .iter()
+                .map(|x| m.arith(m.arith(x.v - max).exp()))
+                .collect();
+            let (total, total_sd) = sum(m, e.iter().copied());
+            let p: Vec<f64> = e.iter().map(|e| m.arith(e / total)).collect();
+            // d p_j = p_j (d s_j - sum_k p_k d s_k), plus the subtraction, exp,
+            // the sum and the division in arithmetic precision.
+            let mean_var: f64 = p.iter().zip(&scores).map(|(p, s)| p * p * s.e * s.e).sum();
+            let var_p: Vec<f64> = p
+                .iter()
+                .zip(&scores)
+                .map(|(p, s)| {
+                    let own = rounding(u, s.v - max) + 2.0 * rounding(u, 1.0);
+                    p * p * (s.e * s.e + mean_var + own + (total_sd / total).powi(2))
+                })
+                .collect();
+            for c in 0..hd {
+                let terms = (0..visible).map(|j| p[j] * v[j * d + h * hd + c].v);
+                let (val, acc) = sum(m, terms);
+                let prop: f64 = (0..visible)
+                    .map(|j| {
+                        let vj = v[j * d + h * hd + c];
+                        var_p[j] * vj.v * vj.v + p[j] * p[j] * vj.e * vj.e
+                    })
+                    .sum();
+                out.push(Num {
+                    v: val,
+                    e: (prop + acc * acc).sqrt(),
+                });
+            }
+            out
+        })
+        .collect();
+    heads.concat()
 }
 
 /// `silu(g) * up`, with silu's slope `sig (1 + g (1 - sig))` at `g`.

@@ -113,10 +113,12 @@ pub(super) fn check_head_dim(head_dim: usize, most: usize) -> Result<(), String>
 /// positions `0..visible` of caches `[pos][heads][head_dim]`, in f64:
 /// the reference of both attention ops (and of the tests' perturbed ones).
 pub(super) fn attend(q: &[f64], k: &[f64], v: &[f64], heads: usize, head_dim: usize, visible: usize) -> Vec<f64> {
+    use rayon::prelude::*;
     let d = heads * head_dim;
     let scale = 1.0 / (head_dim as f64).sqrt();
     let mut o = vec![0.0; d];
-    for h in 0..heads {
+    // The heads on every core, each computed as serially.
+    o.par_chunks_mut(head_dim).enumerate().for_each(|(h, oh)| {
         let qh = &q[h * head_dim..(h + 1) * head_dim];
         let s: Vec<f64> = (0..visible)
             .map(|p| {
@@ -127,14 +129,13 @@ pub(super) fn attend(q: &[f64], k: &[f64], v: &[f64], heads: usize, head_dim: us
         let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let w: Vec<f64> = s.iter().map(|x| (x - m).exp()).collect();
         let sum: f64 = w.iter().sum();
-        let oh = &mut o[h * head_dim..(h + 1) * head_dim];
         for (p, wp) in w.iter().enumerate() {
             let vp = &v[p * d + h * head_dim..p * d + (h + 1) * head_dim];
             for (o, x) in oh.iter_mut().zip(vp) {
                 *o += wp / sum * x;
             }
         }
-    }
+    });
     o
 }
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], heads: usize, head_dim: usize, len: usize, _max_seq: usize) -> Vec<Vec<f64>> {

@@ -49,22 +49,15 @@ pub fn check(tokens: usize, heads: usize, head_dim: usize, pos0: u32, max_seq: u
     Ok(())
 }
 pub fn reference(x: &[Vec<f64>], _prior: &[HostBuf], tokens: usize, heads: usize, head_dim: usize, pos0: u32, _max_seq: usize) -> Vec<Vec<f64>> {
+    use rayon::prelude::*;
     let d = heads * head_dim;
     let mut o = vec![0.0; tokens * d];
     // O(tokens^2) work (17 G multiply-adds at the S=2048 gate): the rows
-    // are independent, so they are shared out over the machine's threads.
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let per = tokens.div_ceil(threads.max(1)).max(1);
-    std::thread::scope(|s| {
-        for (c, rows) in o.chunks_mut(per * d).enumerate() {
-            s.spawn(move || {
-                for (i, row) in rows.chunks_mut(d).enumerate() {
-                    let t = c * per + i;
-                    let visible = pos0 as usize + t + 1;
-                    row.copy_from_slice(&attend(&x[0][t * d..(t + 1) * d], &x[1], &x[2], heads, head_dim, visible));
-                }
-            });
-        }
+    // are independent, so they are shared out over every core (row t's
+    // cost grows with t: rayon's work stealing evens it out).
+    o.par_chunks_mut(d).enumerate().for_each(|(t, row)| {
+        let visible = pos0 as usize + t + 1;
+        row.copy_from_slice(&attend(&x[0][t * d..(t + 1) * d], &x[1], &x[2], heads, head_dim, visible));
     });
     vec![o]
 }

@@ -34,11 +34,12 @@ pub fn example() -> Op {
     Op::GemmF32 { m: 33, n: 17, k: 9 }
 }
 
-/// `C = A B` in f64 (shared with [`super::gemm_f16`]).
+/// `C = A B` in f64 (shared with [`super::gemm_f16`]); the rows of C on
+/// every core, each summed in the same order as serially.
 pub(super) fn gemm(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+    use rayon::prelude::*;
     let mut c = vec![0.0; m * n];
-    for i in 0..m {
-        let crow = &mut c[i * n..(i + 1) * n];
+    c.par_chunks_mut(n.max(1)).take(m).enumerate().for_each(|(i, crow)| {
         for p in 0..k {
             let av = a[i * k + p];
             let brow = &b[p * n..(p + 1) * n];
@@ -46,6 +47,6 @@ pub(super) fn gemm(a: &[f64], b: &[f64], m: usize, n: usize, k: usize) -> Vec<f6
                 *cv += av * bv;
             }
         }
-    }
+    });
     c
 }

@@ -36,14 +36,17 @@ pub fn example() -> Op {
 }
 
 /// `Y = X W^T` in f64: X `tokens x cols`, W `rows x cols`, Y `tokens x rows`.
+/// Every element on its own (one dot product, summed in order) on every
+/// core: a GEMV (`tokens = 1`) splits too.
 pub fn linear(x: &[f64], w: &[f64], tokens: usize, rows: usize, cols: usize) -> Vec<f64> {
+    use rayon::prelude::*;
     let mut y = vec![0.0; tokens * rows];
-    for t in 0..tokens {
+    let min = (crate::PAR_MIN / cols.max(1)).max(1);
+    y.par_iter_mut().with_min_len(min).enumerate().for_each(|(e, y)| {
+        let (t, o) = (e / rows, e % rows);
         let xr = &x[t * cols..(t + 1) * cols];
-        for o in 0..rows {
-            let wr = &w[o * cols..(o + 1) * cols];
-            y[t * rows + o] = xr.iter().zip(wr).map(|(a, b)| a * b).sum();
-        }
-    }
+        let wr = &w[o * cols..(o + 1) * cols];
+        *y = xr.iter().zip(wr).map(|(a, b)| a * b).sum();
+    });
     y
 }

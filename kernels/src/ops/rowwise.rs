@@ -18,11 +18,15 @@ pub fn map_rows(
     rows: usize,
     in_cols: usize,
     out_cols: usize,
-    f: impl Fn(&[f64], &mut [f64]),
+    f: impl Fn(&[f64], &mut [f64]) + Sync,
 ) -> Vec<f64> {
+    use rayon::prelude::*;
     let mut y = vec![0.0; rows * out_cols];
-    for (row, out) in x.chunks_exact(in_cols).zip(y.chunks_exact_mut(out_cols)) {
-        f(row, out);
-    }
+    // Rows on every core, each computed as serially.
+    let min = (crate::PAR_MIN / in_cols.max(1)).max(1);
+    x.par_chunks_exact(in_cols)
+        .zip(y.par_chunks_exact_mut(out_cols))
+        .with_min_len(min)
+        .for_each(|(row, out)| f(row, out));
     y
 }

@@ -79,6 +79,8 @@ pub struct GpuBackend<D: Driver> {
     keep_scratch: bool,
     /// Scratch kept allocated (a memtest's tested slices), with its bytes.
     kept: Vec<(super::driver::DevPtr, usize)>,
+    /// The work the GPU has just done: what warm-up a run still owes.
+    warmth: crate::warmth::Warmth,
 }
 
 impl<D: Driver + 'static> GpuBackend<D> {
@@ -176,6 +178,7 @@ impl<D: Driver> GpuBackend<D> {
             shared_raised: HashMap::new(),
             keep_scratch: false,
             kept: Vec::new(),
+            warmth: Default::default(),
         })
     }
 
@@ -260,6 +263,7 @@ impl<D: Driver> GpuBackend<D> {
             &self.driver,
             self.stream,
             &self.dev,
+            &mut self.warmth,
             job,
             Launches {
                 kernel,
@@ -307,6 +311,7 @@ impl<D: Driver> GpuBackend<D> {
                     &self.driver,
                     stream,
                     &self.dev,
+                    &mut self.warmth,
                     op,
                     timeout,
                 ))
@@ -322,6 +327,7 @@ impl<D: Driver> GpuBackend<D> {
             &self.driver,
             stream,
             &self.dev,
+            &mut self.warmth,
             blas,
             kind,
             shape,
@@ -369,7 +375,7 @@ impl<D: Driver> GpuBackend<D> {
                 launch: &mut own_launch,
             },
         };
-        measure::stress(driver, stream, &self.dev, gemm, req)
+        measure::stress(driver, stream, &self.dev, &mut self.warmth, gemm, req)
     }
 
     /// Checks what every run checks before touching the device: a tuning
@@ -481,8 +487,15 @@ impl<D: Driver> Backend for GpuBackend<D> {
                 aux: plan.aux,
             });
         }
-        super::graph::execute(&self.driver, self.stream, &self.dev, &steps, job)
-            .map_err(|e| self.fail(e))
+        super::graph::execute(
+            &self.driver,
+            self.stream,
+            &self.dev,
+            &mut self.warmth,
+            &steps,
+            job,
+        )
+        .map_err(|e| self.fail(e))
     }
 
     fn lost(&self) -> Option<&str> {

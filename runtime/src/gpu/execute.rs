@@ -8,6 +8,7 @@ use super::driver::{
 use super::launch::{ArgSlot, KernelArg};
 use crate::job::{Job, RunStats, TimingSource};
 use crate::tuning::Tuning;
+use crate::warmth::Warmth;
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
@@ -124,7 +125,8 @@ pub(super) struct Launches<'k> {
 /// idle clocks (H200: 345 MHz SM clock at rest) until the driver sees
 /// sustained work. The Vulkan runner's rule (`vulkan/run.rs`): about 1 s
 /// for ops that move at least 64 MiB or do at least 8 GFLOP, 30 ms for the
-/// others, sized from one timed pass; none for the test-only ops.
+/// others, sized from one timed pass; none for the test-only ops; less by
+/// the work the GPU has just done ([`Warmth`]).
 const WARMUP_NS: u64 = 30_000_000;
 const WARMUP_NS_LARGE: u64 = 1_000_000_000;
 const WARMUP_MAX_PASSES: u64 = 2_000;
@@ -139,13 +141,17 @@ fn warmup_target_ns(op: &greta_kernels::Op) -> u64 {
     }
 }
 
-/// Uploads inputs and outputs, warms the GPU up (untimed passes), enqueues
-/// `dispatch` once per repeat between two events, waits for the last with
-/// the run's deadline, then reads the outputs back.
+/// Uploads inputs and outputs, warms the GPU up (untimed passes, what
+/// `warmth` says is still owed), enqueues `dispatch` once per repeat
+/// between two events, waits for the last with the run's deadline, then
+/// reads the outputs back.
+// The device's handles and the run's parts, each its own argument.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn execute<D: Driver>(
     driver: &D,
     stream: Option<StreamH>,
     dev: &GpuDevice,
+    warmth: &mut Warmth,
     job: Job,
     launches: Launches<'_>,
     hold: &mut dyn FnMut(StreamH) -> Result<(), GpuError>,
@@ -210,7 +216,9 @@ pub(super) fn execute<D: Driver>(
         }
         let uploaded = events.record(stream)?;
         wait_event(driver, uploaded, "upload to the GPU", left())?;
-        let target = warmup_target_ns(op);
+        let began = Instant::now();
+        let target = warmth.owed(warmup_target_ns(op));
+        let mut warm_ns = 0u64;
         if target > 0 {
             let a = events.record(stream)?;
             dispatch(stream, &bufs.ptrs)?;
@@ -221,6 +229,7 @@ pub(super) fn execute<D: Driver>(
             for _ in 1..passes {
                 dispatch(stream, &bufs.ptrs)?;
             }
+            warm_ns = ns.saturating_mul(passes.max(1));
         }
         let mut pairs = Vec::with_capacity(opts.repeats as usize);
         for _ in 0..opts.repeats {
@@ -235,6 +244,7 @@ pub(super) fn execute<D: Driver>(
         if let Some(&(_, last)) = pairs.last() {
             wait_event(driver, last, &what, left())?;
         }
+        let ended = Instant::now();
         let device_ns = pairs
             .iter()
             .map(|&(a, b)| {
@@ -243,6 +253,9 @@ pub(super) fn execute<D: Driver>(
                     .map(|ms| (f64::from(ms.max(0.0)) * 1e6 / f64::from(batch)) as u64)
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let timed_ns = device_ns.iter().sum::<u64>().saturating_mul(u64::from(batch));
+        let busy = Duration::from_nanos(warm_ns.saturating_add(timed_ns));
+        warmth.worked(began, ended, busy);
         for (d, h) in bufs.ptrs[inputs.len()..].iter().zip(outputs.iter_mut()) {
             let out = h.as_bytes_mut();
             // SAFETY: `out` stays borrowed until the wait below has passed the copy.

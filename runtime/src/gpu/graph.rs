@@ -9,7 +9,7 @@ use super::execute::{launch_on, wait_event, Buffers, Events};
 use super::launch::{self, KernelArg, MapArg};
 use crate::graph::{median, GraphJob, GraphStats, Replay};
 use crate::job::TimingSource;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// One step's launch, resolved against the loaded module.
 pub(super) struct StepLaunch {
@@ -53,6 +53,7 @@ pub(super) fn execute<D: Driver>(
     driver: &D,
     stream: Option<StreamH>,
     dev: &GpuDevice,
+    warmth: &mut crate::warmth::Warmth,
     steps: &[StepLaunch],
     job: GraphJob,
 ) -> Result<GraphStats, GpuError> {
@@ -141,6 +142,7 @@ pub(super) fn execute<D: Driver>(
         }
         let up = events.record(stream)?;
         wait_event(driver, up, "upload to the GPU", left())?;
+        let began = Instant::now();
 
         let ns = |a, b| -> Result<u64, GpuError> {
             Ok((f64::from(driver.event_elapsed_ms(a, b)?.max(0.0)) * 1e6) as u64)
@@ -172,9 +174,14 @@ pub(super) fn execute<D: Driver>(
         let b = events.record(stream)?;
         wait_event(driver, b, &what, left())?;
         let pass_ns = ns(a, b)?;
-        let warm = WARMUP_NS
-            .div_ceil(pass_ns.max(1))
-            .clamp(1, WARMUP_MAX_REPLAYS);
+        // What the warm-up still owes after the device's recent work: none
+        // straight after a warm-up of its own.
+        let owed = warmth.owed(WARMUP_NS);
+        let warm = if owed == 0 {
+            0
+        } else {
+            owed.div_ceil(pass_ns.max(1)).clamp(1, WARMUP_MAX_REPLAYS)
+        };
         for _ in 0..warm {
             replay_once(stream)?;
         }
@@ -214,6 +221,17 @@ pub(super) fn execute<D: Driver>(
             .iter()
             .map(|&(a, b)| ns(a, b))
             .collect::<Result<Vec<_>, _>>()?;
+        // The device's own time at work: the replays (the warm-up's at the
+        // first one's pace), the step passes and the timed replays.
+        let steps_ns: u64 = marks
+            .iter()
+            .map(|r| ns(r[0], r[r.len() - 1]))
+            .sum::<Result<u64, _>>()?;
+        let busy = pass_ns
+            .saturating_mul(1 + warm)
+            .saturating_add(steps_ns)
+            .saturating_add(device_ns.iter().sum());
+        warmth.worked(began, Instant::now(), Duration::from_nanos(busy));
         for &s in job.read_back {
             let out = job.buffers[s].as_bytes_mut();
             // SAFETY: `out` stays borrowed until the wait below.

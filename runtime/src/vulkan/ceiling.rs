@@ -337,7 +337,8 @@ fn submit(
         timeout: left,
         tuning: None,
     };
-    submit_and_wait(dev, cmd, fence, &SOURCE, &opts)?;
+    let wall = submit_and_wait(dev, cmd, fence, &SOURCE, &opts)?;
+    dev.worked(wall);
     let t = Ticks::read(dev, pool, 2 * timed)?;
     Ok(t.ts.chunks(2).map(|c| t.ns(c[0], c[1])).collect())
 }

@@ -191,6 +191,7 @@ fn record_and_submit(
 
     let what = format!("a graph of {nsteps} steps");
     let wall = submit_and_wait(dev, rec.cmd, fence, &what, opts)?;
+    dev.worked(wall);
     for &s in job.read_back {
         let out = &mut job.buffers[s];
         let len = out.byte_len();
@@ -242,7 +243,7 @@ fn warmup_replays(dev: &Device, job: &GraphJob) -> u32 {
     if dev.info.is_cpu() {
         return 0;
     }
-    let target = dev.warmup_ns.unwrap_or(WARMUP_NS);
+    let target = dev.warmup_ns.unwrap_or_else(|| dev.warmth.owed(WARMUP_NS));
     dev.last_ns
         .get(&graph_key(job))
         .copied()

@@ -208,6 +208,9 @@ pub struct Device {
     last_ns: std::collections::HashMap<String, u64>,
     /// `GRETA_VK_WARMUP_MS` in nanoseconds, when set (`warmup::warmup_from_env`).
     warmup_ns: Option<u64>,
+    /// The work the GPU has just done: what warm-up a run still owes
+    /// (`crate::warmth`; recorded by [`Device::worked`]).
+    warmth: crate::warmth::Warmth,
     /// Opened for compile-only ([`OpenOptions::statistics`]).
     statistics: bool,
 }
@@ -494,8 +497,18 @@ impl Device {
             keep_scratch: false,
             last_ns: Default::default(),
             warmup_ns,
+            warmth: Default::default(),
             statistics: opts.statistics,
         })
+    }
+
+    /// A submission that kept the device busy for `wall` ended just now
+    /// (`crate::warmth`): one command buffer, its work back to back on
+    /// the device, so its wall time is the device's busy time.
+    fn worked(&mut self, wall: std::time::Duration) {
+        let now = std::time::Instant::now();
+        self.warmth
+            .worked(now.checked_sub(wall).unwrap_or(now), now, wall);
     }
 
     /// What happened to the on-disk pipeline cache at open.

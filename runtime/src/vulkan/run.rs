@@ -163,6 +163,7 @@ fn record_and_submit(
     rec.end_for_host()?;
 
     let wall = submit_and_wait(dev, rec.cmd, fence, op, opts)?;
+    dev.worked(wall);
     for (k, out) in outputs.iter_mut().enumerate() {
         let len = out.byte_len();
         let src = res.staging[n_in + k].mapped()?;

@@ -82,15 +82,18 @@ pub(super) fn warmup_passes(dev: &Device, op: &Op, plan: &Plan) -> u32 {
 /// got a warm-up sized from the fast one's time, about 11.5 s of GPU work
 /// in one submission against its 10 s limit, and the device was lost.
 /// Nanoseconds of warm-up before work of `bytes` and `flops` is timed:
-/// `GRETA_VK_WARMUP_MS` where set, else about a second before large work
-/// (GPU clocks ramp), 30 ms before small.
+/// `GRETA_VK_WARMUP_MS` where set (exactly that: measurements), else about
+/// a second before large work (GPU clocks ramp), 30 ms before small, less
+/// what the GPU's work just before left it warm (`crate::warmth`).
 pub(super) fn warmup_target_ns(dev: &Device, bytes: u64, flops: u64) -> u64 {
-    dev.warmup_ns
-        .unwrap_or(if bytes >= LARGE_BYTES || flops >= LARGE_FLOPS {
-            WARMUP_NS_LARGE
-        } else {
-            WARMUP_NS
-        })
+    dev.warmup_ns.unwrap_or_else(|| {
+        dev.warmth
+            .owed(if bytes >= LARGE_BYTES || flops >= LARGE_FLOPS {
+                WARMUP_NS_LARGE
+            } else {
+                WARMUP_NS
+            })
+    })
 }
 
 pub(super) fn time_key(op: &Op, plan: &Plan) -> String {

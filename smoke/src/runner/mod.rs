@@ -10,13 +10,14 @@ use crate::inject::{Faults, HANG_DISPATCHES, HANG_OP};
 use crate::inputs::{gate_seed, prepare, prepare_in};
 use crate::results::{DeviceInfo, DeviceRun, GateResult, GateStatus, Metrics, Report};
 use crate::spec::{DeviceKey, DeviceSpec, SpecFile, SpecMatch};
-use crate::verify::verify;
+use crate::verify::verify_shared;
 use greta_runtime::{Backend, RunOpts, RuntimeError, TimingSource};
 use host_copy_gate::run_host_copy;
 use std::time::{Duration, Instant};
 use stress_gate::run_stress;
 
 mod host_copy_gate;
+mod overlap;
 mod stress_gate;
 
 /// Everything a device run needs besides the backend.
@@ -36,6 +37,8 @@ pub struct DeviceContext<'a> {
     pub deny: &'a DenyList,
     /// TEST-ONLY injected faults (empty in a real run).
     pub faults: &'a Faults,
+    /// The references the run's devices share (two or more devices).
+    pub shared: Option<&'a crate::shared_refs::SharedRefs>,
 }
 
 /// Told about each gate as it starts and ends (the progress bar).
@@ -369,63 +372,81 @@ fn run_gate(
     let mut step_ns: Vec<u64> = Vec::new();
     let mut wall_clock_timing = false;
     let mut out_of_memory = false;
-    // The last repeat's buffers, refilled by the next (see `prepare_in`).
-    let mut spare: (Vec<greta_runtime::HostBuf>, Vec<greta_runtime::HostBuf>) = Default::default();
-    for r in 0..repeats {
-        let rseed = seed.wrapping_add(r as u64);
-        let (spare_in, spare_out) = std::mem::take(&mut spare);
-        let mut prep = prepare_in(&gate.op, gate.fixed_value, rseed, spare_in, spare_out);
-        let mut outs = prep.take_outputs();
-        total += 1;
-        match backend.run(greta_runtime::Job::new(
-            &prep.op,
-            &prep.inputs,
-            &mut outs,
-            &opts,
-        )) {
-            Err(e) => {
-                out_of_memory = matches!(e, RuntimeError::OutOfMemory(_));
-                let fatal = e.is_fatal_for_device();
-                let msg = describe(&e);
-                first_failure.get_or_insert_with(|| format!("repeat {}/{repeats}: {msg}", r + 1));
-                if fatal {
-                    lost = Some(format!("{}: {msg}", gate.id));
-                }
-                // An error (not a wrong result) ends the gate: retrying a
-                // missing feature or an exhausted heap tells nothing new.
-                errored = true;
-                worst_rel = None;
-                worst_abs = None;
-                break;
+    // One repeat's host state: its inputs (and prior content) and the
+    // buffers the device wrote, refilled by a later repeat (`prepare_in`).
+    struct Rep {
+        prep: crate::inputs::Prepared,
+        outs: Vec<greta_runtime::HostBuf>,
+        seed: u64,
+    }
+    // The reference and the next inputs beside the device's run (`overlap`).
+    let overlap = repeats > 1 && overlap::fits(&gate.op);
+    let failed = overlap::repeats(
+        repeats,
+        overlap,
+        |r, spare: Option<Rep>| {
+            let rseed = seed.wrapping_add(r as u64);
+            let (spare_in, spare_out) =
+                spare.map_or_else(Default::default, |s| (s.prep.inputs, s.outs));
+            let mut prep = prepare_in(&gate.op, gate.fixed_value, rseed, spare_in, spare_out);
+            let outs = prep.take_outputs();
+            Rep {
+                prep,
+                outs,
+                seed: rseed,
             }
-            Ok(mut stats) => {
-                ctx.faults.slow(device, &mut stats);
-                ctx.faults.corrupt(device, &gate.id, r, &mut outs);
-                device_ns.extend_from_slice(&stats.device_ns);
-                wall_us.push(stats.wall.as_secs_f64() * 1e6);
-                wall_clock_timing |= stats.timing == TimingSource::WallClock;
-                kernel.get_or_insert(stats.kernel.clone());
-                ran_tuning.get_or_insert(stats.tuning.clone());
-                if !stats.step_ns.is_empty() {
-                    step_ns = stats.step_ns.clone();
-                }
-                let c = verify(&prep, &outs, tol, rseed);
-                spare = (std::mem::take(&mut prep.inputs), outs);
-                worst_rel = merge_max(worst_rel, c.rel_err);
-                worst_abs = merge_max(worst_abs, c.max_abs_err);
-                if c.pass {
-                    clean += 1;
-                } else {
-                    first_failure.get_or_insert_with(|| {
-                        format!(
-                            "repeat {}/{repeats} (seed {rseed}): {}",
-                            r + 1,
-                            c.reason.unwrap_or_else(|| "check failed".into())
-                        )
-                    });
-                }
+        },
+        |_, rep: &Rep| verify_shared(&rep.prep, &rep.outs, tol, rep.seed, ctx.shared),
+        |r, rep: &mut Rep| -> Result<(), RuntimeError> {
+            total += 1;
+            let mut stats = backend.run(greta_runtime::Job::new(
+                &rep.prep.op,
+                &rep.prep.inputs,
+                &mut rep.outs,
+                &opts,
+            ))?;
+            ctx.faults.slow(device, &mut stats);
+            ctx.faults.corrupt(device, &gate.id, r, &mut rep.outs);
+            device_ns.extend_from_slice(&stats.device_ns);
+            wall_us.push(stats.wall.as_secs_f64() * 1e6);
+            wall_clock_timing |= stats.timing == TimingSource::WallClock;
+            kernel.get_or_insert(stats.kernel.clone());
+            ran_tuning.get_or_insert(stats.tuning.clone());
+            if !stats.step_ns.is_empty() {
+                step_ns = stats.step_ns.clone();
             }
+            Ok(())
+        },
+        |r, c| {
+            worst_rel = merge_max(worst_rel, c.rel_err);
+            worst_abs = merge_max(worst_abs, c.max_abs_err);
+            if c.pass {
+                clean += 1;
+            } else {
+                first_failure.get_or_insert_with(|| {
+                    format!(
+                        "repeat {}/{repeats} (seed {}): {}",
+                        r + 1,
+                        seed.wrapping_add(r as u64),
+                        c.reason.unwrap_or_else(|| "check failed".into())
+                    )
+                });
+            }
+        },
+    );
+    if let Some((r, e)) = failed {
+        out_of_memory = matches!(e, RuntimeError::OutOfMemory(_));
+        let fatal = e.is_fatal_for_device();
+        let msg = describe(&e);
+        first_failure.get_or_insert_with(|| format!("repeat {}/{repeats}: {msg}", r + 1));
+        if fatal {
+            lost = Some(format!("{}: {msg}", gate.id));
         }
+        // An error (not a wrong result) ends the gate: retrying a
+        // missing feature or an exhausted heap tells nothing new.
+        errored = true;
+        worst_rel = None;
+        worst_abs = None;
     }
     let median_ns = median(&device_ns);
     let metrics = Metrics {

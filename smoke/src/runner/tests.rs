@@ -257,6 +257,7 @@ impl Fixture {
             specs: &self.specs,
             deny: &self.deny,
             faults: &self.faults,
+            shared: None,
         }
     }
 }
