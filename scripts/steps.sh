@@ -44,8 +44,9 @@ step() {
   _steps_now_t0=$(_steps_t)
   _steps_say "$name: started $(_steps_clock "$_steps_now_t0")"
   rm -f "$steps_dir/$name.cpu"
-  # In a bash of its own, whose `times` after CMD is the CPU time of everything CMD ran.
-  bash -c 'rc=0; "$@" || rc=$?; times | tail -n 1 >"$0"; exit "$rc"' "$steps_dir/$name.cpu" "$@"
+  # In a bash of its own, whose `times` after CMD is the CPU time of everything CMD ran (its
+  # second line: the children's; not in a pipeline, whose subshell would have none).
+  bash -c 'rc=0; "$@" || rc=$?; times >"$0"; exit "$rc"' "$steps_dir/$name.cpu" "$@"
   _steps_rows+=("$name|$(_steps_clock "$_steps_now_t0")|$(_steps_secs "$_steps_now_t0")|$(_steps_cpu "$name")|ok")
   _steps_now=""
   _steps_now_out=""
@@ -61,14 +62,14 @@ tests() {
   _steps_binaries "$steps_dir/$name.out"
 }
 
-# CPU seconds (user + system) a step's processes used, from `times` ("0m1.5s 0m0.2s"); "-"
-# when it did not finish.
+# CPU seconds (user + system) a step's processes used, from the second line of `times`
+# ("0m1.5s 0m0.2s"); "-" when it did not finish.
 _steps_cpu() {
   if [[ ! -s "$steps_dir/$1.cpu" ]]; then
     echo -
     return 0
   fi
-  awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] }; printf "%.0f", s }' \
+  awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] }; printf "%.1f", s }' \
     "$steps_dir/$1.cpu"
 }
 
@@ -127,7 +128,7 @@ spawn() {
     rc=0
     "$@" || rc=$?
     t=$EPOCHREALTIME; echo "${t/,/.}" >"$d/$name.end"
-    times | tail -n 1 >"$d/$name.cpu"
+    times >"$d/$name.cpu"
     echo "$rc" >"$d/$name.rc.tmp"
     mv "$d/$name.rc.tmp" "$d/$name.rc"
     exit "$rc"
@@ -205,3 +206,6 @@ _steps_finish() {
   exit "$rc"
 }
 trap _steps_finish EXIT
+# Stopped from outside (a CI timeout, Ctrl-C): the table still comes, and the status says so.
+trap 'exit 143' TERM
+trap 'exit 130' INT
