@@ -8,25 +8,24 @@
 # the built binary itself (greta man --dir, greta completions SHELL) under
 # share/: the wheel installs them under its prefix (share/man/man1, ...).
 #
-#   bash scripts/release.sh            build + check
-#   bash scripts/release.sh --no-check build only
+#   bash scripts/release.sh              build + check
+#   bash scripts/release.sh --no-check   build only
+#   bash scripts/release.sh --check-only check what the last build left in dist/ (scripts/test.sh
+#                                        builds beside its test build and checks after it)
 # Needs cargo and python3 (with venv); maturin and zig come from PyPI, pinned by hash.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-check=1
-[[ "${1:-}" == "--no-check" ]] && check=0
-
-tools=target/release-tools
-if ! "$tools/bin/maturin" --version >/dev/null 2>&1; then
-  echo "release: installing maturin + zig (scripts/release-tools.txt) into $tools" >&2
-  rm -rf "$tools"
-  python3 -m venv "$tools"
-  "$tools/bin/pip" install -q --disable-pip-version-check --require-hashes -r scripts/release-tools.txt >&2
-fi
-export PATH="$PWD/$tools/bin:$PATH"
+build=1 check=1
+case "${1:-}" in
+  "") ;;
+  --no-check) check=0 ;;
+  --check-only) build=0 ;;
+  *) echo "release: unknown option '$1' (--no-check, --check-only)" >&2; exit 2 ;;
+esac
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 triple=x86_64-unknown-linux-gnu
+name="greta-$version-$triple"
 [[ $(uname -m) == x86_64 ]] || { echo "release: builds for $triple on x86_64 only" >&2; exit 2; }
 
 # The wheel's data files (pyproject.toml: tool.maturin.data): the manual
@@ -69,55 +68,80 @@ write_share() {
   "$bin" completions zsh >"$share/zsh/site-functions/_greta"
   "$bin" completions fish >"$share/fish/vendor_completions.d/greta.fish"
 }
-rm -rf "$data"
-mkdir -p "$data/data"
-build_wheel
-first=$(mktemp)
-wheel_binary "$(ls target/wheels/greta-"$version"-*.whl)" "$first"
-write_share "$first" "$data/data"
-rm -f "$first"
-build_wheel
-wheel=$(ls target/wheels/greta-"$version"-*.whl)
-mkdir -p dist
-cp "$wheel" dist/
+build_release() {
+  tools=target/release-tools
+  if ! "$tools/bin/maturin" --version >/dev/null 2>&1; then
+    echo "release: installing maturin + zig (scripts/release-tools.txt) into $tools" >&2
+    rm -rf "$tools"
+    python3 -m venv "$tools"
+    "$tools/bin/pip" install -q --disable-pip-version-check --require-hashes -r scripts/release-tools.txt >&2
+  fi
+  export PATH="$PWD/$tools/bin:$PATH"
 
-# The tarball carries the very binary the wheel carries.
-stage=$(mktemp -d)
-trap 'rm -rf "$stage"' EXIT
-name="greta-$version-$triple"
-mkdir "$stage/$name"
-wheel_binary "$wheel" "$stage/$name/greta"
-write_share "$stage/$name/greta" "$stage/$name"
-cp README.md "$stage/$name/"
-tar -C "$stage" -czf "dist/$name.tar.gz" "$name"
-echo "release: dist/$(basename "$wheel")" >&2
-echo "release: dist/$name.tar.gz" >&2
-[[ $check -eq 1 ]] || exit 0
+  rm -rf "$data"
+  mkdir -p "$data/data"
+  build_wheel
+  first=$(mktemp)
+  wheel_binary "$(ls target/wheels/greta-"$version"-*.whl)" "$first"
+  write_share "$first" "$data/data"
+  rm -f "$first"
+  build_wheel
+  wheel=$(ls target/wheels/greta-"$version"-*.whl)
+  mkdir -p dist
+  cp "$wheel" dist/
+
+  # The tarball carries the very binary the wheel carries.
+  mkdir "$stage/$name"
+  wheel_binary "$wheel" "$stage/$name/greta"
+  write_share "$stage/$name/greta" "$stage/$name"
+  cp README.md "$stage/$name/"
+  tar -C "$stage" -czf "dist/$name.tar.gz" "$name"
+  echo "release: dist/$(basename "$wheel")" >&2
+  echo "release: dist/$name.tar.gz" >&2
+}
 
 # Checks: the tarball's binary unpacked alone, and the wheel in a fresh venv,
 # each through the same standalone tests (installer/tests/it/self_contained.rs).
+# `--workspace --test it`, as scripts/test.sh's test build resolves features: with
+# `-p greta` alone cargo would compile greta and part of its dependencies a second time.
 run_checks() {
-  GRETA_STANDALONE_BIN="$1" cargo test -q -p greta --locked --test it -- \
+  GRETA_STANDALONE_BIN="$1" cargo test -q --workspace --locked --test it -- \
     --include-ignored self_contained::binary_alone self_contained::release_ >&2
 }
-mkdir "$stage/unpacked"
-tar -C "$stage/unpacked" -xzf "dist/$name.tar.gz"
-echo "release: checking the tarball's binary alone" >&2
-run_checks "$stage/unpacked/$name/greta"
-# Where each package manager's user finds them: the tarball's share/ and the
-# wheel's prefix hold the same manual page and completion scripts.
-for f in share/man/man1/greta.1 share/man/man1/greta-smoke.1 share/bash-completion/completions/greta \
-  share/zsh/site-functions/_greta share/fish/vendor_completions.d/greta.fish; do
-  [[ -s "$stage/unpacked/$name/$f" ]] || { echo "release: the tarball lacks $f" >&2; exit 1; }
-done
-echo "release: checking the wheel in a fresh venv" >&2
-python3 -m venv "$stage/venv"
-"$stage/venv/bin/pip" install -q --disable-pip-version-check --no-index "dist/$(basename "$wheel")" >&2
-run_checks "$stage/venv/bin/greta"
-for f in share/man/man1/greta.1 share/bash-completion/completions/greta \
-  share/zsh/site-functions/_greta share/fish/vendor_completions.d/greta.fish; do
-  cmp -s "$stage/venv/$f" "$stage/unpacked/$name/$f" ||
-    { echo "release: the wheel did not install $f as the tarball has it" >&2; exit 1; }
-done
-MANPAGER=cat man -l "$stage/venv/share/man/man1/greta.1" >/dev/null
-echo "release: ok ($version)" >&2
+check_release() {
+  local wheels=(dist/greta-"$version"-*.whl)
+  [[ ${#wheels[@]} -eq 1 && -f "${wheels[0]}" && -f "dist/$name.tar.gz" ]] ||
+    { echo "release: dist/ lacks the wheel or the tarball of $version (${wheels[*]}); build first" >&2; exit 1; }
+  local wheel=${wheels[0]}
+  mkdir "$stage/unpacked"
+  tar -C "$stage/unpacked" -xzf "dist/$name.tar.gz"
+  echo "release: checking the tarball's binary alone" >&2
+  run_checks "$stage/unpacked/$name/greta"
+  # Where each package manager's user finds them: the tarball's share/ and the
+  # wheel's prefix hold the same manual page and completion scripts.
+  for f in share/man/man1/greta.1 share/man/man1/greta-smoke.1 share/bash-completion/completions/greta \
+    share/zsh/site-functions/_greta share/fish/vendor_completions.d/greta.fish; do
+    [[ -s "$stage/unpacked/$name/$f" ]] || { echo "release: the tarball lacks $f" >&2; exit 1; }
+  done
+  echo "release: checking the wheel in a fresh venv" >&2
+  python3 -m venv "$stage/venv"
+  "$stage/venv/bin/pip" install -q --disable-pip-version-check --no-index "$wheel" >&2
+  run_checks "$stage/venv/bin/greta"
+  for f in share/man/man1/greta.1 share/bash-completion/completions/greta \
+    share/zsh/site-functions/_greta share/fish/vendor_completions.d/greta.fish; do
+    cmp -s "$stage/venv/$f" "$stage/unpacked/$name/$f" ||
+      { echo "release: the wheel did not install $f as the tarball has it" >&2; exit 1; }
+  done
+  MANPAGER=cat man -l "$stage/venv/share/man/man1/greta.1" >/dev/null
+  echo "release: ok ($version)" >&2
+}
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+# Called as plain commands, so that set -e holds inside them.
+if [[ $build -eq 1 ]]; then
+  build_release
+fi
+if [[ $check -eq 1 ]]; then
+  check_release
+fi

@@ -10,7 +10,8 @@
 #                             dash and zsh (greta-activate is tested by sourcing it in bash, dash and zsh),
 #                             fish, man-db and groff-base (the completion scripts load in bash, zsh and fish;
 #                             the manual page renders with man -l),
-#                             promtool (Prometheus' parser of the --prom textfile, out of Debian's prometheus package)
+#                             promtool (Prometheus' parser of the --prom textfile, out of Debian's prometheus package),
+#                             chromium (headless, opens `greta report`'s page; its absence is a warning)
 # Rust (cargo) must already be installed; everything else comes from the distribution and PyPI.
 set -euo pipefail
 want_test=0
@@ -32,6 +33,14 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   echo "setup: installing ${missing[*]}" >&2
   $sudo_ apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+if [[ $want_test -eq 1 ]] && ! command -v chromium >/dev/null 2>&1; then
+  # Headless Chromium opens `greta report`'s page in installer/tests/it/report_page.rs (Debian's
+  # `chromium`). Installed apart from the list above so that a mirror without it costs only
+  # those checks, which then print a loud SKIPPED; everything else still runs.
+  echo "setup: installing chromium (report page tests)" >&2
+  { $sudo_ apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >&2; } \
+    || echo "setup: WARNING: chromium could not be installed; the report page tests will be SKIPPED" >&2
 fi
 
 if [[ $want_test -eq 1 ]] && ! command -v uv >/dev/null 2>&1; then
