@@ -11,16 +11,33 @@
 # inputs are under fuzz/out/TARGET/default/{crashes,hangs}), 2 when the
 # tools are missing. Needs: cargo install cargo-afl && cargo afl config --build.
 # docs/reliability.md: running longer, and what each target found.
+#
+#   scripts/fuzz.sh --replay TARGET FILE...
+#
+# Runs TARGET on saved inputs (an AFL++ crash or hang, a regression) with
+# the harness built by plain cargo, without AFL++'s instrumentation
+# (fuzz/target/plain), each in a fresh process: its wall and CPU time and
+# peak memory. This is how an AFL++ "hang" is judged against the 1 s bar
+# (exit 1 when an input took longer; --limit-ms N after --replay moves it).
 set -euo pipefail
 shopt -s nullglob
 cd "$(dirname "$0")/.."
+
+if [[ ${1:-} == --replay ]]; then
+  shift
+  (cd fuzz && RUSTFLAGS="--cfg no_fuzzing" CARGO_TARGET_DIR=target/plain \
+    cargo build --release --quiet --bin replay)
+  exec fuzz/target/plain/release/replay "$@"
+fi
 SECS="${1:-30}"
 shift || true
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(from_text sysroot lock_files data_files gemm_plan cache_paths report lock_markers)
-# afl-fuzz limits per target (default -t 5000: 5 s an input). report's bar:
-# no input over 1 s, no allocation over 1 GB (-m: the harness's address space).
-declare -A LIMITS=([report]="-t 1000 -m 1024")
+# afl-fuzz limits per target (default -t 5000: 5 s an input). The bar of
+# report and lock_markers: no input over 1 s (an AFL++ "hang" is then judged
+# uninstrumented: --replay above), no allocation over 1 GB (every harness's
+# allocator, fuzz/src/lib.rs; for report also -m, its address space).
+declare -A LIMITS=([report]="-t 1000 -m 1024" [lock_markers]="-t 1000")
 
 if ! cargo afl --version >/dev/null 2>&1; then
   echo "fuzz.sh: cargo-afl missing: cargo install cargo-afl && cargo afl config --build" >&2

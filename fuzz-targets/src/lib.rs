@@ -16,7 +16,7 @@ mod split;
 mod targets;
 
 pub use cache::cache_paths;
-pub use markers::lock_markers;
+pub use markers::{lock_markers, lock_markers_process_spent};
 pub use report::report;
 pub use seeds::seeds;
 pub use split::{parts, Words};

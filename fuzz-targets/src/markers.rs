@@ -14,7 +14,7 @@
 //! too. Time and memory are the drivers' to bound (AFL++'s `-t`, the
 //! harness's allocator, the replay test's hang limit).
 use crate::Words;
-use greta_lockset::Lockfile;
+use greta_lockset::{marker_bounds, Lockfile};
 use std::io;
 use std::path::Path;
 use std::str::FromStr;
@@ -127,28 +127,47 @@ fn generate(w: &mut Words) -> Vec<String> {
     let n = usize::from(w.u8()) | usize::from(w.u8()) << 8;
     // The generators read at most 4 KiB (a tree's nodes, a chain's choices).
     let seed = &w.0[..w.0.len().min(4096)];
-    (0..packages)
-        .map(|p| {
-            // Each package reads the same bytes: the same marker, with names
-            // fresh to it when the flag says (new nodes for the algebra).
-            let mut w = Words(seed);
-            let g = Gen {
-                flags,
-                suffix: if flags & 1 != 0 {
-                    format!("-p{p}")
-                } else {
-                    String::new()
-                },
-            };
-            match shape % 5 {
-                0 => g.nested(&mut w, n % (MAX_NEST + 1)),
-                1 => g.chain(&mut w, n % (MAX_CHAIN + 1)),
-                2 => g.pairs(n % 256),
-                3 => g.tree(&mut w, 0),
-                _ => g.chain_of_groups(&mut w, n % 512),
-            }
-        })
+    let marker = |p: usize| {
+        // Each package reads the same bytes: the same marker, with names
+        // fresh to it when the flag says (new nodes for the algebra).
+        let mut w = Words(seed);
+        let g = Gen {
+            flags,
+            suffix: if flags & 1 != 0 {
+                format!("-p{p}")
+            } else {
+                String::new()
+            },
+        };
+        match shape % 5 {
+            0 => g.nested(&mut w, n % (MAX_NEST + 1)),
+            1 => g.chain(&mut w, n % (MAX_CHAIN + 1)),
+            2 => g.pairs(n % 256),
+            3 => g.tree(&mut w, 0),
+            _ => g.chain_of_groups(&mut w, n % 512),
+        }
+    };
+    let first = marker(0);
+    // Longer than greta reads: refused in the first package, whatever
+    // follows (the others are the same marker, at most renamed, so just as
+    // long). The file holds that package alone, so that the TOML reader is
+    // not made to read the same megabytes again for nothing.
+    if first.len() > marker_bounds::MAX_BYTES {
+        return vec![first];
+    }
+    std::iter::once(first)
+        .chain((1..packages).map(marker))
         .collect()
+}
+
+/// Whether this process has less than one lockfile's share of the marker
+/// algebra's work left (`greta_lockset::marker_bounds::PROCESS_WORK`): a
+/// next lockfile could then be refused for what the ones before it cost,
+/// not for itself. A harness that runs input after input in one process
+/// starts a fresh one here, so that each input is judged as greta judges
+/// one file.
+pub fn lock_markers_process_spent() -> bool {
+    marker_bounds::process_work_left() < marker_bounds::FILE_WORK
 }
 
 struct Gen {

@@ -16,6 +16,8 @@
 //! fast enough not to hang.
 
 use greta_report::{render_history, render_runs, Run, FILE_CAP};
+use greta_smoke::results::Report;
+use std::sync::OnceLock;
 
 /// A real lavapipe result of the default profile: the generator's model.
 const BASE: &str = include_str!("../../report/tests/data/lavapipe-default.json");
@@ -78,14 +80,82 @@ fn whole(page: &str, input: usize, what: &str) {
     );
 }
 
-/// The result the knobs in `k` describe, as greta writes results:
-/// `k[0..2]` devices, `k[2]` gates per device, `k[3]` flags, `k[4..8]` the
-/// huge field's length, `k[8]` which field, the rest its characters. A
-/// count is small unless the top bit of its last byte is set.
+/// The model result, parsed once per process (a clone per input).
+fn base() -> &'static Report {
+    static PARSED: OnceLock<Report> = OnceLock::new();
+    PARSED.get_or_init(|| serde_json::from_str(BASE).expect("the model result parses"))
+}
+
+/// Stands in the result for the huge text while it is serialised (see
+/// [`generated`]); nothing else in a generated result holds these
+/// private-use characters.
+const HOLE: &str = "\u{E000}greta-fuzz-text\u{E000}";
+
+/// The huge text of a generated result: `alphabet`'s characters, cycled
+/// to `len` characters.
+struct Text {
+    alphabet: String,
+    len: usize,
+}
+
+impl Text {
+    /// The text itself (what [`Text::json`] must equal the escaping of).
+    #[cfg(test)]
+    fn whole(&self) -> String {
+        let n = self.alphabet.chars().count();
+        let mut t = self.alphabet.repeat(self.len / n);
+        t.extend(self.alphabet.chars().take(self.len % n));
+        t
+    }
+
+    /// The text as a JSON string's contents, as serde_json escapes it:
+    /// escaping goes character by character, so this is the alphabet's
+    /// escaping repeated (a copy per repeat, not a serialiser's work per
+    /// character).
+    fn json(&self) -> String {
+        let esc = |s: &str| {
+            let q = serde_json::to_string(s).expect("a string serialises");
+            q[1..q.len() - 1].to_string()
+        };
+        let n = self.alphabet.chars().count();
+        let tail: String = self.alphabet.chars().take(self.len % n).collect();
+        let mut t = esc(&self.alphabet).repeat(self.len / n);
+        t.push_str(&esc(&tail));
+        t
+    }
+}
+
+/// The result the knobs in `k` describe, as greta writes results (its
+/// JSON). Megabytes of text serialised character by character were most
+/// of this target's time, and they are the harness's work, not the
+/// reader's: the result is serialised with [`HOLE`] in the text's place,
+/// and the text's JSON ([`Text::json`]) spliced in, the very bytes
+/// `to_json` writes of the whole text (tested below).
 fn generated(k: &[u8]) -> Vec<u8> {
+    let (r, text) = model(k, HOLE);
+    let json = r.to_json();
+    match json.find(HOLE) {
+        Some(at) => {
+            let text = text.json();
+            let mut out = Vec::with_capacity(json.len() + text.len());
+            out.extend_from_slice(&json.as_bytes()[..at]);
+            out.extend_from_slice(text.as_bytes());
+            out.extend_from_slice(&json.as_bytes()[at + HOLE.len()..]);
+            out
+        }
+        // No such field in this result (no device, no gate).
+        None => json.into_bytes(),
+    }
+}
+
+/// The result of knobs `k` with `filler` in the huge text's field, and
+/// that text: `k[0..2]` devices, `k[2]` gates per device, `k[3]` flags,
+/// `k[4..8]` the huge field's length, `k[8]` which field, the rest its
+/// characters. A count is small unless the top bit of its last byte is
+/// set.
+fn model(k: &[u8], filler: &str) -> (Report, Text) {
     let byte = |i: usize| k.get(i).copied().unwrap_or(0);
-    let mut r: greta_smoke::results::Report =
-        serde_json::from_str(BASE).expect("the model result parses");
+    let mut r = base().clone();
     let devices = if byte(1) & 0x80 != 0 {
         usize::from(u16::from_le_bytes([byte(0), byte(1) & 0x7f])) % (MAX_DEVICES + 1)
     } else {
@@ -108,10 +178,13 @@ fn generated(k: &[u8]) -> Vec<u8> {
     // The huge text: the input's remaining bytes (hostile characters
     // included), repeated.
     let alphabet = String::from_utf8_lossy(k.get(9..).unwrap_or_default()).into_owned();
-    let text: String = if alphabet.is_empty() {
-        "x".repeat(text_len)
-    } else {
-        alphabet.chars().cycle().take(text_len).collect()
+    let text = Text {
+        alphabet: if alphabet.is_empty() {
+            "x".into()
+        } else {
+            alphabet
+        },
+        len: text_len,
     };
     let odd = [0.0, -1.0, 1e308, 5e-324, f64::MAX, 1e-9, 123.456];
     r.devices = (0..devices)
@@ -153,40 +226,40 @@ fn generated(k: &[u8]) -> Vec<u8> {
     match field % 10 {
         0 => {
             if let Some(d) = r.devices.get_mut(target) {
-                d.device.name = text;
+                d.device.name = filler.to_string();
             }
         }
         1 => {
             if let Some(g) = r.devices.get_mut(target).and_then(|d| d.gates.first_mut()) {
-                g.id = text;
+                g.id = filler.to_string();
             }
         }
         2 => {
             if let Some(g) = r.devices.get_mut(target).and_then(|d| d.gates.first_mut()) {
-                g.reason = Some(text);
+                g.reason = Some(filler.to_string());
             }
         }
         3 => {
             if let Some(d) = r.devices.get_mut(target) {
-                d.notes.push(text);
+                d.notes.push(filler.to_string());
             }
         }
-        4 => r.greta_version = text,
-        5 => r.host.hostname = Some(text),
-        6 => r.started_at = text,
-        7 => r.profile = text,
+        4 => r.greta_version = filler.to_string(),
+        5 => r.host.hostname = Some(filler.to_string()),
+        6 => r.started_at = filler.to_string(),
+        7 => r.profile = filler.to_string(),
         8 => {
             if let Some(d) = r.devices.get_mut(target) {
-                d.validation_messages.push(text);
+                d.validation_messages.push(filler.to_string());
             }
         }
         _ => {
             if let Some(d) = r.devices.get_mut(target) {
-                d.device.driver_info = text;
+                d.device.driver_info = filler.to_string();
             }
         }
     }
-    r.to_json().into_bytes()
+    (r, text)
 }
 
 fn hex(b: &[u8]) -> String {
@@ -226,5 +299,48 @@ mod tests {
         for tag in [1, 3] {
             report(&[&[tag][..], &k].concat());
         }
+    }
+
+    /// The spliced result is, byte for byte, what `to_json` writes of the
+    /// whole text in its field: every field, hostile alphabets (quotes,
+    /// backslashes, control characters, U+2028, bytes that are not UTF-8,
+    /// the placeholder's own characters), lengths that do and do not end
+    /// on a whole alphabet, none, and a result with no device to hold it.
+    #[test]
+    fn the_spliced_text_is_what_to_json_writes_of_the_whole_text() {
+        let alphabets: [&[u8]; 6] = [
+            b"",
+            b"x",
+            b"\x1b\r\n\"<&'\\",
+            "a\u{2028}b\u{7f}c\u{E000}".as_bytes(),
+            b"\xff\xfe\xc3",
+            b"\x00\x01\x1f/",
+        ];
+        let mut checked = 0;
+        for field in 0..10u8 {
+            for (a, alphabet) in alphabets.iter().enumerate() {
+                for (devices, len) in [
+                    (3u8, 0u32),
+                    (1, 1),
+                    (2, 4095),
+                    (5, 70_001 | 1 << 31),
+                    (0, 9),
+                ] {
+                    let mut k = vec![devices, 0, 4, 0];
+                    k.extend(len.to_le_bytes());
+                    k.push(field);
+                    k.extend_from_slice(alphabet);
+                    let (_, text) = model(&k, "");
+                    let (whole, _) = model(&k, &text.whole());
+                    assert_eq!(
+                        String::from_utf8(generated(&k)).unwrap(),
+                        whole.to_json(),
+                        "field {field}, alphabet {a}, {devices} devices, length {len}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 10 * 6 * 5);
     }
 }

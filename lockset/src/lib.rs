@@ -38,6 +38,14 @@ mod update;
 /// `greta lock check`: the report types and the checks.
 pub mod check;
 
+/// The bounds on a lockfile marker, and what is left of this process's
+/// marker work: for the fuzz harness, which reads lockfile after lockfile.
+pub mod marker_bounds {
+    pub use crate::marker::{
+        process_work_left, FILE_WORK, MAX_BYTES, MAX_DEPTH, MAX_TERMS, MAX_WORK, PROCESS_WORK,
+    };
+}
+
 pub use dir::{LockDir, BUNDLE_MANIFEST, ENV_VAR as LOCK_DIR_ENV_VAR};
 pub use error::{Error, Result};
 pub use host::{Amd, Host, Kfd, Nvidia, RocmRelease};

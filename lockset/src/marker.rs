@@ -48,6 +48,13 @@ pub const PROCESS_WORK: u64 = 1 << 19;
 /// What is left of [`PROCESS_WORK`].
 static PROCESS_LEFT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(PROCESS_WORK);
 
+/// What is left of [`PROCESS_WORK`] in this process. A reader of file
+/// after file (the fuzz harness's persistent loop) can tell when a next
+/// file could be refused for what the files before it cost, not for itself.
+pub fn process_work_left() -> u64 {
+    PROCESS_LEFT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Why a marker was refused, and where in its text (a byte offset).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MarkerError {

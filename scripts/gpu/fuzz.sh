@@ -19,9 +19,10 @@ shopt -s nullglob
 cd "$(dirname "$0")/../.."
 pack=.fuzzpack
 targets=(from_text sysroot lock_files data_files gemm_plan report lock_markers)
-# afl-fuzz limits per target (default -t 5000: 5 s an input). report's bar:
-# no input over 1 s, no allocation over 1 GB (-m: the harness's address space).
-declare -A limits=([report]="-t 1000 -m 1024")
+# afl-fuzz limits per target (default -t 5000: 5 s an input). The bar of
+# report and lock_markers: no input over 1 s, no allocation over 1 GB (every
+# harness's allocator, fuzz/src/lib.rs; for report also -m, its address space).
+declare -A limits=([report]="-t 1000 -m 1024" [lock_markers]="-t 1000")
 
 if [[ ${1:-} == --pack ]]; then
   set -e
