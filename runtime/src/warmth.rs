@@ -91,7 +91,11 @@ mod tests {
     fn idle_time_drains_what_work_built() {
         let t0 = Instant::now();
         let mut w = Warmth::default();
-        w.worked(t0, t0 + Duration::from_millis(1200), Duration::from_millis(1200));
+        w.worked(
+            t0,
+            t0 + Duration::from_millis(1200),
+            Duration::from_millis(1200),
+        );
         let end = t0 + Duration::from_millis(1200);
         assert_eq!(w.owed_at(1000 * MS, end), 0);
         assert_eq!(
@@ -130,7 +134,11 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Warmth::default();
         // The first run's warm-up and timed work: a second and a bit.
-        w.worked(t0, t0 + Duration::from_millis(1010), Duration::from_millis(1010));
+        w.worked(
+            t0,
+            t0 + Duration::from_millis(1010),
+            Duration::from_millis(1010),
+        );
         let mut t = t0 + Duration::from_millis(1010);
         for _ in 0..5 {
             let start = t + Duration::from_millis(80);
@@ -165,6 +173,9 @@ mod tests {
         // Busy time beyond the span (clock skew) counts as the span.
         let mut x = Warmth::default();
         x.worked(t, t + Duration::from_millis(10), Duration::from_secs(5));
-        assert_eq!(x.owed_at(1000 * MS, t + Duration::from_millis(10)), 990 * MS);
+        assert_eq!(
+            x.owed_at(1000 * MS, t + Duration::from_millis(10)),
+            990 * MS
+        );
     }
 }

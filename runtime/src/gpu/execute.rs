@@ -253,7 +253,10 @@ pub(super) fn execute<D: Driver>(
                     .map(|ms| (f64::from(ms.max(0.0)) * 1e6 / f64::from(batch)) as u64)
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let timed_ns = device_ns.iter().sum::<u64>().saturating_mul(u64::from(batch));
+        let timed_ns = device_ns
+            .iter()
+            .sum::<u64>()
+            .saturating_mul(u64::from(batch));
         let busy = Duration::from_nanos(warm_ns.saturating_add(timed_ns));
         warmth.worked(began, ended, busy);
         for (d, h) in bufs.ptrs[inputs.len()..].iter().zip(outputs.iter_mut()) {

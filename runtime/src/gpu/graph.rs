@@ -100,7 +100,11 @@ pub(super) fn execute<D: Driver>(
                 .bind
                 .iter()
                 .map(|&s| bufs.ptrs[s])
-                .chain(bufs.ptrs[at..at + l.scratch.len() + l.aux.len()].iter().copied())
+                .chain(
+                    bufs.ptrs[at..at + l.scratch.len() + l.aux.len()]
+                        .iter()
+                        .copied(),
+                )
                 .collect();
             launch::arguments(driver, &ptrs, &l.maps, &l.scalars)
         })
