@@ -13,8 +13,10 @@
 #   optionally an older measured binary as .device/side-by-side/older-greta.xz
 #   scripts/gpu/prepare-loader.sh            (the Vulkan loader debs in .gl)
 # Run with carry [".device/side-by-side", ".gl"]:
-#   bash scripts/gpu/perf-side-by-side.sh [cuda|vulkan|all]
-# (one backend a call keeps each call well inside the 600 s limit).
+#   bash scripts/gpu/perf-side-by-side.sh [cuda|cuda-default|vulkan|all]
+# (one backend a call keeps each call well inside the 600 s limit;
+# cuda-default runs the default profile only: every small gate's time, in
+# under a minute).
 # Results in $OUT: side-by-side.log and one JSON per (binary, backend, set).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,6 +34,7 @@ gates=()
 for g in "${perf[@]}"; do gates+=(--gate "$g"); done
 if [[ $which != vulkan ]]; then
 for b in greta base-greta; do run "$b" cuda-default 60 --backend cuda; done
+[[ $which == cuda-default ]] && { say done; exit 0; }
 for b in base-greta greta; do run "$b" cuda-perf 110 --backend cuda --profile perf --repeat 3 "${gates[@]}"; done
 fi
 [[ $which == cuda ]] && { say done; exit 0; }

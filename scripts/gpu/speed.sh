@@ -8,6 +8,9 @@
 #      at the first run that does not pass: each run's wall (target <= 10 s),
 #      the first run's per-gate walls, and how many passed;
 #   4. --profile perf clean on Vulkan, as step 2 (in the time left).
+# SPEED_STEPS picks steps by name (default "slow perf health vperf") and
+# SPEED_HEALTH_RUNS caps step 3's runs (default 20), for a call that shares
+# its time with other scripts.
 # Each step has its own timeout, and a step the time left cannot fit is
 # skipped and said so; the first runs of each backend fill the kernel and
 # pipeline caches (the CUDA kernels' NVRTC build, Vulkan's pipelines), so
@@ -26,6 +29,11 @@ vulkan_env
 limit=${SPEED_LIMIT_S:-550}
 left() { echo $((limit - (SECONDS - start))); }
 verdicts=()
+steps=" ${SPEED_STEPS:-slow perf health vperf} "
+runs=${SPEED_HEALTH_RUNS:-20}
+wanted() { [[ $steps == *" $1 "* ]]; }
+# Step 3 keeps time for step 4 only where step 4 is to run.
+reserve=0; wanted vperf && reserve=200
 
 # step NAME WANT LIMIT ARGS...: greta smoke ARGS within LIMIT seconds (less
 # when less is left; not run when under 15 s is left); WANT is the exit
@@ -84,19 +92,19 @@ PY
 
 # 1. A slow GPU must fail health on both backends (these runs also build
 #    the kernel and pipeline caches the later runs use).
-for b in cuda vulkan; do
+wanted slow && for b in cuda vulkan; do
   step "$b-health-slow" 1 60 --backend "$b" --profile health --inject slow:0:1.3
   gates "$b-health-slow" > /dev/null
 done
 
 # 2. perf on CUDA.
-step cuda-perf 0 240 --backend cuda --profile perf; gates cuda-perf
+wanted perf && { step cuda-perf 0 240 --backend cuda --profile perf; gates cuda-perf; }
 
 # 3. Clean health on CUDA in a row, keeping time for Vulkan's perf.
 n=0
 walls=()
-for i in $(seq 1 20); do
-  (($(left) < 200)) && { say "health loop: stopping after $n runs, $(left)s left for the rest"; break; }
+wanted health && for i in $(seq 1 "$runs"); do
+  (($(left) < reserve + 15)) && { say "health loop: stopping after $n runs, $(left)s left for the rest"; break; }
   t0=$(date +%s.%N)
   step "cuda-health-$i" 0 45 --backend cuda --profile health
   r=$?
@@ -105,12 +113,12 @@ for i in $(seq 1 20); do
   if ((r != 0)); then gates "cuda-health-$i"; break; fi
   n=$i
 done
-say "clean health on CUDA in a row: $n of 20; walls: ${walls[*]}"
+say "clean health on CUDA in a row: $n of $runs; walls: ${walls[*]}"
 
 # 4. perf on Vulkan.
-step vulkan-perf 0 240 --backend vulkan --profile perf; gates vulkan-perf
+wanted vperf && { step vulkan-perf 0 240 --backend vulkan --profile perf; gates vulkan-perf; }
 
 say "summary after $((SECONDS - start)) s:"
 for v in "${verdicts[@]}"; do say "  $v"; done
-say "clean health on CUDA in a row: $n of 20 (walls ${walls[*]})"
+say "clean health on CUDA in a row: $n of $runs (walls ${walls[*]})"
 tar -C "$out" -czf "$final/speed.tgz" .
