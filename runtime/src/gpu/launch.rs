@@ -162,6 +162,19 @@ pub fn attn_decode(
     }
 }
 
+/// attn_decode_f16's built-in launch `plan` (made by [`attn_decode`]: its
+/// last scalar is the chunks per block) split again, `per_group` chunks per
+/// block: the chunk count replaced, never a second one pushed (the kernel
+/// reads the first, and a grid for another split than the one it reads
+/// leaves chunks unread or reads past its partials).
+pub fn attn_decode_resplit(mut plan: Plan, head_dim: usize, len: usize, per_group: usize) -> Plan {
+    plan.dims.grid[1] = greta_kernels::attn_decode_splits(head_dim, len, per_group) as u32;
+    if let Some(last) = plan.scalars.last_mut() {
+        *last = KernelArg::U32(per_group as u32);
+    }
+    plan
+}
+
 fn blocks_for(total: usize, dev: &GpuDevice) -> u32 {
     // The kernels stride over the grid, so the grid only needs to fill the GPU.
     let want = total.div_ceil(BLOCK as usize).max(1);

@@ -438,12 +438,7 @@ pub fn plan(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(Plan, Tuning), Stri
                 v => Err(format!("probe={v:?}: must be 0 or 1")),
             }
         }
-        Op::AttnDecodeF16 {
-            heads,
-            head_dim,
-            len,
-            ..
-        } => {
+        Op::AttnDecodeF16 { head_dim, len, .. } => {
             unknown(&[Knob::Chunks])?;
             let per_group = t.get(Knob::Chunks).unwrap_or(0) as usize;
             if !(1..=greta_kernels::ATTN_DECODE_MAX_CHUNKS).contains(&per_group) {
@@ -455,7 +450,7 @@ pub fn plan(op: &Op, dev: &GpuDevice, t: &Tuning) -> Result<(Plan, Tuning), Stri
             // More than the head has walks them all: the same launch.
             let chunks = len.div_ceil(greta_kernels::attn_decode_chunk(head_dim));
             let per_group = per_group.min(chunks.max(1));
-            let plan = launch::attn_decode(base, heads, head_dim, len, per_group);
+            let plan = launch::attn_decode_resplit(base, head_dim, len, per_group);
             if plan.dims.grid[1] > dev.max_grid[1] {
                 return Err(format!(
                     "chunks={per_group}: {} blocks per head exceed the device's grid ({})",
@@ -887,6 +882,26 @@ pub(crate) mod tests {
             grids.dedup();
             assert_eq!(grids.len(), n, "L{len}: {c:?}");
             assert!(n > 2 || len == 512, "L{len}: {c:?}");
+        }
+        // Every split passes the kernel the chunks its grid was made for,
+        // in the one place the kernel reads them (a second chunk count
+        // pushed after the planner's left the kernel walking the planner's:
+        // wrong results and NaN on an H200, 2026-11-29).
+        for len in [512, 4096] {
+            let (builtin, _) = plan(&op(len), &dev, &Tuning::default()).unwrap();
+            for t in candidates(&op(len), &dev) {
+                let (p, ran) = plan(&op(len), &dev, &t).unwrap();
+                assert_eq!(p.scalars.len(), builtin.scalars.len(), "L{len} {t}");
+                let Some(&launch::KernelArg::U32(per)) = p.scalars.last() else {
+                    panic!("L{len} {t}: no chunk count");
+                };
+                assert_eq!(ran, Tuning::of(&[(Knob::Chunks, per)]), "L{len} {t}");
+                assert_eq!(
+                    p.dims.grid[1] as usize,
+                    greta_kernels::attn_decode_splits(128, len, per as usize),
+                    "L{len} {t}"
+                );
+            }
         }
         let (p, ran) = plan(&op(4096), &dev, &Tuning::of(&[(Knob::Chunks, 64)])).unwrap();
         assert_eq!(
