@@ -30,6 +30,16 @@ use std::time::{Duration, Instant};
 /// idle for that long is cold again whatever it did before.
 pub(crate) const MOST: Duration = Duration::from_secs(1);
 
+/// The warm-up every run does right before its timed work, whatever came
+/// before: the small ops' whole target. On an H200 (2026-11-29, the
+/// default profile on CUDA beside a build that warmed every run up in
+/// full), small gates timed straight after a second of large work, with
+/// no warm-up of their own, took 1.5-3.3 times as long as warmed-up ones:
+/// a GPU busy moments ago still needs work right before a microsecond
+/// kernel is timed. What [`Warmth`] spares is the rest of the large ops'
+/// second.
+pub(crate) const FLOOR: Duration = Duration::from_millis(30);
+
 /// A device's clocks: the sustained work behind it when it went idle.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Warmth {
@@ -56,7 +66,9 @@ impl Warmth {
 
     pub(crate) fn owed_at(&self, target_ns: u64, now: Instant) -> u64 {
         let left = u64::try_from(self.left_at(now).as_nanos()).unwrap_or(u64::MAX);
-        target_ns.saturating_sub(left)
+        target_ns
+            .saturating_sub(left)
+            .max(target_ns.min(FLOOR.as_nanos() as u64))
     }
 
     /// Work ran from `began` (after the upload) until `ended` (the wait
@@ -97,12 +109,14 @@ mod tests {
             Duration::from_millis(1200),
         );
         let end = t0 + Duration::from_millis(1200);
-        assert_eq!(w.owed_at(1000 * MS, end), 0);
+        assert_eq!(w.owed_at(1000 * MS, end), 30 * MS);
         assert_eq!(
             w.owed_at(1000 * MS, end + Duration::from_millis(300)),
             300 * MS
         );
-        assert_eq!(w.owed_at(30 * MS, end + Duration::from_millis(300)), 0);
+        // Small work always warms up in full, right before it is timed.
+        assert_eq!(w.owed_at(30 * MS, end + Duration::from_millis(300)), 30 * MS);
+        assert_eq!(w.owed_at(10 * MS, end), 10 * MS);
         assert_eq!(
             w.owed_at(1000 * MS, end + Duration::from_secs(1)),
             1000 * MS
@@ -168,7 +182,7 @@ mod tests {
         // A real warm-up in between is kept, less the idle inside its span.
         w.worked(t, t + Duration::from_millis(40), Duration::from_millis(35));
         let end = t + Duration::from_millis(40);
-        assert_eq!(w.owed_at(30 * MS, end), 0);
+        assert_eq!(w.owed_at(100 * MS, end), 70 * MS);
         assert_eq!(w.owed_at(1000 * MS, end), 970 * MS);
         // Busy time beyond the span (clock skew) counts as the span.
         let mut x = Warmth::default();
