@@ -115,7 +115,10 @@ mod tests {
             300 * MS
         );
         // Small work always warms up in full, right before it is timed.
-        assert_eq!(w.owed_at(30 * MS, end + Duration::from_millis(300)), 30 * MS);
+        assert_eq!(
+            w.owed_at(30 * MS, end + Duration::from_millis(300)),
+            30 * MS
+        );
         assert_eq!(w.owed_at(10 * MS, end), 10 * MS);
         assert_eq!(
             w.owed_at(1000 * MS, end + Duration::from_secs(1)),
