@@ -100,7 +100,9 @@ env_vars! {
     /// `$XDG_CACHE_HOME/greta/gpu-kernels`). A path in UTF-8 without
     /// control characters: another is refused, named (exit 2).
     User GRETA_KERNEL_CACHE;
-    /// The HIP runtime library to load (a file), before greta's search.
+    /// The HIP runtime library to load (a file, or a directory holding it),
+    /// before greta's search. A path in UTF-8 without control characters:
+    /// another is refused, named.
     User GRETA_HIP_LIB;
     /// The CUDA driver library to load (a file), before the loader's names.
     /// A path in UTF-8 without control characters: another is refused, named.
