@@ -118,7 +118,9 @@ env_vars! {
     /// value is refused, named, and the device is not opened.
     User GRETA_CUDA_ARCH;
     /// The greta env in use: exported by its `bin/activate`; the HIP search
-    /// looks in its ROCm wheels first.
+    /// looks in its ROCm wheels first. An absolute directory in UTF-8
+    /// without control characters: another is not searched, with a warning
+    /// naming it.
     Exported GRETA_ENV;
     /// The profile of the active greta env, exported by its `bin/activate`.
     Exported GRETA_PROFILE;
