@@ -262,11 +262,12 @@ fn vendor_library_variables_naming_a_fifo_or_a_wrong_library_are_refused() {
 
 /// The HIP search's variables are read as settings: a `GRETA_HIP_LIB`
 /// holding a control character or bytes that are not UTF-8 is refused,
-/// named, its value escaped, as `GRETA_CUDA_LIB` is (it was searched as a
-/// path, and the error printed the control character raw); the directories
-/// other tools' variables name (`ROCM_PATH`, `HIP_PATH`, `VIRTUAL_ENV`) are
-/// not searched when relative or naming a FIFO or a file, and a warning
-/// names each (they were searched in silence, a FIFO as a ROCm install).
+/// named, its value escaped, as `GRETA_CUDA_LIB` is, and nothing is
+/// searched; the directories other tools' variables name (`ROCM_PATH`,
+/// `HIP_PATH`, `VIRTUAL_ENV`) are not searched when relative or naming a
+/// FIFO or a file, and a warning names each, once (they were searched in
+/// silence, a relative one from wherever greta ran, a FIFO as a ROCm
+/// install).
 #[test]
 fn hip_search_variables_are_read_as_settings() {
     use std::os::unix::ffi::OsStrExt;
