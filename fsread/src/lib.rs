@@ -17,7 +17,7 @@ pub mod output;
 
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Why a file could not be read.
@@ -56,26 +56,9 @@ impl Error {
 
 /// What a file of type `t` is, in words ("FIFO", "symbolic link", ...):
 /// the one wording of greta's messages about a path that is not what it
-/// should be (the readers here, the wheel cache, `smoke --prom`).
-pub fn kind_of(t: std::fs::FileType) -> &'static str {
-    if t.is_symlink() {
-        "symbolic link"
-    } else if t.is_file() {
-        "regular file"
-    } else if t.is_dir() {
-        "directory"
-    } else if t.is_fifo() {
-        "FIFO"
-    } else if t.is_char_device() {
-        "character device"
-    } else if t.is_block_device() {
-        "block device"
-    } else if t.is_socket() {
-        "socket"
-    } else {
-        "special file"
-    }
-}
+/// should be (the readers here, the wheel cache, `smoke --prom`); it lives
+/// in the vocabulary so that path settings say it the same way.
+pub use greta_vocab::kind_of;
 
 /// Opens `path` for reading without blocking and returns it only when the
 /// opened descriptor is a regular file (symlinks are followed). For callers
@@ -178,6 +161,7 @@ mod tests {
     use super::*;
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::FileTypeExt;
 
     fn mkfifo(p: &Path) {
         let c = CString::new(p.as_os_str().as_bytes()).unwrap();

@@ -100,7 +100,9 @@ env_vars! {
     /// `$XDG_CACHE_HOME/greta/gpu-kernels`). A path in UTF-8 without
     /// control characters: another is refused, named (exit 2).
     User GRETA_KERNEL_CACHE;
-    /// The HIP runtime library to load (a file), before greta's search.
+    /// The HIP runtime library to load (a file, or a directory holding it),
+    /// before greta's search. A path in UTF-8 without control characters:
+    /// another is refused, named.
     User GRETA_HIP_LIB;
     /// The CUDA driver library to load (a file), before the loader's names.
     /// A path in UTF-8 without control characters: another is refused, named.
@@ -116,7 +118,9 @@ env_vars! {
     /// value is refused, named, and the device is not opened.
     User GRETA_CUDA_ARCH;
     /// The greta env in use: exported by its `bin/activate`; the HIP search
-    /// looks in its ROCm wheels first.
+    /// looks in its ROCm wheels first. An absolute directory in UTF-8
+    /// without control characters: another is not searched, with a warning
+    /// naming it.
     Exported GRETA_ENV;
     /// The profile of the active greta env, exported by its `bin/activate`.
     Exported GRETA_PROFILE;

@@ -115,6 +115,33 @@ impl Setting<PathBuf> {
             Some(_) => Ok(Some(s)),
         }
     }
+
+    /// A directory from the variable `env` that greta searches or hands on
+    /// (`ROCM_PATH`, `CUDA_HOME`, `MESA_SHADER_CACHE_DIR`): a
+    /// [`text_path`](Setting::text_path) that is also absolute (a relative
+    /// one would mean wherever greta happens to run) and names a directory,
+    /// a link to one, or nothing yet (it may be made). A FIFO, a device or
+    /// a regular file there is refused, saying what it is; nothing is
+    /// opened to find out (`stat` never blocks on a FIFO). Err names the
+    /// variable and shows its value escaped.
+    pub fn dir_path(env: &'static str) -> Result<Option<Self>, String> {
+        let Some(s) = Setting::text_path(env)? else {
+            return Ok(None);
+        };
+        let shown = format!("{env}=\"{}\"", os_text(s.value.as_os_str()));
+        if !s.value.is_absolute() {
+            return Err(format!(
+                "{shown}: not an absolute path; name an absolute directory"
+            ));
+        }
+        match std::fs::metadata(&s.value) {
+            Ok(m) if !m.is_dir() => Err(format!(
+                "{shown}: is a {}, not a directory",
+                crate::kind_of(m.file_type())
+            )),
+            _ => Ok(Some(s)),
+        }
+    }
 }
 
 /// `s` for a message: its UTF-8 as it is, every other byte as `\xNN` and
@@ -212,6 +239,56 @@ mod tests {
             }
         );
         assert_eq!(Setting::text_path("GRETA_VOCAB_TEST_TP_UNSET"), Ok(None));
+    }
+
+    /// A directory setting: a text path, absolute, and a directory (or a
+    /// link to one, or nothing yet); a FIFO, a file or a device there is
+    /// named as what it is.
+    #[test]
+    fn a_dir_path_is_absolute_and_a_directory_or_nothing_yet() {
+        use std::os::unix::ffi::OsStrExt;
+        let t = tempfile::tempdir().unwrap();
+        let fifo = t.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path in our temporary directory.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let file = t.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(t.path(), &link).unwrap();
+        let refused = [
+            (fifo.as_os_str(), "is a FIFO, not a directory"),
+            (file.as_os_str(), "is a regular file, not a directory"),
+            (
+                OsStr::new("/dev/null"),
+                "is a character device, not a directory",
+            ),
+            (OsStr::new("opt/rocm"), "not an absolute path"),
+            (OsStr::new("./rocm"), "not an absolute path"),
+            (OsStr::new("/opt/\u{1b}[2J"), "holds a control character"),
+            (OsStr::from_bytes(b"/opt/\xff"), "not UTF-8"),
+        ];
+        for (i, (value, why)) in refused.iter().enumerate() {
+            let var: &'static str = format!("GRETA_VOCAB_TEST_DIR{i}").leak();
+            std::env::set_var(var, value);
+            let e = Setting::dir_path(var).unwrap_err();
+            let shown = format!("{var}=\"{}\": {why}", os_text(value));
+            assert!(e.starts_with(&shown), "{e} / {shown}");
+        }
+        let kept = [
+            t.path().to_path_buf(),
+            link.clone(),
+            t.path().join("not/yet"),
+        ];
+        for (i, value) in kept.iter().enumerate() {
+            let var: &'static str = format!("GRETA_VOCAB_TEST_DIR_OK{i}").leak();
+            std::env::set_var(var, value);
+            let s = Setting::dir_path(var).unwrap().unwrap();
+            assert_eq!((&s.value, s.source), (value, Source::Env { name: var }));
+        }
+        std::env::set_var("GRETA_VOCAB_TEST_DIR_EMPTY", "");
+        assert_eq!(Setting::dir_path("GRETA_VOCAB_TEST_DIR_EMPTY"), Ok(None));
+        assert_eq!(Setting::dir_path("GRETA_VOCAB_TEST_DIR_UNSET"), Ok(None));
     }
 
     #[test]

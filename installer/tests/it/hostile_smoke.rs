@@ -260,6 +260,113 @@ fn vendor_library_variables_naming_a_fifo_or_a_wrong_library_are_refused() {
     );
 }
 
+/// The HIP search's variables are read as settings: a `GRETA_HIP_LIB`
+/// holding a control character or bytes that are not UTF-8 is refused,
+/// named, its value escaped, as `GRETA_CUDA_LIB` is, and nothing is
+/// searched; the directories other tools' variables name (`ROCM_PATH`,
+/// `HIP_PATH`, `VIRTUAL_ENV`) are not searched when relative or naming a
+/// FIFO or a file, and a warning names each, once (they were searched in
+/// silence, a relative one from wherever greta ran, a FIFO as a ROCm
+/// install).
+#[test]
+fn hip_search_variables_are_read_as_settings() {
+    use std::os::unix::ffi::OsStrExt;
+    for (raw, shown, why) in [
+        (
+            &b"/x/lib\x1b[2Jamdhip64.so"[..],
+            "/x/lib\\u{1b}[2Jamdhip64.so",
+            "holds a control character",
+        ),
+        (
+            &b"/x/\xffamdhip64.so"[..],
+            "/x/\\xffamdhip64.so",
+            "not UTF-8",
+        ),
+    ] {
+        let mut c = greta_with(&on("hip"), &[]);
+        c.env("GRETA_HIP_LIB", std::ffi::OsStr::from_bytes(raw));
+        let o = bounded(c);
+        assert_eq!(o.status.code(), Some(2));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!("GRETA_HIP_LIB=\"{shown}\": {why}")),
+            "{err}"
+        );
+        assert!(!err.contains("looked in"), "searched: {err}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("rocm");
+    mkfifo(&fifo);
+    let file = dir.path().join("venv");
+    std::fs::write(&file, "").unwrap();
+    let o = bounded(greta_with(
+        &on("hip"),
+        &[
+            ("ROCM_PATH", "opt/rocm-relative"),
+            ("HIP_PATH", path(&fifo)),
+            ("VIRTUAL_ENV", path(&file)),
+        ],
+    ));
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    for said in [
+        "ROCM_PATH=\"opt/rocm-relative\": not an absolute path".to_string(),
+        format!(
+            "HIP_PATH=\"{}\": is a FIFO, not a directory",
+            fifo.display()
+        ),
+        format!(
+            "VIRTUAL_ENV=\"{}\": is a regular file, not a directory",
+            file.display()
+        ),
+    ] {
+        assert!(err.contains(&said), "{said}\n{err}");
+    }
+    // Each said once.
+    assert_eq!(err.matches("ROCM_PATH=").count(), 1, "{err}");
+    assert!(
+        !err.contains("($ROCM_PATH)") && !err.contains("($HIP_PATH)"),
+        "{err}"
+    );
+}
+
+/// A Mesa shader-cache variable naming a FIFO, or a relative path, turns
+/// Mesa's cache off for the run with a note naming it, and the run passes
+/// (the FIFO was taken as Mesa's cache directory, in silence).
+#[test]
+fn a_mesa_cache_variable_naming_a_fifo_or_a_relative_path_is_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("mesa");
+    mkfifo(&fifo);
+    for (var, value, why) in [
+        (
+            "MESA_SHADER_CACHE_DIR",
+            path(&fifo),
+            "is a FIFO, not a directory",
+        ),
+        (
+            "MESA_GLSL_CACHE_DIR",
+            "mesa-relative",
+            "not an absolute path",
+        ),
+    ] {
+        let mut c = greta_with(&[&CPU_SMOKE[..], &["--json"]].concat(), &[(var, value)]);
+        c.env("XDG_CACHE_HOME", dir.path())
+            .env_remove("MESA_SHADER_CACHE_DIR")
+            .env_remove("MESA_GLSL_CACHE_DIR")
+            .env(var, value);
+        let o = bounded(c);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        let said = format!("Mesa's shader cache is off for this run: {var}=\\\"{value}\\\": {why}");
+        assert!(out.contains(&said), "{said}\n{out}");
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
+    }
+}
+
 /// Item 7 (`--from`): a FIFO nobody writes to waited for ever; now greta
 /// gives up after GRETA_FROM_WAIT_S and says what it waited for, while a
 /// FIFO whose writer comes, writes and closes is read as before.

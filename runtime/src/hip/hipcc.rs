@@ -5,7 +5,7 @@ use crate::gpu::arch::Arch;
 use crate::gpu::compiler::{
     compiler_label, io, CompileError, Compiler, CompilerChoice, CompilerKind, COMPILE_LIMIT,
 };
-use crate::locate::Loaded;
+use crate::locate::{Loaded, SearchEnv};
 use greta_vocab::child::Child;
 use std::path::PathBuf;
 use std::process::Command;
@@ -19,16 +19,14 @@ const VERSION_LIMIT: Duration = Duration::from_secs(30);
 pub fn choice(target: impl Into<Arch>) -> Result<CompilerChoice, String> {
     let target: Arch = target.into();
     let mut looked = Vec::new();
-    let var = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
+    // `HIP_PATH`/`ROCM_PATH` as the library search reads them (a value
+    // that is not an absolute directory is left out, with a warning).
+    let env = SearchEnv::live();
     let mut cands: Vec<(PathBuf, &str)> = Vec::new();
-    if let Some(p) = var("HIP_PATH") {
+    if let Some(p) = env.hip_path {
         cands.push((p.join("bin/hipcc"), "$HIP_PATH"));
     }
-    if let Some(p) = var("ROCM_PATH") {
+    if let Some(p) = env.rocm_path {
         cands.push((p.join("bin/hipcc"), "$ROCM_PATH"));
     }
     if let Ok(p) = which_hipcc() {

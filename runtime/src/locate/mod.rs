@@ -21,6 +21,13 @@
 //!   wheels, `$CUDA_PATH/lib64`, `$CUDA_HOME/lib64`, `/usr/local/cuda*/lib64`.
 //! - libvulkan: the loader's `libvulkan.so.1`.
 //!
+//! The directories from other tools' variables (`ROCM_PATH`, `HIP_PATH`,
+//! `CUDA_PATH`, `CUDA_HOME`, and the envs `GRETA_ENV`, `VIRTUAL_ENV`) are
+//! read once, in [`SearchEnv::live`], by the settings module's rule for a
+//! directory: one that is not absolute, not UTF-8, holds a control
+//! character or names a FIFO, a device or a regular file is not searched,
+//! and a warning names it (once per process).
+//!
 //! Every path is read under a root (`/` live), so a test plants a machine
 //! in a directory.
 //!
@@ -28,6 +35,7 @@
 //! of a search that loads.
 
 mod candidate;
+mod dir_var;
 mod dirs;
 mod loader;
 mod open;
@@ -115,9 +123,13 @@ impl SearchEnv {
     }
 
     /// This process's variables; the `GRETA_*_LIB` overrides through the
-    /// settings reader, which refuses a value it could not show.
+    /// settings reader, which refuses a value it could not show (the
+    /// search then ends on it). The directories other tools' variables name
+    /// (`ROCM_PATH`, `CUDA_HOME`, the envs) are read here and nowhere else
+    /// in the runtime: one that is not an absolute directory in UTF-8
+    /// without control characters is left out, with a warning naming it.
     pub fn live() -> SearchEnv {
-        let path = |k: &'static str| Setting::path(None, k).map(|s| s.value);
+        let dir = dir_var::search_dir;
         let text_path = |k: &'static str| Setting::text_path(k).map(|s| s.map(|s| s.value));
         SearchEnv {
             greta_hip_lib: text_path(EnvVars::GRETA_HIP_LIB),
@@ -125,12 +137,12 @@ impl SearchEnv {
             greta_nvrtc_lib: text_path(EnvVars::GRETA_NVRTC_LIB),
             env_roots: [EnvVars::GRETA_ENV, "VIRTUAL_ENV"]
                 .into_iter()
-                .filter_map(path)
+                .filter_map(dir)
                 .collect(),
-            rocm_path: path("ROCM_PATH"),
-            hip_path: path("HIP_PATH"),
-            cuda_path: path("CUDA_PATH"),
-            cuda_home: path("CUDA_HOME"),
+            rocm_path: dir("ROCM_PATH"),
+            hip_path: dir("HIP_PATH"),
+            cuda_path: dir("CUDA_PATH"),
+            cuda_home: dir("CUDA_HOME"),
             ld_library_path: std::env::var("LD_LIBRARY_PATH").ok(),
             ..SearchEnv::under_root("/")
         }

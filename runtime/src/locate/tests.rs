@@ -366,6 +366,81 @@ fn vulkan_and_cuda_without_a_cache_use_ld_so_conf() {
     );
 }
 
+/// The directories other tools' variables name are read once, by the
+/// settings module's rule for a directory: one that is not UTF-8, holds a
+/// control character, is relative or names a FIFO or a regular file is
+/// left out of the search (each was searched, as `<value>/lib` or
+/// `<value>/lib64`, a FIFO as a ROCm install), and so out of hipcc's
+/// search too; an absolute directory, a link to one, or one not there yet
+/// is kept. Run alone: it sets the process's variables.
+#[test]
+fn live_directory_variables_are_read_by_the_directory_rule() {
+    if !alone(
+        "locate::tests::live_directory_variables_are_read_by_the_directory_rule",
+        false,
+    ) {
+        return;
+    }
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let t = tempfile::tempdir().unwrap();
+    let fifo = t.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: mkfifo on a path in our temp dir.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let file = t.path().join("file");
+    fs::write(&file, "").unwrap();
+    let link = t.path().join("link");
+    symlink(t.path(), &link).unwrap();
+    let vars = [
+        EnvVars::GRETA_ENV,
+        "VIRTUAL_ENV",
+        "HIP_PATH",
+        "ROCM_PATH",
+        "CUDA_PATH",
+        "CUDA_HOME",
+    ];
+    let live = || {
+        let e = SearchEnv::live();
+        (
+            e.env_roots,
+            [e.hip_path, e.rocm_path, e.cuda_path, e.cuda_home],
+        )
+    };
+    let refused: [&OsStr; 6] = [
+        OsStr::from_bytes(b"/x/\xff"),
+        OsStr::new("/x/\u{1b}[2J"),
+        fifo.as_os_str(),
+        file.as_os_str(),
+        OsStr::new("usr/local/cuda"),
+        OsStr::new("./cuda"),
+    ];
+    for (k, v) in vars.iter().zip(refused) {
+        std::env::set_var(k, v);
+    }
+    assert_eq!(live(), (vec![], [None, None, None, None]));
+    // hipcc's search reads `HIP_PATH`/`ROCM_PATH` from the same place: the
+    // FIFO and the file are not named among the places it looked.
+    std::env::set_var("PATH", t.path());
+    let looked = crate::hip::hipcc::choice("gfx942").unwrap_err();
+    for v in [&fifo, &file] {
+        assert!(!looked.contains(&*v.to_string_lossy()), "{looked}");
+    }
+    let yet = t.path().join("not/yet");
+    let kept = [t.path(), &link, &yet, t.path(), &link, &yet].map(|p| p as &Path);
+    for (k, v) in vars.iter().zip(kept) {
+        std::env::set_var(k, v);
+    }
+    let p = |v: &Path| Some(v.to_path_buf());
+    assert_eq!(
+        live(),
+        (
+            vec![t.path().to_path_buf(), link.clone()],
+            [p(&yet), p(t.path()), p(&link), p(&yet)]
+        )
+    );
+}
+
 /// A folder that cannot be listed (permissions: run as nobody where the
 /// test is root) is named with why, in the place of the library it may
 /// hold; so is a file in a folder that cannot be entered.

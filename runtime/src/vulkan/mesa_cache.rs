@@ -33,12 +33,19 @@ static DECIDED: OnceLock<Option<String>> = OnceLock::new();
 pub fn prepare() -> Option<String> {
     DECIDED
         .get_or_init(|| {
-            let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+            use greta_vocab::dirs;
+            // Mesa's own directory (its older name second), read by the
+            // settings module's rule for a directory: the first one set
+            // wins, refused or not. Else greta's one reading of
+            // `XDG_CACHE_HOME`/`HOME` (absolute only), where Mesa caches.
+            let mesa_dir = ["MESA_SHADER_CACHE_DIR", "MESA_GLSL_CACHE_DIR"]
+                .into_iter()
+                .find_map(|k| greta_vocab::Setting::dir_path(k).transpose())
+                .map(|s| s.map(|s| s.value));
             let decision = decide(
-                env("MESA_SHADER_CACHE_DISABLE"),
-                env("MESA_SHADER_CACHE_DIR").or_else(|| env("MESA_GLSL_CACHE_DIR")),
-                env("XDG_CACHE_HOME"),
-                env("HOME"),
+                std::env::var_os("MESA_SHADER_CACHE_DISABLE").filter(|v| !v.is_empty()),
+                mesa_dir,
+                dirs::base_dir(dirs::Base::Cache, &dirs::process_env),
                 free_bytes,
             );
             match &decision {
@@ -67,11 +74,12 @@ enum Decision {
     Off(String),
 }
 
+/// `mesa_dir`: Mesa's own directory variable, or why it was refused;
+/// `cache`: the user's cache directory (`XDG_CACHE_HOME`, else `~/.cache`).
 fn decide(
     disable: Option<OsString>,
-    mesa_dir: Option<OsString>,
-    xdg_cache: Option<OsString>,
-    home: Option<OsString>,
+    mesa_dir: Option<Result<PathBuf, String>>,
+    cache: Option<PathBuf>,
     free: impl Fn(&Path) -> Result<u64, String>,
 ) -> Decision {
     if disable.is_some_and(|v| {
@@ -82,13 +90,19 @@ fn decide(
     }) {
         return Decision::Leave;
     }
-    let Some(dir) = mesa_dir
-        .map(PathBuf::from)
-        .or_else(|| xdg_cache.map(PathBuf::from))
-        .or_else(|| home.map(|h| PathBuf::from(h).join(".cache")))
-    else {
-        return Decision::Leave;
+    let dir = match mesa_dir {
+        // Mesa would use it as it is (relative to wherever greta runs, or
+        // a FIFO as a directory): off, saying which variable and why.
+        Some(Err(why)) => {
+            return Decision::Off(format!("Mesa's shader cache is off for this run: {why}"))
+        }
+        Some(Ok(d)) => d,
+        None => match cache {
+            Some(d) => d,
+            None => return Decision::Leave,
+        },
     };
+    let shown = greta_vocab::os_text(dir.as_os_str());
     let off = |what: String| {
         Decision::Off(format!(
             "Mesa's shader cache is off for this run: {what}; a full filesystem there crashes \
@@ -98,15 +112,11 @@ fn decide(
     match free(&dir) {
         Ok(n) if n >= MIN_FREE => Decision::CacheIn(dir),
         Ok(n) => off(format!(
-            "{} has {} KiB free (under {} MiB)",
-            dir.display(),
+            "{shown} has {} KiB free (under {} MiB)",
             n >> 10,
             MIN_FREE >> 20
         )),
-        Err(e) => off(format!(
-            "the free space of {} is unknown ({e})",
-            dir.display()
-        )),
+        Err(e) => off(format!("the free space of {shown} is unknown ({e})")),
     }
 }
 
@@ -140,44 +150,53 @@ mod tests {
         Some(s.into())
     }
 
+    fn dir(s: &str) -> Option<PathBuf> {
+        Some(s.into())
+    }
+
     #[test]
     fn a_directory_without_room_turns_the_cache_off() {
         let roomy = |_: &Path| Ok(1 << 40);
         let full = |_: &Path| Ok(4096);
         assert_eq!(
-            decide(None, None, os("/x/cache"), os("/home/u"), roomy),
+            decide(None, None, dir("/x/cache"), roomy),
             Decision::CacheIn("/x/cache".into())
         );
         assert_eq!(
-            decide(None, None, None, os("/home/u"), roomy),
-            Decision::CacheIn("/home/u/.cache".into())
-        );
-        assert_eq!(
-            decide(None, os("/m"), os("/x"), None, roomy),
+            decide(None, Some(Ok("/m".into())), dir("/x"), roomy),
             Decision::CacheIn("/m".into())
         );
-        let Decision::Off(why) = decide(None, None, os("/x/cache"), None, full) else {
+        let Decision::Off(why) = decide(None, None, dir("/x/cache"), full) else {
             panic!("a full directory keeps the cache on");
         };
         assert!(why.contains("/x/cache has 4 KiB free"), "{why}");
-        let Decision::Off(why) =
-            decide(
-                None,
-                None,
-                os("/x"),
-                None,
-                |_: &Path| Err("EIO".to_string()),
-            )
+        let Decision::Off(why) = decide(None, None, dir("/x"), |_: &Path| Err("EIO".to_string()))
         else {
             panic!("an unknown free space keeps the cache on");
         };
         assert!(why.contains("unknown (EIO)"), "{why}");
         // Already off, or nowhere to cache: nothing to decide.
+        assert_eq!(decide(os("true"), None, dir("/x"), full), Decision::Leave);
+        assert_eq!(decide(None, None, None, full), Decision::Leave);
+    }
+
+    /// A Mesa directory variable the settings module refused turns the
+    /// cache off with its reason, whatever room the user's cache has; a
+    /// cache directory holding a control character is shown escaped.
+    #[test]
+    fn a_refused_mesa_directory_turns_the_cache_off_saying_why() {
+        let roomy = |_: &Path| Ok(1 << 40);
+        let refused = "MESA_SHADER_CACHE_DIR=\"/t/fifo\": is a FIFO, not a directory";
         assert_eq!(
-            decide(os("true"), None, os("/x"), None, full),
-            Decision::Leave
+            decide(None, Some(Err(refused.into())), dir("/x"), roomy),
+            Decision::Off(format!(
+                "Mesa's shader cache is off for this run: {refused}"
+            ))
         );
-        assert_eq!(decide(None, None, None, None, full), Decision::Leave);
+        let Decision::Off(why) = decide(None, None, dir("/x/\u{1b}[2J"), |_: &Path| Ok(1)) else {
+            panic!("a full directory keeps the cache on");
+        };
+        assert!(why.contains("/x/\\u{1b}[2J has 0 KiB free"), "{why}");
     }
 
     #[test]
