@@ -156,7 +156,9 @@ impl Met {
 }
 
 /// A file or directory of a sysroot that is there but could not be used,
-/// or a directory of a live machine that this user cannot list, and why:
+/// or a directory of a live machine that cannot be listed or stops a read
+/// (one this user may not list, a FIFO or a file in its place, a loop of
+/// links), and why:
 /// the facts it holds are unknown, which is never the same as absent.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Unreadable {
