@@ -437,7 +437,13 @@ pub fn collect(root: &Root, f: &mut Facts, env_dirs: &[String]) -> String {
     }
     for env_root in env_dirs {
         for env in root.list(env_root) {
-            frameworks_in_env(root, &format!("{env_root}/{env}"), &mut f.python.frameworks);
+            // The envs directory also holds the installer's lock files
+            // (`.NAME.lock`): an entry that is no directory is no env, not
+            // an env that cannot be read.
+            let env = format!("{env_root}/{env}");
+            if root.is_dir(&env) {
+                frameworks_in_env(root, &env, &mut f.python.frameworks);
+            }
         }
     }
     // The frameworks people already have: the active virtualenv or conda

@@ -29,8 +29,8 @@ pub use identity::{GroupEntry, Identity};
 pub(crate) use nodes::node_line;
 pub use nodes::{NodeMeta, NodeState};
 use reads::{
-    capture_file, clip, is_executable, loop_at, parse_env, read_capped, try_resolve_in,
-    unknown_why, why_unreadable, Target,
+    blocked_on_way, capture_file, clip, is_executable, loop_at, parse_env, read_capped, relative,
+    try_resolve_in, unknown_why, Target,
 };
 pub(crate) use reads::{resolve_in, Listing};
 
@@ -156,7 +156,9 @@ impl Met {
 }
 
 /// A file or directory of a sysroot that is there but could not be used,
-/// or a directory of a live machine that this user cannot list, and why:
+/// or a directory of a live machine that cannot be listed or stops a read
+/// (one this user may not list, a FIFO or a file in its place, a loop of
+/// links), and why:
 /// the facts it holds are unknown, which is never the same as absent.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Unreadable {
@@ -354,40 +356,41 @@ impl Root {
 
     /// Records that a directory is there but could not be read (`e`,
     /// reading `host` as `target`), charged to the check reading the root;
-    /// nothing when it is simply absent. On a live machine, only a
-    /// directory this user may not list (permission denied: a hardened
-    /// `/sys`, `/dev/dri` or `/etc/vulkan`) or that cannot be listed (a
-    /// loop of links): what it holds is unknown to doctor. A file there in
-    /// its place is what the machine has, as the Vulkan loader or ROCm
-    /// see it too: absent.
+    /// nothing when it is simply absent. A directory to list that cannot
+    /// be, or one on the way to a file that stops the read (a FIFO or a
+    /// file where it should be, a loop of links, one this user may not
+    /// search: a hardened `/sys`, `/dev/dri` or `/etc/vulkan`): what it
+    /// holds is unknown to doctor. One rule for live machines and
+    /// sysroots; a live note names the absolute path and who could not
+    /// list it.
     fn unknown_on(&self, host: &Path, e: &std::io::Error, target: Target) {
-        if self.mode == Mode::Live {
-            let absent =
-                e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR);
-            if target == Target::Dir && !absent {
+        let found = match target {
+            Target::Dir => unknown_why(&self.base, host, e, target),
+            Target::File if e.kind() == std::io::ErrorKind::NotFound => None,
+            Target::File => blocked_on_way(&self.base, host, target),
+        };
+        let Some((path, why)) = found else {
+            return;
+        };
+        let (file, why) = match self.mode {
+            Mode::Live => {
                 let who = match &self.identity {
                     Some(Identity { user: Some(u), .. }) => format!(" by {u}"),
                     Some(i) => format!(" by uid {}", i.uid),
                     None => String::new(),
                 };
-                self.add_unreadable(Unreadable {
-                    file: host.display().to_string(),
-                    why: format!("cannot be listed{who}: {}", why_unreadable(host, e)),
-                    check: READING_FOR.with(Cell::get),
-                });
+                (
+                    path.display().to_string(),
+                    format!("cannot be listed{who}: {why}"),
+                )
             }
-            return;
-        }
-        if target == Target::File && e.raw_os_error() != Some(libc::ENOTDIR) {
-            return;
-        }
-        if let Some((file, why)) = unknown_why(&self.base, host, e) {
-            self.add_unreadable(Unreadable {
-                file,
-                why,
-                check: READING_FOR.with(Cell::get),
-            });
-        }
+            Mode::Sysroot => (relative(&self.base, &path), why),
+        };
+        self.add_unreadable(Unreadable {
+            file,
+            why,
+            check: READING_FOR.with(Cell::get),
+        });
     }
 
     /// The host path of `abs` for a read; in a sysroot, a link that loops

@@ -69,19 +69,16 @@ impl Root {
     /// Device nodes directly under `dir` whose names start with `prefix`.
     pub fn list_nodes(&self, dir: &str, prefix: &str) -> Vec<String> {
         match self.mode {
-            Mode::Live => {
-                let Ok(rd) = std::fs::read_dir(dir) else {
-                    return Vec::new();
-                };
-                let mut v: Vec<String> = rd
-                    .filter_map(|e| e.ok())
-                    .filter_map(|e| e.file_name().into_string().ok())
+            // The one lister: a `/dev/dri` this user may not list is
+            // unknown with a note, not "no render nodes".
+            Mode::Live => match self.listing(dir) {
+                Listing::Entries(names) => names
+                    .into_iter()
                     .filter(|n| n.starts_with(prefix))
                     .map(|n| format!("{}/{n}", dir.trim_end_matches('/')))
-                    .collect();
-                v.sort();
-                v
-            }
+                    .collect(),
+                Listing::Absent | Listing::Unknown => Vec::new(),
+            },
             Mode::Sysroot => {
                 // Only the keys that start with `DIR/PREFIX` (a range of the
                 // sorted table), then the same test as before on each.

@@ -5,10 +5,10 @@
 use super::*;
 
 impl Root {
-    /// Reads a whole text file (lossy UTF-8, capped at [`MAX_READ`]). In a
-    /// sysroot, a directory on the way that is there but is none (a FIFO
-    /// or a file where it should be, a loop of links) is recorded as
-    /// unknown ([`Root::unreadable`]): what lies beneath it is not known
+    /// Reads a whole text file (lossy UTF-8, capped at [`MAX_READ`]). A
+    /// directory on the way that is there but is none (a FIFO or a file
+    /// where it should be, a loop of links, one this user may not search)
+    /// is recorded as unknown ([`Root::unreadable`]): what lies beneath it is not known
     /// to be absent. (The file itself being a directory or a FIFO is what
     /// the captured machine had, and the caller's error to judge.)
     pub fn read(&self, abs: &str) -> std::io::Result<String> {
@@ -75,9 +75,9 @@ impl Root {
     }
 
     /// Sorted entry names of a directory; empty when missing or
-    /// unreadable. In a sysroot, a directory that is there but cannot be
-    /// listed (a FIFO or a file where it should be, a loop of links, one
-    /// above it that is no directory) is recorded as unknown
+    /// unreadable. A directory that is there but cannot be listed (a FIFO
+    /// or a file where it should be, a loop of links, one above it that is
+    /// no directory, one this user may not list) is recorded as unknown
     /// ([`Root::unreadable`]): its entries are not known to be none.
     pub fn list(&self, abs: &str) -> Vec<String> {
         match self.list_dir(abs) {
@@ -88,8 +88,21 @@ impl Root {
 
     /// [`Root::list`], saying whether an empty answer means "no such
     /// directory" or "something is there that cannot be listed" (then
-    /// recorded as unknown, in a sysroot).
+    /// recorded as unknown).
     pub(crate) fn list_dir(&self, abs: &str) -> Listing {
+        let listing = self.listing(abs);
+        if matches!(listing, Listing::Entries(_)) {
+            self.note(|rec| {
+                rec.dirs.insert(abs.to_string());
+            });
+        }
+        listing
+    }
+
+    /// [`Root::list_dir`] without recording the directory for a capture
+    /// (device-node directories are captured as their nodes' table): the
+    /// one lister of the machine's directories, live or captured.
+    pub(super) fn listing(&self, abs: &str) -> Listing {
         let Ok(host) = self.host_path_known(abs, Target::Dir) else {
             return Listing::Unknown;
         };
@@ -101,9 +114,6 @@ impl Root {
                 return Listing::Unknown;
             }
         };
-        self.note(|rec| {
-            rec.dirs.insert(abs.to_string());
-        });
         let mut v: Vec<String> = rd
             .filter_map(|e| e.ok())
             .filter_map(|e| e.file_name().into_string().ok())
@@ -160,7 +170,7 @@ pub(crate) enum Listing {
     Entries(Vec<String>),
     /// Nothing is there.
     Absent,
-    /// Something is there that cannot be listed (recorded in a sysroot).
+    /// Something is there that cannot be listed (recorded as unknown).
     Unknown,
 }
 
@@ -225,48 +235,71 @@ pub(super) fn try_resolve_in(
     }
 }
 
-/// What a failed read of `host` (a path inside the tree at `base`) means:
-/// None when nothing is there, which is an answer (no such file); else the
-/// path, relative to the tree, that is there but not what it should be,
-/// and why. "Not a directory" names the first path on the way that is
-/// there but no directory (`etc` a FIFO, a PCI device's directory a file).
+/// What a failed read of `host` (a path inside the tree at `base`; `/`
+/// on a live machine) means: None when nothing is there, which is an
+/// answer (no such file); else the path that is there but not what it
+/// should be, and why ([`blocked_on_way`]), or `host` itself and why.
 pub(super) fn unknown_why(
     base: &Path,
     host: &Path,
     e: &std::io::Error,
-) -> Option<(String, String)> {
-    let rel = |p: &Path| {
-        p.strip_prefix(base)
-            .map(|r| r.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| p.display().to_string())
-    };
+    target: Target,
+) -> Option<(PathBuf, String)> {
     if e.kind() == std::io::ErrorKind::NotFound {
         return None;
     }
-    if e.raw_os_error() == Some(libc::ENOTDIR) {
-        let mut at = base.to_path_buf();
-        for c in host
-            .strip_prefix(base)
-            .into_iter()
-            .flat_map(|r| r.components())
-        {
-            at.push(c);
-            match std::fs::metadata(&at) {
-                Ok(m) if m.is_dir() => continue,
-                Ok(m) => {
-                    let kind = greta_fsread::kind_of(m.file_type());
-                    let a = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
-                        "an"
-                    } else {
-                        "a"
-                    };
-                    return Some((rel(&at), format!("{a} {kind} where a directory should be")));
-                }
-                Err(_) => break,
+    Some(
+        blocked_on_way(base, host, target)
+            .unwrap_or_else(|| (host.to_path_buf(), why_unreadable(host, e))),
+    )
+}
+
+/// The first path on the way from `base` to `host` that stops a read
+/// there, and why: one that is there but no directory (`etc` a FIFO, a
+/// PCI device's directory a file; `host` itself too when it is the
+/// directory to list), a loop of symbolic links, or a directory this user
+/// may not search (then the directory the read needed is named: the one
+/// to list, or the file's own). None when every directory on the way is
+/// one (the file itself is then the caller's to judge) or nothing is
+/// there. The one walk for live machines and sysroots alike.
+pub(super) fn blocked_on_way(
+    base: &Path,
+    host: &Path,
+    target: Target,
+) -> Option<(PathBuf, String)> {
+    let comps: Vec<_> = host
+        .strip_prefix(base)
+        .into_iter()
+        .flat_map(|r| r.components())
+        .collect();
+    let mut at = base.to_path_buf();
+    for (i, c) in comps.iter().enumerate() {
+        at.push(c);
+        let last = i + 1 == comps.len();
+        match std::fs::metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) if last && target == Target::File => return None,
+            Ok(m) => {
+                let kind = greta_fsread::kind_of(m.file_type());
+                let a = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                    "an"
+                } else {
+                    "a"
+                };
+                return Some((at, format!("{a} {kind} where a directory should be")));
             }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                let needed = match target {
+                    Target::Dir => host,
+                    Target::File => host.parent().unwrap_or(host),
+                };
+                return Some((needed.to_path_buf(), why_unreadable(&at, &e)));
+            }
+            Err(e) => return Some((at.clone(), why_unreadable(&at, &e))),
         }
     }
-    Some((rel(host), why_unreadable(host, e)))
+    None
 }
 
 /// Components of a path without the root and `.`.
@@ -332,7 +365,7 @@ pub(super) fn capture_file(
             let why = if dangling {
                 Some((rel.to_string(), "a link to nothing".to_string()))
             } else {
-                unknown_why(base, &host, &e)
+                unknown_why(base, &host, &e, Target::File).map(|(p, why)| (relative(base, &p), why))
             };
             match why {
                 None => Ok(None),
@@ -342,13 +375,17 @@ pub(super) fn capture_file(
     }
 }
 
+/// `p` as a note names it: relative to a sysroot's top.
+pub(super) fn relative(base: &Path, p: &Path) -> String {
+    p.strip_prefix(base)
+        .map(|r| r.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| p.display().to_string())
+}
+
 /// A link of the tree that loops (or cannot be read), as unknown.
 pub(super) fn loop_at(base: &Path, link: &Path, check: Option<&'static str>) -> Unreadable {
     Unreadable {
-        file: link
-            .strip_prefix(base)
-            .map(|r| r.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| link.display().to_string()),
+        file: relative(base, link),
         why: "a loop of symbolic links (or a link that cannot be read)".into(),
         check,
     }

@@ -1,16 +1,20 @@
 //! A directory of the live machine that doctor cannot list (permission
-//! denied, a loop of links) is unknown, not empty: a note names it and
-//! why, the check that needed it is not a pass, and the report is not a
-//! clean one. Before, it read as "nothing there", in silence (an
-//! unreadable `/etc/vulkan` was "no ICD manifest there").
+//! denied, a loop of links, a FIFO or a file where it should be) is
+//! unknown, not empty: a note names it and why, the check that needed it
+//! is not a pass, and the report is not a clean one, by the same rule as a
+//! captured machine's (`sysroot_unreadable.rs`). Before, it read as
+//! "nothing there", in silence (an unreadable `/etc/vulkan` was "no ICD
+//! manifest there", a `/dev/dri` that could not be listed "no render
+//! node").
 //!
 //! Root is not stopped by mode 000: as root, the permission part runs in
 //! `greta doctor` as another user (`installer/tests/it/doctor_live_unreadable.rs`);
-//! a loop of links stops every user and runs here.
+//! a loop of links, a FIFO and a file stop every user and run here.
 
 use greta_probe::{CheckStatus, Probe, Root};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -18,8 +22,8 @@ fn is_root() -> bool {
 }
 
 /// A listing the root cannot make is recorded with the absolute path and
-/// why; an absent directory, or a file where a directory was looked
-/// for, is an answer (nothing there) and is not.
+/// why, a file where a directory was looked for too; an absent directory
+/// is an answer (nothing there) and is not.
 #[test]
 fn a_directory_that_cannot_be_listed_is_unknown_and_an_absent_one_is_not() {
     let t = tempfile::tempdir().unwrap();
@@ -46,9 +50,15 @@ fn a_directory_that_cannot_be_listed_is_unknown_and_an_absent_one_is_not() {
         looped.why.to_lowercase().contains("symbolic links"),
         "{looped}"
     );
-    for quiet in ["missing", "file", "file/x"] {
-        assert!(!u.iter().any(|u| u.file == p(quiet)), "{quiet}: {u:?}");
-    }
+    assert!(!u.iter().any(|u| u.file == p("missing")), "{u:?}");
+    // The file itself is named, once, listed or on the way.
+    let file = u.iter().find(|u| u.file == p("file")).expect("noted");
+    assert!(
+        file.why
+            .contains("a regular file where a directory should be"),
+        "{file}"
+    );
+    assert!(!u.iter().any(|u| u.file == p("file/x")), "{u:?}");
     if is_root() {
         eprintln!(
             "mode 000 does not stop root: the permission case runs as another user in \
@@ -59,7 +69,7 @@ fn a_directory_that_cannot_be_listed_is_unknown_and_an_absent_one_is_not() {
         let locked = u.iter().find(|u| u.file == p("locked")).expect("noted");
         assert!(locked.why.contains("ermission denied"), "{locked}");
     }
-    assert_eq!(u.len(), if is_root() { 1 } else { 2 }, "{u:?}");
+    assert_eq!(u.len(), if is_root() { 2 } else { 3 }, "{u:?}");
 }
 
 /// Doctor's report: the user's Vulkan ICD directory is a loop of links.
@@ -94,4 +104,129 @@ fn doctor_notes_an_icd_directory_it_cannot_list() {
         .expect("the Vulkan ICD check");
     assert_ne!(icds.status, CheckStatus::Pass, "{icds:?}");
     assert_ne!(report.summary.exit_code, 0);
+}
+
+fn mkfifo(p: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// What stands where a directory should be, and the words its note says.
+const SPOILS: [(&str, &str); 3] = [
+    ("fifo", "a FIFO where a directory should be"),
+    ("file", "a regular file where a directory should be"),
+    ("loop", "symbolic links"),
+];
+
+/// Makes `p` a FIFO, a regular file or a loop of links.
+fn spoil(p: &Path, how: &str) {
+    match how {
+        "fifo" => mkfifo(p),
+        "file" => std::fs::write(p, "x").unwrap(),
+        _ => std::os::unix::fs::symlink(p, p).unwrap(),
+    }
+}
+
+/// Every way the live root reads a directory goes through the one
+/// lister: the directory listed (`/sys/bus/pci/devices`, the KFD
+/// topology), the one a file is read from (a PCI device's directory) and
+/// the one device nodes are listed from (`/dev/dri`). Each that cannot be
+/// read is named with why, whatever stands there, and the listing is
+/// unknown, never "none".
+#[test]
+fn every_live_directory_read_notes_what_stops_it() {
+    for (how, says) in SPOILS {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        let p = |n: &str| d.join(n).display().to_string();
+        for n in ["listed", "device", "dri"] {
+            spoil(&d.join(n), how);
+        }
+        let root = Root::live();
+        assert_eq!(root.list(&p("listed")), Vec::<String>::new());
+        assert!(root.read(&p("device/class")).is_err());
+        assert_eq!(root.list_nodes(&p("dri"), "renderD"), Vec::<String>::new());
+        let u = root.unreadable();
+        for n in ["listed", "device", "dri"] {
+            let note = u
+                .iter()
+                .find(|u| u.file == p(n))
+                .unwrap_or_else(|| panic!("{how}: {n} not noted: {u:?}"));
+            assert!(note.why.starts_with("cannot be listed"), "{how}: {note}");
+            assert!(note.why.contains(says), "{how}: {note}");
+        }
+        assert_eq!(u.len(), 3, "{how}: {u:?}");
+    }
+}
+
+/// Doctor's report: the user's Vulkan ICD directory is a FIFO, a file or
+/// a loop of links. A note names it, the Vulkan ICD check is not a pass,
+/// and no `vulkan.no-icd` is concluded from it.
+#[test]
+fn doctor_notes_an_icd_directory_that_is_no_directory() {
+    for (how, says) in SPOILS {
+        let t = tempfile::tempdir().unwrap();
+        let vk = t.path().join("cfg/vulkan");
+        std::fs::create_dir_all(&vk).unwrap();
+        spoil(&vk.join("icd.d"), how);
+        let mut env: BTreeMap<String, String> = std::env::vars().collect();
+        env.insert(
+            "XDG_CONFIG_HOME".into(),
+            t.path().join("cfg").display().to_string(),
+        );
+        let root = Root::live().with_env(env);
+        let report = Probe::new(&root).run().into_report(Vec::new());
+        let dir = vk.join("icd.d").display().to_string();
+        assert!(
+            report
+                .notes
+                .iter()
+                .any(|n| n.starts_with(&format!("{dir}: cannot be listed"))
+                    && n.contains(says)
+                    && n.contains("unknown")),
+            "{how}: {:#?}",
+            report.notes
+        );
+        let icds = report
+            .checks
+            .iter()
+            .find(|c| c.id == "vulkan-icds")
+            .expect("the Vulkan ICD check");
+        assert_ne!(icds.status, CheckStatus::Pass, "{how}: {icds:?}");
+        assert!(
+            !report.facts.scanned.iter().any(|s| s == "vulkan-icds"),
+            "{how}: {:?}",
+            report.facts.scanned
+        );
+        assert!(
+            !report.findings.iter().any(|f| f.id == "vulkan.no-icd"),
+            "{how}"
+        );
+        assert_ne!(report.summary.exit_code, 0, "{how}");
+    }
+}
+
+/// greta's envs directory holds a lock file beside each env
+/// (`.NAME.lock`): it is no env, and no directory doctor cannot read.
+#[test]
+fn the_installers_lock_files_beside_its_envs_are_no_note() {
+    let t = tempfile::tempdir().unwrap();
+    let envs = t.path().join("data/greta/envs");
+    std::fs::create_dir_all(envs.join("torch/lib/python3.12/site-packages")).unwrap();
+    std::fs::write(envs.join(".torch.lock"), "").unwrap();
+    let mut env: BTreeMap<String, String> = std::env::vars().collect();
+    env.insert(
+        "XDG_DATA_HOME".into(),
+        t.path().join("data").display().to_string(),
+    );
+    let root = Root::live().with_env(env);
+    let _ = Probe::new(&root).envs_at(crate::common::envs_at).run();
+    let u = root.unreadable();
+    assert!(
+        !u.iter()
+            .any(|u| u.file.starts_with(&t.path().display().to_string())),
+        "{u:?}"
+    );
 }
