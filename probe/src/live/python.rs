@@ -353,7 +353,13 @@ pub fn collect(root: &Root, f: &mut Facts, env_dirs: &[String]) -> String {
     // (name on PATH, program to run for its version)
     let mut candidates: Vec<(String, String)> = Vec::new();
     if let Some(path) = root.env("PATH") {
-        let path_dirs: Vec<&str> = path.split(':').filter(|d| d.starts_with('/')).collect();
+        // As the shell does, an entry that is no directory (a file, a FIFO,
+        // a loop of links) holds no program: skipped, not a directory the
+        // doctor could not read.
+        let path_dirs: Vec<&str> = path
+            .split(':')
+            .filter(|d| d.starts_with('/') && root.is_dir(d))
+            .collect();
         for dir in &path_dirs {
             let dir = dir.trim_end_matches('/');
             for name in root.list(dir) {

@@ -286,9 +286,10 @@ fn hip_libraries(root: &Root, f: &mut Facts, installs: &[RocmInstall]) {
         }
     }
     if let Some(ld) = root.env("LD_LIBRARY_PATH") {
+        // As the loader does, an entry that is no directory is skipped.
         dirs.extend(
             ld.split(':')
-                .filter(|d| d.starts_with('/'))
+                .filter(|d| d.starts_with('/') && root.is_dir(d))
                 .map(str::to_string),
         );
     }

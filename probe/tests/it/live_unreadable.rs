@@ -230,3 +230,32 @@ fn the_installers_lock_files_beside_its_envs_are_no_note() {
         "{u:?}"
     );
 }
+
+/// `PATH` and `LD_LIBRARY_PATH` entries that are no directory (a file, a
+/// FIFO, a loop of links) hold nothing, for the shell and the loader alike:
+/// skipped in silence, never a directory the doctor could not read (which
+/// would end a healthy machine's doctor with exit 2).
+#[test]
+fn search_path_entries_that_are_no_directory_are_skipped_quietly() {
+    for (how, _) in SPOILS {
+        let t = tempfile::tempdir().unwrap();
+        let odd = t.path().join("odd");
+        spoil(&odd, how);
+        let odd = odd.display().to_string();
+        let mut env: BTreeMap<String, String> = std::env::vars().collect();
+        let path = env.get("PATH").cloned().unwrap_or_default();
+        env.insert("PATH".into(), format!("{odd}:{path}"));
+        env.insert("LD_LIBRARY_PATH".into(), odd.clone());
+        let root = Root::live().with_env(env);
+        let report = Probe::new(&root).run().into_report(Vec::new());
+        assert!(
+            !report.notes.iter().any(|n| n.contains(&odd)),
+            "{how}: {:#?}",
+            report.notes
+        );
+        assert!(
+            !root.unreadable().iter().any(|u| u.file.starts_with(&odd)),
+            "{how}"
+        );
+    }
+}
