@@ -609,7 +609,7 @@ fn build_targets(lc: &str) -> bool {
     let Some(p) = lc.find("gfx") else {
         return false;
     };
-    let word_start = lc[..p].rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    let word_start = past_last(&lc[..p], char::is_whitespace);
     let word = &lc[word_start..p];
     if let Some((key, _)) = word.split_once(['=', ':']) {
         if key.contains("target") || key.contains("arch") {
@@ -621,15 +621,25 @@ fn build_targets(lc: &str) -> bool {
     flag.contains("offload-arch") || flag.contains("amdgpu-target") || flag == "-mcpu"
 }
 
+/// Where the text after the last character of `s` that `is` matches
+/// begins (0: none matches): past that character's every byte, since it
+/// may take several (U+FFFD of a mangled paste, a no-break space U+00A0),
+/// where one byte past its first would cut it.
+fn past_last(s: &str, is: impl Fn(char) -> bool) -> usize {
+    s.char_indices()
+        .rev()
+        .find(|&(_, c)| is(c))
+        .map_or(0, |(i, c)| i + c.len_utf8())
+}
+
 /// `line` without its links (`http://...`, `https://...`, up to the next
 /// space, quote or closing bracket).
 fn without_links(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
     let mut rest = line;
     while let Some(p) = rest.find("://") {
-        let start = rest[..p]
-            .rfind(|c: char| !c.is_ascii_alphabetic())
-            .map_or(0, |i| i + 1);
+        // The scheme's letters, back to the character before them.
+        let start = past_last(&rest[..p], |c| !c.is_ascii_alphabetic());
         let end = rest[p..]
             .find(|c: char| c.is_whitespace() || "\"'<>)]".contains(c))
             .map_or(rest.len(), |e| p + e);
@@ -1361,6 +1371,23 @@ mod tests {
             without_links("see <https://x.org/a_gfx90a> now"),
             "see < > now"
         );
+    }
+
+    /// A link right after a character of several bytes (U+FFFD where a
+    /// paste lost a byte): the link's start is found on a character
+    /// boundary, not one byte after the character's first.
+    #[test]
+    fn a_link_after_a_multibyte_character_is_cut_on_its_boundary() {
+        assert_eq!(
+            without_links("in\u{fffd}https://docs.nvidia.com/x.html for more"),
+            "in\u{fffd}  for more"
+        );
+        assert_eq!(without_links("é://x y"), "é  y");
+        assert_eq!(without_links("日本https://x"), "日本 ");
+        // A build's target after a no-break or ideographic space.
+        assert!(build_targets("make\u{a0}gpu_targets=gfx1100"));
+        assert!(build_targets("--offload-arch\u{3000}gfx90a"));
+        assert!(!build_targets("card:\u{a0}gfx1100"));
     }
 
     /// LLVM's target list names architectures; "AMD GPUs" in a sentence
