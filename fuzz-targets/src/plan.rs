@@ -43,16 +43,24 @@ pub fn gemm_plan(data: &[u8]) {
             full: w.u8() & 1 != 0,
             max_subgroups: w.u32(),
         }),
+        compute_units: None,
     };
     let (m, n, k) = (
         (w.u32() % (1 << 16)) as usize,
         (w.u32() % (1 << 16)) as usize,
         (w.u32() % (1 << 16)) as usize,
     );
-    let op = match w.u8() % 4 {
+    let op = match w.u8() % 5 {
         0 => Op::GemmF32 { m, n, k },
         1 => Op::GemmF16 { m, n, k },
         2 => Op::Softmax { rows: m, cols: n },
+        // The decode attention's split over the device's compute units.
+        3 => Op::AttnDecodeF16 {
+            heads: m % 256 + 1,
+            head_dim: (n % 32 + 1) * 8,
+            len: k + 1,
+            max_seq: k + 1,
+        },
         _ => Op::Fill {
             n: m * 16 + n,
             value: 7,
@@ -63,6 +71,11 @@ pub fn gemm_plan(data: &[u8]) {
         let key = KEYS[w.u8() as usize % KEYS.len()];
         t = t.with(key, w.u32());
     }
+    // Read last: seeds written before the count existed keep their meaning.
+    let lim = Limits {
+        compute_units: Some(w.u32()).filter(|&n| n > 0),
+        ..lim
+    };
     if let Ok(p) = plan(&op, &t, &lim) {
         let spec: Vec<u128> = p.spec.iter().map(|v| u128::from(*v)).collect();
         assert!(

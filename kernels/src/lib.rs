@@ -33,6 +33,6 @@ pub use host::{DType, HostBuf, PAR_MIN};
 pub use ops::{
     attn_decode_chunk, attn_decode_chunks_per_group, attn_decode_splits, memtest_value, rope_table,
     Access, BufferSpec, Facts, MemError, MemReport, Needs, Op, OpError, Precision, RateUnit,
-    Region, Scalar, Tolerance, ATTN_DECODE_MAX_CHUNKS, MEMTEST_PATTERNS,
+    Region, Scalar, Tolerance, ATTN_DECODE_GROUPS_PER_CU, ATTN_DECODE_MAX_CHUNKS, MEMTEST_PATTERNS,
 };
 pub use reference::{reference, slow_hash, SLOW_SEED};

@@ -63,6 +63,12 @@ pub struct Description {
     pub compute_full_subgroups: bool,
     /// `maxComputeWorkgroupSubgroups` (0 where unknown).
     pub max_compute_workgroup_subgroups: u32,
+    /// Compute units (SMs on NVIDIA), where the driver says:
+    /// VK_NV_shader_sm_builtins, VK_AMD_shader_core_properties2's active
+    /// units, else VK_AMD_shader_core_properties' engines x arrays x units
+    /// (RADV offers both AMD ones). Core Vulkan does not tell, and a
+    /// planner that spreads work over the units needs it.
+    pub compute_units: Option<u32>,
     /// VK_KHR_pipeline_executable_properties with `pipelineExecutableInfo`:
     /// a pipeline's compiled code can be asked for its statistics.
     pub pipeline_executable_info: bool,
@@ -221,6 +227,7 @@ pub unsafe fn describe(
         subgroup_size_control_ext: false,
         compute_full_subgroups: false,
         max_compute_workgroup_subgroups: 0,
+        compute_units: None,
         pipeline_executable_info: false,
         subgroup_arith: false,
         shader_f16: None,
@@ -260,6 +267,12 @@ pub unsafe fn describe(
     let mut size = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
     let have_pci = has(ash::ext::pci_bus_info::NAME);
     let mut pci = vk::PhysicalDevicePCIBusInfoPropertiesEXT::default();
+    let have_sms = has(ash::nv::shader_sm_builtins::NAME);
+    let mut sms = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
+    let have_amd = has(ash::amd::shader_core_properties::NAME);
+    let mut amd = vk::PhysicalDeviceShaderCorePropertiesAMD::default();
+    let have_amd2 = has(ash::amd::shader_core_properties2::NAME);
+    let mut amd2 = vk::PhysicalDeviceShaderCoreProperties2AMD::default();
     {
         let mut p2 = vk::PhysicalDeviceProperties2::default()
             .push_next(&mut id)
@@ -274,9 +287,18 @@ pub unsafe fn describe(
         if have_pci {
             p2 = p2.push_next(&mut pci);
         }
+        if have_sms {
+            p2 = p2.push_next(&mut sms);
+        }
+        if have_amd {
+            p2 = p2.push_next(&mut amd);
+        }
+        if have_amd2 {
+            p2 = p2.push_next(&mut amd2);
+        }
         // SAFETY: as above; the instance is at least 1.1 (`v11`), and the
         // driver and subgroup-size structures are chained only where 1.2/1.3
-        // or their extension define them.
+        // or their extension define them, the vendor ones only with theirs.
         unsafe { instance.get_physical_device_properties2(pd, &mut p2) };
     }
     d.uuid = Some(DeviceUuid(id.device_uuid));
@@ -286,6 +308,15 @@ pub unsafe fn describe(
             pci.pci_domain, pci.pci_bus, pci.pci_device, pci.pci_function
         ));
     }
+    d.compute_units = compute_units(
+        have_sms.then_some(sms.shader_sm_count),
+        have_amd2.then_some(amd2.active_compute_unit_count),
+        have_amd.then_some([
+            amd.shader_engine_count,
+            amd.shader_arrays_per_engine_count,
+            amd.compute_units_per_shader_array,
+        ]),
+    );
     d.subgroup_size = Some(sub.subgroup_size).filter(|&s| s > 0);
     d.subgroup_arith = sub.supported_stages.contains(vk::ShaderStageFlags::COMPUTE)
         && sub
@@ -360,6 +391,19 @@ pub unsafe fn describe(
     d
 }
 
+/// The compute units from what the vendor extensions said: NVIDIA's SM
+/// count, AMD's active units, else AMD's layout multiplied out (checked:
+/// the numbers come from a driver). Zero, an overflow or a count past any
+/// GPU's is no answer.
+fn compute_units(sms: Option<u32>, active: Option<u32>, layout: Option<[u32; 3]>) -> Option<u32> {
+    const MOST: u32 = 1 << 16;
+    let layout = layout.and_then(|[e, a, u]| e.checked_mul(a)?.checked_mul(u));
+    [sms, active, layout]
+        .into_iter()
+        .flatten()
+        .find(|&n| (1..=MOST).contains(&n))
+}
+
 /// The cooperative-matrix shapes of a device that has VK_KHR_cooperative_matrix.
 fn coop_shapes(
     entry: &ash::Entry,
@@ -387,5 +431,30 @@ fn coop_shapes(
             tracing::warn!("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR: {e}");
             Vec::new()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compute_units;
+
+    /// NVIDIA's SM count first, then AMD's active units (a harvested part
+    /// has fewer than its layout), then the layout multiplied out.
+    #[test]
+    fn compute_units_come_from_the_first_vendor_answer() {
+        assert_eq!(compute_units(Some(132), None, None), Some(132));
+        assert_eq!(compute_units(None, Some(12), Some([1, 2, 8])), Some(12));
+        assert_eq!(compute_units(None, None, Some([1, 2, 6])), Some(12));
+        assert_eq!(compute_units(None, None, None), None);
+    }
+
+    /// A driver's zero or an absurd layout gives no count, never a wrapped
+    /// product or a panic.
+    #[test]
+    fn zero_and_overflowing_layouts_are_no_answer() {
+        assert_eq!(compute_units(Some(0), None, None), None);
+        assert_eq!(compute_units(None, Some(0), Some([2, 2, 3])), Some(12));
+        assert_eq!(compute_units(None, None, Some([u32::MAX, 2, 2])), None);
+        assert_eq!(compute_units(None, None, Some([1 << 12, 1 << 12, 1])), None);
     }
 }

@@ -30,6 +30,14 @@ pub fn chunk(head_dim: usize) -> usize {
     8 * (128 / (head_dim / 8).max(1).next_power_of_two())
 }
 
+/// Workgroups per compute unit the planners aim for, on both backends
+/// where the device says how many units it has (128 invocations each,
+/// about 100 registers a thread: four fit an SM of an H200 or a CU of an
+/// MI300X at once). On an H200 (2026-11-29, `greta smoke --tune`, len
+/// 4096) this split beat twice as many workgroups on Vulkan too: 35.0
+/// against 39.9 us.
+pub const GROUPS_PER_COMPUTE_UNIT: usize = 4;
+
 /// Most chunks one workgroup walks (the `chunks` tuning key's range).
 pub const MAX_CHUNKS_PER_GROUP: usize = 64;
 

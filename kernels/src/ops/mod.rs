@@ -486,7 +486,8 @@ ops! {
 /// per head and chunk): the backends plan its launch with them.
 pub use attn_decode_f16::{
     chunk as attn_decode_chunk, chunks_per_group as attn_decode_chunks_per_group,
-    splits as attn_decode_splits, MAX_CHUNKS_PER_GROUP as ATTN_DECODE_MAX_CHUNKS,
+    splits as attn_decode_splits, GROUPS_PER_COMPUTE_UNIT as ATTN_DECODE_GROUPS_PER_CU,
+    MAX_CHUNKS_PER_GROUP as ATTN_DECODE_MAX_CHUNKS,
 };
 /// A memtest's error record, decoded, and what its patterns write.
 pub use memtest::{value as memtest_value, MemError, MemReport, PATTERNS as MEMTEST_PATTERNS};

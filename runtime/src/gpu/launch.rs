@@ -134,12 +134,6 @@ pub struct Plan {
 pub const ATTN_THREADS: u32 = 128;
 pub const ATTN_PREFILL_BQ: u32 = 64;
 
-/// Blocks per compute unit the attn_decode_f16 planner aims for (128
-/// threads each, about 100 registers a thread: four fit an SM of an H200
-/// or a CU of an MI300X at once): the chunks each block walks are the
-/// fewest that still give this many blocks ([`greta_kernels::attn_decode_chunks_per_group`]).
-pub const ATTN_DECODE_GROUPS_PER_CU: usize = 4;
-
 /// attn_decode_f16's launch from `base` (its symbol and shape scalars):
 /// a block per head and split, heads along x (blocks that run together
 /// read whole cache rows), each walking `per_group` chunks of the
@@ -320,7 +314,8 @@ pub fn builtin(op: &Op, dev: &GpuDevice) -> Plan {
                 heads,
                 head_dim,
                 len,
-                (dev.compute_units.max(1) as usize).saturating_mul(ATTN_DECODE_GROUPS_PER_CU),
+                (dev.compute_units.max(1) as usize)
+                    .saturating_mul(greta_kernels::ATTN_DECODE_GROUPS_PER_CU),
             ),
         ),
         // Heads along x, query blocks along y (the kernel walks them

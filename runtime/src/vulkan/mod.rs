@@ -373,6 +373,7 @@ fn limits(opts: &OpenOptions, info: &DeviceInfo, p: &select::Physical, coop: Coo
             && info.subgroup_size == info.max_subgroup_size)
             .then_some(info.subgroup_size),
         waves: p.waves,
+        compute_units: p.compute_units,
     }
 }
 

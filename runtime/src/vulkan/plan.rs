@@ -19,6 +19,8 @@ pub use candidates::candidates;
 pub use loop_trips::max_loop_trips;
 
 mod attn;
+#[cfg(test)]
+mod attn_decode_tests;
 mod candidates;
 mod f16_block;
 mod gemm;
@@ -71,6 +73,9 @@ pub struct Limits {
     /// and 64 and, asked nothing, may pick either, so a kernel that counts
     /// subgroups must name its size.
     pub waves: Option<Waves>,
+    /// Compute units, where the driver tells (NVIDIA, RADV): the
+    /// planners that spread work over the units size their grids by it.
+    pub compute_units: Option<u32>,
 }
 
 /// The range of subgroup sizes a pipeline can require (`min..=max`, powers
@@ -491,13 +496,21 @@ fn memtest(
     })
 }
 
-/// Workgroups the attn_decode_f16 planner aims for on Vulkan, which does not
-/// tell how many compute units a device has: about 4 of 128 invocations
-/// per compute unit of a 256-unit GPU, and as many blocks as the HIP/CUDA
-/// planner makes for an H200 (132 SMs x 4) within a factor of two. The
-/// chunks each workgroup walks are the fewest that still give this many
+/// Workgroups the attn_decode_f16 planner aims for on a device whose
+/// driver does not say how many compute units it has (core Vulkan does
+/// not; NVIDIA's and RADV's extensions do, and then the HIP/CUDA rule
+/// applies, [`greta_kernels::ATTN_DECODE_GROUPS_PER_CU`] a unit): about 4
+/// of 128 invocations per compute unit of a 256-unit GPU. The chunks each
+/// workgroup walks are the fewest that still give this many
 /// ([`greta_kernels::attn_decode_chunks_per_group`]); `chunks` overrides.
 pub const ATTN_DECODE_GROUPS: usize = 1024;
+
+/// The workgroups attn_decode_f16's planner aims for on this device.
+fn attn_decode_groups(lim: &Limits) -> usize {
+    lim.compute_units.map_or(ATTN_DECODE_GROUPS, |n| {
+        (n as usize).saturating_mul(greta_kernels::ATTN_DECODE_GROUPS_PER_CU)
+    })
+}
 
 /// `attn_decode_f16`: one dispatch, a workgroup per head and split (each
 /// walking `chunks` chunks of the sequence), the last workgroup of each
@@ -514,7 +527,7 @@ fn attn_decode(
 ) -> Result<Plan, RuntimeError> {
     check_keys(t, &[Knob::Chunks])?;
     let per_group = match t.get(Knob::Chunks) {
-        None => attn_decode_chunks_per_group(heads, head_dim, len, ATTN_DECODE_GROUPS),
+        None => attn_decode_chunks_per_group(heads, head_dim, len, attn_decode_groups(lim)),
         // More than the head has walks them all: the same dispatch.
         Some(v) if (1..=ATTN_DECODE_MAX_CHUNKS).contains(&(v as usize)) => {
             (v as usize).min(len.div_ceil(attn_decode_chunk(head_dim)).max(1))
@@ -543,7 +556,6 @@ fn attn_decode(
         groups: [heads as u32, splits as u32, 1],
         ranges: whole(5),
     };
-    let _ = lim;
     Ok(Plan {
         shader: Shader::AttnDecodeF16,
         per_dispatch: false,

@@ -31,6 +31,8 @@ pub struct Physical {
     pub waves_by_ext: bool,
     /// VK_KHR_pipeline_executable_properties with `pipelineExecutableInfo`.
     pub executable_info: bool,
+    /// Compute units, where a vendor extension tells (`greta_vkenum`).
+    pub compute_units: Option<u32>,
 }
 
 /// Every physical device greta can use (Vulkan >= 1.2 and a compute
@@ -160,6 +162,7 @@ fn physical(raw: vk::PhysicalDevice, d: Description) -> Option<Physical> {
         },
         waves_by_ext: d.subgroup_size_control_ext,
         executable_info: d.pipeline_executable_info,
+        compute_units: d.compute_units,
     })
 }
 

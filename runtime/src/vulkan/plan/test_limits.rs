@@ -18,6 +18,8 @@ pub fn nvidia() -> Limits {
         coop16_f16: true,
         subgroup_size: Some(32),
         waves: None,
+        // VK_NV_shader_sm_builtins on an H100/H200 SXM.
+        compute_units: Some(132),
     }
 }
 
@@ -36,6 +38,8 @@ pub fn radv_rdna3() -> Limits {
             full: true,
             max_subgroups: 32,
         }),
+        // VK_AMD_shader_core_properties2 on a Radeon 780M (phoenix).
+        compute_units: Some(12),
         ..nvidia()
     }
 }
@@ -48,6 +52,7 @@ pub fn lavapipe() -> Limits {
         coop16: false,
         coop16_f16: false,
         subgroup_size: Some(8),
+        compute_units: None,
         ..nvidia()
     }
 }
