@@ -180,6 +180,93 @@ fn elf_header(b: &[u8]) -> Option<(u16, u32)> {
     Some((machine, flags))
 }
 
+/// `(offset, size)` of the ELF64 section `name` of `b` (little-endian, as
+/// every CUBIN is): a reading of the section headers for the test alone.
+fn elf_section(b: &[u8], name: &str) -> Option<(usize, usize)> {
+    let u16_at = |o: usize| Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?) as usize);
+    let u32_at = |o: usize| Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?) as usize);
+    let u64_at = |o: usize| Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?) as usize);
+    let (shoff, entsize, count, strndx) =
+        (u64_at(0x28)?, u16_at(0x3a)?, u16_at(0x3c)?, u16_at(0x3e)?);
+    let header = |i: usize| shoff.checked_add(i.checked_mul(entsize)?);
+    let strtab = u64_at(header(strndx)? + 0x18)?;
+    (0..count).find_map(|i| {
+        let h = header(i)?;
+        let at = strtab.checked_add(u32_at(h)?)?;
+        let end = at + b.get(at..)?.iter().position(|&c| c == 0)?;
+        (b.get(at..end)? == name.as_bytes()).then_some((u64_at(h + 0x18)?, u64_at(h + 0x20)?))
+    })
+}
+
+/// A CUBIN's figures describe the code cached for it, and no more than
+/// that must match: NVRTC 13 notes its options in the CUBIN, so the `-v`
+/// build that gives ptxas's figures is never the cached build byte for
+/// byte (seen on an H200, 2026-11-29), while NVRTC 12.4 here is. So the
+/// cached CUBIN of the first target built is changed outside its code (a byte of
+/// `.debug_frame`): its figures must still be given; then in a kernel's
+/// machine code: they must be refused, naming the kernel. Each is a rerun
+/// of `--resource-usage` on the cache, one compile.
+fn figures_follow_the_code(
+    bin: &Path,
+    nvrtc: &Path,
+    cache: &Path,
+    answer: &serde_json::Value,
+) -> Vec<String> {
+    let built = answer["built"].as_array();
+    let Some(first) = built.and_then(|a| a.iter().find(|b| b["object"]["path"].is_string())) else {
+        return vec!["no target built to check the figures' code against".into()];
+    };
+    let (Some(arch), Some(path)) = (first["target"].as_str(), first["object"]["path"].as_str())
+    else {
+        return vec![format!("the first target has no cached object: {first}")];
+    };
+    let rerun = || -> serde_json::Value {
+        let mut c = Command::new(bin);
+        c.args([
+            "__gpu",
+            "build-kernels",
+            "--backend",
+            "cuda",
+            "--resource-usage",
+        ])
+        .args(["--target", arch])
+        .arg("--cache-dir")
+        .arg(cache)
+        .env(EnvVars::GRETA_NVRTC_LIB, nvrtc.join(LIBNVRTC));
+        let o = greta_vocab::child::run(c, Some(Duration::from_secs(600))).unwrap();
+        let v: serde_json::Value = serde_json::from_str(o.stdout.trim())
+            .unwrap_or_else(|e| panic!("{e}: {}{}", o.stdout, o.stderr));
+        v["built"][0].clone()
+    };
+    let mut code = std::fs::read(path).unwrap();
+    let mut patch = |section: &str, at: usize| -> String {
+        let (off, size) =
+            elf_section(&code, section).unwrap_or_else(|| panic!("{path}: no section {section}"));
+        assert!(at < size, "{path}: {section} has {size} bytes");
+        code[off + at] ^= 0x5a;
+        std::fs::write(path, &code).unwrap();
+        section.to_string()
+    };
+    let mut failures = Vec::new();
+    let notes = patch(".debug_frame", 100);
+    let b = rerun();
+    if b["resources_error"].is_string() || b["resources"].as_array().is_none_or(|r| r.is_empty()) {
+        failures.push(format!(
+            "{arch}: a CUBIN changed in {notes} only lost its figures: {b}"
+        ));
+    }
+    let kernel = ".text.greta_copy";
+    patch(kernel, 16);
+    let b = rerun();
+    let refused = b["resources_error"].as_str().unwrap_or("");
+    if !refused.contains("the machine code of greta_copy differs") {
+        failures.push(format!(
+            "{arch}: a CUBIN changed in {kernel} kept its figures: {b}"
+        ));
+    }
+    failures
+}
+
 /// The architecture number and whether it is the `a` variant (`sm_90a` →
 /// 90, true).
 fn sm_of(arch: &str) -> Option<(u32, bool)> {
@@ -641,6 +728,7 @@ fn every_claimed_architecture_compiles_within_its_limits() {
     }
     let (lines, problems) = check(&claims, &results);
     failures.extend(problems);
+    failures.extend(figures_follow_the_code(&bin, &dir, cache.path(), &answer));
     eprintln!("cuda_targets: rows:\n  {}", lines.join("\n  "));
     let section = docs_section(&results, &versions);
     if let Err(e) = check_docs(&section, &versions) {

@@ -125,6 +125,27 @@ pub fn kernels(cubin: &[u8]) -> Result<Vec<CubinKernel>, String> {
     Ok(by_name.into_values().collect())
 }
 
+/// Each kernel's machine code (its `.text.<kernel>` section), by name: what
+/// runs, without the notes around it. NVRTC 13 records its options in the
+/// CUBIN's notes (`.note.nv.tkinfo`), so a build with `-v` differs from
+/// the same build without it in those bytes and nowhere in the code.
+pub fn code(cubin: &[u8]) -> Result<BTreeMap<String, Vec<u8>>, String> {
+    let file = ElfFile64::<object::Endianness>::parse(cubin)
+        .map_err(|e| format!("not an ELF CUBIN: {e}"))?;
+    let mut out = BTreeMap::new();
+    for s in file.sections() {
+        let Ok(name) = s.name() else { continue };
+        if let Some(k) = name.strip_prefix(".text.") {
+            let data = s.data().map_err(|e| format!("reading {name}: {e}"))?;
+            out.insert(k.to_string(), data.to_vec());
+        }
+    }
+    if out.is_empty() {
+        return Err("no .text.<kernel> section: a CUBIN without kernels".into());
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

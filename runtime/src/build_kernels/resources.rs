@@ -179,14 +179,20 @@ pub fn parse_ptxas(log: &str) -> Vec<PtxasKernel> {
     out
 }
 
+/// How a cached code object and its rebuild differ, if they do (`None`:
+/// the same code), or why they cannot be compared.
+type Differ = fn(&[u8], &[u8]) -> Result<Option<String>, String>;
+
 /// Compiles `unit` again with `option` (through the same compile child),
 /// checks that the code equals `object` (the cached code object of the same
-/// choice without the option) and returns that code and the compiler's log.
+/// choice without the option: by `same`) and returns that code and the
+/// compiler's log.
 fn log_of_the_same_code(
     choice: &CompilerChoice,
     option: &str,
     unit: &str,
     object: &Path,
+    differ: Differ,
 ) -> Result<(Vec<u8>, String), String> {
     let mut with_option = choice.clone();
     with_option.options.push(option.into());
@@ -201,13 +207,11 @@ fn log_of_the_same_code(
         greta_fsread::bytes(p, OBJECT_CAP).map_err(|e| format!("reading {}: {e}", p.display()))
     };
     let (cached, again) = (read(object)?, read(scratch.path())?);
-    if cached != again {
+    if let Some(how) = differ(&cached, &again)? {
         return Err(format!(
-            "compiled with {option}, the compiler produced other code ({} bytes) than the cached object {} \
-             ({} bytes); its figures would not describe that object",
-            again.len(),
-            object.display(),
-            cached.len()
+            "compiled with {option}, the compiler produced other code than the cached object {} \
+             ({how}); its figures would not describe that object",
+            object.display()
         ));
     }
     Ok((cached, log))
@@ -232,7 +236,7 @@ fn measure_remarks(
     unit: &str,
     object: &Path,
 ) -> Result<Vec<KernelResources>, String> {
-    let (_, log) = log_of_the_same_code(choice, REMARK_OPTION, unit, object)?;
+    let (_, log) = log_of_the_same_code(choice, REMARK_OPTION, unit, object, other_bytes)?;
     let kernels = parse_remarks(&log);
     if kernels.is_empty() {
         let head: Vec<&str> = log.lines().take(5).collect();
@@ -249,12 +253,46 @@ fn measure_cubin(
     unit: &str,
     object: &Path,
 ) -> Result<Vec<KernelResources>, String> {
-    let (code, log) = log_of_the_same_code(choice, PTXAS_OPTION, unit, object)?;
+    let (code, log) = log_of_the_same_code(choice, PTXAS_OPTION, unit, object, other_kernels)?;
     let stats = parse_ptxas(&log);
     combine(
         cubin::kernels(&code).map_err(|e| format!("{}: {e}", object.display()))?,
         &stats,
     )
+}
+
+/// How two code objects differ, byte for byte (hiprtc's: the same options
+/// give the same bytes).
+fn other_bytes(cached: &[u8], again: &[u8]) -> Result<Option<String>, String> {
+    Ok((cached != again).then(|| format!("{} bytes against {}", again.len(), cached.len())))
+}
+
+/// How two CUBINs differ in their kernels: the kernels they hold, each
+/// one's machine code, or its resource attributes (`cubin::kernels`).
+/// What else differs (NVRTC 13 notes its options in the CUBIN) is no
+/// difference in the code the figures describe.
+fn other_kernels(cached: &[u8], again: &[u8]) -> Result<Option<String>, String> {
+    let (a, b) = (cubin::code(cached)?, cubin::code(again)?);
+    if a.keys().ne(b.keys()) {
+        return Ok(Some(format!(
+            "kernels {:?} against {:?}",
+            b.keys().collect::<Vec<_>>(),
+            a.keys().collect::<Vec<_>>()
+        )));
+    }
+    if let Some(k) = a
+        .iter()
+        .find(|(k, code)| b.get(*k) != Some(*code))
+        .map(|(k, _)| k)
+    {
+        return Ok(Some(format!("the machine code of {k} differs")));
+    }
+    let (ka, kb) = (cubin::kernels(cached)?, cubin::kernels(again)?);
+    Ok(ka
+        .iter()
+        .zip(&kb)
+        .find(|(x, y)| x != y)
+        .map(|(x, _)| format!("the resource attributes of {} differ", x.name)))
 }
 
 /// The CUBIN's figures with ptxas's spills. Where ptxas printed a kernel's
