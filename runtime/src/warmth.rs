@@ -24,21 +24,72 @@
 //! cuda`) the default profile's small gates were then all timed at idle
 //! clocks, 2.6-3.8 times their warm times (copy.16m 30.4 µs for 8.1).
 
+use greta_kernels::Op;
 use std::time::{Duration, Instant};
+
+/// GPU time of warm-up before the timed work of large ops (a pass moves at
+/// least [`LARGE_BYTES`] or does at least [`LARGE_FLOPS`]). An idle GPU
+/// clocks down (H200: 345 MHz SM clock at rest) and the driver clocks it
+/// up only after sustained work: timed straight after the seconds a gate
+/// spends checking results on the CPU, fill 1 GiB ran at 1255 GB/s after
+/// 30 ms of warm-up and at 4359 GB/s after 1 s (H200, driver 580.159.04,
+/// 2026-11-22; copy 1691 -> 4085, rmsnorm 4096x8192 1492 -> 3826 GB/s,
+/// gemm_f16 4096 13 -> 65 TFLOP/s).
+const LARGE: Duration = Duration::from_secs(1);
+/// ... and of small ops (launch-bound or cache-resident: quick profiles
+/// stay quick).
+const SMALL: Duration = Duration::from_millis(30);
+const LARGE_BYTES: u64 = 64 << 20;
+const LARGE_FLOPS: u64 = 8_000_000_000;
+
+/// Nanoseconds of warm-up work of `bytes` and `flops` a pass asks for
+/// before it is timed, on both backends (less what [`Warmth`] spares).
+pub(crate) fn target_ns(bytes: u64, flops: u64) -> u64 {
+    let t = if bytes >= LARGE_BYTES || flops >= LARGE_FLOPS {
+        LARGE
+    } else {
+        SMALL
+    };
+    t.as_nanos() as u64
+}
+
+/// [`target_ns`] of `op`'s work. None for the test-only ops. A memory
+/// test asks for the small ops' warm-up whatever it moves: its rate is
+/// reported, never held to a floor, and what it is for (every word
+/// written and read back) is the same at any clock; the second of
+/// warm-up its gigabytes asked for was most of `health`'s memory-test
+/// time (H200, 2026-11-29: 0.34 s of 0.30 s-long repeats of memtest.16m).
+pub(crate) fn op_target_ns(op: &Op) -> u64 {
+    match op {
+        _ if op.is_test_only() => 0,
+        Op::Memtest { .. } => SMALL.as_nanos() as u64,
+        _ => target_ns(op.bytes_moved(), op.flops()),
+    }
+}
 
 /// The most warmth kept: the longest warm-up any run asks for, so a GPU
 /// idle for that long is cold again whatever it did before.
-pub(crate) const MOST: Duration = Duration::from_secs(1);
+pub(crate) const MOST: Duration = LARGE;
 
-/// The warm-up every run does right before its timed work, whatever came
-/// before: the small ops' whole target. On an H200 (2026-11-29, the
-/// default profile on CUDA beside a build that warmed every run up in
-/// full), small gates timed straight after a second of large work, with
-/// no warm-up of their own, took 1.5-3.3 times as long as warmed-up ones:
-/// a GPU busy moments ago still needs work right before a microsecond
-/// kernel is timed. What [`Warmth`] spares is the rest of the large ops'
-/// second.
+/// The warm-up a run does right before its timed work when the work
+/// before was other work (another op or shape), whatever its warmth: the
+/// small ops' whole target. On an H200 (2026-11-29, the default profile
+/// on CUDA beside a build that warmed every run up in full), small gates
+/// timed straight after a second of large work, with no warm-up of their
+/// own, took 1.5-3.3 times as long as warmed-up ones: a GPU busy moments
+/// ago with other work still needs some of this work right before a
+/// microsecond kernel is timed.
 pub(crate) const FLOOR: Duration = Duration::from_millis(30);
+
+/// The warm-up a run of the same work as the run before does right before
+/// its timed work, however warm the GPU is: the gap between two repeats
+/// (an upload, a read-back, about a millisecond) leaves it idle long
+/// enough to run the next microsecond kernel slow. On the same H200 a
+/// build that spared such repeats all warm-up timed the default profile's
+/// f16 gates (repeats 2-10 after one warmed-up first) at 1.5-3.3 times
+/// the base's; a few hundred back-to-back passes right before cost a
+/// gate's repeat 2 ms instead of [`FLOOR`]'s 30.
+pub(crate) const WAKE: Duration = Duration::from_millis(2);
 
 /// A device's clocks: the sustained work behind it when it went idle.
 #[derive(Debug, Default, Clone, Copy)]
@@ -47,6 +98,10 @@ pub(crate) struct Warmth {
     busy: Duration,
     /// When its last work ended (`None`: no work yet, cold).
     idle_since: Option<Instant>,
+    /// A fingerprint of the work last announced ([`Warmth::next`]).
+    last: Option<u64>,
+    /// The work announced is the one before it too: no [`FLOOR`].
+    same: bool,
 }
 
 impl Warmth {
@@ -58,6 +113,19 @@ impl Warmth {
         }
     }
 
+    /// Says what work runs next (an op and its shape, as the runner names
+    /// it): a run of the same work as the last one announced owes
+    /// [`WAKE`] instead of [`FLOOR`]. A runner that announces nothing
+    /// always owes the floor.
+    pub(crate) fn next(&mut self, work: &str) {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        work.hash(&mut h);
+        let h = h.finish();
+        self.same = self.last == Some(h);
+        self.last = Some(h);
+    }
+
     /// Nanoseconds of warm-up still owed before timed work that asks for
     /// `target_ns` of it, starting now.
     pub(crate) fn owed(&self, target_ns: u64) -> u64 {
@@ -66,9 +134,9 @@ impl Warmth {
 
     pub(crate) fn owed_at(&self, target_ns: u64, now: Instant) -> u64 {
         let left = u64::try_from(self.left_at(now).as_nanos()).unwrap_or(u64::MAX);
-        target_ns
-            .saturating_sub(left)
-            .max(target_ns.min(FLOOR.as_nanos() as u64))
+        let floor = if self.same { WAKE } else { FLOOR };
+        let floor = target_ns.min(floor.as_nanos() as u64);
+        target_ns.saturating_sub(left).max(floor)
     }
 
     /// Work ran from `began` (after the upload) until `ended` (the wait
@@ -166,6 +234,56 @@ mod tests {
             w.worked(start, end, end - start);
             t = end;
         }
+    }
+
+    /// A gate's repeats: the first run of a work after other work owes the
+    /// floor however warm the GPU is; the runs of the same work after it
+    /// owe their gaps, and at least the wake-up; other work owes the
+    /// floor again.
+    #[test]
+    fn the_floor_is_owed_by_the_first_run_of_a_work() {
+        let mut t = Instant::now();
+        let mut w = Warmth::default();
+        w.next("rmsnorm 64x1024");
+        assert_eq!(w.owed_at(30 * MS, t), 30 * MS);
+        w.worked(t, t + Duration::from_millis(30), Duration::from_millis(30));
+        t += Duration::from_millis(30);
+        // 1 ms later its repeat: 1 ms owed by the warmth, the wake-up's 2 ms
+        // by the floor of a repeat.
+        let start = t + Duration::from_millis(1);
+        w.next("rmsnorm 64x1024");
+        assert_eq!(w.owed_at(30 * MS, start), 2 * MS);
+        w.worked(
+            start,
+            start + Duration::from_millis(2),
+            Duration::from_millis(2),
+        );
+        t = start + Duration::from_millis(2);
+        // 10 ms later the next: 31 ms of warmth less 10 of idle, 9 owed.
+        let start = t + Duration::from_millis(10);
+        w.next("rmsnorm 64x1024");
+        assert_eq!(w.owed_at(30 * MS, start), 9 * MS);
+        w.worked(
+            start,
+            start + Duration::from_millis(9),
+            Duration::from_millis(9),
+        );
+        t = start + Duration::from_millis(9);
+        // A second of other work: the next small gate owes its floor.
+        w.next("memtest.1g");
+        w.worked(t, t + Duration::from_secs(1), Duration::from_secs(1));
+        t += Duration::from_secs(1);
+        w.next("rmsnorm 64x1024");
+        assert_eq!(w.owed_at(30 * MS, t), 30 * MS);
+        w.worked(t, t + Duration::from_millis(30), Duration::from_millis(30));
+        t += Duration::from_millis(30);
+        // Its repeat, straight after: the GPU is warm, only the wake-up
+        // right before the timed work is owed.
+        w.next("rmsnorm 64x1024");
+        assert_eq!(w.owed_at(30 * MS, t), 2 * MS);
+        // Never more than the target asks.
+        w.next("noop");
+        assert_eq!(w.owed_at(MS, t), MS);
     }
 
     /// Runs of microsecond kernels whose span is mostly host time vouch for

@@ -477,6 +477,18 @@ impl Driver for Cuda {
         self.check("cuMemcpyDtoDAsync", r)
     }
 
+    unsafe fn memset_async(
+        &self,
+        dst: DevPtr,
+        value: u8,
+        n: usize,
+        s: StreamH,
+    ) -> Result<(), GpuError> {
+        // SAFETY: the caller passes a live allocation of at least `n` bytes.
+        let r = unsafe { cu::cuMemsetD8Async(dst.0, value, n, s.0 as cu::CUstream) };
+        self.check("cuMemsetD8Async", r)
+    }
+
     fn stream_create(&self) -> Result<StreamH, GpuError> {
         // SAFETY: out-parameter call; 1 = CU_STREAM_NON_BLOCKING.
         self.created("cuStreamCreate", |s| unsafe { cu::cuStreamCreate(s, 1) })

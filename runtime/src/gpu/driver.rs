@@ -259,6 +259,18 @@ pub trait Driver {
         n: usize,
         s: StreamH,
     ) -> Result<(), GpuError>;
+    /// Sets `n` bytes at `dst` to `value` on the device, in stream order
+    /// (zeroing a scratch buffer of GiBs without uploading GiBs of zeros).
+    ///
+    /// # Safety
+    /// `dst` is a live allocation of at least `n` bytes.
+    unsafe fn memset_async(
+        &self,
+        dst: DevPtr,
+        value: u8,
+        n: usize,
+        s: StreamH,
+    ) -> Result<(), GpuError>;
     fn stream_create(&self) -> Result<StreamH, GpuError>;
     /// # Safety
     /// A live stream with no work pending, destroyed once.

@@ -121,25 +121,9 @@ pub(super) struct Launches<'k> {
     pub(super) aux: &'k [greta_kernels::HostBuf],
 }
 
-/// GPU time of untimed passes before the timed repeats: an idle GPU runs at
-/// idle clocks (H200: 345 MHz SM clock at rest) until the driver sees
-/// sustained work. The Vulkan runner's rule (`vulkan/run.rs`): about 1 s
-/// for ops that move at least 64 MiB or do at least 8 GFLOP, 30 ms for the
-/// others, sized from one timed pass; none for the test-only ops; less by
-/// the work the GPU has just done ([`Warmth`]).
-const WARMUP_NS: u64 = 30_000_000;
-const WARMUP_NS_LARGE: u64 = 1_000_000_000;
+/// Most untimed passes before the timed repeats (the warm-up's GPU time
+/// is `crate::warmth`'s rule, as on Vulkan).
 const WARMUP_MAX_PASSES: u64 = 2_000;
-
-fn warmup_target_ns(op: &greta_kernels::Op) -> u64 {
-    if op.is_test_only() {
-        0
-    } else if op.bytes_moved() >= 64 << 20 || op.flops() >= 8_000_000_000 {
-        WARMUP_NS_LARGE
-    } else {
-        WARMUP_NS
-    }
-}
 
 /// Uploads inputs and outputs, warms the GPU up (untimed passes, what
 /// `warmth` says is still owed), enqueues `dispatch` once per repeat
@@ -203,11 +187,12 @@ pub(super) fn execute<D: Driver>(
             // copy (the wait below).
             unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? };
         }
-        let zeros = vec![0u8; scratch_bytes.iter().copied().max().unwrap_or(0)];
+        // Zeroed on the device: a memory test's GiB of scratch uploaded as
+        // zeros from pageable memory took 0.3 s a run (H200, 2026-11-29).
         let io = inputs.len() + outputs.len();
         for (d, &n) in bufs.ptrs[io..].iter().zip(&scratch_bytes) {
-            // SAFETY: `zeros` (at least `n` bytes) outlives the wait below.
-            unsafe { driver.htod_async(*d, zeros.as_ptr(), n, stream)? };
+            // SAFETY: `d` was allocated above with `n` bytes.
+            unsafe { driver.memset_async(*d, 0, n, stream)? };
         }
         for (d, a) in bufs.ptrs[io + scratch_bytes.len()..].iter().zip(aux) {
             let bytes = a.as_bytes();
@@ -217,8 +202,10 @@ pub(super) fn execute<D: Driver>(
         let uploaded = events.record(stream)?;
         wait_event(driver, uploaded, "upload to the GPU", left())?;
         let began = Instant::now();
-        let target = warmth.owed(warmup_target_ns(op));
+        warmth.next(&op.to_string());
+        let target = warmth.owed(crate::warmth::op_target_ns(op));
         let mut warm_ns = 0u64;
+        let mut warm_passes = 0u64;
         if target > 0 {
             let a = events.record(stream)?;
             dispatch(stream, &bufs.ptrs)?;
@@ -230,9 +217,19 @@ pub(super) fn execute<D: Driver>(
                 dispatch(stream, &bufs.ptrs)?;
             }
             warm_ns = ns.saturating_mul(passes.max(1));
+            warm_passes = passes.max(1);
         }
-        let mut pairs = Vec::with_capacity(opts.repeats as usize);
-        for _ in 0..opts.repeats {
+        // A batched op's repeat is `batch` launches: the launches asked
+        // for (`opts.repeats`, as a Vulkan submission's dispatches) in as
+        // few repeats, each behind its hold. 256 noop repeats of 64
+        // launches each were 0.18 s of hold kernels a run (H200).
+        let timed = if batch > 1 {
+            opts.repeats.div_ceil(batch).max(1)
+        } else {
+            opts.repeats
+        };
+        let mut pairs = Vec::with_capacity(timed as usize);
+        for _ in 0..timed {
             // Untimed: lets the host queue the whole repeat before the GPU
             // reaches it (noop); a no-op for every other op.
             hold(stream)?;
@@ -240,7 +237,7 @@ pub(super) fn execute<D: Driver>(
             dispatch(stream, &bufs.ptrs)?;
             pairs.push((before, events.record(stream)?));
         }
-        let what = format!("{op} x{} on {}", opts.repeats, dev.name);
+        let what = format!("{op} x{timed} on {}", dev.name);
         if let Some(&(_, last)) = pairs.last() {
             wait_event(driver, last, &what, left())?;
         }
@@ -266,6 +263,17 @@ pub(super) fn execute<D: Driver>(
         }
         let read = events.record(stream)?;
         wait_event(driver, read, "download from the GPU", left())?;
+        // Where a run's wall time went (`RUST_LOG=greta_runtime=debug`):
+        // what a profile's wall is made of, beside the device's time.
+        tracing::debug!(
+            "{op}: upload {:.1} ms, warm-up {warm_passes} passes ({:.1} ms of device time, \
+             {:.1} ms owed), {timed} timed {:.1} ms of wall, read back {:.1} ms",
+            began.saturating_duration_since(start).as_secs_f64() * 1e3,
+            warm_ns as f64 / 1e6,
+            target as f64 / 1e6,
+            ended.saturating_duration_since(began).as_secs_f64() * 1e3,
+            ended.elapsed().as_secs_f64() * 1e3,
+        );
         Ok(device_ns)
     })();
     if let (Ok(_), Some(kept)) = (&result, kept) {

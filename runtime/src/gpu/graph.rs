@@ -7,7 +7,7 @@
 use super::driver::{Dims, Driver, FuncH, GpuDevice, GpuError, GraphH, StreamH};
 use super::execute::{launch_on, wait_event, Buffers, Events};
 use super::launch::{self, KernelArg, MapArg};
-use crate::graph::{median, GraphJob, GraphStats, Replay};
+use crate::graph::{median, GraphJob, GraphStats, Replay, STEP_PASSES};
 use crate::job::TimingSource;
 use std::time::{Duration, Instant};
 
@@ -27,8 +27,6 @@ pub(super) struct StepLaunch {
     pub aux: Vec<greta_kernels::HostBuf>,
 }
 
-/// Passes timed launch by launch, for each step's median time.
-const STEP_PASSES: usize = 5;
 /// GPU time of untimed replays before the timed ones (as on Vulkan).
 const WARMUP_NS: u64 = 300_000_000;
 const WARMUP_MAX_REPLAYS: u64 = 2_000;
@@ -130,12 +128,10 @@ pub(super) fn execute<D: Driver>(
         }
         // Every step's scratch starts zeroed (as on Vulkan): attn_decode_f16
         // counts its blocks there.
-        let most = steps.iter().flat_map(|l| l.scratch.iter().copied()).max();
-        let zeros = vec![0u8; most.unwrap_or(0).max(1)];
         for (l, &at) in steps.iter().zip(&scratch_at) {
             for (d, &n) in bufs.ptrs[at..at + l.scratch.len()].iter().zip(&l.scratch) {
-                // SAFETY: `zeros` (at least `n.max(1)` bytes) outlives the wait below.
-                unsafe { driver.htod_async(*d, zeros.as_ptr(), n.max(1), stream)? };
+                // SAFETY: `d` was allocated above with `n.max(1)` bytes.
+                unsafe { driver.memset_async(*d, 0, n.max(1), stream)? };
             }
             let tables = at + l.scratch.len();
             for (d, a) in bufs.ptrs[tables..tables + l.aux.len()].iter().zip(&l.aux) {
@@ -180,6 +176,7 @@ pub(super) fn execute<D: Driver>(
         let pass_ns = ns(a, b)?;
         // What the warm-up still owes after the device's recent work: none
         // straight after a warm-up of its own.
+        warmth.next(&job.key());
         let owed = warmth.owed(WARMUP_NS);
         let warm = if owed == 0 {
             0
@@ -192,7 +189,7 @@ pub(super) fn execute<D: Driver>(
         // Step by step, timed: each step's time (its launches on their own,
         // between events: the replay is shorter than their sum by the gaps
         // the device graph removes).
-        let mut marks = Vec::with_capacity(STEP_PASSES);
+        let mut marks = Vec::with_capacity(STEP_PASSES as usize);
         for _ in 0..STEP_PASSES {
             let mut row = vec![events.record(stream)?];
             for (l, a) in steps.iter().zip(&args) {

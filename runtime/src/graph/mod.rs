@@ -64,12 +64,27 @@ pub struct GraphStats {
     pub wall: Duration,
 }
 
+impl GraphJob<'_> {
+    /// What the graph is, as the warm-up's memory names it: its ops in order.
+    pub(crate) fn key(&self) -> String {
+        let ops: Vec<String> = self.graph.steps.iter().map(|s| s.op.to_string()).collect();
+        format!("graph:{}", ops.join(";"))
+    }
+}
+
 impl GraphStats {
     /// Median device time per replay.
     pub fn median_ns(&self) -> u64 {
         median(&self.device_ns)
     }
 }
+
+/// Passes timed step by step, for each step's median time. The replays
+/// that give the layer's time are timed apart from them, with nothing
+/// between their steps: a timestamp or event between two steps costs
+/// the device time of its own (on Vulkan a bottom-of-pipe timestamp
+/// waits for all earlier work), which the layer's time must not hold.
+pub(crate) const STEP_PASSES: u32 = 5;
 
 pub(crate) fn median(v: &[u64]) -> u64 {
     let mut v = v.to_vec();

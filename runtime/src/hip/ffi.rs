@@ -74,6 +74,7 @@ table! { Table {
     hipMemcpyHtoDAsync: fn(Ptr, Ptr, usize, Ptr) -> HipError;
     hipMemcpyDtoHAsync: fn(Ptr, Ptr, usize, Ptr) -> HipError;
     hipMemcpyDtoDAsync: fn(Ptr, Ptr, usize, Ptr) -> HipError;
+    hipMemsetAsync: fn(Ptr, c_int, usize, Ptr) -> HipError;
     hipStreamCreate: fn(*mut Ptr) -> HipError;
     hipStreamDestroy: fn(Ptr) -> HipError;
     hipEventCreate: fn(*mut Ptr) -> HipError;

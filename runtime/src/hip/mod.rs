@@ -476,6 +476,20 @@ impl Driver for Hip {
         self.check("hipMemcpyDtoDAsync", r)
     }
 
+    unsafe fn memset_async(
+        &self,
+        dst: DevPtr,
+        value: u8,
+        n: usize,
+        s: StreamH,
+    ) -> Result<(), GpuError> {
+        // SAFETY: the caller passes a live allocation of at least `n` bytes.
+        let r = unsafe {
+            (self.t().hipMemsetAsync)(dst.0 as ffi::Ptr, c_int::from(value), n, s.0 as ffi::Ptr)
+        };
+        self.check("hipMemsetAsync", r)
+    }
+
     fn stream_create(&self) -> Result<StreamH, GpuError> {
         // SAFETY: out-parameter call.
         self.created("hipStreamCreate", |s| unsafe {

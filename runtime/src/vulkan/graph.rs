@@ -1,7 +1,9 @@
 //! Replaying a [`Graph`] on Vulkan: every step's dispatches recorded into
 //! one command buffer (a barrier between steps), the whole sequence
 //! recorded once per replay, submitted once and waited on with a timeout.
-//! Timestamps at each step boundary give the replay's time and each step's.
+//! Timestamps at each step boundary of a few replays give each step's
+//! time; the timed replays after them carry timestamps at their ends only
+//! (`crate::graph::STEP_PASSES`).
 
 use super::memory::{self, Buffer};
 use super::owned::DescriptorSets;
@@ -11,7 +13,7 @@ use super::run::{pipeline, write_descriptor_sets, PipelineHandles};
 use super::submit::{api, submit_and_wait, Submission, Ticks};
 use super::Device;
 use crate::error::RuntimeError;
-use crate::graph::{median, GraphJob, GraphStats, Replay};
+use crate::graph::{median, GraphJob, GraphStats, Replay, STEP_PASSES};
 use crate::job::TimingSource;
 use ash::vk;
 use gpu_allocator::MemoryLocation;
@@ -42,7 +44,7 @@ pub fn execute(
     plans: &[Plan],
     job: GraphJob,
 ) -> Result<GraphStats, RuntimeError> {
-    let key = graph_key(&job);
+    let key = job.key();
     let mut res = Resources::default();
     match record_and_submit(dev, plans, job, &mut res) {
         Ok(stats) => {
@@ -57,12 +59,6 @@ pub fn execute(
         }
         Err(e) => Err(e),
     }
-}
-
-/// The warm-up memory's key: the graph's ops in order.
-fn graph_key(job: &GraphJob) -> String {
-    let ops: Vec<String> = job.graph.steps.iter().map(|s| s.op.to_string()).collect();
-    format!("graph:{}", ops.join(";"))
 }
 
 fn device_local(
@@ -146,9 +142,11 @@ fn record_and_submit(
     let repeats = opts.repeats;
     let per = nsteps as u32 + 1;
     let use_ts = dev.info.timestamps && dev.timestamp_bits > 0;
-    let (fence, rec, query_pool) =
-        res.sub
-            .begin(dev, &device.raw, use_ts.then_some(per * repeats))?;
+    // Queries: STEP_PASSES rows of a timestamp at every step boundary,
+    // then a pair (start, end) per timed replay.
+    let queries = STEP_PASSES * per + 2 * repeats;
+    let (fence, rec, query_pool) = res.sub.begin(dev, &device.raw, use_ts.then_some(queries))?;
+    dev.warmth.next(&job.key());
     let warmup = warmup_replays(dev, &job);
     for (b, s) in res.slots.iter().zip(&res.staging) {
         rec.copy(s, b, b.size);
@@ -163,19 +161,38 @@ fn record_and_submit(
         compute,
         SHADER_RW,
     );
-    for it in 0..warmup + repeats {
-        let timed = query_pool.filter(|_| it >= warmup);
-        let r = it.saturating_sub(warmup);
+    // One replay: each step (a timestamp before it where `marks` gives the
+    // query of the first), a barrier after each (the next step, or the next
+    // replay, reads what it wrote).
+    let replay = |marks: Option<(vk::QueryPool, u32)>| {
         for (i, (plan, (pipe, later, _))) in plans.iter().zip(&pipes).enumerate() {
-            if let Some(q) = timed {
-                rec.timestamp(q, per * r + i as u32);
+            if let Some((q, first)) = marks {
+                rec.timestamp(q, first + i as u32);
             }
             record_pass(&rec, plan, *pipe, later, &res.descriptors[i].sets, None);
-            // The next step (or replay) reads what this one wrote.
             rec.barrier(compute, vk::AccessFlags::SHADER_WRITE, compute, SHADER_RW);
         }
-        if let Some(q) = timed {
-            rec.timestamp(q, per * r + nsteps as u32);
+    };
+    // Without timestamps (a device without them) the warm-up and the
+    // step passes are replays like the rest: the wall clock covers all.
+    let untimed = warmup + if query_pool.is_some() { 0 } else { STEP_PASSES };
+    for _ in 0..untimed {
+        replay(None);
+    }
+    if let Some(q) = query_pool {
+        for p in 0..STEP_PASSES {
+            replay(Some((q, p * per)));
+            rec.timestamp(q, p * per + nsteps as u32);
+        }
+    }
+    for r in 0..repeats {
+        let pair = query_pool.map(|q| (q, STEP_PASSES * per + 2 * r));
+        if let Some((q, at)) = pair {
+            rec.timestamp(q, at);
+        }
+        replay(None);
+        if let Some((q, at)) = pair {
+            rec.timestamp(q, at + 1);
         }
     }
     rec.barrier(
@@ -200,12 +217,9 @@ fn record_and_submit(
     }
     let (device_ns, step_ns, timing) = match query_pool {
         Some(q) => {
-            let ts = timestamps(dev, q, per * repeats)?;
-            let rows: Vec<&[u64]> = ts.chunks(per as usize).collect();
-            let device_ns = rows
-                .iter()
-                .map(|r| r[nsteps].saturating_sub(r[0]))
-                .collect();
+            let ts = timestamps(dev, q, queries)?;
+            let (rows, pairs) = ts.split_at((STEP_PASSES * per) as usize);
+            let rows: Vec<&[u64]> = rows.chunks(per as usize).collect();
             let step_ns = (0..nsteps)
                 .map(|i| {
                     median(
@@ -216,10 +230,12 @@ fn record_and_submit(
                     )
                 })
                 .collect();
+            let device_ns = pairs.chunks(2).map(|p| p[1].saturating_sub(p[0])).collect();
             (device_ns, step_ns, TimingSource::DeviceTimestamps)
         }
         None => {
-            let per_replay = (wall.as_nanos() / u128::from(warmup + repeats)) as u64;
+            let replays = warmup + STEP_PASSES + repeats;
+            let per_replay = (wall.as_nanos() / u128::from(replays)) as u64;
             (
                 vec![per_replay; repeats as usize],
                 Vec::new(),
@@ -245,7 +261,7 @@ fn warmup_replays(dev: &Device, job: &GraphJob) -> u32 {
     }
     let target = dev.warmup_ns.unwrap_or_else(|| dev.warmth.owed(WARMUP_NS));
     dev.last_ns
-        .get(&graph_key(job))
+        .get(&job.key())
         .copied()
         .filter(|&ns| ns > 0)
         .map_or(WARMUP_REPLAYS, |ns| {

@@ -9,23 +9,9 @@ use greta_kernels::Op;
 use greta_vocab::EnvVars;
 
 /// Untimed passes before the timed repeats (GPUs only): at least this
-/// many, and enough for about [`WARMUP_NS`] of GPU time once a run of the
+/// many, and enough for the warm-up `crate::warmth` asks for once a run of the
 /// same shape class has been timed on this device.
 const WARMUP_PASSES: u32 = 2;
-/// GPU time of warm-up before the timed repeats of small ops (launch-bound
-/// or cache-resident; quick profiles stay quick).
-const WARMUP_NS: u64 = 30_000_000;
-/// GPU time of warm-up before the timed repeats of large ops (a pass moves
-/// at least [`LARGE_BYTES`] or does at least [`LARGE_FLOPS`]). An idle GPU clocks down
-/// (H200: 345 MHz SM clock at rest) and the driver clocks it up only after
-/// sustained work: timed straight after the seconds a gate spends checking
-/// results on the CPU, fill 1 GiB ran at 1255 GB/s after 30 ms of warm-up
-/// and at 4359 GB/s after 1 s (H200, driver 580.159.04, 2026-11-22; copy
-/// 1691 -> 4085, rmsnorm 4096x8192 1492 -> 3826 GB/s, gemm_f16 4096
-/// 13 -> 65 TFLOP/s).
-const WARMUP_NS_LARGE: u64 = 1_000_000_000;
-const LARGE_BYTES: u64 = 64 << 20;
-const LARGE_FLOPS: u64 = 8_000_000_000;
 /// Most warm-up passes (bounds the command buffer of very short kernels).
 const WARMUP_MAX_PASSES: u64 = 20_000;
 
@@ -67,7 +53,7 @@ pub(super) fn warmup_passes(dev: &Device, op: &Op, plan: &Plan) -> u32 {
         });
     // GRETA_VK_WARMUP_MS overrides the warm-up time (measurements); read
     // and checked once, at open (`warmup_from_env`).
-    let target = warmup_target_ns(dev, op.bytes_moved(), op.flops());
+    let target = op_warmup_ns(dev, op);
     per.map_or(WARMUP_PASSES as u64, |ns| {
         target
             .div_ceil(ns)
@@ -82,18 +68,18 @@ pub(super) fn warmup_passes(dev: &Device, op: &Op, plan: &Plan) -> u32 {
 /// got a warm-up sized from the fast one's time, about 11.5 s of GPU work
 /// in one submission against its 10 s limit, and the device was lost.
 /// Nanoseconds of warm-up before work of `bytes` and `flops` is timed:
-/// `GRETA_VK_WARMUP_MS` where set (exactly that: measurements), else about
-/// a second before large work (GPU clocks ramp), 30 ms before small, less
-/// what the GPU's work just before left it warm (`crate::warmth`).
+/// `GRETA_VK_WARMUP_MS` where set (exactly that: measurements), else
+/// `crate::warmth`'s rule, less what the GPU's work just before left it
+/// warm.
 pub(super) fn warmup_target_ns(dev: &Device, bytes: u64, flops: u64) -> u64 {
-    dev.warmup_ns.unwrap_or_else(|| {
-        dev.warmth
-            .owed(if bytes >= LARGE_BYTES || flops >= LARGE_FLOPS {
-                WARMUP_NS_LARGE
-            } else {
-                WARMUP_NS
-            })
-    })
+    dev.warmup_ns
+        .unwrap_or_else(|| dev.warmth.owed(crate::warmth::target_ns(bytes, flops)))
+}
+
+/// The same for `op`'s work (`crate::warmth::op_target_ns`).
+fn op_warmup_ns(dev: &Device, op: &Op) -> u64 {
+    dev.warmup_ns
+        .unwrap_or_else(|| dev.warmth.owed(crate::warmth::op_target_ns(op)))
 }
 
 pub(super) fn time_key(op: &Op, plan: &Plan) -> String {

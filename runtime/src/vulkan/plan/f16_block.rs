@@ -20,6 +20,14 @@ use greta_kernels::Op;
 
 /// 16-byte vectors each lane of gemv_f16 has in flight per loop trip.
 const GEMV_UNROLL: u32 = 4;
+/// ... and of the fused kernels that read two weight rows a unit (the
+/// gate and up rows, RoPE's row pair) beside the input and the norm's
+/// weights: half as many trips in flight hold as many bytes of weights.
+/// On an H200 (2026-11-29, `scripts/gpu/tune-gates.sh`, Vulkan) 2 against
+/// 4 took rms_gemv_swiglu_f16 11008x4096 from 50.0 to 46.3 us and
+/// rms_gemv_rope_kv_f16 32x128 from 29.6 to 26.9 us; gemv_add_f16 (one
+/// row) kept 4: 7.8 against 8.0 us at 4096x4096.
+const GEMV_PAIR_UNROLL: u32 = 2;
 
 pub(super) fn need_f16(op: &Op, lim: &Limits) -> Result<(), RuntimeError> {
     if lim.f16_storage {
@@ -111,13 +119,14 @@ pub fn fused_gemv(op: &Op, t: &Tuning, lim: &Limits) -> Result<Plan, RuntimeErro
         Some(1) => true,
         Some(v) => return Err(bad(format!("probe={v}: must be 0 or 1"))),
     };
-    let (cols, units, push, shaders, nbuf) = match *op {
+    let (cols, units, push, shaders, nbuf, default_unroll) = match *op {
         Op::GemvAddF16 { rows, cols } => (
             cols,
             rows,
             vec![dim(op, rows)?, dim(op, cols)?],
             [Shader::GemvAddF16, Shader::GemvAddF16V8],
             4,
+            GEMV_UNROLL,
         ),
         Op::RmsGemvSwigluF16 { rows, cols, eps } => (
             cols,
@@ -125,6 +134,7 @@ pub fn fused_gemv(op: &Op, t: &Tuning, lim: &Limits) -> Result<Plan, RuntimeErro
             vec![dim(op, rows)?, dim(op, cols)?, eps.to_bits()],
             [Shader::RmsGemvSwigluF16, Shader::RmsGemvSwigluF16V8],
             4,
+            GEMV_PAIR_UNROLL,
         ),
         Op::RmsGemvRopeKvF16 {
             heads,
@@ -138,11 +148,12 @@ pub fn fused_gemv(op: &Op, t: &Tuning, lim: &Limits) -> Result<Plan, RuntimeErro
             vec![dim(op, heads)?, dim(op, head_dim)?, pos0, eps.to_bits()],
             [Shader::RmsGemvRopeKvF16, Shader::RmsGemvRopeKvF16V8],
             7,
+            GEMV_PAIR_UNROLL,
         ),
         _ => return Err(bad(format!("{op}: not a fused projection"))),
     };
     let v8 = wide(t, cols, true)?;
-    let unroll = t.get(Knob::Unroll).unwrap_or(GEMV_UNROLL);
+    let unroll = t.get(Knob::Unroll).unwrap_or(default_unroll);
     if !(1..=8).contains(&unroll) {
         return Err(bad(format!("unroll={unroll}: must be 1..=8")));
     }
@@ -229,7 +240,16 @@ pub fn candidates(op: &Op, push: &mut dyn FnMut(Tuning)) {
         | Op::GemvAddF16 { .. }
         | Op::RmsGemvSwigluF16 { .. }
         | Op::RmsGemvRopeKvF16 { .. } => {
-            for (wg, unroll) in [(128, 4), (256, 2), (256, 8), (512, 4), (1024, 4), (64, 4)] {
+            // Both unrolls at the default workgroup: each kernel's default is one.
+            for (wg, unroll) in [
+                (128, 4),
+                (256, 2),
+                (256, 4),
+                (256, 8),
+                (512, 4),
+                (1024, 4),
+                (64, 4),
+            ] {
                 push(
                     Tuning::default()
                         .with(Knob::Wg, wg)
