@@ -9,6 +9,9 @@
 #   scripts/gpu/prepare-loader.sh            (the Vulkan loader debs in .gl)
 # Run with carry [".device/block", ".gl"]: bash scripts/gpu/block-vs-torch.sh
 # Results in $OUT: block-vs-torch.log, block_ref.json, cuda-block.json, cuda-ops.json, vulkan-block.json.
+# BLOCK_GATES (words) replaces the block gates, BLOCK_STEPS picks steps by
+# name (default "torch cuda-block cuda-ops vulkan-block"), for a call that
+# shares its time with other scripts.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-block-vs-torch-out}
@@ -20,12 +23,17 @@ export GRETA_KERNEL_CACHE=/tmp/greta-kernels XDG_DATA_HOME=/tmp/greta-data XDG_C
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1 | tee -a "$log"
 block=(block_decode.L512 block_decode.L4096 block_prefill.S128 block_prefill.S512 block_prefill.S2048
        block_decode.small block_prefill.small)
+# shellcheck disable=SC2206 # the gates are words
+[[ -n ${BLOCK_GATES:-} ]] && block=($BLOCK_GATES)
+steps=" ${BLOCK_STEPS:-torch cuda-block cuda-ops vulkan-block} "
+wanted() { [[ $steps == *" $1 "* ]]; }
 ops=(gemv_f16.12288x4096 gemv_f16.22016x4096 gemv_f16.4096x11008 linear_f16.2048x12288x4096
      linear_f16.2048x4096x11008 rmsnorm_f16.2048x4096 add_rmsnorm_f16.2048x4096 swiglu_f16.2048x11008
      rope_kv_f16.1x32x128 rope_kv_f16.2048x32x128 attn_decode_f16.32x128.L512 attn_decode_f16.32x128.L4096
      attn_prefill_f16.32x128.S512 attn_prefill_f16.32x128.S2048 copy.1g)
 run() {  # run NAME LIMIT_S GATES_VAR ARGS...
   local name=$1 limit=$2; local -n list=$3; shift 3
+  wanted "$name" || return 0
   local args=()
   for g in "${list[@]}"; do args+=(--gate "$g"); done
   say "$name: greta smoke --profile perf $*"
@@ -34,8 +42,10 @@ run() {  # run NAME LIMIT_S GATES_VAR ARGS...
   say "$name: exit $?"
   tail -n 40 "/tmp/$name.err" >> "$log"
 }
-say "torch layer"
-PYTHONUNBUFFERED=1 timeout 150 python3 scripts/gpu/block_ref.py > "$out/block_ref.json" 2>> "$log" || say "block_ref: exit $?"
+if wanted torch; then
+  say "torch layer"
+  PYTHONUNBUFFERED=1 timeout 150 python3 scripts/gpu/block_ref.py > "$out/block_ref.json" 2>> "$log" || say "block_ref: exit $?"
+fi
 run cuda-block 170 block --backend cuda
 run cuda-ops 90 ops --backend cuda
 if ! ldconfig -p | grep -q libvulkan.so.1; then for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig; fi

@@ -5,8 +5,11 @@
 #
 # Prepare here (cargo-afl set up as in docs/reliability.md):
 #   scripts/gpu/fuzz.sh --pack        # builds fuzz/ with AFL++, writes .fuzzpack/
-# Run there with carry [".fuzzpack"] and the command:
+# Run there with carry [".fuzzpack"] (under 64 MiB with the tree: leave out
+# the targets not run) and the command:
 #   bash scripts/gpu/fuzz.sh SECONDS [TARGET=WORKERS ...]
+# with SECONDS at least 60 under the call's limit (summing the stats and
+# copying crashes take seconds).
 # (default: 520 s; sysroot=5 lock_files=3 from_text=3 data_files=1 gemm_plan=1 report=2
 # lock_markers=1; naming any TARGET=WORKERS runs only the targets named). More
 # workers than cores is refused.
@@ -84,8 +87,13 @@ for t in "${!workers[@]}"; do
   for ((i = 0; i < n; i++)); do
     role=(-S "w$i")
     [[ $i == 0 ]] && role=(-M main)
+    # afl-fuzz's -V counts from the end of its dry run of the corpus, so
+    # a slow start overran a whole device call (2026-11-29: no summary
+    # came back): `timeout` holds each instance to SECONDS and a margin;
+    # the stats it wrote last are summed below either way.
     # shellcheck disable=SC2086 # the limits are words
-    "$pack/bin/afl-fuzz" "${role[@]}" -V "$secs" ${limits[$t]:--t 5000} -i "$pack/corpus/$t" -o "$work/$t" \
+    timeout --kill-after=5 "$((secs + 10))" \
+      "$pack/bin/afl-fuzz" "${role[@]}" -V "$secs" ${limits[$t]:--t 5000} -i "$pack/corpus/$t" -o "$work/$t" \
       "$pack/bin/$t" >"$work/$t-$i.log" 2>&1 &
     pids+=($!)
   done

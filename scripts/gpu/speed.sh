@@ -7,6 +7,8 @@
 #   3. --profile health clean on CUDA, up to 20 times in a row, stopping
 #      at the first run that does not pass: each run's wall (target <= 10 s),
 #      the first run's per-gate walls, and how many passed;
+#   3b. (vhealth, not in the default steps) --profile health clean on
+#      Vulkan, SPEED_VHEALTH_RUNS times (default 3), each run's wall;
 #   4. --profile perf clean on Vulkan, as step 2 (in the time left).
 # SPEED_STEPS picks steps by name (default "slow perf health vperf") and
 # SPEED_HEALTH_RUNS caps step 3's runs (default 20), for a call that shares
@@ -114,6 +116,18 @@ wanted health && for i in $(seq 1 "$runs"); do
   n=$i
 done
 say "clean health on CUDA in a row: $n of $runs; walls: ${walls[*]}"
+
+# 3b. Clean health on Vulkan (SPEED_VHEALTH_RUNS runs, default 3): its
+#     walls beside CUDA's (the first run also fills the pipeline cache
+#     where step 1 did not).
+vwalls=()
+wanted vhealth && for i in $(seq 1 "${SPEED_VHEALTH_RUNS:-3}"); do
+  t0=$(date +%s.%N)
+  step "vulkan-health-$i" 0 45 --backend vulkan --profile health || { gates "vulkan-health-$i"; break; }
+  vwalls+=("$(python3 -c "print('%.2f' % ($(date +%s.%N) - $t0))")")
+  ((i == 1)) && gates vulkan-health-1
+done
+wanted vhealth && say "clean health on Vulkan: walls ${vwalls[*]}"
 
 # 4. perf on Vulkan.
 wanted vperf && { step vulkan-perf 0 240 --backend vulkan --profile perf; gates vulkan-perf; }
