@@ -87,10 +87,9 @@ for t in "${!workers[@]}"; do
   for ((i = 0; i < n; i++)); do
     role=(-S "w$i")
     [[ $i == 0 ]] && role=(-M main)
-    # afl-fuzz's -V counts from the end of its dry run of the corpus, so
-    # a slow start overran a whole device call (2026-11-29: no summary
-    # came back): `timeout` holds each instance to SECONDS and a margin;
-    # the stats it wrote last are summed below either way.
+    # afl-fuzz -V 530 once ran past a 600 s device call (2026-11-29: no
+    # summary came back): `timeout` holds each instance to SECONDS and a
+    # margin; the stats it wrote last are summed below either way.
     # shellcheck disable=SC2086 # the limits are words
     timeout --kill-after=5 "$((secs + 10))" \
       "$pack/bin/afl-fuzz" "${role[@]}" -V "$secs" ${limits[$t]:--t 5000} -i "$pack/corpus/$t" -o "$work/$t" \
