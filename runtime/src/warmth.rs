@@ -40,6 +40,9 @@ const LARGE: Duration = Duration::from_secs(1);
 /// stay quick).
 const SMALL: Duration = Duration::from_millis(30);
 const LARGE_BYTES: u64 = 64 << 20;
+/// Warm-up a graph's replays ask for, on both backends: a layer's replay is
+/// a fraction of a millisecond, so its warm-up is sized in replays of it.
+pub(crate) const GRAPH_NS: u64 = 300_000_000;
 const LARGE_FLOPS: u64 = 8_000_000_000;
 
 /// Nanoseconds of warm-up work of `bytes` and `flops` a pass asks for

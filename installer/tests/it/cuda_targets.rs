@@ -180,6 +180,31 @@ fn elf_header(b: &[u8]) -> Option<(u16, u32)> {
     Some((machine, flags))
 }
 
+/// `greta __gpu build-kernels --backend cuda --resource-usage` for
+/// `targets`, into `cache`, with the NVRTC unpacked under `nvrtc`.
+fn build_kernels<'a>(
+    bin: &Path,
+    nvrtc: &Path,
+    cache: &Path,
+    targets: impl IntoIterator<Item = &'a str>,
+) -> Command {
+    let mut c = Command::new(bin);
+    c.args([
+        "__gpu",
+        "build-kernels",
+        "--backend",
+        "cuda",
+        "--resource-usage",
+    ])
+    .arg("--cache-dir")
+    .arg(cache)
+    .env(EnvVars::GRETA_NVRTC_LIB, nvrtc.join(LIBNVRTC));
+    for t in targets {
+        c.args(["--target", t]);
+    }
+    c
+}
+
 /// `(offset, size)` of the ELF64 section `name` of `b` (little-endian, as
 /// every CUBIN is): a reading of the section headers for the test alone.
 fn elf_section(b: &[u8], name: &str) -> Option<(usize, usize)> {
@@ -221,18 +246,7 @@ fn figures_follow_the_code(
         return vec![format!("the first target has no cached object: {first}")];
     };
     let rerun = || -> serde_json::Value {
-        let mut c = Command::new(bin);
-        c.args([
-            "__gpu",
-            "build-kernels",
-            "--backend",
-            "cuda",
-            "--resource-usage",
-        ])
-        .args(["--target", arch])
-        .arg("--cache-dir")
-        .arg(cache)
-        .env(EnvVars::GRETA_NVRTC_LIB, nvrtc.join(LIBNVRTC));
+        let c = build_kernels(bin, nvrtc, cache, [arch]);
         let o = greta_vocab::child::run(c, Some(Duration::from_secs(600))).unwrap();
         let v: serde_json::Value = serde_json::from_str(o.stdout.trim())
             .unwrap_or_else(|e| panic!("{e}: {}{}", o.stdout, o.stderr));
@@ -666,20 +680,12 @@ fn every_claimed_architecture_compiles_within_its_limits() {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_greta")));
     eprintln!("cuda_targets: {} with {versions}", bin.display());
     let cache = tempfile::tempdir().unwrap();
-    let mut c = Command::new(&bin);
-    c.args([
-        "__gpu",
-        "build-kernels",
-        "--backend",
-        "cuda",
-        "--resource-usage",
-    ])
-    .arg("--cache-dir")
-    .arg(cache.path())
-    .env(EnvVars::GRETA_NVRTC_LIB, dir.join(LIBNVRTC));
-    for t in &claims.targets {
-        c.args(["--target", t.arch.as_str()]);
-    }
+    let c = build_kernels(
+        &bin,
+        &dir,
+        cache.path(),
+        claims.targets.iter().map(|t| t.arch.as_str()),
+    );
     let t0 = std::time::Instant::now();
     let o = greta_vocab::child::run(c, Some(Duration::from_secs(1800)))
         .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));

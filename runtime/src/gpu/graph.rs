@@ -27,8 +27,6 @@ pub(super) struct StepLaunch {
     pub aux: Vec<greta_kernels::HostBuf>,
 }
 
-/// GPU time of untimed replays before the timed ones (as on Vulkan).
-const WARMUP_NS: u64 = 300_000_000;
 const WARMUP_MAX_REPLAYS: u64 = 2_000;
 
 /// An instantiated graph, destroyed on drop unless leaked after a timeout.
@@ -177,7 +175,7 @@ pub(super) fn execute<D: Driver>(
         // What the warm-up still owes after the device's recent work: none
         // straight after a warm-up of its own.
         warmth.next(&job.key());
-        let owed = warmth.owed(WARMUP_NS);
+        let owed = warmth.owed(crate::warmth::GRAPH_NS);
         let warm = if owed == 0 {
             0
         } else {

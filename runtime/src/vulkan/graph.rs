@@ -21,9 +21,6 @@ use gpu_allocator::MemoryLocation;
 /// Untimed replays before the timed ones on GPUs, when no earlier run of
 /// the same graph on this device says how long one takes.
 const WARMUP_REPLAYS: u64 = 2;
-/// GPU time of warm-up once a replay's time is known: an idle GPU clocks
-/// down (see `run.rs`), and a layer's replays are a fraction of a millisecond.
-const WARMUP_NS: u64 = 300_000_000;
 /// Most warm-up replays (bounds the command buffer).
 const WARMUP_MAX_REPLAYS: u64 = 2_000;
 
@@ -254,12 +251,14 @@ fn record_and_submit(
 }
 
 /// Untimed replays first on GPUs (none on a CPU device): about
-/// [`WARMUP_NS`] of them once this graph's replay time is known here.
+/// `crate::warmth::GRAPH_NS` of them once this graph's replay time is known here.
 fn warmup_replays(dev: &Device, job: &GraphJob) -> u32 {
     if dev.info.is_cpu() {
         return 0;
     }
-    let target = dev.warmup_ns.unwrap_or_else(|| dev.warmth.owed(WARMUP_NS));
+    let target = dev
+        .warmup_ns
+        .unwrap_or_else(|| dev.warmth.owed(crate::warmth::GRAPH_NS));
     dev.last_ns
         .get(&job.key())
         .copied()
