@@ -4,7 +4,7 @@
 //! temperature, clock, and the share of the time each limit held the
 //! clocks). Every figure is text in the table.
 
-use crate::html::{esc, label, num};
+use crate::html::{esc, label, num, percent};
 use greta_smoke::results::DeviceRun;
 use greta_smoke::telemetry::NodeCheck;
 use std::fmt::Write;
@@ -55,7 +55,6 @@ pub fn device(d: &DeviceRun, charts_left: &mut usize) -> String {
          <th>clock MHz</th><th>power-capped</th><th>thermal</th><th>current</th><th>other</th><th>link</th></tr></thead><tbody>",
     );
     let opt = |v: Option<f64>| v.map(num).unwrap_or_else(|| "-".into());
-    let pct = |f: f64| format!("{:.0}%", f * 100.0);
     for &(g, t) in &watched {
         let _ = write!(
             o,
@@ -72,11 +71,11 @@ pub fn device(d: &DeviceRun, charts_left: &mut usize) -> String {
             opt(t.power_limit_w),
             opt(t.max_temp_c),
             opt(t.mean_sm_mhz),
-            pct(t.power_capped),
+            percent(t.power_capped),
             if t.power_inferred { " (from power)" } else { "" },
-            pct(t.thermal),
-            pct(t.current),
-            pct(t.other),
+            percent(t.thermal),
+            percent(t.current),
+            percent(t.other),
             t.best_link
                 .map(|l| format!("Gen{} x{}", l.gen, l.width))
                 .unwrap_or_else(|| "-".into()),

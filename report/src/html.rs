@@ -55,7 +55,14 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-/// A rate for people: 4 significant digits (`1234`, `12.35`, `0.001234`).
+/// Past this size a number is drawn in scientific form. A fixed-point form
+/// of 1e308 has 309 digits, and std writes each such digit with its exact
+/// (bignum) algorithm: a damaged result of a thousand devices with huge
+/// rates took most of a second to draw, nearly all of it in formatting.
+const SCIENTIFIC_FROM: f64 = 1e9;
+
+/// A rate for people: 4 significant digits (`1234`, `12.35`, `0.001234`;
+/// `1.235e12` from [`SCIENTIFIC_FROM`] up).
 pub fn num(v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
@@ -64,7 +71,9 @@ pub fn num(v: f64) -> String {
         return "0".into();
     }
     let a = v.abs();
-    if a >= 1000.0 {
+    if a >= SCIENTIFIC_FROM {
+        format!("{v:.3e}")
+    } else if a >= 1000.0 {
         format!("{v:.0}")
     } else if a >= 0.001 {
         let digits = 3 - a.log10().floor() as i32;
@@ -74,9 +83,23 @@ pub fn num(v: f64) -> String {
     }
 }
 
-/// A ratio or fraction: `0.25x`.
+/// A ratio or fraction: `0.25x` (`1.23e12` from [`SCIENTIFIC_FROM`] up).
 pub fn ratio(v: f64) -> String {
-    format!("{v:.2}")
+    if v.abs() >= SCIENTIFIC_FROM {
+        format!("{v:.2e}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A fraction as a whole percentage: `38%` (see [`ratio`] for huge ones).
+pub fn percent(f: f64) -> String {
+    let p = f * 100.0;
+    if p.abs() >= SCIENTIFIC_FROM {
+        format!("{p:.2e}%")
+    } else {
+        format!("{p:.0}%")
+    }
 }
 
 /// The exact value (shortest round-trip form) for `data-*` attributes.
@@ -164,6 +187,13 @@ mod tests {
         assert_eq!(num(0.5), "0.5000");
         assert_eq!(num(f64::NAN), "-");
         assert_eq!(num(1.5e-5), "1.500e-5");
+        assert_eq!(num(999_999_999.0), "999999999");
+        assert_eq!(num(-1.23456e12), "-1.235e12");
+        assert_eq!(num(f64::MAX), "1.798e308");
+        assert_eq!(ratio(0.254), "0.25");
+        assert_eq!(ratio(1e300), "1.00e300");
+        assert_eq!(percent(0.384), "38%");
+        assert_eq!(percent(1e300), "1.00e302%");
         assert_eq!(exact(0.1 + 0.2), "0.30000000000000004");
     }
 }
