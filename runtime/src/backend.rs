@@ -41,6 +41,17 @@ pub trait Backend {
     /// Why the device is unusable, if it is (after a timeout or device loss).
     fn lost(&self) -> Option<&str>;
 
+    /// Builds ahead, on the host's cores at once, what running `ops` with
+    /// their default or cached tunings will need (Vulkan: their pipelines),
+    /// so that the runs do not build it one by one; returns how many
+    /// objects it built. Best effort: whatever fails here is built again by
+    /// the run that needs it, which reports the error. Backends that build
+    /// their kernels in one module have nothing to do.
+    fn prepare(&mut self, ops: &[Op]) -> usize {
+        let _ = ops;
+        0
+    }
+
     /// Tunings worth trying for `op` on this device, the default first.
     fn tuning_candidates(&self, op: &Op) -> Vec<Tuning> {
         let _ = op;

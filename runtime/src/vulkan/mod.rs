@@ -512,6 +512,11 @@ impl Device {
             .worked(now.checked_sub(wall).unwrap_or(now), now, wall);
     }
 
+    /// How many pipelines this device holds (made ahead or by runs).
+    pub fn pipeline_count(&self) -> usize {
+        self.inner.pipelines.len()
+    }
+
     /// What happened to the on-disk pipeline cache at open.
     pub fn cache_status(&self) -> &CacheStatus {
         &self.cache_status
@@ -602,6 +607,26 @@ impl Device {
             }
         }
         Ok(plan)
+    }
+
+    /// The pipelines that running each op (with the storage buffers it
+    /// binds: `Some(n)` for a graph step, else the op's own) needs with its
+    /// default or cached tuning; an op that does not plan needs none here.
+    fn pipeline_keys(&self, ops: &[(Op, Option<usize>)]) -> Vec<pipelines::Key> {
+        let mut keys = Vec::new();
+        for (op, bound) in ops {
+            let Ok(plan) = self.plan_for(op, None) else {
+                continue;
+            };
+            let io = bound.unwrap_or(op.inputs().len() + op.outputs().len());
+            let nbind = (io + plan.aux.len()) as u32;
+            let passes = std::iter::once((plan.shader, &plan.spec))
+                .chain(plan.then.iter().map(|p| (p.shader, &p.spec)));
+            for (shader, spec) in passes {
+                keys.push((shader, spec.clone(), nbind, plan.wave));
+            }
+        }
+        keys
     }
 
     /// After a run or a graph: a fatal error loses the device; a success
@@ -699,6 +724,48 @@ impl Backend for Device {
 
     fn lost(&self) -> Option<&str> {
         self.lost.as_deref()
+    }
+
+    fn prepare(&mut self, ops: &[Op]) -> usize {
+        if self.lost.is_some() {
+            return 0;
+        }
+        // A composite's steps are what runs, in the graph its cached tuning
+        // picks (as `run_composite` does), each binding its own slots.
+        let mut runs: Vec<(Op, Option<usize>)> = Vec::new();
+        for op in ops {
+            let cached = crate::backend::cached_composite_tuning(
+                self.tuned.as_ref(),
+                crate::tuning_cache::KeySpace::Vulkan,
+                op,
+            );
+            let fusion = crate::backend::composite_plan(op, cached.as_ref())
+                .map(|(f, _)| f)
+                .unwrap_or_default();
+            match op.composite_as(fusion) {
+                Some(Ok(c)) => runs.extend(
+                    c.graph
+                        .steps
+                        .iter()
+                        .map(|st| (st.op.clone(), Some(st.bind.len()))),
+                ),
+                Some(Err(_)) => {}
+                None => runs.push((op.clone(), None)),
+            }
+        }
+        let keys = self.pipeline_keys(&runs);
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let inner = &mut *self.inner;
+        let made =
+            inner
+                .pipelines
+                .create_missing(&inner.device, &inner.pipeline_cache, keys, threads);
+        if made > 0 {
+            if let Err(e) = self.save_pipeline_cache() {
+                tracing::warn!("pipeline cache not saved: {e}");
+            }
+        }
+        made
     }
 
     fn host_copy(

@@ -20,9 +20,13 @@ pub struct Pipeline {
     pub set_layout: Owned<vk::DescriptorSetLayout>,
 }
 
+/// What tells pipelines apart: the shader, its specialization constants,
+/// the storage buffers it binds and the subgroup size it requires.
+pub type Key = (Shader, Vec<u32>, u32, Option<Wave>);
+
 #[derive(Default)]
 pub struct Pipelines {
-    map: HashMap<(Shader, Vec<u32>, u32, Option<Wave>), Pipeline>,
+    map: HashMap<Key, Pipeline>,
     /// Pipelines created since the cache file was last written.
     pub created: usize,
 }
@@ -54,6 +58,73 @@ impl Pipelines {
             self.map.insert(key.clone(), p);
         }
         Ok(&self.map[&key])
+    }
+
+    /// How many pipelines exist.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Creates the pipelines of `keys` that do not exist yet, on up to
+    /// `threads` threads at once, and returns how many were made. A
+    /// driver compiles each pipeline on the calling thread: made one by one
+    /// as the gates first need them, a Vulkan `health` spent 1.5-2 s of
+    /// its first run on a node in compiles (H200, 2026-11-29). One that
+    /// fails is left out quietly: the run that needs it creates it again
+    /// and reports the error there, with its op.
+    pub fn create_missing(
+        &mut self,
+        device: &Arc<LogicalDevice>,
+        cache: &Owned<vk::PipelineCache>,
+        keys: Vec<Key>,
+        threads: usize,
+    ) -> usize {
+        let mut todo: Vec<Key> = Vec::new();
+        for k in keys {
+            if !self.map.contains_key(&k) && !todo.contains(&k) {
+                todo.push(k);
+            }
+        }
+        if todo.is_empty() {
+            return 0;
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        // The cache was created without EXTERNALLY_SYNCHRONIZED: the driver
+        // serializes its own use of it, so threads may share it.
+        let cache = cache.raw();
+        let made: Vec<(Key, Pipeline)> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..threads.clamp(1, todo.len()))
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut out = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(k) = todo.get(i) else { break };
+                            let how = Build {
+                                shader: k.0,
+                                spec: &k.1,
+                                bindings: k.2,
+                                wave: k.3,
+                                capture: false,
+                            };
+                            match create(device, cache, &how) {
+                                Ok(p) => out.push((k.clone(), p)),
+                                Err(e) => tracing::debug!("pipeline not made ahead: {e}"),
+                            }
+                        }
+                        out
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap_or_default())
+                .collect()
+        });
+        let n = made.len();
+        self.created += n;
+        self.map.extend(made);
+        n
     }
 }
 
@@ -157,8 +228,8 @@ pub fn create(
         .layout(layout.raw())];
     let raw = Owned::create(device, |d| {
         // SAFETY: as above; module, layout and cache (or null) are live
-        // objects of this device, and the cache is used by one thread at a
-        // time; a required subgroup size is only chained on a device opened
+        // objects of this device; the cache is internally synchronized (it
+        // is created without EXTERNALLY_SYNCHRONIZED); a required subgroup size is only chained on a device opened
         // with subgroup-size control (plan::Limits::waves), within its range.
         unsafe { d.create_compute_pipelines(cache, &info, None) }
             .map(|p| p[0])

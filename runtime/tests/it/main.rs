@@ -10,5 +10,6 @@ mod f16_block_ops;
 mod graph;
 mod host_copy;
 mod ops;
+mod prepare;
 mod subgroups;
 mod timeout;

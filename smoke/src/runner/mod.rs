@@ -110,6 +110,22 @@ pub fn run_device(
         .as_ref()
         .map(crate::telemetry::NodeWatch::links)
         .unwrap_or_default();
+    // What the gates will run, built ahead on every host core (Vulkan's
+    // pipelines) rather than one by one as each gate first needs it.
+    let ahead: Vec<greta_runtime::Op> = ctx
+        .gates
+        .iter()
+        .filter(|g| !g.host_link && full_size_on_cpu(g, &device, spec, &ctx.specs.path).is_none())
+        .filter(|g| backend.supports(&g.op).is_ok())
+        .map(|g| g.op.clone())
+        .collect();
+    let began = std::time::Instant::now();
+    let built = backend.prepare(&ahead);
+    tracing::debug!(
+        "built {built} objects ahead for {} gates in {:.3} s",
+        ahead.len(),
+        began.elapsed().as_secs_f64()
+    );
     for gate in ctx.gates {
         progress.gate_started(rt_info.index, &gate.id);
         let skip = |reason: String| skipped(gate, ctx.seed, reason);
