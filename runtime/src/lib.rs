@@ -19,6 +19,7 @@
 
 mod backend;
 mod build_kernels;
+mod bulk;
 mod ceiling;
 mod compilers;
 mod cuda;

@@ -6,6 +6,7 @@ use super::driver::{
     DevPtr, Dims, Driver, EventH, EventState, FuncH, GpuDevice, GpuError, StreamH,
 };
 use super::launch::{ArgSlot, KernelArg};
+use super::staging::{self, Staging};
 use crate::job::{Job, RunStats, TimingSource};
 use crate::tuning::Tuning;
 use crate::warmth::Warmth;
@@ -121,6 +122,22 @@ pub(super) struct Launches<'k> {
     pub(super) aux: &'k [greta_kernels::HostBuf],
 }
 
+/// Bounce buffers for a run that moves a buffer of [`staging::FROM`] bytes
+/// or more; none where the driver cannot pin them (the copies then go
+/// directly, as smaller ones do).
+pub(super) fn stage_for<'d, 'h, D: Driver>(
+    driver: &'d D,
+    deadline: Instant,
+    mut bufs: impl Iterator<Item = &'h greta_kernels::HostBuf>,
+) -> Option<Staging<'d, D>> {
+    if !bufs.any(|h| h.byte_len() >= staging::FROM) {
+        return None;
+    }
+    Staging::new(driver, deadline)
+        .inspect_err(|e| tracing::debug!("no pinned bounce buffers ({e}): copying directly"))
+        .ok()
+}
+
 /// Most untimed passes before the timed repeats (the warm-up's GPU time
 /// is `crate::warmth`'s rule, as on Vulkan).
 const WARMUP_MAX_PASSES: u64 = 2_000;
@@ -180,12 +197,20 @@ pub(super) fn execute<D: Driver>(
         driver,
         list: Vec::new(),
     };
+    // Declared after `events`, so dropped before them: its drop waits on
+    // its last copies' events.
+    let mut staging = stage_for(driver, deadline, inputs.iter().chain(outputs.iter()));
     let result = (|| {
         for (d, h) in bufs.ptrs.iter().zip(inputs.iter().chain(outputs.iter())) {
             let bytes = h.as_bytes();
-            // SAFETY: `bytes` stays borrowed until the stream has passed the
-            // copy (the wait below).
-            unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? };
+            match staging.as_mut() {
+                Some(st) if bytes.len() >= staging::FROM => {
+                    st.upload(&mut events, stream, *d, bytes)?;
+                }
+                // SAFETY: `bytes` stays borrowed until the stream has passed
+                // the copy (the wait below).
+                _ => unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? },
+            }
         }
         // Zeroed on the device: a memory test's GiB of scratch uploaded as
         // zeros from pageable memory took 0.3 s a run (H200, 2026-11-29).
@@ -258,8 +283,14 @@ pub(super) fn execute<D: Driver>(
         warmth.worked(began, ended, busy);
         for (d, h) in bufs.ptrs[inputs.len()..].iter().zip(outputs.iter_mut()) {
             let out = h.as_bytes_mut();
-            // SAFETY: `out` stays borrowed until the wait below has passed the copy.
-            unsafe { driver.dtoh_async(out.as_mut_ptr(), *d, out.len(), stream)? };
+            match staging.as_mut() {
+                Some(st) if out.len() >= staging::FROM => {
+                    st.download(&mut events, stream, out, *d)?;
+                }
+                // SAFETY: `out` stays borrowed until the wait below has
+                // passed the copy.
+                _ => unsafe { driver.dtoh_async(out.as_mut_ptr(), *d, out.len(), stream)? },
+            }
         }
         let read = events.record(stream)?;
         wait_event(driver, read, "download from the GPU", left())?;
@@ -296,6 +327,7 @@ pub(super) fn execute<D: Driver>(
             if matches!(e, GpuError::Timeout { .. }) {
                 // The GPU still owns these: freeing them would block on a
                 // hung device.
+                std::mem::forget(staging);
                 std::mem::forget(bufs);
                 std::mem::forget(events);
             }

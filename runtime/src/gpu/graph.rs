@@ -84,6 +84,8 @@ pub(super) fn execute<D: Driver>(
         driver,
         graph: None,
     };
+    // After `events`: dropped before them (see `execute::stage_for`).
+    let mut staging = super::execute::stage_for(driver, deadline, job.buffers.iter());
     let what = format!("a graph of {} steps on {}", steps.len(), dev.name);
     let args: Vec<Vec<KernelArg>> = job
         .graph
@@ -121,8 +123,13 @@ pub(super) fn execute<D: Driver>(
     let result = (|| {
         for (d, h) in bufs.ptrs.iter().zip(job.buffers.iter()) {
             let bytes = h.as_bytes();
-            // SAFETY: `bytes` stays borrowed until the wait below.
-            unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? };
+            match staging.as_mut() {
+                Some(st) if bytes.len() >= super::staging::FROM => {
+                    st.upload(&mut events, stream, *d, bytes)?;
+                }
+                // SAFETY: `bytes` stays borrowed until the wait below.
+                _ => unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? },
+            }
         }
         // Every step's scratch starts zeroed (as on Vulkan): attn_decode_f16
         // counts its blocks there.
@@ -237,8 +244,15 @@ pub(super) fn execute<D: Driver>(
         warmth.worked(began, Instant::now(), Duration::from_nanos(busy));
         for &s in job.read_back {
             let out = job.buffers[s].as_bytes_mut();
-            // SAFETY: `out` stays borrowed until the wait below.
-            unsafe { driver.dtoh_async(out.as_mut_ptr(), bufs.ptrs[s], out.len(), stream)? };
+            match staging.as_mut() {
+                Some(st) if out.len() >= super::staging::FROM => {
+                    st.download(&mut events, stream, out, bufs.ptrs[s])?;
+                }
+                // SAFETY: `out` stays borrowed until the wait below.
+                _ => unsafe {
+                    driver.dtoh_async(out.as_mut_ptr(), bufs.ptrs[s], out.len(), stream)?
+                },
+            }
         }
         let read = events.record(stream)?;
         wait_event(driver, read, "download from the GPU", left())?;
@@ -256,6 +270,7 @@ pub(super) fn execute<D: Driver>(
         Err(e) => {
             if matches!(e, GpuError::Timeout { .. }) {
                 // The GPU still owns these (see `execute::execute`).
+                std::mem::forget(staging);
                 std::mem::forget(bufs);
                 std::mem::forget(events);
                 std::mem::forget(owned);

@@ -25,6 +25,7 @@ pub(crate) mod hopper;
 mod host_copy;
 mod launch;
 pub(crate) mod rtc;
+mod staging;
 pub mod tune;
 pub(crate) mod vendor;
 

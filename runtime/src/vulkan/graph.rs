@@ -77,7 +77,7 @@ fn device_local(
     };
     let staging_usage = vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
     let mut s = memory::create(alloc, &format!("{name} staging"), size, staging_usage, loc)?;
-    s.mapped()?[..bytes.len()].copy_from_slice(bytes);
+    crate::bulk::copy(&mut s.mapped()?[..bytes.len()], bytes);
     Ok((buf, s))
 }
 
@@ -210,7 +210,7 @@ fn record_and_submit(
         let out = &mut job.buffers[s];
         let len = out.byte_len();
         let src = res.staging[s].mapped()?;
-        out.as_bytes_mut().copy_from_slice(&src[..len]);
+        crate::bulk::copy(out.as_bytes_mut(), &src[..len]);
     }
     let (device_ns, step_ns, timing) = match query_pool {
         Some(q) => {

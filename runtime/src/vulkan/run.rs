@@ -177,7 +177,7 @@ fn record_and_submit(
     for (k, out) in outputs.iter_mut().enumerate() {
         let len = out.byte_len();
         let src = res.staging[n_in + k].mapped()?;
-        out.as_bytes_mut().copy_from_slice(&src[..len]);
+        crate::bulk::copy(out.as_bytes_mut(), &src[..len]);
     }
     let (device_ns, timing) = match query_pool {
         Some(q) => (
@@ -294,7 +294,7 @@ fn upload_buffers(
         };
         // A zeroed buffer is filled on the device: its staging is never read.
         if !zeroed.contains(&b) {
-            s.mapped()?[..h.byte_len()].copy_from_slice(h.as_bytes());
+            crate::bulk::copy(&mut s.mapped()?[..h.byte_len()], h.as_bytes());
         }
         res.staging.push(s);
     }
