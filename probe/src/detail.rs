@@ -141,6 +141,9 @@ pub fn lines(id: &str, title: &str, f: &Facts) -> Vec<String> {
                     if let Some(x) = &d.api_version {
                         kv.push(format!("Vulkan {x}"));
                     }
+                    if let Some(x) = d.compute_units {
+                        kv.push(format!("{x} compute units"));
+                    }
                     if let Some(x) = d.subgroup_size {
                         kv.push(format!("subgroup {x}"));
                     }
@@ -289,6 +292,13 @@ mod tests {
             fp16: Some(true),
             ..VulkanDevice::default()
         });
+        f.vulkan.devices.push(VulkanDevice {
+            name: "AMD Radeon 780M (RADV PHOENIX)".into(),
+            kind: VkFamily::Radv,
+            subgroup_size: Some(64),
+            compute_units: Some(12),
+            ..VulkanDevice::default()
+        });
         f.device_nodes.push(DeviceNode {
             path: "/dev/kfd".into(),
             exists: false,
@@ -299,7 +309,10 @@ mod tests {
         assert!(icds[1].contains("lvp_icd.x86_64.json (lavapipe): library libvulkan_lvp.so loads"));
         assert_eq!(
             lines("vulkan-devices", "", &f),
-            ["llvmpipe (lavapipe): subgroup 8, fp16 yes"]
+            [
+                "llvmpipe (lavapipe): subgroup 8, fp16 yes",
+                "AMD Radeon 780M (RADV PHOENIX) (radv): 12 compute units, subgroup 64"
+            ]
         );
         assert_eq!(lines("device-nodes", "", &f), ["/dev/kfd: absent"]);
         assert_eq!(lines("rocm", "", &f), ["no ROCm install"]);

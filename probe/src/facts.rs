@@ -251,6 +251,10 @@ pub struct VulkanDevice {
     pub min_subgroup_size: Option<u32>,
     pub max_subgroup_size: Option<u32>,
     pub cooperative_matrix: Option<bool>,
+    /// Compute units (AMD) or streaming multiprocessors (NVIDIA), where the
+    /// driver says (`VK_AMD_shader_core_properties`, `VK_NV_shader_sm_builtins`).
+    #[serde(default)]
+    pub compute_units: Option<u32>,
 }
 
 impl VulkanDevice {

@@ -48,6 +48,7 @@ fn device_of(d: &greta_vkenum::Description) -> VulkanDevice {
         max_subgroup_size: d.max_subgroup_size,
         cooperative_matrix: Some(d.coop_ext),
         fp16: d.shader_f16,
+        compute_units: d.compute_units,
         ..VulkanDevice::default()
     };
     if v.kind == VkFamily::Other {
