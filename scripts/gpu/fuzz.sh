@@ -9,7 +9,8 @@
 # the targets not run) and the command:
 #   bash scripts/gpu/fuzz.sh SECONDS [TARGET=WORKERS ...]
 # with SECONDS at least 60 under the call's limit (summing the stats and
-# copying crashes take seconds).
+# copying crashes take seconds). It runs here too, on this machine's cores
+# (FUZZ_WORK and OUT set apart for each run beside another).
 # (default: 520 s; sysroot=5 lock_files=3 from_text=3 data_files=1 gemm_plan=1 report=2
 # lock_markers=1; naming any TARGET=WORKERS runs only the targets named). More
 # workers than cores is refused.
@@ -75,7 +76,9 @@ fi
 out=${OUT:-fuzz-out}
 mkdir -p "$out"
 log="$out/fuzz.log"
-work=/dev/shm/greta-fuzz
+# FUZZ_WORK: afl-fuzz's working directory (default on tmpfs); runs side by
+# side on one machine each need their own, since it is emptied first.
+work=${FUZZ_WORK:-/dev/shm/greta-fuzz}
 rm -rf "$work" && mkdir -p "$work"
 export LD_LIBRARY_PATH=$PWD/$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export TMPDIR=$work AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
