@@ -203,14 +203,9 @@ pub(super) fn execute<D: Driver>(
     let result = (|| {
         for (d, h) in bufs.ptrs.iter().zip(inputs.iter().chain(outputs.iter())) {
             let bytes = h.as_bytes();
-            match staging.as_mut() {
-                Some(st) if bytes.len() >= staging::FROM => {
-                    st.upload(&mut events, stream, *d, bytes)?;
-                }
-                // SAFETY: `bytes` stays borrowed until the stream has passed
-                // the copy (the wait below).
-                _ => unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? },
-            }
+            // SAFETY: `bytes` stays borrowed until the stream has passed
+            // the copy (the wait below).
+            unsafe { staging::upload(driver, staging.as_mut(), &mut events, stream, *d, bytes)? };
         }
         // Zeroed on the device: a memory test's GiB of scratch uploaded as
         // zeros from pageable memory took 0.3 s a run (H200, 2026-11-29).
@@ -283,14 +278,9 @@ pub(super) fn execute<D: Driver>(
         warmth.worked(began, ended, busy);
         for (d, h) in bufs.ptrs[inputs.len()..].iter().zip(outputs.iter_mut()) {
             let out = h.as_bytes_mut();
-            match staging.as_mut() {
-                Some(st) if out.len() >= staging::FROM => {
-                    st.download(&mut events, stream, out, *d)?;
-                }
-                // SAFETY: `out` stays borrowed until the wait below has
-                // passed the copy.
-                _ => unsafe { driver.dtoh_async(out.as_mut_ptr(), *d, out.len(), stream)? },
-            }
+            // SAFETY: `out` stays borrowed until the wait below has passed
+            // the copy.
+            unsafe { staging::download(driver, staging.as_mut(), &mut events, stream, out, *d)? };
         }
         let read = events.record(stream)?;
         wait_event(driver, read, "download from the GPU", left())?;

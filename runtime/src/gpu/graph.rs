@@ -123,13 +123,10 @@ pub(super) fn execute<D: Driver>(
     let result = (|| {
         for (d, h) in bufs.ptrs.iter().zip(job.buffers.iter()) {
             let bytes = h.as_bytes();
-            match staging.as_mut() {
-                Some(st) if bytes.len() >= super::staging::FROM => {
-                    st.upload(&mut events, stream, *d, bytes)?;
-                }
-                // SAFETY: `bytes` stays borrowed until the wait below.
-                _ => unsafe { driver.htod_async(*d, bytes.as_ptr(), bytes.len(), stream)? },
-            }
+            // SAFETY: `bytes` stays borrowed until the wait below.
+            unsafe {
+                super::staging::upload(driver, staging.as_mut(), &mut events, stream, *d, bytes)?
+            };
         }
         // Every step's scratch starts zeroed (as on Vulkan): attn_decode_f16
         // counts its blocks there.
@@ -244,15 +241,11 @@ pub(super) fn execute<D: Driver>(
         warmth.worked(began, Instant::now(), Duration::from_nanos(busy));
         for &s in job.read_back {
             let out = job.buffers[s].as_bytes_mut();
-            match staging.as_mut() {
-                Some(st) if out.len() >= super::staging::FROM => {
-                    st.download(&mut events, stream, out, bufs.ptrs[s])?;
-                }
-                // SAFETY: `out` stays borrowed until the wait below.
-                _ => unsafe {
-                    driver.dtoh_async(out.as_mut_ptr(), bufs.ptrs[s], out.len(), stream)?
-                },
-            }
+            let src = bufs.ptrs[s];
+            // SAFETY: `out` stays borrowed until the wait below.
+            unsafe {
+                super::staging::download(driver, staging.as_mut(), &mut events, stream, out, src)?
+            };
         }
         let read = events.record(stream)?;
         wait_event(driver, read, "download from the GPU", left())?;

@@ -126,6 +126,46 @@ impl<'d, D: Driver> Staging<'d, D> {
     }
 }
 
+/// Queues the copy of `src` to `dst`: through `staging`'s bounce buffers
+/// when there are some and `src` is [`FROM`] bytes or more, else directly.
+///
+/// # Safety
+/// `src` stays borrowed until the stream has passed the copy (the
+/// caller's wait on the stream).
+pub(super) unsafe fn upload<D: Driver>(
+    driver: &D,
+    staging: Option<&mut Staging<'_, D>>,
+    events: &mut Events<'_, D>,
+    stream: StreamH,
+    dst: DevPtr,
+    src: &[u8],
+) -> Result<(), GpuError> {
+    match staging {
+        Some(st) if src.len() >= FROM => st.upload(events, stream, dst, src),
+        // SAFETY: the caller keeps `src` until the stream has passed it.
+        _ => unsafe { driver.htod_async(dst, src.as_ptr(), src.len(), stream) },
+    }
+}
+
+/// Queues the copy of `src` into `dst`, as [`upload`] chooses its way.
+///
+/// # Safety
+/// `dst` stays borrowed until the stream has passed the copy.
+pub(super) unsafe fn download<D: Driver>(
+    driver: &D,
+    staging: Option<&mut Staging<'_, D>>,
+    events: &mut Events<'_, D>,
+    stream: StreamH,
+    dst: &mut [u8],
+    src: DevPtr,
+) -> Result<(), GpuError> {
+    match staging {
+        Some(st) if dst.len() >= FROM => st.download(events, stream, dst, src),
+        // SAFETY: the caller keeps `dst` until the stream has passed it.
+        _ => unsafe { driver.dtoh_async(dst.as_mut_ptr(), src, dst.len(), stream) },
+    }
+}
+
 /// Where piece `i` of a device buffer starts.
 fn at(p: DevPtr, i: usize) -> DevPtr {
     DevPtr(p.0 + (i * PIECE) as u64)

@@ -229,8 +229,9 @@ pub fn create(
     let raw = Owned::create(device, |d| {
         // SAFETY: as above; module, layout and cache (or null) are live
         // objects of this device; the cache is internally synchronized (it
-        // is created without EXTERNALLY_SYNCHRONIZED); a required subgroup size is only chained on a device opened
-        // with subgroup-size control (plan::Limits::waves), within its range.
+        // is created without EXTERNALLY_SYNCHRONIZED); a required subgroup
+        // size is only chained on a device opened with subgroup-size
+        // control (plan::Limits::waves), within its range.
         unsafe { d.create_compute_pipelines(cache, &info, None) }
             .map(|p| p[0])
             .map_err(|(_, e)| e)
