@@ -17,7 +17,8 @@
 //! One set of fresh random inputs per gate is shared by its candidates (each
 //! gets freshly poisoned outputs); a candidate's check runs on a second
 //! thread while the next candidate runs on the device. An uncounted pilot
-//! run first lets the backend size its warm-up (GPU clocks) for the shape.
+//! run of each candidate lets the backend size the warm-up (GPU clocks)
+//! of its timed run.
 
 use crate::check::CheckOutcome;
 use crate::gates::{Catalog, Gate};
@@ -244,16 +245,6 @@ fn tune_gate(backend: &mut dyn Backend, gate: &Gate, opts: &TuneOptions) -> Gate
         tuning: Some(t.clone()),
     };
     let tol = gate.tolerance();
-    // A pilot run, not counted: the backend learns how long this shape
-    // runs and sizes the warm-up of the timed runs to clock the GPU up.
-    let mut pilot = prep.outputs.clone();
-    let _ = backend.run(greta_runtime::Job::new(
-        &prep.op,
-        &prep.inputs,
-        &mut pilot,
-        &run_opts(&tunings[0]),
-    ));
-    drop(pilot);
     let mut cands: Vec<Candidate> = Vec::new();
     std::thread::scope(|s| {
         let mut pending: Option<(usize, std::thread::ScopedJoinHandle<'_, CheckOutcome>)> = None;
@@ -267,12 +258,37 @@ fn tune_gate(backend: &mut dyn Backend, gate: &Gate, opts: &TuneOptions) -> Gate
         };
         for t in &tunings {
             let mut outs: Vec<HostBuf> = prep.outputs.clone();
-            let res = backend.run(greta_runtime::Job::new(
-                &prep.op,
-                &prep.inputs,
-                &mut outs,
-                &run_opts(t),
-            ));
+            // A pilot run of this candidate, not counted: the backend
+            // learns how long its kernel runs and sizes the warm-up of the
+            // timed run to clock the GPU up. A backend sizes the warm-up of
+            // a kernel it has not timed yet small (a candidate ten times
+            // slower than the last could otherwise overrun the timeout),
+            // so without it every candidate but the first was timed after
+            // a few passes: on an H200 (2026-11-30, Vulkan, linear_f16
+            // 2048x12288x4096) most were timed at idle clocks, at 4.5-7
+            // times their warm time, while the check of the one before
+            // kept the host busy. Its error is the candidate's; its outputs are
+            // its own, so the timed run's are checked from fresh poison.
+            let pilot = RunOpts {
+                repeats: 1,
+                ..run_opts(t)
+            };
+            let mut pilot_outs = prep.outputs.clone();
+            let res = backend
+                .run(greta_runtime::Job::new(
+                    &prep.op,
+                    &prep.inputs,
+                    &mut pilot_outs,
+                    &pilot,
+                ))
+                .and_then(|_| {
+                    backend.run(greta_runtime::Job::new(
+                        &prep.op,
+                        &prep.inputs,
+                        &mut outs,
+                        &run_opts(t),
+                    ))
+                });
             let idx = cands.len();
             match res {
                 Ok(stats) => {
@@ -404,6 +420,83 @@ mod tests {
     use super::*;
     use crate::gates::Profile;
     use crate::session::DeviceChoice;
+    use greta_runtime::{Job, Knob, RunStats, RuntimeError};
+
+    /// A device timed as a GPU is: a kernel it has not just run (its
+    /// backend has no time of it to size a warm-up from) is timed at idle
+    /// clocks, five times slower. Candidates by `wg`: 64 runs in 10 µs,
+    /// 128 in 12 µs, 256 in 8 µs.
+    struct ColdUnlessJustRun {
+        info: greta_runtime::DeviceInfo,
+        last: Option<Tuning>,
+        runs: usize,
+    }
+
+    impl Backend for ColdUnlessJustRun {
+        fn info(&self) -> &greta_runtime::DeviceInfo {
+            &self.info
+        }
+        fn supports(&self, _: &Op) -> Result<(), String> {
+            Ok(())
+        }
+        fn tuning_candidates(&self, _: &Op) -> Vec<Tuning> {
+            [64, 128, 256]
+                .map(|wg| Tuning::of(&[(Knob::Wg, wg)]))
+                .to_vec()
+        }
+        fn run(&mut self, job: Job<'_>) -> Result<RunStats, RuntimeError> {
+            self.runs += 1;
+            let t = job.opts.tuning.clone().unwrap_or_default();
+            let warm_ns = match t.get(Knob::Wg) {
+                Some(64) => 10_000,
+                Some(128) => 12_000,
+                _ => 8_000,
+            };
+            let ns = if self.last.as_ref() == Some(&t) {
+                warm_ns
+            } else {
+                5 * warm_ns
+            };
+            self.last = Some(t.clone());
+            crate::runner::tests::write_reference(job.op, job.inputs, job.outputs)?;
+            let mut stats = crate::runner::tests::fake_stats(
+                job.op,
+                ns,
+                job.opts.repeats,
+                Duration::from_micros(50),
+            );
+            stats.tuning = t;
+            Ok(stats)
+        }
+        fn lost(&self) -> Option<&str> {
+            None
+        }
+    }
+
+    /// Each candidate is timed warm: the fastest wins even though a cold
+    /// first run of it is slower than the others' warm ones.
+    #[test]
+    fn every_candidate_is_timed_after_its_own_pilot() {
+        let mut dev = ColdUnlessJustRun {
+            info: crate::runner::tests::fake_info(false),
+            last: None,
+            runs: 0,
+        };
+        let opts = TuneRequest {
+            gates: vec!["copy.16m".into()],
+            ..TuneRequest::new(Profile::Default)
+        }
+        .options()
+        .unwrap();
+        let gate = plan_gates(&opts).unwrap().remove(0);
+        let g = tune_gate(&mut dev, &gate, &opts);
+        assert_eq!(dev.runs, 6, "a pilot and a timed run per candidate");
+        let medians: Vec<Option<u64>> = g.candidates.iter().map(|c| c.median_ns).collect();
+        assert_eq!(medians, [Some(10_000), Some(12_000), Some(8_000)]);
+        assert!(g.candidates.iter().all(|c| c.correct), "{g:?}");
+        assert_eq!(g.best, Some(2));
+        assert_eq!(g.speedup, Some(1.25));
+    }
 
     /// On lavapipe with validation on: every candidate of a few gates runs,
     /// is checked, and the winner lands in the cache; a later device open

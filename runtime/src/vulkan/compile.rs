@@ -77,6 +77,7 @@ pub fn is_coopmat(s: Shader) -> bool {
             | Shader::LinearF16CmCs
             | Shader::LinearF16CmBt
             | Shader::LinearF16CmBtCs
+            | Shader::LinearF16Cm2
             | Shader::AttnPrefillF16Cm
     )
 }

@@ -330,22 +330,80 @@ mod tests {
         Op::LinearF16 { tokens, rows, cols }
     }
 
+    /// NVIDIA's limits without VK_NV_cooperative_matrix2: the KHR kernels.
+    fn khr_only() -> Limits {
+        Limits {
+            coop2: false,
+            ..nvidia()
+        }
+    }
+
     #[test]
     fn linear_takes_the_matrix_units_where_it_can_and_the_tiled_kernel_elsewhere() {
         let t = Tuning::default();
-        // The Llama-2-7B prefill shapes on an NVIDIA GPU.
-        for op in [linear(2048, 12288, 4096), linear(2048, 4096, 11008)] {
+        // The Llama-2-7B prefill shapes on an NVIDIA GPU: the
+        // cooperative-matrix-2 kernel, whatever the shape.
+        for op in [
+            linear(2048, 12288, 4096),
+            linear(2048, 4096, 11008),
+            linear(67, 45, 33),
+        ] {
             let p = plan(&op, &t, &nvidia()).unwrap();
+            assert_eq!(p.shader, Shader::LinearF16Cm2, "{op}");
+            // bm bn bk wg uk group_m
+            assert_eq!(p.spec, vec![128, 128, 64, 128, 2, 16], "{op}");
+            let Op::LinearF16 { tokens, rows, .. } = op else {
+                unreachable!()
+            };
+            // y is tokens x rows: x along rows, y along tokens.
+            assert_eq!(
+                p.dispatches[0].groups,
+                [rows.div_ceil(128) as u32, tokens.div_ceil(128) as u32, 1],
+                "{op}"
+            );
+            assert_eq!(p.tuning.get(Knob::Coopmat), Some(3));
+        }
+        // Without it, the KHR kernel where the shape is aligned.
+        for op in [linear(2048, 12288, 4096), linear(2048, 4096, 11008)] {
+            let p = plan(&op, &t, &khr_only()).unwrap();
             assert_eq!(p.shader, Shader::LinearF16Cm, "{op}");
             assert_eq!(p.spec, vec![128, 128, 32, 128, 2, 32], "{op}");
-            // y is tokens x rows: x along rows, y along tokens.
             assert_eq!(p.dispatches[0].groups[1], 2048 / 128, "{op}");
             assert_eq!(p.tuning.get(Knob::Coopmat), Some(1));
         }
+        // Asking for the cooperative-matrix-2 kernel on a device without it
+        // is an error, and its tiles are bounded.
+        let cm2 = Tuning::default().with(Knob::Coopmat, 3);
+        let e = plan(&linear(64, 64, 64), &cm2, &khr_only()).err().unwrap();
+        assert!(e.to_string().contains("cooperative_matrix2"), "{e}");
+        let huge = cm2.clone().with(Knob::Bn, 4096);
+        let e = plan(&linear(64, 64, 64), &huge, &nvidia()).err().unwrap();
+        assert!(e.to_string().contains("linear_f16_cm2 tiles"), "{e}");
+        // Its block order is a key of its own, always in the tuning: a
+        // cached entry of dispatch order (0) is not read as the default.
+        for (asked, ran) in [(Some(8), 8), (Some(0), 0), (None, 16)] {
+            let t = match asked {
+                Some(g) => cm2.clone().with(Knob::GroupM, g),
+                None => cm2.clone(),
+            };
+            let p = plan(&linear(2048, 4096, 4096), &t, &nvidia()).unwrap();
+            assert_eq!(p.spec[5], ran, "{t}");
+            assert_eq!(p.tuning.get(Knob::GroupM), Some(ran), "{t}");
+            let again = plan(&linear(2048, 4096, 4096), &p.tuning, &nvidia()).unwrap();
+            assert_eq!(again.spec, p.spec, "{t}");
+        }
+        let e = plan(
+            &linear(64, 64, 64),
+            &cm2.clone().with(Knob::GroupM, 65),
+            &nvidia(),
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("group_m=65"), "{e}");
         // Unaligned, or no cooperative matrix: the tiled kernel, any shape.
         for (op, lim) in [
-            (linear(67, 45, 33), nvidia()),
-            (linear(2048, 4096, 4100), nvidia()),
+            (linear(67, 45, 33), khr_only()),
+            (linear(2048, 4096, 4100), khr_only()),
             (linear(2048, 4096, 4096), lavapipe()),
         ] {
             let p = plan(&op, &t, &lim).unwrap();
@@ -374,7 +432,7 @@ mod tests {
         // NVIDIA (f16 accumulators of 16x16x16): the direct f16 store, as
         // the binary of 4fa97b0 ran it, not the shared-tile epilogue that cost
         // the kernel most of its rate there (docs/performance.md, 2026-11-26).
-        let p = plan(&op, &t, &nvidia()).unwrap();
+        let p = plan(&op, &t, &khr_only()).unwrap();
         assert_eq!(p.shader, Shader::LinearF16Cm);
         assert_eq!(p.tuning.get(Knob::Epilogue), Some(0));
         assert_eq!(p.spec, vec![128, 128, 32, 128, 2, 32]);

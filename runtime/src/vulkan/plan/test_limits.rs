@@ -58,10 +58,12 @@ pub fn lavapipe() -> Limits {
 }
 
 /// A device with 16x16x16 f16 x f16 -> f32 cooperative matrices but no f16
-/// accumulators (what `linear_f16_cm_cs` is for).
+/// accumulators (what `linear_f16_cm_cs` is for), and no
+/// VK_NV_cooperative_matrix2.
 pub fn f32_acc_only() -> Limits {
     Limits {
         coop16_f16: false,
+        coop2: false,
         ..nvidia()
     }
 }

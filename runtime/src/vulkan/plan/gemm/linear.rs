@@ -1,25 +1,34 @@
 //! `linear_f16` (y = x W^T, W `[rows][cols]`): the tiled product of the
 //! GEMM planner with W as B transposed. What is its own: its kernels
-//! (`linear_f16`, `linear_f16_cm` and its `_cs`, `_bt`, `_bt_cs` variants),
-//! their shared-memory layouts and spec constants, and the names of its
-//! sizes (tokens, rows, cols for m, n, k).
+//! (`linear_f16`, `linear_f16_cm` and its `_cs`, `_bt`, `_bt_cs` variants,
+//! `linear_f16_cm2`), their shared-memory layouts and spec constants, and
+//! the names of its sizes (tokens, rows, cols for m, n, k).
 //!
-//! Tuning keys: `bm`, `bn`, `bk`, `tm`, `tn` (the FFMA tiled kernel, as the
-//! f32 GEMM's) and `coopmat` (0 the tiled kernel, 1 the cooperative-matrix
-//! one, the default where the device has 16x16x16 f16 tiles and a fixed
-//! subgroup size and the shape is aligned to its blocks; 2 its `_bt`
-//! variant, W's slice staged transposed, a candidate only: 27% slower on
-//! the H200 on 2026-11-26) with `wg`, `sgn` and `epilogue` (0: the accumulators rounded to f16
-//! accumulator tiles and stored straight to Y, the default where the device
-//! has 16x16x16 f16 accumulators; 1: the `_cs` variants, each f32 tile out
-//! through a per-subgroup shared tile, for devices with f32 accumulators
-//! only. On NVIDIA's driver the shared-tile epilogue made the whole kernel
-//! 6.5x slower at every tile tried, docs/performance.md "Vulkan linear_f16
-//! back at the rate of 4fa97b0").
+//! Tuning keys: `coopmat` picks the kernel:
+//! - 3: `linear_f16_cm2` (VK_NV_cooperative_matrix2, both operands read
+//!   along cols, any shape), the default where the device has it, with
+//!   `gemm_f16_cm2`'s keys `bm`, `bn`, `bk`, `wg`, `uk` and `group_m` (the
+//!   block order). On the H200 it runs the Llama-2-7B projections at
+//!   290-330 TFLOP/s, where the KHR kernel below reaches 210-270
+//!   (docs/performance.md, 2026-11-30).
+//! - 1: `linear_f16_cm` (KHR cooperative matrix), the default elsewhere
+//!   where the device has 16x16x16 f16 tiles and a fixed subgroup size and
+//!   the shape is aligned to its blocks, with `bm`, `bn`, `bk`, `wg`, `sgn`
+//!   and `epilogue` (0: the accumulators rounded to f16 accumulator tiles
+//!   and stored straight to Y, the default where the device has 16x16x16
+//!   f16 accumulators; 1: the `_cs` variants, each f32 tile out through a
+//!   per-subgroup shared tile, for devices with f32 accumulators only. On
+//!   NVIDIA's driver the shared-tile epilogue made the whole kernel 6.5x
+//!   slower at every tile tried, docs/performance.md "Vulkan linear_f16
+//!   back at the rate of 4fa97b0").
+//! - 2: its `_bt` variant, W's slice staged transposed, a candidate only
+//!   (27% slower on the H200 on 2026-11-26).
+//! - 0: the FFMA tiled kernel, any shape, with `bm`, `bn`, `bk`, `tm`,
+//!   `tn` (as the f32 GEMM's).
 
 use super::{
-    cm_tiles, ffma_tiles, keyed, one_dispatch, plan_of, prod, sweep, tiles, Req, CM_KEYS,
-    FFMA_DEFAULT, FFMA_KEYS, FFMA_SWEEP,
+    cm2_tiles, cm_tiles, ffma_tiles, keyed, one_dispatch, plan_of, prod, sweep, tiles, Cm2Kernel,
+    Req, CM2_KEYS, CM_KEYS, FFMA_DEFAULT, FFMA_KEYS, FFMA_SWEEP,
 };
 use crate::error::RuntimeError;
 use crate::tuning::{Knob, Tuning};
@@ -31,7 +40,42 @@ use greta_kernels::Op;
 /// `gemm_f16_cmreg` default.
 const LINEAR_CM: [u32; 5] = [128, 128, 32, 128, 2];
 
-/// `linear_f16`: the cooperative-matrix kernel where it applies (unless
+/// `linear_f16_cm2` defaults (bm, bn, bk, wg, uk): 2 x 2 subgroups of 32
+/// over a 128 x 128 block, 64-deep slices, two per loop trip. The fastest
+/// tiles for all four projections of the Llama-2-7B prefill layer, each
+/// timed inside the layer (H200, driver 580.159.04, 2026-11-30,
+/// `scripts/gpu/linear-tiles.sh`; docs/performance.md).
+const LINEAR_CM2: [u32; 5] = [128, 128, 64, 128, 2];
+
+/// `linear_f16_cm2` default block order: 16 rows of blocks at a time (all
+/// of a 2048-token prefill's), so the workgroups resident at once read the
+/// same rows of W. On the same H200 the layer took 3101 us with it, 3115
+/// with 8 and 3203 in dispatch order (gate/up: 1183, 1192, 1261 us).
+const LINEAR_CM2_GROUP_M: u32 = 16;
+
+/// `linear_f16_cm2` tiles (bm, bn, bk, wg, uk) worth sweeping.
+const LINEAR_CM2_SWEEP: [[u32; 5]; 17] = [
+    [128, 128, 64, 128, 2],
+    [128, 128, 64, 128, 1],
+    [128, 128, 64, 128, 4],
+    [128, 128, 64, 256, 2],
+    [128, 128, 64, 64, 2],
+    [128, 128, 32, 128, 4],
+    [128, 128, 32, 128, 8],
+    [128, 128, 128, 128, 1],
+    [128, 256, 64, 256, 2],
+    [128, 256, 64, 256, 1],
+    [256, 128, 64, 256, 2],
+    [128, 256, 32, 256, 4],
+    [128, 256, 32, 256, 8],
+    [256, 128, 32, 256, 4],
+    [64, 128, 64, 128, 2],
+    [128, 64, 64, 128, 2],
+    [64, 64, 64, 64, 2],
+];
+
+/// `linear_f16`: the cooperative-matrix-2 kernel where the device has it,
+/// else the KHR cooperative-matrix kernel where it applies (unless
 /// `coopmat=0` or tile keys ask for the tiled one), else the tiled kernel.
 /// The caller has checked the device's 16-bit storage.
 pub fn plan(
@@ -55,8 +99,9 @@ pub fn plan(
         Some(0) => tiled(r),
         Some(1) => coop(r, false),
         Some(2) => coop(r, true),
-        Some(v) => Err(bad(format!("coopmat={v}: must be 0, 1 or 2"))),
-        None if t.0.is_empty() => coop(r, false).or_else(|_| tiled(r)),
+        Some(3) => cm2(r),
+        Some(v) => Err(bad(format!("coopmat={v}: must be 0..=3"))),
+        None if t.0.is_empty() => cm2(r).or_else(|_| coop(r, false)).or_else(|_| tiled(r)),
         None => tiled(r),
     }
 }
@@ -160,8 +205,32 @@ fn coop(r: &Req, transposed: bool) -> Result<Plan, RuntimeError> {
     ))
 }
 
+/// `linear_f16_cm2`: VK_NV_cooperative_matrix2, any shape.
+fn cm2(r: &Req) -> Result<Plan, RuntimeError> {
+    if !r.lim.coop2 {
+        return Err(RuntimeError::Unsupported(
+            "linear_f16_cm2 needs VK_NV_cooperative_matrix2".into(),
+        ));
+    }
+    cm2_tiles(
+        r,
+        &Cm2Kernel {
+            shader: Shader::LinearF16Cm2,
+            family: 3,
+            defaults: LINEAR_CM2,
+            group_m: Some(LINEAR_CM2_GROUP_M),
+        },
+    )
+}
+
 /// Tunings worth sweeping (pushed through `push`, which keeps the valid ones).
 pub fn candidates(push: &mut dyn FnMut(Tuning)) {
+    let cm2_keys = [&CM2_KEYS[..], &[Knob::Uk]].concat();
+    sweep(push, &[(Knob::Coopmat, 3)], &cm2_keys, &LINEAR_CM2_SWEEP);
+    for group_m in [0, 4, 8] {
+        let family = [(Knob::Coopmat, 3), (Knob::GroupM, group_m)];
+        sweep(push, &family, &cm2_keys, &[LINEAR_CM2]);
+    }
     let cm = [
         [128, 128, 32, 128, 2],
         [128, 128, 64, 128, 2],

@@ -35,6 +35,16 @@ const CM2_DEFAULT: [u32; 4] = [128, 256, 32, 256];
 /// `gemm_f16_cm2` k slices per unrolled loop trip.
 const CM2_UNROLL_K: u32 = 4;
 
+/// Cooperative-matrix-2 tiles worth sweeping: bm, bn, bk, wg, uk.
+const CM2_SWEEP: [[u32; 5]; 6] = [
+    [128, 256, 32, 256, 1],
+    [128, 256, 32, 256, 2],
+    [128, 256, 32, 256, 4],
+    [128, 128, 32, 256, 4],
+    [256, 128, 32, 256, 4],
+    [64, 128, 32, 128, 4],
+];
+
 /// Register-accumulator cooperative-matrix tile keys (`gemm_f16_cmreg`,
 /// `linear_f16_cm`): block sides, workgroup size, subgroups along n.
 const CM_KEYS: [Knob; 5] = [Knob::Bm, Knob::Bn, Knob::Bk, Knob::Wg, Knob::Sgn];
@@ -459,13 +469,56 @@ fn cmreg(r: &Req) -> Result<Plan, RuntimeError> {
 
 /// `gemm_f16_cm2`: VK_NV_cooperative_matrix2, any shape.
 fn cm2(r: &Req) -> Result<Plan, RuntimeError> {
+    cm2_tiles(
+        r,
+        &Cm2Kernel {
+            shader: Shader::GemmF16Cm2,
+            family: 2,
+            defaults: [
+                CM2_DEFAULT[0],
+                CM2_DEFAULT[1],
+                CM2_DEFAULT[2],
+                CM2_DEFAULT[3],
+                CM2_UNROLL_K,
+            ],
+            group_m: None,
+        },
+    )
+}
+
+/// A VK_NV_cooperative_matrix2 kernel's planning facts: its spec constants
+/// are bm, bn, bk, wg, uk, then group_m where it has one.
+struct Cm2Kernel {
+    shader: Shader,
+    /// Its `coopmat` value.
+    family: u32,
+    /// bm, bn, bk, wg, uk.
+    defaults: [u32; 5],
+    /// Its default `group_m` where it orders its blocks by that key (spec
+    /// constant 5; then the tuning always names it).
+    group_m: Option<u32>,
+}
+
+/// A VK_NV_cooperative_matrix2 kernel (`gemm_f16_cm2`, `linear_f16_cm2`),
+/// any shape, tagged `coopmat=family`.
+fn cm2_tiles(r: &Req, k: &Cm2Kernel) -> Result<Plan, RuntimeError> {
     let Req { t, lim, .. } = *r;
-    super::check_keys(t, &[&CM2_KEYS[..], &[Knob::Uk, Knob::Coopmat]].concat())?;
-    let uk = t.get(Knob::Uk).unwrap_or(CM2_UNROLL_K);
+    let keys: &[Knob] = if k.group_m.is_some() {
+        &[Knob::Uk, Knob::Coopmat, Knob::GroupM]
+    } else {
+        &[Knob::Uk, Knob::Coopmat]
+    };
+    super::check_keys(t, &[&CM2_KEYS[..], keys].concat())?;
+    let uk = t.get(Knob::Uk).unwrap_or(k.defaults[4]);
     if !(1..=8).contains(&uk) {
         return Err(bad(format!("uk={uk}: must be 1..=8")));
     }
-    let v = tiles(t, CM2_KEYS, CM2_DEFAULT);
+    let group_m = t.get(Knob::GroupM).or(k.group_m).unwrap_or(0);
+    if group_m > 64 {
+        return Err(bad(format!("group_m={group_m}: must be 0..=64")));
+    }
+    let d = &k.defaults;
+    let v = tiles(t, CM2_KEYS, [d[0], d[1], d[2], d[3]]);
     let [bm, bn, bk, wg] = v;
     if [bm, bn, bk]
         .iter()
@@ -475,19 +528,20 @@ fn cm2(r: &Req) -> Result<Plan, RuntimeError> {
         || wg > lim.max_invocations
     {
         return Err(bad(format!(
-            "gemm_f16_cm2 tiles bm={bm} bn={bn} bk={bk} wg={wg}: tiles multiples of 16 up to \
+            "{} tiles bm={bm} bn={bn} bk={bk} wg={wg}: tiles multiples of 16 up to \
              {CM2_MAX_TILE}, wg of 32 up to {}",
+            k.shader.name(),
             lim.max_invocations
         )));
     }
     let d = one_dispatch(r, bm, bn)?;
-    let tuning = keyed(&[(Knob::Coopmat, 2), (Knob::Uk, uk)], &CM2_KEYS, &v);
-    Ok(plan_of(
-        Shader::GemmF16Cm2,
-        vec![bm, bn, bk, wg, uk],
-        tuning,
-        d,
-    ))
+    let mut tuning = keyed(&[(Knob::Coopmat, k.family), (Knob::Uk, uk)], &CM2_KEYS, &v);
+    let mut spec = vec![bm, bn, bk, wg, uk];
+    if k.group_m.is_some() {
+        spec.push(group_m);
+        tuning = tuning.with(Knob::GroupM, group_m);
+    }
+    Ok(plan_of(k.shader, spec, tuning, d))
 }
 
 /// `gemm_f16_coopmat`: KHR cooperative matrix, accumulators in shared memory, any shape.
@@ -554,14 +608,7 @@ pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
             push,
             &[(Knob::Coopmat, 2)],
             &[&CM2_KEYS[..], &[Knob::Uk]].concat(),
-            &[
-                [128, 256, 32, 256, 1],
-                [128, 256, 32, 256, 2],
-                [128, 256, 32, 256, 4],
-                [128, 128, 32, 256, 4],
-                [256, 128, 32, 256, 4],
-                [64, 128, 32, 128, 4],
-            ],
+            &CM2_SWEEP,
         );
     }
     if f16 {
