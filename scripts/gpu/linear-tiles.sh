@@ -12,7 +12,9 @@
 # Prepare here: cargo build --release -p greta; xz -T2 -c target/release/greta
 #   > .device/speed/greta.xz; scripts/gpu/prepare-loader.sh (.gl)
 # Run with carry [".device/speed", ".gl"]: bash scripts/gpu/linear-tiles.sh
-# TILES (words bm,bn,bk,wg,uk[,group_m]) replaces the tile sets.
+# TILES (words bm,bn,bk,wg,uk[,group_m]) replaces the tile sets; TUNE_GATES
+# the tuned gates (one small gate, e.g. linear_f16.64x256x512, when only
+# the file is wanted).
 # Results in $OUT: linear-tiles.log, linear-tiles.txt and linear-tiles.tgz
 # (clocks.csv, vulkan-tune.json, one block-BM-BN-BK-WG-UK.json per tile
 # set: a call brings back at most 8 files).
@@ -34,9 +36,10 @@ export GRETA_TUNING_CACHE=$tc
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,utilization.gpu --format=csv,noheader -lms 100 \
   > "$final/clocks.csv" 2>&1 &
 smi=$!
-say "tune: linear_f16.2048x4096x11008 linear_f16.2048x12288x4096"
-timeout "${TUNE_LIMIT_S:-150}" "$greta" smoke --tune --json --no-progress --backend vulkan \
-  --gate linear_f16.2048x4096x11008 --gate linear_f16.2048x12288x4096 \
+tune=()
+for g in ${TUNE_GATES:-linear_f16.2048x4096x11008 linear_f16.2048x12288x4096}; do tune+=(--gate "$g"); done
+say "tune: ${tune[*]}"
+timeout "${TUNE_LIMIT_S:-150}" "$greta" smoke --tune --json --no-progress --backend vulkan "${tune[@]}" \
   > "$final/vulkan-tune.json" 2> "$final/vulkan-tune.err"
 say "tune: exit $?"
 kill "$smi" 2>/dev/null

@@ -379,6 +379,17 @@ mod tests {
         let huge = cm2.clone().with(Knob::Bn, 4096);
         let e = plan(&linear(64, 64, 64), &huge, &nvidia()).err().unwrap();
         assert!(e.to_string().contains("linear_f16_cm2 tiles"), "{e}");
+        // Only the workgroup sizes that computed correctly (192 did not).
+        for wg in [64, 96, 192, 512] {
+            let e = plan(
+                &linear(64, 64, 64),
+                &cm2.clone().with(Knob::Wg, wg),
+                &nvidia(),
+            )
+            .err()
+            .unwrap();
+            assert!(e.to_string().contains("wg one of [128, 256]"), "{e}");
+        }
         // Its block order is a key of its own, always in the tuning: a
         // cached entry of dispatch order (0) is not read as the default.
         for (asked, ran) in [(Some(8), 8), (Some(0), 0), (None, 16)] {

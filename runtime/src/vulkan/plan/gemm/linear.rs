@@ -54,12 +54,11 @@ const LINEAR_CM2: [u32; 5] = [128, 128, 64, 128, 2];
 const LINEAR_CM2_GROUP_M: u32 = 16;
 
 /// `linear_f16_cm2` tiles (bm, bn, bk, wg, uk) worth sweeping.
-const LINEAR_CM2_SWEEP: [[u32; 5]; 17] = [
+const LINEAR_CM2_SWEEP: [[u32; 5]; 15] = [
     [128, 128, 64, 128, 2],
     [128, 128, 64, 128, 1],
     [128, 128, 64, 128, 4],
     [128, 128, 64, 256, 2],
-    [128, 128, 64, 64, 2],
     [128, 128, 32, 128, 4],
     [128, 128, 32, 128, 8],
     [128, 128, 128, 128, 1],
@@ -71,7 +70,6 @@ const LINEAR_CM2_SWEEP: [[u32; 5]; 17] = [
     [256, 128, 32, 256, 4],
     [64, 128, 64, 128, 2],
     [128, 64, 64, 128, 2],
-    [64, 64, 64, 64, 2],
 ];
 
 /// `linear_f16`: the cooperative-matrix-2 kernel where the device has it,

@@ -32,6 +32,14 @@ pub mod linear;
 const CM2_KEYS: [Knob; 4] = [Knob::Bm, Knob::Bn, Knob::Bk, Knob::Wg];
 const CM2_DEFAULT: [u32; 4] = [128, 256, 32, 256];
 
+/// Workgroup sizes a cooperative-matrix-2 kernel may take. The extension
+/// lists the sizes its flexible dimensions hold per device, which greta does
+/// not query: these are the sizes that computed correctly on the H200
+/// (driver 580.159.04, 2026-11-30). A workgroup of 192 there gave NaNs and
+/// wrong values at every tile tried (linear_f16_cm2 192x128 and 128x192,
+/// caught by the layer's check), and 64 ran 4-6 times slower.
+const CM2_WORKGROUPS: [u32; 2] = [128, 256];
+
 /// `gemm_f16_cm2` k slices per unrolled loop trip.
 const CM2_UNROLL_K: u32 = 4;
 
@@ -523,13 +531,12 @@ fn cm2_tiles(r: &Req, k: &Cm2Kernel) -> Result<Plan, RuntimeError> {
     if [bm, bn, bk]
         .iter()
         .any(|v| *v == 0 || v % 16 != 0 || *v > CM2_MAX_TILE)
-        || wg == 0
-        || wg % 32 != 0
+        || !CM2_WORKGROUPS.contains(&wg)
         || wg > lim.max_invocations
     {
         return Err(bad(format!(
             "{} tiles bm={bm} bn={bn} bk={bk} wg={wg}: tiles multiples of 16 up to \
-             {CM2_MAX_TILE}, wg of 32 up to {}",
+             {CM2_MAX_TILE}, wg one of {CM2_WORKGROUPS:?} up to {}",
             k.shader.name(),
             lim.max_invocations
         )));
