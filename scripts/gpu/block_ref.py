@@ -16,6 +16,11 @@ It also measures the device-to-device copy rate, so the decode memory
 roofline (bytes of weights + KV read, over the copy rate) comes from the
 same run. Prints one JSON object; times are medians over CUDA-event-timed
 repeats after warm-up, fresh random inputs (never zeros).
+
+With `--compile MODE` (e.g. max-autotune) it times instead the same layer
+through torch.compile(mode=MODE) at decode L512 and prefill S2048 only, as
+`compiled_s` (its compile time as `compile_s`): a separate run, because
+max-autotune's kernel search takes minutes and may be cut off.
 """
 import json
 import math
@@ -98,7 +103,35 @@ class Layer:
         return h + (F.silu(gate.float()) * up.float()).half() @ self.w_down.t()
 
 
+def compiled(mode):
+    dev = torch.device("cuda")
+    torch.manual_seed(int.from_bytes(__import__("os").urandom(4), "little"))
+    out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+           "mode": mode, "refs": {}}
+    layer = Layer(dev)
+    fwd = torch.compile(layer.forward, mode=mode, dynamic=False)
+    import time
+    with torch.no_grad():
+        for name, rows, cache, pos in (("block.decode.L512", 1, 513, 512),
+                                       ("block.prefill.S2048", 2048, 2048, 0)):
+            k_cache = ((torch.rand(cache, HEADS, HEAD_DIM, device=dev) * 2 - 1)).half()
+            v_cache = ((torch.rand(cache, HEADS, HEAD_DIM, device=dev) * 2 - 1)).half()
+            x = ((torch.rand(rows, HIDDEN, device=dev) * 2 - 1)).half()
+            t0 = time.time()
+            fwd(x, k_cache, v_cache, pos)
+            torch.cuda.synchronize()
+            built = time.time() - t0
+            t = bench(lambda: fwd(x, k_cache, v_cache, pos), warmup=5, reps=30)
+            out["refs"][name] = {"compiled_s": t, "compile_s": built}
+            print(f"{name}: compiled {t * 1e6:.0f} us after {built:.0f} s of compiling",
+                  file=sys.stderr, flush=True)
+    json.dump(out, sys.stdout, indent=1)
+    print()
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--compile":
+        return compiled(sys.argv[2])
     dev = torch.device("cuda")
     torch.manual_seed(int.from_bytes(__import__("os").urandom(4), "little"))
     out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
