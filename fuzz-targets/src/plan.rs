@@ -3,7 +3,9 @@
 //! accepts must fit the device: shared memory and invocations recomputed
 //! here in u128 from the spec constants.
 use crate::Words;
-use greta_runtime::{plan_vulkan as plan, Knob, Op, Shader, Tuning, VulkanLimits as Limits, Waves};
+use greta_runtime::{
+    plan_vulkan as plan, Coop2Workgroup, Knob, Op, Shader, Tuning, VulkanLimits as Limits, Waves,
+};
 
 /// Every knob: a new one is fuzzed without being listed here (a byte picks
 /// an index, so seeds written before a knob was added pick other knobs now;
@@ -34,6 +36,14 @@ pub fn gemm_plan(data: &[u8]) {
         coop_f16: (flags & 2 != 0).then_some((16, 8, 16)),
         f16_storage: flags & 4 != 0,
         coop2: flags & 8 != 0,
+        coop2_workgroups: [(32, 16, 16), (64, 16, 16), (128, 32, 16), (256, 32, 32)]
+            .map(|(workgroup, m, n)| Coop2Workgroup {
+                workgroup,
+                m,
+                n,
+                k: 16,
+            })
+            .to_vec(),
         coop16: flags & 16 != 0,
         coop16_f16: flags & 64 != 0,
         subgroup_size: (flags & 32 != 0).then(|| w.u32()),

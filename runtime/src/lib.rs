@@ -100,6 +100,9 @@ pub use vulkan::{
     MessageLog, OpenOptions as VulkanOptions, OpenStep,
 };
 
+/// A workgroup size the driver runs cooperative-matrix-2 f16 matrices at
+/// ([`VulkanLimits::coop2_workgroups`]).
+pub use greta_vkenum::coop2::Flex as Coop2Workgroup;
 /// The Vulkan op planner, pure (an op, a tuning and device limits in, the
 /// dispatch out): what the planner's fuzz target drives.
 pub use vulkan::plan::{plan as plan_vulkan, Limits as VulkanLimits, Shader, Waves};

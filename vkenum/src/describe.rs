@@ -89,6 +89,9 @@ pub struct Description {
     /// VK_NV_cooperative_matrix2 with what `gemm_f16_cm2` needs (and
     /// Vulkan 1.3 on device and instance, for its SPIR-V 1.6).
     pub coop2: bool,
+    /// Where `coop2`: the workgroup sizes its f16 x f16 -> f32
+    /// workgroup-scope matrices run at, with their granularities.
+    pub coop2_workgroups: Vec<crate::coop2::Flex>,
     pub heaps: Vec<Heap>,
     /// The queue family greta submits to: compute-only if there is one.
     pub compute_queue_family: Option<u32>,
@@ -238,6 +241,7 @@ pub unsafe fn describe(
         coop_ext,
         coop_shapes: Vec::new(),
         coop2: false,
+        coop2_workgroups: Vec::new(),
         heaps: mem.memory_heaps[..(mem.memory_heap_count as usize).min(vk::MAX_MEMORY_HEAPS)]
             .iter()
             .map(|h| Heap {
@@ -387,6 +391,11 @@ pub unsafe fn describe(
     d.pipeline_executable_info = have_exec_info && exec_info.pipeline_executable_info == vk::TRUE;
     if coop_ext {
         d.coop_shapes = coop_shapes(entry, instance, pd);
+    }
+    if d.coop2 {
+        // SAFETY: `pd` of the live `instance` from `entry`, with the
+        // extension (coop2 implies it).
+        d.coop2_workgroups = unsafe { crate::coop2::workgroup_sizes(entry, instance, pd) };
     }
     d
 }

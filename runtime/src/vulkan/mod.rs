@@ -361,6 +361,11 @@ fn limits(opts: &OpenOptions, info: &DeviceInfo, p: &select::Physical, coop: Coo
         },
         f16_storage: p.storage16 && p.shader_f16,
         coop2: coop.nv2,
+        coop2_workgroups: if coop.nv2 {
+            p.coop2_workgroups.clone()
+        } else {
+            Vec::new()
+        },
         coop16: coop.khr
             && info
                 .coop_f16_f32_shapes()
@@ -468,6 +473,13 @@ impl Device {
         .map_err(|e| RuntimeError::api("vkCreatePipelineCache", e))?;
 
         let limits = limits(opts, &info, &p, coop);
+        if limits.coop2 {
+            tracing::debug!(
+                "{}: cooperative matrix 2, f16 workgroup-scope matrices at {:?}",
+                info.name,
+                limits.coop2_workgroups
+            );
+        }
         Ok(Device {
             phys: p.raw,
             queue_family: p.queue_family,

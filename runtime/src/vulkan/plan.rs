@@ -57,6 +57,10 @@ pub struct Limits {
     /// VK_NV_cooperative_matrix2 enabled (workgroup scope, flexible
     /// dimensions, tensor addressing): `gemm_f16_cm2` can run.
     pub coop2: bool,
+    /// Where `coop2`: the workgroup sizes (and tile granularities) the
+    /// driver runs f16 x f16 -> f32 workgroup-scope matrices at; a
+    /// cooperative-matrix-2 kernel takes one of them or does not run.
+    pub coop2_workgroups: Vec<greta_vkenum::coop2::Flex>,
     /// A 16x16x16 f16 x f16 -> f32 subgroup shape exists (`gemm_f16_cmreg`).
     pub coop16: bool,
     /// A 16x16x16 f16 x f16 -> f16 subgroup shape exists as well: f16

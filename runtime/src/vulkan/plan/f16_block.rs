@@ -379,17 +379,53 @@ mod tests {
         let huge = cm2.clone().with(Knob::Bn, 4096);
         let e = plan(&linear(64, 64, 64), &huge, &nvidia()).err().unwrap();
         assert!(e.to_string().contains("linear_f16_cm2 tiles"), "{e}");
-        // Only the workgroup sizes that computed correctly (192 did not).
-        for wg in [64, 96, 192, 512] {
-            let e = plan(
-                &linear(64, 64, 64),
-                &cm2.clone().with(Knob::Wg, wg),
-                &nvidia(),
-            )
-            .err()
-            .unwrap();
-            assert!(e.to_string().contains("wg one of [128, 256]"), "{e}");
+        // Only at a workgroup size the driver lists for f16 workgroup-scope
+        // matrices, with tiles of its granularity: else the KHR kernel.
+        let only_256 = Limits {
+            coop2_workgroups: vec![greta_vkenum::coop2::Flex {
+                workgroup: 256,
+                m: 16,
+                n: 16,
+                k: 16,
+            }],
+            ..nvidia()
+        };
+        let coarse = Limits {
+            coop2_workgroups: vec![greta_vkenum::coop2::Flex {
+                workgroup: 128,
+                m: 16,
+                n: 256,
+                k: 16,
+            }],
+            ..nvidia()
+        };
+        let none = Limits {
+            coop2_workgroups: Vec::new(),
+            ..nvidia()
+        };
+        for lim in [&only_256, &coarse, &none] {
+            let op = linear(2048, 4096, 4096);
+            assert_eq!(plan(&op, &t, lim).unwrap().shader, Shader::LinearF16Cm);
+            let e = plan(&op, &cm2, lim).err().unwrap();
+            assert!(matches!(e, RuntimeError::Unsupported(_)), "{e}");
+            assert!(e.to_string().contains("the driver lists"), "{e}");
         }
+        let wide = cm2.clone().with(Knob::Wg, 256).with(Knob::Bn, 256);
+        assert_eq!(
+            plan(&linear(2048, 4096, 4096), &wide, &only_256)
+                .unwrap()
+                .shader,
+            Shader::LinearF16Cm2
+        );
+        // The H200 lists no 96, 192 or 512 (192 computed NaNs there), and
+        // no 256 for blocks of 16 rows.
+        for (wg, bm) in [(96, 128), (192, 128), (512, 128), (256, 16)] {
+            let asked = cm2.clone().with(Knob::Wg, wg).with(Knob::Bm, bm);
+            let e = plan(&linear(64, 64, 64), &asked, &nvidia()).err().unwrap();
+            assert!(e.to_string().contains("the driver lists no"), "{e}");
+        }
+        let small = cm2.clone().with(Knob::Wg, 64).with(Knob::Bm, 64);
+        assert!(plan(&linear(64, 64, 64), &small, &nvidia()).is_ok());
         // Its block order is a key of its own, always in the tuning: a
         // cached entry of dispatch order (0) is not read as the default.
         for (asked, ran) in [(Some(8), 8), (Some(0), 0), (None, 16)] {

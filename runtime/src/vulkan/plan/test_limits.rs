@@ -14,6 +14,16 @@ pub fn nvidia() -> Limits {
         coop_f16: Some((16, 8, 16)),
         f16_storage: true,
         coop2: true,
+        // What the H200's driver lists (580.159.04): invocations, then
+        // the m, n, k granularities.
+        coop2_workgroups: [(32, 16, 16), (64, 16, 16), (128, 32, 16), (256, 32, 32)]
+            .map(|(workgroup, m, n)| greta_vkenum::coop2::Flex {
+                workgroup,
+                m,
+                n,
+                k: 16,
+            })
+            .to_vec(),
         coop16: true,
         coop16_f16: true,
         subgroup_size: Some(32),

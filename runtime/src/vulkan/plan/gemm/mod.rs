@@ -32,14 +32,6 @@ pub mod linear;
 const CM2_KEYS: [Knob; 4] = [Knob::Bm, Knob::Bn, Knob::Bk, Knob::Wg];
 const CM2_DEFAULT: [u32; 4] = [128, 256, 32, 256];
 
-/// Workgroup sizes a cooperative-matrix-2 kernel may take. The extension
-/// lists the sizes its flexible dimensions hold per device, which greta does
-/// not query: these are the sizes that computed correctly on the H200
-/// (driver 580.159.04, 2026-11-30). A workgroup of 192 there gave NaNs and
-/// wrong values at every tile tried (linear_f16_cm2 192x128 and 128x192,
-/// caught by the layer's check), and 64 ran 4-6 times slower.
-const CM2_WORKGROUPS: [u32; 2] = [128, 256];
-
 /// `gemm_f16_cm2` k slices per unrolled loop trip.
 const CM2_UNROLL_K: u32 = 4;
 
@@ -531,14 +523,39 @@ fn cm2_tiles(r: &Req, k: &Cm2Kernel) -> Result<Plan, RuntimeError> {
     if [bm, bn, bk]
         .iter()
         .any(|v| *v == 0 || v % 16 != 0 || *v > CM2_MAX_TILE)
-        || !CM2_WORKGROUPS.contains(&wg)
+        || wg == 0
         || wg > lim.max_invocations
     {
         return Err(bad(format!(
             "{} tiles bm={bm} bn={bn} bk={bk} wg={wg}: tiles multiples of 16 up to \
-             {CM2_MAX_TILE}, wg one of {CM2_WORKGROUPS:?} up to {}",
+             {CM2_MAX_TILE}, wg up to {}",
             k.shader.name(),
             lim.max_invocations
+        )));
+    }
+    // Only where the driver lists the workgroup size with granularities
+    // the tiles are multiples of. The H200's driver lists 32, 64, 128 and
+    // 256 invocations (580.159.04); a kernel of 192 planned before this
+    // check computed NaNs and wrong values at every tile tried
+    // (linear_f16_cm2 192x128 and 128x192, 2026-11-30, caught by the
+    // layer's check).
+    let listed = lim.coop2_workgroups.iter().any(|f| {
+        f.workgroup == wg && bm % f.m.max(1) == 0 && bn % f.n.max(1) == 0 && bk % f.k.max(1) == 0
+    });
+    if !listed {
+        return Err(RuntimeError::Unsupported(format!(
+            "{} tiles bm={bm} bn={bn} bk={bk} wg={wg}: the driver lists no workgroup-scope \
+             f16 matrices at that workgroup size and granularity ({})",
+            k.shader.name(),
+            if lim.coop2_workgroups.is_empty() {
+                "it lists none".to_string()
+            } else {
+                lim.coop2_workgroups
+                    .iter()
+                    .map(|f| format!("{} invocations: {}x{}x{}", f.workgroup, f.m, f.n, f.k))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
         )));
     }
     let d = one_dispatch(r, bm, bn)?;
