@@ -265,10 +265,11 @@ fn tune_gate(backend: &mut dyn Backend, gate: &Gate, opts: &TuneOptions) -> Gate
             // slower than the last could otherwise overrun the timeout),
             // so without it every candidate but the first was timed after
             // a few passes: on an H200 (2026-11-30, Vulkan, linear_f16
-            // 2048x12288x4096) most were timed at idle clocks, at 4.5-7
-            // times their warm time, while the check of the one before
-            // kept the host busy. Its error is the candidate's; its outputs are
-            // its own, so the timed run's are checked from fresh poison.
+            // 2048x12288x4096) 20 of 22 were timed at 4.4-5 times their
+            // warm time, the clock not yet up after the idle the check of
+            // the one before left. Its error is the candidate's; its
+            // outputs are its own, so the timed run's are checked from
+            // fresh poison.
             let pilot = RunOpts {
                 repeats: 1,
                 ..run_opts(t)

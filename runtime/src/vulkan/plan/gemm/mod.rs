@@ -26,24 +26,11 @@ use greta_kernels::Op;
 
 pub mod linear;
 
-/// `gemm_f16_cm2` tile keys and default block (bm, bn, bk, workgroup
-/// size): the fastest of its sweep on the H200 (2026-11-21, driver
-/// 580.159.04).
+/// Cooperative-matrix-2 tile keys (then `uk`, k slices per unrolled loop
+/// trip), and `gemm_f16_cm2`'s default (bm, bn, bk, workgroup size, uk):
+/// the fastest of its sweep on the H200 (2026-11-21, driver 580.159.04).
 const CM2_KEYS: [Knob; 4] = [Knob::Bm, Knob::Bn, Knob::Bk, Knob::Wg];
-const CM2_DEFAULT: [u32; 4] = [128, 256, 32, 256];
-
-/// `gemm_f16_cm2` k slices per unrolled loop trip.
-const CM2_UNROLL_K: u32 = 4;
-
-/// Cooperative-matrix-2 tiles worth sweeping: bm, bn, bk, wg, uk.
-const CM2_SWEEP: [[u32; 5]; 6] = [
-    [128, 256, 32, 256, 1],
-    [128, 256, 32, 256, 2],
-    [128, 256, 32, 256, 4],
-    [128, 128, 32, 256, 4],
-    [256, 128, 32, 256, 4],
-    [64, 128, 32, 128, 4],
-];
+const GEMM_CM2: [u32; 5] = [128, 256, 32, 256, 4];
 
 /// Register-accumulator cooperative-matrix tile keys (`gemm_f16_cmreg`,
 /// `linear_f16_cm`): block sides, workgroup size, subgroups along n.
@@ -474,13 +461,7 @@ fn cm2(r: &Req) -> Result<Plan, RuntimeError> {
         &Cm2Kernel {
             shader: Shader::GemmF16Cm2,
             family: 2,
-            defaults: [
-                CM2_DEFAULT[0],
-                CM2_DEFAULT[1],
-                CM2_DEFAULT[2],
-                CM2_DEFAULT[3],
-                CM2_UNROLL_K,
-            ],
+            defaults: GEMM_CM2,
             group_m: None,
         },
     )
@@ -632,7 +613,14 @@ pub fn candidates(op: &Op, lim: &Limits, push: &mut dyn FnMut(Tuning)) {
             push,
             &[(Knob::Coopmat, 2)],
             &[&CM2_KEYS[..], &[Knob::Uk]].concat(),
-            &CM2_SWEEP,
+            &[
+                [128, 256, 32, 256, 1],
+                [128, 256, 32, 256, 2],
+                [128, 256, 32, 256, 4],
+                [128, 128, 32, 256, 4],
+                [256, 128, 32, 256, 4],
+                [64, 128, 32, 128, 4],
+            ],
         );
     }
     if f16 {
