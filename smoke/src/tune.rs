@@ -265,8 +265,8 @@ fn tune_gate(backend: &mut dyn Backend, gate: &Gate, opts: &TuneOptions) -> Gate
             // slower than the last could otherwise overrun the timeout),
             // so without it every candidate but the first was timed after
             // a few passes: on an H200 (2026-11-30, Vulkan, linear_f16
-            // 2048x12288x4096) 20 of 22 were timed at 4.4-5 times their
-            // warm time, the clock not yet up after the idle the check of
+            // 2048x12288x4096) 20 of 22 were timed at 3.4-5.4 times
+            // their warm time, the clock not yet up after the idle the check of
             // the one before left. Its error is the candidate's; its
             // outputs are its own, so the timed run's are checked from
             // fresh poison.
