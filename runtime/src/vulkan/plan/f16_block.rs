@@ -323,7 +323,7 @@ pub fn max_loop_trips(op: &Op, plan: &Plan) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::super::plan;
-    use super::super::test_limits::{f32_acc_only, lavapipe, nvidia};
+    use super::super::test_limits::{coop2_listing, f32_acc_only, lavapipe, nvidia};
     use super::*;
 
     fn linear(tokens: usize, rows: usize, cols: usize) -> Op {
@@ -382,21 +382,11 @@ mod tests {
         // Only at a workgroup size the driver lists for f16 workgroup-scope
         // matrices, with tiles of its granularity: else the KHR kernel.
         let only_256 = Limits {
-            coop2_workgroups: vec![greta_vkenum::coop2::Flex {
-                workgroup: 256,
-                m: 16,
-                n: 16,
-                k: 16,
-            }],
+            coop2_workgroups: coop2_listing(&[(256, 16, 16)]),
             ..nvidia()
         };
         let coarse = Limits {
-            coop2_workgroups: vec![greta_vkenum::coop2::Flex {
-                workgroup: 128,
-                m: 16,
-                n: 256,
-                k: 16,
-            }],
+            coop2_workgroups: coop2_listing(&[(128, 16, 256)]),
             ..nvidia()
         };
         let none = Limits {

@@ -16,14 +16,12 @@ pub fn nvidia() -> Limits {
         coop2: true,
         // What the H200's driver lists (580.159.04): invocations, then
         // the m, n, k granularities.
-        coop2_workgroups: [(32, 16, 16), (64, 16, 16), (128, 32, 16), (256, 32, 32)]
-            .map(|(workgroup, m, n)| greta_vkenum::coop2::Flex {
-                workgroup,
-                m,
-                n,
-                k: 16,
-            })
-            .to_vec(),
+        coop2_workgroups: coop2_listing(&[
+            (32, 16, 16),
+            (64, 16, 16),
+            (128, 32, 16),
+            (256, 32, 32),
+        ]),
         coop16: true,
         coop16_f16: true,
         subgroup_size: Some(32),
@@ -76,4 +74,18 @@ pub fn f32_acc_only() -> Limits {
         coop2: false,
         ..nvidia()
     }
+}
+
+/// A driver's cooperative-matrix-2 listing: (invocations, m, n)
+/// granularities, k always 16.
+pub fn coop2_listing(entries: &[(u32, u32, u32)]) -> Vec<greta_vkenum::coop2::Flex> {
+    entries
+        .iter()
+        .map(|&(workgroup, m, n)| greta_vkenum::coop2::Flex {
+            workgroup,
+            m,
+            n,
+            k: 16,
+        })
+        .collect()
 }
