@@ -17,21 +17,15 @@
 # layer-vs-torch.tgz (every JSON and stderr).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-final=${OUT:-layer-vs-torch-out}
-mkdir -p "$final"
-log="$final/layer-vs-torch.log"
 . scripts/gpu/lib.sh
-start=$SECONDS
-unpack_binaries .device/speed
-greta=${GRETA:-.device/speed/greta}
-gpu_env
+begin layer-vs-torch .device/speed
+greta=${GRETA:-$dir/greta}
 export GRETA_KERNEL_CACHE=/tmp/greta-kernels XDG_DATA_HOME=/tmp/greta-data XDG_CACHE_HOME=/tmp/greta-cache
 export GRETA_TUNING_CACHE=off
-work=$(mktemp -d)
 gates=(block_decode.L512 block_prefill.S2048 gemm_f16.8192 linear_f16.2048x12288x4096)
 
 say "torch: eager and CUDA graph"
-PYTHONUNBUFFERED=1 timeout 150 python3 scripts/gpu/block_ref.py > "$work/torch.json" 2> "$work/torch.err"
+PYTHONUNBUFFERED=1 timeout 150 python3 scripts/gpu/block_ref.py > "$out/torch.json" 2> "$out/torch.err"
 say "torch: exit $?"
 for b in cuda vulkan; do
   [[ $b == vulkan ]] && vulkan_env
@@ -39,18 +33,18 @@ for b in cuda vulkan; do
   for g in "${gates[@]}"; do args+=(--gate "$g"); done
   say "$b: greta smoke --profile perf --repeat 3 ${gates[*]}"
   timeout 150 "$greta" smoke --profile perf --repeat 3 --json --no-progress --out /tmp/greta-smoke \
-    --backend "$b" "${args[@]}" > "$work/$b.json" 2> "$work/$b.err"
+    --backend "$b" "${args[@]}" > "$out/$b.json" 2> "$out/$b.err"
   say "$b: exit $?"
-  grep -v '^note:\|^check' "$work/$b.err" | tail -n 12 >> "$log"
+  grep -v '^note:\|^check' "$out/$b.err" | tail -n 12 >> "$log"
 done
 left=$(( ${LAYER_LIMIT_S:-540} - (SECONDS - start) - 15 ))
 say "torch.compile max-autotune: limit ${left} s"
 PYTHONUNBUFFERED=1 timeout "$left" python3 scripts/gpu/block_ref.py --compile max-autotune \
-  > "$work/compiled.json" 2> "$work/compiled.err"
+  > "$out/compiled.json" 2> "$out/compiled.err"
 say "torch.compile: exit $?"
-grep -v Warning "$work/compiled.err" | tail -n 4 >> "$log"
+grep -v Warning "$out/compiled.err" | tail -n 4 >> "$log"
 
-python3 - "$work" "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)" <<'PY' \
+python3 - "$out" "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)" <<'PY' \
   | tee "$final/layer-vs-torch.md" | tee -a "$log"
 import json, os, sys
 work, gpu = sys.argv[1], sys.argv[2]
@@ -100,5 +94,5 @@ for b in ("cuda", "vulkan"):
         print(f"{b}: prefill S2048 / torch eager = {p / eager:.2f}")
     print(f"{b}: decode L512 / in-run copy = {r(ratio(b, 'block_decode.L512'))}")
 PY
-tar -C "$work" -czf "$final/layer-vs-torch.tgz" .
+tar -C "$out" -czf "$final/layer-vs-torch.tgz" .
 say done

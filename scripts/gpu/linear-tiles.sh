@@ -20,13 +20,9 @@
 # set: a call brings back at most 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-final=${OUT:-linear-tiles-out}
-mkdir -p "$final"
-log="$final/linear-tiles.log"
 . scripts/gpu/lib.sh
-unpack_binaries .device/speed
-greta=${GRETA:-.device/speed/greta}
-gpu_env
+begin linear-tiles .device/speed
+greta=${GRETA:-$dir/greta}
 vulkan_env
 export GRETA_KERNEL_CACHE=/tmp/greta-kernels XDG_DATA_HOME=/tmp/greta-data XDG_CACHE_HOME=/tmp/greta-cache
 tc=/tmp/greta-tiles-cache

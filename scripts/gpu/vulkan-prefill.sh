@@ -17,49 +17,30 @@
 # vulkan-prefill.tgz (the JSON and stderr of each run).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-final=${OUT:-vulkan-prefill-out}
-mkdir -p "$final"
-log="$final/vulkan-prefill.log"
 . scripts/gpu/lib.sh
-unpack_binaries .device/speed
-greta=${GRETA:-.device/speed/greta}
-gpu_env
+begin vulkan-prefill .device/speed
+greta=${GRETA:-$dir/greta}
 vulkan_env
 export GRETA_KERNEL_CACHE=/tmp/greta-kernels XDG_DATA_HOME=/tmp/greta-data XDG_CACHE_HOME=/tmp/greta-cache
 export GRETA_TUNING_CACHE=off
-work=$(mktemp -d)
 steps=" ${PREFILL_STEPS:-default tune perf torch} "
 wanted() { [[ $steps == *" $1 "* ]]; }
 run() {  # run NAME LIMIT_S ARGS...
   local name=$1 limit=$2; shift 2
-  local out=(--out /tmp/greta-smoke)
-  [[ $name == tune ]] && out=()  # a sweep writes no result files
   say "$name: greta smoke $*"
-  timeout "$limit" "$greta" smoke --json --no-progress "${out[@]}" --backend vulkan "$@" \
-    > "$work/$name.json" 2> "$work/$name.err"
+  timeout "$limit" "$greta" smoke --json --no-progress --out /tmp/greta-smoke --backend vulkan "$@" \
+    > "$out/$name.json" 2> "$out/$name.err"
   say "$name: exit $?"
-  grep -v '^note:' "$work/$name.err" | tail -n 45 >> "$log"
+  grep -v '^note:' "$out/$name.err" | tail -n 45 >> "$log"
 }
 if wanted default; then
   run default 200 --profile default
 fi
 if wanted tune; then
-  run tune 150 --tune --no-save --gate attn_prefill_f16.32x128.S512 --gate attn_prefill_f16.32x128.S2048
-  python3 - "$work/tune.json" <<'PY' | tee -a "$log"
-import json, sys
-try:
-    gates = json.load(open(sys.argv[1]))["gates"]
-except Exception as e:
-    print(f"tune: unreadable ({e})")
-    sys.exit(0)
-for g in gates:
-    for c in g.get("candidates", []):
-        ran = c.get("ran") or c.get("asked") or {}
-        knobs = " ".join(f"{k}={v}" for k, v in sorted(ran.items())) or "-"
-        ns = c.get("median_ns")
-        ok = "ok" if c.get("correct") else f"WRONG/ERROR: {c.get('reason')}"
-        print(f"{g['gate']} | {knobs} | {c.get('kernel')} | {ns / 1e3 if ns else '-'} us | {ok}")
-PY
+  say "tune: scripts/gpu/tune-gates.sh (Vulkan) of the two attention gates"
+  GRETA=$greta TUNE_BACKENDS=vulkan TUNE_LIMIT_S=150 OUT="$out/tune" \
+    bash scripts/gpu/tune-gates.sh attn_prefill_f16.32x128.S512 attn_prefill_f16.32x128.S2048 > /dev/null
+  cat "$out/tune/tune-gates.txt" >> "$log" 2>/dev/null || say "tune: no table"
 fi
 if wanted perf; then
   run perf 200 --profile perf --repeat 3 --gate attn_prefill_f16.32x128.S512 \
@@ -68,9 +49,9 @@ if wanted perf; then
 fi
 if wanted torch; then
   say "torch layer"
-  PYTHONUNBUFFERED=1 timeout 150 python3 scripts/gpu/block_ref.py > "$work/block_ref.json" 2>> "$log" \
+  PYTHONUNBUFFERED=1 timeout 150 python3 scripts/gpu/block_ref.py > "$out/block_ref.json" 2>> "$log" \
     || say "block_ref: exit $?"
-  python3 - "$work/block_ref.json" <<'PY' | tee -a "$log"
+  python3 - "$out/block_ref.json" <<'PY' | tee -a "$log"
 import json, sys
 try:
     r = json.load(open(sys.argv[1]))["refs"]
@@ -82,5 +63,5 @@ for k, v in r.items():
         print(f"torch {k}: eager {v['eager_s'] * 1e6:.0f} us, graph {v['graph_s'] * 1e6:.0f} us")
 PY
 fi
-tar -C "$work" -czf "$final/vulkan-prefill.tgz" .
+tar -C "$out" -czf "$final/vulkan-prefill.tgz" .
 say done
