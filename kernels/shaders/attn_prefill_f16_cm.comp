@@ -65,6 +65,7 @@ const uint SST = BK + 4u;  // row stride of a subgroup's S slice, in floats
 const uint PSW = BK / 2u + 4u;  // row stride of a P tile, in words (2 halves)
 const uint LPR = SG / T;   // lanes per row in the softmax
 const uint CPP = BK / 2u / LPR;  // column pairs per lane
+const uint NPT = (BK * RV + WG - 1u) / WG;  // staged words per invocation per tile
 const float NEG_INF = -1.0 / 0.0;
 
 // K rows at 0, V rows at BK * RS; Q's 64 rows pass through the same space
@@ -115,16 +116,40 @@ void main() {
     float m = NEG_INF;  // the row's running max (the same in its LPR lanes)
     float l = 0.0;      // this lane's share of the row's running sum
 
+    // The next key tile's K and V rows wait in registers while this one is
+    // computed, so their loads overlap the products rather than stalling
+    // the workgroup between its two barriers.
+    uvec4 nk[NPT], nv[NPT];
+    [[unroll]] for (uint j = 0u; j < NPT; ++j) {
+        uint i = t + j * WG;
+        uint r = i / RV, c = i % RV;
+        bool in_ = i < BK * RV && r < nkeys;
+        uint at = r * dv + hv + c;
+        nk[j] = in_ ? k[at] : uvec4(0u);
+        nv[j] = in_ ? v[at] : uvec4(0u);
+    }
     for (uint k0 = 0u; k0 < nkeys; k0 += BK) {
         barrier();  // the previous tile's (or Q's) readers are done
-        for (uint i = t; i < BK * RV; i += WG) {
-            uint r = i / RV, c = i % RV;
-            bool in_ = k0 + r < nkeys;
-            uint at = (k0 + r) * dv + hv + c;
-            kv[r * RS + c] = in_ ? k[at] : uvec4(0u);
-            kv[(BK + r) * RS + c] = in_ ? v[at] : uvec4(0u);
+        [[unroll]] for (uint j = 0u; j < NPT; ++j) {
+            uint i = t + j * WG;
+            if (i < BK * RV) {
+                uint r = i / RV, c = i % RV;
+                kv[r * RS + c] = nk[j];
+                kv[(BK + r) * RS + c] = nv[j];
+            }
         }
         barrier();
+        uint k1 = k0 + BK;
+        if (k1 < nkeys) {
+            [[unroll]] for (uint j = 0u; j < NPT; ++j) {
+                uint i = t + j * WG;
+                uint r = i / RV, c = i % RV;
+                bool in_ = i < BK * RV && k1 + r < nkeys;
+                uint at = (k1 + r) * dv + hv + c;
+                nk[j] = in_ ? k[at] : uvec4(0u);
+                nv[j] = in_ ? v[at] : uvec4(0u);
+            }
+        }
         // Subgroup-uniform: tiles past this subgroup's diagonal are skipped.
         if (k0 < sub_keys) {
             [[unroll]] for (uint j = 0u; j < BK / T; ++j) {
