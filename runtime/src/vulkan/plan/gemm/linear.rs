@@ -9,7 +9,7 @@
 //!   along cols, any shape), the default where the device has it, with
 //!   `gemm_f16_cm2`'s keys `bm`, `bn`, `bk`, `wg`, `uk` and `group_m` (the
 //!   block order). On the H200 it runs the Llama-2-7B projections at
-//!   290-330 TFLOP/s, where the KHR kernel below reaches 210-270
+//!   317-339 TFLOP/s, where the KHR kernel below reaches 210-270
 //!   (docs/performance.md, 2026-11-30).
 //! - 1: `linear_f16_cm` (KHR cooperative matrix), the default elsewhere
 //!   where the device has 16x16x16 f16 tiles and a fixed subgroup size and
