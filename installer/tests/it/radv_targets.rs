@@ -271,6 +271,16 @@ fn kernels_of(g: &CompiledGate) -> String {
     k.join(", ")
 }
 
+/// RADV's own part of a device name ("RADV PHOENIX" of "AMD EPYC (RADV
+/// PHOENIX)"): under the drm-shim an APU's name begins with the host's CPU,
+/// which the generated docs must not depend on.
+fn radv_name(name: &str) -> &str {
+    match name.find("(RADV ") {
+        Some(i) => name[i + 1..].trim_end_matches(')'),
+        None => name,
+    }
+}
+
 /// docs/radeon.md's generated part.
 fn docs_section(all: &[Compiled], mesa: &str) -> String {
     let mut s = format!(
@@ -313,7 +323,7 @@ fn docs_section(all: &[Compiled], mesa: &str) -> String {
             c.target.about,
             c.target.shim,
             c.target.gfx,
-            r.device.name.replace('|', "\\|"),
+            radv_name(&r.device.name).replace('|', "\\|"),
             r.device.min_subgroup_size,
             r.device.max_subgroup_size,
             r.device.max_shared_memory,
