@@ -17,7 +17,8 @@
 // numbered from the end of the sequence, so the longest walks (the last
 // rows see the most keys) start first. Per key tile of BK = 32 positions:
 //   - the workgroup stages K and V rows (f16, 128-bit words, rows padded
-//     by 8 halves) in shared memory;
+//     by 8 halves) in shared memory, from registers each invocation loaded
+//     while the previous tile was computed;
 //   - S = Q K^T: each subgroup's Q rows stay in A tiles (registers) for
 //     the whole walk, K is read as B in column-major order (no transpose);
 //     the f32 S tiles go to the subgroup's slice of shared memory;
