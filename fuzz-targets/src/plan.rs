@@ -36,6 +36,9 @@ pub fn gemm_plan(data: &[u8]) {
         coop_f16: (flags & 2 != 0).then_some((16, 8, 16)),
         f16_storage: flags & 4 != 0,
         coop2: flags & 8 != 0,
+        // The matrix operations come with the extension, here where the
+        // subgroup-arithmetic bit is set too, so both states are explored.
+        coop2_ops: flags & 9 == 9,
         coop2_workgroups: [(32, 16, 16), (64, 16, 16), (128, 32, 16), (256, 32, 32)]
             .map(|(workgroup, m, n)| Coop2Workgroup {
                 workgroup,

@@ -19,7 +19,7 @@ use std::str::FromStr;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Knob {
-    /// GEMM block depth (k slice).
+    /// GEMM block depth (k slice); `attn_prefill_f16_cm2`: keys per tile.
     Bk,
     /// GEMM block rows.
     Bm,
@@ -34,7 +34,8 @@ pub enum Knob {
     /// matrix, 2 NV cooperative matrix 2, 3 register-accumulator
     /// cooperative matrix; linear_f16: 0 tiled, 1 cooperative matrix, 2 its
     /// row-major-B `_bt` variant; attn_prefill_f16: 0 f32 FMAs, 1
-    /// cooperative matrix.
+    /// cooperative matrix, 2 the same with its softmax in the matrices
+    /// (VK_NV_cooperative_matrix2's operations).
     Coopmat,
     /// `gemm_f16_cmreg`: load tiles straight from global memory (0/1).
     Direct,

@@ -45,7 +45,9 @@ fi
 if wanted perf; then
   run perf 200 --profile perf --repeat 3 --gate attn_prefill_f16.32x128.S512 \
     --gate attn_prefill_f16.32x128.S2048 --gate linear_f16.2048x12288x4096 \
-    --gate linear_f16.2048x4096x11008 --gate block_prefill.S512 --gate block_prefill.S2048
+    --gate linear_f16.2048x4096x11008 --gate linear_f16.2048x22016x4096 \
+    --gate swiglu_f16.2048x11008 \
+    --gate block_prefill.S512 --gate block_prefill.S2048
 fi
 if wanted torch; then
   say "torch layer"

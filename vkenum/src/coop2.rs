@@ -52,12 +52,26 @@ impl Features {
             && self.tensor_addressing == vk::TRUE
     }
 
-    /// The subset greta enables.
-    pub fn needed() -> Self {
+    /// Whether the matrices can also be reduced along rows, converted
+    /// between uses and changed element by element: what a kernel that
+    /// keeps a softmax in its matrices (`attn_prefill_f16_cm2`) needs.
+    pub fn matrix_ops(&self) -> bool {
+        self.reductions == vk::TRUE
+            && self.conversions == vk::TRUE
+            && self.per_element_operations == vk::TRUE
+    }
+
+    /// The subset greta enables: what `usable` checks, and the matrix
+    /// operations where `ops`.
+    pub fn needed(ops: bool) -> Self {
+        let ops = if ops { vk::TRUE } else { vk::FALSE };
         Features {
             workgroup_scope: vk::TRUE,
             flexible_dimensions: vk::TRUE,
             tensor_addressing: vk::TRUE,
+            reductions: ops,
+            conversions: ops,
+            per_element_operations: ops,
             ..Features::default()
         }
     }

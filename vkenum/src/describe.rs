@@ -89,6 +89,9 @@ pub struct Description {
     /// VK_NV_cooperative_matrix2 with what `gemm_f16_cm2` needs (and
     /// Vulkan 1.3 on device and instance, for its SPIR-V 1.6).
     pub coop2: bool,
+    /// Where `coop2`: the matrices' reductions, conversions between uses
+    /// and per-element operations as well (`Features::matrix_ops`).
+    pub coop2_ops: bool,
     /// Where `coop2`: the workgroup sizes its f16 x f16 -> f32
     /// workgroup-scope matrices run at, with their granularities.
     pub coop2_workgroups: Vec<crate::coop2::Flex>,
@@ -241,6 +244,7 @@ pub unsafe fn describe(
         coop_ext,
         coop_shapes: Vec::new(),
         coop2: false,
+        coop2_ops: false,
         coop2_workgroups: Vec::new(),
         heaps: mem.memory_heaps[..(mem.memory_heap_count as usize).min(vk::MAX_MEMORY_HEAPS)]
             .iter()
@@ -380,6 +384,7 @@ pub unsafe fn describe(
         d.shader_int8 = have_f16 && f16.shader_int8 == vk::TRUE;
     }
     d.coop2 = coop2_ext && c2.usable();
+    d.coop2_ops = d.coop2 && c2.matrix_ops();
     d.subgroup_size_control = have_sizes
         && sizes.subgroup_size_control == vk::TRUE
         && size

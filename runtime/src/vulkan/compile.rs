@@ -79,6 +79,7 @@ pub fn is_coopmat(s: Shader) -> bool {
             | Shader::LinearF16CmBtCs
             | Shader::LinearF16Cm2
             | Shader::AttnPrefillF16Cm
+            | Shader::AttnPrefillF16Cm2
     )
 }
 

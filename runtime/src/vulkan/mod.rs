@@ -222,6 +222,8 @@ struct Coop {
     khr: bool,
     /// VK_NV_cooperative_matrix2 (for `gemm_f16_cm2`).
     nv2: bool,
+    /// Its matrix operations enabled too (for `attn_prefill_f16_cm2`).
+    nv2_ops: bool,
 }
 
 /// `vkCreateDevice` on `p`'s compute queue family, with the features and
@@ -272,7 +274,8 @@ fn create_logical(
         dinfo = dinfo.push_next(&mut coop);
     }
     let nv2 = khr && p.has_coop2 && p.storage16 && p.vulkan_memory_model;
-    let mut coop2_features = coop2::Features::needed();
+    let nv2_ops = nv2 && p.has_coop2_ops;
+    let mut coop2_features = coop2::Features::needed(nv2_ops);
     if nv2 {
         exts.push(coop2::NAME.as_ptr());
         dinfo = dinfo.push_next(&mut coop2_features);
@@ -280,7 +283,7 @@ fn create_logical(
     dinfo = dinfo.enabled_extension_names(&exts);
     let device = LogicalDevice::new(instance, p.raw, &dinfo)
         .map_err(|e| RuntimeError::api(&format!("vkCreateDevice({})", info.name), e))?;
-    Ok((device, Coop { khr, nv2 }))
+    Ok((device, Coop { khr, nv2, nv2_ops }))
 }
 
 /// Where this device's pipeline cache file is (None: caching is off), the
@@ -361,6 +364,7 @@ fn limits(opts: &OpenOptions, info: &DeviceInfo, p: &select::Physical, coop: Coo
         },
         f16_storage: p.storage16 && p.shader_f16,
         coop2: coop.nv2,
+        coop2_ops: coop.nv2_ops,
         coop2_workgroups: if coop.nv2 {
             p.coop2_workgroups.clone()
         } else {

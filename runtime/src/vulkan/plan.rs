@@ -57,6 +57,10 @@ pub struct Limits {
     /// VK_NV_cooperative_matrix2 enabled (workgroup scope, flexible
     /// dimensions, tensor addressing): `gemm_f16_cm2` can run.
     pub coop2: bool,
+    /// Where `coop2`: its reductions, conversions between uses and
+    /// per-element operations are enabled as well
+    /// (`attn_prefill_f16_cm2`, `linear_swiglu_f16_cm2`).
+    pub coop2_ops: bool,
     /// Where `coop2`: the workgroup sizes (and tile granularities) the
     /// driver runs f16 x f16 -> f32 workgroup-scope matrices at; a
     /// cooperative-matrix-2 kernel takes one of them or does not run.
@@ -136,6 +140,7 @@ pub fn counts_subgroups(s: Shader) -> bool {
             | Shader::LinearF16CmBt
             | Shader::LinearF16CmBtCs
             | Shader::AttnPrefillF16Cm
+            | Shader::AttnPrefillF16Cm2
     )
 }
 

@@ -23,6 +23,8 @@ pub struct Physical {
     /// VK_NV_cooperative_matrix2 with the features `gemm_f16_cm2` needs
     /// (and Vulkan 1.3, for its SPIR-V 1.6).
     pub has_coop2: bool,
+    /// Its reductions, conversions and per-element operations as well.
+    pub has_coop2_ops: bool,
     /// Its workgroup sizes for f16 x f16 -> f32 matrices, with granularities.
     pub coop2_workgroups: Vec<greta_vkenum::coop2::Flex>,
     /// The memory model with device scope (both enabled, or neither).
@@ -146,6 +148,7 @@ fn physical(raw: vk::PhysicalDevice, d: Description) -> Option<Physical> {
         shader_f16,
         has_coop_ext: d.coop_ext,
         has_coop2: d.coop2,
+        has_coop2_ops: d.coop2_ops,
         coop2_workgroups: d.coop2_workgroups.clone(),
         // With the memory model on, a shader may use Device scope (GLSL's
         // memoryBarrierBuffer and atomics: attn_decode_f16's count of its

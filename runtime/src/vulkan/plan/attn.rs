@@ -1,4 +1,4 @@
-//! `attn_prefill_f16`: which of its two kernels runs, and their launch.
+//! `attn_prefill_f16`: which of its three kernels runs, and their launch.
 //!
 //! - `attn_prefill_f16` (`coopmat=0`): f32 FMAs, 32 query rows per
 //!   workgroup of 128; any device, head_dim a multiple of 8.
@@ -8,12 +8,18 @@
 //!   subgroup size that is a multiple of 16 up to 64, 16-bit storage, and
 //!   head_dim a multiple of 16. Only f32 accumulators are asked of the
 //!   device (the output leaves through shared memory).
+//! - `attn_prefill_f16_cm2` (`coopmat=2`): the cooperative-matrix kernel's
+//!   launch, staging and products, with the softmax kept in the S tiles
+//!   through VK_NV_cooperative_matrix2's matrix operations (row
+//!   reductions, per-element functions, conversion of P to an A operand:
+//!   the `coop2_ops` limit) instead of rounding S through shared memory;
+//!   the same needs as `coopmat=1` besides.
 //!
-//! The default is the cooperative-matrix kernel wherever it can run, else
-//! the scalar one; `coopmat` forces either (a run's tuning, a tuning-cache
-//! entry), and a forced kernel the device or the shape cannot take is
-//! refused with the reason. Both kernels have the same bindings and push
-//! constants, so graphs and gates run either.
+//! The default is the first of cm2, cm and scalar that can run; `coopmat`
+//! forces one (a run's tuning, a tuning-cache entry), and a forced kernel
+//! the device or the shape cannot take is refused with the reason. The
+//! kernels have the same bindings and push constants, so graphs and gates
+//! run any of them.
 //!
 //! `--tune` times both kernels where both can run ([`super::candidates`]):
 //! the scalar one is 10-11x slower on the H200 (docs/performance.md
@@ -41,6 +47,23 @@ const CM_BQ: u64 = 64;
 /// Subgroups per workgroup of attn_prefill_f16_cm.comp (its NSG).
 const CM_SUBGROUPS: u32 = 4;
 
+/// `attn_prefill_f16`'s tunings worth sweeping (`--tune`): each kernel.
+pub(super) fn candidates(push: &mut dyn FnMut(Tuning)) {
+    for k in [0, 1, 2] {
+        push(Tuning::default().with(Knob::Coopmat, k));
+    }
+    for bk in CM2_KEYS {
+        push(Tuning::default().with(Knob::Coopmat, 2).with(Knob::Bk, bk));
+    }
+}
+
+/// Keys per tile attn_prefill_f16_cm2.comp takes (its BK; Q's 64 rows
+/// pass through the K and V rows of one tile, so at least 32), the first
+/// the default: on the H200 (580.159.04) 48 keys took 229.5 us at 2048
+/// tokens, 32 keys 239.8 and 64 keys 251.9 (`--tune` of
+/// attn_prefill_f16.32x128.S2048, 2026-11-30).
+const CM2_KEYS: [u32; 3] = [48, 32, 64];
+
 /// Shared memory of attn_prefill_f16.comp at `head_dim`: Q, K and V tiles
 /// of 32 rows as words of two halves, the 32 x 33 scores, 3 x 32 row floats.
 fn scalar_shared(head_dim: usize) -> u64 {
@@ -59,6 +82,14 @@ fn cm_shared(head_dim: usize, sg: u32) -> u64 {
     2 * BK * row + u64::from(CM_SUBGROUPS) * per_sg
 }
 
+/// Shared memory of attn_prefill_f16_cm2.comp at `head_dim`: the K and V
+/// rows of attn_prefill_f16_cm, and a 16 x 16 f32 output tile per subgroup
+/// (the softmax needs none).
+fn cm2_shared(head_dim: usize, bk: u32) -> u64 {
+    let row = (head_dim as u64 / 8 + 1) * 16;
+    2 * u64::from(bk) * row + u64::from(CM_SUBGROUPS) * 16 * 16 * 4
+}
+
 /// The plan of `op` (an `AttnPrefillF16`) under tuning `t`.
 pub(super) fn prefill(op: &Op, t: &Tuning, lim: &Limits) -> Result<Plan, RuntimeError> {
     let Op::AttnPrefillF16 {
@@ -71,7 +102,11 @@ pub(super) fn prefill(op: &Op, t: &Tuning, lim: &Limits) -> Result<Plan, Runtime
     else {
         return Err(bad(format!("{op} is not attn_prefill_f16")));
     };
-    check_keys(t, &[Knob::Coopmat])?;
+    if t.get(Knob::Coopmat) == Some(2) {
+        check_keys(t, &[Knob::Coopmat, Knob::Bk])?;
+    } else {
+        check_keys(t, &[Knob::Coopmat])?;
+    }
     let push = vec![
         tokens as u32,
         heads as u32,
@@ -80,22 +115,33 @@ pub(super) fn prefill(op: &Op, t: &Tuning, lim: &Limits) -> Result<Plan, Runtime
         max_seq as u32,
     ];
     match t.get(Knob::Coopmat) {
-        None => coop(op, tokens, heads, head_dim, &push, lim)
+        None => coop(op, tokens, heads, head_dim, &push, Some(CM2_KEYS[0]), lim)
+            .or_else(|_| coop(op, tokens, heads, head_dim, &push, None, lim))
             .or_else(|_| scalar(op, tokens, heads, head_dim, push, lim)),
         Some(0) => scalar(op, tokens, heads, head_dim, push, lim),
-        Some(1) => coop(op, tokens, heads, head_dim, &push, lim),
+        Some(1) => coop(op, tokens, heads, head_dim, &push, None, lim),
+        Some(2) => {
+            let bk = t.get(Knob::Bk).unwrap_or(CM2_KEYS[0]);
+            if !CM2_KEYS.contains(&bk) {
+                return Err(bad(format!(
+                    "attn_prefill_f16_cm2 bk={bk}: keys per tile are one of {CM2_KEYS:?}"
+                )));
+            }
+            coop(op, tokens, heads, head_dim, &push, Some(bk), lim)
+        }
         Some(v) => Err(bad(format!(
-            "coopmat={v}: must be 0 (attn_prefill_f16, f32 FMAs) or 1 (attn_prefill_f16_cm, cooperative matrices)"
+            "coopmat={v}: must be 0 (attn_prefill_f16, f32 FMAs), 1 (attn_prefill_f16_cm, \
+             cooperative matrices) or 2 (attn_prefill_f16_cm2, cooperative matrix 2)"
         ))),
     }
 }
 
-fn plan_of(shader: Shader, spec: Vec<u32>, coopmat: u32, d: Dispatch) -> Plan {
+fn plan_of(shader: Shader, spec: Vec<u32>, tuning: Tuning, d: Dispatch) -> Plan {
     Plan {
         shader,
         per_dispatch: false,
         spec,
-        tuning: Tuning::default().with(Knob::Coopmat, coopmat),
+        tuning,
         aux: vec![],
         dispatches: vec![d],
         then: vec![],
@@ -124,23 +170,44 @@ fn scalar(
         groups: [groups_for(tokens as u64, SCALAR_BQ), heads as u32, 1],
         ranges: whole(4),
     };
-    Ok(plan_of(Shader::AttnPrefillF16, vec![head_dim as u32], 0, d))
+    Ok(plan_of(
+        Shader::AttnPrefillF16,
+        vec![head_dim as u32],
+        Tuning::default().with(Knob::Coopmat, 0),
+        d,
+    ))
 }
 
-/// attn_prefill_f16_cm.comp: four subgroups per 64 query rows and head.
+/// attn_prefill_f16_cm.comp (or, `cm2` = keys per tile,
+/// attn_prefill_f16_cm2.comp: the same launch and staging): four subgroups
+/// per 64 query rows and head.
 fn coop(
     op: &Op,
     tokens: usize,
     heads: usize,
     head_dim: usize,
     push: &[u32],
+    cm2: Option<u32>,
     lim: &Limits,
 ) -> Result<Plan, RuntimeError> {
+    let (shader, coopmat) = if cm2.is_some() {
+        (Shader::AttnPrefillF16Cm2, 2)
+    } else {
+        (Shader::AttnPrefillF16Cm, 1)
+    };
     let unsupported = |why: String| {
         Err(RuntimeError::Unsupported(format!(
-            "attn_prefill_f16_cm (coopmat=1) for {op}: {why}"
+            "{} (coopmat={coopmat}) for {op}: {why}",
+            shader.name()
         )))
     };
+    if cm2.is_some() && !lim.coop2_ops {
+        return unsupported(
+            "the device has no VK_NV_cooperative_matrix2 with reductions, conversions and \
+             per-element operations"
+                .into(),
+        );
+    }
     if !lim.coop16 {
         return unsupported(
             "the device has no 16x16x16 f16 x f16 -> f32 subgroup cooperative matrix".into(),
@@ -164,7 +231,10 @@ fn coop(
     if !head_dim.is_multiple_of(16) {
         return unsupported(format!("head_dim {head_dim} is not a multiple of 16"));
     }
-    let shared = cm_shared(head_dim, sg);
+    let shared = match cm2 {
+        Some(bk) => cm2_shared(head_dim, bk),
+        None => cm_shared(head_dim, sg),
+    };
     if shared > u64::from(lim.max_shared) {
         return unsupported(format!(
             "needs {shared} bytes of shared memory, the device has {}",
@@ -184,12 +254,19 @@ fn coop(
         groups: [blocks as u32, heads as u32, 1],
         ranges: whole(4),
     };
-    Ok(plan_of(
-        Shader::AttnPrefillF16Cm,
-        vec![head_dim as u32, wg, sg],
-        1,
-        d,
-    ))
+    let (spec, tuning) = match cm2 {
+        Some(bk) => (
+            vec![head_dim as u32, wg, sg, bk],
+            Tuning::default()
+                .with(Knob::Coopmat, coopmat)
+                .with(Knob::Bk, bk),
+        ),
+        None => (
+            vec![head_dim as u32, wg, sg],
+            Tuning::default().with(Knob::Coopmat, coopmat),
+        ),
+    };
+    Ok(plan_of(shader, spec, tuning, d))
 }
 
 /// Most loop trips of one invocation (llvmpipe's guard): the key tiles a
@@ -225,10 +302,75 @@ mod tests {
         Tuning::default().with(Knob::Coopmat, v)
     }
 
+    /// The H200 with VK_NV_cooperative_matrix2 but without its matrix
+    /// operations: the KHR kernel's device.
+    fn nvidia_khr() -> Limits {
+        Limits {
+            coop2_ops: false,
+            ..test_limits::nvidia()
+        }
+    }
+
+    #[test]
+    fn devices_with_cooperative_matrix_2_operations_get_the_cm2_kernel() {
+        let lim = test_limits::nvidia();
+        let p = plan(&op(2048, 128), &Tuning::default(), &lim).unwrap();
+        assert_eq!(p.shader, Shader::AttnPrefillF16Cm2);
+        assert_eq!(p.spec, vec![128, 128, 32, 48], "head_dim, wg, sg, bk");
+        assert_eq!(p.tuning, forced(2).with(Knob::Bk, 48));
+        let d = &p.dispatches[0];
+        assert_eq!(d.groups, [32, 32, 1], "2048 / 64 blocks x 32 heads");
+        assert_eq!(
+            d.push,
+            vec![2048, 32, 128, 0, 2048],
+            "the scalar kernel's push"
+        );
+        assert!(cm2_shared(128, 48) < cm_shared(128, 32));
+        let p = plan(&op(2048, 128), &forced(2).with(Knob::Bk, 64), &lim).unwrap();
+        assert_eq!(p.spec, vec![128, 128, 32, 64]);
+        assert_eq!(
+            p.dispatches[0].groups,
+            [32, 32, 1],
+            "bk does not change the grid"
+        );
+        for bk in [16, 40, 128] {
+            let e = refused(&op(512, 128), &forced(2).with(Knob::Bk, bk), &lim);
+            assert!(e.to_string().contains("keys per tile are one of"), "{e}");
+        }
+        let e = refused(&op(512, 128), &forced(1).with(Knob::Bk, 64), &lim);
+        assert!(
+            e.to_string().contains("tuning key bk does not apply"),
+            "{e}"
+        );
+        // The KHR kernel stays forceable there.
+        let p = plan(&op(2048, 128), &forced(1), &lim).unwrap();
+        assert_eq!(p.shader, Shader::AttnPrefillF16Cm);
+        // A shape the matrix kernels cannot take gets the scalar one by
+        // default, and a reason when cm2 is forced.
+        let p = plan(&op(100, 24), &Tuning::default(), &lim).unwrap();
+        assert_eq!(p.shader, Shader::AttnPrefillF16);
+        let e = refused(&op(100, 24), &forced(2), &lim);
+        assert!(
+            e.to_string().contains("attn_prefill_f16_cm2 (coopmat=2)"),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .contains("head_dim 24 is not a multiple of 16"),
+            "{e}"
+        );
+        // Without the matrix operations (or on lavapipe), cm2 is refused.
+        for l in [nvidia_khr(), test_limits::lavapipe()] {
+            let e = refused(&op(512, 128), &forced(2), &l);
+            assert!(matches!(e, RuntimeError::Unsupported(_)), "{e}");
+            assert!(e.to_string().contains("reductions, conversions"), "{e}");
+        }
+    }
+
     #[test]
     fn devices_with_16x16x16_tiles_get_the_cooperative_matrix_kernel() {
         for (name, lim) in [
-            ("nvidia", test_limits::nvidia()),
+            ("nvidia", nvidia_khr()),
             ("f32 accumulators only", test_limits::f32_acc_only()),
         ] {
             let p = plan(&op(2048, 128), &Tuning::default(), &lim).unwrap();
@@ -245,7 +387,7 @@ mod tests {
             assert!(cm_shared(128, 32) <= u64::from(lim.max_shared), "{name}");
         }
         // A partial last block still gets its workgroup.
-        let p = plan(&op(100, 64), &Tuning::default(), &test_limits::nvidia()).unwrap();
+        let p = plan(&op(100, 64), &Tuning::default(), &nvidia_khr()).unwrap();
         assert_eq!(p.dispatches[0].groups, [2, 32, 1]);
         // Wave64 (RDNA's other subgroup size): four subgroups of 64.
         let lim = Limits {
@@ -279,20 +421,20 @@ mod tests {
             "2048 / 32 rows x 32 heads"
         );
         // head_dim a multiple of 8 but not of 16.
-        scalar(&test_limits::nvidia(), &op(100, 24));
+        scalar(&nvidia_khr(), &op(100, 24));
         // No fixed subgroup size, no 16-bit storage, a subgroup of 8.
         for lim in [
             Limits {
                 subgroup_size: None,
-                ..test_limits::nvidia()
+                ..nvidia_khr()
             },
             Limits {
                 f16_storage: false,
-                ..test_limits::nvidia()
+                ..nvidia_khr()
             },
             Limits {
                 subgroup_size: Some(8),
-                ..test_limits::nvidia()
+                ..nvidia_khr()
             },
         ] {
             scalar(&lim, &op(512, 128));
@@ -301,7 +443,7 @@ mod tests {
         // 128) fits, the matrix one (31.75 KiB) does not.
         let small = Limits {
             max_shared: 30 * 1024,
-            ..test_limits::nvidia()
+            ..nvidia_khr()
         };
         assert!(cm_shared(128, 32) > 30 * 1024 && scalar_shared(128) <= 30 * 1024);
         scalar(&small, &op(512, 128));
@@ -315,7 +457,7 @@ mod tests {
         assert!(matches!(e, RuntimeError::Unsupported(_)), "{msg}");
         assert!(msg.contains("attn_prefill_f16_cm (coopmat=1)"), "{msg}");
         assert!(msg.contains("16x16x16"), "{msg}");
-        let e = refused(&op(100, 24), &forced(1), &test_limits::nvidia());
+        let e = refused(&op(100, 24), &forced(1), &nvidia_khr());
         assert!(
             e.to_string()
                 .contains("head_dim 24 is not a multiple of 16"),
@@ -323,7 +465,7 @@ mod tests {
         );
         let small = Limits {
             max_shared: 16 * 1024,
-            ..test_limits::nvidia()
+            ..nvidia_khr()
         };
         let e = refused(&o, &forced(1), &small);
         assert!(
@@ -332,17 +474,13 @@ mod tests {
             "{e}"
         );
         // The scalar kernel, forced, runs everywhere it fits.
-        for lim in [test_limits::nvidia(), test_limits::lavapipe()] {
+        for lim in [nvidia_khr(), test_limits::lavapipe()] {
             let p = plan(&o, &forced(0), &lim).unwrap();
             assert_eq!(p.shader, Shader::AttnPrefillF16);
         }
-        let e = refused(&o, &forced(2), &test_limits::nvidia());
-        assert!(e.to_string().contains("coopmat=2: must be 0"), "{e}");
-        let e = refused(
-            &o,
-            &Tuning::default().with(Knob::Wg, 64),
-            &test_limits::nvidia(),
-        );
+        let e = refused(&o, &forced(3), &nvidia_khr());
+        assert!(e.to_string().contains("coopmat=3: must be 0"), "{e}");
+        let e = refused(&o, &Tuning::default().with(Knob::Wg, 64), &nvidia_khr());
         assert!(
             e.to_string().contains("tuning key wg does not apply"),
             "{e}"
@@ -355,8 +493,20 @@ mod tests {
         // The default is the matrix kernel; coopmat=1 is the same work.
         let scalar = Tuning::default().with(Knob::Coopmat, 0);
         assert_eq!(
+            candidates(&o, &nvidia_khr()),
+            vec![Tuning::default(), scalar.clone()]
+        );
+        // With the cm2 operations: its default first, then both others,
+        // then its other tile depths.
+        assert_eq!(
             candidates(&o, &test_limits::nvidia()),
-            vec![Tuning::default(), scalar]
+            vec![
+                Tuning::default(),
+                scalar,
+                forced(1),
+                forced(2).with(Knob::Bk, 32),
+                forced(2).with(Knob::Bk, 64)
+            ]
         );
         // lavapipe: only the scalar kernel, which is the default.
         assert_eq!(

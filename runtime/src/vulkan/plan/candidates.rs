@@ -2,7 +2,7 @@
 //! list, each at every subgroup size the device offers, and no two that
 //! plan to the same work.
 
-use super::{f16_block, gemm, plan, Limits, Plan, Shader, Wave};
+use super::{attn, f16_block, gemm, plan, Limits, Plan, Shader, Wave};
 use crate::tuning::{Knob, Tuning};
 use greta_kernels::Op;
 
@@ -53,11 +53,7 @@ fn kernel_candidates(op: &Op, lim: &Limits, mut push: &mut dyn FnMut(Tuning)) {
     match op {
         Op::GemmF32 { .. } | Op::GemmF16 { .. } => gemm::candidates(op, lim, &mut push),
         Op::TestSlow { .. } => {}
-        Op::AttnPrefillF16 { .. } => {
-            for k in [0, 1] {
-                push(Tuning::default().with(Knob::Coopmat, k));
-            }
-        }
+        Op::AttnPrefillF16 { .. } => attn::candidates(&mut push),
         Op::LinearF16 { .. } => gemm::linear::candidates(&mut push),
         // Chunks per workgroup: the same work in more or fewer workgroups
         // (a plan that makes the same dispatch as an earlier one is dropped).

@@ -334,6 +334,7 @@ mod tests {
     fn khr_only() -> Limits {
         Limits {
             coop2: false,
+            coop2_ops: false,
             ..nvidia()
         }
     }

@@ -14,6 +14,7 @@ pub fn nvidia() -> Limits {
         coop_f16: Some((16, 8, 16)),
         f16_storage: true,
         coop2: true,
+        coop2_ops: true,
         // What the H200's driver lists (580.159.04): invocations, then
         // the m, n, k granularities.
         coop2_workgroups: coop2_listing(&[
@@ -39,6 +40,7 @@ pub fn radv_rdna3() -> Limits {
         max_shared: 65536,
         coop_f16: Some((16, 16, 16)),
         coop2: false,
+        coop2_ops: false,
         subgroup_size: None,
         waves: Some(super::Waves {
             min: 32,
@@ -57,6 +59,7 @@ pub fn lavapipe() -> Limits {
     Limits {
         coop_f16: None,
         coop2: false,
+        coop2_ops: false,
         coop16: false,
         coop16_f16: false,
         subgroup_size: Some(8),
@@ -72,6 +75,7 @@ pub fn f32_acc_only() -> Limits {
     Limits {
         coop16_f16: false,
         coop2: false,
+        coop2_ops: false,
         ..nvidia()
     }
 }

@@ -56,6 +56,7 @@ fn a_device_with_two_subgroup_sizes_never_gets_cmreg() {
     let lim = Limits {
         subgroup_size: None,
         coop2: false,
+        coop2_ops: false,
         max_shared: 65536,
         ..h200()
     };
@@ -117,6 +118,7 @@ fn cpu_like() -> Limits {
     Limits {
         coop_f16: None,
         coop2: false,
+        coop2_ops: false,
         coop16: false,
         coop16_f16: false,
         f16_storage: true,
@@ -272,11 +274,13 @@ fn every_candidate_plans_within_the_limits() {
         Limits {
             subgroup_size: None,
             coop2: false,
+            coop2_ops: false,
             ..h200()
         },
         Limits {
             coop_f16: None,
             coop2: false,
+            coop2_ops: false,
             coop16: false,
             coop16_f16: false,
             max_shared: 32768,
