@@ -311,6 +311,18 @@ mod tests {
         }
     }
 
+    /// The launch both matrix kernels share, planned for 2048 tokens of
+    /// 32 heads: a workgroup per 64 rows and head, the scalar kernel's push.
+    fn four_subgroups_per_64_rows(p: &Plan, name: &str) {
+        let d = &p.dispatches[0];
+        assert_eq!(d.groups, [32, 32, 1], "{name}: 2048 / 64 blocks x 32 heads");
+        assert_eq!(
+            d.push,
+            vec![2048, 32, 128, 0, 2048],
+            "{name}: the scalar kernel's push"
+        );
+    }
+
     #[test]
     fn devices_with_cooperative_matrix_2_operations_get_the_cm2_kernel() {
         let lim = test_limits::nvidia();
@@ -318,13 +330,7 @@ mod tests {
         assert_eq!(p.shader, Shader::AttnPrefillF16Cm2);
         assert_eq!(p.spec, vec![128, 128, 32, 48], "head_dim, wg, sg, bk");
         assert_eq!(p.tuning, forced(2).with(Knob::Bk, 48));
-        let d = &p.dispatches[0];
-        assert_eq!(d.groups, [32, 32, 1], "2048 / 64 blocks x 32 heads");
-        assert_eq!(
-            d.push,
-            vec![2048, 32, 128, 0, 2048],
-            "the scalar kernel's push"
-        );
+        four_subgroups_per_64_rows(&p, "cm2");
         assert!(cm2_shared(128, 48) < cm_shared(128, 32));
         let p = plan(&op(2048, 128), &forced(2).with(Knob::Bk, 64), &lim).unwrap();
         assert_eq!(p.spec, vec![128, 128, 32, 64]);
@@ -377,13 +383,7 @@ mod tests {
             assert_eq!(p.shader, Shader::AttnPrefillF16Cm, "{name}");
             assert_eq!(p.spec, vec![128, 128, 32], "{name}: head_dim, wg, sg");
             assert_eq!(p.tuning, forced(1), "{name}");
-            let d = &p.dispatches[0];
-            assert_eq!(d.groups, [32, 32, 1], "{name}: 2048 / 64 blocks x 32 heads");
-            assert_eq!(
-                d.push,
-                vec![2048, 32, 128, 0, 2048],
-                "{name}: the scalar kernel's push"
-            );
+            four_subgroups_per_64_rows(&p, name);
             assert!(cm_shared(128, 32) <= u64::from(lim.max_shared), "{name}");
         }
         // A partial last block still gets its workgroup.
