@@ -59,7 +59,7 @@ pub struct Limits {
     pub coop2: bool,
     /// Where `coop2`: its reductions, conversions between uses and
     /// per-element operations are enabled as well
-    /// (`attn_prefill_f16_cm2`, `linear_swiglu_f16_cm2`).
+    /// (`attn_prefill_f16_cm2`).
     pub coop2_ops: bool,
     /// Where `coop2`: the workgroup sizes (and tile granularities) the
     /// driver runs f16 x f16 -> f32 workgroup-scope matrices at; a

@@ -47,9 +47,10 @@ const CM_BQ: u64 = 64;
 /// Subgroups per workgroup of attn_prefill_f16_cm.comp (its NSG).
 const CM_SUBGROUPS: u32 = 4;
 
-/// `attn_prefill_f16`'s tunings worth sweeping (`--tune`): each kernel.
+/// `attn_prefill_f16`'s tunings worth sweeping (`--tune`): each kernel,
+/// the cooperative-matrix-2 one at each tile depth.
 pub(super) fn candidates(push: &mut dyn FnMut(Tuning)) {
-    for k in [0, 1, 2] {
+    for k in [0, 1] {
         push(Tuning::default().with(Knob::Coopmat, k));
     }
     for bk in CM2_KEYS {
